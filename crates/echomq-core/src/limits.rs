@@ -1,0 +1,33 @@
+//! The limits on every argument of every transition. The Lua scripts check the
+//! same numbers (a test proves it); the host checks them before it sends, so a
+//! bad call fails fast with the same meaning it would get from the server.
+//!
+//! Integers travel as decimal text: an optional `-` and at most 15 digits.
+
+use std::ops::RangeInclusive;
+
+/// The largest payload a job may carry, in bytes (1 MiB).
+pub const MAX_PAYLOAD: usize = 1_048_576;
+/// The longest error text FAIL keeps, in bytes.
+pub const MAX_ERROR_TEXT: usize = 65_536;
+/// The most digits an integer argument may have.
+pub const MAX_DIGITS: usize = 15;
+
+/// A lease, in milliseconds (CLAIM, EXTEND): up to about 24.8 days.
+pub const LEASE_MS: RangeInclusive<u64> = 1..=2_147_483_647;
+/// A delay or back-off, in milliseconds (ENQUEUE DELAY, FAIL): up to about 31 years.
+pub const DELAY_MS: RangeInclusive<u64> = 0..=999_999_999_999;
+/// An absolute due time, server ms since the Unix epoch (ENQUEUE AT).
+pub const AT_MS: RangeInclusive<u64> = 0..=9_999_999_999_999;
+/// A purge age, in milliseconds (PURGE).
+pub const AGE_MS: RangeInclusive<u64> = 0..=999_999_999_999;
+/// A priority (ENQUEUE PRIORITY): lower is claimed first, 0 by default.
+pub const PRIORITY: RangeInclusive<i64> = -2_147_483_648..=2_147_483_647;
+/// A fencing token (ACK, FAIL, EXTEND, RELEASE): the claim's `attempts`.
+pub const TOKEN: RangeInclusive<u64> = 1..=999_999_999_999_999;
+/// A maximum number of attempts (FAIL, REAP): a job with `attempts` at or past it dies.
+pub const MAX_ATTEMPTS: RangeInclusive<u64> = 0..=2_147_483_647;
+/// How many jobs one CLAIM may take (COUNT).
+pub const CLAIM_COUNT: RangeInclusive<u64> = 1..=1000;
+/// How many jobs one REAP, PROMOTE or PURGE may move (LIMIT); also its default.
+pub const SWEEP_LIMIT: RangeInclusive<u64> = 1..=1000;

@@ -1,0 +1,44 @@
+--[[ CANCEL: take a job out of the flow for good, from any state but done.
+Cancelling an active job ends its lease: the holder's next ACK, FAIL, EXTEND
+or RELEASE gets EMQFENCE.
+
+KEYS[1]  emq:{q}:job:<id>   the record (hash)
+KEYS[2]  emq:{q}:pending    (zset)
+KEYS[3]  emq:{q}:active     (zset)
+KEYS[4]  emq:{q}:delayed    (zset)
+KEYS[5]  emq:{q}:dead       (zset)
+KEYS[6]  emq:{q}:cancelled  (zset) score = cancel time, server ms
+ARGV[1]  the job id
+Reply    1 cancelled, 0 already cancelled (nothing changed)
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job)
+]]
+--@include common
+
+local id = ARGV[1]
+local err = kind_error(id)
+if err then return err end
+_, err = queue_prefix({'job', 'pending', 'active', 'delayed', 'dead', 'cancelled'}, id)
+if err then return err end
+_, err = options(2, {})
+if err then return err end
+for i = 2, 6 do
+  err = type_error(KEYS[i], 'zset')
+  if err then return err end
+end
+local fields
+fields, err = read_record(KEYS[1], 'state')
+if err then return err end
+local state = fields[1]
+if not state then
+  return emq_error('EMQNOJOB', 'no such job')
+end
+if state == 'cancelled' then return 0 end
+local from = {pending = KEYS[2], active = KEYS[3], delayed = KEYS[4], dead = KEYS[5]}
+if not from[state] then
+  return emq_error('EMQSTATE', 'cannot cancel a ' .. state .. ' job')
+end
+
+redis.call('ZREM', from[state], id)
+redis.call('HSET', KEYS[1], 'state', 'cancelled')
+redis.call('ZADD', KEYS[6], now_ms(), id)
+return 1

@@ -1,0 +1,49 @@
+--[[ CLAIM: take the head of pending, up to COUNT jobs, each under a new lease.
+
+KEYS[1]  emq:{q}:pending    (zset)
+KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
+ARGV[1]  lease, ms          1..=2147483647
+ARGV[2..] options:
+         COUNT <n>          1..=1000, default 1
+Derived  emq:{q}:job:<id>   the record of each popped id: the prefix of KEYS[1]
+                            with job:<id>, so the same hashtag and slot.
+Reply    an array of claimed jobs in pending order (priority, then id), each
+         [id, token, payload]; empty when pending is empty. The token is the
+         record's new attempts: each claim mints the next one.
+         An id in pending whose record is missing is dropped, not claimed.
+Errors   EMQARG, EMQTYPE
+]]
+--@include common
+
+local prefix, err = queue_prefix({'pending', 'active'})
+if err then return err end
+local lease
+lease, err = integer(ARGV[1], 'lease', 1, 2147483647)
+if err then return err end
+local opts
+opts, err = options(2, {COUNT = {1, 1000}})
+if err then return err end
+err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
+if err then return err end
+
+local ids = redis.call('ZRANGE', KEYS[1], 0, (opts.COUNT or 1) - 1)
+if #ids == 0 then return {} end
+local records = {}
+for i, id in ipairs(ids) do
+  records[i], err = read_record(prefix .. 'job:' .. id, 'attempts', 'payload')
+  if err then return err end
+end
+
+redis.call('ZREM', KEYS[1], unpack(ids))
+local deadline = now_ms() + lease
+local claimed = {}
+for i, id in ipairs(ids) do
+  local attempts, payload = records[i][1], records[i][2]
+  if attempts then
+    local token = tonumber(attempts) + 1
+    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
+    redis.call('ZADD', KEYS[2], deadline, id)
+    claimed[#claimed + 1] = {id, token, payload}
+  end
+end
+return claimed

@@ -1,0 +1,42 @@
+--[[ PROMOTE: delayed jobs whose time has come move to pending.
+Safe to run from many workers at once: each due job moves exactly once.
+
+KEYS[1]  emq:{q}:delayed    (zset) score = due time, server ms
+KEYS[2]  emq:{q}:pending    (zset)
+KEYS[3]  emq:{q}:priority   (hash)
+ARGV[1..] options:
+         LIMIT <n>          1..=1000, default 1000: at most this many jobs
+Derived  emq:{q}:job:<id>   the record of each due id (same hashtag)
+Reply    how many moved to pending. An id in delayed whose record is missing
+         is dropped and not counted.
+Errors   EMQARG, EMQTYPE
+]]
+--@include common
+
+local prefix, err = queue_prefix({'delayed', 'pending', 'priority'})
+if err then return err end
+local opts
+opts, err = options(1, {LIMIT = {1, 1000}})
+if err then return err end
+err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
+if err then return err end
+
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or 1000)
+if #ids == 0 then return 0 end
+local present = {}
+for i, id in ipairs(ids) do
+  local fields
+  fields, err = read_record(prefix .. 'job:' .. id, 'state')
+  if err then return err end
+  present[i] = fields[1]
+end
+
+redis.call('ZREM', KEYS[1], unpack(ids))
+local promoted = 0
+for i, id in ipairs(ids) do
+  if present[i] then
+    to_pending(prefix .. 'job:' .. id, KEYS[2], KEYS[3], id)
+    promoted = promoted + 1
+  end
+end
+return promoted

@@ -1,0 +1,43 @@
+--[[ PURGE: delete finished jobs (done, dead or cancelled) older than an age:
+their records, their set entries, and their priority and error entries.
+
+KEYS[1]  emq:{q}:done, emq:{q}:dead or emq:{q}:cancelled (zset)
+KEYS[2]  emq:{q}:priority   (hash)
+KEYS[3]  emq:{q}:errors     (hash)
+ARGV[1]  age, ms, 0..=999999999999: jobs that finished at least this long ago
+ARGV[2..] options:
+         LIMIT <n>          1..=1000, default 1000: at most this many jobs
+Derived  emq:{q}:job:<id>   the record of each purged id (same hashtag)
+Reply    how many jobs were deleted
+Errors   EMQARG, EMQTYPE
+]]
+--@include common
+
+local finished = string.match(KEYS[1] or '', ':(%a+)$')
+if finished ~= 'done' and finished ~= 'dead' and finished ~= 'cancelled' then
+  return emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:done, dead or cancelled')
+end
+local prefix, err = queue_prefix({finished, 'priority', 'errors'})
+if err then return err end
+local age, opts
+age, err = integer(ARGV[1], 'age', 0, 999999999999)
+if err then return err end
+opts, err = options(2, {LIMIT = {1, 1000}})
+if err then return err end
+err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
+if err then return err end
+
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or 1000)
+if #ids == 0 then return 0 end
+for _, id in ipairs(ids) do
+  err = type_error(prefix .. 'job:' .. id, 'hash')
+  if err then return err end
+end
+
+redis.call('ZREM', KEYS[1], unpack(ids))
+redis.call('HDEL', KEYS[2], unpack(ids))
+redis.call('HDEL', KEYS[3], unpack(ids))
+for _, id in ipairs(ids) do
+  redis.call('DEL', prefix .. 'job:' .. id)
+end
+return #ids

@@ -1,0 +1,35 @@
+--[[ RETRY: a dead job goes back to pending, by hand. Its last error stays
+readable in emq:{q}:errors until it is acknowledged or purged.
+
+KEYS[1]  emq:{q}:job:<id>   the record (hash)
+KEYS[2]  emq:{q}:dead       (zset)
+KEYS[3]  emq:{q}:pending    (zset)
+KEYS[4]  emq:{q}:priority   (hash)
+ARGV[1]  the job id
+Reply    1
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead)
+]]
+--@include common
+
+local id = ARGV[1]
+local err = kind_error(id)
+if err then return err end
+_, err = queue_prefix({'job', 'dead', 'pending', 'priority'}, id)
+if err then return err end
+_, err = options(2, {})
+if err then return err end
+err = type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset') or type_error(KEYS[4], 'hash')
+if err then return err end
+local fields
+fields, err = read_record(KEYS[1], 'state')
+if err then return err end
+if not fields[1] then
+  return emq_error('EMQNOJOB', 'no such job')
+end
+if fields[1] ~= 'dead' then
+  return emq_error('EMQSTATE', 'cannot retry a ' .. fields[1] .. ' job')
+end
+
+redis.call('ZREM', KEYS[2], id)
+to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+return 1

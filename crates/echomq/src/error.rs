@@ -1,0 +1,94 @@
+//! The one error type of the host library. Protocol refusals (`EMQ<NAME>`
+//! replies) become their own variants through [`Code`]; input the host can
+//! judge before sending fails the same way without a round trip.
+
+use echomq_core::Code;
+
+/// What can go wrong with an EchoMQ call.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `EMQKIND`: a transition got an id whose first three bytes are not `JOB`.
+    #[error("EMQKIND {0}")]
+    Kind(String),
+    /// `EMQFENCE`: the token does not hold the job's lease (a stale token, or
+    /// the job is no longer active). Nothing changed; the caller lost the job.
+    #[error("EMQFENCE {0}")]
+    Fence(String),
+    /// `EMQNOJOB`: there is no job with this id.
+    #[error("EMQNOJOB {0}")]
+    NoJob(String),
+    /// `EMQSTATE`: the job's state does not allow the transition.
+    #[error("EMQSTATE {0}")]
+    State(String),
+    /// `EMQTYPE`: a key holds a value of the wrong Redis type.
+    #[error("EMQTYPE {0}")]
+    WrongType(String),
+    /// `EMQARG`, or the host's own check of the same rule: a malformed call.
+    #[error("EMQARG {0}")]
+    Argument(String),
+    /// `EMQSIZE`, or the host's own check: a payload or error text over its limit.
+    #[error("EMQSIZE {0}")]
+    TooLarge(String),
+    /// A queue name that is empty, longer than 255 bytes, or holds `{`, `}` or NUL.
+    #[error("invalid queue name: {0}")]
+    InvalidQueue(String),
+    /// A job id without the full brand: `JOB_` and 26 Crockford base32 characters.
+    #[error("invalid job id: {0}")]
+    InvalidId(String),
+    /// A record that breaks the protocol: a missing or unknown field, an unknown state.
+    #[error("malformed record: {0}")]
+    Record(String),
+    /// A reply of a shape the protocol does not give.
+    #[error("unexpected reply: {0}")]
+    Reply(String),
+    /// The connection or the server failed (anything not an `EMQ` code).
+    #[error(transparent)]
+    Redis(redis::RedisError),
+}
+
+/// The result of every EchoMQ call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The error for a protocol code and its text, as a transition answers.
+    pub fn from_code(code: Code, text: impl Into<String>) -> Error {
+        let text = text.into();
+        match code {
+            Code::Kind => Error::Kind(text),
+            Code::Fence => Error::Fence(text),
+            Code::NoJob => Error::NoJob(text),
+            Code::State => Error::State(text),
+            Code::Type => Error::WrongType(text),
+            Code::Arg => Error::Argument(text),
+            Code::Size => Error::TooLarge(text),
+        }
+    }
+
+    /// The protocol code this error carries, if it is a protocol refusal.
+    pub fn code(&self) -> Option<Code> {
+        Some(match self {
+            Error::Kind(_) => Code::Kind,
+            Error::Fence(_) => Code::Fence,
+            Error::NoJob(_) => Code::NoJob,
+            Error::State(_) => Code::State,
+            Error::WrongType(_) => Code::Type,
+            Error::Argument(_) => Code::Arg,
+            Error::TooLarge(_) => Code::Size,
+            _ => return None,
+        })
+    }
+
+    /// True when the caller no longer holds the job: a fence or a vanished record.
+    pub fn is_lost_lease(&self) -> bool {
+        matches!(self, Error::Fence(_) | Error::NoJob(_))
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(err: redis::RedisError) -> Error {
+        match err.code().and_then(Code::parse) {
+            Some(code) => Error::from_code(code, err.detail().unwrap_or_default()),
+            None => Error::Redis(err),
+        }
+    }
+}

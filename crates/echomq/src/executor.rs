@@ -1,0 +1,109 @@
+//! The `via`: who runs a transition. A host call carries its executor and
+//! never inspects it.
+//!
+//! [`Executor`] has one method per transition. Executors that ship KEYS and
+//! ARGV somewhere and read the reply back implement the smaller [`Dispatch`]
+//! and get [`Executor`] from it, so every transition goes through one path,
+//! with one tracing span.
+
+use std::future::Future;
+
+use async_trait::async_trait;
+use tracing::Instrument;
+
+use crate::keyspace::Keyspace;
+use crate::transition::*;
+use crate::Result;
+
+mod lua;
+
+pub use lua::{script_source, Lua};
+
+/// Runs the protocol's transitions. One method per transition.
+#[async_trait]
+pub trait Executor: Send + Sync + 'static {
+    /// Admit a job: its record, then pending (or delayed). `false` for a duplicate.
+    async fn enqueue(&self, keys: &Keyspace, call: &Enqueue) -> Result<bool>;
+    /// Take jobs from the head of pending, each under a new lease and a new token.
+    async fn claim(&self, keys: &Keyspace, call: &Claim) -> Result<Vec<Claimed>>;
+    /// The lease holder finishes the job: to done.
+    async fn ack(&self, keys: &Keyspace, call: &Ack) -> Result<()>;
+    /// The lease holder failed: to delayed for a retry, or to dead.
+    async fn fail(&self, keys: &Keyspace, call: &Fail) -> Result<Failed>;
+    /// The lease holder renews its lease; the new deadline in server ms.
+    async fn extend(&self, keys: &Keyspace, call: &Extend) -> Result<u64>;
+    /// The lease holder gives the job back to pending, without blame.
+    async fn release(&self, keys: &Keyspace, call: &Release) -> Result<()>;
+    /// Expired leases back to pending, or to dead when attempts are used up.
+    async fn reap(&self, keys: &Keyspace, call: &Reap) -> Result<Reaped>;
+    /// Due delayed jobs to pending; how many moved.
+    async fn promote(&self, keys: &Keyspace, call: &Promote) -> Result<u64>;
+    /// Delete finished jobs past an age; how many went.
+    async fn purge(&self, keys: &Keyspace, call: &Purge) -> Result<u64>;
+    /// Take a job out of the flow for good; `false` when it was cancelled already.
+    async fn cancel(&self, keys: &Keyspace, call: &Cancel) -> Result<bool>;
+    /// A dead job back to pending.
+    async fn retry(&self, keys: &Keyspace, call: &Retry) -> Result<()>;
+    /// One job's record and last error; `None` when there is no such job.
+    async fn inspect(&self, keys: &Keyspace, call: &Inspect) -> Result<Option<Inspection>>;
+    /// How many jobs the queue holds in each state.
+    async fn stats(&self, keys: &Keyspace, call: &Stats) -> Result<StatsReply>;
+}
+
+/// An executor that runs any transition from its KEYS and ARGV.
+pub trait Dispatch: Send + Sync + 'static {
+    /// Run `call` on the queue `keys` and read its reply.
+    fn dispatch<T: Transition>(
+        &self,
+        keys: &Keyspace,
+        call: &T,
+    ) -> impl Future<Output = Result<T::Output>> + Send;
+}
+
+async fn traced<D: Dispatch, T: Transition>(via: &D, keys: &Keyspace, call: &T) -> Result<T::Output> {
+    let span = tracing::debug_span!("emq.transition", transition = T::NAME, queue = keys.queue());
+    via.dispatch(keys, call).instrument(span).await
+}
+
+#[async_trait]
+impl<D: Dispatch> Executor for D {
+    async fn enqueue(&self, keys: &Keyspace, call: &Enqueue) -> Result<bool> {
+        traced(self, keys, call).await
+    }
+    async fn claim(&self, keys: &Keyspace, call: &Claim) -> Result<Vec<Claimed>> {
+        traced(self, keys, call).await
+    }
+    async fn ack(&self, keys: &Keyspace, call: &Ack) -> Result<()> {
+        traced(self, keys, call).await
+    }
+    async fn fail(&self, keys: &Keyspace, call: &Fail) -> Result<Failed> {
+        traced(self, keys, call).await
+    }
+    async fn extend(&self, keys: &Keyspace, call: &Extend) -> Result<u64> {
+        traced(self, keys, call).await
+    }
+    async fn release(&self, keys: &Keyspace, call: &Release) -> Result<()> {
+        traced(self, keys, call).await
+    }
+    async fn reap(&self, keys: &Keyspace, call: &Reap) -> Result<Reaped> {
+        traced(self, keys, call).await
+    }
+    async fn promote(&self, keys: &Keyspace, call: &Promote) -> Result<u64> {
+        traced(self, keys, call).await
+    }
+    async fn purge(&self, keys: &Keyspace, call: &Purge) -> Result<u64> {
+        traced(self, keys, call).await
+    }
+    async fn cancel(&self, keys: &Keyspace, call: &Cancel) -> Result<bool> {
+        traced(self, keys, call).await
+    }
+    async fn retry(&self, keys: &Keyspace, call: &Retry) -> Result<()> {
+        traced(self, keys, call).await
+    }
+    async fn inspect(&self, keys: &Keyspace, call: &Inspect) -> Result<Option<Inspection>> {
+        traced(self, keys, call).await
+    }
+    async fn stats(&self, keys: &Keyspace, call: &Stats) -> Result<StatsReply> {
+        traced(self, keys, call).await
+    }
+}

@@ -1,0 +1,126 @@
+//! The Lua executor: one script per transition, loaded once per server and run
+//! with EVALSHA; a server that answers NOSCRIPT (restarted, flushed, a new
+//! replica) gets the script again with SCRIPT LOAD and the call is retried.
+
+use std::sync::LazyLock;
+
+use redis::aio::ConnectionLike;
+use redis::{Script, Value};
+
+use super::Dispatch;
+use crate::keyspace::Keyspace;
+use crate::transition::Transition;
+use crate::{Error, Result};
+
+/// Each transition's script as written, `--@include <name>` lines not yet expanded.
+const SOURCES: [(&str, &str); 13] = [
+    ("enqueue", include_str!("../../lua/enqueue-4.lua")),
+    ("claim", include_str!("../../lua/claim-2.lua")),
+    ("ack", include_str!("../../lua/ack-3.lua")),
+    ("fail", include_str!("../../lua/fail-5.lua")),
+    ("extend", include_str!("../../lua/extend-2.lua")),
+    ("release", include_str!("../../lua/release-4.lua")),
+    ("reap", include_str!("../../lua/reap-5.lua")),
+    ("promote", include_str!("../../lua/promote-3.lua")),
+    ("purge", include_str!("../../lua/purge-3.lua")),
+    ("cancel", include_str!("../../lua/cancel-6.lua")),
+    ("retry", include_str!("../../lua/retry-4.lua")),
+    ("inspect", include_str!("../../lua/inspect-2.lua")),
+    ("stats", include_str!("../../lua/stats-6.lua")),
+];
+
+/// The shared Lua, by include name.
+const INCLUDES: [(&str, &str); 1] = [("common", include_str!("../../lua/includes/common.lua"))];
+
+/// The scripts, expanded once per process.
+static SCRIPTS: LazyLock<Vec<(&'static str, Script)>> = LazyLock::new(|| {
+    SOURCES.iter().map(|(name, source)| (*name, Script::new(&expand(source)))).collect()
+});
+
+/// The script a transition runs, its includes expanded: what the server loads.
+pub fn script_source(transition: &str) -> Option<String> {
+    let (_, source) = SOURCES.iter().find(|(name, _)| *name == transition)?;
+    Some(expand(source))
+}
+
+/// Replace each `--@include <name>` line with the include's text.
+fn expand(source: &str) -> String {
+    let mut out = String::with_capacity(source.len() + 4096);
+    for line in source.lines() {
+        match line.strip_prefix("--@include ") {
+            Some(wanted) => {
+                let (_, text) = INCLUDES
+                    .iter()
+                    .find(|(name, _)| *name == wanted.trim())
+                    .unwrap_or_else(|| panic!("no Lua include named {wanted:?}"));
+                out.push_str(text);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Runs transitions as Lua scripts on any Redis or Valkey ≥ 7, over any async
+/// connection of the `redis` crate (a `ConnectionManager` reconnects by itself).
+#[derive(Clone)]
+pub struct Lua<C> {
+    conn: C,
+}
+
+impl<C> Lua<C> {
+    /// An executor over `conn`; each call clones it, so pass a multiplexed one.
+    pub fn new(conn: C) -> Lua<C> {
+        Lua { conn }
+    }
+}
+
+impl<C> Dispatch for Lua<C>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
+        let script = SCRIPTS
+            .iter()
+            .find(|(name, _)| *name == T::NAME)
+            .map(|(_, script)| script)
+            .ok_or_else(|| Error::Argument(format!("no script for transition {}", T::NAME)))?;
+        let mut invocation = script.prepare_invoke();
+        for key in call.keys(keys) {
+            invocation.key(key);
+        }
+        for arg in call.args()? {
+            invocation.arg(arg);
+        }
+        let mut conn = self.conn.clone();
+        let reply: Value = invocation.invoke_async(&mut conn).await?;
+        T::parse(reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_expands_without_leftover_includes() {
+        for (name, _) in SOURCES {
+            let source = script_source(name).unwrap();
+            assert!(!source.contains("--@include"), "{name}");
+            assert!(source.contains("KEYS[1]"), "{name} documents its keys");
+        }
+        assert!(script_source("nope").is_none());
+    }
+
+    #[test]
+    fn script_file_names_carry_their_key_counts() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lua");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let Some(stem) = name.strip_suffix(".lua") else { continue };
+            let (transition, _) = stem.rsplit_once('-').unwrap();
+            assert!(SOURCES.iter().any(|(n, _)| *n == transition), "{name} is not wired in");
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Every key of the protocol, built here and nowhere else.
+//!
+//! All keys of queue `q` are `emq:{q}:<name>`: the `{q}` hashtag puts a whole
+//! queue in one Redis Cluster slot, so every transition is single-slot.
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `emq:{q}:job:<id>` | hash | the record: `state`, `attempts`, `payload` |
+//! | `emq:{q}:pending` | zset | ids by priority, then id (mint order) |
+//! | `emq:{q}:active` | zset | ids by lease deadline (server ms) |
+//! | `emq:{q}:delayed` | zset | ids by due time (server ms) |
+//! | `emq:{q}:done` | zset | ids by finish time |
+//! | `emq:{q}:dead` | zset | ids by death time |
+//! | `emq:{q}:cancelled` | zset | ids by cancel time |
+//! | `emq:{q}:priority` | hash | id → priority, for priorities other than 0 |
+//! | `emq:{q}:errors` | hash | id → the job's last error text |
+
+use crate::id::JobId;
+use crate::record::State;
+use crate::{Error, Result};
+
+/// The longest queue name, in bytes.
+pub const MAX_QUEUE_NAME: usize = 255;
+
+/// Check a queue name: 1..=255 bytes, never `{`, `}` or NUL (one queue, one hashtag).
+pub fn valid_queue(name: &str) -> Result<()> {
+    let why = if name.is_empty() {
+        "it is empty"
+    } else if name.len() > MAX_QUEUE_NAME {
+        "it is longer than 255 bytes"
+    } else if name.contains(['{', '}', '\0']) {
+        "it holds '{', '}' or NUL"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidQueue(format!("{name:?}: {why}")))
+}
+
+/// The keys of one queue. Built from a checked name, so every key it makes is valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keyspace {
+    queue: String,
+    prefix: String,
+}
+
+impl Keyspace {
+    /// The keyspace of queue `name`, or [`Error::InvalidQueue`].
+    pub fn new(name: &str) -> Result<Keyspace> {
+        valid_queue(name)?;
+        Ok(Keyspace { queue: name.to_owned(), prefix: format!("emq:{{{name}}}:") })
+    }
+
+    /// The queue's name.
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+
+    /// `emq:{q}:job:<id>`: the job's record. The id's brand was checked when it was parsed.
+    pub fn job(&self, id: &JobId) -> String {
+        format!("{}job:{id}", self.prefix)
+    }
+
+    /// `emq:{q}:pending`: ids waiting to be claimed.
+    pub fn pending(&self) -> String {
+        self.key("pending")
+    }
+
+    /// `emq:{q}:active`: ids under a lease, scored by its deadline.
+    pub fn active(&self) -> String {
+        self.key("active")
+    }
+
+    /// `emq:{q}:delayed`: ids waiting for their due time.
+    pub fn delayed(&self) -> String {
+        self.key("delayed")
+    }
+
+    /// `emq:{q}:done`: finished ids.
+    pub fn done(&self) -> String {
+        self.key("done")
+    }
+
+    /// `emq:{q}:dead`: ids that used up their attempts (the dead letters).
+    pub fn dead(&self) -> String {
+        self.key("dead")
+    }
+
+    /// `emq:{q}:cancelled`: cancelled ids.
+    pub fn cancelled(&self) -> String {
+        self.key("cancelled")
+    }
+
+    /// `emq:{q}:priority`: id → priority, for jobs whose priority is not 0.
+    pub fn priority(&self) -> String {
+        self.key("priority")
+    }
+
+    /// `emq:{q}:errors`: id → the job's last error text.
+    pub fn errors(&self) -> String {
+        self.key("errors")
+    }
+
+    /// The set that holds the jobs in `state`.
+    pub fn state(&self, state: State) -> String {
+        self.key(state.as_str())
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_are_checked() {
+        for good in ["emails", "a", "with space:and:colons", &"x".repeat(255), "ünï"] {
+            assert!(valid_queue(good).is_ok(), "{good:?}");
+        }
+        for bad in ["", "a{b", "a}b", "nul\0", &"x".repeat(256)] {
+            assert!(matches!(valid_queue(bad), Err(Error::InvalidQueue(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn every_key_shares_the_queue_hashtag() {
+        let keys = Keyspace::new("emails").unwrap();
+        let id: JobId = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R".parse().unwrap();
+        assert_eq!(keys.job(&id), "emq:{emails}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R");
+        assert_eq!(keys.pending(), "emq:{emails}:pending");
+        assert_eq!(keys.state(State::Dead), "emq:{emails}:dead");
+        for key in [keys.active(), keys.delayed(), keys.done(), keys.cancelled(), keys.priority(), keys.errors()] {
+            assert!(key.starts_with("emq:{emails}:"), "{key}");
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! EchoMQ: a job queue whose state lives in Redis, spoken as a small, fixed
+//! protocol (see `PROTOCOL.md`): one record hash per job (`state`, `attempts`,
+//! `payload`), a sorted set per state, all of a queue under one `{queue}`
+//! hashtag, and atomic transitions. The `attempts` counter is a fencing token:
+//! each claim mints a new one, and a worker holding an old one changes nothing.
+//!
+//! ```no_run
+//! # async fn demo() -> echomq::Result<()> {
+//! use std::time::Duration;
+//! let client = redis::Client::open("redis://127.0.0.1:6390/")?;
+//! let conn = client.get_connection_manager().await?;
+//! let q = echomq::Queue::new(conn, "emails")?;
+//! let id = q.enqueue(b"hello".to_vec()).await?;
+//! if let Some(job) = q.claim(Duration::from_secs(30)).await? {
+//!     assert_eq!(job.id, id);
+//!     q.ack(&job).await?; // Error::Fence if the lease was lost meanwhile
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//! - [`keyspace`]: queue names and every key; nothing else formats a key.
+//! - [`id`]: [`JobId`], branded and minted.
+//! - [`record`]: the record's fields and [`State`].
+//! - [`transition`]: one type per transition (keys, arguments, reply parser).
+//! - [`executor`]: the [`Executor`] trait (the `via`) and its Lua implementation.
+//! - [`queue`]: [`Queue`], the API built on them.
+//! - [`error`]: [`Error`], one variant per protocol code and the host's own.
+
+pub mod error;
+pub mod executor;
+pub mod id;
+pub mod keyspace;
+pub mod queue;
+pub mod record;
+pub mod transition;
+
+pub use echomq_core::{limits, Code};
+pub use error::{Error, Result};
+pub use executor::{Executor, Lua};
+pub use id::JobId;
+pub use keyspace::Keyspace;
+pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};
+pub use record::{Record, State};
+pub use transition::{Claimed, Due, Failed, Inspection, Reaped, StatsReply};

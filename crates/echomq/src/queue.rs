@@ -1,0 +1,237 @@
+//! [`Queue`]: the API a Rust user calls. A queue is a name and a `via`; every
+//! method is one transition.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use redis::aio::ConnectionLike;
+
+use crate::executor::{Executor, Lua};
+use crate::id::JobId;
+use crate::keyspace::Keyspace;
+use crate::record::State;
+use crate::transition::*;
+use crate::Result;
+
+/// One queue, over one executor. Cheap to clone; clones share the executor.
+#[derive(Clone)]
+pub struct Queue {
+    keys: Arc<Keyspace>,
+    via: Arc<dyn Executor>,
+}
+
+/// How to enqueue a job; the default is now, at priority 0, under a new id.
+#[derive(Clone, Debug, Default)]
+pub struct EnqueueOptions {
+    /// The id to use: a producer that retries re-sends the id of its first try,
+    /// and the retry is a duplicate, not a second job. A new id when `None`.
+    pub id: Option<JobId>,
+    /// Lower is claimed first; 0 by default.
+    pub priority: i64,
+    /// When the job becomes claimable.
+    pub due: Due,
+}
+
+impl EnqueueOptions {
+    /// Enqueue under this id (idempotent: the same id twice is one job).
+    pub fn id(mut self, id: JobId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Claim before (lower) or after (higher) jobs of priority 0.
+    pub fn priority(mut self, priority: i64) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Claimable only after this delay, on the server's clock.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.due = Due::After(delay);
+        self
+    }
+
+    /// Claimable only from this time, compared with the server's clock.
+    pub fn at(mut self, at: SystemTime) -> Self {
+        self.due = Due::At(at);
+        self
+    }
+}
+
+/// What an enqueue did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Enqueued {
+    /// The job's id.
+    pub id: JobId,
+    /// `true` when a job with this id existed already: nothing changed.
+    pub duplicate: bool,
+}
+
+/// When a failed job is retried, and how often before it dies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// A job dies when its attempts reach this.
+    pub max_attempts: u64,
+    /// The back-off after the first failure; it doubles with each attempt.
+    pub backoff: Duration,
+    /// The back-off never grows past this.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// Five attempts, backing off 1 s, 2 s, 4 s, 8 s.
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The back-off after failing attempt number `attempt` (1 for the first).
+    pub fn backoff_after(&self, attempt: u64) -> Duration {
+        let doublings = u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX).min(32);
+        self.backoff.saturating_mul(1 << doublings).min(self.max_backoff)
+    }
+}
+
+impl Queue {
+    /// The queue `name` on Redis, run by Lua scripts over `conn`.
+    pub fn new<C>(conn: C, name: &str) -> Result<Queue>
+    where
+        C: ConnectionLike + Clone + Send + Sync + 'static,
+    {
+        Queue::with_executor(Arc::new(Lua::new(conn)), name)
+    }
+
+    /// The queue `name`, run by `via`.
+    pub fn with_executor(via: Arc<dyn Executor>, name: &str) -> Result<Queue> {
+        Ok(Queue { keys: Arc::new(Keyspace::new(name)?), via })
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        self.keys.queue()
+    }
+
+    /// The queue's keys.
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.keys
+    }
+
+    /// Enqueue a job to run now; its new id.
+    pub async fn enqueue(&self, payload: impl Into<Vec<u8>>) -> Result<JobId> {
+        Ok(self.enqueue_with(payload, EnqueueOptions::default()).await?.id)
+    }
+
+    /// Enqueue a job with options: an id of the caller's, a priority, a due time.
+    pub async fn enqueue_with(
+        &self,
+        payload: impl Into<Vec<u8>>,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued> {
+        let call = Enqueue {
+            id: options.id.unwrap_or_else(JobId::mint),
+            payload: payload.into(),
+            priority: options.priority,
+            due: options.due,
+        };
+        let admitted = self.via.enqueue(&self.keys, &call).await?;
+        Ok(Enqueued { id: call.id, duplicate: !admitted })
+    }
+
+    /// Claim the job at the head of pending under a lease of `lease`.
+    pub async fn claim(&self, lease: Duration) -> Result<Option<Claimed>> {
+        Ok(self.claim_batch(lease, 1).await?.pop())
+    }
+
+    /// Claim up to `count` jobs (1..=1000) in one round trip, each under its own lease.
+    pub async fn claim_batch(&self, lease: Duration, count: u64) -> Result<Vec<Claimed>> {
+        self.via.claim(&self.keys, &Claim { lease, count }).await
+    }
+
+    /// Finish a claimed job. [`Error::Fence`](crate::Error::Fence) when the lease was lost.
+    pub async fn ack(&self, job: &Claimed) -> Result<()> {
+        self.via.ack(&self.keys, &Ack { id: job.id.clone(), token: job.token }).await
+    }
+
+    /// Report a claimed job's failure: it retries after the policy's back-off,
+    /// or dies when its attempts reached the policy's maximum.
+    pub async fn fail(&self, job: &Claimed, error: &str, policy: &RetryPolicy) -> Result<Failed> {
+        let call = Fail {
+            id: job.id.clone(),
+            token: job.token,
+            max_attempts: policy.max_attempts,
+            backoff: policy.backoff_after(job.token),
+            error: error.to_owned(),
+        };
+        self.via.fail(&self.keys, &call).await
+    }
+
+    /// Renew a claimed job's lease; the new deadline in server ms.
+    pub async fn extend(&self, job: &Claimed, lease: Duration) -> Result<u64> {
+        self.via.extend(&self.keys, &Extend { id: job.id.clone(), token: job.token, lease }).await
+    }
+
+    /// Give a claimed job back to pending without blame.
+    pub async fn release(&self, job: &Claimed) -> Result<()> {
+        self.via.release(&self.keys, &Release { id: job.id.clone(), token: job.token }).await
+    }
+
+    /// Take expired leases back: to pending, or to dead at `max_attempts`.
+    pub async fn reap(&self, max_attempts: u64) -> Result<Reaped> {
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        self.via.reap(&self.keys, &Reap { max_attempts, limit }).await
+    }
+
+    /// Move delayed jobs whose time has come to pending; how many moved.
+    pub async fn promote(&self) -> Result<u64> {
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        self.via.promote(&self.keys, &Promote { limit }).await
+    }
+
+    /// Delete up to 1000 finished jobs in `state` that finished at least `age` ago.
+    pub async fn purge(&self, state: State, age: Duration) -> Result<u64> {
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        self.via.purge(&self.keys, &Purge { state, age, limit }).await
+    }
+
+    /// Cancel a job; `false` when it was cancelled already.
+    pub async fn cancel(&self, id: &JobId) -> Result<bool> {
+        self.via.cancel(&self.keys, &Cancel { id: id.clone() }).await
+    }
+
+    /// Send a dead job back to pending.
+    pub async fn retry(&self, id: &JobId) -> Result<()> {
+        self.via.retry(&self.keys, &Retry { id: id.clone() }).await
+    }
+
+    /// A job's record and last error; `None` when there is no such job.
+    pub async fn inspect(&self, id: &JobId) -> Result<Option<Inspection>> {
+        self.via.inspect(&self.keys, &Inspect { id: id.clone() }).await
+    }
+
+    /// How many jobs the queue holds in each state.
+    pub async fn stats(&self) -> Result<StatsReply> {
+        self.via.stats(&self.keys, &Stats).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let policy = RetryPolicy {
+            max_attempts: 10,
+            backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(1000),
+        };
+        let got: Vec<u128> = (1..=6).map(|a| policy.backoff_after(a).as_millis()).collect();
+        assert_eq!(got, [100, 200, 400, 800, 1000, 1000]);
+        assert_eq!(policy.backoff_after(u64::MAX), Duration::from_millis(1000));
+    }
+}

@@ -1,0 +1,107 @@
+//! One type per transition: its keys, its arguments and its reply parser.
+//!
+//! A transition's KEYS and ARGV are the same for every executor: the Lua
+//! executor sends them to `<name>-<keys>.lua` with EVALSHA, the native one as
+//! `EMQ.<NAME> <keys…> <args…>`, the embedded one hands them to the core.
+//! The host checks every argument against [`echomq_core::limits`] before it
+//! sends, with the same words the server would use.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::keyspace::Keyspace;
+use crate::{Error, Result};
+
+mod enqueue;
+mod lease;
+mod read;
+mod repair;
+mod upkeep;
+
+pub use enqueue::{Due, Enqueue};
+pub use lease::{Ack, Claim, Claimed, Extend, Fail, Failed, Release};
+pub use read::{Inspect, Inspection, Stats, StatsReply};
+pub use repair::{Cancel, Retry};
+pub use upkeep::{Promote, Purge, Reap, Reaped};
+
+/// A transition of the protocol, as the host calls it.
+pub trait Transition: Send + Sync {
+    /// The protocol's name, lower case: `enqueue`, `claim`, …
+    const NAME: &'static str;
+    /// What the caller gets back.
+    type Output: Send;
+    /// KEYS, in the protocol's order.
+    fn keys(&self, keys: &Keyspace) -> Vec<String>;
+    /// ARGV, in the protocol's order, checked against the protocol's limits.
+    fn args(&self) -> Result<Vec<Vec<u8>>>;
+    /// The reply, read into the output.
+    fn parse(reply: Value) -> Result<Self::Output>;
+}
+
+/// An integer argument as it travels: decimal text.
+fn int(n: impl ToString) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+/// A number checked against its range, failing with the server's own words.
+fn checked<T>(name: &str, value: T, range: RangeInclusive<T>) -> Result<T>
+where
+    T: PartialOrd + std::fmt::Display + Copy,
+{
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::Argument(format!(
+            "{name} must be an integer in {}..={}",
+            range.start(),
+            range.end()
+        )))
+    }
+}
+
+/// A duration in whole milliseconds, checked against its range.
+fn millis(name: &str, duration: Duration, range: RangeInclusive<u64>) -> Result<u64> {
+    let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    checked(name, ms, range)
+}
+
+fn unexpected(what: &str, reply: &Value) -> Error {
+    Error::Reply(format!("{what}: got {reply:?}"))
+}
+
+fn int_reply(what: &str, reply: Value) -> Result<i64> {
+    match reply {
+        Value::Int(n) => Ok(n),
+        other => Err(unexpected(what, &other)),
+    }
+}
+
+fn count_reply(what: &str, reply: Value) -> Result<u64> {
+    let n = int_reply(what, reply)?;
+    u64::try_from(n).map_err(|_| Error::Reply(format!("{what}: negative count {n}")))
+}
+
+fn bytes_reply(what: &str, reply: Value) -> Result<Vec<u8>> {
+    match reply {
+        Value::BulkString(bytes) => Ok(bytes),
+        Value::SimpleString(text) => Ok(text.into_bytes()),
+        other => Err(unexpected(what, &other)),
+    }
+}
+
+fn array_reply(what: &str, reply: Value) -> Result<Vec<Value>> {
+    match reply {
+        Value::Array(items) => Ok(items),
+        other => Err(unexpected(what, &other)),
+    }
+}
+
+/// A reply that must be exactly `1`.
+fn one_reply(what: &str, reply: Value) -> Result<()> {
+    match reply {
+        Value::Int(1) => Ok(()),
+        other => Err(unexpected(what, &other)),
+    }
+}

@@ -1,0 +1,79 @@
+//! ENQUEUE: admit one job.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use echomq_core::limits;
+use redis::Value;
+
+use super::{checked, int, int_reply, millis, unexpected, Transition};
+use crate::id::JobId;
+use crate::keyspace::Keyspace;
+use crate::{Error, Result};
+
+/// When an enqueued job becomes claimable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Due {
+    /// At once: straight to pending.
+    #[default]
+    Now,
+    /// That long after the server's now: to delayed until then.
+    After(Duration),
+    /// At that time on the server's clock: to delayed until then.
+    At(SystemTime),
+}
+
+/// Admit a job: write its record and put it in pending, or in delayed when it
+/// is due later. Idempotent: an id that exists already is a duplicate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Enqueue {
+    /// The job's id; a producer that retries re-sends the same one.
+    pub id: JobId,
+    /// The job's bytes, at most [`limits::MAX_PAYLOAD`].
+    pub payload: Vec<u8>,
+    /// Lower is claimed first; 0 by default.
+    pub priority: i64,
+    /// When the job becomes claimable.
+    pub due: Due,
+}
+
+impl Transition for Enqueue {
+    const NAME: &'static str = "enqueue";
+    /// `true` when the job was admitted, `false` for a duplicate (nothing changed).
+    type Output = bool;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.job(&self.id), keys.pending(), keys.delayed(), keys.priority()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if self.payload.len() > limits::MAX_PAYLOAD {
+            return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+        }
+        let mut args = vec![self.id.as_str().into(), self.payload.clone()];
+        if self.priority != 0 {
+            args.push(b"PRIORITY".to_vec());
+            args.push(int(checked("PRIORITY", self.priority, limits::PRIORITY)?));
+        }
+        match self.due {
+            Due::Now => {}
+            Due::After(delay) => {
+                args.push(b"DELAY".to_vec());
+                args.push(int(millis("DELAY", delay, limits::DELAY_MS)?));
+            }
+            Due::At(at) => {
+                let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+                args.push(b"AT".to_vec());
+                args.push(int(millis("AT", since_epoch, limits::AT_MS)?));
+            }
+        }
+        Ok(args)
+    }
+
+    fn parse(reply: Value) -> Result<bool> {
+        match int_reply("ENQUEUE", reply)? {
+            1 => Ok(true),
+            0 => Ok(false),
+            n => Err(unexpected("ENQUEUE", &Value::Int(n))),
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The lease: CLAIM hands a job out under a lease and mints its token; the
+//! holder then ends it with ACK, FAIL or RELEASE, or renews it with EXTEND.
+//! Each of those four carries the token, and a token that is not the record's
+//! current `attempts` (or a job no longer active) is refused with `EMQFENCE`.
+
+use std::time::Duration;
+
+use echomq_core::limits;
+use redis::Value;
+
+use super::{array_reply, bytes_reply, checked, count_reply, int, millis, one_reply, unexpected};
+use super::Transition;
+use crate::id::JobId;
+use crate::keyspace::Keyspace;
+use crate::{Error, Result};
+
+/// Take up to `count` jobs from the head of pending, each under a new lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// How long the claimer holds each job before REAP may take it back.
+    pub lease: Duration,
+    /// How many jobs at most, 1..=1000.
+    pub count: u64,
+}
+
+/// A job handed out by CLAIM: what the worker needs to run it and to end it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    /// The job's id.
+    pub id: JobId,
+    /// The fencing token: the record's `attempts` after this claim, so also the attempt number.
+    pub token: u64,
+    /// The job's bytes.
+    pub payload: Vec<u8>,
+}
+
+impl Transition for Claim {
+    const NAME: &'static str = "claim";
+    /// The claimed jobs in pending order; empty when nothing is pending.
+    type Output = Vec<Claimed>;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.pending(), keys.active()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![
+            int(millis("lease", self.lease, limits::LEASE_MS)?),
+            b"COUNT".to_vec(),
+            int(checked("COUNT", self.count, limits::CLAIM_COUNT)?),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<Vec<Claimed>> {
+        array_reply("CLAIM", reply)?.into_iter().map(claimed).collect()
+    }
+}
+
+fn claimed(entry: Value) -> Result<Claimed> {
+    let entry = array_reply("CLAIM entry", entry)?;
+    let [id, token, payload] = <[Value; 3]>::try_from(entry)
+        .map_err(|entry| Error::Reply(format!("CLAIM entry: got {entry:?}")))?;
+    Ok(Claimed {
+        id: JobId::try_from(bytes_reply("CLAIM id", id)?.as_slice())?,
+        token: count_reply("CLAIM token", token)?,
+        payload: bytes_reply("CLAIM payload", payload)?,
+    })
+}
+
+/// The holder finishes the job: it moves to done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ack {
+    /// The job's id.
+    pub id: JobId,
+    /// The token its claim handed out.
+    pub token: u64,
+}
+
+impl Transition for Ack {
+    const NAME: &'static str = "ack";
+    type Output = ();
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.job(&self.id), keys.active(), keys.done()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![self.id.as_str().into(), token(self.token)?])
+    }
+
+    fn parse(reply: Value) -> Result<()> {
+        one_reply("ACK", reply)
+    }
+}
+
+/// The holder reports a failure: the job retries after a back-off, or dies
+/// when its attempts reached `max_attempts`. The error text is kept in
+/// `emq:{q}:errors` for operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fail {
+    /// The job's id.
+    pub id: JobId,
+    /// The token its claim handed out.
+    pub token: u64,
+    /// The job dies when its attempts are at or past this.
+    pub max_attempts: u64,
+    /// How long until the retry is due.
+    pub backoff: Duration,
+    /// What went wrong, at most [`limits::MAX_ERROR_TEXT`] bytes.
+    pub error: String,
+}
+
+/// Where a failed job went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// To delayed: it will be retried when its back-off is over.
+    Delayed,
+    /// To dead: out of attempts.
+    Dead,
+}
+
+impl Transition for Fail {
+    const NAME: &'static str = "fail";
+    type Output = Failed;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.job(&self.id), keys.active(), keys.delayed(), keys.dead(), keys.errors()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if self.error.len() > limits::MAX_ERROR_TEXT {
+            let limit = limits::MAX_ERROR_TEXT;
+            return Err(Error::TooLarge(format!("error text exceeds {limit} bytes")));
+        }
+        Ok(vec![
+            self.id.as_str().into(),
+            token(self.token)?,
+            int(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
+            int(millis("backoff", self.backoff, limits::DELAY_MS)?),
+            self.error.as_bytes().to_vec(),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<Failed> {
+        match bytes_reply("FAIL", reply)?.as_slice() {
+            b"delayed" => Ok(Failed::Delayed),
+            b"dead" => Ok(Failed::Dead),
+            other => Err(unexpected("FAIL", &Value::BulkString(other.to_vec()))),
+        }
+    }
+}
+
+/// The holder renews its lease: the heartbeat of a long job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extend {
+    /// The job's id.
+    pub id: JobId,
+    /// The token its claim handed out.
+    pub token: u64,
+    /// The new lease, counted from the server's now.
+    pub lease: Duration,
+}
+
+impl Transition for Extend {
+    const NAME: &'static str = "extend";
+    /// The new deadline, server ms since the Unix epoch.
+    type Output = u64;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.job(&self.id), keys.active()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![
+            self.id.as_str().into(),
+            token(self.token)?,
+            int(millis("lease", self.lease, limits::LEASE_MS)?),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<u64> {
+        count_reply("EXTEND", reply)
+    }
+}
+
+/// The holder gives the job back to pending without blame (a shutting-down
+/// worker). Its attempts stay: the token never goes down.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Release {
+    /// The job's id.
+    pub id: JobId,
+    /// The token its claim handed out.
+    pub token: u64,
+}
+
+impl Transition for Release {
+    const NAME: &'static str = "release";
+    type Output = ();
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.job(&self.id), keys.active(), keys.pending(), keys.priority()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![self.id.as_str().into(), token(self.token)?])
+    }
+
+    fn parse(reply: Value) -> Result<()> {
+        one_reply("RELEASE", reply)
+    }
+}
+
+fn token(token: u64) -> Result<Vec<u8>> {
+    Ok(int(checked("token", token, limits::TOKEN)?))
+}

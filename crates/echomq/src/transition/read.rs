@@ -1,0 +1,103 @@
+//! The reads: INSPECT one job, STATS of a queue. They write nothing.
+
+use redis::Value;
+
+use super::{array_reply, bytes_reply, count_reply, Transition};
+use crate::id::JobId;
+use crate::keyspace::Keyspace;
+use crate::record::Record;
+use crate::{Error, Result};
+
+/// Read one job's record and its last error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inspect {
+    /// The job's id.
+    pub id: JobId,
+}
+
+/// One job as INSPECT sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inspection {
+    /// The record.
+    pub record: Record,
+    /// The last error a FAIL or REAP left, if any.
+    pub error: Option<String>,
+}
+
+impl Transition for Inspect {
+    const NAME: &'static str = "inspect";
+    /// `None` when there is no such job.
+    type Output = Option<Inspection>;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.job(&self.id), keys.errors()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![self.id.as_str().into()])
+    }
+
+    fn parse(reply: Value) -> Result<Option<Inspection>> {
+        let mut parts = array_reply("INSPECT", reply)?.into_iter();
+        let (Some(fields), error) = (parts.next(), parts.next()) else {
+            return Err(Error::Reply("INSPECT: got an empty array".into()));
+        };
+        let fields = array_reply("INSPECT record", fields)?
+            .into_iter()
+            .map(|field| bytes_reply("INSPECT field", field))
+            .collect::<Result<Vec<_>>>()?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let pairs = fields.chunks(2).map(|pair| (&pair[0], pair.get(1).map_or(&[][..], |v| v)));
+        let error = match error {
+            None | Some(Value::Nil) => None,
+            Some(text) => Some(String::from_utf8_lossy(&bytes_reply("INSPECT error", text)?).into_owned()),
+        };
+        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error }))
+    }
+}
+
+/// Count the jobs in each state of a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stats;
+
+/// How many jobs a queue holds in each state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsReply {
+    /// Waiting to be claimed.
+    pub pending: u64,
+    /// Under a lease.
+    pub active: u64,
+    /// Waiting for their due time.
+    pub delayed: u64,
+    /// Finished.
+    pub done: u64,
+    /// Out of attempts.
+    pub dead: u64,
+    /// Cancelled.
+    pub cancelled: u64,
+}
+
+impl Transition for Stats {
+    const NAME: &'static str = "stats";
+    type Output = StatsReply;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.pending(), keys.active(), keys.delayed(), keys.done(), keys.dead(), keys.cancelled()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![])
+    }
+
+    fn parse(reply: Value) -> Result<StatsReply> {
+        let counts = array_reply("STATS", reply)?
+            .into_iter()
+            .map(|count| count_reply("STATS", count))
+            .collect::<Result<Vec<_>>>()?;
+        let [pending, active, delayed, done, dead, cancelled] = <[u64; 6]>::try_from(counts)
+            .map_err(|counts| Error::Reply(format!("STATS: got {counts:?}")))?;
+        Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
+    }
+}

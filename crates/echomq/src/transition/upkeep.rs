@@ -1,0 +1,117 @@
+//! Upkeep, run by every worker now and then and safe to run from many at once:
+//! REAP takes expired leases back, PROMOTE moves due delayed jobs to pending,
+//! PURGE deletes finished jobs past an age.
+
+use std::time::Duration;
+
+use echomq_core::limits;
+use redis::Value;
+
+use super::{array_reply, checked, count_reply, int, millis, Transition};
+use crate::keyspace::Keyspace;
+use crate::record::State;
+use crate::{Error, Result};
+
+/// Expired leases go back to pending, or to dead when attempts are used up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reap {
+    /// A job whose attempts are at or past this dies instead of going back.
+    pub max_attempts: u64,
+    /// How many jobs at most, 1..=1000.
+    pub limit: u64,
+}
+
+/// What one REAP did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reaped {
+    /// Jobs sent back to pending.
+    pub requeued: u64,
+    /// Jobs sent to dead.
+    pub dead: u64,
+}
+
+impl Transition for Reap {
+    const NAME: &'static str = "reap";
+    type Output = Reaped;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.active(), keys.pending(), keys.dead(), keys.errors(), keys.priority()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![
+            int(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
+            b"LIMIT".to_vec(),
+            int(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<Reaped> {
+        let counts = array_reply("REAP", reply)?;
+        let [requeued, dead] = <[Value; 2]>::try_from(counts)
+            .map_err(|counts| Error::Reply(format!("REAP: got {counts:?}")))?;
+        Ok(Reaped { requeued: count_reply("REAP", requeued)?, dead: count_reply("REAP", dead)? })
+    }
+}
+
+/// Delayed jobs whose due time has come move to pending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Promote {
+    /// How many jobs at most, 1..=1000.
+    pub limit: u64,
+}
+
+impl Transition for Promote {
+    const NAME: &'static str = "promote";
+    /// How many jobs moved.
+    type Output = u64;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.delayed(), keys.pending(), keys.priority()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![b"LIMIT".to_vec(), int(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
+    }
+
+    fn parse(reply: Value) -> Result<u64> {
+        count_reply("PROMOTE", reply)
+    }
+}
+
+/// Delete finished jobs (done, dead or cancelled) that finished at least `age` ago.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Purge {
+    /// Which finished jobs: [`State::Done`], [`State::Dead`] or [`State::Cancelled`].
+    pub state: State,
+    /// Only jobs that finished at least this long ago.
+    pub age: Duration,
+    /// How many jobs at most, 1..=1000.
+    pub limit: u64,
+}
+
+impl Transition for Purge {
+    const NAME: &'static str = "purge";
+    /// How many jobs were deleted.
+    type Output = u64;
+
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        vec![keys.state(self.state), keys.priority(), keys.errors()]
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if !matches!(self.state, State::Done | State::Dead | State::Cancelled) {
+            let state = self.state;
+            return Err(Error::Argument(format!("cannot purge {state} jobs, only finished ones")));
+        }
+        Ok(vec![
+            int(millis("age", self.age, limits::AGE_MS)?),
+            b"LIMIT".to_vec(),
+            int(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<u64> {
+        count_reply("PURGE", reply)
+    }
+}
