@@ -28,15 +28,8 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order PROTOCOL.md lists them.
-    pub const ALL: [Code; 7] = [
-        Code::Kind,
-        Code::Fence,
-        Code::NoJob,
-        Code::State,
-        Code::Type,
-        Code::Arg,
-        Code::Size,
-    ];
+    pub const ALL: [Code; 7] =
+        [Code::Kind, Code::Fence, Code::NoJob, Code::State, Code::Type, Code::Arg, Code::Size];
 
     /// The code as it travels: the first word of the error reply.
     pub const fn as_str(self) -> &'static str {

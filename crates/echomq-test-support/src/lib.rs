@@ -1,1 +1,149 @@
-//! placeholder
+//! Test support for EchoMQ: a real `redis-server` on a free loopback port,
+//! started per test and killed on drop, with a module loaded when asked; and
+//! a unique queue name per test.
+//!
+//! ```no_run
+//! let server = echomq_test_support::RedisServer::start();
+//! let client = server.client();
+//! let queue = echomq_test_support::unique_queue("emails");
+//! # let _ = (client, queue);
+//! ```
+//!
+//! The server binary is `$ECHOMQ_REDIS_SERVER`, or `redis-server` on PATH.
+//! It never listens anywhere but 127.0.0.1 and never on 6379.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer PING after it starts.
+const START_DEADLINE: Duration = Duration::from_secs(20);
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A queue name no other test in this run uses.
+pub fn unique_queue(prefix: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{}-{n}", std::process::id())
+}
+
+/// How to start a server.
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// A module to load with `--loadmodule`.
+    pub module: Option<PathBuf>,
+    /// More `--name value` arguments, as separate words.
+    pub args: Vec<String>,
+}
+
+/// A running `redis-server`, killed (and its directory removed) on drop.
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// A plain server on a free loopback port.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(ServerOptions::default())
+    }
+
+    /// A server started with `options`. Panics with the server's log when it cannot start.
+    pub fn start_with(options: ServerOptions) -> RedisServer {
+        let mut last_log = String::new();
+        // A port found free can be taken before the server binds it: try again.
+        for _ in 0..5 {
+            let port = free_port();
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("echomq-redis-{}-{n}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("create the server's directory");
+            let mut server = RedisServer { child: spawn(&dir, port, &options), port, dir };
+            if server.wait_ready() {
+                return server;
+            }
+            last_log = std::fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
+        }
+        panic!("redis-server did not start; its last log:\n{last_log}");
+    }
+
+    /// The port the server listens on, on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A client for this server.
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("a loopback URL is valid")
+    }
+
+    /// The server's working directory (its log, RDB and AOF files).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + START_DEADLINE;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            let pong = self
+                .client()
+                .get_connection_with_timeout(Duration::from_millis(250))
+                .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn));
+            if pong.is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().expect("a bound address").port();
+        if port != 6379 {
+            return port;
+        }
+    }
+}
+
+fn spawn(dir: &Path, port: u16, options: &ServerOptions) -> Child {
+    let binary = std::env::var("ECHOMQ_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let mut command = Command::new(&binary);
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"));
+    if let Some(module) = &options.module {
+        command.arg("--loadmodule").arg(module);
+    }
+    command.args(&options.args);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot run {binary}: {err} (is redis-server installed?)"))
+}

@@ -1,8 +1,13 @@
 --[[ STATS: how many jobs are in each state. Writes nothing.
 
-KEYS[1..6]  emq:{q}:pending, active, delayed, done, dead, cancelled (zsets)
-Reply       [pending, active, delayed, done, dead, cancelled] counts
-Errors      EMQARG, EMQTYPE
+KEYS[1]  emq:{q}:pending    (zset)
+KEYS[2]  emq:{q}:active     (zset)
+KEYS[3]  emq:{q}:delayed    (zset)
+KEYS[4]  emq:{q}:done       (zset)
+KEYS[5]  emq:{q}:dead       (zset)
+KEYS[6]  emq:{q}:cancelled  (zset)
+Reply    [pending, active, delayed, done, dead, cancelled]: each set's size
+Errors   EMQARG, EMQTYPE
 ]]
 --@include common
 

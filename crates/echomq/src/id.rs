@@ -68,9 +68,7 @@ impl TryFrom<&[u8]> for JobId {
     type Error = Error;
 
     fn try_from(bytes: &[u8]) -> Result<JobId> {
-        std::str::from_utf8(bytes)
-            .map_err(|_| Error::InvalidId(format!("{bytes:?}: not UTF-8")))?
-            .parse()
+        std::str::from_utf8(bytes).map_err(|_| Error::InvalidId(format!("{bytes:?}: not UTF-8")))?.parse()
     }
 }
 

@@ -131,7 +131,9 @@ mod tests {
         assert_eq!(keys.job(&id), "emq:{emails}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R");
         assert_eq!(keys.pending(), "emq:{emails}:pending");
         assert_eq!(keys.state(State::Dead), "emq:{emails}:dead");
-        for key in [keys.active(), keys.delayed(), keys.done(), keys.cancelled(), keys.priority(), keys.errors()] {
+        for key in
+            [keys.active(), keys.delayed(), keys.done(), keys.cancelled(), keys.priority(), keys.errors()]
+        {
             assert!(key.starts_with("emq:{emails}:"), "{key}");
         }
     }

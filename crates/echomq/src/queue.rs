@@ -92,7 +92,7 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// The back-off after failing attempt number `attempt` (1 for the first).
     pub fn backoff_after(&self, attempt: u64) -> Duration {
-        let doublings = u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX).min(32);
+        let doublings = u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX).min(31);
         self.backoff.saturating_mul(1 << doublings).min(self.max_backoff)
     }
 }

@@ -130,9 +130,7 @@ fn text<'a>(name: &str, value: &'a [u8]) -> Result<&'a str> {
 }
 
 fn number(name: &str, value: &[u8]) -> Result<u64> {
-    text(name, value)?
-        .parse()
-        .map_err(|_| Error::Record(format!("{name} is not a non-negative integer")))
+    text(name, value)?.parse().map_err(|_| Error::Record(format!("{name} is not a non-negative integer")))
 }
 
 #[cfg(test)]

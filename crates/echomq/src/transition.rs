@@ -53,11 +53,7 @@ where
     if range.contains(&value) {
         Ok(value)
     } else {
-        Err(Error::Argument(format!(
-            "{name} must be an integer in {}..={}",
-            range.start(),
-            range.end()
-        )))
+        Err(Error::Argument(format!("{name} must be an integer in {}..={}", range.start(), range.end())))
     }
 }
 

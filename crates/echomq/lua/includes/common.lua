@@ -1,5 +1,5 @@
 --[[ Shared by every transition but ENQUEUE (which stands alone, as the seed
-shows). Expanded in place of the `--@include common` line when the host loads
+shows). Expanded in place of each script's include line when the host loads
 the scripts. Every helper that can fail returns an error reply as its last
 value; the caller returns it at once, before its first write.
 ]]

@@ -33,9 +33,8 @@ const SOURCES: [(&str, &str); 13] = [
 const INCLUDES: [(&str, &str); 1] = [("common", include_str!("../../lua/includes/common.lua"))];
 
 /// The scripts, expanded once per process.
-static SCRIPTS: LazyLock<Vec<(&'static str, Script)>> = LazyLock::new(|| {
-    SOURCES.iter().map(|(name, source)| (*name, Script::new(&expand(source)))).collect()
-});
+static SCRIPTS: LazyLock<Vec<(&'static str, Script)>> =
+    LazyLock::new(|| SOURCES.iter().map(|(name, source)| (*name, Script::new(&expand(source)))).collect());
 
 /// The script a transition runs, its includes expanded: what the server loads.
 pub fn script_source(transition: &str) -> Option<String> {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use echomq_core::limits;
 use redis::Value;
 
-use super::{array_reply, bytes_reply, checked, count_reply, int, millis, one_reply, unexpected};
 use super::Transition;
+use super::{array_reply, bytes_reply, checked, count_reply, int, millis, one_reply, unexpected};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::{Error, Result};
@@ -58,8 +58,8 @@ impl Transition for Claim {
 
 fn claimed(entry: Value) -> Result<Claimed> {
     let entry = array_reply("CLAIM entry", entry)?;
-    let [id, token, payload] = <[Value; 3]>::try_from(entry)
-        .map_err(|entry| Error::Reply(format!("CLAIM entry: got {entry:?}")))?;
+    let [id, token, payload] =
+        <[Value; 3]>::try_from(entry).map_err(|entry| Error::Reply(format!("CLAIM entry: got {entry:?}")))?;
     Ok(Claimed {
         id: JobId::try_from(bytes_reply("CLAIM id", id)?.as_slice())?,
         token: count_reply("CLAIM token", token)?,

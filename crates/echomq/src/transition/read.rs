@@ -96,8 +96,8 @@ impl Transition for Stats {
             .into_iter()
             .map(|count| count_reply("STATS", count))
             .collect::<Result<Vec<_>>>()?;
-        let [pending, active, delayed, done, dead, cancelled] = <[u64; 6]>::try_from(counts)
-            .map_err(|counts| Error::Reply(format!("STATS: got {counts:?}")))?;
+        let [pending, active, delayed, done, dead, cancelled] =
+            <[u64; 6]>::try_from(counts).map_err(|counts| Error::Reply(format!("STATS: got {counts:?}")))?;
         Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
     }
 }

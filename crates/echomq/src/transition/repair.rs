@@ -22,14 +22,7 @@ impl Transition for Cancel {
     type Output = bool;
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![
-            keys.job(&self.id),
-            keys.pending(),
-            keys.active(),
-            keys.delayed(),
-            keys.dead(),
-            keys.cancelled(),
-        ]
+        vec![keys.job(&self.id), keys.pending(), keys.active(), keys.delayed(), keys.dead(), keys.cancelled()]
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {

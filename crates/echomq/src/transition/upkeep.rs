@@ -48,8 +48,8 @@ impl Transition for Reap {
 
     fn parse(reply: Value) -> Result<Reaped> {
         let counts = array_reply("REAP", reply)?;
-        let [requeued, dead] = <[Value; 2]>::try_from(counts)
-            .map_err(|counts| Error::Reply(format!("REAP: got {counts:?}")))?;
+        let [requeued, dead] =
+            <[Value; 2]>::try_from(counts).map_err(|counts| Error::Reply(format!("REAP: got {counts:?}")))?;
         Ok(Reaped { requeued: count_reply("REAP", requeued)?, dead: count_reply("REAP", dead)? })
     }
 }

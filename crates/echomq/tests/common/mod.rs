@@ -1,0 +1,166 @@
+//! Shared by the integration tests: a server, a queue on it, and a snapshot of
+//! the queue's whole keyspace rendered as text, so a test can check every key
+//! a transition may touch.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use echomq::{Keyspace, Lua, Queue};
+use echomq_test_support::{unique_queue, RedisServer};
+use redis::aio::MultiplexedConnection;
+use redis::AsyncCommands;
+
+/// Two valid ids, in mint order; tests write `$A` and `$B` for them.
+pub const A: &str = "JOB_00000000000000000000000001";
+pub const B: &str = "JOB_00000000000000000000000002";
+
+/// A fresh server and one queue on it.
+pub struct Harness {
+    pub server: RedisServer,
+    pub conn: MultiplexedConnection,
+    pub keys: Keyspace,
+    pub lua: Arc<Lua<MultiplexedConnection>>,
+    pub queue: Queue,
+}
+
+pub async fn harness() -> Harness {
+    let server = RedisServer::start();
+    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let name = unique_queue("q");
+    let lua = Arc::new(Lua::new(conn.clone()));
+    let queue = Queue::with_executor(lua.clone(), &name).unwrap();
+    Harness { server, conn, keys: Keyspace::new(&name).unwrap(), lua, queue }
+}
+
+impl Harness {
+    /// The queue's key prefix, `emq:{q}:`.
+    pub fn prefix(&self) -> String {
+        self.keys.pending().trim_end_matches("pending").to_owned()
+    }
+
+    /// Replace `$q:`, `$A` and `$B` with the prefix and the two ids.
+    pub fn expand(&self, text: &str) -> String {
+        text.replace("$q:", &self.prefix()).replace("$A", A).replace("$B", B)
+    }
+
+    /// Run raw commands, one per line of words (`$q:`, `$A`, `$B` expanded).
+    pub async fn seed(&self, commands: &[&str]) {
+        let mut conn = self.conn.clone();
+        for line in commands {
+            let words: Vec<String> = line.split_whitespace().map(|w| self.expand(w)).collect();
+            let mut cmd = redis::cmd(&words[0]);
+            cmd.arg(&words[1..]);
+            let _: redis::Value = cmd.query_async(&mut conn).await.unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+    }
+
+    /// The server's clock in ms.
+    pub async fn now_ms(&self) -> u64 {
+        let mut conn = self.conn.clone();
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+        secs * 1000 + micros / 1000
+    }
+
+    /// Every key of the queue, rendered one line per key, sorted by key:
+    /// `job:$A attempts=0 payload=p state=pending` for a hash (fields sorted),
+    /// `pending $A@0 $B@0` for a sorted set (members in score order).
+    pub async fn snapshot(&self) -> Vec<Line> {
+        snapshot(&self.conn, &self.prefix()).await
+    }
+
+    /// The whole database, every key, for checks that nothing was written anywhere.
+    pub async fn dbsize(&self) -> u64 {
+        let mut conn = self.conn.clone();
+        redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap()
+    }
+
+    /// Wait until the server's clock passes `ms` (a lease deadline, a due time).
+    pub async fn wait_past(&self, ms: u64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.now_ms().await <= ms {
+            assert!(std::time::Instant::now() < deadline, "the server's clock did not pass {ms}");
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+}
+
+/// One key of a snapshot: its name after the prefix, and its entries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub key: String,
+    pub entries: Vec<(String, String)>,
+}
+
+impl std::fmt::Display for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.key)?;
+        for (name, value) in &self.entries {
+            write!(f, " {name}={value}")?;
+        }
+        Ok(())
+    }
+}
+
+fn unexpand(text: &str) -> String {
+    text.replace(A, "$A").replace(B, "$B")
+}
+
+pub async fn snapshot(conn: &MultiplexedConnection, prefix: &str) -> Vec<Line> {
+    let mut conn = conn.clone();
+    let mut names: Vec<String> = conn.keys(format!("{prefix}*")).await.unwrap();
+    names.sort();
+    let mut lines = Vec::new();
+    for name in names {
+        let kind: String = redis::cmd("TYPE").arg(&name).query_async(&mut conn).await.unwrap();
+        let entries = match kind.as_str() {
+            "hash" => {
+                let map: BTreeMap<String, Vec<u8>> = conn.hgetall(&name).await.unwrap();
+                map.into_iter().map(|(f, v)| (unexpand(&f), unexpand(&String::from_utf8_lossy(&v)))).collect()
+            }
+            "zset" => {
+                let members: Vec<(String, f64)> = conn.zrange_withscores(&name, 0, -1).await.unwrap();
+                members.into_iter().map(|(m, s)| (unexpand(&m), format!("{s}"))).collect()
+            }
+            other => vec![("TYPE".into(), other.into())],
+        };
+        lines.push(Line { key: unexpand(&name[prefix.len()..]), entries });
+    }
+    lines
+}
+
+/// Check a snapshot against expected lines. An expected zset score `now` or
+/// `now+N` matches a score in `[t0 + N, t1 + N]`, the server's clock read
+/// before and after the transition ran; every other value must be equal
+/// (`~` stands for a space).
+pub fn check(expected: &[&str], actual: &[Line], t0: u64, t1: u64) -> Result<(), String> {
+    let show = || actual.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n");
+    if expected.len() != actual.len() {
+        return Err(format!("expected {} keys, found {}:\n{}", expected.len(), actual.len(), show()));
+    }
+    for (want, got) in expected.iter().zip(actual) {
+        let mut words = want.split_whitespace();
+        let key = words.next().unwrap_or_default();
+        let entries: Vec<(&str, &str)> = words.map(|w| w.split_once(['=', '@']).unwrap_or((w, ""))).collect();
+        let same = key == got.key
+            && entries.len() == got.entries.len()
+            && entries.iter().zip(&got.entries).all(|((n, v), (gn, gv))| {
+                let v = v.replace('~', " ");
+                *n == gn && (v == *gv || time_matches(&v, gv, t0, t1))
+            });
+        if !same {
+            return Err(format!("expected `{want}`, found `{got}`; all keys:\n{}", show()));
+        }
+    }
+    Ok(())
+}
+
+fn time_matches(want: &str, got: &str, t0: u64, t1: u64) -> bool {
+    let Some(offset) = want.strip_prefix("now") else { return false };
+    let offset: u64 = if offset.is_empty() { 0 } else { offset.trim_start_matches('+').parse().unwrap() };
+    got.parse::<f64>().is_ok_and(|score| {
+        let score = score as u64;
+        t0 + offset <= score && score <= t1 + offset
+    })
+}
