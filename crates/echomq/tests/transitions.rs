@@ -5,25 +5,9 @@ mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::{check, harness, Harness, A, B};
+use common::{check, harness, run, Call, A};
 use echomq::transition::*;
-use echomq::{Executor, JobId, State};
-
-enum Call {
-    Enqueue(Enqueue),
-    Claim(Claim),
-    Ack(Ack),
-    Fail(Fail),
-    Extend(Extend),
-    Release(Release),
-    Reap(Reap),
-    Promote(Promote),
-    Purge(Purge),
-    Cancel(Cancel),
-    Retry(Retry),
-    Inspect(Inspect),
-    Stats,
-}
+use echomq::{JobId, State};
 
 struct Case {
     name: &'static str,
@@ -365,52 +349,6 @@ fn cases() -> Vec<Case> {
             after: &["dead $A@1", "pending $A@0 $B@0"],
         },
     ]
-}
-
-/// Run a call and render its reply: `Ok(<debug>)`, or `Err(<code>)` for a refusal.
-async fn run(h: &Harness, via: &dyn Executor, call: &Call) -> String {
-    let k = &h.keys;
-    fn show<T: std::fmt::Debug>(result: echomq::Result<T>) -> String {
-        match result {
-            Ok(value) => format!("Ok({value:?})").replace(A, "$A").replace(B, "$B"),
-            Err(err) => match err.code() {
-                Some(code) => format!("Err({code})"),
-                None => format!("Err(other: {err})"),
-            },
-        }
-    }
-    match call {
-        Call::Enqueue(c) => show(via.enqueue(k, c).await),
-        Call::Claim(c) => show(via.claim(k, c).await),
-        Call::Ack(c) => show(via.ack(k, c).await),
-        Call::Fail(c) => show(via.fail(k, c).await),
-        Call::Extend(c) => match via.extend(k, c).await {
-            // The deadline must be the lease's new score in active.
-            Ok(deadline) => {
-                let mut conn = h.conn.clone();
-                let score: u64 = redis::cmd("ZSCORE")
-                    .arg(k.active())
-                    .arg(c.id.as_str())
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                if score == deadline {
-                    "deadline".into()
-                } else {
-                    format!("deadline {deadline} != {score}")
-                }
-            }
-            other => show(other),
-        },
-        Call::Release(c) => show(via.release(k, c).await),
-        Call::Reap(c) => show(via.reap(k, c).await),
-        Call::Promote(c) => show(via.promote(k, c).await),
-        Call::Purge(c) => show(via.purge(k, c).await),
-        Call::Cancel(c) => show(via.cancel(k, c).await),
-        Call::Retry(c) => show(via.retry(k, c).await),
-        Call::Inspect(c) => show(via.inspect(k, c).await),
-        Call::Stats => show(via.stats(k, &Stats).await),
-    }
 }
 
 #[tokio::test]

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use echomq::{Keyspace, Lua, Queue};
+use echomq::transition::*;
+use echomq::{Executor, Keyspace, Lua, Queue};
 use echomq_test_support::{unique_queue, RedisServer};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -163,4 +164,88 @@ fn time_matches(want: &str, got: &str, t0: u64, t1: u64) -> bool {
         let score = score as u64;
         t0 + offset <= score && score <= t1 + offset
     })
+}
+
+/// Any transition, as a value a table can hold.
+pub enum Call {
+    Enqueue(Enqueue),
+    Claim(Claim),
+    Ack(Ack),
+    Fail(Fail),
+    Extend(Extend),
+    Release(Release),
+    Reap(Reap),
+    Promote(Promote),
+    Purge(Purge),
+    Cancel(Cancel),
+    Retry(Retry),
+    Inspect(Inspect),
+    Stats,
+}
+
+impl Call {
+    /// The transition's KEYS.
+    pub fn keys(&self, k: &Keyspace) -> Vec<String> {
+        match self {
+            Call::Enqueue(c) => c.keys(k),
+            Call::Claim(c) => c.keys(k),
+            Call::Ack(c) => c.keys(k),
+            Call::Fail(c) => c.keys(k),
+            Call::Extend(c) => c.keys(k),
+            Call::Release(c) => c.keys(k),
+            Call::Reap(c) => c.keys(k),
+            Call::Promote(c) => c.keys(k),
+            Call::Purge(c) => c.keys(k),
+            Call::Cancel(c) => c.keys(k),
+            Call::Retry(c) => c.keys(k),
+            Call::Inspect(c) => c.keys(k),
+            Call::Stats => Stats.keys(k),
+        }
+    }
+}
+
+/// Run a call and render its reply: `Ok(<debug>)`, or `Err(<code>)` for a refusal.
+pub async fn run(h: &Harness, via: &dyn Executor, call: &Call) -> String {
+    let k = &h.keys;
+    fn show<T: std::fmt::Debug>(result: echomq::Result<T>) -> String {
+        match result {
+            Ok(value) => format!("Ok({value:?})").replace(A, "$A").replace(B, "$B"),
+            Err(err) => match err.code() {
+                Some(code) => format!("Err({code})"),
+                None => format!("Err(other: {err})"),
+            },
+        }
+    }
+    match call {
+        Call::Enqueue(c) => show(via.enqueue(k, c).await),
+        Call::Claim(c) => show(via.claim(k, c).await),
+        Call::Ack(c) => show(via.ack(k, c).await),
+        Call::Fail(c) => show(via.fail(k, c).await),
+        Call::Extend(c) => match via.extend(k, c).await {
+            // The deadline must be the lease's new score in active.
+            Ok(deadline) => {
+                let mut conn = h.conn.clone();
+                let score: u64 = redis::cmd("ZSCORE")
+                    .arg(k.active())
+                    .arg(c.id.as_str())
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                if score == deadline {
+                    "deadline".into()
+                } else {
+                    format!("deadline {deadline} != {score}")
+                }
+            }
+            other => show(other),
+        },
+        Call::Release(c) => show(via.release(k, c).await),
+        Call::Reap(c) => show(via.reap(k, c).await),
+        Call::Promote(c) => show(via.promote(k, c).await),
+        Call::Purge(c) => show(via.purge(k, c).await),
+        Call::Cancel(c) => show(via.cancel(k, c).await),
+        Call::Retry(c) => show(via.retry(k, c).await),
+        Call::Inspect(c) => show(via.inspect(k, c).await),
+        Call::Stats => show(via.stats(k, &Stats).await),
+    }
 }

@@ -1,0 +1,304 @@
+//! Bad input gets a clear typed error and changes nothing: bad queue names,
+//! bad ids, EMQKIND through a raw EVALSHA, keys of the wrong type, oversized
+//! payloads, malformed arguments and keys.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{harness, run, Call, Harness, A};
+use echomq::executor::script_source;
+use echomq::transition::*;
+use echomq::{EnqueueOptions, Error, JobId, Keyspace, Queue, State};
+use echomq_core::limits;
+use redis::Value;
+
+/// Send a transition's script straight to the server, as any speaker could.
+async fn eval(h: &Harness, transition: &str, keys: &[String], args: &[&[u8]]) -> Result<Value, Error> {
+    let script = redis::Script::new(&script_source(transition).unwrap());
+    let mut invocation = script.prepare_invoke();
+    for key in keys {
+        invocation.key(key);
+    }
+    for arg in args {
+        invocation.arg(*arg);
+    }
+    let mut conn = h.conn.clone();
+    // The error reply as the server sent it, through the host's typed mapping.
+    invocation.invoke_async(&mut conn).await.map_err(Error::from)
+}
+
+/// A refusal as its wire text: `EMQARG lease must be …`.
+fn text(reply: Result<Value, Error>) -> Result<Value, String> {
+    reply.map_err(|err| err.to_string())
+}
+
+fn a() -> JobId {
+    A.parse().unwrap()
+}
+
+#[tokio::test]
+async fn bad_queue_names_are_refused_before_anything_is_sent() {
+    let h = harness().await;
+    for bad in ["", "a{b}", "}", "nul\0byte", &"q".repeat(256)] {
+        let err = Queue::new(h.conn.clone(), bad).err().expect(bad);
+        assert!(matches!(err, Error::InvalidQueue(_)), "{bad:?}: {err}");
+        assert!(matches!(Keyspace::new(bad), Err(Error::InvalidQueue(_))));
+    }
+    assert_eq!(h.dbsize().await, 0);
+}
+
+#[tokio::test]
+async fn bad_ids_are_refused_by_the_host() {
+    for bad in ["XYZ", "JOB_", "JOB_0123", "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1U", "job_01JDQ3H6Z8M4W0T9XK2B7C5N1R"]
+    {
+        assert!(matches!(bad.parse::<JobId>(), Err(Error::InvalidId(_))), "{bad:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
+    let h = harness().await;
+    let p = h.prefix();
+    let job = format!("{p}job:XYZ");
+    let key = |name: &str| format!("{p}{name}");
+    let calls: Vec<(&str, Vec<String>, Vec<&[u8]>)> = vec![
+        ("enqueue", vec![job.clone(), key("pending")], vec![b"XYZ", b"hello"]),
+        ("ack", vec![job.clone(), key("active"), key("done")], vec![b"XYZ", b"1"]),
+        (
+            "fail",
+            vec![job.clone(), key("active"), key("delayed"), key("dead"), key("errors")],
+            vec![b"XYZ", b"1", b"3", b"1000", b"boom"],
+        ),
+        ("extend", vec![job.clone(), key("active")], vec![b"XYZ", b"1", b"1000"]),
+        ("release", vec![job.clone(), key("active"), key("pending"), key("priority")], vec![b"XYZ", b"1"]),
+        (
+            "cancel",
+            vec![job.clone(), key("pending"), key("active"), key("delayed"), key("dead"), key("cancelled")],
+            vec![b"XYZ"],
+        ),
+        ("retry", vec![job.clone(), key("dead"), key("pending"), key("priority")], vec![b"XYZ"]),
+        ("inspect", vec![job.clone(), key("errors")], vec![b"XYZ"]),
+    ];
+    for (transition, keys, args) in calls {
+        let reply = eval(&h, transition, &keys, &args).await;
+        assert!(
+            matches!(&reply, Err(Error::Kind(text)) if text == "job id must be JOB-namespaced"),
+            "{transition}: {reply:?}"
+        );
+    }
+    assert_eq!(h.dbsize().await, 0);
+}
+
+/// A valid call of every transition, with the keys it needs seeded.
+fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
+    let active: &[&str] = &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A"];
+    vec![
+        (
+            "enqueue",
+            &[],
+            Call::Enqueue(Enqueue {
+                id: a(),
+                payload: b"p".to_vec(),
+                priority: 1,
+                due: Due::After(Duration::from_secs(60)),
+            }),
+        ),
+        (
+            "claim",
+            &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+            Call::Claim(Claim { lease: Duration::from_secs(30), count: 1 }),
+        ),
+        ("ack", active, Call::Ack(Ack { id: a(), token: 1 })),
+        (
+            "fail",
+            active,
+            Call::Fail(Fail {
+                id: a(),
+                token: 1,
+                max_attempts: 3,
+                backoff: Duration::ZERO,
+                error: "boom".into(),
+            }),
+        ),
+        ("extend", active, Call::Extend(Extend { id: a(), token: 1, lease: Duration::from_secs(30) })),
+        ("release", active, Call::Release(Release { id: a(), token: 1 })),
+        ("reap", active, Call::Reap(Reap { max_attempts: 3, limit: 10 })),
+        (
+            "promote",
+            &["HSET $q:job:$A state delayed attempts 0 payload p", "ZADD $q:delayed 5 $A"],
+            Call::Promote(Promote { limit: 10 }),
+        ),
+        (
+            "purge",
+            &["HSET $q:job:$A state dead attempts 3 payload p", "ZADD $q:dead 5 $A"],
+            Call::Purge(Purge { state: State::Dead, age: Duration::ZERO, limit: 10 }),
+        ),
+        (
+            "cancel",
+            &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+            Call::Cancel(Cancel { id: a() }),
+        ),
+        (
+            "retry",
+            &["HSET $q:job:$A state dead attempts 3 payload p", "ZADD $q:dead 5 $A"],
+            Call::Retry(Retry { id: a() }),
+        ),
+        (
+            "inspect",
+            &["HSET $q:job:$A state pending attempts 0 payload p"],
+            Call::Inspect(Inspect { id: a() }),
+        ),
+        ("stats", &[], Call::Stats),
+    ]
+}
+
+#[tokio::test]
+async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
+    let h = harness().await;
+    let mut conn = h.conn.clone();
+    let mut checked = 0;
+    for (name, seed, call) in happy_calls() {
+        // Claim, reap, promote and purge also read the records of the ids they move.
+        let mut keys = call.keys(&h.keys);
+        if ["claim", "reap", "promote", "purge"].contains(&name) {
+            keys.push(h.keys.job(&a()));
+        }
+        for key in keys {
+            let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
+            h.seed(seed).await;
+            let _: () = redis::pipe().del(&key).set(&key, "clobbered").query_async(&mut conn).await.unwrap();
+            let before = h.snapshot().await;
+            let reply = run(&h, h.lua.as_ref(), &call).await;
+            assert_eq!(reply, "Err(EMQTYPE)", "{name} with {key} clobbered");
+            assert_eq!(before, h.snapshot().await, "{name} wrote with {key} clobbered");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 53, "every key of every transition, and the records they derive");
+}
+
+#[tokio::test]
+async fn an_oversized_payload_is_refused_and_writes_nothing() {
+    let h = harness().await;
+    let big = vec![b'x'; limits::MAX_PAYLOAD + 1];
+    let err = h.queue.enqueue(big.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+
+    let p = h.prefix();
+    let keys = [format!("{p}job:{A}"), format!("{p}pending")];
+    let reply = text(eval(&h, "enqueue", &keys, &[A.as_bytes(), &big]).await);
+    assert_eq!(reply, Err("EMQSIZE payload exceeds 1048576 bytes".into()));
+    assert_eq!(h.dbsize().await, 0);
+
+    // The limit itself is fine.
+    let id = h.queue.enqueue(vec![b'x'; limits::MAX_PAYLOAD]).await.unwrap();
+    assert_eq!(h.queue.inspect(&id).await.unwrap().unwrap().record.payload.len(), limits::MAX_PAYLOAD);
+}
+
+#[tokio::test]
+async fn malformed_calls_get_emqarg_and_write_nothing() {
+    let h = harness().await;
+    let p = h.prefix();
+    let key = |name: &str| format!("{p}{name}");
+    let job = key(&format!("job:{A}"));
+    let other_queue = "emq:{elsewhere}:pending".to_string();
+    let claim = || vec![key("pending"), key("active")];
+    let cases: Vec<(&str, Vec<String>, Vec<&[u8]>, &str)> = vec![
+        ("claim", claim(), vec![b"0"], "EMQARG lease must be an integer in 1..=2147483647"),
+        ("claim", claim(), vec![b"1e3"], "EMQARG lease must be an integer in 1..=2147483647"),
+        ("claim", claim(), vec![b" 5"], "EMQARG lease must be an integer in 1..=2147483647"),
+        ("claim", claim(), vec![], "EMQARG lease must be an integer in 1..=2147483647"),
+        ("claim", claim(), vec![b"1000", b"COUNT", b"1001"], "EMQARG COUNT must be an integer in 1..=1000"),
+        ("claim", claim(), vec![b"1000", b"COUNT"], "EMQARG COUNT must be an integer in 1..=1000"),
+        ("claim", claim(), vec![b"1000", b"COUNT", b"1", b"count", b"2"], "EMQARG COUNT given twice"),
+        ("claim", claim(), vec![b"1000", b"BLOCK", b"5"], "EMQARG unknown option BLOCK"),
+        ("claim", vec![key("pending")], vec![b"1000"], "EMQARG wrong number of keys"),
+        (
+            "claim",
+            vec![key("active"), key("pending")],
+            vec![b"1000"],
+            "EMQARG KEYS[1] must be emq:{<queue>}:pending",
+        ),
+        (
+            "claim",
+            vec![key("pending"), other_queue.clone()],
+            vec![b"1000"],
+            &*Box::leak(format!("EMQARG KEYS[2] must be {p}active").into_boxed_str()),
+        ),
+        ("enqueue", vec![job.clone(), key("pending")], vec![A.as_bytes()], "EMQARG payload is missing"),
+        (
+            "enqueue",
+            vec![key(&format!("job:{}", "JOB_00000000000000000000000002")), key("pending")],
+            vec![A.as_bytes(), b"p"],
+            "EMQARG KEYS[1] must be emq:{<queue>}:job:<id>",
+        ),
+        (
+            "enqueue",
+            vec![job.clone(), key("pending")],
+            vec![A.as_bytes(), b"p", b"PRIORITY", b"1"],
+            "EMQARG PRIORITY, DELAY and AT need all four keys",
+        ),
+        (
+            "enqueue",
+            vec![job.clone(), key("pending"), key("delayed"), key("priority")],
+            vec![A.as_bytes(), b"p", b"DELAY", b"5", b"AT", b"5"],
+            "EMQARG DELAY and AT exclude each other",
+        ),
+        (
+            "enqueue",
+            vec![job.clone(), key("pending"), key("delayed"), key("priority")],
+            vec![A.as_bytes(), b"p", b"PRIORITY", b"2147483648"],
+            "EMQARG PRIORITY must be an integer in -2147483648..=2147483647",
+        ),
+        (
+            "ack",
+            vec![job.clone(), key("active"), key("done")],
+            vec![A.as_bytes(), b"0"],
+            "EMQARG token must be an integer in 1..=999999999999999",
+        ),
+        (
+            "ack",
+            vec![job.clone(), key("active"), key("done")],
+            vec![A.as_bytes(), b"1", b"extra"],
+            "EMQARG unknown option extra",
+        ),
+        (
+            "purge",
+            vec![key("pending"), key("priority"), key("errors")],
+            vec![b"0"],
+            "EMQARG KEYS[1] must be emq:{<queue>}:done, dead or cancelled",
+        ),
+        (
+            "reap",
+            vec![key("active"), key("pending"), key("dead"), key("errors"), key("priority")],
+            vec![b"3", b"LIMIT", b"1001"],
+            "EMQARG LIMIT must be an integer in 1..=1000",
+        ),
+    ];
+    for (transition, keys, args, want) in cases {
+        let reply = text(eval(&h, transition, &keys, &args).await);
+        assert_eq!(reply, Err(want.to_string()), "{transition} {keys:?} {args:?}");
+    }
+    assert_eq!(h.dbsize().await, 0);
+}
+
+#[tokio::test]
+async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
+    let h = harness().await;
+    let p = h.prefix();
+    let host = Claim { lease: Duration::ZERO, count: 1 }.args().unwrap_err();
+    let server = text(eval(&h, "claim", &[format!("{p}pending"), format!("{p}active")], &[b"0"]).await);
+    assert_eq!(Err(host.to_string()), server);
+
+    let host = Claim { lease: Duration::from_secs(1), count: 1001 }.args().unwrap_err();
+    let keys = [format!("{p}pending"), format!("{p}active")];
+    let server = text(eval(&h, "claim", &keys, &[b"1000", b"COUNT", b"1001"]).await);
+    assert_eq!(Err(host.to_string()), server);
+
+    let err = h.queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().priority(1 << 40)).await;
+    assert!(matches!(err, Err(Error::Argument(_))));
+    let err = h.queue.claim(Duration::from_secs(1 << 40)).await;
+    assert!(matches!(err, Err(Error::Argument(_))));
+    assert_eq!(h.dbsize().await, 0);
+}
