@@ -112,14 +112,46 @@ mod tests {
         assert!(script_source("nope").is_none());
     }
 
+    /// The codes the scripts answer with are exactly the codes of the table.
+    #[test]
+    fn scripts_and_the_code_table_agree() {
+        use std::collections::BTreeSet;
+        let sources = SOURCES.iter().chain(INCLUDES.iter()).map(|(_, source)| *source);
+        let mut in_scripts = BTreeSet::new();
+        for source in sources {
+            for (at, _) in source.match_indices("EMQ") {
+                let word: String =
+                    source[at..].chars().take_while(|c| c.is_ascii_uppercase()).collect();
+                if word.len() > 3 {
+                    in_scripts.insert(word);
+                }
+            }
+        }
+        let in_table: BTreeSet<String> =
+            echomq_core::Code::ALL.iter().map(|code| code.as_str().to_owned()).collect();
+        assert_eq!(in_scripts, in_table);
+    }
+
+    /// `<name>-<n>.lua` declares KEYS[1] to KEYS[n] in its header, and is wired in.
     #[test]
     fn script_file_names_carry_their_key_counts() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lua");
+        let mut files = 0;
         for entry in std::fs::read_dir(dir).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             let Some(stem) = name.strip_suffix(".lua") else { continue };
-            let (transition, _) = stem.rsplit_once('-').unwrap();
+            let (transition, count) = stem.rsplit_once('-').unwrap();
+            let count: usize = count.parse().unwrap();
+            let source = std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
+            let declared = source
+                .lines()
+                .filter_map(|line| line.strip_prefix("KEYS["))
+                .filter_map(|rest| rest.split(']').next()?.parse::<usize>().ok())
+                .max();
+            assert_eq!(declared, Some(count), "{name}");
             assert!(SOURCES.iter().any(|(n, _)| *n == transition), "{name} is not wired in");
+            files += 1;
         }
+        assert_eq!(files, SOURCES.len());
     }
 }
