@@ -120,8 +120,7 @@ mod tests {
         let mut in_scripts = BTreeSet::new();
         for source in sources {
             for (at, _) in source.match_indices("EMQ") {
-                let word: String =
-                    source[at..].chars().take_while(|c| c.is_ascii_uppercase()).collect();
+                let word: String = source[at..].chars().take_while(|c| c.is_ascii_uppercase()).collect();
                 if word.len() > 3 {
                     in_scripts.insert(word);
                 }
