@@ -33,6 +33,11 @@ fn text(reply: Result<Value, Error>) -> Result<Value, String> {
     reply.map_err(|err| err.to_string())
 }
 
+/// A transition's name, its KEYS and its ARGV, sent raw.
+type RawCall<'a> = (&'a str, Vec<String>, Vec<&'a [u8]>);
+/// A raw call and the error reply it must get.
+type Refusal<'a> = (&'a str, Vec<String>, Vec<&'a [u8]>, &'a str);
+
 fn a() -> JobId {
     A.parse().unwrap()
 }
@@ -62,7 +67,7 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
     let p = h.prefix();
     let job = format!("{p}job:XYZ");
     let key = |name: &str| format!("{p}{name}");
-    let calls: Vec<(&str, Vec<String>, Vec<&[u8]>)> = vec![
+    let calls: Vec<RawCall> = vec![
         ("enqueue", vec![job.clone(), key("pending")], vec![b"XYZ", b"hello"]),
         ("ack", vec![job.clone(), key("active"), key("done")], vec![b"XYZ", b"1"]),
         (
@@ -204,7 +209,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
     let job = key(&format!("job:{A}"));
     let other_queue = "emq:{elsewhere}:pending".to_string();
     let claim = || vec![key("pending"), key("active")];
-    let cases: Vec<(&str, Vec<String>, Vec<&[u8]>, &str)> = vec![
+    let cases: Vec<Refusal> = vec![
         ("claim", claim(), vec![b"0"], "EMQARG lease must be an integer in 1..=2147483647"),
         ("claim", claim(), vec![b"1e3"], "EMQARG lease must be an integer in 1..=2147483647"),
         ("claim", claim(), vec![b" 5"], "EMQARG lease must be an integer in 1..=2147483647"),
