@@ -1,20 +1,42 @@
-//! The EchoMQ protocol's fixed vocabulary, in plain Rust with no Redis types:
-//! the error codes every transition answers with and the limits on every
-//! argument. The host library (`echomq`) and the native module both read
-//! them from here, and a test proves the Lua scripts spell them the same way.
+//! The EchoMQ protocol in plain Rust, with no Redis types: the error codes,
+//! the argument limits, and every transition over a small [`Store`] trait.
+//! The native module runs these transitions inside Redis; the embedded
+//! executor runs them in-process on [`Memory`]. The Lua scripts are the
+//! independent second implementation, and conformance tests prove the two equal.
 //!
 //! ```
-//! use echomq_core::{Code, limits};
-//! assert_eq!(Code::Fence.as_str(), "EMQFENCE");
-//! assert_eq!(Code::parse("EMQKIND"), Some(Code::Kind));
-//! assert!(limits::LEASE_MS.contains(&30_000));
+//! use std::sync::Arc;
+//! use echomq_core::memory::{ManualClock, Memory};
+//! use echomq_core::{run, Code, Reply};
+//!
+//! let mut store = Memory::new(Arc::new(ManualClock::new(1_000)));
+//! let id = b"JOB_00000000000000000000000001".as_slice();
+//! let keys: [&[u8]; 2] = [b"emq:{q}:job:JOB_00000000000000000000000001", b"emq:{q}:pending"];
+//! assert_eq!(run(&mut store, "enqueue", &keys, &[id, b"hello"]), Ok(Reply::Int(1)));
+//! assert_eq!(run(&mut store, "enqueue", &keys, &[id, b"hello"]), Ok(Reply::Int(0)));
+//! let refused = run(&mut store, "enqueue", &keys, &[b"XYZ", b"hello"]).unwrap_err();
+//! assert_eq!(refused.code, Code::Kind);
 //! ```
 //!
 //! # Layout
 //! - [`code`]: the `EMQ<NAME>` error codes.
 //! - [`limits`]: the ranges of every numeric argument and the size limits.
+//! - [`parse`]: argument parsing and validation shared by every transition.
+//! - [`store`]: the [`Store`] trait the transitions run on.
+//! - [`transition`]: every transition (parse, then apply) and [`run`].
+//! - [`reply`]: [`Reply`] and [`Refusal`].
+//! - [`memory`]: [`Memory`], an in-process store with an injectable clock.
 
 pub mod code;
 pub mod limits;
+pub mod memory;
+pub mod parse;
+pub mod reply;
+pub mod store;
+pub mod transition;
 
 pub use code::Code;
+pub use memory::Memory;
+pub use reply::{Outcome, Refusal, Reply};
+pub use store::{KeyType, Store};
+pub use transition::run;

@@ -15,9 +15,13 @@ use crate::keyspace::Keyspace;
 use crate::transition::*;
 use crate::Result;
 
+mod embedded;
 mod lua;
+mod native;
 
+pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
+pub use native::{detect, Native};
 
 /// Runs the protocol's transitions. One method per transition.
 #[async_trait]

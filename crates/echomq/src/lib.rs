@@ -23,7 +23,8 @@
 //! - [`id`]: [`JobId`], branded and minted.
 //! - [`record`]: the record's fields and [`State`].
 //! - [`transition`]: one type per transition (keys, arguments, reply parser).
-//! - [`executor`]: the [`Executor`] trait (the `via`) and its Lua implementation.
+//! - [`executor`]: the [`Executor`] trait (the `via`) and its three
+//!   implementations: Lua scripts, the native module, embedded in-process.
 //! - [`queue`]: [`Queue`], the API built on them.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
 
@@ -37,7 +38,7 @@ pub mod transition;
 
 pub use echomq_core::{limits, Code};
 pub use error::{Error, Result};
-pub use executor::{Executor, Lua};
+pub use executor::{detect, Embedded, Executor, Lua, Native};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};

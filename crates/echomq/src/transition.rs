@@ -30,6 +30,8 @@ pub use upkeep::{Promote, Purge, Reap, Reaped};
 pub trait Transition: Send + Sync {
     /// The protocol's name, lower case: `enqueue`, `claim`, …
     const NAME: &'static str;
+    /// The native module's command: `EMQ.ENQUEUE`, `EMQ.CLAIM`, …
+    const COMMAND: &'static str;
     /// What the caller gets back.
     type Output: Send;
     /// KEYS, in the protocol's order.

@@ -38,6 +38,7 @@ pub struct Enqueue {
 
 impl Transition for Enqueue {
     const NAME: &'static str = "enqueue";
+    const COMMAND: &'static str = "EMQ.ENQUEUE";
     /// `true` when the job was admitted, `false` for a duplicate (nothing changed).
     type Output = bool;
 

@@ -36,6 +36,7 @@ pub struct Claimed {
 
 impl Transition for Claim {
     const NAME: &'static str = "claim";
+    const COMMAND: &'static str = "EMQ.CLAIM";
     /// The claimed jobs in pending order; empty when nothing is pending.
     type Output = Vec<Claimed>;
 
@@ -78,6 +79,7 @@ pub struct Ack {
 
 impl Transition for Ack {
     const NAME: &'static str = "ack";
+    const COMMAND: &'static str = "EMQ.ACK";
     type Output = ();
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {
@@ -121,6 +123,7 @@ pub enum Failed {
 
 impl Transition for Fail {
     const NAME: &'static str = "fail";
+    const COMMAND: &'static str = "EMQ.FAIL";
     type Output = Failed;
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {
@@ -163,6 +166,7 @@ pub struct Extend {
 
 impl Transition for Extend {
     const NAME: &'static str = "extend";
+    const COMMAND: &'static str = "EMQ.EXTEND";
     /// The new deadline, server ms since the Unix epoch.
     type Output = u64;
 
@@ -195,6 +199,7 @@ pub struct Release {
 
 impl Transition for Release {
     const NAME: &'static str = "release";
+    const COMMAND: &'static str = "EMQ.RELEASE";
     type Output = ();
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {

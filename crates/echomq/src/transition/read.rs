@@ -26,6 +26,7 @@ pub struct Inspection {
 
 impl Transition for Inspect {
     const NAME: &'static str = "inspect";
+    const COMMAND: &'static str = "EMQ.INSPECT";
     /// `None` when there is no such job.
     type Output = Option<Inspection>;
 
@@ -81,6 +82,7 @@ pub struct StatsReply {
 
 impl Transition for Stats {
     const NAME: &'static str = "stats";
+    const COMMAND: &'static str = "EMQ.STATS";
     type Output = StatsReply;
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {

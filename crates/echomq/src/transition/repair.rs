@@ -18,6 +18,7 @@ pub struct Cancel {
 
 impl Transition for Cancel {
     const NAME: &'static str = "cancel";
+    const COMMAND: &'static str = "EMQ.CANCEL";
     /// `true` when cancelled now, `false` when it was cancelled already.
     type Output = bool;
 
@@ -47,6 +48,7 @@ pub struct Retry {
 
 impl Transition for Retry {
     const NAME: &'static str = "retry";
+    const COMMAND: &'static str = "EMQ.RETRY";
     type Output = ();
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {

@@ -32,6 +32,7 @@ pub struct Reaped {
 
 impl Transition for Reap {
     const NAME: &'static str = "reap";
+    const COMMAND: &'static str = "EMQ.REAP";
     type Output = Reaped;
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {
@@ -63,6 +64,7 @@ pub struct Promote {
 
 impl Transition for Promote {
     const NAME: &'static str = "promote";
+    const COMMAND: &'static str = "EMQ.PROMOTE";
     /// How many jobs moved.
     type Output = u64;
 
@@ -92,6 +94,7 @@ pub struct Purge {
 
 impl Transition for Purge {
     const NAME: &'static str = "purge";
+    const COMMAND: &'static str = "EMQ.PURGE";
     /// How many jobs were deleted.
     type Output = u64;
 

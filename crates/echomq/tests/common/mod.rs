@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod ops;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

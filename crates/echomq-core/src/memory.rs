@@ -1,0 +1,271 @@
+//! [`Memory`]: an in-process [`Store`] with an injectable [`Clock`], what the
+//! embedded executor runs the transitions on. It keeps only what the protocol
+//! uses: hashes and sorted sets (and, for tests, a stand-in for any other type).
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::store::{KeyType, Store};
+
+/// Where the embedded executor reads the time.
+pub trait Clock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+}
+
+/// The machine's clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+/// A clock that moves only when told: tests control time with it.
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicU64);
+
+impl ManualClock {
+    /// A clock showing `ms`.
+    pub fn new(ms: u64) -> ManualClock {
+        ManualClock(AtomicU64::new(ms))
+    }
+
+    /// Move the clock forward by `ms`.
+    pub fn advance(&self, ms: u64) {
+        self.0.fetch_add(ms, AtomicOrdering::SeqCst);
+    }
+
+    /// Set the clock to `ms`.
+    pub fn set(&self, ms: u64) {
+        self.0.store(ms, AtomicOrdering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(AtomicOrdering::SeqCst)
+    }
+}
+
+/// A score in a sorted set's order (IEEE total order; scores are never NaN).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Score(f64);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Score) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Score) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Zset {
+    scores: HashMap<Vec<u8>, f64>,
+    order: BTreeSet<(Score, Vec<u8>)>,
+}
+
+/// One key's value.
+#[derive(Clone, Debug)]
+enum Value {
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    Zset(Zset),
+    /// A key of a type the protocol never writes (tests put these in the way).
+    Other(&'static str),
+}
+
+/// A key's content, for comparing keyspaces.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dump {
+    /// A hash's fields, sorted.
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    /// A sorted set's members with their scores, in order.
+    Zset(Vec<(Vec<u8>, f64)>),
+    /// Any other type, by name.
+    Other(&'static str),
+}
+
+/// An in-process keyspace.
+pub struct Memory {
+    keys: HashMap<Vec<u8>, Value>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Memory {
+    /// An empty keyspace on `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Memory {
+        Memory { keys: HashMap::new(), clock }
+    }
+
+    /// Every key with its content, sorted by key.
+    pub fn dump(&self) -> BTreeMap<Vec<u8>, Dump> {
+        self.keys
+            .iter()
+            .map(|(key, value)| {
+                let dump = match value {
+                    Value::Hash(fields) => Dump::Hash(fields.clone()),
+                    Value::Zset(zset) => {
+                        Dump::Zset(zset.order.iter().map(|(s, m)| (m.clone(), s.0)).collect())
+                    }
+                    Value::Other(name) => Dump::Other(name),
+                };
+                (key.clone(), dump)
+            })
+            .collect()
+    }
+
+    /// Put a value of another type at `key` (a string, say): for tests of `EMQTYPE`.
+    pub fn put_other(&mut self, key: &[u8], type_name: &'static str) {
+        self.keys.insert(key.to_vec(), Value::Other(type_name));
+    }
+
+    /// Delete every key.
+    pub fn clear(&mut self) {
+        self.keys.clear();
+    }
+
+    fn hash(&mut self, key: &[u8]) -> Option<&mut BTreeMap<Vec<u8>, Vec<u8>>> {
+        match self.keys.get_mut(key) {
+            Some(Value::Hash(fields)) => Some(fields),
+            _ => None,
+        }
+    }
+
+    fn zset(&mut self, key: &[u8]) -> Option<&mut Zset> {
+        match self.keys.get_mut(key) {
+            Some(Value::Zset(zset)) => Some(zset),
+            _ => None,
+        }
+    }
+}
+
+impl Store for Memory {
+    fn now_ms(&mut self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    fn key_type(&mut self, key: &[u8]) -> KeyType {
+        match self.keys.get(key) {
+            None => KeyType::None,
+            Some(Value::Hash(_)) => KeyType::Hash,
+            Some(Value::Zset(_)) => KeyType::Zset,
+            Some(Value::Other(name)) => KeyType::Other(name),
+        }
+    }
+
+    fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>> {
+        self.hash(key)?.get(field).cloned()
+    }
+
+    fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.hash(key).map(|fields| fields.clone().into_iter().collect()).unwrap_or_default()
+    }
+
+    fn hset(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) {
+        let value = self.keys.entry(key.to_vec()).or_insert_with(|| Value::Hash(BTreeMap::new()));
+        if let Value::Hash(hash) = value {
+            for (field, v) in fields {
+                hash.insert(field.to_vec(), v.to_vec());
+            }
+        }
+    }
+
+    fn hdel(&mut self, key: &[u8], field: &[u8]) {
+        if let Some(hash) = self.hash(key) {
+            hash.remove(field);
+            if hash.is_empty() {
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    fn del(&mut self, key: &[u8]) {
+        self.keys.remove(key);
+    }
+
+    fn zadd(&mut self, key: &[u8], score: f64, member: &[u8]) {
+        let value = self.keys.entry(key.to_vec()).or_insert_with(|| Value::Zset(Zset::default()));
+        if let Value::Zset(zset) = value {
+            if let Some(old) = zset.scores.insert(member.to_vec(), score) {
+                zset.order.remove(&(Score(old), member.to_vec()));
+            }
+            zset.order.insert((Score(score), member.to_vec()));
+        }
+    }
+
+    fn zrem(&mut self, key: &[u8], member: &[u8]) {
+        if let Some(zset) = self.zset(key) {
+            if let Some(old) = zset.scores.remove(member) {
+                zset.order.remove(&(Score(old), member.to_vec()));
+            }
+            if zset.scores.is_empty() {
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    fn zcard(&mut self, key: &[u8]) -> u64 {
+        self.zset(key).map_or(0, |zset| zset.scores.len() as u64)
+    }
+
+    fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>> {
+        self.zset(key)
+            .map(|zset| zset.order.iter().take(count).map(|(_, m)| m.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>> {
+        self.zset(key)
+            .map(|zset| {
+                zset.order
+                    .iter()
+                    .take_while(|(s, _)| s.0 <= max)
+                    .take(limit)
+                    .map(|(_, m)| m.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_sets_order_by_score_then_member_bytes() {
+        let mut store = Memory::new(Arc::new(ManualClock::new(0)));
+        store.zadd(b"z", 1.0, b"b");
+        store.zadd(b"z", 1.0, b"a");
+        store.zadd(b"z", -1.0, b"c");
+        store.zadd(b"z", 5.0, b"a");
+        assert_eq!(store.zhead(b"z", 10), [b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+        assert_eq!(store.zupto(b"z", 1.0, 10), [b"c".to_vec(), b"b".to_vec()]);
+        assert_eq!(store.zupto(b"z", 1.0, 1), [b"c".to_vec()]);
+        store.zrem(b"z", b"c");
+        store.zrem(b"z", b"b");
+        store.zrem(b"z", b"a");
+        assert_eq!(store.key_type(b"z"), KeyType::None, "an emptied set is gone, as in Redis");
+    }
+
+    #[test]
+    fn hashes_vanish_when_emptied() {
+        let mut store = Memory::new(Arc::new(ManualClock::new(0)));
+        store.hset(b"h", &[(b"f", b"v")]);
+        assert_eq!(store.hget(b"h", b"f"), Some(b"v".to_vec()));
+        store.hdel(b"h", b"f");
+        assert_eq!(store.key_type(b"h"), KeyType::None);
+    }
+}

@@ -1,0 +1,157 @@
+//! Argument parsing and validation, shared by every transition and by both of
+//! the core's users (the module and the embedded executor). Each check answers
+//! with the same words as the Lua scripts.
+
+use std::ops::RangeInclusive;
+
+use crate::limits::MAX_DIGITS;
+use crate::{Code, Refusal};
+
+/// Text for a refusal from bytes that may not be UTF-8.
+pub fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The kind gate: the first three bytes of an id must be `JOB`.
+pub fn kind(id: Option<&[u8]>) -> Result<&[u8], Refusal> {
+    match id {
+        Some(id) if id.starts_with(b"JOB") => Ok(id),
+        _ => Err(Refusal::new(Code::Kind, "job id must be JOB-namespaced")),
+    }
+}
+
+/// An integer argument: an optional `-`, 1 to 15 decimal digits, within `range`.
+pub fn integer(value: Option<&[u8]>, name: &str, range: RangeInclusive<i64>) -> Result<i64, Refusal> {
+    let parsed = value.and_then(|value| {
+        let digits = value.strip_prefix(b"-").unwrap_or(value);
+        let well_formed =
+            !digits.is_empty() && digits.len() <= MAX_DIGITS && digits.iter().all(u8::is_ascii_digit);
+        well_formed.then(|| std::str::from_utf8(value).ok()?.parse::<i64>().ok()).flatten()
+    });
+    match parsed {
+        Some(n) if range.contains(&n) => Ok(n),
+        _ => Err(Refusal::arg(format!("{name} must be an integer in {}..={}", range.start(), range.end()))),
+    }
+}
+
+/// An integer argument that is never negative (its range starts at 0 or more).
+pub fn count(value: Option<&[u8]>, name: &str, range: RangeInclusive<u64>) -> Result<u64, Refusal> {
+    let signed = (*range.start() as i64)..=(*range.end() as i64);
+    integer(value, name, signed).map(|n| n as u64)
+}
+
+/// Options after the positional arguments: `NAME value` pairs, each at most
+/// once. `spec` lists the upper-case names and ranges; the result holds each
+/// option's value in the same order, `None` when absent.
+pub fn options<const N: usize>(
+    args: &[&[u8]],
+    spec: [(&str, RangeInclusive<u64>); N],
+) -> Result<[Option<u64>; N], Refusal> {
+    let mut found = [None; N];
+    let mut rest = args;
+    while let Some((&name, tail)) = rest.split_first() {
+        let upper = name.to_ascii_uppercase();
+        let Some(at) = spec.iter().position(|(known, _)| known.as_bytes() == upper.as_slice()) else {
+            return Err(Refusal::arg(format!("unknown option {}", lossy(name))));
+        };
+        let (label, range) = &spec[at];
+        if found[at].is_some() {
+            return Err(Refusal::arg(format!("{label} given twice")));
+        }
+        found[at] = Some(count(tail.first().copied(), label, range.clone())?);
+        rest = tail.get(1..).unwrap_or_default();
+    }
+    Ok(found)
+}
+
+/// The queue's prefix, `emq:{q}:`, read off the first key and checked against
+/// every key: they must be this queue's keys, named as the protocol names
+/// them. The name `job` stands for the record of `id`.
+pub fn queue_prefix<'k>(keys: &[&'k [u8]], names: &[&str], id: &[u8]) -> Result<&'k [u8], Refusal> {
+    if keys.len() != names.len() {
+        return Err(Refusal::arg("wrong number of keys"));
+    }
+    let key_name = |name: &str| -> Vec<u8> {
+        if name == "job" {
+            [b"job:".as_slice(), id].concat()
+        } else {
+            name.as_bytes().to_vec()
+        }
+    };
+    let first = keys[0];
+    let suffix = key_name(names[0]);
+    let prefix = first.strip_suffix(suffix.as_slice()).filter(|prefix| well_formed_prefix(prefix));
+    let Some(prefix) = prefix else {
+        let shape = if names[0] == "job" { "job:<id>" } else { names[0] };
+        return Err(Refusal::arg(format!("KEYS[1] must be emq:{{<queue>}}:{shape}")));
+    };
+    for (i, (key, name)) in keys.iter().zip(names).enumerate().skip(1) {
+        let wanted = [prefix, key_name(name).as_slice()].concat();
+        if *key != wanted.as_slice() {
+            return Err(Refusal::arg(format!("KEYS[{}] must be {}", i + 1, lossy(&wanted))));
+        }
+    }
+    Ok(prefix)
+}
+
+/// `emq:{<name>}:` where the name is not empty and holds no brace.
+fn well_formed_prefix(prefix: &[u8]) -> bool {
+    prefix
+        .strip_prefix(b"emq:{")
+        .and_then(|rest| rest.strip_suffix(b"}:"))
+        .is_some_and(|name| !name.is_empty() && !name.iter().any(|b| *b == b'{' || *b == b'}'))
+}
+
+/// A record's key: the queue's prefix, `job:`, the id.
+pub fn record_key(prefix: &[u8], id: &[u8]) -> Vec<u8> {
+    [prefix, b"job:", id].concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_plain_decimal() {
+        let range = -5..=999_999_999_999_999;
+        for (text, want) in
+            [("0", 0), ("-5", -5), ("007", 7), ("-0", 0), ("999999999999999", 999_999_999_999_999)]
+        {
+            assert_eq!(integer(Some(text.as_bytes()), "n", range.clone()), Ok(want), "{text}");
+        }
+        for text in ["", "-", "+5", " 5", "5 ", "1e3", "0x10", "1.0", "-6", "1000000000000000", "٣"] {
+            let err = integer(Some(text.as_bytes()), "n", range.clone()).unwrap_err();
+            assert_eq!(err.to_string(), "EMQARG n must be an integer in -5..=999999999999999", "{text}");
+        }
+        assert!(integer(None, "n", range).is_err());
+    }
+
+    #[test]
+    fn options_are_named_once_each() {
+        let spec = [("COUNT", 1..=10), ("BLOCK", 0..=100)];
+        assert_eq!(options(&[b"count", b"3"], spec.clone()), Ok([Some(3), None]));
+        assert_eq!(options(&[b"BLOCK", b"0", b"COUNT", b"1"], spec.clone()), Ok([Some(1), Some(0)]));
+        let err = |args: &[&[u8]]| options(args, spec.clone()).unwrap_err().to_string();
+        assert_eq!(err(&[b"COUNT", b"1", b"count", b"2"]), "EMQARG COUNT given twice");
+        assert_eq!(err(&[b"LIMIT", b"1"]), "EMQARG unknown option LIMIT");
+        assert_eq!(err(&[b"COUNT"]), "EMQARG COUNT must be an integer in 1..=10");
+    }
+
+    #[test]
+    fn keys_must_be_one_queues() {
+        let id = b"JOB_1".as_slice();
+        let keys: [&[u8]; 2] = [b"emq:{q}:job:JOB_1", b"emq:{q}:active"];
+        assert_eq!(queue_prefix(&keys, &["job", "active"], id), Ok(b"emq:{q}:".as_slice()));
+        let other: [&[u8]; 2] = [b"emq:{q}:job:JOB_1", b"emq:{r}:active"];
+        assert_eq!(
+            queue_prefix(&other, &["job", "active"], id).unwrap_err().to_string(),
+            "EMQARG KEYS[2] must be emq:{q}:active"
+        );
+        let bad: [&[u8]; 2] = [b"emq:{}:job:JOB_1", b"emq:{}:active"];
+        assert_eq!(
+            queue_prefix(&bad, &["job", "active"], id).unwrap_err().to_string(),
+            "EMQARG KEYS[1] must be emq:{<queue>}:job:<id>"
+        );
+        assert!(queue_prefix(&keys[..1], &["job", "active"], id).is_err());
+    }
+}

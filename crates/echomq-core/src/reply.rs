@@ -1,0 +1,51 @@
+//! What a transition answers: a [`Reply`], or a [`Refusal`] carrying a
+//! protocol [`Code`].
+
+use std::fmt;
+
+use crate::Code;
+
+/// A transition's reply, in RESP's terms.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// An integer.
+    Int(i64),
+    /// A bulk string.
+    Bulk(Vec<u8>),
+    /// Nil.
+    Nil,
+    /// An array.
+    Array(Vec<Reply>),
+}
+
+/// A transition's refusal: `EMQ<NAME> <text>`. Nothing was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The protocol code.
+    pub code: Code,
+    /// The text after the code.
+    pub text: String,
+}
+
+impl Refusal {
+    /// A refusal with `code` and `text`.
+    pub fn new(code: Code, text: impl Into<String>) -> Refusal {
+        Refusal { code, text: text.into() }
+    }
+
+    /// `EMQARG <text>`.
+    pub fn arg(text: impl Into<String>) -> Refusal {
+        Refusal::new(Code::Arg, text)
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.code, self.text)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// The result of every transition.
+pub type Outcome = Result<Reply, Refusal>;

@@ -1,0 +1,60 @@
+//! What the transitions need from storage: hashes, sorted sets, key types and
+//! the clock. Redis (through the module) and the in-process [`Memory`] store
+//! both provide it.
+//!
+//! [`Memory`]: crate::memory::Memory
+
+/// The Redis type of a key, as `TYPE` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    /// No such key.
+    None,
+    /// A hash.
+    Hash,
+    /// A sorted set.
+    Zset,
+    /// Any other type, by its `TYPE` name (`string`, `list`, …).
+    Other(&'static str),
+}
+
+impl KeyType {
+    /// The name `TYPE` answers with.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::None => "none",
+            KeyType::Hash => "hash",
+            KeyType::Zset => "zset",
+            KeyType::Other(name) => name,
+        }
+    }
+}
+
+/// Storage the transitions run on. Methods are only called on keys whose type
+/// was checked first, so they need not report type errors; a storage failure
+/// they cannot hide (out of memory) is the store's own to raise.
+pub trait Store {
+    /// The clock, in ms since the Unix epoch: the server's, for Redis.
+    fn now_ms(&mut self) -> u64;
+    /// The type of `key`.
+    fn key_type(&mut self, key: &[u8]) -> KeyType;
+    /// One field of a hash.
+    fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>>;
+    /// Every field of a hash, as field/value pairs.
+    fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)>;
+    /// Set fields of a hash, creating it when missing.
+    fn hset(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]);
+    /// Delete a field of a hash (and the hash when it empties).
+    fn hdel(&mut self, key: &[u8], field: &[u8]);
+    /// Delete a key.
+    fn del(&mut self, key: &[u8]);
+    /// Add a member to a sorted set or move it to `score`.
+    fn zadd(&mut self, key: &[u8], score: f64, member: &[u8]);
+    /// Remove a member of a sorted set (and the set when it empties).
+    fn zrem(&mut self, key: &[u8], member: &[u8]);
+    /// The size of a sorted set.
+    fn zcard(&mut self, key: &[u8]) -> u64;
+    /// The first `count` members in (score, member) order.
+    fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>>;
+    /// Up to `limit` members with score ≤ `max`, in (score, member) order.
+    fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>>;
+}

@@ -1,0 +1,219 @@
+//! The lease: CLAIM hands jobs out and mints their tokens; ACK, FAIL, EXTEND
+//! and RELEASE carry the token and are fenced by it (see the `.lua` twins).
+
+use super::{fence, int, need, number, read_field, to_pending, write_record};
+use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, TOKEN};
+use crate::parse::{count, kind, options, queue_prefix, record_key};
+use crate::store::{KeyType, Store};
+use crate::{Code, Outcome, Refusal, Reply};
+
+/// A parsed CLAIM.
+#[derive(Debug)]
+pub struct Claim<'a> {
+    keys: &'a [&'a [u8]],
+    prefix: &'a [u8],
+    lease: u64,
+    count: u64,
+    /// `BLOCK <ms>`: the native command's wait for a job (0: no limit). The
+    /// core claims at once; the caller does the waiting.
+    pub block: Option<u64>,
+}
+
+impl<'a> Claim<'a> {
+    /// KEYS: pending, active. ARGV: lease, then COUNT (and BLOCK, native only).
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
+        let prefix = queue_prefix(keys, &["pending", "active"], b"")?;
+        let lease = count(args.first().copied(), "lease", LEASE_MS)?;
+        let [count, block] = options(
+            args.get(1..).unwrap_or_default(),
+            [("COUNT", CLAIM_COUNT), ("BLOCK", LEASE_MS_OR_FOREVER)],
+        )?;
+        Ok(Claim { keys, prefix, lease, count: count.unwrap_or(1), block })
+    }
+
+    /// The pending key, for a caller that blocks on it.
+    pub fn pending_key(&self) -> &'a [u8] {
+        self.keys[0]
+    }
+
+    /// Take up to COUNT ids from the head of pending, each under a new lease.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let [pending, active] = [self.keys[0], self.keys[1]];
+        need(store, pending, KeyType::Zset)?;
+        need(store, active, KeyType::Zset)?;
+        let ids = store.zhead(pending, self.count as usize);
+        if ids.is_empty() {
+            return Ok(Reply::Array(vec![]));
+        }
+        let mut records = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let key = record_key(self.prefix, id);
+            let attempts = read_field(store, &key, b"attempts")?;
+            records.push((key, attempts));
+        }
+
+        for id in &ids {
+            store.zrem(pending, id);
+        }
+        let now = store.now_ms();
+        let deadline = (now + self.lease) as f64;
+        let mut claimed = Vec::with_capacity(ids.len());
+        for (id, (key, attempts)) in ids.iter().zip(records) {
+            let Some(attempts) = attempts else { continue };
+            let token = number(Some(&attempts)).unwrap_or(0.0) as u64 + 1;
+            write_record(
+                store,
+                &key,
+                &[(b"state", b"active"), (b"attempts", token.to_string().as_bytes())],
+                now,
+            );
+            store.zadd(active, deadline, id);
+            let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
+            claimed.push(Reply::Array(vec![Reply::Bulk(id.clone()), int(token), payload]));
+        }
+        Ok(Reply::Array(claimed))
+    }
+}
+
+/// BLOCK's range: up to the longest lease; 0 waits without a limit.
+const LEASE_MS_OR_FOREVER: std::ops::RangeInclusive<u64> = 0..=*LEASE_MS.end();
+
+/// The part every fenced transition shares: its keys, id and token.
+#[derive(Debug)]
+struct Fenced<'a> {
+    keys: &'a [&'a [u8]],
+    id: &'a [u8],
+    token: u64,
+}
+
+impl<'a> Fenced<'a> {
+    fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]], names: &[&str]) -> Result<Fenced<'a>, Refusal> {
+        let id = kind(args.first().copied())?;
+        queue_prefix(keys, names, id)?;
+        let token = count(args.get(1).copied(), "token", TOKEN)?;
+        Ok(Fenced { keys, id, token })
+    }
+
+    /// Check the declared sets' types (KEYS[2..] as `types` says), then the fence.
+    fn check<S: Store>(&self, store: &mut S, types: &[KeyType]) -> Result<(), Refusal> {
+        for (key, want) in self.keys[1..].iter().zip(types) {
+            need(store, key, *want)?;
+        }
+        fence(store, self.keys[0], self.token)
+    }
+}
+
+/// A parsed ACK.
+#[derive(Debug)]
+pub struct Ack<'a>(Fenced<'a>);
+
+impl<'a> Ack<'a> {
+    /// KEYS: job, active, done. ARGV: id, token.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Ack<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args, &["job", "active", "done"])?;
+        options(args.get(2..).unwrap_or_default(), [])?;
+        Ok(Ack(fenced))
+    }
+
+    /// The holder finishes the job: to done.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let Fenced { keys, id, .. } = self.0;
+        self.0.check(store, &[KeyType::Zset, KeyType::Zset])?;
+        store.zrem(keys[1], id);
+        let now = store.now_ms();
+        write_record(store, keys[0], &[(b"state", b"done")], now);
+        store.zadd(keys[2], now as f64, id);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// A parsed FAIL.
+#[derive(Debug)]
+pub struct Fail<'a> {
+    fenced: Fenced<'a>,
+    max_attempts: u64,
+    backoff: u64,
+    error: &'a [u8],
+}
+
+impl<'a> Fail<'a> {
+    /// KEYS: job, active, delayed, dead, errors. ARGV: id, token, max attempts, back-off, error.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fail<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args, &["job", "active", "delayed", "dead", "errors"])?;
+        let max_attempts = count(args.get(2).copied(), "max_attempts", MAX_ATTEMPTS)?;
+        let backoff = count(args.get(3).copied(), "backoff", DELAY_MS)?;
+        let error = *args.get(4).ok_or_else(|| Refusal::arg("error text is missing"))?;
+        if error.len() > MAX_ERROR_TEXT {
+            return Err(Refusal::new(Code::Size, format!("error text exceeds {MAX_ERROR_TEXT} bytes")));
+        }
+        options(args.get(5..).unwrap_or_default(), [])?;
+        Ok(Fail { fenced, max_attempts, backoff, error })
+    }
+
+    /// To delayed for a retry after the back-off, or to dead at max attempts.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let Fenced { keys, id, token } = self.fenced;
+        self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        let now = store.now_ms();
+        let dead = token >= self.max_attempts;
+        let state: &[u8] = if dead { b"dead" } else { b"delayed" };
+        store.zrem(keys[1], id);
+        write_record(store, keys[0], &[(b"state", state)], now);
+        if dead {
+            store.zadd(keys[3], now as f64, id);
+        } else {
+            store.zadd(keys[2], (now + self.backoff) as f64, id);
+        }
+        store.hset(keys[4], &[(id, self.error)]);
+        Ok(Reply::Bulk(state.to_vec()))
+    }
+}
+
+/// A parsed EXTEND.
+#[derive(Debug)]
+pub struct Extend<'a> {
+    fenced: Fenced<'a>,
+    lease: u64,
+}
+
+impl<'a> Extend<'a> {
+    /// KEYS: job, active. ARGV: id, token, lease.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Extend<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args, &["job", "active"])?;
+        let lease = count(args.get(2).copied(), "lease", LEASE_MS)?;
+        options(args.get(3..).unwrap_or_default(), [])?;
+        Ok(Extend { fenced, lease })
+    }
+
+    /// Move the lease deadline to now + lease; reply the deadline.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let Fenced { keys, id, .. } = self.fenced;
+        self.fenced.check(store, &[KeyType::Zset])?;
+        let deadline = store.now_ms() + self.lease;
+        store.zadd(keys[1], deadline as f64, id);
+        Ok(int(deadline))
+    }
+}
+
+/// A parsed RELEASE.
+#[derive(Debug)]
+pub struct Release<'a>(Fenced<'a>);
+
+impl<'a> Release<'a> {
+    /// KEYS: job, active, pending, priority. ARGV: id, token.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Release<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args, &["job", "active", "pending", "priority"])?;
+        options(args.get(2..).unwrap_or_default(), [])?;
+        Ok(Release(fenced))
+    }
+
+    /// Back to pending at its priority, attempts kept.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let Fenced { keys, id, .. } = self.0;
+        self.0.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        store.zrem(keys[1], id);
+        let now = store.now_ms();
+        to_pending(store, keys[0], keys[2], keys[3], id, now);
+        Ok(Reply::Int(1))
+    }
+}

@@ -1,0 +1,61 @@
+//! The reads: INSPECT and STATS (see the `.lua` twins). They write nothing.
+
+use super::{int, need};
+use crate::parse::{kind, options, queue_prefix};
+use crate::store::{KeyType, Store};
+use crate::{Outcome, Refusal, Reply};
+
+/// A parsed INSPECT.
+#[derive(Debug)]
+pub struct Inspect<'a> {
+    keys: &'a [&'a [u8]],
+    id: &'a [u8],
+}
+
+impl<'a> Inspect<'a> {
+    /// KEYS: job, errors. ARGV: id.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Inspect<'a>, Refusal> {
+        let id = kind(args.first().copied())?;
+        queue_prefix(keys, &["job", "errors"], id)?;
+        options(args.get(1..).unwrap_or_default(), [])?;
+        Ok(Inspect { keys, id })
+    }
+
+    /// [the record as a flat field/value array, the last error or nil].
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        need(store, self.keys[0], KeyType::Hash)?;
+        need(store, self.keys[1], KeyType::Hash)?;
+        let fields = store
+            .hgetall(self.keys[0])
+            .into_iter()
+            .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
+            .collect();
+        let error = store.hget(self.keys[1], self.id).map_or(Reply::Nil, Reply::Bulk);
+        Ok(Reply::Array(vec![Reply::Array(fields), error]))
+    }
+}
+
+/// A parsed STATS.
+#[derive(Debug)]
+pub struct Stats<'a> {
+    keys: &'a [&'a [u8]],
+}
+
+impl<'a> Stats<'a> {
+    /// KEYS: pending, active, delayed, done, dead, cancelled. No ARGV.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Stats<'a>, Refusal> {
+        queue_prefix(keys, &["pending", "active", "delayed", "done", "dead", "cancelled"], b"")?;
+        options(args, [])?;
+        Ok(Stats { keys })
+    }
+
+    /// Each state set's size.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let mut counts = Vec::with_capacity(6);
+        for key in self.keys {
+            need(store, key, KeyType::Zset)?;
+            counts.push(int(store.zcard(key)));
+        }
+        Ok(Reply::Array(counts))
+    }
+}

@@ -1,0 +1,83 @@
+//! An operator's hand: CANCEL and RETRY (see the `.lua` twins).
+
+use super::{need, read_field, to_pending, write_record};
+use crate::parse::{kind, options, queue_prefix};
+use crate::store::{KeyType, Store};
+use crate::{Code, Outcome, Refusal, Reply};
+
+/// A parsed CANCEL.
+#[derive(Debug)]
+pub struct Cancel<'a> {
+    keys: &'a [&'a [u8]],
+    id: &'a [u8],
+}
+
+impl<'a> Cancel<'a> {
+    /// KEYS: job, pending, active, delayed, dead, cancelled. ARGV: id.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Cancel<'a>, Refusal> {
+        let id = kind(args.first().copied())?;
+        queue_prefix(keys, &["job", "pending", "active", "delayed", "dead", "cancelled"], id)?;
+        options(args.get(1..).unwrap_or_default(), [])?;
+        Ok(Cancel { keys, id })
+    }
+
+    /// From pending, active, delayed or dead to cancelled; 0 when cancelled already.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        for key in &self.keys[1..] {
+            need(store, key, KeyType::Zset)?;
+        }
+        let from = match read_field(store, self.keys[0], b"state")?.as_deref() {
+            None => return Err(Refusal::new(Code::NoJob, "no such job")),
+            Some(b"cancelled") => return Ok(Reply::Int(0)),
+            Some(b"pending") => self.keys[1],
+            Some(b"active") => self.keys[2],
+            Some(b"delayed") => self.keys[3],
+            Some(b"dead") => self.keys[4],
+            Some(state) => {
+                let state = String::from_utf8_lossy(state);
+                return Err(Refusal::new(Code::State, format!("cannot cancel a {state} job")));
+            }
+        };
+        store.zrem(from, self.id);
+        let now = store.now_ms();
+        write_record(store, self.keys[0], &[(b"state", b"cancelled")], now);
+        store.zadd(self.keys[5], now as f64, self.id);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// A parsed RETRY.
+#[derive(Debug)]
+pub struct Retry<'a> {
+    keys: &'a [&'a [u8]],
+    id: &'a [u8],
+}
+
+impl<'a> Retry<'a> {
+    /// KEYS: job, dead, pending, priority. ARGV: id.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
+        let id = kind(args.first().copied())?;
+        queue_prefix(keys, &["job", "dead", "pending", "priority"], id)?;
+        options(args.get(1..).unwrap_or_default(), [])?;
+        Ok(Retry { keys, id })
+    }
+
+    /// A dead job back to pending at its priority.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        need(store, self.keys[1], KeyType::Zset)?;
+        need(store, self.keys[2], KeyType::Zset)?;
+        need(store, self.keys[3], KeyType::Hash)?;
+        match read_field(store, self.keys[0], b"state")?.as_deref() {
+            None => return Err(Refusal::new(Code::NoJob, "no such job")),
+            Some(b"dead") => {}
+            Some(state) => {
+                let state = String::from_utf8_lossy(state);
+                return Err(Refusal::new(Code::State, format!("cannot retry a {state} job")));
+            }
+        }
+        store.zrem(self.keys[1], self.id);
+        let now = store.now_ms();
+        to_pending(store, self.keys[0], self.keys[2], self.keys[3], self.id, now);
+        Ok(Reply::Int(1))
+    }
+}

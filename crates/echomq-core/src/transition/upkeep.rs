@@ -1,0 +1,171 @@
+//! Upkeep, safe from many workers at once: REAP, PROMOTE, PURGE (see the `.lua` twins).
+
+use super::{int, need, number, read_field, to_pending, write_record};
+use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
+use crate::parse::{count, options, queue_prefix, record_key};
+use crate::store::{KeyType, Store};
+use crate::{Outcome, Refusal, Reply};
+
+fn limit(args: &[&[u8]]) -> Result<usize, Refusal> {
+    let [limit] = options(args, [("LIMIT", SWEEP_LIMIT)])?;
+    Ok(limit.unwrap_or(*SWEEP_LIMIT.end()) as usize)
+}
+
+/// A parsed REAP.
+#[derive(Debug)]
+pub struct Reap<'a> {
+    keys: &'a [&'a [u8]],
+    prefix: &'a [u8],
+    max_attempts: u64,
+    limit: usize,
+}
+
+impl<'a> Reap<'a> {
+    /// KEYS: active, pending, dead, errors, priority. ARGV: max attempts, LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
+        let prefix = queue_prefix(keys, &["active", "pending", "dead", "errors", "priority"], b"")?;
+        let max_attempts = count(args.first().copied(), "max_attempts", MAX_ATTEMPTS)?;
+        let limit = limit(args.get(1..).unwrap_or_default())?;
+        Ok(Reap { keys, prefix, max_attempts, limit })
+    }
+
+    /// Expired leases to pending, or to dead at max attempts; reply [requeued, dead].
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let [active, pending, dead, errors, priority] =
+            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
+        for (key, want) in
+            self.keys.iter().zip([KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash])
+        {
+            need(store, key, want)?;
+        }
+        let now = store.now_ms();
+        let ids = store.zupto(active, now as f64, self.limit);
+        if ids.is_empty() {
+            return Ok(Reply::Array(vec![int(0), int(0)]));
+        }
+        let mut records = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let key = record_key(self.prefix, id);
+            let attempts = read_field(store, &key, b"attempts")?;
+            records.push((key, attempts));
+        }
+
+        for id in &ids {
+            store.zrem(active, id);
+        }
+        let (mut requeued, mut died) = (0, 0);
+        for (id, (key, attempts)) in ids.iter().zip(records) {
+            let Some(attempts) = attempts else { continue };
+            if number(Some(&attempts)).unwrap_or(0.0) >= self.max_attempts as f64 {
+                write_record(store, &key, &[(b"state", b"dead")], now);
+                store.zadd(dead, now as f64, id);
+                store.hset(errors, &[(id, b"lease expired")]);
+                died += 1;
+            } else {
+                to_pending(store, &key, pending, priority, id, now);
+                requeued += 1;
+            }
+        }
+        Ok(Reply::Array(vec![int(requeued), int(died)]))
+    }
+}
+
+/// A parsed PROMOTE.
+#[derive(Debug)]
+pub struct Promote<'a> {
+    keys: &'a [&'a [u8]],
+    prefix: &'a [u8],
+    limit: usize,
+}
+
+impl<'a> Promote<'a> {
+    /// KEYS: delayed, pending, priority. ARGV: LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Promote<'a>, Refusal> {
+        let prefix = queue_prefix(keys, &["delayed", "pending", "priority"], b"")?;
+        Ok(Promote { keys, prefix, limit: limit(args)? })
+    }
+
+    /// Due delayed jobs to pending at their priority; reply how many.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let [delayed, pending, priority] = [self.keys[0], self.keys[1], self.keys[2]];
+        need(store, delayed, KeyType::Zset)?;
+        need(store, pending, KeyType::Zset)?;
+        need(store, priority, KeyType::Hash)?;
+        let now = store.now_ms();
+        let ids = store.zupto(delayed, now as f64, self.limit);
+        if ids.is_empty() {
+            return Ok(int(0));
+        }
+        let mut records = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let key = record_key(self.prefix, id);
+            let present = read_field(store, &key, b"state")?.is_some();
+            records.push((key, present));
+        }
+
+        for id in &ids {
+            store.zrem(delayed, id);
+        }
+        let mut promoted = 0;
+        for (id, (key, present)) in ids.iter().zip(records) {
+            if present {
+                to_pending(store, &key, pending, priority, id, now);
+                promoted += 1;
+            }
+        }
+        Ok(int(promoted))
+    }
+}
+
+/// A parsed PURGE.
+#[derive(Debug)]
+pub struct Purge<'a> {
+    keys: &'a [&'a [u8]],
+    prefix: &'a [u8],
+    age: u64,
+    limit: usize,
+}
+
+impl<'a> Purge<'a> {
+    /// KEYS: done, dead or cancelled; priority; errors. ARGV: age, LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
+        let finished = keys
+            .first()
+            .and_then(|key| key.rsplit(|b| *b == b':').next().filter(|_| key.contains(&b':')))
+            .filter(|tail| !tail.is_empty() && tail.iter().all(u8::is_ascii_alphabetic));
+        let finished = match finished {
+            Some(b"done") => "done",
+            Some(b"dead") => "dead",
+            Some(b"cancelled") => "cancelled",
+            _ => return Err(Refusal::arg("KEYS[1] must be emq:{<queue>}:done, dead or cancelled")),
+        };
+        let prefix = queue_prefix(keys, &[finished, "priority", "errors"], b"")?;
+        let age = count(args.first().copied(), "age", AGE_MS)?;
+        let limit = limit(args.get(1..).unwrap_or_default())?;
+        Ok(Purge { keys, prefix, age, limit })
+    }
+
+    /// Delete finished jobs past the age: records, set entries, priorities, errors.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+        let [finished, priority, errors] = [self.keys[0], self.keys[1], self.keys[2]];
+        need(store, finished, KeyType::Zset)?;
+        need(store, priority, KeyType::Hash)?;
+        need(store, errors, KeyType::Hash)?;
+        let cutoff = store.now_ms() as f64 - self.age as f64;
+        let ids = store.zupto(finished, cutoff, self.limit);
+        if ids.is_empty() {
+            return Ok(int(0));
+        }
+        for id in &ids {
+            need(store, &record_key(self.prefix, id), KeyType::Hash)?;
+        }
+
+        for id in &ids {
+            store.zrem(finished, id);
+            store.hdel(priority, id);
+            store.hdel(errors, id);
+            store.del(&record_key(self.prefix, id));
+        }
+        Ok(int(ids.len() as u64))
+    }
+}

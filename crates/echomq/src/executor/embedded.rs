@@ -1,0 +1,77 @@
+//! The embedded executor: the core's transitions run in-process on a
+//! [`Memory`] store. No server, no set-up: the demo's default, and a fake
+//! that is not a fake for a user's own unit tests, since it runs the very
+//! code the native module runs.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use echomq_core::memory::{Clock, Dump, SystemClock};
+use echomq_core::{Memory, Reply};
+use redis::Value;
+
+use super::Dispatch;
+use crate::keyspace::Keyspace;
+use crate::transition::Transition;
+use crate::{Error, Result};
+
+/// Runs transitions in this process. Cheap to clone; clones share the store.
+#[derive(Clone)]
+pub struct Embedded {
+    store: Arc<Mutex<Memory>>,
+}
+
+impl Default for Embedded {
+    fn default() -> Self {
+        Embedded::new()
+    }
+}
+
+impl Embedded {
+    /// An empty store on the machine's clock.
+    pub fn new() -> Embedded {
+        Embedded::with_clock(Arc::new(SystemClock))
+    }
+
+    /// An empty store on `clock`: a [`ManualClock`](echomq_core::memory::ManualClock)
+    /// makes time a test's to move.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Embedded {
+        Embedded { store: Arc::new(Mutex::new(Memory::new(clock))) }
+    }
+
+    /// Every key and its content, sorted by key.
+    pub fn dump(&self) -> BTreeMap<Vec<u8>, Dump> {
+        self.store().dump()
+    }
+
+    /// The store itself, for tests that arrange keys by hand.
+    pub fn store(&self) -> MutexGuard<'_, Memory> {
+        // A panic while holding the lock cannot leave a transition half done:
+        // transitions check everything before their first write.
+        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Dispatch for Embedded {
+    async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
+        let keys = call.keys(keys);
+        let args = call.args()?;
+        let keys: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let outcome = echomq_core::run(&mut *self.store(), T::NAME, &keys, &args);
+        match outcome {
+            Ok(reply) => T::parse(value(reply)),
+            Err(refusal) => Err(Error::from_code(refusal.code, refusal.text)),
+        }
+    }
+}
+
+/// The core's reply as the `redis` crate would have read it off the wire.
+fn value(reply: Reply) -> Value {
+    match reply {
+        Reply::Int(n) => Value::Int(n),
+        Reply::Bulk(bytes) => Value::BulkString(bytes),
+        Reply::Nil => Value::Nil,
+        Reply::Array(items) => Value::Array(items.into_iter().map(value).collect()),
+    }
+}

@@ -1,0 +1,53 @@
+//! The native executor: each transition is one `EMQ.<NAME>` command of the
+//! `echomq-module` Redis module, with the same KEYS and ARGV as its script.
+
+use redis::aio::ConnectionLike;
+use redis::Value;
+
+use super::Dispatch;
+use crate::keyspace::Keyspace;
+use crate::transition::Transition;
+use crate::Result;
+
+/// Runs transitions as the module's `EMQ.*` commands, over any async
+/// connection of the `redis` crate.
+#[derive(Clone)]
+pub struct Native<C> {
+    conn: C,
+}
+
+impl<C> Native<C> {
+    /// An executor over `conn`; each call clones it, so pass a multiplexed one.
+    pub fn new(conn: C) -> Native<C> {
+        Native { conn }
+    }
+}
+
+impl<C> Dispatch for Native<C>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
+        let mut command = redis::cmd(T::COMMAND);
+        command.arg(call.keys(keys)).arg(call.args()?);
+        let mut conn = self.conn.clone();
+        let reply: Value = command.query_async(&mut conn).await?;
+        T::parse(reply)
+    }
+}
+
+/// The executor a server supports best: [`Native`] when the module's commands
+/// are there (`COMMAND INFO EMQ.CLAIM`), else [`Lua`](super::Lua).
+pub async fn detect<C>(conn: C) -> Result<std::sync::Arc<dyn super::Executor>>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    let mut probe = conn.clone();
+    let info: Value = redis::cmd("COMMAND").arg("INFO").arg("EMQ.CLAIM").query_async(&mut probe).await?;
+    let native = matches!(&info, Value::Array(entries) if entries.iter().any(|e| *e != Value::Nil));
+    Ok(if native {
+        std::sync::Arc::new(Native::new(conn))
+    } else {
+        std::sync::Arc::new(super::Lua::new(conn))
+    })
+}

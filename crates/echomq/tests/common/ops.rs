@@ -1,0 +1,118 @@
+//! Random transition sequences, shared by the model test and the conformance
+//! suite: the ops, their proptest strategy, and [`perform`], which runs one op
+//! through a [`Queue`] and renders its reply as text to compare.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use echomq::{EnqueueOptions, Error, JobId, Queue, RetryPolicy, State};
+use proptest::prelude::*;
+
+/// How many distinct jobs a sequence plays with.
+pub const SLOTS: usize = 4;
+/// A lease or delay that is over by the next reap or promote.
+pub const SHORT: Duration = Duration::from_millis(1);
+/// A lease or delay that never runs out within a test.
+pub const LONG: Duration = Duration::from_secs(600);
+
+/// One step of a sequence. Jobs are named by slot; `stale` sends a token one
+/// past the last claim's.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Enqueue { slot: usize, priority: i64, delay: Option<bool> },
+    Claim { count: u64, short: bool },
+    Ack { slot: usize, stale: bool },
+    Fail { slot: usize, stale: bool, max_attempts: u64, short: bool },
+    Extend { slot: usize, stale: bool },
+    Release { slot: usize, stale: bool },
+    Reap { max_attempts: u64 },
+    Promote,
+    Cancel { slot: usize },
+    Retry { slot: usize },
+    Purge { state: State },
+}
+
+pub fn op() -> impl Strategy<Value = Op> {
+    let slot = 0..SLOTS;
+    prop_oneof![
+        4 => (slot.clone(), -1i64..=1, proptest::option::of(any::<bool>()))
+            .prop_map(|(slot, priority, delay)| Op::Enqueue { slot, priority, delay }),
+        4 => (1u64..=3, any::<bool>()).prop_map(|(count, short)| Op::Claim { count, short }),
+        3 => (slot.clone(), prop::bool::weighted(0.2)).prop_map(|(slot, stale)| Op::Ack { slot, stale }),
+        2 => (slot.clone(), prop::bool::weighted(0.2), 1u64..=3, any::<bool>())
+            .prop_map(|(slot, stale, max_attempts, short)| Op::Fail { slot, stale, max_attempts, short }),
+        1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Extend { slot, stale }),
+        1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Release { slot, stale }),
+        2 => (1u64..=3).prop_map(|max_attempts| Op::Reap { max_attempts }),
+        2 => Just(Op::Promote),
+        1 => slot.clone().prop_map(|slot| Op::Cancel { slot }),
+        1 => slot.prop_map(|slot| Op::Retry { slot }),
+        1 => prop_oneof![Just(State::Done), Just(State::Dead), Just(State::Cancelled)]
+            .prop_map(|state| Op::Purge { state }),
+    ]
+}
+
+/// The last token each slot's claim handed out.
+pub type Tokens = BTreeMap<usize, u64>;
+
+/// The token a fenced op sends: the last claim's, or one past it when stale.
+pub fn token_for(tokens: &Tokens, slot: usize, stale: bool) -> u64 {
+    let last = tokens.get(&slot).copied().unwrap_or(0);
+    if stale {
+        last + 1
+    } else {
+        last.max(1)
+    }
+}
+
+/// A reply as text: its value's Debug form, or the protocol code of a refusal.
+pub fn show<T: std::fmt::Debug>(result: Result<T, Error>) -> String {
+    match result {
+        Ok(value) => format!("{value:?}"),
+        Err(err) => err.code().map_or_else(|| format!("other: {err}"), |code| code.to_string()),
+    }
+}
+
+/// Run `op` on `q`; its reply, rendered. Extend's deadline renders as `deadline`.
+pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> String {
+    let claimed = |slot: usize, stale: bool| echomq::Claimed {
+        id: ids[slot].clone(),
+        token: token_for(tokens, slot, stale),
+        payload: vec![],
+    };
+    match *op {
+        Op::Enqueue { slot, priority, delay } => {
+            let mut options = EnqueueOptions::default().id(ids[slot].clone()).priority(priority);
+            if let Some(short) = delay {
+                options = options.delay(if short { SHORT } else { LONG });
+            }
+            show(q.enqueue_with(vec![slot as u8], options).await.map(|e| e.duplicate))
+        }
+        Op::Claim { count, short } => {
+            let jobs = q.claim_batch(if short { SHORT } else { LONG }, count).await;
+            if let Ok(jobs) = &jobs {
+                for job in jobs {
+                    let slot = ids.iter().position(|id| *id == job.id).expect("a known id");
+                    tokens.insert(slot, job.token);
+                }
+            }
+            show(jobs.map(|jobs| jobs.into_iter().map(|j| (j.id, j.token, j.payload)).collect::<Vec<_>>()))
+        }
+        Op::Ack { slot, stale } => show(q.ack(&claimed(slot, stale)).await),
+        Op::Fail { slot, stale, max_attempts, short } => {
+            let backoff = if short { Duration::ZERO } else { LONG };
+            let policy = RetryPolicy { max_attempts, backoff, max_backoff: backoff };
+            show(q.fail(&claimed(slot, stale), "boom", &policy).await)
+        }
+        Op::Extend { slot, stale } => match q.extend(&claimed(slot, stale), LONG).await {
+            Ok(_) => "deadline".to_owned(),
+            other => show(other),
+        },
+        Op::Release { slot, stale } => show(q.release(&claimed(slot, stale)).await),
+        Op::Reap { max_attempts } => show(q.reap(max_attempts).await.map(|r| (r.requeued, r.dead))),
+        Op::Promote => show(q.promote().await),
+        Op::Cancel { slot } => show(q.cancel(&ids[slot]).await),
+        Op::Retry { slot } => show(q.retry(&ids[slot]).await),
+        Op::Purge { state } => show(q.purge(state, Duration::ZERO).await),
+    }
+}
