@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The server binary is `$ECHOMQ_REDIS_SERVER`, or `redis-server` on PATH.
-//! It never listens anywhere but 127.0.0.1 and never on 6379.
+//! It never listens anywhere but 127.0.0.1 and never on 6379. The module is
+//! `$ECHOMQ_MODULE`, or the workspace's debug build (see [`module_path`]).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -49,6 +50,11 @@ impl RedisServer {
     /// A plain server on a free loopback port.
     pub fn start() -> RedisServer {
         RedisServer::start_with(ServerOptions::default())
+    }
+
+    /// A server with the EchoMQ module loaded (see [`module_path`]).
+    pub fn start_with_module() -> RedisServer {
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() })
     }
 
     /// A server started with `options`. Panics with the server's log when it cannot start.
@@ -114,6 +120,30 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The EchoMQ module to load: `$ECHOMQ_MODULE` when set, else
+/// `<workspace>/target/debug/libechomq_module.so` (or under `$CARGO_TARGET_DIR`).
+/// Panics, saying how to build it, when the file is not there.
+pub fn module_path() -> PathBuf {
+    let path = match std::env::var_os("ECHOMQ_MODULE") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let target = std::env::var_os("CARGO_TARGET_DIR").map_or(workspace.join("target"), PathBuf::from);
+            target.join("debug").join(format!(
+                "{}echomq_module{}",
+                std::env::consts::DLL_PREFIX,
+                std::env::consts::DLL_SUFFIX
+            ))
+        }
+    };
+    assert!(
+        path.is_file(),
+        "the EchoMQ module is not at {}: build it with cargo build -p echomq-module (or set ECHOMQ_MODULE)",
+        path.display()
+    );
+    path
 }
 
 fn free_port() -> u16 {
