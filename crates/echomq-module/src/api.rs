@@ -1,0 +1,298 @@
+//! The few corners of the Redis module API the module uses, as small safe
+//! wrappers: owned strings, open keys, sorted-set ranges, effects replication
+//! and keyspace events.
+//!
+//! Everything here is byte-safe (keys, members and fields may hold NUL bytes)
+//! and never panics: a missing API function (checked once at load time by
+//! [`missing_functions`]) falls back to a harmless value instead of unwrapping.
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
+use std::ptr;
+
+use redis_module::raw;
+
+/// Call a Redis module API function, or yield `$fallback` when the server
+/// lacks it (never the case once [`missing_functions`] found none missing).
+macro_rules! rm {
+    ($name:ident($($arg:expr),* $(,)?) or $fallback:expr) => {
+        // SAFETY: the function table is filled by `RedisModule_Init` before
+        // any command runs and never changes afterwards; each caller passes
+        // pointers that are valid for the call.
+        match unsafe { raw::$name } {
+            Some(function) => unsafe { function($($arg),*) },
+            None => $fallback,
+        }
+    };
+}
+pub(crate) use rm;
+
+/// The API functions the module cannot work without, by name, that this
+/// server does not provide. Checked when the module loads.
+pub fn missing_functions() -> Vec<&'static str> {
+    /// `(name, whether the server filled in RedisModule_<name>)`.
+    macro_rules! present {
+        ($($function:ident),* $(,)?) => {
+            // SAFETY: copying entries of the function table after `RedisModule_Init`.
+            [$((stringify!($function).trim_start_matches("RedisModule_"), unsafe { raw::$function }.is_some())),*]
+        };
+    }
+    let present = present![
+        RedisModule_OpenKey,
+        RedisModule_CloseKey,
+        RedisModule_KeyType,
+        RedisModule_ValueLength,
+        RedisModule_HashGet,
+        RedisModule_HashSet,
+        RedisModule_ZsetAdd,
+        RedisModule_ZsetRem,
+        RedisModule_ZsetFirstInScoreRange,
+        RedisModule_ZsetRangeCurrentElement,
+        RedisModule_ZsetRangeNext,
+        RedisModule_ZsetRangeStop,
+        RedisModule_DeleteKey,
+        RedisModule_Milliseconds,
+        RedisModule_Replicate,
+        RedisModule_NotifyKeyspaceEvent,
+        RedisModule_SignalKeyAsReady,
+        RedisModule_SignalModifiedKey,
+        RedisModule_BlockClientOnKeys,
+        RedisModule_GetContextFlags,
+        RedisModule_CreateString,
+        RedisModule_FreeString,
+        RedisModule_StringPtrLen,
+        RedisModule_Call,
+        RedisModule_CallReplyType,
+        RedisModule_CallReplyLength,
+        RedisModule_CallReplyArrayElement,
+        RedisModule_CallReplyStringPtr,
+        RedisModule_FreeCallReply,
+        RedisModule_ReplyWithArray,
+        RedisModule_ReplyWithError,
+        RedisModule_ReplyWithLongLong,
+        RedisModule_ReplyWithNull,
+        RedisModule_ReplyWithStringBuffer,
+        RedisModule_WrongArity,
+        RedisModule_IsKeysPositionRequest,
+        RedisModule_KeyAtPos,
+    ];
+    present.into_iter().filter(|(_, here)| !here).map(|(name, _)| name).collect()
+}
+
+/// A module string this code owns, freed on drop. Created without a context,
+/// so it never joins a context's automatic memory and may outlive a callback.
+pub struct RString(*mut raw::RedisModuleString);
+
+impl RString {
+    /// A copy of `bytes`, NUL bytes included.
+    pub fn new(bytes: &[u8]) -> RString {
+        let ptr = bytes.as_ptr().cast::<c_char>();
+        RString(rm!(RedisModule_CreateString(ptr::null_mut(), ptr, bytes.len()) or ptr::null_mut()))
+    }
+
+    /// Take ownership of a string the API handed out (a hash value, a member).
+    fn adopt(ptr: *mut raw::RedisModuleString) -> Option<RString> {
+        (!ptr.is_null()).then_some(RString(ptr))
+    }
+
+    /// The pointer, for API calls; the string keeps it alive.
+    pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
+        self.0
+    }
+
+    /// The bytes, copied out.
+    pub fn to_vec(&self) -> Vec<u8> {
+        bytes_of(self.0).to_vec()
+    }
+}
+
+impl Drop for RString {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            rm!(RedisModule_FreeString(ptr::null_mut(), self.0) or ());
+        }
+    }
+}
+
+/// The bytes of a module string the caller keeps alive (an argv entry).
+pub fn bytes_of<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
+    if string.is_null() {
+        return &[];
+    }
+    let mut len = 0usize;
+    let data = rm!(RedisModule_StringPtrLen(string, &mut len) or ptr::null());
+    if data.is_null() {
+        return &[];
+    }
+    // SAFETY: Redis guarantees `len` readable bytes at `data` for as long as
+    // the string lives, which the caller ensures outlives the slice.
+    unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+}
+
+/// A key opened with `RedisModule_OpenKey`, closed on drop.
+pub struct Key(*mut raw::RedisModuleKey);
+
+impl Key {
+    /// Open `name` to read; `None` when the key does not exist.
+    pub fn read(ctx: *mut raw::RedisModuleCtx, name: &RString) -> Option<Key> {
+        Key::open(ctx, name, raw::REDISMODULE_READ)
+    }
+
+    /// Open `name` to write (an empty key when it does not exist yet).
+    pub fn write(ctx: *mut raw::RedisModuleCtx, name: &RString) -> Option<Key> {
+        Key::open(ctx, name, raw::REDISMODULE_READ | raw::REDISMODULE_WRITE)
+    }
+
+    fn open(ctx: *mut raw::RedisModuleCtx, name: &RString, mode: u32) -> Option<Key> {
+        let key = rm!(RedisModule_OpenKey(ctx, name.as_ptr(), mode as c_int) or ptr::null_mut());
+        (!key.is_null()).then_some(Key(key))
+    }
+
+    /// The key's `REDISMODULE_KEYTYPE_*`.
+    pub fn kind(&self) -> isize {
+        rm!(RedisModule_KeyType(self.0) or 0) as isize
+    }
+
+    /// The number of members or fields.
+    pub fn len(&self) -> usize {
+        rm!(RedisModule_ValueLength(self.0) or 0)
+    }
+
+    /// One field of a hash.
+    pub fn hash_get(&self, field: &RString) -> Option<RString> {
+        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: *mut raw::RedisModuleString = ptr::null_mut();
+        rm!(RedisModule_HashGet(self.0, flags, field.as_ptr(), &mut value, end) or 0);
+        RString::adopt(value)
+    }
+
+    /// Set one field of a hash, creating the hash when the key is empty.
+    pub fn hash_set(&self, field: &RString, value: &RString) {
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: *mut raw::RedisModuleString = ptr::null_mut();
+        rm!(RedisModule_HashSet(self.0, flags, field.as_ptr(), value.as_ptr(), end) or 0);
+    }
+
+    /// Delete one field of a hash; whether it was there.
+    pub fn hash_del(&self, field: &RString) -> bool {
+        // `REDISMODULE_HASH_DELETE`: the API's marker value for "delete this field".
+        let delete = ptr::without_provenance_mut::<raw::RedisModuleString>(1);
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: *mut raw::RedisModuleString = ptr::null_mut();
+        rm!(RedisModule_HashSet(self.0, flags, field.as_ptr(), delete, end) or 0) > 0
+    }
+
+    /// Add `member` at `score` or move it there; whether the set changed.
+    pub fn zset_add(&self, score: f64, member: &RString) -> bool {
+        let mut flags: c_int = 0;
+        let ok = rm!(RedisModule_ZsetAdd(self.0, score, member.as_ptr(), &mut flags) or raw::REDISMODULE_ERR as c_int);
+        let changed = (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int;
+        ok == raw::REDISMODULE_OK as c_int && flags & changed != 0
+    }
+
+    /// Remove `member`; whether it was there.
+    pub fn zset_rem(&self, member: &RString) -> bool {
+        let mut deleted: c_int = 0;
+        rm!(RedisModule_ZsetRem(self.0, member.as_ptr(), &mut deleted) or 0);
+        deleted != 0
+    }
+
+    /// Up to `limit` members with a score in `min..=max`, in (score, member) order.
+    pub fn zset_range(&self, min: f64, max: f64, limit: usize) -> Vec<Vec<u8>> {
+        let mut members = Vec::new();
+        if limit == 0 || rm!(RedisModule_ZsetFirstInScoreRange(self.0, min, max, 0, 0) or 1) != 0 {
+            return members;
+        }
+        while members.len() < limit {
+            let mut score = 0.0;
+            let current = rm!(RedisModule_ZsetRangeCurrentElement(self.0, &mut score) or ptr::null_mut());
+            match RString::adopt(current) {
+                Some(member) => members.push(member.to_vec()),
+                None => break,
+            }
+            if rm!(RedisModule_ZsetRangeNext(self.0) or 0) == 0 {
+                break;
+            }
+        }
+        rm!(RedisModule_ZsetRangeStop(self.0) or ());
+        members
+    }
+
+    /// Delete the key.
+    pub fn delete(&self) {
+        rm!(RedisModule_DeleteKey(self.0) or 0);
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        rm!(RedisModule_CloseKey(self.0) or ());
+    }
+}
+
+/// Send one write to replicas and the AOF as a plain Redis command. Redis
+/// wraps all the writes one command replicates in a single MULTI/EXEC.
+pub fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&RString]) {
+    let mut argv: Vec<*mut raw::RedisModuleString> = args.iter().map(|arg| arg.as_ptr()).collect();
+    // "v": an array of module strings and its length; Redis retains them.
+    let format = c"v".as_ptr();
+    rm!(RedisModule_Replicate(ctx, command.as_ptr(), format, argv.as_mut_ptr(), argv.len()) or 0);
+}
+
+/// Fire the keyspace event `event` of class `class` (`REDISMODULE_NOTIFY_*`) on `key`.
+pub fn notify(ctx: *mut raw::RedisModuleCtx, class: c_int, event: &CStr, key: &RString) {
+    rm!(RedisModule_NotifyKeyspaceEvent(ctx, class, event.as_ptr(), key.as_ptr()) or 0);
+}
+
+/// Mark `key` modified, for `WATCH` and client-side caching.
+pub fn signal_modified(ctx: *mut raw::RedisModuleCtx, key: &RString) {
+    rm!(RedisModule_SignalModifiedKey(ctx, key.as_ptr()) or 0);
+}
+
+/// Wake clients blocked on `key` (a blocking CLAIM on pending).
+pub fn signal_ready(ctx: *mut raw::RedisModuleCtx, key: &RString) {
+    rm!(RedisModule_SignalKeyAsReady(ctx, key.as_ptr()) or ());
+}
+
+/// The server's clock, ms since the Unix epoch.
+pub fn now_ms() -> u64 {
+    u64::try_from(rm!(RedisModule_Milliseconds() or 0)).unwrap_or(0)
+}
+
+/// The context's `REDISMODULE_CTX_FLAGS_*`.
+pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+    rm!(RedisModule_GetContextFlags(ctx) or 0) as u32
+}
+
+/// Every field and value of a hash, in the order `HGETALL` gives them (the
+/// order the Lua script sees), through `RedisModule_Call`.
+pub fn hgetall(ctx: *mut raw::RedisModuleCtx, key: &RString) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let reply =
+        rm!(RedisModule_Call(ctx, c"HGETALL".as_ptr(), c"s".as_ptr(), key.as_ptr()) or ptr::null_mut());
+    if reply.is_null() {
+        return Vec::new();
+    }
+    let text = |i: usize| -> Vec<u8> {
+        let element = rm!(RedisModule_CallReplyArrayElement(reply, i) or ptr::null_mut());
+        if element.is_null() {
+            return Vec::new();
+        }
+        let mut len = 0usize;
+        let data = rm!(RedisModule_CallReplyStringPtr(element, &mut len) or ptr::null());
+        if data.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: the reply owns `len` bytes at `data` until it is freed below.
+        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec()
+    };
+    let mut fields = Vec::new();
+    if rm!(RedisModule_CallReplyType(reply) or 0) == raw::REDISMODULE_REPLY_ARRAY as c_int {
+        let len = rm!(RedisModule_CallReplyLength(reply) or 0);
+        for i in (0..len.saturating_sub(1)).step_by(2) {
+            fields.push((text(i), text(i + 1)));
+        }
+    }
+    rm!(RedisModule_FreeCallReply(reply) or ());
+    fields
+}

@@ -1,0 +1,140 @@
+//! CLAIM, and its native-only `BLOCK <ms>`: when nothing is pending, the
+//! client waits on the pending key, without polling, until a job arrives or
+//! the time is up (`BLOCK 0`: no limit).
+//!
+//! The wait is `RedisModule_BlockClientOnKeys` on the pending key. Every write
+//! that adds to a set signals that key as ready (see [`RedisStore`]), so an
+//! ENQUEUE, PROMOTE, RELEASE or REAP into pending wakes the waiters, as a
+//! `ZADD` wakes a `BZPOPMIN`. A woken client claims again; one that lost the
+//! race to another worker finds pending empty and **stays blocked** (the
+//! callback declines, and Redis keeps the client waiting on the same key
+//! with the same deadline). On time-out the reply is an empty array, the same
+//! as a claim of an empty queue. Inside MULTI or a script, where a client
+//! cannot block, the claim answers at once.
+
+use std::os::raw::{c_int, c_longlong};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+use echomq_core::transition::Claim;
+use echomq_core::{Outcome, Refusal, Reply, Store};
+use redis_module::raw;
+
+use crate::api::{self, rm, RString};
+use crate::command::{finish, internal_error};
+use crate::reply;
+use crate::store::RedisStore;
+
+/// Contexts in which a client cannot block.
+const NO_BLOCKING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
+    | raw::REDISMODULE_CTX_FLAGS_LUA
+    | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
+
+/// `EMQ.CLAIM <pending> <active> <lease> [COUNT n] [BLOCK ms]`.
+pub fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
+    let claim = match Claim::parse(keys, args) {
+        Ok(claim) => claim,
+        Err(refusal) => return reply::send(ctx, &Err(refusal)),
+    };
+    let (store, outcome) = claim_now(ctx, &claim, claim.block.is_some());
+    match claim.block {
+        Some(timeout) if nothing_claimed(&store, &outcome) && api::context_flags(ctx) & NO_BLOCKING == 0 => {
+            wait(ctx, claim.pending_key(), timeout)
+        }
+        _ => finish(ctx, &store, &outcome),
+    }
+}
+
+/// Claim now. Ids whose records are missing are dropped from pending without
+/// being claimed, so a claim can come back empty while pending is not. A
+/// claim that may block claims again while that makes progress, so it never
+/// sleeps on a ready job; one that may not answers as the Lua script would.
+fn claim_now(ctx: *mut raw::RedisModuleCtx, claim: &Claim, blocking: bool) -> (RedisStore, Outcome) {
+    let pending = claim.pending_key();
+    let mut store = RedisStore::new(ctx, pending);
+    loop {
+        let before = store.zcard(pending);
+        let outcome = claim.apply(&mut store);
+        let after = store.zcard(pending);
+        if !blocking || !nothing_claimed(&store, &outcome) || after == 0 || after >= before {
+            return (store, outcome);
+        }
+    }
+}
+
+/// Whether a claim came back empty (not refused, not crossing a slot).
+fn nothing_claimed(store: &RedisStore, outcome: &Outcome) -> bool {
+    !store.crossed_slot() && matches!(outcome, Ok(Reply::Array(jobs)) if jobs.is_empty())
+}
+
+/// Block the client on `pending` for `timeout` ms (0: no limit).
+fn wait(ctx: *mut raw::RedisModuleCtx, pending: &[u8], timeout: u64) {
+    let key = RString::new(pending);
+    let mut keys = [key.as_ptr()];
+    let timeout = c_longlong::try_from(timeout).unwrap_or(c_longlong::MAX);
+    let blocked = rm!(RedisModule_BlockClientOnKeys(
+        ctx,
+        Some(on_ready),
+        Some(on_timeout),
+        None,
+        timeout,
+        keys.as_mut_ptr(),
+        1,
+        ptr::null_mut(),
+    ) or ptr::null_mut());
+    if blocked.is_null() {
+        reply::send_reply(ctx, &Reply::Array(Vec::new()));
+    }
+}
+
+/// The pending key was signalled: claim again with the original arguments.
+/// `REDISMODULE_OK` when the client got its answer, `REDISMODULE_ERR` to keep
+/// it blocked (another client took the job first).
+unsafe extern "C" fn on_ready(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let served = catch_unwind(AssertUnwindSafe(|| {
+        let words = words(argv, argc);
+        let parsed = words.split_at_checked(2).ok_or_else(|| Refusal::arg("wrong number of keys"));
+        match parsed.and_then(|(keys, args)| Claim::parse(keys, args)) {
+            Err(refusal) => reply::send(ctx, &Err(refusal)),
+            Ok(claim) => {
+                let (store, outcome) = claim_now(ctx, &claim, true);
+                if nothing_claimed(&store, &outcome) {
+                    return false;
+                }
+                finish(ctx, &store, &outcome);
+            }
+        }
+        true
+    }));
+    let served = served.unwrap_or_else(|_| {
+        reply::send_error(ctx, &internal_error());
+        true
+    });
+    (if served { raw::REDISMODULE_OK } else { raw::REDISMODULE_ERR }) as c_int
+}
+
+/// The wait is over with nothing claimed: the empty claim's reply.
+unsafe extern "C" fn on_timeout(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    reply::send_reply(ctx, &Reply::Array(Vec::new()));
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The command's argv as bytes, without the command name.
+fn words<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a [u8]> {
+    let len = usize::try_from(argc).unwrap_or(0);
+    if argv.is_null() || len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: Redis passes `argc` valid strings that live while the client
+    // stays blocked, which outlasts this callback.
+    let argv = unsafe { std::slice::from_raw_parts(argv, len) };
+    argv.iter().skip(1).map(|&arg| api::bytes_of(arg)).collect()
+}

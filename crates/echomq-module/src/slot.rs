@@ -1,0 +1,64 @@
+//! Cluster slots, for the one kind of key Redis cannot check for us.
+//!
+//! Redis Cluster checks that every key a command *declares* lives in one
+//! slot this node serves. CLAIM, REAP, PROMOTE and PURGE also touch a
+//! *derived* key, the record `emq:{q}:job:<id>` of an id they pop, and the
+//! low-level key API does no slot check of its own.
+//!
+//! Why the derived key is always in the declared key's slot: the core builds
+//! it as the declared set key's queue prefix followed by `job:<id>`, and it
+//! only accepts a prefix of the form `emq:{<name>}:` with a non-empty name and
+//! no brace inside it (`echomq_core::parse::queue_prefix`). Redis hashes a key
+//! by its first `{…}` with something inside, so both keys hash `<name>` alone,
+//! whatever bytes the id holds: the same slot. So the check can never fail
+//! today; it is cheap (a scan for two braces per key), so `RedisStore` still
+//! compares every key's tag with the first declared key's when cluster mode
+//! is on, and a command that would cross a slot writes nothing and answers
+//! `CROSSSLOT`.
+
+/// The part of `key` Redis Cluster hashes: the bytes between the first `{`
+/// and the next `}` when there are some, else the whole key.
+pub fn hash_tag(key: &[u8]) -> &[u8] {
+    let Some(open) = key.iter().position(|b| *b == b'{') else {
+        return key;
+    };
+    let rest = &key[open + 1..];
+    match rest.iter().position(|b| *b == b'}') {
+        Some(close) if close > 0 => &rest[..close],
+        _ => key,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `a` and `b` certainly hash to the same slot: their tags are equal.
+    fn same_slot(a: &[u8], b: &[u8]) -> bool {
+        hash_tag(a) == hash_tag(b)
+    }
+
+    #[test]
+    fn tags_follow_redis_cluster_rules() {
+        assert_eq!(hash_tag(b"emq:{q}:pending"), b"q");
+        assert_eq!(hash_tag(b"emq:{}:pending"), b"emq:{}:pending", "an empty tag hashes the whole key");
+        assert_eq!(hash_tag(b"emq:{q:pending"), b"emq:{q:pending", "no closing brace");
+        assert_eq!(hash_tag(b"plain"), b"plain");
+        assert_eq!(hash_tag(b"a{b}{c}"), b"b", "only the first tag counts");
+        assert_eq!(
+            hash_tag(b"{}{x}"),
+            b"{}{x}",
+            "the first opening brace decides, even when its tag is empty"
+        );
+    }
+
+    #[test]
+    fn a_record_derived_from_a_set_key_is_in_its_slot_whatever_the_id() {
+        let prefix = b"emq:{orders}:".as_slice();
+        for id in [b"JOB_1".as_slice(), b"JOB_{x}", b"JOB_}{", b"JOB_\0\r\n"] {
+            let record = [prefix, b"job:", id].concat();
+            assert!(same_slot(b"emq:{orders}:pending", &record), "{id:?}");
+        }
+        assert!(!same_slot(b"emq:{a}:pending", b"emq:{b}:job:JOB_1"));
+    }
+}

@@ -1,0 +1,289 @@
+//! [`RedisStore`]: `echomq_core::Store` over the Redis module API, so the
+//! core's transitions run inside Redis, in the command's own atomic step.
+//!
+//! Reads and writes go through the low-level key API (`RedisModule_OpenKey`,
+//! `HashGet`/`HashSet`, `Zset*`), which skips the command table, argument
+//! parsing and reply buffers that `RedisModule_Call` pays for on every write.
+//! Only `hgetall` (INSPECT, read-only) goes through `RedisModule_Call`, so the
+//! fields come back in exactly the order `HGETALL` gives the Lua script.
+//!
+//! The low-level API does three things less than a command would, so every
+//! write here does them itself:
+//! - **Replication**: each write is replicated as the plain command Lua would
+//!   have run (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`), never the `EMQ.*`
+//!   command itself, so replicas and the AOF need no module. A write that
+//!   changed nothing is not replicated, as Redis does not propagate one.
+//! - **Keyspace events**: `hset`, `hdel`, `zadd`, `zrem` and `del` (when a
+//!   write empties a key), as the commands fire them.
+//! - **One command per batch of removals**: the scripts remove the ids they
+//!   pop with one `ZREM key id…`, where the core calls `zrem` once per id. So
+//!   consecutive removals from one key are announced together, when the next
+//!   other call comes (or the store goes): one `zrem` event, one replicated
+//!   `ZREM` with every id, then `del` if the key emptied, exactly as Lua.
+//! - **WATCH**: a key counts as modified only when a write changed it (the
+//!   module turns off the implicit signal of every key opened to write).
+//! - **Waking blocked claims**: every `zadd` that changed a set signals the
+//!   key as ready, as `ZADD` does for a `BZPOPMIN` waiter.
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
+use echomq_core::{KeyType, Store};
+use redis_module::raw;
+
+use crate::api::{self, Key, RString};
+use crate::slot;
+
+/// The store one command (or one wake-up of a blocked claim) runs on.
+pub struct RedisStore {
+    ctx: *mut raw::RedisModuleCtx,
+    /// The command's instant: one transition reads the clock once.
+    now: Option<u64>,
+    /// In cluster mode, the hash tag every key must share (see [`slot`]).
+    tag: Option<Vec<u8>>,
+    /// A key outside that slot was asked for: every later read sees nothing,
+    /// every later write is dropped, and the command answers `CROSSSLOT`.
+    crossed: bool,
+    /// Removals done but not yet announced (see the module docs).
+    removals: Option<Removals>,
+}
+
+/// Consecutive removals of members (or fields) from one key.
+struct Removals {
+    zset: bool,
+    key: Vec<u8>,
+    name: RString,
+    members: Vec<RString>,
+}
+
+impl RedisStore {
+    /// A store for a command whose first declared key is `first_key`.
+    pub fn new(ctx: *mut raw::RedisModuleCtx, first_key: &[u8]) -> RedisStore {
+        let cluster = api::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
+        let tag = cluster.then(|| slot::hash_tag(first_key).to_vec());
+        RedisStore { ctx, now: None, tag, crossed: false, removals: None }
+    }
+
+    /// Whether the command touched a key outside its slot (so wrote nothing).
+    pub fn crossed_slot(&self) -> bool {
+        self.crossed
+    }
+
+    /// Whether `key` may be touched; the first key that may not poisons the store.
+    fn admit(&mut self, key: &[u8]) -> bool {
+        if let Some(tag) = &self.tag {
+            if slot::hash_tag(key) != tag.as_slice() {
+                self.crossed = true;
+            }
+        }
+        !self.crossed
+    }
+
+    /// `key`, opened to read, when it may be touched and holds a value.
+    fn read(&mut self, key: &[u8]) -> Option<Key> {
+        self.flush();
+        if !self.admit(key) {
+            return None;
+        }
+        Key::read(self.ctx, &RString::new(key))
+    }
+
+    /// `key`, opened to write, with its name, when it may be touched and is
+    /// empty or of type `kind` (the core checked; this only guards a bug).
+    fn write(&mut self, key: &[u8], kind: isize) -> Option<(Key, RString)> {
+        if !self.admit(key) {
+            return None;
+        }
+        let name = RString::new(key);
+        let open = Key::write(self.ctx, &name)?;
+        let found = open.kind();
+        (found == kind || found == raw::REDISMODULE_KEYTYPE_EMPTY).then_some((open, name))
+    }
+
+    /// Replicate `command key args…` and fire `event` on the key.
+    fn effect(&self, class: c_int, event: &CStr, command: &CStr, name: &RString, args: &[&RString]) {
+        api::signal_modified(self.ctx, name);
+        api::notify(self.ctx, class, event, name);
+        let mut argv = Vec::with_capacity(args.len() + 1);
+        argv.push(name);
+        argv.extend_from_slice(args);
+        api::replicate(self.ctx, command, &argv);
+    }
+
+    /// Remove `member` from the zset (or hash) `key`, announcing it later
+    /// together with the removals from the same key that follow.
+    fn remove(&mut self, zset: bool, key: &[u8], member: &[u8]) {
+        if self.removals.as_ref().is_some_and(|batch| batch.zset != zset || batch.key != key) {
+            self.flush();
+        }
+        let kind = if zset { raw::REDISMODULE_KEYTYPE_ZSET } else { raw::REDISMODULE_KEYTYPE_HASH };
+        let Some((open, name)) = self.write(key, kind) else { return };
+        let member = RString::new(member);
+        let removed =
+            open.kind() == kind && if zset { open.zset_rem(&member) } else { open.hash_del(&member) };
+        if removed {
+            let batch = self.removals.get_or_insert_with(|| Removals {
+                zset,
+                key: key.to_vec(),
+                name,
+                members: vec![],
+            });
+            batch.members.push(member);
+        }
+    }
+
+    /// Announce the pending removals: the event, the replicated command, and
+    /// the key's deletion (with its `del` event) when they emptied it.
+    fn flush(&mut self) {
+        let Some(batch) = self.removals.take() else { return };
+        let (class, event, command) = if batch.zset {
+            (raw::REDISMODULE_NOTIFY_ZSET, c"zrem", c"ZREM")
+        } else {
+            (raw::REDISMODULE_NOTIFY_HASH, c"hdel", c"HDEL")
+        };
+        let members: Vec<&RString> = batch.members.iter().collect();
+        self.effect(class, event, command, &batch.name, &members);
+        let open = Key::write(self.ctx, &batch.name);
+        if open.as_ref().is_none_or(|open| open.len() == 0) {
+            if let Some(open) = open {
+                open.delete();
+            }
+            api::notify(self.ctx, raw::REDISMODULE_NOTIFY_GENERIC, c"del", &batch.name);
+        }
+    }
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+impl Store for RedisStore {
+    fn now_ms(&mut self) -> u64 {
+        *self.now.get_or_insert_with(api::now_ms)
+    }
+
+    fn key_type(&mut self, key: &[u8]) -> KeyType {
+        let Some(open) = self.read(key) else { return KeyType::None };
+        match open.kind() {
+            raw::REDISMODULE_KEYTYPE_EMPTY => KeyType::None,
+            raw::REDISMODULE_KEYTYPE_HASH => KeyType::Hash,
+            raw::REDISMODULE_KEYTYPE_ZSET => KeyType::Zset,
+            raw::REDISMODULE_KEYTYPE_STRING => KeyType::Other("string"),
+            raw::REDISMODULE_KEYTYPE_LIST => KeyType::Other("list"),
+            raw::REDISMODULE_KEYTYPE_SET => KeyType::Other("set"),
+            raw::REDISMODULE_KEYTYPE_STREAM => KeyType::Other("stream"),
+            // `TYPE` would name the module's own type; no such key is ever a queue's.
+            _ => KeyType::Other("module"),
+        }
+    }
+
+    fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>> {
+        let open = self.read(key)?;
+        if open.kind() != raw::REDISMODULE_KEYTYPE_HASH {
+            return None;
+        }
+        open.hash_get(&RString::new(field)).map(|value| value.to_vec())
+    }
+
+    fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_HASH => {
+                api::hgetall(self.ctx, &RString::new(key))
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn hset(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) {
+        self.flush();
+        let Some((open, name)) = self.write(key, raw::REDISMODULE_KEYTYPE_HASH) else { return };
+        let mut args = Vec::with_capacity(fields.len() * 2);
+        for (field, value) in fields {
+            let (field, value) = (RString::new(field), RString::new(value));
+            open.hash_set(&field, &value);
+            args.push(field);
+            args.push(value);
+        }
+        let args: Vec<&RString> = args.iter().collect();
+        self.effect(raw::REDISMODULE_NOTIFY_HASH, c"hset", c"HSET", &name, &args);
+    }
+
+    fn hdel(&mut self, key: &[u8], field: &[u8]) {
+        self.remove(false, key, field);
+    }
+
+    fn del(&mut self, key: &[u8]) {
+        self.flush();
+        if !self.admit(key) {
+            return;
+        }
+        let name = RString::new(key);
+        let Some(open) = Key::write(self.ctx, &name) else { return };
+        if open.kind() != raw::REDISMODULE_KEYTYPE_EMPTY {
+            open.delete();
+            self.effect(raw::REDISMODULE_NOTIFY_GENERIC, c"del", c"DEL", &name, &[]);
+        }
+    }
+
+    fn zadd(&mut self, key: &[u8], score: f64, member: &[u8]) {
+        self.flush();
+        let Some((open, name)) = self.write(key, raw::REDISMODULE_KEYTYPE_ZSET) else { return };
+        let member = RString::new(member);
+        if open.zset_add(score, &member) {
+            let score = RString::new(score_text(score).as_bytes());
+            self.effect(raw::REDISMODULE_NOTIFY_ZSET, c"zadd", c"ZADD", &name, &[&score, &member]);
+            api::signal_ready(self.ctx, &name);
+        }
+    }
+
+    fn zrem(&mut self, key: &[u8], member: &[u8]) {
+        self.remove(true, key, member);
+    }
+
+    fn zcard(&mut self, key: &[u8]) -> u64 {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => open.len() as u64,
+            _ => 0,
+        }
+    }
+
+    fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>> {
+        self.zupto(key, f64::INFINITY, count)
+    }
+
+    fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>> {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => {
+                open.zset_range(f64::NEG_INFINITY, max, limit)
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A score as `ZADD` takes it: the integer text for the whole numbers the
+/// protocol uses (priorities, server ms), so replicas store the same double.
+fn score_text(score: f64) -> String {
+    if score.fract() == 0.0 && score.abs() < 9.0e15 {
+        format!("{}", score as i64)
+    } else {
+        format!("{score:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::score_text;
+
+    #[test]
+    fn scores_travel_as_zadd_reads_them() {
+        assert_eq!(score_text(0.0), "0");
+        assert_eq!(score_text(-2_147_483_648.0), "-2147483648");
+        assert_eq!(score_text(1_700_000_000_123.0), "1700000000123");
+        assert_eq!(score_text(0.5), "0.5");
+        assert_eq!(score_text(1e300), "1e300");
+        assert_eq!("1e300".parse::<f64>(), Ok(1e300));
+    }
+}
