@@ -1,0 +1,156 @@
+//! The module replicates effects, not commands: a replica (or an AOF) sees
+//! plain HSET/ZADD/ZREM/HDEL/DEL, one MULTI/EXEC per `EMQ.*` call, so it
+//! needs no module and stays byte-for-byte equal to its master.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{call, connect, dump, expand, info_field, queue, seed, server_with, wait_until};
+use echomq_test_support::RedisServer;
+
+const SOON: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
+    let master = server_with(&["--repl-diskless-sync-delay", "0"]);
+    let replica = RedisServer::start();
+    let (mut on_master, mut on_replica) = (connect(&master), connect(&replica));
+    redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()).query::<()>(&mut on_replica).unwrap();
+    wait_until(SOON, "the replica's link", || {
+        info_field(&mut on_replica, "replication", "master_link_status").as_deref() == Some("up")
+    });
+
+    let q = queue();
+    seed(
+        &mut on_master,
+        &q,
+        &[
+            "EMQ.ENQUEUE $q:job:JOB_1 $q:pending JOB_1 one",
+            "EMQ.ENQUEUE $q:job:JOB_2 $q:pending $q:delayed $q:priority JOB_2 two PRIORITY -3",
+            "EMQ.ENQUEUE $q:job:JOB_3 $q:pending $q:delayed $q:priority JOB_3 three DELAY 60000",
+            "EMQ.ENQUEUE $q:job:JOB_4 $q:pending JOB_4 four",
+            "EMQ.ENQUEUE $q:job:JOB_5 $q:pending JOB_5 five",
+            "EMQ.CLAIM $q:pending $q:active 60000 COUNT 2",
+            "EMQ.ACK $q:job:JOB_2 $q:active $q:done JOB_2 1",
+            "EMQ.FAIL $q:job:JOB_1 $q:active $q:delayed $q:dead $q:errors JOB_1 1 1 0 broken",
+            "EMQ.RETRY $q:job:JOB_1 $q:dead $q:pending $q:priority JOB_1",
+            "EMQ.CANCEL $q:job:JOB_3 $q:pending $q:active $q:delayed $q:dead $q:cancelled JOB_3",
+            "EMQ.CLAIM $q:pending $q:active 1 COUNT 1",
+            "EMQ.CLAIM $q:pending $q:active 60000 COUNT 1",
+            "EMQ.EXTEND $q:job:JOB_4 $q:active JOB_4 1 90000",
+            "EMQ.RELEASE $q:job:JOB_4 $q:active $q:pending $q:priority JOB_4 1",
+            "EMQ.PURGE $q:done $q:priority $q:errors 0",
+        ],
+    );
+    // The 1 ms lease runs out on the server's clock; reap until it has.
+    let reap = expand(&q, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority 1");
+    wait_until(SOON, "the lease to expire and be reaped", || {
+        call(&mut on_master, &reap)
+            == Ok(redis::Value::Array(vec![redis::Value::Int(0), redis::Value::Int(1)]))
+    });
+    // A blocked claim woken by an enqueue writes from its callback: replicated too.
+    let (mut worker, other) = (connect(&master), queue());
+    let blocking = expand(&other, "EMQ.CLAIM $q:pending $q:active 60000 BLOCK 5000");
+    let waiter = thread::spawn(move || call(&mut worker, &blocking));
+    wait_until(SOON, "the claim to block", || {
+        info_field(&mut on_master, "clients", "blocked_clients").as_deref() == Some("1")
+    });
+    seed(&mut on_master, &other, &["EMQ.ENQUEUE $q:job:JOB_6 $q:pending JOB_6 six"]);
+    assert_eq!(common::render(&waiter.join().unwrap().unwrap()), "[[JOB_6, 1, six]]");
+
+    let offset = |conn: &mut redis::Connection, field| info_field(conn, "replication", field);
+    wait_until(SOON, "the replica to catch up", || {
+        let target = offset(&mut on_master, "master_repl_offset");
+        target.is_some() && offset(&mut on_replica, "slave_repl_offset") == target
+    });
+    let keys = dump(&mut on_master);
+    assert!(keys.len() >= 10, "a fair sample of keys: {keys:?}");
+    assert_eq!(dump(&mut on_replica), keys);
+
+    let log = std::fs::read_to_string(replica.dir().join("redis.log")).unwrap();
+    let errors: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("CRITICAL") || line.to_ascii_lowercase().contains("error"))
+        .collect();
+    assert!(errors.is_empty(), "the replica logged errors: {errors:#?}");
+}
+
+/// What the master streams to a replica after the snapshot, read off a raw `SYNC`.
+struct ReplicationStream {
+    reader: BufReader<TcpStream>,
+}
+
+impl ReplicationStream {
+    fn open(server: &RedisServer) -> ReplicationStream {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+        stream.set_read_timeout(Some(SOON)).unwrap();
+        stream.write_all(b"SYNC\r\n").unwrap();
+        let mut reader = BufReader::new(stream);
+        // Newlines keep the link alive while the snapshot is made; then `$<len>` and the RDB.
+        let mut header = String::new();
+        while header.trim().is_empty() {
+            header.clear();
+            reader.read_line(&mut header).unwrap();
+        }
+        let len: u64 = header.trim().trim_start_matches('$').parse().unwrap();
+        std::io::copy(&mut (&mut reader).take(len), &mut std::io::sink()).unwrap();
+        ReplicationStream { reader }
+    }
+
+    /// The next command on the stream, as words.
+    fn next_command(&mut self) -> Vec<String> {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        let count: usize = line.trim().trim_start_matches('*').parse().unwrap();
+        (0..count)
+            .map(|_| {
+                line.clear();
+                self.reader.read_line(&mut line).unwrap();
+                let len: usize = line.trim().trim_start_matches('$').parse().unwrap();
+                let mut word = vec![0; len + 2];
+                self.reader.read_exact(&mut word).unwrap();
+                word.truncate(len);
+                String::from_utf8_lossy(&word).into_owned()
+            })
+            .collect()
+    }
+
+    /// Commands up to and including the next EXEC, skipping the link's PINGs and SELECTs.
+    fn next_transaction(&mut self) -> Vec<String> {
+        let deadline = Instant::now() + SOON;
+        let mut names = Vec::new();
+        while Instant::now() < deadline {
+            let command = self.next_command();
+            let name = command.first().cloned().unwrap_or_default().to_ascii_uppercase();
+            if name == "PING" || name == "SELECT" {
+                continue;
+            }
+            names.push(name.clone());
+            if name == "EXEC" {
+                break;
+            }
+        }
+        names
+    }
+}
+
+#[test]
+fn each_command_reaches_replicas_as_one_multi_exec_of_plain_commands() {
+    let master = server_with(&["--repl-diskless-sync-delay", "0"]);
+    let mut conn = connect(&master);
+    let mut stream = ReplicationStream::open(&master);
+    let q = queue();
+
+    seed(&mut conn, &q, &["EMQ.ENQUEUE $q:job:JOB_1 $q:pending $q:delayed $q:priority JOB_1 p PRIORITY 4"]);
+    assert_eq!(stream.next_transaction(), ["MULTI", "HSET", "HSET", "ZADD", "EXEC"]);
+    seed(&mut conn, &q, &["EMQ.CLAIM $q:pending $q:active 60000"]);
+    assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
+    seed(&mut conn, &q, &["EMQ.ACK $q:job:JOB_1 $q:active $q:done JOB_1 1"]);
+    assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
+    seed(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors 0"]);
+    assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HDEL", "DEL", "EXEC"]);
+}
