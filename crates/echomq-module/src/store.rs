@@ -7,8 +7,8 @@
 //! Only `hgetall` (INSPECT, read-only) goes through `RedisModule_Call`, so the
 //! fields come back in exactly the order `HGETALL` gives the Lua script.
 //!
-//! The low-level API does three things less than a command would, so every
-//! write here does them itself:
+//! The low-level API leaves to its caller what a command would do around a
+//! write, so the store does it:
 //! - **Replication**: each write is replicated as the plain command Lua would
 //!   have run (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`), never the `EMQ.*`
 //!   command itself, so replicas and the AOF need no module. A write that
