@@ -52,6 +52,10 @@ pub trait Executor: Send + Sync + 'static {
     async fn inspect(&self, keys: &Keyspace, call: &Inspect) -> Result<Option<Inspection>>;
     /// How many jobs the queue holds in each state.
     async fn stats(&self, keys: &Keyspace, call: &Stats) -> Result<StatsReply>;
+    /// Admit many jobs in one round trip; each job's own outcome.
+    async fn enqueue_batch(&self, keys: &Keyspace, calls: &[Enqueue]) -> Result<Vec<Result<bool>>>;
+    /// Finish many claimed jobs in one round trip; each ack's own outcome.
+    async fn ack_batch(&self, keys: &Keyspace, calls: &[Ack]) -> Result<Vec<Result<()>>>;
 }
 
 /// An executor that runs any transition from its KEYS and ARGV.
@@ -62,11 +66,45 @@ pub trait Dispatch: Send + Sync + 'static {
         keys: &Keyspace,
         call: &T,
     ) -> impl Future<Output = Result<T::Output>> + Send;
+
+    /// Run many calls of one transition, in one round trip where the executor
+    /// can (a pipeline). Each call gets its own result; the outer error is the
+    /// connection's. The calls are not one transaction: each is atomic alone.
+    fn dispatch_batch<T: Transition>(
+        &self,
+        keys: &Keyspace,
+        calls: &[T],
+    ) -> impl Future<Output = Result<Vec<Result<T::Output>>>> + Send;
+}
+
+/// Send `commands` as one pipeline; each command's own reply or error.
+async fn pipeline<C>(conn: &C, commands: Vec<redis::Cmd>) -> Result<Vec<redis::RedisResult<redis::Value>>>
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    if commands.is_empty() {
+        return Ok(vec![]);
+    }
+    let mut pipe = redis::pipe();
+    for command in commands {
+        pipe.add_command(command);
+    }
+    Ok(pipe.ignore_errors().query_async(&mut conn.clone()).await?)
 }
 
 async fn traced<D: Dispatch, T: Transition>(via: &D, keys: &Keyspace, call: &T) -> Result<T::Output> {
     let span = tracing::debug_span!("emq.transition", transition = T::NAME, queue = keys.queue());
     via.dispatch(keys, call).instrument(span).await
+}
+
+async fn traced_batch<D: Dispatch, T: Transition>(
+    via: &D,
+    keys: &Keyspace,
+    calls: &[T],
+) -> Result<Vec<Result<T::Output>>> {
+    let span =
+        tracing::debug_span!("emq.batch", transition = T::NAME, queue = keys.queue(), calls = calls.len());
+    via.dispatch_batch(keys, calls).instrument(span).await
 }
 
 #[async_trait]
@@ -109,5 +147,11 @@ impl<D: Dispatch> Executor for D {
     }
     async fn stats(&self, keys: &Keyspace, call: &Stats) -> Result<StatsReply> {
         traced(self, keys, call).await
+    }
+    async fn enqueue_batch(&self, keys: &Keyspace, calls: &[Enqueue]) -> Result<Vec<Result<bool>>> {
+        traced_batch(self, keys, calls).await
+    }
+    async fn ack_batch(&self, keys: &Keyspace, calls: &[Ack]) -> Result<Vec<Result<()>>> {
+        traced_batch(self, keys, calls).await
     }
 }

@@ -142,6 +142,21 @@ impl Queue {
         Ok(Enqueued { id: call.id, duplicate: !admitted })
     }
 
+    /// Enqueue many jobs to run now, in one round trip (a pipeline on Redis);
+    /// each job's new id, or why it was refused. Each job is admitted
+    /// atomically on its own: one refusal does not stop the others.
+    pub async fn enqueue_batch<P: Into<Vec<u8>>>(
+        &self,
+        payloads: impl IntoIterator<Item = P>,
+    ) -> Result<Vec<Result<JobId>>> {
+        let calls: Vec<Enqueue> = payloads
+            .into_iter()
+            .map(|payload| Enqueue { id: JobId::mint(), payload: payload.into(), priority: 0, due: Due::Now })
+            .collect();
+        let outcomes = self.via.enqueue_batch(&self.keys, &calls).await?;
+        Ok(calls.into_iter().zip(outcomes).map(|(call, outcome)| outcome.map(|_| call.id)).collect())
+    }
+
     /// Claim the job at the head of pending under a lease of `lease`.
     pub async fn claim(&self, lease: Duration) -> Result<Option<Claimed>> {
         Ok(self.claim_batch(lease, 1).await?.pop())
@@ -155,6 +170,13 @@ impl Queue {
     /// Finish a claimed job. [`Error::Fence`](crate::Error::Fence) when the lease was lost.
     pub async fn ack(&self, job: &Claimed) -> Result<()> {
         self.via.ack(&self.keys, &Ack { id: job.id.clone(), token: job.token }).await
+    }
+
+    /// Finish many claimed jobs in one round trip; each ack's own outcome
+    /// ([`Error::Fence`](crate::Error::Fence) for a job whose lease was lost).
+    pub async fn ack_batch(&self, jobs: &[Claimed]) -> Result<Vec<Result<()>>> {
+        let calls: Vec<Ack> = jobs.iter().map(|job| Ack { id: job.id.clone(), token: job.token }).collect();
+        self.via.ack_batch(&self.keys, &calls).await
     }
 
     /// Report a claimed job's failure: it retries after the policy's back-off,

@@ -54,15 +54,28 @@ impl Embedded {
 
 impl Dispatch for Embedded {
     async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        let keys = call.keys(keys);
-        let args = call.args()?;
-        let keys: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
-        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        let outcome = echomq_core::run(&mut *self.store(), T::NAME, &keys, &args);
-        match outcome {
-            Ok(reply) => T::parse(value(reply)),
-            Err(refusal) => Err(Error::from_code(refusal.code, refusal.text)),
-        }
+        run(&mut self.store(), keys, call)
+    }
+
+    /// The calls one after another, under one lock.
+    async fn dispatch_batch<T: Transition>(
+        &self,
+        keys: &Keyspace,
+        calls: &[T],
+    ) -> Result<Vec<Result<T::Output>>> {
+        let mut store = self.store();
+        Ok(calls.iter().map(|call| run(&mut store, keys, call)).collect())
+    }
+}
+
+fn run<T: Transition>(store: &mut Memory, keys: &Keyspace, call: &T) -> Result<T::Output> {
+    let keys = call.keys(keys);
+    let args = call.args()?;
+    let keys: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
+    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    match echomq_core::run(store, T::NAME, &keys, &args) {
+        Ok(reply) => T::parse(value(reply)),
+        Err(refusal) => Err(Error::from_code(refusal.code, refusal.text)),
     }
 }
 

@@ -80,11 +80,7 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
     async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        let script = SCRIPTS
-            .iter()
-            .find(|(name, _)| *name == T::NAME)
-            .map(|(_, script)| script)
-            .ok_or_else(|| Error::Argument(format!("no script for transition {}", T::NAME)))?;
+        let script = script::<T>()?;
         let mut invocation = script.prepare_invoke();
         for key in call.keys(keys) {
             invocation.key(key);
@@ -96,6 +92,59 @@ where
         let reply: Value = invocation.invoke_async(&mut conn).await?;
         T::parse(reply)
     }
+
+    /// One pipeline of EVALSHA; the calls a server without the script refused
+    /// with NOSCRIPT go again, once, after SCRIPT LOAD.
+    async fn dispatch_batch<T: Transition>(
+        &self,
+        keys: &Keyspace,
+        calls: &[T],
+    ) -> Result<Vec<Result<T::Output>>> {
+        let script = script::<T>()?;
+        let mut results: Vec<Option<Result<T::Output>>> = Vec::with_capacity(calls.len());
+        let mut commands = Vec::with_capacity(calls.len());
+        for call in calls {
+            match call.args() {
+                Ok(args) => {
+                    let call_keys = call.keys(keys);
+                    let mut command = redis::cmd("EVALSHA");
+                    command.arg(script.get_hash()).arg(call_keys.len()).arg(call_keys).arg(args);
+                    commands.push((results.len(), command));
+                    results.push(None);
+                }
+                Err(refused) => results.push(Some(Err(refused))),
+            }
+        }
+        for attempt in 0..2 {
+            let (at, sent): (Vec<usize>, Vec<redis::Cmd>) = commands.drain(..).unzip();
+            let replies = super::pipeline(&self.conn, sent.clone()).await?;
+            for ((i, command), reply) in at.into_iter().zip(sent).zip(replies) {
+                match reply {
+                    Err(err)
+                        if attempt == 0
+                            && err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                    {
+                        commands.push((i, command));
+                    }
+                    reply => results[i] = Some(reply.map_err(Error::from).and_then(T::parse)),
+                }
+            }
+            if commands.is_empty() {
+                break;
+            }
+            script.load_async(&mut self.conn.clone()).await?;
+        }
+        Ok(results.into_iter().map(|result| result.expect("every call answered")).collect())
+    }
+}
+
+/// The loaded script of transition `T`.
+fn script<T: Transition>() -> Result<&'static Script> {
+    SCRIPTS
+        .iter()
+        .find(|(name, _)| *name == T::NAME)
+        .map(|(_, script)| script)
+        .ok_or_else(|| Error::Argument(format!("no script for transition {}", T::NAME)))
 }
 
 #[cfg(test)]

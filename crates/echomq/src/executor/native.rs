@@ -34,6 +34,32 @@ where
         let reply: Value = command.query_async(&mut conn).await?;
         T::parse(reply)
     }
+
+    /// One pipeline of `EMQ.<NAME>` commands.
+    async fn dispatch_batch<T: Transition>(
+        &self,
+        keys: &Keyspace,
+        calls: &[T],
+    ) -> Result<Vec<Result<T::Output>>> {
+        let mut results: Vec<Option<Result<T::Output>>> = Vec::with_capacity(calls.len());
+        let (mut at, mut commands) = (Vec::new(), Vec::new());
+        for call in calls {
+            match call.args() {
+                Ok(args) => {
+                    let mut command = redis::cmd(T::COMMAND);
+                    command.arg(call.keys(keys)).arg(args);
+                    at.push(results.len());
+                    commands.push(command);
+                    results.push(None);
+                }
+                Err(refused) => results.push(Some(Err(refused))),
+            }
+        }
+        for (i, reply) in at.into_iter().zip(super::pipeline(&self.conn, commands).await?) {
+            results[i] = Some(reply.map_err(crate::Error::from).and_then(T::parse));
+        }
+        Ok(results.into_iter().map(|result| result.expect("every call answered")).collect())
+    }
 }
 
 /// The executor a server supports best: [`Native`] when the module's commands

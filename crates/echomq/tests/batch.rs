@@ -1,0 +1,64 @@
+//! Batches: many enqueues or acks in one round trip, on every executor. Each
+//! call keeps its own outcome: a refused one does not stop the others, and a
+//! server that forgot the Lua scripts gets them again mid-batch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use echomq::{limits, Embedded, Error, Executor, Lua, Native, Queue};
+use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use redis::aio::MultiplexedConnection;
+
+const LEASE: Duration = Duration::from_secs(600);
+
+async fn executors() -> (RedisServer, MultiplexedConnection, Vec<(&'static str, Arc<dyn Executor>)>) {
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
+    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let executors: Vec<(&str, Arc<dyn Executor>)> = vec![
+        ("lua", Arc::new(Lua::new(conn.clone()))),
+        ("native", Arc::new(Native::new(conn.clone()))),
+        ("embedded", Arc::new(Embedded::new())),
+    ];
+    (server, conn, executors)
+}
+
+#[tokio::test]
+async fn a_batch_enqueues_each_job_and_refuses_only_the_bad_one() {
+    let (_server, mut conn, executors) = executors().await;
+    for (name, via) in executors {
+        let q = Queue::with_executor(via, &unique_queue("batch")).unwrap();
+        // The server forgets every script: the batch must load them again.
+        let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
+        let mut payloads: Vec<Vec<u8>> = (0..100u8).map(|n| vec![n]).collect();
+        payloads[40] = vec![b'x'; limits::MAX_PAYLOAD + 1];
+        let outcomes = q.enqueue_batch(payloads).await.unwrap();
+        assert_eq!(outcomes.len(), 100, "{name}");
+        assert!(matches!(outcomes[40], Err(Error::TooLarge(_))), "{name}: {:?}", outcomes[40]);
+        assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 99, "{name}");
+        assert_eq!(q.stats().await.unwrap().pending, 99, "{name}");
+
+        // Claimed in mint order: the batch kept the payloads' order.
+        let jobs = q.claim_batch(LEASE, 1000).await.unwrap();
+        let ids: Vec<_> = outcomes.into_iter().filter_map(Result::ok).collect();
+        assert_eq!(jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>(), ids, "{name}");
+        assert_eq!(jobs[40].payload, vec![41], "{name}: the refused job left no gap");
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_acks_fences_each_stale_token_alone() {
+    let (_server, mut conn, executors) = executors().await;
+    for (name, via) in executors {
+        let q = Queue::with_executor(via, &unique_queue("batch")).unwrap();
+        q.enqueue_batch((0..10u8).map(|n| vec![n])).await.unwrap();
+        let mut jobs = q.claim_batch(LEASE, 10).await.unwrap();
+        jobs[3].token += 1;
+        let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
+        let outcomes = q.ack_batch(&jobs).await.unwrap();
+        assert!(matches!(outcomes[3], Err(Error::Fence(_))), "{name}: {:?}", outcomes[3]);
+        assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 9, "{name}");
+        let stats = q.stats().await.unwrap();
+        assert_eq!((stats.done, stats.active), (9, 1), "{name}");
+    }
+}

@@ -1,0 +1,314 @@
+//! Conformance: the same random transition sequences through every executor —
+//! the Lua scripts and the native module on one real redis-server, and the
+//! embedded core in-process — and after every step the replies are equal and
+//! the keyspaces are equal: records field by field (the native two,
+//! `enqueued_at` and `updated_at`, aside on Lua), sets member by member, time
+//! scores within the step's clock skew. Mixed runs too: one queue worked by
+//! Lua and Native in turn, against the embedded core alone.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use common::ops::{op, perform, Op, Tokens, SLOTS};
+use echomq::executor::Dispatch;
+use echomq::transition::Transition;
+use echomq::{Embedded, Executor, JobId, Lua, Native, Queue};
+use echomq_core::memory::{Dump, ManualClock};
+use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use redis::aio::MultiplexedConnection;
+
+/// One queue of one executor, and how to read its keys back.
+struct Target {
+    name: &'static str,
+    queue: Queue,
+    tokens: Tokens,
+    /// Set for the embedded executor: its keys are read from its store.
+    embedded: Option<Embedded>,
+    /// Whether its records carry `enqueued_at` and `updated_at`.
+    extras: Extras,
+}
+
+/// What a target's records must say about the native executor's two fields.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Extras {
+    /// Never there: Lua writes only the three birth fields.
+    Absent,
+    /// Always both: the core writes them on every record write.
+    Present,
+    /// Either: a queue worked by Lua and Native in turn.
+    Either,
+}
+
+const EXTRAS: [&[u8]; 2] = [b"enqueued_at", b"updated_at"];
+
+/// Check a target's records against its [`Extras`].
+fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
+    for (key, dump) in keyspace {
+        let Dump::Hash(fields) = dump else { continue };
+        if !key.starts_with("job:") {
+            continue;
+        }
+        let present = EXTRAS.iter().filter(|f| fields.contains_key(**f)).count();
+        let fine = match target.extras {
+            Extras::Absent => present == 0,
+            Extras::Present => present == 2,
+            Extras::Either => true,
+        };
+        if !fine {
+            return Err(format!("{}: {key} has {present} of enqueued_at and updated_at", target.name));
+        }
+    }
+    Ok(())
+}
+
+/// Every key of a queue, by its name after the queue's prefix.
+type Keyspace = BTreeMap<String, Dump>;
+
+/// One round trip: every key under a prefix with its content.
+const DUMP: &str = r#"
+local out = {}
+for _, key in ipairs(redis.call('KEYS', ARGV[1] .. '*')) do
+  local kind = redis.call('TYPE', key)['ok']
+  local body = {}
+  if kind == 'hash' then body = redis.call('HGETALL', key)
+  elseif kind == 'zset' then body = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES') end
+  out[#out + 1] = {key, kind, body}
+end
+return out
+"#;
+
+async fn read_keyspace(target: &Target, conn: &MultiplexedConnection) -> Keyspace {
+    let prefix = target.queue.keyspace().pending().trim_end_matches("pending").to_owned();
+    if let Some(embedded) = &target.embedded {
+        return embedded
+            .dump()
+            .into_iter()
+            .filter_map(|(key, dump)| {
+                Some((String::from_utf8(key).ok()?.strip_prefix(&prefix)?.to_owned(), dump))
+            })
+            .collect();
+    }
+    let rows: Vec<(String, String, Vec<Vec<u8>>)> =
+        redis::Script::new(DUMP).arg(&prefix).invoke_async(&mut conn.clone()).await.unwrap();
+    rows.into_iter()
+        .map(|(key, kind, body)| {
+            let pairs = body.chunks(2).map(|pair| (pair[0].clone(), pair[1].clone()));
+            let dump = match kind.as_str() {
+                "hash" => Dump::Hash(pairs.collect()),
+                "zset" => Dump::Zset(
+                    pairs
+                        .map(|(member, score)| (member, String::from_utf8_lossy(&score).parse().unwrap()))
+                        .collect(),
+                ),
+                other => panic!("{key} is a {other}"),
+            };
+            (key[prefix.len()..].to_owned(), dump)
+        })
+        .collect()
+}
+
+/// Differences between a reference keyspace (Lua's) and another executor's.
+fn compare(reference: &Keyspace, other: &Keyspace, skew: f64) -> Result<(), String> {
+    let names = |k: &Keyspace| k.keys().cloned().collect::<Vec<_>>();
+    if names(reference) != names(other) {
+        return Err(format!("keys differ: {:?} vs {:?}", names(reference), names(other)));
+    }
+    for (key, want) in reference {
+        let got = &other[key];
+        match (want, got) {
+            (Dump::Hash(want), Dump::Hash(got)) if key.starts_with("job:") => {
+                // Field by field, the native two aside (check_extras judges those).
+                fn plain(h: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<(&Vec<u8>, &Vec<u8>)> {
+                    h.iter().filter(|(f, _)| !EXTRAS.contains(&f.as_slice())).collect()
+                }
+                if plain(want) != plain(got) {
+                    return Err(format!("{key}: {want:?} vs {got:?}"));
+                }
+            }
+            (Dump::Zset(want), Dump::Zset(got)) if key != "pending" => {
+                let by_member = |z: &Vec<(Vec<u8>, f64)>| z.iter().cloned().collect::<BTreeMap<_, _>>();
+                let (want, got) = (by_member(want), by_member(got));
+                let same = want.len() == got.len()
+                    && want.iter().all(|(m, s)| got.get(m).is_some_and(|g| (g - s).abs() <= skew));
+                if !same {
+                    return Err(format!("{key}: {want:?} vs {got:?} (skew {skew})"));
+                }
+            }
+            (want, got) if want != got => return Err(format!("{key}: {want:?} vs {got:?}")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+async fn server_ms(conn: &MultiplexedConnection) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn.clone()).await.unwrap();
+    secs * 1000 + micros / 1000
+}
+
+/// Before a reap or promote: wait until every short lease or delay on the
+/// server is past, so each executor sees the same jobs as due.
+async fn wait_for_short_scores(conn: &MultiplexedConnection, targets: &[Target]) {
+    let horizon = server_ms(conn).await + 60_000;
+    let mut latest = 0u64;
+    for target in targets.iter().filter(|t| t.embedded.is_none()) {
+        let keys = target.queue.keyspace();
+        for set in [keys.active(), keys.delayed()] {
+            let scores: Vec<(String, f64)> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&set)
+                .arg("-inf")
+                .arg(horizon)
+                .arg("WITHSCORES")
+                .query_async(&mut conn.clone())
+                .await
+                .unwrap();
+            latest = scores.iter().map(|(_, s)| *s as u64).fold(latest, u64::max);
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server_ms(conn).await <= latest {
+        assert!(std::time::Instant::now() < deadline, "the server's clock did not pass {latest}");
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
+/// Run one sequence through `targets` (the first is the reference) and check after each step.
+async fn run_sequence(
+    conn: &MultiplexedConnection,
+    clock: &ManualClock,
+    targets: &mut [Target],
+    ops: &[Op],
+) -> Result<(), String> {
+    let ids: Vec<JobId> = (0..SLOTS).map(|_| JobId::mint()).collect();
+    let mut skew = 1.0f64;
+    for (n, op) in ops.iter().enumerate() {
+        if matches!(op, Op::Reap { .. } | Op::Promote) {
+            wait_for_short_scores(conn, targets).await;
+        }
+        let t0 = server_ms(conn).await;
+        clock.set(t0);
+        let mut replies = Vec::with_capacity(targets.len());
+        for target in targets.iter_mut() {
+            replies.push(perform(&target.queue, &ids, &mut target.tokens, op).await);
+        }
+        skew = skew.max((server_ms(conn).await - t0 + 1) as f64);
+        let reference = read_keyspace(&targets[0], conn).await;
+        check_extras(&targets[0], &reference).map_err(|e| format!("step {n} {op:?}: {e}"))?;
+        for (target, reply) in targets.iter().zip(&replies).skip(1) {
+            let at =
+                |what: String| format!("step {n} {op:?}: {} vs {}: {what}", targets[0].name, target.name);
+            if *reply != replies[0] {
+                return Err(at(format!("replies {} and {reply}", replies[0])));
+            }
+            let keyspace = read_keyspace(target, conn).await;
+            check_extras(target, &keyspace).map_err(at)?;
+            compare(&reference, &keyspace, skew).map_err(at)?;
+        }
+    }
+    Ok(())
+}
+
+/// Lua and Native in turn, by a seeded coin: one queue, two executors.
+struct Alternate {
+    lua: Lua<MultiplexedConnection>,
+    native: Native<MultiplexedConnection>,
+    coin: AtomicU64,
+}
+
+impl Alternate {
+    /// Heads for Lua, tails for Native: xorshift64, reproducible from the seed proptest drew.
+    fn heads(&self) -> bool {
+        let mut x = self.coin.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.coin.store(x, Ordering::Relaxed);
+        x & 1 == 0
+    }
+}
+
+impl Dispatch for Alternate {
+    async fn dispatch<T: Transition>(&self, keys: &echomq::Keyspace, call: &T) -> echomq::Result<T::Output> {
+        if self.heads() {
+            self.lua.dispatch(keys, call).await
+        } else {
+            self.native.dispatch(keys, call).await
+        }
+    }
+
+    async fn dispatch_batch<T: Transition>(
+        &self,
+        keys: &echomq::Keyspace,
+        calls: &[T],
+    ) -> echomq::Result<Vec<echomq::Result<T::Output>>> {
+        if self.heads() {
+            self.lua.dispatch_batch(keys, calls).await
+        } else {
+            self.native.dispatch_batch(keys, calls).await
+        }
+    }
+}
+
+/// Run `cases` random sequences on one module-loaded server; `targets` makes
+/// each sequence's executors from the connection, a clock and a coin seed.
+fn for_random_sequences(
+    cases: u32,
+    targets: impl Fn(&MultiplexedConnection, Arc<ManualClock>, u64) -> Vec<Target>,
+) {
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let conn = runtime.block_on(server.client().get_multiplexed_async_connection()).unwrap();
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(cases);
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let sequences = (prop::collection::vec(op(), 1..30), 1u64..);
+    let result = runner.run(&sequences, |(ops, seed)| {
+        let clock = Arc::new(ManualClock::new(0));
+        let mut targets = targets(&conn, clock.clone(), seed);
+        let outcome = runtime.block_on(run_sequence(&conn, &clock, &mut targets, &ops));
+        prop_assert!(outcome.is_ok(), "{}", outcome.unwrap_err());
+        Ok(())
+    });
+    if let Err(err) = result {
+        panic!("{err}");
+    }
+}
+
+fn target(name: &'static str, via: Arc<dyn Executor>, embedded: Option<Embedded>, extras: Extras) -> Target {
+    let queue = Queue::with_executor(via, &unique_queue("conformance")).unwrap();
+    Target { name, queue, tokens: Tokens::new(), embedded, extras }
+}
+
+#[test]
+fn lua_native_and_embedded_agree_on_random_sequences() {
+    for_random_sequences(1000, |conn, clock, _| {
+        let embedded = Embedded::with_clock(clock);
+        vec![
+            target("lua", Arc::new(Lua::new(conn.clone())), None, Extras::Absent),
+            target("native", Arc::new(Native::new(conn.clone())), None, Extras::Present),
+            target("embedded", Arc::new(embedded.clone()), Some(embedded), Extras::Present),
+        ]
+    });
+}
+
+#[test]
+fn a_queue_worked_by_lua_and_native_in_turn_agrees_with_the_core() {
+    for_random_sequences(200, |conn, clock, seed| {
+        let embedded = Embedded::with_clock(clock);
+        let alternate = Alternate {
+            lua: Lua::new(conn.clone()),
+            native: Native::new(conn.clone()),
+            coin: AtomicU64::new(seed),
+        };
+        vec![
+            target("embedded", Arc::new(embedded.clone()), Some(embedded), Extras::Present),
+            target("lua+native", Arc::new(alternate), None, Extras::Either),
+        ]
+    });
+}

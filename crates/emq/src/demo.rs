@@ -1,0 +1,199 @@
+//! The demo: enqueue jobs (some scheduled for later, some that fail and
+//! retry, a few that fail for good), work them with concurrent workers, and
+//! print a summary: processed, retried, dead, jobs/s and the enqueue→start
+//! latency. The embedded executor is the default, so it needs no server.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use echomq::{Claimed, EnqueueOptions, Failed, Queue, RetryPolicy};
+
+/// How the demo runs.
+#[derive(clap::Args, Debug)]
+pub struct Options {
+    /// How many jobs to enqueue.
+    #[arg(long, default_value_t = 20_000)]
+    jobs: u64,
+    /// How many workers claim concurrently.
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// How many jobs each claim takes at most.
+    #[arg(long, default_value_t = 64)]
+    batch: u64,
+    /// Run against this Redis (Lua scripts, or the native module when loaded) instead of in-process.
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+}
+
+const LEASE: Duration = Duration::from_secs(30);
+const POLICY: RetryPolicy = RetryPolicy {
+    max_attempts: 3,
+    backoff: Duration::from_millis(20),
+    max_backoff: Duration::from_millis(200),
+};
+
+/// Every 25th job fails on its first attempt and succeeds on retry; every
+/// 500th fails every time and ends dead.
+fn outcome(job: u64, attempt: u64) -> Result<(), String> {
+    if job % 500 == 499 {
+        Err(format!("job {job} always fails (attempt {attempt})"))
+    } else if job % 25 == 24 && attempt == 1 {
+        Err(format!("job {job} fails once"))
+    } else {
+        Ok(())
+    }
+}
+
+/// What the workers counted.
+#[derive(Default)]
+struct Tally {
+    processed: AtomicU64,
+    retried: AtomicU64,
+    dead: AtomicU64,
+    /// Enqueue→start of each first attempt, in µs.
+    latencies: Mutex<Vec<u64>>,
+    /// Set when every job is finished: the workers stop.
+    stop: AtomicBool,
+}
+
+pub async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
+    let queue_name = format!("demo-{}", std::process::id());
+    let (queue, via) = match &options.redis {
+        None => (Queue::with_executor(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded"),
+        Some(url) => {
+            let conn = redis::Client::open(url.as_str())?.get_connection_manager().await?;
+            (Queue::with_executor(echomq::detect(conn).await?, &queue_name)?, "redis")
+        }
+    };
+    println!(
+        "EchoMQ demo: {} jobs, {} workers, {via} executor, queue {queue_name}",
+        options.jobs, options.workers
+    );
+
+    let started = Instant::now();
+    // The payload carries the job's number and its enqueue time (µs since start).
+    for job in 0..options.jobs {
+        let enqueued_us = started.elapsed().as_micros() as u64;
+        let payload = format!("{job} {enqueued_us}").into_bytes();
+        let mut enqueue = EnqueueOptions::default();
+        if job % 10 == 9 {
+            enqueue = enqueue.delay(Duration::from_millis(50));
+        }
+        queue.enqueue_with(payload, enqueue).await?;
+    }
+    let enqueued = started.elapsed();
+    println!(
+        "enqueued {} jobs in {:.0?} ({:.0} jobs/s)",
+        options.jobs,
+        enqueued,
+        per_second(options.jobs, enqueued)
+    );
+
+    let tally = Arc::new(Tally::default());
+    let mut workers = Vec::new();
+    for _ in 0..options.workers {
+        let (queue, tally, batch) = (queue.clone(), tally.clone(), options.batch);
+        workers.push(tokio::spawn(async move { work(queue, tally, started, batch).await }));
+    }
+    let total = options.jobs;
+    let mut last_report = Instant::now();
+    loop {
+        queue.promote().await?;
+        queue.reap(POLICY.max_attempts).await?;
+        let finished = tally.processed.load(Ordering::Relaxed) + tally.dead.load(Ordering::Relaxed);
+        if finished >= total {
+            break;
+        }
+        if last_report.elapsed() >= Duration::from_millis(500) {
+            println!("  {finished}/{total} finished");
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let elapsed = started.elapsed();
+    tally.stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.await?;
+    }
+
+    let stats = queue.stats().await?;
+    let mut latencies = std::mem::take(&mut *tally.latencies.lock().expect("no worker panicked"));
+    latencies.sort_unstable();
+    let percentile = |p: f64| {
+        let at = ((latencies.len() as f64 * p).ceil() as usize).clamp(1, latencies.len().max(1)) - 1;
+        latencies.get(at).map_or(0.0, |us| *us as f64 / 1000.0)
+    };
+    println!("\nsummary");
+    println!("  processed  {}", tally.processed.load(Ordering::Relaxed));
+    println!("  retried    {}", tally.retried.load(Ordering::Relaxed));
+    println!("  dead       {}", tally.dead.load(Ordering::Relaxed));
+    println!(
+        "  queue      done {}, dead {}, pending {}, active {}, delayed {}",
+        stats.done, stats.dead, stats.pending, stats.active, stats.delayed
+    );
+    println!(
+        "  elapsed    {elapsed:.2?}: {:.0} jobs/s, enqueue and work together",
+        per_second(total, elapsed)
+    );
+    println!(
+        "  latency    enqueue→start p50 {:.1} ms, p99 {:.1} ms (all jobs enqueued up front)",
+        percentile(0.50),
+        percentile(0.99)
+    );
+    Ok(())
+}
+
+/// One worker: claim a batch, run each job, ack or fail it; nap briefly when empty.
+async fn work(queue: Queue, tally: Arc<Tally>, started: Instant, batch: u64) {
+    while !tally.stop.load(Ordering::Relaxed) {
+        let jobs = match queue.claim_batch(LEASE, batch).await {
+            Ok(jobs) => jobs,
+            Err(err) => {
+                eprintln!("claim failed: {err}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if jobs.is_empty() {
+            // The worker runtime waits on a wake-up signal instead; the demo naps.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            continue;
+        }
+        for job in jobs {
+            if let Err(err) = finish(&queue, &tally, started, &job).await {
+                eprintln!("{}: {err}", job.id);
+            }
+        }
+    }
+}
+
+/// Run one job (its outcome is decided by its number) and ack or fail it.
+async fn finish(queue: &Queue, tally: &Tally, started: Instant, job: &Claimed) -> echomq::Result<()> {
+    let text = String::from_utf8_lossy(&job.payload);
+    let mut fields = text.split(' ').map(|n| n.parse::<u64>().unwrap_or(0));
+    let (number, enqueued_us) = (fields.next().unwrap_or(0), fields.next().unwrap_or(0));
+    if job.token == 1 {
+        let waited = (started.elapsed().as_micros() as u64).saturating_sub(enqueued_us);
+        tally.latencies.lock().expect("no worker panicked").push(waited);
+    }
+    match outcome(number, job.token) {
+        Ok(()) => {
+            queue.ack(job).await?;
+            tally.processed.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(error) => match queue.fail(job, &error, &POLICY).await? {
+            Failed::Delayed => {
+                tally.retried.fetch_add(1, Ordering::Relaxed);
+            }
+            Failed::Dead => {
+                tally.dead.fetch_add(1, Ordering::Relaxed);
+            }
+        },
+    }
+    Ok(())
+}
+
+fn per_second(count: u64, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64().max(1e-9)
+}

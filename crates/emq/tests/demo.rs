@@ -1,0 +1,33 @@
+//! The README's main command: the demo runs with no server anywhere and ends
+//! with its summary. Its jobs' outcomes are fixed by their numbers, so the
+//! counts are exact: of 500 jobs, 20 fail once (one of them, job 499, fails
+//! every time and dies after 3 attempts).
+
+use std::process::Command;
+
+#[test]
+fn the_demo_runs_in_process_and_prints_its_summary() {
+    let output = Command::new(env!("CARGO_BIN_EXE_emq"))
+        .args(["demo", "--jobs", "500", "--workers", "3", "--batch", "7"])
+        .output()
+        .expect("run emq");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("embedded executor"), "{stdout}");
+    for line in [
+        "processed  499",
+        "retried    21",
+        "dead       1",
+        "done 499, dead 1, pending 0, active 0, delayed 0",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+    assert!(stdout.contains("jobs/s") && stdout.contains("p99"), "{stdout}");
+}
+
+#[test]
+fn help_lists_the_demo() {
+    let output = Command::new(env!("CARGO_BIN_EXE_emq")).arg("--help").output().expect("run emq");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("demo"), "{stdout}");
+}
