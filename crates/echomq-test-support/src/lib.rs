@@ -143,7 +143,8 @@ pub fn module_path() -> PathBuf {
         "the EchoMQ module is not at {}: build it with cargo build -p echomq-module (or set ECHOMQ_MODULE)",
         path.display()
     );
-    path
+    // The server resolves it after moving into its own directory.
+    std::fs::canonicalize(&path).unwrap_or(path)
 }
 
 fn free_port() -> u16 {

@@ -160,10 +160,19 @@ impl<'a> Purge<'a> {
             need(store, &record_key(self.prefix, id), KeyType::Hash)?;
         }
 
+        // In the script's order (all removals, then the priorities, the
+        // errors, the records), so the module replicates and announces the
+        // same commands as Lua.
         for id in &ids {
             store.zrem(finished, id);
+        }
+        for id in &ids {
             store.hdel(priority, id);
+        }
+        for id in &ids {
             store.hdel(errors, id);
+        }
+        for id in &ids {
             store.del(&record_key(self.prefix, id));
         }
         Ok(int(ids.len() as u64))
