@@ -7,6 +7,7 @@
 //! with one tracing span.
 
 use std::future::Future;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tracing::Instrument;
@@ -56,6 +57,13 @@ pub trait Executor: Send + Sync + 'static {
     async fn enqueue_batch(&self, keys: &Keyspace, calls: &[Enqueue]) -> Result<Vec<Result<bool>>>;
     /// Finish many claimed jobs in one round trip; each ack's own outcome.
     async fn ack_batch(&self, keys: &Keyspace, calls: &[Ack]) -> Result<Vec<Result<()>>>;
+    /// Claim, or wait up to `wait` for a job when none is pending (see [`Executor::waits`]).
+    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>>;
+    /// Whether `claim_waiting` waits without polling; when not, it claims at once.
+    fn waits(&self) -> bool;
+    /// Warnings about the server's set-up, for a worker to log at start
+    /// (a `maxmemory-policy` that may evict jobs).
+    async fn server_warnings(&self) -> Vec<String>;
 }
 
 /// An executor that runs any transition from its KEYS and ARGV.
@@ -75,6 +83,44 @@ pub trait Dispatch: Send + Sync + 'static {
         keys: &Keyspace,
         calls: &[T],
     ) -> impl Future<Output = Result<Vec<Result<T::Output>>>> + Send;
+
+    /// Claim, or wait up to `wait` for a job to arrive when none is pending.
+    /// By default an executor cannot wait without polling and claims at once.
+    fn claim_waiting(
+        &self,
+        keys: &Keyspace,
+        call: &Claim,
+        wait: Duration,
+    ) -> impl Future<Output = Result<Vec<Claimed>>> + Send {
+        let _ = wait;
+        self.dispatch(keys, call)
+    }
+
+    /// Whether [`claim_waiting`](Dispatch::claim_waiting) really waits.
+    fn waits(&self) -> bool {
+        false
+    }
+
+    /// Warnings about the server's set-up; none by default.
+    fn server_warnings(&self) -> impl Future<Output = Vec<String>> + Send {
+        async { Vec::new() }
+    }
+}
+
+/// A job store must never be evicted: warn unless `maxmemory-policy` is
+/// `noeviction`. A server that will not say (CONFIG denied by an ACL) gets no warning.
+async fn eviction_warnings<C>(conn: &C) -> Vec<String>
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    let policy: redis::RedisResult<(String, String)> =
+        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut conn.clone()).await;
+    match policy {
+        Ok((_, policy)) if policy != "noeviction" => vec![format!(
+            "maxmemory-policy is {policy}: Redis may evict jobs under memory pressure; set it to noeviction"
+        )],
+        _ => Vec::new(),
+    }
 }
 
 /// Send `commands` as one pipeline; each command's own reply or error.
@@ -153,5 +199,15 @@ impl<D: Dispatch> Executor for D {
     }
     async fn ack_batch(&self, keys: &Keyspace, calls: &[Ack]) -> Result<Vec<Result<()>>> {
         traced_batch(self, keys, calls).await
+    }
+    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
+        let span = tracing::debug_span!("emq.transition", transition = "claim", queue = keys.queue());
+        Dispatch::claim_waiting(self, keys, call, wait).instrument(span).await
+    }
+    fn waits(&self) -> bool {
+        Dispatch::waits(self)
+    }
+    async fn server_warnings(&self) -> Vec<String> {
+        Dispatch::server_warnings(self).await
     }
 }

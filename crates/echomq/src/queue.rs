@@ -67,8 +67,9 @@ pub struct Enqueued {
     pub duplicate: bool,
 }
 
-/// When a failed job is retried, and how often before it dies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// When a failed job is retried, and how often before it dies. The policy
+/// travels as FAIL's arguments; nothing of it is stored in the record.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RetryPolicy {
     /// A job dies when its attempts reach this.
     pub max_attempts: u64,
@@ -76,20 +77,35 @@ pub struct RetryPolicy {
     pub backoff: Duration,
     /// The back-off never grows past this.
     pub max_backoff: Duration,
+    /// How much of each back-off is random, 0.0..=1.0: jobs that failed
+    /// together (a dependency went down) come back spread out, not in a herd.
+    pub jitter: f64,
 }
 
 impl Default for RetryPolicy {
-    /// Five attempts, backing off 1 s, 2 s, 4 s, 8 s.
+    /// Five attempts, backing off about 1 s, 2 s, 4 s, 8 s (less up to half, at random).
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 5,
             backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(3600),
+            jitter: 0.5,
         }
     }
 }
 
 impl RetryPolicy {
+    /// The back-off after job `id` failed attempt `attempt`, jitter applied.
+    /// The randomness is the id's own (its ULID's random bits, hashed with the
+    /// attempt), so it needs no generator and differs from job to job.
+    pub fn delay_for(&self, id: &JobId, attempt: u64) -> Duration {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut hasher = DefaultHasher::new();
+        (id, attempt).hash(&mut hasher);
+        let unit = (hasher.finish() % 10_000) as f64 / 10_000.0;
+        self.backoff_after(attempt).mul_f64(1.0 - self.jitter.clamp(0.0, 1.0) * unit)
+    }
+
     /// The back-off after failing attempt number `attempt` (1 for the first).
     pub fn backoff_after(&self, attempt: u64) -> Duration {
         let doublings = u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX).min(31);
@@ -186,7 +202,7 @@ impl Queue {
             id: job.id.clone(),
             token: job.token,
             max_attempts: policy.max_attempts,
-            backoff: policy.backoff_after(job.token),
+            backoff: policy.delay_for(&job.id, job.token),
             error: error.to_owned(),
         };
         self.via.fail(&self.keys, &call).await
@@ -251,9 +267,23 @@ mod tests {
             max_attempts: 10,
             backoff: Duration::from_millis(100),
             max_backoff: Duration::from_millis(1000),
+            jitter: 0.5,
         };
         let got: Vec<u128> = (1..=6).map(|a| policy.backoff_after(a).as_millis()).collect();
         assert_eq!(got, [100, 200, 400, 800, 1000, 1000]);
         assert_eq!(policy.backoff_after(u64::MAX), Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn jitter_spreads_jobs_within_its_share() {
+        let policy = RetryPolicy { jitter: 0.5, ..RetryPolicy::default() };
+        let delays: Vec<Duration> = (0..200).map(|_| policy.delay_for(&JobId::mint(), 1)).collect();
+        assert!(delays.iter().all(|d| *d >= Duration::from_millis(500) && *d <= Duration::from_secs(1)));
+        let distinct: std::collections::BTreeSet<_> = delays.iter().collect();
+        assert!(distinct.len() > 150, "only {} distinct delays", distinct.len());
+        let id = JobId::mint();
+        assert_eq!(policy.delay_for(&id, 2), policy.delay_for(&id, 2), "the same job and attempt, the same delay");
+        let exact = RetryPolicy { jitter: 0.0, ..policy };
+        assert_eq!(exact.delay_for(&id, 3), Duration::from_secs(4));
     }
 }

@@ -101,7 +101,7 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
 async fn a_job_lives_its_whole_life_through_the_queue_api() {
     let h = harness().await;
     let q = &h.queue;
-    let policy = RetryPolicy { max_attempts: 2, backoff: SHORT, max_backoff: SHORT };
+    let policy = RetryPolicy { max_attempts: 2, backoff: SHORT, max_backoff: SHORT, jitter: 0.0 };
 
     // Scheduled: delayed until due, then promoted.
     let id = q.enqueue_with(b"job".to_vec(), EnqueueOptions::default().delay(SHORT)).await.unwrap().id;

@@ -31,6 +31,7 @@ const POLICY: RetryPolicy = RetryPolicy {
     max_attempts: 3,
     backoff: Duration::from_millis(20),
     max_backoff: Duration::from_millis(200),
+    jitter: 0.5,
 };
 
 /// Every 25th job fails on its first attempt and succeeds on retry; every

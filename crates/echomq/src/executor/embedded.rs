@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use echomq_core::memory::{Clock, Dump, SystemClock};
 use echomq_core::{Memory, Reply};
@@ -12,13 +13,15 @@ use redis::Value;
 
 use super::Dispatch;
 use crate::keyspace::Keyspace;
-use crate::transition::Transition;
+use crate::transition::{Claim, Claimed, Transition};
 use crate::{Error, Result};
 
 /// Runs transitions in this process. Cheap to clone; clones share the store.
 #[derive(Clone)]
 pub struct Embedded {
     store: Arc<Mutex<Memory>>,
+    /// Told after every transition that may add to a pending set.
+    arrivals: Arc<tokio::sync::Notify>,
 }
 
 impl Default for Embedded {
@@ -36,7 +39,7 @@ impl Embedded {
     /// An empty store on `clock`: a [`ManualClock`](echomq_core::memory::ManualClock)
     /// makes time a test's to move.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Embedded {
-        Embedded { store: Arc::new(Mutex::new(Memory::new(clock))) }
+        Embedded { store: Arc::new(Mutex::new(Memory::new(clock))), arrivals: Arc::default() }
     }
 
     /// Every key and its content, sorted by key.
@@ -54,7 +57,9 @@ impl Embedded {
 
 impl Dispatch for Embedded {
     async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        run(&mut self.store(), keys, call)
+        let outcome = run(&mut self.store(), keys, call);
+        self.announce::<T>();
+        outcome
     }
 
     /// The calls one after another, under one lock.
@@ -63,8 +68,42 @@ impl Dispatch for Embedded {
         keys: &Keyspace,
         calls: &[T],
     ) -> Result<Vec<Result<T::Output>>> {
-        let mut store = self.store();
-        Ok(calls.iter().map(|call| run(&mut store, keys, call)).collect())
+        let outcomes = {
+            let mut store = self.store();
+            calls.iter().map(|call| run(&mut store, keys, call)).collect()
+        };
+        self.announce::<T>();
+        Ok(outcomes)
+    }
+
+    /// Claim; when nothing is pending, sleep until a transition may have
+    /// added to a pending set, or the wait is over.
+    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
+        let deadline = Instant::now() + wait;
+        loop {
+            // Listen before claiming, so an arrival in between is not missed.
+            let arrival = self.arrivals.notified();
+            tokio::pin!(arrival);
+            arrival.as_mut().enable();
+            let claimed = run(&mut self.store(), keys, call)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !claimed.is_empty() || left.is_zero() || tokio::time::timeout(left, arrival).await.is_err() {
+                return Ok(claimed);
+            }
+        }
+    }
+
+    fn waits(&self) -> bool {
+        true
+    }
+}
+
+impl Embedded {
+    /// Wake waiting claims after a transition that may add to a pending set.
+    fn announce<T: Transition>(&self) {
+        if matches!(T::NAME, "enqueue" | "release" | "reap" | "promote" | "retry") {
+            self.arrivals.notify_waiters();
+        }
     }
 }
 

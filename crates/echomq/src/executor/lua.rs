@@ -93,6 +93,10 @@ where
         T::parse(reply)
     }
 
+    async fn server_warnings(&self) -> Vec<String> {
+        super::eviction_warnings(&self.conn).await
+    }
+
     /// One pipeline of EVALSHA; the calls a server without the script refused
     /// with NOSCRIPT go again, once, after SCRIPT LOAD.
     async fn dispatch_batch<T: Transition>(

@@ -1,12 +1,15 @@
 //! The native executor: each transition is one `EMQ.<NAME>` command of the
 //! `echomq-module` Redis module, with the same KEYS and ARGV as its script.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use redis::aio::ConnectionLike;
 use redis::Value;
 
 use super::Dispatch;
 use crate::keyspace::Keyspace;
-use crate::transition::Transition;
+use crate::transition::{Claim, Claimed, Transition};
 use crate::Result;
 
 /// Runs transitions as the module's `EMQ.*` commands, over any async
@@ -14,12 +17,22 @@ use crate::Result;
 #[derive(Clone)]
 pub struct Native<C> {
     conn: C,
+    /// For `EMQ.CLAIM … BLOCK`: a blocked claim holds its connection until it
+    /// returns, so it gets one of its own, one claim at a time.
+    blocking: Option<Arc<tokio::sync::Mutex<C>>>,
 }
 
 impl<C> Native<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Native<C> {
-        Native { conn }
+        Native { conn, blocking: None }
+    }
+
+    /// Wait for jobs with `EMQ.CLAIM … BLOCK` on `conn`, a connection used for
+    /// nothing else whose response timeout is longer than any wait (or none).
+    pub fn with_blocking_connection(mut self, conn: C) -> Native<C> {
+        self.blocking = Some(Arc::new(tokio::sync::Mutex::new(conn)));
+        self
     }
 }
 
@@ -33,6 +46,27 @@ where
         let mut conn = self.conn.clone();
         let reply: Value = command.query_async(&mut conn).await?;
         T::parse(reply)
+    }
+
+    /// `EMQ.CLAIM … BLOCK <ms>` on the blocking connection: the server wakes
+    /// the claim when a job arrives. Without that connection, a plain claim.
+    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
+        let Some(blocking) = &self.blocking else { return self.dispatch(keys, call).await };
+        // BLOCK 0 would wait without limit: wait at least a millisecond instead.
+        let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
+        let mut command = redis::cmd(Claim::COMMAND);
+        command.arg(call.keys(keys)).arg(call.args()?).arg("BLOCK").arg(wait_ms as u64);
+        let mut conn = blocking.lock().await;
+        let reply: Value = command.query_async(&mut *conn).await?;
+        Claim::parse(reply)
+    }
+
+    fn waits(&self) -> bool {
+        self.blocking.is_some()
+    }
+
+    async fn server_warnings(&self) -> Vec<String> {
+        super::eviction_warnings(&self.conn).await
     }
 
     /// One pipeline of `EMQ.<NAME>` commands.

@@ -101,7 +101,7 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Ack { slot, stale } => show(q.ack(&claimed(slot, stale)).await),
         Op::Fail { slot, stale, max_attempts, short } => {
             let backoff = if short { Duration::ZERO } else { LONG };
-            let policy = RetryPolicy { max_attempts, backoff, max_backoff: backoff };
+            let policy = RetryPolicy { max_attempts, backoff, max_backoff: backoff, jitter: 0.0 };
             show(q.fail(&claimed(slot, stale), "boom", &policy).await)
         }
         Op::Extend { slot, stale } => match q.extend(&claimed(slot, stale), LONG).await {
