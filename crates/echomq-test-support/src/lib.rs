@@ -44,6 +44,7 @@ pub struct RedisServer {
     child: Child,
     port: u16,
     dir: PathBuf,
+    options: ServerOptions,
 }
 
 impl RedisServer {
@@ -66,13 +67,26 @@ impl RedisServer {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let dir = std::env::temp_dir().join(format!("echomq-redis-{}-{n}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("create the server's directory");
-            let mut server = RedisServer { child: spawn(&dir, port, &options), port, dir };
+            let child = spawn(&dir, port, &options);
+            let mut server = RedisServer { child, port, dir, options: options.clone() };
             if server.wait_ready() {
                 return server;
             }
             last_log = std::fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
         }
         panic!("redis-server did not start; its last log:\n{last_log}");
+    }
+
+    /// Kill the server with SIGKILL (no chance to save) and start it again on
+    /// the same port and directory: what it kept is what its AOF or RDB had.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn(&self.dir, self.port, &self.options);
+        if !self.wait_ready() {
+            let log = std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default();
+            panic!("redis-server did not come back on port {}; its log:\n{log}", self.port);
+        }
     }
 
     /// The port the server listens on, on 127.0.0.1.

@@ -26,6 +26,7 @@
 //! - [`executor`]: the [`Executor`] trait (the `via`) and its three
 //!   implementations: Lua scripts, the native module, embedded in-process.
 //! - [`queue`]: [`Queue`], the API built on them.
+//! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
 
 pub mod error;
@@ -35,6 +36,7 @@ pub mod keyspace;
 pub mod queue;
 pub mod record;
 pub mod transition;
+pub mod worker;
 
 pub use echomq_core::{limits, Code};
 pub use error::{Error, Result};

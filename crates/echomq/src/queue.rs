@@ -137,6 +137,11 @@ impl Queue {
         &self.keys
     }
 
+    /// The executor the queue runs on.
+    pub fn executor(&self) -> &Arc<dyn Executor> {
+        &self.via
+    }
+
     /// Enqueue a job to run now; its new id.
     pub async fn enqueue(&self, payload: impl Into<Vec<u8>>) -> Result<JobId> {
         Ok(self.enqueue_with(payload, EnqueueOptions::default()).await?.id)
@@ -181,6 +186,19 @@ impl Queue {
     /// Claim up to `count` jobs (1..=1000) in one round trip, each under its own lease.
     pub async fn claim_batch(&self, lease: Duration, count: u64) -> Result<Vec<Claimed>> {
         self.via.claim(&self.keys, &Claim { lease, count }).await
+    }
+
+    /// Claim up to `count` jobs; when none is pending, wait up to `wait` for
+    /// one to arrive on executors that can ([`Executor::waits`]), else return at once.
+    pub async fn claim_waiting(&self, lease: Duration, count: u64, wait: Duration) -> Result<Vec<Claimed>> {
+        self.via.claim_waiting(&self.keys, &Claim { lease, count }, wait).await
+    }
+
+    /// Enqueue `job` as JSON: a typed job, read back with
+    /// [`JobContext::json`](crate::worker::JobContext::json).
+    pub async fn enqueue_json<T: serde::Serialize>(&self, job: &T) -> Result<JobId> {
+        let payload = serde_json::to_vec(job).map_err(|err| crate::Error::Argument(err.to_string()))?;
+        self.enqueue(payload).await
     }
 
     /// Finish a claimed job. [`Error::Fence`](crate::Error::Fence) when the lease was lost.
@@ -282,7 +300,11 @@ mod tests {
         let distinct: std::collections::BTreeSet<_> = delays.iter().collect();
         assert!(distinct.len() > 150, "only {} distinct delays", distinct.len());
         let id = JobId::mint();
-        assert_eq!(policy.delay_for(&id, 2), policy.delay_for(&id, 2), "the same job and attempt, the same delay");
+        assert_eq!(
+            policy.delay_for(&id, 2),
+            policy.delay_for(&id, 2),
+            "the same job and attempt, the same delay"
+        );
         let exact = RetryPolicy { jitter: 0.0, ..policy };
         assert_eq!(exact.delay_for(&id, 3), Duration::from_secs(4));
     }

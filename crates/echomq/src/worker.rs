@@ -1,0 +1,271 @@
+//! [`Worker`]: runs a handler on the jobs of one or more queues, with a
+//! concurrency limit, leases renewed by heartbeats, retries, and graceful
+//! shutdown. The fencing token makes it safe: a job whose lease was lost (its
+//! heartbeat or its ack answered `EMQFENCE`) has its handler cancelled and its
+//! result thrown away, so it is never completed by a worker that no longer holds it.
+//!
+//! ```no_run
+//! # async fn demo(queue: echomq::Queue) -> echomq::Result<()> {
+//! use echomq::worker::{JobContext, Worker};
+//! let worker = Worker::new(queue, |job: JobContext| async move {
+//!     println!("job {} attempt {}: {:?}", job.id, job.attempt, job.payload);
+//!     Ok(())
+//! });
+//! worker.run().await; // until SIGINT or SIGTERM, then drains gracefully
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//! - `worker.rs`: [`Worker`], its options and its claim loops.
+//! - `worker/job.rs`: one job's run: the handler, its heartbeat, its outcome.
+//! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::queue::{Queue, RetryPolicy};
+use crate::transition::Claimed;
+
+mod job;
+mod upkeep;
+
+pub use job::JobContext;
+
+/// What a handler returns when a job failed: any error, kept as its text.
+pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The handler's future.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
+
+/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<(), HandlerError>>` is one.
+pub trait Handler: Send + Sync + 'static {
+    /// Run the job: `Ok` acks it, `Err` fails it (retry or dead), a panic fails it too.
+    fn handle(&self, job: JobContext) -> HandlerFuture;
+}
+
+impl<F, Fut> Handler for F
+where
+    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    fn handle(&self, job: JobContext) -> HandlerFuture {
+        Box::pin(self(job))
+    }
+}
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Jobs run at once, across the worker's queues.
+    pub concurrency: usize,
+    /// Each claim's lease; a heartbeat renews it every third of it.
+    pub lease: Duration,
+    /// Retries and back-off; also the reaper's maximum attempts.
+    pub retry: RetryPolicy,
+    /// How long an idle claim waits for work before it asks again (on
+    /// executors that can wait: native, embedded).
+    pub idle_wait: Duration,
+    /// The longest nap between two claims of an idle Lua worker, which has to poll.
+    pub idle_poll: Duration,
+    /// How often the worker reaps expired leases and promotes due jobs.
+    pub upkeep: Duration,
+    /// On shutdown, how long jobs in flight may run on before they are
+    /// cancelled and released back to pending.
+    pub grace: Duration,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            concurrency: 10,
+            lease: Duration::from_secs(30),
+            retry: RetryPolicy::default(),
+            idle_wait: Duration::from_secs(1),
+            idle_poll: Duration::from_millis(20),
+            upkeep: Duration::from_millis(250),
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What a worker needs to hand each job's task.
+struct Shared {
+    handler: Box<dyn Handler>,
+    options: WorkerOptions,
+    /// Stop claiming (shutdown began).
+    stopping: CancellationToken,
+    /// Grace is over: cancel the handlers still running and release their jobs.
+    releasing: CancellationToken,
+}
+
+/// A worker over one or more queues.
+pub struct Worker {
+    queues: Vec<Queue>,
+    shared: Arc<Shared>,
+}
+
+impl Worker {
+    /// A worker running `handler` on `queue`'s jobs with the default options.
+    pub fn new(queue: Queue, handler: impl Handler) -> Worker {
+        Worker::with_options(queue, handler, WorkerOptions::default())
+    }
+
+    /// A worker with `options`.
+    pub fn with_options(queue: Queue, handler: impl Handler, options: WorkerOptions) -> Worker {
+        let shared = Shared {
+            handler: Box::new(handler),
+            options,
+            stopping: CancellationToken::new(),
+            releasing: CancellationToken::new(),
+        };
+        Worker { queues: vec![queue], shared: Arc::new(shared) }
+    }
+
+    /// Work this queue as well; the concurrency limit is shared.
+    pub fn queue(mut self, queue: Queue) -> Worker {
+        self.queues.push(queue);
+        self
+    }
+
+    /// Run until SIGINT or SIGTERM, then shut down gracefully.
+    pub async fn run(self) {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Run until `shutdown` completes; then stop claiming, let jobs in flight
+    /// finish within the grace period, and release the rest to pending.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
+        let shared = self.shared.clone();
+        for queue in &self.queues {
+            for warning in queue.executor().server_warnings().await {
+                tracing::warn!(queue = queue.name(), "{warning}");
+            }
+        }
+        let slots = Arc::new(Semaphore::new(shared.options.concurrency.max(1)));
+        let mut jobs = JoinSet::new();
+        let mut loops = JoinSet::new();
+        let (job_tx, mut job_rx) = tokio::sync::mpsc::unbounded_channel();
+        for queue in self.queues {
+            loops.spawn(upkeep::run(queue.clone(), shared.clone()));
+            loops.spawn(claim_loop(queue, shared.clone(), slots.clone(), job_tx.clone()));
+        }
+        drop(job_tx);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown, if !shared.stopping.is_cancelled() => shared.stopping.cancel(),
+                started = job_rx.recv() => match started {
+                    Some(run) => { jobs.spawn(run); }
+                    None => break,
+                },
+                Some(_) = jobs.join_next(), if !jobs.is_empty() => {}
+            }
+        }
+        // Claim loops are done (the channel closed): wait for the jobs in flight.
+        let grace = tokio::time::sleep(shared.options.grace);
+        tokio::pin!(grace);
+        while !jobs.is_empty() {
+            tokio::select! {
+                _ = jobs.join_next() => {}
+                () = &mut grace, if !shared.releasing.is_cancelled() => shared.releasing.cancel(),
+            }
+        }
+        loops.shutdown().await;
+    }
+}
+
+type JobRun = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Claim jobs while there is room, and send each one's run to the worker.
+async fn claim_loop(
+    queue: Queue,
+    shared: Arc<Shared>,
+    slots: Arc<Semaphore>,
+    jobs: tokio::sync::mpsc::UnboundedSender<JobRun>,
+) {
+    let options = &shared.options;
+    let waits = queue.executor().waits();
+    let mut nap = Duration::from_millis(1);
+    let mut trouble = Duration::from_millis(50);
+    while !shared.stopping.is_cancelled() {
+        let first = tokio::select! {
+            permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            () = shared.stopping.cancelled() => break,
+        };
+        let mut permits = vec![first];
+        while permits.len() < options.concurrency {
+            match slots.clone().try_acquire_owned() {
+                Ok(permit) => permits.push(permit),
+                Err(_) => break,
+            }
+        }
+        let wanted = permits.len() as u64;
+        let claimed = queue.claim_waiting(options.lease, wanted.min(1000), options.idle_wait).await;
+        let claimed: Vec<Claimed> = match claimed {
+            Ok(claimed) => {
+                trouble = Duration::from_millis(50);
+                claimed
+            }
+            Err(err) => {
+                // The connection reconnects by itself; keep asking, less often.
+                tracing::warn!(queue = queue.name(), error = %err, "claim failed; retrying in {trouble:?}");
+                drop(permits);
+                tokio::select! {
+                    () = tokio::time::sleep(trouble) => {}
+                    () = shared.stopping.cancelled() => {}
+                }
+                trouble = (trouble * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        if shared.stopping.is_cancelled() {
+            // Claimed while shutting down: give them straight back.
+            for job in &claimed {
+                let _ = queue.release(job).await;
+            }
+            break;
+        }
+        let idle = claimed.is_empty();
+        for (job, permit) in claimed.into_iter().zip(permits.drain(..)) {
+            let run = job::run(queue.clone(), shared.clone(), job, permit);
+            if jobs.send(Box::pin(run)).is_err() {
+                return;
+            }
+        }
+        drop(permits);
+        if idle && !waits {
+            // Lua cannot wait on the server: poll, backing off up to `idle_poll`.
+            tokio::select! {
+                () = tokio::time::sleep(nap) => {}
+                () = shared.stopping.cancelled() => {}
+            }
+            nap = (nap * 2).min(options.idle_poll);
+        } else if !idle {
+            nap = Duration::from_millis(1);
+        }
+    }
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => return interrupt.await.unwrap_or_default(),
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    interrupt.await.unwrap_or_default();
+}

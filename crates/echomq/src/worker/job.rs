@@ -1,0 +1,211 @@
+//! One job's run: the handler in a task of its own (so a panic is a failed
+//! job, not a dead worker), a heartbeat renewing the lease every third of it,
+//! and the outcome: ack, fail, or, when the lease was lost, nothing at all.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+use tracing::Instrument;
+
+use super::Shared;
+use crate::id::JobId;
+use crate::queue::Queue;
+use crate::transition::{Claimed, Failed};
+use crate::{Error, Result};
+
+/// Metric names, defined once.
+pub mod metric {
+    /// Jobs acked.
+    pub const PROCESSED: &str = "emq_jobs_processed_total";
+    /// Jobs whose handler failed (an error or a panic).
+    pub const FAILED: &str = "emq_jobs_failed_total";
+    /// Failed jobs sent to delayed for another attempt.
+    pub const RETRIED: &str = "emq_jobs_retried_total";
+    /// Failed jobs out of attempts.
+    pub const DEAD: &str = "emq_jobs_dead_total";
+    /// Jobs whose lease was lost while their handler ran.
+    pub const LEASES_LOST: &str = "emq_leases_lost_total";
+    /// Seconds from claim to the handler's end.
+    pub const RUN_SECONDS: &str = "emq_job_run_seconds";
+}
+
+/// The longest error text kept; FAIL's limit is far above it.
+const ERROR_TEXT: usize = 4096;
+
+/// How long a handler whose job was taken away may take to notice
+/// [`JobContext::cancelled`] and stop by itself before its task is aborted.
+const CANCEL_WINDOW: Duration = Duration::from_secs(1);
+
+/// What a handler gets: the job, and a way to learn its lease was lost.
+#[derive(Clone, Debug)]
+pub struct JobContext {
+    /// The job's id.
+    pub id: JobId,
+    /// Which attempt this is, from 1: the claim's token.
+    pub attempt: u64,
+    /// The job's bytes.
+    pub payload: Vec<u8>,
+    /// The queue's name.
+    pub queue: String,
+    cancel: CancellationToken,
+}
+
+impl JobContext {
+    /// The payload read as JSON into `T`: typed jobs.
+    pub fn json<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
+        serde_json::from_slice(&self.payload)
+    }
+
+    /// Completes when the job is taken from this handler: its lease was lost
+    /// (another worker may hold it now) or the worker is shutting down. The
+    /// handler's task is aborted then anyway; this lets it stop tidily.
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// Whether [`cancelled`](JobContext::cancelled) has completed.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+enum Outcome {
+    Finished(std::result::Result<HandlerResult, tokio::task::JoinError>),
+    LeaseLost,
+    Released,
+}
+
+/// Run one claimed job to its end. `_slot` is its place in the concurrency limit.
+pub(super) async fn run(queue: Queue, shared: Arc<Shared>, job: Claimed, _slot: OwnedSemaphorePermit) {
+    let span = tracing::info_span!("emq.job", queue = queue.name(), id = %job.id, attempt = job.token);
+    run_traced(queue, shared, job).instrument(span).await
+}
+
+async fn run_traced(queue: Queue, shared: Arc<Shared>, job: Claimed) {
+    let options = &shared.options;
+    let cancel = CancellationToken::new();
+    let context = JobContext {
+        id: job.id.clone(),
+        attempt: job.token,
+        payload: job.payload.clone(),
+        queue: queue.name().to_owned(),
+        cancel: cancel.clone(),
+    };
+    let started = Instant::now();
+    let mut handler = tokio::spawn(shared.handler.handle(context));
+    let beat = (options.lease / 3).max(Duration::from_millis(1));
+    let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    let outcome = loop {
+        tokio::select! {
+            joined = &mut handler => break Outcome::Finished(joined),
+            _ = heartbeat.tick() => match queue.extend(&job, options.lease).await {
+                Ok(_) => {}
+                Err(err) if err.is_lost_lease() => break Outcome::LeaseLost,
+                // A connection trouble: the next beat tries again, well within the lease.
+                Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
+            },
+            () = shared.releasing.cancelled() => break Outcome::Released,
+        }
+    };
+    let labels = [("queue", queue.name().to_owned())];
+    match outcome {
+        Outcome::Finished(Ok(Ok(()))) => match persist(|| queue.ack(&job)).await {
+            Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
+            Err(err) => lost_or_failed(&labels, "ack", &err),
+        },
+        Outcome::Finished(result) => {
+            let error = match result {
+                Ok(Err(error)) => error.to_string(),
+                Err(join) if join.is_panic() => {
+                    format!("handler panicked: {}", panic_text(join.into_panic()))
+                }
+                Err(join) => format!("handler task ended: {join}"),
+                Ok(Ok(())) => unreachable!("handled above"),
+            };
+            metrics::counter!(metric::FAILED, &labels).increment(1);
+            tracing::info!(error = %error, "job failed");
+            let error = truncate(error);
+            match persist(|| queue.fail(&job, &error, &options.retry)).await {
+                Ok(Failed::Delayed) => metrics::counter!(metric::RETRIED, &labels).increment(1),
+                Ok(Failed::Dead) => metrics::counter!(metric::DEAD, &labels).increment(1),
+                Err(err) => lost_or_failed(&labels, "fail", &err),
+            }
+        }
+        Outcome::LeaseLost => {
+            stop(cancel, handler).await;
+            metrics::counter!(metric::LEASES_LOST, &labels).increment(1);
+            tracing::warn!("lease lost: the handler is cancelled and its result discarded");
+        }
+        Outcome::Released => {
+            stop(cancel, handler).await;
+            if let Err(err) = persist(|| queue.release(&job)).await {
+                lost_or_failed(&labels, "release", &err);
+            }
+        }
+    }
+    metrics::histogram!(metric::RUN_SECONDS, &labels).record(started.elapsed().as_secs_f64());
+}
+
+/// Take the job from its handler: tell it, give it a moment to stop by
+/// itself, then abort its task. Whatever it returns is discarded.
+async fn stop(cancel: CancellationToken, mut handler: tokio::task::JoinHandle<HandlerResult>) {
+    cancel.cancel();
+    if tokio::time::timeout(CANCEL_WINDOW, &mut handler).await.is_err() {
+        handler.abort();
+    }
+}
+
+type HandlerResult = std::result::Result<(), super::HandlerError>;
+
+/// A refused ack, fail or release: either the lease was lost (counted), or
+/// the server could not be reached (the lease runs out and the job is reaped).
+fn lost_or_failed(labels: &[(&'static str, String)], what: &str, err: &Error) {
+    if err.is_lost_lease() {
+        metrics::counter!(metric::LEASES_LOST, labels).increment(1);
+        tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");
+    } else {
+        tracing::error!(error = %err, "{what} failed; the job will be reaped when its lease runs out");
+    }
+}
+
+/// Try a finishing call again while the server cannot be reached (not when it refused).
+async fn persist<T, F, Fut>(call: F) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut wait = Duration::from_millis(50);
+    for _ in 0..5 {
+        match call().await {
+            Err(err) if err.code().is_none() => {
+                tracing::warn!(error = %err, "retrying in {wait:?}");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            done => return done,
+        }
+    }
+    call().await
+}
+
+fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
+    match panic.downcast::<String>() {
+        Ok(text) => *text,
+        Err(panic) => panic.downcast_ref::<&str>().map_or("(not text)".into(), |text| (*text).to_owned()),
+    }
+}
+
+/// At most [`ERROR_TEXT`] bytes, cut on a character boundary.
+fn truncate(mut text: String) -> String {
+    if text.len() > ERROR_TEXT {
+        let mut end = ERROR_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}

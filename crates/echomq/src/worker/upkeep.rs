@@ -1,0 +1,36 @@
+//! Upkeep: every so often a worker reaps its queue's expired leases and
+//! promotes its due delayed jobs. Both transitions are atomic and move each job
+//! once, so any number of workers can run them at once; each call moves at
+//! most a thousand jobs, and a worker goes again at once while there are more.
+
+use std::sync::Arc;
+
+use super::Shared;
+use crate::queue::Queue;
+
+pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(shared.options.upkeep);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let full = *echomq_core::limits::SWEEP_LIMIT.end();
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = shared.stopping.cancelled() => return,
+        }
+        loop {
+            let promoted = queue.promote().await;
+            let reaped = queue.reap(shared.options.retry.max_attempts).await;
+            match (&promoted, &reaped) {
+                (Ok(promoted), Ok(reaped)) if *promoted < full && reaped.requeued + reaped.dead < full => {
+                    break
+                }
+                (Ok(_), Ok(_)) => continue,
+                _ => {
+                    let err = promoted.err().or(reaped.err()).map(|e| e.to_string()).unwrap_or_default();
+                    tracing::warn!(queue = queue.name(), error = %err, "upkeep failed; trying again later");
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! The worker runtime on a real redis-server, on Lua and on Native: a killed
+//! worker's job is finished by another, a lost lease cancels its handler and
+//! refuses its late ack, attempts run out into dead and a manual retry
+//! completes, shutdown releases what it cannot finish, and a Redis restart
+//! (AOF on) loses nothing.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::{Executor, JobId, Lua, Native, Queue, RetryPolicy, State};
+use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::Notify;
+
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Lua,
+    Native,
+}
+
+const BOTH: [Via; 2] = [Via::Lua, Via::Native];
+
+fn server(args: &[&str]) -> RedisServer {
+    let args = args.iter().map(|a| a.to_string()).collect();
+    RedisServer::start_with(ServerOptions { module: Some(module_path()), args })
+}
+
+/// A queue on `server` run by `via`, over reconnecting connections (a
+/// blocking one of its own for Native's waiting claims).
+async fn queue(server: &RedisServer, via: Via, name: &str) -> Queue {
+    let client = server.client();
+    let config = ConnectionManagerConfig::new().set_response_timeout(None);
+    let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await.unwrap();
+    let executor: Arc<dyn Executor> = match via {
+        Via::Lua => Arc::new(Lua::new(conn)),
+        Via::Native => {
+            let blocking = ConnectionManager::new_with_config(client, config).await.unwrap();
+            Arc::new(Native::new(conn).with_blocking_connection(blocking))
+        }
+    };
+    Queue::with_executor(executor, name).unwrap()
+}
+
+fn options() -> WorkerOptions {
+    WorkerOptions {
+        concurrency: 4,
+        lease: Duration::from_secs(10),
+        upkeep: Duration::from_millis(50),
+        idle_wait: Duration::from_millis(200),
+        grace: Duration::from_secs(5),
+        retry: RetryPolicy { max_attempts: 3, backoff: Duration::from_millis(10), ..RetryPolicy::default() },
+        ..WorkerOptions::default()
+    }
+}
+
+/// Wait (with a deadline) until `check` holds.
+async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn state(queue: &Queue, id: &JobId) -> Option<(State, u64)> {
+    queue.inspect(id).await.unwrap().map(|job| (job.record.state, job.record.attempts))
+}
+
+/// Run a worker in the background; the sender stops it gracefully.
+fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+    (stop, task)
+}
+
+/// Move a job's lease deadline into the past, as if its holder had stalled
+/// past the lease, and wait until a reap (the test's or a worker's) sends it
+/// back to pending.
+async fn expire_and_reap(server: &RedisServer, queue: &Queue, id: &JobId) {
+    let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let active = queue.keyspace().active();
+    let _: () = redis::cmd("ZADD").arg(active).arg(0).arg(id.as_str()).query_async(&mut conn).await.unwrap();
+    eventually("the job is reaped", || async {
+        queue.reap(10).await.unwrap();
+        state(queue, id).await.map(|s| s.0) == Some(State::Pending)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_workers_job_is_reaped_and_finished_by_another() {
+    for via in BOTH {
+        let server = server(&[]);
+        let q = queue(&server, via, &unique_queue("killed")).await;
+        let id = q.enqueue(b"work".to_vec()).await.unwrap();
+
+        // Worker one takes the job, then dies mid-job without a word.
+        let started = Arc::new(Notify::new());
+        let signal = started.clone();
+        let short = WorkerOptions { lease: Duration::from_millis(600), ..options() };
+        let one = Worker::with_options(
+            q.clone(),
+            move |_job: JobContext| {
+                let signal = signal.clone();
+                async move {
+                    signal.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok(())
+                }
+            },
+            short,
+        );
+        let (_stop, task) = spawn(one);
+        started.notified().await;
+        task.abort();
+
+        // Worker two gets it once the lease runs out, and finishes it.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let seen = log.clone();
+        let two = Worker::with_options(
+            q.clone(),
+            move |job: JobContext| {
+                seen.lock().unwrap().push((job.id.clone(), job.attempt));
+                async { Ok(()) }
+            },
+            options(),
+        );
+        let (stop, task) = spawn(two);
+        eventually("the job is done", || async { state(&q, &id).await == Some((State::Done, 2)) }).await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        assert_eq!(*log.lock().unwrap(), vec![(id.clone(), 2)], "{via:?}: one finish, by the second holder");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_cancels_the_handler_and_its_late_ack_is_refused() {
+    for via in BOTH {
+        let server = server(&[]);
+        let q = queue(&server, via, &unique_queue("lost")).await;
+        let id = q.enqueue(b"work".to_vec()).await.unwrap();
+
+        // Worker one (one slot, so it cannot take the job back itself) has a
+        // handler that finishes only when told to; its heartbeat is 3 s away.
+        let (started, go_on) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let (s, g) = (started.clone(), go_on.clone());
+        let one = Worker::with_options(
+            q.clone(),
+            move |_job: JobContext| {
+                let (s, g) = (s.clone(), g.clone());
+                async move {
+                    s.notify_one();
+                    g.notified().await;
+                    Ok(())
+                }
+            },
+            WorkerOptions { concurrency: 1, ..options() },
+        );
+        let (stop_one, one_task) = spawn(one);
+        started.notified().await;
+
+        // Its lease runs out; a second holder claims the job (token 2).
+        expire_and_reap(&server, &q, &id).await;
+        let second = q.claim(Duration::from_secs(30)).await.unwrap().unwrap();
+        assert_eq!(second.token, 2, "{via:?}");
+
+        // Worker one's handler now finishes; a shutdown waits for its ack,
+        // which is refused and changes nothing.
+        go_on.notify_one();
+        stop_one.send(()).unwrap();
+        one_task.await.unwrap();
+        assert_eq!(state(&q, &id).await, Some((State::Active, 2)), "{via:?}: the late ack was refused");
+
+        // The second holder's ack stands.
+        q.ack(&second).await.unwrap();
+        assert_eq!(state(&q, &id).await, Some((State::Done, 2)));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_that_finds_the_lease_gone_cancels_the_handler() {
+    for via in BOTH {
+        let server = server(&[]);
+        let q = queue(&server, via, &unique_queue("heartbeat")).await;
+        let id = q.enqueue(b"work".to_vec()).await.unwrap();
+        let (started, cancelled) = (Arc::new(Notify::new()), Arc::new(AtomicBool::new(false)));
+        let (s, c) = (started.clone(), cancelled.clone());
+        let fast_beats = WorkerOptions { lease: Duration::from_millis(900), ..options() };
+        let worker = Worker::with_options(
+            q.clone(),
+            move |job: JobContext| {
+                let (s, c) = (s.clone(), c.clone());
+                async move {
+                    s.notify_one();
+                    job.cancelled().await;
+                    c.store(true, Ordering::SeqCst);
+                    Ok(())
+                }
+            },
+            fast_beats,
+        );
+        let (stop, task) = spawn(worker);
+        started.notified().await;
+        // Cancelling the job by hand ends its lease: the next heartbeat is fenced.
+        assert!(q.cancel(&id).await.unwrap());
+        eventually("the handler is cancelled", || async { cancelled.load(Ordering::SeqCst) }).await;
+        assert_eq!(state(&q, &id).await, Some((State::Cancelled, 1)), "{via:?}");
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_run_out_into_dead_and_a_manual_retry_completes() {
+    for via in BOTH {
+        let server = server(&[]);
+        let q = queue(&server, via, &unique_queue("dead")).await;
+        let healed = Arc::new(AtomicBool::new(false));
+        let h = healed.clone();
+        let worker = Worker::with_options(
+            q.clone(),
+            move |job: JobContext| {
+                let healed = h.load(Ordering::SeqCst);
+                async move {
+                    if job.attempt == 2 {
+                        panic!("attempt two panics");
+                    }
+                    if healed {
+                        Ok(())
+                    } else {
+                        Err(HandlerError::from(format!("boom on attempt {}", job.attempt)))
+                    }
+                }
+            },
+            options(),
+        );
+        let (stop, task) = spawn(worker);
+        let id = q.enqueue(b"flaky".to_vec()).await.unwrap();
+        eventually("the job is dead", || async { state(&q, &id).await == Some((State::Dead, 3)) }).await;
+        assert_eq!(
+            q.inspect(&id).await.unwrap().unwrap().error.as_deref(),
+            Some("boom on attempt 3"),
+            "{via:?}"
+        );
+
+        healed.store(true, Ordering::SeqCst);
+        q.retry(&id).await.unwrap();
+        eventually("the retried job is done", || async { state(&q, &id).await == Some((State::Done, 4)) })
+            .await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_fails_its_job_and_the_worker_goes_on() {
+    let server = server(&[]);
+    let q = queue(&server, Via::Lua, &unique_queue("panic")).await;
+    let worker = Worker::with_options(
+        q.clone(),
+        |job: JobContext| async move {
+            if job.payload == b"bad" {
+                panic!("bad payload");
+            }
+            Ok(())
+        },
+        WorkerOptions { retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }, ..options() },
+    );
+    let (stop, task) = spawn(worker);
+    let bad = q.enqueue(b"bad".to_vec()).await.unwrap();
+    let good = q.enqueue(b"good".to_vec()).await.unwrap();
+    eventually("both jobs are settled", || async {
+        state(&q, &bad).await.map(|s| s.0) == Some(State::Dead)
+            && state(&q, &good).await.map(|s| s.0) == Some(State::Done)
+    })
+    .await;
+    let error = q.inspect(&bad).await.unwrap().unwrap().error.unwrap();
+    assert_eq!(error, "handler panicked: bad payload");
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_what_it_can_within_the_grace_and_releases_the_rest() {
+    for via in BOTH {
+        let server = server(&[]);
+        let q = queue(&server, via, &unique_queue("shutdown")).await;
+        let running = Arc::new(AtomicU64::new(0));
+        let r = running.clone();
+        let worker = Worker::with_options(
+            q.clone(),
+            move |job: JobContext| {
+                r.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if job.payload == b"quick" {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok(())
+                }
+            },
+            WorkerOptions { concurrency: 3, grace: Duration::from_millis(700), ..options() },
+        );
+        let (stop, task) = spawn(worker);
+        let quick = q.enqueue(b"quick".to_vec()).await.unwrap();
+        let stuck: Vec<JobId> =
+            vec![q.enqueue(b"stuck".to_vec()).await.unwrap(), q.enqueue(b"stuck".to_vec()).await.unwrap()];
+        eventually("three jobs run", || async { running.load(Ordering::SeqCst) == 3 }).await;
+
+        let asked = Instant::now();
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        let took = asked.elapsed();
+        assert!(took < Duration::from_secs(5), "{via:?}: shutdown took {took:?}");
+        assert_eq!(
+            state(&q, &quick).await.map(|s| s.0),
+            Some(State::Done),
+            "{via:?}: finished within the grace"
+        );
+        for id in &stuck {
+            assert_eq!(
+                state(&q, id).await,
+                Some((State::Pending, 1)),
+                "{via:?}: released, not left to expire"
+            );
+        }
+        let stats = q.stats().await.unwrap();
+        assert_eq!((stats.active, stats.pending, stats.done), (0, 2, 1), "{via:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_under_a_running_worker_loses_nothing() {
+    for via in BOTH {
+        let mut server = server(&["--appendonly", "yes", "--appendfsync", "always"]);
+        let q = queue(&server, via, &unique_queue("restart")).await;
+        let done = Arc::new(Mutex::new(BTreeMap::<JobId, u64>::new()));
+        let d = done.clone();
+        let worker = Worker::with_options(
+            q.clone(),
+            move |job: JobContext| {
+                d.lock().unwrap().entry(job.id.clone()).and_modify(|n| *n += 1).or_insert(1);
+                async { Ok(()) }
+            },
+            WorkerOptions { lease: Duration::from_secs(2), ..options() },
+        );
+        let (stop, task) = spawn(worker);
+
+        let mut ids = Vec::new();
+        for n in 0..50u8 {
+            ids.push(q.enqueue(vec![n]).await.unwrap());
+        }
+        eventually("the first jobs run", || async { !done.lock().unwrap().is_empty() }).await;
+        server.restart();
+        // Enqueues after the restart; the connection comes back by itself.
+        for n in 50..100u8 {
+            loop {
+                match q.enqueue(vec![n]).await {
+                    Ok(id) => break ids.push(id),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        }
+        eventually("every job is done", || async {
+            q.stats().await.is_ok_and(|s| s.done == 100 && s.active == 0 && s.pending == 0)
+        })
+        .await;
+        for id in &ids {
+            assert_eq!(state(&q, id).await.map(|s| s.0), Some(State::Done), "{via:?}: {id}");
+            assert!(done.lock().unwrap().contains_key(id), "{via:?}: {id} never ran");
+        }
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
