@@ -22,7 +22,7 @@ mod native;
 
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
-pub use native::{detect, Native};
+pub use native::{connect, detect, Native};
 
 /// Runs the protocol's transitions. One method per transition.
 #[async_trait]

@@ -18,6 +18,7 @@
 //! # Layout
 //! - `worker.rs`: [`Worker`], its options and its claim loops.
 //! - `worker/job.rs`: one job's run: the handler, its heartbeat, its outcome.
+//! - `worker/acker.rs`: acks gathered into one round trip under load.
 //! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
 
 use std::future::Future;
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::queue::{Queue, RetryPolicy};
 use crate::transition::Claimed;
 
+mod acker;
 mod job;
 mod upkeep;
 
@@ -152,8 +154,10 @@ impl Worker {
         let mut loops = JoinSet::new();
         let (job_tx, mut job_rx) = tokio::sync::mpsc::unbounded_channel();
         for queue in self.queues {
+            let (acker, gathering) = acker::Acker::start(queue.clone());
+            loops.spawn(gathering);
             loops.spawn(upkeep::run(queue.clone(), shared.clone()));
-            loops.spawn(claim_loop(queue, shared.clone(), slots.clone(), job_tx.clone()));
+            loops.spawn(claim_loop(queue, acker, shared.clone(), slots.clone(), job_tx.clone()));
         }
         drop(job_tx);
         tokio::pin!(shutdown);
@@ -185,6 +189,7 @@ type JobRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Claim jobs while there is room, and send each one's run to the worker.
 async fn claim_loop(
     queue: Queue,
+    acker: acker::Acker,
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
     jobs: tokio::sync::mpsc::UnboundedSender<JobRun>,
@@ -233,7 +238,7 @@ async fn claim_loop(
         }
         let idle = claimed.is_empty();
         for (job, permit) in claimed.into_iter().zip(permits.drain(..)) {
-            let run = job::run(queue.clone(), shared.clone(), job, permit);
+            let run = job::run(queue.clone(), acker.clone(), shared.clone(), job, permit);
             if jobs.send(Box::pin(run)).is_err() {
                 return;
             }

@@ -384,3 +384,16 @@ async fn a_redis_restart_under_a_running_worker_loses_nothing() {
         task.await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_server_that_may_evict_jobs_is_warned_about() {
+    for (policy, warned) in [("allkeys-lru", true), ("noeviction", false)] {
+        let server = server(&["--maxmemory-policy", policy]);
+        for via in BOTH {
+            let q = queue(&server, via, &unique_queue("evict")).await;
+            let warnings = q.executor().server_warnings().await;
+            assert_eq!(!warnings.is_empty(), warned, "{via:?} {policy}: {warnings:?}");
+            assert!(warnings.iter().all(|w| w.contains(policy)), "{warnings:?}");
+        }
+    }
+}

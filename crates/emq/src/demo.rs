@@ -3,11 +3,12 @@
 //! print a summary: processed, retried, dead, jobs/s and the enqueue→start
 //! latency. The embedded executor is the default, so it needs no server.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use echomq::{Claimed, EnqueueOptions, Failed, Queue, RetryPolicy};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::{EnqueueOptions, Queue, RetryPolicy};
 
 /// How the demo runs.
 #[derive(clap::Args, Debug)]
@@ -15,12 +16,9 @@ pub struct Options {
     /// How many jobs to enqueue.
     #[arg(long, default_value_t = 20_000)]
     jobs: u64,
-    /// How many workers claim concurrently.
-    #[arg(long, default_value_t = 4)]
-    workers: usize,
-    /// How many jobs each claim takes at most.
+    /// How many jobs run at once.
     #[arg(long, default_value_t = 64)]
-    batch: u64,
+    concurrency: usize,
     /// Run against this Redis (Lua scripts, or the native module when loaded) instead of in-process.
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
@@ -46,7 +44,7 @@ fn outcome(job: u64, attempt: u64) -> Result<(), String> {
     }
 }
 
-/// What the workers counted.
+/// What the handler counted.
 #[derive(Default)]
 struct Tally {
     processed: AtomicU64,
@@ -54,8 +52,6 @@ struct Tally {
     dead: AtomicU64,
     /// Enqueue→start of each first attempt, in µs.
     latencies: Mutex<Vec<u64>>,
-    /// Set when every job is finished: the workers stop.
-    stop: AtomicBool,
 }
 
 pub async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
@@ -63,15 +59,16 @@ pub async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     let (queue, via) = match &options.redis {
         None => (Queue::with_executor(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded"),
         Some(url) => {
-            let conn = redis::Client::open(url.as_str())?.get_connection_manager().await?;
-            (Queue::with_executor(echomq::detect(conn).await?, &queue_name)?, "redis")
+            let executor = echomq::connect(&redis::Client::open(url.as_str())?).await?;
+            (Queue::with_executor(executor, &queue_name)?, "redis")
         }
     };
     println!(
-        "EchoMQ demo: {} jobs, {} workers, {via} executor, queue {queue_name}",
-        options.jobs, options.workers
+        "EchoMQ demo: {} jobs, {} at once, {via} executor, queue {queue_name}",
+        options.jobs, options.concurrency
     );
 
+    let total = options.jobs;
     let started = Instant::now();
     // The payload carries the job's number and its enqueue time (µs since start).
     for job in 0..options.jobs {
@@ -92,17 +89,27 @@ pub async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let tally = Arc::new(Tally::default());
-    let mut workers = Vec::new();
-    for _ in 0..options.workers {
-        let (queue, tally, batch) = (queue.clone(), tally.clone(), options.batch);
-        workers.push(tokio::spawn(async move { work(queue, tally, started, batch).await }));
-    }
-    let total = options.jobs;
+    let handler_tally = tally.clone();
+    let handler = move |job: JobContext| {
+        let tally = handler_tally.clone();
+        async move { handle(&tally, started, &job) }
+    };
+    let options = WorkerOptions {
+        concurrency: options.concurrency,
+        lease: LEASE,
+        retry: POLICY,
+        upkeep: Duration::from_millis(10),
+        ..WorkerOptions::default()
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(Worker::with_options(queue.clone(), handler, options).run_until(async move {
+        let _ = stopped.await;
+    }));
+
     let mut last_report = Instant::now();
     loop {
-        queue.promote().await?;
-        queue.reap(POLICY.max_attempts).await?;
-        let finished = tally.processed.load(Ordering::Relaxed) + tally.dead.load(Ordering::Relaxed);
+        let stats = queue.stats().await?;
+        let finished = stats.done + stats.dead;
         if finished >= total {
             break;
         }
@@ -113,13 +120,11 @@ pub async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let elapsed = started.elapsed();
-    tally.stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.await?;
-    }
+    let _ = stop.send(());
+    worker.await?;
 
     let stats = queue.stats().await?;
-    let mut latencies = std::mem::take(&mut *tally.latencies.lock().expect("no worker panicked"));
+    let mut latencies = std::mem::take(&mut *tally.latencies.lock().expect("no handler panicked"));
     latencies.sort_unstable();
     let percentile = |p: f64| {
         let at = ((latencies.len() as f64 * p).ceil() as usize).clamp(1, latencies.len().max(1)) - 1;
@@ -145,54 +150,26 @@ pub async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// One worker: claim a batch, run each job, ack or fail it; nap briefly when empty.
-async fn work(queue: Queue, tally: Arc<Tally>, started: Instant, batch: u64) {
-    while !tally.stop.load(Ordering::Relaxed) {
-        let jobs = match queue.claim_batch(LEASE, batch).await {
-            Ok(jobs) => jobs,
-            Err(err) => {
-                eprintln!("claim failed: {err}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if jobs.is_empty() {
-            // The worker runtime waits on a wake-up signal instead; the demo naps.
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            continue;
-        }
-        for job in jobs {
-            if let Err(err) = finish(&queue, &tally, started, &job).await {
-                eprintln!("{}: {err}", job.id);
-            }
-        }
-    }
-}
-
-/// Run one job (its outcome is decided by its number) and ack or fail it.
-async fn finish(queue: &Queue, tally: &Tally, started: Instant, job: &Claimed) -> echomq::Result<()> {
+/// Run one job: its outcome is decided by its number and attempt.
+fn handle(tally: &Tally, started: Instant, job: &JobContext) -> Result<(), HandlerError> {
     let text = String::from_utf8_lossy(&job.payload);
     let mut fields = text.split(' ').map(|n| n.parse::<u64>().unwrap_or(0));
     let (number, enqueued_us) = (fields.next().unwrap_or(0), fields.next().unwrap_or(0));
-    if job.token == 1 {
+    if job.attempt == 1 {
         let waited = (started.elapsed().as_micros() as u64).saturating_sub(enqueued_us);
-        tally.latencies.lock().expect("no worker panicked").push(waited);
+        tally.latencies.lock().expect("no handler panicked").push(waited);
     }
-    match outcome(number, job.token) {
+    match outcome(number, job.attempt) {
         Ok(()) => {
-            queue.ack(job).await?;
             tally.processed.fetch_add(1, Ordering::Relaxed);
+            Ok(())
         }
-        Err(error) => match queue.fail(job, &error, &POLICY).await? {
-            Failed::Delayed => {
-                tally.retried.fetch_add(1, Ordering::Relaxed);
-            }
-            Failed::Dead => {
-                tally.dead.fetch_add(1, Ordering::Relaxed);
-            }
-        },
+        Err(error) => {
+            let counter = if job.attempt >= POLICY.max_attempts { &tally.dead } else { &tally.retried };
+            counter.fetch_add(1, Ordering::Relaxed);
+            Err(error.into())
+        }
     }
-    Ok(())
 }
 
 fn per_second(count: u64, elapsed: Duration) -> f64 {

@@ -8,7 +8,7 @@ use std::process::Command;
 #[test]
 fn the_demo_runs_in_process_and_prints_its_summary() {
     let output = Command::new(env!("CARGO_BIN_EXE_emq"))
-        .args(["demo", "--jobs", "500", "--workers", "3", "--batch", "7"])
+        .args(["demo", "--jobs", "500", "--concurrency", "7"])
         .output()
         .expect("run emq");
     let stdout = String::from_utf8_lossy(&output.stdout);

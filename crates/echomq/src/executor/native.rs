@@ -96,18 +96,33 @@ where
     }
 }
 
-/// The executor a server supports best: [`Native`] when the module's commands
-/// are there (`COMMAND INFO EMQ.CLAIM`), else [`Lua`](super::Lua).
-pub async fn detect<C>(conn: C) -> Result<std::sync::Arc<dyn super::Executor>>
+/// The executor a server supports best over `conn`: [`Native`] when the
+/// module's commands are there, else [`Lua`](super::Lua). For waiting claims
+/// as well, use [`connect`].
+pub async fn detect<C>(conn: C) -> Result<Arc<dyn super::Executor>>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
-    let mut probe = conn.clone();
-    let info: Value = redis::cmd("COMMAND").arg("INFO").arg("EMQ.CLAIM").query_async(&mut probe).await?;
-    let native = matches!(&info, Value::Array(entries) if entries.iter().any(|e| *e != Value::Nil));
-    Ok(if native {
-        std::sync::Arc::new(Native::new(conn))
-    } else {
-        std::sync::Arc::new(super::Lua::new(conn))
-    })
+    Ok(if has_module(&conn).await? { Arc::new(Native::new(conn)) } else { Arc::new(super::Lua::new(conn)) })
+}
+
+/// Connect to the server `client` names and pick its best executor: reconnecting
+/// connections, and for [`Native`] a second one for its blocking claims.
+pub async fn connect(client: &redis::Client) -> Result<Arc<dyn super::Executor>> {
+    use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+    // No response time-out: a blocking claim answers only when a job comes or its wait is over.
+    let config = ConnectionManagerConfig::new().set_response_timeout(None);
+    let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
+    if !has_module(&conn).await? {
+        return Ok(Arc::new(super::Lua::new(conn)));
+    }
+    let blocking = ConnectionManager::new_with_config(client.clone(), config).await?;
+    Ok(Arc::new(Native::new(conn).with_blocking_connection(blocking)))
+}
+
+/// Whether the server has the module's commands (`COMMAND INFO EMQ.CLAIM`).
+async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
+    let info: Value =
+        redis::cmd("COMMAND").arg("INFO").arg(Claim::COMMAND).query_async(&mut conn.clone()).await?;
+    Ok(matches!(&info, Value::Array(entries) if entries.iter().any(|e| *e != Value::Nil)))
 }

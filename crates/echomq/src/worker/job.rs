@@ -10,6 +10,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tracing::Instrument;
 
+use super::acker::Acker;
 use super::Shared;
 use crate::id::JobId;
 use crate::queue::Queue;
@@ -79,12 +80,18 @@ enum Outcome {
 }
 
 /// Run one claimed job to its end. `_slot` is its place in the concurrency limit.
-pub(super) async fn run(queue: Queue, shared: Arc<Shared>, job: Claimed, _slot: OwnedSemaphorePermit) {
+pub(super) async fn run(
+    queue: Queue,
+    acker: Acker,
+    shared: Arc<Shared>,
+    job: Claimed,
+    _slot: OwnedSemaphorePermit,
+) {
     let span = tracing::info_span!("emq.job", queue = queue.name(), id = %job.id, attempt = job.token);
-    run_traced(queue, shared, job).instrument(span).await
+    run_traced(queue, acker, shared, job).instrument(span).await
 }
 
-async fn run_traced(queue: Queue, shared: Arc<Shared>, job: Claimed) {
+async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claimed) {
     let options = &shared.options;
     let cancel = CancellationToken::new();
     let context = JobContext {
@@ -112,7 +119,7 @@ async fn run_traced(queue: Queue, shared: Arc<Shared>, job: Claimed) {
     };
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
-        Outcome::Finished(Ok(Ok(()))) => match persist(|| queue.ack(&job)).await {
+        Outcome::Finished(Ok(Ok(()))) => match persist(|| acker.ack(&queue, &job)).await {
             Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
             Err(err) => lost_or_failed(&labels, "ack", &err),
         },
