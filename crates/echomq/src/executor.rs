@@ -19,10 +19,12 @@ use crate::Result;
 mod embedded;
 mod lua;
 mod native;
+mod wakeups;
 
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
 pub use native::{connect, detect, Native};
+pub use wakeups::Wakeups;
 
 /// Runs the protocol's transitions. One method per transition.
 #[async_trait]
@@ -120,6 +122,30 @@ where
             "maxmemory-policy is {policy}: Redis may evict jobs under memory pressure; set it to noeviction"
         )],
         _ => Vec::new(),
+    }
+}
+
+/// Claim until a claim finds work or `wait` is over, sleeping between tries
+/// until `arrivals` is told a job may have come. Listening starts before each
+/// claim, so an arrival between the claim and the sleep is not missed.
+async fn claim_on_arrival<F, Fut>(
+    arrivals: &tokio::sync::Notify,
+    wait: Duration,
+    claim: F,
+) -> Result<Vec<Claimed>>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Vec<Claimed>>>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let arrival = arrivals.notified();
+        tokio::pin!(arrival);
+        arrival.as_mut().enable();
+        let claimed = claim().await?;
+        if !claimed.is_empty() || tokio::time::timeout_at(deadline, arrival).await.is_err() {
+            return Ok(claimed);
+        }
     }
 }
 

@@ -397,3 +397,25 @@ async fn a_server_that_may_evict_jobs_is_warned_about() {
         }
     }
 }
+
+#[tokio::test]
+async fn connect_picks_the_executor_that_can_wait() {
+    // The module: native, whose claims block on the server.
+    let with_module = server(&[]);
+    assert!(echomq::connect(&with_module.client()).await.unwrap().waits());
+    // No module, keyspace notifications on: Lua, woken by them.
+    let notified = RedisServer::start_with(ServerOptions {
+        module: None,
+        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+    });
+    assert!(echomq::executor::Wakeups::start(&notified.client()).await.unwrap().is_some());
+    assert!(echomq::connect(&notified.client()).await.unwrap().waits());
+    // Neither: Lua, which polls.
+    let plain = RedisServer::start();
+    assert!(echomq::executor::Wakeups::start(&plain.client()).await.unwrap().is_none());
+    let lua = echomq::connect(&plain.client()).await.unwrap();
+    assert!(!lua.waits());
+    let q = Queue::with_executor(lua, &unique_queue("plain")).unwrap();
+    q.enqueue(b"x".to_vec()).await.unwrap();
+    assert_eq!(q.stats().await.unwrap().pending, 1);
+}

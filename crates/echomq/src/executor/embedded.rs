@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use echomq_core::memory::{Clock, Dump, SystemClock};
 use echomq_core::{Memory, Reply};
@@ -79,18 +79,7 @@ impl Dispatch for Embedded {
     /// Claim; when nothing is pending, sleep until a transition may have
     /// added to a pending set, or the wait is over.
     async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
-        let deadline = Instant::now() + wait;
-        loop {
-            // Listen before claiming, so an arrival in between is not missed.
-            let arrival = self.arrivals.notified();
-            tokio::pin!(arrival);
-            arrival.as_mut().enable();
-            let claimed = run(&mut self.store(), keys, call)?;
-            let left = deadline.saturating_duration_since(Instant::now());
-            if !claimed.is_empty() || left.is_zero() || tokio::time::timeout(left, arrival).await.is_err() {
-                return Ok(claimed);
-            }
-        }
+        super::claim_on_arrival(&self.arrivals, wait, || async { run(&mut self.store(), keys, call) }).await
     }
 
     fn waits(&self) -> bool {

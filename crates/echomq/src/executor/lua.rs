@@ -2,14 +2,15 @@
 //! with EVALSHA; a server that answers NOSCRIPT (restarted, flushed, a new
 //! replica) gets the script again with SCRIPT LOAD and the call is retried.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::{Script, Value};
 
-use super::Dispatch;
+use super::{Dispatch, Wakeups};
 use crate::keyspace::Keyspace;
-use crate::transition::Transition;
+use crate::transition::{Claim, Claimed, Transition};
 use crate::{Error, Result};
 
 /// Each transition's script as written, `--@include <name>` lines not yet expanded.
@@ -66,12 +67,20 @@ fn expand(source: &str) -> String {
 #[derive(Clone)]
 pub struct Lua<C> {
     conn: C,
+    wakeups: Option<Arc<Wakeups>>,
 }
 
 impl<C> Lua<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Lua<C> {
-        Lua { conn }
+        Lua { conn, wakeups: None }
+    }
+
+    /// Let idle claims sleep until the server announces an arrival (see
+    /// [`Wakeups`]) instead of polling.
+    pub fn with_wakeups(mut self, wakeups: Arc<Wakeups>) -> Lua<C> {
+        self.wakeups = Some(wakeups);
+        self
     }
 }
 
@@ -95,6 +104,22 @@ where
 
     async fn server_warnings(&self) -> Vec<String> {
         super::eviction_warnings(&self.conn).await
+    }
+
+    /// With wake-ups, claim and sleep until the queue's pending set is
+    /// written; without, claim at once (the worker polls).
+    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
+        match &self.wakeups {
+            Some(wakeups) if wakeups.alive() => {
+                let arrivals = wakeups.arrival(&keys.pending());
+                super::claim_on_arrival(&arrivals, wait, || self.dispatch(keys, call)).await
+            }
+            _ => self.dispatch(keys, call).await,
+        }
+    }
+
+    fn waits(&self) -> bool {
+        self.wakeups.as_ref().is_some_and(|wakeups| wakeups.alive())
     }
 
     /// One pipeline of EVALSHA; the calls a server without the script refused

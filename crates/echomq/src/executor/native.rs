@@ -106,15 +106,21 @@ where
     Ok(if has_module(&conn).await? { Arc::new(Native::new(conn)) } else { Arc::new(super::Lua::new(conn)) })
 }
 
-/// Connect to the server `client` names and pick its best executor: reconnecting
-/// connections, and for [`Native`] a second one for its blocking claims.
+/// Connect to the server `client` names and pick its best executor, over
+/// reconnecting connections: [`Native`] with a second connection for its
+/// blocking claims; else [`Lua`](super::Lua), woken by keyspace
+/// notifications when the server sends them ([`Wakeups`](super::Wakeups)).
 pub async fn connect(client: &redis::Client) -> Result<Arc<dyn super::Executor>> {
     use redis::aio::{ConnectionManager, ConnectionManagerConfig};
     // No response time-out: a blocking claim answers only when a job comes or its wait is over.
     let config = ConnectionManagerConfig::new().set_response_timeout(None);
     let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
     if !has_module(&conn).await? {
-        return Ok(Arc::new(super::Lua::new(conn)));
+        let lua = super::Lua::new(conn);
+        return Ok(match super::Wakeups::start(client).await? {
+            Some(wakeups) => Arc::new(lua.with_wakeups(wakeups)),
+            None => Arc::new(lua),
+        });
     }
     let blocking = ConnectionManager::new_with_config(client.clone(), config).await?;
     Ok(Arc::new(Native::new(conn).with_blocking_connection(blocking)))
