@@ -101,6 +101,28 @@ fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<(), Refusal>
     }
 }
 
+/// Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
+/// `field` of each id's record (each must be a hash or missing: the last check
+/// before any write), then remove them all. Each record's key and field.
+fn take<S: Store>(
+    store: &mut S,
+    set: &[u8],
+    prefix: &[u8],
+    ids: &[Vec<u8>],
+    field: &[u8],
+) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, Refusal> {
+    let mut records = Vec::with_capacity(ids.len());
+    for id in ids {
+        let key = crate::parse::record_key(prefix, id);
+        let value = read_field(store, &key, field)?;
+        records.push((key, value));
+    }
+    for id in ids {
+        store.zrem(set, id);
+    }
+    Ok(records)
+}
+
 /// A stored number, as Lua's `tonumber` reads it (decimal integers here).
 fn number(value: Option<&[u8]>) -> Option<f64> {
     std::str::from_utf8(value?).ok()?.trim().parse().ok()

@@ -1,9 +1,9 @@
 //! The lease: CLAIM hands jobs out and mints their tokens; ACK, FAIL, EXTEND
 //! and RELEASE carry the token and are fenced by it (see the `.lua` twins).
 
-use super::{fence, int, need, number, read_field, to_pending, write_record};
+use super::{fence, int, need, number, take, to_pending, write_record};
 use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, TOKEN};
-use crate::parse::{count, kind, options, queue_prefix, record_key};
+use crate::parse::{count, kind, options, queue_prefix};
 use crate::store::{KeyType, Store};
 use crate::{Code, Outcome, Refusal, Reply};
 
@@ -45,16 +45,7 @@ impl<'a> Claim<'a> {
         if ids.is_empty() {
             return Ok(Reply::Array(vec![]));
         }
-        let mut records = Vec::with_capacity(ids.len());
-        for id in &ids {
-            let key = record_key(self.prefix, id);
-            let attempts = read_field(store, &key, b"attempts")?;
-            records.push((key, attempts));
-        }
-
-        for id in &ids {
-            store.zrem(pending, id);
-        }
+        let records = take(store, pending, self.prefix, &ids, b"attempts")?;
         let now = store.now_ms();
         let deadline = (now + self.lease) as f64;
         let mut claimed = Vec::with_capacity(ids.len());

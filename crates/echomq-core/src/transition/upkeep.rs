@@ -1,6 +1,6 @@
 //! Upkeep, safe from many workers at once: REAP, PROMOTE, PURGE (see the `.lua` twins).
 
-use super::{int, need, number, read_field, to_pending, write_record};
+use super::{int, need, number, take, to_pending, write_record};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
 use crate::parse::{count, options, queue_prefix, record_key};
 use crate::store::{KeyType, Store};
@@ -43,16 +43,7 @@ impl<'a> Reap<'a> {
         if ids.is_empty() {
             return Ok(Reply::Array(vec![int(0), int(0)]));
         }
-        let mut records = Vec::with_capacity(ids.len());
-        for id in &ids {
-            let key = record_key(self.prefix, id);
-            let attempts = read_field(store, &key, b"attempts")?;
-            records.push((key, attempts));
-        }
-
-        for id in &ids {
-            store.zrem(active, id);
-        }
+        let records = take(store, active, self.prefix, &ids, b"attempts")?;
         let (mut requeued, mut died) = (0, 0);
         for (id, (key, attempts)) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
@@ -96,19 +87,10 @@ impl<'a> Promote<'a> {
         if ids.is_empty() {
             return Ok(int(0));
         }
-        let mut records = Vec::with_capacity(ids.len());
-        for id in &ids {
-            let key = record_key(self.prefix, id);
-            let present = read_field(store, &key, b"state")?.is_some();
-            records.push((key, present));
-        }
-
-        for id in &ids {
-            store.zrem(delayed, id);
-        }
+        let records = take(store, delayed, self.prefix, &ids, b"state")?;
         let mut promoted = 0;
-        for (id, (key, present)) in ids.iter().zip(records) {
-            if present {
+        for (id, (key, state)) in ids.iter().zip(records) {
+            if state.is_some() {
                 to_pending(store, &key, pending, priority, id, now);
                 promoted += 1;
             }
