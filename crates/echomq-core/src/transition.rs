@@ -101,6 +101,9 @@ fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<(), Refusal>
     }
 }
 
+/// A record taken by [`take`]: its key, and the field read before the take.
+type Taken = (Vec<u8>, Option<Vec<u8>>);
+
 /// Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
 /// `field` of each id's record (each must be a hash or missing: the last check
 /// before any write), then remove them all. Each record's key and field.
@@ -110,7 +113,7 @@ fn take<S: Store>(
     prefix: &[u8],
     ids: &[Vec<u8>],
     field: &[u8],
-) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, Refusal> {
+) -> Result<Vec<Taken>, Refusal> {
     let mut records = Vec::with_capacity(ids.len());
     for id in ids {
         let key = crate::parse::record_key(prefix, id);
