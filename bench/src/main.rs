@@ -175,15 +175,23 @@ async fn main() {
         ("embedded", Arc::new(Embedded::new())),
     ];
     println!("\n{:<28} {:>12} {:>12} {:>12} {:>14}", "jobs/s", "lua", "native", "embedded", "native/lua");
+    let mut server_cost = Vec::new();
     for workload in Workload::ALL {
         let mut row = Vec::new();
+        let mut cost = Vec::new();
         for (_, via) in &executors {
             let mut rounds = Vec::new();
+            let _: () = redis::cmd("CONFIG")
+                .arg("RESETSTAT")
+                .query_async(&mut conn.clone())
+                .await
+                .expect("RESETSTAT");
             for _ in 0..options.rounds {
                 rounds.push(measure(via.clone(), workload, &options).await);
                 let _: () = redis::cmd("FLUSHALL").query_async(&mut conn.clone()).await.expect("FLUSHALL");
             }
             row.push(median(rounds));
+            cost.push(server_usec(&conn).await / (options.rounds * options.jobs) as f64);
         }
         println!(
             "{:<28} {:>12.0} {:>12.0} {:>12.0} {:>13.2}x",
@@ -193,5 +201,25 @@ async fn main() {
             row[2],
             row[1] / row[0]
         );
+        server_cost.push((workload, cost));
     }
+    // What the server spent inside EchoMQ's commands (INFO commandstats):
+    // the executors' own cost, whatever the client and the network add.
+    println!("\n{:<28} {:>12} {:>12} {:>14}", "server µs per job", "lua", "native", "lua/native");
+    for (workload, cost) in server_cost {
+        let label = workload.label(options.in_flight);
+        println!("{label:<28} {:>12.2} {:>12.2} {:>13.2}x", cost[0], cost[1], cost[0] / cost[1]);
+    }
+}
+
+/// Microseconds the server spent in EVALSHA and `EMQ.*` since the last RESETSTAT
+/// (the enqueues that set a claim workload up included).
+async fn server_usec(conn: &redis::aio::MultiplexedConnection) -> f64 {
+    let info: String =
+        redis::cmd("INFO").arg("commandstats").query_async(&mut conn.clone()).await.expect("INFO");
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_emq."))
+        .filter_map(|line| line.split([':', ',']).find_map(|field| field.strip_prefix("usec=")))
+        .filter_map(|usec| usec.parse::<f64>().ok())
+        .sum()
 }
