@@ -36,6 +36,18 @@ pub fn valid_queue(name: &str) -> Result<()> {
     Err(Error::InvalidQueue(format!("{name:?}: {why}")))
 }
 
+/// A `SCAN MATCH` pattern for the `state` set of every queue: `emq:{*}:<state>`.
+pub fn state_pattern(state: State) -> String {
+    format!("emq:{{*}}:{}", state.as_str())
+}
+
+/// The queue a key belongs to: `emails` for `emq:{emails}:pending`.
+pub fn queue_of(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix("emq:{")?;
+    let (name, _) = rest.split_once("}:")?;
+    valid_queue(name).ok().map(|()| name)
+}
+
 /// The keys of one queue. Built from a checked name, so every key it makes is valid.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Keyspace {
@@ -122,6 +134,15 @@ mod tests {
         for bad in ["", "a{b", "a}b", "nul\0", &"x".repeat(256)] {
             assert!(matches!(valid_queue(bad), Err(Error::InvalidQueue(_))), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn keys_name_their_queue() {
+        let keys = Keyspace::new("a:b c").unwrap();
+        assert_eq!(queue_of(&keys.dead()), Some("a:b c"));
+        assert_eq!(queue_of("emq:{}:pending"), None);
+        assert_eq!(queue_of("other:{q}:pending"), None);
+        assert_eq!(state_pattern(State::Delayed), "emq:{*}:delayed");
     }
 
     #[test]

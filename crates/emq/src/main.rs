@@ -1,23 +1,34 @@
-//! `emq`, the EchoMQ command line. Its first command is the demo: EchoMQ
-//! working in one command, on the embedded executor, with no server at all.
+//! `emq`, the EchoMQ command line: a zero set-up demo on the embedded
+//! executor, the operations commands against Redis, and a worker for any
+//! language (`emq work <queue> -- <command>`).
 //!
 //! ```text
-//! cargo run --release -p emq -- demo                 # in-process, no Redis
-//! cargo run --release -p emq -- demo --redis redis://127.0.0.1:6390/
+//! cargo run --release -p emq -- demo                  # in-process, no Redis
+//! emq --url redis://127.0.0.1:6390/ enqueue emails '{"to":"ada@example.com"}'
+//! emq stats
+//! emq work emails -- ./send-email.sh                  # payload on stdin
 //! ```
 //!
 //! # Layout
 //! - `main.rs`: the commands (clap derive: the doc comments are `--help`).
+//! - `connect.rs`: the URL and the executor (`--via`).
+//! - `ops.rs`: enqueue, inspect, list, stats, queues, retry, cancel, purge.
+//! - `work.rs`: a worker that runs a command per job.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
 
 use clap::{Parser, Subcommand};
 
+mod connect;
 mod demo;
+mod ops;
+mod work;
 
 /// EchoMQ: a job queue whose state lives in Redis, spoken as a small fixed protocol.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
+    #[command(flatten)]
+    server: connect::Server,
     #[command(subcommand)]
     command: Command,
 }
@@ -26,6 +37,24 @@ struct Cli {
 enum Command {
     /// Run jobs through a queue and print what happened: in-process by default, no server needed.
     Demo(demo::Options),
+    /// Enqueue a job: its payload as an argument, or `-` to read it from stdin.
+    Enqueue(ops::EnqueueArgs),
+    /// Show a job: its record and its last error.
+    Inspect(ops::InspectArgs),
+    /// List a queue's jobs in one state, first to be served first.
+    List(ops::ListArgs),
+    /// Count each queue's jobs by state.
+    Stats(ops::StatsArgs),
+    /// List the queues on the server.
+    Queues,
+    /// Send dead jobs back to pending.
+    Retry(ops::JobsArgs),
+    /// Cancel jobs (any state but done); a running job's worker loses its lease.
+    Cancel(ops::JobsArgs),
+    /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
+    Purge(ops::PurgeArgs),
+    /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
+    Work(work::Args),
 }
 
 #[tokio::main]
@@ -33,6 +62,15 @@ async fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,
+        Command::Enqueue(args) => ops::enqueue(&cli.server, args).await,
+        Command::Inspect(args) => ops::inspect(&cli.server, args).await,
+        Command::List(args) => ops::list(&cli.server, args).await,
+        Command::Stats(args) => ops::stats(&cli.server, args).await,
+        Command::Queues => ops::queues(&cli.server).await,
+        Command::Retry(args) => ops::retry(&cli.server, args).await,
+        Command::Cancel(args) => ops::cancel(&cli.server, args).await,
+        Command::Purge(args) => ops::purge(&cli.server, args).await,
+        Command::Work(args) => work::run(&cli.server, args).await,
     };
     if let Err(err) = outcome {
         eprintln!("emq: {err}");

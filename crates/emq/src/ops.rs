@@ -1,0 +1,322 @@
+//! The operations commands: what an operator does by hand.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::time::{Duration, UNIX_EPOCH};
+
+use echomq::keyspace::{queue_of, state_pattern};
+use echomq::{EnqueueOptions, JobId, Keyspace, State};
+use redis::aio::ConnectionManager;
+
+use crate::connect::{Error, Server};
+
+/// A job state, as the commands name them.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum StateArg {
+    Pending,
+    Active,
+    Delayed,
+    Done,
+    Dead,
+    Cancelled,
+}
+
+impl From<StateArg> for State {
+    fn from(state: StateArg) -> State {
+        match state {
+            StateArg::Pending => State::Pending,
+            StateArg::Active => State::Active,
+            StateArg::Delayed => State::Delayed,
+            StateArg::Done => State::Done,
+            StateArg::Dead => State::Dead,
+            StateArg::Cancelled => State::Cancelled,
+        }
+    }
+}
+
+/// A finished state, the only ones purge deletes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum FinishedArg {
+    Done,
+    Dead,
+    Cancelled,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EnqueueArgs {
+    /// The queue.
+    queue: String,
+    /// The payload; `-` reads it from stdin.
+    payload: String,
+    /// Lower is claimed first.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i64,
+    /// Claimable only after this long, e.g. 30s or 5m.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    delay: Option<Duration>,
+    /// The job's id, to make a retried enqueue idempotent (default: a new one).
+    #[arg(long)]
+    id: Option<JobId>,
+}
+
+pub async fn enqueue(server: &Server, args: EnqueueArgs) -> Result<(), Error> {
+    let payload = if args.payload == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes)?;
+        bytes
+    } else {
+        args.payload.into_bytes()
+    };
+    let mut options = EnqueueOptions::default().priority(args.priority);
+    if let Some(delay) = args.delay {
+        options = options.delay(delay);
+    }
+    if let Some(id) = args.id {
+        options = options.id(id);
+    }
+    let enqueued = server.queue(&args.queue).await?.enqueue_with(payload, options).await?;
+    let note = if enqueued.duplicate { " (duplicate: it existed already, nothing changed)" } else { "" };
+    println!("{}{note}", enqueued.id);
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct InspectArgs {
+    /// The job's id.
+    id: JobId,
+    /// Its queue (found by a scan when not given).
+    #[arg(long)]
+    queue: Option<String>,
+}
+
+pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
+    let queue = queue_for(server, &args.id, args.queue).await?;
+    let Some(job) = server.queue(&queue).await?.inspect(&args.id).await? else {
+        return Err(format!("no job {} in queue {queue}", args.id).into());
+    };
+    let record = job.record;
+    println!("{} in {queue}", args.id);
+    println!("  state     {}", record.state);
+    println!("  attempts  {}", record.attempts);
+    println!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
+    if let Some(at) = record.enqueued_at {
+        println!("  enqueued  {}", timestamp(at as f64));
+    }
+    if let Some(at) = record.updated_at {
+        println!("  updated   {}", timestamp(at as f64));
+    }
+    if let Some(error) = job.error {
+        println!("  error     {error}");
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// The queue.
+    queue: String,
+    /// The state.
+    #[arg(value_enum)]
+    state: StateArg,
+    /// How many at most.
+    #[arg(long, default_value_t = 20)]
+    limit: usize,
+}
+
+pub async fn list(server: &Server, args: ListArgs) -> Result<(), Error> {
+    let keys = Keyspace::new(&args.queue)?;
+    let state = State::from(args.state);
+    let mut conn = server.connection().await?;
+    let stop = args.limit.max(1) as isize - 1;
+    let jobs: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(keys.state(state))
+        .arg(0)
+        .arg(stop)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await?;
+    let total: u64 = redis::cmd("ZCARD").arg(keys.state(state)).query_async(&mut conn).await?;
+    for (id, score) in &jobs {
+        let when = match state {
+            State::Pending => format!("priority {score}"),
+            State::Active => format!("lease until {}", timestamp(*score)),
+            State::Delayed => format!("due {}", timestamp(*score)),
+            _ => format!("since {}", timestamp(*score)),
+        };
+        println!("{id}  {when}");
+    }
+    println!("{} of {total} {state} in {}", jobs.len(), args.queue);
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StatsArgs {
+    /// The queues (all of them when none is named).
+    queues: Vec<String>,
+}
+
+pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
+    let names =
+        if args.queues.is_empty() { discover(&mut server.connection().await?).await? } else { args.queues };
+    let executor = server.executor().await?;
+    let width = names.iter().map(String::len).max().unwrap_or(5).max(5);
+    println!(
+        "{:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "queue", "pending", "active", "delayed", "done", "dead", "cancelled"
+    );
+    for name in names {
+        let s = echomq::Queue::with_executor(executor.clone(), &name)?.stats().await?;
+        println!(
+            "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled
+        );
+    }
+    Ok(())
+}
+
+pub async fn queues(server: &Server) -> Result<(), Error> {
+    for name in discover(&mut server.connection().await?).await? {
+        println!("{name}");
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct JobsArgs {
+    /// The jobs' ids.
+    #[arg(required = true)]
+    ids: Vec<JobId>,
+    /// Their queue (found by a scan for each job when not given).
+    #[arg(long)]
+    queue: Option<String>,
+}
+
+pub async fn retry(server: &Server, args: JobsArgs) -> Result<(), Error> {
+    each_job(server, args, "retried", |queue, id| async move { queue.retry(&id).await.map(|()| true) }).await
+}
+
+pub async fn cancel(server: &Server, args: JobsArgs) -> Result<(), Error> {
+    each_job(server, args, "cancelled", |queue, id| async move { queue.cancel(&id).await }).await
+}
+
+/// Run `action` on each job; a job it refuses is reported, and makes the command fail.
+async fn each_job<F, Fut>(server: &Server, args: JobsArgs, done: &str, action: F) -> Result<(), Error>
+where
+    F: Fn(echomq::Queue, JobId) -> Fut,
+    Fut: std::future::Future<Output = echomq::Result<bool>>,
+{
+    let executor = server.executor().await?;
+    let mut refused = 0;
+    for id in args.ids {
+        let queue = queue_for(server, &id, args.queue.clone()).await?;
+        let queue = echomq::Queue::with_executor(executor.clone(), &queue)?;
+        match action(queue, id.clone()).await {
+            Ok(true) => println!("{done} {id}"),
+            Ok(false) => println!("{id} was {done} already"),
+            Err(err) => {
+                eprintln!("{id}: {err}");
+                refused += 1;
+            }
+        }
+    }
+    if refused > 0 {
+        return Err(format!("{refused} job(s) refused").into());
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PurgeArgs {
+    /// The queue.
+    queue: String,
+    /// Which finished jobs.
+    #[arg(long, value_enum)]
+    state: FinishedArg,
+    /// Only jobs finished at least this long ago, e.g. 7d or 12h.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    older_than: Duration,
+}
+
+pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
+    let state = match args.state {
+        FinishedArg::Done => State::Done,
+        FinishedArg::Dead => State::Dead,
+        FinishedArg::Cancelled => State::Cancelled,
+    };
+    let queue = server.queue(&args.queue).await?;
+    let limit = *echomq::limits::SWEEP_LIMIT.end();
+    let mut total = 0;
+    loop {
+        let purged = queue.purge(state, args.older_than).await?;
+        total += purged;
+        if purged < limit {
+            break;
+        }
+    }
+    println!("purged {total} {state} jobs from {}", args.queue);
+    Ok(())
+}
+
+/// Every queue on the server: any with a state set. (A SCAN: fine for
+/// operators, not for a hot path.)
+pub async fn discover(conn: &mut ConnectionManager) -> Result<Vec<String>, Error> {
+    let mut names = BTreeSet::new();
+    for state in State::ALL {
+        for key in scan(conn, &state_pattern(state)).await? {
+            if let Some(name) = queue_of(&key) {
+                names.insert(name.to_owned());
+            }
+        }
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// The queue of job `id`: the one given, or the one whose record a scan finds.
+async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result<String, Error> {
+    if let Some(queue) = given {
+        return Ok(queue);
+    }
+    let records = scan(&mut server.connection().await?, &format!("emq:{{*}}:job:{id}")).await?;
+    let queues: BTreeSet<&str> = records.iter().filter_map(|key| queue_of(key)).collect();
+    match queues.len() {
+        1 => Ok(queues.into_iter().next().unwrap_or_default().to_owned()),
+        0 => Err(format!("no job {id} on the server").into()),
+        _ => Err(format!("{id} is in several queues ({queues:?}): say which with --queue").into()),
+    }
+}
+
+async fn scan(conn: &mut ConnectionManager, pattern: &str) -> Result<Vec<String>, Error> {
+    let mut cursor = 0u64;
+    let mut keys = Vec::new();
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .await?;
+        keys.extend(batch);
+        if next == 0 {
+            return Ok(keys);
+        }
+        cursor = next;
+    }
+}
+
+/// A server time in ms as RFC 3339.
+fn timestamp(ms: f64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0.0) as u64)).to_string()
+}
+
+/// The payload as text when it is short printable UTF-8, else a summary.
+fn printable(payload: &[u8]) -> String {
+    match std::str::from_utf8(payload) {
+        Ok(text) if text.len() <= 200 && !text.chars().any(char::is_control) => text.to_owned(),
+        Ok(text) if !text.chars().any(char::is_control) => {
+            format!("{}…", &text[..text.floor_char_boundary(200)])
+        }
+        _ => "(binary)".to_owned(),
+    }
+}

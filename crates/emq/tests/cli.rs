@@ -1,0 +1,155 @@
+//! Every `emq` command against a real redis-server, on Lua and on Native:
+//! enqueue, inspect, list, stats, queues, retry, cancel, purge, and `emq work`
+//! running a shell command per job, acking on exit 0 and failing with stderr.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+
+struct Cli {
+    url: String,
+    via: &'static str,
+}
+
+impl Cli {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_emq"));
+        command.args(["--url", &self.url, "--via", self.via]).args(args);
+        command
+    }
+
+    /// Run and expect success; stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.command(args).output().expect("run emq");
+        assert!(output.status.success(), "emq {args:?}: {}", show(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Run and expect failure; stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let output = self.command(args).output().expect("run emq");
+        assert!(!output.status.success(), "emq {args:?} should fail: {}", show(&output));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+
+    fn stats_row(&self, queue: &str) -> Vec<u64> {
+        let out = self.ok(&["stats", queue]);
+        let row = out.lines().find(|l| l.starts_with(queue)).unwrap_or_else(|| panic!("no row in {out}"));
+        row.split_whitespace().skip(1).map(|n| n.parse().unwrap()).collect()
+    }
+}
+
+fn show(output: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn servers() -> Vec<(RedisServer, &'static str)> {
+    vec![
+        (RedisServer::start(), "lua"),
+        (
+            RedisServer::start_with(ServerOptions {
+                module: Some(module_path()),
+                ..ServerOptions::default()
+            }),
+            "native",
+        ),
+    ]
+}
+
+#[test]
+fn the_operations_commands() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via };
+        let q = unique_queue("ops");
+        let id = cli.ok(&["enqueue", &q, "hello world", "--priority", "-2"]).trim().to_owned();
+        assert!(id.starts_with("JOB_") && id.len() == 30, "{via}: {id}");
+        let again = cli.ok(&["enqueue", &q, "other", "--id", &id]);
+        assert!(again.contains("duplicate"), "{via}: {again}");
+        let later = cli.ok(&["enqueue", &q, "-", "--delay", "1h"]);
+        assert!(later.starts_with("JOB_"));
+
+        let inspected = cli.ok(&["inspect", &id]);
+        for line in
+            [format!("{id} in {q}"), "state     pending".into(), "payload   hello world (11 bytes)".into()]
+        {
+            assert!(inspected.contains(&line), "{via}: {line:?} not in {inspected}");
+        }
+        let listed = cli.ok(&["list", &q, "pending"]);
+        assert!(
+            listed.contains(&format!("{id}  priority -2")) && listed.contains("1 of 1 pending"),
+            "{listed}"
+        );
+        assert!(cli.ok(&["list", &q, "delayed"]).contains("due "), "{via}");
+        assert_eq!(cli.stats_row(&q), [1, 0, 1, 0, 0, 0], "{via}");
+        assert!(cli.ok(&["queues"]).lines().any(|l| l == q), "{via}");
+
+        // Cancel, refuse a retry of a job that is not dead, purge.
+        assert!(cli.ok(&["cancel", &id]).contains(&format!("cancelled {id}")));
+        assert!(cli.ok(&["cancel", &id, "--queue", &q]).contains("cancelled already"));
+        assert!(cli.fails(&["retry", &id]).contains("EMQSTATE"), "{via}");
+        assert!(cli.ok(&["purge", &q, "--state", "cancelled"]).contains("purged 1 cancelled"));
+        assert!(cli.fails(&["inspect", &id]).contains("no job"), "{via}");
+
+        // Bad input: a clear error, nothing written.
+        assert!(cli.fails(&["enqueue", "bad{name}", "x"]).contains("invalid queue name"));
+        assert!(cli.fails(&["inspect", "XYZ"]).contains("invalid job id"));
+        assert_eq!(cli.stats_row(&q), [0, 0, 1, 0, 0, 0], "{via}");
+    }
+}
+
+/// The job script: `ok` succeeds; `flaky` fails its first attempt; anything else always fails.
+const SCRIPT: &str = r#"payload=$(cat)
+case "$payload" in
+  ok) exit 0 ;;
+  flaky) if [ "$ECHOMQ_JOB_ATTEMPT" = 1 ]; then echo "first try of $ECHOMQ_JOB_ID fails" >&2; exit 3; fi ;;
+  *) echo "cannot do $payload" >&2; exit 1 ;;
+esac"#;
+
+fn work(cli: &Cli, queue: &str) -> Child {
+    cli.command(&["work", queue, "--max-attempts", "2", "--backoff", "10ms", "--", "sh", "-c", SCRIPT])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run emq work")
+}
+
+#[test]
+fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via };
+        let q = unique_queue("work");
+        cli.ok(&["enqueue", &q, "ok"]);
+        let flaky = cli.ok(&["enqueue", &q, "flaky"]).trim().to_owned();
+        let broken = cli.ok(&["enqueue", &q, "broken"]).trim().to_owned();
+
+        let mut worker = work(&cli, &q);
+        eventually("two jobs are done and one is dead", || cli.stats_row(&q) == [0, 0, 0, 2, 1, 0]);
+        let inspected = cli.ok(&["inspect", &flaky]);
+        assert!(
+            inspected.contains("attempts  2") && inspected.contains("first try of"),
+            "{via}: {inspected}"
+        );
+        let dead = cli.ok(&["inspect", &broken]);
+        assert!(
+            dead.contains("state     dead") && dead.contains("exit status: 1: cannot do broken"),
+            "{dead}"
+        );
+
+        // SIGTERM: a graceful stop.
+        let killed = Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().unwrap();
+        assert!(killed.success());
+        let status = worker.wait().unwrap();
+        assert!(status.success(), "{via}: emq work ended with {status}");
+        assert!(cli.ok(&["retry", &broken]).contains(&format!("retried {broken}")));
+        assert_eq!(cli.stats_row(&q), [1, 0, 0, 2, 0, 0], "{via}");
+    }
+}
