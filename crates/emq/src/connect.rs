@@ -23,7 +23,7 @@ enum Via {
     Native,
 }
 
-pub type Error = Box<dyn std::error::Error>;
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 impl Server {
     /// A client for the server.

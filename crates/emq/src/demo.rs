@@ -54,7 +54,7 @@ struct Tally {
     latencies: Mutex<Vec<u64>>,
 }
 
-pub async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
+pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
     let queue_name = format!("demo-{}", std::process::id());
     let (queue, via) = match &options.redis {
         None => (Queue::with_executor(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded"),

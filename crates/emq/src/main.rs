@@ -14,11 +14,13 @@
 //! - `connect.rs`: the URL and the executor (`--via`).
 //! - `ops.rs`: enqueue, inspect, list, stats, queues, retry, cancel, purge.
 //! - `work.rs`: a worker that runs a command per job.
+//! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
 
 use clap::{Parser, Subcommand};
 
 mod connect;
+mod dashboard;
 mod demo;
 mod ops;
 mod work;
@@ -55,6 +57,8 @@ enum Command {
     Purge(ops::PurgeArgs),
     /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
     Work(work::Args),
+    /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
+    Dashboard(dashboard::Args),
 }
 
 #[tokio::main]
@@ -71,6 +75,7 @@ async fn main() {
         Command::Cancel(args) => ops::cancel(&cli.server, args).await,
         Command::Purge(args) => ops::purge(&cli.server, args).await,
         Command::Work(args) => work::run(&cli.server, args).await,
+        Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
     };
     if let Err(err) = outcome {
         eprintln!("emq: {err}");
