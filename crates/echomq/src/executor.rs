@@ -23,7 +23,7 @@ mod wakeups;
 
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
-pub use native::{connect, detect, Native};
+pub use native::{connect, connect_with, detect, Native};
 pub use wakeups::Wakeups;
 
 /// Runs the protocol's transitions. One method per transition.

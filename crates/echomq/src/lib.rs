@@ -40,7 +40,7 @@ pub mod worker;
 
 pub use echomq_core::{limits, Code};
 pub use error::{Error, Result};
-pub use executor::{connect, detect, Embedded, Executor, Lua, Native};
+pub use executor::{connect, connect_with, detect, Embedded, Executor, Lua, Native};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};

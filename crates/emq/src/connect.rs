@@ -14,6 +14,10 @@ pub struct Server {
     /// The executor: auto (the native module when loaded, else Lua), lua or native.
     #[arg(long, global = true, value_enum, default_value_t = Via::Auto)]
     via: Via,
+    /// For rediss:// URLs: the CA certificate (PEM) that signed the server's,
+    /// instead of the system's roots.
+    #[arg(long, global = true, env = "ECHOMQ_TLS_CA_CERT")]
+    tls_ca_cert: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,19 +32,21 @@ pub type Error = Box<dyn std::error::Error + Send + Sync>;
 impl Server {
     /// A client for the server.
     pub fn client(&self) -> Result<redis::Client, Error> {
-        Ok(redis::Client::open(self.url.as_str())?)
+        let Some(ca) = &self.tls_ca_cert else { return Ok(redis::Client::open(self.url.as_str())?) };
+        let root_cert = std::fs::read(ca).map_err(|err| format!("{}: {err}", ca.display()))?;
+        let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) };
+        Ok(redis::Client::build_with_tls(self.url.as_str(), certificates)?)
     }
 
     /// A reconnecting connection with no response time-out (blocking claims wait).
     pub async fn connection(&self) -> Result<ConnectionManager, Error> {
-        let config = ConnectionManagerConfig::new().set_response_timeout(None);
-        Ok(ConnectionManager::new_with_config(self.client()?, config).await?)
+        Ok(ConnectionManager::new_with_config(self.client()?, config()).await?)
     }
 
     /// The executor `--via` asks for.
     pub async fn executor(&self) -> Result<Arc<dyn Executor>, Error> {
         Ok(match self.via {
-            Via::Auto => echomq::connect(&self.client()?).await?,
+            Via::Auto => echomq::connect_with(&self.client()?, config()).await?,
             Via::Lua => Arc::new(Lua::new(self.connection().await?)),
             Via::Native => {
                 let native = Native::new(self.connection().await?);
@@ -53,4 +59,11 @@ impl Server {
     pub async fn queue(&self, name: &str) -> Result<Queue, Error> {
         Ok(Queue::with_executor(self.executor().await?, name)?)
     }
+}
+
+/// Connections for a command-line tool: it fails fast when the server is not
+/// there (a worker's own loop retries later), and waits as long as a blocking
+/// claim takes.
+fn config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new().set_response_timeout(None).set_number_of_retries(1)
 }

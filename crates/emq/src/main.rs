@@ -63,6 +63,8 @@ enum Command {
 
 #[tokio::main]
 async fn main() {
+    // rediss:// URLs: rustls with the ring provider (one small C/asm dependency).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,

@@ -111,9 +111,18 @@ where
 /// blocking claims; else [`Lua`](super::Lua), woken by keyspace
 /// notifications when the server sends them ([`Wakeups`](super::Wakeups)).
 pub async fn connect(client: &redis::Client) -> Result<Arc<dyn super::Executor>> {
-    use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-    // No response time-out: a blocking claim answers only when a job comes or its wait is over.
-    let config = ConnectionManagerConfig::new().set_response_timeout(None);
+    connect_with(client, redis::aio::ConnectionManagerConfig::new()).await
+}
+
+/// [`connect`] with the connections' own settings (retries, time-outs). The
+/// response time-out is always lifted: a blocking claim answers only when a
+/// job comes or its wait is over.
+pub async fn connect_with(
+    client: &redis::Client,
+    config: redis::aio::ConnectionManagerConfig,
+) -> Result<Arc<dyn super::Executor>> {
+    use redis::aio::ConnectionManager;
+    let config = config.set_response_timeout(None);
     let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
     if !has_module(&conn).await? {
         let lua = super::Lua::new(conn);
