@@ -123,13 +123,14 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
         if finished >= total {
             break;
         }
-        if last_report.elapsed() >= Duration::from_millis(500) {
-            println!("  {finished}/{total} finished");
+        if last_report.elapsed() >= Duration::from_millis(100) {
+            progress(finished, total);
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let elapsed = started.elapsed();
+    progress(total, total);
     let _ = stop.send(());
     worker.await?;
 
@@ -179,6 +180,22 @@ fn handle(tally: &Tally, started: Instant, job: &JobContext) -> Result<(), Handl
             counter.fetch_add(1, Ordering::Relaxed);
             Err(error.into())
         }
+    }
+}
+
+/// A progress bar on a terminal, redrawn in place; a line now and then elsewhere.
+fn progress(finished: u64, total: u64) {
+    use std::io::{IsTerminal, Write};
+    let share = finished as f64 / total.max(1) as f64;
+    if std::io::stdout().is_terminal() {
+        let filled = (share * 40.0) as usize;
+        print!("\r  [{}{}] {finished}/{total}", "#".repeat(filled), ".".repeat(40 - filled));
+        if finished >= total {
+            println!();
+        }
+        let _ = std::io::stdout().flush();
+    } else if finished < total {
+        println!("  {finished}/{total} finished");
     }
 }
 

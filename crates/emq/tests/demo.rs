@@ -26,8 +26,22 @@ fn the_demo_runs_in_process_and_prints_its_summary() {
 }
 
 #[test]
-fn help_lists_the_demo() {
+fn help_lists_every_command() {
     let output = Command::new(env!("CARGO_BIN_EXE_emq")).arg("--help").output().expect("run emq");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("demo"), "{stdout}");
+    for command in [
+        "demo",
+        "enqueue",
+        "work",
+        "inspect",
+        "list",
+        "stats",
+        "queues",
+        "retry",
+        "cancel",
+        "purge",
+        "dashboard",
+    ] {
+        assert!(stdout.lines().any(|l| l.trim_start().starts_with(command)), "{command} missing:\n{stdout}");
+    }
 }
