@@ -199,18 +199,26 @@ async fn claim_loop(
     let mut nap = Duration::from_millis(1);
     let mut trouble = Duration::from_millis(50);
     while !shared.stopping.is_cancelled() {
+        // Under load, claim in batches: wait until a quarter of the slots are
+        // free (at once when idle), then take every free one.
+        let batch = (options.concurrency / 4).clamp(1, 250) as u32;
         let first = tokio::select! {
-            permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            permit = slots.clone().acquire_many_owned(batch) => permit.expect("the semaphore is never closed"),
             () = shared.stopping.cancelled() => break,
         };
         let mut permits = vec![first];
-        while permits.len() < options.concurrency {
+        let mut wanted = batch as usize;
+        while wanted < options.concurrency {
             match slots.clone().try_acquire_owned() {
-                Ok(permit) => permits.push(permit),
+                Ok(permit) => {
+                    permits.push(permit);
+                    wanted += 1;
+                }
                 Err(_) => break,
             }
         }
-        let wanted = permits.len() as u64;
+        let mut permits = split(permits);
+        let wanted = wanted as u64;
         let claimed = queue.claim_waiting(options.lease, wanted.min(1000), options.idle_wait).await;
         let claimed: Vec<Claimed> = match claimed {
             Ok(claimed) => {
@@ -255,6 +263,18 @@ async fn claim_loop(
             nap = Duration::from_millis(1);
         }
     }
+}
+
+/// One permit per job: the batch's first permit split into singles.
+fn split(mut permits: Vec<tokio::sync::OwnedSemaphorePermit>) -> Vec<tokio::sync::OwnedSemaphorePermit> {
+    let mut singles = Vec::with_capacity(permits.len());
+    for mut permit in permits.drain(..) {
+        while permit.num_permits() > 1 {
+            singles.push(permit.split(1).expect("more than one permit"));
+        }
+        singles.push(permit);
+    }
+    singles
 }
 
 /// SIGINT or SIGTERM.
