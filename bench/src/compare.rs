@@ -82,8 +82,9 @@ async fn enqueue_concurrent(queue: &Queue, jobs: usize, in_flight: usize, payloa
     while tasks.join_next().await.is_some() {}
 }
 
-/// Run a no-op worker at `concurrency` until `jobs` are done; returns when they are.
-async fn process(queue: &Queue, jobs: usize, concurrency: usize) {
+/// Run a no-op worker at `concurrency` until `jobs` are done; when they were
+/// (the worker's shutdown after that is not the workload's time).
+async fn process(queue: &Queue, jobs: usize, concurrency: usize) -> Instant {
     let options =
         WorkerOptions { concurrency, idle_wait: Duration::from_millis(100), ..WorkerOptions::default() };
     let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, options);
@@ -94,8 +95,10 @@ async fn process(queue: &Queue, jobs: usize, concurrency: usize) {
     while queue.stats().await.expect("stats").done < jobs as u64 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+    let done = Instant::now();
     let _ = stop.send(());
     task.await.expect("the worker");
+    done
 }
 
 /// Jobs per second of one workload on a fresh queue.
@@ -103,34 +106,36 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
     let queue = queue(via);
     let payload = vec![b'x'; options.payload];
     let jobs = options.jobs;
-    let started;
-    match workload {
+    let (started, done) = match workload {
         "add-50" => {
-            started = Instant::now();
+            let started = Instant::now();
             enqueue_concurrent(&queue, jobs, 50, &payload).await;
+            (started, Instant::now())
         }
         "add-bulk" => {
-            started = Instant::now();
+            let started = Instant::now();
             enqueue_bulk(&queue, jobs, &payload).await;
+            (started, Instant::now())
         }
         "process-c1" | "process-c10" | "process-c100" => {
             let concurrency = workload.trim_start_matches("process-c").parse().expect("a concurrency");
             enqueue_bulk(&queue, jobs, &payload).await;
-            started = Instant::now();
-            process(&queue, jobs, concurrency).await;
+            let started = Instant::now();
+            (started, process(&queue, jobs, concurrency).await)
         }
         "end-to-end" => {
-            started = Instant::now();
+            let started = Instant::now();
             let producer = {
                 let (queue, payload) = (queue.clone(), payload.clone());
                 tokio::spawn(async move { enqueue_bulk(&queue, jobs, &payload).await })
             };
-            process(&queue, jobs, 100).await;
+            let done = process(&queue, jobs, 100).await;
             producer.await.expect("the producer");
+            (started, done)
         }
         other => panic!("no workload {other}"),
-    }
-    jobs as f64 / started.elapsed().as_secs_f64()
+    };
+    jobs as f64 / (done - started).as_secs_f64()
 }
 
 /// Enqueue→handler-start latencies (ms) at a steady `rate` per second for `jobs` jobs.
