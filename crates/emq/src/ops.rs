@@ -10,36 +10,18 @@ use redis::aio::ConnectionManager;
 
 use crate::connect::{Error, Server};
 
-/// A job state, as the commands name them.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum StateArg {
-    Pending,
-    Active,
-    Delayed,
-    Done,
-    Dead,
-    Cancelled,
+/// A state by its protocol name: pending, active, delayed, done, dead, cancelled.
+fn state(name: &str) -> Result<State, String> {
+    name.parse()
+        .map_err(|_| format!("{name:?} is not a state: pending, active, delayed, done, dead or cancelled"))
 }
 
-impl From<StateArg> for State {
-    fn from(state: StateArg) -> State {
-        match state {
-            StateArg::Pending => State::Pending,
-            StateArg::Active => State::Active,
-            StateArg::Delayed => State::Delayed,
-            StateArg::Done => State::Done,
-            StateArg::Dead => State::Dead,
-            StateArg::Cancelled => State::Cancelled,
-        }
+/// A finished state, the only ones purge deletes: done, dead or cancelled.
+fn finished(name: &str) -> Result<State, String> {
+    match state(name)? {
+        finished @ (State::Done | State::Dead | State::Cancelled) => Ok(finished),
+        other => Err(format!("{other} jobs are not finished: purge takes done, dead or cancelled")),
     }
-}
-
-/// A finished state, the only ones purge deletes.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum FinishedArg {
-    Done,
-    Dead,
-    Cancelled,
 }
 
 #[derive(clap::Args, Debug)]
@@ -115,9 +97,9 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
 pub struct ListArgs {
     /// The queue.
     queue: String,
-    /// The state.
-    #[arg(value_enum)]
-    state: StateArg,
+    /// The state: pending, active, delayed, done, dead or cancelled.
+    #[arg(value_parser = state)]
+    state: State,
     /// How many at most.
     #[arg(long, default_value_t = 20)]
     limit: usize,
@@ -125,7 +107,7 @@ pub struct ListArgs {
 
 pub async fn list(server: &Server, args: ListArgs) -> Result<(), Error> {
     let keys = Keyspace::new(&args.queue)?;
-    let state = State::from(args.state);
+    let state = args.state;
     let mut conn = server.connection().await?;
     let stop = args.limit.max(1) as isize - 1;
     let jobs: Vec<(String, f64)> = redis::cmd("ZRANGE")
@@ -229,20 +211,16 @@ where
 pub struct PurgeArgs {
     /// The queue.
     queue: String,
-    /// Which finished jobs.
-    #[arg(long, value_enum)]
-    state: FinishedArg,
+    /// Which finished jobs: done, dead or cancelled.
+    #[arg(long, value_parser = finished)]
+    state: State,
     /// Only jobs finished at least this long ago, e.g. 7d or 12h.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
     older_than: Duration,
 }
 
 pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
-    let state = match args.state {
-        FinishedArg::Done => State::Done,
-        FinishedArg::Dead => State::Dead,
-        FinishedArg::Cancelled => State::Cancelled,
-    };
+    let state = args.state;
     let queue = server.queue(&args.queue).await?;
     let limit = *echomq::limits::SWEEP_LIMIT.end();
     let mut total = 0;
