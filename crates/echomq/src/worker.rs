@@ -186,6 +186,9 @@ impl Worker {
 
 type JobRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// How long a claim loop waits for more free slots before it claims with fewer.
+const GATHER: Duration = Duration::from_millis(5);
+
 /// Claim jobs while there is room, and send each one's run to the worker.
 async fn claim_loop(
     queue: Queue,
@@ -199,15 +202,22 @@ async fn claim_loop(
     let mut nap = Duration::from_millis(1);
     let mut trouble = Duration::from_millis(50);
     while !shared.stopping.is_cancelled() {
-        // Under load, claim in batches: wait until a quarter of the slots are
-        // free (at once when idle), then take every free one.
-        let batch = (options.concurrency / 4).clamp(1, 250) as u32;
         let first = tokio::select! {
-            permit = slots.clone().acquire_many_owned(batch) => permit.expect("the semaphore is never closed"),
+            permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
             () = shared.stopping.cancelled() => break,
         };
         let mut permits = vec![first];
-        let mut wanted = batch as usize;
+        // Under load, slots free up together: wait a moment for a quarter of
+        // them, so that one claim serves many; long jobs lose at most that moment.
+        let quarter = (options.concurrency / 4).clamp(1, 250) as u32;
+        if quarter > 1 {
+            if let Ok(Ok(more)) =
+                tokio::time::timeout(GATHER, slots.clone().acquire_many_owned(quarter - 1)).await
+            {
+                permits.push(more);
+            }
+        }
+        let mut wanted: usize = permits.iter().map(|p| p.num_permits()).sum();
         while wanted < options.concurrency {
             match slots.clone().try_acquire_owned() {
                 Ok(permit) => {

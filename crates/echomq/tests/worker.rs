@@ -419,3 +419,40 @@ async fn connect_picks_the_executor_that_can_wait() {
     q.enqueue(b"x".to_vec()).await.unwrap();
     assert_eq!(q.stats().await.unwrap().pending, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_free_slot_is_used_while_long_jobs_hold_the_rest() {
+    for via in BOTH {
+        let server = server(&[]);
+        let q = queue(&server, via, &unique_queue("slots")).await;
+        let running = Arc::new(AtomicU64::new(0));
+        let r = running.clone();
+        // Eight slots: seven long jobs, then one more must still start (claims
+        // gather free slots for a moment under load, never wait for many).
+        let worker = Worker::with_options(
+            q.clone(),
+            move |job: JobContext| {
+                r.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if job.payload == b"long" {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok(())
+                }
+            },
+            WorkerOptions { concurrency: 8, grace: Duration::from_millis(100), ..options() },
+        );
+        let (stop, task) = spawn(worker);
+        for _ in 0..7 {
+            q.enqueue(b"long".to_vec()).await.unwrap();
+        }
+        eventually("seven long jobs run", || async { running.load(Ordering::SeqCst) == 7 }).await;
+        let short = q.enqueue(b"short".to_vec()).await.unwrap();
+        eventually("the eighth job is done", || async {
+            state(&q, &short).await.map(|s| s.0) == Some(State::Done)
+        })
+        .await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
