@@ -74,6 +74,27 @@ async fn state(queue: &Queue, id: &JobId) -> Option<(State, u64)> {
     queue.inspect(id).await.unwrap().map(|job| (job.record.state, job.record.attempts))
 }
 
+/// A handler that counts the jobs it starts; a job whose payload is `stall`
+/// never ends, one whose payload is `quick` takes 100 ms, the rest end at once.
+fn counting(
+    running: Arc<AtomicU64>,
+) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    move |job: JobContext| {
+        running.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            match job.payload.as_slice() {
+                b"stall" => std::future::pending::<()>().await,
+                b"quick" => tokio::time::sleep(Duration::from_millis(100)).await,
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Run a worker in the background; the sender stops it gracefully.
 fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -296,26 +317,12 @@ async fn shutdown_finishes_what_it_can_within_the_grace_and_releases_the_rest() 
         let server = server(&[]);
         let q = queue(&server, via, &unique_queue("shutdown")).await;
         let running = Arc::new(AtomicU64::new(0));
-        let r = running.clone();
-        let worker = Worker::with_options(
-            q.clone(),
-            move |job: JobContext| {
-                r.fetch_add(1, Ordering::SeqCst);
-                async move {
-                    if job.payload == b"quick" {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    } else {
-                        std::future::pending::<()>().await;
-                    }
-                    Ok(())
-                }
-            },
-            WorkerOptions { concurrency: 3, grace: Duration::from_millis(700), ..options() },
-        );
+        let options = WorkerOptions { concurrency: 3, grace: Duration::from_millis(700), ..options() };
+        let worker = Worker::with_options(q.clone(), counting(running.clone()), options);
         let (stop, task) = spawn(worker);
         let quick = q.enqueue(b"quick".to_vec()).await.unwrap();
         let stuck: Vec<JobId> =
-            vec![q.enqueue(b"stuck".to_vec()).await.unwrap(), q.enqueue(b"stuck".to_vec()).await.unwrap()];
+            vec![q.enqueue(b"stall".to_vec()).await.unwrap(), q.enqueue(b"stall".to_vec()).await.unwrap()];
         eventually("three jobs run", || async { running.load(Ordering::SeqCst) == 3 }).await;
 
         let asked = Instant::now();
@@ -425,26 +432,14 @@ async fn a_last_free_slot_is_used_while_long_jobs_hold_the_rest() {
     for via in BOTH {
         let server = server(&[]);
         let q = queue(&server, via, &unique_queue("slots")).await;
-        let running = Arc::new(AtomicU64::new(0));
-        let r = running.clone();
         // Eight slots: seven long jobs, then one more must still start (claims
         // gather free slots for a moment under load, never wait for many).
-        let worker = Worker::with_options(
-            q.clone(),
-            move |job: JobContext| {
-                r.fetch_add(1, Ordering::SeqCst);
-                async move {
-                    if job.payload == b"long" {
-                        std::future::pending::<()>().await;
-                    }
-                    Ok(())
-                }
-            },
-            WorkerOptions { concurrency: 8, grace: Duration::from_millis(100), ..options() },
-        );
+        let running = Arc::new(AtomicU64::new(0));
+        let options = WorkerOptions { concurrency: 8, grace: Duration::from_millis(100), ..options() };
+        let worker = Worker::with_options(q.clone(), counting(running.clone()), options);
         let (stop, task) = spawn(worker);
         for _ in 0..7 {
-            q.enqueue(b"long".to_vec()).await.unwrap();
+            q.enqueue(b"stall".to_vec()).await.unwrap();
         }
         eventually("seven long jobs run", || async { running.load(Ordering::SeqCst) == 7 }).await;
         let short = q.enqueue(b"short".to_vec()).await.unwrap();
