@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::worker::{Handler, HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Executor, JobId, Lua, Native, Queue, RetryPolicy, State};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -76,22 +76,17 @@ async fn state(queue: &Queue, id: &JobId) -> Option<(State, u64)> {
 
 /// A handler that counts the jobs it starts; a job whose payload is `stall`
 /// never ends, one whose payload is `quick` takes 100 ms, the rest end at once.
-fn counting(
-    running: Arc<AtomicU64>,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>
-       + Send
-       + Sync
-       + 'static {
+fn counting(running: Arc<AtomicU64>) -> impl Handler {
     move |job: JobContext| {
         running.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async move {
+        async move {
             match job.payload.as_slice() {
                 b"stall" => std::future::pending::<()>().await,
                 b"quick" => tokio::time::sleep(Duration::from_millis(100)).await,
                 _ => {}
             }
             Ok(())
-        })
+        }
     }
 }
 
