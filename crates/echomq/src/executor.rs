@@ -149,19 +149,45 @@ where
     }
 }
 
-/// Send `commands` as one pipeline; each command's own reply or error.
-async fn pipeline<C>(conn: &C, commands: Vec<redis::Cmd>) -> Result<Vec<redis::RedisResult<redis::Value>>>
+/// One reply per call: each call the host's checks refused (bad arguments)
+/// gets its refusal and is never sent; the others go as one pipeline of the
+/// commands `command` builds from each call's KEYS and ARGV.
+async fn pipelined<'c, C, T>(
+    conn: &C,
+    keys: &Keyspace,
+    calls: impl IntoIterator<Item = &'c T>,
+    command: impl Fn(Vec<String>, Vec<Vec<u8>>) -> redis::Cmd,
+) -> Result<Vec<Result<redis::RedisResult<redis::Value>>>>
 where
     C: redis::aio::ConnectionLike + Clone + Send,
+    T: Transition + 'c,
 {
-    if commands.is_empty() {
-        return Ok(vec![]);
-    }
     let mut pipe = redis::pipe();
-    for command in commands {
-        pipe.add_command(command);
+    let mut replies: Vec<Option<Result<redis::RedisResult<redis::Value>>>> = Vec::new();
+    for call in calls {
+        match call.args() {
+            Ok(args) => {
+                pipe.add_command(command(call.keys(keys), args));
+                replies.push(None);
+            }
+            Err(refused) => replies.push(Some(Err(refused))),
+        }
     }
-    Ok(pipe.ignore_errors().query_async(&mut conn.clone()).await?)
+    let mut sent = if pipe.is_empty() {
+        Vec::new()
+    } else {
+        pipe.ignore_errors().query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut conn.clone()).await?
+    }
+    .into_iter();
+    Ok(replies
+        .into_iter()
+        .map(|reply| reply.unwrap_or_else(|| Ok(sent.next().expect("a reply per command"))))
+        .collect())
+}
+
+/// A pipelined reply read as `T`'s output, or its typed error.
+fn read<T: Transition>(reply: Result<redis::RedisResult<redis::Value>>) -> Result<T::Output> {
+    reply.and_then(|reply| reply.map_err(crate::Error::from)).and_then(T::parse)
 }
 
 async fn traced<D: Dispatch, T: Transition>(via: &D, keys: &Keyspace, call: &T) -> Result<T::Output> {

@@ -130,40 +130,23 @@ where
         calls: &[T],
     ) -> Result<Vec<Result<T::Output>>> {
         let script = script::<T>()?;
-        let mut results: Vec<Option<Result<T::Output>>> = Vec::with_capacity(calls.len());
-        let mut commands = Vec::with_capacity(calls.len());
-        for call in calls {
-            match call.args() {
-                Ok(args) => {
-                    let call_keys = call.keys(keys);
-                    let mut command = redis::cmd("EVALSHA");
-                    command.arg(script.get_hash()).arg(call_keys.len()).arg(call_keys).arg(args);
-                    commands.push((results.len(), command));
-                    results.push(None);
-                }
-                Err(refused) => results.push(Some(Err(refused))),
-            }
-        }
-        for attempt in 0..2 {
-            let (at, sent): (Vec<usize>, Vec<redis::Cmd>) = commands.drain(..).unzip();
-            let replies = super::pipeline(&self.conn, sent.clone()).await?;
-            for ((i, command), reply) in at.into_iter().zip(sent).zip(replies) {
-                match reply {
-                    Err(err)
-                        if attempt == 0
-                            && err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                    {
-                        commands.push((i, command));
-                    }
-                    reply => results[i] = Some(reply.map_err(Error::from).and_then(T::parse)),
-                }
-            }
-            if commands.is_empty() {
-                break;
-            }
+        let command = |keys: Vec<String>, args: Vec<Vec<u8>>| {
+            let mut command = redis::cmd("EVALSHA");
+            command.arg(script.get_hash()).arg(keys.len()).arg(keys).arg(args);
+            command
+        };
+        let mut replies = super::pipelined(&self.conn, keys, calls, command).await?;
+        let unknown = |reply: &Result<redis::RedisResult<Value>>| matches!(reply, Ok(Err(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
+        let again: Vec<usize> = (0..replies.len()).filter(|&i| unknown(&replies[i])).collect();
+        if !again.is_empty() {
             script.load_async(&mut self.conn.clone()).await?;
+            let retried =
+                super::pipelined(&self.conn, keys, again.iter().map(|&i| &calls[i]), command).await?;
+            for (i, reply) in again.into_iter().zip(retried) {
+                replies[i] = reply;
+            }
         }
-        Ok(results.into_iter().map(|result| result.expect("every call answered")).collect())
+        Ok(replies.into_iter().map(super::read::<T>).collect())
     }
 }
 

@@ -75,24 +75,13 @@ where
         keys: &Keyspace,
         calls: &[T],
     ) -> Result<Vec<Result<T::Output>>> {
-        let mut results: Vec<Option<Result<T::Output>>> = Vec::with_capacity(calls.len());
-        let (mut at, mut commands) = (Vec::new(), Vec::new());
-        for call in calls {
-            match call.args() {
-                Ok(args) => {
-                    let mut command = redis::cmd(T::COMMAND);
-                    command.arg(call.keys(keys)).arg(args);
-                    at.push(results.len());
-                    commands.push(command);
-                    results.push(None);
-                }
-                Err(refused) => results.push(Some(Err(refused))),
-            }
-        }
-        for (i, reply) in at.into_iter().zip(super::pipeline(&self.conn, commands).await?) {
-            results[i] = Some(reply.map_err(crate::Error::from).and_then(T::parse));
-        }
-        Ok(results.into_iter().map(|result| result.expect("every call answered")).collect())
+        let command = |keys: Vec<String>, args: Vec<Vec<u8>>| {
+            let mut command = redis::cmd(T::COMMAND);
+            command.arg(keys).arg(args);
+            command
+        };
+        let replies = super::pipelined(&self.conn, keys, calls, command).await?;
+        Ok(replies.into_iter().map(super::read::<T>).collect())
     }
 }
 
