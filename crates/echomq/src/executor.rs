@@ -23,6 +23,8 @@ mod wakeups;
 
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
+#[cfg(feature = "cluster")]
+pub use native::connect_cluster;
 pub use native::{connect, connect_with, detect, Native};
 pub use wakeups::Wakeups;
 

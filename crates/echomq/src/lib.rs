@@ -40,6 +40,8 @@ pub mod worker;
 
 pub use echomq_core::{limits, Code};
 pub use error::{Error, Result};
+#[cfg(feature = "cluster")]
+pub use executor::connect_cluster;
 pub use executor::{connect, connect_with, detect, Embedded, Executor, Lua, Native};
 pub use id::JobId;
 pub use keyspace::Keyspace;

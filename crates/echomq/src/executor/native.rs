@@ -124,6 +124,25 @@ pub async fn connect_with(
     Ok(Arc::new(Native::new(conn).with_blocking_connection(blocking)))
 }
 
+/// Connect to a Redis Cluster and pick its best executor: [`Native`] when
+/// the module is loaded (on every node: the check asks one), with a second
+/// cluster connection for its blocking claims; else [`Lua`](super::Lua),
+/// which polls, since keyspace notifications are each node's own.
+///
+/// Every transition names one queue's keys, all in the queue's `{hashtag}`
+/// slot, so each call and each batch goes to one node; the cluster client
+/// follows MOVED and ASK when a slot moves, and retries TRYAGAIN.
+#[cfg(feature = "cluster")]
+pub async fn connect_cluster(client: &redis::cluster::ClusterClient) -> Result<Arc<dyn super::Executor>> {
+    let conn = client.get_async_connection().await?;
+    if !has_module(&conn).await? {
+        return Ok(Arc::new(super::Lua::new(conn)));
+    }
+    // A blocking claim answers only when a job comes or its wait is over: no response time-out.
+    let blocking = client.get_async_connection_with_config(redis::cluster::ClusterConfig::new()).await?;
+    Ok(Arc::new(Native::new(conn).with_blocking_connection(blocking)))
+}
+
 /// Whether the server has the module's commands (`COMMAND INFO EMQ.CLAIM`).
 async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
     let info: Value =
