@@ -41,6 +41,16 @@ pub enum Error {
     /// A reply of a shape the protocol does not give.
     #[error("unexpected reply: {0}")]
     Reply(String),
+    /// The transition was applied on the master, but fewer replicas than the
+    /// executor's [`Replication`](crate::executor::Replication) asks for
+    /// confirmed it within its time-out: a failover now could lose it.
+    #[error("written, but only {confirmed} of {wanted} replicas confirmed it in time")]
+    NotReplicated {
+        /// Replicas that confirmed the write (WAIT's answer).
+        confirmed: u64,
+        /// Replicas asked for.
+        wanted: u64,
+    },
     /// The connection or the server failed (anything not an `EMQ` code).
     #[error(transparent)]
     Redis(redis::RedisError),

@@ -111,6 +111,21 @@ pub trait Dispatch: Send + Sync + 'static {
     }
 }
 
+/// How many replicas must confirm each write before a call returns. Redis
+/// replicates asynchronously: a master that acknowledges a write and dies
+/// before any replica has it loses the write on failover. With this set, an
+/// executor sends `WAIT <replicas> <timeout>` after its transitions, in the
+/// same round trip, and answers [`Error::NotReplicated`](crate::Error) when
+/// fewer confirm in time (the write stands on the master). It narrows the
+/// window; it does not make Redis a consensus store (see RELIABILITY.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replication {
+    /// Replicas that must confirm each write.
+    pub replicas: u64,
+    /// How long to wait for them.
+    pub timeout: Duration,
+}
+
 /// A job store must never be evicted: warn unless `maxmemory-policy` is
 /// `noeviction`. A server that will not say (CONFIG denied by an ACL) gets no warning.
 async fn eviction_warnings<C>(conn: &C) -> Vec<String>
@@ -151,15 +166,40 @@ where
     }
 }
 
+/// What a pipeline of calls answered: one reply per call, and when a WAIT
+/// followed them, how many replicas confirmed the writes.
+struct Sent {
+    replies: Vec<Result<redis::RedisResult<redis::Value>>>,
+    confirmed: Option<u64>,
+}
+
+impl Sent {
+    /// The replies, or [`Error::NotReplicated`](crate::Error) when fewer
+    /// replicas than `replication` asks for confirmed them.
+    fn replicated(
+        self,
+        replication: Option<Replication>,
+    ) -> Result<Vec<Result<redis::RedisResult<redis::Value>>>> {
+        match (replication, self.confirmed) {
+            (Some(Replication { replicas, .. }), Some(confirmed)) if confirmed < replicas => {
+                Err(crate::Error::NotReplicated { confirmed, wanted: replicas })
+            }
+            _ => Ok(self.replies),
+        }
+    }
+}
+
 /// One reply per call: each call the host's checks refused (bad arguments)
 /// gets its refusal and is never sent; the others go as one pipeline of the
-/// commands `command` builds from each call's KEYS and ARGV.
+/// commands `command` builds from each call's KEYS and ARGV, then a WAIT when
+/// `replication` asks for one.
 async fn pipelined<'c, C, T>(
     conn: &C,
     keys: &Keyspace,
     calls: impl IntoIterator<Item = &'c T>,
     command: impl Fn(Vec<String>, Vec<Vec<u8>>) -> redis::Cmd,
-) -> Result<Vec<Result<redis::RedisResult<redis::Value>>>>
+    replication: Option<Replication>,
+) -> Result<Sent>
 where
     C: redis::aio::ConnectionLike + Clone + Send,
     T: Transition + 'c,
@@ -175,16 +215,31 @@ where
             Err(refused) => replies.push(Some(Err(refused))),
         }
     }
+    let mut confirmed = None;
     let mut sent = if pipe.is_empty() {
         Vec::new()
     } else {
-        pipe.ignore_errors().query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut conn.clone()).await?
+        if let Some(replication) = replication {
+            pipe.cmd("WAIT").arg(replication.replicas).arg(replication.timeout.as_millis() as u64);
+        }
+        let mut sent = pipe
+            .ignore_errors()
+            .query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut conn.clone())
+            .await?;
+        if replication.is_some() {
+            confirmed = match sent.pop() {
+                Some(Ok(redis::Value::Int(n))) => Some(n as u64),
+                other => return Err(crate::Error::Reply(format!("WAIT answered {other:?}"))),
+            };
+        }
+        sent
     }
     .into_iter();
-    Ok(replies
+    let replies = replies
         .into_iter()
         .map(|reply| reply.unwrap_or_else(|| Ok(sent.next().expect("a reply per command"))))
-        .collect())
+        .collect();
+    Ok(Sent { replies, confirmed })
 }
 
 /// A pipelined reply read as `T`'s output, or its typed error.

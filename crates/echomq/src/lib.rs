@@ -42,7 +42,7 @@ pub use echomq_core::{limits, Code};
 pub use error::{Error, Result};
 #[cfg(feature = "cluster")]
 pub use executor::connect_cluster;
-pub use executor::{connect, connect_with, detect, Embedded, Executor, Lua, Native};
+pub use executor::{connect, connect_with, detect, Embedded, Executor, Lua, Native, Replication};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};

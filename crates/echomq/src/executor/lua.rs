@@ -8,7 +8,7 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{Script, Value};
 
-use super::{Dispatch, Wakeups};
+use super::{Dispatch, Replication, Wakeups};
 use crate::keyspace::Keyspace;
 use crate::transition::{Claim, Claimed, Transition};
 use crate::{Error, Result};
@@ -68,12 +68,20 @@ fn expand(source: &str) -> String {
 pub struct Lua<C> {
     conn: C,
     wakeups: Option<Arc<Wakeups>>,
+    replication: Option<Replication>,
 }
 
 impl<C> Lua<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Lua<C> {
-        Lua { conn, wakeups: None }
+        Lua { conn, wakeups: None, replication: None }
+    }
+
+    /// Have `replication.replicas` replicas confirm each transition before
+    /// it returns (WAIT in the same round trip; see [`Replication`]).
+    pub fn with_replication(mut self, replication: Replication) -> Lua<C> {
+        self.replication = Some(replication);
+        self
     }
 
     /// Let idle claims sleep until the server announces an arrival (see
@@ -89,6 +97,9 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
     async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
+        if self.replication.is_some() {
+            return self.dispatch_batch(keys, std::slice::from_ref(call)).await?.remove(0);
+        }
         let script = script::<T>()?;
         let mut invocation = script.prepare_invoke();
         for key in call.keys(keys) {
@@ -135,17 +146,26 @@ where
             command.arg(script.get_hash()).arg(keys.len()).arg(keys).arg(args);
             command
         };
-        let mut replies = super::pipelined(&self.conn, keys, calls, command).await?;
+        let mut sent = super::pipelined(&self.conn, keys, calls, command, self.replication).await?;
         let unknown = |reply: &Result<redis::RedisResult<Value>>| matches!(reply, Ok(Err(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
-        let again: Vec<usize> = (0..replies.len()).filter(|&i| unknown(&replies[i])).collect();
+        let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
             script.load_async(&mut self.conn.clone()).await?;
-            let retried =
-                super::pipelined(&self.conn, keys, again.iter().map(|&i| &calls[i]), command).await?;
-            for (i, reply) in again.into_iter().zip(retried) {
-                replies[i] = reply;
+            let retried = super::pipelined(
+                &self.conn,
+                keys,
+                again.iter().map(|&i| &calls[i]),
+                command,
+                self.replication,
+            )
+            .await?;
+            // The second WAIT covers the first pipeline's writes as well.
+            sent.confirmed = retried.confirmed;
+            for (i, reply) in again.into_iter().zip(retried.replies) {
+                sent.replies[i] = reply;
             }
         }
+        let replies = sent.replicated(self.replication)?;
         Ok(replies.into_iter().map(super::read::<T>).collect())
     }
 }

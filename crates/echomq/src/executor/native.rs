@@ -7,7 +7,7 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::Value;
 
-use super::Dispatch;
+use super::{Dispatch, Replication};
 use crate::keyspace::Keyspace;
 use crate::transition::{Claim, Claimed, Transition};
 use crate::Result;
@@ -20,12 +20,20 @@ pub struct Native<C> {
     /// For `EMQ.CLAIM … BLOCK`: a blocked claim holds its connection until it
     /// returns, so it gets one of its own, one claim at a time.
     blocking: Option<Arc<tokio::sync::Mutex<C>>>,
+    replication: Option<Replication>,
 }
 
 impl<C> Native<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Native<C> {
-        Native { conn, blocking: None }
+        Native { conn, blocking: None, replication: None }
+    }
+
+    /// Have `replication.replicas` replicas confirm each transition before
+    /// it returns (WAIT in the same round trip; see [`Replication`]).
+    pub fn with_replication(mut self, replication: Replication) -> Native<C> {
+        self.replication = Some(replication);
+        self
     }
 
     /// Wait for jobs with `EMQ.CLAIM … BLOCK` on `conn`, a connection used for
@@ -41,6 +49,9 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
     async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
+        if self.replication.is_some() {
+            return self.dispatch_batch(keys, std::slice::from_ref(call)).await?.remove(0);
+        }
         let mut command = redis::cmd(T::COMMAND);
         command.arg(call.keys(keys)).arg(call.args()?);
         let mut conn = self.conn.clone();
@@ -80,7 +91,9 @@ where
             command.arg(keys).arg(args);
             command
         };
-        let replies = super::pipelined(&self.conn, keys, calls, command).await?;
+        let replies = super::pipelined(&self.conn, keys, calls, command, self.replication)
+            .await?
+            .replicated(self.replication)?;
         Ok(replies.into_iter().map(super::read::<T>).collect())
     }
 }

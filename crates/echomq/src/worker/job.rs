@@ -176,12 +176,15 @@ fn lost_or_failed(labels: &[(&'static str, String)], what: &str, err: &Error) {
     if err.is_lost_lease() {
         metrics::counter!(metric::LEASES_LOST, labels).increment(1);
         tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");
+    } else if let Error::NotReplicated { .. } = err {
+        tracing::warn!(error = %err, "{what} applied; a failover now could undo it");
     } else {
         tracing::error!(error = %err, "{what} failed; the job will be reaped when its lease runs out");
     }
 }
 
-/// Try a finishing call again while the server cannot be reached (not when it refused).
+/// Try a finishing call again while the server cannot be reached (not when
+/// it refused, nor when it applied the call and only its replicas lagged).
 async fn persist<T, F, Fut>(call: F) -> Result<T>
 where
     F: Fn() -> Fut,
@@ -190,7 +193,7 @@ where
     let mut wait = Duration::from_millis(50);
     for _ in 0..5 {
         match call().await {
-            Err(err) if err.code().is_none() => {
+            Err(err) if err.code().is_none() && !matches!(err, Error::NotReplicated { .. }) => {
                 tracing::warn!(error = %err, "retrying in {wait:?}");
                 tokio::time::sleep(wait).await;
                 wait *= 2;

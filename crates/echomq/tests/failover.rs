@@ -1,0 +1,243 @@
+//! A failover under a running worker, on Lua and on Native: a master with a
+//! replica (the module loaded on both), clients that reach the master through
+//! a loopback TCP proxy standing in for a virtual IP, and the master killed
+//! mid-flow. The replica is promoted with `REPLICAOF NO ONE`, the proxy
+//! repointed, a new replica joins, and the worker carries on. The executors ask one replica to
+//! confirm every write (`Replication`, WAIT), so no acknowledged enqueue is
+//! lost in the failover and every job is done on the new master.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::{EnqueueOptions, Executor, JobId, Lua, Native, Queue, Replication, RetryPolicy};
+use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Lua,
+    Native,
+}
+
+/// Jobs in the queue before the worker starts, and jobs enqueued while it runs.
+const BACKLOG: usize = 300;
+const DURING: usize = 300;
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A loopback TCP proxy to one server at a time: what clients of a failover
+/// reach (a virtual IP, a DNS name, a Sentinel-aware load balancer).
+/// Repointing it cuts every connection it carries, as a moved IP would.
+struct Proxy {
+    port: u16,
+    target: Arc<AtomicU16>,
+    carried: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    accepting: JoinHandle<()>,
+}
+
+impl Proxy {
+    async fn start(target: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let target = Arc::new(AtomicU16::new(target));
+        let carried: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let accepting = {
+            let (target, carried) = (target.clone(), carried.clone());
+            tokio::spawn(async move {
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    let to = target.load(Ordering::SeqCst);
+                    let carry = tokio::spawn(async move {
+                        if let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", to)).await {
+                            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                    carried.lock().unwrap().push(carry);
+                }
+            })
+        };
+        Proxy { port, target, carried, accepting }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Send new connections to `port`, and cut the ones to the old server.
+    fn repoint(&self, port: u16) {
+        self.target.store(port, Ordering::SeqCst);
+        for carry in self.carried.lock().unwrap().drain(..) {
+            carry.abort();
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accepting.abort();
+        self.repoint(0);
+    }
+}
+
+async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn info(server: &RedisServer, section: &str) -> String {
+    let mut conn = server.client().get_connection().unwrap();
+    redis::cmd("INFO").arg(section).query(&mut conn).unwrap()
+}
+
+/// A queue over reconnecting connections through `url`, whose every write one
+/// replica must confirm.
+async fn queue(url: &str, via: Via, name: &str) -> Queue {
+    let client = redis::Client::open(url).unwrap();
+    let config = ConnectionManagerConfig::new().set_response_timeout(None);
+    let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await.unwrap();
+    let replication = Replication { replicas: 1, timeout: Duration::from_secs(2) };
+    let executor: Arc<dyn Executor> = match via {
+        Via::Lua => Arc::new(Lua::new(conn).with_replication(replication)),
+        Via::Native => {
+            let blocking = ConnectionManager::new_with_config(client, config).await.unwrap();
+            Arc::new(Native::new(conn).with_blocking_connection(blocking).with_replication(replication))
+        }
+    };
+    Queue::with_executor(executor, name).unwrap()
+}
+
+/// Enqueue `id` until a clean answer: through a failover a call may fail, or
+/// apply without a replica's word; enqueue is idempotent by id.
+async fn enqueue_surely(queue: &Queue, id: JobId) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let options = EnqueueOptions::default().id(id.clone());
+        match queue.enqueue_with(b"during".to_vec(), options).await {
+            Ok(_) => return,
+            Err(err) => {
+                assert!(err.code().is_none(), "enqueue refused: {err}");
+                assert!(Instant::now() < deadline, "enqueue of {id} never went through: {err}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() {
+    for via in [Via::Lua, Via::Native] {
+        let master = RedisServer::start_with(ServerOptions { module: Some(module_path()), args: vec![] });
+        let args = vec!["--replicaof".into(), "127.0.0.1".into(), master.port().to_string()];
+        let replica = RedisServer::start_with(ServerOptions { module: Some(module_path()), args });
+        let linked = || async { info(&replica, "replication").contains("master_link_status:up") };
+        eventually("the replica is in sync", linked).await;
+
+        let proxy = Proxy::start(master.port()).await;
+        let q = queue(&proxy.url(), via, &unique_queue("failover")).await;
+        let backlog =
+            q.enqueue_batch((0..BACKLOG).map(|i| format!("backlog-{i}").into_bytes())).await.unwrap();
+        let mut ids: Vec<JobId> = backlog.into_iter().map(|id| id.unwrap()).collect();
+
+        let runs: Arc<Mutex<HashMap<JobId, usize>>> = Arc::default();
+        let seen = runs.clone();
+        let handler = move |job: JobContext| {
+            *seen.lock().unwrap().entry(job.id).or_default() += 1;
+            async { Ok(()) }
+        };
+        let options = WorkerOptions {
+            concurrency: 4,
+            lease: Duration::from_secs(3),
+            idle_wait: Duration::from_millis(100),
+            upkeep: Duration::from_millis(100),
+            retry: RetryPolicy { max_attempts: 100, ..RetryPolicy::default() },
+            ..WorkerOptions::default()
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(Worker::with_options(q.clone(), handler, options).run_until(async move {
+            let _ = stopped.await;
+        }));
+
+        // A producer goes on enqueuing, one job at a time, across the failover.
+        let during: Vec<JobId> = (0..DURING).map(|_| JobId::mint()).collect();
+        ids.extend(during.iter().cloned());
+        let produced = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let (q, produced) = (q.clone(), produced.clone());
+            tokio::spawn(async move {
+                for id in during {
+                    enqueue_surely(&q, id).await;
+                    produced.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+
+        // Mid-flow, the master dies; the replica takes over.
+        eventually("the flow is under way", || async {
+            runs.lock().unwrap().len() >= BACKLOG / 3 && produced.load(Ordering::SeqCst) >= DURING / 10
+        })
+        .await;
+        let done_by_then = runs.lock().unwrap().len();
+        drop(master);
+        let mut promoted = replica.client().get_connection().unwrap();
+        let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut promoted).unwrap();
+        proxy.repoint(replica.port());
+        // A new replica joins the new master (the old master's machine, back
+        // as a replica): until it is in sync, writes apply but are not
+        // confirmed, and the producer tries again.
+        let args = vec!["--replicaof".into(), "127.0.0.1".into(), replica.port().to_string()];
+        let _rejoined = RedisServer::start_with(ServerOptions { module: Some(module_path()), args });
+
+        producer.await.unwrap();
+        let total = ids.len() as u64;
+        eventually("every job is done on the new master", || async {
+            q.stats().await.map(|stats| stats.done == total).unwrap_or(false)
+        })
+        .await;
+        let _ = stop.send(());
+        working.await.unwrap();
+
+        let stats = q.stats().await.unwrap();
+        assert_eq!((stats.pending, stats.active, stats.delayed, stats.dead), (0, 0, 0, 0), "{via:?}");
+        let runs = runs.lock().unwrap();
+        for id in &ids {
+            assert!(runs.contains_key(id), "{via:?}: job {id} never ran");
+        }
+        let again: usize = runs.values().map(|n| n - 1).sum();
+        println!(
+            "{via:?}: {total} jobs, the master killed after {done_by_then} had run; \
+             all done on the promoted replica, {again} runs again"
+        );
+    }
+}
+
+/// With no replica to confirm it, a write still applies on the master, and
+/// the caller hears that no replica has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_no_replica_confirms_is_applied_and_reported() {
+    let alone = RedisServer::start_with(ServerOptions { module: Some(module_path()), args: vec![] });
+    for via in [Via::Lua, Via::Native] {
+        let name = unique_queue("unconfirmed");
+        let q = queue(&alone.url(), via, &name).await;
+        let id = JobId::mint();
+        let err = q.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id.clone())).await.unwrap_err();
+        assert!(matches!(err, echomq::Error::NotReplicated { confirmed: 0, wanted: 1 }), "{via:?}: {err}");
+        let plain =
+            Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
+        assert!(plain.inspect(&id).await.unwrap().is_some(), "{via:?}: the enqueue applied");
+        // Batches answer the same, after applying every call.
+        let err = q.enqueue_batch([b"a".to_vec(), b"b".to_vec()]).await.unwrap_err();
+        assert!(matches!(err, echomq::Error::NotReplicated { .. }), "{via:?}: {err}");
+        assert_eq!(plain.stats().await.unwrap().pending, 3, "{via:?}");
+    }
+}
