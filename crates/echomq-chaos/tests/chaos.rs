@@ -1,0 +1,86 @@
+//! The chaos program at CI size, on Lua and on Native: 2,000 jobs over 8 s
+//! through three workers, four of them killed with SIGKILL, one paused past
+//! its lease, and redis-server killed and restarted twice. The program
+//! judges the run itself; this checks that it found no violation and that
+//! the chaos really happened. The seed comes from the clock, so each run
+//! tries a new plan; the report it prints starts with the command that
+//! replays that plan.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Far beyond a run's ~10 s; the program has deadlines of its own, this only
+/// keeps a hang from holding the suite.
+const DEADLINE: Duration = Duration::from_secs(240);
+
+/// Run the program with `--via via` at CI size; its exit status and report.
+fn chaos(via: &str) -> (std::process::ExitStatus, String) {
+    let dir = std::env::temp_dir().join(format!("echomq-chaos-test-{via}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_echomq-chaos"))
+        .args(["run", "--via", via, "--jobs", "2000", "--workers", "3", "--concurrency", "8"])
+        .args(["--seconds", "8", "--kills", "4", "--pauses", "1", "--restarts", "2"])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("run echomq-chaos");
+    let began = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if began.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "echomq-chaos --via {via} ran past {DEADLINE:?}:\n{}",
+                std::fs::read_to_string(&err).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let report = std::fs::read_to_string(&out).unwrap() + &std::fs::read_to_string(&err).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (status, report)
+}
+
+/// The numbers on the report's line that starts with `label`, after its colon.
+fn numbers(report: &str, label: &str) -> Vec<u64> {
+    let line = report.lines().find(|line| line.starts_with(label));
+    let line = line.unwrap_or_else(|| panic!("no {label:?} line in:\n{report}"));
+    let (_, counts) = line.split_once(": ").unwrap_or_else(|| panic!("no counts in {line:?}"));
+    counts
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|word| !word.is_empty())
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+fn judge(via: &str) {
+    let (status, report) = chaos(via);
+    assert!(status.success(), "echomq-chaos --via {via} exited with {status}:\n{report}");
+    let count = |label: &str| numbers(&report, label)[0];
+    assert_eq!(count("violations"), 0, "{report}");
+    assert_eq!(count("enqueues acknowledged"), 2000, "{report}");
+    assert_eq!(count("jobs done"), 2000, "{report}");
+    assert_eq!(count("worker kills"), 4, "{report}");
+    assert_eq!(count("server restarts"), 2, "{report}");
+    let pauses = numbers(&report, "worker pauses");
+    assert_eq!(pauses[0], 1, "the pause found a running handler to catch:\n{report}");
+    // Each token a pause made stale had to be refused when its worker woke.
+    let caught = pauses[1];
+    assert!(caught >= 1, "{report}");
+    assert!(count("stale tokens refused") >= caught, "{report}");
+}
+
+#[test]
+fn chaos_on_lua_breaks_no_promise() {
+    judge("lua");
+}
+
+#[test]
+fn chaos_on_native_breaks_no_promise() {
+    judge("native");
+}
