@@ -24,6 +24,12 @@ pub enum Code {
     Arg,
     /// `EMQSIZE`: a payload or an error text over its size limit.
     Size,
+    /// `TRYAGAIN`, Redis Cluster's own code, not a protocol refusal: a record
+    /// the transition needs is missing here while the queue's slot is being
+    /// moved to or from this node, so it may be on the other node. Nothing
+    /// changed; cluster clients retry it once the slot has moved. Not in
+    /// [`Code::ALL`], which holds the protocol's own codes.
+    TryAgain,
 }
 
 impl Code {
@@ -41,6 +47,7 @@ impl Code {
             Code::Type => "EMQTYPE",
             Code::Arg => "EMQARG",
             Code::Size => "EMQSIZE",
+            Code::TryAgain => "TRYAGAIN",
         }
     }
 

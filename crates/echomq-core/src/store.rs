@@ -37,6 +37,13 @@ pub trait Store {
     fn now_ms(&mut self) -> u64;
     /// The type of `key`.
     fn key_type(&mut self, key: &[u8]) -> KeyType;
+    /// Whether `key`'s Redis Cluster slot is being moved to or from this
+    /// node, so that a key missing here may be on the other node. Asked only
+    /// when a record is missing; never, outside a cluster.
+    fn slot_moving(&mut self, key: &[u8]) -> bool {
+        let _ = key;
+        false
+    }
     /// One field of a hash.
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>>;
     /// Every field of a hash, as field/value pairs.

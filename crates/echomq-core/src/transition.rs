@@ -82,10 +82,30 @@ fn need<S: Store>(store: &mut S, key: &[u8], want: KeyType) -> Result<(), Refusa
     }
 }
 
-/// Read one field of a record after checking the record is a hash (or missing).
+/// Read one field of a record after checking the record is a hash (or
+/// missing, and not on its way to or from another cluster node).
 fn read_field<S: Store>(store: &mut S, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, Refusal> {
     need(store, key, KeyType::Hash)?;
-    Ok(store.hget(key, field))
+    match store.hget(key, field) {
+        None => {
+            present_here(store, key)?;
+            Ok(None)
+        }
+        found => Ok(found),
+    }
+}
+
+/// A record missing here is missing, unless the queue's slot is moving
+/// between cluster nodes: then it may be on the other node, and the
+/// transition answers TRYAGAIN before its first write rather than drop a job.
+fn present_here<S: Store>(store: &mut S, key: &[u8]) -> Result<(), Refusal> {
+    if store.key_type(key) == KeyType::None && store.slot_moving(key) {
+        return Err(Refusal::new(
+            Code::TryAgain,
+            format!("{} may be on another node while its slot moves", lossy(key)),
+        ));
+    }
+    Ok(())
 }
 
 /// The fence: the record must exist, be active, and hold `token` as its attempts.

@@ -265,6 +265,26 @@ pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
     rm!(RedisModule_GetContextFlags(ctx) or 0) as u32
 }
 
+/// `CLUSTER NODES` as this node answers it; empty outside a cluster.
+pub fn cluster_nodes(ctx: *mut raw::RedisModuleCtx) -> Vec<u8> {
+    let reply = rm!(RedisModule_Call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"NODES".as_ptr())
+        or ptr::null_mut());
+    if reply.is_null() {
+        return Vec::new();
+    }
+    let mut nodes = Vec::new();
+    if rm!(RedisModule_CallReplyType(reply) or 0) == raw::REDISMODULE_REPLY_STRING as c_int {
+        let mut len = 0usize;
+        let data = rm!(RedisModule_CallReplyStringPtr(reply, &mut len) or ptr::null());
+        if !data.is_null() {
+            // SAFETY: the reply owns `len` bytes at `data` until it is freed below.
+            nodes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec();
+        }
+    }
+    rm!(RedisModule_FreeCallReply(reply) or ());
+    nodes
+}
+
 /// Every field and value of a hash, in the order `HGETALL` gives them (the
 /// order the Lua script sees), through `RedisModule_Call`.
 pub fn hgetall(ctx: *mut raw::RedisModuleCtx, key: &RString) -> Vec<(Vec<u8>, Vec<u8>)> {

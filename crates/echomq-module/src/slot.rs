@@ -29,6 +29,28 @@ pub fn hash_tag(key: &[u8]) -> &[u8] {
     }
 }
 
+/// The cluster slot of `key`: CRC16 (XMODEM) of its hash tag, mod 16384.
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(hash_tag(key)) % 16384
+}
+
+/// Whether `CLUSTER NODES`, as a node answers it, shows `slot` migrating
+/// from that node (`[<slot>->-<id>]` on its `myself` line) or importing to
+/// it (`[<slot>-<-<id>]`). While it does, the slot's keys are split between
+/// two nodes: a record missing here may be on the other.
+pub fn moving(cluster_nodes: &[u8], slot: u16) -> bool {
+    let Some(myself) = cluster_nodes.split(|b| *b == b'\n').find(|line| {
+        line.split(|b| *b == b' ')
+            .nth(2)
+            .is_some_and(|flags| flags.split(|b| *b == b',').any(|f| f == b"myself"))
+    }) else {
+        return false;
+    };
+    let (migrating, importing) = (format!("[{slot}->-"), format!("[{slot}-<-"));
+    let has = |needle: &str| myself.windows(needle.len()).any(|w| w == needle.as_bytes());
+    has(&migrating) || has(&importing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,6 +58,27 @@ mod tests {
     /// Whether `a` and `b` certainly hash to the same slot: their tags are equal.
     fn same_slot(a: &[u8], b: &[u8]) -> bool {
         hash_tag(a) == hash_tag(b)
+    }
+
+    /// Slots as `CLUSTER KEYSLOT` gives them.
+    #[test]
+    fn key_slots_match_redis() {
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"somekey"), 11058);
+        assert_eq!(key_slot(b"emq:{foo}:pending"), 12182);
+        assert_eq!(key_slot(b"emq:{foo}:job:JOB_X"), 12182);
+    }
+
+    #[test]
+    fn a_moving_slot_shows_on_the_myself_line_only() {
+        let nodes = b"07c3 127.0.0.1:30004@31004 master - 0 1 3 connected 0-5460 [77->-e7d1]\n\
+            e7d1 127.0.0.1:30002@31002 myself,master - 0 0 2 connected 5461-10922 [93-<-07c3] [12182->-292f]\n";
+        assert!(moving(nodes, 93), "importing to myself");
+        assert!(moving(nodes, 12182), "migrating from myself");
+        assert!(!moving(nodes, 77), "another node's migration");
+        assert!(!moving(nodes, 9), "a prefix of a slot number is not that slot");
+        assert!(!moving(nodes, 1218));
+        assert!(!moving(b"", 93), "no cluster");
     }
 
     #[test]

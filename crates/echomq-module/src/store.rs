@@ -179,6 +179,11 @@ impl Store for RedisStore {
         }
     }
 
+    /// Outside a cluster, never; in one, as this node's `CLUSTER NODES` says.
+    fn slot_moving(&mut self, key: &[u8]) -> bool {
+        self.tag.is_some() && slot::moving(&api::cluster_nodes(self.ctx), slot::key_slot(key))
+    }
+
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>> {
         let open = self.read(key)?;
         if open.kind() != raw::REDISMODULE_KEYTYPE_HASH {

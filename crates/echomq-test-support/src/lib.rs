@@ -257,60 +257,26 @@ impl RedisCluster {
     /// Redis's docs describe a resharding: IMPORTING on the target, MIGRATING
     /// on the source, the keys, then the new owner told to every node. The
     /// keys go in one MIGRATE, which blocks the source until the target has
-    /// them all, so no client ever sees part of a queue on each node (see
-    /// RELIABILITY.md: `redis-cli --cluster reshard` must be told the same
-    /// with `--cluster-pipeline`). Returns how many keys moved.
+    /// them all, so no client ever sees part of a queue on each node. Returns
+    /// how many keys moved.
     pub fn migrate_slot(&self, slot: u16, to: usize) -> usize {
+        let mut moving = self.begin_move(slot, to);
+        let moved = moving.rest();
+        moving.finish();
+        moved
+    }
+
+    /// Start moving `slot` to node `to`: IMPORTING there, MIGRATING on its
+    /// owner. The keys then move as the returned [`SlotMove`] is told.
+    pub fn begin_move(&self, slot: u16, to: usize) -> SlotMove<'_> {
         let from = self.owner(slot);
         assert_ne!(from, to, "slot {slot} is on node {to} already");
-        let (source, target) = (&self.nodes[from], &self.nodes[to]);
-        let (source_id, target_id) = (node_id(source), node_id(target));
-        let mut src = source.client().get_connection().expect("connect to the source");
-        let mut dst = target.client().get_connection().expect("connect to the target");
-        let setslot = |conn: &mut redis::Connection, state: &str, id: &str| {
-            redis::cmd("CLUSTER")
-                .arg("SETSLOT")
-                .arg(slot)
-                .arg(state)
-                .arg(id)
-                .query::<()>(conn)
-                .unwrap_or_else(|err| panic!("CLUSTER SETSLOT {slot} {state}: {err}"))
-        };
-        setslot(&mut dst, "IMPORTING", &source_id);
-        setslot(&mut src, "MIGRATING", &target_id);
-        let mut moved = 0;
-        loop {
-            let keys: Vec<Vec<u8>> = redis::cmd("CLUSTER")
-                .arg("GETKEYSINSLOT")
-                .arg(slot)
-                .arg(u32::MAX)
-                .query(&mut src)
-                .expect("CLUSTER GETKEYSINSLOT");
-            if keys.is_empty() {
-                break;
-            }
-            redis::cmd("MIGRATE")
-                .arg("127.0.0.1")
-                .arg(target.port())
-                .arg("")
-                .arg(0)
-                .arg(60_000)
-                .arg("KEYS")
-                .arg(&keys)
-                .query::<()>(&mut src)
-                .unwrap_or_else(|err| panic!("MIGRATE of slot {slot}: {err}"));
-            moved += keys.len();
-        }
-        setslot(&mut dst, "NODE", &target_id);
-        setslot(&mut src, "NODE", &target_id);
-        for (i, node) in self.nodes.iter().enumerate() {
-            if i != from && i != to {
-                let mut conn = node.client().get_connection().expect("connect to a node");
-                setslot(&mut conn, "NODE", &target_id);
-            }
-        }
-        self.wait_agreed();
-        moved
+        let mut source = self.nodes[from].client().get_connection().expect("connect to the source");
+        let mut target = self.nodes[to].client().get_connection().expect("connect to the target");
+        let (source_id, target_id) = (node_id(&self.nodes[from]), node_id(&self.nodes[to]));
+        setslot(&mut target, slot, "IMPORTING", &source_id);
+        setslot(&mut source, slot, "MIGRATING", &target_id);
+        SlotMove { cluster: self, slot, from, to, source, target_id }
     }
 
     /// Wait until every node reports `cluster_state:ok` with all slots served.
@@ -341,6 +307,89 @@ impl RedisCluster {
         }
         panic!("the cluster did not agree on its slots in {CLUSTER_DEADLINE:?}; last CLUSTER INFO:\n{last}");
     }
+}
+
+/// A slot on its way from one node to another (see [`RedisCluster::begin_move`]).
+pub struct SlotMove<'c> {
+    cluster: &'c RedisCluster,
+    slot: u16,
+    from: usize,
+    to: usize,
+    source: redis::Connection,
+    target_id: String,
+}
+
+impl SlotMove<'_> {
+    /// The index of the node the slot leaves.
+    pub fn from(&self) -> usize {
+        self.from
+    }
+
+    /// Move `keys`, and only them, in one MIGRATE: a resharding caught half way.
+    pub fn keys(&mut self, keys: &[Vec<u8>]) {
+        if keys.is_empty() {
+            return;
+        }
+        redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(self.cluster.nodes[self.to].port())
+            .arg("")
+            .arg(0)
+            .arg(60_000)
+            .arg("KEYS")
+            .arg(keys)
+            .query::<()>(&mut self.source)
+            .unwrap_or_else(|err| panic!("MIGRATE of slot {}: {err}", self.slot));
+    }
+
+    /// The keys of the slot still on the source.
+    pub fn left(&mut self) -> Vec<Vec<u8>> {
+        redis::cmd("CLUSTER")
+            .arg("GETKEYSINSLOT")
+            .arg(self.slot)
+            .arg(u32::MAX)
+            .query(&mut self.source)
+            .expect("CLUSTER GETKEYSINSLOT")
+    }
+
+    /// Move every key still on the source, in one MIGRATE; how many.
+    pub fn rest(&mut self) -> usize {
+        let mut moved = 0;
+        loop {
+            let keys = self.left();
+            if keys.is_empty() {
+                return moved;
+            }
+            self.keys(&keys);
+            moved += keys.len();
+        }
+    }
+
+    /// Give the slot to the target, telling the target first, then the
+    /// source, then the others (the order Redis's docs give), and wait until
+    /// every node agrees.
+    pub fn finish(mut self) {
+        let others = (0..self.cluster.nodes.len()).filter(|&i| i != self.from && i != self.to);
+        for i in std::iter::once(self.to).chain(std::iter::once(self.from)).chain(others) {
+            if i == self.from {
+                setslot(&mut self.source, self.slot, "NODE", &self.target_id);
+            } else {
+                let mut conn = self.cluster.nodes[i].client().get_connection().expect("connect to a node");
+                setslot(&mut conn, self.slot, "NODE", &self.target_id);
+            }
+        }
+        self.cluster.wait_agreed();
+    }
+}
+
+fn setslot(conn: &mut redis::Connection, slot: u16, state: &str, id: &str) {
+    redis::cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg(state)
+        .arg(id)
+        .query::<()>(conn)
+        .unwrap_or_else(|err| panic!("CLUSTER SETSLOT {slot} {state}: {err}"))
 }
 
 /// A cluster node's own id (`CLUSTER MYID`).

@@ -30,7 +30,7 @@ if err then return err end
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or 1000)
 if #ids == 0 then return 0 end
 for _, id in ipairs(ids) do
-  err = type_error(prefix .. 'job:' .. id, 'hash')
+  err = elsewhere_error(prefix .. 'job:' .. id) or type_error(prefix .. 'job:' .. id, 'hash')
   if err then return err end
 end
 

@@ -71,6 +71,12 @@ impl Error {
             Code::Type => Error::WrongType(text),
             Code::Arg => Error::Argument(text),
             Code::Size => Error::TooLarge(text),
+            // Redis Cluster's own code, which the redis crate reads as such.
+            Code::TryAgain => Error::Redis(redis::RedisError::from((
+                redis::ErrorKind::Server(redis::ServerErrorKind::TryAgain),
+                "TRYAGAIN",
+                text,
+            ))),
         }
     }
 

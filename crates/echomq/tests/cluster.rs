@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
-use echomq::{Executor, JobId, Lua, Native, Queue};
+use echomq::{EnqueueOptions, Executor, JobId, Lua, Native, Queue};
 use echomq_test_support::{module_path, unique_queue, RedisCluster, RedisServer};
 use redis::cluster::{ClusterClient, ClusterConfig};
+use redis::Value;
 
 #[derive(Clone, Copy, Debug)]
 enum Via {
@@ -200,5 +201,102 @@ async fn queues_spread_over_the_nodes_and_a_slot_moves_mid_flow() {
              after {produced_by_then} of {JOBS} producer rounds; {redirected} redirections; {again} runs again",
             queues.len()
         );
+    }
+}
+
+/// Claim the head of `queue`'s pending set straight on one node, as a cluster
+/// client sent there would (ASKING first when the node is importing the slot).
+fn claim_on(
+    node: &RedisServer,
+    queue: &Queue,
+    via: Via,
+    count: u64,
+    asking: bool,
+) -> redis::RedisResult<Value> {
+    let mut conn = node.client().get_connection().unwrap();
+    let keys = [queue.keyspace().pending(), queue.keyspace().active()];
+    let mut claim = match via {
+        Via::Native => redis::cmd("EMQ.CLAIM"),
+        Via::Lua => {
+            let mut eval = redis::cmd("EVAL");
+            eval.arg(echomq::executor::script_source("claim").unwrap());
+            eval.arg(2);
+            eval
+        }
+    };
+    claim.arg(&keys).arg(60_000).arg("COUNT").arg(count);
+    let mut pipe = redis::pipe();
+    if asking {
+        pipe.cmd("ASKING").ignore();
+    }
+    pipe.add_command(claim);
+    pipe.query::<(Value,)>(&mut conn).map(|(reply,)| reply)
+}
+
+/// `queue`'s pending ids on `node` (through ASKING: the slot may be importing there).
+fn pending_on(node: &RedisServer, queue: &Queue) -> Vec<String> {
+    let mut conn = node.client().get_connection().unwrap();
+    let (ids,): (Vec<String>,) = redis::pipe()
+        .cmd("ASKING")
+        .ignore()
+        .cmd("ZRANGE")
+        .arg(queue.keyspace().pending())
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    ids
+}
+
+/// A resharding that moves a queue's keys a few at a time (as `redis-cli
+/// --cluster reshard` does, ten per MIGRATE) splits the queue between two
+/// nodes for a while. A claim that pops an id whose record is on the other
+/// node must not drop the job: it answers TRYAGAIN and changes nothing, on
+/// either node, and the cluster client's retry claims the job once the slot
+/// has moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
+    let cluster = RedisCluster::start(3, Some(module_path()));
+    let client = ClusterClient::new(cluster.urls()).unwrap();
+    for via in [Via::Lua, Via::Native] {
+        let queue = Queue::with_executor(executor(&client, via).await, &unique_queue("split")).unwrap();
+        let [a, b, c] = [0, 1, 2].map(|_| JobId::mint());
+        for id in [a, b.clone(), c.clone()] {
+            queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id)).await.unwrap();
+        }
+        // One job active, so the active set exists on the source: the claim
+        // below runs there instead of being sent on by Redis itself.
+        assert_eq!(queue.claim_batch(Duration::from_secs(60), 1).await.unwrap().len(), 1);
+
+        let slot = slot(&cluster, &queue);
+        let to = (cluster.owner(slot) + 1) % cluster.nodes().len();
+        let mut moving = cluster.begin_move(slot, to);
+        let (source, target) = (&cluster.nodes()[moving.from()], &cluster.nodes()[to]);
+        let record = |id: &JobId| queue.keyspace().job(id).into_bytes();
+
+        // The source keeps the sets; b's record has gone to the target.
+        moving.keys(&[record(&b)]);
+        let refused = claim_on(source, &queue, via, 2, false).unwrap_err();
+        assert_eq!(refused.code(), Some("TRYAGAIN"), "{via:?} on the source: {refused}");
+        assert_eq!(pending_on(source, &queue), [b.to_string(), c.to_string()], "{via:?}: nothing dropped");
+
+        // The target has everything but c's record.
+        let rest: Vec<Vec<u8>> = moving.left().into_iter().filter(|key| *key != record(&c)).collect();
+        moving.keys(&rest);
+        let refused = claim_on(target, &queue, via, 2, true).unwrap_err();
+        assert_eq!(refused.code(), Some("TRYAGAIN"), "{via:?} on the target: {refused}");
+        assert_eq!(pending_on(target, &queue), [b.to_string(), c.to_string()], "{via:?}: nothing dropped");
+
+        // A claim through the cluster client retries until the move is done.
+        let claiming = {
+            let queue = queue.clone();
+            tokio::spawn(async move { queue.claim_batch(Duration::from_secs(60), 2).await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        moving.rest();
+        moving.finish();
+        let claimed = claiming.await.unwrap().unwrap();
+        let ids: Vec<&JobId> = claimed.iter().map(|job| &job.id).collect();
+        assert_eq!(ids, [&b, &c], "{via:?}: both jobs claimed after the move");
     }
 }

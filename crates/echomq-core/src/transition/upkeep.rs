@@ -1,6 +1,6 @@
 //! Upkeep, safe from many workers at once: REAP, PROMOTE, PURGE (see the `.lua` twins).
 
-use super::{int, need, number, take, to_pending, write_record};
+use super::{int, need, number, present_here, take, to_pending, write_record};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
 use crate::parse::{count, options, queue_prefix, record_key};
 use crate::store::{KeyType, Store};
@@ -139,7 +139,9 @@ impl<'a> Purge<'a> {
             return Ok(int(0));
         }
         for id in &ids {
-            need(store, &record_key(self.prefix, id), KeyType::Hash)?;
+            let record = record_key(self.prefix, id);
+            need(store, &record, KeyType::Hash)?;
+            present_here(store, &record)?;
         }
 
         // In the script's order (all removals, then the priorities, the
