@@ -400,6 +400,46 @@ async fn a_server_that_may_evict_jobs_is_warned_about() {
     }
 }
 
+/// Lua's wake-ups subscribe again after the server restarts: an idle claim
+/// is woken by an arrival, as before, rather than polling for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_wakeups_come_back_after_a_server_restart() {
+    let mut server = RedisServer::start_with(ServerOptions {
+        module: None,
+        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+    });
+    let wakeups = echomq::executor::Wakeups::start(&server.client()).await.unwrap().unwrap();
+    let config = ConnectionManagerConfig::new().set_response_timeout(None);
+    let conn = ConnectionManager::new_with_config(server.client(), config).await.unwrap();
+    let q =
+        Queue::with_executor(Arc::new(Lua::new(conn).with_wakeups(wakeups)), &unique_queue("wake")).unwrap();
+
+    server.restart();
+    // The server counts pattern subscriptions: none right after the restart.
+    let subscribed = || async {
+        let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
+        redis::cmd("PUBSUB").arg("NUMPAT").query_async::<u64>(&mut conn).await.unwrap() == 1
+    };
+    eventually("the wake-ups subscribe again", subscribed).await;
+    assert!(q.executor().waits());
+    // The queue's own connection finds the restart on its first call, then reconnects.
+    eventually("the queue's connection is back", || async { q.stats().await.is_ok() }).await;
+
+    let idle = {
+        let q = q.clone();
+        tokio::spawn(
+            async move { q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await },
+        )
+    };
+    let id = q.enqueue(b"x".to_vec()).await.unwrap();
+    let claimed = tokio::time::timeout(Duration::from_secs(15), idle)
+        .await
+        .expect("an arrival wakes the idle claim")
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id]);
+}
+
 #[tokio::test]
 async fn connect_picks_the_executor_that_can_wait() {
     // The module: native, whose claims block on the server.

@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::Notify;
@@ -17,10 +18,16 @@ use crate::Result;
 /// The channel pattern of every queue's pending set, in any database.
 const PATTERN: &str = "__keyspace@*__:emq:*:pending";
 
+/// The first and the longest wait before subscribing again after the
+/// subscription ended.
+const RESUBSCRIBE_MIN: Duration = Duration::from_millis(50);
+const RESUBSCRIBE_MAX: Duration = Duration::from_secs(2);
+
 /// Arrivals in pending sets, as the server announces them.
 pub struct Wakeups {
     by_key: Mutex<HashMap<String, Arc<Notify>>>,
-    /// False once the subscription ended (the connection dropped): claims poll again.
+    /// False while the subscription is down (the connection dropped, the
+    /// server restarted): claims poll until it is back.
     alive: AtomicBool,
 }
 
@@ -35,23 +42,9 @@ impl Wakeups {
         if !(flags.contains('K') && (flags.contains('z') || flags.contains('A'))) {
             return Ok(None);
         }
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.psubscribe(PATTERN).await?;
+        let pubsub = subscribe(client).await?;
         let wakeups = Arc::new(Wakeups { by_key: Mutex::default(), alive: AtomicBool::new(true) });
-        let listener = wakeups.clone();
-        tokio::spawn(async move {
-            let mut messages = pubsub.into_on_message();
-            while let Some(message) = messages.next().await {
-                if let Some((_, key)) = message.get_channel_name().split_once("__:") {
-                    listener.arrival(key).notify_waiters();
-                }
-            }
-            // The subscription is gone: wake everyone, and let them poll from now on.
-            listener.alive.store(false, Ordering::SeqCst);
-            for notify in listener.by_key.lock().unwrap_or_else(|p| p.into_inner()).values() {
-                notify.notify_waiters();
-            }
-        });
+        tokio::spawn(listen(Arc::downgrade(&wakeups), client.clone(), pubsub));
         Ok(Some(wakeups))
     }
 
@@ -60,9 +53,62 @@ impl Wakeups {
         self.alive.load(Ordering::SeqCst)
     }
 
+    /// Wake every idle claim: announcements stopped, or came back after a gap.
+    fn wake_all(&self) {
+        for notify in self.by_key.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            notify.notify_waiters();
+        }
+    }
+
     /// The signal of one pending set.
     pub(crate) fn arrival(&self, pending_key: &str) -> Arc<Notify> {
         let mut by_key = self.by_key.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         by_key.entry(pending_key.to_owned()).or_default().clone()
+    }
+}
+
+async fn subscribe(client: &redis::Client) -> Result<redis::aio::PubSub> {
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.psubscribe(PATTERN).await?;
+    Ok(pubsub)
+}
+
+/// Pass each announcement to its pending set's claims. When the subscription
+/// ends (the server restarted, the connection dropped), claims poll while it
+/// subscribes again, backing off to [`RESUBSCRIBE_MAX`]. Ends once the
+/// [`Wakeups`] are dropped.
+async fn listen(wakeups: Weak<Wakeups>, client: redis::Client, mut pubsub: redis::aio::PubSub) {
+    loop {
+        let mut messages = pubsub.into_on_message();
+        while let Some(message) = messages.next().await {
+            let Some(wakeups) = wakeups.upgrade() else { return };
+            if let Some((_, key)) = message.get_channel_name().split_once("__:") {
+                wakeups.arrival(key).notify_waiters();
+            }
+        }
+        drop(messages);
+        // Gone: wake everyone, and let them poll until announcements are back.
+        let Some(alive) = wakeups.upgrade() else { return };
+        alive.alive.store(false, Ordering::SeqCst);
+        alive.wake_all();
+        drop(alive);
+        let mut wait = RESUBSCRIBE_MIN;
+        pubsub = loop {
+            tokio::time::sleep(wait).await;
+            if wakeups.strong_count() == 0 {
+                return;
+            }
+            match subscribe(&client).await {
+                Ok(pubsub) => break pubsub,
+                Err(err) => {
+                    tracing::debug!(error = %err, "keyspace notifications: subscribing again in {wait:?}");
+                    wait = (wait * 2).min(RESUBSCRIBE_MAX);
+                }
+            }
+        };
+        let Some(alive) = wakeups.upgrade() else { return };
+        alive.alive.store(true, Ordering::SeqCst);
+        // Jobs may have come while nobody listened: every idle claim looks.
+        alive.wake_all();
     }
 }
