@@ -80,8 +80,18 @@ impl RedisServer {
     /// Kill the server with SIGKILL (no chance to save) and start it again on
     /// the same port and directory: what it kept is what its AOF or RDB had.
     pub fn restart(&mut self) {
+        self.kill();
+        self.revive();
+    }
+
+    /// Kill the server with SIGKILL and leave it down (see [`RedisServer::revive`]).
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Start a killed server again on the same port and directory.
+    pub fn revive(&mut self) {
         self.child = spawn(&self.dir, self.port, &self.options);
         if !self.wait_ready() {
             let log = std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default();

@@ -387,6 +387,51 @@ async fn a_redis_restart_under_a_running_worker_loses_nothing() {
     }
 }
 
+/// A job that ends while Redis is down for longer than a few quick retries
+/// is still acked once the server is back, within its lease: it runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_ends_during_an_outage_is_acked_when_the_server_is_back() {
+    for via in BOTH {
+        let mut server = server(&["--appendonly", "yes", "--appendfsync", "always"]);
+        let q = queue(&server, via, &unique_queue("outage")).await;
+        let runs = Arc::new(AtomicU64::new(0));
+        let (started, finish) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let handler = {
+            let (runs, started, finish) = (runs.clone(), started.clone(), finish.clone());
+            move |_job: JobContext| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                let (started, finish) = (started.clone(), finish.clone());
+                async move {
+                    started.notify_one();
+                    finish.notified().await;
+                    Ok(())
+                }
+            }
+        };
+        let lease = Duration::from_secs(30);
+        let (stop, task) =
+            spawn(Worker::with_options(q.clone(), handler, WorkerOptions { lease, ..options() }));
+        let id = q.enqueue(b"x".to_vec()).await.unwrap();
+        started.notified().await;
+
+        server.kill();
+        finish.notify_one();
+        // Down for longer than a few quick retries last: the outage itself,
+        // not a wait for a condition.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        server.revive();
+
+        eventually("the job is done", || async {
+            q.inspect(&id).await.ok().flatten().is_some_and(|job| job.record.state == State::Done)
+        })
+        .await;
+        assert_eq!(state(&q, &id).await, Some((State::Done, 1)), "{via:?}: acked with its first token");
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "{via:?}: it ran once");
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_server_that_may_evict_jobs_is_warned_about() {
     for (policy, warned) in [("allkeys-lru", true), ("noeviction", false)] {

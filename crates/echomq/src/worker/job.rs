@@ -108,21 +108,27 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     let mut handler = tokio::spawn(shared.handler.handle(context));
     let beat = (options.lease / 3).max(Duration::from_millis(1));
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    // When the lease surely still holds: the claim came just before the start,
+    // then each renewal counts from when it was sent.
+    let mut leased_until = started + options.lease;
     let outcome = loop {
         tokio::select! {
             joined = &mut handler => break Outcome::Finished(joined),
-            _ = heartbeat.tick() => match queue.extend(&job, options.lease).await {
-                Ok(_) => {}
-                Err(err) if err.is_lost_lease() => break Outcome::LeaseLost,
-                // A connection trouble: the next beat tries again, well within the lease.
-                Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
-            },
+            _ = heartbeat.tick() => {
+                let sent = Instant::now();
+                match queue.extend(&job, options.lease).await {
+                    Ok(_) => leased_until = sent + options.lease,
+                    Err(err) if err.is_lost_lease() => break Outcome::LeaseLost,
+                    // A connection trouble: the next beat tries again, well within the lease.
+                    Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
+                }
+            }
             () = shared.releasing.cancelled() => break Outcome::Released,
         }
     };
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
-        Outcome::Finished(Ok(Ok(()))) => match persist(|| acker.ack(&queue, &job)).await {
+        Outcome::Finished(Ok(Ok(()))) => match persist(leased_until, || acker.ack(&queue, &job)).await {
             Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
             Err(err) => lost_or_failed(&labels, "ack", &err),
         },
@@ -138,7 +144,7 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             metrics::counter!(metric::FAILED, &labels).increment(1);
             tracing::info!(error = %error, "job failed");
             let error = truncate(error);
-            match persist(|| queue.fail(&job, &error, &options.retry)).await {
+            match persist(leased_until, || queue.fail(&job, &error, &options.retry)).await {
                 Ok(Failed::Delayed) => metrics::counter!(metric::RETRIED, &labels).increment(1),
                 Ok(Failed::Dead) => metrics::counter!(metric::DEAD, &labels).increment(1),
                 Err(err) => lost_or_failed(&labels, "fail", &err),
@@ -151,7 +157,9 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
         }
         Outcome::Released => {
             stop(cancel, handler).await;
-            if let Err(err) = persist(|| queue.release(&job)).await {
+            // Shutdown waits for this: a few tries, not the whole lease.
+            let until = leased_until.min(Instant::now() + RELEASE_PERSISTENCE);
+            if let Err(err) = persist(until, || queue.release(&job)).await {
                 lost_or_failed(&labels, "release", &err);
             }
         }
@@ -170,6 +178,11 @@ async fn stop(cancel: CancellationToken, mut handler: tokio::task::JoinHandle<Ha
 
 type HandlerResult = std::result::Result<(), super::HandlerError>;
 
+/// The longest back-off between two tries of a finishing call.
+const PERSIST_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How long a release at shutdown is tried.
+const RELEASE_PERSISTENCE: Duration = Duration::from_secs(2);
+
 /// A refused ack, fail or release: either the lease was lost (counted), or
 /// the server could not be reached (the lease runs out and the job is reaped).
 fn lost_or_failed(labels: &[(&'static str, String)], what: &str, err: &Error) {
@@ -184,24 +197,30 @@ fn lost_or_failed(labels: &[(&'static str, String)], what: &str, err: &Error) {
 }
 
 /// Try a finishing call again while the server cannot be reached (not when
-/// it refused, nor when it applied the call and only its replicas lagged).
-async fn persist<T, F, Fut>(call: F) -> Result<T>
+/// it refused, nor when it applied the call and only its replicas lagged),
+/// backing off, for as long as the lease surely holds: a Redis restart that
+/// takes seconds must not cost a finished job a second run. Past `until` the
+/// job is the reaper's, and the call is tried no more.
+async fn persist<T, F, Fut>(until: Instant, call: F) -> Result<T>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
     let mut wait = Duration::from_millis(50);
-    for _ in 0..5 {
+    loop {
         match call().await {
-            Err(err) if err.code().is_none() && !matches!(err, Error::NotReplicated { .. }) => {
+            Err(err)
+                if err.code().is_none()
+                    && !matches!(err, Error::NotReplicated { .. })
+                    && Instant::now() + wait < until =>
+            {
                 tracing::warn!(error = %err, "retrying in {wait:?}");
                 tokio::time::sleep(wait).await;
-                wait *= 2;
+                wait = (wait * 2).min(PERSIST_BACKOFF_MAX);
             }
             done => return done,
         }
     }
-    call().await
 }
 
 fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
