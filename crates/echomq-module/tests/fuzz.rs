@@ -1,27 +1,37 @@
-//! No argv crashes the server: every `EMQ.*` command gets a few hundred
-//! random calls (valid calls with words replaced, cut or added; random word
-//! counts; keys, ids, numbers and option names mixed with binary junk, NUL
-//! bytes, huge and negative numbers, oversized words; keys of the wrong type
-//! put in the way), then the server must still answer PING. A panic caught
-//! in the module would answer "internal error"; that fails the test too.
+//! No argv crashes the server or corrupts a queue: every `EMQ.*` command the
+//! module registers (checked against `COMMAND LIST FILTERBY MODULE`) gets a
+//! few hundred random calls (valid calls with words replaced, cut or added,
+//! now and then a thousand more; random word counts; keys, ids, numbers and
+//! option names mixed with binary junk, NUL bytes, huge and negative numbers,
+//! oversized words; keys of the wrong type put in the way). Then:
+//! - the server answers PING on the same connection, as the same process,
+//!   and its log holds no panic; a panic caught in the module would answer
+//!   "internal error", which fails the test too;
+//! - every refused call left the whole dataset as it was (`DEBUG DIGEST`);
+//! - every queue no one sabotaged is consistent: only the protocol's keys,
+//!   each of its type; each record has the protocol's fields and sits in
+//!   exactly the set its `state` names; each set member, priority and error
+//!   belongs to a record.
 //!
 //! The generator is a seeded xorshift, so a failure replays exactly: the
 //! message names the seed and the call.
 
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use common::{connect, error_text, queue, server_with, A, B};
-use redis::Value;
+use redis::{Connection, Value};
 
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 14] = [
+const TEMPLATES: [(&str, &str); 16] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     ("EMQ.CLAIM", "$q:pending $q:active $n COUNT $n"),
+    ("EMQ.CLAIM", "$q:pending $q:active $n COUNT $n BLOCK $n"),
     ("EMQ.ACK", "$q:job:$id $q:active $q:done $id $n"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $id $n $n 0 boom"),
     ("EMQ.EXTEND", "$q:job:$id $q:active $id $n 1000"),
@@ -29,12 +39,13 @@ const TEMPLATES: [(&str, &str); 14] = [
     ("EMQ.REAP", "$q:active $q:pending $q:dead $q:errors $q:priority $n LIMIT $n"),
     ("EMQ.PROMOTE", "$q:delayed $q:pending $q:priority LIMIT $n"),
     ("EMQ.PURGE", "$q:done $q:priority $q:errors 0 LIMIT $n"),
+    ("EMQ.PURGE", "$q:dead $q:priority $q:errors 0 LIMIT $n"),
     ("EMQ.CANCEL", "$q:job:$id $q:pending $q:active $q:delayed $q:dead $q:cancelled $id"),
     ("EMQ.RETRY", "$q:job:$id $q:dead $q:pending $q:priority $id"),
     ("EMQ.INSPECT", "$q:job:$id $q:errors $id"),
     ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
 ];
-const CALLS: usize = 13 * 500;
+const CALLS: usize = 16 * 400;
 const SEED: u64 = 0x5eed_e3a0_0001;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
@@ -123,9 +134,10 @@ fn call_of(rng: &mut Rng, template: &str, q: &str) -> Vec<Vec<u8>> {
         let valid = valid.replace("$q:", q).replace("$id", id).replace("$n", &n).into_bytes();
         args.push(if rng.below(8) == 0 { word(rng, q) } else { valid });
     }
-    match rng.below(6) {
-        0 => args.truncate(rng.below(args.len() + 1)),
-        1 => args.extend((0..1 + rng.below(3)).map(|_| word(rng, q))),
+    match rng.below(64) {
+        0..=9 => args.truncate(rng.below(args.len() + 1)),
+        10..=19 => args.extend((0..1 + rng.below(3)).map(|_| word(rng, q))),
+        20 => args.extend((0..1000).map(|_| word(rng, q))),
         _ => {}
     }
     args
@@ -142,40 +154,186 @@ fn sabotage(rng: &mut Rng, q: &str) -> redis::Cmd {
     command
 }
 
+/// Where the calls go: mostly two shared queues, so state builds up (one of
+/// them sabotaged now and then, one never), sometimes a fresh one.
+struct Queues {
+    /// Queues whose keys were never given a wrong type or deleted by hand.
+    clean: BTreeSet<String>,
+}
+
+const SHARED: &str = "emq:{fuzz}:";
+const CLEAN: &str = "emq:{fuzz-clean}:";
+
+impl Queues {
+    fn pick(&mut self, rng: &mut Rng, conn: &mut Connection) -> String {
+        let q = match rng.below(8) {
+            0 | 1 => queue(),
+            2..=4 => SHARED.to_owned(),
+            _ => CLEAN.to_owned(),
+        };
+        if q != CLEAN && rng.below(40) == 0 {
+            let _: Result<Value, _> = sabotage(rng, &q).query(conn);
+        } else if q != SHARED {
+            self.clean.insert(q.clone());
+        }
+        q
+    }
+}
+
 #[test]
-fn no_argv_crashes_the_server() {
-    let server = server_with(&[]);
+fn no_argv_crashes_the_server_or_corrupts_a_queue() {
+    let server = server_with(&["--enable-debug-command", "yes"]);
     let mut conn = connect(&server);
+    every_command_is_fuzzed(&mut conn);
+    let pid = info_field(&mut conn, "process_id");
     let mut rng = Rng(SEED);
+    let mut queues = Queues { clean: BTreeSet::new() };
+    let mut seen = BTreeSet::new();
     let start = Instant::now();
     for round in 0..CALLS {
-        // Most calls use one queue, so state builds up; some a fresh one.
-        let q = if rng.below(4) == 0 { queue() } else { "emq:{fuzz}:".to_owned() };
-        if rng.below(40) == 0 {
-            let _: Result<Value, _> = sabotage(&mut rng, &q).query(&mut conn);
-        }
+        let q = queues.pick(&mut rng, &mut conn);
         let (command, template) = TEMPLATES[round % TEMPLATES.len()];
         let args = call_of(&mut rng, template, &q);
-        // A claim that may block runs inside MULTI, where it answers at once.
-        let may_block = command == "EMQ.CLAIM" && args.iter().any(|arg| arg.eq_ignore_ascii_case(b"BLOCK"));
-        let mut pipe = redis::pipe();
-        pipe.atomic().cmd(command).arg(&args);
-        let reply: Result<Value, _> =
-            if may_block { pipe.query(&mut conn) } else { redis::cmd(command).arg(&args).query(&mut conn) };
         let shown = || format!("seed {SEED:#x}, call {round}: {command} {:?}", lossy(&args));
-        match reply {
+        let before = digest(&mut conn);
+        match send(&mut conn, command, &args) {
             Err(err) if err.is_io_error() || err.is_connection_dropped() => {
                 panic!("the server died at {}", shown())
             }
-            Err(err) => assert!(!error_text(&err).contains("internal error"), "a panic at {}", shown()),
+            Err(err) => {
+                assert!(!error_text(&err).contains("internal error"), "a panic at {}", shown());
+                assert_eq!(digest(&mut conn), before, "a refused call changed data at {}", shown());
+            }
             Ok(_) => {}
         }
+        // The shared clean queue is checked all along, not only at the end.
+        if round % 20 == 19 {
+            let found = consistent(&mut conn, CLEAN).unwrap_or_else(|why| panic!("after {}: {why}", shown()));
+            seen.extend(found);
+        }
     }
-    let pong: String = redis::cmd("PING").query(&mut conn).unwrap();
+    let elapsed = start.elapsed();
+
+    let pong: String = redis::cmd("PING").query(&mut conn).expect("the server answers after the fuzzing");
     assert_eq!(pong, "PONG");
-    assert!(start.elapsed() < Duration::from_secs(30), "took {:?}", start.elapsed());
+    assert_eq!(info_field(&mut conn, "process_id"), pid, "the server was restarted");
+    let log = std::fs::read_to_string(server.dir().join("redis.log")).unwrap_or_default();
+    assert!(!log.contains("panicked") && !log.contains("BUG REPORT"), "the server's log:\n{log}");
+    for q in &queues.clean {
+        consistent(&mut conn, q).unwrap_or_else(|why| panic!("seed {SEED:#x}: queue {q}: {why}"));
+    }
+    // The checks mean something only if the calls moved jobs through the lifecycle.
+    assert_eq!(seen.len(), SETS.len(), "the clean queue's jobs were only ever {seen:?}");
+    // A bound on the run, generous for a busy machine: about 8 s when idle.
+    assert!(elapsed < Duration::from_secs(120), "took {elapsed:?}");
+}
+
+/// The module's commands are exactly the ones the templates fuzz.
+fn every_command_is_fuzzed(conn: &mut Connection) {
+    let registered: BTreeSet<String> =
+        redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("MODULE").arg("echomq").query(conn).unwrap();
+    let fuzzed: BTreeSet<String> = TEMPLATES.iter().map(|(command, _)| command.to_lowercase()).collect();
+    assert_eq!(registered, fuzzed, "the module's commands and the fuzzed ones differ");
+}
+
+/// A call as the server gets it. A claim that may block runs inside MULTI,
+/// where it answers at once.
+fn send(conn: &mut Connection, command: &str, args: &[Vec<u8>]) -> redis::RedisResult<Value> {
+    if command == "EMQ.CLAIM" && args.iter().any(|arg| arg.eq_ignore_ascii_case(b"BLOCK")) {
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd(command).arg(args);
+        pipe.query(conn)
+    } else {
+        redis::cmd(command).arg(args).query(conn)
+    }
+}
+
+/// A digest of the whole dataset.
+fn digest(conn: &mut Connection) -> String {
+    redis::cmd("DEBUG").arg("DIGEST").query(conn).expect("DEBUG DIGEST")
+}
+
+fn info_field(conn: &mut Connection, field: &str) -> Option<String> {
+    common::info_field(conn, "server", field)
+}
+
+const SETS: [&str; 6] = ["pending", "active", "delayed", "done", "dead", "cancelled"];
+const FIELDS: [&str; 5] = ["state", "attempts", "payload", "enqueued_at", "updated_at"];
+
+/// Check queue `q`'s keys against the protocol (see the file's header); the
+/// state of each record it holds.
+fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
+    let all: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(conn).unwrap();
+    let mut records = BTreeMap::new();
+    let mut members: BTreeMap<Vec<u8>, &str> = BTreeMap::new();
+    let mut side_fields = Vec::new();
+    for key in all.iter().filter(|key| key.starts_with(q.as_bytes())) {
+        let name = &key[q.len()..];
+        let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
+        let shown = String::from_utf8_lossy(name).into_owned();
+        if let Some(id) = name.strip_prefix(b"job:") {
+            if kind != "hash" {
+                return Err(format!("{shown} is a {kind}"));
+            }
+            let fields: BTreeMap<String, Vec<u8>> = redis::cmd("HGETALL").arg(key).query(conn).unwrap();
+            records.insert(id.to_vec(), record_state(&fields).map_err(|why| format!("{shown}: {why}"))?);
+        } else if let Some(set) = SETS.iter().find(|set| set.as_bytes() == name) {
+            if kind != "zset" {
+                return Err(format!("{shown} is a {kind}"));
+            }
+            let ids: Vec<Vec<u8>> = redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).query(conn).unwrap();
+            for id in ids {
+                if let Some(other) = members.insert(id.clone(), set) {
+                    return Err(format!("{} is in {other} and {set}", String::from_utf8_lossy(&id)));
+                }
+            }
+        } else if name == b"priority" || name == b"errors" {
+            if kind != "hash" {
+                return Err(format!("{shown} is a {kind}"));
+            }
+            let ids: Vec<Vec<u8>> = redis::cmd("HKEYS").arg(key).query(conn).unwrap();
+            side_fields.extend(ids.into_iter().map(|id| (shown.clone(), id)));
+        } else {
+            return Err(format!("a key the protocol does not name: {shown}"));
+        }
+    }
+    for (id, state) in &records {
+        if members.get(id) != Some(&state.as_str()) {
+            let found = members.get(id).copied().unwrap_or("no set");
+            return Err(format!("{} is {state} but in {found}", String::from_utf8_lossy(id)));
+        }
+    }
+    for (id, set) in &members {
+        if !records.contains_key(id) {
+            return Err(format!("{} is in {set} without a record", String::from_utf8_lossy(id)));
+        }
+    }
+    for (hash, id) in &side_fields {
+        if !records.contains_key(id) {
+            return Err(format!("{hash} holds {} without a record", String::from_utf8_lossy(id)));
+        }
+    }
+    Ok(records.into_values().collect())
+}
+
+/// A record's state, when its fields are the protocol's.
+fn record_state(fields: &BTreeMap<String, Vec<u8>>) -> Result<String, String> {
+    if let Some(other) = fields.keys().find(|name| !FIELDS.contains(&name.as_str())) {
+        return Err(format!("a field the protocol does not name: {other}"));
+    }
+    for number in ["attempts", "enqueued_at", "updated_at"] {
+        let value = fields.get(number).map(|value| String::from_utf8_lossy(value));
+        if value.as_deref().is_none_or(|value| value.parse::<u64>().is_err()) {
+            return Err(format!("{number} is {value:?}"));
+        }
+    }
+    let state = fields.get("state").map(|state| String::from_utf8_lossy(state).into_owned());
+    match state {
+        Some(state) if SETS.contains(&state.as_str()) && fields.contains_key("payload") => Ok(state),
+        _ => Err(format!("state {state:?}, or no payload")),
+    }
 }
 
 fn lossy(args: &[Vec<u8>]) -> Vec<String> {
-    args.iter().map(|arg| String::from_utf8_lossy(&arg[..arg.len().min(64)]).into_owned()).collect()
+    args.iter().take(16).map(|arg| String::from_utf8_lossy(&arg[..arg.len().min(64)]).into_owned()).collect()
 }
