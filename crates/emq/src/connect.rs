@@ -9,7 +9,14 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 #[derive(clap::Args, Debug)]
 pub struct Server {
     /// The Redis URL: redis://[user:password@]host:port/db (ACL user and password in the URL).
-    #[arg(long, global = true, env = "ECHOMQ_URL", default_value = "redis://127.0.0.1:6379/")]
+    // `--help` never shows the environment's value: it may hold a password.
+    #[arg(
+        long,
+        global = true,
+        env = "ECHOMQ_URL",
+        hide_env_values = true,
+        default_value = "redis://127.0.0.1:6379/"
+    )]
     url: String,
     /// The executor: auto (the native module when loaded, else Lua), lua or native.
     #[arg(long, global = true, value_enum, default_value_t = Via::Auto)]
