@@ -1,0 +1,383 @@
+//! SECURITY.md, proven: the ACL recipes for a worker, a producer and an
+//! operator work through `echomq::connect` on Lua and on Native, and refuse
+//! what they should; a worker runs over `rediss://` against a TLS-only
+//! server; and no password shows in an error or a tracing log.
+//!
+//! The rules here are the ones SECURITY.md prints; a test checks that the
+//! page still holds each of them word for word.
+
+#[path = "security/logs.rs"]
+mod logs;
+#[path = "security/tls.rs"]
+mod tls;
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::{Executor, JobId, Queue, RetryPolicy, State};
+use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use redis::aio::MultiplexedConnection;
+
+/// A worker on the Lua executor: EchoMQ's keys, the scripts, and the
+/// commands the scripts run (Redis checks those against the caller too).
+pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +script|load \
+     +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zrange +zrangebyscore";
+/// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
+pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
+     +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats";
+/// Optional, for Lua workers: wake on keyspace notifications instead of polling.
+pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
+/// A producer on Lua: only the keys ENQUEUE writes, and its commands.
+pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority \
+     resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd";
+/// A producer on the native module.
+pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority \
+     resetchannels -@all +command|info +emq.enqueue";
+/// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
+/// SCAN to find the queues.
+pub const OPERATOR_LUA: &str = "~emq:* resetchannels -@all +command|info +scan +evalsha +script|load \
+     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zrange +zrangebyscore";
+/// An operator on the native module: every `EMQ.*` command, and the reads the
+/// CLI and dashboard send themselves.
+pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange \
+     +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote \
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats";
+
+/// Optional, for Lua on a Redis Cluster: what the scripts' resharding check
+/// (a record missing while its slot moves answers TRYAGAIN) reads. The
+/// scripts call these through `pcall`: denied, the check is off.
+pub const CLUSTER_LUA: &str = "+exists +info +cluster|keyslot +cluster|nodes";
+
+/// The operator's rules for `via`.
+pub fn operator(via: Via) -> &'static str {
+    match via {
+        Via::Lua => OPERATOR_LUA,
+        Via::Native => OPERATOR_NATIVE,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Via {
+    Lua,
+    Native,
+}
+
+/// A server for `via`: with the module for Native, without for Lua.
+pub fn server(via: Via, args: &[&str]) -> RedisServer {
+    let module = (via == Via::Native).then(module_path);
+    RedisServer::start_with(ServerOptions { module, args: args.iter().map(|a| a.to_string()).collect() })
+}
+
+/// An admin connection (the default user).
+pub async fn admin(server: &RedisServer) -> MultiplexedConnection {
+    server.client().get_multiplexed_async_connection().await.unwrap()
+}
+
+/// Create user `name` with `password` and `rules` (a recipe, space-separated).
+pub async fn create_user(server: &RedisServer, name: &str, password: &str, rules: &str) {
+    let mut command = redis::cmd("ACL");
+    command.arg("SETUSER").arg(name).arg("reset").arg("on").arg(format!(">{password}"));
+    command.arg(rules.split_whitespace().collect::<Vec<_>>());
+    let () = command.query_async(&mut admin(server).await).await.unwrap();
+}
+
+/// `redis://name:password@127.0.0.1:<port>/`.
+pub fn url_as(server: &RedisServer, name: &str, password: &str) -> String {
+    format!("redis://{name}:{password}@127.0.0.1:{}/", server.port())
+}
+
+/// Connect as a user the way an application does, and pick the executor.
+pub async fn connect_as(
+    server: &RedisServer,
+    name: &str,
+    password: &str,
+) -> echomq::Result<Arc<dyn Executor>> {
+    echomq::connect(&redis::Client::open(url_as(server, name, password))?).await
+}
+
+/// Wait (with a deadline) until `check` holds.
+pub async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn state(queue: &Queue, id: &JobId) -> Option<(State, u64)> {
+    queue.inspect(id).await.unwrap().map(|job| (job.record.state, job.record.attempts))
+}
+
+/// A whole worker run on `queue`: a job that succeeds, one that fails once
+/// and succeeds on its retry, one that fails until it is dead. Returns once
+/// each is where it belongs and the worker has stopped.
+pub async fn full_run(queue: Queue) {
+    let ok = queue.enqueue(b"ok".to_vec()).await.unwrap();
+    let flaky = queue.enqueue(b"flaky".to_vec()).await.unwrap();
+    let doomed = queue.enqueue(b"doomed".to_vec()).await.unwrap();
+    let options = WorkerOptions {
+        concurrency: 2,
+        lease: Duration::from_secs(10),
+        upkeep: Duration::from_millis(50),
+        idle_wait: Duration::from_millis(200),
+        grace: Duration::from_secs(5),
+        retry: RetryPolicy { max_attempts: 2, backoff: Duration::from_millis(10), ..RetryPolicy::default() },
+        ..WorkerOptions::default()
+    };
+    let worker = Worker::with_options(
+        queue.clone(),
+        |job: JobContext| async move {
+            match (job.payload.as_slice(), job.attempt) {
+                (b"flaky", 1) | (b"doomed", _) => {
+                    Err(HandlerError::from(format!("attempt {} failed", job.attempt)))
+                }
+                _ => Ok(()),
+            }
+        },
+        options,
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+    eventually("every job is done or dead", || async {
+        state(&queue, &ok).await == Some((State::Done, 1))
+            && state(&queue, &flaky).await == Some((State::Done, 2))
+            && state(&queue, &doomed).await == Some((State::Dead, 2))
+    })
+    .await;
+    let dead = queue.inspect(&doomed).await.unwrap().unwrap();
+    assert_eq!(dead.error.as_deref(), Some("attempt 2 failed"));
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(20), run).await.expect("the worker stops").unwrap();
+}
+
+/// The error code of a refused raw command (`NOPERM`, `ERR`, …), or "ok".
+async fn refused(conn: &mut MultiplexedConnection, words: &[&str]) -> String {
+    let mut command = redis::cmd(words[0]);
+    command.arg(&words[1..]);
+    match command.query_async::<redis::Value>(conn).await {
+        Ok(_) => "ok".into(),
+        Err(err) => err.code().unwrap_or("no code").to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_user_runs_a_whole_worker_and_nothing_else() {
+    for (via, rules) in [(Via::Lua, WORKER_LUA), (Via::Native, WORKER_NATIVE)] {
+        // Notifications on: a Lua worker without CONFIG GET cannot see them, and polls.
+        let server = server(via, &["--notify-keyspace-events", "Kz"]);
+        create_user(&server, "worker", "w0rker-secret", rules).await;
+        let executor = connect_as(&server, "worker", "w0rker-secret").await.expect("connect as worker");
+        assert_eq!(executor.waits(), via == Via::Native, "{via:?}");
+        assert!(executor.server_warnings().await.is_empty(), "CONFIG GET denied: no warning, no error");
+        full_run(Queue::with_executor(executor, &unique_queue("acl")).unwrap()).await;
+
+        let client = redis::Client::open(url_as(&server, "worker", "w0rker-secret")).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let () = redis::cmd("SET")
+            .arg("app:secret")
+            .arg("x")
+            .query_async(&mut admin(&server).await)
+            .await
+            .unwrap();
+        let mut denied = vec![
+            &["GET", "app:secret"][..],
+            &["HSET", "app:other", "f", "v"],
+            &["ZADD", "app:other", "1", "m"],
+            &["FLUSHALL"],
+            &["FLUSHDB"],
+            &["KEYS", "*"],
+            &["SCAN", "0"],
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+            &["CONFIG", "GET", "requirepass"],
+            &["ACL", "LIST"],
+            &["EVAL", "return 1", "0"],
+        ];
+        if via == Via::Native {
+            denied.push(&["EMQ.STATS", "app:a", "app:b", "app:c", "app:d", "app:e", "app:f"]);
+        }
+        for words in denied {
+            assert_eq!(refused(&mut conn, words).await, "NOPERM", "{via:?}: {words:?}");
+        }
+        // A script runs with its caller's rights: one of its own reaching out
+        // of EchoMQ's keys is refused (on Lua, where the user may load one).
+        if via == Via::Lua {
+            let mut load = redis::cmd("SCRIPT");
+            load.arg("LOAD").arg("return redis.call('HSET', 'app:other', 'f', 'v')");
+            let sha: String = load.query_async(&mut conn).await.unwrap();
+            assert_ne!(refused(&mut conn, &["EVALSHA", &sha, "0"]).await, "ok");
+        }
+        let exists: bool =
+            redis::cmd("EXISTS").arg("app:other").query_async(&mut admin(&server).await).await.unwrap();
+        assert!(!exists, "{via:?}: the worker wrote outside emq:*");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_wakeup_rules_a_lua_worker_waits_for_notifications() {
+    let server = server(Via::Lua, &["--notify-keyspace-events", "Kz"]);
+    create_user(&server, "worker", "w4ke-secret", &format!("{WORKER_LUA} {WAKEUPS}")).await;
+    let executor = connect_as(&server, "worker", "w4ke-secret").await.expect("connect as worker");
+    assert!(executor.waits(), "the worker subscribed to its pending sets' notifications");
+    full_run(Queue::with_executor(executor, &unique_queue("wake")).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_user_enqueues_and_claims_nothing() {
+    for (via, rules) in [(Via::Lua, PRODUCER_LUA), (Via::Native, PRODUCER_NATIVE)] {
+        let server = server(via, &[]);
+        create_user(&server, "producer", "pr0ducer-secret", rules).await;
+        let executor = connect_as(&server, "producer", "pr0ducer-secret").await.expect("connect as producer");
+        let name = unique_queue("producer");
+        let queue = Queue::with_executor(executor, &name).unwrap();
+        queue.enqueue(b"now".to_vec()).await.unwrap();
+        let options = echomq::EnqueueOptions::default().priority(-3).delay(Duration::from_secs(60));
+        queue.enqueue_with(b"later".to_vec(), options).await.unwrap();
+        let refusal = queue.claim(Duration::from_secs(10)).await.unwrap_err().to_string();
+        assert!(refusal.to_lowercase().contains("noperm"), "{via:?}: {refusal}");
+        let refusal = queue.stats().await.unwrap_err().to_string();
+        assert!(refusal.to_lowercase().contains("noperm"), "{via:?}: {refusal}");
+
+        // An operator sees both jobs; the producer's rules were enough to write them.
+        create_user(&server, "operator", "0perator-secret", operator(via)).await;
+        let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
+        let stats = Queue::with_executor(operator, &name).unwrap().stats().await.unwrap();
+        assert_eq!((stats.pending, stats.delayed), (1, 1), "{via:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_user_runs_every_operation() {
+    for via in [Via::Lua, Via::Native] {
+        let server = server(via, &[]);
+        create_user(&server, "operator", "0perator-secret", operator(via)).await;
+        let executor = connect_as(&server, "operator", "0perator-secret").await.expect("connect as operator");
+        let name = unique_queue("operator");
+        let queue = Queue::with_executor(executor, &name).unwrap();
+        let dead = queue.enqueue(b"dies".to_vec()).await.unwrap();
+        let job = queue.claim(Duration::from_secs(10)).await.unwrap().expect("a job");
+        let policy = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+        queue.fail(&job, "boom", &policy).await.unwrap();
+        assert_eq!(state(&queue, &dead).await, Some((State::Dead, 1)), "{via:?}");
+        queue.retry(&dead).await.unwrap();
+        assert!(queue.cancel(&dead).await.unwrap());
+        assert_eq!(queue.purge(State::Cancelled, Duration::ZERO).await.unwrap(), 1);
+        assert_eq!(queue.stats().await.unwrap(), echomq::StatsReply::default());
+        queue.enqueue(b"listed".to_vec()).await.unwrap();
+
+        // The CLI and the dashboard find queues with SCAN and list a state with ZRANGE.
+        let client = redis::Client::open(url_as(&server, "operator", "0perator-secret")).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let pattern = echomq::keyspace::state_pattern(State::Pending);
+        let (_, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(0)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(keys, vec![queue.keyspace().pending()], "{via:?}");
+        let ids: Vec<String> =
+            redis::cmd("ZRANGE").arg(&keys[0]).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
+        assert_eq!(ids.len(), 1);
+        for words in
+            [&["FLUSHALL"][..], &["CONFIG", "SET", "save", ""], &["GET", "app:secret"], &["ACL", "LIST"]]
+        {
+            assert_eq!(refused(&mut conn, words).await, "NOPERM", "{via:?}: {words:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_refused_without_showing_it() {
+    let server = server(Via::Lua, &[]);
+    create_user(&server, "worker", "the-right-one", WORKER_LUA).await;
+    let err = match connect_as(&server, "worker", "Wr0ng-Pa55").await {
+        Ok(_) => panic!("a wrong password connected"),
+        Err(err) => err,
+    };
+    for shown in [err.to_string(), format!("{err:?}")] {
+        assert!(
+            !shown.contains("Wr0ng-Pa55") && !shown.contains("the-right-one"),
+            "a password shows: {shown}"
+        );
+    }
+    assert!(err.to_string().to_lowercase().contains("auth"), "the error says why: {err}");
+}
+
+#[test]
+fn security_md_prints_these_rules() {
+    let page = include_str!("../../../SECURITY.md");
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let page = words(page);
+    for rules in [
+        WORKER_LUA,
+        WORKER_NATIVE,
+        WAKEUPS,
+        CLUSTER_LUA,
+        PRODUCER_LUA,
+        PRODUCER_NATIVE,
+        OPERATOR_LUA,
+        OPERATOR_NATIVE,
+    ] {
+        assert!(page.contains(&words(rules)), "SECURITY.md lacks the rules {rules}");
+    }
+}
+
+/// The ACL rules a script needs: `+<command>` for each command it calls,
+/// `+<command>|<subcommand>` for a container command such as CLUSTER.
+fn rules_of_script(transition: &str) -> BTreeSet<String> {
+    const CONTAINERS: [&str; 6] = ["cluster", "config", "client", "script", "object", "memory"];
+    let source = echomq::executor::script_source(transition).expect("a script");
+    let mut rules = BTreeSet::new();
+    for (_, call) in source.match_indices("call(").map(|(at, _)| source.split_at(at + 5)) {
+        let mut words = call.split(['\'', '"']);
+        let (Some(""), Some(command)) = (words.next(), words.next()) else { continue };
+        let command = command.to_lowercase();
+        let sub = words.nth(1).filter(|_| CONTAINERS.contains(&command.as_str()));
+        rules.insert(match sub {
+            Some(sub) => format!("+{command}|{}", sub.to_lowercase()),
+            None => format!("+{command}"),
+        });
+    }
+    rules
+}
+
+/// Each Lua recipe allows every command its transitions' scripts may call
+/// (their includes too, so a rare path such as a resharding cannot meet a
+/// refusal), but the optional cluster ones; when a script starts calling a
+/// new command, this says which recipe (and SECURITY.md) must grow.
+#[test]
+fn the_lua_recipes_cover_every_command_the_scripts_call() {
+    let worker =
+        ["enqueue", "claim", "ack", "fail", "extend", "release", "reap", "promote", "inspect", "stats"];
+    let operator = [&worker[..], &["purge", "cancel", "retry"]].concat();
+    for (recipe, rules, transitions) in [
+        ("WORKER_LUA", WORKER_LUA, &worker[..]),
+        ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue"][..]),
+        ("OPERATOR_LUA", OPERATOR_LUA, &operator[..]),
+    ] {
+        let granted: BTreeSet<&str> =
+            rules.split_whitespace().chain(CLUSTER_LUA.split_whitespace()).collect();
+        for transition in transitions {
+            let needed = rules_of_script(transition);
+            assert!(needed.contains("+hset") || needed.contains("+zcard"), "{transition}: {needed:?}");
+            for rule in needed {
+                assert!(
+                    granted.contains(rule.as_str()),
+                    "{transition}'s script calls {rule}: add it to {recipe} and SECURITY.md"
+                );
+            }
+        }
+    }
+}
