@@ -71,7 +71,9 @@ pub struct WorkerOptions {
     /// Retries and back-off; also the reaper's maximum attempts.
     pub retry: RetryPolicy,
     /// How long an idle claim waits for work before it asks again (on
-    /// executors that can wait: native, embedded).
+    /// executors that can wait: native, embedded, Lua woken by keyspace
+    /// notifications). A shutdown lets a waiting claim end, so this also
+    /// bounds how long a stop takes to begin.
     pub idle_wait: Duration,
     /// The longest nap between two claims of an idle Lua worker, which has to poll.
     pub idle_poll: Duration,
@@ -228,8 +230,7 @@ async fn claim_loop(
             }
         }
         let mut permits = split(permits);
-        let wanted = wanted as u64;
-        let claimed = queue.claim_waiting(options.lease, wanted.min(1000), options.idle_wait).await;
+        let claimed = claim(&queue, options, waits, &mut permits).await;
         let claimed: Vec<Claimed> = match claimed {
             Ok(claimed) => {
                 trouble = Duration::from_millis(50);
@@ -273,6 +274,30 @@ async fn claim_loop(
             nap = Duration::from_millis(1);
         }
     }
+}
+
+/// Claim as many jobs as `permits` has room for. An executor that can wait
+/// claims at once, and when the queue is empty waits for one job holding one
+/// permit, the rest given back: a worker's idle queue must not hold the
+/// slots its busy queues need while it waits.
+async fn claim(
+    queue: &Queue,
+    options: &WorkerOptions,
+    waits: bool,
+    permits: &mut Vec<tokio::sync::OwnedSemaphorePermit>,
+) -> crate::Result<Vec<Claimed>> {
+    let wanted = (permits.len() as u64).min(1000);
+    if !waits {
+        return queue.claim_batch(options.lease, wanted).await;
+    }
+    if wanted > 1 {
+        let claimed = queue.claim_batch(options.lease, wanted).await?;
+        if !claimed.is_empty() {
+            return Ok(claimed);
+        }
+        permits.truncate(1);
+    }
+    queue.claim_waiting(options.lease, 1, options.idle_wait).await
 }
 
 /// One permit per job: the batch's first permit split into singles.

@@ -432,6 +432,45 @@ async fn a_job_that_ends_during_an_outage_is_acked_when_the_server_is_back() {
     }
 }
 
+/// A worker over an idle queue and a busy one: the idle queue's waiting
+/// claim holds neither the worker's slots nor the connection the other
+/// queue's claims wait on. Its wait is a minute, so any of that would show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_queue_does_not_hold_up_a_busy_one() {
+    let with_module = server(&[]);
+    let notified = RedisServer::start_with(ServerOptions {
+        module: None,
+        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+    });
+    let executors: [(&str, Arc<dyn Executor>); 3] = [
+        ("native", echomq::connect(&with_module.client()).await.unwrap()),
+        ("lua, woken", echomq::connect(&notified.client()).await.unwrap()),
+        ("embedded", Arc::new(echomq::Embedded::new())),
+    ];
+    for (via, executor) in executors {
+        assert!(executor.waits(), "{via}");
+        let idle = Queue::with_executor(executor.clone(), &unique_queue("idle")).unwrap();
+        let busy = Queue::with_executor(executor.clone(), &unique_queue("busy")).unwrap();
+        let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(60), ..options() };
+        let worker = Worker::with_options(idle.clone(), |_job: JobContext| async { Ok(()) }, options)
+            .queue(busy.clone());
+        let (stop, task) = spawn(worker);
+
+        // Both queues idle, both claims waiting: a job on one wakes its own.
+        let first = busy.enqueue(b"first".to_vec()).await.unwrap();
+        eventually("the first job is done", || async {
+            state(&busy, &first).await.map(|s| s.0) == Some(State::Done)
+        })
+        .await;
+        // Then a flood on the busy queue runs at the worker's full width.
+        busy.enqueue_batch((0..300u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
+        eventually("the flood is done", || async { busy.stats().await.unwrap().done == 301 }).await;
+        // A graceful stop would wait out the idle claim's minute: every job is done, so end it.
+        drop(stop);
+        task.abort();
+    }
+}
+
 #[tokio::test]
 async fn a_server_that_may_evict_jobs_is_warned_about() {
     for (policy, warned) in [("allkeys-lru", true), ("noeviction", false)] {

@@ -1,8 +1,11 @@
 //! The native executor: each transition is one `EMQ.<NAME>` command of the
 //! `echomq-module` Redis module, with the same KEYS and ARGV as its script.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::future::BoxFuture;
 
 use redis::aio::ConnectionLike;
 use redis::Value;
@@ -18,9 +21,42 @@ use crate::Result;
 pub struct Native<C> {
     conn: C,
     /// For `EMQ.CLAIM … BLOCK`: a blocked claim holds its connection until it
-    /// returns, so it gets one of its own, one claim at a time.
-    blocking: Option<Arc<tokio::sync::Mutex<C>>>,
+    /// returns, so each waiting claim gets a connection of its own.
+    blocking: Option<Arc<Blocking<C>>>,
     replication: Option<Replication>,
+}
+
+/// How long a claim naps when it finds no blocking connection free.
+const BUSY_NAP: Duration = Duration::from_millis(20);
+
+/// Opens one more connection for blocking claims.
+type Open<C> = Box<dyn Fn() -> BoxFuture<'static, redis::RedisResult<C>> + Send + Sync>;
+
+/// The connections blocking claims wait on: one per claim waiting at once
+/// (a worker over several queues waits on each), opened as needed and kept.
+struct Blocking<C> {
+    idle: std::sync::Mutex<Vec<C>>,
+    /// Opens another when all are busy; without it, a claim that finds every
+    /// connection busy does not wait.
+    open: Option<Open<C>>,
+}
+
+impl<C> Blocking<C> {
+    /// An idle connection, or a new one; `None` when every one is busy and no
+    /// more can be opened.
+    async fn take(&self) -> Result<Option<C>> {
+        if let Some(conn) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(Some(conn));
+        }
+        match &self.open {
+            Some(open) => Ok(Some(open().await?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put_back(&self, conn: C) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+    }
 }
 
 impl<C> Native<C> {
@@ -29,17 +65,34 @@ impl<C> Native<C> {
         Native { conn, blocking: None, replication: None }
     }
 
+    /// Wait for jobs with `EMQ.CLAIM … BLOCK` on `conn`, a connection used for
+    /// nothing else whose response timeout is longer than any wait (or none).
+    /// One claim waits at a time; a claim that finds it busy claims at once
+    /// and, finding nothing, naps 20 ms.
+    /// A worker over several queues wants [`with_blocking_connections`](Native::with_blocking_connections).
+    pub fn with_blocking_connection(mut self, conn: C) -> Native<C> {
+        let idle = std::sync::Mutex::new(vec![conn]);
+        self.blocking = Some(Arc::new(Blocking { idle, open: None }));
+        self
+    }
+
+    /// Wait for jobs with `EMQ.CLAIM … BLOCK`, each waiting claim on a
+    /// connection of its own that `open` makes (used for nothing else, with no
+    /// response timeout shorter than a wait); they are kept for later claims.
+    pub fn with_blocking_connections<F, Fut>(mut self, open: F) -> Native<C>
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = redis::RedisResult<C>> + Send + 'static,
+    {
+        let open: Open<C> = Box::new(move || Box::pin(open()));
+        self.blocking = Some(Arc::new(Blocking { idle: std::sync::Mutex::default(), open: Some(open) }));
+        self
+    }
+
     /// Have `replication.replicas` replicas confirm each transition before
     /// it returns (WAIT in the same round trip; see [`Replication`]).
     pub fn with_replication(mut self, replication: Replication) -> Native<C> {
         self.replication = Some(replication);
-        self
-    }
-
-    /// Wait for jobs with `EMQ.CLAIM … BLOCK` on `conn`, a connection used for
-    /// nothing else whose response timeout is longer than any wait (or none).
-    pub fn with_blocking_connection(mut self, conn: C) -> Native<C> {
-        self.blocking = Some(Arc::new(tokio::sync::Mutex::new(conn)));
         self
     }
 }
@@ -59,17 +112,28 @@ where
         T::parse(reply)
     }
 
-    /// `EMQ.CLAIM … BLOCK <ms>` on the blocking connection: the server wakes
-    /// the claim when a job arrives. Without that connection, a plain claim.
+    /// `EMQ.CLAIM … BLOCK <ms>` on a blocking connection: the server wakes
+    /// the claim when a job arrives. Without one free, a plain claim.
     async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
         let Some(blocking) = &self.blocking else { return self.dispatch(keys, call).await };
+        let Some(mut conn) = blocking.take().await? else {
+            // Every blocking connection is busy: claim, and nap as a polling worker would.
+            let claimed = self.dispatch(keys, call).await?;
+            if claimed.is_empty() {
+                tokio::time::sleep(wait.min(BUSY_NAP)).await;
+            }
+            return Ok(claimed);
+        };
         // BLOCK 0 would wait without limit: wait at least a millisecond instead.
         let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
         let mut command = redis::cmd(Claim::COMMAND);
         command.arg(call.keys(keys)).arg(call.args()?).arg("BLOCK").arg(wait_ms as u64);
-        let mut conn = blocking.lock().await;
-        let reply: Value = command.query_async(&mut *conn).await?;
-        Claim::parse(reply)
+        let reply: redis::RedisResult<Value> = command.query_async(&mut conn).await;
+        // A connection that failed is dropped, not kept: the next claim opens another.
+        if reply.is_ok() || blocking.open.is_none() {
+            blocking.put_back(conn);
+        }
+        Claim::parse(reply?)
     }
 
     fn waits(&self) -> bool {
@@ -109,8 +173,8 @@ where
 }
 
 /// Connect to the server `client` names and pick its best executor, over
-/// reconnecting connections: [`Native`] with a second connection for its
-/// blocking claims; else [`Lua`](super::Lua), woken by keyspace
+/// reconnecting connections: [`Native`] with connections of their own for
+/// its blocking claims; else [`Lua`](super::Lua), woken by keyspace
 /// notifications when the server sends them ([`Wakeups`](super::Wakeups)).
 pub async fn connect(client: &redis::Client) -> Result<Arc<dyn super::Executor>> {
     connect_with(client, redis::aio::ConnectionManagerConfig::new()).await
@@ -133,13 +197,15 @@ pub async fn connect_with(
             None => Arc::new(lua),
         });
     }
-    let blocking = ConnectionManager::new_with_config(client.clone(), config).await?;
-    Ok(Arc::new(Native::new(conn).with_blocking_connection(blocking)))
+    let client = client.clone();
+    Ok(Arc::new(Native::new(conn).with_blocking_connections(move || {
+        ConnectionManager::new_with_config(client.clone(), config.clone())
+    })))
 }
 
 /// Connect to a Redis Cluster and pick its best executor: [`Native`] when
-/// the module is loaded (on every node: the check asks one), with a second
-/// cluster connection for its blocking claims; else [`Lua`](super::Lua),
+/// the module is loaded (on every node: the check asks one), with cluster
+/// connections of their own for its blocking claims; else [`Lua`](super::Lua),
 /// which polls, since keyspace notifications are each node's own.
 ///
 /// Every transition names one queue's keys, all in the queue's `{hashtag}`
@@ -152,8 +218,11 @@ pub async fn connect_cluster(client: &redis::cluster::ClusterClient) -> Result<A
         return Ok(Arc::new(super::Lua::new(conn)));
     }
     // A blocking claim answers only when a job comes or its wait is over: no response time-out.
-    let blocking = client.get_async_connection_with_config(redis::cluster::ClusterConfig::new()).await?;
-    Ok(Arc::new(Native::new(conn).with_blocking_connection(blocking)))
+    let client = client.clone();
+    Ok(Arc::new(Native::new(conn).with_blocking_connections(move || {
+        let client = client.clone();
+        async move { client.get_async_connection_with_config(redis::cluster::ClusterConfig::new()).await }
+    })))
 }
 
 /// Whether the server has the module's commands (`COMMAND INFO EMQ.CLAIM`).
