@@ -230,6 +230,17 @@ async fn with_the_wakeup_rules_a_lua_worker_waits_for_notifications() {
     full_run(Queue::with_executor(executor, &unique_queue("wake")).unwrap()).await;
 }
 
+/// Half the wake-up rules (CONFIG GET, not PSUBSCRIBE): the worker polls
+/// instead, rather than failing to connect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_worker_denied_psubscribe_polls() {
+    let server = server(Via::Lua, &["--notify-keyspace-events", "Kz"]);
+    create_user(&server, "worker", "p0ll-secret", &format!("{WORKER_LUA} +config|get")).await;
+    let executor = connect_as(&server, "worker", "p0ll-secret").await.expect("connect as worker");
+    assert!(!executor.waits(), "no subscription, so the worker polls");
+    full_run(Queue::with_executor(executor, &unique_queue("poll")).unwrap()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_producer_user_enqueues_and_claims_nothing() {
     for (via, rules) in [(Via::Lua, PRODUCER_LUA), (Via::Native, PRODUCER_NATIVE)] {

@@ -33,7 +33,8 @@ pub struct Wakeups {
 
 impl Wakeups {
     /// Subscribe to the server's announcements, when it makes them: `None`
-    /// when `notify-keyspace-events` lacks `K` and `z` (or the server will not say).
+    /// when `notify-keyspace-events` lacks `K` and `z`, or the server will not
+    /// say, or will not let this user subscribe.
     pub async fn start(client: &redis::Client) -> Result<Option<Arc<Wakeups>>> {
         let mut conn = client.get_multiplexed_async_connection().await?;
         let config: redis::RedisResult<(String, String)> =
@@ -42,7 +43,15 @@ impl Wakeups {
         if !(flags.contains('K') && (flags.contains('z') || flags.contains('A'))) {
             return Ok(None);
         }
-        let pubsub = subscribe(client).await?;
+        // A server that will not let this user subscribe (an ACL without
+        // PSUBSCRIBE or the channel) gets polled instead.
+        let pubsub = match subscribe(client).await {
+            Ok(pubsub) => pubsub,
+            Err(err) => {
+                tracing::debug!(error = %err, "keyspace notifications: cannot subscribe; claims will poll");
+                return Ok(None);
+            }
+        };
         let wakeups = Arc::new(Wakeups { by_key: Mutex::default(), alive: AtomicBool::new(true) });
         tokio::spawn(listen(Arc::downgrade(&wakeups), client.clone(), pubsub));
         Ok(Some(wakeups))

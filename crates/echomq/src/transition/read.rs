@@ -50,7 +50,13 @@ impl Transition for Inspect {
         if fields.is_empty() {
             return Ok(None);
         }
-        let pairs = fields.chunks(2).map(|pair| (&pair[0], pair.get(1).map_or(&[][..], |v| v)));
+        if fields.len() % 2 != 0 {
+            return Err(Error::Reply(format!(
+                "INSPECT: {} record words, not field-value pairs",
+                fields.len()
+            )));
+        }
+        let pairs = fields.chunks_exact(2).map(|pair| (&pair[0], &pair[1]));
         let error = match error {
             None | Some(Value::Nil) => None,
             Some(text) => Some(String::from_utf8_lossy(&bytes_reply("INSPECT error", text)?).into_owned()),
@@ -101,5 +107,21 @@ impl Transition for Stats {
         let [pending, active, delayed, done, dead, cancelled] =
             <[u64; 6]>::try_from(counts).map_err(|counts| Error::Reply(format!("STATS: got {counts:?}")))?;
         Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(words: &[&str]) -> Value {
+        Value::Array(words.iter().map(|w| Value::BulkString(w.as_bytes().to_vec())).collect())
+    }
+
+    #[test]
+    fn inspect_reads_no_record_as_none_and_refuses_an_odd_record() {
+        assert!(matches!(Inspect::parse(Value::Array(vec![words(&[]), Value::Nil])), Ok(None)));
+        let odd = Value::Array(vec![words(&["state", "pending", "attempts"]), Value::Nil]);
+        assert!(matches!(Inspect::parse(odd), Err(Error::Reply(_))));
     }
 }
