@@ -408,6 +408,23 @@ fn node_id(node: &RedisServer) -> String {
     redis::cmd("CLUSTER").arg("MYID").query(&mut conn).expect("CLUSTER MYID")
 }
 
+/// How long [`eventually`] waits: generous, since a deadline only matters
+/// when a test is failing anyway, and CI machines are busy.
+const EVENTUALLY: Duration = Duration::from_secs(60);
+
+/// Wait until `check` holds, asking every 10 ms; panics naming `what` after a minute.
+pub async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + EVENTUALLY;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn free_port() -> u16 {
     loop {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");

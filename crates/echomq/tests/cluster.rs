@@ -4,14 +4,13 @@
 //! out of it. The client follows MOVED and ASK; every job is done, none lost.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Executor, JobId, Lua, Native, Queue};
-use echomq_test_support::{module_path, unique_queue, RedisCluster, RedisServer};
+use echomq_test_support::{eventually, module_path, unique_queue, RedisCluster, RedisServer};
 use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::Value;
 
@@ -25,8 +24,6 @@ enum Via {
 const QUEUES_PER_NODE: usize = 2;
 /// Jobs per queue before the slot moves, and as many again while and after it does.
 const JOBS: usize = 300;
-/// How long the whole flow may take on a busy machine.
-const DEADLINE: Duration = Duration::from_secs(60);
 
 async fn executor(client: &ClusterClient, via: Via) -> Arc<dyn Executor> {
     let conn = client.get_async_connection().await.unwrap();
@@ -57,18 +54,6 @@ fn spread(cluster: &RedisCluster, prefix: &str) -> Vec<String> {
 /// The slot of a queue's keys.
 fn slot(cluster: &RedisCluster, queue: &Queue) -> u16 {
     cluster.slot(&queue.keyspace().pending())
-}
-
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// How many MOVED and ASK replies `node` has sent (`INFO errorstats`).

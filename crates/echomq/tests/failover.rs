@@ -7,14 +7,13 @@
 //! lost in the failover and every job is done on the new master.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Executor, JobId, Lua, Native, Queue, Replication, RetryPolicy};
-use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -28,6 +27,7 @@ enum Via {
 /// Jobs in the queue before the worker starts, and jobs enqueued while it runs.
 const BACKLOG: usize = 300;
 const DURING: usize = 300;
+/// How long one enqueue may keep failing across the failover.
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// A loopback TCP proxy to one server at a time: what clients of a failover
@@ -80,18 +80,6 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.accepting.abort();
         self.repoint(0);
-    }
-}
-
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -12,9 +12,8 @@ mod logs;
 mod tls;
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Executor, JobId, Queue, RetryPolicy, State};
@@ -98,18 +97,7 @@ pub async fn connect_as(
     echomq::connect(&redis::Client::open(url_as(server, name, password))?).await
 }
 
-/// Wait (with a deadline) until `check` holds.
-pub async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+pub use echomq_test_support::eventually;
 
 async fn state(queue: &Queue, id: &JobId) -> Option<(State, u64)> {
     queue.inspect(id).await.unwrap().map(|job| (job.record.state, job.record.attempts))

@@ -5,14 +5,13 @@
 //! (AOF on) loses nothing.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use echomq::worker::{Handler, HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Executor, JobId, Lua, Native, Queue, RetryPolicy, State};
-use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Notify;
 
@@ -54,19 +53,6 @@ fn options() -> WorkerOptions {
         grace: Duration::from_secs(5),
         retry: RetryPolicy { max_attempts: 3, backoff: Duration::from_millis(10), ..RetryPolicy::default() },
         ..WorkerOptions::default()
-    }
-}
-
-/// Wait (with a deadline) until `check` holds.
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -434,7 +420,7 @@ async fn a_job_that_ends_during_an_outage_is_acked_when_the_server_is_back() {
 
 /// A worker over an idle queue and a busy one: the idle queue's waiting
 /// claim holds neither the worker's slots nor the connection the other
-/// queue's claims wait on. Its wait is a minute, so any of that would show.
+/// queue's claims wait on. Its wait is five minutes, so any of that would show.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_queue_does_not_hold_up_a_busy_one() {
     let with_module = server(&[]);
@@ -451,7 +437,7 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
         assert!(executor.waits(), "{via}");
         let idle = Queue::with_executor(executor.clone(), &unique_queue("idle")).unwrap();
         let busy = Queue::with_executor(executor.clone(), &unique_queue("busy")).unwrap();
-        let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(60), ..options() };
+        let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
         let worker = Worker::with_options(idle.clone(), |_job: JobContext| async { Ok(()) }, options)
             .queue(busy.clone());
         let (stop, task) = spawn(worker);
@@ -465,7 +451,7 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
         // Then a flood on the busy queue runs at the worker's full width.
         busy.enqueue_batch((0..300u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
         eventually("the flood is done", || async { busy.stats().await.unwrap().done == 301 }).await;
-        // A graceful stop would wait out the idle claim's minute: every job is done, so end it.
+        // A graceful stop would wait out the idle claim: every job is done, so end it.
         drop(stop);
         task.abort();
     }
