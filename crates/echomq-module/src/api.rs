@@ -75,6 +75,8 @@ pub fn missing_functions() -> Vec<&'static str> {
         RedisModule_WrongArity,
         RedisModule_IsKeysPositionRequest,
         RedisModule_KeyAtPos,
+        RedisModule_GetCommand,
+        RedisModule_SetCommandInfo,
     ];
     present.into_iter().filter(|(_, here)| !here).map(|(name, _)| name).collect()
 }
@@ -253,6 +255,56 @@ pub fn signal_modified(ctx: *mut raw::RedisModuleCtx, key: &RString) {
 /// Wake clients blocked on `key` (a blocking CLAIM on pending).
 pub fn signal_ready(ctx: *mut raw::RedisModuleCtx, key: &RString) {
     rm!(RedisModule_SignalKeyAsReady(ctx, key.as_ptr()) or ());
+}
+
+/// Declare that `command` (a registered command with `keys` keys, from argv
+/// position 1) only reads them: key specs of `RO ACCESS`, which replace the
+/// read-write range `RedisModule_CreateCommand` gave it. An ACL user whose
+/// keys are read-only (`%R~`) may then run it. `false` when the server
+/// refused.
+pub fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, keys: c_int) -> bool {
+    let command = rm!(RedisModule_GetCommand(ctx, command.as_ptr()) or ptr::null_mut());
+    if command.is_null() {
+        return false;
+    }
+    let version = raw::RedisModuleCommandInfoVersion {
+        version: 1,
+        sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+        sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+    };
+    let reads = raw::RedisModuleCommandKeySpec {
+        notes: ptr::null(),
+        flags: u64::from(raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS),
+        begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
+        bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
+            index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: 1 },
+        },
+        find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
+        fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+            range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
+                lastkey: keys - 1,
+                keystep: 1,
+                limit: 0,
+            },
+        },
+    };
+    // SAFETY: an all-zero key spec is the list's terminator, as the API asks.
+    let end: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
+    let mut specs = [reads, end];
+    let mut info = raw::RedisModuleCommandInfo {
+        version: &version,
+        summary: ptr::null(),
+        complexity: ptr::null(),
+        since: ptr::null(),
+        history: ptr::null_mut(),
+        tips: ptr::null(),
+        arity: 0,
+        key_specs: specs.as_mut_ptr(),
+        args: ptr::null_mut(),
+    };
+    rm!(RedisModule_SetCommandInfo(command, &mut info) or raw::Status::Err as c_int)
+        == raw::Status::Ok as c_int
 }
 
 /// The server's clock, ms since the Unix epoch.

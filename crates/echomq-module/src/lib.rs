@@ -80,6 +80,14 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
         return redis_module::Status::Err;
     }
     ctx.set_module_options(redis_module::ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED);
+    // The two readers declare their keys read-only, so a monitoring user
+    // with read-only keys (`%R~emq:*`, SECURITY.md) may run them.
+    for (command, keys) in [(c"emq.inspect", 2), (c"emq.stats", 6)] {
+        if !api::declare_read_only(ctx.ctx, command, keys) {
+            ctx.log_warning(&format!("echomq: cannot declare {command:?}'s keys read-only"));
+            return redis_module::Status::Err;
+        }
+    }
     redis_module::Status::Ok
 }
 

@@ -32,6 +32,10 @@ pub trait Transition: Send + Sync {
     const NAME: &'static str;
     /// The native module's command: `EMQ.ENQUEUE`, `EMQ.CLAIM`, …
     const COMMAND: &'static str;
+    /// Whether it only reads (INSPECT, STATS): Lua runs it with EVALSHA_RO,
+    /// which a replica or a user with read-only keys may serve, and no
+    /// replication wait follows it.
+    const READS_ONLY: bool = false;
     /// What the caller gets back.
     type Output: Send;
     /// KEYS, in the protocol's order.

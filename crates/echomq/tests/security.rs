@@ -22,7 +22,7 @@ use redis::aio::MultiplexedConnection;
 
 /// A worker on the Lua executor: EchoMQ's keys, the scripts, and the
 /// commands the scripts run (Redis checks those against the caller too).
-pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +script|load \
+pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zrange +zrangebyscore";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
@@ -37,13 +37,22 @@ pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~e
      resetchannels -@all +command|info +emq.enqueue";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
-pub const OPERATOR_LUA: &str = "~emq:* resetchannels -@all +command|info +scan +evalsha +script|load \
+pub const OPERATOR_LUA: &str =
+    "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zrange +zrangebyscore";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats";
+
+/// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
+/// reads the CLI and dashboard send themselves. It can change nothing.
+pub const MONITOR_LUA: &str = "%R~emq:* resetchannels -@all +command|info +scan +zrange +evalsha_ro \
+     +script|load +time +type +hget +hmget +hgetall +zcard";
+/// A monitor on the native module, whose INSPECT and STATS declare their keys read-only.
+pub const MONITOR_NATIVE: &str =
+    "%R~emq:* resetchannels -@all +command|info +scan +zrange +emq.inspect +emq.stats";
 
 /// Optional, for Lua on a Redis Cluster: what the scripts' resharding check
 /// (a record missing while its slot moves answers TRYAGAIN) reads. The
@@ -253,6 +262,38 @@ async fn a_producer_user_enqueues_and_claims_nothing() {
     }
 }
 
+/// A monitor reads every count and record, through keys it may only read,
+/// and can change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_user_reads_and_changes_nothing() {
+    for (via, rules) in [(Via::Lua, MONITOR_LUA), (Via::Native, MONITOR_NATIVE)] {
+        let server = server(via, &[]);
+        let name = unique_queue("monitor");
+        create_user(&server, "operator", "0perator-secret", operator(via)).await;
+        let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
+        let written = Queue::with_executor(operator, &name).unwrap();
+        let id = written.enqueue(b"watched".to_vec()).await.unwrap();
+
+        create_user(&server, "monitor", "m0nitor-secret", rules).await;
+        let executor = connect_as(&server, "monitor", "m0nitor-secret").await.expect("connect as monitor");
+        let queue = Queue::with_executor(executor, &name).unwrap();
+        assert_eq!(queue.stats().await.unwrap().pending, 1, "{via:?}");
+        let job = queue.inspect(&id).await.unwrap().expect("the job");
+        assert_eq!(job.record.payload, b"watched", "{via:?}");
+        assert!(queue.inspect(&JobId::mint()).await.unwrap().is_none(), "{via:?}: no such job");
+        for refusal in [
+            queue.enqueue(b"x".to_vec()).await.map(drop),
+            queue.claim(Duration::from_secs(10)).await.map(drop),
+            queue.cancel(&id).await.map(drop),
+            queue.purge(State::Done, Duration::ZERO).await.map(drop),
+        ] {
+            let refusal = refusal.unwrap_err().to_string();
+            assert!(refusal.to_lowercase().contains("noperm"), "{via:?}: {refusal}");
+        }
+        assert_eq!(written.stats().await.unwrap().pending, 1, "{via:?}: nothing changed");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_user_runs_every_operation() {
     for via in [Via::Lua, Via::Native] {
@@ -328,6 +369,8 @@ fn security_md_prints_these_rules() {
         PRODUCER_NATIVE,
         OPERATOR_LUA,
         OPERATOR_NATIVE,
+        MONITOR_LUA,
+        MONITOR_NATIVE,
     ] {
         assert!(page.contains(&words(rules)), "SECURITY.md lacks the rules {rules}");
     }

@@ -97,7 +97,7 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
     async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        if self.replication.is_some() {
+        if self.replication.is_some() || T::READS_ONLY {
             return self.dispatch_batch(keys, std::slice::from_ref(call)).await?.remove(0);
         }
         let script = script::<T>()?;
@@ -133,20 +133,23 @@ where
         self.wakeups.as_ref().is_some_and(|wakeups| wakeups.alive())
     }
 
-    /// One pipeline of EVALSHA; the calls a server without the script refused
-    /// with NOSCRIPT go again, once, after SCRIPT LOAD.
+    /// One pipeline of EVALSHA (EVALSHA_RO for a transition that only
+    /// reads); the calls a server without the script refused with NOSCRIPT
+    /// go again, once, after SCRIPT LOAD.
     async fn dispatch_batch<T: Transition>(
         &self,
         keys: &Keyspace,
         calls: &[T],
     ) -> Result<Vec<Result<T::Output>>> {
         let script = script::<T>()?;
+        let (eval, replication) =
+            if T::READS_ONLY { ("EVALSHA_RO", None) } else { ("EVALSHA", self.replication) };
         let command = |keys: Vec<String>, args: Vec<Vec<u8>>| {
-            let mut command = redis::cmd("EVALSHA");
+            let mut command = redis::cmd(eval);
             command.arg(script.get_hash()).arg(keys.len()).arg(keys).arg(args);
             command
         };
-        let mut sent = super::pipelined(&self.conn, keys, calls, command, self.replication).await?;
+        let mut sent = super::pipelined(&self.conn, keys, calls, command, replication).await?;
         let unknown = |reply: &Result<redis::RedisResult<Value>>| matches!(reply, Ok(Err(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
@@ -165,7 +168,7 @@ where
                 sent.replies[i] = reply;
             }
         }
-        let replies = sent.replicated(self.replication)?;
+        let replies = sent.replicated(replication)?;
         Ok(replies.into_iter().map(super::read::<T>).collect())
     }
 }

@@ -102,7 +102,7 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
     async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        if self.replication.is_some() {
+        if self.replication.is_some() && !T::READS_ONLY {
             return self.dispatch_batch(keys, std::slice::from_ref(call)).await?.remove(0);
         }
         let mut command = redis::cmd(T::COMMAND);
@@ -155,9 +155,9 @@ where
             command.arg(keys).arg(args);
             command
         };
-        let replies = super::pipelined(&self.conn, keys, calls, command, self.replication)
-            .await?
-            .replicated(self.replication)?;
+        let replication = self.replication.filter(|_| !T::READS_ONLY);
+        let replies =
+            super::pipelined(&self.conn, keys, calls, command, replication).await?.replicated(replication)?;
         Ok(replies.into_iter().map(super::read::<T>).collect())
     }
 }

@@ -27,6 +27,7 @@ pub struct Inspection {
 impl Transition for Inspect {
     const NAME: &'static str = "inspect";
     const COMMAND: &'static str = "EMQ.INSPECT";
+    const READS_ONLY: bool = true;
     /// `None` when there is no such job.
     type Output = Option<Inspection>;
 
@@ -89,6 +90,7 @@ pub struct StatsReply {
 impl Transition for Stats {
     const NAME: &'static str = "stats";
     const COMMAND: &'static str = "EMQ.STATS";
+    const READS_ONLY: bool = true;
     type Output = StatsReply;
 
     fn keys(&self, keys: &Keyspace) -> Vec<String> {
