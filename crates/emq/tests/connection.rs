@@ -129,6 +129,7 @@ fn an_acl_user_in_the_url_and_no_password_in_errors() {
             "+@read",
             "+@write",
             "+evalsha",
+            "+evalsha_ro",
             "+eval",
             "+script|load",
             "+ping",
