@@ -116,6 +116,10 @@ where
     /// the claim when a job arrives. Without one free, a plain claim.
     async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
         let Some(blocking) = &self.blocking else { return self.dispatch(keys, call).await };
+        // BLOCK 0 would wait without limit: wait at least a millisecond instead.
+        let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
+        let mut command = redis::cmd(Claim::COMMAND);
+        command.arg(call.keys(keys)).arg(call.args()?).arg("BLOCK").arg(wait_ms as u64);
         let Some(mut conn) = blocking.take().await? else {
             // Every blocking connection is busy: claim, and nap as a polling worker would.
             let claimed = self.dispatch(keys, call).await?;
@@ -124,13 +128,11 @@ where
             }
             return Ok(claimed);
         };
-        // BLOCK 0 would wait without limit: wait at least a millisecond instead.
-        let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
-        let mut command = redis::cmd(Claim::COMMAND);
-        command.arg(call.keys(keys)).arg(call.args()?).arg("BLOCK").arg(wait_ms as u64);
         let reply: redis::RedisResult<Value> = command.query_async(&mut conn).await;
-        // A connection that failed is dropped, not kept: the next claim opens another.
-        if reply.is_ok() || blocking.open.is_none() {
+        // A connection that broke is dropped, not kept, when another can be
+        // opened; a refusal (TRYAGAIN during a resharding) leaves it sound.
+        let broke = reply.as_ref().is_err_and(|err| err.is_io_error() || err.is_connection_dropped());
+        if !broke || blocking.open.is_none() {
             blocking.put_back(conn);
         }
         Claim::parse(reply?)
