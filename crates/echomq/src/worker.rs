@@ -200,7 +200,6 @@ async fn claim_loop(
     jobs: tokio::sync::mpsc::UnboundedSender<JobRun>,
 ) {
     let options = &shared.options;
-    let waits = queue.executor().waits();
     let mut nap = Duration::from_millis(1);
     let mut trouble = Duration::from_millis(50);
     while !shared.stopping.is_cancelled() {
@@ -230,6 +229,9 @@ async fn claim_loop(
             }
         }
         let mut permits = split(permits);
+        // Asked each time: Lua's wake-ups stop while their subscription is
+        // down, and its claims then return at once, so the loop must nap.
+        let waits = queue.executor().waits();
         let claimed = claim(&queue, options, waits, &mut permits).await;
         let claimed: Vec<Claimed> = match claimed {
             Ok(claimed) => {

@@ -510,6 +510,46 @@ async fn lua_wakeups_come_back_after_a_server_restart() {
     assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id]);
 }
 
+/// A Lua worker whose wake-ups are cut off for good (its subscription
+/// killed, and PSUBSCRIBE taken from its user) polls, backing off, instead of
+/// asking again at once: a second's claims stay in the tens, not thousands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_worker_that_lost_its_wakeups_polls_instead_of_spinning() {
+    let server = RedisServer::start_with(ServerOptions {
+        module: None,
+        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+    });
+    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+    let setuser = |rule: &'static str| redis::cmd("ACL").arg(&["SETUSER", "worker", rule]).clone();
+    for rule in ["on", ">w-pass", "~*", "&*", "+@all"] {
+        let _: () = setuser(rule).query_async(&mut admin).await.unwrap();
+    }
+    let url = format!("redis://worker:w-pass@127.0.0.1:{}/", server.port());
+    let executor = echomq::connect(&redis::Client::open(url).unwrap()).await.unwrap();
+    assert!(executor.waits(), "woken by notifications at first");
+    let q = Queue::with_executor(executor, &unique_queue("cutoff")).unwrap();
+    let (stop, task) = spawn(Worker::with_options(q.clone(), |_job: JobContext| async { Ok(()) }, options()));
+
+    let _: () = setuser("-psubscribe").query_async(&mut admin).await.unwrap();
+    let _: () = redis::cmd("CLIENT").arg(&["KILL", "TYPE", "pubsub"]).query_async(&mut admin).await.unwrap();
+    eventually("the worker knows its wake-ups are gone", || async { !q.executor().waits() }).await;
+    let claims = || async {
+        let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+        let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
+        let line = stats.lines().find(|line| line.starts_with("cmdstat_evalsha:")).unwrap_or("calls=0,");
+        line.split("calls=").nth(1).and_then(|n| n.split(',').next()).unwrap().parse::<u64>().unwrap()
+    };
+    let before = claims().await;
+    tokio::time::sleep(Duration::from_secs(1)).await; // the span measured
+    let during = claims().await - before;
+    // Polling backs off to 20 ms (50 claims a second), upkeep adds a few.
+    assert!(during < 300, "{during} scripts run in a second by an idle worker");
+    let id = q.enqueue(b"still works".to_vec()).await.unwrap();
+    eventually("the job is done", || async { state(&q, &id).await.map(|s| s.0) == Some(State::Done) }).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
 #[tokio::test]
 async fn connect_picks_the_executor_that_can_wait() {
     // The module: native, whose claims block on the server.
