@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
-use echomq::{EnqueueOptions, Executor, JobId, Lua, Native, Queue};
+use echomq::{EnqueueOptions, Executor, JobId, Lua, Queue};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisCluster, RedisServer};
-use redis::cluster::{ClusterClient, ClusterConfig};
+use redis::cluster::ClusterClient;
 use redis::Value;
 
 #[derive(Clone, Copy, Debug)]
@@ -25,13 +25,15 @@ const QUEUES_PER_NODE: usize = 2;
 /// Jobs per queue before the slot moves, and as many again while and after it does.
 const JOBS: usize = 300;
 
+/// Lua over one cluster connection; Native as `connect_cluster` makes it, with
+/// a cluster connection of its own for each waiting claim.
 async fn executor(client: &ClusterClient, via: Via) -> Arc<dyn Executor> {
-    let conn = client.get_async_connection().await.unwrap();
     match via {
-        Via::Lua => Arc::new(Lua::new(conn)),
+        Via::Lua => Arc::new(Lua::new(client.get_async_connection().await.unwrap())),
         Via::Native => {
-            let blocking = client.get_async_connection_with_config(ClusterConfig::new()).await.unwrap();
-            Arc::new(Native::new(conn).with_blocking_connection(blocking))
+            let native = echomq::connect_cluster(client).await.unwrap();
+            assert!(native.waits(), "the module is on every node: Native, which blocks");
+            native
         }
     }
 }
@@ -81,10 +83,6 @@ async fn enqueue_all(queues: &[Queue], jobs: usize, round: &str) -> Vec<(usize, 
 async fn queues_spread_over_the_nodes_and_a_slot_moves_mid_flow() {
     let cluster = Arc::new(RedisCluster::start(3, Some(module_path())));
     let client = ClusterClient::new(cluster.urls()).unwrap();
-
-    // The module is on every node: the cluster executor is the native one.
-    let picked = echomq::connect_cluster(&client).await.unwrap();
-    assert!(picked.waits(), "connect_cluster picks Native, which blocks instead of polling");
 
     for via in [Via::Lua, Via::Native] {
         let names = spread(&cluster, &format!("cl-{via:?}"));
