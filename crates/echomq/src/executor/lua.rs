@@ -154,14 +154,9 @@ where
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
             script.load_async(&mut self.conn.clone()).await?;
-            let retried = super::pipelined(
-                &self.conn,
-                keys,
-                again.iter().map(|&i| &calls[i]),
-                command,
-                self.replication,
-            )
-            .await?;
+            let retried =
+                super::pipelined(&self.conn, keys, again.iter().map(|&i| &calls[i]), command, replication)
+                    .await?;
             // The second WAIT covers the first pipeline's writes as well.
             sent.confirmed = retried.confirmed;
             for (i, reply) in again.into_iter().zip(retried.replies) {
