@@ -56,8 +56,12 @@ impl Server {
             Via::Auto => echomq::connect_with(&self.client()?, config()).await?,
             Via::Lua => Arc::new(Lua::new(self.connection().await?)),
             Via::Native => {
+                // A connection of its own for each waiting claim (`emq work` over several queues).
+                let client = self.client()?;
                 let native = Native::new(self.connection().await?);
-                Arc::new(native.with_blocking_connection(self.connection().await?))
+                Arc::new(native.with_blocking_connections(move || {
+                    ConnectionManager::new_with_config(client.clone(), config())
+                }))
             }
         })
     }
