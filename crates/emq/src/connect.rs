@@ -3,7 +3,11 @@
 use std::sync::Arc;
 
 use echomq::{Executor, Lua, Native, Queue};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 /// The server, as every command but `demo` takes it.
 #[derive(clap::Args, Debug)]
@@ -25,6 +29,10 @@ pub struct Server {
     /// instead of the system's roots.
     #[arg(long, global = true, env = "ECHOMQ_TLS_CA_CERT")]
     tls_ca_cert: Option<std::path::PathBuf>,
+    /// The URL is one node of a Redis Cluster: the others are found from it,
+    /// each queue is reached on its node, and scans cover every master.
+    #[arg(long, global = true, env = "ECHOMQ_CLUSTER")]
+    cluster: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,30 +45,74 @@ enum Via {
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 impl Server {
-    /// A client for the server.
-    pub fn client(&self) -> Result<redis::Client, Error> {
-        let Some(ca) = &self.tls_ca_cert else { return Ok(redis::Client::open(self.url.as_str())?) };
+    /// The CA the server's certificate is checked against, when one was given.
+    fn certificates(&self) -> Result<Option<redis::TlsCertificates>, Error> {
+        let Some(ca) = &self.tls_ca_cert else { return Ok(None) };
         let root_cert = std::fs::read(ca).map_err(|err| format!("{}: {err}", ca.display()))?;
-        let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) };
-        Ok(redis::Client::build_with_tls(self.url.as_str(), certificates)?)
+        Ok(Some(redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) }))
     }
 
-    /// A reconnecting connection with no response time-out (blocking claims wait).
-    pub async fn connection(&self) -> Result<ConnectionManager, Error> {
-        Ok(ConnectionManager::new_with_config(self.client()?, config()).await?)
+    /// A client for the server.
+    pub fn client(&self) -> Result<redis::Client, Error> {
+        Ok(match self.certificates()? {
+            Some(certificates) => redis::Client::build_with_tls(self.url.as_str(), certificates)?,
+            None => redis::Client::open(self.url.as_str())?,
+        })
+    }
+
+    /// A client for the cluster the URL's node belongs to.
+    fn cluster_client(&self) -> Result<ClusterClient, Error> {
+        let builder = ClusterClient::builder([self.url.as_str()]);
+        Ok(match self.certificates()? {
+            Some(certificates) => builder.certs(certificates),
+            None => builder,
+        }
+        .build()?)
+    }
+
+    /// A connection for the commands `emq` sends itself: reconnecting, with no
+    /// response time-out; over every node of a cluster with `--cluster`.
+    pub async fn connection(&self) -> Result<Conn, Error> {
+        Ok(if self.cluster {
+            Conn::Cluster(
+                self.cluster_client()?.get_async_connection_with_config(ClusterConfig::new()).await?,
+            )
+        } else {
+            Conn::Single(ConnectionManager::new_with_config(self.client()?, config()).await?)
+        })
     }
 
     /// The executor `--via` asks for.
     pub async fn executor(&self) -> Result<Arc<dyn Executor>, Error> {
+        if self.cluster {
+            return self.cluster_executor().await;
+        }
         Ok(match self.via {
             Via::Auto => echomq::connect_with(&self.client()?, config()).await?,
-            Via::Lua => Arc::new(Lua::new(self.connection().await?)),
+            Via::Lua => {
+                Arc::new(Lua::new(ConnectionManager::new_with_config(self.client()?, config()).await?))
+            }
             Via::Native => {
                 // A connection of its own for each waiting claim (`emq work` over several queues).
                 let client = self.client()?;
-                let native = Native::new(self.connection().await?);
+                let native = Native::new(ConnectionManager::new_with_config(client.clone(), config()).await?);
                 Arc::new(native.with_blocking_connections(move || {
                     ConnectionManager::new_with_config(client.clone(), config())
+                }))
+            }
+        })
+    }
+
+    async fn cluster_executor(&self) -> Result<Arc<dyn Executor>, Error> {
+        let client = self.cluster_client()?;
+        Ok(match self.via {
+            Via::Auto => echomq::connect_cluster(&client).await?,
+            Via::Lua => Arc::new(Lua::new(client.get_async_connection().await?)),
+            Via::Native => {
+                let native = Native::new(client.get_async_connection().await?);
+                Arc::new(native.with_blocking_connections(move || {
+                    let client = client.clone();
+                    async move { client.get_async_connection_with_config(ClusterConfig::new()).await }
                 }))
             }
         })
@@ -69,6 +121,114 @@ impl Server {
     /// Queue `name` on the server.
     pub async fn queue(&self, name: &str) -> Result<Queue, Error> {
         Ok(Queue::with_executor(self.executor().await?, name)?)
+    }
+}
+
+/// The connection `emq`'s own commands (SCAN, ZRANGE) go over: to one server,
+/// or to a cluster, where a key's command goes to its node.
+#[derive(Clone)]
+pub enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    /// Every key matching `pattern`, on the server or on every master.
+    pub async fn scan(&mut self, pattern: &str) -> Result<Vec<String>, Error> {
+        match self {
+            Conn::Single(conn) => {
+                scan(conn, pattern, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await
+            }
+            Conn::Cluster(conn) => {
+                let mut keys = Vec::new();
+                for (host, port) in masters(conn).await? {
+                    let node = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+                    keys.extend(scan(conn, pattern, node).await?);
+                }
+                Ok(keys)
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(conn) => conn.get_db(),
+            Conn::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// Each master's address, as `CLUSTER SLOTS` names it.
+async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>, Error> {
+    let slots: Value = redis::cmd("CLUSTER").arg("SLOTS").query_async(conn).await?;
+    let mut masters = std::collections::BTreeSet::new();
+    if let Value::Array(ranges) = slots {
+        for range in ranges {
+            let Value::Array(range) = range else { continue };
+            if let Some(Value::Array(master)) = range.get(2) {
+                if let (Some(Value::BulkString(host)), Some(Value::Int(port))) =
+                    (master.first(), master.get(1))
+                {
+                    masters.insert((String::from_utf8_lossy(host).into_owned(), *port as u16));
+                }
+            }
+        }
+    }
+    Ok(masters.into_iter().collect())
+}
+
+/// SCAN to its end on one node (any, for a single server).
+async fn scan<C: ScanRoute>(conn: &mut C, pattern: &str, node: RoutingInfo) -> Result<Vec<String>, Error> {
+    let mut cursor = 0u64;
+    let mut keys = Vec::new();
+    loop {
+        let mut command = redis::cmd("SCAN");
+        command.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+        let (next, batch): (u64, Vec<String>) =
+            redis::from_redis_value(conn.send(command, node.clone()).await?)?;
+        keys.extend(batch);
+        if next == 0 {
+            return Ok(keys);
+        }
+        cursor = next;
+    }
+}
+
+/// Send a command to one node: the cluster routes it there; a single server is the node.
+trait ScanRoute {
+    fn send(&mut self, command: Cmd, node: RoutingInfo) -> RedisFuture<'_, Value>;
+}
+
+impl ScanRoute for ConnectionManager {
+    fn send(&mut self, command: Cmd, _node: RoutingInfo) -> RedisFuture<'_, Value> {
+        Box::pin(async move { command.query_async(self).await })
+    }
+}
+
+impl ScanRoute for ClusterConnection {
+    fn send(&mut self, command: Cmd, node: RoutingInfo) -> RedisFuture<'_, Value> {
+        Box::pin(async move { self.route_command(command, node).await })
     }
 }
 

@@ -20,7 +20,6 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use echomq::{JobId, Keyspace, Queue, State};
-use redis::aio::ConnectionManager;
 use serde::Deserialize;
 
 use crate::connect::{Error, Server};
@@ -44,7 +43,7 @@ pub struct Args {
 const SAMPLES: usize = 120;
 
 struct App {
-    server_conn: ConnectionManager,
+    server_conn: crate::connect::Conn,
     executor: Arc<dyn echomq::Executor>,
     csrf: String,
     token: Option<String>,

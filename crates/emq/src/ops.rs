@@ -6,9 +6,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use echomq::keyspace::{queue_of, state_pattern};
 use echomq::{EnqueueOptions, JobId, Keyspace, State};
-use redis::aio::ConnectionManager;
 
-use crate::connect::{Error, Server};
+use crate::connect::{Conn, Error, Server};
 
 /// A state by its protocol name: pending, active, delayed, done, dead, cancelled.
 fn state(name: &str) -> Result<State, String> {
@@ -237,10 +236,10 @@ pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
 
 /// Every queue on the server: any with a state set. (A SCAN: fine for
 /// operators, not for a hot path.)
-pub async fn discover(conn: &mut ConnectionManager) -> Result<Vec<String>, Error> {
+pub async fn discover(conn: &mut Conn) -> Result<Vec<String>, Error> {
     let mut names = BTreeSet::new();
     for state in State::ALL {
-        for key in scan(conn, &state_pattern(state)).await? {
+        for key in conn.scan(&state_pattern(state)).await? {
             if let Some(name) = queue_of(&key) {
                 names.insert(name.to_owned());
             }
@@ -254,32 +253,12 @@ async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result
     if let Some(queue) = given {
         return Ok(queue);
     }
-    let records = scan(&mut server.connection().await?, &format!("emq:{{*}}:job:{id}")).await?;
+    let records = server.connection().await?.scan(&format!("emq:{{*}}:job:{id}")).await?;
     let queues: BTreeSet<&str> = records.iter().filter_map(|key| queue_of(key)).collect();
     match queues.len() {
         1 => Ok(queues.into_iter().next().unwrap_or_default().to_owned()),
         0 => Err(format!("no job {id} on the server").into()),
         _ => Err(format!("{id} is in several queues ({queues:?}): say which with --queue").into()),
-    }
-}
-
-async fn scan(conn: &mut ConnectionManager, pattern: &str) -> Result<Vec<String>, Error> {
-    let mut cursor = 0u64;
-    let mut keys = Vec::new();
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(conn)
-            .await?;
-        keys.extend(batch);
-        if next == 0 {
-            return Ok(keys);
-        }
-        cursor = next;
     }
 }
 

@@ -1,21 +1,28 @@
 //! Every `emq` command against a real redis-server, on Lua and on Native:
 //! enqueue, inspect, list, stats, queues, retry, cancel, purge, and `emq work`
-//! running a shell command per job, acking on exit 0 and failing with stderr.
+//! running a shell command per job, acking on exit 0 and failing with stderr;
+//! and the same against a Redis Cluster with `--cluster`.
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+use echomq_test_support::{module_path, unique_queue, RedisCluster, RedisServer, ServerOptions};
 
 struct Cli {
     url: String,
     via: &'static str,
+    /// `--cluster`: the URL is one node of a Redis Cluster.
+    cluster: bool,
 }
 
 impl Cli {
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_emq"));
-        command.args(["--url", &self.url, "--via", self.via]).args(args);
+        command.args(["--url", &self.url, "--via", self.via]);
+        if self.cluster {
+            command.arg("--cluster");
+        }
+        command.args(args);
         command
     }
 
@@ -68,7 +75,7 @@ fn servers() -> Vec<(RedisServer, &'static str)> {
 #[test]
 fn the_operations_commands() {
     for (server, via) in servers() {
-        let cli = Cli { url: server.url(), via };
+        let cli = Cli { url: server.url(), via, cluster: false };
         let q = unique_queue("ops");
         let id = cli.ok(&["enqueue", &q, "hello world", "--priority", "-2"]).trim().to_owned();
         assert!(id.starts_with("JOB_") && id.len() == 30, "{via}: {id}");
@@ -125,7 +132,7 @@ fn work(cli: &Cli, queue: &str) -> Child {
 #[test]
 fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
     for (server, via) in servers() {
-        let cli = Cli { url: server.url(), via };
+        let cli = Cli { url: server.url(), via, cluster: false };
         let q = unique_queue("work");
         cli.ok(&["enqueue", &q, "ok"]);
         let flaky = cli.ok(&["enqueue", &q, "flaky"]).trim().to_owned();
@@ -151,5 +158,49 @@ fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
         assert!(status.success(), "{via}: emq work ended with {status}");
         assert!(cli.ok(&["retry", &broken]).contains(&format!("retried {broken}")));
         assert_eq!(cli.stats_row(&q), [1, 0, 0, 2, 0, 0], "{via}");
+    }
+}
+
+/// `--cluster`: queues on different nodes, found by scans of every master;
+/// a job inspected and cancelled without naming its queue; `emq work` over
+/// two queues on two nodes.
+#[test]
+fn the_operations_commands_on_a_cluster() {
+    let cluster = RedisCluster::start(3, Some(module_path()));
+    for via in ["lua", "native"] {
+        let cli = Cli { url: cluster.urls()[0].clone(), via, cluster: true };
+        // Two queues: one on the node of the URL, one elsewhere, which only
+        // the cluster's routing and a scan of every master find.
+        let node = |q: &str| cluster.owner(cluster.slot(&format!("{{{q}}}")));
+        let on = |wanted: bool| {
+            std::iter::repeat_with(|| unique_queue("c-ops")).find(|q| (node(q) == 0) == wanted).unwrap()
+        };
+        let (first, second) = (on(true), on(false));
+
+        let id = cli.ok(&["enqueue", &second, "far away"]).trim().to_owned();
+        let inspected = cli.ok(&["inspect", &id]);
+        assert!(inspected.contains(&format!("{id} in {second}")), "{via}: {inspected}");
+        assert!(cli.ok(&["list", &second, "pending"]).contains("1 of 1 pending"), "{via}");
+        assert!(cli.ok(&["cancel", &id]).contains(&format!("cancelled {id}")), "{via}");
+        for queue in [&first, &second] {
+            cli.ok(&["enqueue", queue, "ok"]);
+        }
+        let queues = cli.ok(&["queues"]);
+        assert!(queues.lines().any(|l| l == first) && queues.lines().any(|l| l == second), "{via}: {queues}");
+
+        let mut worker = cli
+            .command(&["work", &first, &second, "--", "sh", "-c", SCRIPT])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run emq work");
+        eventually("both queues' jobs are done", || {
+            cli.stats_row(&first)[3] == 1 && cli.stats_row(&second)[3] == 1
+        });
+        let _ = worker.kill();
+        let _ = worker.wait();
+        let stats = cli.ok(&["stats"]);
+        assert!(stats.contains(&first) && stats.contains(&second), "{via}: {stats}");
+        assert_eq!(cli.stats_row(&second), [0, 0, 0, 1, 0, 1], "{via}");
     }
 }
