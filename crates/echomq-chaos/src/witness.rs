@@ -125,4 +125,7 @@ impl Executor for Witness {
     async fn server_warnings(&self) -> Vec<String> {
         self.inner.server_warnings().await
     }
+    async fn interrupt_waits(&self) {
+        self.inner.interrupt_waits().await
+    }
 }

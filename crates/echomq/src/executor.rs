@@ -68,6 +68,10 @@ pub trait Executor: Send + Sync + 'static {
     /// Warnings about the server's set-up, for a worker to log at start
     /// (a `maxmemory-policy` that may evict jobs).
     async fn server_warnings(&self) -> Vec<String>;
+    /// Let every claim waiting for work in `claim_waiting` return now, empty
+    /// unless a job came: a stopping worker asks, so that its shutdown does
+    /// not sit out `idle_wait`. Claims that start later wait as usual.
+    async fn interrupt_waits(&self);
 }
 
 /// An executor that runs any transition from its KEYS and ARGV.
@@ -109,6 +113,32 @@ pub trait Dispatch: Send + Sync + 'static {
     fn server_warnings(&self) -> impl Future<Output = Vec<String>> + Send {
         async { Vec::new() }
     }
+
+    /// Let waiting claims return now (see [`Executor::interrupt_waits`]);
+    /// nothing to do for an executor that does not wait.
+    fn interrupt_waits(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// Interrupts of waiting claims (see [`Executor::interrupt_waits`]), for the
+/// executors that wait in this process: each interrupt ends every wait that
+/// began before it.
+#[derive(Default)]
+struct Interrupts {
+    count: std::sync::atomic::AtomicU64,
+    told: tokio::sync::Notify,
+}
+
+impl Interrupts {
+    fn interrupt(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.told.notify_waiters();
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// How many replicas must confirm each write before a call returns. Redis
@@ -142,11 +172,13 @@ where
     }
 }
 
-/// Claim until a claim finds work or `wait` is over, sleeping between tries
-/// until `arrivals` is told a job may have come. Listening starts before each
-/// claim, so an arrival between the claim and the sleep is not missed.
+/// Claim until a claim finds work, `wait` is over or the wait is
+/// interrupted, sleeping between tries until `arrivals` is told a job may
+/// have come. Listening starts before each claim, so an arrival (or an
+/// interrupt) between the claim and the sleep is not missed.
 async fn claim_on_arrival<F, Fut>(
     arrivals: &tokio::sync::Notify,
+    interrupts: &Interrupts,
     wait: Duration,
     claim: F,
 ) -> Result<Vec<Claimed>>
@@ -155,13 +187,21 @@ where
     Fut: Future<Output = Result<Vec<Claimed>>>,
 {
     let deadline = tokio::time::Instant::now() + wait;
+    let since = interrupts.count();
     loop {
         let arrival = arrivals.notified();
-        tokio::pin!(arrival);
+        let interrupted = interrupts.told.notified();
+        tokio::pin!(arrival, interrupted);
         arrival.as_mut().enable();
+        interrupted.as_mut().enable();
         let claimed = claim().await?;
-        if !claimed.is_empty() || tokio::time::timeout_at(deadline, arrival).await.is_err() {
+        if !claimed.is_empty() || interrupts.count() != since {
             return Ok(claimed);
+        }
+        tokio::select! {
+            () = &mut arrival => {}
+            () = &mut interrupted => return Ok(claimed),
+            () = tokio::time::sleep_until(deadline) => return Ok(claimed),
         }
     }
 }
@@ -318,5 +358,8 @@ impl<D: Dispatch> Executor for D {
     }
     async fn server_warnings(&self) -> Vec<String> {
         Dispatch::server_warnings(self).await
+    }
+    async fn interrupt_waits(&self) {
+        Dispatch::interrupt_waits(self).await
     }
 }

@@ -30,6 +30,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::executor::Executor;
 use crate::queue::{Queue, RetryPolicy};
 use crate::transition::Claimed;
 
@@ -72,8 +73,8 @@ pub struct WorkerOptions {
     pub retry: RetryPolicy,
     /// How long an idle claim waits for work before it asks again (on
     /// executors that can wait: native, embedded, Lua woken by keyspace
-    /// notifications). A shutdown lets a waiting claim end, so this also
-    /// bounds how long a stop takes to begin.
+    /// notifications). A stopping worker ends its waits early (on the native
+    /// module, with `CLIENT UNBLOCK` when its user may send it).
     pub idle_wait: Duration,
     /// The longest nap between two claims of an idle Lua worker, which has to poll.
     pub idle_poll: Duration,
@@ -151,6 +152,7 @@ impl Worker {
                 tracing::warn!(queue = queue.name(), "{warning}");
             }
         }
+        let executors: Vec<Arc<dyn Executor>> = self.queues.iter().map(|q| q.executor().clone()).collect();
         let slots = Arc::new(Semaphore::new(shared.options.concurrency.max(1)));
         let mut jobs = JoinSet::new();
         let mut loops = JoinSet::new();
@@ -163,15 +165,22 @@ impl Worker {
         }
         drop(job_tx);
         tokio::pin!(shutdown);
+        let mut interrupting = None;
         loop {
             tokio::select! {
-                () = &mut shutdown, if !shared.stopping.is_cancelled() => shared.stopping.cancel(),
+                () = &mut shutdown, if !shared.stopping.is_cancelled() => {
+                    shared.stopping.cancel();
+                    interrupting = Some(tokio::spawn(interrupt_waits(executors.clone())));
+                }
                 started = job_rx.recv() => match started {
                     Some(run) => { jobs.spawn(run); }
                     None => break,
                 },
                 Some(_) = jobs.join_next(), if !jobs.is_empty() => {}
             }
+        }
+        if let Some(interrupting) = interrupting {
+            interrupting.abort();
         }
         // Claim loops are done (the channel closed): wait for the jobs in flight.
         let grace = tokio::time::sleep(shared.options.grace);
@@ -187,6 +196,18 @@ impl Worker {
 }
 
 type JobRun = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// While a worker stops, end its claims' waits for work, again and again
+/// until its claim loops are done: a claim that began waiting just after an
+/// interrupt is caught by the next one.
+async fn interrupt_waits(executors: Vec<Arc<dyn Executor>>) {
+    loop {
+        for executor in &executors {
+            executor.interrupt_waits().await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
 
 /// How long a claim loop waits for more free slots before it claims with fewer.
 const GATHER: Duration = Duration::from_millis(5);

@@ -54,6 +54,10 @@ pub const MONITOR_LUA: &str = "%R~emq:* resetchannels -@all +command|info +scan 
 pub const MONITOR_NATIVE: &str =
     "%R~emq:* resetchannels -@all +command|info +scan +zrange +emq.inspect +emq.stats";
 
+/// Optional, for a native worker: end its blocked claims at once when it
+/// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.
+pub const PROMPT_STOP: &str = "+client|id +client|unblock";
+
 /// Optional, for Lua on a Redis Cluster: what the scripts' resharding check
 /// (a record missing while its slot moves answers TRYAGAIN) reads. The
 /// scripts call these through `pcall`: denied, the check is off.
@@ -238,6 +242,27 @@ async fn a_lua_worker_denied_psubscribe_polls() {
     full_run(Queue::with_executor(executor, &unique_queue("poll")).unwrap()).await;
 }
 
+/// With the prompt-stop rules, a native worker whose claim waits five
+/// minutes for work stops at once; without them it would sit the wait out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_prompt_stop_rules_a_native_worker_stops_at_once() {
+    let server = server(Via::Native, &[]);
+    create_user(&server, "worker", "st0p-secret", &format!("{WORKER_NATIVE} {PROMPT_STOP}")).await;
+    let executor = connect_as(&server, "worker", "st0p-secret").await.expect("connect as worker");
+    let queue = Queue::with_executor(executor, &unique_queue("stop")).unwrap();
+    let id = queue.enqueue(b"first".to_vec()).await.unwrap();
+    let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..WorkerOptions::default() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, options);
+    let task = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+    eventually("the job is done", || async { state(&queue, &id).await.map(|s| s.0) == Some(State::Done) })
+        .await;
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), task).await.expect("the worker stopped at once").unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_producer_user_enqueues_and_claims_nothing() {
     for (via, rules) in [(Via::Lua, PRODUCER_LUA), (Via::Native, PRODUCER_NATIVE)] {
@@ -371,6 +396,7 @@ fn security_md_prints_these_rules() {
         OPERATOR_NATIVE,
         MONITOR_LUA,
         MONITOR_NATIVE,
+        PROMPT_STOP,
     ] {
         assert!(page.contains(&words(rules)), "SECURITY.md lacks the rules {rules}");
     }

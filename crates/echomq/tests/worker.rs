@@ -457,6 +457,42 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
     }
 }
 
+/// A stopping worker ends its claims' waits for work at once, on every
+/// executor that waits, instead of sitting out `idle_wait` (five minutes
+/// here); and a job that comes after the stop is left for another worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_worker_does_not_sit_out_its_idle_wait() {
+    let with_module = server(&[]);
+    let notified = RedisServer::start_with(ServerOptions {
+        module: None,
+        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+    });
+    let executors: [(&str, Arc<dyn Executor>); 3] = [
+        ("native", echomq::connect(&with_module.client()).await.unwrap()),
+        ("lua, woken", echomq::connect(&notified.client()).await.unwrap()),
+        ("embedded", Arc::new(echomq::Embedded::new())),
+    ];
+    for (via, executor) in executors {
+        let q = Queue::with_executor(executor, &unique_queue("stop")).unwrap();
+        let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
+        let (stop, task) =
+            spawn(Worker::with_options(q.clone(), |_job: JobContext| async { Ok(()) }, options));
+        // A first job proves the worker is up; its claim loop then waits for the next.
+        let first = q.enqueue(b"first".to_vec()).await.unwrap();
+        eventually("the first job is done", || async {
+            state(&q, &first).await.map(|s| s.0) == Some(State::Done)
+        })
+        .await;
+        stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .unwrap_or_else(|_| panic!("{via}: the worker sat out its idle wait"))
+            .unwrap();
+        let late = q.enqueue(b"late".to_vec()).await.unwrap();
+        assert_eq!(state(&q, &late).await, Some((State::Pending, 0)), "{via}: nobody took it");
+    }
+}
+
 #[tokio::test]
 async fn a_server_that_may_evict_jobs_is_warned_about() {
     for (policy, warned) in [("allkeys-lru", true), ("noeviction", false)] {

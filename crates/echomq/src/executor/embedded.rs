@@ -11,7 +11,7 @@ use echomq_core::memory::{Clock, Dump, SystemClock};
 use echomq_core::{Memory, Reply};
 use redis::Value;
 
-use super::Dispatch;
+use super::{Dispatch, Interrupts};
 use crate::keyspace::Keyspace;
 use crate::transition::{Claim, Claimed, Transition};
 use crate::{Error, Result};
@@ -22,6 +22,7 @@ pub struct Embedded {
     store: Arc<Mutex<Memory>>,
     /// Told after every transition that may add to a pending set.
     arrivals: Arc<tokio::sync::Notify>,
+    interrupts: Arc<Interrupts>,
 }
 
 impl Default for Embedded {
@@ -39,7 +40,11 @@ impl Embedded {
     /// An empty store on `clock`: a [`ManualClock`](echomq_core::memory::ManualClock)
     /// makes time a test's to move.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Embedded {
-        Embedded { store: Arc::new(Mutex::new(Memory::new(clock))), arrivals: Arc::default() }
+        Embedded {
+            store: Arc::new(Mutex::new(Memory::new(clock))),
+            arrivals: Arc::default(),
+            interrupts: Arc::default(),
+        }
     }
 
     /// Every key and its content, sorted by key.
@@ -79,11 +84,16 @@ impl Dispatch for Embedded {
     /// Claim; when nothing is pending, sleep until a transition may have
     /// added to a pending set, or the wait is over.
     async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
-        super::claim_on_arrival(&self.arrivals, wait, || async { run(&mut self.store(), keys, call) }).await
+        let claim = || async { run(&mut self.store(), keys, call) };
+        super::claim_on_arrival(&self.arrivals, &self.interrupts, wait, claim).await
     }
 
     fn waits(&self) -> bool {
         true
+    }
+
+    async fn interrupt_waits(&self) {
+        self.interrupts.interrupt();
     }
 }
 

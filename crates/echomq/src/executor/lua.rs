@@ -8,7 +8,7 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{Script, Value};
 
-use super::{Dispatch, Replication, Wakeups};
+use super::{Dispatch, Interrupts, Replication, Wakeups};
 use crate::keyspace::Keyspace;
 use crate::transition::{Claim, Claimed, Transition};
 use crate::{Error, Result};
@@ -69,12 +69,13 @@ pub struct Lua<C> {
     conn: C,
     wakeups: Option<Arc<Wakeups>>,
     replication: Option<Replication>,
+    interrupts: Arc<Interrupts>,
 }
 
 impl<C> Lua<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Lua<C> {
-        Lua { conn, wakeups: None, replication: None }
+        Lua { conn, wakeups: None, replication: None, interrupts: Arc::default() }
     }
 
     /// Have `replication.replicas` replicas confirm each transition before
@@ -123,7 +124,7 @@ where
         match &self.wakeups {
             Some(wakeups) if wakeups.alive() => {
                 let arrivals = wakeups.arrival(&keys.pending());
-                super::claim_on_arrival(&arrivals, wait, || self.dispatch(keys, call)).await
+                super::claim_on_arrival(&arrivals, &self.interrupts, wait, || self.dispatch(keys, call)).await
             }
             _ => self.dispatch(keys, call).await,
         }
@@ -131,6 +132,10 @@ where
 
     fn waits(&self) -> bool {
         self.wakeups.as_ref().is_some_and(|wakeups| wakeups.alive())
+    }
+
+    async fn interrupt_waits(&self) {
+        self.interrupts.interrupt();
     }
 
     /// One pipeline of EVALSHA (EVALSHA_RO for a transition that only

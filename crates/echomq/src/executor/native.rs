@@ -1,7 +1,9 @@
 //! The native executor: each transition is one `EMQ.<NAME>` command of the
 //! `echomq-module` Redis module, with the same KEYS and ARGV as its script.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +41,22 @@ struct Blocking<C> {
     /// Opens another when all are busy; without it, a claim that finds every
     /// connection busy does not wait.
     open: Option<Open<C>>,
+    /// The server's client id of each connection blocked right now, by
+    /// ticket: what `CLIENT UNBLOCK` needs to end a wait.
+    waiting: std::sync::Mutex<HashMap<u64, i64>>,
+    tickets: AtomicU64,
+}
+
+/// A blocked claim's entry in [`Blocking::waiting`], removed on drop.
+struct Waiting<'a, C> {
+    blocking: &'a Blocking<C>,
+    ticket: u64,
+}
+
+impl<C> Drop for Waiting<'_, C> {
+    fn drop(&mut self) {
+        self.blocking.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.ticket);
+    }
 }
 
 impl<C> Blocking<C> {
@@ -57,6 +75,24 @@ impl<C> Blocking<C> {
     fn put_back(&self, conn: C) {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
     }
+
+    /// Note that the connection with client id `id` is about to block.
+    fn waiting(&self, id: i64) -> Waiting<'_, C> {
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).insert(ticket, id);
+        Waiting { blocking: self, ticket }
+    }
+}
+
+impl<C> Blocking<C> {
+    fn new(idle: Vec<C>, open: Option<Open<C>>) -> Blocking<C> {
+        Blocking {
+            idle: std::sync::Mutex::new(idle),
+            open,
+            waiting: std::sync::Mutex::default(),
+            tickets: AtomicU64::new(0),
+        }
+    }
 }
 
 impl<C> Native<C> {
@@ -71,8 +107,7 @@ impl<C> Native<C> {
     /// and, finding nothing, naps 20 ms.
     /// A worker over several queues wants [`with_blocking_connections`](Native::with_blocking_connections).
     pub fn with_blocking_connection(mut self, conn: C) -> Native<C> {
-        let idle = std::sync::Mutex::new(vec![conn]);
-        self.blocking = Some(Arc::new(Blocking { idle, open: None }));
+        self.blocking = Some(Arc::new(Blocking::new(vec![conn], None)));
         self
     }
 
@@ -85,7 +120,7 @@ impl<C> Native<C> {
         Fut: Future<Output = redis::RedisResult<C>> + Send + 'static,
     {
         let open: Open<C> = Box::new(move || Box::pin(open()));
-        self.blocking = Some(Arc::new(Blocking { idle: std::sync::Mutex::default(), open: Some(open) }));
+        self.blocking = Some(Arc::new(Blocking::new(Vec::new(), Some(open))));
         self
     }
 
@@ -128,7 +163,13 @@ where
             }
             return Ok(claimed);
         };
+        // Its client id, so that a stopping worker can end the wait with
+        // CLIENT UNBLOCK; without it (an ACL that denies CLIENT ID) the wait
+        // runs its course.
+        let id: Option<i64> = redis::cmd("CLIENT").arg("ID").query_async(&mut conn).await.ok();
+        let waiting = id.map(|id| blocking.waiting(id));
         let reply: redis::RedisResult<Value> = command.query_async(&mut conn).await;
+        drop(waiting);
         // A connection that broke is dropped, not kept, when another can be
         // opened; a refusal (TRYAGAIN during a resharding) leaves it sound.
         let broke = reply.as_ref().is_err_and(|err| err.is_io_error() || err.is_connection_dropped());
@@ -140,6 +181,21 @@ where
 
     fn waits(&self) -> bool {
         self.blocking.is_some()
+    }
+
+    /// `CLIENT UNBLOCK` each blocked claim's connection: the module answers
+    /// it as a wait that ran out, with no job.
+    async fn interrupt_waits(&self) {
+        let Some(blocking) = &self.blocking else { return };
+        let ids: Vec<i64> =
+            blocking.waiting.lock().unwrap_or_else(|p| p.into_inner()).values().copied().collect();
+        for id in ids {
+            let unblocked: redis::RedisResult<i64> =
+                redis::cmd("CLIENT").arg("UNBLOCK").arg(id).query_async(&mut self.conn.clone()).await;
+            if let Err(err) = unblocked {
+                tracing::debug!(error = %err, "cannot end a blocked claim early; it waits its time out");
+            }
+        }
     }
 
     async fn server_warnings(&self) -> Vec<String> {
