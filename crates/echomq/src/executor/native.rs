@@ -37,7 +37,7 @@ type Open<C> = Box<dyn Fn() -> BoxFuture<'static, redis::RedisResult<C>> + Send 
 /// The connections blocking claims wait on: one per claim waiting at once
 /// (a worker over several queues waits on each), opened as needed and kept.
 struct Blocking<C> {
-    idle: std::sync::Mutex<Vec<C>>,
+    idle: std::sync::Mutex<Vec<Pooled<C>>>,
     /// Opens another when all are busy; without it, a claim that finds every
     /// connection busy does not wait.
     open: Option<Open<C>>,
@@ -45,6 +45,19 @@ struct Blocking<C> {
     /// ticket: what `CLIENT UNBLOCK` needs to end a wait.
     waiting: std::sync::Mutex<HashMap<u64, i64>>,
     tickets: AtomicU64,
+}
+
+/// A blocking connection, and its client id once asked for (`Some(None)`:
+/// the server would not say, so it is not asked again).
+struct Pooled<C> {
+    conn: C,
+    id: Option<Option<i64>>,
+}
+
+impl<C> Pooled<C> {
+    fn new(conn: C) -> Pooled<C> {
+        Pooled { conn, id: None }
+    }
 }
 
 /// A blocked claim's entry in [`Blocking::waiting`], removed on drop.
@@ -62,18 +75,18 @@ impl<C> Drop for Waiting<'_, C> {
 impl<C> Blocking<C> {
     /// An idle connection, or a new one; `None` when every one is busy and no
     /// more can be opened.
-    async fn take(&self) -> Result<Option<C>> {
-        if let Some(conn) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Ok(Some(conn));
+    async fn take(&self) -> Result<Option<Pooled<C>>> {
+        if let Some(pooled) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(Some(pooled));
         }
         match &self.open {
-            Some(open) => Ok(Some(open().await?)),
+            Some(open) => Ok(Some(Pooled::new(open().await?))),
             None => Ok(None),
         }
     }
 
-    fn put_back(&self, conn: C) {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+    fn put_back(&self, pooled: Pooled<C>) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(pooled);
     }
 
     /// Note that the connection with client id `id` is about to block.
@@ -87,7 +100,7 @@ impl<C> Blocking<C> {
 impl<C> Blocking<C> {
     fn new(idle: Vec<C>, open: Option<Open<C>>) -> Blocking<C> {
         Blocking {
-            idle: std::sync::Mutex::new(idle),
+            idle: std::sync::Mutex::new(idle.into_iter().map(Pooled::new).collect()),
             open,
             waiting: std::sync::Mutex::default(),
             tickets: AtomicU64::new(0),
@@ -155,7 +168,7 @@ where
         let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
         let mut command = redis::cmd(Claim::COMMAND);
         command.arg(call.keys(keys)).arg(call.args()?).arg("BLOCK").arg(wait_ms as u64);
-        let Some(mut conn) = blocking.take().await? else {
+        let Some(mut pooled) = blocking.take().await? else {
             // Every blocking connection is busy: claim, and nap as a polling worker would.
             let claimed = self.dispatch(keys, call).await?;
             if claimed.is_empty() {
@@ -163,18 +176,23 @@ where
             }
             return Ok(claimed);
         };
-        // Its client id, so that a stopping worker can end the wait with
-        // CLIENT UNBLOCK; without it (an ACL that denies CLIENT ID) the wait
-        // runs its course.
-        let id: Option<i64> = redis::cmd("CLIENT").arg("ID").query_async(&mut conn).await.ok();
-        let waiting = id.map(|id| blocking.waiting(id));
-        let reply: redis::RedisResult<Value> = command.query_async(&mut conn).await;
+        // Its client id, asked once, so that a stopping worker can end the
+        // wait with CLIENT UNBLOCK; without it (an ACL that denies CLIENT ID)
+        // the wait runs its course.
+        if pooled.id.is_none() {
+            pooled.id = Some(redis::cmd("CLIENT").arg("ID").query_async(&mut pooled.conn).await.ok());
+        }
+        let waiting = pooled.id.flatten().map(|id| blocking.waiting(id));
+        let reply: redis::RedisResult<Value> = command.query_async(&mut pooled.conn).await;
         drop(waiting);
         // A connection that broke is dropped, not kept, when another can be
         // opened; a refusal (TRYAGAIN during a resharding) leaves it sound.
+        // One kept after it broke reconnects as another client: ask its id again.
         let broke = reply.as_ref().is_err_and(|err| err.is_io_error() || err.is_connection_dropped());
-        if !broke || blocking.open.is_none() {
-            blocking.put_back(conn);
+        if !broke {
+            blocking.put_back(pooled);
+        } else if blocking.open.is_none() {
+            blocking.put_back(Pooled::new(pooled.conn));
         }
         Claim::parse(reply?)
     }
