@@ -418,11 +418,10 @@ async fn a_job_that_ends_during_an_outage_is_acked_when_the_server_is_back() {
     }
 }
 
-/// A worker over an idle queue and a busy one: the idle queue's waiting
-/// claim holds neither the worker's slots nor the connection the other
-/// queue's claims wait on. Its wait is five minutes, so any of that would show.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_queue_does_not_hold_up_a_busy_one() {
+/// One executor of each kind that waits for work without polling, as
+/// `connect` picks them (native; Lua woken by keyspace notifications) and
+/// embedded, with the servers behind them.
+async fn waiting_executors() -> ([RedisServer; 2], [(&'static str, Arc<dyn Executor>); 3]) {
     let with_module = server(&[]);
     let notified = RedisServer::start_with(ServerOptions {
         module: None,
@@ -433,6 +432,15 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
         ("lua, woken", echomq::connect(&notified.client()).await.unwrap()),
         ("embedded", Arc::new(echomq::Embedded::new())),
     ];
+    ([with_module, notified], executors)
+}
+
+/// A worker over an idle queue and a busy one: the idle queue's waiting
+/// claim holds neither the worker's slots nor the connection the other
+/// queue's claims wait on. Its wait is five minutes, so any of that would show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_queue_does_not_hold_up_a_busy_one() {
+    let (_servers, executors) = waiting_executors().await;
     for (via, executor) in executors {
         assert!(executor.waits(), "{via}");
         let idle = Queue::with_executor(executor.clone(), &unique_queue("idle")).unwrap();
@@ -462,16 +470,7 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
 /// here); and a job that comes after the stop is left for another worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_worker_does_not_sit_out_its_idle_wait() {
-    let with_module = server(&[]);
-    let notified = RedisServer::start_with(ServerOptions {
-        module: None,
-        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
-    });
-    let executors: [(&str, Arc<dyn Executor>); 3] = [
-        ("native", echomq::connect(&with_module.client()).await.unwrap()),
-        ("lua, woken", echomq::connect(&notified.client()).await.unwrap()),
-        ("embedded", Arc::new(echomq::Embedded::new())),
-    ];
+    let (_servers, executors) = waiting_executors().await;
     for (via, executor) in executors {
         let q = Queue::with_executor(executor, &unique_queue("stop")).unwrap();
         let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
