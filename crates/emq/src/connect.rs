@@ -135,19 +135,32 @@ pub enum Conn {
 impl Conn {
     /// Every key matching `pattern`, on the server or on every master.
     pub async fn scan(&mut self, pattern: &str) -> Result<Vec<String>, Error> {
-        match self {
-            Conn::Single(conn) => {
-                scan(conn, pattern, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await
-            }
-            Conn::Cluster(conn) => {
-                let mut keys = Vec::new();
-                for (host, port) in masters(conn).await? {
-                    let node = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-                    keys.extend(scan(conn, pattern, node).await?);
+        let nodes = match self {
+            Conn::Single(_) => vec![None],
+            Conn::Cluster(conn) => masters(conn).await?.into_iter().map(Some).collect(),
+        };
+        let mut keys = Vec::new();
+        for node in nodes {
+            let mut cursor = 0u64;
+            loop {
+                let mut command = redis::cmd("SCAN");
+                command.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+                let reply = match (&mut *self, &node) {
+                    (Conn::Cluster(conn), Some((host, port))) => {
+                        let node = SingleNodeRoutingInfo::ByAddress { host: host.clone(), port: *port };
+                        conn.route_command(command, RoutingInfo::SingleNode(node)).await?
+                    }
+                    (conn, _) => command.query_async(conn).await?,
+                };
+                let (next, batch): (u64, Vec<String>) = redis::from_redis_value(reply)?;
+                keys.extend(batch);
+                if next == 0 {
+                    break;
                 }
-                Ok(keys)
+                cursor = next;
             }
         }
+        Ok(keys)
     }
 }
 
@@ -196,40 +209,6 @@ async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>, Err
         }
     }
     Ok(masters.into_iter().collect())
-}
-
-/// SCAN to its end on one node (any, for a single server).
-async fn scan<C: ScanRoute>(conn: &mut C, pattern: &str, node: RoutingInfo) -> Result<Vec<String>, Error> {
-    let mut cursor = 0u64;
-    let mut keys = Vec::new();
-    loop {
-        let mut command = redis::cmd("SCAN");
-        command.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
-        let (next, batch): (u64, Vec<String>) =
-            redis::from_redis_value(conn.send(command, node.clone()).await?)?;
-        keys.extend(batch);
-        if next == 0 {
-            return Ok(keys);
-        }
-        cursor = next;
-    }
-}
-
-/// Send a command to one node: the cluster routes it there; a single server is the node.
-trait ScanRoute {
-    fn send(&mut self, command: Cmd, node: RoutingInfo) -> RedisFuture<'_, Value>;
-}
-
-impl ScanRoute for ConnectionManager {
-    fn send(&mut self, command: Cmd, _node: RoutingInfo) -> RedisFuture<'_, Value> {
-        Box::pin(async move { command.query_async(self).await })
-    }
-}
-
-impl ScanRoute for ClusterConnection {
-    fn send(&mut self, command: Cmd, node: RoutingInfo) -> RedisFuture<'_, Value> {
-        Box::pin(async move { self.route_command(command, node).await })
-    }
 }
 
 /// Connections for a command-line tool: it fails fast when the server is not
