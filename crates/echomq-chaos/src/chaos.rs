@@ -20,7 +20,7 @@ use echomq_test_support::RedisServer;
 use tokio::time::Instant;
 
 use crate::fleet::Fleet;
-use crate::journal::{self, Entry, Event, Outcome};
+use crate::journal::{self, Entry, Event, Heard};
 use crate::rng::Rng;
 
 /// One thing the chaos does.
@@ -212,8 +212,8 @@ fn answered(entries: &[Entry]) -> HashSet<(JobId, u64)> {
     entries
         .iter()
         .filter(|entry| match entry.event {
-            Event::Ack(o) | Event::Fail(o) | Event::Release(o) => o != Outcome::Error,
-            Event::Extend(o) => matches!(o, Outcome::Fence | Outcome::NoJob),
+            Event::Ack(o) | Event::Fail(o) | Event::Release(o) => o != Heard::Error,
+            Event::Extend(o) => matches!(o, Heard::Fence | Heard::NoJob),
             _ => false,
         })
         .map(|entry| (entry.id.clone(), entry.token))
@@ -254,9 +254,9 @@ mod tests {
             journal.record(Event::Start, id, 1);
         }
         journal.record(Event::End, &ids[0], 1); // ended: not running
-        journal.record(Event::Extend(Outcome::Fence), &ids[1], 1); // lease lost: dropped
-        journal.record(Event::Extend(Outcome::Ok), &ids[2], 1); // heartbeat: still running
-        journal.record(Event::Ack(Outcome::Error), &ids[3], 1); // no answer yet: still running
+        journal.record(Event::Extend(Heard::Fence), &ids[1], 1); // lease lost: dropped
+        journal.record(Event::Extend(Heard::Ok), &ids[2], 1); // heartbeat: still running
+        journal.record(Event::Ack(Heard::Error), &ids[3], 1); // no answer yet: still running
         journal.record(Event::Start, &ids[5], 2); // a second attempt also runs
         let failing = HashSet::from([ids[4].clone()]); // its FAIL may be on its way
         let mut found = running(&path, &failing).unwrap();

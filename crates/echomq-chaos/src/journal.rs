@@ -35,18 +35,18 @@ pub enum Event {
     /// The handler finished and is about to return Ok.
     End,
     /// ACK, and what the server answered.
-    Ack(Outcome),
+    Ack(Heard),
     /// FAIL (retry later or dead).
-    Fail(Outcome),
+    Fail(Heard),
     /// EXTEND, the heartbeat.
-    Extend(Outcome),
+    Extend(Heard),
     /// RELEASE (a worker shutting down gives the job back).
-    Release(Outcome),
+    Release(Heard),
 }
 
 /// What the server answered a call that carried a token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
+pub enum Heard {
     /// Accepted.
     Ok,
     /// `EMQFENCE`: the token did not hold the lease; nothing changed.
@@ -59,25 +59,25 @@ pub enum Outcome {
     Refused,
 }
 
-impl Outcome {
+impl Heard {
     /// The outcome of a call's result.
-    pub fn of<T>(result: &echomq::Result<T>) -> Outcome {
+    pub fn of<T>(result: &echomq::Result<T>) -> Heard {
         match result {
-            Ok(_) => Outcome::Ok,
-            Err(Error::Fence(_)) => Outcome::Fence,
-            Err(Error::NoJob(_)) => Outcome::NoJob,
-            Err(Error::Redis(_)) => Outcome::Error,
-            Err(_) => Outcome::Refused,
+            Ok(_) => Heard::Ok,
+            Err(Error::Fence(_)) => Heard::Fence,
+            Err(Error::NoJob(_)) => Heard::NoJob,
+            Err(Error::Redis(_)) => Heard::Error,
+            Err(_) => Heard::Refused,
         }
     }
 
     fn as_str(self) -> &'static str {
         match self {
-            Outcome::Ok => "ok",
-            Outcome::Fence => "fence",
-            Outcome::NoJob => "nojob",
-            Outcome::Error => "error",
-            Outcome::Refused => "refused",
+            Heard::Ok => "ok",
+            Heard::Fence => "fence",
+            Heard::NoJob => "nojob",
+            Heard::Error => "error",
+            Heard::Refused => "refused",
         }
     }
 }
@@ -125,11 +125,11 @@ impl FromStr for Entry {
         };
         let outcome = match outcome {
             None => None,
-            Some("ok") => Some(Outcome::Ok),
-            Some("fence") => Some(Outcome::Fence),
-            Some("nojob") => Some(Outcome::NoJob),
-            Some("error") => Some(Outcome::Error),
-            Some("refused") => Some(Outcome::Refused),
+            Some("ok") => Some(Heard::Ok),
+            Some("fence") => Some(Heard::Fence),
+            Some("nojob") => Some(Heard::NoJob),
+            Some("error") => Some(Heard::Error),
+            Some("refused") => Some(Heard::Refused),
             Some(_) => return Err(bad()),
         };
         let event = match (name, outcome) {
@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn every_event_round_trips_through_its_line() {
         let id = JobId::mint();
-        let outcomes = [Outcome::Ok, Outcome::Fence, Outcome::NoJob, Outcome::Error, Outcome::Refused];
+        let outcomes = [Heard::Ok, Heard::Fence, Heard::NoJob, Heard::Error, Heard::Refused];
         let mut events = vec![Event::Claim, Event::Start, Event::End];
         for o in outcomes {
             events.extend([Event::Ack(o), Event::Fail(o), Event::Extend(o), Event::Release(o)]);

@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 use echomq::JobId;
 
 use crate::audit::Row;
-use crate::journal::{Entry, Event, Outcome};
+use crate::journal::{Entry, Event, Heard};
 
 /// What the journals and records show.
 #[derive(Debug, Default)]
@@ -104,8 +104,8 @@ impl Verdict {
                 };
                 let name = ["ack", "fail", "extend", "release"][kind];
                 match outcome {
-                    Outcome::Ok if kind == 2 => {}
-                    Outcome::Ok => {
+                    Heard::Ok if kind == 2 => {}
+                    Heard::Ok => {
                         *lease_ends.entry(key).or_default() += 1;
                         if kind == 0 {
                             v.acks_seen += 1;
@@ -124,7 +124,7 @@ impl Verdict {
                             _ => {}
                         }
                     }
-                    Outcome::Fence | Outcome::NoJob => match last(id) {
+                    Heard::Fence | Heard::NoJob => match last(id) {
                         Some(a) if *token < a => v.stale_refused[kind] += 1,
                         Some(a) if *token == a && kind != 2 && unanswered_here.contains(&(kind, id, a)) => {
                             v.repeats_refused += 1
@@ -133,11 +133,11 @@ impl Verdict {
                             "{id}: {name} of token {token} refused, final token {a:?}: its holder was pushed aside"
                         )),
                     },
-                    Outcome::Error => {
+                    Heard::Error => {
                         v.unanswered += 1;
                         unanswered_here.insert((kind, id, *token));
                     }
-                    Outcome::Refused => v.violations.push(format!("{id}: {name} of token {token} refused oddly")),
+                    Heard::Refused => v.violations.push(format!("{id}: {name} of token {token} refused oddly")),
                 }
             }
         }
@@ -200,14 +200,14 @@ mod tests {
                 line(Event::Claim, id, 1),
                 line(Event::Start, id, 1),
                 line(Event::End, id, 1),
-                line(Event::Ack(Outcome::Fence), id, 1),
+                line(Event::Ack(Heard::Fence), id, 1),
             ],
             vec![
                 line(Event::Claim, id, 2),
                 line(Event::Start, id, 2),
-                line(Event::Extend(Outcome::Ok), id, 2),
+                line(Event::Extend(Heard::Ok), id, 2),
                 line(Event::End, id, 2),
-                line(Event::Ack(Outcome::Ok), id, 2),
+                line(Event::Ack(Heard::Ok), id, 2),
             ],
         ]
     }
@@ -231,7 +231,7 @@ mod tests {
         let id = JobId::mint();
         // Seen: worker one's late ack was accepted.
         let mut seen = history(&id);
-        seen[0][3] = line(Event::Ack(Outcome::Ok), &id, 1);
+        seen[0][3] = line(Event::Ack(Heard::Ok), &id, 1);
         let v = Verdict::judge(&seen, &records(&id, done(2)));
         assert!(v.violations.iter().any(|v| v.contains("stale ack was accepted")), "{:?}", v.violations);
         assert!(v.violations.iter().any(|v| v.contains("acked 2 times")), "{:?}", v.violations);
@@ -273,12 +273,12 @@ mod tests {
     fn a_lease_ended_twice_or_a_stale_fail_accepted_is_caught() {
         let id = JobId::mint();
         let mut journals = history(&id);
-        journals[0][3] = line(Event::Fail(Outcome::Ok), &id, 1);
+        journals[0][3] = line(Event::Fail(Heard::Ok), &id, 1);
         let v = Verdict::judge(&journals, &records(&id, done(2)));
         assert_eq!(v.violations, Vec::<String>::new(), "a fail of token 1, then a claim of 2: fine");
 
-        journals[0].push(line(Event::Release(Outcome::Ok), &id, 1));
-        journals[1].push(line(Event::Fail(Outcome::Ok), &id, 2));
+        journals[0].push(line(Event::Release(Heard::Ok), &id, 1));
+        journals[1].push(line(Event::Fail(Heard::Ok), &id, 2));
         let v = Verdict::judge(&journals, &records(&id, done(2)));
         assert!(v.violations.iter().any(|v| v.contains("token 1 ended 2 times")), "{:?}", v.violations);
         assert!(v.violations.iter().any(|v| v.contains("fail with token 2 accepted")), "{:?}", v.violations);
@@ -289,15 +289,15 @@ mod tests {
         let id = JobId::mint();
         let mut journals = history(&id);
         // Worker two's first ack lost its answer, yet landed: its retry is refused.
-        journals[1][4] = line(Event::Ack(Outcome::Error), &id, 2);
-        journals[1].push(line(Event::Ack(Outcome::Fence), &id, 2));
-        journals[0].push(line(Event::Extend(Outcome::NoJob), &id, 1));
+        journals[1][4] = line(Event::Ack(Heard::Error), &id, 2);
+        journals[1].push(line(Event::Ack(Heard::Fence), &id, 2));
+        journals[0].push(line(Event::Extend(Heard::NoJob), &id, 1));
         let v = Verdict::judge(&journals, &records(&id, done(2)));
         assert_eq!(v.violations, Vec::<String>::new());
         assert_eq!((v.stale_refused, v.repeats_refused, v.unanswered), ([1, 0, 1, 0], 1, 1));
 
-        journals[1].push(line(Event::Release(Outcome::Refused), &id, 2));
-        journals[1].push(line(Event::Ack(Outcome::Fence), &id, 3));
+        journals[1].push(line(Event::Release(Heard::Refused), &id, 2));
+        journals[1].push(line(Event::Ack(Heard::Fence), &id, 3));
         let v = Verdict::judge(&journals, &records(&id, done(2)));
         assert!(v.violations.iter().any(|v| v.contains("refused oddly")), "{:?}", v.violations);
         assert!(v.violations.iter().any(|v| v.contains("ack of token 3 refused")), "{:?}", v.violations);
@@ -309,15 +309,15 @@ mod tests {
         // ack, never tried before, is then refused.
         let id = JobId::mint();
         let mut journals = history(&id);
-        journals[0][3] = line(Event::Ack(Outcome::Error), &id, 1);
-        journals[1][4] = line(Event::Ack(Outcome::Fence), &id, 2);
+        journals[0][3] = line(Event::Ack(Heard::Error), &id, 1);
+        journals[1][4] = line(Event::Ack(Heard::Fence), &id, 2);
         let v = Verdict::judge(&journals, &records(&id, done(2)));
         assert!(v.violations.iter().any(|v| v.contains("pushed aside")), "{:?}", v.violations);
 
         // A heartbeat of the final token is never a repeat: refused, it is caught too.
         let mut journals = history(&id);
-        journals[1].insert(2, line(Event::Extend(Outcome::Error), &id, 2));
-        journals[1].insert(3, line(Event::Extend(Outcome::Fence), &id, 2));
+        journals[1].insert(2, line(Event::Extend(Heard::Error), &id, 2));
+        journals[1].insert(3, line(Event::Extend(Heard::Fence), &id, 2));
         let v = Verdict::judge(&journals, &records(&id, done(2)));
         assert!(v.violations.iter().any(|v| v.contains("extend of token 2 refused")), "{:?}", v.violations);
     }

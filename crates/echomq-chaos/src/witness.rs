@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use echomq::transition::*;
-use echomq::{Executor, Keyspace, Result};
+use echomq::executor::Call;
+use echomq::transition::{Claim, Transition};
+use echomq::{Executor, JobId, Name, Result};
+use redis::Value;
 
-use crate::journal::{Event, Journal, Outcome};
+use crate::journal::{Event, Heard, Journal};
 
-/// Runs transitions on `inner`, journaling tokens and outcomes.
+/// Runs transitions on `inner`, journaling tokens and what the server said.
 pub struct Witness {
     inner: Arc<dyn Executor>,
     journal: Arc<Journal>,
@@ -25,99 +27,56 @@ impl Witness {
         Witness { inner, journal }
     }
 
-    fn claimed(&self, claimed: &Result<Vec<Claimed>>) {
-        for job in claimed.iter().flatten() {
-            self.journal.record(Event::Claim, &job.id, job.token);
+    /// Journal `call` and its reply: a claim's jobs and tokens; a fenced
+    /// call's token and what it heard (`None`: the round trip failed).
+    fn witness(&self, call: &Call, reply: Option<&Result<Value>>) {
+        if call.name == Name::Claim {
+            let claimed =
+                reply.and_then(|reply| reply.as_ref().ok()).map(|value| Claim::parse(value.clone()));
+            for job in claimed.into_iter().flatten().flatten() {
+                self.journal.record(Event::Claim, &job.id, job.token);
+            }
+            return;
         }
+        let event: fn(Heard) -> Event = match call.name {
+            Name::Ack => Event::Ack,
+            Name::Fail => Event::Fail,
+            Name::Extend => Event::Extend,
+            Name::Release => Event::Release,
+            _ => return,
+        };
+        // A fenced call's ARGV begins with the job's id and its token.
+        let id = call.args.first().and_then(|id| JobId::try_from(id.as_slice()).ok());
+        let token = call.args.get(1).and_then(|token| std::str::from_utf8(token).ok()?.parse().ok());
+        let (Some(id), Some(token)) = (id, token) else { return };
+        let heard = reply.map_or(Heard::Error, |reply| self.refused(call.name, reply));
+        self.journal.record(event(heard), &id, token);
     }
 
     /// A refusal the worker never provokes by itself, told on stderr (the
     /// journal keeps only its kind; the run counts it as a violation).
-    fn refused<T>(&self, what: &str, result: &Result<T>) -> Outcome {
-        let outcome = Outcome::of(result);
-        if let (Outcome::Refused, Err(err)) = (outcome, result) {
-            eprintln!("echomq-chaos worker: {what} refused: {err}");
+    fn refused(&self, name: Name, reply: &Result<Value>) -> Heard {
+        let heard = Heard::of(reply);
+        if let (Heard::Refused, Err(err)) = (heard, reply) {
+            eprintln!("echomq-chaos worker: {name} refused: {err}");
         }
-        outcome
+        heard
     }
 }
 
 #[async_trait]
 impl Executor for Witness {
-    async fn enqueue(&self, keys: &Keyspace, call: &Enqueue) -> Result<bool> {
-        self.inner.enqueue(keys, call).await
-    }
-    async fn claim(&self, keys: &Keyspace, call: &Claim) -> Result<Vec<Claimed>> {
-        let claimed = self.inner.claim(keys, call).await;
-        self.claimed(&claimed);
-        claimed
-    }
-    async fn ack(&self, keys: &Keyspace, call: &Ack) -> Result<()> {
-        let acked = self.inner.ack(keys, call).await;
-        self.journal.record(Event::Ack(self.refused("ack", &acked)), &call.id, call.token);
-        acked
-    }
-    async fn fail(&self, keys: &Keyspace, call: &Fail) -> Result<Failed> {
-        let failed = self.inner.fail(keys, call).await;
-        self.journal.record(Event::Fail(self.refused("fail", &failed)), &call.id, call.token);
-        failed
-    }
-    async fn extend(&self, keys: &Keyspace, call: &Extend) -> Result<u64> {
-        let extended = self.inner.extend(keys, call).await;
-        self.journal.record(Event::Extend(self.refused("extend", &extended)), &call.id, call.token);
-        extended
-    }
-    async fn release(&self, keys: &Keyspace, call: &Release) -> Result<()> {
-        let released = self.inner.release(keys, call).await;
-        self.journal.record(Event::Release(self.refused("release", &released)), &call.id, call.token);
-        released
-    }
-    async fn reap(&self, keys: &Keyspace, call: &Reap) -> Result<Reaped> {
-        self.inner.reap(keys, call).await
-    }
-    async fn promote(&self, keys: &Keyspace, call: &Promote) -> Result<u64> {
-        self.inner.promote(keys, call).await
-    }
-    async fn purge(&self, keys: &Keyspace, call: &Purge) -> Result<u64> {
-        self.inner.purge(keys, call).await
-    }
-    async fn cancel(&self, keys: &Keyspace, call: &Cancel) -> Result<bool> {
-        self.inner.cancel(keys, call).await
-    }
-    async fn retry(&self, keys: &Keyspace, call: &Retry) -> Result<()> {
-        self.inner.retry(keys, call).await
-    }
-    async fn inspect(&self, keys: &Keyspace, call: &Inspect) -> Result<Option<Inspection>> {
-        self.inner.inspect(keys, call).await
-    }
-    async fn stats(&self, keys: &Keyspace, call: &Stats) -> Result<StatsReply> {
-        self.inner.stats(keys, call).await
-    }
-    async fn enqueue_batch(&self, keys: &Keyspace, calls: &[Enqueue]) -> Result<Vec<Result<bool>>> {
-        self.inner.enqueue_batch(keys, calls).await
-    }
-    /// Each ack of the batch journaled with its own outcome; all `error`
-    /// when the round trip failed as a whole.
-    async fn ack_batch(&self, keys: &Keyspace, calls: &[Ack]) -> Result<Vec<Result<()>>> {
-        let acked = self.inner.ack_batch(keys, calls).await;
-        match &acked {
-            Ok(outcomes) => {
-                for (call, outcome) in calls.iter().zip(outcomes) {
-                    self.journal.record(Event::Ack(self.refused("ack", outcome)), &call.id, call.token);
-                }
-            }
-            Err(_) => {
-                for call in calls {
-                    self.journal.record(Event::Ack(Outcome::Error), &call.id, call.token);
-                }
-            }
+    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+        let replies = self.inner.run(calls).await;
+        for (i, call) in calls.iter().enumerate() {
+            self.witness(call, replies.as_ref().ok().and_then(|replies| replies.get(i)));
         }
-        acked
+        replies
     }
-    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
-        let claimed = self.inner.claim_waiting(keys, call, wait).await;
-        self.claimed(&claimed);
-        claimed
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
+        let reply = self.inner.claim_waiting(claim, wait).await;
+        self.witness(claim, Some(&reply));
+        reply
     }
     fn waits(&self) -> bool {
         self.inner.waits()

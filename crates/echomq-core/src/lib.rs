@@ -7,27 +7,30 @@
 //! ```
 //! use std::sync::Arc;
 //! use echomq_core::memory::{ManualClock, Memory};
-//! use echomq_core::{run, Code, Reply};
+//! use echomq_core::{Code, Name, Reply};
 //!
 //! let mut store = Memory::new(Arc::new(ManualClock::new(1_000)));
 //! let id = b"JOB_00000000000000000000000001".as_slice();
 //! let keys: [&[u8]; 2] = [b"emq:{q}:job:JOB_00000000000000000000000001", b"emq:{q}:pending"];
-//! assert_eq!(run(&mut store, "enqueue", &keys, &[id, b"hello"]), Ok(Reply::Int(1)));
-//! assert_eq!(run(&mut store, "enqueue", &keys, &[id, b"hello"]), Ok(Reply::Int(0)));
-//! let refused = run(&mut store, "enqueue", &keys, &[b"XYZ", b"hello"]).unwrap_err();
+//! assert_eq!(Name::Enqueue.run(&mut store, &keys, &[id, b"hello"]), Ok(Reply::Int(1)));
+//! assert_eq!(Name::Enqueue.run(&mut store, &keys, &[id, b"hello"]), Ok(Reply::Int(0)));
+//! let refused = Name::Enqueue.run(&mut store, &keys, &[b"XYZ", b"hello"]).unwrap_err();
 //! assert_eq!(refused.code, Code::Kind);
 //! ```
 //!
 //! # Layout
 //! - [`code`]: the `EMQ<NAME>` error codes.
+//! - [`description`]: what each transition is (keys by role, arguments,
+//!   command, effect), read by every layer.
 //! - [`limits`]: the ranges of every numeric argument and the size limits.
 //! - [`parse`]: argument parsing and validation shared by every transition.
 //! - [`store`]: the [`Store`] trait the transitions run on.
-//! - [`transition`]: every transition (parse, then apply) and [`run`].
+//! - [`transition`]: every transition (parse, then apply) and [`Name`], which lists and dispatches them.
 //! - [`reply`]: [`Reply`] and [`Refusal`].
 //! - [`memory`]: [`Memory`], an in-process store with an injectable clock.
 
 pub mod code;
+pub mod description;
 pub mod limits;
 pub mod memory;
 pub mod parse;
@@ -36,7 +39,8 @@ pub mod store;
 pub mod transition;
 
 pub use code::Code;
+pub use description::{Description, Effect, Role};
 pub use memory::Memory;
-pub use reply::{Outcome, Refusal, Reply};
+pub use reply::{Answer, Refusal, Reply};
 pub use store::{KeyType, Store};
-pub use transition::run;
+pub use transition::Name;

@@ -5,7 +5,7 @@
 use std::ops::RangeInclusive;
 
 use crate::limits::MAX_DIGITS;
-use crate::{Code, Refusal};
+use crate::{Code, Refusal, Role};
 
 /// Text for a refusal from bytes that may not be UTF-8.
 pub fn lossy(bytes: &[u8]) -> String {
@@ -65,28 +65,26 @@ pub fn options<const N: usize>(
 }
 
 /// The queue's prefix, `emq:{q}:`, read off the first key and checked against
-/// every key: they must be this queue's keys, named as the protocol names
-/// them. The name `job` stands for the record of `id`.
-pub fn queue_prefix<'k>(keys: &[&'k [u8]], names: &[&str], id: &[u8]) -> Result<&'k [u8], Refusal> {
-    if keys.len() != names.len() {
+/// every key: they must be this queue's keys, in the order and roles given.
+/// [`Role::Job`] stands for the record of `id`.
+pub fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> Result<&'k [u8], Refusal> {
+    if keys.len() != roles.len() {
         return Err(Refusal::arg("wrong number of keys"));
     }
-    let key_name = |name: &str| -> Vec<u8> {
-        if name == "job" {
-            [b"job:".as_slice(), id].concat()
-        } else {
-            name.as_bytes().to_vec()
+    let key_name = |role: Role| -> Vec<u8> {
+        match role {
+            Role::Job => [b"job:".as_slice(), id].concat(),
+            other => other.pattern().as_bytes().to_vec(),
         }
     };
     let first = keys[0];
-    let suffix = key_name(names[0]);
+    let suffix = key_name(roles[0]);
     let prefix = first.strip_suffix(suffix.as_slice()).filter(|prefix| well_formed_prefix(prefix));
     let Some(prefix) = prefix else {
-        let shape = if names[0] == "job" { "job:<id>" } else { names[0] };
-        return Err(Refusal::arg(format!("KEYS[1] must be emq:{{<queue>}}:{shape}")));
+        return Err(Refusal::arg(format!("KEYS[1] must be emq:{{<queue>}}:{}", roles[0].pattern())));
     };
-    for (i, (key, name)) in keys.iter().zip(names).enumerate().skip(1) {
-        let wanted = [prefix, key_name(name).as_slice()].concat();
+    for (i, (key, role)) in keys.iter().zip(roles).enumerate().skip(1) {
+        let wanted = [prefix, key_name(*role).as_slice()].concat();
         if *key != wanted.as_slice() {
             return Err(Refusal::arg(format!("KEYS[{}] must be {}", i + 1, lossy(&wanted))));
         }
@@ -141,17 +139,18 @@ mod tests {
     fn keys_must_be_one_queues() {
         let id = b"JOB_1".as_slice();
         let keys: [&[u8]; 2] = [b"emq:{q}:job:JOB_1", b"emq:{q}:active"];
-        assert_eq!(queue_prefix(&keys, &["job", "active"], id), Ok(b"emq:{q}:".as_slice()));
+        let roles = [Role::Job, Role::Active];
+        assert_eq!(queue_prefix(&keys, &roles, id), Ok(b"emq:{q}:".as_slice()));
         let other: [&[u8]; 2] = [b"emq:{q}:job:JOB_1", b"emq:{r}:active"];
         assert_eq!(
-            queue_prefix(&other, &["job", "active"], id).unwrap_err().to_string(),
+            queue_prefix(&other, &roles, id).unwrap_err().to_string(),
             "EMQARG KEYS[2] must be emq:{q}:active"
         );
         let bad: [&[u8]; 2] = [b"emq:{}:job:JOB_1", b"emq:{}:active"];
         assert_eq!(
-            queue_prefix(&bad, &["job", "active"], id).unwrap_err().to_string(),
+            queue_prefix(&bad, &roles, id).unwrap_err().to_string(),
             "EMQARG KEYS[1] must be emq:{<queue>}:job:<id>"
         );
-        assert!(queue_prefix(&keys[..1], &["job", "active"], id).is_err());
+        assert!(queue_prefix(&keys[..1], &roles, id).is_err());
     }
 }

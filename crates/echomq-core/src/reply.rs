@@ -27,6 +27,13 @@ pub struct Refusal {
     pub text: String,
 }
 
+impl Reply {
+    /// A count or a time in ms, as an integer reply.
+    pub fn count(n: u64) -> Reply {
+        Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+
 impl Refusal {
     /// A refusal with `code` and `text`.
     pub fn new(code: Code, text: impl Into<String>) -> Refusal {
@@ -48,4 +55,4 @@ impl fmt::Display for Refusal {
 impl std::error::Error for Refusal {}
 
 /// The result of every transition.
-pub type Outcome = Result<Reply, Refusal>;
+pub type Answer = Result<Reply, Refusal>;

@@ -1,16 +1,17 @@
 //! Every transition in plain Rust, over a [`Store`]. Each one has the same
 //! shape: `parse` reads KEYS and ARGV (pure, no storage: the part a fuzzer
-//! hammers), `apply` checks the types and the record and then writes.
-//! [`run`] picks the transition by name.
+//! hammers), `apply` checks the types and the record and then writes, and a
+//! `DESCRIPTION` says what it is. [`Name`] lists them all and dispatches.
 //!
 //! The Lua scripts in `crates/echomq/lua` are the independent second
 //! implementation: the same checks in the same order, the same replies, the
 //! same error texts. This one also writes the record's two extra fields,
 //! `enqueued_at` and `updated_at`.
 
+use crate::description::Description;
 use crate::parse::lossy;
 use crate::store::{KeyType, Store};
-use crate::{Code, Outcome, Refusal, Reply};
+use crate::{Answer, Code, Refusal};
 
 mod enqueue;
 mod lease;
@@ -24,49 +25,70 @@ pub use read::{Inspect, Stats};
 pub use repair::{Cancel, Retry};
 pub use upkeep::{Promote, Purge, Reap};
 
-/// The transitions, by their protocol names.
-pub const NAMES: [&str; 13] = [
-    "enqueue", "claim", "ack", "fail", "extend", "release", "reap", "promote", "purge", "cancel", "retry",
-    "inspect", "stats",
-];
+/// Declares [`Name`] and its exhaustive dispatch from one list: each entry
+/// is a variant and the core type of the same name, which has `parse`,
+/// `apply` and a `DESCRIPTION`. A transition added here and not written
+/// everywhere else does not compile.
+macro_rules! transitions {
+    ($($name:ident),* $(,)?) => {
+        /// A transition of the protocol.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Name {
+            $(
+                #[doc = concat!("See [`", stringify!($name), "`].")]
+                $name,
+            )*
+        }
 
-/// Parse and apply the transition `name` (lower case) to `store`.
-pub fn run<S: Store>(store: &mut S, name: &str, keys: &[&[u8]], args: &[&[u8]]) -> Outcome {
-    match name {
-        "enqueue" => Enqueue::parse(keys, args)?.apply(store),
-        "claim" => Claim::parse(keys, args)?.apply(store),
-        "ack" => Ack::parse(keys, args)?.apply(store),
-        "fail" => Fail::parse(keys, args)?.apply(store),
-        "extend" => Extend::parse(keys, args)?.apply(store),
-        "release" => Release::parse(keys, args)?.apply(store),
-        "reap" => Reap::parse(keys, args)?.apply(store),
-        "promote" => Promote::parse(keys, args)?.apply(store),
-        "purge" => Purge::parse(keys, args)?.apply(store),
-        "cancel" => Cancel::parse(keys, args)?.apply(store),
-        "retry" => Retry::parse(keys, args)?.apply(store),
-        "inspect" => Inspect::parse(keys, args)?.apply(store),
-        "stats" => Stats::parse(keys, args)?.apply(store),
-        other => Err(Refusal::arg(format!("unknown transition {other}"))),
+        impl Name {
+            /// Every transition, in the order `PROTOCOL.md` lists them.
+            pub const ALL: &'static [Name] = &[$(Name::$name),*];
+
+            /// What the transition is: keys, arguments, command, effect.
+            pub const fn describe(self) -> &'static Description {
+                match self {
+                    $(Name::$name => &$name::DESCRIPTION,)*
+                }
+            }
+
+            /// Parse and apply the transition to `store`.
+            pub fn run<S: Store>(self, store: &mut S, keys: &[&[u8]], args: &[&[u8]]) -> Answer {
+                match self {
+                    $(Name::$name => $name::parse(keys, args)?.apply(store),)*
+                }
+            }
+
+            /// Parse only: what a fuzzer calls. Never panics, never touches storage.
+            pub fn parse_only(self, keys: &[&[u8]], args: &[&[u8]]) -> Result<(), Refusal> {
+                match self {
+                    $(Name::$name => $name::parse(keys, args).map(drop),)*
+                }
+            }
+        }
+    };
+}
+
+transitions!(Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats);
+
+impl Name {
+    /// The protocol's name, lower case: `claim`.
+    pub const fn as_str(self) -> &'static str {
+        self.describe().name
+    }
+
+    /// The transition whose module command is `command`, in any case
+    /// (`EMQ.CLAIM`, `emq.claim`).
+    pub fn from_command(command: &[u8]) -> Option<Name> {
+        Name::ALL
+            .iter()
+            .copied()
+            .find(|name| name.describe().command.as_bytes().eq_ignore_ascii_case(command))
     }
 }
 
-/// Parse only: what a fuzzer calls. Never panics, never touches storage.
-pub fn parse_only(name: &str, keys: &[&[u8]], args: &[&[u8]]) -> Result<(), Refusal> {
-    match name {
-        "enqueue" => Enqueue::parse(keys, args).map(drop),
-        "claim" => Claim::parse(keys, args).map(drop),
-        "ack" => Ack::parse(keys, args).map(drop),
-        "fail" => Fail::parse(keys, args).map(drop),
-        "extend" => Extend::parse(keys, args).map(drop),
-        "release" => Release::parse(keys, args).map(drop),
-        "reap" => Reap::parse(keys, args).map(drop),
-        "promote" => Promote::parse(keys, args).map(drop),
-        "purge" => Purge::parse(keys, args).map(drop),
-        "cancel" => Cancel::parse(keys, args).map(drop),
-        "retry" => Retry::parse(keys, args).map(drop),
-        "inspect" => Inspect::parse(keys, args).map(drop),
-        "stats" => Stats::parse(keys, args).map(drop),
-        other => Err(Refusal::arg(format!("unknown transition {other}"))),
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -164,8 +186,4 @@ fn to_pending<S: Store>(store: &mut S, record: &[u8], pending: &[u8], priority: 
     write_record(store, record, &[(b"state", b"pending")], now);
     let score = number(store.hget(priority, id).as_deref()).unwrap_or(0.0);
     store.zadd(pending, score, id);
-}
-
-fn int(n: u64) -> Reply {
-    Reply::Int(n as i64)
 }

@@ -75,6 +75,7 @@ pub fn missing_functions() -> Vec<&'static str> {
         RedisModule_WrongArity,
         RedisModule_IsKeysPositionRequest,
         RedisModule_KeyAtPos,
+        RedisModule_CreateCommand,
         RedisModule_GetCommand,
         RedisModule_SetCommandInfo,
     ];
@@ -305,6 +306,18 @@ pub fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, keys: c_
     };
     rm!(RedisModule_SetCommandInfo(command, &mut info) or raw::Status::Err as c_int)
         == raw::Status::Ok as c_int
+}
+
+/// A command's argv as bytes, the command name first.
+pub fn words<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a [u8]> {
+    let len = usize::try_from(argc).unwrap_or(0);
+    if argv.is_null() || len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: Redis passes `argc` valid strings that live while the command
+    // runs (and while its client stays blocked, for a blocked claim).
+    let argv = unsafe { std::slice::from_raw_parts(argv, len) };
+    argv.iter().map(|&arg| bytes_of(arg)).collect()
 }
 
 /// The server's clock, ms since the Unix epoch.

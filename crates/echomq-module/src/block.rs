@@ -17,7 +17,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
 use echomq_core::transition::Claim;
-use echomq_core::{Outcome, Refusal, Reply, Store};
+use echomq_core::{Answer, Refusal, Reply, Store};
 use redis_module::raw;
 
 use crate::api::{self, rm, RString};
@@ -49,7 +49,7 @@ pub fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
 /// being claimed, so a claim can come back empty while pending is not. A
 /// claim that may block claims again while that makes progress, so it never
 /// sleeps on a ready job; one that may not answers as the Lua script would.
-fn claim_now(ctx: *mut raw::RedisModuleCtx, claim: &Claim, blocking: bool) -> (RedisStore, Outcome) {
+fn claim_now(ctx: *mut raw::RedisModuleCtx, claim: &Claim, blocking: bool) -> (RedisStore, Answer) {
     let pending = claim.pending_key();
     let mut store = RedisStore::new(ctx, pending);
     loop {
@@ -63,7 +63,7 @@ fn claim_now(ctx: *mut raw::RedisModuleCtx, claim: &Claim, blocking: bool) -> (R
 }
 
 /// Whether a claim came back empty (not refused, not crossing a slot).
-fn nothing_claimed(store: &RedisStore, outcome: &Outcome) -> bool {
+fn nothing_claimed(store: &RedisStore, outcome: &Answer) -> bool {
     !store.crossed_slot() && matches!(outcome, Ok(Reply::Array(jobs)) if jobs.is_empty())
 }
 
@@ -96,8 +96,11 @@ unsafe extern "C" fn on_ready(
     argc: c_int,
 ) -> c_int {
     let served = catch_unwind(AssertUnwindSafe(|| {
-        let words = words(argv, argc);
-        let parsed = words.split_at_checked(2).ok_or_else(|| Refusal::arg("wrong number of keys"));
+        let words = api::words(argv, argc);
+        let words = words.get(1..).unwrap_or_default();
+        let parsed = words
+            .split_at_checked(Claim::DESCRIPTION.keys.len())
+            .ok_or_else(|| Refusal::arg("wrong number of keys"));
         match parsed.and_then(|(keys, args)| Claim::parse(keys, args)) {
             Err(refusal) => reply::send(ctx, &Err(refusal)),
             Ok(claim) => {
@@ -125,16 +128,4 @@ unsafe extern "C" fn on_timeout(
 ) -> c_int {
     reply::send_reply(ctx, &Reply::Array(Vec::new()));
     raw::REDISMODULE_OK as c_int
-}
-
-/// The command's argv as bytes, without the command name.
-fn words<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a [u8]> {
-    let len = usize::try_from(argc).unwrap_or(0);
-    if argv.is_null() || len == 0 {
-        return Vec::new();
-    }
-    // SAFETY: Redis passes `argc` valid strings that live while the client
-    // stays blocked, which outlasts this callback.
-    let argv = unsafe { std::slice::from_raw_parts(argv, len) };
-    argv.iter().skip(1).map(|&arg| api::bytes_of(arg)).collect()
 }

@@ -1,4 +1,5 @@
-//! One command's path: split argv into KEYS and ARGV, answer Redis's
+//! Each command's registration, from its transition's description, and one
+//! path for every call: split argv into KEYS and ARGV, answer Redis's
 //! key-position and arity questions, run the core's transition on a
 //! [`RedisStore`], and reply. Nothing here knows what a transition does.
 
@@ -6,67 +7,105 @@ use std::ffi::CString;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use echomq_core::Outcome;
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use echomq_core::{Answer, Description, Effect, Name};
+use redis_module::raw;
 
-use crate::api::rm;
+use crate::api::{self, rm};
 use crate::block;
 use crate::reply;
 use crate::store::RedisStore;
 
-/// How many leading arguments of a command are KEYS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Keys {
-    /// Always this many.
-    Fixed(usize),
-    /// ENQUEUE: four (job, pending, delayed, priority) when the third
-    /// argument is the queue's delayed key, else two (job, pending).
-    Enqueue,
-}
-
-impl Keys {
-    /// How many of `words` (argv without the command name) are keys.
-    pub fn count(self, words: &[&[u8]]) -> usize {
-        match self {
-            Keys::Fixed(n) => n,
-            Keys::Enqueue if four_key_enqueue(words) => 4,
-            Keys::Enqueue => 2,
-        }
+/// Register `name`'s command as its description says: `EMQ.<NAME>`, its
+/// flags, its key positions (for cluster routing and ACLs), and for a
+/// transition that only reads, a key spec that declares its keys read-only
+/// (so a monitoring user with `%R~emq:*` may run it, SECURITY.md).
+///
+/// Flags: a reader is `readonly`; a writer `write deny-oom`, except one
+/// that only frees memory (PURGE), which is `write`; a command with a
+/// `BLOCK` option is `blocking`; one whose trailing keys may be left out
+/// (ENQUEUE) answers key-position requests itself (`getkeys-api`). Arity: a
+/// call with fewer arguments than its required KEYS gets Redis's arity
+/// error; a missing ARGV gets the core's `EMQARG`, as the Lua script answers.
+pub fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), String> {
+    let described = name.describe();
+    let mut flags = match described.effect {
+        Effect::Reads => "readonly",
+        Effect::Writes => "write deny-oom",
+        Effect::Frees => "write",
     }
+    .to_owned();
+    if described.options.contains(&"BLOCK") {
+        flags += " blocking";
+    }
+    if described.required_keys < described.keys.len() {
+        flags += " getkeys-api";
+    }
+    let command = CString::new(described.command.to_ascii_lowercase()).map_err(|e| e.to_string())?;
+    let flags = CString::new(flags).map_err(|e| e.to_string())?;
+    let last_key = described.required_keys as c_int;
+    let created = rm!(RedisModule_CreateCommand(ctx, command.as_ptr(), Some(on_command), flags.as_ptr(), 1, last_key, 1)
+        or raw::Status::Err as c_int);
+    if created != raw::Status::Ok as c_int {
+        return Err(format!("cannot register {}", described.command));
+    }
+    if described.reads_only() && !api::declare_read_only(ctx, &command, described.keys.len() as c_int) {
+        return Err(format!("cannot declare {}'s keys read-only", described.command));
+    }
+    Ok(())
 }
 
-/// The 4-key ENQUEUE: argv[3] is the pending key's prefix followed by `delayed`.
-fn four_key_enqueue(words: &[&[u8]]) -> bool {
-    let (Some(pending), Some(third)) = (words.get(1), words.get(2)) else { return false };
-    let prefix = pending.strip_suffix(b"pending".as_slice());
-    prefix.is_some_and(|prefix| third.strip_prefix(prefix) == Some(b"delayed".as_slice()))
-}
-
-/// One `EMQ.<NAME>` command: the transition it runs and how its keys are laid out.
-#[derive(Clone, Copy, Debug)]
-pub struct Spec {
-    /// The transition's protocol name, as `echomq_core::run` knows it.
-    pub transition: &'static str,
-    /// Its KEYS.
-    pub keys: Keys,
-}
-
-/// Run `spec` for one call and reply. Always answers `NoReply` to the
-/// `redis-module` wrapper: every reply, error or none (a blocked claim, a
-/// key-position request) is written here. A panic (a bug: the core and this
-/// crate are written not to) becomes an error reply instead of aborting the
-/// server, which is what a panic across the C boundary would do.
-pub fn execute(context: &Context, spec: Spec, argv: &[RedisString]) -> RedisResult {
-    let ctx = context.ctx;
-    let words: Vec<&[u8]> = argv.iter().skip(1).map(|arg| arg.as_slice()).collect();
-    if catch_unwind(AssertUnwindSafe(|| dispatch(ctx, spec, &words))).is_err() {
+/// Every `EMQ.*` command's entry point: argv[0] names the transition (as
+/// [`register`] registered it), the rest is its KEYS then ARGV. Every reply,
+/// error or none (a blocked claim, a key-position request) is written here. A
+/// panic (a bug: the core and this crate are written not to) becomes an error
+/// reply instead of aborting the server, which is what a panic across the C
+/// boundary would do.
+unsafe extern "C" fn on_command(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let served = catch_unwind(AssertUnwindSafe(|| {
+        let words = api::words(argv, argc);
+        match words.split_first() {
+            Some((command, words)) => match Name::from_command(command) {
+                Some(name) => dispatch(ctx, name, words),
+                None => reply::send_error(ctx, &internal_error()),
+            },
+            None => reply::send_error(ctx, &internal_error()),
+        }
+    }));
+    if served.is_err() {
         reply::send_error(ctx, &internal_error());
     }
-    Ok(RedisValue::NoReply)
+    raw::REDISMODULE_OK as c_int
 }
 
-fn dispatch(ctx: *mut raw::RedisModuleCtx, spec: Spec, words: &[&[u8]]) {
-    let key_count = spec.keys.count(words);
+/// How many of `words` (argv without the command name) are KEYS: all of
+/// the description's, or only the required ones when the first optional key
+/// is not there — the argument in its place is not the key that role names
+/// under the previous key's prefix (ENQUEUE's two-key form).
+fn key_count(described: &Description, words: &[&[u8]]) -> usize {
+    let required = described.required_keys;
+    let all = described.keys.len();
+    if required == all {
+        return all;
+    }
+    let (Some(last), Some(next)) = (words.get(required - 1), words.get(required)) else { return required };
+    let last_name = described.keys[required - 1].fixed().unwrap_or_default();
+    let next_name = described.keys[required].fixed().unwrap_or_default();
+    let prefix = last.strip_suffix(last_name.as_bytes());
+    let optional_present =
+        prefix.is_some_and(|prefix| next.strip_prefix(prefix) == Some(next_name.as_bytes()));
+    if optional_present {
+        all
+    } else {
+        required
+    }
+}
+
+fn dispatch(ctx: *mut raw::RedisModuleCtx, name: Name, words: &[&[u8]]) {
+    let key_count = key_count(name.describe(), words);
     if rm!(RedisModule_IsKeysPositionRequest(ctx) or 0) != 0 {
         // argv positions: 0 is the command name, so keys sit at 1..=key_count.
         for position in 1..=key_count.min(words.len()) {
@@ -78,17 +117,17 @@ fn dispatch(ctx: *mut raw::RedisModuleCtx, spec: Spec, words: &[&[u8]]) {
         rm!(RedisModule_WrongArity(ctx) or 0);
         return;
     };
-    if spec.transition == "claim" {
+    if name == Name::Claim {
         return block::claim(ctx, keys, args);
     }
     let mut store = RedisStore::new(ctx, keys.first().copied().unwrap_or_default());
-    let outcome = echomq_core::run(&mut store, spec.transition, keys, args);
+    let outcome = name.run(&mut store, keys, args);
     finish(ctx, &store, &outcome);
 }
 
 /// Reply with `outcome`, or `CROSSSLOT` when the store refused a key of
 /// another slot (and so wrote nothing).
-pub fn finish(ctx: *mut raw::RedisModuleCtx, store: &RedisStore, outcome: &Outcome) {
+pub fn finish(ctx: *mut raw::RedisModuleCtx, store: &RedisStore, outcome: &Answer) {
     if store.crossed_slot() {
         reply::send_error(ctx, &cross_slot());
     } else {
@@ -112,6 +151,7 @@ mod tests {
 
     #[test]
     fn enqueue_takes_four_keys_only_when_the_third_is_the_delayed_key() {
+        let enqueue = Name::Enqueue.describe();
         let four: [&[u8]; 6] = [
             b"emq:{q}:job:JOB_1",
             b"emq:{q}:pending",
@@ -120,13 +160,13 @@ mod tests {
             b"JOB_1",
             b"x",
         ];
-        assert_eq!(Keys::Enqueue.count(&four), 4);
+        assert_eq!(key_count(enqueue, &four), 4);
         let two: [&[u8]; 4] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
-        assert_eq!(Keys::Enqueue.count(&two), 2);
+        assert_eq!(key_count(enqueue, &two), 2);
         let other_queue: [&[u8]; 3] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"emq:{r}:delayed"];
-        assert_eq!(Keys::Enqueue.count(&other_queue), 2);
-        assert_eq!(Keys::Enqueue.count(&[b"only".as_slice()]), 2);
-        assert_eq!(Keys::Enqueue.count(&[]), 2);
-        assert_eq!(Keys::Fixed(6).count(&[]), 6);
+        assert_eq!(key_count(enqueue, &other_queue), 2);
+        assert_eq!(key_count(enqueue, &[b"only".as_slice()]), 2);
+        assert_eq!(key_count(enqueue, &[]), 2);
+        assert_eq!(key_count(Name::Stats.describe(), &[]), 6);
     }
 }

@@ -21,7 +21,9 @@
 //! in one MULTI/EXEC per command, so they need no module. Needs Redis ≥ 7.0.
 //!
 //! # Layout
-//! - `command`: argv into KEYS and ARGV, arity, key positions, reply; one path for every command.
+//! - `command`: each command's registration from its transition's
+//!   description, and one path for every call: argv into KEYS and ARGV,
+//!   arity, key positions, reply.
 //! - `block`: CLAIM and its `BLOCK <ms>` wait on the pending key.
 //! - `store`: `RedisStore`, the core's `Store` over the low-level key API,
 //!   with replication, keyspace events and wake-ups.
@@ -40,38 +42,13 @@ mod reply;
 mod slot;
 mod store;
 
-use command::{Keys, Spec};
-use redis_module::{Context, RedisResult, RedisString};
+#[cfg(not(test))]
+use redis_module::{Context, RedisString};
 
-/// A thin wrapper per command: its transition and its KEYS, nothing else.
-macro_rules! commands {
-    ($($handler:ident: $transition:literal, $keys:expr;)*) => {
-        $(
-            fn $handler(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-                command::execute(ctx, Spec { transition: $transition, keys: $keys }, &argv)
-            }
-        )*
-    };
-}
-
-commands! {
-    enqueue: "enqueue", Keys::Enqueue;
-    claim: "claim", Keys::Fixed(2);
-    ack: "ack", Keys::Fixed(3);
-    fail: "fail", Keys::Fixed(5);
-    extend: "extend", Keys::Fixed(2);
-    release: "release", Keys::Fixed(4);
-    reap: "reap", Keys::Fixed(5);
-    promote: "promote", Keys::Fixed(3);
-    purge: "purge", Keys::Fixed(3);
-    cancel: "cancel", Keys::Fixed(6);
-    retry: "retry", Keys::Fixed(4);
-    inspect: "inspect", Keys::Fixed(2);
-    stats: "stats", Keys::Fixed(6);
-}
-
-/// Refuse to load on a server that lacks an API function the commands call,
-/// and take over the "key modified" signal (see `store`).
+/// Register every transition of [`echomq_core::Name::ALL`] as its command,
+/// from its description (see `command::register`); refuse to load on a
+/// server that lacks an API function the commands call; and take over the
+/// "key modified" signal (see `store`).
 #[cfg(not(test))]
 fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
     let missing = api::missing_functions();
@@ -80,23 +57,15 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
         return redis_module::Status::Err;
     }
     ctx.set_module_options(redis_module::ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED);
-    // The two readers declare their keys read-only, so a monitoring user
-    // with read-only keys (`%R~emq:*`, SECURITY.md) may run them.
-    for (command, keys) in [(c"emq.inspect", 2), (c"emq.stats", 6)] {
-        if !api::declare_read_only(ctx.ctx, command, keys) {
-            ctx.log_warning(&format!("echomq: cannot declare {command:?}'s keys read-only"));
+    for name in echomq_core::Name::ALL {
+        if let Err(why) = command::register(ctx.ctx, *name) {
+            ctx.log_warning(&format!("echomq: {why}"));
             return redis_module::Status::Err;
         }
     }
     redis_module::Status::Ok
 }
 
-// Each command: name, handler, flags, then the KEYS' argv positions (first,
-// last, step) for cluster routing and ACLs. ENQUEUE has 2 or 4 keys, so it
-// answers key-position requests itself (`getkeys-api`). Writers are
-// `deny-oom` except PURGE, which only frees memory. Arity: a call with fewer
-// arguments than KEYS gets Redis's arity error; a missing ARGV gets the
-// core's `EMQARG`, as the Lua script answers it.
 #[cfg(not(test))]
 redis_module::redis_module! {
     name: "echomq",
@@ -104,19 +73,4 @@ redis_module::redis_module! {
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
     data_types: [],
     init: init,
-    commands: [
-        ["emq.enqueue", enqueue, "write deny-oom getkeys-api", 1, 2, 1, ""],
-        ["emq.claim", claim, "write deny-oom blocking", 1, 2, 1, ""],
-        ["emq.ack", ack, "write deny-oom", 1, 3, 1, ""],
-        ["emq.fail", fail, "write deny-oom", 1, 5, 1, ""],
-        ["emq.extend", extend, "write deny-oom", 1, 2, 1, ""],
-        ["emq.release", release, "write deny-oom", 1, 4, 1, ""],
-        ["emq.reap", reap, "write deny-oom", 1, 5, 1, ""],
-        ["emq.promote", promote, "write deny-oom", 1, 3, 1, ""],
-        ["emq.purge", purge, "write", 1, 3, 1, ""],
-        ["emq.cancel", cancel, "write deny-oom", 1, 6, 1, ""],
-        ["emq.retry", retry, "write deny-oom", 1, 4, 1, ""],
-        ["emq.inspect", inspect, "readonly", 1, 2, 1, ""],
-        ["emq.stats", stats, "readonly", 1, 6, 1, ""],
-    ],
 }

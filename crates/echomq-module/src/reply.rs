@@ -5,13 +5,13 @@
 use std::ffi::CString;
 use std::os::raw::{c_char, c_long};
 
-use echomq_core::{Outcome, Refusal, Reply};
+use echomq_core::{Answer, Refusal, Reply};
 use redis_module::raw;
 
 use crate::api::rm;
 
 /// Send a transition's outcome.
-pub fn send(ctx: *mut raw::RedisModuleCtx, outcome: &Outcome) {
+pub fn send(ctx: *mut raw::RedisModuleCtx, outcome: &Answer) {
     match outcome {
         Ok(reply) => send_reply(ctx, reply),
         Err(refusal) => send_error(ctx, &error_line(refusal)),

@@ -9,6 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::{call, connect, expand, queue, server_with};
+use echomq::executor::script_source;
+use echomq::Name;
 use echomq_test_support::RedisServer;
 
 /// The lifecycle: a transition and its KEYS and ARGV, or a raw seeding command.
@@ -34,36 +36,14 @@ const STEPS: &[(&str, &str)] = &[
     ("purge", "$q:dead $q:priority $q:errors 0"),
 ];
 
-/// How many KEYS each script takes, by transition.
-fn key_count(transition: &str, args: &[String]) -> usize {
-    match transition {
-        "enqueue" if args.get(2).is_some_and(|key| key.ends_with("delayed")) => 4,
-        "enqueue" | "claim" | "extend" | "inspect" => 2,
-        "ack" | "promote" | "purge" => 3,
-        "release" | "retry" => 4,
-        "fail" | "reap" => 5,
-        _ => 6,
-    }
-}
-
-/// A transition's Lua script as the host loads it: `--@include` lines expanded.
-fn script(transition: &str) -> String {
-    let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/lua");
-    let file = std::fs::read_dir(lua)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| {
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{transition}-")))
-        })
-        .unwrap_or_else(|| panic!("no script for {transition}"));
-    let common = std::fs::read_to_string(format!("{lua}/includes/common.lua")).unwrap();
-    let text = std::fs::read_to_string(file).unwrap();
-    text.lines()
-        .map(|line| if line == "--@include common" { common.as_str() } else { line })
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The transition named `transition`, and how many of `args` are its KEYS.
+fn described(transition: &str, args: &[String]) -> (Name, usize) {
+    let name = *Name::ALL.iter().find(|name| name.as_str() == transition).expect("a transition");
+    let described = name.describe();
+    let (required, optional) = (described.required_keys, described.keys.get(described.required_keys));
+    let all =
+        optional.is_some_and(|role| args.get(required).is_some_and(|key| key.ends_with(role.pattern())));
+    (name, if all { described.keys.len() } else { required })
 }
 
 /// Run the lifecycle on queue `q`, natively or through the scripts, and
@@ -81,12 +61,12 @@ fn events_of(server: &RedisServer, q: &str, native: bool) -> Vec<String> {
         let reply = if *transition == "raw" {
             call(&mut conn, &args)
         } else if native {
-            let mut command = vec![format!("EMQ.{}", transition.to_ascii_uppercase())];
+            let mut command = vec![described(transition, &args).0.describe().command.to_owned()];
             command.extend(args);
             call(&mut conn, &command)
         } else {
-            let keys = key_count(transition, &args);
-            let mut command = vec!["EVAL".to_owned(), script(transition), keys.to_string()];
+            let (name, keys) = described(transition, &args);
+            let mut command = vec!["EVAL".to_owned(), script_source(name), keys.to_string()];
             command.extend(args);
             call(&mut conn, &command)
         };

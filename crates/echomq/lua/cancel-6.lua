@@ -8,11 +8,11 @@ KEYS[3]  emq:{q}:active     (zset)
 KEYS[4]  emq:{q}:delayed    (zset)
 KEYS[5]  emq:{q}:dead       (zset)
 KEYS[6]  emq:{q}:cancelled  (zset) score = cancel time, server ms
-ARGV[1]  the job id
+ARGV[1]  id: the job id
 Reply    1 cancelled, 0 already cancelled (nothing changed)
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job)
 ]]
---@include common
+--@include record
 
 local id = ARGV[1]
 local err = kind_error(id)

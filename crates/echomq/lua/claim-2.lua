@@ -5,6 +5,7 @@ KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
+         BLOCK <ms>         native only (EMQ.CLAIM): the script refuses it
 Derived  emq:{q}:job:<id>   the record of each popped id: the prefix of KEYS[1]
                             with job:<id>, so the same hashtag and slot.
 Reply    an array of claimed jobs in pending order (priority, then id), each
@@ -13,28 +14,25 @@ Reply    an array of claimed jobs in pending order (priority, then id), each
          An id in pending whose record is missing is dropped, not claimed.
 Errors   EMQARG, EMQTYPE
 ]]
---@include common
+--@include record
 
 local prefix, err = queue_prefix({'pending', 'active'})
 if err then return err end
 local lease
-lease, err = integer(ARGV[1], 'lease', 1, 2147483647)
+lease, err = integer(ARGV[1], 'lease', LEASE_MS)
 if err then return err end
 local opts
-opts, err = options(2, {COUNT = {1, 1000}})
+opts, err = options(2, {COUNT = CLAIM_COUNT})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
 if err then return err end
 
 local ids = redis.call('ZRANGE', KEYS[1], 0, (opts.COUNT or 1) - 1)
 if #ids == 0 then return {} end
-local records = {}
-for i, id in ipairs(ids) do
-  records[i], err = read_record(prefix .. 'job:' .. id, 'attempts', 'payload')
-  if err then return err end
-end
+local records
+records, err = take(KEYS[1], prefix, ids, 'attempts', 'payload')
+if err then return err end
 
-redis.call('ZREM', KEYS[1], unpack(ids))
 local deadline = now_ms() + lease
 local claimed = {}
 for i, id in ipairs(ids) do

@@ -2,27 +2,22 @@
 
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
-ARGV[1]  the job id
-ARGV[2]  the token the claim handed out
+ARGV[1]  id: the job id
+ARGV[2]  token: the one the claim handed out
 ARGV[3]  lease, ms, 1..=2147483647: the new deadline is that long from now
 Reply    the new deadline, server ms
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
---@include common
+--@include fenced
 
-local id = ARGV[1]
-local err = kind_error(id)
+local id, token, err = fenced_call({'job', 'active'})
 if err then return err end
-_, err = queue_prefix({'job', 'active'}, id)
-if err then return err end
-local token, lease
-token, err = integer(ARGV[2], 'token', 1, 999999999999999)
-if err then return err end
-lease, err = integer(ARGV[3], 'lease', 1, 2147483647)
+local lease
+lease, err = integer(ARGV[3], 'lease', LEASE_MS)
 if err then return err end
 _, err = options(4, {})
 if err then return err end
-err = type_error(KEYS[2], 'zset') or fence_error(KEYS[1], token)
+err = fenced_keys_error({'zset'}, token)
 if err then return err end
 
 local deadline = now_ms() + lease

@@ -5,39 +5,33 @@ KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
 KEYS[4]  emq:{q}:dead       (zset) score = death time, server ms
 KEYS[5]  emq:{q}:errors     (hash) id -> the job's last error text
-ARGV[1]  the job id
-ARGV[2]  the token the claim handed out
-ARGV[3]  max attempts, 0..=2147483647: when attempts >= this, the job dies
-ARGV[4]  back-off, ms, 0..=999999999999: the retry is due that long from now
-ARGV[5]  the error text, at most 65536 bytes, kept in KEYS[5]
+ARGV[1]  id: the job id
+ARGV[2]  token: the one the claim handed out
+ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies
+ARGV[4]  backoff: ms, 0..=999999999999: the retry is due that long from now
+ARGV[5]  error: the text, at most 65536 bytes, kept in KEYS[5]
 Reply    'delayed' (it will retry) or 'dead'
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
---@include common
+--@include fenced
 
-local id = ARGV[1]
-local err = kind_error(id)
+local id, token, err = fenced_call({'job', 'active', 'delayed', 'dead', 'errors'})
 if err then return err end
-_, err = queue_prefix({'job', 'active', 'delayed', 'dead', 'errors'}, id)
+local max_attempts, backoff
+max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS)
 if err then return err end
-local token, max_attempts, backoff
-token, err = integer(ARGV[2], 'token', 1, 999999999999999)
-if err then return err end
-max_attempts, err = integer(ARGV[3], 'max_attempts', 0, 2147483647)
-if err then return err end
-backoff, err = integer(ARGV[4], 'backoff', 0, 999999999999)
+backoff, err = integer(ARGV[4], 'backoff', DELAY_MS)
 if err then return err end
 local text = ARGV[5]
 if text == nil then
   return emq_error('EMQARG', 'error text is missing')
 end
-if #text > 65536 then
-  return emq_error('EMQSIZE', 'error text exceeds 65536 bytes')
+if #text > MAX_ERROR_TEXT then
+  return emq_error('EMQSIZE', 'error text exceeds ' .. MAX_ERROR_TEXT .. ' bytes')
 end
 _, err = options(6, {})
 if err then return err end
-err = type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset') or type_error(KEYS[4], 'zset')
-  or type_error(KEYS[5], 'hash') or fence_error(KEYS[1], token)
+err = fenced_keys_error({'zset', 'zset', 'zset', 'hash'}, token)
 if err then return err end
 
 local now = now_ms()

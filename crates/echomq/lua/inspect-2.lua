@@ -2,7 +2,7 @@
 
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:errors     (hash)
-ARGV[1]  the job id
+ARGV[1]  id: the job id
 Reply    [record, error]: the record as a flat field/value array (empty when
          there is no such job) and the last error text, or nil.
 Errors   EMQKIND, EMQARG, EMQTYPE

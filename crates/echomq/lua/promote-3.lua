@@ -11,30 +11,25 @@ Reply    how many moved to pending. An id in delayed whose record is missing
          is dropped and not counted.
 Errors   EMQARG, EMQTYPE
 ]]
---@include common
+--@include record
 
 local prefix, err = queue_prefix({'delayed', 'pending', 'priority'})
 if err then return err end
 local opts
-opts, err = options(1, {LIMIT = {1, 1000}})
+opts, err = options(1, {LIMIT = SWEEP_LIMIT})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
 if err then return err end
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT[2])
 if #ids == 0 then return 0 end
-local present = {}
-for i, id in ipairs(ids) do
-  local fields
-  fields, err = read_record(prefix .. 'job:' .. id, 'state')
-  if err then return err end
-  present[i] = fields[1]
-end
+local records
+records, err = take(KEYS[1], prefix, ids, 'state')
+if err then return err end
 
-redis.call('ZREM', KEYS[1], unpack(ids))
 local promoted = 0
 for i, id in ipairs(ids) do
-  if present[i] then
+  if records[i][1] then
     to_pending(prefix .. 'job:' .. id, KEYS[2], KEYS[3], id)
     promoted = promoted + 1
   end

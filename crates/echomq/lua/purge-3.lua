@@ -1,7 +1,7 @@
 --[[ PURGE: delete finished jobs (done, dead or cancelled) older than an age:
 their records, their set entries, and their priority and error entries.
 
-KEYS[1]  emq:{q}:done, emq:{q}:dead or emq:{q}:cancelled (zset)
+KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to purge
 KEYS[2]  emq:{q}:priority   (hash)
 KEYS[3]  emq:{q}:errors     (hash)
 ARGV[1]  age, ms, 0..=999999999999: jobs that finished at least this long ago
@@ -11,7 +11,7 @@ Derived  emq:{q}:job:<id>   the record of each purged id (same hashtag)
 Reply    how many jobs were deleted
 Errors   EMQARG, EMQTYPE
 ]]
---@include common
+--@include record
 
 local finished = string.match(KEYS[1] or '', ':(%a+)$')
 if finished ~= 'done' and finished ~= 'dead' and finished ~= 'cancelled' then
@@ -20,14 +20,14 @@ end
 local prefix, err = queue_prefix({finished, 'priority', 'errors'})
 if err then return err end
 local age, opts
-age, err = integer(ARGV[1], 'age', 0, 999999999999)
+age, err = integer(ARGV[1], 'age', AGE_MS)
 if err then return err end
-opts, err = options(2, {LIMIT = {1, 1000}})
+opts, err = options(2, {LIMIT = SWEEP_LIMIT})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
 if err then return err end
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT[2])
 if #ids == 0 then return 0 end
 for _, id in ipairs(ids) do
   err = elsewhere_error(prefix .. 'job:' .. id) or type_error(prefix .. 'job:' .. id, 'hash')

@@ -6,7 +6,7 @@ KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:dead       (zset)
 KEYS[4]  emq:{q}:errors     (hash) a job reaped to dead gets 'lease expired'
 KEYS[5]  emq:{q}:priority   (hash)
-ARGV[1]  max attempts, 0..=2147483647: a job with attempts >= this dies
+ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies
 ARGV[2..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each expired id (same hashtag)
@@ -14,40 +14,35 @@ Reply    [requeued, dead]: how many went to pending and to dead. An id in
          active whose record is missing is dropped and counted in neither.
 Errors   EMQARG, EMQTYPE
 ]]
---@include common
+--@include record
 
 local prefix, err = queue_prefix({'active', 'pending', 'dead', 'errors', 'priority'})
 if err then return err end
 local max_attempts, opts
-max_attempts, err = integer(ARGV[1], 'max_attempts', 0, 2147483647)
+max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS)
 if err then return err end
-opts, err = options(2, {LIMIT = {1, 1000}})
+opts, err = options(2, {LIMIT = SWEEP_LIMIT})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
   or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash')
 if err then return err end
 
 local now = now_ms()
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT[2])
 if #ids == 0 then return {0, 0} end
-local attempts = {}
-for i, id in ipairs(ids) do
-  local fields
-  fields, err = read_record(prefix .. 'job:' .. id, 'attempts')
-  if err then return err end
-  attempts[i] = fields[1]
-end
+local records
+records, err = take(KEYS[1], prefix, ids, 'attempts')
+if err then return err end
 
-redis.call('ZREM', KEYS[1], unpack(ids))
 local requeued, dead = 0, 0
 for i, id in ipairs(ids) do
-  local key = prefix .. 'job:' .. id
-  if attempts[i] and tonumber(attempts[i]) >= max_attempts then
+  local key, attempts = prefix .. 'job:' .. id, records[i][1]
+  if attempts and tonumber(attempts) >= max_attempts then
     redis.call('HSET', key, 'state', 'dead')
     redis.call('ZADD', KEYS[3], now, id)
     redis.call('HSET', KEYS[4], id, 'lease expired')
     dead = dead + 1
-  elseif attempts[i] then
+  elseif attempts then
     to_pending(key, KEYS[2], KEYS[5], id)
     requeued = requeued + 1
   end

@@ -6,25 +6,18 @@ KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash) id -> priority, for jobs whose priority is not 0
-ARGV[1]  the job id
-ARGV[2]  the token the claim handed out
+ARGV[1]  id: the job id
+ARGV[2]  token: the one the claim handed out
 Reply    1
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
---@include common
+--@include fenced
 
-local id = ARGV[1]
-local err = kind_error(id)
-if err then return err end
-_, err = queue_prefix({'job', 'active', 'pending', 'priority'}, id)
-if err then return err end
-local token
-token, err = integer(ARGV[2], 'token', 1, 999999999999999)
+local id, token, err = fenced_call({'job', 'active', 'pending', 'priority'})
 if err then return err end
 _, err = options(3, {})
 if err then return err end
-err = type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset') or type_error(KEYS[4], 'hash')
-  or fence_error(KEYS[1], token)
+err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
 if err then return err end
 
 redis.call('ZREM', KEYS[2], id)

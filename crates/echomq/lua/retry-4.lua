@@ -5,11 +5,11 @@ KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:dead       (zset)
 KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash)
-ARGV[1]  the job id
+ARGV[1]  id: the job id
 Reply    1
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead)
 ]]
---@include common
+--@include record
 
 local id = ARGV[1]
 local err = kind_error(id)

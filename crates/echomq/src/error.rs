@@ -2,7 +2,9 @@
 //! replies) become their own variants through [`Code`]; input the host can
 //! judge before sending fails the same way without a round trip.
 
-use echomq_core::Code;
+use echomq_core::{Code, Name};
+
+use crate::id::JobId;
 
 /// What can go wrong with an EchoMQ call.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +37,9 @@ pub enum Error {
     /// A job id without the full brand: `JOB_` and 26 Crockford base32 characters.
     #[error("invalid job id: {0}")]
     InvalidId(String),
+    /// A job that could not be written as JSON (`enqueue_json`); nothing was sent.
+    #[error("cannot encode the job as JSON: {0}")]
+    Json(#[from] serde_json::Error),
     /// A record that breaks the protocol: a missing or unknown field, an unknown state.
     #[error("malformed record: {0}")]
     Record(String),
@@ -92,6 +97,30 @@ impl Error {
             Error::TooLarge(_) => Code::Size,
             _ => return None,
         })
+    }
+
+    /// This error as the caller of `transition` on `queue` (for `job`) sees
+    /// it: a protocol refusal's text then says where it happened, as in
+    /// `EMQFENCE token does not hold the lease (ack of JOB_… in queue emails)`,
+    /// and [`code`](Error::code) still gives the code. Other errors are
+    /// returned as they are.
+    pub fn at(self, transition: Name, queue: &str, job: Option<&JobId>) -> Error {
+        let Some(code) = self.code() else { return self };
+        let text = match self {
+            Error::Kind(text)
+            | Error::Fence(text)
+            | Error::NoJob(text)
+            | Error::State(text)
+            | Error::WrongType(text)
+            | Error::Argument(text)
+            | Error::TooLarge(text) => text,
+            other => return other,
+        };
+        let place = match job {
+            Some(job) => format!("{transition} of {job} in queue {queue}"),
+            None => format!("{transition} in queue {queue}"),
+        };
+        Error::from_code(code, format!("{text} ({place})"))
     }
 
     /// True when the caller no longer holds the job: a fence or a vanished record.

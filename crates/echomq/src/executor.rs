@@ -1,20 +1,24 @@
 //! The `via`: who runs a transition. A host call carries its executor and
 //! never inspects it.
 //!
-//! [`Executor`] has one method per transition. Executors that ship KEYS and
-//! ARGV somewhere and read the reply back implement the smaller [`Dispatch`]
-//! and get [`Executor`] from it, so every transition goes through one path,
-//! with one tracing span.
+//! Every transition reaches an executor the same way: as a [`Call`] (its
+//! [`Name`], KEYS and ARGV), through the one method [`Executor::run`]. The
+//! typed side stays with the transition: [`execute`] builds the call from a
+//! [`Transition`], runs it in a tracing span, and parses the reply with
+//! `T::parse`; a refusal comes back naming the transition, the queue and the
+//! job ([`Error::at`](crate::Error::at)).
 
 use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use echomq_core::Name;
+use redis::Value;
 use tracing::Instrument;
 
 use crate::keyspace::Keyspace;
-use crate::transition::*;
-use crate::Result;
+use crate::transition::{Claim, Claimed, Transition};
+use crate::{Error, Result};
 
 mod embedded;
 mod lua;
@@ -28,97 +32,124 @@ pub use native::connect_cluster;
 pub use native::{connect, connect_with, detect, Native};
 pub use wakeups::Wakeups;
 
-/// Runs the protocol's transitions. One method per transition.
-#[async_trait]
-pub trait Executor: Send + Sync + 'static {
-    /// Admit a job: its record, then pending (or delayed). `false` for a duplicate.
-    async fn enqueue(&self, keys: &Keyspace, call: &Enqueue) -> Result<bool>;
-    /// Take jobs from the head of pending, each under a new lease and a new token.
-    async fn claim(&self, keys: &Keyspace, call: &Claim) -> Result<Vec<Claimed>>;
-    /// The lease holder finishes the job: to done.
-    async fn ack(&self, keys: &Keyspace, call: &Ack) -> Result<()>;
-    /// The lease holder failed: to delayed for a retry, or to dead.
-    async fn fail(&self, keys: &Keyspace, call: &Fail) -> Result<Failed>;
-    /// The lease holder renews its lease; the new deadline in server ms.
-    async fn extend(&self, keys: &Keyspace, call: &Extend) -> Result<u64>;
-    /// The lease holder gives the job back to pending, without blame.
-    async fn release(&self, keys: &Keyspace, call: &Release) -> Result<()>;
-    /// Expired leases back to pending, or to dead when attempts are used up.
-    async fn reap(&self, keys: &Keyspace, call: &Reap) -> Result<Reaped>;
-    /// Due delayed jobs to pending; how many moved.
-    async fn promote(&self, keys: &Keyspace, call: &Promote) -> Result<u64>;
-    /// Delete finished jobs past an age; how many went.
-    async fn purge(&self, keys: &Keyspace, call: &Purge) -> Result<u64>;
-    /// Take a job out of the flow for good; `false` when it was cancelled already.
-    async fn cancel(&self, keys: &Keyspace, call: &Cancel) -> Result<bool>;
-    /// A dead job back to pending.
-    async fn retry(&self, keys: &Keyspace, call: &Retry) -> Result<()>;
-    /// One job's record and last error; `None` when there is no such job.
-    async fn inspect(&self, keys: &Keyspace, call: &Inspect) -> Result<Option<Inspection>>;
-    /// How many jobs the queue holds in each state.
-    async fn stats(&self, keys: &Keyspace, call: &Stats) -> Result<StatsReply>;
-    /// Admit many jobs in one round trip; each job's own outcome.
-    async fn enqueue_batch(&self, keys: &Keyspace, calls: &[Enqueue]) -> Result<Vec<Result<bool>>>;
-    /// Finish many claimed jobs in one round trip; each ack's own outcome.
-    async fn ack_batch(&self, keys: &Keyspace, calls: &[Ack]) -> Result<Vec<Result<()>>>;
-    /// Claim, or wait up to `wait` for a job when none is pending (see [`Executor::waits`]).
-    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>>;
-    /// Whether `claim_waiting` waits without polling; when not, it claims at once.
-    fn waits(&self) -> bool;
-    /// Warnings about the server's set-up, for a worker to log at start
-    /// (a `maxmemory-policy` that may evict jobs).
-    async fn server_warnings(&self) -> Vec<String>;
-    /// Let every claim waiting for work in `claim_waiting` return now, empty
-    /// unless a job came: a stopping worker asks, so that its shutdown does
-    /// not sit out `idle_wait`. Claims that start later wait as usual.
-    async fn interrupt_waits(&self);
+/// One transition call as it travels: which transition, its KEYS and ARGV.
+/// The same for every executor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The transition.
+    pub name: Name,
+    /// KEYS, in the protocol's order.
+    pub keys: Vec<String>,
+    /// ARGV, in the protocol's order.
+    pub args: Vec<Vec<u8>>,
 }
 
-/// An executor that runs any transition from its KEYS and ARGV.
-pub trait Dispatch: Send + Sync + 'static {
-    /// Run `call` on the queue `keys` and read its reply.
-    fn dispatch<T: Transition>(
-        &self,
-        keys: &Keyspace,
-        call: &T,
-    ) -> impl Future<Output = Result<T::Output>> + Send;
+impl Call {
+    /// The call `transition` makes on the queue `keys`, its arguments checked.
+    pub fn new<T: Transition>(keys: &Keyspace, transition: &T) -> Result<Call> {
+        Ok(Call { name: T::NAME, keys: transition.keys(keys), args: transition.args()? })
+    }
+}
 
-    /// Run many calls of one transition, in one round trip where the executor
-    /// can (a pipeline). Each call gets its own result; the outer error is the
-    /// connection's. The calls are not one transaction: each is atomic alone.
-    fn dispatch_batch<T: Transition>(
-        &self,
-        keys: &Keyspace,
-        calls: &[T],
-    ) -> impl Future<Output = Result<Vec<Result<T::Output>>>> + Send;
+/// Runs the protocol's transitions.
+#[async_trait]
+pub trait Executor: Send + Sync + 'static {
+    /// Run `calls`, each atomic on its own (not one transaction), in one
+    /// round trip where the executor can (a pipeline). One reply per call,
+    /// in order: the server's value, or its refusal. The outer error is the
+    /// connection's: none of the replies is known.
+    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>>;
 
-    /// Claim, or wait up to `wait` for a job to arrive when none is pending.
-    /// By default an executor cannot wait without polling and claims at once.
-    fn claim_waiting(
-        &self,
-        keys: &Keyspace,
-        call: &Claim,
-        wait: Duration,
-    ) -> impl Future<Output = Result<Vec<Claimed>>> + Send {
+    /// Run a CLAIM, or wait up to `wait` for a job when none is pending (see
+    /// [`Executor::waits`]). By default it claims at once.
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
         let _ = wait;
-        self.dispatch(keys, call)
+        one(self.run(std::slice::from_ref(claim)).await?)
     }
 
-    /// Whether [`claim_waiting`](Dispatch::claim_waiting) really waits.
+    /// Whether [`claim_waiting`](Executor::claim_waiting) waits without polling.
     fn waits(&self) -> bool {
         false
     }
 
-    /// Warnings about the server's set-up; none by default.
-    fn server_warnings(&self) -> impl Future<Output = Vec<String>> + Send {
-        async { Vec::new() }
+    /// Warnings about the server's set-up, for a worker to log at start
+    /// (a `maxmemory-policy` that may evict jobs).
+    async fn server_warnings(&self) -> Vec<String> {
+        Vec::new()
     }
 
-    /// Let waiting claims return now (see [`Executor::interrupt_waits`]);
-    /// nothing to do for an executor that does not wait.
-    fn interrupt_waits(&self) -> impl Future<Output = ()> + Send {
-        async {}
-    }
+    /// Let every claim waiting for work in `claim_waiting` return now, empty
+    /// unless a job came: a stopping worker asks, so that its shutdown does
+    /// not sit out `idle_wait`. Claims that start later wait as usual.
+    async fn interrupt_waits(&self) {}
+}
+
+/// Run `transition` on the queue `keys` through `via`, and read its reply.
+pub async fn execute<T: Transition>(
+    via: &dyn Executor,
+    keys: &Keyspace,
+    transition: &T,
+) -> Result<T::Output> {
+    let name = T::NAME;
+    let span = tracing::debug_span!("emq.transition", transition = name.as_str(), queue = keys.queue());
+    let replied = async {
+        let call = Call::new(keys, transition)?;
+        one(via.run(std::slice::from_ref(&call)).await?).and_then(T::parse)
+    };
+    replied.instrument(span).await.map_err(|err| err.at(name, keys.queue(), transition.job()))
+}
+
+/// Run many calls of one transition in one round trip where `via` can. Each
+/// gets its own result; the outer error is the connection's. A call the
+/// host's checks refuse is never sent.
+pub async fn execute_batch<T: Transition>(
+    via: &dyn Executor,
+    keys: &Keyspace,
+    transitions: &[T],
+) -> Result<Vec<Result<T::Output>>> {
+    let name = T::NAME;
+    let span = tracing::debug_span!(
+        "emq.batch",
+        transition = name.as_str(),
+        queue = keys.queue(),
+        calls = transitions.len()
+    );
+    let built: Vec<Result<Call>> = transitions.iter().map(|t| Call::new(keys, t)).collect();
+    let calls: Vec<Call> = built.iter().filter_map(|call| call.as_ref().ok().cloned()).collect();
+    let mut replies =
+        if calls.is_empty() { Vec::new() } else { via.run(&calls).instrument(span).await? }.into_iter();
+    Ok(built
+        .into_iter()
+        .zip(transitions)
+        .map(|(call, transition)| {
+            call.and_then(|_| replies.next().expect("a reply per call sent"))
+                .and_then(T::parse)
+                .map_err(|err| err.at(name, keys.queue(), transition.job()))
+        })
+        .collect())
+}
+
+/// CLAIM, waiting up to `wait` for a job when none is pending, where `via` can.
+pub async fn claim_waiting(
+    via: &dyn Executor,
+    keys: &Keyspace,
+    claim: &Claim,
+    wait: Duration,
+) -> Result<Vec<Claimed>> {
+    let span =
+        tracing::debug_span!("emq.transition", transition = Name::Claim.as_str(), queue = keys.queue());
+    let replied = async { via.claim_waiting(&Call::new(keys, claim)?, wait).await.and_then(Claim::parse) };
+    replied.instrument(span).await.map_err(|err| err.at(Name::Claim, keys.queue(), None))
+}
+
+/// The one reply of a run of one call.
+fn one(replies: Vec<Result<Value>>) -> Result<Value> {
+    replies.into_iter().next().unwrap_or_else(|| Err(Error::Reply("no reply to the call".into())))
+}
+
+/// Whether a CLAIM's reply holds no job.
+fn claimed_nothing(reply: &Result<Value>) -> bool {
+    matches!(reply, Ok(Value::Array(jobs)) if jobs.is_empty())
 }
 
 /// Interrupts of waiting claims (see [`Executor::interrupt_waits`]), for the
@@ -181,10 +212,10 @@ async fn claim_on_arrival<F, Fut>(
     interrupts: &Interrupts,
     wait: Duration,
     claim: F,
-) -> Result<Vec<Claimed>>
+) -> Result<Value>
 where
     F: Fn() -> Fut,
-    Fut: Future<Output = Result<Vec<Claimed>>>,
+    Fut: Future<Output = Result<Value>>,
 {
     let deadline = tokio::time::Instant::now() + wait;
     let since = interrupts.count();
@@ -194,14 +225,14 @@ where
         tokio::pin!(arrival, interrupted);
         arrival.as_mut().enable();
         interrupted.as_mut().enable();
-        let claimed = claim().await?;
-        if !claimed.is_empty() || interrupts.count() != since {
-            return Ok(claimed);
+        let claimed = claim().await;
+        if !claimed_nothing(&claimed) || interrupts.count() != since {
+            return claimed;
         }
         tokio::select! {
             () = &mut arrival => {}
-            () = &mut interrupted => return Ok(claimed),
-            () = tokio::time::sleep_until(deadline) => return Ok(claimed),
+            () = &mut interrupted => return claimed,
+            () = tokio::time::sleep_until(deadline) => return claimed,
         }
     }
 }
@@ -209,157 +240,50 @@ where
 /// What a pipeline of calls answered: one reply per call, and when a WAIT
 /// followed them, how many replicas confirmed the writes.
 struct Sent {
-    replies: Vec<Result<redis::RedisResult<redis::Value>>>,
+    replies: Vec<Result<Value>>,
     confirmed: Option<u64>,
 }
 
 impl Sent {
-    /// The replies, or [`Error::NotReplicated`](crate::Error) when fewer
-    /// replicas than `replication` asks for confirmed them.
-    fn replicated(
-        self,
-        replication: Option<Replication>,
-    ) -> Result<Vec<Result<redis::RedisResult<redis::Value>>>> {
+    /// The replies, or [`Error::NotReplicated`] when fewer replicas than
+    /// `replication` asks for confirmed them.
+    fn replicated(self, replication: Option<Replication>) -> Result<Vec<Result<Value>>> {
         match (replication, self.confirmed) {
             (Some(Replication { replicas, .. }), Some(confirmed)) if confirmed < replicas => {
-                Err(crate::Error::NotReplicated { confirmed, wanted: replicas })
+                Err(Error::NotReplicated { confirmed, wanted: replicas })
             }
             _ => Ok(self.replies),
         }
     }
 }
 
-/// One reply per call: each call the host's checks refused (bad arguments)
-/// gets its refusal and is never sent; the others go as one pipeline of the
-/// commands `command` builds from each call's KEYS and ARGV, then a WAIT when
-/// `replication` asks for one.
-async fn pipelined<'c, C, T>(
+/// Send `calls` as one pipeline of the commands `command` builds, then a
+/// WAIT when `replication` asks for one. One reply per call.
+async fn pipelined<'c, C>(
     conn: &C,
-    keys: &Keyspace,
-    calls: impl IntoIterator<Item = &'c T>,
-    command: impl Fn(Vec<String>, Vec<Vec<u8>>) -> redis::Cmd,
+    calls: impl IntoIterator<Item = &'c Call>,
+    command: impl Fn(&Call) -> redis::Cmd,
     replication: Option<Replication>,
 ) -> Result<Sent>
 where
     C: redis::aio::ConnectionLike + Clone + Send,
-    T: Transition + 'c,
 {
     let mut pipe = redis::pipe();
-    let mut replies: Vec<Option<Result<redis::RedisResult<redis::Value>>>> = Vec::new();
     for call in calls {
-        match call.args() {
-            Ok(args) => {
-                pipe.add_command(command(call.keys(keys), args));
-                replies.push(None);
-            }
-            Err(refused) => replies.push(Some(Err(refused))),
-        }
+        pipe.add_command(command(call));
     }
+    if let Some(replication) = replication {
+        pipe.cmd("WAIT").arg(replication.replicas).arg(replication.timeout.as_millis() as u64);
+    }
+    let mut sent =
+        pipe.ignore_errors().query_async::<Vec<redis::RedisResult<Value>>>(&mut conn.clone()).await?;
     let mut confirmed = None;
-    let mut sent = if pipe.is_empty() {
-        Vec::new()
-    } else {
-        if let Some(replication) = replication {
-            pipe.cmd("WAIT").arg(replication.replicas).arg(replication.timeout.as_millis() as u64);
-        }
-        let mut sent = pipe
-            .ignore_errors()
-            .query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut conn.clone())
-            .await?;
-        if replication.is_some() {
-            confirmed = match sent.pop() {
-                Some(Ok(redis::Value::Int(n))) => Some(n as u64),
-                other => return Err(crate::Error::Reply(format!("WAIT answered {other:?}"))),
-            };
-        }
-        sent
+    if replication.is_some() {
+        confirmed = match sent.pop() {
+            Some(Ok(Value::Int(n))) => Some(n as u64),
+            other => return Err(Error::Reply(format!("WAIT answered {other:?}"))),
+        };
     }
-    .into_iter();
-    let replies = replies
-        .into_iter()
-        .map(|reply| reply.unwrap_or_else(|| Ok(sent.next().expect("a reply per command"))))
-        .collect();
+    let replies = sent.into_iter().map(|reply| reply.map_err(Error::from)).collect();
     Ok(Sent { replies, confirmed })
-}
-
-/// A pipelined reply read as `T`'s output, or its typed error.
-fn read<T: Transition>(reply: Result<redis::RedisResult<redis::Value>>) -> Result<T::Output> {
-    reply.and_then(|reply| reply.map_err(crate::Error::from)).and_then(T::parse)
-}
-
-async fn traced<D: Dispatch, T: Transition>(via: &D, keys: &Keyspace, call: &T) -> Result<T::Output> {
-    let span = tracing::debug_span!("emq.transition", transition = T::NAME, queue = keys.queue());
-    via.dispatch(keys, call).instrument(span).await
-}
-
-async fn traced_batch<D: Dispatch, T: Transition>(
-    via: &D,
-    keys: &Keyspace,
-    calls: &[T],
-) -> Result<Vec<Result<T::Output>>> {
-    let span =
-        tracing::debug_span!("emq.batch", transition = T::NAME, queue = keys.queue(), calls = calls.len());
-    via.dispatch_batch(keys, calls).instrument(span).await
-}
-
-#[async_trait]
-impl<D: Dispatch> Executor for D {
-    async fn enqueue(&self, keys: &Keyspace, call: &Enqueue) -> Result<bool> {
-        traced(self, keys, call).await
-    }
-    async fn claim(&self, keys: &Keyspace, call: &Claim) -> Result<Vec<Claimed>> {
-        traced(self, keys, call).await
-    }
-    async fn ack(&self, keys: &Keyspace, call: &Ack) -> Result<()> {
-        traced(self, keys, call).await
-    }
-    async fn fail(&self, keys: &Keyspace, call: &Fail) -> Result<Failed> {
-        traced(self, keys, call).await
-    }
-    async fn extend(&self, keys: &Keyspace, call: &Extend) -> Result<u64> {
-        traced(self, keys, call).await
-    }
-    async fn release(&self, keys: &Keyspace, call: &Release) -> Result<()> {
-        traced(self, keys, call).await
-    }
-    async fn reap(&self, keys: &Keyspace, call: &Reap) -> Result<Reaped> {
-        traced(self, keys, call).await
-    }
-    async fn promote(&self, keys: &Keyspace, call: &Promote) -> Result<u64> {
-        traced(self, keys, call).await
-    }
-    async fn purge(&self, keys: &Keyspace, call: &Purge) -> Result<u64> {
-        traced(self, keys, call).await
-    }
-    async fn cancel(&self, keys: &Keyspace, call: &Cancel) -> Result<bool> {
-        traced(self, keys, call).await
-    }
-    async fn retry(&self, keys: &Keyspace, call: &Retry) -> Result<()> {
-        traced(self, keys, call).await
-    }
-    async fn inspect(&self, keys: &Keyspace, call: &Inspect) -> Result<Option<Inspection>> {
-        traced(self, keys, call).await
-    }
-    async fn stats(&self, keys: &Keyspace, call: &Stats) -> Result<StatsReply> {
-        traced(self, keys, call).await
-    }
-    async fn enqueue_batch(&self, keys: &Keyspace, calls: &[Enqueue]) -> Result<Vec<Result<bool>>> {
-        traced_batch(self, keys, calls).await
-    }
-    async fn ack_batch(&self, keys: &Keyspace, calls: &[Ack]) -> Result<Vec<Result<()>>> {
-        traced_batch(self, keys, calls).await
-    }
-    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
-        let span = tracing::debug_span!("emq.transition", transition = "claim", queue = keys.queue());
-        Dispatch::claim_waiting(self, keys, call, wait).instrument(span).await
-    }
-    fn waits(&self) -> bool {
-        Dispatch::waits(self)
-    }
-    async fn server_warnings(&self) -> Vec<String> {
-        Dispatch::server_warnings(self).await
-    }
-    async fn interrupt_waits(&self) {
-        Dispatch::interrupt_waits(self).await
-    }
 }

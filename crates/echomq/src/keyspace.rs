@@ -15,6 +15,8 @@
 //! | `emq:{q}:priority` | hash | id → priority, for priorities other than 0 |
 //! | `emq:{q}:errors` | hash | id → the job's last error text |
 
+use echomq_core::Role;
+
 use crate::id::JobId;
 use crate::record::State;
 use crate::{Error, Result};
@@ -110,6 +112,15 @@ impl Keyspace {
     /// `emq:{q}:errors`: id → the job's last error text.
     pub fn errors(&self) -> String {
         self.key("errors")
+    }
+
+    /// The key that plays `role`; `None` for [`Role::Job`] without a job,
+    /// and for [`Role::Finished`], which only the call knows.
+    pub fn role(&self, role: Role, job: Option<&JobId>) -> Option<String> {
+        match (role, job) {
+            (Role::Job, Some(id)) => Some(self.job(id)),
+            (other, _) => other.fixed().map(|name| self.key(name)),
+        }
     }
 
     /// The set that holds the jobs in `state`.

@@ -23,8 +23,9 @@
 //! - [`id`]: [`JobId`], branded and minted.
 //! - [`record`]: the record's fields and [`State`].
 //! - [`transition`]: one type per transition (keys, arguments, reply parser).
-//! - [`executor`]: the [`Executor`] trait (the `via`) and its three
-//!   implementations: Lua scripts, the native module, embedded in-process.
+//! - [`executor`]: the [`Executor`] trait (the `via`: one method runs any
+//!   [`Call`]), [`execute`] for a typed transition, and the three
+//!   executors: Lua scripts, the native module, embedded in-process.
 //! - [`queue`]: [`Queue`], the API built on them.
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
@@ -38,11 +39,13 @@ pub mod record;
 pub mod transition;
 pub mod worker;
 
-pub use echomq_core::{limits, Code};
+pub use echomq_core::{limits, Code, Name, Role};
 pub use error::{Error, Result};
 #[cfg(feature = "cluster")]
 pub use executor::connect_cluster;
-pub use executor::{connect, connect_with, detect, Embedded, Executor, Lua, Native, Replication};
+pub use executor::{
+    connect, connect_with, detect, execute, Call, Embedded, Executor, Lua, Native, Replication,
+};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};

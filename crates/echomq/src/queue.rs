@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use redis::aio::ConnectionLike;
 
-use crate::executor::{Executor, Lua};
+use crate::executor::{claim_waiting, execute, execute_batch, Executor, Lua};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::record::State;
@@ -142,6 +142,11 @@ impl Queue {
         &self.via
     }
 
+    /// Run one transition on this queue.
+    async fn run<T: Transition>(&self, transition: &T) -> Result<T::Output> {
+        execute(&*self.via, &self.keys, transition).await
+    }
+
     /// Enqueue a job to run now; its new id.
     pub async fn enqueue(&self, payload: impl Into<Vec<u8>>) -> Result<JobId> {
         Ok(self.enqueue_with(payload, EnqueueOptions::default()).await?.id)
@@ -159,7 +164,7 @@ impl Queue {
             priority: options.priority,
             due: options.due,
         };
-        let admitted = self.via.enqueue(&self.keys, &call).await?;
+        let admitted = self.run(&call).await?;
         Ok(Enqueued { id: call.id, duplicate: !admitted })
     }
 
@@ -174,7 +179,7 @@ impl Queue {
             .into_iter()
             .map(|payload| Enqueue { id: JobId::mint(), payload: payload.into(), priority: 0, due: Due::Now })
             .collect();
-        let outcomes = self.via.enqueue_batch(&self.keys, &calls).await?;
+        let outcomes = execute_batch(&*self.via, &self.keys, &calls).await?;
         Ok(calls.into_iter().zip(outcomes).map(|(call, outcome)| outcome.map(|_| call.id)).collect())
     }
 
@@ -185,32 +190,32 @@ impl Queue {
 
     /// Claim up to `count` jobs (1..=1000) in one round trip, each under its own lease.
     pub async fn claim_batch(&self, lease: Duration, count: u64) -> Result<Vec<Claimed>> {
-        self.via.claim(&self.keys, &Claim { lease, count }).await
+        self.run(&Claim { lease, count }).await
     }
 
     /// Claim up to `count` jobs; when none is pending, wait up to `wait` for
     /// one to arrive on executors that can ([`Executor::waits`]), else return at once.
     pub async fn claim_waiting(&self, lease: Duration, count: u64, wait: Duration) -> Result<Vec<Claimed>> {
-        self.via.claim_waiting(&self.keys, &Claim { lease, count }, wait).await
+        claim_waiting(&*self.via, &self.keys, &Claim { lease, count }, wait).await
     }
 
     /// Enqueue `job` as JSON: a typed job, read back with
     /// [`JobContext::json`](crate::worker::JobContext::json).
     pub async fn enqueue_json<T: serde::Serialize>(&self, job: &T) -> Result<JobId> {
-        let payload = serde_json::to_vec(job).map_err(|err| crate::Error::Argument(err.to_string()))?;
+        let payload = serde_json::to_vec(job)?;
         self.enqueue(payload).await
     }
 
     /// Finish a claimed job. [`Error::Fence`](crate::Error::Fence) when the lease was lost.
     pub async fn ack(&self, job: &Claimed) -> Result<()> {
-        self.via.ack(&self.keys, &Ack { id: job.id.clone(), token: job.token }).await
+        self.run(&Ack { id: job.id.clone(), token: job.token }).await
     }
 
     /// Finish many claimed jobs in one round trip; each ack's own outcome
     /// ([`Error::Fence`](crate::Error::Fence) for a job whose lease was lost).
     pub async fn ack_batch(&self, jobs: &[Claimed]) -> Result<Vec<Result<()>>> {
         let calls: Vec<Ack> = jobs.iter().map(|job| Ack { id: job.id.clone(), token: job.token }).collect();
-        self.via.ack_batch(&self.keys, &calls).await
+        execute_batch(&*self.via, &self.keys, &calls).await
     }
 
     /// Report a claimed job's failure: it retries after the policy's back-off,
@@ -223,55 +228,55 @@ impl Queue {
             backoff: policy.delay_for(&job.id, job.token),
             error: error.to_owned(),
         };
-        self.via.fail(&self.keys, &call).await
+        self.run(&call).await
     }
 
     /// Renew a claimed job's lease; the new deadline in server ms.
     pub async fn extend(&self, job: &Claimed, lease: Duration) -> Result<u64> {
-        self.via.extend(&self.keys, &Extend { id: job.id.clone(), token: job.token, lease }).await
+        self.run(&Extend { id: job.id.clone(), token: job.token, lease }).await
     }
 
     /// Give a claimed job back to pending without blame.
     pub async fn release(&self, job: &Claimed) -> Result<()> {
-        self.via.release(&self.keys, &Release { id: job.id.clone(), token: job.token }).await
+        self.run(&Release { id: job.id.clone(), token: job.token }).await
     }
 
     /// Take expired leases back: to pending, or to dead at `max_attempts`.
     pub async fn reap(&self, max_attempts: u64) -> Result<Reaped> {
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
-        self.via.reap(&self.keys, &Reap { max_attempts, limit }).await
+        self.run(&Reap { max_attempts, limit }).await
     }
 
     /// Move delayed jobs whose time has come to pending; how many moved.
     pub async fn promote(&self) -> Result<u64> {
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
-        self.via.promote(&self.keys, &Promote { limit }).await
+        self.run(&Promote { limit }).await
     }
 
     /// Delete up to 1000 finished jobs in `state` that finished at least `age` ago.
     pub async fn purge(&self, state: State, age: Duration) -> Result<u64> {
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
-        self.via.purge(&self.keys, &Purge { state, age, limit }).await
+        self.run(&Purge { state, age, limit }).await
     }
 
     /// Cancel a job; `false` when it was cancelled already.
     pub async fn cancel(&self, id: &JobId) -> Result<bool> {
-        self.via.cancel(&self.keys, &Cancel { id: id.clone() }).await
+        self.run(&Cancel { id: id.clone() }).await
     }
 
     /// Send a dead job back to pending.
     pub async fn retry(&self, id: &JobId) -> Result<()> {
-        self.via.retry(&self.keys, &Retry { id: id.clone() }).await
+        self.run(&Retry { id: id.clone() }).await
     }
 
     /// A job's record and last error; `None` when there is no such job.
     pub async fn inspect(&self, id: &JobId) -> Result<Option<Inspection>> {
-        self.via.inspect(&self.keys, &Inspect { id: id.clone() }).await
+        self.run(&Inspect { id: id.clone() }).await
     }
 
     /// How many jobs the queue holds in each state.
     pub async fn stats(&self) -> Result<StatsReply> {
-        self.via.stats(&self.keys, &Stats).await
+        self.run(&Stats).await
     }
 }
 

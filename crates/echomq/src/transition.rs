@@ -1,16 +1,21 @@
 //! One type per transition: its keys, its arguments and its reply parser.
 //!
-//! A transition's KEYS and ARGV are the same for every executor: the Lua
-//! executor sends them to `<name>-<keys>.lua` with EVALSHA, the native one as
-//! `EMQ.<NAME> <keys…> <args…>`, the embedded one hands them to the core.
-//! The host checks every argument against [`echomq_core::limits`] before it
-//! sends, with the same words the server would use.
+//! What a transition is (its name, its KEYS by role, its command) is the
+//! core's [`Description`](echomq_core::Description); a host type adds what
+//! only the host knows: the values of its arguments and how to read its
+//! reply. A transition's KEYS and ARGV are the same for every executor: the
+//! Lua executor sends them to `<name>-<keys>.lua` with EVALSHA, the native
+//! one as `EMQ.<NAME> <keys…> <args…>`, the embedded one hands them to the
+//! core. The host checks every argument against [`echomq_core::limits`]
+//! before it sends, with the same words the server would use.
 
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+use echomq_core::{Name, Role};
 use redis::Value;
 
+use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::{Error, Result};
 
@@ -28,18 +33,22 @@ pub use upkeep::{Promote, Purge, Reap, Reaped};
 
 /// A transition of the protocol, as the host calls it.
 pub trait Transition: Send + Sync {
-    /// The protocol's name, lower case: `enqueue`, `claim`, …
-    const NAME: &'static str;
-    /// The native module's command: `EMQ.ENQUEUE`, `EMQ.CLAIM`, …
-    const COMMAND: &'static str;
-    /// Whether it only reads (INSPECT, STATS): Lua runs it with EVALSHA_RO,
-    /// which a replica or a user with read-only keys may serve, and no
-    /// replication wait follows it.
-    const READS_ONLY: bool = false;
+    /// Which one: its [`Description`](echomq_core::Description) is `NAME.describe()`.
+    const NAME: Name;
     /// What the caller gets back.
     type Output: Send;
-    /// KEYS, in the protocol's order.
-    fn keys(&self, keys: &Keyspace) -> Vec<String>;
+    /// The job the call names, for a transition with a [`Role::Job`] key.
+    fn job(&self) -> Option<&JobId> {
+        None
+    }
+    /// The key that plays `role` in this call.
+    fn key(&self, keys: &Keyspace, role: Role) -> String {
+        keys.role(role, self.job()).expect("a transition names the job its record key needs")
+    }
+    /// KEYS, in the protocol's order: each role of the description.
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        Self::NAME.describe().keys.iter().map(|role| self.key(keys, *role)).collect()
+    }
     /// ARGV, in the protocol's order, checked against the protocol's limits.
     fn args(&self) -> Result<Vec<Vec<u8>>>;
     /// The reply, read into the output.
@@ -47,7 +56,7 @@ pub trait Transition: Send + Sync {
 }
 
 /// An integer argument as it travels: decimal text.
-fn int(n: impl ToString) -> Vec<u8> {
+fn decimal(n: impl ToString) -> Vec<u8> {
     n.to_string().into_bytes()
 }
 

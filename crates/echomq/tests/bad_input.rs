@@ -15,7 +15,9 @@ use redis::Value;
 
 /// Send a transition's script straight to the server, as any speaker could.
 async fn eval(h: &Harness, transition: &str, keys: &[String], args: &[&[u8]]) -> Result<Value, Error> {
-    let script = redis::Script::new(&script_source(transition).unwrap());
+    let name =
+        echomq::Name::ALL.iter().find(|name| name.as_str() == transition).expect("a transition's name");
+    let script = redis::Script::new(&script_source(*name));
     let mut invocation = script.prepare_invoke();
     for key in keys {
         invocation.key(key);

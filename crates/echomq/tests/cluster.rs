@@ -202,7 +202,7 @@ fn claim_on(
         Via::Native => redis::cmd("EMQ.CLAIM"),
         Via::Lua => {
             let mut eval = redis::cmd("EVAL");
-            eval.arg(echomq::executor::script_source("claim").unwrap());
+            eval.arg(echomq::executor::script_source(echomq::Name::Claim));
             eval.arg(2);
             eval
         }

@@ -14,8 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::ops::{op, perform, Op, Tokens, SLOTS};
-use echomq::executor::Dispatch;
-use echomq::transition::Transition;
 use echomq::{Embedded, Executor, JobId, Lua, Native, Queue};
 use echomq_core::memory::{Dump, ManualClock};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
@@ -233,24 +231,13 @@ impl Alternate {
     }
 }
 
-impl Dispatch for Alternate {
-    async fn dispatch<T: Transition>(&self, keys: &echomq::Keyspace, call: &T) -> echomq::Result<T::Output> {
+#[async_trait::async_trait]
+impl Executor for Alternate {
+    async fn run(&self, calls: &[echomq::Call]) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
         if self.heads() {
-            self.lua.dispatch(keys, call).await
+            self.lua.run(calls).await
         } else {
-            self.native.dispatch(keys, call).await
-        }
-    }
-
-    async fn dispatch_batch<T: Transition>(
-        &self,
-        keys: &echomq::Keyspace,
-        calls: &[T],
-    ) -> echomq::Result<Vec<echomq::Result<T::Output>>> {
-        if self.heads() {
-            self.lua.dispatch_batch(keys, calls).await
-        } else {
-            self.native.dispatch_batch(keys, calls).await
+            self.native.run(calls).await
         }
     }
 }

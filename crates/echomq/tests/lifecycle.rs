@@ -42,11 +42,11 @@ async fn enqueue_writes_exactly_the_seeds_record() {
 }
 
 #[tokio::test]
-async fn the_enqueue_script_loads_as_it_stands_and_answers_the_seeds_call() {
+async fn the_enqueue_script_as_loaded_answers_the_seeds_call() {
     let h = harness().await;
     let mut conn = h.conn.clone();
-    let file = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/enqueue-4.lua")).unwrap();
-    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(&file).query_async(&mut conn).await.unwrap();
+    let script = echomq::executor::script_source(echomq::Name::Enqueue);
+    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(&script).query_async(&mut conn).await.unwrap();
 
     let evalsha = |id: &str| {
         let job = format!("{}job:{id}", h.prefix());

@@ -6,14 +6,14 @@
 //! KEYS; the rest is split on 0xFF into parts.
 #![no_main]
 
-use echomq_core::transition::{parse_only, NAMES};
+use echomq_core::Name;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&head, rest)) = data.split_first() else { return };
-    let name = NAMES[head as usize % NAMES.len()];
+    let name = Name::ALL[head as usize % Name::ALL.len()];
     let parts: Vec<&[u8]> = rest.split(|b| *b == 0xFF).collect();
-    let split = (head as usize / NAMES.len()).min(parts.len());
+    let split = (head as usize / Name::ALL.len()).min(parts.len());
     let (keys, args) = parts.split_at(split);
-    let _ = parse_only(name, keys, args);
+    let _ = name.parse_only(keys, args);
 });

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use echomq_core::memory::{ManualClock, Memory};
-use echomq_core::transition::NAMES;
+use echomq_core::Name;
 use libfuzzer_sys::fuzz_target;
 
 const KEYS: [&[u8]; 10] = [
@@ -32,15 +32,15 @@ fuzz_target!(|data: &[u8]| {
     let mut store = Memory::new(clock.clone());
     for call in data.split(|b| *b == 0xFE) {
         let Some((&head, rest)) = call.split_first() else { continue };
-        let name = NAMES[head as usize % NAMES.len()];
+        let name = Name::ALL[head as usize % Name::ALL.len()];
         let parts: Vec<&[u8]> = rest
             .split(|b| *b == 0xFF)
             .map(|part| if part.len() < 3 { KEYS[part.first().copied().unwrap_or(0) as usize % KEYS.len()] } else { part })
             .collect();
-        let split = (head as usize / NAMES.len()).min(parts.len());
+        let split = (head as usize / Name::ALL.len()).min(parts.len());
         let (keys, args) = parts.split_at(split);
         let before = store.dump();
-        if echomq_core::run(&mut store, name, keys, args).is_err() {
+        if name.run(&mut store, keys, args).is_err() {
             assert_eq!(before, store.dump(), "a refused {name} changed the keyspace");
         }
         clock.advance(u64::from(head));

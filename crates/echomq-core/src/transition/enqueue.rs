@@ -1,10 +1,11 @@
 //! ENQUEUE: admit one job (see `enqueue-4.lua`).
 
 use super::{need, write_record};
+use crate::description::{Description, Effect, Role};
 use crate::limits::{AT_MS, DELAY_MS, MAX_PAYLOAD, PRIORITY};
 use crate::parse::{count, integer, kind, lossy, queue_prefix};
 use crate::store::{KeyType, Store};
-use crate::{Code, Outcome, Refusal, Reply};
+use crate::{Answer, Code, Refusal, Reply};
 
 /// A parsed ENQUEUE.
 #[derive(Debug)]
@@ -18,13 +19,25 @@ pub struct Enqueue<'a> {
 }
 
 impl<'a> Enqueue<'a> {
+    /// What ENQUEUE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "enqueue",
+        command: "EMQ.ENQUEUE",
+        keys: &[Role::Job, Role::Pending, Role::Delayed, Role::Priority],
+        required_keys: 2,
+        args: &["id", "payload"],
+        options: &["PRIORITY", "DELAY", "AT"],
+        effect: Effect::Writes,
+        wakes_claims: true,
+    };
+
     /// KEYS: job, pending[, delayed, priority]. ARGV: id, payload, options.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        if keys.len() != 2 && keys.len() != 4 {
+        if keys.len() != Self::DESCRIPTION.required_keys && keys.len() != Self::DESCRIPTION.keys.len() {
             return Err(Refusal::arg("wrong number of keys"));
         }
-        queue_prefix(keys, &["job", "pending", "delayed", "priority"][..keys.len()], id)?;
+        queue_prefix(keys, &Self::DESCRIPTION.keys[..keys.len()], id)?;
         let payload = *args.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
@@ -55,7 +68,7 @@ impl<'a> Enqueue<'a> {
     }
 
     /// Write the record and put the id in pending, or in delayed when due later.
-    pub fn apply<S: Store>(self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(self, store: &mut S) -> Answer {
         let now = store.now_ms();
         let due = self.at.or(self.delay.map(|delay| now + delay)).filter(|due| *due > now);
         let record = self.keys[0];

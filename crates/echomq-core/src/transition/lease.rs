@@ -1,11 +1,12 @@
 //! The lease: CLAIM hands jobs out and mints their tokens; ACK, FAIL, EXTEND
 //! and RELEASE carry the token and are fenced by it (see the `.lua` twins).
 
-use super::{fence, int, need, number, take, to_pending, write_record};
+use super::{fence, need, number, take, to_pending, write_record};
+use crate::description::{Description, Effect, Role};
 use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, TOKEN};
 use crate::parse::{count, kind, options, queue_prefix};
 use crate::store::{KeyType, Store};
-use crate::{Code, Outcome, Refusal, Reply};
+use crate::{Answer, Code, Refusal, Reply};
 
 /// A parsed CLAIM.
 #[derive(Debug)]
@@ -20,9 +21,21 @@ pub struct Claim<'a> {
 }
 
 impl<'a> Claim<'a> {
+    /// What CLAIM is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "claim",
+        command: "EMQ.CLAIM",
+        keys: &[Role::Pending, Role::Active],
+        required_keys: 2,
+        args: &["lease"],
+        options: &["COUNT", "BLOCK"],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
     /// KEYS: pending, active. ARGV: lease, then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
-        let prefix = queue_prefix(keys, &["pending", "active"], b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
         let [count, block] = options(
             args.get(1..).unwrap_or_default(),
@@ -37,7 +50,7 @@ impl<'a> Claim<'a> {
     }
 
     /// Take up to COUNT ids from the head of pending, each under a new lease.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let [pending, active] = [self.keys[0], self.keys[1]];
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
@@ -60,7 +73,7 @@ impl<'a> Claim<'a> {
             );
             store.zadd(active, deadline, id);
             let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
-            claimed.push(Reply::Array(vec![Reply::Bulk(id.clone()), int(token), payload]));
+            claimed.push(Reply::Array(vec![Reply::Bulk(id.clone()), Reply::count(token), payload]));
         }
         Ok(Reply::Array(claimed))
     }
@@ -78,9 +91,9 @@ struct Fenced<'a> {
 }
 
 impl<'a> Fenced<'a> {
-    fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]], names: &[&str]) -> Result<Fenced<'a>, Refusal> {
+    fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]], roles: &[Role]) -> Result<Fenced<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, names, id)?;
+        queue_prefix(keys, roles, id)?;
         let token = count(args.get(1).copied(), "token", TOKEN)?;
         Ok(Fenced { keys, id, token })
     }
@@ -99,15 +112,27 @@ impl<'a> Fenced<'a> {
 pub struct Ack<'a>(Fenced<'a>);
 
 impl<'a> Ack<'a> {
+    /// What ACK is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "ack",
+        command: "EMQ.ACK",
+        keys: &[Role::Job, Role::Active, Role::Done],
+        required_keys: 3,
+        args: &["id", "token"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
     /// KEYS: job, active, done. ARGV: id, token.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Ack<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, &["job", "active", "done"])?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
         options(args.get(2..).unwrap_or_default(), [])?;
         Ok(Ack(fenced))
     }
 
     /// The holder finishes the job: to done.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, .. } = self.0;
         self.0.check(store, &[KeyType::Zset, KeyType::Zset])?;
         store.zrem(keys[1], id);
@@ -128,9 +153,21 @@ pub struct Fail<'a> {
 }
 
 impl<'a> Fail<'a> {
+    /// What FAIL is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "fail",
+        command: "EMQ.FAIL",
+        keys: &[Role::Job, Role::Active, Role::Delayed, Role::Dead, Role::Errors],
+        required_keys: 5,
+        args: &["id", "token", "max_attempts", "backoff", "error"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
     /// KEYS: job, active, delayed, dead, errors. ARGV: id, token, max attempts, back-off, error.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fail<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, &["job", "active", "delayed", "dead", "errors"])?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
         let max_attempts = count(args.get(2).copied(), "max_attempts", MAX_ATTEMPTS)?;
         let backoff = count(args.get(3).copied(), "backoff", DELAY_MS)?;
         let error = *args.get(4).ok_or_else(|| Refusal::arg("error text is missing"))?;
@@ -142,7 +179,7 @@ impl<'a> Fail<'a> {
     }
 
     /// To delayed for a retry after the back-off, or to dead at max attempts.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, token } = self.fenced;
         self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         let now = store.now_ms();
@@ -168,21 +205,33 @@ pub struct Extend<'a> {
 }
 
 impl<'a> Extend<'a> {
+    /// What EXTEND is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "extend",
+        command: "EMQ.EXTEND",
+        keys: &[Role::Job, Role::Active],
+        required_keys: 2,
+        args: &["id", "token", "lease"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
     /// KEYS: job, active. ARGV: id, token, lease.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Extend<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, &["job", "active"])?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
         let lease = count(args.get(2).copied(), "lease", LEASE_MS)?;
         options(args.get(3..).unwrap_or_default(), [])?;
         Ok(Extend { fenced, lease })
     }
 
     /// Move the lease deadline to now + lease; reply the deadline.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, .. } = self.fenced;
         self.fenced.check(store, &[KeyType::Zset])?;
         let deadline = store.now_ms() + self.lease;
         store.zadd(keys[1], deadline as f64, id);
-        Ok(int(deadline))
+        Ok(Reply::count(deadline))
     }
 }
 
@@ -191,15 +240,27 @@ impl<'a> Extend<'a> {
 pub struct Release<'a>(Fenced<'a>);
 
 impl<'a> Release<'a> {
+    /// What RELEASE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "release",
+        command: "EMQ.RELEASE",
+        keys: &[Role::Job, Role::Active, Role::Pending, Role::Priority],
+        required_keys: 4,
+        args: &["id", "token"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: true,
+    };
+
     /// KEYS: job, active, pending, priority. ARGV: id, token.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Release<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, &["job", "active", "pending", "priority"])?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
         options(args.get(2..).unwrap_or_default(), [])?;
         Ok(Release(fenced))
     }
 
     /// Back to pending at its priority, attempts kept.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, .. } = self.0;
         self.0.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         store.zrem(keys[1], id);

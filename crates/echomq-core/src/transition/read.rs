@@ -1,9 +1,10 @@
 //! The reads: INSPECT and STATS (see the `.lua` twins). They write nothing.
 
-use super::{int, need};
+use super::need;
+use crate::description::{Description, Effect, Role};
 use crate::parse::{kind, options, queue_prefix};
 use crate::store::{KeyType, Store};
-use crate::{Outcome, Refusal, Reply};
+use crate::{Answer, Refusal, Reply};
 
 /// A parsed INSPECT.
 #[derive(Debug)]
@@ -13,16 +14,28 @@ pub struct Inspect<'a> {
 }
 
 impl<'a> Inspect<'a> {
+    /// What INSPECT is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "inspect",
+        command: "EMQ.INSPECT",
+        keys: &[Role::Job, Role::Errors],
+        required_keys: 2,
+        args: &["id"],
+        options: &[],
+        effect: Effect::Reads,
+        wakes_claims: false,
+    };
+
     /// KEYS: job, errors. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Inspect<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, &["job", "errors"], id)?;
+        queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Inspect { keys, id })
     }
 
     /// [the record as a flat field/value array, the last error or nil].
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         need(store, self.keys[0], KeyType::Hash)?;
         need(store, self.keys[1], KeyType::Hash)?;
         let fields = store
@@ -42,19 +55,31 @@ pub struct Stats<'a> {
 }
 
 impl<'a> Stats<'a> {
+    /// What STATS is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "stats",
+        command: "EMQ.STATS",
+        keys: &[Role::Pending, Role::Active, Role::Delayed, Role::Done, Role::Dead, Role::Cancelled],
+        required_keys: 6,
+        args: &[],
+        options: &[],
+        effect: Effect::Reads,
+        wakes_claims: false,
+    };
+
     /// KEYS: pending, active, delayed, done, dead, cancelled. No ARGV.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Stats<'a>, Refusal> {
-        queue_prefix(keys, &["pending", "active", "delayed", "done", "dead", "cancelled"], b"")?;
+        queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         options(args, [])?;
         Ok(Stats { keys })
     }
 
     /// Each state set's size.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let mut counts = Vec::with_capacity(6);
         for key in self.keys {
             need(store, key, KeyType::Zset)?;
-            counts.push(int(store.zcard(key)));
+            counts.push(Reply::count(store.zcard(key)));
         }
         Ok(Reply::Array(counts))
     }

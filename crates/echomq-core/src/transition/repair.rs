@@ -1,9 +1,10 @@
 //! An operator's hand: CANCEL and RETRY (see the `.lua` twins).
 
 use super::{need, read_field, to_pending, write_record};
+use crate::description::{Description, Effect, Role};
 use crate::parse::{kind, options, queue_prefix};
 use crate::store::{KeyType, Store};
-use crate::{Code, Outcome, Refusal, Reply};
+use crate::{Answer, Code, Refusal, Reply};
 
 /// A parsed CANCEL.
 #[derive(Debug)]
@@ -13,16 +14,28 @@ pub struct Cancel<'a> {
 }
 
 impl<'a> Cancel<'a> {
+    /// What CANCEL is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "cancel",
+        command: "EMQ.CANCEL",
+        keys: &[Role::Job, Role::Pending, Role::Active, Role::Delayed, Role::Dead, Role::Cancelled],
+        required_keys: 6,
+        args: &["id"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
     /// KEYS: job, pending, active, delayed, dead, cancelled. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Cancel<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, &["job", "pending", "active", "delayed", "dead", "cancelled"], id)?;
+        queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Cancel { keys, id })
     }
 
     /// From pending, active, delayed or dead to cancelled; 0 when cancelled already.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         for key in &self.keys[1..] {
             need(store, key, KeyType::Zset)?;
         }
@@ -54,16 +67,28 @@ pub struct Retry<'a> {
 }
 
 impl<'a> Retry<'a> {
+    /// What RETRY is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "retry",
+        command: "EMQ.RETRY",
+        keys: &[Role::Job, Role::Dead, Role::Pending, Role::Priority],
+        required_keys: 4,
+        args: &["id"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: true,
+    };
+
     /// KEYS: job, dead, pending, priority. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, &["job", "dead", "pending", "priority"], id)?;
+        queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Retry { keys, id })
     }
 
     /// A dead job back to pending at its priority.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         need(store, self.keys[1], KeyType::Zset)?;
         need(store, self.keys[2], KeyType::Zset)?;
         need(store, self.keys[3], KeyType::Hash)?;

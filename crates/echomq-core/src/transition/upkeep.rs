@@ -1,10 +1,11 @@
 //! Upkeep, safe from many workers at once: REAP, PROMOTE, PURGE (see the `.lua` twins).
 
-use super::{int, need, number, present_here, take, to_pending, write_record};
+use super::{need, number, present_here, take, to_pending, write_record};
+use crate::description::{Description, Effect, Role};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
 use crate::parse::{count, options, queue_prefix, record_key};
 use crate::store::{KeyType, Store};
-use crate::{Outcome, Refusal, Reply};
+use crate::{Answer, Refusal, Reply};
 
 fn limit(args: &[&[u8]]) -> Result<usize, Refusal> {
     let [limit] = options(args, [("LIMIT", SWEEP_LIMIT)])?;
@@ -21,16 +22,28 @@ pub struct Reap<'a> {
 }
 
 impl<'a> Reap<'a> {
+    /// What REAP is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "reap",
+        command: "EMQ.REAP",
+        keys: &[Role::Active, Role::Pending, Role::Dead, Role::Errors, Role::Priority],
+        required_keys: 5,
+        args: &["max_attempts"],
+        options: &["LIMIT"],
+        effect: Effect::Writes,
+        wakes_claims: true,
+    };
+
     /// KEYS: active, pending, dead, errors, priority. ARGV: max attempts, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
-        let prefix = queue_prefix(keys, &["active", "pending", "dead", "errors", "priority"], b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         let max_attempts = count(args.first().copied(), "max_attempts", MAX_ATTEMPTS)?;
         let limit = limit(args.get(1..).unwrap_or_default())?;
         Ok(Reap { keys, prefix, max_attempts, limit })
     }
 
     /// Expired leases to pending, or to dead at max attempts; reply [requeued, dead].
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let [active, pending, dead, errors, priority] =
             [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
         for (key, want) in
@@ -41,7 +54,7 @@ impl<'a> Reap<'a> {
         let now = store.now_ms();
         let ids = store.zupto(active, now as f64, self.limit);
         if ids.is_empty() {
-            return Ok(Reply::Array(vec![int(0), int(0)]));
+            return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
         let records = take(store, active, self.prefix, &ids, b"attempts")?;
         let (mut requeued, mut died) = (0, 0);
@@ -57,7 +70,7 @@ impl<'a> Reap<'a> {
                 requeued += 1;
             }
         }
-        Ok(Reply::Array(vec![int(requeued), int(died)]))
+        Ok(Reply::Array(vec![Reply::count(requeued), Reply::count(died)]))
     }
 }
 
@@ -70,14 +83,26 @@ pub struct Promote<'a> {
 }
 
 impl<'a> Promote<'a> {
+    /// What PROMOTE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "promote",
+        command: "EMQ.PROMOTE",
+        keys: &[Role::Delayed, Role::Pending, Role::Priority],
+        required_keys: 3,
+        args: &[],
+        options: &["LIMIT"],
+        effect: Effect::Writes,
+        wakes_claims: true,
+    };
+
     /// KEYS: delayed, pending, priority. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Promote<'a>, Refusal> {
-        let prefix = queue_prefix(keys, &["delayed", "pending", "priority"], b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         Ok(Promote { keys, prefix, limit: limit(args)? })
     }
 
     /// Due delayed jobs to pending at their priority; reply how many.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let [delayed, pending, priority] = [self.keys[0], self.keys[1], self.keys[2]];
         need(store, delayed, KeyType::Zset)?;
         need(store, pending, KeyType::Zset)?;
@@ -85,7 +110,7 @@ impl<'a> Promote<'a> {
         let now = store.now_ms();
         let ids = store.zupto(delayed, now as f64, self.limit);
         if ids.is_empty() {
-            return Ok(int(0));
+            return Ok(Reply::count(0));
         }
         let records = take(store, delayed, self.prefix, &ids, b"state")?;
         let mut promoted = 0;
@@ -95,7 +120,7 @@ impl<'a> Promote<'a> {
                 promoted += 1;
             }
         }
-        Ok(int(promoted))
+        Ok(Reply::count(promoted))
     }
 }
 
@@ -109,6 +134,18 @@ pub struct Purge<'a> {
 }
 
 impl<'a> Purge<'a> {
+    /// What PURGE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "purge",
+        command: "EMQ.PURGE",
+        keys: &[Role::Finished, Role::Priority, Role::Errors],
+        required_keys: 3,
+        args: &["age"],
+        options: &["LIMIT"],
+        effect: Effect::Frees,
+        wakes_claims: false,
+    };
+
     /// KEYS: done, dead or cancelled; priority; errors. ARGV: age, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let finished = keys
@@ -116,19 +153,22 @@ impl<'a> Purge<'a> {
             .and_then(|key| key.rsplit(|b| *b == b':').next().filter(|_| key.contains(&b':')))
             .filter(|tail| !tail.is_empty() && tail.iter().all(u8::is_ascii_alphabetic));
         let finished = match finished {
-            Some(b"done") => "done",
-            Some(b"dead") => "dead",
-            Some(b"cancelled") => "cancelled",
+            Some(b"done") => Role::Done,
+            Some(b"dead") => Role::Dead,
+            Some(b"cancelled") => Role::Cancelled,
             _ => return Err(Refusal::arg("KEYS[1] must be emq:{<queue>}:done, dead or cancelled")),
         };
-        let prefix = queue_prefix(keys, &[finished, "priority", "errors"], b"")?;
+        // KEYS[1] is the finished set it names, the other roles as described.
+        let roles = [finished, Role::Priority, Role::Errors];
+        debug_assert_eq!(roles[1..], Self::DESCRIPTION.keys[1..]);
+        let prefix = queue_prefix(keys, &roles, b"")?;
         let age = count(args.first().copied(), "age", AGE_MS)?;
         let limit = limit(args.get(1..).unwrap_or_default())?;
         Ok(Purge { keys, prefix, age, limit })
     }
 
     /// Delete finished jobs past the age: records, set entries, priorities, errors.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Outcome {
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let [finished, priority, errors] = [self.keys[0], self.keys[1], self.keys[2]];
         need(store, finished, KeyType::Zset)?;
         need(store, priority, KeyType::Hash)?;
@@ -136,7 +176,7 @@ impl<'a> Purge<'a> {
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(finished, cutoff, self.limit);
         if ids.is_empty() {
-            return Ok(int(0));
+            return Ok(Reply::count(0));
         }
         for id in &ids {
             let record = record_key(self.prefix, id);
@@ -159,6 +199,6 @@ impl<'a> Purge<'a> {
         for id in &ids {
             store.del(&record_key(self.prefix, id));
         }
-        Ok(int(ids.len() as u64))
+        Ok(Reply::count(ids.len() as u64))
     }
 }

@@ -7,13 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use echomq_core::memory::{Clock, Dump, SystemClock};
 use echomq_core::{Memory, Reply};
 use redis::Value;
 
-use super::{Dispatch, Interrupts};
-use crate::keyspace::Keyspace;
-use crate::transition::{Claim, Claimed, Transition};
+use super::{Call, Executor, Interrupts};
 use crate::{Error, Result};
 
 /// Runs transitions in this process. Cheap to clone; clones share the store.
@@ -60,32 +59,26 @@ impl Embedded {
     }
 }
 
-impl Dispatch for Embedded {
-    async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        let outcome = run(&mut self.store(), keys, call);
-        self.announce::<T>();
-        outcome
-    }
-
-    /// The calls one after another, under one lock.
-    async fn dispatch_batch<T: Transition>(
-        &self,
-        keys: &Keyspace,
-        calls: &[T],
-    ) -> Result<Vec<Result<T::Output>>> {
-        let outcomes = {
+#[async_trait]
+impl Executor for Embedded {
+    /// The calls one after another, under one lock; then waiting claims are
+    /// woken if any call may have added to a pending set.
+    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+        let replies = {
             let mut store = self.store();
-            calls.iter().map(|call| run(&mut store, keys, call)).collect()
+            calls.iter().map(|call| run(&mut store, call)).collect()
         };
-        self.announce::<T>();
-        Ok(outcomes)
+        if calls.iter().any(|call| call.name.describe().wakes_claims) {
+            self.arrivals.notify_waiters();
+        }
+        Ok(replies)
     }
 
     /// Claim; when nothing is pending, sleep until a transition may have
     /// added to a pending set, or the wait is over.
-    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
-        let claim = || async { run(&mut self.store(), keys, call) };
-        super::claim_on_arrival(&self.arrivals, &self.interrupts, wait, claim).await
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
+        let attempt = || async { run(&mut self.store(), claim) };
+        super::claim_on_arrival(&self.arrivals, &self.interrupts, wait, attempt).await
     }
 
     fn waits(&self) -> bool {
@@ -97,22 +90,12 @@ impl Dispatch for Embedded {
     }
 }
 
-impl Embedded {
-    /// Wake waiting claims after a transition that may add to a pending set.
-    fn announce<T: Transition>(&self) {
-        if matches!(T::NAME, "enqueue" | "release" | "reap" | "promote" | "retry") {
-            self.arrivals.notify_waiters();
-        }
-    }
-}
-
-fn run<T: Transition>(store: &mut Memory, keys: &Keyspace, call: &T) -> Result<T::Output> {
-    let keys = call.keys(keys);
-    let args = call.args()?;
-    let keys: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
-    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-    match echomq_core::run(store, T::NAME, &keys, &args) {
-        Ok(reply) => T::parse(value(reply)),
+/// Run one call on the store, its reply as the `redis` crate would have read it.
+fn run(store: &mut Memory, call: &Call) -> Result<Value> {
+    let keys: Vec<&[u8]> = call.keys.iter().map(|key| key.as_bytes()).collect();
+    let args: Vec<&[u8]> = call.args.iter().map(Vec::as_slice).collect();
+    match call.name.run(store, &keys, &args) {
+        Ok(reply) => Ok(value(reply)),
         Err(refusal) => Err(Error::from_code(refusal.code, refusal.text)),
     }
 }

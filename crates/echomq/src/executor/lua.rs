@@ -5,61 +5,86 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use async_trait::async_trait;
+use echomq_core::Name;
 use redis::aio::ConnectionLike;
 use redis::{Script, Value};
 
-use super::{Dispatch, Interrupts, Replication, Wakeups};
-use crate::keyspace::Keyspace;
-use crate::transition::{Claim, Claimed, Transition};
+use super::{Call, Executor, Interrupts, Replication, Wakeups};
 use crate::{Error, Result};
 
-/// Each transition's script as written, `--@include <name>` lines not yet expanded.
-const SOURCES: [(&str, &str); 13] = [
-    ("enqueue", include_str!("../../lua/enqueue-4.lua")),
-    ("claim", include_str!("../../lua/claim-2.lua")),
-    ("ack", include_str!("../../lua/ack-3.lua")),
-    ("fail", include_str!("../../lua/fail-5.lua")),
-    ("extend", include_str!("../../lua/extend-2.lua")),
-    ("release", include_str!("../../lua/release-4.lua")),
-    ("reap", include_str!("../../lua/reap-5.lua")),
-    ("promote", include_str!("../../lua/promote-3.lua")),
-    ("purge", include_str!("../../lua/purge-3.lua")),
-    ("cancel", include_str!("../../lua/cancel-6.lua")),
-    ("retry", include_str!("../../lua/retry-4.lua")),
-    ("inspect", include_str!("../../lua/inspect-2.lua")),
-    ("stats", include_str!("../../lua/stats-6.lua")),
-];
+// Every file under lua/, by stem (`claim-2`, `includes/common`): `FILES`.
+include!(concat!(env!("OUT_DIR"), "/lua_files.rs"));
 
-/// The shared Lua, by include name.
-const INCLUDES: [(&str, &str); 1] = [("common", include_str!("../../lua/includes/common.lua"))];
+/// The scripts, expanded once per process, in [`Name::ALL`]'s order.
+static SCRIPTS: LazyLock<Vec<Script>> =
+    LazyLock::new(|| Name::ALL.iter().map(|name| Script::new(&script_source(*name))).collect());
 
-/// The scripts, expanded once per process.
-static SCRIPTS: LazyLock<Vec<(&'static str, Script)>> =
-    LazyLock::new(|| SOURCES.iter().map(|(name, source)| (*name, Script::new(&expand(source)))).collect());
-
-/// The script a transition runs, its includes expanded: what the server loads.
-pub fn script_source(transition: &str) -> Option<String> {
-    let (_, source) = SOURCES.iter().find(|(name, _)| *name == transition)?;
-    Some(expand(source))
+/// The script a transition runs, `lua/<name>-<keys>.lua` as its description
+/// names it, its includes expanded and the limits filled in: what the
+/// server loads.
+pub fn script_source(name: Name) -> String {
+    let stem = name.describe().script_stem();
+    expand(file(&stem).unwrap_or_else(|| panic!("lua/{stem}.lua is missing")))
 }
 
-/// Replace each `--@include <name>` line with the include's text.
-fn expand(source: &str) -> String {
-    let mut out = String::with_capacity(source.len() + 4096);
-    for line in source.lines() {
-        match line.strip_prefix("--@include ") {
-            Some(wanted) => {
-                let (_, text) = INCLUDES
-                    .iter()
-                    .find(|(name, _)| *name == wanted.trim())
-                    .unwrap_or_else(|| panic!("no Lua include named {wanted:?}"));
-                out.push_str(text);
-            }
-            None => out.push_str(line),
-        }
-        out.push('\n');
+fn file(stem: &str) -> Option<&'static str> {
+    FILES.iter().find(|(name, _)| *name == stem).map(|(_, text)| *text)
+}
+
+/// The protocol's limits as Lua locals, from [`echomq_core::limits`]: the
+/// scripts name them and never spell a number of their own. A range is
+/// `{lo, hi}`.
+fn limits() -> String {
+    use echomq_core::limits::*;
+    let range = |name: &str, lo: i64, hi: i64| format!("local {name} = {{{lo}, {hi}}}\n");
+    let to_i64 = |range: &std::ops::RangeInclusive<u64>| (*range.start() as i64, *range.end() as i64);
+    let mut text = format!("local MAX_PAYLOAD = {MAX_PAYLOAD}\nlocal MAX_ERROR_TEXT = {MAX_ERROR_TEXT}\n");
+    text += &format!("local MAX_DIGITS = {MAX_DIGITS}\n");
+    text += &range("PRIORITY", *PRIORITY.start(), *PRIORITY.end());
+    for (name, bounds) in [
+        ("LEASE_MS", &LEASE_MS),
+        ("DELAY_MS", &DELAY_MS),
+        ("AT_MS", &AT_MS),
+        ("AGE_MS", &AGE_MS),
+        ("TOKEN", &TOKEN),
+        ("MAX_ATTEMPTS", &MAX_ATTEMPTS),
+        ("CLAIM_COUNT", &CLAIM_COUNT),
+        ("SWEEP_LIMIT", &SWEEP_LIMIT),
+    ] {
+        let (lo, hi) = to_i64(bounds);
+        text += &range(name, lo, hi);
     }
+    text
+}
+
+/// Replace each `--@include <name>` line with `lua/includes/<name>.lua`,
+/// itself expanded, each include once; `--@include limits` is [`limits`].
+fn expand(source: &str) -> String {
+    let mut out = String::with_capacity(source.len() + 8192);
+    expand_into(source, &mut out, &mut Vec::new());
     out
+}
+
+fn expand_into(source: &str, out: &mut String, included: &mut Vec<String>) {
+    for line in source.lines() {
+        let Some(wanted) = line.strip_prefix("--@include ").map(str::trim) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        if included.iter().any(|done| done == wanted) {
+            continue;
+        }
+        included.push(wanted.to_owned());
+        if wanted == "limits" {
+            out.push_str(&limits());
+        } else {
+            let text = file(&format!("includes/{wanted}"))
+                .unwrap_or_else(|| panic!("no Lua include named {wanted:?}"));
+            expand_into(text, out, included);
+        }
+    }
 }
 
 /// Runs transitions as Lua scripts on any Redis or Valkey ≥ 7, over any async
@@ -93,25 +118,31 @@ impl<C> Lua<C> {
     }
 }
 
-impl<C> Dispatch for Lua<C>
+#[async_trait]
+impl<C> Executor for Lua<C>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
-    async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        if self.replication.is_some() || T::READS_ONLY {
-            return self.dispatch_batch(keys, std::slice::from_ref(call)).await?.remove(0);
+    /// One call that writes goes as one EVALSHA (SCRIPT LOAD and again on
+    /// NOSCRIPT); anything else as one pipeline of EVALSHA, EVALSHA_RO for a
+    /// transition that only reads, in which the calls a server without
+    /// their scripts refused with NOSCRIPT go again, once, after SCRIPT LOAD.
+    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+        match calls {
+            [] => Ok(Vec::new()),
+            [call] if self.replication.is_none() && !call.name.describe().reads_only() => {
+                let mut invocation = script(call.name).prepare_invoke();
+                for key in &call.keys {
+                    invocation.key(key);
+                }
+                for arg in &call.args {
+                    invocation.arg(arg);
+                }
+                let reply: redis::RedisResult<Value> = invocation.invoke_async(&mut self.conn.clone()).await;
+                Ok(vec![reply.map_err(Error::from)])
+            }
+            calls => self.pipeline(calls).await,
         }
-        let script = script::<T>()?;
-        let mut invocation = script.prepare_invoke();
-        for key in call.keys(keys) {
-            invocation.key(key);
-        }
-        for arg in call.args()? {
-            invocation.arg(arg);
-        }
-        let mut conn = self.conn.clone();
-        let reply: Value = invocation.invoke_async(&mut conn).await?;
-        T::parse(reply)
     }
 
     async fn server_warnings(&self) -> Vec<String> {
@@ -120,13 +151,15 @@ where
 
     /// With wake-ups, claim and sleep until the queue's pending set is
     /// written; without, claim at once (the worker polls).
-    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
+        let run = || async { super::one(self.run(std::slice::from_ref(claim)).await?) };
+        let pending = claim.keys.first().map(String::as_str).unwrap_or_default();
         match &self.wakeups {
             Some(wakeups) if wakeups.alive() => {
-                let arrivals = wakeups.arrival(&keys.pending());
-                super::claim_on_arrival(&arrivals, &self.interrupts, wait, || self.dispatch(keys, call)).await
+                let arrivals = wakeups.arrival(pending);
+                super::claim_on_arrival(&arrivals, &self.interrupts, wait, run).await
             }
-            _ => self.dispatch(keys, call).await,
+            _ => run().await,
         }
     }
 
@@ -137,72 +170,143 @@ where
     async fn interrupt_waits(&self) {
         self.interrupts.interrupt();
     }
+}
 
-    /// One pipeline of EVALSHA (EVALSHA_RO for a transition that only
-    /// reads); the calls a server without the script refused with NOSCRIPT
-    /// go again, once, after SCRIPT LOAD.
-    async fn dispatch_batch<T: Transition>(
-        &self,
-        keys: &Keyspace,
-        calls: &[T],
-    ) -> Result<Vec<Result<T::Output>>> {
-        let script = script::<T>()?;
-        let (eval, replication) =
-            if T::READS_ONLY { ("EVALSHA_RO", None) } else { ("EVALSHA", self.replication) };
-        let command = |keys: Vec<String>, args: Vec<Vec<u8>>| {
+impl<C> Lua<C>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    /// The calls as one pipeline, with a WAIT after them when replication
+    /// asks for one and any of them writes.
+    async fn pipeline(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+        let writes = calls.iter().any(|call| !call.name.describe().reads_only());
+        let replication = self.replication.filter(|_| writes);
+        let command = |call: &Call| {
+            let eval = if call.name.describe().reads_only() { "EVALSHA_RO" } else { "EVALSHA" };
             let mut command = redis::cmd(eval);
-            command.arg(script.get_hash()).arg(keys.len()).arg(keys).arg(args);
+            command.arg(script(call.name).get_hash()).arg(call.keys.len()).arg(&call.keys).arg(&call.args);
             command
         };
-        let mut sent = super::pipelined(&self.conn, keys, calls, command, replication).await?;
-        let unknown = |reply: &Result<redis::RedisResult<Value>>| matches!(reply, Ok(Err(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
+        let mut sent = super::pipelined(&self.conn, calls, command, replication).await?;
+        let unknown = |reply: &Result<Value>| matches!(reply, Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
-            script.load_async(&mut self.conn.clone()).await?;
+            let mut loaded = Vec::new();
+            for &i in &again {
+                if !loaded.contains(&calls[i].name) {
+                    script(calls[i].name).load_async(&mut self.conn.clone()).await?;
+                    loaded.push(calls[i].name);
+                }
+            }
             let retried =
-                super::pipelined(&self.conn, keys, again.iter().map(|&i| &calls[i]), command, replication)
-                    .await?;
+                super::pipelined(&self.conn, again.iter().map(|&i| &calls[i]), command, replication).await?;
             // The second WAIT covers the first pipeline's writes as well.
             sent.confirmed = retried.confirmed;
             for (i, reply) in again.into_iter().zip(retried.replies) {
                 sent.replies[i] = reply;
             }
         }
-        let replies = sent.replicated(replication)?;
-        Ok(replies.into_iter().map(super::read::<T>).collect())
+        sent.replicated(replication)
     }
 }
 
-/// The loaded script of transition `T`.
-fn script<T: Transition>() -> Result<&'static Script> {
-    SCRIPTS
-        .iter()
-        .find(|(name, _)| *name == T::NAME)
-        .map(|(_, script)| script)
-        .ok_or_else(|| Error::Argument(format!("no script for transition {}", T::NAME)))
+/// The loaded script of transition `name`.
+fn script(name: Name) -> &'static Script {
+    &SCRIPTS[name as usize]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The scripts' files, without the includes.
+    fn scripts() -> impl Iterator<Item = (&'static str, &'static str)> {
+        FILES.iter().copied().filter(|(stem, _)| !stem.starts_with("includes/"))
+    }
+
+    /// `(n, text)` for each `<what>[n]` line of a script's header.
+    fn header(source: &str, what: &str) -> Vec<(usize, String)> {
+        let header = source.split("]]").next().unwrap_or_default();
+        header
+            .lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix(what)?.strip_prefix('[')?;
+                let (n, text) = rest.split_once(']')?;
+                Some((n.parse().ok()?, text.trim().to_owned()))
+            })
+            .collect()
+    }
+
     #[test]
-    fn every_script_expands_without_leftover_includes() {
-        for (name, _) in SOURCES {
-            let source = script_source(name).unwrap();
-            assert!(!source.contains("--@include"), "{name}");
-            assert!(source.contains("KEYS[1]"), "{name} documents its keys");
+    fn every_transition_has_its_script_and_every_script_a_transition() {
+        for name in Name::ALL {
+            let source = script_source(*name);
+            assert!(!source.contains("--@include"), "{name}: an include left unexpanded");
         }
-        assert!(script_source("nope").is_none());
+        for (stem, _) in scripts() {
+            assert!(
+                Name::ALL.iter().any(|name| name.describe().script_stem() == stem),
+                "lua/{stem}.lua is no transition's <name>-<keys>"
+            );
+        }
+        assert_eq!(SCRIPTS.len(), Name::ALL.len());
+    }
+
+    /// Each header's KEYS are the description's roles, in order; its ARGV
+    /// the description's arguments by name; its options the description's.
+    #[test]
+    fn every_script_header_matches_its_description() {
+        for name in Name::ALL {
+            let described = name.describe();
+            let source = file(&described.script_stem()).unwrap();
+            let keys = header(source, "KEYS");
+            assert_eq!(keys.len(), described.keys.len(), "{name}: KEYS in the header");
+            for ((n, text), role) in keys.iter().zip(described.keys) {
+                let key = text.split_whitespace().next().unwrap_or_default();
+                assert_eq!(key, format!("emq:{{q}}:{}", role.pattern()), "{name}: KEYS[{n}]");
+            }
+            let args: Vec<(usize, String)> = header(source, "ARGV");
+            let positional: Vec<&(usize, String)> =
+                args.iter().filter(|(_, text)| !text.starts_with("options")).collect();
+            assert_eq!(positional.len(), described.args.len(), "{name}: ARGV in the header");
+            for ((n, text), arg) in positional.into_iter().zip(described.args) {
+                let word: String =
+                    text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                assert_eq!(word, *arg, "{name}: ARGV[{n}]");
+            }
+            let header_text = source.split("]]").next().unwrap_or_default();
+            let options: Vec<&str> = header_text
+                .lines()
+                .filter_map(|line| line.strip_prefix("         ")?.split_whitespace().next())
+                .filter(|word| word.len() > 1 && word.chars().all(|c| c.is_ascii_uppercase()))
+                .collect();
+            assert_eq!(options, described.options, "{name}: options in the header");
+        }
+    }
+
+    /// The scripts spell no limit of their own: every number over 1000 in
+    /// their code comes from `echomq_core::limits`, through `--@include limits`.
+    #[test]
+    fn scripts_take_their_limits_from_the_core() {
+        for (stem, source) in FILES {
+            let code = source.split_once("]]").map_or(*source, |(_, code)| code);
+            for line in code.lines().filter(|line| !line.trim_start().starts_with("--")) {
+                let mut numbers = line.split(|c: char| !c.is_ascii_digit());
+                let limit = numbers.find(|word| word.parse::<u64>().is_ok_and(|n| n > 1000));
+                assert_eq!(limit, None, "lua/{stem}.lua spells a limit of its own: {line}");
+            }
+        }
+        let limits = limits();
+        assert!(limits.contains("local LEASE_MS = {1, 2147483647}"), "{limits}");
+        assert!(limits.contains("local PRIORITY = {-2147483648, 2147483647}"), "{limits}");
     }
 
     /// The codes the scripts answer with are exactly the codes of the table.
     #[test]
     fn scripts_and_the_code_table_agree() {
         use std::collections::BTreeSet;
-        let sources = SOURCES.iter().chain(INCLUDES.iter()).map(|(_, source)| *source);
         let mut in_scripts = BTreeSet::new();
-        for source in sources {
+        for (_, source) in FILES {
             for (at, _) in source.match_indices("EMQ") {
                 let word: String = source[at..].chars().take_while(|c| c.is_ascii_uppercase()).collect();
                 if word.len() > 3 {
@@ -213,28 +317,5 @@ mod tests {
         let in_table: BTreeSet<String> =
             echomq_core::Code::ALL.iter().map(|code| code.as_str().to_owned()).collect();
         assert_eq!(in_scripts, in_table);
-    }
-
-    /// `<name>-<n>.lua` declares KEYS[1] to KEYS[n] in its header, and is wired in.
-    #[test]
-    fn script_file_names_carry_their_key_counts() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lua");
-        let mut files = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            let Some(stem) = name.strip_suffix(".lua") else { continue };
-            let (transition, count) = stem.rsplit_once('-').unwrap();
-            let count: usize = count.parse().unwrap();
-            let source = std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
-            let declared = source
-                .lines()
-                .filter_map(|line| line.strip_prefix("KEYS["))
-                .filter_map(|rest| rest.split(']').next()?.parse::<usize>().ok())
-                .max();
-            assert_eq!(declared, Some(count), "{name}");
-            assert!(SOURCES.iter().any(|(n, _)| *n == transition), "{name} is not wired in");
-            files += 1;
-        }
-        assert_eq!(files, SOURCES.len());
     }
 }

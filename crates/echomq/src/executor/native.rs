@@ -7,15 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use echomq_core::Name;
 use futures_util::future::BoxFuture;
-
 use redis::aio::ConnectionLike;
 use redis::Value;
 
-use super::{Dispatch, Replication};
-use crate::keyspace::Keyspace;
-use crate::transition::{Claim, Claimed, Transition};
-use crate::Result;
+use super::{Call, Executor, Replication};
+use crate::{Error, Result};
 
 /// Runs transitions as the module's `EMQ.*` commands, over any async
 /// connection of the `redis` crate.
@@ -145,36 +144,43 @@ impl<C> Native<C> {
     }
 }
 
-impl<C> Dispatch for Native<C>
+#[async_trait]
+impl<C> Executor for Native<C>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
-    async fn dispatch<T: Transition>(&self, keys: &Keyspace, call: &T) -> Result<T::Output> {
-        if self.replication.is_some() && !T::READS_ONLY {
-            return self.dispatch_batch(keys, std::slice::from_ref(call)).await?.remove(0);
+    /// One call as one `EMQ.<NAME>` command; more as one pipeline of them,
+    /// with a WAIT after them when replication asks for one and any writes.
+    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+        let writes = calls.iter().any(|call| !call.name.describe().reads_only());
+        let replication = self.replication.filter(|_| writes);
+        match calls {
+            [] => Ok(Vec::new()),
+            [call] if replication.is_none() => {
+                let reply: redis::RedisResult<Value> =
+                    command(call).query_async(&mut self.conn.clone()).await;
+                Ok(vec![reply.map_err(Error::from)])
+            }
+            calls => super::pipelined(&self.conn, calls, command, replication).await?.replicated(replication),
         }
-        let mut command = redis::cmd(T::COMMAND);
-        command.arg(call.keys(keys)).arg(call.args()?);
-        let mut conn = self.conn.clone();
-        let reply: Value = command.query_async(&mut conn).await?;
-        T::parse(reply)
     }
 
     /// `EMQ.CLAIM … BLOCK <ms>` on a blocking connection: the server wakes
     /// the claim when a job arrives. Without one free, a plain claim.
-    async fn claim_waiting(&self, keys: &Keyspace, call: &Claim, wait: Duration) -> Result<Vec<Claimed>> {
-        let Some(blocking) = &self.blocking else { return self.dispatch(keys, call).await };
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
+        let run_now = || async { super::one(self.run(std::slice::from_ref(claim)).await?) };
+        let Some(blocking) = &self.blocking else { return run_now().await };
         // BLOCK 0 would wait without limit: wait at least a millisecond instead.
         let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
-        let mut command = redis::cmd(Claim::COMMAND);
-        command.arg(call.keys(keys)).arg(call.args()?).arg("BLOCK").arg(wait_ms as u64);
+        let mut blocked = command(claim);
+        blocked.arg("BLOCK").arg(wait_ms as u64);
         let Some(mut pooled) = blocking.take().await? else {
             // Every blocking connection is busy: claim, and nap as a polling worker would.
-            let claimed = self.dispatch(keys, call).await?;
-            if claimed.is_empty() {
+            let claimed = run_now().await;
+            if super::claimed_nothing(&claimed) {
                 tokio::time::sleep(wait.min(BUSY_NAP)).await;
             }
-            return Ok(claimed);
+            return claimed;
         };
         // Its client id, asked once, so that a stopping worker can end the
         // wait with CLIENT UNBLOCK; without it (an ACL that denies CLIENT ID)
@@ -183,7 +189,7 @@ where
             pooled.id = Some(redis::cmd("CLIENT").arg("ID").query_async(&mut pooled.conn).await.ok());
         }
         let waiting = pooled.id.flatten().map(|id| blocking.waiting(id));
-        let reply: redis::RedisResult<Value> = command.query_async(&mut pooled.conn).await;
+        let reply: redis::RedisResult<Value> = blocked.query_async(&mut pooled.conn).await;
         drop(waiting);
         // A connection that broke is dropped, not kept, when another can be
         // opened; a refusal (TRYAGAIN during a resharding) leaves it sound.
@@ -194,7 +200,7 @@ where
         } else if blocking.open.is_none() {
             blocking.put_back(Pooled::new(pooled.conn));
         }
-        Claim::parse(reply?)
+        Ok(reply?)
     }
 
     fn waits(&self) -> bool {
@@ -219,23 +225,13 @@ where
     async fn server_warnings(&self) -> Vec<String> {
         super::eviction_warnings(&self.conn).await
     }
+}
 
-    /// One pipeline of `EMQ.<NAME>` commands.
-    async fn dispatch_batch<T: Transition>(
-        &self,
-        keys: &Keyspace,
-        calls: &[T],
-    ) -> Result<Vec<Result<T::Output>>> {
-        let command = |keys: Vec<String>, args: Vec<Vec<u8>>| {
-            let mut command = redis::cmd(T::COMMAND);
-            command.arg(keys).arg(args);
-            command
-        };
-        let replication = self.replication.filter(|_| !T::READS_ONLY);
-        let replies =
-            super::pipelined(&self.conn, keys, calls, command, replication).await?.replicated(replication)?;
-        Ok(replies.into_iter().map(super::read::<T>).collect())
-    }
+/// The call as its `EMQ.<NAME>` command.
+fn command(call: &Call) -> redis::Cmd {
+    let mut command = redis::cmd(call.name.describe().command);
+    command.arg(&call.keys).arg(&call.args);
+    command
 }
 
 /// The executor a server supports best over `conn`: [`Native`] when the
@@ -303,7 +299,10 @@ pub async fn connect_cluster(client: &redis::cluster::ClusterClient) -> Result<A
 
 /// Whether the server has the module's commands (`COMMAND INFO EMQ.CLAIM`).
 async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
-    let info: Value =
-        redis::cmd("COMMAND").arg("INFO").arg(Claim::COMMAND).query_async(&mut conn.clone()).await?;
+    let info: Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg(Name::Claim.describe().command)
+        .query_async(&mut conn.clone())
+        .await?;
     Ok(matches!(&info, Value::Array(entries) if entries.iter().any(|e| *e != Value::Nil)))
 }

@@ -2,12 +2,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use echomq_core::limits;
+use echomq_core::{limits, Name};
 use redis::Value;
 
-use super::{checked, int, int_reply, millis, unexpected, Transition};
+use super::{checked, decimal, int_reply, millis, unexpected, Transition};
 use crate::id::JobId;
-use crate::keyspace::Keyspace;
 use crate::{Error, Result};
 
 /// When an enqueued job becomes claimable.
@@ -37,13 +36,12 @@ pub struct Enqueue {
 }
 
 impl Transition for Enqueue {
-    const NAME: &'static str = "enqueue";
-    const COMMAND: &'static str = "EMQ.ENQUEUE";
+    const NAME: Name = Name::Enqueue;
     /// `true` when the job was admitted, `false` for a duplicate (nothing changed).
     type Output = bool;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.pending(), keys.delayed(), keys.priority()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -53,18 +51,18 @@ impl Transition for Enqueue {
         let mut args = vec![self.id.as_str().into(), self.payload.clone()];
         if self.priority != 0 {
             args.push(b"PRIORITY".to_vec());
-            args.push(int(checked("PRIORITY", self.priority, limits::PRIORITY)?));
+            args.push(decimal(checked("PRIORITY", self.priority, limits::PRIORITY)?));
         }
         match self.due {
             Due::Now => {}
             Due::After(delay) => {
                 args.push(b"DELAY".to_vec());
-                args.push(int(millis("DELAY", delay, limits::DELAY_MS)?));
+                args.push(decimal(millis("DELAY", delay, limits::DELAY_MS)?));
             }
             Due::At(at) => {
                 let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
                 args.push(b"AT".to_vec());
-                args.push(int(millis("AT", since_epoch, limits::AT_MS)?));
+                args.push(decimal(millis("AT", since_epoch, limits::AT_MS)?));
             }
         }
         Ok(args)

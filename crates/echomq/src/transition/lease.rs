@@ -5,13 +5,12 @@
 
 use std::time::Duration;
 
-use echomq_core::limits;
+use echomq_core::{limits, Name};
 use redis::Value;
 
 use super::Transition;
-use super::{array_reply, bytes_reply, checked, count_reply, int, millis, one_reply, unexpected};
+use super::{array_reply, bytes_reply, checked, count_reply, decimal, millis, one_reply, unexpected};
 use crate::id::JobId;
-use crate::keyspace::Keyspace;
 use crate::{Error, Result};
 
 /// Take up to `count` jobs from the head of pending, each under a new lease.
@@ -35,20 +34,15 @@ pub struct Claimed {
 }
 
 impl Transition for Claim {
-    const NAME: &'static str = "claim";
-    const COMMAND: &'static str = "EMQ.CLAIM";
+    const NAME: Name = Name::Claim;
     /// The claimed jobs in pending order; empty when nothing is pending.
     type Output = Vec<Claimed>;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.pending(), keys.active()]
-    }
-
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         Ok(vec![
-            int(millis("lease", self.lease, limits::LEASE_MS)?),
+            decimal(millis("lease", self.lease, limits::LEASE_MS)?),
             b"COUNT".to_vec(),
-            int(checked("COUNT", self.count, limits::CLAIM_COUNT)?),
+            decimal(checked("COUNT", self.count, limits::CLAIM_COUNT)?),
         ])
     }
 
@@ -78,12 +72,11 @@ pub struct Ack {
 }
 
 impl Transition for Ack {
-    const NAME: &'static str = "ack";
-    const COMMAND: &'static str = "EMQ.ACK";
+    const NAME: Name = Name::Ack;
     type Output = ();
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.active(), keys.done()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -122,12 +115,11 @@ pub enum Failed {
 }
 
 impl Transition for Fail {
-    const NAME: &'static str = "fail";
-    const COMMAND: &'static str = "EMQ.FAIL";
+    const NAME: Name = Name::Fail;
     type Output = Failed;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.active(), keys.delayed(), keys.dead(), keys.errors()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -138,8 +130,8 @@ impl Transition for Fail {
         Ok(vec![
             self.id.as_str().into(),
             token(self.token)?,
-            int(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
-            int(millis("backoff", self.backoff, limits::DELAY_MS)?),
+            decimal(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
+            decimal(millis("backoff", self.backoff, limits::DELAY_MS)?),
             self.error.as_bytes().to_vec(),
         ])
     }
@@ -165,20 +157,19 @@ pub struct Extend {
 }
 
 impl Transition for Extend {
-    const NAME: &'static str = "extend";
-    const COMMAND: &'static str = "EMQ.EXTEND";
+    const NAME: Name = Name::Extend;
     /// The new deadline, server ms since the Unix epoch.
     type Output = u64;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.active()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         Ok(vec![
             self.id.as_str().into(),
             token(self.token)?,
-            int(millis("lease", self.lease, limits::LEASE_MS)?),
+            decimal(millis("lease", self.lease, limits::LEASE_MS)?),
         ])
     }
 
@@ -198,12 +189,11 @@ pub struct Release {
 }
 
 impl Transition for Release {
-    const NAME: &'static str = "release";
-    const COMMAND: &'static str = "EMQ.RELEASE";
+    const NAME: Name = Name::Release;
     type Output = ();
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.active(), keys.pending(), keys.priority()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -216,5 +206,5 @@ impl Transition for Release {
 }
 
 fn token(token: u64) -> Result<Vec<u8>> {
-    Ok(int(checked("token", token, limits::TOKEN)?))
+    Ok(decimal(checked("token", token, limits::TOKEN)?))
 }

@@ -1,10 +1,10 @@
 //! The reads: INSPECT one job, STATS of a queue. They write nothing.
 
+use echomq_core::Name;
 use redis::Value;
 
 use super::{array_reply, bytes_reply, count_reply, Transition};
 use crate::id::JobId;
-use crate::keyspace::Keyspace;
 use crate::record::Record;
 use crate::{Error, Result};
 
@@ -25,14 +25,12 @@ pub struct Inspection {
 }
 
 impl Transition for Inspect {
-    const NAME: &'static str = "inspect";
-    const COMMAND: &'static str = "EMQ.INSPECT";
-    const READS_ONLY: bool = true;
+    const NAME: Name = Name::Inspect;
     /// `None` when there is no such job.
     type Output = Option<Inspection>;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.errors()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -88,14 +86,8 @@ pub struct StatsReply {
 }
 
 impl Transition for Stats {
-    const NAME: &'static str = "stats";
-    const COMMAND: &'static str = "EMQ.STATS";
-    const READS_ONLY: bool = true;
+    const NAME: Name = Name::Stats;
     type Output = StatsReply;
-
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.pending(), keys.active(), keys.delayed(), keys.done(), keys.dead(), keys.cancelled()]
-    }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         Ok(vec![])

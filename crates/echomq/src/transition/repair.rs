@@ -1,11 +1,11 @@
 //! An operator's hand on a job: CANCEL takes it out of the flow, RETRY brings
 //! a dead one back.
 
+use echomq_core::Name;
 use redis::Value;
 
 use super::{int_reply, one_reply, unexpected, Transition};
 use crate::id::JobId;
-use crate::keyspace::Keyspace;
 use crate::Result;
 
 /// Cancel a job in any state but done. Cancelling an active job ends its
@@ -17,13 +17,12 @@ pub struct Cancel {
 }
 
 impl Transition for Cancel {
-    const NAME: &'static str = "cancel";
-    const COMMAND: &'static str = "EMQ.CANCEL";
+    const NAME: Name = Name::Cancel;
     /// `true` when cancelled now, `false` when it was cancelled already.
     type Output = bool;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.pending(), keys.active(), keys.delayed(), keys.dead(), keys.cancelled()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -47,12 +46,11 @@ pub struct Retry {
 }
 
 impl Transition for Retry {
-    const NAME: &'static str = "retry";
-    const COMMAND: &'static str = "EMQ.RETRY";
+    const NAME: Name = Name::Retry;
     type Output = ();
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.job(&self.id), keys.dead(), keys.pending(), keys.priority()]
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use echomq_core::limits;
+use echomq_core::{limits, Name, Role};
 use redis::Value;
 
-use super::{array_reply, checked, count_reply, int, millis, Transition};
+use super::{array_reply, checked, count_reply, decimal, millis, Transition};
 use crate::keyspace::Keyspace;
 use crate::record::State;
 use crate::{Error, Result};
@@ -31,19 +31,14 @@ pub struct Reaped {
 }
 
 impl Transition for Reap {
-    const NAME: &'static str = "reap";
-    const COMMAND: &'static str = "EMQ.REAP";
+    const NAME: Name = Name::Reap;
     type Output = Reaped;
-
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.active(), keys.pending(), keys.dead(), keys.errors(), keys.priority()]
-    }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         Ok(vec![
-            int(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
+            decimal(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
             b"LIMIT".to_vec(),
-            int(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?),
+            decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?),
         ])
     }
 
@@ -63,17 +58,12 @@ pub struct Promote {
 }
 
 impl Transition for Promote {
-    const NAME: &'static str = "promote";
-    const COMMAND: &'static str = "EMQ.PROMOTE";
+    const NAME: Name = Name::Promote;
     /// How many jobs moved.
     type Output = u64;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.delayed(), keys.pending(), keys.priority()]
-    }
-
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![b"LIMIT".to_vec(), int(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
+        Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
     }
 
     fn parse(reply: Value) -> Result<u64> {
@@ -93,13 +83,16 @@ pub struct Purge {
 }
 
 impl Transition for Purge {
-    const NAME: &'static str = "purge";
-    const COMMAND: &'static str = "EMQ.PURGE";
+    const NAME: Name = Name::Purge;
     /// How many jobs were deleted.
     type Output = u64;
 
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        vec![keys.state(self.state), keys.priority(), keys.errors()]
+    /// KEYS[1] is the set of the finished state it purges.
+    fn key(&self, keys: &Keyspace, role: Role) -> String {
+        match role {
+            Role::Finished => keys.state(self.state),
+            other => keys.role(other, None).expect("PURGE names no job"),
+        }
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -108,9 +101,9 @@ impl Transition for Purge {
             return Err(Error::Argument(format!("cannot purge {state} jobs, only finished ones")));
         }
         Ok(vec![
-            int(millis("age", self.age, limits::AGE_MS)?),
+            decimal(millis("age", self.age, limits::AGE_MS)?),
             b"LIMIT".to_vec(),
-            int(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?),
+            decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?),
         ])
     }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use echomq::transition::*;
-use echomq::{Executor, Keyspace, Lua, Queue};
+use echomq::{execute, Executor, Keyspace, Lua, Queue};
 use echomq_test_support::{unique_queue, RedisServer};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -219,11 +219,11 @@ pub async fn run(h: &Harness, via: &dyn Executor, call: &Call) -> String {
         }
     }
     match call {
-        Call::Enqueue(c) => show(via.enqueue(k, c).await),
-        Call::Claim(c) => show(via.claim(k, c).await),
-        Call::Ack(c) => show(via.ack(k, c).await),
-        Call::Fail(c) => show(via.fail(k, c).await),
-        Call::Extend(c) => match via.extend(k, c).await {
+        Call::Enqueue(c) => show(execute(via, k, c).await),
+        Call::Claim(c) => show(execute(via, k, c).await),
+        Call::Ack(c) => show(execute(via, k, c).await),
+        Call::Fail(c) => show(execute(via, k, c).await),
+        Call::Extend(c) => match execute(via, k, c).await {
             // The deadline must be the lease's new score in active.
             Ok(deadline) => {
                 let mut conn = h.conn.clone();
@@ -241,13 +241,13 @@ pub async fn run(h: &Harness, via: &dyn Executor, call: &Call) -> String {
             }
             other => show(other),
         },
-        Call::Release(c) => show(via.release(k, c).await),
-        Call::Reap(c) => show(via.reap(k, c).await),
-        Call::Promote(c) => show(via.promote(k, c).await),
-        Call::Purge(c) => show(via.purge(k, c).await),
-        Call::Cancel(c) => show(via.cancel(k, c).await),
-        Call::Retry(c) => show(via.retry(k, c).await),
-        Call::Inspect(c) => show(via.inspect(k, c).await),
-        Call::Stats => show(via.stats(k, &Stats).await),
+        Call::Release(c) => show(execute(via, k, c).await),
+        Call::Reap(c) => show(execute(via, k, c).await),
+        Call::Promote(c) => show(execute(via, k, c).await),
+        Call::Purge(c) => show(execute(via, k, c).await),
+        Call::Cancel(c) => show(execute(via, k, c).await),
+        Call::Retry(c) => show(execute(via, k, c).await),
+        Call::Inspect(c) => show(execute(via, k, c).await),
+        Call::Stats => show(execute(via, k, &Stats).await),
     }
 }

@@ -1,0 +1,115 @@
+//! What a transition is, written once: its protocol name, its command, its
+//! KEYS by keyspace role, its ARGV, and what it does to the keyspace. Every
+//! layer reads it: the host builds KEYS from the roles and names the command,
+//! the module registers each command with its key positions and flags, the
+//! Lua executor finds `<name>-<keys>.lua` (and a test checks each script's
+//! header against it), the embedded executor decides wake-ups from it.
+//!
+//! Each transition's description sits beside its code, as `DESCRIPTION` on
+//! its type; [`Name::describe`](crate::transition::Name::describe) finds it.
+
+/// The part a key plays in a queue's keyspace, `emq:{q}:<role>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `job:<id>`: the record of the call's job (hash).
+    Job,
+    /// `pending`: ids waiting to be claimed (zset).
+    Pending,
+    /// `active`: ids under a lease, by deadline (zset).
+    Active,
+    /// `delayed`: ids waiting for their due time (zset).
+    Delayed,
+    /// `done`: finished ids (zset).
+    Done,
+    /// `dead`: ids out of attempts (zset).
+    Dead,
+    /// `cancelled`: cancelled ids (zset).
+    Cancelled,
+    /// `priority`: id → priority, for priorities other than 0 (hash).
+    Priority,
+    /// `errors`: id → the job's last error text (hash).
+    Errors,
+    /// `done`, `dead` or `cancelled`: the finished set the call names (PURGE).
+    Finished,
+}
+
+impl Role {
+    /// The key's name after the queue's prefix, as a script header writes
+    /// it: `job:<id>`, `pending`, …, and `done|dead|cancelled` for [`Role::Finished`].
+    pub const fn pattern(self) -> &'static str {
+        match self {
+            Role::Job => "job:<id>",
+            Role::Pending => "pending",
+            Role::Active => "active",
+            Role::Delayed => "delayed",
+            Role::Done => "done",
+            Role::Dead => "dead",
+            Role::Cancelled => "cancelled",
+            Role::Priority => "priority",
+            Role::Errors => "errors",
+            Role::Finished => "done|dead|cancelled",
+        }
+    }
+
+    /// The key's name after the prefix when it is one fixed name (every role
+    /// but [`Role::Job`] and [`Role::Finished`]).
+    pub const fn fixed(self) -> Option<&'static str> {
+        match self {
+            Role::Job | Role::Finished => None,
+            other => Some(other.pattern()),
+        }
+    }
+}
+
+/// What a transition does to the keyspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Only reads: runs as EVALSHA_RO on Lua (a replica or a user with
+    /// read-only keys may serve it), declares its keys read-only in the
+    /// module, and no replication wait follows it.
+    Reads,
+    /// Writes, and may grow memory: the module refuses it under OOM.
+    Writes,
+    /// Writes, but only frees memory (PURGE): allowed under OOM.
+    Frees,
+}
+
+/// One transition, as every layer sees it.
+#[derive(Debug)]
+pub struct Description {
+    /// The protocol's name, lower case: `claim`. The script is `<name>-<keys>.lua`.
+    pub name: &'static str,
+    /// The native module's command: `EMQ.CLAIM`.
+    pub command: &'static str,
+    /// KEYS, in order, by role.
+    pub keys: &'static [Role],
+    /// How many of `keys` every call sends; the rest may be left out
+    /// together when no option needs them (ENQUEUE's two-key form).
+    pub required_keys: usize,
+    /// The positional ARGV, by name, in order.
+    pub args: &'static [&'static str],
+    /// The options that may follow them, `NAME value` pairs.
+    pub options: &'static [&'static str],
+    /// Reads, writes, or only frees.
+    pub effect: Effect,
+    /// Whether it may add to a pending set, so that claims waiting for work
+    /// should look again.
+    pub wakes_claims: bool,
+}
+
+impl Description {
+    /// Whether it only reads.
+    pub const fn reads_only(&self) -> bool {
+        matches!(self.effect, Effect::Reads)
+    }
+
+    /// The script's file stem: `<name>-<number of keys>`.
+    pub fn script_stem(&self) -> String {
+        format!("{}-{}", self.name, self.keys.len())
+    }
+
+    /// The first key of `role`'s, by 0-based position.
+    pub fn position(&self, role: Role) -> Option<usize> {
+        self.keys.iter().position(|r| *r == role)
+    }
+}

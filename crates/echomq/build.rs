@@ -1,0 +1,30 @@
+//! Embeds every file under `lua/` by its stem (`claim-2`,
+//! `includes/common`), so the Lua executor finds a transition's script from
+//! its description (`<name>-<keys>.lua`) and no list of scripts is kept by hand.
+
+use std::fmt::Write;
+use std::path::Path;
+
+fn main() {
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let lua = Path::new(&root).join("lua");
+    println!("cargo:rerun-if-changed=lua");
+    let mut files = Vec::new();
+    for dir in [lua.clone(), lua.join("includes")] {
+        for entry in std::fs::read_dir(&dir).expect("lua/ and lua/includes/ exist") {
+            let path = entry.expect("a readable lua/ entry").path();
+            if path.extension().is_some_and(|ext| ext == "lua") {
+                let stem = path.strip_prefix(&lua).expect("under lua/").with_extension("");
+                files.push((stem.to_string_lossy().replace('\\', "/"), path.display().to_string()));
+            }
+        }
+    }
+    files.sort();
+    let mut out = String::from("/// Every file under lua/, by stem.\nconst FILES: &[(&str, &str)] = &[\n");
+    for (stem, path) in files {
+        writeln!(out, "    ({stem:?}, include_str!({path:?})),").expect("writing to a String");
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("lua_files.rs");
+    std::fs::write(dest, out).expect("OUT_DIR is writable");
+}

@@ -1,0 +1,85 @@
+--[[ Shared by the transitions that read or move job records: a record's
+fields read before any write (with TRYAGAIN while a resharding may have
+moved it), the fence, taking ids out of a set, and back to pending.
+]]
+--@include common
+
+-- Whether key's Redis Cluster slot is being moved to or from this node (a
+-- resharding), as this node's CLUSTER NODES shows on its own line:
+-- [<slot>->-<id>] migrating, [<slot>-<-<id>] importing. False outside a
+-- cluster, and when an ACL denies INFO or CLUSTER (see SECURITY.md).
+local function slot_moving(key)
+  local info = redis.pcall('INFO', 'cluster')
+  if type(info) ~= 'string' or not string.find(info, 'cluster_enabled:1', 1, true) then
+    return false
+  end
+  local slot, nodes = redis.pcall('CLUSTER', 'KEYSLOT', key), redis.pcall('CLUSTER', 'NODES')
+  if type(slot) ~= 'number' or type(nodes) ~= 'string' then
+    return false
+  end
+  for line in string.gmatch(nodes, '[^\n]+') do
+    local flags = string.match(line, '^%S+ %S+ (%S+)')
+    if flags and string.find(',' .. flags .. ',', ',myself,', 1, true) then
+      return string.find(line, '[' .. slot .. '->-', 1, true) ~= nil
+        or string.find(line, '[' .. slot .. '-<-', 1, true) ~= nil
+    end
+  end
+  return false
+end
+
+-- TRYAGAIN when the record at key is not on this node and the queue's slot
+-- is moving: the record may be on the other node, so the transition changes
+-- nothing and the cluster client tries again once the slot has moved.
+local function elsewhere_error(key)
+  local here = redis.pcall('EXISTS', key)
+  if (type(here) == 'table' or here == 0) and slot_moving(key) then
+    return redis.error_reply('TRYAGAIN ' .. key .. ' may be on another node while its slot moves')
+  end
+end
+
+-- A record's fields, read before any write: nil and an error reply when the
+-- key holds no hash. A missing record reads as all false.
+local function read_record(key, ...)
+  local fields = redis.pcall('HMGET', key, ...)
+  if fields['err'] or not fields[1] then
+    local err = elsewhere_error(key)
+    if err then return nil, err end
+  end
+  if fields['err'] then
+    return nil, emq_error('EMQTYPE', key .. ' holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a hash')
+  end
+  return fields
+end
+
+-- The fence: the record must exist, be active, and hold `token` as its attempts.
+local function fence_error(key, token)
+  local fields, err = read_record(key, 'state', 'attempts')
+  if err then return err end
+  if not fields[1] then
+    return emq_error('EMQNOJOB', 'no such job')
+  end
+  if fields[1] ~= 'active' or tonumber(fields[2]) ~= token then
+    return emq_error('EMQFENCE', 'token does not hold the lease')
+  end
+end
+
+-- Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
+-- the fields `...` of each id's record (each must be a hash or missing: the
+-- last check before any write), then remove them all. The fields, by id's
+-- position; a missing record's are all false.
+local function take(set, prefix, ids, ...)
+  local records = {}
+  for i, id in ipairs(ids) do
+    local fields, err = read_record(prefix .. 'job:' .. id, ...)
+    if err then return nil, err end
+    records[i] = fields
+  end
+  redis.call('ZREM', set, unpack(ids))
+  return records
+end
+
+-- Back to pending at the job's own priority (0 when it has none).
+local function to_pending(record_key, pending_key, priority_key, id)
+  redis.call('HSET', record_key, 'state', 'pending')
+  redis.call('ZADD', pending_key, redis.call('HGET', priority_key, id) or 0, id)
+end
