@@ -107,7 +107,11 @@ pub async fn run(o: Options) -> Result<bool, String> {
             args.extend(["--notify-keyspace-events", "Kz"]);
         }
         let args = args.into_iter().map(str::to_owned).collect();
-        RedisServer::start_with(ServerOptions { module: native.then(module_path), args })
+        RedisServer::start_with(ServerOptions {
+            module: native.then(module_path),
+            args,
+            ..ServerOptions::default()
+        })
     })
     .await
     .map_err(|e| format!("redis-server did not start: {e}"))?;

@@ -7,11 +7,9 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{call, connect, expand, info_field, queue, seed, server_with, wait_until, A, B};
+use common::{arrange, call, connect, expand, info_field, queue, server_with, A, B};
+use echomq_test_support::eventually_blocking;
 use redis::Value;
-
-/// How long a test waits for a condition that should hold at once.
-const SOON: Duration = Duration::from_secs(5);
 
 fn claim(q: &str, block_ms: u64) -> Vec<String> {
     let (pending, active) = (format!("{q}pending"), format!("{q}active"));
@@ -49,7 +47,7 @@ fn a_blocked_claim_is_woken_by_an_enqueue_and_gets_the_job() {
         let reply = call(&mut worker, &words);
         (reply, Instant::now())
     });
-    wait_until(SOON, "the claim to block", || blocked_clients(&mut producer) == 1);
+    eventually_blocking("the claim to block", || blocked_clients(&mut producer) == 1);
 
     let enqueued = Instant::now();
     assert_eq!(call(&mut producer, &enqueue(&q, A)), Ok(Value::Int(1)));
@@ -82,7 +80,7 @@ fn the_server_answers_others_while_a_claim_waits() {
     let q = queue();
     let words = claim(&q, 0);
     let waiter = thread::spawn(move || call(&mut worker, &words));
-    wait_until(SOON, "the claim to block", || blocked_clients(&mut other) == 1);
+    eventually_blocking("the claim to block", || blocked_clients(&mut other) == 1);
 
     let start = Instant::now();
     for _ in 0..100 {
@@ -116,10 +114,12 @@ fn a_woken_claimer_that_loses_the_race_stays_blocked() {
             thread::spawn(move || call(&mut worker, &words))
         })
         .collect();
-    wait_until(SOON, "both claims to block", || blocked_clients(&mut producer) == 2);
+    eventually_blocking("both claims to block", || blocked_clients(&mut producer) == 2);
 
     assert_eq!(call(&mut producer, &enqueue(&q, A)), Ok(Value::Int(1)));
-    wait_until(SOON, "one claimer to be served", || waiters.iter().filter(|w| w.is_finished()).count() == 1);
+    eventually_blocking("one claimer to be served", || {
+        waiters.iter().filter(|w| w.is_finished()).count() == 1
+    });
     assert_eq!(blocked_clients(&mut producer), 1, "the other one is still waiting");
 
     assert_eq!(call(&mut producer, &enqueue(&q, B)), Ok(Value::Int(1)));
@@ -162,11 +162,11 @@ fn every_write_into_pending_wakes_a_blocked_claim() {
     ];
     for (name, seeds, waker) in cases {
         let q = queue();
-        seed(&mut conn, &q, seeds);
+        arrange(&mut conn, &q, seeds);
         let mut worker = connect(&server);
         let words = claim(&q, 10_000);
         let waiter = thread::spawn(move || call(&mut worker, &words));
-        wait_until(SOON, "the claim to block", || blocked_clients(&mut conn) == 1);
+        eventually_blocking("the claim to block", || blocked_clients(&mut conn) == 1);
         call(&mut conn, &expand(&q, waker)).unwrap_or_else(|err| panic!("{name}: {err}"));
         assert_eq!(waiter.join().unwrap(), Ok(claimed(A, 2, "p")), "{name}");
     }
@@ -177,12 +177,16 @@ fn records_missing_at_the_head_do_not_make_a_claimer_sleep_on_a_ready_job() {
     let server = server_with(&[]);
     let mut conn = connect(&server);
     let q = queue();
-    seed(&mut conn, &q, &["ZADD $q:pending 0 JOB_0 0 JOB_1", "EMQ.ENQUEUE $q:job:$A $q:pending $A payload"]);
+    arrange(
+        &mut conn,
+        &q,
+        &["ZADD $q:pending 0 JOB_0 0 JOB_1", "EMQ.ENQUEUE $q:job:$A $q:pending $A payload"],
+    );
     let start = Instant::now();
     assert_eq!(call(&mut conn, &claim(&q, 5000)), Ok(job(A)));
     assert!(start.elapsed() < Duration::from_secs(2), "it slept: {:?}", start.elapsed());
     // Without BLOCK, a claim answers as the script does: the orphan is dropped, nothing claimed.
-    seed(&mut conn, &q, &["ZADD $q:pending 0 JOB_0", "EMQ.ENQUEUE $q:job:$B $q:pending $B payload"]);
+    arrange(&mut conn, &q, &["ZADD $q:pending 0 JOB_0", "EMQ.ENQUEUE $q:job:$B $q:pending $B payload"]);
     let plain = expand(&q, "EMQ.CLAIM $q:pending $q:active 30000");
     assert_eq!(call(&mut conn, &plain), Ok(Value::Array(vec![])));
     assert_eq!(call(&mut conn, &plain), Ok(job(B)));

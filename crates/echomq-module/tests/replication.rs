@@ -9,7 +9,8 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{call, connect, dump, expand, info_field, queue, seed, server_with, wait_until};
+use common::{arrange, call, connect, dump, expand, info_field, queue, server_with};
+use echomq_test_support::eventually_blocking;
 use echomq_test_support::RedisServer;
 
 const SOON: Duration = Duration::from_secs(10);
@@ -20,12 +21,12 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
     let replica = RedisServer::start();
     let (mut on_master, mut on_replica) = (connect(&master), connect(&replica));
     redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()).query::<()>(&mut on_replica).unwrap();
-    wait_until(SOON, "the replica's link", || {
+    eventually_blocking("the replica's link", || {
         info_field(&mut on_replica, "replication", "master_link_status").as_deref() == Some("up")
     });
 
     let q = queue();
-    seed(
+    arrange(
         &mut on_master,
         &q,
         &[
@@ -48,7 +49,7 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
     );
     // The 1 ms lease runs out on the server's clock; reap until it has.
     let reap = expand(&q, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority 1");
-    wait_until(SOON, "the lease to expire and be reaped", || {
+    eventually_blocking("the lease to expire and be reaped", || {
         call(&mut on_master, &reap)
             == Ok(redis::Value::Array(vec![redis::Value::Int(0), redis::Value::Int(1)]))
     });
@@ -56,14 +57,14 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
     let (mut worker, other) = (connect(&master), queue());
     let blocking = expand(&other, "EMQ.CLAIM $q:pending $q:active 60000 BLOCK 5000");
     let waiter = thread::spawn(move || call(&mut worker, &blocking));
-    wait_until(SOON, "the claim to block", || {
+    eventually_blocking("the claim to block", || {
         info_field(&mut on_master, "clients", "blocked_clients").as_deref() == Some("1")
     });
-    seed(&mut on_master, &other, &["EMQ.ENQUEUE $q:job:JOB_6 $q:pending JOB_6 six"]);
+    arrange(&mut on_master, &other, &["EMQ.ENQUEUE $q:job:JOB_6 $q:pending JOB_6 six"]);
     assert_eq!(common::render(&waiter.join().unwrap().unwrap()), "[[JOB_6, 1, six]]");
 
     let offset = |conn: &mut redis::Connection, field| info_field(conn, "replication", field);
-    wait_until(SOON, "the replica to catch up", || {
+    eventually_blocking("the replica to catch up", || {
         let target = offset(&mut on_master, "master_repl_offset");
         target.is_some() && offset(&mut on_replica, "slave_repl_offset") == target
     });
@@ -145,12 +146,16 @@ fn each_command_reaches_replicas_as_one_multi_exec_of_plain_commands() {
     let mut stream = ReplicationStream::open(&master);
     let q = queue();
 
-    seed(&mut conn, &q, &["EMQ.ENQUEUE $q:job:JOB_1 $q:pending $q:delayed $q:priority JOB_1 p PRIORITY 4"]);
+    arrange(
+        &mut conn,
+        &q,
+        &["EMQ.ENQUEUE $q:job:JOB_1 $q:pending $q:delayed $q:priority JOB_1 p PRIORITY 4"],
+    );
     assert_eq!(stream.next_transaction(), ["MULTI", "HSET", "HSET", "ZADD", "EXEC"]);
-    seed(&mut conn, &q, &["EMQ.CLAIM $q:pending $q:active 60000"]);
+    arrange(&mut conn, &q, &["EMQ.CLAIM $q:pending $q:active 60000"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
-    seed(&mut conn, &q, &["EMQ.ACK $q:job:JOB_1 $q:active $q:done JOB_1 1"]);
+    arrange(&mut conn, &q, &["EMQ.ACK $q:job:JOB_1 $q:active $q:done JOB_1 1"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
-    seed(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors 0"]);
+    arrange(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors 0"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HDEL", "DEL", "EXEC"]);
 }

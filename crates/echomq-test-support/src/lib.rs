@@ -37,6 +37,10 @@ pub struct ServerOptions {
     pub module: Option<PathBuf>,
     /// More `--name value` arguments, as separate words.
     pub args: Vec<String>,
+    /// Speak only TLS, with a certificate for 127.0.0.1 signed by a CA made
+    /// for this server by `openssl` (see [`RedisServer::ca_cert`]); no plain
+    /// port. Starting one installs rustls's ring provider in the process.
+    pub tls: bool,
 }
 
 /// A running `redis-server`, killed (and its directory removed) on drop.
@@ -60,6 +64,10 @@ impl RedisServer {
 
     /// A server started with `options`. Panics with the server's log when it cannot start.
     pub fn start_with(options: ServerOptions) -> RedisServer {
+        if options.tls {
+            // Clients need a crypto provider; ring, as the emq CLI installs it.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let mut last_log = String::new();
         // A port found free can be taken before the server binds it: try again.
         for _ in 0..5 {
@@ -67,6 +75,9 @@ impl RedisServer {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let dir = std::env::temp_dir().join(format!("echomq-redis-{}-{n}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("create the server's directory");
+            if options.tls {
+                certificates(&dir);
+            }
             let child = spawn(&dir, port, &options);
             let mut server = RedisServer { child, port, dir, options: options.clone() };
             if server.wait_ready() {
@@ -104,14 +115,25 @@ impl RedisServer {
         self.port
     }
 
-    /// `redis://127.0.0.1:<port>/`.
+    /// `redis://127.0.0.1:<port>/`, or `rediss://` for a TLS server.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        let scheme = if self.options.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}/", self.port)
     }
 
-    /// A client for this server.
+    /// A client for this server; for a TLS server, one that trusts its CA and only it.
     pub fn client(&self) -> redis::Client {
-        redis::Client::open(self.url()).expect("a loopback URL is valid")
+        if !self.options.tls {
+            return redis::Client::open(self.url()).expect("a loopback URL is valid");
+        }
+        let root_cert = std::fs::read(self.ca_cert()).expect("the test CA's certificate");
+        let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) };
+        redis::Client::build_with_tls(self.url(), certificates).expect("a loopback URL is valid")
+    }
+
+    /// The PEM file of the CA that signed a TLS server's certificate.
+    pub fn ca_cert(&self) -> PathBuf {
+        self.dir.join("ca.pem")
     }
 
     /// The server's working directory (its log, RDB and AOF files).
@@ -199,7 +221,11 @@ impl RedisCluster {
                     &free_port().to_string(),
                 ];
                 let args = args.iter().map(|a| a.to_string()).collect();
-                RedisServer::start_with(ServerOptions { module: module.clone(), args })
+                RedisServer::start_with(ServerOptions {
+                    module: module.clone(),
+                    args,
+                    ..ServerOptions::default()
+                })
             })
             .collect();
         let cli = std::env::var("ECHOMQ_REDIS_CLI").unwrap_or_else(|_| "redis-cli".into());
@@ -425,6 +451,16 @@ where
     }
 }
 
+/// [`eventually`] for a test without a runtime: asks every 5 ms, blocking
+/// the thread between tries.
+pub fn eventually_blocking(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + EVENTUALLY;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn free_port() -> u16 {
     loop {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
@@ -445,6 +481,12 @@ fn spawn(dir: &Path, port: u16, options: &ServerOptions) -> Child {
         .arg(dir)
         .arg("--logfile")
         .arg(dir.join("redis.log"));
+    if options.tls {
+        command.args(["--tls-port", &port.to_string(), "--port", "0", "--tls-auth-clients", "no"]);
+        command.arg("--tls-cert-file").arg(dir.join("server.pem"));
+        command.arg("--tls-key-file").arg(dir.join("server.key"));
+        command.arg("--tls-ca-cert-file").arg(dir.join("ca.pem"));
+    }
     if let Some(module) = &options.module {
         command.arg("--loadmodule").arg(module);
     }
@@ -455,4 +497,22 @@ fn spawn(dir: &Path, port: u16, options: &ServerOptions) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|err| panic!("cannot run {binary}: {err} (is redis-server installed?)"))
+}
+
+/// In `dir`: a CA (`ca.pem`) and a certificate for 127.0.0.1 it signed
+/// (`server.pem`, `server.key`), made with `openssl`.
+fn certificates(dir: &Path) {
+    let openssl = |args: &str| {
+        let out = Command::new("openssl")
+            .args(args.split(' '))
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|err| panic!("cannot run openssl: {err} (is it installed?)"));
+        assert!(out.status.success(), "openssl {args}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    openssl("req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=EchoMQ-test-CA");
+    openssl("req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1");
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        .expect("write san.ext");
+    openssl("x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext");
 }

@@ -97,7 +97,7 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
     assert_eq!(h.dbsize().await, 0);
 }
 
-/// A valid call of every transition, with the keys it needs seeded.
+/// A valid call of every transition, with the keys it needs arranged.
 fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
     let active: &[&str] = &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A"];
     vec![
@@ -165,7 +165,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
     let h = harness().await;
     let mut conn = h.conn.clone();
     let mut checked = 0;
-    for (name, seed, call) in happy_calls() {
+    for (name, given, call) in happy_calls() {
         // Claim, reap, promote and purge also read the records of the ids they move.
         let mut keys = call.keys(&h.keys);
         if ["claim", "reap", "promote", "purge"].contains(&name) {
@@ -173,10 +173,10 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
         }
         for key in keys {
             let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
-            h.seed(seed).await;
+            h.arrange(given).await;
             let _: () = redis::pipe().del(&key).set(&key, "clobbered").query_async(&mut conn).await.unwrap();
             let before = h.snapshot().await;
-            let reply = run(&h, h.lua.as_ref(), &call).await;
+            let reply = run(&h.keys, h.lua.as_ref(), &call).await;
             assert_eq!(reply, "Err(EMQTYPE)", "{name} with {key} clobbered");
             assert_eq!(before, h.snapshot().await, "{name} wrote with {key} clobbered");
             checked += 1;

@@ -125,9 +125,16 @@ async fn enqueue_surely(queue: &Queue, id: JobId) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() {
     for via in [Via::Lua, Via::Native] {
-        let master = RedisServer::start_with(ServerOptions { module: Some(module_path()), args: vec![] });
+        let master = RedisServer::start_with(ServerOptions {
+            module: Some(module_path()),
+            ..ServerOptions::default()
+        });
         let args = vec!["--replicaof".into(), "127.0.0.1".into(), master.port().to_string()];
-        let replica = RedisServer::start_with(ServerOptions { module: Some(module_path()), args });
+        let replica = RedisServer::start_with(ServerOptions {
+            module: Some(module_path()),
+            args,
+            ..ServerOptions::default()
+        });
         let linked = || async { info(&replica, "replication").contains("master_link_status:up") };
         eventually("the replica is in sync", linked).await;
 
@@ -184,7 +191,11 @@ async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() 
         // as a replica): until it is in sync, writes apply but are not
         // confirmed, and the producer tries again.
         let args = vec!["--replicaof".into(), "127.0.0.1".into(), replica.port().to_string()];
-        let _rejoined = RedisServer::start_with(ServerOptions { module: Some(module_path()), args });
+        let _rejoined = RedisServer::start_with(ServerOptions {
+            module: Some(module_path()),
+            args,
+            ..ServerOptions::default()
+        });
 
         producer.await.unwrap();
         let total = ids.len() as u64;
@@ -213,7 +224,8 @@ async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() 
 /// the caller hears that no replica has it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_no_replica_confirms_is_applied_and_reported() {
-    let alone = RedisServer::start_with(ServerOptions { module: Some(module_path()), args: vec![] });
+    let alone =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     for via in [Via::Lua, Via::Native] {
         let name = unique_queue("unconfirmed");
         let q = queue(&alone.url(), via, &name).await;

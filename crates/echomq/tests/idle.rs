@@ -29,6 +29,7 @@ async fn idle_workers_do_not_spin_and_new_jobs_start_at_once() {
     let server = RedisServer::start_with(ServerOptions {
         module: Some(module_path()),
         args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+        ..ServerOptions::default()
     });
     let client = server.client();
     let config = ConnectionManagerConfig::new().set_response_timeout(None);

@@ -80,7 +80,11 @@ pub enum Via {
 /// A server for `via`: with the module for Native, without for Lua.
 pub fn server(via: Via, args: &[&str]) -> RedisServer {
     let module = (via == Via::Native).then(module_path);
-    RedisServer::start_with(ServerOptions { module, args: args.iter().map(|a| a.to_string()).collect() })
+    RedisServer::start_with(ServerOptions {
+        module,
+        args: args.iter().map(|a| a.to_string()).collect(),
+        ..ServerOptions::default()
+    })
 }
 
 /// An admin connection (the default user).

@@ -1,17 +1,22 @@
-//! Every transition, table-driven, on a real redis-server: seed the keys, run
-//! the transition, then check its reply and every key of the queue.
+//! Every transition, table-driven, on every executor — the Lua scripts and
+//! the native module on one real redis-server, and the embedded core
+//! in-process: arrange the keys, run the transition, then check its reply and
+//! every key of the queue. Then the refusals, sent raw as any speaker could,
+//! each with its exact error and nothing written.
 
 mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::{check, harness, run, Call, A};
+use common::{check, harness_on, run, unexpand, Call, Harness, Line, A};
 use echomq::transition::*;
-use echomq::{JobId, State};
+use echomq::{Embedded, Executor, JobId, Name, Native, State};
+use echomq_core::memory::Dump;
+use echomq_test_support::RedisServer;
 
 struct Case {
     name: &'static str,
-    seed: &'static [&'static str],
+    given: &'static [&'static str],
     call: Call,
     reply: &'static str,
     after: &'static [&'static str],
@@ -38,35 +43,35 @@ fn cases() -> Vec<Case> {
         // ENQUEUE
         Case {
             name: "enqueue writes the seed's record and pending at score 0",
-            seed: &[],
+            given: &[],
             call: enqueue(0, Due::Now),
             reply: "Ok(true)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
         Case {
             name: "enqueue of an existing id is a duplicate and changes nothing",
-            seed: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
+            given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
             call: enqueue(0, Due::Now),
             reply: "Ok(false)",
             after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
         },
         Case {
             name: "enqueue with a priority scores pending by it and remembers it",
-            seed: &[],
+            given: &[],
             call: enqueue(-7, Due::Now),
             reply: "Ok(true)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@-7", "priority $A=-7"],
         },
         Case {
             name: "enqueue with a delay goes to delayed at the server's now plus the delay",
-            seed: &[],
+            given: &[],
             call: enqueue(0, Due::After(secs(60))),
             reply: "Ok(true)",
             after: &["delayed $A@now+60000", "job:$A attempts=0 payload=p state=delayed"],
         },
         Case {
             name: "enqueue at a time already past is simply pending",
-            seed: &[],
+            given: &[],
             call: enqueue(0, Due::At(SystemTime::UNIX_EPOCH + secs(1))),
             reply: "Ok(true)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
@@ -74,7 +79,7 @@ fn cases() -> Vec<Case> {
         // CLAIM
         Case {
             name: "claim takes the lowest priority first and mints token 1",
-            seed: &[
+            given: &[
                 "HSET $q:job:$A state pending attempts 0 payload a",
                 "HSET $q:job:$B state pending attempts 0 payload b",
                 "ZADD $q:pending 0 $A -1 $B",
@@ -90,7 +95,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "claim of a batch takes equal priorities in id order and mints the next token",
-            seed: &[
+            given: &[
                 "HSET $q:job:$A state pending attempts 2 payload a",
                 "HSET $q:job:$B state pending attempts 0 payload b",
                 "ZADD $q:pending 0 $B 0 $A",
@@ -105,14 +110,14 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "claim of an empty queue gets nothing",
-            seed: &[],
+            given: &[],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
             reply: "Ok([])",
             after: &[],
         },
         Case {
             name: "claim drops a pending id whose record is missing",
-            seed: &["ZADD $q:pending 0 $A"],
+            given: &["ZADD $q:pending 0 $A"],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
             reply: "Ok([])",
             after: &[],
@@ -120,28 +125,28 @@ fn cases() -> Vec<Case> {
         // ACK
         Case {
             name: "ack by the holder moves the job to done",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: Call::Ack(Ack { id: a(), token: 1 }),
             reply: "Ok(())",
             after: &["done $A@now", "job:$A attempts=1 payload=p state=done"],
         },
         Case {
             name: "ack with another token is fenced",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: Call::Ack(Ack { id: a(), token: 2 }),
             reply: "Err(EMQFENCE)",
             after: ACTIVE_A_AFTER,
         },
         Case {
             name: "ack of a job that is not active is fenced",
-            seed: &["HSET $q:job:$A state pending attempts 1 payload p", "ZADD $q:pending 0 $A"],
+            given: &["HSET $q:job:$A state pending attempts 1 payload p", "ZADD $q:pending 0 $A"],
             call: Call::Ack(Ack { id: a(), token: 1 }),
             reply: "Err(EMQFENCE)",
             after: &["job:$A attempts=1 payload=p state=pending", "pending $A@0"],
         },
         Case {
             name: "ack of a missing job",
-            seed: &[],
+            given: &[],
             call: Call::Ack(Ack { id: a(), token: 1 }),
             reply: "Err(EMQNOJOB)",
             after: &[],
@@ -149,21 +154,21 @@ fn cases() -> Vec<Case> {
         // FAIL
         Case {
             name: "fail with attempts left goes to delayed after the back-off, keeping the error",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: fail(1, 3),
             reply: "Ok(Delayed)",
             after: &["delayed $A@now+1000", "errors $A=boom", "job:$A attempts=1 payload=p state=delayed"],
         },
         Case {
             name: "fail at the last attempt goes to dead",
-            seed: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
+            given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
             call: fail(3, 3),
             reply: "Ok(Dead)",
             after: &["dead $A@now", "errors $A=boom", "job:$A attempts=3 payload=p state=dead"],
         },
         Case {
             name: "fail with a stale token is fenced",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: fail(7, 3),
             reply: "Err(EMQFENCE)",
             after: ACTIVE_A_AFTER,
@@ -171,14 +176,14 @@ fn cases() -> Vec<Case> {
         // EXTEND
         Case {
             name: "extend moves the lease deadline",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: Call::Extend(Extend { id: a(), token: 1, lease: secs(60) }),
             reply: "deadline",
             after: &["active $A@now+60000", "job:$A attempts=1 payload=p state=active"],
         },
         Case {
             name: "extend with a stale token is fenced",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: Call::Extend(Extend { id: a(), token: 9, lease: secs(60) }),
             reply: "Err(EMQFENCE)",
             after: ACTIVE_A_AFTER,
@@ -186,7 +191,7 @@ fn cases() -> Vec<Case> {
         // RELEASE
         Case {
             name: "release gives the job back at its priority, attempts kept",
-            seed: &[
+            given: &[
                 "HSET $q:job:$A state active attempts 1 payload p",
                 "ZADD $q:active 5 $A",
                 "HSET $q:priority $A 7",
@@ -197,7 +202,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "release with a stale token is fenced",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: Call::Release(Release { id: a(), token: 2 }),
             reply: "Err(EMQFENCE)",
             after: ACTIVE_A_AFTER,
@@ -205,7 +210,7 @@ fn cases() -> Vec<Case> {
         // REAP
         Case {
             name: "reap sends an expired lease back to pending and leaves a live one",
-            seed: &[
+            given: &[
                 "HSET $q:job:$A state active attempts 1 payload a",
                 "HSET $q:job:$B state active attempts 1 payload b",
                 "ZADD $q:active 5 $A 9999999999999 $B",
@@ -221,7 +226,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "reap sends an expired lease out of attempts to dead",
-            seed: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
+            given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
             call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
             reply: "Ok(Reaped { requeued: 0, dead: 1 })",
             after: &["dead $A@now", "errors $A=lease~expired", "job:$A attempts=3 payload=p state=dead"],
@@ -229,7 +234,7 @@ fn cases() -> Vec<Case> {
         // PROMOTE
         Case {
             name: "promote moves due jobs to pending at their priority and leaves the rest",
-            seed: &[
+            given: &[
                 "HSET $q:job:$A state delayed attempts 1 payload a",
                 "HSET $q:job:$B state delayed attempts 0 payload b",
                 "ZADD $q:delayed 5 $A 9999999999999 $B",
@@ -248,7 +253,7 @@ fn cases() -> Vec<Case> {
         // PURGE
         Case {
             name: "purge deletes old finished jobs with their priority and error",
-            seed: &[
+            given: &[
                 "HSET $q:job:$A state dead attempts 3 payload a",
                 "HSET $q:job:$B state dead attempts 3 payload b",
                 "ZADD $q:dead 5 $A 9999999999999 $B",
@@ -267,28 +272,28 @@ fn cases() -> Vec<Case> {
         // CANCEL
         Case {
             name: "cancel of a pending job",
-            seed: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+            given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
             call: Call::Cancel(Cancel { id: a() }),
             reply: "Ok(true)",
             after: &["cancelled $A@now", "job:$A attempts=0 payload=p state=cancelled"],
         },
         Case {
             name: "cancel of an active job ends its lease",
-            seed: ACTIVE_A,
+            given: ACTIVE_A,
             call: Call::Cancel(Cancel { id: a() }),
             reply: "Ok(true)",
             after: &["cancelled $A@now", "job:$A attempts=1 payload=p state=cancelled"],
         },
         Case {
             name: "cancel of a cancelled job changes nothing",
-            seed: &["HSET $q:job:$A state cancelled attempts 0 payload p", "ZADD $q:cancelled 5 $A"],
+            given: &["HSET $q:job:$A state cancelled attempts 0 payload p", "ZADD $q:cancelled 5 $A"],
             call: Call::Cancel(Cancel { id: a() }),
             reply: "Ok(false)",
             after: &["cancelled $A@5", "job:$A attempts=0 payload=p state=cancelled"],
         },
         Case {
             name: "cancel of a done job is refused",
-            seed: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
+            given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
             call: Call::Cancel(Cancel { id: a() }),
             reply: "Err(EMQSTATE)",
             after: &["done $A@5", "job:$A attempts=1 payload=p state=done"],
@@ -296,7 +301,7 @@ fn cases() -> Vec<Case> {
         // RETRY
         Case {
             name: "retry sends a dead job to pending at its priority",
-            seed: &[
+            given: &[
                 "HSET $q:job:$A state dead attempts 3 payload p",
                 "ZADD $q:dead 5 $A",
                 "HSET $q:priority $A 2",
@@ -313,14 +318,14 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "retry of a job that is not dead is refused",
-            seed: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+            given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
             call: Call::Retry(Retry { id: a() }),
             reply: "Err(EMQSTATE)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
         Case {
             name: "retry of a missing job",
-            seed: &[],
+            given: &[],
             call: Call::Retry(Retry { id: a() }),
             reply: "Err(EMQNOJOB)",
             after: &[],
@@ -328,7 +333,7 @@ fn cases() -> Vec<Case> {
         // INSPECT and STATS
         Case {
             name: "inspect reads the record and the last error",
-            seed: &["HSET $q:job:$A state dead attempts 3 payload p", "HSET $q:errors $A boom"],
+            given: &["HSET $q:job:$A state dead attempts 3 payload p", "HSET $q:errors $A boom"],
             call: Call::Inspect(Inspect { id: a() }),
             reply: "Ok(Some(Inspection { record: Record { state: Dead, attempts: 3, payload: [112], \
                     enqueued_at: None, updated_at: None }, error: Some(\"boom\") }))",
@@ -336,14 +341,14 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "inspect of a missing job",
-            seed: &[],
+            given: &[],
             call: Call::Inspect(Inspect { id: a() }),
             reply: "Ok(None)",
             after: &[],
         },
         Case {
             name: "stats counts each state's set",
-            seed: &["ZADD $q:pending 0 $A 0 $B", "ZADD $q:dead 1 $A"],
+            given: &["ZADD $q:pending 0 $A 0 $B", "ZADD $q:dead 1 $A"],
             call: Call::Stats,
             reply: "Ok(StatsReply { pending: 2, active: 0, delayed: 0, done: 0, dead: 1, cancelled: 0 })",
             after: &["dead $A@1", "pending $A@0 $B@0"],
@@ -351,22 +356,332 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-#[tokio::test]
-async fn every_transition_on_lua() {
-    let h = harness().await;
-    let mut failures = Vec::new();
-    for case in cases() {
-        let mut conn = h.conn.clone();
-        let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
-        h.seed(case.seed).await;
-        let t0 = h.now_ms().await;
-        let reply = run(&h, h.lua.as_ref(), &case.call).await;
-        let t1 = h.now_ms().await;
-        if reply != case.reply {
-            failures.push(format!("{}: reply {reply}, expected {}", case.name, case.reply));
+/// An executor the tables run on, with its way to arrange and read keys.
+enum Target {
+    Lua,
+    Native,
+    Embedded(Embedded),
+}
+
+impl Target {
+    fn all() -> [Target; 3] {
+        [Target::Lua, Target::Native, Target::Embedded(Embedded::new())]
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Target::Lua => "lua",
+            Target::Native => "native",
+            Target::Embedded(_) => "embedded",
         }
-        if let Err(diff) = check(case.after, &h.snapshot().await, t0, t1) {
-            failures.push(format!("{}: {diff}", case.name));
+    }
+
+    fn via(&self, h: &Harness) -> Box<dyn Executor> {
+        match self {
+            Target::Lua => Box::new(echomq::Lua::new(h.conn.clone())),
+            Target::Native => Box::new(Native::new(h.conn.clone())),
+            Target::Embedded(embedded) => Box::new(embedded.clone()),
+        }
+    }
+
+    /// Start from an empty keyspace, then run `lines` (HSET, ZADD, or a
+    /// command that makes a key of another type).
+    async fn arrange(&self, h: &Harness, lines: &[&str]) {
+        let Target::Embedded(embedded) = self else {
+            let _: () = redis::cmd("FLUSHDB").query_async(&mut h.conn.clone()).await.unwrap();
+            return h.arrange(lines).await;
+        };
+        let mut store = embedded.store();
+        store.clear();
+        for line in lines {
+            let words: Vec<String> = line.split_whitespace().map(|w| h.expand(w)).collect();
+            let (key, rest) = (words[1].as_bytes(), &words[2..]);
+            use echomq_core::Store;
+            match words[0].as_str() {
+                "HSET" => {
+                    let pairs: Vec<(&[u8], &[u8])> =
+                        rest.chunks(2).map(|p| (p[0].as_bytes(), p[1].as_bytes())).collect();
+                    store.hset(key, &pairs);
+                }
+                "ZADD" => {
+                    rest.chunks(2).for_each(|p| store.zadd(key, p[0].parse().unwrap(), p[1].as_bytes()))
+                }
+                "SET" => store.put_other(key, "string"),
+                "RPUSH" => store.put_other(key, "list"),
+                "SADD" => store.put_other(key, "set"),
+                "XADD" => store.put_other(key, "stream"),
+                other => panic!("cannot arrange {other} in memory"),
+            }
+        }
+    }
+
+    /// The clock the executor's transitions read, in ms.
+    async fn now_ms(&self, h: &Harness) -> u64 {
+        match self {
+            Target::Embedded(_) => {
+                SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as u64
+            }
+            _ => h.now_ms().await,
+        }
+    }
+
+    /// Every key of the queue, as [`Harness::snapshot`] renders them.
+    async fn snapshot(&self, h: &Harness) -> Vec<Line> {
+        let Target::Embedded(embedded) = self else { return h.snapshot().await };
+        let prefix = h.prefix();
+        let text = |bytes: &[u8]| unexpand(&String::from_utf8_lossy(bytes));
+        embedded
+            .dump()
+            .into_iter()
+            .filter_map(|(key, dump)| {
+                let key = String::from_utf8_lossy(&key).strip_prefix(&prefix)?.to_owned();
+                let entries = match dump {
+                    Dump::Hash(fields) => fields.iter().map(|(f, v)| (text(f), text(v))).collect(),
+                    Dump::Zset(members) => members.iter().map(|(m, s)| (text(m), format!("{s}"))).collect(),
+                    Dump::Other(name) => vec![("TYPE".into(), name.into())],
+                };
+                Some(Line { key: unexpand(&key), entries })
+            })
+            .collect()
+    }
+}
+
+/// The native pair, `enqueued_at` and `updated_at`, taken out of `after`'s
+/// records so that the lines read as Lua's; and checked on the way: every
+/// record the call wrote carries `updated_at` of its time, a record it
+/// made an `enqueued_at` too, and a record it did not touch is as it was.
+fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Result<(), String> {
+    for line in after.iter_mut().filter(|line| line.key.starts_with("job:")) {
+        let stamp = |field: &str| line.entries.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone());
+        let (enqueued_at, updated_at) = (stamp("enqueued_at"), stamp("updated_at"));
+        line.entries.retain(|(field, _)| !field.ends_with("_at"));
+        let was = before.iter().find(|old| old.key == line.key);
+        let written = was.is_none_or(|old| old.entries != line.entries);
+        let in_time = |stamp: &Option<String>| {
+            stamp.as_deref().and_then(|v| v.parse::<u64>().ok()).is_some_and(|ms| t0 <= ms && ms <= t1)
+        };
+        if written && !in_time(&updated_at) {
+            return Err(format!("{} was written without updated_at of the call: {updated_at:?}", line.key));
+        }
+        if was.is_none() && !in_time(&enqueued_at) {
+            return Err(format!("{} was made without enqueued_at of the call: {enqueued_at:?}", line.key));
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_transition_on_every_executor() {
+    let h = harness_on(RedisServer::start_with_module()).await;
+    let mut failures = Vec::new();
+    for target in Target::all() {
+        let via = target.via(&h);
+        for case in cases() {
+            let name = format!("{} on {}", case.name, target.name());
+            target.arrange(&h, case.given).await;
+            let before = target.snapshot(&h).await;
+            let t0 = target.now_ms(&h).await;
+            let mut reply = run(&h.keys, via.as_ref(), &case.call).await;
+            let t1 = target.now_ms(&h).await;
+            let mut after = target.snapshot(&h).await;
+            if !matches!(target, Target::Lua) {
+                if let Err(why) = native_stamps(&before, &mut after, t0, t1) {
+                    failures.push(format!("{name}: {why}"));
+                }
+            }
+            // EXTEND's deadline must be the lease's new score in active.
+            let active = after.iter().find(|line| line.key == "active").map(|line| &line.entries);
+            if active
+                .is_some_and(|entries| entries.iter().any(|(_, score)| reply == format!("deadline {score}")))
+            {
+                reply = "deadline".into();
+            }
+            if reply != case.reply {
+                failures.push(format!("{name}: reply {reply}, expected {}", case.reply));
+            }
+            if let Err(diff) = check(case.after, &after, t0, t1) {
+                failures.push(format!("{name}: {diff}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
+}
+
+/// A refusal sent raw, as any speaker could: its transition, what is
+/// arranged first, its KEYS and ARGV (words, `$q:` and `$A` expanded), and
+/// the error it must get. Nothing may change.
+struct Refusal {
+    name: &'static str,
+    given: &'static [&'static str],
+    call: Name,
+    keys: &'static str,
+    args: &'static str,
+    error: &'static str,
+}
+
+const PENDING_A: &[&str] = &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"];
+
+const REFUSALS: &[Refusal] = &[
+    Refusal {
+        name: "ack with a stale token",
+        given: ACTIVE_A,
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done",
+        args: "$A 2",
+        error: "EMQFENCE token does not hold the lease",
+    },
+    Refusal {
+        name: "extend of a cancelled job",
+        given: &["HSET $q:job:$A state cancelled attempts 1 payload p", "ZADD $q:cancelled 5 $A"],
+        call: Name::Extend,
+        keys: "$q:job:$A $q:active",
+        args: "$A 1 5000",
+        error: "EMQFENCE token does not hold the lease",
+    },
+    Refusal {
+        name: "release of no job",
+        given: &[],
+        call: Name::Release,
+        keys: "$q:job:$A $q:active $q:pending $q:priority",
+        args: "$A 1",
+        error: "EMQNOJOB no such job",
+    },
+    Refusal {
+        name: "enqueue onto a string",
+        given: &["SET $q:pending x"],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending",
+        args: "$A p",
+        error: "EMQTYPE $q:pending holds a string, not a zset",
+    },
+    Refusal {
+        name: "claim into a list",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "RPUSH $q:active x",
+        ],
+        call: Name::Claim,
+        keys: "$q:pending $q:active",
+        args: "60000",
+        error: "EMQTYPE $q:active holds a list, not a zset",
+    },
+    Refusal {
+        name: "claim of a record that is a set",
+        given: &["ZADD $q:pending 0 $A", "SADD $q:job:$A x"],
+        call: Name::Claim,
+        keys: "$q:pending $q:active",
+        args: "60000",
+        error: "EMQTYPE $q:job:$A holds a set, not a hash",
+    },
+    Refusal {
+        name: "fail into a stream",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "XADD $q:errors * f v",
+        ],
+        call: Name::Fail,
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors",
+        args: "$A 1 3 0 e",
+        error: "EMQTYPE $q:errors holds a stream, not a hash",
+    },
+    Refusal {
+        name: "stats of a hash",
+        given: &["HSET $q:done f v"],
+        call: Name::Stats,
+        keys: "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled",
+        args: "",
+        error: "EMQTYPE $q:done holds a hash, not a zset",
+    },
+    Refusal {
+        name: "a lease of 0",
+        given: PENDING_A,
+        call: Name::Claim,
+        keys: "$q:pending $q:active",
+        args: "0",
+        error: "EMQARG lease must be an integer in 1..=2147483647",
+    },
+    Refusal {
+        name: "a huge count",
+        given: PENDING_A,
+        call: Name::Claim,
+        keys: "$q:pending $q:active",
+        args: "100 COUNT 99999999999999999999",
+        error: "EMQARG COUNT must be an integer in 1..=1000",
+    },
+    Refusal {
+        name: "a float lease",
+        given: ACTIVE_A,
+        call: Name::Extend,
+        keys: "$q:job:$A $q:active",
+        args: "$A 1 1e3",
+        error: "EMQARG lease must be an integer in 1..=2147483647",
+    },
+    Refusal {
+        name: "a negative limit",
+        given: &[],
+        call: Name::Reap,
+        keys: "$q:active $q:pending $q:dead $q:errors $q:priority",
+        args: "3 LIMIT -1",
+        error: "EMQARG LIMIT must be an integer in 1..=1000",
+    },
+    Refusal {
+        name: "a missing argument",
+        given: &[],
+        call: Name::Purge,
+        keys: "$q:done $q:priority $q:errors",
+        args: "",
+        error: "EMQARG age must be an integer in 0..=999999999999",
+    },
+    Refusal {
+        name: "keys of two queues",
+        given: &[],
+        call: Name::Promote,
+        keys: "$q:delayed emq:{other}:pending $q:priority",
+        args: "",
+        error: "EMQARG KEYS[2] must be $q:pending",
+    },
+    Refusal {
+        name: "retry of a pending job",
+        given: PENDING_A,
+        call: Name::Retry,
+        keys: "$q:job:$A $q:dead $q:pending $q:priority",
+        args: "$A",
+        error: "EMQSTATE cannot retry a pending job",
+    },
+    Refusal {
+        name: "inspect of a bad id",
+        given: &[],
+        call: Name::Inspect,
+        keys: "$q:job:XYZ $q:errors",
+        args: "XYZ",
+        error: "EMQKIND job id must be JOB-namespaced",
+    },
+];
+
+#[tokio::test]
+async fn refusals_on_every_executor_say_the_same_and_write_nothing() {
+    let h = harness_on(RedisServer::start_with_module()).await;
+    let mut failures = Vec::new();
+    for target in Target::all() {
+        let via = target.via(&h);
+        for refusal in REFUSALS {
+            let name = format!("{} on {}", refusal.name, target.name());
+            target.arrange(&h, refusal.given).await;
+            let before = target.snapshot(&h).await;
+            let words = |text: &str| text.split_whitespace().map(|w| h.expand(w)).collect::<Vec<String>>();
+            let args = words(refusal.args).into_iter().map(String::into_bytes).collect();
+            let call = echomq::Call { name: refusal.call, keys: words(refusal.keys), args };
+            let reply = via.run(&[call]).await.unwrap().remove(0);
+            let expected = h.expand(refusal.error);
+            match reply {
+                Err(err) if err.to_string() == expected => {}
+                other => failures.push(format!("{name}: got {other:?}, expected {expected}")),
+            }
+            if target.snapshot(&h).await != before {
+                failures.push(format!("{name}: the refusal wrote something"));
+            }
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));

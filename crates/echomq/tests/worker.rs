@@ -25,7 +25,7 @@ const BOTH: [Via; 2] = [Via::Lua, Via::Native];
 
 fn server(args: &[&str]) -> RedisServer {
     let args = args.iter().map(|a| a.to_string()).collect();
-    RedisServer::start_with(ServerOptions { module: Some(module_path()), args })
+    RedisServer::start_with(ServerOptions { module: Some(module_path()), args, ..ServerOptions::default() })
 }
 
 /// A queue on `server` run by `via`, over reconnecting connections (a
@@ -426,6 +426,7 @@ async fn waiting_executors() -> ([RedisServer; 2], [(&'static str, Arc<dyn Execu
     let notified = RedisServer::start_with(ServerOptions {
         module: None,
         args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+        ..ServerOptions::default()
     });
     let executors: [(&str, Arc<dyn Executor>); 3] = [
         ("native", echomq::connect(&with_module.client()).await.unwrap()),
@@ -512,6 +513,7 @@ async fn lua_wakeups_come_back_after_a_server_restart() {
     let mut server = RedisServer::start_with(ServerOptions {
         module: None,
         args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+        ..ServerOptions::default()
     });
     let wakeups = echomq::executor::Wakeups::start(&server.client()).await.unwrap().unwrap();
     let config = ConnectionManagerConfig::new().set_response_timeout(None);
@@ -553,6 +555,7 @@ async fn a_lua_worker_that_lost_its_wakeups_polls_instead_of_spinning() {
     let server = RedisServer::start_with(ServerOptions {
         module: None,
         args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+        ..ServerOptions::default()
     });
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
     let setuser = |rule: &'static str| redis::cmd("ACL").arg(&["SETUSER", "worker", rule]).clone();
@@ -594,6 +597,7 @@ async fn connect_picks_the_executor_that_can_wait() {
     let notified = RedisServer::start_with(ServerOptions {
         module: None,
         args: vec!["--notify-keyspace-events".into(), "Kz".into()],
+        ..ServerOptions::default()
     });
     assert!(echomq::executor::Wakeups::start(&notified.client()).await.unwrap().is_some());
     assert!(echomq::connect(&notified.client()).await.unwrap().waits());

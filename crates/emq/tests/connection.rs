@@ -1,9 +1,8 @@
-//! How `emq` reaches a server: `rediss://` against a redis-server with TLS
-//! (certificates made by openssl for the test, trusted through
-//! `--tls-ca-cert`), and an ACL user's name and password in the URL.
+//! How `emq` reaches a server: `rediss://` against a redis-server that speaks
+//! only TLS (its CA made for the test, trusted through `--tls-ca-cert`), and
+//! an ACL user's name and password in the URL.
 
 use std::net::TcpListener;
-use std::path::Path;
 use std::process::{Command, Output};
 
 use echomq_test_support::{unique_queue, RedisServer, ServerOptions};
@@ -12,96 +11,15 @@ fn emq(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_emq")).args(args).output().expect("run emq")
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let status = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
-    assert!(status.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&status.stderr));
-}
-
-/// A CA and a server certificate it signed, for 127.0.0.1.
-fn certificates(dir: &Path) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=EchoMQ test CA",
-        ],
-    );
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "1",
-            "-extfile",
-            "san.ext",
-        ],
-    );
-}
-
 #[test]
 fn rediss_with_the_servers_ca() {
-    let dir = std::env::temp_dir().join(format!("emq-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    certificates(&dir);
-    let tls_port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let file = |name: &str| dir.join(name).display().to_string();
-    let args = [
-        "--tls-port",
-        &tls_port,
-        "--tls-cert-file",
-        &file("server.pem"),
-        "--tls-key-file",
-        &file("server.key"),
-        "--tls-ca-cert-file",
-        &file("ca.pem"),
-        "--tls-auth-clients",
-        "no",
-    ];
-    let _server =
-        RedisServer::start_with(ServerOptions { module: None, args: args.map(String::from).to_vec() });
-    let url = format!("rediss://127.0.0.1:{tls_port}/");
+    let server = RedisServer::start_with(ServerOptions { tls: true, ..ServerOptions::default() });
+    let (url, ca) = (server.url(), server.ca_cert().display().to_string());
     let queue = unique_queue("tls");
 
-    let enqueued = emq(&["--url", &url, "--tls-ca-cert", &file("ca.pem"), "enqueue", &queue, "over TLS"]);
+    let enqueued = emq(&["--url", &url, "--tls-ca-cert", &ca, "enqueue", &queue, "over TLS"]);
     assert!(enqueued.status.success(), "{}", String::from_utf8_lossy(&enqueued.stderr));
-    let stats = emq(&["--url", &url, "--tls-ca-cert", &file("ca.pem"), "stats", &queue]);
+    let stats = emq(&["--url", &url, "--tls-ca-cert", &ca, "stats", &queue]);
     let out = String::from_utf8_lossy(&stats.stdout);
     assert!(out.lines().any(|l| l.starts_with(&queue) && l.split_whitespace().nth(1) == Some("1")), "{out}");
 
@@ -109,7 +27,6 @@ fn rediss_with_the_servers_ca() {
     let untrusted = emq(&["--url", &url, "stats", &queue]);
     assert!(!untrusted.status.success());
     assert!(String::from_utf8_lossy(&untrusted.stderr).contains("emq:"), "an error message");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 use redis::{Connection, RedisError, Value};
@@ -19,6 +18,7 @@ pub fn server_with(args: &[&str]) -> RedisServer {
     RedisServer::start_with(ServerOptions {
         module: Some(module_under_test()),
         args: args.iter().map(|arg| arg.to_string()).collect(),
+        ..ServerOptions::default()
     })
 }
 
@@ -75,9 +75,9 @@ pub fn error_text(err: &RedisError) -> String {
 }
 
 /// Run commands given as lines of words (expanded as [`expand`] does).
-pub fn seed(conn: &mut Connection, prefix: &str, lines: &[&str]) {
+pub fn arrange(conn: &mut Connection, prefix: &str, lines: &[&str]) {
     for line in lines {
-        call(conn, &expand(prefix, line)).unwrap_or_else(|err| panic!("seeding {line}: {err}"));
+        call(conn, &expand(prefix, line)).unwrap_or_else(|err| panic!("arranging {line}: {err}"));
     }
 }
 
@@ -171,13 +171,4 @@ pub fn info_field(conn: &mut Connection, section: &str, field: &str) -> Option<S
     let info: String = redis::cmd("INFO").arg(section).query(conn).ok()?;
     let prefix = format!("{field}:");
     info.lines().find_map(|line| line.strip_prefix(&prefix)).map(str::to_owned)
-}
-
-/// Wait until `done` holds, checking every few ms; panic with `what` at the deadline.
-pub fn wait_until(deadline: Duration, what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < deadline, "gave up after {deadline:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
