@@ -12,8 +12,6 @@ use super::{full_run, Via};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_over_rediss_on_lua_and_native() {
-    // rustls with ring, as the emq CLI installs it.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     for via in [Via::Lua, Via::Native] {
         let module = (via == Via::Native).then(module_path);
         let server = RedisServer::start_with(ServerOptions { module, tls: true, ..ServerOptions::default() });
