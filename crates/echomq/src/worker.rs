@@ -154,6 +154,9 @@ impl Worker {
         }
         let executors: Vec<Arc<dyn Executor>> = self.queues.iter().map(|q| q.executor().clone()).collect();
         let slots = Arc::new(Semaphore::new(shared.options.concurrency.max(1)));
+        // JoinSets, not detached tasks (a TaskTracker's): dropping this future
+        // aborts every job it runs, heartbeats and all, as a killed process
+        // would, so their leases run out and another worker takes them.
         let mut jobs = JoinSet::new();
         let mut loops = JoinSet::new();
         let (job_tx, mut job_rx) = tokio::sync::mpsc::unbounded_channel();

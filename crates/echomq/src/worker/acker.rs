@@ -4,14 +4,16 @@
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::executor::{execute, execute_batch};
 use crate::queue::Queue;
-use crate::transition::Claimed;
+use crate::transition::{Ack, Claimed};
 use crate::Result;
 
 /// The most acks one round trip carries.
 const MOST: usize = 256;
 
-type Request = (Claimed, oneshot::Sender<Result<()>>);
+/// An ack (the job's id and token: never its payload) and where its outcome goes.
+type Request = (Ack, oneshot::Sender<Result<()>>);
 
 /// A handle to a queue's ack gatherer. Cheap to clone.
 #[derive(Clone)]
@@ -28,9 +30,10 @@ impl Acker {
 
     /// Ack `job`, in whatever batch it joins; its own outcome.
     pub(super) async fn ack(&self, queue: &Queue, job: &Claimed) -> Result<()> {
+        let ack = Ack { id: job.id.clone(), token: job.token };
         let (reply, outcome) = oneshot::channel();
-        if self.requests.send((job.clone(), reply)).is_err() {
-            return queue.ack(job).await;
+        if let Err(mpsc::error::SendError((ack, _))) = self.requests.send((ack, reply)) {
+            return execute(&**queue.executor(), queue.keyspace(), &ack).await;
         }
         match outcome.await {
             Ok(outcome) => outcome,
@@ -48,17 +51,18 @@ async fn gather(queue: Queue, mut inbox: mpsc::UnboundedReceiver<Request>) {
                 Err(_) => break,
             }
         }
-        let jobs: Vec<Claimed> = batch.iter().map(|(job, _)| job.clone()).collect();
-        match queue.ack_batch(&jobs).await {
+        let (acks, replies): (Vec<Ack>, Vec<_>) = batch.into_iter().unzip();
+        let (via, keys) = (&**queue.executor(), queue.keyspace());
+        match execute_batch(via, keys, &acks).await {
             Ok(outcomes) => {
-                for ((_, reply), outcome) in batch.into_iter().zip(outcomes) {
+                for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     let _ = reply.send(outcome);
                 }
             }
             // The round trip failed as a whole: each job tries alone.
             Err(_) => {
-                for (job, reply) in batch {
-                    let _ = reply.send(queue.ack(&job).await);
+                for (ack, reply) in acks.iter().zip(replies) {
+                    let _ = reply.send(execute(via, keys, ack).await);
                 }
             }
         }
