@@ -29,6 +29,8 @@
 //! - [`reply`]: [`Reply`] and [`Refusal`].
 //! - [`memory`]: [`Memory`], an in-process store with an injectable clock.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod code;
 pub mod description;
 pub mod limits;

@@ -13,6 +13,8 @@
 //! It never listens anywhere but 127.0.0.1 and never on 6379. The module is
 //! `$ECHOMQ_MODULE`, or the workspace's debug build (see [`module_path`]).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -43,6 +43,19 @@ pub fn state_pattern(state: State) -> String {
     format!("emq:{{*}}:{}", state.as_str())
 }
 
+/// A `SCAN MATCH` pattern for the record of job `id` in every queue:
+/// `emq:{*}:job:<id>`, any glob character of the id escaped.
+pub fn job_pattern(id: &JobId) -> String {
+    let mut pattern = String::from("emq:{*}:job:");
+    for c in id.as_str().chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern
+}
+
 /// The queue a key belongs to: `emails` for `emq:{emails}:pending`.
 pub fn queue_of(key: &str) -> Option<&str> {
     let rest = key.strip_prefix("emq:{")?;
@@ -154,6 +167,8 @@ mod tests {
         assert_eq!(queue_of("emq:{}:pending"), None);
         assert_eq!(queue_of("other:{q}:pending"), None);
         assert_eq!(state_pattern(State::Delayed), "emq:{*}:delayed");
+        let id: JobId = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R".parse().unwrap();
+        assert_eq!(job_pattern(&id), "emq:{*}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R");
     }
 
     #[test]

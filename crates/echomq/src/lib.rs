@@ -30,6 +30,8 @@
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod error;
 pub mod executor;
 pub mod id;

@@ -38,7 +38,7 @@ mod acker;
 mod job;
 mod upkeep;
 
-pub use job::JobContext;
+pub use job::{metric, JobContext};
 
 /// What a handler returns when a job failed: any error, kept as its text.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;

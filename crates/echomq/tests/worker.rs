@@ -460,9 +460,9 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
         // Then a flood on the busy queue runs at the worker's full width.
         busy.enqueue_batch((0..300u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
         eventually("the flood is done", || async { busy.stats().await.unwrap().done == 301 }).await;
-        // A graceful stop would wait out the idle claim: every job is done, so end it.
-        drop(stop);
-        task.abort();
+        // Every job is done: a graceful stop ends the idle claims' waits at once.
+        stop.send(()).unwrap();
+        task.await.unwrap();
     }
 }
 

@@ -253,7 +253,7 @@ async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result
     if let Some(queue) = given {
         return Ok(queue);
     }
-    let records = server.connection().await?.scan(&format!("emq:{{*}}:job:{id}")).await?;
+    let records = server.connection().await?.scan(&echomq::keyspace::job_pattern(id)).await?;
     let queues: BTreeSet<&str> = records.iter().filter_map(|key| queue_of(key)).collect();
     match queues.len() {
         1 => Ok(queues.into_iter().next().unwrap_or_default().to_owned()),
