@@ -84,7 +84,11 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
 
     // Everything worker one tries is fenced, and changes nothing.
     let before = h.snapshot().await;
-    assert!(matches!(q.ack(&stale).await, Err(Error::Fence(_))));
+    let fenced = q.ack(&stale).await.unwrap_err();
+    assert_eq!(fenced.code(), Some(echomq::Code::Fence));
+    // It says where, as an operator reads it in a log.
+    let place = format!("(ack of {id} in queue {})", q.name());
+    assert_eq!(fenced.to_string(), format!("EMQFENCE token does not hold the lease {place}"));
     assert!(matches!(q.extend(&stale, LONG).await, Err(Error::Fence(_))));
     assert!(matches!(q.release(&stale).await, Err(Error::Fence(_))));
     assert!(matches!(q.fail(&stale, "late", &RetryPolicy::default()).await, Err(Error::Fence(_))));
