@@ -19,11 +19,12 @@ mod read;
 mod repair;
 mod upkeep;
 
-pub use enqueue::Enqueue;
-pub use lease::{Ack, Claim, Extend, Fail, Release};
-pub use read::{Inspect, Stats};
-pub use repair::{Cancel, Retry};
-pub use upkeep::{Promote, Purge, Reap};
+// Every type of each group: its transitions and their replies.
+pub use enqueue::*;
+pub use lease::*;
+pub use read::*;
+pub use repair::*;
+pub use upkeep::*;
 
 /// Declares [`Name`] and its exhaustive dispatch from one list: each entry
 /// is a variant and the core type of the same name, which has `parse`,

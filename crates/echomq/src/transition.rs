@@ -25,11 +25,12 @@ mod read;
 mod repair;
 mod upkeep;
 
-pub use enqueue::{Due, Enqueue};
-pub use lease::{Ack, Claim, Claimed, Extend, Fail, Failed, Release};
-pub use read::{Inspect, Inspection, Stats, StatsReply};
-pub use repair::{Cancel, Retry};
-pub use upkeep::{Promote, Purge, Reap, Reaped};
+// Every type of each group: its transitions and their replies.
+pub use enqueue::*;
+pub use lease::*;
+pub use read::*;
+pub use repair::*;
+pub use upkeep::*;
 
 /// A transition of the protocol, as the host calls it.
 pub trait Transition: Send + Sync {
