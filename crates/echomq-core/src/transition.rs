@@ -69,7 +69,7 @@ macro_rules! transitions {
     };
 }
 
-transitions!(Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Depth);
+transitions!(Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats);
 
 impl Name {
     /// The protocol's name, lower case: `claim`.

@@ -274,11 +274,6 @@ impl Queue {
         self.run(&Inspect { id: id.clone() }).await
     }
 
-    /// How many jobs are pending.
-    pub async fn depth(&self) -> Result<u64> {
-        self.run(&Depth).await
-    }
-
     /// How many jobs the queue holds in each state.
     pub async fn stats(&self) -> Result<StatsReply> {
         self.run(&Stats).await

@@ -181,20 +181,3 @@ async fn cancelling_an_active_job_fences_its_holder() {
     assert!(matches!(q.retry(&id).await, Err(Error::State(_))));
     assert_eq!(q.stats().await.unwrap().cancelled, 1);
 }
-
-#[tokio::test]
-async fn depth_on_every_executor() {
-    let server = echomq_test_support::RedisServer::start_with_module();
-    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
-    let executors: [std::sync::Arc<dyn echomq::Executor>; 3] = [
-        std::sync::Arc::new(echomq::Lua::new(conn.clone())),
-        std::sync::Arc::new(echomq::Native::new(conn)),
-        std::sync::Arc::new(echomq::Embedded::new()),
-    ];
-    for via in executors {
-        let q = echomq::Queue::with_executor(via, &echomq_test_support::unique_queue("depth")).unwrap();
-        q.enqueue(b"a".to_vec()).await.unwrap();
-        q.enqueue(b"b".to_vec()).await.unwrap();
-        assert_eq!(q.depth().await.unwrap(), 2);
-    }
-}

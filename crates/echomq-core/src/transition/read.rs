@@ -84,36 +84,3 @@ impl<'a> Stats<'a> {
         Ok(Reply::Array(counts))
     }
 }
-
-/// A parsed DEPTH.
-#[derive(Debug)]
-pub struct Depth<'a> {
-    keys: &'a [&'a [u8]],
-}
-
-impl<'a> Depth<'a> {
-    /// What DEPTH is, for every layer.
-    pub const DESCRIPTION: Description = Description {
-        name: "depth",
-        command: "EMQ.DEPTH",
-        keys: &[Role::Pending],
-        required_keys: 1,
-        args: &[],
-        options: &[],
-        effect: Effect::Reads,
-        wakes_claims: false,
-    };
-
-    /// KEYS: pending. No ARGV.
-    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Depth<'a>, Refusal> {
-        queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
-        options(args, [])?;
-        Ok(Depth { keys })
-    }
-
-    /// How many jobs are pending.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        need(store, self.keys[0], KeyType::Zset)?;
-        Ok(Reply::count(store.zcard(self.keys[0])))
-    }
-}

@@ -104,23 +104,6 @@ impl Transition for Stats {
     }
 }
 
-/// How many jobs are pending.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Depth;
-
-impl Transition for Depth {
-    const NAME: Name = Name::Depth;
-    type Output = u64;
-
-    fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![])
-    }
-
-    fn parse(reply: Value) -> Result<u64> {
-        count_reply("DEPTH", reply)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
