@@ -26,7 +26,7 @@ if err then return err end
 if #KEYS ~= 2 and #KEYS ~= 4 then
   return emq_error('EMQARG', 'wrong number of keys')
 end
-_, err = queue_prefix({unpack({'job', 'pending', 'delayed', 'priority'}, 1, #KEYS)}, id)
+_, err = queue_prefix({'job', 'pending', 'delayed', 'priority'}, id, #KEYS)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')

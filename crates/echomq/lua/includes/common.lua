@@ -2,9 +2,9 @@
 types. Expanded in place of each script's include line when the host loads
 the scripts, each include once.
 Every helper that can fail returns an error reply as its last value; the
-caller returns it at once, before its first write. The limits (LEASE_MS,
-TOKEN, MAX_PAYLOAD, ...) come from the host's one table of them; a range is
-{lo, hi}.
+caller returns it at once, before its first write. The limits come from the
+host's one table of them (echomq_core::limits), as locals named as there; a
+range is {lo, hi}.
 ]]
 --@include limits
 
@@ -39,26 +39,25 @@ local function kind_error(id)
 end
 
 -- The queue's prefix, emq:{q}:, read off KEYS[1] and checked against every key:
--- the keys must be this queue's, named as the protocol names them. The name
--- 'job' stands for the record of `id`.
-local function queue_prefix(names, id)
-  if #KEYS ~= #names then
+-- the keys must be this queue's, named as the protocol names them: the first
+-- `count` of `names` (all of them by default). The name 'job' stands for the
+-- record of `id`.
+local function queue_prefix(names, id, count)
+  count = count or #names
+  if #KEYS ~= count then
     return nil, emq_error('EMQARG', 'wrong number of keys')
   end
-  local function key_name(name)
-    if name == 'job' then return 'job:' .. id end
-    return name
-  end
-  local first = key_name(names[1])
+  local first = names[1] == 'job' and 'job:' .. id or names[1]
   local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #first)
   if #KEYS[1] <= #first or string.sub(KEYS[1], #prefix + 1) ~= first
       or not string.match(prefix, '^emq:{[^{}]+}:$') then
     local shape = names[1] == 'job' and 'job:<id>' or names[1]
     return nil, emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:' .. shape)
   end
-  for i = 2, #names do
-    if KEYS[i] ~= prefix .. key_name(names[i]) then
-      return nil, emq_error('EMQARG', 'KEYS[' .. i .. '] must be ' .. prefix .. key_name(names[i]))
+  for i = 2, count do
+    local key = prefix .. (names[i] == 'job' and 'job:' .. id or names[i])
+    if KEYS[i] ~= key then
+      return nil, emq_error('EMQARG', 'KEYS[' .. i .. '] must be ' .. key)
     end
   end
   return prefix

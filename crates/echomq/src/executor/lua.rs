@@ -34,36 +34,51 @@ fn file(stem: &str) -> Option<&'static str> {
 
 /// The protocol's limits as Lua locals, from [`echomq_core::limits`]: the
 /// scripts name them and never spell a number of their own. A range is
-/// `{lo, hi}`.
-fn limits() -> String {
+/// `{lo, hi}`. Each is `(name, its Lua value)`.
+fn limits() -> Vec<(&'static str, String)> {
     use echomq_core::limits::*;
-    let range = |name: &str, lo: i64, hi: i64| format!("local {name} = {{{lo}, {hi}}}\n");
-    let to_i64 = |range: &std::ops::RangeInclusive<u64>| (*range.start() as i64, *range.end() as i64);
-    let mut text = format!("local MAX_PAYLOAD = {MAX_PAYLOAD}\nlocal MAX_ERROR_TEXT = {MAX_ERROR_TEXT}\n");
-    text += &format!("local MAX_DIGITS = {MAX_DIGITS}\n");
-    text += &range("PRIORITY", *PRIORITY.start(), *PRIORITY.end());
-    for (name, bounds) in [
-        ("LEASE_MS", &LEASE_MS),
-        ("DELAY_MS", &DELAY_MS),
-        ("AT_MS", &AT_MS),
-        ("AGE_MS", &AGE_MS),
-        ("TOKEN", &TOKEN),
-        ("MAX_ATTEMPTS", &MAX_ATTEMPTS),
-        ("CLAIM_COUNT", &CLAIM_COUNT),
-        ("SWEEP_LIMIT", &SWEEP_LIMIT),
-    ] {
-        let (lo, hi) = to_i64(bounds);
-        text += &range(name, lo, hi);
-    }
-    text
+    let range = |lo: i64, hi: i64| format!("{{{lo}, {hi}}}");
+    let unsigned = |range: &std::ops::RangeInclusive<u64>| format!("{{{}, {}}}", range.start(), range.end());
+    vec![
+        ("MAX_PAYLOAD", MAX_PAYLOAD.to_string()),
+        ("MAX_ERROR_TEXT", MAX_ERROR_TEXT.to_string()),
+        ("MAX_DIGITS", MAX_DIGITS.to_string()),
+        ("PRIORITY", range(*PRIORITY.start(), *PRIORITY.end())),
+        ("LEASE_MS", unsigned(&LEASE_MS)),
+        ("DELAY_MS", unsigned(&DELAY_MS)),
+        ("AT_MS", unsigned(&AT_MS)),
+        ("AGE_MS", unsigned(&AGE_MS)),
+        ("TOKEN", unsigned(&TOKEN)),
+        ("MAX_ATTEMPTS", unsigned(&MAX_ATTEMPTS)),
+        ("CLAIM_COUNT", unsigned(&CLAIM_COUNT)),
+        ("SWEEP_LIMIT", unsigned(&SWEEP_LIMIT)),
+    ]
 }
 
+/// Where `--@include limits` stood, until the script is whole.
+const LIMITS_HERE: &str = "--@limits\n";
+
 /// Replace each `--@include <name>` line with `lua/includes/<name>.lua`,
-/// itself expanded, each include once; `--@include limits` is [`limits`].
+/// itself expanded, each include once; `--@include limits` becomes a local
+/// for each limit the script names (a script runs its locals on every call,
+/// so it defines only those it reads).
 fn expand(source: &str) -> String {
     let mut out = String::with_capacity(source.len() + 8192);
     expand_into(source, &mut out, &mut Vec::new());
-    out
+    let Some(at) = out.find(LIMITS_HERE) else { return out };
+    let rest = format!("{}{}", &out[..at], &out[at + LIMITS_HERE.len()..]);
+    let named = |name: &str| {
+        rest.match_indices(name).any(|(i, _)| {
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            !word(rest[..i].chars().next_back()) && !word(rest[i + name.len()..].chars().next())
+        })
+    };
+    let locals: String = limits()
+        .into_iter()
+        .filter(|(name, _)| named(name))
+        .map(|(name, value)| format!("local {name} = {value}\n"))
+        .collect();
+    out.replacen(LIMITS_HERE, &locals, 1)
 }
 
 fn expand_into(source: &str, out: &mut String, included: &mut Vec<String>) {
@@ -78,7 +93,7 @@ fn expand_into(source: &str, out: &mut String, included: &mut Vec<String>) {
         }
         included.push(wanted.to_owned());
         if wanted == "limits" {
-            out.push_str(&limits());
+            out.push_str(LIMITS_HERE);
         } else {
             let text = file(&format!("includes/{wanted}"))
                 .unwrap_or_else(|| panic!("no Lua include named {wanted:?}"));
@@ -296,9 +311,11 @@ mod tests {
                 assert_eq!(limit, None, "lua/{stem}.lua spells a limit of its own: {line}");
             }
         }
-        let limits = limits();
-        assert!(limits.contains("local LEASE_MS = {1, 2147483647}"), "{limits}");
-        assert!(limits.contains("local PRIORITY = {-2147483648, 2147483647}"), "{limits}");
+        let claim = script_source(Name::Claim);
+        assert!(claim.contains("local LEASE_MS = {1, 2147483647}\n"), "{claim}");
+        assert!(!claim.contains("local PRIORITY ="), "a script defines only the limits it names");
+        let enqueue = script_source(Name::Enqueue);
+        assert!(enqueue.contains("local PRIORITY = {-2147483648, 2147483647}\n"), "{enqueue}");
     }
 
     /// The codes the scripts answer with are exactly the codes of the table.
