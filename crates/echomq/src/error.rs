@@ -34,7 +34,9 @@ pub enum Error {
     /// A queue name that is empty, longer than 255 bytes, or holds `{`, `}` or NUL.
     #[error("invalid queue name: {0}")]
     InvalidQueue(String),
-    /// A job id without the full brand: `JOB_` and 26 Crockford base32 characters.
+    /// A job id the server's kind gate would refuse (not UTF-8, or its first
+    /// three bytes are not `JOB`), or, from [`JobId::branded`](crate::JobId::branded),
+    /// one without the full brand: `JOB_` and 26 Crockford base32 characters.
     #[error("invalid job id: {0}")]
     InvalidId(String),
     /// A job that could not be written as JSON (`enqueue_json`); nothing was sent.

@@ -1,6 +1,14 @@
-//! Job ids: branded and minted. `JOB_` + a 26-character ULID in Crockford
+//! Job ids: minted branded, accepted by their kind.
+//!
+//! The host mints *branded* ids: `JOB_` + a 26-character ULID in Crockford
 //! base32, upper case, 30 bytes in all. Ids minted by one process are strictly
 //! increasing, so byte order is mint order and equal-priority jobs pop FIFO.
+//!
+//! The server admits any id whose first three bytes are `JOB` (the kind gate,
+//! `EMQKIND` otherwise), and another speaker, or a caller that derives its
+//! ids, may enqueue such an id. A host must run, inspect, retry and cancel
+//! every job the server admitted, so [`JobId`] accepts exactly what the kind
+//! gate accepts (as UTF-8 text); [`JobId::is_branded`] tells the two apart.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,10 +20,13 @@ use crate::{Error, Result};
 
 /// The brand every job id starts with.
 pub const PREFIX: &str = "JOB_";
-/// The length of a job id in bytes.
+/// The length of a branded job id in bytes.
 pub const LEN: usize = 30;
+/// The kind every job id starts with: the server's gate (`EMQKIND`).
+pub const KIND: &str = "JOB";
 
-/// A job's id, checked in full: prefix, length and alphabet.
+/// A job's id: UTF-8 text whose first three bytes are `JOB`, as the server's
+/// kind gate admits it. Minted ids carry the full brand (`JOB_` + ULID).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct JobId(String);
 
@@ -34,9 +45,41 @@ impl JobId {
         }
     }
 
+    /// Check the full brand: `JOB_` and a canonical ULID, as [`JobId::mint`]
+    /// makes them. For a host that wants only its own kind of id; every
+    /// other path accepts what the server admits (`str::parse`).
+    pub fn branded(text: &str) -> Result<JobId> {
+        let id: JobId = text.parse()?;
+        match brand_error(text) {
+            None => Ok(id),
+            Some(why) => Err(Error::InvalidId(format!("{text:?}: {why}"))),
+        }
+    }
+
+    /// Whether the id carries the full brand (`JOB_` + ULID): every minted
+    /// id does. Only branded ids are ordered by their mint time.
+    pub fn is_branded(&self) -> bool {
+        brand_error(&self.0).is_none()
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// Why `text` is not a branded id, or `None` when it is one.
+fn brand_error(text: &str) -> Option<&'static str> {
+    if !text.starts_with(PREFIX) {
+        Some("it does not start with JOB_")
+    } else if text.len() != LEN {
+        Some("it is not 30 bytes long")
+    } else if !text.bytes().skip(PREFIX.len()).all(is_crockford) {
+        Some("its ULID is not upper-case Crockford base32")
+    } else if text.as_bytes()[PREFIX.len()] > b'7' {
+        Some("its ULID is past the largest 128-bit value")
+    } else {
+        None
     }
 }
 
@@ -48,19 +91,13 @@ fn is_crockford(byte: u8) -> bool {
 impl FromStr for JobId {
     type Err = Error;
 
+    /// Any text the server's kind gate admits: its first three bytes are `JOB`.
     fn from_str(text: &str) -> Result<JobId> {
-        let why = if !text.starts_with(PREFIX) {
-            "it does not start with JOB_"
-        } else if text.len() != LEN {
-            "it is not 30 bytes long"
-        } else if !text.bytes().skip(PREFIX.len()).all(is_crockford) {
-            "its ULID is not upper-case Crockford base32"
-        } else if text.as_bytes()[PREFIX.len()] > b'7' {
-            "its ULID is past the largest 128-bit value"
+        if text.starts_with(KIND) {
+            Ok(JobId(text.to_owned()))
         } else {
-            return Ok(JobId(text.to_owned()));
-        };
-        Err(Error::InvalidId(format!("{text:?}: {why}")))
+            Err(Error::InvalidId(format!("{text:?}: it does not start with JOB")))
+        }
     }
 }
 
@@ -78,9 +115,15 @@ impl fmt::Display for JobId {
     }
 }
 
+/// Branded ids print bare; any other id quoted and escaped, so that an id a
+/// stranger chose cannot forge a log line.
 impl fmt::Debug for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        if self.is_branded() {
+            f.write_str(&self.0)
+        } else {
+            fmt::Debug::fmt(&self.0, f)
+        }
     }
 }
 
@@ -122,11 +165,14 @@ mod tests {
 
     #[test]
     fn the_full_brand_is_checked() {
-        assert!("JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R".parse::<JobId>().is_ok());
+        assert!(JobId::branded("JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R").is_ok());
+        assert!(JobId::mint().is_branded());
         for bad in [
             "",
             "XYZ",
             "JOB_",
+            "JOBX",
+            "JOB-not-a-ulid",
             "job_01JDQ3H6Z8M4W0T9XK2B7C5N1R",
             "JOB-01JDQ3H6Z8M4W0T9XK2B7C5N1R",
             "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1",
@@ -136,8 +182,28 @@ mod tests {
             "JOB_81JDQ3H6Z8M4W0T9XK2B7C5N1R",
             "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N\u{e9}",
         ] {
-            assert!(matches!(bad.parse::<JobId>(), Err(Error::InvalidId(_))), "{bad:?}");
+            assert!(matches!(JobId::branded(bad), Err(Error::InvalidId(_))), "{bad:?}");
+            if let Ok(id) = bad.parse::<JobId>() {
+                assert!(!id.is_branded(), "{bad:?}");
+            }
         }
+    }
+
+    #[test]
+    fn any_id_the_kind_gate_admits_is_accepted() {
+        for admitted in
+            ["JOB", "JOBX", "JOB-not-a-ulid", "JOB_", "JOB_01jdq3h6z8m4w0t9xk2b7c5n1r", "JOB\nline"]
+        {
+            let id: JobId = admitted.parse().unwrap_or_else(|e| panic!("{admitted:?}: {e}"));
+            assert_eq!(id.as_str(), admitted);
+            assert_eq!(JobId::try_from(admitted.as_bytes()).unwrap(), id);
+            assert!(!id.is_branded());
+        }
+        assert_eq!(format!("{:?}", "JOB\nline".parse::<JobId>().unwrap()), "\"JOB\\nline\"");
+        for refused in ["", "JO", "job", "XJOB", "emq:{q}:delayed"] {
+            assert!(matches!(refused.parse::<JobId>(), Err(Error::InvalidId(_))), "{refused:?}");
+        }
+        assert!(matches!(JobId::try_from(&b"JOB\xff"[..]), Err(Error::InvalidId(_))));
     }
 
     #[test]
@@ -145,6 +211,7 @@ mod tests {
         let id = JobId::mint();
         let json = serde_json::to_string(&id).unwrap();
         assert_eq!(serde_json::from_str::<JobId>(&json).unwrap(), id);
-        assert!(serde_json::from_str::<JobId>("\"JOB_nope\"").is_err());
+        assert!(serde_json::from_str::<JobId>("\"JOB_nope\"").is_ok());
+        assert!(serde_json::from_str::<JobId>("\"nope\"").is_err());
     }
 }

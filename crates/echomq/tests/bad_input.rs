@@ -59,6 +59,10 @@ async fn bad_queue_names_are_refused_before_anything_is_sent() {
 async fn bad_ids_are_refused_by_the_host() {
     for bad in ["XYZ", "JOB_", "JOB_0123", "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1U", "job_01JDQ3H6Z8M4W0T9XK2B7C5N1R"]
     {
+        assert!(matches!(JobId::branded(bad), Err(Error::InvalidId(_))), "{bad:?}");
+    }
+    // What the server's kind gate would refuse, the host refuses too.
+    for bad in ["XYZ", "job_01JDQ3H6Z8M4W0T9XK2B7C5N1R", ""] {
         assert!(matches!(bad.parse::<JobId>(), Err(Error::InvalidId(_))), "{bad:?}");
     }
 }

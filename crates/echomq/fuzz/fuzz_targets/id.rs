@@ -1,9 +1,11 @@
-//! The job id parser against the ULID crate, as an oracle: a text is a
-//! `JobId` exactly when it is `JOB_` and the canonical (upper-case, in range)
-//! text of a 128-bit ULID. A parsed id displays, debugs, serialises and keys
-//! back to its own text; a refused one is `Error::InvalidId`; and two ids
-//! compare as bytes the way their ULIDs compare as numbers (byte order is
-//! mint order, PROTOCOL.md §1).
+//! The job id parsers against two oracles. `JobId::try_from` and `parse`
+//! accept exactly what the server's kind gate admits (UTF-8 whose first
+//! three bytes are `JOB`), and give the text back unchanged. `JobId::branded`
+//! accepts a text exactly when it is `JOB_` and the canonical (upper-case, in
+//! range) text of a 128-bit ULID, per the ULID crate; such an id displays,
+//! debugs, serialises and keys back to its own text; a refused one is
+//! `Error::InvalidId`; and two branded ids compare as bytes the way their
+//! ULIDs compare as numbers (byte order is mint order, PROTOCOL.md §1).
 //!
 //! Input: the first byte picks the shape (a raw text, or `JOB_` and the rest,
 //! so most inputs reach the ULID checks); a 0xFF byte splits two candidates.
@@ -20,7 +22,8 @@ fn oracle(text: &[u8]) -> Option<ulid::Ulid> {
     (ulid.to_string() == ulid_text).then_some(ulid)
 }
 
-/// Parse `text` both ways the host does, check every property, and give the id.
+/// Parse `text` every way the host does, check every property, and give the
+/// id when it is branded.
 fn check(text: &[u8]) -> Option<(JobId, ulid::Ulid)> {
     let from_bytes = JobId::try_from(text);
     let from_str = std::str::from_utf8(text).map(str::parse::<JobId>);
@@ -29,16 +32,25 @@ fn check(text: &[u8]) -> Option<(JobId, ulid::Ulid)> {
         (Err(Error::InvalidId(_)), Ok(Err(Error::InvalidId(_))) | Err(_)) => {}
         other => panic!("the two parsers disagree, or an error is not InvalidId: {other:?}"),
     }
+    // The kind gate: admitted exactly when UTF-8 starting with JOB, unchanged.
+    let admitted = std::str::from_utf8(text).is_ok_and(|t| t.starts_with("JOB"));
+    match &from_bytes {
+        Ok(id) => {
+            assert!(admitted, "accepted {:?}, which the kind gate refuses", id.as_str());
+            assert_eq!(id.as_str().as_bytes(), text);
+            assert_eq!(id.to_string().as_bytes(), text);
+            assert_eq!(id.is_branded(), oracle(text).is_some());
+        }
+        Err(_) => {
+            assert!(!admitted, "refused {:?}, which the kind gate admits", String::from_utf8_lossy(text))
+        }
+    }
+    let branded = std::str::from_utf8(text).map_err(|_| ()).and_then(|t| JobId::branded(t).map_err(|_| ()));
     let expected = oracle(text);
-    let id = match from_bytes {
+    let id = match branded {
         Ok(id) => id,
-        Err(err) => {
-            assert!(
-                expected.is_none(),
-                "refused a canonical ULID id {:?}: {err}",
-                String::from_utf8_lossy(text)
-            );
-            let _ = err.to_string();
+        Err(()) => {
+            assert!(expected.is_none(), "refused a canonical ULID id {:?}", String::from_utf8_lossy(text));
             return None;
         }
     };
