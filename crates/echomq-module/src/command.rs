@@ -82,25 +82,17 @@ unsafe extern "C" fn on_command(
 }
 
 /// How many of `words` (argv without the command name) are KEYS: all of
-/// the description's, or only the required ones when the first optional key
-/// is not there — the argument in its place is not the key that role names
-/// under the previous key's prefix (ENQUEUE's two-key form).
+/// the description's, or only the required ones (ENQUEUE's two-key form)
+/// when the call is too short to hold them all, or when the word in the first
+/// optional key's place passes the kind gate: the short form puts the job id
+/// there, and no key begins with `JOB`. Any other word there is that key,
+/// right or wrong, so a wrong one gets the script's `EMQARG` (PROTOCOL.md §8).
 fn key_count(described: &Description, words: &[&[u8]]) -> usize {
     let required = described.required_keys;
     let all = described.keys.len();
-    if required == all {
-        return all;
-    }
-    let (Some(last), Some(next)) = (words.get(required - 1), words.get(required)) else { return required };
-    let last_name = described.keys[required - 1].fixed().unwrap_or_default();
-    let next_name = described.keys[required].fixed().unwrap_or_default();
-    let prefix = last.strip_suffix(last_name.as_bytes());
-    let optional_present =
-        prefix.is_some_and(|prefix| next.strip_prefix(prefix) == Some(next_name.as_bytes()));
-    if optional_present {
-        all
-    } else {
-        required
+    match words.get(required) {
+        Some(next) if words.len() >= all && echomq_core::parse::kind(Some(next)).is_err() => all,
+        _ => required,
     }
 }
 
@@ -150,7 +142,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn enqueue_takes_four_keys_only_when_the_third_is_the_delayed_key() {
+    fn enqueue_takes_four_keys_when_the_third_is_no_job_id() {
         let enqueue = Name::Enqueue.describe();
         let four: [&[u8]; 6] = [
             b"emq:{q}:job:JOB_1",
@@ -163,8 +155,10 @@ mod tests {
         assert_eq!(key_count(enqueue, &four), 4);
         let two: [&[u8]; 4] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
         assert_eq!(key_count(enqueue, &two), 2);
-        let other_queue: [&[u8]; 3] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"emq:{r}:delayed"];
-        assert_eq!(key_count(enqueue, &other_queue), 2);
+        let other_queue: [&[u8]; 4] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"emq:{r}:delayed", b"p"];
+        assert_eq!(key_count(enqueue, &other_queue), 4);
+        let not_a_job: [&[u8]; 3] = [b"emq:{q}:job:XYZ", b"emq:{q}:pending", b"XYZ"];
+        assert_eq!(key_count(enqueue, &not_a_job), 2);
         assert_eq!(key_count(enqueue, &[b"only".as_slice()]), 2);
         assert_eq!(key_count(enqueue, &[]), 2);
         assert_eq!(key_count(Name::Stats.describe(), &[]), 6);

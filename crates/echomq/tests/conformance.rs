@@ -299,3 +299,207 @@ fn a_queue_worked_by_lua_and_native_in_turn_agrees_with_the_core() {
         ]
     });
 }
+
+/// Which key a raw call puts at one position of KEYS.
+#[derive(Clone, Copy, Debug)]
+enum KeyPick {
+    /// The protocol's key for the position, of the call's own queue.
+    Own,
+    /// The same name, of another queue.
+    OtherQueue,
+    /// A key of the own queue, but the wrong one (`active`).
+    WrongName,
+    /// Not a key of any queue.
+    Stray,
+}
+
+/// Which id a raw call sends.
+#[derive(Clone, Copy, Debug)]
+enum IdPick {
+    /// A freshly minted, branded id.
+    Minted,
+    /// An id the kind gate admits, with no brand.
+    Odd,
+    /// Not a job id.
+    NotAJob,
+}
+
+/// One ENQUEUE as any speaker may send it: two or four keys, each one right
+/// or not, an id, and options. Lua gets it by EVALSHA with its number of
+/// keys, the core with its keys split, and the module as `EMQ.ENQUEUE` with
+/// the flat argv, whose key count it must infer (PROTOCOL.md §8): all three
+/// must answer alike and write alike.
+#[derive(Clone, Debug)]
+struct RawEnqueue {
+    keys: Vec<KeyPick>,
+    id: IdPick,
+    options: Vec<(&'static str, &'static str)>,
+}
+
+fn raw_enqueue() -> impl Strategy<Value = RawEnqueue> {
+    let pick = prop_oneof![
+        6 => Just(KeyPick::Own),
+        2 => Just(KeyPick::OtherQueue),
+        1 => Just(KeyPick::WrongName),
+        1 => Just(KeyPick::Stray),
+    ];
+    let id = prop_oneof![6 => Just(IdPick::Minted), 1 => Just(IdPick::Odd), 1 => Just(IdPick::NotAJob)];
+    let option = prop_oneof![
+        Just(("PRIORITY", "0")),
+        Just(("PRIORITY", "-1")),
+        Just(("priority", "1")),
+        Just(("DELAY", "0")),
+        Just(("DELAY", "600000")),
+        Just(("AT", "1")),
+        Just(("AT", "x")),
+        Just(("COLOUR", "1")),
+    ];
+    (
+        prop_oneof![Just(2usize), Just(4usize)],
+        prop::collection::vec(pick, 4),
+        id,
+        prop::collection::vec(option, 0..3),
+    )
+        .prop_map(|(count, keys, id, options)| RawEnqueue { keys: keys[..count].to_vec(), id, options })
+}
+
+impl RawEnqueue {
+    /// KEYS and ARGV for the queue whose prefix is `prefix` (`emq:{q}:`),
+    /// `other` being another queue's.
+    fn call(&self, prefix: &str, other: &str, id: &str) -> (Vec<String>, Vec<String>) {
+        let names = ["job", "pending", "delayed", "priority"];
+        let keys = self
+            .keys
+            .iter()
+            .zip(names)
+            .map(|(pick, name)| {
+                let name = if name == "job" { format!("job:{id}") } else { name.to_owned() };
+                match pick {
+                    KeyPick::Own => format!("{prefix}{name}"),
+                    KeyPick::OtherQueue => format!("{other}{name}"),
+                    KeyPick::WrongName => format!("{prefix}active"),
+                    KeyPick::Stray => "stray".to_owned(),
+                }
+            })
+            .collect();
+        let mut args = vec![id.to_owned(), "payload".to_owned()];
+        for (name, value) in &self.options {
+            args.extend([name.to_string(), value.to_string()]);
+        }
+        (keys, args)
+    }
+}
+
+/// A raw reply as text, the queues' prefixes written `$q:` and `$other:`.
+fn raw_reply(reply: redis::RedisResult<i64>, [own, other]: &[String; 2]) -> String {
+    let text = match reply {
+        Ok(n) => n.to_string(),
+        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")),
+    };
+    text.replace(own, "$q:").replace(other, "$other:")
+}
+
+/// Two fresh queues' prefixes: the call's own and another.
+fn two_queues(name: &str) -> [String; 2] {
+    [name, "other"].map(|n| format!("emq:{{{}}}:", unique_queue(&format!("raw-{name}-{n}"))))
+}
+
+#[test]
+fn raw_enqueues_get_the_same_reply_from_the_script_the_module_and_the_core() {
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let conn = runtime.block_on(server.client().get_multiplexed_async_connection()).unwrap();
+    let script = redis::Script::new(&echomq::executor::script_source("enqueue").unwrap());
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(500);
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let result = runner.run(&raw_enqueue(), |call| {
+        let id = match call.id {
+            IdPick::Minted => JobId::mint().to_string(),
+            IdPick::Odd => "JOB-odd".to_owned(),
+            IdPick::NotAJob => "XYZ".to_owned(),
+        };
+        let outcome = runtime.block_on(async {
+            let mut c = conn.clone();
+            let t0 = server_ms(&conn).await;
+            // Lua, by EVALSHA with the call's own number of keys.
+            let lua = two_queues("lua");
+            let (keys, args) = call.call(&lua[0], &lua[1], &id);
+            let mut invocation = script.prepare_invoke();
+            for key in &keys {
+                invocation.key(key);
+            }
+            for arg in &args {
+                invocation.arg(arg);
+            }
+            let lua_reply = raw_reply(invocation.invoke_async(&mut c).await, &lua);
+            // The module: one flat argv.
+            let native = two_queues("native");
+            let (keys, args) = call.call(&native[0], &native[1], &id);
+            let native_reply =
+                raw_reply(redis::cmd("EMQ.ENQUEUE").arg(&keys).arg(&args).query_async(&mut c).await, &native);
+            // The core, keys split as Lua has them.
+            let core = two_queues("core");
+            let (keys, args) = call.call(&core[0], &core[1], &id);
+            let mut memory = echomq_core::Memory::new(Arc::new(ManualClock::new(t0)));
+            let bytes = |words: &[String]| words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
+            let (keys, args) = (bytes(&keys), bytes(&args));
+            let core_reply = match echomq_core::run(
+                &mut memory,
+                "enqueue",
+                &keys.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                &args.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+            ) {
+                Ok(echomq_core::Reply::Int(n)) => n.to_string(),
+                Ok(other) => format!("{other:?}"),
+                Err(refusal) => refusal.to_string().replace(&core[0], "$q:").replace(&core[1], "$other:"),
+            };
+            if lua_reply != native_reply || lua_reply != core_reply {
+                return Err(format!("lua {lua_reply:?}, native {native_reply:?}, core {core_reply:?}"));
+            }
+            let skew = (server_ms(&conn).await - t0 + 1) as f64;
+            let read = |prefix: String| {
+                let conn = conn.clone();
+                async move {
+                    let rows: Vec<(String, String, Vec<Vec<u8>>)> =
+                        redis::Script::new(DUMP).arg(&prefix).invoke_async(&mut conn.clone()).await.unwrap();
+                    rows.into_iter()
+                        .map(|(key, kind, body)| {
+                            let pairs = body.chunks(2).map(|p| (p[0].clone(), p[1].clone()));
+                            let dump = match kind.as_str() {
+                                "hash" => Dump::Hash(pairs.collect()),
+                                _ => Dump::Zset(
+                                    pairs
+                                        .map(|(m, s)| (m, String::from_utf8_lossy(&s).parse().unwrap()))
+                                        .collect(),
+                                ),
+                            };
+                            (key[prefix.len()..].to_owned(), dump)
+                        })
+                        .collect::<Keyspace>()
+                }
+            };
+            let dump = memory.dump();
+            for side in 0..2 {
+                let lua_keys = read(lua[side].clone()).await;
+                compare(&lua_keys, &read(native[side].clone()).await, skew)
+                    .map_err(|e| format!("lua vs native, queue {side}: {e}"))?;
+                let core_keys: Keyspace = dump
+                    .iter()
+                    .filter_map(|(key, dump)| {
+                        let name = std::str::from_utf8(key).ok()?.strip_prefix(&core[side])?;
+                        Some((name.to_owned(), dump.clone()))
+                    })
+                    .collect();
+                compare(&lua_keys, &core_keys, skew)
+                    .map_err(|e| format!("lua vs core, queue {side}: {e}"))?;
+            }
+            Ok(())
+        });
+        prop_assert!(outcome.is_ok(), "{call:?} with id {id}: {}", outcome.unwrap_err());
+        Ok(())
+    });
+    if let Err(err) = result {
+        panic!("{err}");
+    }
+}
