@@ -16,6 +16,7 @@
 //! - `work.rs`: a worker that runs a command per job.
 //! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
+//! - `scripts.rs`: the loadable Lua scripts and their SHA1s, for other speakers.
 
 use clap::{Parser, Subcommand};
 
@@ -23,6 +24,7 @@ mod connect;
 mod dashboard;
 mod demo;
 mod ops;
+mod scripts;
 mod work;
 
 /// EchoMQ: a job queue whose state lives in Redis, spoken as a small fixed protocol.
@@ -59,6 +61,8 @@ enum Command {
     Work(work::Args),
     /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
     Dashboard(dashboard::Args),
+    /// Write each transition's Lua script, includes expanded, and SHA1SUMS: for speakers in other languages.
+    Scripts(scripts::Args),
 }
 
 #[tokio::main]
@@ -78,6 +82,7 @@ async fn main() {
         Command::Purge(args) => ops::purge(&cli.server, args).await,
         Command::Work(args) => work::run(&cli.server, args).await,
         Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
+        Command::Scripts(args) => scripts::run(args),
     };
     if let Err(err) = outcome {
         eprintln!("emq: {err}");

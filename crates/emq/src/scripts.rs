@@ -1,0 +1,145 @@
+//! `emq scripts --out DIR`: the protocol's Lua scripts as a server loads
+//! them, for speakers in other languages (PROTOCOL.md §11). The files in
+//! `crates/echomq/lua/` share code through `--@include` lines, which only
+//! the host expands; these are expanded, one `<transition>-<keys>.lua` per
+//! transition, byte for byte what `SCRIPT LOAD` takes, and `SHA1SUMS` lists
+//! each one's SHA1: the name `EVALSHA` calls it by (`sha1sum -c SHA1SUMS`
+//! checks them).
+
+use std::path::{Path, PathBuf};
+
+use echomq::executor::script_source;
+use echomq::transition::{
+    Ack, Cancel, Claim, Enqueue, Extend, Fail, Inspect, Promote, Purge, Reap, Release, Retry, Stats,
+    Transition,
+};
+
+use crate::connect::Error;
+
+/// Where to write.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The directory to write the scripts and SHA1SUMS into (created when missing).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Every transition, by its protocol name.
+const TRANSITIONS: [&str; 13] = [
+    Enqueue::NAME,
+    Claim::NAME,
+    Ack::NAME,
+    Fail::NAME,
+    Extend::NAME,
+    Release::NAME,
+    Reap::NAME,
+    Promote::NAME,
+    Purge::NAME,
+    Cancel::NAME,
+    Retry::NAME,
+    Inspect::NAME,
+    Stats::NAME,
+];
+
+/// One loadable script: its file name, its text and its SHA1.
+pub struct Script {
+    /// `<transition>-<keys>.lua`, as the reference files are named.
+    pub file: String,
+    /// The script, its includes expanded.
+    pub source: String,
+    /// The SHA1 of `source`, lower-case hex: what `EVALSHA` takes.
+    pub sha1: String,
+}
+
+/// Every transition's loadable script, in the protocol's order.
+pub fn scripts() -> Vec<Script> {
+    TRANSITIONS
+        .iter()
+        .map(|name| {
+            let source = script_source(name).unwrap_or_else(|| panic!("no script for {name}"));
+            let file = format!("{name}-{}.lua", declared_keys(&source));
+            let sha1 = redis::Script::new(&source).get_hash().to_owned();
+            Script { file, source, sha1 }
+        })
+        .collect()
+}
+
+/// How many KEYS a script's header declares (`KEYS[n]` lines): its largest n.
+fn declared_keys(source: &str) -> usize {
+    source
+        .lines()
+        .filter_map(|line| line.strip_prefix("KEYS["))
+        .filter_map(|rest| rest.split(']').next()?.parse::<usize>().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Write every script and `SHA1SUMS` into `args.out`; print what was written.
+pub fn run(args: Args) -> Result<(), Error> {
+    let written = write(&args.out)?;
+    print!("{written}");
+    Ok(())
+}
+
+/// Write the scripts and `SHA1SUMS` into `dir`; the `SHA1SUMS` text.
+fn write(dir: &Path) -> Result<String, Error> {
+    std::fs::create_dir_all(dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+    let mut sums = String::new();
+    for script in scripts() {
+        let path = dir.join(&script.file);
+        std::fs::write(&path, &script.source).map_err(|err| format!("{}: {err}", path.display()))?;
+        sums.push_str(&format!("{}  {}\n", script.sha1, script.file));
+    }
+    let path = dir.join("SHA1SUMS");
+    std::fs::write(&path, &sums).map_err(|err| format!("{}: {err}", path.display()))?;
+    Ok(sums)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference files' names, from `crates/echomq/lua/`.
+    fn reference_files() -> Vec<String> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/lua");
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".lua"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn every_reference_script_is_written_expanded_under_its_own_name() {
+        let mut files: Vec<String> = scripts().into_iter().map(|s| s.file).collect();
+        files.sort();
+        assert_eq!(files, reference_files());
+        for script in scripts() {
+            assert!(!script.source.contains("--@include"), "{}", script.file);
+            assert_eq!(script.sha1.len(), 40, "{}", script.file);
+        }
+    }
+
+    #[test]
+    fn the_directory_holds_each_script_and_its_sha1() {
+        let dir = std::env::temp_dir().join(format!("emq-scripts-{}", std::process::id()));
+        let sums = write(&dir).unwrap();
+        for (line, script) in sums.lines().zip(scripts()) {
+            assert_eq!(line, format!("{}  {}", script.sha1, script.file));
+            assert_eq!(std::fs::read_to_string(dir.join(&script.file)).unwrap(), script.source);
+        }
+        assert_eq!(std::fs::read_to_string(dir.join("SHA1SUMS")).unwrap(), sums);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unwritable_directory_is_a_clear_error() {
+        let file = std::env::temp_dir().join(format!("emq-scripts-file-{}", std::process::id()));
+        std::fs::write(&file, "in the way").unwrap();
+        let err = write(&file.join("sub")).unwrap_err().to_string();
+        assert!(err.contains(&file.display().to_string()), "{err}");
+        std::fs::remove_file(&file).unwrap();
+    }
+}

@@ -1,0 +1,70 @@
+//! `emq scripts --out DIR` gives a speaker in another language scripts it can
+//! load as they are (PROTOCOL.md §11): each one's SHA1 in `SHA1SUMS` is the
+//! one `SCRIPT LOAD` answers, and a transition run by that SHA1 works, where
+//! the reference file, with its `--@include` line, fails.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use echomq_test_support::{unique_queue, RedisServer};
+
+#[test]
+fn the_written_scripts_load_and_run_by_their_sha1() {
+    let dir = std::env::temp_dir().join(unique_queue("emq-scripts"));
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_emq")).arg("scripts").arg("--out").arg(&dir).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let sums = std::fs::read_to_string(dir.join("SHA1SUMS")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), sums, "it prints what it wrote");
+
+    let server = RedisServer::start();
+    let mut conn = server.client().get_connection().unwrap();
+    let mut by_file = BTreeMap::new();
+    for line in sums.lines() {
+        let (sha1, file) = line.split_once("  ").unwrap();
+        let source = std::fs::read_to_string(dir.join(file)).unwrap();
+        let loaded: String = redis::cmd("SCRIPT").arg("LOAD").arg(&source).query(&mut conn).unwrap();
+        assert_eq!(loaded, sha1, "{file}");
+        by_file.insert(file.to_owned(), sha1.to_owned());
+    }
+    assert_eq!(by_file.len(), 13);
+
+    // A producer and a worker, by SHA1 alone.
+    let q = format!("emq:{{{}}}:", unique_queue("scripts"));
+    let id = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R";
+    let enqueued: i64 = redis::cmd("EVALSHA")
+        .arg(&by_file["enqueue-4.lua"])
+        .arg(2)
+        .arg(format!("{q}job:{id}"))
+        .arg(format!("{q}pending"))
+        .arg(id)
+        .arg("hello")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(enqueued, 1);
+    let claimed: Vec<(String, i64, Vec<u8>)> = redis::cmd("EVALSHA")
+        .arg(&by_file["claim-2.lua"])
+        .arg(2)
+        .arg(format!("{q}pending"))
+        .arg(format!("{q}active"))
+        .arg(30_000)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(claimed, vec![(id.to_owned(), 1, b"hello".to_vec())]);
+
+    // The reference file as it stands does not load: its include is not expanded.
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/lua/claim-2.lua"));
+    let reference = reference.unwrap();
+    assert!(reference.contains("--@include common"));
+    let err = redis::cmd("EVAL")
+        .arg(&reference)
+        .arg(2)
+        .arg(format!("{q}pending"))
+        .arg(format!("{q}active"))
+        .arg(30_000)
+        .query::<redis::Value>(&mut conn)
+        .unwrap_err();
+    assert!(err.to_string().contains("nonexistent global"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
