@@ -174,11 +174,14 @@ fn number(value: Option<&[u8]>) -> Option<f64> {
     std::str::from_utf8(value?).ok()?.trim().parse().ok()
 }
 
-/// Write record fields, stamping `updated_at`.
+/// Write record fields, stamping `updated_at` on a record born here (with
+/// `enqueued_at`): one born on Lua gets neither, so the two come together (PROTOCOL.md §3).
 fn write_record<S: Store>(store: &mut S, key: &[u8], fields: &[(&[u8], &[u8])], now: u64) {
     let now = now.to_string();
     let mut all = fields.to_vec();
-    all.push((b"updated_at", now.as_bytes()));
+    if fields.iter().any(|(field, _)| *field == b"enqueued_at") || store.hget(key, b"enqueued_at").is_some() {
+        all.push((b"updated_at", now.as_bytes()));
+    }
     store.hset(key, &all);
 }
 

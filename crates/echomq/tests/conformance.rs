@@ -39,8 +39,10 @@ enum Extras {
     Absent,
     /// Always both: the core writes them on every record write.
     Present,
-    /// Either: a queue worked by Lua and Native in turn.
-    Either,
+    /// Both or neither, `enqueued_at` ≤ `updated_at`: a queue worked by Lua
+    /// and Native in turn, where a record born on Lua never gets them, and
+    /// one born natively keeps them (PROTOCOL.md §3).
+    Paired,
 }
 
 const EXTRAS: [&[u8]; 2] = [b"enqueued_at", b"updated_at"];
@@ -56,10 +58,17 @@ fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
         let fine = match target.extras {
             Extras::Absent => present == 0,
             Extras::Present => present == 2,
-            Extras::Either => true,
+            Extras::Paired => present != 1,
         };
         if !fine {
             return Err(format!("{}: {key} has {present} of enqueued_at and updated_at", target.name));
+        }
+        let ms = |field: &[u8]| -> Option<u64> { std::str::from_utf8(fields.get(field)?).ok()?.parse().ok() };
+        if present == 2 {
+            match (ms(EXTRAS[0]), ms(EXTRAS[1])) {
+                (Some(enqueued), Some(updated)) if enqueued <= updated => {}
+                other => return Err(format!("{}: {key} has enqueued_at, updated_at {other:?}", target.name)),
+            }
         }
     }
     Ok(())
@@ -295,7 +304,7 @@ fn a_queue_worked_by_lua_and_native_in_turn_agrees_with_the_core() {
         };
         vec![
             target("embedded", Arc::new(embedded.clone()), Some(embedded), Extras::Present),
-            target("lua+native", Arc::new(alternate), None, Extras::Either),
+            target("lua+native", Arc::new(alternate), None, Extras::Paired),
         ]
     });
 }

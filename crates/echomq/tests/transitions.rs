@@ -448,8 +448,9 @@ impl Target {
 
 /// The native pair, `enqueued_at` and `updated_at`, taken out of `after`'s
 /// records so that the lines read as Lua's; and checked on the way: every
-/// record the call wrote carries `updated_at` of its time, a record it
-/// made an `enqueued_at` too, and a record it did not touch is as it was.
+/// record the call wrote carries `updated_at` of its time if it has an
+/// `enqueued_at` (one born on Lua gets neither), a record it made an
+/// `enqueued_at` too, and a record it did not touch is as it was.
 fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Result<(), String> {
     for line in after.iter_mut().filter(|line| line.key.starts_with("job:")) {
         let stamp = |field: &str| line.entries.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone());
@@ -460,7 +461,10 @@ fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Resul
         let in_time = |stamp: &Option<String>| {
             stamp.as_deref().and_then(|v| v.parse::<u64>().ok()).is_some_and(|ms| t0 <= ms && ms <= t1)
         };
-        if written && !in_time(&updated_at) {
+        if enqueued_at.is_none() && updated_at.is_some() {
+            return Err(format!("{} has updated_at without enqueued_at", line.key));
+        }
+        if written && enqueued_at.is_some() && !in_time(&updated_at) {
             return Err(format!("{} was written without updated_at of the call: {updated_at:?}", line.key));
         }
         if was.is_none() && !in_time(&enqueued_at) {
