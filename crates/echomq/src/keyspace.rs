@@ -82,7 +82,8 @@ impl Keyspace {
         &self.queue
     }
 
-    /// `emq:{q}:job:<id>`: the job's record. The id's brand was checked when it was parsed.
+    /// `emq:{q}:job:<id>`: the job's record. The id's kind (`JOB…`) was
+    /// checked when it was parsed; the key shares the queue's hashtag whatever follows.
     pub fn job(&self, id: &JobId) -> String {
         format!("{}job:{id}", self.prefix)
     }
@@ -177,6 +178,8 @@ mod tests {
         let id: JobId = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R".parse().unwrap();
         assert_eq!(keys.job(&id), "emq:{emails}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R");
         assert_eq!(keys.pending(), "emq:{emails}:pending");
+        let odd: JobId = "JOB}{x}".parse().unwrap();
+        assert_eq!(queue_of(&keys.job(&odd)), Some("emails"), "an admitted id cannot move its key");
         assert_eq!(keys.state(State::Dead), "emq:{emails}:dead");
         for key in
             [keys.active(), keys.delayed(), keys.done(), keys.cancelled(), keys.priority(), keys.errors()]
