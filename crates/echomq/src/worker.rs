@@ -40,6 +40,20 @@ mod upkeep;
 
 pub use job::{metric, JobContext};
 
+/// Metric: jobs claimed whose id this host cannot hold (not UTF-8), so cannot run.
+pub const UNHANDLED: &str = "emq_jobs_unhandled_total";
+
+/// A claimed job this host cannot run, since it cannot even name it: say so
+/// and count it, never drop it without a word (PROTOCOL.md §1). It stays
+/// active until its lease runs out and REAP takes it back, or kills it.
+pub(crate) fn unhandled(why: &str) {
+    tracing::error!(
+        id = why,
+        "claimed a job whose id this host cannot hold; it cannot run here and stays active until REAP"
+    );
+    metrics::counter!(UNHANDLED).increment(1);
+}
+
 /// What a handler returns when a job failed: any error, kept as its text.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -104,3 +104,67 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
         assert_eq!(state(&queue, &dead).await, Some(State::Cancelled));
     }
 }
+
+/// An id the server admits but this host cannot hold (not UTF-8) cannot run
+/// here; it is logged and counted, and the jobs claimed with it in one batch
+/// still run at once, on their first attempt, instead of waiting out their
+/// leases beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
+    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    for native in [false, true] {
+        let via: Arc<dyn Executor> =
+            if native { Arc::new(Native::new(conn.clone())) } else { Arc::new(Lua::new(conn.clone())) };
+        let queue = Queue::with_executor(via, &unique_queue("unheld")).unwrap();
+        let keys = queue.keyspace();
+        let bad: &[u8] = b"JOB\xff";
+        let record = [keys.pending().trim_end_matches("pending").as_bytes(), b"job:", bad].concat();
+        let mut c = conn.clone();
+        let admitted: i64 = redis::cmd("EVAL")
+            .arg(script_source("enqueue").unwrap())
+            .arg(2)
+            .arg(&record)
+            .arg(keys.pending())
+            .arg(bad)
+            .arg("p")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert_eq!(admitted, 1, "the server admits it");
+        let good: Vec<JobId> =
+            vec![queue.enqueue(b"1".to_vec()).await.unwrap(), queue.enqueue(b"2".to_vec()).await.unwrap()];
+
+        // One claim of four takes all three; the lease is long, so a job held up
+        // beside the bad one could not finish before the test gives up.
+        let options = WorkerOptions {
+            concurrency: 4,
+            lease: Duration::from_secs(600),
+            idle_wait: Duration::from_millis(100),
+            ..WorkerOptions::default()
+        };
+        let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, options);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("the jobs beside the bad one are done", || async {
+            let mut done = 0;
+            for id in &good {
+                done += usize::from(state(&queue, id).await == Some(State::Done));
+            }
+            done == good.len()
+        })
+        .await;
+        let _ = stop.send(());
+        task.await.unwrap();
+        for id in &good {
+            let job = queue.inspect(id).await.unwrap().unwrap();
+            assert_eq!(job.record.attempts, 1, "native {native}: {id} ran on its first claim");
+        }
+        let held: Option<String> =
+            redis::cmd("HGET").arg(&record).arg("state").query_async(&mut c).await.unwrap();
+        assert_eq!(held.as_deref(), Some("active"), "claimed, not run, left for REAP");
+    }
+}

@@ -47,7 +47,16 @@ impl Transition for Claim {
     }
 
     fn parse(reply: Value) -> Result<Vec<Claimed>> {
-        array_reply("CLAIM", reply)?.into_iter().map(claimed).collect()
+        let mut jobs = Vec::new();
+        for entry in array_reply("CLAIM", reply)? {
+            match claimed(entry) {
+                Ok(job) => jobs.push(job),
+                // An id this host cannot hold (not UTF-8): said and counted, and the rest still run.
+                Err(Error::InvalidId(why)) => crate::worker::unhandled(&why),
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(jobs)
     }
 }
 
