@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{Error, Result};
 
-/// The brand every job id starts with.
+/// The brand every minted job id starts with.
 pub const PREFIX: &str = "JOB_";
 /// The length of a branded job id in bytes.
 pub const LEN: usize = 30;
