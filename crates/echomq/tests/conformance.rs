@@ -355,6 +355,8 @@ fn raw_enqueue() -> impl Strategy<Value = RawEnqueue> {
     let id = prop_oneof![6 => Just(IdPick::Minted), 1 => Just(IdPick::Odd), 1 => Just(IdPick::NotAJob)];
     let option = prop_oneof![
         Just(("PRIORITY", "0")),
+        Just(("PRIORITY", "-0")),
+        Just(("PRIORITY", "007")),
         Just(("PRIORITY", "-1")),
         Just(("priority", "1")),
         Just(("DELAY", "0")),
@@ -510,5 +512,55 @@ fn raw_enqueues_get_the_same_reply_from_the_script_the_module_and_the_core() {
     });
     if let Err(err) = result {
         panic!("{err}");
+    }
+}
+
+/// PROTOCOL.md §11.4, raw, from the script and the module alike: CLAIM's
+/// token is an integer reply, FAIL's outcome a bulk string, INSPECT's missing
+/// error a nil; a priority is kept in canonical decimal, and 0 not at all.
+#[test]
+fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
+    use redis::Value;
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
+    let mut conn = server.client().get_connection().unwrap();
+    let mut reader = server.client().get_connection().unwrap();
+    for native in [false, true] {
+        let q = format!("emq:{{{}}}:", unique_queue("replies"));
+        let key = |name: &str| format!("{q}{name}");
+        let mut call = |transition: &str, keys: Vec<String>, args: Vec<&str>| -> Value {
+            let mut cmd = if native {
+                redis::cmd(&format!("EMQ.{}", transition.to_uppercase()))
+            } else {
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(echomq::executor::script_source(transition).unwrap()).arg(keys.len());
+                cmd
+            };
+            cmd.arg(&keys).arg(&args);
+            cmd.query(&mut conn).unwrap_or_else(|err| panic!("{transition}: {err}"))
+        };
+        let four =
+            |id: &str| vec![key(&format!("job:{id}")), key("pending"), key("delayed"), key("priority")];
+        let (a, b) = ("JOB_00000000000000000000000001", "JOB_00000000000000000000000002");
+        assert_eq!(call("enqueue", four(a), vec![a, "pa", "PRIORITY", "007"]), Value::Int(1));
+        assert_eq!(call("enqueue", four(b), vec![b, "pb", "PRIORITY", "-0"]), Value::Int(1));
+        let priorities: Vec<(String, String)> =
+            redis::cmd("HGETALL").arg(key("priority")).query(&mut reader).unwrap();
+        assert_eq!(priorities, [(a.to_owned(), "7".to_owned())], "native {native}");
+
+        let claimed = call("claim", vec![key("pending"), key("active")], vec!["60000"]);
+        let want = Value::Array(vec![Value::Array(vec![
+            Value::BulkString(b.as_bytes().to_vec()),
+            Value::Int(1),
+            Value::BulkString(b"pb".to_vec()),
+        ])]);
+        assert_eq!(claimed, want, "native {native}: the token is an integer");
+        let fail_keys =
+            vec![key(&format!("job:{b}")), key("active"), key("delayed"), key("dead"), key("errors")];
+        let failed = call("fail", fail_keys, vec![b, "1", "3", "1000", "boom"]);
+        assert_eq!(failed, Value::BulkString(b"delayed".to_vec()), "native {native}");
+        let inspected = call("inspect", vec![key(&format!("job:{a}")), key("errors")], vec![a]);
+        let Value::Array(parts) = inspected else { panic!("native {native}: INSPECT is an array") };
+        assert!(matches!(&parts[..], [Value::Array(_), Value::Nil]), "native {native}: {parts:?}");
     }
 }
