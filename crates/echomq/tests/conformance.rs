@@ -30,6 +30,9 @@ struct Target {
     embedded: Option<Embedded>,
     /// Whether its records carry `enqueued_at` and `updated_at`.
     extras: Extras,
+    /// Each record's stamps at the last step: `enqueued_at` must stay as it
+    /// was born, `updated_at` never go back, for as long as the record lives.
+    stamps: std::sync::Mutex<BTreeMap<String, [Option<u64>; 2]>>,
 }
 
 /// What a target's records must say about the native executor's two fields.
@@ -49,6 +52,8 @@ const EXTRAS: [&[u8]; 2] = [b"enqueued_at", b"updated_at"];
 
 /// Check a target's records against its [`Extras`].
 fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
+    // A record that is gone (purged) may be born again, with new stamps.
+    target.stamps.lock().unwrap().retain(|key, _| keyspace.contains_key(key));
     for (key, dump) in keyspace {
         let Dump::Hash(fields) = dump else { continue };
         if !key.starts_with("job:") {
@@ -68,6 +73,14 @@ fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
             match (ms(EXTRAS[0]), ms(EXTRAS[1])) {
                 (Some(enqueued), Some(updated)) if enqueued <= updated => {}
                 other => return Err(format!("{}: {key} has enqueued_at, updated_at {other:?}", target.name)),
+            }
+        }
+        let now = [ms(EXTRAS[0]), ms(EXTRAS[1])];
+        let mut stamps = target.stamps.lock().unwrap();
+        if let Some([enqueued, updated]) = stamps.insert(key.clone(), now) {
+            if enqueued != now[0] || updated > now[1] {
+                let was = format!("enqueued_at, updated_at were {enqueued:?}, {updated:?}");
+                return Err(format!("{}: {key}: {was}, are {:?}, {:?}", target.name, now[0], now[1]));
             }
         }
     }
@@ -278,7 +291,7 @@ fn for_random_sequences(
 
 fn target(name: &'static str, via: Arc<dyn Executor>, embedded: Option<Embedded>, extras: Extras) -> Target {
     let queue = Queue::with_executor(via, &unique_queue("conformance")).unwrap();
-    Target { name, queue, tokens: Tokens::new(), embedded, extras }
+    Target { name, queue, tokens: Tokens::new(), embedded, extras, stamps: Default::default() }
 }
 
 #[test]
