@@ -4,7 +4,10 @@
 //! the keyspaces are equal: records field by field (the native two,
 //! `enqueued_at` and `updated_at`, aside on Lua), sets member by member, time
 //! scores within the step's clock skew. Mixed runs too: one queue worked by
-//! Lua and Native in turn, against the embedded core alone.
+//! Lua and Native in turn, against the embedded core alone. And raw calls of
+//! every transition, as any speaker may send them (keys right or wrong, ids
+//! of every kind, arguments valid, invalid or missing), through the script,
+//! the module and the core, which must answer and write alike.
 
 mod common;
 
@@ -16,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use common::ops::{op, perform, Op, Tokens, SLOTS};
 use echomq::{Embedded, Executor, JobId, Lua, Native, Queue};
 use echomq_core::memory::{Dump, ManualClock};
+use echomq_core::Reply;
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -329,7 +333,7 @@ enum KeyPick {
     Own,
     /// The same name, of another queue.
     OtherQueue,
-    /// A key of the own queue, but the wrong one (`active`).
+    /// A key of the own queue, but the wrong one (`active`, or `pending` where `active` belongs).
     WrongName,
     /// Not a key of any queue.
     Stray,
@@ -346,81 +350,270 @@ enum IdPick {
     NotAJob,
 }
 
-/// One ENQUEUE as any speaker may send it: two or four keys, each one right
-/// or not, an id, and options. Lua gets it by EVALSHA with its number of
-/// keys, the core with its keys split, and the module as `EMQ.ENQUEUE` with
-/// the flat argv, whose key count it must infer (PROTOCOL.md §8): all three
-/// must answer alike and write alike.
-#[derive(Clone, Debug)]
-struct RawEnqueue {
-    keys: Vec<KeyPick>,
-    id: IdPick,
-    options: Vec<(&'static str, &'static str)>,
+/// One transition's call shape, for raw calls: its KEYS by name (`job` is
+/// the record of the call's id), each positional argument's candidates (the
+/// first valid; `$id` is the call's id, `$token` the seeded record's
+/// attempts, `$stale` one past it), and options a call may add, valid or not.
+struct Shape {
+    name: &'static str,
+    keys: &'static [&'static str],
+    args: &'static [&'static [&'static str]],
+    options: &'static [(&'static str, &'static str)],
 }
 
-fn raw_enqueue() -> impl Strategy<Value = RawEnqueue> {
+const TOKEN: &[&str] = &["$token", "$stale", "0", "x"];
+const ID: &[&str] = &["$id"];
+const LIMIT: &[(&str, &str)] =
+    &[("LIMIT", "10"), ("limit", "1"), ("LIMIT", "0"), ("LIMIT", "1001"), ("COUNT", "1")];
+const STRAY: &[(&str, &str)] = &[("extra", "1")];
+
+/// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
+const SHAPES: [Shape; 13] = [
+    Shape {
+        name: "enqueue",
+        keys: &["job", "pending", "delayed", "priority"],
+        args: &[ID, &["payload"]],
+        options: &[
+            ("PRIORITY", "0"),
+            ("PRIORITY", "-0"),
+            ("PRIORITY", "007"),
+            ("PRIORITY", "-1"),
+            ("priority", "1"),
+            ("DELAY", "0"),
+            ("DELAY", "600000"),
+            ("AT", "1"),
+            ("AT", "x"),
+            ("COLOUR", "1"),
+        ],
+    },
+    Shape {
+        name: "claim",
+        keys: &["pending", "active"],
+        args: &[&["60000", "1", "0", "x", "2147483648"]],
+        options: &[("COUNT", "2"), ("count", "1"), ("COUNT", "0"), ("COUNT", "1001"), ("LIMIT", "1")],
+    },
+    Shape { name: "ack", keys: &["job", "active", "done"], args: &[ID, TOKEN], options: STRAY },
+    Shape {
+        name: "fail",
+        keys: &["job", "active", "delayed", "dead", "errors"],
+        args: &[ID, TOKEN, &["3", "1", "0", "-1", "x"], &["1000", "0", "-5", "x"], &["boom", ""]],
+        options: STRAY,
+    },
+    Shape {
+        name: "extend",
+        keys: &["job", "active"],
+        args: &[ID, TOKEN, &["60000", "0", "x"]],
+        options: STRAY,
+    },
+    Shape {
+        name: "release",
+        keys: &["job", "active", "pending", "priority"],
+        args: &[ID, TOKEN],
+        options: STRAY,
+    },
+    Shape {
+        name: "reap",
+        keys: &["active", "pending", "dead", "errors", "priority"],
+        args: &[&["3", "1", "0", "-1", "x"]],
+        options: LIMIT,
+    },
+    Shape { name: "promote", keys: &["delayed", "pending", "priority"], args: &[], options: LIMIT },
+    Shape {
+        name: "purge",
+        keys: &["dead", "priority", "errors"],
+        args: &[&["0", "600000", "-1", "x"]],
+        options: LIMIT,
+    },
+    Shape {
+        name: "cancel",
+        keys: &["job", "pending", "active", "delayed", "dead", "cancelled"],
+        args: &[ID],
+        options: STRAY,
+    },
+    Shape { name: "retry", keys: &["job", "dead", "pending", "priority"], args: &[ID], options: STRAY },
+    Shape { name: "inspect", keys: &["job", "errors"], args: &[ID], options: STRAY },
+    Shape {
+        name: "stats",
+        keys: &["pending", "active", "delayed", "done", "dead", "cancelled"],
+        args: &[],
+        options: STRAY,
+    },
+];
+
+/// One raw call of any transition, as any speaker may send it: each key
+/// right or not, each argument valid or not, some missing, options added;
+/// against a queue holding, or not, a record of the call's id in some state.
+/// Lua gets it by EVALSHA with its number of keys, the core with its keys
+/// split, and the module as `EMQ.<NAME>` with the flat argv, whose key count
+/// it must infer for ENQUEUE (PROTOCOL.md §8): all three must answer alike
+/// and write alike.
+#[derive(Clone, Debug)]
+struct RawCall {
+    /// Index into [`SHAPES`].
+    shape: usize,
+    /// ENQUEUE only: the two-key form.
+    two_keys: bool,
+    keys: Vec<KeyPick>,
+    id: IdPick,
+    /// Each positional argument's candidate, modulo the pool's length.
+    args: Vec<usize>,
+    /// How many positional arguments are sent (the rest are missing).
+    sent: usize,
+    /// Options added, modulo the shape's pool.
+    options: Vec<usize>,
+    /// The seeded record's state, or none.
+    seed: Option<&'static str>,
+}
+
+fn raw_call() -> impl Strategy<Value = RawCall> {
     let pick = prop_oneof![
-        6 => Just(KeyPick::Own),
-        2 => Just(KeyPick::OtherQueue),
+        12 => Just(KeyPick::Own),
+        1 => Just(KeyPick::OtherQueue),
         1 => Just(KeyPick::WrongName),
         1 => Just(KeyPick::Stray),
     ];
     let id = prop_oneof![6 => Just(IdPick::Minted), 1 => Just(IdPick::Odd), 1 => Just(IdPick::NotAJob)];
-    let option = prop_oneof![
-        Just(("PRIORITY", "0")),
-        Just(("PRIORITY", "-0")),
-        Just(("PRIORITY", "007")),
-        Just(("PRIORITY", "-1")),
-        Just(("priority", "1")),
-        Just(("DELAY", "0")),
-        Just(("DELAY", "600000")),
-        Just(("AT", "1")),
-        Just(("AT", "x")),
-        Just(("COLOUR", "1")),
+    let arg = prop_oneof![4 => Just(0usize), 1 => 1usize..5];
+    let seed = prop_oneof![
+        Just(None),
+        Just(Some("pending")),
+        Just(Some("active")),
+        Just(Some("delayed")),
+        Just(Some("done")),
+        Just(Some("dead")),
+        Just(Some("cancelled")),
     ];
+    let sent = prop_oneof![6 => Just(usize::MAX), 1 => 0usize..5];
     (
-        prop_oneof![Just(2usize), Just(4usize)],
-        prop::collection::vec(pick, 4),
+        0..SHAPES.len(),
+        any::<bool>(),
+        prop::collection::vec(pick, 6),
         id,
-        prop::collection::vec(option, 0..3),
+        prop::collection::vec(arg, 5),
+        sent,
+        prop::collection::vec(0usize..10, 0..3),
+        seed,
     )
-        .prop_map(|(count, keys, id, options)| RawEnqueue { keys: keys[..count].to_vec(), id, options })
+        .prop_map(|(shape, two_keys, keys, id, args, sent, options, seed)| RawCall {
+            shape,
+            two_keys,
+            keys,
+            id,
+            args,
+            sent,
+            options,
+            seed,
+        })
 }
 
-impl RawEnqueue {
+/// The attempts of a seeded record: the token that holds its lease when active.
+const SEEDED_ATTEMPTS: u64 = 2;
+
+impl RawCall {
+    fn shape(&self) -> &'static Shape {
+        &SHAPES[self.shape]
+    }
+
     /// KEYS and ARGV for the queue whose prefix is `prefix` (`emq:{q}:`),
     /// `other` being another queue's.
-    fn call(&self, prefix: &str, other: &str, id: &str) -> (Vec<String>, Vec<String>) {
-        let names = ["job", "pending", "delayed", "priority"];
+    fn call(&self, [prefix, other]: &[String; 2], id: &str) -> (Vec<String>, Vec<String>) {
+        let shape = self.shape();
+        let count = if shape.name == "enqueue" && self.two_keys { 2 } else { shape.keys.len() };
         let keys = self
             .keys
             .iter()
-            .zip(names)
+            .zip(&shape.keys[..count])
             .map(|(pick, name)| {
-                let name = if name == "job" { format!("job:{id}") } else { name.to_owned() };
+                let name = if *name == "job" { format!("job:{id}") } else { (*name).to_owned() };
+                let wrong = if name == "active" { "pending" } else { "active" };
                 match pick {
                     KeyPick::Own => format!("{prefix}{name}"),
                     KeyPick::OtherQueue => format!("{other}{name}"),
-                    KeyPick::WrongName => format!("{prefix}active"),
+                    KeyPick::WrongName => format!("{prefix}{wrong}"),
                     KeyPick::Stray => "stray".to_owned(),
                 }
             })
             .collect();
-        let mut args = vec![id.to_owned(), "payload".to_owned()];
-        for (name, value) in &self.options {
-            args.extend([name.to_string(), value.to_string()]);
+        let mut args: Vec<String> = shape
+            .args
+            .iter()
+            .zip(&self.args)
+            .map(|(pool, pick)| match pool[pick % pool.len()] {
+                "$id" => id.to_owned(),
+                "$token" => SEEDED_ATTEMPTS.to_string(),
+                "$stale" => (SEEDED_ATTEMPTS + 1).to_string(),
+                other => other.to_owned(),
+            })
+            .collect();
+        args.truncate(self.sent);
+        if args.len() == shape.args.len() && !shape.options.is_empty() {
+            for pick in &self.options {
+                let (name, value) = shape.options[pick % shape.options.len()];
+                args.extend([name.to_owned(), value.to_owned()]);
+            }
         }
         (keys, args)
     }
+
+    /// The seed: the record of `id` in its state's set, long due.
+    fn seeded(&self, prefix: &str, id: &str) -> Option<Seeded> {
+        let state = self.seed?;
+        let fields = [("state", state), ("attempts", &SEEDED_ATTEMPTS.to_string()), ("payload", "p")]
+            .map(|(f, v)| (f.to_owned(), v.to_owned()));
+        let score = if state == "pending" { 0.0 } else { 1.0 };
+        Some(Seeded { record: format!("{prefix}job:{id}"), fields, set: format!("{prefix}{state}"), score })
+    }
 }
 
-/// A raw reply as text, the queues' prefixes written `$q:` and `$other:`.
-fn raw_reply(reply: redis::RedisResult<i64>, [own, other]: &[String; 2]) -> String {
+/// A record seeded before a raw call, and its place in its state's set.
+struct Seeded {
+    record: String,
+    fields: [(String, String); 3],
+    set: String,
+    score: f64,
+}
+
+/// A reply as text, the queues' prefixes written `$q:` and `$other:`; EXTEND's
+/// deadline (a time) as `deadline`.
+fn render(transition: &str, reply: Result<Reply, String>, [own, other]: &[String; 2]) -> String {
+    fn text(reply: &Reply) -> String {
+        match reply {
+            Reply::Int(n) => n.to_string(),
+            Reply::Bulk(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
+            Reply::Nil => "nil".to_owned(),
+            Reply::Array(items) => format!("[{}]", items.iter().map(text).collect::<Vec<_>>().join(", ")),
+        }
+    }
     let text = match reply {
-        Ok(n) => n.to_string(),
-        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")),
+        Ok(Reply::Int(_)) if transition == "extend" => "deadline".to_owned(),
+        // INSPECT's record: field/value pairs in no set order (PROTOCOL.md §11.4).
+        Ok(Reply::Array(mut parts)) if transition == "inspect" => {
+            if let Some(Reply::Array(fields)) = parts.first_mut() {
+                let mut pairs: Vec<Vec<Reply>> = fields.chunks(2).map(<[Reply]>::to_vec).collect();
+                pairs.sort_by_key(|pair| format!("{pair:?}"));
+                *fields = pairs.concat();
+            }
+            text(&Reply::Array(parts))
+        }
+        Ok(reply) => text(&reply),
+        Err(err) => err,
     };
     text.replace(own, "$q:").replace(other, "$other:")
+}
+
+/// A server's reply in the core's terms, an error as its text.
+fn from_redis(reply: redis::RedisResult<redis::Value>) -> Result<Reply, String> {
+    fn convert(value: redis::Value) -> Reply {
+        match value {
+            redis::Value::Int(n) => Reply::Int(n),
+            redis::Value::BulkString(bytes) => Reply::Bulk(bytes),
+            redis::Value::SimpleString(text) => Reply::Bulk(text.into_bytes()),
+            redis::Value::Array(items) => Reply::Array(items.into_iter().map(convert).collect()),
+            redis::Value::Nil => Reply::Nil,
+            other => Reply::Bulk(format!("{other:?}").into_bytes()),
+        }
+    }
+    reply.map(convert).map_err(|err| format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")))
 }
 
 /// Two fresh queues' prefixes: the call's own and another.
@@ -428,104 +621,134 @@ fn two_queues(name: &str) -> [String; 2] {
     [name, "other"].map(|n| format!("emq:{{{}}}:", unique_queue(&format!("raw-{name}-{n}"))))
 }
 
+async fn dump_prefix(conn: &MultiplexedConnection, prefix: &str) -> Keyspace {
+    let rows: Vec<(String, String, Vec<Vec<u8>>)> =
+        redis::Script::new(DUMP).arg(prefix).invoke_async(&mut conn.clone()).await.unwrap();
+    rows.into_iter()
+        .map(|(key, kind, body)| {
+            let pairs = body.chunks(2).map(|p| (p[0].clone(), p[1].clone()));
+            let dump = match kind.as_str() {
+                "hash" => Dump::Hash(pairs.collect()),
+                _ => Dump::Zset(
+                    pairs.map(|(m, s)| (m, String::from_utf8_lossy(&s).parse().unwrap())).collect(),
+                ),
+            };
+            (key[prefix.len()..].to_owned(), dump)
+        })
+        .collect()
+}
+
+/// Run one raw call through the script, the module and the core; compare.
+async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Result<(), String> {
+    use echomq_core::Store;
+    let name = call.shape().name;
+    let mut c = conn.clone();
+    let (lua, native, core) = (two_queues("lua"), two_queues("native"), two_queues("core"));
+    for prefix in [&lua[0], &native[0]] {
+        if let Some(seed) = call.seeded(prefix, id) {
+            let mut pipe = redis::pipe();
+            pipe.hset_multiple(&seed.record, &seed.fields).zadd(&seed.set, id, seed.score);
+            let _: () = pipe.query_async(&mut c).await.unwrap();
+        }
+    }
+    let t0 = server_ms(conn).await;
+    let mut memory = echomq_core::Memory::new(Arc::new(ManualClock::new(t0)));
+    if let Some(seed) = call.seeded(&core[0], id) {
+        let fields: Vec<(&[u8], &[u8])> =
+            seed.fields.iter().map(|(f, v)| (f.as_bytes(), v.as_bytes())).collect();
+        memory.hset(seed.record.as_bytes(), &fields);
+        memory.zadd(seed.set.as_bytes(), seed.score, id.as_bytes());
+    }
+    // Lua, by EVALSHA with the call's own number of keys.
+    let (keys, args) = call.call(&lua, id);
+    let script = redis::Script::new(&echomq::executor::script_source(name).unwrap());
+    let mut invocation = script.prepare_invoke();
+    for key in &keys {
+        invocation.key(key);
+    }
+    for arg in &args {
+        invocation.arg(arg);
+    }
+    let lua_reply = render(name, from_redis(invocation.invoke_async(&mut c).await), &lua);
+    // The module: one flat argv.
+    let (keys, args) = call.call(&native, id);
+    let command = format!("EMQ.{}", name.to_uppercase());
+    let native_reply = render(
+        name,
+        from_redis(redis::cmd(&command).arg(&keys).arg(&args).query_async(&mut c).await),
+        &native,
+    );
+    // The core, keys split as Lua has them.
+    let (keys, args) = call.call(&core, id);
+    let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    let outcome = echomq_core::run(&mut memory, name, &keys, &args).map_err(|refusal| refusal.to_string());
+    let core_reply = render(name, outcome, &core);
+    if lua_reply != native_reply || lua_reply != core_reply {
+        return Err(format!("lua {lua_reply:?}, native {native_reply:?}, core {core_reply:?}"));
+    }
+    let skew = (server_ms(conn).await - t0 + 1) as f64;
+    let dump = memory.dump();
+    for side in 0..2 {
+        let lua_keys = dump_prefix(conn, &lua[side]).await;
+        compare(&lua_keys, &dump_prefix(conn, &native[side]).await, skew)
+            .map_err(|e| format!("lua vs native, queue {side}: {e}"))?;
+        let core_keys: Keyspace = dump
+            .iter()
+            .filter_map(|(key, dump)| {
+                let name = std::str::from_utf8(key).ok()?.strip_prefix(&core[side])?;
+                Some((name.to_owned(), dump.clone()))
+            })
+            .collect();
+        compare(&lua_keys, &core_keys, skew).map_err(|e| format!("lua vs core, queue {side}: {e}"))?;
+    }
+    Ok(())
+}
+
 #[test]
-fn raw_enqueues_get_the_same_reply_from_the_script_the_module_and_the_core() {
+fn raw_calls_get_the_same_reply_from_the_script_the_module_and_the_core() {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let conn = runtime.block_on(server.client().get_multiplexed_async_connection()).unwrap();
-    let script = redis::Script::new(&echomq::executor::script_source("enqueue").unwrap());
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(500);
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
-    let result = runner.run(&raw_enqueue(), |call| {
+    let result = runner.run(&raw_call(), |call| {
         let id = match call.id {
             IdPick::Minted => JobId::mint().to_string(),
             IdPick::Odd => "JOB-odd".to_owned(),
             IdPick::NotAJob => "XYZ".to_owned(),
         };
-        let outcome = runtime.block_on(async {
-            let mut c = conn.clone();
-            let t0 = server_ms(&conn).await;
-            // Lua, by EVALSHA with the call's own number of keys.
-            let lua = two_queues("lua");
-            let (keys, args) = call.call(&lua[0], &lua[1], &id);
-            let mut invocation = script.prepare_invoke();
-            for key in &keys {
-                invocation.key(key);
-            }
-            for arg in &args {
-                invocation.arg(arg);
-            }
-            let lua_reply = raw_reply(invocation.invoke_async(&mut c).await, &lua);
-            // The module: one flat argv.
-            let native = two_queues("native");
-            let (keys, args) = call.call(&native[0], &native[1], &id);
-            let native_reply =
-                raw_reply(redis::cmd("EMQ.ENQUEUE").arg(&keys).arg(&args).query_async(&mut c).await, &native);
-            // The core, keys split as Lua has them.
-            let core = two_queues("core");
-            let (keys, args) = call.call(&core[0], &core[1], &id);
-            let mut memory = echomq_core::Memory::new(Arc::new(ManualClock::new(t0)));
-            let bytes = |words: &[String]| words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
-            let (keys, args) = (bytes(&keys), bytes(&args));
-            let core_reply = match echomq_core::run(
-                &mut memory,
-                "enqueue",
-                &keys.iter().map(Vec::as_slice).collect::<Vec<_>>(),
-                &args.iter().map(Vec::as_slice).collect::<Vec<_>>(),
-            ) {
-                Ok(echomq_core::Reply::Int(n)) => n.to_string(),
-                Ok(other) => format!("{other:?}"),
-                Err(refusal) => refusal.to_string().replace(&core[0], "$q:").replace(&core[1], "$other:"),
-            };
-            if lua_reply != native_reply || lua_reply != core_reply {
-                return Err(format!("lua {lua_reply:?}, native {native_reply:?}, core {core_reply:?}"));
-            }
-            let skew = (server_ms(&conn).await - t0 + 1) as f64;
-            let read = |prefix: String| {
-                let conn = conn.clone();
-                async move {
-                    let rows: Vec<(String, String, Vec<Vec<u8>>)> =
-                        redis::Script::new(DUMP).arg(&prefix).invoke_async(&mut conn.clone()).await.unwrap();
-                    rows.into_iter()
-                        .map(|(key, kind, body)| {
-                            let pairs = body.chunks(2).map(|p| (p[0].clone(), p[1].clone()));
-                            let dump = match kind.as_str() {
-                                "hash" => Dump::Hash(pairs.collect()),
-                                _ => Dump::Zset(
-                                    pairs
-                                        .map(|(m, s)| (m, String::from_utf8_lossy(&s).parse().unwrap()))
-                                        .collect(),
-                                ),
-                            };
-                            (key[prefix.len()..].to_owned(), dump)
-                        })
-                        .collect::<Keyspace>()
-                }
-            };
-            let dump = memory.dump();
-            for side in 0..2 {
-                let lua_keys = read(lua[side].clone()).await;
-                compare(&lua_keys, &read(native[side].clone()).await, skew)
-                    .map_err(|e| format!("lua vs native, queue {side}: {e}"))?;
-                let core_keys: Keyspace = dump
-                    .iter()
-                    .filter_map(|(key, dump)| {
-                        let name = std::str::from_utf8(key).ok()?.strip_prefix(&core[side])?;
-                        Some((name.to_owned(), dump.clone()))
-                    })
-                    .collect();
-                compare(&lua_keys, &core_keys, skew)
-                    .map_err(|e| format!("lua vs core, queue {side}: {e}"))?;
-            }
-            Ok(())
-        });
+        let outcome = runtime.block_on(raw_round(&conn, &call, &id));
         prop_assert!(outcome.is_ok(), "{call:?} with id {id}: {}", outcome.unwrap_err());
         Ok(())
     });
     if let Err(err) = result {
         panic!("{err}");
     }
+}
+
+/// The case that found the module's key-count rule wanting (issue 12): a
+/// four-key ENQUEUE whose third key is another queue's delayed set.
+#[test]
+fn an_enqueue_with_another_queues_delayed_key_is_refused_alike() {
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let conn = runtime.block_on(server.client().get_multiplexed_async_connection()).unwrap();
+    let mut keys = vec![KeyPick::Own; 6];
+    keys[2] = KeyPick::OtherQueue;
+    let call = RawCall {
+        shape: 0,
+        two_keys: false,
+        keys,
+        id: IdPick::Minted,
+        args: vec![0; 5],
+        sent: 2,
+        options: vec![],
+        seed: None,
+    };
+    runtime.block_on(raw_round(&conn, &call, JobId::mint().as_str())).unwrap();
 }
 
 /// PROTOCOL.md §11.4, raw, from the script and the module alike: CLAIM's
