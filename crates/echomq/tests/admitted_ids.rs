@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use echomq::executor::script_source;
 use echomq::worker::{JobContext, Worker, WorkerOptions};
-use echomq::{Executor, JobId, Lua, Native, Queue, RetryPolicy, State};
+use echomq::{Executor, JobId, Lua, Name, Native, Queue, RetryPolicy, State};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::MultiplexedConnection;
 
@@ -31,7 +31,7 @@ async fn raw_enqueue(conn: &MultiplexedConnection, queue: &Queue, id: &str, nati
             .query_async(&mut conn)
             .await
     } else {
-        let script = redis::Script::new(&script_source("enqueue").unwrap());
+        let script = redis::Script::new(&script_source(Name::Enqueue));
         script.key(&record).key(keys.pending()).arg(id).arg("p").invoke_async(&mut conn).await
     }
     .unwrap_or_else(|err| panic!("enqueue {id}: {err}"))
@@ -123,7 +123,7 @@ async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
         let record = [keys.pending().trim_end_matches("pending").as_bytes(), b"job:", bad].concat();
         let mut c = conn.clone();
         let admitted: i64 = redis::cmd("EVAL")
-            .arg(script_source("enqueue").unwrap())
+            .arg(script_source(Name::Enqueue))
             .arg(2)
             .arg(&record)
             .arg(keys.pending())

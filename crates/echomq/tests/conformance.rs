@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::ops::{op, perform, Op, Tokens, SLOTS};
-use echomq::{Embedded, Executor, JobId, Lua, Native, Queue};
+use echomq::{Embedded, Executor, JobId, Lua, Name, Native, Queue, Role};
 use echomq_core::memory::{Dump, ManualClock};
 use echomq_core::Reply;
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
@@ -350,13 +350,12 @@ enum IdPick {
     NotAJob,
 }
 
-/// One transition's call shape, for raw calls: its KEYS by name (`job` is
-/// the record of the call's id), each positional argument's candidates (the
-/// first valid; `$id` is the call's id, `$token` the seeded record's
-/// attempts, `$stale` one past it), and options a call may add, valid or not.
+/// One transition's raw calls: its KEYS are its description's, each
+/// positional argument's candidates (the first valid; `$id` is the call's
+/// id, `$token` the seeded record's attempts, `$stale` one past it), and
+/// options a call may add, valid or not.
 struct Shape {
-    name: &'static str,
-    keys: &'static [&'static str],
+    name: Name,
     args: &'static [&'static [&'static str]],
     options: &'static [(&'static str, &'static str)],
 }
@@ -370,8 +369,7 @@ const STRAY: &[(&str, &str)] = &[("extra", "1")];
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
 const SHAPES: [Shape; 13] = [
     Shape {
-        name: "enqueue",
-        keys: &["job", "pending", "delayed", "priority"],
+        name: Name::Enqueue,
         args: &[ID, &["payload"]],
         options: &[
             ("PRIORITY", "0"),
@@ -387,57 +385,25 @@ const SHAPES: [Shape; 13] = [
         ],
     },
     Shape {
-        name: "claim",
-        keys: &["pending", "active"],
+        name: Name::Claim,
         args: &[&["60000", "1", "0", "x", "2147483648"]],
         options: &[("COUNT", "2"), ("count", "1"), ("COUNT", "0"), ("COUNT", "1001"), ("LIMIT", "1")],
     },
-    Shape { name: "ack", keys: &["job", "active", "done"], args: &[ID, TOKEN], options: STRAY },
+    Shape { name: Name::Ack, args: &[ID, TOKEN], options: STRAY },
     Shape {
-        name: "fail",
-        keys: &["job", "active", "delayed", "dead", "errors"],
+        name: Name::Fail,
         args: &[ID, TOKEN, &["3", "1", "0", "-1", "x"], &["1000", "0", "-5", "x"], &["boom", ""]],
         options: STRAY,
     },
-    Shape {
-        name: "extend",
-        keys: &["job", "active"],
-        args: &[ID, TOKEN, &["60000", "0", "x"]],
-        options: STRAY,
-    },
-    Shape {
-        name: "release",
-        keys: &["job", "active", "pending", "priority"],
-        args: &[ID, TOKEN],
-        options: STRAY,
-    },
-    Shape {
-        name: "reap",
-        keys: &["active", "pending", "dead", "errors", "priority"],
-        args: &[&["3", "1", "0", "-1", "x"]],
-        options: LIMIT,
-    },
-    Shape { name: "promote", keys: &["delayed", "pending", "priority"], args: &[], options: LIMIT },
-    Shape {
-        name: "purge",
-        keys: &["dead", "priority", "errors"],
-        args: &[&["0", "600000", "-1", "x"]],
-        options: LIMIT,
-    },
-    Shape {
-        name: "cancel",
-        keys: &["job", "pending", "active", "delayed", "dead", "cancelled"],
-        args: &[ID],
-        options: STRAY,
-    },
-    Shape { name: "retry", keys: &["job", "dead", "pending", "priority"], args: &[ID], options: STRAY },
-    Shape { name: "inspect", keys: &["job", "errors"], args: &[ID], options: STRAY },
-    Shape {
-        name: "stats",
-        keys: &["pending", "active", "delayed", "done", "dead", "cancelled"],
-        args: &[],
-        options: STRAY,
-    },
+    Shape { name: Name::Extend, args: &[ID, TOKEN, &["60000", "0", "x"]], options: STRAY },
+    Shape { name: Name::Release, args: &[ID, TOKEN], options: STRAY },
+    Shape { name: Name::Reap, args: &[&["3", "1", "0", "-1", "x"]], options: LIMIT },
+    Shape { name: Name::Promote, args: &[], options: LIMIT },
+    Shape { name: Name::Purge, args: &[&["0", "600000", "-1", "x"]], options: LIMIT },
+    Shape { name: Name::Cancel, args: &[ID], options: STRAY },
+    Shape { name: Name::Retry, args: &[ID], options: STRAY },
+    Shape { name: Name::Inspect, args: &[ID], options: STRAY },
+    Shape { name: Name::Stats, args: &[], options: STRAY },
 ];
 
 /// One raw call of any transition, as any speaker may send it: each key
@@ -518,13 +484,18 @@ impl RawCall {
     /// `other` being another queue's.
     fn call(&self, [prefix, other]: &[String; 2], id: &str) -> (Vec<String>, Vec<String>) {
         let shape = self.shape();
-        let count = if shape.name == "enqueue" && self.two_keys { 2 } else { shape.keys.len() };
+        let described = shape.name.describe();
+        let count = if self.two_keys { described.required_keys } else { described.keys.len() };
         let keys = self
             .keys
             .iter()
-            .zip(&shape.keys[..count])
-            .map(|(pick, name)| {
-                let name = if *name == "job" { format!("job:{id}") } else { (*name).to_owned() };
+            .zip(&described.keys[..count])
+            .map(|(pick, role)| {
+                let name = match role {
+                    Role::Job => format!("job:{id}"),
+                    Role::Finished => "dead".to_owned(),
+                    other => other.fixed().unwrap_or_default().to_owned(),
+                };
                 let wrong = if name == "active" { "pending" } else { "active" };
                 match pick {
                     KeyPick::Own => format!("{prefix}{name}"),
@@ -642,6 +613,7 @@ async fn dump_prefix(conn: &MultiplexedConnection, prefix: &str) -> Keyspace {
 async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Result<(), String> {
     use echomq_core::Store;
     let name = call.shape().name;
+    let described = name.describe();
     let mut c = conn.clone();
     let (lua, native, core) = (two_queues("lua"), two_queues("native"), two_queues("core"));
     for prefix in [&lua[0], &native[0]] {
@@ -661,7 +633,7 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
     }
     // Lua, by EVALSHA with the call's own number of keys.
     let (keys, args) = call.call(&lua, id);
-    let script = redis::Script::new(&echomq::executor::script_source(name).unwrap());
+    let script = redis::Script::new(&echomq::executor::script_source(name));
     let mut invocation = script.prepare_invoke();
     for key in &keys {
         invocation.key(key);
@@ -669,21 +641,20 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
     for arg in &args {
         invocation.arg(arg);
     }
-    let lua_reply = render(name, from_redis(invocation.invoke_async(&mut c).await), &lua);
+    let lua_reply = render(described.name, from_redis(invocation.invoke_async(&mut c).await), &lua);
     // The module: one flat argv.
     let (keys, args) = call.call(&native, id);
-    let command = format!("EMQ.{}", name.to_uppercase());
     let native_reply = render(
-        name,
-        from_redis(redis::cmd(&command).arg(&keys).arg(&args).query_async(&mut c).await),
+        described.name,
+        from_redis(redis::cmd(described.command).arg(&keys).arg(&args).query_async(&mut c).await),
         &native,
     );
     // The core, keys split as Lua has them.
     let (keys, args) = call.call(&core, id);
     let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
     let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    let outcome = echomq_core::run(&mut memory, name, &keys, &args).map_err(|refusal| refusal.to_string());
-    let core_reply = render(name, outcome, &core);
+    let outcome = name.run(&mut memory, &keys, &args).map_err(|refusal| refusal.to_string());
+    let core_reply = render(described.name, outcome, &core);
     if lua_reply != native_reply || lua_reply != core_reply {
         return Err(format!("lua {lua_reply:?}, native {native_reply:?}, core {core_reply:?}"));
     }
@@ -764,27 +735,27 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
     for native in [false, true] {
         let q = format!("emq:{{{}}}:", unique_queue("replies"));
         let key = |name: &str| format!("{q}{name}");
-        let mut call = |transition: &str, keys: Vec<String>, args: Vec<&str>| -> Value {
+        let mut call = |transition: Name, keys: Vec<String>, args: Vec<&str>| -> Value {
             let mut cmd = if native {
-                redis::cmd(&format!("EMQ.{}", transition.to_uppercase()))
+                redis::cmd(transition.describe().command)
             } else {
                 let mut cmd = redis::cmd("EVAL");
-                cmd.arg(echomq::executor::script_source(transition).unwrap()).arg(keys.len());
+                cmd.arg(echomq::executor::script_source(transition)).arg(keys.len());
                 cmd
             };
             cmd.arg(&keys).arg(&args);
-            cmd.query(&mut conn).unwrap_or_else(|err| panic!("{transition}: {err}"))
+            cmd.query(&mut conn).unwrap_or_else(|err| panic!("{transition:?}: {err}"))
         };
         let four =
             |id: &str| vec![key(&format!("job:{id}")), key("pending"), key("delayed"), key("priority")];
         let (a, b) = ("JOB_00000000000000000000000001", "JOB_00000000000000000000000002");
-        assert_eq!(call("enqueue", four(a), vec![a, "pa", "PRIORITY", "007"]), Value::Int(1));
-        assert_eq!(call("enqueue", four(b), vec![b, "pb", "PRIORITY", "-0"]), Value::Int(1));
+        assert_eq!(call(Name::Enqueue, four(a), vec![a, "pa", "PRIORITY", "007"]), Value::Int(1));
+        assert_eq!(call(Name::Enqueue, four(b), vec![b, "pb", "PRIORITY", "-0"]), Value::Int(1));
         let priorities: Vec<(String, String)> =
             redis::cmd("HGETALL").arg(key("priority")).query(&mut reader).unwrap();
         assert_eq!(priorities, [(a.to_owned(), "7".to_owned())], "native {native}");
 
-        let claimed = call("claim", vec![key("pending"), key("active")], vec!["60000"]);
+        let claimed = call(Name::Claim, vec![key("pending"), key("active")], vec!["60000"]);
         let want = Value::Array(vec![Value::Array(vec![
             Value::BulkString(b.as_bytes().to_vec()),
             Value::Int(1),
@@ -793,9 +764,9 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
         assert_eq!(claimed, want, "native {native}: the token is an integer");
         let fail_keys =
             vec![key(&format!("job:{b}")), key("active"), key("delayed"), key("dead"), key("errors")];
-        let failed = call("fail", fail_keys, vec![b, "1", "3", "1000", "boom"]);
+        let failed = call(Name::Fail, fail_keys, vec![b, "1", "3", "1000", "boom"]);
         assert_eq!(failed, Value::BulkString(b"delayed".to_vec()), "native {native}");
-        let inspected = call("inspect", vec![key(&format!("job:{a}")), key("errors")], vec![a]);
+        let inspected = call(Name::Inspect, vec![key(&format!("job:{a}")), key("errors")], vec![a]);
         let Value::Array(parts) = inspected else { panic!("native {native}: INSPECT is an array") };
         assert!(matches!(&parts[..], [Value::Array(_), Value::Nil]), "native {native}: {parts:?}");
     }

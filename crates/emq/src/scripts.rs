@@ -9,10 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use echomq::executor::script_source;
-use echomq::transition::{
-    Ack, Cancel, Claim, Enqueue, Extend, Fail, Inspect, Promote, Purge, Reap, Release, Retry, Stats,
-    Transition,
-};
+use echomq::Name;
 
 use crate::connect::Error;
 
@@ -23,23 +20,6 @@ pub struct Args {
     #[arg(long)]
     out: PathBuf,
 }
-
-/// Every transition, by its protocol name.
-const TRANSITIONS: [&str; 13] = [
-    Enqueue::NAME,
-    Claim::NAME,
-    Ack::NAME,
-    Fail::NAME,
-    Extend::NAME,
-    Release::NAME,
-    Reap::NAME,
-    Promote::NAME,
-    Purge::NAME,
-    Cancel::NAME,
-    Retry::NAME,
-    Inspect::NAME,
-    Stats::NAME,
-];
 
 /// One loadable script: its file name, its text and its SHA1.
 pub struct Script {
@@ -53,25 +33,15 @@ pub struct Script {
 
 /// Every transition's loadable script, in the protocol's order.
 pub fn scripts() -> Vec<Script> {
-    TRANSITIONS
+    Name::ALL
         .iter()
         .map(|name| {
-            let source = script_source(name).unwrap_or_else(|| panic!("no script for {name}"));
-            let file = format!("{name}-{}.lua", declared_keys(&source));
+            let source = script_source(*name);
+            let file = format!("{}.lua", name.describe().script_stem());
             let sha1 = redis::Script::new(&source).get_hash().to_owned();
             Script { file, source, sha1 }
         })
         .collect()
-}
-
-/// How many KEYS a script's header declares (`KEYS[n]` lines): its largest n.
-fn declared_keys(source: &str) -> usize {
-    source
-        .lines()
-        .filter_map(|line| line.strip_prefix("KEYS["))
-        .filter_map(|rest| rest.split(']').next()?.parse::<usize>().ok())
-        .max()
-        .unwrap_or(0)
 }
 
 /// Write every script and `SHA1SUMS` into `args.out`; print what was written.
