@@ -142,7 +142,7 @@ impl FromStr for Entry {
             ("release", Some(o)) => Event::Release(o),
             _ => return Err(bad()),
         };
-        let id = id.parse().map_err(|_| bad())?;
+        let id = JobId::branded(id).map_err(|_| bad())?;
         let token = token.parse().map_err(|_| bad())?;
         Ok(Entry { event, id, token })
     }

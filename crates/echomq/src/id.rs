@@ -37,7 +37,8 @@ impl JobId {
         let mut generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let generator = generator.get_or_insert_with(ulid::Generator::new);
         loop {
-            // The random part overflows only after 2^80 ids in one millisecond.
+            // Should the random part overflow (2^80 ids in one millisecond),
+            // wait for the clock to pass the last id's (PROTOCOL.md §11.2).
             if let Ok(ulid) = generator.generate() {
                 return JobId(format!("{PREFIX}{ulid}"));
             }
