@@ -133,6 +133,18 @@ impl RedisServer {
         redis::Client::build_with_tls(self.url(), certificates).expect("a loopback URL is valid")
     }
 
+    /// A multiplexed connection to this server with no response time-out: a
+    /// test's call waits for its answer however busy the machine is (the
+    /// client's default gives up after 500 ms, which a loaded CI machine can
+    /// take), and a dead server still fails it at once.
+    pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        self.client()
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .expect("connect to the test's server")
+    }
+
     /// The PEM file of the CA that signed a TLS server's certificate.
     pub fn ca_cert(&self) -> PathBuf {
         self.dir.join("ca.pem")

@@ -12,7 +12,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another to
 
 local id, token, err = fenced_call({'job', 'active', 'done'})
 if err then return err end
-_, err = options(3, {})
+err = no_options_error(3)
 if err then return err end
 err = fenced_keys_error({'zset', 'zset'}, token)
 if err then return err end

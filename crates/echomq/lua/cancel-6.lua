@@ -19,7 +19,7 @@ local err = kind_error(id)
 if err then return err end
 _, err = queue_prefix({'job', 'pending', 'active', 'delayed', 'dead', 'cancelled'}, id)
 if err then return err end
-_, err = options(2, {})
+err = no_options_error(2)
 if err then return err end
 for i = 2, 6 do
   err = type_error(KEYS[i], 'zset')

@@ -19,10 +19,10 @@ Errors   EMQARG, EMQTYPE
 local prefix, err = queue_prefix({'pending', 'active'})
 if err then return err end
 local lease
-lease, err = integer(ARGV[1], 'lease', LEASE_MS)
+lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
 if err then return err end
 local opts
-opts, err = options(2, {COUNT = CLAIM_COUNT})
+opts, err = options(2, {COUNT = {CLAIM_COUNT_MIN, CLAIM_COUNT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
 if err then return err end

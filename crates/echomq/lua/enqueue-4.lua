@@ -34,10 +34,15 @@ end
 if #payload > MAX_PAYLOAD then
   return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
 end
-local opts
-opts, err = options(3, {PRIORITY = PRIORITY, DELAY = DELAY_MS, AT = AT_MS})
-if err then return err end
-local priority, delay, at = opts.PRIORITY or 0, opts.DELAY, opts.AT
+-- The options, when there are any (the seed's call has none: no tables built).
+local priority, delay, at = 0, nil, nil
+if #ARGV > 2 then
+  local spec = {PRIORITY = {PRIORITY_MIN, PRIORITY_MAX}, DELAY = {DELAY_MS_MIN, DELAY_MS_MAX}, AT = {AT_MS_MIN, AT_MS_MAX}}
+  local opts
+  opts, err = options(3, spec)
+  if err then return err end
+  priority, delay, at = opts.PRIORITY or 0, opts.DELAY, opts.AT
+end
 if delay and at then
   return emq_error('EMQARG', 'DELAY and AT exclude each other')
 end

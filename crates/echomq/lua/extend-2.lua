@@ -13,9 +13,9 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 local id, token, err = fenced_call({'job', 'active'})
 if err then return err end
 local lease
-lease, err = integer(ARGV[3], 'lease', LEASE_MS)
+lease, err = integer(ARGV[3], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
 if err then return err end
-_, err = options(4, {})
+err = no_options_error(4)
 if err then return err end
 err = fenced_keys_error({'zset'}, token)
 if err then return err end

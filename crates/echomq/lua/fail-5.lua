@@ -18,9 +18,9 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
 local id, token, err = fenced_call({'job', 'active', 'delayed', 'dead', 'errors'})
 if err then return err end
 local max_attempts, backoff
-max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS)
+max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
 if err then return err end
-backoff, err = integer(ARGV[4], 'backoff', DELAY_MS)
+backoff, err = integer(ARGV[4], 'backoff', DELAY_MS_MIN, DELAY_MS_MAX)
 if err then return err end
 local text = ARGV[5]
 if text == nil then
@@ -29,7 +29,7 @@ end
 if #text > MAX_ERROR_TEXT then
   return emq_error('EMQSIZE', 'error text exceeds ' .. MAX_ERROR_TEXT .. ' bytes')
 end
-_, err = options(6, {})
+err = no_options_error(6)
 if err then return err end
 err = fenced_keys_error({'zset', 'zset', 'zset', 'hash'}, token)
 if err then return err end

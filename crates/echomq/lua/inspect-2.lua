@@ -14,7 +14,7 @@ local err = kind_error(id)
 if err then return err end
 _, err = queue_prefix({'job', 'errors'}, id)
 if err then return err end
-_, err = options(2, {})
+err = no_options_error(2)
 if err then return err end
 err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'hash')
 if err then return err end

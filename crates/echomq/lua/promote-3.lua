@@ -16,12 +16,12 @@ Errors   EMQARG, EMQTYPE
 local prefix, err = queue_prefix({'delayed', 'pending', 'priority'})
 if err then return err end
 local opts
-opts, err = options(1, {LIMIT = SWEEP_LIMIT})
+opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
 if err then return err end
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT[2])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return 0 end
 local records
 records, err = take(KEYS[1], prefix, ids, 'state')

@@ -20,14 +20,14 @@ end
 local prefix, err = queue_prefix({finished, 'priority', 'errors'})
 if err then return err end
 local age, opts
-age, err = integer(ARGV[1], 'age', AGE_MS)
+age, err = integer(ARGV[1], 'age', AGE_MS_MIN, AGE_MS_MAX)
 if err then return err end
-opts, err = options(2, {LIMIT = SWEEP_LIMIT})
+opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
 if err then return err end
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT[2])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return 0 end
 for _, id in ipairs(ids) do
   err = elsewhere_error(prefix .. 'job:' .. id) or type_error(prefix .. 'job:' .. id, 'hash')

@@ -19,16 +19,16 @@ Errors   EMQARG, EMQTYPE
 local prefix, err = queue_prefix({'active', 'pending', 'dead', 'errors', 'priority'})
 if err then return err end
 local max_attempts, opts
-max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS)
+max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
 if err then return err end
-opts, err = options(2, {LIMIT = SWEEP_LIMIT})
+opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
   or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash')
 if err then return err end
 
 local now = now_ms()
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT[2])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return {0, 0} end
 local records
 records, err = take(KEYS[1], prefix, ids, 'attempts')

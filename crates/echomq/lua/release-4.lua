@@ -15,7 +15,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 
 local id, token, err = fenced_call({'job', 'active', 'pending', 'priority'})
 if err then return err end
-_, err = options(3, {})
+err = no_options_error(3)
 if err then return err end
 err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
 if err then return err end

@@ -16,7 +16,7 @@ local err = kind_error(id)
 if err then return err end
 _, err = queue_prefix({'job', 'dead', 'pending', 'priority'}, id)
 if err then return err end
-_, err = options(2, {})
+err = no_options_error(2)
 if err then return err end
 err = type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset') or type_error(KEYS[4], 'hash')
 if err then return err end

@@ -14,7 +14,7 @@ Errors   EMQARG, EMQTYPE
 local names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'}
 local _, err = queue_prefix(names)
 if err then return err end
-_, err = options(1, {})
+err = no_options_error(1)
 if err then return err end
 local counts = {}
 for i = 1, 6 do

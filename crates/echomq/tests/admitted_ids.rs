@@ -45,7 +45,7 @@ async fn state(queue: &Queue, id: &JobId) -> Option<State> {
 async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
-    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let conn = server.connection().await;
     for native in [false, true] {
         let via: Arc<dyn Executor> =
             if native { Arc::new(Native::new(conn.clone())) } else { Arc::new(Lua::new(conn.clone())) };
@@ -113,7 +113,7 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
 async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
-    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let conn = server.connection().await;
     for native in [false, true] {
         let via: Arc<dyn Executor> =
             if native { Arc::new(Native::new(conn.clone())) } else { Arc::new(Lua::new(conn.clone())) };

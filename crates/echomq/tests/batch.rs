@@ -14,7 +14,7 @@ const LEASE: Duration = Duration::from_secs(600);
 async fn executors() -> (RedisServer, MultiplexedConnection, Vec<(&'static str, Arc<dyn Executor>)>) {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
-    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let conn = server.connection().await;
     let executors: Vec<(&str, Arc<dyn Executor>)> = vec![
         ("lua", Arc::new(Lua::new(conn.clone()))),
         ("native", Arc::new(Native::new(conn.clone()))),

@@ -277,7 +277,7 @@ fn for_random_sequences(
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let conn = runtime.block_on(server.client().get_multiplexed_async_connection()).unwrap();
+    let conn = runtime.block_on(server.connection());
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(cases);
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let sequences = (prop::collection::vec(op(), 1..30), 1u64..);
@@ -681,7 +681,7 @@ fn raw_calls_get_the_same_reply_from_the_script_the_module_and_the_core() {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let conn = runtime.block_on(server.client().get_multiplexed_async_connection()).unwrap();
+    let conn = runtime.block_on(server.connection());
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let result = runner.run(&raw_call(), |call| {
@@ -706,7 +706,7 @@ fn an_enqueue_with_another_queues_delayed_key_is_refused_alike() {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let conn = runtime.block_on(server.client().get_multiplexed_async_connection()).unwrap();
+    let conn = runtime.block_on(server.connection());
     let mut keys = vec![KeyPick::Own; 6];
     keys[2] = KeyPick::OtherQueue;
     let call = RawCall {

@@ -89,7 +89,7 @@ pub fn server(via: Via, args: &[&str]) -> RedisServer {
 
 /// An admin connection (the default user).
 pub async fn admin(server: &RedisServer) -> MultiplexedConnection {
-    server.client().get_multiplexed_async_connection().await.unwrap()
+    server.connection().await
 }
 
 /// Create user `name` with `password` and `rules` (a recipe, space-separated).

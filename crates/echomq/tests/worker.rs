@@ -89,7 +89,7 @@ fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::Join
 /// past the lease, and wait until a reap (the test's or a worker's) sends it
 /// back to pending.
 async fn expire_and_reap(server: &RedisServer, queue: &Queue, id: &JobId) {
-    let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut conn = server.connection().await;
     let active = queue.keyspace().active();
     let _: () = redis::cmd("ZADD").arg(active).arg(0).arg(id.as_str()).query_async(&mut conn).await.unwrap();
     eventually("the job is reaped", || async {

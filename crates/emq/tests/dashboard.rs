@@ -79,7 +79,7 @@ async fn click(client: &fantoccini::Client, locator: Locator<'_>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_a_dead_job_from_the_dashboard_in_a_real_browser() {
     let server = RedisServer::start();
-    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let conn = server.connection().await;
     let name = unique_queue("dash");
     let q = Queue::new(conn, &name).unwrap();
     let dead = q.enqueue(b"broken".to_vec()).await.unwrap();

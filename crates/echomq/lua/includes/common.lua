@@ -4,7 +4,8 @@ the scripts, each include once.
 Every helper that can fail returns an error reply as its last value; the
 caller returns it at once, before its first write. The limits come from the
 host's one table of them (echomq_core::limits), as locals named as there; a
-range is {lo, hi}.
+range is two, <NAME>_MIN and <NAME>_MAX (numbers, so defining them costs a
+call nothing, where a table would be built on every call).
 ]]
 --@include limits
 
@@ -21,12 +22,12 @@ local function now_ms()
 end
 
 -- An integer argument: decimal, an optional '-', at most MAX_DIGITS digits,
--- within range = {lo, hi}.
-local function integer(value, name, range)
+-- within lo..=hi.
+local function integer(value, name, lo, hi)
   local digits = value and string.match(value, '^%-?(%d+)$')
   local n = digits and #digits <= MAX_DIGITS and tonumber(value)
-  if not n or n < range[1] or n > range[2] then
-    return nil, emq_error('EMQARG', string.format('%s must be an integer in %d..=%d', name, range[1], range[2]))
+  if not n or n < lo or n > hi then
+    return nil, emq_error('EMQARG', string.format('%s must be an integer in %d..=%d', name, lo, hi))
   end
   return n
 end
@@ -77,12 +78,19 @@ local function options(first, spec)
     if found[name] then
       return nil, emq_error('EMQARG', name .. ' given twice')
     end
-    local n, err = integer(ARGV[i + 1], name, range)
+    local n, err = integer(ARGV[i + 1], name, range[1], range[2])
     if err then return nil, err end
     found[name] = n
     i = i + 2
   end
   return found
+end
+
+-- No options may follow the positional arguments (a transition that takes none).
+local function no_options_error(first)
+  if ARGV[first] ~= nil then
+    return emq_error('EMQARG', 'unknown option ' .. ARGV[first])
+  end
 end
 
 -- Each key must hold `want` or nothing; checked before the first write.

@@ -13,7 +13,7 @@ local function fenced_call(names)
   _, err = queue_prefix(names, id)
   if err then return nil, nil, err end
   local token
-  token, err = integer(ARGV[2], 'token', TOKEN)
+  token, err = integer(ARGV[2], 'token', TOKEN_MIN, TOKEN_MAX)
   return id, token, err
 end
 

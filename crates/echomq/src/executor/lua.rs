@@ -32,26 +32,31 @@ fn file(stem: &str) -> Option<&'static str> {
     FILES.iter().find(|(name, _)| *name == stem).map(|(_, text)| *text)
 }
 
-/// The protocol's limits as Lua locals, from [`echomq_core::limits`]: the
-/// scripts name them and never spell a number of their own. A range is
-/// `{lo, hi}`. Each is `(name, its Lua value)`.
+/// The protocol's limits as Lua, from [`echomq_core::limits`]: the scripts
+/// name them and never spell a number of their own. A size is one local,
+/// `MAX_PAYLOAD`; a range two, `LEASE_MS_MIN` and `LEASE_MS_MAX` (numbers: a
+/// table would be built on every call). Each is `(name, its locals)`.
 fn limits() -> Vec<(&'static str, String)> {
     use echomq_core::limits::*;
-    let range = |lo: i64, hi: i64| format!("{{{lo}, {hi}}}");
-    let unsigned = |range: &std::ops::RangeInclusive<u64>| format!("{{{}, {}}}", range.start(), range.end());
+    let size = |name: &'static str, n: usize| (name, format!("local {name} = {n}\n"));
+    let range =
+        |name: &'static str, lo: i64, hi: i64| (name, format!("local {name}_MIN, {name}_MAX = {lo}, {hi}\n"));
+    let unsigned = |name: &'static str, range: &std::ops::RangeInclusive<u64>| {
+        (name, format!("local {name}_MIN, {name}_MAX = {}, {}\n", range.start(), range.end()))
+    };
     vec![
-        ("MAX_PAYLOAD", MAX_PAYLOAD.to_string()),
-        ("MAX_ERROR_TEXT", MAX_ERROR_TEXT.to_string()),
-        ("MAX_DIGITS", MAX_DIGITS.to_string()),
-        ("PRIORITY", range(*PRIORITY.start(), *PRIORITY.end())),
-        ("LEASE_MS", unsigned(&LEASE_MS)),
-        ("DELAY_MS", unsigned(&DELAY_MS)),
-        ("AT_MS", unsigned(&AT_MS)),
-        ("AGE_MS", unsigned(&AGE_MS)),
-        ("TOKEN", unsigned(&TOKEN)),
-        ("MAX_ATTEMPTS", unsigned(&MAX_ATTEMPTS)),
-        ("CLAIM_COUNT", unsigned(&CLAIM_COUNT)),
-        ("SWEEP_LIMIT", unsigned(&SWEEP_LIMIT)),
+        size("MAX_PAYLOAD", MAX_PAYLOAD),
+        size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
+        size("MAX_DIGITS", MAX_DIGITS),
+        range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
+        unsigned("LEASE_MS", &LEASE_MS),
+        unsigned("DELAY_MS", &DELAY_MS),
+        unsigned("AT_MS", &AT_MS),
+        unsigned("AGE_MS", &AGE_MS),
+        unsigned("TOKEN", &TOKEN),
+        unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
+        unsigned("CLAIM_COUNT", &CLAIM_COUNT),
+        unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
     ]
 }
 
@@ -67,17 +72,17 @@ fn expand(source: &str) -> String {
     expand_into(source, &mut out, &mut Vec::new());
     let Some(at) = out.find(LIMITS_HERE) else { return out };
     let rest = format!("{}{}", &out[..at], &out[at + LIMITS_HERE.len()..]);
+    // A limit is named as a word of its own, or with _MIN or _MAX after it.
     let named = |name: &str| {
         rest.match_indices(name).any(|(i, _)| {
             let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-            !word(rest[..i].chars().next_back()) && !word(rest[i + name.len()..].chars().next())
+            let after = &rest[i + name.len()..];
+            let after = after.strip_prefix("_MIN").or_else(|| after.strip_prefix("_MAX")).unwrap_or(after);
+            !word(rest[..i].chars().next_back()) && !word(after.chars().next())
         })
     };
-    let locals: String = limits()
-        .into_iter()
-        .filter(|(name, _)| named(name))
-        .map(|(name, value)| format!("local {name} = {value}\n"))
-        .collect();
+    let locals: String =
+        limits().into_iter().filter(|(name, _)| named(name)).map(|(_, locals)| locals).collect();
     out.replacen(LIMITS_HERE, &locals, 1)
 }
 
@@ -312,10 +317,13 @@ mod tests {
             }
         }
         let claim = script_source(Name::Claim);
-        assert!(claim.contains("local LEASE_MS = {1, 2147483647}\n"), "{claim}");
-        assert!(!claim.contains("local PRIORITY ="), "a script defines only the limits it names");
+        assert!(claim.contains("local LEASE_MS_MIN, LEASE_MS_MAX = 1, 2147483647\n"), "{claim}");
+        assert!(!claim.contains("local PRIORITY"), "a script defines only the limits it names");
         let enqueue = script_source(Name::Enqueue);
-        assert!(enqueue.contains("local PRIORITY = {-2147483648, 2147483647}\n"), "{enqueue}");
+        assert!(
+            enqueue.contains("local PRIORITY_MIN, PRIORITY_MAX = -2147483648, 2147483647\n"),
+            "{enqueue}"
+        );
     }
 
     /// The codes the scripts answer with are exactly the codes of the table.

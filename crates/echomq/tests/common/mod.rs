@@ -34,7 +34,7 @@ pub async fn harness() -> Harness {
 
 /// A harness on `server`.
 pub async fn harness_on(server: RedisServer) -> Harness {
-    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let conn = server.connection().await;
     let name = unique_queue("q");
     let lua = Arc::new(Lua::new(conn.clone()));
     let queue = Queue::with_executor(lua.clone(), &name).unwrap();
