@@ -1,0 +1,86 @@
+//! What the fault tests share: `emq` run against a test server, a scratch
+//! directory per test, and waiting for a condition with a deadline.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `emq` with `--url` and `--via` set.
+pub struct Emq {
+    pub url: String,
+    pub via: &'static str,
+}
+
+impl Emq {
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_emq"));
+        command.args(["--url", &self.url, "--via", self.via]).args(args);
+        command
+    }
+
+    /// Run and expect success; stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let output = self.command(args).output().expect("run emq");
+        assert!(output.status.success(), "emq {args:?}: {}", show(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// `emq work` in the background, its stderr (the log) into `log`.
+    pub fn work(&self, args: &[&str], log: &Path) -> Child {
+        let mut all = vec!["work"];
+        all.extend_from_slice(args);
+        self.command(&all)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("create the log file"))
+            .spawn()
+            .expect("run emq work")
+    }
+}
+
+pub fn show(output: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// Wait until `check` holds, asking every 20 ms; panics naming `what` after
+/// a minute (generous: the deadline only matters when a test is failing).
+pub fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A fresh directory for one test's files, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("emq-{name}-{}", echomq_test_support::unique_queue("t")));
+        std::fs::create_dir_all(&dir).expect("create a scratch directory");
+        Scratch(dir)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The lines of file `name` (none when it does not exist yet).
+    pub fn lines(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.path(name)).unwrap_or_default().lines().map(str::to_owned).collect()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The `redis::Client` of a URL, for reading keys directly.
+pub fn client(url: &str) -> redis::Client {
+    redis::Client::open(url).expect("a loopback URL")
+}

@@ -1,0 +1,88 @@
+//! `emq work` under faults, as an operator meets them (issue 13): Redis
+//! restarting while a job finishes, a worker frozen past its lease, a worker
+//! started before its Redis, and what each of them says in the log.
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{client, eventually, Emq, Scratch};
+use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
+
+/// A server on its AOF, written before each reply: a restart keeps every write.
+fn durable(module: bool) -> RedisServer {
+    let args = ["--appendonly", "yes", "--appendfsync", "always"].map(String::from).to_vec();
+    RedisServer::start_with(ServerOptions { module: module.then(module_path), args })
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as u64
+}
+
+/// Sleep until the wall clock reads `ms` (at once when it has passed).
+fn sleep_until_ms(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms.saturating_sub(now_ms())));
+}
+
+/// A job's lease deadline on the server, in ms (its score in the active set).
+fn lease_deadline(url: &str, queue: &str, id: &str) -> u64 {
+    let keys = echomq::Keyspace::new(queue).expect("a valid queue name");
+    let mut conn = client(url).get_connection().expect("connect");
+    let score: f64 = redis::cmd("ZSCORE").arg(keys.active()).arg(id).query(&mut conn).expect("ZSCORE");
+    score as u64
+}
+
+/// The state and attempts of a job, as `emq inspect` shows them.
+fn state(emq: &Emq, id: &str) -> (String, u64) {
+    let shown = emq.ok(&["inspect", id]);
+    let field = |name: &str| {
+        let line = shown.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_default();
+        line.split_whitespace().nth(1).unwrap_or_default().to_owned()
+    };
+    (field("state"), field("attempts").parse().unwrap_or(0))
+}
+
+/// Finding 1. One job under a 3 s lease ends while redis-server is down; the
+/// server comes back on its AOF 0.6 s before the lease ends, after the last
+/// of the retries an ack used to get (it gave up when its next back-off would
+/// pass the lease's end). The ack goes through: the job is done on its first
+/// attempt, and its command ran once.
+#[test]
+fn an_ack_waits_for_a_restart_within_the_lease() {
+    for (module, via) in [(false, "lua"), (true, "native")] {
+        let mut server = durable(module);
+        let emq = Emq { url: server.url(), via };
+        let scratch = Scratch::new("restart");
+        let go = scratch.path("go");
+        assert!(std::process::Command::new("mkfifo").arg(&go).status().unwrap().success());
+        let q = unique_queue("restart");
+        let id = emq.ok(&["enqueue", &q, "once"]).trim().to_owned();
+        // The first attempt waits for the test to open `go`; any later one ends at once.
+        let script = r#"cat >/dev/null; echo "$ECHOMQ_JOB_ATTEMPT" >> "$DIR/runs"
+            if [ "$ECHOMQ_JOB_ATTEMPT" = 1 ]; then cat "$DIR/go" >/dev/null; fi"#;
+        let mut worker = emq
+            .command(&["work", &q, "--lease", "3s", "--", "sh", "-c", script])
+            .env("DIR", &scratch.0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(scratch.path("log")).unwrap())
+            .spawn()
+            .expect("run emq work");
+        eventually("the command runs", || scratch.lines("runs").len() == 1);
+        let deadline = lease_deadline(&server.url(), &q, &id);
+
+        server.kill();
+        // The job ends 2.55 s before its lease does: an ack used to be tried
+        // for the last time about 0.75 s before the end.
+        sleep_until_ms(deadline - 2550);
+        drop(std::fs::OpenOptions::new().write(true).open(&go).expect("open the fifo"));
+        sleep_until_ms(deadline - 600);
+        server.revive();
+
+        eventually("the job is done", || state(&emq, &id).0 == "done");
+        let log = std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+        assert_eq!(state(&emq, &id), ("done".into(), 1), "{via}: acked on its first attempt\n{log}");
+        assert_eq!(scratch.lines("runs"), ["1"], "{via}: the command ran once\n{log}");
+        let _ = worker.kill();
+        let _ = worker.wait();
+    }
+}
