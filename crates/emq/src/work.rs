@@ -2,7 +2,9 @@
 //! with the payload on stdin and the job in environment variables; exit 0
 //! acks the job, any other exit fails it with the tail of stderr as its error.
 //! It is the library's [`Worker`]: leases, heartbeats, retries and a graceful
-//! SIGTERM come with it, and a job whose lease is lost has its command killed.
+//! SIGTERM come with it. Each command runs in a process group of its own: a
+//! job taken away (its lease lost, or shutdown's grace over) has the whole
+//! group stopped, children included, SIGTERM first and SIGKILL soon after.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -38,8 +40,8 @@ pub struct Args {
     /// The back-off after the first failure; it doubles each time.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "1s")]
     backoff: Duration,
-    /// On SIGTERM, how long running commands may go on before they are killed
-    /// and their jobs released.
+    /// On SIGTERM, how long running commands may go on before their process
+    /// groups get SIGTERM (SIGKILL 0.5 s later) and their jobs are released.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     grace: Duration,
 }
@@ -71,8 +73,16 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     Ok(())
 }
 
-/// Run the command for one job. Dropping this future (a lost lease, the end
-/// of the grace period) kills the command.
+/// How long a command whose job was taken from it (its lease lost, or the
+/// shutdown's grace over) has from SIGTERM to SIGKILL, with its children.
+/// Shorter than the worker's window for a cancelled handler (1 s), after
+/// which the handler is aborted and the group killed at once.
+const KILL_GRACE: Duration = Duration::from_millis(500);
+
+/// Run the command for one job, in a process group of its own, so that
+/// stopping it stops what it started too. When the job is taken away (its
+/// lease lost, or shutdown's grace over), the group gets SIGTERM at once and
+/// SIGKILL after [`KILL_GRACE`]; dropped, it is SIGKILLed at once.
 async fn run_command(command: Arc<[String]>, job: JobContext) -> Result<(), HandlerError> {
     let mut child = tokio::process::Command::new(&command[0])
         .args(&command[1..])
@@ -82,18 +92,89 @@ async fn run_command(command: Arc<[String]>, job: JobContext) -> Result<(), Hand
         .env("ECHOMQ_JOB_ATTEMPT", job.attempt.to_string())
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|err| format!("cannot run {}: {err}", command[0]))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that does not read its stdin is fine: ignore a broken pipe.
-        let _ = stdin.write_all(&job.payload).await;
-    }
-    let output = child.wait_with_output().await?;
+    let mut group = Group::of(&child);
+    let stdin = child.stdin.take();
+    let run = async {
+        if let Some(mut stdin) = stdin {
+            // A command that does not read its stdin is fine: ignore a broken pipe.
+            let _ = stdin.write_all(&job.payload).await;
+        }
+        child.wait_with_output().await
+    };
+    tokio::pin!(run);
+    let output = tokio::select! {
+        output = &mut run => output?,
+        () = job.cancelled() => {
+            group.stop(run).await;
+            return Err("the job was taken away: its command was stopped".into());
+        }
+    };
+    // It ended by itself: whatever it left running is its own business.
+    group.finished();
     if output.status.success() {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
     let tail = stderr[stderr.ceil_char_boundary(stderr.len().saturating_sub(STDERR_TAIL))..].trim();
     Err(format!("{}: {tail}", output.status).into())
+}
+
+/// A command's process group (its id is the command's pid), SIGKILLed when
+/// dropped before the command ended by itself.
+struct Group {
+    id: Option<libc::pid_t>,
+}
+
+impl Group {
+    fn of(child: &tokio::process::Child) -> Group {
+        Group { id: child.id().and_then(|pid| libc::pid_t::try_from(pid).ok()) }
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        if let Some(id) = self.id {
+            // SAFETY: kill(2) with a negative pid signals that process group;
+            // it touches no memory of ours.
+            unsafe { libc::kill(-id, signal) };
+        }
+    }
+
+    /// Whether any process of the group is left (zombies included).
+    fn alive(&self) -> bool {
+        // SAFETY: as in `signal`; signal 0 only checks that the group exists.
+        self.id.is_some_and(|id| unsafe { libc::kill(-id, 0) } == 0)
+    }
+
+    /// SIGTERM now; SIGKILL to what is left after [`KILL_GRACE`]; `run`, the
+    /// command's wait, driven meanwhile so that it is reaped.
+    async fn stop<F: std::future::Future + Unpin>(mut self, mut run: F) {
+        tracing::info!(group = ?self.id, "the job was taken away: SIGTERM to its command's process group");
+        self.signal(libc::SIGTERM);
+        let deadline = tokio::time::Instant::now() + KILL_GRACE;
+        let ended = tokio::time::timeout_at(deadline, &mut run).await.is_ok();
+        while self.alive() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if self.alive() {
+            tracing::warn!(group = ?self.id, "the command's process group outlived SIGTERM by {KILL_GRACE:?}: SIGKILL");
+            self.signal(libc::SIGKILL);
+        }
+        if !ended {
+            let _ = run.await;
+        }
+        self.finished();
+    }
+
+    fn finished(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{client, eventually, Emq, Scratch};
+use common::{client, eventually, signal, Emq, Scratch};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 
 /// A server on its AOF, written before each reply: a restart keeps every write.
@@ -60,13 +60,8 @@ fn an_ack_waits_for_a_restart_within_the_lease() {
         // The first attempt waits for the test to open `go`; any later one ends at once.
         let script = r#"cat >/dev/null; echo "$ECHOMQ_JOB_ATTEMPT" >> "$DIR/runs"
             if [ "$ECHOMQ_JOB_ATTEMPT" = 1 ]; then cat "$DIR/go" >/dev/null; fi"#;
-        let mut worker = emq
-            .command(&["work", &q, "--lease", "3s", "--", "sh", "-c", script])
-            .env("DIR", &scratch.0)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(scratch.path("log")).unwrap())
-            .spawn()
-            .expect("run emq work");
+        let _worker =
+            emq.work(&[&q, "--lease", "3s", "--", "sh", "-c", script], &scratch.0, &scratch.path("log"));
         eventually("the command runs", || scratch.lines("runs").len() == 1);
         let deadline = lease_deadline(&server.url(), &q, &id);
 
@@ -82,7 +77,71 @@ fn an_ack_waits_for_a_restart_within_the_lease() {
         let log = std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
         assert_eq!(state(&emq, &id), ("done".into(), 1), "{via}: acked on its first attempt\n{log}");
         assert_eq!(scratch.lines("runs"), ["1"], "{via}: the command ran once\n{log}");
-        let _ = worker.kill();
-        let _ = worker.wait();
     }
+}
+
+/// The job of the lease tests: on its first attempt, a command that starts a
+/// child (`bash -c`) which would take five minutes and then do its side
+/// effect, and notes SIGTERM when it gets one; on later attempts, the side
+/// effect at once. Each process notes its pid.
+const CHILD_WITH_SIDE_EFFECT: &str = r#"cat >/dev/null; echo $$ >> "$DIR/pids"
+if [ "$ECHOMQ_JOB_ATTEMPT" = 1 ]; then
+  bash -c 'trap "echo term >> \"$DIR/signals\"; exit 143" TERM
+    echo $$ >> "$DIR/pids"; sleep 300 & echo $! >> "$DIR/pids"; wait $!
+    echo "effect $ECHOMQ_JOB_ATTEMPT" >> "$DIR/effects"'
+else
+  echo "effect $ECHOMQ_JOB_ATTEMPT" >> "$DIR/effects"
+fi"#;
+
+/// Finding 2. A worker frozen (SIGSTOP) past its lease while its command
+/// runs; another worker reaps the job and does it. Woken (SIGCONT), the first
+/// worker finds its lease lost: its command and the command's child get
+/// SIGTERM and are gone, and the side effect is not done a second time.
+#[test]
+fn a_lost_lease_stops_the_command_and_its_children() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("lost");
+    let q = unique_queue("lost");
+    let worker = |log: &str| {
+        let args = [q.as_str(), "--lease", "2s", "--", "sh", "-c", CHILD_WITH_SIDE_EFFECT];
+        emq.work(&args, &scratch.0, &scratch.path(log))
+    };
+    let mut frozen = worker("frozen.log");
+    let id = emq.ok(&["enqueue", &q, "side effect"]).trim().to_owned();
+    eventually("the command and its child run", || scratch.lines("pids").len() == 3);
+    let pids = scratch.lines("pids");
+
+    signal(frozen.id(), "STOP");
+    let mut other = worker("other.log");
+    eventually("the other worker did the job", || state(&emq, &id) == ("done".into(), 2));
+    signal(frozen.id(), "CONT");
+
+    eventually("the first attempt's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
+    assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
+    assert_eq!(scratch.lines("effects"), ["effect 2"], "the side effect was done once");
+    for worker in [&mut frozen, &mut other] {
+        assert!(worker.stop(), "a graceful stop");
+    }
+}
+
+/// Finding 2, at shutdown: a command still running when `--grace` is over
+/// gets SIGTERM with its children, they are gone, and the job is released.
+#[test]
+fn shutdown_after_the_grace_stops_the_command_and_its_children() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("grace");
+    let q = unique_queue("grace");
+    let id = emq.ok(&["enqueue", &q, "long"]).trim().to_owned();
+    let args = [q.as_str(), "--grace", "1s", "--", "sh", "-c", CHILD_WITH_SIDE_EFFECT];
+    let mut worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    eventually("the command and its child run", || scratch.lines("pids").len() == 3);
+    let pids = scratch.lines("pids");
+
+    assert!(worker.stop(), "a graceful stop");
+    eventually("the command's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
+    assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
+    assert!(scratch.lines("effects").is_empty());
+    assert_eq!(state(&emq, &id), ("pending".into(), 1), "released");
 }

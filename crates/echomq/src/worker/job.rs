@@ -271,7 +271,7 @@ struct Lease<'a> {
 impl<'a> Lease<'a> {
     fn new(queue: &'a Queue, job: &'a Claimed, length: Duration, claimed: Instant) -> Lease<'a> {
         let beat = (length / 3).max(Duration::from_millis(1));
-        let heartbeat = tokio::time::interval_at((claimed + beat).into(), beat);
+        let heartbeat = tokio::time::interval_at(claimed + beat, beat);
         let until = claimed + length;
         Lease { queue, job, length, until, heartbeat, lost: false, failing_since: None }
     }

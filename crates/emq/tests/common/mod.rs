@@ -27,16 +27,42 @@ impl Emq {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    /// `emq work` in the background, its stderr (the log) into `log`.
-    pub fn work(&self, args: &[&str], log: &Path) -> Child {
+    /// `emq work` in the background, `DIR` set to `dir` for its command and
+    /// its stderr (the log) into `log`.
+    pub fn work(&self, args: &[&str], dir: &Path, log: &Path) -> Worker {
         let mut all = vec!["work"];
         all.extend_from_slice(args);
-        self.command(&all)
+        let child = self
+            .command(&all)
+            .env("DIR", dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).expect("create the log file"))
             .spawn()
-            .expect("run emq work")
+            .expect("run emq work");
+        Worker(child)
+    }
+}
+
+/// An `emq work` process, killed on drop so that a failing test leaves none behind.
+pub struct Worker(pub Child);
+
+impl Worker {
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// SIGTERM, and whether it then stopped with success.
+    pub fn stop(&mut self) -> bool {
+        signal(self.0.id(), "TERM");
+        self.0.wait().expect("wait for emq work").success()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -83,4 +109,19 @@ impl Drop for Scratch {
 /// The `redis::Client` of a URL, for reading keys directly.
 pub fn client(url: &str) -> redis::Client {
     redis::Client::open(url).expect("a loopback URL")
+}
+
+/// Whether process `pid` is gone: no such process, or a zombie waiting to be reaped.
+pub fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `pid (name) S ...`: the state follows the last ')'.
+        Ok(stat) => stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) == Some("Z"),
+    }
+}
+
+/// Send `signal` (TERM, STOP, CONT, …) to process `pid`.
+pub fn signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().expect("kill");
+    assert!(sent.success(), "kill -{signal} {pid}");
 }
