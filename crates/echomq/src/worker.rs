@@ -240,6 +240,7 @@ async fn claim_loop(
     let options = &shared.options;
     let mut nap = Duration::from_millis(1);
     let mut trouble = Duration::from_millis(50);
+    let mut failing_since: Option<std::time::Instant> = None;
     while !shared.stopping.is_cancelled() {
         let first = tokio::select! {
             permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -273,12 +274,21 @@ async fn claim_loop(
         let claimed = claim(&queue, options, waits, &mut permits).await;
         let claimed: Vec<Claimed> = match claimed {
             Ok(claimed) => {
+                if let Some(since) = failing_since.take() {
+                    tracing::info!(queue = queue.name(), "claims work again, after {:.1?}", since.elapsed());
+                }
                 trouble = Duration::from_millis(50);
                 claimed
             }
             Err(err) => {
-                // The connection reconnects by itself; keep asking, less often.
-                tracing::warn!(queue = queue.name(), error = %err, "claim failed; retrying in {trouble:?}");
+                // The connection reconnects by itself; keep asking, less often,
+                // and say so once, not at every try.
+                if failing_since.is_none() {
+                    tracing::warn!(queue = queue.name(), error = %err, "claim failed; retrying with back-off");
+                    failing_since = Some(std::time::Instant::now());
+                } else {
+                    tracing::debug!(queue = queue.name(), error = %err, "claim failed; retrying in {trouble:?}");
+                }
                 drop(permits);
                 tokio::select! {
                     () = tokio::time::sleep(trouble) => {}

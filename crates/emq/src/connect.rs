@@ -118,6 +118,26 @@ impl Server {
         })
     }
 
+    /// The executor `--via` picks, by name, for the log: with `auto`, native
+    /// when the server has the module's commands, else lua.
+    pub async fn executor_name(&self) -> &'static str {
+        let module = async {
+            let mut conn = self.connection().await.ok()?;
+            let info: Value =
+                redis::cmd("COMMAND").arg("INFO").arg("EMQ.CLAIM").query_async(&mut conn).await.ok()?;
+            Some(matches!(&info, Value::Array(entries) if entries.iter().any(|e| *e != Value::Nil)))
+        };
+        match self.via {
+            Via::Lua => "lua",
+            Via::Native => "native",
+            Via::Auto => match module.await {
+                Some(true) => "native (auto)",
+                Some(false) => "lua (auto)",
+                None => "auto",
+            },
+        }
+    }
+
     /// Queue `name` on the server.
     pub async fn queue(&self, name: &str) -> Result<Queue, Error> {
         Ok(Queue::with_executor(self.executor().await?, name)?)

@@ -12,6 +12,7 @@
 //! # Layout
 //! - `main.rs`: the commands (clap derive: the doc comments are `--help`).
 //! - `connect.rs`: the URL and the executor (`--via`).
+//! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `ops.rs`: enqueue, inspect, list, stats, queues, retry, cancel, purge.
 //! - `work.rs`: a worker that runs a command per job.
 //! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
@@ -23,6 +24,7 @@ use clap::{Parser, Subcommand};
 mod connect;
 mod dashboard;
 mod demo;
+mod log;
 mod ops;
 mod scripts;
 mod work;
@@ -33,6 +35,8 @@ mod work;
 struct Cli {
     #[command(flatten)]
     server: connect::Server,
+    #[command(flatten)]
+    logging: log::Logging,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,6 +74,12 @@ async fn main() {
     // rediss:// URLs: rustls with the ring provider (one small C/asm dependency).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
+    // The demo prints its own summary: its failing jobs are by design, not news.
+    let usual = match cli.command {
+        Command::Demo(_) => tracing_subscriber::filter::LevelFilter::WARN,
+        _ => tracing_subscriber::filter::LevelFilter::INFO,
+    };
+    cli.logging.install(usual);
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,
         Command::Enqueue(args) => ops::enqueue(&cli.server, args).await,

@@ -7,6 +7,7 @@
 //! group stopped, children included, SIGTERM first and SIGKILL soon after.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +48,10 @@ pub struct Args {
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
+    // A bad name is refused before anything else is done.
+    for name in &args.queues {
+        echomq::Keyspace::new(name)?;
+    }
     let command: Arc<[String]> = args.command.into();
     let options = WorkerOptions {
         concurrency: args.concurrency,
@@ -60,17 +65,72 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         ..WorkerOptions::default()
     };
     let executor = server.executor().await?;
+    let running = Arc::new(AtomicUsize::new(0));
+    let handler = {
+        let running = running.clone();
+        move |job: JobContext| {
+            let (command, running) = (command.clone(), Running::count(running.clone()));
+            async move {
+                let _running = running;
+                run_command(command, job).await
+            }
+        }
+    };
     let mut queues = args.queues.iter();
     let first = queues.next().ok_or("no queue to work")?;
-    let handler = move |job: JobContext| run_command(command.clone(), job);
     let mut worker =
         Worker::with_options(echomq::Queue::with_executor(executor.clone(), first)?, handler, options);
     for name in queues {
         worker = worker.queue(echomq::Queue::with_executor(executor.clone(), name)?);
     }
-    eprintln!("emq work: {} (SIGTERM or Ctrl-C stops gracefully)", args.queues.join(", "));
-    worker.run().await;
+    tracing::info!(
+        queues = %args.queues.join(","),
+        executor = server.executor_name().await,
+        concurrency = args.concurrency,
+        lease = %humantime::format_duration(args.lease),
+        "emq work started; SIGTERM or Ctrl-C stops it gracefully"
+    );
+    worker.run_until(shutdown(args.grace, running)).await;
+    tracing::info!("emq work stopped");
     Ok(())
+}
+
+/// Commands running now, for the shutdown's line.
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    fn count(running: Arc<AtomicUsize>) -> Running {
+        running.fetch_add(1, Ordering::SeqCst);
+        Running(running)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// SIGINT or SIGTERM, said in the log: the worker then stops claiming and
+/// gives running commands their grace.
+async fn shutdown(grace: Duration, running: Arc<AtomicUsize>) {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminated = async {
+        match &mut terminate {
+            Some(terminate) => terminate.recv().await,
+            None => std::future::pending().await,
+        }
+    };
+    let signal = tokio::select! {
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+        _ = terminated => "SIGTERM",
+    };
+    tracing::info!(
+        signal,
+        running = running.load(Ordering::SeqCst),
+        "stopping: no new jobs; running commands have --grace {} to end, then they are stopped and their jobs released",
+        humantime::format_duration(grace)
+    );
 }
 
 /// How long a command whose job was taken from it (its lease lost, or the
@@ -151,7 +211,7 @@ impl Group {
     /// SIGTERM now; SIGKILL to what is left after [`KILL_GRACE`]; `run`, the
     /// command's wait, driven meanwhile so that it is reaped.
     async fn stop<F: std::future::Future + Unpin>(mut self, mut run: F) {
-        tracing::info!(group = ?self.id, "the job was taken away: SIGTERM to its command's process group");
+        tracing::debug!(group = ?self.id, "the job was taken away: SIGTERM to its command's process group");
         self.signal(libc::SIGTERM);
         let deadline = tokio::time::Instant::now() + KILL_GRACE;
         let ended = tokio::time::timeout_at(deadline, &mut run).await.is_ok();

@@ -77,6 +77,18 @@ fn an_ack_waits_for_a_restart_within_the_lease() {
         let log = std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
         assert_eq!(state(&emq, &id), ("done".into(), 1), "{via}: acked on its first attempt\n{log}");
         assert_eq!(scratch.lines("runs"), ["1"], "{via}: the command ran once\n{log}");
+        // Finding 3: the outage and its end, each said once, the ack's with the job's id.
+        let read_log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+        eventually("claims work again", || read_log().contains("claims work again"));
+        let log = read_log();
+        for said in ["claim failed", "claims work again", "ack cannot reach the server", "ack went through"] {
+            let lines: Vec<&str> = log.lines().filter(|line| line.contains(said)).collect();
+            assert_eq!(lines.len(), 1, "{via}: one line says {said:?}:\n{log}");
+            assert!(
+                !said.starts_with("ack") || lines[0].contains(&id),
+                "{via}: {said:?} names the job: {log}"
+            );
+        }
     }
 }
 
@@ -120,6 +132,10 @@ fn a_lost_lease_stops_the_command_and_its_children() {
     eventually("the first attempt's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
     assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
     assert_eq!(scratch.lines("effects"), ["effect 2"], "the side effect was done once");
+    // Finding 3: the lost lease is said, once, with the job's id.
+    let log = std::fs::read_to_string(scratch.path("frozen.log")).unwrap();
+    let lost: Vec<&str> = log.lines().filter(|line| line.contains("lease lost")).collect();
+    assert!(lost.len() == 1 && lost[0].contains(&id) && lost[0].contains("WARN"), "{log}");
     for worker in [&mut frozen, &mut other] {
         assert!(worker.stop(), "a graceful stop");
     }
@@ -144,4 +160,47 @@ fn shutdown_after_the_grace_stops_the_command_and_its_children() {
     assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
     assert!(scratch.lines("effects").is_empty());
     assert_eq!(state(&emq, &id), ("pending".into(), 1), "released");
+}
+
+/// Finding 3: `emq work` logs to stderr, at info by default: its start (the
+/// queues, the executor, the concurrency), the server's eviction warning,
+/// and its shutdown; as JSON lines with `--log-format json`; `-q` keeps only
+/// warnings and errors.
+#[test]
+fn the_log_says_start_warnings_and_shutdown() {
+    let server = RedisServer::start_with(ServerOptions {
+        module: None,
+        args: ["--maxmemory-policy", "allkeys-lru"].map(String::from).to_vec(),
+    });
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("log");
+    let q = unique_queue("log");
+    let log = |name: &str| std::fs::read_to_string(scratch.path(name)).unwrap_or_default();
+
+    let mut json = emq.work(
+        &["--log-format", "json", &q, "--concurrency", "3", "--", "true"],
+        &scratch.0,
+        &scratch.path("json"),
+    );
+    eventually("the worker has started", || log("json").contains("allkeys-lru"));
+    assert!(json.stop(), "a graceful stop");
+    let lines: Vec<serde_json::Value> =
+        log("json").lines().map(|line| serde_json::from_str(line).expect("a JSON line")).collect();
+    let said = |message: &str| {
+        lines.iter().find(|line| line["fields"]["message"].as_str().is_some_and(|m| m.contains(message)))
+    };
+    let started = said("emq work started").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(started["level"], "INFO");
+    assert_eq!(started["fields"]["queues"], q.as_str());
+    assert_eq!(started["fields"]["executor"], "lua");
+    assert_eq!(started["fields"]["concurrency"], 3);
+    let eviction = said("maxmemory-policy").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(eviction["level"], "WARN");
+    assert!(said("stopping").is_some_and(|line| line["fields"]["signal"] == "SIGTERM"), "{lines:?}");
+    assert!(said("emq work stopped").is_some(), "{lines:?}");
+
+    let mut quiet = emq.work(&["-q", &q, "--", "true"], &scratch.0, &scratch.path("quiet"));
+    eventually("the quiet worker has started", || log("quiet").contains("allkeys-lru"));
+    assert!(quiet.stop(), "a graceful stop");
+    assert!(!log("quiet").contains("INFO") && log("quiet").contains("WARN"), "{}", log("quiet"));
 }

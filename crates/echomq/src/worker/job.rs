@@ -144,12 +144,12 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             }
         }
         Outcome::LeaseLost => {
-            stop(cancel, handler).await;
             metrics::counter!(metric::LEASES_LOST, &labels).increment(1);
             tracing::warn!(
                 "lease lost (reaped or cancelled; another worker may hold the job now): \
                  the handler is cancelled and its result discarded"
             );
+            stop(cancel, handler).await;
         }
         Outcome::Released => {
             lease.keep(stop(cancel, handler)).await;

@@ -12,6 +12,7 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.options.upkeep);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let full = *echomq_core::limits::SWEEP_LIMIT.end();
+    let mut failing_since: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -20,6 +21,10 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
         loop {
             let promoted = queue.promote().await;
             let reaped = queue.reap(shared.options.retry.max_attempts).await;
+            if let (Ok(_), Ok(_), Some(since)) = (&promoted, &reaped, failing_since) {
+                tracing::info!(queue = queue.name(), "upkeep works again, after {:.1?}", since.elapsed());
+                failing_since = None;
+            }
             match (&promoted, &reaped) {
                 (Ok(promoted), Ok(reaped)) if *promoted < full && reaped.requeued + reaped.dead < full => {
                     break
@@ -27,7 +32,13 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
                 (Ok(_), Ok(_)) => continue,
                 _ => {
                     let err = promoted.err().or(reaped.err()).map(|e| e.to_string()).unwrap_or_default();
-                    tracing::warn!(queue = queue.name(), error = %err, "upkeep failed; trying again later");
+                    // Said once, not at every tick.
+                    if failing_since.is_none() {
+                        tracing::warn!(queue = queue.name(), error = %err, "upkeep failed; trying again each tick");
+                        failing_since = Some(std::time::Instant::now());
+                    } else {
+                        tracing::debug!(queue = queue.name(), error = %err, "upkeep failed again");
+                    }
                     break;
                 }
             }

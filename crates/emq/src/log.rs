@@ -1,0 +1,54 @@
+//! Where `emq` says what happens: a `tracing` subscriber writing to stderr,
+//! at info unless `-v`, `-q` or `RUST_LOG` say otherwise, as text for people
+//! or as JSON lines for log shippers. The library's own events (leases lost,
+//! refused acks, outages, the `maxmemory-policy` warning) come out here.
+
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+
+/// How `emq` logs.
+#[derive(clap::Args, Debug)]
+pub struct Logging {
+    /// Say more on stderr: -v for debug, -vv for trace.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Say less on stderr: -q for warnings and errors only, -qq for errors only.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
+    /// The log's format on stderr: text for people, json (one object a line) for log shippers.
+    #[arg(long, global = true, value_enum, env = "ECHOMQ_LOG_FORMAT", default_value_t = Format::Text)]
+    log_format: Format,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+}
+
+const LEVELS: [LevelFilter; 5] =
+    [LevelFilter::ERROR, LevelFilter::WARN, LevelFilter::INFO, LevelFilter::DEBUG, LevelFilter::TRACE];
+
+impl Logging {
+    /// Install the subscriber, `usual` being the command's level before `-v`
+    /// and `-q`. `RUST_LOG`, when set, is the filter instead (e.g.
+    /// `RUST_LOG=info,echomq=debug`), as in any Rust program.
+    pub fn install(&self, usual: LevelFilter) {
+        let usual = LEVELS.iter().position(|level| *level == usual).unwrap_or(2);
+        let level = (usual + usize::from(self.verbose)).saturating_sub(usize::from(self.quiet));
+        let level = LEVELS[level.min(LEVELS.len() - 1)];
+        let from_env = std::env::var("RUST_LOG").ok().filter(|directives| !directives.trim().is_empty());
+        let (filter, bad) = match from_env.map(|directives| EnvFilter::try_new(&directives)) {
+            Some(Ok(filter)) => (filter, None),
+            Some(Err(err)) => (EnvFilter::new(level.to_string()), Some(err)),
+            None => (EnvFilter::new(level.to_string()), None),
+        };
+        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        match self.log_format {
+            Format::Text => builder.with_target(false).init(),
+            Format::Json => builder.json().with_current_span(true).with_span_list(false).init(),
+        }
+        if let Some(err) = bad {
+            tracing::warn!("RUST_LOG is not a filter ({err}); logging at {level} instead");
+        }
+    }
+}
