@@ -12,6 +12,7 @@
 //! # Layout
 //! - `main.rs`: the commands (clap derive: the doc comments are `--help`).
 //! - `connect.rs`: the URL and the executor (`--via`).
+//! - `failure.rs`: what a failed call did, in words, and what is safe next.
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `ops.rs`: enqueue, inspect, list, stats, queues, retry, cancel, purge.
 //! - `work.rs`: a worker that runs a command per job.
@@ -24,6 +25,7 @@ use clap::{Parser, Subcommand};
 mod connect;
 mod dashboard;
 mod demo;
+mod failure;
 mod log;
 mod ops;
 mod scripts;

@@ -16,6 +16,7 @@ use echomq::RetryPolicy;
 use tokio::io::AsyncWriteExt;
 
 use crate::connect::{Error, Server};
+use crate::failure::{explain, Failure};
 
 /// The most of stderr a failed job keeps as its error.
 const STDERR_TAIL: usize = 2048;
@@ -45,6 +46,12 @@ pub struct Args {
     /// groups get SIGTERM (SIGKILL 0.5 s later) and their jobs are released.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     grace: Duration,
+    /// How long to wait for the server at start. A worker started while Redis
+    /// is down (a restart, maintenance) tries again with back-off, saying so
+    /// in the log, and starts once Redis answers; with this set, it gives up
+    /// after this long instead.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    connect_timeout: Option<Duration>,
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
@@ -64,7 +71,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         },
         ..WorkerOptions::default()
     };
-    let executor = server.executor().await?;
+    let executor = connect(server, args.connect_timeout).await?;
     let running = Arc::new(AtomicUsize::new(0));
     let handler = {
         let running = running.clone();
@@ -93,6 +100,55 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     worker.run_until(shutdown(args.grace, running)).await;
     tracing::info!("emq work stopped");
     Ok(())
+}
+
+/// The first wait between two tries to reach the server at start, and the longest.
+const CONNECT_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+
+/// The executor, once the server answers: a worker started during a Redis
+/// restart waits for it, as one already running rides it out, rather than
+/// exiting into its supervisor's crash loop. Only errors that say the server
+/// is not there yet (refused, loading, failing over) are waited out; any
+/// other (a bad password, a bad certificate) ends it at once.
+async fn connect(server: &Server, timeout: Option<Duration>) -> Result<Arc<dyn echomq::Executor>, Error> {
+    let started = tokio::time::Instant::now();
+    let (mut wait, longest) = CONNECT_BACKOFF;
+    let mut said = false;
+    loop {
+        let err = match server.executor().await {
+            Ok(executor) => {
+                if said {
+                    tracing::info!("the server answers, after {:.1?}", started.elapsed());
+                }
+                return Ok(executor);
+            }
+            Err(err) if Failure::of_connecting(err.as_ref()) == Failure::NotDone => err,
+            Err(err) => return Err(err),
+        };
+        let waited = started.elapsed();
+        if let Some(limit) = timeout {
+            if waited >= limit {
+                return Err(format!(
+                    "the server did not answer within --connect-timeout {}: {}",
+                    humantime::format_duration(limit),
+                    explain(err.as_ref())
+                )
+                .into());
+            }
+            wait = wait.min(limit - waited);
+        }
+        if !said {
+            tracing::warn!(
+                error = %explain(err.as_ref()),
+                "waiting for the server: trying again with back-off until it answers (--connect-timeout to give up)"
+            );
+            said = true;
+        } else {
+            tracing::debug!(error = %err, "the server does not answer yet");
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(longest);
+    }
 }
 
 /// Commands running now, for the shutdown's line.

@@ -204,3 +204,29 @@ fn the_log_says_start_warnings_and_shutdown() {
     assert!(quiet.stop(), "a graceful stop");
     assert!(!log("quiet").contains("INFO") && log("quiet").contains("WARN"), "{}", log("quiet"));
 }
+
+/// Finding 4. A worker started while its Redis is down waits for it, says so,
+/// and runs jobs once it is up; with `--connect-timeout`, it gives up instead.
+#[test]
+fn a_worker_started_before_its_redis_waits_for_it() {
+    let mut server = RedisServer::start();
+    server.kill();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("early");
+    let q = unique_queue("early");
+
+    let impatient = emq.command(&["work", &q, "--connect-timeout", "1s", "--", "true"]).output().unwrap();
+    let said = String::from_utf8_lossy(&impatient.stderr);
+    assert!(!impatient.status.success(), "{said}");
+    assert!(said.contains("did not answer within --connect-timeout 1s"), "{said}");
+
+    let script = r#"cat >/dev/null; echo ran >> "$DIR/runs""#;
+    let _worker = emq.work(&[&q, "--", "sh", "-c", script], &scratch.0, &scratch.path("log"));
+    let log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    eventually("the worker says it waits", || log().contains("waiting for the server"));
+    server.revive();
+    emq.ok(&["enqueue", &q, "after the wait"]);
+    eventually("the job ran", || scratch.lines("runs") == ["ran"]);
+    assert!(log().contains("the server answers"), "{}", log());
+    assert_eq!(log().matches("waiting for the server").count(), 1, "said once: {}", log());
+}

@@ -1,0 +1,130 @@
+//! What a failed call did, told so that an operator or a script knows what
+//! is safe next: nothing was done (try again), it may have been done (try
+//! again with the same id: a duplicate changes nothing), or it was refused
+//! (the same call will be refused again).
+
+use std::error::Error as StdError;
+
+use redis::{ErrorKind, RedisError, ServerErrorKind};
+
+/// What a failed call did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The server could not be reached, or said it cannot serve now
+    /// (loading its data, failing over): nothing was written.
+    NotDone,
+    /// The connection broke while the call was on its way, or a write was not
+    /// confirmed by replicas: the server may have done it.
+    #[allow(dead_code)]
+    MaybeDone,
+    /// The server, or `emq` before sending, refused the call as it is (bad
+    /// input, no permission, a bad password): nothing was written, and the
+    /// same call will be refused again.
+    Refused,
+}
+
+impl Failure {
+    /// What a call that failed with `err` did.
+    #[allow(dead_code)] // emq enqueue (the next commit)
+    pub fn of(err: &(dyn StdError + 'static)) -> Failure {
+        match redis_error(err) {
+            Some(err) if unavailable(err) => Failure::NotDone,
+            Some(err) if err.is_io_error() => Failure::MaybeDone,
+            Some(_) => Failure::Refused,
+            None if matches!(err.downcast_ref(), Some(echomq::Error::NotReplicated { .. })) => {
+                Failure::MaybeDone
+            }
+            None => Failure::Refused,
+        }
+    }
+
+    /// What connecting failed with `err` tells: nothing was sent yet, so
+    /// either the server is not there (yet), or it refused us.
+    pub fn of_connecting(err: &(dyn StdError + 'static)) -> Failure {
+        match redis_error(err) {
+            Some(err) if unavailable(err) || err.is_io_error() => Failure::NotDone,
+            _ => Failure::Refused,
+        }
+    }
+}
+
+/// The redis error in `err`, the client's own or inside an EchoMQ error.
+fn redis_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a RedisError> {
+    match err.downcast_ref::<echomq::Error>() {
+        Some(echomq::Error::Redis(err)) => Some(err),
+        Some(_) => None,
+        None => err.downcast_ref::<RedisError>(),
+    }
+}
+
+/// The server was not reached (the connection refused), or answered that it
+/// cannot serve now: in either case it did nothing.
+fn unavailable(err: &RedisError) -> bool {
+    err.is_connection_refusal()
+        || matches!(
+            err.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ReadOnly
+            )
+        )
+}
+
+/// `err` in words an operator reads, rather than the client's error names.
+pub fn explain(err: &(dyn StdError + 'static)) -> String {
+    let Some(redis) = redis_error(err) else { return err.to_string() };
+    let what = match redis.kind() {
+        _ if redis.is_connection_refusal() => {
+            "the server refused the connection: it is down or not listening"
+        }
+        _ if redis.is_timeout() => "the server did not answer in time",
+        ErrorKind::Io => "the connection to the server broke",
+        ErrorKind::Server(ServerErrorKind::BusyLoading) => "the server is loading its data after a restart",
+        ErrorKind::Server(ServerErrorKind::TryAgain) => "the cluster is moving the queue's slot",
+        ErrorKind::Server(ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown) => {
+            "the cluster or its master is down"
+        }
+        ErrorKind::Server(ServerErrorKind::ReadOnly) => {
+            "the server is a read-only replica (a failover under way?)"
+        }
+        ErrorKind::AuthenticationFailed => "the server refused the user or password",
+        ErrorKind::Server(ServerErrorKind::NoPerm) => "the user may not run this command (ACL)",
+        _ => return err.to_string(),
+    };
+    format!("{what} ({err})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(kind: ServerErrorKind, code: &'static str) -> echomq::Error {
+        echomq::Error::Redis(RedisError::from((ErrorKind::Server(kind), code, "detail".to_owned())))
+    }
+
+    fn io(kind: std::io::ErrorKind) -> echomq::Error {
+        echomq::Error::Redis(RedisError::from(std::io::Error::from(kind)))
+    }
+
+    #[test]
+    fn each_failure_says_what_was_done() {
+        let cases: [(echomq::Error, Failure); 7] = [
+            (io(std::io::ErrorKind::ConnectionRefused), Failure::NotDone),
+            (server(ServerErrorKind::BusyLoading, "LOADING"), Failure::NotDone),
+            (server(ServerErrorKind::ReadOnly, "READONLY"), Failure::NotDone),
+            (io(std::io::ErrorKind::BrokenPipe), Failure::MaybeDone),
+            (echomq::Error::NotReplicated { confirmed: 0, wanted: 1 }, Failure::MaybeDone),
+            (echomq::Error::TooLarge("payload".into()), Failure::Refused),
+            (server(ServerErrorKind::NoPerm, "NOPERM"), Failure::Refused),
+        ];
+        for (err, failure) in cases {
+            assert_eq!(Failure::of(&err), failure, "{err}");
+        }
+        assert_eq!(Failure::of_connecting(&io(std::io::ErrorKind::ConnectionReset)), Failure::NotDone);
+        let loading = explain(&server(ServerErrorKind::BusyLoading, "LOADING"));
+        assert!(loading.starts_with("the server is loading its data"), "{loading}");
+    }
+}
