@@ -15,7 +15,6 @@ pub enum Failure {
     NotDone,
     /// The connection broke while the call was on its way, or a write was not
     /// confirmed by replicas: the server may have done it.
-    #[allow(dead_code)]
     MaybeDone,
     /// The server, or `emq` before sending, refused the call as it is (bad
     /// input, no permission, a bad password): nothing was written, and the
@@ -25,7 +24,6 @@ pub enum Failure {
 
 impl Failure {
     /// What a call that failed with `err` did.
-    #[allow(dead_code)] // emq enqueue (the next commit)
     pub fn of(err: &(dyn StdError + 'static)) -> Failure {
         match redis_error(err) {
             Some(err) if unavailable(err) => Failure::NotDone,
@@ -47,6 +45,44 @@ impl Failure {
         }
     }
 }
+
+impl Failure {
+    /// `emq`'s exit code for it: 3 not done, 4 maybe done, 5 refused (1 is
+    /// any other failure, 2 a bad command line).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Failure::NotDone => 3,
+            Failure::MaybeDone => 4,
+            Failure::Refused => 5,
+        }
+    }
+}
+
+/// A failure that ends `emq` with its own exit code, and says why.
+#[derive(Debug)]
+pub struct Exit {
+    pub failure: Failure,
+    pub message: String,
+}
+
+impl Exit {
+    pub fn new(failure: Failure, message: String) -> Exit {
+        Exit { failure, message }
+    }
+
+    /// The same failure, told with more context.
+    pub fn context(self, message: String) -> Exit {
+        Exit { message, ..self }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for Exit {}
 
 /// The redis error in `err`, the client's own or inside an EchoMQ error.
 fn redis_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a RedisError> {

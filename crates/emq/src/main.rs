@@ -14,7 +14,8 @@
 //! - `connect.rs`: the URL and the executor (`--via`).
 //! - `failure.rs`: what a failed call did, in words, and what is safe next.
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
-//! - `ops.rs`: enqueue, inspect, list, stats, queues, retry, cancel, purge.
+//! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
+//! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge.
 //! - `work.rs`: a worker that runs a command per job.
 //! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
@@ -25,6 +26,7 @@ use clap::{Parser, Subcommand};
 mod connect;
 mod dashboard;
 mod demo;
+mod enqueue;
 mod failure;
 mod log;
 mod ops;
@@ -47,8 +49,15 @@ struct Cli {
 enum Command {
     /// Run jobs through a queue and print what happened: in-process by default, no server needed.
     Demo(demo::Options),
-    /// Enqueue a job: its payload as an argument, or `-` to read it from stdin.
-    Enqueue(ops::EnqueueArgs),
+    /// Enqueue a job: its payload as an argument, or `-` to read it from stdin;
+    /// or many, with --jsonl.
+    ///
+    /// Exit codes: 0 enqueued (or a duplicate of an existing id); 3 not
+    /// enqueued (the server was down, loading or failing over: enqueue again);
+    /// 4 maybe enqueued (the connection broke on the way: enqueue again with
+    /// the --id it printed, a duplicate changes nothing); 5 refused (bad
+    /// input, no permission: the same job would be refused again).
+    Enqueue(enqueue::Args),
     /// Show a job: its record and its last error.
     Inspect(ops::InspectArgs),
     /// List a queue's jobs in one state, first to be served first.
@@ -84,7 +93,7 @@ async fn main() {
     cli.logging.install(usual);
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,
-        Command::Enqueue(args) => ops::enqueue(&cli.server, args).await,
+        Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
         Command::Inspect(args) => ops::inspect(&cli.server, args).await,
         Command::List(args) => ops::list(&cli.server, args).await,
         Command::Stats(args) => ops::stats(&cli.server, args).await,
@@ -98,6 +107,6 @@ async fn main() {
     };
     if let Err(err) = outcome {
         eprintln!("emq: {err}");
-        std::process::exit(1);
+        std::process::exit(err.downcast_ref::<failure::Exit>().map_or(1, |exit| exit.failure.exit_code()));
     }
 }

@@ -1,11 +1,10 @@
-//! The operations commands: what an operator does by hand.
+//! The operations commands: what an operator does by hand (enqueue has its own file).
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::time::{Duration, UNIX_EPOCH};
 
 use echomq::keyspace::{queue_of, state_pattern};
-use echomq::{EnqueueOptions, JobId, Keyspace, State};
+use echomq::{JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error, Server};
 
@@ -21,44 +20,6 @@ fn finished(name: &str) -> Result<State, String> {
         finished @ (State::Done | State::Dead | State::Cancelled) => Ok(finished),
         other => Err(format!("{other} jobs are not finished: purge takes done, dead or cancelled")),
     }
-}
-
-#[derive(clap::Args, Debug)]
-pub struct EnqueueArgs {
-    /// The queue.
-    queue: String,
-    /// The payload; `-` reads it from stdin.
-    payload: String,
-    /// Lower is claimed first.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    priority: i64,
-    /// Claimable only after this long, e.g. 30s or 5m.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    delay: Option<Duration>,
-    /// The job's id, to make a retried enqueue idempotent (default: a new one).
-    #[arg(long)]
-    id: Option<JobId>,
-}
-
-pub async fn enqueue(server: &Server, args: EnqueueArgs) -> Result<(), Error> {
-    let payload = if args.payload == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes)?;
-        bytes
-    } else {
-        args.payload.into_bytes()
-    };
-    let mut options = EnqueueOptions::default().priority(args.priority);
-    if let Some(delay) = args.delay {
-        options = options.delay(delay);
-    }
-    if let Some(id) = args.id {
-        options = options.id(id);
-    }
-    let enqueued = server.queue(&args.queue).await?.enqueue_with(payload, options).await?;
-    let note = if enqueued.duplicate { " (duplicate: it existed already, nothing changed)" } else { "" };
-    println!("{}{note}", enqueued.id);
-    Ok(())
 }
 
 #[derive(clap::Args, Debug)]

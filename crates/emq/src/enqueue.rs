@@ -1,0 +1,144 @@
+//! `emq enqueue`: one job from the command line, or many from stdin (JSON
+//! lines), each answered with its id. A failure says what was done and what
+//! is safe next, and ends `emq` with its own exit code (see [`Failure`]).
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use echomq::{EnqueueOptions, JobId, Queue};
+
+use crate::connect::{Error, Server};
+use crate::failure::{explain, Exit, Failure};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The queue.
+    queue: String,
+    /// The payload; `-` reads it from stdin.
+    #[arg(required_unless_present = "jsonl", conflicts_with = "jsonl")]
+    payload: Option<String>,
+    /// Lower is claimed first.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i64,
+    /// Claimable only after this long, e.g. 30s or 5m.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    delay: Option<Duration>,
+    /// The job's id, to make a retried enqueue idempotent (default: a new one).
+    #[arg(long, conflicts_with = "jsonl")]
+    id: Option<JobId>,
+    /// Many jobs: one per line of stdin, each line a JSON document, the job's
+    /// payload; one id per line out, in the same order. Every line is checked
+    /// before any is enqueued; on a failure, the ids printed are of the jobs
+    /// enqueued, and the lines after the failed one were not tried.
+    #[arg(long)]
+    jsonl: bool,
+}
+
+pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
+    // Bad input is refused before anything is sent.
+    echomq::Keyspace::new(&args.queue).map_err(|err| refused(&err))?;
+    let payloads = match &args.payload {
+        _ if args.jsonl => lines(&read_stdin()?)?,
+        Some(payload) if payload == "-" => vec![read_stdin()?],
+        Some(payload) => vec![payload.clone().into_bytes()],
+        None => return Err("no payload: give one, `-` for stdin, or --jsonl".into()),
+    };
+    let mut options = EnqueueOptions::default().priority(args.priority);
+    if let Some(delay) = args.delay {
+        options = options.delay(delay);
+    }
+    let queue =
+        server.queue(&args.queue).await.map_err(|err| match Failure::of_connecting(err.as_ref()) {
+            Failure::NotDone => Exit::new(Failure::NotDone, not_done(err.as_ref())),
+            _ => refused(err.as_ref()),
+        })?;
+    if !args.jsonl {
+        let id = args.id.unwrap_or_else(JobId::mint);
+        let payload = payloads.into_iter().next().unwrap_or_default();
+        let enqueued = enqueue(&queue, payload, options.id(id)).await?;
+        let note = if enqueued.duplicate { " (duplicate: it existed already, nothing changed)" } else { "" };
+        println!("{}{note}", enqueued.id);
+        return Ok(());
+    }
+    let total = payloads.len();
+    let mut out = std::io::stdout().lock();
+    for (n, payload) in payloads.into_iter().enumerate() {
+        match enqueue(&queue, payload, options.clone().id(JobId::mint())).await {
+            // Flushed line by line: a script reading along sees each job as it is enqueued.
+            Ok(enqueued) => writeln!(out, "{}", enqueued.id).and_then(|()| out.flush())?,
+            Err(exit) => {
+                let (line, rest) = (n + 1, total - n - 1);
+                let message = exit.message.clone();
+                return Err(Box::new(exit.context(format!(
+                    "line {line} of {total}: {message}; the {n} line(s) before it were enqueued (their ids above), \
+                     the {rest} after it were not tried"
+                ))));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Enqueue one job; a failure says what was done, and what is safe next.
+async fn enqueue(queue: &Queue, payload: Vec<u8>, options: EnqueueOptions) -> Result<echomq::Enqueued, Exit> {
+    let id = options.id.clone().expect("the caller sets the id");
+    queue.enqueue_with(payload, options).await.map_err(|err| match Failure::of(&err) {
+        Failure::NotDone => Exit::new(Failure::NotDone, not_done(&err)),
+        Failure::MaybeDone => Exit::new(
+            Failure::MaybeDone,
+            format!(
+                "maybe enqueued, as {id}: {}. To be sure, enqueue it again with --id {id}: \
+                 if the first one got there, the second is a duplicate and changes nothing",
+                explain(&err)
+            ),
+        ),
+        Failure::Refused => refused(&err),
+    })
+}
+
+fn not_done(err: &(dyn std::error::Error + 'static)) -> String {
+    format!("not enqueued: {}. Nothing was written: enqueuing again is safe", explain(err))
+}
+
+fn refused(err: &(dyn std::error::Error + 'static)) -> Exit {
+    let message =
+        format!("refused: {}. Nothing was written; the same job would be refused again", explain(err));
+    Exit::new(Failure::Refused, message)
+}
+
+fn read_stdin() -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The jobs of JSON lines: each line one JSON document, at most
+/// [`MAX_PAYLOAD`](echomq::limits::MAX_PAYLOAD) bytes. Refused whole, naming
+/// the first bad line, so that bad input enqueues nothing.
+fn lines(input: &[u8]) -> Result<Vec<Vec<u8>>, Exit> {
+    let bad = |line: usize, why: String| {
+        Exit::new(Failure::Refused, format!("refused: line {line} {why}. Nothing was enqueued"))
+    };
+    let text =
+        std::str::from_utf8(input).map_err(|err| bad(1, format!("and after are not UTF-8 ({err})")))?;
+    let mut payloads = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            return Err(bad(n + 1, "is empty: each line is one job".into()));
+        }
+        if line.len() > echomq::limits::MAX_PAYLOAD {
+            return Err(bad(n + 1, format!("is over {} bytes", echomq::limits::MAX_PAYLOAD)));
+        }
+        if let Err(err) = serde_json::from_str::<serde::de::IgnoredAny>(line) {
+            return Err(bad(n + 1, format!("is not JSON ({err})")));
+        }
+        payloads.push(line.as_bytes().to_vec());
+    }
+    if payloads.is_empty() {
+        return Err(Exit::new(
+            Failure::Refused,
+            "refused: no jobs on stdin (--jsonl wants one per line)".into(),
+        ));
+    }
+    Ok(payloads)
+}

@@ -1,0 +1,126 @@
+//! `emq enqueue` when things go wrong (issue 13, finding 6): each failure
+//! says what was done and what is safe next, with an exit code of its own
+//! (3 not enqueued, 4 maybe enqueued, 5 refused); and many jobs at once, as
+//! JSON lines on stdin, one id each out.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use common::{client, eventually, Emq};
+use echomq_test_support::{unique_queue, RedisServer};
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `emq enqueue <queue> --jsonl` with `lines` on stdin.
+fn jsonl(emq: &Emq, queue: &str, lines: &str) -> Output {
+    let mut child = emq
+        .command(&["enqueue", queue, "--jsonl"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run emq enqueue");
+    child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn pending(emq: &Emq, queue: &str) -> u64 {
+    let out = emq.ok(&["stats", queue]);
+    let row = out.lines().find(|l| l.starts_with(queue)).unwrap_or_else(|| panic!("{out}"));
+    row.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_server_that_is_down_means_not_enqueued() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    server.kill();
+    let emq = Emq { url, via: "lua" };
+    let q = unique_queue("down");
+    let output = emq.command(&["enqueue", &q, "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(said.contains("not enqueued") && said.contains("refused the connection"), "{said}");
+    assert!(said.contains("enqueuing again is safe"), "{said}");
+    let output = jsonl(&emq, &q, "1\n2\n");
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(output.stdout.is_empty());
+}
+
+/// The connection breaks while the enqueue waits on the server (held by
+/// `CLIENT PAUSE`, then killed by `CLIENT KILL`): maybe enqueued, said with
+/// the id to enqueue it again with, which is then safe.
+#[test]
+fn a_connection_broken_on_the_way_means_maybe_enqueued() {
+    for (server, via) in [(RedisServer::start(), "lua"), (RedisServer::start_with_module(), "native")] {
+        let emq = Emq { url: server.url(), via };
+        let q = unique_queue("maybe");
+        let mut admin = client(&server.url()).get_connection().unwrap();
+        let _: () = redis::cmd("CLIENT").arg(&["PAUSE", "60000", "WRITE"]).query(&mut admin).unwrap();
+        let enqueue =
+            emq.command(&["enqueue", &q, "held"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+        let enqueue = enqueue.expect("run emq enqueue");
+        eventually("the enqueue waits on the paused server", || {
+            let mut conn = client(&server.url()).get_connection().unwrap();
+            let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut conn).unwrap();
+            clients.lines().any(|line| line.contains(" flags=b "))
+        });
+        let _: u64 =
+            redis::cmd("CLIENT").arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"]).query(&mut admin).unwrap();
+        let output = enqueue.wait_with_output().unwrap();
+        let _: () = redis::cmd("CLIENT").arg("UNPAUSE").query(&mut admin).unwrap();
+
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(4), "{via}: {said}");
+        let id =
+            said.split_whitespace().find(|word| word.starts_with("JOB_")).unwrap_or_else(|| panic!("{said}"));
+        let id = id.trim_end_matches([':', ',', '.']);
+        assert!(said.contains(&format!("enqueue it again with --id {id}")), "{via}: {said}");
+        let again = emq.ok(&["enqueue", &q, "held", "--id", id]);
+        assert_eq!(again.trim(), id, "{via}: the killed call never ran, so this one enqueued it");
+        assert!(emq.ok(&["enqueue", &q, "held", "--id", id]).contains("duplicate"), "{via}");
+        assert_eq!(pending(&emq, &q), 1, "{via}: one job");
+    }
+}
+
+/// Many jobs from JSON lines, one id each out in order; a bad line refuses
+/// the whole input and enqueues nothing; bad names and sizes are refused.
+#[test]
+fn json_lines_enqueue_many_and_bad_input_enqueues_nothing() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let q = unique_queue("bulk");
+    let output = jsonl(&emq, &q, "{\"to\":\"ada\"}\n[1,2]\n\"three\"\n");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let ids: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    for (id, payload) in ids.iter().zip(["{\"to\":\"ada\"}", "[1,2]", "\"three\""]) {
+        assert!(emq.ok(&["inspect", id, "--queue", &q]).contains(&format!("payload   {payload} (")), "{id}");
+    }
+    assert_eq!(pending(&emq, &q), 3);
+
+    for (input, why) in [
+        ("{\"ok\":1}\nnot json\n", "line 2 is not JSON"),
+        ("1\n\n2\n", "line 2 is empty"),
+        ("", "no jobs on stdin"),
+    ] {
+        let output = jsonl(&emq, &q, input);
+        assert_eq!(output.status.code(), Some(5), "{input:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(why), "{input:?}: {}", stderr(&output));
+        assert!(output.stdout.is_empty());
+    }
+    let output = emq.command(&["enqueue", "bad{name}", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    assert!(stderr(&output).contains("refused: invalid queue name"), "{}", stderr(&output));
+    let big = "x".repeat(echomq::limits::MAX_PAYLOAD + 1);
+    let mut child =
+        emq.command(&["enqueue", &q, "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(big.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    assert_eq!(pending(&emq, &q), 3, "nothing more was enqueued");
+}
