@@ -27,7 +27,10 @@ pub struct Args {
     #[arg(required = true)]
     queues: Vec<String>,
     /// The command to run per job, after `--`. It gets the payload on stdin and
-    /// ECHOMQ_QUEUE, ECHOMQ_JOB_ID, ECHOMQ_JOB_TOKEN and ECHOMQ_JOB_ATTEMPT.
+    /// ECHOMQ_QUEUE, ECHOMQ_JOB_ID, ECHOMQ_JOB_TOKEN, ECHOMQ_JOB_ATTEMPT and
+    /// ECHOMQ_PAYLOAD_BYTES. It must check that it read that many bytes before
+    /// acting, and fail otherwise: a worker killed while writing the payload
+    /// leaves it an empty or cut one (crates/echomq/examples/work-job.sh).
     #[arg(last = true, required = true)]
     command: Vec<String>,
     /// Jobs run at once.
@@ -206,6 +209,8 @@ async fn run_command(command: Arc<[String]>, job: JobContext) -> Result<(), Hand
         .env("ECHOMQ_JOB_ID", job.id.as_str())
         .env("ECHOMQ_JOB_TOKEN", job.attempt.to_string())
         .env("ECHOMQ_JOB_ATTEMPT", job.attempt.to_string())
+        // The payload's length, so that a command can tell a cut one.
+        .env("ECHOMQ_PAYLOAD_BYTES", job.payload.len().to_string())
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)

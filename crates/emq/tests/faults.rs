@@ -230,3 +230,51 @@ fn a_worker_started_before_its_redis_waits_for_it() {
     assert!(log().contains("the server answers"), "{}", log());
     assert_eq!(log().matches("waiting for the server").count(), 1, "said once: {}", log());
 }
+
+/// Finding 5. A command learns its payload's length from ECHOMQ_PAYLOAD_BYTES;
+/// the example command (crates/echomq/examples/work-job.sh) acts on a whole
+/// payload and refuses a cut one.
+#[test]
+fn a_command_can_tell_a_cut_payload() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("bytes");
+    let q = unique_queue("bytes");
+    let payload = "héllo wörld ✓\nline two";
+    let id = emq.ok(&["enqueue", &q, payload]).trim().to_owned();
+    let script = r#"cat > "$DIR/payload"; echo "$ECHOMQ_PAYLOAD_BYTES" > "$DIR/bytes""#;
+    let mut worker = emq.work(&[&q, "--", "sh", "-c", script], &scratch.0, &scratch.path("log"));
+    eventually("the job is done", || state(&emq, &id).0 == "done");
+    assert!(worker.stop());
+    assert_eq!(std::fs::read(scratch.path("payload")).unwrap(), payload.as_bytes());
+    assert_eq!(scratch.lines("bytes"), [payload.len().to_string()]);
+
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/examples/work-job.sh");
+    let run = |bytes: usize, stdin: &str| {
+        let mut child = std::process::Command::new("sh")
+            .arg(example)
+            .env("ECHOMQ_QUEUE", &q)
+            .env("ECHOMQ_JOB_ID", &id)
+            .env("ECHOMQ_JOB_ATTEMPT", "1")
+            .env("ECHOMQ_PAYLOAD_BYTES", bytes.to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run the example");
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let whole = run(payload.len(), payload);
+    assert!(whole.status.success() && String::from_utf8_lossy(&whole.stdout).contains("héllo"), "{whole:?}");
+    let cut = run(payload.len(), &payload[..6]);
+    assert!(!cut.status.success(), "a cut payload fails the job");
+    assert!(String::from_utf8_lossy(&cut.stderr).contains("payload cut: 6 of"), "{cut:?}");
+    let empty = run(payload.len(), "");
+    assert!(!empty.status.success() && empty.stdout.is_empty(), "nothing done on an empty payload");
+
+    // And through emq work: the example acks a whole payload.
+    let next = emq.ok(&["enqueue", &q, "{\"to\":\"ada\"}"]).trim().to_owned();
+    let _worker = emq.work(&[&q, "--", "sh", example], &scratch.0, &scratch.path("example.log"));
+    eventually("the example did the job", || state(&emq, &next).0 == "done");
+}
