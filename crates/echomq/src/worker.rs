@@ -18,6 +18,8 @@
 //! # Layout
 //! - `worker.rs`: [`Worker`], its options and its claim loops.
 //! - `worker/job.rs`: one job's run: the handler, its heartbeat, its outcome.
+//! - `worker/job/lease.rs`: the lease and its heartbeat; an outcome sent
+//!   again through an outage, up to the lease's last safe moment.
 //! - `worker/acker.rs`: acks gathered into one round trip under load.
 //! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
 
