@@ -12,7 +12,11 @@ use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions}
 /// A server on its AOF, written before each reply: a restart keeps every write.
 fn durable(module: bool) -> RedisServer {
     let args = ["--appendonly", "yes", "--appendfsync", "always"].map(String::from).to_vec();
-    RedisServer::start_with(ServerOptions { module: module.then(module_path), args })
+    RedisServer::start_with(ServerOptions {
+        module: module.then(module_path),
+        args,
+        ..ServerOptions::default()
+    })
 }
 
 fn now_ms() -> u64 {
@@ -169,8 +173,8 @@ fn shutdown_after_the_grace_stops_the_command_and_its_children() {
 #[test]
 fn the_log_says_start_warnings_and_shutdown() {
     let server = RedisServer::start_with(ServerOptions {
-        module: None,
         args: ["--maxmemory-policy", "allkeys-lru"].map(String::from).to_vec(),
+        ..ServerOptions::default()
     });
     let emq = Emq { url: server.url(), via: "lua" };
     let scratch = Scratch::new("log");
