@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::{Output, Stdio};
 
 use common::{client, eventually, Emq};
-use echomq_test_support::{unique_queue, RedisServer};
+use echomq_test_support::{unique_queue, RedisServer, ServerOptions};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -49,6 +49,41 @@ fn a_server_that_is_down_means_not_enqueued() {
     let output = jsonl(&emq, &q, "1\n2\n");
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(output.stdout.is_empty());
+}
+
+/// A server loading its data (a `DEBUG RELOAD`, slowed to seconds by
+/// `key-load-delay`) answers LOADING: not enqueued, said in words.
+#[test]
+fn a_server_loading_its_data_means_not_enqueued() {
+    let args = [
+        "--enable-debug-command",
+        "local",
+        "--loading-process-events-interval-bytes",
+        "1024",
+        "--key-load-delay",
+        "500",
+    ];
+    let server = RedisServer::start_with(ServerOptions {
+        args: args.map(String::from).to_vec(),
+        ..ServerOptions::default()
+    });
+    let emq = Emq { url: server.url(), via: "lua" };
+    let mut admin = client(&server.url()).get_connection().unwrap();
+    let _: () = redis::cmd("DEBUG").arg(&["POPULATE", "20000"]).query(&mut admin).unwrap();
+    // About ten seconds of loading; the server is killed before it is done.
+    let reload = std::thread::spawn(move || redis::cmd("DEBUG").arg("RELOAD").query::<()>(&mut admin));
+    eventually("the server is loading", || {
+        let mut conn = client(&emq.url).get_connection().unwrap();
+        let info: String = redis::cmd("INFO").arg("persistence").query(&mut conn).unwrap();
+        info.contains("loading:1")
+    });
+    let q = unique_queue("loading");
+    let output = emq.command(&["enqueue", &q, "x"]).output().unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{said}");
+    assert!(said.contains("not enqueued: the server is loading its data"), "{said}");
+    drop(server);
+    let _ = reload.join();
 }
 
 /// The connection breaks while the enqueue waits on the server (held by
