@@ -37,10 +37,15 @@ impl Failure {
     }
 
     /// What connecting failed with `err` tells: nothing was sent yet, so
-    /// either the server is not there (yet), or it refused us.
+    /// either the server is not there (yet: refused, unreachable, its name
+    /// not resolved, loading), or it refused us (a bad password, a
+    /// certificate not trusted: an I/O error of invalid data).
     pub fn of_connecting(err: &(dyn StdError + 'static)) -> Failure {
         match redis_error(err) {
-            Some(err) if unavailable(err) || err.is_io_error() => Failure::NotDone,
+            Some(err) if unavailable(err) => Failure::NotDone,
+            Some(err) if err.is_io_error() && io_kind(err) != Some(std::io::ErrorKind::InvalidData) => {
+                Failure::NotDone
+            }
             _ => Failure::Refused,
         }
     }
@@ -91,6 +96,17 @@ fn redis_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a RedisError> 
         Some(_) => None,
         None => err.downcast_ref::<RedisError>(),
     }
+}
+
+/// The kind of the I/O error behind `err`, when there is one (the client
+/// keeps it behind an `Arc`).
+fn io_kind(err: &RedisError) -> Option<std::io::ErrorKind> {
+    let source = StdError::source(err)?;
+    let io = source.downcast_ref::<std::io::Error>().or_else(|| {
+        let shared = source.downcast_ref::<std::sync::Arc<dyn StdError + Send + Sync>>()?;
+        shared.downcast_ref::<std::io::Error>()
+    });
+    io.map(std::io::Error::kind)
 }
 
 /// The server was not reached (the connection refused), or answered that it
@@ -160,6 +176,8 @@ mod tests {
             assert_eq!(Failure::of(&err), failure, "{err}");
         }
         assert_eq!(Failure::of_connecting(&io(std::io::ErrorKind::ConnectionReset)), Failure::NotDone);
+        // A certificate not trusted: rustls's error, as I/O of invalid data.
+        assert_eq!(Failure::of_connecting(&io(std::io::ErrorKind::InvalidData)), Failure::Refused);
         let loading = explain(&server(ServerErrorKind::BusyLoading, "LOADING"));
         assert!(loading.starts_with("the server is loading its data"), "{loading}");
     }

@@ -27,6 +27,11 @@ fn rediss_with_the_servers_ca() {
     let untrusted = emq(&["--url", &url, "stats", &queue]);
     assert!(!untrusted.status.success());
     assert!(String::from_utf8_lossy(&untrusted.stderr).contains("emq:"), "an error message");
+    // A worker does not wait for a server it does not trust: it ends at once
+    // (the time-out only bounds a wrong wait).
+    let worker = emq(&["--url", &url, "work", &queue, "--connect-timeout", "60s", "--", "true"]);
+    let said = String::from_utf8_lossy(&worker.stderr);
+    assert!(!worker.status.success() && !said.contains("waiting for the server"), "{said}");
 }
 
 #[test]
@@ -69,6 +74,13 @@ fn an_acl_user_in_the_url_and_no_password_in_errors() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success());
     assert!(!stderr.contains("wrong-pass") && !stderr.contains("s3cret"), "a secret leaked: {stderr}");
+    // Nor for one that refuses its password: a worker ends at once, an enqueue is refused (exit 5).
+    let worker = emq(&["--url", &wrong, "work", &queue, "--connect-timeout", "60s", "--", "true"]);
+    let said = String::from_utf8_lossy(&worker.stderr);
+    assert!(!worker.status.success() && !said.contains("waiting for the server"), "{said}");
+    assert!(!said.contains("wrong-pass"), "a secret leaked: {said}");
+    let refused = emq(&["--url", &wrong, "enqueue", &queue, "x"]);
+    assert_eq!(refused.status.code(), Some(5), "{}", String::from_utf8_lossy(&refused.stderr));
 }
 
 #[test]
