@@ -14,7 +14,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tracing::Instrument;
 
-use self::lease::{persist, Lease};
+use self::lease::{persist, Lease, Route};
 use super::acker::Acker;
 use super::Shared;
 use crate::id::JobId;
@@ -125,7 +125,7 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
         Outcome::Finished(Ok(Ok(()))) => {
-            match persist(&mut lease, "ack", None, || acker.ack(&queue, &job)).await {
+            match persist(&mut lease, "ack", Route::Gathered, None, || acker.ack(&queue, &job)).await {
                 Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
                 Err(err) => lost_or_failed(&labels, "ack", &err),
             }
@@ -142,7 +142,11 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             metrics::counter!(metric::FAILED, &labels).increment(1);
             tracing::info!(error = %error, "job failed");
             let error = truncate(error);
-            match persist(&mut lease, "fail", None, || queue.fail(&job, &error, &options.retry)).await {
+            match persist(&mut lease, "fail", Route::Direct, None, || {
+                queue.fail(&job, &error, &options.retry)
+            })
+            .await
+            {
                 Ok(Failed::Delayed) => metrics::counter!(metric::RETRIED, &labels).increment(1),
                 Ok(Failed::Dead) => metrics::counter!(metric::DEAD, &labels).increment(1),
                 Err(err) => lost_or_failed(&labels, "fail", &err),
@@ -160,7 +164,9 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             lease.keep(stop(cancel, handler)).await;
             // Shutdown waits for this: a few tries, not the whole lease.
             let until = Instant::now() + RELEASE_PERSISTENCE;
-            if let Err(err) = persist(&mut lease, "release", Some(until), || queue.release(&job)).await {
+            if let Err(err) =
+                persist(&mut lease, "release", Route::Direct, Some(until), || queue.release(&job)).await
+            {
                 lost_or_failed(&labels, "release", &err);
             }
         }

@@ -17,18 +17,35 @@ const PERSIST_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Durati
 /// try goes at the last safe moment instead.
 const PERSIST_NAP_MIN: Duration = Duration::from_millis(20);
 
+/// How a finishing call reaches the server, which decides whether the lease
+/// may be renewed between its tries.
+pub(super) enum Route {
+    /// Straight to the server (fail, release): a try that surely did not get
+    /// there (the connection refused, or the server answered that it cannot
+    /// serve now) leaves the lease the worker's to renew before the next.
+    Direct,
+    /// Through the ack gatherer, whose batch may have got there although the
+    /// error seen is that of a later try alone: no renewal, ever, since one
+    /// after a landed ack would be refused with the job's own token.
+    Gathered,
+}
+
 /// Send a finishing call (ack, fail, release), and send it again while the
 /// server cannot be reached (not when it refused, nor when it applied the
 /// call and only its replicas lagged). A Redis restart that takes seconds
 /// must not cost a finished job a second run, so the call is tried up to the
 /// lease's last safe moment (or `stop_by`, when sooner), backing off but
-/// never napping past half the time left, the last try at that moment; and
-/// the heartbeat goes on meanwhile, so that a lease renewed while the call
-/// waits (behind a slow batch, or a server that answers some calls and not
-/// others) gives it longer. Past that moment the job is the reaper's.
+/// never napping past half the time left, the last try at that moment. Past
+/// that moment the job is the reaper's.
+///
+/// While the call waits, the heartbeat goes on renewing the lease, which
+/// moves that moment on, for as long as no try may have reached the server
+/// (see [`Route`]); never while a try is on its way, since a renewal that
+/// lands after the call would be refused.
 pub(super) async fn persist<T, F, Fut>(
     lease: &mut Lease<'_>,
     what: &'static str,
+    route: Route,
     stop_by: Option<Instant>,
     call: F,
 ) -> Result<T>
@@ -38,9 +55,11 @@ where
 {
     let (mut wait, longest) = PERSIST_BACKOFF;
     let mut waiting_since = None;
+    let mut renewing = matches!(route, Route::Direct);
     loop {
-        match lease.keep(call()).await {
+        match call().await {
             Err(err) if err.code().is_none() && !matches!(err, Error::NotReplicated { .. }) => {
+                renewing &= surely_not_there(&err);
                 let now = Instant::now();
                 let last =
                     stop_by.map_or(lease.last_safe_moment(), |stop| stop.min(lease.last_safe_moment()));
@@ -59,7 +78,11 @@ where
                 }
                 let nap = wait.min((last - now) / 2);
                 let nap = if nap < PERSIST_NAP_MIN { last - now } else { nap };
-                lease.keep(tokio::time::sleep(nap)).await;
+                if renewing {
+                    lease.keep(tokio::time::sleep(nap)).await;
+                } else {
+                    tokio::time::sleep(nap).await;
+                }
                 wait = (wait * 2).min(longest);
             }
             done => {
@@ -70,6 +93,24 @@ where
             }
         }
     }
+}
+
+/// A failed call that surely never reached the server's data: the
+/// connection was refused, or the server answered that it cannot serve now.
+fn surely_not_there(err: &Error) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    let Error::Redis(err) = err else { return false };
+    err.is_connection_refusal()
+        || matches!(
+            err.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ReadOnly
+            )
+        )
 }
 
 /// A job's lease as its worker holds it: renewed by a heartbeat every third
@@ -90,7 +131,9 @@ pub(super) struct Lease<'a> {
 impl<'a> Lease<'a> {
     pub(super) fn new(queue: &'a Queue, job: &'a Claimed, length: Duration, claimed: Instant) -> Lease<'a> {
         let beat = (length / 3).max(Duration::from_millis(1));
-        let heartbeat = tokio::time::interval_at(claimed + beat, beat);
+        let mut heartbeat = tokio::time::interval_at(claimed + beat, beat);
+        // After a wait without beats (a call on its way), one beat, not a burst.
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let until = claimed + length;
         Lease { queue, job, length, until, heartbeat, lost: false, failing_since: None }
     }
@@ -118,9 +161,9 @@ impl<'a> Lease<'a> {
         }
     }
 
-    /// Run `work` to its end while the heartbeat renews the lease: a
-    /// finishing call's answer counts even when a renewal found the lease gone
-    /// meanwhile (an ack that was applied ends the lease too).
+    /// Run `work` (a nap between tries, a handler being stopped) to its end
+    /// while the heartbeat renews the lease; a renewal that finds the lease
+    /// lost only ends the beats.
     pub(super) async fn keep<T>(&mut self, work: impl std::future::Future<Output = T>) -> T {
         tokio::pin!(work);
         loop {
@@ -195,7 +238,13 @@ mod tests {
         let claimed = Instant::now();
         let mut lease = Lease::new(&queue, &job, Duration::from_secs(1), claimed);
         let tries = AtomicU32::new(0);
-        let done = persist(&mut lease, "ack", None, down_until(claimed + Duration::from_millis(700), &tries));
+        let done = persist(
+            &mut lease,
+            "ack",
+            Route::Direct,
+            None,
+            down_until(claimed + Duration::from_millis(700), &tries),
+        );
         assert!(done.await.is_ok(), "the call went through once the server was back");
         assert!(tries.load(Ordering::SeqCst) > 1);
     }
@@ -208,15 +257,16 @@ mod tests {
         let last = lease.last_safe_moment();
         let tries = AtomicU32::new(0);
         let never = down_until(claimed + Duration::from_secs(3600), &tries);
-        assert!(persist(&mut lease, "ack", None, never).await.is_err());
+        assert!(persist(&mut lease, "ack", Route::Direct, None, never).await.is_err());
         assert!(Instant::now() >= last, "not before the last safe moment");
         // A refusal is final at once.
         let refused = || std::future::ready(Err::<(), _>(Error::Fence("stale".into())));
-        assert!(persist(&mut lease, "ack", None, refused).await.unwrap_err().is_lost_lease());
+        assert!(persist(&mut lease, "ack", Route::Direct, None, refused).await.unwrap_err().is_lost_lease());
     }
 
-    /// While the call waits, the heartbeat renews the lease, and the call is
-    /// tried for longer than the lease the claim gave.
+    /// While a direct call waits after tries that surely did not reach the
+    /// server, the heartbeat renews the lease, and the call is tried for
+    /// longer than the lease the claim gave.
     #[tokio::test]
     async fn the_heartbeat_goes_on_while_a_finishing_call_waits() {
         let queue = queue();
@@ -226,8 +276,52 @@ mod tests {
         let job = queue.claim(length).await.unwrap().expect("a job");
         let mut lease = Lease::new(&queue, &job, length, claimed);
         let tries = AtomicU32::new(0);
-        let done = persist(&mut lease, "ack", None, down_until(claimed + length + length / 3, &tries));
+        let done = persist(
+            &mut lease,
+            "ack",
+            Route::Direct,
+            None,
+            down_until(claimed + length + length / 3, &tries),
+        );
         assert!(done.await.is_ok(), "tried past the first lease's end");
         assert!(lease.until > claimed + length, "renewed");
+    }
+
+    /// No renewal once a try may have reached the server (a renewal after a
+    /// landed ack would be refused with the job's own token): not after a
+    /// broken connection, and never for an ack gathered into a batch.
+    #[tokio::test]
+    async fn no_renewal_once_a_try_may_have_landed() {
+        let broken = || {
+            let broken = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the connection broke");
+            std::future::ready(Err::<(), _>(Error::Redis(redis::RedisError::from(broken))))
+        };
+        for (route, what) in [(Route::Direct, "a broken connection"), (Route::Gathered, "a gathered ack")] {
+            let queue = queue();
+            queue.enqueue(b"x".to_vec()).await.unwrap();
+            let length = Duration::from_secs(1);
+            let claimed = Instant::now();
+            let job = queue.claim(length).await.unwrap().expect("a job");
+            let mut lease = Lease::new(&queue, &job, length, claimed);
+            let tries = AtomicU32::new(0);
+            let broken_then_refused = || {
+                let first = tries.fetch_add(1, Ordering::SeqCst) == 0;
+                let refused = std::future::ready(Err::<(), _>(unreachable_server()));
+                async move {
+                    if first {
+                        broken().await
+                    } else {
+                        refused.await
+                    }
+                }
+            };
+            let done = if matches!(route, Route::Direct) {
+                persist(&mut lease, "fail", route, None, broken_then_refused).await
+            } else {
+                persist(&mut lease, "ack", route, None, down_until(claimed + length * 3, &tries)).await
+            };
+            assert!(done.is_err(), "{what}: given up at the lease's end");
+            assert_eq!(lease.until, claimed + length, "{what}: never renewed");
+        }
     }
 }
