@@ -4,6 +4,7 @@
 //! `job/lease.rs` holds the lease, and the finishing call that waits out an
 //! outage within it.
 
+use echomq_core::Name;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -125,9 +126,9 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
         Outcome::Finished(Ok(Ok(()))) => {
-            match persist(&mut lease, "ack", Route::Gathered, None, || acker.ack(&queue, &job)).await {
+            match persist(&mut lease, Name::Ack, Route::Gathered, None, || acker.ack(&queue, &job)).await {
                 Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
-                Err(err) => lost_or_failed(&labels, "ack", &err),
+                Err(err) => lost_or_failed(&labels, Name::Ack, &err),
             }
         }
         Outcome::Finished(result) => {
@@ -142,14 +143,14 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             metrics::counter!(metric::FAILED, &labels).increment(1);
             tracing::info!(error = %error, "job failed");
             let error = truncate(error);
-            match persist(&mut lease, "fail", Route::Direct, None, || {
+            match persist(&mut lease, Name::Fail, Route::Direct, None, || {
                 queue.fail(&job, &error, &options.retry)
             })
             .await
             {
                 Ok(Failed::Delayed) => metrics::counter!(metric::RETRIED, &labels).increment(1),
                 Ok(Failed::Dead) => metrics::counter!(metric::DEAD, &labels).increment(1),
-                Err(err) => lost_or_failed(&labels, "fail", &err),
+                Err(err) => lost_or_failed(&labels, Name::Fail, &err),
             }
         }
         Outcome::LeaseLost => {
@@ -165,9 +166,9 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             // Shutdown waits for this: a few tries, not the whole lease.
             let until = Instant::now() + RELEASE_PERSISTENCE;
             if let Err(err) =
-                persist(&mut lease, "release", Route::Direct, Some(until), || queue.release(&job)).await
+                persist(&mut lease, Name::Release, Route::Direct, Some(until), || queue.release(&job)).await
             {
-                lost_or_failed(&labels, "release", &err);
+                lost_or_failed(&labels, Name::Release, &err);
             }
         }
     }
@@ -190,7 +191,7 @@ const RELEASE_PERSISTENCE: Duration = Duration::from_secs(2);
 
 /// A refused ack, fail or release: either the lease was lost (counted), or
 /// the server could not be reached (the lease runs out and the job is reaped).
-fn lost_or_failed(labels: &[(&'static str, String)], what: &str, err: &Error) {
+fn lost_or_failed(labels: &[(&'static str, String)], what: Name, err: &Error) {
     if err.is_lost_lease() {
         metrics::counter!(metric::LEASES_LOST, labels).increment(1);
         tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");

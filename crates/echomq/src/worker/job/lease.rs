@@ -3,6 +3,7 @@
 //! (ack, fail, release), which waits out an outage for as long as the lease
 //! surely holds.
 
+use echomq_core::Name;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -44,7 +45,7 @@ pub(super) enum Route {
 /// lands after the call would be refused.
 pub(super) async fn persist<T, F, Fut>(
     lease: &mut Lease<'_>,
-    what: &'static str,
+    what: Name,
     route: Route,
     stop_by: Option<Instant>,
     call: F,
@@ -240,7 +241,7 @@ mod tests {
         let tries = AtomicU32::new(0);
         let done = persist(
             &mut lease,
-            "ack",
+            Name::Ack,
             Route::Direct,
             None,
             down_until(claimed + Duration::from_millis(700), &tries),
@@ -257,11 +258,14 @@ mod tests {
         let last = lease.last_safe_moment();
         let tries = AtomicU32::new(0);
         let never = down_until(claimed + Duration::from_secs(3600), &tries);
-        assert!(persist(&mut lease, "ack", Route::Direct, None, never).await.is_err());
+        assert!(persist(&mut lease, Name::Ack, Route::Direct, None, never).await.is_err());
         assert!(Instant::now() >= last, "not before the last safe moment");
         // A refusal is final at once.
         let refused = || std::future::ready(Err::<(), _>(Error::Fence("stale".into())));
-        assert!(persist(&mut lease, "ack", Route::Direct, None, refused).await.unwrap_err().is_lost_lease());
+        assert!(persist(&mut lease, Name::Ack, Route::Direct, None, refused)
+            .await
+            .unwrap_err()
+            .is_lost_lease());
     }
 
     /// While a direct call waits after tries that surely did not reach the
@@ -278,7 +282,7 @@ mod tests {
         let tries = AtomicU32::new(0);
         let done = persist(
             &mut lease,
-            "ack",
+            Name::Ack,
             Route::Direct,
             None,
             down_until(claimed + length + length / 3, &tries),
@@ -316,9 +320,9 @@ mod tests {
                 }
             };
             let done = if matches!(route, Route::Direct) {
-                persist(&mut lease, "fail", route, None, broken_then_refused).await
+                persist(&mut lease, Name::Fail, route, None, broken_then_refused).await
             } else {
-                persist(&mut lease, "ack", route, None, down_until(claimed + length * 3, &tries)).await
+                persist(&mut lease, Name::Ack, route, None, down_until(claimed + length * 3, &tries)).await
             };
             assert!(done.is_err(), "{what}: given up at the lease's end");
             assert_eq!(lease.until, claimed + length, "{what}: never renewed");
