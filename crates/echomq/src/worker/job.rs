@@ -4,10 +4,10 @@
 //! `job/lease.rs` holds the lease, and the finishing call that waits out an
 //! outage within it.
 
-use echomq_core::Name;
 use std::sync::Arc;
 use std::time::Duration;
 
+use echomq_core::Name;
 use tokio::time::Instant;
 
 use serde::de::DeserializeOwned;

@@ -3,9 +3,9 @@
 //! (ack, fail, release), which waits out an outage for as long as the lease
 //! surely holds.
 
-use echomq_core::Name;
 use std::time::Duration;
 
+use echomq_core::Name;
 use tokio::time::Instant;
 
 use crate::queue::Queue;
