@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use echomq_core::Name;
-use tokio::time::Instant;
-
 use serde::de::DeserializeOwned;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tracing::Instrument;
 
