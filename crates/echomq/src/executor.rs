@@ -114,17 +114,30 @@ pub async fn execute_batch<T: Transition>(
         queue = keys.queue(),
         calls = transitions.len()
     );
-    let built: Vec<Result<Call>> = transitions.iter().map(|t| Call::new(keys, t)).collect();
-    let calls: Vec<Call> = built.iter().filter_map(|call| call.as_ref().ok().cloned()).collect();
-    let mut replies =
-        if calls.is_empty() { Vec::new() } else { via.run(&calls).instrument(span).await? }.into_iter();
-    Ok(built
+    // The calls the host's checks let through, and for each transition its
+    // refusal or `None` (its reply comes from the run, in order).
+    let mut calls = Vec::with_capacity(transitions.len());
+    let refusals: Vec<Option<Error>> = transitions
+        .iter()
+        .map(|transition| match Call::new(keys, transition) {
+            Ok(call) => {
+                calls.push(call);
+                None
+            }
+            Err(refused) => Some(refused),
+        })
+        .collect();
+    let mut replies = if calls.is_empty() { Vec::new() } else { via.run(&calls).instrument(span).await? }
+        .into_iter();
+    Ok(refusals
         .into_iter()
         .zip(transitions)
-        .map(|(call, transition)| {
-            call.and_then(|_| replies.next().expect("a reply per call sent"))
-                .and_then(T::parse)
-                .map_err(|err| err.at(name, keys.queue(), transition.job()))
+        .map(|(refused, transition)| {
+            let reply = match refused {
+                Some(refused) => Err(refused),
+                None => replies.next().expect("a reply per call sent"),
+            };
+            reply.and_then(T::parse).map_err(|err| err.at(name, keys.queue(), transition.job()))
         })
         .collect())
 }
