@@ -80,7 +80,9 @@ impl JobContext {
 
 mod lease;
 
-enum Outcome {
+/// How a job's run ended: its handler finished (or panicked), its lease was
+/// lost, or the worker released it at shutdown.
+enum Ending {
     Finished(std::result::Result<HandlerResult, tokio::task::JoinError>),
     LeaseLost,
     Released,
@@ -117,20 +119,20 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     let mut handler = tokio::spawn(shared.handler.handle(context));
     let outcome = tokio::select! {
         held = lease.hold(&mut handler) => match held {
-            Some(joined) => Outcome::Finished(joined),
-            None => Outcome::LeaseLost,
+            Some(joined) => Ending::Finished(joined),
+            None => Ending::LeaseLost,
         },
-        () = shared.releasing.cancelled() => Outcome::Released,
+        () = shared.releasing.cancelled() => Ending::Released,
     };
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
-        Outcome::Finished(Ok(Ok(()))) => {
+        Ending::Finished(Ok(Ok(()))) => {
             match persist(&mut lease, Name::Ack, Route::Gathered, None, || acker.ack(&queue, &job)).await {
                 Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
                 Err(err) => lost_or_failed(&labels, Name::Ack, &err),
             }
         }
-        Outcome::Finished(result) => {
+        Ending::Finished(result) => {
             let error = match result {
                 Ok(Err(error)) => error.to_string(),
                 Err(join) if join.is_panic() => {
@@ -152,7 +154,7 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
                 Err(err) => lost_or_failed(&labels, Name::Fail, &err),
             }
         }
-        Outcome::LeaseLost => {
+        Ending::LeaseLost => {
             metrics::counter!(metric::LEASES_LOST, &labels).increment(1);
             tracing::warn!(
                 "lease lost (reaped or cancelled; another worker may hold the job now): \
@@ -160,7 +162,7 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             );
             stop(cancel, handler).await;
         }
-        Outcome::Released => {
+        Ending::Released => {
             lease.keep(stop(cancel, handler)).await;
             // Shutdown waits for this: a few tries, not the whole lease.
             let until = Instant::now() + RELEASE_PERSISTENCE;
