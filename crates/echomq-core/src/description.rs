@@ -31,6 +31,9 @@ pub enum Role {
     Errors,
     /// `done`, `dead` or `cancelled`: the finished set the call names (PURGE).
     Finished,
+    /// `config`: the queue's settings, field → value (hash): `paused`,
+    /// `concurrency`. CLAIM's gate reads it; CONFIG writes it.
+    Config,
 }
 
 impl Role {
@@ -48,6 +51,7 @@ impl Role {
             Role::Priority => "priority",
             Role::Errors => "errors",
             Role::Finished => "done|dead|cancelled",
+            Role::Config => "config",
         }
     }
 

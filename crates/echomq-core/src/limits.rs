@@ -31,3 +31,8 @@ pub const MAX_ATTEMPTS: RangeInclusive<u64> = 0..=2_147_483_647;
 pub const CLAIM_COUNT: RangeInclusive<u64> = 1..=1000;
 /// How many jobs one REAP, PROMOTE or PURGE may move (LIMIT); also its default.
 pub const SWEEP_LIMIT: RangeInclusive<u64> = 1..=1000;
+/// A queue's concurrency limit (CONFIG CONCURRENCY): at most this many jobs
+/// active at once; 0 removes the limit.
+pub const CONCURRENCY: RangeInclusive<u64> = 0..=2_147_483_647;
+/// A switch (CONFIG PAUSED): 0 or 1.
+pub const SWITCH: RangeInclusive<u64> = 0..=1;

@@ -13,6 +13,7 @@ use crate::parse::lossy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal};
 
+mod control;
 mod enqueue;
 mod lease;
 mod read;
@@ -20,6 +21,7 @@ mod repair;
 mod upkeep;
 
 // Every type of each group: its transitions and their replies.
+pub use control::Config;
 pub use enqueue::*;
 pub use lease::*;
 pub use read::*;
@@ -69,7 +71,7 @@ macro_rules! transitions {
     };
 }
 
-transitions!(Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats);
+transitions!(Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Config);
 
 impl Name {
     /// The protocol's name, lower case: `claim`.

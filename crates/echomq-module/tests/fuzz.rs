@@ -27,11 +27,11 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 16] = [
+const TEMPLATES: [(&str, &str); 17] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
-    ("EMQ.CLAIM", "$q:pending $q:active $n COUNT $n"),
-    ("EMQ.CLAIM", "$q:pending $q:active $n COUNT $n BLOCK $n"),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $n COUNT $n"),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $n COUNT $n BLOCK $n"),
     ("EMQ.ACK", "$q:job:$id $q:active $q:done $id $n"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $id $n $n 0 boom"),
     ("EMQ.EXTEND", "$q:job:$id $q:active $id $n 1000"),
@@ -44,8 +44,9 @@ const TEMPLATES: [(&str, &str); 16] = [
     ("EMQ.RETRY", "$q:job:$id $q:dead $q:pending $q:priority $id"),
     ("EMQ.INSPECT", "$q:job:$id $q:errors $id"),
     ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
+    ("EMQ.CONFIG", "$q:config $q:pending $q:priority PAUSED 0 CONCURRENCY $n"),
 ];
-const CALLS: usize = 16 * 400;
+const CALLS: usize = 17 * 400;
 const SEED: u64 = 0x5eed_e3a0_0001;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.

@@ -17,7 +17,7 @@ use redis::Value;
 use tracing::Instrument;
 
 use crate::keyspace::Keyspace;
-use crate::transition::{Claim, Claimed, Transition};
+use crate::transition::{Claim, Claims, Transition};
 use crate::{Error, Result};
 
 mod embedded;
@@ -148,7 +148,7 @@ pub async fn claim_waiting(
     keys: &Keyspace,
     claim: &Claim,
     wait: Duration,
-) -> Result<Vec<Claimed>> {
+) -> Result<Claims> {
     let span =
         tracing::debug_span!("emq.transition", transition = Name::Claim.as_str(), queue = keys.queue());
     let replied = async { via.claim_waiting(&Call::new(keys, claim)?, wait).await.and_then(Claim::parse) };
@@ -160,9 +160,12 @@ fn one(replies: Vec<Result<Value>>) -> Result<Value> {
     replies.into_iter().next().unwrap_or_else(|| Err(Error::Reply("no reply to the call".into())))
 }
 
-/// Whether a CLAIM's reply holds no job.
+/// Whether a CLAIM's reply holds no job, and waiting for an arrival may
+/// change that: nothing was pending, or the queue is paused (resuming wakes
+/// waiting claims as an arrival does). A claim held back by the concurrency
+/// limit is not worth a wait for an arrival: the worker naps instead.
 fn claimed_nothing(reply: &Result<Value>) -> bool {
-    matches!(reply, Ok(Value::Array(jobs)) if jobs.is_empty())
+    matches!(reply, Ok(Value::Array(jobs)) if jobs.is_empty() || matches!(jobs[..], [Value::Int(-1)]))
 }
 
 /// Interrupts of waiting claims (see [`Executor::interrupt_waits`]), for the

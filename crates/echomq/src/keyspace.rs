@@ -14,6 +14,7 @@
 //! | `emq:{q}:cancelled` | zset | ids by cancel time |
 //! | `emq:{q}:priority` | hash | id → priority, for priorities other than 0 |
 //! | `emq:{q}:errors` | hash | id → the job's last error text |
+//! | `emq:{q}:config` | hash | the queue's settings: `paused`, `concurrency` |
 
 use echomq_core::Role;
 
@@ -126,6 +127,11 @@ impl Keyspace {
     /// `emq:{q}:errors`: id → the job's last error text.
     pub fn errors(&self) -> String {
         self.key("errors")
+    }
+
+    /// `emq:{q}:config`: the queue's settings, read by every claim's gate.
+    pub fn config(&self) -> String {
+        self.key("config")
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,

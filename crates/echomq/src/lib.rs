@@ -52,4 +52,4 @@ pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};
 pub use record::{Record, State};
-pub use transition::{Claimed, Due, Failed, Inspection, Reaped, StatsReply};
+pub use transition::{Claimed, Claims, Due, Failed, Held, Inspection, Reaped, Settings, StatsReply};

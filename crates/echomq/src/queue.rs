@@ -190,13 +190,59 @@ impl Queue {
 
     /// Claim up to `count` jobs (1..=1000) in one round trip, each under its own lease.
     pub async fn claim_batch(&self, lease: Duration, count: u64) -> Result<Vec<Claimed>> {
-        self.run(&Claim { lease, count }).await
+        Ok(self.run(&Claim { lease, count }).await?.jobs)
+    }
+
+    /// Claim up to `count` jobs, and say whether the queue's gate (paused,
+    /// its concurrency limit) held some back. With `wait`, a claim that gets
+    /// nothing because nothing is pending or the queue is paused waits up to
+    /// that long for an arrival or a resume, on executors that can.
+    pub async fn claims(&self, lease: Duration, count: u64, wait: Option<Duration>) -> Result<Claims> {
+        match wait {
+            None => self.run(&Claim { lease, count }).await,
+            Some(wait) => claim_waiting(&*self.via, &self.keys, &Claim { lease, count }, wait).await,
+        }
     }
 
     /// Claim up to `count` jobs; when none is pending, wait up to `wait` for
     /// one to arrive on executors that can ([`Executor::waits`]), else return at once.
     pub async fn claim_waiting(&self, lease: Duration, count: u64, wait: Duration) -> Result<Vec<Claimed>> {
-        claim_waiting(&*self.via, &self.keys, &Claim { lease, count }, wait).await
+        Ok(claim_waiting(&*self.via, &self.keys, &Claim { lease, count }, wait).await?.jobs)
+    }
+
+    /// Pause the queue: every claim hands out nothing until [`resume`](Queue::resume),
+    /// for every worker of every process. Enqueue, ack and the rest go on.
+    pub async fn pause(&self) -> Result<Settings> {
+        self.configure(Config { paused: Some(true), ..Config::default() }).await
+    }
+
+    /// Resume a paused queue; claims waiting for work wake at once.
+    pub async fn resume(&self) -> Result<Settings> {
+        self.configure(Config { paused: Some(false), ..Config::default() }).await
+    }
+
+    /// Whether the queue is paused.
+    pub async fn is_paused(&self) -> Result<bool> {
+        Ok(self.settings().await?.paused)
+    }
+
+    /// Let at most `limit` jobs of this queue be active at once, across every
+    /// worker and process; `None` removes the limit.
+    pub async fn limit_concurrency(&self, limit: Option<u64>) -> Result<Settings> {
+        if limit == Some(0) {
+            return Err(crate::Error::Argument("a concurrency limit must be at least 1".into()));
+        }
+        self.configure(Config { concurrency: Some(limit.unwrap_or(0)), ..Config::default() }).await
+    }
+
+    /// The queue's settings.
+    pub async fn settings(&self) -> Result<Settings> {
+        self.configure(Config::default()).await
+    }
+
+    /// Change the settings `config` names, in one transition; the settings after.
+    pub async fn configure(&self, config: Config) -> Result<Settings> {
+        self.run(&config).await
     }
 
     /// Enqueue `job` as JSON: a typed job, read back with

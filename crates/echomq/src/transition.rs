@@ -19,6 +19,7 @@ use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::{Error, Result};
 
+mod control;
 mod enqueue;
 mod lease;
 mod read;
@@ -26,6 +27,7 @@ mod repair;
 mod upkeep;
 
 // Every type of each group: its transitions and their replies.
+pub use control::*;
 pub use enqueue::*;
 pub use lease::*;
 pub use read::*;

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::executor::Executor;
 use crate::queue::{Queue, RetryPolicy};
-use crate::transition::Claimed;
+use crate::transition::{Claims, Held};
 
 mod acker;
 mod job;
@@ -274,7 +274,7 @@ async fn claim_loop(
         // down, and its claims then return at once, so the loop must nap.
         let waits = queue.executor().waits();
         let claimed = claim(&queue, options, waits, &mut permits).await;
-        let claimed: Vec<Claimed> = match claimed {
+        let Claims { jobs: claimed, held } = match claimed {
             Ok(claimed) => {
                 if let Some(since) = failing_since.take() {
                     tracing::info!(queue = queue.name(), "claims work again, after {:.1?}", since.elapsed());
@@ -315,7 +315,9 @@ async fn claim_loop(
             }
         }
         drop(permits);
-        if idle && !waits {
+        // At the queue's concurrency limit no arrival frees a slot, so even a
+        // worker that can wait naps, as a polling one does.
+        if idle && (!waits || held == Some(Held::Busy)) {
             // Lua cannot wait on the server: poll, backing off up to `idle_poll`.
             tokio::select! {
                 () = tokio::time::sleep(nap) => {}
@@ -337,19 +339,19 @@ async fn claim(
     options: &WorkerOptions,
     waits: bool,
     permits: &mut Vec<tokio::sync::OwnedSemaphorePermit>,
-) -> crate::Result<Vec<Claimed>> {
+) -> crate::Result<Claims> {
     let wanted = (permits.len() as u64).min(1000);
     if !waits {
-        return queue.claim_batch(options.lease, wanted).await;
+        return queue.claims(options.lease, wanted, None).await;
     }
     if wanted > 1 {
-        let claimed = queue.claim_batch(options.lease, wanted).await?;
-        if !claimed.is_empty() {
+        let claimed = queue.claims(options.lease, wanted, None).await?;
+        if !claimed.jobs.is_empty() || claimed.held == Some(Held::Busy) {
             return Ok(claimed);
         }
         permits.truncate(1);
     }
-    queue.claim_waiting(options.lease, 1, options.idle_wait).await
+    queue.claims(options.lease, 1, Some(options.idle_wait)).await
 }
 
 /// One permit per job: the batch's first permit split into singles.

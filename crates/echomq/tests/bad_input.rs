@@ -161,6 +161,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             Call::Inspect(Inspect { id: a() }),
         ),
         ("stats", &[], Call::Stats),
+        ("config", &[], Call::Config(Config { paused: Some(true), concurrency: Some(2) })),
     ]
 }
 
@@ -186,7 +187,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 53, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 57, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -214,7 +215,8 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
     let key = |name: &str| format!("{p}{name}");
     let job = key(&format!("job:{A}"));
     let other_queue = "emq:{elsewhere}:pending".to_string();
-    let claim = || vec![key("pending"), key("active")];
+    let claim = || vec![key("pending"), key("active"), key("config")];
+    let config = || vec![key("config"), key("pending"), key("priority")];
     let cases: Vec<Refusal> = vec![
         ("claim", claim(), vec![b"0"], "EMQARG lease must be an integer in 1..=2147483647"),
         ("claim", claim(), vec![b"1e3"], "EMQARG lease must be an integer in 1..=2147483647"),
@@ -227,15 +229,35 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ("claim", vec![key("pending")], vec![b"1000"], "EMQARG wrong number of keys"),
         (
             "claim",
-            vec![key("active"), key("pending")],
+            vec![key("active"), key("pending"), key("config")],
             vec![b"1000"],
             "EMQARG KEYS[1] must be emq:{<queue>}:pending",
         ),
         (
             "claim",
-            vec![key("pending"), other_queue.clone()],
+            vec![key("pending"), other_queue.clone(), key("config")],
             vec![b"1000"],
             &*Box::leak(format!("EMQARG KEYS[2] must be {p}active").into_boxed_str()),
+        ),
+        ("claim", vec![key("pending"), key("active")], vec![b"1000"], "EMQARG wrong number of keys"),
+        ("config", config(), vec![b"PAUSED", b"yes"], "EMQARG PAUSED must be an integer in 0..=1"),
+        ("config", config(), vec![b"PAUSED", b"-1"], "EMQARG PAUSED must be an integer in 0..=1"),
+        ("config", config(), vec![b"PAUSED"], "EMQARG PAUSED must be an integer in 0..=1"),
+        (
+            "config",
+            config(),
+            vec![b"CONCURRENCY", b"2147483648"],
+            "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
+        ),
+        ("config", config(), vec![b"CONCURRENCY", b"1.5"], "EMQARG CONCURRENCY must be an integer in 0..=2147483647"),
+        ("config", config(), vec![b"PAUSED", b"1", b"paused", b"0"], "EMQARG PAUSED given twice"),
+        ("config", config(), vec![b"LIMIT", b"1"], "EMQARG unknown option LIMIT"),
+        ("config", vec![key("config"), key("pending")], vec![], "EMQARG wrong number of keys"),
+        (
+            "config",
+            vec![key("pending"), key("config"), key("priority")],
+            vec![],
+            "EMQARG KEYS[1] must be emq:{<queue>}:config",
         ),
         ("enqueue", vec![job.clone(), key("pending")], vec![A.as_bytes()], "EMQARG payload is missing"),
         (
@@ -299,13 +321,20 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let h = harness().await;
     let p = h.prefix();
     let host = Claim { lease: Duration::ZERO, count: 1 }.args().unwrap_err();
-    let server = text(eval(&h, "claim", &[format!("{p}pending"), format!("{p}active")], &[b"0"]).await);
+    let claim_keys = [format!("{p}pending"), format!("{p}active"), format!("{p}config")];
+    let server = text(eval(&h, "claim", &claim_keys, &[b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
 
     let host = Claim { lease: Duration::from_secs(1), count: 1001 }.args().unwrap_err();
-    let keys = [format!("{p}pending"), format!("{p}active")];
-    let server = text(eval(&h, "claim", &keys, &[b"1000", b"COUNT", b"1001"]).await);
+    let server = text(eval(&h, "claim", &claim_keys, &[b"1000", b"COUNT", b"1001"]).await);
     assert_eq!(Err(host.to_string()), server);
+
+    let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
+    let config_keys = [format!("{p}config"), format!("{p}pending"), format!("{p}priority")];
+    let server = text(eval(&h, "config", &config_keys, &[b"CONCURRENCY", b"2147483648"]).await);
+    assert_eq!(Err(host.to_string()), server);
+    let err = h.queue.limit_concurrency(Some(0)).await;
+    assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
 
     let err = h.queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().priority(1 << 40)).await;
     assert!(matches!(err, Err(Error::Argument(_))));

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use common::ops::{op, perform, token_for, Op, Tokens, SLOTS};
 use common::{harness, Harness};
+use echomq::transition::{Held, Settings};
 use echomq::{Failed, JobId, State};
 use proptest::prelude::*;
 use redis::AsyncCommands;
@@ -27,6 +28,9 @@ struct Job {
 struct Model {
     ids: Vec<JobId>,
     jobs: BTreeMap<usize, Job>,
+    /// The queue's settings: paused, and the concurrency limit (0: none).
+    paused: bool,
+    concurrency: u64,
 }
 
 impl Model {
@@ -60,15 +64,26 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             format!("{duplicate:?}")
         }
         Op::Claim { short, count } => {
+            let active = model.jobs.values().filter(|job| job.state == State::Active).count() as u64;
+            let room = match (model.paused, model.concurrency) {
+                (true, _) => 0,
+                (false, 0) => count,
+                (false, limit) => count.min(limit.saturating_sub(active)),
+            };
+            let held = match () {
+                () if model.paused => Some(Held::Paused),
+                () if room < count => Some(Held::Busy),
+                () => None,
+            };
             let mut claimed = Vec::new();
-            for slot in model.pending_order().into_iter().take(count as usize) {
+            for slot in model.pending_order().into_iter().take(room as usize) {
                 let job = model.jobs.get_mut(&slot).unwrap();
                 job.state = State::Active;
                 job.attempts += 1;
                 job.short = short;
                 claimed.push((model.ids[slot].clone(), job.attempts, vec![slot as u8]));
             }
-            format!("{claimed:?}")
+            format!("{:?}", (claimed, held))
         }
         Op::Ack { slot, stale } => model.fenced(slot, token_for(tokens, slot, stale), |job| {
             job.state = State::Done;
@@ -134,6 +149,12 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             let before = model.jobs.len();
             model.jobs.retain(|_, job| job.state != state);
             format!("{}", before - model.jobs.len())
+        }
+        Op::Config { paused, concurrency } => {
+            model.paused = paused.unwrap_or(model.paused);
+            model.concurrency = concurrency.unwrap_or(model.concurrency);
+            let concurrency = (model.concurrency > 0).then_some(model.concurrency);
+            format!("{:?}", Settings { paused: model.paused, concurrency })
         }
     };
     let got = perform(&h.queue, &model.ids, tokens, op).await;
@@ -206,7 +227,12 @@ proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let outcome: Result<(), String> = runtime.block_on(async {
             let h = harness().await;
-            let mut model = Model { ids: (0..SLOTS).map(|_| JobId::mint()).collect(), jobs: BTreeMap::new() };
+            let mut model = Model {
+                ids: (0..SLOTS).map(|_| JobId::mint()).collect(),
+                jobs: BTreeMap::new(),
+                paused: false,
+                concurrency: 0,
+            };
             let (mut floor, mut tokens) = (BTreeMap::new(), Tokens::new());
             for (n, op) in ops.iter().enumerate() {
                 let (got, want) = step(&h, &mut model, &mut tokens, op).await;

@@ -122,6 +122,111 @@ fn cases() -> Vec<Case> {
             reply: "Ok([])",
             after: &[],
         },
+        Case {
+            name: "claim of a paused queue gets nothing and says it is paused",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload p",
+                "ZADD $q:pending 0 $A",
+                "HSET $q:config paused 1",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([]) held Paused",
+            after: &["config paused=1", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+        },
+        Case {
+            name: "claim under a concurrency limit takes only the room left",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state active attempts 1 payload b",
+                "ZADD $q:pending 0 $A",
+                "ZADD $q:active 5 $B",
+                "HSET $q:config concurrency 2",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 5 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }]) held Busy",
+            after: &[
+                "active $B@5 $A@now+30000",
+                "config concurrency=2",
+                "job:$A attempts=1 payload=a state=active",
+                "job:$B attempts=1 payload=b state=active",
+            ],
+        },
+        Case {
+            name: "claim at the concurrency limit gets nothing and says so",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state active attempts 1 payload b",
+                "ZADD $q:pending 0 $A",
+                "ZADD $q:active 5 $B",
+                "HSET $q:config concurrency 1",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([]) held Busy",
+            after: &[
+                "active $B@5",
+                "config concurrency=1",
+                "job:$A attempts=0 payload=a state=pending",
+                "job:$B attempts=1 payload=b state=active",
+                "pending $A@0",
+            ],
+        },
+        Case {
+            name: "claim within the concurrency limit is not held",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "ZADD $q:pending 0 $A",
+                "HSET $q:config concurrency 3",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }])",
+            after: &["active $A@now+30000", "config concurrency=3", "job:$A attempts=1 payload=a state=active"],
+        },
+        // CONFIG
+        Case {
+            name: "config pauses a queue",
+            given: PENDING_A,
+            call: Call::Config(Config { paused: Some(true), concurrency: None }),
+            reply: "Ok(Settings { paused: true, concurrency: None })",
+            after: &["config paused=1", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+        },
+        Case {
+            name: "config resumes a queue, keeps its limit, and re-adds the head of pending at its priority",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload p",
+                "ZADD $q:pending -3 $A",
+                "HSET $q:priority $A -3",
+                "HSET $q:config paused 1 concurrency 3",
+            ],
+            call: Call::Config(Config { paused: Some(false), concurrency: None }),
+            reply: "Ok(Settings { paused: false, concurrency: Some(3) })",
+            after: &[
+                "config concurrency=3",
+                "job:$A attempts=0 payload=p state=pending",
+                "pending $A@-3",
+                "priority $A=-3",
+            ],
+        },
+        Case {
+            name: "config sets a concurrency limit",
+            given: &[],
+            call: Call::Config(Config { paused: None, concurrency: Some(10) }),
+            reply: "Ok(Settings { paused: false, concurrency: Some(10) })",
+            after: &["config concurrency=10"],
+        },
+        Case {
+            name: "config with a concurrency of 0 removes the limit",
+            given: &["HSET $q:config concurrency 4"],
+            call: Call::Config(Config { paused: None, concurrency: Some(0) }),
+            reply: "Ok(Settings { paused: false, concurrency: None })",
+            after: &[],
+        },
+        Case {
+            name: "config with no options only reads",
+            given: &["HSET $q:config paused 1 concurrency 4"],
+            call: Call::Config(Config::default()),
+            reply: "Ok(Settings { paused: true, concurrency: Some(4) })",
+            after: &["config concurrency=4 paused=1"],
+        },
         // ACK
         Case {
             name: "ack by the holder moves the job to done",
@@ -566,7 +671,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:active x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active",
+        keys: "$q:pending $q:active $q:config",
         args: "60000",
         error: "EMQTYPE $q:active holds a list, not a zset",
     },
@@ -574,7 +679,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim of a record that is a set",
         given: &["ZADD $q:pending 0 $A", "SADD $q:job:$A x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active",
+        keys: "$q:pending $q:active $q:config",
         args: "60000",
         error: "EMQTYPE $q:job:$A holds a set, not a hash",
     },
@@ -602,7 +707,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a lease of 0",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active",
+        keys: "$q:pending $q:active $q:config",
         args: "0",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -610,7 +715,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a huge count",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active",
+        keys: "$q:pending $q:active $q:config",
         args: "100 COUNT 99999999999999999999",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -662,6 +767,62 @@ const REFUSALS: &[Refusal] = &[
         args: "XYZ",
         error: "EMQKIND job id must be JOB-namespaced",
     },
+    Refusal {
+        name: "claim with a config that is a string",
+        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "SET $q:config x"],
+        call: Name::Claim,
+        keys: "$q:pending $q:active $q:config",
+        args: "60000",
+        error: "EMQTYPE $q:config holds a string, not a hash",
+    },
+    Refusal {
+        name: "config with PAUSED 2",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority",
+        args: "PAUSED 2",
+        error: "EMQARG PAUSED must be an integer in 0..=1",
+    },
+    Refusal {
+        name: "config with a negative concurrency",
+        given: &["HSET $q:config paused 1"],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority",
+        args: "PAUSED 0 CONCURRENCY -1",
+        error: "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
+    },
+    Refusal {
+        name: "config with a concurrency given twice",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority",
+        args: "CONCURRENCY 1 concurrency 2",
+        error: "EMQARG CONCURRENCY given twice",
+    },
+    Refusal {
+        name: "config with an unknown setting",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority",
+        args: "RATE 5",
+        error: "EMQARG unknown option RATE",
+    },
+    Refusal {
+        name: "config of a queue whose config is a zset",
+        given: &["ZADD $q:config 1 x"],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority",
+        args: "PAUSED 1",
+        error: "EMQTYPE $q:config holds a zset, not a hash",
+    },
+    Refusal {
+        name: "config with keys of another role",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:active $q:priority",
+        args: "",
+        error: "EMQARG KEYS[2] must be $q:pending",
+    },
 ];
 
 #[tokio::test]
@@ -689,4 +850,30 @@ async fn refusals_on_every_executor_say_the_same_and_write_nothing() {
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
+}
+
+/// An older speaker's CLAIM (protocol 1 and 2: two keys, no config) is
+/// refused with EMQARG on every executor, never served past the gate. The
+/// native command has no key count, so it reads the lease as the third key
+/// and says which key it wanted there.
+#[tokio::test]
+async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
+    let h = harness_on(RedisServer::start_with_module()).await;
+    for target in Target::all() {
+        let via = target.via(&h);
+        target.arrange(&h, PENDING_A).await;
+        let before = target.snapshot(&h).await;
+        let keys = vec![h.keys.pending(), h.keys.active()];
+        let call = echomq::Call { name: Name::Claim, keys, args: vec![b"60000".to_vec()] };
+        let reply = via.run(&[call]).await.unwrap().remove(0);
+        let wanted = match target {
+            Target::Native => format!("EMQARG KEYS[3] must be {}", h.keys.config()),
+            _ => "EMQARG wrong number of keys".to_owned(),
+        };
+        match reply {
+            Err(err) => assert_eq!(err.to_string(), wanted, "on {}", target.name()),
+            Ok(value) => panic!("on {}: an older claim was served: {value:?}", target.name()),
+        }
+        assert_eq!(target.snapshot(&h).await, before, "on {}", target.name());
+    }
 }

@@ -1,6 +1,7 @@
 //! The lease: CLAIM hands jobs out and mints their tokens; ACK, FAIL, EXTEND
 //! and RELEASE carry the token and are fenced by it (see the `.lua` twins).
 
+use super::control::gate;
 use super::{fence, need, number, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, TOKEN};
@@ -25,15 +26,15 @@ impl<'a> Claim<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "claim",
         command: "EMQ.CLAIM",
-        keys: &[Role::Pending, Role::Active],
-        required_keys: 2,
+        keys: &[Role::Pending, Role::Active, Role::Config],
+        required_keys: 3,
         args: &["lease"],
         options: &["COUNT", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, active. ARGV: lease, then COUNT (and BLOCK, native only).
+    /// KEYS: pending, active, config. ARGV: lease, then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
@@ -49,14 +50,42 @@ impl<'a> Claim<'a> {
         self.keys[0]
     }
 
-    /// Take up to COUNT ids from the head of pending, each under a new lease.
+    /// Take up to COUNT ids from the head of pending, each under a new lease,
+    /// as many as the queue's gate lets through; when it let fewer than
+    /// COUNT through, its reason follows the jobs (see [`Claim::held`]).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [pending, active] = [self.keys[0], self.keys[1]];
+        let [pending, active, config] = [self.keys[0], self.keys[1], self.keys[2]];
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
-        let ids = store.zhead(pending, self.count as usize);
+        let gate = gate(store, config, active, self.count)?;
+        let mut claimed = self.take(store, gate.room)?;
+        if let Some(held) = gate.held {
+            claimed.push(Reply::Int(held));
+        }
+        Ok(Reply::Array(claimed))
+    }
+
+    /// Why a claim's reply holds fewer jobs than it asked for, when the gate
+    /// held some back: `Some(-1)` paused, `Some(0)` at the concurrency limit.
+    pub fn held(reply: &Reply) -> Option<i64> {
+        match reply {
+            Reply::Array(items) => match items.last() {
+                Some(Reply::Int(held)) => Some(*held),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Claim up to `room` jobs from the head of pending.
+    fn take<S: Store>(&self, store: &mut S, room: u64) -> Result<Vec<Reply>, Refusal> {
+        let [pending, active] = [self.keys[0], self.keys[1]];
+        if room == 0 {
+            return Ok(Vec::new());
+        }
+        let ids = store.zhead(pending, room as usize);
         if ids.is_empty() {
-            return Ok(Reply::Array(vec![]));
+            return Ok(Vec::new());
         }
         let records = take(store, pending, self.prefix, &ids, b"attempts")?;
         let now = store.now_ms();
@@ -75,7 +104,7 @@ impl<'a> Claim<'a> {
             let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
             claimed.push(Reply::Array(vec![Reply::Bulk(id.clone()), Reply::count(token), payload]));
         }
-        Ok(Reply::Array(claimed))
+        Ok(claimed)
     }
 }
 

@@ -57,6 +57,8 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
         unsigned("CLAIM_COUNT", &CLAIM_COUNT),
         unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
+        unsigned("CONCURRENCY", &CONCURRENCY),
+        unsigned("SWITCH", &SWITCH),
     ]
 }
 

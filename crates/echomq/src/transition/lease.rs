@@ -33,10 +33,28 @@ pub struct Claimed {
     pub payload: Vec<u8>,
 }
 
+/// What a CLAIM got: its jobs, and what held it back, if anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Claims {
+    /// The claimed jobs in pending order; empty when nothing is pending.
+    pub jobs: Vec<Claimed>,
+    /// Set when the queue's gate let fewer jobs through than were asked for.
+    pub held: Option<Held>,
+}
+
+/// Why the queue's gate let a claim take fewer jobs than it asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// The queue is paused: nothing until it is resumed.
+    Paused,
+    /// The queue's concurrency limit is reached: nothing more until an active job ends.
+    Busy,
+}
+
 impl Transition for Claim {
     const NAME: Name = Name::Claim;
-    /// The claimed jobs in pending order; empty when nothing is pending.
-    type Output = Vec<Claimed>;
+    /// The claimed jobs in pending order, and whether the gate held some back.
+    type Output = Claims;
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         Ok(vec![
@@ -46,9 +64,19 @@ impl Transition for Claim {
         ])
     }
 
-    fn parse(reply: Value) -> Result<Vec<Claimed>> {
+    fn parse(reply: Value) -> Result<Claims> {
+        let mut entries = array_reply("CLAIM", reply)?;
+        let held = match entries.last() {
+            Some(Value::Int(-1)) => Some(Held::Paused),
+            Some(Value::Int(0)) => Some(Held::Busy),
+            Some(other @ Value::Int(_)) => return Err(unexpected("CLAIM gate", other)),
+            _ => None,
+        };
+        if held.is_some() {
+            entries.pop();
+        }
         let mut jobs = Vec::new();
-        for entry in array_reply("CLAIM", reply)? {
+        for entry in entries {
             match claimed(entry) {
                 Ok(job) => jobs.push(job),
                 // An id this host cannot hold (not UTF-8): said and counted, and the rest still run.
@@ -56,7 +84,7 @@ impl Transition for Claim {
                 Err(err) => return Err(err),
             }
         }
-        Ok(jobs)
+        Ok(Claims { jobs, held })
     }
 }
 

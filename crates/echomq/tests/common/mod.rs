@@ -187,6 +187,7 @@ pub enum Call {
     Retry(Retry),
     Inspect(Inspect),
     Stats,
+    Config(Config),
 }
 
 impl Call {
@@ -206,6 +207,7 @@ impl Call {
             Call::Retry(c) => c.keys(k),
             Call::Inspect(c) => c.keys(k),
             Call::Stats => Stats.keys(k),
+            Call::Config(c) => c.keys(k),
         }
     }
 }
@@ -224,7 +226,12 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
     }
     match call {
         Call::Enqueue(c) => show(execute(via, k, c).await),
-        Call::Claim(c) => show(execute(via, k, c).await),
+        // The jobs as before; what the gate held back, if anything, after them.
+        Call::Claim(c) => match execute(via, k, c).await {
+            Ok(Claims { jobs, held: None }) => show(Ok(jobs)),
+            Ok(Claims { jobs, held: Some(held) }) => format!("{} held {held:?}", show(Ok(jobs))),
+            Err(err) => show::<()>(Err(err)),
+        },
         Call::Ack(c) => show(execute(via, k, c).await),
         Call::Fail(c) => show(execute(via, k, c).await),
         // The caller checks the deadline against the lease's new score in active.
@@ -240,5 +247,6 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Retry(c) => show(execute(via, k, c).await),
         Call::Inspect(c) => show(execute(via, k, c).await),
         Call::Stats => show(execute(via, k, &Stats).await),
+        Call::Config(c) => show(execute(via, k, c).await),
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use echomq::transition::Config;
 use echomq::{EnqueueOptions, Error, JobId, Queue, RetryPolicy, State};
 use proptest::prelude::*;
 
@@ -30,6 +31,8 @@ pub enum Op {
     Cancel { slot: usize },
     Retry { slot: usize },
     Purge { state: State },
+    /// CONFIG: pause or resume, and set or remove (0) the concurrency limit.
+    Config { paused: Option<bool>, concurrency: Option<u64> },
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -49,6 +52,8 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => slot.prop_map(|slot| Op::Retry { slot }),
         1 => prop_oneof![Just(State::Done), Just(State::Dead), Just(State::Cancelled)]
             .prop_map(|state| Op::Purge { state }),
+        1 => (proptest::option::of(prop::bool::weighted(0.3)), proptest::option::of(0u64..=3))
+            .prop_map(|(paused, concurrency)| Op::Config { paused, concurrency }),
     ]
 }
 
@@ -89,14 +94,17 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
             show(q.enqueue_with(vec![slot as u8], options).await.map(|e| e.duplicate))
         }
         Op::Claim { count, short } => {
-            let jobs = q.claim_batch(if short { SHORT } else { LONG }, count).await;
-            if let Ok(jobs) = &jobs {
-                for job in jobs {
+            let claims = q.claims(if short { SHORT } else { LONG }, count, None).await;
+            if let Ok(claims) = &claims {
+                for job in &claims.jobs {
                     let slot = ids.iter().position(|id| *id == job.id).expect("a known id");
                     tokens.insert(slot, job.token);
                 }
             }
-            show(jobs.map(|jobs| jobs.into_iter().map(|j| (j.id, j.token, j.payload)).collect::<Vec<_>>()))
+            show(claims.map(|claims| {
+                let jobs: Vec<_> = claims.jobs.into_iter().map(|j| (j.id, j.token, j.payload)).collect();
+                (jobs, claims.held)
+            }))
         }
         Op::Ack { slot, stale } => show(q.ack(&claimed(slot, stale)).await),
         Op::Fail { slot, stale, max_attempts, short } => {
@@ -114,5 +122,6 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Cancel { slot } => show(q.cancel(&ids[slot]).await),
         Op::Retry { slot } => show(q.retry(&ids[slot]).await),
         Op::Purge { state } => show(q.purge(state, Duration::ZERO).await),
+        Op::Config { paused, concurrency } => show(q.configure(Config { paused, concurrency }).await),
     }
 }

@@ -2,6 +2,7 @@
 
 KEYS[1]  emq:{q}:pending    (zset)
 KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
+KEYS[3]  emq:{q}:config     (hash) the queue's settings, read by the gate
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
@@ -12,11 +13,16 @@ Reply    an array of claimed jobs in pending order (priority, then id), each
          [id, token, payload]; empty when pending is empty. The token is the
          record's new attempts: each claim mints the next one.
          An id in pending whose record is missing is dropped, not claimed.
+         The gate (includes/gate) lets at most its room through: none while
+         the queue is paused, at most the concurrency limit minus the size of
+         active. When it let fewer than COUNT through, one integer follows
+         the jobs: -1 paused, 0 at the concurrency limit.
 Errors   EMQARG, EMQTYPE
 ]]
 --@include record
+--@include gate
 
-local prefix, err = queue_prefix({'pending', 'active'})
+local prefix, err = queue_prefix({'pending', 'active', 'config'})
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
@@ -27,14 +33,20 @@ if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
 if err then return err end
 
-local ids = redis.call('ZRANGE', KEYS[1], 0, (opts.COUNT or 1) - 1)
-if #ids == 0 then return {} end
+local room, held
+room, held, err = gate(KEYS[3], KEYS[2], opts.COUNT or 1)
+if err then return err end
+local claimed = {}
+local ids = room > 0 and redis.call('ZRANGE', KEYS[1], 0, room - 1) or {}
+if #ids == 0 then
+  if held then claimed[1] = held end
+  return claimed
+end
 local records
 records, err = take(KEYS[1], prefix, ids, 'attempts', 'payload')
 if err then return err end
 
 local deadline = now_ms() + lease
-local claimed = {}
 for i, id in ipairs(ids) do
   local attempts, payload = records[i][1], records[i][2]
   if attempts then
@@ -44,4 +56,5 @@ for i, id in ipairs(ids) do
     claimed[#claimed + 1] = {id, token, payload}
   end
 end
+if held then claimed[#claimed + 1] = held end
 return claimed
