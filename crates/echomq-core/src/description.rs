@@ -32,8 +32,11 @@ pub enum Role {
     /// `done`, `dead` or `cancelled`: the finished set the call names (PURGE).
     Finished,
     /// `config`: the queue's settings, field → value (hash): `paused`,
-    /// `concurrency`. CLAIM's gate reads it; CONFIG writes it.
+    /// `concurrency`, `rate`, `per`. CLAIM's gate reads it; CONFIG writes it.
     Config,
+    /// `rate`: the claim log of a rate-limited queue, `<id>:<token>` by
+    /// claim time (zset). CLAIM's gate counts and trims it.
+    Rate,
 }
 
 impl Role {
@@ -52,6 +55,7 @@ impl Role {
             Role::Errors => "errors",
             Role::Finished => "done|dead|cancelled",
             Role::Config => "config",
+            Role::Rate => "rate",
         }
     }
 

@@ -36,3 +36,9 @@ pub const SWEEP_LIMIT: RangeInclusive<u64> = 1..=1000;
 pub const CONCURRENCY: RangeInclusive<u64> = 0..=2_147_483_647;
 /// A switch (CONFIG PAUSED): 0 or 1.
 pub const SWITCH: RangeInclusive<u64> = 0..=1;
+/// A queue's rate limit (CONFIG RATE): at most this many claims per period;
+/// 0 removes the limit. Bounded, since the claim log holds one entry per
+/// claim of the last period.
+pub const RATE: RangeInclusive<u64> = 0..=100_000;
+/// A rate limit's period, in milliseconds (CONFIG PER): up to a day.
+pub const RATE_PERIOD_MS: RangeInclusive<u64> = 1..=86_400_000;

@@ -226,6 +226,10 @@ impl Store for Memory {
             .unwrap_or_default()
     }
 
+    fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64> {
+        self.zset(key).and_then(|zset| zset.order.iter().map(|(s, _)| s.0).find(|score| *score > min))
+    }
+
     fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>> {
         self.zset(key)
             .map(|zset| {

@@ -62,6 +62,8 @@ pub trait Store {
     fn zcard(&mut self, key: &[u8]) -> u64;
     /// The first `count` members in (score, member) order.
     fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>>;
+    /// The lowest score above `min` (`min` itself excluded).
+    fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64>;
     /// Up to `limit` members with score ≤ `max`, in (score, member) order.
     fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>>;
 }

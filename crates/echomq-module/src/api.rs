@@ -203,15 +203,22 @@ impl Key {
 
     /// Up to `limit` members with a score in `min..=max`, in (score, member) order.
     pub fn zset_range(&self, min: f64, max: f64, limit: usize) -> Vec<Vec<u8>> {
+        self.zset_range_scored(min, false, max, limit).into_iter().map(|(member, _)| member).collect()
+    }
+
+    /// Up to `limit` members with a score from `min` (excluded when
+    /// `min_excluded`) to `max`, in (score, member) order, each with its score.
+    pub fn zset_range_scored(&self, min: f64, min_excluded: bool, max: f64, limit: usize) -> Vec<(Vec<u8>, f64)> {
         let mut members = Vec::new();
-        if limit == 0 || rm!(RedisModule_ZsetFirstInScoreRange(self.0, min, max, 0, 0) or 1) != 0 {
+        let min_ex = c_int::from(min_excluded);
+        if limit == 0 || rm!(RedisModule_ZsetFirstInScoreRange(self.0, min, max, min_ex, 0) or 1) != 0 {
             return members;
         }
         while members.len() < limit {
             let mut score = 0.0;
             let current = rm!(RedisModule_ZsetRangeCurrentElement(self.0, &mut score) or ptr::null_mut());
             match RString::adopt(current) {
-                Some(member) => members.push(member.to_vec()),
+                Some(member) => members.push((member.to_vec(), score)),
                 None => break,
             }
             if rm!(RedisModule_ZsetRangeNext(self.0) or 0) == 0 {

@@ -9,7 +9,7 @@
 //! $ redis-server --loadmodule target/debug/libechomq_module.so
 //! > EMQ.ENQUEUE emq:{q}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R emq:{q}:pending JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R hello
 //! (integer) 1
-//! > EMQ.CLAIM emq:{q}:pending emq:{q}:active emq:{q}:config 30000 COUNT 10 BLOCK 5000
+//! > EMQ.CLAIM emq:{q}:pending emq:{q}:active emq:{q}:config emq:{q}:rate 30000 COUNT 10 BLOCK 5000
 //! 1) 1) "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R"
 //!    2) (integer) 1
 //!    3) "hello"

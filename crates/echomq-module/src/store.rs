@@ -258,6 +258,15 @@ impl Store for RedisStore {
         self.zupto(key, f64::INFINITY, count)
     }
 
+    fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64> {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => {
+                open.zset_range_scored(min, true, f64::INFINITY, 1).pop().map(|(_, score)| score)
+            }
+            _ => None,
+        }
+    }
+
     fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>> {
         match self.read(key) {
             Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => {

@@ -12,8 +12,8 @@ use echomq_test_support::eventually_blocking;
 use redis::Value;
 
 fn claim(q: &str, block_ms: u64) -> Vec<String> {
-    let (pending, active, config) = (format!("{q}pending"), format!("{q}active"), format!("{q}config"));
-    ["EMQ.CLAIM", &pending, &active, &config, "30000", "BLOCK", &block_ms.to_string()].map(String::from).to_vec()
+    let [pending, active, config, rate] = ["pending", "active", "config", "rate"].map(|k| format!("{q}{k}"));
+    ["EMQ.CLAIM", &pending, &active, &config, &rate, "30000", "BLOCK", &block_ms.to_string()].map(String::from).to_vec()
 }
 
 fn enqueue(q: &str, id: &str) -> Vec<String> {
@@ -187,7 +187,7 @@ fn records_missing_at_the_head_do_not_make_a_claimer_sleep_on_a_ready_job() {
     assert!(start.elapsed() < Duration::from_secs(2), "it slept: {:?}", start.elapsed());
     // Without BLOCK, a claim answers as the script does: the orphan is dropped, nothing claimed.
     arrange(&mut conn, &q, &["ZADD $q:pending 0 JOB_0", "EMQ.ENQUEUE $q:job:$B $q:pending $B payload"]);
-    let plain = expand(&q, "EMQ.CLAIM $q:pending $q:active $q:config 30000");
+    let plain = expand(&q, "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 30000");
     assert_eq!(call(&mut conn, &plain), Ok(Value::Array(vec![])));
     assert_eq!(call(&mut conn, &plain), Ok(job(B)));
 }

@@ -30,8 +30,8 @@ use redis::{Connection, Value};
 const TEMPLATES: [(&str, &str); 17] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $n COUNT $n"),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $n COUNT $n BLOCK $n"),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $n COUNT $n"),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $n COUNT $n BLOCK $n"),
     ("EMQ.ACK", "$q:job:$id $q:active $q:done $id $n"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $id $n $n 0 boom"),
     ("EMQ.EXTEND", "$q:job:$id $q:active $id $n 1000"),
@@ -44,7 +44,7 @@ const TEMPLATES: [(&str, &str); 17] = [
     ("EMQ.RETRY", "$q:job:$id $q:dead $q:pending $q:priority $id"),
     ("EMQ.INSPECT", "$q:job:$id $q:errors $id"),
     ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
-    ("EMQ.CONFIG", "$q:config $q:pending $q:priority PAUSED 0 CONCURRENCY $n"),
+    ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
 ];
 const CALLS: usize = 17 * 400;
 const SEED: u64 = 0x5eed_e3a0_0001;
@@ -294,6 +294,12 @@ fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
             }
             let ids: Vec<Vec<u8>> = redis::cmd("HKEYS").arg(key).query(conn).unwrap();
             side_fields.extend(ids.into_iter().map(|id| (shown.clone(), id)));
+        } else if name == b"config" || name == b"rate" {
+            // The queue's settings and its claim log: no job ids to account for.
+            let want = if name == b"config" { "hash" } else { "zset" };
+            if kind != want {
+                return Err(format!("{shown} is a {kind}"));
+            }
         } else {
             return Err(format!("a key the protocol does not name: {shown}"));
         }

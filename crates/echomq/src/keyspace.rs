@@ -14,7 +14,8 @@
 //! | `emq:{q}:cancelled` | zset | ids by cancel time |
 //! | `emq:{q}:priority` | hash | id → priority, for priorities other than 0 |
 //! | `emq:{q}:errors` | hash | id → the job's last error text |
-//! | `emq:{q}:config` | hash | the queue's settings: `paused`, `concurrency` |
+//! | `emq:{q}:config` | hash | the queue's settings: `paused`, `concurrency`, `rate`, `per` |
+//! | `emq:{q}:rate` | zset | a rate-limited queue's claims, `<id>:<token>` by claim time |
 
 use echomq_core::Role;
 
@@ -132,6 +133,11 @@ impl Keyspace {
     /// `emq:{q}:config`: the queue's settings, read by every claim's gate.
     pub fn config(&self) -> String {
         self.key("config")
+    }
+
+    /// `emq:{q}:rate`: the claim log of a rate-limited queue.
+    pub fn rate(&self) -> String {
+        self.key("rate")
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,

@@ -235,6 +235,15 @@ impl Queue {
         self.configure(Config { concurrency: Some(limit.unwrap_or(0)), ..Config::default() }).await
     }
 
+    /// Let at most `claims` jobs of this queue be claimed in any `per`, across
+    /// every worker and process, on the server's clock; `None` removes the limit.
+    pub async fn limit_rate(&self, limit: Option<(u64, Duration)>) -> Result<Settings> {
+        if limit.is_some_and(|(claims, _)| claims == 0) {
+            return Err(crate::Error::Argument("a rate limit must allow at least 1 claim".into()));
+        }
+        self.configure(Config { rate: Some(limit.unwrap_or((0, Duration::ZERO))), ..Config::default() }).await
+    }
+
     /// The queue's settings.
     pub async fn settings(&self) -> Result<Settings> {
         self.configure(Config::default()).await

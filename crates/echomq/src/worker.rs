@@ -315,6 +315,14 @@ async fn claim_loop(
             }
         }
         drop(permits);
+        // The queue's rate limit said when its next slot opens: wait that long.
+        if let (true, Some(Held::Rate(next))) = (idle, held) {
+            tokio::select! {
+                () = tokio::time::sleep(next) => {}
+                () = shared.stopping.cancelled() => {}
+            }
+            continue;
+        }
         // At the queue's concurrency limit no arrival frees a slot, so even a
         // worker that can wait naps, as a polling one does.
         if idle && (!waits || held == Some(Held::Busy)) {
@@ -346,7 +354,8 @@ async fn claim(
     }
     if wanted > 1 {
         let claimed = queue.claims(options.lease, wanted, None).await?;
-        if !claimed.jobs.is_empty() || claimed.held == Some(Held::Busy) {
+        // Held back by a limit, not by an empty or paused queue: no arrival helps.
+        if !claimed.jobs.is_empty() || matches!(claimed.held, Some(Held::Busy | Held::Rate(_))) {
             return Ok(claimed);
         }
         permits.truncate(1);

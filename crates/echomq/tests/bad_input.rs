@@ -117,7 +117,12 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
         ),
         (
             "claim",
-            &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+            // A rate set, so that the gate reads (and checks) the rate log too.
+            &[
+                "HSET $q:job:$A state pending attempts 0 payload p",
+                "ZADD $q:pending 0 $A",
+                "HSET $q:config rate 5 per 1000",
+            ],
             Call::Claim(Claim { lease: Duration::from_secs(30), count: 1 }),
         ),
         ("ack", active, Call::Ack(Ack { id: a(), token: 1 })),
@@ -161,7 +166,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             Call::Inspect(Inspect { id: a() }),
         ),
         ("stats", &[], Call::Stats),
-        ("config", &[], Call::Config(Config { paused: Some(true), concurrency: Some(2) })),
+        ("config", &[], Call::Config(Config { paused: Some(true), concurrency: Some(2), rate: Some((5, Duration::from_secs(1))) })),
     ]
 }
 
@@ -187,7 +192,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 57, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 59, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -215,8 +220,8 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
     let key = |name: &str| format!("{p}{name}");
     let job = key(&format!("job:{A}"));
     let other_queue = "emq:{elsewhere}:pending".to_string();
-    let claim = || vec![key("pending"), key("active"), key("config")];
-    let config = || vec![key("config"), key("pending"), key("priority")];
+    let claim = || vec![key("pending"), key("active"), key("config"), key("rate")];
+    let config = || vec![key("config"), key("pending"), key("priority"), key("rate")];
     let cases: Vec<Refusal> = vec![
         ("claim", claim(), vec![b"0"], "EMQARG lease must be an integer in 1..=2147483647"),
         ("claim", claim(), vec![b"1e3"], "EMQARG lease must be an integer in 1..=2147483647"),
@@ -229,17 +234,17 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ("claim", vec![key("pending")], vec![b"1000"], "EMQARG wrong number of keys"),
         (
             "claim",
-            vec![key("active"), key("pending"), key("config")],
+            vec![key("active"), key("pending"), key("config"), key("rate")],
             vec![b"1000"],
             "EMQARG KEYS[1] must be emq:{<queue>}:pending",
         ),
         (
             "claim",
-            vec![key("pending"), other_queue.clone(), key("config")],
+            vec![key("pending"), other_queue.clone(), key("config"), key("rate")],
             vec![b"1000"],
             &*Box::leak(format!("EMQARG KEYS[2] must be {p}active").into_boxed_str()),
         ),
-        ("claim", vec![key("pending"), key("active")], vec![b"1000"], "EMQARG wrong number of keys"),
+        ("claim", vec![key("pending"), key("active"), key("config")], vec![b"1000"], "EMQARG wrong number of keys"),
         ("config", config(), vec![b"PAUSED", b"yes"], "EMQARG PAUSED must be an integer in 0..=1"),
         ("config", config(), vec![b"PAUSED", b"-1"], "EMQARG PAUSED must be an integer in 0..=1"),
         ("config", config(), vec![b"PAUSED"], "EMQARG PAUSED must be an integer in 0..=1"),
@@ -252,10 +257,15 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ("config", config(), vec![b"CONCURRENCY", b"1.5"], "EMQARG CONCURRENCY must be an integer in 0..=2147483647"),
         ("config", config(), vec![b"PAUSED", b"1", b"paused", b"0"], "EMQARG PAUSED given twice"),
         ("config", config(), vec![b"LIMIT", b"1"], "EMQARG unknown option LIMIT"),
-        ("config", vec![key("config"), key("pending")], vec![], "EMQARG wrong number of keys"),
+        ("config", vec![key("config"), key("pending"), key("priority")], vec![], "EMQARG wrong number of keys"),
+        ("config", config(), vec![b"RATE", b"5"], "EMQARG RATE needs PER"),
+        ("config", config(), vec![b"PER", b"1000"], "EMQARG PER needs RATE"),
+        ("config", config(), vec![b"RATE", b"100001", b"PER", b"1"], "EMQARG RATE must be an integer in 0..=100000"),
+        ("config", config(), vec![b"RATE", b"5", b"PER", b"0"], "EMQARG PER must be an integer in 1..=86400000"),
+        ("config", config(), vec![b"RATE", b"5", b"PER", b"86400001"], "EMQARG PER must be an integer in 1..=86400000"),
         (
             "config",
-            vec![key("pending"), key("config"), key("priority")],
+            vec![key("pending"), key("config"), key("priority"), key("rate")],
             vec![],
             "EMQARG KEYS[1] must be emq:{<queue>}:config",
         ),
@@ -321,7 +331,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let h = harness().await;
     let p = h.prefix();
     let host = Claim { lease: Duration::ZERO, count: 1 }.args().unwrap_err();
-    let claim_keys = [format!("{p}pending"), format!("{p}active"), format!("{p}config")];
+    let claim_keys = [format!("{p}pending"), format!("{p}active"), format!("{p}config"), format!("{p}rate")];
     let server = text(eval(&h, "claim", &claim_keys, &[b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
 
@@ -330,9 +340,14 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert_eq!(Err(host.to_string()), server);
 
     let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
-    let config_keys = [format!("{p}config"), format!("{p}pending"), format!("{p}priority")];
+    let config_keys = [format!("{p}config"), format!("{p}pending"), format!("{p}priority"), format!("{p}rate")];
     let server = text(eval(&h, "config", &config_keys, &[b"CONCURRENCY", b"2147483648"]).await);
     assert_eq!(Err(host.to_string()), server);
+    let host = Config { rate: Some((5, Duration::ZERO)), ..Config::default() }.args().unwrap_err();
+    let server = text(eval(&h, "config", &config_keys, &[b"RATE", b"5", b"PER", b"0"]).await);
+    assert_eq!(Err(host.to_string()), server);
+    let err = h.queue.limit_rate(Some((0, Duration::from_secs(1)))).await;
+    assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
     let err = h.queue.limit_concurrency(Some(0)).await;
     assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
 

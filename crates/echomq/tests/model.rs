@@ -8,9 +8,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::ops::{op, perform, token_for, Op, Tokens, SLOTS};
+use common::ops::{op, perform, token_for, Op, Tokens, RATE_PERIOD, SLOTS};
 use common::{harness, Harness};
-use echomq::transition::{Held, Settings};
+use echomq::transition::Settings;
 use echomq::{Failed, JobId, State};
 use proptest::prelude::*;
 use redis::AsyncCommands;
@@ -31,6 +31,10 @@ struct Model {
     /// The queue's settings: paused, and the concurrency limit (0: none).
     paused: bool,
     concurrency: u64,
+    /// The rate (0: none), and how many claims its log holds (the period
+    /// outlasts a sequence, so none leaves the window).
+    rate: u64,
+    logged: u64,
 }
 
 impl Model {
@@ -65,16 +69,20 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
         }
         Op::Claim { short, count } => {
             let active = model.jobs.values().filter(|job| job.state == State::Active).count() as u64;
-            let room = match (model.paused, model.concurrency) {
-                (true, _) => 0,
-                (false, 0) => count,
-                (false, limit) => count.min(limit.saturating_sub(active)),
-            };
-            let held = match () {
-                () if model.paused => Some(Held::Paused),
-                () if room < count => Some(Held::Busy),
-                () => None,
-            };
+            let (mut room, mut held) = (count, None);
+            if model.paused {
+                (room, held) = (0, Some("Paused"));
+            } else {
+                let left = model.concurrency.saturating_sub(active);
+                if model.concurrency > 0 && left < room {
+                    (room, held) = (left, Some("Busy"));
+                }
+                let left = model.rate.saturating_sub(model.logged);
+                if model.rate > 0 && left <= room && left < count {
+                    (room, held) = (left, Some("Rate"));
+                }
+            }
+            let held = held.map(str::to_owned);
             let mut claimed = Vec::new();
             for slot in model.pending_order().into_iter().take(room as usize) {
                 let job = model.jobs.get_mut(&slot).unwrap();
@@ -82,6 +90,9 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                 job.attempts += 1;
                 job.short = short;
                 claimed.push((model.ids[slot].clone(), job.attempts, vec![slot as u8]));
+            }
+            if model.rate > 0 && !model.paused {
+                model.logged += claimed.len() as u64;
             }
             format!("{:?}", (claimed, held))
         }
@@ -150,11 +161,16 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             model.jobs.retain(|_, job| job.state != state);
             format!("{}", before - model.jobs.len())
         }
-        Op::Config { paused, concurrency } => {
+        Op::Config { paused, concurrency, rate } => {
             model.paused = paused.unwrap_or(model.paused);
             model.concurrency = concurrency.unwrap_or(model.concurrency);
+            if rate == Some(0) {
+                model.logged = 0;
+            }
+            model.rate = rate.unwrap_or(model.rate);
             let concurrency = (model.concurrency > 0).then_some(model.concurrency);
-            format!("{:?}", Settings { paused: model.paused, concurrency })
+            let rate = (model.rate > 0).then_some((model.rate, RATE_PERIOD));
+            format!("{:?}", Settings { paused: model.paused, concurrency, rate })
         }
     };
     let got = perform(&h.queue, &model.ids, tokens, op).await;
@@ -232,6 +248,8 @@ proptest! {
                 jobs: BTreeMap::new(),
                 paused: false,
                 concurrency: 0,
+                rate: 0,
+                logged: 0,
             };
             let (mut floor, mut tokens) = (BTreeMap::new(), Tokens::new());
             for (n, op) in ops.iter().enumerate() {

@@ -181,12 +181,87 @@ fn cases() -> Vec<Case> {
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }])",
             after: &["active $A@now+30000", "config concurrency=3", "job:$A attempts=1 payload=a state=active"],
         },
+        Case {
+            name: "claim under a rate trims what left the window and logs each claim",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $A 0 $B",
+                "HSET $q:config rate 5 per 1000",
+                "ZADD $q:rate 5 $B:9",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 5 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }, Claimed { id: $B, token: 1, payload: [98] }])",
+            after: &[
+                "active $A@now+30000 $B@now+30000",
+                "config per=1000 rate=5",
+                "job:$A attempts=1 payload=a state=active",
+                "job:$B attempts=1 payload=b state=active",
+                "rate $A:1@now $B:1@now",
+            ],
+        },
+        Case {
+            name: "claim at the rate limit gets nothing and says when the next slot opens",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "ZADD $q:pending 0 $A",
+                "HSET $q:config rate 1 per 86400000",
+                "ZADD $q:rate 9999999999999 $B:7",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([]) held Rate",
+            after: &[
+                "config per=86400000 rate=1",
+                "job:$A attempts=0 payload=a state=pending",
+                "pending $A@0",
+                "rate $B:7@9999999999999",
+            ],
+        },
+        Case {
+            name: "claim under a rate takes only the slots left",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $A 0 $B",
+                "HSET $q:config rate 2 per 86400000",
+                "ZADD $q:rate 9999999999999 $B:7",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }]) held Rate",
+            after: &[
+                "active $A@now+30000",
+                "config per=86400000 rate=2",
+                "job:$A attempts=1 payload=a state=active",
+                "job:$B attempts=0 payload=b state=pending",
+                "pending $B@0",
+                "rate $A:1@now $B:7@9999999999999",
+            ],
+        },
+        Case {
+            name: "claim under a looser rate than the concurrency limit is held by the concurrency",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $A 0 $B",
+                "HSET $q:config rate 5 per 1000 concurrency 1",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }]) held Busy",
+            after: &[
+                "active $A@now+30000",
+                "config concurrency=1 per=1000 rate=5",
+                "job:$A attempts=1 payload=a state=active",
+                "job:$B attempts=0 payload=b state=pending",
+                "pending $B@0",
+                "rate $A:1@now",
+            ],
+        },
         // CONFIG
         Case {
             name: "config pauses a queue",
             given: PENDING_A,
-            call: Call::Config(Config { paused: Some(true), concurrency: None }),
-            reply: "Ok(Settings { paused: true, concurrency: None })",
+            call: Call::Config(Config { paused: Some(true), ..Config::default() }),
+            reply: "Ok(Settings { paused: true, concurrency: None, rate: None })",
             after: &["config paused=1", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
         Case {
@@ -197,8 +272,8 @@ fn cases() -> Vec<Case> {
                 "HSET $q:priority $A -3",
                 "HSET $q:config paused 1 concurrency 3",
             ],
-            call: Call::Config(Config { paused: Some(false), concurrency: None }),
-            reply: "Ok(Settings { paused: false, concurrency: Some(3) })",
+            call: Call::Config(Config { paused: Some(false), ..Config::default() }),
+            reply: "Ok(Settings { paused: false, concurrency: Some(3), rate: None })",
             after: &[
                 "config concurrency=3",
                 "job:$A attempts=0 payload=p state=pending",
@@ -209,22 +284,36 @@ fn cases() -> Vec<Case> {
         Case {
             name: "config sets a concurrency limit",
             given: &[],
-            call: Call::Config(Config { paused: None, concurrency: Some(10) }),
-            reply: "Ok(Settings { paused: false, concurrency: Some(10) })",
+            call: Call::Config(Config { concurrency: Some(10), ..Config::default() }),
+            reply: "Ok(Settings { paused: false, concurrency: Some(10), rate: None })",
             after: &["config concurrency=10"],
         },
         Case {
             name: "config with a concurrency of 0 removes the limit",
             given: &["HSET $q:config concurrency 4"],
-            call: Call::Config(Config { paused: None, concurrency: Some(0) }),
-            reply: "Ok(Settings { paused: false, concurrency: None })",
+            call: Call::Config(Config { concurrency: Some(0), ..Config::default() }),
+            reply: "Ok(Settings { paused: false, concurrency: None, rate: None })",
             after: &[],
+        },
+        Case {
+            name: "config sets a rate",
+            given: &[],
+            call: Call::Config(Config { rate: Some((5, secs(1))), ..Config::default() }),
+            reply: "Ok(Settings { paused: false, concurrency: None, rate: Some((5, 1s)) })",
+            after: &["config per=1000 rate=5"],
+        },
+        Case {
+            name: "config removes a rate and its claim log, and keeps the rest",
+            given: &["HSET $q:config rate 5 per 1000 concurrency 2", "ZADD $q:rate 5 $A:1"],
+            call: Call::Config(Config { rate: Some((0, Duration::ZERO)), ..Config::default() }),
+            reply: "Ok(Settings { paused: false, concurrency: Some(2), rate: None })",
+            after: &["config concurrency=2"],
         },
         Case {
             name: "config with no options only reads",
             given: &["HSET $q:config paused 1 concurrency 4"],
             call: Call::Config(Config::default()),
-            reply: "Ok(Settings { paused: true, concurrency: Some(4) })",
+            reply: "Ok(Settings { paused: true, concurrency: Some(4), rate: None })",
             after: &["config concurrency=4 paused=1"],
         },
         // ACK
@@ -671,7 +760,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:active x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config",
+        keys: "$q:pending $q:active $q:config $q:rate",
         args: "60000",
         error: "EMQTYPE $q:active holds a list, not a zset",
     },
@@ -679,7 +768,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim of a record that is a set",
         given: &["ZADD $q:pending 0 $A", "SADD $q:job:$A x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config",
+        keys: "$q:pending $q:active $q:config $q:rate",
         args: "60000",
         error: "EMQTYPE $q:job:$A holds a set, not a hash",
     },
@@ -707,7 +796,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a lease of 0",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config",
+        keys: "$q:pending $q:active $q:config $q:rate",
         args: "0",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -715,7 +804,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a huge count",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config",
+        keys: "$q:pending $q:active $q:config $q:rate",
         args: "100 COUNT 99999999999999999999",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -771,15 +860,52 @@ const REFUSALS: &[Refusal] = &[
         name: "claim with a config that is a string",
         given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "SET $q:config x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config",
+        keys: "$q:pending $q:active $q:config $q:rate",
         args: "60000",
         error: "EMQTYPE $q:config holds a string, not a hash",
+    },
+    Refusal {
+        name: "claim under a rate whose log is a hash",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config rate 5 per 1000",
+            "HSET $q:rate f v",
+        ],
+        call: Name::Claim,
+        keys: "$q:pending $q:active $q:config $q:rate",
+        args: "60000",
+        error: "EMQTYPE $q:rate holds a hash, not a zset",
+    },
+    Refusal {
+        name: "config with a rate and no period",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority $q:rate",
+        args: "RATE 5",
+        error: "EMQARG RATE needs PER",
+    },
+    Refusal {
+        name: "config with a period of 0",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority $q:rate",
+        args: "RATE 5 PER 0",
+        error: "EMQARG PER must be an integer in 1..=86400000",
+    },
+    Refusal {
+        name: "config of a queue whose rate log is a string",
+        given: &["SET $q:rate x"],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority $q:rate",
+        args: "RATE 0",
+        error: "EMQTYPE $q:rate holds a string, not a zset",
     },
     Refusal {
         name: "config with PAUSED 2",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority",
+        keys: "$q:config $q:pending $q:priority $q:rate",
         args: "PAUSED 2",
         error: "EMQARG PAUSED must be an integer in 0..=1",
     },
@@ -787,7 +913,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a negative concurrency",
         given: &["HSET $q:config paused 1"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority",
+        keys: "$q:config $q:pending $q:priority $q:rate",
         args: "PAUSED 0 CONCURRENCY -1",
         error: "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
     },
@@ -795,7 +921,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a concurrency given twice",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority",
+        keys: "$q:config $q:pending $q:priority $q:rate",
         args: "CONCURRENCY 1 concurrency 2",
         error: "EMQARG CONCURRENCY given twice",
     },
@@ -803,15 +929,15 @@ const REFUSALS: &[Refusal] = &[
         name: "config with an unknown setting",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority",
-        args: "RATE 5",
-        error: "EMQARG unknown option RATE",
+        keys: "$q:config $q:pending $q:priority $q:rate",
+        args: "RETENTION 5",
+        error: "EMQARG unknown option RETENTION",
     },
     Refusal {
         name: "config of a queue whose config is a zset",
         given: &["ZADD $q:config 1 x"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority",
+        keys: "$q:config $q:pending $q:priority $q:rate",
         args: "PAUSED 1",
         error: "EMQTYPE $q:config holds a zset, not a hash",
     },
@@ -819,7 +945,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with keys of another role",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:active $q:priority",
+        keys: "$q:config $q:active $q:priority $q:rate",
         args: "",
         error: "EMQARG KEYS[2] must be $q:pending",
     },
@@ -852,10 +978,11 @@ async fn refusals_on_every_executor_say_the_same_and_write_nothing() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
 }
 
-/// An older speaker's CLAIM (protocol 1 and 2: two keys, no config) is
-/// refused with EMQARG on every executor, never served past the gate. The
-/// native command has no key count, so it reads the lease as the third key
-/// and says which key it wanted there.
+/// An older speaker's CLAIM (protocol 1 and 2: two keys, no config or rate
+/// log) is refused with EMQARG on every executor, never served past the
+/// gate. The native command has no key count, so it reads the lease as the
+/// third key and says which key it wanted there (a bare `EMQ.CLAIM pending
+/// active lease`, too short for four keys, gets Redis's own arity error).
 #[tokio::test]
 async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
     let h = harness_on(RedisServer::start_with_module()).await;
@@ -864,7 +991,9 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
         target.arrange(&h, PENDING_A).await;
         let before = target.snapshot(&h).await;
         let keys = vec![h.keys.pending(), h.keys.active()];
-        let call = echomq::Call { name: Name::Claim, keys, args: vec![b"60000".to_vec()] };
+        // Protocol 1 and 2: two keys, then the lease.
+        let args = ["60000", "COUNT", "1"].map(|w| w.as_bytes().to_vec()).to_vec();
+        let call = echomq::Call { name: Name::Claim, keys, args };
         let reply = via.run(&[call]).await.unwrap().remove(0);
         let wanted = match target {
             Target::Native => format!("EMQARG KEYS[3] must be {}", h.keys.config()),

@@ -1,51 +1,101 @@
 //! Flow control: the queue's settings (CONFIG) and the gate every claim
-//! passes (see `config-3.lua` and `includes/gate.lua`, the Lua twins).
+//! passes (see `config-4.lua` and `includes/gate.lua`, the Lua twins).
 //!
 //! The settings are the fields of one hash, `emq:{q}:config`: `paused` (`1`
-//! while paused) and `concurrency` (at most that many jobs active at once).
-//! [`gate`] is the one place a claim reads them; a transition that hands out
-//! jobs asks it how many it may take.
+//! while paused), `concurrency` (at most that many jobs active at once), and
+//! `rate` and `per` (at most `rate` claims in any `per` ms). A rate-limited
+//! queue logs each claim in `emq:{q}:rate`, scored by the server's clock.
+//! [`gate`] is the one place a claim reads them and [`spend`] the one place
+//! it logs; a transition that hands out jobs asks the first how many it may
+//! take, and tells the second what it took.
 
 use super::{need, number};
 use crate::description::{Description, Effect, Role};
-use crate::limits::{CONCURRENCY, SWITCH};
+use crate::limits::{CONCURRENCY, RATE, RATE_PERIOD_MS, SWITCH};
 use crate::parse::{options, queue_prefix};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
 
 /// What the gate lets a claim take now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Gate {
     /// How many jobs the claim may take, at most the COUNT it asked for.
     pub(crate) room: u64,
     /// Why it may take fewer than it asked, as the reply's trailing element
-    /// says it: `-1` paused (until resumed), `0` the concurrency limit is
-    /// reached (until an active job ends). `None`: the gate held nothing back.
+    /// says it: `-1` paused, `0` at the concurrency limit (until an active job
+    /// ends), `n > 0` ms until the rate limit's next slot. `None`: the gate
+    /// held nothing back.
     pub(crate) held: Option<i64>,
+    /// The rate log to bring up to date after the claim, when a rate is set.
+    log: Option<Log>,
 }
 
-/// The claim gate: paused? room under the concurrency limit? The caller has
-/// checked the types of `active`; `config` is checked here. With no settings
-/// (no config key) it costs one type lookup.
-pub(crate) fn gate<S: Store>(store: &mut S, config: &[u8], active: &[u8], count: u64) -> Result<Gate, Refusal> {
-    let open = Gate { room: count, held: None };
+/// A rate-limited claim's view of the log: the server's now, and the
+/// entries that fell out of the window (trimmed once nothing can refuse).
+#[derive(Clone, Debug, PartialEq)]
+struct Log {
+    now: u64,
+    expired: Vec<Vec<u8>>,
+}
+
+/// The claim gate: paused? room under the concurrency limit? a rate slot?
+/// The caller has checked `active`'s type; `config` is checked here, and
+/// `rate` only when a rate is set (only then is it read). With no settings
+/// (no config key) it costs one type lookup. It writes nothing.
+pub(crate) fn gate<S: Store>(
+    store: &mut S,
+    config: &[u8],
+    active: &[u8],
+    rate: &[u8],
+    count: u64,
+) -> Result<Gate, Refusal> {
+    let mut gate = Gate { room: count, held: None, log: None };
     match store.key_type(config) {
-        KeyType::None => return Ok(open),
+        KeyType::None => return Ok(gate),
         KeyType::Hash => {}
         _ => need(store, config, KeyType::Hash)?,
     }
-    if number(store.hget(config, b"paused").as_deref()) == Some(1.0) {
-        return Ok(Gate { room: 0, held: Some(-1) });
+    let mut setting = |field: &[u8]| number(store.hget(config, field).as_deref()).filter(|n| *n >= 1.0);
+    let (paused, concurrency, limit, per) =
+        (setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per"));
+    if paused == Some(1.0) {
+        return Ok(Gate { room: 0, held: Some(-1), log: None });
     }
-    match number(store.hget(config, b"concurrency").as_deref()) {
-        Some(limit) if limit >= 1.0 => {
-            let room = (limit as u64).saturating_sub(store.zcard(active));
-            if room < count {
-                return Ok(Gate { room, held: Some(0) });
-            }
-            Ok(open)
+    if let Some(concurrency) = concurrency {
+        let room = (concurrency as u64).saturating_sub(store.zcard(active));
+        if room < gate.room {
+            gate.room = room;
+            gate.held = Some(0);
         }
-        _ => Ok(open),
+    }
+    if let (Some(limit), Some(per)) = (limit, per) {
+        need(store, rate, KeyType::Zset)?;
+        let now = store.now_ms();
+        let edge = now.saturating_sub(per as u64) as f64;
+        let expired = store.zupto(rate, edge, usize::MAX);
+        let live = store.zcard(rate) - expired.len() as u64;
+        let room = (limit as u64).saturating_sub(live);
+        if room <= gate.room && room < count {
+            gate.room = room;
+            // The next slot: when the oldest claim still in the window leaves it.
+            let oldest = store.zfirst_above(rate, edge).unwrap_or(now as f64) as u64;
+            gate.held = Some((oldest + per as u64 - now).max(1) as i64);
+        }
+        gate.log = Some(Log { now, expired });
+    }
+    Ok(gate)
+}
+
+/// Bring the rate log up to date after a claim took `claimed` (each
+/// `<id>:<token>`): drop what left the window, log each claim at the gate's
+/// now. Nothing without a rate set.
+pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: &[Vec<u8>]) {
+    let Some(log) = &gate.log else { return };
+    for member in &log.expired {
+        store.zrem(rate, member);
+    }
+    for member in claimed {
+        store.zadd(rate, log.now as f64, member);
     }
 }
 
@@ -55,6 +105,7 @@ pub struct Config<'a> {
     keys: &'a [&'a [u8]],
     paused: Option<u64>,
     concurrency: Option<u64>,
+    rate: Option<(u64, Option<u64>)>,
 }
 
 impl<'a> Config<'a> {
@@ -62,30 +113,42 @@ impl<'a> Config<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "config",
         command: "EMQ.CONFIG",
-        keys: &[Role::Config, Role::Pending, Role::Priority],
-        required_keys: 3,
+        keys: &[Role::Config, Role::Pending, Role::Priority, Role::Rate],
+        required_keys: 4,
         args: &[],
-        options: &["PAUSED", "CONCURRENCY"],
+        options: &["PAUSED", "CONCURRENCY", "RATE", "PER"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: config, pending, priority. ARGV: options `PAUSED 0|1`,
-    /// `CONCURRENCY <n>` (0: no limit).
+    /// KEYS: config, pending, priority, rate. ARGV: options `PAUSED 0|1`,
+    /// `CONCURRENCY <n>` (0: no limit), `RATE <n>` (0: no limit) with `PER <ms>`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Config<'a>, Refusal> {
         queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
-        let [paused, concurrency] = options(args, [("PAUSED", SWITCH), ("CONCURRENCY", CONCURRENCY)])?;
-        Ok(Config { keys, paused, concurrency })
+        let [paused, concurrency, rate, per] = options(
+            args,
+            [("PAUSED", SWITCH), ("CONCURRENCY", CONCURRENCY), ("RATE", RATE), ("PER", RATE_PERIOD_MS)],
+        )?;
+        let rate = match (rate, per) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(Refusal::arg("PER needs RATE")),
+            (Some(0), _) => Some((0, None)),
+            (Some(_), None) => return Err(Refusal::arg("RATE needs PER")),
+            (Some(n), per) => Some((n, per)),
+        };
+        Ok(Config { keys, paused, concurrency, rate })
     }
 
-    /// Change the settings given, then reply them all: `[paused, concurrency]`
-    /// (0: no limit). Resuming a paused queue re-adds the head of pending at
-    /// its own score, so waiting claims wake as on an arrival.
+    /// Change the settings given, then reply them all: `[paused, concurrency,
+    /// rate, per]` (0: no limit). Resuming a paused queue re-adds the head of
+    /// pending at its own score, so waiting claims wake as on an arrival.
+    /// Removing the rate deletes its claim log.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [config, pending, priority] = [self.keys[0], self.keys[1], self.keys[2]];
+        let [config, pending, priority, rate] = [self.keys[0], self.keys[1], self.keys[2], self.keys[3]];
         need(store, config, KeyType::Hash)?;
         need(store, pending, KeyType::Zset)?;
         need(store, priority, KeyType::Hash)?;
+        need(store, rate, KeyType::Zset)?;
         let was_paused = number(store.hget(config, b"paused").as_deref()) == Some(1.0);
         match self.paused {
             Some(1) => store.hset(config, &[(b"paused", b"1")]),
@@ -97,6 +160,18 @@ impl<'a> Config<'a> {
             Some(n) => store.hset(config, &[(b"concurrency", n.to_string().as_bytes())]),
             None => {}
         }
+        match self.rate {
+            Some((n, Some(per))) if n > 0 => store.hset(
+                config,
+                &[(b"rate", n.to_string().as_bytes()), (b"per", per.to_string().as_bytes())],
+            ),
+            Some(_) => {
+                store.hdel(config, b"rate");
+                store.hdel(config, b"per");
+                store.del(rate);
+            }
+            None => {}
+        }
         if was_paused && self.paused == Some(0) {
             if let Some(head) = store.zhead(pending, 1).pop() {
                 let score = number(store.hget(priority, &head).as_deref()).unwrap_or(0.0);
@@ -104,8 +179,7 @@ impl<'a> Config<'a> {
                 store.zadd(pending, score, &head);
             }
         }
-        let paused = u64::from(number(store.hget(config, b"paused").as_deref()) == Some(1.0));
-        let concurrency = number(store.hget(config, b"concurrency").as_deref()).unwrap_or(0.0) as u64;
-        Ok(Reply::Array(vec![Reply::count(paused), Reply::count(concurrency)]))
+        let mut setting = |field: &[u8]| Reply::count(number(store.hget(config, field).as_deref()).unwrap_or(0.0) as u64);
+        Ok(Reply::Array(vec![setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per")]))
     }
 }

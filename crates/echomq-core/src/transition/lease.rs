@@ -1,7 +1,7 @@
 //! The lease: CLAIM hands jobs out and mints their tokens; ACK, FAIL, EXTEND
 //! and RELEASE carry the token and are fenced by it (see the `.lua` twins).
 
-use super::control::gate;
+use super::control::{gate, spend};
 use super::{fence, need, number, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, TOKEN};
@@ -26,15 +26,15 @@ impl<'a> Claim<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "claim",
         command: "EMQ.CLAIM",
-        keys: &[Role::Pending, Role::Active, Role::Config],
-        required_keys: 3,
+        keys: &[Role::Pending, Role::Active, Role::Config, Role::Rate],
+        required_keys: 4,
         args: &["lease"],
         options: &["COUNT", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, active, config. ARGV: lease, then COUNT (and BLOCK, native only).
+    /// KEYS: pending, active, config, rate. ARGV: lease, then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
@@ -54,43 +54,34 @@ impl<'a> Claim<'a> {
     /// as many as the queue's gate lets through; when it let fewer than
     /// COUNT through, its reason follows the jobs (see [`Claim::held`]).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [pending, active, config] = [self.keys[0], self.keys[1], self.keys[2]];
+        let [pending, active, config, rate] = [self.keys[0], self.keys[1], self.keys[2], self.keys[3]];
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
-        let gate = gate(store, config, active, self.count)?;
-        let mut claimed = self.take(store, gate.room)?;
+        let gate = gate(store, config, active, rate, self.count)?;
+        let (mut claimed, logged) = self.take(store, gate.room)?;
+        spend(store, rate, &gate, &logged);
         if let Some(held) = gate.held {
             claimed.push(Reply::Int(held));
         }
         Ok(Reply::Array(claimed))
     }
 
-    /// Why a claim's reply holds fewer jobs than it asked for, when the gate
-    /// held some back: `Some(-1)` paused, `Some(0)` at the concurrency limit.
-    pub fn held(reply: &Reply) -> Option<i64> {
-        match reply {
-            Reply::Array(items) => match items.last() {
-                Some(Reply::Int(held)) => Some(*held),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
-    /// Claim up to `room` jobs from the head of pending.
-    fn take<S: Store>(&self, store: &mut S, room: u64) -> Result<Vec<Reply>, Refusal> {
+    /// Claim up to `room` jobs from the head of pending: their replies, and
+    /// each as the rate log names it, `<id>:<token>`.
+    fn take<S: Store>(&self, store: &mut S, room: u64) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
         let [pending, active] = [self.keys[0], self.keys[1]];
         if room == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let ids = store.zhead(pending, room as usize);
         if ids.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let records = take(store, pending, self.prefix, &ids, b"attempts")?;
         let now = store.now_ms();
         let deadline = (now + self.lease) as f64;
         let mut claimed = Vec::with_capacity(ids.len());
+        let mut logged = Vec::with_capacity(ids.len());
         for (id, (key, attempts)) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
             let token = number(Some(&attempts)).unwrap_or(0.0) as u64 + 1;
@@ -103,8 +94,9 @@ impl<'a> Claim<'a> {
             store.zadd(active, deadline, id);
             let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
             claimed.push(Reply::Array(vec![Reply::Bulk(id.clone()), Reply::count(token), payload]));
+            logged.push([id.as_slice(), b":", token.to_string().as_bytes()].concat());
         }
-        Ok(claimed)
+        Ok((claimed, logged))
     }
 }
 

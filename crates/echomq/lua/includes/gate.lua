@@ -1,24 +1,57 @@
 --[[ The claim gate, the one place a transition that hands out jobs reads the
-queue's settings (emq:{q}:config): paused? room under the concurrency limit?
-gate(config, active, count) returns how many jobs the claim may take, and
-why it may take fewer than count (-1 paused, 0 at the concurrency limit),
-or nil when it held nothing back; or an error reply as its last value.
-With no settings (no config key) it costs one TYPE.
+queue's settings (emq:{q}:config), and the one place it logs a rate-limited
+claim (emq:{q}:rate): paused? room under the concurrency limit? a rate slot?
+gate(config, active, rate, count) returns how many jobs the claim may take;
+why it may take fewer than count (-1 paused, 0 at the concurrency limit,
+n > 0 ms until the rate's next slot), or nil when it held nothing back; the
+log's state for spend (nil without a rate); or an error reply as its last
+value. It writes nothing. With no settings it costs one TYPE; rate is
+type-checked only when a rate is set, since only then is it read.
+spend(rate, log, claimed) then drops what left the window and logs each
+claimed `<id>:<token>` at the gate's now.
 ]]
 --@include common
 
-local function gate(config, active, count)
+local function gate(config, active, rate, count)
   local found = redis.call('TYPE', config)['ok']
   if found == 'none' then return count end
   if found ~= 'hash' then
-    return nil, nil, emq_error('EMQTYPE', config .. ' holds a ' .. found .. ', not a hash')
+    return nil, nil, nil, emq_error('EMQTYPE', config .. ' holds a ' .. found .. ', not a hash')
   end
-  local settings = redis.call('HMGET', config, 'paused', 'concurrency')
-  if tonumber(settings[1]) == 1 then return 0, -1 end
-  local limit = tonumber(settings[2])
-  if limit and limit >= 1 then
-    local room = math.max(limit - redis.call('ZCARD', active), 0)
-    if room < count then return room, 0 end
+  local s = redis.call('HMGET', config, 'paused', 'concurrency', 'rate', 'per')
+  local function setting(i)
+    local n = tonumber(s[i])
+    if n and n >= 1 then return n end
   end
-  return count
+  if setting(1) == 1 then return 0, -1 end
+  local room, held, log = count, nil, nil
+  local concurrency = setting(2)
+  if concurrency then
+    local left = math.max(concurrency - redis.call('ZCARD', active), 0)
+    if left < room then room, held = left, 0 end
+  end
+  local limit, per = setting(3), setting(4)
+  if limit and per then
+    local err = type_error(rate, 'zset')
+    if err then return nil, nil, nil, err end
+    local now = now_ms()
+    local edge = math.max(now - per, 0)
+    local live = redis.call('ZCOUNT', rate, '(' .. edge, '+inf')
+    local left = math.max(limit - live, 0)
+    if left <= room and left < count then
+      room = left
+      local oldest = redis.call('ZRANGE', rate, '(' .. edge, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
+      held = math.max((tonumber(oldest) or now) + per - now, 1)
+    end
+    log = {now = now, edge = edge}
+  end
+  return room, held, log
+end
+
+local function spend(rate, log, claimed)
+  if not log then return end
+  redis.call('ZREMRANGEBYSCORE', rate, '-inf', log.edge)
+  for _, member in ipairs(claimed) do
+    redis.call('ZADD', rate, log.now, member)
+  end
 end

@@ -59,6 +59,8 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
         unsigned("CONCURRENCY", &CONCURRENCY),
         unsigned("SWITCH", &SWITCH),
+        unsigned("RATE", &RATE),
+        unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
     ]
 }
 

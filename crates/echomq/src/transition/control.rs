@@ -1,11 +1,13 @@
 //! Flow control: CONFIG reads and changes a queue's settings, which CLAIM's
-//! gate honours on the server for every worker: paused, and the concurrency
-//! limit.
+//! gate honours on the server for every worker: paused, the concurrency
+//! limit, and the rate limit.
+
+use std::time::Duration;
 
 use echomq_core::{limits, Name};
 use redis::Value;
 
-use super::{array_reply, checked, count_reply, decimal, Transition};
+use super::{array_reply, checked, count_reply, decimal, millis, Transition};
 use crate::{Error, Result};
 
 /// Read a queue's settings, changing those given first. The default changes
@@ -17,6 +19,9 @@ pub struct Config {
     /// `Some(n)`: at most `n` jobs active at once, 0..=2147483647; `Some(0)`
     /// removes the limit.
     pub concurrency: Option<u64>,
+    /// `Some((n, per))`: at most `n` claims (1..=100000) in any `per` (1 ms
+    /// to a day); `Some((0, _))` removes the limit.
+    pub rate: Option<(u64, Duration)>,
 }
 
 /// A queue's settings, as CONFIG replies them.
@@ -26,6 +31,8 @@ pub struct Settings {
     pub paused: bool,
     /// At most this many jobs active at once; `None`: no limit.
     pub concurrency: Option<u64>,
+    /// At most this many claims in any such period; `None`: no limit.
+    pub rate: Option<(u64, Duration)>,
 }
 
 impl Transition for Config {
@@ -43,6 +50,16 @@ impl Transition for Config {
                 decimal(checked("CONCURRENCY", concurrency, limits::CONCURRENCY)?),
             ]);
         }
+        match self.rate {
+            Some((0, _)) => args.extend([b"RATE".to_vec(), b"0".to_vec()]),
+            Some((n, per)) => args.extend([
+                b"RATE".to_vec(),
+                decimal(checked("RATE", n, limits::RATE)?),
+                b"PER".to_vec(),
+                decimal(millis("PER", per, limits::RATE_PERIOD_MS)?),
+            ]),
+            None => {}
+        }
         Ok(args)
     }
 
@@ -51,8 +68,12 @@ impl Transition for Config {
             .into_iter()
             .map(|value| count_reply("CONFIG", value))
             .collect::<Result<Vec<_>>>()?;
-        let [paused, concurrency] =
-            <[u64; 2]>::try_from(values).map_err(|got| Error::Reply(format!("CONFIG: got {got:?}")))?;
-        Ok(Settings { paused: paused == 1, concurrency: (concurrency > 0).then_some(concurrency) })
+        let [paused, concurrency, rate, per] =
+            <[u64; 4]>::try_from(values).map_err(|got| Error::Reply(format!("CONFIG: got {got:?}")))?;
+        Ok(Settings {
+            paused: paused == 1,
+            concurrency: (concurrency > 0).then_some(concurrency),
+            rate: (rate > 0 && per > 0).then(|| (rate, Duration::from_millis(per))),
+        })
     }
 }

@@ -49,6 +49,8 @@ pub enum Held {
     Paused,
     /// The queue's concurrency limit is reached: nothing more until an active job ends.
     Busy,
+    /// The queue's rate limit is reached: its next slot opens after this long.
+    Rate(Duration),
 }
 
 impl Transition for Claim {
@@ -69,6 +71,7 @@ impl Transition for Claim {
         let held = match entries.last() {
             Some(Value::Int(-1)) => Some(Held::Paused),
             Some(Value::Int(0)) => Some(Held::Busy),
+            Some(Value::Int(ms)) if *ms > 0 => Some(Held::Rate(Duration::from_millis(*ms as u64))),
             Some(other @ Value::Int(_)) => return Err(unexpected("CLAIM gate", other)),
             _ => None,
         };

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use echomq::transition::Config;
-use echomq::{EnqueueOptions, Error, JobId, Queue, RetryPolicy, State};
+use echomq::{EnqueueOptions, Error, Held, JobId, Queue, RetryPolicy, State};
 use proptest::prelude::*;
 
 /// How many distinct jobs a sequence plays with.
@@ -15,6 +15,8 @@ pub const SLOTS: usize = 4;
 pub const SHORT: Duration = Duration::from_millis(1);
 /// A lease or delay that never runs out within a test.
 pub const LONG: Duration = Duration::from_secs(600);
+/// A rate's period: longer than any sequence, so its count is the model's.
+pub const RATE_PERIOD: Duration = Duration::from_secs(3600);
 
 /// One step of a sequence. Jobs are named by slot; `stale` sends a token one
 /// past the last claim's.
@@ -31,8 +33,10 @@ pub enum Op {
     Cancel { slot: usize },
     Retry { slot: usize },
     Purge { state: State },
-    /// CONFIG: pause or resume, and set or remove (0) the concurrency limit.
-    Config { paused: Option<bool>, concurrency: Option<u64> },
+    /// CONFIG: pause or resume, set or remove (0) the concurrency limit, and
+    /// set or remove (0) a rate per a long period (claims a sequence makes
+    /// stay in the window).
+    Config { paused: Option<bool>, concurrency: Option<u64>, rate: Option<u64> },
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -52,8 +56,12 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => slot.prop_map(|slot| Op::Retry { slot }),
         1 => prop_oneof![Just(State::Done), Just(State::Dead), Just(State::Cancelled)]
             .prop_map(|state| Op::Purge { state }),
-        1 => (proptest::option::of(prop::bool::weighted(0.3)), proptest::option::of(0u64..=3))
-            .prop_map(|(paused, concurrency)| Op::Config { paused, concurrency }),
+        1 => (
+            proptest::option::of(prop::bool::weighted(0.3)),
+            proptest::option::of(0u64..=3),
+            proptest::option::of(0u64..=4)
+        )
+            .prop_map(|(paused, concurrency, rate)| Op::Config { paused, concurrency, rate }),
     ]
 }
 
@@ -103,7 +111,12 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
             }
             show(claims.map(|claims| {
                 let jobs: Vec<_> = claims.jobs.into_iter().map(|j| (j.id, j.token, j.payload)).collect();
-                (jobs, claims.held)
+                // The rate's wait depends on the clock; which limit held is compared.
+                let held = claims.held.map(|held| match held {
+                    Held::Rate(_) => "Rate".to_owned(),
+                    other => format!("{other:?}"),
+                });
+                (jobs, held)
             }))
         }
         Op::Ack { slot, stale } => show(q.ack(&claimed(slot, stale)).await),
@@ -122,6 +135,9 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Cancel { slot } => show(q.cancel(&ids[slot]).await),
         Op::Retry { slot } => show(q.retry(&ids[slot]).await),
         Op::Purge { state } => show(q.purge(state, Duration::ZERO).await),
-        Op::Config { paused, concurrency } => show(q.configure(Config { paused, concurrency }).await),
+        Op::Config { paused, concurrency, rate } => {
+            let rate = rate.map(|n| (n, RATE_PERIOD));
+            show(q.configure(Config { paused, concurrency, rate }).await)
+        }
     }
 }

@@ -3,6 +3,8 @@
 KEYS[1]  emq:{q}:pending    (zset)
 KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
 KEYS[3]  emq:{q}:config     (hash) the queue's settings, read by the gate
+KEYS[4]  emq:{q}:rate       (zset) the claim log of a rate-limited queue:
+                            <id>:<token> by claim time, server ms
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
@@ -15,14 +17,17 @@ Reply    an array of claimed jobs in pending order (priority, then id), each
          An id in pending whose record is missing is dropped, not claimed.
          The gate (includes/gate) lets at most its room through: none while
          the queue is paused, at most the concurrency limit minus the size of
-         active. When it let fewer than COUNT through, one integer follows
-         the jobs: -1 paused, 0 at the concurrency limit.
+         active, at most the rate minus the claims logged in the last period.
+         When it let fewer than COUNT through, one integer follows the jobs:
+         -1 paused, 0 at the concurrency limit, n > 0 ms until the next rate
+         slot. Under a rate, each claim is logged in KEYS[4], and the entries
+         that left the window are trimmed.
 Errors   EMQARG, EMQTYPE
 ]]
 --@include record
 --@include gate
 
-local prefix, err = queue_prefix({'pending', 'active', 'config'})
+local prefix, err = queue_prefix({'pending', 'active', 'config', 'rate'})
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
@@ -33,12 +38,13 @@ if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
 if err then return err end
 
-local room, held
-room, held, err = gate(KEYS[3], KEYS[2], opts.COUNT or 1)
+local room, held, log
+room, held, log, err = gate(KEYS[3], KEYS[2], KEYS[4], opts.COUNT or 1)
 if err then return err end
-local claimed = {}
+local claimed, logged = {}, {}
 local ids = room > 0 and redis.call('ZRANGE', KEYS[1], 0, room - 1) or {}
 if #ids == 0 then
+  spend(KEYS[4], log, logged)
   if held then claimed[1] = held end
   return claimed
 end
@@ -54,7 +60,9 @@ for i, id in ipairs(ids) do
     redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
     redis.call('ZADD', KEYS[2], deadline, id)
     claimed[#claimed + 1] = {id, token, payload}
+    logged[#logged + 1] = string.format('%s:%d', id, token)
   end
 end
+spend(KEYS[4], log, logged)
 if held then claimed[#claimed + 1] = held end
 return claimed

@@ -1,0 +1,63 @@
+--[[ CONFIG: read and change the queue's settings, the fields of
+emq:{q}:config that CLAIM's gate (includes/gate) reads.
+
+KEYS[1]  emq:{q}:config     (hash) paused = 1 while paused; concurrency = n;
+                            rate = n and per = ms
+KEYS[2]  emq:{q}:pending    (zset)
+KEYS[3]  emq:{q}:priority   (hash)
+KEYS[4]  emq:{q}:rate       (zset) the claim log, deleted when the rate is removed
+ARGV[1..] options, each at most once; none: only read.
+         PAUSED <0|1>       1 pauses the queue's claims; 0 resumes them
+         CONCURRENCY <n>    0..=2147483647: at most n jobs active at once; 0: no limit
+         RATE <n>           0..=100000: at most n claims in any PER ms; 0: no limit
+         PER <ms>           1..=86400000: the rate's period; RATE n > 0 needs it
+Reply    [paused, concurrency, rate, per]: the settings after the change (0: none)
+         Resuming a paused queue re-adds the head of pending at its own score
+         (ZREM, then ZADD), so every waiting claim wakes as on an arrival.
+Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE
+]]
+--@include common
+
+local _, err = queue_prefix({'config', 'pending', 'priority', 'rate'})
+if err then return err end
+local opts
+opts, err = options(1, {
+  PAUSED = {SWITCH_MIN, SWITCH_MAX},
+  CONCURRENCY = {CONCURRENCY_MIN, CONCURRENCY_MAX},
+  RATE = {RATE_MIN, RATE_MAX},
+  PER = {RATE_PERIOD_MS_MIN, RATE_PERIOD_MS_MAX},
+})
+if err then return err end
+if opts.PER and not opts.RATE then return emq_error('EMQARG', 'PER needs RATE') end
+if opts.RATE and opts.RATE > 0 and not opts.PER then return emq_error('EMQARG', 'RATE needs PER') end
+err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
+  or type_error(KEYS[4], 'zset')
+if err then return err end
+
+local was_paused = tonumber(redis.call('HGET', KEYS[1], 'paused')) == 1
+if opts.PAUSED == 1 then
+  redis.call('HSET', KEYS[1], 'paused', 1)
+elseif opts.PAUSED == 0 then
+  redis.call('HDEL', KEYS[1], 'paused')
+end
+if opts.CONCURRENCY == 0 then
+  redis.call('HDEL', KEYS[1], 'concurrency')
+elseif opts.CONCURRENCY then
+  redis.call('HSET', KEYS[1], 'concurrency', opts.CONCURRENCY)
+end
+if opts.RATE == 0 then
+  redis.call('HDEL', KEYS[1], 'rate', 'per')
+  redis.call('DEL', KEYS[4])
+elseif opts.RATE then
+  redis.call('HSET', KEYS[1], 'rate', opts.RATE, 'per', opts.PER)
+end
+if was_paused and opts.PAUSED == 0 then
+  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if head then
+    redis.call('ZREM', KEYS[2], head)
+    redis.call('ZADD', KEYS[2], redis.call('HGET', KEYS[3], head) or 0, head)
+  end
+end
+local settings = redis.call('HMGET', KEYS[1], 'paused', 'concurrency', 'rate', 'per')
+return {tonumber(settings[1]) or 0, tonumber(settings[2]) or 0, tonumber(settings[3]) or 0,
+  tonumber(settings[4]) or 0}
