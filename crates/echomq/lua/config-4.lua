@@ -35,22 +35,27 @@ err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(K
 if err then return err end
 
 local was_paused = tonumber(redis.call('HGET', KEYS[1], 'paused')) == 1
+-- One HSET of what is set, then one HDEL of what is removed.
+local set, removed = {}, {}
 if opts.PAUSED == 1 then
-  redis.call('HSET', KEYS[1], 'paused', 1)
+  set[#set + 1] = 'paused'; set[#set + 1] = 1
 elseif opts.PAUSED == 0 then
-  redis.call('HDEL', KEYS[1], 'paused')
+  removed[#removed + 1] = 'paused'
 end
 if opts.CONCURRENCY == 0 then
-  redis.call('HDEL', KEYS[1], 'concurrency')
+  removed[#removed + 1] = 'concurrency'
 elseif opts.CONCURRENCY then
-  redis.call('HSET', KEYS[1], 'concurrency', opts.CONCURRENCY)
+  set[#set + 1] = 'concurrency'; set[#set + 1] = opts.CONCURRENCY
 end
 if opts.RATE == 0 then
-  redis.call('HDEL', KEYS[1], 'rate', 'per')
-  redis.call('DEL', KEYS[4])
+  removed[#removed + 1] = 'rate'; removed[#removed + 1] = 'per'
 elseif opts.RATE then
-  redis.call('HSET', KEYS[1], 'rate', opts.RATE, 'per', opts.PER)
+  set[#set + 1] = 'rate'; set[#set + 1] = opts.RATE
+  set[#set + 1] = 'per'; set[#set + 1] = opts.PER
 end
+if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
+if #removed > 0 then redis.call('HDEL', KEYS[1], unpack(removed)) end
+if opts.RATE == 0 then redis.call('DEL', KEYS[4]) end
 if was_paused and opts.PAUSED == 0 then
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if head then

@@ -11,7 +11,7 @@
 
 use super::{need, number};
 use crate::description::{Description, Effect, Role};
-use crate::limits::{CONCURRENCY, RATE, RATE_PERIOD_MS, SWITCH};
+use crate::limits::{CONCURRENCY, RATE, RATE_PERIOD_MS, SWEEP_LIMIT, SWITCH};
 use crate::parse::{options, queue_prefix};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
@@ -72,8 +72,10 @@ pub(crate) fn gate<S: Store>(
         need(store, rate, KeyType::Zset)?;
         let now = store.now_ms();
         let edge = now.saturating_sub(per as u64) as f64;
-        let expired = store.zupto(rate, edge, usize::MAX);
+        let mut expired = store.zupto(rate, edge, usize::MAX);
         let live = store.zcard(rate) - expired.len() as u64;
+        // Bounded work: trim at most a sweep's worth per claim.
+        expired.truncate(*SWEEP_LIMIT.end() as usize);
         let room = (limit as u64).saturating_sub(live);
         if room <= gate.room && room < count {
             gate.room = room;
@@ -87,8 +89,8 @@ pub(crate) fn gate<S: Store>(
 }
 
 /// Bring the rate log up to date after a claim took `claimed` (each
-/// `<id>:<token>`): drop what left the window, log each claim at the gate's
-/// now. Nothing without a rate set.
+/// `<id>:<token>`): drop what left the window (at most 1000 entries, the
+/// oldest), log each claim at the gate's now. Nothing without a rate set.
 pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: &[Vec<u8>]) {
     let Some(log) = &gate.log else { return };
     for member in &log.expired {
@@ -150,27 +152,36 @@ impl<'a> Config<'a> {
         need(store, priority, KeyType::Hash)?;
         need(store, rate, KeyType::Zset)?;
         let was_paused = number(store.hget(config, b"paused").as_deref()) == Some(1.0);
+        // One HSET of what is set, then one HDEL of what is removed: the
+        // writes the script makes, so replication and keyspace events match.
+        let (mut set, mut removed): (Vec<(&[u8], String)>, Vec<&[u8]>) = (Vec::new(), Vec::new());
         match self.paused {
-            Some(1) => store.hset(config, &[(b"paused", b"1")]),
-            Some(_) => store.hdel(config, b"paused"),
+            Some(1) => set.push((b"paused", "1".into())),
+            Some(_) => removed.push(b"paused"),
             None => {}
         }
         match self.concurrency {
-            Some(0) => store.hdel(config, b"concurrency"),
-            Some(n) => store.hset(config, &[(b"concurrency", n.to_string().as_bytes())]),
+            Some(0) => removed.push(b"concurrency"),
+            Some(n) => set.push((b"concurrency", n.to_string())),
             None => {}
         }
         match self.rate {
-            Some((n, Some(per))) if n > 0 => store.hset(
-                config,
-                &[(b"rate", n.to_string().as_bytes()), (b"per", per.to_string().as_bytes())],
-            ),
-            Some(_) => {
-                store.hdel(config, b"rate");
-                store.hdel(config, b"per");
-                store.del(rate);
+            Some((n, Some(per))) if n > 0 => {
+                set.push((b"rate", n.to_string()));
+                set.push((b"per", per.to_string()));
             }
+            Some(_) => removed.extend([b"rate".as_slice(), b"per"]),
             None => {}
+        }
+        if !set.is_empty() {
+            let fields: Vec<(&[u8], &[u8])> = set.iter().map(|(f, v)| (*f, v.as_bytes())).collect();
+            store.hset(config, &fields);
+        }
+        for field in removed {
+            store.hdel(config, field);
+        }
+        if matches!(self.rate, Some((0, _))) {
+            store.del(rate);
         }
         if was_paused && self.paused == Some(0) {
             if let Some(head) = store.zhead(pending, 1).pop() {

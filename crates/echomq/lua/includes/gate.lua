@@ -7,8 +7,9 @@ n > 0 ms until the rate's next slot), or nil when it held nothing back; the
 log's state for spend (nil without a rate); or an error reply as its last
 value. It writes nothing. With no settings it costs one TYPE; rate is
 type-checked only when a rate is set, since only then is it read.
-spend(rate, log, claimed) then drops what left the window and logs each
-claimed `<id>:<token>` at the gate's now.
+spend(rate, log, claimed) then drops what left the window (at most
+SWEEP_LIMIT entries, the oldest, in one ZREM as the core's store sends it)
+and logs each claimed `<id>:<token>` at the gate's now.
 ]]
 --@include common
 
@@ -50,7 +51,8 @@ end
 
 local function spend(rate, log, claimed)
   if not log then return end
-  redis.call('ZREMRANGEBYSCORE', rate, '-inf', log.edge)
+  local expired = redis.call('ZRANGE', rate, '-inf', log.edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT[2])
+  if #expired > 0 then redis.call('ZREM', rate, unpack(expired)) end
   for _, member in ipairs(claimed) do
     redis.call('ZADD', rate, log.now, member)
   end
