@@ -28,6 +28,7 @@ mod dashboard;
 mod demo;
 mod enqueue;
 mod failure;
+mod flow;
 mod log;
 mod ops;
 mod scripts;
@@ -72,6 +73,14 @@ enum Command {
     Cancel(ops::JobsArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
     Purge(ops::PurgeArgs),
+    /// Pause queues: their workers claim nothing (enqueue, ack and the rest go on).
+    Pause(flow::QueuesArgs),
+    /// Resume paused queues: waiting workers wake at once.
+    Resume(flow::QueuesArgs),
+    /// Limit a queue for every worker at once: --rate 100/1s, --concurrency 10 (none removes).
+    Limit(flow::LimitArgs),
+    /// Show a queue's settings (paused, limits), changing those given first.
+    Config(flow::ConfigArgs),
     /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
     Work(work::Args),
     /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
@@ -101,6 +110,10 @@ async fn main() {
         Command::Retry(args) => ops::retry(&cli.server, args).await,
         Command::Cancel(args) => ops::cancel(&cli.server, args).await,
         Command::Purge(args) => ops::purge(&cli.server, args).await,
+        Command::Pause(args) => flow::pause(&cli.server, args).await,
+        Command::Resume(args) => flow::resume(&cli.server, args).await,
+        Command::Limit(args) => flow::limit(&cli.server, args).await,
+        Command::Config(args) => flow::config(&cli.server, args).await,
         Command::Work(args) => work::run(&cli.server, args).await,
         Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
         Command::Scripts(args) => scripts::run(args),

@@ -102,14 +102,17 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
         if args.queues.is_empty() { discover(&mut server.connection().await?).await? } else { args.queues };
     let executor = server.executor().await?;
     let width = names.iter().map(String::len).max().unwrap_or(5).max(5);
+    let mut conn = server.connection().await?;
     println!(
-        "{:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  flow",
         "queue", "pending", "active", "delayed", "done", "dead", "cancelled"
     );
     for name in names {
-        let s = echomq::Queue::with_executor(executor.clone(), &name)?.stats().await?;
+        let queue = echomq::Queue::with_executor(executor.clone(), &name)?;
+        let s = queue.stats().await?;
+        let flow = crate::flow::describe(&crate::flow::settings(&mut conn, queue.keyspace()).await?);
         println!(
-            "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {flow}",
             s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled
         );
     }

@@ -1,7 +1,8 @@
 //! Every `emq` command against a real redis-server, on Lua and on Native:
 //! enqueue, inspect, list, stats, queues, retry, cancel, purge, and `emq work`
 //! running a shell command per job, acking on exit 0 and failing with stderr;
-//! and the same against a Redis Cluster with `--cluster`.
+//! pause, resume, limit and config; and the same against a Redis Cluster
+//! with `--cluster`.
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ impl Cli {
     fn stats_row(&self, queue: &str) -> Vec<u64> {
         let out = self.ok(&["stats", queue]);
         let row = out.lines().find(|l| l.starts_with(queue)).unwrap_or_else(|| panic!("no row in {out}"));
-        row.split_whitespace().skip(1).map(|n| n.parse().unwrap()).collect()
+        row.split_whitespace().skip(1).take(6).map(|n| n.parse().unwrap()).collect()
     }
 }
 
@@ -110,6 +111,47 @@ fn the_operations_commands() {
         assert!(cli.fails(&["enqueue", "bad{name}", "x"]).contains("invalid queue name"));
         assert!(cli.fails(&["inspect", "XYZ"]).contains("invalid job id"));
         assert_eq!(cli.stats_row(&q), [0, 0, 1, 0, 0, 0], "{via}");
+    }
+}
+
+/// Pause, resume, limit and config on Lua and Native: each is one CONFIG, shown
+/// by `emq stats`; `emq work` claims nothing from a paused queue and runs its
+/// jobs once resumed; bad limits are refused and change nothing.
+#[test]
+fn the_flow_control_commands() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via, cluster: false };
+        let q = unique_queue("flow");
+        assert!(cli.ok(&["pause", &q]).contains(&format!("paused {q}")), "{via}");
+        cli.ok(&["enqueue", &q, "ok"]);
+        let stats = cli.ok(&["stats", &q]);
+        assert!(stats.contains("flow") && stats.lines().any(|l| l.starts_with(&q) && l.ends_with("paused")), "{via}: {stats}");
+
+        let limited = cli.ok(&["limit", &q, "--rate", "100/1s", "--concurrency", "10"]);
+        assert!(limited.contains("paused, concurrency 10, rate 100/1s"), "{via}: {limited}");
+        let shown = cli.ok(&["config", &q]);
+        for line in ["paused       true", "concurrency  10", "rate         100/1s"] {
+            assert!(shown.contains(line), "{via}: {line:?} not in {shown}");
+        }
+        // Bad input: refused before anything is sent, the settings unchanged.
+        assert!(cli.fails(&["limit", &q, "--rate", "0/1s"]).contains("at least 1 claim"), "{via}");
+        assert!(cli.fails(&["limit", &q, "--rate", "5"]).contains("<claims>/<period>"), "{via}");
+        assert!(cli.fails(&["limit", &q, "--rate", "5/2d"]).contains("PER must be"), "{via}");
+        assert!(cli.fails(&["limit", &q, "--concurrency", "0"]).contains("none"), "{via}");
+        assert!(cli.fails(&["limit", &q]).contains("say which limit"), "{via}");
+        assert!(cli.ok(&["config", &q]).contains("concurrency  10"), "{via}");
+
+        // A worker over the paused queue claims nothing; resumed, it runs the job.
+        let mut worker = work(&cli, &q);
+        assert_eq!(cli.stats_row(&q), [1, 0, 0, 0, 0, 0], "{via}");
+        assert!(cli.ok(&["resume", &q]).contains(&format!("resumed {q}")), "{via}");
+        eventually("the job is done", || cli.stats_row(&q) == [0, 0, 0, 1, 0, 0]);
+        let _ = worker.kill();
+        let _ = worker.wait();
+
+        let cleared = cli.ok(&["config", &q, "--rate", "none", "--concurrency", "none"]);
+        assert!(cleared.contains("concurrency  none") && cleared.contains("rate         none"), "{via}: {cleared}");
+        assert!(cli.ok(&["stats", &q]).lines().any(|l| l.starts_with(&q) && l.ends_with("-")), "{via}");
     }
 }
 

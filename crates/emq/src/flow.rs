@@ -1,0 +1,140 @@
+//! The flow-control commands: pause, resume, limit and config. Each is one
+//! CONFIG transition, so the server's CLAIM enforces the result for every
+//! worker of every process at once.
+
+use std::time::Duration;
+
+use echomq::transition::Config;
+use echomq::{Keyspace, Settings};
+
+use crate::connect::{Conn, Error, Server};
+
+#[derive(clap::Args, Debug)]
+pub struct QueuesArgs {
+    /// The queues.
+    #[arg(required = true)]
+    queues: Vec<String>,
+}
+
+pub async fn pause(server: &Server, args: QueuesArgs) -> Result<(), Error> {
+    for name in args.queues {
+        server.queue(&name).await?.pause().await?;
+        println!("paused {name}: its workers claim nothing until `emq resume {name}`");
+    }
+    Ok(())
+}
+
+pub async fn resume(server: &Server, args: QueuesArgs) -> Result<(), Error> {
+    for name in args.queues {
+        server.queue(&name).await?.resume().await?;
+        println!("resumed {name}");
+    }
+    Ok(())
+}
+
+/// A rate: `<claims>/<period>`, e.g. `100/1s` or `5/250ms`; `none` removes it.
+fn rate(text: &str) -> Result<(u64, Duration), String> {
+    if text == "none" {
+        return Ok((0, Duration::ZERO));
+    }
+    let (claims, per) = text.split_once('/').ok_or(format!("{text:?}: a rate is <claims>/<period>, e.g. 100/1s"))?;
+    let claims: u64 = claims.parse().map_err(|_| format!("{claims:?} is not a number of claims"))?;
+    if claims == 0 {
+        return Err("a rate allows at least 1 claim: `none` removes it".into());
+    }
+    let per = humantime::parse_duration(per).map_err(|err| format!("{per:?}: {err}"))?;
+    Ok((claims, per))
+}
+
+/// A concurrency limit: a number of jobs, at least 1; `none` removes it.
+fn concurrency(text: &str) -> Result<u64, String> {
+    match text {
+        "none" => Ok(0),
+        text => match text.parse() {
+            Ok(0) | Err(_) => Err(format!("{text:?}: a concurrency limit is a number of jobs ≥ 1, or none")),
+            Ok(n) => Ok(n),
+        },
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LimitArgs {
+    /// The queue.
+    queue: String,
+    /// At most this many claims per period, across every worker: `100/1s`; `none` removes it.
+    #[arg(long, value_parser = rate)]
+    rate: Option<(u64, Duration)>,
+    /// At most this many jobs active at once, across every worker; `none` removes it.
+    #[arg(long, value_parser = concurrency)]
+    concurrency: Option<u64>,
+}
+
+pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
+    if args.rate.is_none() && args.concurrency.is_none() {
+        return Err("say which limit: --rate <claims>/<period> or --concurrency <jobs> (none removes it)".into());
+    }
+    let config = Config { concurrency: args.concurrency, rate: args.rate, ..Config::default() };
+    let settings = server.queue(&args.queue).await?.configure(config).await?;
+    println!("{}: {}", args.queue, describe(&settings));
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ConfigArgs {
+    /// The queue.
+    queue: String,
+    /// Pause (true) or resume (false) its claims.
+    #[arg(long)]
+    paused: Option<bool>,
+    /// At most this many claims per period: `100/1s`; `none` removes it.
+    #[arg(long, value_parser = rate)]
+    rate: Option<(u64, Duration)>,
+    /// At most this many jobs active at once; `none` removes it.
+    #[arg(long, value_parser = concurrency)]
+    concurrency: Option<u64>,
+}
+
+pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
+    let config = Config { paused: args.paused, concurrency: args.concurrency, rate: args.rate };
+    let settings = server.queue(&args.queue).await?.configure(config).await?;
+    println!("{}", args.queue);
+    println!("  paused       {}", settings.paused);
+    println!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string()));
+    println!("  rate         {}", settings.rate.map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per))));
+    Ok(())
+}
+
+/// The settings in one short phrase: `paused, concurrency 10, rate 100/1s`, or `-`.
+pub fn describe(settings: &Settings) -> String {
+    let mut parts = Vec::new();
+    if settings.paused {
+        parts.push("paused".to_owned());
+    }
+    if let Some(n) = settings.concurrency {
+        parts.push(format!("concurrency {n}"));
+    }
+    if let Some((n, per)) = settings.rate {
+        parts.push(format!("rate {n}/{}", humantime::format_duration(per)));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A queue's settings read straight from its config key (a plain read, so a
+/// read-only user may run `emq stats`).
+pub async fn settings(conn: &mut Conn, keys: &Keyspace) -> Result<Settings, Error> {
+    let fields: Vec<Option<u64>> = redis::cmd("HMGET")
+        .arg(keys.config())
+        .arg(&["paused", "concurrency", "rate", "per"])
+        .query_async(conn)
+        .await?;
+    let field = |i: usize| fields.get(i).copied().flatten().filter(|n| *n > 0);
+    Ok(Settings {
+        paused: field(0) == Some(1),
+        concurrency: field(1),
+        rate: field(2).zip(field(3)).map(|(n, per)| (n, Duration::from_millis(per))),
+    })
+}
