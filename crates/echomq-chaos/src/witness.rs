@@ -33,7 +33,7 @@ impl Witness {
         if call.name == Name::Claim {
             let claimed =
                 reply.and_then(|reply| reply.as_ref().ok()).map(|value| Claim::parse(value.clone()));
-            for job in claimed.into_iter().flatten().flatten() {
+            for job in claimed.into_iter().flatten().flat_map(|claims| claims.jobs) {
                 self.journal.record(Event::Claim, &job.id, job.token);
             }
             return;

@@ -71,7 +71,9 @@ macro_rules! transitions {
     };
 }
 
-transitions!(Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Config);
+transitions!(
+    Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Config
+);
 
 impl Name {
     /// The protocol's name, lower case: `claim`.

@@ -208,7 +208,13 @@ impl Key {
 
     /// Up to `limit` members with a score from `min` (excluded when
     /// `min_excluded`) to `max`, in (score, member) order, each with its score.
-    pub fn zset_range_scored(&self, min: f64, min_excluded: bool, max: f64, limit: usize) -> Vec<(Vec<u8>, f64)> {
+    pub fn zset_range_scored(
+        &self,
+        min: f64,
+        min_excluded: bool,
+        max: f64,
+        limit: usize,
+    ) -> Vec<(Vec<u8>, f64)> {
         let mut members = Vec::new();
         let min_ex = c_int::from(min_excluded);
         if limit == 0 || rm!(RedisModule_ZsetFirstInScoreRange(self.0, min, max, min_ex, 0) or 1) != 0 {

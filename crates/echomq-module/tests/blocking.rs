@@ -13,7 +13,9 @@ use redis::Value;
 
 fn claim(q: &str, block_ms: u64) -> Vec<String> {
     let [pending, active, config, rate] = ["pending", "active", "config", "rate"].map(|k| format!("{q}{k}"));
-    ["EMQ.CLAIM", &pending, &active, &config, &rate, "30000", "BLOCK", &block_ms.to_string()].map(String::from).to_vec()
+    ["EMQ.CLAIM", &pending, &active, &config, &rate, "30000", "BLOCK", &block_ms.to_string()]
+        .map(String::from)
+        .to_vec()
 }
 
 fn enqueue(q: &str, id: &str) -> Vec<String> {

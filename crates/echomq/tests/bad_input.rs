@@ -166,7 +166,15 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             Call::Inspect(Inspect { id: a() }),
         ),
         ("stats", &[], Call::Stats),
-        ("config", &[], Call::Config(Config { paused: Some(true), concurrency: Some(2), rate: Some((5, Duration::from_secs(1))) })),
+        (
+            "config",
+            &[],
+            Call::Config(Config {
+                paused: Some(true),
+                concurrency: Some(2),
+                rate: Some((5, Duration::from_secs(1))),
+            }),
+        ),
     ]
 }
 
@@ -244,7 +252,12 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
             vec![b"1000"],
             &*Box::leak(format!("EMQARG KEYS[2] must be {p}active").into_boxed_str()),
         ),
-        ("claim", vec![key("pending"), key("active"), key("config")], vec![b"1000"], "EMQARG wrong number of keys"),
+        (
+            "claim",
+            vec![key("pending"), key("active"), key("config")],
+            vec![b"1000"],
+            "EMQARG wrong number of keys",
+        ),
         ("config", config(), vec![b"PAUSED", b"yes"], "EMQARG PAUSED must be an integer in 0..=1"),
         ("config", config(), vec![b"PAUSED", b"-1"], "EMQARG PAUSED must be an integer in 0..=1"),
         ("config", config(), vec![b"PAUSED"], "EMQARG PAUSED must be an integer in 0..=1"),
@@ -254,15 +267,40 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
             vec![b"CONCURRENCY", b"2147483648"],
             "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
         ),
-        ("config", config(), vec![b"CONCURRENCY", b"1.5"], "EMQARG CONCURRENCY must be an integer in 0..=2147483647"),
+        (
+            "config",
+            config(),
+            vec![b"CONCURRENCY", b"1.5"],
+            "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
+        ),
         ("config", config(), vec![b"PAUSED", b"1", b"paused", b"0"], "EMQARG PAUSED given twice"),
         ("config", config(), vec![b"LIMIT", b"1"], "EMQARG unknown option LIMIT"),
-        ("config", vec![key("config"), key("pending"), key("priority")], vec![], "EMQARG wrong number of keys"),
+        (
+            "config",
+            vec![key("config"), key("pending"), key("priority")],
+            vec![],
+            "EMQARG wrong number of keys",
+        ),
         ("config", config(), vec![b"RATE", b"5"], "EMQARG RATE needs PER"),
         ("config", config(), vec![b"PER", b"1000"], "EMQARG PER needs RATE"),
-        ("config", config(), vec![b"RATE", b"100001", b"PER", b"1"], "EMQARG RATE must be an integer in 0..=100000"),
-        ("config", config(), vec![b"RATE", b"5", b"PER", b"0"], "EMQARG PER must be an integer in 1..=86400000"),
-        ("config", config(), vec![b"RATE", b"5", b"PER", b"86400001"], "EMQARG PER must be an integer in 1..=86400000"),
+        (
+            "config",
+            config(),
+            vec![b"RATE", b"100001", b"PER", b"1"],
+            "EMQARG RATE must be an integer in 0..=100000",
+        ),
+        (
+            "config",
+            config(),
+            vec![b"RATE", b"5", b"PER", b"0"],
+            "EMQARG PER must be an integer in 1..=86400000",
+        ),
+        (
+            "config",
+            config(),
+            vec![b"RATE", b"5", b"PER", b"86400001"],
+            "EMQARG PER must be an integer in 1..=86400000",
+        ),
         (
             "config",
             vec![key("pending"), key("config"), key("priority"), key("rate")],
@@ -340,7 +378,8 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert_eq!(Err(host.to_string()), server);
 
     let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
-    let config_keys = [format!("{p}config"), format!("{p}pending"), format!("{p}priority"), format!("{p}rate")];
+    let config_keys =
+        [format!("{p}config"), format!("{p}pending"), format!("{p}priority"), format!("{p}rate")];
     let server = text(eval(&h, "config", &config_keys, &[b"CONCURRENCY", b"2147483648"]).await);
     assert_eq!(Err(host.to_string()), server);
     let host = Config { rate: Some((5, Duration::ZERO)), ..Config::default() }.args().unwrap_err();

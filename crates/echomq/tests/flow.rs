@@ -158,7 +158,8 @@ async fn a_concurrency_limit_holds_across_three_workers() {
 async fn a_rate_of_50_a_second_holds_in_every_second_across_three_workers() {
     let module = with_module();
     let native = echomq::connect(&module.client()).await.unwrap();
-    for (via, executor) in [("native", native), ("embedded", Arc::new(echomq::Embedded::new()) as Arc<dyn Executor>)]
+    for (via, executor) in
+        [("native", native), ("embedded", Arc::new(echomq::Embedded::new()) as Arc<dyn Executor>)]
     {
         let q = Queue::with_executor(executor, &unique_queue("rated")).unwrap();
         let settings = q.limit_rate(Some((50, Duration::from_secs(1)))).await.unwrap();

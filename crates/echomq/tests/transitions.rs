@@ -858,7 +858,11 @@ const REFUSALS: &[Refusal] = &[
     },
     Refusal {
         name: "claim with a config that is a string",
-        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "SET $q:config x"],
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "SET $q:config x",
+        ],
         call: Name::Claim,
         keys: "$q:pending $q:active $q:config $q:rate",
         args: "60000",

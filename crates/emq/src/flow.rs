@@ -37,7 +37,8 @@ fn rate(text: &str) -> Result<(u64, Duration), String> {
     if text == "none" {
         return Ok((0, Duration::ZERO));
     }
-    let (claims, per) = text.split_once('/').ok_or(format!("{text:?}: a rate is <claims>/<period>, e.g. 100/1s"))?;
+    let (claims, per) =
+        text.split_once('/').ok_or(format!("{text:?}: a rate is <claims>/<period>, e.g. 100/1s"))?;
     let claims: u64 = claims.parse().map_err(|_| format!("{claims:?} is not a number of claims"))?;
     if claims == 0 {
         return Err("a rate allows at least 1 claim: `none` removes it".into());
@@ -71,7 +72,9 @@ pub struct LimitArgs {
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
     if args.rate.is_none() && args.concurrency.is_none() {
-        return Err("say which limit: --rate <claims>/<period> or --concurrency <jobs> (none removes it)".into());
+        return Err(
+            "say which limit: --rate <claims>/<period> or --concurrency <jobs> (none removes it)".into()
+        );
     }
     let config = Config { concurrency: args.concurrency, rate: args.rate, ..Config::default() };
     let settings = server.queue(&args.queue).await?.configure(config).await?;
@@ -100,7 +103,10 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     println!("{}", args.queue);
     println!("  paused       {}", settings.paused);
     println!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string()));
-    println!("  rate         {}", settings.rate.map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per))));
+    println!(
+        "  rate         {}",
+        settings.rate.map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per)))
+    );
     Ok(())
 }
 

@@ -125,7 +125,10 @@ fn the_flow_control_commands() {
         assert!(cli.ok(&["pause", &q]).contains(&format!("paused {q}")), "{via}");
         cli.ok(&["enqueue", &q, "ok"]);
         let stats = cli.ok(&["stats", &q]);
-        assert!(stats.contains("flow") && stats.lines().any(|l| l.starts_with(&q) && l.ends_with("paused")), "{via}: {stats}");
+        assert!(
+            stats.contains("flow") && stats.lines().any(|l| l.starts_with(&q) && l.ends_with("paused")),
+            "{via}: {stats}"
+        );
 
         let limited = cli.ok(&["limit", &q, "--rate", "100/1s", "--concurrency", "10"]);
         assert!(limited.contains("paused, concurrency 10, rate 100/1s"), "{via}: {limited}");
@@ -150,7 +153,10 @@ fn the_flow_control_commands() {
         let _ = worker.wait();
 
         let cleared = cli.ok(&["config", &q, "--rate", "none", "--concurrency", "none"]);
-        assert!(cleared.contains("concurrency  none") && cleared.contains("rate         none"), "{via}: {cleared}");
+        assert!(
+            cleared.contains("concurrency  none") && cleared.contains("rate         none"),
+            "{via}: {cleared}"
+        );
         assert!(cli.ok(&["stats", &q]).lines().any(|l| l.starts_with(&q) && l.ends_with("-")), "{via}");
     }
 }

@@ -154,7 +154,8 @@ impl<'a> Config<'a> {
         let was_paused = number(store.hget(config, b"paused").as_deref()) == Some(1.0);
         // One HSET of what is set, then one HDEL of what is removed: the
         // writes the script makes, so replication and keyspace events match.
-        let (mut set, mut removed): (Vec<(&[u8], String)>, Vec<&[u8]>) = (Vec::new(), Vec::new());
+        let mut set: Vec<(&[u8], String)> = Vec::new();
+        let mut removed: Vec<&[u8]> = Vec::new();
         match self.paused {
             Some(1) => set.push((b"paused", "1".into())),
             Some(_) => removed.push(b"paused"),
@@ -190,7 +191,8 @@ impl<'a> Config<'a> {
                 store.zadd(pending, score, &head);
             }
         }
-        let mut setting = |field: &[u8]| Reply::count(number(store.hget(config, field).as_deref()).unwrap_or(0.0) as u64);
+        let mut setting =
+            |field: &[u8]| Reply::count(number(store.hget(config, field).as_deref()).unwrap_or(0.0) as u64);
         Ok(Reply::Array(vec![setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per")]))
     }
 }

@@ -22,21 +22,54 @@ pub const RATE_PERIOD: Duration = Duration::from_secs(3600);
 /// past the last claim's.
 #[derive(Clone, Debug)]
 pub enum Op {
-    Enqueue { slot: usize, priority: i64, delay: Option<bool> },
-    Claim { count: u64, short: bool },
-    Ack { slot: usize, stale: bool },
-    Fail { slot: usize, stale: bool, max_attempts: u64, short: bool },
-    Extend { slot: usize, stale: bool },
-    Release { slot: usize, stale: bool },
-    Reap { max_attempts: u64 },
+    Enqueue {
+        slot: usize,
+        priority: i64,
+        delay: Option<bool>,
+    },
+    Claim {
+        count: u64,
+        short: bool,
+    },
+    Ack {
+        slot: usize,
+        stale: bool,
+    },
+    Fail {
+        slot: usize,
+        stale: bool,
+        max_attempts: u64,
+        short: bool,
+    },
+    Extend {
+        slot: usize,
+        stale: bool,
+    },
+    Release {
+        slot: usize,
+        stale: bool,
+    },
+    Reap {
+        max_attempts: u64,
+    },
     Promote,
-    Cancel { slot: usize },
-    Retry { slot: usize },
-    Purge { state: State },
+    Cancel {
+        slot: usize,
+    },
+    Retry {
+        slot: usize,
+    },
+    Purge {
+        state: State,
+    },
     /// CONFIG: pause or resume, set or remove (0) the concurrency limit, and
     /// set or remove (0) a rate per a long period (claims a sequence makes
     /// stay in the window).
-    Config { paused: Option<bool>, concurrency: Option<u64>, rate: Option<u64> },
+    Config {
+        paused: Option<bool>,
+        concurrency: Option<u64>,
+        rate: Option<u64>,
+    },
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
