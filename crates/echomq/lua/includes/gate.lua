@@ -51,7 +51,7 @@ end
 
 local function spend(rate, log, claimed)
   if not log then return end
-  local expired = redis.call('ZRANGE', rate, '-inf', log.edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT[2])
+  local expired = redis.call('ZRANGE', rate, '-inf', log.edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
   if #expired > 0 then redis.call('ZREM', rate, unpack(expired)) end
   for _, member in ipairs(claimed) do
     redis.call('ZADD', rate, log.now, member)
