@@ -367,7 +367,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 13] = [
+const SHAPES: [Shape; 14] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -404,6 +404,21 @@ const SHAPES: [Shape; 13] = [
     Shape { name: Name::Retry, args: &[ID], options: STRAY },
     Shape { name: Name::Inspect, args: &[ID], options: STRAY },
     Shape { name: Name::Stats, args: &[], options: STRAY },
+    Shape {
+        name: Name::Config,
+        args: &[],
+        options: &[
+            ("PAUSED", "1"),
+            ("paused", "0"),
+            ("PAUSED", "2"),
+            ("CONCURRENCY", "1"),
+            ("CONCURRENCY", "-1"),
+            ("RATE", "1"),
+            ("PER", "600000"),
+            ("RATE", "0"),
+            ("PER", "0"),
+        ],
+    },
 ];
 
 /// One raw call of any transition, as any speaker may send it: each key
@@ -755,7 +770,8 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
             redis::cmd("HGETALL").arg(key("priority")).query(&mut reader).unwrap();
         assert_eq!(priorities, [(a.to_owned(), "7".to_owned())], "native {native}");
 
-        let claimed = call(Name::Claim, vec![key("pending"), key("active")], vec!["60000"]);
+        let claim_keys = || vec![key("pending"), key("active"), key("config"), key("rate")];
+        let claimed = call(Name::Claim, claim_keys(), vec!["60000"]);
         let want = Value::Array(vec![Value::Array(vec![
             Value::BulkString(b.as_bytes().to_vec()),
             Value::Int(1),
@@ -769,5 +785,12 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
         let inspected = call(Name::Inspect, vec![key(&format!("job:{a}")), key("errors")], vec![a]);
         let Value::Array(parts) = inspected else { panic!("native {native}: INSPECT is an array") };
         assert!(matches!(&parts[..], [Value::Array(_), Value::Nil]), "native {native}: {parts:?}");
+
+        // CONFIG answers four integers; a claim the gate held ends with one.
+        let config_keys = vec![key("config"), key("pending"), key("priority"), key("rate")];
+        let settings = call(Name::Config, config_keys, vec!["PAUSED", "1", "RATE", "5", "PER", "1000"]);
+        let ints = |ns: &[i64]| Value::Array(ns.iter().map(|n| Value::Int(*n)).collect());
+        assert_eq!(settings, ints(&[1, 0, 5, 1000]), "native {native}");
+        assert_eq!(call(Name::Claim, claim_keys(), vec!["60000"]), ints(&[-1]), "native {native}: paused");
     }
 }
