@@ -23,7 +23,7 @@ use redis::aio::MultiplexedConnection;
 /// A worker on the Lua executor: EchoMQ's keys, the scripts, and the
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
-     +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zrange +zrangebyscore";
+     +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zcount +zrange +zrangebyscore";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
      +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats";
@@ -39,12 +39,12 @@ pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~e
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
     "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
-     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zrange +zrangebyscore";
+     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
-pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange \
+pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote \
-     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats";
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
 /// reads the CLI and dashboard send themselves. It can change nothing.
@@ -52,7 +52,7 @@ pub const MONITOR_LUA: &str = "%R~emq:* resetchannels -@all +command|info +scan 
      +script|load +time +type +hget +hmget +hgetall +zcard";
 /// A monitor on the native module, whose INSPECT and STATS declare their keys read-only.
 pub const MONITOR_NATIVE: &str =
-    "%R~emq:* resetchannels -@all +command|info +scan +zrange +emq.inspect +emq.stats";
+    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +emq.inspect +emq.stats";
 
 /// Optional, for a native worker: end its blocked claims at once when it
 /// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.
@@ -434,7 +434,7 @@ fn rules_of_script(transition: &str) -> BTreeSet<String> {
 fn the_lua_recipes_cover_every_command_the_scripts_call() {
     let worker =
         ["enqueue", "claim", "ack", "fail", "extend", "release", "reap", "promote", "inspect", "stats"];
-    let operator = [&worker[..], &["purge", "cancel", "retry"]].concat();
+    let operator = [&worker[..], &["purge", "cancel", "retry", "config"]].concat();
     for (recipe, rules, transitions) in [
         ("WORKER_LUA", WORKER_LUA, &worker[..]),
         ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue"][..]),
