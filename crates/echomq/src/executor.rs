@@ -127,8 +127,8 @@ pub async fn execute_batch<T: Transition>(
             Err(refused) => Some(refused),
         })
         .collect();
-    let mut replies = if calls.is_empty() { Vec::new() } else { via.run(&calls).instrument(span).await? }
-        .into_iter();
+    let mut replies =
+        if calls.is_empty() { Vec::new() } else { via.run(&calls).instrument(span).await? }.into_iter();
     Ok(refusals
         .into_iter()
         .zip(transitions)

@@ -14,7 +14,7 @@ use echomq_core::memory::{ManualClock, Memory};
 use echomq_core::Name;
 use libfuzzer_sys::fuzz_target;
 
-const KEYS: [&[u8]; 10] = [
+const KEYS: [&[u8]; 12] = [
     b"emq:{f}:pending",
     b"emq:{f}:active",
     b"emq:{f}:delayed",
@@ -23,6 +23,8 @@ const KEYS: [&[u8]; 10] = [
     b"emq:{f}:cancelled",
     b"emq:{f}:priority",
     b"emq:{f}:errors",
+    b"emq:{f}:config",
+    b"emq:{f}:rate",
     b"emq:{f}:job:JOB_00000000000000000000000001",
     b"JOB_00000000000000000000000001",
 ];
