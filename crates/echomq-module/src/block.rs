@@ -30,7 +30,7 @@ const NO_BLOCKING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
     | raw::REDISMODULE_CTX_FLAGS_LUA
     | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
 
-/// `EMQ.CLAIM <pending> <active> <config> <lease> [COUNT n] [BLOCK ms]`.
+/// `EMQ.CLAIM <pending> <active> <config> <rate> <lease> [COUNT n] [BLOCK ms]`.
 pub fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
     let claim = match Claim::parse(keys, args) {
         Ok(claim) => claim,
@@ -65,7 +65,8 @@ fn claim_now(ctx: *mut raw::RedisModuleCtx, claim: &Claim, blocking: bool) -> (R
 /// Whether a claim came back empty (not refused, not crossing a slot) in a
 /// way an arrival may change: nothing pending, or the queue paused (a resume
 /// re-adds the head of pending, which signals the key). A claim held back by
-/// the concurrency limit answers at once: no arrival frees a slot.
+/// the concurrency or the rate limit answers at once: no arrival frees a
+/// slot, and the rate's reply says how long until one opens.
 fn nothing_claimed(store: &RedisStore, outcome: &Answer) -> bool {
     !store.crossed_slot()
         && matches!(outcome, Ok(Reply::Array(jobs)) if jobs.is_empty() || matches!(jobs[..], [Reply::Int(-1)]))

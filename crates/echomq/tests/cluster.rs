@@ -197,13 +197,14 @@ fn claim_on(
     asking: bool,
 ) -> redis::RedisResult<Value> {
     let mut conn = node.client().get_connection().unwrap();
-    let keys = [queue.keyspace().pending(), queue.keyspace().active()];
+    let k = queue.keyspace();
+    let keys = [k.pending(), k.active(), k.config(), k.rate()];
     let mut claim = match via {
         Via::Native => redis::cmd("EMQ.CLAIM"),
         Via::Lua => {
             let mut eval = redis::cmd("EVAL");
             eval.arg(echomq::executor::script_source(echomq::Name::Claim));
-            eval.arg(2);
+            eval.arg(keys.len());
             eval
         }
     };
@@ -247,8 +248,12 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
         for id in [a, b.clone(), c.clone()] {
             queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id)).await.unwrap();
         }
-        // One job active, so the active set exists on the source: the claim
-        // below runs there instead of being sent on by Redis itself.
+        // One job active, and a rate whose log holds its claim, so the
+        // active set, the config and the log exist on the source: the claim
+        // below runs there instead of being sent on by Redis itself (a key
+        // missing on a migrating slot is an ASK redirect, on the importing
+        // one a TRYAGAIN: either way the claim waits for the move).
+        queue.limit_rate(Some((1000, Duration::from_secs(3600)))).await.unwrap();
         assert_eq!(queue.claim_batch(Duration::from_secs(60), 1).await.unwrap().len(), 1);
 
         let slot = slot(&cluster, &queue);
