@@ -27,7 +27,7 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
         assert_eq!(loaded, sha1, "{file}");
         by_file.insert(file.to_owned(), sha1.to_owned());
     }
-    assert_eq!(by_file.len(), 13);
+    assert_eq!(by_file.len(), echomq::Name::ALL.len());
 
     // A producer and a worker, by SHA1 alone.
     let q = format!("emq:{{{}}}:", unique_queue("scripts"));
@@ -43,10 +43,12 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
         .unwrap();
     assert_eq!(enqueued, 1);
     let claimed: Vec<(String, i64, Vec<u8>)> = redis::cmd("EVALSHA")
-        .arg(&by_file["claim-2.lua"])
-        .arg(2)
+        .arg(&by_file["claim-4.lua"])
+        .arg(4)
         .arg(format!("{q}pending"))
         .arg(format!("{q}active"))
+        .arg(format!("{q}config"))
+        .arg(format!("{q}rate"))
         .arg(30_000)
         .query(&mut conn)
         .unwrap();
@@ -54,14 +56,16 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
 
     // The reference file as it stands does not load: its include is not expanded.
     let reference =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/lua/claim-2.lua"));
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/lua/claim-4.lua"));
     let reference = reference.unwrap();
     assert!(reference.contains("--@include "));
     let err = redis::cmd("EVAL")
         .arg(&reference)
-        .arg(2)
+        .arg(4)
         .arg(format!("{q}pending"))
         .arg(format!("{q}active"))
+        .arg(format!("{q}config"))
+        .arg(format!("{q}rate"))
         .arg(30_000)
         .query::<redis::Value>(&mut conn)
         .unwrap_err();
