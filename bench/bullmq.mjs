@@ -188,6 +188,30 @@ async function memory() {
   await queue.close();
 }
 
+// Seconds from a worker's crash to its jobs done by another: the jobs
+// fetched under a 5 s lock by a worker that then vanished (never completed,
+// never extended), and a fresh worker (the same lock; its stalled-job check
+// every 5 s, as often as the lock lasts) started at once.
+async function recovery() {
+  const count = Math.min(JOBS, 1000), lockDuration = 5000;
+  const queue = await readyQueue();
+  await addBulk(queue, count);
+  const crashed = new Worker(queue.name, null, { connection: connection(), autorun: false, lockDuration });
+  await crashed.waitUntilReady();
+  for (let i = 0; i < count; i++) await crashed.getNextJob('crashed', { block: false });
+  const at = performance.now();
+  const worker = new Worker(queue.name, async () => {},
+    { connection: connection(), concurrency: 100, autorun: false, lockDuration, stalledInterval: lockDuration });
+  await worker.waitUntilReady();
+  const done = completions([worker], count);
+  worker.run();
+  const ended = await done;
+  emit('recovery', (ended - at) / 1000, 's');
+  await worker.close();
+  await crashed.close(true);
+  await queue.close();
+}
+
 function versions() {
   const version = (name) =>
     JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
@@ -197,6 +221,7 @@ function versions() {
 if (workload === 'versions') versions();
 else if (workload === 'latency') await latency();
 else if (workload === 'memory') await memory();
+else if (workload === 'recovery') await recovery();
 else {
   // A tenth of the work first, untimed, in this same process (the JIT warms;
   // EchoMQ's side does the same), then the measurement.

@@ -17,6 +17,7 @@ results, url, aof_url = sys.argv[1], sys.argv[2], sys.argv[3]
 env = os.environ
 JOBS, ROUNDS, PAYLOAD = int(env["JOBS"]), int(env["ROUNDS"]), int(env["PAYLOAD"])
 LATENCY_SECONDS = float(env["LATENCY_SECONDS"])
+SUSTAINED_SECONDS = float(env["SUSTAINED_SECONDS"])
 MEMORY_COUNTS = [int(n) for n in env["MEMORY_COUNTS"].split()]
 MEMORY_SIZES = [int(n) for n in env["MEMORY_SIZES"].split()]
 QUIET_BUSY, QUIET_WAIT = float(env.get("QUIET_BUSY", "0.3")), float(env["QUIET_WAIT"])
@@ -121,6 +122,23 @@ def latency_runs():
             measure(system, "latency", -1, extra=(rate(system), LATENCY_SECONDS, concurrency), suffix=suffix)
 
 
+def sustained_runs():
+    """A sustained run with retention on (finished jobs kept, both sides): at
+    50% of each durable system's end-to-end peak for SUSTAINED_SECONDS."""
+    peaks = medians()
+    for system in ["echomq-lua", "echomq-native", "bullmq"]:
+        print(f"sustained {system}…", file=sys.stderr)
+        rate = int(0.5 * peaks.get((system, "end-to-end"), 2000))
+        measure(system, "latency", -1, extra=(rate, SUSTAINED_SECONDS, 100), suffix="-sustained")
+
+
+def recovery_runs():
+    """The time to recover a crashed worker's jobs (leases of 5 s), one run each."""
+    for system in ["echomq-lua", "echomq-native", "bullmq"]:
+        print(f"recovery {system}…", file=sys.stderr)
+        measure(system, "recovery", -1, jobs=100)
+
+
 def breakdown(target, jobs):
     """`MEMORY USAGE` per key: the job records (a key whose last part is a
     number or an id) sampled, every other key measured whole. Bytes per job."""
@@ -170,10 +188,14 @@ def memory_runs():
 
 
 if __name__ == "__main__":
-    only = env.get("ONLY", "throughput latency memory").split()
+    only = env.get("ONLY", "throughput latency sustained recovery memory").split()
     if "throughput" in only:
         throughput_rounds()
     if "latency" in only:
         latency_runs()
+    if "sustained" in only:
+        sustained_runs()
+    if "recovery" in only:
+        recovery_runs()
     if "memory" in only:
         memory_runs()

@@ -66,6 +66,9 @@ struct Options {
     /// The latency workload: how long it enqueues.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// The recovery workload: the crashed worker's lease, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    lease: f64,
     /// The latency workload: the worker's concurrency.
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
@@ -289,6 +292,31 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) 
     (latencies, achieved)
 }
 
+/// Seconds from a worker's crash to its jobs done by another: `jobs` jobs
+/// claimed under a lease of `--lease` s by a worker that then vanished (its
+/// claims never acked), and a fresh worker with the default upkeep (it reaps
+/// expired leases) started at once.
+async fn recovery(via: &Arc<dyn Executor>, options: &Options) -> f64 {
+    let queue = queue(via);
+    let jobs = options.jobs.min(1_000);
+    enqueue_bulk(&queue, jobs, &vec![b'x'; options.payload]).await;
+    let lease = Duration::from_secs_f64(options.lease);
+    let crashed = queue.claim_batch(lease, jobs as u64).await.expect("claim");
+    assert_eq!(crashed.len(), jobs, "the crashed worker held every job");
+    let at = Instant::now();
+    let count = counted::expect(jobs);
+    let worker = WorkerOptions { concurrency: 100, lease, ..WorkerOptions::default() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handler = |_job: JobContext| async { Ok(()) };
+    let task = tokio::spawn(Worker::with_options(queue.clone(), handler, worker).run_until(async move {
+        let _ = stopped.await;
+    }));
+    let done = count.await;
+    let _ = stop.send(());
+    task.await.expect("the worker");
+    (done - at).as_secs_f64()
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -322,6 +350,10 @@ async fn main() {
     let system = format!("echomq-{}", options.via);
     match options.workload.as_deref() {
         Some("latency") => run_latency(&via, &system, &options).await,
+        Some("recovery") => {
+            let seconds = recovery(&via, &options).await;
+            emit(&system, "recovery", seconds, "s", None);
+        }
         Some("memory") => {
             let stats = server::Stats::connect(&options.url, true).await;
             let before = stats.used_memory().await;
