@@ -8,9 +8,12 @@ import sys
 SYSTEMS = ["echomq-lua", "echomq-native", "echomq-embedded", "bullmq", "ceiling"]
 NOTES = {"echomq-native": "needs the module", "echomq-embedded": "no Redis, not durable"}
 
-values, server, breakdowns = {}, {}, {}
+values, server, breakdowns, busy = {}, {}, {}, []
 for line in open(sys.argv[1]):
     r = json.loads(line)
+    # One per measurement: a latency run prints four rows, count its p50 only.
+    if "busy" in r and (not r["workload"].startswith("latency") or r["workload"].startswith("latency-p50")):
+        busy.append(r["busy"])
     key = (r["workload"], r["system"])
     if "parts" in r:
         breakdowns[key] = r["parts"]
@@ -50,6 +53,10 @@ def table(title, cell, ratios):
 
 
 print("columns: " + "; ".join(f"{s}: {n}" for s, n in NOTES.items()))
+if busy:
+    loaded = sum(1 for b in busy if b > 0.5)
+    print(f"machine: {loaded} of {len(busy)} measurements started with the machine over 50% busy "
+          f"after the quiet wait (/proc/stat); median busy {med(busy):.0%}")
 rounds = max((len(v) for v in values.values()), default=0)
 table(f"median of {rounds}", lambda w, s, u: figure(med([v for v, _ in values[(w, s)]]), u)
       if (w, s) in values else "", True)
