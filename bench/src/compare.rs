@@ -252,11 +252,10 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) 
     };
     let options_worker = WorkerOptions { concurrency: options.concurrency, ..WorkerOptions::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(Worker::with_options(queue.clone(), handler, options_worker).run_until(
-        async move {
+    let task =
+        tokio::spawn(Worker::with_options(queue.clone(), handler, options_worker).run_until(async move {
             let _ = stopped.await;
-        },
-    ));
+        }));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(1));
@@ -373,7 +372,8 @@ async fn main() {
         }
         None => {
             for workload in THROUGHPUT {
-                let rounds = (0..options.rounds).map(|_| async { throughput(&via, workload, &options).await.0 });
+                let rounds =
+                    (0..options.rounds).map(|_| async { throughput(&via, workload, &options).await.0 });
                 let mut values = Vec::new();
                 for round in rounds {
                     values.push(round.await);

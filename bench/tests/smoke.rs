@@ -11,7 +11,18 @@ fn echomq_compare_prints_every_figure_for_every_executor() {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     for via in ["lua", "native", "embedded"] {
         let output = Command::new(env!("CARGO_BIN_EXE_echomq-compare"))
-            .args(["--url", &server.url(), "--via", via, "--jobs", "200", "--rounds", "1", "--seconds", "0.3"])
+            .args([
+                "--url",
+                &server.url(),
+                "--via",
+                via,
+                "--jobs",
+                "200",
+                "--rounds",
+                "1",
+                "--seconds",
+                "0.3",
+            ])
             .output()
             .expect("run echomq-compare");
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -56,7 +67,10 @@ fn the_ceiling_runs_from_the_same_client() {
             .expect("run echomq-compare");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{workload}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-        assert!(stdout.contains(&format!(r#""workload":"{workload}""#)) && stdout.contains("server_us"), "{stdout}");
+        assert!(
+            stdout.contains(&format!(r#""workload":"{workload}""#)) && stdout.contains("server_us"),
+            "{stdout}"
+        );
     }
 }
 

@@ -7,9 +7,8 @@
 //! - `seed-lua`: EVALSHA of the ENQUEUE script as the Lua executor loads it
 //!   (includes expanded), with keys and arguments built once per job.
 
-
-use echomq::transition::Enqueue;
 use echomq::executor::Call;
+use echomq::transition::Enqueue;
 use echomq::{Due, JobId, Keyspace, Name};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -48,7 +47,11 @@ pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> 
                 "seed-lua" => {
                     let enqueue = Enqueue { id, payload: payload.clone(), priority: 0, due: Due::Now };
                     let call = Call::new(&keys, &enqueue).expect("an enqueue");
-                    pipe.cmd("EVALSHA").arg(script.get_hash()).arg(call.keys.len()).arg(&call.keys).arg(&call.args);
+                    pipe.cmd("EVALSHA")
+                        .arg(script.get_hash())
+                        .arg(call.keys.len())
+                        .arg(&call.keys)
+                        .arg(&call.args);
                 }
                 other => panic!("no ceiling {other}"),
             }

@@ -28,8 +28,11 @@ impl Stats {
     /// Reset the server's command statistics; the clock starts now.
     pub(crate) async fn start(&self) -> Instant {
         if let Some(conn) = &self.conn {
-            let _: () =
-                redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn.clone()).await.expect("RESETSTAT");
+            let _: () = redis::cmd("CONFIG")
+                .arg("RESETSTAT")
+                .query_async(&mut conn.clone())
+                .await
+                .expect("RESETSTAT");
         }
         Instant::now()
     }
@@ -44,7 +47,8 @@ impl Stats {
 
     pub(crate) async fn used_memory(&self) -> f64 {
         let conn = self.conn.as_ref().expect("a server");
-        let info: String = redis::cmd("INFO").arg("memory").query_async(&mut conn.clone()).await.expect("INFO");
+        let info: String =
+            redis::cmd("INFO").arg("memory").query_async(&mut conn.clone()).await.expect("INFO");
         info.lines()
             .find_map(|l| l.strip_prefix("used_memory:"))
             .and_then(|v| v.trim().parse().ok())
