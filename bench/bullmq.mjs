@@ -223,9 +223,11 @@ else if (workload === 'latency') await latency();
 else if (workload === 'memory') await memory();
 else if (workload === 'recovery') await recovery();
 else {
-  // A tenth of the work first, untimed, in this same process (the JIT warms;
-  // EchoMQ's side does the same), then the measurement.
-  await throughput(Math.max(100, Math.floor(JOBS / 10)), false);
+  // The whole workload once first, untimed, in this same process (the JIT
+  // warms; EchoMQ's side does the same), then the measurement. A tenth was
+  // not enough: BullMQ's first c=100 measurement in a process read 17.0k
+  // against 22.2-23.8k for the next three (BENCHMARKS.md).
+  await throughput(JOBS, false);
   await admin.flushall();
   await throughput(JOBS, true);
 }
