@@ -1,24 +1,59 @@
-// BullMQ on the workloads echomq-compare runs, printed as the same JSON lines
-// (medians of the rounds). Run by bench/compare on the same redis-server:
-//   node bench/bullmq.mjs redis://127.0.0.1:6390/ 20000 3 53
+// BullMQ on the workloads echomq-compare runs, one measurement per process,
+// printed as the same JSON lines. Run by bench/compare on the same redis-server:
+//   node bench/bullmq.mjs URL WORKLOAD [JOBS] [PAYLOAD] [RATE] [SECONDS] [CONCURRENCY]
+//   node bench/bullmq.mjs redis://127.0.0.1:6390/ process-c10 20000 53
+//   node bench/bullmq.mjs redis://127.0.0.1:6390/ versions
+// As on EchoMQ's side: connections and workers are ready before the clock
+// starts (`autorun: false`, `waitUntilReady`), completions are counted
+// in-process (`completed` events), and the server's µs per job comes from
+// INFO commandstats over the same window.
+import { readFileSync } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
 import IORedis from 'ioredis';
 
-const [url, jobsArg = '20000', roundsArg = '3', payloadArg = '53'] = process.argv.slice(2);
-const jobs = Number(jobsArg), rounds = Number(roundsArg);
-// A JSON string of payload bytes, quotes included, as EchoMQ stores its payload verbatim.
-const data = 'x'.repeat(Number(payloadArg) - 2);
+const [url, workload, jobsArg = '20000', payloadArg = '53', rateArg = '1000', secondsArg = '2', concurrencyArg = '10'] =
+  process.argv.slice(2);
+const JOBS = Number(jobsArg);
+const size = workload.endsWith('-1kb') ? 1024 : Number(payloadArg);
+// A JSON string of `size` bytes, quotes included, as EchoMQ stores its payload verbatim.
+const data = 'x'.repeat(size - 2);
 const connection = () => new IORedis(url, { maxRetriesPerRequest: null });
 const admin = connection();
 let serial = 0;
+const BULK = 100;
+// The benchmark's own commands, left out of the server's cost (as on EchoMQ's side).
+const BOOKKEEPING = new Set(['info', 'config', 'flushall', 'ping', 'client', 'hello', 'select']);
 
-const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const emit = (workload, value, unit) =>
-  console.log(JSON.stringify({ system: 'bullmq', workload, value: Number(value.toFixed(2)), unit }));
+const emit = (workload, value, unit, serverUs) =>
+  console.log(JSON.stringify({
+    system: 'bullmq', workload, value: Number(value.toFixed(2)), unit,
+    ...(serverUs === undefined ? {} : { server_us: Number(serverUs.toFixed(3)) }),
+  }));
+
+async function start() {
+  await admin.config('RESETSTAT');
+  return performance.now();
+}
+
+async function serverUsec() {
+  const info = await admin.info('commandstats');
+  let usec = 0;
+  for (const line of info.split('\n')) {
+    const m = /^cmdstat_([^:]+):.*usec=(\d+)/.exec(line);
+    if (m && !BOOKKEEPING.has(m[1].split('|')[0])) usec += Number(m[2]);
+  }
+  return usec;
+}
+
+async function readyQueue() {
+  const queue = new Queue(`compare-${process.pid}-${++serial}`, { connection: connection() });
+  await queue.waitUntilReady();
+  return queue;
+}
 
 async function addBulk(queue, count) {
-  for (let left = count; left > 0; left -= 100) {
-    const n = Math.min(100, left);
+  for (let left = count; left > 0; left -= BULK) {
+    const n = Math.min(BULK, left);
     await queue.addBulk(Array.from({ length: n }, () => ({ name: 'job', data })));
   }
 }
@@ -30,91 +65,171 @@ async function add50(queue, count) {
   }));
 }
 
-// A no-op worker at `concurrency` until `count` jobs completed; resolves with
-// when they were (the worker's close after that is not the workload's time).
-function work(name, count, concurrency) {
+// A worker built and connected, not yet running: `run()` starts it when the clock does.
+async function readyWorker(name, concurrency, handler = async () => {}) {
+  const worker = new Worker(name, handler, { connection: connection(), concurrency, autorun: false });
+  await worker.waitUntilReady();
+  return worker;
+}
+
+// Resolves with when `count` jobs completed across `workers`.
+function completions(workers, count) {
   return new Promise((resolve) => {
     let done = 0;
-    const worker = new Worker(name, async () => {}, { connection: connection(), concurrency });
-    worker.on('completed', () => {
-      done += 1;
-      if (done === count) {
-        const at = performance.now();
-        worker.close().then(() => resolve(at));
-      }
-    });
+    for (const worker of workers) {
+      worker.on('completed', () => {
+        done += 1;
+        if (done === count) resolve(performance.now());
+      });
+    }
   });
 }
 
-async function throughput(workload) {
-  const name = `compare-${++serial}`;
-  const queue = new Queue(name, { connection: connection() });
-  let started, ended;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function throughput(jobs, measured) {
+  const queue = await readyQueue();
+  let started, ended, count = jobs;
+  const closing = [queue];
   if (workload === 'add-50') {
-    started = performance.now();
+    started = await start();
     await add50(queue, jobs);
-  } else if (workload === 'add-bulk') {
-    started = performance.now();
+  } else if (workload === 'add-bulk' || workload === 'add-bulk-1kb') {
+    started = await start();
     await addBulk(queue, jobs);
   } else if (workload.startsWith('process-c')) {
-    await addBulk(queue, jobs);
-    started = performance.now();
-    ended = await work(name, jobs, Number(workload.slice('process-c'.length)));
+    const concurrency = Number(workload.slice('process-c'.length).split('-')[0]);
+    const work = workload.endsWith('-10ms') ? 10 : workload.endsWith('-1ms') ? 1 : 0;
+    if (work === 10) count = Math.floor(jobs / 4);
+    await addBulk(queue, count);
+    const worker = await readyWorker(queue.name, concurrency, work ? () => sleep(work) : async () => {});
+    closing.push(worker);
+    const done = completions([worker], count);
+    started = await start();
+    worker.run();
+    ended = await done;
+  } else if (workload === 'queues-100') {
+    // BullMQ's Worker works one queue: 100 workers at concurrency 1 in one process.
+    const queues = [queue];
+    for (let i = 1; i < 100; i++) queues.push(await readyQueue());
+    const per = Math.floor(jobs / 100);
+    count = per * 100;
+    for (const q of queues) await addBulk(q, per);
+    const workers = [];
+    for (const q of queues) workers.push(await readyWorker(q.name, 1));
+    closing.push(...queues.slice(1), ...workers);
+    const done = completions(workers, count);
+    started = await start();
+    for (const worker of workers) worker.run();
+    ended = await done;
   } else if (workload === 'end-to-end') {
-    started = performance.now();
-    const done = work(name, jobs, 100);
+    const worker = await readyWorker(queue.name, 100);
+    closing.push(worker);
+    const done = completions([worker], jobs);
+    started = await start();
+    worker.run();
     await addBulk(queue, jobs);
     ended = await done;
+  } else {
+    throw new Error(`no workload ${workload}`);
   }
-  const seconds = ((ended ?? performance.now()) - started) / 1000;
-  await queue.close();
-  return jobs / seconds;
+  ended ??= performance.now();
+  const usec = await serverUsec();
+  if (measured) emit(workload, count / ((ended - started) / 1000), 'jobs/s', usec / count);
+  for (const c of closing) await c.close();
 }
 
-async function latency(count, rate) {
-  const name = `compare-${++serial}`;
-  const queue = new Queue(name, { connection: connection() });
+// Enqueue→handler-start latencies (ms), `rate` jobs a second on a fixed
+// schedule (1 ms ticks, each job its own `add`, none waiting for the one before).
+async function latency() {
+  const rate = Number(rateArg), seconds = Number(secondsArg), concurrency = Number(concurrencyArg);
+  const count = Math.floor(rate * seconds);
+  const queue = await readyQueue();
   const seen = [];
-  await new Promise((resolve) => {
-    const worker = new Worker(name, async (job) => { seen.push(performance.now() - job.data.t); },
-      { connection: connection(), concurrency: 10 });
-    worker.on('completed', () => { if (seen.length === count) worker.close().then(resolve); });
-    setTimeout(async () => {
-      for (let i = 0; i < count; i++) {
-        await queue.add('job', { t: performance.now() });
-        await new Promise((r) => setTimeout(r, 1000 / rate));
-      }
-    }, 300);
+  const worker = await readyWorker(queue.name, concurrency, async (job) => {
+    seen.push(performance.now() - job.data.t);
   });
-  await queue.close();
-  return seen.sort((a, b) => a - b);
-}
-
-async function usedMemory() {
-  const info = await admin.info('memory');
-  return Number(/used_memory:(\d+)/.exec(info)[1]);
-}
-
-for (const workload of ['add-50', 'add-bulk', 'process-c1', 'process-c10', 'process-c100', 'end-to-end']) {
-  const values = [];
-  for (let r = 0; r < rounds; r++) {
-    values.push(await throughput(workload));
-    await admin.flushall();
+  worker.run();
+  await sleep(300);
+  const started = performance.now();
+  const adds = [];
+  let sent = 0;
+  while (sent < count) {
+    const due = Math.min(count, Math.floor(((performance.now() - started) / 1000) * rate) + 1);
+    // One job a tick is one add; more go as one addBulk, as end-to-end's producer sends them.
+    if (due - sent === 1) adds.push(queue.add('job', { t: performance.now() }));
+    else if (due > sent) {
+      adds.push(queue.addBulk(Array.from({ length: due - sent }, () => ({ name: 'job', data: { t: performance.now() } }))));
+    }
+    sent = due;
+    await sleep(1);
   }
-  emit(workload, median(values), 'jobs/s');
+  const achieved = count / ((performance.now() - started) / 1000);
+  await Promise.all(adds);
+  const deadline = performance.now() + 60_000;
+  while (seen.length < count && performance.now() < deadline) await sleep(5);
+  seen.sort((a, b) => a - b);
+  const at = (q) => seen[Math.min(seen.length - 1, Math.floor(seen.length * q))];
+  emit('latency-p50', at(0.5), 'ms');
+  emit('latency-p99', at(0.99), 'ms');
+  emit('latency-p99.9', at(0.999), 'ms');
+  emit('latency-rate', achieved, 'jobs/s');
+  await worker.close();
+  await queue.close();
 }
-const seen = await latency(Math.min(2000, jobs), 1000);
-const at = (q) => seen[Math.min(seen.length - 1, Math.floor(seen.length * q))];
-emit('latency-p50', at(0.5), 'ms');
-emit('latency-p99', at(0.99), 'ms');
-emit('latency-p99.9', at(0.999), 'ms');
-await admin.flushall();
-const count = Math.min(10000, jobs);
-const before = await usedMemory();
-const queue = new Queue(`compare-${++serial}`, { connection: connection() });
-await addBulk(queue, count);
-emit('bytes-per-pending-job', ((await usedMemory()) - before) / count, 'bytes');
-await queue.close();
-await admin.flushall();
+
+// `used_memory` growth per pending job; the jobs stay for the breakdown.
+async function memory() {
+  const used = async () => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))[1]);
+  const queue = await readyQueue();
+  const before = await used();
+  await addBulk(queue, JOBS);
+  emit('bytes-per-pending-job', ((await used()) - before) / JOBS, 'bytes');
+  await queue.close();
+}
+
+// Seconds from a worker's crash to its jobs done by another: the jobs
+// fetched under a 5 s lock by a worker that then vanished (never completed,
+// never extended), and a fresh worker (the same lock; its stalled-job check
+// every 5 s, as often as the lock lasts) started at once.
+async function recovery() {
+  const count = Math.min(JOBS, 1000), lockDuration = 5000;
+  const queue = await readyQueue();
+  await addBulk(queue, count);
+  const crashed = new Worker(queue.name, null, { connection: connection(), autorun: false, lockDuration });
+  await crashed.waitUntilReady();
+  for (let i = 0; i < count; i++) await crashed.getNextJob('crashed', { block: false });
+  const at = performance.now();
+  const worker = new Worker(queue.name, async () => {},
+    { connection: connection(), concurrency: 100, autorun: false, lockDuration, stalledInterval: lockDuration });
+  await worker.waitUntilReady();
+  const done = completions([worker], count);
+  worker.run();
+  const ended = await done;
+  emit('recovery', (ended - at) / 1000, 's');
+  await worker.close();
+  await crashed.close(true);
+  await queue.close();
+}
+
+function versions() {
+  const version = (name) =>
+    JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
+  console.log(JSON.stringify({ bullmq: version('bullmq'), ioredis: version('ioredis'), node: process.versions.node }));
+}
+
+if (workload === 'versions') versions();
+else if (workload === 'latency') await latency();
+else if (workload === 'memory') await memory();
+else if (workload === 'recovery') await recovery();
+else {
+  // The whole workload once first, untimed, in this same process (the JIT
+  // warms; EchoMQ's side does the same), then the measurement. A tenth was
+  // not enough: BullMQ's first c=100 measurement in a process read 17.0k
+  // against 22.2-23.8k for the next three (BENCHMARKS.md).
+  await throughput(JOBS, false);
+  await admin.flushall();
+  await throughput(JOBS, true);
+}
 await admin.quit();
 process.exit(0);

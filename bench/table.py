@@ -1,28 +1,75 @@
 """The comparison table from bench/compare's JSON lines: each workload's
-figure per system, and the ratios EchoMQ (native) / BullMQ and / the ceiling."""
+median per system over the rounds, the ratios to BullMQ and to the ceiling;
+then the same rows' min–max, the server's µs per job, and the memory
+breakdown. Row and column names are stable for scripts."""
 import json
 import sys
 
-rows = {}
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if line.startswith("{"):
-        r = json.loads(line)
-        rows.setdefault(r["workload"], {})[r["system"]] = (r["value"], r["unit"])
+SYSTEMS = ["echomq-lua", "echomq-native", "echomq-embedded", "bullmq", "ceiling"]
+NOTES = {"echomq-native": "needs the module", "echomq-embedded": "no Redis, not durable"}
 
-systems = ["echomq-lua", "echomq-native", "echomq-embedded", "bullmq", "ceiling"]
-print(f"{'workload':<24}" + "".join(f"{s:>16}" for s in systems) + f"{'native/bullmq':>15}{'native/ceiling':>16}")
-ceiling = rows.get("hset-zadd", {}).get("ceiling", (None,))[0]
-for workload in ["add-50", "add-bulk", "process-c1", "process-c10", "process-c100", "end-to-end",
-                 "latency-p50", "latency-p99", "latency-p99.9", "bytes-per-pending-job", "hset-zadd", "seed-lua"]:
-    found = rows.get(workload, {})
-    if not found:
+values, server, breakdowns, busy = {}, {}, {}, []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    # One per measurement: a latency run prints four rows, count its p50 only.
+    if "busy" in r and (not r["workload"].startswith("latency") or r["workload"].startswith("latency-p50")):
+        busy.append(r["busy"])
+    key = (r["workload"], r["system"])
+    if "parts" in r:
+        breakdowns[key] = r["parts"]
         continue
-    unit = next(iter(found.values()))[1]
-    cells = "".join(f"{found[s][0]:>16,.2f}" if s in found and unit != "jobs/s" else
-                    f"{found[s][0]:>16,.0f}" if s in found else f"{'':>16}" for s in systems)
-    native, bullmq = found.get("echomq-native", (None,))[0], found.get("bullmq", (None,))[0]
-    vs_bullmq = f"{native / bullmq:>14.2f}x" if native and bullmq else f"{'':>15}"
-    vs_ceiling = (f"{native / ceiling:>15.2f}x" if native and ceiling and workload.startswith("add") else f"{'':>16}")
-    print(f"{workload + ' (' + unit + ')':<24}{cells}{vs_bullmq}{vs_ceiling}")
-print("(latency and bytes: lower is better, so native/bullmq below 1 is a win there)")
+    values.setdefault(key, []).append((r["value"], r["unit"]))
+    if "server_us" in r:
+        server.setdefault(key, []).append(r["server_us"])
+
+workloads = list(dict.fromkeys(w for w, _ in values))
+med = lambda xs: sorted(xs)[len(xs) // 2]
+
+
+def figure(x, unit):
+    return f"{x:,.0f}" if unit == "jobs/s" else f"{x:,.2f}"
+
+
+def table(title, cell, ratios):
+    header = f"{title:<34}" + "".join(f"{s:>16}" for s in SYSTEMS)
+    if ratios:
+        header += f"{'lua/bullmq':>12}{'native/bullmq':>15}{'native/ceiling':>16}"
+    print(header)
+    ceiling = med([v for v, _ in values.get(("hset-zadd", "ceiling"), [(0, "")])]) or None
+    for w in workloads:
+        found = {s: values[(w, s)] for s in SYSTEMS if (w, s) in values}
+        unit = next(iter(found.values()))[0][1]
+        cells = [cell(w, s, unit) for s in SYSTEMS]
+        if not any(cells):
+            continue
+        line = f"{w + ' (' + unit + ')':<34}" + "".join(f"{c:>16}" for c in cells)
+        if ratios:
+            m = {s: med([v for v, _ in found[s]]) for s in found}
+            ratio = lambda a, b: f"{m[a] / m[b]:.2f}x" if m.get(a) and m.get(b) else ""
+            vs_ceiling = (f"{m['echomq-native'] / ceiling:.2f}x"
+                          if ceiling and m.get("echomq-native") and w.startswith("add-bulk") else "")
+            line += f"{ratio('echomq-lua', 'bullmq'):>12}{ratio('echomq-native', 'bullmq'):>15}{vs_ceiling:>16}"
+        print(line)
+
+
+print("columns: " + "; ".join(f"{s}: {n}" for s, n in NOTES.items()))
+if busy:
+    loaded = sum(1 for b in busy if b > 0.5)
+    print(f"machine: {loaded} of {len(busy)} measurements started with the machine over 50% busy "
+          f"after the quiet wait (/proc/stat); median busy {med(busy):.0%}")
+rounds = max((len(v) for v in values.values()), default=0)
+table(f"median of {rounds}", lambda w, s, u: figure(med([v for v, _ in values[(w, s)]]), u)
+      if (w, s) in values else "", True)
+print("(latency and bytes: lower is better, so a ratio below 1 is EchoMQ's win there)\n")
+table("min–max", lambda w, s, u: "–".join(figure(f(v for v, _ in values[(w, s)]), u) for f in (min, max))
+      if (w, s) in values and len(values[(w, s)]) > 1 else "", False)
+print()
+table("server µs per job (median)", lambda w, s, u: f"{med(server[(w, s)]):.2f}" if (w, s) in server else "",
+      False)
+if breakdowns:
+    print("\nmemory: bytes per pending job by key (MEMORY USAGE; the rest is Redis's keyspace overhead)")
+    for (w, s), parts in sorted(breakdowns.items()):
+        total = values.get((w.replace("memory-breakdown", "bytes-per-pending-job"), s), [(0, "")])[0][0]
+        keys = sum(parts.values())
+        listed = ", ".join(f"{k} {v:.1f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v >= 0.05)
+        print(f"{w:<34}{s:<16} total {total:7.1f} = {listed}, keyspace {total - keys:.1f}")

@@ -1,10 +1,25 @@
 //! `echomq-compare`: one EchoMQ executor on the peer workloads that
-//! `bench/compare` also runs through BullMQ, printed as JSON lines (the
-//! median of the rounds) for the comparison table.
+//! `bench/compare` also runs through BullMQ, printed as JSON lines for the
+//! comparison table. `bench/compare` runs one `--workload` per process and
+//! interleaves the systems round by round; without `--workload` every
+//! workload runs `--rounds` times here and the median is printed (the smoke
+//! test's way).
 //!
 //! ```text
-//! echomq-compare --url redis://127.0.0.1:6390/ --via native --jobs 20000
+//! echomq-compare --url redis://127.0.0.1:6390/ --via native --workload process-c10
+//! echomq-compare --url redis://127.0.0.1:6390/ --via raw --workload hset-zadd
 //! ```
+//!
+//! Every measurement has its connections and its worker built before the
+//! clock starts, counts completions in-process (the worker's
+//! `emq_jobs_processed_total` counter, as BullMQ counts `completed` events),
+//! and reports the server's µs per job from `INFO commandstats`.
+//!
+//! # Layout
+//! - `compare.rs`: options, the workloads' dispatch, the JSON lines.
+//! - `compare/counted.rs`: the in-process completion count.
+//! - `compare/ceiling.rs`: raw HSET+ZADD and the seed's script from this client.
+//! - `compare/server.rs`: the server's own figures (commandstats, memory).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,27 +30,67 @@ use echomq::{Embedded, Executor, Lua, Native, Queue};
 use echomq_test_support::unique_queue;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+#[path = "compare/ceiling.rs"]
+mod ceiling;
+#[path = "compare/counted.rs"]
+mod counted;
+#[path = "compare/server.rs"]
+mod server;
+
 /// One executor on the peer workloads, as JSON lines.
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 struct Options {
     /// The server (the same one every system in a comparison uses).
     #[arg(long)]
     url: String,
-    /// The executor: lua, native or embedded (embedded ignores the server).
+    /// The executor: lua, native or embedded (embedded ignores the server),
+    /// or raw for the ceiling workloads (hset-zadd, seed-lua).
     #[arg(long)]
     via: String,
+    /// One workload, measured once; without it, every throughput workload,
+    /// latency and memory, `--rounds` times each.
+    #[arg(long)]
+    workload: Option<String>,
     /// Jobs per measurement.
     #[arg(long, default_value_t = 20_000)]
     jobs: usize,
-    /// Rounds per measurement; the median is printed.
+    /// Rounds per measurement without `--workload`; the median is printed.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// Payload size in bytes.
     #[arg(long, default_value_t = 53)]
     payload: usize,
+    /// The latency workload: jobs enqueued per second, on a fixed schedule.
+    #[arg(long, default_value_t = 1_000)]
+    rate: u64,
+    /// The latency workload: how long it enqueues.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// The recovery workload: the crashed worker's lease, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    lease: f64,
+    /// The latency workload: the worker's concurrency.
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
 }
 
+/// Jobs per `enqueue_batch` (BullMQ: per `addBulk`).
 const BULK: usize = 100;
+
+/// The throughput workloads, in the table's order.
+const THROUGHPUT: [&str; 11] = [
+    "add-50",
+    "add-bulk",
+    "add-bulk-1kb",
+    "process-c1",
+    "process-c10",
+    "process-c100",
+    "process-c100-1kb",
+    "process-c100-1ms",
+    "process-c100-10ms",
+    "queues-100",
+    "end-to-end",
+];
 
 async fn executor(options: &Options) -> Arc<dyn Executor> {
     let client = redis::Client::open(options.url.as_str()).expect("a Redis URL");
@@ -82,66 +137,111 @@ async fn enqueue_concurrent(queue: &Queue, jobs: usize, in_flight: usize, payloa
     while tasks.join_next().await.is_some() {}
 }
 
-/// Run a no-op worker at `concurrency` until `jobs` are done; when they were
-/// (the worker's shutdown after that is not the workload's time).
-async fn process(queue: &Queue, jobs: usize, concurrency: usize) -> Instant {
+/// A worker over `queues` at `concurrency` whose handler takes `work`; its
+/// stop signal and task. Started at once: call it when the clock starts.
+fn start_worker(
+    queues: &[Queue],
+    concurrency: usize,
+    work: Duration,
+) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let options =
         WorkerOptions { concurrency, idle_wait: Duration::from_millis(100), ..WorkerOptions::default() };
-    let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, options);
+    let handler = move |_job: JobContext| async move {
+        if !work.is_zero() {
+            tokio::time::sleep(work).await;
+        }
+        Ok(())
+    };
+    let mut worker = Worker::with_options(queues[0].clone(), handler, options);
+    for queue in &queues[1..] {
+        worker = worker.queue(queue.clone());
+    }
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(worker.run_until(async move {
         let _ = stopped.await;
     }));
-    while queue.stats().await.expect("stats").done < jobs as u64 {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    let done = Instant::now();
-    let _ = stop.send(());
-    task.await.expect("the worker");
-    done
+    (stop, task)
 }
 
-/// Jobs per second of one workload on a fresh queue.
-async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) -> f64 {
+/// Jobs per second of one throughput workload on fresh queues, and the
+/// server's µs per job over the same window.
+async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) -> (f64, Option<f64>) {
+    let size = if workload.ends_with("-1kb") { 1024 } else { options.payload };
+    let payload = vec![b'x'; size];
+    let jobs = match workload {
+        "process-c100-10ms" => options.jobs / 4,
+        _ => options.jobs,
+    };
+    let stats = server::Stats::connect(&options.url, options.via != "embedded").await;
     let queue = queue(via);
-    let payload = vec![b'x'; options.payload];
-    let jobs = options.jobs;
     let (started, done) = match workload {
         "add-50" => {
-            let started = Instant::now();
+            let started = stats.start().await;
             enqueue_concurrent(&queue, jobs, 50, &payload).await;
             (started, Instant::now())
         }
-        "add-bulk" => {
-            let started = Instant::now();
+        "add-bulk" | "add-bulk-1kb" => {
+            let started = stats.start().await;
             enqueue_bulk(&queue, jobs, &payload).await;
             (started, Instant::now())
         }
-        "process-c1" | "process-c10" | "process-c100" => {
-            let concurrency = workload.trim_start_matches("process-c").parse().expect("a concurrency");
+        "process-c1" | "process-c10" | "process-c100" | "process-c100-1kb" | "process-c100-1ms"
+        | "process-c100-10ms" => {
+            let concurrency = workload["process-c".len()..].split('-').next().unwrap().parse().unwrap();
+            let work = match workload {
+                "process-c100-1ms" => Duration::from_millis(1),
+                "process-c100-10ms" => Duration::from_millis(10),
+                _ => Duration::ZERO,
+            };
             enqueue_bulk(&queue, jobs, &payload).await;
-            let started = Instant::now();
-            (started, process(&queue, jobs, concurrency).await)
+            let count = counted::expect(jobs);
+            let started = stats.start().await;
+            let (stop, task) = start_worker(std::slice::from_ref(&queue), concurrency, work);
+            let done = count.await;
+            let _ = stop.send(());
+            task.await.expect("the worker");
+            (started, done)
+        }
+        "queues-100" => {
+            let queues: Vec<Queue> = (0..100).map(|_| self::queue(via)).collect();
+            for queue in &queues {
+                enqueue_bulk(queue, jobs / 100, &payload).await;
+            }
+            let count = counted::expect(jobs / 100 * 100);
+            let started = stats.start().await;
+            let (stop, task) = start_worker(&queues, 100, Duration::ZERO);
+            let done = count.await;
+            let _ = stop.send(());
+            task.await.expect("the worker");
+            (started, done)
         }
         "end-to-end" => {
-            let started = Instant::now();
+            let count = counted::expect(jobs);
+            let started = stats.start().await;
+            let (stop, task) = start_worker(std::slice::from_ref(&queue), 100, Duration::ZERO);
             let producer = {
                 let (queue, payload) = (queue.clone(), payload.clone());
                 tokio::spawn(async move { enqueue_bulk(&queue, jobs, &payload).await })
             };
-            let done = process(&queue, jobs, 100).await;
+            let done = count.await;
             producer.await.expect("the producer");
+            let _ = stop.send(());
+            task.await.expect("the worker");
             (started, done)
         }
         other => panic!("no workload {other}"),
     };
-    jobs as f64 / (done - started).as_secs_f64()
+    let server_us = stats.usec_since_start().await.map(|usec| usec / jobs as f64);
+    (jobs as f64 / (done - started).as_secs_f64(), server_us)
 }
 
-/// Enqueue→handler-start latencies (ms) at a steady `rate` per second for `jobs` jobs.
-async fn latency(via: &Arc<dyn Executor>, jobs: usize, rate: u64) -> Vec<f64> {
+/// Enqueue→handler-start latencies (ms), enqueuing `rate` jobs a second on a
+/// fixed schedule (1 ms ticks: the jobs due by each tick, one call, not
+/// waiting for the call before) for `seconds`; and the rate achieved.
+async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) {
     let queue = queue(via);
     let origin = Instant::now();
+    let jobs = (options.rate as f64 * options.seconds) as usize;
     let seen = Arc::new(Mutex::new(Vec::with_capacity(jobs)));
     let record = seen.clone();
     let handler = move |job: JobContext| {
@@ -150,41 +250,70 @@ async fn latency(via: &Arc<dyn Executor>, jobs: usize, rate: u64) -> Vec<f64> {
         record.lock().unwrap().push(now.saturating_sub(sent) as f64 / 1000.0);
         async { Ok(()) }
     };
-    let options = WorkerOptions { concurrency: 10, ..WorkerOptions::default() };
+    let options_worker = WorkerOptions { concurrency: options.concurrency, ..WorkerOptions::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(Worker::with_options(queue.clone(), handler, options).run_until(async move {
-        let _ = stopped.await;
-    }));
+    let task =
+        tokio::spawn(Worker::with_options(queue.clone(), handler, options_worker).run_until(async move {
+            let _ = stopped.await;
+        }));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
-    for _ in 0..jobs {
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    let mut sent = 0usize;
+    let mut producers = tokio::task::JoinSet::new();
+    while sent < jobs {
         tick.tick().await;
-        queue.enqueue(origin.elapsed().as_micros().to_string().into_bytes()).await.expect("enqueue");
+        let due = ((started.elapsed().as_secs_f64() * options.rate as f64) as usize + 1).min(jobs);
+        // One job a tick is one enqueue; more go as one batch, as end-to-end's producer sends them.
+        let queue = queue.clone();
+        let count = due - sent;
+        producers.spawn(async move {
+            let stamp = || origin.elapsed().as_micros().to_string().into_bytes();
+            match count {
+                0 => {}
+                1 => drop(queue.enqueue(stamp()).await.expect("enqueue")),
+                n => drop(queue.enqueue_batch((0..n).map(|_| stamp())).await.expect("enqueue_batch")),
+            }
+        });
+        sent = due;
+        while producers.try_join_next().is_some() {}
     }
-    while seen.lock().unwrap().len() < jobs {
+    let achieved = jobs as f64 / started.elapsed().as_secs_f64();
+    while producers.join_next().await.is_some() {}
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.lock().unwrap().len() < jobs && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let _ = stop.send(());
     task.await.expect("the worker");
     let mut latencies = std::mem::take(&mut *seen.lock().unwrap());
     latencies.sort_by(f64::total_cmp);
-    latencies
+    (latencies, achieved)
 }
 
-/// Redis bytes per pending job: `used_memory` before and after `jobs` enqueues.
-async fn bytes_per_job(via: &Arc<dyn Executor>, url: &str, jobs: usize, payload: &[u8]) -> f64 {
-    let mut conn =
-        redis::Client::open(url).expect("a URL").get_multiplexed_async_connection().await.expect("connect");
-    let used = |info: String| -> f64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0.0)
-    };
-    let before: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await.expect("INFO");
-    enqueue_bulk(&queue(via), jobs, payload).await;
-    let after: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await.expect("INFO");
-    (used(after) - used(before)) / jobs as f64
+/// Seconds from a worker's crash to its jobs done by another: `jobs` jobs
+/// claimed under a lease of `--lease` s by a worker that then vanished (its
+/// claims never acked), and a fresh worker with the default upkeep (it reaps
+/// expired leases) started at once.
+async fn recovery(via: &Arc<dyn Executor>, options: &Options) -> f64 {
+    let queue = queue(via);
+    let jobs = options.jobs.min(1_000);
+    enqueue_bulk(&queue, jobs, &vec![b'x'; options.payload]).await;
+    let lease = Duration::from_secs_f64(options.lease);
+    let crashed = queue.claim_batch(lease, jobs as u64).await.expect("claim");
+    assert_eq!(crashed.len(), jobs, "the crashed worker held every job");
+    let at = Instant::now();
+    let count = counted::expect(jobs);
+    let worker = WorkerOptions { concurrency: 100, lease, ..WorkerOptions::default() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handler = |_job: JobContext| async { Ok(()) };
+    let task = tokio::spawn(Worker::with_options(queue.clone(), handler, worker).run_until(async move {
+        let _ = stopped.await;
+    }));
+    let done = count.await;
+    let _ = stop.send(());
+    task.await.expect("the worker");
+    (done - at).as_secs_f64()
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -192,43 +321,76 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-fn emit(system: &str, workload: &str, value: f64, unit: &str) {
-    println!(r#"{{"system":"{system}","workload":"{workload}","value":{value:.2},"unit":"{unit}"}}"#);
+fn emit(system: &str, workload: &str, value: f64, unit: &str, server_us: Option<f64>) {
+    let server = server_us.map(|us| format!(r#","server_us":{us:.3}"#)).unwrap_or_default();
+    println!(r#"{{"system":"{system}","workload":"{workload}","value":{value:.2},"unit":"{unit}"{server}}}"#);
 }
 
-async fn flush(url: &str) {
-    let mut conn =
-        redis::Client::open(url).expect("a URL").get_multiplexed_async_connection().await.expect("connect");
-    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await.expect("FLUSHALL");
+async fn run_latency(via: &Arc<dyn Executor>, system: &str, options: &Options) {
+    let (latencies, achieved) = latency(via, options).await;
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    emit(system, "latency-p50", at(0.50), "ms", None);
+    emit(system, "latency-p99", at(0.99), "ms", None);
+    emit(system, "latency-p99.9", at(0.999), "ms", None);
+    emit(system, "latency-rate", achieved, "jobs/s", None);
 }
 
 #[tokio::main]
 async fn main() {
     let options = Options::parse();
+    counted::install();
+    if options.via == "raw" {
+        let workload = options.workload.as_deref().expect("--via raw needs --workload");
+        let (rate, server_us) = ceiling::run(&options.url, workload, options.jobs, options.payload).await;
+        emit("ceiling", workload, rate, "jobs/s", server_us);
+        return;
+    }
     let via = executor(&options).await;
     let system = format!("echomq-{}", options.via);
-    for workload in ["add-50", "add-bulk", "process-c1", "process-c10", "process-c100", "end-to-end"] {
-        let mut rounds = Vec::new();
-        for _ in 0..options.rounds {
-            rounds.push(throughput(&via, workload, &options).await);
-            flush(&options.url).await;
+    match options.workload.as_deref() {
+        Some("latency") => run_latency(&via, &system, &options).await,
+        Some("recovery") => {
+            let seconds = recovery(&via, &options).await;
+            emit(&system, "recovery", seconds, "s", None);
         }
-        emit(&system, workload, median(rounds), "jobs/s");
-    }
-    let latencies = latency(&via, 2_000.min(options.jobs), 1_000).await;
-    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-    emit(&system, "latency-p50", at(0.50), "ms");
-    emit(&system, "latency-p99", at(0.99), "ms");
-    emit(&system, "latency-p99.9", at(0.999), "ms");
-    flush(&options.url).await;
-    if options.via != "embedded" {
-        let jobs = 10_000.min(options.jobs);
-        emit(
-            &system,
-            "bytes-per-pending-job",
-            bytes_per_job(&via, &options.url, jobs, &vec![b'x'; options.payload]).await,
-            "bytes",
-        );
-        flush(&options.url).await;
+        Some("memory") => {
+            let stats = server::Stats::connect(&options.url, true).await;
+            let before = stats.used_memory().await;
+            enqueue_bulk(&queue(&via), options.jobs, &vec![b'x'; options.payload]).await;
+            let bytes = (stats.used_memory().await - before) / options.jobs as f64;
+            emit(&system, "bytes-per-pending-job", bytes, "bytes", None);
+        }
+        Some(workload) => {
+            // The whole workload once first, untimed, in this same process:
+            // the connections, the allocator and the scripts warm (BullMQ's
+            // side does the same for its JIT, which a tenth did not warm).
+            throughput(&via, workload, &options).await;
+            server::flush(&options.url).await;
+            let (rate, server_us) = throughput(&via, workload, &options).await;
+            emit(&system, workload, rate, "jobs/s", server_us);
+        }
+        None => {
+            for workload in THROUGHPUT {
+                let rounds =
+                    (0..options.rounds).map(|_| async { throughput(&via, workload, &options).await.0 });
+                let mut values = Vec::new();
+                for round in rounds {
+                    values.push(round.await);
+                    server::flush(&options.url).await;
+                }
+                emit(&system, workload, median(values), "jobs/s", None);
+            }
+            run_latency(&via, &system, &options).await;
+            server::flush(&options.url).await;
+            if options.via != "embedded" {
+                let stats = server::Stats::connect(&options.url, true).await;
+                let before = stats.used_memory().await;
+                let jobs = 10_000.min(options.jobs);
+                enqueue_bulk(&queue(&via), jobs, &vec![b'x'; options.payload]).await;
+                let bytes = (stats.used_memory().await - before) / jobs as f64;
+                emit(&system, "bytes-per-pending-job", bytes, "bytes", None);
+                server::flush(&options.url).await;
+            }
+        }
     }
 }

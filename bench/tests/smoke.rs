@@ -11,7 +11,18 @@ fn echomq_compare_prints_every_figure_for_every_executor() {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     for via in ["lua", "native", "embedded"] {
         let output = Command::new(env!("CARGO_BIN_EXE_echomq-compare"))
-            .args(["--url", &server.url(), "--via", via, "--jobs", "200", "--rounds", "1"])
+            .args([
+                "--url",
+                &server.url(),
+                "--via",
+                via,
+                "--jobs",
+                "200",
+                "--rounds",
+                "1",
+                "--seconds",
+                "0.3",
+            ])
             .output()
             .expect("run echomq-compare");
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -23,6 +34,8 @@ fn echomq_compare_prints_every_figure_for_every_executor() {
             "process-c10",
             "process-c100",
             "end-to-end",
+            "queues-100",
+            "process-c100-1ms",
             "latency-p99",
         ];
         if via != "embedded" {
@@ -41,6 +54,23 @@ fn echomq_compare_prints_every_figure_for_every_executor() {
                 .unwrap();
             assert!(value > 0.0, "{via}: {line}");
         }
+    }
+}
+
+#[test]
+fn the_ceiling_runs_from_the_same_client() {
+    let server = RedisServer::start();
+    for workload in ["hset-zadd", "seed-lua"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_echomq-compare"))
+            .args(["--url", &server.url(), "--via", "raw", "--workload", workload, "--jobs", "200"])
+            .output()
+            .expect("run echomq-compare");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{workload}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            stdout.contains(&format!(r#""workload":"{workload}""#)) && stdout.contains("server_us"),
+            "{stdout}"
+        );
     }
 }
 

@@ -84,6 +84,23 @@ pub trait Executor: Send + Sync + 'static {
     async fn interrupt_waits(&self) {}
 }
 
+/// A command that starts with `head`, with room for `call`'s keys and
+/// arguments (and a key count) after it: built at its size, a pipeline of
+/// enqueues no longer grows each command's buffer a few times over
+/// (callgrind, BENCHMARKS.md).
+fn sized_command(call: &Call, head: &[&str]) -> redis::Cmd {
+    let words = head.len() + 1 + call.keys.len() + call.args.len();
+    let bytes = 4
+        + head.iter().map(|word| word.len()).sum::<usize>()
+        + call.keys.iter().map(String::len).sum::<usize>()
+        + call.args.iter().map(Vec::len).sum::<usize>();
+    let mut command = redis::Cmd::with_capacity(words, bytes);
+    for word in head {
+        command.arg(*word);
+    }
+    command
+}
+
 /// Run `transition` on the queue `keys` through `via`, and read its reply.
 pub async fn execute<T: Transition>(
     via: &dyn Executor,

@@ -207,8 +207,8 @@ where
         let replication = self.replication.filter(|_| writes);
         let command = |call: &Call| {
             let eval = if call.name.describe().reads_only() { "EVALSHA_RO" } else { "EVALSHA" };
-            let mut command = redis::cmd(eval);
-            command.arg(script(call.name).get_hash()).arg(call.keys.len()).arg(&call.keys).arg(&call.args);
+            let mut command = super::sized_command(call, &[eval, script(call.name).get_hash()]);
+            command.arg(call.keys.len()).arg(&call.keys).arg(&call.args);
             command
         };
         let mut sent = super::pipelined(&self.conn, calls, command, replication).await?;

@@ -229,7 +229,7 @@ where
 
 /// The call as its `EMQ.<NAME>` command.
 fn command(call: &Call) -> redis::Cmd {
-    let mut command = redis::cmd(call.name.describe().command);
+    let mut command = super::sized_command(call, &[call.name.describe().command]);
     command.arg(&call.keys).arg(&call.args);
     command
 }

@@ -1,0 +1,202 @@
+"""bench/compare's driver: every measurement in its own process, the systems
+interleaved within each round (their order rotated round by round), one
+warm-up round thrown away, then ROUNDS rounds; before each measurement it
+waits for a quiet machine. Writes JSON lines (one per measurement, with its
+round and how busy the machine was) for table.py.
+
+Usage: driver.py RESULTS URL AOF_URL   (settings from the environment; see bench/compare)"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from resp import Redis
+
+results, url, aof_url = sys.argv[1], sys.argv[2], sys.argv[3]
+env = os.environ
+JOBS, ROUNDS, PAYLOAD = int(env["JOBS"]), int(env["ROUNDS"]), int(env["PAYLOAD"])
+LATENCY_SECONDS = float(env["LATENCY_SECONDS"])
+SUSTAINED_SECONDS = float(env["SUSTAINED_SECONDS"])
+MEMORY_COUNTS = [int(n) for n in env["MEMORY_COUNTS"].split()]
+MEMORY_SIZES = [int(n) for n in env["MEMORY_SIZES"].split()]
+QUIET_BUSY, QUIET_WAIT = float(env.get("QUIET_BUSY", "0.3")), float(env["QUIET_WAIT"])
+COMPARE = "target/release/echomq-compare"
+
+SYSTEMS = ["echomq-lua", "echomq-native", "echomq-embedded", "bullmq"]
+# Throughput workloads, in the table's order; the ceiling right after add-bulk.
+WORKLOADS = ["add-50", "add-bulk", "hset-zadd", "seed-lua", "add-bulk-1kb",
+             "process-c1", "process-c10", "process-c100", "process-c100-1kb",
+             "process-c100-1ms", "process-c100-10ms", "queues-100", "end-to-end",
+             "add-bulk-aof", "process-c100-aof", "end-to-end-aof"]
+CEILING = {"hset-zadd", "seed-lua"}
+WORKLOADS = [w for w in WORKLOADS if w in env.get("WORKLOADS", " ".join(WORKLOADS)).split()]
+out = open(results, "a")
+
+
+def busy():
+    """The machine's busy fraction over half a second (all cores)."""
+    def sample():
+        fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+        return fields[3] + fields[4], sum(fields)
+    idle0, total0 = sample()
+    time.sleep(0.5)
+    idle1, total1 = sample()
+    return 1 - (idle1 - idle0) / max(1, total1 - total0)
+
+
+def quiet():
+    """Wait until the machine is quiet (at most QUIET_WAIT s); how busy it was."""
+    deadline = time.time() + QUIET_WAIT
+    while True:
+        now = busy()
+        if now <= QUIET_BUSY or time.time() >= deadline:
+            return now
+
+
+def command(system, workload, target, jobs=JOBS, extra=()):
+    if system == "bullmq":
+        args = [str(a) for a in (target, workload, jobs, PAYLOAD, *extra)]
+        return ["node", "bench/bullmq.mjs", *args]
+    via = "raw" if system == "ceiling" else system.removeprefix("echomq-")
+    names = ["--rate", "--seconds", "--concurrency"]
+    flags = [x for pair in zip(names, extra) for x in (pair[0], str(pair[1]))]
+    return [COMPARE, "--url", target, "--via", via, "--workload", workload, "--jobs", str(jobs),
+            "--payload", str(PAYLOAD), *flags]
+
+
+def measure(system, workload, round_, target=url, jobs=JOBS, extra=(), suffix="", flush=True):
+    """One measurement in its own process; its JSON lines, recorded."""
+    load = quiet()
+    done = subprocess.run(command(system, workload, target, jobs, extra), capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"{system} {workload}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+        return []
+    lines = []
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            row.update(workload=row["workload"] + suffix, round=round_, busy=round(load, 3))
+            lines.append(row)
+            if round_ > 0 or round_ == -1:
+                out.write(json.dumps(row) + "\n")
+    out.flush()
+    if flush:
+        Redis(target).call("FLUSHALL")
+    return lines
+
+
+def throughput_rounds():
+    for round_ in range(ROUNDS + 1):
+        label = "warm-up" if round_ == 0 else f"round {round_}/{ROUNDS}"
+        print(f"{label}…", file=sys.stderr)
+        for workload in WORKLOADS:
+            base, target = workload, url
+            if workload.endswith("-aof"):
+                base, target = workload.removesuffix("-aof"), aof_url
+            systems = ["ceiling"] if workload in CEILING else [
+                s for s in SYSTEMS if not (s == "echomq-embedded" and workload.endswith("-aof"))]
+            shift = round_ % len(systems)
+            for system in systems[shift:] + systems[:shift]:
+                measure(system, base, round_, target=target, suffix=workload[len(base):])
+
+
+def medians():
+    rows = {}
+    for line in open(results):
+        row = json.loads(line)
+        rows.setdefault((row["system"], row["workload"]), []).append(row["value"])
+    return {key: sorted(values)[len(values) // 2] for key, values in rows.items()}
+
+
+def latency_runs():
+    """At 1,000 jobs/s (concurrency 10, as before), then at 50% and 90% of
+    each system's own end-to-end peak (concurrency 100): one run each, the
+    systems one after another."""
+    peaks = medians()
+    plans = [("", lambda s: 1000, 10)]
+    for share, label in [(0.5, "-at50"), (0.9, "-at90")]:
+        plans.append((label, lambda s, share=share: int(share * peaks.get((s, "end-to-end"), 2000)), 100))
+    for suffix, rate, concurrency in plans:
+        for system in SYSTEMS:
+            print(f"latency{suffix} {system}…", file=sys.stderr)
+            measure(system, "latency", -1, extra=(rate(system), LATENCY_SECONDS, concurrency), suffix=suffix)
+
+
+def sustained_runs():
+    """A sustained run with retention on (finished jobs kept, both sides): at
+    50% of each durable system's end-to-end peak for SUSTAINED_SECONDS."""
+    peaks = medians()
+    for system in ["echomq-lua", "echomq-native", "bullmq"]:
+        print(f"sustained {system}…", file=sys.stderr)
+        rate = int(0.5 * peaks.get((system, "end-to-end"), 2000))
+        measure(system, "latency", -1, extra=(rate, SUSTAINED_SECONDS, 100), suffix="-sustained")
+
+
+def recovery_runs():
+    """The time to recover a crashed worker's jobs (leases of 5 s), one run each."""
+    for system in ["echomq-lua", "echomq-native", "bullmq"]:
+        print(f"recovery {system}…", file=sys.stderr)
+        measure(system, "recovery", -1, jobs=100)
+
+
+def breakdown(target, jobs):
+    """`MEMORY USAGE` per key: the job records (a key whose last part is a
+    number or an id) sampled, every other key measured whole. Bytes per job."""
+    redis = Redis(target)
+    keys, cursor = [], b"0"
+    while True:
+        cursor, batch = redis.call("SCAN", cursor, "COUNT", 1000)
+        keys += batch
+        if cursor == b"0":
+            break
+    families = {}
+    for key in keys:
+        families.setdefault(key.rsplit(b":", 1)[0], []).append(key)
+    parts = {}
+    def per_job(key):
+        last = key.rsplit(b":", 1)[-1]
+        return last.isdigit() or len(last) >= 20
+    for prefix, members in families.items():
+        jobs_here = [k for k in members if per_job(k)]
+        if len(jobs_here) > 10:
+            members = [k for k in members if not per_job(k)]
+            sample = jobs_here[:: max(1, len(jobs_here) // 500)]
+            each = sum(redis.call("MEMORY", "USAGE", k, "SAMPLES", 0) for k in sample) / len(sample)
+            parts[prefix.decode().split(":", 1)[0] + ":…:<job>"] = each * len(jobs_here)
+        for key in members:
+            name = key.decode()
+            queue_free = name.split(":")[0] + ":…:" + name.rsplit(":", 1)[-1]
+            parts[queue_free] = parts.get(queue_free, 0) + redis.call("MEMORY", "USAGE", key, "SAMPLES", 0)
+    return {name: round(total / jobs, 1) for name, total in parts.items()}
+
+
+def memory_runs():
+    for count in MEMORY_COUNTS:
+        for size in MEMORY_SIZES:
+            suffix = "" if (count, size) == (10_000, 53) else f"-{count // 1000}k-{size}b"
+            for system in ["echomq-lua", "echomq-native", "bullmq"]:
+                print(f"memory {count} × {size} B {system}…", file=sys.stderr)
+                global PAYLOAD
+                PAYLOAD, kept = size, PAYLOAD
+                rows = measure(system, "memory", -1, jobs=count, suffix=suffix, flush=False)
+                PAYLOAD = kept
+                if rows:
+                    parts = breakdown(url, count)
+                    out.write(json.dumps({"system": system, "workload": "memory-breakdown" + suffix,
+                                          "parts": parts, "round": -1}) + "\n")
+                Redis(url).call("FLUSHALL")
+
+
+if __name__ == "__main__":
+    only = env.get("ONLY", "throughput latency sustained recovery memory").split()
+    if "throughput" in only:
+        throughput_rounds()
+    if "latency" in only:
+        latency_runs()
+    if "sustained" in only:
+        sustained_runs()
+    if "recovery" in only:
+        recovery_runs()
+    if "memory" in only:
+        memory_runs()

@@ -1,0 +1,39 @@
+"""A minimal Redis client for the benchmark's driver (RESP2 over a socket):
+enough for FLUSHALL, SCAN and MEMORY USAGE without a Python dependency."""
+import socket
+from urllib.parse import urlparse
+
+
+class Redis:
+    def __init__(self, url):
+        parts = urlparse(url)
+        self.sock = socket.create_connection((parts.hostname, parts.port or 6379))
+        self.file = self.sock.makefile("rb")
+
+    def call(self, *words):
+        out = [b"*%d\r\n" % len(words)]
+        for word in words:
+            word = word if isinstance(word, bytes) else str(word).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(word), word))
+        self.sock.sendall(b"".join(out))
+        return self.read()
+
+    def read(self):
+        line = self.file.readline()
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.file.read(n + 2)
+            return data[:-2]
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError(f"unexpected reply {line!r}")

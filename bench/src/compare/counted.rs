@@ -1,0 +1,75 @@
+//! Completions counted in-process: a `metrics` recorder that keeps the
+//! worker's `emq_jobs_processed_total` (incremented once an ack returned, as
+//! BullMQ emits `completed` once `moveToFinished` returned) and marks the
+//! moment it reaches the expected count. Every other metric is dropped.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use echomq::worker::metric;
+use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+
+/// The count, and when it reached the expected number.
+struct Completions {
+    count: AtomicU64,
+    expected: AtomicU64,
+    reached: Mutex<Option<tokio::sync::oneshot::Sender<Instant>>>,
+}
+
+static COMPLETIONS: Completions =
+    Completions { count: AtomicU64::new(0), expected: AtomicU64::new(u64::MAX), reached: Mutex::new(None) };
+
+struct Processed;
+
+impl CounterFn for Processed {
+    fn increment(&self, value: u64) {
+        let count = COMPLETIONS.count.fetch_add(value, Ordering::AcqRel) + value;
+        if count >= COMPLETIONS.expected.load(Ordering::Acquire) {
+            let at = Instant::now();
+            if let Some(reached) = COMPLETIONS.reached.lock().unwrap().take() {
+                let _ = reached.send(at);
+            }
+        }
+    }
+
+    fn absolute(&self, _value: u64) {}
+}
+
+struct Counting;
+
+impl Recorder for Counting {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        if key.name() == metric::PROCESSED {
+            Counter::from_arc(Arc::new(Processed))
+        } else {
+            Counter::noop()
+        }
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+/// Install the recorder, once per process.
+pub(crate) fn install() {
+    metrics::set_global_recorder(Counting).expect("the only recorder");
+}
+
+/// Count from zero; the returned future resolves with when `jobs` jobs were acked.
+pub(crate) fn expect(jobs: usize) -> impl std::future::Future<Output = Instant> {
+    let (reached, at) = tokio::sync::oneshot::channel();
+    *COMPLETIONS.reached.lock().unwrap() = Some(reached);
+    COMPLETIONS.count.store(0, Ordering::Release);
+    COMPLETIONS.expected.store(jobs as u64, Ordering::Release);
+    async move { at.await.expect("the count reached") }
+}
