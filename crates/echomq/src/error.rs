@@ -125,6 +125,14 @@ impl Error {
         Error::from_code(code, format!("{text} ({place})"))
     }
 
+    /// True when the call surely did nothing: the server was not reached
+    /// (the connection was refused) or answered that it cannot serve now
+    /// (loading, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY). Retrying it
+    /// cannot apply it twice.
+    pub fn surely_did_nothing(&self) -> bool {
+        matches!(self, Error::Redis(err) if surely_did_nothing(err))
+    }
+
     /// True when the caller no longer holds the job: a fence or a vanished record.
     pub fn is_lost_lease(&self) -> bool {
         matches!(self, Error::Fence(_) | Error::NoJob(_))
@@ -138,4 +146,20 @@ impl From<redis::RedisError> for Error {
             None => Error::Redis(err),
         }
     }
+}
+
+/// [`Error::surely_did_nothing`] for the `redis` crate's own error.
+pub fn surely_did_nothing(err: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    err.is_connection_refusal()
+        || matches!(
+            err.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ReadOnly
+            )
+        )
 }

@@ -26,7 +26,7 @@ impl Failure {
     /// What a call that failed with `err` did.
     pub fn of(err: &(dyn StdError + 'static)) -> Failure {
         match redis_error(err) {
-            Some(err) if unavailable(err) => Failure::NotDone,
+            Some(err) if echomq::error::surely_did_nothing(err) => Failure::NotDone,
             Some(err) if err.is_io_error() => Failure::MaybeDone,
             Some(_) => Failure::Refused,
             None if matches!(err.downcast_ref(), Some(echomq::Error::NotReplicated { .. })) => {
@@ -42,7 +42,7 @@ impl Failure {
     /// certificate not trusted: an I/O error of invalid data).
     pub fn of_connecting(err: &(dyn StdError + 'static)) -> Failure {
         match redis_error(err) {
-            Some(err) if unavailable(err) => Failure::NotDone,
+            Some(err) if echomq::error::surely_did_nothing(err) => Failure::NotDone,
             Some(err) if err.is_io_error() && io_kind(err) != Some(std::io::ErrorKind::InvalidData) => {
                 Failure::NotDone
             }
@@ -107,22 +107,6 @@ fn io_kind(err: &RedisError) -> Option<std::io::ErrorKind> {
         shared.downcast_ref::<std::io::Error>()
     });
     io.map(std::io::Error::kind)
-}
-
-/// The server was not reached (the connection refused), or answered that it
-/// cannot serve now: in either case it did nothing.
-fn unavailable(err: &RedisError) -> bool {
-    err.is_connection_refusal()
-        || matches!(
-            err.kind(),
-            ErrorKind::Server(
-                ServerErrorKind::BusyLoading
-                    | ServerErrorKind::TryAgain
-                    | ServerErrorKind::ClusterDown
-                    | ServerErrorKind::MasterDown
-                    | ServerErrorKind::ReadOnly
-            )
-        )
 }
 
 /// `err` in words an operator reads, rather than the client's error names.

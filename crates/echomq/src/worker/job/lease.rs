@@ -60,7 +60,7 @@ where
     loop {
         match call().await {
             Err(err) if err.code().is_none() && !matches!(err, Error::NotReplicated { .. }) => {
-                renewing &= surely_not_there(&err);
+                renewing &= err.surely_did_nothing();
                 let now = Instant::now();
                 let last =
                     stop_by.map_or(lease.last_safe_moment(), |stop| stop.min(lease.last_safe_moment()));
@@ -94,24 +94,6 @@ where
             }
         }
     }
-}
-
-/// A failed call that surely never reached the server's data: the
-/// connection was refused, or the server answered that it cannot serve now.
-fn surely_not_there(err: &Error) -> bool {
-    use redis::{ErrorKind, ServerErrorKind};
-    let Error::Redis(err) = err else { return false };
-    err.is_connection_refusal()
-        || matches!(
-            err.kind(),
-            ErrorKind::Server(
-                ServerErrorKind::BusyLoading
-                    | ServerErrorKind::TryAgain
-                    | ServerErrorKind::ClusterDown
-                    | ServerErrorKind::MasterDown
-                    | ServerErrorKind::ReadOnly
-            )
-        )
 }
 
 /// A job's lease as its worker holds it: renewed by a heartbeat every third
