@@ -37,6 +37,15 @@ async fn raw_enqueue(conn: &MultiplexedConnection, queue: &Queue, id: &str, nati
     .unwrap_or_else(|err| panic!("enqueue {id}: {err}"))
 }
 
+/// Native on `conn`, or Lua.
+fn executor(conn: &redis::aio::MultiplexedConnection, native: bool) -> Arc<dyn Executor> {
+    if native {
+        Arc::new(Native::new(conn.clone()))
+    } else {
+        Arc::new(Lua::new(conn.clone()))
+    }
+}
+
 async fn state(queue: &Queue, id: &JobId) -> Option<State> {
     queue.inspect(id).await.unwrap().map(|job| job.record.state)
 }
@@ -47,8 +56,7 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let conn = server.connection().await;
     for native in [false, true] {
-        let via: Arc<dyn Executor> =
-            if native { Arc::new(Native::new(conn.clone())) } else { Arc::new(Lua::new(conn.clone())) };
+        let via = executor(&conn, native);
         let queue = Queue::with_executor(via, &unique_queue("admitted")).unwrap();
         for id in ODD {
             assert_eq!(raw_enqueue(&conn, &queue, id, native).await, 1, "{id}: the server admits it");
@@ -115,8 +123,7 @@ async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let conn = server.connection().await;
     for native in [false, true] {
-        let via: Arc<dyn Executor> =
-            if native { Arc::new(Native::new(conn.clone())) } else { Arc::new(Lua::new(conn.clone())) };
+        let via = executor(&conn, native);
         let queue = Queue::with_executor(via, &unique_queue("unheld")).unwrap();
         let keys = queue.keyspace();
         let bad: &[u8] = b"JOB\xff";
