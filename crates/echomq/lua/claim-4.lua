@@ -52,7 +52,8 @@ local records
 records, err = take(KEYS[1], prefix, ids, 'attempts', 'payload')
 if err then return err end
 
-local deadline = now_ms() + lease
+-- One moment for the whole claim: the gate's, when it read the clock.
+local deadline = (log and log.now or now_ms()) + lease
 for i, id in ipairs(ids) do
   local attempts, payload = records[i][1], records[i][2]
   if attempts then

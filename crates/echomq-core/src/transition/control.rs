@@ -30,6 +30,13 @@ pub(crate) struct Gate {
     log: Option<Log>,
 }
 
+impl Gate {
+    /// The server's clock as the gate read it (only a rate-limited gate reads it).
+    pub(crate) fn now(&self) -> Option<u64> {
+        self.log.as_ref().map(|log| log.now)
+    }
+}
+
 /// A rate-limited claim's view of the log: the server's now, and the
 /// entries that fell out of the window (trimmed once nothing can refuse).
 #[derive(Clone, Debug, PartialEq)]

@@ -58,7 +58,7 @@ impl<'a> Claim<'a> {
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
         let gate = gate(store, config, active, rate, self.count)?;
-        let (mut claimed, logged) = self.take(store, gate.room)?;
+        let (mut claimed, logged) = self.take(store, gate.room, gate.now())?;
         spend(store, rate, &gate, &logged);
         if let Some(held) = gate.held {
             claimed.push(Reply::Int(held));
@@ -67,8 +67,15 @@ impl<'a> Claim<'a> {
     }
 
     /// Claim up to `room` jobs from the head of pending: their replies, and
-    /// each as the rate log names it, `<id>:<token>`.
-    fn take<S: Store>(&self, store: &mut S, room: u64) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
+    /// each as the rate log names it, `<id>:<token>`. `now` is the gate's
+    /// clock reading when it read one: the records' stamps and the rate log
+    /// then show the same moment.
+    fn take<S: Store>(
+        &self,
+        store: &mut S,
+        room: u64,
+        now: Option<u64>,
+    ) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
         let [pending, active] = [self.keys[0], self.keys[1]];
         if room == 0 {
             return Ok((Vec::new(), Vec::new()));
@@ -78,7 +85,7 @@ impl<'a> Claim<'a> {
             return Ok((Vec::new(), Vec::new()));
         }
         let records = take(store, pending, self.prefix, &ids, b"attempts")?;
-        let now = store.now_ms();
+        let now = now.unwrap_or_else(|| store.now_ms());
         let deadline = (now + self.lease) as f64;
         let mut claimed = Vec::with_capacity(ids.len());
         let mut logged = Vec::with_capacity(ids.len());
