@@ -31,6 +31,8 @@ pub enum Role {
     Errors,
     /// `done`, `dead` or `cancelled`: the finished set the call names (PURGE).
     Finished,
+    /// `progress`: id → the job's last progress value (hash).
+    Progress,
 }
 
 impl Role {
@@ -48,6 +50,7 @@ impl Role {
             Role::Priority => "priority",
             Role::Errors => "errors",
             Role::Finished => "done|dead|cancelled",
+            Role::Progress => "progress",
         }
     }
 

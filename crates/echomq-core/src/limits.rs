@@ -10,6 +10,8 @@ use std::ops::RangeInclusive;
 pub const MAX_PAYLOAD: usize = 1_048_576;
 /// The longest error text FAIL keeps, in bytes.
 pub const MAX_ERROR_TEXT: usize = 65_536;
+/// The largest progress value PROGRESS keeps, in bytes.
+pub const MAX_PROGRESS: usize = 4_096;
 /// The most digits an integer argument may have.
 pub const MAX_DIGITS: usize = 15;
 

@@ -69,7 +69,10 @@ macro_rules! transitions {
     };
 }
 
-transitions!(Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats);
+transitions!(
+    Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats,
+    Progress,
+);
 
 impl Name {
     /// The protocol's name, lower case: `claim`.

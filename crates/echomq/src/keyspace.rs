@@ -14,6 +14,7 @@
 //! | `emq:{q}:cancelled` | zset | ids by cancel time |
 //! | `emq:{q}:priority` | hash | id → priority, for priorities other than 0 |
 //! | `emq:{q}:errors` | hash | id → the job's last error text |
+//! | `emq:{q}:progress` | hash | id → the job's last progress value |
 
 use echomq_core::Role;
 
@@ -126,6 +127,11 @@ impl Keyspace {
     /// `emq:{q}:errors`: id → the job's last error text.
     pub fn errors(&self) -> String {
         self.key("errors")
+    }
+
+    /// `emq:{q}:progress`: id → the job's last progress value.
+    pub fn progress(&self) -> String {
+        self.key("progress")
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,

@@ -241,6 +241,13 @@ impl Queue {
         self.run(&Release { id: job.id.clone(), token: job.token }).await
     }
 
+    /// Report a claimed job's progress (at most 4096 bytes), kept beside the
+    /// record until the job is purged and read by [`Queue::inspect`].
+    /// [`Error::Fence`](crate::Error::Fence) when the lease was lost.
+    pub async fn progress(&self, job: &Claimed, value: impl Into<Vec<u8>>) -> Result<()> {
+        self.run(&Progress { id: job.id.clone(), token: job.token, value: value.into() }).await
+    }
+
     /// Take expired leases back: to pending, or to dead at `max_attempts`.
     pub async fn reap(&self, max_attempts: u64) -> Result<Reaped> {
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
@@ -269,7 +276,7 @@ impl Queue {
         self.run(&Retry { id: id.clone() }).await
     }
 
-    /// A job's record and last error; `None` when there is no such job.
+    /// A job's record, last error and last progress; `None` when there is no such job.
     pub async fn inspect(&self, id: &JobId) -> Result<Option<Inspection>> {
         self.run(&Inspect { id: id.clone() }).await
     }

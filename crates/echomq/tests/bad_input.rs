@@ -89,7 +89,8 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
             vec![b"XYZ"],
         ),
         ("retry", vec![job.clone(), key("dead"), key("pending"), key("priority")], vec![b"XYZ"]),
-        ("inspect", vec![job.clone(), key("errors")], vec![b"XYZ"]),
+        ("inspect", vec![job.clone(), key("errors"), key("progress")], vec![b"XYZ"]),
+        ("progress", vec![job.clone(), key("progress")], vec![b"XYZ", b"1", b"half"]),
     ];
     for (transition, keys, args) in calls {
         let reply = eval(&h, transition, &keys, &args).await;
@@ -161,6 +162,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             Call::Inspect(Inspect { id: a() }),
         ),
         ("stats", &[], Call::Stats),
+        ("progress", active, Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() })),
     ]
 }
 
@@ -186,7 +188,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 53, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 57, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -205,6 +207,29 @@ async fn an_oversized_payload_is_refused_and_writes_nothing() {
     // The limit itself is fine.
     let id = h.queue.enqueue(vec![b'x'; limits::MAX_PAYLOAD]).await.unwrap();
     assert_eq!(h.queue.inspect(&id).await.unwrap().unwrap().record.payload.len(), limits::MAX_PAYLOAD);
+}
+
+#[tokio::test]
+async fn an_oversized_progress_is_refused_and_writes_nothing() {
+    let h = harness().await;
+    h.queue.enqueue(b"p".to_vec()).await.unwrap();
+    let job = h.queue.claim(Duration::from_secs(60)).await.unwrap().unwrap();
+    let before = h.snapshot().await;
+    let big = vec![b'x'; limits::MAX_PROGRESS + 1];
+    let err = h.queue.progress(&job, big.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+
+    let keys = [h.keys.job(&job.id), h.keys.progress()];
+    let token = job.token.to_string();
+    let reply =
+        text(eval(&h, "progress", &keys, &[job.id.as_str().as_bytes(), token.as_bytes(), &big]).await);
+    assert_eq!(reply, Err("EMQSIZE progress exceeds 4096 bytes".into()));
+    assert_eq!(h.snapshot().await, before, "nothing written");
+
+    // The limit itself is fine.
+    h.queue.progress(&job, vec![b'x'; limits::MAX_PROGRESS]).await.unwrap();
+    let seen = h.queue.inspect(&job.id).await.unwrap().unwrap();
+    assert_eq!(seen.progress.map(|p| p.len()), Some(limits::MAX_PROGRESS));
 }
 
 #[tokio::test]

@@ -22,6 +22,8 @@ struct Job {
     priority: i64,
     /// Active: the lease is short (expires at once). Delayed: the due time has come or will at once.
     short: bool,
+    /// The last PROGRESS value, kept until the job is purged.
+    progress: Option<String>,
 }
 
 struct Model {
@@ -55,7 +57,10 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             let duplicate = model.jobs.contains_key(&slot);
             if !duplicate {
                 let state = if delay.is_some() { State::Delayed } else { State::Pending };
-                model.jobs.insert(slot, Job { state, attempts: 0, priority, short: delay == Some(true) });
+                model.jobs.insert(
+                    slot,
+                    Job { state, attempts: 0, priority, short: delay == Some(true), progress: None },
+                );
             }
             format!("{duplicate:?}")
         }
@@ -134,6 +139,18 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             let before = model.jobs.len();
             model.jobs.retain(|_, job| job.state != state);
             format!("{}", before - model.jobs.len())
+        }
+        Op::Progress { slot, stale } => {
+            let token = token_for(tokens, slot, stale);
+            model.fenced(slot, token, |job| {
+                job.progress = Some(format!("at {token}"));
+                "()".into()
+            })
+        }
+        Op::Inspect { slot } => {
+            let job = model.jobs.get(&slot);
+            let seen = job.map(|job| (job.state, job.attempts, job.progress.clone().map(Ok::<_, ()>)));
+            format!("{seen:?}")
         }
     };
     let got = perform(&h.queue, &model.ids, tokens, op).await;

@@ -26,7 +26,8 @@ pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha 
      +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zrange +zrangebyscore";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
-     +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats";
+     +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats \
+     +emq.progress";
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
 /// A producer on Lua: only the keys ENQUEUE writes, and its commands.
@@ -44,7 +45,7 @@ pub const OPERATOR_LUA: &str =
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote \
-     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats";
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.progress";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
 /// reads the CLI and dashboard send themselves. It can change nothing.
@@ -432,8 +433,10 @@ fn rules_of_script(transition: &str) -> BTreeSet<String> {
 /// new command, this says which recipe (and SECURITY.md) must grow.
 #[test]
 fn the_lua_recipes_cover_every_command_the_scripts_call() {
-    let worker =
-        ["enqueue", "claim", "ack", "fail", "extend", "release", "reap", "promote", "inspect", "stats"];
+    let worker = [
+        "enqueue", "claim", "ack", "fail", "extend", "release", "reap", "promote", "inspect", "stats",
+        "progress",
+    ];
     let operator = [&worker[..], &["purge", "cancel", "retry"]].concat();
     for (recipe, rules, transitions) in [
         ("WORKER_LUA", WORKER_LUA, &worker[..]),

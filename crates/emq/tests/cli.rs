@@ -90,6 +90,15 @@ fn the_operations_commands() {
         {
             assert!(inspected.contains(&line), "{via}: {line:?} not in {inspected}");
         }
+        // A progress report beside the record (a handler's PROGRESS writes it).
+        let mut conn = server.client().get_connection().unwrap();
+        let () = redis::cmd("HSET")
+            .arg(format!("emq:{{{q}}}:progress"))
+            .arg(&id)
+            .arg("3 of 4")
+            .query(&mut conn)
+            .unwrap();
+        assert!(cli.ok(&["inspect", &id]).contains("progress  3 of 4"), "{via}");
         let listed = cli.ok(&["list", &q, "pending"]);
         assert!(
             listed.contains(&format!("{id}  priority -2")) && listed.contains("1 of 1 pending"),

@@ -47,6 +47,7 @@ fn limits() -> Vec<(&'static str, String)> {
     vec![
         size("MAX_PAYLOAD", MAX_PAYLOAD),
         size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
+        size("MAX_PROGRESS", MAX_PROGRESS),
         size("MAX_DIGITS", MAX_DIGITS),
         range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
         unsigned("LEASE_MS", &LEASE_MS),

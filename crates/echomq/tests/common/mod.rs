@@ -187,6 +187,7 @@ pub enum Call {
     Retry(Retry),
     Inspect(Inspect),
     Stats,
+    Progress(Progress),
 }
 
 impl Call {
@@ -206,6 +207,7 @@ impl Call {
             Call::Retry(c) => c.keys(k),
             Call::Inspect(c) => c.keys(k),
             Call::Stats => Stats.keys(k),
+            Call::Progress(c) => c.keys(k),
         }
     }
 }
@@ -240,5 +242,6 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Retry(c) => show(execute(via, k, c).await),
         Call::Inspect(c) => show(execute(via, k, c).await),
         Call::Stats => show(execute(via, k, &Stats).await),
+        Call::Progress(c) => show(execute(via, k, c).await),
     }
 }

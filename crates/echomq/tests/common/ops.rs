@@ -30,6 +30,8 @@ pub enum Op {
     Cancel { slot: usize },
     Retry { slot: usize },
     Purge { state: State },
+    Progress { slot: usize, stale: bool },
+    Inspect { slot: usize },
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -46,9 +48,11 @@ pub fn op() -> impl Strategy<Value = Op> {
         2 => (1u64..=3).prop_map(|max_attempts| Op::Reap { max_attempts }),
         2 => Just(Op::Promote),
         1 => slot.clone().prop_map(|slot| Op::Cancel { slot }),
-        1 => slot.prop_map(|slot| Op::Retry { slot }),
+        1 => slot.clone().prop_map(|slot| Op::Retry { slot }),
         1 => prop_oneof![Just(State::Done), Just(State::Dead), Just(State::Cancelled)]
             .prop_map(|state| Op::Purge { state }),
+        1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Progress { slot, stale }),
+        1 => slot.clone().prop_map(|slot| Op::Inspect { slot }),
     ]
 }
 
@@ -114,5 +118,18 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Cancel { slot } => show(q.cancel(&ids[slot]).await),
         Op::Retry { slot } => show(q.retry(&ids[slot]).await),
         Op::Purge { state } => show(q.purge(state, Duration::ZERO).await),
+        Op::Progress { slot, stale } => {
+            let job = claimed(slot, stale);
+            show(q.progress(&job, progress_value(&job)).await)
+        }
+        Op::Inspect { slot } => show(q.inspect(&ids[slot]).await.map(|found| {
+            found.map(|job| (job.record.state, job.record.attempts, job.progress.map(String::from_utf8)))
+        })),
     }
+}
+
+/// The value a PROGRESS op reports: the token it sends, so that a later
+/// INSPECT shows which report stuck.
+pub fn progress_value(job: &echomq::Claimed) -> Vec<u8> {
+    format!("at {}", job.token).into_bytes()
 }
