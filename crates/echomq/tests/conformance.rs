@@ -367,7 +367,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 13] = [
+const SHAPES: [Shape; 14] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -404,6 +404,7 @@ const SHAPES: [Shape; 13] = [
     Shape { name: Name::Retry, args: &[ID], options: STRAY },
     Shape { name: Name::Inspect, args: &[ID], options: STRAY },
     Shape { name: Name::Stats, args: &[], options: STRAY },
+    Shape { name: Name::Progress, args: &[ID, TOKEN, &["half", ""]], options: STRAY },
 ];
 
 /// One raw call of any transition, as any speaker may send it: each key
@@ -766,8 +767,12 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
             vec![key(&format!("job:{b}")), key("active"), key("delayed"), key("dead"), key("errors")];
         let failed = call(Name::Fail, fail_keys, vec![b, "1", "3", "1000", "boom"]);
         assert_eq!(failed, Value::BulkString(b"delayed".to_vec()), "native {native}");
-        let inspected = call(Name::Inspect, vec![key(&format!("job:{a}")), key("errors")], vec![a]);
+        let inspect_keys = vec![key(&format!("job:{a}")), key("errors"), key("progress")];
+        let inspected = call(Name::Inspect, inspect_keys.clone(), vec![a]);
         let Value::Array(parts) = inspected else { panic!("native {native}: INSPECT is an array") };
-        assert!(matches!(&parts[..], [Value::Array(_), Value::Nil]), "native {native}: {parts:?}");
+        assert!(
+            matches!(&parts[..], [Value::Array(_), Value::Nil, Value::Nil]),
+            "native {native}: {parts:?}"
+        );
     }
 }

@@ -677,7 +677,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a missing argument",
         given: &[],
         call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors",
+        keys: "$q:done $q:priority $q:errors $q:progress",
         args: "",
         error: "EMQARG age must be an integer in 0..=999999999999",
     },

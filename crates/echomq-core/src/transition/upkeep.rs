@@ -139,14 +139,14 @@ impl<'a> Purge<'a> {
         name: "purge",
         command: "EMQ.PURGE",
         keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress],
-        required_keys: 3,
+        required_keys: 4,
         args: &["age"],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: done, dead or cancelled; priority; errors[; progress]. ARGV: age, LIMIT.
+    /// KEYS: done, dead or cancelled; priority; errors; progress. ARGV: age, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let finished = keys
             .first()
@@ -158,14 +158,10 @@ impl<'a> Purge<'a> {
             Some(b"cancelled") => Role::Cancelled,
             _ => return Err(Refusal::arg("KEYS[1] must be emq:{<queue>}:done, dead or cancelled")),
         };
-        // KEYS[1] is the finished set it names, the other roles as described;
-        // the progress key may be left out (a speaker of protocol 1).
+        // KEYS[1] is the finished set it names, the other roles as described.
         let roles = [finished, Role::Priority, Role::Errors, Role::Progress];
         debug_assert_eq!(roles[1..], Self::DESCRIPTION.keys[1..]);
-        if keys.len() != Self::DESCRIPTION.required_keys && keys.len() != roles.len() {
-            return Err(Refusal::arg("wrong number of keys"));
-        }
-        let prefix = queue_prefix(keys, &roles[..keys.len()], b"")?;
+        let prefix = queue_prefix(keys, &roles, b"")?;
         let age = count(args.first().copied(), "age", AGE_MS)?;
         let limit = limit(args.get(1..).unwrap_or_default())?;
         Ok(Purge { keys, prefix, age, limit })
@@ -174,14 +170,11 @@ impl<'a> Purge<'a> {
     /// Delete finished jobs past the age: records, set entries, priorities,
     /// errors and progress.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [finished, priority, errors] = [self.keys[0], self.keys[1], self.keys[2]];
-        let progress = self.keys.get(3).copied();
+        let [finished, priority, errors, progress] = [self.keys[0], self.keys[1], self.keys[2], self.keys[3]];
         need(store, finished, KeyType::Zset)?;
         need(store, priority, KeyType::Hash)?;
         need(store, errors, KeyType::Hash)?;
-        if let Some(progress) = progress {
-            need(store, progress, KeyType::Hash)?;
-        }
+        need(store, progress, KeyType::Hash)?;
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(finished, cutoff, self.limit);
         if ids.is_empty() {
@@ -205,10 +198,8 @@ impl<'a> Purge<'a> {
         for id in &ids {
             store.hdel(errors, id);
         }
-        if let Some(progress) = progress {
-            for id in &ids {
-                store.hdel(progress, id);
-            }
+        for id in &ids {
+            store.hdel(progress, id);
         }
         for id in &ids {
             store.del(&record_key(self.prefix, id));
