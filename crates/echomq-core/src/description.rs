@@ -33,6 +33,10 @@ pub enum Role {
     Finished,
     /// `progress`: id → the job's last progress value (hash).
     Progress,
+    /// `schedules`: schedule name → its definition (hash).
+    Schedules,
+    /// `ticks`: schedule names by their next tick, server ms (zset).
+    Ticks,
 }
 
 impl Role {
@@ -51,6 +55,8 @@ impl Role {
             Role::Errors => "errors",
             Role::Finished => "done|dead|cancelled",
             Role::Progress => "progress",
+            Role::Schedules => "schedules",
+            Role::Ticks => "ticks",
         }
     }
 

@@ -15,6 +15,8 @@
 //! | `emq:{q}:priority` | hash | id → priority, for priorities other than 0 |
 //! | `emq:{q}:errors` | hash | id → the job's last error text |
 //! | `emq:{q}:progress` | hash | id → the job's last progress value |
+//! | `emq:{q}:schedules` | hash | schedule name → its definition |
+//! | `emq:{q}:ticks` | zset | schedule names by next tick (server ms) |
 
 use echomq_core::Role;
 
@@ -132,6 +134,16 @@ impl Keyspace {
     /// `emq:{q}:progress`: id → the job's last progress value.
     pub fn progress(&self) -> String {
         self.key("progress")
+    }
+
+    /// `emq:{q}:schedules`: schedule name → its definition.
+    pub fn schedules(&self) -> String {
+        self.key("schedules")
+    }
+
+    /// `emq:{q}:ticks`: schedule names, scored by their next tick.
+    pub fn ticks(&self) -> String {
+        self.key("ticks")
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,

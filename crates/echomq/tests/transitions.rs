@@ -35,6 +35,13 @@ fn fail(token: u64, max_attempts: u64) -> Call {
     Call::Fail(Fail { id: a(), token, max_attempts, backoff: secs(1), error: "boom".into() })
 }
 
+fn schedule(next: u64) -> Call {
+    Call::Schedule(Schedule { name: "s".into(), definition: b"d1".to_vec(), next })
+}
+fn fire(tick: u64, skip: bool) -> Call {
+    Call::Fire(Fire { id: a(), payload: b"p".to_vec(), name: "s".into(), tick, next: tick + 1000, skip })
+}
+
 const ACTIVE_A: &[&str] = &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A"];
 const ACTIVE_A_AFTER: &[&str] = &["active $A@5", "job:$A attempts=1 payload=p state=active"];
 
@@ -303,6 +310,85 @@ fn cases() -> Vec<Case> {
             call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
             reply: "Err(EMQNOJOB)",
             after: &[],
+        },
+        // SCHEDULE, UNSCHEDULE, SCHEDULES, FIRE
+        Case {
+            name: "schedule adds a schedule and its next tick",
+            given: &[],
+            call: schedule(5000),
+            reply: "Ok(true)",
+            after: &["schedules s=d1", "ticks s@5000"],
+        },
+        Case {
+            name: "schedule of a name taken replaces it",
+            given: &["HSET $q:schedules s old t other", "ZADD $q:ticks 9 s 7 t"],
+            call: schedule(5000),
+            reply: "Ok(false)",
+            after: &["schedules s=d1 t=other", "ticks t@7 s@5000"],
+        },
+        Case {
+            name: "unschedule removes the schedule",
+            given: &["HSET $q:schedules s d1", "ZADD $q:ticks 9 s"],
+            call: Call::Unschedule(Unschedule { name: "s".into() }),
+            reply: "Ok(true)",
+            after: &[],
+        },
+        Case {
+            name: "unschedule of no such schedule",
+            given: &["HSET $q:schedules t d1", "ZADD $q:ticks 9 t"],
+            call: Call::Unschedule(Unschedule { name: "s".into() }),
+            reply: "Ok(false)",
+            after: &["schedules t=d1", "ticks t@9"],
+        },
+        Case {
+            name: "schedules lists by next tick, skipping a name with no definition",
+            given: &["HSET $q:schedules a d1 b d2", "ZADD $q:ticks 9999999999999 a 5 b 6 c"],
+            call: Call::Schedules(Schedules { due: false, limit: 1000 }),
+            reply: "Ok([Stored { name: \"b\", definition: [100, 50], next: 5 }, \
+                    Stored { name: \"a\", definition: [100, 49], next: 9999999999999 }])",
+            after: &["schedules a=d1 b=d2", "ticks b@5 c@6 a@9999999999999"],
+        },
+        Case {
+            name: "schedules due lists only those whose next tick has come",
+            given: &["HSET $q:schedules a d1 b d2", "ZADD $q:ticks 9999999999999 a 5 b"],
+            call: Call::Schedules(Schedules { due: true, limit: 1 }),
+            reply: "Ok([Stored { name: \"b\", definition: [100, 50], next: 5 }])",
+            after: &["schedules a=d1 b=d2", "ticks b@5 a@9999999999999"],
+        },
+        Case {
+            name: "fire enqueues the tick's job and moves the schedule on",
+            given: &["HSET $q:schedules s d1", "ZADD $q:ticks 5000 s"],
+            call: fire(5000, false),
+            reply: "Ok(Enqueued)",
+            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0", "schedules s=d1", "ticks s@6000"],
+        },
+        Case {
+            name: "fire of a tick fired by another changes nothing",
+            given: &["HSET $q:schedules s d1", "ZADD $q:ticks 6000 s"],
+            call: fire(5000, false),
+            reply: "Ok(Stale)",
+            after: &["schedules s=d1", "ticks s@6000"],
+        },
+        Case {
+            name: "fire of a removed schedule changes nothing",
+            given: &[],
+            call: fire(5000, false),
+            reply: "Ok(Stale)",
+            after: &[],
+        },
+        Case {
+            name: "fire of a tick whose job exists moves on without a second job",
+            given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A", "ZADD $q:ticks 5000 s"],
+            call: fire(5000, false),
+            reply: "Ok(MovedOn)",
+            after: &["done $A@5", "job:$A attempts=1 payload=old state=done", "ticks s@6000"],
+        },
+        Case {
+            name: "fire with skip moves on without a job",
+            given: &["ZADD $q:ticks 5000 s"],
+            call: fire(5000, true),
+            reply: "Ok(MovedOn)",
+            after: &["ticks s@6000"],
         },
         // CANCEL
         Case {
@@ -764,6 +850,142 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:job:XYZ $q:progress",
         args: "XYZ 1 half",
         error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Refusal {
+        name: "schedule with no next tick",
+        given: &[],
+        call: Name::Schedule,
+        keys: "$q:schedules $q:ticks",
+        args: "s d1",
+        error: "EMQARG next must be an integer in 0..=9999999999999",
+    },
+    Refusal {
+        name: "schedule with a next tick out of range",
+        given: &[],
+        call: Name::Schedule,
+        keys: "$q:schedules $q:ticks",
+        args: "s d1 10000000000000",
+        error: "EMQARG next must be an integer in 0..=9999999999999",
+    },
+    Refusal {
+        name: "schedule with an extra argument",
+        given: &[],
+        call: Name::Schedule,
+        keys: "$q:schedules $q:ticks",
+        args: "s d1 5 more",
+        error: "EMQARG unknown option more",
+    },
+    Refusal {
+        name: "schedule with no definition",
+        given: &[],
+        call: Name::Schedule,
+        keys: "$q:schedules $q:ticks",
+        args: "s",
+        error: "EMQARG definition is missing",
+    },
+    Refusal {
+        name: "schedule into ticks that are a list",
+        given: &["RPUSH $q:ticks x"],
+        call: Name::Schedule,
+        keys: "$q:schedules $q:ticks",
+        args: "s d1 5",
+        error: "EMQTYPE $q:ticks holds a list, not a zset",
+    },
+    Refusal {
+        name: "unschedule with no name",
+        given: &["HSET $q:schedules s d1", "ZADD $q:ticks 9 s"],
+        call: Name::Unschedule,
+        keys: "$q:schedules $q:ticks",
+        args: "",
+        error: "EMQARG schedule name must be 1 to 200 bytes",
+    },
+    Refusal {
+        name: "unschedule of schedules that are a string",
+        given: &["SET $q:schedules x"],
+        call: Name::Unschedule,
+        keys: "$q:schedules $q:ticks",
+        args: "s",
+        error: "EMQTYPE $q:schedules holds a string, not a hash",
+    },
+    Refusal {
+        name: "schedules with DUE 2",
+        given: &[],
+        call: Name::Schedules,
+        keys: "$q:schedules $q:ticks",
+        args: "DUE 2",
+        error: "EMQARG DUE must be an integer in 0..=1",
+    },
+    Refusal {
+        name: "schedules with LIMIT 0",
+        given: &[],
+        call: Name::Schedules,
+        keys: "$q:schedules $q:ticks",
+        args: "LIMIT 0",
+        error: "EMQARG LIMIT must be an integer in 1..=1000",
+    },
+    Refusal {
+        name: "schedules with keys in the wrong order",
+        given: &[],
+        call: Name::Schedules,
+        keys: "$q:ticks $q:schedules",
+        args: "",
+        error: "EMQARG KEYS[1] must be emq:{<queue>}:schedules",
+    },
+    Refusal {
+        name: "fire with a next not after its tick",
+        given: &["ZADD $q:ticks 5000 s"],
+        call: Name::Fire,
+        keys: "$q:job:$A $q:pending $q:ticks",
+        args: "$A p s 5000 5000",
+        error: "EMQARG next must be after tick",
+    },
+    Refusal {
+        name: "fire with SKIP 2",
+        given: &["ZADD $q:ticks 5000 s"],
+        call: Name::Fire,
+        keys: "$q:job:$A $q:pending $q:ticks",
+        args: "$A p s 5000 6000 SKIP 2",
+        error: "EMQARG SKIP must be an integer in 0..=1",
+    },
+    Refusal {
+        name: "fire with a negative tick",
+        given: &["ZADD $q:ticks 5000 s"],
+        call: Name::Fire,
+        keys: "$q:job:$A $q:pending $q:ticks",
+        args: "$A p s -1 6000",
+        error: "EMQARG tick must be an integer in 0..=9999999999999",
+    },
+    Refusal {
+        name: "fire with no payload",
+        given: &["ZADD $q:ticks 5000 s"],
+        call: Name::Fire,
+        keys: "$q:job:$A $q:pending $q:ticks",
+        args: "$A",
+        error: "EMQARG payload is missing",
+    },
+    Refusal {
+        name: "fire of a bad id",
+        given: &["ZADD $q:ticks 5000 s"],
+        call: Name::Fire,
+        keys: "$q:job:XYZ $q:pending $q:ticks",
+        args: "XYZ p s 5000 6000",
+        error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Refusal {
+        name: "fire with another queue's ticks",
+        given: &["ZADD $q:ticks 5000 s"],
+        call: Name::Fire,
+        keys: "$q:job:$A $q:pending emq:{other}:ticks",
+        args: "$A p s 5000 6000",
+        error: "EMQARG KEYS[3] must be $q:ticks",
+    },
+    Refusal {
+        name: "fire into ticks that are a hash",
+        given: &["HSET $q:ticks s 5000"],
+        call: Name::Fire,
+        keys: "$q:job:$A $q:pending $q:ticks",
+        args: "$A p s 5000 6000",
+        error: "EMQTYPE $q:ticks holds a hash, not a zset",
     },
     Refusal {
         name: "purge into a progress that is a set",

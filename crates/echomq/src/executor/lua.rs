@@ -48,6 +48,8 @@ fn limits() -> Vec<(&'static str, String)> {
         size("MAX_PAYLOAD", MAX_PAYLOAD),
         size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
         size("MAX_PROGRESS", MAX_PROGRESS),
+        size("MAX_SCHEDULE_NAME", MAX_SCHEDULE_NAME),
+        size("MAX_DEFINITION", MAX_DEFINITION),
         size("MAX_DIGITS", MAX_DIGITS),
         range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
         unsigned("LEASE_MS", &LEASE_MS),
@@ -58,6 +60,7 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
         unsigned("CLAIM_COUNT", &CLAIM_COUNT),
         unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
+        unsigned("FLAG", &FLAG),
     ]
 }
 
