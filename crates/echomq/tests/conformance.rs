@@ -367,7 +367,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 14] = [
+const SHAPES: [Shape; 18] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -405,6 +405,22 @@ const SHAPES: [Shape; 14] = [
     Shape { name: Name::Inspect, args: &[ID], options: STRAY },
     Shape { name: Name::Stats, args: &[], options: STRAY },
     Shape { name: Name::Progress, args: &[ID, TOKEN, &["half", ""]], options: STRAY },
+    Shape {
+        name: Name::Schedule,
+        args: &[&["s", ""], &["d1", ""], &["5000", "0", "-1", "x", "10000000000000"]],
+        options: STRAY,
+    },
+    Shape { name: Name::Unschedule, args: &[&["s", "t", ""]], options: STRAY },
+    Shape {
+        name: Name::Schedules,
+        args: &[],
+        options: &[("DUE", "1"), ("due", "0"), ("DUE", "2"), ("LIMIT", "1"), ("LIMIT", "0"), ("SKIP", "1")],
+    },
+    Shape {
+        name: Name::Fire,
+        args: &[ID, &["p"], &["s", ""], &["5000", "x", "-1"], &["6000", "5000", "0"]],
+        options: &[("SKIP", "1"), ("skip", "0"), ("SKIP", "2"), ("DUE", "1")],
+    },
 ];
 
 /// One raw call of any transition, as any speaker may send it: each key
@@ -564,6 +580,13 @@ fn render(transition: &str, reply: Result<Reply, String>, [own, other]: &[String
                 let mut pairs: Vec<Vec<Reply>> = fields.chunks(2).map(<[Reply]>::to_vec).collect();
                 pairs.sort_by_key(|pair| format!("{pair:?}"));
                 *fields = pairs.concat();
+            }
+            text(&Reply::Array(parts))
+        }
+        // SCHEDULES' first element is the server's now, a time.
+        Ok(Reply::Array(mut parts)) if transition == "schedules" => {
+            if let Some(now @ Reply::Int(_)) = parts.first_mut() {
+                *now = Reply::Bulk(b"now".to_vec());
             }
             text(&Reply::Array(parts))
         }

@@ -8,8 +8,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::ops::{op, perform, token_for, Op, Tokens, SLOTS};
+use common::ops::{op, perform, schedule_name, token_for, Op, Tokens, SLOTS};
 use common::{harness, Harness};
+use echomq::transition::Stored;
 use echomq::{Failed, JobId, State};
 use proptest::prelude::*;
 use redis::AsyncCommands;
@@ -29,6 +30,8 @@ struct Job {
 struct Model {
     ids: Vec<JobId>,
     jobs: BTreeMap<usize, Job>,
+    /// Each schedule by name: its definition and next tick.
+    schedules: BTreeMap<usize, (Vec<u8>, u64)>,
 }
 
 impl Model {
@@ -147,6 +150,39 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                 "()".into()
             })
         }
+        Op::Schedule { name, next } => {
+            let added = model.schedules.insert(name, (vec![b'd'; name + 1], next)).is_none();
+            format!("{added:?}")
+        }
+        Op::Unschedule { name } => format!("{:?}", model.schedules.remove(&name).is_some()),
+        Op::Schedules { .. } => {
+            // Every tick in these sequences is long past, so all are due.
+            let mut listed: Vec<Stored> = model
+                .schedules
+                .iter()
+                .map(|(name, (definition, next))| Stored {
+                    name: schedule_name(*name),
+                    definition: definition.clone(),
+                    next: *next,
+                })
+                .collect();
+            listed.sort_by(|a, b| (a.next, &a.name).cmp(&(b.next, &b.name)));
+            format!("{listed:?}")
+        }
+        Op::Fire { slot, name, tick, skip } => match model.schedules.get_mut(&name) {
+            Some((_, next)) if *next == tick => {
+                *next = tick + 1000;
+                if skip || model.jobs.contains_key(&slot) {
+                    "MovedOn".into()
+                } else {
+                    let job =
+                        Job { state: State::Pending, attempts: 0, priority: 0, short: false, progress: None };
+                    model.jobs.insert(slot, job);
+                    "Enqueued".into()
+                }
+            }
+            _ => "Stale".into(),
+        },
         Op::Inspect { slot } => {
             let job = model.jobs.get(&slot);
             let seen = job.map(|job| (job.state, job.attempts, job.progress.clone().map(Ok::<_, ()>)));
@@ -223,7 +259,7 @@ proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let outcome: Result<(), String> = runtime.block_on(async {
             let h = harness().await;
-            let mut model = Model { ids: (0..SLOTS).map(|_| JobId::mint()).collect(), jobs: BTreeMap::new() };
+            let mut model = Model { ids: (0..SLOTS).map(|_| JobId::mint()).collect(), jobs: BTreeMap::new(), schedules: BTreeMap::new() };
             let (mut floor, mut tokens) = (BTreeMap::new(), Tokens::new());
             for (n, op) in ops.iter().enumerate() {
                 let (got, want) = step(&h, &mut model, &mut tokens, op).await;

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use echomq::{EnqueueOptions, Error, JobId, Queue, RetryPolicy, State};
+use echomq::transition::{Fire, Schedule, Schedules};
+use echomq::{execute, EnqueueOptions, Error, JobId, Queue, RetryPolicy, State};
 use proptest::prelude::*;
 
 /// How many distinct jobs a sequence plays with.
@@ -32,6 +33,18 @@ pub enum Op {
     Purge { state: State },
     Progress { slot: usize, stale: bool },
     Inspect { slot: usize },
+    Schedule { name: usize, next: u64 },
+    Unschedule { name: usize },
+    Schedules { due: bool },
+    Fire { slot: usize, name: usize, tick: u64, skip: bool },
+}
+
+/// How many schedule names a sequence plays with.
+pub const NAMES: usize = 2;
+
+/// A schedule's name by number.
+pub fn schedule_name(n: usize) -> String {
+    format!("s{n}")
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -53,6 +66,11 @@ pub fn op() -> impl Strategy<Value = Op> {
             .prop_map(|state| Op::Purge { state }),
         1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Progress { slot, stale }),
         1 => slot.clone().prop_map(|slot| Op::Inspect { slot }),
+        1 => (0..NAMES, 1u64..=3).prop_map(|(name, next)| Op::Schedule { name, next: next * 1000 }),
+        1 => (0..NAMES).prop_map(|name| Op::Unschedule { name }),
+        1 => any::<bool>().prop_map(|due| Op::Schedules { due }),
+        2 => (slot.clone(), 0..NAMES, 1u64..=3, prop::bool::weighted(0.2))
+            .prop_map(|(slot, name, tick, skip)| Op::Fire { slot, name, tick: tick * 1000, skip }),
     ]
 }
 
@@ -121,6 +139,26 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Progress { slot, stale } => {
             let job = claimed(slot, stale);
             show(q.progress(&job, progress_value(&job)).await)
+        }
+        Op::Schedule { name, next } => {
+            let call = Schedule { name: schedule_name(name), definition: vec![b'd'; name + 1], next };
+            show(execute(&**q.executor(), q.keyspace(), &call).await)
+        }
+        Op::Unschedule { name } => show(q.unschedule(&schedule_name(name)).await),
+        Op::Schedules { due } => {
+            let call = Schedules { due, limit: 1000 };
+            show(execute(&**q.executor(), q.keyspace(), &call).await.map(|listed| listed.schedules))
+        }
+        Op::Fire { slot, name, tick, skip } => {
+            let call = Fire {
+                id: ids[slot].clone(),
+                payload: vec![slot as u8],
+                name: schedule_name(name),
+                tick,
+                next: tick + 1000,
+                skip,
+            };
+            show(execute(&**q.executor(), q.keyspace(), &call).await)
         }
         Op::Inspect { slot } => show(q.inspect(&ids[slot]).await.map(|found| {
             found.map(|job| (job.record.state, job.record.attempts, job.progress.map(String::from_utf8)))
