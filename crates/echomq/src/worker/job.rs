@@ -57,20 +57,20 @@ pub struct JobContext {
     /// The queue's name.
     pub queue: String,
     cancel: CancellationToken,
-    lease: Lease,
+    holder: Holder,
 }
 
 /// The claim a handler runs under, for the transitions it may send itself
 /// (PROGRESS), fenced by its token.
 #[derive(Clone)]
-struct Lease {
+struct Holder {
     queue: Queue,
     job: Claimed,
 }
 
-impl std::fmt::Debug for Lease {
+impl std::fmt::Debug for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease").field("queue", &self.queue.name()).field("token", &self.job.token).finish()
+        f.debug_struct("Holder").field("queue", &self.queue.name()).field("token", &self.job.token).finish()
     }
 }
 
@@ -91,8 +91,8 @@ impl JobContext {
     /// object): kept beside the record, read by `Queue::inspect`, `emq
     /// inspect` and the dashboard, until the job is purged. Fenced: once the
     /// lease is lost it answers [`Error::Fence`] and writes nothing.
-    pub async fn progress(&self, value: impl Into<Vec<u8>>) -> Result<()> {
-        self.lease.queue.progress(&self.lease.job, value).await
+    pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
+        self.holder.queue.progress(&self.holder.job, value).await
     }
 
     /// Whether [`cancelled`](JobContext::cancelled) has completed.
@@ -132,7 +132,7 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
         payload: job.payload.clone(),
         queue: queue.name().to_owned(),
         cancel: cancel.clone(),
-        lease: Lease { queue: queue.clone(), job: job.clone() },
+        holder: Holder { queue: queue.clone(), job: job.clone() },
     };
     // The claim came just before this moment: the lease holds until `lease` from now.
     let started = Instant::now();
