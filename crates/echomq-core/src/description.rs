@@ -37,6 +37,12 @@ pub enum Role {
     /// `rate`: the claim log of a rate-limited queue, `<id>:<token>` by
     /// claim time (zset). CLAIM's gate counts and trims it.
     Rate,
+    /// `progress`: id → the job's last progress value (hash).
+    Progress,
+    /// `schedules`: schedule name → its definition (hash).
+    Schedules,
+    /// `ticks`: schedule names by their next tick, server ms (zset).
+    Ticks,
 }
 
 impl Role {
@@ -56,6 +62,9 @@ impl Role {
             Role::Finished => "done|dead|cancelled",
             Role::Config => "config",
             Role::Rate => "rate",
+            Role::Progress => "progress",
+            Role::Schedules => "schedules",
+            Role::Ticks => "ticks",
         }
     }
 

@@ -10,6 +10,14 @@ use std::ops::RangeInclusive;
 pub const MAX_PAYLOAD: usize = 1_048_576;
 /// The longest error text FAIL keeps, in bytes.
 pub const MAX_ERROR_TEXT: usize = 65_536;
+/// The largest progress value PROGRESS keeps, in bytes.
+pub const MAX_PROGRESS: usize = 4_096;
+/// The longest schedule name, in bytes.
+pub const MAX_SCHEDULE_NAME: usize = 200;
+/// The largest schedule definition, in bytes: a header line and a payload.
+pub const MAX_DEFINITION: usize = MAX_PAYLOAD + 4_096;
+/// A yes-or-no option (SCHEDULES DUE, FIRE SKIP): 0 or 1.
+pub const FLAG: RangeInclusive<u64> = 0..=1;
 /// The most digits an integer argument may have.
 pub const MAX_DIGITS: usize = 15;
 

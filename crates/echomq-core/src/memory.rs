@@ -220,6 +220,10 @@ impl Store for Memory {
         self.zset(key).map_or(0, |zset| zset.scores.len() as u64)
     }
 
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Option<f64> {
+        self.zset(key)?.scores.get(member).copied()
+    }
+
     fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>> {
         self.zset(key)
             .map(|zset| zset.order.iter().take(count).map(|(_, m)| m.clone()).collect())

@@ -18,6 +18,7 @@ mod enqueue;
 mod lease;
 mod read;
 mod repair;
+mod schedule;
 mod upkeep;
 
 // Every type of each group: its transitions and their replies.
@@ -26,6 +27,7 @@ pub use enqueue::*;
 pub use lease::*;
 pub use read::*;
 pub use repair::*;
+pub use schedule::*;
 pub use upkeep::*;
 
 /// Declares [`Name`] and its exhaustive dispatch from one list: each entry
@@ -72,7 +74,8 @@ macro_rules! transitions {
 }
 
 transitions!(
-    Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Config
+    Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Config,
+    Progress, Schedule, Unschedule, Schedules, Fire,
 );
 
 impl Name {

@@ -46,6 +46,7 @@ pub fn missing_functions() -> Vec<&'static str> {
         RedisModule_HashSet,
         RedisModule_ZsetAdd,
         RedisModule_ZsetRem,
+        RedisModule_ZsetScore,
         RedisModule_ZsetFirstInScoreRange,
         RedisModule_ZsetRangeCurrentElement,
         RedisModule_ZsetRangeNext,
@@ -192,6 +193,14 @@ impl Key {
         let ok = rm!(RedisModule_ZsetAdd(self.0, score, member.as_ptr(), &mut flags) or raw::REDISMODULE_ERR as c_int);
         let changed = (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int;
         ok == raw::REDISMODULE_OK as c_int && flags & changed != 0
+    }
+
+    /// The score of `member`, if it is in the set.
+    pub fn zset_score(&self, member: &RString) -> Option<f64> {
+        let mut score = 0.0;
+        let found =
+            rm!(RedisModule_ZsetScore(self.0, member.as_ptr(), &mut score) or raw::REDISMODULE_ERR as c_int);
+        (found == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
     /// Remove `member`; whether it was there.

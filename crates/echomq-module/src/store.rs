@@ -254,6 +254,15 @@ impl Store for RedisStore {
         }
     }
 
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Option<f64> {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => {
+                open.zset_score(&RString::new(member))
+            }
+            _ => None,
+        }
+    }
+
     fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>> {
         self.zupto(key, f64::INFINITY, count)
     }

@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 17] = [
+const TEMPLATES: [(&str, &str); 22] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $n COUNT $n"),
@@ -38,16 +38,21 @@ const TEMPLATES: [(&str, &str); 17] = [
     ("EMQ.RELEASE", "$q:job:$id $q:active $q:pending $q:priority $id $n"),
     ("EMQ.REAP", "$q:active $q:pending $q:dead $q:errors $q:priority $n LIMIT $n"),
     ("EMQ.PROMOTE", "$q:delayed $q:pending $q:priority LIMIT $n"),
-    ("EMQ.PURGE", "$q:done $q:priority $q:errors 0 LIMIT $n"),
-    ("EMQ.PURGE", "$q:dead $q:priority $q:errors 0 LIMIT $n"),
+    ("EMQ.PURGE", "$q:done $q:priority $q:errors $q:progress 0 LIMIT $n"),
+    ("EMQ.PURGE", "$q:dead $q:priority $q:errors $q:progress 0 LIMIT $n"),
     ("EMQ.CANCEL", "$q:job:$id $q:pending $q:active $q:delayed $q:dead $q:cancelled $id"),
     ("EMQ.RETRY", "$q:job:$id $q:dead $q:pending $q:priority $id"),
-    ("EMQ.INSPECT", "$q:job:$id $q:errors $id"),
+    ("EMQ.INSPECT", "$q:job:$id $q:errors $q:progress $id"),
     ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
     ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
+    ("EMQ.PROGRESS", "$q:job:$id $q:progress $id $n half"),
+    ("EMQ.SCHEDULE", "$q:schedules $q:ticks s$n d $n"),
+    ("EMQ.UNSCHEDULE", "$q:schedules $q:ticks s$n"),
+    ("EMQ.SCHEDULES", "$q:schedules $q:ticks DUE 1 LIMIT $n"),
+    ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
 ];
-const CALLS: usize = 17 * 400;
-const SEED: u64 = 0x5eed_e3a0_0001;
+const CALLS: usize = 22 * 400;
+const SEED: u64 = 0x5eed_e3a0_0002;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
 struct Rng(u64);
@@ -288,7 +293,12 @@ fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
                     return Err(format!("{} is in {other} and {set}", String::from_utf8_lossy(&id)));
                 }
             }
-        } else if name == b"priority" || name == b"errors" {
+        } else if name == b"schedules" || name == b"ticks" {
+            let want = if name == b"schedules" { "hash" } else { "zset" };
+            if kind != want {
+                return Err(format!("{shown} is a {kind}"));
+            }
+        } else if name == b"priority" || name == b"errors" || name == b"progress" {
             if kind != "hash" {
                 return Err(format!("{shown} is a {kind}"));
             }

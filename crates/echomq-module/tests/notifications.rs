@@ -25,6 +25,7 @@ const STEPS: &[(&str, &str)] = &[
     ("retry", "$q:job:$B $q:dead $q:pending $q:priority $B"),
     ("claim", "$q:pending $q:active $q:config $q:rate 60000"),
     ("config", "$q:config $q:pending $q:priority $q:rate PAUSED 1 RATE 5 PER 60000"),
+    ("progress", "$q:job:$B $q:progress $B 2 half"),
     ("release", "$q:job:$B $q:active $q:pending $q:priority $B 2"),
     ("config", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY 3"),
     ("claim", "$q:pending $q:active $q:config $q:rate 60000"),
@@ -36,8 +37,13 @@ const STEPS: &[(&str, &str)] = &[
     ("raw", "HSET $q:job:JOB_5 state active attempts 1 payload p"),
     ("raw", "ZADD $q:active 1 JOB_5"),
     ("reap", "$q:active $q:pending $q:dead $q:errors $q:priority 1"),
-    ("purge", "$q:done $q:priority $q:errors 0"),
-    ("purge", "$q:dead $q:priority $q:errors 0"),
+    ("purge", "$q:done $q:priority $q:errors $q:progress 0"),
+    ("purge", "$q:dead $q:priority $q:errors $q:progress 0"),
+    ("schedule", "$q:schedules $q:ticks s d 5000"),
+    ("schedules", "$q:schedules $q:ticks DUE 1"),
+    ("fire", "$q:job:JOB_6 $q:pending $q:ticks JOB_6 p s 5000 6000"),
+    ("fire", "$q:job:JOB_7 $q:pending $q:ticks JOB_7 p s 5000 6000"),
+    ("unschedule", "$q:schedules $q:ticks s"),
 ];
 
 /// The transition named `transition`, and how many of `args` are its KEYS.

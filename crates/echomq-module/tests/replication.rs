@@ -43,8 +43,13 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
             "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 1 COUNT 1",
             "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 60000 COUNT 1",
             "EMQ.EXTEND $q:job:JOB_4 $q:active JOB_4 1 90000",
+            "EMQ.PROGRESS $q:job:JOB_4 $q:progress JOB_4 1 half",
             "EMQ.RELEASE $q:job:JOB_4 $q:active $q:pending $q:priority JOB_4 1",
-            "EMQ.PURGE $q:done $q:priority $q:errors 0",
+            "EMQ.PURGE $q:done $q:priority $q:errors $q:progress 0",
+            "EMQ.SCHEDULE $q:schedules $q:ticks s d 5000",
+            "EMQ.FIRE $q:job:JOB_7 $q:pending $q:ticks JOB_7 seven s 5000 6000",
+            "EMQ.SCHEDULE $q:schedules $q:ticks t d 5000",
+            "EMQ.UNSCHEDULE $q:schedules $q:ticks t",
         ],
     );
     // The 1 ms lease runs out on the server's clock; reap until it has.
@@ -156,6 +161,6 @@ fn each_command_reaches_replicas_as_one_multi_exec_of_plain_commands() {
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
     arrange(&mut conn, &q, &["EMQ.ACK $q:job:JOB_1 $q:active $q:done JOB_1 1"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
-    arrange(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors 0"]);
+    arrange(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors $q:progress 0"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HDEL", "DEL", "EXEC"]);
 }

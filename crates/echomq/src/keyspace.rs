@@ -16,6 +16,9 @@
 //! | `emq:{q}:errors` | hash | id → the job's last error text |
 //! | `emq:{q}:config` | hash | the queue's settings: `paused`, `concurrency`, `rate`, `per` |
 //! | `emq:{q}:rate` | zset | a rate-limited queue's claims, `<id>:<token>` by claim time |
+//! | `emq:{q}:progress` | hash | id → the job's last progress value |
+//! | `emq:{q}:schedules` | hash | schedule name → its definition |
+//! | `emq:{q}:ticks` | zset | schedule names by next tick (server ms) |
 
 use echomq_core::Role;
 
@@ -138,6 +141,21 @@ impl Keyspace {
     /// `emq:{q}:rate`: the claim log of a rate-limited queue.
     pub fn rate(&self) -> String {
         self.key("rate")
+    }
+
+    /// `emq:{q}:progress`: id → the job's last progress value.
+    pub fn progress(&self) -> String {
+        self.key("progress")
+    }
+
+    /// `emq:{q}:schedules`: schedule name → its definition.
+    pub fn schedules(&self) -> String {
+        self.key("schedules")
+    }
+
+    /// `emq:{q}:ticks`: schedule names, scored by their next tick.
+    pub fn ticks(&self) -> String {
+        self.key("ticks")
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,

@@ -27,6 +27,8 @@
 //!   [`Call`]), [`execute`] for a typed transition, and the three
 //!   executors: Lua scripts, the native module, embedded in-process.
 //! - [`queue`]: [`Queue`], the API built on them.
+//! - [`schedule`]: [`Schedule`]: cron and interval schedules, their
+//!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
 
@@ -38,6 +40,7 @@ pub mod id;
 pub mod keyspace;
 pub mod queue;
 pub mod record;
+pub mod schedule;
 pub mod transition;
 pub mod worker;
 
@@ -52,4 +55,5 @@ pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};
 pub use record::{Record, State};
+pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{Claimed, Claims, Due, Failed, Held, Inspection, Reaped, Settings, StatsReply};

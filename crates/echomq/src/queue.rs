@@ -10,6 +10,7 @@ use crate::executor::{claim_waiting, execute, execute_batch, Executor, Lua};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::record::State;
+use crate::schedule::{Schedule, Scheduled};
 use crate::transition::*;
 use crate::Result;
 
@@ -296,6 +297,13 @@ impl Queue {
         self.run(&Release { id: job.id.clone(), token: job.token }).await
     }
 
+    /// Report a claimed job's progress (at most 4096 bytes), kept beside the
+    /// record until the job is purged and read by [`Queue::inspect`].
+    /// [`Error::Fence`](crate::Error::Fence) when the lease was lost.
+    pub async fn progress(&self, job: &Claimed, value: impl Into<Vec<u8>>) -> Result<()> {
+        self.run(&Progress { id: job.id.clone(), token: job.token, value: value.into() }).await
+    }
+
     /// Take expired leases back: to pending, or to dead at `max_attempts`.
     pub async fn reap(&self, max_attempts: u64) -> Result<Reaped> {
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
@@ -324,7 +332,7 @@ impl Queue {
         self.run(&Retry { id: id.clone() }).await
     }
 
-    /// A job's record and last error; `None` when there is no such job.
+    /// A job's record, last error and last progress; `None` when there is no such job.
     pub async fn inspect(&self, id: &JobId) -> Result<Option<Inspection>> {
         self.run(&Inspect { id: id.clone() }).await
     }
@@ -332,6 +340,69 @@ impl Queue {
     /// How many jobs the queue holds in each state.
     pub async fn stats(&self) -> Result<StatsReply> {
         self.run(&Stats).await
+    }
+
+    /// Add `schedule` to the queue, or replace the one of its name; its first
+    /// tick is the first after the server's now. The workers of the queue
+    /// fire its ticks, each once ([`Queue::fire_schedules`]).
+    pub async fn schedule(&self, schedule: &Schedule) -> Result<Scheduled> {
+        let now = self.run(&Schedules { due: false, limit: 1 }).await?.now;
+        let next = schedule
+            .next_after(now)
+            .filter(|next| echomq_core::limits::AT_MS.contains(next))
+            .ok_or_else(|| crate::Error::Argument(format!("schedule {:?} never ticks", schedule.name)))?;
+        let call = crate::transition::Schedule {
+            name: schedule.name.clone(),
+            definition: schedule.definition(),
+            next,
+        };
+        self.run(&call).await?;
+        Ok(Scheduled { schedule: schedule.clone(), next })
+    }
+
+    /// Remove the schedule `name`; `false` when there was none. Jobs it fired stay.
+    pub async fn unschedule(&self, name: &str) -> Result<bool> {
+        self.run(&Unschedule { name: name.to_owned() }).await
+    }
+
+    /// The queue's schedules (up to 1000), by next tick.
+    pub async fn schedules(&self) -> Result<Vec<Scheduled>> {
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        let listed = self.run(&Schedules { due: false, limit }).await?;
+        listed
+            .schedules
+            .into_iter()
+            .map(|stored| {
+                let schedule = Schedule::from_definition(&stored.name, &stored.definition)?;
+                Ok(Scheduled { schedule, next: stored.next })
+            })
+            .collect()
+    }
+
+    /// Fire the ticks of the queue's due schedules (up to 100 schedules a
+    /// call), as each one's [`Missed`](crate::schedule::Missed) policy says;
+    /// how many jobs were enqueued. Safe from any number of workers at once:
+    /// each tick fires once. A worker runs this on its upkeep period.
+    pub async fn fire_schedules(&self) -> Result<u64> {
+        let due = self.run(&Schedules { due: true, limit: 100 }).await?;
+        let mut enqueued = 0;
+        for stored in due.schedules {
+            let schedule = match Schedule::from_definition(&stored.name, &stored.definition) {
+                Ok(schedule) => schedule,
+                Err(err) => {
+                    tracing::warn!(queue = self.name(), error = %err, "a schedule this host cannot read");
+                    continue;
+                }
+            };
+            for fire in schedule.plan(self.name(), stored.next, due.now) {
+                match self.run(&fire).await? {
+                    Fired::Enqueued => enqueued += 1,
+                    Fired::MovedOn => {}
+                    Fired::Stale => break,
+                }
+            }
+        }
+        Ok(enqueued)
     }
 }
 

@@ -24,6 +24,7 @@ mod enqueue;
 mod lease;
 mod read;
 mod repair;
+mod schedule;
 mod upkeep;
 
 // Every type of each group: its transitions and their replies.
@@ -32,6 +33,7 @@ pub use enqueue::*;
 pub use lease::*;
 pub use read::*;
 pub use repair::*;
+pub use schedule::*;
 pub use upkeep::*;
 
 /// A transition of the protocol, as the host calls it.

@@ -89,7 +89,9 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
             vec![b"XYZ"],
         ),
         ("retry", vec![job.clone(), key("dead"), key("pending"), key("priority")], vec![b"XYZ"]),
-        ("inspect", vec![job.clone(), key("errors")], vec![b"XYZ"]),
+        ("inspect", vec![job.clone(), key("errors"), key("progress")], vec![b"XYZ"]),
+        ("progress", vec![job.clone(), key("progress")], vec![b"XYZ", b"1", b"half"]),
+        ("fire", vec![job.clone(), key("pending"), key("ticks")], vec![b"XYZ", b"p", b"s", b"1000", b"2000"]),
     ];
     for (transition, keys, args) in calls {
         let reply = eval(&h, transition, &keys, &args).await;
@@ -175,6 +177,34 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
                 rate: Some((5, Duration::from_secs(1))),
             }),
         ),
+        ("progress", active, Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() })),
+        (
+            "schedule",
+            &[],
+            Call::Schedule(Schedule { name: "s".into(), definition: b"d".to_vec(), next: 1000 }),
+        ),
+        (
+            "unschedule",
+            &["HSET $q:schedules s d", "ZADD $q:ticks 1000 s"],
+            Call::Unschedule(Unschedule { name: "s".into() }),
+        ),
+        (
+            "schedules",
+            &["HSET $q:schedules s d", "ZADD $q:ticks 1000 s"],
+            Call::Schedules(Schedules { due: true, limit: 10 }),
+        ),
+        (
+            "fire",
+            &["HSET $q:schedules s d", "ZADD $q:ticks 1000 s"],
+            Call::Fire(Fire {
+                id: a(),
+                payload: b"p".to_vec(),
+                name: "s".into(),
+                tick: 1000,
+                next: 2000,
+                skip: false,
+            }),
+        ),
     ]
 }
 
@@ -200,7 +230,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 59, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 72, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -219,6 +249,60 @@ async fn an_oversized_payload_is_refused_and_writes_nothing() {
     // The limit itself is fine.
     let id = h.queue.enqueue(vec![b'x'; limits::MAX_PAYLOAD]).await.unwrap();
     assert_eq!(h.queue.inspect(&id).await.unwrap().unwrap().record.payload.len(), limits::MAX_PAYLOAD);
+}
+
+#[tokio::test]
+async fn bad_schedules_are_refused_and_write_nothing() {
+    let h = harness().await;
+    let big = vec![b'x'; limits::MAX_DEFINITION + 1];
+    let call = Schedule { name: "s".into(), definition: big.clone(), next: 1000 };
+    assert!(matches!(call.args(), Err(Error::TooLarge(_))));
+    let keys = [h.keys.schedules(), h.keys.ticks()];
+    let reply = text(eval(&h, "schedule", &keys, &[b"s", &big, b"1000"]).await);
+    assert_eq!(reply, Err(format!("EMQSIZE definition exceeds {} bytes", limits::MAX_DEFINITION)));
+    let long = vec![b'n'; limits::MAX_SCHEDULE_NAME + 1];
+    let reply = text(eval(&h, "schedule", &keys, &[&long, b"d", b"1000"]).await);
+    assert_eq!(reply, Err("EMQARG schedule name must be 1 to 200 bytes".into()));
+    let reply = text(eval(&h, "unschedule", &keys, &[b""]).await);
+    assert_eq!(reply, Err("EMQARG schedule name must be 1 to 200 bytes".into()));
+
+    // The host refuses before sending: a bad name, interval, expression, zone or bound.
+    let every = |name: &str, ms: u64| echomq::Schedule::every(name, Duration::from_millis(ms), "p");
+    assert!(matches!(every("", 1000), Err(Error::Argument(_))));
+    assert!(matches!(every(&"n".repeat(201), 1000), Err(Error::Argument(_))));
+    assert!(matches!(every("s", 0), Err(Error::Argument(_))));
+    assert!(matches!(echomq::Schedule::cron("s", "61 * * * *", "UTC", "p"), Err(Error::Argument(_))));
+    assert!(matches!(echomq::Schedule::cron("s", "* * * * *", "Nowhere/Else", "p"), Err(Error::Argument(_))));
+    let unbounded = every("s", 1000).unwrap().missed(echomq::Missed::All(1001));
+    assert!(matches!(unbounded, Err(Error::Argument(_))));
+    let fire =
+        Fire { id: a(), payload: b"p".to_vec(), name: "s".into(), tick: 2000, next: 2000, skip: false };
+    assert!(matches!(fire.args(), Err(Error::Argument(_))));
+    assert!(matches!(h.queue.unschedule("").await, Err(Error::Argument(_))));
+    assert_eq!(h.dbsize().await, 0);
+}
+
+#[tokio::test]
+async fn an_oversized_progress_is_refused_and_writes_nothing() {
+    let h = harness().await;
+    h.queue.enqueue(b"p".to_vec()).await.unwrap();
+    let job = h.queue.claim(Duration::from_secs(60)).await.unwrap().unwrap();
+    let before = h.snapshot().await;
+    let big = vec![b'x'; limits::MAX_PROGRESS + 1];
+    let err = h.queue.progress(&job, big.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+
+    let keys = [h.keys.job(&job.id), h.keys.progress()];
+    let token = job.token.to_string();
+    let reply =
+        text(eval(&h, "progress", &keys, &[job.id.as_str().as_bytes(), token.as_bytes(), &big]).await);
+    assert_eq!(reply, Err("EMQSIZE progress exceeds 4096 bytes".into()));
+    assert_eq!(h.snapshot().await, before, "nothing written");
+
+    // The limit itself is fine.
+    h.queue.progress(&job, vec![b'x'; limits::MAX_PROGRESS]).await.unwrap();
+    let seen = h.queue.inspect(&job.id).await.unwrap().unwrap();
+    assert_eq!(seen.progress.map(|p| p.len()), Some(limits::MAX_PROGRESS));
 }
 
 #[tokio::test]

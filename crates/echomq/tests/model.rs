@@ -8,9 +8,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::ops::{op, perform, token_for, Op, Tokens, RATE_PERIOD, SLOTS};
+use common::ops::{op, perform, schedule_name, token_for, Op, Tokens, RATE_PERIOD, SLOTS};
 use common::{harness, Harness};
-use echomq::transition::Settings;
+use echomq::transition::{Settings, Stored};
 use echomq::{Failed, JobId, State};
 use proptest::prelude::*;
 use redis::AsyncCommands;
@@ -23,6 +23,8 @@ struct Job {
     priority: i64,
     /// Active: the lease is short (expires at once). Delayed: the due time has come or will at once.
     short: bool,
+    /// The last PROGRESS value, kept until the job is purged.
+    progress: Option<String>,
 }
 
 struct Model {
@@ -35,6 +37,8 @@ struct Model {
     /// outlasts a sequence, so none leaves the window).
     rate: u64,
     logged: u64,
+    /// Each schedule by name: its definition and next tick.
+    schedules: BTreeMap<usize, (Vec<u8>, u64)>,
 }
 
 impl Model {
@@ -63,7 +67,10 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             let duplicate = model.jobs.contains_key(&slot);
             if !duplicate {
                 let state = if delay.is_some() { State::Delayed } else { State::Pending };
-                model.jobs.insert(slot, Job { state, attempts: 0, priority, short: delay == Some(true) });
+                model.jobs.insert(
+                    slot,
+                    Job { state, attempts: 0, priority, short: delay == Some(true), progress: None },
+                );
             }
             format!("{duplicate:?}")
         }
@@ -172,6 +179,51 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             let rate = (model.rate > 0).then_some((model.rate, RATE_PERIOD));
             format!("{:?}", Settings { paused: model.paused, concurrency, rate })
         }
+        Op::Progress { slot, stale } => {
+            let token = token_for(tokens, slot, stale);
+            model.fenced(slot, token, |job| {
+                job.progress = Some(format!("at {token}"));
+                "()".into()
+            })
+        }
+        Op::Schedule { name, next } => {
+            let added = model.schedules.insert(name, (vec![b'd'; name + 1], next)).is_none();
+            format!("{added:?}")
+        }
+        Op::Unschedule { name } => format!("{:?}", model.schedules.remove(&name).is_some()),
+        Op::Schedules { .. } => {
+            // Every tick in these sequences is long past, so all are due.
+            let mut listed: Vec<Stored> = model
+                .schedules
+                .iter()
+                .map(|(name, (definition, next))| Stored {
+                    name: schedule_name(*name),
+                    definition: definition.clone(),
+                    next: *next,
+                })
+                .collect();
+            listed.sort_by(|a, b| (a.next, &a.name).cmp(&(b.next, &b.name)));
+            format!("{listed:?}")
+        }
+        Op::Fire { slot, name, tick, skip } => match model.schedules.get_mut(&name) {
+            Some((_, next)) if *next == tick => {
+                *next = tick + 1000;
+                if skip || model.jobs.contains_key(&slot) {
+                    "MovedOn".into()
+                } else {
+                    let job =
+                        Job { state: State::Pending, attempts: 0, priority: 0, short: false, progress: None };
+                    model.jobs.insert(slot, job);
+                    "Enqueued".into()
+                }
+            }
+            _ => "Stale".into(),
+        },
+        Op::Inspect { slot } => {
+            let job = model.jobs.get(&slot);
+            let seen = job.map(|job| (job.state, job.attempts, job.progress.clone().map(Ok::<_, ()>)));
+            format!("{seen:?}")
+        }
     };
     let got = perform(&h.queue, &model.ids, tokens, op).await;
     (got, want)
@@ -250,6 +302,7 @@ proptest! {
                 concurrency: 0,
                 rate: 0,
                 logged: 0,
+                schedules: BTreeMap::new(),
             };
             let (mut floor, mut tokens) = (BTreeMap::new(), Tokens::new());
             for (n, op) in ops.iter().enumerate() {

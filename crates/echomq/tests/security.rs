@@ -23,10 +23,11 @@ use redis::aio::MultiplexedConnection;
 /// A worker on the Lua executor: EchoMQ's keys, the scripts, and the
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
-     +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zcount +zrange +zrangebyscore";
+     +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
-     +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats";
+     +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats \
+     +emq.progress +emq.schedules +emq.fire";
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
 /// A producer on Lua: only the keys ENQUEUE writes, and its commands.
@@ -39,12 +40,14 @@ pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~e
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
     "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
-     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore";
+     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore \
+     +zscore +exists";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote \
-     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config";
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.progress +emq.schedule \
+     +emq.unschedule +emq.schedules +emq.fire";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
 /// reads the CLI and dashboard send themselves. It can change nothing.
@@ -432,9 +435,22 @@ fn rules_of_script(transition: &str) -> BTreeSet<String> {
 /// new command, this says which recipe (and SECURITY.md) must grow.
 #[test]
 fn the_lua_recipes_cover_every_command_the_scripts_call() {
-    let worker =
-        ["enqueue", "claim", "ack", "fail", "extend", "release", "reap", "promote", "inspect", "stats"];
-    let operator = [&worker[..], &["purge", "cancel", "retry", "config"]].concat();
+    let worker = [
+        "enqueue",
+        "claim",
+        "ack",
+        "fail",
+        "extend",
+        "release",
+        "reap",
+        "promote",
+        "inspect",
+        "stats",
+        "progress",
+        "schedules",
+        "fire",
+    ];
+    let operator = [&worker[..], &["purge", "cancel", "retry", "config", "schedule", "unschedule"]].concat();
     for (recipe, rules, transitions) in [
         ("WORKER_LUA", WORKER_LUA, &worker[..]),
         ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue"][..]),

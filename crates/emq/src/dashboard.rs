@@ -238,6 +238,12 @@ async fn job_page(Extract(app): Extract<Arc<App>>, Path((queue, id)): Path<(Stri
         if let Some(error) = job.error {
             rows.push(vec!["last error".into(), format!(r#"<pre class="dead">{}</pre>"#, escape(&error))]);
         }
+        if let Some(progress) = job.progress {
+            rows.push(vec![
+                "progress".into(),
+                format!("<pre>{}</pre>", escape(&String::from_utf8_lossy(&progress))),
+            ]);
+        }
         Ok(html::table("record", &["field", "value"], &rows))
     };
     match shown.await {

@@ -20,6 +20,7 @@
 //! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
 //! - `scripts.rs`: the loadable Lua scripts and their SHA1s, for other speakers.
+//! - `schedule.rs`: a queue's cron and interval schedules.
 
 use clap::{Parser, Subcommand};
 
@@ -31,6 +32,7 @@ mod failure;
 mod flow;
 mod log;
 mod ops;
+mod schedule;
 mod scripts;
 mod work;
 
@@ -87,6 +89,8 @@ enum Command {
     Dashboard(dashboard::Args),
     /// Write each transition's Lua script, includes expanded, and SHA1SUMS: for speakers in other languages.
     Scripts(scripts::Args),
+    /// A queue's schedules: add (cron or interval), list with next fire times, remove.
+    Schedule(schedule::Args),
 }
 
 #[tokio::main]
@@ -117,6 +121,7 @@ async fn main() {
         Command::Work(args) => work::run(&cli.server, args).await,
         Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
         Command::Scripts(args) => scripts::run(args),
+        Command::Schedule(args) => schedule::run(&cli.server, args).await,
     };
     if let Err(err) = outcome {
         eprintln!("emq: {err}");

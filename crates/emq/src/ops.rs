@@ -50,6 +50,9 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     if let Some(error) = job.error {
         println!("  error     {error}");
     }
+    if let Some(progress) = job.progress {
+        println!("  progress  {}", printable(&progress));
+    }
     Ok(())
 }
 

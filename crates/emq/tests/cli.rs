@@ -60,6 +60,46 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
     }
 }
 
+#[test]
+fn schedules_are_added_listed_with_their_next_tick_and_removed() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via, cluster: false };
+        let q = unique_queue("cron");
+        let added = cli.ok(&[
+            "schedule",
+            "add",
+            &q,
+            "digest",
+            "{}",
+            "--cron",
+            "0 9 * * MON-FRI",
+            "--tz",
+            "Europe/Paris",
+        ]);
+        assert!(added.contains(&format!("scheduled digest in {q}: next at ")), "{via}: {added}");
+        cli.ok(&["schedule", "add", &q, "beat", "b", "--every", "30s", "--missed", "all:5"]);
+        let listed = cli.ok(&["schedule", "list", &q]);
+        assert!(
+            listed.contains("beat  next ") && listed.contains("every 30s  missed All(5)"),
+            "{via}: {listed}"
+        );
+        assert!(listed.contains(r#"cron "0 9 * * MON-FRI" Europe/Paris"#), "{via}: {listed}");
+        assert!(listed.contains("2 schedules in"), "{via}: {listed}");
+        // Bad input: a clear error, nothing written.
+        for bad in [
+            vec!["schedule", "add", &q, "x", "p", "--cron", "61 * * * *"],
+            vec!["schedule", "add", &q, "x", "p", "--cron", "* * * * *", "--tz", "Mars/Olympus"],
+            vec!["schedule", "add", &q, "x", "p", "--every", "0s"],
+            vec!["schedule", "add", &q, "x", "p", "--every", "1s", "--missed", "all:0"],
+        ] {
+            cli.fails(&bad);
+        }
+        assert!(cli.ok(&["schedule", "remove", &q, "digest"]).contains("removed digest"));
+        assert!(cli.fails(&["schedule", "remove", &q, "digest"]).contains("no schedule digest"));
+        assert!(cli.ok(&["schedule", "list", &q]).contains("1 schedules in"), "{via}");
+    }
+}
+
 fn servers() -> Vec<(RedisServer, &'static str)> {
     vec![
         (RedisServer::start(), "lua"),
@@ -91,6 +131,15 @@ fn the_operations_commands() {
         {
             assert!(inspected.contains(&line), "{via}: {line:?} not in {inspected}");
         }
+        // A progress report beside the record (a handler's PROGRESS writes it).
+        let mut conn = server.client().get_connection().unwrap();
+        let () = redis::cmd("HSET")
+            .arg(format!("emq:{{{q}}}:progress"))
+            .arg(&id)
+            .arg("3 of 4")
+            .query(&mut conn)
+            .unwrap();
+        assert!(cli.ok(&["inspect", &id]).contains("progress  3 of 4"), "{via}");
         let listed = cli.ok(&["list", &q, "pending"]);
         assert!(
             listed.contains(&format!("{id}  priority -2")) && listed.contains("1 of 1 pending"),

@@ -1,10 +1,11 @@
 //! The lease: CLAIM hands jobs out and mints their tokens; ACK, FAIL, EXTEND
-//! and RELEASE carry the token and are fenced by it (see the `.lua` twins).
+//! and RELEASE carry the token and are fenced by it, and so is PROGRESS, the
+//! holder's report of how far it got (see the `.lua` twins).
 
 use super::control::{gate, spend};
 use super::{fence, need, number, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
-use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, TOKEN};
+use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, TOKEN};
 use crate::parse::{count, kind, options, queue_prefix};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -294,6 +295,46 @@ impl<'a> Release<'a> {
         store.zrem(keys[1], id);
         let now = store.now_ms();
         to_pending(store, keys[0], keys[2], keys[3], id, now);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// A parsed PROGRESS.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    fenced: Fenced<'a>,
+    value: &'a [u8],
+}
+
+impl<'a> Progress<'a> {
+    /// What PROGRESS is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "progress",
+        command: "EMQ.PROGRESS",
+        keys: &[Role::Job, Role::Progress],
+        required_keys: 2,
+        args: &["id", "token", "value"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
+    /// KEYS: job, progress. ARGV: id, token, value.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Progress<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
+        let value = *args.get(2).ok_or_else(|| Refusal::arg("progress value is missing"))?;
+        if value.len() > MAX_PROGRESS {
+            return Err(Refusal::new(Code::Size, format!("progress exceeds {MAX_PROGRESS} bytes")));
+        }
+        options(args.get(3..).unwrap_or_default(), [])?;
+        Ok(Progress { fenced, value })
+    }
+
+    /// Keep the holder's progress value beside the record; the record is untouched.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let Fenced { keys, id, .. } = self.fenced;
+        self.fenced.check(store, &[KeyType::Hash])?;
+        store.hset(keys[1], &[(id, self.value)]);
         Ok(Reply::Int(1))
     }
 }

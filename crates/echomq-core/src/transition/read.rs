@@ -1,4 +1,4 @@
-//! The reads: INSPECT and STATS (see the `.lua` twins). They write nothing.
+//! The reads: INSPECT (a record, its last error and progress) and STATS (see the `.lua` twins). They write nothing.
 
 use super::need;
 use crate::description::{Description, Effect, Role};
@@ -18,15 +18,15 @@ impl<'a> Inspect<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "inspect",
         command: "EMQ.INSPECT",
-        keys: &[Role::Job, Role::Errors],
-        required_keys: 2,
+        keys: &[Role::Job, Role::Errors, Role::Progress],
+        required_keys: 3,
         args: &["id"],
         options: &[],
         effect: Effect::Reads,
         wakes_claims: false,
     };
 
-    /// KEYS: job, errors. ARGV: id.
+    /// KEYS: job, errors, progress. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Inspect<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
@@ -34,17 +34,22 @@ impl<'a> Inspect<'a> {
         Ok(Inspect { keys, id })
     }
 
-    /// [the record as a flat field/value array, the last error or nil].
+    /// [the record as a flat field/value array, the last error or nil, the
+    /// last progress value or nil].
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        need(store, self.keys[0], KeyType::Hash)?;
-        need(store, self.keys[1], KeyType::Hash)?;
+        for key in self.keys {
+            need(store, key, KeyType::Hash)?;
+        }
         let fields = store
             .hgetall(self.keys[0])
             .into_iter()
             .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
             .collect();
-        let error = store.hget(self.keys[1], self.id).map_or(Reply::Nil, Reply::Bulk);
-        Ok(Reply::Array(vec![Reply::Array(fields), error]))
+        let mut reply = vec![Reply::Array(fields)];
+        for key in &self.keys[1..] {
+            reply.push(store.hget(key, self.id).map_or(Reply::Nil, Reply::Bulk));
+        }
+        Ok(Reply::Array(reply))
     }
 }
 

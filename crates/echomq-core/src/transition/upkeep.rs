@@ -138,15 +138,15 @@ impl<'a> Purge<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "purge",
         command: "EMQ.PURGE",
-        keys: &[Role::Finished, Role::Priority, Role::Errors],
-        required_keys: 3,
+        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress],
+        required_keys: 4,
         args: &["age"],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: done, dead or cancelled; priority; errors. ARGV: age, LIMIT.
+    /// KEYS: done, dead or cancelled; priority; errors; progress. ARGV: age, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let finished = keys
             .first()
@@ -159,7 +159,7 @@ impl<'a> Purge<'a> {
             _ => return Err(Refusal::arg("KEYS[1] must be emq:{<queue>}:done, dead or cancelled")),
         };
         // KEYS[1] is the finished set it names, the other roles as described.
-        let roles = [finished, Role::Priority, Role::Errors];
+        let roles = [finished, Role::Priority, Role::Errors, Role::Progress];
         debug_assert_eq!(roles[1..], Self::DESCRIPTION.keys[1..]);
         let prefix = queue_prefix(keys, &roles, b"")?;
         let age = count(args.first().copied(), "age", AGE_MS)?;
@@ -167,12 +167,14 @@ impl<'a> Purge<'a> {
         Ok(Purge { keys, prefix, age, limit })
     }
 
-    /// Delete finished jobs past the age: records, set entries, priorities, errors.
+    /// Delete finished jobs past the age: records, set entries, priorities,
+    /// errors and progress.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [finished, priority, errors] = [self.keys[0], self.keys[1], self.keys[2]];
+        let [finished, priority, errors, progress] = [self.keys[0], self.keys[1], self.keys[2], self.keys[3]];
         need(store, finished, KeyType::Zset)?;
         need(store, priority, KeyType::Hash)?;
         need(store, errors, KeyType::Hash)?;
+        need(store, progress, KeyType::Hash)?;
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(finished, cutoff, self.limit);
         if ids.is_empty() {
@@ -185,7 +187,7 @@ impl<'a> Purge<'a> {
         }
 
         // In the script's order (all removals, then the priorities, the
-        // errors, the records), so the module replicates and announces the
+        // errors, the progress, the records), so the module replicates and announces the
         // same commands as Lua.
         for id in &ids {
             store.zrem(finished, id);
@@ -195,6 +197,9 @@ impl<'a> Purge<'a> {
         }
         for id in &ids {
             store.hdel(errors, id);
+        }
+        for id in &ids {
+            store.hdel(progress, id);
         }
         for id in &ids {
             store.del(&record_key(self.prefix, id));

@@ -47,6 +47,9 @@ fn limits() -> Vec<(&'static str, String)> {
     vec![
         size("MAX_PAYLOAD", MAX_PAYLOAD),
         size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
+        size("MAX_PROGRESS", MAX_PROGRESS),
+        size("MAX_SCHEDULE_NAME", MAX_SCHEDULE_NAME),
+        size("MAX_DEFINITION", MAX_DEFINITION),
         size("MAX_DIGITS", MAX_DIGITS),
         range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
         unsigned("LEASE_MS", &LEASE_MS),
@@ -61,6 +64,7 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("SWITCH", &SWITCH),
         unsigned("RATE", &RATE),
         unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
+        unsigned("FLAG", &FLAG),
     ]
 }
 

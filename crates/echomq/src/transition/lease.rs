@@ -248,3 +248,36 @@ impl Transition for Release {
 fn token(token: u64) -> Result<Vec<u8>> {
     Ok(decimal(checked("token", token, limits::TOKEN)?))
 }
+
+/// The holder reports how far the job got: `value` is kept beside the record
+/// in `emq:{q}:progress` (the record is untouched) until the job is purged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// The job's id.
+    pub id: JobId,
+    /// The token its claim handed out.
+    pub token: u64,
+    /// Opaque bytes, at most [`limits::MAX_PROGRESS`]: a percentage, a JSON object.
+    pub value: Vec<u8>,
+}
+
+impl Transition for Progress {
+    const NAME: Name = Name::Progress;
+    type Output = ();
+
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if self.value.len() > limits::MAX_PROGRESS {
+            let limit = limits::MAX_PROGRESS;
+            return Err(Error::TooLarge(format!("progress exceeds {limit} bytes")));
+        }
+        Ok(vec![self.id.as_str().into(), token(self.token)?, self.value.clone()])
+    }
+
+    fn parse(reply: Value) -> Result<()> {
+        one_reply("PROGRESS", reply)
+    }
+}

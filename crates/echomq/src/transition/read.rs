@@ -1,4 +1,4 @@
-//! The reads: INSPECT one job, STATS of a queue. They write nothing.
+//! The reads: INSPECT one job (record, last error, progress), STATS of a queue. They write nothing.
 
 use echomq_core::Name;
 use redis::Value;
@@ -22,6 +22,8 @@ pub struct Inspection {
     pub record: Record,
     /// The last error a FAIL or REAP left, if any.
     pub error: Option<String>,
+    /// The last value its holder reported with PROGRESS, if any.
+    pub progress: Option<Vec<u8>>,
 }
 
 impl Transition for Inspect {
@@ -39,7 +41,7 @@ impl Transition for Inspect {
 
     fn parse(reply: Value) -> Result<Option<Inspection>> {
         let mut parts = array_reply("INSPECT", reply)?.into_iter();
-        let (Some(fields), error) = (parts.next(), parts.next()) else {
+        let (Some(fields), error, progress) = (parts.next(), parts.next(), parts.next()) else {
             return Err(Error::Reply("INSPECT: got an empty array".into()));
         };
         let fields = array_reply("INSPECT record", fields)?
@@ -60,7 +62,11 @@ impl Transition for Inspect {
             None | Some(Value::Nil) => None,
             Some(text) => Some(String::from_utf8_lossy(&bytes_reply("INSPECT error", text)?).into_owned()),
         };
-        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error }))
+        let progress = match progress {
+            None | Some(Value::Nil) => None,
+            Some(value) => Some(bytes_reply("INSPECT progress", value)?),
+        };
+        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress }))
     }
 }
 

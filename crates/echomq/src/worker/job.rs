@@ -57,6 +57,21 @@ pub struct JobContext {
     /// The queue's name.
     pub queue: String,
     cancel: CancellationToken,
+    holder: Holder,
+}
+
+/// The claim a handler runs under, for the transitions it may send itself
+/// (PROGRESS), fenced by its token.
+#[derive(Clone)]
+struct Holder {
+    queue: Queue,
+    job: Claimed,
+}
+
+impl std::fmt::Debug for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Holder").field("queue", &self.queue.name()).field("token", &self.job.token).finish()
+    }
 }
 
 impl JobContext {
@@ -70,6 +85,14 @@ impl JobContext {
     /// handler's task is aborted then anyway; this lets it stop tidily.
     pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
         self.cancel.cancelled()
+    }
+
+    /// Report how far the job got (at most 4096 bytes: a percentage, a JSON
+    /// object): kept beside the record, read by `Queue::inspect`, `emq
+    /// inspect` and the dashboard, until the job is purged. Fenced: once the
+    /// lease is lost it answers [`Error::Fence`] and writes nothing.
+    pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
+        self.holder.queue.progress(&self.holder.job, value).await
     }
 
     /// Whether [`cancelled`](JobContext::cancelled) has completed.
@@ -109,6 +132,7 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
         payload: job.payload.clone(),
         queue: queue.name().to_owned(),
         cancel: cancel.clone(),
+        holder: Holder { queue: queue.clone(), job: job.clone() },
     };
     // The claim came just before this moment: the lease holds until `lease` from now.
     let started = Instant::now();

@@ -1,5 +1,5 @@
-//! Upkeep: every so often a worker reaps its queue's expired leases and
-//! promotes its due delayed jobs. Both transitions are atomic and move each job
+//! Upkeep: every so often a worker reaps its queue's expired leases,
+//! promotes its due delayed jobs, and fires its schedules' due ticks. Both transitions are atomic and move each job
 //! once, so any number of workers can run them at once; each call moves at
 //! most a thousand jobs, and a worker goes again at once while there are more.
 
@@ -42,6 +42,9 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
                     break;
                 }
             }
+        }
+        if let Err(err) = queue.fire_schedules().await {
+            tracing::warn!(queue = queue.name(), error = %err, "firing schedules failed; trying again later");
         }
     }
 }

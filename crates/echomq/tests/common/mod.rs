@@ -188,6 +188,11 @@ pub enum Call {
     Inspect(Inspect),
     Stats,
     Config(Config),
+    Progress(Progress),
+    Schedule(Schedule),
+    Unschedule(Unschedule),
+    Schedules(Schedules),
+    Fire(Fire),
 }
 
 impl Call {
@@ -208,6 +213,11 @@ impl Call {
             Call::Inspect(c) => c.keys(k),
             Call::Stats => Stats.keys(k),
             Call::Config(c) => c.keys(k),
+            Call::Progress(c) => c.keys(k),
+            Call::Schedule(c) => c.keys(k),
+            Call::Unschedule(c) => c.keys(k),
+            Call::Schedules(c) => c.keys(k),
+            Call::Fire(c) => c.keys(k),
         }
     }
 }
@@ -250,5 +260,11 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Inspect(c) => show(execute(via, k, c).await),
         Call::Stats => show(execute(via, k, &Stats).await),
         Call::Config(c) => show(execute(via, k, c).await),
+        Call::Progress(c) => show(execute(via, k, c).await),
+        Call::Schedule(c) => show(execute(via, k, c).await),
+        Call::Unschedule(c) => show(execute(via, k, c).await),
+        // The server's now aside: the schedules as listed.
+        Call::Schedules(c) => show(execute(via, k, c).await.map(|listed| listed.schedules)),
+        Call::Fire(c) => show(execute(via, k, c).await),
     }
 }

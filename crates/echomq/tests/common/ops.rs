@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use echomq::transition::Config;
-use echomq::{EnqueueOptions, Error, Held, JobId, Queue, RetryPolicy, State};
+use echomq::transition::{Config, Fire, Schedule, Schedules};
+use echomq::{execute, EnqueueOptions, Error, Held, JobId, Queue, RetryPolicy, State};
 use proptest::prelude::*;
 
 /// How many distinct jobs a sequence plays with.
@@ -70,6 +70,37 @@ pub enum Op {
         concurrency: Option<u64>,
         rate: Option<u64>,
     },
+    Progress {
+        slot: usize,
+        stale: bool,
+    },
+    Inspect {
+        slot: usize,
+    },
+    Schedule {
+        name: usize,
+        next: u64,
+    },
+    Unschedule {
+        name: usize,
+    },
+    Schedules {
+        due: bool,
+    },
+    Fire {
+        slot: usize,
+        name: usize,
+        tick: u64,
+        skip: bool,
+    },
+}
+
+/// How many schedule names a sequence plays with.
+pub const NAMES: usize = 2;
+
+/// A schedule's name by number.
+pub fn schedule_name(n: usize) -> String {
+    format!("s{n}")
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -86,7 +117,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         2 => (1u64..=3).prop_map(|max_attempts| Op::Reap { max_attempts }),
         2 => Just(Op::Promote),
         1 => slot.clone().prop_map(|slot| Op::Cancel { slot }),
-        1 => slot.prop_map(|slot| Op::Retry { slot }),
+        1 => slot.clone().prop_map(|slot| Op::Retry { slot }),
         1 => prop_oneof![Just(State::Done), Just(State::Dead), Just(State::Cancelled)]
             .prop_map(|state| Op::Purge { state }),
         1 => (
@@ -95,6 +126,13 @@ pub fn op() -> impl Strategy<Value = Op> {
             proptest::option::of(0u64..=4)
         )
             .prop_map(|(paused, concurrency, rate)| Op::Config { paused, concurrency, rate }),
+        1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Progress { slot, stale }),
+        1 => slot.clone().prop_map(|slot| Op::Inspect { slot }),
+        1 => (0..NAMES, 1u64..=3).prop_map(|(name, next)| Op::Schedule { name, next: next * 1000 }),
+        1 => (0..NAMES).prop_map(|name| Op::Unschedule { name }),
+        1 => any::<bool>().prop_map(|due| Op::Schedules { due }),
+        2 => (slot.clone(), 0..NAMES, 1u64..=3, prop::bool::weighted(0.2))
+            .prop_map(|(slot, name, tick, skip)| Op::Fire { slot, name, tick: tick * 1000, skip }),
     ]
 }
 
@@ -172,5 +210,38 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
             let rate = rate.map(|n| (n, RATE_PERIOD));
             show(q.configure(Config { paused, concurrency, rate }).await)
         }
+        Op::Progress { slot, stale } => {
+            let job = claimed(slot, stale);
+            show(q.progress(&job, progress_value(&job)).await)
+        }
+        Op::Schedule { name, next } => {
+            let call = Schedule { name: schedule_name(name), definition: vec![b'd'; name + 1], next };
+            show(execute(&**q.executor(), q.keyspace(), &call).await)
+        }
+        Op::Unschedule { name } => show(q.unschedule(&schedule_name(name)).await),
+        Op::Schedules { due } => {
+            let call = Schedules { due, limit: 1000 };
+            show(execute(&**q.executor(), q.keyspace(), &call).await.map(|listed| listed.schedules))
+        }
+        Op::Fire { slot, name, tick, skip } => {
+            let call = Fire {
+                id: ids[slot].clone(),
+                payload: vec![slot as u8],
+                name: schedule_name(name),
+                tick,
+                next: tick + 1000,
+                skip,
+            };
+            show(execute(&**q.executor(), q.keyspace(), &call).await)
+        }
+        Op::Inspect { slot } => show(q.inspect(&ids[slot]).await.map(|found| {
+            found.map(|job| (job.record.state, job.record.attempts, job.progress.map(String::from_utf8)))
+        })),
     }
+}
+
+/// The value a PROGRESS op reports: the token it sends, so that a later
+/// INSPECT shows which report stuck.
+pub fn progress_value(job: &echomq::Claimed) -> Vec<u8> {
+    format!("at {}", job.token).into_bytes()
 }

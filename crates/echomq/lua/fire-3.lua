@@ -1,0 +1,58 @@
+--[[ FIRE: one tick of a schedule. When the schedule's next tick is `tick`,
+move it to `next` and enqueue the tick's job, as ENQUEUE does at priority 0
+(nothing when its record exists: a duplicate, or with SKIP 1). Any number of
+workers may try the same tick: one moves it on, the rest find another next.
+
+KEYS[1]  emq:{q}:job:<id>   the tick's record (hash)
+KEYS[2]  emq:{q}:pending    (zset)
+KEYS[3]  emq:{q}:ticks      (zset) name, score = its next tick, server ms
+ARGV[1]  id: the tick's job id (PROTOCOL.md §11.6 derives it)
+ARGV[2]  payload: at most MAX_PAYLOAD (1048576) bytes
+ARGV[3]  name: the schedule's, 1 to MAX_SCHEDULE_NAME (200) bytes
+ARGV[4]  tick: the schedule's next tick as SCHEDULES handed it out, server ms
+ARGV[5]  next: the tick after the one fired, > tick, 0..=9999999999999
+ARGV[6..] options:
+         SKIP <0|1>         1: move on without a job (missed ticks skipped)
+Reply    1 enqueued; 0 moved on without a job (duplicate, or SKIP);
+         -1 the schedule's next tick is not `tick` (fired by another, or
+         removed, or replaced): nothing changed
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
+]]
+--@include schedule
+
+local id, payload = ARGV[1], ARGV[2]
+local err = kind_error(id)
+if err then return err end
+_, err = queue_prefix({'job', 'pending', 'ticks'}, id)
+if err then return err end
+if payload == nil then
+  return emq_error('EMQARG', 'payload is missing')
+end
+if #payload > MAX_PAYLOAD then
+  return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
+end
+local name, tick, next_tick, opts
+name, err = schedule_name(ARGV[3])
+if err then return err end
+tick, err = integer(ARGV[4], 'tick', AT_MS_MIN, AT_MS_MAX)
+if err then return err end
+next_tick, err = integer(ARGV[5], 'next', AT_MS_MIN, AT_MS_MAX)
+if err then return err end
+if next_tick <= tick then
+  return emq_error('EMQARG', 'next must be after tick')
+end
+opts, err = options(6, {SKIP = {FLAG_MIN, FLAG_MAX}})
+if err then return err end
+err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
+if err then return err end
+
+if tonumber(redis.call('ZSCORE', KEYS[3], name)) ~= tick then
+  return -1
+end
+redis.call('ZADD', KEYS[3], next_tick, name)
+if opts.SKIP == 1 or redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0', 'payload', payload)
+redis.call('ZADD', KEYS[2], 0, id)
+return 1

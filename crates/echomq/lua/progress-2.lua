@@ -1,0 +1,30 @@
+--[[ PROGRESS: the holder of the lease reports how far the job got. The value
+is kept beside the record (never in it) until the job is purged; the record
+is untouched.
+
+KEYS[1]  emq:{q}:job:<id>   the record (hash)
+KEYS[2]  emq:{q}:progress   (hash) id → the last progress value
+ARGV[1]  id: the job id
+ARGV[2]  token: the one the claim handed out
+ARGV[3]  value: opaque bytes, at most MAX_PROGRESS (4096)
+Reply    1
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token)
+]]
+--@include fenced
+
+local id, token, err = fenced_call({'job', 'progress'})
+if err then return err end
+local value = ARGV[3]
+if value == nil then
+  return emq_error('EMQARG', 'progress value is missing')
+end
+if #value > MAX_PROGRESS then
+  return emq_error('EMQSIZE', 'progress exceeds ' .. MAX_PROGRESS .. ' bytes')
+end
+err = no_options_error(4)
+if err then return err end
+err = fenced_keys_error({'hash'}, token)
+if err then return err end
+
+redis.call('HSET', KEYS[2], id, value)
+return 1

@@ -1,0 +1,37 @@
+--[[ SCHEDULE: add a schedule to the queue, or replace the one of that name.
+The definition is the host's to read (PROTOCOL.md §11.6); the server stores
+it and hands it out.
+
+KEYS[1]  emq:{q}:schedules  (hash) name → definition
+KEYS[2]  emq:{q}:ticks      (zset) name, score = its next tick, server ms
+ARGV[1]  name: 1 to MAX_SCHEDULE_NAME (200) bytes
+ARGV[2]  definition: at most MAX_DEFINITION (1052672) bytes
+ARGV[3]  next: the first tick, server ms, 0..=9999999999999
+Reply    1 added, 0 replaced
+Errors   EMQARG, EMQSIZE, EMQTYPE
+]]
+--@include schedule
+
+local _, err = queue_prefix({'schedules', 'ticks'})
+if err then return err end
+local name
+name, err = schedule_name(ARGV[1])
+if err then return err end
+local definition = ARGV[2]
+if definition == nil then
+  return emq_error('EMQARG', 'definition is missing')
+end
+if #definition > MAX_DEFINITION then
+  return emq_error('EMQSIZE', 'definition exceeds ' .. MAX_DEFINITION .. ' bytes')
+end
+local next_tick
+next_tick, err = integer(ARGV[3], 'next', AT_MS_MIN, AT_MS_MAX)
+if err then return err end
+err = no_options_error(4)
+if err then return err end
+err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset')
+if err then return err end
+
+local added = redis.call('HSET', KEYS[1], name, definition)
+redis.call('ZADD', KEYS[2], next_tick, name)
+return added

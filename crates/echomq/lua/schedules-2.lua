@@ -1,0 +1,33 @@
+--[[ SCHEDULES: the queue's schedules with their next ticks, and the
+server's now to compute tick times with. Writes nothing.
+
+KEYS[1]  emq:{q}:schedules  (hash)
+KEYS[2]  emq:{q}:ticks      (zset)
+ARGV[1..] options:
+         DUE <0|1>          1: only the schedules whose next tick is ≤ now
+         LIMIT <n>          1..=1000, default 1000: at most this many
+Reply    [now, [name, definition, next]…]: now in server ms, then each
+         schedule by next tick (then name)
+Errors   EMQARG, EMQTYPE
+]]
+--@include schedule
+
+local _, err = queue_prefix({'schedules', 'ticks'})
+if err then return err end
+local opts
+opts, err = options(1, {DUE = {FLAG_MIN, FLAG_MAX}, LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
+if err then return err end
+err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset')
+if err then return err end
+
+local now = now_ms()
+local max = opts.DUE == 1 and now or '+inf'
+local names = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', max, 'WITHSCORES', 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
+local reply = {now}
+for i = 1, #names, 2 do
+  local definition = redis.call('HGET', KEYS[1], names[i])
+  if definition then
+    reply[#reply + 1] = {names[i], definition, tonumber(names[i + 1])}
+  end
+end
+return reply

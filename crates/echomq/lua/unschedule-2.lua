@@ -1,0 +1,23 @@
+--[[ UNSCHEDULE: remove a schedule from the queue. Jobs it fired stay.
+
+KEYS[1]  emq:{q}:schedules  (hash)
+KEYS[2]  emq:{q}:ticks      (zset)
+ARGV[1]  name: 1 to MAX_SCHEDULE_NAME (200) bytes
+Reply    1 removed, 0 there was no such schedule
+Errors   EMQARG, EMQTYPE
+]]
+--@include schedule
+
+local _, err = queue_prefix({'schedules', 'ticks'})
+if err then return err end
+local name
+name, err = schedule_name(ARGV[1])
+if err then return err end
+err = no_options_error(2)
+if err then return err end
+err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset')
+if err then return err end
+
+local removed = redis.call('HDEL', KEYS[1], name)
+redis.call('ZREM', KEYS[2], name)
+return removed

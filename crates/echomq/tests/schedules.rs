@@ -1,0 +1,130 @@
+//! Schedules run by workers: three workers, each with its own connection
+//! (two on Lua, one on the native module), fire a 1 s schedule together, and
+//! each tick becomes exactly one job (no duplicate, no gap) over more than 20
+//! ticks. Missed ticks while nothing ran fire as the schedule's policy says.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use echomq::schedule::{tick_id, tick_of};
+use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::{Embedded, Executor, JobId, Lua, Missed, Native, Queue, Schedule, State};
+use echomq_core::memory::ManualClock;
+use echomq_test_support::{unique_queue, RedisServer};
+
+/// A queue named `name` over a connection of its own.
+async fn queue(server: &RedisServer, native: bool, name: &str) -> Queue {
+    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let via: Arc<dyn Executor> = if native { Arc::new(Native::new(conn)) } else { Arc::new(Lua::new(conn)) };
+    Queue::with_executor(via, name).unwrap()
+}
+
+/// Every job id in the queue's six sets.
+async fn all_jobs(server: &RedisServer, q: &Queue) -> Vec<JobId> {
+    let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut ids = Vec::new();
+    for state in State::ALL {
+        let members: Vec<String> = redis::cmd("ZRANGE")
+            .arg(q.keyspace().state(state))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        ids.extend(members.into_iter().map(|id| id.parse::<JobId>().unwrap()));
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_fire_each_tick_of_a_schedule_once() {
+    let server = RedisServer::start_with_module();
+    let name = unique_queue("cron");
+    let admin = queue(&server, false, &name).await;
+    let every =
+        Schedule::every("beat", Duration::from_secs(1), "tick").unwrap().missed(Missed::All(100)).unwrap();
+    let first = admin.schedule(&every).await.unwrap().next;
+
+    let handled = Arc::new(Mutex::new(Vec::<JobId>::new()));
+    let mut running = Vec::new();
+    for native in [false, true, false] {
+        let q = queue(&server, native, &name).await;
+        let seen = handled.clone();
+        let worker = Worker::with_options(
+            q,
+            move |job: JobContext| {
+                seen.lock().unwrap().push(job.id.clone());
+                async { Ok(()) }
+            },
+            WorkerOptions { upkeep: Duration::from_millis(100), ..WorkerOptions::default() },
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        running.push((
+            stop,
+            tokio::spawn(worker.run_until(async move {
+                let _ = stopped.await;
+            })),
+        ));
+    }
+
+    // Until 21 ticks were handled; bounded, whatever the machine's load.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while handled.lock().unwrap().len() < 21 {
+        assert!(Instant::now() < deadline, "only {} ticks in 90 s", handled.lock().unwrap().len());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (stop, task) in running {
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+
+    let handled = handled.lock().unwrap().clone();
+    let distinct: BTreeSet<&JobId> = handled.iter().collect();
+    assert_eq!(distinct.len(), handled.len(), "a tick's job ran twice: {handled:?}");
+    // Every job of the queue is a tick's, and the ticks run on from the first without a gap.
+    let ids = all_jobs(&server, &admin).await;
+    let ticks: BTreeSet<u64> = ids.iter().map(|id| tick_of(id).expect("a tick's id")).collect();
+    assert_eq!(ticks.len(), ids.len(), "one job per tick");
+    let last = *ticks.last().unwrap();
+    let want: BTreeSet<u64> = (first..=last).step_by(1000).collect();
+    assert_eq!(ticks, want, "every tick from the first to the last, once");
+    assert!(ticks.len() >= 21);
+    for id in &ids {
+        assert_eq!(*id, tick_id(&name, "beat", tick_of(id).unwrap()), "the id is the tick's");
+    }
+}
+
+/// On the embedded executor, whose clock the test moves: no worker ran for
+/// ten and a half hours of an hourly schedule.
+#[tokio::test]
+async fn missed_ticks_fire_as_the_policy_says() {
+    const HOUR: u64 = 3_600_000;
+    let start = 1_764_500_000_000 / HOUR * HOUR + 1000;
+    for (missed, fired) in [(Missed::Last, 1), (Missed::Skip, 0), (Missed::All(3), 3), (Missed::All(100), 10)]
+    {
+        let clock = Arc::new(ManualClock::new(start));
+        let q = Queue::with_executor(Arc::new(Embedded::with_clock(clock.clone())), "missed").unwrap();
+        let hourly = Schedule::every("h", Duration::from_millis(HOUR), "x").unwrap().missed(missed).unwrap();
+        let scheduled = q.schedule(&hourly).await.unwrap();
+        assert_eq!(scheduled.next, start - 1000 + HOUR);
+        clock.advance(10 * HOUR + HOUR / 2);
+
+        assert_eq!(q.fire_schedules().await.unwrap(), fired, "{missed:?}");
+        assert_eq!(q.fire_schedules().await.unwrap(), 0, "{missed:?}: each tick once");
+        let listed = q.schedules().await.unwrap();
+        assert_eq!(listed[0].next, scheduled.next + 10 * HOUR, "{missed:?}: the first tick after now");
+        assert_eq!(q.stats().await.unwrap().pending, fired, "{missed:?}");
+        let latest = q.inspect(&tick_id("missed", "h", scheduled.next + 9 * HOUR)).await.unwrap();
+        assert_eq!(latest.is_some(), fired > 0, "{missed:?}: the latest missed tick is among those fired");
+        let earliest = q.inspect(&tick_id("missed", "h", scheduled.next)).await.unwrap();
+        assert_eq!(earliest.is_some(), fired == 10, "{missed:?}");
+
+        // On time again: the next tick fires under every policy.
+        clock.advance(HOUR / 2);
+        assert_eq!(q.fire_schedules().await.unwrap(), 1, "{missed:?}");
+        assert!(q.unschedule("h").await.unwrap());
+        assert!(!q.unschedule("h").await.unwrap());
+        assert!(q.schedules().await.unwrap().is_empty());
+    }
+}

@@ -1,0 +1,105 @@
+//! `emq schedule add|list|remove`: a queue's schedules, cron or interval.
+//! The queue's workers fire them (`emq work` or any EchoMQ worker).
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use echomq::{Missed, Schedule, When};
+
+use crate::connect::{Error, Server};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Add a schedule, or replace the one of that name.
+    Add(AddArgs),
+    /// List a queue's schedules with their next fire times.
+    List {
+        /// The queue.
+        queue: String,
+    },
+    /// Remove a schedule; the jobs it fired stay.
+    Remove {
+        /// The queue.
+        queue: String,
+        /// The schedule's name.
+        name: String,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct AddArgs {
+    /// The queue.
+    queue: String,
+    /// The schedule's name, unique in the queue.
+    name: String,
+    /// Each tick's job's payload.
+    payload: String,
+    /// A cron expression: 5 fields, or 6 with seconds first, e.g. "0 9 * * MON-FRI".
+    #[arg(long, conflicts_with = "every", required_unless_present = "every")]
+    cron: Option<String>,
+    /// The cron expression's IANA time zone.
+    #[arg(long, default_value = "UTC", requires = "cron")]
+    tz: String,
+    /// A fixed interval instead, e.g. 30s or 1h (ticks at its multiples since the epoch).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    every: Option<Duration>,
+    /// Ticks missed while no worker ran: last (fire the latest once), none, or all:<n> (at most the latest n).
+    #[arg(long, default_value = "last", value_parser = missed)]
+    missed: Missed,
+}
+
+fn missed(text: &str) -> Result<Missed, String> {
+    match text {
+        "last" => Ok(Missed::Last),
+        "none" => Ok(Missed::Skip),
+        all => all
+            .strip_prefix("all:")
+            .and_then(|n| n.parse().ok())
+            .map(Missed::All)
+            .ok_or_else(|| format!("{text:?}: last, none or all:<n>")),
+    }
+}
+
+fn at(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
+    match args.command {
+        Command::Add(add) => {
+            let schedule = match (&add.cron, add.every) {
+                (Some(expr), _) => Schedule::cron(&add.name, expr, &add.tz, add.payload.clone())?,
+                (None, Some(every)) => Schedule::every(&add.name, every, add.payload.clone())?,
+                (None, None) => return Err("give --cron or --every".into()),
+            };
+            let schedule = schedule.missed(add.missed)?;
+            let scheduled = server.queue(&add.queue).await?.schedule(&schedule).await?;
+            println!("scheduled {} in {}: next at {}", add.name, add.queue, at(scheduled.next));
+        }
+        Command::List { queue } => {
+            let listed = server.queue(&queue).await?.schedules().await?;
+            for scheduled in &listed {
+                let s = &scheduled.schedule;
+                let when = match &s.when {
+                    When::Every(every) => format!("every {}", humantime::format_duration(*every)),
+                    When::Cron { expr, zone } => format!("cron {expr:?} {zone}"),
+                };
+                println!("{}  next {}  {when}  missed {:?}", s.name, at(scheduled.next), s.missed);
+            }
+            println!("{} schedules in {queue}", listed.len());
+        }
+        Command::Remove { queue, name } => {
+            if server.queue(&queue).await?.unschedule(&name).await? {
+                println!("removed {name} from {queue}");
+            } else {
+                return Err(format!("no schedule {name} in {queue}").into());
+            }
+        }
+    }
+    Ok(())
+}
