@@ -43,6 +43,8 @@ pub enum Role {
     Schedules,
     /// `ticks`: schedule names by their next tick, server ms (zset).
     Ticks,
+    /// `policy`: id → the job's own policy, for jobs enqueued with one (hash).
+    Policy,
 }
 
 impl Role {
@@ -65,6 +67,7 @@ impl Role {
             Role::Progress => "progress",
             Role::Schedules => "schedules",
             Role::Ticks => "ticks",
+            Role::Policy => "policy",
         }
     }
 

@@ -24,6 +24,7 @@
 //!   command, effect), read by every layer.
 //! - [`limits`]: the ranges of every numeric argument and the size limits.
 //! - [`parse`]: argument parsing and validation shared by every transition.
+//! - [`policy`]: a job's own policy (attempts, back-off, timeout), kept beside its record.
 //! - [`store`]: the [`Store`] trait the transitions run on.
 //! - [`transition`]: every transition (parse, then apply) and [`Name`], which lists and dispatches them.
 //! - [`reply`]: [`Reply`] and [`Refusal`].
@@ -36,6 +37,7 @@ pub mod description;
 pub mod limits;
 pub mod memory;
 pub mod parse;
+pub mod policy;
 pub mod reply;
 pub mod store;
 pub mod transition;
@@ -43,6 +45,7 @@ pub mod transition;
 pub use code::Code;
 pub use description::{Description, Effect, Role};
 pub use memory::Memory;
+pub use policy::{Backoff, Policy};
 pub use reply::{Answer, Refusal, Reply};
 pub use store::{KeyType, Store};
 pub use transition::Name;

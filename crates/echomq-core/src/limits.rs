@@ -35,6 +35,8 @@ pub const PRIORITY: RangeInclusive<i64> = -2_147_483_648..=2_147_483_647;
 pub const TOKEN: RangeInclusive<u64> = 1..=999_999_999_999_999;
 /// A maximum number of attempts (FAIL, REAP): a job with `attempts` at or past it dies.
 pub const MAX_ATTEMPTS: RangeInclusive<u64> = 0..=2_147_483_647;
+/// A job's timeout, in milliseconds (ENQUEUE TIMEOUT): as long as a lease may be.
+pub const TIMEOUT_MS: RangeInclusive<u64> = 1..=2_147_483_647;
 /// How many jobs one CLAIM may take (COUNT).
 pub const CLAIM_COUNT: RangeInclusive<u64> = 1..=1000;
 /// How many jobs one REAP, PROMOTE or PURGE may move (LIMIT); also its default.

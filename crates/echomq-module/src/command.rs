@@ -81,18 +81,22 @@ unsafe extern "C" fn on_command(
     raw::REDISMODULE_OK as c_int
 }
 
-/// How many of `words` (argv without the command name) are KEYS: all of
-/// the description's, or only the required ones (ENQUEUE's two-key form)
-/// when the call is too short to hold them all, or when the word in the first
-/// optional key's place passes the kind gate: the short form puts the job id
-/// there, and no key begins with `JOB`. Any other word there is that key,
-/// right or wrong, so a wrong one gets the script's `EMQARG` (PROTOCOL.md §8).
+/// How many of `words` (argv without the command name) are KEYS, for a
+/// transition whose last keys are optional (ENQUEUE's two, four or five,
+/// FAIL's five or six): its job id comes right after them, and no key begins
+/// with `JOB`, so the keys end at the first word from the required count on
+/// that passes the kind gate. With no such word, all of them when the call
+/// is long enough to hold them, else the required ones. Any other word in a
+/// key's place is that key, right or wrong, so a wrong one gets the
+/// script's `EMQARG` (PROTOCOL.md §8).
 fn key_count(described: &Description, words: &[&[u8]]) -> usize {
     let required = described.required_keys;
     let all = described.keys.len();
-    match words.get(required) {
-        Some(next) if words.len() >= all && echomq_core::parse::kind(Some(next)).is_err() => all,
-        _ => required,
+    let is_id = |at: usize| words.get(at).is_some_and(|word| echomq_core::parse::kind(Some(word)).is_ok());
+    match (required..=all).find(|at| is_id(*at)) {
+        Some(at) => at,
+        None if words.len() >= all => all,
+        None => required,
     }
 }
 
@@ -142,7 +146,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn enqueue_takes_four_keys_when_the_third_is_no_job_id() {
+    fn optional_keys_end_where_the_job_id_begins() {
         let enqueue = Name::Enqueue.describe();
         let four: [&[u8]; 6] = [
             b"emq:{q}:job:JOB_1",
@@ -155,8 +159,28 @@ mod tests {
         assert_eq!(key_count(enqueue, &four), 4);
         let two: [&[u8]; 4] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
         assert_eq!(key_count(enqueue, &two), 2);
-        let other_queue: [&[u8]; 4] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"emq:{r}:delayed", b"p"];
+        let other_queue: [&[u8]; 6] = [
+            b"emq:{q}:job:JOB_1",
+            b"emq:{q}:pending",
+            b"emq:{r}:delayed",
+            b"emq:{q}:priority",
+            b"JOB_1",
+            b"p",
+        ];
         assert_eq!(key_count(enqueue, &other_queue), 4);
+        let five: [&[u8]; 7] = [
+            b"emq:{q}:job:JOB_1",
+            b"emq:{q}:pending",
+            b"emq:{q}:delayed",
+            b"emq:{q}:priority",
+            b"emq:{q}:policy",
+            b"JOB_1",
+            b"x",
+        ];
+        assert_eq!(key_count(enqueue, &five), 5);
+        let fail = Name::Fail.describe();
+        assert_eq!(key_count(fail, &[&five[..4], &five[..1], &five[5..6]].concat()), 5);
+        assert_eq!(key_count(fail, &[&five[..5], &five[..1], &five[5..6]].concat()), 6);
         let not_a_job: [&[u8]; 3] = [b"emq:{q}:job:XYZ", b"emq:{q}:pending", b"XYZ"];
         assert_eq!(key_count(enqueue, &not_a_job), 2);
         assert_eq!(key_count(enqueue, &[b"only".as_slice()]), 2);

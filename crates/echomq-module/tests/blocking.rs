@@ -12,8 +12,9 @@ use echomq_test_support::eventually_blocking;
 use redis::Value;
 
 fn claim(q: &str, block_ms: u64) -> Vec<String> {
-    let [pending, active, config, rate] = ["pending", "active", "config", "rate"].map(|k| format!("{q}{k}"));
-    ["EMQ.CLAIM", &pending, &active, &config, &rate, "30000", "BLOCK", &block_ms.to_string()]
+    let [pending, active, config, rate, policy] =
+        ["pending", "active", "config", "rate", "policy"].map(|k| format!("{q}{k}"));
+    ["EMQ.CLAIM", &pending, &active, &config, &rate, &policy, "30000", "BLOCK", &block_ms.to_string()]
         .map(String::from)
         .to_vec()
 }
@@ -150,7 +151,7 @@ fn every_write_into_pending_wakes_a_blocked_claim() {
     let active = ["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 1 $A"];
     let cases: [(&str, &[&str], &str); 4] = [
         ("release", &active, "EMQ.RELEASE $q:job:$A $q:active $q:pending $q:priority $A 1"),
-        ("reap", &active, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority 5"),
+        ("reap", &active, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority $q:policy 5"),
         (
             "promote",
             &["HSET $q:job:$A state delayed attempts 1 payload p", "ZADD $q:delayed 1 $A"],
@@ -189,7 +190,7 @@ fn records_missing_at_the_head_do_not_make_a_claimer_sleep_on_a_ready_job() {
     assert!(start.elapsed() < Duration::from_secs(2), "it slept: {:?}", start.elapsed());
     // Without BLOCK, a claim answers as the script does: the orphan is dropped, nothing claimed.
     arrange(&mut conn, &q, &["ZADD $q:pending 0 JOB_0", "EMQ.ENQUEUE $q:job:$B $q:pending $B payload"]);
-    let plain = expand(&q, "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 30000");
+    let plain = expand(&q, "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 30000");
     assert_eq!(call(&mut conn, &plain), Ok(Value::Array(vec![])));
     assert_eq!(call(&mut conn, &plain), Ok(job(B)));
 }

@@ -27,19 +27,24 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 22] = [
+const TEMPLATES: [(&str, &str); 24] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $n COUNT $n"),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $n COUNT $n BLOCK $n"),
+    (
+        "EMQ.ENQUEUE",
+        "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $id payload ATTEMPTS $n TIMEOUT $n",
+    ),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n"),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n BLOCK $n"),
     ("EMQ.ACK", "$q:job:$id $q:active $q:done $id $n"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $id $n $n 0 boom"),
+    ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $id $n $n 0 boom"),
     ("EMQ.EXTEND", "$q:job:$id $q:active $id $n 1000"),
     ("EMQ.RELEASE", "$q:job:$id $q:active $q:pending $q:priority $id $n"),
-    ("EMQ.REAP", "$q:active $q:pending $q:dead $q:errors $q:priority $n LIMIT $n"),
+    ("EMQ.REAP", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $n LIMIT $n"),
     ("EMQ.PROMOTE", "$q:delayed $q:pending $q:priority LIMIT $n"),
-    ("EMQ.PURGE", "$q:done $q:priority $q:errors $q:progress 0 LIMIT $n"),
-    ("EMQ.PURGE", "$q:dead $q:priority $q:errors $q:progress 0 LIMIT $n"),
+    ("EMQ.PURGE", "$q:done $q:priority $q:errors $q:progress $q:policy 0 LIMIT $n"),
+    ("EMQ.PURGE", "$q:dead $q:priority $q:errors $q:progress $q:policy 0 LIMIT $n"),
     ("EMQ.CANCEL", "$q:job:$id $q:pending $q:active $q:delayed $q:dead $q:cancelled $id"),
     ("EMQ.RETRY", "$q:job:$id $q:dead $q:pending $q:priority $id"),
     ("EMQ.INSPECT", "$q:job:$id $q:errors $q:progress $id"),
@@ -51,7 +56,7 @@ const TEMPLATES: [(&str, &str); 22] = [
     ("EMQ.SCHEDULES", "$q:schedules $q:ticks DUE 1 LIMIT $n"),
     ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
 ];
-const CALLS: usize = 22 * 400;
+const CALLS: usize = 24 * 400;
 const SEED: u64 = 0x5eed_e3a0_0002;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
@@ -298,7 +303,7 @@ fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
             if kind != want {
                 return Err(format!("{shown} is a {kind}"));
             }
-        } else if name == b"priority" || name == b"errors" || name == b"progress" {
+        } else if [b"priority".as_slice(), b"errors", b"progress", b"policy"].contains(&name) {
             if kind != "hash" {
                 return Err(format!("{shown} is a {kind}"));
             }

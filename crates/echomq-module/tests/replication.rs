@@ -35,17 +35,17 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
             "EMQ.ENQUEUE $q:job:JOB_3 $q:pending $q:delayed $q:priority JOB_3 three DELAY 60000",
             "EMQ.ENQUEUE $q:job:JOB_4 $q:pending JOB_4 four",
             "EMQ.ENQUEUE $q:job:JOB_5 $q:pending JOB_5 five",
-            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 60000 COUNT 2",
+            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000 COUNT 2",
             "EMQ.ACK $q:job:JOB_2 $q:active $q:done JOB_2 1",
             "EMQ.FAIL $q:job:JOB_1 $q:active $q:delayed $q:dead $q:errors JOB_1 1 1 0 broken",
             "EMQ.RETRY $q:job:JOB_1 $q:dead $q:pending $q:priority JOB_1",
             "EMQ.CANCEL $q:job:JOB_3 $q:pending $q:active $q:delayed $q:dead $q:cancelled JOB_3",
-            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 1 COUNT 1",
-            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 60000 COUNT 1",
+            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 1 COUNT 1",
+            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000 COUNT 1",
             "EMQ.EXTEND $q:job:JOB_4 $q:active JOB_4 1 90000",
             "EMQ.PROGRESS $q:job:JOB_4 $q:progress JOB_4 1 half",
             "EMQ.RELEASE $q:job:JOB_4 $q:active $q:pending $q:priority JOB_4 1",
-            "EMQ.PURGE $q:done $q:priority $q:errors $q:progress 0",
+            "EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy 0",
             "EMQ.SCHEDULE $q:schedules $q:ticks s d 5000",
             "EMQ.FIRE $q:job:JOB_7 $q:pending $q:ticks JOB_7 seven s 5000 6000",
             "EMQ.SCHEDULE $q:schedules $q:ticks t d 5000",
@@ -53,14 +53,15 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
         ],
     );
     // The 1 ms lease runs out on the server's clock; reap until it has.
-    let reap = expand(&q, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority 1");
+    let reap = expand(&q, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority $q:policy 1");
     eventually_blocking("the lease to expire and be reaped", || {
         call(&mut on_master, &reap)
             == Ok(redis::Value::Array(vec![redis::Value::Int(0), redis::Value::Int(1)]))
     });
     // A blocked claim woken by an enqueue writes from its callback: replicated too.
     let (mut worker, other) = (connect(&master), queue());
-    let blocking = expand(&other, "EMQ.CLAIM $q:pending $q:active $q:config $q:rate 60000 BLOCK 5000");
+    let blocking =
+        expand(&other, "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000 BLOCK 5000");
     let waiter = thread::spawn(move || call(&mut worker, &blocking));
     eventually_blocking("the claim to block", || {
         info_field(&mut on_master, "clients", "blocked_clients").as_deref() == Some("1")
@@ -157,10 +158,10 @@ fn each_command_reaches_replicas_as_one_multi_exec_of_plain_commands() {
         &["EMQ.ENQUEUE $q:job:JOB_1 $q:pending $q:delayed $q:priority JOB_1 p PRIORITY 4"],
     );
     assert_eq!(stream.next_transaction(), ["MULTI", "HSET", "HSET", "ZADD", "EXEC"]);
-    arrange(&mut conn, &q, &["EMQ.CLAIM $q:pending $q:active $q:config $q:rate 60000"]);
+    arrange(&mut conn, &q, &["EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
     arrange(&mut conn, &q, &["EMQ.ACK $q:job:JOB_1 $q:active $q:done JOB_1 1"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
-    arrange(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors $q:progress 0"]);
+    arrange(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy 0"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HDEL", "DEL", "EXEC"]);
 }

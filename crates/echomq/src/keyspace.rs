@@ -19,6 +19,7 @@
 //! | `emq:{q}:progress` | hash | id → the job's last progress value |
 //! | `emq:{q}:schedules` | hash | schedule name → its definition |
 //! | `emq:{q}:ticks` | zset | schedule names by next tick (server ms) |
+//! | `emq:{q}:policy` | hash | id → the job's own policy (attempts, back-off, timeout) |
 
 use echomq_core::Role;
 
@@ -156,6 +157,11 @@ impl Keyspace {
     /// `emq:{q}:ticks`: schedule names, scored by their next tick.
     pub fn ticks(&self) -> String {
         self.key("ticks")
+    }
+
+    /// `emq:{q}:policy`: id → the job's own policy.
+    pub fn policy(&self) -> String {
+        self.key("policy")
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,

@@ -44,7 +44,7 @@ pub mod schedule;
 pub mod transition;
 pub mod worker;
 
-pub use echomq_core::{limits, Code, Name, Role};
+pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role};
 pub use error::{Error, Result};
 #[cfg(feature = "cluster")]
 pub use executor::connect_cluster;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use echomq_core::{Backoff, Policy};
 use redis::aio::ConnectionLike;
 
 use crate::executor::{claim_waiting, execute, execute_batch, Executor, Lua};
@@ -31,6 +32,9 @@ pub struct EnqueueOptions {
     pub priority: i64,
     /// When the job becomes claimable.
     pub due: Due,
+    /// The job's own policy (attempts, back-off, timeout), honoured by every
+    /// worker on the server; `None` leaves it all to the workers' options.
+    pub policy: Option<Policy>,
 }
 
 impl EnqueueOptions {
@@ -57,6 +61,37 @@ impl EnqueueOptions {
         self.due = Due::At(at);
         self
     }
+
+    /// The job dies when its attempts reach `n`, whatever the worker's
+    /// `max_attempts` (0 or 1: it never retries).
+    pub fn attempts(mut self, n: u64) -> Self {
+        self.policy.get_or_insert_with(Policy::default).attempts = Some(n);
+        self
+    }
+
+    /// The job waits this long before each retry, whatever the worker's back-off.
+    pub fn backoff(mut self, wait: Duration) -> Self {
+        self.policy.get_or_insert_with(Policy::default).backoff = Some(Backoff::Fixed(millis_of(wait)));
+        self
+    }
+
+    /// The job waits `base · 2^(attempt − 1)` before each retry.
+    pub fn backoff_exponential(mut self, base: Duration) -> Self {
+        self.policy.get_or_insert_with(Policy::default).backoff = Some(Backoff::Exponential(millis_of(base)));
+        self
+    }
+
+    /// One attempt may run this long; a worker then cancels it and fails it
+    /// with a timeout error (retried by the job's policy).
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.policy.get_or_insert_with(Policy::default).timeout = Some(millis_of(limit));
+        self
+    }
+}
+
+/// Whole milliseconds, saturating (the range is checked before sending).
+fn millis_of(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// What an enqueue did.
@@ -164,6 +199,7 @@ impl Queue {
             payload: payload.into(),
             priority: options.priority,
             due: options.due,
+            policy: options.policy,
         };
         let admitted = self.run(&call).await?;
         Ok(Enqueued { id: call.id, duplicate: !admitted })
@@ -178,7 +214,13 @@ impl Queue {
     ) -> Result<Vec<Result<JobId>>> {
         let calls: Vec<Enqueue> = payloads
             .into_iter()
-            .map(|payload| Enqueue { id: JobId::mint(), payload: payload.into(), priority: 0, due: Due::Now })
+            .map(|payload| Enqueue {
+                id: JobId::mint(),
+                payload: payload.into(),
+                priority: 0,
+                due: Due::Now,
+                policy: None,
+            })
             .collect();
         let outcomes = execute_batch(&*self.via, &self.keys, &calls).await?;
         Ok(calls.into_iter().zip(outcomes).map(|(call, outcome)| outcome.map(|_| call.id)).collect())

@@ -85,8 +85,14 @@ pub struct WorkerOptions {
     pub concurrency: usize,
     /// Each claim's lease; a heartbeat renews it every third of it.
     pub lease: Duration,
-    /// Retries and back-off; also the reaper's maximum attempts.
+    /// Retries and back-off, and the reaper's maximum attempts, for jobs
+    /// whose producer set no policy of their own (a job's own ATTEMPTS,
+    /// BACKOFF or BACKOFF_EXP win, on the server).
     pub retry: RetryPolicy,
+    /// How long one attempt may run, for jobs with no TIMEOUT of their own;
+    /// `None`: as long as it heart-beats. A job past its timeout is
+    /// cancelled (as on a lost lease) and failed with a timeout error.
+    pub timeout: Option<Duration>,
     /// How long an idle claim waits for work before it asks again (on
     /// executors that can wait: native, embedded, Lua woken by keyspace
     /// notifications). A stopping worker ends its waits early (on the native
@@ -107,6 +113,7 @@ impl Default for WorkerOptions {
             concurrency: 10,
             lease: Duration::from_secs(30),
             retry: RetryPolicy::default(),
+            timeout: None,
             idle_wait: Duration::from_secs(1),
             idle_poll: Duration::from_millis(20),
             upkeep: Duration::from_millis(250),

@@ -115,6 +115,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
                 payload: b"p".to_vec(),
                 priority: 1,
                 due: Due::After(Duration::from_secs(60)),
+                policy: Some(echomq::Policy { attempts: Some(3), ..Default::default() }),
             }),
         ),
         (
@@ -230,7 +231,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 72, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 77, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -312,8 +313,9 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
     let key = |name: &str| format!("{p}{name}");
     let job = key(&format!("job:{A}"));
     let other_queue = "emq:{elsewhere}:pending".to_string();
-    let claim = || vec![key("pending"), key("active"), key("config"), key("rate")];
+    let claim = || vec![key("pending"), key("active"), key("config"), key("rate"), key("policy")];
     let config = || vec![key("config"), key("pending"), key("priority"), key("rate")];
+    let enqueue5 = || vec![job.clone(), key("pending"), key("delayed"), key("priority"), key("policy")];
     let cases: Vec<Refusal> = vec![
         ("claim", claim(), vec![b"0"], "EMQARG lease must be an integer in 1..=2147483647"),
         ("claim", claim(), vec![b"1e3"], "EMQARG lease must be an integer in 1..=2147483647"),
@@ -326,13 +328,13 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ("claim", vec![key("pending")], vec![b"1000"], "EMQARG wrong number of keys"),
         (
             "claim",
-            vec![key("active"), key("pending"), key("config"), key("rate")],
+            vec![key("active"), key("pending"), key("config"), key("rate"), key("policy")],
             vec![b"1000"],
             "EMQARG KEYS[1] must be emq:{<queue>}:pending",
         ),
         (
             "claim",
-            vec![key("pending"), other_queue.clone(), key("config"), key("rate")],
+            vec![key("pending"), other_queue.clone(), key("config"), key("rate"), key("policy")],
             vec![b"1000"],
             &*Box::leak(format!("EMQARG KEYS[2] must be {p}active").into_boxed_str()),
         ),
@@ -417,6 +419,48 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
             "EMQARG PRIORITY must be an integer in -2147483648..=2147483647",
         ),
         (
+            "enqueue",
+            vec![job.clone(), key("pending"), key("delayed"), key("priority")],
+            vec![A.as_bytes(), b"p", b"ATTEMPTS", b"3"],
+            "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys",
+        ),
+        (
+            "enqueue",
+            enqueue5(),
+            vec![A.as_bytes(), b"p", b"BACKOFF", b"5", b"BACKOFF_EXP", b"5"],
+            "EMQARG BACKOFF and BACKOFF_EXP exclude each other",
+        ),
+        (
+            "enqueue",
+            enqueue5(),
+            vec![A.as_bytes(), b"p", b"TIMEOUT", b"0"],
+            "EMQARG TIMEOUT must be an integer in 1..=2147483647",
+        ),
+        (
+            "enqueue",
+            enqueue5(),
+            vec![A.as_bytes(), b"p", b"ATTEMPTS", b"-1"],
+            "EMQARG ATTEMPTS must be an integer in 0..=2147483647",
+        ),
+        (
+            "enqueue",
+            enqueue5(),
+            vec![A.as_bytes(), b"p", b"ATTEMPTS", b"1", b"attempts", b"2"],
+            "EMQARG ATTEMPTS given twice",
+        ),
+        (
+            "enqueue",
+            enqueue5(),
+            vec![A.as_bytes(), b"p", b"BACKOFF_EXP", b"1000000000000"],
+            "EMQARG BACKOFF_EXP must be an integer in 0..=999999999999",
+        ),
+        (
+            "enqueue",
+            vec![job.clone(), key("pending"), key("delayed"), key("priority"), key("priorities")],
+            vec![A.as_bytes(), b"p", b"ATTEMPTS", b"1"],
+            &*Box::leak(format!("EMQARG KEYS[5] must be {p}policy").into_boxed_str()),
+        ),
+        (
             "ack",
             vec![job.clone(), key("active"), key("done")],
             vec![A.as_bytes(), b"0"],
@@ -436,7 +480,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ),
         (
             "reap",
-            vec![key("active"), key("pending"), key("dead"), key("errors"), key("priority")],
+            vec![key("active"), key("pending"), key("dead"), key("errors"), key("priority"), key("policy")],
             vec![b"3", b"LIMIT", b"1001"],
             "EMQARG LIMIT must be an integer in 1..=1000",
         ),
@@ -453,7 +497,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let h = harness().await;
     let p = h.prefix();
     let host = Claim { lease: Duration::ZERO, count: 1 }.args().unwrap_err();
-    let claim_keys = [format!("{p}pending"), format!("{p}active"), format!("{p}config"), format!("{p}rate")];
+    let claim_keys = ["pending", "active", "config", "rate", "policy"].map(|key| format!("{p}{key}"));
     let server = text(eval(&h, "claim", &claim_keys, &[b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
 
@@ -469,6 +513,23 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let host = Config { rate: Some((5, Duration::ZERO)), ..Config::default() }.args().unwrap_err();
     let server = text(eval(&h, "config", &config_keys, &[b"RATE", b"5", b"PER", b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
+
+    // A job's policy: the host's check and the script's, in the same words.
+    let policy = |timeout| echomq::Policy { timeout: Some(timeout), ..echomq::Policy::default() };
+    let enqueue = |timeout| Enqueue {
+        id: a(),
+        payload: b"p".to_vec(),
+        priority: 0,
+        due: Due::Now,
+        policy: Some(policy(timeout)),
+    };
+    let host = enqueue(0).args().unwrap_err();
+    let enqueue_keys =
+        [h.keys.job(&a()), h.keys.pending(), h.keys.delayed(), h.keys.priority(), h.keys.policy()];
+    let server = text(eval(&h, "enqueue", &enqueue_keys, &[A.as_bytes(), b"p", b"TIMEOUT", b"0"]).await);
+    assert_eq!(Err(host.to_string()), server);
+    let err = h.queue.enqueue_with(b"p".to_vec(), EnqueueOptions::default().timeout(Duration::ZERO)).await;
+    assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
     let err = h.queue.limit_rate(Some((0, Duration::from_secs(1)))).await;
     assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
     let err = h.queue.limit_concurrency(Some(0)).await;

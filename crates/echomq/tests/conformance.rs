@@ -382,6 +382,12 @@ const SHAPES: [Shape; 19] = [
             ("AT", "1"),
             ("AT", "x"),
             ("COLOUR", "1"),
+            ("ATTEMPTS", "1"),
+            ("attempts", "0"),
+            ("BACKOFF", "5000"),
+            ("BACKOFF_EXP", "1000"),
+            ("TIMEOUT", "0"),
+            ("TIMEOUT", "60000"),
         ],
     },
     Shape {
@@ -794,7 +800,7 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
             redis::cmd("HGETALL").arg(key("priority")).query(&mut reader).unwrap();
         assert_eq!(priorities, [(a.to_owned(), "7".to_owned())], "native {native}");
 
-        let claim_keys = || vec![key("pending"), key("active"), key("config"), key("rate")];
+        let claim_keys = || vec![key("pending"), key("active"), key("config"), key("rate"), key("policy")];
         let claimed = call(Name::Claim, claim_keys(), vec!["60000"]);
         let want = Value::Array(vec![Value::Array(vec![
             Value::BulkString(b.as_bytes().to_vec()),

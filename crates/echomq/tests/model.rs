@@ -25,6 +25,8 @@ struct Job {
     short: bool,
     /// The last PROGRESS value, kept until the job is purged.
     progress: Option<String>,
+    /// Its own maximum attempts (its policy), over FAIL's and REAP's.
+    own_attempts: Option<u64>,
 }
 
 struct Model {
@@ -63,13 +65,20 @@ impl Model {
 async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (String, String) {
     // The model's reply first, from the state before the op (the same tokens perform will send).
     let want = match *op {
-        Op::Enqueue { slot, priority, delay } => {
+        Op::Enqueue { slot, priority, delay, attempts } => {
             let duplicate = model.jobs.contains_key(&slot);
             if !duplicate {
                 let state = if delay.is_some() { State::Delayed } else { State::Pending };
                 model.jobs.insert(
                     slot,
-                    Job { state, attempts: 0, priority, short: delay == Some(true), progress: None },
+                    Job {
+                        state,
+                        attempts: 0,
+                        priority,
+                        short: delay == Some(true),
+                        progress: None,
+                        own_attempts: attempts,
+                    },
                 );
             }
             format!("{duplicate:?}")
@@ -109,7 +118,11 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
         }),
         Op::Fail { slot, stale, max_attempts, short } => {
             model.fenced(slot, token_for(tokens, slot, stale), |job| {
-                let failed = if job.attempts >= max_attempts { Failed::Dead } else { Failed::Delayed };
+                let failed = if job.attempts >= job.own_attempts.unwrap_or(max_attempts) {
+                    Failed::Dead
+                } else {
+                    Failed::Delayed
+                };
                 job.state = if failed == Failed::Dead { State::Dead } else { State::Delayed };
                 job.short = short;
                 format!("{failed:?}")
@@ -127,7 +140,7 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             wait_for_short_scores(h, &h.keys.active()).await;
             let (mut requeued, mut dead) = (0, 0);
             for job in model.jobs.values_mut().filter(|job| job.state == State::Active && job.short) {
-                if job.attempts >= max_attempts {
+                if job.attempts >= job.own_attempts.unwrap_or(max_attempts) {
                     job.state = State::Dead;
                     dead += 1;
                 } else {
@@ -211,8 +224,14 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                 if skip || model.jobs.contains_key(&slot) {
                     "MovedOn".into()
                 } else {
-                    let job =
-                        Job { state: State::Pending, attempts: 0, priority: 0, short: false, progress: None };
+                    let job = Job {
+                        state: State::Pending,
+                        attempts: 0,
+                        priority: 0,
+                        short: false,
+                        progress: None,
+                        own_attempts: None,
+                    };
                     model.jobs.insert(slot, job);
                     "Enqueued".into()
                 }

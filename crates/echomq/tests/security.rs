@@ -31,10 +31,10 @@ pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.e
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
 /// A producer on Lua: only the keys ENQUEUE writes, and its commands.
-pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority \
+pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy \
      resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd";
 /// A producer on the native module.
-pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority \
+pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy \
      resetchannels -@all +command|info +emq.enqueue";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
@@ -279,7 +279,8 @@ async fn a_producer_user_enqueues_and_claims_nothing() {
         let name = unique_queue("producer");
         let queue = Queue::with_executor(executor, &name).unwrap();
         queue.enqueue(b"now".to_vec()).await.unwrap();
-        let options = echomq::EnqueueOptions::default().priority(-3).delay(Duration::from_secs(60));
+        let options =
+            echomq::EnqueueOptions::default().priority(-3).delay(Duration::from_secs(60)).attempts(2);
         queue.enqueue_with(b"later".to_vec(), options).await.unwrap();
         let refusal = queue.claim(Duration::from_secs(10)).await.unwrap_err().to_string();
         assert!(refusal.to_lowercase().contains("noperm"), "{via:?}: {refusal}");

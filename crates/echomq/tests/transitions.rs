@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{check, harness_on, run, unexpand, Call, Harness, Line, A};
 use echomq::transition::*;
-use echomq::{Embedded, Executor, JobId, Name, Native, State};
+use echomq::{Backoff, Embedded, Executor, JobId, Name, Native, Policy, State};
 use echomq_core::memory::Dump;
 use echomq_test_support::RedisServer;
 
@@ -29,7 +29,7 @@ fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 fn enqueue(priority: i64, due: Due) -> Call {
-    Call::Enqueue(Enqueue { id: a(), payload: b"p".to_vec(), priority, due })
+    Call::Enqueue(Enqueue { id: a(), payload: b"p".to_vec(), priority, due, policy: None })
 }
 fn fail(token: u64, max_attempts: u64) -> Call {
     Call::Fail(Fail { id: a(), token, max_attempts, backoff: secs(1), error: "boom".into() })
@@ -83,7 +83,46 @@ fn cases() -> Vec<Case> {
             reply: "Ok(true)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
+        Case {
+            name: "enqueue with a policy keeps it beside the record, its options in a fixed order",
+            given: &[],
+            call: Call::Enqueue(Enqueue {
+                id: a(),
+                payload: b"p".to_vec(),
+                priority: 0,
+                due: Due::Now,
+                policy: Some(Policy {
+                    attempts: Some(2),
+                    backoff: Some(Backoff::Exponential(1000)),
+                    timeout: Some(5000),
+                }),
+            }),
+            reply: "Ok(true)",
+            after: &[
+                "job:$A attempts=0 payload=p state=pending",
+                "pending $A@0",
+                "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000",
+            ],
+        },
         // CLAIM
+        Case {
+            name: "claim hands a job with a policy its policy, and one without none",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $A 0 $B",
+                "HSET $q:policy $A ATTEMPTS~2~TIMEOUT~5000",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: Some(Policy { attempts: Some(2), \
+                    backoff: None, timeout: Some(5000) }) }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
+            after: &[
+                "active $A@now+30000 $B@now+30000",
+                "job:$A attempts=1 payload=a state=active",
+                "job:$B attempts=1 payload=b state=active",
+                "policy $A=ATTEMPTS~2~TIMEOUT~5000",
+            ],
+        },
         Case {
             name: "claim takes the lowest priority first and mints token 1",
             given: &[
@@ -92,7 +131,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:pending 0 $A -1 $B",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $B, token: 1, payload: [98] }])",
+            reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None }])",
             after: &[
                 "active $B@now+30000",
                 "job:$A attempts=0 payload=a state=pending",
@@ -108,7 +147,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:pending 0 $B 0 $A",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 3, payload: [97] }, Claimed { id: $B, token: 1, payload: [98] }])",
+            reply: "Ok([Claimed { id: $A, token: 3, payload: [97], policy: None }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
             after: &[
                 "active $A@now+30000 $B@now+30000",
                 "job:$A attempts=3 payload=a state=active",
@@ -150,7 +189,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:config concurrency 2",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }]) held Busy",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Busy",
             after: &[
                 "active $B@5 $A@now+30000",
                 "config concurrency=2",
@@ -185,7 +224,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:config concurrency 3",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }])",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }])",
             after: &["active $A@now+30000", "config concurrency=3", "job:$A attempts=1 payload=a state=active"],
         },
         Case {
@@ -198,7 +237,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:rate 5 $B:9",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }, Claimed { id: $B, token: 1, payload: [98] }])",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
             after: &[
                 "active $A@now+30000 $B@now+30000",
                 "config per=1000 rate=5",
@@ -234,7 +273,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:rate 9999999999999 $B:7",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }]) held Rate",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Rate",
             after: &[
                 "active $A@now+30000",
                 "config per=86400000 rate=2",
@@ -253,7 +292,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:config rate 5 per 1000 concurrency 1",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97] }]) held Busy",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Busy",
             after: &[
                 "active $A@now+30000",
                 "config concurrency=1 per=1000 rate=5",
@@ -374,6 +413,49 @@ fn cases() -> Vec<Case> {
             reply: "Err(EMQFENCE)",
             after: ACTIVE_A_AFTER,
         },
+        Case {
+            name: "fail goes by the job's own attempts over the caller's",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:policy $A ATTEMPTS~1",
+            ],
+            call: fail(1, 3),
+            reply: "Ok(Dead)",
+            after: &["dead $A@now", "errors $A=boom", "job:$A attempts=1 payload=p state=dead", "policy $A=ATTEMPTS~1"],
+        },
+        Case {
+            name: "fail backs off by the job's own exponential back-off, doubling per attempt",
+            given: &[
+                "HSET $q:job:$A state active attempts 3 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:policy $A BACKOFF_EXP~1000",
+            ],
+            call: fail(3, 5),
+            reply: "Ok(Delayed)",
+            after: &[
+                "delayed $A@now+4000",
+                "errors $A=boom",
+                "job:$A attempts=3 payload=p state=delayed",
+                "policy $A=BACKOFF_EXP~1000",
+            ],
+        },
+        Case {
+            name: "fail takes the caller's defaults for a policy that does not read as one",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:policy $A ATTEMPTS~1~COLOUR~red",
+            ],
+            call: fail(1, 3),
+            reply: "Ok(Delayed)",
+            after: &[
+                "delayed $A@now+1000",
+                "errors $A=boom",
+                "job:$A attempts=1 payload=p state=delayed",
+                "policy $A=ATTEMPTS~1~COLOUR~red",
+            ],
+        },
         // EXTEND
         Case {
             name: "extend moves the lease deadline",
@@ -432,6 +514,25 @@ fn cases() -> Vec<Case> {
             reply: "Ok(Reaped { requeued: 0, dead: 1 })",
             after: &["dead $A@now", "errors $A=lease~expired", "job:$A attempts=3 payload=p state=dead"],
         },
+        Case {
+            name: "reap goes by each job's own attempts over the reaper's",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload a",
+                "HSET $q:job:$B state active attempts 3 payload b",
+                "ZADD $q:active 5 $A 5 $B",
+                "HSET $q:policy $A ATTEMPTS~1 $B ATTEMPTS~5",
+            ],
+            call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
+            reply: "Ok(Reaped { requeued: 1, dead: 1 })",
+            after: &[
+                "dead $A@now",
+                "errors $A=lease~expired",
+                "job:$A attempts=1 payload=a state=dead",
+                "job:$B attempts=3 payload=b state=pending",
+                "pending $B@0",
+                "policy $A=ATTEMPTS~1 $B=ATTEMPTS~5",
+            ],
+        },
         // PROMOTE
         Case {
             name: "promote moves due jobs to pending at their priority and leaves the rest",
@@ -461,6 +562,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:priority $A 3 $B 4",
                 "HSET $q:errors $A boom $B bang",
                 "HSET $q:progress $A 3 $B 9",
+                "HSET $q:policy $A ATTEMPTS~3 $B TIMEOUT~9",
             ],
             call: Call::Purge(Purge { state: State::Dead, age: secs(60), limit: 1000 }),
             reply: "Ok(1)",
@@ -468,6 +570,7 @@ fn cases() -> Vec<Case> {
                 "dead $B@9999999999999",
                 "errors $B=bang",
                 "job:$B attempts=3 payload=b state=dead",
+                "policy $B=TIMEOUT~9",
                 "priority $B=4",
                 "progress $B=9",
             ],
@@ -889,7 +992,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:active x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
         args: "60000",
         error: "EMQTYPE $q:active holds a list, not a zset",
     },
@@ -897,7 +1000,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim of a record that is a set",
         given: &["ZADD $q:pending 0 $A", "SADD $q:job:$A x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
         args: "60000",
         error: "EMQTYPE $q:job:$A holds a set, not a hash",
     },
@@ -925,7 +1028,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a lease of 0",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
         args: "0",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -933,7 +1036,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a huge count",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
         args: "100 COUNT 99999999999999999999",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -949,7 +1052,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a negative limit",
         given: &[],
         call: Name::Reap,
-        keys: "$q:active $q:pending $q:dead $q:errors $q:priority",
+        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy",
         args: "3 LIMIT -1",
         error: "EMQARG LIMIT must be an integer in 1..=1000",
     },
@@ -957,7 +1060,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a missing argument",
         given: &[],
         call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy",
         args: "",
         error: "EMQARG age must be an integer in 0..=999999999999",
     },
@@ -986,6 +1089,74 @@ const REFUSALS: &[Refusal] = &[
         error: "EMQKIND job id must be JOB-namespaced",
     },
     Refusal {
+        name: "claim with a policy that is a string",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "SET $q:policy x",
+        ],
+        call: Name::Claim,
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        args: "60000",
+        error: "EMQTYPE $q:policy holds a string, not a hash",
+    },
+    Refusal {
+        name: "fail with a policy that is a list",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "RPUSH $q:policy x",
+        ],
+        call: Name::Fail,
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy",
+        args: "$A 1 3 1000 boom",
+        error: "EMQTYPE $q:policy holds a list, not a hash",
+    },
+    Refusal {
+        name: "fail with a sixth key of another role",
+        given: ACTIVE_A,
+        call: Name::Fail,
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:priority",
+        args: "$A 1 3 1000 boom",
+        error: "EMQARG KEYS[6] must be $q:policy",
+    },
+    Refusal {
+        name: "reap with a policy that is a set",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "SADD $q:policy x",
+        ],
+        call: Name::Reap,
+        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy",
+        args: "3",
+        error: "EMQTYPE $q:policy holds a set, not a hash",
+    },
+    Refusal {
+        name: "enqueue with a policy and four keys",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority",
+        args: "$A p TIMEOUT 5000",
+        error: "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys",
+    },
+    Refusal {
+        name: "enqueue with a fixed and an exponential back-off",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        args: "$A p BACKOFF 5 backoff_exp 5",
+        error: "EMQARG BACKOFF and BACKOFF_EXP exclude each other",
+    },
+    Refusal {
+        name: "enqueue with a policy into a policy that is a string",
+        given: &["SET $q:policy x"],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        args: "$A p ATTEMPTS 2",
+        error: "EMQTYPE $q:policy holds a string, not a hash",
+    },
+    Refusal {
         name: "claim with a config that is a string",
         given: &[
             "HSET $q:job:$A state pending attempts 0 payload p",
@@ -993,7 +1164,7 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:config x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
         args: "60000",
         error: "EMQTYPE $q:config holds a string, not a hash",
     },
@@ -1006,7 +1177,7 @@ const REFUSALS: &[Refusal] = &[
             "HSET $q:rate f v",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
         args: "60000",
         error: "EMQTYPE $q:rate holds a hash, not a zset",
     },
@@ -1282,7 +1453,7 @@ const REFUSALS: &[Refusal] = &[
         name: "purge into a progress that is a set",
         given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A", "SADD $q:progress x"],
         call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy",
         args: "0",
         error: "EMQTYPE $q:progress holds a set, not a hash",
     },

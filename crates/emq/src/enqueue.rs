@@ -23,6 +23,18 @@ pub struct Args {
     /// Claimable only after this long, e.g. 30s or 5m.
     #[arg(long, value_parser = humantime::parse_duration)]
     delay: Option<Duration>,
+    /// The job's own maximum attempts, whatever the workers' --max-attempts.
+    #[arg(long)]
+    attempts: Option<u64>,
+    /// The job's own wait between attempts, fixed, e.g. 10s.
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "backoff_exp")]
+    backoff: Option<Duration>,
+    /// The job's own wait between attempts, doubling from this, e.g. 1s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    backoff_exp: Option<Duration>,
+    /// How long one attempt may run before a worker stops it and fails it, e.g. 5m.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    timeout: Option<Duration>,
     /// The job's id, to make a retried enqueue idempotent (default: a new one).
     #[arg(long, conflicts_with = "jsonl")]
     id: Option<JobId>,
@@ -46,6 +58,18 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     let mut options = EnqueueOptions::default().priority(args.priority);
     if let Some(delay) = args.delay {
         options = options.delay(delay);
+    }
+    if let Some(n) = args.attempts {
+        options = options.attempts(n);
+    }
+    if let Some(wait) = args.backoff {
+        options = options.backoff(wait);
+    }
+    if let Some(base) = args.backoff_exp {
+        options = options.backoff_exponential(base);
+    }
+    if let Some(limit) = args.timeout {
+        options = options.timeout(limit);
     }
     let queue =
         server.queue(&args.queue).await.map_err(|err| match Failure::of_connecting(err.as_ref()) {

@@ -39,12 +39,19 @@ pub struct Args {
     /// Each job's lease, renewed while the command runs.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
     lease: Duration,
-    /// Attempts before a job is dead.
+    /// Attempts before a job is dead (a job enqueued with its own --attempts
+    /// goes by that).
     #[arg(long, default_value_t = 5)]
     max_attempts: u64,
-    /// The back-off after the first failure; it doubles each time.
+    /// The back-off after the first failure; it doubles each time (a job
+    /// enqueued with its own --backoff or --backoff-exp goes by that).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "1s")]
     backoff: Duration,
+    /// How long one run of the command may take, for jobs enqueued with no
+    /// --timeout of their own; past it the command's process group gets
+    /// SIGTERM (SIGKILL 0.5 s later) and the job fails with a timeout error.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    timeout: Option<Duration>,
     /// On SIGTERM, how long running commands may go on before their process
     /// groups get SIGTERM (SIGKILL 0.5 s later) and their jobs are released.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
@@ -67,6 +74,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         concurrency: args.concurrency,
         lease: args.lease,
         grace: args.grace,
+        timeout: args.timeout,
         retry: RetryPolicy {
             max_attempts: args.max_attempts,
             backoff: args.backoff,

@@ -7,6 +7,7 @@ use super::{fence, need, number, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, TOKEN};
 use crate::parse::{count, kind, options, queue_prefix};
+use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
 
@@ -27,15 +28,15 @@ impl<'a> Claim<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "claim",
         command: "EMQ.CLAIM",
-        keys: &[Role::Pending, Role::Active, Role::Config, Role::Rate],
-        required_keys: 4,
+        keys: &[Role::Pending, Role::Active, Role::Config, Role::Rate, Role::Policy],
+        required_keys: 5,
         args: &["lease"],
         options: &["COUNT", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, active, config, rate. ARGV: lease, then COUNT (and BLOCK, native only).
+    /// KEYS: pending, active, config, rate, policy. ARGV: lease, then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
@@ -55,11 +56,20 @@ impl<'a> Claim<'a> {
     /// as many as the queue's gate lets through; when it let fewer than
     /// COUNT through, its reason follows the jobs (see [`Claim::held`]).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [pending, active, config, rate] = [self.keys[0], self.keys[1], self.keys[2], self.keys[3]];
+        let [pending, active, config, rate, policy] =
+            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
         let gate = gate(store, config, active, rate, self.count)?;
-        let (mut claimed, logged) = self.take(store, gate.room, gate.now())?;
+        // Only a queue with jobs of their own policy has the key: one lookup.
+        let policies = match store.key_type(policy) {
+            KeyType::None => None,
+            _ => {
+                need(store, policy, KeyType::Hash)?;
+                Some(policy)
+            }
+        };
+        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), policies)?;
         spend(store, rate, &gate, &logged);
         if let Some(held) = gate.held {
             claimed.push(Reply::Int(held));
@@ -70,12 +80,14 @@ impl<'a> Claim<'a> {
     /// Claim up to `room` jobs from the head of pending: their replies, and
     /// each as the rate log names it, `<id>:<token>`. `now` is the gate's
     /// clock reading when it read one: the records' stamps and the rate log
-    /// then show the same moment.
+    /// then show the same moment. A job with a policy in `policies` gets it
+    /// as a fourth element.
     fn take<S: Store>(
         &self,
         store: &mut S,
         room: u64,
         now: Option<u64>,
+        policies: Option<&[u8]>,
     ) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
         let [pending, active] = [self.keys[0], self.keys[1]];
         if room == 0 {
@@ -101,7 +113,9 @@ impl<'a> Claim<'a> {
             );
             store.zadd(active, deadline, id);
             let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
-            claimed.push(Reply::Array(vec![Reply::Bulk(id.clone()), Reply::count(token), payload]));
+            let mut job = vec![Reply::Bulk(id.clone()), Reply::count(token), payload];
+            job.extend(policies.and_then(|policies| store.hget(policies, id)).map(Reply::Bulk));
+            claimed.push(Reply::Array(job));
             logged.push([id.as_slice(), b":", token.to_string().as_bytes()].concat());
         }
         Ok((claimed, logged))
@@ -186,7 +200,7 @@ impl<'a> Fail<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "fail",
         command: "EMQ.FAIL",
-        keys: &[Role::Job, Role::Active, Role::Delayed, Role::Dead, Role::Errors],
+        keys: &[Role::Job, Role::Active, Role::Delayed, Role::Dead, Role::Errors, Role::Policy],
         required_keys: 5,
         args: &["id", "token", "max_attempts", "backoff", "error"],
         options: &[],
@@ -194,9 +208,13 @@ impl<'a> Fail<'a> {
         wakes_claims: false,
     };
 
-    /// KEYS: job, active, delayed, dead, errors. ARGV: id, token, max attempts, back-off, error.
+    /// KEYS: job, active, delayed, dead, errors[, policy]. ARGV: id, token,
+    /// max attempts, back-off, error: the caller's, for a job with no policy
+    /// of its own (or with five keys).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fail<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
+        let roles = Self::DESCRIPTION.keys;
+        let roles = if keys.len() == Self::DESCRIPTION.required_keys { &roles[..keys.len()] } else { roles };
+        let fenced = Fenced::parse(keys, args, roles)?;
         let max_attempts = count(args.get(2).copied(), "max_attempts", MAX_ATTEMPTS)?;
         let backoff = count(args.get(3).copied(), "backoff", DELAY_MS)?;
         let error = *args.get(4).ok_or_else(|| Refusal::arg("error text is missing"))?;
@@ -207,19 +225,23 @@ impl<'a> Fail<'a> {
         Ok(Fail { fenced, max_attempts, backoff, error })
     }
 
-    /// To delayed for a retry after the back-off, or to dead at max attempts.
+    /// To delayed for a retry after the back-off, or to dead at max attempts,
+    /// by the job's own policy where it has one.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, token } = self.fenced;
-        self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        let types = [KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash];
+        self.fenced.check(store, &types[..keys.len() - 1])?;
+        let policy = keys.get(5).and_then(|policy| store.hget(policy, id)).map(|text| Policy::read(&text));
+        let policy = policy.unwrap_or_default();
         let now = store.now_ms();
-        let dead = token >= self.max_attempts;
+        let dead = token >= policy.max_attempts(self.max_attempts);
         let state: &[u8] = if dead { b"dead" } else { b"delayed" };
         store.zrem(keys[1], id);
         write_record(store, keys[0], &[(b"state", state)], now);
         if dead {
             store.zadd(keys[3], now as f64, id);
         } else {
-            store.zadd(keys[2], (now + self.backoff) as f64, id);
+            store.zadd(keys[2], (now + policy.backoff_ms(self.backoff, token)) as f64, id);
         }
         store.hset(keys[4], &[(id, self.error)]);
         Ok(Reply::Bulk(state.to_vec()))

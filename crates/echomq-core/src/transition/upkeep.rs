@@ -4,6 +4,7 @@ use super::{need, number, present_here, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
 use crate::parse::{count, options, queue_prefix, record_key};
+use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
 
@@ -26,15 +27,16 @@ impl<'a> Reap<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "reap",
         command: "EMQ.REAP",
-        keys: &[Role::Active, Role::Pending, Role::Dead, Role::Errors, Role::Priority],
-        required_keys: 5,
+        keys: &[Role::Active, Role::Pending, Role::Dead, Role::Errors, Role::Priority, Role::Policy],
+        required_keys: 6,
         args: &["max_attempts"],
         options: &["LIMIT"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: active, pending, dead, errors, priority. ARGV: max attempts, LIMIT.
+    /// KEYS: active, pending, dead, errors, priority, policy. ARGV: max
+    /// attempts (the reaper's, for a job with no policy of its own), LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
         let max_attempts = count(args.first().copied(), "max_attempts", MAX_ATTEMPTS)?;
@@ -44,11 +46,11 @@ impl<'a> Reap<'a> {
 
     /// Expired leases to pending, or to dead at max attempts; reply [requeued, dead].
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [active, pending, dead, errors, priority] =
-            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
-        for (key, want) in
-            self.keys.iter().zip([KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash])
-        {
+        let [active, pending, dead, errors, priority, policy] =
+            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4], self.keys[5]];
+        let types =
+            [KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash, KeyType::Hash];
+        for (key, want) in self.keys.iter().zip(types) {
             need(store, key, want)?;
         }
         let now = store.now_ms();
@@ -57,10 +59,13 @@ impl<'a> Reap<'a> {
             return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
         let records = take(store, active, self.prefix, &ids, b"attempts")?;
+        let policies = store.key_type(policy) == KeyType::Hash;
         let (mut requeued, mut died) = (0, 0);
         for (id, (key, attempts)) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
-            if number(Some(&attempts)).unwrap_or(0.0) >= self.max_attempts as f64 {
+            let own = policies.then(|| store.hget(policy, id)).flatten().map(|text| Policy::read(&text));
+            let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);
+            if number(Some(&attempts)).unwrap_or(0.0) >= max_attempts as f64 {
                 write_record(store, &key, &[(b"state", b"dead")], now);
                 store.zadd(dead, now as f64, id);
                 store.hset(errors, &[(id, b"lease expired")]);
@@ -138,15 +143,15 @@ impl<'a> Purge<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "purge",
         command: "EMQ.PURGE",
-        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress],
-        required_keys: 4,
+        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy],
+        required_keys: 5,
         args: &["age"],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: done, dead or cancelled; priority; errors; progress. ARGV: age, LIMIT.
+    /// KEYS: done, dead or cancelled; priority; errors; progress; policy. ARGV: age, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let finished = keys
             .first()
@@ -159,7 +164,7 @@ impl<'a> Purge<'a> {
             _ => return Err(Refusal::arg("KEYS[1] must be emq:{<queue>}:done, dead or cancelled")),
         };
         // KEYS[1] is the finished set it names, the other roles as described.
-        let roles = [finished, Role::Priority, Role::Errors, Role::Progress];
+        let roles = [finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy];
         debug_assert_eq!(roles[1..], Self::DESCRIPTION.keys[1..]);
         let prefix = queue_prefix(keys, &roles, b"")?;
         let age = count(args.first().copied(), "age", AGE_MS)?;
@@ -168,13 +173,14 @@ impl<'a> Purge<'a> {
     }
 
     /// Delete finished jobs past the age: records, set entries, priorities,
-    /// errors and progress.
+    /// errors, progress and policies.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [finished, priority, errors, progress] = [self.keys[0], self.keys[1], self.keys[2], self.keys[3]];
+        let [finished, priority, errors, progress, policy] =
+            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
         need(store, finished, KeyType::Zset)?;
-        need(store, priority, KeyType::Hash)?;
-        need(store, errors, KeyType::Hash)?;
-        need(store, progress, KeyType::Hash)?;
+        for side in [priority, errors, progress, policy] {
+            need(store, side, KeyType::Hash)?;
+        }
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(finished, cutoff, self.limit);
         if ids.is_empty() {
@@ -187,19 +193,15 @@ impl<'a> Purge<'a> {
         }
 
         // In the script's order (all removals, then the priorities, the
-        // errors, the progress, the records), so the module replicates and announces the
-        // same commands as Lua.
+        // errors, the progress, the policies, the records), so the module
+        // replicates and announces the same commands as Lua.
         for id in &ids {
             store.zrem(finished, id);
         }
-        for id in &ids {
-            store.hdel(priority, id);
-        }
-        for id in &ids {
-            store.hdel(errors, id);
-        }
-        for id in &ids {
-            store.hdel(progress, id);
+        for side in [priority, errors, progress, policy] {
+            for id in &ids {
+                store.hdel(side, id);
+            }
         }
         for id in &ids {
             store.del(&record_key(self.prefix, id));

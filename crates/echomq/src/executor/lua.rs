@@ -53,6 +53,7 @@ fn limits() -> Vec<(&'static str, String)> {
         size("MAX_DIGITS", MAX_DIGITS),
         range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
         unsigned("LEASE_MS", &LEASE_MS),
+        unsigned("TIMEOUT_MS", &TIMEOUT_MS),
         unsigned("DELAY_MS", &DELAY_MS),
         unsigned("AT_MS", &AT_MS),
         unsigned("AGE_MS", &AGE_MS),

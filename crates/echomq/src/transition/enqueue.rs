@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use echomq_core::{limits, Name};
+use echomq_core::{limits, Backoff, Name, Policy};
 use redis::Value;
 
 use super::{checked, decimal, int_reply, millis, unexpected, Transition};
@@ -33,6 +33,9 @@ pub struct Enqueue {
     pub priority: i64,
     /// When the job becomes claimable.
     pub due: Due,
+    /// The job's own policy, kept beside its record; `None` leaves every
+    /// part to the workers' defaults.
+    pub policy: Option<Policy>,
 }
 
 impl Transition for Enqueue {
@@ -65,6 +68,9 @@ impl Transition for Enqueue {
                 args.push(decimal(millis("AT", since_epoch, limits::AT_MS)?));
             }
         }
+        if let Some(policy) = &self.policy {
+            policy_args(policy, &mut args)?;
+        }
         Ok(args)
     }
 
@@ -75,4 +81,24 @@ impl Transition for Enqueue {
             n => Err(unexpected("ENQUEUE", &Value::Int(n))),
         }
     }
+}
+
+/// A policy's options, each checked against its range.
+fn policy_args(policy: &Policy, args: &mut Vec<Vec<u8>>) -> Result<()> {
+    let mut push = |name: &str, value: u64| {
+        args.push(name.as_bytes().to_vec());
+        args.push(decimal(value));
+    };
+    if let Some(n) = policy.attempts {
+        push("ATTEMPTS", checked("ATTEMPTS", n, limits::MAX_ATTEMPTS)?);
+    }
+    match policy.backoff {
+        Some(Backoff::Fixed(ms)) => push("BACKOFF", checked("BACKOFF", ms, limits::DELAY_MS)?),
+        Some(Backoff::Exponential(ms)) => push("BACKOFF_EXP", checked("BACKOFF_EXP", ms, limits::DELAY_MS)?),
+        None => {}
+    }
+    if let Some(ms) = policy.timeout {
+        push("TIMEOUT", checked("TIMEOUT", ms, limits::TIMEOUT_MS)?);
+    }
+    Ok(())
 }

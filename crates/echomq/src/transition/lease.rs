@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use echomq_core::{limits, Name};
+use echomq_core::{limits, Name, Policy};
 use redis::Value;
 
 use super::Transition;
@@ -31,6 +31,9 @@ pub struct Claimed {
     pub token: u64,
     /// The job's bytes.
     pub payload: Vec<u8>,
+    /// The job's own policy, when its producer gave it one: the worker
+    /// enforces its timeout; FAIL and REAP apply the rest on the server.
+    pub policy: Option<Policy>,
 }
 
 /// What a CLAIM got: its jobs, and what held it back, if anything.
@@ -93,12 +96,20 @@ impl Transition for Claim {
 
 fn claimed(entry: Value) -> Result<Claimed> {
     let entry = array_reply("CLAIM entry", entry)?;
-    let [id, token, payload] =
-        <[Value; 3]>::try_from(entry).map_err(|entry| Error::Reply(format!("CLAIM entry: got {entry:?}")))?;
+    if !(3..=4).contains(&entry.len()) {
+        return Err(Error::Reply(format!("CLAIM entry: got {entry:?}")));
+    }
+    let mut entry = entry.into_iter();
+    let mut next = || entry.next().unwrap_or(Value::Nil);
+    let (id, token, payload, policy) = (next(), next(), next(), next());
     Ok(Claimed {
         id: JobId::try_from(bytes_reply("CLAIM id", id)?.as_slice())?,
         token: count_reply("CLAIM token", token)?,
         payload: bytes_reply("CLAIM payload", payload)?,
+        policy: match policy {
+            Value::Nil => None,
+            text => Some(Policy::read(&bytes_reply("CLAIM policy", text)?)),
+        },
     })
 }
 

@@ -32,6 +32,8 @@ pub mod metric {
     pub const RETRIED: &str = "emq_jobs_retried_total";
     /// Failed jobs out of attempts.
     pub const DEAD: &str = "emq_jobs_dead_total";
+    /// Jobs whose handler ran past its timeout (each also counts as failed).
+    pub const TIMED_OUT: &str = "emq_jobs_timed_out_total";
     /// Jobs whose lease was lost while their handler ran.
     pub const LEASES_LOST: &str = "emq_leases_lost_total";
     /// Seconds from claim to the handler's end.
@@ -107,6 +109,7 @@ mod lease;
 /// lost, or the worker released it at shutdown.
 enum Ending {
     Finished(std::result::Result<HandlerResult, tokio::task::JoinError>),
+    TimedOut(Duration),
     LeaseLost,
     Released,
 }
@@ -141,12 +144,21 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     // blocks for long must not starve its own heartbeat. (Polling it inline
     // was measured ~10% faster on no-op jobs, and rejected for that reason.)
     let mut handler = tokio::spawn(shared.handler.handle(context));
+    // The job's own timeout, else the worker's: how long this attempt may run.
+    let timeout = job.policy.and_then(|policy| policy.timeout).map(Duration::from_millis).or(options.timeout);
+    let timed_out = async {
+        match timeout {
+            Some(limit) => tokio::time::sleep_until(started + limit).await,
+            None => std::future::pending().await,
+        }
+    };
     let outcome = tokio::select! {
         held = lease.hold(&mut handler) => match held {
             Some(joined) => Ending::Finished(joined),
             None => Ending::LeaseLost,
         },
         () = shared.releasing.cancelled() => Ending::Released,
+        () = timed_out => Ending::TimedOut(timeout.unwrap_or_default()),
     };
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
@@ -157,26 +169,16 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             }
         }
         Ending::Finished(result) => {
-            let error = match result {
-                Ok(Err(error)) => error.to_string(),
-                Err(join) if join.is_panic() => {
-                    format!("handler panicked: {}", panic_text(join.into_panic()))
-                }
-                Err(join) => format!("handler task ended: {join}"),
-                Ok(Ok(())) => unreachable!("handled above"),
-            };
-            metrics::counter!(metric::FAILED, &labels).increment(1);
-            tracing::info!(error = %error, "job failed");
-            let error = truncate(error);
-            match persist(&mut lease, Name::Fail, Route::Direct, None, || {
-                queue.fail(&job, &error, &options.retry)
-            })
-            .await
-            {
-                Ok(Failed::Delayed) => metrics::counter!(metric::RETRIED, &labels).increment(1),
-                Ok(Failed::Dead) => metrics::counter!(metric::DEAD, &labels).increment(1),
-                Err(err) => lost_or_failed(&labels, Name::Fail, &err),
-            }
+            let failure = Failure { queue: &queue, job: &job, retry: &options.retry, labels: &labels };
+            failure.report(&mut lease, failure_text(result)).await;
+        }
+        Ending::TimedOut(limit) => {
+            // Stopped as on a lost lease, the lease kept meanwhile; then
+            // failed like any other failure, retried by the job's policy.
+            lease.keep(stop(cancel, handler)).await;
+            metrics::counter!(metric::TIMED_OUT, &labels).increment(1);
+            let failure = Failure { queue: &queue, job: &job, retry: &options.retry, labels: &labels };
+            failure.report(&mut lease, format!("timed out after {limit:?}")).await;
         }
         Ending::LeaseLost => {
             metrics::counter!(metric::LEASES_LOST, &labels).increment(1);
@@ -198,6 +200,39 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
         }
     }
     metrics::histogram!(metric::RUN_SECONDS, &labels).record(started.elapsed().as_secs_f64());
+}
+
+/// A failed run, to report with FAIL.
+struct Failure<'a> {
+    queue: &'a Queue,
+    job: &'a Claimed,
+    retry: &'a crate::queue::RetryPolicy,
+    labels: &'a [(&'static str, String)],
+}
+
+impl Failure<'_> {
+    /// FAIL the job with `error`, until the lease's last safe moment.
+    async fn report(&self, lease: &mut Lease<'_>, error: String) {
+        metrics::counter!(metric::FAILED, self.labels).increment(1);
+        tracing::info!(error = %error, "job failed");
+        let error = truncate(error);
+        let fail = || self.queue.fail(self.job, &error, self.retry);
+        match persist(lease, Name::Fail, Route::Direct, None, fail).await {
+            Ok(Failed::Delayed) => metrics::counter!(metric::RETRIED, self.labels).increment(1),
+            Ok(Failed::Dead) => metrics::counter!(metric::DEAD, self.labels).increment(1),
+            Err(err) => lost_or_failed(self.labels, Name::Fail, &err),
+        }
+    }
+}
+
+/// Why a finished handler failed, as FAIL's error text.
+fn failure_text(result: std::result::Result<HandlerResult, tokio::task::JoinError>) -> String {
+    match result {
+        Ok(Ok(())) => "handler succeeded".to_owned(),
+        Ok(Err(error)) => error.to_string(),
+        Err(join) if join.is_panic() => format!("handler panicked: {}", panic_text(join.into_panic())),
+        Err(join) => format!("handler task ended: {join}"),
+    }
 }
 
 /// Take the job from its handler: tell it, give it a moment to stop by

@@ -48,8 +48,9 @@ impl Harness {
     }
 
     /// Replace `$q:`, `$A` and `$B` with the prefix and the two ids.
+    /// `$q:`, `$A` and `$B` expanded, and `~` for a space inside one word.
     pub fn expand(&self, text: &str) -> String {
-        text.replace("$q:", &self.prefix()).replace("$A", A).replace("$B", B)
+        text.replace("$q:", &self.prefix()).replace("$A", A).replace("$B", B).replace('~', " ")
     }
 
     /// Run raw commands, one per line of words (`$q:`, `$A`, `$B` expanded).

@@ -22,10 +22,12 @@ pub const RATE_PERIOD: Duration = Duration::from_secs(3600);
 /// past the last claim's.
 #[derive(Clone, Debug)]
 pub enum Op {
+    /// `attempts`: the job's own maximum attempts, its policy.
     Enqueue {
         slot: usize,
         priority: i64,
         delay: Option<bool>,
+        attempts: Option<u64>,
     },
     Claim {
         count: u64,
@@ -106,8 +108,8 @@ pub fn schedule_name(n: usize) -> String {
 pub fn op() -> impl Strategy<Value = Op> {
     let slot = 0..SLOTS;
     prop_oneof![
-        4 => (slot.clone(), -1i64..=1, proptest::option::of(any::<bool>()))
-            .prop_map(|(slot, priority, delay)| Op::Enqueue { slot, priority, delay }),
+        4 => (slot.clone(), -1i64..=1, proptest::option::of(any::<bool>()), proptest::option::weighted(0.3, 0u64..=3))
+            .prop_map(|(slot, priority, delay, attempts)| Op::Enqueue { slot, priority, delay, attempts }),
         4 => (1u64..=3, any::<bool>()).prop_map(|(count, short)| Op::Claim { count, short }),
         3 => (slot.clone(), prop::bool::weighted(0.2)).prop_map(|(slot, stale)| Op::Ack { slot, stale }),
         2 => (slot.clone(), prop::bool::weighted(0.2), 1u64..=3, any::<bool>())
@@ -163,10 +165,14 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         id: ids[slot].clone(),
         token: token_for(tokens, slot, stale),
         payload: vec![],
+        policy: None,
     };
     match *op {
-        Op::Enqueue { slot, priority, delay } => {
+        Op::Enqueue { slot, priority, delay, attempts } => {
             let mut options = EnqueueOptions::default().id(ids[slot].clone()).priority(priority);
+            if let Some(n) = attempts {
+                options = options.attempts(n);
+            }
             if let Some(short) = delay {
                 options = options.delay(if short { SHORT } else { LONG });
             }

@@ -4,13 +4,21 @@ KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:pending    the pending set (zset)
 KEYS[3]  emq:{q}:delayed    the delayed set (zset)    only needed with DELAY or AT
 KEYS[4]  emq:{q}:priority   priorities (hash)         only needed with PRIORITY
-         Two keys (the seed's call) are enough for a job with no options.
+KEYS[5]  emq:{q}:policy     job policies (hash)       only needed with a policy
+         Two keys (the seed's call) are enough for a job with no options;
+         four for PRIORITY, DELAY and AT; five for a policy.
 ARGV[1]  id: the job id (JOB_<ulid>)
 ARGV[2]  payload: stored verbatim, at most MAX_PAYLOAD (1048576) bytes
 ARGV[3..] options, each a name and a value:
          PRIORITY <int>       -2147483648..=2147483647, default 0; lower is claimed first
          DELAY <ms>           0..=999999999999: due that long after the server's now
          AT <unix ms>         0..=9999999999999: due at that server time
+         The job's own policy (includes/policy), kept in KEYS[5]:
+         ATTEMPTS <n>         0..=2147483647: it dies when its attempts reach n
+         BACKOFF <ms>         0..=999999999999: a fixed wait between attempts
+         BACKOFF_EXP <ms>     0..=999999999999: ms * 2^(attempt - 1), at most
+                              999999999999 (excludes BACKOFF)
+         TIMEOUT <ms>         1..=2147483647: how long one attempt may run
 Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
@@ -22,11 +30,11 @@ local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: two, or
--- all four when an option needs them.
-if #KEYS ~= 2 and #KEYS ~= 4 then
+-- four or five when an option needs them.
+if #KEYS ~= 2 and #KEYS ~= 4 and #KEYS ~= 5 then
   return emq_error('EMQARG', 'wrong number of keys')
 end
-_, err = queue_prefix({'job', 'pending', 'delayed', 'priority'}, id, #KEYS)
+_, err = queue_prefix({'job', 'pending', 'delayed', 'priority', 'policy'}, id, #KEYS)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')
@@ -35,16 +43,31 @@ if #payload > MAX_PAYLOAD then
   return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
 end
 -- The options, when there are any (the seed's call has none: no tables built).
-local priority, delay, at = 0, nil, nil
+local priority, delay, at, policy, opts = 0, nil, nil, nil, {}
 if #ARGV > 2 then
-  local spec = {PRIORITY = {PRIORITY_MIN, PRIORITY_MAX}, DELAY = {DELAY_MS_MIN, DELAY_MS_MAX}, AT = {AT_MS_MIN, AT_MS_MAX}}
-  local opts
+  local spec = {
+    PRIORITY = {PRIORITY_MIN, PRIORITY_MAX}, DELAY = {DELAY_MS_MIN, DELAY_MS_MAX}, AT = {AT_MS_MIN, AT_MS_MAX},
+    ATTEMPTS = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX}, BACKOFF = {DELAY_MS_MIN, DELAY_MS_MAX},
+    BACKOFF_EXP = {DELAY_MS_MIN, DELAY_MS_MAX}, TIMEOUT = {TIMEOUT_MS_MIN, TIMEOUT_MS_MAX},
+  }
   opts, err = options(3, spec)
   if err then return err end
   priority, delay, at = opts.PRIORITY or 0, opts.DELAY, opts.AT
+  -- The job's policy as stored: its options in a fixed order (includes/policy).
+  local parts = {}
+  for _, name in ipairs({'ATTEMPTS', 'BACKOFF', 'BACKOFF_EXP', 'TIMEOUT'}) do
+    if opts[name] then parts[#parts + 1] = string.format('%s %d', name, opts[name]) end
+  end
+  if #parts > 0 then policy = table.concat(parts, ' ') end
 end
 if delay and at then
   return emq_error('EMQARG', 'DELAY and AT exclude each other')
+end
+if opts.BACKOFF and opts.BACKOFF_EXP then
+  return emq_error('EMQARG', 'BACKOFF and BACKOFF_EXP exclude each other')
+end
+if policy and #KEYS ~= 5 then
+  return emq_error('EMQARG', 'ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys')
 end
 -- The due time, on the server's clock; a job already due is simply pending.
 local due = nil
@@ -53,7 +76,7 @@ if delay or at then
   due = at or now + delay
   if due <= now then due = nil end
 end
-if (delay or at or priority ~= 0) and #KEYS ~= 4 then
+if (delay or at or priority ~= 0) and #KEYS < 4 then
   return emq_error('EMQARG', 'PRIORITY, DELAY and AT need all four keys')
 end
 
@@ -69,6 +92,7 @@ end
 err = type_error(KEYS[2], 'zset')
   or (due and type_error(KEYS[3], 'zset'))
   or (priority ~= 0 and type_error(KEYS[4], 'hash'))
+  or (policy and type_error(KEYS[5], 'hash'))
   or nil
 if err then return err end
 
@@ -80,6 +104,9 @@ if err then return err end
 redis.call('HSET', KEYS[1], 'state', due and 'delayed' or 'pending', 'attempts', '0', 'payload', payload)
 if priority ~= 0 then
   redis.call('HSET', KEYS[4], id, priority)
+end
+if policy then
+  redis.call('HSET', KEYS[5], id, policy)
 end
 if due then
   redis.call('ZADD', KEYS[3], string.format('%d', due), id)

@@ -5,6 +5,7 @@ KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
 KEYS[3]  emq:{q}:config     (hash) the queue's settings, read by the gate
 KEYS[4]  emq:{q}:rate       (zset) the claim log of a rate-limited queue:
                             <id>:<token> by claim time, server ms
+KEYS[5]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
@@ -12,8 +13,10 @@ ARGV[2..] options:
 Derived  emq:{q}:job:<id>   the record of each popped id: the prefix of KEYS[1]
                             with job:<id>, so the same hashtag and slot.
 Reply    an array of claimed jobs in pending order (priority, then id), each
-         [id, token, payload]; empty when pending is empty. The token is the
-         record's new attempts: each claim mints the next one.
+         [id, token, payload], or [id, token, payload, policy] for a job
+         with a policy of its own (its text, as ENQUEUE stored it); empty when
+         pending is empty. The token is the record's new attempts: each claim
+         mints the next one.
          An id in pending whose record is missing is dropped, not claimed.
          The gate (includes/gate) lets at most its room through: none while
          the queue is paused, at most the concurrency limit minus the size of
@@ -27,7 +30,7 @@ Errors   EMQARG, EMQTYPE
 --@include record
 --@include gate
 
-local prefix, err = queue_prefix({'pending', 'active', 'config', 'rate'})
+local prefix, err = queue_prefix({'pending', 'active', 'config', 'rate', 'policy'})
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
@@ -41,6 +44,11 @@ if err then return err end
 local room, held, log
 room, held, log, err = gate(KEYS[3], KEYS[2], KEYS[4], opts.COUNT or 1)
 if err then return err end
+-- Only a queue with jobs of their own policy has the key: one lookup.
+local policies = redis.call('TYPE', KEYS[5])['ok']
+if policies ~= 'none' and policies ~= 'hash' then
+  return emq_error('EMQTYPE', KEYS[5] .. ' holds a ' .. policies .. ', not a hash')
+end
 local claimed, logged = {}, {}
 local ids = room > 0 and redis.call('ZRANGE', KEYS[1], 0, room - 1) or {}
 if #ids == 0 then
@@ -60,7 +68,11 @@ for i, id in ipairs(ids) do
     local token = tonumber(attempts) + 1
     redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
     redis.call('ZADD', KEYS[2], deadline, id)
-    claimed[#claimed + 1] = {id, token, payload}
+    local job = {id, token, payload}
+    if policies == 'hash' then
+      job[4] = redis.call('HGET', KEYS[5], id) or nil
+    end
+    claimed[#claimed + 1] = job
     logged[#logged + 1] = string.format('%s:%d', id, token)
   end
 end

@@ -6,7 +6,9 @@ KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:dead       (zset)
 KEYS[4]  emq:{q}:errors     (hash) a job reaped to dead gets 'lease expired'
 KEYS[5]  emq:{q}:priority   (hash)
-ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies
+KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
+ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies;
+         a job with its own ATTEMPTS dies by that instead
 ARGV[2..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each expired id (same hashtag)
@@ -15,8 +17,9 @@ Reply    [requeued, dead]: how many went to pending and to dead. An id in
 Errors   EMQARG, EMQTYPE
 ]]
 --@include record
+--@include policy
 
-local prefix, err = queue_prefix({'active', 'pending', 'dead', 'errors', 'priority'})
+local prefix, err = queue_prefix({'active', 'pending', 'dead', 'errors', 'priority', 'policy'})
 if err then return err end
 local max_attempts, opts
 max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -24,7 +27,7 @@ if err then return err end
 opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
-  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash')
+  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash') or type_error(KEYS[6], 'hash')
 if err then return err end
 
 local now = now_ms()
@@ -34,10 +37,12 @@ local records
 records, err = take(KEYS[1], prefix, ids, 'attempts')
 if err then return err end
 
+local policies = redis.call('EXISTS', KEYS[6]) == 1
 local requeued, dead = 0, 0
 for i, id in ipairs(ids) do
   local key, attempts = prefix .. 'job:' .. id, records[i][1]
-  if attempts and tonumber(attempts) >= max_attempts then
+  local own = policies and read_policy(redis.call('HGET', KEYS[6], id) or nil).ATTEMPTS
+  if attempts and tonumber(attempts) >= (own or max_attempts) then
     redis.call('HSET', key, 'state', 'dead')
     redis.call('ZADD', KEYS[3], now, id)
     redis.call('HSET', KEYS[4], id, 'lease expired')

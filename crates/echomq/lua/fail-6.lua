@@ -5,17 +5,24 @@ KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
 KEYS[4]  emq:{q}:dead       (zset) score = death time, server ms
 KEYS[5]  emq:{q}:errors     (hash) id -> the job's last error text
+KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy);
+                            may be left out (five keys): then no job has one
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
-ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies
-ARGV[4]  backoff: ms, 0..=999999999999: the retry is due that long from now
+ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies;
+         the job's own ATTEMPTS instead, when it has one
+ARGV[4]  backoff: ms, 0..=999999999999: the retry is due that long from now;
+         the job's own BACKOFF or BACKOFF_EXP instead, when it has one
 ARGV[5]  error: the text, at most 65536 bytes, kept in KEYS[5]
 Reply    'delayed' (it will retry) or 'dead'
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
 --@include fenced
+--@include policy
 
-local id, token, err = fenced_call({'job', 'active', 'delayed', 'dead', 'errors'})
+local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy'}
+if #KEYS == 5 then names[6] = nil end
+local id, token, err = fenced_call(names)
 if err then return err end
 local max_attempts, backoff
 max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -31,17 +38,20 @@ if #text > MAX_ERROR_TEXT then
 end
 err = no_options_error(6)
 if err then return err end
-err = fenced_keys_error({'zset', 'zset', 'zset', 'hash'}, token)
+local types = {'zset', 'zset', 'zset', 'hash', 'hash'}
+if #KEYS == 5 then types[5] = nil end
+err = fenced_keys_error(types, token)
 if err then return err end
 
+local policy = KEYS[6] and read_policy(redis.call('HGET', KEYS[6], id) or nil) or {}
 local now = now_ms()
-local state = token >= max_attempts and 'dead' or 'delayed'
+local state = token >= (policy.ATTEMPTS or max_attempts) and 'dead' or 'delayed'
 redis.call('ZREM', KEYS[2], id)
 redis.call('HSET', KEYS[1], 'state', state)
 if state == 'dead' then
   redis.call('ZADD', KEYS[4], now, id)
 else
-  redis.call('ZADD', KEYS[3], now + backoff, id)
+  redis.call('ZADD', KEYS[3], now + policy_backoff(policy, backoff, token), id)
 end
 redis.call('HSET', KEYS[5], id, text)
 return state

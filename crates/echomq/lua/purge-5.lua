@@ -1,11 +1,12 @@
 --[[ PURGE: delete finished jobs (done, dead or cancelled) older than an age:
-their records, their set entries, and their priority, error and progress
-entries.
+their records, their set entries, and their priority, error, progress and
+policy entries.
 
 KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to purge
 KEYS[2]  emq:{q}:priority   (hash)
 KEYS[3]  emq:{q}:errors     (hash)
 KEYS[4]  emq:{q}:progress   (hash)
+KEYS[5]  emq:{q}:policy     (hash)
 ARGV[1]  age, ms, 0..=999999999999: jobs that finished at least this long ago
 ARGV[2..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
@@ -19,7 +20,7 @@ local finished = string.match(KEYS[1] or '', ':(%a+)$')
 if finished ~= 'done' and finished ~= 'dead' and finished ~= 'cancelled' then
   return emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:done, dead or cancelled')
 end
-local prefix, err = queue_prefix({finished, 'priority', 'errors', 'progress'})
+local prefix, err = queue_prefix({finished, 'priority', 'errors', 'progress', 'policy'})
 if err then return err end
 local age, opts
 age, err = integer(ARGV[1], 'age', AGE_MS_MIN, AGE_MS_MAX)
@@ -27,7 +28,7 @@ if err then return err end
 opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
-  or type_error(KEYS[4], 'hash')
+  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash')
 if err then return err end
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
@@ -41,6 +42,7 @@ redis.call('ZREM', KEYS[1], unpack(ids))
 redis.call('HDEL', KEYS[2], unpack(ids))
 redis.call('HDEL', KEYS[3], unpack(ids))
 redis.call('HDEL', KEYS[4], unpack(ids))
+redis.call('HDEL', KEYS[5], unpack(ids))
 for _, id in ipairs(ids) do
   redis.call('DEL', prefix .. 'job:' .. id)
 end
