@@ -215,6 +215,7 @@ const SCRIPT: &str = r#"payload=$(cat)
 case "$payload" in
   ok) exit 0 ;;
   flaky) if [ "$ECHOMQ_JOB_ATTEMPT" = 1 ]; then echo "first try of $ECHOMQ_JOB_ID fails" >&2; exit 3; fi ;;
+  slow) sleep 30 ;;
   *) echo "cannot do $payload" >&2; exit 1 ;;
 esac"#;
 
@@ -234,9 +235,19 @@ fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
         cli.ok(&["enqueue", &q, "ok"]);
         let flaky = cli.ok(&["enqueue", &q, "flaky"]).trim().to_owned();
         let broken = cli.ok(&["enqueue", &q, "broken"]).trim().to_owned();
+        // Its own policy: one attempt of at most 300 ms (the worker allows 2, and no timeout).
+        let slow =
+            cli.ok(&["enqueue", &q, "slow", "--timeout", "300ms", "--attempts", "1"]).trim().to_owned();
+        let refused = cli.fails(&["enqueue", &q, "never", "--timeout", "0s"]);
+        assert!(refused.contains("TIMEOUT must be an integer in 1..=2147483647"), "{via}: {refused}");
 
         let mut worker = work(&cli, &q);
-        eventually("two jobs are done and one is dead", || cli.stats_row(&q) == [0, 0, 0, 2, 1, 0]);
+        eventually("two jobs are done and two are dead", || cli.stats_row(&q) == [0, 0, 0, 2, 2, 0]);
+        let timed_out = cli.ok(&["inspect", &slow]);
+        assert!(
+            timed_out.contains("attempts  1") && timed_out.contains("timed out after 300ms"),
+            "{via}: {timed_out}"
+        );
         let inspected = cli.ok(&["inspect", &flaky]);
         assert!(
             inspected.contains("attempts  2") && inspected.contains("first try of"),
@@ -254,7 +265,7 @@ fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
         let status = worker.wait().unwrap();
         assert!(status.success(), "{via}: emq work ended with {status}");
         assert!(cli.ok(&["retry", &broken]).contains(&format!("retried {broken}")));
-        assert_eq!(cli.stats_row(&q), [1, 0, 0, 2, 0, 0], "{via}");
+        assert_eq!(cli.stats_row(&q), [1, 0, 0, 2, 1, 0], "{via}");
     }
 }
 
