@@ -307,7 +307,7 @@ mod tests {
             let options: Vec<&str> = header_text
                 .lines()
                 .filter_map(|line| line.strip_prefix("         ")?.split_whitespace().next())
-                .filter(|word| word.len() > 1 && word.chars().all(|c| c.is_ascii_uppercase()))
+                .filter(|word| word.len() > 1 && word.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
                 .collect();
             assert_eq!(options, described.options, "{name}: options in the header");
         }
