@@ -198,7 +198,7 @@ fn claim_on(
 ) -> redis::RedisResult<Value> {
     let mut conn = node.client().get_connection().unwrap();
     let k = queue.keyspace();
-    let keys = [k.pending(), k.active(), k.config(), k.rate()];
+    let keys = [k.pending(), k.active(), k.config(), k.rate(), k.policy()];
     let mut claim = match via {
         Via::Native => redis::cmd("EMQ.CLAIM"),
         Via::Lua => {
@@ -245,11 +245,12 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
     for via in [Via::Lua, Via::Native] {
         let queue = Queue::with_executor(executor(&client, via).await, &unique_queue("split")).unwrap();
         let [a, b, c] = [0, 1, 2].map(|_| JobId::mint());
+        // Each with a policy of its own, so that the policy key exists too.
         for id in [a, b.clone(), c.clone()] {
-            queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id)).await.unwrap();
+            queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id).attempts(9)).await.unwrap();
         }
         // One job active, and a rate whose log holds its claim, so the
-        // active set, the config and the log exist on the source: the claim
+        // active set, the config, the log (and the policies) exist on the source: the claim
         // below runs there instead of being sent on by Redis itself (a key
         // missing on a migrating slot is an ASK redirect, on the importing
         // one a TRYAGAIN: either way the claim waits for the move).
