@@ -49,11 +49,8 @@ const STEPS: &[(&str, &str)] = &[
 /// The transition named `transition`, and how many of `args` are its KEYS.
 fn described(transition: &str, args: &[String]) -> (Name, usize) {
     let name = *Name::ALL.iter().find(|name| name.as_str() == transition).expect("a transition");
-    let described = name.describe();
-    let (required, optional) = (described.required_keys, described.keys.get(described.required_keys));
-    let all =
-        optional.is_some_and(|role| args.get(required).is_some_and(|key| key.ends_with(role.pattern())));
-    (name, if all { described.keys.len() } else { required })
+    // The keys lead the call, and every key of the protocol begins with `emq:`.
+    (name, args.iter().take_while(|arg| arg.starts_with("emq:")).count())
 }
 
 /// Run the lifecycle on queue `q`, natively or through the scripts, and
