@@ -45,8 +45,14 @@ pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> 
                     pipe.cmd("ZADD").arg(keys.pending()).arg(0).arg(id.as_str()).ignore();
                 }
                 "seed-lua" => {
-                    let enqueue =
-                        Enqueue { id, payload: payload.clone(), priority: 0, due: Due::Now, policy: None };
+                    let enqueue = Enqueue {
+                        id,
+                        payload: payload.clone(),
+                        priority: 0,
+                        due: Due::Now,
+                        policy: None,
+                        unique: None,
+                    };
                     let call = Call::new(&keys, &enqueue).expect("an enqueue");
                     pipe.cmd("EVALSHA")
                         .arg(script.get_hash())

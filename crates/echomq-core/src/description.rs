@@ -45,6 +45,10 @@ pub enum Role {
     Ticks,
     /// `policy`: id → the job's own policy, for jobs enqueued with one (hash).
     Policy,
+    /// `unique`: dedup key → its holder, `<0|1>:<id>` (hash).
+    Unique,
+    /// `unique_until`: dedup keys by the server ms their hold ends (zset).
+    UniqueUntil,
 }
 
 impl Role {
@@ -68,6 +72,8 @@ impl Role {
             Role::Schedules => "schedules",
             Role::Ticks => "ticks",
             Role::Policy => "policy",
+            Role::Unique => "unique",
+            Role::UniqueUntil => "unique_until",
         }
     }
 

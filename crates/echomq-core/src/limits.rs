@@ -16,6 +16,12 @@ pub const MAX_PROGRESS: usize = 4_096;
 pub const MAX_SCHEDULE_NAME: usize = 200;
 /// The largest schedule definition, in bytes: a header line and a payload.
 pub const MAX_DEFINITION: usize = MAX_PAYLOAD + 4_096;
+/// The longest dedup key (ENQUEUE UNIQUE), in bytes.
+pub const MAX_UNIQUE_KEY: usize = 512;
+/// How long a dedup key holds, in milliseconds (ENQUEUE UNIQUE_FOR).
+pub const UNIQUE_MS: RangeInclusive<u64> = 1..=999_999_999_999;
+/// How many expired dedup keys one ENQUEUE with UNIQUE forgets, at most.
+pub const UNIQUE_SWEEP: usize = 100;
 /// A yes-or-no option (SCHEDULES DUE, FIRE SKIP): 0 or 1.
 pub const FLAG: RangeInclusive<u64> = 0..=1;
 /// The most digits an integer argument may have.

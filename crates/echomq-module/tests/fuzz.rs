@@ -27,12 +27,17 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 24] = [
+const TEMPLATES: [(&str, &str); 25] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     (
         "EMQ.ENQUEUE",
         "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $id payload ATTEMPTS $n TIMEOUT $n",
+    ),
+    (
+        "EMQ.ENQUEUE",
+        "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $id payload UNIQUE k$n \
+         UNIQUE_FOR $n UNIQUE_DONE 1",
     ),
     ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n"),
     ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n BLOCK $n"),
@@ -56,7 +61,7 @@ const TEMPLATES: [(&str, &str); 24] = [
     ("EMQ.SCHEDULES", "$q:schedules $q:ticks DUE 1 LIMIT $n"),
     ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
 ];
-const CALLS: usize = 24 * 400;
+const CALLS: usize = 25 * 400;
 const SEED: u64 = 0x5eed_e3a0_0002;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
@@ -298,8 +303,8 @@ fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
                     return Err(format!("{} is in {other} and {set}", String::from_utf8_lossy(&id)));
                 }
             }
-        } else if name == b"schedules" || name == b"ticks" {
-            let want = if name == b"schedules" { "hash" } else { "zset" };
+        } else if [b"schedules".as_slice(), b"ticks", b"unique", b"unique_until"].contains(&name) {
+            let want = if name == b"schedules" || name == b"unique" { "hash" } else { "zset" };
             if kind != want {
                 return Err(format!("{shown} is a {kind}"));
             }

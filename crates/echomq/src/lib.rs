@@ -56,4 +56,6 @@ pub use keyspace::Keyspace;
 pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
-pub use transition::{Claimed, Claims, Due, Failed, Held, Inspection, Reaped, Settings, StatsReply};
+pub use transition::{
+    Admission, Claimed, Claims, Due, Failed, Held, Inspection, Reaped, Settings, StatsReply, Unique,
+};

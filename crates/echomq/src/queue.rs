@@ -35,6 +35,9 @@ pub struct EnqueueOptions {
     /// The job's own policy (attempts, back-off, timeout), honoured by every
     /// worker on the server; `None` leaves it all to the workers' options.
     pub policy: Option<Policy>,
+    /// Dedup: while another job holds this key, the enqueue changes nothing
+    /// and answers that job's id (as a duplicate).
+    pub unique: Option<Unique>,
 }
 
 impl EnqueueOptions {
@@ -81,6 +84,22 @@ impl EnqueueOptions {
         self
     }
 
+    /// Dedup by `key` for `hold`: while a job holds the key, an enqueue with
+    /// it is a duplicate of that job (its id comes back, nothing changes).
+    pub fn unique(mut self, key: impl Into<String>, hold: Duration) -> Self {
+        self.unique = Some(Unique { key: key.into(), hold, until_finished: false });
+        self
+    }
+
+    /// With [`unique`](EnqueueOptions::unique): the key also frees as soon
+    /// as its job finishes (done, dead or cancelled).
+    pub fn unique_until_finished(mut self) -> Self {
+        if let Some(unique) = &mut self.unique {
+            unique.until_finished = true;
+        }
+        self
+    }
+
     /// One attempt may run this long; a worker then cancels it and fails it
     /// with a timeout error (retried by the job's policy).
     pub fn timeout(mut self, limit: Duration) -> Self {
@@ -97,9 +116,10 @@ fn millis_of(duration: Duration) -> u64 {
 /// What an enqueue did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Enqueued {
-    /// The job's id.
+    /// The job's id: the new one, or the one that holds its UNIQUE key.
     pub id: JobId,
-    /// `true` when a job with this id existed already: nothing changed.
+    /// `true` when a job with this id existed already, or another job holds
+    /// its UNIQUE key: nothing changed.
     pub duplicate: bool,
 }
 
@@ -200,9 +220,13 @@ impl Queue {
             priority: options.priority,
             due: options.due,
             policy: options.policy,
+            unique: options.unique,
         };
-        let admitted = self.run(&call).await?;
-        Ok(Enqueued { id: call.id, duplicate: !admitted })
+        Ok(match self.run(&call).await? {
+            Admission::Enqueued => Enqueued { id: call.id, duplicate: false },
+            Admission::Duplicate => Enqueued { id: call.id, duplicate: true },
+            Admission::HeldBy(holder) => Enqueued { id: holder, duplicate: true },
+        })
     }
 
     /// Enqueue many jobs to run now, in one round trip (a pipeline on Redis);
@@ -220,6 +244,7 @@ impl Queue {
                 priority: 0,
                 due: Due::Now,
                 policy: None,
+                unique: None,
             })
             .collect();
         let outcomes = execute_batch(&*self.via, &self.keys, &calls).await?;

@@ -116,6 +116,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
                 priority: 1,
                 due: Due::After(Duration::from_secs(60)),
                 policy: Some(echomq::Policy { attempts: Some(3), ..Default::default() }),
+                unique: Some(Unique { key: "u".into(), hold: Duration::from_secs(60), until_finished: true }),
             }),
         ),
         (
@@ -231,7 +232,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 77, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 79, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -522,6 +523,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
         priority: 0,
         due: Due::Now,
         policy: Some(policy(timeout)),
+        unique: None,
     };
     let host = enqueue(0).args().unwrap_err();
     let enqueue_keys =

@@ -388,6 +388,10 @@ const SHAPES: [Shape; 19] = [
             ("BACKOFF_EXP", "1000"),
             ("TIMEOUT", "0"),
             ("TIMEOUT", "60000"),
+            ("UNIQUE", "k"),
+            ("UNIQUE_FOR", "60000"),
+            ("UNIQUE_FOR", "0"),
+            ("unique_done", "1"),
         ],
     },
     Shape {

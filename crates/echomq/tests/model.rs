@@ -39,6 +39,8 @@ struct Model {
     /// outlasts a sequence, so none leaves the window).
     rate: u64,
     logged: u64,
+    /// The slot whose job holds the dedup key, once one does.
+    unique_holder: Option<usize>,
     /// Each schedule by name: its definition and next tick.
     schedules: BTreeMap<usize, (Vec<u8>, u64)>,
 }
@@ -65,8 +67,15 @@ impl Model {
 async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (String, String) {
     // The model's reply first, from the state before the op (the same tokens perform will send).
     let want = match *op {
-        Op::Enqueue { slot, priority, delay, attempts } => {
-            let duplicate = model.jobs.contains_key(&slot);
+        Op::Enqueue { slot, priority, delay, attempts, unique } => {
+            // A unique enqueue is a duplicate while another job holds the
+            // key: for the whole sequence (its hold is an hour), whatever
+            // became of that job.
+            let held = unique && model.unique_holder.is_some();
+            let duplicate = model.jobs.contains_key(&slot) || held;
+            if unique && !duplicate {
+                model.unique_holder = Some(slot);
+            }
             if !duplicate {
                 let state = if delay.is_some() { State::Delayed } else { State::Pending };
                 model.jobs.insert(
@@ -322,6 +331,7 @@ proptest! {
                 rate: 0,
                 logged: 0,
                 schedules: BTreeMap::new(),
+                unique_holder: None,
             };
             let (mut floor, mut tokens) = (BTreeMap::new(), Tokens::new());
             for (n, op) in ops.iter().enumerate() {

@@ -23,7 +23,7 @@ use redis::aio::MultiplexedConnection;
 /// A worker on the Lua executor: EchoMQ's keys, the scripts, and the
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
-     +time +type +hget +hmget +hgetall +hset +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists";
+     +time +type +hget +hmget +hgetall +hset +hdel +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
      +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats \
@@ -31,10 +31,10 @@ pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.e
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
 /// A producer on Lua: only the keys ENQUEUE writes, and its commands.
-pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy \
-     resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd";
+pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
+     resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem";
 /// A producer on the native module.
-pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy \
+pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
      resetchannels -@all +command|info +emq.enqueue";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
@@ -281,6 +281,7 @@ async fn a_producer_user_enqueues_and_claims_nothing() {
         queue.enqueue(b"now".to_vec()).await.unwrap();
         let options =
             echomq::EnqueueOptions::default().priority(-3).delay(Duration::from_secs(60)).attempts(2);
+        let options = options.unique("once", Duration::from_secs(60));
         queue.enqueue_with(b"later".to_vec(), options).await.unwrap();
         let refusal = queue.claim(Duration::from_secs(10)).await.unwrap_err().to_string();
         assert!(refusal.to_lowercase().contains("noperm"), "{via:?}: {refusal}");

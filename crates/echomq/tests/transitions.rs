@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{check, harness_on, run, unexpand, Call, Harness, Line, A};
 use echomq::transition::*;
-use echomq::{Backoff, Embedded, Executor, JobId, Name, Native, Policy, State};
+use echomq::{Backoff, Embedded, Executor, JobId, Name, Native, Policy, State, Unique};
 use echomq_core::memory::Dump;
 use echomq_test_support::RedisServer;
 
@@ -29,7 +29,18 @@ fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 fn enqueue(priority: i64, due: Due) -> Call {
-    Call::Enqueue(Enqueue { id: a(), payload: b"p".to_vec(), priority, due, policy: None })
+    Call::Enqueue(Enqueue { id: a(), payload: b"p".to_vec(), priority, due, policy: None, unique: None })
+}
+fn unique(until_finished: bool) -> Call {
+    let unique = Unique { key: "u".into(), hold: secs(60), until_finished };
+    Call::Enqueue(Enqueue {
+        id: a(),
+        payload: b"p".to_vec(),
+        priority: 0,
+        due: Due::Now,
+        policy: None,
+        unique: Some(unique),
+    })
 }
 fn fail(token: u64, max_attempts: u64) -> Call {
     Call::Fail(Fail { id: a(), token, max_attempts, backoff: secs(1), error: "boom".into() })
@@ -52,35 +63,35 @@ fn cases() -> Vec<Case> {
             name: "enqueue writes the seed's record and pending at score 0",
             given: &[],
             call: enqueue(0, Due::Now),
-            reply: "Ok(true)",
+            reply: "Ok(Enqueued)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
         Case {
             name: "enqueue of an existing id is a duplicate and changes nothing",
             given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
             call: enqueue(0, Due::Now),
-            reply: "Ok(false)",
+            reply: "Ok(Duplicate)",
             after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
         },
         Case {
             name: "enqueue with a priority scores pending by it and remembers it",
             given: &[],
             call: enqueue(-7, Due::Now),
-            reply: "Ok(true)",
+            reply: "Ok(Enqueued)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@-7", "priority $A=-7"],
         },
         Case {
             name: "enqueue with a delay goes to delayed at the server's now plus the delay",
             given: &[],
             call: enqueue(0, Due::After(secs(60))),
-            reply: "Ok(true)",
+            reply: "Ok(Enqueued)",
             after: &["delayed $A@now+60000", "job:$A attempts=0 payload=p state=delayed"],
         },
         Case {
             name: "enqueue at a time already past is simply pending",
             given: &[],
             call: enqueue(0, Due::At(SystemTime::UNIX_EPOCH + secs(1))),
-            reply: "Ok(true)",
+            reply: "Ok(Enqueued)",
             after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
         Case {
@@ -96,12 +107,75 @@ fn cases() -> Vec<Case> {
                     backoff: Some(Backoff::Exponential(1000)),
                     timeout: Some(5000),
                 }),
+                unique: None,
             }),
-            reply: "Ok(true)",
+            reply: "Ok(Enqueued)",
             after: &[
                 "job:$A attempts=0 payload=p state=pending",
                 "pending $A@0",
                 "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000",
+            ],
+        },
+        Case {
+            name: "enqueue with a unique key holds it for its time",
+            given: &[],
+            call: unique(false),
+            reply: "Ok(Enqueued)",
+            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A", "unique_until u@now+60000"],
+        },
+        Case {
+            name: "enqueue of a held unique key answers its holder and changes nothing",
+            given: &[
+                "HSET $q:job:$B state done attempts 1 payload b",
+                "ZADD $q:done 5 $B",
+                "HSET $q:unique u 0:$B",
+                "ZADD $q:unique_until 9999999999999 u",
+            ],
+            call: unique(true),
+            reply: "Ok(HeldBy($B))",
+            after: &["done $B@5", "job:$B attempts=1 payload=b state=done", "unique u=0:$B", "unique_until u@9999999999999"],
+        },
+        Case {
+            name: "enqueue of a unique key held until its active job finishes answers that job",
+            given: &[
+                "HSET $q:job:$B state active attempts 1 payload b",
+                "ZADD $q:active 5 $B",
+                "HSET $q:unique u 1:$B",
+                "ZADD $q:unique_until 9999999999999 u",
+            ],
+            call: unique(false),
+            reply: "Ok(HeldBy($B))",
+            after: &["active $B@5", "job:$B attempts=1 payload=b state=active", "unique u=1:$B", "unique_until u@9999999999999"],
+        },
+        Case {
+            name: "a unique key held until its job finishes frees once that job is done",
+            given: &[
+                "HSET $q:job:$B state done attempts 1 payload b",
+                "ZADD $q:done 5 $B",
+                "HSET $q:unique u 1:$B",
+                "ZADD $q:unique_until 9999999999999 u",
+            ],
+            call: unique(true),
+            reply: "Ok(Enqueued)",
+            after: &[
+                "done $B@5",
+                "job:$A attempts=0 payload=p state=pending",
+                "job:$B attempts=1 payload=b state=done",
+                "pending $A@0",
+                "unique u=1:$A",
+                "unique_until u@now+60000",
+            ],
+        },
+        Case {
+            name: "an ended hold frees its key, and ended holds are forgotten",
+            given: &["HSET $q:unique u 0:$B v 0:$B w 0:$B", "ZADD $q:unique_until 5 u 6 v 9999999999999 w"],
+            call: unique(false),
+            reply: "Ok(Enqueued)",
+            after: &[
+                "job:$A attempts=0 payload=p state=pending",
+                "pending $A@0",
+                "unique u=0:$A w=0:$B",
+                "unique_until u@now+60000 w@9999999999999",
             ],
         },
         // CLAIM
@@ -1087,6 +1161,54 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:job:XYZ $q:errors $q:progress",
         args: "XYZ",
         error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Refusal {
+        name: "enqueue with a unique key and five keys",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        args: "$A p UNIQUE u UNIQUE_FOR 1000",
+        error: "EMQARG UNIQUE needs all seven keys",
+    },
+    Refusal {
+        name: "enqueue with a unique key and no hold",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        args: "$A p UNIQUE u",
+        error: "EMQARG UNIQUE needs UNIQUE_FOR",
+    },
+    Refusal {
+        name: "enqueue with a hold and no unique key",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        args: "$A p UNIQUE_DONE 1",
+        error: "EMQARG UNIQUE_FOR and UNIQUE_DONE need UNIQUE",
+    },
+    Refusal {
+        name: "enqueue with a hold of 0",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        args: "$A p UNIQUE u UNIQUE_FOR 0",
+        error: "EMQARG UNIQUE_FOR must be an integer in 1..=999999999999",
+    },
+    Refusal {
+        name: "enqueue with a unique key into holds that are a hash",
+        given: &["HSET $q:unique_until u 5"],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        args: "$A p UNIQUE u UNIQUE_FOR 1000",
+        error: "EMQTYPE $q:unique_until holds a hash, not a zset",
+    },
+    Refusal {
+        name: "enqueue with a unique key held by a job whose record is a string",
+        given: &["SET $q:job:$B x", "HSET $q:unique u 1:$B", "ZADD $q:unique_until 9999999999999 u"],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        args: "$A p UNIQUE u UNIQUE_FOR 1000",
+        error: "EMQTYPE $q:job:$B holds a string, not a hash",
     },
     Refusal {
         name: "claim with a policy that is a string",

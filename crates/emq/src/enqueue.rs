@@ -35,6 +35,16 @@ pub struct Args {
     /// How long one attempt may run before a worker stops it and fails it, e.g. 5m.
     #[arg(long, value_parser = humantime::parse_duration)]
     timeout: Option<Duration>,
+    /// Dedup: while a job holds this key (for --unique-for), enqueueing with
+    /// it changes nothing and prints that job's id.
+    #[arg(long, requires = "unique_for")]
+    unique: Option<String>,
+    /// How long the new job holds its --unique key, e.g. 10m.
+    #[arg(long, value_parser = humantime::parse_duration, requires = "unique")]
+    unique_for: Option<Duration>,
+    /// With --unique: the key also frees as soon as its job finishes.
+    #[arg(long, requires = "unique")]
+    unique_until_done: bool,
     /// The job's id, to make a retried enqueue idempotent (default: a new one).
     #[arg(long, conflicts_with = "jsonl")]
     id: Option<JobId>,
@@ -71,6 +81,12 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     if let Some(limit) = args.timeout {
         options = options.timeout(limit);
     }
+    if let (Some(key), Some(hold)) = (args.unique, args.unique_for) {
+        options = options.unique(key, hold);
+        if args.unique_until_done {
+            options = options.unique_until_finished();
+        }
+    }
     let queue =
         server.queue(&args.queue).await.map_err(|err| match Failure::of_connecting(err.as_ref()) {
             Failure::NotDone => Exit::new(Failure::NotDone, not_done(err.as_ref())),
@@ -79,8 +95,12 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     if !args.jsonl {
         let id = args.id.unwrap_or_else(JobId::mint);
         let payload = payloads.into_iter().next().unwrap_or_default();
-        let enqueued = enqueue(&queue, payload, options.id(id)).await?;
-        let note = if enqueued.duplicate { " (duplicate: it existed already, nothing changed)" } else { "" };
+        let enqueued = enqueue(&queue, payload, options.id(id.clone())).await?;
+        let note = match () {
+            _ if !enqueued.duplicate => "",
+            _ if enqueued.id == id => " (duplicate: it existed already, nothing changed)",
+            _ => " (duplicate: this job holds the --unique key; nothing changed)",
+        };
         println!("{}{note}", enqueued.id);
         return Ok(());
     }

@@ -124,6 +124,14 @@ fn the_operations_commands() {
         assert!(again.contains("duplicate"), "{via}: {again}");
         let later = cli.ok(&["enqueue", &q, "-", "--delay", "1h"]);
         assert!(later.starts_with("JOB_"));
+        // Dedup by a key, in a queue of its own: the second job is refused with the first one's id.
+        let dq = unique_queue("dedup");
+        let unique = ["--unique", "user:42", "--unique-for", "10m"];
+        let held = cli.ok(&[&["enqueue", &dq, "a"][..], &unique].concat()).trim().to_owned();
+        let refused = cli.ok(&[&["enqueue", &dq, "b"][..], &unique].concat());
+        assert!(refused.starts_with(&held) && refused.contains("holds the --unique key"), "{via}: {refused}");
+        assert_eq!(cli.stats_row(&dq), [1, 0, 0, 0, 0, 0], "{via}");
+        assert!(cli.fails(&["enqueue", &dq, "c", "--unique", "k"]).contains("--unique-for"), "{via}");
 
         let inspected = cli.ok(&["inspect", &id]);
         for line in

@@ -33,7 +33,7 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
     let q = format!("emq:{{{}}}:", unique_queue("scripts"));
     let id = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R";
     let enqueued: i64 = redis::cmd("EVALSHA")
-        .arg(&by_file["enqueue-5.lua"])
+        .arg(&by_file["enqueue-7.lua"])
         .arg(2)
         .arg(format!("{q}job:{id}"))
         .arg(format!("{q}pending"))

@@ -1,9 +1,9 @@
-//! ENQUEUE: admit one job (see `enqueue-5.lua`).
+//! ENQUEUE: admit one job (see `enqueue-7.lua`).
 
 use super::{need, write_record};
 use crate::description::{Description, Effect, Role};
-use crate::limits::{AT_MS, DELAY_MS, MAX_PAYLOAD, PRIORITY};
-use crate::parse::{count, integer, kind, lossy, queue_prefix};
+use crate::limits::{AT_MS, DELAY_MS, FLAG, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS, UNIQUE_SWEEP};
+use crate::parse::{count, integer, kind, lossy, queue_prefix, record_key};
 use crate::policy::{self, Policy};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -18,6 +18,17 @@ pub struct Enqueue<'a> {
     delay: Option<u64>,
     at: Option<u64>,
     policy: Option<Policy>,
+    unique: Option<Unique<'a>>,
+    prefix: &'a [u8],
+}
+
+/// ENQUEUE's dedup: the key, how long it holds, and whether it frees as soon
+/// as its job finishes.
+#[derive(Debug)]
+struct Unique<'a> {
+    key: &'a [u8],
+    hold: u64,
+    until_finished: bool,
 }
 
 impl<'a> Enqueue<'a> {
@@ -25,27 +36,48 @@ impl<'a> Enqueue<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "enqueue",
         command: "EMQ.ENQUEUE",
-        keys: &[Role::Job, Role::Pending, Role::Delayed, Role::Priority, Role::Policy],
+        keys: &[
+            Role::Job,
+            Role::Pending,
+            Role::Delayed,
+            Role::Priority,
+            Role::Policy,
+            Role::Unique,
+            Role::UniqueUntil,
+        ],
         required_keys: 2,
         args: &["id", "payload"],
-        options: &["PRIORITY", "DELAY", "AT", "ATTEMPTS", "BACKOFF", "BACKOFF_EXP", "TIMEOUT"],
+        options: &[
+            "PRIORITY",
+            "DELAY",
+            "AT",
+            "ATTEMPTS",
+            "BACKOFF",
+            "BACKOFF_EXP",
+            "TIMEOUT",
+            "UNIQUE",
+            "UNIQUE_FOR",
+            "UNIQUE_DONE",
+        ],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, pending[, delayed, priority[, policy]]. ARGV: id, payload, options.
+    /// KEYS: job, pending[, delayed, priority[, policy[, unique, unique_until]]].
+    /// ARGV: id, payload, options.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        if ![2, 4, 5].contains(&keys.len()) {
+        if ![2, 4, 5, 7].contains(&keys.len()) {
             return Err(Refusal::arg("wrong number of keys"));
         }
-        queue_prefix(keys, &Self::DESCRIPTION.keys[..keys.len()], id)?;
+        let prefix = queue_prefix(keys, &Self::DESCRIPTION.keys[..keys.len()], id)?;
         let payload = *args.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
         }
         let (mut priority, mut delay, mut at) = (None, None, None);
         let mut found = [None; 4];
+        let (mut unique, mut hold, mut until_finished) = (None, None, None);
         let mut rest = &args[2..];
         while let Some((&name, tail)) = rest.split_first() {
             let value = tail.first().copied();
@@ -58,11 +90,20 @@ impl<'a> Enqueue<'a> {
                 }
                 (b"DELAY", _) if delay.is_none() => delay = Some(count(value, "DELAY", DELAY_MS)?),
                 (b"AT", _) if at.is_none() => at = Some(count(value, "AT", AT_MS)?),
+                (b"UNIQUE", _) if unique.is_none() => match value {
+                    Some(key) if !key.is_empty() && key.len() <= MAX_UNIQUE_KEY => unique = Some(key),
+                    _ => return Err(Refusal::arg(format!("UNIQUE must be 1 to {MAX_UNIQUE_KEY} bytes"))),
+                },
+                (b"UNIQUE_FOR", _) if hold.is_none() => hold = Some(count(value, "UNIQUE_FOR", UNIQUE_MS)?),
+                (b"UNIQUE_DONE", _) if until_finished.is_none() => {
+                    until_finished = Some(count(value, "UNIQUE_DONE", FLAG)? == 1)
+                }
                 (_, Some(at)) if found[at].is_none() => {
                     let (label, range) = &policy::OPTIONS[at];
                     found[at] = Some(count(value, label, range.clone())?);
                 }
-                (b"PRIORITY" | b"DELAY" | b"AT", _) | (_, Some(_)) => {
+                (b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE", _)
+                | (_, Some(_)) => {
                     return Err(Refusal::arg(format!("{} given twice", lossy(&upper))));
                 }
                 _ => return Err(Refusal::arg(format!("unknown option {}", lossy(name)))),
@@ -73,14 +114,27 @@ impl<'a> Enqueue<'a> {
             return Err(Refusal::arg("DELAY and AT exclude each other"));
         }
         let policy = Policy::from_options(found)?;
+        let unique = match (unique, hold) {
+            (Some(key), Some(hold)) => {
+                Some(Unique { key, hold, until_finished: until_finished.unwrap_or(false) })
+            }
+            (Some(_), None) => return Err(Refusal::arg("UNIQUE needs UNIQUE_FOR")),
+            (None, _) if hold.is_some() || until_finished.is_some() => {
+                return Err(Refusal::arg("UNIQUE_FOR and UNIQUE_DONE need UNIQUE"));
+            }
+            (None, _) => None,
+        };
         let priority = priority.unwrap_or(0);
-        if policy.is_some() && keys.len() != 5 {
+        if unique.is_some() && keys.len() != 7 {
+            return Err(Refusal::arg("UNIQUE needs all seven keys"));
+        }
+        if policy.is_some() && keys.len() < 5 {
             return Err(Refusal::arg("ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys"));
         }
         if (delay.is_some() || at.is_some() || priority != 0) && keys.len() < 4 {
             return Err(Refusal::arg("PRIORITY, DELAY and AT need all four keys"));
         }
-        Ok(Enqueue { keys, id, payload, priority, delay, at, policy })
+        Ok(Enqueue { keys, id, payload, priority, delay, at, policy, unique, prefix })
     }
 
     /// Write the record and put the id in pending, or in delayed when due later.
@@ -103,6 +157,13 @@ impl<'a> Enqueue<'a> {
         if self.policy.is_some() {
             need(store, self.keys[4], KeyType::Hash)?;
         }
+        if let Some(unique) = &self.unique {
+            need(store, self.keys[5], KeyType::Hash)?;
+            need(store, self.keys[6], KeyType::Zset)?;
+            if let Some(holder) = self.holder(store, unique, now)? {
+                return Ok(Reply::Bulk(holder));
+            }
+        }
 
         let state: &[u8] = if due.is_some() { b"delayed" } else { b"pending" };
         let enqueued_at = now.to_string();
@@ -119,10 +180,57 @@ impl<'a> Enqueue<'a> {
         if let Some(policy) = &self.policy {
             store.hset(self.keys[4], &[(self.id, &policy.text())]);
         }
+        if let Some(unique) = &self.unique {
+            self.hold(store, unique, now);
+        }
         match due {
             Some(due) => store.zadd(self.keys[2], due as f64, self.id),
             None => store.zadd(self.keys[1], self.priority as f64, self.id),
         }
         Ok(Reply::Int(1))
+    }
+}
+
+impl Enqueue<'_> {
+    /// The job that holds `unique`'s key now, if one does: its hold has not
+    /// ended, and (for a key that frees when its job finishes) that job is
+    /// still pending, delayed or active.
+    fn holder<S: Store>(&self, store: &mut S, unique: &Unique, now: u64) -> Result<Option<Vec<u8>>, Refusal> {
+        let [held, until] = [self.keys[5], self.keys[6]];
+        let Some(value) = store.hget(held, unique.key) else { return Ok(None) };
+        if store.zscore(until, unique.key).is_none_or(|ends| ends <= now as f64) {
+            return Ok(None);
+        }
+        // `<0|1>:<id>`: whether it frees when its job finishes, and the job
+        // (a value of another shape holds nothing).
+        let (mode, holder) = match value.split_first() {
+            Some((mode, rest)) if rest.first() == Some(&b':') => (*mode, rest[1..].to_vec()),
+            _ => return Ok(None),
+        };
+        if mode == b'1' {
+            let record = record_key(self.prefix, &holder);
+            need(store, &record, KeyType::Hash)?;
+            let state = store.hget(&record, b"state");
+            if !matches!(state.as_deref(), Some(b"pending" | b"delayed" | b"active")) {
+                return Ok(None);
+            }
+        }
+        Ok(Some(holder))
+    }
+
+    /// Hold `unique`'s key for this job until now + its hold, forgetting up
+    /// to [`UNIQUE_SWEEP`] keys whose hold has ended (bounded work per call).
+    fn hold<S: Store>(&self, store: &mut S, unique: &Unique, now: u64) {
+        let [held, until] = [self.keys[5], self.keys[6]];
+        let ended = store.zupto(until, now as f64, UNIQUE_SWEEP);
+        for key in &ended {
+            store.hdel(held, key);
+        }
+        for key in &ended {
+            store.zrem(until, key);
+        }
+        let mode = if unique.until_finished { b"1:".as_slice() } else { b"0:" };
+        store.hset(held, &[(unique.key, &[mode, self.id].concat())]);
+        store.zadd(until, (now + unique.hold) as f64, unique.key);
     }
 }

@@ -65,7 +65,8 @@ local function queue_prefix(names, id, count)
 end
 
 -- Options after the positional arguments: NAME value pairs, each at most once.
--- `spec` maps an upper-case name to its {lo, hi}; the result maps it to its number.
+-- `spec` maps an upper-case name to its {lo, hi}, or to {bytes = n} for a
+-- string of 1 to n bytes; the result maps it to its number (or string).
 local function options(first, spec)
   local found = {}
   local i = first
@@ -78,8 +79,15 @@ local function options(first, spec)
     if found[name] then
       return nil, emq_error('EMQARG', name .. ' given twice')
     end
-    local n, err = integer(ARGV[i + 1], name, range[1], range[2])
-    if err then return nil, err end
+    local n, err = ARGV[i + 1], nil
+    if range.bytes then
+      if n == nil or #n == 0 or #n > range.bytes then
+        return nil, emq_error('EMQARG', name .. ' must be 1 to ' .. range.bytes .. ' bytes')
+      end
+    else
+      n, err = integer(n, name, range[1], range[2])
+      if err then return nil, err end
+    end
     found[name] = n
     i = i + 2
   end

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use echomq_core::{limits, Backoff, Name, Policy};
 use redis::Value;
 
-use super::{checked, decimal, int_reply, millis, unexpected, Transition};
+use super::{checked, decimal, millis, unexpected, Transition};
 use crate::id::JobId;
 use crate::{Error, Result};
 
@@ -36,12 +36,38 @@ pub struct Enqueue {
     /// The job's own policy, kept beside its record; `None` leaves every
     /// part to the workers' defaults.
     pub policy: Option<Policy>,
+    /// Dedup by a key of the producer's choosing.
+    pub unique: Option<Unique>,
+}
+
+/// A dedup key: while a job holds it, an enqueue with the same key changes
+/// nothing and answers that job's id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unique {
+    /// The key, 1 to [`limits::MAX_UNIQUE_KEY`] bytes (`user:42`).
+    pub key: String,
+    /// How long the new job holds it.
+    pub hold: Duration,
+    /// Free the key as soon as its job finishes (done, dead or cancelled),
+    /// before its hold ends.
+    pub until_finished: bool,
+}
+
+/// What an ENQUEUE did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// The job was admitted.
+    Enqueued,
+    /// A job with this id exists already: nothing changed.
+    Duplicate,
+    /// This job holds the UNIQUE key: nothing changed.
+    HeldBy(JobId),
 }
 
 impl Transition for Enqueue {
     const NAME: Name = Name::Enqueue;
-    /// `true` when the job was admitted, `false` for a duplicate (nothing changed).
-    type Output = bool;
+    /// Admitted, or why not (nothing changed then).
+    type Output = Admission;
 
     fn job(&self) -> Option<&JobId> {
         Some(&self.id)
@@ -71,14 +97,25 @@ impl Transition for Enqueue {
         if let Some(policy) = &self.policy {
             policy_args(policy, &mut args)?;
         }
+        if let Some(unique) = &self.unique {
+            if unique.key.is_empty() || unique.key.len() > limits::MAX_UNIQUE_KEY {
+                return Err(Error::Argument(format!("UNIQUE must be 1 to {} bytes", limits::MAX_UNIQUE_KEY)));
+            }
+            args.extend([b"UNIQUE".to_vec(), unique.key.clone().into_bytes(), b"UNIQUE_FOR".to_vec()]);
+            args.push(decimal(millis("UNIQUE_FOR", unique.hold, limits::UNIQUE_MS)?));
+            if unique.until_finished {
+                args.extend([b"UNIQUE_DONE".to_vec(), b"1".to_vec()]);
+            }
+        }
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<bool> {
-        match int_reply("ENQUEUE", reply)? {
-            1 => Ok(true),
-            0 => Ok(false),
-            n => Err(unexpected("ENQUEUE", &Value::Int(n))),
+    fn parse(reply: Value) -> Result<Admission> {
+        match reply {
+            Value::Int(1) => Ok(Admission::Enqueued),
+            Value::Int(0) => Ok(Admission::Duplicate),
+            Value::BulkString(holder) => Ok(Admission::HeldBy(JobId::try_from(holder.as_slice())?)),
+            other => Err(unexpected("ENQUEUE", &other)),
         }
     }
 }

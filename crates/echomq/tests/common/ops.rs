@@ -22,12 +22,14 @@ pub const RATE_PERIOD: Duration = Duration::from_secs(3600);
 /// past the last claim's.
 #[derive(Clone, Debug)]
 pub enum Op {
-    /// `attempts`: the job's own maximum attempts, its policy.
+    /// `attempts`: the job's own maximum attempts, its policy; `unique`:
+    /// dedup by the one key [`UNIQUE_KEY`], held for an hour.
     Enqueue {
         slot: usize,
         priority: i64,
         delay: Option<bool>,
         attempts: Option<u64>,
+        unique: bool,
     },
     Claim {
         count: u64,
@@ -97,6 +99,9 @@ pub enum Op {
     },
 }
 
+/// The dedup key of every unique enqueue in a sequence.
+pub const UNIQUE_KEY: &str = "k";
+
 /// How many schedule names a sequence plays with.
 pub const NAMES: usize = 2;
 
@@ -108,8 +113,20 @@ pub fn schedule_name(n: usize) -> String {
 pub fn op() -> impl Strategy<Value = Op> {
     let slot = 0..SLOTS;
     prop_oneof![
-        4 => (slot.clone(), -1i64..=1, proptest::option::of(any::<bool>()), proptest::option::weighted(0.3, 0u64..=3))
-            .prop_map(|(slot, priority, delay, attempts)| Op::Enqueue { slot, priority, delay, attempts }),
+        4 => (
+            slot.clone(),
+            -1i64..=1,
+            proptest::option::of(any::<bool>()),
+            proptest::option::weighted(0.3, 0u64..=3),
+            prop::bool::weighted(0.2)
+        )
+            .prop_map(|(slot, priority, delay, attempts, unique)| Op::Enqueue {
+                slot,
+                priority,
+                delay,
+                attempts,
+                unique
+            }),
         4 => (1u64..=3, any::<bool>()).prop_map(|(count, short)| Op::Claim { count, short }),
         3 => (slot.clone(), prop::bool::weighted(0.2)).prop_map(|(slot, stale)| Op::Ack { slot, stale }),
         2 => (slot.clone(), prop::bool::weighted(0.2), 1u64..=3, any::<bool>())
@@ -168,10 +185,13 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         policy: None,
     };
     match *op {
-        Op::Enqueue { slot, priority, delay, attempts } => {
+        Op::Enqueue { slot, priority, delay, attempts, unique } => {
             let mut options = EnqueueOptions::default().id(ids[slot].clone()).priority(priority);
             if let Some(n) = attempts {
                 options = options.attempts(n);
+            }
+            if unique {
+                options = options.unique(UNIQUE_KEY, Duration::from_secs(3600));
             }
             if let Some(short) = delay {
                 options = options.delay(if short { SHORT } else { LONG });

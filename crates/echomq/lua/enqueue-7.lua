@@ -5,8 +5,10 @@ KEYS[2]  emq:{q}:pending    the pending set (zset)
 KEYS[3]  emq:{q}:delayed    the delayed set (zset)    only needed with DELAY or AT
 KEYS[4]  emq:{q}:priority   priorities (hash)         only needed with PRIORITY
 KEYS[5]  emq:{q}:policy     job policies (hash)       only needed with a policy
+KEYS[6]  emq:{q}:unique     dedup key -> <0|1>:<id>   only needed with UNIQUE
+KEYS[7]  emq:{q}:unique_until  dedup keys by the server ms their hold ends (zset)
          Two keys (the seed's call) are enough for a job with no options;
-         four for PRIORITY, DELAY and AT; five for a policy.
+         four for PRIORITY, DELAY and AT; five for a policy; seven for UNIQUE.
 ARGV[1]  id: the job id (JOB_<ulid>)
 ARGV[2]  payload: stored verbatim, at most MAX_PAYLOAD (1048576) bytes
 ARGV[3..] options, each a name and a value:
@@ -19,7 +21,14 @@ ARGV[3..] options, each a name and a value:
          BACKOFF_EXP <ms>     0..=999999999999: ms * 2^(attempt - 1), at most
                               999999999999 (excludes BACKOFF)
          TIMEOUT <ms>         1..=2147483647: how long one attempt may run
-Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed)
+         Dedup by a key of the producer's:
+         UNIQUE <key>         1 to MAX_UNIQUE_KEY (512) bytes: while a job holds
+                              this key, the call changes nothing and answers
+                              the holder's id
+         UNIQUE_FOR <ms>      1..=999999999999: how long the new job holds it
+         UNIQUE_DONE <0|1>    1: the key also frees when its job finishes
+Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed),
+         or the id of the job that holds the UNIQUE key (nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include common
@@ -31,10 +40,11 @@ local err = kind_error(id)
 if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: two, or
 -- four or five when an option needs them.
-if #KEYS ~= 2 and #KEYS ~= 4 and #KEYS ~= 5 then
+if #KEYS ~= 2 and #KEYS ~= 4 and #KEYS ~= 5 and #KEYS ~= 7 then
   return emq_error('EMQARG', 'wrong number of keys')
 end
-_, err = queue_prefix({'job', 'pending', 'delayed', 'priority', 'policy'}, id, #KEYS)
+local prefix
+prefix, err = queue_prefix({'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until'}, id, #KEYS)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')
@@ -49,6 +59,7 @@ if #ARGV > 2 then
     PRIORITY = {PRIORITY_MIN, PRIORITY_MAX}, DELAY = {DELAY_MS_MIN, DELAY_MS_MAX}, AT = {AT_MS_MIN, AT_MS_MAX},
     ATTEMPTS = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX}, BACKOFF = {DELAY_MS_MIN, DELAY_MS_MAX},
     BACKOFF_EXP = {DELAY_MS_MIN, DELAY_MS_MAX}, TIMEOUT = {TIMEOUT_MS_MIN, TIMEOUT_MS_MAX},
+    UNIQUE = {bytes = MAX_UNIQUE_KEY}, UNIQUE_FOR = {UNIQUE_MS_MIN, UNIQUE_MS_MAX}, UNIQUE_DONE = {FLAG_MIN, FLAG_MAX},
   }
   opts, err = options(3, spec)
   if err then return err end
@@ -66,13 +77,25 @@ end
 if opts.BACKOFF and opts.BACKOFF_EXP then
   return emq_error('EMQARG', 'BACKOFF and BACKOFF_EXP exclude each other')
 end
-if policy and #KEYS ~= 5 then
+local unique = opts.UNIQUE
+if unique and not opts.UNIQUE_FOR then
+  return emq_error('EMQARG', 'UNIQUE needs UNIQUE_FOR')
+end
+if not unique and (opts.UNIQUE_FOR or opts.UNIQUE_DONE) then
+  return emq_error('EMQARG', 'UNIQUE_FOR and UNIQUE_DONE need UNIQUE')
+end
+if unique and #KEYS ~= 7 then
+  return emq_error('EMQARG', 'UNIQUE needs all seven keys')
+end
+if policy and #KEYS < 5 then
   return emq_error('EMQARG', 'ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys')
 end
 -- The due time, on the server's clock; a job already due is simply pending.
-local due = nil
+local due, now = nil, nil
+if delay or at or unique then
+  now = now_ms()
+end
 if delay or at then
-  local now = now_ms()
   due = at or now + delay
   if due <= now then due = nil end
 end
@@ -93,8 +116,30 @@ err = type_error(KEYS[2], 'zset')
   or (due and type_error(KEYS[3], 'zset'))
   or (priority ~= 0 and type_error(KEYS[4], 'hash'))
   or (policy and type_error(KEYS[5], 'hash'))
+  or (unique and (type_error(KEYS[6], 'hash') or type_error(KEYS[7], 'zset')))
   or nil
 if err then return err end
+
+-- DEDUP: while a job holds the UNIQUE key (its hold has not ended and, for a
+-- key that frees when its job finishes, that job is still pending, delayed
+-- or active), answer the holder's id and change nothing. The value is
+-- <0|1>:<id>; a value of another shape holds nothing.
+if unique then
+  local value = redis.call('HGET', KEYS[6], unique)
+  local ends = value and redis.call('ZSCORE', KEYS[7], unique)
+  if value and ends and tonumber(ends) > now and string.sub(value, 2, 2) == ':' then
+    local holder = string.sub(value, 3)
+    local held = true
+    if string.sub(value, 1, 1) == '1' then
+      local record = prefix .. 'job:' .. holder
+      err = type_error(record, 'hash')
+      if err then return err end
+      local state = redis.call('HGET', record, 'state')
+      held = state == 'pending' or state == 'delayed' or state == 'active'
+    end
+    if held then return holder end
+  end
+end
 
 -- THE RECORD: one HSET writes the three named fields with their birth values.
 --   state    'pending'  the lifecycle position ('delayed' when not yet due)
@@ -107,6 +152,16 @@ if priority ~= 0 then
 end
 if policy then
   redis.call('HSET', KEYS[5], id, policy)
+end
+if unique then
+  -- Forget up to UNIQUE_SWEEP keys whose hold has ended (bounded work), then hold this one.
+  local ended = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, UNIQUE_SWEEP)
+  if #ended > 0 then
+    redis.call('HDEL', KEYS[6], unpack(ended))
+    redis.call('ZREM', KEYS[7], unpack(ended))
+  end
+  redis.call('HSET', KEYS[6], unique, (opts.UNIQUE_DONE == 1 and '1:' or '0:') .. id)
+  redis.call('ZADD', KEYS[7], now + opts.UNIQUE_FOR, unique)
 end
 if due then
   redis.call('ZADD', KEYS[3], string.format('%d', due), id)
