@@ -31,6 +31,8 @@ pub enum Role {
     Errors,
     /// `done`, `dead` or `cancelled`: the finished set the call names (PURGE).
     Finished,
+    /// `pending`, `delayed` or `active`: the unfinished set the call names (DRAIN).
+    Unfinished,
     /// `config`: the queue's settings, field → value (hash): `paused`,
     /// `concurrency`, `rate`, `per`. CLAIM's gate reads it; CONFIG writes it.
     Config,
@@ -66,6 +68,7 @@ impl Role {
             Role::Priority => "priority",
             Role::Errors => "errors",
             Role::Finished => "done|dead|cancelled",
+            Role::Unfinished => "pending|delayed|active",
             Role::Config => "config",
             Role::Rate => "rate",
             Role::Progress => "progress",
@@ -78,10 +81,10 @@ impl Role {
     }
 
     /// The key's name after the prefix when it is one fixed name (every role
-    /// but [`Role::Job`] and [`Role::Finished`]).
+    /// but [`Role::Job`], [`Role::Finished`] and [`Role::Unfinished`]).
     pub const fn fixed(self) -> Option<&'static str> {
         match self {
-            Role::Job | Role::Finished => None,
+            Role::Job | Role::Finished | Role::Unfinished => None,
             other => Some(other.pattern()),
         }
     }

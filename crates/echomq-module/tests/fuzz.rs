@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 25] = [
+const TEMPLATES: [(&str, &str); 27] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     (
@@ -56,13 +56,19 @@ const TEMPLATES: [(&str, &str); 25] = [
     ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
     ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
     ("EMQ.PROGRESS", "$q:job:$id $q:progress $id $n half"),
+    ("EMQ.DRAIN", "$q:delayed $q:priority $q:errors $q:progress $q:policy LIMIT $n"),
+    (
+        "EMQ.OBLITERATE",
+        "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress $q:policy \
+         $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until",
+    ),
     ("EMQ.SCHEDULE", "$q:schedules $q:ticks s$n d $n"),
     ("EMQ.UNSCHEDULE", "$q:schedules $q:ticks s$n"),
     ("EMQ.SCHEDULES", "$q:schedules $q:ticks DUE 1 LIMIT $n"),
     ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
 ];
-const CALLS: usize = 25 * 400;
-const SEED: u64 = 0x5eed_e3a0_0002;
+const CALLS: usize = 27 * 400;
+const SEED: u64 = 0x5eed_e3a0_0005;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
 struct Rng(u64);

@@ -14,13 +14,12 @@ Derived  emq:{q}:job:<id>   the record of each purged id (same hashtag)
 Reply    how many jobs were deleted
 Errors   EMQARG, EMQTYPE
 ]]
---@include record
+--@include delete
 
-local finished = string.match(KEYS[1] or '', ':(%a+)$')
-if finished ~= 'done' and finished ~= 'dead' and finished ~= 'cancelled' then
-  return emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:done, dead or cancelled')
-end
-local prefix, err = queue_prefix({finished, 'priority', 'errors', 'progress', 'policy'})
+local finished, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
+if err then return err end
+local prefix
+prefix, err = queue_prefix({finished, 'priority', 'errors', 'progress', 'policy'})
 if err then return err end
 local age, opts
 age, err = integer(ARGV[1], 'age', AGE_MS_MIN, AGE_MS_MAX)
@@ -32,18 +31,4 @@ err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(K
 if err then return err end
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
-if #ids == 0 then return 0 end
-for _, id in ipairs(ids) do
-  err = elsewhere_error(prefix .. 'job:' .. id) or type_error(prefix .. 'job:' .. id, 'hash')
-  if err then return err end
-end
-
-redis.call('ZREM', KEYS[1], unpack(ids))
-redis.call('HDEL', KEYS[2], unpack(ids))
-redis.call('HDEL', KEYS[3], unpack(ids))
-redis.call('HDEL', KEYS[4], unpack(ids))
-redis.call('HDEL', KEYS[5], unpack(ids))
-for _, id in ipairs(ids) do
-  redis.call('DEL', prefix .. 'job:' .. id)
-end
-return #ids
+return delete_jobs(prefix, ids)

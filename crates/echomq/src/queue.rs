@@ -389,6 +389,72 @@ impl Queue {
         self.run(&Purge { state, age, limit }).await
     }
 
+    /// Delete the queue's pending and delayed jobs (and, with `active`, its
+    /// running ones, whose holders are fenced): how many. Bounded calls of
+    /// DRAIN, repeated while each deletes a full LIMIT.
+    pub async fn drain(&self, active: bool) -> Result<u64> {
+        let states: &[State] = if active {
+            &[State::Pending, State::Delayed, State::Active]
+        } else {
+            &[State::Pending, State::Delayed]
+        };
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        let mut total = 0;
+        for state in states {
+            loop {
+                let drained = self.run(&Drain { state: *state, limit }).await?;
+                total += drained;
+                if drained < limit {
+                    break;
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// Delete the whole queue: every job and every key it owns (settings,
+    /// schedules, dedup keys). Refused (`Error::State`, nothing deleted)
+    /// while jobs are active, unless `force`: then they go too, and their
+    /// holders are fenced. How many jobs were deleted. A job enqueued while
+    /// this runs is deleted with the rest.
+    pub async fn delete(&self, force: bool) -> Result<u64> {
+        let refuse_active = || async {
+            let active = self.stats().await?.active;
+            if active > 0 && !force {
+                return Err(crate::Error::State(format!(
+                    "{active} jobs of {} are active: let them finish, or force their deletion",
+                    self.name()
+                )));
+            }
+            Ok(())
+        };
+        refuse_active().await?;
+        let mut total = 0;
+        // Jobs may arrive meanwhile; a few rounds see the queue empty.
+        for _ in 0..5 {
+            total += self.drain(force).await?;
+            for state in [State::Done, State::Dead, State::Cancelled] {
+                loop {
+                    let purged = self.purge(state, Duration::ZERO).await?;
+                    total += purged;
+                    if purged < *echomq_core::limits::SWEEP_LIMIT.end() {
+                        break;
+                    }
+                }
+            }
+            match self.run(&Obliterate).await {
+                Ok(_) => return Ok(total),
+                // A claim that came meanwhile, or new jobs: see which.
+                Err(crate::Error::State(_)) => refuse_active().await?,
+                Err(err) => return Err(err),
+            }
+        }
+        Err(crate::Error::State(format!(
+            "{} still gets jobs while it is deleted: stop its producers",
+            self.name()
+        )))
+    }
+
     /// Cancel a job; `false` when it was cancelled already.
     pub async fn cancel(&self, id: &JobId) -> Result<bool> {
         self.run(&Cancel { id: id.clone() }).await

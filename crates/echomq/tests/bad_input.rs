@@ -171,6 +171,12 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
         ),
         ("stats", &[], Call::Stats),
         (
+            "drain",
+            &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+            Call::Drain(Drain { state: State::Pending, limit: 1000 }),
+        ),
+        ("obliterate", &[], Call::Obliterate),
+        (
             "config",
             &[],
             Call::Config(Config {
@@ -216,9 +222,9 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
     let mut conn = h.conn.clone();
     let mut checked = 0;
     for (name, given, call) in happy_calls() {
-        // Claim, reap, promote and purge also read the records of the ids they move.
+        // Claim, reap, promote, purge and drain also read the records of the ids they move.
         let mut keys = call.keys(&h.keys);
-        if ["claim", "reap", "promote", "purge"].contains(&name) {
+        if ["claim", "reap", "promote", "purge", "drain"].contains(&name) {
             keys.push(h.keys.job(&a()));
         }
         for key in keys {
@@ -232,7 +238,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 79, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 101, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]

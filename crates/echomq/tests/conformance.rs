@@ -367,7 +367,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 19] = [
+const SHAPES: [Shape; 21] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -414,6 +414,8 @@ const SHAPES: [Shape; 19] = [
     Shape { name: Name::Retry, args: &[ID], options: STRAY },
     Shape { name: Name::Inspect, args: &[ID], options: STRAY },
     Shape { name: Name::Stats, args: &[], options: STRAY },
+    Shape { name: Name::Drain, args: &[], options: &[("LIMIT", "1"), ("LIMIT", "0"), ("limit", "2")] },
+    Shape { name: Name::Obliterate, args: &[], options: STRAY },
     Shape {
         name: Name::Config,
         args: &[],
@@ -495,7 +497,7 @@ fn raw_call() -> impl Strategy<Value = RawCall> {
     (
         0..SHAPES.len(),
         any::<bool>(),
-        prop::collection::vec(pick, 6),
+        prop::collection::vec(pick, 16),
         id,
         prop::collection::vec(arg, 5),
         sent,
@@ -536,6 +538,7 @@ impl RawCall {
                 let name = match role {
                     Role::Job => format!("job:{id}"),
                     Role::Finished => "dead".to_owned(),
+                    Role::Unfinished => "delayed".to_owned(),
                     other => other.fixed().unwrap_or_default().to_owned(),
                 };
                 let wrong = if name == "active" { "pending" } else { "active" };

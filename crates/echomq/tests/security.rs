@@ -46,7 +46,7 @@ pub const OPERATOR_LUA: &str =
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote \
-     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.progress +emq.schedule \
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
@@ -452,7 +452,11 @@ fn the_lua_recipes_cover_every_command_the_scripts_call() {
         "schedules",
         "fire",
     ];
-    let operator = [&worker[..], &["purge", "cancel", "retry", "config", "schedule", "unschedule"]].concat();
+    let operator = [
+        &worker[..],
+        &["purge", "cancel", "retry", "config", "drain", "obliterate", "schedule", "unschedule"],
+    ]
+    .concat();
     for (recipe, rules, transitions) in [
         ("WORKER_LUA", WORKER_LUA, &worker[..]),
         ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue"][..]),

@@ -649,6 +649,48 @@ fn cases() -> Vec<Case> {
                 "progress $B=9",
             ],
         },
+        // DRAIN
+        Case {
+            name: "drain deletes pending jobs head first, with their side entries",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $A 5 $B",
+                "HSET $q:priority $B 5",
+                "HSET $q:policy $A ATTEMPTS~1",
+            ],
+            call: Call::Drain(Drain { state: State::Pending, limit: 1 }),
+            reply: "Ok(1)",
+            after: &["job:$B attempts=0 payload=b state=pending", "pending $B@5", "priority $B=5"],
+        },
+        Case {
+            name: "drain of active jobs deletes them, fencing their holders",
+            given: &["HSET $q:job:$A state active attempts 1 payload a", "ZADD $q:active 5 $A", "HSET $q:errors $A boom"],
+            call: Call::Drain(Drain { state: State::Active, limit: 1000 }),
+            reply: "Ok(1)",
+            after: &[],
+        },
+        // OBLITERATE
+        Case {
+            name: "obliterate of an empty queue deletes every key it owns",
+            given: &[
+                "HSET $q:config paused 1",
+                "HSET $q:schedules s d1",
+                "ZADD $q:ticks 9 s",
+                "HSET $q:unique u 0:$A",
+                "ZADD $q:unique_until 9 u",
+            ],
+            call: Call::Obliterate,
+            reply: "Ok(5)",
+            after: &[],
+        },
+        Case {
+            name: "obliterate of a queue that holds a job is refused",
+            given: &["HSET $q:job:$A state done attempts 1 payload a", "ZADD $q:done 5 $A", "HSET $q:config paused 1"],
+            call: Call::Obliterate,
+            reply: "Err(EMQSTATE)",
+            after: &["config paused=1", "done $A@5", "job:$A attempts=1 payload=a state=done"],
+        },
         // PROGRESS
         Case {
             name: "progress by the holder is kept beside the record, which is untouched",
@@ -1209,6 +1251,50 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
         error: "EMQTYPE $q:job:$B holds a string, not a hash",
+    },
+    Refusal {
+        name: "drain of a finished set",
+        given: &[],
+        call: Name::Drain,
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy",
+        args: "",
+        error: "EMQARG KEYS[1] must be emq:{<queue>}:pending, delayed or active",
+    },
+    Refusal {
+        name: "drain with LIMIT 0",
+        given: &[],
+        call: Name::Drain,
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy",
+        args: "LIMIT 0",
+        error: "EMQARG LIMIT must be an integer in 1..=1000",
+    },
+    Refusal {
+        name: "drain of a job whose record is a list",
+        given: &["ZADD $q:delayed 5 $A", "RPUSH $q:job:$A x"],
+        call: Name::Drain,
+        keys: "$q:delayed $q:priority $q:errors $q:progress $q:policy",
+        args: "",
+        error: "EMQTYPE $q:job:$A holds a list, not a hash",
+    },
+    Refusal {
+        name: "obliterate with an argument",
+        given: &[],
+        call: Name::Obliterate,
+        keys:
+            "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until",
+        args: "FORCE 1",
+        error: "EMQARG unknown option FORCE",
+    },
+    Refusal {
+        name: "obliterate of a queue whose schedules are a string",
+        given: &["SET $q:schedules x"],
+        call: Name::Obliterate,
+        keys:
+            "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until",
+        args: "",
+        error: "EMQTYPE $q:schedules holds a string, not a hash",
     },
     Refusal {
         name: "claim with a policy that is a string",

@@ -15,7 +15,7 @@
 //! - `failure.rs`: what a failed call did, in words, and what is safe next.
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
-//! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge.
+//! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge, drain, delete-queue.
 //! - `work.rs`: a worker that runs a command per job.
 //! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
@@ -75,6 +75,10 @@ enum Command {
     Cancel(ops::JobsArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
     Purge(ops::PurgeArgs),
+    /// Delete a queue's pending and delayed jobs (--active: its running ones too).
+    Drain(ops::DrainArgs),
+    /// Delete a queue and every key it owns; refused while jobs are active, unless --force.
+    DeleteQueue(ops::DeleteQueueArgs),
     /// Pause queues: their workers claim nothing (enqueue, ack and the rest go on).
     Pause(flow::QueuesArgs),
     /// Resume paused queues: waiting workers wake at once.
@@ -114,6 +118,8 @@ async fn main() {
         Command::Retry(args) => ops::retry(&cli.server, args).await,
         Command::Cancel(args) => ops::cancel(&cli.server, args).await,
         Command::Purge(args) => ops::purge(&cli.server, args).await,
+        Command::Drain(args) => ops::drain(&cli.server, args).await,
+        Command::DeleteQueue(args) => ops::delete_queue(&cli.server, args).await,
         Command::Pause(args) => flow::pause(&cli.server, args).await,
         Command::Resume(args) => flow::resume(&cli.server, args).await,
         Command::Limit(args) => flow::limit(&cli.server, args).await,

@@ -205,6 +205,39 @@ pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
     Ok(())
 }
 
+#[derive(clap::Args, Debug)]
+pub struct DrainArgs {
+    /// The queue.
+    queue: String,
+    /// Also delete the jobs running now; their workers lose their leases.
+    #[arg(long)]
+    active: bool,
+}
+
+pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
+    let queue = server.queue(&args.queue).await?;
+    let drained = queue.drain(args.active).await?;
+    let which = if args.active { "pending, delayed and active" } else { "pending and delayed" };
+    println!("drained {drained} {which} jobs from {}", args.queue);
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DeleteQueueArgs {
+    /// The queue.
+    queue: String,
+    /// Delete it even while jobs are active; their workers lose their leases.
+    #[arg(long)]
+    force: bool,
+}
+
+pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), Error> {
+    let queue = server.queue(&args.queue).await?;
+    let deleted = queue.delete(args.force).await?;
+    println!("deleted queue {} and its {deleted} jobs", args.queue);
+    Ok(())
+}
+
 /// Every queue on the server: any with a state set. (A SCAN: fine for
 /// operators, not for a hot path.)
 pub async fn discover(conn: &mut Conn) -> Result<Vec<String>, Error> {

@@ -132,6 +132,17 @@ fn the_operations_commands() {
         assert!(refused.starts_with(&held) && refused.contains("holds the --unique key"), "{via}: {refused}");
         assert_eq!(cli.stats_row(&dq), [1, 0, 0, 0, 0, 0], "{via}");
         assert!(cli.fails(&["enqueue", &dq, "c", "--unique", "k"]).contains("--unique-for"), "{via}");
+        // Drain, then delete: the queue and its dedup key are gone.
+        cli.ok(&["enqueue", &dq, "later", "--delay", "1h"]);
+        assert!(cli.ok(&["drain", &dq]).contains("drained 2 pending and delayed jobs"), "{via}");
+        cli.ok(&["enqueue", &dq, "x"]);
+        assert!(
+            cli.ok(&["delete-queue", &dq]).contains(&format!("deleted queue {dq} and its 1 jobs")),
+            "{via}"
+        );
+        let mut raw = server.client().get_connection().unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("emq:{{{dq}}}:*")).query(&mut raw).unwrap();
+        assert!(keys.is_empty(), "{via}: {keys:?}");
 
         let inspected = cli.ok(&["inspect", &id]);
         for line in

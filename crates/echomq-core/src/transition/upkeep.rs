@@ -1,4 +1,6 @@
-//! Upkeep, safe from many workers at once: REAP, PROMOTE, PURGE (see the `.lua` twins).
+//! Upkeep, safe from many workers at once: REAP, PROMOTE, PURGE; and an
+//! operator's DRAIN and OBLITERATE, which delete jobs and queues (see the
+//! `.lua` twins).
 
 use super::{need, number, present_here, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
@@ -6,7 +8,7 @@ use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
 use crate::parse::{count, options, queue_prefix, record_key};
 use crate::policy::Policy;
 use crate::store::{KeyType, Store};
-use crate::{Answer, Refusal, Reply};
+use crate::{Answer, Code, Refusal, Reply};
 
 fn limit(args: &[&[u8]]) -> Result<usize, Refusal> {
     let [limit] = options(args, [("LIMIT", SWEEP_LIMIT)])?;
@@ -153,16 +155,8 @@ impl<'a> Purge<'a> {
 
     /// KEYS: done, dead or cancelled; priority; errors; progress; policy. ARGV: age, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
-        let finished = keys
-            .first()
-            .and_then(|key| key.rsplit(|b| *b == b':').next().filter(|_| key.contains(&b':')))
-            .filter(|tail| !tail.is_empty() && tail.iter().all(u8::is_ascii_alphabetic));
-        let finished = match finished {
-            Some(b"done") => Role::Done,
-            Some(b"dead") => Role::Dead,
-            Some(b"cancelled") => Role::Cancelled,
-            _ => return Err(Refusal::arg("KEYS[1] must be emq:{<queue>}:done, dead or cancelled")),
-        };
+        let sets = [(b"done".as_slice(), Role::Done), (b"dead", Role::Dead), (b"cancelled", Role::Cancelled)];
+        let finished = named_set(keys, &sets, "done, dead or cancelled")?;
         // KEYS[1] is the finished set it names, the other roles as described.
         let roles = [finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy];
         debug_assert_eq!(roles[1..], Self::DESCRIPTION.keys[1..]);
@@ -183,29 +177,178 @@ impl<'a> Purge<'a> {
         }
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(finished, cutoff, self.limit);
-        if ids.is_empty() {
-            return Ok(Reply::count(0));
-        }
-        for id in &ids {
-            let record = record_key(self.prefix, id);
-            need(store, &record, KeyType::Hash)?;
-            present_here(store, &record)?;
-        }
+        delete_jobs(store, self.prefix, finished, [priority, errors, progress, policy], &ids)
+    }
+}
 
-        // In the script's order (all removals, then the priorities, the
-        // errors, the progress, the policies, the records), so the module
-        // replicates and announces the same commands as Lua.
-        for id in &ids {
-            store.zrem(finished, id);
+/// Delete the jobs `ids` of `set`: their set entries, their entries in the
+/// side hashes (priority, errors, progress, policy) and their records; reply
+/// how many. Every record is checked first (a hash, and on this node), so a
+/// refusal writes nothing. PURGE's and DRAIN's common end.
+fn delete_jobs<S: Store>(
+    store: &mut S,
+    prefix: &[u8],
+    set: &[u8],
+    sides: [&[u8]; 4],
+    ids: &[Vec<u8>],
+) -> Answer {
+    if ids.is_empty() {
+        return Ok(Reply::count(0));
+    }
+    for id in ids {
+        let record = record_key(prefix, id);
+        need(store, &record, KeyType::Hash)?;
+        present_here(store, &record)?;
+    }
+    // In the scripts' order (all removals, then each side hash, then the
+    // records), so the module replicates and announces the same commands as Lua.
+    for id in ids {
+        store.zrem(set, id);
+    }
+    for side in sides {
+        for id in ids {
+            store.hdel(side, id);
         }
+    }
+    for id in ids {
+        store.del(&record_key(prefix, id));
+    }
+    Ok(Reply::count(ids.len() as u64))
+}
+
+/// The set KEYS[1] names, by the last word of its name, as `roles` allow:
+/// its role, or the refusal that says which it must be.
+fn named_set(keys: &[&[u8]], roles: &[(&[u8], Role)], must: &str) -> Result<Role, Refusal> {
+    let tail = keys
+        .first()
+        .and_then(|key| key.rsplit(|b| *b == b':').next().filter(|_| key.contains(&b':')))
+        .filter(|tail| !tail.is_empty() && tail.iter().all(u8::is_ascii_alphabetic));
+    match roles.iter().find(|(name, _)| Some(*name) == tail) {
+        Some((_, role)) => Ok(*role),
+        None => Err(Refusal::arg(format!("KEYS[1] must be emq:{{<queue>}}:{must}"))),
+    }
+}
+
+/// A parsed DRAIN.
+#[derive(Debug)]
+pub struct Drain<'a> {
+    keys: &'a [&'a [u8]],
+    prefix: &'a [u8],
+    limit: usize,
+}
+
+impl<'a> Drain<'a> {
+    /// What DRAIN is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "drain",
+        command: "EMQ.DRAIN",
+        keys: &[Role::Unfinished, Role::Priority, Role::Errors, Role::Progress, Role::Policy],
+        required_keys: 5,
+        args: &[],
+        options: &["LIMIT"],
+        effect: Effect::Frees,
+        wakes_claims: false,
+    };
+
+    /// KEYS: pending, delayed or active; priority; errors; progress; policy. ARGV: LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Drain<'a>, Refusal> {
+        let sets =
+            [(b"pending".as_slice(), Role::Pending), (b"delayed", Role::Delayed), (b"active", Role::Active)];
+        let set = named_set(keys, &sets, "pending, delayed or active")?;
+        let roles = [set, Role::Priority, Role::Errors, Role::Progress, Role::Policy];
+        let prefix = queue_prefix(keys, &roles, b"")?;
+        let limit = limit(args)?;
+        Ok(Drain { keys, prefix, limit })
+    }
+
+    /// Delete up to LIMIT jobs of the set, head first, whatever their state
+    /// of progress: a drained active job's holder is fenced (its record is gone).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let [set, priority, errors, progress, policy] =
+            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
+        need(store, set, KeyType::Zset)?;
         for side in [priority, errors, progress, policy] {
-            for id in &ids {
-                store.hdel(side, id);
+            need(store, side, KeyType::Hash)?;
+        }
+        let ids = store.zhead(set, self.limit);
+        delete_jobs(store, self.prefix, set, [priority, errors, progress, policy], &ids)
+    }
+}
+
+/// A parsed OBLITERATE.
+#[derive(Debug)]
+pub struct Obliterate<'a> {
+    keys: &'a [&'a [u8]],
+}
+
+impl<'a> Obliterate<'a> {
+    /// What OBLITERATE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "obliterate",
+        command: "EMQ.OBLITERATE",
+        keys: &[
+            Role::Pending,
+            Role::Active,
+            Role::Delayed,
+            Role::Done,
+            Role::Dead,
+            Role::Cancelled,
+            Role::Priority,
+            Role::Errors,
+            Role::Progress,
+            Role::Policy,
+            Role::Config,
+            Role::Rate,
+            Role::Schedules,
+            Role::Ticks,
+            Role::Unique,
+            Role::UniqueUntil,
+        ],
+        required_keys: 16,
+        args: &[],
+        options: &[],
+        effect: Effect::Frees,
+        wakes_claims: false,
+    };
+
+    /// KEYS: the six sets, then every other key of the queue. No ARGV.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Obliterate<'a>, Refusal> {
+        queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
+        options(args, [])?;
+        Ok(Obliterate { keys })
+    }
+
+    /// The last step of deleting a queue: refused while any of its six sets
+    /// holds a job; else delete every other key it owns. Reply how many
+    /// keys were deleted. Every key must hold its protocol type (or nothing).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let hash = |role: &Role| {
+            matches!(
+                role,
+                Role::Priority
+                    | Role::Errors
+                    | Role::Progress
+                    | Role::Policy
+                    | Role::Config
+                    | Role::Schedules
+                    | Role::Unique
+            )
+        };
+        for (key, role) in self.keys.iter().zip(Self::DESCRIPTION.keys) {
+            need(store, key, if hash(role) { KeyType::Hash } else { KeyType::Zset })?;
+        }
+        let (sets, rest) = self.keys.split_at(6);
+        let jobs: u64 = sets.iter().map(|set| store.zcard(set)).sum();
+        if jobs > 0 {
+            return Err(Refusal::new(Code::State, format!("the queue still holds {jobs} jobs")));
+        }
+        let mut deleted = 0;
+        for key in rest {
+            if store.key_type(key) != KeyType::None {
+                store.del(key);
+                deleted += 1;
             }
         }
-        for id in &ids {
-            store.del(&record_key(self.prefix, id));
-        }
-        Ok(Reply::count(ids.len() as u64))
+        Ok(Reply::count(deleted))
     }
 }

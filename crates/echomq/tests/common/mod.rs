@@ -194,6 +194,8 @@ pub enum Call {
     Unschedule(Unschedule),
     Schedules(Schedules),
     Fire(Fire),
+    Drain(Drain),
+    Obliterate,
 }
 
 impl Call {
@@ -219,6 +221,8 @@ impl Call {
             Call::Unschedule(c) => c.keys(k),
             Call::Schedules(c) => c.keys(k),
             Call::Fire(c) => c.keys(k),
+            Call::Drain(c) => c.keys(k),
+            Call::Obliterate => Obliterate.keys(k),
         }
     }
 }
@@ -267,5 +271,7 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         // The server's now aside: the schedules as listed.
         Call::Schedules(c) => show(execute(via, k, c).await.map(|listed| listed.schedules)),
         Call::Fire(c) => show(execute(via, k, c).await),
+        Call::Drain(c) => show(execute(via, k, c).await),
+        Call::Obliterate => show(execute(via, k, &Obliterate).await),
     }
 }

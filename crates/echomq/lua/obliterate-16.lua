@@ -1,0 +1,51 @@
+--[[ OBLITERATE: the last step of deleting a queue. Refused while any of its
+six sets holds a job (DRAIN and PURGE empty them first); then every other
+key the queue owns is deleted.
+
+KEYS[1]  emq:{q}:pending    (zset)
+KEYS[2]  emq:{q}:active     (zset)
+KEYS[3]  emq:{q}:delayed    (zset)
+KEYS[4]  emq:{q}:done       (zset)
+KEYS[5]  emq:{q}:dead       (zset)
+KEYS[6]  emq:{q}:cancelled  (zset)
+KEYS[7]  emq:{q}:priority   (hash)
+KEYS[8]  emq:{q}:errors     (hash)
+KEYS[9]  emq:{q}:progress   (hash)
+KEYS[10] emq:{q}:policy     (hash)
+KEYS[11] emq:{q}:config     (hash)
+KEYS[12] emq:{q}:rate       (zset)
+KEYS[13] emq:{q}:schedules  (hash)
+KEYS[14] emq:{q}:ticks      (zset)
+KEYS[15] emq:{q}:unique     (hash)
+KEYS[16] emq:{q}:unique_until (zset)
+Reply    how many of KEYS[7..16] existed and were deleted
+Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
+]]
+--@include common
+
+local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority', 'errors',
+  'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until'})
+if err then return err end
+err = no_options_error(1)
+if err then return err end
+local types = {'zset', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'hash', 'hash', 'zset',
+  'hash', 'zset', 'hash', 'zset'}
+for i, want in ipairs(types) do
+  err = type_error(KEYS[i], want)
+  if err then return err end
+end
+local jobs = 0
+for i = 1, 6 do
+  jobs = jobs + redis.call('ZCARD', KEYS[i])
+end
+if jobs > 0 then
+  return emq_error('EMQSTATE', 'the queue still holds ' .. jobs .. ' jobs')
+end
+local deleted = 0
+for i = 7, 16 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('DEL', KEYS[i])
+    deleted = deleted + 1
+  end
+end
+return deleted
