@@ -22,6 +22,24 @@ pub const MAX_UNIQUE_KEY: usize = 512;
 pub const UNIQUE_MS: RangeInclusive<u64> = 1..=999_999_999_999;
 /// How many expired dedup keys one ENQUEUE with UNIQUE forgets, at most.
 pub const UNIQUE_SWEEP: usize = 100;
+/// How long finished jobs are kept, in milliseconds (CONFIG DONE_AGE,
+/// DEAD_AGE, CANCELLED_AGE); 0 keeps them at any age.
+pub const KEEP_MS: RangeInclusive<u64> = 0..=999_999_999_999;
+/// How many finished jobs of a state are kept, at most (CONFIG DONE_COUNT,
+/// DEAD_COUNT, CANCELLED_COUNT); 0 keeps any number.
+pub const KEEP_COUNT: RangeInclusive<u64> = 0..=1_000_000_000;
+/// Done jobs are kept a day by default (TRIM),
+pub const KEEP_DONE_MS: u64 = 86_400_000;
+/// and at most ten thousand of them.
+pub const KEEP_DONE_COUNT: u64 = 10_000;
+/// Dead jobs are kept thirty days by default,
+pub const KEEP_DEAD_MS: u64 = 2_592_000_000;
+/// and at most a hundred thousand of them.
+pub const KEEP_DEAD_COUNT: u64 = 100_000;
+/// Cancelled jobs are kept a day by default,
+pub const KEEP_CANCELLED_MS: u64 = 86_400_000;
+/// and at most ten thousand of them.
+pub const KEEP_CANCELLED_COUNT: u64 = 10_000;
 /// A yes-or-no option (SCHEDULES DUE, FIRE SKIP): 0 or 1.
 pub const FLAG: RangeInclusive<u64> = 0..=1;
 /// The most digits an integer argument may have.

@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 27] = [
+const TEMPLATES: [(&str, &str); 28] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     (
@@ -56,6 +56,7 @@ const TEMPLATES: [(&str, &str); 27] = [
     ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
     ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
     ("EMQ.PROGRESS", "$q:job:$id $q:progress $id $n half"),
+    ("EMQ.TRIM", "$q:done $q:priority $q:errors $q:progress $q:policy $q:config LIMIT $n"),
     ("EMQ.DRAIN", "$q:delayed $q:priority $q:errors $q:progress $q:policy LIMIT $n"),
     (
         "EMQ.OBLITERATE",
@@ -67,8 +68,8 @@ const TEMPLATES: [(&str, &str); 27] = [
     ("EMQ.SCHEDULES", "$q:schedules $q:ticks DUE 1 LIMIT $n"),
     ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
 ];
-const CALLS: usize = 27 * 400;
-const SEED: u64 = 0x5eed_e3a0_0005;
+const CALLS: usize = 28 * 400;
+const SEED: u64 = 0x5eed_e3a0_0007;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
 struct Rng(u64);

@@ -1,5 +1,5 @@
 --[[ CONFIG: read and change the queue's settings, the fields of
-emq:{q}:config that CLAIM's gate (includes/gate) reads.
+emq:{q}:config that CLAIM's gate (includes/gate) and TRIM (includes/retention) read.
 
 KEYS[1]  emq:{q}:config     (hash) paused = 1 while paused; concurrency = n;
                             rate = n and per = ms
@@ -11,12 +11,20 @@ ARGV[1..] options, each at most once; none: only read.
          CONCURRENCY <n>    0..=2147483647: at most n jobs active at once; 0: no limit
          RATE <n>           0..=100000: at most n claims in any PER ms; 0: no limit
          PER <ms>           1..=86400000: the rate's period; RATE n > 0 needs it
-Reply    [paused, concurrency, rate, per]: the settings after the change (0: none)
+         DONE_AGE <ms>      0..=999999999999: TRIM deletes done jobs this old; 0: any age
+         DONE_COUNT <n>     0..=1000000000: and those beyond the newest n; 0: any number
+         DEAD_AGE <ms>      the same for dead jobs
+         DEAD_COUNT <n>
+         CANCELLED_AGE <ms> the same for cancelled jobs
+         CANCELLED_COUNT <n>
+Reply    [paused, concurrency, rate, per, done_age, done_count, dead_age,
+         dead_count, cancelled_age, cancelled_count]: the settings after the
+         change (0: none), the retention as TRIM applies it (defaults if unset)
          Resuming a paused queue re-adds the head of pending at its own score
          (ZREM, then ZADD), so every waiting claim wakes as on an arrival.
 Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE
 ]]
---@include common
+--@include retention
 
 local _, err = queue_prefix({'config', 'pending', 'priority', 'rate'})
 if err then return err end
@@ -26,6 +34,12 @@ opts, err = options(1, {
   CONCURRENCY = {CONCURRENCY_MIN, CONCURRENCY_MAX},
   RATE = {RATE_MIN, RATE_MAX},
   PER = {RATE_PERIOD_MS_MIN, RATE_PERIOD_MS_MAX},
+  DONE_AGE = {KEEP_MS_MIN, KEEP_MS_MAX},
+  DONE_COUNT = {KEEP_COUNT_MIN, KEEP_COUNT_MAX},
+  DEAD_AGE = {KEEP_MS_MIN, KEEP_MS_MAX},
+  DEAD_COUNT = {KEEP_COUNT_MIN, KEEP_COUNT_MAX},
+  CANCELLED_AGE = {KEEP_MS_MIN, KEEP_MS_MAX},
+  CANCELLED_COUNT = {KEEP_COUNT_MIN, KEEP_COUNT_MAX},
 })
 if err then return err end
 if opts.PER and not opts.RATE then return emq_error('EMQARG', 'PER needs RATE') end
@@ -53,6 +67,11 @@ elseif opts.RATE then
   set[#set + 1] = 'rate'; set[#set + 1] = opts.RATE
   set[#set + 1] = 'per'; set[#set + 1] = opts.PER
 end
+for _, option in ipairs({'DONE_AGE', 'DONE_COUNT', 'DEAD_AGE', 'DEAD_COUNT', 'CANCELLED_AGE', 'CANCELLED_COUNT'}) do
+  if opts[option] then
+    set[#set + 1] = string.lower(option); set[#set + 1] = opts[option]
+  end
+end
 if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
 if #removed > 0 then redis.call('HDEL', KEYS[1], unpack(removed)) end
 if opts.RATE == 0 then redis.call('DEL', KEYS[4]) end
@@ -64,5 +83,11 @@ if was_paused and opts.PAUSED == 0 then
   end
 end
 local settings = redis.call('HMGET', KEYS[1], 'paused', 'concurrency', 'rate', 'per')
-return {tonumber(settings[1]) or 0, tonumber(settings[2]) or 0, tonumber(settings[3]) or 0,
+local reply = {tonumber(settings[1]) or 0, tonumber(settings[2]) or 0, tonumber(settings[3]) or 0,
   tonumber(settings[4]) or 0}
+for _, state in ipairs({'done', 'dead', 'cancelled'}) do
+  local kept = retention(KEYS[1], state)
+  reply[#reply + 1] = kept[1]
+  reply[#reply + 1] = kept[2]
+end
+return reply

@@ -57,5 +57,6 @@ pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Claimed, Claims, Due, Failed, Held, Inspection, Reaped, Settings, StatsReply, Unique,
+    Admission, Claimed, Claims, Due, Failed, Held, Inspection, Reaped, Retention, Settings, StatsReply,
+    Unique,
 };

@@ -389,6 +389,29 @@ impl Queue {
         self.run(&Purge { state, age, limit }).await
     }
 
+    /// Keep finished jobs in `state` (done, dead or cancelled) as
+    /// `retention` says; every worker's upkeep deletes the rest.
+    pub async fn keep(&self, state: State, retention: Retention) -> Result<Settings> {
+        let config = match state {
+            State::Done => Config { keep_done: Some(retention), ..Config::default() },
+            State::Dead => Config { keep_dead: Some(retention), ..Config::default() },
+            State::Cancelled => Config { keep_cancelled: Some(retention), ..Config::default() },
+            other => {
+                return Err(crate::Error::Argument(format!(
+                    "only finished jobs are kept or not, not {other} ones"
+                )))
+            }
+        };
+        self.configure(config).await
+    }
+
+    /// Apply the queue's retention to its finished jobs in `state`, up to
+    /// 1000 of them: how many were deleted. Every worker runs it as upkeep.
+    pub async fn trim(&self, state: State) -> Result<u64> {
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        self.run(&Trim { state, limit }).await
+    }
+
     /// Delete the queue's pending and delayed jobs (and, with `active`, its
     /// running ones, whose holders are fenced): how many. Bounded calls of
     /// DRAIN, repeated while each deletes a full LIMIT.

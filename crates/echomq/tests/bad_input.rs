@@ -183,7 +183,14 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
                 paused: Some(true),
                 concurrency: Some(2),
                 rate: Some((5, Duration::from_secs(1))),
+                keep_done: Some(Retention { age: None, count: Some(5) }),
+                ..Config::default()
             }),
+        ),
+        (
+            "trim",
+            &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
+            Call::Trim(Trim { state: State::Done, limit: 1000 }),
         ),
         ("progress", active, Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() })),
         (
@@ -224,7 +231,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
     for (name, given, call) in happy_calls() {
         // Claim, reap, promote, purge and drain also read the records of the ids they move.
         let mut keys = call.keys(&h.keys);
-        if ["claim", "reap", "promote", "purge", "drain"].contains(&name) {
+        if ["claim", "reap", "promote", "purge", "drain", "trim"].contains(&name) {
             keys.push(h.keys.job(&a()));
         }
         for key in keys {
@@ -238,7 +245,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 101, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 108, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]

@@ -367,7 +367,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 21] = [
+const SHAPES: [Shape; 22] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -416,6 +416,7 @@ const SHAPES: [Shape; 21] = [
     Shape { name: Name::Stats, args: &[], options: STRAY },
     Shape { name: Name::Drain, args: &[], options: &[("LIMIT", "1"), ("LIMIT", "0"), ("limit", "2")] },
     Shape { name: Name::Obliterate, args: &[], options: STRAY },
+    Shape { name: Name::Trim, args: &[], options: &[("LIMIT", "1"), ("LIMIT", "1001"), ("AGE", "5")] },
     Shape {
         name: Name::Config,
         args: &[],
@@ -429,6 +430,10 @@ const SHAPES: [Shape; 21] = [
             ("PER", "600000"),
             ("RATE", "0"),
             ("PER", "0"),
+            ("DONE_AGE", "0"),
+            ("DONE_COUNT", "1"),
+            ("dead_count", "0"),
+            ("CANCELLED_AGE", "-1"),
         ],
     },
     Shape { name: Name::Progress, args: &[ID, TOKEN, &["half", ""]], options: STRAY },
@@ -827,11 +832,13 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
             "native {native}: {parts:?}"
         );
 
-        // CONFIG answers four integers; a claim the gate held ends with one.
+        // CONFIG answers ten integers (its retention as TRIM applies it); a
+        // claim the gate held ends with one.
         let config_keys = vec![key("config"), key("pending"), key("priority"), key("rate")];
         let settings = call(Name::Config, config_keys, vec!["PAUSED", "1", "RATE", "5", "PER", "1000"]);
         let ints = |ns: &[i64]| Value::Array(ns.iter().map(|n| Value::Int(*n)).collect());
-        assert_eq!(settings, ints(&[1, 0, 5, 1000]), "native {native}");
+        let kept = [86_400_000, 10_000, 2_592_000_000, 100_000, 86_400_000, 10_000];
+        assert_eq!(settings, ints(&[&[1, 0, 5, 1000][..], &kept].concat()), "native {native}");
         assert_eq!(call(Name::Claim, claim_keys(), vec!["60000"]), ints(&[-1]), "native {native}: paused");
     }
 }

@@ -199,7 +199,10 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             model.rate = rate.unwrap_or(model.rate);
             let concurrency = (model.concurrency > 0).then_some(model.concurrency);
             let rate = (model.rate > 0).then_some((model.rate, RATE_PERIOD));
-            format!("{:?}", Settings { paused: model.paused, concurrency, rate })
+            let [keep_done, keep_dead, keep_cancelled] = common::default_retention();
+            let settings =
+                Settings { paused: model.paused, concurrency, rate, keep_done, keep_dead, keep_cancelled };
+            format!("Ok({})", common::settings_shown(&settings))
         }
         Op::Progress { slot, stale } => {
             let token = token_for(tokens, slot, stale);

@@ -23,10 +23,10 @@ use redis::aio::MultiplexedConnection;
 /// A worker on the Lua executor: EchoMQ's keys, the scripts, and the
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
-     +time +type +hget +hmget +hgetall +hset +hdel +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists";
+     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
-     +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats \
+     +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
      +emq.progress +emq.schedules +emq.fire";
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
@@ -46,7 +46,7 @@ pub const OPERATOR_LUA: &str =
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.extend +emq.release +emq.reap +emq.promote \
-     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.drain +emq.obliterate +emq.progress +emq.schedule \
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
@@ -448,6 +448,7 @@ fn the_lua_recipes_cover_every_command_the_scripts_call() {
         "promote",
         "inspect",
         "stats",
+        "trim",
         "progress",
         "schedules",
         "fire",

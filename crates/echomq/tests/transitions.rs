@@ -436,6 +436,57 @@ fn cases() -> Vec<Case> {
             reply: "Ok(Settings { paused: true, concurrency: Some(4), rate: None })",
             after: &["config concurrency=4 paused=1"],
         },
+        Case {
+            name: "config sets a retention, with no age bound",
+            given: &[],
+            call: Call::Config(Config {
+                keep_dead: Some(Retention { age: None, count: Some(50) }),
+                ..Config::default()
+            }),
+            reply: "Ok(Settings { paused: false, concurrency: None, rate: None } keep dead None/Some(50))",
+            after: &["config dead_age=0 dead_count=50"],
+        },
+        // TRIM
+        Case {
+            name: "trim deletes done jobs past the default age, with their side entries",
+            given: &[
+                "HSET $q:job:$A state done attempts 1 payload a",
+                "HSET $q:job:$B state done attempts 1 payload b",
+                "ZADD $q:done 5 $A 9999999999999 $B",
+                "HSET $q:errors $A boom",
+                "HSET $q:progress $A 9",
+            ],
+            call: Call::Trim(Trim { state: State::Done, limit: 1000 }),
+            reply: "Ok(1)",
+            after: &["done $B@9999999999999", "job:$B attempts=1 payload=b state=done"],
+        },
+        Case {
+            name: "trim keeps the newest of a count, oldest going first",
+            given: &[
+                "HSET $q:job:$A state dead attempts 1 payload a",
+                "HSET $q:job:$B state dead attempts 1 payload b",
+                "ZADD $q:dead 9999999999998 $A 9999999999999 $B",
+                "HSET $q:config dead_count 1",
+            ],
+            call: Call::Trim(Trim { state: State::Dead, limit: 1000 }),
+            reply: "Ok(1)",
+            after: &["config dead_count=1", "dead $B@9999999999999", "job:$B attempts=1 payload=b state=dead"],
+        },
+        Case {
+            name: "trim with no bounds keeps every job",
+            given: &[
+                "HSET $q:job:$A state cancelled attempts 0 payload a",
+                "ZADD $q:cancelled 5 $A",
+                "HSET $q:config cancelled_age 0 cancelled_count 0",
+            ],
+            call: Call::Trim(Trim { state: State::Cancelled, limit: 1000 }),
+            reply: "Ok(0)",
+            after: &[
+                "cancelled $A@5",
+                "config cancelled_age=0 cancelled_count=0",
+                "job:$A attempts=0 payload=a state=cancelled",
+            ],
+        },
         // ACK
         Case {
             name: "ack by the holder moves the job to done",
@@ -1251,6 +1302,30 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
         error: "EMQTYPE $q:job:$B holds a string, not a hash",
+    },
+    Refusal {
+        name: "trim of an unfinished set",
+        given: &[],
+        call: Name::Trim,
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:config",
+        args: "",
+        error: "EMQARG KEYS[1] must be emq:{<queue>}:done, dead or cancelled",
+    },
+    Refusal {
+        name: "trim with a config that is a zset",
+        given: &["ZADD $q:config 1 x"],
+        call: Name::Trim,
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:config",
+        args: "",
+        error: "EMQTYPE $q:config holds a zset, not a hash",
+    },
+    Refusal {
+        name: "config with a retention count past its range",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority $q:rate",
+        args: "DONE_COUNT 1000000001",
+        error: "EMQARG DONE_COUNT must be an integer in 0..=1000000000",
     },
     Refusal {
         name: "drain of a finished set",

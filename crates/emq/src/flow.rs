@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use echomq::transition::Config;
-use echomq::{Keyspace, Settings};
+use echomq::{Keyspace, Retention, Settings};
 
 use crate::connect::{Conn, Error, Server};
 
@@ -95,10 +95,41 @@ pub struct ConfigArgs {
     /// At most this many jobs active at once; `none` removes it.
     #[arg(long, value_parser = concurrency)]
     concurrency: Option<u64>,
+    /// Keep done jobs this long and at most this many, `AGE/COUNT`: `24h/10000`;
+    /// `none` for no bound, on either side (`7d/none`).
+    #[arg(long, value_parser = retention)]
+    keep_done: Option<Retention>,
+    /// The same for dead jobs (default `30d/100000`).
+    #[arg(long, value_parser = retention)]
+    keep_dead: Option<Retention>,
+    /// The same for cancelled jobs (default `24h/10000`).
+    #[arg(long, value_parser = retention)]
+    keep_cancelled: Option<Retention>,
+}
+
+/// `AGE/COUNT`, each `none` for no bound: `24h/10000`, `7d/none`.
+fn retention(text: &str) -> Result<Retention, String> {
+    let (age, count) = text.split_once('/').ok_or("expected AGE/COUNT, such as 24h/10000 or none/1000")?;
+    let age = match age {
+        "none" => None,
+        age => Some(humantime::parse_duration(age).map_err(|err| format!("{age}: {err}"))?),
+    };
+    let count = match count {
+        "none" => None,
+        count => Some(count.parse::<u64>().map_err(|err| format!("{count}: {err}"))?),
+    };
+    Ok(Retention { age, count })
 }
 
 pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
-    let config = Config { paused: args.paused, concurrency: args.concurrency, rate: args.rate };
+    let config = Config {
+        paused: args.paused,
+        concurrency: args.concurrency,
+        rate: args.rate,
+        keep_done: args.keep_done,
+        keep_dead: args.keep_dead,
+        keep_cancelled: args.keep_cancelled,
+    };
     let settings = server.queue(&args.queue).await?.configure(config).await?;
     println!("{}", args.queue);
     println!("  paused       {}", settings.paused);
@@ -107,6 +138,13 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
         "  rate         {}",
         settings.rate.map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per)))
     );
+    let kept =
+        [("done", settings.keep_done), ("dead", settings.keep_dead), ("cancelled", settings.keep_cancelled)];
+    for (state, keep) in kept {
+        let age = keep.age.map_or("any age".into(), |age| format!("{}", humantime::format_duration(age)));
+        let count = keep.count.map_or("any number".into(), |n| format!("at most {n}"));
+        println!("  keep {state:<10} {age}, {count}");
+    }
     Ok(())
 }
 
@@ -142,5 +180,7 @@ pub async fn settings(conn: &mut Conn, keys: &Keyspace) -> Result<Settings, Erro
         paused: field(0) == Some(1),
         concurrency: field(1),
         rate: field(2).zip(field(3)).map(|(n, per)| (n, Duration::from_millis(per))),
+        // Retention is not shown in this one-line summary (`emq config` shows it).
+        ..Settings::default()
     })
 }

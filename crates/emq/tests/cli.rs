@@ -226,6 +226,20 @@ fn the_flow_control_commands() {
             "{via}: {cleared}"
         );
         assert!(cli.ok(&["stats", &q]).lines().any(|l| l.starts_with(&q) && l.ends_with("-")), "{via}");
+
+        // Retention: the defaults shown, then changed; bad input refused.
+        assert!(cli.ok(&["config", &q]).contains("keep done       1day, at most 10000"), "{via}");
+        let kept = cli.ok(&["config", &q, "--keep-done", "none/1", "--keep-dead", "7days/none"]);
+        for line in ["keep done       any age, at most 1", "keep dead       7days, any number"] {
+            assert!(kept.contains(line), "{via}: {line:?} not in {kept}");
+        }
+        assert!(cli.fails(&["config", &q, "--keep-done", "1h"]).contains("AGE/COUNT"), "{via}");
+        // The worker's upkeep trims done to the newest 1.
+        cli.ok(&["enqueue", &q, "ok"]);
+        let mut worker = work(&cli, &q);
+        eventually("done is trimmed to 1", || cli.stats_row(&q) == [0, 0, 0, 1, 0, 0]);
+        let _ = worker.kill();
+        let _ = worker.wait();
     }
 }
 

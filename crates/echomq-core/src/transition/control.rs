@@ -11,7 +11,10 @@
 
 use super::{need, number};
 use crate::description::{Description, Effect, Role};
-use crate::limits::{CONCURRENCY, RATE, RATE_PERIOD_MS, SWEEP_LIMIT, SWITCH};
+use crate::limits::{
+    CONCURRENCY, KEEP_CANCELLED_COUNT, KEEP_CANCELLED_MS, KEEP_COUNT, KEEP_DEAD_COUNT, KEEP_DEAD_MS,
+    KEEP_DONE_COUNT, KEEP_DONE_MS, KEEP_MS, RATE, RATE_PERIOD_MS, SWEEP_LIMIT, SWITCH,
+};
 use crate::parse::{options, queue_prefix};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
@@ -108,6 +111,28 @@ pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: 
     }
 }
 
+/// The retention of each finished state: its settings' fields in `config`
+/// (age in ms, count) and their defaults.
+pub(crate) const RETENTION: [(Role, [&str; 2], [u64; 2]); 3] = [
+    (Role::Done, ["done_age", "done_count"], [KEEP_DONE_MS, KEEP_DONE_COUNT]),
+    (Role::Dead, ["dead_age", "dead_count"], [KEEP_DEAD_MS, KEEP_DEAD_COUNT]),
+    (Role::Cancelled, ["cancelled_age", "cancelled_count"], [KEEP_CANCELLED_MS, KEEP_CANCELLED_COUNT]),
+];
+
+/// How long and how many jobs of finished `state` the queue keeps: its
+/// settings in `config`, else the defaults (0: no bound).
+pub(crate) fn retention<S: Store>(store: &mut S, config: &[u8], state: Role) -> [u64; 2] {
+    let (_, fields, defaults) =
+        RETENTION.iter().find(|(role, _, _)| *role == state).expect("a finished state");
+    let mut kept = *defaults;
+    for (value, field) in kept.iter_mut().zip(fields) {
+        if let Some(n) = number(store.hget(config, field.as_bytes()).as_deref()).filter(|n| *n >= 0.0) {
+            *value = n as u64;
+        }
+    }
+    kept
+}
+
 /// A parsed CONFIG.
 #[derive(Debug)]
 pub struct Config<'a> {
@@ -115,6 +140,8 @@ pub struct Config<'a> {
     paused: Option<u64>,
     concurrency: Option<u64>,
     rate: Option<(u64, Option<u64>)>,
+    /// Retention, in [`RETENTION`]'s order: done age and count, dead…, cancelled….
+    keep: [Option<u64>; 6],
 }
 
 impl<'a> Config<'a> {
@@ -125,7 +152,18 @@ impl<'a> Config<'a> {
         keys: &[Role::Config, Role::Pending, Role::Priority, Role::Rate],
         required_keys: 4,
         args: &[],
-        options: &["PAUSED", "CONCURRENCY", "RATE", "PER"],
+        options: &[
+            "PAUSED",
+            "CONCURRENCY",
+            "RATE",
+            "PER",
+            "DONE_AGE",
+            "DONE_COUNT",
+            "DEAD_AGE",
+            "DEAD_COUNT",
+            "CANCELLED_AGE",
+            "CANCELLED_COUNT",
+        ],
         effect: Effect::Writes,
         wakes_claims: true,
     };
@@ -134,10 +172,23 @@ impl<'a> Config<'a> {
     /// `CONCURRENCY <n>` (0: no limit), `RATE <n>` (0: no limit) with `PER <ms>`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Config<'a>, Refusal> {
         queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
-        let [paused, concurrency, rate, per] = options(
-            args,
-            [("PAUSED", SWITCH), ("CONCURRENCY", CONCURRENCY), ("RATE", RATE), ("PER", RATE_PERIOD_MS)],
-        )?;
+        let [paused, concurrency, rate, per, done_age, done_count, dead_age, dead_count, cancelled_age, cancelled_count] =
+            options(
+                args,
+                [
+                    ("PAUSED", SWITCH),
+                    ("CONCURRENCY", CONCURRENCY),
+                    ("RATE", RATE),
+                    ("PER", RATE_PERIOD_MS),
+                    ("DONE_AGE", KEEP_MS),
+                    ("DONE_COUNT", KEEP_COUNT),
+                    ("DEAD_AGE", KEEP_MS),
+                    ("DEAD_COUNT", KEEP_COUNT),
+                    ("CANCELLED_AGE", KEEP_MS),
+                    ("CANCELLED_COUNT", KEEP_COUNT),
+                ],
+            )?;
+        let keep = [done_age, done_count, dead_age, dead_count, cancelled_age, cancelled_count];
         let rate = match (rate, per) {
             (None, None) => None,
             (None, Some(_)) => return Err(Refusal::arg("PER needs RATE")),
@@ -145,11 +196,12 @@ impl<'a> Config<'a> {
             (Some(_), None) => return Err(Refusal::arg("RATE needs PER")),
             (Some(n), per) => Some((n, per)),
         };
-        Ok(Config { keys, paused, concurrency, rate })
+        Ok(Config { keys, paused, concurrency, rate, keep })
     }
 
     /// Change the settings given, then reply them all: `[paused, concurrency,
-    /// rate, per]` (0: no limit). Resuming a paused queue re-adds the head of
+    /// rate, per]` (0: no limit), then each finished state's retention, age
+    /// and count, as TRIM applies it (the default where none is set). Resuming a paused queue re-adds the head of
     /// pending at its own score, so waiting claims wake as on an arrival.
     /// Removing the rate deletes its claim log.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
@@ -181,6 +233,12 @@ impl<'a> Config<'a> {
             Some(_) => removed.extend([b"rate".as_slice(), b"per"]),
             None => {}
         }
+        let fields = RETENTION.iter().flat_map(|(_, fields, _)| fields);
+        for (field, value) in fields.zip(self.keep) {
+            if let Some(n) = value {
+                set.push((field.as_bytes(), n.to_string()));
+            }
+        }
         if !set.is_empty() {
             let fields: Vec<(&[u8], &[u8])> = set.iter().map(|(f, v)| (*f, v.as_bytes())).collect();
             store.hset(config, &fields);
@@ -200,6 +258,10 @@ impl<'a> Config<'a> {
         }
         let mut setting =
             |field: &[u8]| Reply::count(number(store.hget(config, field).as_deref()).unwrap_or(0.0) as u64);
-        Ok(Reply::Array(vec![setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per")]))
+        let mut reply = vec![setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per")];
+        for (state, _, _) in RETENTION {
+            reply.extend(retention(store, config, state).map(Reply::count));
+        }
+        Ok(Reply::Array(reply))
     }
 }

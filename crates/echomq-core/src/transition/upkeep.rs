@@ -2,6 +2,7 @@
 //! operator's DRAIN and OBLITERATE, which delete jobs and queues (see the
 //! `.lua` twins).
 
+use super::control::retention;
 use super::{need, number, present_here, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
@@ -178,6 +179,67 @@ impl<'a> Purge<'a> {
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(finished, cutoff, self.limit);
         delete_jobs(store, self.prefix, finished, [priority, errors, progress, policy], &ids)
+    }
+}
+
+/// A parsed TRIM.
+#[derive(Debug)]
+pub struct Trim<'a> {
+    keys: &'a [&'a [u8]],
+    prefix: &'a [u8],
+    state: Role,
+    limit: usize,
+}
+
+impl<'a> Trim<'a> {
+    /// What TRIM is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "trim",
+        command: "EMQ.TRIM",
+        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Config],
+        required_keys: 6,
+        args: &[],
+        options: &["LIMIT"],
+        effect: Effect::Frees,
+        wakes_claims: false,
+    };
+
+    /// KEYS: done, dead or cancelled; priority; errors; progress; policy; config. ARGV: LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Trim<'a>, Refusal> {
+        let sets = [(b"done".as_slice(), Role::Done), (b"dead", Role::Dead), (b"cancelled", Role::Cancelled)];
+        let state = named_set(keys, &sets, "done, dead or cancelled")?;
+        let roles = [state, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Config];
+        let prefix = queue_prefix(keys, &roles, b"")?;
+        let limit = limit(args)?;
+        Ok(Trim { keys, prefix, state, limit })
+    }
+
+    /// Bounded retention: delete up to LIMIT of the oldest jobs of the set
+    /// that are past the queue's age for it, or beyond its count (each 0:
+    /// no bound; unset: the defaults).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let [set, priority, errors, progress, policy, config] =
+            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4], self.keys[5]];
+        need(store, set, KeyType::Zset)?;
+        for side in [priority, errors, progress, policy, config] {
+            need(store, side, KeyType::Hash)?;
+        }
+        let [age, count] = retention(store, config, self.state);
+        // The set is in finish order, so each bound cuts a prefix of it: the
+        // longer prefix is what goes.
+        let past_age = if age > 0 {
+            let cutoff = store.now_ms() as f64 - age as f64;
+            store.zupto(set, cutoff, self.limit).len()
+        } else {
+            0
+        };
+        let past_count = if count > 0 { store.zcard(set).saturating_sub(count) as usize } else { 0 };
+        let going = past_age.max(past_count).min(self.limit);
+        if going == 0 {
+            return Ok(Reply::count(0));
+        }
+        let ids = store.zhead(set, going);
+        delete_jobs(store, self.prefix, set, [priority, errors, progress, policy], &ids)
     }
 }
 

@@ -1,13 +1,16 @@
 //! Flow control: CONFIG reads and changes a queue's settings, which CLAIM's
 //! gate honours on the server for every worker: paused, the concurrency
-//! limit, and the rate limit.
+//! limit, and the rate limit; and how long finished jobs are kept, which
+//! every worker's TRIM applies.
 
 use std::time::Duration;
 
-use echomq_core::{limits, Name};
+use echomq_core::{limits, Name, Role};
 use redis::Value;
 
 use super::{array_reply, checked, count_reply, decimal, millis, Transition};
+use crate::keyspace::Keyspace;
+use crate::record::State;
 use crate::{Error, Result};
 
 /// Read a queue's settings, changing those given first. The default changes
@@ -22,6 +25,24 @@ pub struct Config {
     /// `Some((n, per))`: at most `n` claims (1..=100000) in any `per` (1 ms
     /// to a day); `Some((0, _))` removes the limit.
     pub rate: Option<(u64, Duration)>,
+    /// How many done jobs to keep, and how long; `None` leaves it as it is.
+    pub keep_done: Option<Retention>,
+    /// The same for dead jobs.
+    pub keep_dead: Option<Retention>,
+    /// The same for cancelled jobs.
+    pub keep_cancelled: Option<Retention>,
+}
+
+/// How many finished jobs of a state a queue keeps, and how long: every
+/// worker's upkeep (TRIM) deletes the oldest past either bound. By default
+/// done and cancelled jobs are kept a day and at most 10,000 of each, dead
+/// ones 30 days and at most 100,000.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Kept at most this long after they finished; `None`: any age.
+    pub age: Option<Duration>,
+    /// Only the newest this many are kept; `None`: any number.
+    pub count: Option<u64>,
 }
 
 /// A queue's settings, as CONFIG replies them.
@@ -33,6 +54,12 @@ pub struct Settings {
     pub concurrency: Option<u64>,
     /// At most this many claims in any such period; `None`: no limit.
     pub rate: Option<(u64, Duration)>,
+    /// How many done jobs are kept, and how long.
+    pub keep_done: Retention,
+    /// How many dead jobs are kept, and how long.
+    pub keep_dead: Retention,
+    /// How many cancelled jobs are kept, and how long.
+    pub keep_cancelled: Retention,
 }
 
 impl Transition for Config {
@@ -60,6 +87,14 @@ impl Transition for Config {
             ]),
             None => {}
         }
+        let kept = [("DONE", self.keep_done), ("DEAD", self.keep_dead), ("CANCELLED", self.keep_cancelled)];
+        for (state, keep) in kept {
+            let Some(Retention { age, count }) = keep else { continue };
+            let (age_name, count_name) = (format!("{state}_AGE"), format!("{state}_COUNT"));
+            let age = age.map_or(Ok(0), |age| millis(&age_name, age, limits::KEEP_MS))?;
+            let count = checked(&count_name, count.unwrap_or(0), limits::KEEP_COUNT)?;
+            args.extend([age_name.into_bytes(), decimal(age), count_name.into_bytes(), decimal(count)]);
+        }
         Ok(args)
     }
 
@@ -68,12 +103,56 @@ impl Transition for Config {
             .into_iter()
             .map(|value| count_reply("CONFIG", value))
             .collect::<Result<Vec<_>>>()?;
-        let [paused, concurrency, rate, per] =
-            <[u64; 4]>::try_from(values).map_err(|got| Error::Reply(format!("CONFIG: got {got:?}")))?;
+        let [paused, concurrency, rate, per, kept @ ..] =
+            <[u64; 10]>::try_from(values).map_err(|got| Error::Reply(format!("CONFIG: got {got:?}")))?;
+        let retention = |age: u64, count: u64| Retention {
+            age: (age > 0).then(|| Duration::from_millis(age)),
+            count: (count > 0).then_some(count),
+        };
         Ok(Settings {
             paused: paused == 1,
             concurrency: (concurrency > 0).then_some(concurrency),
             rate: (rate > 0 && per > 0).then(|| (rate, Duration::from_millis(per))),
+            keep_done: retention(kept[0], kept[1]),
+            keep_dead: retention(kept[2], kept[3]),
+            keep_cancelled: retention(kept[4], kept[5]),
         })
+    }
+}
+
+/// Bounded retention, as every worker's upkeep runs it: delete up to `limit`
+/// of the oldest finished jobs in `state` that are past the queue's
+/// retention for it (see [`Retention`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trim {
+    /// Which finished jobs: [`State::Done`], [`State::Dead`] or [`State::Cancelled`].
+    pub state: State,
+    /// How many jobs at most, 1..=1000.
+    pub limit: u64,
+}
+
+impl Transition for Trim {
+    const NAME: Name = Name::Trim;
+    /// How many jobs were deleted.
+    type Output = u64;
+
+    /// KEYS[1] is the set of the finished state it trims.
+    fn key(&self, keys: &Keyspace, role: Role) -> String {
+        match role {
+            Role::Finished => keys.state(self.state),
+            other => keys.role(other, None).expect("TRIM names no job"),
+        }
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if !matches!(self.state, State::Done | State::Dead | State::Cancelled) {
+            let state = self.state;
+            return Err(Error::Argument(format!("cannot trim {state} jobs, only finished ones")));
+        }
+        Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
+    }
+
+    fn parse(reply: Value) -> Result<u64> {
+        count_reply("TRIM", reply)
     }
 }

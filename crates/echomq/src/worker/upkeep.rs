@@ -1,12 +1,15 @@
 //! Upkeep: every so often a worker reaps its queue's expired leases,
-//! promotes its due delayed jobs, and fires its schedules' due ticks. Both transitions are atomic and move each job
-//! once, so any number of workers can run them at once; each call moves at
-//! most a thousand jobs, and a worker goes again at once while there are more.
+//! promotes its due delayed jobs, trims its finished jobs to the queue's
+//! retention, and fires its schedules' due ticks. Each transition is atomic
+//! and moves or deletes each job once, so any number of workers can run them
+//! at once; each call moves at most a thousand jobs, and a worker goes again
+//! at once while there are more.
 
 use std::sync::Arc;
 
 use super::Shared;
 use crate::queue::Queue;
+use crate::record::State;
 
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.options.upkeep);
@@ -43,8 +46,27 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
                 }
             }
         }
+        trim(&queue).await;
         if let Err(err) = queue.fire_schedules().await {
             tracing::warn!(queue = queue.name(), error = %err, "firing schedules failed; trying again later");
+        }
+    }
+}
+
+/// Bounded retention: each finished set trimmed to the queue's retention, a
+/// few full calls at most per tick (the next tick goes on).
+async fn trim(queue: &Queue) {
+    let full = *echomq_core::limits::SWEEP_LIMIT.end();
+    for state in [State::Done, State::Dead, State::Cancelled] {
+        for _ in 0..4 {
+            match queue.trim(state).await {
+                Ok(deleted) if deleted == full => continue,
+                Ok(_) => break,
+                Err(err) => {
+                    tracing::debug!(queue = queue.name(), error = %err, "trimming {state} jobs failed");
+                    return;
+                }
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod ops;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use echomq::transition::*;
 use echomq::{execute, Executor, Keyspace, Lua, Queue};
@@ -196,6 +197,7 @@ pub enum Call {
     Fire(Fire),
     Drain(Drain),
     Obliterate,
+    Trim(Trim),
 }
 
 impl Call {
@@ -223,6 +225,7 @@ impl Call {
             Call::Fire(c) => c.keys(k),
             Call::Drain(c) => c.keys(k),
             Call::Obliterate => Obliterate.keys(k),
+            Call::Trim(c) => c.keys(k),
         }
     }
 }
@@ -264,7 +267,10 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Retry(c) => show(execute(via, k, c).await),
         Call::Inspect(c) => show(execute(via, k, c).await),
         Call::Stats => show(execute(via, k, &Stats).await),
-        Call::Config(c) => show(execute(via, k, c).await),
+        Call::Config(c) => match execute(via, k, c).await {
+            Ok(settings) => format!("Ok({})", settings_shown(&settings)),
+            Err(err) => show::<()>(Err(err)),
+        },
         Call::Progress(c) => show(execute(via, k, c).await),
         Call::Schedule(c) => show(execute(via, k, c).await),
         Call::Unschedule(c) => show(execute(via, k, c).await),
@@ -273,5 +279,32 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Fire(c) => show(execute(via, k, c).await),
         Call::Drain(c) => show(execute(via, k, c).await),
         Call::Obliterate => show(execute(via, k, &Obliterate).await),
+        Call::Trim(c) => show(execute(via, k, c).await),
     }
+}
+
+/// The retention a queue has when none is set (PROTOCOL.md §7.4).
+pub fn default_retention() -> [Retention; 3] {
+    use echomq::limits::*;
+    let keep = |ms: u64, count: u64| Retention { age: Some(Duration::from_millis(ms)), count: Some(count) };
+    [
+        keep(KEEP_DONE_MS, KEEP_DONE_COUNT),
+        keep(KEEP_DEAD_MS, KEEP_DEAD_COUNT),
+        keep(KEEP_CANCELLED_MS, KEEP_CANCELLED_COUNT),
+    ]
+}
+
+/// CONFIG's reply as the tables show it: the flow settings, then each
+/// retention that is not the default.
+pub fn settings_shown(settings: &Settings) -> String {
+    let Settings { paused, concurrency, rate, .. } = settings;
+    let mut text = format!("Settings {{ paused: {paused:?}, concurrency: {concurrency:?}, rate: {rate:?} }}");
+    let kept =
+        [("done", settings.keep_done), ("dead", settings.keep_dead), ("cancelled", settings.keep_cancelled)];
+    for ((state, keep), default) in kept.into_iter().zip(default_retention()) {
+        if keep != default {
+            text.push_str(&format!(" keep {state} {:?}/{:?}", keep.age, keep.count));
+        }
+    }
+    text
 }

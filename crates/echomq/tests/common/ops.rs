@@ -234,7 +234,10 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Purge { state } => show(q.purge(state, Duration::ZERO).await),
         Op::Config { paused, concurrency, rate } => {
             let rate = rate.map(|n| (n, RATE_PERIOD));
-            show(q.configure(Config { paused, concurrency, rate }).await)
+            match q.configure(Config { paused, concurrency, rate, ..Config::default() }).await {
+                Ok(settings) => format!("Ok({})", crate::common::settings_shown(&settings)),
+                Err(err) => show::<()>(Err(err)),
+            }
         }
         Op::Progress { slot, stale } => {
             let job = claimed(slot, stale);

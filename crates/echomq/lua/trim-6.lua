@@ -1,0 +1,47 @@
+--[[ TRIM: bounded retention, run by every worker as upkeep. Deletes the
+oldest finished jobs of one state that are past the queue's age for it, or
+beyond its count, as PURGE deletes them: records, set entries, and their
+priority, error, progress and policy entries.
+
+KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to trim
+KEYS[2]  emq:{q}:priority   (hash)
+KEYS[3]  emq:{q}:errors     (hash)
+KEYS[4]  emq:{q}:progress   (hash)
+KEYS[5]  emq:{q}:policy     (hash)
+KEYS[6]  emq:{q}:config     (hash) <state>_age and <state>_count, each 0 for
+                            no bound; unset: done a day and 10000, dead 30
+                            days and 100000, cancelled a day and 10000
+ARGV[1..] options:
+         LIMIT <n>          1..=1000, default 1000: at most this many jobs
+Derived  emq:{q}:job:<id>   the record of each deleted id (same hashtag)
+Reply    how many jobs were deleted; call again while it is LIMIT
+Errors   EMQARG, EMQTYPE
+]]
+--@include delete
+--@include retention
+
+local state, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
+if err then return err end
+local prefix
+prefix, err = queue_prefix({state, 'priority', 'errors', 'progress', 'policy', 'config'})
+if err then return err end
+local opts
+opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
+if err then return err end
+err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
+  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash') or type_error(KEYS[6], 'hash')
+if err then return err end
+
+local kept = retention(KEYS[6], state)
+local limit = opts.LIMIT or SWEEP_LIMIT_MAX
+-- The set is in finish order, so each bound cuts a prefix of it: the longer goes.
+local past_age, past_count = 0, 0
+if kept[1] > 0 then
+  past_age = #redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - kept[1], 'LIMIT', 0, limit)
+end
+if kept[2] > 0 then
+  past_count = math.max(redis.call('ZCARD', KEYS[1]) - kept[2], 0)
+end
+local going = math.min(math.max(past_age, past_count), limit)
+if going == 0 then return 0 end
+return delete_jobs(prefix, redis.call('ZRANGE', KEYS[1], 0, going - 1))
