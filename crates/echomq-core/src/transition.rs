@@ -75,7 +75,7 @@ macro_rules! transitions {
 
 transitions!(
     Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Config,
-    Progress, Schedule, Unschedule, Schedules, Fire, Drain, Obliterate, Trim,
+    Progress, Schedule, Unschedule, Schedules, Fire, Drain, Obliterate, Trim, Defer,
 );
 
 impl Name {

@@ -7,7 +7,8 @@ KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:priority   (hash)
 KEYS[4]  emq:{q}:rate       (zset) the claim log, deleted when the rate is removed
 ARGV[1..] options, each at most once; none: only read.
-         PAUSED <0|1>       1 pauses the queue's claims; 0 resumes them
+         PAUSED <0|1>       1 pauses the queue's claims; 0 resumes them (and
+                            ends a timed pause, paused_until, that DEFER set)
          CONCURRENCY <n>    0..=2147483647: at most n jobs active at once; 0: no limit
          RATE <n>           0..=100000: at most n claims in any PER ms; 0: no limit
          PER <ms>           1..=86400000: the rate's period; RATE n > 0 needs it
@@ -54,7 +55,8 @@ local set, removed = {}, {}
 if opts.PAUSED == 1 then
   set[#set + 1] = 'paused'; set[#set + 1] = 1
 elseif opts.PAUSED == 0 then
-  removed[#removed + 1] = 'paused'
+  -- Resuming also ends a timed pause (DEFER's).
+  removed[#removed + 1] = 'paused'; removed[#removed + 1] = 'paused_until'
 end
 if opts.CONCURRENCY == 0 then
   removed[#removed + 1] = 'concurrency'

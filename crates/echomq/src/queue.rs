@@ -389,6 +389,27 @@ impl Queue {
         self.run(&Purge { state, age, limit }).await
     }
 
+    /// The holder of `job` was told to come back after `delay` (an HTTP 429):
+    /// the job waits in delayed without spending its attempt (`retry`'s
+    /// maximum is the default for a job with none of its own), and with
+    /// `pause_queue` the queue's claims wait as long.
+    pub async fn defer(
+        &self,
+        job: &Claimed,
+        delay: Duration,
+        retry: &RetryPolicy,
+        pause_queue: bool,
+    ) -> Result<()> {
+        let call = Defer {
+            id: job.id.clone(),
+            token: job.token,
+            delay,
+            max_attempts: retry.max_attempts,
+            pause_queue,
+        };
+        self.run(&call).await
+    }
+
     /// Keep finished jobs in `state` (done, dead or cancelled) as
     /// `retention` says; every worker's upkeep deletes the rest.
     pub async fn keep(&self, state: State, retention: Retention) -> Result<Settings> {

@@ -57,7 +57,47 @@ pub(crate) fn unhandled(why: &str) {
 }
 
 /// What a handler returns when a job failed: any error, kept as its text.
+/// A [`RetryAfter`] is not a failure: the job waits and runs again.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A handler's answer when a downstream said "not now, retry after D" (an
+/// HTTP 429 or 503 with Retry-After): the job goes back to wait `after`
+/// without spending its attempt, and with `pause_queue` the whole queue's
+/// claims wait as long, for every worker (DEFER, PROTOCOL.md §7).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use echomq::worker::{HandlerError, RetryAfter};
+/// let told: HandlerError = RetryAfter::queue(Duration::from_secs(30)).into();
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryAfter {
+    /// How long to wait.
+    pub after: Duration,
+    /// Pause the queue too, not only this job.
+    pub pause_queue: bool,
+}
+
+impl RetryAfter {
+    /// Only this job waits.
+    pub fn job(after: Duration) -> RetryAfter {
+        RetryAfter { after, pause_queue: false }
+    }
+
+    /// This job and the queue's claims wait.
+    pub fn queue(after: Duration) -> RetryAfter {
+        RetryAfter { after, pause_queue: true }
+    }
+}
+
+impl std::fmt::Display for RetryAfter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = if self.pause_queue { "the queue" } else { "the job" };
+        write!(f, "retry after {:?} ({what} waits)", self.after)
+    }
+}
+
+impl std::error::Error for RetryAfter {}
 
 /// The handler's future.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
@@ -323,7 +363,7 @@ async fn claim_loop(
         }
         drop(permits);
         // The queue's rate limit said when its next slot opens: wait that long.
-        if let (true, Some(Held::Rate(next))) = (idle, held) {
+        if let (true, Some(Held::Wait(next))) = (idle, held) {
             tokio::select! {
                 () = tokio::time::sleep(next) => {}
                 () = shared.stopping.cancelled() => {}
@@ -362,7 +402,7 @@ async fn claim(
     if wanted > 1 {
         let claimed = queue.claims(options.lease, wanted, None).await?;
         // Held back by a limit, not by an empty or paused queue: no arrival helps.
-        if !claimed.jobs.is_empty() || matches!(claimed.held, Some(Held::Busy | Held::Rate(_))) {
+        if !claimed.jobs.is_empty() || matches!(claimed.held, Some(Held::Busy | Held::Wait(_))) {
             return Ok(claimed);
         }
         permits.truncate(1);

@@ -91,6 +91,11 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
         ("retry", vec![job.clone(), key("dead"), key("pending"), key("priority")], vec![b"XYZ"]),
         ("inspect", vec![job.clone(), key("errors"), key("progress")], vec![b"XYZ"]),
         ("progress", vec![job.clone(), key("progress")], vec![b"XYZ", b"1", b"half"]),
+        (
+            "defer",
+            vec![job.clone(), key("active"), key("delayed"), key("policy"), key("config")],
+            vec![b"XYZ", b"1", b"5000", b"3"],
+        ),
         ("fire", vec![job.clone(), key("pending"), key("ticks")], vec![b"XYZ", b"p", b"s", b"1000", b"2000"]),
     ];
     for (transition, keys, args) in calls {
@@ -177,6 +182,17 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
         ),
         ("obliterate", &[], Call::Obliterate),
         (
+            "defer",
+            active,
+            Call::Defer(Defer {
+                id: a(),
+                token: 1,
+                delay: Duration::from_secs(5),
+                max_attempts: 3,
+                pause_queue: true,
+            }),
+        ),
+        (
             "config",
             &[],
             Call::Config(Config {
@@ -245,7 +261,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 108, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 113, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]

@@ -367,7 +367,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 22] = [
+const SHAPES: [Shape; 23] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -400,6 +400,11 @@ const SHAPES: [Shape; 22] = [
         options: &[("COUNT", "2"), ("count", "1"), ("COUNT", "0"), ("COUNT", "1001"), ("LIMIT", "1")],
     },
     Shape { name: Name::Ack, args: &[ID, TOKEN], options: STRAY },
+    Shape {
+        name: Name::Defer,
+        args: &[ID, TOKEN, &["5000", "0", "-1"], &["3", "0", "x"]],
+        options: &[("PAUSE", "1"), ("pause", "0"), ("PAUSE", "2")],
+    },
     Shape {
         name: Name::Fail,
         args: &[ID, TOKEN, &["3", "1", "0", "-1", "x"], &["1000", "0", "-5", "x"], &["boom", ""]],

@@ -1,6 +1,8 @@
 //! A job's own policy under real workers, on Lua, Native and Embedded: its
-//! ATTEMPTS beat the worker's, its back-off is the server's, and a handler
-//! past its TIMEOUT is cancelled, failed with a timeout error and retried.
+//! ATTEMPTS beat the worker's, its back-off is the server's, a handler past
+//! its TIMEOUT is cancelled, failed with a timeout error and retried, and a
+//! handler's "retry after" defers the job and the queue without spending an
+//! attempt.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -133,5 +135,60 @@ async fn a_jobs_own_attempts_and_backoff_beat_the_workers() {
                 "{via}: a retry after {waited:?}, before its back-off"
             );
         }
+    }
+}
+
+/// A handler told "429, retry after 400 ms" returns `RetryAfter::queue`: its
+/// job runs again after the wait without spending an attempt (the worker
+/// allows one, and the job still completes), and no other job of the queue
+/// starts meanwhile: the whole queue waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_defers_the_job_and_pauses_the_queue_without_spending_an_attempt() {
+    let (_server, executors) = executors().await;
+    for (via, executor) in executors {
+        let q = Queue::with_executor(executor, &unique_queue("defer")).unwrap();
+        let limited = q.enqueue(b"limited".to_vec()).await.unwrap();
+        let runs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let handler = {
+            let runs = runs.clone();
+            move |job: JobContext| {
+                let first = {
+                    let mut runs = runs.lock().unwrap();
+                    runs.push((job.payload.clone(), std::time::Instant::now()));
+                    runs.len() == 1
+                };
+                async move {
+                    if first {
+                        return Err(echomq::worker::RetryAfter::queue(Duration::from_millis(400)).into());
+                    }
+                    Ok(())
+                }
+            }
+        };
+        let one_attempt =
+            WorkerOptions { retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }, ..options() };
+        let (stop, task) = spawn(Worker::with_options(q.clone(), handler, one_attempt));
+        eventually("the first run deferred its job", || async {
+            q.inspect(&limited).await.unwrap().is_some_and(|job| job.record.state == State::Delayed)
+        })
+        .await;
+        let other = q.enqueue(b"other".to_vec()).await.unwrap();
+        eventually("both jobs are done", || async {
+            let states = [q.inspect(&limited).await.unwrap(), q.inspect(&other).await.unwrap()];
+            states.iter().all(|job| job.as_ref().is_some_and(|job| job.record.state == State::Done))
+        })
+        .await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
+
+        let runs = runs.lock().unwrap().clone();
+        assert_eq!(runs.len(), 3, "{via}: {runs:?}");
+        let deferred_at = runs[0].1;
+        for (payload, at) in &runs[1..] {
+            let waited = *at - deferred_at;
+            assert!(waited >= Duration::from_millis(390), "{via}: {payload:?} ran {waited:?} after the 429");
+        }
+        let job = q.inspect(&limited).await.unwrap().expect("its record");
+        assert_eq!(job.record.attempts, 2, "{via}: two claims, one attempt spent");
     }
 }

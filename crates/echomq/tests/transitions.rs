@@ -42,6 +42,9 @@ fn unique(until_finished: bool) -> Call {
         unique: Some(unique),
     })
 }
+fn defer(token: u64, pause_queue: bool) -> Call {
+    Call::Defer(Defer { id: a(), token, delay: secs(5), max_attempts: 3, pause_queue })
+}
 fn fail(token: u64, max_attempts: u64) -> Call {
     Call::Fail(Fail { id: a(), token, max_attempts, backoff: secs(1), error: "boom".into() })
 }
@@ -329,7 +332,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:rate 9999999999999 $B:7",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([]) held Rate",
+            reply: "Ok([]) held Wait",
             after: &[
                 "config per=86400000 rate=1",
                 "job:$A attempts=0 payload=a state=pending",
@@ -347,7 +350,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:rate 9999999999999 $B:7",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Rate",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Wait",
             after: &[
                 "active $A@now+30000",
                 "config per=86400000 rate=2",
@@ -580,6 +583,66 @@ fn cases() -> Vec<Case> {
                 "job:$A attempts=1 payload=p state=delayed",
                 "policy $A=ATTEMPTS~1~COLOUR~red",
             ],
+        },
+        // DEFER
+        Case {
+            name: "defer sends the job to delayed, gives its attempt back, and pauses the queue",
+            given: ACTIVE_A,
+            call: defer(1, true),
+            reply: "Ok(())",
+            after: &[
+                "config paused_until=now+5000",
+                "delayed $A@now+5000",
+                "job:$A attempts=1 payload=p state=delayed",
+                "policy $A=ATTEMPTS~4",
+            ],
+        },
+        Case {
+            name: "defer raises the job's own attempts, keeps the rest of its policy, and leaves the queue",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:policy $A ATTEMPTS~2~TIMEOUT~900",
+            ],
+            call: defer(1, false),
+            reply: "Ok(())",
+            after: &["delayed $A@now+5000", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~3~TIMEOUT~900"],
+        },
+        Case {
+            name: "defer with a stale token is fenced",
+            given: ACTIVE_A,
+            call: defer(2, true),
+            reply: "Err(EMQFENCE)",
+            after: ACTIVE_A_AFTER,
+        },
+        Case {
+            name: "claim under a timed pause takes nothing and says how long to wait",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload p",
+                "ZADD $q:pending 0 $A",
+                "HSET $q:config paused_until 9999999999999",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([]) held Wait",
+            after: &["config paused_until=9999999999999", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+        },
+        Case {
+            name: "claim after a timed pause ended goes on",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload p",
+                "ZADD $q:pending 0 $A",
+                "HSET $q:config paused_until 5",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [112], policy: None }])",
+            after: &["active $A@now+30000", "config paused_until=5", "job:$A attempts=1 payload=p state=active"],
+        },
+        Case {
+            name: "resume ends a timed pause too",
+            given: &["HSET $q:config paused 1 paused_until 9999999999999 concurrency 2"],
+            call: Call::Config(Config { paused: Some(false), ..Config::default() }),
+            reply: "Ok(Settings { paused: false, concurrency: Some(2), rate: None })",
+            after: &["config concurrency=2"],
         },
         // EXTEND
         Case {
@@ -1302,6 +1365,34 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
         error: "EMQTYPE $q:job:$B holds a string, not a hash",
+    },
+    Refusal {
+        name: "defer with PAUSE 2",
+        given: ACTIVE_A,
+        call: Name::Defer,
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        args: "$A 1 5000 3 PAUSE 2",
+        error: "EMQARG PAUSE must be an integer in 0..=1",
+    },
+    Refusal {
+        name: "defer with no max attempts",
+        given: ACTIVE_A,
+        call: Name::Defer,
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        args: "$A 1 5000",
+        error: "EMQARG max_attempts must be an integer in 0..=2147483647",
+    },
+    Refusal {
+        name: "defer with a config that is a list",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "RPUSH $q:config x",
+        ],
+        call: Name::Defer,
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        args: "$A 1 5000 3",
+        error: "EMQTYPE $q:config holds a list, not a hash",
     },
     Refusal {
         name: "trim of an unfinished set",

@@ -66,10 +66,24 @@ pub(crate) fn gate<S: Store>(
         _ => need(store, config, KeyType::Hash)?,
     }
     let mut setting = |field: &[u8]| number(store.hget(config, field).as_deref()).filter(|n| *n >= 1.0);
-    let (paused, concurrency, limit, per) =
-        (setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per"));
+    let (paused, concurrency, limit, per, until) = (
+        setting(b"paused"),
+        setting(b"concurrency"),
+        setting(b"rate"),
+        setting(b"per"),
+        setting(b"paused_until"),
+    );
     if paused == Some(1.0) {
         return Ok(Gate { room: 0, held: Some(-1), log: None });
+    }
+    // A timed pause (DEFER's): nothing until the server's clock reaches it.
+    let mut clock = None;
+    if let Some(until) = until {
+        let now = store.now_ms();
+        if until as u64 > now {
+            return Ok(Gate { room: 0, held: Some((until as u64 - now) as i64), log: None });
+        }
+        clock = Some(now);
     }
     if let Some(concurrency) = concurrency {
         let room = (concurrency as u64).saturating_sub(store.zcard(active));
@@ -80,7 +94,7 @@ pub(crate) fn gate<S: Store>(
     }
     if let (Some(limit), Some(per)) = (limit, per) {
         need(store, rate, KeyType::Zset)?;
-        let now = store.now_ms();
+        let now = clock.unwrap_or_else(|| store.now_ms());
         let edge = now.saturating_sub(per as u64) as f64;
         let mut expired = store.zupto(rate, edge, usize::MAX);
         let live = store.zcard(rate) - expired.len() as u64;
@@ -217,7 +231,8 @@ impl<'a> Config<'a> {
         let mut removed: Vec<&[u8]> = Vec::new();
         match self.paused {
             Some(1) => set.push((b"paused", "1".into())),
-            Some(_) => removed.push(b"paused"),
+            // Resuming also ends a timed pause (DEFER's).
+            Some(_) => removed.extend([b"paused".as_slice(), b"paused_until"]),
             None => {}
         }
         match self.concurrency {

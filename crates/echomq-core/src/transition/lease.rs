@@ -5,7 +5,9 @@
 use super::control::{gate, spend};
 use super::{fence, need, number, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
-use crate::limits::{CLAIM_COUNT, DELAY_MS, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, TOKEN};
+use crate::limits::{
+    CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, TOKEN,
+};
 use crate::parse::{count, kind, options, queue_prefix};
 use crate::policy::Policy;
 use crate::store::{KeyType, Store};
@@ -357,6 +359,64 @@ impl<'a> Progress<'a> {
         let Fenced { keys, id, .. } = self.fenced;
         self.fenced.check(store, &[KeyType::Hash])?;
         store.hset(keys[1], &[(id, self.value)]);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// A parsed DEFER.
+#[derive(Debug)]
+pub struct Defer<'a> {
+    fenced: Fenced<'a>,
+    delay: u64,
+    max_attempts: u64,
+    pause: bool,
+}
+
+impl<'a> Defer<'a> {
+    /// What DEFER is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "defer",
+        command: "EMQ.DEFER",
+        keys: &[Role::Job, Role::Active, Role::Delayed, Role::Policy, Role::Config],
+        required_keys: 5,
+        args: &["id", "token", "delay", "max_attempts"],
+        options: &["PAUSE"],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
+    /// KEYS: job, active, delayed, policy, config. ARGV: id, token, delay,
+    /// max attempts (the caller's, for a job with no ATTEMPTS of its own),
+    /// then `PAUSE 0|1`.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Defer<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
+        let delay = count(args.get(2).copied(), "delay", DELAY_MS)?;
+        let max_attempts = count(args.get(3).copied(), "max_attempts", MAX_ATTEMPTS)?;
+        let [pause] = options(args.get(4..).unwrap_or_default(), [("PAUSE", FLAG)])?;
+        Ok(Defer { fenced, delay, max_attempts, pause: pause == Some(1) })
+    }
+
+    /// The holder was told to come back later (an HTTP 429): the job waits in
+    /// delayed for the delay without spending the attempt (its own ATTEMPTS
+    /// grow by one), and with PAUSE 1 the queue's claims stop until then too.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let Fenced { keys, id, token: _ } = self.fenced;
+        self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash])?;
+        let [active, delayed, policies, config] = [keys[1], keys[2], keys[3], keys[4]];
+        let now = store.now_ms();
+        let due = now + self.delay;
+        store.zrem(active, id);
+        write_record(store, keys[0], &[(b"state", b"delayed")], now);
+        store.zadd(delayed, due as f64, id);
+        let mut policy = store.hget(policies, id).map(|text| Policy::read(&text)).unwrap_or_default();
+        let refunded = (policy.max_attempts(self.max_attempts) + 1).min(*MAX_ATTEMPTS.end());
+        policy.attempts = Some(refunded);
+        store.hset(policies, &[(id, &policy.text())]);
+        if self.pause
+            && number(store.hget(config, b"paused_until").as_deref()).is_none_or(|at| at < due as f64)
+        {
+            store.hset(config, &[(b"paused_until", due.to_string().as_bytes())]);
+        }
         Ok(Reply::Int(1))
     }
 }

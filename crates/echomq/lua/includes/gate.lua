@@ -3,7 +3,8 @@ queue's settings (emq:{q}:config), and the one place it logs a rate-limited
 claim (emq:{q}:rate): paused? room under the concurrency limit? a rate slot?
 gate(config, active, rate, count) returns how many jobs the claim may take;
 why it may take fewer than count (-1 paused, 0 at the concurrency limit,
-n > 0 ms until the rate's next slot), or nil when it held nothing back; the
+n > 0 ms until the rate's next slot or the end of a timed pause), or nil
+when it held nothing back; the
 log's state for spend (nil without a rate); or an error reply as its last
 value. It writes nothing. With no settings it costs one TYPE; rate is
 type-checked only when a rate is set, since only then is it read.
@@ -19,12 +20,19 @@ local function gate(config, active, rate, count)
   if found ~= 'hash' then
     return nil, nil, nil, emq_error('EMQTYPE', config .. ' holds a ' .. found .. ', not a hash')
   end
-  local s = redis.call('HMGET', config, 'paused', 'concurrency', 'rate', 'per')
+  local s = redis.call('HMGET', config, 'paused', 'concurrency', 'rate', 'per', 'paused_until')
   local function setting(i)
     local n = tonumber(s[i])
     if n and n >= 1 then return n end
   end
   if setting(1) == 1 then return 0, -1 end
+  -- A timed pause (DEFER's): nothing until the server's clock reaches it.
+  local clock = nil
+  local paused_until = setting(5)
+  if paused_until then
+    clock = now_ms()
+    if paused_until > clock then return 0, paused_until - clock end
+  end
   local room, held, log = count, nil, nil
   local concurrency = setting(2)
   if concurrency then
@@ -35,7 +43,7 @@ local function gate(config, active, rate, count)
   if limit and per then
     local err = type_error(rate, 'zset')
     if err then return nil, nil, nil, err end
-    local now = now_ms()
+    local now = clock or now_ms()
     local edge = math.max(now - per, 0)
     local live = redis.call('ZCOUNT', rate, '(' .. edge, '+inf')
     local left = math.max(limit - live, 0)

@@ -52,8 +52,9 @@ pub enum Held {
     Paused,
     /// The queue's concurrency limit is reached: nothing more until an active job ends.
     Busy,
-    /// The queue's rate limit is reached: its next slot opens after this long.
-    Rate(Duration),
+    /// Come back after this long: the queue's rate limit is reached and its
+    /// next slot opens then, or the queue is paused until then (DEFER).
+    Wait(Duration),
 }
 
 impl Transition for Claim {
@@ -74,7 +75,7 @@ impl Transition for Claim {
         let held = match entries.last() {
             Some(Value::Int(-1)) => Some(Held::Paused),
             Some(Value::Int(0)) => Some(Held::Busy),
-            Some(Value::Int(ms)) if *ms > 0 => Some(Held::Rate(Duration::from_millis(*ms as u64))),
+            Some(Value::Int(ms)) if *ms > 0 => Some(Held::Wait(Duration::from_millis(*ms as u64))),
             Some(other @ Value::Int(_)) => return Err(unexpected("CLAIM gate", other)),
             _ => None,
         };
@@ -290,5 +291,47 @@ impl Transition for Progress {
 
     fn parse(reply: Value) -> Result<()> {
         one_reply("PROGRESS", reply)
+    }
+}
+
+/// The holder was told to come back later (an HTTP 429): the job goes to
+/// delayed for `delay` without spending its attempt, and with `pause_queue`
+/// no claim of the queue takes a job until then either.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Defer {
+    /// The job's id.
+    pub id: JobId,
+    /// The token its claim handed out.
+    pub token: u64,
+    /// How long until the job, and the queue with `pause_queue`, go on.
+    pub delay: Duration,
+    /// The caller's maximum attempts, for a job with none of its own: the
+    /// job's own maximum becomes this plus one.
+    pub max_attempts: u64,
+    /// Pause the queue's claims for `delay` too.
+    pub pause_queue: bool,
+}
+
+impl Transition for Defer {
+    const NAME: Name = Name::Defer;
+    type Output = ();
+
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![
+            self.id.as_str().into(),
+            decimal(checked("token", self.token, limits::TOKEN)?),
+            decimal(millis("delay", self.delay, limits::DELAY_MS)?),
+            decimal(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
+            b"PAUSE".to_vec(),
+            decimal(u8::from(self.pause_queue)),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<()> {
+        one_reply("DEFER", reply)
     }
 }

@@ -32,6 +32,8 @@ pub mod metric {
     pub const RETRIED: &str = "emq_jobs_retried_total";
     /// Failed jobs out of attempts.
     pub const DEAD: &str = "emq_jobs_dead_total";
+    /// Jobs whose handler said "retry after" (deferred, not failed).
+    pub const DEFERRED: &str = "emq_jobs_deferred_total";
     /// Jobs whose handler ran past its timeout (each also counts as failed).
     pub const TIMED_OUT: &str = "emq_jobs_timed_out_total";
     /// Jobs whose lease was lost while their handler ran.
@@ -166,6 +168,15 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
             match persist(&mut lease, Name::Ack, Route::Gathered, None, || acker.ack(&queue, &job)).await {
                 Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
                 Err(err) => lost_or_failed(&labels, Name::Ack, &err),
+            }
+        }
+        Ending::Finished(Ok(Err(error))) if error.downcast_ref::<super::RetryAfter>().is_some() => {
+            let told = *error.downcast_ref::<super::RetryAfter>().expect("checked above");
+            tracing::info!(after = ?told.after, pause_queue = told.pause_queue, "job deferred");
+            let defer = || queue.defer(&job, told.after, &options.retry, told.pause_queue);
+            match persist(&mut lease, Name::Defer, Route::Direct, None, defer).await {
+                Ok(()) => metrics::counter!(metric::DEFERRED, &labels).increment(1),
+                Err(err) => lost_or_failed(&labels, Name::Defer, &err),
             }
         }
         Ending::Finished(result) => {

@@ -198,6 +198,7 @@ pub enum Call {
     Drain(Drain),
     Obliterate,
     Trim(Trim),
+    Defer(Defer),
 }
 
 impl Call {
@@ -226,6 +227,7 @@ impl Call {
             Call::Drain(c) => c.keys(k),
             Call::Obliterate => Obliterate.keys(k),
             Call::Trim(c) => c.keys(k),
+            Call::Defer(c) => c.keys(k),
         }
     }
 }
@@ -248,7 +250,7 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Claim(c) => match execute(via, k, c).await {
             Ok(Claims { jobs, held: None }) => show(Ok(jobs)),
             // The rate's wait depends on the clock: tests that know it check it.
-            Ok(Claims { jobs, held: Some(Held::Rate(_)) }) => format!("{} held Rate", show(Ok(jobs))),
+            Ok(Claims { jobs, held: Some(Held::Wait(_)) }) => format!("{} held Wait", show(Ok(jobs))),
             Ok(Claims { jobs, held: Some(held) }) => format!("{} held {held:?}", show(Ok(jobs))),
             Err(err) => show::<()>(Err(err)),
         },
@@ -280,6 +282,7 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Drain(c) => show(execute(via, k, c).await),
         Call::Obliterate => show(execute(via, k, &Obliterate).await),
         Call::Trim(c) => show(execute(via, k, c).await),
+        Call::Defer(c) => show(execute(via, k, c).await),
     }
 }
 

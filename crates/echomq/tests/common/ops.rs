@@ -210,7 +210,7 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
                 let jobs: Vec<_> = claims.jobs.into_iter().map(|j| (j.id, j.token, j.payload)).collect();
                 // The rate's wait depends on the clock; which limit held is compared.
                 let held = claims.held.map(|held| match held {
-                    Held::Rate(_) => "Rate".to_owned(),
+                    Held::Wait(_) => "Rate".to_owned(),
                     other => format!("{other:?}"),
                 });
                 (jobs, held)

@@ -1,0 +1,49 @@
+--[[ DEFER: the holder of the lease was told to come back later (an HTTP
+429, a downstream's Retry-After). The job waits in delayed without spending
+its attempt, and with PAUSE 1 the whole queue's claims wait as long.
+
+KEYS[1]  emq:{q}:job:<id>   the record (hash)
+KEYS[2]  emq:{q}:active     (zset)
+KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
+KEYS[4]  emq:{q}:policy     (hash) the job's own ATTEMPTS grow by one
+KEYS[5]  emq:{q}:config     (hash) paused_until = the end of a timed pause
+ARGV[1]  id: the job id
+ARGV[2]  token: the one the claim handed out
+ARGV[3]  delay: ms, 0..=999999999999: the job is due that long from now
+ARGV[4]  max_attempts: 0..=2147483647: the caller's, for a job with no ATTEMPTS
+ARGV[5..] options:
+         PAUSE <0|1>        1: no claim of the queue takes a job until then
+Reply    1
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
+]]
+--@include fenced
+--@include policy
+
+local id, token, err = fenced_call({'job', 'active', 'delayed', 'policy', 'config'})
+if err then return err end
+local delay, max_attempts, opts
+delay, err = integer(ARGV[3], 'delay', DELAY_MS_MIN, DELAY_MS_MAX)
+if err then return err end
+max_attempts, err = integer(ARGV[4], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
+if err then return err end
+opts, err = options(5, {PAUSE = {FLAG_MIN, FLAG_MAX}})
+if err then return err end
+err = fenced_keys_error({'zset', 'zset', 'hash', 'hash'}, token)
+if err then return err end
+
+local now = now_ms()
+local due = now + delay
+redis.call('ZREM', KEYS[2], id)
+redis.call('HSET', KEYS[1], 'state', 'delayed')
+redis.call('ZADD', KEYS[3], due, id)
+-- The attempt is given back: the job's own maximum grows by one.
+local policy = read_policy(redis.call('HGET', KEYS[4], id) or nil)
+policy.ATTEMPTS = math.min((policy.ATTEMPTS or max_attempts) + 1, MAX_ATTEMPTS_MAX)
+redis.call('HSET', KEYS[4], id, policy_text(policy))
+if opts.PAUSE == 1 then
+  local until_now = tonumber(redis.call('HGET', KEYS[5], 'paused_until'))
+  if not until_now or until_now < due then
+    redis.call('HSET', KEYS[5], 'paused_until', string.format('%d', due))
+  end
+end
+return 1
