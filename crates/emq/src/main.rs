@@ -85,7 +85,7 @@ enum Command {
     Resume(flow::QueuesArgs),
     /// Limit a queue for every worker at once: --rate 100/1s, --concurrency 10 (none removes).
     Limit(flow::LimitArgs),
-    /// Show a queue's settings (paused, limits), changing those given first.
+    /// Show a queue's settings (paused, limits, retention), changing those given first.
     Config(flow::ConfigArgs),
     /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
     Work(work::Args),
