@@ -46,6 +46,10 @@ pub trait Store {
     }
     /// One field of a hash.
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>>;
+    /// Several fields of a hash, in order: a store that opens keys opens it once.
+    fn hmget(&mut self, key: &[u8], fields: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
+        fields.iter().map(|field| self.hget(key, field)).collect()
+    }
     /// Every field of a hash, as field/value pairs.
     fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)>;
     /// Set fields of a hash, creating it when missing.

@@ -192,6 +192,16 @@ impl Store for RedisStore {
         open.hash_get(&RString::new(field)).map(|value| value.to_vec())
     }
 
+    fn hmget(&mut self, key: &[u8], fields: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_HASH => fields
+                .iter()
+                .map(|field| open.hash_get(&RString::new(field)).map(|value| value.to_vec()))
+                .collect(),
+            _ => vec![None; fields.len()],
+        }
+    }
+
     fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         match self.read(key) {
             Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_HASH => {

@@ -65,14 +65,11 @@ pub(crate) fn gate<S: Store>(
         KeyType::Hash => {}
         _ => need(store, config, KeyType::Hash)?,
     }
-    let mut setting = |field: &[u8]| number(store.hget(config, field).as_deref()).filter(|n| *n >= 1.0);
-    let (paused, concurrency, limit, per, until) = (
-        setting(b"paused"),
-        setting(b"concurrency"),
-        setting(b"rate"),
-        setting(b"per"),
-        setting(b"paused_until"),
-    );
+    // One read of the five fields (the module opens the key once).
+    let fields = store.hmget(config, &[b"paused", b"concurrency", b"rate", b"per", b"paused_until"]);
+    let setting = |at: usize| number(fields[at].as_deref()).filter(|n| *n >= 1.0);
+    let (paused, concurrency, limit, per, until) =
+        (setting(0), setting(1), setting(2), setting(3), setting(4));
     if paused == Some(1.0) {
         return Ok(Gate { room: 0, held: Some(-1), log: None });
     }
@@ -138,9 +135,10 @@ pub(crate) const RETENTION: [(Role, [&str; 2], [u64; 2]); 3] = [
 pub(crate) fn retention<S: Store>(store: &mut S, config: &[u8], state: Role) -> [u64; 2] {
     let (_, fields, defaults) =
         RETENTION.iter().find(|(role, _, _)| *role == state).expect("a finished state");
+    let set = store.hmget(config, &[fields[0].as_bytes(), fields[1].as_bytes()]);
     let mut kept = *defaults;
-    for (value, field) in kept.iter_mut().zip(fields) {
-        if let Some(n) = number(store.hget(config, field.as_bytes()).as_deref()).filter(|n| *n >= 0.0) {
+    for (value, found) in kept.iter_mut().zip(set) {
+        if let Some(n) = number(found.as_deref()).filter(|n| *n >= 0.0) {
             *value = n as u64;
         }
     }
