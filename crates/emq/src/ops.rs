@@ -53,6 +53,17 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     if let Some(progress) = job.progress {
         println!("  progress  {}", printable(&progress));
     }
+    // The job's own policy (PROTOCOL.md §7.2), read straight from its hash: a
+    // plain HMGET, so a read-only user may inspect too.
+    let mut conn = server.connection().await?;
+    let policy: Vec<Option<String>> = redis::cmd("HMGET")
+        .arg(Keyspace::new(&queue)?.policy())
+        .arg(args.id.as_str())
+        .query_async(&mut conn)
+        .await?;
+    if let Some(Some(policy)) = policy.first() {
+        println!("  policy    {policy}");
+    }
     Ok(())
 }
 

@@ -125,6 +125,12 @@ fn the_operations_commands() {
         let later = cli.ok(&["enqueue", &q, "-", "--delay", "1h"]);
         assert!(later.starts_with("JOB_"));
         // Dedup by a key, in a queue of its own: the second job is refused with the first one's id.
+        // A job's own policy is shown by inspect.
+        let pq = unique_queue("policy");
+        let own = cli.ok(&["enqueue", &pq, "own", "--attempts", "3", "--timeout", "5m"]).trim().to_owned();
+        let shown = cli.ok(&["inspect", &own]);
+        assert!(shown.contains("policy    ATTEMPTS 3 TIMEOUT 300000"), "{via}: {shown}");
+        assert!(!cli.ok(&["inspect", &id]).contains("policy"), "{via}");
         let dq = unique_queue("dedup");
         let unique = ["--unique", "user:42", "--unique-for", "10m"];
         let held = cli.ok(&[&["enqueue", &dq, "a"][..], &unique].concat()).trim().to_owned();
