@@ -346,6 +346,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
     let claim = || vec![key("pending"), key("active"), key("config"), key("rate"), key("policy")];
     let config = || vec![key("config"), key("pending"), key("priority"), key("rate")];
     let enqueue5 = || vec![job.clone(), key("pending"), key("delayed"), key("priority"), key("policy")];
+    let enqueue7 = || [enqueue5(), vec![key("unique"), key("unique_until")]].concat();
     let cases: Vec<Refusal> = vec![
         ("claim", claim(), vec![b"0"], "EMQARG lease must be an integer in 1..=2147483647"),
         ("claim", claim(), vec![b"1e3"], "EMQARG lease must be an integer in 1..=2147483647"),
@@ -447,6 +448,36 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
             vec![job.clone(), key("pending"), key("delayed"), key("priority")],
             vec![A.as_bytes(), b"p", b"PRIORITY", b"2147483648"],
             "EMQARG PRIORITY must be an integer in -2147483648..=2147483647",
+        ),
+        (
+            "enqueue",
+            enqueue7(),
+            vec![A.as_bytes(), b"p", b"UNIQUE", b"", b"UNIQUE_FOR", b"1000"],
+            "EMQARG UNIQUE must be 1 to 512 bytes",
+        ),
+        (
+            "enqueue",
+            enqueue7(),
+            vec![A.as_bytes(), b"p", b"UNIQUE", &[b'k'; 513], b"UNIQUE_FOR", b"1000"],
+            "EMQARG UNIQUE must be 1 to 512 bytes",
+        ),
+        (
+            "enqueue",
+            enqueue7(),
+            vec![A.as_bytes(), b"p", b"UNIQUE", b"k", b"UNIQUE_FOR", b"1000", b"UNIQUE_DONE", b"2"],
+            "EMQARG UNIQUE_DONE must be an integer in 0..=1",
+        ),
+        (
+            "defer",
+            vec![job.clone(), key("active"), key("delayed"), key("policy"), key("config")],
+            vec![A.as_bytes(), b"1", b"-1", b"3"],
+            "EMQARG delay must be an integer in 0..=999999999999",
+        ),
+        (
+            "trim",
+            vec![key("done"), key("priority"), key("errors"), key("progress"), key("policy"), key("config")],
+            vec![b"LIMIT", b"1001"],
+            "EMQARG LIMIT must be an integer in 1..=1000",
         ),
         (
             "enqueue",

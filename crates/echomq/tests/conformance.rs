@@ -754,6 +754,14 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
     Ok(())
 }
 
+/// The raw calls cover every transition: a new one without a shape fails here.
+#[test]
+fn every_transition_has_a_raw_call_shape() {
+    for name in Name::ALL {
+        assert!(SHAPES.iter().any(|shape| shape.name == *name), "{name} has no shape in SHAPES");
+    }
+}
+
 #[test]
 fn raw_calls_get_the_same_reply_from_the_script_the_module_and_the_core() {
     let server =
