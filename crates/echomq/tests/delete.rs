@@ -3,28 +3,16 @@
 //! job is active (and deletes nothing), and forced, it deletes every job and
 //! every key the queue owns, fencing the active job's holder.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use echomq::{EnqueueOptions, Error, Executor, Queue};
-use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
-
-/// A server with the module, and the three executors on it (and in-process).
-async fn executors() -> (RedisServer, [(&'static str, Arc<dyn Executor>); 3]) {
-    let server =
-        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
-    let conn = server.connection().await;
-    let executors: [(&str, Arc<dyn Executor>); 3] = [
-        ("lua", Arc::new(echomq::Lua::new(conn.clone()))),
-        ("native", Arc::new(echomq::Native::new(conn))),
-        ("embedded", Arc::new(echomq::Embedded::new())),
-    ];
-    (server, executors)
-}
+use echomq::{EnqueueOptions, Error, Queue};
+use echomq_test_support::unique_queue;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_is_drained_and_deleted_with_every_key_it_owns() {
-    let (server, executors) = executors().await;
+    let (server, executors) = common::three_executors().await;
     let mut conn = server.connection().await;
     for (via, executor) in executors {
         let name = unique_queue("delete");

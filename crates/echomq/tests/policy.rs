@@ -4,13 +4,15 @@
 //! handler's "retry after" defers the job and the queue without spending an
 //! attempt.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
-use echomq::{EnqueueOptions, Executor, Queue, RetryPolicy, State};
-use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
+use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
+use echomq_test_support::{eventually, unique_queue};
 
 fn options() -> WorkerOptions {
     WorkerOptions {
@@ -35,26 +37,13 @@ fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::Join
     (stop, task)
 }
 
-/// A server with the module, and the three executors on it (and in-process).
-async fn executors() -> (RedisServer, [(&'static str, Arc<dyn Executor>); 3]) {
-    let server =
-        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
-    let conn = server.connection().await;
-    let executors: [(&str, Arc<dyn Executor>); 3] = [
-        ("lua", Arc::new(echomq::Lua::new(conn.clone()))),
-        ("native", Arc::new(echomq::Native::new(conn))),
-        ("embedded", Arc::new(echomq::Embedded::new())),
-    ];
-    (server, executors)
-}
-
 /// A handler that never ends by itself runs past its job's 300 ms timeout:
 /// the worker cancels it (the handler sees `cancelled()`), fails the job with
 /// the timeout's error, and the job's own ATTEMPTS 2 (not the worker's 5)
 /// make its second time-out its death.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_past_its_timeout_is_cancelled_failed_and_retried_by_its_policy() {
-    let (_server, executors) = executors().await;
+    let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
         let q = Queue::with_executor(executor, &unique_queue("timeout")).unwrap();
         let policy = EnqueueOptions::default().timeout(Duration::from_millis(300)).attempts(2);
@@ -102,7 +91,7 @@ async fn a_handler_past_its_timeout_is_cancelled_failed_and_retried_by_its_polic
 /// worker's is 10 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_own_attempts_and_backoff_beat_the_workers() {
-    let (_server, executors) = executors().await;
+    let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
         let q = Queue::with_executor(executor, &unique_queue("policy")).unwrap();
         let policy = EnqueueOptions::default().attempts(3).backoff(Duration::from_millis(200));
@@ -144,7 +133,7 @@ async fn a_jobs_own_attempts_and_backoff_beat_the_workers() {
 /// starts meanwhile: the whole queue waited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_after_defers_the_job_and_pauses_the_queue_without_spending_an_attempt() {
-    let (_server, executors) = executors().await;
+    let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
         let q = Queue::with_executor(executor, &unique_queue("defer")).unwrap();
         let limited = q.enqueue(b"limited".to_vec()).await.unwrap();

@@ -2,29 +2,17 @@
 //! by a job refuses a second job and answers the first one's id; it frees
 //! when its job finishes (if asked) or when its hold ends.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
-use echomq::{EnqueueOptions, Executor, Queue, State};
-use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
-
-/// A server with the module, and the three executors on it (and in-process).
-async fn executors() -> (RedisServer, [(&'static str, Arc<dyn Executor>); 3]) {
-    let server =
-        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
-    let conn = server.connection().await;
-    let executors: [(&str, Arc<dyn Executor>); 3] = [
-        ("lua", Arc::new(echomq::Lua::new(conn.clone()))),
-        ("native", Arc::new(echomq::Native::new(conn))),
-        ("embedded", Arc::new(echomq::Embedded::new())),
-    ];
-    (server, executors)
-}
+use echomq::{EnqueueOptions, Queue, State};
+use echomq_test_support::{eventually, unique_queue};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unique_key_is_refused_while_held_then_freed() {
-    let (_server, executors) = executors().await;
+    let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
         let q = Queue::with_executor(executor, &unique_queue("unique")).unwrap();
 

@@ -311,3 +311,19 @@ pub fn settings_shown(settings: &Settings) -> String {
     }
     text
 }
+
+/// A server with the module, and the three executors on it (and in-process):
+/// Lua and Native over one connection to it, and an embedded one.
+pub async fn three_executors() -> (RedisServer, [(&'static str, Arc<dyn Executor>); 3]) {
+    let server = RedisServer::start_with(echomq_test_support::ServerOptions {
+        module: Some(echomq_test_support::module_path()),
+        ..echomq_test_support::ServerOptions::default()
+    });
+    let conn = server.connection().await;
+    let executors: [(&str, Arc<dyn Executor>); 3] = [
+        ("lua", Arc::new(Lua::new(conn.clone()))),
+        ("native", Arc::new(echomq::Native::new(conn))),
+        ("embedded", Arc::new(echomq::Embedded::new())),
+    ];
+    (server, executors)
+}
