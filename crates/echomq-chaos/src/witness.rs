@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use echomq::executor::Call;
 use echomq::transition::{Claim, Transition};
-use echomq::{Executor, JobId, Name, Result};
+use echomq::{Executor, JobId, Name, Result, StreamEntry};
 use redis::Value;
 
 use crate::journal::{Event, Heard, Journal};
@@ -86,5 +86,17 @@ impl Executor for Witness {
     }
     async fn interrupt_waits(&self) {
         self.inner.interrupt_waits().await
+    }
+    async fn read_stream(
+        &self,
+        key: &str,
+        after: &str,
+        count: usize,
+        wait: Duration,
+    ) -> Result<Vec<StreamEntry>> {
+        self.inner.read_stream(key, after, count, wait).await
+    }
+    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
+        self.inner.stream_last(key).await
     }
 }

@@ -51,6 +51,10 @@ pub enum Role {
     Unique,
     /// `unique_until`: dedup keys by the server ms their hold ends (zset).
     UniqueUntil,
+    /// `results`: id → what the job's handler returned, kept by ACK (hash).
+    Results,
+    /// `events`: the queue's capped log of what happened to its jobs (stream).
+    Events,
 }
 
 impl Role {
@@ -77,6 +81,35 @@ impl Role {
             Role::Policy => "policy",
             Role::Unique => "unique",
             Role::UniqueUntil => "unique_until",
+            Role::Results => "results",
+            Role::Events => "events",
+        }
+    }
+
+    /// The Redis type a key of this role holds.
+    pub const fn key_type(self) -> KeyType {
+        match self {
+            Role::Job
+            | Role::Priority
+            | Role::Errors
+            | Role::Config
+            | Role::Progress
+            | Role::Schedules
+            | Role::Policy
+            | Role::Unique
+            | Role::Results => KeyType::Hash,
+            Role::Pending
+            | Role::Active
+            | Role::Delayed
+            | Role::Done
+            | Role::Dead
+            | Role::Cancelled
+            | Role::Finished
+            | Role::Unfinished
+            | Role::Rate
+            | Role::Ticks
+            | Role::UniqueUntil => KeyType::Zset,
+            Role::Events => KeyType::Stream,
         }
     }
 
@@ -89,6 +122,8 @@ impl Role {
         }
     }
 }
+
+use crate::store::KeyType;
 
 /// What a transition does to the keyspace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,9 +147,11 @@ pub struct Description {
     pub command: &'static str,
     /// KEYS, in order, by role.
     pub keys: &'static [Role],
-    /// How many of `keys` every call sends; the rest may be left out
-    /// together when no option needs them (ENQUEUE's two-key form).
-    pub required_keys: usize,
+    /// How many of `keys` a call may send, fewest first: each form is the
+    /// first n of `keys`. The first is what every call sends; the later
+    /// keys may be left out when no option needs them (ENQUEUE's two-key
+    /// form, a call of a version-5 speaker with no events keys).
+    pub forms: &'static [usize],
     /// The positional ARGV, by name, in order.
     pub args: &'static [&'static str],
     /// The options that may follow them, `NAME value` pairs.
@@ -127,6 +164,22 @@ pub struct Description {
 }
 
 impl Description {
+    /// How many keys every call sends.
+    pub const fn required_keys(&self) -> usize {
+        self.forms[0]
+    }
+
+    /// The roles of a call with `count` keys: the first `count` when that
+    /// is one of the forms, else all of them, so that checking the call's
+    /// keys against them refuses it ("wrong number of keys") in its turn.
+    pub fn roles(&self, count: usize) -> &'static [Role] {
+        if self.forms.contains(&count) {
+            &self.keys[..count]
+        } else {
+            self.keys
+        }
+    }
+
     /// Whether it only reads.
     pub const fn reads_only(&self) -> bool {
         matches!(self.effect, Effect::Reads)

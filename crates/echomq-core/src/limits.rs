@@ -8,6 +8,8 @@ use std::ops::RangeInclusive;
 
 /// The largest payload a job may carry, in bytes (1 MiB).
 pub const MAX_PAYLOAD: usize = 1_048_576;
+/// The largest result ACK keeps, in bytes: as large as a payload.
+pub const MAX_RESULT: usize = MAX_PAYLOAD;
 /// The longest error text FAIL keeps, in bytes.
 pub const MAX_ERROR_TEXT: usize = 65_536;
 /// The largest progress value PROGRESS keeps, in bytes.
@@ -40,6 +42,13 @@ pub const KEEP_DEAD_COUNT: u64 = 100_000;
 pub const KEEP_CANCELLED_MS: u64 = 86_400_000;
 /// and at most ten thousand of them.
 pub const KEEP_CANCELLED_COUNT: u64 = 10_000;
+/// How many entries a queue's event log keeps by default (about: the
+/// server trims whole blocks of entries, CONFIG EVENTS sets it).
+pub const EVENTS_KEEP: u64 = 10_000;
+/// A queue's event log length (CONFIG EVENTS); 0 turns the log off.
+pub const EVENTS: RangeInclusive<u64> = 0..=10_000_000;
+/// The longest error text an event carries, in bytes (the rest stays in `errors`).
+pub const MAX_EVENT_ERROR: usize = 1_024;
 /// A yes-or-no option (SCHEDULES DUE, FIRE SKIP): 0 or 1.
 pub const FLAG: RangeInclusive<u64> = 0..=1;
 /// The most digits an integer argument may have.

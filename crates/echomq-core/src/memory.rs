@@ -1,9 +1,10 @@
 //! [`Memory`]: an in-process [`Store`] with an injectable [`Clock`], what the
 //! embedded executor runs the transitions on. It keeps only what the protocol
-//! uses: hashes and sorted sets (and, for tests, a stand-in for any other type).
+//! uses: hashes, sorted sets and streams (and, for tests, a stand-in for any
+//! other type).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -77,11 +78,47 @@ struct Zset {
     order: BTreeSet<(Score, Vec<u8>)>,
 }
 
+/// A stream entry's id, `<ms>-<seq>`: ordered as Redis orders them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId {
+    /// The milliseconds part.
+    pub ms: u64,
+    /// The sequence within that millisecond.
+    pub seq: u64,
+}
+
+impl std::fmt::Display for StreamId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+impl std::str::FromStr for StreamId {
+    type Err = ();
+
+    /// `<ms>-<seq>`, or `<ms>` alone (sequence 0), as XREAD takes them.
+    fn from_str(text: &str) -> Result<StreamId, ()> {
+        let (ms, seq) = text.split_once('-').unwrap_or((text, "0"));
+        Ok(StreamId { ms: ms.parse().map_err(drop)?, seq: seq.parse().map_err(drop)? })
+    }
+}
+
+/// A stream entry: its id and its fields, in order.
+pub type Entry = (StreamId, Vec<(Vec<u8>, Vec<u8>)>);
+
+#[derive(Clone, Debug, Default)]
+struct Stream {
+    entries: VecDeque<Entry>,
+    /// The last id handed out: ids only grow, even after a trim.
+    last: StreamId,
+}
+
 /// One key's value.
 #[derive(Clone, Debug)]
 enum Value {
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Zset(Zset),
+    Stream(Stream),
     /// A key of a type the protocol never writes (tests put these in the way).
     Other(&'static str),
 }
@@ -93,6 +130,8 @@ pub enum Dump {
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     /// A sorted set's members with their scores, in order.
     Zset(Vec<(Vec<u8>, f64)>),
+    /// A stream's entries, in order.
+    Stream(Vec<Entry>),
     /// Any other type, by name.
     Other(&'static str),
 }
@@ -119,6 +158,7 @@ impl Memory {
                     Value::Zset(zset) => {
                         Dump::Zset(zset.order.iter().map(|(s, m)| (m.clone(), s.0)).collect())
                     }
+                    Value::Stream(stream) => Dump::Stream(stream.entries.iter().cloned().collect()),
                     Value::Other(name) => Dump::Other(name),
                 };
                 (key.clone(), dump)
@@ -129,6 +169,25 @@ impl Memory {
     /// Put a value of another type at `key` (a string, say): for tests of `EMQTYPE`.
     pub fn put_other(&mut self, key: &[u8], type_name: &'static str) {
         self.keys.insert(key.to_vec(), Value::Other(type_name));
+    }
+
+    /// Up to `count` entries of the stream `key` whose ids come after `after`.
+    pub fn xread(&self, key: &[u8], after: StreamId, count: usize) -> Vec<Entry> {
+        match self.keys.get(key) {
+            Some(Value::Stream(stream)) => {
+                let start = stream.entries.partition_point(|(id, _)| *id <= after);
+                stream.entries.range(start..).take(count).cloned().collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The id of the stream `key`'s newest entry, if it has one.
+    pub fn xlast(&self, key: &[u8]) -> Option<StreamId> {
+        match self.keys.get(key) {
+            Some(Value::Stream(stream)) => stream.entries.back().map(|(id, _)| *id),
+            _ => None,
+        }
     }
 
     /// Delete every key.
@@ -161,6 +220,7 @@ impl Store for Memory {
             None => KeyType::None,
             Some(Value::Hash(_)) => KeyType::Hash,
             Some(Value::Zset(_)) => KeyType::Zset,
+            Some(Value::Stream(_)) => KeyType::Stream,
             Some(Value::Other(name)) => KeyType::Other(name),
         }
     }
@@ -246,6 +306,26 @@ impl Store for Memory {
             })
             .unwrap_or_default()
     }
+
+    /// Trims to exactly `keep` entries: "about" `keep`, as Redis's `~` allows.
+    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) {
+        let now = self.clock.now_ms();
+        let value = self.keys.entry(key.to_vec()).or_insert_with(|| Value::Stream(Stream::default()));
+        if let Value::Stream(stream) = value {
+            let last = stream.last;
+            let id = if now > last.ms {
+                StreamId { ms: now, seq: 0 }
+            } else {
+                StreamId { seq: last.seq + 1, ..last }
+            };
+            stream.last = id;
+            let fields = fields.iter().map(|(field, value)| (field.to_vec(), value.to_vec())).collect();
+            stream.entries.push_back((id, fields));
+            while stream.entries.len() as u64 > keep {
+                stream.entries.pop_front();
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +346,27 @@ mod tests {
         store.zrem(b"z", b"b");
         store.zrem(b"z", b"a");
         assert_eq!(store.key_type(b"z"), KeyType::None, "an emptied set is gone, as in Redis");
+    }
+
+    #[test]
+    fn stream_ids_grow_and_trimming_keeps_the_newest() {
+        let clock = Arc::new(ManualClock::new(5));
+        let mut store = Memory::new(clock.clone());
+        for n in 0..4u8 {
+            store.xadd(b"s", 3, &[(b"n", &[b'0' + n])]);
+        }
+        let ids: Vec<String> =
+            store.xread(b"s", StreamId::default(), 10).iter().map(|(id, _)| id.to_string()).collect();
+        assert_eq!(ids, ["5-1", "5-2", "5-3"], "the oldest went; ids within a millisecond count up");
+        clock.set(2);
+        store.xadd(b"s", 3, &[(b"n", b"4")]);
+        assert_eq!(
+            store.xlast(b"s"),
+            Some(StreamId { ms: 5, seq: 4 }),
+            "a clock that went back does not reuse ids"
+        );
+        assert_eq!(store.xread(b"s", "5-3".parse().unwrap(), 10).len(), 1);
+        assert_eq!(store.key_type(b"s"), KeyType::Stream);
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub enum KeyType {
     Hash,
     /// A sorted set.
     Zset,
+    /// A stream.
+    Stream,
     /// Any other type, by its `TYPE` name (`string`, `list`, …).
     Other(&'static str),
 }
@@ -24,6 +26,7 @@ impl KeyType {
             KeyType::None => "none",
             KeyType::Hash => "hash",
             KeyType::Zset => "zset",
+            KeyType::Stream => "stream",
             KeyType::Other(name) => name,
         }
     }
@@ -72,4 +75,8 @@ pub trait Store {
     fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64>;
     /// Up to `limit` members with score ≤ `max`, in (score, member) order.
     fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>>;
+    /// Append an entry of `fields` to the stream `key` under a new id (the
+    /// server's `*`), then trim the stream to about its newest `keep`
+    /// entries, as `XADD key MAXLEN ~ keep * field value …`.
+    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]);
 }

@@ -15,6 +15,7 @@ use crate::{Answer, Code, Refusal};
 
 mod control;
 mod enqueue;
+mod events;
 mod lease;
 mod read;
 mod repair;

@@ -372,6 +372,18 @@ pub fn cluster_nodes(ctx: *mut raw::RedisModuleCtx) -> Vec<u8> {
     nodes
 }
 
+/// Run `command args…` through `RedisModule_Call` as a write that is
+/// replicated as the command rewrote itself (XADD's `*` becomes the id it
+/// chose, `MAXLEN ~` the exact trim) and fires its own keyspace events.
+pub fn call_replicated(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[RString]) {
+    let mut argv: Vec<*mut raw::RedisModuleString> = args.iter().map(RString::as_ptr).collect();
+    let reply = rm!(RedisModule_Call(ctx, command.as_ptr(), c"!v".as_ptr(), argv.as_mut_ptr(), argv.len())
+        or ptr::null_mut());
+    if !reply.is_null() {
+        rm!(RedisModule_FreeCallReply(reply) or ());
+    }
+}
+
 /// Every field and value of a hash, in the order `HGETALL` gives them (the
 /// order the Lua script sees), through `RedisModule_Call`.
 pub fn hgetall(ctx: *mut raw::RedisModuleCtx, key: &RString) -> Vec<(Vec<u8>, Vec<u8>)> {

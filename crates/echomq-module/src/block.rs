@@ -21,7 +21,7 @@ use echomq_core::{Answer, Refusal, Reply, Store};
 use redis_module::raw;
 
 use crate::api::{self, rm, RString};
-use crate::command::{finish, internal_error};
+use crate::command::{finish, internal_error, key_count};
 use crate::reply;
 use crate::store::RedisStore;
 
@@ -30,7 +30,7 @@ const NO_BLOCKING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
     | raw::REDISMODULE_CTX_FLAGS_LUA
     | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
 
-/// `EMQ.CLAIM <pending> <active> <config> <rate> <lease> [COUNT n] [BLOCK ms]`.
+/// `EMQ.CLAIM <pending> <active> <config> <rate> <policy> [<events>] <lease> [COUNT n] [BLOCK ms]`.
 pub fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
     let claim = match Claim::parse(keys, args) {
         Ok(claim) => claim,
@@ -103,8 +103,9 @@ unsafe extern "C" fn on_ready(
     let served = catch_unwind(AssertUnwindSafe(|| {
         let words = api::words(argv, argc);
         let words = words.get(1..).unwrap_or_default();
+        // The keys as the command counted them (PROTOCOL.md §8).
         let parsed = words
-            .split_at_checked(Claim::DESCRIPTION.keys.len())
+            .split_at_checked(key_count(&Claim::DESCRIPTION, words))
             .ok_or_else(|| Refusal::arg("wrong number of keys"));
         match parsed.and_then(|(keys, args)| Claim::parse(keys, args)) {
             Err(refusal) => reply::send(ctx, &Err(refusal)),

@@ -37,12 +37,12 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), String>
     if described.options.contains(&"BLOCK") {
         flags += " blocking";
     }
-    if described.required_keys < described.keys.len() {
+    if described.required_keys() < described.keys.len() {
         flags += " getkeys-api";
     }
     let command = CString::new(described.command.to_ascii_lowercase()).map_err(|e| e.to_string())?;
     let flags = CString::new(flags).map_err(|e| e.to_string())?;
-    let last_key = described.required_keys as c_int;
+    let last_key = described.required_keys() as c_int;
     let created = rm!(RedisModule_CreateCommand(ctx, command.as_ptr(), Some(on_command), flags.as_ptr(), 1, last_key, 1)
         or raw::Status::Err as c_int);
     if created != raw::Status::Ok as c_int {
@@ -82,16 +82,25 @@ unsafe extern "C" fn on_command(
 }
 
 /// How many of `words` (argv without the command name) are KEYS, for a
-/// transition whose last keys are optional (ENQUEUE's two, four or five,
-/// FAIL's five or six): its job id comes right after them, and no key begins
-/// with `JOB`, so the keys end at the first word from the required count on
-/// that passes the kind gate. With no such word, all of them when the call
-/// is long enough to hold them, else the required ones. Any other word in a
-/// key's place is that key, right or wrong, so a wrong one gets the
-/// script's `EMQARG` (PROTOCOL.md §8).
-fn key_count(described: &Description, words: &[&[u8]]) -> usize {
-    let required = described.required_keys;
+/// transition whose last keys are optional (ENQUEUE's 2 to 9, FAIL's 5, 6
+/// or 8, CLAIM's 5 or 6). When its first argument is a job id, that id comes
+/// right after the keys, and no key begins with `JOB`, so the keys end at
+/// the first word from the required count on that passes the kind gate;
+/// with no such word, all of them when the call is long enough to hold
+/// them, else the required ones. Any other word in a key's place is that
+/// key, right or wrong, so a wrong one gets the script's `EMQARG`. When its
+/// first argument is not an id (CLAIM's lease, REAP's max attempts,
+/// PROMOTE's and CONFIG's options), the optional keys are the words after
+/// the required ones that hold a colon, as every key does (`emq:{q}:…`) and
+/// no argument of theirs (a number, an option's name) can (PROTOCOL.md §8).
+pub fn key_count(described: &Description, words: &[&[u8]]) -> usize {
+    let required = described.required_keys();
     let all = described.keys.len();
+    if described.args.first() != Some(&"id") {
+        let keyed = |word: &&&[u8]| word.contains(&b':');
+        let optional = words.iter().skip(required).take(all - required).take_while(keyed).count();
+        return required + optional;
+    }
     let is_id = |at: usize| words.get(at).is_some_and(|word| echomq_core::parse::kind(Some(word)).is_ok());
     match (required..=all).find(|at| is_id(*at)) {
         Some(at) => at,

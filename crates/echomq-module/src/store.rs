@@ -5,7 +5,8 @@
 //! `HashGet`/`HashSet`, `Zset*`), which skips the command table, argument
 //! parsing and reply buffers that `RedisModule_Call` pays for on every write.
 //! Only `hgetall` (INSPECT, read-only) goes through `RedisModule_Call`, so the
-//! fields come back in exactly the order `HGETALL` gives the Lua script.
+//! fields come back in exactly the order `HGETALL` gives the Lua script, and
+//! `xadd` (the event log), which then replicates and announces itself.
 //!
 //! The low-level API leaves to its caller what a command would do around a
 //! write, so the store does it:
@@ -173,7 +174,7 @@ impl Store for RedisStore {
             raw::REDISMODULE_KEYTYPE_STRING => KeyType::Other("string"),
             raw::REDISMODULE_KEYTYPE_LIST => KeyType::Other("list"),
             raw::REDISMODULE_KEYTYPE_SET => KeyType::Other("set"),
-            raw::REDISMODULE_KEYTYPE_STREAM => KeyType::Other("stream"),
+            raw::REDISMODULE_KEYTYPE_STREAM => KeyType::Stream,
             // `TYPE` would name the module's own type; no such key is ever a queue's.
             _ => KeyType::Other("module"),
         }
@@ -293,6 +294,25 @@ impl Store for RedisStore {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Through `RedisModule_Call("XADD")`: the module API's own stream calls
+    /// would leave the id, the trim and its replication to this code.
+    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) {
+        self.flush();
+        if !self.admit(key) {
+            return;
+        }
+        let mut args = Vec::with_capacity(5 + 2 * fields.len());
+        args.push(RString::new(key));
+        for word in [b"MAXLEN".as_slice(), b"~", keep.to_string().as_bytes(), b"*"] {
+            args.push(RString::new(word));
+        }
+        for (field, value) in fields {
+            args.push(RString::new(field));
+            args.push(RString::new(value));
+        }
+        api::call_replicated(self.ctx, c"XADD", &args);
     }
 }
 

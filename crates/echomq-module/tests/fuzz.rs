@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 29] = [
+const TEMPLATES: [(&str, &str); 34] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     (
@@ -42,6 +42,13 @@ const TEMPLATES: [(&str, &str); 29] = [
     ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n"),
     ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n BLOCK $n"),
     ("EMQ.ACK", "$q:job:$id $q:active $q:done $id $n"),
+    ("EMQ.ACK", "$q:job:$id $q:active $q:done $q:results $q:events $q:config $id $n RESULT r$n"),
+    (
+        "EMQ.ENQUEUE",
+        "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
+         $id payload DELAY $n",
+    ),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $n COUNT $n"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $id $n $n 0 boom"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $id $n $n 0 boom"),
     ("EMQ.DEFER", "$q:job:$id $q:active $q:delayed $q:policy $q:config $id $n 50 3 PAUSE 0"),
@@ -49,28 +56,30 @@ const TEMPLATES: [(&str, &str); 29] = [
     ("EMQ.RELEASE", "$q:job:$id $q:active $q:pending $q:priority $id $n"),
     ("EMQ.REAP", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $n LIMIT $n"),
     ("EMQ.PROMOTE", "$q:delayed $q:pending $q:priority LIMIT $n"),
-    ("EMQ.PURGE", "$q:done $q:priority $q:errors $q:progress $q:policy 0 LIMIT $n"),
-    ("EMQ.PURGE", "$q:dead $q:priority $q:errors $q:progress $q:policy 0 LIMIT $n"),
+    ("EMQ.PURGE", "$q:done $q:priority $q:errors $q:progress $q:policy $q:results 0 LIMIT $n"),
+    ("EMQ.PURGE", "$q:dead $q:priority $q:errors $q:progress $q:policy $q:results 0 LIMIT $n"),
     ("EMQ.CANCEL", "$q:job:$id $q:pending $q:active $q:delayed $q:dead $q:cancelled $id"),
     ("EMQ.RETRY", "$q:job:$id $q:dead $q:pending $q:priority $id"),
     ("EMQ.INSPECT", "$q:job:$id $q:errors $q:progress $id"),
+    ("EMQ.INSPECT", "$q:job:$id $q:errors $q:progress $q:results $q:policy $id"),
     ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
     ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
+    ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate $q:events PAUSED $n EVENTS $n"),
     ("EMQ.PROGRESS", "$q:job:$id $q:progress $id $n half"),
-    ("EMQ.TRIM", "$q:done $q:priority $q:errors $q:progress $q:policy $q:config LIMIT $n"),
-    ("EMQ.DRAIN", "$q:delayed $q:priority $q:errors $q:progress $q:policy LIMIT $n"),
+    ("EMQ.TRIM", "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:config LIMIT $n"),
+    ("EMQ.DRAIN", "$q:delayed $q:priority $q:errors $q:progress $q:policy $q:results LIMIT $n"),
     (
         "EMQ.OBLITERATE",
         "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress $q:policy \
-         $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until",
+         $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events",
     ),
     ("EMQ.SCHEDULE", "$q:schedules $q:ticks s$n d $n"),
     ("EMQ.UNSCHEDULE", "$q:schedules $q:ticks s$n"),
     ("EMQ.SCHEDULES", "$q:schedules $q:ticks DUE 1 LIMIT $n"),
     ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
 ];
-const CALLS: usize = 29 * 400;
-const SEED: u64 = 0x5eed_e3a0_0001;
+const CALLS: usize = 34 * 400;
+const SEED: u64 = 0x5eed_e3a0_0002;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
 struct Rng(u64);
@@ -210,7 +219,17 @@ fn no_argv_crashes_the_server_or_corrupts_a_queue() {
     let mut conn = connect(&server);
     every_command_is_fuzzed(&mut conn);
     let pid = info_field(&mut conn, "process_id");
-    let mut rng = Rng(SEED);
+    // The long-lived queues keep a short event log: every call is digested
+    // before and after, and a log of 10,000 entries would be most of it.
+    for q in [SHARED, CLEAN] {
+        let keys = ["config", "pending", "priority", "rate", "events"].map(|key| format!("{q}{key}"));
+        let _: Value = redis::cmd("EMQ.CONFIG").arg(&keys).arg("EVENTS").arg(100).query(&mut conn).unwrap();
+    }
+    let seed = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    let seed = seed.unwrap_or(SEED);
+    let mut rng = Rng(seed);
     let mut queues = Queues { clean: BTreeSet::new() };
     let mut seen = BTreeSet::new();
     let start = Instant::now();
@@ -218,7 +237,7 @@ fn no_argv_crashes_the_server_or_corrupts_a_queue() {
         let q = queues.pick(&mut rng, &mut conn);
         let (command, template) = TEMPLATES[round % TEMPLATES.len()];
         let args = call_of(&mut rng, template, &q);
-        let shown = || format!("seed {SEED:#x}, call {round}: {command} {:?}", lossy(&args));
+        let shown = || format!("seed {seed:#x}, call {round}: {command} {:?}", lossy(&args));
         let before = digest(&mut conn);
         match send(&mut conn, command, &args) {
             Err(err) if err.is_io_error() || err.is_connection_dropped() => {
@@ -244,7 +263,7 @@ fn no_argv_crashes_the_server_or_corrupts_a_queue() {
     let log = std::fs::read_to_string(server.dir().join("redis.log")).unwrap_or_default();
     assert!(!log.contains("panicked") && !log.contains("BUG REPORT"), "the server's log:\n{log}");
     for q in &queues.clean {
-        let found = consistent(&mut conn, q).unwrap_or_else(|why| panic!("seed {SEED:#x}: queue {q}: {why}"));
+        let found = consistent(&mut conn, q).unwrap_or_else(|why| panic!("seed {seed:#x}: queue {q}: {why}"));
         seen.extend(found);
     }
     // The checks mean something only if the calls moved jobs through the
@@ -290,7 +309,8 @@ const FIELDS: [&str; 5] = ["state", "attempts", "payload", "enqueued_at", "updat
 /// Check queue `q`'s keys against the protocol (see the file's header); the
 /// state of each record it holds.
 fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
-    let all: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(conn).unwrap();
+    // The queue's keys only (no glob character is in a queue's prefix).
+    let all: Vec<Vec<u8>> = redis::cmd("KEYS").arg(format!("{q}*")).query(conn).unwrap();
     let mut records = BTreeMap::new();
     let mut members: BTreeMap<Vec<u8>, &str> = BTreeMap::new();
     let mut side_fields = Vec::new();
@@ -319,15 +339,20 @@ fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
             if kind != want {
                 return Err(format!("{shown} is a {kind}"));
             }
-        } else if [b"priority".as_slice(), b"errors", b"progress", b"policy"].contains(&name) {
+        } else if [b"priority".as_slice(), b"errors", b"progress", b"policy", b"results"].contains(&name) {
             if kind != "hash" {
                 return Err(format!("{shown} is a {kind}"));
             }
             let ids: Vec<Vec<u8>> = redis::cmd("HKEYS").arg(key).query(conn).unwrap();
             side_fields.extend(ids.into_iter().map(|id| (shown.clone(), id)));
-        } else if name == b"config" || name == b"rate" {
-            // The queue's settings and its claim log: no job ids to account for.
-            let want = if name == b"config" { "hash" } else { "zset" };
+        } else if name == b"config" || name == b"rate" || name == b"events" {
+            // The queue's settings, its claim log and its event log: no job
+            // ids to account for (an event may outlive its job).
+            let want = match name {
+                b"config" => "hash",
+                b"rate" => "zset",
+                _ => "stream",
+            };
             if kind != want {
                 return Err(format!("{shown} is a {kind}"));
             }

@@ -15,17 +15,21 @@ use echomq_test_support::RedisServer;
 
 /// The lifecycle: a transition and its KEYS and ARGV, or a raw seeding command.
 const STEPS: &[(&str, &str)] = &[
-    ("enqueue", "$q:job:$A $q:pending $A p"),
+    (
+        "enqueue",
+        "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events \
+      $q:config $A p",
+    ),
     ("enqueue", "$q:job:$B $q:pending $q:delayed $q:priority $B p PRIORITY 5"),
     ("enqueue", "$q:job:JOB_3 $q:pending $q:delayed $q:priority JOB_3 p DELAY 60000"),
-    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy 60000 COUNT 2"),
+    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events 60000 COUNT 2"),
     ("extend", "$q:job:$A $q:active $A 1 90000"),
-    ("ack", "$q:job:$A $q:active $q:done $A 1"),
-    ("fail", "$q:job:$B $q:active $q:delayed $q:dead $q:errors $B 1 1 0 boom"),
+    ("ack", "$q:job:$A $q:active $q:done $q:results $q:events $q:config $A 1 RESULT 42"),
+    ("fail", "$q:job:$B $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $B 1 1 0 boom"),
     ("retry", "$q:job:$B $q:dead $q:pending $q:priority $B"),
     ("claim", "$q:pending $q:active $q:config $q:rate $q:policy 60000"),
-    ("config", "$q:config $q:pending $q:priority $q:rate PAUSED 1 RATE 5 PER 60000"),
-    ("progress", "$q:job:$B $q:progress $B 2 half"),
+    ("config", "$q:config $q:pending $q:priority $q:rate $q:events PAUSED 1 RATE 5 PER 60000"),
+    ("progress", "$q:job:$B $q:progress $q:events $q:config $B 2 half"),
     ("release", "$q:job:$B $q:active $q:pending $q:priority $B 2"),
     ("config", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY 3"),
     ("claim", "$q:pending $q:active $q:config $q:rate $q:policy 60000"),
@@ -37,8 +41,8 @@ const STEPS: &[(&str, &str)] = &[
     ("raw", "HSET $q:job:JOB_5 state active attempts 1 payload p"),
     ("raw", "ZADD $q:active 1 JOB_5"),
     ("reap", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy 1"),
-    ("purge", "$q:done $q:priority $q:errors $q:progress $q:policy 0"),
-    ("purge", "$q:dead $q:priority $q:errors $q:progress $q:policy 0"),
+    ("purge", "$q:done $q:priority $q:errors $q:progress $q:policy $q:results 0"),
+    ("purge", "$q:dead $q:priority $q:errors $q:progress $q:policy $q:results 0"),
     ("schedule", "$q:schedules $q:ticks s d 5000"),
     ("schedules", "$q:schedules $q:ticks DUE 1"),
     ("fire", "$q:job:JOB_6 $q:pending $q:ticks JOB_6 p s 5000 6000"),

@@ -164,6 +164,16 @@ impl Keyspace {
         self.key("policy")
     }
 
+    /// `emq:{q}:results`: id → what the job's handler returned (hash).
+    pub fn results(&self) -> String {
+        self.key("results")
+    }
+
+    /// `emq:{q}:events`: the queue's capped log of what happened (stream).
+    pub fn events(&self) -> String {
+        self.key("events")
+    }
+
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,
     /// and for [`Role::Finished`], which only the call knows.
     pub fn role(&self, role: Role, job: Option<&JobId>) -> Option<String> {

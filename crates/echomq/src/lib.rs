@@ -30,11 +30,13 @@
 //! - [`schedule`]: [`Schedule`]: cron and interval schedules, their
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
+//! - [`events`]: [`QueueEvents`](events::QueueEvents), a reader of a queue's event log.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
 
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod error;
+pub mod events;
 pub mod executor;
 pub mod id;
 pub mod keyspace;
@@ -46,14 +48,15 @@ pub mod worker;
 
 pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role};
 pub use error::{Error, Result};
+pub use events::{Event, QueueEvents};
 #[cfg(feature = "cluster")]
 pub use executor::connect_cluster;
 pub use executor::{
-    connect, connect_with, detect, execute, Call, Embedded, Executor, Lua, Native, Replication,
+    connect, connect_with, detect, execute, Call, Embedded, Executor, Lua, Native, Replication, StreamEntry,
 };
 pub use id::JobId;
 pub use keyspace::Keyspace;
-pub use queue::{EnqueueOptions, Enqueued, Queue, RetryPolicy};
+pub use queue::{EnqueueOptions, Enqueued, Finished, Queue, RetryPolicy};
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{

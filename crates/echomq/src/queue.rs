@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use echomq_core::{Backoff, Policy};
 use redis::aio::ConnectionLike;
 
+use crate::events::QueueEvents;
 use crate::executor::{claim_waiting, execute, execute_batch, Executor, Lua};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
@@ -121,6 +122,18 @@ pub struct Enqueued {
     /// `true` when a job with this id existed already, or another job holds
     /// its UNIQUE key: nothing changed.
     pub duplicate: bool,
+}
+
+/// How a job ended, as [`Queue::wait`] saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finished {
+    /// Done, with its result if its handler returned one (and it was not
+    /// trimmed or purged since).
+    Done(Option<Vec<u8>>),
+    /// Dead: out of attempts, with its last error.
+    Dead(Option<String>),
+    /// Cancelled by hand.
+    Cancelled,
 }
 
 /// When a failed job is retried, and how often before it dies. The policy
@@ -331,13 +344,20 @@ impl Queue {
 
     /// Finish a claimed job. [`Error::Fence`](crate::Error::Fence) when the lease was lost.
     pub async fn ack(&self, job: &Claimed) -> Result<()> {
-        self.run(&Ack { id: job.id.clone(), token: job.token }).await
+        self.run(&Ack::of(job)).await
+    }
+
+    /// Finish a claimed job and keep `result` beside it, for
+    /// [`Queue::result`] and [`Queue::wait`]; it goes when the done job is
+    /// trimmed or purged.
+    pub async fn ack_with(&self, job: &Claimed, result: impl Into<Vec<u8>>) -> Result<()> {
+        self.run(&Ack { id: job.id.clone(), token: job.token, result: Some(result.into()) }).await
     }
 
     /// Finish many claimed jobs in one round trip; each ack's own outcome
     /// ([`Error::Fence`](crate::Error::Fence) for a job whose lease was lost).
     pub async fn ack_batch(&self, jobs: &[Claimed]) -> Result<Vec<Result<()>>> {
-        let calls: Vec<Ack> = jobs.iter().map(|job| Ack { id: job.id.clone(), token: job.token }).collect();
+        let calls: Vec<Ack> = jobs.iter().map(Ack::of).collect();
         execute_batch(&*self.via, &self.keys, &calls).await
     }
 
@@ -512,6 +532,77 @@ impl Queue {
     /// A job's record, last error and last progress; `None` when there is no such job.
     pub async fn inspect(&self, id: &JobId) -> Result<Option<Inspection>> {
         self.run(&Inspect { id: id.clone() }).await
+    }
+
+    /// What the job's handler returned, kept by its ACK: `None` when the job
+    /// is not done, finished with no result, or is gone (trimmed, purged).
+    pub async fn result(&self, id: &JobId) -> Result<Option<Vec<u8>>> {
+        Ok(self.inspect(id).await?.and_then(|job| job.result))
+    }
+
+    /// A reader of the queue's event log from now on: the events of
+    /// transitions after this call (see [`QueueEvents`]).
+    pub async fn events(&self) -> Result<QueueEvents> {
+        let key = self.keys.events();
+        let last = self.via.stream_last(&key).await?.unwrap_or_else(|| "0-0".to_owned());
+        Ok(QueueEvents::new(self.via.clone(), key, last))
+    }
+
+    /// A reader of the queue's event log after the entry `after` (`0-0`:
+    /// from the oldest it keeps), to resume where an earlier reader stopped.
+    pub fn events_after(&self, after: &str) -> QueueEvents {
+        QueueEvents::new(self.via.clone(), self.keys.events(), after)
+    }
+
+    /// Wait until the job has finished (done, dead or cancelled), as long as
+    /// `timeout`; `None` when it had not by then. It follows the queue's
+    /// event log, so it does not poll; on a queue whose log is off
+    /// (`events` 0) it looks at the job every 100 ms to 1 s instead.
+    /// [`Error::NoJob`](crate::Error::NoJob) when there is no such job.
+    pub async fn wait(&self, id: &JobId, timeout: Duration) -> Result<Option<Finished>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Follow the log from before the first look, so that a finish
+        // between the look and the first read is still seen.
+        let mut events = self.events().await?;
+        let logged = self.settings().await?.events > 0;
+        let mut nap = Duration::from_millis(100);
+        loop {
+            if let Some(finished) = self.finished(id).await? {
+                return Ok(Some(finished));
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            if !logged {
+                tokio::time::sleep(nap.min(left)).await;
+                nap = (nap * 2).min(Duration::from_secs(1));
+                continue;
+            }
+            // Until this job's final event, or a while: then look again, in
+            // case its event was trimmed away before it was read.
+            let until = tokio::time::Instant::now() + left.min(Duration::from_secs(5));
+            while let Some(event) =
+                events.next_within(until.saturating_duration_since(tokio::time::Instant::now())).await?
+            {
+                if event.is_final() && event.job.as_ref() == Some(id) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// How the job ended, if it has; [`Error::NoJob`](crate::Error::NoJob) when there is no such job.
+    async fn finished(&self, id: &JobId) -> Result<Option<Finished>> {
+        let Some(job) = self.inspect(id).await? else {
+            return Err(crate::Error::NoJob(format!("no job {id} in queue {}", self.name())));
+        };
+        Ok(match job.record.state {
+            State::Done => Some(Finished::Done(job.result)),
+            State::Dead => Some(Finished::Dead(job.error)),
+            State::Cancelled => Some(Finished::Cancelled),
+            State::Pending | State::Active | State::Delayed => None,
+        })
     }
 
     /// How many jobs the queue holds in each state.

@@ -99,22 +99,69 @@ impl std::fmt::Display for RetryAfter {
 
 impl std::error::Error for RetryAfter {}
 
-/// The handler's future.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
+/// The handler's future: on success, the result to keep, if any.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Option<Vec<u8>>, HandlerError>> + Send>>;
 
-/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<(), HandlerError>>` is one.
+/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<R, HandlerError>>`
+/// is one, where `R` is a [`JobOutput`]: `()` for no result, bytes, a
+/// `String`, or [`Json`] of any serde value.
 pub trait Handler: Send + Sync + 'static {
-    /// Run the job: `Ok` acks it, `Err` fails it (retry or dead), a panic fails it too.
+    /// Run the job: `Ok` acks it (keeping its result, if any), `Err` fails it
+    /// (retry or dead), a panic fails it too.
     fn handle(&self, job: JobContext) -> HandlerFuture;
 }
 
-impl<F, Fut> Handler for F
+impl<F, Fut, R> Handler for F
 where
     F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+    Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+    R: JobOutput,
 {
     fn handle(&self, job: JobContext) -> HandlerFuture {
-        Box::pin(self(job))
+        let run = self(job);
+        Box::pin(async move { run.await?.into_result() })
+    }
+}
+
+/// What a handler returns when its job succeeded: ACK keeps it as the job's
+/// result (`Queue::result`, `Queue::wait`), unless it is `()`.
+pub trait JobOutput: Send + 'static {
+    /// The bytes to keep, if any; an error fails the job (a value that would
+    /// not serialize).
+    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError>;
+}
+
+impl JobOutput for () {
+    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
+        Ok(None)
+    }
+}
+
+impl JobOutput for Vec<u8> {
+    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
+        Ok(Some(self))
+    }
+}
+
+impl JobOutput for String {
+    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
+        Ok(Some(self.into_bytes()))
+    }
+}
+
+impl<T: JobOutput> JobOutput for Option<T> {
+    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
+        self.map_or(Ok(None), T::into_result)
+    }
+}
+
+/// A result kept as JSON: `Ok(Json(value))` from a handler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize + Send + 'static> JobOutput for Json<T> {
+    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
+        Ok(Some(serde_json::to_vec(&self.0)?))
     }
 }
 

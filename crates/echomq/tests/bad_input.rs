@@ -134,7 +134,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             ],
             Call::Claim(Claim { lease: Duration::from_secs(30), count: 1 }),
         ),
-        ("ack", active, Call::Ack(Ack { id: a(), token: 1 })),
+        ("ack", active, Call::Ack(Ack { id: a(), token: 1, result: None })),
         (
             "fail",
             active,
@@ -261,7 +261,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 113, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 144, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -334,6 +334,28 @@ async fn an_oversized_progress_is_refused_and_writes_nothing() {
     h.queue.progress(&job, vec![b'x'; limits::MAX_PROGRESS]).await.unwrap();
     let seen = h.queue.inspect(&job.id).await.unwrap().unwrap();
     assert_eq!(seen.progress.map(|p| p.len()), Some(limits::MAX_PROGRESS));
+}
+
+#[tokio::test]
+async fn an_oversized_result_is_refused_and_writes_nothing() {
+    let h = harness().await;
+    h.queue.enqueue(b"p".to_vec()).await.unwrap();
+    let job = h.queue.claim(Duration::from_secs(60)).await.unwrap().unwrap();
+    let before = h.snapshot().await;
+    let big = vec![b'x'; limits::MAX_RESULT + 1];
+    let err = h.queue.ack_with(&job, big.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+
+    let keys = [h.keys.job(&job.id), h.keys.active(), h.keys.done(), h.keys.results()];
+    let token = job.token.to_string();
+    let args: [&[u8]; 4] = [job.id.as_str().as_bytes(), token.as_bytes(), b"RESULT", &big];
+    let reply = text(eval(&h, "ack", &keys, &args).await);
+    assert_eq!(reply, Err("EMQSIZE result exceeds 1048576 bytes".into()));
+    assert_eq!(h.snapshot().await, before, "nothing written");
+
+    // The limit itself is fine, and the result is read back whole.
+    h.queue.ack_with(&job, vec![b'x'; limits::MAX_RESULT]).await.unwrap();
+    assert_eq!(h.queue.result(&job.id).await.unwrap().map(|r| r.len()), Some(limits::MAX_RESULT));
 }
 
 #[tokio::test]
@@ -475,7 +497,15 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ),
         (
             "trim",
-            vec![key("done"), key("priority"), key("errors"), key("progress"), key("policy"), key("config")],
+            vec![
+                key("done"),
+                key("priority"),
+                key("errors"),
+                key("progress"),
+                key("policy"),
+                key("results"),
+                key("config"),
+            ],
             vec![b"LIMIT", b"1001"],
             "EMQARG LIMIT must be an integer in 1..=1000",
         ),

@@ -200,8 +200,15 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             let concurrency = (model.concurrency > 0).then_some(model.concurrency);
             let rate = (model.rate > 0).then_some((model.rate, RATE_PERIOD));
             let [keep_done, keep_dead, keep_cancelled] = common::default_retention();
-            let settings =
-                Settings { paused: model.paused, concurrency, rate, keep_done, keep_dead, keep_cancelled };
+            let settings = Settings {
+                paused: model.paused,
+                concurrency,
+                rate,
+                keep_done,
+                keep_dead,
+                keep_cancelled,
+                events: echomq::limits::EVENTS_KEEP,
+            };
             format!("Ok({})", common::settings_shown(&settings))
         }
         Op::Progress { slot, stale } => {

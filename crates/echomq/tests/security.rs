@@ -23,28 +23,32 @@ use redis::aio::MultiplexedConnection;
 /// A worker on the Lua executor: EchoMQ's keys, the scripts, and the
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
-     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists";
+     +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists \
+     +xadd";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
      +emq.ack +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
      +emq.progress +emq.schedules +emq.fire";
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
-/// A producer on Lua: only the keys ENQUEUE writes, and its commands.
+/// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
+/// config that holds the log's length, too), and its commands.
 pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem";
+     ~emq:*:events ~emq:*:config \
+     resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem \
+     +xadd";
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     resetchannels -@all +command|info +emq.enqueue";
+     ~emq:*:events ~emq:*:config resetchannels -@all +command|info +emq.enqueue";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
     "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore \
-     +zscore +exists";
+     +zscore +exists +xadd +xread +xrevrange";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
-pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget \
+pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire";
@@ -52,10 +56,10 @@ pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +sca
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
 /// reads the CLI and dashboard send themselves. It can change nothing.
 pub const MONITOR_LUA: &str = "%R~emq:* resetchannels -@all +command|info +scan +zrange +evalsha_ro \
-     +script|load +time +type +hget +hmget +hgetall +zcard";
+     +script|load +time +type +hget +hmget +hgetall +zcard +xread +xrevrange";
 /// A monitor on the native module, whose INSPECT and STATS declare their keys read-only.
 pub const MONITOR_NATIVE: &str =
-    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +emq.inspect +emq.stats";
+    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +xread +xrevrange +emq.inspect +emq.stats";
 
 /// Optional, for a native worker: end its blocked claims at once when it
 /// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.

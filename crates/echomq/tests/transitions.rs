@@ -67,7 +67,7 @@ fn cases() -> Vec<Case> {
             given: &[],
             call: enqueue(0, Due::Now),
             reply: "Ok(Enqueued)",
-            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
         Case {
             name: "enqueue of an existing id is a duplicate and changes nothing",
@@ -81,21 +81,21 @@ fn cases() -> Vec<Case> {
             given: &[],
             call: enqueue(-7, Due::Now),
             reply: "Ok(Enqueued)",
-            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@-7", "priority $A=-7"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@-7", "priority $A=-7"],
         },
         Case {
             name: "enqueue with a delay goes to delayed at the server's now plus the delay",
             given: &[],
             call: enqueue(0, Due::After(secs(60))),
             reply: "Ok(Enqueued)",
-            after: &["delayed $A@now+60000", "job:$A attempts=0 payload=p state=delayed"],
+            after: &["delayed $A@now+60000", "events enqueued=$A,state:delayed", "job:$A attempts=0 payload=p state=delayed"],
         },
         Case {
             name: "enqueue at a time already past is simply pending",
             given: &[],
             call: enqueue(0, Due::At(SystemTime::UNIX_EPOCH + secs(1))),
             reply: "Ok(Enqueued)",
-            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
         },
         Case {
             name: "enqueue with a policy keeps it beside the record, its options in a fixed order",
@@ -113,18 +113,14 @@ fn cases() -> Vec<Case> {
                 unique: None,
             }),
             reply: "Ok(Enqueued)",
-            after: &[
-                "job:$A attempts=0 payload=p state=pending",
-                "pending $A@0",
-                "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000",
-            ],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000"],
         },
         Case {
             name: "enqueue with a unique key holds it for its time",
             given: &[],
             call: unique(false),
             reply: "Ok(Enqueued)",
-            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A", "unique_until u@now+60000"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A", "unique_until u@now+60000"],
         },
         Case {
             name: "enqueue of a held unique key answers its holder and changes nothing",
@@ -160,26 +156,14 @@ fn cases() -> Vec<Case> {
             ],
             call: unique(true),
             reply: "Ok(Enqueued)",
-            after: &[
-                "done $B@5",
-                "job:$A attempts=0 payload=p state=pending",
-                "job:$B attempts=1 payload=b state=done",
-                "pending $A@0",
-                "unique u=1:$A",
-                "unique_until u@now+60000",
-            ],
+            after: &["done $B@5", "events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "job:$B attempts=1 payload=b state=done", "pending $A@0", "unique u=1:$A", "unique_until u@now+60000"],
         },
         Case {
             name: "an ended hold frees its key, and ended holds are forgotten",
             given: &["HSET $q:unique u 0:$B v 0:$B w 0:$B", "ZADD $q:unique_until 5 u 6 v 9999999999999 w"],
             call: unique(false),
             reply: "Ok(Enqueued)",
-            after: &[
-                "job:$A attempts=0 payload=p state=pending",
-                "pending $A@0",
-                "unique u=0:$A w=0:$B",
-                "unique_until u@now+60000 w@9999999999999",
-            ],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A w=0:$B", "unique_until u@now+60000 w@9999999999999"],
         },
         // CLAIM
         Case {
@@ -193,12 +177,7 @@ fn cases() -> Vec<Case> {
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: Some(Policy { attempts: Some(2), \
                     backoff: None, timeout: Some(5000) }) }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
-            after: &[
-                "active $A@now+30000 $B@now+30000",
-                "job:$A attempts=1 payload=a state=active",
-                "job:$B attempts=1 payload=b state=active",
-                "policy $A=ATTEMPTS~2~TIMEOUT~5000",
-            ],
+            after: &["active $A@now+30000 $B@now+30000", "events active=$A,attempt:1 active=$B,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active", "policy $A=ATTEMPTS~2~TIMEOUT~5000"],
         },
         Case {
             name: "claim takes the lowest priority first and mints token 1",
@@ -209,12 +188,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
             reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None }])",
-            after: &[
-                "active $B@now+30000",
-                "job:$A attempts=0 payload=a state=pending",
-                "job:$B attempts=1 payload=b state=active",
-                "pending $A@0",
-            ],
+            after: &["active $B@now+30000", "events active=$B,attempt:1", "job:$A attempts=0 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0"],
         },
         Case {
             name: "claim of a batch takes equal priorities in id order and mints the next token",
@@ -225,11 +199,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
             reply: "Ok([Claimed { id: $A, token: 3, payload: [97], policy: None }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
-            after: &[
-                "active $A@now+30000 $B@now+30000",
-                "job:$A attempts=3 payload=a state=active",
-                "job:$B attempts=1 payload=b state=active",
-            ],
+            after: &["active $A@now+30000 $B@now+30000", "events active=$A,attempt:3 active=$B,attempt:1", "job:$A attempts=3 payload=a state=active", "job:$B attempts=1 payload=b state=active"],
         },
         Case {
             name: "claim of an empty queue gets nothing",
@@ -267,12 +237,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Busy",
-            after: &[
-                "active $B@5 $A@now+30000",
-                "config concurrency=2",
-                "job:$A attempts=1 payload=a state=active",
-                "job:$B attempts=1 payload=b state=active",
-            ],
+            after: &["active $B@5 $A@now+30000", "config concurrency=2", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active"],
         },
         Case {
             name: "claim at the concurrency limit gets nothing and says so",
@@ -302,7 +267,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }])",
-            after: &["active $A@now+30000", "config concurrency=3", "job:$A attempts=1 payload=a state=active"],
+            after: &["active $A@now+30000", "config concurrency=3", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active"],
         },
         Case {
             name: "claim under a rate trims what left the window and logs each claim",
@@ -315,13 +280,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
-            after: &[
-                "active $A@now+30000 $B@now+30000",
-                "config per=1000 rate=5",
-                "job:$A attempts=1 payload=a state=active",
-                "job:$B attempts=1 payload=b state=active",
-                "rate $A:1@now $B:1@now",
-            ],
+            after: &["active $A@now+30000 $B@now+30000", "config per=1000 rate=5", "events active=$A,attempt:1 active=$B,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active", "rate $A:1@now $B:1@now"],
         },
         Case {
             name: "claim at the rate limit gets nothing and says when the next slot opens",
@@ -351,14 +310,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Wait",
-            after: &[
-                "active $A@now+30000",
-                "config per=86400000 rate=2",
-                "job:$A attempts=1 payload=a state=active",
-                "job:$B attempts=0 payload=b state=pending",
-                "pending $B@0",
-                "rate $A:1@now $B:7@9999999999999",
-            ],
+            after: &["active $A@now+30000", "config per=86400000 rate=2", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0", "rate $A:1@now $B:7@9999999999999"],
         },
         Case {
             name: "claim under a looser rate than the concurrency limit is held by the concurrency",
@@ -370,14 +322,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Busy",
-            after: &[
-                "active $A@now+30000",
-                "config concurrency=1 per=1000 rate=5",
-                "job:$A attempts=1 payload=a state=active",
-                "job:$B attempts=0 payload=b state=pending",
-                "pending $B@0",
-                "rate $A:1@now",
-            ],
+            after: &["active $A@now+30000", "config concurrency=1 per=1000 rate=5", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0", "rate $A:1@now"],
         },
         // CONFIG
         Case {
@@ -385,7 +330,14 @@ fn cases() -> Vec<Case> {
             given: PENDING_A,
             call: Call::Config(Config { paused: Some(true), ..Config::default() }),
             reply: "Ok(Settings { paused: true, concurrency: None, rate: None })",
-            after: &["config paused=1", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+            after: &["config paused=1", "events paused=", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+        },
+        Case {
+            name: "config sets the event log's length, and 0 turns it off",
+            given: &[],
+            call: Call::Config(Config { events: Some(0), ..Config::default() }),
+            reply: "Ok(Settings { paused: false, concurrency: None, rate: None } events 0)",
+            after: &["config events=0"],
         },
         Case {
             name: "config resumes a queue, keeps its limit, and re-adds the head of pending at its priority",
@@ -397,12 +349,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Config(Config { paused: Some(false), ..Config::default() }),
             reply: "Ok(Settings { paused: false, concurrency: Some(3), rate: None })",
-            after: &[
-                "config concurrency=3",
-                "job:$A attempts=0 payload=p state=pending",
-                "pending $A@-3",
-                "priority $A=-3",
-            ],
+            after: &["config concurrency=3", "events resumed=", "job:$A attempts=0 payload=p state=pending", "pending $A@-3", "priority $A=-3"],
         },
         Case {
             name: "config sets a concurrency limit",
@@ -494,28 +441,51 @@ fn cases() -> Vec<Case> {
         Case {
             name: "ack by the holder moves the job to done",
             given: ACTIVE_A,
-            call: Call::Ack(Ack { id: a(), token: 1 }),
+            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
             reply: "Ok(())",
-            after: &["done $A@now", "job:$A attempts=1 payload=p state=done"],
+            after: &["done $A@now", "events completed=$A", "job:$A attempts=1 payload=p state=done"],
+        },
+        Case {
+            name: "ack with a result keeps it beside the record, and its event says how big",
+            given: ACTIVE_A,
+            call: Call::Ack(Ack { id: a(), token: 1, result: Some(b"42".to_vec()) }),
+            reply: "Ok(())",
+            after: &[
+                "done $A@now",
+                "events completed=$A,result_bytes:2",
+                "job:$A attempts=1 payload=p state=done",
+                "results $A=42",
+            ],
+        },
+        Case {
+            name: "ack on a queue whose event log is off writes no event",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:config events 0",
+            ],
+            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
+            reply: "Ok(())",
+            after: &["config events=0", "done $A@now", "job:$A attempts=1 payload=p state=done"],
         },
         Case {
             name: "ack with another token is fenced",
             given: ACTIVE_A,
-            call: Call::Ack(Ack { id: a(), token: 2 }),
+            call: Call::Ack(Ack { id: a(), token: 2, result: None }),
             reply: "Err(EMQFENCE)",
             after: ACTIVE_A_AFTER,
         },
         Case {
             name: "ack of a job that is not active is fenced",
             given: &["HSET $q:job:$A state pending attempts 1 payload p", "ZADD $q:pending 0 $A"],
-            call: Call::Ack(Ack { id: a(), token: 1 }),
+            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
             reply: "Err(EMQFENCE)",
             after: &["job:$A attempts=1 payload=p state=pending", "pending $A@0"],
         },
         Case {
             name: "ack of a missing job",
             given: &[],
-            call: Call::Ack(Ack { id: a(), token: 1 }),
+            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
             reply: "Err(EMQNOJOB)",
             after: &[],
         },
@@ -525,14 +495,14 @@ fn cases() -> Vec<Case> {
             given: ACTIVE_A,
             call: fail(1, 3),
             reply: "Ok(Delayed)",
-            after: &["delayed $A@now+1000", "errors $A=boom", "job:$A attempts=1 payload=p state=delayed"],
+            after: &["delayed $A@now+1000", "errors $A=boom", "events failed=$A,attempt:1,error:boom", "job:$A attempts=1 payload=p state=delayed"],
         },
         Case {
             name: "fail at the last attempt goes to dead",
             given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
             call: fail(3, 3),
             reply: "Ok(Dead)",
-            after: &["dead $A@now", "errors $A=boom", "job:$A attempts=3 payload=p state=dead"],
+            after: &["dead $A@now", "errors $A=boom", "events dead=$A,attempt:3,error:boom", "job:$A attempts=3 payload=p state=dead"],
         },
         Case {
             name: "fail with a stale token is fenced",
@@ -550,7 +520,7 @@ fn cases() -> Vec<Case> {
             ],
             call: fail(1, 3),
             reply: "Ok(Dead)",
-            after: &["dead $A@now", "errors $A=boom", "job:$A attempts=1 payload=p state=dead", "policy $A=ATTEMPTS~1"],
+            after: &["dead $A@now", "errors $A=boom", "events dead=$A,attempt:1,error:boom", "job:$A attempts=1 payload=p state=dead", "policy $A=ATTEMPTS~1"],
         },
         Case {
             name: "fail backs off by the job's own exponential back-off, doubling per attempt",
@@ -561,12 +531,7 @@ fn cases() -> Vec<Case> {
             ],
             call: fail(3, 5),
             reply: "Ok(Delayed)",
-            after: &[
-                "delayed $A@now+4000",
-                "errors $A=boom",
-                "job:$A attempts=3 payload=p state=delayed",
-                "policy $A=BACKOFF_EXP~1000",
-            ],
+            after: &["delayed $A@now+4000", "errors $A=boom", "events failed=$A,attempt:3,error:boom", "job:$A attempts=3 payload=p state=delayed", "policy $A=BACKOFF_EXP~1000"],
         },
         Case {
             name: "fail takes the caller's defaults for a policy that does not read as one",
@@ -577,12 +542,7 @@ fn cases() -> Vec<Case> {
             ],
             call: fail(1, 3),
             reply: "Ok(Delayed)",
-            after: &[
-                "delayed $A@now+1000",
-                "errors $A=boom",
-                "job:$A attempts=1 payload=p state=delayed",
-                "policy $A=ATTEMPTS~1~COLOUR~red",
-            ],
+            after: &["delayed $A@now+1000", "errors $A=boom", "events failed=$A,attempt:1,error:boom", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~1~COLOUR~red"],
         },
         // DEFER
         Case {
@@ -590,12 +550,7 @@ fn cases() -> Vec<Case> {
             given: ACTIVE_A,
             call: defer(1, true),
             reply: "Ok(())",
-            after: &[
-                "config paused_until=now+5000",
-                "delayed $A@now+5000",
-                "job:$A attempts=1 payload=p state=delayed",
-                "policy $A=ATTEMPTS~4",
-            ],
+            after: &["config paused_until=now+5000", "delayed $A@now+5000", "events deferred=$A,delay:5000,pause:1", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~4"],
         },
         Case {
             name: "defer raises the job's own attempts, keeps the rest of its policy, and leaves the queue",
@@ -606,7 +561,7 @@ fn cases() -> Vec<Case> {
             ],
             call: defer(1, false),
             reply: "Ok(())",
-            after: &["delayed $A@now+5000", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~3~TIMEOUT~900"],
+            after: &["delayed $A@now+5000", "events deferred=$A,delay:5000,pause:0", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~3~TIMEOUT~900"],
         },
         Case {
             name: "defer with a stale token is fenced",
@@ -635,14 +590,14 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [112], policy: None }])",
-            after: &["active $A@now+30000", "config paused_until=5", "job:$A attempts=1 payload=p state=active"],
+            after: &["active $A@now+30000", "config paused_until=5", "events active=$A,attempt:1", "job:$A attempts=1 payload=p state=active"],
         },
         Case {
             name: "resume ends a timed pause too",
             given: &["HSET $q:config paused 1 paused_until 9999999999999 concurrency 2"],
             call: Call::Config(Config { paused: Some(false), ..Config::default() }),
             reply: "Ok(Settings { paused: false, concurrency: Some(2), rate: None })",
-            after: &["config concurrency=2"],
+            after: &["config concurrency=2", "events resumed="],
         },
         // EXTEND
         Case {
@@ -669,7 +624,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Release(Release { id: a(), token: 1 }),
             reply: "Ok(())",
-            after: &["job:$A attempts=1 payload=p state=pending", "pending $A@7", "priority $A=7"],
+            after: &["events released=$A", "job:$A attempts=1 payload=p state=pending", "pending $A@7", "priority $A=7"],
         },
         Case {
             name: "release with a stale token is fenced",
@@ -688,19 +643,14 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
             reply: "Ok(Reaped { requeued: 1, dead: 0 })",
-            after: &[
-                "active $B@9999999999999",
-                "job:$A attempts=1 payload=a state=pending",
-                "job:$B attempts=1 payload=b state=active",
-                "pending $A@0",
-            ],
+            after: &["active $B@9999999999999", "events failed=$A,attempt:1,error:lease~expired", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0"],
         },
         Case {
             name: "reap sends an expired lease out of attempts to dead",
             given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
             call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
             reply: "Ok(Reaped { requeued: 0, dead: 1 })",
-            after: &["dead $A@now", "errors $A=lease~expired", "job:$A attempts=3 payload=p state=dead"],
+            after: &["dead $A@now", "errors $A=lease~expired", "events dead=$A,attempt:3,error:lease~expired", "job:$A attempts=3 payload=p state=dead"],
         },
         Case {
             name: "reap goes by each job's own attempts over the reaper's",
@@ -712,14 +662,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
             reply: "Ok(Reaped { requeued: 1, dead: 1 })",
-            after: &[
-                "dead $A@now",
-                "errors $A=lease~expired",
-                "job:$A attempts=1 payload=a state=dead",
-                "job:$B attempts=3 payload=b state=pending",
-                "pending $B@0",
-                "policy $A=ATTEMPTS~1 $B=ATTEMPTS~5",
-            ],
+            after: &["dead $A@now", "errors $A=lease~expired", "events dead=$A,attempt:1,error:lease~expired failed=$B,attempt:3,error:lease~expired", "job:$A attempts=1 payload=a state=dead", "job:$B attempts=3 payload=b state=pending", "pending $B@0", "policy $A=ATTEMPTS~1 $B=ATTEMPTS~5"],
         },
         // PROMOTE
         Case {
@@ -732,13 +675,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Promote(Promote { limit: 1000 }),
             reply: "Ok(1)",
-            after: &[
-                "delayed $B@9999999999999",
-                "job:$A attempts=1 payload=a state=pending",
-                "job:$B attempts=0 payload=b state=delayed",
-                "pending $A@3",
-                "priority $A=3",
-            ],
+            after: &["delayed $B@9999999999999", "events promoted=$A", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=0 payload=b state=delayed", "pending $A@3", "priority $A=3"],
         },
         // PURGE
         Case {
@@ -815,7 +752,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
             reply: "Ok(())",
-            after: &["active $A@5", "job:$A attempts=1 payload=p state=active", "progress $A=half"],
+            after: &["active $A@5", "events progress=$A,progress:half", "job:$A attempts=1 payload=p state=active", "progress $A=half"],
         },
         Case {
             name: "progress with a stale token is fenced",
@@ -887,7 +824,7 @@ fn cases() -> Vec<Case> {
             given: &["HSET $q:schedules s d1", "ZADD $q:ticks 5000 s"],
             call: fire(5000, false),
             reply: "Ok(Enqueued)",
-            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0", "schedules s=d1", "ticks s@6000"],
+            after: &["events enqueued=$A,state:pending,schedule:s", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "schedules s=d1", "ticks s@6000"],
         },
         Case {
             name: "fire of a tick fired by another changes nothing",
@@ -923,14 +860,14 @@ fn cases() -> Vec<Case> {
             given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
             call: Call::Cancel(Cancel { id: a() }),
             reply: "Ok(true)",
-            after: &["cancelled $A@now", "job:$A attempts=0 payload=p state=cancelled"],
+            after: &["cancelled $A@now", "events cancelled=$A", "job:$A attempts=0 payload=p state=cancelled"],
         },
         Case {
             name: "cancel of an active job ends its lease",
             given: ACTIVE_A,
             call: Call::Cancel(Cancel { id: a() }),
             reply: "Ok(true)",
-            after: &["cancelled $A@now", "job:$A attempts=1 payload=p state=cancelled"],
+            after: &["cancelled $A@now", "events cancelled=$A", "job:$A attempts=1 payload=p state=cancelled"],
         },
         Case {
             name: "cancel of a cancelled job changes nothing",
@@ -957,12 +894,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Retry(Retry { id: a() }),
             reply: "Ok(())",
-            after: &[
-                "errors $A=boom",
-                "job:$A attempts=3 payload=p state=pending",
-                "pending $A@2",
-                "priority $A=2",
-            ],
+            after: &["errors $A=boom", "events retried=$A", "job:$A attempts=3 payload=p state=pending", "pending $A@2", "priority $A=2"],
         },
         Case {
             name: "retry of a job that is not dead is refused",
@@ -984,15 +916,28 @@ fn cases() -> Vec<Case> {
             given: &["HSET $q:job:$A state dead attempts 3 payload p", "HSET $q:errors $A boom"],
             call: Call::Inspect(Inspect { id: a() }),
             reply: "Ok(Some(Inspection { record: Record { state: Dead, attempts: 3, payload: [112], \
-                    enqueued_at: None, updated_at: None }, error: Some(\"boom\"), progress: None }))",
+                    enqueued_at: None, updated_at: None }, error: Some(\"boom\"), progress: None, result: None, policy: None }))",
             after: &["errors $A=boom", "job:$A attempts=3 payload=p state=dead"],
+        },
+        Case {
+            name: "inspect reads a job's result and its own policy",
+            given: &[
+                "HSET $q:job:$A state done attempts 1 payload p",
+                "HSET $q:results $A 42",
+                "HSET $q:policy $A ATTEMPTS~3",
+            ],
+            call: Call::Inspect(Inspect { id: a() }),
+            reply: "Ok(Some(Inspection { record: Record { state: Done, attempts: 1, payload: [112], \
+                    enqueued_at: None, updated_at: None }, error: None, progress: None, result: Some([52, 50]), \
+                    policy: Some(Policy { attempts: Some(3), backoff: None, timeout: None }) }))",
+            after: &["job:$A attempts=1 payload=p state=done", "policy $A=ATTEMPTS~3", "results $A=42"],
         },
         Case {
             name: "inspect reads the last progress beside the record",
             given: &["HSET $q:job:$A state active attempts 1 payload p", "HSET $q:progress $A half"],
             call: Call::Inspect(Inspect { id: a() }),
             reply: "Ok(Some(Inspection { record: Record { state: Active, attempts: 1, payload: [112], \
-                    enqueued_at: None, updated_at: None }, error: None, progress: Some([104, 97, 108, 102]) }))",
+                    enqueued_at: None, updated_at: None }, error: None, progress: Some([104, 97, 108, 102]), result: None, policy: None }))",
             after: &["job:$A attempts=1 payload=p state=active", "progress $A=half"],
         },
         Case {
@@ -1065,7 +1010,12 @@ impl Target {
                 "SET" => store.put_other(key, "string"),
                 "RPUSH" => store.put_other(key, "list"),
                 "SADD" => store.put_other(key, "set"),
-                "XADD" => store.put_other(key, "stream"),
+                "XADD" => {
+                    // XADD key * field value …: every entry kept.
+                    let pairs: Vec<(&[u8], &[u8])> =
+                        rest[1..].chunks(2).map(|p| (p[0].as_bytes(), p[1].as_bytes())).collect();
+                    store.xadd(key, u64::MAX, &pairs);
+                }
                 other => panic!("cannot arrange {other} in memory"),
             }
         }
@@ -1094,6 +1044,9 @@ impl Target {
                 let entries = match dump {
                     Dump::Hash(fields) => fields.iter().map(|(f, v)| (text(f), text(v))).collect(),
                     Dump::Zset(members) => members.iter().map(|(m, s)| (text(m), format!("{s}"))).collect(),
+                    Dump::Stream(entries) => {
+                        entries.into_iter().map(|(_, fields)| common::stream_entry(fields)).collect()
+                    }
                     Dump::Other(name) => vec![("TYPE".into(), name.into())],
                 };
                 Some(Line { key: unexpand(&key), entries })
@@ -1189,6 +1142,102 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:job:$A $q:active $q:done",
         args: "$A 2",
         error: "EMQFENCE token does not hold the lease",
+    },
+    Refusal {
+        name: "ack with a result and no results key",
+        given: ACTIVE_A,
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done",
+        args: "$A 1 RESULT 42",
+        error: "EMQARG RESULT needs KEYS[4], emq:{<queue>}:results",
+    },
+    Refusal {
+        name: "ack with a result given twice",
+        given: ACTIVE_A,
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done $q:results",
+        args: "$A 1 RESULT 42 RESULT 43",
+        error: "EMQARG RESULT given twice",
+    },
+    Refusal {
+        name: "ack with a result that has no bytes",
+        given: ACTIVE_A,
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done $q:results",
+        args: "$A 1 RESULT",
+        error: "EMQARG RESULT is missing its bytes",
+    },
+    Refusal {
+        name: "ack with five keys",
+        given: ACTIVE_A,
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events",
+        args: "$A 1",
+        error: "EMQARG wrong number of keys",
+    },
+    Refusal {
+        name: "ack into results that are a set",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "SADD $q:results x"],
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done $q:results",
+        args: "$A 1 RESULT 42",
+        error: "EMQTYPE $q:results holds a set, not a hash",
+    },
+    Refusal {
+        name: "ack into an event log that is a hash",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:events x y"],
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
+        args: "$A 1",
+        error: "EMQTYPE $q:events holds a hash, not a stream",
+    },
+    Refusal {
+        name: "enqueue into an event log that is a string",
+        given: &["SET $q:events x"],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config",
+        args: "$A p",
+        error: "EMQTYPE $q:events holds a string, not a stream",
+    },
+    Refusal {
+        name: "claim into an event log that is a list",
+        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "RPUSH $q:events x"],
+        call: Name::Claim,
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events",
+        args: "30000",
+        error: "EMQTYPE $q:events holds a list, not a stream",
+    },
+    Refusal {
+        name: "fail with an event log but no config key",
+        given: ACTIVE_A,
+        call: Name::Fail,
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events",
+        args: "$A 1 3 1000 boom",
+        error: "EMQARG wrong number of keys",
+    },
+    Refusal {
+        name: "config with an event log length past its range",
+        given: &[],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events",
+        args: "EVENTS 10000001",
+        error: "EMQARG EVENTS must be an integer in 0..=10000000",
+    },
+    Refusal {
+        name: "config of a queue whose event log is a zset",
+        given: &["ZADD $q:events 1 x"],
+        call: Name::Config,
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events",
+        args: "PAUSED 1",
+        error: "EMQTYPE $q:events holds a zset, not a stream",
+    },
+    Refusal {
+        name: "inspect with four keys",
+        given: &[],
+        call: Name::Inspect,
+        keys: "$q:job:$A $q:errors $q:progress $q:results",
+        args: "$A",
+        error: "EMQARG wrong number of keys",
     },
     Refusal {
         name: "extend of a cancelled job",
@@ -1290,7 +1339,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a missing argument",
         given: &[],
         call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results",
         args: "",
         error: "EMQARG age must be an integer in 0..=999999999999",
     },
@@ -1398,7 +1447,7 @@ const REFUSALS: &[Refusal] = &[
         name: "trim of an unfinished set",
         given: &[],
         call: Name::Trim,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:config",
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:config",
         args: "",
         error: "EMQARG KEYS[1] must be emq:{<queue>}:done, dead or cancelled",
     },
@@ -1406,7 +1455,7 @@ const REFUSALS: &[Refusal] = &[
         name: "trim with a config that is a zset",
         given: &["ZADD $q:config 1 x"],
         call: Name::Trim,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:config",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:config",
         args: "",
         error: "EMQTYPE $q:config holds a zset, not a hash",
     },
@@ -1422,7 +1471,7 @@ const REFUSALS: &[Refusal] = &[
         name: "drain of a finished set",
         given: &[],
         call: Name::Drain,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results",
         args: "",
         error: "EMQARG KEYS[1] must be emq:{<queue>}:pending, delayed or active",
     },
@@ -1430,7 +1479,7 @@ const REFUSALS: &[Refusal] = &[
         name: "drain with LIMIT 0",
         given: &[],
         call: Name::Drain,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy",
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results",
         args: "LIMIT 0",
         error: "EMQARG LIMIT must be an integer in 1..=1000",
     },
@@ -1438,7 +1487,7 @@ const REFUSALS: &[Refusal] = &[
         name: "drain of a job whose record is a list",
         given: &["ZADD $q:delayed 5 $A", "RPUSH $q:job:$A x"],
         call: Name::Drain,
-        keys: "$q:delayed $q:priority $q:errors $q:progress $q:policy",
+        keys: "$q:delayed $q:priority $q:errors $q:progress $q:policy $q:results",
         args: "",
         error: "EMQTYPE $q:job:$A holds a list, not a hash",
     },
@@ -1448,7 +1497,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Obliterate,
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until",
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events",
         args: "FORCE 1",
         error: "EMQARG unknown option FORCE",
     },
@@ -1458,7 +1507,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Obliterate,
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until",
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events",
         args: "",
         error: "EMQTYPE $q:schedules holds a string, not a hash",
     },
@@ -1827,7 +1876,7 @@ const REFUSALS: &[Refusal] = &[
         name: "purge into a progress that is a set",
         given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A", "SADD $q:progress x"],
         call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results",
         args: "0",
         error: "EMQTYPE $q:progress holds a set, not a hash",
     },

@@ -89,16 +89,16 @@ impl Server {
         }
         Ok(match self.via {
             Via::Auto => echomq::connect_with(&self.client()?, config()).await?,
-            Via::Lua => {
-                Arc::new(Lua::new(ConnectionManager::new_with_config(self.client()?, config()).await?))
-            }
-            Via::Native => {
-                // A connection of its own for each waiting claim (`emq work` over several queues).
+            via => {
+                // A connection of its own for each waiting claim (`emq work`
+                // over several queues) and each read of an event log.
                 let client = self.client()?;
-                let native = Native::new(ConnectionManager::new_with_config(client.clone(), config()).await?);
-                Arc::new(native.with_blocking_connections(move || {
-                    ConnectionManager::new_with_config(client.clone(), config())
-                }))
+                let conn = ConnectionManager::new_with_config(client.clone(), config()).await?;
+                let open = move || ConnectionManager::new_with_config(client.clone(), config());
+                match via {
+                    Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(open)),
+                    _ => Arc::new(Native::new(conn).with_blocking_connections(open)),
+                }
             }
         })
     }
@@ -107,13 +107,16 @@ impl Server {
         let client = self.cluster_client()?;
         Ok(match self.via {
             Via::Auto => echomq::connect_cluster(&client).await?,
-            Via::Lua => Arc::new(Lua::new(client.get_async_connection().await?)),
-            Via::Native => {
-                let native = Native::new(client.get_async_connection().await?);
-                Arc::new(native.with_blocking_connections(move || {
+            via => {
+                let conn = client.get_async_connection().await?;
+                let open = move || {
                     let client = client.clone();
                     async move { client.get_async_connection_with_config(ClusterConfig::new()).await }
-                }))
+                };
+                match via {
+                    Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(open)),
+                    _ => Arc::new(Native::new(conn).with_blocking_connections(open)),
+                }
             }
         })
     }

@@ -105,6 +105,21 @@ pub struct ConfigArgs {
     /// The same for cancelled jobs (default `24h/10000`).
     #[arg(long, value_parser = retention)]
     keep_cancelled: Option<Retention>,
+    /// Keep about this many entries in the queue's event log (default
+    /// 10000); `off` stops writing events (then `emq events` shows nothing
+    /// new, and waiting for a job looks at it instead of following the log).
+    #[arg(long, value_parser = events_length)]
+    events: Option<u64>,
+}
+
+/// An event log length: a number of entries, or `off`.
+fn events_length(text: &str) -> Result<u64, String> {
+    match text {
+        "off" | "0" => Ok(0),
+        text => text
+            .parse()
+            .map_err(|_| format!("{text:?}: the event log's length is a number of entries, or off")),
+    }
 }
 
 /// `AGE/COUNT`, each `none` for no bound: `24h/10000`, `7d/none`.
@@ -129,6 +144,7 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
         keep_done: args.keep_done,
         keep_dead: args.keep_dead,
         keep_cancelled: args.keep_cancelled,
+        events: args.events,
     };
     let settings = server.queue(&args.queue).await?.configure(config).await?;
     println!("{}", args.queue);
@@ -144,6 +160,10 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
         let age = keep.age.map_or("any age".into(), |age| format!("{}", humantime::format_duration(age)));
         let count = keep.count.map_or("any number".into(), |n| format!("at most {n}"));
         println!("  keep {state:<10} {age}, {count}");
+    }
+    match settings.events {
+        0 => println!("  events       off"),
+        n => println!("  events       about the last {n}"),
     }
     Ok(())
 }

@@ -28,6 +28,7 @@ mod connect;
 mod dashboard;
 mod demo;
 mod enqueue;
+mod events;
 mod failure;
 mod flow;
 mod log;
@@ -61,8 +62,13 @@ enum Command {
     /// the --id it printed, a duplicate changes nothing); 5 refused (bad
     /// input, no permission: the same job would be refused again).
     Enqueue(enqueue::Args),
-    /// Show a job: its record and its last error.
+    /// Show a job: its record, its last error, progress and result, its policy.
     Inspect(ops::InspectArgs),
+    /// Print a job's result (what its handler returned), waiting for it with --wait.
+    Result(events::ResultArgs),
+    /// Follow a queue's event log: one JSON line per event (enqueued, active,
+    /// progress, completed, failed, dead, …), as it happens.
+    Events(events::EventsArgs),
     /// List a queue's jobs in one state, first to be served first.
     List(ops::ListArgs),
     /// Count each queue's jobs by state.
@@ -112,6 +118,8 @@ async fn main() {
         Command::Demo(options) => demo::run(options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
         Command::Inspect(args) => ops::inspect(&cli.server, args).await,
+        Command::Result(args) => events::result(&cli.server, args).await,
+        Command::Events(args) => events::events(&cli.server, args).await,
         Command::List(args) => ops::list(&cli.server, args).await,
         Command::Stats(args) => ops::stats(&cli.server, args).await,
         Command::Queues => ops::queues(&cli.server).await,

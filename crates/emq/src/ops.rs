@@ -53,16 +53,11 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     if let Some(progress) = job.progress {
         println!("  progress  {}", printable(&progress));
     }
-    // The job's own policy (PROTOCOL.md §7.2), read straight from its hash: a
-    // plain HMGET, so a read-only user may inspect too.
-    let mut conn = server.connection().await?;
-    let policy: Vec<Option<String>> = redis::cmd("HMGET")
-        .arg(Keyspace::new(&queue)?.policy())
-        .arg(args.id.as_str())
-        .query_async(&mut conn)
-        .await?;
-    if let Some(Some(policy)) = policy.first() {
-        println!("  policy    {policy}");
+    if let Some(result) = job.result {
+        println!("  result    {} ({} bytes)", printable(&result), result.len());
+    }
+    if let Some(policy) = job.policy {
+        println!("  policy    {}", String::from_utf8_lossy(&policy.text()));
     }
     Ok(())
 }
@@ -282,8 +277,11 @@ fn timestamp(ms: f64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0.0) as u64)).to_string()
 }
 
-/// The payload as text when it is short printable UTF-8, else a summary.
+/// The payload as text when it is short printable UTF-8 (a last newline
+/// aside), else a summary.
 fn printable(payload: &[u8]) -> String {
+    // A command's output ends in a newline: that one is not worth a "(binary)".
+    let payload = payload.strip_suffix(b"\n").unwrap_or(payload);
     match std::str::from_utf8(payload) {
         Ok(text) if text.len() <= 200 && !text.chars().any(char::is_control) => text.to_owned(),
         Ok(text) if !text.chars().any(char::is_control) => {

@@ -62,6 +62,11 @@ pub struct Args {
     /// after this long instead.
     #[arg(long, value_parser = humantime::parse_duration)]
     connect_timeout: Option<Duration>,
+    /// Keep what the command writes to stdout as the job's result, for `emq
+    /// result` and `Queue::wait` (at most 1 MiB: more fails the job).
+    /// Without it, the command's stdout is the worker's.
+    #[arg(long)]
+    result: bool,
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
@@ -70,6 +75,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         echomq::Keyspace::new(name)?;
     }
     let command: Arc<[String]> = args.command.into();
+    let keep_result = args.result;
     let options = WorkerOptions {
         concurrency: args.concurrency,
         lease: args.lease,
@@ -90,7 +96,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             let (command, running) = (command.clone(), Running::count(running.clone()));
             async move {
                 let _running = running;
-                run_command(command, job).await
+                run_command(command, job, keep_result).await
             }
         }
     };
@@ -209,8 +215,14 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 /// Run the command for one job, in a process group of its own, so that
 /// stopping it stops what it started too. When the job is taken away (its
 /// lease lost, or shutdown's grace over), the group gets SIGTERM at once and
-/// SIGKILL after [`KILL_GRACE`]; dropped, it is SIGKILLed at once.
-async fn run_command(command: Arc<[String]>, job: JobContext) -> Result<(), HandlerError> {
+/// SIGKILL after [`KILL_GRACE`]; dropped, it is SIGKILLed at once. With
+/// `keep_result`, its stdout is the job's result.
+async fn run_command(
+    command: Arc<[String]>,
+    job: JobContext,
+    keep_result: bool,
+) -> Result<Option<Vec<u8>>, HandlerError> {
+    let stdout = if keep_result { Stdio::piped() } else { Stdio::inherit() };
     let mut child = tokio::process::Command::new(&command[0])
         .args(&command[1..])
         .env("ECHOMQ_QUEUE", &job.queue)
@@ -220,6 +232,7 @@ async fn run_command(command: Arc<[String]>, job: JobContext) -> Result<(), Hand
         // The payload's length, so that a command can tell a cut one.
         .env("ECHOMQ_PAYLOAD_BYTES", job.payload.len().to_string())
         .stdin(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true)
@@ -245,7 +258,14 @@ async fn run_command(command: Arc<[String]>, job: JobContext) -> Result<(), Hand
     // It ended by itself: whatever it left running is its own business.
     group.finished();
     if output.status.success() {
-        return Ok(());
+        if !keep_result {
+            return Ok(None);
+        }
+        if output.stdout.len() > echomq::limits::MAX_RESULT {
+            let (got, most) = (output.stdout.len(), echomq::limits::MAX_RESULT);
+            return Err(format!("the command wrote {got} bytes to stdout: a result is at most {most}").into());
+        }
+        return Ok(Some(output.stdout));
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
     let tail = stderr[stderr.ceil_char_boundary(stderr.len().saturating_sub(STDERR_TAIL))..].trim();

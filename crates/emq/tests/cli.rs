@@ -308,6 +308,65 @@ fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
     }
 }
 
+/// `emq events` shows a job's whole life as JSON lines, in order; `emq result
+/// --wait` gets what `emq work --result` kept (the command's stdout), from
+/// another process, as soon as the job is done.
+#[test]
+fn emq_events_follows_a_job_and_emq_result_waits_for_its_result() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via, cluster: false };
+        let q = unique_queue("events");
+        let id = cli.ok(&["enqueue", &q, "21"]).trim().to_owned();
+        let pending = cli.fails(&["result", &id, "--queue", &q]);
+        assert!(pending.contains("is pending") && pending.contains("not finished"), "{via}: {pending}");
+        let events = cli
+            .command(&["events", &q, "--from-start", "--count", "3", "--idle", "30s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run emq events");
+        let waiting = cli
+            .command(&["result", &id, "--queue", &q, "--wait", "30s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run emq result");
+        let mut worker = cli
+            .command(&["work", &q, "--result", "--", "sh", "-c", "n=$(cat); echo $((n * 2))"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run emq work");
+
+        let result = waiting.wait_with_output().unwrap();
+        assert!(result.status.success(), "{via}: {}", show(&result));
+        assert_eq!(String::from_utf8_lossy(&result.stdout), "42\n", "{via}");
+        let followed = events.wait_with_output().unwrap();
+        assert!(followed.status.success(), "{via}: {}", show(&followed));
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&followed.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{via}: {line}: {e}")))
+            .collect();
+        let names: Vec<&str> = lines.iter().map(|line| line["event"].as_str().unwrap()).collect();
+        assert_eq!(names, ["enqueued", "active", "completed"], "{via}: {lines:?}");
+        assert!(lines.iter().all(|line| line["job"] == id.as_str() && line["queue"] == q.as_str()), "{via}");
+        assert_eq!(lines[1]["attempt"], "1", "{via}");
+        assert_eq!(lines[2]["result_bytes"], "3", "{via}");
+        // Resuming after the second event gives the third.
+        let after = lines[1]["event_id"].as_str().unwrap();
+        let resumed = cli.ok(&["events", &q, "--after", after, "--count", "1", "--idle", "10s"]);
+        assert!(resumed.contains(r#""event":"completed""#), "{via}: {resumed}");
+        assert_eq!(cli.ok(&["result", &id, "--queue", &q]), "42\n", "{via}: a finished job's result at once");
+        let inspected = cli.ok(&["inspect", &id]);
+        assert!(inspected.contains("result    42 (3 bytes)"), "{via}: {inspected}");
+
+        let quiet = cli.ok(&["config", &q, "--events", "off"]);
+        assert!(quiet.contains("events       off"), "{via}: {quiet}");
+        let _ = worker.kill();
+        let _ = worker.wait();
+    }
+}
+
 /// `--cluster`: queues on different nodes, found by scans of every master;
 /// a job inspected and cancelled without naming its queue; `emq work` over
 /// two queues on two nodes.

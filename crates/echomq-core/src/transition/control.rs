@@ -1,5 +1,5 @@
 //! Flow control: the queue's settings (CONFIG) and the gate every claim
-//! passes (see `config-4.lua` and `includes/gate.lua`, the Lua twins).
+//! passes (see `config-5.lua` and `includes/gate.lua`, the Lua twins).
 //!
 //! The settings are the fields of one hash, `emq:{q}:config`: `paused` (`1`
 //! while paused), `concurrency` (at most that many jobs active at once), and
@@ -9,11 +9,12 @@
 //! it logs; a transition that hands out jobs asks the first how many it may
 //! take, and tells the second what it took.
 
+use super::events::{emit, Events};
 use super::{need, number};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
-    CONCURRENCY, KEEP_CANCELLED_COUNT, KEEP_CANCELLED_MS, KEEP_COUNT, KEEP_DEAD_COUNT, KEEP_DEAD_MS,
-    KEEP_DONE_COUNT, KEEP_DONE_MS, KEEP_MS, RATE, RATE_PERIOD_MS, SWEEP_LIMIT, SWITCH,
+    CONCURRENCY, EVENTS, EVENTS_KEEP, KEEP_CANCELLED_COUNT, KEEP_CANCELLED_MS, KEEP_COUNT, KEEP_DEAD_COUNT,
+    KEEP_DEAD_MS, KEEP_DONE_COUNT, KEEP_DONE_MS, KEEP_MS, RATE, RATE_PERIOD_MS, SWEEP_LIMIT, SWITCH,
 };
 use crate::parse::{options, queue_prefix};
 use crate::store::{KeyType, Store};
@@ -154,6 +155,8 @@ pub struct Config<'a> {
     rate: Option<(u64, Option<u64>)>,
     /// Retention, in [`RETENTION`]'s order: done age and count, dead…, cancelled….
     keep: [Option<u64>; 6],
+    /// The event log's length (0: off).
+    events: Option<u64>,
 }
 
 impl<'a> Config<'a> {
@@ -161,8 +164,8 @@ impl<'a> Config<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "config",
         command: "EMQ.CONFIG",
-        keys: &[Role::Config, Role::Pending, Role::Priority, Role::Rate],
-        required_keys: 4,
+        keys: &[Role::Config, Role::Pending, Role::Priority, Role::Rate, Role::Events],
+        forms: &[4, 5],
         args: &[],
         options: &[
             "PAUSED",
@@ -175,16 +178,18 @@ impl<'a> Config<'a> {
             "DEAD_COUNT",
             "CANCELLED_AGE",
             "CANCELLED_COUNT",
+            "EVENTS",
         ],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: config, pending, priority, rate. ARGV: options `PAUSED 0|1`,
-    /// `CONCURRENCY <n>` (0: no limit), `RATE <n>` (0: no limit) with `PER <ms>`.
+    /// KEYS: config, pending, priority, rate[, events]. ARGV: options
+    /// `PAUSED 0|1`, `CONCURRENCY <n>` (0: no limit), `RATE <n>` (0: no
+    /// limit) with `PER <ms>`, retention, `EVENTS <n>` (0: off).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Config<'a>, Refusal> {
-        queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
-        let [paused, concurrency, rate, per, done_age, done_count, dead_age, dead_count, cancelled_age, cancelled_count] =
+        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let [paused, concurrency, rate, per, done_age, done_count, dead_age, dead_count, cancelled_age, cancelled_count, events] =
             options(
                 args,
                 [
@@ -198,6 +203,7 @@ impl<'a> Config<'a> {
                     ("DEAD_COUNT", KEEP_COUNT),
                     ("CANCELLED_AGE", KEEP_MS),
                     ("CANCELLED_COUNT", KEEP_COUNT),
+                    ("EVENTS", EVENTS),
                 ],
             )?;
         let keep = [done_age, done_count, dead_age, dead_count, cancelled_age, cancelled_count];
@@ -208,20 +214,25 @@ impl<'a> Config<'a> {
             (Some(_), None) => return Err(Refusal::arg("RATE needs PER")),
             (Some(n), per) => Some((n, per)),
         };
-        Ok(Config { keys, paused, concurrency, rate, keep })
+        Ok(Config { keys, paused, concurrency, rate, keep, events })
     }
 
     /// Change the settings given, then reply them all: `[paused, concurrency,
     /// rate, per]` (0: no limit), then each finished state's retention, age
-    /// and count, as TRIM applies it (the default where none is set). Resuming a paused queue re-adds the head of
-    /// pending at its own score, so waiting claims wake as on an arrival.
-    /// Removing the rate deletes its claim log.
+    /// and count, as TRIM applies it (the default where none is set), then
+    /// the event log's length (the default where none is set; 0: off).
+    /// Resuming a paused queue re-adds the head of pending at its own score,
+    /// so waiting claims wake as on an arrival. Removing the rate deletes
+    /// its claim log. With the events key, pausing and resuming are events.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let [config, pending, priority, rate] = [self.keys[0], self.keys[1], self.keys[2], self.keys[3]];
         need(store, config, KeyType::Hash)?;
         need(store, pending, KeyType::Zset)?;
         need(store, priority, KeyType::Hash)?;
         need(store, rate, KeyType::Zset)?;
+        if let Some(events) = self.keys.get(4) {
+            need(store, events, KeyType::Stream)?;
+        }
         let was_paused = number(store.hget(config, b"paused").as_deref()) == Some(1.0);
         // One HSET of what is set, then one HDEL of what is removed: the
         // writes the script makes, so replication and keyspace events match.
@@ -252,6 +263,9 @@ impl<'a> Config<'a> {
                 set.push((field.as_bytes(), n.to_string()));
             }
         }
+        if let Some(n) = self.events {
+            set.push((b"events", n.to_string()));
+        }
         if !set.is_empty() {
             let fields: Vec<(&[u8], &[u8])> = set.iter().map(|(f, v)| (*f, v.as_bytes())).collect();
             store.hset(config, &fields);
@@ -269,12 +283,21 @@ impl<'a> Config<'a> {
                 store.zadd(pending, score, &head);
             }
         }
+        // After the change: an EVENTS of this call already applies.
+        let events = Events::open(store, self.keys.get(4).map(|events| (*events, config)))?;
+        match self.paused {
+            Some(1) if !was_paused => emit(&events, store, "paused", b"", &[]),
+            Some(0) if was_paused => emit(&events, store, "resumed", b"", &[]),
+            _ => {}
+        }
         let mut setting =
             |field: &[u8]| Reply::count(number(store.hget(config, field).as_deref()).unwrap_or(0.0) as u64);
         let mut reply = vec![setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per")];
         for (state, _, _) in RETENTION {
             reply.extend(retention(store, config, state).map(Reply::count));
         }
+        let length = number(store.hget(config, b"events").as_deref()).map_or(EVENTS_KEEP, |n| n as u64);
+        reply.push(Reply::count(length));
         Ok(Reply::Array(reply))
     }
 }

@@ -1,5 +1,6 @@
-//! ENQUEUE: admit one job (see `enqueue-7.lua`).
+//! ENQUEUE: admit one job (see `enqueue-9.lua`).
 
+use super::events::{emit, trailing, Events};
 use super::{need, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AT_MS, DELAY_MS, FLAG, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS, UNIQUE_SWEEP};
@@ -44,8 +45,10 @@ impl<'a> Enqueue<'a> {
             Role::Policy,
             Role::Unique,
             Role::UniqueUntil,
+            Role::Events,
+            Role::Config,
         ],
-        required_keys: 2,
+        forms: &[2, 4, 5, 7, 9],
         args: &["id", "payload"],
         options: &[
             "PRIORITY",
@@ -63,14 +66,11 @@ impl<'a> Enqueue<'a> {
         wakes_claims: true,
     };
 
-    /// KEYS: job, pending[, delayed, priority[, policy[, unique, unique_until]]].
-    /// ARGV: id, payload, options.
+    /// KEYS: job, pending[, delayed, priority[, policy[, unique,
+    /// unique_until[, events, config]]]]. ARGV: id, payload, options.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        if ![2, 4, 5, 7].contains(&keys.len()) {
-            return Err(Refusal::arg("wrong number of keys"));
-        }
-        let prefix = queue_prefix(keys, &Self::DESCRIPTION.keys[..keys.len()], id)?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
         let payload = *args.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
@@ -125,7 +125,7 @@ impl<'a> Enqueue<'a> {
             (None, _) => None,
         };
         let priority = priority.unwrap_or(0);
-        if unique.is_some() && keys.len() != 7 {
+        if unique.is_some() && keys.len() < 7 {
             return Err(Refusal::arg("UNIQUE needs all seven keys"));
         }
         if policy.is_some() && keys.len() < 5 {
@@ -164,6 +164,7 @@ impl<'a> Enqueue<'a> {
                 return Ok(Reply::Bulk(holder));
             }
         }
+        let events = Events::open(store, trailing(self.keys, 9))?;
 
         let state: &[u8] = if due.is_some() { b"delayed" } else { b"pending" };
         let enqueued_at = now.to_string();
@@ -187,6 +188,7 @@ impl<'a> Enqueue<'a> {
             Some(due) => store.zadd(self.keys[2], due as f64, self.id),
             None => store.zadd(self.keys[1], self.priority as f64, self.id),
         }
+        emit(&events, store, "enqueued", self.id, &[(b"state", state)]);
         Ok(Reply::Int(1))
     }
 }

@@ -3,12 +3,13 @@
 //! holder's report of how far it got (see the `.lua` twins).
 
 use super::control::{gate, spend};
+use super::events::{emit, error_text, trailing, Events};
 use super::{fence, need, number, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
-    CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, TOKEN,
+    CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT, TOKEN,
 };
-use crate::parse::{count, kind, options, queue_prefix};
+use crate::parse::{count, kind, lossy, options, queue_prefix};
 use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -30,17 +31,18 @@ impl<'a> Claim<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "claim",
         command: "EMQ.CLAIM",
-        keys: &[Role::Pending, Role::Active, Role::Config, Role::Rate, Role::Policy],
-        required_keys: 5,
+        keys: &[Role::Pending, Role::Active, Role::Config, Role::Rate, Role::Policy, Role::Events],
+        forms: &[5, 6],
         args: &["lease"],
         options: &["COUNT", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, active, config, rate, policy. ARGV: lease, then COUNT (and BLOCK, native only).
+    /// KEYS: pending, active, config, rate, policy[, events]. ARGV: lease,
+    /// then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
         let [count, block] = options(
             args.get(1..).unwrap_or_default(),
@@ -71,7 +73,8 @@ impl<'a> Claim<'a> {
                 Some(policy)
             }
         };
-        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), policies)?;
+        let events = Events::open(store, self.keys.get(5).map(|events| (*events, config)))?;
+        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), policies, &events)?;
         spend(store, rate, &gate, &logged);
         if let Some(held) = gate.held {
             claimed.push(Reply::Int(held));
@@ -90,6 +93,7 @@ impl<'a> Claim<'a> {
         room: u64,
         now: Option<u64>,
         policies: Option<&[u8]>,
+        events: &Option<Events<'_>>,
     ) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
         let [pending, active] = [self.keys[0], self.keys[1]];
         if room == 0 {
@@ -107,18 +111,15 @@ impl<'a> Claim<'a> {
         for (id, (key, attempts)) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
             let token = number(Some(&attempts)).unwrap_or(0.0) as u64 + 1;
-            write_record(
-                store,
-                &key,
-                &[(b"state", b"active"), (b"attempts", token.to_string().as_bytes())],
-                now,
-            );
+            let attempt = token.to_string();
+            write_record(store, &key, &[(b"state", b"active"), (b"attempts", attempt.as_bytes())], now);
             store.zadd(active, deadline, id);
             let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
             let mut job = vec![Reply::Bulk(id.clone()), Reply::count(token), payload];
             job.extend(policies.and_then(|policies| store.hget(policies, id)).map(Reply::Bulk));
             claimed.push(Reply::Array(job));
-            logged.push([id.as_slice(), b":", token.to_string().as_bytes()].concat());
+            emit(events, store, "active", id, &[(b"attempt", attempt.as_bytes())]);
+            logged.push([id.as_slice(), b":", attempt.as_bytes()].concat());
         }
         Ok((claimed, logged))
     }
@@ -154,36 +155,72 @@ impl<'a> Fenced<'a> {
 
 /// A parsed ACK.
 #[derive(Debug)]
-pub struct Ack<'a>(Fenced<'a>);
+pub struct Ack<'a> {
+    fenced: Fenced<'a>,
+    result: Option<&'a [u8]>,
+}
 
 impl<'a> Ack<'a> {
     /// What ACK is, for every layer.
     pub const DESCRIPTION: Description = Description {
         name: "ack",
         command: "EMQ.ACK",
-        keys: &[Role::Job, Role::Active, Role::Done],
-        required_keys: 3,
+        keys: &[Role::Job, Role::Active, Role::Done, Role::Results, Role::Events, Role::Config],
+        forms: &[3, 4, 6],
         args: &["id", "token"],
-        options: &[],
+        options: &["RESULT"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, active, done. ARGV: id, token.
+    /// KEYS: job, active, done[, results[, events, config]]. ARGV: id,
+    /// token, then `RESULT <bytes>`, which needs the results key.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Ack<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
-        options(args.get(2..).unwrap_or_default(), [])?;
-        Ok(Ack(fenced))
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let mut result = None;
+        let mut rest = args.get(2..).unwrap_or_default();
+        while let Some((&name, tail)) = rest.split_first() {
+            if !name.eq_ignore_ascii_case(b"RESULT") {
+                return Err(Refusal::arg(format!("unknown option {}", lossy(name))));
+            }
+            if result.is_some() {
+                return Err(Refusal::arg("RESULT given twice"));
+            }
+            let value = *tail.first().ok_or_else(|| Refusal::arg("RESULT is missing its bytes"))?;
+            if value.len() > MAX_RESULT {
+                return Err(Refusal::new(Code::Size, format!("result exceeds {MAX_RESULT} bytes")));
+            }
+            result = Some(value);
+            rest = &tail[1..];
+        }
+        if result.is_some() && keys.len() < 4 {
+            return Err(Refusal::arg("RESULT needs KEYS[4], emq:{<queue>}:results"));
+        }
+        Ok(Ack { fenced, result })
     }
 
-    /// The holder finishes the job: to done.
+    /// The holder finishes the job: to done, its result (if any) kept in results.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let Fenced { keys, id, .. } = self.0;
-        self.0.check(store, &[KeyType::Zset, KeyType::Zset])?;
+        let Fenced { keys, id, .. } = self.fenced;
+        self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        let events = Events::open(store, trailing(keys, 6))?;
         store.zrem(keys[1], id);
         let now = store.now_ms();
         write_record(store, keys[0], &[(b"state", b"done")], now);
         store.zadd(keys[2], now as f64, id);
+        match self.result {
+            Some(result) => {
+                store.hset(keys[3], &[(id, result)]);
+                emit(
+                    &events,
+                    store,
+                    "completed",
+                    id,
+                    &[(b"result_bytes", result.len().to_string().as_bytes())],
+                );
+            }
+            None => emit(&events, store, "completed", id, &[]),
+        }
         Ok(Reply::Int(1))
     }
 }
@@ -202,21 +239,28 @@ impl<'a> Fail<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "fail",
         command: "EMQ.FAIL",
-        keys: &[Role::Job, Role::Active, Role::Delayed, Role::Dead, Role::Errors, Role::Policy],
-        required_keys: 5,
+        keys: &[
+            Role::Job,
+            Role::Active,
+            Role::Delayed,
+            Role::Dead,
+            Role::Errors,
+            Role::Policy,
+            Role::Events,
+            Role::Config,
+        ],
+        forms: &[5, 6, 8],
         args: &["id", "token", "max_attempts", "backoff", "error"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, active, delayed, dead, errors[, policy]. ARGV: id, token,
-    /// max attempts, back-off, error: the caller's, for a job with no policy
-    /// of its own (or with five keys).
+    /// KEYS: job, active, delayed, dead, errors[, policy[, events, config]].
+    /// ARGV: id, token, max attempts, back-off, error: the caller's, for a
+    /// job with no policy of its own (or with five keys).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fail<'a>, Refusal> {
-        let roles = Self::DESCRIPTION.keys;
-        let roles = if keys.len() == Self::DESCRIPTION.required_keys { &roles[..keys.len()] } else { roles };
-        let fenced = Fenced::parse(keys, args, roles)?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
         let max_attempts = count(args.get(2).copied(), "max_attempts", MAX_ATTEMPTS)?;
         let backoff = count(args.get(3).copied(), "backoff", DELAY_MS)?;
         let error = *args.get(4).ok_or_else(|| Refusal::arg("error text is missing"))?;
@@ -232,7 +276,8 @@ impl<'a> Fail<'a> {
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, token } = self.fenced;
         let types = [KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash];
-        self.fenced.check(store, &types[..keys.len() - 1])?;
+        self.fenced.check(store, &types[..types.len().min(keys.len() - 1)])?;
+        let events = Events::open(store, trailing(keys, 8))?;
         let policy = keys.get(5).and_then(|policy| store.hget(policy, id)).map(|text| Policy::read(&text));
         let policy = policy.unwrap_or_default();
         let now = store.now_ms();
@@ -246,6 +291,15 @@ impl<'a> Fail<'a> {
             store.zadd(keys[2], (now + policy.backoff_ms(self.backoff, token)) as f64, id);
         }
         store.hset(keys[4], &[(id, self.error)]);
+        let event = if dead { "dead" } else { "failed" };
+        let attempt = token.to_string();
+        emit(
+            &events,
+            store,
+            event,
+            id,
+            &[(b"attempt", attempt.as_bytes()), (b"error", error_text(self.error))],
+        );
         Ok(Reply::Bulk(state.to_vec()))
     }
 }
@@ -263,7 +317,7 @@ impl<'a> Extend<'a> {
         name: "extend",
         command: "EMQ.EXTEND",
         keys: &[Role::Job, Role::Active],
-        required_keys: 2,
+        forms: &[2],
         args: &["id", "token", "lease"],
         options: &[],
         effect: Effect::Writes,
@@ -297,17 +351,17 @@ impl<'a> Release<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "release",
         command: "EMQ.RELEASE",
-        keys: &[Role::Job, Role::Active, Role::Pending, Role::Priority],
-        required_keys: 4,
+        keys: &[Role::Job, Role::Active, Role::Pending, Role::Priority, Role::Events, Role::Config],
+        forms: &[4, 6],
         args: &["id", "token"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, active, pending, priority. ARGV: id, token.
+    /// KEYS: job, active, pending, priority[, events, config]. ARGV: id, token.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Release<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
         options(args.get(2..).unwrap_or_default(), [])?;
         Ok(Release(fenced))
     }
@@ -316,9 +370,11 @@ impl<'a> Release<'a> {
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, .. } = self.0;
         self.0.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        let events = Events::open(store, trailing(keys, 6))?;
         store.zrem(keys[1], id);
         let now = store.now_ms();
         to_pending(store, keys[0], keys[2], keys[3], id, now);
+        emit(&events, store, "released", id, &[]);
         Ok(Reply::Int(1))
     }
 }
@@ -335,17 +391,17 @@ impl<'a> Progress<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "progress",
         command: "EMQ.PROGRESS",
-        keys: &[Role::Job, Role::Progress],
-        required_keys: 2,
+        keys: &[Role::Job, Role::Progress, Role::Events, Role::Config],
+        forms: &[2, 4],
         args: &["id", "token", "value"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, progress. ARGV: id, token, value.
+    /// KEYS: job, progress[, events, config]. ARGV: id, token, value.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Progress<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
         let value = *args.get(2).ok_or_else(|| Refusal::arg("progress value is missing"))?;
         if value.len() > MAX_PROGRESS {
             return Err(Refusal::new(Code::Size, format!("progress exceeds {MAX_PROGRESS} bytes")));
@@ -358,7 +414,9 @@ impl<'a> Progress<'a> {
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, .. } = self.fenced;
         self.fenced.check(store, &[KeyType::Hash])?;
+        let events = Events::open(store, trailing(keys, 4))?;
         store.hset(keys[1], &[(id, self.value)]);
+        emit(&events, store, "progress", id, &[(b"progress", self.value)]);
         Ok(Reply::Int(1))
     }
 }
@@ -377,19 +435,19 @@ impl<'a> Defer<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "defer",
         command: "EMQ.DEFER",
-        keys: &[Role::Job, Role::Active, Role::Delayed, Role::Policy, Role::Config],
-        required_keys: 5,
+        keys: &[Role::Job, Role::Active, Role::Delayed, Role::Policy, Role::Config, Role::Events],
+        forms: &[5, 6],
         args: &["id", "token", "delay", "max_attempts"],
         options: &["PAUSE"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, active, delayed, policy, config. ARGV: id, token, delay,
+    /// KEYS: job, active, delayed, policy, config[, events]. ARGV: id, token, delay,
     /// max attempts (the caller's, for a job with no ATTEMPTS of its own),
     /// then `PAUSE 0|1`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Defer<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.keys)?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
         let delay = count(args.get(2).copied(), "delay", DELAY_MS)?;
         let max_attempts = count(args.get(3).copied(), "max_attempts", MAX_ATTEMPTS)?;
         let [pause] = options(args.get(4..).unwrap_or_default(), [("PAUSE", FLAG)])?;
@@ -403,6 +461,7 @@ impl<'a> Defer<'a> {
         let Fenced { keys, id, token: _ } = self.fenced;
         self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash])?;
         let [active, delayed, policies, config] = [keys[1], keys[2], keys[3], keys[4]];
+        let events = Events::open(store, keys.get(5).map(|events| (*events, config)))?;
         let now = store.now_ms();
         let due = now + self.delay;
         store.zrem(active, id);
@@ -417,6 +476,9 @@ impl<'a> Defer<'a> {
         {
             store.hset(config, &[(b"paused_until", due.to_string().as_bytes())]);
         }
+        let delay = self.delay.to_string();
+        let pause: &[u8] = if self.pause { b"1" } else { b"0" };
+        emit(&events, store, "deferred", id, &[(b"delay", delay.as_bytes()), (b"pause", pause)]);
         Ok(Reply::Int(1))
     }
 }

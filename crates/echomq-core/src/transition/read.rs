@@ -1,4 +1,4 @@
-//! The reads: INSPECT (a record, its last error and progress) and STATS (see the `.lua` twins). They write nothing.
+//! The reads: INSPECT (a record and its entries beside it) and STATS (see the `.lua` twins). They write nothing.
 
 use super::need;
 use crate::description::{Description, Effect, Role};
@@ -18,24 +18,24 @@ impl<'a> Inspect<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "inspect",
         command: "EMQ.INSPECT",
-        keys: &[Role::Job, Role::Errors, Role::Progress],
-        required_keys: 3,
+        keys: &[Role::Job, Role::Errors, Role::Progress, Role::Results, Role::Policy],
+        forms: &[3, 5],
         args: &["id"],
         options: &[],
         effect: Effect::Reads,
         wakes_claims: false,
     };
 
-    /// KEYS: job, errors, progress. ARGV: id.
+    /// KEYS: job, errors, progress[, results, policy]. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Inspect<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
+        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Inspect { keys, id })
     }
 
-    /// [the record as a flat field/value array, the last error or nil, the
-    /// last progress value or nil].
+    /// [the record as a flat field/value array, then the id's entry in each
+    /// other key or nil: its last error, last progress, result, own policy].
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         for key in self.keys {
             need(store, key, KeyType::Hash)?;
@@ -65,7 +65,7 @@ impl<'a> Stats<'a> {
         name: "stats",
         command: "EMQ.STATS",
         keys: &[Role::Pending, Role::Active, Role::Delayed, Role::Done, Role::Dead, Role::Cancelled],
-        required_keys: 6,
+        forms: &[6],
         args: &[],
         options: &[],
         effect: Effect::Reads,

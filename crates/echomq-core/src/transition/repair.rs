@@ -1,5 +1,6 @@
 //! An operator's hand: CANCEL and RETRY (see the `.lua` twins).
 
+use super::events::{emit, trailing, Events};
 use super::{need, read_field, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::parse::{kind, options, queue_prefix};
@@ -18,25 +19,34 @@ impl<'a> Cancel<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "cancel",
         command: "EMQ.CANCEL",
-        keys: &[Role::Job, Role::Pending, Role::Active, Role::Delayed, Role::Dead, Role::Cancelled],
-        required_keys: 6,
+        keys: &[
+            Role::Job,
+            Role::Pending,
+            Role::Active,
+            Role::Delayed,
+            Role::Dead,
+            Role::Cancelled,
+            Role::Events,
+            Role::Config,
+        ],
+        forms: &[6, 8],
         args: &["id"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, pending, active, delayed, dead, cancelled. ARGV: id.
+    /// KEYS: job, pending, active, delayed, dead, cancelled[, events, config]. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Cancel<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
+        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Cancel { keys, id })
     }
 
     /// From pending, active, delayed or dead to cancelled; 0 when cancelled already.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        for key in &self.keys[1..] {
+        for key in &self.keys[1..6] {
             need(store, key, KeyType::Zset)?;
         }
         let from = match read_field(store, self.keys[0], b"state")?.as_deref() {
@@ -51,10 +61,12 @@ impl<'a> Cancel<'a> {
                 return Err(Refusal::new(Code::State, format!("cannot cancel a {state} job")));
             }
         };
+        let events = Events::open(store, trailing(self.keys, 8))?;
         store.zrem(from, self.id);
         let now = store.now_ms();
         write_record(store, self.keys[0], &[(b"state", b"cancelled")], now);
         store.zadd(self.keys[5], now as f64, self.id);
+        emit(&events, store, "cancelled", self.id, &[]);
         Ok(Reply::Int(1))
     }
 }
@@ -71,18 +83,18 @@ impl<'a> Retry<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "retry",
         command: "EMQ.RETRY",
-        keys: &[Role::Job, Role::Dead, Role::Pending, Role::Priority],
-        required_keys: 4,
+        keys: &[Role::Job, Role::Dead, Role::Pending, Role::Priority, Role::Events, Role::Config],
+        forms: &[4, 6],
         args: &["id"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, dead, pending, priority. ARGV: id.
+    /// KEYS: job, dead, pending, priority[, events, config]. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
+        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Retry { keys, id })
     }
@@ -100,9 +112,11 @@ impl<'a> Retry<'a> {
                 return Err(Refusal::new(Code::State, format!("cannot retry a {state} job")));
             }
         }
+        let events = Events::open(store, trailing(self.keys, 6))?;
         store.zrem(self.keys[1], self.id);
         let now = store.now_ms();
         to_pending(store, self.keys[0], self.keys[2], self.keys[3], self.id, now);
+        emit(&events, store, "retried", self.id, &[]);
         Ok(Reply::Int(1))
     }
 }

@@ -6,6 +6,7 @@
 //! moves on only from the next tick it was given, and the tick's job id is
 //! derived from (queue, schedule, tick), so ENQUEUE's duplicate rule holds too.
 
+use super::events::{emit, trailing, Events};
 use super::{need, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AT_MS, FLAG, MAX_DEFINITION, MAX_PAYLOAD, MAX_SCHEDULE_NAME, SWEEP_LIMIT};
@@ -36,7 +37,7 @@ impl<'a> Schedule<'a> {
         name: "schedule",
         command: "EMQ.SCHEDULE",
         keys: &[Role::Schedules, Role::Ticks],
-        required_keys: 2,
+        forms: &[2],
         args: &["name", "definition", "next"],
         options: &[],
         effect: Effect::Writes,
@@ -81,7 +82,7 @@ impl<'a> Unschedule<'a> {
         name: "unschedule",
         command: "EMQ.UNSCHEDULE",
         keys: &[Role::Schedules, Role::Ticks],
-        required_keys: 2,
+        forms: &[2],
         args: &["name"],
         options: &[],
         effect: Effect::Frees,
@@ -122,7 +123,7 @@ impl<'a> Schedules<'a> {
         name: "schedules",
         command: "EMQ.SCHEDULES",
         keys: &[Role::Schedules, Role::Ticks],
-        required_keys: 2,
+        forms: &[2],
         args: &[],
         options: &["DUE", "LIMIT"],
         effect: Effect::Reads,
@@ -176,18 +177,19 @@ impl<'a> Fire<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "fire",
         command: "EMQ.FIRE",
-        keys: &[Role::Job, Role::Pending, Role::Ticks],
-        required_keys: 3,
+        keys: &[Role::Job, Role::Pending, Role::Ticks, Role::Events, Role::Config],
+        forms: &[3, 5],
         args: &["id", "payload", "name", "tick", "next"],
         options: &["SKIP"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, pending, ticks. ARGV: id, payload, name, tick, next, then SKIP.
+    /// KEYS: job, pending, ticks[, events, config]. ARGV: id, payload,
+    /// name, tick, next, then SKIP.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fire<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.keys, id)?;
+        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
         let payload = *args.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
@@ -210,6 +212,7 @@ impl<'a> Fire<'a> {
         need(store, record, KeyType::Hash)?;
         need(store, pending, KeyType::Zset)?;
         need(store, ticks, KeyType::Zset)?;
+        let events = Events::open(store, trailing(self.keys, 5))?;
         if store.zscore(ticks, self.name) != Some(self.tick as f64) {
             return Ok(Reply::Int(-1));
         }
@@ -227,6 +230,7 @@ impl<'a> Fire<'a> {
         ];
         write_record(store, record, &fields, now);
         store.zadd(pending, 0.0, self.id);
+        emit(&events, store, "enqueued", self.id, &[(b"state", b"pending"), (b"schedule", self.name)]);
         Ok(Reply::Int(1))
     }
 }

@@ -3,6 +3,7 @@
 //! `.lua` twins).
 
 use super::control::retention;
+use super::events::{emit, trailing, Events};
 use super::{need, number, present_here, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
@@ -30,18 +31,28 @@ impl<'a> Reap<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "reap",
         command: "EMQ.REAP",
-        keys: &[Role::Active, Role::Pending, Role::Dead, Role::Errors, Role::Priority, Role::Policy],
-        required_keys: 6,
+        keys: &[
+            Role::Active,
+            Role::Pending,
+            Role::Dead,
+            Role::Errors,
+            Role::Priority,
+            Role::Policy,
+            Role::Events,
+            Role::Config,
+        ],
+        forms: &[6, 8],
         args: &["max_attempts"],
         options: &["LIMIT"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: active, pending, dead, errors, priority, policy. ARGV: max
-    /// attempts (the reaper's, for a job with no policy of its own), LIMIT.
+    /// KEYS: active, pending, dead, errors, priority, policy[, events,
+    /// config]. ARGV: max attempts (the reaper's, for a job with no policy
+    /// of its own), LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
         let max_attempts = count(args.first().copied(), "max_attempts", MAX_ATTEMPTS)?;
         let limit = limit(args.get(1..).unwrap_or_default())?;
         Ok(Reap { keys, prefix, max_attempts, limit })
@@ -56,6 +67,7 @@ impl<'a> Reap<'a> {
         for (key, want) in self.keys.iter().zip(types) {
             need(store, key, want)?;
         }
+        let events = Events::open(store, trailing(self.keys, 8))?;
         let now = store.now_ms();
         let ids = store.zupto(active, now as f64, self.limit);
         if ids.is_empty() {
@@ -68,13 +80,18 @@ impl<'a> Reap<'a> {
             let Some(attempts) = attempts else { continue };
             let own = policies.then(|| store.hget(policy, id)).flatten().map(|text| Policy::read(&text));
             let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);
-            if number(Some(&attempts)).unwrap_or(0.0) >= max_attempts as f64 {
+            let attempt = number(Some(&attempts)).unwrap_or(0.0);
+            let text = (attempt as u64).to_string();
+            let said: [(&[u8], &[u8]); 2] = [(b"attempt", text.as_bytes()), (b"error", b"lease expired")];
+            if attempt >= max_attempts as f64 {
                 write_record(store, &key, &[(b"state", b"dead")], now);
                 store.zadd(dead, now as f64, id);
                 store.hset(errors, &[(id, b"lease expired")]);
+                emit(&events, store, "dead", id, &said);
                 died += 1;
             } else {
                 to_pending(store, &key, pending, priority, id, now);
+                emit(&events, store, "failed", id, &said);
                 requeued += 1;
             }
         }
@@ -95,17 +112,17 @@ impl<'a> Promote<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "promote",
         command: "EMQ.PROMOTE",
-        keys: &[Role::Delayed, Role::Pending, Role::Priority],
-        required_keys: 3,
+        keys: &[Role::Delayed, Role::Pending, Role::Priority, Role::Events, Role::Config],
+        forms: &[3, 5],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: delayed, pending, priority. ARGV: LIMIT.
+    /// KEYS: delayed, pending, priority[, events, config]. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Promote<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
         Ok(Promote { keys, prefix, limit: limit(args)? })
     }
 
@@ -115,6 +132,7 @@ impl<'a> Promote<'a> {
         need(store, delayed, KeyType::Zset)?;
         need(store, pending, KeyType::Zset)?;
         need(store, priority, KeyType::Hash)?;
+        let events = Events::open(store, trailing(self.keys, 5))?;
         let now = store.now_ms();
         let ids = store.zupto(delayed, now as f64, self.limit);
         if ids.is_empty() {
@@ -125,6 +143,7 @@ impl<'a> Promote<'a> {
         for (id, (key, state)) in ids.iter().zip(records) {
             if state.is_some() {
                 to_pending(store, &key, pending, priority, id, now);
+                emit(&events, store, "promoted", id, &[]);
                 promoted += 1;
             }
         }
@@ -146,20 +165,20 @@ impl<'a> Purge<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "purge",
         command: "EMQ.PURGE",
-        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy],
-        required_keys: 5,
+        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Results],
+        forms: &[6],
         args: &["age"],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: done, dead or cancelled; priority; errors; progress; policy. ARGV: age, LIMIT.
+    /// KEYS: done, dead or cancelled; priority; errors; progress; policy; results. ARGV: age, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let sets = [(b"done".as_slice(), Role::Done), (b"dead", Role::Dead), (b"cancelled", Role::Cancelled)];
         let finished = named_set(keys, &sets, "done, dead or cancelled")?;
         // KEYS[1] is the finished set it names, the other roles as described.
-        let roles = [finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy];
+        let roles = [finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Results];
         debug_assert_eq!(roles[1..], Self::DESCRIPTION.keys[1..]);
         let prefix = queue_prefix(keys, &roles, b"")?;
         let age = count(args.first().copied(), "age", AGE_MS)?;
@@ -167,18 +186,17 @@ impl<'a> Purge<'a> {
         Ok(Purge { keys, prefix, age, limit })
     }
 
-    /// Delete finished jobs past the age: records, set entries, priorities,
-    /// errors, progress and policies.
+    /// Delete finished jobs past the age: records, set entries, and their
+    /// entries in the side hashes.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [finished, priority, errors, progress, policy] =
-            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
+        let (finished, sides) = (self.keys[0], side_hashes(&self.keys[1..]));
         need(store, finished, KeyType::Zset)?;
-        for side in [priority, errors, progress, policy] {
+        for side in sides {
             need(store, side, KeyType::Hash)?;
         }
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(finished, cutoff, self.limit);
-        delete_jobs(store, self.prefix, finished, [priority, errors, progress, policy], &ids)
+        delete_jobs(store, self.prefix, finished, sides, &ids)
     }
 }
 
@@ -196,19 +214,29 @@ impl<'a> Trim<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "trim",
         command: "EMQ.TRIM",
-        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Config],
-        required_keys: 6,
+        keys: &[
+            Role::Finished,
+            Role::Priority,
+            Role::Errors,
+            Role::Progress,
+            Role::Policy,
+            Role::Results,
+            Role::Config,
+        ],
+        forms: &[7],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: done, dead or cancelled; priority; errors; progress; policy; config. ARGV: LIMIT.
+    /// KEYS: done, dead or cancelled; priority; errors; progress; policy;
+    /// results; config. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Trim<'a>, Refusal> {
         let sets = [(b"done".as_slice(), Role::Done), (b"dead", Role::Dead), (b"cancelled", Role::Cancelled)];
         let state = named_set(keys, &sets, "done, dead or cancelled")?;
-        let roles = [state, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Config];
+        let mut roles = Self::DESCRIPTION.keys.to_vec();
+        roles[0] = state;
         let prefix = queue_prefix(keys, &roles, b"")?;
         let limit = limit(args)?;
         Ok(Trim { keys, prefix, state, limit })
@@ -218,11 +246,10 @@ impl<'a> Trim<'a> {
     /// that are past the queue's age for it, or beyond its count (each 0:
     /// no bound; unset: the defaults).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [set, priority, errors, progress, policy, config] =
-            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4], self.keys[5]];
+        let (set, sides, config) = (self.keys[0], side_hashes(&self.keys[1..]), self.keys[6]);
         need(store, set, KeyType::Zset)?;
-        for side in [priority, errors, progress, policy, config] {
-            need(store, side, KeyType::Hash)?;
+        for hash in sides.iter().chain([&config]) {
+            need(store, hash, KeyType::Hash)?;
         }
         let [age, count] = retention(store, config, self.state);
         // The set is in finish order, so each bound cuts a prefix of it: the
@@ -239,19 +266,28 @@ impl<'a> Trim<'a> {
             return Ok(Reply::count(0));
         }
         let ids = store.zhead(set, going);
-        delete_jobs(store, self.prefix, set, [priority, errors, progress, policy], &ids)
+        delete_jobs(store, self.prefix, set, sides, &ids)
     }
 }
 
+/// The side hashes a deleted job has entries in, in KEYS order: priority,
+/// errors, progress, policy, results (PROTOCOL.md §2).
+const SIDES: usize = 5;
+
+/// The side hashes, the first [`SIDES`] of `keys`.
+fn side_hashes<'k>(keys: &[&'k [u8]]) -> [&'k [u8]; SIDES] {
+    std::array::from_fn(|i| keys[i])
+}
+
 /// Delete the jobs `ids` of `set`: their set entries, their entries in the
-/// side hashes (priority, errors, progress, policy) and their records; reply
-/// how many. Every record is checked first (a hash, and on this node), so a
-/// refusal writes nothing. PURGE's and DRAIN's common end.
+/// side hashes and their records; reply how many. Every record is checked
+/// first (a hash, and on this node), so a refusal writes nothing. PURGE's,
+/// TRIM's and DRAIN's common end.
 fn delete_jobs<S: Store>(
     store: &mut S,
     prefix: &[u8],
     set: &[u8],
-    sides: [&[u8]; 4],
+    sides: [&[u8]; SIDES],
     ids: &[Vec<u8>],
 ) -> Answer {
     if ids.is_empty() {
@@ -304,20 +340,21 @@ impl<'a> Drain<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "drain",
         command: "EMQ.DRAIN",
-        keys: &[Role::Unfinished, Role::Priority, Role::Errors, Role::Progress, Role::Policy],
-        required_keys: 5,
+        keys: &[Role::Unfinished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Results],
+        forms: &[6],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, delayed or active; priority; errors; progress; policy. ARGV: LIMIT.
+    /// KEYS: pending, delayed or active; priority; errors; progress; policy; results. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Drain<'a>, Refusal> {
         let sets =
             [(b"pending".as_slice(), Role::Pending), (b"delayed", Role::Delayed), (b"active", Role::Active)];
         let set = named_set(keys, &sets, "pending, delayed or active")?;
-        let roles = [set, Role::Priority, Role::Errors, Role::Progress, Role::Policy];
+        let mut roles = Self::DESCRIPTION.keys.to_vec();
+        roles[0] = set;
         let prefix = queue_prefix(keys, &roles, b"")?;
         let limit = limit(args)?;
         Ok(Drain { keys, prefix, limit })
@@ -326,14 +363,13 @@ impl<'a> Drain<'a> {
     /// Delete up to LIMIT jobs of the set, head first, whatever their state
     /// of progress: a drained active job's holder is fenced (its record is gone).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [set, priority, errors, progress, policy] =
-            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
+        let (set, sides) = (self.keys[0], side_hashes(&self.keys[1..]));
         need(store, set, KeyType::Zset)?;
-        for side in [priority, errors, progress, policy] {
+        for side in sides {
             need(store, side, KeyType::Hash)?;
         }
         let ids = store.zhead(set, self.limit);
-        delete_jobs(store, self.prefix, set, [priority, errors, progress, policy], &ids)
+        delete_jobs(store, self.prefix, set, sides, &ids)
     }
 }
 
@@ -365,8 +401,10 @@ impl<'a> Obliterate<'a> {
             Role::Ticks,
             Role::Unique,
             Role::UniqueUntil,
+            Role::Results,
+            Role::Events,
         ],
-        required_keys: 16,
+        forms: &[18],
         args: &[],
         options: &[],
         effect: Effect::Frees,
@@ -384,20 +422,8 @@ impl<'a> Obliterate<'a> {
     /// holds a job; else delete every other key it owns. Reply how many
     /// keys were deleted. Every key must hold its protocol type (or nothing).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let hash = |role: &Role| {
-            matches!(
-                role,
-                Role::Priority
-                    | Role::Errors
-                    | Role::Progress
-                    | Role::Policy
-                    | Role::Config
-                    | Role::Schedules
-                    | Role::Unique
-            )
-        };
         for (key, role) in self.keys.iter().zip(Self::DESCRIPTION.keys) {
-            need(store, key, if hash(role) { KeyType::Hash } else { KeyType::Zset })?;
+            need(store, key, role.key_type())?;
         }
         let (sets, rest) = self.keys.split_at(6);
         let jobs: u64 = sets.iter().map(|set| store.zcard(set)).sum();

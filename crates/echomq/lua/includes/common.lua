@@ -64,6 +64,20 @@ local function queue_prefix(names, id, count)
   return prefix
 end
 
+-- The names of a call's keys: the first #KEYS of `names` when #KEYS is one
+-- of `forms` (the counts a call may send), else all of them, so that
+-- queue_prefix refuses the count in its turn.
+local function key_form(names, forms)
+  for _, n in ipairs(forms) do
+    if #KEYS == n then
+      local form = {}
+      for i = 1, n do form[i] = names[i] end
+      return form
+    end
+  end
+  return names
+end
+
 -- Options after the positional arguments: NAME value pairs, each at most once.
 -- `spec` maps an upper-case name to its {lo, hi}, or to {bytes = n} for a
 -- string of 1 to n bytes; the result maps it to its number (or string).

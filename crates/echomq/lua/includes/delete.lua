@@ -1,5 +1,6 @@
---[[ Deleting jobs, shared by PURGE and DRAIN: KEYS[1] is the set the ids are
-in, KEYS[2..5] the side hashes (priority, errors, progress, policy). The
+--[[ Deleting jobs, shared by PURGE, TRIM and DRAIN: KEYS[1] is the set the
+ids are in, KEYS[2..6] the side hashes (priority, errors, progress, policy,
+results). The
 order of writes is the core's `delete_jobs`
 (crates/echomq-core/src/transition/upkeep.rs).
 ]]
@@ -15,6 +16,27 @@ local function named_set(names, must)
   return nil, emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:' .. must)
 end
 
+-- The side hashes, KEYS[2..6], by name: the keys after KEYS[1] that
+-- queue_prefix checks.
+local SIDES = {'priority', 'errors', 'progress', 'policy', 'results'}
+
+-- The names queue_prefix checks: KEYS[1]'s (`set`), the side hashes', then `more`.
+local function deleting_keys(set, more)
+  local names = {set}
+  for _, side in ipairs(SIDES) do names[#names + 1] = side end
+  for _, name in ipairs(more or {}) do names[#names + 1] = name end
+  return names
+end
+
+-- KEYS[1] must be a zset and the side hashes hashes (or missing).
+local function deleting_types_error()
+  local err = type_error(KEYS[1], 'zset')
+  for i = 2, #SIDES + 1 do
+    err = err or type_error(KEYS[i], 'hash')
+  end
+  return err
+end
+
 -- Delete the jobs `ids` of KEYS[1], their side entries and their records;
 -- every record is checked first, so a refusal writes nothing. How many.
 local function delete_jobs(prefix, ids)
@@ -24,7 +46,7 @@ local function delete_jobs(prefix, ids)
     if err then return err end
   end
   redis.call('ZREM', KEYS[1], unpack(ids))
-  for i = 2, 5 do
+  for i = 2, #SIDES + 1 do
     redis.call('HDEL', KEYS[i], unpack(ids))
   end
   for _, id in ipairs(ids) do

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use echomq_core::memory::{Clock, Dump, SystemClock};
+use echomq_core::memory::{Clock, Dump, StreamId, SystemClock};
 use echomq_core::{Memory, Reply};
 use redis::Value;
 
-use super::{Call, Executor, Interrupts};
+use super::{Call, Executor, Interrupts, StreamEntry};
 use crate::{Error, Result};
 
 /// Runs transitions in this process. Cheap to clone; clones share the store.
@@ -21,6 +21,8 @@ pub struct Embedded {
     store: Arc<Mutex<Memory>>,
     /// Told after every transition that may add to a pending set.
     arrivals: Arc<tokio::sync::Notify>,
+    /// Told after every run that may have written (the event log grew).
+    changes: Arc<tokio::sync::Notify>,
     interrupts: Arc<Interrupts>,
 }
 
@@ -42,6 +44,7 @@ impl Embedded {
         Embedded {
             store: Arc::new(Mutex::new(Memory::new(clock))),
             arrivals: Arc::default(),
+            changes: Arc::default(),
             interrupts: Arc::default(),
         }
     }
@@ -71,6 +74,9 @@ impl Executor for Embedded {
         if calls.iter().any(|call| call.name.describe().wakes_claims) {
             self.arrivals.notify_waiters();
         }
+        if calls.iter().any(|call| !call.name.describe().reads_only()) {
+            self.changes.notify_waiters();
+        }
         Ok(replies)
     }
 
@@ -88,6 +94,45 @@ impl Executor for Embedded {
     async fn interrupt_waits(&self) {
         self.interrupts.interrupt();
     }
+
+    /// Read the store's stream; when it has nothing new, sleep until a
+    /// write, or the wait is over.
+    async fn read_stream(
+        &self,
+        key: &str,
+        after: &str,
+        count: usize,
+        wait: Duration,
+    ) -> Result<Vec<StreamEntry>> {
+        let after: StreamId =
+            after.parse().map_err(|()| Error::Argument(format!("{after:?} is not a stream entry id")))?;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // Listening starts before the read, so a write in between is not missed.
+            let changed = self.changes.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let entries = self.store().xread(key.as_bytes(), after, count.max(1));
+            if !entries.is_empty() || wait.is_zero() {
+                return Ok(entries.into_iter().map(entry).collect());
+            }
+            tokio::select! {
+                () = &mut changed => {}
+                () = tokio::time::sleep_until(deadline) => return Ok(Vec::new()),
+            }
+        }
+    }
+
+    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.store().xlast(key.as_bytes()).map(|id| id.to_string()))
+    }
+}
+
+/// A stream entry of the store as Redis would have answered it.
+fn entry((id, fields): echomq_core::memory::Entry) -> StreamEntry {
+    let fields =
+        fields.into_iter().map(|(field, value)| (String::from_utf8_lossy(&field).into_owned(), value));
+    StreamEntry { id: id.to_string(), fields: fields.collect() }
 }
 
 /// Run one call on the store, its reply as the `redis` crate would have read it.

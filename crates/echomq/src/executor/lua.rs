@@ -10,6 +10,7 @@ use echomq_core::Name;
 use redis::aio::ConnectionLike;
 use redis::{Script, Value};
 
+use super::blocking::{Blocking, Open};
 use super::{Call, Executor, Interrupts, Replication, Wakeups};
 use crate::{Error, Result};
 
@@ -48,6 +49,10 @@ fn limits() -> Vec<(&'static str, String)> {
         size("MAX_PAYLOAD", MAX_PAYLOAD),
         size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
         size("MAX_PROGRESS", MAX_PROGRESS),
+        size("MAX_RESULT", MAX_RESULT),
+        size("MAX_EVENT_ERROR", MAX_EVENT_ERROR),
+        size("EVENTS_KEEP", EVENTS_KEEP as usize),
+        unsigned("EVENTS", &EVENTS),
         size("MAX_SCHEDULE_NAME", MAX_SCHEDULE_NAME),
         size("MAX_DEFINITION", MAX_DEFINITION),
         size("MAX_DIGITS", MAX_DIGITS),
@@ -132,6 +137,8 @@ fn expand_into(source: &str, out: &mut String, included: &mut Vec<String>) {
 #[derive(Clone)]
 pub struct Lua<C> {
     conn: C,
+    /// For `XREAD … BLOCK` (the event log): connections of their own.
+    blocking: Option<Arc<Blocking<C>>>,
     wakeups: Option<Arc<Wakeups>>,
     replication: Option<Replication>,
     interrupts: Arc<Interrupts>,
@@ -140,7 +147,21 @@ pub struct Lua<C> {
 impl<C> Lua<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Lua<C> {
-        Lua { conn, wakeups: None, replication: None, interrupts: Arc::default() }
+        Lua { conn, blocking: None, wakeups: None, replication: None, interrupts: Arc::default() }
+    }
+
+    /// Block on reads of the event log (`XREAD … BLOCK`), each on a
+    /// connection of its own that `open` makes (used for nothing else, with
+    /// no response timeout shorter than a wait); they are kept for later
+    /// reads. Without, a read that waits polls every 50 ms.
+    pub fn with_blocking_connections<F, Fut>(mut self, open: F) -> Lua<C>
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = redis::RedisResult<C>> + Send + 'static,
+    {
+        let open: Open<C> = Box::new(move || Box::pin(open()));
+        self.blocking = Some(Arc::new(Blocking::new(Vec::new(), Some(open))));
+        self
     }
 
     /// Have `replication.replicas` replicas confirm each transition before
@@ -187,6 +208,20 @@ where
 
     async fn server_warnings(&self) -> Vec<String> {
         super::eviction_warnings(&self.conn).await
+    }
+
+    async fn read_stream(
+        &self,
+        key: &str,
+        after: &str,
+        count: usize,
+        wait: Duration,
+    ) -> Result<Vec<super::StreamEntry>> {
+        super::read_stream_on(&self.conn, self.blocking.as_deref(), key, after, count, wait).await
+    }
+
+    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
+        super::stream_last_on(&self.conn, key).await
     }
 
     /// With wake-ups, claim and sleep until the queue's pending set is

@@ -1,18 +1,16 @@
 //! The native executor: each transition is one `EMQ.<NAME>` command of the
 //! `echomq-module` Redis module, with the same KEYS and ARGV as its script.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use echomq_core::Name;
-use futures_util::future::BoxFuture;
 use redis::aio::ConnectionLike;
 use redis::Value;
 
+use super::blocking::{Blocking, Open};
 use super::{Call, Executor, Replication};
 use crate::{Error, Result};
 
@@ -29,83 +27,6 @@ pub struct Native<C> {
 
 /// How long a claim naps when it finds no blocking connection free.
 const BUSY_NAP: Duration = Duration::from_millis(20);
-
-/// Opens one more connection for blocking claims.
-type Open<C> = Box<dyn Fn() -> BoxFuture<'static, redis::RedisResult<C>> + Send + Sync>;
-
-/// The connections blocking claims wait on: one per claim waiting at once
-/// (a worker over several queues waits on each), opened as needed and kept.
-struct Blocking<C> {
-    idle: std::sync::Mutex<Vec<Pooled<C>>>,
-    /// Opens another when all are busy; without it, a claim that finds every
-    /// connection busy does not wait.
-    open: Option<Open<C>>,
-    /// The server's client id of each connection blocked right now, by
-    /// ticket: what `CLIENT UNBLOCK` needs to end a wait.
-    waiting: std::sync::Mutex<HashMap<u64, i64>>,
-    tickets: AtomicU64,
-}
-
-/// A blocking connection, and its client id once asked for (`Some(None)`:
-/// the server would not say, so it is not asked again).
-struct Pooled<C> {
-    conn: C,
-    id: Option<Option<i64>>,
-}
-
-impl<C> Pooled<C> {
-    fn new(conn: C) -> Pooled<C> {
-        Pooled { conn, id: None }
-    }
-}
-
-/// A blocked claim's entry in [`Blocking::waiting`], removed on drop.
-struct Waiting<'a, C> {
-    blocking: &'a Blocking<C>,
-    ticket: u64,
-}
-
-impl<C> Drop for Waiting<'_, C> {
-    fn drop(&mut self) {
-        self.blocking.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.ticket);
-    }
-}
-
-impl<C> Blocking<C> {
-    /// An idle connection, or a new one; `None` when every one is busy and no
-    /// more can be opened.
-    async fn take(&self) -> Result<Option<Pooled<C>>> {
-        if let Some(pooled) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Ok(Some(pooled));
-        }
-        match &self.open {
-            Some(open) => Ok(Some(Pooled::new(open().await?))),
-            None => Ok(None),
-        }
-    }
-
-    fn put_back(&self, pooled: Pooled<C>) {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(pooled);
-    }
-
-    /// Note that the connection with client id `id` is about to block.
-    fn waiting(&self, id: i64) -> Waiting<'_, C> {
-        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).insert(ticket, id);
-        Waiting { blocking: self, ticket }
-    }
-}
-
-impl<C> Blocking<C> {
-    fn new(idle: Vec<C>, open: Option<Open<C>>) -> Blocking<C> {
-        Blocking {
-            idle: std::sync::Mutex::new(idle.into_iter().map(Pooled::new).collect()),
-            open,
-            waiting: std::sync::Mutex::default(),
-            tickets: AtomicU64::new(0),
-        }
-    }
-}
 
 impl<C> Native<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
@@ -174,7 +95,7 @@ where
         let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
         let mut blocked = command(claim);
         blocked.arg("BLOCK").arg(wait_ms as u64);
-        let Some(mut pooled) = blocking.take().await? else {
+        let Some(reply) = blocking.query(&blocked).await? else {
             // Every blocking connection is busy: claim, and nap as a polling worker would.
             let claimed = run_now().await;
             if super::claimed_nothing(&claimed) {
@@ -182,24 +103,6 @@ where
             }
             return claimed;
         };
-        // Its client id, asked once, so that a stopping worker can end the
-        // wait with CLIENT UNBLOCK; without it (an ACL that denies CLIENT ID)
-        // the wait runs its course.
-        if pooled.id.is_none() {
-            pooled.id = Some(redis::cmd("CLIENT").arg("ID").query_async(&mut pooled.conn).await.ok());
-        }
-        let waiting = pooled.id.flatten().map(|id| blocking.waiting(id));
-        let reply: redis::RedisResult<Value> = blocked.query_async(&mut pooled.conn).await;
-        drop(waiting);
-        // A connection that broke is dropped, not kept, when another can be
-        // opened; a refusal (TRYAGAIN during a resharding) leaves it sound.
-        // One kept after it broke reconnects as another client: ask its id again.
-        let broke = reply.as_ref().is_err_and(|err| err.is_io_error() || err.is_connection_dropped());
-        if !broke {
-            blocking.put_back(pooled);
-        } else if blocking.open.is_none() {
-            blocking.put_back(Pooled::new(pooled.conn));
-        }
         Ok(reply?)
     }
 
@@ -211,9 +114,7 @@ where
     /// it as a wait that ran out, with no job.
     async fn interrupt_waits(&self) {
         let Some(blocking) = &self.blocking else { return };
-        let ids: Vec<i64> =
-            blocking.waiting.lock().unwrap_or_else(|p| p.into_inner()).values().copied().collect();
-        for id in ids {
+        for id in blocking.waiting_ids() {
             let unblocked: redis::RedisResult<i64> =
                 redis::cmd("CLIENT").arg("UNBLOCK").arg(id).query_async(&mut self.conn.clone()).await;
             if let Err(err) = unblocked {
@@ -224,6 +125,20 @@ where
 
     async fn server_warnings(&self) -> Vec<String> {
         super::eviction_warnings(&self.conn).await
+    }
+
+    async fn read_stream(
+        &self,
+        key: &str,
+        after: &str,
+        count: usize,
+        wait: Duration,
+    ) -> Result<Vec<super::StreamEntry>> {
+        super::read_stream_on(&self.conn, self.blocking.as_deref(), key, after, count, wait).await
+    }
+
+    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
+        super::stream_last_on(&self.conn, key).await
     }
 }
 
@@ -262,17 +177,18 @@ pub async fn connect_with(
     use redis::aio::ConnectionManager;
     let config = config.set_response_timeout(None);
     let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
+    let open = {
+        let client = client.clone();
+        move || ConnectionManager::new_with_config(client.clone(), config.clone())
+    };
     if !has_module(&conn).await? {
-        let lua = super::Lua::new(conn);
+        let lua = super::Lua::new(conn).with_blocking_connections(open);
         return Ok(match super::Wakeups::start(client).await? {
             Some(wakeups) => Arc::new(lua.with_wakeups(wakeups)),
             None => Arc::new(lua),
         });
     }
-    let client = client.clone();
-    Ok(Arc::new(Native::new(conn).with_blocking_connections(move || {
-        ConnectionManager::new_with_config(client.clone(), config.clone())
-    })))
+    Ok(Arc::new(Native::new(conn).with_blocking_connections(open)))
 }
 
 /// Connect to a Redis Cluster and pick its best executor: [`Native`] when
@@ -286,15 +202,18 @@ pub async fn connect_with(
 #[cfg(feature = "cluster")]
 pub async fn connect_cluster(client: &redis::cluster::ClusterClient) -> Result<Arc<dyn super::Executor>> {
     let conn = client.get_async_connection().await?;
-    if !has_module(&conn).await? {
-        return Ok(Arc::new(super::Lua::new(conn)));
-    }
-    // A blocking claim answers only when a job comes or its wait is over: no response time-out.
-    let client = client.clone();
-    Ok(Arc::new(Native::new(conn).with_blocking_connections(move || {
+    // A blocking command answers only when something comes or its wait is over: no response time-out.
+    let open = {
         let client = client.clone();
-        async move { client.get_async_connection_with_config(redis::cluster::ClusterConfig::new()).await }
-    })))
+        move || {
+            let client = client.clone();
+            async move { client.get_async_connection_with_config(redis::cluster::ClusterConfig::new()).await }
+        }
+    };
+    if !has_module(&conn).await? {
+        return Ok(Arc::new(super::Lua::new(conn).with_blocking_connections(open)));
+    }
+    Ok(Arc::new(Native::new(conn).with_blocking_connections(open)))
 }
 
 /// Whether the server has the module's commands (`COMMAND INFO EMQ.CLAIM`).

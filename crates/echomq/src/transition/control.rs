@@ -31,6 +31,9 @@ pub struct Config {
     pub keep_dead: Option<Retention>,
     /// The same for cancelled jobs.
     pub keep_cancelled: Option<Retention>,
+    /// How many entries the queue's event log keeps (about: the server
+    /// trims whole blocks), up to 10,000,000; `Some(0)` turns it off.
+    pub events: Option<u64>,
 }
 
 /// How many finished jobs of a state a queue keeps, and how long: every
@@ -60,6 +63,8 @@ pub struct Settings {
     pub keep_dead: Retention,
     /// How many cancelled jobs are kept, and how long.
     pub keep_cancelled: Retention,
+    /// How many entries the event log keeps; 0: it is off.
+    pub events: u64,
 }
 
 impl Transition for Config {
@@ -95,6 +100,9 @@ impl Transition for Config {
             let count = checked(&count_name, count.unwrap_or(0), limits::KEEP_COUNT)?;
             args.extend([age_name.into_bytes(), decimal(age), count_name.into_bytes(), decimal(count)]);
         }
+        if let Some(events) = self.events {
+            args.extend([b"EVENTS".to_vec(), decimal(checked("EVENTS", events, limits::EVENTS)?)]);
+        }
         Ok(args)
     }
 
@@ -103,8 +111,8 @@ impl Transition for Config {
             .into_iter()
             .map(|value| count_reply("CONFIG", value))
             .collect::<Result<Vec<_>>>()?;
-        let [paused, concurrency, rate, per, kept @ ..] =
-            <[u64; 10]>::try_from(values).map_err(|got| Error::Reply(format!("CONFIG: got {got:?}")))?;
+        let [paused, concurrency, rate, per, kept @ .., events] =
+            <[u64; 11]>::try_from(values).map_err(|got| Error::Reply(format!("CONFIG: got {got:?}")))?;
         let retention = |age: u64, count: u64| Retention {
             age: (age > 0).then(|| Duration::from_millis(age)),
             count: (count > 0).then_some(count),
@@ -116,6 +124,7 @@ impl Transition for Config {
             keep_done: retention(kept[0], kept[1]),
             keep_dead: retention(kept[2], kept[3]),
             keep_cancelled: retention(kept[4], kept[5]),
+            events,
         })
     }
 }

@@ -7,7 +7,6 @@ use redis::Value;
 
 use super::{checked, decimal, millis, unexpected, Transition};
 use crate::id::JobId;
-use crate::keyspace::Keyspace;
 use crate::{Error, Result};
 
 /// When an enqueued job becomes claimable.
@@ -72,21 +71,6 @@ impl Transition for Enqueue {
 
     fn job(&self) -> Option<&JobId> {
         Some(&self.id)
-    }
-
-    /// Only the keys its options need (PROTOCOL.md §7): two for a plain job,
-    /// four with a priority or a due time, five with a policy, seven with
-    /// UNIQUE. Every enqueue sends them, so fewer is less for the server to
-    /// check and for the wire to carry.
-    fn keys(&self, keys: &Keyspace) -> Vec<String> {
-        let count = match self {
-            Enqueue { unique: Some(_), .. } => 7,
-            Enqueue { policy: Some(_), .. } => 5,
-            Enqueue { priority: 0, due: Due::Now, .. } => 2,
-            _ => 4,
-        };
-        let roles = &Self::NAME.describe().keys[..count];
-        roles.iter().map(|role| self.key(keys, *role)).collect()
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {

@@ -114,13 +114,23 @@ fn claimed(entry: Value) -> Result<Claimed> {
     })
 }
 
-/// The holder finishes the job: it moves to done.
+/// The holder finishes the job: it moves to done, and what its handler
+/// returned, if anything, is kept as its result (`emq:{q}:results`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ack {
     /// The job's id.
     pub id: JobId,
     /// The token its claim handed out.
     pub token: u64,
+    /// The result to keep: at most [`MAX_RESULT`](echomq_core::limits::MAX_RESULT) bytes.
+    pub result: Option<Vec<u8>>,
+}
+
+impl Ack {
+    /// Ack `job` with no result.
+    pub fn of(job: &Claimed) -> Ack {
+        Ack { id: job.id.clone(), token: job.token, result: None }
+    }
 }
 
 impl Transition for Ack {
@@ -132,7 +142,14 @@ impl Transition for Ack {
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![self.id.as_str().into(), token(self.token)?])
+        let mut args = vec![self.id.as_str().into(), token(self.token)?];
+        if let Some(result) = &self.result {
+            if result.len() > limits::MAX_RESULT {
+                return Err(Error::TooLarge(format!("result exceeds {} bytes", limits::MAX_RESULT)));
+            }
+            args.extend([b"RESULT".to_vec(), result.clone()]);
+        }
+        Ok(args)
     }
 
     fn parse(reply: Value) -> Result<()> {

@@ -1,4 +1,4 @@
-//! The reads: INSPECT one job (record, last error, progress), STATS of a queue. They write nothing.
+//! The reads: INSPECT one job (record, last error, progress, result, policy), STATS of a queue. They write nothing.
 
 use echomq_core::Name;
 use redis::Value;
@@ -8,7 +8,7 @@ use crate::id::JobId;
 use crate::record::Record;
 use crate::{Error, Result};
 
-/// Read one job's record and its last error.
+/// Read one job's record and what is kept beside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inspect {
     /// The job's id.
@@ -24,6 +24,10 @@ pub struct Inspection {
     pub error: Option<String>,
     /// The last value its holder reported with PROGRESS, if any.
     pub progress: Option<Vec<u8>>,
+    /// What its handler returned, kept by ACK, if anything.
+    pub result: Option<Vec<u8>>,
+    /// Its own policy (attempts, back-off, timeout), if it was enqueued with one.
+    pub policy: Option<echomq_core::Policy>,
 }
 
 impl Transition for Inspect {
@@ -41,7 +45,8 @@ impl Transition for Inspect {
 
     fn parse(reply: Value) -> Result<Option<Inspection>> {
         let mut parts = array_reply("INSPECT", reply)?.into_iter();
-        let (Some(fields), error, progress) = (parts.next(), parts.next(), parts.next()) else {
+        let mut next = || parts.next().filter(|part| *part != Value::Nil);
+        let (Some(fields), error, progress, result, policy) = (next(), next(), next(), next(), next()) else {
             return Err(Error::Reply("INSPECT: got an empty array".into()));
         };
         let fields = array_reply("INSPECT record", fields)?
@@ -58,15 +63,12 @@ impl Transition for Inspect {
             )));
         }
         let pairs = fields.chunks_exact(2).map(|pair| (&pair[0], &pair[1]));
-        let error = match error {
-            None | Some(Value::Nil) => None,
-            Some(text) => Some(String::from_utf8_lossy(&bytes_reply("INSPECT error", text)?).into_owned()),
-        };
-        let progress = match progress {
-            None | Some(Value::Nil) => None,
-            Some(value) => Some(bytes_reply("INSPECT progress", value)?),
-        };
-        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress }))
+        let bytes = |what, value: Option<Value>| value.map(|value| bytes_reply(what, value)).transpose();
+        let error = bytes("INSPECT error", error)?.map(|text| String::from_utf8_lossy(&text).into_owned());
+        let progress = bytes("INSPECT progress", progress)?;
+        let result = bytes("INSPECT result", result)?;
+        let policy = bytes("INSPECT policy", policy)?.map(|text| echomq_core::Policy::read(&text));
+        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress, result, policy }))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::Result;
 /// The most acks one round trip carries.
 const MOST: usize = 256;
 
-/// An ack (the job's id and token: never its payload) and where its outcome goes.
+/// An ack (the job's id, token and result: never its payload) and where its outcome goes.
 type Request = (Ack, oneshot::Sender<Result<()>>);
 
 /// A handle to a queue's ack gatherer. Cheap to clone.
@@ -28,17 +28,14 @@ impl Acker {
         (Acker { requests }, gather(queue, inbox))
     }
 
-    /// Ack `job`, in whatever batch it joins; its own outcome.
-    pub(super) async fn ack(&self, queue: &Queue, job: &Claimed) -> Result<()> {
-        let ack = Ack { id: job.id.clone(), token: job.token };
+    /// Ack `job`, keeping `result`, in whatever batch it joins; its own outcome.
+    pub(super) async fn ack(&self, queue: &Queue, job: &Claimed, result: Option<Vec<u8>>) -> Result<()> {
+        let ack = Ack { id: job.id.clone(), token: job.token, result };
         let (reply, outcome) = oneshot::channel();
         if let Err(mpsc::error::SendError((ack, _))) = self.requests.send((ack, reply)) {
             return execute(&**queue.executor(), queue.keyspace(), &ack).await;
         }
-        match outcome.await {
-            Ok(outcome) => outcome,
-            Err(_) => queue.ack(job).await,
-        }
+        outcome.await.unwrap_or_else(|_| Err(crate::Error::Reply("the ack gatherer stopped".into())))
     }
 }
 

@@ -164,8 +164,9 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     };
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
-        Ending::Finished(Ok(Ok(()))) => {
-            match persist(&mut lease, Name::Ack, Route::Gathered, None, || acker.ack(&queue, &job)).await {
+        Ending::Finished(Ok(Ok(result))) => {
+            let ack = || acker.ack(&queue, &job, result.clone());
+            match persist(&mut lease, Name::Ack, Route::Gathered, None, ack).await {
                 Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
                 Err(err) => lost_or_failed(&labels, Name::Ack, &err),
             }
@@ -239,7 +240,7 @@ impl Failure<'_> {
 /// Why a finished handler failed, as FAIL's error text.
 fn failure_text(result: std::result::Result<HandlerResult, tokio::task::JoinError>) -> String {
     match result {
-        Ok(Ok(())) => "handler succeeded".to_owned(),
+        Ok(Ok(_)) => "handler succeeded".to_owned(),
         Ok(Err(error)) => error.to_string(),
         Err(join) if join.is_panic() => format!("handler panicked: {}", panic_text(join.into_panic())),
         Err(join) => format!("handler task ended: {join}"),
@@ -255,7 +256,7 @@ async fn stop(cancel: CancellationToken, mut handler: tokio::task::JoinHandle<Ha
     }
 }
 
-type HandlerResult = std::result::Result<(), super::HandlerError>;
+type HandlerResult = std::result::Result<Option<Vec<u8>>, super::HandlerError>;
 
 /// How long a release at shutdown is tried.
 const RELEASE_PERSISTENCE: Duration = Duration::from_secs(2);

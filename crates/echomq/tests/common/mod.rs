@@ -132,11 +132,38 @@ pub async fn snapshot(conn: &MultiplexedConnection, prefix: &str) -> Vec<Line> {
                 let members: Vec<(String, f64)> = conn.zrange_withscores(&name, 0, -1).await.unwrap();
                 members.into_iter().map(|(m, s)| (unexpand(&m), format!("{s}"))).collect()
             }
+            "stream" => {
+                let entries: Vec<(String, Vec<Vec<u8>>)> =
+                    redis::cmd("XRANGE").arg(&name).arg("-").arg("+").query_async(&mut conn).await.unwrap();
+                entries
+                    .into_iter()
+                    .map(|(_, words)| {
+                        let pairs = words.chunks(2).map(|pair| (pair[0].clone(), pair[1].clone()));
+                        stream_entry(pairs.collect())
+                    })
+                    .collect()
+            }
             other => vec![("TYPE".into(), other.into())],
         };
         lines.push(Line { key: unexpand(&name[prefix.len()..]), entries });
     }
     lines
+}
+
+/// A stream entry as a snapshot shows it, its id left out (a clock's): its
+/// `event` as the name, then its job and other fields, `$A,attempt:1`.
+pub fn stream_entry(fields: Vec<(Vec<u8>, Vec<u8>)>) -> (String, String) {
+    let text = |bytes: &[u8]| unexpand(&String::from_utf8_lossy(bytes));
+    let mut name = String::new();
+    let mut rest = Vec::new();
+    for (field, value) in fields {
+        match field.as_slice() {
+            b"event" => name = text(&value),
+            b"id" => rest.insert(0, text(&value)),
+            _ => rest.push(format!("{}:{}", text(&field), text(&value))),
+        }
+    }
+    (name, rest.join(","))
 }
 
 /// Check a snapshot against expected lines. An expected zset score `now` or
@@ -298,7 +325,7 @@ pub fn default_retention() -> [Retention; 3] {
 }
 
 /// CONFIG's reply as the tables show it: the flow settings, then each
-/// retention that is not the default.
+/// retention and the event log's length where they are not the default.
 pub fn settings_shown(settings: &Settings) -> String {
     let Settings { paused, concurrency, rate, .. } = settings;
     let mut text = format!("Settings {{ paused: {paused:?}, concurrency: {concurrency:?}, rate: {rate:?} }}");
@@ -309,20 +336,27 @@ pub fn settings_shown(settings: &Settings) -> String {
             text.push_str(&format!(" keep {state} {:?}/{:?}", keep.age, keep.count));
         }
     }
+    if settings.events != echomq::limits::EVENTS_KEEP {
+        text.push_str(&format!(" events {}", settings.events));
+    }
     text
 }
 
 /// A server with the module, and the three executors on it (and in-process):
-/// Lua and Native over one connection to it, and an embedded one.
+/// Lua and Native over one connection to it, each with connections of its
+/// own for blocking reads (as `echomq::connect` makes them), and an embedded one.
 pub async fn three_executors() -> (RedisServer, [(&'static str, Arc<dyn Executor>); 3]) {
+    use redis::aio::{ConnectionManager, ConnectionManagerConfig};
     let server = RedisServer::start_with(echomq_test_support::ServerOptions {
         module: Some(echomq_test_support::module_path()),
         ..echomq_test_support::ServerOptions::default()
     });
-    let conn = server.connection().await;
+    let (client, config) = (server.client(), ConnectionManagerConfig::new().set_response_timeout(None));
+    let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await.unwrap();
+    let open = move || ConnectionManager::new_with_config(client.clone(), config.clone());
     let executors: [(&str, Arc<dyn Executor>); 3] = [
-        ("lua", Arc::new(Lua::new(conn.clone()))),
-        ("native", Arc::new(echomq::Native::new(conn))),
+        ("lua", Arc::new(Lua::new(conn.clone()).with_blocking_connections(open.clone()))),
+        ("native", Arc::new(echomq::Native::new(conn).with_blocking_connections(open))),
         ("embedded", Arc::new(echomq::Embedded::new())),
     ];
     (server, executors)

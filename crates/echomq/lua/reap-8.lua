@@ -7,6 +7,8 @@ KEYS[3]  emq:{q}:dead       (zset)
 KEYS[4]  emq:{q}:errors     (hash) a job reaped to dead gets 'lease expired'
 KEYS[5]  emq:{q}:priority   (hash)
 KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
+KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log, a
+KEYS[8]  emq:{q}:config     (hash) `failed` or `dead` event per reaped job
 ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies;
          a job with its own ATTEMPTS dies by that instead
 ARGV[2..] options:
@@ -18,8 +20,10 @@ Errors   EMQARG, EMQTYPE
 ]]
 --@include record
 --@include policy
+--@include events
 
-local prefix, err = queue_prefix({'active', 'pending', 'dead', 'errors', 'priority', 'policy'})
+local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config'}
+local prefix, err = queue_prefix(key_form(names, {6, 8}))
 if err then return err end
 local max_attempts, opts
 max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -28,6 +32,9 @@ opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
   or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash') or type_error(KEYS[6], 'hash')
+if err then return err end
+local keep
+keep, err = events_keep(KEYS[7], KEYS[8])
 if err then return err end
 
 local now = now_ms()
@@ -46,9 +53,11 @@ for i, id in ipairs(ids) do
     redis.call('HSET', key, 'state', 'dead')
     redis.call('ZADD', KEYS[3], now, id)
     redis.call('HSET', KEYS[4], id, 'lease expired')
+    emit(KEYS[7], keep, 'dead', id, 'attempt', tonumber(attempts), 'error', 'lease expired')
     dead = dead + 1
   elseif attempts then
     to_pending(key, KEYS[2], KEYS[5], id)
+    emit(KEYS[7], keep, 'failed', id, 'attempt', tonumber(attempts), 'error', 'lease expired')
     requeued = requeued + 1
   end
 end

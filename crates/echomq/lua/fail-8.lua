@@ -7,6 +7,8 @@ KEYS[4]  emq:{q}:dead       (zset) score = death time, server ms
 KEYS[5]  emq:{q}:errors     (hash) id -> the job's last error text
 KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy);
                             may be left out (five keys): then no job has one
+KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log,
+KEYS[8]  emq:{q}:config     (hash) a `failed` or `dead` event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies;
@@ -19,10 +21,10 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
 --@include fenced
 --@include policy
+--@include events
 
-local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy'}
-if #KEYS == 5 then names[6] = nil end
-local id, token, err = fenced_call(names)
+local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config'}
+local id, token, err = fenced_call(key_form(names, {5, 6, 8}))
 if err then return err end
 local max_attempts, backoff
 max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -42,6 +44,9 @@ local types = {'zset', 'zset', 'zset', 'hash', 'hash'}
 if #KEYS == 5 then types[5] = nil end
 err = fenced_keys_error(types, token)
 if err then return err end
+local keep
+keep, err = events_keep(KEYS[7], KEYS[8])
+if err then return err end
 
 local policy = KEYS[6] and read_policy(redis.call('HGET', KEYS[6], id) or nil) or {}
 local now = now_ms()
@@ -54,4 +59,5 @@ else
   redis.call('ZADD', KEYS[3], now + policy_backoff(policy, backoff, token), id)
 end
 redis.call('HSET', KEYS[5], id, text)
+emit(KEYS[7], keep, state == 'dead' and 'dead' or 'failed', id, 'attempt', token, 'error', event_error(text))
 return state

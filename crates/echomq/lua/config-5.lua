@@ -6,6 +6,8 @@ KEYS[1]  emq:{q}:config     (hash) paused = 1 while paused; concurrency = n;
 KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:priority   (hash)
 KEYS[4]  emq:{q}:rate       (zset) the claim log, deleted when the rate is removed
+KEYS[5]  emq:{q}:events     (stream) optional: the event log, a `paused` or
+                            `resumed` event when PAUSED changes it (includes/events)
 ARGV[1..] options, each at most once; none: only read.
          PAUSED <0|1>       1 pauses the queue's claims; 0 resumes them (and
                             ends a timed pause, paused_until, that DEFER set)
@@ -18,16 +20,19 @@ ARGV[1..] options, each at most once; none: only read.
          DEAD_COUNT <n>
          CANCELLED_AGE <ms> the same for cancelled jobs
          CANCELLED_COUNT <n>
+         EVENTS <n>         0..=10000000: the event log keeps about n entries; 0: off
 Reply    [paused, concurrency, rate, per, done_age, done_count, dead_age,
-         dead_count, cancelled_age, cancelled_count]: the settings after the
-         change (0: none), the retention as TRIM applies it (defaults if unset)
+         dead_count, cancelled_age, cancelled_count, events]: the settings
+         after the change (0: none), the retention as TRIM applies it and
+         the event log's length (defaults if unset)
          Resuming a paused queue re-adds the head of pending at its own score
          (ZREM, then ZADD), so every waiting claim wakes as on an arrival.
 Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE
 ]]
 --@include retention
+--@include events
 
-local _, err = queue_prefix({'config', 'pending', 'priority', 'rate'})
+local _, err = queue_prefix(key_form({'config', 'pending', 'priority', 'rate', 'events'}, {4, 5}))
 if err then return err end
 local opts
 opts, err = options(1, {
@@ -41,12 +46,13 @@ opts, err = options(1, {
   DEAD_COUNT = {KEEP_COUNT_MIN, KEEP_COUNT_MAX},
   CANCELLED_AGE = {KEEP_MS_MIN, KEEP_MS_MAX},
   CANCELLED_COUNT = {KEEP_COUNT_MIN, KEEP_COUNT_MAX},
+  EVENTS = {EVENTS_MIN, EVENTS_MAX},
 })
 if err then return err end
 if opts.PER and not opts.RATE then return emq_error('EMQARG', 'PER needs RATE') end
 if opts.RATE and opts.RATE > 0 and not opts.PER then return emq_error('EMQARG', 'RATE needs PER') end
 err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
-  or type_error(KEYS[4], 'zset')
+  or type_error(KEYS[4], 'zset') or (KEYS[5] and type_error(KEYS[5], 'stream'))
 if err then return err end
 
 local was_paused = tonumber(redis.call('HGET', KEYS[1], 'paused')) == 1
@@ -69,7 +75,8 @@ elseif opts.RATE then
   set[#set + 1] = 'rate'; set[#set + 1] = opts.RATE
   set[#set + 1] = 'per'; set[#set + 1] = opts.PER
 end
-for _, option in ipairs({'DONE_AGE', 'DONE_COUNT', 'DEAD_AGE', 'DEAD_COUNT', 'CANCELLED_AGE', 'CANCELLED_COUNT'}) do
+for _, option in ipairs({'DONE_AGE', 'DONE_COUNT', 'DEAD_AGE', 'DEAD_COUNT', 'CANCELLED_AGE', 'CANCELLED_COUNT',
+    'EVENTS'}) do
   if opts[option] then
     set[#set + 1] = string.lower(option); set[#set + 1] = opts[option]
   end
@@ -84,6 +91,13 @@ if was_paused and opts.PAUSED == 0 then
     redis.call('ZADD', KEYS[2], redis.call('HGET', KEYS[3], head) or 0, head)
   end
 end
+-- After the change: an EVENTS of this call already applies.
+local keep = events_keep(KEYS[5], KEYS[1])
+if opts.PAUSED == 1 and not was_paused then
+  emit(KEYS[5], keep, 'paused', false)
+elseif opts.PAUSED == 0 and was_paused then
+  emit(KEYS[5], keep, 'resumed', false)
+end
 local settings = redis.call('HMGET', KEYS[1], 'paused', 'concurrency', 'rate', 'per')
 local reply = {tonumber(settings[1]) or 0, tonumber(settings[2]) or 0, tonumber(settings[3]) or 0,
   tonumber(settings[4]) or 0}
@@ -92,4 +106,5 @@ for _, state in ipairs({'done', 'dead', 'cancelled'}) do
   reply[#reply + 1] = kept[1]
   reply[#reply + 1] = kept[2]
 end
+reply[#reply + 1] = tonumber(redis.call('HGET', KEYS[1], 'events')) or EVENTS_KEEP
 return reply

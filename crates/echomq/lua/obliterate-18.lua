@@ -18,18 +18,20 @@ KEYS[13] emq:{q}:schedules  (hash)
 KEYS[14] emq:{q}:ticks      (zset)
 KEYS[15] emq:{q}:unique     (hash)
 KEYS[16] emq:{q}:unique_until (zset)
-Reply    how many of KEYS[7..16] existed and were deleted
+KEYS[17] emq:{q}:results    (hash)
+KEYS[18] emq:{q}:events     (stream)
+Reply    how many of KEYS[7..18] existed and were deleted
 Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
 ]]
 --@include common
 
 local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority', 'errors',
-  'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until'})
+  'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results', 'events'})
 if err then return err end
 err = no_options_error(1)
 if err then return err end
 local types = {'zset', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'hash', 'hash', 'zset',
-  'hash', 'zset', 'hash', 'zset'}
+  'hash', 'zset', 'hash', 'zset', 'hash', 'stream'}
 for i, want in ipairs(types) do
   err = type_error(KEYS[i], want)
   if err then return err end
@@ -42,7 +44,7 @@ if jobs > 0 then
   return emq_error('EMQSTATE', 'the queue still holds ' .. jobs .. ' jobs')
 end
 local deleted = 0
-for i = 7, 16 do
+for i = 7, 18 do
   if redis.call('EXISTS', KEYS[i]) == 1 then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1

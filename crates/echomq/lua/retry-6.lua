@@ -5,16 +5,19 @@ KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:dead       (zset)
 KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash)
+KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log,
+KEYS[6]  emq:{q}:config     (hash) a `retried` event (includes/events)
 ARGV[1]  id: the job id
 Reply    1
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead)
 ]]
 --@include record
+--@include events
 
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix({'job', 'dead', 'pending', 'priority'}, id)
+_, err = queue_prefix(key_form({'job', 'dead', 'pending', 'priority', 'events', 'config'}, {4, 6}), id)
 if err then return err end
 err = no_options_error(2)
 if err then return err end
@@ -29,7 +32,11 @@ end
 if fields[1] ~= 'dead' then
   return emq_error('EMQSTATE', 'cannot retry a ' .. fields[1] .. ' job')
 end
+local keep
+keep, err = events_keep(KEYS[5], KEYS[6])
+if err then return err end
 
 redis.call('ZREM', KEYS[2], id)
 to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+emit(KEYS[5], keep, 'retried', id)
 return 1

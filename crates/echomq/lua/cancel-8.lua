@@ -8,16 +8,20 @@ KEYS[3]  emq:{q}:active     (zset)
 KEYS[4]  emq:{q}:delayed    (zset)
 KEYS[5]  emq:{q}:dead       (zset)
 KEYS[6]  emq:{q}:cancelled  (zset) score = cancel time, server ms
+KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log,
+KEYS[8]  emq:{q}:config     (hash) a `cancelled` event (includes/events)
 ARGV[1]  id: the job id
 Reply    1 cancelled, 0 already cancelled (nothing changed)
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job)
 ]]
 --@include record
+--@include events
 
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix({'job', 'pending', 'active', 'delayed', 'dead', 'cancelled'}, id)
+local names = {'job', 'pending', 'active', 'delayed', 'dead', 'cancelled', 'events', 'config'}
+_, err = queue_prefix(key_form(names, {6, 8}), id)
 if err then return err end
 err = no_options_error(2)
 if err then return err end
@@ -37,8 +41,12 @@ local from = {pending = KEYS[2], active = KEYS[3], delayed = KEYS[4], dead = KEY
 if not from[state] then
   return emq_error('EMQSTATE', 'cannot cancel a ' .. state .. ' job')
 end
+local keep
+keep, err = events_keep(KEYS[7], KEYS[8])
+if err then return err end
 
 redis.call('ZREM', from[state], id)
 redis.call('HSET', KEYS[1], 'state', 'cancelled')
 redis.call('ZADD', KEYS[6], now_ms(), id)
+emit(KEYS[7], keep, 'cancelled', id)
 return 1

@@ -6,20 +6,27 @@ KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash) id -> priority, for jobs whose priority is not 0
+KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log,
+KEYS[6]  emq:{q}:config     (hash) a `released` event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 Reply    1
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
 --@include fenced
+--@include events
 
-local id, token, err = fenced_call({'job', 'active', 'pending', 'priority'})
+local id, token, err = fenced_call(key_form({'job', 'active', 'pending', 'priority', 'events', 'config'}, {4, 6}))
 if err then return err end
 err = no_options_error(3)
 if err then return err end
 err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
 if err then return err end
+local keep
+keep, err = events_keep(KEYS[5], KEYS[6])
+if err then return err end
 
 redis.call('ZREM', KEYS[2], id)
 to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+emit(KEYS[5], keep, 'released', id)
 return 1

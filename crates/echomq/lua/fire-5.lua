@@ -6,6 +6,8 @@ workers may try the same tick: one moves it on, the rest find another next.
 KEYS[1]  emq:{q}:job:<id>   the tick's record (hash)
 KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:ticks      (zset) name, score = its next tick, server ms
+KEYS[4]  emq:{q}:events     (stream) optional, with KEYS[5]: the event log,
+KEYS[5]  emq:{q}:config     (hash) an `enqueued` event (includes/events)
 ARGV[1]  id: the tick's job id (PROTOCOL.md §11.6 derives it)
 ARGV[2]  payload: at most MAX_PAYLOAD (1048576) bytes
 ARGV[3]  name: the schedule's, 1 to MAX_SCHEDULE_NAME (200) bytes
@@ -19,11 +21,12 @@ Reply    1 enqueued; 0 moved on without a job (duplicate, or SKIP);
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include schedule
+--@include events
 
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix({'job', 'pending', 'ticks'}, id)
+_, err = queue_prefix(key_form({'job', 'pending', 'ticks', 'events', 'config'}, {3, 5}), id)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')
@@ -45,6 +48,9 @@ opts, err = options(6, {SKIP = {FLAG_MIN, FLAG_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
 if err then return err end
+local keep
+keep, err = events_keep(KEYS[4], KEYS[5])
+if err then return err end
 
 if tonumber(redis.call('ZSCORE', KEYS[3], name)) ~= tick then
   return -1
@@ -55,4 +61,5 @@ if opts.SKIP == 1 or redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0', 'payload', payload)
 redis.call('ZADD', KEYS[2], 0, id)
+emit(KEYS[4], keep, 'enqueued', id, 'state', 'pending', 'schedule', name)
 return 1

@@ -6,6 +6,8 @@ KEYS[3]  emq:{q}:config     (hash) the queue's settings, read by the gate
 KEYS[4]  emq:{q}:rate       (zset) the claim log of a rate-limited queue:
                             <id>:<token> by claim time, server ms
 KEYS[5]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
+KEYS[6]  emq:{q}:events     (stream) optional: the event log (includes/events),
+                            an `active` event per claimed job
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
@@ -29,8 +31,9 @@ Errors   EMQARG, EMQTYPE
 ]]
 --@include record
 --@include gate
+--@include events
 
-local prefix, err = queue_prefix({'pending', 'active', 'config', 'rate', 'policy'})
+local prefix, err = queue_prefix(key_form({'pending', 'active', 'config', 'rate', 'policy', 'events'}, {5, 6}))
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
@@ -49,6 +52,9 @@ local policies = redis.call('TYPE', KEYS[5])['ok']
 if policies ~= 'none' and policies ~= 'hash' then
   return emq_error('EMQTYPE', KEYS[5] .. ' holds a ' .. policies .. ', not a hash')
 end
+local keep
+keep, err = events_keep(KEYS[6], KEYS[3])
+if err then return err end
 local claimed, logged = {}, {}
 local ids = room > 0 and redis.call('ZRANGE', KEYS[1], 0, room - 1) or {}
 if #ids == 0 then
@@ -73,6 +79,7 @@ for i, id in ipairs(ids) do
       job[4] = redis.call('HGET', KEYS[5], id) or nil
     end
     claimed[#claimed + 1] = job
+    emit(KEYS[6], keep, 'active', id, 'attempt', token)
     logged[#logged + 1] = string.format('%s:%d', id, token)
   end
 end

@@ -1,12 +1,13 @@
 --[[ PURGE: delete finished jobs (done, dead or cancelled) older than an age:
-their records, their set entries, and their priority, error, progress and
-policy entries.
+their records, their set entries, and their priority, error, progress, policy
+and result entries.
 
 KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to purge
 KEYS[2]  emq:{q}:priority   (hash)
 KEYS[3]  emq:{q}:errors     (hash)
 KEYS[4]  emq:{q}:progress   (hash)
 KEYS[5]  emq:{q}:policy     (hash)
+KEYS[6]  emq:{q}:results    (hash)
 ARGV[1]  age, ms, 0..=999999999999: jobs that finished at least this long ago
 ARGV[2..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
@@ -19,15 +20,14 @@ Errors   EMQARG, EMQTYPE
 local finished, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
 if err then return err end
 local prefix
-prefix, err = queue_prefix({finished, 'priority', 'errors', 'progress', 'policy'})
+prefix, err = queue_prefix(deleting_keys(finished))
 if err then return err end
 local age, opts
 age, err = integer(ARGV[1], 'age', AGE_MS_MIN, AGE_MS_MAX)
 if err then return err end
 opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
-  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash')
+err = deleting_types_error()
 if err then return err end
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)

@@ -4,6 +4,8 @@ is untouched.
 
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:progress   (hash) id → the last progress value
+KEYS[3]  emq:{q}:events     (stream) optional, with KEYS[4]: the event log,
+KEYS[4]  emq:{q}:config     (hash) a `progress` event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  value: opaque bytes, at most MAX_PROGRESS (4096)
@@ -11,8 +13,9 @@ Reply    1
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token)
 ]]
 --@include fenced
+--@include events
 
-local id, token, err = fenced_call({'job', 'progress'})
+local id, token, err = fenced_call(key_form({'job', 'progress', 'events', 'config'}, {2, 4}))
 if err then return err end
 local value = ARGV[3]
 if value == nil then
@@ -25,6 +28,10 @@ err = no_options_error(4)
 if err then return err end
 err = fenced_keys_error({'hash'}, token)
 if err then return err end
+local keep
+keep, err = events_keep(KEYS[3], KEYS[4])
+if err then return err end
 
 redis.call('HSET', KEYS[2], id, value)
+emit(KEYS[3], keep, 'progress', id, 'progress', value)
 return 1

@@ -1,14 +1,15 @@
 --[[ TRIM: bounded retention, run by every worker as upkeep. Deletes the
 oldest finished jobs of one state that are past the queue's age for it, or
 beyond its count, as PURGE deletes them: records, set entries, and their
-priority, error, progress and policy entries.
+priority, error, progress, policy and result entries.
 
 KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to trim
 KEYS[2]  emq:{q}:priority   (hash)
 KEYS[3]  emq:{q}:errors     (hash)
 KEYS[4]  emq:{q}:progress   (hash)
 KEYS[5]  emq:{q}:policy     (hash)
-KEYS[6]  emq:{q}:config     (hash) <state>_age and <state>_count, each 0 for
+KEYS[6]  emq:{q}:results    (hash)
+KEYS[7]  emq:{q}:config     (hash) <state>_age and <state>_count, each 0 for
                             no bound; unset: done a day and 10000, dead 30
                             days and 100000, cancelled a day and 10000
 ARGV[1..] options:
@@ -23,16 +24,15 @@ Errors   EMQARG, EMQTYPE
 local state, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
 if err then return err end
 local prefix
-prefix, err = queue_prefix({state, 'priority', 'errors', 'progress', 'policy', 'config'})
+prefix, err = queue_prefix(deleting_keys(state, {'config'}))
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
-  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash') or type_error(KEYS[6], 'hash')
+err = deleting_types_error() or type_error(KEYS[7], 'hash')
 if err then return err end
 
-local kept = retention(KEYS[6], state)
+local kept = retention(KEYS[7], state)
 local limit = opts.LIMIT or SWEEP_LIMIT_MAX
 -- The set is in finish order, so each bound cuts a prefix of it: the longer goes.
 local past_age, past_count = 0, 0

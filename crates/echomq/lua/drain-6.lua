@@ -1,6 +1,6 @@
 --[[ DRAIN: delete unfinished jobs (pending, delayed or active), head first,
-with their set entries and their priority, error, progress and policy
-entries: an operator emptying a queue. A drained active job's holder is
+with their set entries and their priority, error, progress, policy and
+result entries: an operator emptying a queue. A drained active job's holder is
 fenced (its record is gone: EMQNOJOB).
 
 KEYS[1]  emq:{q}:pending|delayed|active (zset) the set to drain
@@ -8,6 +8,7 @@ KEYS[2]  emq:{q}:priority   (hash)
 KEYS[3]  emq:{q}:errors     (hash)
 KEYS[4]  emq:{q}:progress   (hash)
 KEYS[5]  emq:{q}:policy     (hash)
+KEYS[6]  emq:{q}:results    (hash)
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each drained id (same hashtag)
@@ -19,13 +20,12 @@ Errors   EMQARG, EMQTYPE
 local set, err = named_set({'pending', 'delayed', 'active'}, 'pending, delayed or active')
 if err then return err end
 local prefix
-prefix, err = queue_prefix({set, 'priority', 'errors', 'progress', 'policy'})
+prefix, err = queue_prefix(deleting_keys(set))
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
-  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash')
+err = deleting_types_error()
 if err then return err end
 
 return delete_jobs(prefix, redis.call('ZRANGE', KEYS[1], 0, (opts.LIMIT or SWEEP_LIMIT_MAX) - 1))

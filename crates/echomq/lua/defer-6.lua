@@ -7,6 +7,8 @@ KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
 KEYS[4]  emq:{q}:policy     (hash) the job's own ATTEMPTS grow by one
 KEYS[5]  emq:{q}:config     (hash) paused_until = the end of a timed pause
+KEYS[6]  emq:{q}:events     (stream) optional: the event log, a `deferred`
+                            event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  delay: ms, 0..=999999999999: the job is due that long from now
@@ -18,8 +20,9 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
 --@include fenced
 --@include policy
+--@include events
 
-local id, token, err = fenced_call({'job', 'active', 'delayed', 'policy', 'config'})
+local id, token, err = fenced_call(key_form({'job', 'active', 'delayed', 'policy', 'config', 'events'}, {5, 6}))
 if err then return err end
 local delay, max_attempts, opts
 delay, err = integer(ARGV[3], 'delay', DELAY_MS_MIN, DELAY_MS_MAX)
@@ -29,6 +32,9 @@ if err then return err end
 opts, err = options(5, {PAUSE = {FLAG_MIN, FLAG_MAX}})
 if err then return err end
 err = fenced_keys_error({'zset', 'zset', 'hash', 'hash'}, token)
+if err then return err end
+local keep
+keep, err = events_keep(KEYS[6], KEYS[5])
 if err then return err end
 
 local now = now_ms()
@@ -46,4 +52,5 @@ if opts.PAUSE == 1 then
     redis.call('HSET', KEYS[5], 'paused_until', string.format('%d', due))
   end
 end
+emit(KEYS[6], keep, 'deferred', id, 'delay', delay, 'pause', opts.PAUSE == 1 and 1 or 0)
 return 1

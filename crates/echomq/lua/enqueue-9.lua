@@ -7,6 +7,8 @@ KEYS[4]  emq:{q}:priority   priorities (hash)         only needed with PRIORITY
 KEYS[5]  emq:{q}:policy     job policies (hash)       only needed with a policy
 KEYS[6]  emq:{q}:unique     dedup key -> <0|1>:<id>   only needed with UNIQUE
 KEYS[7]  emq:{q}:unique_until  dedup keys by the server ms their hold ends (zset)
+KEYS[8]  emq:{q}:events     the event log (stream)    optional, with KEYS[9]:
+KEYS[9]  emq:{q}:config     its length (hash)         an `enqueued` event
          Two keys (the seed's call) are enough for a job with no options;
          four for PRIORITY, DELAY and AT; five for a policy; seven for UNIQUE.
 ARGV[1]  id: the job id (JOB_<ulid>)
@@ -31,7 +33,7 @@ Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed)
          or the id of the job that holds the UNIQUE key (nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
---@include common
+--@include events
 
 -- The kind gate: the first three bytes of the id must be JOB (EMQKIND).
 -- The full branded-id check already ran host-side, in the keyspace.
@@ -40,11 +42,9 @@ local err = kind_error(id)
 if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: two, or
 -- four or five when an option needs them.
-if #KEYS ~= 2 and #KEYS ~= 4 and #KEYS ~= 5 and #KEYS ~= 7 then
-  return emq_error('EMQARG', 'wrong number of keys')
-end
+local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config'}
 local prefix
-prefix, err = queue_prefix({'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until'}, id, #KEYS)
+prefix, err = queue_prefix(key_form(names, {2, 4, 5, 7, 9}), id)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')
@@ -84,7 +84,7 @@ end
 if not unique and (opts.UNIQUE_FOR or opts.UNIQUE_DONE) then
   return emq_error('EMQARG', 'UNIQUE_FOR and UNIQUE_DONE need UNIQUE')
 end
-if unique and #KEYS ~= 7 then
+if unique and #KEYS < 7 then
   return emq_error('EMQARG', 'UNIQUE needs all seven keys')
 end
 if policy and #KEYS < 5 then
@@ -140,6 +140,9 @@ if unique then
     if held then return holder end
   end
 end
+local keep
+keep, err = events_keep(KEYS[8], KEYS[9])
+if err then return err end
 
 -- THE RECORD: one HSET writes the three named fields with their birth values.
 --   state    'pending'  the lifecycle position ('delayed' when not yet due)
@@ -169,4 +172,5 @@ else
   -- The pending set: the id is the member, so byte order is mint order.
   redis.call('ZADD', KEYS[2], priority, id)
 end
+emit(KEYS[8], keep, 'enqueued', id, 'state', due and 'delayed' or 'pending')
 return 1

@@ -4,6 +4,8 @@ Safe to run from many workers at once: each due job moves exactly once.
 KEYS[1]  emq:{q}:delayed    (zset) score = due time, server ms
 KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:priority   (hash)
+KEYS[4]  emq:{q}:events     (stream) optional, with KEYS[5]: the event log, a
+KEYS[5]  emq:{q}:config     (hash) `promoted` event per job (includes/events)
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each due id (same hashtag)
@@ -12,13 +14,17 @@ Reply    how many moved to pending. An id in delayed whose record is missing
 Errors   EMQARG, EMQTYPE
 ]]
 --@include record
+--@include events
 
-local prefix, err = queue_prefix({'delayed', 'pending', 'priority'})
+local prefix, err = queue_prefix(key_form({'delayed', 'pending', 'priority', 'events', 'config'}, {3, 5}))
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
+if err then return err end
+local keep
+keep, err = events_keep(KEYS[4], KEYS[5])
 if err then return err end
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
@@ -31,6 +37,7 @@ local promoted = 0
 for i, id in ipairs(ids) do
   if records[i][1] then
     to_pending(prefix .. 'job:' .. id, KEYS[2], KEYS[3], id)
+    emit(KEYS[4], keep, 'promoted', id)
     promoted = promoted + 1
   end
 end

@@ -1,0 +1,68 @@
+//! The queue's event log, `emq:{q}:events` (PROTOCOL.md §7.5; the Lua twin is
+//! `includes/events.lua`): a capped stream each transition appends to in the
+//! same atomic step as its change, for `QueueEvents`, `emq events` and
+//! `Queue::wait`. A call writes events only when it passes the events key
+//! (and the config key, which holds the log's length: `events`, 0 for off).
+
+use super::{need, number};
+use crate::limits::{EVENTS_KEEP, MAX_EVENT_ERROR};
+use crate::store::{KeyType, Store};
+use crate::Refusal;
+
+/// Where a call's events go, and how many entries the log keeps.
+#[derive(Debug)]
+pub(crate) struct Events<'k> {
+    key: &'k [u8],
+    keep: u64,
+}
+
+impl<'k> Events<'k> {
+    /// The log a call writes to: `None` when it passed no events key, or the
+    /// queue turned its log off. The last check before a write: the events
+    /// key must hold a stream and the config key a hash (or nothing).
+    pub(crate) fn open<S: Store>(
+        store: &mut S,
+        keys: Option<(&'k [u8], &[u8])>,
+    ) -> Result<Option<Events<'k>>, Refusal> {
+        let Some((key, config)) = keys else { return Ok(None) };
+        need(store, key, KeyType::Stream)?;
+        need(store, config, KeyType::Hash)?;
+        let keep = number(store.hget(config, b"events").as_deref()).map_or(EVENTS_KEEP, |n| n as u64);
+        Ok((keep > 0).then_some(Events { key, keep }))
+    }
+
+    /// Append `event` about job `id` (none when empty) with `more` fields.
+    pub(crate) fn emit<S: Store>(&self, store: &mut S, event: &str, id: &[u8], more: &[(&[u8], &[u8])]) {
+        let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(2 + more.len());
+        fields.push((b"event", event.as_bytes()));
+        if !id.is_empty() {
+            fields.push((b"id", id));
+        }
+        fields.extend_from_slice(more);
+        store.xadd(self.key, self.keep, &fields);
+    }
+}
+
+/// Emit through `events` when the call has a log.
+pub(crate) fn emit<S: Store>(
+    events: &Option<Events<'_>>,
+    store: &mut S,
+    event: &str,
+    id: &[u8],
+    more: &[(&[u8], &[u8])],
+) {
+    if let Some(events) = events {
+        events.emit(store, event, id, more);
+    }
+}
+
+/// An error text as an event carries it: its first [`MAX_EVENT_ERROR`] bytes.
+pub(crate) fn error_text(text: &[u8]) -> &[u8] {
+    &text[..text.len().min(MAX_EVENT_ERROR)]
+}
+
+/// The events and config keys of a call whose KEYS end with them when it
+/// has `with` keys (and not when it has fewer).
+pub(crate) fn trailing<'k>(keys: &[&'k [u8]], with: usize) -> Option<(&'k [u8], &'k [u8])> {
+    (keys.len() == with).then(|| (keys[with - 2], keys[with - 1]))
+}

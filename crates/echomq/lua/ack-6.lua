@@ -1,0 +1,57 @@
+--[[ ACK: the holder of the lease finishes the job, and may keep what its
+handler returned.
+
+KEYS[1]  emq:{q}:job:<id>   the record (hash)
+KEYS[2]  emq:{q}:active     (zset)
+KEYS[3]  emq:{q}:done       (zset) score = finish time, server ms
+KEYS[4]  emq:{q}:results    (hash) optional: needed by RESULT
+KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log
+KEYS[6]  emq:{q}:config     (hash) its length (includes/events)
+ARGV[1]  id: the job id
+ARGV[2]  token: the one the claim handed out
+ARGV[3..] options:
+         RESULT <bytes>     0 to 1048576 bytes: kept as results[id]
+Reply    1; with the events keys, a `completed` event (with result_bytes
+         when a result was kept)
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token)
+]]
+--@include fenced
+--@include events
+
+local id, token, err = fenced_call(key_form({'job', 'active', 'done', 'results', 'events', 'config'}, {3, 4, 6}))
+if err then return err end
+local result
+local i = 3
+while i <= #ARGV do
+  if string.upper(ARGV[i]) ~= 'RESULT' then
+    return emq_error('EMQARG', 'unknown option ' .. ARGV[i])
+  end
+  if result then return emq_error('EMQARG', 'RESULT given twice') end
+  result = ARGV[i + 1]
+  if result == nil then return emq_error('EMQARG', 'RESULT is missing its bytes') end
+  if #result > MAX_RESULT then
+    return emq_error('EMQSIZE', 'result exceeds ' .. MAX_RESULT .. ' bytes')
+  end
+  i = i + 2
+end
+if result and #KEYS < 4 then
+  return emq_error('EMQARG', 'RESULT needs KEYS[4], emq:{<queue>}:results')
+end
+local types = {'zset', 'zset', 'hash'}
+if #KEYS == 3 then types[3] = nil end
+err = fenced_keys_error(types, token)
+if err then return err end
+local keep
+keep, err = events_keep(KEYS[5], KEYS[6])
+if err then return err end
+
+redis.call('ZREM', KEYS[2], id)
+redis.call('HSET', KEYS[1], 'state', 'done')
+redis.call('ZADD', KEYS[3], now_ms(), id)
+if result then
+  redis.call('HSET', KEYS[4], id, result)
+  emit(KEYS[5], keep, 'completed', id, 'result_bytes', #result)
+else
+  emit(KEYS[5], keep, 'completed', id)
+end
+return 1

@@ -1,0 +1,33 @@
+--[[ The queue's event log, emq:{q}:events (PROTOCOL.md §7.5; the core's
+twin is crates/echomq-core/src/transition/events.rs): a capped stream each
+transition appends to in the same script as its change. A call writes events
+only when it passes the events key and the config key, whose `events` field
+is the log's length (0: off; unset: EVENTS_KEEP).
+]]
+--@include common
+
+-- How many entries the log at `events` keeps, or nil (no events key, or the
+-- log is off). The last check before a write: `events` must hold a stream
+-- and `config` a hash (or nothing).
+local function events_keep(events, config)
+  if not events then return nil end
+  local err = type_error(events, 'stream') or type_error(config, 'hash')
+  if err then return nil, err end
+  local keep = tonumber(redis.call('HGET', config, 'events')) or EVENTS_KEEP
+  if keep > 0 then return keep end
+end
+
+-- Append `event` about job `id` (none when false) with more field/value pairs.
+local function emit(events, keep, event, id, ...)
+  if not keep then return end
+  if id then
+    redis.call('XADD', events, 'MAXLEN', '~', keep, '*', 'event', event, 'id', id, ...)
+  else
+    redis.call('XADD', events, 'MAXLEN', '~', keep, '*', 'event', event, ...)
+  end
+end
+
+-- An error text as an event carries it: its first MAX_EVENT_ERROR bytes.
+local function event_error(text)
+  return string.sub(text, 1, MAX_EVENT_ERROR)
+end

@@ -1,0 +1,35 @@
+--[[ INSPECT: read one job's record, its last error, its last progress, its
+result and its own policy. Writes nothing.
+
+KEYS[1]  emq:{q}:job:<id>   the record (hash)
+KEYS[2]  emq:{q}:errors     (hash)
+KEYS[3]  emq:{q}:progress   (hash)
+KEYS[4]  emq:{q}:results    (hash) optional, with KEYS[5]
+KEYS[5]  emq:{q}:policy     (hash) optional, with KEYS[4]
+ARGV[1]  id: the job id
+Reply    [record, error, progress, result, policy]: the record as a flat
+         field/value array (empty when there is no such job), then the id's
+         entry in each of KEYS[2..] or nil; three elements with three keys.
+Errors   EMQKIND, EMQARG, EMQTYPE
+]]
+--@include common
+
+local id = ARGV[1]
+local err = kind_error(id)
+if err then return err end
+local names = {'job', 'errors', 'progress', 'results', 'policy'}
+if #KEYS == 3 then names[4], names[5] = nil, nil end
+_, err = queue_prefix(names, id)
+if err then return err end
+err = no_options_error(2)
+if err then return err end
+for i = 1, #KEYS do
+  err = type_error(KEYS[i], 'hash')
+  if err then return err end
+end
+
+local reply = {redis.call('HGETALL', KEYS[1])}
+for i = 2, #KEYS do
+  reply[i] = redis.call('HGET', KEYS[i], id)
+end
+return reply

@@ -1,0 +1,121 @@
+//! `emq events <queue>`: a queue's event log as JSON lines, followed live;
+//! `emq result <id>`: what a job's handler returned, waiting for it if asked.
+
+use std::io::Write;
+use std::time::Duration;
+
+use echomq::{Event, Finished, JobId};
+
+use crate::connect::{Error, Server};
+
+#[derive(clap::Args, Debug)]
+pub struct EventsArgs {
+    /// The queue.
+    queue: String,
+    /// Start with the oldest event the log keeps (by default, only new ones).
+    #[arg(long, conflicts_with = "after")]
+    from_start: bool,
+    /// Resume after this event (the `event_id` of a line printed before).
+    #[arg(long)]
+    after: Option<String>,
+    /// Only this job's events.
+    #[arg(long)]
+    job: Option<JobId>,
+    /// Stop after this many events.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Stop when no event came for this long (by default, follow until stopped).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    idle: Option<Duration>,
+}
+
+pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
+    let queue = server.queue(&args.queue).await?;
+    let mut events = match (&args.after, args.from_start) {
+        (Some(after), _) => queue.events_after(after),
+        (None, true) => queue.events_after("0-0"),
+        (None, false) => queue.events().await?,
+    };
+    let mut printed = 0;
+    let mut out = std::io::stdout().lock();
+    while args.count.is_none_or(|count| printed < count) {
+        let event = match args.idle {
+            Some(idle) => match events.next_within(idle).await? {
+                Some(event) => event,
+                None => break,
+            },
+            None => events.next().await?,
+        };
+        if args.job.as_ref().is_some_and(|job| event.job.as_ref() != Some(job)) {
+            continue;
+        }
+        writeln!(out, "{}", json_line(&args.queue, &event))?;
+        out.flush()?;
+        printed += 1;
+    }
+    Ok(())
+}
+
+/// One event as a JSON object: its id, time, queue, name and job, then its
+/// own fields (as text; bytes that are not UTF-8 are replaced).
+fn json_line(queue: &str, event: &Event) -> serde_json::Value {
+    let mut line = serde_json::Map::new();
+    line.insert("event_id".into(), event.id.clone().into());
+    line.insert("time".into(), humantime::format_rfc3339_millis(event.time()).to_string().into());
+    line.insert("queue".into(), queue.into());
+    line.insert("event".into(), event.name.clone().into());
+    if let Some(job) = &event.job {
+        line.insert("job".into(), job.as_str().into());
+    }
+    for (field, value) in &event.fields {
+        line.entry(field.clone()).or_insert_with(|| String::from_utf8_lossy(value).into_owned().into());
+    }
+    line.into()
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ResultArgs {
+    /// The job's id.
+    id: JobId,
+    /// Its queue.
+    #[arg(long)]
+    queue: String,
+    /// Wait this long for the job to finish (following the queue's event log).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    wait: Option<Duration>,
+}
+
+/// The result's bytes on stdout, as they are; a job that did not finish
+/// done is an error that says how it ended, or that it has not yet.
+pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
+    let queue = server.queue(&args.queue).await?;
+    let finished = match args.wait {
+        Some(wait) => queue.wait(&args.id, wait).await?,
+        None => queue.wait(&args.id, Duration::ZERO).await?,
+    };
+    match finished {
+        Some(Finished::Done(Some(result))) => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&result)?;
+            out.flush()?;
+            Ok(())
+        }
+        Some(Finished::Done(None)) => {
+            eprintln!("emq: {} is done, with no result kept (none returned, or trimmed since)", args.id);
+            Ok(())
+        }
+        Some(Finished::Dead(error)) => {
+            Err(format!("{} is dead: {}", args.id, error.as_deref().unwrap_or("no error kept")).into())
+        }
+        Some(Finished::Cancelled) => Err(format!("{} was cancelled", args.id).into()),
+        None => {
+            let state =
+                queue.inspect(&args.id).await?.map_or("gone".into(), |job| job.record.state.to_string());
+            let waited = args
+                .wait
+                .map_or(String::new(), |wait| format!(" after {}", humantime::format_duration(wait)));
+            Err(format!("{} is {state}{waited}: not finished (--wait <duration> waits for it)", args.id)
+                .into())
+        }
+    }
+}
