@@ -52,6 +52,7 @@ pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> 
                         due: Due::Now,
                         policy: None,
                         unique: None,
+                        headers: Default::default(),
                     };
                     let call = Call::new(&keys, &enqueue).expect("an enqueue");
                     pipe.cmd("EVALSHA")

@@ -55,6 +55,8 @@ pub enum Role {
     Results,
     /// `events`: the queue's capped log of what happened to its jobs (stream).
     Events,
+    /// `headers`: id → the job's headers, set at enqueue (hash).
+    Headers,
 }
 
 impl Role {
@@ -83,6 +85,7 @@ impl Role {
             Role::UniqueUntil => "unique_until",
             Role::Results => "results",
             Role::Events => "events",
+            Role::Headers => "headers",
         }
     }
 
@@ -97,7 +100,8 @@ impl Role {
             | Role::Schedules
             | Role::Policy
             | Role::Unique
-            | Role::Results => KeyType::Hash,
+            | Role::Results
+            | Role::Headers => KeyType::Hash,
             Role::Pending
             | Role::Active
             | Role::Delayed

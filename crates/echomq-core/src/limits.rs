@@ -10,6 +10,8 @@ use std::ops::RangeInclusive;
 pub const MAX_PAYLOAD: usize = 1_048_576;
 /// The largest result ACK keeps, in bytes: as large as a payload.
 pub const MAX_RESULT: usize = MAX_PAYLOAD;
+/// The largest headers a job may carry (ENQUEUE HEADERS), in bytes.
+pub const MAX_HEADERS: usize = 8_192;
 /// The longest error text FAIL keeps, in bytes.
 pub const MAX_ERROR_TEXT: usize = 65_536;
 /// The largest progress value PROGRESS keeps, in bytes.

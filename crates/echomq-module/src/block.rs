@@ -30,7 +30,7 @@ const NO_BLOCKING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
     | raw::REDISMODULE_CTX_FLAGS_LUA
     | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
 
-/// `EMQ.CLAIM <pending> <active> <config> <rate> <policy> [<events>] <lease> [COUNT n] [BLOCK ms]`.
+/// `EMQ.CLAIM <pending> <active> <config> <rate> <policy> [<events> [<headers>]] <lease> [COUNT n] [BLOCK ms]`.
 pub fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
     let claim = match Claim::parse(keys, args) {
         Ok(claim) => claim,

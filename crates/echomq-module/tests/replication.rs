@@ -45,7 +45,7 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
             "EMQ.EXTEND $q:job:JOB_4 $q:active JOB_4 1 90000",
             "EMQ.PROGRESS $q:job:JOB_4 $q:progress JOB_4 1 half",
             "EMQ.RELEASE $q:job:JOB_4 $q:active $q:pending $q:priority JOB_4 1",
-            "EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy $q:results 0",
+            "EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0",
             "EMQ.SCHEDULE $q:schedules $q:ticks s d 5000",
             "EMQ.FIRE $q:job:JOB_7 $q:pending $q:ticks JOB_7 seven s 5000 6000",
             "EMQ.SCHEDULE $q:schedules $q:ticks t d 5000",
@@ -162,6 +162,10 @@ fn each_command_reaches_replicas_as_one_multi_exec_of_plain_commands() {
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
     arrange(&mut conn, &q, &["EMQ.ACK $q:job:JOB_1 $q:active $q:done JOB_1 1"]);
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
-    arrange(&mut conn, &q, &["EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy $q:results 0"]);
+    arrange(
+        &mut conn,
+        &q,
+        &["EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0"],
+    );
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HDEL", "DEL", "EXEC"]);
 }

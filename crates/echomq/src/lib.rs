@@ -56,10 +56,10 @@ pub use executor::{
 };
 pub use id::JobId;
 pub use keyspace::Keyspace;
-pub use queue::{EnqueueOptions, Enqueued, Finished, Queue, RetryPolicy};
+pub use queue::{EnqueueOptions, Enqueued, Finished, Queue, RetryPolicy, TRACEPARENT};
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Claimed, Claims, Due, Failed, Held, Inspection, Reaped, Retention, Settings, StatsReply,
-    Unique,
+    Admission, Claimed, Claims, Due, Failed, Headers, Held, Inspection, Reaped, Retention, Settings,
+    StatsReply, Unique,
 };

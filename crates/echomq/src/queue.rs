@@ -23,6 +23,9 @@ pub struct Queue {
     via: Arc<dyn Executor>,
 }
 
+/// The header that carries a job's W3C trace context.
+pub const TRACEPARENT: &str = "traceparent";
+
 /// How to enqueue a job; the default is now, at priority 0, under a new id.
 #[derive(Clone, Debug, Default)]
 pub struct EnqueueOptions {
@@ -39,6 +42,9 @@ pub struct EnqueueOptions {
     /// Dedup: while another job holds this key, the enqueue changes nothing
     /// and answers that job's id (as a duplicate).
     pub unique: Option<Unique>,
+    /// Headers handed to the job's handler (`JobContext::headers`): trace
+    /// context, tenant, correlation id.
+    pub headers: Headers,
 }
 
 impl EnqueueOptions {
@@ -46,6 +52,20 @@ impl EnqueueOptions {
     pub fn id(mut self, id: JobId) -> Self {
         self.id = Some(id);
         self
+    }
+
+    /// Hand the job's handler this header (at most 8192 bytes of them all,
+    /// as JSON).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Join the job's trace to the producer's: the W3C `traceparent` of the
+    /// producer's span (`00-<trace id>-<span id>-<flags>`), which the
+    /// worker records on the job's span (`JobContext::traceparent`).
+    pub fn traceparent(self, traceparent: impl Into<String>) -> Self {
+        self.header(TRACEPARENT, traceparent)
     }
 
     /// Claim before (lower) or after (higher) jobs of priority 0.
@@ -234,6 +254,7 @@ impl Queue {
             due: options.due,
             policy: options.policy,
             unique: options.unique,
+            headers: options.headers,
         };
         Ok(match self.run(&call).await? {
             Admission::Enqueued => Enqueued { id: call.id, duplicate: false },
@@ -258,6 +279,7 @@ impl Queue {
                 due: Due::Now,
                 policy: None,
                 unique: None,
+                headers: Headers::new(),
             })
             .collect();
         let outcomes = execute_batch(&*self.via, &self.keys, &calls).await?;

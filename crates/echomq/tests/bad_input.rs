@@ -122,6 +122,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
                 due: Due::After(Duration::from_secs(60)),
                 policy: Some(echomq::Policy { attempts: Some(3), ..Default::default() }),
                 unique: Some(Unique { key: "u".into(), hold: Duration::from_secs(60), until_finished: true }),
+                headers: [("tenant".to_owned(), "acme".to_owned())].into(),
             }),
         ),
         (
@@ -261,7 +262,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 144, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 151, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -504,6 +505,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
                 key("progress"),
                 key("policy"),
                 key("results"),
+                key("headers"),
                 key("config"),
             ],
             vec![b"LIMIT", b"1001"],
@@ -614,6 +616,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
         due: Due::Now,
         policy: Some(policy(timeout)),
         unique: None,
+        headers: Default::default(),
     };
     let host = enqueue(0).args().unwrap_err();
     let enqueue_keys =

@@ -423,6 +423,8 @@ const SHAPES: [Shape; 23] = [
             ("UNIQUE_FOR", "60000"),
             ("UNIQUE_FOR", "0"),
             ("unique_done", "1"),
+            ("HEADERS", r#"{"a":"b"}"#),
+            ("headers", ""),
         ],
     },
     Shape {
@@ -545,7 +547,7 @@ fn raw_call() -> impl Strategy<Value = RawCall> {
     (
         0..SHAPES.len(),
         any::<bool>(),
-        prop::collection::vec(pick, 18),
+        prop::collection::vec(pick, 19),
         id,
         prop::collection::vec(arg, 5),
         sent,

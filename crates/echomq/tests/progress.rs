@@ -59,7 +59,13 @@ async fn progress_from_a_handler_is_seen_by_inspect_until_the_purge() {
         running.await.unwrap();
 
         // The lease is over: a report now is fenced and changes nothing.
-        let late = echomq::Claimed { id: id.clone(), token: 1, payload: vec![], policy: None };
+        let late = echomq::Claimed {
+            id: id.clone(),
+            token: 1,
+            payload: vec![],
+            policy: None,
+            headers: Default::default(),
+        };
         assert!(matches!(q.progress(&late, "late").await, Err(Error::Fence(_))));
         assert_eq!(seen(&q, &id).await.unwrap().1.as_deref(), Some(r#"{"done":2,"of":2}"#));
 

@@ -34,12 +34,12 @@ pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
 /// config that holds the log's length, too), and its commands.
 pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config \
+     ~emq:*:events ~emq:*:config ~emq:*:headers \
      resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem \
      +xadd";
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config resetchannels -@all +command|info +emq.enqueue";
+     ~emq:*:events ~emq:*:config ~emq:*:headers resetchannels -@all +command|info +emq.enqueue";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =

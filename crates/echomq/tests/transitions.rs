@@ -29,7 +29,15 @@ fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 fn enqueue(priority: i64, due: Due) -> Call {
-    Call::Enqueue(Enqueue { id: a(), payload: b"p".to_vec(), priority, due, policy: None, unique: None })
+    Call::Enqueue(Enqueue {
+        id: a(),
+        payload: b"p".to_vec(),
+        priority,
+        due,
+        policy: None,
+        unique: None,
+        headers: Default::default(),
+    })
 }
 fn unique(until_finished: bool) -> Call {
     let unique = Unique { key: "u".into(), hold: secs(60), until_finished };
@@ -40,6 +48,7 @@ fn unique(until_finished: bool) -> Call {
         due: Due::Now,
         policy: None,
         unique: Some(unique),
+        headers: Default::default(),
     })
 }
 fn defer(token: u64, pause_queue: bool) -> Call {
@@ -68,6 +77,26 @@ fn cases() -> Vec<Case> {
             call: enqueue(0, Due::Now),
             reply: "Ok(Enqueued)",
             after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+        },
+        Case {
+            name: "enqueue with headers keeps them beside the record",
+            given: &[],
+            call: Call::Enqueue(Enqueue {
+                id: a(),
+                payload: b"p".to_vec(),
+                priority: 0,
+                due: Due::Now,
+                policy: None,
+                unique: None,
+                headers: [("tenant".to_owned(), "acme".to_owned())].into(),
+            }),
+            reply: "Ok(Enqueued)",
+            after: &[
+                "events enqueued=$A,state:pending",
+                r#"headers $A={"tenant":"acme"}"#,
+                "job:$A attempts=0 payload=p state=pending",
+                "pending $A@0",
+            ],
         },
         Case {
             name: "enqueue of an existing id is a duplicate and changes nothing",
@@ -111,6 +140,7 @@ fn cases() -> Vec<Case> {
                     timeout: Some(5000),
                 }),
                 unique: None,
+                headers: Default::default(),
             }),
             reply: "Ok(Enqueued)",
             after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000"],
@@ -176,8 +206,24 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
             reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: Some(Policy { attempts: Some(2), \
-                    backoff: None, timeout: Some(5000) }) }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
+                    backoff: None, timeout: Some(5000) }), headers: {} }, Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
             after: &["active $A@now+30000 $B@now+30000", "events active=$A,attempt:1 active=$B,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active", "policy $A=ATTEMPTS~2~TIMEOUT~5000"],
+        },
+        Case {
+            name: "claim hands a job with headers its headers, after its policy or none",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "ZADD $q:pending 0 $A",
+                r#"HSET $q:headers $A {"tenant":"acme"}"#,
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {\"tenant\": \"acme\"} }])",
+            after: &[
+                "active $A@now+30000",
+                "events active=$A,attempt:1",
+                r#"headers $A={"tenant":"acme"}"#,
+                "job:$A attempts=1 payload=a state=active",
+            ],
         },
         Case {
             name: "claim takes the lowest priority first and mints token 1",
@@ -187,7 +233,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:pending 0 $A -1 $B",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None }])",
+            reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
             after: &["active $B@now+30000", "events active=$B,attempt:1", "job:$A attempts=0 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0"],
         },
         Case {
@@ -198,7 +244,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:pending 0 $B 0 $A",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 3, payload: [97], policy: None }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
+            reply: "Ok([Claimed { id: $A, token: 3, payload: [97], policy: None, headers: {} }, Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
             after: &["active $A@now+30000 $B@now+30000", "events active=$A,attempt:3 active=$B,attempt:1", "job:$A attempts=3 payload=a state=active", "job:$B attempts=1 payload=b state=active"],
         },
         Case {
@@ -236,7 +282,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:config concurrency 2",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Busy",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Busy",
             after: &["active $B@5 $A@now+30000", "config concurrency=2", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active"],
         },
         Case {
@@ -266,7 +312,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:config concurrency 3",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }])",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }])",
             after: &["active $A@now+30000", "config concurrency=3", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active"],
         },
         Case {
@@ -279,7 +325,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:rate 5 $B:9",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }, Claimed { id: $B, token: 1, payload: [98], policy: None }])",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }, Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
             after: &["active $A@now+30000 $B@now+30000", "config per=1000 rate=5", "events active=$A,attempt:1 active=$B,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active", "rate $A:1@now $B:1@now"],
         },
         Case {
@@ -309,7 +355,7 @@ fn cases() -> Vec<Case> {
                 "ZADD $q:rate 9999999999999 $B:7",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Wait",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Wait",
             after: &["active $A@now+30000", "config per=86400000 rate=2", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0", "rate $A:1@now $B:7@9999999999999"],
         },
         Case {
@@ -321,7 +367,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:config rate 5 per 1000 concurrency 1",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None }]) held Busy",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Busy",
             after: &["active $A@now+30000", "config concurrency=1 per=1000 rate=5", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0", "rate $A:1@now"],
         },
         // CONFIG
@@ -589,7 +635,7 @@ fn cases() -> Vec<Case> {
                 "HSET $q:config paused_until 5",
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [112], policy: None }])",
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [112], policy: None, headers: {} }])",
             after: &["active $A@now+30000", "config paused_until=5", "events active=$A,attempt:1", "job:$A attempts=1 payload=p state=active"],
         },
         Case {
@@ -916,7 +962,7 @@ fn cases() -> Vec<Case> {
             given: &["HSET $q:job:$A state dead attempts 3 payload p", "HSET $q:errors $A boom"],
             call: Call::Inspect(Inspect { id: a() }),
             reply: "Ok(Some(Inspection { record: Record { state: Dead, attempts: 3, payload: [112], \
-                    enqueued_at: None, updated_at: None }, error: Some(\"boom\"), progress: None, result: None, policy: None }))",
+                    enqueued_at: None, updated_at: None }, error: Some(\"boom\"), progress: None, result: None, policy: None, headers: {} }))",
             after: &["errors $A=boom", "job:$A attempts=3 payload=p state=dead"],
         },
         Case {
@@ -929,7 +975,7 @@ fn cases() -> Vec<Case> {
             call: Call::Inspect(Inspect { id: a() }),
             reply: "Ok(Some(Inspection { record: Record { state: Done, attempts: 1, payload: [112], \
                     enqueued_at: None, updated_at: None }, error: None, progress: None, result: Some([52, 50]), \
-                    policy: Some(Policy { attempts: Some(3), backoff: None, timeout: None }) }))",
+                    policy: Some(Policy { attempts: Some(3), backoff: None, timeout: None }), headers: {} }))",
             after: &["job:$A attempts=1 payload=p state=done", "policy $A=ATTEMPTS~3", "results $A=42"],
         },
         Case {
@@ -937,7 +983,7 @@ fn cases() -> Vec<Case> {
             given: &["HSET $q:job:$A state active attempts 1 payload p", "HSET $q:progress $A half"],
             call: Call::Inspect(Inspect { id: a() }),
             reply: "Ok(Some(Inspection { record: Record { state: Active, attempts: 1, payload: [112], \
-                    enqueued_at: None, updated_at: None }, error: None, progress: Some([104, 97, 108, 102]), result: None, policy: None }))",
+                    enqueued_at: None, updated_at: None }, error: None, progress: Some([104, 97, 108, 102]), result: None, policy: None, headers: {} }))",
             after: &["job:$A attempts=1 payload=p state=active", "progress $A=half"],
         },
         Case {
@@ -1144,6 +1190,40 @@ const REFUSALS: &[Refusal] = &[
         error: "EMQFENCE token does not hold the lease",
     },
     Refusal {
+        name: "enqueue with empty headers",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
+               $q:headers",
+        args: "$A p HEADERS",
+        error: "EMQARG HEADERS must be 1 to 8192 bytes",
+    },
+    Refusal {
+        name: "enqueue with headers and no headers key",
+        given: &[],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config",
+        args: "$A p HEADERS {}",
+        error: "EMQARG HEADERS needs all ten keys",
+    },
+    Refusal {
+        name: "enqueue with headers into a headers key that is a list",
+        given: &["RPUSH $q:headers x"],
+        call: Name::Enqueue,
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
+               $q:headers",
+        args: "$A p HEADERS {}",
+        error: "EMQTYPE $q:headers holds a list, not a hash",
+    },
+    Refusal {
+        name: "claim of a queue whose headers are a string",
+        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "SET $q:headers x"],
+        call: Name::Claim,
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers",
+        args: "30000",
+        error: "EMQTYPE $q:headers holds a string, not a hash",
+    },
+    Refusal {
         name: "ack with a result and no results key",
         given: ACTIVE_A,
         call: Name::Ack,
@@ -1339,7 +1419,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a missing argument",
         given: &[],
         call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
         args: "",
         error: "EMQARG age must be an integer in 0..=999999999999",
     },
@@ -1447,7 +1527,7 @@ const REFUSALS: &[Refusal] = &[
         name: "trim of an unfinished set",
         given: &[],
         call: Name::Trim,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:config",
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config",
         args: "",
         error: "EMQARG KEYS[1] must be emq:{<queue>}:done, dead or cancelled",
     },
@@ -1455,7 +1535,7 @@ const REFUSALS: &[Refusal] = &[
         name: "trim with a config that is a zset",
         given: &["ZADD $q:config 1 x"],
         call: Name::Trim,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:config",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config",
         args: "",
         error: "EMQTYPE $q:config holds a zset, not a hash",
     },
@@ -1471,7 +1551,7 @@ const REFUSALS: &[Refusal] = &[
         name: "drain of a finished set",
         given: &[],
         call: Name::Drain,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
         args: "",
         error: "EMQARG KEYS[1] must be emq:{<queue>}:pending, delayed or active",
     },
@@ -1479,7 +1559,7 @@ const REFUSALS: &[Refusal] = &[
         name: "drain with LIMIT 0",
         given: &[],
         call: Name::Drain,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results",
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
         args: "LIMIT 0",
         error: "EMQARG LIMIT must be an integer in 1..=1000",
     },
@@ -1487,7 +1567,7 @@ const REFUSALS: &[Refusal] = &[
         name: "drain of a job whose record is a list",
         given: &["ZADD $q:delayed 5 $A", "RPUSH $q:job:$A x"],
         call: Name::Drain,
-        keys: "$q:delayed $q:priority $q:errors $q:progress $q:policy $q:results",
+        keys: "$q:delayed $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
         args: "",
         error: "EMQTYPE $q:job:$A holds a list, not a hash",
     },
@@ -1497,7 +1577,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Obliterate,
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events",
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers",
         args: "FORCE 1",
         error: "EMQARG unknown option FORCE",
     },
@@ -1507,7 +1587,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Obliterate,
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events",
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers",
         args: "",
         error: "EMQTYPE $q:schedules holds a string, not a hash",
     },
@@ -1876,7 +1956,7 @@ const REFUSALS: &[Refusal] = &[
         name: "purge into a progress that is a set",
         given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A", "SADD $q:progress x"],
         call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results",
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
         args: "0",
         error: "EMQTYPE $q:progress holds a set, not a hash",
     },

@@ -45,6 +45,10 @@ pub struct Args {
     /// With --unique: the key also frees as soon as its job finishes.
     #[arg(long, requires = "unique")]
     unique_until_done: bool,
+    /// A header handed to the job's handler, `name=value` (again for more):
+    /// `--header tenant=acme --header traceparent=00-…`.
+    #[arg(long = "header", value_parser = header)]
+    headers: Vec<(String, String)>,
     /// The job's id, to make a retried enqueue idempotent (default: a new one).
     #[arg(long, conflicts_with = "jsonl")]
     id: Option<JobId>,
@@ -54,6 +58,14 @@ pub struct Args {
     /// enqueued, and the lines after the failed one were not tried.
     #[arg(long)]
     jsonl: bool,
+}
+
+/// `name=value`, the name not empty.
+fn header(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("{text:?}: a header is name=value")),
+    }
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
@@ -80,6 +92,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     }
     if let Some(limit) = args.timeout {
         options = options.timeout(limit);
+    }
+    for (name, value) in args.headers {
+        options = options.header(name, value);
     }
     if let (Some(key), Some(hold)) = (args.unique, args.unique_for) {
         options = options.unique(key, hold);

@@ -59,6 +59,9 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     if let Some(policy) = job.policy {
         println!("  policy    {}", String::from_utf8_lossy(&policy.text()));
     }
+    for (name, value) in &job.headers {
+        println!("  header    {name}: {value}");
+    }
     Ok(())
 }
 

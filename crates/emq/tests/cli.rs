@@ -310,13 +310,15 @@ fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
 
 /// `emq events` shows a job's whole life as JSON lines, in order; `emq result
 /// --wait` gets what `emq work --result` kept (the command's stdout), from
-/// another process, as soon as the job is done.
+/// another process, as soon as the job is done; `--header` goes with the job.
 #[test]
 fn emq_events_follows_a_job_and_emq_result_waits_for_its_result() {
     for (server, via) in servers() {
         let cli = Cli { url: server.url(), via, cluster: false };
         let q = unique_queue("events");
-        let id = cli.ok(&["enqueue", &q, "21"]).trim().to_owned();
+        let id = cli.ok(&["enqueue", &q, "21", "--header", "tenant=acme"]).trim().to_owned();
+        let bad = cli.fails(&["enqueue", &q, "21", "--header", "tenant"]);
+        assert!(bad.contains("a header is name=value"), "{via}: {bad}");
         let pending = cli.fails(&["result", &id, "--queue", &q]);
         assert!(pending.contains("is pending") && pending.contains("not finished"), "{via}: {pending}");
         let events = cli
@@ -359,6 +361,7 @@ fn emq_events_follows_a_job_and_emq_result_waits_for_its_result() {
         assert_eq!(cli.ok(&["result", &id, "--queue", &q]), "42\n", "{via}: a finished job's result at once");
         let inspected = cli.ok(&["inspect", &id]);
         assert!(inspected.contains("result    42 (3 bytes)"), "{via}: {inspected}");
+        assert!(inspected.contains("header    tenant: acme"), "{via}: {inspected}");
 
         let quiet = cli.ok(&["config", &q, "--events", "off"]);
         assert!(quiet.contains("events       off"), "{via}: {quiet}");

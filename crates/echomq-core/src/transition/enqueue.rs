@@ -1,9 +1,11 @@
 //! ENQUEUE: admit one job (see `enqueue-9.lua`).
 
-use super::events::{emit, trailing, Events};
+use super::events::{emit, Events};
 use super::{need, write_record};
 use crate::description::{Description, Effect, Role};
-use crate::limits::{AT_MS, DELAY_MS, FLAG, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS, UNIQUE_SWEEP};
+use crate::limits::{
+    AT_MS, DELAY_MS, FLAG, MAX_HEADERS, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS, UNIQUE_SWEEP,
+};
 use crate::parse::{count, integer, kind, lossy, queue_prefix, record_key};
 use crate::policy::{self, Policy};
 use crate::store::{KeyType, Store};
@@ -20,6 +22,7 @@ pub struct Enqueue<'a> {
     at: Option<u64>,
     policy: Option<Policy>,
     unique: Option<Unique<'a>>,
+    headers: Option<&'a [u8]>,
     prefix: &'a [u8],
 }
 
@@ -47,8 +50,9 @@ impl<'a> Enqueue<'a> {
             Role::UniqueUntil,
             Role::Events,
             Role::Config,
+            Role::Headers,
         ],
-        forms: &[2, 4, 5, 7, 9],
+        forms: &[2, 4, 5, 7, 9, 10],
         args: &["id", "payload"],
         options: &[
             "PRIORITY",
@@ -61,13 +65,14 @@ impl<'a> Enqueue<'a> {
             "UNIQUE",
             "UNIQUE_FOR",
             "UNIQUE_DONE",
+            "HEADERS",
         ],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
     /// KEYS: job, pending[, delayed, priority[, policy[, unique,
-    /// unique_until[, events, config]]]]. ARGV: id, payload, options.
+    /// unique_until[, events, config[, headers]]]]]. ARGV: id, payload, options.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
@@ -78,6 +83,7 @@ impl<'a> Enqueue<'a> {
         let (mut priority, mut delay, mut at) = (None, None, None);
         let mut found = [None; 4];
         let (mut unique, mut hold, mut until_finished) = (None, None, None);
+        let mut headers = None;
         let mut rest = &args[2..];
         while let Some((&name, tail)) = rest.split_first() {
             let value = tail.first().copied();
@@ -95,6 +101,10 @@ impl<'a> Enqueue<'a> {
                     _ => return Err(Refusal::arg(format!("UNIQUE must be 1 to {MAX_UNIQUE_KEY} bytes"))),
                 },
                 (b"UNIQUE_FOR", _) if hold.is_none() => hold = Some(count(value, "UNIQUE_FOR", UNIQUE_MS)?),
+                (b"HEADERS", _) if headers.is_none() => match value {
+                    Some(text) if !text.is_empty() && text.len() <= MAX_HEADERS => headers = Some(text),
+                    _ => return Err(Refusal::arg(format!("HEADERS must be 1 to {MAX_HEADERS} bytes"))),
+                },
                 (b"UNIQUE_DONE", _) if until_finished.is_none() => {
                     until_finished = Some(count(value, "UNIQUE_DONE", FLAG)? == 1)
                 }
@@ -102,7 +112,10 @@ impl<'a> Enqueue<'a> {
                     let (label, range) = &policy::OPTIONS[at];
                     found[at] = Some(count(value, label, range.clone())?);
                 }
-                (b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE", _)
+                (
+                    b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE" | b"HEADERS",
+                    _,
+                )
                 | (_, Some(_)) => {
                     return Err(Refusal::arg(format!("{} given twice", lossy(&upper))));
                 }
@@ -125,6 +138,9 @@ impl<'a> Enqueue<'a> {
             (None, _) => None,
         };
         let priority = priority.unwrap_or(0);
+        if headers.is_some() && keys.len() < 10 {
+            return Err(Refusal::arg("HEADERS needs all ten keys"));
+        }
         if unique.is_some() && keys.len() < 7 {
             return Err(Refusal::arg("UNIQUE needs all seven keys"));
         }
@@ -134,7 +150,7 @@ impl<'a> Enqueue<'a> {
         if (delay.is_some() || at.is_some() || priority != 0) && keys.len() < 4 {
             return Err(Refusal::arg("PRIORITY, DELAY and AT need all four keys"));
         }
-        Ok(Enqueue { keys, id, payload, priority, delay, at, policy, unique, prefix })
+        Ok(Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, prefix })
     }
 
     /// Write the record and put the id in pending, or in delayed when due later.
@@ -157,6 +173,9 @@ impl<'a> Enqueue<'a> {
         if self.policy.is_some() {
             need(store, self.keys[4], KeyType::Hash)?;
         }
+        if self.headers.is_some() {
+            need(store, self.keys[9], KeyType::Hash)?;
+        }
         if let Some(unique) = &self.unique {
             need(store, self.keys[5], KeyType::Hash)?;
             need(store, self.keys[6], KeyType::Zset)?;
@@ -164,7 +183,7 @@ impl<'a> Enqueue<'a> {
                 return Ok(Reply::Bulk(holder));
             }
         }
-        let events = Events::open(store, trailing(self.keys, 9))?;
+        let events = Events::open(store, self.keys.get(7..9).map(|keys| (keys[0], keys[1])))?;
 
         let state: &[u8] = if due.is_some() { b"delayed" } else { b"pending" };
         let enqueued_at = now.to_string();
@@ -180,6 +199,9 @@ impl<'a> Enqueue<'a> {
         }
         if let Some(policy) = &self.policy {
             store.hset(self.keys[4], &[(self.id, &policy.text())]);
+        }
+        if let Some(headers) = self.headers {
+            store.hset(self.keys[9], &[(self.id, headers)]);
         }
         if let Some(unique) = &self.unique {
             self.hold(store, unique, now);

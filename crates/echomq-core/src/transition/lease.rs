@@ -31,16 +31,24 @@ impl<'a> Claim<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "claim",
         command: "EMQ.CLAIM",
-        keys: &[Role::Pending, Role::Active, Role::Config, Role::Rate, Role::Policy, Role::Events],
-        forms: &[5, 6],
+        keys: &[
+            Role::Pending,
+            Role::Active,
+            Role::Config,
+            Role::Rate,
+            Role::Policy,
+            Role::Events,
+            Role::Headers,
+        ],
+        forms: &[5, 6, 7],
         args: &["lease"],
         options: &["COUNT", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, active, config, rate, policy[, events]. ARGV: lease,
-    /// then COUNT (and BLOCK, native only).
+    /// KEYS: pending, active, config, rate, policy[, events[, headers]].
+    /// ARGV: lease, then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
@@ -65,16 +73,13 @@ impl<'a> Claim<'a> {
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
         let gate = gate(store, config, active, rate, self.count)?;
-        // Only a queue with jobs of their own policy has the key: one lookup.
-        let policies = match store.key_type(policy) {
-            KeyType::None => None,
-            _ => {
-                need(store, policy, KeyType::Hash)?;
-                Some(policy)
-            }
-        };
+        // Only a queue with jobs of their own policy (or headers) has the
+        // key: one lookup each.
+        let policies = side_hash(store, Some(policy))?;
+        let headers = side_hash(store, self.keys.get(6).copied())?;
         let events = Events::open(store, self.keys.get(5).map(|events| (*events, config)))?;
-        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), policies, &events)?;
+        let sides = Sides { policies, headers };
+        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), sides, &events)?;
         spend(store, rate, &gate, &logged);
         if let Some(held) = gate.held {
             claimed.push(Reply::Int(held));
@@ -85,14 +90,15 @@ impl<'a> Claim<'a> {
     /// Claim up to `room` jobs from the head of pending: their replies, and
     /// each as the rate log names it, `<id>:<token>`. `now` is the gate's
     /// clock reading when it read one: the records' stamps and the rate log
-    /// then show the same moment. A job with a policy in `policies` gets it
-    /// as a fourth element.
+    /// then show the same moment. A job with a policy gets it as a fourth
+    /// element; one with headers gets them as a fifth (after its policy,
+    /// or nil).
     fn take<S: Store>(
         &self,
         store: &mut S,
         room: u64,
         now: Option<u64>,
-        policies: Option<&[u8]>,
+        sides: Sides<'_>,
         events: &Option<Events<'_>>,
     ) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
         let [pending, active] = [self.keys[0], self.keys[1]];
@@ -116,12 +122,38 @@ impl<'a> Claim<'a> {
             store.zadd(active, deadline, id);
             let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
             let mut job = vec![Reply::Bulk(id.clone()), Reply::count(token), payload];
-            job.extend(policies.and_then(|policies| store.hget(policies, id)).map(Reply::Bulk));
+            let policy = sides.policies.and_then(|policies| store.hget(policies, id));
+            let headers = sides.headers.and_then(|headers| store.hget(headers, id));
+            match (policy, headers) {
+                (policy, Some(headers)) => {
+                    job.extend([policy.map_or(Reply::Nil, Reply::Bulk), Reply::Bulk(headers)])
+                }
+                (Some(policy), None) => job.push(Reply::Bulk(policy)),
+                (None, None) => {}
+            }
             claimed.push(Reply::Array(job));
             emit(events, store, "active", id, &[(b"attempt", attempt.as_bytes())]);
             logged.push([id.as_slice(), b":", attempt.as_bytes()].concat());
         }
         Ok((claimed, logged))
+    }
+}
+
+/// The side hashes whose entries a claimed job carries, when the queue has them.
+#[derive(Clone, Copy)]
+struct Sides<'k> {
+    policies: Option<&'k [u8]>,
+    headers: Option<&'k [u8]>,
+}
+
+/// `key`, when the call passed it and it exists: it must be a hash.
+fn side_hash<'k, S: Store>(store: &mut S, key: Option<&'k [u8]>) -> Result<Option<&'k [u8]>, Refusal> {
+    match key.map(|key| (key, store.key_type(key))) {
+        None | Some((_, KeyType::None)) => Ok(None),
+        Some((key, _)) => {
+            need(store, key, KeyType::Hash)?;
+            Ok(Some(key))
+        }
     }
 }
 

@@ -18,15 +18,15 @@ impl<'a> Inspect<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "inspect",
         command: "EMQ.INSPECT",
-        keys: &[Role::Job, Role::Errors, Role::Progress, Role::Results, Role::Policy],
-        forms: &[3, 5],
+        keys: &[Role::Job, Role::Errors, Role::Progress, Role::Results, Role::Policy, Role::Headers],
+        forms: &[3, 5, 6],
         args: &["id"],
         options: &[],
         effect: Effect::Reads,
         wakes_claims: false,
     };
 
-    /// KEYS: job, errors, progress[, results, policy]. ARGV: id.
+    /// KEYS: job, errors, progress[, results, policy[, headers]]. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Inspect<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
@@ -35,7 +35,8 @@ impl<'a> Inspect<'a> {
     }
 
     /// [the record as a flat field/value array, then the id's entry in each
-    /// other key or nil: its last error, last progress, result, own policy].
+    /// other key or nil: its last error, last progress, result, own policy,
+    /// headers].
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         for key in self.keys {
             need(store, key, KeyType::Hash)?;

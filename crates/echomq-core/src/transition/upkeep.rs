@@ -165,21 +165,30 @@ impl<'a> Purge<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "purge",
         command: "EMQ.PURGE",
-        keys: &[Role::Finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Results],
-        forms: &[6],
+        keys: &[
+            Role::Finished,
+            Role::Priority,
+            Role::Errors,
+            Role::Progress,
+            Role::Policy,
+            Role::Results,
+            Role::Headers,
+        ],
+        forms: &[7],
         args: &["age"],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: done, dead or cancelled; priority; errors; progress; policy; results. ARGV: age, LIMIT.
+    /// KEYS: done, dead or cancelled; priority; errors; progress; policy;
+    /// results; headers. ARGV: age, LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let sets = [(b"done".as_slice(), Role::Done), (b"dead", Role::Dead), (b"cancelled", Role::Cancelled)];
         let finished = named_set(keys, &sets, "done, dead or cancelled")?;
         // KEYS[1] is the finished set it names, the other roles as described.
-        let roles = [finished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Results];
-        debug_assert_eq!(roles[1..], Self::DESCRIPTION.keys[1..]);
+        let mut roles = Self::DESCRIPTION.keys.to_vec();
+        roles[0] = finished;
         let prefix = queue_prefix(keys, &roles, b"")?;
         let age = count(args.first().copied(), "age", AGE_MS)?;
         let limit = limit(args.get(1..).unwrap_or_default())?;
@@ -221,9 +230,10 @@ impl<'a> Trim<'a> {
             Role::Progress,
             Role::Policy,
             Role::Results,
+            Role::Headers,
             Role::Config,
         ],
-        forms: &[7],
+        forms: &[8],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Frees,
@@ -231,7 +241,7 @@ impl<'a> Trim<'a> {
     };
 
     /// KEYS: done, dead or cancelled; priority; errors; progress; policy;
-    /// results; config. ARGV: LIMIT.
+    /// results; headers; config. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Trim<'a>, Refusal> {
         let sets = [(b"done".as_slice(), Role::Done), (b"dead", Role::Dead), (b"cancelled", Role::Cancelled)];
         let state = named_set(keys, &sets, "done, dead or cancelled")?;
@@ -246,7 +256,7 @@ impl<'a> Trim<'a> {
     /// that are past the queue's age for it, or beyond its count (each 0:
     /// no bound; unset: the defaults).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let (set, sides, config) = (self.keys[0], side_hashes(&self.keys[1..]), self.keys[6]);
+        let (set, sides, config) = (self.keys[0], side_hashes(&self.keys[1..]), self.keys[SIDES + 1]);
         need(store, set, KeyType::Zset)?;
         for hash in sides.iter().chain([&config]) {
             need(store, hash, KeyType::Hash)?;
@@ -271,8 +281,8 @@ impl<'a> Trim<'a> {
 }
 
 /// The side hashes a deleted job has entries in, in KEYS order: priority,
-/// errors, progress, policy, results (PROTOCOL.md §2).
-const SIDES: usize = 5;
+/// errors, progress, policy, results, headers (PROTOCOL.md §2).
+const SIDES: usize = 6;
 
 /// The side hashes, the first [`SIDES`] of `keys`.
 fn side_hashes<'k>(keys: &[&'k [u8]]) -> [&'k [u8]; SIDES] {
@@ -340,15 +350,24 @@ impl<'a> Drain<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "drain",
         command: "EMQ.DRAIN",
-        keys: &[Role::Unfinished, Role::Priority, Role::Errors, Role::Progress, Role::Policy, Role::Results],
-        forms: &[6],
+        keys: &[
+            Role::Unfinished,
+            Role::Priority,
+            Role::Errors,
+            Role::Progress,
+            Role::Policy,
+            Role::Results,
+            Role::Headers,
+        ],
+        forms: &[7],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, delayed or active; priority; errors; progress; policy; results. ARGV: LIMIT.
+    /// KEYS: pending, delayed or active; priority; errors; progress; policy;
+    /// results; headers. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Drain<'a>, Refusal> {
         let sets =
             [(b"pending".as_slice(), Role::Pending), (b"delayed", Role::Delayed), (b"active", Role::Active)];
@@ -403,8 +422,9 @@ impl<'a> Obliterate<'a> {
             Role::UniqueUntil,
             Role::Results,
             Role::Events,
+            Role::Headers,
         ],
-        forms: &[18],
+        forms: &[19],
         args: &[],
         options: &[],
         effect: Effect::Frees,

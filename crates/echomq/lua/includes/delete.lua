@@ -1,6 +1,6 @@
 --[[ Deleting jobs, shared by PURGE, TRIM and DRAIN: KEYS[1] is the set the
-ids are in, KEYS[2..6] the side hashes (priority, errors, progress, policy,
-results). The
+ids are in, KEYS[2..7] the side hashes (priority, errors, progress, policy,
+results, headers). The
 order of writes is the core's `delete_jobs`
 (crates/echomq-core/src/transition/upkeep.rs).
 ]]
@@ -16,9 +16,9 @@ local function named_set(names, must)
   return nil, emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:' .. must)
 end
 
--- The side hashes, KEYS[2..6], by name: the keys after KEYS[1] that
+-- The side hashes, KEYS[2..7], by name: the keys after KEYS[1] that
 -- queue_prefix checks.
-local SIDES = {'priority', 'errors', 'progress', 'policy', 'results'}
+local SIDES = {'priority', 'errors', 'progress', 'policy', 'results', 'headers'}
 
 -- The names queue_prefix checks: KEYS[1]'s (`set`), the side hashes', then `more`.
 local function deleting_keys(set, more)

@@ -50,6 +50,7 @@ fn limits() -> Vec<(&'static str, String)> {
         size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
         size("MAX_PROGRESS", MAX_PROGRESS),
         size("MAX_RESULT", MAX_RESULT),
+        size("MAX_HEADERS", MAX_HEADERS),
         size("MAX_EVENT_ERROR", MAX_EVENT_ERROR),
         size("EVENTS_KEEP", EVENTS_KEEP as usize),
         unsigned("EVENTS", &EVENTS),

@@ -38,6 +38,32 @@ pub struct Enqueue {
     pub policy: Option<Policy>,
     /// Dedup by a key of the producer's choosing.
     pub unique: Option<Unique>,
+    /// A small string map beside the record (trace context, tenant,
+    /// correlation id), handed to the job's handler; empty: none.
+    pub headers: Headers,
+}
+
+/// A job's headers: names to values, kept as a JSON object of strings in
+/// `emq:{q}:headers` (PROTOCOL.md §7.6), at most
+/// [`MAX_HEADERS`](limits::MAX_HEADERS) bytes so encoded.
+pub type Headers = std::collections::BTreeMap<String, String>;
+
+/// `headers` as they travel: a JSON object of strings, checked against the limit.
+pub(crate) fn encode_headers(headers: &Headers) -> Result<Vec<u8>> {
+    let encoded = serde_json::to_vec(headers)?;
+    if encoded.len() > limits::MAX_HEADERS {
+        return Err(Error::Argument(format!("HEADERS must be 1 to {} bytes", limits::MAX_HEADERS)));
+    }
+    Ok(encoded)
+}
+
+/// Headers as stored; text that is not a JSON object of strings (another
+/// speaker's mistake) reads as none, with a warning.
+pub(crate) fn decode_headers(encoded: &[u8]) -> Headers {
+    serde_json::from_slice(encoded).unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "a job's headers are not a JSON object of strings; read as none");
+        Headers::new()
+    })
 }
 
 /// A dedup key: while a job holds it, an enqueue with the same key changes
@@ -106,6 +132,9 @@ impl Transition for Enqueue {
             if unique.until_finished {
                 args.extend([b"UNIQUE_DONE".to_vec(), b"1".to_vec()]);
             }
+        }
+        if !self.headers.is_empty() {
+            args.extend([b"HEADERS".to_vec(), encode_headers(&self.headers)?]);
         }
         Ok(args)
     }

@@ -34,6 +34,8 @@ pub struct Claimed {
     /// The job's own policy, when its producer gave it one: the worker
     /// enforces its timeout; FAIL and REAP apply the rest on the server.
     pub policy: Option<Policy>,
+    /// The job's headers, as its producer set them (empty: none).
+    pub headers: super::Headers,
 }
 
 /// What a CLAIM got: its jobs, and what held it back, if anything.
@@ -97,12 +99,12 @@ impl Transition for Claim {
 
 fn claimed(entry: Value) -> Result<Claimed> {
     let entry = array_reply("CLAIM entry", entry)?;
-    if !(3..=4).contains(&entry.len()) {
+    if !(3..=5).contains(&entry.len()) {
         return Err(Error::Reply(format!("CLAIM entry: got {entry:?}")));
     }
     let mut entry = entry.into_iter();
     let mut next = || entry.next().unwrap_or(Value::Nil);
-    let (id, token, payload, policy) = (next(), next(), next(), next());
+    let (id, token, payload, policy, headers) = (next(), next(), next(), next(), next());
     Ok(Claimed {
         id: JobId::try_from(bytes_reply("CLAIM id", id)?.as_slice())?,
         token: count_reply("CLAIM token", token)?,
@@ -110,6 +112,10 @@ fn claimed(entry: Value) -> Result<Claimed> {
         policy: match policy {
             Value::Nil => None,
             text => Some(Policy::read(&bytes_reply("CLAIM policy", text)?)),
+        },
+        headers: match headers {
+            Value::Nil => super::Headers::new(),
+            text => super::decode_headers(&bytes_reply("CLAIM headers", text)?),
         },
     })
 }

@@ -28,6 +28,8 @@ pub struct Inspection {
     pub result: Option<Vec<u8>>,
     /// Its own policy (attempts, back-off, timeout), if it was enqueued with one.
     pub policy: Option<echomq_core::Policy>,
+    /// Its headers, as its producer set them (empty: none).
+    pub headers: super::Headers,
 }
 
 impl Transition for Inspect {
@@ -46,7 +48,9 @@ impl Transition for Inspect {
     fn parse(reply: Value) -> Result<Option<Inspection>> {
         let mut parts = array_reply("INSPECT", reply)?.into_iter();
         let mut next = || parts.next().filter(|part| *part != Value::Nil);
-        let (Some(fields), error, progress, result, policy) = (next(), next(), next(), next(), next()) else {
+        let (Some(fields), error, progress, result, policy, headers) =
+            (next(), next(), next(), next(), next(), next())
+        else {
             return Err(Error::Reply("INSPECT: got an empty array".into()));
         };
         let fields = array_reply("INSPECT record", fields)?
@@ -68,7 +72,9 @@ impl Transition for Inspect {
         let progress = bytes("INSPECT progress", progress)?;
         let result = bytes("INSPECT result", result)?;
         let policy = bytes("INSPECT policy", policy)?.map(|text| echomq_core::Policy::read(&text));
-        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress, result, policy }))
+        let headers = bytes("INSPECT headers", headers)?
+            .map_or_else(super::Headers::new, |text| super::decode_headers(&text));
+        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress, result, policy, headers }))
     }
 }
 

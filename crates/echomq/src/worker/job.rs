@@ -18,7 +18,8 @@ use self::lease::{persist, Lease, Route};
 use super::acker::Acker;
 use super::Shared;
 use crate::id::JobId;
-use crate::queue::Queue;
+use crate::queue::{Queue, TRACEPARENT};
+use crate::transition::Headers;
 use crate::transition::{Claimed, Failed};
 use crate::Error;
 
@@ -60,6 +61,8 @@ pub struct JobContext {
     pub payload: Vec<u8>,
     /// The queue's name.
     pub queue: String,
+    /// The headers its producer set (`EnqueueOptions::header`); empty: none.
+    pub headers: Headers,
     cancel: CancellationToken,
     holder: Holder,
 }
@@ -79,6 +82,13 @@ impl std::fmt::Debug for Holder {
 }
 
 impl JobContext {
+    /// The producer's W3C trace context (`traceparent` header), when it set
+    /// a well-formed one: the job's span records it, so that a tracing
+    /// layer (OpenTelemetry's) can join the job's trace to its producer's.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.headers.get(TRACEPARENT).map(String::as_str).filter(|value| well_formed_traceparent(value))
+    }
+
     /// The payload read as JSON into `T`: typed jobs.
     pub fn json<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
         serde_json::from_slice(&self.payload)
@@ -105,6 +115,18 @@ impl JobContext {
     }
 }
 
+/// A W3C `traceparent` of version 00: `00-<32 hex>-<16 hex>-<2 hex>`, lower
+/// case, with neither id all zeros.
+fn well_formed_traceparent(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |part: &str, len: usize| {
+        part.len() == len && part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    matches!(parts[..], [version, trace, span, flags]
+        if version == "00" && hex(trace, 32) && hex(span, 16) && hex(flags, 2)
+            && trace.bytes().any(|b| b != b'0') && span.bytes().any(|b| b != b'0'))
+}
+
 mod lease;
 
 /// How a job's run ended: its handler finished (or panicked), its lease was
@@ -124,7 +146,20 @@ pub(super) async fn run(
     job: Claimed,
     _slot: OwnedSemaphorePermit,
 ) {
-    let span = tracing::info_span!("emq.job", queue = queue.name(), id = %job.id, attempt = job.token);
+    let span = tracing::info_span!(
+        "emq.job",
+        queue = queue.name(),
+        id = %job.id,
+        attempt = job.token,
+        traceparent = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+    );
+    // The producer's trace context, when it sent one: a layer that reads
+    // these fields (OpenTelemetry's) joins the job to its producer's trace.
+    if let Some(traceparent) = job.headers.get(TRACEPARENT).filter(|value| well_formed_traceparent(value)) {
+        span.record("traceparent", traceparent.as_str());
+        span.record("trace_id", &traceparent[3..35]);
+    }
     run_traced(queue, acker, shared, job).instrument(span).await
 }
 
@@ -136,6 +171,7 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
         attempt: job.token,
         payload: job.payload.clone(),
         queue: queue.name().to_owned(),
+        headers: job.headers.clone(),
         cancel: cancel.clone(),
         holder: Holder { queue: queue.clone(), job: job.clone() },
     };
@@ -145,7 +181,8 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     // A task of its own, not a future polled here: a handler that computes or
     // blocks for long must not starve its own heartbeat. (Polling it inline
     // was measured ~10% faster on no-op jobs, and rejected for that reason.)
-    let mut handler = tokio::spawn(shared.handler.handle(context));
+    // In the job's span, so that what the handler logs is the job's.
+    let mut handler = tokio::spawn(shared.handler.handle(context).in_current_span());
     // The job's own timeout, else the worker's: how long this attempt may run.
     let timeout = job.policy.and_then(|policy| policy.timeout).map(Duration::from_millis).or(options.timeout);
     let timed_out = async {
@@ -294,4 +331,26 @@ fn truncate(mut text: String) -> String {
         text.truncate(end);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::well_formed_traceparent;
+
+    #[test]
+    fn only_a_well_formed_traceparent_is_taken() {
+        assert!(well_formed_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        ] {
+            assert!(!well_formed_traceparent(bad), "{bad}");
+        }
+    }
 }

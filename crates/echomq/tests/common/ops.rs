@@ -183,6 +183,7 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         token: token_for(tokens, slot, stale),
         payload: vec![],
         policy: None,
+        headers: Default::default(),
     };
     match *op {
         Op::Enqueue { slot, priority, delay, attempts, unique } => {

@@ -210,7 +210,13 @@ mod tests {
     /// A job this queue never had: its heartbeat finds the lease gone at the
     /// first beat, so the lease's end stays where the claim put it.
     fn unknown_job() -> Claimed {
-        Claimed { id: JobId::mint(), token: 1, payload: Vec::new(), policy: None }
+        Claimed {
+            id: JobId::mint(),
+            token: 1,
+            payload: Vec::new(),
+            policy: None,
+            headers: Default::default(),
+        }
     }
 
     /// The server comes back 0.3 s before a 1 s lease ends, later than the

@@ -1,13 +1,14 @@
 --[[ INSPECT: read one job's record, its last error, its last progress, its
-result and its own policy. Writes nothing.
+result, its own policy and its headers. Writes nothing.
 
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:errors     (hash)
 KEYS[3]  emq:{q}:progress   (hash)
 KEYS[4]  emq:{q}:results    (hash) optional, with KEYS[5]
 KEYS[5]  emq:{q}:policy     (hash) optional, with KEYS[4]
+KEYS[6]  emq:{q}:headers    (hash) optional, after KEYS[4] and KEYS[5]
 ARGV[1]  id: the job id
-Reply    [record, error, progress, result, policy]: the record as a flat
+Reply    [record, error, progress, result, policy, headers]: the record as a flat
          field/value array (empty when there is no such job), then the id's
          entry in each of KEYS[2..] or nil; three elements with three keys.
 Errors   EMQKIND, EMQARG, EMQTYPE
@@ -17,9 +18,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-local names = {'job', 'errors', 'progress', 'results', 'policy'}
-if #KEYS == 3 then names[4], names[5] = nil, nil end
-_, err = queue_prefix(names, id)
+_, err = queue_prefix(key_form({'job', 'errors', 'progress', 'results', 'policy', 'headers'}, {3, 5, 6}), id)
 if err then return err end
 err = no_options_error(2)
 if err then return err end

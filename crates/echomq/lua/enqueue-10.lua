@@ -9,6 +9,7 @@ KEYS[6]  emq:{q}:unique     dedup key -> <0|1>:<id>   only needed with UNIQUE
 KEYS[7]  emq:{q}:unique_until  dedup keys by the server ms their hold ends (zset)
 KEYS[8]  emq:{q}:events     the event log (stream)    optional, with KEYS[9]:
 KEYS[9]  emq:{q}:config     its length (hash)         an `enqueued` event
+KEYS[10] emq:{q}:headers    job headers (hash)        only needed with HEADERS
          Two keys (the seed's call) are enough for a job with no options;
          four for PRIORITY, DELAY and AT; five for a policy; seven for UNIQUE.
 ARGV[1]  id: the job id (JOB_<ulid>)
@@ -29,6 +30,8 @@ ARGV[3..] options, each a name and a value:
                               the holder's id
          UNIQUE_FOR <ms>      1..=999999999999: how long the new job holds it
          UNIQUE_DONE <0|1>    1: the key also frees when its job finishes
+         HEADERS <bytes>      1 to 8192 bytes: the job's headers, kept in KEYS[10]
+                              (hosts write a JSON object of strings)
 Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed),
          or the id of the job that holds the UNIQUE key (nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
@@ -42,9 +45,10 @@ local err = kind_error(id)
 if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: two, or
 -- four or five when an option needs them.
-local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config'}
+local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config',
+  'headers'}
 local prefix
-prefix, err = queue_prefix(key_form(names, {2, 4, 5, 7, 9}), id)
+prefix, err = queue_prefix(key_form(names, {2, 4, 5, 7, 9, 10}), id)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')
@@ -60,6 +64,7 @@ if #ARGV > 2 then
     ATTEMPTS = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX}, BACKOFF = {DELAY_MS_MIN, DELAY_MS_MAX},
     BACKOFF_EXP = {DELAY_MS_MIN, DELAY_MS_MAX}, TIMEOUT = {TIMEOUT_MS_MIN, TIMEOUT_MS_MAX},
     UNIQUE = {bytes = MAX_UNIQUE_KEY}, UNIQUE_FOR = {UNIQUE_MS_MIN, UNIQUE_MS_MAX}, UNIQUE_DONE = {FLAG_MIN, FLAG_MAX},
+    HEADERS = {bytes = MAX_HEADERS},
   }
   opts, err = options(3, spec)
   if err then return err end
@@ -83,6 +88,10 @@ if unique and not opts.UNIQUE_FOR then
 end
 if not unique and (opts.UNIQUE_FOR or opts.UNIQUE_DONE) then
   return emq_error('EMQARG', 'UNIQUE_FOR and UNIQUE_DONE need UNIQUE')
+end
+local headers = opts.HEADERS
+if headers and #KEYS < 10 then
+  return emq_error('EMQARG', 'HEADERS needs all ten keys')
 end
 if unique and #KEYS < 7 then
   return emq_error('EMQARG', 'UNIQUE needs all seven keys')
@@ -116,6 +125,7 @@ err = type_error(KEYS[2], 'zset')
   or (due and type_error(KEYS[3], 'zset'))
   or (priority ~= 0 and type_error(KEYS[4], 'hash'))
   or (policy and type_error(KEYS[5], 'hash'))
+  or (headers and type_error(KEYS[10], 'hash'))
   or (unique and (type_error(KEYS[6], 'hash') or type_error(KEYS[7], 'zset')))
   or nil
 if err then return err end
@@ -155,6 +165,9 @@ if priority ~= 0 then
 end
 if policy then
   redis.call('HSET', KEYS[5], id, policy)
+end
+if headers then
+  redis.call('HSET', KEYS[10], id, headers)
 end
 if unique then
   -- Forget up to UNIQUE_SWEEP keys whose hold has ended (bounded work), then hold this one.

@@ -1,7 +1,7 @@
 --[[ TRIM: bounded retention, run by every worker as upkeep. Deletes the
 oldest finished jobs of one state that are past the queue's age for it, or
 beyond its count, as PURGE deletes them: records, set entries, and their
-priority, error, progress, policy and result entries.
+priority, error, progress, policy, result and header entries.
 
 KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to trim
 KEYS[2]  emq:{q}:priority   (hash)
@@ -9,7 +9,8 @@ KEYS[3]  emq:{q}:errors     (hash)
 KEYS[4]  emq:{q}:progress   (hash)
 KEYS[5]  emq:{q}:policy     (hash)
 KEYS[6]  emq:{q}:results    (hash)
-KEYS[7]  emq:{q}:config     (hash) <state>_age and <state>_count, each 0 for
+KEYS[7]  emq:{q}:headers    (hash)
+KEYS[8]  emq:{q}:config     (hash) <state>_age and <state>_count, each 0 for
                             no bound; unset: done a day and 10000, dead 30
                             days and 100000, cancelled a day and 10000
 ARGV[1..] options:
@@ -29,10 +30,10 @@ if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = deleting_types_error() or type_error(KEYS[7], 'hash')
+err = deleting_types_error() or type_error(KEYS[8], 'hash')
 if err then return err end
 
-local kept = retention(KEYS[7], state)
+local kept = retention(KEYS[8], state)
 local limit = opts.LIMIT or SWEEP_LIMIT_MAX
 -- The set is in finish order, so each bound cuts a prefix of it: the longer goes.
 local past_age, past_count = 0, 0

@@ -20,18 +20,20 @@ KEYS[15] emq:{q}:unique     (hash)
 KEYS[16] emq:{q}:unique_until (zset)
 KEYS[17] emq:{q}:results    (hash)
 KEYS[18] emq:{q}:events     (stream)
-Reply    how many of KEYS[7..18] existed and were deleted
+KEYS[19] emq:{q}:headers    (hash)
+Reply    how many of KEYS[7..19] existed and were deleted
 Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
 ]]
 --@include common
 
 local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority', 'errors',
-  'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results', 'events'})
+  'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results', 'events',
+  'headers'})
 if err then return err end
 err = no_options_error(1)
 if err then return err end
 local types = {'zset', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'hash', 'hash', 'zset',
-  'hash', 'zset', 'hash', 'zset', 'hash', 'stream'}
+  'hash', 'zset', 'hash', 'zset', 'hash', 'stream', 'hash'}
 for i, want in ipairs(types) do
   err = type_error(KEYS[i], want)
   if err then return err end
@@ -44,7 +46,7 @@ if jobs > 0 then
   return emq_error('EMQSTATE', 'the queue still holds ' .. jobs .. ' jobs')
 end
 local deleted = 0
-for i = 7, 18 do
+for i = 7, 19 do
   if redis.call('EXISTS', KEYS[i]) == 1 then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1

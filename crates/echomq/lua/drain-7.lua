@@ -1,6 +1,6 @@
 --[[ DRAIN: delete unfinished jobs (pending, delayed or active), head first,
-with their set entries and their priority, error, progress, policy and
-result entries: an operator emptying a queue. A drained active job's holder is
+with their set entries and their priority, error, progress, policy, result
+and header entries: an operator emptying a queue. A drained active job's holder is
 fenced (its record is gone: EMQNOJOB).
 
 KEYS[1]  emq:{q}:pending|delayed|active (zset) the set to drain
@@ -9,6 +9,7 @@ KEYS[3]  emq:{q}:errors     (hash)
 KEYS[4]  emq:{q}:progress   (hash)
 KEYS[5]  emq:{q}:policy     (hash)
 KEYS[6]  emq:{q}:results    (hash)
+KEYS[7]  emq:{q}:headers    (hash)
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each drained id (same hashtag)

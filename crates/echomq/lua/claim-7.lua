@@ -8,6 +8,7 @@ KEYS[4]  emq:{q}:rate       (zset) the claim log of a rate-limited queue:
 KEYS[5]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
 KEYS[6]  emq:{q}:events     (stream) optional: the event log (includes/events),
                             an `active` event per claimed job
+KEYS[7]  emq:{q}:headers    (hash) optional, after KEYS[6]: id -> the job's headers
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
@@ -16,7 +17,9 @@ Derived  emq:{q}:job:<id>   the record of each popped id: the prefix of KEYS[1]
                             with job:<id>, so the same hashtag and slot.
 Reply    an array of claimed jobs in pending order (priority, then id), each
          [id, token, payload], or [id, token, payload, policy] for a job
-         with a policy of its own (its text, as ENQUEUE stored it); empty when
+         with a policy of its own (its text, as ENQUEUE stored it), or
+         [id, token, payload, policy or nil, headers] for a job with headers
+         (with KEYS[7]); empty when
          pending is empty. The token is the record's new attempts: each claim
          mints the next one.
          An id in pending whose record is missing is dropped, not claimed.
@@ -33,7 +36,8 @@ Errors   EMQARG, EMQTYPE
 --@include gate
 --@include events
 
-local prefix, err = queue_prefix(key_form({'pending', 'active', 'config', 'rate', 'policy', 'events'}, {5, 6}))
+local names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'headers'}
+local prefix, err = queue_prefix(key_form(names, {5, 6, 7}))
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
@@ -47,11 +51,20 @@ if err then return err end
 local room, held, log
 room, held, log, err = gate(KEYS[3], KEYS[2], KEYS[4], opts.COUNT or 1)
 if err then return err end
--- Only a queue with jobs of their own policy has the key: one lookup.
-local policies = redis.call('TYPE', KEYS[5])['ok']
-if policies ~= 'none' and policies ~= 'hash' then
-  return emq_error('EMQTYPE', KEYS[5] .. ' holds a ' .. policies .. ', not a hash')
+-- Only a queue with jobs of their own policy (or headers) has the key: one lookup each.
+local function side_hash(key)
+  if not key then return false end
+  local found = redis.call('TYPE', key)['ok']
+  if found ~= 'none' and found ~= 'hash' then
+    return nil, emq_error('EMQTYPE', key .. ' holds a ' .. found .. ', not a hash')
+  end
+  return found == 'hash'
 end
+local policies, headers
+policies, err = side_hash(KEYS[5])
+if err then return err end
+headers, err = side_hash(KEYS[7])
+if err then return err end
 local keep
 keep, err = events_keep(KEYS[6], KEYS[3])
 if err then return err end
@@ -75,8 +88,13 @@ for i, id in ipairs(ids) do
     redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
     redis.call('ZADD', KEYS[2], deadline, id)
     local job = {id, token, payload}
-    if policies == 'hash' then
-      job[4] = redis.call('HGET', KEYS[5], id) or nil
+    local policy = policies and redis.call('HGET', KEYS[5], id)
+    local held = headers and redis.call('HGET', KEYS[7], id)
+    if held then
+      -- false stands for a nil policy: a Lua array ends at its first nil.
+      job[4], job[5] = policy or false, held
+    elseif policy then
+      job[4] = policy
     end
     claimed[#claimed + 1] = job
     emit(KEYS[6], keep, 'active', id, 'attempt', token)

@@ -1,6 +1,6 @@
 --[[ PURGE: delete finished jobs (done, dead or cancelled) older than an age:
-their records, their set entries, and their priority, error, progress, policy
-and result entries.
+their records, their set entries, and their priority, error, progress, policy,
+result and header entries.
 
 KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to purge
 KEYS[2]  emq:{q}:priority   (hash)
@@ -8,6 +8,7 @@ KEYS[3]  emq:{q}:errors     (hash)
 KEYS[4]  emq:{q}:progress   (hash)
 KEYS[5]  emq:{q}:policy     (hash)
 KEYS[6]  emq:{q}:results    (hash)
+KEYS[7]  emq:{q}:headers    (hash)
 ARGV[1]  age, ms, 0..=999999999999: jobs that finished at least this long ago
 ARGV[2..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
