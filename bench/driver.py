@@ -24,6 +24,9 @@ QUIET_BUSY, QUIET_WAIT = float(env.get("QUIET_BUSY", "0.3")), float(env["QUIET_W
 COMPARE = "target/release/echomq-compare"
 
 SYSTEMS = ["echomq-lua", "echomq-native", "echomq-embedded", "bullmq"]
+# The event log's cost: the same rows with each queue's log off (CONFIG EVENTS 0).
+NO_EVENTS = ["echomq-lua-noevents", "echomq-native-noevents"]
+NO_EVENTS_WORKLOADS = {"add-bulk", "process-c1", "process-c100", "end-to-end"}
 # Throughput workloads, in the table's order; the ceiling right after add-bulk.
 WORKLOADS = ["add-50", "add-bulk", "hset-zadd", "seed-lua", "add-bulk-1kb",
              "process-c1", "process-c10", "process-c100", "process-c100-1kb",
@@ -61,6 +64,8 @@ def command(system, workload, target, jobs=JOBS, extra=()):
     via = "raw" if system == "ceiling" else system.removeprefix("echomq-")
     names = ["--rate", "--seconds", "--concurrency"]
     flags = [x for pair in zip(names, extra) for x in (pair[0], str(pair[1]))]
+    if via.endswith("-noevents"):
+        via, flags = via.removesuffix("-noevents"), [*flags, "--no-events"]
     return [COMPARE, "--url", target, "--via", via, "--workload", workload, "--jobs", str(jobs),
             "--payload", str(PAYLOAD), *flags]
 
@@ -96,6 +101,8 @@ def throughput_rounds():
                 base, target = workload.removesuffix("-aof"), aof_url
             systems = ["ceiling"] if workload in CEILING else [
                 s for s in SYSTEMS if not (s == "echomq-embedded" and workload.endswith("-aof"))]
+            if workload in NO_EVENTS_WORKLOADS:
+                systems += NO_EVENTS
             shift = round_ % len(systems)
             for system in systems[shift:] + systems[:shift]:
                 measure(system, base, round_, target=target, suffix=workload[len(base):])

@@ -6,7 +6,10 @@ import json
 import sys
 
 SYSTEMS = ["echomq-lua", "echomq-native", "echomq-embedded", "bullmq", "ceiling"]
-NOTES = {"echomq-native": "needs the module", "echomq-embedded": "no Redis, not durable"}
+# Columns shown only when a run measured them (the event log's cost).
+OPTIONAL = ["echomq-lua-noevents", "echomq-native-noevents"]
+NOTES = {"echomq-native": "needs the module", "echomq-embedded": "no Redis, not durable",
+         "*-noevents": "each queue's event log off (CONFIG EVENTS 0)"}
 
 values, server, breakdowns, busy = {}, {}, {}, []
 for line in open(sys.argv[1]):
@@ -23,6 +26,7 @@ for line in open(sys.argv[1]):
         server.setdefault(key, []).append(r["server_us"])
 
 workloads = list(dict.fromkeys(w for w, _ in values))
+SYSTEMS += [s for s in OPTIONAL if any(system == s for _, system in values)]
 med = lambda xs: sorted(xs)[len(xs) // 2]
 
 

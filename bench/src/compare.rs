@@ -72,6 +72,10 @@ struct Options {
     /// The latency workload: the worker's concurrency.
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
+    /// Turn each queue's event log off (CONFIG EVENTS 0), to measure what
+    /// the log costs: the system is then `echomq-<via>-noevents`.
+    #[arg(long)]
+    no_events: bool,
 }
 
 /// Jobs per `enqueue_batch` (BullMQ: per `addBulk`).
@@ -107,8 +111,14 @@ async fn executor(options: &Options) -> Arc<dyn Executor> {
     }
 }
 
-fn queue(via: &Arc<dyn Executor>) -> Queue {
-    Queue::with_executor(via.clone(), &unique_queue("compare")).expect("a valid name")
+/// A fresh queue, its event log off with `--no-events`.
+async fn queue(via: &Arc<dyn Executor>, options: &Options) -> Queue {
+    let queue = Queue::with_executor(via.clone(), &unique_queue("compare")).expect("a valid name");
+    if options.no_events {
+        let off = echomq::transition::Config { events: Some(0), ..Default::default() };
+        queue.configure(off).await.expect("the event log turned off");
+    }
+    queue
 }
 
 async fn enqueue_bulk(queue: &Queue, jobs: usize, payload: &[u8]) {
@@ -173,7 +183,7 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
         _ => options.jobs,
     };
     let stats = server::Stats::connect(&options.url, options.via != "embedded").await;
-    let queue = queue(via);
+    let queue = queue(via, options).await;
     let (started, done) = match workload {
         "add-50" => {
             let started = stats.start().await;
@@ -203,7 +213,10 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
             (started, done)
         }
         "queues-100" => {
-            let queues: Vec<Queue> = (0..100).map(|_| self::queue(via)).collect();
+            let mut queues = Vec::with_capacity(100);
+            for _ in 0..100 {
+                queues.push(self::queue(via, options).await);
+            }
             for queue in &queues {
                 enqueue_bulk(queue, jobs / 100, &payload).await;
             }
@@ -239,7 +252,7 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
 /// fixed schedule (1 ms ticks: the jobs due by each tick, one call, not
 /// waiting for the call before) for `seconds`; and the rate achieved.
 async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) {
-    let queue = queue(via);
+    let queue = queue(via, options).await;
     let origin = Instant::now();
     let jobs = (options.rate as f64 * options.seconds) as usize;
     let seen = Arc::new(Mutex::new(Vec::with_capacity(jobs)));
@@ -296,7 +309,7 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) 
 /// claims never acked), and a fresh worker with the default upkeep (it reaps
 /// expired leases) started at once.
 async fn recovery(via: &Arc<dyn Executor>, options: &Options) -> f64 {
-    let queue = queue(via);
+    let queue = queue(via, options).await;
     let jobs = options.jobs.min(1_000);
     enqueue_bulk(&queue, jobs, &vec![b'x'; options.payload]).await;
     let lease = Duration::from_secs_f64(options.lease);
@@ -346,7 +359,7 @@ async fn main() {
         return;
     }
     let via = executor(&options).await;
-    let system = format!("echomq-{}", options.via);
+    let system = format!("echomq-{}{}", options.via, if options.no_events { "-noevents" } else { "" });
     match options.workload.as_deref() {
         Some("latency") => run_latency(&via, &system, &options).await,
         Some("recovery") => {
@@ -356,7 +369,7 @@ async fn main() {
         Some("memory") => {
             let stats = server::Stats::connect(&options.url, true).await;
             let before = stats.used_memory().await;
-            enqueue_bulk(&queue(&via), options.jobs, &vec![b'x'; options.payload]).await;
+            enqueue_bulk(&queue(&via, &options).await, options.jobs, &vec![b'x'; options.payload]).await;
             let bytes = (stats.used_memory().await - before) / options.jobs as f64;
             emit(&system, "bytes-per-pending-job", bytes, "bytes", None);
         }
@@ -386,7 +399,7 @@ async fn main() {
                 let stats = server::Stats::connect(&options.url, true).await;
                 let before = stats.used_memory().await;
                 let jobs = 10_000.min(options.jobs);
-                enqueue_bulk(&queue(&via), jobs, &vec![b'x'; options.payload]).await;
+                enqueue_bulk(&queue(&via, &options).await, jobs, &vec![b'x'; options.payload]).await;
                 let bytes = (stats.used_memory().await - before) / jobs as f64;
                 emit(&system, "bytes-per-pending-job", bytes, "bytes", None);
                 server::flush(&options.url).await;
