@@ -1,4 +1,4 @@
-//! ENQUEUE: admit one job (see `enqueue-9.lua`).
+//! ENQUEUE: admit one job (see `enqueue-10.lua`).
 
 use super::events::{emit, Events};
 use super::{need, write_record};
