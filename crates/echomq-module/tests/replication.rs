@@ -52,6 +52,19 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
             "EMQ.UNSCHEDULE $q:schedules $q:ticks t",
         ],
     );
+    // An event log kept short, so that appends trim it (whole blocks, `~`):
+    // the replica must hold the same entries under the same ids.
+    let events = expand(&q, "EMQ.CONFIG $q:config $q:pending $q:priority $q:rate $q:events EVENTS 150");
+    call(&mut on_master, &events).unwrap();
+    for n in 0..400 {
+        let enqueue = format!(
+            "EMQ.ENQUEUE $q:job:JOB_E{n} $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+             $q:events $q:config JOB_E{n} e{n}"
+        );
+        call(&mut on_master, &expand(&q, &enqueue)).unwrap();
+    }
+    let length: usize = redis::cmd("XLEN").arg(format!("{q}events")).query(&mut on_master).unwrap();
+    assert!((150..400).contains(&length), "the log was trimmed to about 150: {length}");
     // The 1 ms lease runs out on the server's clock; reap until it has.
     let reap = expand(&q, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority $q:policy 1");
     eventually_blocking("the lease to expire and be reaped", || {

@@ -159,6 +159,12 @@ pub fn dump(conn: &mut Connection) -> Vec<(Vec<u8>, String)> {
                     redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).arg("WITHSCORES").query(conn).unwrap();
                 format!("zset {members:?}")
             }
+            "stream" => {
+                // Every entry with its id: a replica holds the master's ids.
+                let entries: Vec<(String, Vec<Vec<u8>>)> =
+                    redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query(conn).unwrap();
+                format!("stream {entries:?}")
+            }
             other => other.to_owned(),
         };
         all.push((key, content));

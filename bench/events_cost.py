@@ -1,0 +1,74 @@
+"""The event log's cost on the native module, counted in instructions with
+callgrind (not wall-clock: exact on a shared machine). For the log on and
+off, it starts a redis-server under callgrind with the module, enqueues N
+jobs, claims and acks each (every call with its events keys: three entries a
+job with the log on), and prints the instructions per job of the whole
+commands (`on_command`, inclusive; callgrind attributes a transition's
+inlined store calls unevenly, so only the whole command is compared):
+
+    cargo build --release -p echomq-module
+    python3 bench/events_cost.py target/release/libechomq_module.so
+
+Needs valgrind; about half a minute.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from claim_cost import free_port, inclusive  # noqa: E402
+from resp import Redis  # noqa: E402
+
+N = 1000
+ENQUEUE = ["pending", "delayed", "priority", "policy", "unique", "unique_until", "events", "config", "headers"]
+CLAIM = ["pending", "active", "config", "rate", "policy", "events", "headers"]
+ACK = ["active", "done", "results", "events", "config"]
+
+
+def run(module, events, out):
+    port = free_port()
+    server = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "redis-server", "--port", str(port),
+         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule", module],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            r = Redis(f"redis://127.0.0.1:{port}")
+            r.call("PING")
+            break
+        except OSError:
+            time.sleep(0.1)
+    k = lambda name: "emq:{q}:" + name  # noqa: E731
+    r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), k("events"),
+           "EVENTS", 10000 if events else 0)
+    for i in range(N):
+        job = "JOB_%026d" % i
+        r.call("EMQ.ENQUEUE", k("job:" + job), *map(k, ENQUEUE), job, "payload")
+    for i in range(N):
+        job = "JOB_%026d" % i
+        r.call("EMQ.CLAIM", *map(k, CLAIM), 60000)
+        r.call("EMQ.ACK", k("job:" + job), *map(k, ACK), job, 1)
+    try:
+        r.call("SHUTDOWN", "NOSAVE")
+    except (OSError, RuntimeError):
+        pass
+    server.wait()
+
+
+def main():
+    module = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"{'log':<5} {'per job':>10}  (instructions of ENQUEUE + CLAIM + ACK, {N} jobs)")
+        jobs = {}
+        for events in (True, False):
+            out = os.path.join(tmp, f"{events}.out")
+            run(module, events, out)
+            jobs[events] = inclusive(out, "command::on_command") / N
+            print(f"{'on' if events else 'off':<5} {jobs[events]:>10,.0f}")
+        print(f"the log: {jobs[True] - jobs[False]:,.0f} a job, {(jobs[True] - jobs[False]) / 3:,.0f} an entry")
+
+
+if __name__ == "__main__":
+    main()
