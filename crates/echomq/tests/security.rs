@@ -329,6 +329,17 @@ async fn a_monitor_user_reads_and_changes_nothing() {
             assert!(refusal.to_lowercase().contains("noperm"), "{via:?}: {refusal}");
         }
         assert_eq!(written.stats().await.unwrap().pending, 1, "{via:?}: nothing changed");
+
+        // A monitor may wait for a job's end and read its result (it follows
+        // the event log; CONFIG, a write, is refused to it).
+        let waiting = tokio::spawn({
+            let (queue, id) = (queue.clone(), id.clone());
+            async move { queue.wait(&id, Duration::from_secs(30)).await }
+        });
+        let claimed = written.claim(Duration::from_secs(10)).await.unwrap().expect("the job");
+        written.ack_with(&claimed, "seen").await.unwrap();
+        let finished = waiting.await.unwrap().unwrap();
+        assert_eq!(finished, Some(echomq::Finished::Done(Some(b"seen".to_vec()))), "{via:?}");
     }
 }
 
