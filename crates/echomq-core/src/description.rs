@@ -57,6 +57,12 @@ pub enum Role {
     Events,
     /// `headers`: id → the job's headers, set at enqueue (hash).
     Headers,
+    /// `batches`: each open batch's state and callback payload (hash).
+    Batches,
+    /// `batch_jobs`: `<batch>:<n>` → the batch's nth job (hash).
+    BatchJobs,
+    /// `batch_open`: the open batches by creation time, server ms (zset).
+    BatchOpen,
 }
 
 impl Role {
@@ -86,6 +92,9 @@ impl Role {
             Role::Results => "results",
             Role::Events => "events",
             Role::Headers => "headers",
+            Role::Batches => "batches",
+            Role::BatchJobs => "batch_jobs",
+            Role::BatchOpen => "batch_open",
         }
     }
 
@@ -101,7 +110,9 @@ impl Role {
             | Role::Policy
             | Role::Unique
             | Role::Results
-            | Role::Headers => KeyType::Hash,
+            | Role::Headers
+            | Role::Batches
+            | Role::BatchJobs => KeyType::Hash,
             Role::Pending
             | Role::Active
             | Role::Delayed
@@ -112,7 +123,8 @@ impl Role {
             | Role::Unfinished
             | Role::Rate
             | Role::Ticks
-            | Role::UniqueUntil => KeyType::Zset,
+            | Role::UniqueUntil
+            | Role::BatchOpen => KeyType::Zset,
             Role::Events => KeyType::Stream,
         }
     }

@@ -12,6 +12,12 @@ pub const MAX_PAYLOAD: usize = 1_048_576;
 pub const MAX_RESULT: usize = MAX_PAYLOAD;
 /// The largest headers a job may carry (ENQUEUE HEADERS), in bytes.
 pub const MAX_HEADERS: usize = 8_192;
+/// The longest batch id (BATCH), in bytes.
+pub const MAX_BATCH_ID: usize = 200;
+/// How many jobs one batch holds (BATCH).
+pub const BATCH_SIZE: RangeInclusive<u64> = 1..=1000;
+/// How many open batches one SETTLE looks at, at most.
+pub const SETTLE_BATCHES: usize = 100;
 /// The longest error text FAIL keeps, in bytes.
 pub const MAX_ERROR_TEXT: usize = 65_536;
 /// The largest progress value PROGRESS keeps, in bytes.

@@ -13,6 +13,7 @@ use crate::parse::lossy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal};
 
+mod batch;
 mod control;
 mod enqueue;
 mod events;
@@ -23,6 +24,7 @@ mod schedule;
 mod upkeep;
 
 // Every type of each group: its transitions and their replies.
+pub use batch::*;
 pub use control::Config;
 pub use enqueue::*;
 pub use lease::*;
@@ -76,7 +78,7 @@ macro_rules! transitions {
 
 transitions!(
     Enqueue, Claim, Ack, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats, Config,
-    Progress, Schedule, Unschedule, Schedules, Fire, Drain, Obliterate, Trim, Defer,
+    Progress, Schedule, Unschedule, Schedules, Fire, Drain, Obliterate, Trim, Defer, Batch, Settle,
 );
 
 impl Name {

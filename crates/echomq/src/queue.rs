@@ -144,6 +144,17 @@ pub struct Enqueued {
     pub duplicate: bool,
 }
 
+/// A batch opened by [`Queue::enqueue_batch_with_callback`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchOpened {
+    /// The batch's id.
+    pub id: String,
+    /// Its jobs, in the order of their payloads.
+    pub jobs: Vec<JobId>,
+    /// The callback job, enqueued once they have all finished.
+    pub callback: JobId,
+}
+
 /// How a job ended, as [`Queue::wait`] saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Finished {
@@ -261,6 +272,35 @@ impl Queue {
             Admission::Duplicate => Enqueued { id: call.id, duplicate: true },
             Admission::HeldBy(holder) => Enqueued { id: holder, duplicate: true },
         })
+    }
+
+    /// Enqueue `payloads` as one batch (1 to 1000 jobs, to run now) whose
+    /// `callback` job is enqueued once every one of them has finished (done,
+    /// dead, cancelled or gone), with the batch's counts in its headers
+    /// (`batch`, `total`, `done`, `dead`, `cancelled`, `gone`). The jobs go
+    /// in one round trip, then the batch is opened; the workers' upkeep
+    /// (SETTLE) calls back. A refused job refuses the batch: the jobs
+    /// enqueued before it run, and no batch is opened.
+    pub async fn enqueue_batch_with_callback<P: Into<Vec<u8>>>(
+        &self,
+        payloads: impl IntoIterator<Item = P>,
+        callback: impl Into<Vec<u8>>,
+    ) -> Result<BatchOpened> {
+        let jobs = self.enqueue_batch(payloads).await?.into_iter().collect::<Result<Vec<JobId>>>()?;
+        let batch = Batch {
+            id: format!("BATCH_{}", ulid::Ulid::new()),
+            callback: JobId::mint(),
+            payload: callback.into(),
+            jobs,
+        };
+        self.run(&batch).await?;
+        Ok(BatchOpened { id: batch.id, jobs: batch.jobs, callback: batch.callback })
+    }
+
+    /// Settle the queue's open batches (see [`Settle`]): what every
+    /// worker's upkeep runs.
+    pub async fn settle(&self, limit: u64) -> Result<Settled> {
+        self.run(&Settle { limit }).await
     }
 
     /// Enqueue many jobs to run now, in one round trip (a pipeline on Redis);

@@ -19,6 +19,7 @@ use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::{Error, Result};
 
+mod batch;
 mod control;
 mod enqueue;
 mod lease;
@@ -28,6 +29,7 @@ mod schedule;
 mod upkeep;
 
 // Every type of each group: its transitions and their replies.
+pub use batch::*;
 pub use control::*;
 pub use enqueue::*;
 pub use lease::*;

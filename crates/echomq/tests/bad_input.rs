@@ -183,6 +183,26 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
         ),
         ("obliterate", &[], Call::Obliterate),
         (
+            "batch",
+            &[],
+            Call::Batch(Batch {
+                id: "b1".into(),
+                callback: JobId::try_from("JOB_CB".as_bytes()).unwrap(),
+                payload: b"cb".to_vec(),
+                jobs: vec![a()],
+            }),
+        ),
+        (
+            "settle",
+            &[
+                "HSET $q:batches b1 1~0~0~0~0~0~JOB_CB b1:callback cb",
+                "HSET $q:batch_jobs b1:0 $A",
+                "ZADD $q:batch_open 5 b1",
+                "HSET $q:job:$A state done attempts 1 payload p",
+            ],
+            Call::Settle(Settle { limit: 1000 }),
+        ),
+        (
             "defer",
             active,
             Call::Defer(Defer {
@@ -248,7 +268,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
     for (name, given, call) in happy_calls() {
         // Claim, reap, promote, purge and drain also read the records of the ids they move.
         let mut keys = call.keys(&h.keys);
-        if ["claim", "reap", "promote", "purge", "drain", "trim"].contains(&name) {
+        if ["claim", "reap", "promote", "purge", "drain", "trim", "settle"].contains(&name) {
             keys.push(h.keys.job(&a()));
         }
         for key in keys {
@@ -262,7 +282,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 151, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 165, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]

@@ -398,7 +398,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 23] = [
+const SHAPES: [Shape; 25] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -494,6 +494,12 @@ const SHAPES: [Shape; 23] = [
         options: &[("DUE", "1"), ("due", "0"), ("DUE", "2"), ("LIMIT", "1"), ("LIMIT", "0"), ("SKIP", "1")],
     },
     Shape {
+        name: Name::Batch,
+        args: &[&["b1", "b~2", ""], &["JOB_CB", "nope"], &["cb"], ID],
+        options: &[("JOB_2", "JOB_3"), ("nope", "JOB_4")],
+    },
+    Shape { name: Name::Settle, args: &[], options: &[("LIMIT", "1"), ("LIMIT", "0"), ("limit", "5")] },
+    Shape {
         name: Name::Fire,
         args: &[ID, &["p"], &["s", ""], &["5000", "x", "-1"], &["6000", "5000", "0"]],
         options: &[("SKIP", "1"), ("skip", "0"), ("SKIP", "2"), ("DUE", "1")],
@@ -547,7 +553,7 @@ fn raw_call() -> impl Strategy<Value = RawCall> {
     (
         0..SHAPES.len(),
         any::<bool>(),
-        prop::collection::vec(pick, 19),
+        prop::collection::vec(pick, 22),
         id,
         prop::collection::vec(arg, 5),
         sent,

@@ -28,30 +28,31 @@ pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha 
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
      +emq.ack +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
-     +emq.progress +emq.schedules +emq.fire";
+     +emq.progress +emq.schedules +emq.fire +emq.settle";
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
 /// config that holds the log's length, too), and its commands.
 pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config ~emq:*:headers \
+     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open \
      resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem \
-     +xadd";
+     +xadd +hexists";
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config ~emq:*:headers resetchannels -@all +command|info +emq.enqueue";
+     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open \
+     resetchannels -@all +command|info +emq.enqueue +emq.batch";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
     "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore \
-     +zscore +exists +xadd +xread +xrevrange";
+     +zscore +exists +xadd +xread +xrevrange +hexists";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange \
      +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
-     +emq.unschedule +emq.schedules +emq.fire";
+     +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
 /// reads the CLI and dashboard send themselves. It can change nothing.
@@ -468,6 +469,7 @@ fn the_lua_recipes_cover_every_command_the_scripts_call() {
         "progress",
         "schedules",
         "fire",
+        "settle",
     ];
     let operator = [
         &worker[..],
@@ -476,7 +478,7 @@ fn the_lua_recipes_cover_every_command_the_scripts_call() {
     .concat();
     for (recipe, rules, transitions) in [
         ("WORKER_LUA", WORKER_LUA, &worker[..]),
-        ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue"][..]),
+        ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue", "batch"][..]),
         ("OPERATOR_LUA", OPERATOR_LUA, &operator[..]),
     ] {
         let granted: BTreeSet<&str> =

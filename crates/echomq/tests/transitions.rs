@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::{check, harness_on, run, unexpand, Call, Harness, Line, A};
+use common::{check, harness_on, run, unexpand, Call, Harness, Line, A, B};
 use echomq::transition::*;
 use echomq::{Backoff, Embedded, Executor, JobId, Name, Native, Policy, State, Unique};
 use echomq_core::memory::Dump;
@@ -956,6 +956,74 @@ fn cases() -> Vec<Case> {
             reply: "Err(EMQNOJOB)",
             after: &[],
         },
+        // BATCH and SETTLE
+        Case {
+            name: "batch opens a batch over its jobs, with its callback",
+            given: &[],
+            call: Call::Batch(Batch {
+                id: "b1".into(),
+                callback: JobId::try_from("JOB_CB".as_bytes()).unwrap(),
+                payload: b"cb".to_vec(),
+                jobs: vec![a(), JobId::try_from(B.as_bytes()).unwrap()],
+            }),
+            reply: "Ok(true)",
+            after: &[
+                "batch_jobs b1:0=$A b1:1=$B",
+                "batch_open b1@now",
+                "batches b1=2~0~0~0~0~0~JOB_CB b1:callback=cb",
+            ],
+        },
+        Case {
+            name: "batch of an open batch changes nothing",
+            given: &["HSET $q:batches b1 1~0~0~0~0~0~JOB_CB b1:callback cb", "ZADD $q:batch_open 5 b1"],
+            call: Call::Batch(Batch {
+                id: "b1".into(),
+                callback: JobId::try_from("JOB_OTHER".as_bytes()).unwrap(),
+                payload: b"x".to_vec(),
+                jobs: vec![a()],
+            }),
+            reply: "Ok(false)",
+            after: &["batch_open b1@5", "batches b1=1~0~0~0~0~0~JOB_CB b1:callback=cb"],
+        },
+        Case {
+            name: "settle follows a batch as far as its jobs finished",
+            given: &[
+                "HSET $q:batches b1 2~0~0~0~0~0~JOB_CB b1:callback cb",
+                "HSET $q:batch_jobs b1:0 $A b1:1 $B",
+                "ZADD $q:batch_open 5 b1",
+                "HSET $q:job:$A state done attempts 1 payload a",
+                "HSET $q:job:$B state active attempts 1 payload b",
+            ],
+            call: Call::Settle(Settle { limit: 1000 }),
+            reply: "Ok(Settled { closed: 0, looked: 1 })",
+            after: &[
+                "batch_jobs b1:0=$A b1:1=$B",
+                "batch_open b1@5",
+                "batches b1=2~1~1~0~0~0~JOB_CB b1:callback=cb",
+                "job:$A attempts=1 payload=a state=done",
+                "job:$B attempts=1 payload=b state=active",
+            ],
+        },
+        Case {
+            name: "settle calls a batch back once its jobs all finished, its counts in the callback's headers",
+            given: &[
+                "HSET $q:batches b1 3~1~1~0~0~0~JOB_CB b1:callback cb",
+                "HSET $q:batch_jobs b1:0 $A b1:1 $B b1:2 JOB_GONE",
+                "ZADD $q:batch_open 5 b1",
+                "HSET $q:job:$A state done attempts 1 payload a",
+                "HSET $q:job:$B state dead attempts 3 payload b",
+            ],
+            call: Call::Settle(Settle { limit: 1000 }),
+            reply: "Ok(Settled { closed: 1, looked: 2 })",
+            after: &[
+                "events enqueued=JOB_CB,state:pending,batch:b1",
+                r#"headers JOB_CB={"batch":"b1","total":"3","done":"1","dead":"1","cancelled":"0","gone":"1"}"#,
+                "job:$A attempts=1 payload=a state=done",
+                "job:$B attempts=3 payload=b state=dead",
+                "job:JOB_CB attempts=0 payload=cb state=pending",
+                "pending JOB_CB@0",
+            ],
+        },
         // INSPECT and STATS
         Case {
             name: "inspect reads the record and the last error",
@@ -1222,6 +1290,59 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers",
         args: "30000",
         error: "EMQTYPE $q:headers holds a string, not a hash",
+    },
+    Refusal {
+        name: "batch with a bad id",
+        given: &[],
+        call: Name::Batch,
+        keys: "$q:batches $q:batch_jobs $q:batch_open",
+        args: "b~1 JOB_CB cb $A",
+        error: "EMQARG batch id must be 1 to 200 bytes of letters, digits, _, -, . and :",
+    },
+    Refusal {
+        name: "batch with no jobs",
+        given: &[],
+        call: Name::Batch,
+        keys: "$q:batches $q:batch_jobs $q:batch_open",
+        args: "b1 JOB_CB cb",
+        error: "EMQARG a batch has 1 to 1000 jobs",
+    },
+    Refusal {
+        name: "batch with a job that is not a job id",
+        given: &[],
+        call: Name::Batch,
+        keys: "$q:batches $q:batch_jobs $q:batch_open",
+        args: "b1 JOB_CB cb $A nope",
+        error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Refusal {
+        name: "batch into open batches that are a list",
+        given: &["RPUSH $q:batch_open x"],
+        call: Name::Batch,
+        keys: "$q:batches $q:batch_jobs $q:batch_open",
+        args: "b1 JOB_CB cb $A",
+        error: "EMQTYPE $q:batch_open holds a list, not a zset",
+    },
+    Refusal {
+        name: "settle with LIMIT 0",
+        given: &[],
+        call: Name::Settle,
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
+        args: "LIMIT 0",
+        error: "EMQARG LIMIT must be an integer in 1..=1000",
+    },
+    Refusal {
+        name: "settle of a batch whose job's record is a string",
+        given: &[
+            "HSET $q:batches b1 1~0~0~0~0~0~JOB_CB b1:callback cb",
+            "HSET $q:batch_jobs b1:0 $A",
+            "ZADD $q:batch_open 5 b1",
+            "SET $q:job:$A x",
+        ],
+        call: Name::Settle,
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
+        args: "",
+        error: "EMQTYPE $q:job:$A holds a string, not a hash",
     },
     Refusal {
         name: "ack with a result and no results key",
@@ -1577,7 +1698,8 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Obliterate,
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers",
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
+               $q:batches $q:batch_jobs $q:batch_open",
         args: "FORCE 1",
         error: "EMQARG unknown option FORCE",
     },
@@ -1587,7 +1709,8 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Obliterate,
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers",
+               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
+               $q:batches $q:batch_jobs $q:batch_open",
         args: "",
         error: "EMQTYPE $q:schedules holds a string, not a hash",
     },

@@ -333,12 +333,13 @@ fn emq_events_follows_a_job_and_emq_result_waits_for_its_result() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("run emq result");
-        let mut worker = cli
-            .command(&["work", &q, "--result", "--", "sh", "-c", "n=$(cat); echo $((n * 2))"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("run emq work");
+        let _worker = Killed(
+            cli.command(&["work", &q, "--result", "--", "sh", "-c", "n=$(cat); echo $((n * 2))"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("run emq work"),
+        );
 
         let result = waiting.wait_with_output().unwrap();
         assert!(result.status.success(), "{via}: {}", show(&result));
@@ -365,8 +366,17 @@ fn emq_events_follows_a_job_and_emq_result_waits_for_its_result() {
 
         let quiet = cli.ok(&["config", &q, "--events", "off"]);
         assert!(quiet.contains("events       off"), "{via}: {quiet}");
-        let _ = worker.kill();
-        let _ = worker.wait();
+    }
+}
+
+/// A child process killed when dropped, so that a failed assertion does not
+/// leave it running.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -1,6 +1,6 @@
 //! Upkeep: every so often a worker reaps its queue's expired leases,
 //! promotes its due delayed jobs, trims its finished jobs to the queue's
-//! retention, and fires its schedules' due ticks. Each transition is atomic
+//! retention, calls back its finished batches, and fires its schedules' due ticks. Each transition is atomic
 //! and moves or deletes each job once, so any number of workers can run them
 //! at once; each call moves at most a thousand jobs, and a worker goes again
 //! at once while there are more.
@@ -47,8 +47,25 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
             }
         }
         trim(&queue).await;
+        settle(&queue).await;
         if let Err(err) = queue.fire_schedules().await {
             tracing::warn!(queue = queue.name(), error = %err, "firing schedules failed; trying again later");
+        }
+    }
+}
+
+/// Batches: call back each one whose jobs all finished, looking at up to a
+/// thousand jobs a call, again at once while a call looks at that many.
+async fn settle(queue: &Queue) {
+    let full = *echomq_core::limits::SWEEP_LIMIT.end();
+    loop {
+        match queue.settle(full).await {
+            Ok(settled) if settled.looked == full => continue,
+            Ok(_) => break,
+            Err(err) => {
+                tracing::debug!(queue = queue.name(), error = %err, "settling batches failed");
+                return;
+            }
         }
     }
 }

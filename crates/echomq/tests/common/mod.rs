@@ -226,6 +226,8 @@ pub enum Call {
     Obliterate,
     Trim(Trim),
     Defer(Defer),
+    Batch(Batch),
+    Settle(Settle),
 }
 
 impl Call {
@@ -255,6 +257,8 @@ impl Call {
             Call::Obliterate => Obliterate.keys(k),
             Call::Trim(c) => c.keys(k),
             Call::Defer(c) => c.keys(k),
+            Call::Batch(c) => c.keys(k),
+            Call::Settle(c) => c.keys(k),
         }
     }
 }
@@ -310,6 +314,8 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Obliterate => show(execute(via, k, &Obliterate).await),
         Call::Trim(c) => show(execute(via, k, c).await),
         Call::Defer(c) => show(execute(via, k, c).await),
+        Call::Batch(c) => show(execute(via, k, c).await),
+        Call::Settle(c) => show(execute(via, k, c).await),
     }
 }
 

@@ -1,0 +1,54 @@
+--[[ BATCH: open a batch of jobs already enqueued, with a callback job that
+SETTLE enqueues once every one of them has finished (PROTOCOL.md §7.7).
+
+KEYS[1]  emq:{q}:batches    (hash) <batch> -> <total> <cursor> <done> <dead>
+                            <cancelled> <gone> <callback id>;
+                            <batch>:callback -> the callback's payload
+KEYS[2]  emq:{q}:batch_jobs (hash) <batch>:<n> -> the batch's nth job, n from 0
+KEYS[3]  emq:{q}:batch_open (zset) the open batches, score = creation, server ms
+ARGV[1]  batch: its id, 1 to 200 bytes of letters, digits, _, -, . and :
+ARGV[2]  callback: the callback job's id
+ARGV[3]  payload: the callback's payload, at most MAX_PAYLOAD bytes
+ARGV[4..] the batch's job ids, 1 to 1000
+Reply    1 opened, 0 a batch of this id is open already (nothing changed)
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
+]]
+--@include common
+
+local _, err = queue_prefix({'batches', 'batch_jobs', 'batch_open'})
+if err then return err end
+local batch = ARGV[1]
+if batch == nil or #batch == 0 or #batch > MAX_BATCH_ID or string.find(batch, '[^%w_%-%.:]') then
+  return emq_error('EMQARG', 'batch id must be 1 to ' .. MAX_BATCH_ID .. ' bytes of letters, digits, _, -, . and :')
+end
+local callback = ARGV[2]
+err = kind_error(callback)
+if err then return err end
+local payload = ARGV[3]
+if payload == nil then
+  return emq_error('EMQARG', 'payload is missing')
+end
+if #payload > MAX_PAYLOAD then
+  return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
+end
+local total = #ARGV - 3
+if total < BATCH_SIZE_MIN or total > BATCH_SIZE_MAX then
+  return emq_error('EMQARG', 'a batch has ' .. BATCH_SIZE_MIN .. ' to ' .. BATCH_SIZE_MAX .. ' jobs')
+end
+for i = 4, #ARGV do
+  err = kind_error(ARGV[i])
+  if err then return err end
+end
+err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'zset')
+if err then return err end
+
+if redis.call('HEXISTS', KEYS[1], batch) == 1 then return 0 end
+redis.call('HSET', KEYS[1], batch, total .. ' 0 0 0 0 0 ' .. callback, batch .. ':callback', payload)
+local fields = {}
+for i = 4, #ARGV do
+  fields[#fields + 1] = batch .. ':' .. (i - 4)
+  fields[#fields + 1] = ARGV[i]
+end
+redis.call('HSET', KEYS[2], unpack(fields))
+redis.call('ZADD', KEYS[3], now_ms(), batch)
+return 1

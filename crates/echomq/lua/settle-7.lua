@@ -1,0 +1,111 @@
+--[[ SETTLE: run by every worker as upkeep. Follows each open batch (up to
+100, oldest first) from its cursor while its jobs have finished, looking at
+up to LIMIT jobs in all; a batch whose jobs all finished gets its callback
+enqueued, once, with the counts in its headers, and is closed
+(PROTOCOL.md §7.7).
+
+KEYS[1]  emq:{q}:batch_open (zset) the open batches
+KEYS[2]  emq:{q}:batches    (hash) each batch's state and callback payload
+KEYS[3]  emq:{q}:batch_jobs (hash) <batch>:<n> -> its nth job
+KEYS[4]  emq:{q}:pending    (zset)
+KEYS[5]  emq:{q}:headers    (hash) the callback's headers: its batch's counts
+KEYS[6]  emq:{q}:events     (stream) optional, with KEYS[7]: the event log,
+KEYS[7]  emq:{q}:config     (hash) an `enqueued` event per callback
+ARGV[1..] options:
+         LIMIT <n>          1..=1000, default 1000: at most this many jobs looked at
+Derived  emq:{q}:job:<id>   the records of the batches' jobs and callbacks
+Reply    [closed, looked]: batches closed, jobs looked at; call again while
+         looked is LIMIT
+Errors   EMQARG, EMQTYPE
+]]
+--@include record
+--@include events
+
+local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config'}
+local prefix, err = queue_prefix(key_form(names, {5, 7}))
+if err then return err end
+local opts
+opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
+if err then return err end
+local limit = opts.LIMIT or SWEEP_LIMIT_MAX
+err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
+  or type_error(KEYS[4], 'zset') or type_error(KEYS[5], 'hash')
+if err then return err end
+
+-- A batch's state: total cursor done dead cancelled gone callback, or nil.
+local function read_state(text)
+  if not text then return nil end
+  local total, cursor, done, dead, cancelled, gone, callback =
+    string.match(text, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (JOB[^ ]*)$')
+  if not total or tonumber(cursor) > tonumber(total) then return nil end
+  return {total = tonumber(total), cursor = tonumber(cursor),
+    counts = {tonumber(done), tonumber(dead), tonumber(cancelled), tonumber(gone)}, callback = callback}
+end
+local function state_text(s)
+  return string.format('%d %d %d %d %d %d %s', s.total, s.cursor, s.counts[1], s.counts[2], s.counts[3],
+    s.counts[4], s.callback)
+end
+local AT = {done = 1, dead = 2, cancelled = 3}
+
+-- Read everything first (each record checked): a refusal writes nothing.
+local plans, looked = {}, 0
+for _, batch in ipairs(redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)) do
+  if looked >= limit then break end
+  local s = read_state(redis.call('HGET', KEYS[2], batch) or nil)
+  if not s then
+    plans[#plans + 1] = {batch = batch}
+  else
+    local before = state_text(s)
+    while s.cursor < s.total and looked < limit do
+      local job = redis.call('HGET', KEYS[3], batch .. ':' .. s.cursor)
+      local state
+      if job then
+        local fields
+        fields, err = read_record(prefix .. 'job:' .. job, 'state')
+        if err then return err end
+        state = fields[1]
+      end
+      local at = state and AT[state] or (not state and 4)
+      if not at then break end
+      s.counts[at] = s.counts[at] + 1
+      s.cursor = s.cursor + 1
+      looked = looked + 1
+    end
+    if s.cursor == s.total then
+      err = type_error(prefix .. 'job:' .. s.callback, 'hash')
+      if err then return err end
+    end
+    plans[#plans + 1] = {batch = batch, state = s, changed = state_text(s) ~= before}
+  end
+end
+local keep
+keep, err = events_keep(KEYS[6], KEYS[7])
+if err then return err end
+
+local closed = 0
+for _, plan in ipairs(plans) do
+  local s, batch = plan.state, plan.batch
+  if not s then
+    redis.call('ZREM', KEYS[1], batch)
+  elseif s.cursor < s.total then
+    if plan.changed then redis.call('HSET', KEYS[2], batch, state_text(s)) end
+  else
+    local payload = redis.call('HGET', KEYS[2], batch .. ':callback') or ''
+    local record = prefix .. 'job:' .. s.callback
+    if redis.call('EXISTS', record) == 0 then
+      redis.call('HSET', record, 'state', 'pending', 'attempts', '0', 'payload', payload)
+      redis.call('HSET', KEYS[5], s.callback, string.format(
+        '{"batch":"%s","total":"%d","done":"%d","dead":"%d","cancelled":"%d","gone":"%d"}',
+        batch, s.total, s.counts[1], s.counts[2], s.counts[3], s.counts[4]))
+      redis.call('ZADD', KEYS[4], 0, s.callback)
+      emit(KEYS[6], keep, 'enqueued', s.callback, 'state', 'pending', 'batch', batch)
+    end
+    redis.call('HDEL', KEYS[2], batch, batch .. ':callback')
+    local fields = {}
+    for n = 0, s.total - 1 do fields[#fields + 1] = batch .. ':' .. n end
+    redis.call('HDEL', KEYS[3], unpack(fields))
+    redis.call('ZREM', KEYS[1], batch)
+    closed = closed + 1
+  end
+end
+return {closed, looked}

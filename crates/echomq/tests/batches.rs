@@ -1,0 +1,87 @@
+//! Batches with a callback, on Lua, Native and Embedded: a batch of 100 jobs,
+//! some of which die, is called back once, after its last job, with its
+//! counts in the callback's headers; settling again changes nothing.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::{Headers, Queue, RetryPolicy, State};
+use echomq_test_support::{eventually, unique_queue};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_100_is_called_back_once_with_its_counts() {
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let q = Queue::with_executor(via, &unique_queue("batch")).unwrap();
+        let payloads: Vec<Vec<u8>> = (0..100)
+            .map(|n| if n % 10 == 3 { b"die".to_vec() } else { format!("ok {n}").into_bytes() })
+            .collect();
+        let opened = q.enqueue_batch_with_callback(payloads, "all done").await.unwrap();
+        assert_eq!(opened.jobs.len(), 100, "{name}");
+
+        // Every run of the callback, with the headers it was handed.
+        let callbacks: Arc<Mutex<Vec<Headers>>> = Arc::default();
+        let seen = callbacks.clone();
+        let options = WorkerOptions {
+            concurrency: 8,
+            upkeep: Duration::from_millis(50),
+            retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() },
+            ..WorkerOptions::default()
+        };
+        let worker = Worker::with_options(
+            q.clone(),
+            move |job: JobContext| {
+                let seen = seen.clone();
+                async move {
+                    match job.payload.as_slice() {
+                        b"die" => Err("this one dies".into()),
+                        b"all done" => {
+                            seen.lock().unwrap().push(job.headers.clone());
+                            Ok(())
+                        }
+                        _ => Ok(()),
+                    }
+                }
+            },
+            options,
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("the callback ran", || async { !callbacks.lock().unwrap().is_empty() }).await;
+        // A few more upkeep rounds: nothing calls back again.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop.send(()).unwrap();
+        running.await.unwrap();
+
+        let runs = callbacks.lock().unwrap().clone();
+        assert_eq!(runs.len(), 1, "{name}: called back once");
+        let want: Headers = [
+            ("batch", opened.id.as_str()),
+            ("total", "100"),
+            ("done", "90"),
+            ("dead", "10"),
+            ("cancelled", "0"),
+            ("gone", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(runs[0], want, "{name}");
+        // Only after every job of the batch had finished.
+        let callback = q.inspect(&opened.callback).await.unwrap().expect("the callback");
+        assert_eq!(callback.record.state, State::Done, "{name}");
+        for id in &opened.jobs {
+            let state = q.inspect(id).await.unwrap().unwrap().record.state;
+            assert!(matches!(state, State::Done | State::Dead), "{name}: {id} is {state}");
+        }
+        let settled = q.settle(1000).await.unwrap();
+        assert_eq!((settled.closed, settled.looked), (0, 0), "{name}: the batch is closed");
+        // A batch of no jobs, or of too many, is refused before anything is sent.
+        assert!(q.enqueue_batch_with_callback(Vec::<Vec<u8>>::new(), "cb").await.is_err(), "{name}");
+    }
+}
