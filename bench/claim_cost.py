@@ -36,7 +36,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(module, settings, out):
+def start(module, out):
+    """A redis-server with `module` under callgrind (its profile to `out`),
+    and a client once it answers."""
     port = free_port()
     server = subprocess.Popen(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "redis-server", "--port", str(port),
@@ -46,9 +48,14 @@ def run(module, settings, out):
         try:
             r = Redis(f"redis://127.0.0.1:{port}")
             r.call("PING")
-            break
+            return server, r
         except OSError:
             time.sleep(0.1)
+    raise RuntimeError("redis-server under callgrind did not answer")
+
+
+def run(module, settings, out):
+    server, r = start(module, out)
     k = lambda name: "emq:{q}:" + name  # noqa: E731
     if settings:
         r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), *settings)

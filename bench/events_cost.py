@@ -12,14 +12,11 @@ inlined store calls unevenly, so only the whole command is compared):
 Needs valgrind; about half a minute.
 """
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from claim_cost import free_port, inclusive  # noqa: E402
-from resp import Redis  # noqa: E402
+from claim_cost import inclusive, start  # noqa: E402
 
 N = 1000
 ENQUEUE = ["pending", "delayed", "priority", "policy", "unique", "unique_until", "events", "config", "headers"]
@@ -28,18 +25,7 @@ ACK = ["active", "done", "results", "events", "config"]
 
 
 def run(module, events, out):
-    port = free_port()
-    server = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "redis-server", "--port", str(port),
-         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule", module],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        try:
-            r = Redis(f"redis://127.0.0.1:{port}")
-            r.call("PING")
-            break
-        except OSError:
-            time.sleep(0.1)
+    server, r = start(module, out)
     k = lambda name: "emq:{q}:" + name  # noqa: E731
     r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), k("events"),
            "EVENTS", 10000 if events else 0)

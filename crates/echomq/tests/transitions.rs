@@ -1300,6 +1300,22 @@ const REFUSALS: &[Refusal] = &[
         error: "EMQARG batch id must be 1 to 200 bytes of letters, digits, _, -, . and :",
     },
     Refusal {
+        name: "batch with a callback that is not a job id",
+        given: &[],
+        call: Name::Batch,
+        keys: "$q:batches $q:batch_jobs $q:batch_open",
+        args: "b1 CB cb $A",
+        error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Refusal {
+        name: "settle with an unknown option",
+        given: &[],
+        call: Name::Settle,
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers",
+        args: "COUNT 5",
+        error: "EMQARG unknown option COUNT",
+    },
+    Refusal {
         name: "batch with no jobs",
         given: &[],
         call: Name::Batch,
