@@ -31,15 +31,11 @@ impl Witness {
     /// call's token and what it heard (`None`: the round trip failed).
     fn witness(&self, call: &Call, reply: Option<&Result<Value>>) {
         if call.name == Name::Claim {
-            let claimed =
-                reply.and_then(|reply| reply.as_ref().ok()).map(|value| Claim::parse(value.clone()));
-            for job in claimed.into_iter().flatten().flat_map(|claims| claims.jobs) {
-                self.journal.record(Event::Claim, &job.id, job.token);
-            }
-            return;
+            return self.claimed(reply);
         }
         let event: fn(Heard) -> Event = match call.name {
-            Name::Ack => Event::Ack,
+            // ACKNEXT: an ack, then (after it, in the same step) a claim.
+            Name::Ack | Name::AckNext => Event::Ack,
             Name::Fail => Event::Fail,
             Name::Extend => Event::Extend,
             Name::Release => Event::Release,
@@ -51,6 +47,17 @@ impl Witness {
         let (Some(id), Some(token)) = (id, token) else { return };
         let heard = reply.map_or(Heard::Error, |reply| self.refused(call.name, reply));
         self.journal.record(event(heard), &id, token);
+        if call.name == Name::AckNext {
+            self.claimed(reply);
+        }
+    }
+
+    /// Journal the jobs a claim (or an ACKNEXT) handed out, with their tokens.
+    fn claimed(&self, reply: Option<&Result<Value>>) {
+        let claimed = reply.and_then(|reply| reply.as_ref().ok()).map(|value| Claim::parse(value.clone()));
+        for job in claimed.into_iter().flatten().flat_map(|claims| claims.jobs) {
+            self.journal.record(Event::Claim, &job.id, job.token);
+        }
     }
 
     /// A refusal the worker never provokes by itself, told on stderr (the

@@ -85,7 +85,7 @@ unsafe extern "C" fn on_command(
 /// transition whose last keys are optional (ENQUEUE's 2 to 9, FAIL's 5, 6
 /// or 8, CLAIM's 5 or 6). When its first argument is a job id, that id comes
 /// right after the keys, and no key begins with `JOB`, so the keys end at
-/// the first word from the required count on that passes the kind gate;
+/// the first word (from the second on) that passes the kind gate;
 /// with no such word, all of them when the call is long enough to hold
 /// them, else the required ones. Any other word in a key's place is that
 /// key, right or wrong, so a wrong one gets the script's `EMQARG`. When its
@@ -102,7 +102,9 @@ pub fn key_count(described: &Description, words: &[&[u8]]) -> usize {
         return required + optional;
     }
     let is_id = |at: usize| words.get(at).is_some_and(|word| echomq_core::parse::kind(Some(word)).is_ok());
-    match (required..=all).find(|at| is_id(*at)) {
+    // From the first key: a call with fewer keys than its forms allow is
+    // still read up to its id, and refused for its number of keys.
+    match (1..=all).find(|at| is_id(*at)) {
         Some(at) => at,
         None if words.len() >= all => all,
         None => required,

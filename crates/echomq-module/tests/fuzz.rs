@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 38] = [
+const TEMPLATES: [(&str, &str); 39] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     (
@@ -45,6 +45,11 @@ const TEMPLATES: [(&str, &str); 38] = [
     // A first attempt's token, right more often than a random one: done jobs too.
     ("EMQ.ACK", "$q:job:$id $q:active $q:done $id 1"),
     ("EMQ.ACK", "$q:job:$id $q:active $q:done $q:results $q:events $q:config $id $n RESULT r$n"),
+    (
+        "EMQ.ACKNEXT",
+        "$q:job:$id $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+         $id 1 $n COUNT $n RESULT r$n",
+    ),
     (
         "EMQ.ENQUEUE",
         "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
@@ -90,7 +95,7 @@ const TEMPLATES: [(&str, &str); 38] = [
     ),
     ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
 ];
-const CALLS: usize = 38 * 400;
+const CALLS: usize = TEMPLATES.len() * 400;
 const SEED: u64 = 0x5eed_e3a0_0002;
 
 /// xorshift64*: small, fast, and the same sequence everywhere.

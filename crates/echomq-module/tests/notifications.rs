@@ -25,6 +25,15 @@ const STEPS: &[(&str, &str)] = &[
     ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events 60000 COUNT 2"),
     ("extend", "$q:job:$A $q:active $A 1 90000"),
     ("ack", "$q:job:$A $q:active $q:done $q:results $q:events $q:config $A 1 RESULT 42"),
+    ("raw", "HSET $q:job:JOB_8 state pending attempts 0 payload p"),
+    ("raw", "ZADD $q:pending 9 JOB_8"),
+    ("raw", "HSET $q:job:JOB_9 state active attempts 1 payload p"),
+    ("raw", "ZADD $q:active 1 JOB_9"),
+    (
+        "acknext",
+        "$q:job:JOB_9 $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+         JOB_9 1 60000 COUNT 1",
+    ),
     ("fail", "$q:job:$B $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $B 1 1 0 boom"),
     ("retry", "$q:job:$B $q:dead $q:pending $q:priority $B"),
     ("claim", "$q:pending $q:active $q:config $q:rate $q:policy 60000"),

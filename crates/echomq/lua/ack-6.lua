@@ -16,7 +16,7 @@ Reply    1; with the events keys, a `completed` event (with result_bytes
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token)
 ]]
 --@include fenced
---@include events
+--@include ack
 
 local id, token, err = fenced_call(key_form({'job', 'active', 'done', 'results', 'events', 'config'}, {3, 4, 6}))
 if err then return err end
@@ -26,12 +26,8 @@ while i <= #ARGV do
   if string.upper(ARGV[i]) ~= 'RESULT' then
     return emq_error('EMQARG', 'unknown option ' .. ARGV[i])
   end
-  if result then return emq_error('EMQARG', 'RESULT given twice') end
-  result = ARGV[i + 1]
-  if result == nil then return emq_error('EMQARG', 'RESULT is missing its bytes') end
-  if #result > MAX_RESULT then
-    return emq_error('EMQSIZE', 'result exceeds ' .. MAX_RESULT .. ' bytes')
-  end
+  result, err = ack_result(result, ARGV[i + 1])
+  if err then return err end
   i = i + 2
 end
 if result and #KEYS < 4 then
@@ -44,14 +40,5 @@ if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6])
 if err then return err end
-
-redis.call('ZREM', KEYS[2], id)
-redis.call('HSET', KEYS[1], 'state', 'done')
-redis.call('ZADD', KEYS[3], now_ms(), id)
-if result then
-  redis.call('HSET', KEYS[4], id, result)
-  emit(KEYS[5], keep, 'completed', id, 'result_bytes', #result)
-else
-  emit(KEYS[5], keep, 'completed', id)
-end
+ack_job(id, result, keep)
 return 1

@@ -32,9 +32,7 @@ Reply    an array of claimed jobs in pending order (priority, then id), each
          that left the window are trimmed.
 Errors   EMQARG, EMQTYPE
 ]]
---@include record
---@include gate
---@include events
+--@include claim
 
 local names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'headers'}
 local prefix, err = queue_prefix(key_form(names, {5, 6, 7}))
@@ -47,60 +45,6 @@ opts, err = options(2, {COUNT = {CLAIM_COUNT_MIN, CLAIM_COUNT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
 if err then return err end
-
-local room, held, log
-room, held, log, err = gate(KEYS[3], KEYS[2], KEYS[4], opts.COUNT or 1)
-if err then return err end
--- Only a queue with jobs of their own policy (or headers) has the key: one lookup each.
-local function side_hash(key)
-  if not key then return false end
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= 'none' and found ~= 'hash' then
-    return nil, emq_error('EMQTYPE', key .. ' holds a ' .. found .. ', not a hash')
-  end
-  return found == 'hash'
-end
-local policies, headers
-policies, err = side_hash(KEYS[5])
-if err then return err end
-headers, err = side_hash(KEYS[7])
-if err then return err end
-local keep
-keep, err = events_keep(KEYS[6], KEYS[3])
-if err then return err end
-local claimed, logged = {}, {}
-local ids = room > 0 and redis.call('ZRANGE', KEYS[1], 0, room - 1) or {}
-if #ids == 0 then
-  spend(KEYS[4], log, logged)
-  if held then claimed[1] = held end
-  return claimed
-end
-local records
-records, err = take(KEYS[1], prefix, ids, 'attempts', 'payload')
-if err then return err end
-
--- One moment for the whole claim: the gate's, when it read the clock.
-local deadline = (log and log.now or now_ms()) + lease
-for i, id in ipairs(ids) do
-  local attempts, payload = records[i][1], records[i][2]
-  if attempts then
-    local token = tonumber(attempts) + 1
-    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
-    redis.call('ZADD', KEYS[2], deadline, id)
-    local job = {id, token, payload}
-    local policy = policies and redis.call('HGET', KEYS[5], id)
-    local held = headers and redis.call('HGET', KEYS[7], id)
-    if held then
-      -- false stands for a nil policy: a Lua array ends at its first nil.
-      job[4], job[5] = policy or false, held
-    elseif policy then
-      job[4] = policy
-    end
-    claimed[#claimed + 1] = job
-    emit(KEYS[6], keep, 'active', id, 'attempt', token)
-    logged[#logged + 1] = string.format('%s:%d', id, token)
-  end
-end
-spend(KEYS[4], log, logged)
-if held then claimed[#claimed + 1] = held end
-return claimed
+local keys = {pending = KEYS[1], active = KEYS[2], config = KEYS[3], rate = KEYS[4], policy = KEYS[5],
+  events = KEYS[6] or false, headers = KEYS[7] or false}
+return claim_jobs(keys, prefix, lease, opts.COUNT or 1)

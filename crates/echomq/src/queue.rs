@@ -416,6 +416,21 @@ impl Queue {
         self.run(&Ack { id: job.id.clone(), token: job.token, result: Some(result.into()) }).await
     }
 
+    /// Finish a claimed job (keeping `result`, if any) and claim up to
+    /// `count` more under `lease`, in one atomic step and one round trip
+    /// (ACKNEXT). When the ack is refused ([`Error::Fence`](crate::Error::Fence):
+    /// the lease was lost), nothing is acked and nothing claimed.
+    pub async fn ack_and_claim(
+        &self,
+        job: &Claimed,
+        result: Option<Vec<u8>>,
+        lease: Duration,
+        count: u64,
+    ) -> Result<Claims> {
+        let ack = Ack { id: job.id.clone(), token: job.token, result };
+        self.run(&AckNext { ack, lease, count }).await
+    }
+
     /// Finish many claimed jobs in one round trip; each ack's own outcome
     /// ([`Error::Fence`](crate::Error::Fence) for a job whose lease was lost).
     pub async fn ack_batch(&self, jobs: &[Claimed]) -> Result<Vec<Result<()>>> {

@@ -20,7 +20,8 @@
 //! - `worker/job.rs`: one job's run: the handler, its heartbeat, its outcome.
 //! - `worker/job/lease.rs`: the lease and its heartbeat; an outcome sent
 //!   again through an outage, up to the lease's last safe moment.
-//! - `worker/acker.rs`: acks gathered into one round trip under load.
+//! - `worker/acker.rs`: acks gathered into one round trip under load, each
+//!   round trip fetching the next jobs for the slots it frees (ACKNEXT).
 //! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
 
 use std::future::Future;
@@ -270,8 +271,12 @@ impl Worker {
         let mut jobs = JoinSet::new();
         let mut loops = JoinSet::new();
         let (job_tx, mut job_rx) = tokio::sync::mpsc::unbounded_channel();
+        // One queue: its acks fetch its next jobs (ACKNEXT). Several: the
+        // claim loops share the slots fairly, so acks only ack.
+        let refills = self.queues.len() == 1;
         for queue in self.queues {
-            let (acker, gathering) = acker::Acker::start(queue.clone());
+            let refill = refills.then(|| acker::Refill { shared: shared.clone(), jobs: job_tx.downgrade() });
+            let (acker, gathering) = acker::Acker::start(queue.clone(), refill);
             loops.spawn(gathering);
             loops.spawn(upkeep::run(queue.clone(), shared.clone()));
             loops.spawn(claim_loop(queue, acker, shared.clone(), slots.clone(), job_tx.clone()));
@@ -308,6 +313,7 @@ impl Worker {
     }
 }
 
+/// A job's run, as the claim loops and the acker hand it to the worker.
 type JobRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// While a worker stops, end its claims' waits for work, again and again

@@ -77,6 +77,26 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
         ("enqueue", vec![job.clone(), key("pending")], vec![b"XYZ", b"hello"]),
         ("ack", vec![job.clone(), key("active"), key("done")], vec![b"XYZ", b"1"]),
         (
+            "acknext",
+            [
+                job.as_str(),
+                "active",
+                "done",
+                "results",
+                "events",
+                "config",
+                "pending",
+                "rate",
+                "policy",
+                "headers",
+            ]
+            .iter()
+            .enumerate()
+            .map(|(i, name)| if i == 0 { job.clone() } else { key(name) })
+            .collect(),
+            vec![b"XYZ", b"1", b"30000"],
+        ),
+        (
             "fail",
             vec![job.clone(), key("active"), key("delayed"), key("dead"), key("errors")],
             vec![b"XYZ", b"1", b"3", b"1000", b"boom"],
@@ -136,6 +156,22 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             Call::Claim(Claim { lease: Duration::from_secs(30), count: 1 }),
         ),
         ("ack", active, Call::Ack(Ack { id: a(), token: 1, result: None })),
+        (
+            "acknext",
+            // A job to claim after the ack, and a rate set, so that every key is read.
+            &[
+                "HSET $q:job:$A state active attempts 1 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:job:$B state pending attempts 0 payload p",
+                "ZADD $q:pending 0 $B",
+                "HSET $q:config rate 5 per 1000",
+            ],
+            Call::AckNext(AckNext {
+                ack: Ack { id: a(), token: 1, result: Some(b"r".to_vec()) },
+                lease: Duration::from_secs(30),
+                count: 1,
+            }),
+        ),
         (
             "fail",
             active,
@@ -271,6 +307,10 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
         if ["claim", "reap", "promote", "purge", "drain", "trim", "settle"].contains(&name) {
             keys.push(h.keys.job(&a()));
         }
+        // ACKNEXT reads the record of the job it claims after the ack.
+        if name == "acknext" {
+            keys.push(h.keys.job(&common::B.parse().unwrap()));
+        }
         for key in keys {
             let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
             h.arrange(given).await;
@@ -282,7 +322,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 165, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 176, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]

@@ -398,7 +398,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 25] = [
+const SHAPES: [Shape; 26] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -436,6 +436,18 @@ const SHAPES: [Shape; 25] = [
         name: Name::Ack,
         args: &[ID, TOKEN],
         options: &[("RESULT", "42"), ("result", ""), ("RESULT", "7"), ("extra", "1")],
+    },
+    Shape {
+        name: Name::AckNext,
+        args: &[ID, TOKEN, &["60000", "0", "x"]],
+        options: &[
+            ("RESULT", "42"),
+            ("COUNT", "2"),
+            ("count", "1"),
+            ("COUNT", "0"),
+            ("RESULT", ""),
+            ("LIMIT", "1"),
+        ],
     },
     Shape {
         name: Name::Defer,

@@ -27,7 +27,7 @@ pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha 
      +xadd";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
-     +emq.ack +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
+     +emq.ack +emq.acknext +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
      +emq.progress +emq.schedules +emq.fire +emq.settle";
 /// Optional, for Lua workers: wake on keyspace notifications instead of polling.
 pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
@@ -50,7 +50,7 @@ pub const OPERATOR_LUA: &str =
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange \
-     +emq.enqueue +emq.claim +emq.ack +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
+     +emq.enqueue +emq.claim +emq.ack +emq.acknext +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle";
 
@@ -457,6 +457,7 @@ fn the_lua_recipes_cover_every_command_the_scripts_call() {
         "enqueue",
         "claim",
         "ack",
+        "acknext",
         "fail",
         "defer",
         "extend",

@@ -58,6 +58,11 @@ fn fail(token: u64, max_attempts: u64) -> Call {
     Call::Fail(Fail { id: a(), token, max_attempts, backoff: secs(1), error: "boom".into() })
 }
 
+fn acknext(token: u64, result: Option<&[u8]>, count: u64) -> Call {
+    let ack = Ack { id: a(), token, result: result.map(<[u8]>::to_vec) };
+    Call::AckNext(AckNext { ack, lease: secs(30), count })
+}
+
 fn schedule(next: u64) -> Call {
     Call::Schedule(Schedule { name: "s".into(), definition: b"d1".to_vec(), next })
 }
@@ -534,6 +539,70 @@ fn cases() -> Vec<Case> {
             call: Call::Ack(Ack { id: a(), token: 1, result: None }),
             reply: "Err(EMQNOJOB)",
             after: &[],
+        },
+        // ACKNEXT
+        Case {
+            name: "acknext acks the job and claims the next ones, under the lease and the gate",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload a",
+                "ZADD $q:active 5 $A",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $B",
+            ],
+            call: acknext(1, Some(b"42"), 5),
+            reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
+            after: &[
+                "active $B@now+30000",
+                "done $A@now",
+                "events completed=$A,result_bytes:2 active=$B,attempt:1",
+                "job:$A attempts=1 payload=a state=done",
+                "job:$B attempts=1 payload=b state=active",
+                "results $A=42",
+            ],
+        },
+        Case {
+            name: "acknext on an empty queue acks and claims nothing",
+            given: ACTIVE_A,
+            call: acknext(1, None, 1),
+            reply: "Ok([])",
+            after: &["done $A@now", "events completed=$A", "job:$A attempts=1 payload=p state=done"],
+        },
+        Case {
+            name: "acknext on a paused queue acks, and the gate says why it claimed nothing",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload a",
+                "ZADD $q:active 5 $A",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $B",
+                "HSET $q:config paused 1",
+            ],
+            call: acknext(1, None, 1),
+            reply: "Ok([]) held Paused",
+            after: &[
+                "config paused=1",
+                "done $A@now",
+                "events completed=$A",
+                "job:$A attempts=1 payload=a state=done",
+                "job:$B attempts=0 payload=b state=pending",
+                "pending $B@0",
+            ],
+        },
+        Case {
+            name: "acknext with a stale token acks nothing and claims nothing",
+            given: &[
+                "HSET $q:job:$A state active attempts 2 payload a",
+                "ZADD $q:active 5 $A",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $B",
+            ],
+            call: acknext(1, None, 1),
+            reply: "Err(EMQFENCE)",
+            after: &[
+                "active $A@5",
+                "job:$A attempts=2 payload=a state=active",
+                "job:$B attempts=0 payload=b state=pending",
+                "pending $B@0",
+            ],
         },
         // FAIL
         Case {
@@ -1359,6 +1428,62 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
         args: "",
         error: "EMQTYPE $q:job:$A holds a string, not a hash",
+    },
+    Refusal {
+        name: "acknext with nine keys",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy",
+        args: "$A 1 30000",
+        error: "EMQARG wrong number of keys",
+    },
+    Refusal {
+        name: "acknext with COUNT given twice",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        args: "$A 1 30000 COUNT 1 COUNT 2",
+        error: "EMQARG COUNT given twice",
+    },
+    Refusal {
+        name: "acknext with a count past the limit",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        args: "$A 1 30000 COUNT 1001",
+        error: "EMQARG COUNT must be an integer in 1..=1000",
+    },
+    Refusal {
+        name: "acknext with no lease",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        args: "$A 1",
+        error: "EMQARG lease must be an integer in 1..=2147483647",
+    },
+    Refusal {
+        name: "acknext with an unknown option",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        args: "$A 1 30000 BLOCK 5",
+        error: "EMQARG unknown option BLOCK",
+    },
+    Refusal {
+        name: "acknext with a rate log that is a hash acks nothing",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:rate x 1"],
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        args: "$A 1 30000",
+        error: "EMQTYPE $q:rate holds a hash, not a zset",
+    },
+    Refusal {
+        name: "acknext with a stale token",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        args: "$A 2 30000 RESULT r",
+        error: "EMQFENCE token does not hold the lease",
     },
     Refusal {
         name: "ack with a result and no results key",

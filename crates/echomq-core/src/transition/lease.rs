@@ -4,12 +4,12 @@
 
 use super::control::{gate, spend};
 use super::events::{emit, error_text, trailing, Events};
-use super::{fence, need, number, take, to_pending, write_record};
+use super::{fence, need, number, read_field, take, to_pending, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
     CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT, TOKEN,
 };
-use crate::parse::{count, kind, lossy, options, queue_prefix};
+use crate::parse::{count, kind, lossy, options, queue_prefix, record_key};
 use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -215,14 +215,7 @@ impl<'a> Ack<'a> {
             if !name.eq_ignore_ascii_case(b"RESULT") {
                 return Err(Refusal::arg(format!("unknown option {}", lossy(name))));
             }
-            if result.is_some() {
-                return Err(Refusal::arg("RESULT given twice"));
-            }
-            let value = *tail.first().ok_or_else(|| Refusal::arg("RESULT is missing its bytes"))?;
-            if value.len() > MAX_RESULT {
-                return Err(Refusal::new(Code::Size, format!("result exceeds {MAX_RESULT} bytes")));
-            }
-            result = Some(value);
+            result = Some(ack_result(result, tail.first().copied())?);
             rest = &tail[1..];
         }
         if result.is_some() && keys.len() < 4 {
@@ -255,6 +248,109 @@ impl<'a> Ack<'a> {
         }
         Ok(Reply::Int(1))
     }
+}
+
+/// A parsed ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step.
+#[derive(Debug)]
+pub struct AckNext<'a> {
+    ack: Ack<'a>,
+    /// CLAIM's keys, in CLAIM's order, picked out of ACKNEXT's.
+    claim_keys: [&'a [u8]; 7],
+    prefix: &'a [u8],
+    lease: u64,
+    count: u64,
+}
+
+impl<'a> AckNext<'a> {
+    /// What ACKNEXT is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "acknext",
+        command: "EMQ.ACKNEXT",
+        keys: &[
+            Role::Job,
+            Role::Active,
+            Role::Done,
+            Role::Results,
+            Role::Events,
+            Role::Config,
+            Role::Pending,
+            Role::Rate,
+            Role::Policy,
+            Role::Headers,
+        ],
+        forms: &[10],
+        args: &["id", "token", "lease"],
+        options: &["RESULT", "COUNT"],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
+    /// KEYS: job, active, done, results, events, config, pending, rate,
+    /// policy, headers. ARGV: id, token, the next claims' lease, then
+    /// `RESULT <bytes>` and `COUNT <n>` (default 1), in any order.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckNext<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let prefix = &keys[1][..keys[1].len() - b"active".len()];
+        let lease = count(args.get(2).copied(), "lease", LEASE_MS)?;
+        let (mut result, mut claims) = (None, None);
+        let mut rest = args.get(3..).unwrap_or_default();
+        while let Some((&name, tail)) = rest.split_first() {
+            let value = tail.first().copied();
+            if name.eq_ignore_ascii_case(b"RESULT") {
+                result = Some(ack_result(result, value)?);
+            } else if name.eq_ignore_ascii_case(b"COUNT") {
+                if claims.is_some() {
+                    return Err(Refusal::arg("COUNT given twice"));
+                }
+                claims = Some(count(value, "COUNT", CLAIM_COUNT)?);
+            } else {
+                return Err(Refusal::arg(format!("unknown option {}", lossy(name))));
+            }
+            rest = &tail[1..];
+        }
+        let claim_keys = [keys[6], keys[1], keys[5], keys[7], keys[8], keys[4], keys[9]];
+        // ACK's own six keys, its events with them.
+        let ack = Ack { fenced: Fenced { keys: &keys[..6], ..fenced }, result };
+        Ok(AckNext { ack, claim_keys, prefix, lease, count: claims.unwrap_or(1) })
+    }
+
+    /// ACK the job, then CLAIM up to COUNT jobs under a new lease: CLAIM's
+    /// reply. Every key's type, the fence, and the records at the head of
+    /// pending that the claim may take are checked before the first write,
+    /// so a refusal changes nothing (and claims nothing).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        self.ack.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        let [pending, _, _, rate, policy, _, headers] = self.claim_keys;
+        need(store, pending, KeyType::Zset)?;
+        need(store, rate, KeyType::Zset)?;
+        need(store, policy, KeyType::Hash)?;
+        need(store, headers, KeyType::Hash)?;
+        // The records the claim may take, as its own check would read them.
+        for id in store.zhead(pending, self.count as usize) {
+            read_field(store, &record_key(self.prefix, &id), b"attempts")?;
+        }
+        self.ack.apply(store)?;
+        let claim = Claim {
+            keys: &self.claim_keys,
+            prefix: self.prefix,
+            lease: self.lease,
+            count: self.count,
+            block: None,
+        };
+        claim.apply(store)
+    }
+}
+
+/// RESULT's bytes, the first time it is given and within its limit.
+fn ack_result<'a>(given: Option<&'a [u8]>, value: Option<&'a [u8]>) -> Result<&'a [u8], Refusal> {
+    if given.is_some() {
+        return Err(Refusal::arg("RESULT given twice"));
+    }
+    let value = value.ok_or_else(|| Refusal::arg("RESULT is missing its bytes"))?;
+    if value.len() > MAX_RESULT {
+        return Err(Refusal::new(Code::Size, format!("result exceeds {MAX_RESULT} bytes")));
+    }
+    Ok(value)
 }
 
 /// A parsed FAIL.

@@ -1,19 +1,35 @@
 //! Acks, gathered: under load many jobs finish at once, and their acks go to
 //! the server in one round trip (`ack_batch`, a pipeline). Under light load a
 //! batch is one ack, sent at once: gathering never waits.
+//!
+//! A finished job hands its concurrency slot along with its ack. When the
+//! worker works one queue, one ack of each batch becomes an ACKNEXT that
+//! claims a job for every slot the batch freed, in the same round trip: at
+//! concurrency 1 a job costs one round trip, not two (CLAIM, then ACK). The
+//! jobs it claims start here, in those slots; slots it could not fill go
+//! back to the claim loop. A worker of several queues only acks, so that one
+//! busy queue cannot keep the slots from the others.
 
-use tokio::sync::{mpsc, oneshot};
+use std::sync::Arc;
 
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+
+use super::{JobRun, Shared};
 use crate::executor::{execute, execute_batch};
 use crate::queue::Queue;
-use crate::transition::{Ack, Claimed};
+use crate::transition::{Ack, AckNext, Claimed, Claims, Release};
 use crate::Result;
 
 /// The most acks one round trip carries.
 const MOST: usize = 256;
 
-/// An ack (the job's id, token and result: never its payload) and where its outcome goes.
-type Request = (Ack, oneshot::Sender<Result<()>>);
+/// An ack (the job's id, token and result: never its payload), the slot it
+/// frees, if it hands it on, and where its outcome goes.
+struct Request {
+    ack: Ack,
+    slot: Option<OwnedSemaphorePermit>,
+    reply: oneshot::Sender<Result<()>>,
+}
 
 /// A handle to a queue's ack gatherer. Cheap to clone.
 #[derive(Clone)]
@@ -21,25 +37,45 @@ pub(super) struct Acker {
     requests: mpsc::UnboundedSender<Request>,
 }
 
+/// Where the jobs an ACKNEXT claims go: the worker's job runs, for as long
+/// as it takes new ones (a weak handle: the claim loops' ending closes it).
+pub(super) struct Refill {
+    pub(super) shared: Arc<Shared>,
+    pub(super) jobs: mpsc::WeakUnboundedSender<JobRun>,
+}
+
 impl Acker {
-    /// A gatherer for `queue`, and the task that sends its batches.
-    pub(super) fn start(queue: Queue) -> (Acker, impl std::future::Future<Output = ()> + Send) {
+    /// A gatherer for `queue`, and the task that sends its batches; with
+    /// `refill`, its acks claim the next jobs (ACKNEXT).
+    pub(super) fn start(
+        queue: Queue,
+        refill: Option<Refill>,
+    ) -> (Acker, impl std::future::Future<Output = ()> + Send) {
         let (requests, inbox) = mpsc::unbounded_channel();
-        (Acker { requests }, gather(queue, inbox))
+        let acker = Acker { requests };
+        let gathering = gather(queue, inbox, refill.map(|refill| (refill, acker.clone())));
+        (acker, gathering)
     }
 
-    /// Ack `job`, keeping `result`, in whatever batch it joins; its own outcome.
-    pub(super) async fn ack(&self, queue: &Queue, job: &Claimed, result: Option<Vec<u8>>) -> Result<()> {
+    /// Ack `job`, keeping `result`, in whatever batch it joins; its own
+    /// outcome. `slot`, when given, may be filled with the next job.
+    pub(super) async fn ack(
+        &self,
+        queue: &Queue,
+        job: &Claimed,
+        result: Option<Vec<u8>>,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Result<()> {
         let ack = Ack { id: job.id.clone(), token: job.token, result };
         let (reply, outcome) = oneshot::channel();
-        if let Err(mpsc::error::SendError((ack, _))) = self.requests.send((ack, reply)) {
-            return execute(&**queue.executor(), queue.keyspace(), &ack).await;
+        if let Err(mpsc::error::SendError(request)) = self.requests.send(Request { ack, slot, reply }) {
+            return execute(&**queue.executor(), queue.keyspace(), &request.ack).await;
         }
         outcome.await.unwrap_or_else(|_| Err(crate::Error::Reply("the ack gatherer stopped".into())))
     }
 }
 
-async fn gather(queue: Queue, mut inbox: mpsc::UnboundedReceiver<Request>) {
+async fn gather(queue: Queue, mut inbox: mpsc::UnboundedReceiver<Request>, refill: Option<(Refill, Acker)>) {
     while let Some(first) = inbox.recv().await {
         let mut batch = vec![first];
         while batch.len() < MOST {
@@ -48,19 +84,90 @@ async fn gather(queue: Queue, mut inbox: mpsc::UnboundedReceiver<Request>) {
                 Err(_) => break,
             }
         }
-        let (acks, replies): (Vec<Ack>, Vec<_>) = batch.into_iter().unzip();
-        let (via, keys) = (&**queue.executor(), queue.keyspace());
-        match execute_batch(via, keys, &acks).await {
-            Ok(outcomes) => {
-                for (reply, outcome) in replies.into_iter().zip(outcomes) {
-                    let _ = reply.send(outcome);
+        let mut slots: Vec<OwnedSemaphorePermit> = batch.iter_mut().filter_map(|r| r.slot.take()).collect();
+        let next = match &refill {
+            Some((refill, _)) if !slots.is_empty() && !refill.shared.stopping.is_cancelled() => batch.pop(),
+            _ => None,
+        };
+        let (acks, replies): (Vec<Ack>, Vec<_>) = batch.into_iter().map(|r| (r.ack, r.reply)).unzip();
+        let lease = refill.as_ref().map(|(refill, _)| refill.shared.options.lease).unwrap_or_default();
+        let fetch = async {
+            let next = next?;
+            let call = AckNext { ack: next.ack, lease, count: slots.len() as u64 };
+            let claimed = execute(&**queue.executor(), queue.keyspace(), &call).await;
+            Some((call.ack, next.reply, claimed))
+        };
+        let ((), fetched) = tokio::join!(send_acks(&queue, acks, replies), fetch);
+        let Some((ack, reply, claimed)) = fetched else { continue };
+        match claimed {
+            Ok(Claims { jobs, .. }) => {
+                let _ = reply.send(Ok(()));
+                if let Some((refill, acker)) = &refill {
+                    start(&queue, refill, acker, jobs, &mut slots).await;
                 }
             }
-            // The round trip failed as a whole: each job tries alone.
+            // Refused (the lease was lost) or unknown (the connection): the
+            // ack's own outcome, tried again alone by its job if it wants.
+            Err(err) if err.code().is_some() => {
+                let _ = reply.send(Err(err));
+            }
             Err(_) => {
-                for (ack, reply) in acks.iter().zip(replies) {
-                    let _ = reply.send(execute(via, keys, ack).await);
-                }
+                let _ = reply.send(execute(&**queue.executor(), queue.keyspace(), &ack).await);
+            }
+        }
+        // Slots nothing filled go back to the claim loop.
+        drop(slots);
+    }
+}
+
+/// Send `acks` in one round trip and hand each its outcome.
+async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<Result<()>>>) {
+    if acks.is_empty() {
+        return;
+    }
+    let (via, keys) = (&**queue.executor(), queue.keyspace());
+    match execute_batch(via, keys, &acks).await {
+        Ok(outcomes) => {
+            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                let _ = reply.send(outcome);
+            }
+        }
+        // The round trip failed as a whole: each job tries alone.
+        Err(_) => {
+            for (ack, reply) in acks.iter().zip(replies) {
+                let _ = reply.send(execute(via, keys, ack).await);
+            }
+        }
+    }
+}
+
+/// Run the jobs an ACKNEXT claimed, each in one of `slots`; when the worker
+/// takes no new jobs any more (it is stopping), give them back to pending.
+async fn start(
+    queue: &Queue,
+    refill: &Refill,
+    acker: &Acker,
+    jobs: Vec<Claimed>,
+    slots: &mut Vec<OwnedSemaphorePermit>,
+) {
+    let runs = refill.jobs.upgrade().filter(|_| !refill.shared.stopping.is_cancelled());
+    for job in jobs {
+        let (id, token) = (job.id.clone(), job.token);
+        let started = match (&runs, slots.pop()) {
+            (Some(runs), Some(slot)) => {
+                let run = super::job::run(queue.clone(), acker.clone(), refill.shared.clone(), job, slot);
+                runs.send(Box::pin(run)).is_ok()
+            }
+            _ => false,
+        };
+        if !started {
+            let release = Release { id, token };
+            if let Err(err) = execute(&**queue.executor(), queue.keyspace(), &release).await {
+                tracing::warn!(
+                    id = %release.id,
+                    error = %err,
+                    "a job claimed while the worker stopped could not be given back; it is reaped when its lease ends"
+                );
             }
         }
     }

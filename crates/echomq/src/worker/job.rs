@@ -138,13 +138,14 @@ enum Ending {
     Released,
 }
 
-/// Run one claimed job to its end. `_slot` is its place in the concurrency limit.
+/// Run one claimed job to its end. `slot` is its place in the concurrency
+/// limit, handed on with its ack (the next job may take it).
 pub(super) async fn run(
     queue: Queue,
     acker: Acker,
     shared: Arc<Shared>,
     job: Claimed,
-    _slot: OwnedSemaphorePermit,
+    slot: OwnedSemaphorePermit,
 ) {
     let span = tracing::info_span!(
         "emq.job",
@@ -160,10 +161,16 @@ pub(super) async fn run(
         span.record("traceparent", traceparent.as_str());
         span.record("trace_id", &traceparent[3..35]);
     }
-    run_traced(queue, acker, shared, job).instrument(span).await
+    run_traced(queue, acker, shared, job, slot).instrument(span).await
 }
 
-async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claimed) {
+async fn run_traced(
+    queue: Queue,
+    acker: Acker,
+    shared: Arc<Shared>,
+    job: Claimed,
+    slot: OwnedSemaphorePermit,
+) {
     let options = &shared.options;
     let cancel = CancellationToken::new();
     let context = JobContext {
@@ -202,7 +209,12 @@ async fn run_traced(queue: Queue, acker: Acker, shared: Arc<Shared>, job: Claime
     let labels = [("queue", queue.name().to_owned())];
     match outcome {
         Ending::Finished(Ok(Ok(result))) => {
-            let ack = || acker.ack(&queue, &job, result.clone());
+            // The slot goes with the first try: the ack may fill it with the next job.
+            let slot = std::sync::Mutex::new(Some(slot));
+            let ack = || {
+                let slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+                acker.ack(&queue, &job, result.clone(), slot)
+            };
             match persist(&mut lease, Name::Ack, Route::Gathered, None, ack).await {
                 Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
                 Err(err) => lost_or_failed(&labels, Name::Ack, &err),

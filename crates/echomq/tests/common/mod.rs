@@ -206,6 +206,7 @@ pub enum Call {
     Enqueue(Enqueue),
     Claim(Claim),
     Ack(Ack),
+    AckNext(AckNext),
     Fail(Fail),
     Extend(Extend),
     Release(Release),
@@ -237,6 +238,7 @@ impl Call {
             Call::Enqueue(c) => c.keys(k),
             Call::Claim(c) => c.keys(k),
             Call::Ack(c) => c.keys(k),
+            Call::AckNext(c) => c.keys(k),
             Call::Fail(c) => c.keys(k),
             Call::Extend(c) => c.keys(k),
             Call::Release(c) => c.keys(k),
@@ -266,26 +268,12 @@ impl Call {
 /// Run a call and render its reply: `Ok(<debug>)`, or `Err(<code>)` for a
 /// refusal; EXTEND's as `deadline <ms>`.
 pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
-    fn show<T: std::fmt::Debug>(result: echomq::Result<T>) -> String {
-        match result {
-            Ok(value) => format!("Ok({value:?})").replace(A, "$A").replace(B, "$B"),
-            Err(err) => match err.code() {
-                Some(code) => format!("Err({code})"),
-                None => format!("Err(other: {err})"),
-            },
-        }
-    }
     match call {
         Call::Enqueue(c) => show(execute(via, k, c).await),
         // The jobs as before; what the gate held back, if anything, after them.
-        Call::Claim(c) => match execute(via, k, c).await {
-            Ok(Claims { jobs, held: None }) => show(Ok(jobs)),
-            // The rate's wait depends on the clock: tests that know it check it.
-            Ok(Claims { jobs, held: Some(Held::Wait(_)) }) => format!("{} held Wait", show(Ok(jobs))),
-            Ok(Claims { jobs, held: Some(held) }) => format!("{} held {held:?}", show(Ok(jobs))),
-            Err(err) => show::<()>(Err(err)),
-        },
+        Call::Claim(c) => claims_shown(execute(via, k, c).await),
         Call::Ack(c) => show(execute(via, k, c).await),
+        Call::AckNext(c) => claims_shown(execute(via, k, c).await),
         Call::Fail(c) => show(execute(via, k, c).await),
         // The caller checks the deadline against the lease's new score in active.
         Call::Extend(c) => match execute(via, k, c).await {
@@ -316,6 +304,28 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Defer(c) => show(execute(via, k, c).await),
         Call::Batch(c) => show(execute(via, k, c).await),
         Call::Settle(c) => show(execute(via, k, c).await),
+    }
+}
+
+/// A claim's reply: the jobs as before; what the gate held back, if anything, after them.
+fn claims_shown(claims: echomq::Result<Claims>) -> String {
+    match claims {
+        Ok(Claims { jobs, held: None }) => show(Ok(jobs)),
+        // The rate's wait depends on the clock: tests that know it check it.
+        Ok(Claims { jobs, held: Some(Held::Wait(_)) }) => format!("{} held Wait", show(Ok(jobs))),
+        Ok(Claims { jobs, held: Some(held) }) => format!("{} held {held:?}", show(Ok(jobs))),
+        Err(err) => show::<()>(Err(err)),
+    }
+}
+
+/// A reply rendered: `Ok(<debug>)`, or `Err(<code>)` for a refusal.
+fn show<T: std::fmt::Debug>(result: echomq::Result<T>) -> String {
+    match result {
+        Ok(value) => format!("Ok({value:?})").replace(A, "$A").replace(B, "$B"),
+        Err(err) => match err.code() {
+            Some(code) => format!("Err({code})"),
+            None => format!("Err(other: {err})"),
+        },
     }
 }
 

@@ -1,0 +1,71 @@
+--[[ ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step: a
+worker finishes a job and fetches its next ones in one round trip.
+
+KEYS[1]  emq:{q}:job:<id>   the record (hash)
+KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
+KEYS[3]  emq:{q}:done       (zset) score = finish time, server ms
+KEYS[4]  emq:{q}:results    (hash) id -> the job's result
+KEYS[5]  emq:{q}:events     (stream) the event log (includes/events)
+KEYS[6]  emq:{q}:config     (hash) the queue's settings, read by the gate
+KEYS[7]  emq:{q}:pending    (zset)
+KEYS[8]  emq:{q}:rate       (zset) the claim log of a rate-limited queue
+KEYS[9]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
+KEYS[10] emq:{q}:headers    (hash) id -> the job's headers
+ARGV[1]  id: the job id
+ARGV[2]  token: the one the claim handed out
+ARGV[3]  lease, ms          1..=2147483647: the lease of the jobs it claims
+ARGV[4..] options, in any order:
+         RESULT <bytes>     0 to 1048576 bytes: kept as results[id]
+         COUNT <n>          1..=1000, default 1: the most jobs to claim
+Reply    CLAIM's reply (claim-7.lua): the jobs claimed after the ack, then
+         the gate's integer when it held some back. The ack's `completed`
+         event comes before the claims' `active` ones.
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
+         or another token), TRYAGAIN. Every key's type, the fence, and the
+         records at the head of pending that the claim may take are checked
+         before the first write: a refused ACKNEXT acks nothing and claims
+         nothing.
+]]
+--@include fenced
+--@include ack
+--@include claim
+
+local names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy', 'headers'}
+local id, token, err = fenced_call(names)
+if err then return err end
+local prefix = string.sub(KEYS[2], 1, #KEYS[2] - #'active')
+local lease
+lease, err = integer(ARGV[3], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
+if err then return err end
+local result, count
+local i = 4
+while i <= #ARGV do
+  local name = string.upper(ARGV[i])
+  if name == 'RESULT' then
+    result, err = ack_result(result, ARGV[i + 1])
+  elseif name == 'COUNT' then
+    if count then return emq_error('EMQARG', 'COUNT given twice') end
+    count, err = integer(ARGV[i + 1], 'COUNT', CLAIM_COUNT_MIN, CLAIM_COUNT_MAX)
+  else
+    return emq_error('EMQARG', 'unknown option ' .. ARGV[i])
+  end
+  if err then return err end
+  i = i + 2
+end
+err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
+  or type_error(KEYS[7], 'zset') or type_error(KEYS[8], 'zset')
+  or type_error(KEYS[9], 'hash') or type_error(KEYS[10], 'hash')
+if err then return err end
+-- The records the claim may take, as its own check would read them.
+for _, next_id in ipairs(redis.call('ZRANGE', KEYS[7], 0, (count or 1) - 1)) do
+  _, err = read_record(prefix .. 'job:' .. next_id, 'attempts')
+  if err then return err end
+end
+local keep
+keep, err = events_keep(KEYS[5], KEYS[6])
+if err then return err end
+
+ack_job(id, result, keep)
+local keys = {pending = KEYS[7], active = KEYS[2], config = KEYS[6], rate = KEYS[8], policy = KEYS[9],
+  events = KEYS[5], headers = KEYS[10]}
+return claim_jobs(keys, prefix, lease, count or 1)

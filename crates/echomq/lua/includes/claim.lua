@@ -1,0 +1,71 @@
+--[[ The claim itself, shared by CLAIM and ACKNEXT: take the head of pending,
+up to `count` jobs as the gate lets through, each under a new lease. The
+order of checks and writes is the core's `Claim::apply`
+(crates/echomq-core/src/transition/lease.rs).
+claim_jobs(k, prefix, lease, count) takes the keys by name, k.pending,
+k.active, k.config, k.rate, k.policy, and the optional k.events and
+k.headers (false: not passed); it returns CLAIM's reply, or an error reply
+before its first write.
+]]
+--@include record
+--@include gate
+--@include events
+
+-- Only a queue with jobs of their own policy (or headers) has the key: one lookup each.
+local function side_hash(key)
+  if not key then return false end
+  local found = redis.call('TYPE', key)['ok']
+  if found ~= 'none' and found ~= 'hash' then
+    return nil, emq_error('EMQTYPE', key .. ' holds a ' .. found .. ', not a hash')
+  end
+  return found == 'hash'
+end
+
+local function claim_jobs(k, prefix, lease, count)
+  local room, held, log, err = gate(k.config, k.active, k.rate, count)
+  if err then return err end
+  local policies, headers
+  policies, err = side_hash(k.policy)
+  if err then return err end
+  headers, err = side_hash(k.headers)
+  if err then return err end
+  local keep
+  keep, err = events_keep(k.events, k.config)
+  if err then return err end
+  local claimed, logged = {}, {}
+  local ids = room > 0 and redis.call('ZRANGE', k.pending, 0, room - 1) or {}
+  if #ids == 0 then
+    spend(k.rate, log, logged)
+    if held then claimed[1] = held end
+    return claimed
+  end
+  local records
+  records, err = take(k.pending, prefix, ids, 'attempts', 'payload')
+  if err then return err end
+
+  -- One moment for the whole claim: the gate's, when it read the clock.
+  local deadline = (log and log.now or now_ms()) + lease
+  for i, id in ipairs(ids) do
+    local attempts, payload = records[i][1], records[i][2]
+    if attempts then
+      local token = tonumber(attempts) + 1
+      redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
+      redis.call('ZADD', k.active, deadline, id)
+      local job = {id, token, payload}
+      local policy = policies and redis.call('HGET', k.policy, id)
+      local held_headers = headers and redis.call('HGET', k.headers, id)
+      if held_headers then
+        -- false stands for a nil policy: a Lua array ends at its first nil.
+        job[4], job[5] = policy or false, held_headers
+      elseif policy then
+        job[4] = policy
+      end
+      claimed[#claimed + 1] = job
+      emit(k.events, keep, 'active', id, 'attempt', token)
+      logged[#logged + 1] = string.format('%s:%d', id, token)
+    end
+  end
+  spend(k.rate, log, logged)
+  if held then claimed[#claimed + 1] = held end
+  return claimed
+end
