@@ -26,7 +26,7 @@ use crate::worker::FAILS_FIRST;
 /// The executor the workers run on.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
-    /// The Lua scripts, on a server without the module (woken by keyspace notifications).
+    /// The Lua scripts, on a server without the module (idle workers wait on the wake-up key).
     Lua,
     /// The native module, loaded into the server (`ECHOMQ_MODULE`, or the workspace's debug build).
     Native,
@@ -102,11 +102,7 @@ pub async fn run(o: Options) -> Result<bool, String> {
 
     let native = o.via == Via::Native;
     let server = tokio::task::spawn_blocking(move || {
-        let mut args = vec!["--appendonly", "yes", "--appendfsync", "always"];
-        if !native {
-            args.extend(["--notify-keyspace-events", "Kz"]);
-        }
-        let args = args.into_iter().map(str::to_owned).collect();
+        let args = ["--appendonly", "yes", "--appendfsync", "always"].map(str::to_owned).to_vec();
         RedisServer::start_with(ServerOptions {
             module: native.then(module_path),
             args,

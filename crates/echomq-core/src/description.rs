@@ -63,6 +63,10 @@ pub enum Role {
     BatchJobs,
     /// `batch_open`: the open batches by creation time, server ms (zset).
     BatchOpen,
+    /// `wake`: the queue's wake-up key, one member `1` while a job may be
+    /// pending that no waiting claim was told of (zset): idle workers wait
+    /// on it with `BZPOPMIN`, any Redis, no module (PROTOCOL.md §9).
+    Wake,
 }
 
 impl Role {
@@ -95,6 +99,7 @@ impl Role {
             Role::Batches => "batches",
             Role::BatchJobs => "batch_jobs",
             Role::BatchOpen => "batch_open",
+            Role::Wake => "wake",
         }
     }
 
@@ -124,7 +129,8 @@ impl Role {
             | Role::Rate
             | Role::Ticks
             | Role::UniqueUntil
-            | Role::BatchOpen => KeyType::Zset,
+            | Role::BatchOpen
+            | Role::Wake => KeyType::Zset,
             Role::Events => KeyType::Stream,
         }
     }

@@ -115,6 +115,23 @@ fn need<S: Store>(store: &mut S, key: &[u8], want: KeyType) -> Result<(), Refusa
     }
 }
 
+/// The queue's wake-up key (PROTOCOL.md §9): the call's key at `at`, when
+/// it passed one. It must hold a sorted set or nothing; checked with the
+/// other keys, before the first write.
+fn wake_key<'k, S: Store>(store: &mut S, keys: &[&'k [u8]], at: usize) -> Result<Option<&'k [u8]>, Refusal> {
+    let Some(key) = keys.get(at).copied() else { return Ok(None) };
+    need(store, key, KeyType::Zset)?;
+    Ok(Some(key))
+}
+
+/// Tell one claim waiting on the queue that a job may be pending: the
+/// wake-up key's one member, `1`, which a `BZPOPMIN` takes.
+fn wake<S: Store>(store: &mut S, key: Option<&[u8]>) {
+    if let Some(key) = key {
+        store.zadd(key, 0.0, b"1");
+    }
+}
+
 /// Read one field of a record after checking the record is a hash (or
 /// missing, and not on its way to or from another cluster node).
 fn read_field<S: Store>(store: &mut S, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, Refusal> {

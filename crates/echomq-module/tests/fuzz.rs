@@ -48,14 +48,14 @@ const TEMPLATES: [(&str, &str); 39] = [
     (
         "EMQ.ACKNEXT",
         "$q:job:$id $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-         $id 1 $n COUNT $n RESULT r$n",
+         $q:wake $id 1 $n COUNT $n RESULT r$n",
     ),
     (
         "EMQ.ENQUEUE",
         "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
-         $q:headers $id payload DELAY $n HEADERS {\"t\":\"$n\"}",
+         $q:headers $q:wake $id payload DELAY $n HEADERS {\"t\":\"$n\"}",
     ),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $n COUNT $n"),
+    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake $n COUNT $n"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $id $n $n 0 boom"),
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $id $n $n 0 boom"),
     // A first attempt out of attempts at once: jobs die often enough that the
@@ -64,7 +64,7 @@ const TEMPLATES: [(&str, &str); 39] = [
     ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $id 1 1 0 boom"),
     ("EMQ.DEFER", "$q:job:$id $q:active $q:delayed $q:policy $q:config $id $n 50 3 PAUSE 0"),
     ("EMQ.EXTEND", "$q:job:$id $q:active $id $n 1000"),
-    ("EMQ.RELEASE", "$q:job:$id $q:active $q:pending $q:priority $id $n"),
+    ("EMQ.RELEASE", "$q:job:$id $q:active $q:pending $q:priority $q:events $q:config $q:wake $id $n"),
     ("EMQ.REAP", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $n LIMIT $n"),
     ("EMQ.PROMOTE", "$q:delayed $q:pending $q:priority LIMIT $n"),
     ("EMQ.PURGE", "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0 LIMIT $n"),
@@ -83,7 +83,7 @@ const TEMPLATES: [(&str, &str); 39] = [
         "EMQ.OBLITERATE",
         "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress $q:policy \
          $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
-         $q:batches $q:batch_jobs $q:batch_open",
+         $q:batches $q:batch_jobs $q:batch_open $q:wake",
     ),
     ("EMQ.SCHEDULE", "$q:schedules $q:ticks s$n d $n"),
     ("EMQ.UNSCHEDULE", "$q:schedules $q:ticks s$n"),
@@ -366,15 +366,23 @@ fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
             }
             let ids: Vec<Vec<u8>> = redis::cmd("HKEYS").arg(key).query(conn).unwrap();
             side_fields.extend(ids.into_iter().map(|id| (shown.clone(), id)));
-        } else if [b"config".as_slice(), b"rate", b"events", b"batches", b"batch_jobs", b"batch_open"]
-            .contains(&name)
+        } else if [
+            b"config".as_slice(),
+            b"rate",
+            b"events",
+            b"batches",
+            b"batch_jobs",
+            b"batch_open",
+            b"wake",
+        ]
+        .contains(&name)
         {
-            // The queue's settings, its claim log, its event log and its
-            // batches: no job ids to account for (an event or a batch's
-            // job may outlive its job).
+            // The queue's settings, its claim log, its event log, its
+            // batches and its wake-up key: no job ids to account for (an
+            // event or a batch's job may outlive its job).
             let want = match name {
                 b"config" | b"batches" | b"batch_jobs" => "hash",
-                b"rate" | b"batch_open" => "zset",
+                b"rate" | b"batch_open" | b"wake" => "zset",
                 _ => "stream",
             };
             if kind != want {

@@ -32,10 +32,10 @@ const STEPS: &[(&str, &str)] = &[
     (
         "acknext",
         "$q:job:JOB_9 $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-         JOB_9 1 60000 COUNT 1",
+         $q:wake JOB_9 1 60000 COUNT 1",
     ),
     ("fail", "$q:job:$B $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $B 1 1 0 boom"),
-    ("retry", "$q:job:$B $q:dead $q:pending $q:priority $B"),
+    ("retry", "$q:job:$B $q:dead $q:pending $q:priority $q:events $q:config $q:wake $B"),
     ("claim", "$q:pending $q:active $q:config $q:rate $q:policy 60000"),
     ("config", "$q:config $q:pending $q:priority $q:rate $q:events PAUSED 1 RATE 5 PER 60000"),
     ("progress", "$q:job:$B $q:progress $q:events $q:config $B 2 half"),
@@ -46,7 +46,7 @@ const STEPS: &[(&str, &str)] = &[
     ("cancel", "$q:job:JOB_3 $q:pending $q:active $q:delayed $q:dead $q:cancelled JOB_3"),
     ("raw", "HSET $q:job:JOB_4 state delayed attempts 0 payload p"),
     ("raw", "ZADD $q:delayed 1 JOB_4"),
-    ("promote", "$q:delayed $q:pending $q:priority"),
+    ("promote", "$q:delayed $q:pending $q:priority $q:events $q:config $q:wake"),
     ("raw", "HSET $q:job:JOB_5 state active attempts 1 payload p"),
     ("raw", "ZADD $q:active 1 JOB_5"),
     ("reap", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy 1"),

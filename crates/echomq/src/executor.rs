@@ -24,14 +24,12 @@ mod blocking;
 mod embedded;
 mod lua;
 mod native;
-mod wakeups;
 
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
 #[cfg(feature = "cluster")]
 pub use native::connect_cluster;
 pub use native::{connect, connect_with, detect, Native};
-pub use wakeups::Wakeups;
 
 /// One transition call as it travels: which transition, its KEYS and ARGV.
 /// The same for every executor.
@@ -392,6 +390,83 @@ where
             () = &mut arrival => {}
             () = &mut interrupted => return claimed,
             () = tokio::time::sleep_until(deadline) => return claimed,
+        }
+    }
+}
+
+/// Claim until a claim finds work, `wait` is over or the wait is
+/// interrupted, waiting between tries on the queue's wake-up key `wake` with
+/// `BZPOPMIN` on a connection of its own (PROTOCOL.md §9): any Redis, no
+/// module, no notifications. A job that comes after an empty claim has set
+/// the key by the time the pop looks, so no arrival is missed; each pop takes
+/// the key's one member, so one arrival wakes one waiting worker (its claim
+/// tells the next when it left jobs behind).
+///
+/// A server that refuses the pop (a user without `+bzpopmin`, a key of the
+/// wrong type) sets `refused`, said once: the executor's claims poll from then on.
+async fn claim_on_wake<C, F, Fut>(
+    blocking: &blocking::Blocking<C>,
+    interrupts: &Interrupts,
+    refused: &std::sync::atomic::AtomicBool,
+    wake: &str,
+    wait: Duration,
+    claim: F,
+) -> Result<Value>
+where
+    C: redis::aio::ConnectionLike + Send,
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Value>>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
+    let since = interrupts.count();
+    loop {
+        let claimed = claim().await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if !claimed_nothing(&claimed) || interrupts.count() != since || left.is_zero() {
+            return claimed;
+        }
+        // Seconds, to the millisecond (a float timeout: Redis ≥ 6); at least one.
+        let seconds = format!("{:.3}", left.as_secs_f64().max(0.001));
+        let mut pop = redis::cmd("BZPOPMIN");
+        pop.arg(wake).arg(seconds);
+        match blocking.query(&pop).await? {
+            // Every blocking connection is busy: nap as a polling worker would.
+            None => {
+                tokio::time::sleep(left.min(BUSY_NAP)).await;
+                return claimed;
+            }
+            // Told: claim again.
+            Some(Ok(Value::Array(popped))) if !popped.is_empty() => continue,
+            // The wait ran out, or a stopping worker ended it (CLIENT UNBLOCK).
+            Some(Ok(_)) => return claimed,
+            Some(Err(err)) if err.is_io_error() || err.is_connection_dropped() => return Err(err.into()),
+            Some(Err(err)) => {
+                if !refused.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    tracing::warn!(
+                        error = %err,
+                        "the server refused BZPOPMIN on {wake}; idle claims poll instead (grant +bzpopmin, SECURITY.md)"
+                    );
+                }
+                return claimed;
+            }
+        }
+    }
+}
+
+/// How long a waiting claim naps when every blocking connection is busy.
+const BUSY_NAP: Duration = Duration::from_millis(20);
+
+/// End every wait on `blocking`'s connections now (`CLIENT UNBLOCK`, sent on
+/// `conn`): a stopping worker's. A user who may not send it waits its time out.
+async fn unblock_waits<C>(conn: &C, blocking: &blocking::Blocking<C>)
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    for id in blocking.waiting_ids() {
+        let unblocked: redis::RedisResult<i64> =
+            redis::cmd("CLIENT").arg("UNBLOCK").arg(id).query_async(&mut conn.clone()).await;
+        if let Err(err) = unblocked {
+            tracing::debug!(error = %err, "cannot end a blocked wait early; it waits its time out");
         }
     }
 }

@@ -182,11 +182,12 @@ pub struct WorkerOptions {
     /// cancelled (as on a lost lease) and failed with a timeout error.
     pub timeout: Option<Duration>,
     /// How long an idle claim waits for work before it asks again (on
-    /// executors that can wait: native, embedded, Lua woken by keyspace
-    /// notifications). A stopping worker ends its waits early (on the native
-    /// module, with `CLIENT UNBLOCK` when its user may send it).
+    /// executors that can wait: native, embedded, Lua on the queue's
+    /// wake-up key). A stopping worker ends its waits early (on Redis, with
+    /// `CLIENT UNBLOCK` when its user may send it).
     pub idle_wait: Duration,
-    /// The longest nap between two claims of an idle Lua worker, which has to poll.
+    /// The longest nap between two claims of an idle worker that has to poll
+    /// (Lua with no connection of its own to wait on).
     pub idle_poll: Duration,
     /// How often the worker reaps expired leases and promotes due jobs.
     pub upkeep: Duration,

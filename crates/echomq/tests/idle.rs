@@ -1,13 +1,12 @@
 //! An idle worker does not spin, and a new job still starts within
 //! milliseconds: on Native (EMQ.CLAIM BLOCK), on Embedded (an in-process
-//! signal), on Lua woken by keyspace notifications, and on Lua without them
-//! (which has to poll, backing off to 20 ms). This file is a test binary of
+//! signal), on Lua waiting on its queue's wake-up key (BZPOPMIN), and on Lua
+//! without a connection to wait on (which has to poll, backing off to 20 ms). This file is a test binary of
 //! its own, so the process's CPU time is the worker's.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use echomq::executor::Wakeups;
 use echomq::worker::{JobContext, Worker, WorkerOptions};
 use echomq::{Embedded, Executor, Lua, Native, Queue};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
@@ -26,20 +25,18 @@ fn cpu_time() -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_workers_do_not_spin_and_new_jobs_start_at_once() {
-    let server = RedisServer::start_with(ServerOptions {
-        module: Some(module_path()),
-        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
-        ..ServerOptions::default()
-    });
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let client = server.client();
     let config = ConnectionManagerConfig::new().set_response_timeout(None);
     let conn = redis::aio::ConnectionManager::new_with_config(client.clone(), config.clone()).await.unwrap();
-    let blocking = redis::aio::ConnectionManager::new_with_config(client, config).await.unwrap();
-    let wakeups = Wakeups::start(&server.client()).await.unwrap().expect("notifications are on");
+    let blocking =
+        redis::aio::ConnectionManager::new_with_config(client.clone(), config.clone()).await.unwrap();
+    let open = move || redis::aio::ConnectionManager::new_with_config(client.clone(), config.clone());
     let executors: [(&str, Arc<dyn Executor>); 4] = [
         ("native", Arc::new(Native::new(conn.clone()).with_blocking_connection(blocking))),
         ("embedded", Arc::new(Embedded::new())),
-        ("lua, woken by keyspace events", Arc::new(Lua::new(conn.clone()).with_wakeups(wakeups))),
+        ("lua, waiting on the wake-up key", Arc::new(Lua::new(conn.clone()).with_blocking_connections(open))),
         ("lua, polling", Arc::new(Lua::new(conn))),
     ];
     for (name, via) in executors {

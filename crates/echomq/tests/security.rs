@@ -24,22 +24,20 @@ use redis::aio::MultiplexedConnection;
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists \
-     +xadd";
+     +xadd +bzpopmin";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
      +emq.ack +emq.acknext +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
      +emq.progress +emq.schedules +emq.fire +emq.settle";
-/// Optional, for Lua workers: wake on keyspace notifications instead of polling.
-pub const WAKEUPS: &str = "+config|get +psubscribe &__keyspace@*__:emq:*:pending";
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
 /// config that holds the log's length, too), and its commands.
 pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open \
+     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake \
      resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem \
      +xadd +hexists";
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open \
+     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake \
      resetchannels -@all +command|info +emq.enqueue +emq.batch";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
@@ -185,11 +183,11 @@ async fn refused(conn: &mut MultiplexedConnection, words: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_user_runs_a_whole_worker_and_nothing_else() {
     for (via, rules) in [(Via::Lua, WORKER_LUA), (Via::Native, WORKER_NATIVE)] {
-        // Notifications on: a Lua worker without CONFIG GET cannot see them, and polls.
-        let server = server(via, &["--notify-keyspace-events", "Kz"]);
+        let server = server(via, &[]);
         create_user(&server, "worker", "w0rker-secret", rules).await;
         let executor = connect_as(&server, "worker", "w0rker-secret").await.expect("connect as worker");
-        assert_eq!(executor.waits(), via == Via::Native, "{via:?}");
+        // Both wait for work: the module's blocking claim, Lua's wake-up key.
+        assert!(executor.waits(), "{via:?}");
         assert!(executor.server_warnings().await.is_empty(), "CONFIG GET denied: no warning, no error");
         full_run(Queue::with_executor(executor, &unique_queue("acl")).unwrap()).await;
 
@@ -234,24 +232,40 @@ async fn a_worker_user_runs_a_whole_worker_and_nothing_else() {
     }
 }
 
+/// The worker's rules let a Lua worker wait on the wake-up key (BZPOPMIN).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_the_wakeup_rules_a_lua_worker_waits_for_notifications() {
-    let server = server(Via::Lua, &["--notify-keyspace-events", "Kz"]);
-    create_user(&server, "worker", "w4ke-secret", &format!("{WORKER_LUA} {WAKEUPS}")).await;
+async fn a_lua_worker_waits_on_the_wake_up_key_with_its_rules() {
+    let server = server(Via::Lua, &[]);
+    create_user(&server, "worker", "w4ke-secret", WORKER_LUA).await;
     let executor = connect_as(&server, "worker", "w4ke-secret").await.expect("connect as worker");
-    assert!(executor.waits(), "the worker subscribed to its pending sets' notifications");
-    full_run(Queue::with_executor(executor, &unique_queue("wake")).unwrap()).await;
+    let queue = Queue::with_executor(executor.clone(), &unique_queue("wake")).unwrap();
+    let waiting = {
+        let queue = queue.clone();
+        tokio::spawn(
+            async move { queue.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await },
+        )
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let id = queue.enqueue(b"x".to_vec()).await.unwrap();
+    let claimed =
+        tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken").unwrap().unwrap();
+    assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id]);
+    assert!(executor.waits(), "the pop was allowed");
+    full_run(queue).await;
 }
 
-/// Half the wake-up rules (CONFIG GET, not PSUBSCRIBE): the worker polls
-/// instead, rather than failing to connect.
+/// A user whose rules lack `+bzpopmin` (an older recipe): the worker polls
+/// instead, rather than failing its claims.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lua_worker_denied_psubscribe_polls() {
-    let server = server(Via::Lua, &["--notify-keyspace-events", "Kz"]);
-    create_user(&server, "worker", "p0ll-secret", &format!("{WORKER_LUA} +config|get")).await;
+async fn a_lua_worker_denied_bzpopmin_polls() {
+    let server = server(Via::Lua, &[]);
+    create_user(&server, "worker", "p0ll-secret", &format!("{WORKER_LUA} -bzpopmin")).await;
     let executor = connect_as(&server, "worker", "p0ll-secret").await.expect("connect as worker");
-    assert!(!executor.waits(), "no subscription, so the worker polls");
-    full_run(Queue::with_executor(executor, &unique_queue("poll")).unwrap()).await;
+    let queue = Queue::with_executor(executor.clone(), &unique_queue("poll")).unwrap();
+    let claimed = queue.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(5)).await.unwrap();
+    assert!(claimed.is_empty());
+    assert!(!executor.waits(), "refused the pop, so the worker polls");
+    full_run(queue).await;
 }
 
 /// With the prompt-stop rules, a native worker whose claim waits five
@@ -413,7 +427,6 @@ fn security_md_prints_these_rules() {
     for rules in [
         WORKER_LUA,
         WORKER_NATIVE,
-        WAKEUPS,
         CLUSTER_LUA,
         PRODUCER_LUA,
         PRODUCER_NATIVE,

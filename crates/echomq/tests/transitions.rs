@@ -81,7 +81,7 @@ fn cases() -> Vec<Case> {
             given: &[],
             call: enqueue(0, Due::Now),
             reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "wake 1@0"],
         },
         Case {
             name: "enqueue with headers keeps them beside the record",
@@ -101,6 +101,7 @@ fn cases() -> Vec<Case> {
                 r#"headers $A={"tenant":"acme"}"#,
                 "job:$A attempts=0 payload=p state=pending",
                 "pending $A@0",
+                "wake 1@0",
             ],
         },
         Case {
@@ -115,7 +116,7 @@ fn cases() -> Vec<Case> {
             given: &[],
             call: enqueue(-7, Due::Now),
             reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@-7", "priority $A=-7"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@-7", "priority $A=-7", "wake 1@0"],
         },
         Case {
             name: "enqueue with a delay goes to delayed at the server's now plus the delay",
@@ -129,7 +130,7 @@ fn cases() -> Vec<Case> {
             given: &[],
             call: enqueue(0, Due::At(SystemTime::UNIX_EPOCH + secs(1))),
             reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "wake 1@0"],
         },
         Case {
             name: "enqueue with a policy keeps it beside the record, its options in a fixed order",
@@ -148,14 +149,14 @@ fn cases() -> Vec<Case> {
                 headers: Default::default(),
             }),
             reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000", "wake 1@0"],
         },
         Case {
             name: "enqueue with a unique key holds it for its time",
             given: &[],
             call: unique(false),
             reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A", "unique_until u@now+60000"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A", "unique_until u@now+60000", "wake 1@0"],
         },
         Case {
             name: "enqueue of a held unique key answers its holder and changes nothing",
@@ -191,14 +192,14 @@ fn cases() -> Vec<Case> {
             ],
             call: unique(true),
             reply: "Ok(Enqueued)",
-            after: &["done $B@5", "events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "job:$B attempts=1 payload=b state=done", "pending $A@0", "unique u=1:$A", "unique_until u@now+60000"],
+            after: &["done $B@5", "events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "job:$B attempts=1 payload=b state=done", "pending $A@0", "unique u=1:$A", "unique_until u@now+60000", "wake 1@0"],
         },
         Case {
             name: "an ended hold frees its key, and ended holds are forgotten",
             given: &["HSET $q:unique u 0:$B v 0:$B w 0:$B", "ZADD $q:unique_until 5 u 6 v 9999999999999 w"],
             call: unique(false),
             reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A w=0:$B", "unique_until u@now+60000 w@9999999999999"],
+            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A w=0:$B", "unique_until u@now+60000 w@9999999999999", "wake 1@0"],
         },
         // CLAIM
         Case {
@@ -239,7 +240,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Claim(Claim { lease: secs(30), count: 1 }),
             reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
-            after: &["active $B@now+30000", "events active=$B,attempt:1", "job:$A attempts=0 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0"],
+            after: &["active $B@now+30000", "events active=$B,attempt:1", "job:$A attempts=0 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0", "wake 1@0"],
         },
         Case {
             name: "claim of a batch takes equal priorities in id order and mints the next token",
@@ -400,7 +401,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Config(Config { paused: Some(false), ..Config::default() }),
             reply: "Ok(Settings { paused: false, concurrency: Some(3), rate: None })",
-            after: &["config concurrency=3", "events resumed=", "job:$A attempts=0 payload=p state=pending", "pending $A@-3", "priority $A=-3"],
+            after: &["config concurrency=3", "events resumed=", "job:$A attempts=0 payload=p state=pending", "pending $A@-3", "priority $A=-3", "wake 1@0"],
         },
         Case {
             name: "config sets a concurrency limit",
@@ -739,7 +740,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Release(Release { id: a(), token: 1 }),
             reply: "Ok(())",
-            after: &["events released=$A", "job:$A attempts=1 payload=p state=pending", "pending $A@7", "priority $A=7"],
+            after: &["events released=$A", "job:$A attempts=1 payload=p state=pending", "pending $A@7", "priority $A=7", "wake 1@0"],
         },
         Case {
             name: "release with a stale token is fenced",
@@ -758,7 +759,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
             reply: "Ok(Reaped { requeued: 1, dead: 0 })",
-            after: &["active $B@9999999999999", "events failed=$A,attempt:1,error:lease~expired", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0"],
+            after: &["active $B@9999999999999", "events failed=$A,attempt:1,error:lease~expired", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0", "wake 1@0"],
         },
         Case {
             name: "reap sends an expired lease out of attempts to dead",
@@ -777,7 +778,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
             reply: "Ok(Reaped { requeued: 1, dead: 1 })",
-            after: &["dead $A@now", "errors $A=lease~expired", "events dead=$A,attempt:1,error:lease~expired failed=$B,attempt:3,error:lease~expired", "job:$A attempts=1 payload=a state=dead", "job:$B attempts=3 payload=b state=pending", "pending $B@0", "policy $A=ATTEMPTS~1 $B=ATTEMPTS~5"],
+            after: &["dead $A@now", "errors $A=lease~expired", "events dead=$A,attempt:1,error:lease~expired failed=$B,attempt:3,error:lease~expired", "job:$A attempts=1 payload=a state=dead", "job:$B attempts=3 payload=b state=pending", "pending $B@0", "policy $A=ATTEMPTS~1 $B=ATTEMPTS~5", "wake 1@0"],
         },
         // PROMOTE
         Case {
@@ -790,7 +791,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Promote(Promote { limit: 1000 }),
             reply: "Ok(1)",
-            after: &["delayed $B@9999999999999", "events promoted=$A", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=0 payload=b state=delayed", "pending $A@3", "priority $A=3"],
+            after: &["delayed $B@9999999999999", "events promoted=$A", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=0 payload=b state=delayed", "pending $A@3", "priority $A=3", "wake 1@0"],
         },
         // PURGE
         Case {
@@ -939,7 +940,7 @@ fn cases() -> Vec<Case> {
             given: &["HSET $q:schedules s d1", "ZADD $q:ticks 5000 s"],
             call: fire(5000, false),
             reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending,schedule:s", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "schedules s=d1", "ticks s@6000"],
+            after: &["events enqueued=$A,state:pending,schedule:s", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "schedules s=d1", "ticks s@6000", "wake 1@0"],
         },
         Case {
             name: "fire of a tick fired by another changes nothing",
@@ -1009,7 +1010,7 @@ fn cases() -> Vec<Case> {
             ],
             call: Call::Retry(Retry { id: a() }),
             reply: "Ok(())",
-            after: &["errors $A=boom", "events retried=$A", "job:$A attempts=3 payload=p state=pending", "pending $A@2", "priority $A=2"],
+            after: &["errors $A=boom", "events retried=$A", "job:$A attempts=3 payload=p state=pending", "pending $A@2", "priority $A=2", "wake 1@0"],
         },
         Case {
             name: "retry of a job that is not dead is refused",
@@ -1091,6 +1092,7 @@ fn cases() -> Vec<Case> {
                 "job:$B attempts=3 payload=b state=dead",
                 "job:JOB_CB attempts=0 payload=cb state=pending",
                 "pending JOB_CB@0",
+                "wake 1@0",
             ],
         },
         // INSPECT and STATS
@@ -1441,7 +1443,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with COUNT given twice",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
         args: "$A 1 30000 COUNT 1 COUNT 2",
         error: "EMQARG COUNT given twice",
     },
@@ -1449,7 +1452,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a count past the limit",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
         args: "$A 1 30000 COUNT 1001",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -1457,7 +1461,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with no lease",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
         args: "$A 1",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -1465,7 +1470,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with an unknown option",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
         args: "$A 1 30000 BLOCK 5",
         error: "EMQARG unknown option BLOCK",
     },
@@ -1473,7 +1479,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a rate log that is a hash acks nothing",
         given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:rate x 1"],
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
         args: "$A 1 30000",
         error: "EMQTYPE $q:rate holds a hash, not a zset",
     },
@@ -1481,7 +1488,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a stale token",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
         args: "$A 2 30000 RESULT r",
         error: "EMQFENCE token does not hold the lease",
     },

@@ -419,21 +419,18 @@ async fn a_job_that_ends_during_an_outage_is_acked_when_the_server_is_back() {
 }
 
 /// One executor of each kind that waits for work without polling, as
-/// `connect` picks them (native; Lua woken by keyspace notifications) and
-/// embedded, with the servers behind them.
+/// `connect` picks them (native; Lua waiting on the wake-up key, on a
+/// server with no module and no notifications) and embedded, with the
+/// servers behind them.
 async fn waiting_executors() -> ([RedisServer; 2], [(&'static str, Arc<dyn Executor>); 3]) {
     let with_module = server(&[]);
-    let notified = RedisServer::start_with(ServerOptions {
-        module: None,
-        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
-        ..ServerOptions::default()
-    });
+    let plain = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
     let executors: [(&str, Arc<dyn Executor>); 3] = [
         ("native", echomq::connect(&with_module.client()).await.unwrap()),
-        ("lua, woken", echomq::connect(&notified.client()).await.unwrap()),
+        ("lua, woken", echomq::connect(&plain.client()).await.unwrap()),
         ("embedded", Arc::new(echomq::Embedded::new())),
     ];
-    ([with_module, notified], executors)
+    ([with_module, plain], executors)
 }
 
 /// A worker over an idle queue and a busy one: the idle queue's waiting
@@ -506,86 +503,84 @@ async fn a_server_that_may_evict_jobs_is_warned_about() {
     }
 }
 
-/// Lua's wake-ups subscribe again after the server restarts: an idle claim
-/// is woken by an arrival, as before, rather than polling for good.
+/// A Lua worker's idle claim waits on the wake-up key across a server
+/// restart: an arrival after the restart wakes it, rather than polling.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lua_wakeups_come_back_after_a_server_restart() {
-    let mut server = RedisServer::start_with(ServerOptions {
-        module: None,
-        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
-        ..ServerOptions::default()
-    });
-    let wakeups = echomq::executor::Wakeups::start(&server.client()).await.unwrap().unwrap();
-    let config = ConnectionManagerConfig::new().set_response_timeout(None);
-    let conn = ConnectionManager::new_with_config(server.client(), config).await.unwrap();
-    let q =
-        Queue::with_executor(Arc::new(Lua::new(conn).with_wakeups(wakeups)), &unique_queue("wake")).unwrap();
-
+async fn a_lua_idle_claim_is_woken_after_a_server_restart() {
+    let mut server = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
+    let q = Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("wake"))
+        .unwrap();
+    // A first wait opens the blocking connection, which the restart breaks.
+    assert!(q.claim_waiting(Duration::from_secs(60), 1, Duration::from_millis(50)).await.unwrap().is_empty());
     server.restart();
-    // The server counts pattern subscriptions: none right after the restart.
-    let subscribed = || async {
-        let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
-        redis::cmd("PUBSUB").arg("NUMPAT").query_async::<u64>(&mut conn).await.unwrap() == 1
-    };
-    eventually("the wake-ups subscribe again", subscribed).await;
-    assert!(q.executor().waits());
-    // The queue's own connection finds the restart on its first call, then reconnects.
     eventually("the queue's connection is back", || async { q.stats().await.is_ok() }).await;
-
+    assert!(q.executor().waits());
     let idle = {
         let q = q.clone();
-        tokio::spawn(
-            async move { q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await },
-        )
+        tokio::spawn(async move {
+            // The broken connection's wait fails once; the next opens a new one.
+            loop {
+                match q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await {
+                    Ok(claimed) if !claimed.is_empty() => return claimed,
+                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
+        })
     };
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let id = q.enqueue(b"x".to_vec()).await.unwrap();
     let claimed = tokio::time::timeout(Duration::from_secs(15), idle)
         .await
         .expect("an arrival wakes the idle claim")
-        .unwrap()
         .unwrap();
     assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id]);
 }
 
-/// A Lua worker whose wake-ups are cut off for good (its subscription
-/// killed, and PSUBSCRIBE taken from its user) polls, backing off, instead of
-/// asking again at once: a second's claims stay in the tens, not thousands.
+/// No lost wake-up: a job enqueued between a claim that found nothing and
+/// the wait on the wake-up key (the moment a worker is most likely to miss
+/// it) wakes the wait at once, since the ENQUEUE set the key. And one
+/// arrival wakes one of two waiting claims, not both; a claim that took a
+/// job while more were pending wakes the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lua_worker_that_lost_its_wakeups_polls_instead_of_spinning() {
-    let server = RedisServer::start_with(ServerOptions {
-        module: None,
-        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
-        ..ServerOptions::default()
-    });
+async fn the_wake_up_key_loses_no_arrival_and_wakes_one_claim_per_arrival() {
+    let server = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
+    let q = Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("lost"))
+        .unwrap();
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
-    let setuser = |rule: &'static str| redis::cmd("ACL").arg(&["SETUSER", "worker", rule]).clone();
-    for rule in ["on", ">w-pass", "~*", "&*", "+@all"] {
-        let _: () = setuser(rule).query_async(&mut admin).await.unwrap();
-    }
-    let url = format!("redis://worker:w-pass@127.0.0.1:{}/", server.port());
-    let executor = echomq::connect(&redis::Client::open(url).unwrap()).await.unwrap();
-    assert!(executor.waits(), "woken by notifications at first");
-    let q = Queue::with_executor(executor, &unique_queue("cutoff")).unwrap();
-    let (stop, task) = spawn(Worker::with_options(q.clone(), |_job: JobContext| async { Ok(()) }, options()));
+    let wake = format!("emq:{{{}}}:wake", q.name());
+    // The empty claim, then the arrival, then the wait: it must not sleep.
+    assert!(q.claim_batch(Duration::from_secs(60), 1).await.unwrap().is_empty());
+    let id = q.enqueue(b"between".to_vec()).await.unwrap();
+    let started = Instant::now();
+    let popped: Option<(String, String, f64)> =
+        redis::cmd("BZPOPMIN").arg(&wake).arg(10).query_async(&mut admin).await.unwrap();
+    assert!(popped.is_some() && started.elapsed() < Duration::from_secs(5), "the wait saw the arrival");
+    assert_eq!(q.claim_batch(Duration::from_secs(60), 1).await.unwrap()[0].id, id);
 
-    let _: () = setuser("-psubscribe").query_async(&mut admin).await.unwrap();
-    let _: () = redis::cmd("CLIENT").arg(&["KILL", "TYPE", "pubsub"]).query_async(&mut admin).await.unwrap();
-    eventually("the worker knows its wake-ups are gone", || async { !q.executor().waits() }).await;
-    let claims = || async {
-        let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
-        let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
-        let line = stats.lines().find(|line| line.starts_with("cmdstat_evalsha:")).unwrap_or("calls=0,");
-        line.split("calls=").nth(1).and_then(|n| n.split(',').next()).unwrap().parse::<u64>().unwrap()
+    // Two idle claims; one arrival wakes exactly one of them.
+    let wait = |q: Queue| {
+        tokio::spawn(async move { q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(3)).await })
     };
-    let before = claims().await;
-    tokio::time::sleep(Duration::from_secs(1)).await; // the span measured
-    let during = claims().await - before;
-    // Polling backs off to 20 ms (50 claims a second), upkeep adds a few.
-    assert!(during < 300, "{during} scripts run in a second by an idle worker");
-    let id = q.enqueue(b"still works".to_vec()).await.unwrap();
-    eventually("the job is done", || async { state(&q, &id).await.map(|s| s.0) == Some(State::Done) }).await;
-    stop.send(()).unwrap();
-    task.await.unwrap();
+    let blocked = || async {
+        let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
+        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut conn).await.unwrap();
+        info.contains("blocked_clients:2")
+    };
+    let (first, second) = (wait(q.clone()), wait(q.clone()));
+    eventually("both claims wait on the key", blocked).await;
+    q.enqueue(b"one".to_vec()).await.unwrap();
+    let (first, second) = (first.await.unwrap().unwrap(), second.await.unwrap().unwrap());
+    assert_eq!(first.len() + second.len(), 1, "one arrival, one job claimed");
+
+    // Two jobs at once, two idle claims: the first claim, leaving a job
+    // behind, tells the second, which takes it well before its wait ends.
+    let (first, second) = (wait(q.clone()), wait(q.clone()));
+    eventually("both claims wait on the key", blocked).await;
+    let started = Instant::now();
+    q.enqueue_batch(vec![b"a".to_vec(), b"b".to_vec()]).await.unwrap();
+    let (first, second) = (first.await.unwrap().unwrap(), second.await.unwrap().unwrap());
+    assert_eq!((first.len(), second.len()), (1, 1), "each claim took one");
+    assert!(started.elapsed() < Duration::from_secs(2), "the second was woken, not timed out");
 }
 
 #[tokio::test]
@@ -593,19 +588,13 @@ async fn connect_picks_the_executor_that_can_wait() {
     // The module: native, whose claims block on the server.
     let with_module = server(&[]);
     assert!(echomq::connect(&with_module.client()).await.unwrap().waits());
-    // No module, keyspace notifications on: Lua, woken by them.
-    let notified = RedisServer::start_with(ServerOptions {
-        module: None,
-        args: vec!["--notify-keyspace-events".into(), "Kz".into()],
-        ..ServerOptions::default()
-    });
-    assert!(echomq::executor::Wakeups::start(&notified.client()).await.unwrap().is_some());
-    assert!(echomq::connect(&notified.client()).await.unwrap().waits());
-    // Neither: Lua, which polls.
+    // No module, no notifications: Lua, which waits on the wake-up key.
     let plain = RedisServer::start();
-    assert!(echomq::executor::Wakeups::start(&plain.client()).await.unwrap().is_none());
     let lua = echomq::connect(&plain.client()).await.unwrap();
-    assert!(!lua.waits());
+    assert!(lua.waits());
+    // Lua with no connection of its own to wait on polls.
+    let conn = plain.client().get_multiplexed_async_connection().await.unwrap();
+    assert!(!Lua::new(conn).waits());
     let q = Queue::with_executor(lua, &unique_queue("plain")).unwrap();
     q.enqueue(b"x".to_vec()).await.unwrap();
     assert_eq!(q.stats().await.unwrap().pending, 1);

@@ -33,7 +33,7 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
     let q = format!("emq:{{{}}}:", unique_queue("scripts"));
     let id = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R";
     let enqueued: i64 = redis::cmd("EVALSHA")
-        .arg(&by_file["enqueue-10.lua"])
+        .arg(&by_file["enqueue-11.lua"])
         .arg(2)
         .arg(format!("{q}job:{id}"))
         .arg(format!("{q}pending"))
@@ -43,7 +43,7 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
         .unwrap();
     assert_eq!(enqueued, 1);
     let claimed: Vec<(String, i64, Vec<u8>)> = redis::cmd("EVALSHA")
-        .arg(&by_file["claim-7.lua"])
+        .arg(&by_file["claim-8.lua"])
         .arg(5)
         .arg(format!("{q}pending"))
         .arg(format!("{q}active"))
@@ -57,7 +57,7 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
 
     // The reference file as it stands does not load: its include is not expanded.
     let reference =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/lua/claim-7.lua"));
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/lua/claim-8.lua"));
     let reference = reference.unwrap();
     assert!(reference.contains("--@include "));
     let err = redis::cmd("EVAL")

@@ -12,7 +12,7 @@
 //! SETTLE counted it stays counted dead.
 
 use super::events::{emit, Events};
-use super::{need, read_field, write_record};
+use super::{need, read_field, wake, wake_key, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{BATCH_SIZE, MAX_BATCH_ID, MAX_PAYLOAD, SETTLE_BATCHES, SWEEP_LIMIT};
 use crate::parse::{kind, lossy, options, queue_prefix, record_key};
@@ -184,8 +184,9 @@ impl<'a> Settle<'a> {
             Role::Headers,
             Role::Events,
             Role::Config,
+            Role::Wake,
         ],
-        forms: &[5, 7],
+        forms: &[5, 7, 8],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Writes,
@@ -193,7 +194,7 @@ impl<'a> Settle<'a> {
     };
 
     /// KEYS: batch_open, batches, batch_jobs, pending, headers[, events,
-    /// config]. ARGV: `LIMIT <n>`, how many jobs it looks at in all.
+    /// config[, wake]]. ARGV: `LIMIT <n>`, how many jobs it looks at in all.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Settle<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
         let [limit] = options(args, [("LIMIT", SWEEP_LIMIT)])?;
@@ -248,7 +249,8 @@ impl<'a> Settle<'a> {
             plans.push(Plan { batch, state: Some(state), changed });
         }
         let events = Events::open(store, self.keys.get(5..7).map(|keys| (keys[0], keys[1])))?;
-        let mut closed = 0;
+        let wakes = wake_key(store, self.keys, 7)?;
+        let (mut closed, mut called) = (0, false);
         for Plan { batch, state, changed } in plans {
             let Some(state) = state else {
                 store.zrem(open, &batch);
@@ -260,20 +262,30 @@ impl<'a> Settle<'a> {
                 }
                 continue;
             }
-            self.call_back(store, &batch, &state, &events);
+            called |= self.call_back(store, &batch, &state, &events);
             closed += 1;
+        }
+        if called {
+            wake(store, wakes);
         }
         Ok(Reply::Array(vec![Reply::count(closed), Reply::count(looked)]))
     }
 
     /// Enqueue the callback of a batch whose jobs all finished (unless its
-    /// record exists), then forget the batch.
-    fn call_back<S: Store>(&self, store: &mut S, batch: &[u8], state: &State, events: &Option<Events<'_>>) {
+    /// record exists), then forget the batch. Whether it enqueued one.
+    fn call_back<S: Store>(
+        &self,
+        store: &mut S,
+        batch: &[u8],
+        state: &State,
+        events: &Option<Events<'_>>,
+    ) -> bool {
         let [open, batches, batch_jobs, pending, headers] =
             [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
         let payload = store.hget(batches, &field(batch, "callback")).unwrap_or_default();
         let record = record_key(self.prefix, &state.callback);
-        if store.key_type(&record) == KeyType::None {
+        let enqueue = store.key_type(&record) == KeyType::None;
+        if enqueue {
             let now = store.now_ms();
             let enqueued_at = now.to_string();
             let fields: [(&[u8], &[u8]); 4] = [
@@ -293,6 +305,7 @@ impl<'a> Settle<'a> {
             store.hdel(batch_jobs, &field(batch, &n.to_string()));
         }
         store.zrem(open, batch);
+        enqueue
     }
 }
 

@@ -10,7 +10,7 @@
 //! take, and tells the second what it took.
 
 use super::events::{emit, Events};
-use super::{need, number};
+use super::{need, number, wake, wake_key};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
     CONCURRENCY, EVENTS, EVENTS_KEEP, KEEP_CANCELLED_COUNT, KEEP_CANCELLED_MS, KEEP_COUNT, KEEP_DEAD_COUNT,
@@ -164,8 +164,8 @@ impl<'a> Config<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "config",
         command: "EMQ.CONFIG",
-        keys: &[Role::Config, Role::Pending, Role::Priority, Role::Rate, Role::Events],
-        forms: &[4, 5],
+        keys: &[Role::Config, Role::Pending, Role::Priority, Role::Rate, Role::Events, Role::Wake],
+        forms: &[4, 5, 6],
         args: &[],
         options: &[
             "PAUSED",
@@ -184,7 +184,7 @@ impl<'a> Config<'a> {
         wakes_claims: true,
     };
 
-    /// KEYS: config, pending, priority, rate[, events]. ARGV: options
+    /// KEYS: config, pending, priority, rate[, events[, wake]]. ARGV: options
     /// `PAUSED 0|1`, `CONCURRENCY <n>` (0: no limit), `RATE <n>` (0: no
     /// limit) with `PER <ms>`, retention, `EVENTS <n>` (0: off).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Config<'a>, Refusal> {
@@ -233,6 +233,7 @@ impl<'a> Config<'a> {
         if let Some(events) = self.keys.get(4) {
             need(store, events, KeyType::Stream)?;
         }
+        let wakes = wake_key(store, self.keys, 5)?;
         let was_paused = number(store.hget(config, b"paused").as_deref()) == Some(1.0);
         // One HSET of what is set, then one HDEL of what is removed: the
         // writes the script makes, so replication and keyspace events match.
@@ -281,6 +282,7 @@ impl<'a> Config<'a> {
                 let score = number(store.hget(priority, &head).as_deref()).unwrap_or(0.0);
                 store.zrem(pending, &head);
                 store.zadd(pending, score, &head);
+                wake(store, wakes);
             }
         }
         // After the change: an EVENTS of this call already applies.

@@ -1,7 +1,7 @@
 //! ENQUEUE: admit one job (see `enqueue-10.lua`).
 
 use super::events::{emit, Events};
-use super::{need, write_record};
+use super::{need, wake, wake_key, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
     AT_MS, DELAY_MS, FLAG, MAX_HEADERS, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS, UNIQUE_SWEEP,
@@ -51,8 +51,9 @@ impl<'a> Enqueue<'a> {
             Role::Events,
             Role::Config,
             Role::Headers,
+            Role::Wake,
         ],
-        forms: &[2, 4, 5, 7, 9, 10],
+        forms: &[2, 4, 5, 7, 9, 10, 11],
         args: &["id", "payload"],
         options: &[
             "PRIORITY",
@@ -72,7 +73,7 @@ impl<'a> Enqueue<'a> {
     };
 
     /// KEYS: job, pending[, delayed, priority[, policy[, unique,
-    /// unique_until[, events, config[, headers]]]]]. ARGV: id, payload, options.
+    /// unique_until[, events, config[, headers[, wake]]]]]]. ARGV: id, payload, options.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
@@ -184,6 +185,7 @@ impl<'a> Enqueue<'a> {
             }
         }
         let events = Events::open(store, self.keys.get(7..9).map(|keys| (keys[0], keys[1])))?;
+        let wakes = wake_key(store, self.keys, 10)?;
 
         let state: &[u8] = if due.is_some() { b"delayed" } else { b"pending" };
         let enqueued_at = now.to_string();
@@ -208,7 +210,10 @@ impl<'a> Enqueue<'a> {
         }
         match due {
             Some(due) => store.zadd(self.keys[2], due as f64, self.id),
-            None => store.zadd(self.keys[1], self.priority as f64, self.id),
+            None => {
+                store.zadd(self.keys[1], self.priority as f64, self.id);
+                wake(store, wakes);
+            }
         }
         emit(&events, store, "enqueued", self.id, &[(b"state", state)]);
         Ok(Reply::Int(1))

@@ -61,8 +61,8 @@ pub(crate) fn error_text(text: &[u8]) -> &[u8] {
     &text[..text.len().min(MAX_EVENT_ERROR)]
 }
 
-/// The events and config keys of a call whose KEYS end with them when it
-/// has `with` keys (and not when it has fewer).
+/// The events and config keys of a call that has them as its keys `with - 2`
+/// and `with - 1` (1-based), when it has at least `with` keys (a wake-up key may follow).
 pub(crate) fn trailing<'k>(keys: &[&'k [u8]], with: usize) -> Option<(&'k [u8], &'k [u8])> {
-    (keys.len() == with).then(|| (keys[with - 2], keys[with - 1]))
+    (keys.len() >= with).then(|| (keys[with - 2], keys[with - 1]))
 }

@@ -4,7 +4,7 @@
 
 use super::control::{gate, spend};
 use super::events::{emit, error_text, trailing, Events};
-use super::{fence, need, number, read_field, take, to_pending, write_record};
+use super::{fence, need, number, read_field, take, to_pending, wake, wake_key, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
     CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT, TOKEN,
@@ -39,15 +39,16 @@ impl<'a> Claim<'a> {
             Role::Policy,
             Role::Events,
             Role::Headers,
+            Role::Wake,
         ],
-        forms: &[5, 6, 7],
+        forms: &[5, 6, 7, 8],
         args: &["lease"],
         options: &["COUNT", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, active, config, rate, policy[, events[, headers]].
+    /// KEYS: pending, active, config, rate, policy[, events[, headers[, wake]]].
     /// ARGV: lease, then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
@@ -78,9 +79,15 @@ impl<'a> Claim<'a> {
         let policies = side_hash(store, Some(policy))?;
         let headers = side_hash(store, self.keys.get(6).copied())?;
         let events = Events::open(store, self.keys.get(5).map(|events| (*events, config)))?;
+        let wakes = wake_key(store, self.keys, 7)?;
         let sides = Sides { policies, headers };
         let (mut claimed, logged) = self.take(store, gate.room, gate.now(), sides, &events)?;
         spend(store, rate, &gate, &logged);
+        // Jobs left that the gate would let through: the next waiting claim
+        // takes them (a chain, one claimer woken at a time).
+        if !claimed.is_empty() && gate.held.is_none() && store.zcard(pending) > 0 {
+            wake(store, wakes);
+        }
         if let Some(held) = gate.held {
             claimed.push(Reply::Int(held));
         }
@@ -255,7 +262,7 @@ impl<'a> Ack<'a> {
 pub struct AckNext<'a> {
     ack: Ack<'a>,
     /// CLAIM's keys, in CLAIM's order, picked out of ACKNEXT's.
-    claim_keys: [&'a [u8]; 7],
+    claim_keys: [&'a [u8]; 8],
     prefix: &'a [u8],
     lease: u64,
     count: u64,
@@ -277,8 +284,9 @@ impl<'a> AckNext<'a> {
             Role::Rate,
             Role::Policy,
             Role::Headers,
+            Role::Wake,
         ],
-        forms: &[10],
+        forms: &[11],
         args: &["id", "token", "lease"],
         options: &["RESULT", "COUNT"],
         effect: Effect::Writes,
@@ -286,7 +294,7 @@ impl<'a> AckNext<'a> {
     };
 
     /// KEYS: job, active, done, results, events, config, pending, rate,
-    /// policy, headers. ARGV: id, token, the next claims' lease, then
+    /// policy, headers, wake. ARGV: id, token, the next claims' lease, then
     /// `RESULT <bytes>` and `COUNT <n>` (default 1), in any order.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckNext<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
@@ -308,7 +316,7 @@ impl<'a> AckNext<'a> {
             }
             rest = &tail[1..];
         }
-        let claim_keys = [keys[6], keys[1], keys[5], keys[7], keys[8], keys[4], keys[9]];
+        let claim_keys = [keys[6], keys[1], keys[5], keys[7], keys[8], keys[4], keys[9], keys[10]];
         // ACK's own six keys, its events with them.
         let ack = Ack { fenced: Fenced { keys: &keys[..6], ..fenced }, result };
         Ok(AckNext { ack, claim_keys, prefix, lease, count: claims.unwrap_or(1) })
@@ -320,11 +328,12 @@ impl<'a> AckNext<'a> {
     /// so a refusal changes nothing (and claims nothing).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.ack.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
-        let [pending, _, _, rate, policy, _, headers] = self.claim_keys;
+        let [pending, _, _, rate, policy, _, headers, wakes] = self.claim_keys;
         need(store, pending, KeyType::Zset)?;
         need(store, rate, KeyType::Zset)?;
         need(store, policy, KeyType::Hash)?;
         need(store, headers, KeyType::Hash)?;
+        need(store, wakes, KeyType::Zset)?;
         // The records the claim may take, as its own check would read them.
         for id in store.zhead(pending, self.count as usize) {
             read_field(store, &record_key(self.prefix, &id), b"attempts")?;
@@ -479,15 +488,23 @@ impl<'a> Release<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "release",
         command: "EMQ.RELEASE",
-        keys: &[Role::Job, Role::Active, Role::Pending, Role::Priority, Role::Events, Role::Config],
-        forms: &[4, 6],
+        keys: &[
+            Role::Job,
+            Role::Active,
+            Role::Pending,
+            Role::Priority,
+            Role::Events,
+            Role::Config,
+            Role::Wake,
+        ],
+        forms: &[4, 6, 7],
         args: &["id", "token"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, active, pending, priority[, events, config]. ARGV: id, token.
+    /// KEYS: job, active, pending, priority[, events, config[, wake]]. ARGV: id, token.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Release<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
         options(args.get(2..).unwrap_or_default(), [])?;
@@ -499,9 +516,11 @@ impl<'a> Release<'a> {
         let Fenced { keys, id, .. } = self.0;
         self.0.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         let events = Events::open(store, trailing(keys, 6))?;
+        let wakes = wake_key(store, keys, 6)?;
         store.zrem(keys[1], id);
         let now = store.now_ms();
         to_pending(store, keys[0], keys[2], keys[3], id, now);
+        wake(store, wakes);
         emit(&events, store, "released", id, &[]);
         Ok(Reply::Int(1))
     }

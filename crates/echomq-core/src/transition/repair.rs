@@ -1,7 +1,7 @@
 //! An operator's hand: CANCEL and RETRY (see the `.lua` twins).
 
 use super::events::{emit, trailing, Events};
-use super::{need, read_field, to_pending, write_record};
+use super::{need, read_field, to_pending, wake, wake_key, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::parse::{kind, options, queue_prefix};
 use crate::store::{KeyType, Store};
@@ -83,15 +83,15 @@ impl<'a> Retry<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "retry",
         command: "EMQ.RETRY",
-        keys: &[Role::Job, Role::Dead, Role::Pending, Role::Priority, Role::Events, Role::Config],
-        forms: &[4, 6],
+        keys: &[Role::Job, Role::Dead, Role::Pending, Role::Priority, Role::Events, Role::Config, Role::Wake],
+        forms: &[4, 6, 7],
         args: &["id"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, dead, pending, priority[, events, config]. ARGV: id.
+    /// KEYS: job, dead, pending, priority[, events, config[, wake]]. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
@@ -113,9 +113,11 @@ impl<'a> Retry<'a> {
             }
         }
         let events = Events::open(store, trailing(self.keys, 6))?;
+        let wakes = wake_key(store, self.keys, 6)?;
         store.zrem(self.keys[1], self.id);
         let now = store.now_ms();
         to_pending(store, self.keys[0], self.keys[2], self.keys[3], self.id, now);
+        wake(store, wakes);
         emit(&events, store, "retried", self.id, &[]);
         Ok(Reply::Int(1))
     }

@@ -7,7 +7,7 @@
 //! derived from (queue, schedule, tick), so ENQUEUE's duplicate rule holds too.
 
 use super::events::{emit, trailing, Events};
-use super::{need, write_record};
+use super::{need, wake, wake_key, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AT_MS, FLAG, MAX_DEFINITION, MAX_PAYLOAD, MAX_SCHEDULE_NAME, SWEEP_LIMIT};
 use crate::parse::{count, kind, options, queue_prefix};
@@ -177,15 +177,15 @@ impl<'a> Fire<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "fire",
         command: "EMQ.FIRE",
-        keys: &[Role::Job, Role::Pending, Role::Ticks, Role::Events, Role::Config],
-        forms: &[3, 5],
+        keys: &[Role::Job, Role::Pending, Role::Ticks, Role::Events, Role::Config, Role::Wake],
+        forms: &[3, 5, 6],
         args: &["id", "payload", "name", "tick", "next"],
         options: &["SKIP"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, pending, ticks[, events, config]. ARGV: id, payload,
+    /// KEYS: job, pending, ticks[, events, config[, wake]]. ARGV: id, payload,
     /// name, tick, next, then SKIP.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fire<'a>, Refusal> {
         let id = kind(args.first().copied())?;
@@ -213,6 +213,7 @@ impl<'a> Fire<'a> {
         need(store, pending, KeyType::Zset)?;
         need(store, ticks, KeyType::Zset)?;
         let events = Events::open(store, trailing(self.keys, 5))?;
+        let wakes = wake_key(store, self.keys, 5)?;
         if store.zscore(ticks, self.name) != Some(self.tick as f64) {
             return Ok(Reply::Int(-1));
         }
@@ -230,6 +231,7 @@ impl<'a> Fire<'a> {
         ];
         write_record(store, record, &fields, now);
         store.zadd(pending, 0.0, self.id);
+        wake(store, wakes);
         emit(&events, store, "enqueued", self.id, &[(b"state", b"pending"), (b"schedule", self.name)]);
         Ok(Reply::Int(1))
     }

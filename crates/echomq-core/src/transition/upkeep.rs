@@ -4,7 +4,7 @@
 
 use super::control::retention;
 use super::events::{emit, trailing, Events};
-use super::{need, number, present_here, take, to_pending, write_record};
+use super::{need, number, present_here, take, to_pending, wake, wake_key, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
 use crate::parse::{count, options, queue_prefix, record_key};
@@ -40,8 +40,9 @@ impl<'a> Reap<'a> {
             Role::Policy,
             Role::Events,
             Role::Config,
+            Role::Wake,
         ],
-        forms: &[6, 8],
+        forms: &[6, 8, 9],
         args: &["max_attempts"],
         options: &["LIMIT"],
         effect: Effect::Writes,
@@ -49,7 +50,7 @@ impl<'a> Reap<'a> {
     };
 
     /// KEYS: active, pending, dead, errors, priority, policy[, events,
-    /// config]. ARGV: max attempts (the reaper's, for a job with no policy
+    /// config[, wake]]. ARGV: max attempts (the reaper's, for a job with no policy
     /// of its own), LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
@@ -68,6 +69,7 @@ impl<'a> Reap<'a> {
             need(store, key, want)?;
         }
         let events = Events::open(store, trailing(self.keys, 8))?;
+        let wakes = wake_key(store, self.keys, 8)?;
         let now = store.now_ms();
         let ids = store.zupto(active, now as f64, self.limit);
         if ids.is_empty() {
@@ -95,6 +97,9 @@ impl<'a> Reap<'a> {
                 requeued += 1;
             }
         }
+        if requeued > 0 {
+            wake(store, wakes);
+        }
         Ok(Reply::Array(vec![Reply::count(requeued), Reply::count(died)]))
     }
 }
@@ -112,15 +117,15 @@ impl<'a> Promote<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "promote",
         command: "EMQ.PROMOTE",
-        keys: &[Role::Delayed, Role::Pending, Role::Priority, Role::Events, Role::Config],
-        forms: &[3, 5],
+        keys: &[Role::Delayed, Role::Pending, Role::Priority, Role::Events, Role::Config, Role::Wake],
+        forms: &[3, 5, 6],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: delayed, pending, priority[, events, config]. ARGV: LIMIT.
+    /// KEYS: delayed, pending, priority[, events, config[, wake]]. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Promote<'a>, Refusal> {
         let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
         Ok(Promote { keys, prefix, limit: limit(args)? })
@@ -133,6 +138,7 @@ impl<'a> Promote<'a> {
         need(store, pending, KeyType::Zset)?;
         need(store, priority, KeyType::Hash)?;
         let events = Events::open(store, trailing(self.keys, 5))?;
+        let wakes = wake_key(store, self.keys, 5)?;
         let now = store.now_ms();
         let ids = store.zupto(delayed, now as f64, self.limit);
         if ids.is_empty() {
@@ -146,6 +152,9 @@ impl<'a> Promote<'a> {
                 emit(&events, store, "promoted", id, &[]);
                 promoted += 1;
             }
+        }
+        if promoted > 0 {
+            wake(store, wakes);
         }
         Ok(Reply::count(promoted))
     }
@@ -426,17 +435,19 @@ impl<'a> Obliterate<'a> {
             Role::Batches,
             Role::BatchJobs,
             Role::BatchOpen,
+            Role::Wake,
         ],
-        forms: &[22],
+        forms: &[22, 23],
         args: &[],
         options: &[],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: the six sets, then every other key of the queue. No ARGV.
+    /// KEYS: the six sets, then every other key of the queue (the last,
+    /// wake, may be left out). No ARGV.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Obliterate<'a>, Refusal> {
-        queue_prefix(keys, Self::DESCRIPTION.keys, b"")?;
+        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
         options(args, [])?;
         Ok(Obliterate { keys })
     }

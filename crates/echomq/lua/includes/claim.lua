@@ -3,13 +3,14 @@ up to `count` jobs as the gate lets through, each under a new lease. The
 order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/lease.rs).
 claim_jobs(k, prefix, lease, count) takes the keys by name, k.pending,
-k.active, k.config, k.rate, k.policy, and the optional k.events and
-k.headers (false: not passed); it returns CLAIM's reply, or an error reply
+k.active, k.config, k.rate, k.policy, and the optional k.events,
+k.headers and k.wake (false: not passed); it returns CLAIM's reply, or an error reply
 before its first write.
 ]]
 --@include record
 --@include gate
 --@include events
+--@include wake
 
 -- Only a queue with jobs of their own policy (or headers) has the key: one lookup each.
 local function side_hash(key)
@@ -32,6 +33,10 @@ local function claim_jobs(k, prefix, lease, count)
   local keep
   keep, err = events_keep(k.events, k.config)
   if err then return err end
+  if k.wake then
+    err = type_error(k.wake, 'zset')
+    if err then return err end
+  end
   local claimed, logged = {}, {}
   local ids = room > 0 and redis.call('ZRANGE', k.pending, 0, room - 1) or {}
   if #ids == 0 then
@@ -66,6 +71,11 @@ local function claim_jobs(k, prefix, lease, count)
     end
   end
   spend(k.rate, log, logged)
+  -- Jobs left that the gate would let through: the next waiting claim
+  -- takes them (a chain, one claimer woken at a time).
+  if #claimed > 0 and not held and redis.call('ZCARD', k.pending) > 0 then
+    wake(k.wake)
+  end
   if held then claimed[#claimed + 1] = held end
   return claimed
 end

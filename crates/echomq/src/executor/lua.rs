@@ -2,16 +2,17 @@
 //! with EVALSHA; a server that answers NOSCRIPT (restarted, flushed, a new
 //! replica) gets the script again with SCRIPT LOAD and the call is retried.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use echomq_core::Name;
+use echomq_core::{Name, Role};
 use redis::aio::ConnectionLike;
 use redis::{Script, Value};
 
 use super::blocking::{Blocking, Open};
-use super::{Call, Executor, Interrupts, Replication, Wakeups};
+use super::{Call, Executor, Interrupts, Replication};
 use crate::{Error, Result};
 
 // Every file under lua/, by stem (`claim-2`, `includes/common`): `FILES`.
@@ -143,7 +144,8 @@ pub struct Lua<C> {
     conn: C,
     /// For `XREAD … BLOCK` (the event log): connections of their own.
     blocking: Option<Arc<Blocking<C>>>,
-    wakeups: Option<Arc<Wakeups>>,
+    /// Set once the server refused a wait on the wake-up key: poll from then on.
+    wake_refused: Arc<AtomicBool>,
     replication: Option<Replication>,
     interrupts: Arc<Interrupts>,
 }
@@ -151,13 +153,21 @@ pub struct Lua<C> {
 impl<C> Lua<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Lua<C> {
-        Lua { conn, blocking: None, wakeups: None, replication: None, interrupts: Arc::default() }
+        Lua {
+            conn,
+            blocking: None,
+            wake_refused: Arc::default(),
+            replication: None,
+            interrupts: Arc::default(),
+        }
     }
 
-    /// Block on reads of the event log (`XREAD … BLOCK`), each on a
+    /// Block on the queue's wake-up key (`BZPOPMIN`) when a claim finds no
+    /// work, and on reads of the event log (`XREAD … BLOCK`), each on a
     /// connection of its own that `open` makes (used for nothing else, with
     /// no response timeout shorter than a wait); they are kept for later
-    /// reads. Without, a read that waits polls every 50 ms.
+    /// waits. Without, an idle worker polls and a read that waits polls
+    /// every 50 ms.
     pub fn with_blocking_connections<F, Fut>(mut self, open: F) -> Lua<C>
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -172,13 +182,6 @@ impl<C> Lua<C> {
     /// it returns (WAIT in the same round trip; see [`Replication`]).
     pub fn with_replication(mut self, replication: Replication) -> Lua<C> {
         self.replication = Some(replication);
-        self
-    }
-
-    /// Let idle claims sleep until the server announces an arrival (see
-    /// [`Wakeups`]) instead of polling.
-    pub fn with_wakeups(mut self, wakeups: Arc<Wakeups>) -> Lua<C> {
-        self.wakeups = Some(wakeups);
         self
     }
 }
@@ -228,26 +231,28 @@ where
         super::stream_last_on(&self.conn, key).await
     }
 
-    /// With wake-ups, claim and sleep until the queue's pending set is
-    /// written; without, claim at once (the worker polls).
+    /// With blocking connections, claim and wait on the queue's wake-up key
+    /// (`BZPOPMIN`, PROTOCOL.md §9); without, claim at once (the worker polls).
     async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
         let run = || async { super::one(self.run(std::slice::from_ref(claim)).await?) };
-        let pending = claim.keys.first().map(String::as_str).unwrap_or_default();
-        match &self.wakeups {
-            Some(wakeups) if wakeups.alive() => {
-                let arrivals = wakeups.arrival(pending);
-                super::claim_on_arrival(&arrivals, &self.interrupts, wait, run).await
+        let wake = Name::Claim.describe().position(Role::Wake).and_then(|at| claim.keys.get(at));
+        match (&self.blocking, wake) {
+            (Some(blocking), Some(wake)) if self.waits() => {
+                super::claim_on_wake(blocking, &self.interrupts, &self.wake_refused, wake, wait, run).await
             }
             _ => run().await,
         }
     }
 
     fn waits(&self) -> bool {
-        self.wakeups.as_ref().is_some_and(|wakeups| wakeups.alive())
+        self.blocking.is_some() && !self.wake_refused.load(Ordering::SeqCst)
     }
 
     async fn interrupt_waits(&self) {
         self.interrupts.interrupt();
+        if let Some(blocking) = &self.blocking {
+            super::unblock_waits(&self.conn, blocking).await;
+        }
     }
 }
 

@@ -25,9 +25,6 @@ pub struct Native<C> {
     replication: Option<Replication>,
 }
 
-/// How long a claim naps when it finds no blocking connection free.
-const BUSY_NAP: Duration = Duration::from_millis(20);
-
 impl<C> Native<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Native<C> {
@@ -99,7 +96,7 @@ where
             // Every blocking connection is busy: claim, and nap as a polling worker would.
             let claimed = run_now().await;
             if super::claimed_nothing(&claimed) {
-                tokio::time::sleep(wait.min(BUSY_NAP)).await;
+                tokio::time::sleep(wait.min(super::BUSY_NAP)).await;
             }
             return claimed;
         };
@@ -113,13 +110,8 @@ where
     /// `CLIENT UNBLOCK` each blocked claim's connection: the module answers
     /// it as a wait that ran out, with no job.
     async fn interrupt_waits(&self) {
-        let Some(blocking) = &self.blocking else { return };
-        for id in blocking.waiting_ids() {
-            let unblocked: redis::RedisResult<i64> =
-                redis::cmd("CLIENT").arg("UNBLOCK").arg(id).query_async(&mut self.conn.clone()).await;
-            if let Err(err) = unblocked {
-                tracing::debug!(error = %err, "cannot end a blocked claim early; it waits its time out");
-            }
+        if let Some(blocking) = &self.blocking {
+            super::unblock_waits(&self.conn, blocking).await;
         }
     }
 
@@ -161,8 +153,8 @@ where
 
 /// Connect to the server `client` names and pick its best executor, over
 /// reconnecting connections: [`Native`] with connections of their own for
-/// its blocking claims; else [`Lua`](super::Lua), woken by keyspace
-/// notifications when the server sends them ([`Wakeups`](super::Wakeups)).
+/// its blocking claims; else [`Lua`](super::Lua), whose idle claims wait on
+/// the queue's wake-up key (`BZPOPMIN`) on connections of their own.
 pub async fn connect(client: &redis::Client) -> Result<Arc<dyn super::Executor>> {
     connect_with(client, redis::aio::ConnectionManagerConfig::new()).await
 }
@@ -182,11 +174,8 @@ pub async fn connect_with(
         move || ConnectionManager::new_with_config(client.clone(), config.clone())
     };
     if !has_module(&conn).await? {
-        let lua = super::Lua::new(conn).with_blocking_connections(open);
-        return Ok(match super::Wakeups::start(client).await? {
-            Some(wakeups) => Arc::new(lua.with_wakeups(wakeups)),
-            None => Arc::new(lua),
-        });
+        // Idle claims wait on the wake-up key: no keyspace notifications needed.
+        return Ok(Arc::new(super::Lua::new(conn).with_blocking_connections(open)));
     }
     Ok(Arc::new(Native::new(conn).with_blocking_connections(open)))
 }
@@ -194,7 +183,8 @@ pub async fn connect_with(
 /// Connect to a Redis Cluster and pick its best executor: [`Native`] when
 /// the module is loaded (on every node: the check asks one), with cluster
 /// connections of their own for its blocking claims; else [`Lua`](super::Lua),
-/// which polls, since keyspace notifications are each node's own.
+/// whose idle claims wait on the queue's wake-up key (`BZPOPMIN`, routed by
+/// the key's slot like every call).
 ///
 /// Every transition names one queue's keys, all in the queue's `{hashtag}`
 /// slot, so each call and each batch goes to one node; the cluster client

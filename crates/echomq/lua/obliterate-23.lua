@@ -24,21 +24,23 @@ KEYS[19] emq:{q}:headers    (hash)
 KEYS[20] emq:{q}:batches    (hash)
 KEYS[21] emq:{q}:batch_jobs (hash)
 KEYS[22] emq:{q}:batch_open (zset)
-Reply    how many of KEYS[7..22] existed and were deleted
+KEYS[23] emq:{q}:wake       (zset) optional: the wake-up key (includes/wake)
+Reply    how many of KEYS[7..] existed and were deleted
 Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
 ]]
 --@include common
 
-local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority', 'errors',
-  'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results', 'events',
-  'headers', 'batches', 'batch_jobs', 'batch_open'})
+local _, err = queue_prefix(key_form({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority',
+  'errors', 'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results',
+  'events', 'headers', 'batches', 'batch_jobs', 'batch_open', 'wake'}, {22, 23}))
 if err then return err end
 err = no_options_error(1)
 if err then return err end
 local types = {'zset', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'hash', 'hash', 'zset',
   'hash', 'zset', 'hash', 'zset', 'hash', 'stream', 'hash', 'hash', 'hash',
-  'zset'}
-for i, want in ipairs(types) do
+  'zset', 'zset'}
+for i = 1, #KEYS do
+  local want = types[i]
   err = type_error(KEYS[i], want)
   if err then return err end
 end
@@ -50,7 +52,7 @@ if jobs > 0 then
   return emq_error('EMQSTATE', 'the queue still holds ' .. jobs .. ' jobs')
 end
 local deleted = 0
-for i = 7, 22 do
+for i = 7, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1

@@ -8,6 +8,8 @@ KEYS[3]  emq:{q}:priority   (hash)
 KEYS[4]  emq:{q}:rate       (zset) the claim log, deleted when the rate is removed
 KEYS[5]  emq:{q}:events     (stream) optional: the event log, a `paused` or
                             `resumed` event when PAUSED changes it (includes/events)
+KEYS[6]  emq:{q}:wake       (zset) optional, after KEYS[5]: the wake-up key
+                            (includes/wake), told when resuming re-adds the head of pending
 ARGV[1..] options, each at most once; none: only read.
          PAUSED <0|1>       1 pauses the queue's claims; 0 resumes them (and
                             ends a timed pause, paused_until, that DEFER set)
@@ -31,8 +33,9 @@ Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE
 ]]
 --@include retention
 --@include events
+--@include wake
 
-local _, err = queue_prefix(key_form({'config', 'pending', 'priority', 'rate', 'events'}, {4, 5}))
+local _, err = queue_prefix(key_form({'config', 'pending', 'priority', 'rate', 'events', 'wake'}, {4, 5, 6}))
 if err then return err end
 local opts
 opts, err = options(1, {
@@ -55,6 +58,9 @@ err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(K
   or type_error(KEYS[4], 'zset') or (KEYS[5] and type_error(KEYS[5], 'stream'))
 if err then return err end
 
+local wakes
+wakes, err = wake_key(6)
+if err then return err end
 local was_paused = tonumber(redis.call('HGET', KEYS[1], 'paused')) == 1
 -- One HSET of what is set, then one HDEL of what is removed.
 local set, removed = {}, {}
@@ -89,6 +95,7 @@ if was_paused and opts.PAUSED == 0 then
   if head then
     redis.call('ZREM', KEYS[2], head)
     redis.call('ZADD', KEYS[2], redis.call('HGET', KEYS[3], head) or 0, head)
+    wake(wakes)
   end
 end
 -- After the change: an EVENTS of this call already applies.

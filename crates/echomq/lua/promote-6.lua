@@ -6,6 +6,8 @@ KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:priority   (hash)
 KEYS[4]  emq:{q}:events     (stream) optional, with KEYS[5]: the event log, a
 KEYS[5]  emq:{q}:config     (hash) `promoted` event per job (includes/events)
+KEYS[6]  emq:{q}:wake       (zset) optional, after KEYS[5]: the wake-up key
+                            (includes/wake), told when a job was promoted
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each due id (same hashtag)
@@ -15,8 +17,9 @@ Errors   EMQARG, EMQTYPE
 ]]
 --@include record
 --@include events
+--@include wake
 
-local prefix, err = queue_prefix(key_form({'delayed', 'pending', 'priority', 'events', 'config'}, {3, 5}))
+local prefix, err = queue_prefix(key_form({'delayed', 'pending', 'priority', 'events', 'config', 'wake'}, {3, 5, 6}))
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
@@ -25,6 +28,9 @@ err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(K
 if err then return err end
 local keep
 keep, err = events_keep(KEYS[4], KEYS[5])
+if err then return err end
+local wakes
+wakes, err = wake_key(6)
 if err then return err end
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
@@ -41,4 +47,5 @@ for i, id in ipairs(ids) do
     promoted = promoted + 1
   end
 end
+if promoted > 0 then wake(wakes) end
 return promoted

@@ -10,6 +10,8 @@ KEYS[7]  emq:{q}:unique_until  dedup keys by the server ms their hold ends (zset
 KEYS[8]  emq:{q}:events     the event log (stream)    optional, with KEYS[9]:
 KEYS[9]  emq:{q}:config     its length (hash)         an `enqueued` event
 KEYS[10] emq:{q}:headers    job headers (hash)        only needed with HEADERS
+KEYS[11] emq:{q}:wake       the wake-up key (zset)    optional: told when the job
+                            is born pending (includes/wake)
          Two keys (the seed's call) are enough for a job with no options;
          four for PRIORITY, DELAY and AT; five for a policy; seven for UNIQUE.
 ARGV[1]  id: the job id (JOB_<ulid>)
@@ -37,6 +39,7 @@ Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include events
+--@include wake
 
 -- The kind gate: the first three bytes of the id must be JOB (EMQKIND).
 -- The full branded-id check already ran host-side, in the keyspace.
@@ -46,9 +49,9 @@ if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: two, or
 -- four or five when an option needs them.
 local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config',
-  'headers'}
+  'headers', 'wake'}
 local prefix
-prefix, err = queue_prefix(key_form(names, {2, 4, 5, 7, 9, 10}), id)
+prefix, err = queue_prefix(key_form(names, {2, 4, 5, 7, 9, 10, 11}), id)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')
@@ -153,6 +156,9 @@ end
 local keep
 keep, err = events_keep(KEYS[8], KEYS[9])
 if err then return err end
+local wakes
+wakes, err = wake_key(11)
+if err then return err end
 
 -- THE RECORD: one HSET writes the three named fields with their birth values.
 --   state    'pending'  the lifecycle position ('delayed' when not yet due)
@@ -184,6 +190,7 @@ if due then
 else
   -- The pending set: the id is the member, so byte order is mint order.
   redis.call('ZADD', KEYS[2], priority, id)
+  wake(wakes)
 end
 emit(KEYS[8], keep, 'enqueued', id, 'state', due and 'delayed' or 'pending')
 return 1

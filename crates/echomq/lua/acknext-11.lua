@@ -11,13 +11,14 @@ KEYS[7]  emq:{q}:pending    (zset)
 KEYS[8]  emq:{q}:rate       (zset) the claim log of a rate-limited queue
 KEYS[9]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
 KEYS[10] emq:{q}:headers    (hash) id -> the job's headers
+KEYS[11] emq:{q}:wake       (zset) the wake-up key (includes/wake), as CLAIM
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  lease, ms          1..=2147483647: the lease of the jobs it claims
 ARGV[4..] options, in any order:
          RESULT <bytes>     0 to 1048576 bytes: kept as results[id]
          COUNT <n>          1..=1000, default 1: the most jobs to claim
-Reply    CLAIM's reply (claim-7.lua): the jobs claimed after the ack, then
+Reply    CLAIM's reply (claim-8.lua): the jobs claimed after the ack, then
          the gate's integer when it held some back. The ack's `completed`
          event comes before the claims' `active` ones.
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
@@ -30,7 +31,8 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
 --@include ack
 --@include claim
 
-local names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy', 'headers'}
+local names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy', 'headers',
+  'wake'}
 local id, token, err = fenced_call(names)
 if err then return err end
 local prefix = string.sub(KEYS[2], 1, #KEYS[2] - #'active')
@@ -54,7 +56,7 @@ while i <= #ARGV do
 end
 err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
   or type_error(KEYS[7], 'zset') or type_error(KEYS[8], 'zset')
-  or type_error(KEYS[9], 'hash') or type_error(KEYS[10], 'hash')
+  or type_error(KEYS[9], 'hash') or type_error(KEYS[10], 'hash') or type_error(KEYS[11], 'zset')
 if err then return err end
 -- The records the claim may take, as its own check would read them.
 for _, next_id in ipairs(redis.call('ZRANGE', KEYS[7], 0, (count or 1) - 1)) do
@@ -67,5 +69,5 @@ if err then return err end
 
 ack_job(id, result, keep)
 local keys = {pending = KEYS[7], active = KEYS[2], config = KEYS[6], rate = KEYS[8], policy = KEYS[9],
-  events = KEYS[5], headers = KEYS[10]}
+  events = KEYS[5], headers = KEYS[10], wake = KEYS[11]}
 return claim_jobs(keys, prefix, lease, count or 1)

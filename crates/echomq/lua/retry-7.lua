@@ -7,17 +7,20 @@ KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash)
 KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log,
 KEYS[6]  emq:{q}:config     (hash) a `retried` event (includes/events)
+KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
+                            (includes/wake), told
 ARGV[1]  id: the job id
 Reply    1
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead)
 ]]
 --@include record
 --@include events
+--@include wake
 
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix(key_form({'job', 'dead', 'pending', 'priority', 'events', 'config'}, {4, 6}), id)
+_, err = queue_prefix(key_form({'job', 'dead', 'pending', 'priority', 'events', 'config', 'wake'}, {4, 6, 7}), id)
 if err then return err end
 err = no_options_error(2)
 if err then return err end
@@ -35,8 +38,12 @@ end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6])
 if err then return err end
+local wakes
+wakes, err = wake_key(7)
+if err then return err end
 
 redis.call('ZREM', KEYS[2], id)
 to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+wake(wakes)
 emit(KEYS[5], keep, 'retried', id)
 return 1

@@ -8,6 +8,8 @@ KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:ticks      (zset) name, score = its next tick, server ms
 KEYS[4]  emq:{q}:events     (stream) optional, with KEYS[5]: the event log,
 KEYS[5]  emq:{q}:config     (hash) an `enqueued` event (includes/events)
+KEYS[6]  emq:{q}:wake       (zset) optional, after KEYS[5]: the wake-up key
+                            (includes/wake), told when the job is enqueued
 ARGV[1]  id: the tick's job id (PROTOCOL.md §11.6 derives it)
 ARGV[2]  payload: at most MAX_PAYLOAD (1048576) bytes
 ARGV[3]  name: the schedule's, 1 to MAX_SCHEDULE_NAME (200) bytes
@@ -22,11 +24,12 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include schedule
 --@include events
+--@include wake
 
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix(key_form({'job', 'pending', 'ticks', 'events', 'config'}, {3, 5}), id)
+_, err = queue_prefix(key_form({'job', 'pending', 'ticks', 'events', 'config', 'wake'}, {3, 5, 6}), id)
 if err then return err end
 if payload == nil then
   return emq_error('EMQARG', 'payload is missing')
@@ -51,6 +54,9 @@ if err then return err end
 local keep
 keep, err = events_keep(KEYS[4], KEYS[5])
 if err then return err end
+local wakes
+wakes, err = wake_key(6)
+if err then return err end
 
 if tonumber(redis.call('ZSCORE', KEYS[3], name)) ~= tick then
   return -1
@@ -61,5 +67,6 @@ if opts.SKIP == 1 or redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0', 'payload', payload)
 redis.call('ZADD', KEYS[2], 0, id)
+wake(wakes)
 emit(KEYS[4], keep, 'enqueued', id, 'state', 'pending', 'schedule', name)
 return 1

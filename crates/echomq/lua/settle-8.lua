@@ -11,6 +11,8 @@ KEYS[4]  emq:{q}:pending    (zset)
 KEYS[5]  emq:{q}:headers    (hash) the callback's headers: its batch's counts
 KEYS[6]  emq:{q}:events     (stream) optional, with KEYS[7]: the event log,
 KEYS[7]  emq:{q}:config     (hash) an `enqueued` event per callback
+KEYS[8]  emq:{q}:wake       (zset) optional, after KEYS[7]: the wake-up key
+                            (includes/wake), told when a callback is enqueued
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs looked at
 Derived  emq:{q}:job:<id>   the records of the batches' jobs and callbacks
@@ -20,9 +22,10 @@ Errors   EMQARG, EMQTYPE
 ]]
 --@include record
 --@include events
+--@include wake
 
-local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config'}
-local prefix, err = queue_prefix(key_form(names, {5, 7}))
+local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config', 'wake'}
+local prefix, err = queue_prefix(key_form(names, {5, 7, 8}))
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
@@ -81,8 +84,11 @@ end
 local keep
 keep, err = events_keep(KEYS[6], KEYS[7])
 if err then return err end
+local wakes
+wakes, err = wake_key(8)
+if err then return err end
 
-local closed = 0
+local closed, called = 0, false
 for _, plan in ipairs(plans) do
   local s, batch = plan.state, plan.batch
   if not s then
@@ -98,6 +104,7 @@ for _, plan in ipairs(plans) do
         '{"batch":"%s","total":"%d","done":"%d","dead":"%d","cancelled":"%d","gone":"%d"}',
         batch, s.total, s.counts[1], s.counts[2], s.counts[3], s.counts[4]))
       redis.call('ZADD', KEYS[4], 0, s.callback)
+      called = true
       emit(KEYS[6], keep, 'enqueued', s.callback, 'state', 'pending', 'batch', batch)
     end
     redis.call('HDEL', KEYS[2], batch, batch .. ':callback')
@@ -108,4 +115,5 @@ for _, plan in ipairs(plans) do
     closed = closed + 1
   end
 end
+if called then wake(wakes) end
 return {closed, looked}

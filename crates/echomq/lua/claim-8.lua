@@ -9,6 +9,9 @@ KEYS[5]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
 KEYS[6]  emq:{q}:events     (stream) optional: the event log (includes/events),
                             an `active` event per claimed job
 KEYS[7]  emq:{q}:headers    (hash) optional, after KEYS[6]: id -> the job's headers
+KEYS[8]  emq:{q}:wake       (zset) optional, after KEYS[7]: the wake-up key
+                            (includes/wake), told again when the claim took
+                            all it asked for and pending still holds jobs
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
@@ -34,8 +37,8 @@ Errors   EMQARG, EMQTYPE
 ]]
 --@include claim
 
-local names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'headers'}
-local prefix, err = queue_prefix(key_form(names, {5, 6, 7}))
+local names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'headers', 'wake'}
+local prefix, err = queue_prefix(key_form(names, {5, 6, 7, 8}))
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
@@ -46,5 +49,5 @@ if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
 if err then return err end
 local keys = {pending = KEYS[1], active = KEYS[2], config = KEYS[3], rate = KEYS[4], policy = KEYS[5],
-  events = KEYS[6] or false, headers = KEYS[7] or false}
+  events = KEYS[6] or false, headers = KEYS[7] or false, wake = KEYS[8] or false}
 return claim_jobs(keys, prefix, lease, opts.COUNT or 1)

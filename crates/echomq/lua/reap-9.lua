@@ -9,6 +9,8 @@ KEYS[5]  emq:{q}:priority   (hash)
 KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
 KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log, a
 KEYS[8]  emq:{q}:config     (hash) `failed` or `dead` event per reaped job
+KEYS[9]  emq:{q}:wake       (zset) optional, after KEYS[8]: the wake-up key
+                            (includes/wake), told when a job went back to pending
 ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies;
          a job with its own ATTEMPTS dies by that instead
 ARGV[2..] options:
@@ -21,9 +23,10 @@ Errors   EMQARG, EMQTYPE
 --@include record
 --@include policy
 --@include events
+--@include wake
 
-local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config'}
-local prefix, err = queue_prefix(key_form(names, {6, 8}))
+local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake'}
+local prefix, err = queue_prefix(key_form(names, {6, 8, 9}))
 if err then return err end
 local max_attempts, opts
 max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -35,6 +38,9 @@ err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(K
 if err then return err end
 local keep
 keep, err = events_keep(KEYS[7], KEYS[8])
+if err then return err end
+local wakes
+wakes, err = wake_key(9)
 if err then return err end
 
 local now = now_ms()
@@ -61,4 +67,5 @@ for i, id in ipairs(ids) do
     requeued = requeued + 1
   end
 end
+if requeued > 0 then wake(wakes) end
 return {requeued, dead}

@@ -8,6 +8,8 @@ KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash) id -> priority, for jobs whose priority is not 0
 KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log,
 KEYS[6]  emq:{q}:config     (hash) a `released` event (includes/events)
+KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
+                            (includes/wake), told
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 Reply    1
@@ -15,8 +17,9 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
 --@include fenced
 --@include events
+--@include wake
 
-local id, token, err = fenced_call(key_form({'job', 'active', 'pending', 'priority', 'events', 'config'}, {4, 6}))
+local id, token, err = fenced_call(key_form({'job', 'active', 'pending', 'priority', 'events', 'config', 'wake'}, {4, 6, 7}))
 if err then return err end
 err = no_options_error(3)
 if err then return err end
@@ -25,8 +28,12 @@ if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6])
 if err then return err end
+local wakes
+wakes, err = wake_key(7)
+if err then return err end
 
 redis.call('ZREM', KEYS[2], id)
 to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+wake(wakes)
 emit(KEYS[5], keep, 'released', id)
 return 1
