@@ -25,11 +25,24 @@ const QUEUES_PER_NODE: usize = 2;
 /// Jobs per queue before the slot moves, and as many again while and after it does.
 const JOBS: usize = 300;
 
-/// Lua over one cluster connection; Native as `connect_cluster` makes it, with
-/// a cluster connection of its own for each waiting claim.
+/// Lua over one cluster connection, its idle claims waiting on their queue's
+/// wake-up key (BZPOPMIN, routed to the queue's node); Native as
+/// `connect_cluster` makes it. Each with a cluster connection of its own for
+/// each waiting claim.
 async fn executor(client: &ClusterClient, via: Via) -> Arc<dyn Executor> {
     match via {
-        Via::Lua => Arc::new(Lua::new(client.get_async_connection().await.unwrap())),
+        Via::Lua => {
+            let open = {
+                let client = client.clone();
+                move || {
+                    let client = client.clone();
+                    async move { client.get_async_connection().await }
+                }
+            };
+            let lua = Lua::new(client.get_async_connection().await.unwrap()).with_blocking_connections(open);
+            assert!(lua.waits(), "Lua waits on the wake-up key");
+            Arc::new(lua)
+        }
         Via::Native => {
             let native = echomq::connect_cluster(client).await.unwrap();
             assert!(native.waits(), "the module is on every node: Native, which blocks");
@@ -287,5 +300,28 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
         let claimed = claiming.await.unwrap().unwrap();
         let ids: Vec<&JobId> = claimed.iter().map(|job| &job.id).collect();
         assert_eq!(ids, [&b, &c], "{via:?}: both jobs claimed after the move");
+    }
+}
+
+/// On a cluster, an idle Lua claim waits on its queue's wake-up key on the
+/// queue's own node, and an arrival wakes it well before its wait ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_idle_claim_on_a_cluster_is_woken_by_an_arrival() {
+    let cluster = RedisCluster::start(3, None);
+    let client = ClusterClient::new(cluster.urls()).unwrap();
+    let executor = executor(&client, Via::Lua).await;
+    for name in spread(&cluster, "cl-wake") {
+        let queue = Queue::with_executor(executor.clone(), &name).unwrap();
+        let waiting = {
+            let queue = queue.clone();
+            tokio::spawn(async move {
+                queue.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let id = queue.enqueue(b"wake".to_vec()).await.unwrap();
+        let claimed =
+            tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken").unwrap().unwrap();
+        assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id], "{name}");
     }
 }
