@@ -101,7 +101,15 @@ async fn executor(options: &Options) -> Arc<dyn Executor> {
     let config = ConnectionManagerConfig::new().set_response_timeout(None);
     let conn = || ConnectionManager::new_with_config(client.clone(), config.clone());
     match options.via.as_str() {
-        "lua" => Arc::new(Lua::new(conn().await.expect("connect"))),
+        // As `echomq::connect` makes it: idle claims wait on the wake-up key
+        // (BZPOPMIN) on connections of their own; no keyspace notifications.
+        "lua" => {
+            let open = {
+                let (client, config) = (client.clone(), config.clone());
+                move || ConnectionManager::new_with_config(client.clone(), config.clone())
+            };
+            Arc::new(Lua::new(conn().await.expect("connect")).with_blocking_connections(open))
+        }
         "native" => Arc::new(
             Native::new(conn().await.expect("connect"))
                 .with_blocking_connection(conn().await.expect("connect")),

@@ -17,9 +17,10 @@
 //!
 //! # Layout
 //! - `worker.rs`: [`Worker`], its options and its claim loops.
-//! - `worker/job.rs`: one job's run: the handler, its heartbeat, its outcome.
-//! - `worker/job/lease.rs`: the lease and its heartbeat; an outcome sent
-//!   again through an outage, up to the lease's last safe moment.
+//! - `worker/job.rs`: one job's run: the handler, its lease, its outcome.
+//! - `worker/job/lease.rs`: the lease, and the heart that renews every
+//!   running job's lease in one round trip per round; an outcome sent again
+//!   through an outage, up to the lease's last safe moment.
 //! - `worker/acker.rs`: acks gathered into one round trip under load, each
 //!   round trip fetching the next jobs for the slots it frees (ACKNEXT).
 //! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
@@ -171,7 +172,8 @@ impl<T: serde::Serialize + Send + 'static> JobOutput for Json<T> {
 pub struct WorkerOptions {
     /// Jobs run at once, across the worker's queues.
     pub concurrency: usize,
-    /// Each claim's lease; a heartbeat renews it every third of it.
+    /// Each claim's lease; renewed before a third of it has passed, every
+    /// running job of a queue in one pipelined round of EXTENDs.
     pub lease: Duration,
     /// Retries and back-off, and the reaper's maximum attempts, for jobs
     /// whose producer set no policy of their own (a job's own ATTEMPTS,
@@ -276,11 +278,15 @@ impl Worker {
         // claim loops share the slots fairly, so acks only ack.
         let refills = self.queues.len() == 1;
         for queue in self.queues {
+            let heart = job::Heart::new(queue.clone(), shared.options.lease);
+            loops.spawn(heart.clone().run());
+            let (acker, inbox) = acker::Acker::channel();
+            let meters = job::Meters::new(queue.name());
+            let hands = Arc::new(job::Hands { queue: queue.clone(), acker, heart, meters });
             let refill = refills.then(|| acker::Refill { shared: shared.clone(), jobs: job_tx.downgrade() });
-            let (acker, gathering) = acker::Acker::start(queue.clone(), refill);
-            loops.spawn(gathering);
-            loops.spawn(upkeep::run(queue.clone(), shared.clone()));
-            loops.spawn(claim_loop(queue, acker, shared.clone(), slots.clone(), job_tx.clone()));
+            loops.spawn(acker::gather(hands.clone(), inbox, refill));
+            loops.spawn(upkeep::run(queue, shared.clone()));
+            loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone()));
         }
         drop(job_tx);
         tokio::pin!(shutdown);
@@ -334,12 +340,12 @@ const GATHER: Duration = Duration::from_millis(5);
 
 /// Claim jobs while there is room, and send each one's run to the worker.
 async fn claim_loop(
-    queue: Queue,
-    acker: acker::Acker,
+    hands: Arc<job::Hands>,
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
     jobs: tokio::sync::mpsc::UnboundedSender<JobRun>,
 ) {
+    let queue = &hands.queue;
     let options = &shared.options;
     let mut nap = Duration::from_millis(1);
     let mut trouble = Duration::from_millis(50);
@@ -374,7 +380,7 @@ async fn claim_loop(
         // Asked each time: Lua's wake-ups stop while their subscription is
         // down, and its claims then return at once, so the loop must nap.
         let waits = queue.executor().waits();
-        let claimed = claim(&queue, options, waits, &mut permits).await;
+        let claimed = claim(queue, options, waits, &mut permits).await;
         let Claims { jobs: claimed, held } = match claimed {
             Ok(claimed) => {
                 if let Some(since) = failing_since.take() {
@@ -410,7 +416,7 @@ async fn claim_loop(
         }
         let idle = claimed.is_empty();
         for (job, permit) in claimed.into_iter().zip(permits.drain(..)) {
-            let run = job::run(queue.clone(), acker.clone(), shared.clone(), job, permit);
+            let run = job::run(hands.clone(), shared.clone(), job, permit);
             if jobs.send(Box::pin(run)).is_err() {
                 return;
             }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
+use super::job::Hands;
 use super::{JobRun, Shared};
 use crate::executor::{execute, execute_batch};
 use crate::queue::Queue;
@@ -25,7 +26,7 @@ const MOST: usize = 256;
 
 /// An ack (the job's id, token and result: never its payload), the slot it
 /// frees, if it hands it on, and where its outcome goes.
-struct Request {
+pub(super) struct Request {
     ack: Ack,
     slot: Option<OwnedSemaphorePermit>,
     reply: oneshot::Sender<Result<()>>,
@@ -44,17 +45,14 @@ pub(super) struct Refill {
     pub(super) jobs: mpsc::WeakUnboundedSender<JobRun>,
 }
 
+/// The acks sent to a gatherer, for [`gather`] to send.
+pub(super) type Inbox = mpsc::UnboundedReceiver<Request>;
+
 impl Acker {
-    /// A gatherer for `queue`, and the task that sends its batches; with
-    /// `refill`, its acks claim the next jobs (ACKNEXT).
-    pub(super) fn start(
-        queue: Queue,
-        refill: Option<Refill>,
-    ) -> (Acker, impl std::future::Future<Output = ()> + Send) {
+    /// A gatherer's handle, and the inbox [`gather`] reads.
+    pub(super) fn channel() -> (Acker, Inbox) {
         let (requests, inbox) = mpsc::unbounded_channel();
-        let acker = Acker { requests };
-        let gathering = gather(queue, inbox, refill.map(|refill| (refill, acker.clone())));
-        (acker, gathering)
+        (Acker { requests }, inbox)
     }
 
     /// Ack `job`, keeping `result`, in whatever batch it joins; its own
@@ -75,7 +73,10 @@ impl Acker {
     }
 }
 
-async fn gather(queue: Queue, mut inbox: mpsc::UnboundedReceiver<Request>, refill: Option<(Refill, Acker)>) {
+/// Send the acks of `hands`' queue as they come, in batches; with `refill`,
+/// one ack of each batch claims the next jobs (ACKNEXT) for the slots it frees.
+pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<Refill>) {
+    let queue = &hands.queue;
     while let Some(first) = inbox.recv().await {
         let mut batch = vec![first];
         while batch.len() < MOST {
@@ -86,24 +87,24 @@ async fn gather(queue: Queue, mut inbox: mpsc::UnboundedReceiver<Request>, refil
         }
         let mut slots: Vec<OwnedSemaphorePermit> = batch.iter_mut().filter_map(|r| r.slot.take()).collect();
         let next = match &refill {
-            Some((refill, _)) if !slots.is_empty() && !refill.shared.stopping.is_cancelled() => batch.pop(),
+            Some(refill) if !slots.is_empty() && !refill.shared.stopping.is_cancelled() => batch.pop(),
             _ => None,
         };
         let (acks, replies): (Vec<Ack>, Vec<_>) = batch.into_iter().map(|r| (r.ack, r.reply)).unzip();
-        let lease = refill.as_ref().map(|(refill, _)| refill.shared.options.lease).unwrap_or_default();
+        let lease = refill.as_ref().map(|refill| refill.shared.options.lease).unwrap_or_default();
         let fetch = async {
             let next = next?;
             let call = AckNext { ack: next.ack, lease, count: slots.len() as u64 };
             let claimed = execute(&**queue.executor(), queue.keyspace(), &call).await;
             Some((call.ack, next.reply, claimed))
         };
-        let ((), fetched) = tokio::join!(send_acks(&queue, acks, replies), fetch);
+        let ((), fetched) = tokio::join!(send_acks(queue, acks, replies), fetch);
         let Some((ack, reply, claimed)) = fetched else { continue };
         match claimed {
             Ok(Claims { jobs, .. }) => {
                 let _ = reply.send(Ok(()));
-                if let Some((refill, acker)) = &refill {
-                    start(&queue, refill, acker, jobs, &mut slots).await;
+                if let Some(refill) = &refill {
+                    start(&hands, refill, jobs, &mut slots).await;
                 }
             }
             // Refused (the lease was lost) or unknown (the connection): the
@@ -144,18 +145,18 @@ async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<R
 /// Run the jobs an ACKNEXT claimed, each in one of `slots`; when the worker
 /// takes no new jobs any more (it is stopping), give them back to pending.
 async fn start(
-    queue: &Queue,
+    hands: &Arc<Hands>,
     refill: &Refill,
-    acker: &Acker,
     jobs: Vec<Claimed>,
     slots: &mut Vec<OwnedSemaphorePermit>,
 ) {
+    let queue = &hands.queue;
     let runs = refill.jobs.upgrade().filter(|_| !refill.shared.stopping.is_cancelled());
     for job in jobs {
         let (id, token) = (job.id.clone(), job.token);
         let started = match (&runs, slots.pop()) {
             (Some(runs), Some(slot)) => {
-                let run = super::job::run(queue.clone(), acker.clone(), refill.shared.clone(), job, slot);
+                let run = super::job::run(hands.clone(), refill.shared.clone(), job, slot);
                 runs.send(Box::pin(run)).is_ok()
             }
             _ => false,

@@ -1,6 +1,7 @@
 //! One job's run: the handler in a task of its own (so a panic is a failed
-//! job, not a dead worker), a heartbeat renewing the lease every third of it,
-//! and the outcome: ack, fail, or, when the lease was lost, nothing at all.
+//! job, not a dead worker), its lease renewed by the queue's heart at least
+//! every third of it, and the outcome: ack, fail, or, when the lease was
+//! lost, nothing at all.
 //! `job/lease.rs` holds the lease, and the finishing call that waits out an
 //! outage within it.
 
@@ -14,13 +15,15 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tracing::Instrument;
 
+pub(super) use self::lease::Heart;
 use self::lease::{persist, Lease, Route};
 use super::acker::Acker;
 use super::Shared;
+use crate::executor::execute;
 use crate::id::JobId;
 use crate::queue::{Queue, TRACEPARENT};
 use crate::transition::Headers;
-use crate::transition::{Claimed, Failed};
+use crate::transition::{Claimed, Failed, Progress};
 use crate::Error;
 
 /// Metric names, defined once.
@@ -72,12 +75,12 @@ pub struct JobContext {
 #[derive(Clone)]
 struct Holder {
     queue: Queue,
-    job: Claimed,
+    token: u64,
 }
 
 impl std::fmt::Debug for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Holder").field("queue", &self.queue.name()).field("token", &self.job.token).finish()
+        f.debug_struct("Holder").field("queue", &self.queue.name()).field("token", &self.token).finish()
     }
 }
 
@@ -106,7 +109,8 @@ impl JobContext {
     /// inspect` and the dashboard, until the job is purged. Fenced: once the
     /// lease is lost it answers [`Error::Fence`] and writes nothing.
     pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
-        self.holder.queue.progress(&self.holder.job, value).await
+        let progress = Progress { id: self.id.clone(), token: self.holder.token, value: value.into() };
+        execute(&**self.holder.queue.executor(), self.holder.queue.keyspace(), &progress).await
     }
 
     /// Whether [`cancelled`](JobContext::cancelled) has completed.
@@ -129,6 +133,47 @@ fn well_formed_traceparent(value: &str) -> bool {
 
 mod lease;
 
+/// What a job's run needs of its queue, made once per queue a worker works:
+/// the queue, its ack gatherer, the heart that renews its leases, and its
+/// metric handles.
+pub(in crate::worker) struct Hands {
+    pub(in crate::worker) queue: Queue,
+    pub(in crate::worker) acker: Acker,
+    pub(in crate::worker) heart: Arc<Heart>,
+    pub(in crate::worker) meters: Meters,
+}
+
+/// A queue's metric handles, labelled with its name: registered once per
+/// worker, not at every job (a recorder's registration is a lookup, and
+/// the labels an allocation).
+pub(in crate::worker) struct Meters {
+    processed: metrics::Counter,
+    failed: metrics::Counter,
+    retried: metrics::Counter,
+    dead: metrics::Counter,
+    deferred: metrics::Counter,
+    timed_out: metrics::Counter,
+    leases_lost: metrics::Counter,
+    run_seconds: metrics::Histogram,
+}
+
+impl Meters {
+    /// The handles of the queue named `queue`.
+    pub(in crate::worker) fn new(queue: &str) -> Meters {
+        let labels = [("queue", queue.to_owned())];
+        Meters {
+            processed: metrics::counter!(metric::PROCESSED, &labels),
+            failed: metrics::counter!(metric::FAILED, &labels),
+            retried: metrics::counter!(metric::RETRIED, &labels),
+            dead: metrics::counter!(metric::DEAD, &labels),
+            deferred: metrics::counter!(metric::DEFERRED, &labels),
+            timed_out: metrics::counter!(metric::TIMED_OUT, &labels),
+            leases_lost: metrics::counter!(metric::LEASES_LOST, &labels),
+            run_seconds: metrics::histogram!(metric::RUN_SECONDS, &labels),
+        }
+    }
+}
+
 /// How a job's run ended: its handler finished (or panicked), its lease was
 /// lost, or the worker released it at shutdown.
 enum Ending {
@@ -140,16 +185,10 @@ enum Ending {
 
 /// Run one claimed job to its end. `slot` is its place in the concurrency
 /// limit, handed on with its ack (the next job may take it).
-pub(super) async fn run(
-    queue: Queue,
-    acker: Acker,
-    shared: Arc<Shared>,
-    job: Claimed,
-    slot: OwnedSemaphorePermit,
-) {
+pub(super) async fn run(hands: Arc<Hands>, shared: Arc<Shared>, job: Claimed, slot: OwnedSemaphorePermit) {
     let span = tracing::info_span!(
         "emq.job",
-        queue = queue.name(),
+        queue = hands.queue.name(),
         id = %job.id,
         attempt = job.token,
         traceparent = tracing::field::Empty,
@@ -161,30 +200,26 @@ pub(super) async fn run(
         span.record("traceparent", traceparent.as_str());
         span.record("trace_id", &traceparent[3..35]);
     }
-    run_traced(queue, acker, shared, job, slot).instrument(span).await
+    run_traced(hands, shared, job, slot).instrument(span).await
 }
 
-async fn run_traced(
-    queue: Queue,
-    acker: Acker,
-    shared: Arc<Shared>,
-    job: Claimed,
-    slot: OwnedSemaphorePermit,
-) {
+async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, slot: OwnedSemaphorePermit) {
+    let Hands { queue, acker, heart, meters } = &*hands;
     let options = &shared.options;
     let cancel = CancellationToken::new();
+    // The payload and headers move to the handler: no copy of them stays here.
     let context = JobContext {
         id: job.id.clone(),
         attempt: job.token,
-        payload: job.payload.clone(),
+        payload: std::mem::take(&mut job.payload),
         queue: queue.name().to_owned(),
-        headers: job.headers.clone(),
+        headers: std::mem::take(&mut job.headers),
         cancel: cancel.clone(),
-        holder: Holder { queue: queue.clone(), job: job.clone() },
+        holder: Holder { queue: queue.clone(), token: job.token },
     };
     // The claim came just before this moment: the lease holds until `lease` from now.
     let started = Instant::now();
-    let mut lease = Lease::new(&queue, &job, options.lease, started);
+    let mut lease = Lease::new(heart, &job, started);
     // A task of its own, not a future polled here: a handler that computes or
     // blocks for long must not starve its own heartbeat. (Polling it inline
     // was measured ~10% faster on no-op jobs, and rejected for that reason.)
@@ -206,18 +241,17 @@ async fn run_traced(
         () = shared.releasing.cancelled() => Ending::Released,
         () = timed_out => Ending::TimedOut(timeout.unwrap_or_default()),
     };
-    let labels = [("queue", queue.name().to_owned())];
     match outcome {
         Ending::Finished(Ok(Ok(result))) => {
             // The slot goes with the first try: the ack may fill it with the next job.
             let slot = std::sync::Mutex::new(Some(slot));
             let ack = || {
                 let slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
-                acker.ack(&queue, &job, result.clone(), slot)
+                acker.ack(queue, &job, result.clone(), slot)
             };
             match persist(&mut lease, Name::Ack, Route::Gathered, None, ack).await {
-                Ok(()) => metrics::counter!(metric::PROCESSED, &labels).increment(1),
-                Err(err) => lost_or_failed(&labels, Name::Ack, &err),
+                Ok(()) => meters.processed.increment(1),
+                Err(err) => lost_or_failed(meters, Name::Ack, &err),
             }
         }
         Ending::Finished(Ok(Err(error))) if error.downcast_ref::<super::RetryAfter>().is_some() => {
@@ -225,24 +259,24 @@ async fn run_traced(
             tracing::info!(after = ?told.after, pause_queue = told.pause_queue, "job deferred");
             let defer = || queue.defer(&job, told.after, &options.retry, told.pause_queue);
             match persist(&mut lease, Name::Defer, Route::Direct, None, defer).await {
-                Ok(()) => metrics::counter!(metric::DEFERRED, &labels).increment(1),
-                Err(err) => lost_or_failed(&labels, Name::Defer, &err),
+                Ok(()) => meters.deferred.increment(1),
+                Err(err) => lost_or_failed(meters, Name::Defer, &err),
             }
         }
         Ending::Finished(result) => {
-            let failure = Failure { queue: &queue, job: &job, retry: &options.retry, labels: &labels };
+            let failure = Failure { queue, job: &job, retry: &options.retry, meters };
             failure.report(&mut lease, failure_text(result)).await;
         }
         Ending::TimedOut(limit) => {
             // Stopped as on a lost lease, the lease kept meanwhile; then
             // failed like any other failure, retried by the job's policy.
             lease.keep(stop(cancel, handler)).await;
-            metrics::counter!(metric::TIMED_OUT, &labels).increment(1);
-            let failure = Failure { queue: &queue, job: &job, retry: &options.retry, labels: &labels };
+            meters.timed_out.increment(1);
+            let failure = Failure { queue, job: &job, retry: &options.retry, meters };
             failure.report(&mut lease, format!("timed out after {limit:?}")).await;
         }
         Ending::LeaseLost => {
-            metrics::counter!(metric::LEASES_LOST, &labels).increment(1);
+            meters.leases_lost.increment(1);
             tracing::warn!(
                 "lease lost (reaped or cancelled; another worker may hold the job now): \
                  the handler is cancelled and its result discarded"
@@ -256,11 +290,11 @@ async fn run_traced(
             if let Err(err) =
                 persist(&mut lease, Name::Release, Route::Direct, Some(until), || queue.release(&job)).await
             {
-                lost_or_failed(&labels, Name::Release, &err);
+                lost_or_failed(meters, Name::Release, &err);
             }
         }
     }
-    metrics::histogram!(metric::RUN_SECONDS, &labels).record(started.elapsed().as_secs_f64());
+    meters.run_seconds.record(started.elapsed().as_secs_f64());
 }
 
 /// A failed run, to report with FAIL.
@@ -268,20 +302,20 @@ struct Failure<'a> {
     queue: &'a Queue,
     job: &'a Claimed,
     retry: &'a crate::queue::RetryPolicy,
-    labels: &'a [(&'static str, String)],
+    meters: &'a Meters,
 }
 
 impl Failure<'_> {
     /// FAIL the job with `error`, until the lease's last safe moment.
-    async fn report(&self, lease: &mut Lease<'_>, error: String) {
-        metrics::counter!(metric::FAILED, self.labels).increment(1);
+    async fn report(&self, lease: &mut Lease, error: String) {
+        self.meters.failed.increment(1);
         tracing::info!(error = %error, "job failed");
         let error = truncate(error);
         let fail = || self.queue.fail(self.job, &error, self.retry);
         match persist(lease, Name::Fail, Route::Direct, None, fail).await {
-            Ok(Failed::Delayed) => metrics::counter!(metric::RETRIED, self.labels).increment(1),
-            Ok(Failed::Dead) => metrics::counter!(metric::DEAD, self.labels).increment(1),
-            Err(err) => lost_or_failed(self.labels, Name::Fail, &err),
+            Ok(Failed::Delayed) => self.meters.retried.increment(1),
+            Ok(Failed::Dead) => self.meters.dead.increment(1),
+            Err(err) => lost_or_failed(self.meters, Name::Fail, &err),
         }
     }
 }
@@ -312,9 +346,9 @@ const RELEASE_PERSISTENCE: Duration = Duration::from_secs(2);
 
 /// A refused ack, fail or release: either the lease was lost (counted), or
 /// the server could not be reached (the lease runs out and the job is reaped).
-fn lost_or_failed(labels: &[(&'static str, String)], what: Name, err: &Error) {
+fn lost_or_failed(meters: &Meters, what: Name, err: &Error) {
     if err.is_lost_lease() {
-        metrics::counter!(metric::LEASES_LOST, labels).increment(1);
+        meters.leases_lost.increment(1);
         tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");
     } else if let Error::NotReplicated { .. } = err {
         tracing::warn!(error = %err, "{what} applied; a failover now could undo it");

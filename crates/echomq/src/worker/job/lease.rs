@@ -1,15 +1,22 @@
-//! A job's lease as its worker holds it, renewed by a heartbeat while the
-//! handler runs and while its outcome is sent; and the sending of that outcome
-//! (ack, fail, release), which waits out an outage for as long as the lease
+//! A job's lease as its worker holds it, renewed by its queue's [`Heart`]
+//! (one pipelined round of EXTENDs for all of the queue's running jobs) while
+//! the handler runs and while its outcome waits out an outage; and the
+//! sending of that outcome (ack, fail, release), for as long as the lease
 //! surely holds.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use echomq_core::Name;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
+use crate::executor::execute_batch;
+use crate::id::JobId;
 use crate::queue::Queue;
-use crate::transition::Claimed;
+use crate::transition::{Claimed, Extend};
 use crate::{Error, Result};
 
 /// The first back-off between two tries of a finishing call, and the longest.
@@ -44,7 +51,7 @@ pub(super) enum Route {
 /// (see [`Route`]); never while a try is on its way, since a renewal that
 /// lands after the call would be refused.
 pub(super) async fn persist<T, F, Fut>(
-    lease: &mut Lease<'_>,
+    lease: &mut Lease,
     what: Name,
     route: Route,
     stop_by: Option<Instant>,
@@ -96,96 +103,232 @@ where
     }
 }
 
-/// A job's lease as its worker holds it: renewed by a heartbeat every third
-/// of it, and surely held until `until`, counted from when the claim or the
-/// last renewal was sent (so never later than the server's own deadline).
-pub(super) struct Lease<'a> {
-    queue: &'a Queue,
-    job: &'a Claimed,
-    length: Duration,
-    until: Instant,
-    heartbeat: tokio::time::Interval,
-    /// The server said the lease is gone: no more heartbeats.
-    lost: bool,
-    /// Since when renewals have not reached the server.
-    failing_since: Option<Instant>,
+/// A job's lease as its worker holds it: renewed by the queue's [`Heart`]
+/// while the job's run lets it (inside [`hold`](Lease::hold) and
+/// [`keep`](Lease::keep)), and surely held until `until`, counted from when
+/// the claim or the last renewal was sent (so never later than the server's
+/// own deadline). Unregistered from the heart when dropped.
+pub(in crate::worker) struct Lease {
+    heart: Arc<Heart>,
+    beat: Arc<Beat>,
+    key: u64,
 }
 
-impl<'a> Lease<'a> {
-    pub(super) fn new(queue: &'a Queue, job: &'a Claimed, length: Duration, claimed: Instant) -> Lease<'a> {
-        let beat = (length / 3).max(Duration::from_millis(1));
-        let mut heartbeat = tokio::time::interval_at(claimed + beat, beat);
-        // After a wait without beats (a call on its way), one beat, not a burst.
-        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let until = claimed + length;
-        Lease { queue, job, length, until, heartbeat, lost: false, failing_since: None }
+impl Lease {
+    /// The lease of `job`, claimed at `claimed`, renewed by `heart`.
+    pub(in crate::worker) fn new(heart: &Arc<Heart>, job: &Claimed, claimed: Instant) -> Lease {
+        let beat = Arc::new(Beat {
+            id: job.id.clone(),
+            token: job.token,
+            renewing: AtomicBool::new(false),
+            times: Mutex::new(Times { until: claimed + heart.length, renewed: claimed }),
+            lost: CancellationToken::new(),
+        });
+        let key = heart.register(beat.clone());
+        Lease { heart: heart.clone(), beat, key }
+    }
+
+    /// Until when the lease surely holds.
+    pub(super) fn until(&self) -> Instant {
+        self.beat.times().until
     }
 
     /// The last moment a finishing call is worth sending: the lease's end as
     /// this worker knows it, less a moment for the call's way to the server.
     fn last_safe_moment(&self) -> Instant {
-        self.until - (self.length / 20).min(Duration::from_millis(100))
+        self.until() - (self.heart.length / 20).min(Duration::from_millis(100))
     }
 
-    /// Run `work` while the heartbeat renews the lease; `None`, and `work`
+    /// Run `work` while the heart renews the lease; `None`, and `work`
     /// dropped, as soon as a renewal finds the lease lost.
     pub(super) async fn hold<T>(&mut self, work: impl std::future::Future<Output = T>) -> Option<T> {
-        tokio::pin!(work);
-        loop {
-            tokio::select! {
-                done = &mut work => return Some(done),
-                _ = self.heartbeat.tick(), if !self.lost => {
-                    self.renew().await;
-                    if self.lost {
-                        return None;
-                    }
-                }
-            }
+        let _renewing = self.beat.renewing();
+        tokio::select! {
+            done = work => Some(done),
+            () = self.beat.lost.cancelled() => None,
         }
     }
 
     /// Run `work` (a nap between tries, a handler being stopped) to its end
-    /// while the heartbeat renews the lease; a renewal that finds the lease
-    /// lost only ends the beats.
+    /// while the heart renews the lease; a renewal that finds the lease lost
+    /// only ends the renewals.
     pub(super) async fn keep<T>(&mut self, work: impl std::future::Future<Output = T>) -> T {
-        tokio::pin!(work);
+        let _renewing = self.beat.renewing();
+        work.await
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.heart.unregister(self.key);
+    }
+}
+
+/// One running job's lease, as the heart sees it.
+struct Beat {
+    id: JobId,
+    token: u64,
+    /// Whether the job's run lets the heart renew it now: never while a
+    /// finishing call may be on its way (a renewal landing after it would
+    /// be refused with the job's own token).
+    renewing: AtomicBool,
+    times: Mutex<Times>,
+    /// A renewal found the lease gone (reaped, cancelled, another's now).
+    lost: CancellationToken,
+}
+
+#[derive(Clone, Copy)]
+struct Times {
+    /// The lease surely holds until then.
+    until: Instant,
+    /// When the claim or the last renewal that went through was sent.
+    renewed: Instant,
+}
+
+impl Beat {
+    fn times(&self) -> Times {
+        *self.times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Let the heart renew the lease until the guard is dropped.
+    fn renewing(&self) -> Renewing<'_> {
+        self.renewing.store(true, Ordering::SeqCst);
+        Renewing(self)
+    }
+}
+
+/// While alive, the heart may renew its beat's lease.
+struct Renewing<'a>(&'a Beat);
+
+impl Drop for Renewing<'_> {
+    fn drop(&mut self) {
+        self.0.renewing.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The heartbeats of one queue's running jobs: one round of EXTENDs, in one
+/// round trip (a pipeline), for every lease due a renewal, rather than a
+/// timer and a round trip per job. It looks every quarter of a beat (a
+/// third of the lease) and renews each lease whose last renewal is three
+/// quarters of a beat old, so each is renewed before a beat has passed, as
+/// a timer per job would.
+pub(in crate::worker) struct Heart {
+    queue: Queue,
+    length: Duration,
+    beats: Mutex<Beats>,
+}
+
+#[derive(Default)]
+struct Beats {
+    next: u64,
+    running: HashMap<u64, Arc<Beat>>,
+}
+
+impl Heart {
+    /// The heart of `queue`'s jobs, each under a lease of `length`.
+    pub(in crate::worker) fn new(queue: Queue, length: Duration) -> Arc<Heart> {
+        Arc::new(Heart { queue, length, beats: Mutex::default() })
+    }
+
+    fn beats(&self) -> std::sync::MutexGuard<'_, Beats> {
+        self.beats.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn register(&self, beat: Arc<Beat>) -> u64 {
+        let mut beats = self.beats();
+        let key = beats.next;
+        beats.next += 1;
+        beats.running.insert(key, beat);
+        key
+    }
+
+    fn unregister(&self, key: u64) {
+        self.beats().running.remove(&key);
+    }
+
+    /// A third of the lease: the longest a lease goes unrenewed.
+    fn beat(&self) -> Duration {
+        (self.length / 3).max(Duration::from_millis(4))
+    }
+
+    /// Renew the leases due, round after round, for as long as the worker runs.
+    pub(in crate::worker) async fn run(self: Arc<Heart>) {
+        let mut rounds = tokio::time::interval(self.beat() / 4);
+        // After a slow round, the next at once, then on the period: no burst.
+        rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failing_since = None;
         loop {
-            tokio::select! {
-                done = &mut work => return done,
-                _ = self.heartbeat.tick(), if !self.lost => self.renew().await,
-            }
+            rounds.tick().await;
+            self.round(&mut failing_since).await;
         }
     }
 
-    /// One heartbeat. A failure to reach the server is said once, and its end.
-    async fn renew(&mut self) {
+    /// One round: every lease due, in one pipeline of EXTENDs. A failure to
+    /// reach the server is said once, and its end.
+    async fn round(&self, failing_since: &mut Option<Instant>) {
+        let now = Instant::now();
+        let due_after = self.beat() * 3 / 4;
+        let due: Vec<Arc<Beat>> = self
+            .beats()
+            .running
+            .values()
+            .filter(|beat| beat.renewing.load(Ordering::SeqCst) && !beat.lost.is_cancelled())
+            .filter(|beat| now.saturating_duration_since(beat.times().renewed) >= due_after)
+            .cloned()
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        let extends: Vec<Extend> = due
+            .iter()
+            .map(|beat| Extend { id: beat.id.clone(), token: beat.token, lease: self.length })
+            .collect();
         let sent = Instant::now();
-        match self.queue.extend(self.job, self.length).await {
-            Ok(_) => {
-                self.until = sent + self.length;
-                if let Some(since) = self.failing_since.take() {
-                    tracing::info!("heartbeat renews the lease again, after {:.1?}", since.elapsed());
+        let (via, keys) = (&**self.queue.executor(), self.queue.keyspace());
+        let outcomes = match execute_batch(via, keys, &extends).await {
+            Ok(outcomes) => outcomes,
+            Err(err) => vec![Err(err)],
+        };
+        let mut trouble = None;
+        // A round trip that failed as a whole is one trouble, renewing none.
+        for (beat, outcome) in due.iter().zip(outcomes) {
+            match outcome {
+                Ok(_) => {
+                    let mut times = beat.times.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    *times = Times { until: sent + self.length, renewed: sent };
                 }
+                Err(err) if err.is_lost_lease() => beat.lost.cancel(),
+                Err(err) => trouble = Some(err),
             }
-            Err(err) if err.is_lost_lease() => self.lost = true,
-            // A connection trouble: the next beat tries again, well within the lease.
-            Err(err) if self.failing_since.is_none() => {
-                tracing::warn!(
-                    error = %err,
-                    "heartbeat cannot reach the server; the lease holds for {:.1?} more",
-                    self.until.saturating_duration_since(sent)
+        }
+        match (trouble, failing_since.is_some()) {
+            (None, true) => {
+                let since = failing_since.take().expect("failing");
+                tracing::info!(
+                    queue = self.queue.name(),
+                    "heartbeats renew leases again, after {:.1?}",
+                    since.elapsed()
                 );
-                self.failing_since = Some(sent);
             }
-            Err(err) => tracing::debug!(error = %err, "heartbeat still cannot reach the server"),
+            (Some(err), false) => {
+                let holds = due.iter().map(|beat| beat.times().until).min().unwrap_or(sent);
+                tracing::warn!(
+                    queue = self.queue.name(),
+                    error = %err,
+                    "heartbeats cannot reach the server; the oldest lease holds for {:.1?} more",
+                    holds.saturating_duration_since(sent)
+                );
+                *failing_since = Some(sent);
+            }
+            (Some(err), true) => tracing::debug!(error = %err, "heartbeats still cannot reach the server"),
+            (None, false) => {}
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    use std::sync::Arc;
+    use std::sync::atomic::AtomicU32;
 
     use super::*;
     use crate::{Embedded, JobId};
@@ -207,6 +350,13 @@ mod tests {
         Queue::with_executor(Arc::new(Embedded::new()), "persist").unwrap()
     }
 
+    /// The heart of `queue`'s leases of `length`, beating in a task of its own.
+    fn heart(queue: &Queue, length: Duration) -> Arc<Heart> {
+        let heart = Heart::new(queue.clone(), length);
+        tokio::spawn(heart.clone().run());
+        heart
+    }
+
     /// A job this queue never had: its heartbeat finds the lease gone at the
     /// first beat, so the lease's end stays where the claim put it.
     fn unknown_job() -> Claimed {
@@ -225,7 +375,7 @@ mod tests {
     async fn a_finishing_call_is_tried_up_to_the_leases_last_safe_moment() {
         let (queue, job) = (queue(), unknown_job());
         let claimed = Instant::now();
-        let mut lease = Lease::new(&queue, &job, Duration::from_secs(1), claimed);
+        let mut lease = Lease::new(&heart(&queue, Duration::from_secs(1)), &job, claimed);
         let tries = AtomicU32::new(0);
         let done = persist(
             &mut lease,
@@ -242,7 +392,7 @@ mod tests {
     async fn a_call_that_never_gets_through_gives_up_at_the_last_safe_moment() {
         let (queue, job) = (queue(), unknown_job());
         let claimed = Instant::now();
-        let mut lease = Lease::new(&queue, &job, Duration::from_secs(1), claimed);
+        let mut lease = Lease::new(&heart(&queue, Duration::from_secs(1)), &job, claimed);
         let last = lease.last_safe_moment();
         let tries = AtomicU32::new(0);
         let never = down_until(claimed + Duration::from_secs(3600), &tries);
@@ -266,7 +416,7 @@ mod tests {
         let length = Duration::from_secs(3);
         let claimed = Instant::now();
         let job = queue.claim(length).await.unwrap().expect("a job");
-        let mut lease = Lease::new(&queue, &job, length, claimed);
+        let mut lease = Lease::new(&heart(&queue, length), &job, claimed);
         let tries = AtomicU32::new(0);
         let done = persist(
             &mut lease,
@@ -276,7 +426,7 @@ mod tests {
             down_until(claimed + length + length / 3, &tries),
         );
         assert!(done.await.is_ok(), "tried past the first lease's end");
-        assert!(lease.until > claimed + length, "renewed");
+        assert!(lease.until() > claimed + length, "renewed");
     }
 
     /// No renewal once a try may have reached the server (a renewal after a
@@ -294,7 +444,7 @@ mod tests {
             let length = Duration::from_secs(1);
             let claimed = Instant::now();
             let job = queue.claim(length).await.unwrap().expect("a job");
-            let mut lease = Lease::new(&queue, &job, length, claimed);
+            let mut lease = Lease::new(&heart(&queue, length), &job, claimed);
             let tries = AtomicU32::new(0);
             let broken_then_refused = || {
                 let first = tries.fetch_add(1, Ordering::SeqCst) == 0;
@@ -313,7 +463,7 @@ mod tests {
                 persist(&mut lease, Name::Ack, route, None, down_until(claimed + length * 3, &tries)).await
             };
             assert!(done.is_err(), "{what}: given up at the lease's end");
-            assert_eq!(lease.until, claimed + length, "{what}: never renewed");
+            assert_eq!(lease.until(), claimed + length, "{what}: never renewed");
         }
     }
 }
