@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+from quiet import quiet
 from resp import Redis
 
 results, url, aof_url = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -20,7 +21,6 @@ LATENCY_SECONDS = float(env["LATENCY_SECONDS"])
 SUSTAINED_SECONDS = float(env["SUSTAINED_SECONDS"])
 MEMORY_COUNTS = [int(n) for n in env["MEMORY_COUNTS"].split()]
 MEMORY_SIZES = [int(n) for n in env["MEMORY_SIZES"].split()]
-QUIET_BUSY, QUIET_WAIT = float(env.get("QUIET_BUSY", "0.3")), float(env["QUIET_WAIT"])
 COMPARE = "target/release/echomq-compare"
 
 SYSTEMS = ["echomq-lua", "echomq-native", "echomq-embedded", "bullmq"]
@@ -35,26 +35,6 @@ WORKLOADS = ["add-50", "add-bulk", "hset-zadd", "seed-lua", "add-bulk-1kb",
 CEILING = {"hset-zadd", "seed-lua"}
 WORKLOADS = [w for w in WORKLOADS if w in env.get("WORKLOADS", " ".join(WORKLOADS)).split()]
 out = open(results, "a")
-
-
-def busy():
-    """The machine's busy fraction over half a second (all cores)."""
-    def sample():
-        fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-        return fields[3] + fields[4], sum(fields)
-    idle0, total0 = sample()
-    time.sleep(0.5)
-    idle1, total1 = sample()
-    return 1 - (idle1 - idle0) / max(1, total1 - total0)
-
-
-def quiet():
-    """Wait until the machine is quiet (at most QUIET_WAIT s); how busy it was."""
-    deadline = time.time() + QUIET_WAIT
-    while True:
-        now = busy()
-        if now <= QUIET_BUSY or time.time() >= deadline:
-            return now
 
 
 def command(system, workload, target, jobs=JOBS, extra=()):
