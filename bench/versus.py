@@ -52,7 +52,7 @@ def measure(target, port, via, workload):
     subprocess.run(["redis-cli", "-p", str(port), "FLUSHALL"], capture_output=True)
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not rows:
-        sys.exit(f"{binary} {via} {workload} failed:\n{done.stderr[-2000:]}")
+        sys.exit(f"{binary} {via} {workload} failed:\n{done.stderr[:3000]}")
     return rows[0]["value"], rows[0].get("unit", "")
 
 
@@ -68,7 +68,7 @@ def main():
     try:
         for name, target in (("before", before), ("after", after)):
             os.makedirs(os.path.join(directory, name))
-            module = os.path.join(target, "release", "libechomq_module.so")
+            module = os.path.abspath(os.path.join(target, "release", "libechomq_module.so"))
             ports[name] = (target, start(module, os.path.join(directory, name)))
         figures = {}
         for round_ in range(ROUNDS + 1):

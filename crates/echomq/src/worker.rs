@@ -283,7 +283,11 @@ impl Worker {
             let (acker, inbox) = acker::Acker::channel();
             let meters = job::Meters::new(queue.name());
             let hands = Arc::new(job::Hands { queue: queue.clone(), acker, heart, meters });
-            let refill = refills.then(|| acker::Refill { shared: shared.clone(), jobs: job_tx.downgrade() });
+            let refill = refills.then(|| acker::Refill {
+                shared: shared.clone(),
+                slots: slots.clone(),
+                jobs: job_tx.downgrade(),
+            });
             loops.spawn(acker::gather(hands.clone(), inbox, refill));
             loops.spawn(upkeep::run(queue, shared.clone()));
             loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone()));
@@ -358,7 +362,7 @@ async fn claim_loop(
         let mut permits = vec![first];
         // Under load, slots free up together: wait a moment for a quarter of
         // them, so that one claim serves many; long jobs lose at most that moment.
-        let quarter = (options.concurrency / 4).clamp(1, 250) as u32;
+        let quarter = claim_floor(options.concurrency) as u32;
         if quarter > 1 {
             if let Ok(Ok(more)) =
                 tokio::time::timeout(GATHER, slots.clone().acquire_many_owned(quarter - 1)).await
@@ -468,6 +472,12 @@ async fn claim(
         permits.truncate(1);
     }
     queue.claims(options.lease, 1, Some(options.idle_wait)).await
+}
+
+/// The fewest slots a claim under load is for: a quarter of the worker's
+/// concurrency (1 to 250), so that one claim's cost serves many jobs.
+fn claim_floor(concurrency: usize) -> usize {
+    (concurrency / 4).clamp(1, 250)
 }
 
 /// One permit per job: the batch's first permit split into singles.

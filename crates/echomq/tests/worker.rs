@@ -624,3 +624,33 @@ async fn a_last_free_slot_is_used_while_long_jobs_hold_the_rest() {
         task.await.unwrap();
     }
 }
+
+/// At concurrency 1 a worker fetches each next job with the ack of the last
+/// (ACKNEXT): one round trip a job, not a CLAIM and an ACK. Counted on the
+/// native module, whose commands the server counts one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_concurrency_one_each_ack_fetches_the_next_job() {
+    let server = server(&[]);
+    let q = queue(&server, Via::Native, &unique_queue("acknext")).await;
+    let ids = q.enqueue_batch((0..50u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
+    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
+    let worker = Worker::with_options(
+        q.clone(),
+        |_job: JobContext| async { Ok(()) },
+        WorkerOptions { concurrency: 1, ..options() },
+    );
+    let (stop, task) = spawn(worker);
+    let done = || async { q.stats().await.unwrap().done == ids.len() as u64 };
+    eventually("every job is done", done).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
+    let calls = |command: &str| {
+        let line = stats.lines().find(|line| line.starts_with(&format!("cmdstat_{command}:")));
+        line.and_then(|line| line.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok()).unwrap_or(0)
+    };
+    // The first job came by CLAIM; each of the other 49 with its predecessor's ack.
+    assert!(calls("emq.acknext") >= 49, "{stats}");
+    assert!(calls("emq.ack") <= 1, "{stats}");
+}
