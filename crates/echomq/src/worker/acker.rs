@@ -80,7 +80,8 @@ impl Acker {
 }
 
 /// Send the acks of `hands`' queue as they come, in batches; with `refill`,
-/// one ack of each batch claims the next jobs (ACKNEXT) for the slots it frees.
+/// the last ack of a batch whose jobs were the worker's last running ones
+/// claims the next jobs (ACKNEXT) for the slots the batch frees.
 pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<Refill>) {
     let queue = &hands.queue;
     while let Some(first) = inbox.recv().await {
@@ -123,8 +124,8 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
                     start(&hands, refill, jobs, &mut slots).await;
                 }
             }
-            // Refused (the lease was lost) or unknown (the connection): the
-            // ack's own outcome, tried again alone by its job if it wants.
+            // Refused (the lease was lost): the ack's own outcome. The round
+            // trip failed: the ack alone, once more, as a failed batch's are.
             Err(err) if err.code().is_some() => {
                 let _ = reply.send(Err(err));
             }
