@@ -82,8 +82,8 @@ unsafe extern "C" fn on_command(
 }
 
 /// How many of `words` (argv without the command name) are KEYS, for a
-/// transition whose last keys are optional (ENQUEUE's 2 to 9, FAIL's 5, 6
-/// or 8, CLAIM's 5 or 6). When its first argument is a job id, that id comes
+/// transition whose last keys are optional (ENQUEUE's 2 to 11, FAIL's 5, 6
+/// or 8, CLAIM's 5 to 8). When its first argument is a job id, that id comes
 /// right after the keys, and no key begins with `JOB`, so the keys end at
 /// the first word (from the second on) that passes the kind gate;
 /// with no such word, all of them when the call is long enough to hold

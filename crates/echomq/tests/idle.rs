@@ -61,7 +61,11 @@ async fn idle_workers_do_not_spin_and_new_jobs_start_at_once() {
         let before = cpu_time();
         tokio::time::sleep(Duration::from_secs(1)).await;
         let idle_cpu = cpu_time() - before;
-        assert!(idle_cpu < Duration::from_millis(60), "{name}: an idle second cost {idle_cpu:?} of CPU");
+        // A spinning worker burns most of a core (hundreds of ms). One that
+        // waits costs next to nothing; one that polls makes ~50 claims a
+        // second, whose client CPU grows on a slow machine: a looser bound.
+        let bound = if name.ends_with("polling") { 200 } else { 60 };
+        assert!(idle_cpu < Duration::from_millis(bound), "{name}: an idle second cost {idle_cpu:?} of CPU");
 
         // A new job starts within milliseconds: five, one at a time.
         let mut waits = Vec::new();
