@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use echomq::transition::Retention;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{EnqueueOptions, Queue, RetryPolicy};
+use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
 
 /// How the demo runs.
 #[derive(clap::Args, Debug)]
@@ -65,6 +66,11 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
             (Queue::with_executor(executor, &queue_name)?, "redis")
         }
     };
+    // Every finished job kept, so that done + dead counts them all: the
+    // default retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4).
+    for state in [State::Done, State::Dead] {
+        queue.keep(state, Retention { age: None, count: None }).await?;
+    }
     println!(
         "EchoMQ demo: {} jobs, {} at once, {via} executor, queue {queue_name}",
         options.jobs, options.concurrency
