@@ -1449,6 +1449,33 @@ const REFUSALS: &[Refusal] = &[
         error: "EMQARG COUNT given twice",
     },
     Refusal {
+        name: "acknext with a result that has no bytes",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
+        args: "$A 1 30000 RESULT",
+        error: "EMQARG RESULT is missing its bytes",
+    },
+    Refusal {
+        name: "acknext with a result given twice",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
+        args: "$A 1 30000 RESULT a RESULT b",
+        error: "EMQARG RESULT given twice",
+    },
+    Refusal {
+        name: "acknext with a lease of 0",
+        given: ACTIVE_A,
+        call: Name::AckNext,
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+               $q:wake",
+        args: "$A 1 0",
+        error: "EMQARG lease must be an integer in 1..=2147483647",
+    },
+    Refusal {
         name: "acknext with a count past the limit",
         given: ACTIVE_A,
         call: Name::AckNext,
