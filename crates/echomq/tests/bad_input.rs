@@ -413,6 +413,17 @@ async fn an_oversized_result_is_refused_and_writes_nothing() {
     let reply = text(eval(&h, "ack", &keys, &args).await);
     assert_eq!(reply, Err("EMQSIZE result exceeds 1048576 bytes".into()));
     assert_eq!(h.snapshot().await, before, "nothing written");
+    // ACKNEXT's RESULT, by the host and by the script, with the job to claim after it.
+    h.queue.enqueue(b"next".to_vec()).await.unwrap();
+    let before = h.snapshot().await;
+    let err = h.queue.ack_and_claim(&job, Some(big.clone()), Duration::from_secs(60), 1).await.unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    let call = AckNext { ack: Ack::of(&job), lease: Duration::from_secs(60), count: 1 };
+    let keys = call.keys(&h.keys);
+    let args: [&[u8]; 5] = [job.id.as_str().as_bytes(), token.as_bytes(), b"60000", b"RESULT", &big];
+    let reply = text(eval(&h, "acknext", &keys, &args).await);
+    assert_eq!(reply, Err("EMQSIZE result exceeds 1048576 bytes".into()));
+    assert_eq!(h.snapshot().await, before, "nothing acked, nothing claimed");
 
     // The limit itself is fine, and the result is read back whole.
     h.queue.ack_with(&job, vec![b'x'; limits::MAX_RESULT]).await.unwrap();
@@ -657,6 +668,20 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let host = Claim { lease: Duration::from_secs(1), count: 1001 }.args().unwrap_err();
     let server = text(eval(&h, "claim", &claim_keys, &[b"1000", b"COUNT", b"1001"]).await);
     assert_eq!(Err(host.to_string()), server);
+
+    // ACKNEXT's lease and COUNT: the host's check and the script's, in the same words.
+    let acknext = |lease, count| AckNext { ack: Ack { id: a(), token: 1, result: None }, lease, count };
+    let acknext_keys = acknext(Duration::from_secs(1), 1).keys(&h.keys);
+    for (call, args) in [
+        (acknext(Duration::ZERO, 1), [b"0".as_slice(), b"COUNT", b"1"]),
+        (acknext(Duration::from_secs(1), 0), [b"1000".as_slice(), b"COUNT", b"0"]),
+        (acknext(Duration::from_secs(1), 1001), [b"1000".as_slice(), b"COUNT", b"1001"]),
+    ] {
+        let host = call.args().unwrap_err();
+        let args = [[A.as_bytes(), b"1"].as_slice(), &args].concat();
+        let server = text(eval(&h, "acknext", &acknext_keys, &args).await);
+        assert_eq!(Err(host.to_string()), server);
+    }
 
     let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
     let config_keys =
