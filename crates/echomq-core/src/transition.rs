@@ -184,16 +184,32 @@ fn take<S: Store>(
     ids: &[Vec<u8>],
     field: &[u8],
 ) -> Result<Vec<Taken>, Refusal> {
-    let mut records = Vec::with_capacity(ids.len());
-    for id in ids {
-        let key = crate::parse::record_key(prefix, id);
-        let value = read_field(store, &key, field)?;
-        records.push((key, value));
-    }
+    let records = read_records(store, prefix, ids, field)?;
+    remove(store, set, ids);
+    Ok(records)
+}
+
+/// [`take`]'s first half: `field` of each id's record, each checked.
+fn read_records<S: Store>(
+    store: &mut S,
+    prefix: &[u8],
+    ids: &[Vec<u8>],
+    field: &[u8],
+) -> Result<Vec<Taken>, Refusal> {
+    ids.iter()
+        .map(|id| {
+            let key = crate::parse::record_key(prefix, id);
+            let value = read_field(store, &key, field)?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// [`take`]'s second half: the ids out of `set`.
+fn remove<S: Store>(store: &mut S, set: &[u8], ids: &[Vec<u8>]) {
     for id in ids {
         store.zrem(set, id);
     }
-    Ok(records)
 }
 
 /// A stored number, as Lua's `tonumber` reads it (decimal integers here).

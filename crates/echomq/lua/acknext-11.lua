@@ -58,11 +58,11 @@ err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
   or type_error(KEYS[7], 'zset') or type_error(KEYS[8], 'zset')
   or type_error(KEYS[9], 'hash') or type_error(KEYS[10], 'hash') or type_error(KEYS[11], 'zset')
 if err then return err end
--- The records the claim may take, as its own check would read them.
-for _, next_id in ipairs(redis.call('ZRANGE', KEYS[7], 0, (count or 1) - 1)) do
-  _, err = read_record(prefix .. 'job:' .. next_id, 'attempts')
-  if err then return err end
-end
+-- The records the claim may take, read and checked once, here, before the
+-- ack's writes: the ack changes none of what the claim reads.
+local head = {ids = redis.call('ZRANGE', KEYS[7], 0, (count or 1) - 1)}
+head.records, err = read_records(prefix, head.ids, 'attempts', 'payload')
+if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6])
 if err then return err end
@@ -70,4 +70,4 @@ if err then return err end
 ack_job(id, result, keep)
 local keys = {pending = KEYS[7], active = KEYS[2], config = KEYS[6], rate = KEYS[8], policy = KEYS[9],
   events = KEYS[5], headers = KEYS[10], wake = KEYS[11]}
-return claim_jobs(keys, prefix, lease, count or 1)
+return claim_jobs(keys, prefix, lease, count or 1, head)

@@ -4,12 +4,14 @@
 
 use super::control::{gate, spend};
 use super::events::{emit, error_text, trailing, Events};
-use super::{fence, need, number, read_field, take, to_pending, wake, wake_key, write_record};
+use super::{
+    fence, need, number, read_records, remove, take, to_pending, wake, wake_key, write_record, Taken,
+};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
     CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT, TOKEN,
 };
-use crate::parse::{count, kind, lossy, options, queue_prefix, record_key};
+use crate::parse::{count, kind, lossy, options, queue_prefix};
 use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -69,6 +71,12 @@ impl<'a> Claim<'a> {
     /// as many as the queue's gate lets through; when it let fewer than
     /// COUNT through, its reason follows the jobs (see [`Claim::held`]).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        self.apply_to(store, None)
+    }
+
+    /// [`apply`](Claim::apply), with the head of pending and its records
+    /// already read and checked (ACKNEXT's, before its ack): not read again.
+    fn apply_to<S: Store>(&self, store: &mut S, head: Option<Head>) -> Answer {
         let [pending, active, config, rate, policy] =
             [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
         need(store, pending, KeyType::Zset)?;
@@ -81,7 +89,7 @@ impl<'a> Claim<'a> {
         let events = Events::open(store, self.keys.get(5).map(|events| (*events, config)))?;
         let wakes = wake_key(store, self.keys, 7)?;
         let sides = Sides { policies, headers };
-        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), sides, &events)?;
+        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), sides, &events, head)?;
         spend(store, rate, &gate, &logged);
         // Jobs left that the gate would let through: the next waiting claim
         // takes them (a chain, one claimer woken at a time).
@@ -107,16 +115,29 @@ impl<'a> Claim<'a> {
         now: Option<u64>,
         sides: Sides<'_>,
         events: &Option<Events<'_>>,
+        head: Option<Head>,
     ) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
         let [pending, active] = [self.keys[0], self.keys[1]];
         if room == 0 {
             return Ok((Vec::new(), Vec::new()));
         }
-        let ids = store.zhead(pending, room as usize);
+        // The first `room` of a head read before, else read now.
+        let (ids, records) = match head {
+            Some((mut ids, mut records)) => {
+                ids.truncate(room as usize);
+                records.truncate(room as usize);
+                remove(store, pending, &ids);
+                (ids, records)
+            }
+            None => {
+                let ids = store.zhead(pending, room as usize);
+                let records = take(store, pending, self.prefix, &ids, b"attempts")?;
+                (ids, records)
+            }
+        };
         if ids.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
-        let records = take(store, pending, self.prefix, &ids, b"attempts")?;
         let now = now.unwrap_or_else(|| store.now_ms());
         let deadline = (now + self.lease) as f64;
         let mut claimed = Vec::with_capacity(ids.len());
@@ -145,6 +166,9 @@ impl<'a> Claim<'a> {
         Ok((claimed, logged))
     }
 }
+
+/// The first ids of pending and their records' `attempts`, read and checked.
+type Head = (Vec<Vec<u8>>, Vec<Taken>);
 
 /// The side hashes whose entries a claimed job carries, when the queue has them.
 #[derive(Clone, Copy)]
@@ -334,10 +358,10 @@ impl<'a> AckNext<'a> {
         need(store, policy, KeyType::Hash)?;
         need(store, headers, KeyType::Hash)?;
         need(store, wakes, KeyType::Zset)?;
-        // The records the claim may take, as its own check would read them.
-        for id in store.zhead(pending, self.count as usize) {
-            read_field(store, &record_key(self.prefix, &id), b"attempts")?;
-        }
+        // The records the claim may take, read and checked once, here, before
+        // the ack's writes: the ack changes none of what the claim reads.
+        let ids = store.zhead(pending, self.count as usize);
+        let records = read_records(store, self.prefix, &ids, b"attempts")?;
         self.ack.apply(store)?;
         let claim = Claim {
             keys: &self.claim_keys,
@@ -346,7 +370,7 @@ impl<'a> AckNext<'a> {
             count: self.count,
             block: None,
         };
-        claim.apply(store)
+        claim.apply_to(store, Some((ids, records)))
     }
 }
 

@@ -2,10 +2,12 @@
 up to `count` jobs as the gate lets through, each under a new lease. The
 order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/lease.rs).
-claim_jobs(k, prefix, lease, count) takes the keys by name, k.pending,
+claim_jobs(k, prefix, lease, count, head) takes the keys by name, k.pending,
 k.active, k.config, k.rate, k.policy, and the optional k.events,
-k.headers and k.wake (false: not passed); it returns CLAIM's reply, or an error reply
-before its first write.
+k.headers and k.wake (false: not passed), and optionally the head of
+pending already read and checked (ACKNEXT's, before its ack): head.ids and
+head.records, each record's attempts and payload, not read again. It
+returns CLAIM's reply, or an error reply before its first write.
 ]]
 --@include record
 --@include gate
@@ -22,7 +24,7 @@ local function side_hash(key)
   return found == 'hash'
 end
 
-local function claim_jobs(k, prefix, lease, count)
+local function claim_jobs(k, prefix, lease, count, head)
   local room, held, log, err = gate(k.config, k.active, k.rate, count)
   if err then return err end
   local policies, headers
@@ -38,15 +40,25 @@ local function claim_jobs(k, prefix, lease, count)
     if err then return err end
   end
   local claimed, logged = {}, {}
-  local ids = room > 0 and redis.call('ZRANGE', k.pending, 0, room - 1) or {}
+  local ids, records = {}, {}
+  if head then
+    for i = 1, math.min(room, #head.ids) do
+      ids[i], records[i] = head.ids[i], head.records[i]
+    end
+  elseif room > 0 then
+    ids = redis.call('ZRANGE', k.pending, 0, room - 1)
+  end
   if #ids == 0 then
     spend(k.rate, log, logged)
     if held then claimed[1] = held end
     return claimed
   end
-  local records
-  records, err = take(k.pending, prefix, ids, 'attempts', 'payload')
-  if err then return err end
+  if head then
+    redis.call('ZREM', k.pending, unpack(ids))
+  else
+    records, err = take(k.pending, prefix, ids, 'attempts', 'payload')
+    if err then return err end
+  end
 
   -- One moment for the whole claim: the gate's, when it read the clock.
   local deadline = (log and log.now or now_ms()) + lease

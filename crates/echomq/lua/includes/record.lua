@@ -67,13 +67,20 @@ end
 -- the fields `...` of each id's record (each must be a hash or missing: the
 -- last check before any write), then remove them all. The fields, by id's
 -- position; a missing record's are all false.
-local function take(set, prefix, ids, ...)
+-- take's first half: the fields `...` of each id's record, each checked.
+local function read_records(prefix, ids, ...)
   local records = {}
   for i, id in ipairs(ids) do
     local fields, err = read_record(prefix .. 'job:' .. id, ...)
     if err then return nil, err end
     records[i] = fields
   end
+  return records
+end
+
+local function take(set, prefix, ids, ...)
+  local records, err = read_records(prefix, ids, ...)
+  if err then return nil, err end
   redis.call('ZREM', set, unpack(ids))
   return records
 end
