@@ -51,11 +51,8 @@ opts, err = options(6, {SKIP = {FLAG_MIN, FLAG_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
 if err then return err end
-local keep
-keep, err = events_keep(KEYS[4], KEYS[5])
-if err then return err end
-local wakes
-wakes, err = wake_key(6)
+local keep, wakes
+keep, wakes, err = events_and_wake(6)
 if err then return err end
 
 if tonumber(redis.call('ZSCORE', KEYS[3], name)) ~= tick then

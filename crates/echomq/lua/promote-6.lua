@@ -26,11 +26,8 @@ opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
 if err then return err end
-local keep
-keep, err = events_keep(KEYS[4], KEYS[5])
-if err then return err end
-local wakes
-wakes, err = wake_key(6)
+local keep, wakes
+keep, wakes, err = events_and_wake(6)
 if err then return err end
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)

@@ -36,11 +36,8 @@ if err then return err end
 err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
   or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash') or type_error(KEYS[6], 'hash')
 if err then return err end
-local keep
-keep, err = events_keep(KEYS[7], KEYS[8])
-if err then return err end
-local wakes
-wakes, err = wake_key(9)
+local keep, wakes
+keep, wakes, err = events_and_wake(9)
 if err then return err end
 
 local now = now_ms()

@@ -25,11 +25,8 @@ err = no_options_error(3)
 if err then return err end
 err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
 if err then return err end
-local keep
-keep, err = events_keep(KEYS[5], KEYS[6])
-if err then return err end
-local wakes
-wakes, err = wake_key(7)
+local keep, wakes
+keep, wakes, err = events_and_wake(7)
 if err then return err end
 
 redis.call('ZREM', KEYS[2], id)

@@ -35,11 +35,8 @@ end
 if fields[1] ~= 'dead' then
   return emq_error('EMQSTATE', 'cannot retry a ' .. fields[1] .. ' job')
 end
-local keep
-keep, err = events_keep(KEYS[5], KEYS[6])
-if err then return err end
-local wakes
-wakes, err = wake_key(7)
+local keep, wakes
+keep, wakes, err = events_and_wake(7)
 if err then return err end
 
 redis.call('ZREM', KEYS[2], id)

@@ -81,11 +81,8 @@ for _, batch in ipairs(redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)) do
     plans[#plans + 1] = {batch = batch, state = s, changed = state_text(s) ~= before}
   end
 end
-local keep
-keep, err = events_keep(KEYS[6], KEYS[7])
-if err then return err end
-local wakes
-wakes, err = wake_key(8)
+local keep, wakes
+keep, wakes, err = events_and_wake(8)
 if err then return err end
 
 local closed, called = 0, false

@@ -3,7 +3,7 @@ is `wake_key` and `wake` in crates/echomq-core/src/transition.rs): a sorted
 set of one member, `1`, that a transition adding to pending writes, and that
 an idle worker waits on with BZPOPMIN. One pop wakes one worker.
 ]]
---@include common
+--@include events
 
 -- The call's KEYS[at], when it passed it (false when not), or nil and an
 -- error reply when it holds something else than a sorted set. Checked with
@@ -19,4 +19,15 @@ end
 -- Tell one claim waiting on the queue that a job may be pending.
 local function wake(key)
   if key then redis.call('ZADD', key, 0, 1) end
+end
+
+-- The trailing keys most transitions that add to pending take: the events
+-- keys KEYS[at - 2] and KEYS[at - 1], then the wake-up key KEYS[at]; the
+-- log's length (or nil), the wake-up key (or false), or an error reply.
+local function events_and_wake(at)
+  local keep, err = events_keep(KEYS[at - 2], KEYS[at - 1])
+  if err then return nil, nil, err end
+  local wakes
+  wakes, err = wake_key(at)
+  return keep, wakes, err
 end
