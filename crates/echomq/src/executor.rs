@@ -402,8 +402,9 @@ where
 /// the key's one member, so one arrival wakes one waiting worker (its claim
 /// tells the next when it left jobs behind).
 ///
-/// A server that refuses the pop (a user without `+bzpopmin`, a key of the
-/// wrong type) sets `refused`, said once: the executor's claims poll from then on.
+/// A server that refuses the pop for good (`NOPERM`: a user without
+/// `+bzpopmin`) sets `refused`, said once: the executor's claims poll from
+/// then on. Any other error is the call's, as a claim's would be.
 async fn claim_on_wake<C, F, Fut>(
     blocking: &blocking::Blocking<C>,
     interrupts: &Interrupts,
@@ -439,7 +440,9 @@ where
             Some(Ok(Value::Array(popped))) if !popped.is_empty() => continue,
             // The wait ran out, or a stopping worker ended it (CLIENT UNBLOCK).
             Some(Ok(_)) => return claimed,
-            Some(Err(err)) if err.is_io_error() || err.is_connection_dropped() => return Err(err.into()),
+            // Only a refusal for good (an ACL without `+bzpopmin`) turns the
+            // waits off; anything else (a restart's LOADING) is the claim's trouble.
+            Some(Err(err)) if err.code() != Some("NOPERM") => return Err(err.into()),
             Some(Err(err)) => {
                 if !refused.swap(true, std::sync::atomic::Ordering::SeqCst) {
                     tracing::warn!(
