@@ -5,11 +5,11 @@
 //! surely holds.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use echomq_core::Name;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +49,8 @@ pub(super) enum Route {
 /// While the call waits, the heartbeat goes on renewing the lease, which
 /// moves that moment on, for as long as no try may have reached the server
 /// (see [`Route`]); never while a try is on its way, since a renewal that
-/// lands after the call would be refused.
+/// lands after the call would be refused. For the same reason each try
+/// first waits for a renewal already on its way to come back.
 pub(super) async fn persist<T, F, Fut>(
     lease: &mut Lease,
     what: Name,
@@ -65,6 +66,8 @@ where
     let mut waiting_since = None;
     let mut renewing = matches!(route, Route::Direct);
     loop {
+        // A renewal on its way would land after this try and be refused.
+        lease.quiet().await;
         match call().await {
             Err(err) if err.code().is_none() && !matches!(err, Error::NotReplicated { .. }) => {
                 renewing &= err.surely_did_nothing();
@@ -105,9 +108,11 @@ where
 
 /// A job's lease as its worker holds it: renewed by the queue's [`Heart`]
 /// while the job's run lets it (inside [`hold`](Lease::hold) and
-/// [`keep`](Lease::keep)), and surely held until `until`, counted from when
-/// the claim or the last renewal was sent (so never later than the server's
-/// own deadline). Unregistered from the heart when dropped.
+/// [`keep`](Lease::keep)), and held until `until`: a lease's length from when
+/// the job's run started (just after the claim's reply, so later than the
+/// server's deadline by about a round trip, which the last safe moment's
+/// margin covers), or from when the last renewal that went through was sent.
+/// Unregistered from the heart when dropped.
 pub(in crate::worker) struct Lease {
     heart: Arc<Heart>,
     beat: Arc<Beat>,
@@ -120,17 +125,32 @@ impl Lease {
         let beat = Arc::new(Beat {
             id: job.id.clone(),
             token: job.token,
-            renewing: AtomicBool::new(false),
-            times: Mutex::new(Times { until: claimed + heart.length, renewed: claimed }),
+            state: Mutex::new(BeatState { renewing: false, in_flight: false, renewed: claimed }),
+            settled: Notify::new(),
             lost: CancellationToken::new(),
         });
         let key = heart.register(beat.clone());
         Lease { heart: heart.clone(), beat, key }
     }
 
-    /// Until when the lease surely holds.
+    /// Until when the lease holds.
     pub(super) fn until(&self) -> Instant {
-        self.beat.times().until
+        self.beat.state().renewed + self.heart.length
+    }
+
+    /// Wait until no renewal of the lease is on its way. Outside [`hold`]
+    /// and [`keep`](Lease::keep) the heart sends none, so once this returns
+    /// a finishing call may go: no EXTEND can land after it.
+    ///
+    /// [`hold`]: Lease::hold
+    async fn quiet(&self) {
+        loop {
+            let settled = self.beat.settled.notified();
+            if !self.beat.state().in_flight {
+                return;
+            }
+            settled.await;
+        }
     }
 
     /// The last moment a finishing call is worth sending: the lease's end as
@@ -168,32 +188,66 @@ impl Drop for Lease {
 struct Beat {
     id: JobId,
     token: u64,
-    /// Whether the job's run lets the heart renew it now: never while a
-    /// finishing call may be on its way (a renewal landing after it would
-    /// be refused with the job's own token).
-    renewing: AtomicBool,
-    times: Mutex<Times>,
+    state: Mutex<BeatState>,
+    /// Told when a renewal that was on its way came back.
+    settled: Notify,
     /// A renewal found the lease gone (reaped, cancelled, another's now).
     lost: CancellationToken,
 }
 
+/// A beat's state, read and changed under one lock, so that the heart's
+/// "renewing and due, so on its way" and the run's "no longer renewing" are
+/// never interleaved: a finishing call sent once `renewing` is off and no
+/// renewal is `in_flight` is never followed by a renewal.
 #[derive(Clone, Copy)]
-struct Times {
-    /// The lease surely holds until then.
-    until: Instant,
-    /// When the claim or the last renewal that went through was sent.
+struct BeatState {
+    /// Whether the job's run lets the heart renew it now: never while a
+    /// finishing call may be on its way (a renewal landing after it would
+    /// be refused with the job's own token).
+    renewing: bool,
+    /// A renewal is on its way to the server.
+    in_flight: bool,
+    /// When the job's run started or the last renewal that went through was sent.
     renewed: Instant,
 }
 
 impl Beat {
-    fn times(&self) -> Times {
-        *self.times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, BeatState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn state(&self) -> BeatState {
+        *self.lock()
     }
 
     /// Let the heart renew the lease until the guard is dropped.
     fn renewing(&self) -> Renewing<'_> {
-        self.renewing.store(true, Ordering::SeqCst);
+        self.lock().renewing = true;
         Renewing(self)
+    }
+
+    /// Mark the lease's renewal as on its way when the run lets the heart
+    /// renew it, none is on its way yet, and the last went through at
+    /// `due_after` or longer before `now`.
+    fn send_if_due(&self, now: Instant, due_after: Duration) -> bool {
+        let mut state = self.lock();
+        let due = state.renewing
+            && !state.in_flight
+            && !self.lost.is_cancelled()
+            && now.saturating_duration_since(state.renewed) >= due_after;
+        state.in_flight |= due;
+        due
+    }
+
+    /// The renewal on its way came back: renewed as of `sent` if it went through.
+    fn came_back(&self, renewed: Option<Instant>) {
+        let mut state = self.lock();
+        state.in_flight = false;
+        if let Some(sent) = renewed {
+            state.renewed = sent;
+        }
+        drop(state);
+        self.settled.notify_waiters();
     }
 }
 
@@ -202,7 +256,23 @@ struct Renewing<'a>(&'a Beat);
 
 impl Drop for Renewing<'_> {
     fn drop(&mut self) {
-        self.0.renewing.store(false, Ordering::SeqCst);
+        self.0.lock().renewing = false;
+    }
+}
+
+/// The leases of one round of renewals, on their way: each is marked come
+/// back when the round ends, also if the round is dropped half-way (the
+/// worker stopping), so that no finishing call waits for it for ever.
+struct OnTheirWay {
+    beats: Vec<Arc<Beat>>,
+    renewed: Vec<Option<Instant>>,
+}
+
+impl Drop for OnTheirWay {
+    fn drop(&mut self) {
+        for (i, beat) in self.beats.iter().enumerate() {
+            beat.came_back(self.renewed.get(i).copied().flatten());
+        }
     }
 }
 
@@ -268,18 +338,14 @@ impl Heart {
     async fn round(&self, failing_since: &mut Option<Instant>) {
         let now = Instant::now();
         let due_after = self.beat() * 3 / 4;
-        let due: Vec<Arc<Beat>> = self
-            .beats()
-            .running
-            .values()
-            .filter(|beat| beat.renewing.load(Ordering::SeqCst) && !beat.lost.is_cancelled())
-            .filter(|beat| now.saturating_duration_since(beat.times().renewed) >= due_after)
-            .cloned()
-            .collect();
-        if due.is_empty() {
+        let beats: Vec<Arc<Beat>> =
+            self.beats().running.values().filter(|beat| beat.send_if_due(now, due_after)).cloned().collect();
+        if beats.is_empty() {
             return;
         }
+        let mut due = OnTheirWay { renewed: Vec::with_capacity(beats.len()), beats };
         let extends: Vec<Extend> = due
+            .beats
             .iter()
             .map(|beat| Extend { id: beat.id.clone(), token: beat.token, lease: self.length })
             .collect();
@@ -291,16 +357,22 @@ impl Heart {
         };
         let mut trouble = None;
         // A round trip that failed as a whole is one trouble, renewing none.
-        for (beat, outcome) in due.iter().zip(outcomes) {
-            match outcome {
-                Ok(_) => {
-                    let mut times = beat.times.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    *times = Times { until: sent + self.length, renewed: sent };
+        for (beat, outcome) in due.beats.iter().zip(outcomes) {
+            let renewed = match outcome {
+                Ok(_) => Some(sent),
+                Err(err) if err.is_lost_lease() => {
+                    beat.lost.cancel();
+                    None
                 }
-                Err(err) if err.is_lost_lease() => beat.lost.cancel(),
-                Err(err) => trouble = Some(err),
-            }
+                Err(err) => {
+                    trouble = Some(err);
+                    None
+                }
+            };
+            due.renewed.push(renewed);
         }
+        let oldest = due.beats.iter().map(|beat| beat.state().renewed).min().unwrap_or(sent);
+        drop(due);
         match (trouble, failing_since.is_some()) {
             (None, true) => {
                 let since = failing_since.take().expect("failing");
@@ -311,7 +383,7 @@ impl Heart {
                 );
             }
             (Some(err), false) => {
-                let holds = due.iter().map(|beat| beat.times().until).min().unwrap_or(sent);
+                let holds = oldest + self.length;
                 tracing::warn!(
                     queue = self.queue.name(),
                     error = %err,
@@ -328,9 +400,13 @@ impl Heart {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicU32;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use async_trait::async_trait;
+    use redis::Value;
 
     use super::*;
+    use crate::executor::{Call, Executor, StreamEntry};
     use crate::{Embedded, JobId};
 
     fn unreachable_server() -> Error {
@@ -367,6 +443,72 @@ mod tests {
             policy: None,
             headers: Default::default(),
         }
+    }
+
+    /// The embedded executor, whose rounds of renewals take 200 ms to come
+    /// back: it says when one is sent, and how many are on their way.
+    struct SlowRenewals {
+        inner: Embedded,
+        sent: Notify,
+        on_their_way: AtomicU32,
+    }
+
+    #[async_trait]
+    impl Executor for SlowRenewals {
+        async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+            if !calls.iter().all(|call| call.name == Name::Extend) {
+                return self.inner.run(calls).await;
+            }
+            self.on_their_way.fetch_add(1, Ordering::SeqCst);
+            self.sent.notify_waiters();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let replies = self.inner.run(calls).await;
+            self.on_their_way.fetch_sub(1, Ordering::SeqCst);
+            replies
+        }
+        async fn read_stream(
+            &self,
+            key: &str,
+            after: &str,
+            count: usize,
+            wait: Duration,
+        ) -> Result<Vec<StreamEntry>> {
+            self.inner.read_stream(key, after, count, wait).await
+        }
+        async fn stream_last(&self, key: &str) -> Result<Option<String>> {
+            self.inner.stream_last(key).await
+        }
+    }
+
+    /// A handler that ends just as the heart sends a renewal: the ack waits
+    /// for the renewal to come back. Sent at once, it would land first, and
+    /// the renewal after it be refused with the job's own token, as if
+    /// another worker had taken the job.
+    #[tokio::test]
+    async fn a_finishing_call_waits_for_a_renewal_on_its_way() {
+        let slow = Arc::new(SlowRenewals {
+            inner: Embedded::new(),
+            sent: Notify::new(),
+            on_their_way: AtomicU32::new(0),
+        });
+        let queue = Queue::with_executor(slow.clone(), "persist").unwrap();
+        queue.enqueue(b"x".to_vec()).await.unwrap();
+        let job = queue.claim(Duration::from_secs(60)).await.unwrap().expect("a job");
+        let (length, started) = (Duration::from_millis(300), Instant::now());
+        let mut lease = Lease::new(&heart(&queue, length), &job, started);
+        lease.hold(slow.sent.notified()).await.expect("the lease holds");
+        let on_their_way_at_the_ack = AtomicU32::new(u32::MAX);
+        let ack = || {
+            on_their_way_at_the_ack.store(slow.on_their_way.load(Ordering::SeqCst), Ordering::SeqCst);
+            std::future::ready(Ok(()))
+        };
+        persist(&mut lease, Name::Ack, Route::Gathered, None, ack).await.unwrap();
+        assert_eq!(
+            on_their_way_at_the_ack.load(Ordering::SeqCst),
+            0,
+            "the ack went after the renewal came back"
+        );
+        assert!(lease.until() > started + length, "and the renewal went through");
     }
 
     /// The server comes back 0.3 s before a 1 s lease ends, later than the
