@@ -93,6 +93,16 @@ fn an_ack_waits_for_a_restart_within_the_lease() {
                 "{via}: {said:?} names the job: {log}"
             );
         }
+        // And nothing else is said again and again while the server is down
+        // (the worker's upkeep ticks every 250 ms): no warning twice, its
+        // error's words aside.
+        let warnings: Vec<&str> = log
+            .lines()
+            .filter_map(|line| line.split_once(" WARN ").map(|(_, said)| said))
+            .map(|said| said.split(" error=").next().unwrap_or(said))
+            .collect();
+        let distinct: std::collections::BTreeSet<&str> = warnings.iter().copied().collect();
+        assert_eq!(warnings.len(), distinct.len(), "{via}: a warning said twice:\n{log}");
     }
 }
 

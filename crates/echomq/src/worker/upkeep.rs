@@ -10,82 +10,74 @@ use std::sync::Arc;
 use super::Shared;
 use crate::queue::Queue;
 use crate::record::State;
+use crate::Result;
 
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.options.upkeep);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let full = *echomq_core::limits::SWEEP_LIMIT.end();
     let mut failing_since: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             () = shared.stopping.cancelled() => return,
         }
-        loop {
-            let promoted = queue.promote().await;
-            let reaped = queue.reap(shared.options.retry.max_attempts).await;
-            if let (Ok(_), Ok(_), Some(since)) = (&promoted, &reaped, failing_since) {
+        // Each part runs although another failed (a user may be refused one
+        // alone); a failure is said once, not at every tick, and so is its end.
+        let failed = [
+            promote_and_reap(&queue, &shared).await.err().map(|err| ("promote and reap", err)),
+            trim(&queue).await.err().map(|err| ("trim", err)),
+            settle(&queue).await.err().map(|err| ("settle batches", err)),
+            queue.fire_schedules().await.err().map(|err| ("fire schedules", err)),
+        ]
+        .into_iter()
+        .flatten()
+        .next();
+        match (failed, failing_since) {
+            (None, Some(since)) => {
                 tracing::info!(queue = queue.name(), "upkeep works again, after {:.1?}", since.elapsed());
                 failing_since = None;
             }
-            match (&promoted, &reaped) {
-                (Ok(promoted), Ok(reaped)) if *promoted < full && reaped.requeued + reaped.dead < full => {
-                    break
-                }
-                (Ok(_), Ok(_)) => continue,
-                _ => {
-                    let err = promoted.err().or(reaped.err()).map(|e| e.to_string()).unwrap_or_default();
-                    // Said once, not at every tick.
-                    if failing_since.is_none() {
-                        tracing::warn!(queue = queue.name(), error = %err, "upkeep failed; trying again each tick");
-                        failing_since = Some(std::time::Instant::now());
-                    } else {
-                        tracing::debug!(queue = queue.name(), error = %err, "upkeep failed again");
-                    }
-                    break;
-                }
+            (Some((part, err)), None) => {
+                tracing::warn!(queue = queue.name(), error = %err, "upkeep failed ({part}); trying again each tick");
+                failing_since = Some(std::time::Instant::now());
             }
+            (Some((part, err)), Some(_)) => {
+                tracing::debug!(queue = queue.name(), error = %err, "upkeep failed again ({part})");
+            }
+            (None, None) => {}
         }
-        trim(&queue).await;
-        settle(&queue).await;
-        if let Err(err) = queue.fire_schedules().await {
-            tracing::warn!(queue = queue.name(), error = %err, "firing schedules failed; trying again later");
+    }
+}
+
+/// Due delayed jobs promoted and expired leases reaped, again at once while
+/// a call moves a full LIMIT.
+async fn promote_and_reap(queue: &Queue, shared: &Shared) -> Result<()> {
+    let full = *echomq_core::limits::SWEEP_LIMIT.end();
+    loop {
+        let promoted = queue.promote().await?;
+        let reaped = queue.reap(shared.options.retry.max_attempts).await?;
+        if promoted < full && reaped.requeued + reaped.dead < full {
+            return Ok(());
         }
     }
 }
 
 /// Batches: call back each one whose jobs all finished, looking at up to a
 /// thousand jobs a call, again at once while a call looks at that many.
-async fn settle(queue: &Queue) {
+async fn settle(queue: &Queue) -> Result<()> {
     let full = *echomq_core::limits::SWEEP_LIMIT.end();
-    loop {
-        match queue.settle(full).await {
-            Ok(settled) if settled.looked == full => continue,
-            Ok(_) => break,
-            Err(err) => {
-                tracing::debug!(queue = queue.name(), error = %err, "settling batches failed");
-                return;
-            }
-        }
-    }
+    while queue.settle(full).await?.looked == full {}
+    Ok(())
 }
 
 /// Bounded retention: each finished set trimmed to the queue's retention,
 /// again at once while a call deletes a full LIMIT (as REAP and PROMOTE go),
 /// so trimming keeps up with any throughput: a cap of a few calls a tick let
 /// a native queue finishing 25,000 jobs/s outgrow its bound (`echomq-soak`).
-async fn trim(queue: &Queue) {
+async fn trim(queue: &Queue) -> Result<()> {
     let full = *echomq_core::limits::SWEEP_LIMIT.end();
     for state in [State::Done, State::Dead, State::Cancelled] {
-        loop {
-            match queue.trim(state).await {
-                Ok(deleted) if deleted == full => continue,
-                Ok(_) => break,
-                Err(err) => {
-                    tracing::debug!(queue = queue.name(), error = %err, "trimming {state} jobs failed");
-                    return;
-                }
-            }
-        }
+        while queue.trim(state).await? == full {}
     }
+    Ok(())
 }
