@@ -383,7 +383,7 @@ enum IdPick {
 
 /// One transition's raw calls: its KEYS are its description's, each
 /// positional argument's candidates (the first valid; `$id` is the call's
-/// id, `$token` the seeded record's attempts, `$stale` one past it), and
+/// id, `$token` the arranged record's attempts, `$stale` one past it), and
 /// options a call may add, valid or not.
 struct Shape {
     name: Name,
@@ -529,8 +529,8 @@ const SHAPES: [Shape; 26] = [
 struct RawCall {
     /// Index into [`SHAPES`].
     shape: usize,
-    /// ENQUEUE only: the two-key form.
-    two_keys: bool,
+    /// Which of the transition's key forms (PROTOCOL.md §8), modulo their number.
+    form: usize,
     keys: Vec<KeyPick>,
     id: IdPick,
     /// Each positional argument's candidate, modulo the pool's length.
@@ -539,8 +539,8 @@ struct RawCall {
     sent: usize,
     /// Options added, modulo the shape's pool.
     options: Vec<usize>,
-    /// The seeded record's state, or none.
-    seed: Option<&'static str>,
+    /// The state of a record arranged before the call, or none.
+    arranged: Option<&'static str>,
 }
 
 fn raw_call() -> impl Strategy<Value = RawCall> {
@@ -552,7 +552,7 @@ fn raw_call() -> impl Strategy<Value = RawCall> {
     ];
     let id = prop_oneof![6 => Just(IdPick::Minted), 1 => Just(IdPick::Odd), 1 => Just(IdPick::NotAJob)];
     let arg = prop_oneof![4 => Just(0usize), 1 => 1usize..5];
-    let seed = prop_oneof![
+    let arranged = prop_oneof![
         Just(None),
         Just(Some("pending")),
         Just(Some("active")),
@@ -562,30 +562,31 @@ fn raw_call() -> impl Strategy<Value = RawCall> {
         Just(Some("cancelled")),
     ];
     let sent = prop_oneof![6 => Just(usize::MAX), 1 => 0usize..5];
+    let most_keys = Name::ALL.iter().map(|name| name.describe().keys.len()).max().unwrap_or_default();
     (
         0..SHAPES.len(),
-        any::<bool>(),
-        prop::collection::vec(pick, 22),
+        0usize..16,
+        prop::collection::vec(pick, most_keys),
         id,
         prop::collection::vec(arg, 5),
         sent,
         prop::collection::vec(0usize..10, 0..3),
-        seed,
+        arranged,
     )
-        .prop_map(|(shape, two_keys, keys, id, args, sent, options, seed)| RawCall {
+        .prop_map(|(shape, form, keys, id, args, sent, options, arranged)| RawCall {
             shape,
-            two_keys,
+            form,
             keys,
             id,
             args,
             sent,
             options,
-            seed,
+            arranged,
         })
 }
 
-/// The attempts of a seeded record: the token that holds its lease when active.
-const SEEDED_ATTEMPTS: u64 = 2;
+/// The attempts of an arranged record: the token that holds its lease when active.
+const ARRANGED_ATTEMPTS: u64 = 2;
 
 impl RawCall {
     fn shape(&self) -> &'static Shape {
@@ -597,7 +598,7 @@ impl RawCall {
     fn call(&self, [prefix, other]: &[String; 2], id: &str) -> (Vec<String>, Vec<String>) {
         let shape = self.shape();
         let described = shape.name.describe();
-        let count = if self.two_keys { described.required_keys() } else { described.keys.len() };
+        let count = described.forms[self.form % described.forms.len()];
         let keys = self
             .keys
             .iter()
@@ -626,8 +627,8 @@ impl RawCall {
             .zip(&self.args)
             .map(|(pool, pick)| match pool[pick % pool.len()] {
                 "$id" => id.to_owned(),
-                "$token" => SEEDED_ATTEMPTS.to_string(),
-                "$stale" => (SEEDED_ATTEMPTS + 1).to_string(),
+                "$token" => ARRANGED_ATTEMPTS.to_string(),
+                "$stale" => (ARRANGED_ATTEMPTS + 1).to_string(),
                 other => other.to_owned(),
             })
             .collect();
@@ -641,18 +642,18 @@ impl RawCall {
         (keys, args)
     }
 
-    /// The seed: the record of `id` in its state's set, long due.
-    fn seeded(&self, prefix: &str, id: &str) -> Option<Seeded> {
-        let state = self.seed?;
-        let fields = [("state", state), ("attempts", &SEEDED_ATTEMPTS.to_string()), ("payload", "p")]
+    /// The record of `id` arranged in its state's set, long due.
+    fn arranged(&self, prefix: &str, id: &str) -> Option<Arranged> {
+        let state = self.arranged?;
+        let fields = [("state", state), ("attempts", &ARRANGED_ATTEMPTS.to_string()), ("payload", "p")]
             .map(|(f, v)| (f.to_owned(), v.to_owned()));
         let score = if state == "pending" { 0.0 } else { 1.0 };
-        Some(Seeded { record: format!("{prefix}job:{id}"), fields, set: format!("{prefix}{state}"), score })
+        Some(Arranged { record: format!("{prefix}job:{id}"), fields, set: format!("{prefix}{state}"), score })
     }
 }
 
-/// A record seeded before a raw call, and its place in its state's set.
-struct Seeded {
+/// A record arranged before a raw call, and its place in its state's set.
+struct Arranged {
     record: String,
     fields: [(String, String); 3],
     set: String,
@@ -744,27 +745,28 @@ async fn dump_prefix(conn: &MultiplexedConnection, prefix: &str) -> Keyspace {
         .collect()
 }
 
-/// Run one raw call through the script, the module and the core; compare.
-async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Result<(), String> {
+/// Run one raw call through the script, the module and the core; compare,
+/// and give the reply they agree on.
+async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Result<String, String> {
     use echomq_core::Store;
     let name = call.shape().name;
     let described = name.describe();
     let mut c = conn.clone();
     let (lua, native, core) = (two_queues("lua"), two_queues("native"), two_queues("core"));
     for prefix in [&lua[0], &native[0]] {
-        if let Some(seed) = call.seeded(prefix, id) {
+        if let Some(arranged) = call.arranged(prefix, id) {
             let mut pipe = redis::pipe();
-            pipe.hset_multiple(&seed.record, &seed.fields).zadd(&seed.set, id, seed.score);
+            pipe.hset_multiple(&arranged.record, &arranged.fields).zadd(&arranged.set, id, arranged.score);
             let _: () = pipe.query_async(&mut c).await.unwrap();
         }
     }
     let t0 = server_ms(conn).await;
     let mut memory = echomq_core::Memory::new(Arc::new(ManualClock::new(t0)));
-    if let Some(seed) = call.seeded(&core[0], id) {
+    if let Some(arranged) = call.arranged(&core[0], id) {
         let fields: Vec<(&[u8], &[u8])> =
-            seed.fields.iter().map(|(f, v)| (f.as_bytes(), v.as_bytes())).collect();
-        memory.hset(seed.record.as_bytes(), &fields);
-        memory.zadd(seed.set.as_bytes(), seed.score, id.as_bytes());
+            arranged.fields.iter().map(|(f, v)| (f.as_bytes(), v.as_bytes())).collect();
+        memory.hset(arranged.record.as_bytes(), &fields);
+        memory.zadd(arranged.set.as_bytes(), arranged.score, id.as_bytes());
     }
     // Lua, by EVALSHA with the call's own number of keys.
     let (keys, args) = call.call(&lua, id);
@@ -808,7 +810,7 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
             .collect();
         compare(&lua_keys, &core_keys, skew).map_err(|e| format!("lua vs core, queue {side}: {e}"))?;
     }
-    Ok(())
+    Ok(lua_reply)
 }
 
 /// The raw calls cover every transition: a new one without a shape fails here.
@@ -850,19 +852,22 @@ fn an_enqueue_with_another_queues_delayed_key_is_refused_alike() {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let conn = runtime.block_on(server.connection());
-    let mut keys = vec![KeyPick::Own; 6];
+    let (shape, form) = (0, 1);
+    assert_eq!(SHAPES[shape].name.describe().forms[form], 4, "ENQUEUE's four-key form");
+    let mut keys = vec![KeyPick::Own; 4];
     keys[2] = KeyPick::OtherQueue;
     let call = RawCall {
-        shape: 0,
-        two_keys: false,
+        shape,
+        form,
         keys,
         id: IdPick::Minted,
         args: vec![0; 5],
         sent: 2,
         options: vec![],
-        seed: None,
+        arranged: None,
     };
-    runtime.block_on(raw_round(&conn, &call, JobId::mint().as_str())).unwrap();
+    let reply = runtime.block_on(raw_round(&conn, &call, JobId::mint().as_str())).unwrap();
+    assert!(reply.contains("EMQARG KEYS[3] must be $q:delayed"), "refused for its third key: {reply}");
 }
 
 /// PROTOCOL.md §11.4, raw, from the script and the module alike: CLAIM's
