@@ -163,9 +163,9 @@ fn every_write_into_pending_wakes_a_blocked_claim() {
             "EMQ.RETRY $q:job:$A $q:dead $q:pending $q:priority $A",
         ),
     ];
-    for (name, seeds, waker) in cases {
+    for (name, arranged, waker) in cases {
         let q = queue();
-        arrange(&mut conn, &q, seeds);
+        arrange(&mut conn, &q, arranged);
         let mut worker = connect(&server);
         let words = claim(&q, 10_000);
         let waiter = thread::spawn(move || call(&mut worker, &words));

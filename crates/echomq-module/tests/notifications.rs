@@ -13,7 +13,7 @@ use echomq::executor::script_source;
 use echomq::Name;
 use echomq_test_support::RedisServer;
 
-/// The lifecycle: a transition and its KEYS and ARGV, or a raw seeding command.
+/// The lifecycle: a transition and its KEYS and ARGV, or a raw command that arranges a record.
 const STEPS: &[(&str, &str)] = &[
     (
         "enqueue",

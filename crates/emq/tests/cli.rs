@@ -4,10 +4,13 @@
 //! pause, resume, limit and config; and the same against a Redis Cluster
 //! with `--cluster`.
 
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
 
 use echomq_test_support::{module_path, unique_queue, RedisCluster, RedisServer, ServerOptions};
+
+mod common;
+
+use common::{eventually, show};
 
 struct Cli {
     url: String,
@@ -45,18 +48,6 @@ impl Cli {
         let out = self.ok(&["stats", queue]);
         let row = out.lines().find(|l| l.starts_with(queue)).unwrap_or_else(|| panic!("no row in {out}"));
         row.split_whitespace().skip(1).take(6).map(|n| n.parse().unwrap()).collect()
-    }
-}
-
-fn show(output: &Output) -> String {
-    format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
-}
-
-fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 /// `emq` with `--url` and `--via` set.
 pub struct Emq {
@@ -70,15 +69,7 @@ pub fn show(output: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
-/// Wait until `check` holds, asking every 20 ms; panics naming `what` after
-/// a minute (generous: the deadline only matters when a test is failing).
-pub fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+pub use echomq_test_support::eventually_blocking as eventually;
 
 /// A fresh directory for one test's files, removed on drop.
 pub struct Scratch(pub PathBuf);
