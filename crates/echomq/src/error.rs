@@ -104,9 +104,17 @@ impl Error {
     /// This error as the caller of `transition` on `queue` (for `job`) sees
     /// it: a protocol refusal's text then says where it happened, as in
     /// `EMQFENCE token does not hold the lease (ack of JOB_… in queue emails)`,
-    /// and [`code`](Error::code) still gives the code. Other errors are
-    /// returned as they are.
+    /// and [`code`](Error::code) still gives the code; so does a reply the
+    /// host cannot read. Other errors are returned as they are.
     pub fn at(self, transition: Name, queue: &str, job: Option<&JobId>) -> Error {
+        let place = || match job {
+            Some(job) => format!("{transition} of {job} in queue {queue}"),
+            None => format!("{transition} in queue {queue}"),
+        };
+        // A reply the host cannot read names its transition the same way.
+        if let Error::Reply(text) = self {
+            return Error::Reply(format!("{text} ({})", place()));
+        }
         let Some(code) = self.code() else { return self };
         let text = match self {
             Error::Kind(text)
@@ -118,11 +126,7 @@ impl Error {
             | Error::TooLarge(text) => text,
             other => return other,
         };
-        let place = match job {
-            Some(job) => format!("{transition} of {job} in queue {queue}"),
-            None => format!("{transition} in queue {queue}"),
-        };
-        Error::from_code(code, format!("{text} ({place})"))
+        Error::from_code(code, format!("{text} ({})", place()))
     }
 
     /// True when the call surely did nothing: the server was not reached
@@ -162,4 +166,25 @@ pub fn surely_did_nothing(err: &redis::RedisError) -> bool {
                     | ServerErrorKind::ReadOnly
             )
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_and_an_unreadable_reply_name_their_transition_job_and_queue() {
+        let job = JobId::mint();
+        let fenced = Error::Fence("token does not hold the lease".into()).at(Name::Ack, "emails", Some(&job));
+        assert_eq!(fenced.code(), Some(Code::Fence));
+        assert_eq!(
+            fenced.to_string(),
+            format!("EMQFENCE token does not hold the lease (ack of {job} in queue emails)")
+        );
+        let unread = Error::Reply("the reply: got Int(2)".into()).at(Name::Stats, "emails", None);
+        assert_eq!(unread.to_string(), "unexpected reply: the reply: got Int(2) (stats in queue emails)");
+        assert_eq!(unread.code(), None);
+        let bad = Error::Record("no state".into()).at(Name::Ack, "emails", Some(&job));
+        assert_eq!(bad.to_string(), "malformed record: no state", "other errors as they are");
+    }
 }

@@ -53,7 +53,7 @@ impl Transition for Batch {
         match reply {
             Value::Int(1) => Ok(true),
             Value::Int(0) => Ok(false),
-            other => Err(unexpected("BATCH", &other)),
+            other => Err(unexpected("the reply", &other)),
         }
     }
 }
@@ -85,13 +85,13 @@ impl Transition for Settle {
     }
 
     fn parse(reply: Value) -> Result<Settled> {
-        let counts = array_reply("SETTLE", reply)?
+        let counts = array_reply("the reply", reply)?
             .into_iter()
-            .map(|count| count_reply("SETTLE", count))
+            .map(|count| count_reply("the reply", count))
             .collect::<Result<Vec<_>>>()?;
         match counts[..] {
             [closed, looked] => Ok(Settled { closed, looked }),
-            _ => Err(Error::Reply(format!("SETTLE: got {counts:?}"))),
+            _ => Err(Error::Reply(format!("the reply: got {counts:?}"))),
         }
     }
 }

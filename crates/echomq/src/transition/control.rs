@@ -107,12 +107,12 @@ impl Transition for Config {
     }
 
     fn parse(reply: Value) -> Result<Settings> {
-        let values = array_reply("CONFIG", reply)?
+        let values = array_reply("the reply", reply)?
             .into_iter()
-            .map(|value| count_reply("CONFIG", value))
+            .map(|value| count_reply("the reply", value))
             .collect::<Result<Vec<_>>>()?;
         let [paused, concurrency, rate, per, kept @ .., events] =
-            <[u64; 11]>::try_from(values).map_err(|got| Error::Reply(format!("CONFIG: got {got:?}")))?;
+            <[u64; 11]>::try_from(values).map_err(|got| Error::Reply(format!("the reply: got {got:?}")))?;
         let retention = |age: u64, count: u64| Retention {
             age: (age > 0).then(|| Duration::from_millis(age)),
             count: (count > 0).then_some(count),
@@ -149,7 +149,7 @@ impl Transition for Trim {
     fn key(&self, keys: &Keyspace, role: Role) -> String {
         match role {
             Role::Finished => keys.state(self.state),
-            other => keys.role(other, None).expect("TRIM names no job"),
+            other => keys.role(other, None).expect("a call on the whole queue names no job"),
         }
     }
 
@@ -162,6 +162,6 @@ impl Transition for Trim {
     }
 
     fn parse(reply: Value) -> Result<u64> {
-        count_reply("TRIM", reply)
+        count_reply("the reply", reply)
     }
 }

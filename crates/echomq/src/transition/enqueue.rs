@@ -144,7 +144,7 @@ impl Transition for Enqueue {
             Value::Int(1) => Ok(Admission::Enqueued),
             Value::Int(0) => Ok(Admission::Duplicate),
             Value::BulkString(holder) => Ok(Admission::HeldBy(JobId::try_from(holder.as_slice())?)),
-            other => Err(unexpected("ENQUEUE", &other)),
+            other => Err(unexpected("the reply", &other)),
         }
     }
 }

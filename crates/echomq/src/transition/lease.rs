@@ -73,12 +73,12 @@ impl Transition for Claim {
     }
 
     fn parse(reply: Value) -> Result<Claims> {
-        let mut entries = array_reply("CLAIM", reply)?;
+        let mut entries = array_reply("the reply", reply)?;
         let held = match entries.last() {
             Some(Value::Int(-1)) => Some(Held::Paused),
             Some(Value::Int(0)) => Some(Held::Busy),
             Some(Value::Int(ms)) if *ms > 0 => Some(Held::Wait(Duration::from_millis(*ms as u64))),
-            Some(other @ Value::Int(_)) => return Err(unexpected("CLAIM gate", other)),
+            Some(other @ Value::Int(_)) => return Err(unexpected("gate", other)),
             _ => None,
         };
         if held.is_some() {
@@ -98,24 +98,24 @@ impl Transition for Claim {
 }
 
 fn claimed(entry: Value) -> Result<Claimed> {
-    let entry = array_reply("CLAIM entry", entry)?;
+    let entry = array_reply("entry", entry)?;
     if !(3..=5).contains(&entry.len()) {
-        return Err(Error::Reply(format!("CLAIM entry: got {entry:?}")));
+        return Err(Error::Reply(format!("entry: got {entry:?}")));
     }
     let mut entry = entry.into_iter();
     let mut next = || entry.next().unwrap_or(Value::Nil);
     let (id, token, payload, policy, headers) = (next(), next(), next(), next(), next());
     Ok(Claimed {
-        id: JobId::try_from(bytes_reply("CLAIM id", id)?.as_slice())?,
-        token: count_reply("CLAIM token", token)?,
-        payload: bytes_reply("CLAIM payload", payload)?,
+        id: JobId::try_from(bytes_reply("id", id)?.as_slice())?,
+        token: count_reply("token", token)?,
+        payload: bytes_reply("payload", payload)?,
         policy: match policy {
             Value::Nil => None,
-            text => Some(Policy::read(&bytes_reply("CLAIM policy", text)?)),
+            text => Some(Policy::read(&bytes_reply("policy", text)?)),
         },
         headers: match headers {
             Value::Nil => super::Headers::new(),
-            text => super::decode_headers(&bytes_reply("CLAIM headers", text)?),
+            text => super::decode_headers(&bytes_reply("headers", text)?),
         },
     })
 }
@@ -159,7 +159,7 @@ impl Transition for Ack {
     }
 
     fn parse(reply: Value) -> Result<()> {
-        one_reply("ACK", reply)
+        one_reply("the reply", reply)
     }
 }
 
@@ -246,10 +246,10 @@ impl Transition for Fail {
     }
 
     fn parse(reply: Value) -> Result<Failed> {
-        match bytes_reply("FAIL", reply)?.as_slice() {
+        match bytes_reply("the reply", reply)?.as_slice() {
             b"delayed" => Ok(Failed::Delayed),
             b"dead" => Ok(Failed::Dead),
-            other => Err(unexpected("FAIL", &Value::BulkString(other.to_vec()))),
+            other => Err(unexpected("the reply", &Value::BulkString(other.to_vec()))),
         }
     }
 }
@@ -283,7 +283,7 @@ impl Transition for Extend {
     }
 
     fn parse(reply: Value) -> Result<u64> {
-        count_reply("EXTEND", reply)
+        count_reply("the reply", reply)
     }
 }
 
@@ -310,7 +310,7 @@ impl Transition for Release {
     }
 
     fn parse(reply: Value) -> Result<()> {
-        one_reply("RELEASE", reply)
+        one_reply("the reply", reply)
     }
 }
 
@@ -347,7 +347,7 @@ impl Transition for Progress {
     }
 
     fn parse(reply: Value) -> Result<()> {
-        one_reply("PROGRESS", reply)
+        one_reply("the reply", reply)
     }
 }
 
@@ -389,6 +389,6 @@ impl Transition for Defer {
     }
 
     fn parse(reply: Value) -> Result<()> {
-        one_reply("DEFER", reply)
+        one_reply("the reply", reply)
     }
 }

@@ -46,34 +46,34 @@ impl Transition for Inspect {
     }
 
     fn parse(reply: Value) -> Result<Option<Inspection>> {
-        let mut parts = array_reply("INSPECT", reply)?.into_iter();
+        let mut parts = array_reply("the reply", reply)?.into_iter();
         let mut next = || parts.next().filter(|part| *part != Value::Nil);
         let (Some(fields), error, progress, result, policy, headers) =
             (next(), next(), next(), next(), next(), next())
         else {
-            return Err(Error::Reply("INSPECT: got an empty array".into()));
+            return Err(Error::Reply("the reply: got an empty array".into()));
         };
-        let fields = array_reply("INSPECT record", fields)?
+        let fields = array_reply("record", fields)?
             .into_iter()
-            .map(|field| bytes_reply("INSPECT field", field))
+            .map(|field| bytes_reply("field", field))
             .collect::<Result<Vec<_>>>()?;
         if fields.is_empty() {
             return Ok(None);
         }
         if fields.len() % 2 != 0 {
             return Err(Error::Reply(format!(
-                "INSPECT: {} record words, not field-value pairs",
+                "the reply: {} record words, not field-value pairs",
                 fields.len()
             )));
         }
         let pairs = fields.chunks_exact(2).map(|pair| (&pair[0], &pair[1]));
         let bytes = |what, value: Option<Value>| value.map(|value| bytes_reply(what, value)).transpose();
-        let error = bytes("INSPECT error", error)?.map(|text| String::from_utf8_lossy(&text).into_owned());
-        let progress = bytes("INSPECT progress", progress)?;
-        let result = bytes("INSPECT result", result)?;
-        let policy = bytes("INSPECT policy", policy)?.map(|text| echomq_core::Policy::read(&text));
-        let headers = bytes("INSPECT headers", headers)?
-            .map_or_else(super::Headers::new, |text| super::decode_headers(&text));
+        let error = bytes("error", error)?.map(|text| String::from_utf8_lossy(&text).into_owned());
+        let progress = bytes("progress", progress)?;
+        let result = bytes("result", result)?;
+        let policy = bytes("policy", policy)?.map(|text| echomq_core::Policy::read(&text));
+        let headers =
+            bytes("headers", headers)?.map_or_else(super::Headers::new, |text| super::decode_headers(&text));
         Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress, result, policy, headers }))
     }
 }
@@ -108,12 +108,12 @@ impl Transition for Stats {
     }
 
     fn parse(reply: Value) -> Result<StatsReply> {
-        let counts = array_reply("STATS", reply)?
+        let counts = array_reply("the reply", reply)?
             .into_iter()
-            .map(|count| count_reply("STATS", count))
+            .map(|count| count_reply("the reply", count))
             .collect::<Result<Vec<_>>>()?;
-        let [pending, active, delayed, done, dead, cancelled] =
-            <[u64; 6]>::try_from(counts).map_err(|counts| Error::Reply(format!("STATS: got {counts:?}")))?;
+        let [pending, active, delayed, done, dead, cancelled] = <[u64; 6]>::try_from(counts)
+            .map_err(|counts| Error::Reply(format!("the reply: got {counts:?}")))?;
         Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
     }
 }

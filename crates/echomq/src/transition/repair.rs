@@ -30,10 +30,10 @@ impl Transition for Cancel {
     }
 
     fn parse(reply: Value) -> Result<bool> {
-        match int_reply("CANCEL", reply)? {
+        match int_reply("the reply", reply)? {
             1 => Ok(true),
             0 => Ok(false),
-            n => Err(unexpected("CANCEL", &Value::Int(n))),
+            n => Err(unexpected("the reply", &Value::Int(n))),
         }
     }
 }
@@ -58,6 +58,6 @@ impl Transition for Retry {
     }
 
     fn parse(reply: Value) -> Result<()> {
-        one_reply("RETRY", reply)
+        one_reply("the reply", reply)
     }
 }

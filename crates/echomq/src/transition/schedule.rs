@@ -48,7 +48,7 @@ impl Transition for Schedule {
     }
 
     fn parse(reply: Value) -> Result<bool> {
-        Ok(count_reply("SCHEDULE", reply)? == 1)
+        Ok(count_reply("the reply", reply)? == 1)
     }
 }
 
@@ -69,7 +69,7 @@ impl Transition for Unschedule {
     }
 
     fn parse(reply: Value) -> Result<bool> {
-        Ok(count_reply("UNSCHEDULE", reply)? == 1)
+        Ok(count_reply("the reply", reply)? == 1)
     }
 }
 
@@ -115,16 +115,16 @@ impl Transition for Schedules {
     }
 
     fn parse(reply: Value) -> Result<Listed> {
-        let mut items = array_reply("SCHEDULES", reply)?.into_iter();
-        let now = count_reply("SCHEDULES now", items.next().unwrap_or(Value::Nil))?;
+        let mut items = array_reply("the reply", reply)?.into_iter();
+        let now = count_reply("now", items.next().unwrap_or(Value::Nil))?;
         let schedules = items
             .map(|item| {
-                let [name, definition, next] = <[Value; 3]>::try_from(array_reply("SCHEDULES entry", item)?)
-                    .map_err(|entry| Error::Reply(format!("SCHEDULES entry: got {entry:?}")))?;
+                let [name, definition, next] = <[Value; 3]>::try_from(array_reply("entry", item)?)
+                    .map_err(|entry| Error::Reply(format!("entry: got {entry:?}")))?;
                 Ok(Stored {
-                    name: String::from_utf8_lossy(&bytes_reply("SCHEDULES name", name)?).into_owned(),
-                    definition: bytes_reply("SCHEDULES definition", definition)?,
-                    next: count_reply("SCHEDULES next", next)?,
+                    name: String::from_utf8_lossy(&bytes_reply("name", name)?).into_owned(),
+                    definition: bytes_reply("definition", definition)?,
+                    next: count_reply("next", next)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -193,11 +193,11 @@ impl Transition for Fire {
     }
 
     fn parse(reply: Value) -> Result<Fired> {
-        match int_reply("FIRE", reply)? {
+        match int_reply("the reply", reply)? {
             1 => Ok(Fired::Enqueued),
             0 => Ok(Fired::MovedOn),
             -1 => Ok(Fired::Stale),
-            other => Err(unexpected("FIRE", &Value::Int(other))),
+            other => Err(unexpected("the reply", &Value::Int(other))),
         }
     }
 }

@@ -43,10 +43,10 @@ impl Transition for Reap {
     }
 
     fn parse(reply: Value) -> Result<Reaped> {
-        let counts = array_reply("REAP", reply)?;
-        let [requeued, dead] =
-            <[Value; 2]>::try_from(counts).map_err(|counts| Error::Reply(format!("REAP: got {counts:?}")))?;
-        Ok(Reaped { requeued: count_reply("REAP", requeued)?, dead: count_reply("REAP", dead)? })
+        let counts = array_reply("the reply", reply)?;
+        let [requeued, dead] = <[Value; 2]>::try_from(counts)
+            .map_err(|counts| Error::Reply(format!("the reply: got {counts:?}")))?;
+        Ok(Reaped { requeued: count_reply("the reply", requeued)?, dead: count_reply("the reply", dead)? })
     }
 }
 
@@ -67,7 +67,7 @@ impl Transition for Promote {
     }
 
     fn parse(reply: Value) -> Result<u64> {
-        count_reply("PROMOTE", reply)
+        count_reply("the reply", reply)
     }
 }
 
@@ -91,7 +91,7 @@ impl Transition for Purge {
     fn key(&self, keys: &Keyspace, role: Role) -> String {
         match role {
             Role::Finished => keys.state(self.state),
-            other => keys.role(other, None).expect("PURGE names no job"),
+            other => keys.role(other, None).expect("a call on the whole queue names no job"),
         }
     }
 
@@ -108,7 +108,7 @@ impl Transition for Purge {
     }
 
     fn parse(reply: Value) -> Result<u64> {
-        count_reply("PURGE", reply)
+        count_reply("the reply", reply)
     }
 }
 
@@ -131,7 +131,7 @@ impl Transition for Drain {
     fn key(&self, keys: &Keyspace, role: Role) -> String {
         match role {
             Role::Unfinished => keys.state(self.state),
-            other => keys.role(other, None).expect("DRAIN names no job"),
+            other => keys.role(other, None).expect("a call on the whole queue names no job"),
         }
     }
 
@@ -144,7 +144,7 @@ impl Transition for Drain {
     }
 
     fn parse(reply: Value) -> Result<u64> {
-        count_reply("DRAIN", reply)
+        count_reply("the reply", reply)
     }
 }
 
@@ -163,6 +163,6 @@ impl Transition for Obliterate {
     }
 
     fn parse(reply: Value) -> Result<u64> {
-        count_reply("OBLITERATE", reply)
+        count_reply("the reply", reply)
     }
 }
