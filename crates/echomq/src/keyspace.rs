@@ -96,82 +96,82 @@ impl Keyspace {
 
     /// `emq:{q}:pending`: ids waiting to be claimed.
     pub fn pending(&self) -> String {
-        self.key("pending")
+        self.key(Role::Pending.pattern())
     }
 
     /// `emq:{q}:active`: ids under a lease, scored by its deadline.
     pub fn active(&self) -> String {
-        self.key("active")
+        self.key(Role::Active.pattern())
     }
 
     /// `emq:{q}:delayed`: ids waiting for their due time.
     pub fn delayed(&self) -> String {
-        self.key("delayed")
+        self.key(Role::Delayed.pattern())
     }
 
     /// `emq:{q}:done`: finished ids.
     pub fn done(&self) -> String {
-        self.key("done")
+        self.key(Role::Done.pattern())
     }
 
     /// `emq:{q}:dead`: ids that used up their attempts (the dead letters).
     pub fn dead(&self) -> String {
-        self.key("dead")
+        self.key(Role::Dead.pattern())
     }
 
     /// `emq:{q}:cancelled`: cancelled ids.
     pub fn cancelled(&self) -> String {
-        self.key("cancelled")
+        self.key(Role::Cancelled.pattern())
     }
 
     /// `emq:{q}:priority`: id → priority, for jobs whose priority is not 0.
     pub fn priority(&self) -> String {
-        self.key("priority")
+        self.key(Role::Priority.pattern())
     }
 
     /// `emq:{q}:errors`: id → the job's last error text.
     pub fn errors(&self) -> String {
-        self.key("errors")
+        self.key(Role::Errors.pattern())
     }
 
     /// `emq:{q}:config`: the queue's settings, read by every claim's gate.
     pub fn config(&self) -> String {
-        self.key("config")
+        self.key(Role::Config.pattern())
     }
 
     /// `emq:{q}:rate`: the claim log of a rate-limited queue.
     pub fn rate(&self) -> String {
-        self.key("rate")
+        self.key(Role::Rate.pattern())
     }
 
     /// `emq:{q}:progress`: id → the job's last progress value.
     pub fn progress(&self) -> String {
-        self.key("progress")
+        self.key(Role::Progress.pattern())
     }
 
     /// `emq:{q}:schedules`: schedule name → its definition.
     pub fn schedules(&self) -> String {
-        self.key("schedules")
+        self.key(Role::Schedules.pattern())
     }
 
     /// `emq:{q}:ticks`: schedule names, scored by their next tick.
     pub fn ticks(&self) -> String {
-        self.key("ticks")
+        self.key(Role::Ticks.pattern())
     }
 
     /// `emq:{q}:policy`: id → the job's own policy.
     pub fn policy(&self) -> String {
-        self.key("policy")
+        self.key(Role::Policy.pattern())
     }
 
     /// `emq:{q}:results`: id → what the job's handler returned (hash).
     pub fn results(&self) -> String {
-        self.key("results")
+        self.key(Role::Results.pattern())
     }
 
     /// `emq:{q}:events`: the queue's capped log of what happened (stream).
     pub fn events(&self) -> String {
-        self.key("events")
+        self.key(Role::Events.pattern())
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,

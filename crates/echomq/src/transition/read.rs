@@ -69,7 +69,7 @@ impl Transition for Inspect {
         let pairs = fields.chunks_exact(2).map(|pair| (&pair[0], &pair[1]));
         let bytes = |what, value: Option<Value>| value.map(|value| bytes_reply(what, value)).transpose();
         let error = bytes("error", error)?.map(|text| String::from_utf8_lossy(&text).into_owned());
-        let progress = bytes("progress", progress)?;
+        let progress = bytes("the progress", progress)?;
         let result = bytes("result", result)?;
         let policy = bytes("policy", policy)?.map(|text| echomq_core::Policy::read(&text));
         let headers =

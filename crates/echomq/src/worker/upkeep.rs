@@ -25,7 +25,7 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
         // alone); a failure is said once, not at every tick, and so is its end.
         let failed = [
             promote_and_reap(&queue, &shared).await.err().map(|err| ("promote and reap", err)),
-            trim(&queue).await.err().map(|err| ("trim", err)),
+            trim(&queue).await.err().map(|err| ("trim finished jobs", err)),
             settle(&queue).await.err().map(|err| ("settle batches", err)),
             queue.fire_schedules().await.err().map(|err| ("fire schedules", err)),
         ]
