@@ -39,7 +39,29 @@ impl Witness {
             Name::Fail => Event::Fail,
             Name::Extend => Event::Extend,
             Name::Release => Event::Release,
-            _ => return,
+            // Fenced, but never sent by the chaos worker's handler (it neither
+            // defers nor reports progress): a new use must be journaled here.
+            Name::Defer | Name::Progress => return,
+            // Not a holder's call: no lease's token to journal.
+            Name::Claim
+            | Name::Enqueue
+            | Name::Reap
+            | Name::Promote
+            | Name::Purge
+            | Name::Cancel
+            | Name::Retry
+            | Name::Inspect
+            | Name::Stats
+            | Name::Config
+            | Name::Schedule
+            | Name::Unschedule
+            | Name::Schedules
+            | Name::Fire
+            | Name::Drain
+            | Name::Obliterate
+            | Name::Trim
+            | Name::Batch
+            | Name::Settle => return,
         };
         // A fenced call's ARGV begins with the job's id and its token.
         let id = call.args.first().and_then(|id| JobId::try_from(id.as_slice()).ok());

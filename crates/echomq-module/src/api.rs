@@ -29,7 +29,7 @@ pub(crate) use rm;
 
 /// The API functions the module cannot work without, by name, that this
 /// server does not provide. Checked when the module loads.
-pub fn missing_functions() -> Vec<&'static str> {
+pub(crate) fn missing_functions() -> Vec<&'static str> {
     /// `(name, whether the server filled in RedisModule_<name>)`.
     macro_rules! present {
         ($($function:ident),* $(,)?) => {
@@ -85,11 +85,11 @@ pub fn missing_functions() -> Vec<&'static str> {
 
 /// A module string this code owns, freed on drop. Created without a context,
 /// so it never joins a context's automatic memory and may outlive a callback.
-pub struct RString(*mut raw::RedisModuleString);
+pub(crate) struct RString(*mut raw::RedisModuleString);
 
 impl RString {
     /// A copy of `bytes`, NUL bytes included.
-    pub fn new(bytes: &[u8]) -> RString {
+    pub(crate) fn new(bytes: &[u8]) -> RString {
         let ptr = bytes.as_ptr().cast::<c_char>();
         RString(rm!(RedisModule_CreateString(ptr::null_mut(), ptr, bytes.len()) or ptr::null_mut()))
     }
@@ -100,12 +100,12 @@ impl RString {
     }
 
     /// The pointer, for API calls; the string keeps it alive.
-    pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
+    pub(crate) fn as_ptr(&self) -> *mut raw::RedisModuleString {
         self.0
     }
 
     /// The bytes, copied out.
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
         bytes_of(self.0).to_vec()
     }
 }
@@ -119,7 +119,7 @@ impl Drop for RString {
 }
 
 /// The bytes of a module string the caller keeps alive (an argv entry).
-pub fn bytes_of<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
+pub(crate) fn bytes_of<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
     if string.is_null() {
         return &[];
     }
@@ -134,16 +134,16 @@ pub fn bytes_of<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
 }
 
 /// A key opened with `RedisModule_OpenKey`, closed on drop.
-pub struct Key(*mut raw::RedisModuleKey);
+pub(crate) struct Key(*mut raw::RedisModuleKey);
 
 impl Key {
     /// Open `name` to read; `None` when the key does not exist.
-    pub fn read(ctx: *mut raw::RedisModuleCtx, name: &RString) -> Option<Key> {
+    pub(crate) fn read(ctx: *mut raw::RedisModuleCtx, name: &RString) -> Option<Key> {
         Key::open(ctx, name, raw::REDISMODULE_READ)
     }
 
     /// Open `name` to write (an empty key when it does not exist yet).
-    pub fn write(ctx: *mut raw::RedisModuleCtx, name: &RString) -> Option<Key> {
+    pub(crate) fn write(ctx: *mut raw::RedisModuleCtx, name: &RString) -> Option<Key> {
         Key::open(ctx, name, raw::REDISMODULE_READ | raw::REDISMODULE_WRITE)
     }
 
@@ -153,17 +153,17 @@ impl Key {
     }
 
     /// The key's `REDISMODULE_KEYTYPE_*`.
-    pub fn kind(&self) -> isize {
+    pub(crate) fn kind(&self) -> isize {
         rm!(RedisModule_KeyType(self.0) or 0) as isize
     }
 
     /// The number of members or fields.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         rm!(RedisModule_ValueLength(self.0) or 0)
     }
 
     /// One field of a hash.
-    pub fn hash_get(&self, field: &RString) -> Option<RString> {
+    pub(crate) fn hash_get(&self, field: &RString) -> Option<RString> {
         let mut value: *mut raw::RedisModuleString = ptr::null_mut();
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
         let end: *mut raw::RedisModuleString = ptr::null_mut();
@@ -172,14 +172,14 @@ impl Key {
     }
 
     /// Set one field of a hash, creating the hash when the key is empty.
-    pub fn hash_set(&self, field: &RString, value: &RString) {
+    pub(crate) fn hash_set(&self, field: &RString, value: &RString) {
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
         let end: *mut raw::RedisModuleString = ptr::null_mut();
         rm!(RedisModule_HashSet(self.0, flags, field.as_ptr(), value.as_ptr(), end) or 0);
     }
 
     /// Delete one field of a hash; whether it was there.
-    pub fn hash_del(&self, field: &RString) -> bool {
+    pub(crate) fn hash_del(&self, field: &RString) -> bool {
         // `REDISMODULE_HASH_DELETE`: the API's marker value for "delete this field".
         let delete = ptr::without_provenance_mut::<raw::RedisModuleString>(1);
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
@@ -188,7 +188,7 @@ impl Key {
     }
 
     /// Add `member` at `score` or move it there; whether the set changed.
-    pub fn zset_add(&self, score: f64, member: &RString) -> bool {
+    pub(crate) fn zset_add(&self, score: f64, member: &RString) -> bool {
         let mut flags: c_int = 0;
         let ok = rm!(RedisModule_ZsetAdd(self.0, score, member.as_ptr(), &mut flags) or raw::REDISMODULE_ERR as c_int);
         let changed = (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int;
@@ -196,7 +196,7 @@ impl Key {
     }
 
     /// The score of `member`, if it is in the set.
-    pub fn zset_score(&self, member: &RString) -> Option<f64> {
+    pub(crate) fn zset_score(&self, member: &RString) -> Option<f64> {
         let mut score = 0.0;
         let found =
             rm!(RedisModule_ZsetScore(self.0, member.as_ptr(), &mut score) or raw::REDISMODULE_ERR as c_int);
@@ -204,20 +204,20 @@ impl Key {
     }
 
     /// Remove `member`; whether it was there.
-    pub fn zset_rem(&self, member: &RString) -> bool {
+    pub(crate) fn zset_rem(&self, member: &RString) -> bool {
         let mut deleted: c_int = 0;
         rm!(RedisModule_ZsetRem(self.0, member.as_ptr(), &mut deleted) or 0);
         deleted != 0
     }
 
     /// Up to `limit` members with a score in `min..=max`, in (score, member) order.
-    pub fn zset_range(&self, min: f64, max: f64, limit: usize) -> Vec<Vec<u8>> {
+    pub(crate) fn zset_range(&self, min: f64, max: f64, limit: usize) -> Vec<Vec<u8>> {
         self.zset_range_scored(min, false, max, limit).into_iter().map(|(member, _)| member).collect()
     }
 
     /// Up to `limit` members with a score from `min` (excluded when
     /// `min_excluded`) to `max`, in (score, member) order, each with its score.
-    pub fn zset_range_scored(
+    pub(crate) fn zset_range_scored(
         &self,
         min: f64,
         min_excluded: bool,
@@ -245,7 +245,7 @@ impl Key {
     }
 
     /// Delete the key.
-    pub fn delete(&self) {
+    pub(crate) fn delete(&self) {
         rm!(RedisModule_DeleteKey(self.0) or 0);
     }
 }
@@ -258,7 +258,7 @@ impl Drop for Key {
 
 /// Send one write to replicas and the AOF as a plain Redis command. Redis
 /// wraps all the writes one command replicates in a single MULTI/EXEC.
-pub fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&RString]) {
+pub(crate) fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&RString]) {
     let mut argv: Vec<*mut raw::RedisModuleString> = args.iter().map(|arg| arg.as_ptr()).collect();
     // "v": an array of module strings and its length; Redis retains them.
     let format = c"v".as_ptr();
@@ -266,17 +266,17 @@ pub fn replicate(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[&RString
 }
 
 /// Fire the keyspace event `event` of class `class` (`REDISMODULE_NOTIFY_*`) on `key`.
-pub fn notify(ctx: *mut raw::RedisModuleCtx, class: c_int, event: &CStr, key: &RString) {
+pub(crate) fn notify(ctx: *mut raw::RedisModuleCtx, class: c_int, event: &CStr, key: &RString) {
     rm!(RedisModule_NotifyKeyspaceEvent(ctx, class, event.as_ptr(), key.as_ptr()) or 0);
 }
 
 /// Mark `key` modified, for `WATCH` and client-side caching.
-pub fn signal_modified(ctx: *mut raw::RedisModuleCtx, key: &RString) {
+pub(crate) fn signal_modified(ctx: *mut raw::RedisModuleCtx, key: &RString) {
     rm!(RedisModule_SignalModifiedKey(ctx, key.as_ptr()) or 0);
 }
 
 /// Wake clients blocked on `key` (a blocking CLAIM on pending).
-pub fn signal_ready(ctx: *mut raw::RedisModuleCtx, key: &RString) {
+pub(crate) fn signal_ready(ctx: *mut raw::RedisModuleCtx, key: &RString) {
     rm!(RedisModule_SignalKeyAsReady(ctx, key.as_ptr()) or ());
 }
 
@@ -285,7 +285,7 @@ pub fn signal_ready(ctx: *mut raw::RedisModuleCtx, key: &RString) {
 /// read-write range `RedisModule_CreateCommand` gave it. An ACL user whose
 /// keys are read-only (`%R~`) may then run it. `false` when the server
 /// refused.
-pub fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, keys: c_int) -> bool {
+pub(crate) fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, keys: c_int) -> bool {
     let command = rm!(RedisModule_GetCommand(ctx, command.as_ptr()) or ptr::null_mut());
     if command.is_null() {
         return false;
@@ -331,7 +331,7 @@ pub fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, keys: c_
 }
 
 /// A command's argv as bytes, the command name first.
-pub fn words<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a [u8]> {
+pub(crate) fn words<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a [u8]> {
     let len = usize::try_from(argc).unwrap_or(0);
     if argv.is_null() || len == 0 {
         return Vec::new();
@@ -343,17 +343,17 @@ pub fn words<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Vec<&'a
 }
 
 /// The server's clock, ms since the Unix epoch.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     u64::try_from(rm!(RedisModule_Milliseconds() or 0)).unwrap_or(0)
 }
 
 /// The context's `REDISMODULE_CTX_FLAGS_*`.
-pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+pub(crate) fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
     rm!(RedisModule_GetContextFlags(ctx) or 0) as u32
 }
 
 /// `CLUSTER NODES` as this node answers it; empty outside a cluster.
-pub fn cluster_nodes(ctx: *mut raw::RedisModuleCtx) -> Vec<u8> {
+pub(crate) fn cluster_nodes(ctx: *mut raw::RedisModuleCtx) -> Vec<u8> {
     let reply = rm!(RedisModule_Call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"NODES".as_ptr())
         or ptr::null_mut());
     if reply.is_null() {
@@ -375,7 +375,7 @@ pub fn cluster_nodes(ctx: *mut raw::RedisModuleCtx) -> Vec<u8> {
 /// Run `command args…` through `RedisModule_Call` as a write that is
 /// replicated as the command rewrote itself (XADD's `*` becomes the id it
 /// chose, `MAXLEN ~` the exact trim) and fires its own keyspace events.
-pub fn call_replicated(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[RString]) {
+pub(crate) fn call_replicated(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[RString]) {
     let mut argv: Vec<*mut raw::RedisModuleString> = args.iter().map(RString::as_ptr).collect();
     let reply = rm!(RedisModule_Call(ctx, command.as_ptr(), c"!v".as_ptr(), argv.as_mut_ptr(), argv.len())
         or ptr::null_mut());
@@ -386,7 +386,7 @@ pub fn call_replicated(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[RS
 
 /// Every field and value of a hash, in the order `HGETALL` gives them (the
 /// order the Lua script sees), through `RedisModule_Call`.
-pub fn hgetall(ctx: *mut raw::RedisModuleCtx, key: &RString) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn hgetall(ctx: *mut raw::RedisModuleCtx, key: &RString) -> Vec<(Vec<u8>, Vec<u8>)> {
     let reply =
         rm!(RedisModule_Call(ctx, c"HGETALL".as_ptr(), c"s".as_ptr(), key.as_ptr()) or ptr::null_mut());
     if reply.is_null() {

@@ -30,8 +30,8 @@ const NO_BLOCKING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
     | raw::REDISMODULE_CTX_FLAGS_LUA
     | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
 
-/// `EMQ.CLAIM <pending> <active> <config> <rate> <policy> [<events> [<headers>]] <lease> [COUNT n] [BLOCK ms]`.
-pub fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
+/// `EMQ.CLAIM <pending> <active> <config> <rate> <policy> [<events> [<headers> [<wake>]]] <lease> [COUNT n] [BLOCK ms]`.
+pub(crate) fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
     let claim = match Claim::parse(keys, args) {
         Ok(claim) => claim,
         Err(refusal) => return reply::send(ctx, &Err(refusal)),

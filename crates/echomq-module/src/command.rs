@@ -26,7 +26,7 @@ use crate::store::RedisStore;
 /// (ENQUEUE) answers key-position requests itself (`getkeys-api`). Arity: a
 /// call with fewer arguments than its required KEYS gets Redis's arity
 /// error; a missing ARGV gets the core's `EMQARG`, as the Lua script answers.
-pub fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), String> {
+pub(crate) fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), String> {
     let described = name.describe();
     let mut flags = match described.effect {
         Effect::Reads => "readonly",
@@ -93,7 +93,7 @@ unsafe extern "C" fn on_command(
 /// PROMOTE's and CONFIG's options), the optional keys are the words after
 /// the required ones that hold a colon, as every key does (`emq:{q}:…`) and
 /// no argument of theirs (a number, an option's name) can (PROTOCOL.md §8).
-pub fn key_count(described: &Description, words: &[&[u8]]) -> usize {
+pub(crate) fn key_count(described: &Description, words: &[&[u8]]) -> usize {
     let required = described.required_keys();
     let all = described.keys.len();
     if described.args.first() != Some(&"id") {
@@ -134,7 +134,7 @@ fn dispatch(ctx: *mut raw::RedisModuleCtx, name: Name, words: &[&[u8]]) {
 
 /// Reply with `outcome`, or `CROSSSLOT` when the store refused a key of
 /// another slot (and so wrote nothing).
-pub fn finish(ctx: *mut raw::RedisModuleCtx, store: &RedisStore, outcome: &Answer) {
+pub(crate) fn finish(ctx: *mut raw::RedisModuleCtx, store: &RedisStore, outcome: &Answer) {
     if store.crossed_slot() {
         reply::send_error(ctx, &cross_slot());
     } else {
@@ -148,7 +148,7 @@ fn cross_slot() -> CString {
 }
 
 /// The reply to a call that hit a bug.
-pub fn internal_error() -> CString {
+pub(crate) fn internal_error() -> CString {
     CString::from(c"ERR echomq-module internal error (a bug): see the server's log")
 }
 

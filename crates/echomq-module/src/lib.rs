@@ -33,6 +33,7 @@
 
 // Unit tests build the crate without registering the module, so the command
 // paths are unused there; the integration tests in tests/ drive them.
+#![warn(missing_docs, unreachable_pub)]
 #![cfg_attr(test, allow(dead_code))]
 
 mod api;
@@ -66,11 +67,18 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
     redis_module::Status::Ok
 }
 
+/// The entry points Redis calls by name (`RedisModule_OnLoad`), as
+/// `redis_module!` writes them.
 #[cfg(not(test))]
-redis_module::redis_module! {
-    name: "echomq",
-    version: 1,
-    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-    data_types: [],
-    init: init,
+#[allow(missing_docs, unreachable_pub)]
+mod entry {
+    use super::init;
+
+    redis_module::redis_module! {
+        name: "echomq",
+        version: 1,
+        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        data_types: [],
+        init: init,
+    }
 }

@@ -11,7 +11,7 @@ use redis_module::raw;
 use crate::api::rm;
 
 /// Send a transition's outcome.
-pub fn send(ctx: *mut raw::RedisModuleCtx, outcome: &Answer) {
+pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, outcome: &Answer) {
     match outcome {
         Ok(reply) => send_reply(ctx, reply),
         Err(refusal) => send_error(ctx, &error_line(refusal)),
@@ -19,7 +19,7 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, outcome: &Answer) {
 }
 
 /// Send one reply, arrays recursively.
-pub fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
+pub(crate) fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
     match reply {
         Reply::Int(n) => {
             rm!(RedisModule_ReplyWithLongLong(ctx, *n) or 0);
@@ -42,7 +42,7 @@ pub fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
 }
 
 /// Send an error reply; its first word is the code.
-pub fn send_error(ctx: *mut raw::RedisModuleCtx, line: &CString) {
+pub(crate) fn send_error(ctx: *mut raw::RedisModuleCtx, line: &CString) {
     rm!(RedisModule_ReplyWithError(ctx, line.as_ptr()) or 0);
 }
 
@@ -50,7 +50,7 @@ pub fn send_error(ctx: *mut raw::RedisModuleCtx, line: &CString) {
 /// script's `redis.error_reply`: cut at the first NUL byte (Redis formats the
 /// text with `%s`) and with `\r` and `\n` turned to spaces (RESP errors are
 /// one line).
-pub fn error_line(refusal: &Refusal) -> CString {
+pub(crate) fn error_line(refusal: &Refusal) -> CString {
     let text = refusal.to_string();
     let line: Vec<u8> = text
         .bytes()

@@ -18,7 +18,7 @@
 
 /// The part of `key` Redis Cluster hashes: the bytes between the first `{`
 /// and the next `}` when there are some, else the whole key.
-pub fn hash_tag(key: &[u8]) -> &[u8] {
+pub(crate) fn hash_tag(key: &[u8]) -> &[u8] {
     let Some(open) = key.iter().position(|b| *b == b'{') else {
         return key;
     };
@@ -30,7 +30,7 @@ pub fn hash_tag(key: &[u8]) -> &[u8] {
 }
 
 /// The cluster slot of `key`: CRC16 (XMODEM) of its hash tag, mod 16384.
-pub fn key_slot(key: &[u8]) -> u16 {
+pub(crate) fn key_slot(key: &[u8]) -> u16 {
     crc16::State::<crc16::XMODEM>::calculate(hash_tag(key)) % 16384
 }
 
@@ -38,7 +38,7 @@ pub fn key_slot(key: &[u8]) -> u16 {
 /// from that node (`[<slot>->-<id>]` on its `myself` line) or importing to
 /// it (`[<slot>-<-<id>]`). While it does, the slot's keys are split between
 /// two nodes: a record missing here may be on the other.
-pub fn moving(cluster_nodes: &[u8], slot: u16) -> bool {
+pub(crate) fn moving(cluster_nodes: &[u8], slot: u16) -> bool {
     let Some(myself) = cluster_nodes.split(|b| *b == b'\n').find(|line| {
         line.split(|b| *b == b' ')
             .nth(2)

@@ -36,7 +36,7 @@ use crate::api::{self, Key, RString};
 use crate::slot;
 
 /// The store one command (or one wake-up of a blocked claim) runs on.
-pub struct RedisStore {
+pub(crate) struct RedisStore {
     ctx: *mut raw::RedisModuleCtx,
     /// The command's instant: one transition reads the clock once.
     now: Option<u64>,
@@ -59,14 +59,14 @@ struct Removals {
 
 impl RedisStore {
     /// A store for a command whose first declared key is `first_key`.
-    pub fn new(ctx: *mut raw::RedisModuleCtx, first_key: &[u8]) -> RedisStore {
+    pub(crate) fn new(ctx: *mut raw::RedisModuleCtx, first_key: &[u8]) -> RedisStore {
         let cluster = api::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
         let tag = cluster.then(|| slot::hash_tag(first_key).to_vec());
         RedisStore { ctx, now: None, tag, crossed: false, removals: None }
     }
 
     /// Whether the command touched a key outside its slot (so wrote nothing).
-    pub fn crossed_slot(&self) -> bool {
+    pub(crate) fn crossed_slot(&self) -> bool {
         self.crossed
     }
 

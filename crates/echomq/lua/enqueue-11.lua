@@ -13,7 +13,8 @@ KEYS[10] emq:{q}:headers    job headers (hash)        only needed with HEADERS
 KEYS[11] emq:{q}:wake       the wake-up key (zset)    optional: told when the job
                             is born pending (includes/wake)
          Two keys (the seed's call) are enough for a job with no options;
-         four for PRIORITY, DELAY and AT; five for a policy; seven for UNIQUE.
+         four for PRIORITY, DELAY and AT; five for a policy; seven for UNIQUE;
+         ten for HEADERS; nine, ten or eleven with the event log and wake-up key.
 ARGV[1]  id: the job id (JOB_<ulid>)
 ARGV[2]  payload: stored verbatim, at most MAX_PAYLOAD (1048576) bytes
 ARGV[3..] options, each a name and a value:
@@ -42,12 +43,12 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 --@include wake
 
 -- The kind gate: the first three bytes of the id must be JOB (EMQKIND).
--- The full branded-id check already ran host-side, in the keyspace.
+-- The rest of the id is the speaker's to choose (PROTOCOL.md §1).
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
--- The keys must be this queue's keys, as the protocol names them: two, or
--- four or five when an option needs them.
+-- The keys must be this queue's keys, as the protocol names them, in one of
+-- the forms: two, or more when an option needs them.
 local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config',
   'headers', 'wake'}
 local prefix

@@ -1,5 +1,5 @@
 //! Flow control: the queue's settings (CONFIG) and the gate every claim
-//! passes (see `config-5.lua` and `includes/gate.lua`, the Lua twins).
+//! passes (see CONFIG's script and `includes/gate.lua`, the Lua twins).
 //!
 //! The settings are the fields of one hash, `emq:{q}:config`: `paused` (`1`
 //! while paused), `concurrency` (at most that many jobs active at once), and

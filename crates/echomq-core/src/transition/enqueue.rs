@@ -1,4 +1,4 @@
-//! ENQUEUE: admit one job (see `enqueue-10.lua`).
+//! ENQUEUE: admit one job (PROTOCOL.md §7).
 
 use super::events::{emit, Events};
 use super::{need, wake, wake_key, write_record};
