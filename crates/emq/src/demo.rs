@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use echomq::transition::Retention;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How the demo runs.
 #[derive(clap::Args, Debug)]
@@ -122,21 +123,23 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
         let _ = stopped.await;
     }));
 
-    let mut last_report = Instant::now();
+    // Drawn on a terminal only; elsewhere (a pipe, CI) the summary says it all.
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stdout()).with_style(
+        ProgressStyle::with_template("  [{bar:40}] {human_pos}/{human_len} finished in {elapsed}")
+            .expect("a valid template")
+            .progress_chars("#>."),
+    );
     loop {
         let stats = queue.stats().await?;
         let finished = stats.done + stats.dead;
+        bar.set_position(finished);
         if finished >= total {
             break;
-        }
-        if last_report.elapsed() >= Duration::from_millis(100) {
-            progress(finished, total);
-            last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let elapsed = started.elapsed();
-    progress(total, total);
+    bar.finish();
     let _ = stop.send(());
     worker.await?;
 
@@ -186,22 +189,6 @@ fn handle(tally: &Tally, started: Instant, job: &JobContext) -> Result<(), Handl
             counter.fetch_add(1, Ordering::Relaxed);
             Err(error.into())
         }
-    }
-}
-
-/// A progress bar on a terminal, redrawn in place; a line now and then elsewhere.
-fn progress(finished: u64, total: u64) {
-    use std::io::{IsTerminal, Write};
-    let share = finished as f64 / total.max(1) as f64;
-    if std::io::stdout().is_terminal() {
-        let filled = (share * 40.0) as usize;
-        print!("\r  [{}{}] {finished}/{total}", "#".repeat(filled), ".".repeat(40 - filled));
-        if finished >= total {
-            println!();
-        }
-        let _ = std::io::stdout().flush();
-    } else if finished < total {
-        println!("  {finished}/{total} finished");
     }
 }
 

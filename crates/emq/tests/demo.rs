@@ -3,7 +3,8 @@
 //! counts are exact: of 500 jobs, 20 fail once (one of them, job 499, fails
 //! every time and dies after 3 attempts).
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[test]
 fn the_demo_runs_in_process_and_prints_its_summary() {
@@ -23,6 +24,30 @@ fn the_demo_runs_in_process_and_prints_its_summary() {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
     assert!(stdout.contains("jobs/s") && stdout.contains("p99"), "{stdout}");
+}
+
+/// More jobs than the default retention keeps done (10,000): the demo
+/// counts every finished job, so it must keep them all, or it waits for ever
+/// (it once did, at 10,040 of 20,000).
+#[test]
+fn the_demo_finishes_past_the_default_retention() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_emq"))
+        .args(["demo", "--jobs", "10500"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run emq");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while child.try_wait().expect("wait for the demo").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the demo of 10,500 jobs did not end in 5 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("the demo's output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("pending 0, active 0, delayed 0"), "{stdout}");
 }
 
 #[test]
