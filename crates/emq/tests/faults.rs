@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{client, eventually, signal, Emq, Scratch};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
@@ -142,8 +142,12 @@ fn a_lost_lease_stops_the_command_and_its_children() {
     let mut other = worker("other.log");
     eventually("the other worker did the job", || state(&emq, &id) == ("done".into(), 2));
     signal(frozen.id(), "CONT");
+    let woken = Instant::now();
 
     eventually("the first attempt's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
+    // At the first renewal after waking (a beat is a third of the lease),
+    // not when the five-minute child would have ended: 10 s is generous.
+    assert!(woken.elapsed() < Duration::from_secs(10), "gone {:.1?} after waking", woken.elapsed());
     assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
     assert_eq!(scratch.lines("effects"), ["effect 2"], "the side effect was done once");
     // Finding 3: the lost lease is said, once, with the job's id.
@@ -173,6 +177,31 @@ fn shutdown_after_the_grace_stops_the_command_and_its_children() {
     eventually("the command's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
     assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
     assert!(scratch.lines("effects").is_empty());
+    assert_eq!(state(&emq, &id), ("pending".into(), 1), "released");
+}
+
+/// Finding 2, the hard way: a command and a child that ignore SIGTERM are
+/// killed (SIGKILL to the group) half a second after it, when the grace is over.
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("stubborn");
+    let q = unique_queue("stubborn");
+    let id = emq.ok(&["enqueue", &q, "stubborn"]).trim().to_owned();
+    // An ignored signal stays ignored across fork and exec: the child and its
+    // sleep ignore SIGTERM too.
+    let script = r#"cat >/dev/null; trap "" TERM; echo $$ >> "$DIR/pids"
+        bash -c 'echo $$ >> "$DIR/pids"; sleep 300 & echo $! >> "$DIR/pids"; wait $!'"#;
+    let args = [q.as_str(), "--grace", "1s", "--", "sh", "-c", script];
+    let mut worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    eventually("the command and its child run", || scratch.lines("pids").len() == 3);
+    let pids = scratch.lines("pids");
+
+    let stopping = Instant::now();
+    assert!(worker.stop(), "a graceful stop");
+    eventually("the command's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
+    assert!(stopping.elapsed() < Duration::from_secs(10), "gone {:.1?} after the stop", stopping.elapsed());
     assert_eq!(state(&emq, &id), ("pending".into(), 1), "released");
 }
 

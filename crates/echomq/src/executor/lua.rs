@@ -309,10 +309,8 @@ mod tests {
     fn every_limit_of_the_core_is_given_to_the_scripts() {
         let core = include_str!("../../../echomq-core/src/limits.rs");
         let given: Vec<&str> = limits().iter().map(|(name, _)| *name).collect();
-        let declared: Vec<&str> = core
-            .lines()
-            .filter_map(|line| line.strip_prefix("pub const ")?.split(':').next())
-            .collect();
+        let declared: Vec<&str> =
+            core.lines().filter_map(|line| line.strip_prefix("pub const ")?.split(':').next()).collect();
         assert!(declared.len() > 30, "limits.rs read: {declared:?}");
         for name in declared {
             assert!(given.contains(&name), "{name} is in echomq_core::limits but not given to the scripts");
