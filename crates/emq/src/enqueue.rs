@@ -130,7 +130,8 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                 let message = exit.message.clone();
                 return Err(Box::new(exit.context(format!(
                     "line {line} of {total}: {message}; the {n} line(s) before it were enqueued (their ids above), \
-                     the {rest} after it were not tried"
+                     the {rest} after it were not tried (to enqueue them, give lines {} on to --jsonl again)",
+                    line + 1
                 ))));
             }
         }

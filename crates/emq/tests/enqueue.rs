@@ -159,3 +159,57 @@ fn json_lines_enqueue_many_and_bad_input_enqueues_nothing() {
     assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
     assert_eq!(pending(&emq, &q), 3, "nothing more was enqueued");
 }
+
+/// The server dies part-way through many JSON lines: the ids printed are
+/// exactly the jobs enqueued (each is there after a restart on the AOF), the
+/// message says which line failed and how many before it were enqueued, and
+/// the exit code says whether that line may have been.
+#[test]
+fn json_lines_cut_short_by_an_outage_say_how_far_they_got() {
+    use std::io::BufRead;
+    let mut server = RedisServer::start_with(ServerOptions {
+        args: ["--appendonly", "yes", "--appendfsync", "always"].map(String::from).to_vec(),
+        ..ServerOptions::default()
+    });
+    let emq = Emq { url: server.url(), via: "lua" };
+    let q = unique_queue("cut");
+    let total = 100_000;
+    let mut child = emq
+        .command(&["enqueue", &q, "--jsonl"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run emq enqueue");
+    let mut stdin = child.stdin.take().unwrap();
+    let feeding = std::thread::spawn(move || stdin.write_all("1\n".repeat(total).as_bytes()));
+    let mut ids = Vec::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        ids.push(line.expect("an id"));
+        if ids.len() == 5 {
+            server.kill();
+        }
+    }
+    feeding.join().unwrap().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let said = stderr(&output);
+    assert!(matches!(output.status.code(), Some(3 | 4)), "not enqueued or maybe: {said}");
+    let failed = ids.len() + 1;
+    assert!(
+        said.contains(&format!("line {failed} of {total}:"))
+            && said.contains(&format!("the {} line(s) before it were enqueued", ids.len())),
+        "{} ids printed: {said}",
+        ids.len()
+    );
+    server.revive();
+    let keys = echomq::Keyspace::new(&q).unwrap();
+    let mut conn = client(&server.url()).get_connection().expect("connect");
+    for id in &ids {
+        let score: Option<f64> = redis::cmd("ZSCORE").arg(keys.pending()).arg(id).query(&mut conn).unwrap();
+        assert!(score.is_some(), "{id} was printed, so it is pending");
+    }
+    // The failed line's job too, only when it may have been enqueued.
+    let pending = pending(&emq, &q) as usize;
+    let maybe = usize::from(output.status.code() == Some(4));
+    assert!((ids.len()..=ids.len() + maybe).contains(&pending), "{pending} pending: {said}");
+}
