@@ -23,7 +23,7 @@ use super::{JobRun, Shared};
 use crate::executor::{execute, execute_batch};
 use crate::queue::Queue;
 use crate::transition::{Ack, AckNext, Claimed, Claims, Release};
-use crate::Result;
+use crate::{Error, Result};
 
 /// The most acks one round trip carries.
 const MOST: usize = 256;
@@ -75,7 +75,7 @@ impl Acker {
         if let Err(mpsc::error::SendError(request)) = self.requests.send(Request { ack, slot, reply }) {
             return execute(&**queue.executor(), queue.keyspace(), &request.ack).await;
         }
-        outcome.await.unwrap_or_else(|_| Err(crate::Error::Reply("the ack gatherer stopped".into())))
+        outcome.await.unwrap_or_else(|_| Err(Error::Reply("the ack gatherer stopped".into())))
     }
 }
 
@@ -129,8 +129,9 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
             Err(err) if err.code().is_some() => {
                 let _ = reply.send(Err(err));
             }
-            Err(_) => {
-                let _ = reply.send(execute(&**queue.executor(), queue.keyspace(), &ack).await);
+            Err(err) => {
+                let alone = execute(&**queue.executor(), queue.keyspace(), &ack).await;
+                let _ = reply.send(tried_alone_after(&err, alone));
             }
         }
         // Slots nothing filled go back to the claim loop.
@@ -151,11 +152,28 @@ async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<R
             }
         }
         // The round trip failed as a whole: each job tries alone.
-        Err(_) => {
+        Err(err) => {
             for (ack, reply) in acks.iter().zip(replies) {
-                let _ = reply.send(execute(via, keys, ack).await);
+                let _ = reply.send(tried_alone_after(&err, execute(via, keys, ack).await));
             }
         }
+    }
+}
+
+/// The outcome of an ack tried alone after its round trip failed as a whole
+/// with `first`. When that round trip may have got there and this try surely
+/// did nothing, the error says the ack may have landed: the job's run must
+/// not renew its lease any more (a renewal after a landed ack is refused),
+/// which it would on the later try's "surely did nothing" alone.
+fn tried_alone_after(first: &Error, alone: Result<()>) -> Result<()> {
+    match alone {
+        Err(err) if err.surely_did_nothing() && !first.surely_did_nothing() => {
+            let said =
+                format!("the ack may have reached the server ({first}); trying it again failed ({err})");
+            let may_have_landed = std::io::Error::new(std::io::ErrorKind::BrokenPipe, said);
+            Err(Error::Redis(redis::RedisError::from(may_have_landed)))
+        }
+        other => other,
     }
 }
 
@@ -188,5 +206,29 @@ async fn start(
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(kind: std::io::ErrorKind) -> Error {
+        Error::Redis(redis::RedisError::from(std::io::Error::new(kind, "the round trip failed")))
+    }
+
+    /// A gathered ack's job renews its lease while its ack waits only when
+    /// no try of it may have landed: the batch's error counts, not only the
+    /// later try's own.
+    #[test]
+    fn an_ack_tried_alone_says_so_when_its_batch_may_have_landed() {
+        let (refused, broken) = (std::io::ErrorKind::ConnectionRefused, std::io::ErrorKind::BrokenPipe);
+        assert!(tried_alone_after(&failed(refused), Err(failed(refused))).unwrap_err().surely_did_nothing());
+        let after_broken = tried_alone_after(&failed(broken), Err(failed(refused))).unwrap_err();
+        assert!(!after_broken.surely_did_nothing(), "{after_broken}");
+        assert!(after_broken.to_string().contains("may have reached the server"), "{after_broken}");
+        assert!(tried_alone_after(&failed(broken), Ok(())).is_ok());
+        let fenced = tried_alone_after(&failed(broken), Err(Error::Fence("stale".into()))).unwrap_err();
+        assert!(fenced.is_lost_lease(), "a refusal is the ack's own outcome");
     }
 }

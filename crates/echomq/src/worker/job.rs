@@ -16,7 +16,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tracing::Instrument;
 
 pub(super) use self::lease::Heart;
-use self::lease::{persist, Lease, Route};
+use self::lease::{persist, Lease};
 use super::acker::Acker;
 use super::Shared;
 use crate::executor::execute;
@@ -249,7 +249,7 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
                 let slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
                 acker.ack(queue, &job, result.clone(), slot)
             };
-            match persist(&mut lease, Name::Ack, Route::Gathered, None, ack).await {
+            match persist(&mut lease, Name::Ack, None, ack).await {
                 Ok(()) => meters.processed.increment(1),
                 Err(err) => lost_or_failed(meters, Name::Ack, &err),
             }
@@ -258,7 +258,7 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
             let told = *error.downcast_ref::<super::RetryAfter>().expect("checked above");
             tracing::info!(after = ?told.after, pause_queue = told.pause_queue, "job deferred");
             let defer = || queue.defer(&job, told.after, &options.retry, told.pause_queue);
-            match persist(&mut lease, Name::Defer, Route::Direct, None, defer).await {
+            match persist(&mut lease, Name::Defer, None, defer).await {
                 Ok(()) => meters.deferred.increment(1),
                 Err(err) => lost_or_failed(meters, Name::Defer, &err),
             }
@@ -287,9 +287,7 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
             lease.keep(stop(cancel, handler)).await;
             // Shutdown waits for this: a few tries, not the whole lease.
             let until = Instant::now() + RELEASE_PERSISTENCE;
-            if let Err(err) =
-                persist(&mut lease, Name::Release, Route::Direct, Some(until), || queue.release(&job)).await
-            {
+            if let Err(err) = persist(&mut lease, Name::Release, Some(until), || queue.release(&job)).await {
                 lost_or_failed(meters, Name::Release, &err);
             }
         }
@@ -312,7 +310,7 @@ impl Failure<'_> {
         tracing::info!(error = %error, "job failed");
         let error = truncate(error);
         let fail = || self.queue.fail(self.job, &error, self.retry);
-        match persist(lease, Name::Fail, Route::Direct, None, fail).await {
+        match persist(lease, Name::Fail, None, fail).await {
             Ok(Failed::Delayed) => self.meters.retried.increment(1),
             Ok(Failed::Dead) => self.meters.dead.increment(1),
             Err(err) => lost_or_failed(self.meters, Name::Fail, &err),

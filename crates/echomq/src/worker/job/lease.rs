@@ -25,19 +25,6 @@ const PERSIST_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Durati
 /// try goes at the last safe moment instead.
 const PERSIST_NAP_MIN: Duration = Duration::from_millis(20);
 
-/// How a finishing call reaches the server, which decides whether the lease
-/// may be renewed between its tries.
-pub(super) enum Route {
-    /// Straight to the server (fail, release): a try that surely did not get
-    /// there (the connection refused, or the server answered that it cannot
-    /// serve now) leaves the lease the worker's to renew before the next.
-    Direct,
-    /// Through the ack gatherer, whose batch may have got there although the
-    /// error seen is that of a later try alone: no renewal, ever, since one
-    /// after a landed ack would be refused with the job's own token.
-    Gathered,
-}
-
 /// Send a finishing call (ack, fail, release), and send it again while the
 /// server cannot be reached (not when it refused, nor when it applied the
 /// call and only its replicas lagged). A Redis restart that takes seconds
@@ -48,13 +35,14 @@ pub(super) enum Route {
 ///
 /// While the call waits, the heartbeat goes on renewing the lease, which
 /// moves that moment on, for as long as no try may have reached the server
-/// (see [`Route`]); never while a try is on its way, since a renewal that
-/// lands after the call would be refused. For the same reason each try
-/// first waits for a renewal already on its way to come back.
+/// (each failed with the connection refused, or the server answered that it
+/// cannot serve now: a gathered ack's error says so only when its whole
+/// batch surely did nothing); never while a try is on its way, since a
+/// renewal that lands after the call would be refused. For the same reason
+/// each try first waits for a renewal already on its way to come back.
 pub(super) async fn persist<T, F, Fut>(
     lease: &mut Lease,
     what: Name,
-    route: Route,
     stop_by: Option<Instant>,
     call: F,
 ) -> Result<T>
@@ -64,7 +52,7 @@ where
 {
     let (mut wait, longest) = PERSIST_BACKOFF;
     let mut waiting_since = None;
-    let mut renewing = matches!(route, Route::Direct);
+    let mut renewing = true;
     loop {
         // A renewal on its way would land after this try and be refused.
         lease.quiet().await;
@@ -502,7 +490,7 @@ mod tests {
             on_their_way_at_the_ack.store(slow.on_their_way.load(Ordering::SeqCst), Ordering::SeqCst);
             std::future::ready(Ok(()))
         };
-        persist(&mut lease, Name::Ack, Route::Gathered, None, ack).await.unwrap();
+        persist(&mut lease, Name::Ack, None, ack).await.unwrap();
         assert_eq!(
             on_their_way_at_the_ack.load(Ordering::SeqCst),
             0,
@@ -519,13 +507,8 @@ mod tests {
         let claimed = Instant::now();
         let mut lease = Lease::new(&heart(&queue, Duration::from_secs(1)), &job, claimed);
         let tries = AtomicU32::new(0);
-        let done = persist(
-            &mut lease,
-            Name::Ack,
-            Route::Direct,
-            None,
-            down_until(claimed + Duration::from_millis(700), &tries),
-        );
+        let done =
+            persist(&mut lease, Name::Ack, None, down_until(claimed + Duration::from_millis(700), &tries));
         assert!(done.await.is_ok(), "the call went through once the server was back");
         assert!(tries.load(Ordering::SeqCst) > 1);
     }
@@ -538,14 +521,11 @@ mod tests {
         let last = lease.last_safe_moment();
         let tries = AtomicU32::new(0);
         let never = down_until(claimed + Duration::from_secs(3600), &tries);
-        assert!(persist(&mut lease, Name::Ack, Route::Direct, None, never).await.is_err());
+        assert!(persist(&mut lease, Name::Ack, None, never).await.is_err());
         assert!(Instant::now() >= last, "not before the last safe moment");
         // A refusal is final at once.
         let refused = || std::future::ready(Err::<(), _>(Error::Fence("stale".into())));
-        assert!(persist(&mut lease, Name::Ack, Route::Direct, None, refused)
-            .await
-            .unwrap_err()
-            .is_lost_lease());
+        assert!(persist(&mut lease, Name::Ack, None, refused).await.unwrap_err().is_lost_lease());
     }
 
     /// While a direct call waits after tries that surely did not reach the
@@ -560,52 +540,32 @@ mod tests {
         let job = queue.claim(length).await.unwrap().expect("a job");
         let mut lease = Lease::new(&heart(&queue, length), &job, claimed);
         let tries = AtomicU32::new(0);
-        let done = persist(
-            &mut lease,
-            Name::Ack,
-            Route::Direct,
-            None,
-            down_until(claimed + length + length / 3, &tries),
-        );
+        let done = persist(&mut lease, Name::Ack, None, down_until(claimed + length + length / 3, &tries));
         assert!(done.await.is_ok(), "tried past the first lease's end");
         assert!(lease.until() > claimed + length, "renewed");
     }
 
     /// No renewal once a try may have reached the server (a renewal after a
-    /// landed ack would be refused with the job's own token): not after a
-    /// broken connection, and never for an ack gathered into a batch.
+    /// landed call would be refused with the job's own token): not after a
+    /// broken connection, even when later tries were refused the connection.
     #[tokio::test]
     async fn no_renewal_once_a_try_may_have_landed() {
-        let broken = || {
+        let queue = queue();
+        queue.enqueue(b"x".to_vec()).await.unwrap();
+        let length = Duration::from_secs(1);
+        let claimed = Instant::now();
+        let job = queue.claim(length).await.unwrap().expect("a job");
+        let mut lease = Lease::new(&heart(&queue, length), &job, claimed);
+        let tries = AtomicU32::new(0);
+        let broken_then_refused = || {
+            let first = tries.fetch_add(1, Ordering::SeqCst) == 0;
             let broken = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the connection broke");
-            std::future::ready(Err::<(), _>(Error::Redis(redis::RedisError::from(broken))))
+            let error =
+                if first { Error::Redis(redis::RedisError::from(broken)) } else { unreachable_server() };
+            std::future::ready(Err::<(), _>(error))
         };
-        for (route, what) in [(Route::Direct, "a broken connection"), (Route::Gathered, "a gathered ack")] {
-            let queue = queue();
-            queue.enqueue(b"x".to_vec()).await.unwrap();
-            let length = Duration::from_secs(1);
-            let claimed = Instant::now();
-            let job = queue.claim(length).await.unwrap().expect("a job");
-            let mut lease = Lease::new(&heart(&queue, length), &job, claimed);
-            let tries = AtomicU32::new(0);
-            let broken_then_refused = || {
-                let first = tries.fetch_add(1, Ordering::SeqCst) == 0;
-                let refused = std::future::ready(Err::<(), _>(unreachable_server()));
-                async move {
-                    if first {
-                        broken().await
-                    } else {
-                        refused.await
-                    }
-                }
-            };
-            let done = if matches!(route, Route::Direct) {
-                persist(&mut lease, Name::Fail, route, None, broken_then_refused).await
-            } else {
-                persist(&mut lease, Name::Ack, route, None, down_until(claimed + length * 3, &tries)).await
-            };
-            assert!(done.is_err(), "{what}: given up at the lease's end");
-            assert_eq!(lease.until(), claimed + length, "{what}: never renewed");
-        }
+        let done = persist(&mut lease, Name::Fail, None, broken_then_refused).await;
+        assert!(done.is_err(), "given up at the lease's end");
+        assert_eq!(lease.until(), claimed + length, "never renewed");
     }
 }
