@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use echomq::{JobId, Keyspace, Queue};
+use echomq::transition::Retention;
+use echomq::{JobId, Keyspace, Queue, State};
 use echomq_test_support::{module_path, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::Instant;
@@ -124,6 +125,12 @@ pub async fn run(o: Options) -> Result<bool, String> {
     let executor =
         echomq::connect_with(&client, ConnectionManagerConfig::new()).await.map_err(|e| error(&e))?;
     let queue = Queue::with_executor(executor, QUEUE).map_err(|e| error(&e))?;
+    // Every finished job kept, so that the audit finds each: the default
+    // retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4), and a
+    // run of more jobs would count the older ones lost.
+    for state in [State::Done, State::Dead] {
+        queue.keep(state, Retention { age: None, count: None }).await.map_err(|e| error(&e))?;
+    }
     let config = ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
     let mut reader = ConnectionManager::new_with_config(client, config).await.map_err(|e| error(&e))?;
 
