@@ -654,3 +654,43 @@ async fn at_concurrency_one_each_ack_fetches_the_next_job() {
     assert!(calls("emq.acknext") >= 49, "{stats}");
     assert!(calls("emq.ack") <= 1, "{stats}");
 }
+
+/// The calls one command made inside the server, by name, from `INFO commandstats`.
+fn calls_by_command(stats: &str) -> std::collections::BTreeMap<String, u64> {
+    stats
+        .lines()
+        .filter_map(|line| {
+            let (command, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            Some((command.to_owned(), rest.split("calls=").nth(1)?.split(',').next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A Lua ACKNEXT, the call a worker at concurrency 1 makes for every job,
+/// asks each of its eleven keys' type once, and the claimed job's record
+/// none (HMGET reads it), though several includes check the same keys: the
+/// scripts' cost is their calls into Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_acknext_asks_each_keys_type_once() {
+    let server = server(&[]);
+    let q = queue(&server, Via::Lua, &unique_queue("types")).await;
+    q.enqueue_batch([b"first".to_vec(), b"second".to_vec(), b"third".to_vec()]).await.unwrap();
+    let lease = Duration::from_secs(60);
+    let first = q.claim(lease).await.unwrap().expect("a job");
+    // Once before counting: the script is loaded then.
+    let second = q.ack_and_claim(&first, None, lease, 1).await.unwrap().jobs.pop().expect("a job");
+    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
+    let third = q.ack_and_claim(&second, None, lease, 1).await.unwrap();
+    assert_eq!(third.jobs.len(), 1);
+    let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
+    let calls = calls_by_command(&stats);
+    assert_eq!(calls.get("evalsha"), Some(&1), "{stats}");
+    assert_eq!(calls.get("type"), Some(&11), "{stats}");
+    // 27 today (11 TYPE, 2 TIME, …; 32 when each include asked its keys'
+    // types again): a call more is a cost every job pays.
+    let outside = ["evalsha", "config|resetstat"];
+    let inside: u64 =
+        calls.iter().filter(|(command, _)| !outside.contains(&command.as_str())).map(|(_, n)| n).sum();
+    assert!(inside <= 27, "{inside} calls inside one ACKNEXT: {calls:?}");
+}

@@ -14,14 +14,14 @@ returns CLAIM's reply, or an error reply before its first write.
 --@include events
 --@include wake
 
--- Only a queue with jobs of their own policy (or headers) has the key: one lookup each.
+-- Only a queue with jobs of their own policy (or headers) has the key: one
+-- lookup each, its type as the call first found it (nothing before a claim
+-- creates it; an ACKNEXT's ack may empty it, and HGET then finds nothing).
 local function side_hash(key)
   if not key then return false end
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= 'none' and found ~= 'hash' then
-    return nil, emq_error('EMQTYPE', key .. ' holds a ' .. found .. ', not a hash')
-  end
-  return found == 'hash'
+  local err = type_error(key, 'hash')
+  if err then return nil, err end
+  return typed[key] == 'hash'
 end
 
 local function claim_jobs(k, prefix, lease, count, head)

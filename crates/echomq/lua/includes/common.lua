@@ -115,9 +115,18 @@ local function no_options_error(first)
   end
 end
 
+-- Each key's type as this call first found it: asked once, although several
+-- includes check the same key (a call only ever writes a key of its own
+-- type, so a key that passed stays passed).
+local typed = {}
+
 -- Each key must hold `want` or nothing; checked before the first write.
 local function type_error(key, want)
-  local found = redis.call('TYPE', key)['ok']
+  local found = typed[key]
+  if not found then
+    found = redis.call('TYPE', key)['ok']
+    typed[key] = found
+  end
   if found ~= 'none' and found ~= want then
     return emq_error('EMQTYPE', key .. ' holds a ' .. found .. ', not a ' .. want)
   end
