@@ -6,7 +6,8 @@ why it may take fewer than count (-1 paused, 0 at the concurrency limit,
 n > 0 ms until the rate's next slot or the end of a timed pause), or nil
 when it held nothing back; the
 log's state for spend (nil without a rate); or an error reply as its last
-value. It writes nothing. With no settings it costs one TYPE; rate is
+value. It writes nothing. With no settings it costs one TYPE (none when
+the call asked already); rate is
 type-checked only when a rate is set, since only then is it read.
 spend(rate, log, claimed) then drops what left the window (at most
 SWEEP_LIMIT entries, the oldest, in one ZREM as the core's store sends it)
@@ -15,11 +16,9 @@ and logs each claimed `<id>:<token>` at the gate's now.
 --@include common
 
 local function gate(config, active, rate, count)
-  local found = redis.call('TYPE', config)['ok']
-  if found == 'none' then return count end
-  if found ~= 'hash' then
-    return nil, nil, nil, emq_error('EMQTYPE', config .. ' holds a ' .. found .. ', not a hash')
-  end
+  local err = type_error(config, 'hash')
+  if err then return nil, nil, nil, err end
+  if typed[config] == 'none' then return count end
   local s = redis.call('HMGET', config, 'paused', 'concurrency', 'rate', 'per', 'paused_until')
   local function setting(i)
     local n = tonumber(s[i])
