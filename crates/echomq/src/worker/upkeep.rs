@@ -15,48 +15,82 @@ use crate::Result;
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.options.upkeep);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut failing_since: Option<std::time::Instant> = None;
+    // The parts failing, each since when.
+    let mut failing: Vec<(&'static str, std::time::Instant)> = Vec::new();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             () = shared.stopping.cancelled() => return,
         }
         // Each part runs although another failed (a user may be refused one
-        // alone); a failure is said once, not at every tick, and so is its end.
-        let failed = [
-            promote_and_reap(&queue, &shared).await.err().map(|err| ("promote and reap", err)),
-            trim(&queue).await.err().map(|err| ("trim finished jobs", err)),
-            settle(&queue).await.err().map(|err| ("settle batches", err)),
-            queue.fire_schedules().await.err().map(|err| ("fire schedules", err)),
-        ]
-        .into_iter()
-        .flatten()
-        .next();
-        match (failed, failing_since) {
-            (None, Some(since)) => {
-                tracing::info!(queue = queue.name(), "upkeep works again, after {:.1?}", since.elapsed());
-                failing_since = None;
-            }
-            (Some((part, err)), None) => {
-                tracing::warn!(queue = queue.name(), error = %err, "upkeep failed ({part}); trying again each tick");
-                failing_since = Some(std::time::Instant::now());
-            }
-            (Some((part, err)), Some(_)) => {
-                tracing::debug!(queue = queue.name(), error = %err, "upkeep failed again ({part})");
-            }
-            (None, None) => {}
-        }
+        // alone, or a key of one be of the wrong type).
+        let outcomes = [
+            ("promote", promote(&queue).await),
+            ("reap", reap(&queue, &shared).await),
+            ("trim", trim(&queue).await),
+            ("settle", settle(&queue).await),
+            ("fire schedules", queue.fire_schedules().await.map(drop)),
+        ];
+        failing = said_once(&queue, failing, outcomes);
     }
 }
 
-/// Due delayed jobs promoted and expired leases reaped, again at once while
-/// a call moves a full LIMIT.
-async fn promote_and_reap(queue: &Queue, shared: &Shared) -> Result<()> {
+/// Say each part's failure once, not at every tick, and its end once: the
+/// parts that fail now and did not (an outage fails them all at once: one
+/// line), and those that failed and work again. The parts failing now.
+fn said_once(
+    queue: &Queue,
+    failing: Vec<(&'static str, std::time::Instant)>,
+    outcomes: [(&'static str, Result<()>); 5],
+) -> Vec<(&'static str, std::time::Instant)> {
+    let was = |part: &str| failing.iter().find(|(failed, _)| *failed == part).map(|(_, since)| *since);
+    let (mut started, mut ended, mut still) = (Vec::new(), Vec::new(), Vec::new());
+    let mut first_error = None;
+    for (part, outcome) in outcomes {
+        match (outcome, was(part)) {
+            (Ok(()), Some(since)) => ended.push((part, since)),
+            (Ok(()), None) => {}
+            (Err(err), None) => {
+                started.push((part, std::time::Instant::now()));
+                first_error.get_or_insert(err);
+            }
+            (Err(err), Some(since)) => {
+                tracing::debug!(queue = queue.name(), error = %err, "upkeep failed again ({part})");
+                still.push((part, since));
+            }
+        }
+    }
+    let parts = |list: &[(&str, std::time::Instant)]| {
+        list.iter().map(|(part, _)| *part).collect::<Vec<_>>().join(", ")
+    };
+    if let Some(err) = first_error {
+        tracing::warn!(queue = queue.name(), error = %err, "upkeep failed ({}); trying again each tick", parts(&started));
+    }
+    if let Some((_, since)) = ended.iter().min_by_key(|(_, since)| *since) {
+        tracing::info!(
+            queue = queue.name(),
+            "upkeep works again ({}), after {:.1?}",
+            parts(&ended),
+            since.elapsed()
+        );
+    }
+    still.extend(started);
+    still
+}
+
+/// Due delayed jobs promoted, again at once while a call moves a full LIMIT.
+async fn promote(queue: &Queue) -> Result<()> {
+    let full = *echomq_core::limits::SWEEP_LIMIT.end();
+    while queue.promote().await? == full {}
+    Ok(())
+}
+
+/// Expired leases reaped, again at once while a call moves a full LIMIT.
+async fn reap(queue: &Queue, shared: &Shared) -> Result<()> {
     let full = *echomq_core::limits::SWEEP_LIMIT.end();
     loop {
-        let promoted = queue.promote().await?;
         let reaped = queue.reap(shared.options.retry.max_attempts).await?;
-        if promoted < full && reaped.requeued + reaped.dead < full {
+        if reaped.requeued + reaped.dead < full {
             return Ok(());
         }
     }
@@ -80,4 +114,40 @@ async fn trim(queue: &Queue) -> Result<()> {
         while queue.trim(state).await? == full {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::{Embedded, Error};
+
+    fn outcomes(failed: &[&'static str]) -> [(&'static str, Result<()>); 5] {
+        ["promote", "reap", "trim", "settle", "fire schedules"].map(|part| {
+            let outcome =
+                if failed.contains(&part) { Err(Error::Argument("refused".into())) } else { Ok(()) };
+            (part, outcome)
+        })
+    }
+
+    fn parts(failing: &[(&'static str, Instant)]) -> Vec<&'static str> {
+        failing.iter().map(|(part, _)| *part).collect()
+    }
+
+    /// A part refused for good (an ACL without EMQ.FIRE) does not hide an
+    /// outage of the others, nor its end: each part is followed on its own.
+    #[test]
+    fn each_part_is_followed_on_its_own() {
+        let queue = Queue::with_executor(Arc::new(Embedded::new()), "upkeep").unwrap();
+        let failing = said_once(&queue, Vec::new(), outcomes(&["fire schedules"]));
+        assert_eq!(parts(&failing), ["fire schedules"]);
+        let since = failing[0].1;
+        let failing = said_once(&queue, failing, outcomes(&["promote", "reap", "fire schedules"]));
+        assert_eq!(parts(&failing), ["fire schedules", "promote", "reap"]);
+        assert_eq!(failing[0].1, since, "still failing since its first failure");
+        let failing = said_once(&queue, failing, outcomes(&["fire schedules"]));
+        assert_eq!(parts(&failing), ["fire schedules"]);
+        assert!(said_once(&queue, failing, outcomes(&[])).is_empty());
+    }
 }
