@@ -359,8 +359,15 @@ impl Heart {
             };
             due.renewed.push(renewed);
         }
-        let oldest = due.beats.iter().map(|beat| beat.state().renewed).min().unwrap_or(sent);
+        let beats = due.beats.clone();
         drop(due);
+        // The lease nearest its end, this round's renewals counted, the lost ones not.
+        let oldest = beats
+            .iter()
+            .filter(|beat| !beat.lost.is_cancelled())
+            .map(|beat| beat.state().renewed)
+            .min()
+            .unwrap_or(sent);
         match (trouble, failing_since.is_some()) {
             (None, true) => {
                 let since = failing_since.take().expect("failing");
