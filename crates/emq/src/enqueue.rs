@@ -128,10 +128,16 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             Err(exit) => {
                 let (line, rest) = (n + 1, total - n - 1);
                 let message = exit.message.clone();
+                // What is left to enqueue: this line too unless it may have
+                // been (its own message then says how to be sure of it).
+                let next = if exit.failure == Failure::MaybeDone { line + 1 } else { line };
+                let left = match total + 1 - next {
+                    0 => String::new(),
+                    _ => format!(" (to enqueue the rest, give lines {next} to {total} to --jsonl again)"),
+                };
                 return Err(Box::new(exit.context(format!(
                     "line {line} of {total}: {message}; the {n} line(s) before it were enqueued (their ids above), \
-                     the {rest} after it were not tried (to enqueue them, give lines {} on to --jsonl again)",
-                    line + 1
+                     the {rest} after it were not tried{left}"
                 ))));
             }
         }
