@@ -107,6 +107,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     for name in queues {
         worker = worker.queue(echomq::Queue::with_executor(executor.clone(), name)?);
     }
+    // Caught from here on, before the start is said: a SIGTERM that follows
+    // the first log lines at once stops the worker gracefully, not by default.
+    let signals = Signals::catch();
     tracing::info!(
         queues = %args.queues.join(","),
         executor = server.executor_name().await,
@@ -114,7 +117,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         lease = %humantime::format_duration(args.lease),
         "emq work started; SIGTERM or Ctrl-C stops it gracefully"
     );
-    worker.run_until(shutdown(args.grace, running)).await;
+    worker.run_until(shutdown(signals, args.grace, running)).await;
     tracing::info!("emq work stopped");
     Ok(())
 }
@@ -184,19 +187,39 @@ impl Drop for Running {
     }
 }
 
+/// SIGINT and SIGTERM, caught (their default action, ending the process,
+/// replaced) from when this is made.
+struct Signals {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn catch() -> Signals {
+        use tokio::signal::unix::{signal, SignalKind};
+        Signals {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
+        }
+    }
+}
+
+/// The next of `signal`, or never when it could not be caught.
+async fn next(signal: &mut Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(signal) => {
+            signal.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// SIGINT or SIGTERM, said in the log: the worker then stops claiming and
 /// gives running commands their grace.
-async fn shutdown(grace: Duration, running: Arc<AtomicUsize>) {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let terminated = async {
-        match &mut terminate {
-            Some(terminate) => terminate.recv().await,
-            None => std::future::pending().await,
-        }
-    };
+async fn shutdown(mut signals: Signals, grace: Duration, running: Arc<AtomicUsize>) {
     let signal = tokio::select! {
-        _ = tokio::signal::ctrl_c() => "SIGINT",
-        _ = terminated => "SIGTERM",
+        () = next(&mut signals.interrupt) => "SIGINT",
+        () = next(&mut signals.terminate) => "SIGTERM",
     };
     tracing::info!(
         signal,
