@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from resp import Redis  # noqa: E402
+from resp import Redis, free_port  # noqa: E402
 
 N = 2000
 SCENARIOS = {
@@ -27,13 +27,6 @@ SCENARIOS = {
     "concurrency": ["CONCURRENCY", 1000000],
     "rate": ["RATE", 100000, "PER", 3600000],
 }
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(module, out):

@@ -37,3 +37,10 @@ class Redis:
             n = int(rest)
             return None if n < 0 else [self.read() for _ in range(n)]
         raise RuntimeError(f"unexpected reply {line!r}")
+
+
+def free_port():
+    """A free TCP port on the loopback address."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -21,14 +21,9 @@ import tempfile
 import time
 
 from quiet import quiet
+from resp import free_port
 
 JOBS, ROUNDS = int(os.environ.get("JOBS", "20000")), int(os.environ.get("ROUNDS", "5"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(module, directory):

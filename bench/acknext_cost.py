@@ -1,0 +1,114 @@
+"""The server's µs per Lua ACKNEXT (the call a worker at concurrency 1 makes
+for every job), for two builds of the scripts side by side on one
+redis-server, rounds interleaved; also the calls each makes into Redis.
+Read from INFO commandstats, so the client's speed does not count:
+
+    emq scripts --out /tmp/before   # from the build before
+    emq scripts --out /tmp/after    # from the build after
+    python3 bench/acknext_cost.py /tmp/before /tmp/after [jobs] [rounds]
+
+Each round enqueues `jobs` jobs (ENQUEUE's two-key form), claims the first
+and then ACKNEXTs each to the next, pipelined. The machine is shared and
+noisy: quote the medians, and the spread.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from resp import Redis, free_port  # noqa: E402
+
+NEXT_KEYS = ["active", "done", "results", "events", "config", "pending", "rate", "policy", "headers", "wake"]
+CLAIM_KEYS = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
+
+
+def pipelined(r, calls):
+    """Send `calls` (lists of words) in one write; read every reply, the errors as errors."""
+    out = []
+    for words in calls:
+        out.append(b"*%d\r\n" % len(words))
+        for word in words:
+            word = word if isinstance(word, bytes) else str(word).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(word), word))
+    r.sock.sendall(b"".join(out))
+    for _ in calls:
+        r.read()
+
+
+def commandstats(r):
+    """{command: (calls, usec)} from INFO commandstats."""
+    stats = {}
+    for line in r.call("INFO", "commandstats").decode().splitlines():
+        if line.startswith("cmdstat_"):
+            name, fields = line[len("cmdstat_"):].split(":", 1)
+            values = dict(field.split("=") for field in fields.split(","))
+            stats[name] = (int(values["calls"]), float(values["usec"]))
+    return stats
+
+
+def one_round(r, sha, queue, jobs):
+    """µs per ACKNEXT and calls into Redis per ACKNEXT, for `jobs` jobs on `queue`."""
+    p = "emq:{%s}:" % queue
+    ids = ["JOB_%026d" % i for i in range(jobs)]
+    pipelined(r, [["EVALSHA", sha["enqueue"], 2, p + "job:" + i, p + "pending", i, "payload"] for i in ids])
+    r.call("EVALSHA", sha["claim"], len(CLAIM_KEYS), *[p + k for k in CLAIM_KEYS], 60000)
+    r.call("CONFIG", "RESETSTAT")
+    pipelined(r, [
+        ["EVALSHA", sha["acknext"], 1 + len(NEXT_KEYS), p + "job:" + ids[n], *[p + k for k in NEXT_KEYS],
+         ids[n], 1, 60000, "COUNT", 1]
+        for n in range(jobs - 1)
+    ])
+    stats = commandstats(r)
+    calls, usec = stats["evalsha"]
+    assert calls == jobs - 1, stats["evalsha"]
+    assert r.call("ZCARD", p + "done") == jobs - 1, "every ACKNEXT acked its job"
+    inside = sum(n for name, (n, _) in stats.items() if name not in ("evalsha", "config|resetstat"))
+    r.call("FLUSHALL")
+    return usec / calls, inside / calls
+
+
+def main():
+    builds = sys.argv[1:3]
+    jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 11
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                r = Redis(f"redis://127.0.0.1:{port}")
+                r.call("PING")
+                break
+            except OSError:
+                time.sleep(0.05)
+        shas = []
+        for build in builds:
+            load = lambda name: r.call("SCRIPT", "LOAD", open(os.path.join(build, name)).read())  # noqa: E731
+            shas.append({"enqueue": load("enqueue-11.lua"), "claim": load("claim-8.lua"),
+                         "acknext": load("acknext-11.lua")})
+        per_call = {build: [] for build in builds}
+        inside = {}
+        for n in range(rounds):
+            order = [0, 1] if n % 2 == 0 else [1, 0]
+            for i in order:
+                us, calls = one_round(r, shas[i], f"cost-{i}-{n}", jobs)
+                per_call[builds[i]].append(us)
+                inside[builds[i]] = calls
+        print(f"{jobs - 1} ACKNEXTs a round, {rounds} rounds interleaved; server µs per ACKNEXT")
+        for build in builds:
+            v = per_call[build]
+            print(f"{build:<30} median {statistics.median(v):7.2f}  min {min(v):7.2f}  max {max(v):7.2f}"
+                  f"  calls into Redis each: {inside[build]:.1f}")
+        a, b = (statistics.median(per_call[build]) for build in builds)
+        print(f"second/first: {b / a:.2f}x")
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
