@@ -74,7 +74,7 @@ impl Ord for Score {
 
 #[derive(Clone, Debug, Default)]
 struct Zset {
-    scores: HashMap<Vec<u8>, f64>,
+    scores: HashMap<Vec<u8>, f64, foldhash::fast::RandomState>,
     order: BTreeSet<(Score, Vec<u8>)>,
 }
 
@@ -172,14 +172,14 @@ pub enum Dump {
 
 /// An in-process keyspace.
 pub struct Memory {
-    keys: HashMap<Vec<u8>, Value>,
+    keys: HashMap<Vec<u8>, Value, foldhash::fast::RandomState>,
     clock: Arc<dyn Clock>,
 }
 
 impl Memory {
     /// An empty keyspace on `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Memory {
-        Memory { keys: HashMap::new(), clock }
+        Memory { keys: HashMap::default(), clock }
     }
 
     /// Every key with its content, sorted by key.
