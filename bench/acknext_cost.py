@@ -13,12 +13,10 @@ noisy: quote the medians, and the spread.
 """
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from resp import Redis, free_port  # noqa: E402
+from resp import start_server  # noqa: E402
 
 NEXT_KEYS = ["active", "done", "results", "events", "config", "pending", "rate", "policy", "headers", "wake"]
 CLAIM_KEYS = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
@@ -73,18 +71,8 @@ def main():
     builds = sys.argv[1:3]
     jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 11
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, r = start_server()
     try:
-        for _ in range(100):
-            try:
-                r = Redis(f"redis://127.0.0.1:{port}")
-                r.call("PING")
-                break
-            except OSError:
-                time.sleep(0.05)
         shas = []
         for build in builds:
             load = lambda name: r.call("SCRIPT", "LOAD", open(os.path.join(build, name)).read())  # noqa: E731

@@ -10,13 +10,11 @@ The whole call's figure is bench/acknext_cost.py's.
 """
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from acknext_cost import NEXT_KEYS, commandstats, pipelined  # noqa: E402
-from resp import Redis, free_port  # noqa: E402
+from resp import start_server  # noqa: E402
 
 src = open(os.path.join(sys.argv[1], "acknext-11.lua")).read().split("\n")
 cuts = {
@@ -25,12 +23,7 @@ cuts = {
   'C after types': '-- The records the claim may take, read and checked once, here, before the',
   'D before ack_job': 'ack_job(id, result, keep)',
 }
-port = free_port()
-server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
-for _ in range(100):
-    try:
-        r = Redis(f"redis://127.0.0.1:{port}"); r.call("PING"); break
-    except OSError: time.sleep(0.05)
+server, r = start_server()
 p = "emq:{bis}:"
 r.call("HSET", p + "job:JOB_0", "state", "active", "attempts", 1, "payload", "p")
 r.call("ZADD", p + "active", 9999999999999, "JOB_0")

@@ -44,3 +44,23 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start_server():
+    """A throwaway redis-server on a free loopback port, nothing saved, and a
+    client once it answers. Stop it with `.terminate()`."""
+    import subprocess
+    import time
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            client = Redis(f"redis://127.0.0.1:{port}")
+            client.call("PING")
+            return server, client
+        except OSError:
+            time.sleep(0.05)
+    server.terminate()
+    raise RuntimeError("redis-server did not answer")

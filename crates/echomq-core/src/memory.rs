@@ -4,10 +4,13 @@
 //! other type).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+// The hash maps of an in-process store: randomly seeded as std's, and faster.
+use foldhash::HashMap;
 
 use crate::store::{KeyType, Store};
 
@@ -74,7 +77,7 @@ impl Ord for Score {
 
 #[derive(Clone, Debug, Default)]
 struct Zset {
-    scores: HashMap<Vec<u8>, f64, foldhash::fast::RandomState>,
+    scores: HashMap<Vec<u8>, f64>,
     order: BTreeSet<(Score, Vec<u8>)>,
 }
 
@@ -172,7 +175,7 @@ pub enum Dump {
 
 /// An in-process keyspace.
 pub struct Memory {
-    keys: HashMap<Vec<u8>, Value, foldhash::fast::RandomState>,
+    keys: HashMap<Vec<u8>, Value>,
     clock: Arc<dyn Clock>,
 }
 

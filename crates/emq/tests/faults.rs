@@ -159,40 +159,16 @@ fn a_lost_lease_stops_the_command_and_its_children() {
     }
 }
 
-/// Finding 2, at shutdown: a command still running when `--grace` is over
-/// gets SIGTERM with its children, they are gone, and the job is released.
-#[test]
-fn shutdown_after_the_grace_stops_the_command_and_its_children() {
+/// One job under `emq work --grace 1s` running `script` (which notes the
+/// pids of the command and its child's processes, three in all), the worker
+/// stopped gracefully once they run: the scratch directory, how long after
+/// the stop they were all gone, and the job's state then.
+fn stopped_after_the_grace(name: &str, script: &str) -> (Scratch, Duration, (String, u64)) {
     let server = RedisServer::start();
     let emq = Emq { url: server.url(), via: "lua" };
-    let scratch = Scratch::new("grace");
-    let q = unique_queue("grace");
-    let id = emq.ok(&["enqueue", &q, "long"]).trim().to_owned();
-    let args = [q.as_str(), "--grace", "1s", "--", "sh", "-c", CHILD_WITH_SIDE_EFFECT];
-    let mut worker = emq.work(&args, &scratch.0, &scratch.path("log"));
-    eventually("the command and its child run", || scratch.lines("pids").len() == 3);
-    let pids = scratch.lines("pids");
-
-    assert!(worker.stop(), "a graceful stop");
-    eventually("the command's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
-    assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
-    assert!(scratch.lines("effects").is_empty());
-    assert_eq!(state(&emq, &id), ("pending".into(), 1), "released");
-}
-
-/// Finding 2, the hard way: a command and a child that ignore SIGTERM are
-/// killed (SIGKILL to the group) half a second after it, when the grace is over.
-#[test]
-fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
-    let server = RedisServer::start();
-    let emq = Emq { url: server.url(), via: "lua" };
-    let scratch = Scratch::new("stubborn");
-    let q = unique_queue("stubborn");
-    let id = emq.ok(&["enqueue", &q, "stubborn"]).trim().to_owned();
-    // An ignored signal stays ignored across fork and exec: the child and its
-    // sleep ignore SIGTERM too.
-    let script = r#"cat >/dev/null; trap "" TERM; echo $$ >> "$DIR/pids"
-        bash -c 'echo $$ >> "$DIR/pids"; sleep 300 & echo $! >> "$DIR/pids"; wait $!'"#;
+    let scratch = Scratch::new(name);
+    let q = unique_queue(name);
+    let id = emq.ok(&["enqueue", &q, name]).trim().to_owned();
     let args = [q.as_str(), "--grace", "1s", "--", "sh", "-c", script];
     let mut worker = emq.work(&args, &scratch.0, &scratch.path("log"));
     eventually("the command and its child run", || scratch.lines("pids").len() == 3);
@@ -201,8 +177,31 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
     let stopping = Instant::now();
     assert!(worker.stop(), "a graceful stop");
     eventually("the command's processes are gone", || pids.iter().all(|pid| common::gone(pid)));
-    assert!(stopping.elapsed() < Duration::from_secs(10), "gone {:.1?} after the stop", stopping.elapsed());
-    assert_eq!(state(&emq, &id), ("pending".into(), 1), "released");
+    let gone = stopping.elapsed();
+    (scratch, gone, state(&emq, &id))
+}
+
+/// Finding 2, at shutdown: a command still running when `--grace` is over
+/// gets SIGTERM with its children, they are gone, and the job is released.
+#[test]
+fn shutdown_after_the_grace_stops_the_command_and_its_children() {
+    let (scratch, _, state) = stopped_after_the_grace("grace", CHILD_WITH_SIDE_EFFECT);
+    assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
+    assert!(scratch.lines("effects").is_empty());
+    assert_eq!(state, ("pending".into(), 1), "released");
+}
+
+/// Finding 2, the hard way: a command and a child that ignore SIGTERM are
+/// killed (SIGKILL to the group) half a second after it, when the grace is over.
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
+    // An ignored signal stays ignored across fork and exec: the child and its
+    // sleep ignore SIGTERM too.
+    let script = r#"cat >/dev/null; trap "" TERM; echo $$ >> "$DIR/pids"
+        bash -c 'echo $$ >> "$DIR/pids"; sleep 300 & echo $! >> "$DIR/pids"; wait $!'"#;
+    let (_, gone, state) = stopped_after_the_grace("stubborn", script);
+    assert!(gone < Duration::from_secs(10), "gone {gone:.1?} after the stop");
+    assert_eq!(state, ("pending".into(), 1), "released");
 }
 
 /// Finding 3: `emq work` logs to stderr, at info by default: its start (the

@@ -63,11 +63,9 @@ local function fence_error(key, token)
   end
 end
 
--- Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
--- the fields `...` of each id's record (each must be a hash or missing: the
--- last check before any write), then remove them all. The fields, by id's
--- position; a missing record's are all false.
--- take's first half: the fields `...` of each id's record, each checked.
+-- The fields `...` of each id's record (each must be a hash or missing: the
+-- last check before any write), by id's position; a missing record's are
+-- all false.
 local function read_records(prefix, ids, ...)
   local records = {}
   for i, id in ipairs(ids) do
@@ -78,6 +76,8 @@ local function read_records(prefix, ids, ...)
   return records
 end
 
+-- Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
+-- their records (read_records), then remove them all.
 local function take(set, prefix, ids, ...)
   local records, err = read_records(prefix, ids, ...)
   if err then return nil, err end

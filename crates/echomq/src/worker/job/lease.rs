@@ -256,11 +256,23 @@ struct OnTheirWay {
     renewed: Vec<Option<Instant>>,
 }
 
-impl Drop for OnTheirWay {
-    fn drop(&mut self) {
+impl OnTheirWay {
+    /// Every lease marked come back, each renewed as its outcome said; the leases.
+    fn land(mut self) -> Vec<Arc<Beat>> {
+        self.mark();
+        std::mem::take(&mut self.beats)
+    }
+
+    fn mark(&mut self) {
         for (i, beat) in self.beats.iter().enumerate() {
             beat.came_back(self.renewed.get(i).copied().flatten());
         }
+    }
+}
+
+impl Drop for OnTheirWay {
+    fn drop(&mut self) {
+        self.mark();
     }
 }
 
@@ -359,15 +371,7 @@ impl Heart {
             };
             due.renewed.push(renewed);
         }
-        let beats = due.beats.clone();
-        drop(due);
-        // The lease nearest its end, this round's renewals counted, the lost ones not.
-        let oldest = beats
-            .iter()
-            .filter(|beat| !beat.lost.is_cancelled())
-            .map(|beat| beat.state().renewed)
-            .min()
-            .unwrap_or(sent);
+        let beats = due.land();
         match (trouble, failing_since.is_some()) {
             (None, true) => {
                 let since = failing_since.take().expect("failing");
@@ -378,6 +382,13 @@ impl Heart {
                 );
             }
             (Some(err), false) => {
+                // The lease nearest its end, this round's renewals counted, the lost ones not.
+                let oldest = beats
+                    .iter()
+                    .filter(|beat| !beat.lost.is_cancelled())
+                    .map(|beat| beat.state().renewed)
+                    .min()
+                    .unwrap_or(sent);
                 let holds = oldest + self.length;
                 tracing::warn!(
                     queue = self.queue.name(),
