@@ -55,12 +55,14 @@ while i <= #ARGV do
   i = i + 2
 end
 err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
-  or type_error(KEYS[7], 'zset') or type_error(KEYS[8], 'zset')
+if err then return err end
+local head
+head, err = pending_head(KEYS[7], count or 1)
+err = err or type_error(KEYS[8], 'zset')
   or type_error(KEYS[9], 'hash') or type_error(KEYS[10], 'hash') or type_error(KEYS[11], 'zset')
 if err then return err end
 -- The records the claim may take, read and checked once, here, before the
 -- ack's writes: the ack changes none of what the claim reads.
-local head = {ids = redis.call('ZRANGE', KEYS[7], 0, (count or 1) - 1)}
 head.records, err = read_records(prefix, head.ids, 'attempts', 'payload')
 if err then return err end
 local keep

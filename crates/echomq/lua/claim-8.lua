@@ -46,8 +46,10 @@ if err then return err end
 local opts
 opts, err = options(2, {COUNT = {CLAIM_COUNT_MIN, CLAIM_COUNT_MAX}})
 if err then return err end
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset')
+local head
+head, err = pending_head(KEYS[1], opts.COUNT or 1)
+err = err or type_error(KEYS[2], 'zset')
 if err then return err end
 local keys = {pending = KEYS[1], active = KEYS[2], config = KEYS[3], rate = KEYS[4], policy = KEYS[5],
   events = KEYS[6] or false, headers = KEYS[7] or false, wake = KEYS[8] or false}
-return claim_jobs(keys, prefix, lease, opts.COUNT or 1)
+return claim_jobs(keys, prefix, lease, opts.COUNT or 1, head)

@@ -2,12 +2,16 @@
 up to `count` jobs as the gate lets through, each under a new lease. The
 order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/lease.rs).
+pending_head(pending, count) reads the head of pending where the call
+checks pending's type, before any other key's: its first `count` ids
+(head.ids) and whether more wait behind them (head.more), or nil and an
+error reply.
 claim_jobs(k, prefix, lease, count, head) takes the keys by name, k.pending,
 k.active, k.config, k.rate, k.policy, and the optional k.events,
-k.headers and k.wake (false: not passed), and optionally the head of
-pending already read and checked (ACKNEXT's, before its ack): head.ids and
-head.records, each record's attempts and payload, not read again. It
-returns CLAIM's reply, or an error reply before its first write.
+k.headers and k.wake (false: not passed), and the head, which may carry
+head.records, each record's attempts and payload already read and checked
+(ACKNEXT's, before its ack), not read again. It returns CLAIM's reply, or
+an error reply before its first write.
 ]]
 --@include record
 --@include gate
@@ -22,6 +26,17 @@ local function side_hash(key)
   local err = type_error(key, 'hash')
   if err then return nil, err end
   return typed[key] == 'hash'
+end
+
+-- One id more than asked for tells whether more wait. ZRANGE is also the
+-- type check: it refuses a key that holds no sorted set, and only then is
+-- TYPE asked, for type_error's message.
+local function pending_head(pending, count)
+  local ids = redis.pcall('ZRANGE', pending, 0, count)
+  if ids['err'] then return nil, type_error(pending, 'zset') end
+  local more = #ids > count
+  if more then ids[count + 1] = nil end
+  return {ids = ids, more = more}
 end
 
 local function claim_jobs(k, prefix, lease, count, head)
@@ -41,24 +56,22 @@ local function claim_jobs(k, prefix, lease, count, head)
   end
   local claimed, logged = {}, {}
   local ids, records = {}, {}
-  if head then
-    for i = 1, math.min(room, #head.ids) do
-      ids[i], records[i] = head.ids[i], head.records[i]
-    end
-  elseif room > 0 then
-    ids = redis.call('ZRANGE', k.pending, 0, room - 1)
+  for i = 1, math.min(room, #head.ids) do
+    ids[i] = head.ids[i]
+    if head.records then records[i] = head.records[i] end
   end
   if #ids == 0 then
     spend(k.rate, log, logged)
     if held then claimed[1] = held end
     return claimed
   end
-  if head then
+  if head.records then
     redis.call('ZREM', k.pending, unpack(ids))
   else
     records, err = take(k.pending, prefix, ids, 'attempts', 'payload')
     if err then return err end
   end
+  local left = head.more or #head.ids > #ids
 
   -- One moment for the whole claim: the gate's, when it read the clock.
   local deadline = (log and log.now or now_ms()) + lease
@@ -85,7 +98,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   spend(k.rate, log, logged)
   -- Jobs left that the gate would let through: the next waiting claim
   -- takes them (a chain, one claimer woken at a time).
-  if #claimed > 0 and not held and redis.call('ZCARD', k.pending) > 0 then
+  if #claimed > 0 and not held and left then
     wake(k.wake)
   end
   if held then claimed[#claimed + 1] = held end

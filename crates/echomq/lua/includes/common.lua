@@ -15,10 +15,15 @@ local function emq_error(code, text)
   return redis.error_reply(code .. ' ' .. text)
 end
 
--- The server's clock, in milliseconds since the Unix epoch.
+-- The server's clock, in milliseconds since the Unix epoch: read once a
+-- call, so that everything one transition stamps shares one moment.
+local clock_ms = nil
 local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not clock_ms then
+    local t = redis.call('TIME')
+    clock_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return clock_ms
 end
 
 -- An integer argument: decimal, an optional '-', at most MAX_DIGITS digits,
@@ -130,4 +135,22 @@ local function type_error(key, want)
   if found ~= 'none' and found ~= want then
     return emq_error('EMQTYPE', key .. ' holds a ' .. found .. ', not a ' .. want)
   end
+end
+
+-- The queue's settings that transitions read (emq:{q}:config): the gate's,
+-- then the event log's length, by position (SETTING_*). One HMGET a call,
+-- which is also the key's type check: HMGET refuses a key that holds no
+-- hash, and only then is TYPE asked, for type_error's message. A missing
+-- key reads as all false. A call that writes the settings reads them after
+-- its writes (CONFIG), never before.
+local SETTING_PAUSED, SETTING_CONCURRENCY, SETTING_RATE, SETTING_PER, SETTING_PAUSED_UNTIL, SETTING_EVENTS =
+  1, 2, 3, 4, 5, 6
+local settings_key, settings_read = nil, nil
+local function settings(config)
+  if settings_key ~= config then
+    local read = redis.pcall('HMGET', config, 'paused', 'concurrency', 'rate', 'per', 'paused_until', 'events')
+    if read['err'] then return nil, type_error(config, 'hash') end
+    settings_key, settings_read = config, read
+  end
+  return settings_read
 end

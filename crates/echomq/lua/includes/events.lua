@@ -11,9 +11,12 @@ is the log's length (0: off; unset: EVENTS_KEEP).
 -- and `config` a hash (or nothing).
 local function events_keep(events, config)
   if not events then return nil end
-  local err = type_error(events, 'stream') or type_error(config, 'hash')
+  local err = type_error(events, 'stream')
   if err then return nil, err end
-  local keep = tonumber(redis.call('HGET', config, 'events')) or EVENTS_KEEP
+  local s
+  s, err = settings(config)
+  if err then return nil, err end
+  local keep = tonumber(s[SETTING_EVENTS]) or EVENTS_KEEP
   if keep > 0 then return keep end
 end
 

@@ -1,14 +1,14 @@
---[[ The claim gate, the one place a transition that hands out jobs reads the
-queue's settings (emq:{q}:config), and the one place it logs a rate-limited
-claim (emq:{q}:rate): paused? room under the concurrency limit? a rate slot?
+--[[ The claim gate, the one place a transition that hands out jobs looks at
+the queue's settings (emq:{q}:config, read by common's settings), and the
+one place it logs a rate-limited claim (emq:{q}:rate): paused? room under
+the concurrency limit? a rate slot?
 gate(config, active, rate, count) returns how many jobs the claim may take;
 why it may take fewer than count (-1 paused, 0 at the concurrency limit,
 n > 0 ms until the rate's next slot or the end of a timed pause), or nil
-when it held nothing back; the
-log's state for spend (nil without a rate); or an error reply as its last
-value. It writes nothing. With no settings it costs one TYPE (none when
-the call asked already); rate is
-type-checked only when a rate is set, since only then is it read.
+when it held nothing back; the log's state for spend (nil without a rate);
+or an error reply as its last value. It writes nothing. With no settings it
+costs one HMGET, which the event log's length shares; rate is type-checked
+only when a rate is set, since only then is it read.
 spend(rate, log, claimed) then drops what left the window (at most
 SWEEP_LIMIT entries, the oldest, in one ZREM as the core's store sends it)
 and logs each claimed `<id>:<token>` at the gate's now.
@@ -16,29 +16,27 @@ and logs each claimed `<id>:<token>` at the gate's now.
 --@include common
 
 local function gate(config, active, rate, count)
-  local err = type_error(config, 'hash')
+  local s, err = settings(config)
   if err then return nil, nil, nil, err end
-  if typed[config] == 'none' then return count end
-  local s = redis.call('HMGET', config, 'paused', 'concurrency', 'rate', 'per', 'paused_until')
   local function setting(i)
     local n = tonumber(s[i])
     if n and n >= 1 then return n end
   end
-  if setting(1) == 1 then return 0, -1 end
+  if setting(SETTING_PAUSED) == 1 then return 0, -1 end
   -- A timed pause (DEFER's): nothing until the server's clock reaches it.
   local clock = nil
-  local paused_until = setting(5)
+  local paused_until = setting(SETTING_PAUSED_UNTIL)
   if paused_until then
     clock = now_ms()
     if paused_until > clock then return 0, paused_until - clock end
   end
   local room, held, log = count, nil, nil
-  local concurrency = setting(2)
+  local concurrency = setting(SETTING_CONCURRENCY)
   if concurrency then
     local left = math.max(concurrency - redis.call('ZCARD', active), 0)
     if left < room then room, held = left, 0 end
   end
-  local limit, per = setting(3), setting(4)
+  local limit, per = setting(SETTING_RATE), setting(SETTING_PER)
   if limit and per then
     local err = type_error(rate, 'zset')
     if err then return nil, nil, nil, err end
