@@ -7,7 +7,9 @@
 // starts (`autorun: false`, `waitUntilReady`), completions are counted
 // in-process (`completed` events), and the server's µs per job comes from
 // INFO commandstats over the same window.
+import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Queue, Worker } from 'bullmq';
 import IORedis from 'ioredis';
 
@@ -212,6 +214,75 @@ async function recovery() {
   await queue.close();
 }
 
+// process-4x25: four worker processes at concurrency 25 on one queue, as on
+// EchoMQ's side (bench/src/compare/processes.rs): each child warms on a queue
+// of its own, starts at 'go', stops at 'stop' and reports its count, its start
+// and its last completion (µs since the Unix epoch); the parent only decides
+// when to say 'stop' and reports the children's window.
+const PROCESSES = 4, PER_PROCESS = 25;
+const wallUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
+
+// Each message of `source` (a child process, or this process's parent), in order.
+function inbox(source) {
+  const waiting = [], arrived = [];
+  source.on('message', (m) => (waiting.length ? waiting.shift()(m) : arrived.push(m)));
+  return () => (arrived.length ? Promise.resolve(arrived.shift()) : new Promise((r) => waiting.push(r)));
+}
+
+async function workerChild(name) {
+  const next = inbox(process);
+  const share = Math.floor(JOBS / PROCESSES);
+  const warm = await readyQueue();
+  await addBulk(warm, share);
+  const warming = await readyWorker(warm.name, PER_PROCESS);
+  const warmed = completions([warming], share);
+  warming.run();
+  await warmed;
+  await warming.close();
+  await warm.close();
+  const worker = await readyWorker(name, PER_PROCESS);
+  let count = 0, last = 0;
+  worker.on('completed', () => { count += 1; last = wallUs(); });
+  process.send('ready');
+  if ((await next()) !== 'go') throw new Error('expected go');
+  const first = wallUs();
+  worker.run();
+  if ((await next()) !== 'stop') throw new Error('expected stop');
+  await worker.close();
+  // Sent before this process exits: its callback runs once the message went.
+  await new Promise((sent) => process.send({ count, first, last: last || first }, sent));
+}
+
+async function processes() {
+  const queue = await readyQueue();
+  await addBulk(queue, JOBS);
+  const file = fileURLToPath(import.meta.url);
+  const children = Array.from({ length: PROCESSES },
+    () => fork(file, [url, 'worker-child', jobsArg, payloadArg, queue.name]));
+  const inboxes = children.map(inbox);
+  for (const next of inboxes) if ((await next()) !== 'ready') throw new Error('expected ready');
+  await start();
+  for (const child of children) child.send('go');
+  const deadline = performance.now() + 600_000;
+  for (;;) {
+    const counts = await queue.getJobCounts('wait', 'active', 'prioritized');
+    if (counts.wait + counts.active + counts.prioritized === 0) break;
+    if (performance.now() > deadline) throw new Error(`the worker processes stalled: ${JSON.stringify(counts)}`);
+    await sleep(10);
+  }
+  const reports = [];
+  for (let i = 0; i < PROCESSES; i++) {
+    children[i].send('stop');
+    reports.push(await inboxes[i]());
+  }
+  const usec = await serverUsec();
+  const done = reports.reduce((n, r) => n + r.count, 0);
+  if (done !== JOBS) throw new Error(`${done} of ${JOBS} jobs finished: ${JSON.stringify(reports)}`);
+  const first = Math.min(...reports.map((r) => r.first)), last = Math.max(...reports.map((r) => r.last));
+  emit('process-4x25', done / ((last - first) / 1e6), 'jobs/s', usec / done);
+  await queue.close();
+}
+
 function versions() {
   const version = (name) =>
     JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
@@ -222,6 +293,9 @@ if (workload === 'versions') versions();
 else if (workload === 'latency') await latency();
 else if (workload === 'memory') await memory();
 else if (workload === 'recovery') await recovery();
+else if (workload === 'process-4x25') await processes();
+// A child of process-4x25; the queue's name comes after the payload's size.
+else if (workload === 'worker-child') await workerChild(process.argv[6]);
 else {
   // The whole workload once first, untimed, in this same process (the JIT
   // warms; EchoMQ's side does the same), then the measurement. A tenth was

@@ -30,9 +30,11 @@ NO_EVENTS_WORKLOADS = {"add-bulk", "process-c1", "process-c100", "end-to-end"}
 # Throughput workloads, in the table's order; the ceiling right after add-bulk.
 WORKLOADS = ["add-50", "add-bulk", "hset-zadd", "seed-lua", "add-bulk-1kb",
              "process-c1", "process-c10", "process-c100", "process-c100-1kb",
-             "process-c100-1ms", "process-c100-10ms", "queues-100", "end-to-end",
+             "process-c100-1ms", "process-c100-10ms", "process-4x25", "queues-100", "end-to-end",
              "add-bulk-aof", "process-c100-aof", "end-to-end-aof"]
 CEILING = {"hset-zadd", "seed-lua"}
+# Four worker processes on one queue (process-4x25): a server to share.
+SHARED = {"process-4x25"}
 WORKLOADS = [w for w in WORKLOADS if w in env.get("WORKLOADS", " ".join(WORKLOADS)).split()]
 out = open(results, "a")
 
@@ -79,8 +81,10 @@ def throughput_rounds():
             base, target = workload, url
             if workload.endswith("-aof"):
                 base, target = workload.removesuffix("-aof"), aof_url
+            # The embedded executor has no server for a second process to share.
+            shared = workload.endswith("-aof") or workload in SHARED
             systems = ["ceiling"] if workload in CEILING else [
-                s for s in SYSTEMS if not (s == "echomq-embedded" and workload.endswith("-aof"))]
+                s for s in SYSTEMS if not (s == "echomq-embedded" and shared)]
             if workload in NO_EVENTS_WORKLOADS:
                 systems += NO_EVENTS
             shift = round_ % len(systems)

@@ -18,6 +18,7 @@
 //! # Layout
 //! - `compare.rs`: options, the workloads' dispatch, the JSON lines.
 //! - `compare/counted.rs`: the in-process completion count.
+//! - `compare/processes.rs`: `process-4x25`, four worker processes on one queue.
 //! - `compare/ceiling.rs`: raw HSET+ZADD and the seed's script from this client.
 //! - `compare/server.rs`: the server's own figures (commandstats, memory).
 
@@ -34,6 +35,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 mod ceiling;
 #[path = "compare/counted.rs"]
 mod counted;
+#[path = "compare/processes.rs"]
+mod processes;
 #[path = "compare/server.rs"]
 mod server;
 
@@ -72,6 +75,9 @@ struct Options {
     /// The latency workload: the worker's concurrency.
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
+    /// The queue a `worker-child` works (its parent, `process-4x25`, names it).
+    #[arg(long, hide = true)]
+    queue: Option<String>,
     /// Turn each queue's event log off (CONFIG EVENTS 0), to measure what
     /// the log costs: the system is then `echomq-<via>-noevents`.
     #[arg(long)]
@@ -370,6 +376,12 @@ async fn main() {
     let system = format!("echomq-{}{}", options.via, if options.no_events { "-noevents" } else { "" });
     match options.workload.as_deref() {
         Some("latency") => run_latency(&via, &system, &options).await,
+        Some("process-4x25") => {
+            assert!(options.via != "embedded", "worker processes share a server: lua or native");
+            let (rate, server_us) = processes::parent(&via, &options).await;
+            emit(&system, "process-4x25", rate, "jobs/s", server_us);
+        }
+        Some("worker-child") => processes::child(&via, &options).await,
         Some("recovery") => {
             let seconds = recovery(&via, &options).await;
             emit(&system, "recovery", seconds, "s", None);
