@@ -58,6 +58,26 @@ fn echomq_compare_prints_every_figure_for_every_executor() {
 }
 
 #[test]
+fn four_worker_processes_share_one_queue() {
+    let server =
+        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
+    for via in ["lua", "native"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_echomq-compare"))
+            .args(["--url", &server.url(), "--via", via, "--workload", "process-4x25", "--jobs", "400"])
+            .output()
+            .expect("run echomq-compare");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        // The parent asserts that the children finished every job once.
+        assert!(output.status.success(), "{via}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            stdout.contains(&format!(r#"{{"system":"echomq-{via}","workload":"process-4x25","value":"#))
+                && stdout.contains("server_us"),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
 fn the_ceiling_runs_from_the_same_client() {
     let server = RedisServer::start();
     for workload in ["hset-zadd", "seed-lua"] {
