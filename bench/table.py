@@ -34,8 +34,13 @@ def figure(x, unit):
     return f"{x:,.0f}" if unit == "jobs/s" else f"{x:,.2f}"
 
 
+def width(system):
+    """A column's width: 16, or the system's name and two spaces."""
+    return max(16, len(system) + 2)
+
+
 def table(title, cell, ratios):
-    header = f"{title:<34}" + "".join(f"{s:>16}" for s in SYSTEMS)
+    header = f"{title:<34}" + "".join(f"{s:>{width(s)}}" for s in SYSTEMS)
     if ratios:
         header += f"{'lua/bullmq':>12}{'native/bullmq':>15}{'native/ceiling':>16}"
     print(header)
@@ -46,7 +51,7 @@ def table(title, cell, ratios):
         cells = [cell(w, s, unit) for s in SYSTEMS]
         if not any(cells):
             continue
-        line = f"{w + ' (' + unit + ')':<34}" + "".join(f"{c:>16}" for c in cells)
+        line = f"{w + ' (' + unit + ')':<34}" + "".join(f"{c:>{width(s)}}" for c, s in zip(cells, SYSTEMS))
         if ratios:
             m = {s: med([v for v, _ in found[s]]) for s in found}
             ratio = lambda a, b: f"{m[a] / m[b]:.2f}x" if m.get(a) and m.get(b) else ""
