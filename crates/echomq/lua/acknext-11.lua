@@ -66,7 +66,7 @@ if err then return err end
 head.records, err = read_records(prefix, head.ids, 'attempts', 'payload')
 if err then return err end
 local keep
-keep, err = events_keep(KEYS[5], KEYS[6])
+keep, err = events_keep(KEYS[5], KEYS[6], events_setting)
 if err then return err end
 
 ack_job(id, result, keep)

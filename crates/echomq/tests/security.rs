@@ -268,6 +268,27 @@ async fn a_lua_worker_denied_bzpopmin_polls() {
     full_run(queue).await;
 }
 
+/// A read a script sends with `redis.pcall` (its key's type check too) that
+/// an ACL refuses: the call is refused with the ACL's own words, changes
+/// nothing, and is not mistaken for a key of the wrong type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_read_an_acl_refuses_says_so() {
+    let server = server(Via::Lua, &[]);
+    create_user(&server, "worker", "hm-secret", &format!("{WORKER_LUA} -hmget -zrange")).await;
+    let executor = connect_as(&server, "worker", "hm-secret").await.expect("connect as worker");
+    let queue = Queue::with_executor(executor, &unique_queue("acl")).unwrap();
+    let id = queue.enqueue(b"kept".to_vec()).await.unwrap();
+    let refusal = queue.claim(Duration::from_secs(60)).await.unwrap_err().to_string();
+    // Redis 7.0's words for an ACL refusal inside a script (NOPERM elsewhere).
+    let acl = refusal.contains("can't run this command") || refusal.to_lowercase().contains("noperm");
+    assert!(acl, "{refusal}");
+    assert!(!refusal.contains("EMQTYPE") && !refusal.contains("attempt to"), "{refusal}");
+    create_user(&server, "operator", "0perator-secret", operator(Via::Lua)).await;
+    let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
+    let operator = Queue::with_executor(operator, queue.name()).unwrap();
+    assert_eq!(state(&operator, &id).await, Some((State::Pending, 0)), "the claim changed nothing");
+}
+
 /// With the prompt-stop rules, a native worker whose claim waits five
 /// minutes for work stops at once; without them it would sit the wait out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

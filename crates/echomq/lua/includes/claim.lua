@@ -29,11 +29,11 @@ local function side_hash(key)
 end
 
 -- One id more than asked for tells whether more wait. ZRANGE is also the
--- type check: it refuses a key that holds no sorted set, and only then is
--- TYPE asked, for type_error's message.
+-- type check (read_error).
 local function pending_head(pending, count)
   local ids = redis.pcall('ZRANGE', pending, 0, count)
-  if ids['err'] then return nil, type_error(pending, 'zset') end
+  local err = read_error(ids, pending, 'zset')
+  if err then return nil, err end
   local more = #ids > count
   if more then ids[count + 1] = nil end
   return {ids = ids, more = more}
@@ -48,7 +48,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   headers, err = side_hash(k.headers)
   if err then return err end
   local keep
-  keep, err = events_keep(k.events, k.config)
+  keep, err = events_keep(k.events, k.config, events_setting)
   if err then return err end
   if k.wake then
     err = type_error(k.wake, 'zset')

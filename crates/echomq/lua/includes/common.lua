@@ -137,20 +137,12 @@ local function type_error(key, want)
   end
 end
 
--- The queue's settings that transitions read (emq:{q}:config): the gate's,
--- then the event log's length, by position (SETTING_*). One HMGET a call,
--- which is also the key's type check: HMGET refuses a key that holds no
--- hash, and only then is TYPE asked, for type_error's message. A missing
--- key reads as all false. A call that writes the settings reads them after
--- its writes (CONFIG), never before.
-local SETTING_PAUSED, SETTING_CONCURRENCY, SETTING_RATE, SETTING_PER, SETTING_PAUSED_UNTIL, SETTING_EVENTS =
-  1, 2, 3, 4, 5, 6
-local settings_key, settings_read = nil, nil
-local function settings(config)
-  if settings_key ~= config then
-    local read = redis.pcall('HMGET', config, 'paused', 'concurrency', 'rate', 'per', 'paused_until', 'events')
-    if read['err'] then return nil, type_error(config, 'hash') end
-    settings_key, settings_read = config, read
+-- A read sent with redis.pcall that may double as its key's type check
+-- (HMGET, HGET, ZRANGE refuse a key of another type): nil when it was
+-- answered, else type_error's reply when the key's type is wrong (TYPE is
+-- asked only then), else the refusal itself (an ACL's NOPERM, say).
+local function read_error(reply, key, want)
+  if type(reply) == 'table' and reply['err'] then
+    return type_error(key, want) or reply
   end
-  return settings_read
 end

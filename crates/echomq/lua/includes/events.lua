@@ -8,15 +8,23 @@ is the log's length (0: off; unset: EVENTS_KEEP).
 
 -- How many entries the log at `events` keeps, or nil (no events key, or the
 -- log is off). The last check before a write: `events` must hold a stream
--- and `config` a hash (or nothing).
-local function events_keep(events, config)
+-- and `config` a hash (or nothing); config's read is its type check. A call
+-- that claims passes `read` (gate's events_setting), which reads all the
+-- queue's settings at once; any other reads only the log's length, with
+-- HGET, which a producer's ACL allows (SECURITY.md).
+local function events_keep(events, config, read)
   if not events then return nil end
   local err = type_error(events, 'stream')
   if err then return nil, err end
-  local s
-  s, err = settings(config)
+  local keep
+  if read then
+    keep, err = read(config)
+  else
+    keep = redis.pcall('HGET', config, 'events')
+    err = read_error(keep, config, 'hash')
+  end
   if err then return nil, err end
-  local keep = tonumber(s[SETTING_EVENTS]) or EVENTS_KEEP
+  keep = tonumber(keep) or EVENTS_KEEP
   if keep > 0 then return keep end
 end
 

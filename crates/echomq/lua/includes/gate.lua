@@ -15,6 +15,30 @@ and logs each claimed `<id>:<token>` at the gate's now.
 ]]
 --@include common
 
+-- The queue's settings that a claim reads, by position (SETTING_*): the
+-- gate's, and the event log's length. One HMGET a call, which is also the
+-- key's type check (read_error); a missing key reads as all false.
+local SETTING_PAUSED, SETTING_CONCURRENCY, SETTING_RATE, SETTING_PER, SETTING_PAUSED_UNTIL, SETTING_EVENTS =
+  1, 2, 3, 4, 5, 6
+local settings_key, settings_read = nil, nil
+local function settings(config)
+  if settings_key ~= config then
+    local read = redis.pcall('HMGET', config, 'paused', 'concurrency', 'rate', 'per', 'paused_until', 'events')
+    local err = read_error(read, config, 'hash')
+    if err then return nil, err end
+    settings_key, settings_read = config, read
+  end
+  return settings_read
+end
+
+-- The event log's length as the settings hold it, for events_keep: a call
+-- that claims reads it with the gate's settings.
+local function events_setting(config)
+  local s, err = settings(config)
+  if err then return nil, err end
+  return s[SETTING_EVENTS]
+end
+
 local function gate(config, active, rate, count)
   local s, err = settings(config)
   if err then return nil, nil, nil, err end

@@ -45,9 +45,7 @@ local function read_record(key, ...)
     local err = elsewhere_error(key)
     if err then return nil, err end
   end
-  if fields['err'] then
-    return nil, emq_error('EMQTYPE', key .. ' holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a hash')
-  end
+  if fields['err'] then return nil, read_error(fields, key, 'hash') end
   return fields
 end
 
