@@ -230,6 +230,8 @@ function inbox(source) {
 }
 
 async function workerChild(name) {
+  // A parent gone (a failed run) takes its children with it.
+  process.on('disconnect', () => process.exit(1));
   const next = inbox(process);
   const share = Math.floor(JOBS / PROCESSES);
   const warm = await readyQueue();
