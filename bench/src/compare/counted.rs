@@ -32,9 +32,12 @@ struct Processed;
 impl CounterFn for Processed {
     fn increment(&self, value: u64) {
         let count = COMPLETIONS.count.fetch_add(value, Ordering::AcqRel) + value;
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
-        COMPLETIONS.last_us.fetch_max(wall, Ordering::AcqRel);
-        if count >= COMPLETIONS.expected.load(Ordering::Acquire) {
+        let expected = COMPLETIONS.expected.load(Ordering::Acquire);
+        if expected == u64::MAX {
+            // Counting with no end in sight (`restart`): the time of the last one is the figure.
+            let wall = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+            COMPLETIONS.last_us.fetch_max(wall, Ordering::AcqRel);
+        } else if count >= expected {
             let at = Instant::now();
             if let Some(reached) = COMPLETIONS.reached.lock().unwrap().take() {
                 let _ = reached.send(at);
@@ -82,7 +85,7 @@ pub(crate) fn expect(jobs: usize) -> impl std::future::Future<Output = Instant> 
     async move { at.await.expect("the count reached") }
 }
 
-/// Count from zero, expecting nothing.
+/// Count from zero, expecting nothing, and keep when the last one came.
 pub(crate) fn restart() {
     *COMPLETIONS.reached.lock().unwrap() = None;
     reset(u64::MAX);
