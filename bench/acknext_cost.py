@@ -46,18 +46,33 @@ def commandstats(r):
     return stats
 
 
-def one_round(r, sha, queue, jobs):
-    """µs per ACKNEXT and calls into Redis per ACKNEXT, for `jobs` jobs on `queue`."""
+def load(r, build):
+    """The SHAs of `build`'s ENQUEUE, CLAIM and ACKNEXT scripts, loaded."""
+    def one(name):
+        return r.call("SCRIPT", "LOAD", open(os.path.join(build, name)).read())
+    return {"enqueue": one("enqueue-11.lua"), "claim": one("claim-8.lua"), "acknext": one("acknext-11.lua")}
+
+
+def arrange(r, sha, queue, jobs):
+    """`jobs` jobs enqueued on `queue` (ENQUEUE's two-key form) and the first
+    claimed; the `jobs - 1` ACKNEXTs that ack each and claim the next."""
     p = "emq:{%s}:" % queue
     ids = ["JOB_%026d" % i for i in range(jobs)]
     pipelined(r, [["EVALSHA", sha["enqueue"], 2, p + "job:" + i, p + "pending", i, "payload"] for i in ids])
     r.call("EVALSHA", sha["claim"], len(CLAIM_KEYS), *[p + k for k in CLAIM_KEYS], 60000)
-    r.call("CONFIG", "RESETSTAT")
-    pipelined(r, [
+    return [
         ["EVALSHA", sha["acknext"], 1 + len(NEXT_KEYS), p + "job:" + ids[n], *[p + k for k in NEXT_KEYS],
          ids[n], 1, 60000, "COUNT", 1]
         for n in range(jobs - 1)
-    ])
+    ]
+
+
+def one_round(r, sha, queue, jobs):
+    """µs per ACKNEXT and calls into Redis per ACKNEXT, for `jobs` jobs on `queue`."""
+    p = "emq:{%s}:" % queue
+    acknexts = arrange(r, sha, queue, jobs)
+    r.call("CONFIG", "RESETSTAT")
+    pipelined(r, acknexts)
     stats = commandstats(r)
     calls, usec = stats["evalsha"]
     assert calls == jobs - 1, stats["evalsha"]
@@ -73,11 +88,7 @@ def main():
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 11
     server, r = start_server()
     try:
-        shas = []
-        for build in builds:
-            load = lambda name: r.call("SCRIPT", "LOAD", open(os.path.join(build, name)).read())  # noqa: E731
-            shas.append({"enqueue": load("enqueue-11.lua"), "claim": load("claim-8.lua"),
-                         "acknext": load("acknext-11.lua")})
+        shas = [load(r, build) for build in builds]
         per_call = {build: [] for build in builds}
         inside = {}
         for n in range(rounds):

@@ -16,10 +16,9 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from resp import Redis, free_port  # noqa: E402
+from resp import start_server  # noqa: E402
 
 N = 2000
 SCENARIOS = {
@@ -29,26 +28,10 @@ SCENARIOS = {
 }
 
 
-def start(module, out):
-    """A redis-server with `module` under callgrind (its profile to `out`),
-    and a client once it answers."""
-    port = free_port()
-    server = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "redis-server", "--port", str(port),
-         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule", module],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        try:
-            r = Redis(f"redis://127.0.0.1:{port}")
-            r.call("PING")
-            return server, r
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("redis-server under callgrind did not answer")
-
-
 def run(module, settings, out):
-    server, r = start(module, out)
+    # A profile to `out`.
+    server, r = start_server("--loadmodule", module, under=["valgrind", "--tool=callgrind",
+                                                             f"--callgrind-out-file={out}"], wait=60)
     k = lambda name: "emq:{q}:" + name  # noqa: E731
     if settings:
         r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), *settings)

@@ -46,16 +46,20 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_server():
+def start_server(*args, under=(), wait=5.0):
     """A throwaway redis-server on a free loopback port, nothing saved, and a
-    client once it answers. Stop it with `.terminate()`."""
+    client once it answers. `args`: more of the server's arguments
+    (`--loadmodule`, say); `under`: a command to run it under (valgrind's,
+    which wants a longer `wait`, in seconds). Stop it with `.terminate()`."""
     import subprocess
     import time
     port = free_port()
     server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [*under, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         *args],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
         try:
             client = Redis(f"redis://127.0.0.1:{port}")
             client.call("PING")

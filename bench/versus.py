@@ -14,7 +14,6 @@ A benchmark, not a test: it prints figures and asserts nothing."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
