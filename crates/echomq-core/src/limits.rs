@@ -80,6 +80,8 @@ pub const MAX_ATTEMPTS: RangeInclusive<u64> = 0..=2_147_483_647;
 pub const TIMEOUT_MS: RangeInclusive<u64> = 1..=2_147_483_647;
 /// How many jobs one CLAIM may take (COUNT).
 pub const CLAIM_COUNT: RangeInclusive<u64> = 1..=1000;
+/// How many jobs one ACKMANY may finish.
+pub const ACKS: RangeInclusive<u64> = 1..=1000;
 /// How many jobs one REAP, PROMOTE or PURGE may move (LIMIT); also its default.
 pub const SWEEP_LIMIT: RangeInclusive<u64> = 1..=1000;
 /// A queue's concurrency limit (CONFIG CONCURRENCY): at most this many jobs

@@ -16,6 +16,10 @@ pub enum Reply {
     Nil,
     /// An array.
     Array(Vec<Reply>),
+    /// An error reply inside an array: one item's own refusal (ACKMANY's
+    /// per-job answers). A transition's refusal of the whole call is its
+    /// [`Answer`]'s `Err`, never this.
+    Error(Refusal),
 }
 
 /// A transition's refusal: `EMQ<NAME> <text>`. Nothing was written.

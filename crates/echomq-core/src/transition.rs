@@ -77,7 +77,7 @@ macro_rules! transitions {
 }
 
 transitions!(
-    Enqueue, Claim, Ack, AckNext, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats,
+    Enqueue, Claim, Ack, AckNext, AckMany, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry, Inspect, Stats,
     Config, Progress, Schedule, Unschedule, Schedules, Fire, Drain, Obliterate, Trim, Defer, Batch, Settle,
 );
 

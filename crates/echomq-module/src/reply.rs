@@ -18,7 +18,8 @@ pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, outcome: &Answer) {
     }
 }
 
-/// Send one reply, arrays recursively.
+/// Send one reply, arrays recursively; an item's own refusal inside an
+/// array as an error reply there.
 pub(crate) fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
     match reply {
         Reply::Int(n) => {
@@ -38,6 +39,7 @@ pub(crate) fn send_reply(ctx: *mut raw::RedisModuleCtx, reply: &Reply) {
                 send_reply(ctx, item);
             }
         }
+        Reply::Error(refusal) => send_error(ctx, &error_line(refusal)),
     }
 }
 

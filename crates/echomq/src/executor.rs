@@ -225,6 +225,19 @@ fn sized_command(call: &Call, head: &[&str]) -> redis::Cmd {
     command
 }
 
+/// One command's reply: an error reply is the command's error, and an array
+/// keeps the error replies inside it (ACKMANY's per-job refusals), where
+/// `query_async` would make the first of them the whole reply's.
+async fn query_one<C>(conn: &C, command: &redis::Cmd) -> redis::RedisResult<Value>
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    match conn.clone().req_packed_command(command).await? {
+        Value::ServerError(err) => Err(err.into()),
+        value => Ok(value),
+    }
+}
+
 /// Run `transition` on the queue `keys` through `via`, and read its reply.
 pub async fn execute<T: Transition>(
     via: &dyn Executor,

@@ -431,11 +431,13 @@ impl Queue {
         self.run(&AckNext { ack, lease, count }).await
     }
 
-    /// Finish many claimed jobs in one round trip; each ack's own outcome
+    /// Finish many claimed jobs, at most 1000 ([`limits::ACKS`](echomq_core::limits::ACKS)),
+    /// in one call (ACKMANY); each ack's own outcome, in order
     /// ([`Error::Fence`](crate::Error::Fence) for a job whose lease was lost).
+    /// The outer error is the call's: a refusal of the whole call (a key of
+    /// the wrong type) acked nothing.
     pub async fn ack_batch(&self, jobs: &[Claimed]) -> Result<Vec<Result<()>>> {
-        let calls: Vec<Ack> = jobs.iter().map(Ack::of).collect();
-        execute_batch(&*self.via, &self.keys, &calls).await
+        ack_many(&*self.via, &self.keys, &AckMany { acks: jobs.iter().map(Ack::of).collect() }).await
     }
 
     /// Report a claimed job's failure: it retries after the policy's back-off,
@@ -751,6 +753,19 @@ impl Queue {
         }
         Ok(enqueued)
     }
+}
+
+/// Run `call`, one ACKMANY: each job's own outcome in order, a refusal
+/// naming its job. The outer error is the call's: the connection's, or a
+/// refusal of the whole call, which acked nothing.
+pub(crate) async fn ack_many(via: &dyn Executor, keys: &Keyspace, call: &AckMany) -> Result<Vec<Result<()>>> {
+    let outcomes = execute(via, keys, call).await?;
+    if outcomes.len() != call.acks.len() {
+        let (got, sent) = (outcomes.len(), call.acks.len());
+        return Err(crate::Error::Reply(format!("ACKMANY answered {got} replies for {sent} jobs")));
+    }
+    let named = outcomes.into_iter().zip(&call.acks);
+    Ok(named.map(|(outcome, ack)| outcome.map_err(|err| err.at(AckMany::NAME, keys.queue(), Some(&ack.id)))).collect())
 }
 
 #[cfg(test)]

@@ -398,7 +398,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 26] = [
+const SHAPES: [Shape; 27] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -447,6 +447,21 @@ const SHAPES: [Shape; 26] = [
             ("COUNT", "0"),
             ("RESULT", ""),
             ("LIMIT", "1"),
+        ],
+    },
+    // Options: more jobs too, the same one again among them.
+    Shape {
+        name: Name::AckMany,
+        args: &[ID, TOKEN],
+        options: &[
+            ("RESULT", "42"),
+            ("$id", "$token"),
+            ("$id", "$stale"),
+            ("JOB_2", "1"),
+            ("result", ""),
+            ("nope", "1"),
+            ("RESULT", "x"),
+            ("JOB_3", "x"),
         ],
     },
     Shape {
@@ -621,22 +636,23 @@ impl RawCall {
                 }
             })
             .collect();
+        let word = |word: &str| match word {
+            "$id" => id.to_owned(),
+            "$token" => ARRANGED_ATTEMPTS.to_string(),
+            "$stale" => (ARRANGED_ATTEMPTS + 1).to_string(),
+            other => other.to_owned(),
+        };
         let mut args: Vec<String> = shape
             .args
             .iter()
             .zip(&self.args)
-            .map(|(pool, pick)| match pool[pick % pool.len()] {
-                "$id" => id.to_owned(),
-                "$token" => ARRANGED_ATTEMPTS.to_string(),
-                "$stale" => (ARRANGED_ATTEMPTS + 1).to_string(),
-                other => other.to_owned(),
-            })
+            .map(|(pool, pick)| word(pool[pick % pool.len()]))
             .collect();
         args.truncate(self.sent);
         if args.len() == shape.args.len() && !shape.options.is_empty() {
             for pick in &self.options {
                 let (name, value) = shape.options[pick % shape.options.len()];
-                args.extend([name.to_owned(), value.to_owned()]);
+                args.extend([word(name), word(value)]);
             }
         }
         (keys, args)
@@ -669,6 +685,7 @@ fn render(transition: &str, reply: Result<Reply, String>, [own, other]: &[String
             Reply::Bulk(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
             Reply::Nil => "nil".to_owned(),
             Reply::Array(items) => format!("[{}]", items.iter().map(text).collect::<Vec<_>>().join(", ")),
+            Reply::Error(refusal) => format!("error {refusal}"),
         }
     }
     let text = match reply {
@@ -695,6 +712,16 @@ fn render(transition: &str, reply: Result<Reply, String>, [own, other]: &[String
     text.replace(own, "$q:").replace(other, "$other:")
 }
 
+/// `command`'s reply as the server sent it: an error reply is the error, and
+/// an array keeps the error replies inside it (ACKMANY's per-job refusals).
+async fn sent(conn: &mut MultiplexedConnection, command: &redis::Cmd) -> redis::RedisResult<redis::Value> {
+    use redis::aio::ConnectionLike;
+    match conn.req_packed_command(command).await? {
+        redis::Value::ServerError(err) => Err(err.into()),
+        value => Ok(value),
+    }
+}
+
 /// A server's reply in the core's terms, an error as its text.
 fn from_redis(reply: redis::RedisResult<redis::Value>) -> Result<Reply, String> {
     fn convert(value: redis::Value) -> Reply {
@@ -704,6 +731,10 @@ fn from_redis(reply: redis::RedisResult<redis::Value>) -> Result<Reply, String> 
             redis::Value::SimpleString(text) => Reply::Bulk(text.into_bytes()),
             redis::Value::Array(items) => Reply::Array(items.into_iter().map(convert).collect()),
             redis::Value::Nil => Reply::Nil,
+            redis::Value::ServerError(err) => match echomq_core::Code::parse(err.code()) {
+                Some(code) => Reply::Error(echomq_core::Refusal::new(code, err.details().unwrap_or_default())),
+                None => Reply::Bulk(format!("{err:?}").into_bytes()),
+            },
             other => Reply::Bulk(format!("{other:?}").into_bytes()),
         }
     }
@@ -771,21 +802,14 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
     // Lua, by EVALSHA with the call's own number of keys.
     let (keys, args) = call.call(&lua, id);
     let script = redis::Script::new(&echomq::executor::script_source(name));
-    let mut invocation = script.prepare_invoke();
-    for key in &keys {
-        invocation.key(key);
-    }
-    for arg in &args {
-        invocation.arg(arg);
-    }
-    let lua_reply = render(described.name, from_redis(invocation.invoke_async(&mut c).await), &lua);
+    script.load_async(&mut c).await.unwrap();
+    let mut evalsha = redis::cmd("EVALSHA");
+    evalsha.arg(script.get_hash()).arg(keys.len()).arg(&keys).arg(&args);
+    let lua_reply = render(described.name, from_redis(sent(&mut c, &evalsha).await), &lua);
     // The module: one flat argv.
     let (keys, args) = call.call(&native, id);
-    let native_reply = render(
-        described.name,
-        from_redis(redis::cmd(described.command).arg(&keys).arg(&args).query_async(&mut c).await),
-        &native,
-    );
+    let module = redis::cmd(described.command).arg(&keys).arg(&args).clone();
+    let native_reply = render(described.name, from_redis(sent(&mut c, &module).await), &native);
     // The core, keys split as Lua has them.
     let (keys, args) = call.call(&core, id);
     let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();

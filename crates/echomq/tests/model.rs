@@ -125,6 +125,18 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             job.state = State::Done;
             "()".into()
         }),
+        Op::AckMany { ref jobs } => {
+            let outcomes: Vec<String> = jobs
+                .iter()
+                .map(|&(slot, stale)| {
+                    model.fenced(slot, token_for(tokens, slot, stale), |job| {
+                        job.state = State::Done;
+                        "()".into()
+                    })
+                })
+                .collect();
+            format!("{outcomes:?}")
+        }
         Op::Fail { slot, stale, max_attempts, short } => {
             model.fenced(slot, token_for(tokens, slot, stale), |job| {
                 let failed = if job.attempts >= job.own_attempts.unwrap_or(max_attempts) {

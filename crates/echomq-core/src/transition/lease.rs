@@ -5,13 +5,14 @@
 use super::control::{gate, spend};
 use super::events::{emit, error_text, trailing, Events};
 use super::{
-    fence, need, number, read_records, remove, take, to_pending, wake, wake_key, write_record, Taken,
+    fence, need, number, present_here, read_records, remove, take, to_pending, wake, wake_key, write_record,
+    Taken,
 };
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
-    CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT, TOKEN,
+    ACKS, CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT, TOKEN,
 };
-use crate::parse::{count, kind, lossy, options, queue_prefix};
+use crate::parse::{count, kind, lossy, options, queue_prefix, record_key};
 use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -260,24 +261,36 @@ impl<'a> Ack<'a> {
         let Fenced { keys, id, .. } = self.fenced;
         self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         let events = Events::open(store, trailing(keys, 6))?;
-        store.zrem(keys[1], id);
-        let now = store.now_ms();
-        write_record(store, keys[0], &[(b"state", b"done")], now);
-        store.zadd(keys[2], now as f64, id);
-        match self.result {
-            Some(result) => {
-                store.hset(keys[3], &[(id, result)]);
-                emit(
-                    &events,
-                    store,
-                    "completed",
-                    id,
-                    &[(b"result_bytes", result.len().to_string().as_bytes())],
-                );
-            }
-            None => emit(&events, store, "completed", id, &[]),
-        }
+        let sets = Finish { active: keys[1], done: keys[2], results: keys.get(3).copied(), events: &events };
+        sets.finish(store, keys[0], id, self.result);
         Ok(Reply::Int(1))
+    }
+}
+
+/// Where ACK, ACKNEXT and ACKMANY put a finished job.
+struct Finish<'k, 'e> {
+    active: &'k [u8],
+    done: &'k [u8],
+    results: Option<&'k [u8]>,
+    events: &'e Option<Events<'k>>,
+}
+
+impl Finish<'_, '_> {
+    /// The job `id`, whose record is at `record`, to done, its result (if
+    /// any) kept in results, with its `completed` event. After every check.
+    fn finish<S: Store>(&self, store: &mut S, record: &[u8], id: &[u8], result: Option<&[u8]>) {
+        store.zrem(self.active, id);
+        let now = store.now_ms();
+        write_record(store, record, &[(b"state", b"done")], now);
+        store.zadd(self.done, now as f64, id);
+        match (result, self.results) {
+            (Some(result), Some(results)) => {
+                store.hset(results, &[(id, result)]);
+                let bytes = result.len().to_string();
+                emit(self.events, store, "completed", id, &[(b"result_bytes", bytes.as_bytes())]);
+            }
+            _ => emit(self.events, store, "completed", id, &[]),
+        }
     }
 }
 
@@ -371,6 +384,93 @@ impl<'a> AckNext<'a> {
             block: None,
         };
         claim.apply_to(store, Some((ids, records)))
+    }
+}
+
+/// A parsed ACKMANY: many ACKs in one call, each job fenced by its own
+/// token and answered on its own.
+#[derive(Debug)]
+pub struct AckMany<'a> {
+    /// active, done, results, events, config.
+    keys: &'a [&'a [u8]],
+    prefix: &'a [u8],
+    acks: Vec<Acked<'a>>,
+}
+
+/// One job of an ACKMANY: its id, token and result.
+#[derive(Debug)]
+struct Acked<'a> {
+    id: &'a [u8],
+    token: u64,
+    result: Option<&'a [u8]>,
+}
+
+impl<'a> AckMany<'a> {
+    /// What ACKMANY is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "ackmany",
+        command: "EMQ.ACKMANY",
+        keys: &[Role::Active, Role::Done, Role::Results, Role::Events, Role::Config],
+        forms: &[5],
+        args: &["id", "token"],
+        options: &["RESULT"],
+        effect: Effect::Writes,
+        wakes_claims: false,
+    };
+
+    /// KEYS: active, done, results, events, config. ARGV: one or more jobs,
+    /// each `id token [RESULT <bytes>]`, at most [`ACKS`] of them.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckMany<'a>, Refusal> {
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let mut acks = Vec::new();
+        let mut rest = args;
+        loop {
+            if acks.len() as u64 == *ACKS.end() {
+                return Err(Refusal::arg(format!("at most {} jobs a call", ACKS.end())));
+            }
+            let id = kind(rest.first().copied())?;
+            let token = count(rest.get(1).copied(), "token", TOKEN)?;
+            rest = rest.get(2..).unwrap_or_default();
+            let mut result = None;
+            while rest.first().is_some_and(|word| word.eq_ignore_ascii_case(b"RESULT")) {
+                result = Some(ack_result(result, rest.get(1).copied())?);
+                rest = rest.get(2..).unwrap_or_default();
+            }
+            acks.push(Acked { id, token, result });
+            if rest.is_empty() {
+                return Ok(AckMany { keys, prefix, acks });
+            }
+        }
+    }
+
+    /// Each job to done, as ACK, when its token holds its lease: an array
+    /// with one reply a job, in order: `1`, or its own refusal (`EMQNOJOB`,
+    /// `EMQFENCE`), which changed nothing of it. The keys' types and every
+    /// record's (a hash or nothing, `TRYAGAIN` while a resharding may have
+    /// moved one) are checked before the first write: a refusal of the call
+    /// changes nothing. A job named twice is acked once; its second entry
+    /// is refused (`EMQFENCE`: it is done).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let [active, done, results, events, config] =
+            [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
+        need(store, active, KeyType::Zset)?;
+        need(store, done, KeyType::Zset)?;
+        need(store, results, KeyType::Hash)?;
+        let records: Vec<Vec<u8>> = self.acks.iter().map(|ack| record_key(self.prefix, ack.id)).collect();
+        for record in &records {
+            need(store, record, KeyType::Hash)?;
+            present_here(store, record)?;
+        }
+        let events = Events::open(store, Some((events, config)))?;
+        let sets = Finish { active, done, results: Some(results), events: &events };
+        let replies = self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
+            Ok(()) => {
+                sets.finish(store, record, ack.id, ack.result);
+                Reply::Int(1)
+            }
+            Err(refusal) => Reply::Error(refusal),
+        });
+        Ok(Reply::Array(replies.collect()))
     }
 }
 

@@ -1,9 +1,10 @@
---[[ ACK's option and its writes, shared by ACK and ACKNEXT (the core's
-`Ack`, crates/echomq-core/src/transition/lease.rs).
+--[[ ACK's option and its writes, shared by ACK, ACKNEXT and ACKMANY (the
+core's `Ack` and `Finish`, crates/echomq-core/src/transition/lease.rs).
 ack_result(given, value) checks RESULT's bytes: given is the RESULT already
 read, if any; it returns the bytes, or nil and an error reply.
-ack_job(id, result, keep) finishes the job with KEYS[1..5] as ACK names them
-(job, active, done, results, events), after every check.
+finish_job(record, active, done, results, events, id, result, keep) finishes
+a job after every check; ack_job(id, result, keep) finishes ACK's, with
+KEYS[1..5] as ACK names them (job, active, done, results, events).
 ]]
 --@include events
 
@@ -16,14 +17,21 @@ local function ack_result(given, value)
   return value
 end
 
-local function ack_job(id, result, keep)
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('HSET', KEYS[1], 'state', 'done')
-  redis.call('ZADD', KEYS[3], now_ms(), id)
+-- The job `id`, whose record is at `record`, to done: out of `active`
+-- into `done`, its result (if any) kept in `results`, with its `completed`
+-- event (includes/events). After every check.
+local function finish_job(record, active, done, results, events, id, result, keep)
+  redis.call('ZREM', active, id)
+  redis.call('HSET', record, 'state', 'done')
+  redis.call('ZADD', done, now_ms(), id)
   if result then
-    redis.call('HSET', KEYS[4], id, result)
-    emit(KEYS[5], keep, 'completed', id, 'result_bytes', #result)
+    redis.call('HSET', results, id, result)
+    emit(events, keep, 'completed', id, 'result_bytes', #result)
   else
-    emit(KEYS[5], keep, 'completed', id)
+    emit(events, keep, 'completed', id)
   end
+end
+
+local function ack_job(id, result, keep)
+  finish_job(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], id, result, keep)
 end

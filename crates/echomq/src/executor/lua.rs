@@ -81,6 +81,7 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("TOKEN", &TOKEN),
         unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
         unsigned("CLAIM_COUNT", &CLAIM_COUNT),
+        unsigned("ACKS", &ACKS),
         unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
         unsigned("CONCURRENCY", &CONCURRENCY),
         unsigned("SWITCH", &SWITCH),
@@ -199,14 +200,12 @@ where
         match calls {
             [] => Ok(Vec::new()),
             [call] if self.replication.is_none() && !call.name.describe().reads_only() => {
-                let mut invocation = script(call.name).prepare_invoke();
-                for key in &call.keys {
-                    invocation.key(key);
+                let command = evalsha(call);
+                let mut reply = super::query_one(&self.conn, &command).await;
+                if matches!(&reply, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)) {
+                    script(call.name).load_async(&mut self.conn.clone()).await?;
+                    reply = super::query_one(&self.conn, &command).await;
                 }
-                for arg in &call.args {
-                    invocation.arg(arg);
-                }
-                let reply: redis::RedisResult<Value> = invocation.invoke_async(&mut self.conn.clone()).await;
                 Ok(vec![reply.map_err(Error::from)])
             }
             calls => self.pipeline(calls).await,
@@ -265,13 +264,7 @@ where
     async fn pipeline(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
         let writes = calls.iter().any(|call| !call.name.describe().reads_only());
         let replication = self.replication.filter(|_| writes);
-        let command = |call: &Call| {
-            let eval = if call.name.describe().reads_only() { "EVALSHA_RO" } else { "EVALSHA" };
-            let mut command = super::sized_command(call, &[eval, script(call.name).get_hash()]);
-            command.arg(call.keys.len()).arg(&call.keys).arg(&call.args);
-            command
-        };
-        let mut sent = super::pipelined(&self.conn, calls, command, replication).await?;
+        let mut sent = super::pipelined(&self.conn, calls, evalsha, replication).await?;
         let unknown = |reply: &Result<Value>| matches!(reply, Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
@@ -283,7 +276,7 @@ where
                 }
             }
             let retried =
-                super::pipelined(&self.conn, again.iter().map(|&i| &calls[i]), command, replication).await?;
+                super::pipelined(&self.conn, again.iter().map(|&i| &calls[i]), evalsha, replication).await?;
             // The second WAIT covers the first pipeline's writes as well.
             sent.confirmed = retried.confirmed;
             for (i, reply) in again.into_iter().zip(retried.replies) {
@@ -292,6 +285,15 @@ where
         }
         sent.replicated(replication)
     }
+}
+
+/// `call` as the command that runs its script: EVALSHA, or EVALSHA_RO for
+/// a transition that only reads.
+fn evalsha(call: &Call) -> redis::Cmd {
+    let eval = if call.name.describe().reads_only() { "EVALSHA_RO" } else { "EVALSHA" };
+    let mut command = super::sized_command(call, &[eval, script(call.name).get_hash()]);
+    command.arg(call.keys.len()).arg(&call.keys).arg(&call.args);
+    command
 }
 
 /// The loaded script of transition `name`.

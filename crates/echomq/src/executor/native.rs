@@ -75,8 +75,7 @@ where
         match calls {
             [] => Ok(Vec::new()),
             [call] if replication.is_none() => {
-                let reply: redis::RedisResult<Value> =
-                    command(call).query_async(&mut self.conn.clone()).await;
+                let reply = super::query_one(&self.conn, &command(call)).await;
                 Ok(vec![reply.map_err(Error::from)])
             }
             calls => super::pipelined(&self.conn, calls, command, replication).await?.replicated(replication),

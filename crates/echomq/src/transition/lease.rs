@@ -197,6 +197,39 @@ impl Transition for AckNext {
     }
 }
 
+/// Finish many jobs in one call (ACKMANY): each is fenced by its own token
+/// and answered on its own, as its ACK would be. What a worker sends for the
+/// jobs that finished while its last acks were on their way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AckMany {
+    /// The jobs, 1 to [`limits::ACKS`] of them, each with its token and result.
+    pub acks: Vec<Ack>,
+}
+
+impl Transition for AckMany {
+    const NAME: Name = Name::AckMany;
+    /// One outcome a job, in order: `Ok`, or its own refusal
+    /// ([`Error::Fence`], [`Error::NoJob`]), which changed nothing of it.
+    type Output = Vec<Result<()>>;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        checked("the number of jobs", self.acks.len() as u64, limits::ACKS)?;
+        let mut args = Vec::with_capacity(self.acks.len() * 2);
+        for ack in &self.acks {
+            args.extend(ack.args()?);
+        }
+        Ok(args)
+    }
+
+    fn parse(reply: Value) -> Result<Vec<Result<()>>> {
+        let outcomes = array_reply("the reply", reply)?.into_iter().map(|outcome| match outcome {
+            Value::ServerError(refusal) => Ok(Err(Error::from(redis::RedisError::from(refusal)))),
+            other => one_reply("a job's reply", other).map(Ok),
+        });
+        outcomes.collect()
+    }
+}
+
 /// The holder reports a failure: the job retries after a back-off, or dies
 /// when its attempts reached `max_attempts`. The error text is kept in
 /// `emq:{q}:errors` for operators.

@@ -1,6 +1,7 @@
 //! Acks, gathered: under load many jobs finish at once, and their acks go to
-//! the server in one round trip (`ack_batch`, a pipeline). Under light load a
-//! batch is one ack, sent at once: gathering never waits.
+//! the server in one call, ACKMANY, which answers each job on its own and
+//! costs the server far less a job than as many ACKs (BENCHMARKS.md). Under
+//! light load a batch is one ack, sent at once: gathering never waits.
 //!
 //! A finished job hands its concurrency slot along with its ack. When the
 //! worker works one queue and a batch's jobs are its last running ones
@@ -20,13 +21,18 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 use super::job::Hands;
 use super::{JobRun, Shared};
-use crate::executor::{execute, execute_batch};
+use crate::executor::execute;
+use crate::queue::ack_many;
 use crate::queue::Queue;
-use crate::transition::{Ack, AckNext, Claimed, Claims, Release};
+use crate::transition::{Ack, AckMany, AckNext, Claimed, Claims, Release};
 use crate::{Error, Result};
 
-/// The most acks one round trip carries.
+/// The most acks one call carries (ACKMANY takes up to 1000).
 const MOST: usize = 256;
+
+/// The most result bytes one call carries: a batch ends at the ack that
+/// passes it, so a few large results do not make one huge call.
+const MOST_BYTES: usize = 4 << 20;
 
 /// An ack (the job's id, token and result: never its payload), the slot it
 /// frees, if it hands it on, and where its outcome goes.
@@ -85,10 +91,14 @@ impl Acker {
 pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<Refill>) {
     let queue = &hands.queue;
     while let Some(first) = inbox.recv().await {
+        let mut bytes = result_bytes(&first);
         let mut batch = vec![first];
-        while batch.len() < MOST {
+        while batch.len() < MOST && bytes < MOST_BYTES {
             match inbox.try_recv() {
-                Ok(request) => batch.push(request),
+                Ok(request) => {
+                    bytes += result_bytes(&request);
+                    batch.push(request);
+                }
                 Err(_) => break,
             }
         }
@@ -139,35 +149,50 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
     }
 }
 
-/// Send `acks` in one round trip and hand each its outcome.
-async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<Result<()>>>) {
+/// The bytes of `request`'s result, if it keeps one.
+fn result_bytes(request: &Request) -> usize {
+    request.ack.result.as_ref().map_or(0, Vec::len)
+}
+
+/// Send `acks` in one call (one ACK, or one ACKMANY for more) and hand each
+/// its outcome.
+async fn send_acks(queue: &Queue, mut acks: Vec<Ack>, mut replies: Vec<oneshot::Sender<Result<()>>>) {
+    let (via, keys) = (&**queue.executor(), queue.keyspace());
+    if acks.len() == 1 {
+        if let (Some(ack), Some(reply)) = (acks.pop(), replies.pop()) {
+            let _ = reply.send(execute(via, keys, &ack).await);
+        }
+        return;
+    }
     if acks.is_empty() {
         return;
     }
-    let (via, keys) = (&**queue.executor(), queue.keyspace());
-    match execute_batch(via, keys, &acks).await {
+    let call = AckMany { acks };
+    match ack_many(via, keys, &call).await {
         Ok(outcomes) => {
             for (reply, outcome) in replies.into_iter().zip(outcomes) {
                 let _ = reply.send(outcome);
             }
         }
-        // The round trip failed as a whole: each job tries alone.
+        // The call failed as a whole (the round trip, or a refusal of the
+        // whole call): each job tries alone, and gets its own outcome.
         Err(err) => {
-            for (ack, reply) in acks.iter().zip(replies) {
+            tracing::debug!(error = %err, jobs = call.acks.len(), "gathered acks go alone");
+            for (ack, reply) in call.acks.iter().zip(replies) {
                 let _ = reply.send(tried_alone_after(&err, execute(via, keys, ack).await));
             }
         }
     }
 }
 
-/// The outcome of an ack tried alone after its round trip failed as a whole
-/// with `first`. When that round trip may have got there and this try surely
-/// did nothing, the error says the ack may have landed: the job's run must
+/// The outcome of an ack tried alone after its call failed as a whole with
+/// `first`. When that call may have got there (not refused: a refusal wrote
+/// nothing) and this try surely did nothing, the error says the ack may have landed: the job's run must
 /// not renew its lease any more (a renewal after a landed ack is refused),
 /// which it would on the later try's "surely did nothing" alone.
 fn tried_alone_after(first: &Error, alone: Result<()>) -> Result<()> {
     match alone {
-        Err(err) if err.surely_did_nothing() && !first.surely_did_nothing() => {
+        Err(err) if err.surely_did_nothing() && !first.surely_did_nothing() && first.code().is_none() => {
             let said =
                 format!("the ack may have reached the server ({first}); trying it again failed ({err})");
             let may_have_landed = std::io::Error::new(std::io::ErrorKind::BrokenPipe, said);

@@ -39,6 +39,10 @@ pub enum Op {
         slot: usize,
         stale: bool,
     },
+    /// One ACKMANY of one to three jobs, one of them perhaps named twice.
+    AckMany {
+        jobs: Vec<(usize, bool)>,
+    },
     Fail {
         slot: usize,
         stale: bool,
@@ -129,6 +133,8 @@ pub fn op() -> impl Strategy<Value = Op> {
             }),
         4 => (1u64..=3, any::<bool>()).prop_map(|(count, short)| Op::Claim { count, short }),
         3 => (slot.clone(), prop::bool::weighted(0.2)).prop_map(|(slot, stale)| Op::Ack { slot, stale }),
+        2 => prop::collection::vec((slot.clone(), prop::bool::weighted(0.2)), 1..=3)
+            .prop_map(|jobs| Op::AckMany { jobs }),
         2 => (slot.clone(), prop::bool::weighted(0.2), 1u64..=3, any::<bool>())
             .prop_map(|(slot, stale, max_attempts, short)| Op::Fail { slot, stale, max_attempts, short }),
         1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Extend { slot, stale }),
@@ -218,6 +224,13 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
             }))
         }
         Op::Ack { slot, stale } => show(q.ack(&claimed(slot, stale)).await),
+        Op::AckMany { ref jobs } => {
+            let jobs: Vec<_> = jobs.iter().map(|&(slot, stale)| claimed(slot, stale)).collect();
+            match q.ack_batch(&jobs).await {
+                Ok(outcomes) => format!("{:?}", outcomes.into_iter().map(show).collect::<Vec<_>>()),
+                Err(err) => show::<()>(Err(err)),
+            }
+        }
         Op::Fail { slot, stale, max_attempts, short } => {
             let backoff = if short { Duration::ZERO } else { LONG };
             let policy = RetryPolicy { max_attempts, backoff, max_backoff: backoff, jitter: 0.0 };

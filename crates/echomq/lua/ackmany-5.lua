@@ -1,0 +1,73 @@
+--[[ ACKMANY: many ACKs in one call, each job fenced by its own token and
+answered on its own: a worker's finished jobs, gathered.
+
+KEYS[1]  emq:{q}:active     (zset)
+KEYS[2]  emq:{q}:done       (zset) score = finish time, server ms
+KEYS[3]  emq:{q}:results    (hash) id -> the job's result
+KEYS[4]  emq:{q}:events     (stream) the event log (includes/events)
+KEYS[5]  emq:{q}:config     (hash) its length (includes/events)
+ARGV[1]  id: the first job's id
+ARGV[2]  token: the one its claim handed out
+ARGV[3..] options of that job, then the next job's id, token and options, …:
+         RESULT <bytes>     0 to 1048576 bytes: kept as results[id]
+         One to ACKS_MAX jobs.
+Reply    an array, one reply a job, in order: 1 (acked, with its `completed`
+         event), or the job's own refusal, an error reply: EMQNOJOB, or
+         the fence's (not active, or another token; a job named twice is
+         acked once and its second entry is refused with EMQFENCE)
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN: the call's. The keys'
+         types and every record's are checked before the first write: a
+         refused call acks nothing.
+]]
+--@include fenced
+--@include ack
+
+local prefix, err = queue_prefix({'active', 'done', 'results', 'events', 'config'})
+if err then return err end
+local ids, tokens, results = {}, {}, {}
+local i, n = 1, 0
+repeat
+  if n == ACKS_MAX then
+    return emq_error('EMQARG', 'at most ' .. ACKS_MAX .. ' jobs a call')
+  end
+  local id = ARGV[i]
+  err = kind_error(id)
+  if err then return err end
+  local token, result
+  token, err = integer(ARGV[i + 1], 'token', TOKEN_MIN, TOKEN_MAX)
+  if err then return err end
+  i = i + 2
+  while ARGV[i] and string.upper(ARGV[i]) == 'RESULT' do
+    result, err = ack_result(result, ARGV[i + 1])
+    if err then return err end
+    i = i + 2
+  end
+  n = n + 1
+  ids[n], tokens[n], results[n] = id, token, result
+until i > #ARGV
+
+err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
+if err then return err end
+local records = {}
+for j = 1, n do
+  records[j], err = read_record(prefix .. 'job:' .. ids[j], 'state', 'attempts')
+  if err then return err end
+end
+local keep
+keep, err = events_keep(KEYS[4], KEYS[5])
+if err then return err end
+
+local acked, replies = {}, {}
+for j = 1, n do
+  local id, fields = ids[j], records[j]
+  if not fields[1] then
+    replies[j] = emq_error('EMQNOJOB', 'no such job')
+  elseif acked[id] or fields[1] ~= 'active' or tonumber(fields[2]) ~= tokens[j] then
+    replies[j] = emq_error('EMQFENCE', 'token does not hold the lease')
+  else
+    acked[id] = true
+    finish_job(prefix .. 'job:' .. id, KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, results[j], keep)
+    replies[j] = 1
+  end
+end
+return replies
