@@ -7,7 +7,8 @@ from urllib.parse import urlparse
 class Redis:
     def __init__(self, url):
         parts = urlparse(url)
-        self.sock = socket.create_connection((parts.hostname, parts.port or 6379))
+        self.port = parts.port or 6379
+        self.sock = socket.create_connection((parts.hostname, self.port))
         self.file = self.sock.makefile("rb")
 
     def call(self, *words):

@@ -13,30 +13,19 @@ Usage: python3 bench/versus.py BEFORE_TARGET AFTER_TARGET [WORKLOAD[:via,...] ..
 A benchmark, not a test: it prints figures and asserts nothing."""
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 from quiet import quiet
-from resp import free_port
+from resp import start_server
 
 JOBS, ROUNDS = int(os.environ.get("JOBS", "20000")), int(os.environ.get("ROUNDS", "5"))
 
 
-def start(module, directory):
-    port = free_port()
-    subprocess.run(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--dir", directory, "--daemonize", "yes",
-                    "--logfile", os.path.join(directory, "redis.log"), "--loadmodule", module], check=True)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return port
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"redis-server on {port} did not start")
+def start(module):
+    """A redis-server of its own with `module` loaded: the process and its port."""
+    server, client = start_server("--loadmodule", module)
+    return server, client.port
 
 
 def measure(target, port, via, workload):
@@ -57,13 +46,13 @@ def main():
     for item in asked:
         workload, _, vias = item.partition(":")
         plan += [(workload, via) for via in (vias or "lua,native,embedded").split(",")]
-    directory = tempfile.mkdtemp(prefix="echomq-versus-")
-    ports = {}
+    servers, ports = [], {}
     try:
         for name, target in (("before", before), ("after", after)):
-            os.makedirs(os.path.join(directory, name))
             module = os.path.abspath(os.path.join(target, "release", "libechomq_module.so"))
-            ports[name] = (target, start(module, os.path.join(directory, name)))
+            server, port = start(module)
+            servers.append(server)
+            ports[name] = (target, port)
         figures = {}
         for round_ in range(ROUNDS + 1):
             print("warm-up…" if round_ == 0 else f"round {round_}/{ROUNDS}…", file=sys.stderr)
@@ -79,9 +68,8 @@ def main():
             b, a = (sorted(runs[n])[len(runs[n]) // 2] for n in ("before", "after"))
             print(f"{workload:<22} {via:<9} {b:>12,.0f} {a:>12,.0f} {a / b:>12.2f}x  {unit}")
     finally:
-        for _, port in ports.values():
-            subprocess.run(["redis-cli", "-p", str(port), "SHUTDOWN", "NOSAVE"], capture_output=True)
-        shutil.rmtree(directory, ignore_errors=True)
+        for server in servers:
+            server.terminate()
 
 
 if __name__ == "__main__":

@@ -765,7 +765,9 @@ pub(crate) async fn ack_many(via: &dyn Executor, keys: &Keyspace, call: &AckMany
         return Err(crate::Error::Reply(format!("ACKMANY answered {got} replies for {sent} jobs")));
     }
     let named = outcomes.into_iter().zip(&call.acks);
-    Ok(named.map(|(outcome, ack)| outcome.map_err(|err| err.at(AckMany::NAME, keys.queue(), Some(&ack.id)))).collect())
+    Ok(named
+        .map(|(outcome, ack)| outcome.map_err(|err| err.at(AckMany::NAME, keys.queue(), Some(&ack.id))))
+        .collect())
 }
 
 #[cfg(test)]

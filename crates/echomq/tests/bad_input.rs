@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{harness, run, Call, Harness, A};
 use echomq::executor::script_source;
 use echomq::transition::*;
-use echomq::{EnqueueOptions, Error, JobId, Keyspace, Queue, State};
+use echomq::{execute, EnqueueOptions, Error, JobId, Keyspace, Queue, State};
 use echomq_core::limits;
 use redis::Value;
 
@@ -101,6 +101,7 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
             vec![job.clone(), key("active"), key("delayed"), key("dead"), key("errors")],
             vec![b"XYZ", b"1", b"3", b"1000", b"boom"],
         ),
+        ("ackmany", ["active", "done", "results", "events", "config"].map(key).to_vec(), vec![b"XYZ", b"1"]),
         ("extend", vec![job.clone(), key("active")], vec![b"XYZ", b"1", b"1000"]),
         ("release", vec![job.clone(), key("active"), key("pending"), key("priority")], vec![b"XYZ", b"1"]),
         (
@@ -156,6 +157,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             Call::Claim(Claim { lease: Duration::from_secs(30), count: 1 }),
         ),
         ("ack", active, Call::Ack(Ack { id: a(), token: 1, result: None })),
+        ("ackmany", active, Call::AckMany(AckMany { acks: vec![Ack { id: a(), token: 1, result: None }] })),
         (
             "acknext",
             // A job to claim after the ack, and a rate set, so that every key is read.
@@ -307,6 +309,10 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
         if ["claim", "reap", "promote", "purge", "drain", "trim", "settle"].contains(&name) {
             keys.push(h.keys.job(&a()));
         }
+        // ACKMANY reads the records of the jobs it acks.
+        if name == "ackmany" {
+            keys.push(h.keys.job(&a()));
+        }
         // ACKNEXT reads the record of the job it claims after the ack.
         if name == "acknext" {
             keys.push(h.keys.job(&common::B.parse().unwrap()));
@@ -322,7 +328,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 187, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 193, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]
@@ -424,6 +430,27 @@ async fn an_oversized_result_is_refused_and_writes_nothing() {
     let reply = text(eval(&h, "acknext", &keys, &args).await);
     assert_eq!(reply, Err("EMQSIZE result exceeds 1048576 bytes".into()));
     assert_eq!(h.snapshot().await, before, "nothing acked, nothing claimed");
+
+    // ACKMANY's, by the host and by the script: nothing acked, not even the
+    // job before it.
+    let other = h.queue.claim(Duration::from_secs(60)).await.unwrap().unwrap();
+    let before = h.snapshot().await;
+    let acks = vec![Ack::of(&other), Ack { result: Some(big.clone()), ..Ack::of(&job) }];
+    let err = execute(h.lua.as_ref(), &h.keys, &AckMany { acks }).await.unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    let keys = AckMany { acks: vec![Ack::of(&job)] }.keys(&h.keys);
+    let other_token = other.token.to_string();
+    let args: [&[u8]; 6] = [
+        other.id.as_str().as_bytes(),
+        other_token.as_bytes(),
+        job.id.as_str().as_bytes(),
+        token.as_bytes(),
+        b"RESULT",
+        &big,
+    ];
+    let reply = text(eval(&h, "ackmany", &keys, &args).await);
+    assert_eq!(reply, Err("EMQSIZE result exceeds 1048576 bytes".into()));
+    assert_eq!(h.snapshot().await, before, "nothing acked");
 
     // The limit itself is fine, and the result is read back whole.
     h.queue.ack_with(&job, vec![b'x'; limits::MAX_RESULT]).await.unwrap();
@@ -682,6 +709,14 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
         let server = text(eval(&h, "acknext", &acknext_keys, &args).await);
         assert_eq!(Err(host.to_string()), server);
     }
+
+    // ACKMANY's number of jobs: past the limit in the script's words; none at all the host's own.
+    let acks = vec![Ack { id: a(), token: 1, result: None }; 1001];
+    let host = AckMany { acks: acks.clone() }.args().unwrap_err();
+    let args: Vec<&[u8]> = acks.iter().flat_map(|_| [A.as_bytes(), b"1".as_slice()]).collect();
+    let server = text(eval(&h, "ackmany", &AckMany { acks }.keys(&h.keys), &args).await);
+    assert_eq!(Err(host.to_string()), server);
+    assert!(matches!(AckMany { acks: Vec::new() }.args(), Err(Error::Argument(_))));
 
     let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
     let config_keys =

@@ -642,12 +642,8 @@ impl RawCall {
             "$stale" => (ARRANGED_ATTEMPTS + 1).to_string(),
             other => other.to_owned(),
         };
-        let mut args: Vec<String> = shape
-            .args
-            .iter()
-            .zip(&self.args)
-            .map(|(pool, pick)| word(pool[pick % pool.len()]))
-            .collect();
+        let mut args: Vec<String> =
+            shape.args.iter().zip(&self.args).map(|(pool, pick)| word(pool[pick % pool.len()])).collect();
         args.truncate(self.sent);
         if args.len() == shape.args.len() && !shape.options.is_empty() {
             for pick in &self.options {
@@ -732,7 +728,9 @@ fn from_redis(reply: redis::RedisResult<redis::Value>) -> Result<Reply, String> 
             redis::Value::Array(items) => Reply::Array(items.into_iter().map(convert).collect()),
             redis::Value::Nil => Reply::Nil,
             redis::Value::ServerError(err) => match echomq_core::Code::parse(err.code()) {
-                Some(code) => Reply::Error(echomq_core::Refusal::new(code, err.details().unwrap_or_default())),
+                Some(code) => {
+                    Reply::Error(echomq_core::Refusal::new(code, err.details().unwrap_or_default()))
+                }
                 None => Reply::Bulk(format!("{err:?}").into_bytes()),
             },
             other => Reply::Bulk(format!("{other:?}").into_bytes()),

@@ -63,6 +63,15 @@ fn acknext(token: u64, result: Option<&[u8]>, count: u64) -> Call {
     Call::AckNext(AckNext { ack, lease: secs(30), count })
 }
 
+fn ackmany(acks: &[(&str, u64, Option<&[u8]>)]) -> Call {
+    let acks = acks.iter().map(|(id, token, result)| Ack {
+        id: id.parse().unwrap(),
+        token: *token,
+        result: result.map(<[u8]>::to_vec),
+    });
+    Call::AckMany(AckMany { acks: acks.collect() })
+}
+
 fn schedule(next: u64) -> Call {
     Call::Schedule(Schedule { name: "s".into(), definition: b"d1".to_vec(), next })
 }
@@ -603,6 +612,44 @@ fn cases() -> Vec<Case> {
                 "job:$A attempts=2 payload=a state=active",
                 "job:$B attempts=0 payload=b state=pending",
                 "pending $B@0",
+            ],
+        },
+        // ACKMANY
+        Case {
+            name: "ackmany acks each job whose token holds, and answers each on its own",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload a",
+                "ZADD $q:active 5 $A",
+                "HSET $q:job:$B state active attempts 2 payload b",
+                "ZADD $q:active 6 $B",
+            ],
+            call: ackmany(&[(A, 1, Some(b"42")), (B, 1, None), ("JOB_3", 1, None), (A, 1, None)]),
+            reply: "Ok([Ok(()), Err(EMQFENCE), Err(EMQNOJOB), Err(EMQFENCE)])",
+            after: &[
+                "active $B@6",
+                "done $A@now",
+                "events completed=$A,result_bytes:2",
+                "job:$A attempts=1 payload=a state=done",
+                "job:$B attempts=2 payload=b state=active",
+                "results $A=42",
+            ],
+        },
+        Case {
+            name: "ackmany of two jobs acks both, in order",
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload a",
+                "ZADD $q:active 5 $A",
+                "HSET $q:job:$B state active attempts 3 payload b",
+                "ZADD $q:active 6 $B",
+            ],
+            call: ackmany(&[(B, 3, None), (A, 1, Some(b""))]),
+            reply: "Ok([Ok(()), Ok(())])",
+            after: &[
+                "done $A@now $B@now",
+                "events completed=$B completed=$A,result_bytes:0",
+                "job:$A attempts=1 payload=a state=done",
+                "job:$B attempts=3 payload=b state=done",
+                "results $A=",
             ],
         },
         // FAIL
@@ -1430,6 +1477,70 @@ const REFUSALS: &[Refusal] = &[
         keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
         args: "",
         error: "EMQTYPE $q:job:$A holds a string, not a hash",
+    },
+    Refusal {
+        name: "ackmany with four keys",
+        given: ACTIVE_A,
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events",
+        args: "$A 1",
+        error: "EMQARG wrong number of keys",
+    },
+    Refusal {
+        name: "ackmany with no job",
+        given: ACTIVE_A,
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events $q:config",
+        args: "",
+        error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Refusal {
+        name: "ackmany whose second job is not a job id acks neither",
+        given: ACTIVE_A,
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events $q:config",
+        args: "$A 1 nope 1",
+        error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Refusal {
+        name: "ackmany whose second job has no token",
+        given: ACTIVE_A,
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events $q:config",
+        args: "$A 1 $B",
+        error: "EMQARG token must be an integer in 1..=999999999999999",
+    },
+    Refusal {
+        name: "ackmany with a result given twice for one job",
+        given: ACTIVE_A,
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events $q:config",
+        args: "$A 1 RESULT a result b",
+        error: "EMQARG RESULT given twice",
+    },
+    Refusal {
+        name: "ackmany whose second job's record is a string acks neither",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "SET $q:job:$B x"],
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events $q:config",
+        args: "$A 1 $B 1",
+        error: "EMQTYPE $q:job:$B holds a string, not a hash",
+    },
+    Refusal {
+        name: "ackmany into done that is a list",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "RPUSH $q:done x"],
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events $q:config",
+        args: "$A 1",
+        error: "EMQTYPE $q:done holds a list, not a zset",
+    },
+    Refusal {
+        name: "ackmany with an event log that is a hash",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:events x y"],
+        call: Name::AckMany,
+        keys: "$q:active $q:done $q:results $q:events $q:config",
+        args: "$A 1",
+        error: "EMQTYPE $q:events holds a hash, not a stream",
     },
     Refusal {
         name: "acknext with nine keys",

@@ -655,6 +655,43 @@ async fn at_concurrency_one_each_ack_fetches_the_next_job() {
     assert!(calls("emq.ack") <= 1, "{stats}");
 }
 
+/// Jobs that finish together are acked together: the acks that gather while
+/// one is on its way go as one ACKMANY, each job still getting its own
+/// outcome. Counted on the native module, whose commands the server counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_that_finish_together_are_acked_in_one_call() {
+    let server = server(&[]);
+    let q = queue(&server, Via::Native, &unique_queue("ackmany")).await;
+    let ids = q.enqueue_batch((0..20u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
+    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
+    let (running, go) = (Arc::new(AtomicU64::new(0)), Arc::new(tokio::sync::Semaphore::new(0)));
+    let handler = {
+        let (running, go) = (running.clone(), go.clone());
+        move |_job: JobContext| {
+            running.fetch_add(1, Ordering::SeqCst);
+            let go = go.clone();
+            async move {
+                go.acquire().await.expect("the gate stays open").forget();
+                Ok(())
+            }
+        }
+    };
+    let worker = Worker::with_options(q.clone(), handler, WorkerOptions { concurrency: 20, ..options() });
+    let (stop, task) = spawn(worker);
+    eventually("every job runs", || async { running.load(Ordering::SeqCst) == 20 }).await;
+    go.add_permits(20);
+    let done = || async { q.stats().await.unwrap().done == ids.len() as u64 };
+    eventually("every job is done", done).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
+    let calls = calls_by_command(&stats);
+    let count = |command: &str| calls.get(command).copied().unwrap_or(0);
+    assert!(count("emq.ackmany") >= 1, "twenty jobs ended at once, each acked alone: {stats}");
+    assert!(count("emq.ack") + count("emq.acknext") < 20, "{stats}");
+}
+
 /// The calls one command made inside the server, by name, from `INFO commandstats`.
 fn calls_by_command(stats: &str) -> std::collections::BTreeMap<String, u64> {
     stats

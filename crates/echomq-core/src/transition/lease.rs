@@ -10,7 +10,8 @@ use super::{
 };
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
-    ACKS, CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT, TOKEN,
+    ACKS, CLAIM_COUNT, DELAY_MS, FLAG, LEASE_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT, MAX_PROGRESS, MAX_RESULT,
+    TOKEN,
 };
 use crate::parse::{count, kind, lossy, options, queue_prefix, record_key};
 use crate::policy::Policy;
@@ -463,13 +464,14 @@ impl<'a> AckMany<'a> {
         }
         let events = Events::open(store, Some((events, config)))?;
         let sets = Finish { active, done, results: Some(results), events: &events };
-        let replies = self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
-            Ok(()) => {
-                sets.finish(store, record, ack.id, ack.result);
-                Reply::Int(1)
-            }
-            Err(refusal) => Reply::Error(refusal),
-        });
+        let replies =
+            self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
+                Ok(()) => {
+                    sets.finish(store, record, ack.id, ack.result);
+                    Reply::Int(1)
+                }
+                Err(refusal) => Reply::Error(refusal),
+            });
         Ok(Reply::Array(replies.collect()))
     }
 }

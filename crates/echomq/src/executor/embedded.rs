@@ -154,7 +154,9 @@ fn value(reply: Reply) -> Value {
         Reply::Array(items) => Value::Array(items.into_iter().map(value).collect()),
         Reply::Error(refusal) => {
             let error = redis::make_extension_error(refusal.code.to_string(), Some(refusal.text));
-            Value::ServerError(redis::ServerError::try_from(error).expect("an extension error is a server error"))
+            Value::ServerError(
+                redis::ServerError::try_from(error).expect("an extension error is a server error"),
+            )
         }
     }
 }

@@ -202,7 +202,8 @@ where
             [call] if self.replication.is_none() && !call.name.describe().reads_only() => {
                 let command = evalsha(call);
                 let mut reply = super::query_one(&self.conn, &command).await;
-                if matches!(&reply, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)) {
+                if matches!(&reply, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
+                {
                     script(call.name).load_async(&mut self.conn.clone()).await?;
                     reply = super::query_one(&self.conn, &command).await;
                 }

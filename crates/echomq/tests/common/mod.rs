@@ -207,6 +207,7 @@ pub enum Call {
     Claim(Claim),
     Ack(Ack),
     AckNext(AckNext),
+    AckMany(AckMany),
     Fail(Fail),
     Extend(Extend),
     Release(Release),
@@ -239,6 +240,7 @@ impl Call {
             Call::Claim(c) => c.keys(k),
             Call::Ack(c) => c.keys(k),
             Call::AckNext(c) => c.keys(k),
+            Call::AckMany(c) => c.keys(k),
             Call::Fail(c) => c.keys(k),
             Call::Extend(c) => c.keys(k),
             Call::Release(c) => c.keys(k),
@@ -274,6 +276,13 @@ pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
         Call::Claim(c) => claims_shown(execute(via, k, c).await),
         Call::Ack(c) => show(execute(via, k, c).await),
         Call::AckNext(c) => claims_shown(execute(via, k, c).await),
+        // Each job's outcome as a call of its own shows.
+        Call::AckMany(c) => match execute(via, k, c).await {
+            Ok(outcomes) => {
+                format!("Ok([{}])", outcomes.into_iter().map(show).collect::<Vec<_>>().join(", "))
+            }
+            Err(err) => show::<()>(Err(err)),
+        },
         Call::Fail(c) => show(execute(via, k, c).await),
         // The caller checks the deadline against the lease's new score in active.
         Call::Extend(c) => match execute(via, k, c).await {
