@@ -33,6 +33,9 @@ impl Witness {
         if call.name == Name::Claim {
             return self.claimed(reply);
         }
+        if call.name == Name::AckMany {
+            return self.acked_many(call, reply);
+        }
         let event: fn(Heard) -> Event = match call.name {
             // ACKNEXT: an ack, then (after it, in the same step) a claim.
             Name::Ack | Name::AckNext => Event::Ack,
@@ -42,8 +45,10 @@ impl Witness {
             // Fenced, but never sent by the chaos worker's handler (it neither
             // defers nor reports progress): a new use must be journaled here.
             Name::Defer | Name::Progress => return,
-            // Not a holder's call: no lease's token to journal.
+            // Not a holder's call: no lease's token to journal (CLAIM's and
+            // ACKMANY's are journaled above).
             Name::Claim
+            | Name::AckMany
             | Name::Enqueue
             | Name::Reap
             | Name::Promote
@@ -71,6 +76,36 @@ impl Witness {
         self.journal.record(event(heard), &id, token);
         if call.name == Name::AckNext {
             self.claimed(reply);
+        }
+    }
+
+    /// Journal each job of an ACKMANY as an ack, with its own answer: its
+    /// element of the reply, or the whole call's when the call was refused.
+    fn acked_many(&self, call: &Call, reply: Option<&Result<Value>>) {
+        let (mut at, mut nth) = (0, 0);
+        while let (Some(id), Some(token)) = (call.args.get(at), call.args.get(at + 1)) {
+            at += 2;
+            while call.args.get(at).is_some_and(|word| word.eq_ignore_ascii_case(b"RESULT")) {
+                at += 2;
+            }
+            let heard = match reply {
+                None => Heard::Error,
+                Some(Ok(Value::Array(outcomes))) => match outcomes.get(nth) {
+                    Some(Value::Int(1)) => Heard::Ok,
+                    Some(Value::ServerError(refusal)) => {
+                        let refusal = echomq::Error::from(redis::RedisError::from(refusal.clone()));
+                        self.refused(call.name, &Err(refusal))
+                    }
+                    _ => Heard::Refused,
+                },
+                Some(whole) => self.refused(call.name, whole),
+            };
+            nth += 1;
+            let id = JobId::try_from(id.as_slice()).ok();
+            let token = std::str::from_utf8(token).ok().and_then(|token| token.parse().ok());
+            if let (Some(id), Some(token)) = (id, token) {
+                self.journal.record(Event::Ack(heard), &id, token);
+            }
         }
     }
 

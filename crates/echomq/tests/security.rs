@@ -27,7 +27,7 @@ pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha 
      +xadd +bzpopmin";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
-     +emq.ack +emq.acknext +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
+     +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
      +emq.progress +emq.schedules +emq.fire +emq.settle";
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
 /// config that holds the log's length, too), and its commands.
@@ -48,7 +48,7 @@ pub const OPERATOR_LUA: &str =
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange \
-     +emq.enqueue +emq.claim +emq.ack +emq.acknext +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
+     +emq.enqueue +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle";
 
@@ -483,15 +483,17 @@ fn rules_of_script(transition: &str) -> BTreeSet<String> {
 
 /// Each Lua recipe allows every command its transitions' scripts may call
 /// (their includes too, so a rare path such as a resharding cannot meet a
-/// refusal), but the optional cluster ones; when a script starts calling a
-/// new command, this says which recipe (and SECURITY.md) must grow.
+/// refusal), but the optional cluster ones, and each native recipe its
+/// transitions' commands; when a script starts calling a new command, or a
+/// role a new transition, this says which recipe (and SECURITY.md) must grow.
 #[test]
-fn the_lua_recipes_cover_every_command_the_scripts_call() {
+fn the_recipes_cover_every_command_their_transitions_call() {
     let worker = [
         "enqueue",
         "claim",
         "ack",
         "acknext",
+        "ackmany",
         "fail",
         "defer",
         "extend",
@@ -530,6 +532,18 @@ fn the_lua_recipes_cover_every_command_the_scripts_call() {
                     "{transition}'s script calls {rule}: add it to {recipe} and SECURITY.md"
                 );
             }
+        }
+    }
+    // The native recipes: each transition's own command.
+    for (recipe, rules, transitions) in [
+        ("WORKER_NATIVE", WORKER_NATIVE, &worker[..]),
+        ("PRODUCER_NATIVE", PRODUCER_NATIVE, &["enqueue", "batch"][..]),
+        ("OPERATOR_NATIVE", OPERATOR_NATIVE, &operator[..]),
+    ] {
+        let granted: BTreeSet<&str> = rules.split_whitespace().collect();
+        for transition in transitions {
+            let rule = format!("+emq.{transition}");
+            assert!(granted.contains(rule.as_str()), "add {rule} to {recipe} and SECURITY.md");
         }
     }
 }
