@@ -122,8 +122,16 @@ pub async fn run(o: Options) -> Result<bool, String> {
     if modules.is_empty() == native {
         return Err(format!("--via {via}, but the server has {} module(s) loaded", modules.len()));
     }
-    let executor =
-        echomq::connect_with(&client, ConnectionManagerConfig::new()).await.map_err(|e| error(&e))?;
+    // The producer's and the checks' connection never blocks on the server,
+    // so it keeps a response time-out (`connect_with` lifts it, for blocking
+    // claims): a request lost across a restart is answered with an error
+    // and sent again, instead of holding the run past every deadline. (A
+    // run in the full suite once sat after its last restart until its test
+    // gave up; not seen since, in 20 runs alone and side by side.)
+    let config = ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
+    let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(|e| error(&e))?;
+    let executor: Arc<dyn echomq::Executor> =
+        if native { Arc::new(echomq::Native::new(conn)) } else { Arc::new(echomq::Lua::new(conn)) };
     let queue = Queue::with_executor(executor, QUEUE).map_err(|e| error(&e))?;
     // Every finished job kept, so that the audit finds each: the default
     // retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4), and a
