@@ -22,8 +22,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use super::job::Hands;
 use super::{JobRun, Shared};
 use crate::executor::execute;
-use crate::queue::ack_many;
-use crate::queue::Queue;
+use crate::queue::{ack_many, Queue};
 use crate::transition::{Ack, AckMany, AckNext, Claimed, Claims, Release};
 use crate::{Error, Result};
 
@@ -154,42 +153,46 @@ fn result_bytes(request: &Request) -> usize {
     request.ack.result.as_ref().map_or(0, Vec::len)
 }
 
-/// Send `acks` in one call (one ACK, or one ACKMANY for more) and hand each
-/// its outcome.
-async fn send_acks(queue: &Queue, mut acks: Vec<Ack>, mut replies: Vec<oneshot::Sender<Result<()>>>) {
+/// Send `acks` in one call and hand each its outcome: one ack as ACK, more
+/// as one ACKMANY.
+async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<Result<()>>>) {
     let (via, keys) = (&**queue.executor(), queue.keyspace());
-    if acks.len() == 1 {
-        if let (Some(ack), Some(reply)) = (acks.pop(), replies.pop()) {
-            let _ = reply.send(execute(via, keys, &ack).await);
-        }
-        return;
-    }
-    if acks.is_empty() {
-        return;
-    }
-    let call = AckMany { acks };
-    match ack_many(via, keys, &call).await {
-        Ok(outcomes) => {
-            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+    let mut replies = replies.into_iter();
+    match acks.len() {
+        0 => {}
+        1 => {
+            let outcome = execute(via, keys, &acks[0]).await;
+            if let Some(reply) = replies.next() {
                 let _ = reply.send(outcome);
             }
         }
-        // The call failed as a whole (the round trip, or a refusal of the
-        // whole call): each job tries alone, and gets its own outcome.
-        Err(err) => {
-            tracing::debug!(error = %err, jobs = call.acks.len(), "gathered acks go alone");
-            for (ack, reply) in call.acks.iter().zip(replies) {
-                let _ = reply.send(tried_alone_after(&err, execute(via, keys, ack).await));
+        _ => {
+            let call = AckMany { acks };
+            match ack_many(via, keys, &call).await {
+                Ok(outcomes) => {
+                    for (reply, outcome) in replies.zip(outcomes) {
+                        let _ = reply.send(outcome);
+                    }
+                }
+                // The call failed as a whole (the round trip, or a refusal of
+                // the whole call): each job tries alone, and gets its own outcome.
+                Err(err) => {
+                    tracing::debug!(error = %err, jobs = call.acks.len(), "gathered acks go alone");
+                    for (ack, reply) in call.acks.iter().zip(replies) {
+                        let _ = reply.send(tried_alone_after(&err, execute(via, keys, ack).await));
+                    }
+                }
             }
         }
     }
 }
 
 /// The outcome of an ack tried alone after its call failed as a whole with
-/// `first`. When that call may have got there (not refused: a refusal wrote
-/// nothing) and this try surely did nothing, the error says the ack may have landed: the job's run must
-/// not renew its lease any more (a renewal after a landed ack is refused),
-/// which it would on the later try's "surely did nothing" alone.
+/// `first`. When that call may have got there (it was not refused: a
+/// refusal wrote nothing) and this try surely did nothing, the error says
+/// the ack may have landed: the job's run must not renew its lease any more
+/// (a renewal after a landed ack is refused), which it would on the later
+/// try's "surely did nothing" alone.
 fn tried_alone_after(first: &Error, alone: Result<()>) -> Result<()> {
     match alone {
         Err(err) if err.surely_did_nothing() && !first.surely_did_nothing() && first.code().is_none() => {
@@ -255,5 +258,8 @@ mod tests {
         assert!(tried_alone_after(&failed(broken), Ok(())).is_ok());
         let fenced = tried_alone_after(&failed(broken), Err(Error::Fence("stale".into()))).unwrap_err();
         assert!(fenced.is_lost_lease(), "a refusal is the ack's own outcome");
+        // A whole ACKMANY refused (a record of the wrong type) wrote nothing.
+        let whole = Error::WrongType("emq:{q}:job:JOB_1 holds a string, not a hash".into());
+        assert!(tried_alone_after(&whole, Err(failed(refused))).unwrap_err().surely_did_nothing());
     }
 }
