@@ -50,6 +50,7 @@ impl Witness {
             Name::Claim
             | Name::AckMany
             | Name::Enqueue
+            | Name::EnqueueMany
             | Name::Reap
             | Name::Promote
             | Name::Purge

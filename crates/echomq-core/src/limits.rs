@@ -82,6 +82,8 @@ pub const TIMEOUT_MS: RangeInclusive<u64> = 1..=2_147_483_647;
 pub const CLAIM_COUNT: RangeInclusive<u64> = 1..=1000;
 /// How many jobs one ACKMANY may finish.
 pub const ACKS: RangeInclusive<u64> = 1..=1000;
+/// How many jobs one ENQUEUEMANY may admit.
+pub const ENQUEUES: RangeInclusive<u64> = 1..=1000;
 /// How many jobs one REAP, PROMOTE or PURGE may move (LIMIT); also its default.
 pub const SWEEP_LIMIT: RangeInclusive<u64> = 1..=1000;
 /// A queue's concurrency limit (CONFIG CONCURRENCY): at most this many jobs

@@ -77,9 +77,34 @@ macro_rules! transitions {
 }
 
 transitions!(
-    Enqueue, Claim, Ack, AckNext, AckMany, Fail, Extend, Release, Reap, Promote, Purge, Cancel, Retry,
-    Inspect, Stats, Config, Progress, Schedule, Unschedule, Schedules, Fire, Drain, Obliterate, Trim, Defer,
-    Batch, Settle,
+    Enqueue,
+    EnqueueMany,
+    Claim,
+    Ack,
+    AckNext,
+    AckMany,
+    Fail,
+    Extend,
+    Release,
+    Reap,
+    Promote,
+    Purge,
+    Cancel,
+    Retry,
+    Inspect,
+    Stats,
+    Config,
+    Progress,
+    Schedule,
+    Unschedule,
+    Schedules,
+    Fire,
+    Drain,
+    Obliterate,
+    Trim,
+    Defer,
+    Batch,
+    Settle,
 );
 
 impl Name {

@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 41] = [
+const TEMPLATES: [(&str, &str); 42] = [
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
     (
@@ -96,6 +96,7 @@ const TEMPLATES: [(&str, &str); 41] = [
         "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config LIMIT $n",
     ),
     ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
+    ("EMQ.ENQUEUEMANY", "$q:pending $q:events $q:config $q:wake $id payload $id p$n"),
 ];
 /// Calls per seed: each template 200 times.
 const CALLS: usize = TEMPLATES.len() * 200;

@@ -87,6 +87,20 @@ impl Error {
         }
     }
 
+    /// This error again, for each job of a call that failed as a whole (an
+    /// error is not `Clone`): a refusal as the same refusal, any other as
+    /// its text.
+    pub(crate) fn for_each_of_many(&self) -> Error {
+        let line = self.to_string();
+        match self.code() {
+            Some(code) => {
+                let text = line.strip_prefix(code.as_str()).map_or(line.as_str(), str::trim_start);
+                Error::from_code(code, text)
+            }
+            None => Error::Reply(line),
+        }
+    }
+
     /// The protocol code this error carries, if it is a protocol refusal.
     pub fn code(&self) -> Option<Code> {
         Some(match self {

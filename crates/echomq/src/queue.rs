@@ -303,27 +303,60 @@ impl Queue {
         self.run(&Settle { limit }).await
     }
 
-    /// Enqueue many jobs to run now, in one round trip (a pipeline on Redis);
-    /// each job's new id, or why it was refused. Each job is admitted
-    /// atomically on its own: one refusal does not stop the others.
+    /// Enqueue many jobs to run now, in one round trip: one ENQUEUEMANY for
+    /// each thousand jobs (or 8 MiB of payloads), pipelined; each job's new
+    /// id, or why it was refused. A payload over the limit is refused on its
+    /// own and never sent; a refusal of a whole call (a key of the wrong
+    /// type) is each of its jobs' refusal: it enqueued none of them.
     pub async fn enqueue_batch<P: Into<Vec<u8>>>(
         &self,
         payloads: impl IntoIterator<Item = P>,
     ) -> Result<Vec<Result<JobId>>> {
-        let calls: Vec<Enqueue> = payloads
-            .into_iter()
-            .map(|payload| Enqueue {
-                id: JobId::mint(),
-                payload: payload.into(),
-                priority: 0,
-                due: Due::Now,
-                policy: None,
-                unique: None,
-                headers: Headers::new(),
-            })
-            .collect();
-        let outcomes = execute_batch(&*self.via, &self.keys, &calls).await?;
-        Ok(calls.into_iter().zip(outcomes).map(|(call, outcome)| outcome.map(|_| call.id)).collect())
+        let mut outcomes: Vec<Option<Result<JobId>>> = Vec::new();
+        // Each call, and the places of its jobs among the outcomes.
+        let mut calls: Vec<EnqueueMany> = Vec::new();
+        let mut places: Vec<Vec<usize>> = Vec::new();
+        let mut bytes = 0;
+        for payload in payloads {
+            let payload = payload.into();
+            if payload.len() > echomq_core::limits::MAX_PAYLOAD {
+                let limit = echomq_core::limits::MAX_PAYLOAD;
+                outcomes.push(Some(Err(crate::Error::TooLarge(format!("payload exceeds {limit} bytes")))));
+                continue;
+            }
+            let full = |call: &EnqueueMany| {
+                call.jobs.len() as u64 == *echomq_core::limits::ENQUEUES.end()
+                    || bytes + payload.len() > ENQUEUE_BYTES
+            };
+            if calls.last().is_none_or(full) {
+                calls.push(EnqueueMany { jobs: Vec::new() });
+                places.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += payload.len();
+            places.last_mut().expect("a call is open").push(outcomes.len());
+            calls.last_mut().expect("a call is open").jobs.push((JobId::mint(), payload));
+            outcomes.push(None);
+        }
+        let replies = execute_batch(&*self.via, &self.keys, &calls).await?;
+        for ((call, places), reply) in calls.into_iter().zip(places).zip(replies) {
+            let sent = call.jobs.len();
+            let refusal = match reply {
+                Ok(admissions) if admissions.len() == sent => None,
+                Ok(admissions) => Some(crate::Error::Reply(format!(
+                    "ENQUEUEMANY answered {} replies for {sent} jobs",
+                    admissions.len()
+                ))),
+                Err(err) => Some(err),
+            };
+            for ((id, _), at) in call.jobs.into_iter().zip(places) {
+                outcomes[at] = Some(match &refusal {
+                    None => Ok(id),
+                    Some(err) => Err(err.for_each_of_many()),
+                });
+            }
+        }
+        Ok(outcomes.into_iter().map(|outcome| outcome.expect("every job has its outcome")).collect())
     }
 
     /// Claim the job at the head of pending under a lease of `lease`.
@@ -754,6 +787,9 @@ impl Queue {
         Ok(enqueued)
     }
 }
+
+/// The most payload bytes one ENQUEUEMANY of `enqueue_batch` carries.
+const ENQUEUE_BYTES: usize = 8 << 20;
 
 /// Run `call`, one ACKMANY: each job's own outcome in order, a refusal
 /// naming its job. The outer error is the call's: the connection's, or a

@@ -102,6 +102,7 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
             vec![b"XYZ", b"1", b"3", b"1000", b"boom"],
         ),
         ("ackmany", ["active", "done", "results", "events", "config"].map(key).to_vec(), vec![b"XYZ", b"1"]),
+        ("enqueuemany", ["pending", "events", "config", "wake"].map(key).to_vec(), vec![b"XYZ", b"p"]),
         ("extend", vec![job.clone(), key("active")], vec![b"XYZ", b"1", b"1000"]),
         ("release", vec![job.clone(), key("active"), key("pending"), key("priority")], vec![b"XYZ", b"1"]),
         (
@@ -157,6 +158,7 @@ fn happy_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
             Call::Claim(Claim { lease: Duration::from_secs(30), count: 1 }),
         ),
         ("ack", active, Call::Ack(Ack { id: a(), token: 1, result: None })),
+        ("enqueuemany", &[], Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())] })),
         ("ackmany", active, Call::AckMany(AckMany { acks: vec![Ack { id: a(), token: 1, result: None }] })),
         (
             "acknext",
@@ -309,8 +311,8 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
         if ["claim", "reap", "promote", "purge", "drain", "trim", "settle"].contains(&name) {
             keys.push(h.keys.job(&a()));
         }
-        // ACKMANY reads the records of the jobs it acks.
-        if name == "ackmany" {
+        // ACKMANY and ENQUEUEMANY read the records of their jobs.
+        if name == "ackmany" || name == "enqueuemany" {
             keys.push(h.keys.job(&a()));
         }
         // ACKNEXT reads the record of the job it claims after the ack.
@@ -328,7 +330,7 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 193, "every key of every transition, and the records they derive");
+    assert_eq!(checked, 198, "every key of every transition, and the records they derive");
 }
 
 #[tokio::test]

@@ -398,7 +398,7 @@ const LIMIT: &[(&str, &str)] =
 const STRAY: &[(&str, &str)] = &[("extra", "1")];
 
 /// Every transition, as a raw call sends it (BLOCK aside: only the module has it).
-const SHAPES: [Shape; 27] = [
+const SHAPES: [Shape; 28] = [
     Shape {
         name: Name::Enqueue,
         args: &[ID, &["payload"]],
@@ -426,6 +426,12 @@ const SHAPES: [Shape; 27] = [
             ("HEADERS", r#"{"a":"b"}"#),
             ("headers", ""),
         ],
+    },
+    // Options: more jobs, the same one again among them.
+    Shape {
+        name: Name::EnqueueMany,
+        args: &[ID, &["payload", ""]],
+        options: &[("$id", "again"), ("JOB_2", "p2"), ("nope", "p"), ("JOB_3", ""), ("PRIORITY", "1")],
     },
     Shape {
         name: Name::Claim,

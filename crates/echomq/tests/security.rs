@@ -26,7 +26,7 @@ pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha 
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists \
      +xadd +bzpopmin";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
-pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.claim \
+pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.enqueuemany +emq.claim \
      +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
      +emq.progress +emq.schedules +emq.fire +emq.settle";
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
@@ -38,7 +38,7 @@ pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
      ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake \
-     resetchannels -@all +command|info +emq.enqueue +emq.batch";
+     resetchannels -@all +command|info +emq.enqueue +emq.enqueuemany +emq.batch";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
@@ -48,7 +48,7 @@ pub const OPERATOR_LUA: &str =
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange \
-     +emq.enqueue +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
+     +emq.enqueue +emq.enqueuemany +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle";
 
@@ -490,6 +490,7 @@ fn rules_of_script(transition: &str) -> BTreeSet<String> {
 fn the_recipes_cover_every_command_their_transitions_call() {
     let worker = [
         "enqueue",
+        "enqueuemany",
         "claim",
         "ack",
         "acknext",
@@ -515,7 +516,7 @@ fn the_recipes_cover_every_command_their_transitions_call() {
     .concat();
     for (recipe, rules, transitions) in [
         ("WORKER_LUA", WORKER_LUA, &worker[..]),
-        ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue", "batch"][..]),
+        ("PRODUCER_LUA", PRODUCER_LUA, &["enqueue", "enqueuemany", "batch"][..]),
         ("OPERATOR_LUA", OPERATOR_LUA, &operator[..]),
     ] {
         let granted: BTreeSet<&str> =
@@ -537,7 +538,7 @@ fn the_recipes_cover_every_command_their_transitions_call() {
     // The native recipes: each transition's own command.
     for (recipe, rules, transitions) in [
         ("WORKER_NATIVE", WORKER_NATIVE, &worker[..]),
-        ("PRODUCER_NATIVE", PRODUCER_NATIVE, &["enqueue", "batch"][..]),
+        ("PRODUCER_NATIVE", PRODUCER_NATIVE, &["enqueue", "enqueuemany", "batch"][..]),
         ("OPERATOR_NATIVE", OPERATOR_NATIVE, &operator[..]),
     ] {
         let granted: BTreeSet<&str> = rules.split_whitespace().collect();

@@ -82,6 +82,7 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
         unsigned("CLAIM_COUNT", &CLAIM_COUNT),
         unsigned("ACKS", &ACKS),
+        unsigned("ENQUEUES", &ENQUEUES),
         unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
         unsigned("CONCURRENCY", &CONCURRENCY),
         unsigned("SWITCH", &SWITCH),

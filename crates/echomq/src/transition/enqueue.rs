@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use echomq_core::{limits, Backoff, Name, Policy};
 use redis::Value;
 
-use super::{checked, decimal, millis, unexpected, Transition};
+use super::{array_reply, checked, decimal, millis, unexpected, Transition};
 use crate::id::JobId;
 use crate::{Error, Result};
 
@@ -146,6 +146,49 @@ impl Transition for Enqueue {
             Value::BulkString(holder) => Ok(Admission::HeldBy(JobId::try_from(holder.as_slice())?)),
             other => Err(unexpected("the reply", &other)),
         }
+    }
+}
+
+/// Admit many plain jobs, an id and a payload each and no options, in one
+/// call (ENQUEUEMANY): each is enqueued, or found a duplicate, on its own.
+/// What [`Queue::enqueue_batch`](crate::Queue::enqueue_batch) sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnqueueMany {
+    /// The jobs, 1 to [`limits::ENQUEUES`] of them.
+    pub jobs: Vec<(JobId, Vec<u8>)>,
+}
+
+impl Transition for EnqueueMany {
+    const NAME: Name = Name::EnqueueMany;
+    /// One admission a job, in order: [`Admission::Enqueued`] or [`Admission::Duplicate`].
+    type Output = Vec<Admission>;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        // In the server's words past the limit; an empty call is the host's own mistake.
+        match self.jobs.len() as u64 {
+            0 => return Err(Error::Argument("ENQUEUEMANY needs at least one job".into())),
+            n if n > *limits::ENQUEUES.end() => {
+                return Err(Error::Argument(format!("at most {} jobs a call", limits::ENQUEUES.end())))
+            }
+            _ => {}
+        }
+        let mut args = Vec::with_capacity(self.jobs.len() * 2);
+        for (id, payload) in &self.jobs {
+            if payload.len() > limits::MAX_PAYLOAD {
+                return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+            }
+            args.extend([id.as_str().into(), payload.clone()]);
+        }
+        Ok(args)
+    }
+
+    fn parse(reply: Value) -> Result<Vec<Admission>> {
+        let admissions = array_reply("the reply", reply)?.into_iter().map(|admitted| match admitted {
+            Value::Int(1) => Ok(Admission::Enqueued),
+            Value::Int(0) => Ok(Admission::Duplicate),
+            other => Err(unexpected("a job's reply", &other)),
+        });
+        admissions.collect()
     }
 }
 

@@ -204,6 +204,7 @@ fn time_matches(want: &str, got: &str, t0: u64, t1: u64) -> bool {
 /// Any transition, as a value a table can hold.
 pub enum Call {
     Enqueue(Enqueue),
+    EnqueueMany(EnqueueMany),
     Claim(Claim),
     Ack(Ack),
     AckNext(AckNext),
@@ -237,6 +238,7 @@ impl Call {
     pub fn keys(&self, k: &Keyspace) -> Vec<String> {
         match self {
             Call::Enqueue(c) => c.keys(k),
+            Call::EnqueueMany(c) => c.keys(k),
             Call::Claim(c) => c.keys(k),
             Call::Ack(c) => c.keys(k),
             Call::AckNext(c) => c.keys(k),
@@ -272,6 +274,7 @@ impl Call {
 pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
     match call {
         Call::Enqueue(c) => show(execute(via, k, c).await),
+        Call::EnqueueMany(c) => show(execute(via, k, c).await),
         // The jobs as before; what the gate held back, if anything, after them.
         Call::Claim(c) => claims_shown(execute(via, k, c).await),
         Call::Ack(c) => show(execute(via, k, c).await),

@@ -1,0 +1,85 @@
+--[[ ENQUEUEMANY: admit many plain jobs (an id and a payload each, no
+options) in one call, each on its own: a producer's batch.
+
+KEYS[1]  emq:{q}:pending    the pending set (zset)
+KEYS[2]  emq:{q}:events     the event log (stream): an `enqueued` event a job
+KEYS[3]  emq:{q}:config     its length (hash)
+KEYS[4]  emq:{q}:wake       the wake-up key (zset): told once when any job
+                            was enqueued (includes/wake)
+ARGV[1]  id: the first job's id (JOB_<ulid>)
+ARGV[2]  payload: its bytes, stored verbatim, at most MAX_PAYLOAD (1048576)
+ARGV[3..] the next jobs' ids and payloads, in pairs: one to ENQUEUES_MAX jobs.
+Reply    an array, one integer a job, in order: 1 enqueued (pending, at
+         priority 0), 0 duplicate (a record with its id exists; nothing
+         changed; a job named twice is enqueued once)
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN: the call's. The keys'
+         types and every record's are checked before the first write, and
+         so is, when a record is missing, whether the queue's slot is moving
+         (includes/slot): a refused call enqueues nothing.
+]]
+--@include slot
+--@include wake
+
+local prefix, err = queue_prefix({'pending', 'events', 'config', 'wake'})
+if err then return err end
+local ids, payloads = {}, {}
+local i, n = 1, 0
+repeat
+  if n == ENQUEUES_MAX then
+    return emq_error('EMQARG', 'at most ' .. ENQUEUES_MAX .. ' jobs a call')
+  end
+  local id, payload = ARGV[i], ARGV[i + 1]
+  err = kind_error(id)
+  if err then return err end
+  if payload == nil then
+    return emq_error('EMQARG', 'payload is missing')
+  end
+  if #payload > MAX_PAYLOAD then
+    return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
+  end
+  n = n + 1
+  ids[n], payloads[n] = id, payload
+  i = i + 2
+until i > #ARGV
+
+err = type_error(KEYS[1], 'zset')
+if err then return err end
+-- Each record: a hash (the job exists: a duplicate) or nothing.
+local records, exists, missing = {}, {}, nil
+for j = 1, n do
+  local key = prefix .. 'job:' .. ids[j]
+  local found = redis.call('TYPE', key)['ok']
+  if found == 'hash' then
+    exists[ids[j]] = true
+  elseif found == 'none' then
+    missing = missing or key
+  else
+    return emq_error('EMQTYPE', key .. ' holds a ' .. found .. ', not a hash')
+  end
+  records[j] = key
+end
+-- Every record is in the queue's slot: one look tells for them all.
+if missing then
+  err = elsewhere_error(missing)
+  if err then return err end
+end
+local keep, wakes
+keep, wakes, err = events_and_wake(4)
+if err then return err end
+
+local replies, enqueued = {}, false
+for j = 1, n do
+  local id = ids[j]
+  if exists[id] then
+    replies[j] = 0
+  else
+    exists[id] = true
+    redis.call('HSET', records[j], 'state', 'pending', 'attempts', '0', 'payload', payloads[j])
+    redis.call('ZADD', KEYS[1], 0, id)
+    emit(KEYS[2], keep, 'enqueued', id, 'state', 'pending')
+    replies[j] = 1
+    enqueued = true
+  end
+end
+if enqueued then wake(wakes) end
+return replies
