@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use common::ops::{op, perform, schedule_name, token_for, Op, Tokens, RATE_PERIOD, SLOTS};
 use common::{harness, Harness};
-use echomq::transition::{Settings, Stored};
+use echomq::transition::{Admission, Settings, Stored};
 use echomq::{Failed, JobId, State};
 use proptest::prelude::*;
 use redis::AsyncCommands;
@@ -91,6 +91,27 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                 );
             }
             format!("{duplicate:?}")
+        }
+        Op::EnqueueMany { ref slots } => {
+            let admitted: Vec<Admission> = slots
+                .iter()
+                .map(|&slot| {
+                    if model.jobs.contains_key(&slot) {
+                        return Admission::Duplicate;
+                    }
+                    let job = Job {
+                        state: State::Pending,
+                        attempts: 0,
+                        priority: 0,
+                        short: false,
+                        progress: None,
+                        own_attempts: None,
+                    };
+                    model.jobs.insert(slot, job);
+                    Admission::Enqueued
+                })
+                .collect();
+            format!("{admitted:?}")
         }
         Op::Claim { short, count } => {
             let active = model.jobs.values().filter(|job| job.state == State::Active).count() as u64;

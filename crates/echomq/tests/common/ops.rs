@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use echomq::transition::{Config, Fire, Schedule, Schedules};
+use echomq::transition::{Config, EnqueueMany, Fire, Schedule, Schedules};
 use echomq::{execute, EnqueueOptions, Error, Held, JobId, Queue, RetryPolicy, State};
 use proptest::prelude::*;
 
@@ -30,6 +30,10 @@ pub enum Op {
         delay: Option<bool>,
         attempts: Option<u64>,
         unique: bool,
+    },
+    /// One ENQUEUEMANY of one to three jobs, a job perhaps named twice.
+    EnqueueMany {
+        slots: Vec<usize>,
     },
     Claim {
         count: u64,
@@ -131,6 +135,7 @@ pub fn op() -> impl Strategy<Value = Op> {
                 attempts,
                 unique
             }),
+        2 => prop::collection::vec(slot.clone(), 1..=3).prop_map(|slots| Op::EnqueueMany { slots }),
         4 => (1u64..=3, any::<bool>()).prop_map(|(count, short)| Op::Claim { count, short }),
         3 => (slot.clone(), prop::bool::weighted(0.2)).prop_map(|(slot, stale)| Op::Ack { slot, stale }),
         2 => prop::collection::vec((slot.clone(), prop::bool::weighted(0.2)), 1..=3)
@@ -204,6 +209,10 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
                 options = options.delay(if short { SHORT } else { LONG });
             }
             show(q.enqueue_with(vec![slot as u8], options).await.map(|e| e.duplicate))
+        }
+        Op::EnqueueMany { ref slots } => {
+            let jobs = slots.iter().map(|&slot| (ids[slot].clone(), vec![slot as u8])).collect();
+            show(execute(&**q.executor(), q.keyspace(), &EnqueueMany { jobs }).await)
         }
         Op::Claim { count, short } => {
             let claims = q.claims(if short { SHORT } else { LONG }, count, None).await;
