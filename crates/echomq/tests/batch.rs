@@ -46,6 +46,29 @@ async fn a_batch_enqueues_each_job_and_refuses_only_the_bad_one() {
     }
 }
 
+/// A batch of more than a call holds goes as several ENQUEUEMANY calls in
+/// one round trip: a thousand jobs a call, or 8 MiB of payloads. Counted on
+/// the module, whose commands the server counts.
+#[tokio::test]
+async fn a_large_batch_goes_as_calls_of_a_thousand_jobs_or_8_mib() {
+    let (_server, mut conn, _) = executors().await;
+    let q = Queue::with_executor(Arc::new(Native::new(conn.clone())), &unique_queue("split")).unwrap();
+    let calls = |stats: String| {
+        let line =
+            stats.lines().find(|line| line.starts_with("cmdstat_emq.enqueuemany:")).unwrap_or_default();
+        line.split("calls=").nth(1).and_then(|rest| rest.split(',').next()?.parse::<u64>().ok()).unwrap_or(0)
+    };
+    for (jobs, size, want) in [(2_500, 1, 3), (9, 1 << 20, 2)] {
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+        let before = q.stats().await.unwrap().pending;
+        let outcomes = q.enqueue_batch((0..jobs).map(|_| vec![b'p'; size])).await.unwrap();
+        assert!(outcomes.iter().all(Result::is_ok), "{jobs} jobs of {size} bytes");
+        assert_eq!(q.stats().await.unwrap().pending - before, jobs as u64);
+        let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+        assert_eq!(calls(stats), want, "{jobs} jobs of {size} bytes");
+    }
+}
+
 #[tokio::test]
 async fn a_batch_of_acks_fences_each_stale_token_alone() {
     let (_server, mut conn, executors) = executors().await;
