@@ -13,7 +13,7 @@ ARGV[4..] the batch's job ids, 1 to 1000
 Reply    1 opened, 0 a batch of this id is open already (nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
---@include common
+--@include payload
 
 local _, err = queue_prefix({'batches', 'batch_jobs', 'batch_open'})
 if err then return err end
@@ -25,12 +25,8 @@ local callback = ARGV[2]
 err = kind_error(callback)
 if err then return err end
 local payload = ARGV[3]
-if payload == nil then
-  return emq_error('EMQARG', 'payload is missing')
-end
-if #payload > MAX_PAYLOAD then
-  return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
-end
+err = payload_error(payload)
+if err then return err end
 local total = #ARGV - 3
 if total < BATCH_SIZE_MIN or total > BATCH_SIZE_MAX then
   return emq_error('EMQARG', 'a batch has ' .. BATCH_SIZE_MIN .. ' to ' .. BATCH_SIZE_MAX .. ' jobs')

@@ -40,6 +40,7 @@ Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include events
+--@include payload
 --@include wake
 
 -- The kind gate: the first three bytes of the id must be JOB (EMQKIND).
@@ -54,12 +55,8 @@ local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'uni
 local prefix
 prefix, err = queue_prefix(key_form(names, {2, 4, 5, 7, 9, 10, 11}), id)
 if err then return err end
-if payload == nil then
-  return emq_error('EMQARG', 'payload is missing')
-end
-if #payload > MAX_PAYLOAD then
-  return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
-end
+err = payload_error(payload)
+if err then return err end
 -- The options, when there are any (the seed's call has none: no tables built).
 local priority, delay, at, policy, opts = 0, nil, nil, nil, {}
 if #ARGV > 2 then

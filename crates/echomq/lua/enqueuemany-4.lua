@@ -19,6 +19,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN: the call's. The keys'
 ]]
 --@include slot
 --@include wake
+--@include payload
 
 local prefix, err = queue_prefix({'pending', 'events', 'config', 'wake'})
 if err then return err end
@@ -31,12 +32,8 @@ repeat
   local id, payload = ARGV[i], ARGV[i + 1]
   err = kind_error(id)
   if err then return err end
-  if payload == nil then
-    return emq_error('EMQARG', 'payload is missing')
-  end
-  if #payload > MAX_PAYLOAD then
-    return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
-  end
+  err = payload_error(payload)
+  if err then return err end
   n = n + 1
   ids[n], payloads[n] = id, payload
   i = i + 2

@@ -24,6 +24,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include schedule
 --@include events
+--@include payload
 --@include wake
 
 local id, payload = ARGV[1], ARGV[2]
@@ -31,12 +32,8 @@ local err = kind_error(id)
 if err then return err end
 _, err = queue_prefix(key_form({'job', 'pending', 'ticks', 'events', 'config', 'wake'}, {3, 5, 6}), id)
 if err then return err end
-if payload == nil then
-  return emq_error('EMQARG', 'payload is missing')
-end
-if #payload > MAX_PAYLOAD then
-  return emq_error('EMQSIZE', 'payload exceeds ' .. MAX_PAYLOAD .. ' bytes')
-end
+err = payload_error(payload)
+if err then return err end
 local name, tick, next_tick, opts
 name, err = schedule_name(ARGV[3])
 if err then return err end

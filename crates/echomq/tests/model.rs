@@ -29,6 +29,20 @@ struct Job {
     own_attempts: Option<u64>,
 }
 
+impl Job {
+    /// A job born pending with no options (ENQUEUEMANY's, FIRE's).
+    fn plain() -> Job {
+        Job {
+            state: State::Pending,
+            attempts: 0,
+            priority: 0,
+            short: false,
+            progress: None,
+            own_attempts: None,
+        }
+    }
+}
+
 struct Model {
     ids: Vec<JobId>,
     jobs: BTreeMap<usize, Job>,
@@ -99,15 +113,7 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                     if model.jobs.contains_key(&slot) {
                         return Admission::Duplicate;
                     }
-                    let job = Job {
-                        state: State::Pending,
-                        attempts: 0,
-                        priority: 0,
-                        short: false,
-                        progress: None,
-                        own_attempts: None,
-                    };
-                    model.jobs.insert(slot, job);
+                    model.jobs.insert(slot, Job::plain());
                     Admission::Enqueued
                 })
                 .collect();
@@ -276,15 +282,7 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                 if skip || model.jobs.contains_key(&slot) {
                     "MovedOn".into()
                 } else {
-                    let job = Job {
-                        state: State::Pending,
-                        attempts: 0,
-                        priority: 0,
-                        short: false,
-                        progress: None,
-                        own_attempts: None,
-                    };
-                    model.jobs.insert(slot, job);
+                    model.jobs.insert(slot, Job::plain());
                     "Enqueued".into()
                 }
             }
