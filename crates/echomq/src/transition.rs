@@ -79,6 +79,17 @@ where
     }
 }
 
+/// The number of jobs one call of a many-jobs transition (ACKMANY,
+/// ENQUEUEMANY) carries: past `range`'s end in the server's words; none at
+/// all is the host's own mistake, never sent.
+fn jobs_a_call(name: Name, jobs: usize, range: RangeInclusive<u64>) -> Result<()> {
+    match jobs as u64 {
+        0 => Err(Error::Argument(format!("{} needs at least one job", name.describe().command))),
+        n if n > *range.end() => Err(Error::Argument(format!("at most {} jobs a call", range.end()))),
+        _ => Ok(()),
+    }
+}
+
 /// A duration in whole milliseconds, checked against its range.
 fn millis(name: &str, duration: Duration, range: RangeInclusive<u64>) -> Result<u64> {
     let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);

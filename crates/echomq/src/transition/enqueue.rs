@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use echomq_core::{limits, Backoff, Name, Policy};
 use redis::Value;
 
-use super::{array_reply, checked, decimal, millis, unexpected, Transition};
+use super::{array_reply, checked, decimal, jobs_a_call, millis, unexpected, Transition};
 use crate::id::JobId;
 use crate::{Error, Result};
 
@@ -164,14 +164,7 @@ impl Transition for EnqueueMany {
     type Output = Vec<Admission>;
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        // In the server's words past the limit; an empty call is the host's own mistake.
-        match self.jobs.len() as u64 {
-            0 => return Err(Error::Argument("ENQUEUEMANY needs at least one job".into())),
-            n if n > *limits::ENQUEUES.end() => {
-                return Err(Error::Argument(format!("at most {} jobs a call", limits::ENQUEUES.end())))
-            }
-            _ => {}
-        }
+        jobs_a_call(Self::NAME, self.jobs.len(), limits::ENQUEUES)?;
         let mut args = Vec::with_capacity(self.jobs.len() * 2);
         for (id, payload) in &self.jobs {
             if payload.len() > limits::MAX_PAYLOAD {

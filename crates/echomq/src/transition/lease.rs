@@ -213,14 +213,7 @@ impl Transition for AckMany {
     type Output = Vec<Result<()>>;
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        // In the server's words past the limit; an empty call is the host's own mistake.
-        match self.acks.len() as u64 {
-            0 => return Err(Error::Argument("ACKMANY needs at least one job".into())),
-            n if n > *limits::ACKS.end() => {
-                return Err(Error::Argument(format!("at most {} jobs a call", limits::ACKS.end())))
-            }
-            _ => {}
-        }
+        super::jobs_a_call(Self::NAME, self.acks.len(), limits::ACKS)?;
         let mut args = Vec::with_capacity(self.acks.len() * 2);
         for ack in &self.acks {
             args.extend(ack.args()?);
