@@ -351,6 +351,26 @@ async fn an_oversized_payload_is_refused_and_writes_nothing() {
     assert_eq!(h.queue.inspect(&id).await.unwrap().unwrap().record.payload.len(), limits::MAX_PAYLOAD);
 }
 
+/// ENQUEUEMANY's payloads: over the limit, refused by the host before
+/// sending and by the script, which then enqueues none of the call's jobs;
+/// the limit itself is fine.
+#[tokio::test]
+async fn an_oversized_payload_in_enqueuemany_is_refused_and_writes_nothing() {
+    let h = harness().await;
+    let big = vec![b'x'; limits::MAX_PAYLOAD + 1];
+    let b: JobId = common::B.parse().unwrap();
+    let call = EnqueueMany { jobs: vec![(a(), b"p".to_vec()), (b.clone(), big.clone())] };
+    assert!(matches!(call.args(), Err(Error::TooLarge(_))));
+    let keys = call.keys(&h.keys);
+    let reply =
+        text(eval(&h, "enqueuemany", &keys, &[A.as_bytes(), b"p", b.as_str().as_bytes(), &big]).await);
+    assert_eq!(reply, Err("EMQSIZE payload exceeds 1048576 bytes".into()));
+    assert_eq!(h.dbsize().await, 0, "neither job enqueued");
+    let fits = vec![b'x'; limits::MAX_PAYLOAD];
+    let reply = eval(&h, "enqueuemany", &keys, &[A.as_bytes(), &fits]).await.unwrap();
+    assert_eq!(reply, Value::Array(vec![Value::Int(1)]));
+}
+
 #[tokio::test]
 async fn bad_schedules_are_refused_and_write_nothing() {
     let h = harness().await;
@@ -719,6 +739,13 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let server = text(eval(&h, "ackmany", &AckMany { acks }.keys(&h.keys), &args).await);
     assert_eq!(Err(host.to_string()), server);
     assert!(matches!(AckMany { acks: Vec::new() }.args(), Err(Error::Argument(_))));
+    // ENQUEUEMANY's, the same way.
+    let jobs = vec![(a(), b"p".to_vec()); 1001];
+    let host = EnqueueMany { jobs: jobs.clone() }.args().unwrap_err();
+    let args: Vec<&[u8]> = jobs.iter().flat_map(|_| [A.as_bytes(), b"p".as_slice()]).collect();
+    let server = text(eval(&h, "enqueuemany", &EnqueueMany { jobs }.keys(&h.keys), &args).await);
+    assert_eq!(Err(host.to_string()), server);
+    assert!(matches!(EnqueueMany { jobs: Vec::new() }.args(), Err(Error::Argument(_))));
 
     let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
     let config_keys =
