@@ -146,6 +146,9 @@ impl Executor for Witness {
     fn waits(&self) -> bool {
         self.inner.waits()
     }
+    fn replication(&self) -> Option<echomq::Replication> {
+        self.inner.replication()
+    }
     async fn server_warnings(&self) -> Vec<String> {
         self.inner.server_warnings().await
     }

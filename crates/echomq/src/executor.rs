@@ -71,6 +71,11 @@ pub trait Executor: Send + Sync + 'static {
         false
     }
 
+    /// The replicas that must confirm this executor's writes, if any.
+    fn replication(&self) -> Option<Replication> {
+        None
+    }
+
     /// Warnings about the server's set-up, for a worker to log at start
     /// (a `maxmemory-policy` that may evict jobs).
     async fn server_warnings(&self) -> Vec<String> {
@@ -345,7 +350,8 @@ impl Interrupts {
 /// How many replicas must confirm each write before a call returns. Redis
 /// replicates asynchronously: a master that acknowledges a write and dies
 /// before any replica has it loses the write on failover. With this set, an
-/// executor sends `WAIT <replicas> <timeout>` after its transitions, in the
+/// executor sends `WAIT <replicas> <timeout>` after its transitions (but a
+/// claim: see `confirms`), in the
 /// same round trip, and answers [`Error::NotReplicated`](crate::Error) when
 /// fewer confirm in time (the write stands on the master). It narrows the
 /// window; it does not make Redis a consensus store (see RELIABILITY.md).
@@ -355,6 +361,18 @@ pub struct Replication {
     pub replicas: u64,
     /// How long to wait for them.
     pub timeout: Duration,
+}
+
+/// Whether a WAIT follows `calls` when the executor asks replicas to
+/// confirm its writes: when any of them writes what a caller relies on. A
+/// claim's write is not (nor is it waited for on a blocking claim): lost in a
+/// failover, its jobs are pending again on the new master and run again, as
+/// at-least-once allows, and the WAIT after the job's ack covers the claim's
+/// write as well. Waited for, a replica's lag would strand the claimed jobs
+/// until their leases ran out: a shortfall answers
+/// [`Error::NotReplicated`], not the jobs.
+fn confirms(calls: &[Call]) -> bool {
+    calls.iter().any(|call| !call.name.describe().reads_only() && call.name != Name::Claim)
 }
 
 /// A job store must never be evicted: warn unless `maxmemory-policy` is

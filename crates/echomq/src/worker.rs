@@ -275,8 +275,11 @@ impl Worker {
         let mut loops = JoinSet::new();
         let (job_tx, mut job_rx) = tokio::sync::mpsc::unbounded_channel();
         // One queue: its acks fetch its next jobs (ACKNEXT). Several: the
-        // claim loops share the slots fairly, so acks only ack.
-        let refills = self.queues.len() == 1;
+        // claim loops share the slots fairly, so acks only ack. Nor when
+        // replicas must confirm writes: an ACKNEXT that a lagging replica
+        // leaves unconfirmed answers that, not the jobs it claimed, which
+        // would sit out their leases; the claim loop's claims are not waited for.
+        let refills = self.queues.len() == 1 && self.queues[0].executor().replication().is_none();
         for queue in self.queues {
             let heart = job::Heart::new(queue.clone(), shared.options.lease);
             loops.spawn(heart.clone().run());

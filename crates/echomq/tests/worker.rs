@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use echomq::worker::{Handler, HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{Executor, JobId, Lua, Native, Queue, RetryPolicy, State};
+use echomq::{Executor, JobId, Lua, Native, Queue, Replication, RetryPolicy, State};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Notify;
@@ -662,7 +662,43 @@ async fn at_concurrency_one_each_ack_fetches_the_next_job() {
 async fn jobs_that_finish_together_are_acked_in_one_call() {
     let server = server(&[]);
     let q = queue(&server, Via::Native, &unique_queue("ackmany")).await;
-    let ids = q.enqueue_batch((0..20u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
+    let calls = calls_of_twenty_jobs_finishing_together(&server, &q, &q).await;
+    let count = |command: &str| calls.get(command).copied().unwrap_or(0);
+    assert!(count("emq.ackmany") >= 1, "twenty jobs ended at once, each acked alone: {calls:?}");
+    assert!(count("emq.ack") + count("emq.acknext") < 20, "{calls:?}");
+}
+
+/// A worker whose writes a replica must confirm, with none there to: its
+/// claims are not waited for, so it runs its jobs; an ACKMANY that no replica
+/// confirmed was applied, and is not sent again job by job (each would wait
+/// as long for the same replicas, and be refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_writes_no_replica_confirms_runs_and_acks_each_job_once() {
+    let server = server(&[]);
+    let name = unique_queue("unconfirmed");
+    let plain = queue(&server, Via::Native, &name).await;
+    let client = server.client();
+    let conn = ConnectionManager::new_with_config(client, ConnectionManagerConfig::new()).await.unwrap();
+    let replication = Replication { replicas: 1, timeout: Duration::from_millis(100) };
+    let confirmed =
+        Queue::with_executor(Arc::new(Native::new(conn).with_replication(replication)), &name).unwrap();
+    let calls = calls_of_twenty_jobs_finishing_together(&server, &plain, &confirmed).await;
+    let count = |command: &str| calls.get(command).copied().unwrap_or(0);
+    assert!(count("emq.ackmany") >= 1, "{calls:?}");
+    assert!(count("emq.ack") + count("emq.acknext") < 20, "acks sent again alone: {calls:?}");
+    assert_eq!(count("emq.acknext"), 0, "an unconfirmed ACKNEXT would strand its claims: {calls:?}");
+    assert_eq!(plain.stats().await.unwrap().active, 0);
+}
+
+/// Twenty jobs enqueued on `producer`, run by a worker of concurrency 20 on
+/// `queue` and held until all twenty run, then let finish together: the
+/// calls each command made inside the server meanwhile.
+async fn calls_of_twenty_jobs_finishing_together(
+    server: &RedisServer,
+    producer: &Queue,
+    queue: &Queue,
+) -> BTreeMap<String, u64> {
+    let ids = producer.enqueue_batch((0..20u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
     let (running, go) = (Arc::new(AtomicU64::new(0)), Arc::new(tokio::sync::Semaphore::new(0)));
@@ -677,19 +713,16 @@ async fn jobs_that_finish_together_are_acked_in_one_call() {
             }
         }
     };
-    let worker = Worker::with_options(q.clone(), handler, WorkerOptions { concurrency: 20, ..options() });
+    let worker = Worker::with_options(queue.clone(), handler, WorkerOptions { concurrency: 20, ..options() });
     let (stop, task) = spawn(worker);
     eventually("every job runs", || async { running.load(Ordering::SeqCst) == 20 }).await;
     go.add_permits(20);
-    let done = || async { q.stats().await.unwrap().done == ids.len() as u64 };
+    let done = || async { producer.stats().await.unwrap().done == ids.len() as u64 };
     eventually("every job is done", done).await;
     stop.send(()).unwrap();
     task.await.unwrap();
     let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
-    let calls = calls_by_command(&stats);
-    let count = |command: &str| calls.get(command).copied().unwrap_or(0);
-    assert!(count("emq.ackmany") >= 1, "twenty jobs ended at once, each acked alone: {stats}");
-    assert!(count("emq.ack") + count("emq.acknext") < 20, "{stats}");
+    calls_by_command(&stats)
 }
 
 /// The calls one command made inside the server, by name, from `INFO commandstats`.

@@ -180,8 +180,9 @@ impl<C> Lua<C> {
         self
     }
 
-    /// Have `replication.replicas` replicas confirm each transition before
-    /// it returns (WAIT in the same round trip; see [`Replication`]).
+    /// Have `replication.replicas` replicas confirm each transition that
+    /// writes before it returns (WAIT in the same round trip), but a claim's
+    /// (see [`Replication`]).
     pub fn with_replication(mut self, replication: Replication) -> Lua<C> {
         self.replication = Some(replication);
         self
@@ -200,7 +201,10 @@ where
     async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
         match calls {
             [] => Ok(Vec::new()),
-            [call] if self.replication.is_none() && !call.name.describe().reads_only() => {
+            [call]
+                if !call.name.describe().reads_only()
+                    && (self.replication.is_none() || !super::confirms(calls)) =>
+            {
                 let command = evalsha(call);
                 let mut reply = super::query_one(&self.conn, &command).await;
                 if matches!(&reply, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
@@ -245,6 +249,10 @@ where
         }
     }
 
+    fn replication(&self) -> Option<Replication> {
+        self.replication
+    }
+
     fn waits(&self) -> bool {
         self.blocking.is_some() && !self.wake_refused.load(Ordering::SeqCst)
     }
@@ -262,10 +270,9 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
     /// The calls as one pipeline, with a WAIT after them when replication
-    /// asks for one and any of them writes.
+    /// asks for one and any of them writes what a caller relies on.
     async fn pipeline(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
-        let writes = calls.iter().any(|call| !call.name.describe().reads_only());
-        let replication = self.replication.filter(|_| writes);
+        let replication = self.replication.filter(|_| super::confirms(calls));
         let mut sent = super::pipelined(&self.conn, calls, evalsha, replication).await?;
         let unknown = |reply: &Result<Value>| matches!(reply, Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();

@@ -54,8 +54,9 @@ impl<C> Native<C> {
         self
     }
 
-    /// Have `replication.replicas` replicas confirm each transition before
-    /// it returns (WAIT in the same round trip; see [`Replication`]).
+    /// Have `replication.replicas` replicas confirm each transition that
+    /// writes before it returns (WAIT in the same round trip), but a claim's
+    /// (see [`Replication`]).
     pub fn with_replication(mut self, replication: Replication) -> Native<C> {
         self.replication = Some(replication);
         self
@@ -68,10 +69,10 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
     /// One call as one `EMQ.<NAME>` command; more as one pipeline of them,
-    /// with a WAIT after them when replication asks for one and any writes.
+    /// with a WAIT after them when replication asks for one and any writes
+    /// what a caller relies on (not a claim).
     async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
-        let writes = calls.iter().any(|call| !call.name.describe().reads_only());
-        let replication = self.replication.filter(|_| writes);
+        let replication = self.replication.filter(|_| super::confirms(calls));
         match calls {
             [] => Ok(Vec::new()),
             [call] if replication.is_none() => {
@@ -100,6 +101,10 @@ where
             return claimed;
         };
         Ok(reply?)
+    }
+
+    fn replication(&self) -> Option<Replication> {
+        self.replication
     }
 
     fn waits(&self) -> bool {

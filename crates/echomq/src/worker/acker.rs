@@ -133,9 +133,11 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
                     start(&hands, refill, jobs, &mut slots).await;
                 }
             }
-            // Refused (the lease was lost): the ack's own outcome. The round
-            // trip failed: the ack alone, once more, as a failed batch's are.
-            Err(err) if err.code().is_some() => {
+            // Refused (the lease was lost): the ack's own outcome. Applied,
+            // unconfirmed: so is the ack (the jobs it claimed are not known;
+            // their leases run out and they are reaped). The round trip
+            // failed: the ack alone, once more, as a failed batch's are.
+            Err(err) if err.code().is_some() || applied(&err) => {
                 let _ = reply.send(Err(err));
             }
             Err(err) => {
@@ -146,6 +148,11 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
         // Slots nothing filled go back to the claim loop.
         drop(slots);
     }
+}
+
+/// True when `err` says the call was applied, only not confirmed by enough replicas.
+fn applied(err: &Error) -> bool {
+    matches!(err, Error::NotReplicated { .. })
 }
 
 /// The bytes of `request`'s result, if it keeps one.
@@ -172,6 +179,14 @@ async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<R
                 Ok(outcomes) => {
                     for (reply, outcome) in replies.zip(outcomes) {
                         let _ = reply.send(outcome);
+                    }
+                }
+                // Applied, but no replica confirmed it in time: so is each
+                // job's ack. Sent again alone, each would only wait as long
+                // for the same replicas (and be refused: its job is done).
+                Err(Error::NotReplicated { confirmed, wanted }) => {
+                    for reply in replies {
+                        let _ = reply.send(Err(Error::NotReplicated { confirmed, wanted }));
                     }
                 }
                 // The call failed as a whole (the round trip, or a refusal of
