@@ -89,12 +89,12 @@ fn info(server: &RedisServer, section: &str) -> String {
 }
 
 /// A queue over reconnecting connections through `url`, whose every write one
-/// replica must confirm.
-async fn queue(url: &str, via: Via, name: &str) -> Queue {
+/// replica must confirm within `wait`.
+async fn queue(url: &str, via: Via, name: &str, wait: Duration) -> Queue {
     let client = redis::Client::open(url).unwrap();
     let config = ConnectionManagerConfig::new().set_response_timeout(None);
     let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await.unwrap();
-    let replication = Replication { replicas: 1, timeout: Duration::from_secs(2) };
+    let replication = Replication { replicas: 1, timeout: wait };
     let executor: Arc<dyn Executor> = match via {
         Via::Lua => Arc::new(Lua::new(conn).with_replication(replication)),
         Via::Native => {
@@ -124,12 +124,17 @@ async fn enqueue_surely(queue: &Queue, id: JobId) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() {
+    // A master starts a replica's full sync at once, not after the 5 s it
+    // waits by default for more replicas to join the same transfer.
+    let at_once = || vec!["--repl-diskless-sync-delay".to_owned(), "0".to_owned()];
     for via in [Via::Lua, Via::Native] {
         let master = RedisServer::start_with(ServerOptions {
             module: Some(module_path()),
+            args: at_once(),
             ..ServerOptions::default()
         });
-        let args = vec!["--replicaof".into(), "127.0.0.1".into(), master.port().to_string()];
+        let mut args = vec!["--replicaof".into(), "127.0.0.1".into(), master.port().to_string()];
+        args.extend(at_once());
         let replica = RedisServer::start_with(ServerOptions {
             module: Some(module_path()),
             args,
@@ -139,7 +144,7 @@ async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() 
         eventually("the replica is in sync", linked).await;
 
         let proxy = Proxy::start(master.port()).await;
-        let q = queue(&proxy.url(), via, &unique_queue("failover")).await;
+        let q = queue(&proxy.url(), via, &unique_queue("failover"), Duration::from_secs(2)).await;
         let backlog =
             q.enqueue_batch((0..BACKLOG).map(|i| format!("backlog-{i}").into_bytes())).await.unwrap();
         let mut ids: Vec<JobId> = backlog.into_iter().map(|id| id.unwrap()).collect();
@@ -228,7 +233,8 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     for via in [Via::Lua, Via::Native] {
         let name = unique_queue("unconfirmed");
-        let q = queue(&alone.url(), via, &name).await;
+        // Each write waits this long for the replica that is not there.
+        let q = queue(&alone.url(), via, &name, Duration::from_millis(200)).await;
         let id = JobId::mint();
         let err = q.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id.clone())).await.unwrap_err();
         assert!(matches!(err, echomq::Error::NotReplicated { confirmed: 0, wanted: 1 }), "{via:?}: {err}");
