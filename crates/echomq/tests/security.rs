@@ -120,6 +120,13 @@ pub async fn connect_as(
     echomq::connect(&redis::Client::open(url_as(server, name, password))?).await
 }
 
+/// `echomq::connect_with` for a connect that must fail: no retries, which
+/// would only wait longer each time (seconds in all) to fail the same way.
+pub async fn connect_once(url: &str) -> echomq::Result<Arc<dyn Executor>> {
+    let config = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0);
+    echomq::connect_with(&redis::Client::open(url)?, config).await
+}
+
 pub use echomq_test_support::eventually;
 
 async fn state(queue: &Queue, id: &JobId) -> Option<(State, u64)> {
@@ -427,7 +434,7 @@ async fn an_operator_user_runs_every_operation() {
 async fn a_wrong_password_is_refused_without_showing_it() {
     let server = server(Via::Lua, &[]);
     create_user(&server, "worker", "the-right-one", WORKER_LUA).await;
-    let err = match connect_as(&server, "worker", "Wr0ng-Pa55").await {
+    let err = match connect_once(&url_as(&server, "worker", "Wr0ng-Pa55")).await {
         Ok(_) => panic!("a wrong password connected"),
         Err(err) => err,
     };

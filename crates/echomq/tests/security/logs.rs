@@ -85,11 +85,13 @@ fn assert_hidden(secret: &str, shown: &str) {
     assert!(!shown.contains(secret), "the password {secret:?} shows in: {shown}");
 }
 
-/// Display and Debug of a failed connect.
+/// Display and Debug of a failed connect (tried once: retries would only
+/// wait to fail the same way).
 async fn connect_error(url: &str) -> String {
+    let once = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0);
     let err = match redis::Client::open(url) {
         Err(err) => echomq::Error::from(err),
-        Ok(client) => match echomq::connect(&client).await {
+        Ok(client) => match echomq::connect_with(&client, once).await {
             Ok(_) => panic!("a connect that had to fail succeeded"),
             Err(err) => err,
         },
