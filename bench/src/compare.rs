@@ -31,6 +31,12 @@ use echomq::{Embedded, Executor, Lua, Native, Queue};
 use echomq_test_support::unique_queue;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+/// The allocator a service at this rate would set: with glibc's malloc the
+/// embedded worker spent about a third of its time allocating (BENCHMARKS.md,
+/// "The allocator"). Redis-backed runs wait on the server, not on it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "compare/ceiling.rs"]
 mod ceiling;
 #[path = "compare/counted.rs"]

@@ -19,6 +19,12 @@ use clap::Parser;
 use echomq::{Embedded, Executor, Lua, Native, Queue};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 
+/// The allocator a service at this rate would set: with glibc's malloc the
+/// embedded worker spent about a third of its time allocating (BENCHMARKS.md,
+/// "The allocator"). Redis-backed runs wait on the server, not on it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Throughput of each executor, side by side.
 #[derive(Parser, Debug)]
 struct Options {

@@ -19,6 +19,12 @@ use echomq::worker::{JobContext, Worker, WorkerOptions};
 use echomq::{Executor, Lua, Native, Queue};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 
+/// The allocator a service at this rate would set: with glibc's malloc the
+/// embedded worker spent about a third of its time allocating (BENCHMARKS.md,
+/// "The allocator"). Redis-backed runs wait on the server, not on it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A long run through one queue, to watch memory under retention.
 #[derive(Parser, Debug)]
 struct Options {
