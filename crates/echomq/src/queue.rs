@@ -121,11 +121,29 @@ impl EnqueueOptions {
         self
     }
 
+    /// Whether nothing but an id is set: the job fits in an ENQUEUEMANY.
+    fn is_plain(&self) -> bool {
+        self.priority == 0
+            && matches!(self.due, Due::Now)
+            && self.policy.is_none()
+            && self.unique.is_none()
+            && self.headers.is_empty()
+    }
+
     /// One attempt may run this long; a worker then cancels it and fails it
     /// with a timeout error (retried by the job's policy).
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.policy.get_or_insert_with(Policy::default).timeout = Some(millis_of(limit));
         self
+    }
+}
+
+/// What an enqueue of `id` answered, as the caller reads it.
+fn enqueued(id: JobId, admission: Admission) -> Enqueued {
+    match admission {
+        Admission::Enqueued => Enqueued { id, duplicate: false },
+        Admission::Duplicate => Enqueued { id, duplicate: true },
+        Admission::HeldBy(holder) => Enqueued { id: holder, duplicate: true },
     }
 }
 
@@ -267,11 +285,8 @@ impl Queue {
             unique: options.unique,
             headers: options.headers,
         };
-        Ok(match self.run(&call).await? {
-            Admission::Enqueued => Enqueued { id: call.id, duplicate: false },
-            Admission::Duplicate => Enqueued { id: call.id, duplicate: true },
-            Admission::HeldBy(holder) => Enqueued { id: holder, duplicate: true },
-        })
+        let admission = self.run(&call).await?;
+        Ok(enqueued(call.id, admission))
     }
 
     /// Enqueue `payloads` as one batch (1 to 1000 jobs, to run now) whose
@@ -312,13 +327,49 @@ impl Queue {
         &self,
         payloads: impl IntoIterator<Item = P>,
     ) -> Result<Vec<Result<JobId>>> {
-        let mut outcomes: Vec<Option<Result<JobId>>> = Vec::new();
-        // Each call, and the places of its jobs among the outcomes.
+        let jobs = payloads.into_iter().map(|payload| (payload, EnqueueOptions::default()));
+        let outcomes = self.enqueue_many(jobs).await?;
+        Ok(outcomes.into_iter().map(|outcome| outcome.map(|enqueued| enqueued.id)).collect())
+    }
+
+    /// Enqueue many jobs, each with its own options, in one round trip; each
+    /// job's outcome in order, as [`enqueue_with`](Queue::enqueue_with)
+    /// answers it. The jobs whose only option is an id (or none) go in
+    /// ENQUEUEMANY calls of a thousand jobs or 8 MiB of payloads, pipelined;
+    /// every other job is its own ENQUEUE, in a second pipeline sent beside
+    /// the first. A producer that sends a batch again with the same ids, not
+    /// knowing what the first try did, gets `duplicate` for the jobs that
+    /// went in then, and no job twice. A payload over the limit is refused
+    /// on its own and never sent; a refusal of a whole ENQUEUEMANY (a key of
+    /// the wrong type) is each of its jobs' refusal: it enqueued none of them.
+    pub async fn enqueue_many<P: Into<Vec<u8>>>(
+        &self,
+        jobs: impl IntoIterator<Item = (P, EnqueueOptions)>,
+    ) -> Result<Vec<Result<Enqueued>>> {
+        let mut outcomes: Vec<Option<Result<Enqueued>>> = Vec::new();
+        // Each ENQUEUEMANY, and the places of its jobs among the outcomes;
+        // each ENQUEUE, and its job's place.
         let mut calls: Vec<EnqueueMany> = Vec::new();
         let mut places: Vec<Vec<usize>> = Vec::new();
+        let (mut alone, mut alone_at): (Vec<Enqueue>, Vec<usize>) = (Vec::new(), Vec::new());
         let mut bytes = 0;
-        for payload in payloads {
-            let payload = payload.into();
+        for (payload, options) in jobs {
+            let (payload, plain) = (payload.into(), options.is_plain());
+            let id = options.id.unwrap_or_else(JobId::mint);
+            if !plain {
+                alone_at.push(outcomes.len());
+                outcomes.push(None);
+                alone.push(Enqueue {
+                    id,
+                    payload,
+                    priority: options.priority,
+                    due: options.due,
+                    policy: options.policy,
+                    unique: options.unique,
+                    headers: options.headers,
+                });
+                continue;
+            }
             if payload.len() > echomq_core::limits::MAX_PAYLOAD {
                 let limit = echomq_core::limits::MAX_PAYLOAD;
                 outcomes.push(Some(Err(crate::Error::TooLarge(format!("payload exceeds {limit} bytes")))));
@@ -335,26 +386,32 @@ impl Queue {
             }
             bytes += payload.len();
             places.last_mut().expect("a call is open").push(outcomes.len());
-            calls.last_mut().expect("a call is open").jobs.push((JobId::mint(), payload));
+            calls.last_mut().expect("a call is open").jobs.push((id, payload));
             outcomes.push(None);
         }
-        let replies = execute_batch(&*self.via, &self.keys, &calls).await?;
-        for ((call, places), reply) in calls.into_iter().zip(places).zip(replies) {
+        let (many, single) = tokio::join!(
+            execute_batch(&*self.via, &self.keys, &calls),
+            execute_batch(&*self.via, &self.keys, &alone)
+        );
+        for ((call, places), reply) in calls.into_iter().zip(places).zip(many?) {
             let sent = call.jobs.len();
-            let refusal = match reply {
-                Ok(admissions) if admissions.len() == sent => None,
-                Ok(admissions) => Some(crate::Error::Reply(format!(
+            let admissions = match reply {
+                Ok(admissions) if admissions.len() == sent => Ok(admissions),
+                Ok(admissions) => Err(crate::Error::Reply(format!(
                     "ENQUEUEMANY answered {} replies for {sent} jobs",
                     admissions.len()
                 ))),
-                Err(err) => Some(err),
+                Err(err) => Err(err),
             };
-            for ((id, _), at) in call.jobs.into_iter().zip(places) {
-                outcomes[at] = Some(match &refusal {
-                    None => Ok(id),
-                    Some(err) => Err(err.for_each_of_many()),
+            for (i, ((id, _), at)) in call.jobs.into_iter().zip(places).enumerate() {
+                outcomes[at] = Some(match &admissions {
+                    Ok(admissions) => Ok(enqueued(id, admissions[i].clone())),
+                    Err(err) => Err(err.for_each_of_many()),
                 });
             }
+        }
+        for ((call, at), reply) in alone.into_iter().zip(alone_at).zip(single?) {
+            outcomes[at] = Some(reply.map(|admission| enqueued(call.id, admission)));
         }
         Ok(outcomes.into_iter().map(|outcome| outcome.expect("every job has its outcome")).collect())
     }
