@@ -177,12 +177,14 @@ pub enum Dump {
 pub struct Memory {
     keys: HashMap<Vec<u8>, Value>,
     clock: Arc<dyn Clock>,
+    /// The running transition's instant, once read (see [`Store::now_ms`]).
+    instant: Option<u64>,
 }
 
 impl Memory {
     /// An empty keyspace on `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Memory {
-        Memory { keys: HashMap::default(), clock }
+        Memory { keys: HashMap::default(), clock, instant: None }
     }
 
     /// Every key with its content, sorted by key.
@@ -258,7 +260,12 @@ impl Memory {
 
 impl Store for Memory {
     fn now_ms(&mut self) -> u64 {
-        self.clock.now_ms()
+        let clock = &self.clock;
+        *self.instant.get_or_insert_with(|| clock.now_ms())
+    }
+
+    fn begin(&mut self) {
+        self.instant = None;
     }
 
     fn key_type(&mut self, key: &[u8]) -> KeyType {
@@ -391,6 +398,42 @@ impl Store for Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One transition sees one instant, however long it takes: a clock that
+    /// moves at every reading is read once a call. (An ACKMANY of two jobs
+    /// on the embedded executor once stamped them a millisecond apart.)
+    #[test]
+    fn a_transition_reads_the_clock_once() {
+        use crate::{Name, Reply};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        struct Ticking(AtomicU64);
+        impl Clock for Ticking {
+            fn now_ms(&self) -> u64 {
+                self.0.fetch_add(1, Ordering::SeqCst)
+            }
+        }
+        let mut store = Memory::new(Arc::new(Ticking(AtomicU64::new(1_000))));
+        let ids = [b"JOB_00000000000000000000000001".as_slice(), b"JOB_00000000000000000000000002"];
+        for id in ids {
+            let record = [b"emq:{q}:job:".as_slice(), id].concat();
+            let keys = [record.as_slice(), b"emq:{q}:pending"];
+            assert_eq!(Name::Enqueue.run(&mut store, &keys, &[id, b"p"]), Ok(Reply::Int(1)));
+        }
+        let claim = ["pending", "active", "config", "rate", "policy"].map(|key| format!("emq:{{q}}:{key}"));
+        let claim = claim.each_ref().map(|key| key.as_bytes());
+        let claimed = Name::Claim.run(&mut store, &claim, &[b"60000", b"COUNT", b"2"]);
+        assert!(matches!(&claimed, Ok(Reply::Array(jobs)) if jobs.len() == 2), "{claimed:?}");
+        let acks = ["active", "done", "results", "events", "config"].map(|key| format!("emq:{{q}}:{key}"));
+        let acks = acks.each_ref().map(|key| key.as_bytes());
+        let acked = Name::AckMany.run(&mut store, &acks, &[ids[0], b"1", ids[1], b"1"]);
+        assert_eq!(acked, Ok(Reply::Array(vec![Reply::Int(1), Reply::Int(1)])));
+        let Some(Dump::Zset(done)) = store.dump().remove(b"emq:{q}:done".as_slice()) else {
+            panic!("no done set")
+        };
+        let at: Vec<f64> = done.iter().map(|(_, score)| *score).collect();
+        assert_eq!(at.len(), 2);
+        assert_eq!(at[0], at[1], "both jobs finished at the call's one instant: {done:?}");
+    }
 
     #[test]
     fn sorted_sets_order_by_score_then_member_bytes() {

@@ -36,8 +36,13 @@ impl KeyType {
 /// was checked first, so they need not report type errors; a storage failure
 /// they cannot hide (out of memory) is the store's own to raise.
 pub trait Store {
-    /// The clock, in ms since the Unix epoch: the server's, for Redis.
+    /// The clock, in ms since the Unix epoch: the server's, for Redis. One
+    /// transition sees one instant, as one command does: every reading after
+    /// the first, until the next [`begin`](Store::begin), is the first.
     fn now_ms(&mut self) -> u64;
+    /// A transition begins: the next [`now_ms`](Store::now_ms) reads the
+    /// clock anew. A store made for one command (the module's) has nothing to do.
+    fn begin(&mut self) {}
     /// The type of `key`.
     fn key_type(&mut self, key: &[u8]) -> KeyType;
     /// Whether `key`'s Redis Cluster slot is being moved to or from this

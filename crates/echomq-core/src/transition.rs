@@ -61,6 +61,7 @@ macro_rules! transitions {
 
             /// Parse and apply the transition to `store`.
             pub fn run<S: Store>(self, store: &mut S, keys: &[&[u8]], args: &[&[u8]]) -> Answer {
+                store.begin();
                 match self {
                     $(Name::$name => $name::parse(keys, args)?.apply(store),)*
                 }
