@@ -353,7 +353,8 @@ impl Interrupts {
 /// executor sends `WAIT <replicas> <timeout>` after its transitions (but a
 /// claim: see `confirms`), in the
 /// same round trip, and answers [`Error::NotReplicated`](crate::Error) when
-/// fewer confirm in time (the write stands on the master). It narrows the
+/// fewer confirm in time (the write stands on the master; a call that was
+/// refused wrote nothing, and answers its refusal). It narrows the
 /// window; it does not make Redis a consensus store (see RELIABILITY.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Replication {
@@ -514,10 +515,14 @@ struct Sent {
 
 impl Sent {
     /// The replies, or [`Error::NotReplicated`] when fewer replicas than
-    /// `replication` asks for confirmed them.
+    /// `replication` asks for confirmed them and a call may have written:
+    /// calls all refused wrote nothing, and answer their refusals.
     fn replicated(self, replication: Option<Replication>) -> Result<Vec<Result<Value>>> {
+        let refused = |reply: &Result<Value>| matches!(reply, Err(err) if err.code().is_some());
         match (replication, self.confirmed) {
-            (Some(Replication { replicas, .. }), Some(confirmed)) if confirmed < replicas => {
+            (Some(Replication { replicas, .. }), Some(confirmed))
+                if confirmed < replicas && !self.replies.iter().all(refused) =>
+            {
                 Err(Error::NotReplicated { confirmed, wanted: replicas })
             }
             _ => Ok(self.replies),

@@ -245,5 +245,11 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let err = q.enqueue_batch([b"a".to_vec(), b"b".to_vec()]).await.unwrap_err();
         assert!(matches!(err, echomq::Error::NotReplicated { .. }), "{via:?}: {err}");
         assert_eq!(plain.stats().await.unwrap().pending, 3, "{via:?}");
+        // A refused call wrote nothing: its refusal, not "not replicated".
+        let mut conn = alone.client().get_multiplexed_async_connection().await.unwrap();
+        let cancelled = plain.keyspace().cancelled();
+        let () = redis::cmd("SET").arg(&cancelled).arg("in the way").query_async(&mut conn).await.unwrap();
+        let err = q.cancel(&id).await.unwrap_err();
+        assert_eq!(err.code(), Some(echomq::Code::Type), "{via:?}: {err}");
     }
 }
