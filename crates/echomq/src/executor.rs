@@ -350,12 +350,12 @@ impl Interrupts {
 /// How many replicas must confirm each write before a call returns. Redis
 /// replicates asynchronously: a master that acknowledges a write and dies
 /// before any replica has it loses the write on failover. With this set, an
-/// executor sends `WAIT <replicas> <timeout>` after its transitions (but a
-/// claim: see `confirms`), in the
-/// same round trip, and answers [`Error::NotReplicated`](crate::Error) when
-/// fewer confirm in time (the write stands on the master; a call that was
-/// refused wrote nothing, and answers its refusal). It narrows the
-/// window; it does not make Redis a consensus store (see RELIABILITY.md).
+/// executor sends `WAIT <replicas> <timeout>` after its transitions that
+/// write (but a claim: see `confirms`), in the same round trip, and answers
+/// [`Error::NotReplicated`](crate::Error) when fewer confirm in time (the
+/// write stands on the master; a call that was refused wrote nothing, and
+/// answers its refusal). It narrows the window; it does not make Redis a
+/// consensus store (see RELIABILITY.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Replication {
     /// Replicas that must confirm each write.
