@@ -30,7 +30,7 @@
 //! - [`schedule`]: [`Schedule`]: cron and interval schedules, their
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
-//! - [`events`]: [`QueueEvents`](events::QueueEvents), a reader of a queue's event log.
+//! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
 
 #![warn(missing_docs, unreachable_pub)]

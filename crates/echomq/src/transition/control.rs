@@ -145,7 +145,7 @@ impl Transition for Trim {
     /// How many jobs were deleted.
     type Output = u64;
 
-    /// KEYS[1] is the set of the finished state it trims.
+    /// `KEYS[1]` is the set of the finished state it trims.
     fn key(&self, keys: &Keyspace, role: Role) -> String {
         match role {
             Role::Finished => keys.state(self.state),

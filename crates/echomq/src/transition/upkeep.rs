@@ -87,7 +87,7 @@ impl Transition for Purge {
     /// How many jobs were deleted.
     type Output = u64;
 
-    /// KEYS[1] is the set of the finished state it purges.
+    /// `KEYS[1]` is the set of the finished state it purges.
     fn key(&self, keys: &Keyspace, role: Role) -> String {
         match role {
             Role::Finished => keys.state(self.state),
@@ -127,7 +127,7 @@ impl Transition for Drain {
     /// How many jobs were deleted.
     type Output = u64;
 
-    /// KEYS[1] is the set of the unfinished state it drains.
+    /// `KEYS[1]` is the set of the unfinished state it drains.
     fn key(&self, keys: &Keyspace, role: Role) -> String {
         match role {
             Role::Unfinished => keys.state(self.state),
