@@ -71,7 +71,7 @@ impl<'a> Claim<'a> {
 
     /// Take up to COUNT ids from the head of pending, each under a new lease,
     /// as many as the queue's gate lets through; when it let fewer than
-    /// COUNT through, its reason follows the jobs (see [`Claim::held`]).
+    /// COUNT through, its reason follows the jobs (PROTOCOL.md §7, CLAIM).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.apply_to(store, None)
     }
