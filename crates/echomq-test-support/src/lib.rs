@@ -182,20 +182,26 @@ impl Drop for RedisServer {
     }
 }
 
-/// The EchoMQ module to load: `$ECHOMQ_MODULE` when set, else
-/// `<workspace>/target/debug/libechomq_module.so` (or under `$CARGO_TARGET_DIR`).
-/// Panics, saying how to build it, when the file is not there.
+/// The EchoMQ module to load: `$ECHOMQ_MODULE` when set, else the debug
+/// build's newest: `<workspace>/target/debug/deps/libechomq_module.so` (or
+/// under `$CARGO_TARGET_DIR`), which `cargo test --workspace` builds before
+/// any test runs and `cargo build -p echomq-module` writes too; only the
+/// latter copies it up to `target/debug`, where it can be stale. Panics,
+/// saying how to build it, when neither file is there.
 pub fn module_path() -> PathBuf {
     let path = match std::env::var_os("ECHOMQ_MODULE") {
         Some(path) => PathBuf::from(path),
         None => {
             let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
             let target = std::env::var_os("CARGO_TARGET_DIR").map_or(workspace.join("target"), PathBuf::from);
-            target.join("debug").join(format!(
-                "{}echomq_module{}",
-                std::env::consts::DLL_PREFIX,
-                std::env::consts::DLL_SUFFIX
-            ))
+            let name =
+                format!("{}echomq_module{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+            let built = target.join("debug").join("deps").join(&name);
+            if built.is_file() {
+                built
+            } else {
+                target.join("debug").join(name)
+            }
         }
     };
     assert!(
