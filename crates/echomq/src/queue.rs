@@ -403,11 +403,18 @@ impl Queue {
                 ))),
                 Err(err) => Err(err),
             };
-            for (i, ((id, _), at)) in call.jobs.into_iter().zip(places).enumerate() {
-                outcomes[at] = Some(match &admissions {
-                    Ok(admissions) => Ok(enqueued(id, admissions[i].clone())),
-                    Err(err) => Err(err.for_each_of_many()),
-                });
+            let ids = call.jobs.into_iter().map(|(id, _)| id).zip(places);
+            match admissions {
+                Ok(admissions) => {
+                    for ((id, at), admission) in ids.zip(admissions) {
+                        outcomes[at] = Some(Ok(enqueued(id, admission)));
+                    }
+                }
+                Err(err) => {
+                    for (_, at) in ids {
+                        outcomes[at] = Some(Err(err.for_each_of_many()));
+                    }
+                }
             }
         }
         for ((call, at), reply) in alone.into_iter().zip(alone_at).zip(single?) {

@@ -4,8 +4,6 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 use redis::{Connection, RedisError, Value};
 
@@ -16,25 +14,10 @@ pub const B: &str = "JOB_00000000000000000000000002";
 /// A server with the module loaded, plus `args` (`--name value` words).
 pub fn server_with(args: &[&str]) -> RedisServer {
     RedisServer::start_with(ServerOptions {
-        module: Some(module_under_test()),
+        module: Some(module_path()),
         args: args.iter().map(|arg| arg.to_string()).collect(),
         ..ServerOptions::default()
     })
-}
-
-/// The module these tests load: `$ECHOMQ_MODULE` when set, else the one
-/// `cargo test` built for this run. Cargo builds the cdylib beside the test
-/// binaries (`target/debug/deps`) but only `cargo build` copies it up to
-/// `target/debug`, so that copy can be stale while these tests run.
-fn module_under_test() -> PathBuf {
-    let fresh = std::env::current_exe().ok().and_then(|exe| {
-        let name = format!("{}echomq_module{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
-        Some(exe.parent()?.join(name)).filter(|path| path.is_file())
-    });
-    match (std::env::var_os("ECHOMQ_MODULE"), fresh) {
-        (None, Some(fresh)) => fresh,
-        _ => module_path(),
-    }
 }
 
 /// A connection to `server`.

@@ -199,12 +199,10 @@ where
     /// transition that only reads, in which the calls a server without
     /// their scripts refused with NOSCRIPT go again, once, after SCRIPT LOAD.
     async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+        let replication = self.replication.filter(|_| super::confirms(calls));
         match calls {
             [] => Ok(Vec::new()),
-            [call]
-                if !call.name.describe().reads_only()
-                    && (self.replication.is_none() || !super::confirms(calls)) =>
-            {
+            [call] if replication.is_none() && !call.name.describe().reads_only() => {
                 let command = evalsha(call);
                 let mut reply = super::query_one(&self.conn, &command).await;
                 if matches!(&reply, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
@@ -214,7 +212,7 @@ where
                 }
                 Ok(vec![reply.map_err(Error::from)])
             }
-            calls => self.pipeline(calls).await,
+            calls => self.pipeline(calls, replication).await,
         }
     }
 
@@ -269,10 +267,9 @@ impl<C> Lua<C>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
-    /// The calls as one pipeline, with a WAIT after them when replication
-    /// asks for one and any of them writes what a caller relies on.
-    async fn pipeline(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
-        let replication = self.replication.filter(|_| super::confirms(calls));
+    /// The calls as one pipeline, with a WAIT after them when `replication`
+    /// is given (see [`Executor::run`]'s use of `confirms`).
+    async fn pipeline(&self, calls: &[Call], replication: Option<Replication>) -> Result<Vec<Result<Value>>> {
         let mut sent = super::pipelined(&self.conn, calls, evalsha, replication).await?;
         let unknown = |reply: &Result<Value>| matches!(reply, Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();

@@ -137,7 +137,7 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
             // unconfirmed: so is the ack (the jobs it claimed are not known;
             // their leases run out and they are reaped). The round trip
             // failed: the ack alone, once more, as a failed batch's are.
-            Err(err) if err.code().is_some() || applied(&err) => {
+            Err(err) if err.code().is_some() || matches!(err, Error::NotReplicated { .. }) => {
                 let _ = reply.send(Err(err));
             }
             Err(err) => {
@@ -148,11 +148,6 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
         // Slots nothing filled go back to the claim loop.
         drop(slots);
     }
-}
-
-/// True when `err` says the call was applied, only not confirmed by enough replicas.
-fn applied(err: &Error) -> bool {
-    matches!(err, Error::NotReplicated { .. })
 }
 
 /// The bytes of `request`'s result, if it keeps one.
