@@ -166,11 +166,21 @@ pub async fn connect(client: &redis::Client) -> Result<Arc<dyn super::Executor>>
 /// [`connect`] with the connections' own settings (retries, time-outs). The
 /// response time-out is always lifted: a blocking claim answers only when a
 /// job comes or its wait is over.
+///
+/// A connection whose server's host goes silent (gone without a reset: a
+/// failover that moved the address, a NAT or load balancer that dropped the
+/// connection's state) is dropped by the kernel after [`SILENT_PEER`], and the
+/// connection reconnects: a client with no TCP settings of its own gets
+/// keepalive probes and `TCP_USER_TIMEOUT` (on Linux). Without them a request
+/// waits for the kernel's retransmissions to give up, about 15 minutes, and an
+/// idle connection waits for ever. A client with its own keepalive or user
+/// time-out ([`redis::io::tcp::TcpSettings`]) keeps them.
 pub async fn connect_with(
     client: &redis::Client,
     config: redis::aio::ConnectionManagerConfig,
 ) -> Result<Arc<dyn super::Executor>> {
     use redis::aio::ConnectionManager;
+    let client = &silent_peers_dropped(client)?;
     let config = config.set_response_timeout(None);
     let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
     let open = {
@@ -182,6 +192,35 @@ pub async fn connect_with(
         return Ok(Arc::new(super::Lua::new(conn).with_blocking_connections(open)));
     }
     Ok(Arc::new(Native::new(conn).with_blocking_connections(open)))
+}
+
+/// How long a connection may go without a word from its server's host (no
+/// acknowledgement of what it sent, no answer to a keepalive probe) before
+/// the kernel drops it and it reconnects (see [`connect_with`]).
+pub const SILENT_PEER: Duration = Duration::from_secs(30);
+
+/// `client`, with keepalive probes and a `TCP_USER_TIMEOUT` of [`SILENT_PEER`]
+/// unless it has a keepalive or user time-out of its own.
+fn silent_peers_dropped(client: &redis::Client) -> redis::RedisResult<redis::Client> {
+    use redis::io::tcp::socket2::TcpKeepalive;
+    let info = client.get_connection_info();
+    let tcp = info.tcp_settings();
+    #[cfg(target_os = "linux")]
+    if tcp.keepalive().is_some() || tcp.user_timeout().is_some() {
+        return Ok(client.clone());
+    }
+    #[cfg(not(target_os = "linux"))]
+    if tcp.keepalive().is_some() {
+        return Ok(client.clone());
+    }
+    // Probe after a third of the silence, then every sixth of it.
+    let probes = TcpKeepalive::new().with_time(SILENT_PEER / 3);
+    #[cfg(target_os = "linux")]
+    let probes = probes.with_interval(SILENT_PEER / 6).with_retries(4);
+    let tcp = tcp.clone().set_keepalive(probes);
+    #[cfg(target_os = "linux")]
+    let tcp = tcp.set_user_timeout(SILENT_PEER);
+    redis::Client::open(info.clone().set_tcp_settings(tcp))
 }
 
 /// Connect to a Redis Cluster and pick its best executor: [`Native`] when
@@ -218,4 +257,34 @@ async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
         .query_async(&mut conn.clone())
         .await?;
     Ok(matches!(&info, Value::Array(entries) if entries.iter().any(|e| *e != Value::Nil)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::io::tcp::TcpSettings;
+
+    #[test]
+    fn a_client_without_tcp_settings_gets_probes_and_one_with_its_own_keeps_them() {
+        let plain = redis::Client::open("redis://127.0.0.1:1/").unwrap();
+        let guarded = silent_peers_dropped(&plain).unwrap();
+        let tcp = guarded.get_connection_info().tcp_settings();
+        assert!(tcp.keepalive().is_some());
+        #[cfg(target_os = "linux")]
+        assert_eq!(tcp.user_timeout(), Some(SILENT_PEER));
+        assert_eq!(guarded.get_connection_info().addr(), plain.get_connection_info().addr());
+
+        #[cfg(target_os = "linux")]
+        {
+            let own = TcpSettings::default().set_user_timeout(Duration::from_secs(7));
+            let client =
+                redis::Client::open(plain.get_connection_info().clone().set_tcp_settings(own)).unwrap();
+            let kept = silent_peers_dropped(&client).unwrap();
+            let tcp = kept.get_connection_info().tcp_settings();
+            assert_eq!(
+                (tcp.user_timeout(), tcp.keepalive().is_some()),
+                (Some(Duration::from_secs(7)), false)
+            );
+        }
+    }
 }

@@ -1,0 +1,154 @@
+//! A worker whose connections' peer goes silent: no reset, no answer, the
+//! server's host simply gone for them (a failover that moved the address, a
+//! NAT or load balancer that dropped the connections' state). Nothing tells
+//! the client; only TCP keepalive and `TCP_USER_TIMEOUT` make the kernel drop
+//! such a connection, and then it must reconnect and carry on.
+//!
+//! The test runs on a thread in a network namespace of its own (it needs
+//! root, as CI has), whose loopback `tc` makes lose every packet of the
+//! worker's connections, and only theirs: the server stays up, and new
+//! connections get through, as after a failover to a new address.
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::{JobId, Queue};
+use echomq_test_support::{eventually, unique_queue, RedisServer};
+use redis::io::tcp::socket2::TcpKeepalive;
+use redis::io::tcp::TcpSettings;
+
+/// How long the test's connections may be silent before their kernel drops
+/// them (the library's default is `echomq::SILENT_PEER`, 30 s): a keepalive
+/// probe after a second of quiet, then every second (whole seconds, the
+/// kernel's unit), and `TCP_USER_TIMEOUT`.
+const SILENCE: Duration = Duration::from_secs(3);
+const PROBE: Duration = Duration::from_secs(1);
+
+#[test]
+fn a_worker_whose_connections_go_silent_reconnects_and_runs_what_came_meanwhile() {
+    let test = std::thread::spawn(|| {
+        private_network();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            silenced_under_a_worker(RedisServer::start(), "lua").await;
+            silenced_under_a_worker(RedisServer::start_with_module(), "native").await;
+        });
+    });
+    if let Err(panic) = test.join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn silenced_under_a_worker(server: RedisServer, via: &str) {
+    let name = unique_queue("silent");
+    // The test's own connection, never silenced: it enqueues and watches.
+    let mut watch = server.connection().await;
+    let watcher = Queue::new(watch.clone(), &name).unwrap();
+    let own_id: u64 = redis::cmd("CLIENT").arg("ID").query_async(&mut watch).await.unwrap();
+
+    let probes = TcpKeepalive::new().with_time(PROBE).with_interval(PROBE).with_retries(2);
+    let tcp = TcpSettings::default().set_keepalive(probes).set_user_timeout(SILENCE);
+    let info = server.client().get_connection_info().clone().set_tcp_settings(tcp);
+    let executor = echomq::connect(&redis::Client::open(info).unwrap()).await.unwrap();
+    let queue = Queue::with_executor(executor, &name).unwrap();
+
+    // Each job's runs, by the attempt (the claim) each ran under.
+    let runs: Arc<Mutex<HashMap<JobId, Vec<u64>>>> = Arc::default();
+    let seen = runs.clone();
+    let handler = move |job: JobContext| {
+        seen.lock().unwrap().entry(job.id).or_default().push(job.attempt);
+        async { Ok(()) }
+    };
+    // A claim the server answered into the silence is lost with its answer
+    // (the module's blocked claim takes the first jobs enqueued): its jobs
+    // wait out their lease, then run under the next claim.
+    let options = WorkerOptions { concurrency: 4, lease: Duration::from_secs(5), ..WorkerOptions::default() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let working = tokio::spawn(Worker::with_options(queue, handler, options).run_until(async move {
+        let _ = stopped.await;
+    }));
+
+    let done = |n: u64| {
+        let watcher = watcher.clone();
+        async move { watcher.stats().await.unwrap().done == n }
+    };
+    watcher.enqueue_batch((0..20).map(|i| format!("before-{i}").into_bytes())).await.unwrap();
+    eventually("the worker runs the first jobs", || done(20)).await;
+    // The worker now waits for jobs, its claims blocked on the server.
+    let ports = connections(&mut watch, own_id).await;
+    assert!(ports.len() >= 2, "{via}: the worker's connections: {ports:?}");
+    for &port in &ports {
+        silence(port);
+    }
+    let silenced = Instant::now();
+    watcher.enqueue_batch((0..20).map(|i| format!("after-{i}").into_bytes())).await.unwrap();
+    eventually("the worker reconnects and runs the jobs enqueued while it could not hear", || done(40)).await;
+    let took = silenced.elapsed();
+
+    // The server still lists the silenced connections (nothing told it
+    // either); the worker's are new ones.
+    let new: Vec<u16> =
+        connections(&mut watch, own_id).await.into_iter().filter(|p| !ports.contains(p)).collect();
+    assert!(!new.is_empty(), "{via}: no new connection");
+    let _ = stop.send(());
+    working.await.unwrap();
+    let runs = runs.lock().unwrap();
+    assert_eq!(runs.len(), 40, "{via}");
+    assert!(runs.values().all(|attempts| attempts.len() == 1), "{via}: a job ran twice: {runs:?}");
+    let lost = runs.values().filter(|attempts| attempts[0] > 1).count();
+    println!(
+        "{via}: the worker's {} connections silenced; the jobs enqueued then all ran {took:?} later, \
+         on {} new connections; {lost} of them after a claim lost in the silence",
+        ports.len(),
+        new.len()
+    );
+}
+
+/// Move this thread into a network namespace of its own, with only a
+/// loopback; what the thread starts (servers, `tc`) is in it too. The root
+/// of its loopback's queueing (htb) sends everything through class 1:10,
+/// unless a filter of [`silence`] sends it to 1:20, whose queue holds
+/// nothing: there every packet is lost.
+fn private_network() {
+    // SAFETY: unshare(2) with CLONE_NEWNET moves only the calling thread.
+    let moved = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    assert_eq!(
+        moved,
+        0,
+        "a network namespace of the test's own needs root (CAP_SYS_ADMIN): {}",
+        std::io::Error::last_os_error()
+    );
+    run("ip link set lo up");
+    run("tc qdisc add dev lo root handle 1: htb default 10");
+    run("tc class add dev lo parent 1: classid 1:10 htb rate 10gbit");
+    run("tc class add dev lo parent 1: classid 1:20 htb rate 8bit");
+    run("tc qdisc add dev lo parent 1:20 handle 20: pfifo limit 0");
+}
+
+/// Lose every packet to and from the local port `port`, from now on.
+fn silence(port: u16) {
+    for direction in ["sport", "dport"] {
+        run(&format!("tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip {direction} {port} 0xffff flowid 1:20"));
+    }
+}
+
+fn run(command: &str) {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let out = Command::new(words[0]).args(&words[1..]).output().unwrap_or_else(|e| panic!("{command}: {e}"));
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The client ports of the server's connections, but the one whose id is `own`.
+async fn connections(conn: &mut redis::aio::MultiplexedConnection, own: u64) -> Vec<u16> {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(conn).await.unwrap();
+    list.lines()
+        .filter(|line| !line.starts_with(&format!("id={own} ")))
+        .filter_map(|line| {
+            let addr = line.split(' ').find_map(|field| field.strip_prefix("addr="))?;
+            addr.rsplit(':').next()?.parse().ok()
+        })
+        .collect()
+}
