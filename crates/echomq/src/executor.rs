@@ -29,7 +29,7 @@ pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
 #[cfg(feature = "cluster")]
 pub use native::connect_cluster;
-pub use native::{connect, connect_with, detect, Native, SILENT_PEER};
+pub use native::{connect, connect_with, detect, silent_peer_settings, Native, SILENT_PEER};
 
 /// One transition call as it travels: which transition, its KEYS and ARGV.
 /// The same for every executor.

@@ -52,8 +52,8 @@ pub use events::{Event, QueueEvents};
 #[cfg(feature = "cluster")]
 pub use executor::connect_cluster;
 pub use executor::{
-    connect, connect_with, detect, execute, Call, Embedded, Executor, Lua, Native, Replication, StreamEntry,
-    SILENT_PEER,
+    connect, connect_with, detect, execute, silent_peer_settings, Call, Embedded, Executor, Lua, Native,
+    Replication, StreamEntry, SILENT_PEER,
 };
 pub use id::JobId;
 pub use keyspace::Keyspace;

@@ -52,17 +52,22 @@ impl Server {
         Ok(Some(redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) }))
     }
 
-    /// A client for the server.
+    /// A client for the server, whose connections to a server gone silent
+    /// (no reset, no answer) are dropped and reconnect (`echomq::SILENT_PEER`).
     pub fn client(&self) -> Result<redis::Client, Error> {
-        Ok(match self.certificates()? {
+        let client = match self.certificates()? {
             Some(certificates) => redis::Client::build_with_tls(self.url.as_str(), certificates)?,
             None => redis::Client::open(self.url.as_str())?,
-        })
+        };
+        let info = client.get_connection_info().clone().set_tcp_settings(echomq::silent_peer_settings());
+        Ok(redis::Client::open(info)?)
     }
 
-    /// A client for the cluster the URL's node belongs to.
+    /// A client for the cluster the URL's node belongs to, whose connections
+    /// to a node gone silent are dropped (`echomq::silent_peer_settings`).
     fn cluster_client(&self) -> Result<ClusterClient, Error> {
-        let builder = ClusterClient::builder([self.url.as_str()]);
+        let builder =
+            ClusterClient::builder([self.url.as_str()]).tcp_settings(echomq::silent_peer_settings());
         Ok(match self.certificates()? {
             Some(certificates) => builder.certs(certificates),
             None => builder,

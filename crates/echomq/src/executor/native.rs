@@ -199,27 +199,35 @@ pub async fn connect_with(
 /// the kernel drops it and it reconnects (see [`connect_with`]).
 pub const SILENT_PEER: Duration = Duration::from_secs(30);
 
-/// `client`, with keepalive probes and a `TCP_USER_TIMEOUT` of [`SILENT_PEER`]
-/// unless it has a keepalive or user time-out of its own.
+/// The TCP settings [`connect`] gives a client that has none of its own:
+/// keepalive probes after a third of [`SILENT_PEER`] of quiet, then every
+/// sixth, and (on Linux) a `TCP_USER_TIMEOUT` of [`SILENT_PEER`], so that the
+/// kernel drops a connection whose peer has gone silent and it reconnects.
+/// For connections made by hand, and for a Cluster client's builder
+/// (`ClusterClientBuilder::tcp_settings`).
+pub fn silent_peer_settings() -> redis::io::tcp::TcpSettings {
+    let probes = redis::io::tcp::socket2::TcpKeepalive::new().with_time(SILENT_PEER / 3);
+    #[cfg(target_os = "linux")]
+    let probes = probes.with_interval(SILENT_PEER / 6).with_retries(4);
+    let tcp = redis::io::tcp::TcpSettings::default().set_keepalive(probes);
+    #[cfg(target_os = "linux")]
+    let tcp = tcp.set_user_timeout(SILENT_PEER);
+    tcp
+}
+
+/// `client` with [`silent_peer_settings`], unless it has a keepalive or a
+/// user time-out of its own.
 fn silent_peers_dropped(client: &redis::Client) -> redis::RedisResult<redis::Client> {
-    use redis::io::tcp::socket2::TcpKeepalive;
     let info = client.get_connection_info();
     let tcp = info.tcp_settings();
     #[cfg(target_os = "linux")]
-    if tcp.keepalive().is_some() || tcp.user_timeout().is_some() {
-        return Ok(client.clone());
-    }
+    let own = tcp.keepalive().is_some() || tcp.user_timeout().is_some();
     #[cfg(not(target_os = "linux"))]
-    if tcp.keepalive().is_some() {
+    let own = tcp.keepalive().is_some();
+    if own {
         return Ok(client.clone());
     }
-    // Probe after a third of the silence, then every sixth of it.
-    let probes = TcpKeepalive::new().with_time(SILENT_PEER / 3);
-    #[cfg(target_os = "linux")]
-    let probes = probes.with_interval(SILENT_PEER / 6).with_retries(4);
-    let tcp = tcp.clone().set_keepalive(probes);
-    #[cfg(target_os = "linux")]
-    let tcp = tcp.set_user_timeout(SILENT_PEER);
+    let tcp = silent_peer_settings().set_nodelay(tcp.nodelay());
     redis::Client::open(info.clone().set_tcp_settings(tcp))
 }
 
