@@ -88,9 +88,15 @@ impl Error {
     }
 
     /// This error again, for each job of a call that failed as a whole (an
-    /// error is not `Clone`): a refusal as the same refusal, any other as
-    /// its text.
+    /// error is not `Clone`): a refusal as the same refusal, a failure of the
+    /// connection or the server as the same failure (a job of a call whose
+    /// connection broke may have been written), any other as its text.
     pub(crate) fn for_each_of_many(&self) -> Error {
+        match self {
+            Error::Redis(err) => return Error::Redis(err.clone()),
+            &Error::NotReplicated { confirmed, wanted } => return Error::NotReplicated { confirmed, wanted },
+            _ => {}
+        }
         let line = self.to_string();
         match self.code() {
             Some(code) => {
@@ -200,5 +206,14 @@ mod tests {
         assert_eq!(unread.code(), None);
         let bad = Error::Record("no state".into()).at(Name::Ack, "emails", Some(&job));
         assert_eq!(bad.to_string(), "malformed record: no state", "other errors as they are");
+    }
+
+    #[test]
+    fn a_call_that_failed_whole_fails_each_of_its_jobs_the_same_way() {
+        let broken = Error::Redis(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into());
+        assert!(matches!(broken.for_each_of_many(), Error::Redis(err) if err.is_io_error()), "maybe written");
+        assert_eq!(Error::WrongType("pending".into()).for_each_of_many().code(), Some(Code::Type));
+        let unconfirmed = Error::NotReplicated { confirmed: 0, wanted: 1 }.for_each_of_many();
+        assert!(matches!(unconfirmed, Error::NotReplicated { confirmed: 0, wanted: 1 }));
     }
 }

@@ -54,8 +54,9 @@ pub struct Args {
     id: Option<JobId>,
     /// Many jobs: one per line of stdin, each line a JSON document, the job's
     /// payload; one id per line out, in the same order. Every line is checked
-    /// before any is enqueued; on a failure, the ids printed are of the jobs
-    /// enqueued, and the lines after the failed one were not tried.
+    /// before any is enqueued, then they go a thousand to a round trip. On a
+    /// failure, the ids printed are of the jobs enqueued, the message names
+    /// the lines that failed, and the lines after them were not tried.
     #[arg(long)]
     jsonl: bool,
 }
@@ -119,30 +120,162 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         println!("{}{note}", enqueued.id);
         return Ok(());
     }
+    many(&queue, &payloads, &options).await
+}
+
+/// Lines sent together: one ENQUEUEMANY call's worth of plain jobs, which
+/// goes in whole or not at all.
+const CHUNK: usize = 1000;
+/// How many times a chunk that may have gone in is sent: again with the same
+/// ids, a job that got there answers duplicate, and none goes in twice.
+const TRIES: u32 = 3;
+
+/// Enqueue JSON lines in chunks of [`CHUNK`], one round trip each, printing
+/// each chunk's ids in line order when it is answered. Every line's id is
+/// minted first, so that a chunk sent again is the same jobs.
+async fn many(queue: &Queue, payloads: &[Vec<u8>], options: &EnqueueOptions) -> Result<(), Error> {
     let total = payloads.len();
+    let ids: Vec<JobId> = payloads.iter().map(|_| JobId::mint()).collect();
     let mut out = std::io::stdout().lock();
-    for (n, payload) in payloads.into_iter().enumerate() {
-        match enqueue(&queue, payload, options.clone().id(JobId::mint())).await {
-            // Flushed line by line: a script reading along sees each job as it is enqueued.
-            Ok(enqueued) => writeln!(out, "{}", enqueued.id).and_then(|()| out.flush())?,
-            Err(exit) => {
-                let (line, rest) = (n + 1, total - n - 1);
-                let message = exit.message.clone();
-                // What is left to enqueue: this line too unless it may have
-                // been (its own message then says how to be sure of it).
-                let next = if exit.failure == Failure::MaybeDone { line + 1 } else { line };
-                let left = match total + 1 - next {
-                    0 => String::new(),
-                    _ => format!(" (to enqueue the rest, give lines {next} to {total} to --jsonl again)"),
-                };
-                return Err(Box::new(exit.context(format!(
-                    "line {line} of {total}: {message}; the {n} line(s) before it were enqueued (their ids above), \
-                     the {rest} after it were not tried{left}"
-                ))));
+    for (first, chunk) in (0..total).step_by(CHUNK).zip(payloads.chunks(CHUNK)) {
+        let lines = Lines { first, count: chunk.len(), total };
+        let ids = &ids[first..first + chunk.len()];
+        let jobs =
+            chunk.iter().zip(ids).map(|(payload, id)| (payload.as_slice(), options.clone().id(id.clone())));
+        let outcomes = send(queue, jobs.collect(), &lines).await?;
+        // Each line's id in order; a line refused has none.
+        let mut refused: Vec<(usize, String)> = Vec::new();
+        for (line, outcome) in (lines.first + 1..).zip(outcomes) {
+            match outcome {
+                Ok(enqueued) => writeln!(out, "{}", enqueued.id)?,
+                Err(err) => refused.push((line, explain(&err))),
             }
+        }
+        // Flushed chunk by chunk: a script reading along sees each chunk's jobs as they are enqueued.
+        out.flush()?;
+        if let Some((line, why)) = refused.first() {
+            if refused.len() == lines.count {
+                return Err(Box::new(lines.refused(why)));
+            }
+            let others = match refused.get(1) {
+                Some((next, _)) => format!(" (and {} more lines, from line {next})", refused.len() - 1),
+                None => String::new(),
+            };
+            let message = format!(
+                "{}: line {line} refused: {why}{others}; their other lines were enqueued, one id each above, in \
+                 order; {}, the lines after them were not tried{}",
+                lines.named(),
+                lines.before(),
+                lines.rest(lines.first + lines.count + 1)
+            );
+            return Err(Box::new(Exit::new(Failure::Refused, message)));
         }
     }
     Ok(())
+}
+
+/// A chunk of JSON lines: `count` of them after the `first`, of `total`.
+struct Lines {
+    first: usize,
+    count: usize,
+    total: usize,
+}
+
+impl Lines {
+    fn named(&self) -> String {
+        format!("lines {} to {} of {}", self.first + 1, self.first + self.count, self.total)
+    }
+
+    fn before(&self) -> String {
+        format!("the {} line(s) before them were enqueued (their ids above)", self.first)
+    }
+
+    /// The chunk refused whole, for `why`.
+    fn refused(&self, why: &str) -> Exit {
+        let message = format!(
+            "{}: refused: {why}. Nothing of them was written; {}, the lines after them were not tried; the same \
+             lines would be refused again",
+            self.named(),
+            self.before()
+        );
+        Exit::new(Failure::Refused, message)
+    }
+
+    /// How to enqueue what is left, from line `next`.
+    fn rest(&self, next: usize) -> String {
+        match next {
+            _ if next > self.total => String::new(),
+            _ => format!(" (to enqueue the rest, give lines {next} to {} to --jsonl again)", self.total),
+        }
+    }
+}
+
+/// Send a chunk's jobs, and again (the same jobs, the same ids) while a
+/// failure of the connection or the server says they may have gone in, up
+/// to [`TRIES`] times; each job's outcome, or what `emq` tells on giving up.
+async fn send(
+    queue: &Queue,
+    jobs: Vec<(&[u8], EnqueueOptions)>,
+    lines: &Lines,
+) -> Result<Vec<echomq::Result<echomq::Enqueued>>, Exit> {
+    let mut tries = 1;
+    loop {
+        let (failure, why) = match queue.enqueue_many(jobs.iter().cloned()).await {
+            // A call that failed as a whole fails each of its jobs the same way.
+            Ok(outcomes) => match outcomes.iter().filter_map(|o| o.as_ref().err()).find(|e| !refusal(e)) {
+                None => return Ok(outcomes),
+                Some(err) => (Failure::of(err), explain(err)),
+            },
+            Err(err) => (Failure::of(&err), explain(&err)),
+        };
+        if failure == Failure::MaybeDone && tries < TRIES {
+            eprintln!("emq: {}: maybe enqueued: {why}; sending them again with the same ids", lines.named());
+            tokio::time::sleep(Duration::from_millis(250 << tries)).await;
+            tries += 1;
+            continue;
+        }
+        let after = lines.first + lines.count + 1;
+        return Err(match failure {
+            // Once maybe enqueued, they stay so, whatever a later try says.
+            _ if tries > 1 || failure == Failure::MaybeDone => {
+                let listed: Vec<String> = jobs
+                    .iter()
+                    .zip(lines.first + 1..)
+                    .map(|((_, options), line)| {
+                        format!("  line {line}: {}", options.id.as_ref().expect("minted"))
+                    })
+                    .collect();
+                let message = format!(
+                    "{}: maybe enqueued: {why}. Sent {tries} time(s) with the same ids; each line's job, had it \
+                     gone in, has the id listed below (`emq inspect <id> --queue {}` tells). {}; the lines after \
+                     them were not tried{}\n{}",
+                    lines.named(),
+                    queue.name(),
+                    lines.before(),
+                    lines.rest(after),
+                    listed.join("\n")
+                );
+                Exit::new(Failure::MaybeDone, message)
+            }
+            Failure::NotDone => Exit::new(
+                Failure::NotDone,
+                format!(
+                    "{}: not enqueued: {why}. Nothing of them was written; {}, the lines after them were not \
+                     tried{}",
+                    lines.named(),
+                    lines.before(),
+                    lines.rest(lines.first + 1)
+                ),
+            ),
+            _ => lines.refused(&why),
+        });
+    }
+}
+
+/// Whether a job's failure is a refusal of the job itself, not of the
+/// connection or the server.
+fn refusal(err: &echomq::Error) -> bool {
+    Failure::of(err) == Failure::Refused
 }
 
 /// Enqueue one job; a failure says what was done, and what is safe next.

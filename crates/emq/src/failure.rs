@@ -74,11 +74,6 @@ impl Exit {
     pub fn new(failure: Failure, message: String) -> Exit {
         Exit { failure, message }
     }
-
-    /// The same failure, told with more context.
-    pub fn context(self, message: String) -> Exit {
-        Exit { message, ..self }
-    }
 }
 
 impl std::fmt::Display for Exit {

@@ -158,12 +158,27 @@ fn json_lines_enqueue_many_and_bad_input_enqueues_nothing() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
     assert_eq!(pending(&emq, &q), 3, "nothing more was enqueued");
+
+    // A key of the wrong type refuses the lines' call whole.
+    let typed = unique_queue("typed");
+    let mut conn = client(&server.url()).get_connection().unwrap();
+    let pending_key = echomq::Keyspace::new(&typed).unwrap().pending();
+    let () = redis::cmd("SET").arg(&pending_key).arg("in the way").query(&mut conn).unwrap();
+    let output = jsonl(&emq, &typed, "1\n2\n");
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains("lines 1 to 2 of 2: refused: EMQTYPE") && said.contains("Nothing of them was written"),
+        "{said}"
+    );
+    assert!(output.stdout.is_empty());
 }
 
 /// The server dies part-way through many JSON lines: the ids printed are
 /// exactly the jobs enqueued (each is there after a restart on the AOF), the
-/// message says which line failed and how many before it were enqueued, and
-/// the exit code says whether that line may have been.
+/// message says which lines failed and how many before them were enqueued,
+/// and the exit code says whether those may have been (then it lists their
+/// ids, and a chunk goes in whole or not at all).
 #[test]
 fn json_lines_cut_short_by_an_outage_say_how_far_they_got() {
     use std::io::BufRead;
@@ -193,17 +208,28 @@ fn json_lines_cut_short_by_an_outage_say_how_far_they_got() {
     feeding.join().unwrap().unwrap();
     let output = child.wait_with_output().unwrap();
     let said = stderr(&output);
-    assert!(matches!(output.status.code(), Some(3 | 4)), "not enqueued or maybe: {said}");
-    let failed = ids.len() + 1;
+    let maybe = match output.status.code() {
+        Some(3) => false,
+        Some(4) => true,
+        _ => panic!("not enqueued or maybe: {said}"),
+    };
+    assert_eq!(ids.len() % 1000, 0, "whole chunks of ids: {said}");
+    let (from, to) = (ids.len() + 1, ids.len() + 1000);
     assert!(
-        said.contains(&format!("line {failed} of {total}:"))
-            && said.contains(&format!("the {} line(s) before it were enqueued", ids.len())),
+        said.contains(&format!("lines {from} to {to} of {total}:"))
+            && said.contains(&format!("the {} line(s) before them were enqueued", ids.len())),
         "{} ids printed: {said}",
         ids.len()
     );
-    // What is left: the failed line too, unless it may have been enqueued.
-    let next = if output.status.code() == Some(4) { failed + 1 } else { failed };
+    // What is left: the failed lines too, unless they may have been enqueued.
+    let next = if maybe { to + 1 } else { from };
     assert!(said.contains(&format!("give lines {next} to {total} to --jsonl again")), "{said}");
+    // Lines that may have gone in are listed with their ids.
+    let listed: Vec<String> = said
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("line ")?.split_once(": ").map(|(_, id)| id.to_owned()))
+        .collect();
+    assert_eq!(listed.len(), if maybe { 1000 } else { 0 }, "{said}");
     server.revive();
     let keys = echomq::Keyspace::new(&q).unwrap();
     let mut conn = client(&server.url()).get_connection().expect("connect");
@@ -211,8 +237,88 @@ fn json_lines_cut_short_by_an_outage_say_how_far_they_got() {
         let score: Option<f64> = redis::cmd("ZSCORE").arg(keys.pending()).arg(id).query(&mut conn).unwrap();
         assert!(score.is_some(), "{id} was printed, so it is pending");
     }
-    // The failed line's job too, only when it may have been enqueued.
-    let pending = pending(&emq, &q) as usize;
-    let maybe = usize::from(output.status.code() == Some(4));
-    assert!((ids.len()..=ids.len() + maybe).contains(&pending), "{pending} pending: {said}");
+    // The failed lines' jobs too, all or none, only when they may have been enqueued.
+    let there: Vec<bool> = listed
+        .iter()
+        .map(|id| {
+            let score: Option<f64> =
+                redis::cmd("ZSCORE").arg(keys.pending()).arg(id).query(&mut conn).unwrap();
+            score.is_some()
+        })
+        .collect();
+    assert!(there.iter().all(|&t| t == there[0]) || there.is_empty(), "a chunk went in in part: {said}");
+    let went_in = if there.first() == Some(&true) { listed.len() } else { 0 };
+    assert_eq!(pending(&emq, &q) as usize, ids.len() + went_in, "{said}");
+}
+
+/// The connection breaks after the server applied a chunk of JSON lines and
+/// before its answer arrived: `emq` sends the chunk again with the same ids,
+/// the jobs that went in answer duplicate, and every line is one job, its
+/// id printed once.
+#[test]
+fn json_lines_whose_answer_is_lost_are_sent_again_and_enqueued_once() {
+    let server = RedisServer::start();
+    let proxy = cut_after_a_big_answer(server.port(), 2048);
+    let emq = Emq { url: format!("redis://127.0.0.1:{proxy}/"), via: "lua" };
+    let q = unique_queue("resent");
+    let total = 2500;
+    let lines: String = (0..total).map(|n| format!("{n}\n")).collect();
+    let output = jsonl(&emq, &q, &lines);
+    let said = stderr(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("lines 1 to 1000 of 2500: maybe enqueued") && said.contains("sending them again"),
+        "{said}"
+    );
+    let ids: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(ids.len(), total, "one id a line");
+    assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), total, "each id once");
+    let direct = Emq { url: server.url(), via: "lua" };
+    assert_eq!(pending(&direct, &q), total as u64, "each line one job");
+    for (n, id) in ids.iter().enumerate().step_by(499) {
+        assert!(
+            direct.ok(&["inspect", id, "--queue", &q]).contains(&format!("payload   {n} (")),
+            "line {n}: {id}"
+        );
+    }
+}
+
+/// A loopback TCP proxy to `port` that, once, cuts a connection whose server
+/// has sent it more than `big` bytes, before passing on the bytes that went
+/// over: a call the server applied, its answer lost. Its port.
+fn cut_after_a_big_answer(port: u16, big: usize) -> u16 {
+    use std::io::Read;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let local = listener.local_addr().unwrap().port();
+    let cut = Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", port)) else { return };
+            let (mut requests, mut to_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut requests, &mut to_server);
+                let _ = to_server.shutdown(Shutdown::Both);
+            });
+            let cut = cut.clone();
+            std::thread::spawn(move || {
+                let (mut buffer, mut passed) = (vec![0; 64 * 1024], 0);
+                while let Ok(n @ 1..) = server.read(&mut buffer) {
+                    passed += n;
+                    if passed > big && !cut.swap(true, Ordering::SeqCst) {
+                        break;
+                    }
+                    if client.write_all(&buffer[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = server.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    local
 }
