@@ -151,8 +151,10 @@ impl Error {
 
     /// True when the call surely did nothing: the server was not reached
     /// (the connection was refused) or answered that it cannot serve now
-    /// (loading, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY). Retrying it
-    /// cannot apply it twice.
+    /// (loading, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY), or that it
+    /// refuses writes for now (OOM at `maxmemory`, MISCONF when it cannot
+    /// save, BUSY while a script runs, NOREPLICAS). Retrying it cannot apply
+    /// it twice.
     pub fn surely_did_nothing(&self) -> bool {
         matches!(self, Error::Redis(err) if surely_did_nothing(err))
     }
@@ -175,7 +177,12 @@ impl From<redis::RedisError> for Error {
 /// [`Error::surely_did_nothing`] for the `redis` crate's own error.
 pub fn surely_did_nothing(err: &redis::RedisError) -> bool {
     use redis::{ErrorKind, ServerErrorKind};
+    // Refused before the command ran: a script is stopped at its first write
+    // (a transition checks everything before it writes), a module command
+    // flagged `deny-oom` is not run at all.
+    let refused_writes = matches!(err.code(), Some("OOM" | "MISCONF" | "BUSY" | "NOREPLICAS"));
     err.is_connection_refusal()
+        || refused_writes
         || matches!(
             err.kind(),
             ErrorKind::Server(

@@ -31,11 +31,14 @@ use html::{escape, urlencode};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Where to listen. Anything but loopback makes write actions need a token.
+    /// Where to listen. Anything but loopback makes write actions need a
+    /// token; the pages (payloads, errors, results) are open to whoever
+    /// reaches the address: put it behind your own access control.
     #[arg(long, default_value = "127.0.0.1:7880")]
     bind: SocketAddr,
     /// The token write actions need when not bound to loopback (default: a new one, printed).
-    #[arg(long, env = "ECHOMQ_DASHBOARD_TOKEN")]
+    // `--help` never shows the environment's value: it is a secret.
+    #[arg(long, env = "ECHOMQ_DASHBOARD_TOKEN", hide_env_values = true)]
     token: Option<String>,
 }
 

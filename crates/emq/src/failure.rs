@@ -123,7 +123,17 @@ pub fn explain(err: &(dyn StdError + 'static)) -> String {
         }
         ErrorKind::AuthenticationFailed => "the server refused the user or password",
         ErrorKind::Server(ServerErrorKind::NoPerm) => "the user may not run this command (ACL)",
-        _ => return err.to_string(),
+        _ => match redis.code() {
+            Some("OOM") => {
+                "the server is full (maxmemory) and refuses writes until memory is freed or raised"
+            }
+            Some("MISCONF") => "the server refuses writes: it cannot save to disk (see its log)",
+            Some("BUSY") => "the server is busy running a long script",
+            Some("NOREPLICAS") => {
+                "the server has too few replicas in sync to accept writes (min-replicas-to-write)"
+            }
+            _ => return err.to_string(),
+        },
     };
     format!("{what} ({err})")
 }
@@ -142,8 +152,10 @@ mod tests {
 
     #[test]
     fn each_failure_says_what_was_done() {
-        let cases: [(echomq::Error, Failure); 7] = [
+        let oom = redis::make_extension_error("OOM".to_owned(), Some("command not allowed".to_owned()));
+        let cases: [(echomq::Error, Failure); 8] = [
             (io(std::io::ErrorKind::ConnectionRefused), Failure::NotDone),
+            (echomq::Error::Redis(oom), Failure::NotDone),
             (server(ServerErrorKind::BusyLoading, "LOADING"), Failure::NotDone),
             (server(ServerErrorKind::ReadOnly, "READONLY"), Failure::NotDone),
             (io(std::io::ErrorKind::BrokenPipe), Failure::MaybeDone),

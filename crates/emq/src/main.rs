@@ -63,10 +63,12 @@ enum Command {
     /// or many, with --jsonl.
     ///
     /// Exit codes: 0 enqueued (or a duplicate of an existing id); 3 not
-    /// enqueued (the server was down, loading or failing over: enqueue again);
-    /// 4 maybe enqueued (the connection broke on the way: enqueue again with
-    /// the --id it printed, a duplicate changes nothing); 5 refused (bad
-    /// input, no permission: the same job would be refused again).
+    /// enqueued (the server was down, loading, failing over or full: enqueue
+    /// again); 4 maybe enqueued (the connection broke on the way: enqueue
+    /// again with the --id it printed, a duplicate changes nothing); 5
+    /// refused (bad input, no permission: the same job would be refused
+    /// again). With --jsonl, the code is that of the lines the message
+    /// names; the lines before them were enqueued.
     Enqueue(enqueue::Args),
     /// Show a job: its record, its last error, progress and result, its policy.
     Inspect(ops::InspectArgs),

@@ -84,17 +84,22 @@ fn an_acl_user_in_the_url_and_no_password_in_errors() {
 }
 
 #[test]
-fn help_never_shows_the_url_from_the_environment() {
+fn help_never_shows_the_url_or_the_dashboard_token_from_the_environment() {
     let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("redis://worker:h3lp-secret@127.0.0.1:{free}/");
     for args in
         [&["--help"][..], &["stats", "--help"], &["work", "--help"], &["dashboard", "--help"], &["stats"]]
     {
-        let out =
-            Command::new(env!("CARGO_BIN_EXE_emq")).args(args).env("ECHOMQ_URL", &url).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_emq"))
+            .args(args)
+            .env("ECHOMQ_URL", &url)
+            .env("ECHOMQ_DASHBOARD_TOKEN", "t0ken-secret")
+            .output()
+            .unwrap();
         let shown =
             format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(!shown.contains("h3lp-secret"), "emq {args:?} shows the password: {shown}");
+        assert!(!shown.contains("t0ken-secret"), "emq {args:?} shows the dashboard's token: {shown}");
         assert!(!shown.is_empty(), "emq {args:?} says something");
     }
 }

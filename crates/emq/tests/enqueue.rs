@@ -86,6 +86,32 @@ fn a_server_loading_its_data_means_not_enqueued() {
     let _ = reload.join();
 }
 
+/// A server at its `maxmemory` (with `noeviction`, as a job store must run)
+/// refuses writes for now: not enqueued, said in words, and safe to try
+/// again once memory is freed; not "refused for good".
+#[test]
+fn a_full_server_means_not_enqueued() {
+    let full = ServerOptions {
+        args: ["--maxmemory", "1", "--maxmemory-policy", "noeviction"].map(String::from).to_vec(),
+        ..ServerOptions::default()
+    };
+    let with_module = ServerOptions { module: Some(echomq_test_support::module_path()), ..full.clone() };
+    for (options, via) in [(full, "lua"), (with_module, "native")] {
+        let server = RedisServer::start_with(options);
+        let emq = Emq { url: server.url(), via };
+        let q = unique_queue("full");
+        let output = emq.command(&["enqueue", &q, "x"]).output().unwrap();
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(3), "{via}: {said}");
+        assert!(said.contains("not enqueued: the server is full (maxmemory)"), "{via}: {said}");
+        let output = jsonl(&emq, &q, "1\n2\n");
+        assert_eq!(output.status.code(), Some(3), "{via}: {}", stderr(&output));
+        let mut admin = client(&server.url()).get_connection().unwrap();
+        let () = redis::cmd("CONFIG").arg(&["SET", "maxmemory", "0"]).query(&mut admin).unwrap();
+        assert!(emq.command(&["enqueue", &q, "x"]).output().unwrap().status.success(), "{via}: room again");
+    }
+}
+
 /// The connection breaks while the enqueue waits on the server (held by
 /// `CLIENT PAUSE`, then killed by `CLIENT KILL`): maybe enqueued, said with
 /// the id to enqueue it again with, which is then safe.

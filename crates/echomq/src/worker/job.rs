@@ -311,8 +311,14 @@ impl Failure<'_> {
         let error = truncate(error);
         let fail = || self.queue.fail(self.job, &error, self.retry);
         match persist(lease, Name::Fail, None, fail).await {
-            Ok(Failed::Delayed) => self.meters.retried.increment(1),
-            Ok(Failed::Dead) => self.meters.dead.increment(1),
+            Ok(Failed::Delayed) => {
+                self.meters.retried.increment(1);
+                tracing::info!("job delayed: it runs again when its back-off is over");
+            }
+            Ok(Failed::Dead) => {
+                self.meters.dead.increment(1);
+                tracing::warn!("job dead: out of attempts (`emq retry` sends it back to pending)");
+            }
             Err(err) => lost_or_failed(self.meters, Name::Fail, &err),
         }
     }
