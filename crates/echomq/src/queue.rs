@@ -656,7 +656,8 @@ impl Queue {
     /// schedules, dedup keys). Refused (`Error::State`, nothing deleted)
     /// while jobs are active, unless `force`: then they go too, and their
     /// holders are fenced. How many jobs were deleted. A job enqueued while
-    /// this runs is deleted with the rest.
+    /// this runs is deleted with the rest; a job claimed while it runs stops
+    /// it with `Error::State`, which then says how many jobs it had deleted.
     pub async fn delete(&self, force: bool) -> Result<u64> {
         let refuse_active = || async {
             let active = self.stats().await?.active;
@@ -685,7 +686,12 @@ impl Queue {
             match self.run(&Obliterate).await {
                 Ok(_) => return Ok(total),
                 // A claim that came meanwhile, or new jobs: see which.
-                Err(crate::Error::State(_)) => refuse_active().await?,
+                Err(crate::Error::State(_)) => refuse_active().await.map_err(|err| match err {
+                    crate::Error::State(why) => crate::Error::State(format!(
+                        "{why}; {total} of its jobs were deleted before one was claimed, and its keys are kept"
+                    )),
+                    err => err,
+                })?,
                 Err(err) => return Err(err),
             }
         }

@@ -18,8 +18,22 @@ pub struct QueuesArgs {
 
 pub async fn pause(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
-        server.queue(&name).await?.pause().await?;
+        let queue = server.queue(&name).await?;
+        queue.pause().await?;
         println!("paused {name}: its workers claim nothing until `emq resume {name}`");
+        note_if_empty(&queue).await?;
+    }
+    Ok(())
+}
+
+/// A queue set up before its first job is fine, a misspelt name is not: say
+/// so when the queue holds no job at all.
+async fn note_if_empty(queue: &echomq::Queue) -> Result<(), Error> {
+    if queue.stats().await? == echomq::transition::StatsReply::default() {
+        eprintln!(
+            "emq: note: {} holds no job (a misspelt name?); its settings apply to the jobs it gets",
+            queue.name()
+        );
     }
     Ok(())
 }
@@ -77,7 +91,9 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
         );
     }
     let config = Config { concurrency: args.concurrency, rate: args.rate, ..Config::default() };
-    let settings = server.queue(&args.queue).await?.configure(config).await?;
+    let queue = server.queue(&args.queue).await?;
+    let settings = queue.configure(config).await?;
+    note_if_empty(&queue).await?;
     println!("{}: {}", args.queue, describe(&settings));
     Ok(())
 }
@@ -146,7 +162,9 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
         keep_cancelled: args.keep_cancelled,
         events: args.events,
     };
-    let settings = server.queue(&args.queue).await?.configure(config).await?;
+    let queue = server.queue(&args.queue).await?;
+    let settings = queue.configure(config).await?;
+    note_if_empty(&queue).await?;
     println!("{}", args.queue);
     println!("  paused       {}", settings.paused);
     println!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string()));

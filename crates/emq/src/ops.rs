@@ -160,28 +160,37 @@ pub async fn cancel(server: &Server, args: JobsArgs) -> Result<(), Error> {
     each_job(server, args, "cancelled", |queue, id| async move { queue.cancel(&id).await }).await
 }
 
-/// Run `action` on each job; a job it refuses is reported, and makes the command fail.
+/// Run `action` on each job, every one tried: a job not found or refused is
+/// reported on its own line, and makes the command fail once all were tried.
 async fn each_job<F, Fut>(server: &Server, args: JobsArgs, done: &str, action: F) -> Result<(), Error>
 where
     F: Fn(echomq::Queue, JobId) -> Fut,
     Fut: std::future::Future<Output = echomq::Result<bool>>,
 {
     let executor = server.executor().await?;
-    let mut refused = 0;
+    let (total, mut failed) = (args.ids.len(), 0);
     for id in args.ids {
-        let queue = queue_for(server, &id, args.queue.clone()).await?;
-        let queue = echomq::Queue::with_executor(executor.clone(), &queue)?;
-        match action(queue, id.clone()).await {
+        let queue = match queue_for(server, &id, args.queue.clone()).await {
+            Ok(queue) => echomq::Queue::with_executor(executor.clone(), &queue).map_err(Error::from),
+            Err(err) => Err(err),
+        };
+        let outcome = match queue {
+            Ok(queue) => action(queue, id.clone()).await.map_err(Error::from),
+            Err(err) => Err(err),
+        };
+        match outcome {
             Ok(true) => println!("{done} {id}"),
             Ok(false) => println!("{id} was {done} already"),
             Err(err) => {
-                eprintln!("{id}: {err}");
-                refused += 1;
+                eprintln!("{id}: {}", crate::failure::explain(err.as_ref()));
+                failed += 1;
             }
         }
     }
-    if refused > 0 {
-        return Err(format!("{refused} job(s) refused").into());
+    if failed > 0 {
+        return Err(
+            format!("{failed} of {total} job(s) not {done} (each said above); the others were").into()
+        );
     }
     Ok(())
 }
