@@ -19,7 +19,7 @@ ARGV[4..] options, in any order:
          RESULT <bytes>     0 to 1048576 bytes: kept as results[id]
          COUNT <n>          1..=1000, default 1: the most jobs to claim
 Reply    CLAIM's reply: the jobs claimed after the ack, then
-         the gate's integer when it held some back. The ack's `completed`
+         the gate's integer when it held back jobs still pending (or paused). The ack's `completed`
          event comes before the claims' `active` ones.
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
          or another token), TRYAGAIN. Every key's type, the fence, and the

@@ -6,7 +6,8 @@ KEYS[1]  emq:{q}:batches    (hash) <batch> -> <total> <cursor> <done> <dead>
                             <batch>:callback -> the callback's payload
 KEYS[2]  emq:{q}:batch_jobs (hash) <batch>:<n> -> the batch's nth job, n from 0
 KEYS[3]  emq:{q}:batch_open (zset) the open batches, score = creation, server ms
-ARGV[1]  batch: its id, 1 to 200 bytes of letters, digits, _, -, . and :
+ARGV[1]  batch: its id, 1 to 200 bytes of letters, digits, _, -, . and :,
+         not ending in :callback
 ARGV[2]  callback: the callback job's id
 ARGV[3]  payload: the callback's payload, at most MAX_PAYLOAD bytes
 ARGV[4..] the batch's job ids, 1 to 1000
@@ -18,8 +19,11 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
 local _, err = queue_prefix({'batches', 'batch_jobs', 'batch_open'})
 if err then return err end
 local batch = ARGV[1]
-if batch == nil or #batch == 0 or #batch > MAX_BATCH_ID or string.find(batch, '[^%w_%-%.:]') then
-  return emq_error('EMQARG', 'batch id must be 1 to ' .. MAX_BATCH_ID .. ' bytes of letters, digits, _, -, . and :')
+-- Not ending in :callback, the field of another batch's callback payload.
+if batch == nil or #batch == 0 or #batch > MAX_BATCH_ID or string.find(batch, '[^%w_%-%.:]')
+    or string.sub(batch, -9) == ':callback' then
+  return emq_error('EMQARG', 'batch id must be 1 to ' .. MAX_BATCH_ID
+    .. ' bytes of letters, digits, _, -, . and :, and not end in :callback')
 end
 local callback = ARGV[2]
 err = kind_error(callback)

@@ -29,9 +29,10 @@ Reply    an array of claimed jobs in pending order (priority, then id), each
          The gate (includes/gate) lets at most its room through: none while
          the queue is paused (or under a timed pause, DEFER's), at most the concurrency limit minus the size of
          active, at most the rate minus the claims logged in the last period.
-         When it let fewer than COUNT through, one integer follows the jobs:
-         -1 paused, 0 at the concurrency limit, n > 0 ms to wait (the next
-         rate slot, or the end of a timed pause). Under a rate, each claim is logged in KEYS[4], and the entries
+         When the queue is paused, or a limit held back jobs that pending
+         still holds, one integer follows the jobs: -1 paused, 0 the
+         concurrency limit, n > 0 ms to wait (the next rate slot, or the end
+         of a timed pause). An idle queue answers [] whatever its limits. Under a rate, each claim is logged in KEYS[4], and the entries
          that left the window are trimmed.
 Errors   EMQARG, EMQTYPE
 ]]

@@ -54,6 +54,53 @@ async fn waiting_executors() -> ([RedisServer; 2], [(&'static str, Arc<dyn Execu
     ([module, notified], executors)
 }
 
+/// An idle worker with more slots than its queue's concurrency limit (and
+/// a rate) waits on the server for an arrival, as without limits: the
+/// limits hold back nothing of an empty queue, so its claim gets no
+/// trailer, and it does not poll. Then an arrival runs at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_under_a_limit_below_its_slots_waits_on_the_server() {
+    let module = with_module();
+    let plain = RedisServer::start();
+    for (via, server) in [("native", &module), ("lua", &plain)] {
+        let queue =
+            Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("limited"))
+                .unwrap();
+        queue
+            .configure(echomq::transition::Config {
+                concurrency: Some(2),
+                rate: Some((100, Duration::from_secs(1))),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let ran = Arc::new(AtomicU64::new(0));
+        let counter = ran.clone();
+        let handler = move |_: JobContext| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        };
+        let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
+        let (stop, task) = spawn(Worker::with_options(queue.clone(), handler, options));
+        let mut conn = server.connection().await;
+        // A claim blocked on the server (EMQ.CLAIM BLOCK, or BZPOPMIN on the wake-up key).
+        eventually("the idle worker waits on the server", || {
+            let mut conn = conn.clone();
+            async move {
+                let info: String = redis::cmd("INFO").arg("clients").query_async(&mut conn).await.unwrap();
+                info.lines().any(|line| line.strip_prefix("blocked_clients:").is_some_and(|n| n != "0"))
+            }
+        })
+        .await;
+        queue.enqueue(b"x".to_vec()).await.unwrap();
+        eventually("the arrival runs", || async { ran.load(Ordering::SeqCst) == 1 }).await;
+        let _: redis::Value = redis::cmd("PING").query_async(&mut conn).await.unwrap();
+        let _ = stop.send(());
+        task.await.unwrap();
+        println!("{via}: waited on the server, ran the arrival");
+    }
+}
+
 /// A paused queue's worker runs none of its jobs while it serves another
 /// queue, and its claim, blocked for five minutes, wakes on resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

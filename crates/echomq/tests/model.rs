@@ -146,6 +146,8 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             if model.rate > 0 && !model.paused {
                 model.logged += claimed.len() as u64;
             }
+            // A limit is told only when it held back jobs still pending; a pause always.
+            let held = held.filter(|held| held == "Paused" || !model.pending_order().is_empty());
             format!("{:?}", (claimed, held))
         }
         Op::Ack { slot, stale } => model.fenced(slot, token_for(tokens, slot, stale), |job| {

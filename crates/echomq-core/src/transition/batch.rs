@@ -20,13 +20,21 @@ use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
 
 /// A batch id: 1 to [`MAX_BATCH_ID`] bytes of letters, digits, `_`, `-`,
-/// `.` and `:` (so it needs no escaping in the callback's JSON headers).
+/// `.` and `:` (so it needs no escaping in the callback's JSON headers),
+/// not ending in `:callback` (the field of another batch's callback payload).
 fn batch_id(value: Option<&[u8]>) -> Result<&[u8], Refusal> {
     let allowed = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':');
     match value {
-        Some(id) if !id.is_empty() && id.len() <= MAX_BATCH_ID && id.iter().all(allowed) => Ok(id),
+        Some(id)
+            if !id.is_empty()
+                && id.len() <= MAX_BATCH_ID
+                && id.iter().all(allowed)
+                && !id.ends_with(b":callback") =>
+        {
+            Ok(id)
+        }
         _ => Err(Refusal::arg(format!(
-            "batch id must be 1 to {MAX_BATCH_ID} bytes of letters, digits, _, -, . and :"
+            "batch id must be 1 to {MAX_BATCH_ID} bytes of letters, digits, _, -, . and :, and not end in :callback"
         ))),
     }
 }

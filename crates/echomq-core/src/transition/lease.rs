@@ -70,8 +70,9 @@ impl<'a> Claim<'a> {
     }
 
     /// Take up to COUNT ids from the head of pending, each under a new lease,
-    /// as many as the queue's gate lets through; when it let fewer than
-    /// COUNT through, its reason follows the jobs (PROTOCOL.md §7, CLAIM).
+    /// as many as the queue's gate lets through; when it held back jobs
+    /// that pending still holds, or the queue is paused, its reason follows
+    /// the jobs (PROTOCOL.md §7, CLAIM).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.apply_to(store, None)
     }
@@ -93,12 +94,14 @@ impl<'a> Claim<'a> {
         let sides = Sides { policies, headers };
         let (mut claimed, logged) = self.take(store, gate.room, gate.now(), sides, &events, head)?;
         spend(store, rate, &gate, &logged);
+        let left = store.zcard(pending) > 0;
         // Jobs left that the gate would let through: the next waiting claim
         // takes them (a chain, one claimer woken at a time).
-        if !claimed.is_empty() && gate.held.is_none() && store.zcard(pending) > 0 {
+        if !claimed.is_empty() && gate.held.is_none() && left {
             wake(store, wakes);
         }
-        if let Some(held) = gate.held {
+        // The trailer says a limit held back jobs pending still holds, or a pause.
+        if let Some(held) = gate.held.filter(|&held| held == -1 || left) {
             claimed.push(Reply::Int(held));
         }
         Ok(Reply::Array(claimed))

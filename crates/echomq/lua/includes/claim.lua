@@ -62,7 +62,8 @@ local function claim_jobs(k, prefix, lease, count, head)
   end
   if #ids == 0 then
     spend(k.rate, log, logged)
-    if held then claimed[1] = held end
+    -- The trailer says a limit held back jobs pending holds (or a pause).
+    if held and (held == -1 or #head.ids > 0) then claimed[1] = held end
     return claimed
   end
   if head.records then
@@ -101,6 +102,6 @@ local function claim_jobs(k, prefix, lease, count, head)
   if #claimed > 0 and not held and left then
     wake(k.wake)
   end
-  if held then claimed[#claimed + 1] = held end
+  if held and left then claimed[#claimed + 1] = held end
   return claimed
 end

@@ -30,9 +30,13 @@ impl Transition for Batch {
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':');
-        if self.id.is_empty() || self.id.len() > limits::MAX_BATCH_ID || !self.id.bytes().all(allowed) {
+        let id_ok = !self.id.is_empty()
+            && self.id.len() <= limits::MAX_BATCH_ID
+            && self.id.bytes().all(allowed)
+            && !self.id.ends_with(":callback");
+        if !id_ok {
             return Err(Error::Argument(format!(
-                "batch id must be 1 to {} bytes of letters, digits, _, -, . and :",
+                "batch id must be 1 to {} bytes of letters, digits, _, -, . and :, and not end in :callback",
                 limits::MAX_BATCH_ID
             )));
         }
