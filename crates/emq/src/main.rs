@@ -122,6 +122,22 @@ async fn main() {
         _ => tracing_subscriber::filter::LevelFilter::INFO,
     };
     cli.logging.install(usual);
+    // A command that only reads and prints ends quietly when its reader goes
+    // away (`emq list q dead | head -1`), as Unix tools do, instead of
+    // panicking on the broken pipe. Not a command that writes (its output
+    // says what it did), nor `work`, whose commands' stdin may close early.
+    if matches!(
+        cli.command,
+        Command::Inspect(_)
+            | Command::Result(_)
+            | Command::Events(_)
+            | Command::List(_)
+            | Command::Stats(_)
+            | Command::Queues
+    ) {
+        // SAFETY: restores the default action of one signal; no handler of ours is replaced.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
