@@ -371,9 +371,14 @@ pub struct Replication {
 /// at-least-once allows, and the WAIT after the job's ack covers the claim's
 /// write as well. Waited for, a replica's lag would strand the claimed jobs
 /// until their leases ran out: a shortfall answers
-/// [`Error::NotReplicated`], not the jobs.
+/// [`Error::NotReplicated`], not the jobs. Nor is a heartbeat's (EXTEND):
+/// lost, a lease is only shorter on the new master, and its job may run
+/// again; waited for, a lagging replica would fail every heartbeat, and the
+/// worker would give up its running jobs as lost.
 fn confirms(calls: &[Call]) -> bool {
-    calls.iter().any(|call| !call.name.describe().reads_only() && call.name != Name::Claim)
+    calls
+        .iter()
+        .any(|call| !call.name.describe().reads_only() && !matches!(call.name, Name::Claim | Name::Extend))
 }
 
 /// A job store must never be evicted: warn unless `maxmemory-policy` is
@@ -514,19 +519,28 @@ struct Sent {
 }
 
 impl Sent {
-    /// The replies, or [`Error::NotReplicated`] when fewer replicas than
-    /// `replication` asks for confirmed them and a call may have written:
-    /// calls all refused wrote nothing, and answer their refusals.
-    fn replicated(self, replication: Option<Replication>) -> Result<Vec<Result<Value>>> {
-        let refused = |reply: &Result<Value>| matches!(reply, Err(err) if err.code().is_some());
-        match (replication, self.confirmed) {
-            (Some(Replication { replicas, .. }), Some(confirmed))
-                if confirmed < replicas && !self.replies.iter().all(refused) =>
-            {
-                Err(Error::NotReplicated { confirmed, wanted: replicas })
-            }
-            _ => Ok(self.replies),
+    /// The replies, each call's own: when fewer replicas than `replication`
+    /// asks for confirmed the writes, each call that applied a write the
+    /// caller relies on (see [`confirms`]) answers [`Error::NotReplicated`]
+    /// instead of its value; a refused call wrote nothing and answers its
+    /// refusal, and a read or a claim answers its value.
+    fn replicated(self, calls: &[Call], replication: Option<Replication>) -> Vec<Result<Value>> {
+        let (Some(Replication { replicas, .. }), Some(confirmed)) = (replication, self.confirmed) else {
+            return self.replies;
+        };
+        if confirmed >= replicas {
+            return self.replies;
         }
+        self.replies
+            .into_iter()
+            .zip(calls)
+            .map(|(reply, call)| match reply {
+                Ok(_) if confirms(std::slice::from_ref(call)) => {
+                    Err(Error::NotReplicated { confirmed, wanted: replicas })
+                }
+                reply => reply,
+            })
+            .collect()
     }
 }
 
@@ -559,4 +573,35 @@ where
     }
     let replies = sent.into_iter().map(|reply| reply.map_err(Error::from)).collect();
     Ok(Sent { replies, confirmed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: Name) -> Call {
+        Call { name, keys: Vec::new(), args: Vec::new() }
+    }
+
+    #[test]
+    fn writes_a_caller_relies_on_are_waited_for_but_claims_and_heartbeats() {
+        assert!(confirms(&[call(Name::Ack)]) && confirms(&[call(Name::Enqueue)]));
+        assert!(!confirms(&[call(Name::Claim)]) && !confirms(&[call(Name::Extend)]));
+        assert!(!confirms(&[call(Name::Stats)]), "a read");
+        assert!(confirms(&[call(Name::Extend), call(Name::Fail)]), "one that is makes the WAIT");
+    }
+
+    #[test]
+    fn a_shortfall_is_each_writing_calls_own_and_a_refusal_stays_a_refusal() {
+        let calls = [call(Name::Ack), call(Name::Ack), call(Name::Extend)];
+        let replies = vec![Ok(Value::Int(1)), Err(Error::Fence("stale".into())), Ok(Value::Int(7))];
+        let replication = Replication { replicas: 1, timeout: Duration::from_millis(10) };
+        let sent = Sent { replies, confirmed: Some(0) };
+        let replies = sent.replicated(&calls, Some(replication));
+        assert!(matches!(replies[0], Err(Error::NotReplicated { confirmed: 0, wanted: 1 })));
+        assert!(matches!(replies[1], Err(Error::Fence(_))), "it wrote nothing");
+        assert!(matches!(replies[2], Ok(Value::Int(7))), "a heartbeat is not waited for");
+        let confirmed = Sent { replies: vec![Ok(Value::Int(1))], confirmed: Some(1) };
+        assert!(matches!(confirmed.replicated(&calls[..1], Some(replication))[0], Ok(Value::Int(1))));
+    }
 }

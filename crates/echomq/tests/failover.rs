@@ -241,12 +241,31 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let plain =
             Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
         assert!(plain.inspect(&id).await.unwrap().is_some(), "{via:?}: the enqueue applied");
-        // Batches answer the same, after applying every call.
-        let err = q.enqueue_batch([b"a".to_vec(), b"b".to_vec()]).await.unwrap_err();
-        assert!(matches!(err, echomq::Error::NotReplicated { .. }), "{via:?}: {err}");
+        // A batch answers the same for each of its jobs, after applying every call.
+        let outcomes = q.enqueue_batch([b"a".to_vec(), b"b".to_vec()]).await.unwrap();
+        for outcome in &outcomes {
+            assert!(matches!(outcome, Err(echomq::Error::NotReplicated { .. })), "{via:?}: {outcome:?}");
+        }
         assert_eq!(plain.stats().await.unwrap().pending, 3, "{via:?}");
-        // A refused call wrote nothing: its refusal, not "not replicated".
+        // In a pipeline of calls, each answers on its own: a refused job its
+        // refusal (it wrote nothing), the applied ones the shortfall.
         let mut conn = alone.client().get_multiplexed_async_connection().await.unwrap();
+        let unique = plain.keyspace().role(echomq::Role::Unique, None).unwrap();
+        let () = redis::cmd("SET").arg(&unique).arg("in the way").query_async(&mut conn).await.unwrap();
+        let jobs = [
+            (b"applied".to_vec(), EnqueueOptions::default().priority(1)),
+            (b"refused".to_vec(), EnqueueOptions::default().unique("k", Duration::from_secs(60))),
+        ];
+        let outcomes = q.enqueue_many(jobs).await.unwrap();
+        assert!(matches!(outcomes[0], Err(echomq::Error::NotReplicated { .. })), "{via:?}: {outcomes:?}");
+        assert_eq!(
+            outcomes[1].as_ref().unwrap_err().code(),
+            Some(echomq::Code::Type),
+            "{via:?}: {outcomes:?}"
+        );
+        assert_eq!(plain.stats().await.unwrap().pending, 4, "{via:?}: the applied one only");
+        let () = redis::cmd("DEL").arg(&unique).query_async(&mut conn).await.unwrap();
+        // A refused call wrote nothing: its refusal, not "not replicated".
         let cancelled = plain.keyspace().cancelled();
         let () = redis::cmd("SET").arg(&cancelled).arg("in the way").query_async(&mut conn).await.unwrap();
         let err = q.cancel(&id).await.unwrap_err();

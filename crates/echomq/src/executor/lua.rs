@@ -289,7 +289,7 @@ where
                 sent.replies[i] = reply;
             }
         }
-        sent.replicated(replication)
+        Ok(sent.replicated(calls, replication))
     }
 }
 

@@ -79,7 +79,9 @@ where
                 let reply = super::query_one(&self.conn, &command(call)).await;
                 Ok(vec![reply.map_err(Error::from)])
             }
-            calls => super::pipelined(&self.conn, calls, command, replication).await?.replicated(replication),
+            calls => Ok(super::pipelined(&self.conn, calls, command, replication)
+                .await?
+                .replicated(calls, replication)),
         }
     }
 
