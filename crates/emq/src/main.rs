@@ -102,6 +102,11 @@ enum Command {
     /// Show a queue's settings (paused, limits, retention), changing those given first.
     Config(flow::ConfigArgs),
     /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
+    ///
+    /// Exit codes: 0 stopped (SIGINT, SIGTERM) after its jobs; 3 the server
+    /// did not answer within --connect-timeout (without it, the worker waits);
+    /// 5 the server refused it (a bad password, a certificate not trusted);
+    /// 1 anything else.
     Work(work::Args),
     /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
     Dashboard(dashboard::Args),

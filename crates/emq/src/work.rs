@@ -16,7 +16,7 @@ use echomq::RetryPolicy;
 use tokio::io::AsyncWriteExt;
 
 use crate::connect::{Error, Server};
-use crate::failure::{explain, Failure};
+use crate::failure::{explain, Exit, Failure};
 
 /// The most of stderr a failed job keeps as its error.
 const STDERR_TAIL: usize = 2048;
@@ -143,17 +143,22 @@ async fn connect(server: &Server, timeout: Option<Duration>) -> Result<Arc<dyn e
                 return Ok(executor);
             }
             Err(err) if Failure::of_connecting(err.as_ref()) == Failure::NotDone => err,
-            Err(err) => return Err(err),
+            // Refused as it is (a bad password, a certificate not trusted): exit 5.
+            Err(err) => {
+                let message = format!("the server refused the worker: {}", explain(err.as_ref()));
+                return Err(Box::new(Exit::new(Failure::Refused, message)));
+            }
         };
         let waited = started.elapsed();
         if let Some(limit) = timeout {
             if waited >= limit {
-                return Err(format!(
+                let message = format!(
                     "the server did not answer within --connect-timeout {}: {}",
                     humantime::format_duration(limit),
                     explain(err.as_ref())
-                )
-                .into());
+                );
+                // Not there (yet): exit 3, as a supervisor may start it again.
+                return Err(Box::new(Exit::new(Failure::NotDone, message)));
             }
             wait = wait.min(limit - waited);
         }
