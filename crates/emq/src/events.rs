@@ -85,13 +85,50 @@ pub struct ResultArgs {
     wait: Option<Duration>,
 }
 
+/// How `emq result` ends when the job did not end done: its exit code says
+/// which, for scripts (see `emq result --help`).
+#[derive(Debug)]
+pub struct NotDone {
+    pub code: i32,
+    pub message: String,
+}
+
+impl std::fmt::Display for NotDone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NotDone {}
+
+/// `emq result`'s exit codes beyond 0 (done) and 1 (anything else).
+pub mod exit {
+    /// The job is dead: out of attempts.
+    pub const DEAD: i32 = 6;
+    /// The job was cancelled.
+    pub const CANCELLED: i32 = 7;
+    /// The job has not finished (yet): pending, delayed or active.
+    pub const NOT_FINISHED: i32 = 8;
+    /// There is no such job (never enqueued, or purged since).
+    pub const NO_JOB: i32 = 9;
+}
+
+fn not_done(code: i32, message: String) -> Error {
+    Box::new(NotDone { code, message })
+}
+
 /// The result's bytes on stdout, as they are; a job that did not finish
 /// done is an error that says how it ended, or that it has not yet.
 pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
-    let finished = match args.wait {
-        Some(wait) => queue.wait(&args.id, wait).await?,
-        None => queue.wait(&args.id, Duration::ZERO).await?,
+    let gone = || {
+        let message =
+            format!("{} is gone: no such job in {} (never enqueued, or purged)", args.id, args.queue);
+        not_done(exit::NO_JOB, message)
+    };
+    let finished = match queue.wait(&args.id, args.wait.unwrap_or(Duration::ZERO)).await {
+        Err(err) if err.code() == Some(echomq::Code::NoJob) => return Err(gone()),
+        finished => finished?,
     };
     match finished {
         Some(Finished::Done(Some(result))) => {
@@ -104,18 +141,21 @@ pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
             eprintln!("emq: {} is done, with no result kept (none returned, or trimmed since)", args.id);
             Ok(())
         }
-        Some(Finished::Dead(error)) => {
-            Err(format!("{} is dead: {}", args.id, error.as_deref().unwrap_or("no error kept")).into())
-        }
-        Some(Finished::Cancelled) => Err(format!("{} was cancelled", args.id).into()),
+        Some(Finished::Dead(error)) => Err(not_done(
+            exit::DEAD,
+            format!("{} is dead: {}", args.id, error.as_deref().unwrap_or("no error kept")),
+        )),
+        Some(Finished::Cancelled) => Err(not_done(exit::CANCELLED, format!("{} was cancelled", args.id))),
         None => {
-            let state =
-                queue.inspect(&args.id).await?.map_or("gone".into(), |job| job.record.state.to_string());
+            let Some(job) = queue.inspect(&args.id).await? else { return Err(gone()) };
             let waited = args
                 .wait
                 .map_or(String::new(), |wait| format!(" after {}", humantime::format_duration(wait)));
-            Err(format!("{} is {state}{waited}: not finished (--wait <duration> waits for it)", args.id)
-                .into())
+            let message = format!(
+                "{} is {}{waited}: not finished (--wait <duration> waits for it)",
+                args.id, job.record.state
+            );
+            Err(not_done(exit::NOT_FINISHED, message))
         }
     }
 }

@@ -73,6 +73,9 @@ enum Command {
     /// Show a job: its record, its last error, progress and result, its policy.
     Inspect(ops::InspectArgs),
     /// Print a job's result (what its handler returned), waiting for it with --wait.
+    ///
+    /// Exit codes: 0 done (its result printed, if one was kept); 6 dead; 7
+    /// cancelled; 8 not finished (yet); 9 no such job; 1 anything else.
     Result(events::ResultArgs),
     /// Follow a queue's event log: one JSON line per event (enqueued, active,
     /// progress, completed, failed, dead, …), as it happens.
@@ -168,6 +171,11 @@ async fn main() {
     };
     if let Err(err) = outcome {
         eprintln!("emq: {err}");
-        std::process::exit(err.downcast_ref::<failure::Exit>().map_or(1, |exit| exit.failure.exit_code()));
+        let code = match (err.downcast_ref::<failure::Exit>(), err.downcast_ref::<events::NotDone>()) {
+            (Some(exit), _) => exit.failure.exit_code(),
+            (None, Some(not_done)) => not_done.code,
+            (None, None) => 1,
+        };
+        std::process::exit(code);
     }
 }

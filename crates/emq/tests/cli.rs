@@ -321,8 +321,17 @@ fn emq_events_follows_a_job_and_emq_result_waits_for_its_result() {
         let id = cli.ok(&["enqueue", &q, "21", "--header", "tenant=acme"]).trim().to_owned();
         let bad = cli.fails(&["enqueue", &q, "21", "--header", "tenant"]);
         assert!(bad.contains("a header is name=value"), "{via}: {bad}");
+        // Exit codes a script reads: 8 not finished, 9 no such job, 7 cancelled.
+        let code = |args: &[&str]| cli.command(args).output().unwrap().status.code();
         let pending = cli.fails(&["result", &id, "--queue", &q]);
         assert!(pending.contains("is pending") && pending.contains("not finished"), "{via}: {pending}");
+        assert_eq!(code(&["result", &id, "--queue", &q]), Some(8), "{via}");
+        let unknown = "JOB_00000000000000000000000009";
+        assert_eq!(code(&["result", unknown, "--queue", &q]), Some(9), "{via}");
+        let cq = unique_queue("cancelled");
+        let cancelled = cli.ok(&["enqueue", &cq, "0", "--delay", "1h"]).trim().to_owned();
+        cli.ok(&["cancel", &cancelled, "--queue", &cq]);
+        assert_eq!(code(&["result", &cancelled, "--queue", &cq]), Some(7), "{via}");
         let events = cli
             .command(&["events", &q, "--from-start", "--count", "3", "--idle", "30s"])
             .stdout(Stdio::piped())
