@@ -66,7 +66,8 @@ impl Heard {
             Ok(_) => Heard::Ok,
             Err(Error::Fence(_)) => Heard::Fence,
             Err(Error::NoJob(_)) => Heard::NoJob,
-            Err(Error::Redis(_)) => Heard::Error,
+            // Applied on the master, no replica's word: it may or may not survive a failover.
+            Err(Error::Redis(_) | Error::NotReplicated { .. }) => Heard::Error,
             Err(_) => Heard::Refused,
         }
     }

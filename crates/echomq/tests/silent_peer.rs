@@ -81,7 +81,7 @@ async fn silenced_under_a_worker(server: RedisServer, via: &str) {
     let ports = connections(&mut watch, own_id).await;
     assert!(ports.len() >= 2, "{via}: the worker's connections: {ports:?}");
     for &port in &ports {
-        silence(port);
+        silence(port, server.port());
     }
     let silenced = Instant::now();
     watcher.enqueue_batch((0..20).map(|i| format!("after-{i}").into_bytes())).await.unwrap();
@@ -128,10 +128,15 @@ fn private_network() {
     run("tc qdisc add dev lo parent 1:20 handle 20: pfifo limit 0");
 }
 
-/// Lose every packet to and from the local port `port`, from now on.
-fn silence(port: u16) {
-    for direction in ["sport", "dport"] {
-        run(&format!("tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip {direction} {port} 0xffff flowid 1:20"));
+/// Lose every packet between the client port `client` and the server port
+/// `server`, both ways, from now on: that connection only, not another that
+/// gets the same client port later to another server.
+fn silence(client: u16, server: u16) {
+    for (from, to) in [(client, server), (server, client)] {
+        run(&format!(
+            "tc filter add dev lo parent 1: protocol ip prio 1 u32 \
+             match ip sport {from} 0xffff match ip dport {to} 0xffff flowid 1:20"
+        ));
     }
 }
 

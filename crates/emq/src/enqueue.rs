@@ -123,8 +123,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     many(&queue, &payloads, &options).await
 }
 
-/// Lines sent together: one ENQUEUEMANY call's worth of plain jobs, which
-/// goes in whole or not at all.
+/// Lines sent together: one ENQUEUEMANY call's worth of plain jobs (which
+/// goes in whole or not at all, under 8 MiB of payloads); with options,
+/// a pipeline of as many ENQUEUEs, each going in on its own.
 const CHUNK: usize = 1000;
 /// How many times a chunk that may have gone in is sent: again with the same
 /// ids, a job that got there answers duplicate, and none goes in twice.
@@ -136,7 +137,7 @@ const TRIES: u32 = 3;
 async fn many(queue: &Queue, payloads: &[Vec<u8>], options: &EnqueueOptions) -> Result<(), Error> {
     let total = payloads.len();
     let ids: Vec<JobId> = payloads.iter().map(|_| JobId::mint()).collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for (first, chunk) in (0..total).step_by(CHUNK).zip(payloads.chunks(CHUNK)) {
         let lines = Lines { first, count: chunk.len(), total };
         let ids = &ids[first..first + chunk.len()];
@@ -145,14 +146,23 @@ async fn many(queue: &Queue, payloads: &[Vec<u8>], options: &EnqueueOptions) -> 
         let outcomes = send(queue, jobs.collect(), &lines).await?;
         // Each line's id in order; a line refused has none.
         let mut refused: Vec<(usize, String)> = Vec::new();
+        let mut printed = Ok(());
         for (line, outcome) in (lines.first + 1..).zip(outcomes) {
             match outcome {
-                Ok(enqueued) => writeln!(out, "{}", enqueued.id)?,
+                Ok(enqueued) => printed = printed.and_then(|()| writeln!(out, "{}", enqueued.id)),
                 Err(err) => refused.push((line, explain(&err))),
             }
         }
         // Flushed chunk by chunk: a script reading along sees each chunk's jobs as they are enqueued.
-        out.flush()?;
+        if let Err(err) = printed.and_then(|()| out.flush()) {
+            return Err(format!(
+                "the output broke ({err}) while printing the ids of {}: they and the {first} line(s) before \
+                 them were enqueued, the lines after them were not tried{}",
+                lines.named(),
+                lines.rest(lines.first + lines.count + 1)
+            )
+            .into());
+        }
         if let Some((line, why)) = refused.first() {
             if refused.len() == lines.count {
                 return Err(Box::new(lines.refused(why)));
@@ -221,10 +231,11 @@ async fn send(
     let mut tries = 1;
     loop {
         let (failure, why) = match queue.enqueue_many(jobs.iter().cloned()).await {
-            // A call that failed as a whole fails each of its jobs the same way.
-            Ok(outcomes) => match outcomes.iter().filter_map(|o| o.as_ref().err()).find(|e| !refusal(e)) {
+            // A call that failed as a whole fails each of its jobs the same
+            // way; a chunk of several calls may have failed in part.
+            Ok(outcomes) => match chunk_failure(&outcomes) {
                 None => return Ok(outcomes),
-                Some(err) => (Failure::of(err), explain(err)),
+                Some(failed) => failed,
             },
             Err(err) => (Failure::of(&err), explain(&err)),
         };
@@ -272,10 +283,24 @@ async fn send(
     }
 }
 
-/// Whether a job's failure is a refusal of the job itself, not of the
-/// connection or the server.
-fn refusal(err: &echomq::Error) -> bool {
-    Failure::of(err) == Failure::Refused
+/// What a chunk's failure of the connection or the server did, with its
+/// words, or `None` when each line went in or was refused on its own. The
+/// chunk is maybe enqueued as soon as one of its lines went in or may have
+/// (its calls went in on their own: sent again with the same ids, those
+/// answer duplicate); not enqueued only when none did.
+fn chunk_failure(outcomes: &[echomq::Result<echomq::Enqueued>]) -> Option<(Failure, String)> {
+    let failed =
+        outcomes.iter().filter_map(|o| o.as_ref().err()).filter(|err| Failure::of(*err) != Failure::Refused);
+    let (mut worst, mut why) = (None, String::new());
+    for err in failed {
+        let failure = Failure::of(err);
+        if worst.is_none() || failure == Failure::MaybeDone {
+            (worst, why) = (Some(failure), explain(err));
+        }
+    }
+    let failure = worst?;
+    let some_went_in = outcomes.iter().any(Result::is_ok);
+    Some((if some_went_in { Failure::MaybeDone } else { failure }, why))
 }
 
 /// Enqueue one job; a failure says what was done, and what is safe next.

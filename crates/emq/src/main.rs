@@ -131,10 +131,10 @@ async fn main() {
     };
     cli.logging.install(usual);
     // A command that only reads and prints ends quietly when its reader goes
-    // away (`emq list q dead | head -1`), as Unix tools do, instead of
-    // panicking on the broken pipe. Not a command that writes (its output
-    // says what it did), nor `work`, whose commands' stdin may close early.
-    if matches!(
+    // away (`emq list q dead | head -1`), as Unix tools do: its broken pipe
+    // is no news. (SIGPIPE stays ignored, as Rust sets it: a socket's reset
+    // must be an error the connection recovers from, not the process's end.)
+    let printing = matches!(
         cli.command,
         Command::Inspect(_)
             | Command::Result(_)
@@ -142,10 +142,7 @@ async fn main() {
             | Command::List(_)
             | Command::Stats(_)
             | Command::Queues
-    ) {
-        // SAFETY: restores the default action of one signal; no handler of ours is replaced.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    }
+    );
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
@@ -170,6 +167,12 @@ async fn main() {
         Command::Schedule(args) => schedule::run(&cli.server, args).await,
     };
     if let Err(err) = outcome {
+        let gone = err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
+        if printing && gone {
+            return;
+        }
         eprintln!("emq: {err}");
         let code = match (err.downcast_ref::<failure::Exit>(), err.downcast_ref::<events::NotDone>()) {
             (Some(exit), _) => exit.failure.exit_code(),

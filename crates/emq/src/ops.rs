@@ -8,6 +8,14 @@ use echomq::{JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error, Server};
 
+/// `println!` that returns the error instead of panicking when stdout is
+/// gone (`emq list q dead | head -1`): main ends quietly on it.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 /// A state by its protocol name: pending, active, delayed, done, dead, cancelled.
 fn state(name: &str) -> Result<State, String> {
     name.parse()
@@ -37,30 +45,30 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
         return Err(format!("no job {} in queue {queue}", args.id).into());
     };
     let record = job.record;
-    println!("{} in {queue}", args.id);
-    println!("  state     {}", record.state);
-    println!("  attempts  {}", record.attempts);
-    println!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
+    say!("{} in {queue}", args.id);
+    say!("  state     {}", record.state);
+    say!("  attempts  {}", record.attempts);
+    say!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
     if let Some(at) = record.enqueued_at {
-        println!("  enqueued  {}", timestamp(at as f64));
+        say!("  enqueued  {}", timestamp(at as f64));
     }
     if let Some(at) = record.updated_at {
-        println!("  updated   {}", timestamp(at as f64));
+        say!("  updated   {}", timestamp(at as f64));
     }
     if let Some(error) = job.error {
-        println!("  error     {error}");
+        say!("  error     {error}");
     }
     if let Some(progress) = job.progress {
-        println!("  progress  {}", printable(&progress));
+        say!("  progress  {}", printable(&progress));
     }
     if let Some(result) = job.result {
-        println!("  result    {} ({} bytes)", printable(&result), result.len());
+        say!("  result    {} ({} bytes)", printable(&result), result.len());
     }
     if let Some(policy) = job.policy {
-        println!("  policy    {}", String::from_utf8_lossy(&policy.text()));
+        say!("  policy    {}", String::from_utf8_lossy(&policy.text()));
     }
     for (name, value) in &job.headers {
-        println!("  header    {name}: {value}");
+        say!("  header    {name}: {value}");
     }
     Ok(())
 }
@@ -97,9 +105,9 @@ pub async fn list(server: &Server, args: ListArgs) -> Result<(), Error> {
             State::Delayed => format!("due {}", timestamp(*score)),
             _ => format!("since {}", timestamp(*score)),
         };
-        println!("{id}  {when}");
+        say!("{id}  {when}");
     }
-    println!("{} of {total} {state} in {}", jobs.len(), args.queue);
+    say!("{} of {total} {state} in {}", jobs.len(), args.queue);
     Ok(())
 }
 
@@ -115,9 +123,15 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     let executor = server.executor().await?;
     let width = names.iter().map(String::len).max().unwrap_or(5).max(5);
     let mut conn = server.connection().await?;
-    println!(
+    say!(
         "{:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  flow",
-        "queue", "pending", "active", "delayed", "done", "dead", "cancelled"
+        "queue",
+        "pending",
+        "active",
+        "delayed",
+        "done",
+        "dead",
+        "cancelled"
     );
     for name in names {
         let queue = echomq::Queue::with_executor(executor.clone(), &name)?;
@@ -127,9 +141,14 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
             Ok(settings) => crate::flow::describe(&settings),
             Err(_) => "?".to_owned(),
         };
-        println!(
+        say!(
             "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {flow}",
-            s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled
+            s.pending,
+            s.active,
+            s.delayed,
+            s.done,
+            s.dead,
+            s.cancelled
         );
     }
     Ok(())
@@ -137,7 +156,7 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
 
 pub async fn queues(server: &Server) -> Result<(), Error> {
     for name in discover(&mut server.connection().await?).await? {
-        println!("{name}");
+        say!("{name}");
     }
     Ok(())
 }
@@ -179,8 +198,8 @@ where
             Err(err) => Err(err),
         };
         match outcome {
-            Ok(true) => println!("{done} {id}"),
-            Ok(false) => println!("{id} was {done} already"),
+            Ok(true) => say!("{done} {id}"),
+            Ok(false) => say!("{id} was {done} already"),
             Err(err) => {
                 eprintln!("{id}: {}", crate::failure::explain(err.as_ref()));
                 failed += 1;
@@ -219,7 +238,7 @@ pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
             break;
         }
     }
-    println!("purged {total} {state} jobs from {}", args.queue);
+    say!("purged {total} {state} jobs from {}", args.queue);
     Ok(())
 }
 
@@ -236,7 +255,7 @@ pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let drained = queue.drain(args.active).await?;
     let which = if args.active { "pending, delayed and active" } else { "pending and delayed" };
-    println!("drained {drained} {which} jobs from {}", args.queue);
+    say!("drained {drained} {which} jobs from {}", args.queue);
     Ok(())
 }
 
@@ -252,7 +271,7 @@ pub struct DeleteQueueArgs {
 pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let deleted = queue.delete(args.force).await?;
-    println!("deleted queue {} and its {deleted} jobs", args.queue);
+    say!("deleted queue {} and its {deleted} jobs", args.queue);
     Ok(())
 }
 

@@ -143,9 +143,10 @@ async fn connect(server: &Server, timeout: Option<Duration>) -> Result<Arc<dyn e
                 return Ok(executor);
             }
             Err(err) if Failure::of_connecting(err.as_ref()) == Failure::NotDone => err,
-            // Refused as it is (a bad password, a certificate not trusted): exit 5.
+            // Refused as it is (a bad password, a certificate not trusted or
+            // not readable): exit 5, as trying again would fail the same way.
             Err(err) => {
-                let message = format!("the server refused the worker: {}", explain(err.as_ref()));
+                let message = format!("cannot work with the server as configured: {}", explain(err.as_ref()));
                 return Err(Box::new(Exit::new(Failure::Refused, message)));
             }
         };
