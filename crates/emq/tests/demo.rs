@@ -24,6 +24,9 @@ fn the_demo_runs_in_process_and_prints_its_summary() {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
     assert!(stdout.contains("jobs/s") && stdout.contains("p99"), "{stdout}");
+    // Its failures are by design: no log line about them.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("WARN") && !stderr.contains("job"), "{stderr}");
 }
 
 /// More jobs than the default retention keeps done (10,000): the demo

@@ -317,7 +317,7 @@ impl Failure<'_> {
             }
             Ok(Failed::Dead) => {
                 self.meters.dead.increment(1);
-                tracing::warn!("job dead: out of attempts (`emq retry` sends it back to pending)");
+                tracing::info!("job dead: out of attempts (`emq retry` sends it back to pending)");
             }
             Err(err) => lost_or_failed(self.meters, Name::Fail, &err),
         }
