@@ -407,7 +407,7 @@ async fn a_job_that_ends_during_an_outage_is_acked_when_the_server_is_back() {
         tokio::time::sleep(Duration::from_secs(3)).await;
         server.revive();
 
-        eventually("the job is done", || async {
+        eventually(&format!("{via:?}: the job is done"), || async {
             q.inspect(&id).await.ok().flatten().is_some_and(|job| job.record.state == State::Done)
         })
         .await;
