@@ -82,7 +82,7 @@ enum Command {
     Events(events::EventsArgs),
     /// List a queue's jobs in one state, first to be served first.
     List(ops::ListArgs),
-    /// Count each queue's jobs by state.
+    /// Count each queue's jobs by state, and show its flow settings (paused, limits).
     Stats(ops::StatsArgs),
     /// List the queues on the server.
     Queues,
