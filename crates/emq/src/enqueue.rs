@@ -159,7 +159,7 @@ async fn many(queue: &Queue, payloads: &[Vec<u8>], options: &EnqueueOptions) -> 
                 "the output broke ({err}) while printing the ids of {}: they and the {first} line(s) before \
                  them were enqueued, the lines after them were not tried{}",
                 lines.named(),
-                lines.rest(lines.first + lines.count + 1)
+                lines.rest_after()
             )
             .into());
         }
@@ -176,7 +176,7 @@ async fn many(queue: &Queue, payloads: &[Vec<u8>], options: &EnqueueOptions) -> 
                  order; {}, the lines after them were not tried{}",
                 lines.named(),
                 lines.before(),
-                lines.rest(lines.first + lines.count + 1)
+                lines.rest_after()
             );
             return Err(Box::new(Exit::new(Failure::Refused, message)));
         }
@@ -209,6 +209,11 @@ impl Lines {
             self.before()
         );
         Exit::new(Failure::Refused, message)
+    }
+
+    /// How to enqueue the lines after this chunk.
+    fn rest_after(&self) -> String {
+        self.rest(self.first + self.count + 1)
     }
 
     /// How to enqueue what is left, from line `next`.
@@ -245,7 +250,6 @@ async fn send(
             tries += 1;
             continue;
         }
-        let after = lines.first + lines.count + 1;
         return Err(match failure {
             // Once maybe enqueued, they stay so, whatever a later try says.
             _ if tries > 1 || failure == Failure::MaybeDone => {
@@ -263,7 +267,7 @@ async fn send(
                     lines.named(),
                     queue.name(),
                     lines.before(),
-                    lines.rest(after),
+                    lines.rest_after(),
                     listed.join("\n")
                 );
                 Exit::new(Failure::MaybeDone, message)
@@ -289,12 +293,10 @@ async fn send(
 /// (its calls went in on their own: sent again with the same ids, those
 /// answer duplicate); not enqueued only when none did.
 fn chunk_failure(outcomes: &[echomq::Result<echomq::Enqueued>]) -> Option<(Failure, String)> {
-    let failed =
-        outcomes.iter().filter_map(|o| o.as_ref().err()).filter(|err| Failure::of(*err) != Failure::Refused);
     let (mut worst, mut why) = (None, String::new());
-    for err in failed {
+    for err in outcomes.iter().filter_map(|o| o.as_ref().err()) {
         let failure = Failure::of(err);
-        if worst.is_none() || failure == Failure::MaybeDone {
+        if failure != Failure::Refused && (worst.is_none() || failure == Failure::MaybeDone) {
             (worst, why) = (Some(failure), explain(err));
         }
     }

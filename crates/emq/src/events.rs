@@ -7,6 +7,7 @@ use std::time::Duration;
 use echomq::{Event, Finished, JobId};
 
 use crate::connect::{Error, Server};
+use crate::failure::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct EventsArgs {
@@ -85,22 +86,6 @@ pub struct ResultArgs {
     wait: Option<Duration>,
 }
 
-/// How `emq result` ends when the job did not end done: its exit code says
-/// which, for scripts (see `emq result --help`).
-#[derive(Debug)]
-pub struct NotDone {
-    pub code: i32,
-    pub message: String,
-}
-
-impl std::fmt::Display for NotDone {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for NotDone {}
-
 /// `emq result`'s exit codes beyond 0 (done) and 1 (anything else).
 pub mod exit {
     /// The job is dead: out of attempts.
@@ -113,8 +98,9 @@ pub mod exit {
     pub const NO_JOB: i32 = 9;
 }
 
+/// How `emq result` ends when the job did not end done: its exit code says which.
 fn not_done(code: i32, message: String) -> Error {
-    Box::new(NotDone { code, message })
+    Box::new(Exit::with_code(code, message))
 }
 
 /// The result's bytes on stdout, as they are; a job that did not finish

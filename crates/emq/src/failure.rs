@@ -66,13 +66,19 @@ impl Failure {
 /// A failure that ends `emq` with its own exit code, and says why.
 #[derive(Debug)]
 pub struct Exit {
-    pub failure: Failure,
+    pub code: i32,
     pub message: String,
 }
 
 impl Exit {
+    /// What a failed call did, with its exit code (3, 4 or 5).
     pub fn new(failure: Failure, message: String) -> Exit {
-        Exit { failure, message }
+        Exit::with_code(failure.exit_code(), message)
+    }
+
+    /// A command's own ending, by code (`emq result`'s, say).
+    pub fn with_code(code: i32, message: String) -> Exit {
+        Exit { code, message }
     }
 }
 

@@ -174,11 +174,7 @@ async fn main() {
             return;
         }
         eprintln!("emq: {err}");
-        let code = match (err.downcast_ref::<failure::Exit>(), err.downcast_ref::<events::NotDone>()) {
-            (Some(exit), _) => exit.failure.exit_code(),
-            (None, Some(not_done)) => not_done.code,
-            (None, None) => 1,
-        };
+        let code = err.downcast_ref::<failure::Exit>().map_or(1, |exit| exit.code);
         std::process::exit(code);
     }
 }

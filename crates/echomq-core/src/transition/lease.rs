@@ -94,14 +94,13 @@ impl<'a> Claim<'a> {
         let sides = Sides { policies, headers };
         let (mut claimed, logged) = self.take(store, gate.room, gate.now(), sides, &events, head)?;
         spend(store, rate, &gate, &logged);
-        let left = store.zcard(pending) > 0;
         // Jobs left that the gate would let through: the next waiting claim
         // takes them (a chain, one claimer woken at a time).
-        if !claimed.is_empty() && gate.held.is_none() && left {
+        if !claimed.is_empty() && gate.held.is_none() && store.zcard(pending) > 0 {
             wake(store, wakes);
         }
         // The trailer says a limit held back jobs pending still holds, or a pause.
-        if let Some(held) = gate.held.filter(|&held| held == -1 || left) {
+        if let Some(held) = gate.held.filter(|&held| held == -1 || store.zcard(pending) > 0) {
             claimed.push(Reply::Int(held));
         }
         Ok(Reply::Array(claimed))
