@@ -16,7 +16,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from claim_cost import inclusive, start  # noqa: E402
+from claim_cost import inclusive  # noqa: E402
+from resp import start_server  # noqa: E402
 
 N = 1000
 ENQUEUE = ["pending", "delayed", "priority", "policy", "unique", "unique_until", "events", "config", "headers"]
@@ -25,7 +26,8 @@ ACK = ["active", "done", "results", "events", "config"]
 
 
 def run(module, events, out):
-    server, r = start(module, out)
+    server, r = start_server("--loadmodule", module, under=["valgrind", "--tool=callgrind",
+                                                             f"--callgrind-out-file={out}"], wait=60)
     k = lambda name: "emq:{q}:" + name  # noqa: E731
     r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), k("events"),
            "EVENTS", 10000 if events else 0)

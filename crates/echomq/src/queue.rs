@@ -261,7 +261,7 @@ impl Queue {
     }
 
     /// Run one transition on this queue.
-    async fn run<T: Transition>(&self, transition: &T) -> Result<T::Output> {
+    pub(crate) async fn run<T: Transition>(&self, transition: &T) -> Result<T::Output> {
         execute(&*self.via, &self.keys, transition).await
     }
 

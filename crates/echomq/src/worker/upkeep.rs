@@ -2,7 +2,7 @@
 //! promotes its due delayed jobs, trims its finished jobs to the queue's
 //! retention, calls back its finished batches, and fires its schedules' due ticks. Each transition is atomic
 //! and moves or deletes each job once, so any number of workers can run them
-//! at once; each call moves at most a thousand jobs, and a worker goes again
+//! at once; each call moves at most [`STEP`] jobs, and a worker goes again
 //! at once while there are more.
 
 use std::sync::Arc;
@@ -10,7 +10,17 @@ use std::sync::Arc;
 use super::Shared;
 use crate::queue::Queue;
 use crate::record::State;
+use crate::transition::{Promote, Reap, Trim};
 use crate::Result;
+
+/// The most jobs one REAP, PROMOTE or TRIM of the upkeep moves or deletes
+/// (LIMIT; the protocol allows 1000). Redis runs one call at a time, and a
+/// call's time is every other client's wait: a TRIM of a thousand jobs held
+/// the server 5-10 ms (`bench/stalls.py`), longer than any claim or ack of
+/// the worker's, where a hundred take under a millisecond. Going again at
+/// once while a call did a full step keeps up with any throughput, with
+/// other clients' calls served in between.
+pub(super) const STEP: u64 = 100;
 
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.options.upkeep);
@@ -80,17 +90,16 @@ fn said_once(
 
 /// Due delayed jobs promoted, again at once while a call moves a full LIMIT.
 async fn promote(queue: &Queue) -> Result<()> {
-    let full = *echomq_core::limits::SWEEP_LIMIT.end();
-    while queue.promote().await? == full {}
+    while queue.run(&Promote { limit: STEP }).await? == STEP {}
     Ok(())
 }
 
 /// Expired leases reaped, again at once while a call moves a full LIMIT.
 async fn reap(queue: &Queue, shared: &Shared) -> Result<()> {
-    let full = *echomq_core::limits::SWEEP_LIMIT.end();
+    let reap = Reap { max_attempts: shared.options.retry.max_attempts, limit: STEP };
     loop {
-        let reaped = queue.reap(shared.options.retry.max_attempts).await?;
-        if reaped.requeued + reaped.dead < full {
+        let reaped = queue.run(&reap).await?;
+        if reaped.requeued + reaped.dead < STEP {
             return Ok(());
         }
     }
@@ -109,9 +118,8 @@ async fn settle(queue: &Queue) -> Result<()> {
 /// so trimming keeps up with any throughput: a cap of a few calls a tick let
 /// a native queue finishing 25,000 jobs/s outgrow its bound (`echomq-soak`).
 async fn trim(queue: &Queue) -> Result<()> {
-    let full = *echomq_core::limits::SWEEP_LIMIT.end();
     for state in [State::Done, State::Dead, State::Cancelled] {
-        while queue.trim(state).await? == full {}
+        while queue.run(&Trim { state, limit: STEP }).await? == STEP {}
     }
     Ok(())
 }
@@ -121,7 +129,25 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::transition::{Config, Retention};
     use crate::{Embedded, Error};
+
+    /// A call does at most a step; the upkeep goes again at once while a
+    /// call did a full one, so one round trims any backlog, here 2.5 steps.
+    #[tokio::test]
+    async fn one_round_trims_past_its_step() {
+        let queue = Queue::with_executor(Arc::new(Embedded::new()), "steps").unwrap();
+        let jobs = 2 * STEP + STEP / 2;
+        queue.enqueue_batch((0..jobs).map(|n| n.to_string())).await.unwrap();
+        let lease = std::time::Duration::from_secs(60);
+        for job in queue.claim_batch(lease, jobs).await.unwrap() {
+            queue.ack(&job).await.unwrap();
+        }
+        let keep = Retention { age: None, count: Some(7) };
+        queue.configure(Config { keep_done: Some(keep), ..Config::default() }).await.unwrap();
+        trim(&queue).await.unwrap();
+        assert_eq!(queue.stats().await.unwrap().done, 7);
+    }
 
     fn outcomes(failed: &[&'static str]) -> [(&'static str, Result<()>); 5] {
         ["promote", "reap", "trim", "settle", "fire schedules"].map(|part| {
