@@ -78,9 +78,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         .with_state(app);
     let listener = tokio::net::TcpListener::bind(args.bind).await?;
     let address = listener.local_addr()?;
-    println!("emq dashboard on http://{address}/");
+    tell!("emq dashboard on http://{address}/");
     if let Some(token) = token {
-        println!("write actions need the token: open http://{address}/login?token={token}");
+        tell!("write actions need the token: open http://{address}/login?token={token}");
     }
     axum::serve(listener, router).with_graceful_shutdown(shutdown()).await?;
     Ok(())

@@ -72,9 +72,10 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
     for state in [State::Done, State::Dead] {
         queue.keep(state, Retention { age: None, count: None }).await?;
     }
-    println!(
+    tell!(
         "EchoMQ demo: {} jobs, {} at once, {via} executor, queue {queue_name}",
-        options.jobs, options.concurrency
+        options.jobs,
+        options.concurrency
     );
 
     let total = options.jobs;
@@ -98,7 +99,7 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
         }
     }
     let enqueued = started.elapsed();
-    println!(
+    tell!(
         "enqueued {} jobs in {:.0?} ({:.0} jobs/s)",
         options.jobs,
         enqueued,
@@ -150,19 +151,20 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
         let at = ((latencies.len() as f64 * p).ceil() as usize).clamp(1, latencies.len().max(1)) - 1;
         latencies.get(at).map_or(0.0, |us| *us as f64 / 1000.0)
     };
-    println!("\nsummary");
-    println!("  processed  {}", tally.processed.load(Ordering::Relaxed));
-    println!("  retried    {}", tally.retried.load(Ordering::Relaxed));
-    println!("  dead       {}", tally.dead.load(Ordering::Relaxed));
-    println!(
+    tell!("\nsummary");
+    tell!("  processed  {}", tally.processed.load(Ordering::Relaxed));
+    tell!("  retried    {}", tally.retried.load(Ordering::Relaxed));
+    tell!("  dead       {}", tally.dead.load(Ordering::Relaxed));
+    tell!(
         "  queue      done {}, dead {}, pending {}, active {}, delayed {}",
-        stats.done, stats.dead, stats.pending, stats.active, stats.delayed
+        stats.done,
+        stats.dead,
+        stats.pending,
+        stats.active,
+        stats.delayed
     );
-    println!(
-        "  elapsed    {elapsed:.2?}: {:.0} jobs/s, enqueue and work together",
-        per_second(total, elapsed)
-    );
-    println!(
+    tell!("  elapsed    {elapsed:.2?}: {:.0} jobs/s, enqueue and work together", per_second(total, elapsed));
+    tell!(
         "  latency    enqueue→start p50 {:.1} ms, p99 {:.1} ms (all jobs enqueued up front)",
         percentile(0.50),
         percentile(0.99)

@@ -117,7 +117,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             _ if enqueued.id == id => " (duplicate: it existed already, nothing changed)",
             _ => " (duplicate: this job holds the --unique key; nothing changed)",
         };
-        println!("{}{note}", enqueued.id);
+        tell!("{}{note}", enqueued.id);
         return Ok(());
     }
     many(&queue, &payloads, &options).await

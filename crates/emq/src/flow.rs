@@ -20,7 +20,7 @@ pub async fn pause(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
         let queue = server.queue(&name).await?;
         queue.pause().await?;
-        println!("paused {name}: its workers claim nothing until `emq resume {name}`");
+        tell!("paused {name}: its workers claim nothing until `emq resume {name}`");
         note_if_empty(&queue).await;
     }
     Ok(())
@@ -41,7 +41,7 @@ async fn note_if_empty(queue: &echomq::Queue) {
 pub async fn resume(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
         server.queue(&name).await?.resume().await?;
-        println!("resumed {name}");
+        tell!("resumed {name}");
     }
     Ok(())
 }
@@ -94,7 +94,7 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
-    println!("{}: {}", args.queue, describe(&settings));
+    tell!("{}: {}", args.queue, describe(&settings));
     Ok(())
 }
 
@@ -165,10 +165,10 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
-    println!("{}", args.queue);
-    println!("  paused       {}", settings.paused);
-    println!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string()));
-    println!(
+    tell!("{}", args.queue);
+    tell!("  paused       {}", settings.paused);
+    tell!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string()));
+    tell!(
         "  rate         {}",
         settings.rate.map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per)))
     );
@@ -177,11 +177,11 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     for (state, keep) in kept {
         let age = keep.age.map_or("any age".into(), |age| format!("{}", humantime::format_duration(age)));
         let count = keep.count.map_or("any number".into(), |n| format!("at most {n}"));
-        println!("  keep {state:<10} {age}, {count}");
+        tell!("  keep {state:<10} {age}, {count}");
     }
     match settings.events {
-        0 => println!("  events       off"),
-        n => println!("  events       about the last {n}"),
+        0 => tell!("  events       off"),
+        n => tell!("  events       about the last {n}"),
     }
     Ok(())
 }

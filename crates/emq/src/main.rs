@@ -30,6 +30,31 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// A line on stdout from a command that changes things (or the demo's).
+/// Its reader going away (`emq retry a b c | head -1`) neither stops the
+/// command (b and c are still retried) nor fails it: what it did went
+/// through, and saying otherwise would invite doing it twice. A command
+/// that only reads uses `ops::say!`, which ends it instead.
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        $crate::told(format_args!($($arg)*))
+    };
+}
+
+/// [`tell!`]'s line: another failure than a closed pipe (a full disk under
+/// `> file`) is said once on stderr, and the command goes on.
+fn told(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Err(err) = writeln!(std::io::stdout(), "{line}") {
+        if err.kind() != std::io::ErrorKind::BrokenPipe
+            && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!("emq: cannot write to stdout ({err}); going on without it");
+        }
+    }
+}
+
 mod connect;
 mod dashboard;
 mod demo;

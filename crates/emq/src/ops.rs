@@ -198,8 +198,8 @@ where
             Err(err) => Err(err),
         };
         match outcome {
-            Ok(true) => say!("{done} {id}"),
-            Ok(false) => say!("{id} was {done} already"),
+            Ok(true) => tell!("{done} {id}"),
+            Ok(false) => tell!("{id} was {done} already"),
             Err(err) => {
                 eprintln!("{id}: {}", crate::failure::explain(err.as_ref()));
                 failed += 1;
@@ -238,7 +238,7 @@ pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
             break;
         }
     }
-    say!("purged {total} {state} jobs from {}", args.queue);
+    tell!("purged {total} {state} jobs from {}", args.queue);
     Ok(())
 }
 
@@ -255,7 +255,7 @@ pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let drained = queue.drain(args.active).await?;
     let which = if args.active { "pending, delayed and active" } else { "pending and delayed" };
-    say!("drained {drained} {which} jobs from {}", args.queue);
+    tell!("drained {drained} {which} jobs from {}", args.queue);
     Ok(())
 }
 
@@ -271,7 +271,7 @@ pub struct DeleteQueueArgs {
 pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let deleted = queue.delete(args.force).await?;
-    say!("deleted queue {} and its {deleted} jobs", args.queue);
+    tell!("deleted queue {} and its {deleted} jobs", args.queue);
     Ok(())
 }
 

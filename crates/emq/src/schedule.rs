@@ -79,7 +79,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             };
             let schedule = schedule.missed(add.missed)?;
             let scheduled = server.queue(&add.queue).await?.schedule(&schedule).await?;
-            println!("scheduled {} in {}: next at {}", add.name, add.queue, at(scheduled.next));
+            tell!("scheduled {} in {}: next at {}", add.name, add.queue, at(scheduled.next));
         }
         Command::List { queue } => {
             let listed = server.queue(&queue).await?.schedules().await?;
@@ -89,13 +89,13 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                     When::Every(every) => format!("every {}", humantime::format_duration(*every)),
                     When::Cron { expr, zone } => format!("cron {expr:?} {zone}"),
                 };
-                println!("{}  next {}  {when}  missed {:?}", s.name, at(scheduled.next), s.missed);
+                tell!("{}  next {}  {when}  missed {:?}", s.name, at(scheduled.next), s.missed);
             }
-            println!("{} schedules in {queue}", listed.len());
+            tell!("{} schedules in {queue}", listed.len());
         }
         Command::Remove { queue, name } => {
             if server.queue(&queue).await?.unschedule(&name).await? {
-                println!("removed {name} from {queue}");
+                tell!("removed {name} from {queue}");
             } else {
                 return Err(format!("no schedule {name} in {queue}").into());
             }

@@ -462,3 +462,35 @@ fn a_printing_command_whose_reader_goes_away_ends_quietly() {
         assert!(output.status.success() && said.is_empty(), "{args:?}: {:?}: {said}", output.status);
     }
 }
+
+/// A command that changes things whose reader is gone before it writes a
+/// line still does all it was asked (each id, each queue), and succeeds: it
+/// did. It printed with `println!` (a panic after the first job) or said
+/// "Broken pipe" and failed.
+#[test]
+fn a_writing_command_whose_reader_is_gone_still_does_it_all() {
+    let server = RedisServer::start();
+    let cli = Cli { url: server.url(), via: "lua", cluster: false };
+    let (q, other) = (unique_queue("closed"), unique_queue("closed"));
+    let ids: Vec<String> =
+        (0..3).map(|n| cli.ok(&["enqueue", &q, &n.to_string()]).trim().to_owned()).collect();
+    cli.ok(&["enqueue", &other, "x"]);
+    let closed = |args: &[&str]| {
+        let mut child = cli.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        // The reader is gone before the command can connect, let alone write.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success() && said.is_empty(), "{args:?}: {:?}: {said}", output.status);
+    };
+    let mut cancel = vec!["cancel"];
+    cancel.extend(ids.iter().map(String::as_str));
+    closed(&cancel);
+    for id in &ids {
+        assert!(cli.ok(&["inspect", id]).contains("state     cancelled"), "{id}");
+    }
+    closed(&["pause", &q, &other]);
+    for queue in [&q, &other] {
+        assert!(cli.ok(&["config", queue]).contains("paused       true"), "{queue}");
+    }
+}
