@@ -15,16 +15,24 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a server may take to answer PING after it starts.
 const START_DEADLINE: Duration = Duration::from_secs(20);
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Every port this process handed out, never handed out again: a server a
+/// test keeps down for a while (an outage) must get its own port back, not
+/// find another test's new server on it (seen: a worker's ack answered by a
+/// stranger's server, its job unknown there).
+static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
 
 /// A queue name no other test in this run uses.
 pub fn unique_queue(prefix: &str) -> String {
@@ -161,11 +169,15 @@ impl RedisServer {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
-            let pong = self
+            // Ready when the process on the port is this one: a server that
+            // cannot bind its port exits (seen above), but another may answer
+            // there meanwhile.
+            let info = self
                 .client()
                 .get_connection_with_timeout(Duration::from_millis(250))
-                .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn));
-            if pong.is_ok() {
+                .and_then(|mut conn| redis::cmd("INFO").arg("server").query::<String>(&mut conn));
+            let ours = format!("process_id:{}", self.child.id());
+            if info.is_ok_and(|info| info.lines().any(|line| line.trim_end() == ours)) {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -482,12 +494,15 @@ pub fn eventually_blocking(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 fn free_port() -> u16 {
+    // The ports refused stay bound until one is found, so none comes back.
+    let mut refused = Vec::new();
     loop {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let port = listener.local_addr().expect("a bound address").port();
-        if port != 6379 {
+        if port != 6379 && HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner()).insert(port) {
             return port;
         }
+        refused.push(listener);
     }
 }
 
