@@ -21,6 +21,15 @@
 //!   consecutive removals from one key are announced together, when the next
 //!   other call comes (or the store goes): one `zrem` event, one replicated
 //!   `ZREM` with every id, then `del` if the key emptied, exactly as Lua.
+//! - **One replicated command per batch of additions**: the ids one call
+//!   adds to a sorted set (a claim's to active, ENQUEUEMANY's to pending,
+//!   ACKMANY's to done) are replicated as one `ZADD key score id…`, when the
+//!   call next writes that key otherwise, adds to another set, or ends.
+//!   Redis replicates each command on its own (about 3k instructions, the
+//!   command looked up by name each time), and the writes between them are
+//!   to other keys, so the replica ends the same. The data is written, and
+//!   each `zadd` event fired, at once, in the scripts' order: only the
+//!   replication waits.
 //! - **WATCH**: a key counts as modified only when a write changed it (the
 //!   module turns off the implicit signal of every key opened to write).
 //! - **Waking blocked claims**: every `zadd` that changed a set signals the
@@ -47,6 +56,16 @@ pub(crate) struct RedisStore {
     crossed: bool,
     /// Removals done but not yet announced (see the module docs).
     removals: Option<Removals>,
+    /// Additions done but not yet announced (see the module docs).
+    additions: Option<Additions>,
+}
+
+/// Additions to one sorted set, not necessarily consecutive.
+struct Additions {
+    key: Vec<u8>,
+    name: RString,
+    /// Score, member, score, member…, as `ZADD` takes them.
+    pairs: Vec<RString>,
 }
 
 /// Consecutive removals of members (or fields) from one key.
@@ -62,7 +81,7 @@ impl RedisStore {
     pub(crate) fn new(ctx: *mut raw::RedisModuleCtx, first_key: &[u8]) -> RedisStore {
         let cluster = api::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
         let tag = cluster.then(|| slot::hash_tag(first_key).to_vec());
-        RedisStore { ctx, now: None, tag, crossed: false, removals: None }
+        RedisStore { ctx, now: None, tag, crossed: false, removals: None, additions: None }
     }
 
     /// Whether the command touched a key outside its slot (so wrote nothing).
@@ -114,6 +133,7 @@ impl RedisStore {
     /// Remove `member` from the zset (or hash) `key`, announcing it later
     /// together with the removals from the same key that follow.
     fn remove(&mut self, zset: bool, key: &[u8], member: &[u8]) {
+        self.announce_additions_to(key);
         if self.removals.as_ref().is_some_and(|batch| batch.zset != zset || batch.key != key) {
             self.flush();
         }
@@ -152,11 +172,29 @@ impl RedisStore {
             api::notify(self.ctx, raw::REDISMODULE_NOTIFY_GENERIC, c"del", &batch.name);
         }
     }
+
+    /// Announce the pending additions when they are to `key` (a write of
+    /// another kind to it comes next: the replica must see them first).
+    fn announce_additions_to(&mut self, key: &[u8]) {
+        if self.additions.as_ref().is_some_and(|batch| batch.key == key) {
+            self.announce_additions();
+        }
+    }
+
+    /// Replicate the pending additions: one `ZADD` with every pair.
+    fn announce_additions(&mut self) {
+        let Some(batch) = self.additions.take() else { return };
+        let mut argv = Vec::with_capacity(batch.pairs.len() + 1);
+        argv.push(&batch.name);
+        argv.extend(&batch.pairs);
+        api::replicate(self.ctx, c"ZADD", &argv);
+    }
 }
 
 impl Drop for RedisStore {
     fn drop(&mut self) {
         self.flush();
+        self.announce_additions();
     }
 }
 
@@ -214,6 +252,7 @@ impl Store for RedisStore {
 
     fn hset(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) {
         self.flush();
+        self.announce_additions_to(key);
         let Some((open, name)) = self.write(key, raw::REDISMODULE_KEYTYPE_HASH) else { return };
         let mut args = Vec::with_capacity(fields.len() * 2);
         for (field, value) in fields {
@@ -232,6 +271,7 @@ impl Store for RedisStore {
 
     fn del(&mut self, key: &[u8]) {
         self.flush();
+        self.announce_additions_to(key);
         if !self.admit(key) {
             return;
         }
@@ -245,12 +285,22 @@ impl Store for RedisStore {
 
     fn zadd(&mut self, key: &[u8], score: f64, member: &[u8]) {
         self.flush();
+        if self.additions.as_ref().is_some_and(|batch| batch.key != key) {
+            self.announce_additions();
+        }
         let Some((open, name)) = self.write(key, raw::REDISMODULE_KEYTYPE_ZSET) else { return };
         let member = RString::new(member);
         if open.zset_add(score, &member) {
-            let score = RString::new(score_text(score).as_bytes());
-            self.effect(raw::REDISMODULE_NOTIFY_ZSET, c"zadd", c"ZADD", &name, &[&score, &member]);
+            api::signal_modified(self.ctx, &name);
+            api::notify(self.ctx, raw::REDISMODULE_NOTIFY_ZSET, c"zadd", &name);
             api::signal_ready(self.ctx, &name);
+            let score = RString::new(score_text(score).as_bytes());
+            let batch = self.additions.get_or_insert_with(|| Additions {
+                key: key.to_vec(),
+                name,
+                pairs: Vec::new(),
+            });
+            batch.pairs.extend([score, member]);
         }
     }
 
@@ -300,6 +350,7 @@ impl Store for RedisStore {
     /// would leave the id, the trim and its replication to this code.
     fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) {
         self.flush();
+        self.announce_additions_to(key);
         if !self.admit(key) {
             return;
         }

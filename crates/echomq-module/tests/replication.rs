@@ -71,6 +71,24 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
         call(&mut on_master, &reap)
             == Ok(redis::Value::Array(vec![redis::Value::Int(0), redis::Value::Int(1)]))
     });
+    // Batches: a call's additions to one set go out as one ZADD (store.rs),
+    // between its other writes; the replica must end the same.
+    let batch = queue();
+    arrange(
+        &mut on_master,
+        &batch,
+        &[
+            "EMQ.ENQUEUEMANY $q:pending $q:events $q:config $q:wake JOB_M1 m1 JOB_M2 m2 JOB_M3 m3 JOB_M4 m4",
+            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy $q:events 60000 COUNT 3",
+            "EMQ.ACKMANY $q:active $q:done $q:results $q:events $q:config JOB_M1 1 JOB_M3 1 JOB_M2 1",
+            "EMQ.ENQUEUE $q:job:JOB_M5 $q:pending $q:delayed $q:priority JOB_M5 m5 DELAY 1",
+            "EMQ.ENQUEUE $q:job:JOB_M6 $q:pending $q:delayed $q:priority JOB_M6 m6 DELAY 1",
+        ],
+    );
+    let promote = expand(&batch, "EMQ.PROMOTE $q:delayed $q:pending $q:priority $q:events $q:config $q:wake");
+    eventually_blocking("both delayed jobs to be promoted", || {
+        call(&mut on_master, &promote) == Ok(redis::Value::Int(2))
+    });
     // A blocked claim woken by an enqueue writes from its callback: replicated too.
     let (mut worker, other) = (connect(&master), queue());
     let blocking =
