@@ -57,7 +57,9 @@ pub use executor::{
 };
 pub use id::JobId;
 pub use keyspace::Keyspace;
-pub use queue::{BatchOpened, EnqueueOptions, Enqueued, Finished, Queue, RetryPolicy, TRACEPARENT};
+pub use queue::{
+    BatchOpened, EnqueueOptions, Enqueued, Finished, Queue, RetryPolicy, SWEEP_STEP, TRACEPARENT,
+};
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{

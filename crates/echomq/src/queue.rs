@@ -26,6 +26,14 @@ pub struct Queue {
 /// The header that carries a job's W3C trace context.
 pub const TRACEPARENT: &str = "traceparent";
 
+/// How many jobs a call moves or deletes when the library sweeps a set in
+/// many calls (the worker's upkeep, [`Queue::drain`], [`Queue::purge_all`],
+/// [`Queue::delete`]); the protocol allows up to 1000. Redis runs one call
+/// at a time, and a call's time is every other client's wait: a TRIM of a
+/// thousand jobs held the server 5-11 ms, one of a hundred under 1 ms
+/// (`bench/stalls.py`, BENCHMARKS.md), and between calls others are served.
+pub const SWEEP_STEP: u64 = 100;
+
 /// How to enqueue a job; the default is now, at priority 0, under a new id.
 #[derive(Clone, Debug, Default)]
 pub struct EnqueueOptions {
@@ -585,6 +593,19 @@ impl Queue {
         self.run(&Purge { state, age, limit }).await
     }
 
+    /// Delete every finished job in `state` that finished at least `age`
+    /// ago, in calls of [`SWEEP_STEP`] jobs: how many.
+    pub async fn purge_all(&self, state: State, age: Duration) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let purged = self.run(&Purge { state, age, limit: SWEEP_STEP }).await?;
+            total += purged;
+            if purged < SWEEP_STEP {
+                return Ok(total);
+            }
+        }
+    }
+
     /// The holder of `job` was told to come back after `delay` (an HTTP 429):
     /// the job waits in delayed without spending its attempt (`retry`'s
     /// maximum is the default for a job with none of its own), and with
@@ -638,13 +659,12 @@ impl Queue {
         } else {
             &[State::Pending, State::Delayed]
         };
-        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
         let mut total = 0;
         for state in states {
             loop {
-                let drained = self.run(&Drain { state: *state, limit }).await?;
+                let drained = self.run(&Drain { state: *state, limit: SWEEP_STEP }).await?;
                 total += drained;
-                if drained < limit {
+                if drained < SWEEP_STEP {
                     break;
                 }
             }
@@ -675,13 +695,7 @@ impl Queue {
         for _ in 0..5 {
             total += self.drain(force).await?;
             for state in [State::Done, State::Dead, State::Cancelled] {
-                loop {
-                    let purged = self.purge(state, Duration::ZERO).await?;
-                    total += purged;
-                    if purged < *echomq_core::limits::SWEEP_LIMIT.end() {
-                        break;
-                    }
-                }
+                total += self.purge_all(state, Duration::ZERO).await?;
             }
             match self.run(&Obliterate).await {
                 Ok(_) => return Ok(total),
@@ -879,6 +893,22 @@ pub(crate) async fn ack_many(via: &dyn Executor, keys: &Keyspace, call: &AckMany
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sweeps in steps go on past a step: every job, in a few calls.
+    #[tokio::test]
+    async fn drain_and_purge_all_go_past_a_step() {
+        let queue = Queue::with_executor(Arc::new(crate::Embedded::new()), "sweeps").unwrap();
+        let jobs = 2 * SWEEP_STEP + SWEEP_STEP / 2;
+        let payloads = || (0..jobs).map(|n| n.to_string());
+        queue.enqueue_batch(payloads()).await.unwrap();
+        assert_eq!(queue.drain(false).await.unwrap(), jobs);
+        queue.enqueue_batch(payloads()).await.unwrap();
+        for job in queue.claim_batch(Duration::from_secs(60), jobs).await.unwrap() {
+            queue.ack(&job).await.unwrap();
+        }
+        assert_eq!(queue.purge_all(State::Done, Duration::ZERO).await.unwrap(), jobs);
+        assert_eq!(queue.stats().await.unwrap(), crate::transition::StatsReply::default());
+    }
 
     #[test]
     fn backoff_doubles_up_to_its_cap() {

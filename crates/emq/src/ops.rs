@@ -229,15 +229,7 @@ pub struct PurgeArgs {
 pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
     let state = args.state;
     let queue = server.queue(&args.queue).await?;
-    let limit = *echomq::limits::SWEEP_LIMIT.end();
-    let mut total = 0;
-    loop {
-        let purged = queue.purge(state, args.older_than).await?;
-        total += purged;
-        if purged < limit {
-            break;
-        }
-    }
+    let total = queue.purge_all(state, args.older_than).await?;
     tell!("purged {total} {state} jobs from {}", args.queue);
     Ok(())
 }

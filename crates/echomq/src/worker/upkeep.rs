@@ -8,19 +8,16 @@
 use std::sync::Arc;
 
 use super::Shared;
-use crate::queue::Queue;
+use crate::queue::{Queue, SWEEP_STEP};
 use crate::record::State;
 use crate::transition::{Promote, Reap, Trim};
 use crate::Result;
 
 /// The most jobs one REAP, PROMOTE or TRIM of the upkeep moves or deletes
-/// (LIMIT; the protocol allows 1000). Redis runs one call at a time, and a
-/// call's time is every other client's wait: a TRIM of a thousand jobs held
-/// the server 5-10 ms (`bench/stalls.py`), longer than any claim or ack of
-/// the worker's, where a hundred take under a millisecond. Going again at
-/// once while a call did a full step keeps up with any throughput, with
-/// other clients' calls served in between.
-pub(super) const STEP: u64 = 100;
+/// (see [`SWEEP_STEP`]): a TRIM of a thousand was the longest call of a
+/// busy queue's server, longer than any claim or ack of the worker's. Going
+/// again at once while a call did a full step keeps up with any throughput.
+const STEP: u64 = SWEEP_STEP;
 
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.options.upkeep);
