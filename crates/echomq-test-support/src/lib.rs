@@ -169,15 +169,17 @@ impl RedisServer {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
-            // Ready when the process on the port is this one: a server that
-            // cannot bind its port exits (seen above), but another may answer
-            // there meanwhile.
-            let info = self
-                .client()
-                .get_connection_with_timeout(Duration::from_millis(250))
-                .and_then(|mut conn| redis::cmd("INFO").arg("server").query::<String>(&mut conn));
-            let ours = format!("process_id:{}", self.child.id());
-            if info.is_ok_and(|info| info.lines().any(|line| line.trim_end() == ours)) {
+            // Ready when it answers PING (not while it loads its AOF) and
+            // the server on the port is this one, by its directory: a server
+            // that cannot bind its port exits (seen above), but another may
+            // answer there meanwhile.
+            let answered =
+                self.client().get_connection_with_timeout(Duration::from_millis(250)).and_then(|mut conn| {
+                    redis::cmd("PING").query::<String>(&mut conn)?;
+                    redis::cmd("CONFIG").arg("GET").arg("dir").query::<Vec<String>>(&mut conn)
+                });
+            let ours = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
+            if answered.is_ok_and(|config| config.get(1).is_some_and(|dir| Path::new(dir) == ours)) {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -493,7 +495,9 @@ pub fn eventually_blocking(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-fn free_port() -> u16 {
+/// A free loopback port never handed out before in this process (see
+/// `HANDED_OUT`): for a test's own listener or a port it needs unused.
+pub fn free_port() -> u16 {
     // The ports refused stay bound until one is found, so none comes back.
     let mut refused = Vec::new();
     loop {

@@ -42,7 +42,7 @@ struct Proxy {
 
 impl Proxy {
     async fn start(target: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = TcpListener::bind(("127.0.0.1", echomq_test_support::free_port())).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let target = Arc::new(AtomicU16::new(target));
         let carried: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();

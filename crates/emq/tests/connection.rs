@@ -2,7 +2,6 @@
 //! only TLS (its CA made for the test, trusted through `--tls-ca-cert`), and
 //! an ACL user's name and password in the URL.
 
-use std::net::TcpListener;
 use std::process::{Command, Output};
 
 use echomq_test_support::{unique_queue, RedisServer, ServerOptions};
@@ -85,7 +84,7 @@ fn an_acl_user_in_the_url_and_no_password_in_errors() {
 
 #[test]
 fn help_never_shows_the_url_or_the_dashboard_token_from_the_environment() {
-    let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let free = echomq_test_support::free_port();
     let url = format!("redis://worker:h3lp-secret@127.0.0.1:{free}/");
     for args in
         [&["--help"][..], &["stats", "--help"], &["work", "--help"], &["dashboard", "--help"], &["stats"]]

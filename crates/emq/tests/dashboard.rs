@@ -4,12 +4,12 @@
 //! token is refused, and /metrics serves the counts.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use echomq::{Queue, RetryPolicy, State};
-use echomq_test_support::{unique_queue, RedisServer};
+use echomq_test_support::{free_port, unique_queue, RedisServer};
 use fantoccini::{ClientBuilder, Locator};
 
 /// A child process killed on drop.
@@ -20,10 +20,6 @@ impl Drop for Running {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn wait_for_port(port: u16, what: &str) {

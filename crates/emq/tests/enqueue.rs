@@ -317,7 +317,7 @@ fn cut_after_a_big_answer(port: u16, big: usize) -> u16 {
     use std::net::{Shutdown, TcpListener, TcpStream};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = TcpListener::bind(("127.0.0.1", echomq_test_support::free_port())).unwrap();
     let local = listener.local_addr().unwrap().port();
     let cut = Arc::new(AtomicBool::new(false));
     std::thread::spawn(move || {

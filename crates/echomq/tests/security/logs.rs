@@ -114,7 +114,7 @@ async fn no_password_in_errors() {
         assert_hidden(secret, &connect_error(&url).await);
     }
     // No server there.
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let free = echomq_test_support::free_port();
     assert_hidden(secret, &connect_error(&format!("redis://u:{secret}@127.0.0.1:{free}/")).await);
     // The client itself, as a program might debug-print it.
     let client = redis::Client::open(format!("redis://u:{secret}@127.0.0.1:{free}/")).unwrap();
