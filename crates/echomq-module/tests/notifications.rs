@@ -57,6 +57,15 @@ const STEPS: &[(&str, &str)] = &[
     ("fire", "$q:job:JOB_6 $q:pending $q:ticks JOB_6 p s 5000 6000"),
     ("fire", "$q:job:JOB_7 $q:pending $q:ticks JOB_7 p s 5000 6000"),
     ("unschedule", "$q:schedules $q:ticks s"),
+    // Calls that add many ids to one set: the module replicates them as one
+    // ZADD, and still fires one event per id, in the scripts' order.
+    ("enqueuemany", "$q:pending $q:events $q:config $q:wake JOB_M1 a JOB_M2 b"),
+    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events 60000 COUNT 10"),
+    ("ackmany", "$q:active $q:done $q:results $q:events $q:config JOB_M1 1 JOB_M2 1"),
+    ("raw", "HSET $q:job:JOB_P1 state delayed attempts 0 payload p"),
+    ("raw", "HSET $q:job:JOB_P2 state delayed attempts 0 payload p"),
+    ("raw", "ZADD $q:delayed 1 JOB_P1 1 JOB_P2"),
+    ("promote", "$q:delayed $q:pending $q:priority $q:events $q:config $q:wake"),
 ];
 
 /// The transition named `transition`, and how many of `args` are its KEYS.

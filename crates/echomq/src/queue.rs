@@ -30,8 +30,8 @@ pub const TRACEPARENT: &str = "traceparent";
 /// many calls (the worker's upkeep, [`Queue::drain`], [`Queue::purge_all`],
 /// [`Queue::delete`]); the protocol allows up to 1000. Redis runs one call
 /// at a time, and a call's time is every other client's wait: a TRIM of a
-/// thousand jobs held the server 5-11 ms, one of a hundred under 1 ms
-/// (`bench/stalls.py`, BENCHMARKS.md), and between calls others are served.
+/// thousand jobs held the server 5-11 ms, one of a hundred 0.6-0.8 ms (2.5
+/// at the longest; `bench/stalls.py`), and between calls others are served.
 pub const SWEEP_STEP: u64 = 100;
 
 /// How to enqueue a job; the default is now, at priority 0, under a new id.
@@ -594,16 +594,26 @@ impl Queue {
     }
 
     /// Delete every finished job in `state` that finished at least `age`
-    /// ago, in calls of [`SWEEP_STEP`] jobs: how many.
+    /// ago, in calls of [`SWEEP_STEP`] jobs: how many. The jobs there when
+    /// it begins: under a steady stream of new ones it still ends.
     pub async fn purge_all(&self, state: State, age: Duration) -> Result<u64> {
+        let there = self.stats().await?.of(state);
+        self.sweep(there, |limit| Purge { state, age, limit }).await
+    }
+
+    /// Calls of `call(SWEEP_STEP)` while each moves a full step, at most as
+    /// many as `there` jobs take and one more (a set a producer keeps
+    /// filling would keep a sweep going for ever): how many it moved.
+    async fn sweep<T: Transition<Output = u64>>(&self, there: u64, call: impl Fn(u64) -> T) -> Result<u64> {
         let mut total = 0;
-        loop {
-            let purged = self.run(&Purge { state, age, limit: SWEEP_STEP }).await?;
-            total += purged;
-            if purged < SWEEP_STEP {
-                return Ok(total);
+        for _ in 0..=there / SWEEP_STEP {
+            let moved = self.run(&call(SWEEP_STEP)).await?;
+            total += moved;
+            if moved < SWEEP_STEP {
+                break;
             }
         }
+        Ok(total)
     }
 
     /// The holder of `job` was told to come back after `delay` (an HTTP 429):
@@ -651,23 +661,19 @@ impl Queue {
     }
 
     /// Delete the queue's pending and delayed jobs (and, with `active`, its
-    /// running ones, whose holders are fenced): how many. Bounded calls of
-    /// DRAIN, repeated while each deletes a full LIMIT.
+    /// running ones, whose holders are fenced): how many. Calls of DRAIN of
+    /// [`SWEEP_STEP`] jobs, for the jobs there when it begins (new ones may
+    /// stay: a producer that goes on is not outrun for ever).
     pub async fn drain(&self, active: bool) -> Result<u64> {
         let states: &[State] = if active {
             &[State::Pending, State::Delayed, State::Active]
         } else {
             &[State::Pending, State::Delayed]
         };
+        let stats = self.stats().await?;
         let mut total = 0;
-        for state in states {
-            loop {
-                let drained = self.run(&Drain { state: *state, limit: SWEEP_STEP }).await?;
-                total += drained;
-                if drained < SWEEP_STEP {
-                    break;
-                }
-            }
+        for &state in states {
+            total += self.sweep(stats.of(state), |limit| Drain { state, limit }).await?;
         }
         Ok(total)
     }

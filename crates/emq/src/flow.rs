@@ -152,7 +152,24 @@ fn retention(text: &str) -> Result<Retention, String> {
     Ok(Retention { age, count })
 }
 
+impl ConfigArgs {
+    /// Whether it changes nothing, only shows the settings: then it prints
+    /// with `say!`.
+    pub fn only_reads(&self) -> bool {
+        let ConfigArgs { queue: _, paused, rate, concurrency, keep_done, keep_dead, keep_cancelled, events } =
+            self;
+        paused.is_none()
+            && rate.is_none()
+            && concurrency.is_none()
+            && keep_done.is_none()
+            && keep_dead.is_none()
+            && keep_cancelled.is_none()
+            && events.is_none()
+    }
+}
+
 pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
+    let only_reads = args.only_reads();
     let config = Config {
         paused: args.paused,
         concurrency: args.concurrency,
@@ -165,23 +182,34 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
-    tell!("{}", args.queue);
-    tell!("  paused       {}", settings.paused);
-    tell!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string()));
-    tell!(
-        "  rate         {}",
-        settings.rate.map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per)))
-    );
+    let mut lines = vec![
+        args.queue.clone(),
+        format!("  paused       {}", settings.paused),
+        format!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string())),
+        format!(
+            "  rate         {}",
+            settings
+                .rate
+                .map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per)))
+        ),
+    ];
     let kept =
         [("done", settings.keep_done), ("dead", settings.keep_dead), ("cancelled", settings.keep_cancelled)];
     for (state, keep) in kept {
         let age = keep.age.map_or("any age".into(), |age| format!("{}", humantime::format_duration(age)));
         let count = keep.count.map_or("any number".into(), |n| format!("at most {n}"));
-        tell!("  keep {state:<10} {age}, {count}");
+        lines.push(format!("  keep {state:<10} {age}, {count}"));
     }
-    match settings.events {
-        0 => tell!("  events       off"),
-        n => tell!("  events       about the last {n}"),
+    lines.push(match settings.events {
+        0 => "  events       off".into(),
+        n => format!("  events       about the last {n}"),
+    });
+    for line in lines {
+        if only_reads {
+            say!("{line}");
+        } else {
+            tell!("{line}");
+        }
     }
     Ok(())
 }

@@ -30,27 +30,34 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// A line on stdout from a command that only reads: `println!` that returns
+/// the error instead of panicking when stdout is gone (`emq list q dead |
+/// head -1`); main ends quietly on a closed pipe, and fails on another error.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 /// A line on stdout from a command that changes things (or the demo's).
 /// Its reader going away (`emq retry a b c | head -1`) neither stops the
 /// command (b and c are still retried) nor fails it: what it did went
 /// through, and saying otherwise would invite doing it twice. A command
-/// that only reads uses `ops::say!`, which ends it instead.
+/// that only reads uses [`say!`], which ends it instead.
 macro_rules! tell {
     ($($arg:tt)*) => {
         $crate::told(format_args!($($arg)*))
     };
 }
 
-/// [`tell!`]'s line: another failure than a closed pipe (a full disk under
-/// `> file`) is said once on stderr, and the command goes on.
+/// [`tell!`]'s line: on another failure than a closed pipe (a full disk
+/// under `> file`) the line goes to stderr instead (an enqueued job's id
+/// must not be lost), and the command goes on.
 fn told(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if let Err(err) = writeln!(std::io::stdout(), "{line}") {
-        if err.kind() != std::io::ErrorKind::BrokenPipe
-            && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            eprintln!("emq: cannot write to stdout ({err}); going on without it");
+        if err.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("emq: cannot write to stdout ({err}): {line}");
         }
     }
 }
@@ -159,15 +166,17 @@ async fn main() {
     // away (`emq list q dead | head -1`), as Unix tools do: its broken pipe
     // is no news. (SIGPIPE stays ignored, as Rust sets it: a socket's reset
     // must be an error the connection recovers from, not the process's end.)
-    let printing = matches!(
-        cli.command,
+    let printing = match &cli.command {
         Command::Inspect(_)
-            | Command::Result(_)
-            | Command::Events(_)
-            | Command::List(_)
-            | Command::Stats(_)
-            | Command::Queues
-    );
+        | Command::Result(_)
+        | Command::Events(_)
+        | Command::List(_)
+        | Command::Stats(_)
+        | Command::Queues => true,
+        Command::Config(args) => args.only_reads(),
+        Command::Schedule(args) => args.only_reads(),
+        _ => false,
+    };
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,

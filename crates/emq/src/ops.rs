@@ -8,14 +8,6 @@ use echomq::{JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error, Server};
 
-/// `println!` that returns the error instead of panicking when stdout is
-/// gone (`emq list q dead | head -1`): main ends quietly on it.
-macro_rules! say {
-    ($($arg:tt)*) => {
-        std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))?
-    };
-}
-
 /// A state by its protocol name: pending, active, delayed, done, dead, cancelled.
 fn state(name: &str) -> Result<State, String> {
     name.parse()

@@ -13,6 +13,13 @@ pub struct Args {
     command: Command,
 }
 
+impl Args {
+    /// Whether it only reads (`list`): then it prints with `say!`.
+    pub fn only_reads(&self) -> bool {
+        matches!(self.command, Command::List { .. })
+    }
+}
+
 #[derive(clap::Subcommand, Debug)]
 enum Command {
     /// Add a schedule, or replace the one of that name.
@@ -89,9 +96,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                     When::Every(every) => format!("every {}", humantime::format_duration(*every)),
                     When::Cron { expr, zone } => format!("cron {expr:?} {zone}"),
                 };
-                tell!("{}  next {}  {when}  missed {:?}", s.name, at(scheduled.next), s.missed);
+                say!("{}  next {}  {when}  missed {:?}", s.name, at(scheduled.next), s.missed);
             }
-            tell!("{} schedules in {queue}", listed.len());
+            say!("{} schedules in {queue}", listed.len());
         }
         Command::Remove { queue, name } => {
             if server.queue(&queue).await?.unschedule(&name).await? {

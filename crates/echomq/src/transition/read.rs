@@ -5,7 +5,7 @@ use redis::Value;
 
 use super::{array_reply, bytes_reply, count_reply, Transition};
 use crate::id::JobId;
-use crate::record::Record;
+use crate::record::{Record, State};
 use crate::{Error, Result};
 
 /// Read one job's record and what is kept beside it.
@@ -97,6 +97,20 @@ pub struct StatsReply {
     pub dead: u64,
     /// Cancelled.
     pub cancelled: u64,
+}
+
+impl StatsReply {
+    /// How many jobs are in `state`.
+    pub fn of(&self, state: State) -> u64 {
+        match state {
+            State::Pending => self.pending,
+            State::Active => self.active,
+            State::Delayed => self.delayed,
+            State::Done => self.done,
+            State::Dead => self.dead,
+            State::Cancelled => self.cancelled,
+        }
+    }
 }
 
 impl Transition for Stats {

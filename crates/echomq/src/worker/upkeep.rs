@@ -6,6 +6,7 @@
 //! at once while there are more.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::Shared;
 use crate::queue::{Queue, SWEEP_STEP};
@@ -16,7 +17,8 @@ use crate::Result;
 /// The most jobs one REAP, PROMOTE or TRIM of the upkeep moves or deletes
 /// (see [`SWEEP_STEP`]): a TRIM of a thousand was the longest call of a
 /// busy queue's server, longer than any claim or ack of the worker's. Going
-/// again at once while a call did a full step keeps up with any throughput.
+/// again at once while a call did a full step keeps up with any throughput;
+/// for at most a period, so that a part never starves the ones after it.
 const STEP: u64 = SWEEP_STEP;
 
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
@@ -31,10 +33,11 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
         }
         // Each part runs although another failed (a user may be refused one
         // alone, or a key of one be of the wrong type).
+        let until = Instant::now() + shared.options.upkeep;
         let outcomes = [
-            ("promote", promote(&queue).await),
-            ("reap", reap(&queue, &shared).await),
-            ("trim", trim(&queue).await),
+            ("promote", promote(&queue, until).await),
+            ("reap", reap(&queue, &shared, until).await),
+            ("trim", trim(&queue, until).await),
             ("settle", settle(&queue).await),
             ("fire schedules", queue.fire_schedules().await.map(drop)),
         ];
@@ -85,18 +88,20 @@ fn said_once(
     still
 }
 
-/// Due delayed jobs promoted, again at once while a call moves a full LIMIT.
-async fn promote(queue: &Queue) -> Result<()> {
-    while queue.run(&Promote { limit: STEP }).await? == STEP {}
+/// Due delayed jobs promoted, again at once while a call moves a full
+/// step, until `until` (the next tick goes on).
+async fn promote(queue: &Queue, until: Instant) -> Result<()> {
+    while queue.run(&Promote { limit: STEP }).await? == STEP && Instant::now() < until {}
     Ok(())
 }
 
-/// Expired leases reaped, again at once while a call moves a full LIMIT.
-async fn reap(queue: &Queue, shared: &Shared) -> Result<()> {
+/// Expired leases reaped, again at once while a call moves a full step,
+/// until `until`.
+async fn reap(queue: &Queue, shared: &Shared, until: Instant) -> Result<()> {
     let reap = Reap { max_attempts: shared.options.retry.max_attempts, limit: STEP };
     loop {
         let reaped = queue.run(&reap).await?;
-        if reaped.requeued + reaped.dead < STEP {
+        if reaped.requeued + reaped.dead < STEP || Instant::now() >= until {
             return Ok(());
         }
     }
@@ -114,16 +119,15 @@ async fn settle(queue: &Queue) -> Result<()> {
 /// again at once while a call deletes a full LIMIT (as REAP and PROMOTE go),
 /// so trimming keeps up with any throughput: a cap of a few calls a tick let
 /// a native queue finishing 25,000 jobs/s outgrow its bound (`echomq-soak`).
-async fn trim(queue: &Queue) -> Result<()> {
+async fn trim(queue: &Queue, until: Instant) -> Result<()> {
     for state in [State::Done, State::Dead, State::Cancelled] {
-        while queue.run(&Trim { state, limit: STEP }).await? == STEP {}
+        while queue.run(&Trim { state, limit: STEP }).await? == STEP && Instant::now() < until {}
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
 
     use super::*;
     use crate::transition::{Config, Retention};
@@ -142,7 +146,7 @@ mod tests {
         }
         let keep = Retention { age: None, count: Some(7) };
         queue.configure(Config { keep_done: Some(keep), ..Config::default() }).await.unwrap();
-        trim(&queue).await.unwrap();
+        trim(&queue, Instant::now() + std::time::Duration::from_secs(60)).await.unwrap();
         assert_eq!(queue.stats().await.unwrap().done, 7);
     }
 
