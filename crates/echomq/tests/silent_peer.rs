@@ -77,7 +77,16 @@ async fn silenced_under_a_worker(server: RedisServer, via: &str) {
     };
     watcher.enqueue_batch((0..20).map(|i| format!("before-{i}").into_bytes())).await.unwrap();
     eventually("the worker runs the first jobs", || done(20)).await;
-    // The worker now waits for jobs, its claims blocked on the server.
+    // The worker then waits for jobs, its claim blocked on the server (on a
+    // connection of its own, opened when a claim first came back empty).
+    eventually("the worker's claim waits on the server", || {
+        let mut watch = watch.clone();
+        async move {
+            let info: String = redis::cmd("INFO").arg("clients").query_async(&mut watch).await.unwrap();
+            info.lines().any(|line| line.strip_prefix("blocked_clients:").is_some_and(|n| n.trim() != "0"))
+        }
+    })
+    .await;
     let ports = connections(&mut watch, own_id).await;
     assert!(ports.len() >= 2, "{via}: the worker's connections: {ports:?}");
     for &port in &ports {
