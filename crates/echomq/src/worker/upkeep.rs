@@ -14,9 +14,9 @@ use crate::record::State;
 use crate::transition::{Promote, Reap, Trim};
 use crate::Result;
 
-/// The most jobs one REAP, PROMOTE or TRIM of the upkeep moves or deletes
-/// (see [`SWEEP_STEP`]): a TRIM of a thousand was the longest call of a
-/// busy queue's server, longer than any claim or ack of the worker's. Going
+/// The most jobs one REAP, PROMOTE, TRIM or SETTLE of the upkeep moves,
+/// deletes or looks at (see [`SWEEP_STEP`]): a TRIM of a thousand was the
+/// longest call of a busy queue's server, longer than any claim or ack of the worker's. Going
 /// again at once while a call did a full step keeps up with any throughput;
 /// for at most a period, so that a part never starves the ones after it.
 const STEP: u64 = SWEEP_STEP;
@@ -38,7 +38,7 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
             ("promote", promote(&queue, until).await),
             ("reap", reap(&queue, &shared, until).await),
             ("trim", trim(&queue, until).await),
-            ("settle", settle(&queue).await),
+            ("settle", settle(&queue, until).await),
             ("fire schedules", queue.fire_schedules().await.map(drop)),
         ];
         failing = said_once(&queue, failing, outcomes);
@@ -108,10 +108,10 @@ async fn reap(queue: &Queue, shared: &Shared, until: Instant) -> Result<()> {
 }
 
 /// Batches: call back each one whose jobs all finished, looking at up to a
-/// thousand jobs a call, again at once while a call looks at that many.
-async fn settle(queue: &Queue) -> Result<()> {
-    let full = *echomq_core::limits::SWEEP_LIMIT.end();
-    while queue.settle(full).await?.looked == full {}
+/// step of jobs a call, again at once while a call looks at that many,
+/// until `until`.
+async fn settle(queue: &Queue, until: Instant) -> Result<()> {
+    while queue.settle(STEP).await?.looked == STEP && Instant::now() < until {}
     Ok(())
 }
 
