@@ -16,9 +16,10 @@ use crate::Result;
 
 /// The most jobs one REAP, PROMOTE, TRIM or SETTLE of the upkeep moves,
 /// deletes or looks at (see [`SWEEP_STEP`]): a TRIM of a thousand was the
-/// longest call of a busy queue's server, longer than any claim or ack of the worker's. Going
-/// again at once while a call did a full step keeps up with any throughput;
-/// for at most a period, so that a part never starves the ones after it.
+/// longest call of a busy queue's server, longer than any claim or ack of
+/// the worker's. Going again at once while a call did a full step keeps up
+/// with any throughput; for at most a period, so that a part never starves
+/// the ones after it.
 const STEP: u64 = SWEEP_STEP;
 
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
@@ -88,47 +89,48 @@ fn said_once(
     still
 }
 
-/// Due delayed jobs promoted, again at once while a call moves a full
-/// step, until `until` (the next tick goes on).
-async fn promote(queue: &Queue, until: Instant) -> Result<()> {
-    while queue.run(&Promote { limit: STEP }).await? == STEP && Instant::now() < until {}
+/// Call `step` (a call of at most [`STEP`] jobs: how many it moved,
+/// deleted or looked at) again at once while it did a full step, until
+/// `until`: the next tick goes on from there.
+async fn in_steps<F, Fut>(until: Instant, mut step: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<u64>>,
+{
+    while step().await? == STEP && Instant::now() < until {}
     Ok(())
 }
 
-/// Expired leases reaped, again at once while a call moves a full step,
-/// until `until`.
+/// Due delayed jobs promoted.
+async fn promote(queue: &Queue, until: Instant) -> Result<()> {
+    in_steps(until, || queue.run(&Promote { limit: STEP })).await
+}
+
+/// Expired leases reaped.
 async fn reap(queue: &Queue, shared: &Shared, until: Instant) -> Result<()> {
     let reap = Reap { max_attempts: shared.options.retry.max_attempts, limit: STEP };
-    loop {
-        let reaped = queue.run(&reap).await?;
-        if reaped.requeued + reaped.dead < STEP || Instant::now() >= until {
-            return Ok(());
-        }
-    }
+    in_steps(until, || async { queue.run(&reap).await.map(|reaped| reaped.requeued + reaped.dead) }).await
 }
 
-/// Batches: call back each one whose jobs all finished, looking at up to a
-/// step of jobs a call, again at once while a call looks at that many,
-/// until `until`.
+/// Batches: call back each one whose jobs all finished.
 async fn settle(queue: &Queue, until: Instant) -> Result<()> {
-    while queue.settle(STEP).await?.looked == STEP && Instant::now() < until {}
-    Ok(())
+    in_steps(until, || async { queue.settle(STEP).await.map(|settled| settled.looked) }).await
 }
 
 /// Bounded retention: each finished set trimmed to the queue's retention,
-/// again at once while a call deletes a full LIMIT (as REAP and PROMOTE go),
-/// so trimming keeps up with any throughput: a cap of a few calls a tick let
-/// a native queue finishing 25,000 jobs/s outgrow its bound (`echomq-soak`).
+/// in steps (as REAP and PROMOTE go), so trimming keeps up with any
+/// throughput: a cap of a few calls a tick let a native queue finishing
+/// 25,000 jobs/s outgrow its bound (`echomq-soak`).
 async fn trim(queue: &Queue, until: Instant) -> Result<()> {
     for state in [State::Done, State::Dead, State::Cancelled] {
-        while queue.run(&Trim { state, limit: STEP }).await? == STEP && Instant::now() < until {}
+        let trim = Trim { state, limit: STEP };
+        in_steps(until, || queue.run(&trim)).await?;
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
     use crate::transition::{Config, Retention};
     use crate::{Embedded, Error};
