@@ -71,21 +71,26 @@ pub fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> Result<
     if keys.len() != roles.len() {
         return Err(Refusal::arg("wrong number of keys"));
     }
-    let key_name = |role: Role| -> Vec<u8> {
-        match role {
-            Role::Job => [b"job:".as_slice(), id].concat(),
-            other => other.pattern().as_bytes().to_vec(),
-        }
-    };
+    // Compared in place, not built: every transition checks its keys here.
     let first = keys[0];
-    let suffix = key_name(roles[0]);
-    let prefix = first.strip_suffix(suffix.as_slice()).filter(|prefix| well_formed_prefix(prefix));
-    let Some(prefix) = prefix else {
+    let prefix = match roles[0] {
+        Role::Job => first.strip_suffix(id).and_then(|rest| rest.strip_suffix(b"job:")),
+        other => first.strip_suffix(other.pattern().as_bytes()),
+    };
+    let Some(prefix) = prefix.filter(|prefix| well_formed_prefix(prefix)) else {
         return Err(Refusal::arg(format!("KEYS[1] must be emq:{{<queue>}}:{}", roles[0].pattern())));
     };
     for (i, (key, role)) in keys.iter().zip(roles).enumerate().skip(1) {
-        let wanted = [prefix, key_name(*role).as_slice()].concat();
-        if *key != wanted.as_slice() {
+        let name = key.strip_prefix(prefix);
+        let named = match role {
+            Role::Job => name.and_then(|name| name.strip_prefix(b"job:")) == Some(id),
+            other => name == Some(other.pattern().as_bytes()),
+        };
+        if !named {
+            let wanted = match role {
+                Role::Job => record_key(prefix, id),
+                other => [prefix, other.pattern().as_bytes()].concat(),
+            };
             return Err(Refusal::arg(format!("KEYS[{}] must be {}", i + 1, lossy(&wanted))));
         }
     }
