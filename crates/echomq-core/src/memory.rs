@@ -75,10 +75,86 @@ impl Ord for Score {
     }
 }
 
+/// Bytes kept in place when short (a job id, a field's name, a number or a
+/// state), else on the heap. The store's sets and records hold many of
+/// these, and a job moves through several: an allocation for each member
+/// and each field was much of what a transition cost the embedded executor.
+#[derive(Clone)]
+enum Short {
+    /// The length, then the bytes (the rest zero).
+    Inline(u8, [u8; INLINE]),
+    Heap(Box<[u8]>),
+}
+
+/// The bytes a [`Short`] keeps in place: a job id (`JOB_` and a ULID) fits.
+const INLINE: usize = 30;
+
+impl Short {
+    fn new(bytes: &[u8]) -> Short {
+        if bytes.len() <= INLINE {
+            let mut inline = [0; INLINE];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            Short::Inline(bytes.len() as u8, inline)
+        } else {
+            Short::Heap(bytes.into())
+        }
+    }
+}
+
+impl std::ops::Deref for Short {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Short::Inline(len, bytes) => &bytes[..*len as usize],
+            Short::Heap(bytes) => bytes,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Short {
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
+
+// Equal, ordered and hashed as its bytes are, as `Borrow` requires.
+impl PartialEq for Short {
+    fn eq(&self, other: &Short) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Short {}
+
+impl PartialOrd for Short {
+    fn partial_cmp(&self, other: &Short) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Short {
+    fn cmp(&self, other: &Short) -> Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl std::hash::Hash for Short {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+impl std::fmt::Debug for Short {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct Zset {
-    scores: HashMap<Vec<u8>, f64>,
-    order: BTreeSet<(Score, Vec<u8>)>,
+    scores: HashMap<Short, f64>,
+    order: BTreeSet<(Score, Short)>,
 }
 
 /// A stream entry's id, `<ms>-<seq>`: ordered as Redis orders them.
@@ -153,7 +229,7 @@ fn unpack((id, packed): &Packed) -> Entry {
 /// One key's value.
 #[derive(Clone, Debug)]
 enum Value {
-    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    Hash(BTreeMap<Short, Short>),
     Zset(Zset),
     Stream(Stream),
     /// A key of a type the protocol never writes (tests put these in the way).
@@ -193,9 +269,11 @@ impl Memory {
             .iter()
             .map(|(key, value)| {
                 let dump = match value {
-                    Value::Hash(fields) => Dump::Hash(fields.clone()),
+                    Value::Hash(fields) => {
+                        Dump::Hash(fields.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+                    }
                     Value::Zset(zset) => {
-                        Dump::Zset(zset.order.iter().map(|(s, m)| (m.clone(), s.0)).collect())
+                        Dump::Zset(zset.order.iter().map(|(s, m)| (m.to_vec(), s.0)).collect())
                     }
                     Value::Stream(stream) => Dump::Stream(stream.entries.iter().map(unpack).collect()),
                     Value::Other(name) => Dump::Other(name),
@@ -234,7 +312,7 @@ impl Memory {
         self.keys.clear();
     }
 
-    fn hash(&mut self, key: &[u8]) -> Option<&mut BTreeMap<Vec<u8>, Vec<u8>>> {
+    fn hash(&mut self, key: &[u8]) -> Option<&mut BTreeMap<Short, Short>> {
         match self.keys.get_mut(key) {
             Some(Value::Hash(fields)) => Some(fields),
             _ => None,
@@ -279,24 +357,22 @@ impl Store for Memory {
     }
 
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>> {
-        self.hash(key)?.get(field).cloned()
+        self.hash(key)?.get(field).map(|value| value.to_vec())
     }
 
     fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        self.hash(key).map(|fields| fields.clone().into_iter().collect()).unwrap_or_default()
+        let fields = self.hash(key).into_iter().flatten();
+        fields.map(|(field, value)| (field.to_vec(), value.to_vec())).collect()
     }
 
     fn hset(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) {
         if let Value::Hash(hash) = self.value_or(key, || Value::Hash(BTreeMap::new())) {
             for (field, v) in fields {
                 match hash.get_mut(*field) {
-                    // A field set again (a record's state, its attempts): its bytes in place.
-                    Some(value) => {
-                        value.clear();
-                        value.extend_from_slice(v);
-                    }
+                    // A field set again (a record's state, its attempts): the field's name stays.
+                    Some(value) => *value = Short::new(v),
                     None => {
-                        hash.insert(field.to_vec(), v.to_vec());
+                        hash.insert(Short::new(field), Short::new(v));
                     }
                 }
             }
@@ -323,12 +399,13 @@ impl Store for Memory {
                     let old = std::mem::replace(old, score);
                     // The member's bytes move from its old place in the order to its new one.
                     let (_, member) =
-                        zset.order.take(&(Score(old), member.to_vec())).expect("ordered as scored");
+                        zset.order.take(&(Score(old), Short::new(member))).expect("ordered as scored");
                     zset.order.insert((Score(score), member));
                 }
                 None => {
-                    zset.scores.insert(member.to_vec(), score);
-                    zset.order.insert((Score(score), member.to_vec()));
+                    let member = Short::new(member);
+                    zset.scores.insert(member.clone(), score);
+                    zset.order.insert((Score(score), member));
                 }
             }
         }
@@ -337,7 +414,7 @@ impl Store for Memory {
     fn zrem(&mut self, key: &[u8], member: &[u8]) {
         if let Some(zset) = self.zset(key) {
             if let Some(old) = zset.scores.remove(member) {
-                zset.order.remove(&(Score(old), member.to_vec()));
+                zset.order.remove(&(Score(old), Short::new(member)));
             }
             if zset.scores.is_empty() {
                 self.keys.remove(key);
@@ -355,7 +432,7 @@ impl Store for Memory {
 
     fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>> {
         self.zset(key)
-            .map(|zset| zset.order.iter().take(count).map(|(_, m)| m.clone()).collect())
+            .map(|zset| zset.order.iter().take(count).map(|(_, m)| m.to_vec()).collect())
             .unwrap_or_default()
     }
 
@@ -370,7 +447,7 @@ impl Store for Memory {
                     .iter()
                     .take_while(|(s, _)| s.0 <= max)
                     .take(limit)
-                    .map(|(_, m)| m.clone())
+                    .map(|(_, m)| m.to_vec())
                     .collect()
             })
             .unwrap_or_default()
