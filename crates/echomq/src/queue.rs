@@ -302,22 +302,48 @@ impl Queue {
     /// dead, cancelled or gone), with the batch's counts in its headers
     /// (`batch`, `total`, `done`, `dead`, `cancelled`, `gone`). The jobs go
     /// in one round trip, then the batch is opened; the workers' upkeep
-    /// (SETTLE) calls back. A refused job refuses the batch: the jobs
-    /// enqueued before it run, and no batch is opened.
+    /// (SETTLE) calls back.
+    ///
+    /// What can be checked here is, before anything is sent: a batch of no
+    /// jobs or too many, or a payload (the callback's too) over the limit,
+    /// enqueues nothing. When replicas did not confirm the jobs in time
+    /// ([`Error::NotReplicated`](crate::Error)), they are on the master all
+    /// the same: the batch is opened over them, then the shortfall is the
+    /// answer. Any other failure of the jobs' round trip (the server refused
+    /// them, the connection broke) opens no batch; jobs it may have
+    /// enqueued run without a callback.
     pub async fn enqueue_batch_with_callback<P: Into<Vec<u8>>>(
         &self,
         payloads: impl IntoIterator<Item = P>,
         callback: impl Into<Vec<u8>>,
     ) -> Result<BatchOpened> {
-        let jobs = self.enqueue_batch(payloads).await?.into_iter().collect::<Result<Vec<JobId>>>()?;
+        let payloads: Vec<Vec<u8>> = payloads.into_iter().map(Into::into).collect();
         let batch = Batch {
             id: format!("BATCH_{}", ulid::Ulid::new()),
             callback: JobId::mint(),
             payload: callback.into(),
-            jobs,
+            jobs: payloads.iter().map(|_| JobId::mint()).collect(),
         };
+        batch.args()?;
+        let limit = echomq_core::limits::MAX_PAYLOAD;
+        if let Some(at) = payloads.iter().position(|payload| payload.len() > limit) {
+            return Err(crate::Error::TooLarge(format!("payload {at} of the batch exceeds {limit} bytes")));
+        }
+        let jobs = payloads.into_iter().zip(&batch.jobs);
+        let jobs = jobs.map(|(payload, id)| (payload, EnqueueOptions::default().id(id.clone())));
+        let mut unconfirmed = None;
+        for outcome in self.enqueue_many(jobs).await? {
+            match outcome {
+                Ok(_) => {}
+                Err(err @ crate::Error::NotReplicated { .. }) => unconfirmed = Some(err),
+                Err(err) => return Err(err),
+            }
+        }
         self.run(&batch).await?;
-        Ok(BatchOpened { id: batch.id, jobs: batch.jobs, callback: batch.callback })
+        match unconfirmed {
+            Some(err) => Err(err),
+            None => Ok(BatchOpened { id: batch.id, jobs: batch.jobs, callback: batch.callback }),
+        }
     }
 
     /// Settle the queue's open batches (see [`Settle`]): what every

@@ -85,3 +85,25 @@ async fn a_batch_of_100_is_called_back_once_with_its_counts() {
         assert!(q.enqueue_batch_with_callback(Vec::<Vec<u8>>::new(), "cb").await.is_err(), "{name}");
     }
 }
+
+/// What the client can check, it checks before the jobs go: a batch of too
+/// many jobs, a payload over the limit or a callback over it enqueues no
+/// job (which would otherwise run without the callback it was enqueued for).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_refused_by_the_client_enqueues_nothing() {
+    let (_server, executors) = common::three_executors().await;
+    let over = vec![b'x'; echomq_core::limits::MAX_PAYLOAD + 1];
+    for (name, via) in executors {
+        let q = Queue::with_executor(via, &unique_queue("refused-batch")).unwrap();
+        let too_many = vec![b"job".to_vec(); 1001];
+        let err = q.enqueue_batch_with_callback(too_many, "cb").await.unwrap_err();
+        assert!(matches!(err, echomq::Error::Argument(_)), "{name}: {err}");
+        let with_a_big_one = vec![b"a".to_vec(), over.clone(), b"c".to_vec()];
+        let err = q.enqueue_batch_with_callback(with_a_big_one, "cb").await.unwrap_err();
+        assert!(matches!(&err, echomq::Error::TooLarge(text) if text.contains("payload 1")), "{name}: {err}");
+        let err = q.enqueue_batch_with_callback([b"a".to_vec()], over.clone()).await.unwrap_err();
+        assert!(matches!(err, echomq::Error::TooLarge(_)), "{name}: {err}");
+        assert_eq!(q.stats().await.unwrap().pending, 0, "{name}: no job went");
+        assert_eq!(q.settle(1000).await.unwrap().looked, 0, "{name}: no batch is open");
+    }
+}

@@ -270,5 +270,22 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let () = redis::cmd("SET").arg(&cancelled).arg("in the way").query_async(&mut conn).await.unwrap();
         let err = q.cancel(&id).await.unwrap_err();
         assert_eq!(err.code(), Some(echomq::Code::Type), "{via:?}: {err}");
+
+        // A batch with a callback is opened over its jobs all the same (they
+        // are on the master): the callback comes once they have finished.
+        let name = unique_queue("unconfirmed-batch");
+        let q = queue(&alone.url(), via, &name, Duration::from_millis(200)).await;
+        let plain =
+            Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
+        let err = q.enqueue_batch_with_callback([b"c".to_vec()], "called back").await.unwrap_err();
+        assert!(matches!(err, echomq::Error::NotReplicated { .. }), "{via:?}: {err}");
+        let [job] = &plain.claim_batch(Duration::from_secs(60), 10).await.unwrap()[..] else {
+            panic!("{via:?}: one job was pending")
+        };
+        plain.ack(job).await.unwrap();
+        assert_eq!(plain.settle(1000).await.unwrap().closed, 1, "{via:?}: the batch was open");
+        let callback = plain.claim_batch(Duration::from_secs(60), 10).await.unwrap();
+        assert_eq!(callback.len(), 1, "{via:?}: the callback");
+        assert_eq!(callback[0].payload, b"called back", "{via:?}");
     }
 }
