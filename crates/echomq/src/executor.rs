@@ -523,7 +523,9 @@ impl Sent {
     /// asks for confirmed the writes, each call that applied a write the
     /// caller relies on (see [`confirms`]) answers [`Error::NotReplicated`]
     /// instead of its value; a refused call wrote nothing and answers its
-    /// refusal, and a read or a claim answers its value.
+    /// refusal, and a read or a claim answers its value. An ACKMANY answers
+    /// for each job: its reply is marked (see [`shortfall`]), so that a job
+    /// it acked hears the shortfall and one it refused its refusal.
     fn replicated(self, calls: &[Call], replication: Option<Replication>) -> Vec<Result<Value>> {
         let (Some(Replication { replicas, .. }), Some(confirmed)) = (replication, self.confirmed) else {
             return self.replies;
@@ -535,12 +537,49 @@ impl Sent {
             .into_iter()
             .zip(calls)
             .map(|(reply, call)| match reply {
+                Ok(Value::Array(jobs)) if call.name == Name::AckMany => {
+                    let shortfall = [confirmed, replicas].map(|n| Value::Int(n as i64));
+                    Ok(Value::Attribute {
+                        data: Box::new(Value::Array(jobs)),
+                        attributes: vec![(
+                            Value::SimpleString(SHORTFALL.into()),
+                            Value::Array(shortfall.into()),
+                        )],
+                    })
+                }
                 Ok(_) if confirms(std::slice::from_ref(call)) => {
                     Err(Error::NotReplicated { confirmed, wanted: replicas })
                 }
                 reply => reply,
             })
             .collect()
+    }
+}
+
+/// The name of the mark an ACKMANY's reply carries when fewer replicas
+/// than asked for confirmed it: an attribute (RESP3's place for what a reply
+/// carries beside its data), put there by the executor, never by a server.
+const SHORTFALL: &str = "emq-shortfall";
+
+/// A reply and, when [`Sent::replicated`] marked it, the replicas' shortfall:
+/// [`Error::NotReplicated`] for each of its writes that applied.
+pub(crate) fn shortfall(reply: Value) -> (Value, Option<(u64, u64)>) {
+    match reply {
+        Value::Attribute { data, attributes } => {
+            let marked = attributes.iter().find_map(|(name, numbers)| match (name, numbers) {
+                (Value::SimpleString(name), Value::Array(numbers)) if name == SHORTFALL => {
+                    match numbers[..] {
+                        [Value::Int(confirmed), Value::Int(wanted)] => {
+                            Some((confirmed as u64, wanted as u64))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            });
+            (*data, marked)
+        }
+        reply => (reply, None),
     }
 }
 
@@ -603,5 +642,26 @@ mod tests {
         assert!(matches!(replies[2], Ok(Value::Int(7))), "a heartbeat is not waited for");
         let confirmed = Sent { replies: vec![Ok(Value::Int(1))], confirmed: Some(1) };
         assert!(matches!(confirmed.replicated(&calls[..1], Some(replication))[0], Ok(Value::Int(1))));
+    }
+
+    /// An ACKMANY's jobs answer each on their own: the acked one the
+    /// shortfall, the fenced one its refusal (not "applied").
+    #[test]
+    fn an_ackmany_short_of_replicas_answers_for_each_job() {
+        use crate::transition::{AckMany, Transition};
+        let fenced =
+            redis::make_extension_error("EMQFENCE".into(), Some("token does not hold the lease".into()));
+        let fenced = Value::ServerError(redis::ServerError::try_from(fenced).unwrap());
+        let reply = || Ok(Value::Array(vec![Value::Int(1), fenced.clone()]));
+        let replication = Replication { replicas: 2, timeout: Duration::from_millis(10) };
+        let sent = Sent { replies: vec![reply()], confirmed: Some(1) };
+        let [marked] = &sent.replicated(&[call(Name::AckMany)], Some(replication))[..] else { panic!() };
+        let outcomes = AckMany::parse(marked.as_ref().unwrap().clone()).unwrap();
+        assert!(matches!(outcomes[0], Err(Error::NotReplicated { confirmed: 1, wanted: 2 })), "{outcomes:?}");
+        assert!(outcomes[1].as_ref().is_err_and(Error::is_lost_lease), "{outcomes:?}");
+        let sent = Sent { replies: vec![reply()], confirmed: Some(2) };
+        let [enough] = &sent.replicated(&[call(Name::AckMany)], Some(replication))[..] else { panic!() };
+        let outcomes = AckMany::parse(enough.as_ref().unwrap().clone()).unwrap();
+        assert!(outcomes[0].is_ok() && outcomes[1].as_ref().is_err_and(Error::is_lost_lease), "{outcomes:?}");
     }
 }

@@ -287,5 +287,14 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let callback = plain.claim_batch(Duration::from_secs(60), 10).await.unwrap();
         assert_eq!(callback.len(), 1, "{via:?}: the callback");
         assert_eq!(callback[0].payload, b"called back", "{via:?}");
+        // Acks gathered in one call answer each on their own: an acked job
+        // the shortfall, one whose lease was lost its refusal.
+        plain.enqueue_batch([b"d".to_vec(), b"e".to_vec()]).await.unwrap();
+        let mut jobs = plain.claim_batch(Duration::from_secs(60), 10).await.unwrap();
+        assert_eq!(jobs.len(), 2, "{via:?}");
+        jobs[1].token += 1;
+        let outcomes = q.ack_batch(&jobs).await.unwrap();
+        assert!(matches!(outcomes[0], Err(echomq::Error::NotReplicated { .. })), "{via:?}: {outcomes:?}");
+        assert!(outcomes[1].as_ref().is_err_and(echomq::Error::is_lost_lease), "{via:?}: {outcomes:?}");
     }
 }

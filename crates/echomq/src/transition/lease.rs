@@ -209,7 +209,9 @@ pub struct AckMany {
 impl Transition for AckMany {
     const NAME: Name = Name::AckMany;
     /// One outcome a job, in order: `Ok`, or its own refusal
-    /// ([`Error::Fence`], [`Error::NoJob`]), which changed nothing of it.
+    /// ([`Error::Fence`], [`Error::NoJob`]), which changed nothing of it;
+    /// [`Error::NotReplicated`] for a job acked when fewer replicas than
+    /// asked for confirmed the call.
     type Output = Vec<Result<()>>;
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
@@ -222,9 +224,14 @@ impl Transition for AckMany {
     }
 
     fn parse(reply: Value) -> Result<Vec<Result<()>>> {
+        let (reply, shortfall) = crate::executor::shortfall(reply);
+        let acked = || match shortfall {
+            Some((confirmed, wanted)) => Err(Error::NotReplicated { confirmed, wanted }),
+            None => Ok(()),
+        };
         let outcomes = array_reply("the reply", reply)?.into_iter().map(|outcome| match outcome {
             Value::ServerError(refusal) => Ok(Err(Error::from(redis::RedisError::from(refusal)))),
-            other => one_reply("a job's reply", other).map(Ok),
+            other => one_reply("a job's reply", other).map(|()| acked()),
         });
         outcomes.collect()
     }

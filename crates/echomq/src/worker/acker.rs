@@ -176,9 +176,11 @@ async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<R
                         let _ = reply.send(outcome);
                     }
                 }
-                // Applied, but no replica confirmed it in time: so is each
-                // job's ack. Sent again alone, each would only wait as long
-                // for the same replicas (and be refused: its job is done).
+                // Applied, but no replica confirmed it in time, said of the
+                // whole call (by an executor that does not answer for each
+                // job, as this crate's do): so is each job's ack. Sent again
+                // alone, each would only wait as long for the same replicas
+                // (and be refused: its job is done).
                 Err(Error::NotReplicated { confirmed, wanted }) => {
                     for reply in replies {
                         let _ = reply.send(Err(Error::NotReplicated { confirmed, wanted }));
