@@ -360,6 +360,13 @@ impl Store for Memory {
         self.hash(key)?.get(field).map(|value| value.to_vec())
     }
 
+    fn hmget(&mut self, key: &[u8], fields: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
+        match self.hash(key) {
+            Some(hash) => fields.iter().map(|field| hash.get(*field).map(|value| value.to_vec())).collect(),
+            None => vec![None; fields.len()],
+        }
+    }
+
     fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let fields = self.hash(key).into_iter().flatten();
         fields.map(|(field, value)| (field.to_vec(), value.to_vec())).collect()

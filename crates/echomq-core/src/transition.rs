@@ -162,14 +162,26 @@ fn wake<S: Store>(store: &mut S, key: Option<&[u8]>) {
 /// Read one field of a record after checking the record is a hash (or
 /// missing, and not on its way to or from another cluster node).
 fn read_field<S: Store>(store: &mut S, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, Refusal> {
+    let [value] = read_fields(store, key, [field])?;
+    Ok(value)
+}
+
+/// [`read_field`] of several fields in one read; the first is the one a
+/// record always has (its absence is the record's).
+fn read_fields<S: Store, const N: usize>(
+    store: &mut S,
+    key: &[u8],
+    fields: [&[u8]; N],
+) -> Result<[Option<Vec<u8>>; N], Refusal> {
     need(store, key, KeyType::Hash)?;
-    match store.hget(key, field) {
-        None => {
-            present_here(store, key)?;
-            Ok(None)
-        }
-        found => Ok(found),
+    let values: [Option<Vec<u8>>; N] = match N {
+        1 => std::array::from_fn(|at| store.hget(key, fields[at])),
+        _ => store.hmget(key, &fields).try_into().expect("a value a field"),
+    };
+    if values.first().is_some_and(Option::is_none) {
+        present_here(store, key)?;
     }
+    Ok(values)
 }
 
 /// A record missing here is missing, unless the queue's slot is moving
@@ -185,49 +197,49 @@ fn present_here<S: Store>(store: &mut S, key: &[u8]) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// The fence: the record must exist, be active, and hold `token` as its attempts.
-fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<(), Refusal> {
-    let state = read_field(store, key, b"state")?;
-    let attempts = store.hget(key, b"attempts");
+/// The fence: the record must exist, be active, and hold `token` as its
+/// attempts. Its stamp, read with them, for the write that follows.
+fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<Stamped, Refusal> {
+    let [state, attempts, enqueued_at] = read_fields(store, key, [b"state", b"attempts", b"enqueued_at"])?;
     match state {
         None => Err(Refusal::new(Code::NoJob, "no such job")),
         Some(state) if state != b"active" || number(attempts.as_deref()) != Some(token as f64) => {
             Err(Refusal::new(Code::Fence, "token does not hold the lease"))
         }
-        Some(_) => Ok(()),
+        Some(_) => Ok(Stamped(enqueued_at.is_some())),
     }
 }
 
-/// A record taken by [`take`]: its key, and the field read before the take.
-type Taken = (Vec<u8>, Option<Vec<u8>>);
+/// A record taken by [`take`]: its key, and the fields read before the take.
+type Taken<const N: usize> = (Vec<u8>, [Option<Vec<u8>>; N]);
 
 /// Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
-/// `field` of each id's record (each must be a hash or missing: the last check
-/// before any write), then remove them all. Each record's key and field.
-fn take<S: Store>(
+/// `fields` of each id's record (each must be a hash or missing: the last
+/// check before any write), then remove them all. Each record's key and fields.
+fn take<S: Store, const N: usize>(
     store: &mut S,
     set: &[u8],
     prefix: &[u8],
     ids: &[Vec<u8>],
-    field: &[u8],
-) -> Result<Vec<Taken>, Refusal> {
-    let records = read_records(store, prefix, ids, field)?;
+    fields: [&[u8]; N],
+) -> Result<Vec<Taken<N>>, Refusal> {
+    let records = read_records(store, prefix, ids, fields)?;
     remove(store, set, ids);
     Ok(records)
 }
 
-/// [`take`]'s first half: `field` of each id's record, each checked.
-fn read_records<S: Store>(
+/// [`take`]'s first half: `fields` of each id's record, each checked.
+fn read_records<S: Store, const N: usize>(
     store: &mut S,
     prefix: &[u8],
     ids: &[Vec<u8>],
-    field: &[u8],
-) -> Result<Vec<Taken>, Refusal> {
+    fields: [&[u8]; N],
+) -> Result<Vec<Taken<N>>, Refusal> {
     ids.iter()
         .map(|id| {
             let key = crate::parse::record_key(prefix, id);
-            let value = read_field(store, &key, field)?;
-            Ok((key, value))
+            let values = read_fields(store, &key, fields)?;
+            Ok((key, values))
         })
         .collect()
 }
@@ -247,9 +259,21 @@ fn number(value: Option<&[u8]>) -> Option<f64> {
 /// Write record fields, stamping `updated_at` on a record born here (with
 /// `enqueued_at`): one born on Lua gets neither, so the two come together (PROTOCOL.md §3).
 fn write_record<S: Store>(store: &mut S, key: &[u8], fields: &[(&[u8], &[u8])], now: u64) {
+    let born = fields.iter().any(|(field, _)| *field == b"enqueued_at");
+    let stamped = Stamped(born || store.hget(key, b"enqueued_at").is_some());
+    write_stamped(store, key, fields, now, stamped);
+}
+
+/// Whether a record's writes stamp `updated_at` (it has `enqueued_at`), as
+/// read with its other fields by a transition that reads them anyway.
+#[derive(Clone, Copy, Debug)]
+struct Stamped(bool);
+
+/// [`write_record`] to a record whose stamp was read before.
+fn write_stamped<S: Store>(store: &mut S, key: &[u8], fields: &[(&[u8], &[u8])], now: u64, stamped: Stamped) {
     let now = now.to_string();
     let mut all = fields.to_vec();
-    if fields.iter().any(|(field, _)| *field == b"enqueued_at") || store.hget(key, b"enqueued_at").is_some() {
+    if stamped.0 {
         all.push((b"updated_at", now.as_bytes()));
     }
     store.hset(key, &all);

@@ -6,7 +6,7 @@ use super::control::{gate, spend};
 use super::events::{emit, error_text, trailing, Events};
 use super::{
     fence, need, number, present_here, read_records, remove, take, to_pending, wake, wake_key, write_record,
-    Taken,
+    write_stamped, Stamped, Taken,
 };
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
@@ -135,7 +135,7 @@ impl<'a> Claim<'a> {
             }
             None => {
                 let ids = store.zhead(pending, room as usize);
-                let records = take(store, pending, self.prefix, &ids, b"attempts")?;
+                let records = take(store, pending, self.prefix, &ids, CLAIMED)?;
                 (ids, records)
             }
         };
@@ -146,13 +146,14 @@ impl<'a> Claim<'a> {
         let deadline = (now + self.lease) as f64;
         let mut claimed = Vec::with_capacity(ids.len());
         let mut logged = Vec::with_capacity(ids.len());
-        for (id, (key, attempts)) in ids.iter().zip(records) {
+        for (id, (key, [attempts, payload, enqueued_at])) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
             let token = number(Some(&attempts)).unwrap_or(0.0) as u64 + 1;
             let attempt = token.to_string();
-            write_record(store, &key, &[(b"state", b"active"), (b"attempts", attempt.as_bytes())], now);
+            let fields: [(&[u8], &[u8]); 2] = [(b"state", b"active"), (b"attempts", attempt.as_bytes())];
+            write_stamped(store, &key, &fields, now, Stamped(enqueued_at.is_some()));
             store.zadd(active, deadline, id);
-            let payload = store.hget(&key, b"payload").map_or(Reply::Nil, Reply::Bulk);
+            let payload = payload.map_or(Reply::Nil, Reply::Bulk);
             let mut job = vec![Reply::Bulk(id.clone()), Reply::count(token), payload];
             let policy = sides.policies.and_then(|policies| store.hget(policies, id));
             let headers = sides.headers.and_then(|headers| store.hget(headers, id));
@@ -171,8 +172,14 @@ impl<'a> Claim<'a> {
     }
 }
 
-/// The first ids of pending and their records' `attempts`, read and checked.
-type Head = (Vec<Vec<u8>>, Vec<Taken>);
+/// The first ids of pending and their records' fields a claim reads
+/// ([`CLAIMED`]), read and checked.
+type Head = (Vec<Vec<u8>>, Vec<Taken<3>>);
+
+/// What a claim reads of each record it takes: the attempts (a missing
+/// record has none), the payload it hands out, and whether it stamps
+/// `updated_at`.
+const CLAIMED: [&[u8]; 3] = [b"attempts", b"payload", b"enqueued_at"];
 
 /// The side hashes whose entries a claimed job carries, when the queue has them.
 #[derive(Clone, Copy)]
@@ -211,8 +218,9 @@ impl<'a> Fenced<'a> {
         Ok(Fenced { keys, id, token })
     }
 
-    /// Check the declared sets' types (KEYS[2..] as `types` says), then the fence.
-    fn check<S: Store>(&self, store: &mut S, types: &[KeyType]) -> Result<(), Refusal> {
+    /// Check the declared sets' types (KEYS[2..] as `types` says), then the
+    /// fence: the record's stamp, for its write.
+    fn check<S: Store>(&self, store: &mut S, types: &[KeyType]) -> Result<Stamped, Refusal> {
         for (key, want) in self.keys[1..].iter().zip(types) {
             need(store, key, *want)?;
         }
@@ -262,10 +270,10 @@ impl<'a> Ack<'a> {
     /// The holder finishes the job: to done, its result (if any) kept in results.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys, id, .. } = self.fenced;
-        self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        let stamped = self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         let events = Events::open(store, trailing(keys, 6))?;
         let sets = Finish { active: keys[1], done: keys[2], results: keys.get(3).copied(), events: &events };
-        sets.finish(store, keys[0], id, self.result);
+        sets.finish(store, (keys[0], stamped), id, self.result);
         Ok(Reply::Int(1))
     }
 }
@@ -279,12 +287,14 @@ struct Finish<'k, 'e> {
 }
 
 impl Finish<'_, '_> {
-    /// The job `id`, whose record is at `record`, to done, its result (if
-    /// any) kept in results, with its `completed` event. After every check.
-    fn finish<S: Store>(&self, store: &mut S, record: &[u8], id: &[u8], result: Option<&[u8]>) {
+    /// The job `id`, whose record is at `record` (with its stamp, read by
+    /// the fence), to done, its result (if any) kept in results, with its
+    /// `completed` event. After every check.
+    fn finish<S: Store>(&self, store: &mut S, record: (&[u8], Stamped), id: &[u8], result: Option<&[u8]>) {
+        let (record, stamped) = record;
         store.zrem(self.active, id);
         let now = store.now_ms();
-        write_record(store, record, &[(b"state", b"done")], now);
+        write_stamped(store, record, &[(b"state", b"done")], now, stamped);
         store.zadd(self.done, now as f64, id);
         match (result, self.results) {
             (Some(result), Some(results)) => {
@@ -377,7 +387,7 @@ impl<'a> AckNext<'a> {
         // The records the claim may take, read and checked once, here, before
         // the ack's writes: the ack changes none of what the claim reads.
         let ids = store.zhead(pending, self.count as usize);
-        let records = read_records(store, self.prefix, &ids, b"attempts")?;
+        let records = read_records(store, self.prefix, &ids, CLAIMED)?;
         self.ack.apply(store)?;
         let claim = Claim {
             keys: &self.claim_keys,
@@ -468,8 +478,8 @@ impl<'a> AckMany<'a> {
         let sets = Finish { active, done, results: Some(results), events: &events };
         let replies =
             self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
-                Ok(()) => {
-                    sets.finish(store, record, ack.id, ack.result);
+                Ok(stamped) => {
+                    sets.finish(store, (record, stamped), ack.id, ack.result);
                     Reply::Int(1)
                 }
                 Err(refusal) => Reply::Error(refusal),

@@ -75,10 +75,10 @@ impl<'a> Reap<'a> {
         if ids.is_empty() {
             return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
-        let records = take(store, active, self.prefix, &ids, b"attempts")?;
+        let records = take(store, active, self.prefix, &ids, [b"attempts"])?;
         let policies = store.key_type(policy) == KeyType::Hash;
         let (mut requeued, mut died) = (0, 0);
-        for (id, (key, attempts)) in ids.iter().zip(records) {
+        for (id, (key, [attempts])) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
             let own = policies.then(|| store.hget(policy, id)).flatten().map(|text| Policy::read(&text));
             let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);
@@ -144,9 +144,9 @@ impl<'a> Promote<'a> {
         if ids.is_empty() {
             return Ok(Reply::count(0));
         }
-        let records = take(store, delayed, self.prefix, &ids, b"state")?;
+        let records = take(store, delayed, self.prefix, &ids, [b"state"])?;
         let mut promoted = 0;
-        for (id, (key, state)) in ids.iter().zip(records) {
+        for (id, (key, [state])) in ids.iter().zip(records) {
             if state.is_some() {
                 to_pending(store, &key, pending, priority, id, now);
                 emit(&events, store, "promoted", id, &[]);
