@@ -52,6 +52,15 @@ impl Server {
         Ok(Some(redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) }))
     }
 
+    /// Where the server is, for messages: its host and port (never the
+    /// URL, which may hold a password).
+    pub fn address(&self) -> String {
+        match redis::Client::open(self.url.as_str()) {
+            Ok(client) => client.get_connection_info().addr().to_string(),
+            Err(_) => "the server".to_owned(),
+        }
+    }
+
     /// A client for the server, whose connections to a server gone silent
     /// (no reset, no answer) are dropped and reconnect (`echomq::SILENT_PEER`).
     pub fn client(&self) -> Result<redis::Client, Error> {

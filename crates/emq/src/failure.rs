@@ -110,6 +110,17 @@ fn io_kind(err: &RedisError) -> Option<std::io::ErrorKind> {
     io.map(std::io::Error::kind)
 }
 
+/// What `emq` says when a command ends with `err`: [`explain`]ed, and when
+/// the server could not be reached, which one (`address`).
+pub fn said(err: &(dyn StdError + 'static), address: &str) -> String {
+    match redis_error(err) {
+        Some(redis) if redis.is_connection_refusal() || redis.is_timeout() || redis.is_io_error() => {
+            format!("{address}: {}", explain(err))
+        }
+        _ => explain(err),
+    }
+}
+
 /// `err` in words an operator reads, rather than the client's error names.
 pub fn explain(err: &(dyn StdError + 'static)) -> String {
     let Some(redis) = redis_error(err) else { return err.to_string() };

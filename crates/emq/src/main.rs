@@ -207,7 +207,7 @@ async fn main() {
         if printing && gone {
             return;
         }
-        eprintln!("emq: {err}");
+        eprintln!("emq: {}", failure::said(err.as_ref(), &cli.server.address()));
         let code = err.downcast_ref::<failure::Exit>().map_or(1, |exit| exit.code);
         std::process::exit(code);
     }

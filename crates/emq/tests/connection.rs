@@ -102,3 +102,19 @@ fn help_never_shows_the_url_or_the_dashboard_token_from_the_environment() {
         assert!(!shown.is_empty(), "emq {args:?} says something");
     }
 }
+
+/// A command that cannot reach its server says which one, in an operator's
+/// words, and never the password its URL holds.
+#[test]
+fn an_unreachable_server_is_named_without_its_password() {
+    let port = echomq_test_support::free_port();
+    let url = format!("redis://worker:s3cret-pass@127.0.0.1:{port}/");
+    for command in [&["stats"][..], &["list", "some-queue", "dead"], &["queues"]] {
+        let out = emq(&[&["--url", url.as_str()][..], command].concat());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{command:?}: {said}");
+        let named = format!("emq: 127.0.0.1:{port}: the server refused the connection");
+        assert!(said.contains(&named), "{command:?}: {said}");
+        assert!(!said.contains("s3cret"), "a secret leaked: {said}");
+    }
+}
