@@ -1,8 +1,9 @@
 --[[ SETTLE: run by every worker as upkeep. Follows each open batch (up to
-100, oldest first) from its cursor while its jobs have finished, looking at
-up to LIMIT jobs in all; a batch whose jobs all finished gets its callback
-enqueued, once, with the counts in its headers, and is closed
-(PROTOCOL.md §7.7).
+100, first in batch_open's order) from its cursor while its jobs have
+finished, looking at up to LIMIT jobs in all; a batch whose jobs all
+finished gets its callback enqueued, once, with the counts in its headers,
+and is closed. When it found 100 open batches, each it left waiting on a
+job goes behind the others in batch_open (PROTOCOL.md §7.7).
 
 KEYS[1]  emq:{q}:batch_open (zset) the open batches
 KEYS[2]  emq:{q}:batches    (hash) each batch's state and callback payload
@@ -52,13 +53,17 @@ local AT = {done = 1, dead = 2, cancelled = 3}
 
 -- Read everything first (each record checked): a refusal writes nothing.
 local plans, looked = {}, 0
-for _, batch in ipairs(redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)) do
+local heads = redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)
+-- More open batches than a call looks at: each one it finds waiting on a
+-- job goes behind the others, so that the next call looks at the next ones.
+local rotate = #heads == SETTLE_BATCHES
+for _, batch in ipairs(heads) do
   if looked >= limit then break end
   local s = read_state(redis.call('HGET', KEYS[2], batch) or nil)
   if not s then
     plans[#plans + 1] = {batch = batch}
   else
-    local before = state_text(s)
+    local before, waits = state_text(s), false
     while s.cursor < s.total and looked < limit do
       local job = redis.call('HGET', KEYS[3], batch .. ':' .. s.cursor)
       local state
@@ -69,7 +74,10 @@ for _, batch in ipairs(redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)) do
         state = fields[1]
       end
       local at = state and AT[state] or (not state and 4)
-      if not at then break end
+      if not at then
+        waits = true
+        break
+      end
       s.counts[at] = s.counts[at] + 1
       s.cursor = s.cursor + 1
       looked = looked + 1
@@ -78,7 +86,7 @@ for _, batch in ipairs(redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)) do
       err = type_error(prefix .. 'job:' .. s.callback, 'hash')
       if err then return err end
     end
-    plans[#plans + 1] = {batch = batch, state = s, changed = state_text(s) ~= before}
+    plans[#plans + 1] = {batch = batch, state = s, changed = state_text(s) ~= before, waits = waits and rotate}
   end
 end
 local keep, wakes
@@ -92,6 +100,7 @@ for _, plan in ipairs(plans) do
     redis.call('ZREM', KEYS[1], batch)
   elseif s.cursor < s.total then
     if plan.changed then redis.call('HSET', KEYS[2], batch, state_text(s)) end
+    if plan.waits then redis.call('ZADD', KEYS[1], now_ms(), batch) end
   else
     local payload = redis.call('HGET', KEYS[2], batch .. ':callback') or ''
     local record = prefix .. 'job:' .. s.callback

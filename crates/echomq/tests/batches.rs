@@ -107,3 +107,27 @@ async fn a_batch_refused_by_the_client_enqueues_nothing() {
         assert_eq!(q.settle(1000).await.unwrap().looked, 0, "{name}: no batch is open");
     }
 }
+
+/// More open batches than a SETTLE looks at (100): a newer batch whose jobs
+/// have all finished is called back although the 100 older ones still wait
+/// on their jobs (each SETTLE moves the batches it passed over behind).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_batch_is_called_back_behind_a_hundred_waiting_ones() {
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let q = Queue::with_executor(via, &unique_queue("many-batches")).unwrap();
+        for n in 0..100 {
+            q.enqueue_batch_with_callback([format!("waits {n}")], format!("old {n}")).await.unwrap();
+        }
+        let newer = q.enqueue_batch_with_callback(["finishes"], "newer").await.unwrap();
+        q.cancel(&newer.jobs[0]).await.unwrap();
+        let mut closed = 0;
+        for _ in 0..3 {
+            closed += q.settle(1000).await.unwrap().closed;
+        }
+        assert_eq!(closed, 1, "{name}: the newer batch closed");
+        let callback = q.inspect(&newer.callback).await.unwrap();
+        assert!(callback.is_some_and(|job| job.record.payload == b"newer"), "{name}: its callback");
+        assert_eq!(q.stats().await.unwrap().pending, 101, "{name}: the old jobs and the callback");
+    }
+}

@@ -177,6 +177,8 @@ struct Plan {
     /// Its new state; `None` for a stray entry of `batch_open` (no state).
     state: Option<State>,
     changed: bool,
+    /// It waits on a job still running, and goes behind the other open batches.
+    waits: bool,
 }
 
 impl<'a> Settle<'a> {
@@ -224,15 +226,21 @@ impl<'a> Settle<'a> {
         // Read everything first (each record checked): a refusal writes nothing.
         let mut plans = Vec::new();
         let mut looked = 0;
-        for batch in store.zhead(open, SETTLE_BATCHES) {
+        let heads = store.zhead(open, SETTLE_BATCHES);
+        // More open batches than a call looks at: each one it finds waiting
+        // on a job goes behind the others, so that the next call looks at
+        // the next ones (a newer batch is not kept waiting on older ones).
+        let rotate = heads.len() == SETTLE_BATCHES;
+        for batch in heads {
             if looked >= self.limit {
                 break;
             }
             let Some(mut state) = store.hget(batches, &batch).and_then(|text| State::read(&text)) else {
-                plans.push(Plan { batch, state: None, changed: true });
+                plans.push(Plan { batch, state: None, changed: true, waits: false });
                 continue;
             };
             let before = state.clone();
+            let mut waits = false;
             while state.cursor < state.total && looked < self.limit {
                 let job = store.hget(batch_jobs, &field(&batch, &state.cursor.to_string()));
                 let ended = match &job {
@@ -244,7 +252,10 @@ impl<'a> Settle<'a> {
                     Some(b"dead") => 1,
                     Some(b"cancelled") => 2,
                     None => 3,
-                    Some(_) => break,
+                    Some(_) => {
+                        waits = true;
+                        break;
+                    }
                 };
                 state.counts[at] += 1;
                 state.cursor += 1;
@@ -254,12 +265,12 @@ impl<'a> Settle<'a> {
                 need(store, &record_key(self.prefix, &state.callback), KeyType::Hash)?;
             }
             let changed = state != before;
-            plans.push(Plan { batch, state: Some(state), changed });
+            plans.push(Plan { batch, state: Some(state), changed, waits: waits && rotate });
         }
         let events = Events::open(store, self.keys.get(5..7).map(|keys| (keys[0], keys[1])))?;
         let wakes = wake_key(store, self.keys, 7)?;
         let (mut closed, mut called) = (0, false);
-        for Plan { batch, state, changed } in plans {
+        for Plan { batch, state, changed, waits } in plans {
             let Some(state) = state else {
                 store.zrem(open, &batch);
                 continue;
@@ -267,6 +278,10 @@ impl<'a> Settle<'a> {
             if state.cursor < state.total {
                 if changed {
                     store.hset(batches, &[(&batch, &state.text())]);
+                }
+                if waits {
+                    let now = store.now_ms();
+                    store.zadd(open, now as f64, &batch);
                 }
                 continue;
             }
