@@ -89,9 +89,17 @@ impl Witness {
             while call.args.get(at).is_some_and(|word| word.eq_ignore_ascii_case(b"RESULT")) {
                 at += 2;
             }
-            let heard = match reply {
-                None => Heard::Error,
-                Some(Ok(Value::Array(outcomes))) => match outcomes.get(nth) {
+            // An ACKMANY short of replicas comes marked (an attribute around
+            // the array, the executor's): each ack it applied is unconfirmed.
+            let (outcomes, unconfirmed) = match reply {
+                Some(Ok(Value::Attribute { data, .. })) => (Some(&**data), true),
+                Some(Ok(value)) => (Some(value), false),
+                _ => (None, false),
+            };
+            let heard = match (reply, outcomes) {
+                (None, _) => Heard::Error,
+                (_, Some(Value::Array(outcomes))) => match outcomes.get(nth) {
+                    Some(Value::Int(1)) if unconfirmed => Heard::Error,
                     Some(Value::Int(1)) => Heard::Ok,
                     Some(Value::ServerError(refusal)) => {
                         let refusal = echomq::Error::from(redis::RedisError::from(refusal.clone()));
@@ -99,7 +107,7 @@ impl Witness {
                     }
                     _ => Heard::Refused,
                 },
-                Some(whole) => self.refused(call.name, whole),
+                (Some(whole), _) => self.refused(call.name, whole),
             };
             nth += 1;
             let id = JobId::try_from(id.as_slice()).ok();

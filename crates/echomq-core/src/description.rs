@@ -61,7 +61,8 @@ pub enum Role {
     Batches,
     /// `batch_jobs`: `<batch>:<n>` → the batch's nth job (hash).
     BatchJobs,
-    /// `batch_open`: the open batches by creation time, server ms (zset).
+    /// `batch_open`: the open batches by creation time, or by when a SETTLE
+    /// passed them over, server ms (zset).
     BatchOpen,
     /// `wake`: the queue's wake-up key, one member `1` while a job may be
     /// pending that no waiting claim was told of (zset): idle workers wait

@@ -519,6 +519,34 @@ mod tests {
         assert_eq!(at[0], at[1], "both jobs finished at the call's one instant: {done:?}");
     }
 
+    /// Members kept in place (30 bytes or fewer) and on the heap (more)
+    /// order, match and move as their bytes do, across the boundary.
+    #[test]
+    fn short_and_long_members_are_one_order() {
+        let mut store = Memory::new(Arc::new(ManualClock::new(0)));
+        let member = |len: usize, last: u8| {
+            let mut bytes = vec![b'm'; len];
+            bytes[len - 1] = last;
+            bytes
+        };
+        let (inline, heap, longer) = (member(30, b'b'), member(31, b'a'), member(31, b'c'));
+        for key in [&inline, &heap, &longer] {
+            store.zadd(b"z", 1.0, key);
+            store.hset(b"h", &[(key, key)]);
+        }
+        let mut want = vec![inline.clone(), heap.clone(), longer.clone()];
+        want.sort();
+        assert_eq!(store.zhead(b"z", 10), want);
+        assert_eq!(store.zscore(b"z", &heap), Some(1.0));
+        store.zadd(b"z", 0.0, &longer);
+        assert_eq!(store.zhead(b"z", 1), std::slice::from_ref(&longer), "a heap member moved by its bytes");
+        store.zrem(b"z", &inline);
+        store.zrem(b"z", &heap);
+        assert_eq!(store.zcard(b"z"), 1);
+        assert_eq!(store.hget(b"h", &heap), Some(heap.clone()));
+        assert_eq!(store.hmget(b"h", &[&inline, b"none", &longer]), [Some(inline), None, Some(longer)]);
+    }
+
     #[test]
     fn sorted_sets_order_by_score_then_member_bytes() {
         let mut store = Memory::new(Arc::new(ManualClock::new(0)));

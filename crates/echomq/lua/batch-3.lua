@@ -5,7 +5,8 @@ KEYS[1]  emq:{q}:batches    (hash) <batch> -> <total> <cursor> <done> <dead>
                             <cancelled> <gone> <callback id>;
                             <batch>:callback -> the callback's payload
 KEYS[2]  emq:{q}:batch_jobs (hash) <batch>:<n> -> the batch's nth job, n from 0
-KEYS[3]  emq:{q}:batch_open (zset) the open batches, score = creation, server ms
+KEYS[3]  emq:{q}:batch_open (zset) the open batches, score = creation (or when a SETTLE
+                            passed the batch over), server ms
 ARGV[1]  batch: its id, 1 to 200 bytes of letters, digits, _, -, . and :,
          not ending in :callback
 ARGV[2]  callback: the callback job's id

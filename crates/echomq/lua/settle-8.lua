@@ -2,8 +2,8 @@
 100, first in batch_open's order) from its cursor while its jobs have
 finished, looking at up to LIMIT jobs in all; a batch whose jobs all
 finished gets its callback enqueued, once, with the counts in its headers,
-and is closed. When it found 100 open batches, each it left waiting on a
-job goes behind the others in batch_open (PROTOCOL.md §7.7).
+and is closed. With more than 100 open, each it left waiting on a job not
+finished goes behind the others in batch_open (PROTOCOL.md §7.7).
 
 KEYS[1]  emq:{q}:batch_open (zset) the open batches
 KEYS[2]  emq:{q}:batches    (hash) each batch's state and callback payload
@@ -55,8 +55,9 @@ local AT = {done = 1, dead = 2, cancelled = 3}
 local plans, looked = {}, 0
 local heads = redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)
 -- More open batches than a call looks at: each one it finds waiting on a
--- job goes behind the others, so that the next call looks at the next ones.
-local rotate = #heads == SETTLE_BATCHES
+-- job not finished goes behind the others, so that the next call looks at
+-- the next ones.
+local rotate = #heads == SETTLE_BATCHES and redis.call('ZCARD', KEYS[1]) > SETTLE_BATCHES
 for _, batch in ipairs(heads) do
   if looked >= limit then break end
   local s = read_state(redis.call('HGET', KEYS[2], batch) or nil)

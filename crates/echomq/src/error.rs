@@ -58,9 +58,32 @@ pub enum Error {
         /// Replicas asked for.
         wanted: u64,
     },
+    /// A batch with a callback
+    /// ([`Queue::enqueue_batch_with_callback`](crate::Queue::enqueue_batch_with_callback))
+    /// not wholly done: its jobs were enqueued (`batch` names them and the
+    /// callback), and either `cause` is [`Error::NotReplicated`] (the batch
+    /// is open: its callback comes; replicas did not confirm it in time), or
+    /// the batch could not be opened, tried again, because of `cause`: its
+    /// jobs run without a callback. Sending the batch again would enqueue
+    /// its jobs twice.
+    #[error("batch {} ({} jobs enqueued): {}{cause}", .batch.id, .batch.jobs.len(), opened(.cause))]
+    Batch {
+        /// The batch's id, jobs and callback, as they would have been opened.
+        batch: Box<crate::queue::BatchOpened>,
+        /// Why it is not wholly done.
+        cause: Box<Error>,
+    },
     /// The connection or the server failed (anything not an `EMQ` code).
     #[error(transparent)]
     Redis(redis::RedisError),
+}
+
+/// What [`Error::Batch`] says of its batch before its cause.
+fn opened(cause: &Error) -> &'static str {
+    match cause {
+        Error::NotReplicated { .. } => "opened, but ",
+        _ => "not opened: ",
+    }
 }
 
 /// The result of every EchoMQ call.

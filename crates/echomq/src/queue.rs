@@ -170,6 +170,10 @@ pub struct Enqueued {
     pub duplicate: bool,
 }
 
+/// How many times [`Queue::enqueue_batch_with_callback`] tries to open its
+/// batch once its jobs are in: 0.7 s of naps between the tries.
+const BATCH_TRIES: usize = 4;
+
 /// A batch opened by [`Queue::enqueue_batch_with_callback`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BatchOpened {
@@ -306,12 +310,15 @@ impl Queue {
     ///
     /// What can be checked here is, before anything is sent: a batch of no
     /// jobs or too many, or a payload (the callback's too) over the limit,
-    /// enqueues nothing. When replicas did not confirm the jobs in time
-    /// ([`Error::NotReplicated`](crate::Error)), they are on the master all
-    /// the same: the batch is opened over them, then the shortfall is the
-    /// answer. Any other failure of the jobs' round trip (the server refused
-    /// them, the connection broke) opens no batch; jobs it may have
-    /// enqueued run without a callback.
+    /// enqueues nothing. A failure of the jobs' round trip (the server
+    /// refused them, the connection broke) opens no batch, and is the
+    /// answer: jobs it may have enqueued run without a callback. Once the
+    /// jobs are in, the batch is opened, and tried again (it is the same
+    /// batch: opened twice, it is opened once) while the server cannot be
+    /// reached; when replicas did not confirm the jobs or the batch, or the
+    /// batch could not be opened, the answer is [`Error::Batch`](crate::Error::Batch),
+    /// which names the jobs: they are enqueued, and sending the batch again
+    /// would enqueue them twice.
     pub async fn enqueue_batch_with_callback<P: Into<Vec<u8>>>(
         &self,
         payloads: impl IntoIterator<Item = P>,
@@ -339,11 +346,30 @@ impl Queue {
                 Err(err) => return Err(err),
             }
         }
-        self.run(&batch).await?;
-        match unconfirmed {
-            Some(err) => Err(err),
-            None => Ok(BatchOpened { id: batch.id, jobs: batch.jobs, callback: batch.callback }),
+        let opened = self.open(&batch).await.err().or(unconfirmed);
+        let batch = BatchOpened { id: batch.id, jobs: batch.jobs, callback: batch.callback };
+        match opened {
+            None => Ok(batch),
+            Some(cause) => Err(crate::Error::Batch { batch: Box::new(batch), cause: Box::new(cause) }),
         }
+    }
+
+    /// Open `batch` over jobs already enqueued, trying again a few times
+    /// while the server cannot be reached or the call's fate is not known
+    /// (opening a batch that is open changes nothing).
+    async fn open(&self, batch: &Batch) -> Result<()> {
+        let mut nap = Duration::from_millis(100);
+        for _ in 1..BATCH_TRIES {
+            match self.run(batch).await {
+                Err(err) if err.code().is_none() && !matches!(err, crate::Error::NotReplicated { .. }) => {
+                    tracing::debug!(error = %err, batch = %batch.id, "opening a batch, again");
+                    tokio::time::sleep(nap).await;
+                    nap *= 2;
+                }
+                done => return done.map(drop),
+            }
+        }
+        self.run(batch).await.map(drop)
     }
 
     /// Settle the queue's open batches (see [`Settle`]): what every

@@ -131,3 +131,38 @@ async fn a_finished_batch_is_called_back_behind_a_hundred_waiting_ones() {
         assert_eq!(q.stats().await.unwrap().pending, 101, "{name}: the old jobs and the callback");
     }
 }
+
+/// A batch the server refuses to open after its jobs went in (its state's
+/// key holds a string) is an error that names the jobs, enqueued without a
+/// callback, and does not say that sending it again is safe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_refused_after_its_jobs_names_them() {
+    let server = echomq_test_support::RedisServer::start();
+    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let embedded = echomq::Embedded::new();
+    let executors: [(&str, Arc<dyn echomq::Executor>); 2] =
+        [("lua", Arc::new(echomq::Lua::new(conn.clone()))), ("embedded", Arc::new(embedded.clone()))];
+    for (name, via) in executors {
+        let q = Queue::with_executor(via, &unique_queue("unopened")).unwrap();
+        let batches = q.keyspace().role(echomq::Role::Batches, None).unwrap();
+        if name == "embedded" {
+            embedded.store().put_other(batches.as_bytes(), "string");
+        } else {
+            let () = redis::cmd("SET")
+                .arg(&batches)
+                .arg("in the way")
+                .query_async(&mut conn.clone())
+                .await
+                .unwrap();
+        }
+        let err = q.enqueue_batch_with_callback(["a", "b"], "cb").await.unwrap_err();
+        let echomq::Error::Batch { batch, cause } = &err else { panic!("{name}: {err}") };
+        assert_eq!(cause.code(), Some(echomq::Code::Type), "{name}: {err}");
+        assert!(err.to_string().contains("not opened"), "{name}: {err}");
+        assert!(!err.surely_did_nothing(), "{name}: the jobs are in");
+        assert_eq!(batch.jobs.len(), 2, "{name}");
+        for id in &batch.jobs {
+            assert!(q.inspect(id).await.unwrap().is_some(), "{name}: {id} was enqueued");
+        }
+    }
+}

@@ -278,10 +278,13 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let plain =
             Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
         let err = q.enqueue_batch_with_callback([b"c".to_vec()], "called back").await.unwrap_err();
-        assert!(matches!(err, echomq::Error::NotReplicated { .. }), "{via:?}: {err}");
+        let echomq::Error::Batch { batch, cause } = &err else { panic!("{via:?}: {err}") };
+        assert!(matches!(**cause, echomq::Error::NotReplicated { .. }), "{via:?}: {err}");
+        assert!(err.to_string().contains("opened, but"), "{via:?}: {err}");
         let [job] = &plain.claim_batch(Duration::from_secs(60), 10).await.unwrap()[..] else {
             panic!("{via:?}: one job was pending")
         };
+        assert_eq!(batch.jobs, std::slice::from_ref(&job.id), "{via:?}: the error names the job");
         plain.ack(job).await.unwrap();
         assert_eq!(plain.settle(1000).await.unwrap().closed, 1, "{via:?}: the batch was open");
         let callback = plain.claim_batch(Duration::from_secs(60), 10).await.unwrap();

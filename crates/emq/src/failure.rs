@@ -111,10 +111,12 @@ fn io_kind(err: &RedisError) -> Option<std::io::ErrorKind> {
 }
 
 /// What `emq` says when a command ends with `err`: [`explain`]ed, and when
-/// the server could not be reached, which one (`address`).
-pub fn said(err: &(dyn StdError + 'static), address: &str) -> String {
-    match redis_error(err) {
-        Some(redis) if redis.is_connection_refusal() || redis.is_timeout() || redis.is_io_error() => {
+/// the server could not be reached, which one (`address`, when known).
+pub fn said(err: &(dyn StdError + 'static), address: Option<&str>) -> String {
+    match (redis_error(err), address) {
+        (Some(redis), Some(address))
+            if redis.is_connection_refusal() || redis.is_timeout() || redis.is_io_error() =>
+        {
             format!("{address}: {}", explain(err))
         }
         _ => explain(err),

@@ -177,6 +177,10 @@ async fn main() {
         Command::Schedule(args) => args.only_reads(),
         _ => false,
     };
+    // The server a failure names: --url's, unless the command has its own
+    // (the demo's --redis) or none.
+    let server =
+        (!matches!(cli.command, Command::Demo(_) | Command::Scripts(_))).then(|| cli.server.address());
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
@@ -207,7 +211,7 @@ async fn main() {
         if printing && gone {
             return;
         }
-        eprintln!("emq: {}", failure::said(err.as_ref(), &cli.server.address()));
+        eprintln!("emq: {}", failure::said(err.as_ref(), server.as_deref()));
         let code = err.downcast_ref::<failure::Exit>().map_or(1, |exit| exit.code);
         std::process::exit(code);
     }

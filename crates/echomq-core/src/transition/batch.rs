@@ -8,7 +8,7 @@
 //! <done> <dead> <cancelled> <gone> <callback id>`, and its callback's
 //! payload another, `<batch>:callback`; its jobs are `batch_jobs` fields
 //! `<batch>:<n>`, n from 0; `batch_open` holds the open batches by creation
-//! time. Finished is final for a batch: a dead job retried by hand after
+//! time, or by when a SETTLE passed them over. Finished is final for a batch: a dead job retried by hand after
 //! SETTLE counted it stays counted dead.
 
 use super::events::{emit, Events};
@@ -177,7 +177,7 @@ struct Plan {
     /// Its new state; `None` for a stray entry of `batch_open` (no state).
     state: Option<State>,
     changed: bool,
-    /// It waits on a job still running, and goes behind the other open batches.
+    /// It waits on a job not finished, and goes behind the other open batches.
     waits: bool,
 }
 
@@ -211,7 +211,8 @@ impl<'a> Settle<'a> {
         Ok(Settle { keys, prefix, limit: limit.unwrap_or(*SWEEP_LIMIT.end()) })
     }
 
-    /// Follow each open batch (up to 100, oldest first) from its cursor while
+    /// Follow each open batch (up to 100, first in `batch_open`'s order:
+    /// by creation, or since a SETTLE passed it over) from its cursor while
     /// its jobs have finished, looking at up to LIMIT jobs in all; enqueue
     /// the callback of each batch whose jobs all finished, and close it.
     /// Reply `[closed, looked]`: call again while `looked` is LIMIT.
@@ -228,9 +229,10 @@ impl<'a> Settle<'a> {
         let mut looked = 0;
         let heads = store.zhead(open, SETTLE_BATCHES);
         // More open batches than a call looks at: each one it finds waiting
-        // on a job goes behind the others, so that the next call looks at
-        // the next ones (a newer batch is not kept waiting on older ones).
-        let rotate = heads.len() == SETTLE_BATCHES;
+        // on a job not finished goes behind the others, so that the next
+        // call looks at the next ones (a newer batch is not kept waiting on
+        // older ones).
+        let rotate = heads.len() == SETTLE_BATCHES && store.zcard(open) > SETTLE_BATCHES as u64;
         for batch in heads {
             if looked >= self.limit {
                 break;
