@@ -270,15 +270,19 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
 
 /// Enqueue→handler-start latencies (ms), enqueuing `rate` jobs a second on a
 /// fixed schedule (1 ms ticks: the jobs due by each tick, one call, not
-/// waiting for the call before) for `seconds`; and the rate achieved.
-async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) {
+/// waiting for the call before) for `seconds`; the rate achieved; and the
+/// rate the jobs started at, from the first send to the last start (below
+/// the rate sent when the worker fell behind).
+async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64, f64) {
     let queue = queue(via, options).await;
     let origin = Instant::now();
     let jobs = (options.rate as f64 * options.seconds) as usize;
     let seen = Arc::new(Mutex::new(Vec::with_capacity(jobs)));
-    let record = seen.clone();
+    let last_start = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (record, last) = (seen.clone(), last_start.clone());
     let handler = move |job: JobContext| {
         let now = origin.elapsed().as_micros() as u64;
+        last.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
         let sent: u64 = String::from_utf8_lossy(&job.payload).parse().unwrap_or(now);
         record.lock().unwrap().push(now.saturating_sub(sent) as f64 / 1000.0);
         async { Ok(()) }
@@ -291,6 +295,7 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) 
         }));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
+    let started_us = origin.elapsed().as_micros() as u64;
     let mut tick = tokio::time::interval(Duration::from_millis(1));
     let mut sent = 0usize;
     let mut producers = tokio::task::JoinSet::new();
@@ -321,7 +326,8 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64) 
     task.await.expect("the worker");
     let mut latencies = std::mem::take(&mut *seen.lock().unwrap());
     latencies.sort_by(f64::total_cmp);
-    (latencies, achieved)
+    let took = last_start.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(started_us).max(1);
+    (latencies, achieved, jobs as f64 / (took as f64 / 1e6))
 }
 
 /// Seconds from a worker's crash to its jobs done by another: `jobs` jobs
@@ -360,12 +366,13 @@ fn emit(system: &str, workload: &str, value: f64, unit: &str, server_us: Option<
 }
 
 async fn run_latency(via: &Arc<dyn Executor>, system: &str, options: &Options) {
-    let (latencies, achieved) = latency(via, options).await;
+    let (latencies, achieved, started) = latency(via, options).await;
     let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
     emit(system, "latency-p50", at(0.50), "ms", None);
     emit(system, "latency-p99", at(0.99), "ms", None);
     emit(system, "latency-p99.9", at(0.999), "ms", None);
     emit(system, "latency-rate", achieved, "jobs/s", None);
+    emit(system, "latency-started", started, "jobs/s", None);
 }
 
 #[tokio::main]

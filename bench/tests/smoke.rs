@@ -37,6 +37,7 @@ fn echomq_compare_prints_every_figure_for_every_executor() {
             "queues-100",
             "process-c100-1ms",
             "latency-p99",
+            "latency-started",
         ];
         if via != "embedded" {
             workloads.push("bytes-per-pending-job");
