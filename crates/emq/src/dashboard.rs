@@ -96,7 +96,7 @@ async fn sample(app: Arc<App>) {
     loop {
         tick.tick().await;
         if let Ok(counts) = counts(&app).await {
-            let finished = counts.values().map(|s| s.done + s.dead).sum();
+            let finished = counts.values().flatten().map(|s| s.done + s.dead).sum();
             let mut samples = app.samples.lock().unwrap_or_else(|p| p.into_inner());
             samples.push_back((Instant::now(), finished));
             if samples.len() > SAMPLES {
@@ -106,11 +106,13 @@ async fn sample(app: Arc<App>) {
     }
 }
 
-async fn counts(app: &App) -> Result<BTreeMap<String, echomq::StatsReply>, Error> {
+/// Each queue's counts, or why they could not be read: one damaged queue
+/// (a key of the wrong type) does not hide the others.
+async fn counts(app: &App) -> Result<BTreeMap<String, Result<echomq::StatsReply, String>>, Error> {
     let mut out = BTreeMap::new();
     for name in discover(&mut app.server_conn.clone()).await? {
-        let stats = Queue::with_executor(app.executor.clone(), &name)?.stats().await?;
-        out.insert(name, stats);
+        let stats = Queue::with_executor(app.executor.clone(), &name)?.stats().await;
+        out.insert(name, stats.map_err(|err| crate::failure::explain(&err)));
     }
     Ok(out)
 }
@@ -129,13 +131,16 @@ async fn overview(Extract(app): Extract<Arc<App>>) -> Response {
         .iter()
         .map(|(name, s)| {
             let link = format!(r#"<a href="/queues/{}">{}</a>"#, urlencode(name), escape(name));
-            [s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled].iter().fold(
-                vec![link],
-                |mut row, n| {
-                    row.push(n.to_string());
-                    row
-                },
-            )
+            match s {
+                Ok(s) => [s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled].iter().fold(
+                    vec![link],
+                    |mut row, n| {
+                        row.push(n.to_string());
+                        row
+                    },
+                ),
+                Err(why) => vec![link, format!("unreadable: {}", escape(why))],
+            }
         })
         .collect();
     let rates: Vec<f64> = {
@@ -316,11 +321,20 @@ async fn login(Extract(app): Extract<Arc<App>>, Query(query): Query<LoginQuery>)
 async fn metrics(Extract(app): Extract<Arc<App>>) -> Response {
     let counts = match counts(&app).await {
         Ok(counts) => counts,
-        Err(err) => return failure(err),
+        Err(err) => {
+            let said = format!("cannot read the queues: {}\n", crate::failure::explain(err.as_ref()));
+            return (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "text/plain")], said)
+                .into_response();
+        }
     };
     let mut text = String::from("# HELP emq_jobs Jobs in each state, per queue.\n# TYPE emq_jobs gauge\n");
+    let mut unreadable = String::new();
     for (queue, s) in counts {
         let queue = queue.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+        let Ok(s) = s else {
+            unreadable.push_str(&format!("emq_queue_unreadable{{queue=\"{queue}\"}} 1\n"));
+            continue;
+        };
         for (state, n) in [
             ("pending", s.pending),
             ("active", s.active),
@@ -331,6 +345,10 @@ async fn metrics(Extract(app): Extract<Arc<App>>) -> Response {
         ] {
             text.push_str(&format!("emq_jobs{{queue=\"{queue}\",state=\"{state}\"}} {n}\n"));
         }
+    }
+    if !unreadable.is_empty() {
+        text.push_str("# HELP emq_queue_unreadable Queues whose counts could not be read (a key of the wrong type); the dashboard says why.\n# TYPE emq_queue_unreadable gauge\n");
+        text.push_str(&unreadable);
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }

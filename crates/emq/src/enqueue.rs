@@ -112,12 +112,15 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         let id = args.id.unwrap_or_else(JobId::mint);
         let payload = payloads.into_iter().next().unwrap_or_default();
         let enqueued = enqueue(&queue, payload, options.id(id.clone())).await?;
-        let note = match () {
-            _ if !enqueued.duplicate => "",
-            _ if enqueued.id == id => " (duplicate: it existed already, nothing changed)",
-            _ => " (duplicate: this job holds the --unique key; nothing changed)",
-        };
-        tell!("{}{note}", enqueued.id);
+        // The id alone on stdout (`ID=$(emq enqueue …)`), what it means on stderr.
+        tell!("{}", enqueued.id);
+        match () {
+            _ if !enqueued.duplicate => {}
+            _ if enqueued.id == id => eprintln!("emq: {id}: duplicate: it existed already, nothing changed"),
+            _ => {
+                eprintln!("emq: {}: duplicate: this job holds the --unique key; nothing changed", enqueued.id)
+            }
+        }
         return Ok(());
     }
     many(&queue, &payloads, &options).await

@@ -35,7 +35,13 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
     let mut events = match (&args.after, args.from_start) {
         (Some(after), _) => queue.events_after(after),
         (None, true) => queue.events_after("0-0"),
-        (None, false) => queue.events().await?,
+        (None, false) => {
+            tracing::info!(
+                "following {}'s new events (--from-start: the ones its log keeps too)",
+                args.queue
+            );
+            queue.events().await?
+        }
     };
     let mut printed = 0;
     let mut out = std::io::stdout().lock();

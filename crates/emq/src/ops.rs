@@ -125,9 +125,19 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
         "dead",
         "cancelled"
     );
+    let mut unreadable = 0;
     for name in names {
         let queue = echomq::Queue::with_executor(executor.clone(), &name)?;
-        let s = queue.stats().await?;
+        // One damaged queue (a key of the wrong type) does not hide the others.
+        let s = match queue.stats().await {
+            Ok(s) => s,
+            Err(err) if err.code().is_some() => {
+                say!("{name:<width$} unreadable: {}", crate::failure::explain(&err));
+                unreadable += 1;
+                continue;
+            }
+            Err(err) => return Err(err.into()),
+        };
         // A user who may not read the config key still gets the counts.
         let flow = match crate::flow::settings(&mut conn, queue.keyspace()).await {
             Ok(settings) => crate::flow::describe(&settings),
@@ -143,7 +153,13 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
             s.cancelled
         );
     }
-    Ok(())
+    match unreadable {
+        0 => Ok(()),
+        n => {
+            Err(crate::failure::Exit::with_code(1, format!("{n} queue(s) could not be read (said above)"))
+                .into())
+        }
+    }
 }
 
 pub async fn queues(server: &Server) -> Result<(), Error> {
@@ -256,6 +272,9 @@ pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), 
     let queue = server.queue(&args.queue).await?;
     let deleted = queue.delete(args.force).await?;
     tell!("deleted queue {} and its {deleted} jobs", args.queue);
+    if deleted == 0 {
+        eprintln!("emq: note: {} held no job (a misspelt name?)", args.queue);
+    }
     Ok(())
 }
 

@@ -32,9 +32,15 @@ impl Cli {
 
     /// Run and expect success; stdout.
     fn ok(&self, args: &[&str]) -> String {
+        self.ok_said(args).0
+    }
+
+    /// [`ok`](Self::ok)'s stdout, and its stderr.
+    fn ok_said(&self, args: &[&str]) -> (String, String) {
         let output = self.command(args).output().expect("run emq");
         assert!(output.status.success(), "emq {args:?}: {}", show(&output));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (text(&output.stdout), text(&output.stderr))
     }
 
     /// Run and expect failure; stderr.
@@ -104,6 +110,29 @@ fn servers() -> Vec<(RedisServer, &'static str)> {
     ]
 }
 
+/// One damaged queue (a key of the wrong type) is named by `emq stats`,
+/// which goes on to the others and then fails.
+#[test]
+fn stats_names_a_damaged_queue_and_counts_the_others() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via, cluster: false };
+        let (good, broken) = (unique_queue("good"), unique_queue("broken"));
+        cli.ok(&["enqueue", &good, "x"]);
+        let mut conn = server.client().get_connection().unwrap();
+        let () =
+            redis::cmd("SET").arg(format!("emq:{{{broken}}}:pending")).arg("x").query(&mut conn).unwrap();
+        let output = cli.command(&["stats"]).output().unwrap();
+        let (out, err) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert_eq!(output.status.code(), Some(1), "{via}: {out} {err}");
+        assert!(out.lines().any(|l| l.starts_with(&broken) && l.contains("unreadable: ")), "{via}: {out}");
+        assert!(
+            out.lines().any(|l| l.starts_with(&good) && l.split_whitespace().nth(1) == Some("1")),
+            "{via}: {out}"
+        );
+        assert!(err.contains("1 queue(s) could not be read"), "{via}: {err}");
+    }
+}
+
 #[test]
 fn the_operations_commands() {
     for (server, via) in servers() {
@@ -111,8 +140,9 @@ fn the_operations_commands() {
         let q = unique_queue("ops");
         let id = cli.ok(&["enqueue", &q, "hello world", "--priority", "-2"]).trim().to_owned();
         assert!(id.starts_with("JOB_") && id.len() == 30, "{via}: {id}");
-        let again = cli.ok(&["enqueue", &q, "other", "--id", &id]);
-        assert!(again.contains("duplicate"), "{via}: {again}");
+        let (again, said) = cli.ok_said(&["enqueue", &q, "other", "--id", &id]);
+        assert_eq!(again.trim(), id, "{via}: the id alone on stdout");
+        assert!(said.contains("duplicate"), "{via}: {said}");
         let later = cli.ok(&["enqueue", &q, "-", "--delay", "1h"]);
         assert!(later.starts_with("JOB_"));
         // Dedup by a key, in a queue of its own: the second job is refused with the first one's id.
@@ -125,8 +155,9 @@ fn the_operations_commands() {
         let dq = unique_queue("dedup");
         let unique = ["--unique", "user:42", "--unique-for", "10m"];
         let held = cli.ok(&[&["enqueue", &dq, "a"][..], &unique].concat()).trim().to_owned();
-        let refused = cli.ok(&[&["enqueue", &dq, "b"][..], &unique].concat());
-        assert!(refused.starts_with(&held) && refused.contains("holds the --unique key"), "{via}: {refused}");
+        let (refused, said) = cli.ok_said(&[&["enqueue", &dq, "b"][..], &unique].concat());
+        assert_eq!(refused.trim(), held, "{via}: the holder's id alone on stdout");
+        assert!(said.contains("holds the --unique key"), "{via}: {said}");
         assert_eq!(cli.stats_row(&dq), [1, 0, 0, 0, 0, 0], "{via}");
         assert!(cli.fails(&["enqueue", &dq, "c", "--unique", "k"]).contains("--unique-for"), "{via}");
         // Drain, then delete: the queue and its dedup key are gone.

@@ -100,6 +100,18 @@ async fn retry_a_dead_job_from_the_dashboard_in_a_real_browser() {
     assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
     let metrics = http(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(metrics.contains(&format!("emq_jobs{{queue=\"{name}\",state=\"dead\"}} 1")), "{metrics}");
+    // A damaged queue (a key of the wrong type) is named, and hides no other.
+    let broken = unique_queue("broken");
+    let mut conn = server.client().get_connection().unwrap();
+    let pending = format!("emq:{{{broken}}}:pending");
+    let () = redis::cmd("SET").arg(&pending).arg("in the way").query(&mut conn).unwrap();
+    let metrics = http(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(metrics.contains(&format!("emq_jobs{{queue=\"{name}\",state=\"dead\"}} 1")), "{metrics}");
+    assert!(metrics.contains(&format!("emq_queue_unreadable{{queue=\"{broken}\"}} 1")), "{metrics}");
+    let overview = http(port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(overview.starts_with("HTTP/1.1 200") && overview.contains("unreadable: "), "{overview}");
+    let () = redis::cmd("DEL").arg(&pending).query(&mut conn).unwrap();
 
     let driver_port = free_port();
     let _driver = Running(

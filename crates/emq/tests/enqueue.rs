@@ -143,7 +143,7 @@ fn a_connection_broken_on_the_way_means_maybe_enqueued() {
         assert!(said.contains(&format!("enqueue it again with --id {id}")), "{via}: {said}");
         let again = emq.ok(&["enqueue", &q, "held", "--id", id]);
         assert_eq!(again.trim(), id, "{via}: the killed call never ran, so this one enqueued it");
-        assert!(emq.ok(&["enqueue", &q, "held", "--id", id]).contains("duplicate"), "{via}");
+        assert!(emq.ok_said(&["enqueue", &q, "held", "--id", id]).1.contains("duplicate"), "{via}");
         assert_eq!(pending(&emq, &q), 1, "{via}: one job");
     }
 }

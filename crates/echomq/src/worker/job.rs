@@ -351,7 +351,14 @@ const RELEASE_PERSISTENCE: Duration = Duration::from_secs(2);
 /// A refused ack, fail or release: either the lease was lost (counted), or
 /// the server could not be reached (the lease runs out and the job is reaped).
 fn lost_or_failed(meters: &Meters, what: Name, err: &Error) {
-    if err.is_lost_lease() {
+    if let Error::NoJob(_) = err {
+        // Not another holder's now: the record is gone.
+        meters.leases_lost.increment(1);
+        tracing::warn!(
+            error = %err,
+            "{what} refused: the job is no longer on the server (deleted, purged, or the server lost its data in a restart without persistence); the result is discarded"
+        );
+    } else if err.is_lost_lease() {
         meters.leases_lost.increment(1);
         tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");
     } else if let Error::NotReplicated { .. } = err {

@@ -21,9 +21,15 @@ impl Emq {
 
     /// Run and expect success; stdout.
     pub fn ok(&self, args: &[&str]) -> String {
+        self.ok_said(args).0
+    }
+
+    /// [`ok`](Self::ok)'s stdout, and its stderr.
+    pub fn ok_said(&self, args: &[&str]) -> (String, String) {
         let output = self.command(args).output().expect("run emq");
         assert!(output.status.success(), "emq {args:?}: {}", show(&output));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (text(&output.stdout), text(&output.stderr))
     }
 
     /// `emq work` in the background, `DIR` set to `dir` for its command and
