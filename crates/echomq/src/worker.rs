@@ -357,6 +357,8 @@ async fn claim_loop(
     let mut nap = Duration::from_millis(1);
     let mut trouble = Duration::from_millis(50);
     let mut failing_since: Option<std::time::Instant> = None;
+    // The failures said in this outage, to say each new one once.
+    let mut said_failures: Vec<String> = Vec::new();
     while !shared.stopping.is_cancelled() {
         let first = tokio::select! {
             permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -393,17 +395,28 @@ async fn claim_loop(
                 if let Some(since) = failing_since.take() {
                     tracing::info!(queue = queue.name(), "claims work again, after {:.1?}", since.elapsed());
                 }
+                said_failures.clear();
                 trouble = Duration::from_millis(50);
                 claimed
             }
             Err(err) => {
                 // The connection reconnects by itself; keep asking, less often,
                 // and say so once, not at every try.
+                // A new kind of failure is news too (the connection broke,
+                // then the server refuses the password): each said once an
+                // outage, a few at most.
+                let said = err.to_string();
+                let new = !said_failures.contains(&said) && said_failures.len() < 4;
                 if failing_since.is_none() {
                     tracing::warn!(queue = queue.name(), error = %err, "claim failed; retrying with back-off");
                     failing_since = Some(std::time::Instant::now());
+                } else if new {
+                    tracing::warn!(queue = queue.name(), error = %err, "claims still fail, now with another error");
                 } else {
                     tracing::debug!(queue = queue.name(), error = %err, "claim failed; retrying in {trouble:?}");
+                }
+                if new {
+                    said_failures.push(said);
                 }
                 drop(permits);
                 tokio::select! {

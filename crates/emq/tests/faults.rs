@@ -95,9 +95,13 @@ fn an_ack_waits_for_a_restart_within_the_lease() {
         }
         // And nothing else is said again and again while the server is down
         // (the worker's upkeep ticks every 250 ms): no warning twice, its
-        // error's words aside.
+        // error's words aside (a claim's new kind of error is said once
+        // each, three at most).
+        let again = log.lines().filter(|line| line.contains("now with another error")).count();
+        assert!(again <= 3, "{via}: {again} new kinds of error:\n{log}");
         let warnings: Vec<&str> = log
             .lines()
+            .filter(|line| !line.contains("now with another error"))
             .filter_map(|line| line.split_once(" WARN ").map(|(_, said)| said))
             .map(|said| said.split(" error=").next().unwrap_or(said))
             .collect();
@@ -319,4 +323,31 @@ fn a_command_can_tell_a_cut_payload() {
     let next = emq.ok(&["enqueue", &q, "{\"to\":\"ada\"}"]).trim().to_owned();
     let _worker = emq.work(&[&q, "--", "sh", example], &scratch.0, &scratch.path("example.log"));
     eventually("the example did the job", || state(&emq, &next).0 == "done");
+}
+
+/// A worker whose server starts refusing it (a password set, its
+/// connections dropped) says so at warning level, not only that its
+/// connection broke: each new kind of error of an outage is said once.
+#[test]
+fn a_worker_says_when_its_server_starts_refusing_it() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("refusing");
+    let q = unique_queue("refusing");
+    emq.ok(&["enqueue", &q, "one"]);
+    let _worker = emq.work(&[&q, "--", "sh", "-c", r#"cat >> "$DIR/ran""#], &scratch.0, &scratch.path("log"));
+    eventually("the job ran", || scratch.lines("ran") == ["one"]);
+    let mut conn = client(&server.url()).get_connection().expect("connect");
+    let () = redis::cmd("CONFIG").arg(&["SET", "requirepass", "now-secret"]).query(&mut conn).unwrap();
+    let _: i64 = redis::cmd("CLIENT").arg(&["KILL", "TYPE", "normal"]).query(&mut conn).unwrap_or(0);
+    let read_log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    // The server answers an unauthenticated client NOAUTH, or, to a long
+    // command, "unauthenticated multibulk length".
+    eventually("the refusal is said", || {
+        read_log().lines().any(|line| {
+            line.contains(" WARN ")
+                && line.contains("now with another error")
+                && (line.contains("NOAUTH") || line.contains("unauthenticated"))
+        })
+    });
 }
