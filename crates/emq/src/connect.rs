@@ -9,8 +9,9 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-/// The server, as every command but `demo` takes it.
-#[derive(clap::Args, Debug)]
+/// The server, as every command but `demo` takes it (the demo takes its
+/// own `--redis`, with the other settings).
+#[derive(clap::Args, Clone, Debug)]
 pub struct Server {
     /// The Redis URL: redis://[user:password@]host:port/db (ACL user and password in the URL).
     // `--help` never shows the environment's value: it may hold a password.
@@ -45,6 +46,11 @@ enum Via {
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 impl Server {
+    /// The same settings (`--via`, TLS, `--cluster`) for the server at `url`.
+    pub fn at(&self, url: &str) -> Server {
+        Server { url: url.to_owned(), ..self.clone() }
+    }
+
     /// The CA the server's certificate is checked against, when one was given.
     fn certificates(&self) -> Result<Option<redis::TlsCertificates>, Error> {
         let Some(ca) = &self.tls_ca_cert else { return Ok(None) };

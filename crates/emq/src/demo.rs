@@ -21,9 +21,15 @@ pub struct Options {
     /// How many jobs run at once.
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
-    /// Run against this Redis (Lua scripts, or the native module when loaded) instead of in-process.
+    /// Run against this Redis (Lua scripts, or the native module when loaded;
+    /// `--via` picks) instead of in-process. The demo's queue is deleted at
+    /// the end.
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
+    /// With --redis: keep the demo's queue on the server (for `emq stats`,
+    /// `emq list`, the dashboard; `emq delete-queue` deletes it).
+    #[arg(long, requires = "redis")]
+    keep: bool,
 }
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -58,13 +64,16 @@ struct Tally {
     latencies: Mutex<Vec<u64>>,
 }
 
-pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
+pub async fn run(server: &crate::connect::Server, options: Options) -> Result<(), crate::connect::Error> {
     let queue_name = format!("demo-{}", std::process::id());
     let (queue, via) = match &options.redis {
-        None => (Queue::with_executor(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded"),
+        None => {
+            (Queue::with_executor(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded".to_owned())
+        }
         Some(url) => {
-            let executor = echomq::connect(&redis::Client::open(url.as_str())?).await?;
-            (Queue::with_executor(executor, &queue_name)?, "redis")
+            let server = server.at(url);
+            let via = format!("Redis ({})", server.executor_name().await);
+            (Queue::with_executor(server.executor().await?, &queue_name)?, via)
         }
     };
     // Every finished job kept, so that done + dead counts them all: the
@@ -112,6 +121,8 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
         let tally = handler_tally.clone();
         async move { handle(&tally, started, &job) }
     };
+    let keep = options.keep;
+    let on_redis = options.redis.is_some();
     let options = WorkerOptions {
         concurrency: options.concurrency,
         lease: LEASE,
@@ -169,6 +180,14 @@ pub async fn run(options: Options) -> Result<(), crate::connect::Error> {
         percentile(0.50),
         percentile(0.99)
     );
+    if on_redis {
+        if keep {
+            tell!("\nthe queue {queue_name} stays on the server (emq delete-queue {queue_name} deletes it)");
+        } else {
+            queue.delete(false).await?;
+            tell!("\nthe queue {queue_name} is deleted from the server (--keep keeps it)");
+        }
+    }
     Ok(())
 }
 

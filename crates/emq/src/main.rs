@@ -182,7 +182,7 @@ async fn main() {
     let server =
         (!matches!(cli.command, Command::Demo(_) | Command::Scripts(_))).then(|| cli.server.address());
     let outcome = match cli.command {
-        Command::Demo(options) => demo::run(options).await,
+        Command::Demo(options) => demo::run(&cli.server, options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
         Command::Inspect(args) => ops::inspect(&cli.server, args).await,
         Command::Result(args) => events::result(&cli.server, args).await,

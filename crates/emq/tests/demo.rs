@@ -29,6 +29,30 @@ fn the_demo_runs_in_process_and_prints_its_summary() {
     assert!(!stderr.contains("WARN") && !stderr.contains("job"), "{stderr}");
 }
 
+/// On a Redis, `--via` picks the executor (here Lua, though the module is
+/// loaded), the summary names it, and the demo's queue is deleted at the end.
+#[test]
+fn the_demo_on_redis_names_its_executor_and_cleans_up() {
+    let server = echomq_test_support::RedisServer::start_with(echomq_test_support::ServerOptions {
+        module: Some(echomq_test_support::module_path()),
+        ..echomq_test_support::ServerOptions::default()
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_emq"))
+        .args(["demo", "--jobs", "200", "--redis", &server.url(), "--via", "lua"])
+        .output()
+        .expect("run emq");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("Redis (lua) executor"), "{stdout}");
+    assert!(stdout.contains("done 200, dead 0"), "{stdout}");
+    assert!(stdout.contains("is deleted from the server"), "{stdout}");
+    let mut conn = server.client().get_connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("emq:*").query(&mut conn).unwrap();
+    assert!(keys.is_empty(), "the demo's keys stayed: {keys:?}");
+    let claims: String = redis::cmd("INFO").arg("commandstats").query(&mut conn).unwrap();
+    assert!(!claims.contains("cmdstat_emq.claim"), "the module ran claims: {claims}");
+}
+
 /// More jobs than the default retention keeps done (10,000): the demo
 /// counts every finished job, so it must keep them all, or it waits for ever
 /// (it once did, at 10,040 of 20,000).
