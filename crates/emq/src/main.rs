@@ -99,8 +99,9 @@ enum Command {
     /// again); 4 maybe enqueued (the connection broke on the way: enqueue
     /// again with the --id it printed, a duplicate changes nothing); 5
     /// refused (bad input, no permission: the same job would be refused
-    /// again). With --jsonl, the code is that of the lines the message
-    /// names; the lines before them were enqueued.
+    /// again); 2 a malformed command line (a bad --id, --delay or
+    /// --priority: nothing was sent). With --jsonl, the code is that of the
+    /// lines the message names; the lines before them were enqueued.
     Enqueue(enqueue::Args),
     /// Show a job: its record, its last error, progress and result, its policy.
     Inspect(ops::InspectArgs),
