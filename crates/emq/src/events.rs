@@ -143,10 +143,8 @@ pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
             let waited = args
                 .wait
                 .map_or(String::new(), |wait| format!(" after {}", humantime::format_duration(wait)));
-            let message = format!(
-                "{} is {}{waited}: not finished (--wait <duration> waits for it)",
-                args.id, job.record.state
-            );
+            let hint = if args.wait.is_some() { "" } else { " (--wait <duration> waits for it)" };
+            let message = format!("{} is {}{waited}: not finished{hint}", args.id, job.record.state);
             Err(not_done(exit::NOT_FINISHED, message))
         }
     }

@@ -215,9 +215,8 @@ where
         }
     }
     if failed > 0 {
-        return Err(
-            format!("{failed} of {total} job(s) not {done} (each said above); the others were").into()
-        );
+        let others = if failed < total { "; the others were" } else { "" };
+        return Err(format!("{failed} of {total} job(s) not {done} (each said above){others}").into());
     }
     Ok(())
 }
@@ -302,7 +301,10 @@ async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result
     match queues.len() {
         1 => Ok(queues.into_iter().next().unwrap_or_default().to_owned()),
         0 => Err(format!("no job {id} on the server").into()),
-        _ => Err(format!("{id} is in several queues ({queues:?}): say which with --queue").into()),
+        _ => {
+            let queues = queues.into_iter().collect::<Vec<_>>().join(", ");
+            Err(format!("{id} is in several queues ({queues}): say which with --queue").into())
+        }
     }
 }
 

@@ -60,6 +60,15 @@ struct AddArgs {
     missed: Missed,
 }
 
+/// `missed` as --missed takes it.
+fn missed_text(missed: Missed) -> String {
+    match missed {
+        Missed::Last => "last".to_owned(),
+        Missed::Skip => "none".to_owned(),
+        Missed::All(n) => format!("all:{n}"),
+    }
+}
+
 fn missed(text: &str) -> Result<Missed, String> {
     match text {
         "last" => Ok(Missed::Last),
@@ -96,7 +105,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                     When::Every(every) => format!("every {}", humantime::format_duration(*every)),
                     When::Cron { expr, zone } => format!("cron {expr:?} {zone}"),
                 };
-                say!("{}  next {}  {when}  missed {:?}", s.name, at(scheduled.next), s.missed);
+                say!("{}  next {}  {when}  missed {}", s.name, at(scheduled.next), missed_text(s.missed));
             }
             say!("{} schedules in {queue}", listed.len());
         }

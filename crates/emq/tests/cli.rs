@@ -77,7 +77,7 @@ fn schedules_are_added_listed_with_their_next_tick_and_removed() {
         cli.ok(&["schedule", "add", &q, "beat", "b", "--every", "30s", "--missed", "all:5"]);
         let listed = cli.ok(&["schedule", "list", &q]);
         assert!(
-            listed.contains("beat  next ") && listed.contains("every 30s  missed All(5)"),
+            listed.contains("beat  next ") && listed.contains("every 30s  missed all:5"),
             "{via}: {listed}"
         );
         assert!(listed.contains(r#"cron "0 9 * * MON-FRI" Europe/Paris"#), "{via}: {listed}");
