@@ -8,8 +8,9 @@
 //! <done> <dead> <cancelled> <gone> <callback id>`, and its callback's
 //! payload another, `<batch>:callback`; its jobs are `batch_jobs` fields
 //! `<batch>:<n>`, n from 0; `batch_open` holds the open batches by creation
-//! time, or by when a SETTLE passed them over. Finished is final for a batch: a dead job retried by hand after
-//! SETTLE counted it stays counted dead.
+//! time, or by when a SETTLE passed them over. Finished is final for a
+//! batch: a dead job retried by hand after SETTLE counted it stays counted
+//! dead.
 
 use super::events::{emit, Events};
 use super::{need, read_field, wake, wake_key, write_record};
