@@ -82,6 +82,13 @@ pub trait Executor: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Which run of the server answers (see [`ServerRun`]), for a worker to
+    /// tell a restart after an outage; `None` when it will not say (INFO
+    /// denied) or there is no server.
+    async fn server_run(&self) -> Option<ServerRun> {
+        None
+    }
+
     /// Let every claim waiting for work in `claim_waiting` return now, empty
     /// unless a job came: a stopping worker asks, so that its shutdown does
     /// not sit out `idle_wait`. Claims that start later wait as usual.
@@ -101,6 +108,29 @@ pub trait Executor: Send + Sync + 'static {
 
     /// The id of the stream `key`'s newest entry, if it has one.
     async fn stream_last(&self, key: &str) -> Result<Option<String>>;
+}
+
+/// A run of a Redis server: its `run_id`, new at every start, and whether it
+/// keeps an append-only file (without one, a restart loses what was written
+/// since the last snapshot, if it takes any).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerRun {
+    /// `INFO server`'s `run_id`.
+    pub run_id: String,
+    /// `INFO persistence`'s `aof_enabled`.
+    pub aof: bool,
+}
+
+/// [`Executor::server_run`] on `conn`: one `INFO server persistence`.
+async fn server_run_on<C>(conn: &C) -> Option<ServerRun>
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    let info: String =
+        redis::cmd("INFO").arg("server").arg("persistence").query_async(&mut conn.clone()).await.ok()?;
+    let field =
+        |name: &str| info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':').map(str::trim));
+    Some(ServerRun { run_id: field("run_id")?.to_owned(), aof: field("aof_enabled")? == "1" })
 }
 
 /// One entry of a stream: its id (`<ms>-<seq>`) and its fields, in order.

@@ -53,7 +53,7 @@ pub use events::{Event, QueueEvents};
 pub use executor::connect_cluster;
 pub use executor::{
     connect, connect_with, detect, execute, silent_peer_settings, Call, Embedded, Executor, Lua, Native,
-    Replication, StreamEntry, SILENT_PEER,
+    Replication, ServerRun, StreamEntry, SILENT_PEER,
 };
 pub use id::JobId;
 pub use keyspace::Keyspace;

@@ -342,6 +342,24 @@ async fn interrupt_waits(executors: Vec<Arc<dyn Executor>>) {
     }
 }
 
+/// After an outage: the server's run now, said when it is another than
+/// `before` (the server restarted; without an AOF, what it had not
+/// snapshotted is gone, and its jobs with it: no worker will hear of them).
+async fn said_restart(queue: &Queue, before: Option<crate::ServerRun>) -> Option<crate::ServerRun> {
+    let now = queue.executor().server_run().await;
+    if let (Some(before), Some(now)) = (&before, &now) {
+        if before.run_id != now.run_id && now.aof {
+            tracing::info!(queue = queue.name(), "the server restarted during the outage (on its AOF)");
+        } else if before.run_id != now.run_id {
+            tracing::warn!(
+                queue = queue.name(),
+                "the server restarted during the outage, without an AOF: the jobs written since its last snapshot (all of them, with no snapshot) are gone, and no worker will run them (RELIABILITY.md)"
+            );
+        }
+    }
+    now.or(before)
+}
+
 /// How long a claim loop waits for more free slots before it claims with fewer.
 const GATHER: Duration = Duration::from_millis(5);
 
@@ -359,6 +377,8 @@ async fn claim_loop(
     let mut failing_since: Option<std::time::Instant> = None;
     // The failures said in this outage, to say each new one once.
     let mut said_failures: Vec<String> = Vec::new();
+    // The server's run, to tell a restart when an outage ends.
+    let mut run = queue.executor().server_run().await;
     while !shared.stopping.is_cancelled() {
         let first = tokio::select! {
             permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -394,6 +414,7 @@ async fn claim_loop(
             Ok(claimed) => {
                 if let Some(since) = failing_since.take() {
                     tracing::info!(queue = queue.name(), "claims work again, after {:.1?}", since.elapsed());
+                    run = said_restart(queue, run).await;
                 }
                 said_failures.clear();
                 trouble = Duration::from_millis(50);

@@ -351,3 +351,27 @@ fn a_worker_says_when_its_server_starts_refusing_it() {
         })
     });
 }
+
+/// A server that restarts without persistence loses its jobs; a worker that
+/// rode out the outage says so when claims work again, rather than go on
+/// as if nothing had happened. On its AOF, the restart is only noted.
+#[test]
+fn a_worker_says_when_its_server_came_back_empty() {
+    for (durable_server, said) in
+        [(false, "without an AOF"), (true, "restarted during the outage (on its AOF)")]
+    {
+        let mut server = if durable_server { durable(false) } else { RedisServer::start() };
+        let emq = Emq { url: server.url(), via: "lua" };
+        let scratch = Scratch::new("empty");
+        let q = unique_queue("empty");
+        emq.ok(&["enqueue", &q, "one"]);
+        let _worker =
+            emq.work(&[&q, "--", "sh", "-c", r#"cat >> "$DIR/ran""#], &scratch.0, &scratch.path("log"));
+        eventually("the job ran", || scratch.lines("ran") == ["one"]);
+        server.kill();
+        let read_log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+        eventually("the outage is seen", || read_log().contains("claim failed"));
+        server.revive();
+        eventually("the restart is said", || read_log().contains(said));
+    }
+}

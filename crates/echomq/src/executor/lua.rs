@@ -220,6 +220,10 @@ where
         super::eviction_warnings(&self.conn).await
     }
 
+    async fn server_run(&self) -> Option<super::ServerRun> {
+        super::server_run_on(&self.conn).await
+    }
+
     async fn read_stream(
         &self,
         key: &str,
