@@ -343,17 +343,18 @@ async fn interrupt_waits(executors: Vec<Arc<dyn Executor>>) {
 }
 
 /// After an outage: the server's run now, said when it is another than
-/// `before` (the server restarted; without an AOF, what it had not
-/// snapshotted is gone, and its jobs with it: no worker will hear of them).
+/// `before` (the server restarted, or a replica took over; restarted
+/// without an AOF, what it had not snapshotted is gone, and its jobs with
+/// it: no worker will hear of them).
 async fn said_restart(queue: &Queue, before: Option<crate::ServerRun>) -> Option<crate::ServerRun> {
     let now = queue.executor().server_run().await;
     if let (Some(before), Some(now)) = (&before, &now) {
         if before.run_id != now.run_id && now.aof {
-            tracing::info!(queue = queue.name(), "the server restarted during the outage (on its AOF)");
+            tracing::info!(queue = queue.name(), "the server restarted during the outage (it keeps an AOF)");
         } else if before.run_id != now.run_id {
             tracing::warn!(
                 queue = queue.name(),
-                "the server restarted during the outage, without an AOF: the jobs written since its last snapshot (all of them, with no snapshot) are gone, and no worker will run them (RELIABILITY.md)"
+                "the server restarted during the outage (or a replica took over) and keeps no AOF: after a restart, the jobs written since its last snapshot (all of them, with no snapshot) are gone, and no worker will run them (RELIABILITY.md)"
             );
         }
     }
