@@ -358,7 +358,7 @@ fn a_worker_says_when_its_server_starts_refusing_it() {
 #[test]
 fn a_worker_says_when_its_server_came_back_empty() {
     for (durable_server, said) in
-        [(false, "without an AOF"), (true, "restarted during the outage (on its AOF)")]
+        [(false, "keeps no AOF"), (true, "restarted during the outage (it keeps an AOF)")]
     {
         let mut server = if durable_server { durable(false) } else { RedisServer::start() };
         let emq = Emq { url: server.url(), via: "lua" };
