@@ -57,12 +57,31 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
         say!("  result    {} ({} bytes)", printable(&result), result.len());
     }
     if let Some(policy) = job.policy {
-        say!("  policy    {}", String::from_utf8_lossy(&policy.text()));
+        say!("  policy    {}", describe_policy(&policy));
     }
     for (name, value) in &job.headers {
         say!("  header    {name}: {value}");
     }
     Ok(())
+}
+
+/// A job's own policy in an operator's words: `attempts 3, back-off 1s
+/// doubling, timeout 5m`.
+fn describe_policy(policy: &echomq::Policy) -> String {
+    let ms = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
+    let mut parts = Vec::new();
+    if let Some(attempts) = policy.attempts {
+        parts.push(format!("attempts {attempts}"));
+    }
+    match policy.backoff {
+        Some(echomq::Backoff::Fixed(wait)) => parts.push(format!("back-off {}", ms(wait))),
+        Some(echomq::Backoff::Exponential(base)) => parts.push(format!("back-off {} doubling", ms(base))),
+        None => {}
+    }
+    if let Some(timeout) = policy.timeout {
+        parts.push(format!("timeout {}", ms(timeout)));
+    }
+    parts.join(", ")
 }
 
 #[derive(clap::Args, Debug)]
@@ -113,7 +132,8 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     let names =
         if args.queues.is_empty() { discover(&mut server.connection().await?).await? } else { args.queues };
     let executor = server.executor().await?;
-    let width = names.iter().map(String::len).max().unwrap_or(5).max(5);
+    // In characters, as the padding counts them (not bytes: a name with an é).
+    let width = names.iter().map(|name| name.chars().count()).max().unwrap_or(5).max(5);
     let mut conn = server.connection().await?;
     say!(
         "{:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  flow",
