@@ -39,6 +39,8 @@ enum Command {
 }
 
 #[derive(clap::Args, Debug)]
+// One of the two, said together when neither is given.
+#[command(group(clap::ArgGroup::new("when").required(true).args(["cron", "every"])))]
 struct AddArgs {
     /// The queue.
     queue: String,
@@ -47,7 +49,7 @@ struct AddArgs {
     /// Each tick's job's payload.
     payload: String,
     /// A cron expression: 5 fields, or 6 with seconds first, e.g. "0 9 * * MON-FRI".
-    #[arg(long, conflicts_with = "every", required_unless_present = "every")]
+    #[arg(long)]
     cron: Option<String>,
     /// The cron expression's IANA time zone.
     #[arg(long, default_value = "UTC", requires = "cron")]

@@ -91,6 +91,11 @@ fn schedules_are_added_listed_with_their_next_tick_and_removed() {
         ] {
             cli.fails(&bad);
         }
+        // Neither --cron nor --every: the error names both.
+        let neither = cli.fails(&["schedule", "add", &q, "x", "p"]);
+        assert!(neither.contains("--cron") && neither.contains("--every"), "{via}: {neither}");
+        let both = cli.fails(&["schedule", "add", &q, "x", "p", "--cron", "* * * * *", "--every", "1s"]);
+        assert!(both.contains("cannot be used with"), "{via}: {both}");
         assert!(cli.ok(&["schedule", "remove", &q, "digest"]).contains("removed digest"));
         assert!(cli.fails(&["schedule", "remove", &q, "digest"]).contains("no schedule digest"));
         assert!(cli.ok(&["schedule", "list", &q]).contains("1 schedules in"), "{via}");
