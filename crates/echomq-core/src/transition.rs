@@ -174,6 +174,8 @@ fn read_fields<S: Store, const N: usize>(
     fields: [&[u8]; N],
 ) -> Result<[Option<Vec<u8>>; N], Refusal> {
     need(store, key, KeyType::Hash)?;
+    // One field is a plain read: `hmget` answers a `Vec`, an allocation
+    // more for every record REAP and PROMOTE take.
     let values: [Option<Vec<u8>>; N] = match N {
         1 => std::array::from_fn(|at| store.hget(key, fields[at])),
         _ => store.hmget(key, &fields).try_into().expect("a value a field"),

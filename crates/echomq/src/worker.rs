@@ -348,15 +348,18 @@ async fn interrupt_waits(executors: Vec<Arc<dyn Executor>>) {
 /// it: no worker will hear of them).
 async fn said_restart(queue: &Queue, before: Option<crate::ServerRun>) -> Option<crate::ServerRun> {
     let now = queue.executor().server_run().await;
-    if let (Some(before), Some(now)) = (&before, &now) {
-        if before.run_id != now.run_id && now.aof {
+    match (&before, &now) {
+        (Some(before), Some(now)) if before.run_id == now.run_id => {}
+        (Some(_), Some(now)) if now.aof => {
             tracing::info!(queue = queue.name(), "the server restarted during the outage (it keeps an AOF)");
-        } else if before.run_id != now.run_id {
+        }
+        (Some(_), Some(_)) => {
             tracing::warn!(
                 queue = queue.name(),
                 "the server restarted during the outage (or a replica took over) and keeps no AOF: after a restart, the jobs written since its last snapshot (all of them, with no snapshot) are gone, and no worker will run them (RELIABILITY.md)"
             );
         }
+        _ => {}
     }
     now.or(before)
 }
@@ -422,11 +425,10 @@ async fn claim_loop(
                 claimed
             }
             Err(err) => {
-                // The connection reconnects by itself; keep asking, less often,
-                // and say so once, not at every try.
-                // A new kind of failure is news too (the connection broke,
-                // then the server refuses the password): each said once an
-                // outage, a few at most.
+                // The connection reconnects by itself; keep asking, less
+                // often, and say each kind of failure once an outage, not at
+                // every try (a few kinds at most: the connection broke, then
+                // the server refuses the password).
                 let said = err.to_string();
                 let new = !said_failures.contains(&said) && said_failures.len() < 4;
                 if failing_since.is_none() {

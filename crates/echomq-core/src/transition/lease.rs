@@ -273,7 +273,7 @@ impl<'a> Ack<'a> {
         let stamped = self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         let events = Events::open(store, trailing(keys, 6))?;
         let sets = Finish { active: keys[1], done: keys[2], results: keys.get(3).copied(), events: &events };
-        sets.finish(store, (keys[0], stamped), id, self.result);
+        sets.finish(store, keys[0], stamped, id, self.result);
         Ok(Reply::Int(1))
     }
 }
@@ -287,11 +287,17 @@ struct Finish<'k, 'e> {
 }
 
 impl Finish<'_, '_> {
-    /// The job `id`, whose record is at `record` (with its stamp, read by
-    /// the fence), to done, its result (if any) kept in results, with its
+    /// The job `id`, whose record is at `record` (`stamped` as the fence
+    /// read it), to done, its result (if any) kept in results, with its
     /// `completed` event. After every check.
-    fn finish<S: Store>(&self, store: &mut S, record: (&[u8], Stamped), id: &[u8], result: Option<&[u8]>) {
-        let (record, stamped) = record;
+    fn finish<S: Store>(
+        &self,
+        store: &mut S,
+        record: &[u8],
+        stamped: Stamped,
+        id: &[u8],
+        result: Option<&[u8]>,
+    ) {
         store.zrem(self.active, id);
         let now = store.now_ms();
         write_stamped(store, record, &[(b"state", b"done")], now, stamped);
@@ -479,7 +485,7 @@ impl<'a> AckMany<'a> {
         let replies =
             self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
                 Ok(stamped) => {
-                    sets.finish(store, (record, stamped), ack.id, ack.result);
+                    sets.finish(store, record, stamped, ack.id, ack.result);
                     Reply::Int(1)
                 }
                 Err(refusal) => Reply::Error(refusal),
