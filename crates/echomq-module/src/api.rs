@@ -51,6 +51,8 @@ pub(crate) fn missing_functions() -> Vec<&'static str> {
         RedisModule_ZsetRangeCurrentElement,
         RedisModule_ZsetRangeNext,
         RedisModule_ZsetRangeStop,
+        RedisModule_StreamAdd,
+        RedisModule_StreamTrimByLength,
         RedisModule_DeleteKey,
         RedisModule_Milliseconds,
         RedisModule_Replicate,
@@ -244,6 +246,27 @@ impl Key {
         members
     }
 
+    /// Append an entry of `fields` (field, value, field, value…) to a
+    /// stream under a new id, as `XADD key * …` would, creating the stream
+    /// when the key is empty; the id, or `None` when the stream refused it.
+    pub(crate) fn stream_add(&self, fields: &[RString]) -> Option<raw::RedisModuleStreamID> {
+        let mut argv: Vec<*mut raw::RedisModuleString> = fields.iter().map(RString::as_ptr).collect();
+        let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
+        let flags = raw::REDISMODULE_STREAM_ADD_AUTOID as c_int;
+        let numfields = (argv.len() / 2) as i64;
+        let added = rm!(RedisModule_StreamAdd(self.0, flags, &mut id, argv.as_mut_ptr(), numfields)
+            or raw::REDISMODULE_ERR as c_int);
+        (added == raw::REDISMODULE_OK as c_int).then_some(id)
+    }
+
+    /// Trim a stream to about `keep` entries, as `MAXLEN ~ keep` does (whole
+    /// nodes only); how many entries went.
+    pub(crate) fn stream_trim_about(&self, keep: u64) -> u64 {
+        let flags = raw::REDISMODULE_STREAM_TRIM_APPROX as c_int;
+        let length = i64::try_from(keep).unwrap_or(i64::MAX);
+        rm!(RedisModule_StreamTrimByLength(self.0, flags, length) or 0).max(0) as u64
+    }
+
     /// Delete the key.
     pub(crate) fn delete(&self) {
         rm!(RedisModule_DeleteKey(self.0) or 0);
@@ -370,18 +393,6 @@ pub(crate) fn cluster_nodes(ctx: *mut raw::RedisModuleCtx) -> Vec<u8> {
     }
     rm!(RedisModule_FreeCallReply(reply) or ());
     nodes
-}
-
-/// Run `command args…` through `RedisModule_Call` as a write that is
-/// replicated as the command rewrote itself (XADD's `*` becomes the id it
-/// chose, `MAXLEN ~` the exact trim) and fires its own keyspace events.
-pub(crate) fn call_replicated(ctx: *mut raw::RedisModuleCtx, command: &CStr, args: &[RString]) {
-    let mut argv: Vec<*mut raw::RedisModuleString> = args.iter().map(RString::as_ptr).collect();
-    let reply = rm!(RedisModule_Call(ctx, command.as_ptr(), c"!v".as_ptr(), argv.as_mut_ptr(), argv.len())
-        or ptr::null_mut());
-    if !reply.is_null() {
-        rm!(RedisModule_FreeCallReply(reply) or ());
-    }
 }
 
 /// Every field and value of a hash, in the order `HGETALL` gives them (the

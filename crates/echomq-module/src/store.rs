@@ -5,17 +5,16 @@
 //! `HashGet`/`HashSet`, `Zset*`), which skips the command table, argument
 //! parsing and reply buffers that `RedisModule_Call` pays for on every write.
 //! Only `hgetall` (INSPECT, read-only) goes through `RedisModule_Call`, so the
-//! fields come back in exactly the order `HGETALL` gives the Lua script, and
-//! `xadd` (the event log), which then replicates and announces itself.
+//! fields come back in exactly the order `HGETALL` gives the Lua script.
 //!
 //! The low-level API leaves to its caller what a command would do around a
 //! write, so the store does it:
 //! - **Replication**: each write is replicated as the plain command Lua would
-//!   have run (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`), never the `EMQ.*`
+//!   have run (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`, `XADD`), never the `EMQ.*`
 //!   command itself, so replicas and the AOF need no module. A write that
 //!   changed nothing is not replicated, as Redis does not propagate one.
-//! - **Keyspace events**: `hset`, `hdel`, `zadd`, `zrem` and `del` (when a
-//!   write empties a key), as the commands fire them.
+//! - **Keyspace events**: `hset`, `hdel`, `zadd`, `zrem`, `xadd`, `xtrim` and
+//!   `del` (when a write empties a key), as the commands fire them.
 //! - **One command per batch of removals**: the scripts remove the ids they
 //!   pop with one `ZREM key id…`, where the core calls `zrem` once per id. So
 //!   consecutive removals from one key are announced together, when the next
@@ -346,24 +345,34 @@ impl Store for RedisStore {
         }
     }
 
-    /// Through `RedisModule_Call("XADD")`: the module API's own stream calls
-    /// would leave the id, the trim and its replication to this code.
+    /// Through the module's stream API, as `XADD key MAXLEN ~ keep * …`:
+    /// the entry, then the trim of whole nodes. It is replicated with the id
+    /// it got and, when the trim took entries, `MAXLEN =` the length it left,
+    /// so a replica (which holds what this stream held) ends the same; the
+    /// `xadd` and `xtrim` events fire as the command fires them.
+    /// `RedisModule_Call` did the same for about twice the instructions.
     fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) {
         self.flush();
         self.announce_additions_to(key);
-        if !self.admit(key) {
-            return;
+        let Some((open, name)) = self.write(key, raw::REDISMODULE_KEYTYPE_STREAM) else { return };
+        let fields: Vec<RString> =
+            fields.iter().flat_map(|(field, value)| [RString::new(field), RString::new(value)]).collect();
+        let Some(id) = open.stream_add(&fields) else { return };
+        let trimmed = open.stream_trim_about(keep) > 0;
+        let mut args = Vec::with_capacity(4 + fields.len());
+        if trimmed {
+            for word in [b"MAXLEN".as_slice(), b"=", open.len().to_string().as_bytes()] {
+                args.push(RString::new(word));
+            }
         }
-        let mut args = Vec::with_capacity(5 + 2 * fields.len());
-        args.push(RString::new(key));
-        for word in [b"MAXLEN".as_slice(), b"~", keep.to_string().as_bytes(), b"*"] {
-            args.push(RString::new(word));
+        args.push(RString::new(format!("{}-{}", id.ms, id.seq).as_bytes()));
+        let mut argv: Vec<&RString> = args.iter().collect();
+        argv.extend(&fields);
+        drop(open);
+        self.effect(raw::REDISMODULE_NOTIFY_STREAM, c"xadd", c"XADD", &name, &argv);
+        if trimmed {
+            api::notify(self.ctx, raw::REDISMODULE_NOTIFY_STREAM, c"xtrim", &name);
         }
-        for (field, value) in fields {
-            args.push(RString::new(field));
-            args.push(RString::new(value));
-        }
-        api::call_replicated(self.ctx, c"XADD", &args);
     }
 }
 
