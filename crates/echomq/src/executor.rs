@@ -469,29 +469,45 @@ where
 /// the key's one member, so one arrival wakes one waiting worker (its claim
 /// tells the next when it left jobs behind).
 ///
+/// A claim that answered `[]` while `pending` (what `pending` counts, ZCARD
+/// of the queue's pending set) says jobs wait took only ids without a record
+/// (PROTOCOL.md §7 CLAIM): it set no wake-up, so it claims again, for as long
+/// as each try leaves pending smaller, before it waits.
+///
 /// A server that refuses the pop for good (`NOPERM`: a user without
 /// `+bzpopmin`) sets `refused`, said once: the executor's claims poll from
 /// then on. Any other error is the call's, as a claim's would be.
-async fn claim_on_wake<C, F, Fut>(
+async fn claim_on_wake<C, F, Fut, P, PFut>(
     blocking: &blocking::Blocking<C>,
     interrupts: &Interrupts,
     refused: &std::sync::atomic::AtomicBool,
     wake: &str,
     wait: Duration,
     claim: F,
+    pending: P,
 ) -> Result<Value>
 where
     C: redis::aio::ConnectionLike + Send,
     F: Fn() -> Fut,
     Fut: Future<Output = Result<Value>>,
+    P: Fn() -> PFut,
+    PFut: Future<Output = u64>,
 {
     let deadline = tokio::time::Instant::now() + wait;
     let since = interrupts.count();
+    let mut pending_before: Option<u64> = None;
     loop {
         let claimed = claim().await;
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if !claimed_nothing(&claimed) || interrupts.count() != since || left.is_zero() {
             return claimed;
+        }
+        if matches!(&claimed, Ok(Value::Array(jobs)) if jobs.is_empty()) {
+            let now = pending().await;
+            if now > 0 && pending_before.is_none_or(|before| now < before) {
+                pending_before = Some(now);
+                continue;
+            }
         }
         // Seconds, to the millisecond (a float timeout: Redis ≥ 6); at least one.
         let seconds = format!("{:.3}", left.as_secs_f64().max(0.001));
@@ -504,7 +520,10 @@ where
                 return claimed;
             }
             // Told: claim again.
-            Some(Ok(Value::Array(popped))) if !popped.is_empty() => continue,
+            Some(Ok(Value::Array(popped))) if !popped.is_empty() => {
+                pending_before = None;
+                continue;
+            }
             // The wait ran out, or a stopping worker ended it (CLIENT UNBLOCK).
             Some(Ok(_)) => return claimed,
             // Only a refusal for good (an ACL without `+bzpopmin`) turns the

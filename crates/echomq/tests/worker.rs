@@ -651,6 +651,33 @@ async fn the_wake_up_key_loses_no_arrival_and_wakes_one_claim_per_arrival() {
     assert!(started.elapsed() < Duration::from_secs(2), "the second was woken, not timed out");
 }
 
+/// A claim that took only ids without a record (a damaged queue: the
+/// records deleted by hand) answers `[]` and sets no wake-up while real jobs
+/// wait behind them. The Lua claim that waits claims again while pending
+/// shrinks instead of sleeping on the wake-up key: it takes the job, long
+/// before its wait would have ended with nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lua_waiting_claim_goes_past_ids_without_records() {
+    let server = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
+    let q = Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("orphans"))
+        .unwrap();
+    assert!(q.executor().waits());
+    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+    let pending = format!("emq:{{{}}}:pending", q.name());
+    let orphans: Vec<String> = (1..=3).map(|n| format!("JOB_{n:026}")).collect();
+    for orphan in &orphans {
+        let _: () =
+            redis::cmd("ZADD").arg(&pending).arg(0).arg(orphan).query_async(&mut admin).await.unwrap();
+    }
+    let id = q.enqueue(b"behind".to_vec()).await.unwrap();
+    // One job a claim: the first takes an orphan, the wake-up the ENQUEUE set
+    // brings a second that takes another, and then nothing would wake a third.
+    let claimed = q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(20)).await.unwrap();
+    assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id]);
+    let left: u64 = redis::cmd("ZCARD").arg(&pending).query_async(&mut admin).await.unwrap();
+    assert_eq!(left, 0, "the orphans were dropped from pending on the way");
+}
+
 #[tokio::test]
 async fn connect_picks_the_executor_that_can_wait() {
     // The module: native, whose claims block on the server.

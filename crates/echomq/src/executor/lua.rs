@@ -242,10 +242,18 @@ where
     /// (`BZPOPMIN`, PROTOCOL.md §9); without, claim at once (the worker polls).
     async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
         let run = || async { super::one(self.run(std::slice::from_ref(claim)).await?) };
-        let wake = Name::Claim.describe().position(Role::Wake).and_then(|at| claim.keys.get(at));
-        match (&self.blocking, wake) {
-            (Some(blocking), Some(wake)) if self.waits() => {
-                super::claim_on_wake(blocking, &self.interrupts, &self.wake_refused, wake, wait, run).await
+        let key = |role| Name::Claim.describe().position(role).and_then(|at| claim.keys.get(at));
+        match (&self.blocking, key(Role::Wake), key(Role::Pending)) {
+            (Some(blocking), Some(wake), Some(pending)) if self.waits() => {
+                // Unknown (a refusal, a broken connection) counts as none: the
+                // claim waits as it would have, and its next try says what broke.
+                let waiting = || async {
+                    let count: redis::RedisResult<u64> =
+                        redis::cmd("ZCARD").arg(pending).query_async(&mut self.conn.clone()).await;
+                    count.unwrap_or(0)
+                };
+                let interrupts = &self.interrupts;
+                super::claim_on_wake(blocking, interrupts, &self.wake_refused, wake, wait, run, waiting).await
             }
             _ => run().await,
         }
