@@ -259,10 +259,16 @@ fn number(value: Option<&[u8]>) -> Option<f64> {
 }
 
 /// Write record fields, stamping `updated_at` on a record born here (with
-/// `enqueued_at`): one born on Lua gets neither, so the two come together (PROTOCOL.md §3).
+/// `enqueued_at`) at every write after its birth (PROTOCOL.md §3): the
+/// birth's own write, which brings `enqueued_at`, would repeat it in
+/// `updated_at`, so it has none until its next write; one born on Lua gets
+/// neither.
 fn write_record<S: Store>(store: &mut S, key: &[u8], fields: &[(&[u8], &[u8])], now: u64) {
-    let born = fields.iter().any(|(field, _)| *field == b"enqueued_at");
-    let stamped = Stamped(born || store.hget(key, b"enqueued_at").is_some());
+    if fields.iter().any(|(field, _)| *field == b"enqueued_at") {
+        store.hset(key, fields);
+        return;
+    }
+    let stamped = Stamped(store.hget(key, b"enqueued_at").is_some());
     write_stamped(store, key, fields, now, stamped);
 }
 

@@ -443,9 +443,14 @@ fn record_state(fields: &BTreeMap<String, Vec<u8>>) -> Result<String, String> {
     if let Some(other) = fields.keys().find(|name| !FIELDS.contains(&name.as_str())) {
         return Err(format!("a field the protocol does not name: {other}"));
     }
-    for number in ["attempts", "enqueued_at", "updated_at"] {
+    // `updated_at` comes with the first write after the birth (PROTOCOL.md §3).
+    for (number, required) in [("attempts", true), ("enqueued_at", true), ("updated_at", false)] {
         let value = fields.get(number).map(|value| String::from_utf8_lossy(value));
-        if value.as_deref().is_none_or(|value| value.parse::<u64>().is_err()) {
+        let bad = match value.as_deref() {
+            Some(value) => value.parse::<u64>().is_err(),
+            None => required,
+        };
+        if bad {
             return Err(format!("{number} is {value:?}"));
         }
     }

@@ -86,7 +86,9 @@ pub struct Record {
     pub payload: Vec<u8>,
     /// When it was enqueued, server ms (written by the native executor only).
     pub enqueued_at: Option<u64>,
-    /// When a transition last wrote it, server ms (written by the native executor only).
+    /// When a transition last wrote it after its birth, server ms (written
+    /// by the native executor only; `None` on a record born natively and not
+    /// written since, whose last write is `enqueued_at`).
     pub updated_at: Option<u64>,
 }
 

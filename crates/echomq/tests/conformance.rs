@@ -44,11 +44,12 @@ struct Target {
 enum Extras {
     /// Never there: Lua writes only the three birth fields.
     Absent,
-    /// Always both: the core writes them on every record write.
+    /// `enqueued_at` always, `updated_at` from the first write after the
+    /// birth: the core writes them so.
     Present,
-    /// Both or neither, `enqueued_at` ≤ `updated_at`: a queue worked by Lua
-    /// and Native in turn, where a record born on Lua never gets them, and
-    /// one born natively keeps them (PROTOCOL.md §3).
+    /// No `updated_at` without `enqueued_at`, `enqueued_at` ≤ `updated_at`:
+    /// a queue worked by Lua and Native in turn, where a record born on Lua
+    /// never gets them, and one born natively keeps them (PROTOCOL.md §3).
     Paired,
 }
 
@@ -63,17 +64,18 @@ fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
         if !key.starts_with("job:") {
             continue;
         }
-        let present = EXTRAS.iter().filter(|f| fields.contains_key(**f)).count();
+        let [enqueued, updated] = EXTRAS.map(|f| fields.contains_key(f));
         let fine = match target.extras {
-            Extras::Absent => present == 0,
-            Extras::Present => present == 2,
-            Extras::Paired => present != 1,
+            Extras::Absent => !enqueued && !updated,
+            Extras::Present => enqueued,
+            Extras::Paired => enqueued || !updated,
         };
         if !fine {
-            return Err(format!("{}: {key} has {present} of enqueued_at and updated_at", target.name));
+            let has = format!("enqueued_at {enqueued}, updated_at {updated}");
+            return Err(format!("{}: {key} has {has}", target.name));
         }
         let ms = |field: &[u8]| -> Option<u64> { std::str::from_utf8(fields.get(field)?).ok()?.parse().ok() };
-        if present == 2 {
+        if enqueued && updated {
             match (ms(EXTRAS[0]), ms(EXTRAS[1])) {
                 (Some(enqueued), Some(updated)) if enqueued <= updated => {}
                 other => return Err(format!("{}: {key} has enqueued_at, updated_at {other:?}", target.name)),

@@ -1330,10 +1330,11 @@ impl Target {
 }
 
 /// The native pair, `enqueued_at` and `updated_at`, taken out of `after`'s
-/// records so that the lines read as Lua's; and checked on the way: every
-/// record the call wrote carries `updated_at` of its time if it has an
-/// `enqueued_at` (one born on Lua gets neither), a record it made an
-/// `enqueued_at` too, and a record it did not touch is as it was.
+/// records so that the lines read as Lua's; and checked on the way: a
+/// record the call made carries `enqueued_at` of its time and no
+/// `updated_at` (its next write brings it), every other record the call
+/// wrote `updated_at` of its time if it has an `enqueued_at` (one born on
+/// Lua gets neither).
 fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Result<(), String> {
     for line in after.iter_mut().filter(|line| line.key.starts_with("job:")) {
         let stamp = |field: &str| line.entries.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone());
@@ -1347,11 +1348,18 @@ fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Resul
         if enqueued_at.is_none() && updated_at.is_some() {
             return Err(format!("{} has updated_at without enqueued_at", line.key));
         }
-        if written && enqueued_at.is_some() && !in_time(&updated_at) {
+        if was.is_none() {
+            if !in_time(&enqueued_at) {
+                return Err(format!(
+                    "{} was made without enqueued_at of the call: {enqueued_at:?}",
+                    line.key
+                ));
+            }
+            if updated_at.is_some() {
+                return Err(format!("{} was made with updated_at: {updated_at:?}", line.key));
+            }
+        } else if written && enqueued_at.is_some() && !in_time(&updated_at) {
             return Err(format!("{} was written without updated_at of the call: {updated_at:?}", line.key));
-        }
-        if was.is_none() && !in_time(&enqueued_at) {
-            return Err(format!("{} was made without enqueued_at of the call: {enqueued_at:?}", line.key));
         }
     }
     Ok(())
