@@ -4,12 +4,14 @@ off, it starts a redis-server under callgrind with the module, enqueues N
 jobs, claims and acks each (every call with its events keys: three entries a
 job with the log on), and prints the instructions per job of the whole
 commands (`on_command`, inclusive; callgrind attributes a transition's
-inlined store calls unevenly, so only the whole command is compared):
+inlined store calls unevenly, so only the whole command is compared). Then
+the same for a producer's shape: ENQUEUEMANY calls of BATCH jobs (one
+entry a job), the server's side of `add-bulk`:
 
     cargo build --release -p echomq-module
     python3 bench/events_cost.py target/release/libechomq_module.so
 
-Needs valgrind; about half a minute.
+Needs valgrind; about a minute.
 """
 import os
 import sys
@@ -45,6 +47,28 @@ def run(module, events, out):
     server.wait()
 
 
+BATCH, BATCHES = 1000, 20
+
+
+def run_many(module, events, out):
+    # ENQUEUEMANY of BATCH jobs, BATCHES times, payloads of 53 bytes.
+    server, r = start_server("--loadmodule", module, under=["valgrind", "--tool=callgrind",
+                                                             f"--callgrind-out-file={out}"], wait=60)
+    k = lambda name: "emq:{q}:" + name  # noqa: E731
+    r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), k("events"),
+           "EVENTS", 10000 if events else 0)
+    for call in range(BATCHES):
+        jobs = []
+        for i in range(call * BATCH, (call + 1) * BATCH):
+            jobs += ["JOB_%026d" % i, '{"n":%08d,"payload":"%s"}' % (i, "x" * 26)]
+        r.call("EMQ.ENQUEUEMANY", k("pending"), k("events"), k("config"), k("wake"), *jobs)
+    try:
+        r.call("SHUTDOWN", "NOSAVE")
+    except (OSError, RuntimeError):
+        pass
+    server.wait()
+
+
 def main():
     module = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,6 +80,12 @@ def main():
             jobs[events] = inclusive(out, "command::on_command") / N
             print(f"{'on' if events else 'off':<5} {jobs[events]:>10,.0f}")
         print(f"the log: {jobs[True] - jobs[False]:,.0f} a job, {(jobs[True] - jobs[False]) / 3:,.0f} an entry")
+        print(f"{'log':<5} {'per job':>10}  (instructions of ENQUEUEMANY, {BATCHES} calls of {BATCH} jobs)")
+        for events in (True, False):
+            out = os.path.join(tmp, f"many-{events}.out")
+            run_many(module, events, out)
+            per_job = inclusive(out, "command::on_command") / (BATCH * BATCHES)
+            print(f"{'on' if events else 'off':<5} {per_job:>10,.0f}")
 
 
 if __name__ == "__main__":

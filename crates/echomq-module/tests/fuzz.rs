@@ -443,8 +443,12 @@ fn record_state(fields: &BTreeMap<String, Vec<u8>>) -> Result<String, String> {
     if let Some(other) = fields.keys().find(|name| !FIELDS.contains(&name.as_str())) {
         return Err(format!("a field the protocol does not name: {other}"));
     }
-    // `updated_at` comes with the first write after the birth (PROTOCOL.md §3).
-    for (number, required) in [("attempts", true), ("enqueued_at", true), ("updated_at", false)] {
+    // `updated_at` comes with the first write after the birth (PROTOCOL.md
+    // §3): only a record as born (pending or delayed, never claimed) may lack it.
+    let field = |name: &str| fields.get(name).map(Vec::as_slice);
+    let as_born =
+        field("attempts") == Some(b"0".as_slice()) && matches!(field("state"), Some(b"pending" | b"delayed"));
+    for (number, required) in [("attempts", true), ("enqueued_at", true), ("updated_at", !as_born)] {
         let value = fields.get(number).map(|value| String::from_utf8_lossy(value));
         let bad = match value.as_deref() {
             Some(value) => value.parse::<u64>().is_err(),

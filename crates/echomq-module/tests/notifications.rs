@@ -66,6 +66,13 @@ const STEPS: &[(&str, &str)] = &[
     ("raw", "HSET $q:job:JOB_P2 state delayed attempts 0 payload p"),
     ("raw", "ZADD $q:delayed 1 JOB_P1 1 JOB_P2"),
     ("promote", "$q:delayed $q:pending $q:priority $q:events $q:config $q:wake"),
+    // An event log kept short, on a server whose stream nodes hold two
+    // entries: appends trim it (`xtrim` after `xadd`).
+    ("config", "$q:config $q:pending $q:priority $q:rate $q:events EVENTS 3"),
+    ("enqueue", "$q:job:JOB_T1 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T1 p"),
+    ("enqueue", "$q:job:JOB_T2 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T2 p"),
+    ("enqueue", "$q:job:JOB_T3 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T3 p"),
+    ("enqueue", "$q:job:JOB_T4 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T4 p"),
 ];
 
 /// The transition named `transition`, and how many of `args` are its KEYS.
@@ -117,10 +124,11 @@ fn events_of(server: &RedisServer, q: &str, native: bool) -> Vec<String> {
 
 #[test]
 fn the_module_fires_the_keyspace_events_the_scripts_fire() {
-    let server = server_with(&["--notify-keyspace-events", "KEA"]);
+    let server = server_with(&["--notify-keyspace-events", "KEA", "--stream-node-max-entries", "2"]);
     let lua = events_of(&server, &queue(), false);
     let native = events_of(&server, &queue(), true);
     assert_eq!(native, lua);
+    assert!(native.iter().any(|event| event == "xtrim $q:events"), "the log was trimmed: {native:?}");
     // The record's birth, as the issue spells it.
     assert_eq!(native[..2], ["hset $q:job:JOB_00000000000000000000000001", "zadd $q:pending"]);
 }

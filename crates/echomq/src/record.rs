@@ -87,8 +87,8 @@ pub struct Record {
     /// When it was enqueued, server ms (written by the native executor only).
     pub enqueued_at: Option<u64>,
     /// When a transition last wrote it after its birth, server ms (written
-    /// by the native executor only; `None` on a record born natively and not
-    /// written since, whose last write is `enqueued_at`).
+    /// by the native executor only; `None` on a record born natively and
+    /// not written natively since its birth: read it as `enqueued_at`).
     pub updated_at: Option<u64>,
 }
 

@@ -45,7 +45,8 @@ enum Extras {
     /// Never there: Lua writes only the three birth fields.
     Absent,
     /// `enqueued_at` always, `updated_at` from the first write after the
-    /// birth: the core writes them so.
+    /// birth (a record with neither a birth's state nor `attempts` 0 has
+    /// it): the core writes them so.
     Present,
     /// No `updated_at` without `enqueued_at`, `enqueued_at` ≤ `updated_at`:
     /// a queue worked by Lua and Native in turn, where a record born on Lua
@@ -54,6 +55,13 @@ enum Extras {
 }
 
 const EXTRAS: [&[u8]; 2] = [b"enqueued_at", b"updated_at"];
+
+/// Whether a record may not have been written since its birth, the one
+/// write that brings no `updated_at`: its state and `attempts` are a birth's.
+fn as_born(fields: &BTreeMap<Vec<u8>, Vec<u8>>) -> bool {
+    let field = |name: &[u8]| fields.get(name).map(Vec::as_slice);
+    field(b"attempts") == Some(b"0".as_slice()) && matches!(field(b"state"), Some(b"pending" | b"delayed"))
+}
 
 /// Check a target's records against its [`Extras`].
 fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
@@ -67,7 +75,7 @@ fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
         let [enqueued, updated] = EXTRAS.map(|f| fields.contains_key(f));
         let fine = match target.extras {
             Extras::Absent => !enqueued && !updated,
-            Extras::Present => enqueued,
+            Extras::Present => enqueued && (updated || as_born(fields)),
             Extras::Paired => enqueued || !updated,
         };
         if !fine {
