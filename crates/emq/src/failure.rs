@@ -63,6 +63,24 @@ impl Failure {
     }
 }
 
+/// `emq`'s exit code for a command that ended with `err`: the command's own
+/// ([`Exit`]); else, when the server or EchoMQ said why, what the failed
+/// call did (3 nothing done: the server could not be reached or is loading;
+/// 4 maybe done; 5 refused as it is), where a command that only reads did
+/// nothing whatever broke (3, never 4); else 1.
+pub fn exit_code(err: &(dyn StdError + 'static), only_reads: bool) -> i32 {
+    if let Some(exit) = err.downcast_ref::<Exit>() {
+        return exit.code;
+    }
+    if err.downcast_ref::<echomq::Error>().is_none() && err.downcast_ref::<RedisError>().is_none() {
+        return 1;
+    }
+    match Failure::of(err) {
+        Failure::MaybeDone if only_reads => Failure::NotDone.exit_code(),
+        failure => failure.exit_code(),
+    }
+}
+
 /// A failure that ends `emq` with its own exit code, and says why.
 #[derive(Debug)]
 pub struct Exit {

@@ -213,7 +213,6 @@ async fn main() {
             return;
         }
         eprintln!("emq: {}", failure::said(err.as_ref(), server.as_deref()));
-        let code = err.downcast_ref::<failure::Exit>().map_or(1, |exit| exit.code);
-        std::process::exit(code);
+        std::process::exit(failure::exit_code(err.as_ref(), printing));
     }
 }

@@ -71,7 +71,7 @@ fn an_acl_user_in_the_url_and_no_password_in_errors() {
     let wrong = format!("redis://worker:wrong-pass@127.0.0.1:{}/", server.port());
     let refused = emq(&["--url", &wrong, "stats", &queue]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success());
+    assert_eq!(refused.status.code(), Some(5), "refused as it is: {stderr}");
     assert!(!stderr.contains("wrong-pass") && !stderr.contains("s3cret"), "a secret leaked: {stderr}");
     // Nor for one that refuses its password: a worker ends at once, an enqueue is refused (exit 5).
     let worker = emq(&["--url", &wrong, "work", &queue, "--connect-timeout", "60s", "--", "true"]);
@@ -80,6 +80,21 @@ fn an_acl_user_in_the_url_and_no_password_in_errors() {
     assert!(!said.contains("wrong-pass"), "a secret leaked: {said}");
     let refused = emq(&["--url", &wrong, "enqueue", &queue, "x"]);
     assert_eq!(refused.status.code(), Some(5), "{}", String::from_utf8_lossy(&refused.stderr));
+}
+
+/// Every command says with its exit code what its failure did, as enqueue
+/// does: 3 when the server could not be reached (nothing was done: run it
+/// again later), whether it reads or writes; 5 when the server refused it
+/// (above); 1 for the rest.
+#[test]
+fn a_command_that_cannot_reach_the_server_exits_3() {
+    let url = format!("redis://127.0.0.1:{}/", echomq_test_support::free_port());
+    for args in [&["stats"][..], &["list", "q", "pending"], &["queues"], &["pause", "q"], &["config", "q"]] {
+        let out = emq(&[&["--url", &url][..], args].concat());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {said}");
+        assert!(said.contains("refused the connection"), "{args:?}: {said}");
+    }
 }
 
 #[test]
