@@ -37,9 +37,19 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
         return Err(format!("no job {} in queue {queue}", args.id).into());
     };
     let record = job.record;
+    // A priority lives beside the record (`<q>priority`), not in INSPECT's reply.
+    let mut conn = server.connection().await?;
+    let [priority]: [Option<i64>; 1] = redis::cmd("HMGET")
+        .arg(Keyspace::new(&queue)?.priority())
+        .arg(args.id.as_str())
+        .query_async(&mut conn)
+        .await?;
     say!("{} in {queue}", args.id);
     say!("  state     {}", record.state);
     say!("  attempts  {}", record.attempts);
+    if let Some(priority) = priority.filter(|&priority| priority != 0) {
+        say!("  priority  {priority} (lower first)");
+    }
     say!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
     if let Some(at) = record.enqueued_at {
         say!("  enqueued  {}", timestamp(at as f64));

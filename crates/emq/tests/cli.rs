@@ -156,7 +156,10 @@ fn the_operations_commands() {
         let own = cli.ok(&["enqueue", &pq, "own", "--attempts", "3", "--timeout", "5m"]).trim().to_owned();
         let shown = cli.ok(&["inspect", &own]);
         assert!(shown.contains("policy    attempts 3, timeout 5m"), "{via}: {shown}");
-        assert!(!cli.ok(&["inspect", &id]).contains("policy"), "{via}");
+        let plain = cli.ok(&["inspect", &id]);
+        assert!(!plain.contains("policy"), "{via}");
+        assert!(plain.contains("priority  -2 (lower first)"), "{via}: {plain}");
+        assert!(!shown.contains("priority"), "{via}: priority 0 is not shown: {shown}");
         let dq = unique_queue("dedup");
         let unique = ["--unique", "user:42", "--unique-for", "10m"];
         let held = cli.ok(&[&["enqueue", &dq, "a"][..], &unique].concat()).trim().to_owned();
