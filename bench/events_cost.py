@@ -27,12 +27,27 @@ CLAIM = ["pending", "active", "config", "rate", "policy", "events", "headers"]
 ACK = ["active", "done", "results", "events", "config"]
 
 
-def run(module, events, out):
+BATCH, BATCHES = 1000, 20
+
+
+def profiled(module, events, out, work):
+    """`work(r, k)` on a server under callgrind (profile to `out`), its queue's
+    log on or off; `k` names a key of the queue."""
     server, r = start_server("--loadmodule", module, under=["valgrind", "--tool=callgrind",
                                                              f"--callgrind-out-file={out}"], wait=60)
     k = lambda name: "emq:{q}:" + name  # noqa: E731
     r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), k("events"),
            "EVENTS", 10000 if events else 0)
+    work(r, k)
+    try:
+        r.call("SHUTDOWN", "NOSAVE")
+    except (OSError, RuntimeError):
+        pass
+    server.wait()
+
+
+def lifecycle(r, k):
+    # N jobs enqueued, then each claimed and acked.
     for i in range(N):
         job = "JOB_%026d" % i
         r.call("EMQ.ENQUEUE", k("job:" + job), *map(k, ENQUEUE), job, "payload")
@@ -40,33 +55,15 @@ def run(module, events, out):
         job = "JOB_%026d" % i
         r.call("EMQ.CLAIM", *map(k, CLAIM), 60000)
         r.call("EMQ.ACK", k("job:" + job), *map(k, ACK), job, 1)
-    try:
-        r.call("SHUTDOWN", "NOSAVE")
-    except (OSError, RuntimeError):
-        pass
-    server.wait()
 
 
-BATCH, BATCHES = 1000, 20
-
-
-def run_many(module, events, out):
+def enqueue_many(r, k):
     # ENQUEUEMANY of BATCH jobs, BATCHES times, payloads of 53 bytes.
-    server, r = start_server("--loadmodule", module, under=["valgrind", "--tool=callgrind",
-                                                             f"--callgrind-out-file={out}"], wait=60)
-    k = lambda name: "emq:{q}:" + name  # noqa: E731
-    r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), k("events"),
-           "EVENTS", 10000 if events else 0)
     for call in range(BATCHES):
         jobs = []
         for i in range(call * BATCH, (call + 1) * BATCH):
             jobs += ["JOB_%026d" % i, '{"n":%08d,"payload":"%s"}' % (i, "x" * 26)]
         r.call("EMQ.ENQUEUEMANY", k("pending"), k("events"), k("config"), k("wake"), *jobs)
-    try:
-        r.call("SHUTDOWN", "NOSAVE")
-    except (OSError, RuntimeError):
-        pass
-    server.wait()
 
 
 def main():
@@ -76,14 +73,14 @@ def main():
         jobs = {}
         for events in (True, False):
             out = os.path.join(tmp, f"{events}.out")
-            run(module, events, out)
+            profiled(module, events, out, lifecycle)
             jobs[events] = inclusive(out, "command::on_command") / N
             print(f"{'on' if events else 'off':<5} {jobs[events]:>10,.0f}")
         print(f"the log: {jobs[True] - jobs[False]:,.0f} a job, {(jobs[True] - jobs[False]) / 3:,.0f} an entry")
         print(f"{'log':<5} {'per job':>10}  (instructions of ENQUEUEMANY, {BATCHES} calls of {BATCH} jobs)")
         for events in (True, False):
             out = os.path.join(tmp, f"many-{events}.out")
-            run_many(module, events, out)
+            profiled(module, events, out, enqueue_many)
             per_job = inclusive(out, "command::on_command") / (BATCH * BATCHES)
             print(f"{'on' if events else 'off':<5} {per_job:>10,.0f}")
 
