@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use echomq::{Queue, RetryPolicy, State};
+use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
 use echomq_test_support::{free_port, unique_queue, RedisServer};
 use fantoccini::{ClientBuilder, Locator};
 
@@ -112,6 +112,14 @@ async fn retry_a_dead_job_from_the_dashboard_in_a_real_browser() {
     let overview = http(port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(overview.starts_with("HTTP/1.1 200") && overview.contains("unreadable: "), "{overview}");
     let () = redis::cmd("DEL").arg(&pending).query(&mut conn).unwrap();
+    // A job's page shows its priority, which lives beside the record.
+    let pq = Queue::new(server.connection().await, &unique_queue("prio")).unwrap();
+    let urgent =
+        pq.enqueue_with(b"urgent".to_vec(), EnqueueOptions::default().priority(-5)).await.unwrap().id;
+    let get =
+        format!("GET /queues/{}/jobs/{urgent} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", pq.name());
+    let page = http(port, &get);
+    assert!(page.starts_with("HTTP/1.1 200") && page.contains("-5 (lower first)"), "{page}");
 
     let driver_port = free_port();
     let _driver = Running(
