@@ -174,6 +174,14 @@ pub struct Enqueued {
 /// batch once its jobs are in: 0.7 s of naps between the tries.
 const BATCH_TRIES: usize = 4;
 
+/// Whether a call that failed with `err` is worth sending again, when
+/// sending it twice changes nothing: the server could not be reached, could
+/// not serve for now, or the connection broke with the call's fate unknown.
+fn worth_again(err: &crate::Error) -> bool {
+    err.surely_did_nothing()
+        || matches!(err, crate::Error::Redis(err) if err.is_io_error() || err.is_timeout())
+}
+
 /// A batch opened by [`Queue::enqueue_batch_with_callback`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BatchOpened {
@@ -310,15 +318,17 @@ impl Queue {
     ///
     /// What can be checked here is, before anything is sent: a batch of no
     /// jobs or too many, or a payload (the callback's too) over the limit,
-    /// enqueues nothing. A failure of the jobs' round trip (the server
-    /// refused them, the connection broke) opens no batch, and is the
-    /// answer: jobs it may have enqueued run without a callback. Once the
-    /// jobs are in, the batch is opened, and tried again (it is the same
-    /// batch: opened twice, it is opened once) while the server cannot be
-    /// reached; when replicas did not confirm the jobs or the batch, or the
-    /// batch could not be opened, the answer is [`Error::Batch`](crate::Error::Batch),
-    /// which names the jobs: they are enqueued, and sending the batch again
-    /// would enqueue them twice.
+    /// enqueues nothing. The jobs' round trip is sent again, a few times,
+    /// while the server cannot be reached or the connection broke on the
+    /// way (the jobs' ids are minted first: those that went in answer
+    /// `duplicate`); when it still fails, or the server refused the jobs, no
+    /// batch is opened and that failure is the answer: jobs it may have
+    /// enqueued run without a callback. Once the jobs are in, the batch is
+    /// opened, and tried again the same way (it is the same batch: opened
+    /// twice, it is opened once); when replicas did not confirm the jobs or
+    /// the batch, or the batch could not be opened, the answer is
+    /// [`Error::Batch`](crate::Error::Batch), which names the jobs: they are
+    /// enqueued, and sending the batch again would enqueue them twice.
     pub async fn enqueue_batch_with_callback<P: Into<Vec<u8>>>(
         &self,
         payloads: impl IntoIterator<Item = P>,
@@ -336,10 +346,31 @@ impl Queue {
         if let Some(at) = payloads.iter().position(|payload| payload.len() > limit) {
             return Err(crate::Error::TooLarge(format!("payload {at} of the batch exceeds {limit} bytes")));
         }
-        let jobs = payloads.into_iter().zip(&batch.jobs);
-        let jobs = jobs.map(|(payload, id)| (payload, EnqueueOptions::default().id(id.clone())));
+        // The ids are minted: sent again while the server cannot be reached
+        // or the call's fate is not known, the jobs that went in the first
+        // time answer `duplicate`, and none goes in twice.
+        let jobs = || {
+            let jobs = payloads.iter().zip(&batch.jobs);
+            jobs.map(|(payload, id)| (payload.as_slice(), EnqueueOptions::default().id(id.clone())))
+        };
+        let mut nap = Duration::from_millis(100);
+        let mut tries = 1;
+        let outcomes = loop {
+            let sent = self.enqueue_many(jobs()).await;
+            let unsure = match &sent {
+                Err(err) => worth_again(err),
+                Ok(outcomes) => outcomes.iter().any(|outcome| outcome.as_ref().is_err_and(worth_again)),
+            };
+            if !unsure || tries == BATCH_TRIES {
+                break sent?;
+            }
+            tracing::debug!(batch = %batch.id, "enqueueing a batch's jobs, again");
+            tokio::time::sleep(nap).await;
+            nap *= 2;
+            tries += 1;
+        };
         let mut unconfirmed = None;
-        for outcome in self.enqueue_many(jobs).await? {
+        for outcome in outcomes {
             match outcome {
                 Ok(_) => {}
                 Err(err @ crate::Error::NotReplicated { .. }) => unconfirmed = Some(err),
@@ -361,7 +392,7 @@ impl Queue {
         let mut nap = Duration::from_millis(100);
         for _ in 1..BATCH_TRIES {
             match self.run(batch).await {
-                Err(err) if err.code().is_none() && !matches!(err, crate::Error::NotReplicated { .. }) => {
+                Err(err) if worth_again(&err) => {
                     tracing::debug!(error = %err, batch = %batch.id, "opening a batch, again");
                     tokio::time::sleep(nap).await;
                     nap *= 2;

@@ -166,3 +166,58 @@ async fn a_batch_refused_after_its_jobs_names_them() {
         }
     }
 }
+
+/// An executor whose first ENQUEUEMANY is applied and then answered with a
+/// connection reset: the jobs are in, and the caller does not know it.
+struct ResetOnce {
+    inner: echomq::Embedded,
+    reset: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl echomq::Executor for ResetOnce {
+    async fn run(&self, calls: &[echomq::Call]) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
+        let replies = self.inner.run(calls).await?;
+        let many = calls.iter().any(|call| call.name == echomq::Name::EnqueueMany);
+        if many && !self.reset.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset on the way back");
+            return Err(redis::RedisError::from(reset).into());
+        }
+        Ok(replies)
+    }
+
+    async fn read_stream(
+        &self,
+        key: &str,
+        after: &str,
+        count: usize,
+        wait: Duration,
+    ) -> echomq::Result<Vec<echomq::StreamEntry>> {
+        self.inner.read_stream(key, after, count, wait).await
+    }
+
+    async fn stream_last(&self, key: &str) -> echomq::Result<Option<String>> {
+        self.inner.stream_last(key).await
+    }
+}
+
+/// The jobs' round trip broke after the server took them: the batch sends
+/// them again under the same ids (each is in once) and opens the batch, so
+/// its callback comes; the caller is told it opened.
+#[tokio::test]
+async fn a_batch_whose_jobs_round_trip_broke_sends_them_again_and_opens() {
+    let executor = Arc::new(ResetOnce { inner: echomq::Embedded::new(), reset: Default::default() });
+    let q = Queue::with_executor(executor.clone(), &unique_queue("reset")).unwrap();
+    let opened = q.enqueue_batch_with_callback(["a", "b"], "cb").await.unwrap();
+    assert!(executor.reset.load(std::sync::atomic::Ordering::SeqCst), "the first try was reset");
+    assert_eq!(q.stats().await.unwrap().pending, 2, "each job once, no callback yet");
+    for id in &opened.jobs {
+        assert!(q.inspect(id).await.unwrap().is_some(), "{id} was enqueued");
+    }
+    for job in q.claim_batch(Duration::from_secs(60), 2).await.unwrap() {
+        q.ack(&job).await.unwrap();
+    }
+    assert_eq!(q.settle(1000).await.unwrap().closed, 1, "the batch was open, and is called back");
+    let callback = q.inspect(&opened.callback).await.unwrap().expect("its callback");
+    assert_eq!(callback.record.payload, b"cb");
+}
