@@ -321,7 +321,8 @@ impl Queue {
     /// enqueues nothing. The jobs' round trip is sent again, a few times,
     /// while the server cannot be reached or the connection broke on the
     /// way (the jobs' ids are minted first: those that went in answer
-    /// `duplicate`); when it still fails, or the server refused the jobs, no
+    /// `duplicate`, unless one already ran and retention removed its record
+    /// in the moment between); when it still fails, or the server refused the jobs, no
     /// batch is opened and that failure is the answer: jobs it may have
     /// enqueued run without a callback. Once the jobs are in, the batch is
     /// opened, and tried again the same way (it is the same batch: opened
