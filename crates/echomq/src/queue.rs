@@ -170,8 +170,8 @@ pub struct Enqueued {
     pub duplicate: bool,
 }
 
-/// How many times [`Queue::enqueue_batch_with_callback`] tries to open its
-/// batch once its jobs are in: 0.7 s of naps between the tries.
+/// How many times [`Queue::enqueue_batch_with_callback`] tries to send its
+/// jobs, and then to open its batch: 0.7 s of naps between the tries.
 const BATCH_TRIES: usize = 4;
 
 /// Whether a call that failed with `err` is worth sending again, when
@@ -180,6 +180,27 @@ const BATCH_TRIES: usize = 4;
 fn worth_again(err: &crate::Error) -> bool {
     err.surely_did_nothing()
         || matches!(err, crate::Error::Redis(err) if err.is_io_error() || err.is_timeout())
+}
+
+/// `call`'s outcome, after up to [`BATCH_TRIES`] tries, 100 ms, 200 ms and
+/// 400 ms apart, while `unsure` says it is worth sending again (`call`
+/// changes nothing when sent twice); `doing` names the step for the log.
+async fn again<T, F, Fut>(batch: &str, doing: &str, call: F, unsure: impl Fn(&T) -> bool) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let mut nap = Duration::from_millis(100);
+    for _ in 1..BATCH_TRIES {
+        let outcome = call().await;
+        if !unsure(&outcome) {
+            return outcome;
+        }
+        tracing::debug!(batch, "{doing}, again");
+        tokio::time::sleep(nap).await;
+        nap *= 2;
+    }
+    call().await
 }
 
 /// A batch opened by [`Queue::enqueue_batch_with_callback`].
@@ -322,9 +343,9 @@ impl Queue {
     /// while the server cannot be reached or the connection broke on the
     /// way (the jobs' ids are minted first: those that went in answer
     /// `duplicate`, unless one already ran and retention removed its record
-    /// in the moment between); when it still fails, or the server refused the jobs, no
-    /// batch is opened and that failure is the answer: jobs it may have
-    /// enqueued run without a callback. Once the jobs are in, the batch is
+    /// in the moment between); when it still fails, or the server refused
+    /// the jobs, no batch is opened and that failure is the answer: jobs it
+    /// may have enqueued run without a callback. Once the jobs are in, the batch is
     /// opened, and tried again the same way (it is the same batch: opened
     /// twice, it is opened once); when replicas did not confirm the jobs or
     /// the batch, or the batch could not be opened, the answer is
@@ -354,22 +375,11 @@ impl Queue {
             let jobs = payloads.iter().zip(&batch.jobs);
             jobs.map(|(payload, id)| (payload.as_slice(), EnqueueOptions::default().id(id.clone())))
         };
-        let mut nap = Duration::from_millis(100);
-        let mut tries = 1;
-        let outcomes = loop {
-            let sent = self.enqueue_many(jobs()).await;
-            let unsure = match &sent {
-                Err(err) => worth_again(err),
-                Ok(outcomes) => outcomes.iter().any(|outcome| outcome.as_ref().is_err_and(worth_again)),
-            };
-            if !unsure || tries == BATCH_TRIES {
-                break sent?;
-            }
-            tracing::debug!(batch = %batch.id, "enqueueing a batch's jobs, again");
-            tokio::time::sleep(nap).await;
-            nap *= 2;
-            tries += 1;
+        let unsure = |sent: &Result<Vec<Result<Enqueued>>>| match sent {
+            Err(err) => worth_again(err),
+            Ok(outcomes) => outcomes.iter().any(|outcome| outcome.as_ref().is_err_and(worth_again)),
         };
+        let outcomes = again(&batch.id, "enqueueing its jobs", || self.enqueue_many(jobs()), unsure).await?;
         let mut unconfirmed = None;
         for outcome in outcomes {
             match outcome {
@@ -390,18 +400,8 @@ impl Queue {
     /// while the server cannot be reached or the call's fate is not known
     /// (opening a batch that is open changes nothing).
     async fn open(&self, batch: &Batch) -> Result<()> {
-        let mut nap = Duration::from_millis(100);
-        for _ in 1..BATCH_TRIES {
-            match self.run(batch).await {
-                Err(err) if worth_again(&err) => {
-                    tracing::debug!(error = %err, batch = %batch.id, "opening a batch, again");
-                    tokio::time::sleep(nap).await;
-                    nap *= 2;
-                }
-                done => return done.map(drop),
-            }
-        }
-        self.run(batch).await.map(drop)
+        let unsure = |done: &Result<_>| done.as_ref().is_err_and(worth_again);
+        again(&batch.id, "opening it", || self.run(batch), unsure).await.map(drop)
     }
 
     /// Settle the queue's open batches (see [`Settle`]): what every
