@@ -93,6 +93,10 @@ impl Server {
     /// A connection for the commands `emq` sends itself: reconnecting, with no
     /// response time-out; over every node of a cluster with `--cluster`.
     pub async fn connection(&self) -> Result<Conn, Error> {
+        self.connect().await.map_err(connecting)
+    }
+
+    async fn connect(&self) -> Result<Conn, Error> {
         Ok(if self.cluster {
             Conn::Cluster(
                 self.cluster_client()?.get_async_connection_with_config(ClusterConfig::new()).await?,
@@ -104,6 +108,10 @@ impl Server {
 
     /// The executor `--via` asks for.
     pub async fn executor(&self) -> Result<Arc<dyn Executor>, Error> {
+        self.open_executor().await.map_err(connecting)
+    }
+
+    async fn open_executor(&self) -> Result<Arc<dyn Executor>, Error> {
         if self.cluster {
             return self.cluster_executor().await;
         }
@@ -165,6 +173,11 @@ impl Server {
     pub async fn queue(&self, name: &str) -> Result<Queue, Error> {
         Ok(Queue::with_executor(self.executor().await?, name)?)
     }
+}
+
+/// A failure met while connecting, marked so (nothing was sent yet).
+fn connecting(err: Error) -> Error {
+    Box::new(crate::failure::Connecting(err))
 }
 
 /// The connection `emq`'s own commands (SCAN, ZRANGE) go over: to one server,

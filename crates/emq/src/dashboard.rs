@@ -233,19 +233,24 @@ async fn job_page(Extract(app): Extract<Arc<App>>, Path((queue, id)): Path<(Stri
         let job = Queue::with_executor(app.executor.clone(), &queue)?.inspect(&id).await?;
         let Some(job) = job else { return Ok::<_, Error>(format!("no job {}", escape(id.as_str()))) };
         let r = job.record;
-        // A priority lives beside the record (`<q>priority`), not in INSPECT's reply.
-        let [priority]: [Option<i64>; 1] = redis::cmd("HMGET")
+        // A priority lives beside the record (`<q>priority`), not in INSPECT's
+        // reply: shown as stored, and the rest shown when it cannot be read.
+        let read = redis::cmd("HMGET")
             .arg(Keyspace::new(&queue)?.priority())
             .arg(id.as_str())
-            .query_async(&mut app.server_conn.clone())
-            .await?;
+            .query_async::<[Option<String>; 1]>(&mut app.server_conn.clone())
+            .await;
+        let priority = match read {
+            Ok([priority]) => priority,
+            Err(err) => Some(format!("unreadable: {err}")),
+        };
         let mut rows = vec![
             vec!["state".into(), r.state.to_string()],
             vec!["attempts".into(), r.attempts.to_string()],
             vec!["payload".into(), format!("<pre>{}</pre>", escape(&String::from_utf8_lossy(&r.payload)))],
         ];
-        if let Some(priority) = priority.filter(|&priority| priority != 0) {
-            rows.insert(2, vec!["priority".into(), format!("{priority} (lower first)")]);
+        if let Some(priority) = priority.filter(|priority| priority != "0") {
+            rows.insert(2, vec!["priority".into(), escape(&format!("{priority} (lower first)"))]);
         }
         for (name, at) in [("enqueued_at", r.enqueued_at), ("updated_at", r.updated_at)] {
             if let Some(at) = at {

@@ -72,12 +72,38 @@ pub fn exit_code(err: &(dyn StdError + 'static), only_reads: bool) -> i32 {
     if let Some(exit) = err.downcast_ref::<Exit>() {
         return exit.code;
     }
-    if err.downcast_ref::<echomq::Error>().is_none() && err.downcast_ref::<RedisError>().is_none() {
+    if let Some(Connecting(err)) = err.downcast_ref::<Connecting>() {
+        return Failure::of_connecting(err.as_ref()).exit_code();
+    }
+    // What the server or EchoMQ said; an unreadable reply or record is not a refusal.
+    let told = match err.downcast_ref::<echomq::Error>() {
+        Some(echomq::Error::Reply(_) | echomq::Error::Record(_) | echomq::Error::Json(_)) => false,
+        Some(_) => true,
+        None => err.downcast_ref::<RedisError>().is_some(),
+    };
+    if !told {
         return 1;
     }
     match Failure::of(err) {
         Failure::MaybeDone if only_reads => Failure::NotDone.exit_code(),
         failure => failure.exit_code(),
+    }
+}
+
+/// A failure to connect (or to find the executor): nothing was sent yet, so
+/// it is told as [`Failure::of_connecting`] tells it, never "maybe done".
+#[derive(Debug)]
+pub struct Connecting(pub Box<dyn StdError + Send + Sync>);
+
+impl std::fmt::Display for Connecting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl StdError for Connecting {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.0.source()
     }
 }
 
@@ -110,6 +136,9 @@ impl StdError for Exit {}
 
 /// The redis error in `err`, the client's own or inside an EchoMQ error.
 fn redis_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a RedisError> {
+    if let Some(Connecting(err)) = err.downcast_ref::<Connecting>() {
+        return redis_error(err.as_ref());
+    }
     match err.downcast_ref::<echomq::Error>() {
         Some(echomq::Error::Redis(err)) => Some(err),
         Some(_) => None,
@@ -208,5 +237,22 @@ mod tests {
         assert_eq!(Failure::of_connecting(&io(std::io::ErrorKind::InvalidData)), Failure::Refused);
         let loading = explain(&server(ServerErrorKind::BusyLoading, "LOADING"));
         assert!(loading.starts_with("the server is loading its data"), "{loading}");
+    }
+
+    #[test]
+    fn every_command_exits_with_what_its_failure_did() {
+        let timed_out = || Box::new(io(std::io::ErrorKind::TimedOut)) as Box<dyn StdError + Send + Sync>;
+        // A write whose connection broke may have been done; a read did nothing.
+        assert_eq!(exit_code(&io(std::io::ErrorKind::TimedOut), false), 4);
+        assert_eq!(exit_code(&io(std::io::ErrorKind::TimedOut), true), 3);
+        // Connecting sent nothing, whatever broke; a password refused is refused.
+        assert_eq!(exit_code(&Connecting(timed_out()), false), 3);
+        let auth = RedisError::from((ErrorKind::AuthenticationFailed, "auth"));
+        assert_eq!(exit_code(&Connecting(Box::new(echomq::Error::Redis(auth))), false), 5);
+        assert_eq!(exit_code(&server(ServerErrorKind::NoPerm, "NOPERM"), true), 5);
+        // A reply it cannot read is no refusal; nor is emq's own failure.
+        assert_eq!(exit_code(&echomq::Error::Reply("garbled".into()), false), 1);
+        assert_eq!(exit_code(&Exit::with_code(9, "no such job".into()), true), 9);
+        assert_eq!(exit_code(&std::io::Error::other("stdout closed"), true), 1);
     }
 }

@@ -108,7 +108,8 @@ enum Command {
     /// Print a job's result (what its handler returned), waiting for it with --wait.
     ///
     /// Exit codes: 0 done (its result printed, if one was kept); 6 dead; 7
-    /// cancelled; 8 not finished (yet); 9 no such job; 1 anything else.
+    /// cancelled; 8 not finished (yet); 9 no such job; 3 the server could
+    /// not be reached; 5 it refused the call; 1 anything else.
     Result(events::ResultArgs),
     /// Follow a queue's event log: one JSON line per event (enqueued, active,
     /// progress, completed, failed, dead, …), as it happens.
@@ -141,8 +142,8 @@ enum Command {
     ///
     /// Exit codes: 0 stopped (SIGINT, SIGTERM) after its jobs; 3 the server
     /// did not answer within --connect-timeout (without it, the worker waits);
-    /// 5 the server refused it (a bad password, a certificate not trusted);
-    /// 1 anything else.
+    /// 5 the server refused it (a bad password, a certificate not trusted,
+    /// an ACL); 4 a write's connection broke on the way; 1 anything else.
     Work(work::Args),
     /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
     Dashboard(dashboard::Args),

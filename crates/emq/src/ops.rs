@@ -37,17 +37,22 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
         return Err(format!("no job {} in queue {queue}", args.id).into());
     };
     let record = job.record;
-    // A priority lives beside the record (`<q>priority`), not in INSPECT's reply.
+    // A priority lives beside the record (`<q>priority`), not in INSPECT's
+    // reply: shown as stored, and the rest shown when it cannot be read.
     let mut conn = server.connection().await?;
-    let [priority]: [Option<i64>; 1] = redis::cmd("HMGET")
+    let read = redis::cmd("HMGET")
         .arg(Keyspace::new(&queue)?.priority())
         .arg(args.id.as_str())
-        .query_async(&mut conn)
-        .await?;
+        .query_async::<[Option<String>; 1]>(&mut conn)
+        .await;
+    let priority = match read {
+        Ok([priority]) => priority,
+        Err(err) => Some(format!("unreadable: {}", crate::failure::explain(&err))),
+    };
     say!("{} in {queue}", args.id);
     say!("  state     {}", record.state);
     say!("  attempts  {}", record.attempts);
-    if let Some(priority) = priority.filter(|&priority| priority != 0) {
+    if let Some(priority) = priority.filter(|priority| priority != "0") {
         say!("  priority  {priority} (lower first)");
     }
     say!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
