@@ -182,10 +182,16 @@ fn worth_again(err: &crate::Error) -> bool {
         || matches!(err, crate::Error::Redis(err) if err.is_io_error() || err.is_timeout())
 }
 
+/// `err`, when it is [`worth_again`].
+fn unsure(err: &crate::Error) -> Option<&crate::Error> {
+    Some(err).filter(|err| worth_again(err))
+}
+
 /// `call`'s outcome, after up to [`BATCH_TRIES`] tries, 100 ms, 200 ms and
-/// 400 ms apart, while `unsure` says it is worth sending again (`call`
-/// changes nothing when sent twice); `doing` names the step for the log.
-async fn again<T, F, Fut>(batch: &str, doing: &str, call: F, unsure: impl Fn(&T) -> bool) -> T
+/// 400 ms apart, while `unsure` finds in it an error worth sending the call
+/// again for (`call` changes nothing when sent twice); `doing` names the
+/// step for the log.
+async fn again<T, F, Fut>(batch: &str, doing: &str, call: F, unsure: fn(&T) -> Option<&crate::Error>) -> T
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = T>,
@@ -193,10 +199,8 @@ where
     let mut nap = Duration::from_millis(100);
     for _ in 1..BATCH_TRIES {
         let outcome = call().await;
-        if !unsure(&outcome) {
-            return outcome;
-        }
-        tracing::debug!(batch, "{doing}, again");
+        let Some(error) = unsure(&outcome) else { return outcome };
+        tracing::debug!(batch, %error, "{doing}, again");
         tokio::time::sleep(nap).await;
         nap *= 2;
     }
@@ -375,9 +379,9 @@ impl Queue {
             let jobs = payloads.iter().zip(&batch.jobs);
             jobs.map(|(payload, id)| (payload.as_slice(), EnqueueOptions::default().id(id.clone())))
         };
-        let unsure = |sent: &Result<Vec<Result<Enqueued>>>| match sent {
-            Err(err) => worth_again(err),
-            Ok(outcomes) => outcomes.iter().any(|outcome| outcome.as_ref().is_err_and(worth_again)),
+        let unsure: fn(&Result<Vec<Result<Enqueued>>>) -> Option<&crate::Error> = |sent| match sent {
+            Err(err) => unsure(err),
+            Ok(outcomes) => outcomes.iter().filter_map(|outcome| outcome.as_ref().err()).find_map(unsure),
         };
         let outcomes = again(&batch.id, "enqueueing its jobs", || self.enqueue_many(jobs()), unsure).await?;
         let mut unconfirmed = None;
@@ -400,7 +404,7 @@ impl Queue {
     /// while the server cannot be reached or the call's fate is not known
     /// (opening a batch that is open changes nothing).
     async fn open(&self, batch: &Batch) -> Result<()> {
-        let unsure = |done: &Result<_>| done.as_ref().is_err_and(worth_again);
+        let unsure: fn(&Result<_>) -> Option<&crate::Error> = |done| done.as_ref().err().and_then(unsure);
         again(&batch.id, "opening it", || self.run(batch), unsure).await.map(drop)
     }
 
