@@ -23,7 +23,7 @@ use echomq::{JobId, Keyspace, Queue, State};
 use serde::Deserialize;
 
 use crate::connect::{Error, Server};
-use crate::ops::discover;
+use crate::ops::{discover, priority};
 
 mod html;
 
@@ -233,24 +233,14 @@ async fn job_page(Extract(app): Extract<Arc<App>>, Path((queue, id)): Path<(Stri
         let job = Queue::with_executor(app.executor.clone(), &queue)?.inspect(&id).await?;
         let Some(job) = job else { return Ok::<_, Error>(format!("no job {}", escape(id.as_str()))) };
         let r = job.record;
-        // A priority lives beside the record (`<q>priority`), not in INSPECT's
-        // reply: shown as stored, and the rest shown when it cannot be read.
-        let read = redis::cmd("HMGET")
-            .arg(Keyspace::new(&queue)?.priority())
-            .arg(id.as_str())
-            .query_async::<[Option<String>; 1]>(&mut app.server_conn.clone())
-            .await;
-        let priority = match read {
-            Ok([priority]) => priority,
-            Err(err) => Some(format!("unreadable: {err}")),
-        };
+        let priority = priority(&mut app.server_conn.clone(), &queue, &id).await?;
         let mut rows = vec![
             vec!["state".into(), r.state.to_string()],
             vec!["attempts".into(), r.attempts.to_string()],
             vec!["payload".into(), format!("<pre>{}</pre>", escape(&String::from_utf8_lossy(&r.payload)))],
         ];
-        if let Some(priority) = priority.filter(|priority| priority != "0") {
-            rows.insert(2, vec!["priority".into(), escape(&format!("{priority} (lower first)"))]);
+        if let Some(priority) = priority {
+            rows.insert(2, vec!["priority".into(), escape(&priority)]);
         }
         for (name, at) in [("enqueued_at", r.enqueued_at), ("updated_at", r.updated_at)] {
             if let Some(at) = at {

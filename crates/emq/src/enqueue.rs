@@ -73,10 +73,10 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     // Bad input is refused before anything is sent.
     echomq::Keyspace::new(&args.queue).map_err(|err| refused(&err))?;
     let payloads = match &args.payload {
-        _ if args.jsonl => lines(&read_stdin()?)?,
+        _ if args.jsonl => lines(&read_stdin(u64::MAX)?)?,
         // One byte past the limit is enough to refuse it: a stream of
         // gigabytes is not read whole for that.
-        Some(payload) if payload == "-" => vec![read_stdin_at_most(echomq::limits::MAX_PAYLOAD + 1)?],
+        Some(payload) if payload == "-" => vec![read_stdin(echomq::limits::MAX_PAYLOAD as u64 + 1)?],
         Some(payload) => vec![payload.clone().into_bytes()],
         None => return Err("no payload: give one, `-` for stdin, or --jsonl".into()),
     };
@@ -337,16 +337,10 @@ fn refused(err: &(dyn std::error::Error + 'static)) -> Exit {
     Exit::new(Failure::Refused, message)
 }
 
-fn read_stdin() -> Result<Vec<u8>, Error> {
+/// Stdin, up to `most` bytes (`u64::MAX`: all of it).
+fn read_stdin(most: u64) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::new();
-    std::io::stdin().read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// Stdin, up to `most` bytes.
-fn read_stdin_at_most(most: usize) -> Result<Vec<u8>, Error> {
-    let mut bytes = Vec::new();
-    std::io::stdin().take(most as u64).read_to_end(&mut bytes)?;
+    std::io::stdin().take(most).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 

@@ -37,23 +37,12 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
         return Err(format!("no job {} in queue {queue}", args.id).into());
     };
     let record = job.record;
-    // A priority lives beside the record (`<q>priority`), not in INSPECT's
-    // reply: shown as stored, and the rest shown when it cannot be read.
-    let mut conn = server.connection().await?;
-    let read = redis::cmd("HMGET")
-        .arg(Keyspace::new(&queue)?.priority())
-        .arg(args.id.as_str())
-        .query_async::<[Option<String>; 1]>(&mut conn)
-        .await;
-    let priority = match read {
-        Ok([priority]) => priority,
-        Err(err) => Some(format!("unreadable: {}", crate::failure::explain(&err))),
-    };
+    let priority = priority(&mut server.connection().await?, &queue, &args.id).await?;
     say!("{} in {queue}", args.id);
     say!("  state     {}", record.state);
     say!("  attempts  {}", record.attempts);
-    if let Some(priority) = priority.filter(|priority| priority != "0") {
-        say!("  priority  {priority} (lower first)");
+    if let Some(priority) = priority {
+        say!("  priority  {priority}");
     }
     say!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
     if let Some(at) = record.enqueued_at {
@@ -78,6 +67,21 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
         say!("  header    {name}: {value}");
     }
     Ok(())
+}
+
+/// Job `id`'s priority in words, when it has one (not 0): it lives beside
+/// the record (`<q>priority`), not in INSPECT's reply. Shown as stored, or
+/// as unreadable, so that the rest of the job is still shown.
+pub async fn priority(conn: &mut Conn, queue: &str, id: &JobId) -> Result<Option<String>, Error> {
+    let read = redis::cmd("HMGET")
+        .arg(Keyspace::new(queue)?.priority())
+        .arg(id.as_str())
+        .query_async::<[Option<String>; 1]>(conn)
+        .await;
+    Ok(match read {
+        Ok([priority]) => priority.filter(|priority| priority != "0").map(|p| format!("{p} (lower first)")),
+        Err(err) => Some(format!("unreadable: {}", crate::failure::explain(&err))),
+    })
 }
 
 /// A job's own policy in an operator's words: `attempts 3, back-off 1s
