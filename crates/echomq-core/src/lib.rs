@@ -29,6 +29,7 @@
 //! - [`transition`]: every transition (parse, then apply) and [`Name`], which lists and dispatches them.
 //! - [`reply`]: [`Reply`] and [`Refusal`].
 //! - [`memory`]: [`Memory`], an in-process store with an injectable clock.
+//! - [`version`]: the protocol's version, [`PROTOCOL`].
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -41,6 +42,7 @@ pub mod policy;
 pub mod reply;
 pub mod store;
 pub mod transition;
+pub mod version;
 
 pub use code::Code;
 pub use description::{Description, Effect, Role};
@@ -49,3 +51,4 @@ pub use policy::{Backoff, Policy};
 pub use reply::{Answer, Refusal, Reply};
 pub use store::{KeyType, Store};
 pub use transition::Name;
+pub use version::{Version, PROTOCOL};
