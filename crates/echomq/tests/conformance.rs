@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::ops::{op, perform, Op, Tokens, SLOTS};
 use echomq::{Embedded, Executor, JobId, Lua, Name, Native, Queue, Role};
-use echomq_core::memory::{Dump, ManualClock};
+use echomq_core::memory::{Dump, ManualClock, StreamId};
 use echomq_core::Reply;
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use redis::aio::MultiplexedConnection;
 
 /// One queue of one executor, and how to read its keys back.
@@ -37,6 +37,46 @@ struct Target {
     /// Each record's stamps at the last step: `enqueued_at` must stay as it
     /// was born, `updated_at` never go back, for as long as the record lives.
     stamps: std::sync::Mutex<BTreeMap<String, [Option<u64>; 2]>>,
+    /// The step that wrote each event of its log still there.
+    written: std::sync::Mutex<BTreeMap<StreamId, usize>>,
+}
+
+impl Target {
+    /// Put the event log of `keyspace`, read after step `step` of `ops`, in
+    /// the order the protocol fixes: the steps' events in the steps' order,
+    /// each step's in the order it wrote them, except for a step that walks
+    /// a set by time (REAP by deadline, PROMOTE by due time, FIRE by tick,
+    /// PURGE by finish time). Those write one event a job in score order,
+    /// and scores are each executor's clock: two jobs whose deadlines tie on
+    /// the embedded clock may be a millisecond apart on the server's, so
+    /// their events are compared as a set (the scores themselves are
+    /// compared within the skew, as every time is).
+    fn settle_events(&self, keyspace: &mut Keyspace, step: usize, ops: &[Op]) {
+        let Some(Dump::Stream(entries)) = keyspace.get_mut("events") else { return };
+        let mut written = self.written.lock().unwrap();
+        let newest = written.keys().next_back().copied();
+        for (id, _) in entries.iter() {
+            if newest.is_none_or(|newest| *id > newest) {
+                written.insert(*id, step);
+            }
+        }
+        if let Some((oldest, _)) = entries.first() {
+            written.retain(|id, _| id >= oldest);
+        }
+        let step_of = |id: &StreamId| written.get(id).copied().unwrap_or(step);
+        let by_time =
+            |at: usize| matches!(ops[at], Op::Reap { .. } | Op::Promote | Op::Purge { .. } | Op::Fire { .. });
+        entries.sort_by(|(a, a_fields), (b, b_fields)| {
+            let (a, b) = (step_of(a), step_of(b));
+            a.cmp(&b).then_with(|| {
+                if a == b && by_time(a) {
+                    a_fields.cmp(b_fields)
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+        });
+    }
 }
 
 /// What a target's records must say about the native executor's two fields.
@@ -249,7 +289,8 @@ async fn run_sequence(
             replies.push(perform(&target.queue, &ids, &mut target.tokens, op).await);
         }
         skew = skew.max((server_ms(conn).await - t0 + 1) as f64);
-        let reference = read_keyspace(&targets[0], conn).await;
+        let mut reference = read_keyspace(&targets[0], conn).await;
+        targets[0].settle_events(&mut reference, n, ops);
         check_extras(&targets[0], &reference).map_err(|e| format!("step {n} {op:?}: {e}"))?;
         for (target, reply) in targets.iter().zip(&replies).skip(1) {
             let at =
@@ -257,7 +298,8 @@ async fn run_sequence(
             if *reply != replies[0] {
                 return Err(at(format!("replies {} and {reply}", replies[0])));
             }
-            let keyspace = read_keyspace(target, conn).await;
+            let mut keyspace = read_keyspace(target, conn).await;
+            target.settle_events(&mut keyspace, n, ops);
             check_extras(target, &keyspace).map_err(at)?;
             compare(&reference, &keyspace, skew).map_err(at)?;
         }
@@ -320,7 +362,14 @@ fn for_random_sequences(
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let conn = runtime.block_on(server.connection());
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(cases);
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    // A failing case is kept (and tried first on every later run) in the
+    // file beside this one, which is committed: a case found once is never lost.
+    let persistence = FileFailurePersistence::Direct("tests/conformance.proptest-regressions");
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: Some(Box::new(persistence)),
+        ..Config::default()
+    });
     let sequences = (prop::collection::vec(op(), 1..30), 1u64..);
     let result = runner.run(&sequences, |(ops, seed)| {
         // Each sequence on an empty server: reading a queue's keys (KEYS, in
@@ -340,7 +389,15 @@ fn for_random_sequences(
 
 fn target(name: &'static str, via: Arc<dyn Executor>, embedded: Option<Embedded>, extras: Extras) -> Target {
     let queue = Queue::with_executor(via, &unique_queue("conformance")).unwrap();
-    Target { name, queue, tokens: Tokens::new(), embedded, extras, stamps: Default::default() }
+    Target {
+        name,
+        queue,
+        tokens: Tokens::new(),
+        embedded,
+        extras,
+        stamps: Default::default(),
+        written: Default::default(),
+    }
 }
 
 #[test]
@@ -870,7 +927,14 @@ fn raw_calls_get_the_same_reply_from_the_script_the_module_and_the_core() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let conn = runtime.block_on(server.connection());
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    // A failing case is kept (and tried first on every later run) in the
+    // file beside this one, which is committed: a case found once is never lost.
+    let persistence = FileFailurePersistence::Direct("tests/conformance.proptest-regressions");
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: Some(Box::new(persistence)),
+        ..Config::default()
+    });
     let result = runner.run(&raw_call(), |call| {
         let id = match call.id {
             IdPick::Minted => JobId::mint().to_string(),
