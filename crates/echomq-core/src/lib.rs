@@ -30,6 +30,7 @@
 //! - [`reply`]: [`Reply`] and [`Refusal`].
 //! - [`memory`]: [`Memory`], an in-process store with an injectable clock.
 //! - [`version`]: the protocol's version, [`PROTOCOL`].
+//! - [`vectors`]: the golden vectors of `protocol/vectors/`, as cases the core runs.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -42,6 +43,7 @@ pub mod policy;
 pub mod reply;
 pub mod store;
 pub mod transition;
+pub mod vectors;
 pub mod version;
 
 pub use code::Code;

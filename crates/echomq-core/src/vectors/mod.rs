@@ -1,0 +1,484 @@
+//! Golden vectors: every transition's behaviour as data. A [`Case`] is a
+//! keyspace before (built by running earlier transitions on a [`Memory`]
+//! store, or written directly), one call, and what the core answers and
+//! leaves: [`Outcome`]. [`files`] renders every case as the JSON files of
+//! `protocol/vectors/`, one per transition, which every executor and every
+//! speaker in another language replays (`protocol/vectors/README.md` says
+//! how to read them).
+//!
+//! Regenerate the files with `cargo run -p echomq-core --example vectors`;
+//! a test fails when they are stale.
+//!
+//! # Layout
+//! - [`json`]: the files' encoding: bytes, times relative to the call's now.
+//! - `enqueue`, `lease`, `finish`, `upkeep`, `control`, `schedule`,
+//!   `batch`: the cases, by transition group.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::memory::{Dump, Entry, ManualClock};
+use crate::{Code, Memory, Name, Role, Store};
+
+mod batch;
+mod control;
+mod enqueue;
+mod finish;
+pub mod json;
+mod lease;
+mod schedule;
+mod upkeep;
+
+/// The server time every case's call assumes, ms since the Unix epoch. The
+/// files express every time relative to it (see [`json`]).
+pub const NOW: u64 = 1_750_000_000_000;
+
+/// When setup steps run unless a case says otherwise: a minute before the call.
+pub const EARLIER: i64 = -60_000;
+
+/// The queue every case works on: its keys are `emq:{q}:<role>`.
+pub const PREFIX: &str = "emq:{q}:";
+
+/// Job ids the cases use, in mint order.
+pub const A: &str = "JOB_00000000000000000000000001";
+/// The second id.
+pub const B: &str = "JOB_00000000000000000000000002";
+/// The third id.
+pub const C: &str = "JOB_00000000000000000000000003";
+
+/// One transition call: the transition, its KEYS and ARGV.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The transition.
+    pub name: Name,
+    /// KEYS, in order.
+    pub keys: Vec<String>,
+    /// ARGV, in order.
+    pub args: Vec<Vec<u8>>,
+}
+
+/// A key written directly before a case's call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Put {
+    /// A hash of these fields.
+    Hash(Vec<(String, Vec<u8>)>),
+    /// A sorted set of these members and scores.
+    Zset(Vec<(String, f64)>),
+    /// A string (a key of the wrong type, for `EMQTYPE`).
+    String(Vec<u8>),
+}
+
+/// One step building a case's keyspace before its call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Setup {
+    /// Run a transition `at` ms relative to the call's now (always before it);
+    /// it must not be refused.
+    Run {
+        /// When, relative to [`NOW`]: negative.
+        at: i64,
+        /// The call.
+        call: Call,
+    },
+    /// Write `key` directly, replacing what it held.
+    Put {
+        /// The full key.
+        key: String,
+        /// Its content.
+        value: Put,
+    },
+}
+
+/// What a case says its call does, checked when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// A reply (not a refusal of the call).
+    Reply,
+    /// A refusal with this code, which changes nothing.
+    Refused(Code),
+    /// Whatever the core answers; a refusal still changes nothing.
+    Any,
+}
+
+/// One golden case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// What it shows, unique within its transition.
+    pub name: String,
+    /// The keyspace before, in steps.
+    pub setup: Vec<Setup>,
+    /// The call, at [`NOW`].
+    pub call: Call,
+    /// What the call must do.
+    pub expect: Expect,
+}
+
+/// One key's content, as the files write it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A hash's fields, sorted.
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    /// A sorted set's members with their scores, in (score, member) order.
+    Zset(Vec<(Vec<u8>, f64)>),
+    /// A stream's entries, in order.
+    Stream(Vec<Entry>),
+    /// A string.
+    String(Vec<u8>),
+}
+
+/// Every key of a database with its content, sorted by key.
+pub type Keyspace = BTreeMap<Vec<u8>, Value>;
+
+/// What the core did with a case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The keyspace before the call.
+    pub before: Keyspace,
+    /// The reply, or the refusal.
+    pub reply: crate::Answer,
+    /// The keyspace after the call.
+    pub after: Keyspace,
+}
+
+impl Case {
+    /// A case of `call` on an empty keyspace that must answer.
+    pub fn new(name: &str, call: Call) -> Case {
+        Case { name: name.to_owned(), setup: Vec::new(), call, expect: Expect::Reply }
+    }
+
+    /// The same case with `steps` run first, at [`EARLIER`].
+    pub fn after(mut self, steps: impl IntoIterator<Item = Call>) -> Case {
+        self.setup.extend(steps.into_iter().map(|call| Setup::Run { at: EARLIER, call }));
+        self
+    }
+
+    /// The same case with `call` run first, `at` ms relative to the call's now.
+    pub fn at(mut self, at: i64, call: Call) -> Case {
+        self.setup.push(Setup::Run { at, call });
+        self
+    }
+
+    /// The same case with `key` (after the prefix) written directly first.
+    pub fn put(mut self, key: &str, value: Put) -> Case {
+        self.setup.push(Setup::Put { key: format!("{PREFIX}{key}"), value });
+        self
+    }
+
+    /// The same case, which must be refused with `code`.
+    pub fn refused(mut self, code: Code) -> Case {
+        self.expect = Expect::Refused(code);
+        self
+    }
+
+    /// Build the keyspace, run the call at [`NOW`], and check it did what the
+    /// case says: a refusal with its code, and nothing changed.
+    pub fn run(&self) -> Result<Outcome, String> {
+        let clock = Arc::new(ManualClock::new(0));
+        let mut store = Memory::new(clock.clone());
+        let mut strings = BTreeMap::new();
+        for step in &self.setup {
+            match step {
+                Setup::Run { at, call } => {
+                    if *at >= 0 {
+                        return Err(format!("{}: a setup step at {at}, not before the call", self.name));
+                    }
+                    clock.set(NOW.saturating_add_signed(*at));
+                    if let Err(refusal) = run(&mut store, call) {
+                        return Err(format!("{}: setup {} refused: {refusal}", self.name, call.name));
+                    }
+                }
+                Setup::Put { key, value } => {
+                    let key = key.as_bytes();
+                    store.del(key);
+                    strings.remove(key);
+                    match value {
+                        Put::Hash(fields) => {
+                            let fields: Vec<(&[u8], &[u8])> =
+                                fields.iter().map(|(f, v)| (f.as_bytes(), v.as_slice())).collect();
+                            store.hset(key, &fields);
+                        }
+                        Put::Zset(members) => {
+                            for (member, score) in members {
+                                store.zadd(key, *score, member.as_bytes());
+                            }
+                        }
+                        Put::String(text) => {
+                            store.put_other(key, "string");
+                            strings.insert(key.to_vec(), text.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let before = keyspace(&store, &strings)?;
+        clock.set(NOW);
+        let reply = run(&mut store, &self.call);
+        let after = keyspace(&store, &strings)?;
+        match (self.expect, &reply) {
+            (Expect::Reply | Expect::Any, Ok(_)) => {}
+            (Expect::Any, Err(refusal)) => {
+                if before != after {
+                    return Err(format!("{}: refused ({refusal}) but wrote", self.name));
+                }
+            }
+            (Expect::Refused(code), Err(refusal)) if refusal.code == code => {
+                if before != after {
+                    return Err(format!("{}: refused ({refusal}) but wrote", self.name));
+                }
+            }
+            (want, got) => return Err(format!("{}: expected {want:?}, got {got:?}", self.name)),
+        }
+        Ok(Outcome { before, reply, after })
+    }
+}
+
+fn run(store: &mut Memory, call: &Call) -> crate::Answer {
+    let keys: Vec<&[u8]> = call.keys.iter().map(|key| key.as_bytes()).collect();
+    let args: Vec<&[u8]> = call.args.iter().map(Vec::as_slice).collect();
+    call.name.run(store, &keys, &args)
+}
+
+/// The store's keys as the files write them; `strings` holds the strings'
+/// content, which the store keeps only as a type.
+fn keyspace(store: &Memory, strings: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<Keyspace, String> {
+    store
+        .dump()
+        .into_iter()
+        .map(|(key, dump)| {
+            let value = match dump {
+                Dump::Hash(fields) => Value::Hash(fields),
+                Dump::Zset(members) => Value::Zset(members),
+                Dump::Stream(entries) => Value::Stream(entries),
+                Dump::Other("string") => match strings.get(&key) {
+                    Some(text) => Value::String(text.clone()),
+                    None => {
+                        return Err(format!("{} is a string no case wrote", String::from_utf8_lossy(&key)))
+                    }
+                },
+                Dump::Other(other) => return Err(format!("{} is a {other}", String::from_utf8_lossy(&key))),
+            };
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// A key of the queue: `emq:{q}:<name>`.
+pub fn key(name: &str) -> String {
+    format!("{PREFIX}{name}")
+}
+
+/// The KEYS of `name`'s full form, from its description: the record of `id`
+/// for [`Role::Job`], `set` for [`Role::Finished`] and [`Role::Unfinished`].
+pub fn keys_of(name: Name, id: &str, set: &str) -> Vec<String> {
+    name.describe()
+        .keys
+        .iter()
+        .map(|role| match role {
+            Role::Job => key(&format!("job:{id}")),
+            Role::Finished | Role::Unfinished => key(set),
+            other => key(other.fixed().unwrap_or_default()),
+        })
+        .collect()
+}
+
+/// A call of `name` with its full form's KEYS for `id` and these ARGV.
+pub fn call(name: Name, id: &str, args: &[&str]) -> Call {
+    call_on(name, id, "", args)
+}
+
+/// [`call`] for a transition that names a set (PURGE, TRIM, DRAIN).
+pub fn call_on(name: Name, id: &str, set: &str, args: &[&str]) -> Call {
+    Call { name, keys: keys_of(name, id, set), args: args.iter().map(|a| a.as_bytes().to_vec()).collect() }
+}
+
+impl Call {
+    /// The same call with these KEYS instead.
+    pub fn with_keys(mut self, keys: Vec<String>) -> Call {
+        self.keys = keys;
+        self
+    }
+
+    /// The same call with an argument of raw bytes added.
+    pub fn arg(mut self, arg: &[u8]) -> Call {
+        self.args.push(arg.to_vec());
+        self
+    }
+}
+
+/// A time `ms` relative to the call's now, as an argument.
+pub fn at(ms: i64) -> String {
+    NOW.saturating_add_signed(ms).to_string()
+}
+
+/// ENQUEUE of `id` with `payload` and options, full form.
+pub fn enqueue(id: &str, payload: &str, options: &[&str]) -> Call {
+    let mut args = vec![id, payload];
+    args.extend_from_slice(options);
+    call(Name::Enqueue, id, &args)
+}
+
+/// CLAIM of up to `count` jobs under a minute's lease.
+pub fn claim(count: u32) -> Call {
+    call(Name::Claim, "", &["60000", "COUNT", &count.to_string()])
+}
+
+/// FAIL of `id` by its holder `token`, to be tried again after a second.
+pub fn fail(id: &str, token: &str, max_attempts: &str) -> Call {
+    call(Name::Fail, id, &[id, token, max_attempts, "1000", "boom"])
+}
+
+/// ACK of `id` by its holder `token`.
+pub fn ack(id: &str, token: &str) -> Call {
+    call(Name::Ack, id, &[id, token])
+}
+
+/// CONFIG with these options.
+pub fn config(options: &[&str]) -> Call {
+    call(Name::Config, "", options)
+}
+
+/// A hash of these fields, for [`Case::put`].
+pub fn hash(fields: &[(&str, &str)]) -> Put {
+    Put::Hash(fields.iter().map(|(f, v)| (f.to_string(), v.as_bytes().to_vec())).collect())
+}
+
+/// A sorted set of these members, for [`Case::put`].
+pub fn zset(members: &[(&str, f64)]) -> Put {
+    Put::Zset(members.iter().map(|(m, s)| (m.to_string(), *s)).collect())
+}
+
+/// A string, for [`Case::put`]: a key of the wrong type.
+pub fn string() -> Put {
+    Put::String(b"x".to_vec())
+}
+
+/// The cases every transition shares: its KEYS wrong (too few, one too
+/// many, another queue's, another name), and each of its keys holding a string.
+fn shared(call: &Call, setup: &Case) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let with = |name: &str, keys: Vec<String>| {
+        let mut case = setup.clone();
+        case.name = name.to_owned();
+        case.call = call.clone().with_keys(keys);
+        case.refused(Code::Arg)
+    };
+    cases.push(with("one key only", call.keys[..1].to_vec()));
+    let mut more = call.keys.clone();
+    more.push(key("stray"));
+    cases.push(with("one key too many", more));
+    let last = call.keys.len() - 1;
+    let mut other = call.keys.clone();
+    other[last] = other[last].replace("{q}", "{other}");
+    cases.push(with("the last key another queue's", other));
+    if last > 0 {
+        let mut swapped = call.keys.clone();
+        swapped.swap(last - 1, last);
+        cases.push(with("the last two keys swapped", swapped));
+    }
+    for (n, key) in call.keys.iter().enumerate() {
+        let mut case = setup.clone();
+        case.name = format!("KEYS[{}] holds a string", n + 1);
+        case.call = call.clone();
+        case.setup.push(Setup::Put { key: key.clone(), value: string() });
+        case.expect = Expect::Any;
+        cases.push(case);
+    }
+    cases
+}
+
+/// Every case, by transition, in [`Name::ALL`]'s order.
+pub fn cases() -> Vec<(Name, Vec<Case>)> {
+    let mut all: Vec<(Name, Vec<Case>)> = Name::ALL.iter().map(|name| (*name, Vec::new())).collect();
+    let groups = [
+        enqueue::cases(),
+        lease::cases(),
+        finish::cases(),
+        upkeep::cases(),
+        control::cases(),
+        schedule::cases(),
+        batch::cases(),
+    ];
+    for case in groups.into_iter().flatten() {
+        let at = Name::ALL.iter().position(|name| *name == case.call.name).expect("a transition");
+        all[at].1.push(case);
+    }
+    all
+}
+
+/// The cases that every transition gets from [`shared`]: called by each
+/// group with its transitions' happy calls and their setups.
+fn with_shared(happy: Vec<Case>) -> Vec<Case> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for case in happy {
+        if !seen.contains(&case.call.name) && case.expect == Expect::Reply {
+            seen.push(case.call.name);
+            out.extend(shared(&case.call, &case));
+        }
+        out.push(case);
+    }
+    out
+}
+
+/// Every file of `protocol/vectors/` but the README: its name and content.
+pub fn files() -> Result<Vec<(String, String)>, String> {
+    cases()
+        .into_iter()
+        .map(|(name, cases)| {
+            let mut names: Vec<&str> = cases.iter().map(|case| case.name.as_str()).collect();
+            names.sort_unstable();
+            if let Some(twice) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+                return Err(format!("{name}: two cases named {:?}", twice[0]));
+            }
+            if cases.is_empty() {
+                return Err(format!("{name} has no case"));
+            }
+            let outcomes = cases.iter().map(Case::run).collect::<Result<Vec<_>, _>>()?;
+            Ok((format!("{name}.json"), json::file(name, &cases, &outcomes)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed files are what the cases give now.
+    #[test]
+    fn the_committed_vectors_are_up_to_date() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../protocol/vectors");
+        let regenerate = "regenerate them: cargo run -p echomq-core --example vectors";
+        let files = files().unwrap();
+        for (name, content) in &files {
+            let committed = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            assert!(committed == *content, "protocol/vectors/{name} is stale: {regenerate}");
+        }
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".json"))
+            .collect();
+        on_disk.sort();
+        let mut made: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+        made.sort();
+        assert_eq!(on_disk, made, "protocol/vectors/ holds other files: {regenerate}");
+    }
+
+    #[test]
+    fn every_transition_has_cases_and_there_are_enough() {
+        let all = cases();
+        for (name, cases) in &all {
+            assert!(cases.len() >= 3, "{name} has {} cases", cases.len());
+        }
+        let total: usize = all.iter().map(|(_, cases)| cases.len()).sum();
+        assert!(total >= 150, "{total} cases");
+    }
+
+    /// A case that says it is refused and is not fails, with its name.
+    #[test]
+    fn a_case_that_does_not_do_what_it_says_fails() {
+        let wrong = Case::new("wrong", enqueue(A, "p", &[])).refused(Code::Arg);
+        assert!(wrong.run().unwrap_err().contains("expected Refused(Arg)"));
+        let late = Case::new("late", enqueue(A, "p", &[])).at(0, enqueue(B, "p", &[]));
+        assert!(late.run().unwrap_err().contains("not before the call"));
+    }
+}
