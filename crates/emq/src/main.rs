@@ -75,9 +75,16 @@ mod schedule;
 mod scripts;
 mod work;
 
+/// `emq --version`: the program's version and the protocol's it speaks,
+/// `emq 0.1.0 (protocol 1.0)`.
+fn version() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| format!("{} (protocol {})", env!("CARGO_PKG_VERSION"), echomq::PROTOCOL))
+}
+
 /// EchoMQ: a job queue whose state lives in Redis, spoken as a small fixed protocol.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version = version(), about)]
 struct Cli {
     #[command(flatten)]
     server: connect::Server,
@@ -147,7 +154,7 @@ enum Command {
     Work(work::Args),
     /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
     Dashboard(dashboard::Args),
-    /// Write each transition's Lua script, includes expanded, and SHA1SUMS: for speakers in other languages.
+    /// Write each transition's Lua script, includes expanded, SHA1SUMS and manifest.json: for speakers in other languages.
     Scripts(scripts::Args),
     /// A queue's schedules: add (cron or interval), list with next fire times, remove.
     Schedule(schedule::Args),
