@@ -24,7 +24,7 @@ pub struct Server {
     )]
     url: String,
     /// The executor: auto (the native module when loaded, else Lua), lua or native.
-    #[arg(long, global = true, value_enum, default_value_t = Via::Auto)]
+    #[arg(long, global = true, value_enum, env = "ECHOMQ_VIA", default_value_t = Via::Auto)]
     via: Via,
     /// For rediss:// URLs: the CA certificate (PEM) that signed the server's,
     /// instead of the system's roots.
@@ -56,6 +56,22 @@ impl Server {
         let Some(ca) = &self.tls_ca_cert else { return Ok(None) };
         let root_cert = std::fs::read(ca).map_err(|err| format!("{}: {err}", ca.display()))?;
         Ok(Some(redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) }))
+    }
+
+    /// These settings as `emq` reads them from the environment: what `emq
+    /// work` hands its command, so that an `emq` it runs (`emq progress`)
+    /// reaches the same server the same way.
+    pub fn environment(&self) -> Vec<(&'static str, String)> {
+        use clap::ValueEnum;
+        let via = self.via.to_possible_value().map_or("auto".to_owned(), |value| value.get_name().to_owned());
+        let mut vars = vec![("ECHOMQ_URL", self.url.clone()), ("ECHOMQ_VIA", via)];
+        if let Some(ca) = &self.tls_ca_cert {
+            vars.push(("ECHOMQ_TLS_CA_CERT", ca.display().to_string()));
+        }
+        if self.cluster {
+            vars.push(("ECHOMQ_CLUSTER", "true".to_owned()));
+        }
+        vars
     }
 
     /// Where the server is, for messages: its host and port (never the

@@ -120,6 +120,12 @@ impl Exit {
         Exit::with_code(failure.exit_code(), message)
     }
 
+    /// A command line `emq` will not act on, said before anything was sent:
+    /// exit 2, as clap's own usage errors.
+    pub fn usage(message: impl Into<String>) -> Exit {
+        Exit::with_code(2, message.into())
+    }
+
     /// A command's own ending, by code (`emq result`'s, say).
     pub fn with_code(code: i32, message: String) -> Exit {
         Exit { code, message }

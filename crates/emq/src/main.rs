@@ -152,6 +152,12 @@ enum Command {
     /// 5 the server refused it (a bad password, a certificate not trusted,
     /// an ACL); 4 a write's connection broke on the way; 1 anything else.
     Work(work::Args),
+    /// Report the progress of the job whose command runs this (from inside `emq work`), for `emq inspect`.
+    ///
+    /// Exit codes: 0 reported; 2 not run from a job's command, or a value
+    /// over 4096 bytes (nothing was sent); 5 refused (the job's lease was
+    /// lost); 3 the server could not be reached.
+    Progress(work::ProgressArgs),
     /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
     Dashboard(dashboard::Args),
     /// Write each transition's Lua script, includes expanded, SHA1SUMS and manifest.json: for speakers in other languages.
@@ -209,6 +215,7 @@ async fn main() {
         Command::Limit(args) => flow::limit(&cli.server, args).await,
         Command::Config(args) => flow::config(&cli.server, args).await,
         Command::Work(args) => work::run(&cli.server, args).await,
+        Command::Progress(args) => work::progress(&cli.server, args).await,
         Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
         Command::Scripts(args) => scripts::run(args),
         Command::Schedule(args) => schedule::run(&cli.server, args).await,
