@@ -58,6 +58,22 @@ impl Server {
         Ok(Some(redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) }))
     }
 
+    /// `--url` checked before anything is sent: a URL the client cannot
+    /// read is a usage error in words (never echoed: it may hold a password).
+    pub fn check(&self) -> Result<(), crate::failure::Exit> {
+        if redis::Client::open(self.url.as_str()).is_ok() {
+            return Ok(());
+        }
+        let scheme = match self.url.split_once("://") {
+            Some((scheme, _)) if !scheme.contains('@') => format!(" ({scheme}:// is not one)"),
+            _ => String::new(),
+        };
+        Err(crate::failure::Exit::usage(format!(
+            "--url is not a Redis URL{scheme}: redis://[user:password@]host[:port][/db], \
+             rediss://… for TLS, or unix:///path/to/redis.sock"
+        )))
+    }
+
     /// These settings as `emq` reads them from the environment: what `emq
     /// work` hands its command, so that an `emq` it runs (`emq progress`)
     /// reaches the same server the same way.

@@ -86,9 +86,9 @@ fn version() -> &'static str {
 #[derive(Parser)]
 #[command(version = version(), about)]
 struct Cli {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Global options")]
     server: connect::Server,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Global options")]
     logging: log::Logging,
     #[command(subcommand)]
     command: Command,
@@ -196,6 +196,13 @@ async fn main() {
     // (the demo's --redis) or none.
     let server =
         (!matches!(cli.command, Command::Demo(_) | Command::Scripts(_))).then(|| cli.server.address());
+    // A URL the client cannot read is refused before anything is sent.
+    if server.is_some() {
+        if let Err(err) = cli.server.check() {
+            eprintln!("emq: {err}");
+            std::process::exit(err.code);
+        }
+    }
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(&cli.server, options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
