@@ -122,7 +122,11 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                 };
                 say!("{}  next {}  {when}  missed {}", s.name, at(scheduled.next), missed_text(s.missed));
             }
-            say!("{} schedules in {queue}", listed.len());
+            // On stderr, out of the way of a pipe reading the lines.
+            eprintln!("{} schedules in {queue}", listed.len());
+            if listed.is_empty() {
+                crate::ops::note_if_unknown(server, &queue).await;
+            }
         }
         Command::Remove { queue, name } => {
             if server.queue(&queue).await?.unschedule(&name).await? {

@@ -132,6 +132,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         lease = %humantime::format_duration(args.lease),
         "emq work started; SIGTERM or Ctrl-C stops it gracefully (a second one at once), SIGTSTP stops claiming"
     );
+    for name in &args.queues {
+        crate::ops::note_if_unknown(server, name).await;
+    }
     let steering = tokio::spawn(steer(signals, worker.control(), args.grace, running));
     // The signals steer it: no other end.
     worker.run_until(std::future::pending()).await;
