@@ -171,12 +171,13 @@ async fn main() {
     // rediss:// URLs: rustls with the ring provider (one small C/asm dependency).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
-    // The demo prints its own summary: its failing jobs are by design, not news.
-    let usual = match cli.command {
-        Command::Demo(_) => tracing_subscriber::filter::LevelFilter::WARN,
-        _ => tracing_subscriber::filter::LevelFilter::INFO,
+    // The demo prints its own summary: its failing and dying jobs are by
+    // design, not news.
+    let (usual, quieter) = match cli.command {
+        Command::Demo(_) => (tracing_subscriber::filter::LevelFilter::WARN, "echomq::worker::job=error"),
+        _ => (tracing_subscriber::filter::LevelFilter::INFO, ""),
     };
-    cli.logging.install(usual);
+    cli.logging.install(usual, quieter);
     // A command that only reads and prints ends quietly when its reader goes
     // away (`emq list q dead | head -1`), as Unix tools do: its broken pipe
     // is no news. (SIGPIPE stays ignored, as Rust sets it: a socket's reset

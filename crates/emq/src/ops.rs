@@ -398,18 +398,26 @@ pub async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Re
 /// ever: a misspelt name?), said on stderr. Advice only: a script waiting
 /// for a queue not made yet goes on, and a failed look says nothing.
 pub async fn note_if_unknown(server: &Server, name: &str) {
-    let Ok(keys) = Keyspace::new(name) else { return };
-    let Ok(mut conn) = server.connection().await else { return };
+    if unknown(server, name).await {
+        eprintln!("emq: note: {}", unknown_note(name));
+    }
+}
+
+/// Whether none of queue `name`'s keys exist; false when it cannot tell.
+pub async fn unknown(server: &Server, name: &str) -> bool {
+    let Ok(keys) = Keyspace::new(name) else { return false };
+    let Ok(mut conn) = server.connection().await else { return false };
     let mut exists = redis::cmd("EXISTS");
     for state in State::ALL {
         exists.arg(keys.state(state));
     }
     exists.arg(keys.config()).arg(keys.events()).arg(keys.schedules()).arg(keys.results());
-    if exists.query_async::<u64>(&mut conn).await.is_ok_and(|found| found == 0) {
-        eprintln!(
-            "emq: note: queue {name} holds no job and has never been seen on this server (a misspelt name?)"
-        );
-    }
+    exists.query_async::<u64>(&mut conn).await.is_ok_and(|found| found == 0)
+}
+
+/// What [`note_if_unknown`] says of queue `name`.
+pub fn unknown_note(name: &str) -> String {
+    format!("queue {name} holds no job and has never been seen on this server (a misspelt name?)")
 }
 
 /// `text` on one line: its line breaks as spaces.

@@ -132,8 +132,11 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         lease = %humantime::format_duration(args.lease),
         "emq work started; SIGTERM or Ctrl-C stops it gracefully (a second one at once), SIGTSTP stops claiming"
     );
+    // In the log, not on bare stderr: a JSON log stays JSON.
     for name in &args.queues {
-        crate::ops::note_if_unknown(server, name).await;
+        if crate::ops::unknown(server, name).await {
+            tracing::warn!(queue = %name, "{}; waiting for its jobs", crate::ops::unknown_note(name));
+        }
     }
     let steering = tokio::spawn(steer(signals, worker.control(), args.grace, running));
     // The signals steer it: no other end.
