@@ -46,7 +46,7 @@ pub mod schedule;
 pub mod transition;
 pub mod worker;
 
-pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role};
+pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role, Version, PROTOCOL};
 pub use error::{Error, Result};
 pub use events::{Event, QueueEvents};
 #[cfg(feature = "cluster")]

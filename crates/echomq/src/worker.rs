@@ -221,6 +221,37 @@ struct Shared {
     stopping: CancellationToken,
     /// Grace is over: cancel the handlers still running and release their jobs.
     releasing: CancellationToken,
+    /// A stop asked through a [`Control`], as the shutdown future's end.
+    asked: CancellationToken,
+}
+
+/// Steers a running worker from outside its shutdown future, for a host
+/// that tells its stops apart (`emq work`: SIGTSTP, a second SIGTERM).
+#[derive(Clone)]
+pub struct Control {
+    shared: Arc<Shared>,
+}
+
+impl Control {
+    /// Stop claiming for good; jobs in flight run on to their end, with no
+    /// grace counted, and the worker waits for a stop ([`stop`](Self::stop),
+    /// [`now`](Self::now) or the shutdown future).
+    pub fn quiet(&self) {
+        self.shared.stopping.cancel();
+    }
+
+    /// Stop as when the shutdown future completes: no new claims, the grace
+    /// for jobs in flight, then their release.
+    pub fn stop(&self) {
+        self.shared.asked.cancel();
+    }
+
+    /// Stop now: no new claims, and every job in flight has its handler
+    /// cancelled and is released, as when the grace is over.
+    pub fn now(&self) {
+        self.shared.asked.cancel();
+        self.shared.releasing.cancel();
+    }
 }
 
 /// A worker over one or more queues.
@@ -242,6 +273,7 @@ impl Worker {
             options,
             stopping: CancellationToken::new(),
             releasing: CancellationToken::new(),
+            asked: CancellationToken::new(),
         };
         Worker { queues: vec![queue], shared: Arc::new(shared) }
     }
@@ -252,13 +284,19 @@ impl Worker {
         self
     }
 
+    /// A handle to stop this worker, or only its claims, while it runs.
+    pub fn control(&self) -> Control {
+        Control { shared: self.shared.clone() }
+    }
+
     /// Run until SIGINT or SIGTERM, then shut down gracefully.
     pub async fn run(self) {
         self.run_until(shutdown_signal()).await
     }
 
-    /// Run until `shutdown` completes; then stop claiming, let jobs in flight
-    /// finish within the grace period, and release the rest to pending.
+    /// Run until `shutdown` completes (or a [`Control`] says stop); then stop
+    /// claiming, let jobs in flight finish within the grace period, and
+    /// release the rest to pending.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
         let shared = self.shared.clone();
         for queue in &self.queues {
@@ -297,30 +335,37 @@ impl Worker {
         }
         drop(job_tx);
         tokio::pin!(shutdown);
-        let mut interrupting = None;
-        loop {
+        // The grace runs from the stop asked; until then (a quiet worker,
+        // claiming no more) jobs run to their end.
+        let grace = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
+        tokio::pin!(grace);
+        let (mut shut, mut asked, mut claiming, mut interrupting) = (false, false, true, None);
+        while claiming || !jobs.is_empty() || !asked {
             tokio::select! {
-                () = &mut shutdown, if !shared.stopping.is_cancelled() => {
+                () = &mut shutdown, if !shut => {
+                    shut = true;
+                    shared.asked.cancel();
+                }
+                () = shared.asked.cancelled(), if !asked => {
+                    asked = true;
                     shared.stopping.cancel();
+                    grace.as_mut().reset(tokio::time::Instant::now() + shared.options.grace);
+                }
+                () = shared.stopping.cancelled(), if claiming && interrupting.is_none() => {
                     interrupting = Some(tokio::spawn(interrupt_waits(executors.clone())));
                 }
-                started = job_rx.recv() => match started {
+                started = job_rx.recv(), if claiming => match started {
                     Some(run) => { jobs.spawn(run); }
-                    None => break,
+                    // Claim loops are done: no more waits to interrupt.
+                    None => {
+                        claiming = false;
+                        if let Some(interrupting) = interrupting.take() {
+                            interrupting.abort();
+                        }
+                    }
                 },
                 Some(_) = jobs.join_next(), if !jobs.is_empty() => {}
-            }
-        }
-        if let Some(interrupting) = interrupting {
-            interrupting.abort();
-        }
-        // Claim loops are done (the channel closed): wait for the jobs in flight.
-        let grace = tokio::time::sleep(shared.options.grace);
-        tokio::pin!(grace);
-        while !jobs.is_empty() {
-            tokio::select! {
-                _ = jobs.join_next() => {}
-                () = &mut grace, if !shared.releasing.is_cancelled() => shared.releasing.cancel(),
+                () = &mut grace, if asked && !shared.releasing.is_cancelled() => shared.releasing.cancel(),
             }
         }
         loops.shutdown().await;

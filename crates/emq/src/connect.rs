@@ -24,7 +24,7 @@ pub struct Server {
     )]
     url: String,
     /// The executor: auto (the native module when loaded, else Lua), lua or native.
-    #[arg(long, global = true, value_enum, default_value_t = Via::Auto)]
+    #[arg(long, global = true, value_enum, env = "ECHOMQ_VIA", default_value_t = Via::Auto)]
     via: Via,
     /// For rediss:// URLs: the CA certificate (PEM) that signed the server's,
     /// instead of the system's roots.
@@ -56,6 +56,38 @@ impl Server {
         let Some(ca) = &self.tls_ca_cert else { return Ok(None) };
         let root_cert = std::fs::read(ca).map_err(|err| format!("{}: {err}", ca.display()))?;
         Ok(Some(redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) }))
+    }
+
+    /// `--url` checked before anything is sent: a URL the client cannot
+    /// read is a usage error in words (never echoed: it may hold a password).
+    pub fn check(&self) -> Result<(), crate::failure::Exit> {
+        if redis::Client::open(self.url.as_str()).is_ok() {
+            return Ok(());
+        }
+        let scheme = match self.url.split_once("://") {
+            Some((scheme, _)) if !scheme.contains('@') => format!(" ({scheme}:// is not one)"),
+            _ => String::new(),
+        };
+        Err(crate::failure::Exit::usage(format!(
+            "--url is not a Redis URL{scheme}: redis://[user:password@]host[:port][/db], \
+             rediss://… for TLS, or unix:///path/to/redis.sock"
+        )))
+    }
+
+    /// These settings as `emq` reads them from the environment: what `emq
+    /// work` hands its command, so that an `emq` it runs (`emq progress`)
+    /// reaches the same server the same way.
+    pub fn environment(&self) -> Vec<(&'static str, String)> {
+        use clap::ValueEnum;
+        let via = self.via.to_possible_value().map_or("auto".to_owned(), |value| value.get_name().to_owned());
+        let mut vars = vec![("ECHOMQ_URL", self.url.clone()), ("ECHOMQ_VIA", via)];
+        if let Some(ca) = &self.tls_ca_cert {
+            vars.push(("ECHOMQ_TLS_CA_CERT", ca.display().to_string()));
+        }
+        if self.cluster {
+            vars.push(("ECHOMQ_CLUSTER", "true".to_owned()));
+        }
+        vars
     }
 
     /// Where the server is, for messages: its host and port (never the

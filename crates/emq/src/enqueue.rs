@@ -23,8 +23,8 @@ pub struct Args {
     /// Claimable only after this long, e.g. 30s or 5m.
     #[arg(long, value_parser = humantime::parse_duration)]
     delay: Option<Duration>,
-    /// The job's own maximum attempts, whatever the workers' --max-attempts.
-    #[arg(long)]
+    /// The job's own maximum attempts (at least 1), whatever the workers' --max-attempts.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=*echomq::limits::MAX_ATTEMPTS.end()))]
     attempts: Option<u64>,
     /// The job's own wait between attempts, fixed, e.g. 10s.
     #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "backoff_exp")]
@@ -345,8 +345,9 @@ fn read_stdin(most: u64) -> Result<Vec<u8>, Error> {
 }
 
 /// The jobs of JSON lines: each line one JSON document, at most
-/// [`MAX_PAYLOAD`](echomq::limits::MAX_PAYLOAD) bytes. Refused whole, naming
-/// the first bad line, so that bad input enqueues nothing.
+/// [`MAX_PAYLOAD`](echomq::limits::MAX_PAYLOAD) bytes; blank lines (a
+/// trailing one, say) are skipped. Refused whole, naming the first bad
+/// line, so that bad input enqueues nothing.
 fn lines(input: &[u8]) -> Result<Vec<Vec<u8>>, Exit> {
     let bad = |line: usize, why: String| {
         Exit::new(Failure::Refused, format!("refused: line {line} {why}. Nothing was enqueued"))
@@ -356,7 +357,7 @@ fn lines(input: &[u8]) -> Result<Vec<Vec<u8>>, Exit> {
     let mut payloads = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
-            return Err(bad(n + 1, "is empty: each line is one job".into()));
+            continue;
         }
         if line.len() > echomq::limits::MAX_PAYLOAD {
             return Err(bad(n + 1, format!("is over {} bytes", echomq::limits::MAX_PAYLOAD)));

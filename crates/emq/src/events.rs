@@ -32,6 +32,7 @@ pub struct EventsArgs {
 
 pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
+    crate::ops::note_if_unknown(server, &args.queue).await;
     let mut events = match (&args.after, args.from_start) {
         (Some(after), _) => queue.events_after(after),
         (None, true) => queue.events_after("0-0"),
@@ -84,9 +85,9 @@ fn json_line(queue: &str, event: &Event) -> serde_json::Value {
 pub struct ResultArgs {
     /// The job's id.
     id: JobId,
-    /// Its queue.
+    /// Its queue (found by a scan when not given).
     #[arg(long)]
-    queue: String,
+    queue: Option<String>,
     /// Wait this long for the job to finish (following the queue's event log).
     #[arg(long, value_parser = humantime::parse_duration)]
     wait: Option<Duration>,
@@ -112,10 +113,18 @@ fn not_done(code: i32, message: String) -> Error {
 /// The result's bytes on stdout, as they are; a job that did not finish
 /// done is an error that says how it ended, or that it has not yet.
 pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
-    let queue = server.queue(&args.queue).await?;
+    let name = match args.queue.clone() {
+        Some(name) => name,
+        None if crate::ops::queues_holding(server, &args.id).await?.is_empty() => {
+            let message =
+                format!("{} is gone: no such job on the server (never enqueued, or purged)", args.id);
+            return Err(not_done(exit::NO_JOB, message));
+        }
+        None => crate::ops::queue_for(server, &args.id, None).await?,
+    };
+    let queue = server.queue(&name).await?;
     let gone = || {
-        let message =
-            format!("{} is gone: no such job in {} (never enqueued, or purged)", args.id, args.queue);
+        let message = format!("{} is gone: no such job in {name} (never enqueued, or purged)", args.id);
         not_done(exit::NO_JOB, message)
     };
     let finished = match queue.wait(&args.id, args.wait.unwrap_or(Duration::ZERO)).await {

@@ -120,6 +120,12 @@ impl Exit {
         Exit::with_code(failure.exit_code(), message)
     }
 
+    /// A command line `emq` will not act on, said before anything was sent:
+    /// exit 2, as clap's own usage errors.
+    pub fn usage(message: impl Into<String>) -> Exit {
+        Exit::with_code(2, message.into())
+    }
+
     /// A command's own ending, by code (`emq result`'s, say).
     pub fn with_code(code: i32, message: String) -> Exit {
         Exit { code, message }
@@ -178,7 +184,16 @@ pub fn explain(err: &(dyn StdError + 'static)) -> String {
             "the server refused the connection: it is down or not listening"
         }
         _ if redis.is_timeout() => "the server did not answer in time",
+        ErrorKind::Io if redis.to_string().contains("failed to lookup address") => {
+            "the host named in --url is not known (its name does not resolve)"
+        }
         ErrorKind::Io => "the connection to the server broke",
+        ErrorKind::Parse | ErrorKind::UnexpectedReturnType
+            if !matches!(err.downcast_ref(), Some(echomq::Error::Reply(_))) =>
+        {
+            return "the server at --url did not answer as Redis does: is that port a Redis server's?"
+                .to_owned();
+        }
         ErrorKind::Server(ServerErrorKind::BusyLoading) => "the server is loading its data after a restart",
         ErrorKind::Server(ServerErrorKind::TryAgain) => "the cluster is moving the queue's slot",
         ErrorKind::Server(ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown) => {

@@ -54,11 +54,17 @@ fn rate(text: &str) -> Result<(u64, Duration), String> {
     let (claims, per) =
         text.split_once('/').ok_or(format!("{text:?}: a rate is <claims>/<period>, e.g. 100/1s"))?;
     let claims: u64 = claims.parse().map_err(|_| format!("{claims:?} is not a number of claims"))?;
-    if claims == 0 {
-        return Err("a rate allows at least 1 claim: `none` removes it".into());
+    let most = *echomq::limits::RATE.end();
+    if claims == 0 || claims > most {
+        return Err(format!("a rate allows 1 to {most} claims a period: `none` removes it"));
     }
-    let per = humantime::parse_duration(per).map_err(|err| format!("{per:?}: {err}"))?;
-    Ok((claims, per))
+    let period = humantime::parse_duration(per).map_err(|err| format!("{per:?}: {err}"))?;
+    let ms = echomq::limits::RATE_PERIOD_MS;
+    let whole = period.subsec_nanos() % 1_000_000 == 0;
+    if !whole || !ms.contains(&u64::try_from(period.as_millis()).unwrap_or(u64::MAX)) {
+        return Err(format!("{per:?} is not a period: a whole number of ms, from 1ms to 24h"));
+    }
+    Ok((claims, period))
 }
 
 /// A concurrency limit: a number of jobs, at least 1; `none` removes it.
@@ -73,6 +79,8 @@ fn concurrency(text: &str) -> Result<u64, String> {
 }
 
 #[derive(clap::Args, Debug)]
+// At least one of the two, said by clap when neither is given.
+#[command(group(clap::ArgGroup::new("which").required(true).multiple(true).args(["rate", "concurrency"])))]
 pub struct LimitArgs {
     /// The queue.
     queue: String,
@@ -85,11 +93,6 @@ pub struct LimitArgs {
 }
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
-    if args.rate.is_none() && args.concurrency.is_none() {
-        return Err(
-            "say which limit: --rate <claims>/<period> or --concurrency <jobs> (none removes it)".into()
-        );
-    }
     let config = Config { concurrency: args.concurrency, rate: args.rate, ..Config::default() };
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;

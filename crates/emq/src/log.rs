@@ -30,9 +30,11 @@ const LEVELS: [LevelFilter; 5] =
 
 impl Logging {
     /// Install the subscriber, `usual` being the command's level before `-v`
-    /// and `-q`. `RUST_LOG`, when set, is the filter instead (e.g.
+    /// and `-q`, and `quieter` directives that hold unless `-v` is given
+    /// (the demo's `echomq::worker::job=error`: its deaths are by design).
+    /// `RUST_LOG`, when set, is the filter instead (e.g.
     /// `RUST_LOG=info,echomq=debug`), as in any Rust program.
-    pub fn install(&self, usual: LevelFilter) {
+    pub fn install(&self, usual: LevelFilter, quieter: &str) {
         let usual = LEVELS.iter().position(|level| *level == usual).unwrap_or(2);
         let level = (usual + usize::from(self.verbose)).saturating_sub(usize::from(self.quiet));
         let level = LEVELS[level.min(LEVELS.len() - 1)];
@@ -40,6 +42,9 @@ impl Logging {
         let (filter, bad) = match from_env.map(|directives| EnvFilter::try_new(&directives)) {
             Some(Ok(filter)) => (filter, None),
             Some(Err(err)) => (EnvFilter::new(level.to_string()), Some(err)),
+            None if self.verbose == 0 && !quieter.is_empty() => {
+                (EnvFilter::new(format!("{level},{quieter}")), None)
+            }
             None => (EnvFilter::new(level.to_string()), None),
         };
         let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);

@@ -75,13 +75,20 @@ mod schedule;
 mod scripts;
 mod work;
 
+/// `emq --version`: the program's version and the protocol's it speaks,
+/// `emq 0.1.0 (protocol 1.0)`.
+fn version() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| format!("{} (protocol {})", env!("CARGO_PKG_VERSION"), echomq::PROTOCOL))
+}
+
 /// EchoMQ: a job queue whose state lives in Redis, spoken as a small fixed protocol.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version = version(), about)]
 struct Cli {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Global options")]
     server: connect::Server,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Global options")]
     logging: log::Logging,
     #[command(subcommand)]
     command: Command,
@@ -145,9 +152,15 @@ enum Command {
     /// 5 the server refused it (a bad password, a certificate not trusted,
     /// an ACL); 4 a write's connection broke on the way; 1 anything else.
     Work(work::Args),
+    /// Report the progress of the job whose command runs this (from inside `emq work`), for `emq inspect`.
+    ///
+    /// Exit codes: 0 reported; 2 not run from a job's command, or a value
+    /// over 4096 bytes (nothing was sent); 5 refused (the job's lease was
+    /// lost); 3 the server could not be reached.
+    Progress(work::ProgressArgs),
     /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
     Dashboard(dashboard::Args),
-    /// Write each transition's Lua script, includes expanded, and SHA1SUMS: for speakers in other languages.
+    /// Write each transition's Lua script, includes expanded, SHA1SUMS and manifest.json: for speakers in other languages.
     Scripts(scripts::Args),
     /// A queue's schedules: add (cron or interval), list with next fire times, remove.
     Schedule(schedule::Args),
@@ -158,12 +171,13 @@ async fn main() {
     // rediss:// URLs: rustls with the ring provider (one small C/asm dependency).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
-    // The demo prints its own summary: its failing jobs are by design, not news.
-    let usual = match cli.command {
-        Command::Demo(_) => tracing_subscriber::filter::LevelFilter::WARN,
-        _ => tracing_subscriber::filter::LevelFilter::INFO,
+    // The demo prints its own summary: its failing and dying jobs are by
+    // design, not news.
+    let (usual, quieter) = match cli.command {
+        Command::Demo(_) => (tracing_subscriber::filter::LevelFilter::WARN, "echomq::worker::job=error"),
+        _ => (tracing_subscriber::filter::LevelFilter::INFO, ""),
     };
-    cli.logging.install(usual);
+    cli.logging.install(usual, quieter);
     // A command that only reads and prints ends quietly when its reader goes
     // away (`emq list q dead | head -1`), as Unix tools do: its broken pipe
     // is no news. (SIGPIPE stays ignored, as Rust sets it: a socket's reset
@@ -183,6 +197,13 @@ async fn main() {
     // (the demo's --redis) or none.
     let server =
         (!matches!(cli.command, Command::Demo(_) | Command::Scripts(_))).then(|| cli.server.address());
+    // A URL the client cannot read is refused before anything is sent.
+    if server.is_some() {
+        if let Err(err) = cli.server.check() {
+            eprintln!("emq: {err}");
+            std::process::exit(err.code);
+        }
+    }
     let outcome = match cli.command {
         Command::Demo(options) => demo::run(&cli.server, options).await,
         Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
@@ -202,6 +223,7 @@ async fn main() {
         Command::Limit(args) => flow::limit(&cli.server, args).await,
         Command::Config(args) => flow::config(&cli.server, args).await,
         Command::Work(args) => work::run(&cli.server, args).await,
+        Command::Progress(args) => work::progress(&cli.server, args).await,
         Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
         Command::Scripts(args) => scripts::run(args),
         Command::Schedule(args) => schedule::run(&cli.server, args).await,

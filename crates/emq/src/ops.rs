@@ -51,6 +51,26 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     if let Some(at) = record.updated_at {
         say!("  updated   {}", timestamp(at as f64));
     }
+    // The state set's score: when the job is due, its lease ends, or it finished.
+    let score: Option<f64> = redis::cmd("ZSCORE")
+        .arg(Keyspace::new(&queue)?.state(record.state))
+        .arg(args.id.as_str())
+        .query_async(&mut server.connection().await?)
+        .await?;
+    if let Some(score) = score {
+        match record.state {
+            State::Delayed => say!("  due       {}", timestamp(score)),
+            State::Active => say!("  lease     until {}", timestamp(score)),
+            State::Done | State::Dead | State::Cancelled => {
+                say!("  finished  {}", timestamp(score));
+                if let Some(at) = record.enqueued_at {
+                    let took = Duration::from_millis((score as u64).saturating_sub(at));
+                    say!("  took      {} from enqueue", humantime::format_duration(took));
+                }
+            }
+            State::Pending => {}
+        }
+    }
     if let Some(error) = job.error {
         say!("  error     {error}");
     }
@@ -128,16 +148,34 @@ pub async fn list(server: &Server, args: ListArgs) -> Result<(), Error> {
         .query_async(&mut conn)
         .await?;
     let total: u64 = redis::cmd("ZCARD").arg(keys.state(state)).query_async(&mut conn).await?;
-    for (id, score) in &jobs {
+    // A dead job's last error, beside its id: why it died.
+    let errors: Vec<Option<String>> = if state == State::Dead && !jobs.is_empty() {
+        let mut hmget = redis::cmd("HMGET");
+        hmget.arg(keys.errors());
+        for (id, _) in &jobs {
+            hmget.arg(id);
+        }
+        hmget.query_async(&mut conn).await?
+    } else {
+        Vec::new()
+    };
+    for (n, (id, score)) in jobs.iter().enumerate() {
         let when = match state {
             State::Pending => format!("priority {score}"),
             State::Active => format!("lease until {}", timestamp(*score)),
             State::Delayed => format!("due {}", timestamp(*score)),
             _ => format!("since {}", timestamp(*score)),
         };
-        say!("{id}  {when}");
+        match errors.get(n).cloned().flatten() {
+            Some(error) => say!("{id}  {when}  error: {}", one_line(&error)),
+            None => say!("{id}  {when}"),
+        }
     }
-    say!("{} of {total} {state} in {}", jobs.len(), args.queue);
+    // On stderr, out of the way of a pipe reading the ids.
+    eprintln!("{} of {total} {state} in {}", jobs.len(), args.queue);
+    if total == 0 {
+        note_if_unknown(server, &args.queue).await;
+    }
     Ok(())
 }
 
@@ -148,6 +186,7 @@ pub struct StatsArgs {
 }
 
 pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
+    let args_named = args.queues.clone();
     let names =
         if args.queues.is_empty() { discover(&mut server.connection().await?).await? } else { args.queues };
     let executor = server.executor().await?;
@@ -177,6 +216,9 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
             }
             Err(err) => return Err(err.into()),
         };
+        if s == echomq::transition::StatsReply::default() && !args_named.is_empty() {
+            note_if_unknown(server, &name).await;
+        }
         // A user who may not read the config key still gets the counts.
         let flow = match crate::flow::settings(&mut conn, queue.keyspace()).await {
             Ok(settings) => crate::flow::describe(&settings),
@@ -330,21 +372,57 @@ pub async fn discover(conn: &mut Conn) -> Result<Vec<String>, Error> {
     Ok(names.into_iter().collect())
 }
 
+/// The queues holding a record of job `id`, by a scan.
+pub async fn queues_holding(server: &Server, id: &JobId) -> Result<BTreeSet<String>, Error> {
+    let records = server.connection().await?.scan(&echomq::keyspace::job_pattern(id)).await?;
+    Ok(records.iter().filter_map(|key| queue_of(key)).map(str::to_owned).collect())
+}
+
 /// The queue of job `id`: the one given, or the one whose record a scan finds.
-async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result<String, Error> {
+pub async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result<String, Error> {
     if let Some(queue) = given {
         return Ok(queue);
     }
-    let records = server.connection().await?.scan(&echomq::keyspace::job_pattern(id)).await?;
-    let queues: BTreeSet<&str> = records.iter().filter_map(|key| queue_of(key)).collect();
+    let queues = queues_holding(server, id).await?;
     match queues.len() {
-        1 => Ok(queues.into_iter().next().unwrap_or_default().to_owned()),
+        1 => Ok(queues.into_iter().next().unwrap_or_default()),
         0 => Err(format!("no job {id} on the server").into()),
         _ => {
             let queues = queues.into_iter().collect::<Vec<_>>().join(", ");
             Err(format!("{id} is in several queues ({queues}): say which with --queue").into())
         }
     }
+}
+
+/// A queue none of whose keys exist (no job, setting, event or schedule,
+/// ever: a misspelt name?), said on stderr. Advice only: a script waiting
+/// for a queue not made yet goes on, and a failed look says nothing.
+pub async fn note_if_unknown(server: &Server, name: &str) {
+    if unknown(server, name).await {
+        eprintln!("emq: note: {}", unknown_note(name));
+    }
+}
+
+/// Whether none of queue `name`'s keys exist; false when it cannot tell.
+pub async fn unknown(server: &Server, name: &str) -> bool {
+    let Ok(keys) = Keyspace::new(name) else { return false };
+    let Ok(mut conn) = server.connection().await else { return false };
+    let mut exists = redis::cmd("EXISTS");
+    for state in State::ALL {
+        exists.arg(keys.state(state));
+    }
+    exists.arg(keys.config()).arg(keys.events()).arg(keys.schedules()).arg(keys.results());
+    exists.query_async::<u64>(&mut conn).await.is_ok_and(|found| found == 0)
+}
+
+/// What [`note_if_unknown`] says of queue `name`.
+pub fn unknown_note(name: &str) -> String {
+    format!("queue {name} holds no job and has never been seen on this server (a misspelt name?)")
+}
+
+/// `text` on one line: its line breaks as spaces.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A server time in ms as RFC 3339.

@@ -54,12 +54,25 @@ struct AddArgs {
     /// The cron expression's IANA time zone.
     #[arg(long, default_value = "UTC", requires = "cron")]
     tz: String,
-    /// A fixed interval instead, e.g. 30s or 1h (ticks at its multiples since the epoch).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    /// A fixed interval instead, e.g. 30s or 1h (ticks at its multiples since
+    /// the epoch): at least 1s, in whole ms.
+    #[arg(long, value_parser = interval)]
     every: Option<Duration>,
     /// Ticks missed while no worker ran: last (fire the latest once), none, or all:<n> (at most the latest n).
     #[arg(long, default_value = "last", value_parser = missed)]
     missed: Missed,
+}
+
+/// An interval as --every takes it: at least a second (a cron's finest
+/// tick too), a whole number of ms.
+fn interval(text: &str) -> Result<Duration, String> {
+    let every = humantime::parse_duration(text).map_err(|err| format!("{text:?}: {err}"))?;
+    if every < Duration::from_secs(1) || every.subsec_nanos() % 1_000_000 != 0 {
+        return Err(format!(
+            "{text:?}: an interval is at least 1s, in whole ms (a faster job wants a worker, not a schedule)"
+        ));
+    }
+    Ok(every)
 }
 
 /// `missed` as --missed takes it.
@@ -109,7 +122,11 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                 };
                 say!("{}  next {}  {when}  missed {}", s.name, at(scheduled.next), missed_text(s.missed));
             }
-            say!("{} schedules in {queue}", listed.len());
+            // On stderr, out of the way of a pipe reading the lines.
+            eprintln!("{} schedules in {queue}", listed.len());
+            if listed.is_empty() {
+                crate::ops::note_if_unknown(server, &queue).await;
+            }
         }
         Command::Remove { queue, name } => {
             if server.queue(&queue).await?.unschedule(&name).await? {

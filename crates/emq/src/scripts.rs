@@ -4,7 +4,8 @@
 //! the host expands; these are expanded, one `<transition>-<keys>.lua` per
 //! transition, byte for byte what `SCRIPT LOAD` takes, and `SHA1SUMS` lists
 //! each one's SHA1: the name `EVALSHA` calls it by (`sha1sum -c SHA1SUMS`
-//! checks them).
+//! checks them). `manifest.json` says the same for a program: the protocol's
+//! version and, per script, its transition, file, number of keys and SHA1.
 
 use std::path::{Path, PathBuf};
 
@@ -21,8 +22,10 @@ pub struct Args {
     out: PathBuf,
 }
 
-/// One loadable script: its file name, its text and its SHA1.
+/// One loadable script: its transition, file name, text and SHA1.
 pub struct Script {
+    /// The transition it runs.
+    pub name: Name,
     /// `<transition>-<keys>.lua`, as the reference files are named.
     pub file: String,
     /// The script, its includes expanded.
@@ -39,30 +42,56 @@ pub fn scripts() -> Vec<Script> {
             let source = script_source(*name);
             let file = format!("{}.lua", name.describe().script_stem());
             let sha1 = redis::Script::new(&source).get_hash().to_owned();
-            Script { file, source, sha1 }
+            Script { name: *name, file, source, sha1 }
         })
         .collect()
 }
 
-/// Write every script and `SHA1SUMS` into `args.out`; print what was written.
+/// Write every script, `SHA1SUMS` and `manifest.json` into `args.out`;
+/// print `SHA1SUMS`.
 pub fn run(args: Args) -> Result<(), Error> {
     let written = write(&args.out)?;
     print!("{written}");
     Ok(())
 }
 
-/// Write the scripts and `SHA1SUMS` into `dir`; the `SHA1SUMS` text.
+/// Write the scripts, `SHA1SUMS` and `manifest.json` into `dir`; the
+/// `SHA1SUMS` text.
 fn write(dir: &Path) -> Result<String, Error> {
     std::fs::create_dir_all(dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+    let put = |file: &str, text: &str| -> Result<(), Error> {
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|err| format!("{}: {err}", path.display()).into())
+    };
+    let scripts = scripts();
     let mut sums = String::new();
-    for script in scripts() {
-        let path = dir.join(&script.file);
-        std::fs::write(&path, &script.source).map_err(|err| format!("{}: {err}", path.display()))?;
+    for script in &scripts {
+        put(&script.file, &script.source)?;
         sums.push_str(&format!("{}  {}\n", script.sha1, script.file));
     }
-    let path = dir.join("SHA1SUMS");
-    std::fs::write(&path, &sums).map_err(|err| format!("{}: {err}", path.display()))?;
+    put("SHA1SUMS", &sums)?;
+    put("manifest.json", &manifest(&scripts))?;
     Ok(sums)
+}
+
+/// `manifest.json`: `{"protocol": "1.0", "scripts": [{"transition",
+/// "file", "keys", "sha1"}, …]}`, the scripts in the protocol's order.
+fn manifest(scripts: &[Script]) -> String {
+    let entries: Vec<serde_json::Value> = scripts
+        .iter()
+        .map(|script| {
+            serde_json::json!({
+                "transition": script.name.as_str(),
+                "file": script.file,
+                "keys": script.name.describe().keys.len(),
+                "sha1": script.sha1,
+            })
+        })
+        .collect();
+    let manifest = serde_json::json!({ "protocol": echomq::PROTOCOL.to_string(), "scripts": entries });
+    let mut text = serde_json::to_string_pretty(&manifest).expect("a JSON value always serializes");
+    text.push('\n');
+    text
 }
 
 #[cfg(test)]

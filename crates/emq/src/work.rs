@@ -5,13 +5,20 @@
 //! SIGTERM come with it. Each command runs in a process group of its own: a
 //! job taken away (its lease lost, or shutdown's grace over) has the whole
 //! group stopped, children included, SIGTERM first and SIGKILL soon after.
+//!
+//! Signals: SIGINT or SIGTERM stops claiming and gives running commands
+//! `--grace`; a second one stops them at once and releases their jobs.
+//! SIGTSTP stops claiming for good (SIGCONT does not resume it): running
+//! commands run to their end, and the worker waits, idle, for SIGINT or
+//! SIGTERM, as Sidekiq's "quiet" before a deploy.
+//! `emq progress` (here too) is run by a job's command to report progress.
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::worker::{Control, HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::RetryPolicy;
 use tokio::io::AsyncWriteExt;
 
@@ -26,11 +33,16 @@ pub struct Args {
     /// The queues to work.
     #[arg(required = true)]
     queues: Vec<String>,
-    /// The command to run per job, after `--`. It gets the payload on stdin and
-    /// ECHOMQ_QUEUE, ECHOMQ_JOB_ID, ECHOMQ_JOB_TOKEN, ECHOMQ_JOB_ATTEMPT and
-    /// ECHOMQ_PAYLOAD_BYTES. It must check that it read that many bytes before
-    /// acting, and fail otherwise: a worker killed while writing the payload
-    /// leaves it an empty or cut one (crates/echomq/examples/work-job.sh).
+    /// The command to run per job, after `--` (refused at start, exit 2, when
+    /// it is not an executable file or not found on PATH). It gets the
+    /// payload on stdin and ECHOMQ_QUEUE, ECHOMQ_JOB_ID, ECHOMQ_JOB_TOKEN,
+    /// ECHOMQ_JOB_ATTEMPT, ECHOMQ_PAYLOAD_BYTES, ECHOMQ_HEADERS (the job's
+    /// headers, a JSON object), TRACEPARENT and TRACESTATE (from the headers,
+    /// when the producer sent a trace context), and the worker's ECHOMQ_URL
+    /// and ECHOMQ_VIA, so that `emq progress VALUE` run from it reports the
+    /// job's progress. It must check that it read ECHOMQ_PAYLOAD_BYTES bytes
+    /// before acting, and fail otherwise: a worker killed while writing the
+    /// payload leaves it an empty or cut one (crates/echomq/examples/work-job.sh).
     #[arg(last = true, required = true)]
     command: Vec<String>,
     /// Jobs run at once.
@@ -53,7 +65,8 @@ pub struct Args {
     #[arg(long, value_parser = humantime::parse_duration)]
     timeout: Option<Duration>,
     /// On SIGTERM, how long running commands may go on before their process
-    /// groups get SIGTERM (SIGKILL 0.5 s later) and their jobs are released.
+    /// groups get SIGTERM (SIGKILL 0.5 s later) and their jobs are released;
+    /// a second SIGTERM or SIGINT ends the grace at once.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     grace: Duration,
     /// How long to wait for the server at start. A worker started while Redis
@@ -74,7 +87,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     for name in &args.queues {
         echomq::Keyspace::new(name)?;
     }
-    let command: Arc<[String]> = args.command.into();
+    // A command that cannot run would fail every job it is given.
+    runnable(&args.command[0])?;
+    let command = Arc::new(Command { argv: args.command, environment: server.environment() });
     let keep_result = args.result;
     let options = WorkerOptions {
         concurrency: args.concurrency,
@@ -115,9 +130,18 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         executor = server.executor_name().await,
         concurrency = args.concurrency,
         lease = %humantime::format_duration(args.lease),
-        "emq work started; SIGTERM or Ctrl-C stops it gracefully"
+        "emq work started; SIGTERM or Ctrl-C stops it gracefully (a second one at once), SIGTSTP stops claiming"
     );
-    worker.run_until(shutdown(signals, args.grace, running)).await;
+    // In the log, not on bare stderr: a JSON log stays JSON.
+    for name in &args.queues {
+        if crate::ops::unknown(server, name).await {
+            tracing::warn!(queue = %name, "{}; waiting for its jobs", crate::ops::unknown_note(name));
+        }
+    }
+    let steering = tokio::spawn(steer(signals, worker.control(), args.grace, running));
+    // The signals steer it: no other end.
+    worker.run_until(std::future::pending()).await;
+    steering.abort();
     tracing::info!("emq work stopped");
     Ok(())
 }
@@ -193,11 +217,39 @@ impl Drop for Running {
     }
 }
 
-/// SIGINT and SIGTERM, caught (their default action, ending the process,
-/// replaced) from when this is made.
+/// Whether `program` names a file this process may run: as a path when it
+/// holds a `/`, else on PATH, as `execvp` looks for it. Not: a usage error
+/// (exit 2), before anything is claimed.
+fn runnable(program: &str) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    let executable = |path: &Path| {
+        path.metadata().is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    let why = if program.contains('/') {
+        let path = Path::new(program);
+        match () {
+            () if executable(path) => return Ok(()),
+            () if path.exists() => "is not an executable file",
+            () => "does not exist",
+        }
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+            return Ok(());
+        }
+        "is not found on PATH"
+    };
+    let message = format!("cannot run the command: {program} {why}; no job was claimed");
+    Err(Box::new(Exit::usage(message)))
+}
+
+/// SIGINT, SIGTERM and SIGTSTP, caught (their default action, ending or
+/// stopping the process, replaced) from when this is made.
 struct Signals {
     interrupt: Option<tokio::signal::unix::Signal>,
     terminate: Option<tokio::signal::unix::Signal>,
+    quiet: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
@@ -206,6 +258,7 @@ impl Signals {
         Signals {
             interrupt: signal(SignalKind::interrupt()).ok(),
             terminate: signal(SignalKind::terminate()).ok(),
+            quiet: signal(SignalKind::from_raw(libc::SIGTSTP)).ok(),
         }
     }
 }
@@ -220,19 +273,51 @@ async fn next(signal: &mut Option<tokio::signal::unix::Signal>) {
     }
 }
 
-/// SIGINT or SIGTERM, said in the log: the worker then stops claiming and
-/// gives running commands their grace.
-async fn shutdown(mut signals: Signals, grace: Duration, running: Arc<AtomicUsize>) {
-    let signal = tokio::select! {
-        () = next(&mut signals.interrupt) => "SIGINT",
-        () = next(&mut signals.terminate) => "SIGTERM",
-    };
-    tracing::info!(
-        signal,
-        running = running.load(Ordering::SeqCst),
-        "stopping: no new jobs; running commands have --grace {} to end, then they are stopped and their jobs released",
-        humantime::format_duration(grace)
-    );
+/// The worker, steered by signals, each said in the log: SIGTSTP stops
+/// claiming; the first SIGINT or SIGTERM stops the worker, giving running
+/// commands their grace; the second stops them at once.
+async fn steer(mut signals: Signals, control: Control, grace: Duration, running: Arc<AtomicUsize>) {
+    let mut stopping = false;
+    loop {
+        let signal = tokio::select! {
+            () = next(&mut signals.interrupt) => "SIGINT",
+            () = next(&mut signals.terminate) => "SIGTERM",
+            () = next(&mut signals.quiet) => "SIGTSTP",
+        };
+        let running = running.load(Ordering::SeqCst);
+        if signal == "SIGTSTP" {
+            tracing::info!(
+                signal,
+                running,
+                "quiet: no new jobs (SIGCONT does not resume); running commands run to their end; SIGTERM or Ctrl-C stops the worker"
+            );
+            control.quiet();
+        } else if !stopping {
+            tracing::info!(
+                signal,
+                running,
+                "stopping: no new jobs; running commands have --grace {} to end, then they are stopped and their jobs released (another SIGINT or SIGTERM: at once)",
+                humantime::format_duration(grace)
+            );
+            control.stop();
+            stopping = true;
+        } else {
+            tracing::warn!(
+                signal,
+                running,
+                "stopping at once: running commands are stopped and their jobs released"
+            );
+            control.now();
+            return;
+        }
+    }
+}
+
+/// What `emq work` runs per job: the command line, and the variables that
+/// let an `emq` it starts reach the same server.
+struct Command {
+    argv: Vec<String>,
+    environment: Vec<(&'static str, String)>,
 }
 
 /// How long a command whose job was taken from it (its lease lost, or the
@@ -247,13 +332,26 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 /// SIGKILL after [`KILL_GRACE`]; dropped, it is SIGKILLed at once. With
 /// `keep_result`, its stdout is the job's result.
 async fn run_command(
-    command: Arc<[String]>,
+    command: Arc<Command>,
     job: JobContext,
     keep_result: bool,
 ) -> Result<Option<Vec<u8>>, HandlerError> {
     let stdout = if keep_result { Stdio::piped() } else { Stdio::inherit() };
-    let mut child = tokio::process::Command::new(&command[0])
-        .args(&command[1..])
+    let argv = &command.argv;
+    let mut process = tokio::process::Command::new(&argv[0]);
+    process.envs(command.environment.iter().map(|(name, value)| (name, value)));
+    // The job's trace context, OpenTelemetry's environment carrier; never the worker's own.
+    process.env_remove("TRACEPARENT").env_remove("TRACESTATE");
+    if let Some(traceparent) = job.traceparent() {
+        process.env("TRACEPARENT", traceparent);
+        if let Some(tracestate) = job.headers.get("tracestate") {
+            process.env("TRACESTATE", tracestate);
+        }
+    }
+    let headers = serde_json::to_string(&job.headers).map_err(|err| format!("the job's headers: {err}"))?;
+    let mut child = process
+        .args(&argv[1..])
+        .env("ECHOMQ_HEADERS", headers)
         .env("ECHOMQ_QUEUE", &job.queue)
         .env("ECHOMQ_JOB_ID", job.id.as_str())
         .env("ECHOMQ_JOB_TOKEN", job.attempt.to_string())
@@ -266,7 +364,7 @@ async fn run_command(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|err| format!("cannot run {}: {err}", command[0]))?;
+        .map_err(|err| format!("cannot run {}: {err}", argv[0]))?;
     let mut group = Group::of(&child);
     let stdin = child.stdin.take();
     let run = async {
@@ -354,5 +452,48 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.signal(libc::SIGKILL);
+    }
+}
+
+/// `emq progress VALUE`: what a job's command runs to say how far it got.
+#[derive(clap::Args, Debug)]
+pub struct ProgressArgs {
+    /// How far the job got, at most 4096 bytes: a percentage, a JSON object.
+    value: String,
+}
+
+/// Report the progress of the job whose command runs this: its queue, id
+/// and token from the environment `emq work` gave it. Outside a job, or
+/// with a value too long, a usage error (exit 2) before anything is sent;
+/// a job no longer held (its lease lost) is refused (exit 5).
+pub async fn progress(server: &Server, args: ProgressArgs) -> Result<(), Error> {
+    let var = |name: &str| {
+        std::env::var(name).map_err(|_| {
+            Exit::usage(format!(
+                "emq progress reports for the job of `emq work` whose command runs it: {name} is not set"
+            ))
+        })
+    };
+    let (queue, id, token) = (var("ECHOMQ_QUEUE")?, var("ECHOMQ_JOB_ID")?, var("ECHOMQ_JOB_TOKEN")?);
+    let not_a_job =
+        |what: &str| Exit::usage(format!("emq progress: {what} is not a job's (not set by `emq work`?)"));
+    let keys = echomq::Keyspace::new(&queue).map_err(|_| not_a_job("ECHOMQ_QUEUE"))?;
+    let id: echomq::JobId = id.parse().map_err(|_| not_a_job("ECHOMQ_JOB_ID"))?;
+    let token: u64 = token.parse().map_err(|_| not_a_job("ECHOMQ_JOB_TOKEN"))?;
+    let most = echomq::limits::MAX_PROGRESS;
+    if args.value.len() > most {
+        let got = args.value.len();
+        return Err(Box::new(Exit::usage(format!("a progress value is at most {most} bytes, not {got}"))));
+    }
+    let executor = server.executor().await?;
+    let progress = echomq::transition::Progress { id, token, value: args.value.into_bytes() };
+    match echomq::execute(&*executor, &keys, &progress).await {
+        Ok(()) => Ok(()),
+        Err(err) if err.is_lost_lease() => {
+            let message =
+                format!("the job is no longer this command's to report on (its lease was lost): {err}");
+            Err(Box::new(Exit::new(Failure::Refused, message)))
+        }
+        Err(err) => Err(Box::new(err)),
     }
 }

@@ -166,7 +166,8 @@ fn json_lines_enqueue_many_and_bad_input_enqueues_nothing() {
 
     for (input, why) in [
         ("{\"ok\":1}\nnot json\n", "line 2 is not JSON"),
-        ("1\n\n2\n", "line 2 is empty"),
+        ("1\n\nnot json\n", "line 3 is not JSON"),
+        ("\n \n", "no jobs on stdin"),
         ("", "no jobs on stdin"),
     ] {
         let output = jsonl(&emq, &q, input);

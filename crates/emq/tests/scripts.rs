@@ -74,3 +74,44 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
     assert!(err.to_string().contains("nonexistent global"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `manifest.json` tells a program what `SHA1SUMS` tells `sha1sum`, and
+/// more: the protocol's version, and per transition its file, its number of
+/// keys and the SHA1 a real server computes for it.
+#[test]
+fn the_manifest_names_the_version_and_every_transition_by_the_servers_sha1() {
+    let dir = std::env::temp_dir().join(unique_queue("emq-manifest"));
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_emq")).arg("scripts").arg("--out").arg(&dir).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(manifest["protocol"], "1.0");
+    let entries = manifest["scripts"].as_array().unwrap();
+
+    let server = RedisServer::start();
+    let mut conn = server.client().get_connection().unwrap();
+    let mut transitions = Vec::new();
+    for entry in entries {
+        let file = entry["file"].as_str().unwrap();
+        let transition = entry["transition"].as_str().unwrap();
+        let name = echomq::Name::ALL.iter().find(|name| name.as_str() == transition).unwrap();
+        assert_eq!(entry["keys"].as_u64().unwrap() as usize, name.describe().keys.len(), "{file}");
+        assert_eq!(file, format!("{transition}-{}.lua", entry["keys"]));
+        let source = std::fs::read_to_string(dir.join(file)).unwrap();
+        let loaded: String = redis::cmd("SCRIPT").arg("LOAD").arg(&source).query(&mut conn).unwrap();
+        assert_eq!(entry["sha1"].as_str().unwrap(), loaded, "{file}");
+        transitions.push(transition.to_owned());
+    }
+    let all: Vec<String> = echomq::Name::ALL.iter().map(|name| name.as_str().to_owned()).collect();
+    assert_eq!(transitions, all, "one entry per transition, in the protocol's order");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_version_names_the_program_and_the_protocol() {
+    let output = Command::new(env!("CARGO_BIN_EXE_emq")).arg("--version").output().unwrap();
+    assert!(output.status.success());
+    let expected = format!("emq {} (protocol 1.0)\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
+}

@@ -250,7 +250,10 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
                 acker.ack(queue, &job, result.clone(), slot)
             };
             match persist(&mut lease, Name::Ack, None, ack).await {
-                Ok(()) => meters.processed.increment(1),
+                Ok(()) => {
+                    meters.processed.increment(1);
+                    tracing::info!(run_ms = run_ms(started), "job done");
+                }
                 Err(err) => lost_or_failed(meters, Name::Ack, &err),
             }
         }
@@ -264,7 +267,7 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
             }
         }
         Ending::Finished(result) => {
-            let failure = Failure { queue, job: &job, retry: &options.retry, meters };
+            let failure = Failure { queue, job: &job, retry: &options.retry, meters, started };
             failure.report(&mut lease, failure_text(result)).await;
         }
         Ending::TimedOut(limit) => {
@@ -272,7 +275,7 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
             // failed like any other failure, retried by the job's policy.
             lease.keep(stop(cancel, handler)).await;
             meters.timed_out.increment(1);
-            let failure = Failure { queue, job: &job, retry: &options.retry, meters };
+            let failure = Failure { queue, job: &job, retry: &options.retry, meters, started };
             failure.report(&mut lease, format!("timed out after {limit:?}")).await;
         }
         Ending::LeaseLost => {
@@ -287,8 +290,12 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
             lease.keep(stop(cancel, handler)).await;
             // Shutdown waits for this: a few tries, not the whole lease.
             let until = Instant::now() + RELEASE_PERSISTENCE;
-            if let Err(err) = persist(&mut lease, Name::Release, Some(until), || queue.release(&job)).await {
-                lost_or_failed(meters, Name::Release, &err);
+            match persist(&mut lease, Name::Release, Some(until), || queue.release(&job)).await {
+                Ok(()) => tracing::info!(
+                    run_ms = run_ms(started),
+                    "job released to pending: the worker is stopping"
+                ),
+                Err(err) => lost_or_failed(meters, Name::Release, &err),
             }
         }
     }
@@ -301,13 +308,20 @@ struct Failure<'a> {
     job: &'a Claimed,
     retry: &'a crate::queue::RetryPolicy,
     meters: &'a Meters,
+    /// When its run began.
+    started: Instant,
+}
+
+/// How long a run has taken, in ms, as the log says it.
+fn run_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Failure<'_> {
     /// FAIL the job with `error`, until the lease's last safe moment.
     async fn report(&self, lease: &mut Lease, error: String) {
         self.meters.failed.increment(1);
-        tracing::info!(error = %error, "job failed");
+        tracing::info!(error = %error, run_ms = run_ms(self.started), "job failed");
         let error = truncate(error);
         let fail = || self.queue.fail(self.job, &error, self.retry);
         match persist(lease, Name::Fail, None, fail).await {
@@ -317,7 +331,13 @@ impl Failure<'_> {
             }
             Ok(Failed::Dead) => {
                 self.meters.dead.increment(1);
-                tracing::info!("job dead: out of attempts (`emq retry` sends it back to pending)");
+                // Named in the line itself: under a WARN filter the job's
+                // (INFO) span is not shown.
+                tracing::warn!(
+                    queue = self.queue.name(),
+                    id = %self.job.id,
+                    "job dead: out of attempts (`emq retry` sends it back to pending)"
+                );
             }
             Err(err) => lost_or_failed(self.meters, Name::Fail, &err),
         }

@@ -75,6 +75,7 @@ pub fn show(output: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
+#[allow(unused_imports)] // each test file uses its own part
 pub use echomq_test_support::eventually_blocking as eventually;
 
 /// A fresh directory for one test's files, removed on drop.

@@ -1,0 +1,97 @@
+//! What an on-call operator reads (issue 31): `inspect`'s times, `list
+//! dead`'s errors, `result` finding the queue as `inspect` does, and a
+//! misspelt queue noted on stderr by every verb that lists or waits.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::{eventually, show, Emq, Scratch};
+use echomq_test_support::{unique_queue, RedisServer};
+
+/// The due time, and when a job finished; with the module's stamps (a
+/// native birth writes `enqueued_at`), how long it took from enqueue.
+#[test]
+fn inspect_shows_the_due_time_and_when_a_job_finished() {
+    for (server, via) in [(RedisServer::start(), "lua"), (RedisServer::start_with_module(), "native")] {
+        let emq = Emq { url: server.url(), via };
+        let q = unique_queue("times");
+        let delayed = emq.ok(&["enqueue", &q, "later", "--delay", "1h"]).trim().to_owned();
+        let shown = emq.ok(&["inspect", &delayed]);
+        assert!(shown.contains("  due       20"), "{via}: {shown}");
+
+        let id = emq.ok(&["enqueue", &q, "now"]).trim().to_owned();
+        emq.ok(&["cancel", &id]);
+        let shown = emq.ok(&["inspect", &id]);
+        assert!(shown.contains("  finished  20"), "{via}: {shown}");
+        if via == "native" {
+            assert!(shown.contains("  enqueued  20") && shown.contains("  took      "), "{via}: {shown}");
+        }
+    }
+}
+
+#[test]
+fn list_dead_shows_each_jobs_error_and_result_finds_the_queue() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("dead");
+    let q = unique_queue("dead");
+    let dead = emq.ok(&["enqueue", &q, "x", "--attempts", "1"]).trim().to_owned();
+    let mut worker = emq.work(
+        &[&q, "--", "sh", "-c", "echo 'the disk\nis full' >&2; exit 3"],
+        &scratch.0,
+        &scratch.path("log"),
+    );
+    eventually("the job is dead", || emq.ok(&["list", &q, "dead"]).contains(&dead));
+    assert!(worker.stop());
+    let (listed, footer) = emq.ok_said(&["list", &q, "dead"]);
+    assert!(
+        listed.contains(&format!("{dead}  since "))
+            && listed.contains("error: exit status: 3: the disk is full"),
+        "{listed}"
+    );
+    assert!(footer.contains("1 of 1 dead"), "{footer}");
+
+    // No --queue: found by its record, as inspect finds it.
+    let output = emq.command(&["result", &dead]).output().unwrap();
+    assert_eq!(output.status.code(), Some(6), "{}", show(&output));
+    let output = emq.command(&["result", "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(9), "{}", show(&output));
+}
+
+#[test]
+fn a_misspelt_queue_is_noted_by_every_verb_that_lists_or_waits() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let known = unique_queue("emails");
+    emq.ok(&["enqueue", &known, "x"]);
+    let typo = unique_queue("emials");
+    let note = format!("queue {typo} holds no job and has never been seen");
+    for args in [
+        vec!["list", typo.as_str(), "pending"],
+        vec!["stats", typo.as_str()],
+        vec!["schedule", "list", typo.as_str()],
+        vec!["events", typo.as_str(), "--idle", "100ms"],
+    ] {
+        let (_, said) = emq.ok_said(&args);
+        assert!(said.contains(&note), "{args:?}: {said}");
+        let known_args: Vec<&str> =
+            args.iter().map(|a| if *a == typo { known.as_str() } else { a }).collect();
+        let (_, said) = emq.ok_said(&known_args);
+        assert!(!said.contains("never been seen"), "{known_args:?}: {said}");
+    }
+
+    // A worker on it says so too, and waits on, for a queue yet to come.
+    let scratch = Scratch::new("typo-worker");
+    let mut worker = emq
+        .command(&["work", &typo, "--", "true"])
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(scratch.path("log")).unwrap())
+        .spawn()
+        .map(common::Worker)
+        .unwrap();
+    let log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    eventually("the worker notes the queue", || log().contains(&note));
+    assert!(worker.0.try_wait().unwrap().is_none(), "it goes on waiting");
+    assert!(worker.stop());
+}
