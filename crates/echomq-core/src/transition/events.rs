@@ -4,8 +4,9 @@
 //! `Queue::wait`. A call writes events only when it passes the events key
 //! (and the config key, which holds the log's length: `events`, 0 for off).
 
-use super::{need, number};
+use super::{need, protocol};
 use crate::limits::{EVENTS_KEEP, MAX_EVENT_ERROR};
+use crate::parse::stored;
 use crate::store::{KeyType, Store};
 use crate::Refusal;
 
@@ -27,7 +28,7 @@ impl<'k> Events<'k> {
         let Some((key, config)) = keys else { return Ok(None) };
         need(store, key, KeyType::Stream)?;
         need(store, config, KeyType::Hash)?;
-        let keep = number(store.hget(config, b"events").as_deref()).map_or(EVENTS_KEEP, |n| n as u64);
+        let keep = events_setting(store, config)?;
         Ok((keep > 0).then_some(Events { key, keep }))
     }
 
@@ -41,6 +42,16 @@ impl<'k> Events<'k> {
         fields.extend_from_slice(more);
         store.xadd(self.key, self.keep, &fields);
     }
+}
+
+/// The event log's length as `config` sets it (`events`; [`EVENTS_KEEP`]
+/// unset, 0 or less: off), read with the queue's `protocol` and both
+/// checked (`EMQVERSION`, `EMQDATA`): `config` holds a hash or nothing.
+pub(crate) fn events_setting<S: Store>(store: &mut S, config: &[u8]) -> Result<u64, Refusal> {
+    let [events, version] = <[Option<Vec<u8>>; 2]>::try_from(store.hmget(config, &[b"events", b"protocol"]))
+        .expect("a value a field");
+    protocol(config, version.as_deref())?;
+    Ok(stored(events.as_deref(), config, b"events")?.map_or(EVENTS_KEEP, |n| n.max(0) as u64))
 }
 
 /// Emit through `events` when the call has a log.

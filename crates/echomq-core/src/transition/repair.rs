@@ -1,7 +1,7 @@
 //! An operator's hand: CANCEL and RETRY (see the `.lua` twins).
 
 use super::events::{emit, trailing, Events};
-use super::{need, read_field, to_pending, wake, wake_key, write_record};
+use super::{need, priority_of, read_field, to_pending, wake, wake_key, write_record};
 use crate::description::{Description, Effect, Role};
 use crate::parse::{kind, options, queue_prefix};
 use crate::store::{KeyType, Store};
@@ -114,9 +114,10 @@ impl<'a> Retry<'a> {
         }
         let events = Events::open(store, trailing(self.keys, 6))?;
         let wakes = wake_key(store, self.keys, 6)?;
+        let score = priority_of(store, self.keys[3], self.id)?;
         store.zrem(self.keys[1], self.id);
         let now = store.now_ms();
-        to_pending(store, self.keys[0], self.keys[2], self.keys[3], self.id, now);
+        to_pending(store, self.keys[0], self.keys[2], score, self.id, now);
         wake(store, wakes);
         emit(&events, store, "retried", self.id, &[]);
         Ok(Reply::Int(1))
