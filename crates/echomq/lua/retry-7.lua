@@ -38,9 +38,12 @@ end
 local keep, wakes
 keep, wakes, err = events_and_wake(7)
 if err then return err end
+local score
+score, err = priority_of(KEYS[4], id)
+if err then return err end
 
 redis.call('ZREM', KEYS[2], id)
-to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+to_pending(KEYS[1], KEYS[3], score, id)
 wake(wakes)
 emit(KEYS[5], keep, 'retried', id)
 return 1

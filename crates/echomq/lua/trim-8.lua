@@ -33,7 +33,9 @@ if err then return err end
 err = deleting_types_error() or type_error(KEYS[8], 'hash')
 if err then return err end
 
-local kept = retention(KEYS[8], state)
+local kept
+kept, err = retention(KEYS[8], state)
+if err then return err end
 local limit = opts.LIMIT or SWEEP_LIMIT_MAX
 -- The set is in finish order, so each bound cuts a prefix of it: the longer goes.
 local past_age, past_count = 0, 0

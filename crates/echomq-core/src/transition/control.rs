@@ -392,6 +392,12 @@ impl<'a> Config<'a> {
         if let Some((score, head)) = resumed_head {
             store.zrem(pending, &head);
             store.zadd(pending, score, &head);
+            // Set anew (DEL, then ZADD), so that the server signals the key
+            // to every claim blocked on it, native ones too, even over a
+            // stale member (a ZADD to a key that exists signals nothing).
+            if let Some(key) = wakes {
+                store.del(key);
+            }
             wake(store, wakes);
         }
         // After the change: an EVENTS of this call already applies.

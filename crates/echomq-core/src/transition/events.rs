@@ -67,9 +67,42 @@ pub(crate) fn emit<S: Store>(
     }
 }
 
-/// An error text as an event carries it: its first [`MAX_EVENT_ERROR`] bytes.
+/// An error text as an event carries it: at most its first
+/// [`MAX_EVENT_ERROR`] bytes, cut back before a UTF-8 character the cut
+/// would split (PROTOCOL.md §7.5): while the first byte left out continues a
+/// character (`10xxxxxx`), the cut moves back one byte, at most three times.
 pub(crate) fn error_text(text: &[u8]) -> &[u8] {
-    &text[..text.len().min(MAX_EVENT_ERROR)]
+    let mut cut = MAX_EVENT_ERROR;
+    if text.len() <= cut {
+        return text;
+    }
+    while cut > MAX_EVENT_ERROR - 3 && text[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_text_is_cut_at_a_character() {
+        let short = "é".repeat(10);
+        assert_eq!(error_text(short.as_bytes()), short.as_bytes());
+        // 1023 ASCII bytes, then a two-byte character across the cut.
+        let text = format!("{}é", "a".repeat(MAX_EVENT_ERROR - 1));
+        assert_eq!(error_text(text.as_bytes()), "a".repeat(MAX_EVENT_ERROR - 1).as_bytes());
+        // A four-byte character ending right at the cut stays whole.
+        let whole = format!("{}😀x", "a".repeat(MAX_EVENT_ERROR - 4));
+        assert_eq!(error_text(whole.as_bytes()).len(), MAX_EVENT_ERROR);
+        // A four-byte character split after its first byte goes.
+        let split = format!("{}😀", "a".repeat(MAX_EVENT_ERROR - 1));
+        assert_eq!(error_text(split.as_bytes()).len(), MAX_EVENT_ERROR - 1);
+        // Not UTF-8: at most three bytes back.
+        let bytes = [vec![b'a'; MAX_EVENT_ERROR - 8], vec![0x80; 20]].concat();
+        assert_eq!(error_text(&bytes).len(), MAX_EVENT_ERROR - 3);
+    }
 }
 
 /// The events and config keys of a call that has them as its keys `with - 2`

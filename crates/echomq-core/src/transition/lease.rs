@@ -69,6 +69,12 @@ impl<'a> Claim<'a> {
         self.keys[0]
     }
 
+    /// The wake-up key, when the call passed it: a caller that blocks
+    /// watches it too, since a resume sets it (PROTOCOL.md §9).
+    pub fn wake_key(&self) -> Option<&'a [u8]> {
+        self.keys.get(7).copied()
+    }
+
     /// Take up to COUNT ids from the head of pending, each under a new lease,
     /// as many as the queue's gate lets through; when it held back jobs
     /// that pending still holds, or the queue is paused, its reason follows

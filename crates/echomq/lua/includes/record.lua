@@ -42,17 +42,23 @@ local function read_records(prefix, ids, ...)
   return records
 end
 
--- Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
--- their records (read_records), then remove them all.
-local function take(set, prefix, ids, ...)
-  local records, err = read_records(prefix, ids, ...)
+
+-- A job's priority, its entry in emq:{q}:priority (0 when it has none),
+-- read before any write: an entry that is not an integer is EMQDATA.
+local function priority_of(priority_key, id)
+  local n, err = stored(redis.call('HGET', priority_key, id), priority_key, id)
   if err then return nil, err end
-  redis.call('ZREM', set, unpack(ids))
-  return records
+  return n or 0
 end
 
--- Back to pending at the job's own priority (0 when it has none).
-local function to_pending(record_key, pending_key, priority_key, id)
+-- A record's `attempts`, read before a write: EMQDATA unless it is an
+-- integer (a missing record has none: nil).
+local function attempts_of(key, attempts)
+  return stored(attempts, key, 'attempts')
+end
+
+-- Back to pending at `score`, the job's priority as priority_of read it.
+local function to_pending(record_key, pending_key, score, id)
   redis.call('HSET', record_key, 'state', 'pending')
-  redis.call('ZADD', pending_key, redis.call('HGET', priority_key, id) or 0, id)
+  redis.call('ZADD', pending_key, score, id)
 end
