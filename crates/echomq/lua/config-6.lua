@@ -65,7 +65,8 @@ wakes, err = wake_key(6)
 if err then return err end
 -- Everything the reply shows, read and checked before any write, in the
 -- core's order: protocol, paused, concurrency, rate, per, the retention,
--- events.
+-- events. The reply's integers, nil (or an error reply), and the queue's
+-- protocol as stored (nil when it records none).
 local function read_settings()
   local read = redis.call('HMGET', KEYS[1], 'protocol', 'paused', 'concurrency', 'rate', 'per')
   local e = protocol_error(KEYS[1], read[1])
@@ -91,7 +92,7 @@ local function read_settings()
   keep, e = events_length(KEYS[1])
   if e then return nil, e end
   reply[#reply + 1] = keep
-  return reply, read[1]
+  return reply, nil, read[1]
 end
 local before
 before, err = read_settings()
@@ -146,7 +147,8 @@ elseif opts.PAUSED == 0 and was_paused then
   emit(KEYS[5], keep, 'resumed', false)
 end
 -- After the writes, which only wrote integers in the form read back.
-local reply, version = read_settings()
-if not reply then return version end
+local reply, version
+reply, err, version = read_settings()
+if err then return err end
 if version then reply[#reply + 1] = version end
 return reply

@@ -2895,3 +2895,29 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
         assert_eq!(target.snapshot(&h).await, before, "on {}", target.name());
     }
 }
+
+/// A queue that records its writer's protocol, of this major: CONFIG
+/// reports it after the eleven settings and never writes it, on every
+/// executor (PROTOCOL.md §2, §7.1).
+#[tokio::test]
+async fn config_reports_the_queues_protocol_and_never_writes_it() {
+    let h = harness_on(RedisServer::start_with_module()).await;
+    for target in Target::all() {
+        let via = target.via(&h);
+        target.arrange(&h, &["HSET $q:config protocol 1.7"]).await;
+        let words = |text: &str| text.split_whitespace().map(|w| h.expand(w)).collect::<Vec<String>>();
+        let args = [b"PAUSED".to_vec(), b"1".to_vec()].to_vec();
+        let call = echomq::Call { name: Name::Config, keys: words(CONFIG_KEYS), args };
+        let reply = via.run(&[call]).await.unwrap().remove(0).unwrap();
+        let redis::Value::Array(values) = reply else { panic!("on {}: {reply:?}", target.name()) };
+        assert_eq!(values.len(), 12, "on {}: {values:?}", target.name());
+        assert_eq!(values[11], redis::Value::BulkString(b"1.7".to_vec()), "on {}", target.name());
+        let after = target.snapshot(&h).await;
+        check(&["config paused=1 protocol=1.7", "events paused="], &after, 0, 0)
+            .unwrap_or_else(|why| panic!("on {}: {why}", target.name()));
+        if !matches!(target, Target::Embedded(_)) {
+            let settings = h.queue.settings().await.unwrap();
+            assert_eq!(settings.protocol, Some(echomq_core::Version { major: 1, minor: 7 }));
+        }
+    }
+}
