@@ -15,7 +15,7 @@ Reply    an array, one reply a job, in order: 1 (acked, with its `completed`
          event), or the job's own refusal, an error reply: EMQNOJOB, or
          the fence's (not active, or another token; a job named twice is
          acked once and its second entry is refused with EMQFENCE)
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN: the call's. The keys'
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the call's. The keys'
          types and every record's are checked before the first write: a
          refused call acks nothing.
 ]]

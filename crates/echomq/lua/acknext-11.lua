@@ -22,7 +22,7 @@ Reply    CLAIM's reply: the jobs claimed after the ack, then
          the gate's integer when it held back jobs still pending (or paused). The ack's `completed`
          event comes before the claims' `active` ones.
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
-         or another token), TRYAGAIN. Every key's type, the fence, and the
+         or another token), EMQVERSION, EMQDATA, TRYAGAIN. Every key's type, the fence, and the
          records at the head of pending that the claim may take are checked
          before the first write: a refused ACKNEXT acks nothing and claims
          nothing.

@@ -12,7 +12,7 @@ KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log,
 KEYS[8]  emq:{q}:config     (hash) a `cancelled` event (includes/events)
 ARGV[1]  id: the job id
 Reply    1 cancelled, 0 already cancelled (nothing changed)
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job)
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job), EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include events

@@ -16,7 +16,7 @@ ARGV[4]  max_attempts: 0..=2147483647: the caller's, for a job with no ATTEMPTS
 ARGV[5..] options:
          PAUSE <0|1>        1: no claim of the queue takes a job until then
 Reply    1
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include policy

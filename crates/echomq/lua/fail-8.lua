@@ -17,7 +17,7 @@ ARGV[4]  backoff: ms, 0..=999999999999: the retry is due that long from now;
          the job's own BACKOFF or BACKOFF_EXP instead, when it has one
 ARGV[5]  error: the text, at most 65536 bytes, kept in KEYS[5]
 Reply    'delayed' (it will retry) or 'dead'
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include policy

@@ -13,7 +13,7 @@ ARGV[1..] options:
 Derived  emq:{q}:job:<id>   the record of each due id (same hashtag)
 Reply    how many moved to pending. An id in delayed whose record is missing
          is dropped and not counted.
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include events

@@ -18,7 +18,7 @@ ARGV[2..] options:
 Derived  emq:{q}:job:<id>   the record of each expired id (same hashtag)
 Reply    [requeued, dead]: how many went to pending and to dead. An id in
          active whose record is missing is dropped and counted in neither.
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include policy

@@ -13,7 +13,7 @@ KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 Reply    1
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include events

@@ -11,7 +11,7 @@ KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
                             (includes/wake), told
 ARGV[1]  id: the job id
 Reply    1
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead)
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include events

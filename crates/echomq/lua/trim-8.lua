@@ -17,7 +17,7 @@ ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each deleted id (same hashtag)
 Reply    how many jobs were deleted; call again while it is LIMIT
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include delete
 --@include retention
