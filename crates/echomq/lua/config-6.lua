@@ -30,8 +30,8 @@ Reply    [paused, concurrency, rate, per, done_age, done_count, dead_age,
          records one, its `protocol` (never written here)
          Resuming a paused queue re-adds the head of pending at its own score
          (ZREM, then ZADD), so every waiting claim wakes as on an arrival.
-Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE, EMQVERSION,
-         EMQDATA (a stored setting or the head's priority malformed: nothing written)
+Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE, EMQVERSION, EMQDATA
+         (a stored setting, or the resumed head's priority, malformed: nothing written)
 ]]
 --@include retention
 --@include events

@@ -82,6 +82,12 @@ pub(crate) fn error_text(text: &[u8]) -> &[u8] {
     &text[..cut]
 }
 
+/// The events and config keys of a call that has them as its keys `with - 2`
+/// and `with - 1` (1-based), when it has at least `with` keys (a wake-up key may follow).
+pub(crate) fn trailing<'k>(keys: &[&'k [u8]], with: usize) -> Option<(&'k [u8], &'k [u8])> {
+    (keys.len() >= with).then(|| (keys[with - 2], keys[with - 1]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,10 +109,4 @@ mod tests {
         let bytes = [vec![b'a'; MAX_EVENT_ERROR - 8], vec![0x80; 20]].concat();
         assert_eq!(error_text(&bytes).len(), MAX_EVENT_ERROR - 3);
     }
-}
-
-/// The events and config keys of a call that has them as its keys `with - 2`
-/// and `with - 1` (1-based), when it has at least `with` keys (a wake-up key may follow).
-pub(crate) fn trailing<'k>(keys: &[&'k [u8]], with: usize) -> Option<(&'k [u8], &'k [u8])> {
-    (keys.len() >= with).then(|| (keys[with - 2], keys[with - 1]))
 }
