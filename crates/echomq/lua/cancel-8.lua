@@ -36,6 +36,7 @@ local state = fields[1]
 if not state then
   return emq_error('EMQNOJOB', 'no such job')
 end
+if not STATES[state] then return malformed(KEYS[1], 'state', 'a state') end
 if state == 'cancelled' then return 0 end
 local from = {pending = KEYS[2], active = KEYS[3], delayed = KEYS[4], dead = KEYS[5]}
 if not from[state] then

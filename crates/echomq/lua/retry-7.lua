@@ -32,6 +32,7 @@ if err then return err end
 if not fields[1] then
   return emq_error('EMQNOJOB', 'no such job')
 end
+if not STATES[fields[1]] then return malformed(KEYS[1], 'state', 'a state') end
 if fields[1] ~= 'dead' then
   return emq_error('EMQSTATE', 'cannot retry a ' .. fields[1] .. ' job')
 end

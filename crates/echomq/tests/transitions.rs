@@ -2789,6 +2789,22 @@ const MALFORMED: &[Refusal] = &[
         args: "",
         error: "EMQDATA $q:config done_count is not an integer",
     },
+    Refusal {
+        name: "cancel of a job whose state is not a state",
+        given: &["HSET $q:job:$A state sleeping attempts 0 payload p"],
+        call: Name::Cancel,
+        keys: "$q:job:$A $q:pending $q:active $q:delayed $q:dead $q:cancelled $q:events $q:config",
+        args: "$A",
+        error: "EMQDATA $q:job:$A state is not a state",
+    },
+    Refusal {
+        name: "retry of a job whose state is not a state",
+        given: &["HSET $q:job:$A state Dead attempts 3 payload p", "ZADD $q:dead 5 $A"],
+        call: Name::Retry,
+        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
+        args: "$A",
+        error: "EMQDATA $q:job:$A state is not a state",
+    },
     // A queue written by another major of the protocol.
     Refusal {
         name: "enqueue into a queue of protocol 2.0",
