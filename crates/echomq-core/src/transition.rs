@@ -202,16 +202,20 @@ fn present_here<S: Store>(store: &mut S, key: &[u8]) -> Result<(), Refusal> {
 }
 
 /// The fence: the record must exist, be active, and hold `token` as its
-/// attempts. Its stamp, read with them, for the write that follows.
+/// attempts. Its stamp, read with them, for the write that follows. A
+/// `state` that is none of the six, or `attempts` that is not an integer,
+/// is malformed (`EMQDATA`).
 fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<Stamped, Refusal> {
     let [state, attempts, enqueued_at] = read_fields(store, key, [b"state", b"attempts", b"enqueued_at"])?;
-    match state {
-        None => Err(Refusal::new(Code::NoJob, "no such job")),
-        Some(state) if state != b"active" || number(attempts.as_deref()) != Some(token as f64) => {
-            Err(Refusal::new(Code::Fence, "token does not hold the lease"))
-        }
-        Some(_) => Ok(Stamped(enqueued_at.is_some())),
+    let Some(state) = state else { return Err(Refusal::new(Code::NoJob, "no such job")) };
+    if !STATES.contains(&state.as_slice()) {
+        return Err(malformed(key, b"state", "a state"));
     }
+    let attempts = attempts_of(key, attempts.as_deref())?;
+    if state != b"active" || attempts != Some(token as i64) {
+        return Err(Refusal::new(Code::Fence, "token does not hold the lease"));
+    }
+    Ok(Stamped(enqueued_at.is_some()))
 }
 
 /// A record read by [`read_records`]: its key, and the fields read.

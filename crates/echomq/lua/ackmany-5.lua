@@ -60,9 +60,12 @@ if err then return err end
 local acked, replies = {}, {}
 for j = 1, n do
   local id, fields = ids[j], records[j]
+  local fenced = fields[1] and fenced_record_error(prefix .. 'job:' .. id, fields[1], fields[2], tokens[j])
   if not fields[1] then
     replies[j] = emq_error('EMQNOJOB', 'no such job')
-  elseif acked[id] or fields[1] ~= 'active' or tonumber(fields[2]) ~= tokens[j] then
+  elseif fenced then
+    replies[j] = fenced
+  elseif acked[id] then
     replies[j] = emq_error('EMQFENCE', 'token does not hold the lease')
   else
     acked[id] = true

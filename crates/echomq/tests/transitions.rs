@@ -2790,6 +2790,22 @@ const MALFORMED: &[Refusal] = &[
         error: "EMQDATA $q:config done_count is not an integer",
     },
     Refusal {
+        name: "ack of a record whose attempts is x",
+        given: &["HSET $q:job:$A state active attempts x payload p", "ZADD $q:active 99999999999999 $A"],
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done",
+        args: "$A 1",
+        error: "EMQDATA $q:job:$A attempts is not an integer",
+    },
+    Refusal {
+        name: "extend of a record whose state is not a state",
+        given: &["HSET $q:job:$A state Active attempts 1 payload p", "ZADD $q:active 99999999999999 $A"],
+        call: Name::Extend,
+        keys: "$q:job:$A $q:active",
+        args: "$A 1 30000",
+        error: "EMQDATA $q:job:$A state is not a state",
+    },
+    Refusal {
         name: "cancel of a job whose state is not a state",
         given: &["HSET $q:job:$A state sleeping attempts 0 payload p"],
         call: Name::Cancel,

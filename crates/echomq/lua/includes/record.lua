@@ -17,6 +17,18 @@ local function read_record(key, ...)
   return fields
 end
 
+-- The fence of an existing record whose `state` and `attempts` were read:
+-- a state none of the six, or attempts not an integer, is EMQDATA; then
+-- it must be active and hold `token` as its attempts (EMQFENCE).
+local function fenced_record_error(key, state, attempts, token)
+  if not STATES[state] then return malformed(key, 'state', 'a state') end
+  local n, err = stored(attempts, key, 'attempts')
+  if err then return err end
+  if state ~= 'active' or n ~= token then
+    return emq_error('EMQFENCE', 'token does not hold the lease')
+  end
+end
+
 -- The fence: the record must exist, be active, and hold `token` as its attempts.
 local function fence_error(key, token)
   local fields, err = read_record(key, 'state', 'attempts')
@@ -24,9 +36,7 @@ local function fence_error(key, token)
   if not fields[1] then
     return emq_error('EMQNOJOB', 'no such job')
   end
-  if fields[1] ~= 'active' or tonumber(fields[2]) ~= token then
-    return emq_error('EMQFENCE', 'token does not hold the lease')
-  end
+  return fenced_record_error(key, fields[1], fields[2], token)
 end
 
 -- The fields `...` of each id's record (each must be a hash or missing: the
