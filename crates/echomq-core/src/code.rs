@@ -24,6 +24,13 @@ pub enum Code {
     Arg,
     /// `EMQSIZE`: a payload or an error text over its size limit.
     Size,
+    /// `EMQDATA`: a key of the right type holds a value of the wrong shape
+    /// (a record's `attempts` that is not an integer, a `paused` of `2`, a
+    /// priority `abc`): malformed stored state, refused before any write.
+    Data,
+    /// `EMQVERSION`: the queue's keys were written by another major of the
+    /// protocol (`<q>config`'s `protocol`), or that field is malformed.
+    Version,
     /// `TRYAGAIN`, Redis Cluster's own code, not a protocol refusal: a record
     /// the transition needs is missing here while the queue's slot is being
     /// moved to or from this node, so it may be on the other node. Nothing
@@ -34,8 +41,17 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order PROTOCOL.md lists them.
-    pub const ALL: [Code; 7] =
-        [Code::Kind, Code::Fence, Code::NoJob, Code::State, Code::Type, Code::Arg, Code::Size];
+    pub const ALL: [Code; 9] = [
+        Code::Kind,
+        Code::Fence,
+        Code::NoJob,
+        Code::State,
+        Code::Type,
+        Code::Arg,
+        Code::Size,
+        Code::Data,
+        Code::Version,
+    ];
 
     /// The code as it travels: the first word of the error reply.
     pub const fn as_str(self) -> &'static str {
@@ -47,6 +63,8 @@ impl Code {
             Code::Type => "EMQTYPE",
             Code::Arg => "EMQARG",
             Code::Size => "EMQSIZE",
+            Code::Data => "EMQDATA",
+            Code::Version => "EMQVERSION",
             Code::TryAgain => "TRYAGAIN",
         }
     }

@@ -22,16 +22,34 @@ pub fn kind(id: Option<&[u8]>) -> Result<&[u8], Refusal> {
 
 /// An integer argument: an optional `-`, 1 to 15 decimal digits, within `range`.
 pub fn integer(value: Option<&[u8]>, name: &str, range: RangeInclusive<i64>) -> Result<i64, Refusal> {
-    let parsed = value.and_then(|value| {
-        let digits = value.strip_prefix(b"-").unwrap_or(value);
-        let well_formed =
-            !digits.is_empty() && digits.len() <= MAX_DIGITS && digits.iter().all(u8::is_ascii_digit);
-        well_formed.then(|| std::str::from_utf8(value).ok()?.parse::<i64>().ok()).flatten()
-    });
-    match parsed {
+    match value.and_then(integer_text) {
         Some(n) if range.contains(&n) => Ok(n),
         _ => Err(Refusal::arg(format!("{name} must be an integer in {}..={}", range.start(), range.end()))),
     }
+}
+
+/// A stored integer (PROTOCOL.md §5): a field the protocol writes as a
+/// number (a setting, a record's `attempts`, a priority) holds an integer in
+/// the form ARGV's take, or nothing (`None`). Anything else is malformed
+/// stored state, `EMQDATA <key> <field> is not an integer`, refused before
+/// any write.
+pub fn stored(value: Option<&[u8]>, key: &[u8], field: &[u8]) -> Result<Option<i64>, Refusal> {
+    let Some(value) = value else { return Ok(None) };
+    integer_text(value).map(Some).ok_or_else(|| malformed(key, field, "an integer"))
+}
+
+/// `EMQDATA <key> <field> is not <what>`: a key of the right type holds a
+/// value of the wrong shape.
+pub fn malformed(key: &[u8], field: &[u8], what: &str) -> Refusal {
+    Refusal::new(Code::Data, format!("{} {} is not {what}", lossy(key), lossy(field)))
+}
+
+/// Decimal text: an optional `-`, then 1 to [`MAX_DIGITS`] digits.
+fn integer_text(value: &[u8]) -> Option<i64> {
+    let digits = value.strip_prefix(b"-").unwrap_or(value);
+    let well_formed =
+        !digits.is_empty() && digits.len() <= MAX_DIGITS && digits.iter().all(u8::is_ascii_digit);
+    well_formed.then(|| std::str::from_utf8(value).ok()?.parse::<i64>().ok()).flatten()
 }
 
 /// An integer argument that is never negative (its range starts at 0 or more).
@@ -127,6 +145,21 @@ mod tests {
             assert_eq!(err.to_string(), "EMQARG n must be an integer in -5..=999999999999999", "{text}");
         }
         assert!(integer(None, "n", range).is_err());
+    }
+
+    #[test]
+    fn stored_integers_take_the_arguments_form() {
+        let read = |text: &str| stored(Some(text.as_bytes()), b"emq:{q}:config", b"rate");
+        assert_eq!(read("01"), Ok(Some(1)));
+        assert_eq!(read("-3"), Ok(Some(-3)));
+        assert_eq!(stored(None, b"k", b"f"), Ok(None));
+        for text in ["", "1.5", "2.5", " 1", "1 ", "1e0", "+1", "abc", "1000000000000000"] {
+            assert_eq!(
+                read(text).unwrap_err().to_string(),
+                "EMQDATA emq:{q}:config rate is not an integer",
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -57,16 +57,19 @@ impl Policy {
         Ok((policy != Policy::default()).then_some(policy))
     }
 
-    /// The policy stored as `text`. Stored text came through ENQUEUE's
-    /// checks; text that does not read as a policy (written by hand, or by a
-    /// newer speaker with options this one does not know) counts as none, so
-    /// the caller's defaults apply.
+    /// The policy stored as `text`, or `None` when it does not read as one
+    /// (PROTOCOL.md §7.2): its words split on each single space (so a
+    /// leading, trailing or doubled space makes an empty word, which is no
+    /// option), read as the options are.
+    pub fn parse(text: &[u8]) -> Option<Policy> {
+        let words: Vec<&[u8]> = text.split(|b| *b == b' ').collect();
+        options(&words, OPTIONS).ok().and_then(|found| Policy::from_options(found).ok().flatten())
+    }
+
+    /// [`Policy::parse`], where text that does not read counts as none (a
+    /// host showing what it found; a transition refuses it instead).
     pub fn read(text: &[u8]) -> Policy {
-        let words: Vec<&[u8]> = text.split(|b| *b == b' ').filter(|w| !w.is_empty()).collect();
-        options(&words, OPTIONS)
-            .ok()
-            .and_then(|found| Policy::from_options(found).ok().flatten())
-            .unwrap_or_default()
+        Policy::parse(text).unwrap_or_default()
     }
 
     /// The stored text: the options that make it, in the fixed order.

@@ -9,8 +9,10 @@
 //! `enqueued_at` and `updated_at`.
 
 use crate::description::Description;
-use crate::parse::lossy;
+use crate::parse::{lossy, malformed, stored};
+use crate::policy::Policy;
 use crate::store::{KeyType, Store};
+use crate::version::{Version, PROTOCOL};
 use crate::{Answer, Code, Refusal};
 
 mod batch;
@@ -200,37 +202,27 @@ fn present_here<S: Store>(store: &mut S, key: &[u8]) -> Result<(), Refusal> {
 }
 
 /// The fence: the record must exist, be active, and hold `token` as its
-/// attempts. Its stamp, read with them, for the write that follows.
+/// attempts. Its stamp, read with them, for the write that follows. A
+/// `state` that is none of the six, or `attempts` that is not an integer,
+/// is malformed (`EMQDATA`).
 fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<Stamped, Refusal> {
     let [state, attempts, enqueued_at] = read_fields(store, key, [b"state", b"attempts", b"enqueued_at"])?;
-    match state {
-        None => Err(Refusal::new(Code::NoJob, "no such job")),
-        Some(state) if state != b"active" || number(attempts.as_deref()) != Some(token as f64) => {
-            Err(Refusal::new(Code::Fence, "token does not hold the lease"))
-        }
-        Some(_) => Ok(Stamped(enqueued_at.is_some())),
+    let Some(state) = state else { return Err(Refusal::new(Code::NoJob, "no such job")) };
+    if !STATES.contains(&state.as_slice()) {
+        return Err(malformed(key, b"state", "a state"));
     }
+    let attempts = attempts_of(key, attempts.as_deref())?;
+    if state != b"active" || attempts != Some(token as i64) {
+        return Err(Refusal::new(Code::Fence, "token does not hold the lease"));
+    }
+    Ok(Stamped(enqueued_at.is_some()))
 }
 
-/// A record taken by [`take`]: its key, and the fields read before the take.
+/// A record read by [`read_records`]: its key, and the fields read.
 type Taken<const N: usize> = (Vec<u8>, [Option<Vec<u8>>; N]);
 
-/// Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
-/// `fields` of each id's record (each must be a hash or missing: the last
-/// check before any write), then remove them all. Each record's key and fields.
-fn take<S: Store, const N: usize>(
-    store: &mut S,
-    set: &[u8],
-    prefix: &[u8],
-    ids: &[Vec<u8>],
-    fields: [&[u8]; N],
-) -> Result<Vec<Taken<N>>, Refusal> {
-    let records = read_records(store, prefix, ids, fields)?;
-    remove(store, set, ids);
-    Ok(records)
-}
-
-/// [`take`]'s first half: `fields` of each id's record, each checked.
+/// `fields` of each id's record (each must be a hash or missing), read
+/// before a call takes ids out of a set (CLAIM, REAP, PROMOTE).
 fn read_records<S: Store, const N: usize>(
     store: &mut S,
     prefix: &[u8],
@@ -246,7 +238,7 @@ fn read_records<S: Store, const N: usize>(
         .collect()
 }
 
-/// [`take`]'s second half: the ids out of `set`.
+/// The ids out of `set`, once everything the call reads was checked.
 fn remove<S: Store>(store: &mut S, set: &[u8], ids: &[Vec<u8>]) {
     for id in ids {
         store.zrem(set, id);
@@ -287,9 +279,53 @@ fn write_stamped<S: Store>(store: &mut S, key: &[u8], fields: &[(&[u8], &[u8])],
     store.hset(key, &all);
 }
 
-/// Back to pending at the job's own priority (0 when it has none).
-fn to_pending<S: Store>(store: &mut S, record: &[u8], pending: &[u8], priority: &[u8], id: &[u8], now: u64) {
+/// Back to pending at `score`, the job's own priority as [`priority_of`]
+/// read it before the call's first write.
+fn to_pending<S: Store>(store: &mut S, record: &[u8], pending: &[u8], score: f64, id: &[u8], now: u64) {
     write_record(store, record, &[(b"state", b"pending")], now);
-    let score = number(store.hget(priority, id).as_deref()).unwrap_or(0.0);
     store.zadd(pending, score, id);
+}
+
+/// A job's priority, its entry in `<q>priority` (0 when it has none), read
+/// before any write: an entry that is not an integer is `EMQDATA`.
+fn priority_of<S: Store>(store: &mut S, priority: &[u8], id: &[u8]) -> Result<f64, Refusal> {
+    let entry = store.hget(priority, id);
+    Ok(stored(entry.as_deref(), priority, id)?.unwrap_or(0) as f64)
+}
+
+/// A job's own policy, its entry in `<q>policy` (none when it has none),
+/// read before any write: an entry that does not read as a policy (§7.2)
+/// is `EMQDATA`.
+fn policy_of<S: Store>(store: &mut S, policies: &[u8], id: &[u8]) -> Result<Option<Policy>, Refusal> {
+    match store.hget(policies, id) {
+        None => Ok(None),
+        Some(text) => Policy::parse(&text).map(Some).ok_or_else(|| malformed(policies, id, "a policy")),
+    }
+}
+
+/// The queue's protocol, `<q>config`'s `protocol` as read with the other
+/// settings (PROTOCOL.md §2): absent, or `major.minor` of this speaker's
+/// major; another major, or a malformed one, is `EMQVERSION`, before any write.
+fn protocol(config: &[u8], value: Option<&[u8]>) -> Result<(), Refusal> {
+    let Some(value) = value else { return Ok(()) };
+    match std::str::from_utf8(value).ok().and_then(Version::parse) {
+        Some(found) if PROTOCOL.compatible(found) => Ok(()),
+        Some(found) => Err(Refusal::new(
+            Code::Version,
+            format!("queue written by protocol {found}; this speaker is {PROTOCOL}"),
+        )),
+        None => Err(Refusal::new(
+            Code::Version,
+            format!("{} protocol is not <major>.<minor>; this speaker is {PROTOCOL}", lossy(config)),
+        )),
+    }
+}
+
+/// The six states a record's `state` may hold (PROTOCOL.md §3).
+const STATES: [&[u8]; 6] = [b"pending", b"active", b"delayed", b"done", b"dead", b"cancelled"];
+
+/// A record's `attempts` as read before a write: `EMQDATA` unless it is an
+/// integer (a missing record has none).
+fn attempts_of(key: &[u8], attempts: Option<&[u8]>) -> Result<Option<i64>, Refusal> {
+    stored(attempts, key, b"attempts")
 }

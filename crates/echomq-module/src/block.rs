@@ -2,10 +2,14 @@
 //! client waits on the pending key, without polling, until a job arrives or
 //! the time is up (`BLOCK 0`: no limit).
 //!
-//! The wait is `RedisModule_BlockClientOnKeys` on the pending key. Every write
-//! that adds to a set signals that key as ready (see [`RedisStore`]), so an
-//! ENQUEUE, PROMOTE, RELEASE or REAP into pending wakes the waiters, as a
-//! `ZADD` wakes a `BZPOPMIN`. A woken client claims again; one that lost the
+//! The wait is `RedisModule_BlockClientOnKeys` on the pending key and, when
+//! the claim passed it, the wake-up key. Every write that adds to a set
+//! signals that key as ready (see [`RedisStore`]), so an ENQUEUE, PROMOTE,
+//! RELEASE or REAP into pending wakes the waiters, as a `ZADD` wakes a
+//! `BZPOPMIN`. A resume through the scripts adds nothing to pending (it
+//! re-adds the head, which signals nothing while pending holds more): it
+//! sets the wake-up key anew, which the server signals, so a native waiter
+//! wakes for it as a Lua one does. A woken client claims again; one that lost the
 //! race to another worker finds pending empty and **stays blocked** (the
 //! callback declines, and Redis keeps the client waiting on the same key
 //! with the same deadline). On time-out the reply is an empty array, the same
@@ -39,7 +43,7 @@ pub(crate) fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]
     let (store, outcome) = claim_now(ctx, &claim, claim.block.is_some());
     match claim.block {
         Some(timeout) if nothing_claimed(&store, &outcome) && api::context_flags(ctx) & NO_BLOCKING == 0 => {
-            wait(ctx, claim.pending_key(), timeout)
+            wait(ctx, claim.pending_key(), claim.wake_key(), timeout)
         }
         _ => finish(ctx, &store, &outcome),
     }
@@ -72,10 +76,11 @@ fn nothing_claimed(store: &RedisStore, outcome: &Answer) -> bool {
         && matches!(outcome, Ok(Reply::Array(jobs)) if jobs.is_empty() || matches!(jobs[..], [Reply::Int(-1)]))
 }
 
-/// Block the client on `pending` for `timeout` ms (0: no limit).
-fn wait(ctx: *mut raw::RedisModuleCtx, pending: &[u8], timeout: u64) {
-    let key = RString::new(pending);
-    let mut keys = [key.as_ptr()];
+/// Block the client on `pending`, and `wake` when given, for `timeout` ms
+/// (0: no limit).
+fn wait(ctx: *mut raw::RedisModuleCtx, pending: &[u8], wake: Option<&[u8]>, timeout: u64) {
+    let watched: Vec<RString> = std::iter::once(pending).chain(wake).map(RString::new).collect();
+    let mut keys: Vec<_> = watched.iter().map(RString::as_ptr).collect();
     let timeout = c_longlong::try_from(timeout).unwrap_or(c_longlong::MAX);
     let blocked = rm!(RedisModule_BlockClientOnKeys(
         ctx,
@@ -84,7 +89,7 @@ fn wait(ctx: *mut raw::RedisModuleCtx, pending: &[u8], timeout: u64) {
         None,
         timeout,
         keys.as_mut_ptr(),
-        1,
+        keys.len() as c_int,
         ptr::null_mut(),
     ) or ptr::null_mut());
     if blocked.is_null() {

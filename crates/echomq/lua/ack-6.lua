@@ -13,7 +13,7 @@ ARGV[3..] options:
          RESULT <bytes>     0 to 1048576 bytes: kept as results[id]
 Reply    1; with the events keys, a `completed` event (with result_bytes
          when a result was kept)
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token)
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token), EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include ack

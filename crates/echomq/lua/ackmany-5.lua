@@ -15,7 +15,7 @@ Reply    an array, one reply a job, in order: 1 (acked, with its `completed`
          event), or the job's own refusal, an error reply: EMQNOJOB, or
          the fence's (not active, or another token; a job named twice is
          acked once and its second entry is refused with EMQFENCE)
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN: the call's. The keys'
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the call's. The keys'
          types and every record's are checked before the first write: a
          refused call acks nothing.
 ]]
@@ -60,9 +60,12 @@ if err then return err end
 local acked, replies = {}, {}
 for j = 1, n do
   local id, fields = ids[j], records[j]
+  local fenced = fields[1] and fenced_record_error(prefix .. 'job:' .. id, fields[1], fields[2], tokens[j])
   if not fields[1] then
     replies[j] = emq_error('EMQNOJOB', 'no such job')
-  elseif acked[id] or fields[1] ~= 'active' or tonumber(fields[2]) ~= tokens[j] then
+  elseif fenced then
+    replies[j] = fenced
+  elseif acked[id] then
     replies[j] = emq_error('EMQFENCE', 'token does not hold the lease')
   else
     acked[id] = true

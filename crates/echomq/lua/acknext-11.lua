@@ -22,7 +22,7 @@ Reply    CLAIM's reply: the jobs claimed after the ack, then
          the gate's integer when it held back jobs still pending (or paused). The ack's `completed`
          event comes before the claims' `active` ones.
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
-         or another token), TRYAGAIN. Every key's type, the fence, and the
+         or another token), EMQVERSION, EMQDATA, TRYAGAIN. Every key's type, the fence, and the
          records at the head of pending that the claim may take are checked
          before the first write: a refused ACKNEXT acks nothing and claims
          nothing.
@@ -64,6 +64,7 @@ if err then return err end
 -- The records the claim may take, read and checked once, here, before the
 -- ack's writes: the ack changes none of what the claim reads.
 head.records, err = read_records(prefix, head.ids, 'attempts', 'payload')
+err = err or claimed_records_error(prefix, head.ids, head.records)
 if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6], events_setting)

@@ -13,7 +13,7 @@ ARGV[2]  callback: the callback job's id
 ARGV[3]  payload: the callback's payload, at most MAX_PAYLOAD bytes
 ARGV[4..] the batch's job ids, 1 to 1000
 Reply    1 opened, 0 a batch of this id is open already (nothing changed)
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include payload
 

@@ -12,7 +12,7 @@ KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log,
 KEYS[8]  emq:{q}:config     (hash) a `cancelled` event (includes/events)
 ARGV[1]  id: the job id
 Reply    1 cancelled, 0 already cancelled (nothing changed)
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job)
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job), EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include events
@@ -36,6 +36,7 @@ local state = fields[1]
 if not state then
   return emq_error('EMQNOJOB', 'no such job')
 end
+if not STATES[state] then return malformed(KEYS[1], 'state', 'a state') end
 if state == 'cancelled' then return 0 end
 local from = {pending = KEYS[2], active = KEYS[3], delayed = KEYS[4], dead = KEYS[5]}
 if not from[state] then

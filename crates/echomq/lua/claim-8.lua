@@ -34,7 +34,7 @@ Reply    an array of claimed jobs in pending order (priority, then id), each
          concurrency limit, n > 0 ms to wait (the next rate slot, or the end
          of a timed pause). An idle queue answers [] whatever its limits. Under a rate, each claim is logged in KEYS[4], and the entries
          that left the window are trimmed.
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include claim
 

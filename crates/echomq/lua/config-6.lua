@@ -26,10 +26,12 @@ ARGV[1..] options, each at most once; none: only read.
 Reply    [paused, concurrency, rate, per, done_age, done_count, dead_age,
          dead_count, cancelled_age, cancelled_count, events]: the settings
          after the change (0: none), the retention as TRIM applies it and
-         the event log's length (defaults if unset)
+         the event log's length (defaults if unset); then, when the queue
+         records one, its `protocol` (never written here)
          Resuming a paused queue re-adds the head of pending at its own score
          (ZREM, then ZADD), so every waiting claim wakes as on an arrival.
-Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE
+Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE, EMQVERSION, EMQDATA
+         (a stored setting, or the resumed head's priority, malformed: nothing written)
 ]]
 --@include retention
 --@include events
@@ -61,7 +63,49 @@ if err then return err end
 local wakes
 wakes, err = wake_key(6)
 if err then return err end
-local was_paused = tonumber(redis.call('HGET', KEYS[1], 'paused')) == 1
+-- Everything the reply shows, read and checked before any write, in the
+-- core's order: protocol, paused, concurrency, rate, per, the retention,
+-- events. The reply's integers, nil (or an error reply), and the queue's
+-- protocol as stored (nil when it records none).
+local function read_settings()
+  local read = redis.call('HMGET', KEYS[1], 'protocol', 'paused', 'concurrency', 'rate', 'per')
+  local e = protocol_error(KEYS[1], read[1])
+  if e then return nil, e end
+  local paused
+  paused, e = switch(read[2], KEYS[1], 'paused')
+  if e then return nil, e end
+  local reply = {paused and 1 or 0}
+  for i, field in ipairs({'concurrency', 'rate', 'per'}) do
+    local n
+    n, e = stored(read[i + 2], KEYS[1], field)
+    if e then return nil, e end
+    reply[#reply + 1] = math.max(n or 0, 0)
+  end
+  for _, state in ipairs({'done', 'dead', 'cancelled'}) do
+    local kept
+    kept, e = retention(KEYS[1], state)
+    if e then return nil, e end
+    reply[#reply + 1] = kept[1]
+    reply[#reply + 1] = kept[2]
+  end
+  local keep
+  keep, e = events_length(KEYS[1])
+  if e then return nil, e end
+  reply[#reply + 1] = keep
+  return reply, nil, read[1]
+end
+local before
+before, err = read_settings()
+if err then return err end
+local was_paused = before[1] == 1
+local resumed_head, resumed_score = nil, nil
+if was_paused and opts.PAUSED == 0 then
+  resumed_head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if resumed_head then
+    resumed_score, err = stored(redis.call('HGET', KEYS[3], resumed_head), KEYS[3], resumed_head)
+    if err then return err end
+  end
+end
 -- One HSET of what is set, then one HDEL of what is removed.
 local set, removed = {}, {}
 if opts.PAUSED == 1 then
@@ -90,13 +134,10 @@ end
 if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
 if #removed > 0 then redis.call('HDEL', KEYS[1], unpack(removed)) end
 if opts.RATE == 0 then redis.call('DEL', KEYS[4]) end
-if was_paused and opts.PAUSED == 0 then
-  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-  if head then
-    redis.call('ZREM', KEYS[2], head)
-    redis.call('ZADD', KEYS[2], redis.call('HGET', KEYS[3], head) or 0, head)
-    wake(wakes)
-  end
+if resumed_head then
+  redis.call('ZREM', KEYS[2], resumed_head)
+  redis.call('ZADD', KEYS[2], resumed_score or 0, resumed_head)
+  wake_anew(wakes)
 end
 -- After the change: an EVENTS of this call already applies.
 local keep = events_keep(KEYS[5], KEYS[1])
@@ -105,13 +146,9 @@ if opts.PAUSED == 1 and not was_paused then
 elseif opts.PAUSED == 0 and was_paused then
   emit(KEYS[5], keep, 'resumed', false)
 end
-local settings = redis.call('HMGET', KEYS[1], 'paused', 'concurrency', 'rate', 'per')
-local reply = {tonumber(settings[1]) or 0, tonumber(settings[2]) or 0, tonumber(settings[3]) or 0,
-  tonumber(settings[4]) or 0}
-for _, state in ipairs({'done', 'dead', 'cancelled'}) do
-  local kept = retention(KEYS[1], state)
-  reply[#reply + 1] = kept[1]
-  reply[#reply + 1] = kept[2]
-end
-reply[#reply + 1] = tonumber(redis.call('HGET', KEYS[1], 'events')) or EVENTS_KEEP
+-- After the writes, which only wrote integers in the form read back.
+local reply, version
+reply, err, version = read_settings()
+if err then return err end
+if version then reply[#reply + 1] = version end
 return reply

@@ -16,7 +16,7 @@ ARGV[4]  max_attempts: 0..=2147483647: the caller's, for a job with no ATTEMPTS
 ARGV[5..] options:
          PAUSE <0|1>        1: no claim of the queue takes a job until then
 Reply    1
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include policy
@@ -33,6 +33,20 @@ opts, err = options(5, {PAUSE = {FLAG_MIN, FLAG_MAX}})
 if err then return err end
 err = fenced_keys_error({'zset', 'zset', 'hash', 'hash'}, token)
 if err then return err end
+-- Everything read, checked before the first write: the policy, the timed
+-- pause (with the queue's protocol), then the events keys.
+local policy
+policy, err = policy_of(KEYS[4], id)
+if err then return err end
+policy = policy or {}
+local until_now
+if opts.PAUSE == 1 then
+  local read = redis.call('HMGET', KEYS[5], 'protocol', 'paused_until')
+  err = protocol_error(KEYS[5], read[1])
+  if err then return err end
+  until_now, err = stored(read[2], KEYS[5], 'paused_until')
+  if err then return err end
+end
 local keep
 keep, err = events_keep(KEYS[6], KEYS[5])
 if err then return err end
@@ -43,11 +57,9 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('HSET', KEYS[1], 'state', 'delayed')
 redis.call('ZADD', KEYS[3], due, id)
 -- The attempt is given back: the job's own maximum grows by one.
-local policy = read_policy(redis.call('HGET', KEYS[4], id) or nil)
 policy.ATTEMPTS = math.min((policy.ATTEMPTS or max_attempts) + 1, MAX_ATTEMPTS_MAX)
 redis.call('HSET', KEYS[4], id, policy_text(policy))
 if opts.PAUSE == 1 then
-  local until_now = tonumber(redis.call('HGET', KEYS[5], 'paused_until'))
   if not until_now or until_now < due then
     redis.call('HSET', KEYS[5], 'paused_until', string.format('%d', due))
   end

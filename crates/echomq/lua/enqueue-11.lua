@@ -37,7 +37,8 @@ ARGV[3..] options, each a name and a value:
                               (hosts write a JSON object of strings)
 Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed),
          or the id of the job that holds the UNIQUE key (nothing changed)
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
+         setting, or a UNIQUE key's value not <0|1>:<id>)
 ]]
 --@include events
 --@include payload
@@ -131,14 +132,26 @@ err = type_error(KEYS[2], 'zset')
   or nil
 if err then return err end
 
+-- Every type (and the settings read with the events key) before a held
+-- key answers: a refusal outranks a duplicate.
+local keep
+keep, err = events_keep(KEYS[8], KEYS[9])
+if err then return err end
+local wakes
+wakes, err = wake_key(11)
+if err then return err end
+
 -- DEDUP: while a job holds the UNIQUE key (its hold has not ended and, for a
 -- key that frees when its job finishes, that job is still pending, delayed
 -- or active), answer the holder's id and change nothing. The value is
--- <0|1>:<id>; a value of another shape holds nothing.
+-- <0|1>:<id>; a value of another shape is malformed (EMQDATA), held or not.
 if unique then
   local value = redis.call('HGET', KEYS[6], unique)
+  if value and not string.match(value, '^[01]:.') then
+    return malformed(KEYS[6], unique, '<0|1>:<id>')
+  end
   local ends = value and redis.call('ZSCORE', KEYS[7], unique)
-  if value and ends and tonumber(ends) > now and string.sub(value, 2, 2) == ':' then
+  if value and ends and tonumber(ends) > now then
     local holder = string.sub(value, 3)
     local held = true
     if string.sub(value, 1, 1) == '1' then
@@ -146,17 +159,12 @@ if unique then
       err = type_error(record, 'hash')
       if err then return err end
       local state = redis.call('HGET', record, 'state')
+      if state and not STATES[state] then return malformed(record, 'state', 'a state') end
       held = state == 'pending' or state == 'delayed' or state == 'active'
     end
     if held then return holder end
   end
 end
-local keep
-keep, err = events_keep(KEYS[8], KEYS[9])
-if err then return err end
-local wakes
-wakes, err = wake_key(11)
-if err then return err end
 
 -- THE RECORD: one HSET writes the three named fields with their birth values.
 --   state    'pending'  the lifecycle position ('delayed' when not yet due)

@@ -12,7 +12,7 @@ ARGV[3..] the next jobs' ids and payloads, in pairs: one to ENQUEUES_MAX jobs.
 Reply    an array, one integer a job, in order: 1 enqueued (pending, at
          priority 0), 0 duplicate (a record with its id exists; nothing
          changed; a job named twice is enqueued once)
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN: the call's. The keys'
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the call's. The keys'
          types and every record's are checked before the first write, and
          so is, when a record is missing, whether the queue's slot is moving
          (includes/slot): a refused call enqueues nothing.

@@ -17,7 +17,7 @@ ARGV[4]  backoff: ms, 0..=999999999999: the retry is due that long from now;
          the job's own BACKOFF or BACKOFF_EXP instead, when it has one
 ARGV[5]  error: the text, at most 65536 bytes, kept in KEYS[5]
 Reply    'delayed' (it will retry) or 'dead'
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include policy
@@ -48,7 +48,12 @@ local keep
 keep, err = events_keep(KEYS[7], KEYS[8])
 if err then return err end
 
-local policy = KEYS[6] and read_policy(redis.call('HGET', KEYS[6], id) or nil) or {}
+local policy = {}
+if KEYS[6] then
+  policy, err = policy_of(KEYS[6], id)
+  if err then return err end
+  policy = policy or {}
+end
 local now = now_ms()
 local state = token >= (policy.ATTEMPTS or max_attempts) and 'dead' or 'delayed'
 redis.call('ZREM', KEYS[2], id)

@@ -20,7 +20,7 @@ ARGV[6..] options:
 Reply    1 enqueued; 0 moved on without a job (duplicate, or SKIP);
          -1 the schedule's next tick is not `tick` (fired by another, or
          removed, or replaced): nothing changed
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include schedule
 --@include events

@@ -10,7 +10,7 @@ ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  value: opaque bytes, at most MAX_PROGRESS (4096)
 Reply    1
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token)
+Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or another token), EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include events

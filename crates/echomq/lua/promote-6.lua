@@ -13,7 +13,7 @@ ARGV[1..] options:
 Derived  emq:{q}:job:<id>   the record of each due id (same hashtag)
 Reply    how many moved to pending. An id in delayed whose record is missing
          is dropped and not counted.
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include events
@@ -33,13 +33,23 @@ if err then return err end
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return 0 end
 local records
-records, err = take(KEYS[1], prefix, ids, 'state')
+records, err = read_records(prefix, ids, 'state')
 if err then return err end
+-- Each priority read before the first write (an `abc` refuses them all).
+local scores = {}
+for i, id in ipairs(ids) do
+  scores[i] = 0
+  if records[i][1] then
+    scores[i], err = priority_of(KEYS[3], id)
+    if err then return err end
+  end
+end
+redis.call('ZREM', KEYS[1], unpack(ids))
 
 local promoted = 0
 for i, id in ipairs(ids) do
   if records[i][1] then
-    to_pending(prefix .. 'job:' .. id, KEYS[2], KEYS[3], id)
+    to_pending(prefix .. 'job:' .. id, KEYS[2], scores[i], id)
     emit(KEYS[4], keep, 'promoted', id)
     promoted = promoted + 1
   end

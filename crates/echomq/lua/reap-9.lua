@@ -18,7 +18,7 @@ ARGV[2..] options:
 Derived  emq:{q}:job:<id>   the record of each expired id (same hashtag)
 Reply    [requeued, dead]: how many went to pending and to dead. An id in
          active whose record is missing is dropped and counted in neither.
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include policy
@@ -44,23 +44,45 @@ local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return {0, 0} end
 local records
-records, err = take(KEYS[1], prefix, ids, 'attempts')
+records, err = read_records(prefix, ids, 'attempts')
 if err then return err end
 
 local policies = redis.call('EXISTS', KEYS[6]) == 1
-local requeued, dead = 0, 0
+-- Every record's attempts, policy and priority, read and checked before
+-- the first write.
+local reaped = {}
 for i, id in ipairs(ids) do
-  local key, attempts = prefix .. 'job:' .. id, records[i][1]
-  local own = policies and read_policy(redis.call('HGET', KEYS[6], id) or nil).ATTEMPTS
-  if attempts and tonumber(attempts) >= (own or max_attempts) then
-    redis.call('HSET', key, 'state', 'dead')
+  local key = prefix .. 'job:' .. id
+  local attempts, own, score
+  attempts, err = attempts_of(key, records[i][1])
+  if err then return err end
+  if attempts then
+    if policies then
+      own, err = policy_of(KEYS[6], id)
+      if err then return err end
+    end
+    local dies = attempts >= ((own and own.ATTEMPTS) or max_attempts)
+    if not dies then
+      score, err = priority_of(KEYS[5], id)
+      if err then return err end
+    end
+    reaped[#reaped + 1] = {id = id, key = key, attempts = attempts, dies = dies, score = score}
+  end
+end
+redis.call('ZREM', KEYS[1], unpack(ids))
+
+local requeued, dead = 0, 0
+for _, job in ipairs(reaped) do
+  local id = job.id
+  if job.dies then
+    redis.call('HSET', job.key, 'state', 'dead')
     redis.call('ZADD', KEYS[3], now, id)
     redis.call('HSET', KEYS[4], id, 'lease expired')
-    emit(KEYS[7], keep, 'dead', id, 'attempt', tonumber(attempts), 'error', 'lease expired')
+    emit(KEYS[7], keep, 'dead', id, 'attempt', job.attempts, 'error', 'lease expired')
     dead = dead + 1
-  elseif attempts then
-    to_pending(key, KEYS[2], KEYS[5], id)
-    emit(KEYS[7], keep, 'failed', id, 'attempt', tonumber(attempts), 'error', 'lease expired')
+  else
+    to_pending(job.key, KEYS[2], job.score, id)
+    emit(KEYS[7], keep, 'failed', id, 'attempt', job.attempts, 'error', 'lease expired')
     requeued = requeued + 1
   end
 end

@@ -13,7 +13,7 @@ KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 Reply    1
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include events
@@ -28,9 +28,12 @@ if err then return err end
 local keep, wakes
 keep, wakes, err = events_and_wake(7)
 if err then return err end
+local score
+score, err = priority_of(KEYS[4], id)
+if err then return err end
 
 redis.call('ZREM', KEYS[2], id)
-to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+to_pending(KEYS[1], KEYS[3], score, id)
 wake(wakes)
 emit(KEYS[5], keep, 'released', id)
 return 1

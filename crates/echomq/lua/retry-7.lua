@@ -11,7 +11,7 @@ KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
                             (includes/wake), told
 ARGV[1]  id: the job id
 Reply    1
-Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead)
+Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include events
@@ -32,15 +32,19 @@ if err then return err end
 if not fields[1] then
   return emq_error('EMQNOJOB', 'no such job')
 end
+if not STATES[fields[1]] then return malformed(KEYS[1], 'state', 'a state') end
 if fields[1] ~= 'dead' then
   return emq_error('EMQSTATE', 'cannot retry a ' .. fields[1] .. ' job')
 end
 local keep, wakes
 keep, wakes, err = events_and_wake(7)
 if err then return err end
+local score
+score, err = priority_of(KEYS[4], id)
+if err then return err end
 
 redis.call('ZREM', KEYS[2], id)
-to_pending(KEYS[1], KEYS[3], KEYS[4], id)
+to_pending(KEYS[1], KEYS[3], score, id)
 wake(wakes)
 emit(KEYS[5], keep, 'retried', id)
 return 1

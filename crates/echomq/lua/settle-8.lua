@@ -19,7 +19,7 @@ ARGV[1..] options:
 Derived  emq:{q}:job:<id>   the records of the batches' jobs and callbacks
 Reply    [closed, looked]: batches closed, jobs looked at; call again while
          looked is LIMIT
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include events

@@ -17,7 +17,7 @@ ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each deleted id (same hashtag)
 Reply    how many jobs were deleted; call again while it is LIMIT
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include delete
 --@include retention
@@ -33,7 +33,9 @@ if err then return err end
 err = deleting_types_error() or type_error(KEYS[8], 'hash')
 if err then return err end
 
-local kept = retention(KEYS[8], state)
+local kept
+kept, err = retention(KEYS[8], state)
+if err then return err end
 local limit = opts.LIMIT or SWEEP_LIMIT_MAX
 -- The set is in finish order, so each bound cuts a prefix of it: the longer goes.
 local past_age, past_count = 0, 0

@@ -31,6 +31,14 @@ pub enum Error {
     /// `EMQSIZE`, or the host's own check: a payload or error text over its limit.
     #[error("EMQSIZE {0}")]
     TooLarge(String),
+    /// `EMQDATA`: the queue's stored state is malformed (a record, a setting
+    /// or a side key holds a value of the wrong shape). Nothing changed.
+    #[error("EMQDATA {0}")]
+    Malformed(String),
+    /// `EMQVERSION`: the queue was written by another major of the protocol.
+    /// Nothing changed.
+    #[error("EMQVERSION {0}")]
+    Version(String),
     /// A queue name that is empty, longer than 255 bytes, or holds `{`, `}` or NUL.
     #[error("invalid queue name: {0}")]
     InvalidQueue(String),
@@ -101,6 +109,8 @@ impl Error {
             Code::Type => Error::WrongType(text),
             Code::Arg => Error::Argument(text),
             Code::Size => Error::TooLarge(text),
+            Code::Data => Error::Malformed(text),
+            Code::Version => Error::Version(text),
             // Redis Cluster's own code, which the redis crate reads as such.
             Code::TryAgain => Error::Redis(redis::RedisError::from((
                 redis::ErrorKind::Server(redis::ServerErrorKind::TryAgain),
@@ -140,6 +150,8 @@ impl Error {
             Error::WrongType(_) => Code::Type,
             Error::Argument(_) => Code::Arg,
             Error::TooLarge(_) => Code::Size,
+            Error::Malformed(_) => Code::Data,
+            Error::Version(_) => Code::Version,
             _ => return None,
         })
     }

@@ -249,6 +249,7 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                 keep_dead,
                 keep_cancelled,
                 events: echomq::limits::EVENTS_KEEP,
+                protocol: None,
             };
             format!("Ok({})", common::settings_shown(&settings))
         }

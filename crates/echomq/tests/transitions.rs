@@ -386,6 +386,25 @@ fn cases() -> Vec<Case> {
             after: &["active $A@now+30000 $B@now+30000", "config per=1000 rate=5", "events active=$A,attempt:1 active=$B,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active", "rate $A:1@now $B:1@now"],
         },
         Case {
+            name: "claim that takes nothing under a rate trims nothing",
+            given: &["HSET $q:config rate 1 per 1000", "ZADD $q:rate 1 $B:7"],
+            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+            reply: "Ok([])",
+            after: &["config per=1000 rate=1", "rate $B:7@1"],
+        },
+        Case {
+            name: "claim reads a stored 01 as 1",
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload a",
+                "HSET $q:job:$B state pending attempts 0 payload b",
+                "ZADD $q:pending 0 $A 0 $B",
+                "HSET $q:config concurrency 01",
+            ],
+            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Busy",
+            after: &["active $A@now+30000", "config concurrency=01", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0"],
+        },
+        Case {
             name: "claim at the rate limit gets nothing and says when the next slot opens",
             given: &[
                 "HSET $q:job:$A state pending attempts 0 payload a",
@@ -739,15 +758,15 @@ fn cases() -> Vec<Case> {
             after: &["delayed $A@now+4000", "errors $A=boom", "events failed=$A,attempt:3,error:boom", "job:$A attempts=3 payload=p state=delayed", "policy $A=BACKOFF_EXP~1000"],
         },
         Case {
-            name: "fail takes the caller's defaults for a policy that does not read as one",
+            name: "fail refuses a policy that does not read as one, and writes nothing",
             given: &[
                 "HSET $q:job:$A state active attempts 1 payload p",
                 "ZADD $q:active 5 $A",
                 "HSET $q:policy $A ATTEMPTS~1~COLOUR~red",
             ],
             call: fail(1, 3),
-            reply: "Ok(Delayed)",
-            after: &["delayed $A@now+1000", "errors $A=boom", "events failed=$A,attempt:1,error:boom", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~1~COLOUR~red"],
+            reply: "Err(EMQDATA)",
+            after: &["active $A@5", "job:$A attempts=1 payload=p state=active", "policy $A=ATTEMPTS~1~COLOUR~red"],
         },
         // DEFER
         Case {
@@ -2502,13 +2521,364 @@ const REFUSALS: &[Refusal] = &[
     },
 ];
 
+/// Keys of the full forms, for the refusals of malformed stored state.
+const ENQUEUE_KEYS: &str = "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+                            $q:events $q:config $q:headers $q:wake";
+const CLAIM_KEYS: &str = "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake";
+const CONFIG_KEYS: &str = "$q:config $q:pending $q:priority $q:rate $q:events $q:wake";
+const REAP_KEYS: &str =
+    "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config $q:wake";
+const PENDING_B_BAD_A: &[&str] = &[
+    "HSET $q:job:$B state pending attempts 0 payload b",
+    "ZADD $q:pending 0 $B",
+    "HSET $q:job:$A state pending attempts x payload a",
+    "ZADD $q:pending 1 $A",
+];
+const VERSION_2: &str = "EMQVERSION queue written by protocol 2.0; this speaker is 1.0";
+
+/// Malformed stored state (PROTOCOL.md §5): a record, a setting or a side
+/// key of the right type holding a value of the wrong shape, or a queue of
+/// another protocol major, is refused before any write, the same on every
+/// executor. Each of these wrote half a transition on Lua before.
+const MALFORMED: &[Refusal] = &[
+    Refusal {
+        name: "claim with attempts x behind a good job takes neither",
+        given: PENDING_B_BAD_A,
+        call: Name::Claim,
+        keys: CLAIM_KEYS,
+        args: "30000 COUNT 2",
+        error: "EMQDATA $q:job:$A attempts is not an integer",
+    },
+    Refusal {
+        name: "acknext with attempts x at the head does not ack",
+        given: &[
+            "HSET $q:job:$B state active attempts 1 payload b",
+            "ZADD $q:active 99999999999999 $B",
+            "HSET $q:job:$A state pending attempts x payload a",
+            "ZADD $q:pending 1 $A",
+        ],
+        call: Name::AckNext,
+        keys: "$q:job:$B $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy \
+               $q:headers $q:wake",
+        args: "$B 1 30000",
+        error: "EMQDATA $q:job:$A attempts is not an integer",
+    },
+    Refusal {
+        name: "acknext on a queue with a paused of 2 does not ack",
+        given: &[
+            "HSET $q:job:$B state active attempts 1 payload b",
+            "ZADD $q:active 99999999999999 $B",
+            "HSET $q:config paused 2",
+        ],
+        call: Name::AckNext,
+        keys: "$q:job:$B $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy \
+               $q:headers $q:wake",
+        args: "$B 1 30000",
+        error: "EMQDATA $q:config paused is not 0 or 1",
+    },
+    Refusal {
+        name: "claim with a paused of 2",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config paused 2",
+        ],
+        call: Name::Claim,
+        keys: CLAIM_KEYS,
+        args: "30000",
+        error: "EMQDATA $q:config paused is not 0 or 1",
+    },
+    Refusal {
+        name: "claim with a concurrency of abc",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config concurrency abc",
+        ],
+        call: Name::Claim,
+        keys: CLAIM_KEYS,
+        args: "30000",
+        error: "EMQDATA $q:config concurrency is not an integer",
+    },
+    Refusal {
+        name: "claim with a rate of 2.5",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config rate 2.5 per 1000",
+        ],
+        call: Name::Claim,
+        keys: CLAIM_KEYS,
+        args: "30000",
+        error: "EMQDATA $q:config rate is not an integer",
+    },
+    Refusal {
+        name: "claim with a policy of the wrong type, the queue paused",
+        given: &["HSET $q:config paused 1", "SADD $q:policy x"],
+        call: Name::Claim,
+        keys: CLAIM_KEYS,
+        args: "30000",
+        error: "EMQTYPE $q:policy holds a set, not a hash",
+    },
+    Refusal {
+        name: "reap with a priority of abc leaves the job where it was",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:priority $A abc",
+        ],
+        call: Name::Reap,
+        keys: REAP_KEYS,
+        args: "3",
+        error: "EMQDATA $q:priority $A is not an integer",
+    },
+    Refusal {
+        name: "reap with a policy of garbage",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:policy $A garbage",
+        ],
+        call: Name::Reap,
+        keys: REAP_KEYS,
+        args: "3",
+        error: "EMQDATA $q:policy $A is not a policy",
+    },
+    Refusal {
+        name: "reap with attempts 1.0",
+        given: &["HSET $q:job:$A state active attempts 1.0 payload p", "ZADD $q:active 5 $A"],
+        call: Name::Reap,
+        keys: REAP_KEYS,
+        args: "3",
+        error: "EMQDATA $q:job:$A attempts is not an integer",
+    },
+    Refusal {
+        name: "fail with a policy that ends in a space",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 99999999999999 $A",
+            "HSET $q:policy $A ATTEMPTS~3~",
+        ],
+        call: Name::Fail,
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
+        args: "$A 1 3 1000 boom",
+        error: "EMQDATA $q:policy $A is not a policy",
+    },
+    Refusal {
+        name: "promote with a priority of abc",
+        given: &[
+            "HSET $q:job:$A state delayed attempts 0 payload p",
+            "ZADD $q:delayed 5 $A",
+            "HSET $q:priority $A abc",
+        ],
+        call: Name::Promote,
+        keys: "$q:delayed $q:pending $q:priority $q:events $q:config $q:wake",
+        args: "",
+        error: "EMQDATA $q:priority $A is not an integer",
+    },
+    Refusal {
+        name: "retry with a priority of 1e0",
+        given: &[
+            "HSET $q:job:$A state dead attempts 3 payload p",
+            "ZADD $q:dead 5 $A",
+            "HSET $q:priority $A 1e0",
+        ],
+        call: Name::Retry,
+        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
+        args: "$A",
+        error: "EMQDATA $q:priority $A is not an integer",
+    },
+    Refusal {
+        name: "release with a priority of +1",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 99999999999999 $A",
+            "HSET $q:priority $A +1",
+        ],
+        call: Name::Release,
+        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake",
+        args: "$A 1",
+        error: "EMQDATA $q:priority $A is not an integer",
+    },
+    Refusal {
+        name: "defer with a paused_until of soon",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 99999999999999 $A",
+            "HSET $q:config paused_until soon",
+        ],
+        call: Name::Defer,
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
+        args: "$A 1 1000 3 PAUSE 1",
+        error: "EMQDATA $q:config paused_until is not an integer",
+    },
+    Refusal {
+        name: "enqueue with an events setting of 1.5 writes no job",
+        given: &["HSET $q:config events 1.5"],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p",
+        error: "EMQDATA $q:config events is not an integer",
+    },
+    Refusal {
+        name: "enqueue with a unique value of 2:JOB_H",
+        given: &["HSET $q:unique k 2:JOB_H", "ZADD $q:unique_until 99999999999999 k"],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p UNIQUE k UNIQUE_FOR 1000",
+        error: "EMQDATA $q:unique k is not <0|1>:<id>",
+    },
+    Refusal {
+        name: "enqueue whose unique holder has a state that is not a state",
+        given: &[
+            "HSET $q:unique k 1:$B",
+            "ZADD $q:unique_until 99999999999999 k",
+            "HSET $q:job:$B state sleeping attempts 0 payload b",
+        ],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p UNIQUE k UNIQUE_FOR 1000",
+        error: "EMQDATA $q:job:$B state is not a state",
+    },
+    Refusal {
+        name: "enqueue of a held unique key into events of the wrong type",
+        given: &["HSET $q:unique k 0:$B", "ZADD $q:unique_until 99999999999999 k", "SADD $q:events x"],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p UNIQUE k UNIQUE_FOR 1000",
+        error: "EMQTYPE $q:events holds a set, not a stream",
+    },
+    Refusal {
+        name: "config reading a stored paused of 2",
+        given: &["HSET $q:config paused 2"],
+        call: Name::Config,
+        keys: CONFIG_KEYS,
+        args: "",
+        error: "EMQDATA $q:config paused is not 0 or 1",
+    },
+    Refusal {
+        name: "config resuming with the head's priority abc",
+        given: &[
+            "HSET $q:config paused 1",
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:priority $A abc",
+        ],
+        call: Name::Config,
+        keys: CONFIG_KEYS,
+        args: "PAUSED 0",
+        error: "EMQDATA $q:priority $A is not an integer",
+    },
+    Refusal {
+        name: "config with a done_age of 1h",
+        given: &["HSET $q:config done_age 1h"],
+        call: Name::Config,
+        keys: CONFIG_KEYS,
+        args: "CONCURRENCY 3",
+        error: "EMQDATA $q:config done_age is not an integer",
+    },
+    Refusal {
+        name: "trim with a done_count of ten",
+        given: &[
+            "HSET $q:job:$A state done attempts 1 payload p",
+            "ZADD $q:done 5 $A",
+            "HSET $q:config done_count ten",
+        ],
+        call: Name::Trim,
+        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config",
+        args: "",
+        error: "EMQDATA $q:config done_count is not an integer",
+    },
+    Refusal {
+        name: "ack of a record whose attempts is x",
+        given: &["HSET $q:job:$A state active attempts x payload p", "ZADD $q:active 99999999999999 $A"],
+        call: Name::Ack,
+        keys: "$q:job:$A $q:active $q:done",
+        args: "$A 1",
+        error: "EMQDATA $q:job:$A attempts is not an integer",
+    },
+    Refusal {
+        name: "extend of a record whose state is not a state",
+        given: &["HSET $q:job:$A state Active attempts 1 payload p", "ZADD $q:active 99999999999999 $A"],
+        call: Name::Extend,
+        keys: "$q:job:$A $q:active",
+        args: "$A 1 30000",
+        error: "EMQDATA $q:job:$A state is not a state",
+    },
+    Refusal {
+        name: "cancel of a job whose state is not a state",
+        given: &["HSET $q:job:$A state sleeping attempts 0 payload p"],
+        call: Name::Cancel,
+        keys: "$q:job:$A $q:pending $q:active $q:delayed $q:dead $q:cancelled $q:events $q:config",
+        args: "$A",
+        error: "EMQDATA $q:job:$A state is not a state",
+    },
+    Refusal {
+        name: "retry of a job whose state is not a state",
+        given: &["HSET $q:job:$A state Dead attempts 3 payload p", "ZADD $q:dead 5 $A"],
+        call: Name::Retry,
+        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
+        args: "$A",
+        error: "EMQDATA $q:job:$A state is not a state",
+    },
+    // A queue written by another major of the protocol.
+    Refusal {
+        name: "enqueue into a queue of protocol 2.0",
+        given: &["HSET $q:config protocol 2.0"],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p",
+        error: VERSION_2,
+    },
+    Refusal {
+        name: "claim from a queue of protocol 2.0",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config protocol 2.0",
+        ],
+        call: Name::Claim,
+        keys: CLAIM_KEYS,
+        args: "30000",
+        error: VERSION_2,
+    },
+    Refusal {
+        name: "config of a queue of protocol 2.0",
+        given: &["HSET $q:config protocol 2.0"],
+        call: Name::Config,
+        keys: CONFIG_KEYS,
+        args: "PAUSED 1",
+        error: VERSION_2,
+    },
+    Refusal {
+        name: "reap in a queue of protocol 2.0",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:config protocol 2.0",
+        ],
+        call: Name::Reap,
+        keys: REAP_KEYS,
+        args: "3",
+        error: VERSION_2,
+    },
+    Refusal {
+        name: "enqueue into a queue whose protocol is 1",
+        given: &["HSET $q:config protocol 1"],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p",
+        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.0",
+    },
+];
+
 #[tokio::test]
 async fn refusals_on_every_executor_say_the_same_and_write_nothing() {
     let h = harness_on(RedisServer::start_with_module()).await;
     let mut failures = Vec::new();
     for target in Target::all() {
         let via = target.via(&h);
-        for refusal in REFUSALS {
+        for refusal in REFUSALS.iter().chain(MALFORMED) {
             let name = format!("{} on {}", refusal.name, target.name());
             target.arrange(&h, refusal.given).await;
             let before = target.snapshot(&h).await;
@@ -2555,5 +2925,31 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
             Ok(value) => panic!("on {}: an older claim was served: {value:?}", target.name()),
         }
         assert_eq!(target.snapshot(&h).await, before, "on {}", target.name());
+    }
+}
+
+/// A queue that records its writer's protocol, of this major: CONFIG
+/// reports it after the eleven settings and never writes it, on every
+/// executor (PROTOCOL.md §2, §7.1).
+#[tokio::test]
+async fn config_reports_the_queues_protocol_and_never_writes_it() {
+    let h = harness_on(RedisServer::start_with_module()).await;
+    for target in Target::all() {
+        let via = target.via(&h);
+        target.arrange(&h, &["HSET $q:config protocol 1.7"]).await;
+        let words = |text: &str| text.split_whitespace().map(|w| h.expand(w)).collect::<Vec<String>>();
+        let args = [b"PAUSED".to_vec(), b"1".to_vec()].to_vec();
+        let call = echomq::Call { name: Name::Config, keys: words(CONFIG_KEYS), args };
+        let reply = via.run(&[call]).await.unwrap().remove(0).unwrap();
+        let redis::Value::Array(values) = reply else { panic!("on {}: {reply:?}", target.name()) };
+        assert_eq!(values.len(), 12, "on {}: {values:?}", target.name());
+        assert_eq!(values[11], redis::Value::BulkString(b"1.7".to_vec()), "on {}", target.name());
+        let after = target.snapshot(&h).await;
+        check(&["config paused=1 protocol=1.7", "events paused="], &after, 0, 0)
+            .unwrap_or_else(|why| panic!("on {}: {why}", target.name()));
+        if !matches!(target, Target::Embedded(_)) {
+            let settings = h.queue.settings().await.unwrap();
+            assert_eq!(settings.protocol, Some(echomq_core::Version { major: 1, minor: 7 }));
+        }
     }
 }

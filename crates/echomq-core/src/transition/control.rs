@@ -9,14 +9,15 @@
 //! it logs; a transition that hands out jobs asks the first how many it may
 //! take, and tells the second what it took.
 
+use super::events::events_setting;
 use super::events::{emit, Events};
-use super::{need, number, wake, wake_key};
+use super::{need, priority_of, protocol, wake, wake_key};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
-    CONCURRENCY, EVENTS, EVENTS_KEEP, KEEP_CANCELLED_COUNT, KEEP_CANCELLED_MS, KEEP_COUNT, KEEP_DEAD_COUNT,
-    KEEP_DEAD_MS, KEEP_DONE_COUNT, KEEP_DONE_MS, KEEP_MS, RATE, RATE_PERIOD_MS, SWEEP_LIMIT, SWITCH,
+    CONCURRENCY, EVENTS, KEEP_CANCELLED_COUNT, KEEP_CANCELLED_MS, KEEP_COUNT, KEEP_DEAD_COUNT, KEEP_DEAD_MS,
+    KEEP_DONE_COUNT, KEEP_DONE_MS, KEEP_MS, RATE, RATE_PERIOD_MS, SWEEP_LIMIT, SWITCH,
 };
-use crate::parse::{options, queue_prefix};
+use crate::parse::{malformed, options, queue_prefix, stored};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
 
@@ -41,6 +42,56 @@ impl Gate {
     }
 }
 
+/// The settings a claim reads (PROTOCOL.md §7.1), a limit below 1 as none.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClaimSettings {
+    paused: bool,
+    concurrency: Option<f64>,
+    limit: Option<f64>,
+    per: Option<f64>,
+    until: Option<f64>,
+}
+
+/// The settings a claim reads, in one read with the queue's `protocol` and
+/// the event log's length, each checked before the gate decides anything
+/// (`EMQTYPE`, `EMQVERSION`, then `EMQDATA` in the order of the fields):
+/// `None` when the queue has no settings. ACKNEXT calls it before its ack.
+pub(crate) fn claim_settings<S: Store>(
+    store: &mut S,
+    config: &[u8],
+) -> Result<Option<ClaimSettings>, Refusal> {
+    match store.key_type(config) {
+        KeyType::None => return Ok(None),
+        KeyType::Hash => {}
+        _ => need(store, config, KeyType::Hash)?,
+    }
+    // One read (the module opens the key once).
+    let fields = store.hmget(
+        config,
+        &[b"protocol", b"paused", b"concurrency", b"rate", b"per", b"paused_until", b"events"],
+    );
+    protocol(config, fields[0].as_deref())?;
+    let paused = switch(config, b"paused", fields[1].as_deref())?;
+    let mut limits = [None; 5];
+    let names: [&[u8]; 5] = [b"concurrency", b"rate", b"per", b"paused_until", b"events"];
+    for (at, (field, value)) in names.into_iter().zip(&fields[2..]).enumerate() {
+        // A setting below 1 is no limit.
+        limits[at] = stored(value.as_deref(), config, field)?.filter(|n| *n >= 1).map(|n| n as f64);
+    }
+    let [concurrency, limit, per, until, _] = limits;
+    Ok(Some(ClaimSettings { paused, concurrency, limit, per, until }))
+}
+
+/// A timed pause as DEFER reads it before its first write: `paused_until`,
+/// read with the queue's `protocol`, both checked.
+pub(crate) fn paused_until<S: Store>(store: &mut S, config: &[u8]) -> Result<Option<i64>, Refusal> {
+    let [version, until] =
+        <[Option<Vec<u8>>; 2]>::try_from(store.hmget(config, &[b"protocol", b"paused_until"]))
+            .expect("a value a field");
+    protocol(config, version.as_deref())?;
+    stored(until.as_deref(), config, b"paused_until")
+}
+
 /// A rate-limited claim's view of the log: the server's now, and the
 /// entries that fell out of the window (trimmed once nothing can refuse).
 #[derive(Clone, Debug, PartialEq)]
@@ -61,17 +112,11 @@ pub(crate) fn gate<S: Store>(
     count: u64,
 ) -> Result<Gate, Refusal> {
     let mut gate = Gate { room: count, held: None, log: None };
-    match store.key_type(config) {
-        KeyType::None => return Ok(gate),
-        KeyType::Hash => {}
-        _ => need(store, config, KeyType::Hash)?,
-    }
-    // One read of the five fields (the module opens the key once).
-    let fields = store.hmget(config, &[b"paused", b"concurrency", b"rate", b"per", b"paused_until"]);
-    let setting = |at: usize| number(fields[at].as_deref()).filter(|n| *n >= 1.0);
-    let (paused, concurrency, limit, per, until) =
-        (setting(0), setting(1), setting(2), setting(3), setting(4));
-    if paused == Some(1.0) {
+    let Some(ClaimSettings { paused, concurrency, limit, per, until }) = claim_settings(store, config)?
+    else {
+        return Ok(gate);
+    };
+    if paused {
         return Ok(Gate { room: 0, held: Some(-1), log: None });
     }
     // A timed pause (DEFER's): nothing until the server's clock reaches it.
@@ -112,9 +157,14 @@ pub(crate) fn gate<S: Store>(
 
 /// Bring the rate log up to date after a claim took `claimed` (each
 /// `<id>:<token>`): drop what left the window (at most 1000 entries, the
-/// oldest), log each claim at the gate's now. Nothing without a rate set.
+/// oldest), log each claim at the gate's now. Nothing without a rate set,
+/// nor when the claim took nothing.
 pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: &[Vec<u8>]) {
     let Some(log) = &gate.log else { return };
+    // A claim that took nothing writes nothing, not even the trim.
+    if claimed.is_empty() {
+        return;
+    }
     for member in &log.expired {
         store.zrem(rate, member);
     }
@@ -132,18 +182,71 @@ pub(crate) const RETENTION: [(Role, [&str; 2], [u64; 2]); 3] = [
 ];
 
 /// How long and how many jobs of finished `state` the queue keeps: its
-/// settings in `config`, else the defaults (0: no bound).
-pub(crate) fn retention<S: Store>(store: &mut S, config: &[u8], state: Role) -> [u64; 2] {
+/// settings in `config`, else the defaults (0: no bound; a setting below 0
+/// counts as unset). A setting that is not an integer is `EMQDATA`: the
+/// caller reads it before its first write.
+pub(crate) fn retention<S: Store>(store: &mut S, config: &[u8], state: Role) -> Result<[u64; 2], Refusal> {
     let (_, fields, defaults) =
         RETENTION.iter().find(|(role, _, _)| *role == state).expect("a finished state");
-    let set = store.hmget(config, &[fields[0].as_bytes(), fields[1].as_bytes()]);
+    let [version, set @ ..] = <[Option<Vec<u8>>; 3]>::try_from(
+        store.hmget(config, &[b"protocol", fields[0].as_bytes(), fields[1].as_bytes()]),
+    )
+    .expect("a value a field");
+    protocol(config, version.as_deref())?;
     let mut kept = *defaults;
-    for (value, found) in kept.iter_mut().zip(set) {
-        if let Some(n) = number(found.as_deref()).filter(|n| *n >= 0.0) {
+    for ((value, found), field) in kept.iter_mut().zip(set).zip(fields) {
+        if let Some(n) = stored(found.as_deref(), config, field.as_bytes())?.filter(|n| *n >= 0) {
             *value = n as u64;
         }
     }
-    kept
+    Ok(kept)
+}
+
+/// `paused`, read as it must be stored: `1` (paused), `0` or nothing (not);
+/// anything else is `EMQDATA <key> paused is not 0 or 1`.
+fn switch(config: &[u8], field: &[u8], value: Option<&[u8]>) -> Result<bool, Refusal> {
+    match value {
+        None | Some(b"0") => Ok(false),
+        Some(b"1") => Ok(true),
+        Some(_) => Err(malformed(config, field, "0 or 1")),
+    }
+}
+
+/// The settings CONFIG reads and answers, each checked as it must be stored
+/// (`EMQVERSION`, then `EMQDATA`, in this order of fields): `protocol`,
+/// `paused`, `concurrency`, `rate`, `per`, the retention, `events`.
+struct Settings {
+    protocol: Option<Vec<u8>>,
+    paused: bool,
+    concurrency: u64,
+    rate: u64,
+    per: u64,
+    retention: [u64; 6],
+    events: u64,
+}
+
+fn read_settings<S: Store>(store: &mut S, config: &[u8]) -> Result<Settings, Refusal> {
+    let [version, paused, concurrency, rate, per] = <[Option<Vec<u8>>; 5]>::try_from(
+        store.hmget(config, &[b"protocol", b"paused", b"concurrency", b"rate", b"per"]),
+    )
+    .expect("a value a field");
+    protocol(config, version.as_deref())?;
+    let paused = switch(config, b"paused", paused.as_deref())?;
+    let mut limits = [0; 3];
+    for (at, (field, value)) in
+        [(b"concurrency".as_slice(), concurrency), (b"rate", rate), (b"per", per)].into_iter().enumerate()
+    {
+        limits[at] = stored(value.as_deref(), config, field)?.map_or(0, |n| n.max(0) as u64);
+    }
+    let mut retention_read = [0; 6];
+    for (at, (state, _, _)) in RETENTION.iter().enumerate() {
+        let [age, count] = retention(store, config, *state)?;
+        retention_read[2 * at] = age;
+        retention_read[2 * at + 1] = count;
+    }
+    let events = events_setting(store, config)?;
+    let [concurrency, rate, per] = limits;
+    Ok(Settings { protocol: version, paused, concurrency, rate, per, retention: retention_read, events })
 }
 
 /// A parsed CONFIG.
@@ -234,7 +337,16 @@ impl<'a> Config<'a> {
             need(store, events, KeyType::Stream)?;
         }
         let wakes = wake_key(store, self.keys, 5)?;
-        let was_paused = number(store.hget(config, b"paused").as_deref()) == Some(1.0);
+        // Everything the reply shows, read and checked before any write.
+        let stored_settings = read_settings(store, config)?;
+        let was_paused = stored_settings.paused;
+        let resumed_head = match (was_paused, self.paused) {
+            (true, Some(0)) => match store.zhead(pending, 1).pop() {
+                Some(head) => Some((priority_of(store, priority, &head)?, head)),
+                None => None,
+            },
+            _ => None,
+        };
         // One HSET of what is set, then one HDEL of what is removed: the
         // writes the script makes, so replication and keyspace events match.
         let mut set: Vec<(&[u8], String)> = Vec::new();
@@ -277,13 +389,16 @@ impl<'a> Config<'a> {
         if matches!(self.rate, Some((0, _))) {
             store.del(rate);
         }
-        if was_paused && self.paused == Some(0) {
-            if let Some(head) = store.zhead(pending, 1).pop() {
-                let score = number(store.hget(priority, &head).as_deref()).unwrap_or(0.0);
-                store.zrem(pending, &head);
-                store.zadd(pending, score, &head);
-                wake(store, wakes);
+        if let Some((score, head)) = resumed_head {
+            store.zrem(pending, &head);
+            store.zadd(pending, score, &head);
+            // Set anew (DEL, then ZADD), so that the server signals the key
+            // to every claim blocked on it, native ones too, even over a
+            // stale member (a ZADD to a key that exists signals nothing).
+            if let Some(key) = wakes {
+                store.del(key);
             }
+            wake(store, wakes);
         }
         // After the change: an EVENTS of this call already applies.
         let events = Events::open(store, self.keys.get(4).map(|events| (*events, config)))?;
@@ -292,14 +407,17 @@ impl<'a> Config<'a> {
             Some(0) if was_paused => emit(&events, store, "resumed", b"", &[]),
             _ => {}
         }
-        let mut setting =
-            |field: &[u8]| Reply::count(number(store.hget(config, field).as_deref()).unwrap_or(0.0) as u64);
-        let mut reply = vec![setting(b"paused"), setting(b"concurrency"), setting(b"rate"), setting(b"per")];
-        for (state, _, _) in RETENTION {
-            reply.extend(retention(store, config, state).map(Reply::count));
+        // After the writes, which only wrote integers in the form read back.
+        let now = read_settings(store, config)?;
+        let mut reply: Vec<Reply> = [u64::from(now.paused), now.concurrency, now.rate, now.per]
+            .into_iter()
+            .chain(now.retention)
+            .chain([now.events])
+            .map(Reply::count)
+            .collect();
+        if let Some(version) = now.protocol {
+            reply.push(Reply::Bulk(version));
         }
-        let length = number(store.hget(config, b"events").as_deref()).map_or(EVENTS_KEEP, |n| n as u64);
-        reply.push(Reply::count(length));
         Ok(Reply::Array(reply))
     }
 }

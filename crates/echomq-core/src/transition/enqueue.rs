@@ -1,13 +1,13 @@
 //! ENQUEUE: admit one job (PROTOCOL.md §7).
 
 use super::events::{emit, Events};
-use super::{need, present_here, wake, wake_key, write_record};
+use super::{need, present_here, wake, wake_key, write_record, STATES};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
     AT_MS, DELAY_MS, ENQUEUES, FLAG, MAX_HEADERS, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS,
     UNIQUE_SWEEP,
 };
-use crate::parse::{count, integer, kind, lossy, queue_prefix, record_key};
+use crate::parse::{count, integer, kind, lossy, malformed, queue_prefix, record_key};
 use crate::policy::{self, Policy};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -178,15 +178,19 @@ impl<'a> Enqueue<'a> {
         if self.headers.is_some() {
             need(store, self.keys[9], KeyType::Hash)?;
         }
-        if let Some(unique) = &self.unique {
+        if self.unique.is_some() {
             need(store, self.keys[5], KeyType::Hash)?;
             need(store, self.keys[6], KeyType::Zset)?;
+        }
+        // Every type (and the settings read with the events key) before a
+        // held key answers: a refusal outranks a duplicate.
+        let events = Events::open(store, self.keys.get(7..9).map(|keys| (keys[0], keys[1])))?;
+        let wakes = wake_key(store, self.keys, 10)?;
+        if let Some(unique) = &self.unique {
             if let Some(holder) = self.holder(store, unique, now)? {
                 return Ok(Reply::Bulk(holder));
             }
         }
-        let events = Events::open(store, self.keys.get(7..9).map(|keys| (keys[0], keys[1])))?;
-        let wakes = wake_key(store, self.keys, 10)?;
 
         let state: &[u8] = if due.is_some() { b"delayed" } else { b"pending" };
         let enqueued_at = now.to_string();
@@ -228,19 +232,22 @@ impl Enqueue<'_> {
     fn holder<S: Store>(&self, store: &mut S, unique: &Unique, now: u64) -> Result<Option<Vec<u8>>, Refusal> {
         let [held, until] = [self.keys[5], self.keys[6]];
         let Some(value) = store.hget(held, unique.key) else { return Ok(None) };
+        // `<0|1>:<id>`: whether it frees when its job finishes, and the job;
+        // a value of another shape is malformed, held or not.
+        let (mode, holder) = match value.as_slice() {
+            [mode @ (b'0' | b'1'), b':', holder @ ..] if !holder.is_empty() => (*mode, holder.to_vec()),
+            _ => return Err(malformed(held, unique.key, "<0|1>:<id>")),
+        };
         if store.zscore(until, unique.key).is_none_or(|ends| ends <= now as f64) {
             return Ok(None);
         }
-        // `<0|1>:<id>`: whether it frees when its job finishes, and the job
-        // (a value of another shape holds nothing).
-        let (mode, holder) = match value.split_first() {
-            Some((mode, rest)) if rest.first() == Some(&b':') => (*mode, rest[1..].to_vec()),
-            _ => return Ok(None),
-        };
         if mode == b'1' {
             let record = record_key(self.prefix, &holder);
             need(store, &record, KeyType::Hash)?;
             let state = store.hget(&record, b"state");
+            if state.as_deref().is_some_and(|state| !STATES.contains(&state)) {
+                return Err(malformed(&record, b"state", "a state"));
+            }
             if !matches!(state.as_deref(), Some(b"pending" | b"delayed" | b"active")) {
                 return Ok(None);
             }

@@ -4,8 +4,9 @@
 //! `Queue::wait`. A call writes events only when it passes the events key
 //! (and the config key, which holds the log's length: `events`, 0 for off).
 
-use super::{need, number};
+use super::{need, protocol};
 use crate::limits::{EVENTS_KEEP, MAX_EVENT_ERROR};
+use crate::parse::stored;
 use crate::store::{KeyType, Store};
 use crate::Refusal;
 
@@ -27,7 +28,7 @@ impl<'k> Events<'k> {
         let Some((key, config)) = keys else { return Ok(None) };
         need(store, key, KeyType::Stream)?;
         need(store, config, KeyType::Hash)?;
-        let keep = number(store.hget(config, b"events").as_deref()).map_or(EVENTS_KEEP, |n| n as u64);
+        let keep = events_setting(store, config)?;
         Ok((keep > 0).then_some(Events { key, keep }))
     }
 
@@ -43,6 +44,16 @@ impl<'k> Events<'k> {
     }
 }
 
+/// The event log's length as `config` sets it (`events`; [`EVENTS_KEEP`]
+/// unset, 0 or less: off), read with the queue's `protocol` and both
+/// checked (`EMQVERSION`, `EMQDATA`): `config` holds a hash or nothing.
+pub(crate) fn events_setting<S: Store>(store: &mut S, config: &[u8]) -> Result<u64, Refusal> {
+    let [events, version] = <[Option<Vec<u8>>; 2]>::try_from(store.hmget(config, &[b"events", b"protocol"]))
+        .expect("a value a field");
+    protocol(config, version.as_deref())?;
+    Ok(stored(events.as_deref(), config, b"events")?.map_or(EVENTS_KEEP, |n| n.max(0) as u64))
+}
+
 /// Emit through `events` when the call has a log.
 pub(crate) fn emit<S: Store>(
     events: &Option<Events<'_>>,
@@ -56,13 +67,46 @@ pub(crate) fn emit<S: Store>(
     }
 }
 
-/// An error text as an event carries it: its first [`MAX_EVENT_ERROR`] bytes.
+/// An error text as an event carries it: at most its first
+/// [`MAX_EVENT_ERROR`] bytes, cut back before a UTF-8 character the cut
+/// would split (PROTOCOL.md §7.5): while the first byte left out continues a
+/// character (`10xxxxxx`), the cut moves back one byte, at most three times.
 pub(crate) fn error_text(text: &[u8]) -> &[u8] {
-    &text[..text.len().min(MAX_EVENT_ERROR)]
+    let mut cut = MAX_EVENT_ERROR;
+    if text.len() <= cut {
+        return text;
+    }
+    while cut > MAX_EVENT_ERROR - 3 && text[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    &text[..cut]
 }
 
 /// The events and config keys of a call that has them as its keys `with - 2`
 /// and `with - 1` (1-based), when it has at least `with` keys (a wake-up key may follow).
 pub(crate) fn trailing<'k>(keys: &[&'k [u8]], with: usize) -> Option<(&'k [u8], &'k [u8])> {
     (keys.len() >= with).then(|| (keys[with - 2], keys[with - 1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_text_is_cut_at_a_character() {
+        let short = "é".repeat(10);
+        assert_eq!(error_text(short.as_bytes()), short.as_bytes());
+        // 1023 ASCII bytes, then a two-byte character across the cut.
+        let text = format!("{}é", "a".repeat(MAX_EVENT_ERROR - 1));
+        assert_eq!(error_text(text.as_bytes()), "a".repeat(MAX_EVENT_ERROR - 1).as_bytes());
+        // A four-byte character ending right at the cut stays whole.
+        let whole = format!("{}😀x", "a".repeat(MAX_EVENT_ERROR - 4));
+        assert_eq!(error_text(whole.as_bytes()).len(), MAX_EVENT_ERROR);
+        // A four-byte character split after its first byte goes.
+        let split = format!("{}😀", "a".repeat(MAX_EVENT_ERROR - 1));
+        assert_eq!(error_text(split.as_bytes()).len(), MAX_EVENT_ERROR - 1);
+        // Not UTF-8: at most three bytes back.
+        let bytes = [vec![b'a'; MAX_EVENT_ERROR - 8], vec![0x80; 20]].concat();
+        assert_eq!(error_text(&bytes).len(), MAX_EVENT_ERROR - 3);
+    }
 }

@@ -2,11 +2,11 @@
 //! and RELEASE carry the token and are fenced by it, and so is PROGRESS, the
 //! holder's report of how far it got (see the `.lua` twins).
 
-use super::control::{gate, spend};
+use super::control::{claim_settings, gate, paused_until, spend};
 use super::events::{emit, error_text, trailing, Events};
 use super::{
-    fence, need, number, present_here, read_records, remove, take, to_pending, wake, wake_key, write_record,
-    write_stamped, Stamped, Taken,
+    attempts_of, fence, need, number, policy_of, present_here, priority_of, read_records, remove, to_pending,
+    wake, wake_key, write_record, write_stamped, Stamped, Taken,
 };
 use crate::description::{Description, Effect, Role};
 use crate::limits::{
@@ -69,6 +69,12 @@ impl<'a> Claim<'a> {
         self.keys[0]
     }
 
+    /// The wake-up key, when the call passed it: a caller that blocks
+    /// watches it too, since a resume sets it (PROTOCOL.md §9).
+    pub fn wake_key(&self) -> Option<&'a [u8]> {
+        self.keys.get(7).copied()
+    }
+
     /// Take up to COUNT ids from the head of pending, each under a new lease,
     /// as many as the queue's gate lets through; when it held back jobs
     /// that pending still holds, or the queue is paused, its reason follows
@@ -84,11 +90,11 @@ impl<'a> Claim<'a> {
             [self.keys[0], self.keys[1], self.keys[2], self.keys[3], self.keys[4]];
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
-        let gate = gate(store, config, active, rate, self.count)?;
         // Only a queue with jobs of their own policy (or headers) has the
-        // key: one lookup each.
+        // key: one lookup each. Types first, then the gate's settings.
         let policies = side_hash(store, Some(policy))?;
         let headers = side_hash(store, self.keys.get(6).copied())?;
+        let gate = gate(store, config, active, rate, self.count)?;
         let events = Events::open(store, self.keys.get(5).map(|events| (*events, config)))?;
         let wakes = wake_key(store, self.keys, 7)?;
         let sides = Sides { policies, headers };
@@ -135,7 +141,8 @@ impl<'a> Claim<'a> {
             }
             None => {
                 let ids = store.zhead(pending, room as usize);
-                let records = take(store, pending, self.prefix, &ids, CLAIMED)?;
+                let records = read_claimed(store, self.prefix, &ids)?;
+                remove(store, pending, &ids);
                 (ids, records)
             }
         };
@@ -180,6 +187,16 @@ type Head = (Vec<Vec<u8>>, Vec<Taken<3>>);
 /// record has none), the payload it hands out, and whether it stamps
 /// `updated_at`.
 const CLAIMED: [&[u8]; 3] = [b"attempts", b"payload", b"enqueued_at"];
+
+/// [`CLAIMED`] of each id's record, each checked: a record's `attempts`
+/// must be an integer (`EMQDATA`), before the claim's first write.
+fn read_claimed<S: Store>(store: &mut S, prefix: &[u8], ids: &[Vec<u8>]) -> Result<Vec<Taken<3>>, Refusal> {
+    let records = read_records(store, prefix, ids, CLAIMED)?;
+    for (key, [attempts, _, _]) in &records {
+        attempts_of(key, attempts.as_deref())?;
+    }
+    Ok(records)
+}
 
 /// The side hashes whose entries a claimed job carries, when the queue has them.
 #[derive(Clone, Copy)]
@@ -393,7 +410,13 @@ impl<'a> AckNext<'a> {
         // The records the claim may take, read and checked once, here, before
         // the ack's writes: the ack changes none of what the claim reads.
         let ids = store.zhead(pending, self.count as usize);
-        let records = read_records(store, self.prefix, &ids, CLAIMED)?;
+        let records = read_claimed(store, self.prefix, &ids)?;
+        // The claim's settings too, checked before the ack's writes, with
+        // the events key that the ack checks first.
+        if let Some(events) = self.ack.fenced.keys.get(4) {
+            need(store, events, KeyType::Stream)?;
+        }
+        claim_settings(store, self.claim_keys[2])?;
         self.ack.apply(store)?;
         let claim = Claim {
             keys: &self.claim_keys,
@@ -559,8 +582,10 @@ impl<'a> Fail<'a> {
         let types = [KeyType::Zset, KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash];
         self.fenced.check(store, &types[..types.len().min(keys.len() - 1)])?;
         let events = Events::open(store, trailing(keys, 8))?;
-        let policy = keys.get(5).and_then(|policy| store.hget(policy, id)).map(|text| Policy::read(&text));
-        let policy = policy.unwrap_or_default();
+        let policy = match keys.get(5) {
+            Some(policies) => policy_of(store, policies, id)?.unwrap_or_default(),
+            None => Policy::default(),
+        };
         let now = store.now_ms();
         let dead = token >= policy.max_attempts(self.max_attempts);
         let state: &[u8] = if dead { b"dead" } else { b"delayed" };
@@ -661,9 +686,10 @@ impl<'a> Release<'a> {
         self.0.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         let events = Events::open(store, trailing(keys, 6))?;
         let wakes = wake_key(store, keys, 6)?;
+        let score = priority_of(store, keys[3], id)?;
         store.zrem(keys[1], id);
         let now = store.now_ms();
-        to_pending(store, keys[0], keys[2], keys[3], id, now);
+        to_pending(store, keys[0], keys[2], score, id, now);
         wake(store, wakes);
         emit(&events, store, "released", id, &[]);
         Ok(Reply::Int(1))
@@ -752,19 +778,18 @@ impl<'a> Defer<'a> {
         let Fenced { keys, id, token: _ } = self.fenced;
         self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash, KeyType::Hash])?;
         let [active, delayed, policies, config] = [keys[1], keys[2], keys[3], keys[4]];
+        let mut policy = policy_of(store, policies, id)?.unwrap_or_default();
+        let paused_until = if self.pause { paused_until(store, config)? } else { None };
         let events = Events::open(store, keys.get(5).map(|events| (*events, config)))?;
         let now = store.now_ms();
         let due = now + self.delay;
         store.zrem(active, id);
         write_record(store, keys[0], &[(b"state", b"delayed")], now);
         store.zadd(delayed, due as f64, id);
-        let mut policy = store.hget(policies, id).map(|text| Policy::read(&text)).unwrap_or_default();
         let refunded = (policy.max_attempts(self.max_attempts) + 1).min(*MAX_ATTEMPTS.end());
         policy.attempts = Some(refunded);
         store.hset(policies, &[(id, &policy.text())]);
-        if self.pause
-            && number(store.hget(config, b"paused_until").as_deref()).is_none_or(|at| at < due as f64)
-        {
+        if self.pause && paused_until.is_none_or(|at| at < due as i64) {
             store.hset(config, &[(b"paused_until", due.to_string().as_bytes())]);
         }
         let delay = self.delay.to_string();

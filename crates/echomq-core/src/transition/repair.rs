@@ -1,9 +1,9 @@
 //! An operator's hand: CANCEL and RETRY (see the `.lua` twins).
 
 use super::events::{emit, trailing, Events};
-use super::{need, read_field, to_pending, wake, wake_key, write_record};
+use super::{need, priority_of, read_field, to_pending, wake, wake_key, write_record, STATES};
 use crate::description::{Description, Effect, Role};
-use crate::parse::{kind, options, queue_prefix};
+use crate::parse::{kind, malformed, options, queue_prefix};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
 
@@ -56,6 +56,9 @@ impl<'a> Cancel<'a> {
             Some(b"active") => self.keys[2],
             Some(b"delayed") => self.keys[3],
             Some(b"dead") => self.keys[4],
+            Some(state) if !STATES.contains(&state) => {
+                return Err(malformed(self.keys[0], b"state", "a state"))
+            }
             Some(state) => {
                 let state = String::from_utf8_lossy(state);
                 return Err(Refusal::new(Code::State, format!("cannot cancel a {state} job")));
@@ -107,6 +110,9 @@ impl<'a> Retry<'a> {
         match read_field(store, self.keys[0], b"state")?.as_deref() {
             None => return Err(Refusal::new(Code::NoJob, "no such job")),
             Some(b"dead") => {}
+            Some(state) if !STATES.contains(&state) => {
+                return Err(malformed(self.keys[0], b"state", "a state"))
+            }
             Some(state) => {
                 let state = String::from_utf8_lossy(state);
                 return Err(Refusal::new(Code::State, format!("cannot retry a {state} job")));
@@ -114,9 +120,10 @@ impl<'a> Retry<'a> {
         }
         let events = Events::open(store, trailing(self.keys, 6))?;
         let wakes = wake_key(store, self.keys, 6)?;
+        let score = priority_of(store, self.keys[3], self.id)?;
         store.zrem(self.keys[1], self.id);
         let now = store.now_ms();
-        to_pending(store, self.keys[0], self.keys[2], self.keys[3], self.id, now);
+        to_pending(store, self.keys[0], self.keys[2], score, self.id, now);
         wake(store, wakes);
         emit(&events, store, "retried", self.id, &[]);
         Ok(Reply::Int(1))

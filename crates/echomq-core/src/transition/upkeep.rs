@@ -4,11 +4,13 @@
 
 use super::control::retention;
 use super::events::{emit, trailing, Events};
-use super::{need, number, present_here, take, to_pending, wake, wake_key, write_record};
+use super::{
+    attempts_of, need, policy_of, present_here, priority_of, read_records, remove, to_pending, wake,
+    wake_key, write_record,
+};
 use crate::description::{Description, Effect, Role};
 use crate::limits::{AGE_MS, MAX_ATTEMPTS, SWEEP_LIMIT};
 use crate::parse::{count, options, queue_prefix, record_key};
-use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
 
@@ -75,24 +77,32 @@ impl<'a> Reap<'a> {
         if ids.is_empty() {
             return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
-        let records = take(store, active, self.prefix, &ids, [b"attempts"])?;
+        let records = read_records(store, self.prefix, &ids, [b"attempts"])?;
         let policies = store.key_type(policy) == KeyType::Hash;
-        let (mut requeued, mut died) = (0, 0);
+        // Every record's attempts, policy and priority, read and checked
+        // before the first write.
+        let mut reaped = Vec::with_capacity(ids.len());
         for (id, (key, [attempts])) in ids.iter().zip(records) {
-            let Some(attempts) = attempts else { continue };
-            let own = policies.then(|| store.hget(policy, id)).flatten().map(|text| Policy::read(&text));
+            let Some(attempt) = attempts_of(&key, attempts.as_deref())? else { continue };
+            let own = if policies { policy_of(store, policy, id)? } else { None };
             let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);
-            let attempt = number(Some(&attempts)).unwrap_or(0.0);
-            let text = (attempt as u64).to_string();
+            let dies = attempt >= max_attempts as i64;
+            let score = if dies { 0.0 } else { priority_of(store, priority, id)? };
+            reaped.push((id, key, attempt, dies, score));
+        }
+        remove(store, active, &ids);
+        let (mut requeued, mut died) = (0, 0);
+        for (id, key, attempt, dies, score) in reaped {
+            let text = attempt.to_string();
             let said: [(&[u8], &[u8]); 2] = [(b"attempt", text.as_bytes()), (b"error", b"lease expired")];
-            if attempt >= max_attempts as f64 {
+            if dies {
                 write_record(store, &key, &[(b"state", b"dead")], now);
                 store.zadd(dead, now as f64, id);
                 store.hset(errors, &[(id, b"lease expired")]);
                 emit(&events, store, "dead", id, &said);
                 died += 1;
             } else {
-                to_pending(store, &key, pending, priority, id, now);
+                to_pending(store, &key, pending, score, id, now);
                 emit(&events, store, "failed", id, &said);
                 requeued += 1;
             }
@@ -144,11 +154,17 @@ impl<'a> Promote<'a> {
         if ids.is_empty() {
             return Ok(Reply::count(0));
         }
-        let records = take(store, delayed, self.prefix, &ids, [b"state"])?;
+        let records = read_records(store, self.prefix, &ids, [b"state"])?;
+        // Each priority read before the first write (an `abc` refuses them all).
+        let mut scores = Vec::with_capacity(ids.len());
+        for (id, (_, [state])) in ids.iter().zip(&records) {
+            scores.push(if state.is_some() { priority_of(store, priority, id)? } else { 0.0 });
+        }
+        remove(store, delayed, &ids);
         let mut promoted = 0;
-        for (id, (key, [state])) in ids.iter().zip(records) {
+        for ((id, (key, [state])), score) in ids.iter().zip(records).zip(scores) {
             if state.is_some() {
-                to_pending(store, &key, pending, priority, id, now);
+                to_pending(store, &key, pending, score, id, now);
                 emit(&events, store, "promoted", id, &[]);
                 promoted += 1;
             }
@@ -270,7 +286,7 @@ impl<'a> Trim<'a> {
         for hash in sides.iter().chain([&config]) {
             need(store, hash, KeyType::Hash)?;
         }
-        let [age, count] = retention(store, config, self.state);
+        let [age, count] = retention(store, config, self.state)?;
         // The set is in finish order, so each bound cuts a prefix of it: the
         // longer prefix is what goes.
         let past_age = if age > 0 {

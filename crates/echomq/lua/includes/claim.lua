@@ -39,13 +39,24 @@ local function pending_head(pending, count)
   return {ids = ids, more = more}
 end
 
+-- Each record's attempts must be an integer (EMQDATA), checked before
+-- the claim's first write.
+local function claimed_records_error(prefix, ids, records)
+  for i, id in ipairs(ids) do
+    local _, err = attempts_of(prefix .. 'job:' .. id, records[i][1])
+    if err then return err end
+  end
+end
+
 local function claim_jobs(k, prefix, lease, count, head)
-  local room, held, log, err = gate(k.config, k.active, k.rate, count)
-  if err then return err end
-  local policies, headers
+  -- Types first, then the gate's settings.
+  local policies, headers, err
   policies, err = side_hash(k.policy)
   if err then return err end
   headers, err = side_hash(k.headers)
+  if err then return err end
+  local room, held, log
+  room, held, log, err = gate(k.config, k.active, k.rate, count)
   if err then return err end
   local keep
   keep, err = events_keep(k.events, k.config, events_setting)
@@ -66,12 +77,12 @@ local function claim_jobs(k, prefix, lease, count, head)
     if held and (held == -1 or #head.ids > 0) then claimed[1] = held end
     return claimed
   end
-  if head.records then
-    redis.call('ZREM', k.pending, unpack(ids))
-  else
-    records, err = take(k.pending, prefix, ids, 'attempts', 'payload')
+  if not head.records then
+    records, err = read_records(prefix, ids, 'attempts', 'payload')
+    err = err or claimed_records_error(prefix, ids, records)
     if err then return err end
   end
+  redis.call('ZREM', k.pending, unpack(ids))
   local left = head.more or #head.ids > #ids
 
   -- One moment for the whole claim: the gate's, when it read the clock.

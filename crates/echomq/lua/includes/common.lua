@@ -37,6 +37,51 @@ local function integer(value, name, lo, hi)
   return n
 end
 
+-- `EMQDATA <key> <field> is not <what>`: a key of the right type holds a
+-- value of the wrong shape (malformed stored state, PROTOCOL.md §5).
+local function malformed(key, field, what)
+  return emq_error('EMQDATA', key .. ' ' .. field .. ' is not ' .. what)
+end
+
+-- A stored integer (PROTOCOL.md §5): a field the protocol writes as a number
+-- holds one in the form ARGV's integers take, or nothing (nil, false from a
+-- read); anything else is EMQDATA, returned before any write.
+local function stored(value, key, field)
+  if not value then return nil end
+  local digits = string.match(value, '^%-?(%d+)$')
+  if not digits or #digits > MAX_DIGITS then
+    return nil, malformed(key, field, 'an integer')
+  end
+  return tonumber(value)
+end
+
+-- `paused` as it must be stored: '1' paused, '0' or nothing not; anything
+-- else is EMQDATA.
+local function switch(value, key, field)
+  if not value or value == '0' then return false end
+  if value == '1' then return true end
+  return nil, malformed(key, field, '0 or 1')
+end
+
+-- The queue's protocol, emq:{q}:config's `protocol` (PROTOCOL.md §2):
+-- nothing, or `major.minor` of this speaker's major; else EMQVERSION, before
+-- any write.
+local function protocol_error(config, value)
+  if not value then return nil end
+  local major, minor = string.match(value, '^(%d+)%.(%d+)$')
+  local speaker = PROTOCOL_MAJOR .. '.' .. PROTOCOL_MINOR
+  if not major or #major > 9 or #minor > 9 then
+    return emq_error('EMQVERSION', config .. ' protocol is not <major>.<minor>; this speaker is ' .. speaker)
+  end
+  if tonumber(major) ~= PROTOCOL_MAJOR then
+    return emq_error('EMQVERSION', string.format('queue written by protocol %d.%d; this speaker is %s',
+      tonumber(major), tonumber(minor), speaker))
+  end
+end
+
+-- The six states a record's `state` may hold.
+local STATES = {pending = true, active = true, delayed = true, done = true, dead = true, cancelled = true}
+
 -- The kind gate: the first three bytes of an id must be JOB.
 local function kind_error(id)
   if id == nil or string.sub(id, 1, 3) ~= 'JOB' then

@@ -9,24 +9,35 @@ when it held nothing back; the log's state for spend (nil without a rate);
 or an error reply as its last value. It writes nothing. With no settings it
 costs one HMGET, which the event log's length shares; rate is type-checked
 only when a rate is set, since only then is it read.
-spend(rate, log, claimed) then drops what left the window (at most
+spend(rate, log, claimed), when the claim took jobs, then drops what left the window (at most
 SWEEP_LIMIT entries, the oldest, in one ZREM as the core's store sends it)
 and logs each claimed `<id>:<token>` at the gate's now.
 ]]
 --@include common
 
 -- The queue's settings that a claim reads, by position (SETTING_*): the
--- gate's, and the event log's length. One HMGET a call, which is also the
--- key's type check (read_error); a missing key reads as all false.
+-- gate's, and the event log's length, read with the queue's `protocol`.
+-- One HMGET a call, which is also the key's type check (read_error); a
+-- missing key reads as all false. Each is checked as it is read, before the
+-- gate decides anything (EMQVERSION, then EMQDATA in the order of the
+-- fields): `paused` is true or false, the others numbers or nil.
 local SETTING_PAUSED, SETTING_CONCURRENCY, SETTING_RATE, SETTING_PER, SETTING_PAUSED_UNTIL, SETTING_EVENTS =
   1, 2, 3, 4, 5, 6
+local SETTING_NAMES = {'paused', 'concurrency', 'rate', 'per', 'paused_until', 'events'}
 local settings_key, settings_read = nil, nil
 local function settings(config)
   if settings_key ~= config then
-    local read = redis.pcall('HMGET', config, 'paused', 'concurrency', 'rate', 'per', 'paused_until', 'events')
-    local err = read_error(read, config, 'hash')
+    local read = redis.pcall('HMGET', config, 'protocol', unpack(SETTING_NAMES))
+    local err = read_error(read, config, 'hash') or protocol_error(config, read[1])
     if err then return nil, err end
-    settings_key, settings_read = config, read
+    local checked = {}
+    checked[SETTING_PAUSED], err = switch(read[2], config, 'paused')
+    if err then return nil, err end
+    for i = SETTING_CONCURRENCY, SETTING_EVENTS do
+      checked[i], err = stored(read[i + 1], config, SETTING_NAMES[i])
+      if err then return nil, err end
+    end
+    settings_key, settings_read = config, checked
   end
   return settings_read
 end
@@ -42,11 +53,12 @@ end
 local function gate(config, active, rate, count)
   local s, err = settings(config)
   if err then return nil, nil, nil, err end
+  -- A limit below 1 is none.
   local function setting(i)
-    local n = tonumber(s[i])
+    local n = s[i]
     if n and n >= 1 then return n end
   end
-  if setting(SETTING_PAUSED) == 1 then return 0, -1 end
+  if s[SETTING_PAUSED] then return 0, -1 end
   -- A timed pause (DEFER's): nothing until the server's clock reaches it.
   local clock = nil
   local paused_until = setting(SETTING_PAUSED_UNTIL)
@@ -79,7 +91,8 @@ local function gate(config, active, rate, count)
 end
 
 local function spend(rate, log, claimed)
-  if not log then return end
+  -- A claim that took nothing writes nothing, not even the trim.
+  if not log or #claimed == 0 then return end
   local expired = redis.call('ZRANGE', rate, '-inf', log.edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
   if #expired > 0 then redis.call('ZREM', rate, unpack(expired)) end
   for _, member in ipairs(claimed) do

@@ -2,10 +2,14 @@
 its options, `ATTEMPTS <n>`, `BACKOFF <ms>` or `BACKOFF_EXP <ms>`, and
 `TIMEOUT <ms>`, separated by single spaces. The core reads it by the same
 rules (crates/echomq-core/src/policy.rs): text that does not read as a policy
-counts as none, so the caller's defaults apply.
+(a leading, trailing or doubled space among its faults) is malformed stored
+state, which a transition refuses (policy_of: EMQDATA) before any write.
 ]]
 --@include common
 
+-- The policy `text` holds, or nil when it does not read as one: its words
+-- split on each single space (an empty word is no option), read as the
+-- options are.
 local function read_policy(text)
   local spec = {
     ATTEMPTS = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX},
@@ -14,19 +18,29 @@ local function read_policy(text)
     TIMEOUT = {TIMEOUT_MS_MIN, TIMEOUT_MS_MAX},
   }
   local words = {}
-  for word in string.gmatch(text or '', '[^ ]+') do words[#words + 1] = word end
-  if #words % 2 == 1 then return {} end
+  for word in string.gmatch(text .. ' ', '([^ ]*) ') do words[#words + 1] = word end
+  if #words % 2 == 1 then return nil end
   local found = {}
   for i = 1, #words, 2 do
     local name = string.upper(words[i])
     local range = spec[name]
-    if not range or found[name] then return {} end
+    if not range or found[name] then return nil end
     local n = integer(words[i + 1], name, range[1], range[2])
-    if not n then return {} end
+    if not n then return nil end
     found[name] = n
   end
-  if found.BACKOFF and found.BACKOFF_EXP then return {} end
+  if found.BACKOFF and found.BACKOFF_EXP then return nil end
   return found
+end
+
+-- A job's own policy, its entry in emq:{q}:policy (nil when it has none),
+-- read before any write: an entry that does not read is EMQDATA.
+local function policy_of(policies, id)
+  local text = redis.call('HGET', policies, id)
+  if not text then return nil end
+  local policy = read_policy(text)
+  if not policy then return nil, malformed(policies, id, 'a policy') end
+  return policy
 end
 
 -- The back-off after failed attempt `attempt`: the policy's, or `default`.

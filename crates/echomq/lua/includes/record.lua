@@ -17,6 +17,18 @@ local function read_record(key, ...)
   return fields
 end
 
+-- The fence of an existing record whose `state` and `attempts` were read:
+-- a state none of the six, or attempts not an integer, is EMQDATA; then
+-- it must be active and hold `token` as its attempts (EMQFENCE).
+local function fenced_record_error(key, state, attempts, token)
+  if not STATES[state] then return malformed(key, 'state', 'a state') end
+  local n, err = stored(attempts, key, 'attempts')
+  if err then return err end
+  if state ~= 'active' or n ~= token then
+    return emq_error('EMQFENCE', 'token does not hold the lease')
+  end
+end
+
 -- The fence: the record must exist, be active, and hold `token` as its attempts.
 local function fence_error(key, token)
   local fields, err = read_record(key, 'state', 'attempts')
@@ -24,9 +36,7 @@ local function fence_error(key, token)
   if not fields[1] then
     return emq_error('EMQNOJOB', 'no such job')
   end
-  if fields[1] ~= 'active' or tonumber(fields[2]) ~= token then
-    return emq_error('EMQFENCE', 'token does not hold the lease')
-  end
+  return fenced_record_error(key, fields[1], fields[2], token)
 end
 
 -- The fields `...` of each id's record (each must be a hash or missing: the
@@ -42,17 +52,23 @@ local function read_records(prefix, ids, ...)
   return records
 end
 
--- Take `ids` out of `set`, as CLAIM, REAP and PROMOTE move jobs: first read
--- their records (read_records), then remove them all.
-local function take(set, prefix, ids, ...)
-  local records, err = read_records(prefix, ids, ...)
+
+-- A job's priority, its entry in emq:{q}:priority (0 when it has none),
+-- read before any write: an entry that is not an integer is EMQDATA.
+local function priority_of(priority_key, id)
+  local n, err = stored(redis.call('HGET', priority_key, id), priority_key, id)
   if err then return nil, err end
-  redis.call('ZREM', set, unpack(ids))
-  return records
+  return n or 0
 end
 
--- Back to pending at the job's own priority (0 when it has none).
-local function to_pending(record_key, pending_key, priority_key, id)
+-- A record's `attempts`, read before a write: EMQDATA unless it is an
+-- integer (a missing record has none: nil).
+local function attempts_of(key, attempts)
+  return stored(attempts, key, 'attempts')
+end
+
+-- Back to pending at `score`, the job's priority as priority_of read it.
+local function to_pending(record_key, pending_key, score, id)
   redis.call('HSET', record_key, 'state', 'pending')
-  redis.call('ZADD', pending_key, redis.call('HGET', priority_key, id) or 0, id)
+  redis.call('ZADD', pending_key, score, id)
 end

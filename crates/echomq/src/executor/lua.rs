@@ -89,6 +89,9 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("RATE", &RATE),
         unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
         unsigned("FLAG", &FLAG),
+        // The protocol's version (not a limit): what a queue's `protocol` is checked against.
+        size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
+        size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
     ]
 }
 

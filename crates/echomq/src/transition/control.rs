@@ -65,6 +65,9 @@ pub struct Settings {
     pub keep_cancelled: Retention,
     /// How many entries the event log keeps; 0: it is off.
     pub events: u64,
+    /// The protocol the queue records as its writer's (`<q>config`'s
+    /// `protocol`), when it records one; CONFIG never writes it.
+    pub protocol: Option<echomq_core::Version>,
 }
 
 impl Transition for Config {
@@ -107,10 +110,18 @@ impl Transition for Config {
     }
 
     fn parse(reply: Value) -> Result<Settings> {
-        let values = array_reply("the reply", reply)?
-            .into_iter()
-            .map(|value| count_reply("the reply", value))
-            .collect::<Result<Vec<_>>>()?;
+        let mut values = array_reply("the reply", reply)?;
+        // The queue's protocol follows the eleven integers when it has one.
+        let protocol = match values.get(11) {
+            Some(_) => {
+                let text = super::bytes_reply("the reply's protocol", values.remove(11))?;
+                let version = std::str::from_utf8(&text).ok().and_then(echomq_core::Version::parse);
+                Some(version.ok_or_else(|| Error::Reply(format!("the reply's protocol: {text:?}")))?)
+            }
+            None => None,
+        };
+        let values =
+            values.into_iter().map(|value| count_reply("the reply", value)).collect::<Result<Vec<_>>>()?;
         let [paused, concurrency, rate, per, kept @ .., events] =
             <[u64; 11]>::try_from(values).map_err(|got| Error::Reply(format!("the reply: got {got:?}")))?;
         let retention = |age: u64, count: u64| Retention {
@@ -125,6 +136,7 @@ impl Transition for Config {
             keep_dead: retention(kept[2], kept[3]),
             keep_cancelled: retention(kept[4], kept[5]),
             events,
+            protocol,
         })
     }
 }
