@@ -48,8 +48,9 @@ pub(super) fn cases() -> Vec<Case> {
             ]),
         ),
         Case::new("config: options in any case", config(&["paused", "1", "Concurrency", "2"])),
-        Case::new("config: a stored paused of 2 is read as stored", config(&[]))
-            .put("config", hash(&[("paused", "2")])),
+        Case::new("config: a stored paused of 2 is refused as malformed", config(&[]))
+            .put("config", hash(&[("paused", "2")]))
+            .refused(Code::Data),
         Case::new("config: RATE without PER", config(&["RATE", "5"])).refused(Code::Arg),
         Case::new("config: PER without RATE", config(&["PER", "5"])).refused(Code::Arg),
         Case::new("config: PAUSED 2", config(&["PAUSED", "2"])).refused(Code::Arg),

@@ -57,11 +57,12 @@ pub(super) fn cases() -> Vec<Case> {
         )
         .after([enqueue(A, "p", &["UNIQUE", "k", "UNIQUE_FOR", "600000", "UNIQUE_DONE", "1"])]),
         Case::new(
-            "a unique value not of its shape counts as no holder",
+            "a unique value not of its shape is refused as malformed",
             enqueue(B, "p", &["UNIQUE", "k", "UNIQUE_FOR", "60000"]),
         )
         .put("unique", hash(&[("k", "junk")]))
-        .put("unique_until", zset(&[("k", (NOW + 60_000) as f64)])),
+        .put("unique_until", zset(&[("k", (NOW + 60_000) as f64)]))
+        .refused(Code::Data),
         Case::new(
             "HEADERS are kept beside the record",
             enqueue(A, "p", &["HEADERS", r#"{"tenant":"acme"}"#]),

@@ -30,9 +30,9 @@ pub(super) fn cases() -> Vec<Case> {
         )
         .after(claimed())
         .refused(Code::Size),
-        Case::new("ack: a record of the wrong state text", ack(A, "1"))
+        Case::new("ack: a record whose state is no state", ack(A, "1"))
             .put(&format!("job:{A}"), hash(&[("state", "weird"), ("attempts", "1"), ("payload", "p")]))
-            .refused(Code::Fence),
+            .refused(Code::Data),
         Case::new("fail: retried later", fail(A, "1", "3")).after(claimed()),
         Case::new("fail: out of attempts is dead", fail(A, "1", "1")).after(claimed()),
         Case::new("fail: its own ATTEMPTS decides", fail(A, "1", "5"))
