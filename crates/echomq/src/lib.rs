@@ -50,7 +50,7 @@ pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role};
 pub use error::{Error, Result};
 pub use events::{Event, QueueEvents};
 #[cfg(feature = "cluster")]
-pub use executor::connect_cluster;
+pub use executor::{connect_cluster, ByFirstKey};
 pub use executor::{
     connect, connect_with, detect, execute, silent_peer_settings, Call, Embedded, Executor, Lua, Native,
     Replication, ServerRun, StreamEntry, SILENT_PEER,
