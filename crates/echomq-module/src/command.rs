@@ -185,6 +185,9 @@ mod tests {
         }
         assert_eq!(split_keys(enqueue, &[]).unwrap_err().to_string(), wrong);
         let stats = Name::Stats.describe();
-        assert_eq!(split_keys(stats, &[b"5"]).unwrap_err().to_string(), "EMQARG wrong number of keys: takes 6");
+        assert_eq!(
+            split_keys(stats, &[b"5"]).unwrap_err().to_string(),
+            "EMQARG wrong number of keys: takes 6"
+        );
     }
 }

@@ -27,9 +27,9 @@ mod native;
 
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
+pub use native::{connect, connect_with, detect, silent_peer_settings, Native, SILENT_PEER};
 #[cfg(feature = "cluster")]
 pub use native::{connect_cluster, ByFirstKey};
-pub use native::{connect, connect_with, detect, silent_peer_settings, Native, SILENT_PEER};
 
 /// One transition call as it travels: which transition, its KEYS and ARGV.
 /// The same for every executor.

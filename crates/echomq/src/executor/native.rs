@@ -340,7 +340,9 @@ const VERSION: &str = "EMQ.VERSION";
 async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
     let answer: redis::RedisResult<Value> = redis::cmd(VERSION).query_async(&mut conn.clone()).await;
     let found = match answer {
-        Err(err) if err.code() == Some("ERR") && err.detail().is_some_and(|d| d.contains("unknown command")) => {
+        Err(err)
+            if err.code() == Some("ERR") && err.detail().is_some_and(|d| d.contains("unknown command")) =>
+        {
             None
         }
         answer => Some(answer?),
@@ -382,7 +384,9 @@ mod tests {
         assert!(speaks(Some(&answer(&next_minor.to_string()))).unwrap(), "a later minor only adds");
         let next_major = Version { major: PROTOCOL.major + 1, minor: 0 };
         let refused = speaks(Some(&answer(&next_major.to_string()))).unwrap_err();
-        assert!(matches!(refused, Error::OtherMajor { host, found, .. } if host == PROTOCOL && found == next_major));
+        assert!(
+            matches!(refused, Error::OtherMajor { host, found, .. } if host == PROTOCOL && found == next_major)
+        );
         assert_eq!(
             refused.to_string(),
             format!("the echomq module speaks protocol {next_major}, this host {PROTOCOL}: another major, so nothing was written")
