@@ -1331,10 +1331,10 @@ impl Target {
 
 /// The native pair, `enqueued_at` and `updated_at`, taken out of `after`'s
 /// records so that the lines read as Lua's; and checked on the way: a
-/// record the call made carries `enqueued_at` of its time and no
-/// `updated_at` (its next write brings it), every other record the call
-/// wrote `updated_at` of its time if it has an `enqueued_at` (one born on
-/// Lua gets neither).
+/// record the call made carries `enqueued_at` of its time and `updated_at`
+/// equal to it (the seed's five fields), every other record the call wrote
+/// `updated_at` of its time if it has an `enqueued_at` (one born on Lua
+/// gets neither).
 fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Result<(), String> {
     for line in after.iter_mut().filter(|line| line.key.starts_with("job:")) {
         let stamp = |field: &str| line.entries.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone());
@@ -1355,8 +1355,11 @@ fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Resul
                     line.key
                 ));
             }
-            if updated_at.is_some() {
-                return Err(format!("{} was made with updated_at: {updated_at:?}", line.key));
+            if updated_at != enqueued_at {
+                return Err(format!(
+                    "{} was made with updated_at {updated_at:?}, not {enqueued_at:?}",
+                    line.key
+                ));
             }
         } else if written && enqueued_at.is_some() && !in_time(&updated_at) {
             return Err(format!("{} was written without updated_at of the call: {updated_at:?}", line.key));
@@ -1421,7 +1424,7 @@ const REFUSALS: &[Refusal] = &[
         name: "ack with a stale token",
         given: ACTIVE_A,
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 2",
         error: "EMQFENCE token does not hold the lease",
     },
@@ -1429,8 +1432,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with empty headers",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
-               $q:headers",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p HEADERS",
         error: "EMQARG HEADERS must be 1 to 8192 bytes",
     },
@@ -1438,16 +1441,16 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with headers and no headers key",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config",
+        keys: "$q:job:$A $q:pending",
         args: "$A p HEADERS {}",
-        error: "EMQARG HEADERS needs all ten keys",
+        error: "EMQARG HEADERS needs all eleven keys",
     },
     Refusal {
         name: "enqueue with headers into a headers key that is a list",
         given: &["RPUSH $q:headers x"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
-               $q:headers",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p HEADERS {}",
         error: "EMQTYPE $q:headers holds a list, not a hash",
     },
@@ -1455,7 +1458,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim of a queue whose headers are a string",
         given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "SET $q:headers x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "30000",
         error: "EMQTYPE $q:headers holds a string, not a hash",
     },
@@ -1487,7 +1490,8 @@ const REFUSALS: &[Refusal] = &[
         name: "settle with an unknown option",
         given: &[],
         call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers",
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
+               $q:wake",
         args: "COUNT 5",
         error: "EMQARG unknown option COUNT",
     },
@@ -1519,7 +1523,8 @@ const REFUSALS: &[Refusal] = &[
         name: "settle with LIMIT 0",
         given: &[],
         call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
+               $q:wake",
         args: "LIMIT 0",
         error: "EMQARG LIMIT must be an integer in 1..=1000",
     },
@@ -1532,7 +1537,8 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:job:$A x",
         ],
         call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
+               $q:wake",
         args: "",
         error: "EMQTYPE $q:job:$A holds a string, not a hash",
     },
@@ -1542,7 +1548,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::EnqueueMany,
         keys: "$q:pending $q:events $q:config",
         args: "$A p",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 4",
     },
     Refusal {
         name: "enqueuemany whose second job has no payload enqueues neither",
@@ -1614,7 +1620,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::AckMany,
         keys: "$q:active $q:done $q:results $q:events",
         args: "$A 1",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 5",
     },
     Refusal {
         name: "ackmany with no job",
@@ -1676,16 +1682,17 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with nine keys",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy",
         args: "$A 1 30000",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 11",
     },
     Refusal {
         name: "acknext with COUNT given twice",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 COUNT 1 COUNT 2",
         error: "EMQARG COUNT given twice",
     },
@@ -1693,8 +1700,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a result that has no bytes",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 RESULT",
         error: "EMQARG RESULT is missing its bytes",
     },
@@ -1702,8 +1709,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a result given twice",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 RESULT a RESULT b",
         error: "EMQARG RESULT given twice",
     },
@@ -1711,8 +1718,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a lease of 0",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 0",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -1720,8 +1727,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a count past the limit",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 COUNT 1001",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -1729,8 +1736,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with no lease",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -1738,8 +1745,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with an unknown option",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 BLOCK 5",
         error: "EMQARG unknown option BLOCK",
     },
@@ -1747,8 +1754,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a rate log that is a hash acks nothing",
         given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:rate x 1"],
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000",
         error: "EMQTYPE $q:rate holds a hash, not a zset",
     },
@@ -1756,24 +1763,24 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a stale token",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 2 30000 RESULT r",
         error: "EMQFENCE token does not hold the lease",
     },
     Refusal {
-        name: "ack with a result and no results key",
+        name: "ack with a result and three keys",
         given: ACTIVE_A,
         call: Name::Ack,
         keys: "$q:job:$A $q:active $q:done",
         args: "$A 1 RESULT 42",
-        error: "EMQARG RESULT needs KEYS[4], emq:{<queue>}:results",
+        error: "EMQARG wrong number of keys: takes 6",
     },
     Refusal {
         name: "ack with a result given twice",
         given: ACTIVE_A,
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 1 RESULT 42 RESULT 43",
         error: "EMQARG RESULT given twice",
     },
@@ -1781,7 +1788,7 @@ const REFUSALS: &[Refusal] = &[
         name: "ack with a result that has no bytes",
         given: ACTIVE_A,
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 1 RESULT",
         error: "EMQARG RESULT is missing its bytes",
     },
@@ -1791,13 +1798,13 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Ack,
         keys: "$q:job:$A $q:active $q:done $q:results $q:events",
         args: "$A 1",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 6",
     },
     Refusal {
         name: "ack into results that are a set",
         given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "SADD $q:results x"],
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 1 RESULT 42",
         error: "EMQTYPE $q:results holds a set, not a hash",
     },
@@ -1813,7 +1820,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue into an event log that is a string",
         given: &["SET $q:events x"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p",
         error: "EMQTYPE $q:events holds a string, not a stream",
     },
@@ -1821,7 +1829,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim into an event log that is a list",
         given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "RPUSH $q:events x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "30000",
         error: "EMQTYPE $q:events holds a list, not a stream",
     },
@@ -1831,13 +1839,13 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Fail,
         keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events",
         args: "$A 1 3 1000 boom",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 8",
     },
     Refusal {
         name: "config with an event log length past its range",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "EVENTS 10000001",
         error: "EMQARG EVENTS must be an integer in 0..=10000000",
     },
@@ -1845,7 +1853,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config of a queue whose event log is a zset",
         given: &["ZADD $q:events 1 x"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 1",
         error: "EMQTYPE $q:events holds a zset, not a stream",
     },
@@ -1855,7 +1863,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Inspect,
         keys: "$q:job:$A $q:errors $q:progress $q:results",
         args: "$A",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 6",
     },
     Refusal {
         name: "extend of a cancelled job",
@@ -1869,7 +1877,7 @@ const REFUSALS: &[Refusal] = &[
         name: "release of no job",
         given: &[],
         call: Name::Release,
-        keys: "$q:job:$A $q:active $q:pending $q:priority",
+        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake",
         args: "$A 1",
         error: "EMQNOJOB no such job",
     },
@@ -1889,7 +1897,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:active x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:active holds a list, not a zset",
     },
@@ -1897,7 +1905,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim of a record that is a set",
         given: &["ZADD $q:pending 0 $A", "SADD $q:job:$A x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:job:$A holds a set, not a hash",
     },
@@ -1909,7 +1917,7 @@ const REFUSALS: &[Refusal] = &[
             "XADD $q:errors * f v",
         ],
         call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors",
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
         args: "$A 1 3 0 e",
         error: "EMQTYPE $q:errors holds a stream, not a hash",
     },
@@ -1925,7 +1933,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a lease of 0",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "0",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -1933,7 +1941,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a huge count",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "100 COUNT 99999999999999999999",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -1949,7 +1957,8 @@ const REFUSALS: &[Refusal] = &[
         name: "a negative limit",
         given: &[],
         call: Name::Reap,
-        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy",
+        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config \
+               $q:wake",
         args: "3 LIMIT -1",
         error: "EMQARG LIMIT must be an integer in 1..=1000",
     },
@@ -1965,7 +1974,7 @@ const REFUSALS: &[Refusal] = &[
         name: "keys of two queues",
         given: &[],
         call: Name::Promote,
-        keys: "$q:delayed emq:{other}:pending $q:priority",
+        keys: "$q:delayed emq:{other}:pending $q:priority $q:events $q:config $q:wake",
         args: "",
         error: "EMQARG KEYS[2] must be $q:pending",
     },
@@ -1973,7 +1982,7 @@ const REFUSALS: &[Refusal] = &[
         name: "retry of a pending job",
         given: PENDING_A,
         call: Name::Retry,
-        keys: "$q:job:$A $q:dead $q:pending $q:priority",
+        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
         args: "$A",
         error: "EMQSTATE cannot retry a pending job",
     },
@@ -1981,23 +1990,24 @@ const REFUSALS: &[Refusal] = &[
         name: "inspect of a bad id",
         given: &[],
         call: Name::Inspect,
-        keys: "$q:job:XYZ $q:errors $q:progress",
+        keys: "$q:job:XYZ $q:errors $q:progress $q:results $q:policy $q:headers",
         args: "XYZ",
         error: "EMQKIND job id must be JOB-namespaced",
     },
     Refusal {
-        name: "enqueue with a unique key and five keys",
+        name: "enqueue with a unique key and the seed's two keys",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        keys: "$q:job:$A $q:pending",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
-        error: "EMQARG UNIQUE needs all seven keys",
+        error: "EMQARG UNIQUE needs all eleven keys",
     },
     Refusal {
         name: "enqueue with a unique key and no hold",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u",
         error: "EMQARG UNIQUE needs UNIQUE_FOR",
     },
@@ -2005,7 +2015,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a hold and no unique key",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE_DONE 1",
         error: "EMQARG UNIQUE_FOR and UNIQUE_DONE need UNIQUE",
     },
@@ -2013,7 +2024,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a hold of 0",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u UNIQUE_FOR 0",
         error: "EMQARG UNIQUE_FOR must be an integer in 1..=999999999999",
     },
@@ -2021,7 +2033,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a unique key into holds that are a hash",
         given: &["HSET $q:unique_until u 5"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
         error: "EMQTYPE $q:unique_until holds a hash, not a zset",
     },
@@ -2029,7 +2042,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a unique key held by a job whose record is a string",
         given: &["SET $q:job:$B x", "HSET $q:unique u 1:$B", "ZADD $q:unique_until 9999999999999 u"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
         error: "EMQTYPE $q:job:$B holds a string, not a hash",
     },
@@ -2037,7 +2051,7 @@ const REFUSALS: &[Refusal] = &[
         name: "defer with PAUSE 2",
         given: ACTIVE_A,
         call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
         args: "$A 1 5000 3 PAUSE 2",
         error: "EMQARG PAUSE must be an integer in 0..=1",
     },
@@ -2045,7 +2059,7 @@ const REFUSALS: &[Refusal] = &[
         name: "defer with no max attempts",
         given: ACTIVE_A,
         call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
         args: "$A 1 5000",
         error: "EMQARG max_attempts must be an integer in 0..=2147483647",
     },
@@ -2057,7 +2071,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:config x",
         ],
         call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
         args: "$A 1 5000 3",
         error: "EMQTYPE $q:config holds a list, not a hash",
     },
@@ -2065,7 +2079,8 @@ const REFUSALS: &[Refusal] = &[
         name: "trim of an unfinished set",
         given: &[],
         call: Name::Trim,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config",
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers \
+               $q:config",
         args: "",
         error: "EMQARG KEYS[1] must be emq:{<queue>}:done, dead or cancelled",
     },
@@ -2081,7 +2096,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a retention count past its range",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "DONE_COUNT 1000000001",
         error: "EMQARG DONE_COUNT must be an integer in 0..=1000000000",
     },
@@ -2116,7 +2131,7 @@ const REFUSALS: &[Refusal] = &[
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
                $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
-               $q:batches $q:batch_jobs $q:batch_open",
+               $q:batches $q:batch_jobs $q:batch_open $q:wake",
         args: "FORCE 1",
         error: "EMQARG unknown option FORCE",
     },
@@ -2127,7 +2142,7 @@ const REFUSALS: &[Refusal] = &[
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
                $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
-               $q:batches $q:batch_jobs $q:batch_open",
+               $q:batches $q:batch_jobs $q:batch_open $q:wake",
         args: "",
         error: "EMQTYPE $q:schedules holds a string, not a hash",
     },
@@ -2139,7 +2154,7 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:policy x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:policy holds a string, not a hash",
     },
@@ -2151,7 +2166,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:policy x",
         ],
         call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy",
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
         args: "$A 1 3 1000 boom",
         error: "EMQTYPE $q:policy holds a list, not a hash",
     },
@@ -2159,7 +2174,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fail with a sixth key of another role",
         given: ACTIVE_A,
         call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:priority",
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:priority $q:events $q:config",
         args: "$A 1 3 1000 boom",
         error: "EMQARG KEYS[6] must be $q:policy",
     },
@@ -2171,23 +2186,25 @@ const REFUSALS: &[Refusal] = &[
             "SADD $q:policy x",
         ],
         call: Name::Reap,
-        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy",
+        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config \
+               $q:wake",
         args: "3",
         error: "EMQTYPE $q:policy holds a set, not a hash",
     },
     Refusal {
-        name: "enqueue with a policy and four keys",
+        name: "enqueue with a policy and the seed's two keys",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority",
+        keys: "$q:job:$A $q:pending",
         args: "$A p TIMEOUT 5000",
-        error: "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys",
+        error: "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys",
     },
     Refusal {
         name: "enqueue with a fixed and an exponential back-off",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p BACKOFF 5 backoff_exp 5",
         error: "EMQARG BACKOFF and BACKOFF_EXP exclude each other",
     },
@@ -2195,7 +2212,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a policy into a policy that is a string",
         given: &["SET $q:policy x"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p ATTEMPTS 2",
         error: "EMQTYPE $q:policy holds a string, not a hash",
     },
@@ -2207,7 +2225,7 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:config x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:config holds a string, not a hash",
     },
@@ -2220,7 +2238,7 @@ const REFUSALS: &[Refusal] = &[
             "HSET $q:rate f v",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:rate holds a hash, not a zset",
     },
@@ -2228,7 +2246,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a rate and no period",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RATE 5",
         error: "EMQARG RATE needs PER",
     },
@@ -2236,7 +2254,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a period of 0",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RATE 5 PER 0",
         error: "EMQARG PER must be an integer in 1..=86400000",
     },
@@ -2244,7 +2262,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config of a queue whose rate log is a string",
         given: &["SET $q:rate x"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RATE 0",
         error: "EMQTYPE $q:rate holds a string, not a zset",
     },
@@ -2252,7 +2270,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with PAUSED 2",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 2",
         error: "EMQARG PAUSED must be an integer in 0..=1",
     },
@@ -2260,7 +2278,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a negative concurrency",
         given: &["HSET $q:config paused 1"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 0 CONCURRENCY -1",
         error: "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
     },
@@ -2268,7 +2286,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a concurrency given twice",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "CONCURRENCY 1 concurrency 2",
         error: "EMQARG CONCURRENCY given twice",
     },
@@ -2276,7 +2294,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with an unknown setting",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RETENTION 5",
         error: "EMQARG unknown option RETENTION",
     },
@@ -2284,7 +2302,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config of a queue whose config is a zset",
         given: &["ZADD $q:config 1 x"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 1",
         error: "EMQTYPE $q:config holds a zset, not a hash",
     },
@@ -2292,7 +2310,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with keys of another role",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:active $q:priority $q:rate",
+        keys: "$q:config $q:active $q:priority $q:rate $q:events $q:wake",
         args: "",
         error: "EMQARG KEYS[2] must be $q:pending",
     },
@@ -2300,7 +2318,7 @@ const REFUSALS: &[Refusal] = &[
         name: "inspect of a progress that is a list",
         given: &["RPUSH $q:progress x"],
         call: Name::Inspect,
-        keys: "$q:job:$A $q:errors $q:progress",
+        keys: "$q:job:$A $q:errors $q:progress $q:results $q:policy $q:headers",
         args: "$A",
         error: "EMQTYPE $q:progress holds a list, not a hash",
     },
@@ -2308,7 +2326,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with a stale token",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 2 half",
         error: "EMQFENCE token does not hold the lease",
     },
@@ -2316,7 +2334,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with no value",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 1",
         error: "EMQARG progress value is missing",
     },
@@ -2324,7 +2342,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with a token of 0",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 0 half",
         error: "EMQARG token must be an integer in 1..=999999999999999",
     },
@@ -2332,7 +2350,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with an extra argument",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 1 half more",
         error: "EMQARG unknown option more",
     },
@@ -2344,7 +2362,7 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:progress x",
         ],
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 1 half",
         error: "EMQTYPE $q:progress holds a string, not a hash",
     },
@@ -2352,7 +2370,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress of a bad id",
         given: &[],
         call: Name::Progress,
-        keys: "$q:job:XYZ $q:progress",
+        keys: "$q:job:XYZ $q:progress $q:events $q:config",
         args: "XYZ 1 half",
         error: "EMQKIND job id must be JOB-namespaced",
     },
@@ -2440,7 +2458,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with a next not after its tick",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 5000",
         error: "EMQARG next must be after tick",
     },
@@ -2448,7 +2466,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with SKIP 2",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 6000 SKIP 2",
         error: "EMQARG SKIP must be an integer in 0..=1",
     },
@@ -2456,7 +2474,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with a negative tick",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s -1 6000",
         error: "EMQARG tick must be an integer in 0..=9999999999999",
     },
@@ -2464,7 +2482,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with no payload",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A",
         error: "EMQARG payload is missing",
     },
@@ -2472,7 +2490,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire of a bad id",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:XYZ $q:pending $q:ticks",
+        keys: "$q:job:XYZ $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "XYZ p s 5000 6000",
         error: "EMQKIND job id must be JOB-namespaced",
     },
@@ -2480,7 +2498,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with another queue's ticks",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending emq:{other}:ticks",
+        keys: "$q:job:$A $q:pending emq:{other}:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 6000",
         error: "EMQARG KEYS[3] must be $q:ticks",
     },
@@ -2488,7 +2506,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire into ticks that are a hash",
         given: &["HSET $q:ticks s 5000"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 6000",
         error: "EMQTYPE $q:ticks holds a hash, not a zset",
     },
@@ -2529,11 +2547,9 @@ async fn refusals_on_every_executor_say_the_same_and_write_nothing() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
 }
 
-/// An older speaker's CLAIM (protocol 1 and 2: two keys, no config or rate
-/// log) is refused with EMQARG on every executor, never served past the
-/// gate. The native command has no key count, so it reads the lease as the
-/// third key and says which key it wanted there (a bare `EMQ.CLAIM pending
-/// active lease`, too short for four keys, gets Redis's own arity error).
+/// A CLAIM of two keys (an older draft's: no config or rate log) is refused
+/// with EMQARG on every executor, with the same text, never served past the
+/// gate: the native command counts its keys as EVALSHA does.
 #[tokio::test]
 async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
     let h = harness_on(RedisServer::start_with_module()).await;
@@ -2546,10 +2562,7 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
         let args = ["60000", "COUNT", "1"].map(|w| w.as_bytes().to_vec()).to_vec();
         let call = echomq::Call { name: Name::Claim, keys, args };
         let reply = via.run(&[call]).await.unwrap().remove(0);
-        let wanted = match target {
-            Target::Native => format!("EMQARG KEYS[3] must be {}", h.keys.config()),
-            _ => "EMQARG wrong number of keys".to_owned(),
-        };
+        let wanted = "EMQARG wrong number of keys: takes 8";
         match reply {
             Err(err) => assert_eq!(err.to_string(), wanted, "on {}", target.name()),
             Ok(value) => panic!("on {}: an older claim was served: {value:?}", target.name()),
