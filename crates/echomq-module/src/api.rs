@@ -75,6 +75,8 @@ pub(crate) fn missing_functions() -> Vec<&'static str> {
         RedisModule_ReplyWithLongLong,
         RedisModule_ReplyWithNull,
         RedisModule_ReplyWithStringBuffer,
+        RedisModule_IsKeysPositionRequest,
+        RedisModule_KeyAtPos,
         RedisModule_CreateCommand,
         RedisModule_GetCommand,
         RedisModule_SetCommandInfo,

@@ -21,8 +21,11 @@ use crate::store::RedisStore;
 /// (`EMQ.<NAME> numkeys key… arg…`, as `EVALSHA` takes them), read-only for
 /// a transition that only reads (so a monitoring user with `%R~emq:*` may
 /// run it, SECURITY.md), read-write for the others. The key spec answers
-/// `COMMAND GETKEYS`, Cluster's routing and ACLs; the legacy first/last/step
-/// are 0, as for a command whose keys move.
+/// `COMMAND GETKEYS` and ACLs; the legacy first/last/step are 0, as for a
+/// command whose keys move, and the command answers key-position requests
+/// itself from the same count (`getkeys-api`), which is what Redis 7.0's
+/// Cluster routing asks: without it a call would run on a node that does
+/// not hold its slot.
 ///
 /// Flags: a reader is `readonly`; a writer `write deny-oom`, except one
 /// that only frees memory (PURGE), which is `write`; a command with a
@@ -40,6 +43,9 @@ pub(crate) fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), 
     if described.options.contains(&"BLOCK") {
         flags += " blocking";
     }
+    // Redis 7.0's Cluster routing reads a module command's keys from the
+    // legacy positions or the command itself, never from its key specs.
+    flags += " getkeys-api";
     let command = create(ctx, described.command, &flags, Some(on_command))?;
     if !api::declare_counted_keys(ctx, &command, described.reads_only()) {
         return Err(format!("cannot declare {}'s keys", described.command));
@@ -135,6 +141,15 @@ pub(crate) fn split_keys<'w>(
 }
 
 fn dispatch(ctx: *mut raw::RedisModuleCtx, name: Name, words: &[&[u8]]) {
+    if rm!(RedisModule_IsKeysPositionRequest(ctx) or 0) != 0 {
+        // argv positions: 0 is the command name, 1 the count, so keys sit
+        // at 2 on. A call whose count is wrong has none: it is refused when run.
+        let count = split_keys(name.describe(), words).map_or(0, |(keys, _)| keys.len());
+        for position in 2..2 + count {
+            rm!(RedisModule_KeyAtPos(ctx, position as c_int) or ());
+        }
+        return;
+    }
     let (keys, args) = match split_keys(name.describe(), words) {
         Ok(split) => split,
         Err(refusal) => return reply::send(ctx, &Err(refusal)),
