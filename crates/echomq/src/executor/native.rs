@@ -335,16 +335,16 @@ impl ConnectionLike for ByFirstKey {
 const VERSION: &str = "EMQ.VERSION";
 
 /// Whether the server has the module, asked with `EMQ.VERSION`: `false`
-/// when the command is unknown; an [`Error::OtherMajor`] when the module
-/// speaks another major version of the protocol (see [`speaks`]).
+/// when the command is unknown, or when the user may not run it (an ACL
+/// user meant for the scripts, SECURITY.md); an [`Error::OtherMajor`] when
+/// the module speaks another major version of the protocol (see [`speaks`]).
 async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
     let answer: redis::RedisResult<Value> = redis::cmd(VERSION).query_async(&mut conn.clone()).await;
+    let unknown = |err: &redis::RedisError| {
+        err.code() == Some("ERR") && err.detail().is_some_and(|d| d.contains("unknown command"))
+    };
     let found = match answer {
-        Err(err)
-            if err.code() == Some("ERR") && err.detail().is_some_and(|d| d.contains("unknown command")) =>
-        {
-            None
-        }
+        Err(err) if unknown(&err) || err.code() == Some("NOPERM") => None,
         answer => Some(answer?),
     };
     speaks(found.as_ref())
