@@ -122,14 +122,14 @@ unsafe extern "C" fn on_command(
     raw::REDISMODULE_OK as c_int
 }
 
+/// A call's KEYS and ARGV.
+pub(crate) type Split<'w> = (&'w [&'w [u8]], &'w [&'w [u8]]);
+
 /// Split `words` (argv without the command name) into KEYS and ARGV by the
 /// key count that leads them: a decimal integer (digits only) that is one
 /// of the transition's forms, and no more than the words after it. Anything
 /// else is refused with the text the Lua script gives a wrong count.
-pub(crate) fn split_keys<'w>(
-    described: &Description,
-    words: &'w [&'w [u8]],
-) -> Result<(&'w [&'w [u8]], &'w [&'w [u8]]), Refusal> {
+pub(crate) fn split_keys<'w>(described: &Description, words: &'w [&'w [u8]]) -> Result<Split<'w>, Refusal> {
     let wrong = || wrong_number_of_keys(described.forms);
     let (count, rest) = words.split_first().ok_or_else(wrong)?;
     let digits = !count.is_empty() && count.len() <= 2 && count.iter().all(u8::is_ascii_digit);
