@@ -28,18 +28,23 @@ SCENARIOS = {
 }
 
 
+# Every key of the calls, after the queue's prefix (PROTOCOL.md §7).
+CONFIG = ["config", "pending", "priority", "rate", "events", "wake"]
+CLAIM = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
+
+
 def run(module, settings, out):
     # A profile to `out`.
     server, r = start_server("--loadmodule", module, under=["valgrind", "--tool=callgrind",
                                                              f"--callgrind-out-file={out}"], wait=60)
     k = lambda name: "emq:{q}:" + name  # noqa: E731
     if settings:
-        r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), *settings)
+        r.call("EMQ.CONFIG", 6, *map(k, CONFIG), *settings)
     for i in range(N):
         job = "JOB_%026d" % i
-        r.call("EMQ.ENQUEUE", k("job:" + job), k("pending"), job, "payload")
+        r.call("EMQ.ENQUEUE", 2, k("job:" + job), k("pending"), job, "payload")
     for _ in range(N):
-        r.call("EMQ.CLAIM", k("pending"), k("active"), k("config"), k("rate"), k("policy"), 60000)
+        r.call("EMQ.CLAIM", len(CLAIM), *map(k, CLAIM), 60000)
     try:
         r.call("SHUTDOWN", "NOSAVE")
     except (OSError, RuntimeError):

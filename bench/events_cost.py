@@ -22,9 +22,11 @@ from claim_cost import inclusive  # noqa: E402
 from resp import start_server  # noqa: E402
 
 N = 1000
-ENQUEUE = ["pending", "delayed", "priority", "policy", "unique", "unique_until", "events", "config", "headers"]
-CLAIM = ["pending", "active", "config", "rate", "policy", "events", "headers"]
+ENQUEUE = ["pending", "delayed", "priority", "policy", "unique", "unique_until", "events", "config", "headers",
+           "wake"]
+CLAIM = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
 ACK = ["active", "done", "results", "events", "config"]
+CONFIG = ["config", "pending", "priority", "rate", "events", "wake"]
 
 
 BATCH, BATCHES = 1000, 20
@@ -36,8 +38,7 @@ def profiled(module, events, out, work):
     server, r = start_server("--loadmodule", module, under=["valgrind", "--tool=callgrind",
                                                              f"--callgrind-out-file={out}"], wait=60)
     k = lambda name: "emq:{q}:" + name  # noqa: E731
-    r.call("EMQ.CONFIG", k("config"), k("pending"), k("priority"), k("rate"), k("events"),
-           "EVENTS", 10000 if events else 0)
+    r.call("EMQ.CONFIG", len(CONFIG), *map(k, CONFIG), "EVENTS", 10000 if events else 0)
     work(r, k)
     try:
         r.call("SHUTDOWN", "NOSAVE")
@@ -50,11 +51,11 @@ def lifecycle(r, k):
     # N jobs enqueued, then each claimed and acked.
     for i in range(N):
         job = "JOB_%026d" % i
-        r.call("EMQ.ENQUEUE", k("job:" + job), *map(k, ENQUEUE), job, "payload")
+        r.call("EMQ.ENQUEUE", 1 + len(ENQUEUE), k("job:" + job), *map(k, ENQUEUE), job, "payload")
     for i in range(N):
         job = "JOB_%026d" % i
-        r.call("EMQ.CLAIM", *map(k, CLAIM), 60000)
-        r.call("EMQ.ACK", k("job:" + job), *map(k, ACK), job, 1)
+        r.call("EMQ.CLAIM", len(CLAIM), *map(k, CLAIM), 60000)
+        r.call("EMQ.ACK", 1 + len(ACK), k("job:" + job), *map(k, ACK), job, 1)
 
 
 def enqueue_many(r, k):
@@ -63,7 +64,7 @@ def enqueue_many(r, k):
         jobs = []
         for i in range(call * BATCH, (call + 1) * BATCH):
             jobs += ["JOB_%026d" % i, '{"n":%08d,"payload":"%s"}' % (i, "x" * 26)]
-        r.call("EMQ.ENQUEUEMANY", k("pending"), k("events"), k("config"), k("wake"), *jobs)
+        r.call("EMQ.ENQUEUEMANY", 4, k("pending"), k("events"), k("config"), k("wake"), *jobs)
 
 
 def main():

@@ -146,7 +146,9 @@ impl Role {
     }
 }
 
+use crate::parse::wrong_number_of_keys;
 use crate::store::KeyType;
+use crate::Refusal;
 
 /// What a transition does to the keyspace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,9 +173,9 @@ pub struct Description {
     /// KEYS, in order, by role.
     pub keys: &'static [Role],
     /// How many of `keys` a call may send, fewest first: each form is the
-    /// first n of `keys`. The first is what every call sends; the later
-    /// keys may be left out when no option needs them (ENQUEUE's two-key
-    /// form, a call of a version-5 speaker with no events keys).
+    /// first n of `keys`, and the last is all of them. One form, all the
+    /// keys, for every transition but ENQUEUE, which also takes the seed's
+    /// two (the job and pending) for a job with no options.
     pub forms: &'static [usize],
     /// The positional ARGV, by name, in order.
     pub args: &'static [&'static str],
@@ -187,19 +189,13 @@ pub struct Description {
 }
 
 impl Description {
-    /// How many keys every call sends.
-    pub const fn required_keys(&self) -> usize {
-        self.forms[0]
-    }
-
-    /// The roles of a call with `count` keys: the first `count` when that
-    /// is one of the forms, else all of them, so that checking the call's
-    /// keys against them refuses it ("wrong number of keys") in its turn.
-    pub fn roles(&self, count: usize) -> &'static [Role] {
+    /// The roles of a call with `count` keys, or the refusal of a count that
+    /// is none of the forms (the same text as the script's and the module's).
+    pub fn form(&self, count: usize) -> Result<&'static [Role], Refusal> {
         if self.forms.contains(&count) {
-            &self.keys[..count]
+            Ok(&self.keys[..count])
         } else {
-            self.keys
+            Err(wrong_number_of_keys(self.forms))
         }
     }
 
@@ -216,5 +212,25 @@ impl Description {
     /// The first key of `role`'s, by 0-based position.
     pub fn position(&self, role: Role) -> Option<usize> {
         self.keys.iter().position(|r| *r == role)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::transition::Name;
+
+    #[test]
+    fn every_transition_takes_all_its_keys_and_enqueue_also_the_seeds_two() {
+        for name in Name::ALL {
+            let described = name.describe();
+            let all = described.keys.len();
+            let forms: &[usize] = if *name == Name::Enqueue { &[2, all] } else { &[all] };
+            assert_eq!(described.forms, forms, "{name}");
+            assert_eq!(described.form(all).map(<[_]>::len), Ok(all), "{name}");
+            let wrong = described.form(all + 1).unwrap_err().to_string();
+            assert!(wrong.starts_with("EMQARG wrong number of keys: takes "), "{name}: {wrong}");
+        }
+        let enqueue = Name::Enqueue.describe();
+        assert_eq!(enqueue.form(4).unwrap_err().to_string(), "EMQARG wrong number of keys: takes 2 or 11");
     }
 }

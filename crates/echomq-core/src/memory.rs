@@ -503,7 +503,8 @@ mod tests {
             let keys = [record.as_slice(), b"emq:{q}:pending"];
             assert_eq!(Name::Enqueue.run(&mut store, &keys, &[id, b"p"]), Ok(Reply::Int(1)));
         }
-        let claim = ["pending", "active", "config", "rate", "policy"].map(|key| format!("emq:{{q}}:{key}"));
+        let claim = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
+            .map(|key| format!("emq:{{q}}:{key}"));
         let claim = claim.each_ref().map(|key| key.as_bytes());
         let claimed = Name::Claim.run(&mut store, &claim, &[b"60000", b"COUNT", b"2"]);
         assert!(matches!(&claimed, Ok(Reply::Array(jobs)) if jobs.len() == 2), "{claimed:?}");

@@ -87,7 +87,7 @@ pub fn options<const N: usize>(
 /// [`Role::Job`] stands for the record of `id`.
 pub fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> Result<&'k [u8], Refusal> {
     if keys.len() != roles.len() {
-        return Err(Refusal::arg("wrong number of keys"));
+        return Err(wrong_number_of_keys(&[roles.len()]));
     }
     // Compared in place, not built: every transition checks its keys here.
     let first = keys[0];
@@ -113,6 +113,14 @@ pub fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> Result<
         }
     }
     Ok(prefix)
+}
+
+/// The refusal of a call whose number of keys is none of `forms`, the
+/// counts its transition takes: `wrong number of keys: takes 2 or 11`, as
+/// the scripts and the module's key count answer it.
+pub fn wrong_number_of_keys(forms: &[usize]) -> Refusal {
+    let counts: Vec<String> = forms.iter().map(usize::to_string).collect();
+    Refusal::arg(format!("wrong number of keys: takes {}", counts.join(" or ")))
 }
 
 /// `emq:{<name>}:` where the name is not empty and holds no brace.
@@ -189,6 +197,10 @@ mod tests {
             queue_prefix(&bad, &roles, id).unwrap_err().to_string(),
             "EMQARG KEYS[1] must be emq:{<queue>}:job:<id>"
         );
-        assert!(queue_prefix(&keys[..1], &roles, id).is_err());
+        assert_eq!(
+            queue_prefix(&keys[..1], &roles, id).unwrap_err().to_string(),
+            "EMQARG wrong number of keys: takes 2"
+        );
+        assert_eq!(wrong_number_of_keys(&[2, 11]).to_string(), "EMQARG wrong number of keys: takes 2 or 11");
     }
 }

@@ -6,7 +6,7 @@
 //! The Lua scripts in `crates/echomq/lua` are the independent second
 //! implementation: the same checks in the same order, the same replies, the
 //! same error texts. This one also writes the record's two extra fields,
-//! `enqueued_at` and `updated_at`.
+//! `enqueued_at` and `updated_at`, both at birth.
 
 use crate::description::Description;
 use crate::parse::{lossy, malformed, stored};
@@ -250,14 +250,15 @@ fn number(value: Option<&[u8]>) -> Option<f64> {
     std::str::from_utf8(value?).ok()?.trim().parse().ok()
 }
 
-/// Write record fields, stamping `updated_at` on a record born here (with
-/// `enqueued_at`) at every write after its birth (PROTOCOL.md §3): the
-/// birth's own write, which brings `enqueued_at`, would repeat it in
-/// `updated_at`, so it has none until its next write; one born on Lua gets
-/// neither.
+/// Write record fields, stamping `updated_at` on a record born here, at its
+/// birth and every write after (PROTOCOL.md §3): a birth brings
+/// `enqueued_at`, and `updated_at` equal to it, the seed's five fields; one
+/// born on Lua gets neither stamp, then or later.
 fn write_record<S: Store>(store: &mut S, key: &[u8], fields: &[(&[u8], &[u8])], now: u64) {
-    if fields.iter().any(|(field, _)| *field == b"enqueued_at") {
-        store.hset(key, fields);
+    if let Some((_, born)) = fields.iter().find(|(field, _)| *field == b"enqueued_at") {
+        let mut all = fields.to_vec();
+        all.push((b"updated_at", born));
+        store.hset(key, &all);
         return;
     }
     let stamped = Stamped(store.hget(key, b"enqueued_at").is_some());

@@ -75,7 +75,6 @@ pub(crate) fn missing_functions() -> Vec<&'static str> {
         RedisModule_ReplyWithLongLong,
         RedisModule_ReplyWithNull,
         RedisModule_ReplyWithStringBuffer,
-        RedisModule_WrongArity,
         RedisModule_IsKeysPositionRequest,
         RedisModule_KeyAtPos,
         RedisModule_CreateCommand,
@@ -303,12 +302,15 @@ pub(crate) fn signal_ready(ctx: *mut raw::RedisModuleCtx, key: &RString) {
     rm!(RedisModule_SignalKeyAsReady(ctx, key.as_ptr()) or ());
 }
 
-/// Declare that `command` (a registered command with `keys` keys, from argv
-/// position 1) only reads them: key specs of `RO ACCESS`, which replace the
-/// read-write range `RedisModule_CreateCommand` gave it. An ACL user whose
-/// keys are read-only (`%R~`) may then run it. `false` when the server
-/// refused.
-pub(crate) fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, keys: c_int) -> bool {
+/// Declare where `command`'s keys are, as `EVALSHA`'s are: argv[1] counts
+/// them and they follow it (`EMQ.<NAME> numkeys key… arg…`), with its
+/// arity: at least the count. One key spec, begin-search index 1, find-keys
+/// keynum (the count at 0 past it, the first key at 1, step 1), which
+/// `COMMAND GETKEYS`, Cluster's routing and ACLs read. The keys are `RO
+/// ACCESS` for a transition that only reads (so a user whose keys are
+/// read-only, `%R~`, may run it), `RW ACCESS UPDATE` for one that writes.
+/// `false` when the server refused.
+pub(crate) fn declare_counted_keys(ctx: *mut raw::RedisModuleCtx, command: &CStr, reads_only: bool) -> bool {
     let command = rm!(RedisModule_GetCommand(ctx, command.as_ptr()) or ptr::null_mut());
     if command.is_null() {
         return false;
@@ -319,25 +321,30 @@ pub(crate) fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, k
         sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
         sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
     };
-    let reads = raw::RedisModuleCommandKeySpec {
+    let flags = if reads_only {
+        raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
+    } else {
+        raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
+    };
+    let counted = raw::RedisModuleCommandKeySpec {
         notes: ptr::null(),
-        flags: u64::from(raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS),
+        flags: u64::from(flags),
         begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
         bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
             index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: 1 },
         },
-        find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
+        find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM,
         fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
-            range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
-                lastkey: keys - 1,
+            keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
+                keynumidx: 0,
+                firstkey: 1,
                 keystep: 1,
-                limit: 0,
             },
         },
     };
     // SAFETY: an all-zero key spec is the list's terminator, as the API asks.
     let end: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
-    let mut specs = [reads, end];
+    let mut specs = [counted, end];
     let mut info = raw::RedisModuleCommandInfo {
         version: &version,
         summary: ptr::null(),
@@ -345,7 +352,8 @@ pub(crate) fn declare_read_only(ctx: *mut raw::RedisModuleCtx, command: &CStr, k
         since: ptr::null(),
         history: ptr::null_mut(),
         tips: ptr::null(),
-        arity: 0,
+        // The command's name and the key count, at least.
+        arity: -2,
         key_specs: specs.as_mut_ptr(),
         args: ptr::null_mut(),
     };

@@ -21,11 +21,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
 use echomq_core::transition::Claim;
-use echomq_core::{Answer, Refusal, Reply, Store};
+use echomq_core::{Answer, Reply, Store};
 use redis_module::raw;
 
 use crate::api::{self, rm, RString};
-use crate::command::{finish, internal_error, key_count};
+use crate::command::{finish, internal_error, split_keys};
 use crate::reply;
 use crate::store::RedisStore;
 
@@ -34,7 +34,7 @@ const NO_BLOCKING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
     | raw::REDISMODULE_CTX_FLAGS_LUA
     | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
 
-/// `EMQ.CLAIM <pending> <active> <config> <rate> <policy> [<events> [<headers> [<wake>]]] <lease> [COUNT n] [BLOCK ms]`.
+/// `EMQ.CLAIM 8 <pending> <active> <config> <rate> <policy> <events> <headers> <wake> <lease> [COUNT n] [BLOCK ms]`.
 pub(crate) fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]]) {
     let claim = match Claim::parse(keys, args) {
         Ok(claim) => claim,
@@ -108,10 +108,8 @@ unsafe extern "C" fn on_ready(
     let served = catch_unwind(AssertUnwindSafe(|| {
         let words = api::words(argv, argc);
         let words = words.get(1..).unwrap_or_default();
-        // The keys as the command counted them (PROTOCOL.md §8).
-        let parsed = words
-            .split_at_checked(key_count(&Claim::DESCRIPTION, words))
-            .ok_or_else(|| Refusal::arg("wrong number of keys"));
+        // The keys as the call counted them (PROTOCOL.md §8).
+        let parsed = split_keys(&Claim::DESCRIPTION, words);
         match parsed.and_then(|(keys, args)| Claim::parse(keys, args)) {
             Err(refusal) => reply::send(ctx, &Err(refusal)),
             Ok(claim) => {

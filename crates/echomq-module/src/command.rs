@@ -1,13 +1,14 @@
 //! Each command's registration, from its transition's description, and one
-//! path for every call: split argv into KEYS and ARGV, answer Redis's
-//! key-position and arity questions, run the core's transition on a
-//! [`RedisStore`], and reply. Nothing here knows what a transition does.
+//! path for every call: split argv into KEYS and ARGV by its key count, run
+//! the core's transition on a [`RedisStore`], and reply. Nothing here knows
+//! what a transition does. Beside them, `EMQ.VERSION`: the protocol's version.
 
 use std::ffi::CString;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use echomq_core::{Answer, Description, Effect, Name};
+use echomq_core::parse::wrong_number_of_keys;
+use echomq_core::{Answer, Description, Effect, Name, Refusal, Reply};
 use redis_module::raw;
 
 use crate::api::{self, rm};
@@ -16,16 +17,21 @@ use crate::reply;
 use crate::store::RedisStore;
 
 /// Register `name`'s command as its description says: `EMQ.<NAME>`, its
-/// flags, its key positions (for cluster routing and ACLs), and for a
-/// transition that only reads, a key spec that declares its keys read-only
-/// (so a monitoring user with `%R~emq:*` may run it, SECURITY.md).
+/// flags, and a key spec that finds its keys by the call's key count
+/// (`EMQ.<NAME> numkeys key… arg…`, as `EVALSHA` takes them), read-only for
+/// a transition that only reads (so a monitoring user with `%R~emq:*` may
+/// run it, SECURITY.md), read-write for the others. The key spec answers
+/// `COMMAND GETKEYS` and ACLs; the legacy first/last/step are 0, as for a
+/// command whose keys move, and the command answers key-position requests
+/// itself from the same count (`getkeys-api`), which is what Redis 7.0's
+/// Cluster routing asks: without it a call would run on a node that does
+/// not hold its slot.
 ///
 /// Flags: a reader is `readonly`; a writer `write deny-oom`, except one
 /// that only frees memory (PURGE), which is `write`; a command with a
-/// `BLOCK` option is `blocking`; one whose trailing keys may be left out
-/// (ENQUEUE) answers key-position requests itself (`getkeys-api`). Arity: a
-/// call with fewer arguments than its required KEYS gets Redis's arity
-/// error; a missing ARGV gets the core's `EMQARG`, as the Lua script answers.
+/// `BLOCK` option is `blocking`. Arity: a call without its key count gets
+/// Redis's arity error; a key count that is none of the transition's forms
+/// gets the core's `EMQARG wrong number of keys`, as the Lua script answers.
 pub(crate) fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), String> {
     let described = name.describe();
     let mut flags = match described.effect {
@@ -37,21 +43,56 @@ pub(crate) fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), 
     if described.options.contains(&"BLOCK") {
         flags += " blocking";
     }
-    if described.required_keys() < described.keys.len() {
-        flags += " getkeys-api";
-    }
-    let command = CString::new(described.command.to_ascii_lowercase()).map_err(|e| e.to_string())?;
-    let flags = CString::new(flags).map_err(|e| e.to_string())?;
-    let last_key = described.required_keys() as c_int;
-    let created = rm!(RedisModule_CreateCommand(ctx, command.as_ptr(), Some(on_command), flags.as_ptr(), 1, last_key, 1)
-        or raw::Status::Err as c_int);
-    if created != raw::Status::Ok as c_int {
-        return Err(format!("cannot register {}", described.command));
-    }
-    if described.reads_only() && !api::declare_read_only(ctx, &command, described.keys.len() as c_int) {
-        return Err(format!("cannot declare {}'s keys read-only", described.command));
+    // Redis 7.0's Cluster routing reads a module command's keys from the
+    // legacy positions or the command itself, never from its key specs.
+    flags += " getkeys-api";
+    let command = create(ctx, described.command, &flags, Some(on_command))?;
+    if !api::declare_counted_keys(ctx, &command, described.reads_only()) {
+        return Err(format!("cannot declare {}'s keys", described.command));
     }
     Ok(())
+}
+
+/// The command that answers the protocol's version.
+pub(crate) const VERSION: &str = "EMQ.VERSION";
+
+/// Register `EMQ.VERSION`: no keys, reads nothing, answers at once.
+pub(crate) fn register_version(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    create(ctx, VERSION, "readonly fast", Some(on_version)).map(drop)
+}
+
+/// `RedisModule_CreateCommand` with no legacy key positions; the command's
+/// name as Redis keeps it (lower case).
+fn create(
+    ctx: *mut raw::RedisModuleCtx,
+    name: &str,
+    flags: &str,
+    handler: raw::RedisModuleCmdFunc,
+) -> Result<CString, String> {
+    let command = CString::new(name.to_ascii_lowercase()).map_err(|e| e.to_string())?;
+    let flags = CString::new(flags).map_err(|e| e.to_string())?;
+    let created = rm!(RedisModule_CreateCommand(ctx, command.as_ptr(), handler, flags.as_ptr(), 0, 0, 0)
+        or raw::Status::Err as c_int);
+    if created != raw::Status::Ok as c_int {
+        return Err(format!("cannot register {name}"));
+    }
+    Ok(command)
+}
+
+/// `EMQ.VERSION`: the protocol's version, `major.minor`, as a bulk string.
+unsafe extern "C" fn on_version(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    if argc != 1 {
+        let refusal = Refusal::arg("EMQ.VERSION takes no arguments");
+        reply::send(ctx, &Err(refusal));
+    } else {
+        let version = echomq_core::PROTOCOL.to_string().into_bytes();
+        reply::send_reply(ctx, &Reply::Bulk(version));
+    }
+    raw::REDISMODULE_OK as c_int
 }
 
 /// Every `EMQ.*` command's entry point: argv[0] names the transition (as
@@ -81,48 +122,37 @@ unsafe extern "C" fn on_command(
     raw::REDISMODULE_OK as c_int
 }
 
-/// How many of `words` (argv without the command name) are KEYS, for a
-/// transition whose last keys are optional (ENQUEUE's 2 to 11, FAIL's 5, 6
-/// or 8, CLAIM's 5 to 8). When its first argument is a job id, that id comes
-/// right after the keys, and no key begins with `JOB`, so the keys end at
-/// the first word (from the second on) that passes the kind gate;
-/// with no such word, all of them when the call is long enough to hold
-/// them, else the required ones. Any other word in a key's place is that
-/// key, right or wrong, so a wrong one gets the script's `EMQARG`. When its
-/// first argument is not an id (CLAIM's lease, REAP's max attempts,
-/// PROMOTE's and CONFIG's options), the optional keys are the words after
-/// the required ones that hold a colon, as every key does (`emq:{q}:…`) and
-/// no argument of theirs (a number, an option's name) can (PROTOCOL.md §8).
-pub(crate) fn key_count(described: &Description, words: &[&[u8]]) -> usize {
-    let required = described.required_keys();
-    let all = described.keys.len();
-    if described.args.first() != Some(&"id") {
-        let keyed = |word: &&&[u8]| word.contains(&b':');
-        let optional = words.iter().skip(required).take(all - required).take_while(keyed).count();
-        return required + optional;
-    }
-    let is_id = |at: usize| words.get(at).is_some_and(|word| echomq_core::parse::kind(Some(word)).is_ok());
-    // From the first key: a call with fewer keys than its forms allow is
-    // still read up to its id, and refused for its number of keys.
-    match (1..=all).find(|at| is_id(*at)) {
-        Some(at) => at,
-        None if words.len() >= all => all,
-        None => required,
+/// A call's KEYS and ARGV.
+pub(crate) type Split<'w> = (&'w [&'w [u8]], &'w [&'w [u8]]);
+
+/// Split `words` (argv without the command name) into KEYS and ARGV by the
+/// key count that leads them: a decimal integer (digits only) that is one
+/// of the transition's forms, and no more than the words after it. Anything
+/// else is refused with the text the Lua script gives a wrong count.
+pub(crate) fn split_keys<'w>(described: &Description, words: &'w [&'w [u8]]) -> Result<Split<'w>, Refusal> {
+    let wrong = || wrong_number_of_keys(described.forms);
+    let (count, rest) = words.split_first().ok_or_else(wrong)?;
+    let digits = !count.is_empty() && count.len() <= 2 && count.iter().all(u8::is_ascii_digit);
+    let count = digits.then(|| std::str::from_utf8(count).ok()?.parse::<usize>().ok()).flatten();
+    match count {
+        Some(count) if described.forms.contains(&count) => rest.split_at_checked(count).ok_or_else(wrong),
+        _ => Err(wrong()),
     }
 }
 
 fn dispatch(ctx: *mut raw::RedisModuleCtx, name: Name, words: &[&[u8]]) {
-    let key_count = key_count(name.describe(), words);
     if rm!(RedisModule_IsKeysPositionRequest(ctx) or 0) != 0 {
-        // argv positions: 0 is the command name, so keys sit at 1..=key_count.
-        for position in 1..=key_count.min(words.len()) {
+        // argv positions: 0 is the command name, 1 the count, so keys sit
+        // at 2 on. A call whose count is wrong has none: it is refused when run.
+        let count = split_keys(name.describe(), words).map_or(0, |(keys, _)| keys.len());
+        for position in 2..2 + count {
             rm!(RedisModule_KeyAtPos(ctx, position as c_int) or ());
         }
         return;
     }
-    let Some((keys, args)) = words.split_at_checked(key_count) else {
-        rm!(RedisModule_WrongArity(ctx) or 0);
-        return;
+    let (keys, args) = match split_keys(name.describe(), words) {
+        Ok(split) => split,
+        Err(refusal) => return reply::send(ctx, &Err(refusal)),
     };
     if name == Name::Claim {
         return block::claim(ctx, keys, args);
@@ -157,45 +187,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn optional_keys_end_where_the_job_id_begins() {
+    fn the_key_count_leads_and_must_be_a_form() {
         let enqueue = Name::Enqueue.describe();
-        let four: [&[u8]; 6] = [
-            b"emq:{q}:job:JOB_1",
-            b"emq:{q}:pending",
-            b"emq:{q}:delayed",
-            b"emq:{q}:priority",
-            b"JOB_1",
-            b"x",
-        ];
-        assert_eq!(key_count(enqueue, &four), 4);
-        let two: [&[u8]; 4] = [b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
-        assert_eq!(key_count(enqueue, &two), 2);
-        let other_queue: [&[u8]; 6] = [
-            b"emq:{q}:job:JOB_1",
-            b"emq:{q}:pending",
-            b"emq:{r}:delayed",
-            b"emq:{q}:priority",
-            b"JOB_1",
-            b"p",
-        ];
-        assert_eq!(key_count(enqueue, &other_queue), 4);
-        let five: [&[u8]; 7] = [
-            b"emq:{q}:job:JOB_1",
-            b"emq:{q}:pending",
-            b"emq:{q}:delayed",
-            b"emq:{q}:priority",
-            b"emq:{q}:policy",
-            b"JOB_1",
-            b"x",
-        ];
-        assert_eq!(key_count(enqueue, &five), 5);
-        let fail = Name::Fail.describe();
-        assert_eq!(key_count(fail, &[&five[..4], &five[..1], &five[5..6]].concat()), 5);
-        assert_eq!(key_count(fail, &[&five[..5], &five[..1], &five[5..6]].concat()), 6);
-        let not_a_job: [&[u8]; 3] = [b"emq:{q}:job:XYZ", b"emq:{q}:pending", b"XYZ"];
-        assert_eq!(key_count(enqueue, &not_a_job), 2);
-        assert_eq!(key_count(enqueue, &[b"only".as_slice()]), 2);
-        assert_eq!(key_count(enqueue, &[]), 2);
-        assert_eq!(key_count(Name::Stats.describe(), &[]), 6);
+        let call: [&[u8]; 5] = [b"2", b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
+        let (keys, args) = split_keys(enqueue, &call).unwrap();
+        assert_eq!((keys, args), (&call[1..3], &call[3..]));
+        let wrong = "EMQARG wrong number of keys: takes 2 or 11";
+        for count in [&b""[..], b"4", b"02x", b"-2", b"+2", b" 2", b"11", b"999", b"emq:{q}:job:JOB_1"] {
+            let call: [&[u8]; 5] = [count, b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
+            let refused = split_keys(enqueue, &call).unwrap_err().to_string();
+            assert_eq!(refused, wrong, "{}", String::from_utf8_lossy(count));
+        }
+        assert_eq!(split_keys(enqueue, &[]).unwrap_err().to_string(), wrong);
+        let stats = Name::Stats.describe();
+        assert_eq!(
+            split_keys(stats, &[b"5"]).unwrap_err().to_string(),
+            "EMQARG wrong number of keys: takes 6"
+        );
     }
 }

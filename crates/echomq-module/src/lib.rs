@@ -1,19 +1,23 @@
 //! `echomq-module`: the EchoMQ Redis module. It registers one command per
-//! protocol transition, `EMQ.ENQUEUE` … `EMQ.STATS`, each taking the same KEYS
-//! then ARGV as its Lua script and giving the same replies and error texts.
+//! protocol transition, `EMQ.ENQUEUE` … `EMQ.STATS`, each taking a key count,
+//! then the same KEYS and ARGV as its Lua script (as `EVALSHA` takes them),
+//! and giving the same replies and error texts; and `EMQ.VERSION`, the
+//! protocol's version.
 //! The transitions themselves live in `echomq-core`; this crate only gives
 //! them a [`Store`](echomq_core::Store) made of the Redis module API, and
 //! adds what Lua cannot do: a CLAIM that blocks until a job arrives.
 //!
 //! ```text
 //! $ redis-server --loadmodule target/debug/libechomq_module.so
-//! > EMQ.ENQUEUE emq:{q}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R emq:{q}:pending JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R hello
+//! > EMQ.VERSION
+//! "1.0"
+//! > EMQ.ENQUEUE 2 emq:{q}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R emq:{q}:pending JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R hello
 //! (integer) 1
-//! > EMQ.CLAIM emq:{q}:pending emq:{q}:active emq:{q}:config emq:{q}:rate 30000 COUNT 10 BLOCK 5000
+//! > EMQ.CLAIM 8 emq:{q}:pending emq:{q}:active emq:{q}:config emq:{q}:rate emq:{q}:policy emq:{q}:events emq:{q}:headers emq:{q}:wake 30000 COUNT 10 BLOCK 5000
 //! 1) 1) "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R"
 //!    2) (integer) 1
 //!    3) "hello"
-//! > EMQ.ACK emq:{q}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R emq:{q}:active emq:{q}:done JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R 1
+//! > EMQ.ACK 6 emq:{q}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R emq:{q}:active emq:{q}:done emq:{q}:results emq:{q}:events emq:{q}:config JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R 1
 //! (integer) 1
 //! ```
 //!
@@ -22,8 +26,8 @@
 //!
 //! # Layout
 //! - `command`: each command's registration from its transition's
-//!   description, and one path for every call: argv into KEYS and ARGV,
-//!   arity, key positions, reply.
+//!   description, and one path for every call: argv into KEYS and ARGV by
+//!   its key count, reply; and `EMQ.VERSION`.
 //! - `block`: CLAIM and its `BLOCK <ms>` wait on the pending key.
 //! - `store`: `RedisStore`, the core's `Store` over the low-level key API,
 //!   with replication, keyspace events and wake-ups.
@@ -58,11 +62,13 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
         return redis_module::Status::Err;
     }
     ctx.set_module_options(redis_module::ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED);
-    for name in echomq_core::Name::ALL {
-        if let Err(why) = command::register(ctx.ctx, *name) {
-            ctx.log_warning(&format!("echomq: {why}"));
-            return redis_module::Status::Err;
-        }
+    let registered = echomq_core::Name::ALL
+        .iter()
+        .try_for_each(|name| command::register(ctx.ctx, *name))
+        .and_then(|()| command::register_version(ctx.ctx));
+    if let Err(why) = registered {
+        ctx.log_warning(&format!("echomq: {why}"));
+        return redis_module::Status::Err;
     }
     redis_module::Status::Ok
 }
@@ -76,7 +82,8 @@ mod entry {
 
     redis_module::redis_module! {
         name: "echomq",
-        version: 1,
+        // MODULE LIST's version: the protocol's, major * 10000 + minor * 100.
+        version: echomq_core::PROTOCOL.major * 10000 + echomq_core::PROTOCOL.minor * 100,
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
         data_types: [],
         init: init,

@@ -12,15 +12,17 @@ use echomq_test_support::eventually_blocking;
 use redis::Value;
 
 fn claim(q: &str, block_ms: u64) -> Vec<String> {
-    let [pending, active, config, rate, policy] =
-        ["pending", "active", "config", "rate", "policy"].map(|k| format!("{q}{k}"));
-    ["EMQ.CLAIM", &pending, &active, &config, &rate, &policy, "30000", "BLOCK", &block_ms.to_string()]
-        .map(String::from)
-        .to_vec()
+    let keys = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"];
+    let mut words = vec!["EMQ.CLAIM".to_owned(), keys.len().to_string()];
+    words.extend(keys.map(|key| format!("{q}{key}")));
+    words.extend(["30000", "BLOCK", &block_ms.to_string()].map(String::from));
+    words
 }
 
 fn enqueue(q: &str, id: &str) -> Vec<String> {
-    ["EMQ.ENQUEUE", &format!("{q}job:{id}"), &format!("{q}pending"), id, "payload"].map(String::from).to_vec()
+    ["EMQ.ENQUEUE", "2", &format!("{q}job:{id}"), &format!("{q}pending"), id, "payload"]
+        .map(String::from)
+        .to_vec()
 }
 
 fn blocked_clients(conn: &mut redis::Connection) -> u64 {
@@ -90,8 +92,8 @@ fn the_server_answers_others_while_a_claim_waits() {
         let pong: String = redis::cmd("PING").query(&mut other).unwrap();
         assert_eq!(pong, "PONG");
     }
-    let stats = ["EMQ.STATS", "pending", "active", "delayed", "done", "dead", "cancelled"].map(|name| {
-        if name.starts_with("EMQ") {
+    let stats = ["EMQ.STATS", "6", "pending", "active", "delayed", "done", "dead", "cancelled"].map(|name| {
+        if name.starts_with("EMQ") || name == "6" {
             name.to_owned()
         } else {
             format!("{q}{name}")
@@ -150,17 +152,17 @@ fn every_write_into_pending_wakes_a_blocked_claim() {
     let mut conn = connect(&server);
     let active = ["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 1 $A"];
     let cases: [(&str, &[&str], &str); 4] = [
-        ("release", &active, "EMQ.RELEASE $q:job:$A $q:active $q:pending $q:priority $A 1"),
-        ("reap", &active, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority $q:policy 5"),
+        ("release", &active, "EMQ.RELEASE 7 $q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake $A 1"),
+        ("reap", &active, "EMQ.REAP 9 $q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config $q:wake 5"),
         (
             "promote",
             &["HSET $q:job:$A state delayed attempts 1 payload p", "ZADD $q:delayed 1 $A"],
-            "EMQ.PROMOTE $q:delayed $q:pending $q:priority",
+            "EMQ.PROMOTE 6 $q:delayed $q:pending $q:priority $q:events $q:config $q:wake",
         ),
         (
             "retry",
             &["HSET $q:job:$A state dead attempts 1 payload p", "ZADD $q:dead 1 $A"],
-            "EMQ.RETRY $q:job:$A $q:dead $q:pending $q:priority $A",
+            "EMQ.RETRY 7 $q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake $A",
         ),
     ];
     for (name, arranged, waker) in cases {
@@ -183,14 +185,17 @@ fn records_missing_at_the_head_do_not_make_a_claimer_sleep_on_a_ready_job() {
     arrange(
         &mut conn,
         &q,
-        &["ZADD $q:pending 0 JOB_0 0 JOB_1", "EMQ.ENQUEUE $q:job:$A $q:pending $A payload"],
+        &["ZADD $q:pending 0 JOB_0 0 JOB_1", "EMQ.ENQUEUE 2 $q:job:$A $q:pending $A payload"],
     );
     let start = Instant::now();
     assert_eq!(call(&mut conn, &claim(&q, 5000)), Ok(job(A)));
     assert!(start.elapsed() < Duration::from_secs(2), "it slept: {:?}", start.elapsed());
     // Without BLOCK, a claim answers as the script does: the orphan is dropped, nothing claimed.
-    arrange(&mut conn, &q, &["ZADD $q:pending 0 JOB_0", "EMQ.ENQUEUE $q:job:$B $q:pending $B payload"]);
-    let plain = expand(&q, "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 30000");
+    arrange(&mut conn, &q, &["ZADD $q:pending 0 JOB_0", "EMQ.ENQUEUE 2 $q:job:$B $q:pending $B payload"]);
+    let plain = expand(
+        &q,
+        "EMQ.CLAIM 8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 30000",
+    );
     assert_eq!(call(&mut conn, &plain), Ok(Value::Array(vec![])));
     assert_eq!(call(&mut conn, &plain), Ok(job(B)));
 }

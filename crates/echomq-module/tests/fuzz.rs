@@ -27,76 +27,75 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 42] = [
-    ("EMQ.ENQUEUE", "$q:job:$id $q:pending $id payload"),
-    ("EMQ.ENQUEUE", "$q:job:$id $q:pending $q:delayed $q:priority $id payload PRIORITY -$n DELAY $n"),
+const TEMPLATES: [(&str, &str); 40] = [
+    ("EMQ.ENQUEUE", "2 $q:job:$id $q:pending $id payload"),
+    ("EMQ.ENQUEUE", "11 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake $id payload PRIORITY -$n DELAY $n"),
     (
         "EMQ.ENQUEUE",
-        "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $id payload ATTEMPTS $n TIMEOUT $n",
+        "11 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
+         $q:headers $q:wake $id payload ATTEMPTS $n TIMEOUT $n",
     ),
     (
         "EMQ.ENQUEUE",
-        "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $id payload UNIQUE k$n \
-         UNIQUE_FOR $n UNIQUE_DONE 1",
+        "11 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
+         $q:headers $q:wake $id payload UNIQUE k$n UNIQUE_FOR $n UNIQUE_DONE 1",
     ),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n"),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $n COUNT $n BLOCK $n"),
-    ("EMQ.ACK", "$q:job:$id $q:active $q:done $id $n"),
+    ("EMQ.CLAIM", "8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake $n COUNT $n"),
+    ("EMQ.CLAIM", "8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake $n COUNT $n BLOCK $n"),
+    ("EMQ.ACK", "6 $q:job:$id $q:active $q:done $q:results $q:events $q:config $id $n"),
     // A first attempt's token, right more often than a random one: done jobs too.
-    ("EMQ.ACK", "$q:job:$id $q:active $q:done $id 1"),
-    ("EMQ.ACK", "$q:job:$id $q:active $q:done $q:results $q:events $q:config $id $n RESULT r$n"),
-    ("EMQ.ACKMANY", "$q:active $q:done $q:results $q:events $q:config $id 1 $id $n RESULT r$n"),
-    ("EMQ.ACKMANY", "$q:active $q:done $q:results $q:events $q:config $id $n $id 1 $id 1"),
+    ("EMQ.ACK", "6 $q:job:$id $q:active $q:done $q:results $q:events $q:config $id 1"),
+    ("EMQ.ACK", "6 $q:job:$id $q:active $q:done $q:results $q:events $q:config $id $n RESULT r$n"),
+    ("EMQ.ACKMANY", "5 $q:active $q:done $q:results $q:events $q:config $id 1 $id $n RESULT r$n"),
+    ("EMQ.ACKMANY", "5 $q:active $q:done $q:results $q:events $q:config $id $n $id 1 $id 1"),
     (
         "EMQ.ACKNEXT",
-        "$q:job:$id $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
+        "11 $q:job:$id $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
          $q:wake $id 1 $n COUNT $n RESULT r$n",
     ),
     (
         "EMQ.ENQUEUE",
-        "$q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
+        "11 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
          $q:headers $q:wake $id payload DELAY $n HEADERS {\"t\":\"$n\"}",
     ),
-    ("EMQ.CLAIM", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake $n COUNT $n"),
-    ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $id $n $n 0 boom"),
-    ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $id $n $n 0 boom"),
+    ("EMQ.FAIL", "8 $q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $id $n $n 0 boom"),
     // A first attempt out of attempts at once: jobs die often enough that the
     // clean queues hold dead ones, whatever the clock did to the leases
     // (their coverage depends on timing, so each end is made likely).
-    ("EMQ.FAIL", "$q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $id 1 1 0 boom"),
-    ("EMQ.DEFER", "$q:job:$id $q:active $q:delayed $q:policy $q:config $id $n 50 3 PAUSE 0"),
-    ("EMQ.EXTEND", "$q:job:$id $q:active $id $n 1000"),
-    ("EMQ.RELEASE", "$q:job:$id $q:active $q:pending $q:priority $q:events $q:config $q:wake $id $n"),
-    ("EMQ.REAP", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $n LIMIT $n"),
-    ("EMQ.PROMOTE", "$q:delayed $q:pending $q:priority LIMIT $n"),
-    ("EMQ.PURGE", "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0 LIMIT $n"),
-    ("EMQ.PURGE", "$q:dead $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0 LIMIT $n"),
-    ("EMQ.CANCEL", "$q:job:$id $q:pending $q:active $q:delayed $q:dead $q:cancelled $id"),
-    ("EMQ.RETRY", "$q:job:$id $q:dead $q:pending $q:priority $id"),
-    ("EMQ.INSPECT", "$q:job:$id $q:errors $q:progress $id"),
-    ("EMQ.INSPECT", "$q:job:$id $q:errors $q:progress $q:results $q:policy $id"),
-    ("EMQ.STATS", "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
-    ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
-    ("EMQ.CONFIG", "$q:config $q:pending $q:priority $q:rate $q:events PAUSED $n EVENTS $n"),
-    ("EMQ.PROGRESS", "$q:job:$id $q:progress $id $n half"),
-    ("EMQ.TRIM", "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config LIMIT $n"),
-    ("EMQ.DRAIN", "$q:delayed $q:priority $q:errors $q:progress $q:policy $q:results $q:headers LIMIT $n"),
+    ("EMQ.FAIL", "8 $q:job:$id $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $id 1 1 0 boom"),
+    ("EMQ.DEFER", "6 $q:job:$id $q:active $q:delayed $q:policy $q:config $q:events $id $n 50 3 PAUSE 0"),
+    ("EMQ.EXTEND", "2 $q:job:$id $q:active $id $n 1000"),
+    ("EMQ.RELEASE", "7 $q:job:$id $q:active $q:pending $q:priority $q:events $q:config $q:wake $id $n"),
+    ("EMQ.REAP", "9 $q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config $q:wake $n LIMIT $n"),
+    ("EMQ.PROMOTE", "6 $q:delayed $q:pending $q:priority $q:events $q:config $q:wake LIMIT $n"),
+    ("EMQ.PURGE", "7 $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0 LIMIT $n"),
+    ("EMQ.PURGE", "7 $q:dead $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0 LIMIT $n"),
+    ("EMQ.CANCEL", "8 $q:job:$id $q:pending $q:active $q:delayed $q:dead $q:cancelled $q:events $q:config $id"),
+    ("EMQ.RETRY", "7 $q:job:$id $q:dead $q:pending $q:priority $q:events $q:config $q:wake $id"),
+    ("EMQ.INSPECT", "6 $q:job:$id $q:errors $q:progress $q:results $q:policy $q:headers $id"),
+    ("EMQ.STATS", "6 $q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
+    ("EMQ.CONFIG", "6 $q:config $q:pending $q:priority $q:rate $q:events $q:wake PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
+    ("EMQ.CONFIG", "6 $q:config $q:pending $q:priority $q:rate $q:events $q:wake PAUSED $n EVENTS $n"),
+    ("EMQ.PROGRESS", "4 $q:job:$id $q:progress $q:events $q:config $id $n half"),
+    ("EMQ.TRIM", "8 $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config LIMIT $n"),
+    ("EMQ.DRAIN", "7 $q:delayed $q:priority $q:errors $q:progress $q:policy $q:results $q:headers LIMIT $n"),
     (
         "EMQ.OBLITERATE",
-        "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress $q:policy \
+        "23 $q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress $q:policy \
          $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
          $q:batches $q:batch_jobs $q:batch_open $q:wake",
     ),
-    ("EMQ.SCHEDULE", "$q:schedules $q:ticks s$n d $n"),
-    ("EMQ.UNSCHEDULE", "$q:schedules $q:ticks s$n"),
-    ("EMQ.SCHEDULES", "$q:schedules $q:ticks DUE 1 LIMIT $n"),
-    ("EMQ.BATCH", "$q:batches $q:batch_jobs $q:batch_open b$n JOB_CB$n cb $id"),
+    ("EMQ.SCHEDULE", "2 $q:schedules $q:ticks s$n d $n"),
+    ("EMQ.UNSCHEDULE", "2 $q:schedules $q:ticks s$n"),
+    ("EMQ.SCHEDULES", "2 $q:schedules $q:ticks DUE 1 LIMIT $n"),
+    ("EMQ.BATCH", "3 $q:batches $q:batch_jobs $q:batch_open b$n JOB_CB$n cb $id"),
     (
         "EMQ.SETTLE",
-        "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config LIMIT $n",
+        "8 $q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config $q:wake LIMIT $n",
     ),
-    ("EMQ.FIRE", "$q:job:$id $q:pending $q:ticks $id p s$n $n 9 SKIP 0"),
-    ("EMQ.ENQUEUEMANY", "$q:pending $q:events $q:config $q:wake $id payload $id p$n"),
+    ("EMQ.VERSION", ""),
+    ("EMQ.FIRE", "6 $q:job:$id $q:pending $q:ticks $q:events $q:config $q:wake $id p s$n $n 9 SKIP 0"),
+    ("EMQ.ENQUEUEMANY", "4 $q:pending $q:events $q:config $q:wake $id payload $id p$n"),
 ];
 /// Calls per seed: each template 200 times.
 const CALLS: usize = TEMPLATES.len() * 200;
@@ -255,8 +254,14 @@ fn fuzz_from(seed: u64) {
     // The long-lived queues keep a short event log: every call is digested
     // before and after, and a log of 10,000 entries would be most of it.
     for q in [SHARED, CLEAN] {
-        let keys = ["config", "pending", "priority", "rate", "events"].map(|key| format!("{q}{key}"));
-        let _: Value = redis::cmd("EMQ.CONFIG").arg(&keys).arg("EVENTS").arg(100).query(&mut conn).unwrap();
+        let keys = ["config", "pending", "priority", "rate", "events", "wake"].map(|key| format!("{q}{key}"));
+        let _: Value = redis::cmd("EMQ.CONFIG")
+            .arg(keys.len())
+            .arg(&keys)
+            .arg("EVENTS")
+            .arg(100)
+            .query(&mut conn)
+            .unwrap();
     }
     let seed = std::env::var("FUZZ_SEED")
         .ok()
@@ -443,17 +448,10 @@ fn record_state(fields: &BTreeMap<String, Vec<u8>>) -> Result<String, String> {
     if let Some(other) = fields.keys().find(|name| !FIELDS.contains(&name.as_str())) {
         return Err(format!("a field the protocol does not name: {other}"));
     }
-    // `updated_at` comes with the first write after the birth (PROTOCOL.md
-    // §3): only a record as born (pending or delayed, never claimed) may lack it.
-    let field = |name: &str| fields.get(name).map(Vec::as_slice);
-    let as_born =
-        field("attempts") == Some(b"0".as_slice()) && matches!(field("state"), Some(b"pending" | b"delayed"));
-    for (number, required) in [("attempts", true), ("enqueued_at", true), ("updated_at", !as_born)] {
+    // A native record has both stamps from its birth on (PROTOCOL.md §3).
+    for number in ["attempts", "enqueued_at", "updated_at"] {
         let value = fields.get(number).map(|value| String::from_utf8_lossy(value));
-        let bad = match value.as_deref() {
-            Some(value) => value.parse::<u64>().is_err(),
-            None => required,
-        };
+        let bad = value.as_deref().is_none_or(|value| value.parse::<u64>().is_err());
         if bad {
             return Err(format!("{number} is {value:?}"));
         }

@@ -18,11 +18,11 @@ const STEPS: &[(&str, &str)] = &[
     (
         "enqueue",
         "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events \
-      $q:config $A p",
+      $q:config $q:headers $q:wake $A p",
     ),
-    ("enqueue", "$q:job:$B $q:pending $q:delayed $q:priority $B p PRIORITY 5"),
-    ("enqueue", "$q:job:JOB_3 $q:pending $q:delayed $q:priority JOB_3 p DELAY 60000"),
-    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events 60000 COUNT 2"),
+    ("enqueue", "$q:job:$B $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake $B p PRIORITY 5"),
+    ("enqueue", "$q:job:JOB_3 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_3 p DELAY 60000"),
+    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000 COUNT 2"),
     ("extend", "$q:job:$A $q:active $A 1 90000"),
     ("ack", "$q:job:$A $q:active $q:done $q:results $q:events $q:config $A 1 RESULT 42"),
     ("raw", "HSET $q:job:JOB_8 state pending attempts 0 payload p"),
@@ -36,31 +36,31 @@ const STEPS: &[(&str, &str)] = &[
     ),
     ("fail", "$q:job:$B $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config $B 1 1 0 boom"),
     ("retry", "$q:job:$B $q:dead $q:pending $q:priority $q:events $q:config $q:wake $B"),
-    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy 60000"),
-    ("config", "$q:config $q:pending $q:priority $q:rate $q:events PAUSED 1 RATE 5 PER 60000"),
+    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000"),
+    ("config", "$q:config $q:pending $q:priority $q:rate $q:events $q:wake PAUSED 1 RATE 5 PER 60000"),
     ("progress", "$q:job:$B $q:progress $q:events $q:config $B 2 half"),
-    ("release", "$q:job:$B $q:active $q:pending $q:priority $B 2"),
-    ("config", "$q:config $q:pending $q:priority $q:rate PAUSED 0 CONCURRENCY 3"),
-    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy 60000"),
-    ("config", "$q:config $q:pending $q:priority $q:rate RATE 0 CONCURRENCY 0"),
-    ("cancel", "$q:job:JOB_3 $q:pending $q:active $q:delayed $q:dead $q:cancelled JOB_3"),
+    ("release", "$q:job:$B $q:active $q:pending $q:priority $q:events $q:config $q:wake $B 2"),
+    ("config", "$q:config $q:pending $q:priority $q:rate $q:events $q:wake PAUSED 0 CONCURRENCY 3"),
+    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000"),
+    ("config", "$q:config $q:pending $q:priority $q:rate $q:events $q:wake RATE 0 CONCURRENCY 0"),
+    ("cancel", "$q:job:JOB_3 $q:pending $q:active $q:delayed $q:dead $q:cancelled $q:events $q:config JOB_3"),
     ("raw", "HSET $q:job:JOB_4 state delayed attempts 0 payload p"),
     ("raw", "ZADD $q:delayed 1 JOB_4"),
     ("promote", "$q:delayed $q:pending $q:priority $q:events $q:config $q:wake"),
     ("raw", "HSET $q:job:JOB_5 state active attempts 1 payload p"),
     ("raw", "ZADD $q:active 1 JOB_5"),
-    ("reap", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy 1"),
+    ("reap", "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config $q:wake 1"),
     ("purge", "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0"),
     ("purge", "$q:dead $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0"),
     ("schedule", "$q:schedules $q:ticks s d 5000"),
     ("schedules", "$q:schedules $q:ticks DUE 1"),
-    ("fire", "$q:job:JOB_6 $q:pending $q:ticks JOB_6 p s 5000 6000"),
-    ("fire", "$q:job:JOB_7 $q:pending $q:ticks JOB_7 p s 5000 6000"),
+    ("fire", "$q:job:JOB_6 $q:pending $q:ticks $q:events $q:config $q:wake JOB_6 p s 5000 6000"),
+    ("fire", "$q:job:JOB_7 $q:pending $q:ticks $q:events $q:config $q:wake JOB_7 p s 5000 6000"),
     ("unschedule", "$q:schedules $q:ticks s"),
     // Calls that add many ids to one set: the module replicates them as one
     // ZADD, and still fires one event per id, in the scripts' order.
     ("enqueuemany", "$q:pending $q:events $q:config $q:wake JOB_M1 a JOB_M2 b"),
-    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events 60000 COUNT 10"),
+    ("claim", "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000 COUNT 10"),
     ("ackmany", "$q:active $q:done $q:results $q:events $q:config JOB_M1 1 JOB_M2 1"),
     ("raw", "HSET $q:job:JOB_P1 state delayed attempts 0 payload p"),
     ("raw", "HSET $q:job:JOB_P2 state delayed attempts 0 payload p"),
@@ -68,11 +68,11 @@ const STEPS: &[(&str, &str)] = &[
     ("promote", "$q:delayed $q:pending $q:priority $q:events $q:config $q:wake"),
     // An event log kept short, on a server whose stream nodes hold two
     // entries: appends trim it (`xtrim` after `xadd`).
-    ("config", "$q:config $q:pending $q:priority $q:rate $q:events EVENTS 3"),
-    ("enqueue", "$q:job:JOB_T1 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T1 p"),
-    ("enqueue", "$q:job:JOB_T2 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T2 p"),
-    ("enqueue", "$q:job:JOB_T3 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T3 p"),
-    ("enqueue", "$q:job:JOB_T4 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config JOB_T4 p"),
+    ("config", "$q:config $q:pending $q:priority $q:rate $q:events $q:wake EVENTS 3"),
+    ("enqueue", "$q:job:JOB_T1 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_T1 p"),
+    ("enqueue", "$q:job:JOB_T2 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_T2 p"),
+    ("enqueue", "$q:job:JOB_T3 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_T3 p"),
+    ("enqueue", "$q:job:JOB_T4 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_T4 p"),
 ];
 
 /// The transition named `transition`, and how many of `args` are its KEYS.
@@ -97,7 +97,8 @@ fn events_of(server: &RedisServer, q: &str, native: bool) -> Vec<String> {
         let reply = if *transition == "raw" {
             call(&mut conn, &args)
         } else if native {
-            let mut command = vec![described(transition, &args).0.describe().command.to_owned()];
+            let (name, keys) = described(transition, &args);
+            let mut command = vec![name.describe().command.to_owned(), keys.to_string()];
             command.extend(args);
             call(&mut conn, &command)
         } else {

@@ -30,43 +30,44 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
         &mut on_master,
         &q,
         &[
-            "EMQ.ENQUEUE $q:job:JOB_1 $q:pending JOB_1 one",
-            "EMQ.ENQUEUE $q:job:JOB_2 $q:pending $q:delayed $q:priority JOB_2 two PRIORITY -3",
-            "EMQ.ENQUEUE $q:job:JOB_3 $q:pending $q:delayed $q:priority JOB_3 three DELAY 60000",
-            "EMQ.ENQUEUE $q:job:JOB_4 $q:pending JOB_4 four",
-            "EMQ.ENQUEUE $q:job:JOB_5 $q:pending JOB_5 five",
-            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000 COUNT 2",
-            "EMQ.ACK $q:job:JOB_2 $q:active $q:done JOB_2 1",
-            "EMQ.FAIL $q:job:JOB_1 $q:active $q:delayed $q:dead $q:errors JOB_1 1 1 0 broken",
-            "EMQ.RETRY $q:job:JOB_1 $q:dead $q:pending $q:priority JOB_1",
-            "EMQ.CANCEL $q:job:JOB_3 $q:pending $q:active $q:delayed $q:dead $q:cancelled JOB_3",
-            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 1 COUNT 1",
-            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000 COUNT 1",
-            "EMQ.EXTEND $q:job:JOB_4 $q:active JOB_4 1 90000",
-            "EMQ.PROGRESS $q:job:JOB_4 $q:progress JOB_4 1 half",
-            "EMQ.RELEASE $q:job:JOB_4 $q:active $q:pending $q:priority JOB_4 1",
-            "EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0",
-            "EMQ.SCHEDULE $q:schedules $q:ticks s d 5000",
-            "EMQ.FIRE $q:job:JOB_7 $q:pending $q:ticks JOB_7 seven s 5000 6000",
-            "EMQ.SCHEDULE $q:schedules $q:ticks t d 5000",
-            "EMQ.UNSCHEDULE $q:schedules $q:ticks t",
+            "EMQ.ENQUEUE 2 $q:job:JOB_1 $q:pending JOB_1 one",
+            "EMQ.ENQUEUE 11 $q:job:JOB_2 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_2 two PRIORITY -3",
+            "EMQ.ENQUEUE 11 $q:job:JOB_3 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_3 three DELAY 60000",
+            "EMQ.ENQUEUE 2 $q:job:JOB_4 $q:pending JOB_4 four",
+            "EMQ.ENQUEUE 2 $q:job:JOB_5 $q:pending JOB_5 five",
+            "EMQ.CLAIM 8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000 COUNT 2",
+            "EMQ.ACK 6 $q:job:JOB_2 $q:active $q:done $q:results $q:events $q:config JOB_2 1",
+            "EMQ.FAIL 8 $q:job:JOB_1 $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config JOB_1 1 1 0 broken",
+            "EMQ.RETRY 7 $q:job:JOB_1 $q:dead $q:pending $q:priority $q:events $q:config $q:wake JOB_1",
+            "EMQ.CANCEL 8 $q:job:JOB_3 $q:pending $q:active $q:delayed $q:dead $q:cancelled $q:events $q:config JOB_3",
+            "EMQ.CLAIM 8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 1 COUNT 1",
+            "EMQ.CLAIM 8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000 COUNT 1",
+            "EMQ.EXTEND 2 $q:job:JOB_4 $q:active JOB_4 1 90000",
+            "EMQ.PROGRESS 4 $q:job:JOB_4 $q:progress $q:events $q:config JOB_4 1 half",
+            "EMQ.RELEASE 7 $q:job:JOB_4 $q:active $q:pending $q:priority $q:events $q:config $q:wake JOB_4 1",
+            "EMQ.PURGE 7 $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0",
+            "EMQ.SCHEDULE 2 $q:schedules $q:ticks s d 5000",
+            "EMQ.FIRE 6 $q:job:JOB_7 $q:pending $q:ticks $q:events $q:config $q:wake JOB_7 seven s 5000 6000",
+            "EMQ.SCHEDULE 2 $q:schedules $q:ticks t d 5000",
+            "EMQ.UNSCHEDULE 2 $q:schedules $q:ticks t",
         ],
     );
     // An event log kept short, so that appends trim it (whole blocks, `~`):
     // the replica must hold the same entries under the same ids.
-    let events = expand(&q, "EMQ.CONFIG $q:config $q:pending $q:priority $q:rate $q:events EVENTS 150");
+    let events =
+        expand(&q, "EMQ.CONFIG 6 $q:config $q:pending $q:priority $q:rate $q:events $q:wake EVENTS 150");
     call(&mut on_master, &events).unwrap();
     for n in 0..400 {
         let enqueue = format!(
-            "EMQ.ENQUEUE $q:job:JOB_E{n} $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-             $q:events $q:config JOB_E{n} e{n}"
+            "EMQ.ENQUEUE 11 $q:job:JOB_E{n} $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+             $q:events $q:config $q:headers $q:wake JOB_E{n} e{n}"
         );
         call(&mut on_master, &expand(&q, &enqueue)).unwrap();
     }
     let length: usize = redis::cmd("XLEN").arg(format!("{q}events")).query(&mut on_master).unwrap();
     assert!((150..400).contains(&length), "the log was trimmed to about 150: {length}");
     // The 1 ms lease runs out on the server's clock; reap until it has.
-    let reap = expand(&q, "EMQ.REAP $q:active $q:pending $q:dead $q:errors $q:priority $q:policy 1");
+    let reap = expand(&q, "EMQ.REAP 9 $q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config $q:wake 1");
     eventually_blocking("the lease to expire and be reaped", || {
         call(&mut on_master, &reap)
             == Ok(redis::Value::Array(vec![redis::Value::Int(0), redis::Value::Int(1)]))
@@ -78,27 +79,28 @@ fn a_replica_without_the_module_holds_exactly_the_masters_keys() {
         &mut on_master,
         &batch,
         &[
-            "EMQ.ENQUEUEMANY $q:pending $q:events $q:config $q:wake JOB_M1 m1 JOB_M2 m2 JOB_M3 m3 JOB_M4 m4",
-            "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy $q:events 60000 COUNT 3",
-            "EMQ.ACKMANY $q:active $q:done $q:results $q:events $q:config JOB_M1 1 JOB_M3 1 JOB_M2 1",
-            "EMQ.ENQUEUE $q:job:JOB_M5 $q:pending $q:delayed $q:priority JOB_M5 m5 DELAY 1",
-            "EMQ.ENQUEUE $q:job:JOB_M6 $q:pending $q:delayed $q:priority JOB_M6 m6 DELAY 1",
+            "EMQ.ENQUEUEMANY 4 $q:pending $q:events $q:config $q:wake JOB_M1 m1 JOB_M2 m2 JOB_M3 m3 JOB_M4 m4",
+            "EMQ.CLAIM 8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000 COUNT 3",
+            "EMQ.ACKMANY 5 $q:active $q:done $q:results $q:events $q:config JOB_M1 1 JOB_M3 1 JOB_M2 1",
+            "EMQ.ENQUEUE 11 $q:job:JOB_M5 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_M5 m5 DELAY 1",
+            "EMQ.ENQUEUE 11 $q:job:JOB_M6 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_M6 m6 DELAY 1",
         ],
     );
     // Both were due 1 ms after their enqueue: once 20 ms have passed, one
     // PROMOTE moves both (a batch of two additions to pending).
     thread::sleep(Duration::from_millis(20));
-    let promote = expand(&batch, "EMQ.PROMOTE $q:delayed $q:pending $q:priority $q:events $q:config $q:wake");
+    let promote =
+        expand(&batch, "EMQ.PROMOTE 6 $q:delayed $q:pending $q:priority $q:events $q:config $q:wake");
     assert_eq!(call(&mut on_master, &promote), Ok(redis::Value::Int(2)));
     // A blocked claim woken by an enqueue writes from its callback: replicated too.
     let (mut worker, other) = (connect(&master), queue());
     let blocking =
-        expand(&other, "EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000 BLOCK 5000");
+        expand(&other, "EMQ.CLAIM 8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000 BLOCK 5000");
     let waiter = thread::spawn(move || call(&mut worker, &blocking));
     eventually_blocking("the claim to block", || {
         info_field(&mut on_master, "clients", "blocked_clients").as_deref() == Some("1")
     });
-    arrange(&mut on_master, &other, &["EMQ.ENQUEUE $q:job:JOB_6 $q:pending JOB_6 six"]);
+    arrange(&mut on_master, &other, &["EMQ.ENQUEUE 2 $q:job:JOB_6 $q:pending JOB_6 six"]);
     assert_eq!(common::render(&waiter.join().unwrap().unwrap()), "[[JOB_6, 1, six]]");
 
     let offset = |conn: &mut redis::Connection, field| info_field(conn, "replication", field);
@@ -187,17 +189,26 @@ fn each_command_reaches_replicas_as_one_multi_exec_of_plain_commands() {
     arrange(
         &mut conn,
         &q,
-        &["EMQ.ENQUEUE $q:job:JOB_1 $q:pending $q:delayed $q:priority JOB_1 p PRIORITY 4"],
+        &["EMQ.ENQUEUE 11 $q:job:JOB_1 $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake JOB_1 p PRIORITY 4"],
     );
-    assert_eq!(stream.next_transaction(), ["MULTI", "HSET", "HSET", "ZADD", "EXEC"]);
-    arrange(&mut conn, &q, &["EMQ.CLAIM $q:pending $q:active $q:config $q:rate $q:policy 60000"]);
-    assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
-    arrange(&mut conn, &q, &["EMQ.ACK $q:job:JOB_1 $q:active $q:done JOB_1 1"]);
-    assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "ZADD", "EXEC"]);
+    // The record, its priority, pending, the `enqueued` event, the wake-up key.
+    assert_eq!(stream.next_transaction(), ["MULTI", "HSET", "HSET", "ZADD", "XADD", "ZADD", "EXEC"]);
     arrange(
         &mut conn,
         &q,
-        &["EMQ.PURGE $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0"],
+        &["EMQ.CLAIM 8 $q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake 60000"],
+    );
+    assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "XADD", "ZADD", "EXEC"]);
+    arrange(
+        &mut conn,
+        &q,
+        &["EMQ.ACK 6 $q:job:JOB_1 $q:active $q:done $q:results $q:events $q:config JOB_1 1"],
+    );
+    assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HSET", "XADD", "ZADD", "EXEC"]);
+    arrange(
+        &mut conn,
+        &q,
+        &["EMQ.PURGE 7 $q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers 0"],
     );
     assert_eq!(stream.next_transaction(), ["MULTI", "ZREM", "HDEL", "DEL", "EXEC"]);
 }

@@ -4,8 +4,8 @@ handler returned.
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:done       (zset) score = finish time, server ms
-KEYS[4]  emq:{q}:results    (hash) optional: needed by RESULT
-KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log
+KEYS[4]  emq:{q}:results    (hash) id -> the job's RESULT
+KEYS[5]  emq:{q}:events     (stream) the event log
 KEYS[6]  emq:{q}:config     (hash) its length (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
@@ -18,7 +18,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or a
 --@include fenced
 --@include ack
 
-local id, token, err = fenced_call(key_form({'job', 'active', 'done', 'results', 'events', 'config'}, {3, 4, 6}))
+local id, token, err = fenced_call({'job', 'active', 'done', 'results', 'events', 'config'})
 if err then return err end
 local result
 local i = 3
@@ -30,11 +30,7 @@ while i <= #ARGV do
   if err then return err end
   i = i + 2
 end
-if result and #KEYS < 4 then
-  return emq_error('EMQARG', 'RESULT needs KEYS[4], emq:{<queue>}:results')
-end
 local types = {'zset', 'zset', 'hash'}
-if #KEYS == 3 then types[3] = nil end
 err = fenced_keys_error(types, token)
 if err then return err end
 local keep

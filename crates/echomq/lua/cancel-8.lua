@@ -8,7 +8,7 @@ KEYS[3]  emq:{q}:active     (zset)
 KEYS[4]  emq:{q}:delayed    (zset)
 KEYS[5]  emq:{q}:dead       (zset)
 KEYS[6]  emq:{q}:cancelled  (zset) score = cancel time, server ms
-KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log,
+KEYS[7]  emq:{q}:events     (stream) the event log,
 KEYS[8]  emq:{q}:config     (hash) a `cancelled` event (includes/events)
 ARGV[1]  id: the job id
 Reply    1 cancelled, 0 already cancelled (nothing changed)
@@ -21,7 +21,7 @@ local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
 local names = {'job', 'pending', 'active', 'delayed', 'dead', 'cancelled', 'events', 'config'}
-_, err = queue_prefix(key_form(names, {6, 8}), id)
+_, err = queue_prefix(names, id)
 if err then return err end
 err = no_options_error(2)
 if err then return err end

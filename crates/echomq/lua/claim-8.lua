@@ -6,10 +6,10 @@ KEYS[3]  emq:{q}:config     (hash) the queue's settings, read by the gate
 KEYS[4]  emq:{q}:rate       (zset) the claim log of a rate-limited queue:
                             <id>:<token> by claim time, server ms
 KEYS[5]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
-KEYS[6]  emq:{q}:events     (stream) optional: the event log (includes/events),
+KEYS[6]  emq:{q}:events     (stream) the event log (includes/events),
                             an `active` event per claimed job
-KEYS[7]  emq:{q}:headers    (hash) optional, after KEYS[6]: id -> the job's headers
-KEYS[8]  emq:{q}:wake       (zset) optional, after KEYS[7]: the wake-up key
+KEYS[7]  emq:{q}:headers    (hash) id -> the job's headers
+KEYS[8]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told again when the claim took
                             all it asked for and pending still holds jobs
 ARGV[1]  lease, ms          1..=2147483647
@@ -39,7 +39,7 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include claim
 
 local names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'headers', 'wake'}
-local prefix, err = queue_prefix(key_form(names, {5, 6, 7, 8}))
+local prefix, err = queue_prefix(names)
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)

@@ -6,9 +6,9 @@ KEYS[1]  emq:{q}:config     (hash) paused = 1 while paused; concurrency = n;
 KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:priority   (hash)
 KEYS[4]  emq:{q}:rate       (zset) the claim log, deleted when the rate is removed
-KEYS[5]  emq:{q}:events     (stream) optional: the event log, a `paused` or
+KEYS[5]  emq:{q}:events     (stream) the event log, a `paused` or
                             `resumed` event when PAUSED changes it (includes/events)
-KEYS[6]  emq:{q}:wake       (zset) optional, after KEYS[5]: the wake-up key
+KEYS[6]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when resuming re-adds the head of pending
 ARGV[1..] options, each at most once; none: only read.
          PAUSED <0|1>       1 pauses the queue's claims; 0 resumes them (and
@@ -37,7 +37,7 @@ Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE, EMQVERSION, EMQ
 --@include events
 --@include wake
 
-local _, err = queue_prefix(key_form({'config', 'pending', 'priority', 'rate', 'events', 'wake'}, {4, 5, 6}))
+local _, err = queue_prefix({'config', 'pending', 'priority', 'rate', 'events', 'wake'})
 if err then return err end
 local opts
 opts, err = options(1, {

@@ -7,7 +7,7 @@ KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
 KEYS[4]  emq:{q}:policy     (hash) the job's own ATTEMPTS grow by one
 KEYS[5]  emq:{q}:config     (hash) paused_until = the end of a timed pause
-KEYS[6]  emq:{q}:events     (stream) optional: the event log, a `deferred`
+KEYS[6]  emq:{q}:events     (stream) the event log, a `deferred`
                             event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
@@ -22,7 +22,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include policy
 --@include events
 
-local id, token, err = fenced_call(key_form({'job', 'active', 'delayed', 'policy', 'config', 'events'}, {5, 6}))
+local id, token, err = fenced_call({'job', 'active', 'delayed', 'policy', 'config', 'events'})
 if err then return err end
 local delay, max_attempts, opts
 delay, err = integer(ARGV[3], 'delay', DELAY_MS_MIN, DELAY_MS_MAX)

@@ -2,19 +2,17 @@
 
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:pending    the pending set (zset)
-KEYS[3]  emq:{q}:delayed    the delayed set (zset)    only needed with DELAY or AT
-KEYS[4]  emq:{q}:priority   priorities (hash)         only needed with PRIORITY
-KEYS[5]  emq:{q}:policy     job policies (hash)       only needed with a policy
-KEYS[6]  emq:{q}:unique     dedup key -> <0|1>:<id>   only needed with UNIQUE
+KEYS[3]  emq:{q}:delayed    the delayed set (zset)
+KEYS[4]  emq:{q}:priority   priorities (hash)
+KEYS[5]  emq:{q}:policy     job policies (hash)
+KEYS[6]  emq:{q}:unique     dedup key -> <0|1>:<id>
 KEYS[7]  emq:{q}:unique_until  dedup keys by the server ms their hold ends (zset)
-KEYS[8]  emq:{q}:events     the event log (stream)    optional, with KEYS[9]:
-KEYS[9]  emq:{q}:config     its length (hash)         an `enqueued` event
-KEYS[10] emq:{q}:headers    job headers (hash)        only needed with HEADERS
-KEYS[11] emq:{q}:wake       the wake-up key (zset)    optional: told when the job
+KEYS[8]  emq:{q}:events     the event log (stream),
+KEYS[9]  emq:{q}:config     its length (hash): an `enqueued` event
+KEYS[10] emq:{q}:headers    job headers (hash)
+KEYS[11] emq:{q}:wake       the wake-up key (zset): told when the job
                             is born pending (includes/wake)
-         Two keys (the seed's call) are enough for a job with no options;
-         four for PRIORITY, DELAY and AT; five for a policy; seven for UNIQUE;
-         ten for HEADERS; nine, ten or eleven with the event log and wake-up key.
+         Two keys (the seed's call) or all eleven: the two take no option.
 ARGV[1]  id: the job id (JOB_<ulid>)
 ARGV[2]  payload: stored verbatim, at most MAX_PAYLOAD (1048576) bytes
 ARGV[3..] options, each a name and a value:
@@ -49,12 +47,12 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
--- The keys must be this queue's keys, as the protocol names them, in one of
--- the forms: two, or more when an option needs them.
+-- The keys must be this queue's keys, as the protocol names them: the seed's
+-- two, or all eleven.
 local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config',
   'headers', 'wake'}
 local prefix
-prefix, err = queue_prefix(key_form(names, {2, 4, 5, 7, 9, 10, 11}), id)
+prefix, err = queue_prefix(names, id, {2, 11})
 if err then return err end
 err = payload_error(payload)
 if err then return err end
@@ -92,14 +90,14 @@ if not unique and (opts.UNIQUE_FOR or opts.UNIQUE_DONE) then
   return emq_error('EMQARG', 'UNIQUE_FOR and UNIQUE_DONE need UNIQUE')
 end
 local headers = opts.HEADERS
-if headers and #KEYS < 10 then
-  return emq_error('EMQARG', 'HEADERS needs all ten keys')
+if headers and #KEYS < 11 then
+  return emq_error('EMQARG', 'HEADERS needs all eleven keys')
 end
-if unique and #KEYS < 7 then
-  return emq_error('EMQARG', 'UNIQUE needs all seven keys')
+if unique and #KEYS < 11 then
+  return emq_error('EMQARG', 'UNIQUE needs all eleven keys')
 end
-if policy and #KEYS < 5 then
-  return emq_error('EMQARG', 'ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys')
+if policy and #KEYS < 11 then
+  return emq_error('EMQARG', 'ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys')
 end
 -- The due time, on the server's clock; a job already due is simply pending.
 local due, now = nil, nil
@@ -110,8 +108,8 @@ if delay or at then
   due = at or now + delay
   if due <= now then due = nil end
 end
-if (delay or at or priority ~= 0) and #KEYS < 4 then
-  return emq_error('EMQARG', 'PRIORITY, DELAY and AT need all four keys')
+if (delay or at or priority ~= 0) and #KEYS < 11 then
+  return emq_error('EMQARG', 'PRIORITY, DELAY and AT need all eleven keys')
 end
 
 -- Wrong-typed keys are refused before the first write.

@@ -5,9 +5,8 @@ KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
 KEYS[4]  emq:{q}:dead       (zset) score = death time, server ms
 KEYS[5]  emq:{q}:errors     (hash) id -> the job's last error text
-KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy);
-                            may be left out (five keys): then no job has one
-KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log,
+KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
+KEYS[7]  emq:{q}:events     (stream) the event log,
 KEYS[8]  emq:{q}:config     (hash) a `failed` or `dead` event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
@@ -24,7 +23,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQD
 --@include events
 
 local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config'}
-local id, token, err = fenced_call(key_form(names, {5, 6, 8}))
+local id, token, err = fenced_call(names)
 if err then return err end
 local max_attempts, backoff
 max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -41,7 +40,6 @@ end
 err = no_options_error(6)
 if err then return err end
 local types = {'zset', 'zset', 'zset', 'hash', 'hash'}
-if #KEYS == 5 then types[5] = nil end
 err = fenced_keys_error(types, token)
 if err then return err end
 local keep

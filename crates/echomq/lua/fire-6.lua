@@ -6,9 +6,9 @@ workers may try the same tick: one moves it on, the rest find another next.
 KEYS[1]  emq:{q}:job:<id>   the tick's record (hash)
 KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:ticks      (zset) name, score = its next tick, server ms
-KEYS[4]  emq:{q}:events     (stream) optional, with KEYS[5]: the event log,
+KEYS[4]  emq:{q}:events     (stream) the event log,
 KEYS[5]  emq:{q}:config     (hash) an `enqueued` event (includes/events)
-KEYS[6]  emq:{q}:wake       (zset) optional, after KEYS[5]: the wake-up key
+KEYS[6]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when the job is enqueued
 ARGV[1]  id: the tick's job id (PROTOCOL.md §11.6 derives it)
 ARGV[2]  payload: at most MAX_PAYLOAD (1048576) bytes
@@ -30,7 +30,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix(key_form({'job', 'pending', 'ticks', 'events', 'config', 'wake'}, {3, 5, 6}), id)
+_, err = queue_prefix({'job', 'pending', 'ticks', 'events', 'config', 'wake'}, id)
 if err then return err end
 err = payload_error(payload)
 if err then return err end

@@ -4,13 +4,13 @@ result, its own policy and its headers. Writes nothing.
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:errors     (hash)
 KEYS[3]  emq:{q}:progress   (hash)
-KEYS[4]  emq:{q}:results    (hash) optional, with KEYS[5]
-KEYS[5]  emq:{q}:policy     (hash) optional, with KEYS[4]
-KEYS[6]  emq:{q}:headers    (hash) optional, after KEYS[4] and KEYS[5]
+KEYS[4]  emq:{q}:results    (hash)
+KEYS[5]  emq:{q}:policy     (hash)
+KEYS[6]  emq:{q}:headers    (hash)
 ARGV[1]  id: the job id
 Reply    [record, error, progress, result, policy, headers]: the record as a flat
          field/value array (empty when there is no such job), then the id's
-         entry in each of KEYS[2..] or nil; three elements with three keys.
+         entry in each of KEYS[2..] or nil.
 Errors   EMQKIND, EMQARG, EMQTYPE
 ]]
 --@include common
@@ -18,7 +18,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix(key_form({'job', 'errors', 'progress', 'results', 'policy', 'headers'}, {3, 5, 6}), id)
+_, err = queue_prefix({'job', 'errors', 'progress', 'results', 'policy', 'headers'}, id)
 if err then return err end
 err = no_options_error(2)
 if err then return err end

@@ -24,15 +24,15 @@ KEYS[19] emq:{q}:headers    (hash)
 KEYS[20] emq:{q}:batches    (hash)
 KEYS[21] emq:{q}:batch_jobs (hash)
 KEYS[22] emq:{q}:batch_open (zset)
-KEYS[23] emq:{q}:wake       (zset) optional: the wake-up key (includes/wake)
+KEYS[23] emq:{q}:wake       (zset) the wake-up key (includes/wake)
 Reply    how many of KEYS[7..] existed and were deleted
 Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
 ]]
 --@include common
 
-local _, err = queue_prefix(key_form({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority',
+local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority',
   'errors', 'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results',
-  'events', 'headers', 'batches', 'batch_jobs', 'batch_open', 'wake'}, {22, 23}))
+  'events', 'headers', 'batches', 'batch_jobs', 'batch_open', 'wake'})
 if err then return err end
 err = no_options_error(1)
 if err then return err end

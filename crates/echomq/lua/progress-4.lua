@@ -4,7 +4,7 @@ is untouched.
 
 KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:progress   (hash) id → the last progress value
-KEYS[3]  emq:{q}:events     (stream) optional, with KEYS[4]: the event log,
+KEYS[3]  emq:{q}:events     (stream) the event log,
 KEYS[4]  emq:{q}:config     (hash) a `progress` event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
@@ -15,7 +15,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or a
 --@include fenced
 --@include events
 
-local id, token, err = fenced_call(key_form({'job', 'progress', 'events', 'config'}, {2, 4}))
+local id, token, err = fenced_call({'job', 'progress', 'events', 'config'})
 if err then return err end
 local value = ARGV[3]
 if value == nil then

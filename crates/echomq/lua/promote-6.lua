@@ -4,9 +4,9 @@ Safe to run from many workers at once: each due job moves exactly once.
 KEYS[1]  emq:{q}:delayed    (zset) score = due time, server ms
 KEYS[2]  emq:{q}:pending    (zset)
 KEYS[3]  emq:{q}:priority   (hash)
-KEYS[4]  emq:{q}:events     (stream) optional, with KEYS[5]: the event log, a
+KEYS[4]  emq:{q}:events     (stream) the event log, a
 KEYS[5]  emq:{q}:config     (hash) `promoted` event per job (includes/events)
-KEYS[6]  emq:{q}:wake       (zset) optional, after KEYS[5]: the wake-up key
+KEYS[6]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when a job was promoted
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
@@ -19,7 +19,7 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
-local prefix, err = queue_prefix(key_form({'delayed', 'pending', 'priority', 'events', 'config', 'wake'}, {3, 5, 6}))
+local prefix, err = queue_prefix({'delayed', 'pending', 'priority', 'events', 'config', 'wake'})
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

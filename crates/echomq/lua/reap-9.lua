@@ -7,9 +7,9 @@ KEYS[3]  emq:{q}:dead       (zset)
 KEYS[4]  emq:{q}:errors     (hash) a job reaped to dead gets 'lease expired'
 KEYS[5]  emq:{q}:priority   (hash)
 KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
-KEYS[7]  emq:{q}:events     (stream) optional, with KEYS[8]: the event log, a
+KEYS[7]  emq:{q}:events     (stream) the event log, a
 KEYS[8]  emq:{q}:config     (hash) `failed` or `dead` event per reaped job
-KEYS[9]  emq:{q}:wake       (zset) optional, after KEYS[8]: the wake-up key
+KEYS[9]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when a job went back to pending
 ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies;
          a job with its own ATTEMPTS dies by that instead
@@ -26,7 +26,7 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include wake
 
 local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake'}
-local prefix, err = queue_prefix(key_form(names, {6, 8, 9}))
+local prefix, err = queue_prefix(names)
 if err then return err end
 local max_attempts, opts
 max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)

@@ -6,9 +6,9 @@ KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:active     (zset)
 KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash) id -> priority, for jobs whose priority is not 0
-KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log,
+KEYS[5]  emq:{q}:events     (stream) the event log,
 KEYS[6]  emq:{q}:config     (hash) a `released` event (includes/events)
-KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
+KEYS[7]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
@@ -19,7 +19,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
-local id, token, err = fenced_call(key_form({'job', 'active', 'pending', 'priority', 'events', 'config', 'wake'}, {4, 6, 7}))
+local id, token, err = fenced_call({'job', 'active', 'pending', 'priority', 'events', 'config', 'wake'})
 if err then return err end
 err = no_options_error(3)
 if err then return err end

@@ -5,9 +5,9 @@ KEYS[1]  emq:{q}:job:<id>   the record (hash)
 KEYS[2]  emq:{q}:dead       (zset)
 KEYS[3]  emq:{q}:pending    (zset)
 KEYS[4]  emq:{q}:priority   (hash)
-KEYS[5]  emq:{q}:events     (stream) optional, with KEYS[6]: the event log,
+KEYS[5]  emq:{q}:events     (stream) the event log,
 KEYS[6]  emq:{q}:config     (hash) a `retried` event (includes/events)
-KEYS[7]  emq:{q}:wake       (zset) optional, after KEYS[6]: the wake-up key
+KEYS[7]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told
 ARGV[1]  id: the job id
 Reply    1
@@ -20,7 +20,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EM
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix(key_form({'job', 'dead', 'pending', 'priority', 'events', 'config', 'wake'}, {4, 6, 7}), id)
+_, err = queue_prefix({'job', 'dead', 'pending', 'priority', 'events', 'config', 'wake'}, id)
 if err then return err end
 err = no_options_error(2)
 if err then return err end

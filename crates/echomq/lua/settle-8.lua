@@ -10,9 +10,9 @@ KEYS[2]  emq:{q}:batches    (hash) each batch's state and callback payload
 KEYS[3]  emq:{q}:batch_jobs (hash) <batch>:<n> -> its nth job
 KEYS[4]  emq:{q}:pending    (zset)
 KEYS[5]  emq:{q}:headers    (hash) the callback's headers: its batch's counts
-KEYS[6]  emq:{q}:events     (stream) optional, with KEYS[7]: the event log,
+KEYS[6]  emq:{q}:events     (stream) the event log,
 KEYS[7]  emq:{q}:config     (hash) an `enqueued` event per callback
-KEYS[8]  emq:{q}:wake       (zset) optional, after KEYS[7]: the wake-up key
+KEYS[8]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when a callback is enqueued
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs looked at
@@ -26,7 +26,7 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include wake
 
 local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config', 'wake'}
-local prefix, err = queue_prefix(key_form(names, {5, 7, 8}))
+local prefix, err = queue_prefix(names)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

@@ -81,6 +81,18 @@ pub enum Error {
         /// Why it is not wholly done.
         cause: Box<Error>,
     },
+    /// The server speaks another major version of the protocol than this
+    /// host (`found`, from `by`: the module's `EMQ.VERSION`): the host
+    /// refuses it, and wrote nothing.
+    #[error("{by} speaks protocol {found}, this host {host}: another major, so nothing was written")]
+    OtherMajor {
+        /// The version this host speaks, [`echomq_core::PROTOCOL`].
+        host: echomq_core::version::Version,
+        /// The version the server answered.
+        found: echomq_core::version::Version,
+        /// What answered it: `the echomq module`.
+        by: &'static str,
+    },
     /// The connection or the server failed (anything not an `EMQ` code).
     #[error(transparent)]
     Redis(redis::RedisError),

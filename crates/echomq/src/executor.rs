@@ -27,9 +27,9 @@ mod native;
 
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
-#[cfg(feature = "cluster")]
-pub use native::connect_cluster;
 pub use native::{connect, connect_with, detect, silent_peer_settings, Native, SILENT_PEER};
+#[cfg(feature = "cluster")]
+pub use native::{connect_cluster, ByFirstKey};
 
 /// One transition call as it travels: which transition, its KEYS and ARGV.
 /// The same for every executor.
@@ -243,8 +243,8 @@ fn entries_of(reply: Value) -> Result<Vec<StreamEntry>> {
         .collect()
 }
 
-/// A command that starts with `head`, with room for `call`'s keys and
-/// arguments (and a key count) after it: built at its size, a pipeline of
+/// A command that starts with `head`, with room for `call`'s key count,
+/// keys and arguments after it: built at its size, a pipeline of
 /// enqueues no longer grows each command's buffer a few times over
 /// (callgrind, BENCHMARKS.md).
 fn sized_command(call: &Call, head: &[&str]) -> redis::Cmd {

@@ -49,12 +49,12 @@ pub mod worker;
 pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role, Version, PROTOCOL};
 pub use error::{Error, Result};
 pub use events::{Event, QueueEvents};
-#[cfg(feature = "cluster")]
-pub use executor::connect_cluster;
 pub use executor::{
     connect, connect_with, detect, execute, silent_peer_settings, Call, Embedded, Executor, Lua, Native,
     Replication, ServerRun, StreamEntry, SILENT_PEER,
 };
+#[cfg(feature = "cluster")]
+pub use executor::{connect_cluster, ByFirstKey};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{

@@ -86,9 +86,8 @@ pub struct Record {
     pub payload: Vec<u8>,
     /// When it was enqueued, server ms (written by the native executor only).
     pub enqueued_at: Option<u64>,
-    /// When a transition last wrote it after its birth, server ms (written
-    /// by the native executor only; `None` on a record born natively and
-    /// not written natively since its birth: read it as `enqueued_at`).
+    /// When a native transition last wrote it, server ms: at its birth,
+    /// equal to `enqueued_at` (written by the native executor only).
     pub updated_at: Option<u64>,
 }
 

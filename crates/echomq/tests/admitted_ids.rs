@@ -24,6 +24,7 @@ async fn raw_enqueue(conn: &MultiplexedConnection, queue: &Queue, id: &str, nati
     let mut conn = conn.clone();
     if native {
         redis::cmd("EMQ.ENQUEUE")
+            .arg(2)
             .arg(&record)
             .arg(keys.pending())
             .arg(id)

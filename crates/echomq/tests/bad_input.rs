@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{harness, run, Call, Harness, A};
 use echomq::executor::script_source;
 use echomq::transition::*;
-use echomq::{execute, EnqueueOptions, Error, JobId, Keyspace, Queue, State};
+use echomq::{execute, EnqueueOptions, Error, JobId, Keyspace, Name, Queue, Role, State};
 use echomq_core::limits;
 use redis::Value;
 
@@ -73,53 +73,33 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
     let p = h.prefix();
     let job = format!("{p}job:XYZ");
     let key = |name: &str| format!("{p}{name}");
-    let calls: Vec<RawCall> = vec![
-        ("enqueue", vec![job.clone(), key("pending")], vec![b"XYZ", b"hello"]),
-        ("ack", vec![job.clone(), key("active"), key("done")], vec![b"XYZ", b"1"]),
-        (
-            "acknext",
-            [
-                job.as_str(),
-                "active",
-                "done",
-                "results",
-                "events",
-                "config",
-                "pending",
-                "rate",
-                "policy",
-                "headers",
-            ]
-            .iter()
-            .enumerate()
-            .map(|(i, name)| if i == 0 { job.clone() } else { key(name) })
-            .collect(),
-            vec![b"XYZ", b"1", b"30000"],
-        ),
-        (
-            "fail",
-            vec![job.clone(), key("active"), key("delayed"), key("dead"), key("errors")],
-            vec![b"XYZ", b"1", b"3", b"1000", b"boom"],
-        ),
-        ("ackmany", ["active", "done", "results", "events", "config"].map(key).to_vec(), vec![b"XYZ", b"1"]),
-        ("enqueuemany", ["pending", "events", "config", "wake"].map(key).to_vec(), vec![b"XYZ", b"p"]),
-        ("extend", vec![job.clone(), key("active")], vec![b"XYZ", b"1", b"1000"]),
-        ("release", vec![job.clone(), key("active"), key("pending"), key("priority")], vec![b"XYZ", b"1"]),
-        (
-            "cancel",
-            vec![job.clone(), key("pending"), key("active"), key("delayed"), key("dead"), key("cancelled")],
-            vec![b"XYZ"],
-        ),
-        ("retry", vec![job.clone(), key("dead"), key("pending"), key("priority")], vec![b"XYZ"]),
-        ("inspect", vec![job.clone(), key("errors"), key("progress")], vec![b"XYZ"]),
-        ("progress", vec![job.clone(), key("progress")], vec![b"XYZ", b"1", b"half"]),
-        (
-            "defer",
-            vec![job.clone(), key("active"), key("delayed"), key("policy"), key("config")],
-            vec![b"XYZ", b"1", b"5000", b"3"],
-        ),
-        ("fire", vec![job.clone(), key("pending"), key("ticks")], vec![b"XYZ", b"p", b"s", b"1000", b"2000"]),
-    ];
+    // Every transition that takes an id, with all its keys, the record's XYZ's.
+    let calls: Vec<RawCall> = [
+        ("enqueue", vec![b"XYZ".as_slice(), b"hello"]),
+        ("ack", vec![b"XYZ", b"1"]),
+        ("acknext", vec![b"XYZ", b"1", b"30000"]),
+        ("fail", vec![b"XYZ", b"1", b"3", b"1000", b"boom"]),
+        ("ackmany", vec![b"XYZ", b"1"]),
+        ("enqueuemany", vec![b"XYZ", b"p"]),
+        ("extend", vec![b"XYZ", b"1", b"1000"]),
+        ("release", vec![b"XYZ", b"1"]),
+        ("cancel", vec![b"XYZ"]),
+        ("retry", vec![b"XYZ"]),
+        ("inspect", vec![b"XYZ"]),
+        ("progress", vec![b"XYZ", b"1", b"half"]),
+        ("defer", vec![b"XYZ", b"1", b"5000", b"3"]),
+        ("fire", vec![b"XYZ", b"p", b"s", b"1000", b"2000"]),
+    ]
+    .into_iter()
+    .map(|(transition, args)| {
+        let name = Name::ALL.iter().find(|name| name.as_str() == transition).expect("a transition");
+        let keys = name.describe().keys.iter().map(|role| match role {
+            Role::Job => job.clone(),
+            other => key(other.fixed().expect("a fixed key")),
+        });
+        (transition, keys.collect(), args)
+    })
+    .collect();
     for (transition, keys, args) in calls {
         let reply = eval(&h, transition, &keys, &args).await;
         assert!(
@@ -412,7 +392,7 @@ async fn an_oversized_progress_is_refused_and_writes_nothing() {
     let err = h.queue.progress(&job, big.clone()).await.unwrap_err();
     assert!(matches!(err, Error::TooLarge(_)), "{err}");
 
-    let keys = [h.keys.job(&job.id), h.keys.progress()];
+    let keys = [h.keys.job(&job.id), h.keys.progress(), h.keys.events(), h.keys.config()];
     let token = job.token.to_string();
     let reply =
         text(eval(&h, "progress", &keys, &[job.id.as_str().as_bytes(), token.as_bytes(), &big]).await);
@@ -435,7 +415,14 @@ async fn an_oversized_result_is_refused_and_writes_nothing() {
     let err = h.queue.ack_with(&job, big.clone()).await.unwrap_err();
     assert!(matches!(err, Error::TooLarge(_)), "{err}");
 
-    let keys = [h.keys.job(&job.id), h.keys.active(), h.keys.done(), h.keys.results()];
+    let keys = [
+        h.keys.job(&job.id),
+        h.keys.active(),
+        h.keys.done(),
+        h.keys.results(),
+        h.keys.events(),
+        h.keys.config(),
+    ];
     let token = job.token.to_string();
     let args: [&[u8]; 4] = [job.id.as_str().as_bytes(), token.as_bytes(), b"RESULT", &big];
     let reply = text(eval(&h, "ack", &keys, &args).await);
@@ -486,10 +473,13 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
     let key = |name: &str| format!("{p}{name}");
     let job = key(&format!("job:{A}"));
     let other_queue = "emq:{elsewhere}:pending".to_string();
-    let claim = || vec![key("pending"), key("active"), key("config"), key("rate"), key("policy")];
-    let config = || vec![key("config"), key("pending"), key("priority"), key("rate")];
-    let enqueue5 = || vec![job.clone(), key("pending"), key("delayed"), key("priority"), key("policy")];
-    let enqueue7 = || [enqueue5(), vec![key("unique"), key("unique_until")]].concat();
+    let keys = |names: &[&str]| names.iter().map(|name| key(name)).collect::<Vec<_>>();
+    let claim = || keys(&["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]);
+    let config = || keys(&["config", "pending", "priority", "rate", "events", "wake"]);
+    let enqueue = || {
+        let rest = ["pending", "delayed", "priority", "policy", "unique", "unique_until", "events", "config"];
+        [vec![job.clone()], keys(&rest), keys(&["headers", "wake"])].concat()
+    };
     let cases: Vec<Refusal> = vec![
         ("claim", claim(), vec![b"0"], "EMQARG lease must be an integer in 1..=2147483647"),
         ("claim", claim(), vec![b"1e3"], "EMQARG lease must be an integer in 1..=2147483647"),
@@ -499,16 +489,20 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ("claim", claim(), vec![b"1000", b"COUNT"], "EMQARG COUNT must be an integer in 1..=1000"),
         ("claim", claim(), vec![b"1000", b"COUNT", b"1", b"count", b"2"], "EMQARG COUNT given twice"),
         ("claim", claim(), vec![b"1000", b"BLOCK", b"5"], "EMQARG unknown option BLOCK"),
-        ("claim", vec![key("pending")], vec![b"1000"], "EMQARG wrong number of keys"),
+        ("claim", vec![key("pending")], vec![b"1000"], "EMQARG wrong number of keys: takes 8"),
         (
             "claim",
-            vec![key("active"), key("pending"), key("config"), key("rate"), key("policy")],
+            keys(&["active", "pending", "config", "rate", "policy", "events", "headers", "wake"]),
             vec![b"1000"],
             "EMQARG KEYS[1] must be emq:{<queue>}:pending",
         ),
         (
             "claim",
-            vec![key("pending"), other_queue.clone(), key("config"), key("rate"), key("policy")],
+            [
+                vec![key("pending"), other_queue.clone()],
+                keys(&["config", "rate", "policy", "events", "headers", "wake"]),
+            ]
+            .concat(),
             vec![b"1000"],
             &*Box::leak(format!("EMQARG KEYS[2] must be {p}active").into_boxed_str()),
         ),
@@ -516,7 +510,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
             "claim",
             vec![key("pending"), key("active"), key("config")],
             vec![b"1000"],
-            "EMQARG wrong number of keys",
+            "EMQARG wrong number of keys: takes 8",
         ),
         ("config", config(), vec![b"PAUSED", b"yes"], "EMQARG PAUSED must be an integer in 0..=1"),
         ("config", config(), vec![b"PAUSED", b"-1"], "EMQARG PAUSED must be an integer in 0..=1"),
@@ -539,7 +533,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
             "config",
             vec![key("config"), key("pending"), key("priority")],
             vec![],
-            "EMQARG wrong number of keys",
+            "EMQARG wrong number of keys: takes 6",
         ),
         ("config", config(), vec![b"RATE", b"5"], "EMQARG RATE needs PER"),
         ("config", config(), vec![b"PER", b"1000"], "EMQARG PER needs RATE"),
@@ -563,7 +557,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ),
         (
             "config",
-            vec![key("pending"), key("config"), key("priority"), key("rate")],
+            keys(&["pending", "config", "priority", "rate", "events", "wake"]),
             vec![],
             "EMQARG KEYS[1] must be emq:{<queue>}:config",
         ),
@@ -578,41 +572,41 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
             "enqueue",
             vec![job.clone(), key("pending")],
             vec![A.as_bytes(), b"p", b"PRIORITY", b"1"],
-            "EMQARG PRIORITY, DELAY and AT need all four keys",
+            "EMQARG PRIORITY, DELAY and AT need all eleven keys",
         ),
         (
             "enqueue",
-            vec![job.clone(), key("pending"), key("delayed"), key("priority")],
+            enqueue(),
             vec![A.as_bytes(), b"p", b"DELAY", b"5", b"AT", b"5"],
             "EMQARG DELAY and AT exclude each other",
         ),
         (
             "enqueue",
-            vec![job.clone(), key("pending"), key("delayed"), key("priority")],
+            enqueue(),
             vec![A.as_bytes(), b"p", b"PRIORITY", b"2147483648"],
             "EMQARG PRIORITY must be an integer in -2147483648..=2147483647",
         ),
         (
             "enqueue",
-            enqueue7(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"UNIQUE", b"", b"UNIQUE_FOR", b"1000"],
             "EMQARG UNIQUE must be 1 to 512 bytes",
         ),
         (
             "enqueue",
-            enqueue7(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"UNIQUE", &[b'k'; 513], b"UNIQUE_FOR", b"1000"],
             "EMQARG UNIQUE must be 1 to 512 bytes",
         ),
         (
             "enqueue",
-            enqueue7(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"UNIQUE", b"k", b"UNIQUE_FOR", b"1000", b"UNIQUE_DONE", b"2"],
             "EMQARG UNIQUE_DONE must be an integer in 0..=1",
         ),
         (
             "defer",
-            vec![job.clone(), key("active"), key("delayed"), key("policy"), key("config")],
+            [vec![job.clone()], keys(&["active", "delayed", "policy", "config", "events"])].concat(),
             vec![A.as_bytes(), b"1", b"-1", b"3"],
             "EMQARG delay must be an integer in 0..=999999999999",
         ),
@@ -633,55 +627,59 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ),
         (
             "enqueue",
-            vec![job.clone(), key("pending"), key("delayed"), key("priority")],
+            vec![job.clone(), key("pending")],
             vec![A.as_bytes(), b"p", b"ATTEMPTS", b"3"],
-            "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys",
+            "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys",
         ),
         (
             "enqueue",
-            enqueue5(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"BACKOFF", b"5", b"BACKOFF_EXP", b"5"],
             "EMQARG BACKOFF and BACKOFF_EXP exclude each other",
         ),
         (
             "enqueue",
-            enqueue5(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"TIMEOUT", b"0"],
             "EMQARG TIMEOUT must be an integer in 1..=2147483647",
         ),
         (
             "enqueue",
-            enqueue5(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"ATTEMPTS", b"-1"],
             "EMQARG ATTEMPTS must be an integer in 0..=2147483647",
         ),
         (
             "enqueue",
-            enqueue5(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"ATTEMPTS", b"1", b"attempts", b"2"],
             "EMQARG ATTEMPTS given twice",
         ),
         (
             "enqueue",
-            enqueue5(),
+            enqueue(),
             vec![A.as_bytes(), b"p", b"BACKOFF_EXP", b"1000000000000"],
             "EMQARG BACKOFF_EXP must be an integer in 0..=999999999999",
         ),
         (
             "enqueue",
-            vec![job.clone(), key("pending"), key("delayed"), key("priority"), key("priorities")],
+            {
+                let mut keys = enqueue();
+                keys[4] = key("priorities");
+                keys
+            },
             vec![A.as_bytes(), b"p", b"ATTEMPTS", b"1"],
             &*Box::leak(format!("EMQARG KEYS[5] must be {p}policy").into_boxed_str()),
         ),
         (
             "ack",
-            vec![job.clone(), key("active"), key("done")],
+            [vec![job.clone()], keys(&["active", "done", "results", "events", "config"])].concat(),
             vec![A.as_bytes(), b"0"],
             "EMQARG token must be an integer in 1..=999999999999999",
         ),
         (
             "ack",
-            vec![job.clone(), key("active"), key("done")],
+            [vec![job.clone()], keys(&["active", "done", "results", "events", "config"])].concat(),
             vec![A.as_bytes(), b"1", b"extra"],
             "EMQARG unknown option extra",
         ),
@@ -693,7 +691,7 @@ async fn malformed_calls_get_emqarg_and_write_nothing() {
         ),
         (
             "reap",
-            vec![key("active"), key("pending"), key("dead"), key("errors"), key("priority"), key("policy")],
+            keys(&["active", "pending", "dead", "errors", "priority", "policy", "events", "config", "wake"]),
             vec![b"3", b"LIMIT", b"1001"],
             "EMQARG LIMIT must be an integer in 1..=1000",
         ),
@@ -710,7 +708,8 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let h = harness().await;
     let p = h.prefix();
     let host = Claim { lease: Duration::ZERO, count: 1 }.args().unwrap_err();
-    let claim_keys = ["pending", "active", "config", "rate", "policy"].map(|key| format!("{p}{key}"));
+    let claim_keys = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
+        .map(|key| format!("{p}{key}"));
     let server = text(eval(&h, "claim", &claim_keys, &[b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
 
@@ -748,8 +747,10 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert!(matches!(EnqueueMany { jobs: Vec::new() }.args(), Err(Error::Argument(_))));
 
     let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
-    let config_keys =
-        [format!("{p}config"), format!("{p}pending"), format!("{p}priority"), format!("{p}rate")];
+    let all_keys = |name: Name, job: Option<&JobId>| -> Vec<String> {
+        name.describe().keys.iter().map(|role| h.keys.role(*role, job).expect("a key")).collect()
+    };
+    let config_keys = all_keys(Name::Config, None);
     let server = text(eval(&h, "config", &config_keys, &[b"CONCURRENCY", b"2147483648"]).await);
     assert_eq!(Err(host.to_string()), server);
     let host = Config { rate: Some((5, Duration::ZERO)), ..Config::default() }.args().unwrap_err();
@@ -768,8 +769,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
         headers: Default::default(),
     };
     let host = enqueue(0).args().unwrap_err();
-    let enqueue_keys =
-        [h.keys.job(&a()), h.keys.pending(), h.keys.delayed(), h.keys.priority(), h.keys.policy()];
+    let enqueue_keys = all_keys(Name::Enqueue, Some(&a()));
     let server = text(eval(&h, "enqueue", &enqueue_keys, &[A.as_bytes(), b"p", b"TIMEOUT", b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
     let err = h.queue.enqueue_with(b"p".to_vec(), EnqueueOptions::default().timeout(Duration::ZERO)).await;

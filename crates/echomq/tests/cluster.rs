@@ -211,17 +211,17 @@ fn claim_on(
 ) -> redis::RedisResult<Value> {
     let mut conn = node.client().get_connection().unwrap();
     let k = queue.keyspace();
-    let keys = [k.pending(), k.active(), k.config(), k.rate(), k.policy()];
+    let keys: Vec<String> =
+        echomq::Name::Claim.describe().keys.iter().map(|role| k.role(*role, None).expect("a key")).collect();
     let mut claim = match via {
         Via::Native => redis::cmd("EMQ.CLAIM"),
         Via::Lua => {
             let mut eval = redis::cmd("EVAL");
             eval.arg(echomq::executor::script_source(echomq::Name::Claim));
-            eval.arg(keys.len());
             eval
         }
     };
-    claim.arg(&keys).arg(60_000).arg("COUNT").arg(count);
+    claim.arg(keys.len()).arg(&keys).arg(60_000).arg("COUNT").arg(count);
     let mut pipe = redis::pipe();
     if asking {
         pipe.cmd("ASKING").ignore();

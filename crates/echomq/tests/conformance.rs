@@ -84,9 +84,8 @@ impl Target {
 enum Extras {
     /// Never there: Lua writes only the three birth fields.
     Absent,
-    /// `enqueued_at` always, `updated_at` from the first write after the
-    /// birth (a record with neither a birth's state nor `attempts` 0 has
-    /// it): the core writes them so.
+    /// Both, always: the core writes them at birth, equal, the seed's five
+    /// fields (PROTOCOL.md §3).
     Present,
     /// No `updated_at` without `enqueued_at`, `enqueued_at` ≤ `updated_at`:
     /// a queue worked by Lua and Native in turn, where a record born on Lua
@@ -95,13 +94,6 @@ enum Extras {
 }
 
 const EXTRAS: [&[u8]; 2] = [b"enqueued_at", b"updated_at"];
-
-/// Whether a record may not have been written since its birth, the one
-/// write that brings no `updated_at`: its state and `attempts` are a birth's.
-fn as_born(fields: &BTreeMap<Vec<u8>, Vec<u8>>) -> bool {
-    let field = |name: &[u8]| fields.get(name).map(Vec::as_slice);
-    field(b"attempts") == Some(b"0".as_slice()) && matches!(field(b"state"), Some(b"pending" | b"delayed"))
-}
 
 /// Check a target's records against its [`Extras`].
 fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
@@ -115,7 +107,7 @@ fn check_extras(target: &Target, keyspace: &Keyspace) -> Result<(), String> {
         let [enqueued, updated] = EXTRAS.map(|f| fields.contains_key(f));
         let fine = match target.extras {
             Extras::Absent => !enqueued && !updated,
-            Extras::Present => enqueued && (updated || as_born(fields)),
+            Extras::Present => enqueued && updated,
             Extras::Paired => enqueued || !updated,
         };
         if !fine {
@@ -613,16 +605,14 @@ const SHAPES: [Shape; 28] = [
 /// One raw call of any transition, as any speaker may send it: each key
 /// right or not, each argument valid or not, some missing, options added;
 /// against a queue holding, or not, a record of the call's id in some state.
-/// Lua gets it by EVALSHA with its number of keys, the core with its keys
-/// split, and the module as `EMQ.<NAME>` with the flat argv, whose key count
-/// it must infer for ENQUEUE (PROTOCOL.md §8): all three must answer alike
-/// and write alike.
+/// Every key of the transition is sent. Lua gets it by EVALSHA with its
+/// number of keys, the core with its keys split, and the module as
+/// `EMQ.<NAME>` with the same count (PROTOCOL.md §8): all three must answer
+/// alike and write alike.
 #[derive(Clone, Debug)]
 struct RawCall {
     /// Index into [`SHAPES`].
     shape: usize,
-    /// Which of the transition's key forms (PROTOCOL.md §8), modulo their number.
-    form: usize,
     keys: Vec<KeyPick>,
     id: IdPick,
     /// Each positional argument's candidate, modulo the pool's length.
@@ -657,7 +647,6 @@ fn raw_call() -> impl Strategy<Value = RawCall> {
     let most_keys = Name::ALL.iter().map(|name| name.describe().keys.len()).max().unwrap_or_default();
     (
         0..SHAPES.len(),
-        0usize..16,
         prop::collection::vec(pick, most_keys),
         id,
         prop::collection::vec(arg, 5),
@@ -665,9 +654,8 @@ fn raw_call() -> impl Strategy<Value = RawCall> {
         prop::collection::vec(0usize..10, 0..3),
         arranged,
     )
-        .prop_map(|(shape, form, keys, id, args, sent, options, arranged)| RawCall {
+        .prop_map(|(shape, keys, id, args, sent, options, arranged)| RawCall {
             shape,
-            form,
             keys,
             id,
             args,
@@ -690,11 +678,10 @@ impl RawCall {
     fn call(&self, [prefix, other]: &[String; 2], id: &str) -> (Vec<String>, Vec<String>) {
         let shape = self.shape();
         let described = shape.name.describe();
-        let count = described.forms[self.form % described.forms.len()];
         let keys = self
             .keys
             .iter()
-            .zip(&described.keys[..count])
+            .zip(described.keys)
             .map(|(pick, role)| {
                 let name = match role {
                     Role::Job => format!("job:{id}"),
@@ -707,8 +694,6 @@ impl RawCall {
                     KeyPick::Own => format!("{prefix}{name}"),
                     KeyPick::OtherQueue => format!("{other}{name}"),
                     KeyPick::WrongName => format!("{prefix}{wrong}"),
-                    // A key holds a colon: the module reads a word without
-                    // one as an argument where a key may be left out (§8).
                     KeyPick::Stray => "stray:key".to_owned(),
                 }
             })
@@ -881,9 +866,9 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
     let mut evalsha = redis::cmd("EVALSHA");
     evalsha.arg(script.get_hash()).arg(keys.len()).arg(&keys).arg(&args);
     let lua_reply = render(described.name, from_redis(sent(&mut c, &evalsha).await), &lua);
-    // The module: one flat argv.
+    // The module: the same key count, then the keys and arguments.
     let (keys, args) = call.call(&native, id);
-    let module = redis::cmd(described.command).arg(&keys).arg(&args).clone();
+    let module = redis::cmd(described.command).arg(keys.len()).arg(&keys).arg(&args).clone();
     let native_reply = render(described.name, from_redis(sent(&mut c, &module).await), &native);
     // The core, keys split as Lua has them.
     let (keys, args) = call.call(&core, id);
@@ -950,21 +935,20 @@ fn raw_calls_get_the_same_reply_from_the_script_the_module_and_the_core() {
     }
 }
 
-/// The case that found the module's key-count rule wanting (issue 12): a
-/// four-key ENQUEUE whose third key is another queue's delayed set.
+/// The case that found the module's old key-count guess wanting (issue 12):
+/// an ENQUEUE whose third key is another queue's delayed set.
 #[test]
 fn an_enqueue_with_another_queues_delayed_key_is_refused_alike() {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let conn = runtime.block_on(server.connection());
-    let (shape, form) = (0, 1);
-    assert_eq!(SHAPES[shape].name.describe().forms[form], 4, "ENQUEUE's four-key form");
-    let mut keys = vec![KeyPick::Own; 4];
+    let shape = 0;
+    assert_eq!(SHAPES[shape].name, Name::Enqueue);
+    let mut keys = vec![KeyPick::Own; Name::Enqueue.describe().keys.len()];
     keys[2] = KeyPick::OtherQueue;
     let call = RawCall {
         shape,
-        form,
         keys,
         id: IdPick::Minted,
         args: vec![0; 5],
@@ -994,22 +978,31 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
                 redis::cmd(transition.describe().command)
             } else {
                 let mut cmd = redis::cmd("EVAL");
-                cmd.arg(echomq::executor::script_source(transition)).arg(keys.len());
+                cmd.arg(echomq::executor::script_source(transition));
                 cmd
             };
+            cmd.arg(keys.len());
             cmd.arg(&keys).arg(&args);
             cmd.query(&mut conn).unwrap_or_else(|err| panic!("{transition:?}: {err}"))
         };
-        let four =
-            |id: &str| vec![key(&format!("job:{id}")), key("pending"), key("delayed"), key("priority")];
+        // Every key of the transition, `id`'s record for its job.
+        let all = |name: Name, id: &str| -> Vec<String> {
+            let keys = name.describe().keys.iter();
+            keys.map(|role| match role {
+                Role::Job => key(&format!("job:{id}")),
+                other => key(other.fixed().expect("a fixed key")),
+            })
+            .collect()
+        };
+        let enqueue_keys = |id: &str| all(Name::Enqueue, id);
         let (a, b) = ("JOB_00000000000000000000000001", "JOB_00000000000000000000000002");
-        assert_eq!(call(Name::Enqueue, four(a), vec![a, "pa", "PRIORITY", "007"]), Value::Int(1));
-        assert_eq!(call(Name::Enqueue, four(b), vec![b, "pb", "PRIORITY", "-0"]), Value::Int(1));
+        assert_eq!(call(Name::Enqueue, enqueue_keys(a), vec![a, "pa", "PRIORITY", "007"]), Value::Int(1));
+        assert_eq!(call(Name::Enqueue, enqueue_keys(b), vec![b, "pb", "PRIORITY", "-0"]), Value::Int(1));
         let priorities: Vec<(String, String)> =
             redis::cmd("HGETALL").arg(key("priority")).query(&mut reader).unwrap();
         assert_eq!(priorities, [(a.to_owned(), "7".to_owned())], "native {native}");
 
-        let claim_keys = || vec![key("pending"), key("active"), key("config"), key("rate"), key("policy")];
+        let claim_keys = || all(Name::Claim, "");
         let claimed = call(Name::Claim, claim_keys(), vec!["60000"]);
         let want = Value::Array(vec![Value::Array(vec![
             Value::BulkString(b.as_bytes().to_vec()),
@@ -1017,21 +1010,23 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
             Value::BulkString(b"pb".to_vec()),
         ])]);
         assert_eq!(claimed, want, "native {native}: the token is an integer");
-        let fail_keys =
-            vec![key(&format!("job:{b}")), key("active"), key("delayed"), key("dead"), key("errors")];
+        let fail_keys = all(Name::Fail, b);
         let failed = call(Name::Fail, fail_keys, vec![b, "1", "3", "1000", "boom"]);
         assert_eq!(failed, Value::BulkString(b"delayed".to_vec()), "native {native}");
-        let inspect_keys = vec![key(&format!("job:{a}")), key("errors"), key("progress")];
+        let inspect_keys = all(Name::Inspect, a);
         let inspected = call(Name::Inspect, inspect_keys.clone(), vec![a]);
         let Value::Array(parts) = inspected else { panic!("native {native}: INSPECT is an array") };
         assert!(
-            matches!(&parts[..], [Value::Array(_), Value::Nil, Value::Nil]),
+            matches!(
+                &parts[..],
+                [Value::Array(_), Value::Nil, Value::Nil, Value::Nil, Value::Nil, Value::Nil]
+            ),
             "native {native}: {parts:?}"
         );
 
         // CONFIG answers eleven integers (its retention as TRIM applies it,
         // and its event log's length); a claim the gate held ends with one.
-        let config_keys = vec![key("config"), key("pending"), key("priority"), key("rate")];
+        let config_keys = all(Name::Config, "");
         let settings = call(Name::Config, config_keys, vec!["PAUSED", "1", "RATE", "5", "PER", "1000"]);
         let ints = |ns: &[i64]| Value::Array(ns.iter().map(|n| Value::Int(*n)).collect());
         let kept = [86_400_000, 10_000, 2_592_000_000, 100_000, 86_400_000, 10_000, 10_000];

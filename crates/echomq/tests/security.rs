@@ -26,7 +26,7 @@ pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha 
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists \
      +xadd +bzpopmin";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
-pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.enqueue +emq.enqueuemany +emq.claim \
+pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.claim \
      +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
      +emq.progress +emq.schedules +emq.fire +emq.settle";
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
@@ -38,7 +38,7 @@ pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
      ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake \
-     resetchannels -@all +command|info +emq.enqueue +emq.enqueuemany +emq.batch";
+     resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.batch";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
@@ -47,7 +47,7 @@ pub const OPERATOR_LUA: &str =
      +zscore +exists +xadd +xread +xrevrange +hexists";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
-pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange \
+pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange +emq.version \
      +emq.enqueue +emq.enqueuemany +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle";
@@ -58,7 +58,7 @@ pub const MONITOR_LUA: &str = "%R~emq:* resetchannels -@all +command|info +scan 
      +script|load +time +type +hget +hmget +hgetall +zcard +xread +xrevrange";
 /// A monitor on the native module, whose INSPECT and STATS declare their keys read-only.
 pub const MONITOR_NATIVE: &str =
-    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +xread +xrevrange +emq.inspect +emq.stats";
+    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +xread +xrevrange +emq.version +emq.inspect +emq.stats";
 
 /// Optional, for a native worker: end its blocked claims at once when it
 /// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.
@@ -220,7 +220,7 @@ async fn a_worker_user_runs_a_whole_worker_and_nothing_else() {
             &["EVAL", "return 1", "0"],
         ];
         if via == Via::Native {
-            denied.push(&["EMQ.STATS", "app:a", "app:b", "app:c", "app:d", "app:e", "app:f"]);
+            denied.push(&["EMQ.STATS", "6", "app:a", "app:b", "app:c", "app:d", "app:e", "app:f"]);
         }
         for words in denied {
             assert_eq!(refused(&mut conn, words).await, "NOPERM", "{via:?}: {words:?}");

@@ -1350,10 +1350,10 @@ impl Target {
 
 /// The native pair, `enqueued_at` and `updated_at`, taken out of `after`'s
 /// records so that the lines read as Lua's; and checked on the way: a
-/// record the call made carries `enqueued_at` of its time and no
-/// `updated_at` (its next write brings it), every other record the call
-/// wrote `updated_at` of its time if it has an `enqueued_at` (one born on
-/// Lua gets neither).
+/// record the call made carries `enqueued_at` of its time and `updated_at`
+/// equal to it (the seed's five fields), every other record the call wrote
+/// `updated_at` of its time if it has an `enqueued_at` (one born on Lua
+/// gets neither).
 fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Result<(), String> {
     for line in after.iter_mut().filter(|line| line.key.starts_with("job:")) {
         let stamp = |field: &str| line.entries.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone());
@@ -1374,8 +1374,11 @@ fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Resul
                     line.key
                 ));
             }
-            if updated_at.is_some() {
-                return Err(format!("{} was made with updated_at: {updated_at:?}", line.key));
+            if updated_at != enqueued_at {
+                return Err(format!(
+                    "{} was made with updated_at {updated_at:?}, not {enqueued_at:?}",
+                    line.key
+                ));
             }
         } else if written && enqueued_at.is_some() && !in_time(&updated_at) {
             return Err(format!("{} was written without updated_at of the call: {updated_at:?}", line.key));
@@ -1440,7 +1443,7 @@ const REFUSALS: &[Refusal] = &[
         name: "ack with a stale token",
         given: ACTIVE_A,
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 2",
         error: "EMQFENCE token does not hold the lease",
     },
@@ -1448,8 +1451,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with empty headers",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
-               $q:headers",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p HEADERS",
         error: "EMQARG HEADERS must be 1 to 8192 bytes",
     },
@@ -1457,16 +1460,16 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with headers and no headers key",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config",
+        keys: "$q:job:$A $q:pending",
         args: "$A p HEADERS {}",
-        error: "EMQARG HEADERS needs all ten keys",
+        error: "EMQARG HEADERS needs all eleven keys",
     },
     Refusal {
         name: "enqueue with headers into a headers key that is a list",
         given: &["RPUSH $q:headers x"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
-               $q:headers",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p HEADERS {}",
         error: "EMQTYPE $q:headers holds a list, not a hash",
     },
@@ -1474,7 +1477,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim of a queue whose headers are a string",
         given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "SET $q:headers x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "30000",
         error: "EMQTYPE $q:headers holds a string, not a hash",
     },
@@ -1506,7 +1509,8 @@ const REFUSALS: &[Refusal] = &[
         name: "settle with an unknown option",
         given: &[],
         call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers",
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
+               $q:wake",
         args: "COUNT 5",
         error: "EMQARG unknown option COUNT",
     },
@@ -1538,7 +1542,8 @@ const REFUSALS: &[Refusal] = &[
         name: "settle with LIMIT 0",
         given: &[],
         call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
+               $q:wake",
         args: "LIMIT 0",
         error: "EMQARG LIMIT must be an integer in 1..=1000",
     },
@@ -1551,7 +1556,8 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:job:$A x",
         ],
         call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config",
+        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
+               $q:wake",
         args: "",
         error: "EMQTYPE $q:job:$A holds a string, not a hash",
     },
@@ -1561,7 +1567,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::EnqueueMany,
         keys: "$q:pending $q:events $q:config",
         args: "$A p",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 4",
     },
     Refusal {
         name: "enqueuemany whose second job has no payload enqueues neither",
@@ -1633,7 +1639,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::AckMany,
         keys: "$q:active $q:done $q:results $q:events",
         args: "$A 1",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 5",
     },
     Refusal {
         name: "ackmany with no job",
@@ -1695,16 +1701,17 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with nine keys",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy",
         args: "$A 1 30000",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 11",
     },
     Refusal {
         name: "acknext with COUNT given twice",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 COUNT 1 COUNT 2",
         error: "EMQARG COUNT given twice",
     },
@@ -1712,8 +1719,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a result that has no bytes",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 RESULT",
         error: "EMQARG RESULT is missing its bytes",
     },
@@ -1721,8 +1728,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a result given twice",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 RESULT a RESULT b",
         error: "EMQARG RESULT given twice",
     },
@@ -1730,8 +1737,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a lease of 0",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 0",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -1739,8 +1746,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a count past the limit",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 COUNT 1001",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -1748,8 +1755,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with no lease",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -1757,8 +1764,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with an unknown option",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000 BLOCK 5",
         error: "EMQARG unknown option BLOCK",
     },
@@ -1766,8 +1773,8 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a rate log that is a hash acks nothing",
         given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:rate x 1"],
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 1 30000",
         error: "EMQTYPE $q:rate holds a hash, not a zset",
     },
@@ -1775,24 +1782,24 @@ const REFUSALS: &[Refusal] = &[
         name: "acknext with a stale token",
         given: ACTIVE_A,
         call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy $q:headers \
-               $q:wake",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
+               $q:policy $q:headers $q:wake",
         args: "$A 2 30000 RESULT r",
         error: "EMQFENCE token does not hold the lease",
     },
     Refusal {
-        name: "ack with a result and no results key",
+        name: "ack with a result and three keys",
         given: ACTIVE_A,
         call: Name::Ack,
         keys: "$q:job:$A $q:active $q:done",
         args: "$A 1 RESULT 42",
-        error: "EMQARG RESULT needs KEYS[4], emq:{<queue>}:results",
+        error: "EMQARG wrong number of keys: takes 6",
     },
     Refusal {
         name: "ack with a result given twice",
         given: ACTIVE_A,
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 1 RESULT 42 RESULT 43",
         error: "EMQARG RESULT given twice",
     },
@@ -1800,7 +1807,7 @@ const REFUSALS: &[Refusal] = &[
         name: "ack with a result that has no bytes",
         given: ACTIVE_A,
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 1 RESULT",
         error: "EMQARG RESULT is missing its bytes",
     },
@@ -1810,13 +1817,13 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Ack,
         keys: "$q:job:$A $q:active $q:done $q:results $q:events",
         args: "$A 1",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 6",
     },
     Refusal {
         name: "ack into results that are a set",
         given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "SADD $q:results x"],
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results",
+        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
         args: "$A 1 RESULT 42",
         error: "EMQTYPE $q:results holds a set, not a hash",
     },
@@ -1832,7 +1839,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue into an event log that is a string",
         given: &["SET $q:events x"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p",
         error: "EMQTYPE $q:events holds a string, not a stream",
     },
@@ -1840,7 +1848,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim into an event log that is a list",
         given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "RPUSH $q:events x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "30000",
         error: "EMQTYPE $q:events holds a list, not a stream",
     },
@@ -1850,13 +1858,13 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Fail,
         keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events",
         args: "$A 1 3 1000 boom",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 8",
     },
     Refusal {
         name: "config with an event log length past its range",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "EVENTS 10000001",
         error: "EMQARG EVENTS must be an integer in 0..=10000000",
     },
@@ -1864,7 +1872,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config of a queue whose event log is a zset",
         given: &["ZADD $q:events 1 x"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 1",
         error: "EMQTYPE $q:events holds a zset, not a stream",
     },
@@ -1874,7 +1882,7 @@ const REFUSALS: &[Refusal] = &[
         call: Name::Inspect,
         keys: "$q:job:$A $q:errors $q:progress $q:results",
         args: "$A",
-        error: "EMQARG wrong number of keys",
+        error: "EMQARG wrong number of keys: takes 6",
     },
     Refusal {
         name: "extend of a cancelled job",
@@ -1888,7 +1896,7 @@ const REFUSALS: &[Refusal] = &[
         name: "release of no job",
         given: &[],
         call: Name::Release,
-        keys: "$q:job:$A $q:active $q:pending $q:priority",
+        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake",
         args: "$A 1",
         error: "EMQNOJOB no such job",
     },
@@ -1908,7 +1916,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:active x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:active holds a list, not a zset",
     },
@@ -1916,7 +1924,7 @@ const REFUSALS: &[Refusal] = &[
         name: "claim of a record that is a set",
         given: &["ZADD $q:pending 0 $A", "SADD $q:job:$A x"],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:job:$A holds a set, not a hash",
     },
@@ -1928,7 +1936,7 @@ const REFUSALS: &[Refusal] = &[
             "XADD $q:errors * f v",
         ],
         call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors",
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
         args: "$A 1 3 0 e",
         error: "EMQTYPE $q:errors holds a stream, not a hash",
     },
@@ -1944,7 +1952,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a lease of 0",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "0",
         error: "EMQARG lease must be an integer in 1..=2147483647",
     },
@@ -1952,7 +1960,7 @@ const REFUSALS: &[Refusal] = &[
         name: "a huge count",
         given: PENDING_A,
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "100 COUNT 99999999999999999999",
         error: "EMQARG COUNT must be an integer in 1..=1000",
     },
@@ -1968,7 +1976,8 @@ const REFUSALS: &[Refusal] = &[
         name: "a negative limit",
         given: &[],
         call: Name::Reap,
-        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy",
+        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config \
+               $q:wake",
         args: "3 LIMIT -1",
         error: "EMQARG LIMIT must be an integer in 1..=1000",
     },
@@ -1984,7 +1993,7 @@ const REFUSALS: &[Refusal] = &[
         name: "keys of two queues",
         given: &[],
         call: Name::Promote,
-        keys: "$q:delayed emq:{other}:pending $q:priority",
+        keys: "$q:delayed emq:{other}:pending $q:priority $q:events $q:config $q:wake",
         args: "",
         error: "EMQARG KEYS[2] must be $q:pending",
     },
@@ -1992,7 +2001,7 @@ const REFUSALS: &[Refusal] = &[
         name: "retry of a pending job",
         given: PENDING_A,
         call: Name::Retry,
-        keys: "$q:job:$A $q:dead $q:pending $q:priority",
+        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
         args: "$A",
         error: "EMQSTATE cannot retry a pending job",
     },
@@ -2000,23 +2009,24 @@ const REFUSALS: &[Refusal] = &[
         name: "inspect of a bad id",
         given: &[],
         call: Name::Inspect,
-        keys: "$q:job:XYZ $q:errors $q:progress",
+        keys: "$q:job:XYZ $q:errors $q:progress $q:results $q:policy $q:headers",
         args: "XYZ",
         error: "EMQKIND job id must be JOB-namespaced",
     },
     Refusal {
-        name: "enqueue with a unique key and five keys",
+        name: "enqueue with a unique key and the seed's two keys",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        keys: "$q:job:$A $q:pending",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
-        error: "EMQARG UNIQUE needs all seven keys",
+        error: "EMQARG UNIQUE needs all eleven keys",
     },
     Refusal {
         name: "enqueue with a unique key and no hold",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u",
         error: "EMQARG UNIQUE needs UNIQUE_FOR",
     },
@@ -2024,7 +2034,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a hold and no unique key",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE_DONE 1",
         error: "EMQARG UNIQUE_FOR and UNIQUE_DONE need UNIQUE",
     },
@@ -2032,7 +2043,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a hold of 0",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u UNIQUE_FOR 0",
         error: "EMQARG UNIQUE_FOR must be an integer in 1..=999999999999",
     },
@@ -2040,7 +2052,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a unique key into holds that are a hash",
         given: &["HSET $q:unique_until u 5"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
         error: "EMQTYPE $q:unique_until holds a hash, not a zset",
     },
@@ -2048,7 +2061,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a unique key held by a job whose record is a string",
         given: &["SET $q:job:$B x", "HSET $q:unique u 1:$B", "ZADD $q:unique_until 9999999999999 u"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p UNIQUE u UNIQUE_FOR 1000",
         error: "EMQTYPE $q:job:$B holds a string, not a hash",
     },
@@ -2056,7 +2070,7 @@ const REFUSALS: &[Refusal] = &[
         name: "defer with PAUSE 2",
         given: ACTIVE_A,
         call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
         args: "$A 1 5000 3 PAUSE 2",
         error: "EMQARG PAUSE must be an integer in 0..=1",
     },
@@ -2064,7 +2078,7 @@ const REFUSALS: &[Refusal] = &[
         name: "defer with no max attempts",
         given: ACTIVE_A,
         call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
         args: "$A 1 5000",
         error: "EMQARG max_attempts must be an integer in 0..=2147483647",
     },
@@ -2076,7 +2090,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:config x",
         ],
         call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config",
+        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
         args: "$A 1 5000 3",
         error: "EMQTYPE $q:config holds a list, not a hash",
     },
@@ -2084,7 +2098,8 @@ const REFUSALS: &[Refusal] = &[
         name: "trim of an unfinished set",
         given: &[],
         call: Name::Trim,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config",
+        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers \
+               $q:config",
         args: "",
         error: "EMQARG KEYS[1] must be emq:{<queue>}:done, dead or cancelled",
     },
@@ -2100,7 +2115,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a retention count past its range",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "DONE_COUNT 1000000001",
         error: "EMQARG DONE_COUNT must be an integer in 0..=1000000000",
     },
@@ -2135,7 +2150,7 @@ const REFUSALS: &[Refusal] = &[
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
                $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
-               $q:batches $q:batch_jobs $q:batch_open",
+               $q:batches $q:batch_jobs $q:batch_open $q:wake",
         args: "FORCE 1",
         error: "EMQARG unknown option FORCE",
     },
@@ -2146,7 +2161,7 @@ const REFUSALS: &[Refusal] = &[
         keys:
             "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
                $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
-               $q:batches $q:batch_jobs $q:batch_open",
+               $q:batches $q:batch_jobs $q:batch_open $q:wake",
         args: "",
         error: "EMQTYPE $q:schedules holds a string, not a hash",
     },
@@ -2158,7 +2173,7 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:policy x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:policy holds a string, not a hash",
     },
@@ -2170,7 +2185,7 @@ const REFUSALS: &[Refusal] = &[
             "RPUSH $q:policy x",
         ],
         call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy",
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
         args: "$A 1 3 1000 boom",
         error: "EMQTYPE $q:policy holds a list, not a hash",
     },
@@ -2178,7 +2193,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fail with a sixth key of another role",
         given: ACTIVE_A,
         call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:priority",
+        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:priority $q:events $q:config",
         args: "$A 1 3 1000 boom",
         error: "EMQARG KEYS[6] must be $q:policy",
     },
@@ -2190,23 +2205,25 @@ const REFUSALS: &[Refusal] = &[
             "SADD $q:policy x",
         ],
         call: Name::Reap,
-        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy",
+        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config \
+               $q:wake",
         args: "3",
         error: "EMQTYPE $q:policy holds a set, not a hash",
     },
     Refusal {
-        name: "enqueue with a policy and four keys",
+        name: "enqueue with a policy and the seed's two keys",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority",
+        keys: "$q:job:$A $q:pending",
         args: "$A p TIMEOUT 5000",
-        error: "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys",
+        error: "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys",
     },
     Refusal {
         name: "enqueue with a fixed and an exponential back-off",
         given: &[],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p BACKOFF 5 backoff_exp 5",
         error: "EMQARG BACKOFF and BACKOFF_EXP exclude each other",
     },
@@ -2214,7 +2231,8 @@ const REFUSALS: &[Refusal] = &[
         name: "enqueue with a policy into a policy that is a string",
         given: &["SET $q:policy x"],
         call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy",
+        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
+               $q:events $q:config $q:headers $q:wake",
         args: "$A p ATTEMPTS 2",
         error: "EMQTYPE $q:policy holds a string, not a hash",
     },
@@ -2226,7 +2244,7 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:config x",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:config holds a string, not a hash",
     },
@@ -2239,7 +2257,7 @@ const REFUSALS: &[Refusal] = &[
             "HSET $q:rate f v",
         ],
         call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy",
+        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
         args: "60000",
         error: "EMQTYPE $q:rate holds a hash, not a zset",
     },
@@ -2247,7 +2265,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a rate and no period",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RATE 5",
         error: "EMQARG RATE needs PER",
     },
@@ -2255,7 +2273,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a period of 0",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RATE 5 PER 0",
         error: "EMQARG PER must be an integer in 1..=86400000",
     },
@@ -2263,7 +2281,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config of a queue whose rate log is a string",
         given: &["SET $q:rate x"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RATE 0",
         error: "EMQTYPE $q:rate holds a string, not a zset",
     },
@@ -2271,7 +2289,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with PAUSED 2",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 2",
         error: "EMQARG PAUSED must be an integer in 0..=1",
     },
@@ -2279,7 +2297,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a negative concurrency",
         given: &["HSET $q:config paused 1"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 0 CONCURRENCY -1",
         error: "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
     },
@@ -2287,7 +2305,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with a concurrency given twice",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "CONCURRENCY 1 concurrency 2",
         error: "EMQARG CONCURRENCY given twice",
     },
@@ -2295,7 +2313,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with an unknown setting",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "RETENTION 5",
         error: "EMQARG unknown option RETENTION",
     },
@@ -2303,7 +2321,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config of a queue whose config is a zset",
         given: &["ZADD $q:config 1 x"],
         call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate",
+        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
         args: "PAUSED 1",
         error: "EMQTYPE $q:config holds a zset, not a hash",
     },
@@ -2311,7 +2329,7 @@ const REFUSALS: &[Refusal] = &[
         name: "config with keys of another role",
         given: &[],
         call: Name::Config,
-        keys: "$q:config $q:active $q:priority $q:rate",
+        keys: "$q:config $q:active $q:priority $q:rate $q:events $q:wake",
         args: "",
         error: "EMQARG KEYS[2] must be $q:pending",
     },
@@ -2319,7 +2337,7 @@ const REFUSALS: &[Refusal] = &[
         name: "inspect of a progress that is a list",
         given: &["RPUSH $q:progress x"],
         call: Name::Inspect,
-        keys: "$q:job:$A $q:errors $q:progress",
+        keys: "$q:job:$A $q:errors $q:progress $q:results $q:policy $q:headers",
         args: "$A",
         error: "EMQTYPE $q:progress holds a list, not a hash",
     },
@@ -2327,7 +2345,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with a stale token",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 2 half",
         error: "EMQFENCE token does not hold the lease",
     },
@@ -2335,7 +2353,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with no value",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 1",
         error: "EMQARG progress value is missing",
     },
@@ -2343,7 +2361,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with a token of 0",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 0 half",
         error: "EMQARG token must be an integer in 1..=999999999999999",
     },
@@ -2351,7 +2369,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress with an extra argument",
         given: ACTIVE_A,
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 1 half more",
         error: "EMQARG unknown option more",
     },
@@ -2363,7 +2381,7 @@ const REFUSALS: &[Refusal] = &[
             "SET $q:progress x",
         ],
         call: Name::Progress,
-        keys: "$q:job:$A $q:progress",
+        keys: "$q:job:$A $q:progress $q:events $q:config",
         args: "$A 1 half",
         error: "EMQTYPE $q:progress holds a string, not a hash",
     },
@@ -2371,7 +2389,7 @@ const REFUSALS: &[Refusal] = &[
         name: "progress of a bad id",
         given: &[],
         call: Name::Progress,
-        keys: "$q:job:XYZ $q:progress",
+        keys: "$q:job:XYZ $q:progress $q:events $q:config",
         args: "XYZ 1 half",
         error: "EMQKIND job id must be JOB-namespaced",
     },
@@ -2459,7 +2477,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with a next not after its tick",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 5000",
         error: "EMQARG next must be after tick",
     },
@@ -2467,7 +2485,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with SKIP 2",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 6000 SKIP 2",
         error: "EMQARG SKIP must be an integer in 0..=1",
     },
@@ -2475,7 +2493,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with a negative tick",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s -1 6000",
         error: "EMQARG tick must be an integer in 0..=9999999999999",
     },
@@ -2483,7 +2501,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with no payload",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A",
         error: "EMQARG payload is missing",
     },
@@ -2491,7 +2509,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire of a bad id",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:XYZ $q:pending $q:ticks",
+        keys: "$q:job:XYZ $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "XYZ p s 5000 6000",
         error: "EMQKIND job id must be JOB-namespaced",
     },
@@ -2499,7 +2517,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire with another queue's ticks",
         given: &["ZADD $q:ticks 5000 s"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending emq:{other}:ticks",
+        keys: "$q:job:$A $q:pending emq:{other}:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 6000",
         error: "EMQARG KEYS[3] must be $q:ticks",
     },
@@ -2507,7 +2525,7 @@ const REFUSALS: &[Refusal] = &[
         name: "fire into ticks that are a hash",
         given: &["HSET $q:ticks s 5000"],
         call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks",
+        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
         args: "$A p s 5000 6000",
         error: "EMQTYPE $q:ticks holds a hash, not a zset",
     },
@@ -2899,11 +2917,9 @@ async fn refusals_on_every_executor_say_the_same_and_write_nothing() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
 }
 
-/// An older speaker's CLAIM (protocol 1 and 2: two keys, no config or rate
-/// log) is refused with EMQARG on every executor, never served past the
-/// gate. The native command has no key count, so it reads the lease as the
-/// third key and says which key it wanted there (a bare `EMQ.CLAIM pending
-/// active lease`, too short for four keys, gets Redis's own arity error).
+/// A CLAIM of two keys (an older draft's: no config or rate log) is refused
+/// with EMQARG on every executor, with the same text, never served past the
+/// gate: the native command counts its keys as EVALSHA does.
 #[tokio::test]
 async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
     let h = harness_on(RedisServer::start_with_module()).await;
@@ -2916,10 +2932,7 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
         let args = ["60000", "COUNT", "1"].map(|w| w.as_bytes().to_vec()).to_vec();
         let call = echomq::Call { name: Name::Claim, keys, args };
         let reply = via.run(&[call]).await.unwrap().remove(0);
-        let wanted = match target {
-            Target::Native => format!("EMQARG KEYS[3] must be {}", h.keys.config()),
-            _ => "EMQARG wrong number of keys".to_owned(),
-        };
+        let wanted = "EMQARG wrong number of keys: takes 8";
         match reply {
             Err(err) => assert_eq!(err.to_string(), wanted, "on {}", target.name()),
             Ok(value) => panic!("on {}: an older claim was served: {value:?}", target.name()),

@@ -175,7 +175,14 @@ impl Server {
                 };
                 match via {
                     Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(open)),
-                    _ => Arc::new(Native::new(conn).with_blocking_connections(open)),
+                    // Each native command to its first key's node (not its key count's).
+                    _ => {
+                        let open = move || {
+                            let opened = open();
+                            async move { opened.await.map(echomq::ByFirstKey) }
+                        };
+                        Arc::new(Native::new(echomq::ByFirstKey(conn)).with_blocking_connections(open))
+                    }
                 }
             }
         })

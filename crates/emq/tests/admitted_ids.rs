@@ -30,6 +30,7 @@ fn emq_runs_inspects_retries_and_cancels_a_foreign_speakers_ids() {
         let prefix = format!("emq:{{{q}}}:");
         for id in ["JOBX", "JOB-not-a-ulid"] {
             let admitted: i64 = redis::cmd("EMQ.ENQUEUE")
+                .arg(2)
                 .arg(format!("{prefix}job:{id}"))
                 .arg(format!("{prefix}pending"))
                 .arg(id)

@@ -197,17 +197,17 @@ impl<'a> Settle<'a> {
             Role::Config,
             Role::Wake,
         ],
-        forms: &[5, 7, 8],
+        forms: &[8],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: batch_open, batches, batch_jobs, pending, headers[, events,
-    /// config[, wake]]. ARGV: `LIMIT <n>`, how many jobs it looks at in all.
+    /// KEYS: batch_open, batches, batch_jobs, pending, headers, events,
+    /// config, wake. ARGV: `LIMIT <n>`, how many jobs it looks at in all.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Settle<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         let [limit] = options(args, [("LIMIT", SWEEP_LIMIT)])?;
         Ok(Settle { keys, prefix, limit: limit.unwrap_or(*SWEEP_LIMIT.end()) })
     }

@@ -268,7 +268,7 @@ impl<'a> Config<'a> {
         name: "config",
         command: "EMQ.CONFIG",
         keys: &[Role::Config, Role::Pending, Role::Priority, Role::Rate, Role::Events, Role::Wake],
-        forms: &[4, 5, 6],
+        forms: &[6],
         args: &[],
         options: &[
             "PAUSED",
@@ -287,11 +287,11 @@ impl<'a> Config<'a> {
         wakes_claims: true,
     };
 
-    /// KEYS: config, pending, priority, rate[, events[, wake]]. ARGV: options
+    /// KEYS: config, pending, priority, rate, events, wake. ARGV: options
     /// `PAUSED 0|1`, `CONCURRENCY <n>` (0: no limit), `RATE <n>` (0: no
     /// limit) with `PER <ms>`, retention, `EVENTS <n>` (0: off).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Config<'a>, Refusal> {
-        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         let [paused, concurrency, rate, per, done_age, done_count, dead_age, dead_count, cancelled_age, cancelled_count, events] =
             options(
                 args,

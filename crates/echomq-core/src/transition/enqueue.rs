@@ -54,7 +54,7 @@ impl<'a> Enqueue<'a> {
             Role::Headers,
             Role::Wake,
         ],
-        forms: &[2, 4, 5, 7, 9, 10, 11],
+        forms: &[2, 11],
         args: &["id", "payload"],
         options: &[
             "PRIORITY",
@@ -73,11 +73,12 @@ impl<'a> Enqueue<'a> {
         wakes_claims: true,
     };
 
-    /// KEYS: job, pending[, delayed, priority[, policy[, unique,
-    /// unique_until[, events, config[, headers[, wake]]]]]]. ARGV: id, payload, options.
+    /// KEYS: job, pending, and with all eleven: delayed, priority, policy,
+    /// unique, unique_until, events, config, headers, wake. The seed's two
+    /// take no option that needs another key. ARGV: id, payload, options.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, id)?;
         let payload = *args.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
@@ -140,17 +141,17 @@ impl<'a> Enqueue<'a> {
             (None, _) => None,
         };
         let priority = priority.unwrap_or(0);
-        if headers.is_some() && keys.len() < 10 {
-            return Err(Refusal::arg("HEADERS needs all ten keys"));
+        if headers.is_some() && keys.len() < 11 {
+            return Err(Refusal::arg("HEADERS needs all eleven keys"));
         }
-        if unique.is_some() && keys.len() < 7 {
-            return Err(Refusal::arg("UNIQUE needs all seven keys"));
+        if unique.is_some() && keys.len() < 11 {
+            return Err(Refusal::arg("UNIQUE needs all eleven keys"));
         }
-        if policy.is_some() && keys.len() < 5 {
-            return Err(Refusal::arg("ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all five keys"));
+        if policy.is_some() && keys.len() < 11 {
+            return Err(Refusal::arg("ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys"));
         }
-        if (delay.is_some() || at.is_some() || priority != 0) && keys.len() < 4 {
-            return Err(Refusal::arg("PRIORITY, DELAY and AT need all four keys"));
+        if (delay.is_some() || at.is_some() || priority != 0) && keys.len() < 11 {
+            return Err(Refusal::arg("PRIORITY, DELAY and AT need all eleven keys"));
         }
         Ok(Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, prefix })
     }
@@ -298,7 +299,7 @@ impl<'a> EnqueueMany<'a> {
     /// KEYS: pending, events, config, wake. ARGV: one or more jobs, each
     /// `id payload`, at most [`ENQUEUES`] of them.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<EnqueueMany<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         let mut jobs = Vec::with_capacity(args.len() / 2);
         let mut rest = args;
         loop {

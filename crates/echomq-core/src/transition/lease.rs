@@ -45,17 +45,17 @@ impl<'a> Claim<'a> {
             Role::Headers,
             Role::Wake,
         ],
-        forms: &[5, 6, 7, 8],
+        forms: &[8],
         args: &["lease"],
         options: &["COUNT", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: pending, active, config, rate, policy[, events[, headers[, wake]]].
+    /// KEYS: pending, active, config, rate, policy, events, headers, wake.
     /// ARGV: lease, then COUNT (and BLOCK, native only).
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
         let [count, block] = options(
             args.get(1..).unwrap_or_default(),
@@ -258,17 +258,17 @@ impl<'a> Ack<'a> {
         name: "ack",
         command: "EMQ.ACK",
         keys: &[Role::Job, Role::Active, Role::Done, Role::Results, Role::Events, Role::Config],
-        forms: &[3, 4, 6],
+        forms: &[6],
         args: &["id", "token"],
         options: &["RESULT"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, active, done[, results[, events, config]]. ARGV: id,
-    /// token, then `RESULT <bytes>`, which needs the results key.
+    /// KEYS: job, active, done, results, events, config. ARGV: id,
+    /// token, then `RESULT <bytes>`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Ack<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.form(keys.len())?)?;
         let mut result = None;
         let mut rest = args.get(2..).unwrap_or_default();
         while let Some((&name, tail)) = rest.split_first() {
@@ -277,9 +277,6 @@ impl<'a> Ack<'a> {
             }
             result = Some(ack_result(result, tail.first().copied())?);
             rest = &tail[1..];
-        }
-        if result.is_some() && keys.len() < 4 {
-            return Err(Refusal::arg("RESULT needs KEYS[4], emq:{<queue>}:results"));
         }
         Ok(Ack { fenced, result })
     }
@@ -370,7 +367,7 @@ impl<'a> AckNext<'a> {
     /// policy, headers, wake. ARGV: id, token, the next claims' lease, then
     /// `RESULT <bytes>` and `COUNT <n>` (default 1), in any order.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckNext<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.form(keys.len())?)?;
         let prefix = &keys[1][..keys[1].len() - b"active".len()];
         let lease = count(args.get(2).copied(), "lease", LEASE_MS)?;
         let (mut result, mut claims) = (None, None);
@@ -463,7 +460,7 @@ impl<'a> AckMany<'a> {
     /// KEYS: active, done, results, events, config. ARGV: one or more jobs,
     /// each `id token [RESULT <bytes>]`, at most [`ACKS`] of them.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckMany<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         let mut acks = Vec::new();
         let mut rest = args;
         loop {
@@ -553,18 +550,18 @@ impl<'a> Fail<'a> {
             Role::Events,
             Role::Config,
         ],
-        forms: &[5, 6, 8],
+        forms: &[8],
         args: &["id", "token", "max_attempts", "backoff", "error"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, active, delayed, dead, errors[, policy[, events, config]].
+    /// KEYS: job, active, delayed, dead, errors, policy, events, config.
     /// ARGV: id, token, max attempts, back-off, error: the caller's, for a
-    /// job with no policy of its own (or with five keys).
+    /// job with no policy of its own.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fail<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.form(keys.len())?)?;
         let max_attempts = count(args.get(2).copied(), "max_attempts", MAX_ATTEMPTS)?;
         let backoff = count(args.get(3).copied(), "backoff", DELAY_MS)?;
         let error = *args.get(4).ok_or_else(|| Refusal::arg("error text is missing"))?;
@@ -666,16 +663,16 @@ impl<'a> Release<'a> {
             Role::Config,
             Role::Wake,
         ],
-        forms: &[4, 6, 7],
+        forms: &[7],
         args: &["id", "token"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, active, pending, priority[, events, config[, wake]]. ARGV: id, token.
+    /// KEYS: job, active, pending, priority, events, config, wake. ARGV: id, token.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Release<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.form(keys.len())?)?;
         options(args.get(2..).unwrap_or_default(), [])?;
         Ok(Release(fenced))
     }
@@ -709,16 +706,16 @@ impl<'a> Progress<'a> {
         name: "progress",
         command: "EMQ.PROGRESS",
         keys: &[Role::Job, Role::Progress, Role::Events, Role::Config],
-        forms: &[2, 4],
+        forms: &[4],
         args: &["id", "token", "value"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, progress[, events, config]. ARGV: id, token, value.
+    /// KEYS: job, progress, events, config. ARGV: id, token, value.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Progress<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.form(keys.len())?)?;
         let value = *args.get(2).ok_or_else(|| Refusal::arg("progress value is missing"))?;
         if value.len() > MAX_PROGRESS {
             return Err(Refusal::new(Code::Size, format!("progress exceeds {MAX_PROGRESS} bytes")));
@@ -753,18 +750,18 @@ impl<'a> Defer<'a> {
         name: "defer",
         command: "EMQ.DEFER",
         keys: &[Role::Job, Role::Active, Role::Delayed, Role::Policy, Role::Config, Role::Events],
-        forms: &[5, 6],
+        forms: &[6],
         args: &["id", "token", "delay", "max_attempts"],
         options: &["PAUSE"],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, active, delayed, policy, config[, events]. ARGV: id, token, delay,
+    /// KEYS: job, active, delayed, policy, config, events. ARGV: id, token, delay,
     /// max attempts (the caller's, for a job with no ATTEMPTS of its own),
     /// then `PAUSE 0|1`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Defer<'a>, Refusal> {
-        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.roles(keys.len()))?;
+        let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.form(keys.len())?)?;
         let delay = count(args.get(2).copied(), "delay", DELAY_MS)?;
         let max_attempts = count(args.get(3).copied(), "max_attempts", MAX_ATTEMPTS)?;
         let [pause] = options(args.get(4..).unwrap_or_default(), [("PAUSE", FLAG)])?;

@@ -19,17 +19,17 @@ impl<'a> Inspect<'a> {
         name: "inspect",
         command: "EMQ.INSPECT",
         keys: &[Role::Job, Role::Errors, Role::Progress, Role::Results, Role::Policy, Role::Headers],
-        forms: &[3, 5, 6],
+        forms: &[6],
         args: &["id"],
         options: &[],
         effect: Effect::Reads,
         wakes_claims: false,
     };
 
-    /// KEYS: job, errors, progress[, results, policy[, headers]]. ARGV: id.
+    /// KEYS: job, errors, progress, results, policy, headers. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Inspect<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
+        queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Inspect { keys, id })
     }

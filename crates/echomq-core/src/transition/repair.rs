@@ -29,17 +29,17 @@ impl<'a> Cancel<'a> {
             Role::Events,
             Role::Config,
         ],
-        forms: &[6, 8],
+        forms: &[8],
         args: &["id"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: false,
     };
 
-    /// KEYS: job, pending, active, delayed, dead, cancelled[, events, config]. ARGV: id.
+    /// KEYS: job, pending, active, delayed, dead, cancelled, events, config. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Cancel<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
+        queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Cancel { keys, id })
     }
@@ -87,17 +87,17 @@ impl<'a> Retry<'a> {
         name: "retry",
         command: "EMQ.RETRY",
         keys: &[Role::Job, Role::Dead, Role::Pending, Role::Priority, Role::Events, Role::Config, Role::Wake],
-        forms: &[4, 6, 7],
+        forms: &[7],
         args: &["id"],
         options: &[],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, dead, pending, priority[, events, config[, wake]]. ARGV: id.
+    /// KEYS: job, dead, pending, priority, events, config, wake. ARGV: id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
+        queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
         Ok(Retry { keys, id })
     }

@@ -178,18 +178,18 @@ impl<'a> Fire<'a> {
         name: "fire",
         command: "EMQ.FIRE",
         keys: &[Role::Job, Role::Pending, Role::Ticks, Role::Events, Role::Config, Role::Wake],
-        forms: &[3, 5, 6],
+        forms: &[6],
         args: &["id", "payload", "name", "tick", "next"],
         options: &["SKIP"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, pending, ticks[, events, config[, wake]]. ARGV: id, payload,
+    /// KEYS: job, pending, ticks, events, config, wake. ARGV: id, payload,
     /// name, tick, next, then SKIP.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fire<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), id)?;
+        queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, id)?;
         let payload = *args.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));

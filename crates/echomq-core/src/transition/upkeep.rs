@@ -44,18 +44,18 @@ impl<'a> Reap<'a> {
             Role::Config,
             Role::Wake,
         ],
-        forms: &[6, 8, 9],
+        forms: &[9],
         args: &["max_attempts"],
         options: &["LIMIT"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: active, pending, dead, errors, priority, policy[, events,
-    /// config[, wake]]. ARGV: max attempts (the reaper's, for a job with no policy
+    /// KEYS: active, pending, dead, errors, priority, policy, events,
+    /// config, wake. ARGV: max attempts (the reaper's, for a job with no policy
     /// of its own), LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         let max_attempts = count(args.first().copied(), "max_attempts", MAX_ATTEMPTS)?;
         let limit = limit(args.get(1..).unwrap_or_default())?;
         Ok(Reap { keys, prefix, max_attempts, limit })
@@ -128,16 +128,16 @@ impl<'a> Promote<'a> {
         name: "promote",
         command: "EMQ.PROMOTE",
         keys: &[Role::Delayed, Role::Pending, Role::Priority, Role::Events, Role::Config, Role::Wake],
-        forms: &[3, 5, 6],
+        forms: &[6],
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: delayed, pending, priority[, events, config[, wake]]. ARGV: LIMIT.
+    /// KEYS: delayed, pending, priority, events, config, wake. ARGV: LIMIT.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Promote<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         Ok(Promote { keys, prefix, limit: limit(args)? })
     }
 
@@ -453,17 +453,16 @@ impl<'a> Obliterate<'a> {
             Role::BatchOpen,
             Role::Wake,
         ],
-        forms: &[22, 23],
+        forms: &[23],
         args: &[],
         options: &[],
         effect: Effect::Frees,
         wakes_claims: false,
     };
 
-    /// KEYS: the six sets, then every other key of the queue (the last,
-    /// wake, may be left out). No ARGV.
+    /// KEYS: the six sets, then every other key of the queue. No ARGV.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Obliterate<'a>, Refusal> {
-        queue_prefix(keys, Self::DESCRIPTION.roles(keys.len()), b"")?;
+        queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
         options(args, [])?;
         Ok(Obliterate { keys })
     }

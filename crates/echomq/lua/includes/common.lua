@@ -90,13 +90,17 @@ local function kind_error(id)
 end
 
 -- The queue's prefix, emq:{q}:, read off KEYS[1] and checked against every key:
--- the keys must be this queue's, named as the protocol names them: the first
--- `count` of `names` (all of them by default). The name 'job' stands for the
--- record of `id`.
-local function queue_prefix(names, id, count)
-  count = count or #names
-  if #KEYS ~= count then
-    return nil, emq_error('EMQARG', 'wrong number of keys')
+-- the keys must be this queue's, named as the protocol names them: all of
+-- `names`, or the first n when `forms` lists n (ENQUEUE's {2, 11}). The name
+-- 'job' stands for the record of `id`.
+local function queue_prefix(names, id, forms)
+  forms = forms or {#names}
+  local count = nil
+  for _, n in ipairs(forms) do
+    if #KEYS == n then count = n end
+  end
+  if not count then
+    return nil, emq_error('EMQARG', 'wrong number of keys: takes ' .. table.concat(forms, ' or '))
   end
   local first = names[1] == 'job' and 'job:' .. id or names[1]
   local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #first)
@@ -112,20 +116,6 @@ local function queue_prefix(names, id, count)
     end
   end
   return prefix
-end
-
--- The names of a call's keys: the first #KEYS of `names` when #KEYS is one
--- of `forms` (the counts a call may send), else all of them, so that
--- queue_prefix refuses the count in its turn.
-local function key_form(names, forms)
-  for _, n in ipairs(forms) do
-    if #KEYS == n then
-      local form = {}
-      for i = 1, n do form[i] = names[i] end
-      return form
-    end
-  end
-  return names
 end
 
 -- Options after the positional arguments: NAME value pairs, each at most once.

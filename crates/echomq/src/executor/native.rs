@@ -1,12 +1,14 @@
 //! The native executor: each transition is one `EMQ.<NAME>` command of the
-//! `echomq-module` Redis module, with the same KEYS and ARGV as its script.
+//! `echomq-module` Redis module, with a key count and then the same KEYS and
+//! ARGV as its script, as `EVALSHA` takes them. A host uses the module only
+//! when its `EMQ.VERSION` answers the host's major version of the protocol.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use echomq_core::Name;
+use echomq_core::version::{Version, PROTOCOL};
 use redis::aio::ConnectionLike;
 use redis::Value;
 
@@ -144,10 +146,10 @@ where
     }
 }
 
-/// The call as its `EMQ.<NAME>` command.
+/// The call as its `EMQ.<NAME>` command: `EMQ.<NAME> numkeys key… arg…`.
 fn command(call: &Call) -> redis::Cmd {
     let mut command = super::sized_command(call, &[call.name.describe().command]);
-    command.arg(&call.keys).arg(&call.args);
+    command.arg(call.keys.len()).arg(&call.keys).arg(&call.args);
     command
 }
 
@@ -260,23 +262,139 @@ pub async fn connect_cluster(client: &redis::cluster::ClusterClient) -> Result<A
     if !has_module(&conn).await? {
         return Ok(Arc::new(super::Lua::new(conn).with_blocking_connections(open)));
     }
-    Ok(Arc::new(Native::new(conn).with_blocking_connections(open)))
+    let open = move || {
+        let opened = open();
+        async move { opened.await.map(ByFirstKey) }
+    };
+    Ok(Arc::new(Native::new(ByFirstKey(conn)).with_blocking_connections(open)))
 }
 
-/// Whether the server has the module's commands (`COMMAND INFO EMQ.CLAIM`).
+/// A cluster connection for [`Native`]: it sends each `EMQ.*` command, and
+/// each pipeline of them, to the node of the command's first key. The
+/// cluster client routes a command it does not know by its first argument,
+/// which for `EMQ.<NAME> numkeys key…` is the count (as it knows to skip
+/// `EVALSHA`'s); every call would then be redirected. Other commands (WAIT,
+/// `CLIENT UNBLOCK`, stream reads) go as the client routes them.
+#[cfg(feature = "cluster")]
+#[derive(Clone)]
+pub struct ByFirstKey(pub redis::cluster_async::ClusterConnection);
+
+#[cfg(feature = "cluster")]
+impl ByFirstKey {
+    /// The node of `command`'s first key, when it is a native command with keys.
+    fn route(command: &redis::Cmd) -> Option<redis::cluster_routing::Route> {
+        let mut words = command.args_iter().map(|arg| match arg {
+            redis::Arg::Simple(word) => word,
+            _ => &[],
+        });
+        let name = words.next()?;
+        if !name.get(..4)?.eq_ignore_ascii_case(b"EMQ.") {
+            return None;
+        }
+        let count = std::str::from_utf8(words.next()?).ok()?.parse::<usize>().ok()?;
+        let key = words.next().filter(|_| count > 0)?;
+        Some(redis::cluster_routing::Route::with_key(key, redis::cluster_routing::SlotAddr::Master))
+    }
+}
+
+#[cfg(feature = "cluster")]
+impl ConnectionLike for ByFirstKey {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, Value> {
+        use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+        match ByFirstKey::route(cmd) {
+            Some(route) => {
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                Box::pin(self.0.route_command(cmd.clone(), routing))
+            }
+            None => self.0.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<Value>> {
+        use redis::cluster_routing::SingleNodeRoutingInfo;
+        match pipeline.cmd_iter().find_map(ByFirstKey::route) {
+            Some(route) => {
+                let route = SingleNodeRoutingInfo::SpecificNode(route);
+                Box::pin(self.0.route_pipeline(pipeline.clone(), offset, count, route))
+            }
+            None => self.0.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
+/// The command that answers the module's protocol version.
+const VERSION: &str = "EMQ.VERSION";
+
+/// Whether the server has the module, asked with `EMQ.VERSION`: `false`
+/// when the command is unknown, or when the user may not run it (an ACL
+/// user meant for the scripts, SECURITY.md); an [`Error::OtherMajor`] when
+/// the module speaks another major version of the protocol (see [`speaks`]).
 async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
-    let info: Value = redis::cmd("COMMAND")
-        .arg("INFO")
-        .arg(Name::Claim.describe().command)
-        .query_async(&mut conn.clone())
-        .await?;
-    Ok(matches!(&info, Value::Array(entries) if entries.iter().any(|e| *e != Value::Nil)))
+    let answer: redis::RedisResult<Value> = redis::cmd(VERSION).query_async(&mut conn.clone()).await;
+    let unknown = |err: &redis::RedisError| {
+        err.code() == Some("ERR") && err.detail().is_some_and(|d| d.contains("unknown command"))
+    };
+    let found = match answer {
+        Err(err) if unknown(&err) || err.code() == Some("NOPERM") => None,
+        answer => Some(answer?),
+    };
+    speaks(found.as_ref())
+}
+
+/// Whether to use the module, from its `EMQ.VERSION` answer (`None`: the
+/// server has no such command): yes for the host's major version, no
+/// without the module, and [`Error::OtherMajor`], naming both versions, for
+/// another major; an answer that is no version is [`Error::Reply`].
+fn speaks(answer: Option<&Value>) -> Result<bool> {
+    let Some(answer) = answer else { return Ok(false) };
+    let text = match answer {
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok(),
+        Value::SimpleString(text) => Some(text.as_str()),
+        _ => None,
+    };
+    let found = text
+        .and_then(Version::parse)
+        .ok_or_else(|| Error::Reply(format!("{VERSION} answered {answer:?}, not a version")))?;
+    if !PROTOCOL.compatible(found) {
+        return Err(Error::OtherMajor { host: PROTOCOL, found, by: "the echomq module" });
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use redis::io::tcp::TcpSettings;
+
+    #[test]
+    fn the_module_is_used_at_the_hosts_major_and_refused_at_another() {
+        let answer = |text: &str| Value::BulkString(text.as_bytes().to_vec());
+        assert!(!speaks(None).unwrap(), "no module: Lua");
+        assert!(speaks(Some(&answer("1.0"))).unwrap());
+        let next_minor = Version { minor: PROTOCOL.minor + 1, ..PROTOCOL };
+        assert!(speaks(Some(&answer(&next_minor.to_string()))).unwrap(), "a later minor only adds");
+        let next_major = Version { major: PROTOCOL.major + 1, minor: 0 };
+        let refused = speaks(Some(&answer(&next_major.to_string()))).unwrap_err();
+        assert!(
+            matches!(refused, Error::OtherMajor { host, found, .. } if host == PROTOCOL && found == next_major)
+        );
+        assert_eq!(
+            refused.to_string(),
+            format!("the echomq module speaks protocol {next_major}, this host {PROTOCOL}: another major, so nothing was written")
+        );
+        for junk in [answer("1"), answer("v1.0"), Value::Int(1), Value::Nil] {
+            assert!(matches!(speaks(Some(&junk)), Err(Error::Reply(_))), "{junk:?}");
+        }
+    }
 
     #[test]
     fn a_client_without_tcp_settings_gets_probes_and_one_with_its_own_keeps_them() {

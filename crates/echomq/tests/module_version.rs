@@ -1,0 +1,31 @@
+//! The host detects the module by `EMQ.VERSION`: a server whose module
+//! answers this host's major (1.0) gets the native executor, a server with
+//! no module the scripts. (A module answering another major is refused with
+//! `Error::OtherMajor` and nothing written: the decision is unit-tested in
+//! `executor/native.rs`, as no module of another major can be loaded here.)
+
+use echomq::{detect, Queue};
+use echomq_test_support::{unique_queue, RedisServer};
+
+/// The fields of the record `queue` enqueues through the executor `detect` picks.
+async fn record_fields(server: &RedisServer) -> Vec<String> {
+    let conn = server.connection().await;
+    let queue = Queue::with_executor(detect(conn.clone()).await.unwrap(), &unique_queue("v")).unwrap();
+    let id = queue.enqueue(b"p".to_vec()).await.unwrap();
+    let mut fields: Vec<String> =
+        redis::cmd("HKEYS").arg(queue.keyspace().job(&id)).query_async(&mut conn.clone()).await.unwrap();
+    fields.sort();
+    fields
+}
+
+#[tokio::test]
+async fn a_module_of_this_major_is_used_and_no_module_means_the_scripts() {
+    let native = RedisServer::start_with_module();
+    let version: String =
+        redis::cmd("EMQ.VERSION").query_async(&mut native.connection().await).await.unwrap();
+    assert_eq!(version, echomq_core::PROTOCOL.to_string());
+    // A native birth: the seed's five fields.
+    assert_eq!(record_fields(&native).await, ["attempts", "enqueued_at", "payload", "state", "updated_at"]);
+    // The scripts write the three birth fields only.
+    assert_eq!(record_fields(&RedisServer::start()).await, ["attempts", "payload", "state"]);
+}
