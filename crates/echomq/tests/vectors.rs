@@ -443,13 +443,6 @@ async fn replay(
     wrong
 }
 
-/// Cases the native module answers otherwise today, by name: it infers
-/// where KEYS end (no key count on `EMQ.*`), so a call with the wrong
-/// number of keys reads a key as an argument (issue 28, item 2). The
-/// module's explicit key count makes them agree: when none of them
-/// differs any more the test fails, so this list goes when that lands.
-const NATIVE_KEY_COUNT: [&str; 2] = ["one key only", "one key too many"];
-
 /// Every case of every file on `via`; fails naming each case that differs.
 fn replay_all(via: Via) {
     let server =
@@ -458,16 +451,10 @@ fn replay_all(via: Via) {
     let conn = runtime.block_on(server.connection());
     let mut failures = Vec::new();
     let mut count = 0;
-    let mut known_differ = 0;
     for file in files() {
         for case in &file.cases {
             count += 1;
             let wrong = runtime.block_on(replay(via, &conn, file.name, case, file.now));
-            let known = via == Via::Native && NATIVE_KEY_COUNT.iter().any(|name| case["name"] == *name);
-            if known {
-                known_differ += usize::from(!wrong.is_empty());
-                continue;
-            }
             if !wrong.is_empty() {
                 failures.push(format!(
                     "{}.json {:?} on {via:?}:\n  {}",
@@ -477,9 +464,6 @@ fn replay_all(via: Via) {
                 ));
             }
         }
-    }
-    if via == Via::Native && known_differ == 0 {
-        failures.push("every wrong key count agrees on Native now: drop NATIVE_KEY_COUNT".to_owned());
     }
     assert!(
         failures.is_empty(),
