@@ -326,7 +326,11 @@ fn protocol(config: &[u8], value: Option<&[u8]>) -> Result<(), Refusal> {
 const STATES: [&[u8]; 6] = [b"pending", b"active", b"delayed", b"done", b"dead", b"cancelled"];
 
 /// A record's `attempts` as read before a write: `EMQDATA` unless it is an
-/// integer (a missing record has none).
+/// integer of 0 or more (a missing record has none). The tokens a claim
+/// mints from a negative one would differ by executor.
 fn attempts_of(key: &[u8], attempts: Option<&[u8]>) -> Result<Option<i64>, Refusal> {
-    stored(attempts, key, b"attempts")
+    match stored(attempts, key, b"attempts")? {
+        Some(n) if n < 0 => Err(malformed(key, b"attempts", "an integer of 0 or more")),
+        n => Ok(n),
+    }
 }

@@ -137,7 +137,14 @@ if opts.RATE == 0 then redis.call('DEL', KEYS[4]) end
 if resumed_head then
   redis.call('ZREM', KEYS[2], resumed_head)
   redis.call('ZADD', KEYS[2], resumed_score or 0, resumed_head)
-  wake_anew(wakes)
+  -- Set the key anew (DEL, then ZADD), so that the server signals it to
+  -- every claim blocked on it, a native `EMQ.CLAIM … BLOCK` among them,
+  -- even when a stale member was left in it (a ZADD to a key that exists
+  -- signals nothing).
+  if wakes then
+    redis.call('DEL', wakes)
+    wake(wakes)
+  end
 end
 -- After the change: an EVENTS of this call already applies.
 local keep = events_keep(KEYS[5], KEYS[1])

@@ -2542,6 +2542,7 @@ const REFUSALS: &[Refusal] = &[
 /// Keys of the full forms, for the refusals of malformed stored state.
 const ENQUEUE_KEYS: &str = "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
                             $q:events $q:config $q:headers $q:wake";
+const ACK_KEYS: &str = "$q:job:$A $q:active $q:done $q:results $q:events $q:config";
 const CLAIM_KEYS: &str = "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake";
 const CONFIG_KEYS: &str = "$q:config $q:pending $q:priority $q:rate $q:events $q:wake";
 const REAP_KEYS: &str =
@@ -2559,6 +2560,22 @@ const VERSION_2: &str = "EMQVERSION queue written by protocol 2.0; this speaker 
 /// another protocol major, is refused before any write, the same on every
 /// executor. Each of these wrote half a transition on Lua before.
 const MALFORMED: &[Refusal] = &[
+    Refusal {
+        name: "claim of a record whose attempts is negative takes nothing",
+        given: &["HSET $q:job:$A state pending attempts -5 payload a", "ZADD $q:pending 0 $A"],
+        call: Name::Claim,
+        keys: CLAIM_KEYS,
+        args: "30000",
+        error: "EMQDATA $q:job:$A attempts is not an integer of 0 or more",
+    },
+    Refusal {
+        name: "ack of a record whose attempts is negative is no fence",
+        given: &["HSET $q:job:$A state active attempts -1 payload a", "ZADD $q:active 99999999999999 $A"],
+        call: Name::Ack,
+        keys: ACK_KEYS,
+        args: "$A 1",
+        error: "EMQDATA $q:job:$A attempts is not an integer of 0 or more",
+    },
     Refusal {
         name: "claim with attempts x behind a good job takes neither",
         given: PENDING_B_BAD_A,
@@ -2811,7 +2828,7 @@ const MALFORMED: &[Refusal] = &[
         name: "ack of a record whose attempts is x",
         given: &["HSET $q:job:$A state active attempts x payload p", "ZADD $q:active 99999999999999 $A"],
         call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done",
+        keys: ACK_KEYS,
         args: "$A 1",
         error: "EMQDATA $q:job:$A attempts is not an integer",
     },

@@ -17,12 +17,21 @@ local function read_record(key, ...)
   return fields
 end
 
+-- A record's `attempts`, read before a write: EMQDATA unless it is an
+-- integer of 0 or more (a missing record has none: nil).
+local function attempts_of(key, attempts)
+  local n, err = stored(attempts, key, 'attempts')
+  if err then return nil, err end
+  if n and n < 0 then return nil, malformed(key, 'attempts', 'an integer of 0 or more') end
+  return n
+end
+
 -- The fence of an existing record whose `state` and `attempts` were read:
 -- a state none of the six, or attempts not an integer, is EMQDATA; then
 -- it must be active and hold `token` as its attempts (EMQFENCE).
 local function fenced_record_error(key, state, attempts, token)
   if not STATES[state] then return malformed(key, 'state', 'a state') end
-  local n, err = stored(attempts, key, 'attempts')
+  local n, err = attempts_of(key, attempts)
   if err then return err end
   if state ~= 'active' or n ~= token then
     return emq_error('EMQFENCE', 'token does not hold the lease')
@@ -61,11 +70,6 @@ local function priority_of(priority_key, id)
   return n or 0
 end
 
--- A record's `attempts`, read before a write: EMQDATA unless it is an
--- integer (a missing record has none: nil).
-local function attempts_of(key, attempts)
-  return stored(attempts, key, 'attempts')
-end
 
 -- Back to pending at `score`, the job's priority as priority_of read it.
 local function to_pending(record_key, pending_key, score, id)

@@ -21,17 +21,6 @@ local function wake(key)
   if key then redis.call('ZADD', key, 0, 1) end
 end
 
--- A resume: set the key anew (DEL, then ZADD), so that the server signals
--- it to every claim blocked on it, a native `EMQ.CLAIM … BLOCK` among them,
--- even when a stale member was left in it (a ZADD to a key that exists
--- signals nothing).
-local function wake_anew(key)
-  if key then
-    redis.call('DEL', key)
-    wake(key)
-  end
-end
-
 -- The trailing keys most transitions that add to pending take: the events
 -- keys KEYS[at - 2] and KEYS[at - 1], then the wake-up key KEYS[at]; the
 -- log's length (or nil), the wake-up key (or false), or an error reply.
