@@ -132,7 +132,10 @@ pub(crate) type Split<'w> = (&'w [&'w [u8]], &'w [&'w [u8]]);
 pub(crate) fn split_keys<'w>(described: &Description, words: &'w [&'w [u8]]) -> Result<Split<'w>, Refusal> {
     let wrong = || wrong_number_of_keys(described.forms);
     let (count, rest) = words.split_first().ok_or_else(wrong)?;
-    let digits = !count.is_empty() && count.len() <= 2 && count.iter().all(u8::is_ascii_digit);
+    // Decimal as EVALSHA reads its numkeys: no sign, no leading zero.
+    let digits = matches!(count.len(), 1..=2)
+        && count.iter().all(u8::is_ascii_digit)
+        && (count.len() == 1 || count[0] != b'0');
     let count = digits.then(|| std::str::from_utf8(count).ok()?.parse::<usize>().ok()).flatten();
     match count {
         Some(count) if described.forms.contains(&count) => rest.split_at_checked(count).ok_or_else(wrong),
@@ -193,7 +196,8 @@ mod tests {
         let (keys, args) = split_keys(enqueue, &call).unwrap();
         assert_eq!((keys, args), (&call[1..3], &call[3..]));
         let wrong = "EMQARG wrong number of keys: takes 2 or 11";
-        for count in [&b""[..], b"4", b"02x", b"-2", b"+2", b" 2", b"11", b"999", b"emq:{q}:job:JOB_1"] {
+        for count in [&b""[..], b"4", b"02", b"02x", b"-2", b"+2", b" 2", b"11", b"999", b"emq:{q}:job:JOB_1"]
+        {
             let call: [&[u8]; 5] = [count, b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
             let refused = split_keys(enqueue, &call).unwrap_err().to_string();
             assert_eq!(refused, wrong, "{}", String::from_utf8_lossy(count));

@@ -75,7 +75,9 @@ fn write(dir: &Path) -> Result<String, Error> {
 }
 
 /// `manifest.json`: `{"protocol": "1.0", "scripts": [{"transition",
-/// "file", "keys", "sha1"}, …]}`, the scripts in the protocol's order.
+/// "file", "keys", "key_counts", "sha1"}, …]}`, the scripts in the
+/// protocol's order: `keys` all of a transition's keys, `key_counts` every
+/// count a call may send (ENQUEUE's `[2, 11]`).
 fn manifest(scripts: &[Script]) -> String {
     let entries: Vec<serde_json::Value> = scripts
         .iter()
@@ -84,6 +86,7 @@ fn manifest(scripts: &[Script]) -> String {
                 "transition": script.name.as_str(),
                 "file": script.file,
                 "keys": script.name.describe().keys.len(),
+                "key_counts": script.name.describe().forms,
                 "sha1": script.sha1,
             })
         })

@@ -44,12 +44,11 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
     assert_eq!(enqueued, 1);
     let claimed: Vec<(String, i64, Vec<u8>)> = redis::cmd("EVALSHA")
         .arg(&by_file["claim-8.lua"])
-        .arg(5)
-        .arg(format!("{q}pending"))
-        .arg(format!("{q}active"))
-        .arg(format!("{q}config"))
-        .arg(format!("{q}rate"))
-        .arg(format!("{q}policy"))
+        .arg(8)
+        .arg(
+            &["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
+                .map(|k| format!("{q}{k}")),
+        )
         .arg(30_000)
         .query(&mut conn)
         .unwrap();
@@ -62,12 +61,11 @@ fn the_written_scripts_load_and_run_by_their_sha1() {
     assert!(reference.contains("--@include "));
     let err = redis::cmd("EVAL")
         .arg(&reference)
-        .arg(5)
-        .arg(format!("{q}pending"))
-        .arg(format!("{q}active"))
-        .arg(format!("{q}config"))
-        .arg(format!("{q}rate"))
-        .arg(format!("{q}policy"))
+        .arg(8)
+        .arg(
+            &["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
+                .map(|k| format!("{q}{k}")),
+        )
         .arg(30_000)
         .query::<redis::Value>(&mut conn)
         .unwrap_err();
@@ -98,6 +96,9 @@ fn the_manifest_names_the_version_and_every_transition_by_the_servers_sha1() {
         let name = echomq::Name::ALL.iter().find(|name| name.as_str() == transition).unwrap();
         assert_eq!(entry["keys"].as_u64().unwrap() as usize, name.describe().keys.len(), "{file}");
         assert_eq!(file, format!("{transition}-{}.lua", entry["keys"]));
+        let counts: Vec<usize> =
+            entry["key_counts"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap() as usize).collect();
+        assert_eq!(counts, name.describe().forms, "{file}");
         let source = std::fs::read_to_string(dir.join(file)).unwrap();
         let loaded: String = redis::cmd("SCRIPT").arg("LOAD").arg(&source).query(&mut conn).unwrap();
         assert_eq!(entry["sha1"].as_str().unwrap(), loaded, "{file}");
