@@ -220,11 +220,16 @@ mod tests {
     use crate::transition::Name;
 
     #[test]
-    fn every_transition_takes_all_its_keys_and_enqueue_also_the_seeds_two() {
+    fn every_transition_takes_all_its_keys_and_enqueue_and_release_also_fewer() {
         for name in Name::ALL {
             let described = name.describe();
             let all = described.keys.len();
-            let forms: &[usize] = if *name == Name::Enqueue { &[2, all] } else { &[all] };
+            let forms: &[usize] = match name {
+                Name::Enqueue => &[2, all],
+                // The policy key goes with REFUND (protocol 1.1).
+                Name::Release => &[7, all],
+                _ => &[all],
+            };
             assert_eq!(described.forms, forms, "{name}");
             assert_eq!(described.form(all).map(<[_]>::len), Ok(all), "{name}");
             let wrong = described.form(all + 1).unwrap_err().to_string();

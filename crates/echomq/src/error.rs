@@ -93,6 +93,18 @@ pub enum Error {
         /// What answered it: `the echomq module`.
         by: &'static str,
     },
+    /// The server speaks an earlier minor version of this host's major
+    /// (`found`, from `by`): it lacks calls the host makes, so the host
+    /// refuses it, and wrote nothing. Upgrade the module.
+    #[error("{by} speaks protocol {found}, earlier than this host's {host}: it lacks calls this host makes, so nothing was written; upgrade the module")]
+    OlderMinor {
+        /// The version this host speaks, [`echomq_core::PROTOCOL`].
+        host: echomq_core::version::Version,
+        /// The version the server answered.
+        found: echomq_core::version::Version,
+        /// What answered it: `the echomq module`.
+        by: &'static str,
+    },
     /// The connection or the server failed (anything not an `EMQ` code).
     #[error(transparent)]
     Redis(redis::RedisError),

@@ -651,9 +651,11 @@ impl Queue {
         self.run(&Extend { id: job.id.clone(), token: job.token, lease }).await
     }
 
-    /// Give a claimed job back to pending without blame.
-    pub async fn release(&self, job: &Claimed) -> Result<()> {
-        self.run(&Release { id: job.id.clone(), token: job.token }).await
+    /// Give a claimed job back to pending without blame and without spending
+    /// its attempt: the job's own maximum grows by one (from `policy`'s, for a
+    /// job with none of its own), so a shutdown never brings it nearer to dead.
+    pub async fn release(&self, job: &Claimed, policy: &RetryPolicy) -> Result<()> {
+        self.run(&Release { id: job.id.clone(), token: job.token, max_attempts: policy.max_attempts }).await
     }
 
     /// Report a claimed job's progress (at most 4096 bytes), kept beside the

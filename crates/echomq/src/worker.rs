@@ -499,7 +499,7 @@ async fn claim_loop(
         if shared.stopping.is_cancelled() {
             // Claimed while shutting down: give them straight back.
             for job in &claimed {
-                let _ = queue.release(job).await;
+                let _ = queue.release(job, &options.retry).await;
             }
             break;
         }

@@ -544,7 +544,17 @@ const SHAPES: [Shape; 28] = [
         options: STRAY,
     },
     Shape { name: Name::Extend, args: &[ID, TOKEN, &["60000", "0", "x"]], options: STRAY },
-    Shape { name: Name::Release, args: &[ID, TOKEN], options: STRAY },
+    Shape {
+        name: Name::Release,
+        args: &[ID, TOKEN],
+        options: &[
+            ("REFUND", "3"),
+            ("refund", "0"),
+            ("REFUND", "x"),
+            ("REFUND", "2147483648"),
+            ("extra", "1"),
+        ],
+    },
     Shape { name: Name::Reap, args: &[&["3", "1", "0", "-1", "x"]], options: LIMIT },
     Shape { name: Name::Promote, args: &[], options: LIMIT },
     Shape { name: Name::Purge, args: &[&["0", "600000", "-1", "x"]], options: LIMIT },

@@ -90,7 +90,7 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
     let place = format!("(ack of {id} in queue {})", q.name());
     assert_eq!(fenced.to_string(), format!("EMQFENCE token does not hold the lease {place}"));
     assert!(matches!(q.extend(&stale, LONG).await, Err(Error::Fence(_))));
-    assert!(matches!(q.release(&stale).await, Err(Error::Fence(_))));
+    assert!(matches!(q.release(&stale, &RetryPolicy::default()).await, Err(Error::Fence(_))));
     assert!(matches!(q.fail(&stale, "late", &RetryPolicy::default()).await, Err(Error::Fence(_))));
     assert_eq!(before, h.snapshot().await);
 

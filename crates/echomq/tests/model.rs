@@ -182,10 +182,14 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             job.short = false;
             "deadline".into()
         }),
-        Op::Release { slot, stale } => model.fenced(slot, token_for(tokens, slot, stale), |job| {
-            job.state = State::Pending;
-            "()".into()
-        }),
+        Op::Release { slot, stale, max_attempts } => {
+            model.fenced(slot, token_for(tokens, slot, stale), |job| {
+                job.state = State::Pending;
+                // REFUND: the attempt is given back, the job's own maximum grows.
+                job.own_attempts = Some((job.own_attempts.unwrap_or(max_attempts) + 1).min(2_147_483_647));
+                "()".into()
+            })
+        }
         Op::Reap { max_attempts } => {
             wait_for_short_scores(h, &h.keys.active()).await;
             let (mut requeued, mut dead) = (0, 0);

@@ -840,20 +840,44 @@ fn cases() -> Vec<Case> {
         },
         // RELEASE
         Case {
-            name: "release gives the job back at its priority, attempts kept",
+            name: "release gives the job back at its priority, attempts kept and the attempt refunded",
             given: &[
                 "HSET $q:job:$A state active attempts 1 payload p",
                 "ZADD $q:active 5 $A",
                 "HSET $q:priority $A 7",
             ],
-            call: Call::Release(Release { id: a(), token: 1 }),
+            call: Call::Release(Release { id: a(), token: 1, max_attempts: 3 }),
             reply: "Ok(())",
-            after: &["events released=$A", "job:$A attempts=1 payload=p state=pending", "pending $A@7", "priority $A=7", "wake 1@0"],
+            after: &[
+                "events released=$A",
+                "job:$A attempts=1 payload=p state=pending",
+                "pending $A@7",
+                "policy $A=ATTEMPTS~4",
+                "priority $A=7",
+                "wake 1@0",
+            ],
+        },
+        Case {
+            name: "release grows the job's own ATTEMPTS, keeping the rest of its policy",
+            given: &[
+                "HSET $q:job:$A state active attempts 2 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:policy $A ATTEMPTS~2~BACKOFF~5",
+            ],
+            call: Call::Release(Release { id: a(), token: 2, max_attempts: 9 }),
+            reply: "Ok(())",
+            after: &[
+                "events released=$A",
+                "job:$A attempts=2 payload=p state=pending",
+                "pending $A@0",
+                "policy $A=ATTEMPTS~3~BACKOFF~5",
+                "wake 1@0",
+            ],
         },
         Case {
             name: "release with a stale token is fenced",
             given: ACTIVE_A,
-            call: Call::Release(Release { id: a(), token: 2 }),
+            call: Call::Release(Release { id: a(), token: 2, max_attempts: 3 }),
             reply: "Err(EMQFENCE)",
             after: ACTIVE_A_AFTER,
         },
@@ -2553,7 +2577,7 @@ const PENDING_B_BAD_A: &[&str] = &[
     "HSET $q:job:$A state pending attempts x payload a",
     "ZADD $q:pending 1 $A",
 ];
-const VERSION_2: &str = "EMQVERSION queue written by protocol 2.0; this speaker is 1.0";
+const VERSION_2: &str = "EMQVERSION queue written by protocol 2.0; this speaker is 1.1";
 
 /// Malformed stored state (PROTOCOL.md §5): a record, a setting or a side
 /// key of the right type holding a value of the wrong shape, or a queue of
@@ -2736,6 +2760,34 @@ const MALFORMED: &[Refusal] = &[
         error: "EMQDATA $q:priority $A is not an integer",
     },
     Refusal {
+        name: "release with REFUND and a malformed policy",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 99999999999999 $A",
+            "HSET $q:policy $A ATTEMPTS",
+        ],
+        call: Name::Release,
+        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake $q:policy",
+        args: "$A 1 REFUND 3",
+        error: "EMQDATA $q:policy $A is not a policy",
+    },
+    Refusal {
+        name: "release with REFUND but seven keys",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 99999999999999 $A"],
+        call: Name::Release,
+        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake",
+        args: "$A 1 REFUND 3",
+        error: "EMQARG REFUND needs the policy key: takes 8 keys",
+    },
+    Refusal {
+        name: "release with the policy key but no REFUND",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 99999999999999 $A"],
+        call: Name::Release,
+        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake $q:policy",
+        args: "$A 1",
+        error: "EMQARG the policy key goes with REFUND: takes 7 keys without it",
+    },
+    Refusal {
         name: "defer with a paused_until of soon",
         given: &[
             "HSET $q:job:$A state active attempts 1 payload p",
@@ -2903,7 +2955,7 @@ const MALFORMED: &[Refusal] = &[
         call: Name::Enqueue,
         keys: ENQUEUE_KEYS,
         args: "$A p",
-        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.0",
+        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.1",
     },
 ];
 

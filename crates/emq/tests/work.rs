@@ -1,8 +1,8 @@
 //! `emq work` as people run it in production (issue 31): a command that
 //! cannot run refused at start, a second Ctrl-C that ends at once, SIGTSTP
 //! to stop claiming, the job's headers and trace context in the command's
-//! environment, `emq progress` from inside a job, and a log line for each
-//! job's end.
+//! environment, `emq progress` from inside a job, a log line for each
+//! job's end, and deploys that spend no attempt.
 
 mod common;
 
@@ -240,4 +240,41 @@ fn sigtstp_stops_claiming_and_lets_running_jobs_finish() {
     assert_eq!(scratch.lines("ran"), [first]);
     assert!(worker.0.try_wait().unwrap().is_none(), "a quiet worker waits for SIGTERM");
     assert!(worker.stop());
+}
+
+/// A graceful shutdown gives the job back without spending its attempt
+/// (RELEASE with REFUND): a job of `--attempts 2` interrupted by two
+/// deploys still has both its attempts, so one real failure retries it and
+/// it then runs, on the scripts and on the module alike.
+#[test]
+fn deploys_spend_no_attempt_of_a_job() {
+    for (server, via) in [(RedisServer::start(), "lua"), (RedisServer::start_with_module(), "native")] {
+        let emq = Emq { url: server.url(), via };
+        let scratch = Scratch::new("deploys");
+        let q = unique_queue("deploys");
+        let id = emq.ok(&["enqueue", &q, "x", "--attempts", "2", "--backoff", "1ms"]).trim().to_owned();
+        for deploy in 1..=2 {
+            let _ = std::fs::remove_file(scratch.path("pid"));
+            let script = r#"cat >/dev/null; echo $$ > "$DIR/pid"; sleep 60"#;
+            let mut worker = work(&emq, &[&q, "--grace", "1s", "--", "sh", "-c", script], &scratch);
+            eventually("the command runs", || !scratch.lines("pid").is_empty());
+            signal(worker.id(), "TERM");
+            let status = worker.0.wait().unwrap();
+            assert!(status.success(), "{via}, deploy {deploy}: {status:?}: {}", log(&scratch));
+            let shown = emq.ok(&["inspect", &id]);
+            assert_eq!(
+                (field(&shown, "state"), field(&shown, "attempts")),
+                ("pending".into(), deploy.to_string()),
+                "{via}, deploy {deploy}: released, the token advanced: {shown}"
+            );
+        }
+        // The first real run fails, the second succeeds.
+        let script = r#"cat >/dev/null; [ -e "$DIR/failed" ] || { touch "$DIR/failed"; exit 1; }"#;
+        let mut worker = work(&emq, &[&q, "--", "sh", "-c", script], &scratch);
+        eventually("the job is done or dead", || matches!(state(&emq, &id).as_str(), "done" | "dead"));
+        signal(worker.id(), "TERM");
+        assert!(worker.0.wait().unwrap().success(), "{via}: {}", log(&scratch));
+        let shown = emq.ok(&["inspect", &id]);
+        assert_eq!(field(&shown, "state"), "done", "{via}: one failure after two deploys: {shown}");
+    }
 }

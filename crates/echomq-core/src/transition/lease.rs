@@ -647,7 +647,12 @@ impl<'a> Extend<'a> {
 
 /// A parsed RELEASE.
 #[derive(Debug)]
-pub struct Release<'a>(Fenced<'a>);
+pub struct Release<'a> {
+    fenced: Fenced<'a>,
+    /// `REFUND <max_attempts>` (with the policy key): the attempt is given
+    /// back; the caller's maximum, for a job with no ATTEMPTS of its own.
+    refund: Option<u64>,
+}
 
 impl<'a> Release<'a> {
     /// What RELEASE is, for every layer.
@@ -662,31 +667,50 @@ impl<'a> Release<'a> {
             Role::Events,
             Role::Config,
             Role::Wake,
+            Role::Policy,
         ],
-        forms: &[7],
+        forms: &[7, 8],
         args: &["id", "token"],
-        options: &[],
+        options: &["REFUND"],
         effect: Effect::Writes,
         wakes_claims: true,
     };
 
-    /// KEYS: job, active, pending, priority, events, config, wake. ARGV: id, token.
+    /// KEYS: job, active, pending, priority, events, config, wake, and
+    /// policy with REFUND. ARGV: id, token, then `REFUND <max_attempts>`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Release<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args, Self::DESCRIPTION.form(keys.len())?)?;
-        options(args.get(2..).unwrap_or_default(), [])?;
-        Ok(Release(fenced))
+        let [refund] = options(args.get(2..).unwrap_or_default(), [("REFUND", MAX_ATTEMPTS)])?;
+        match (refund, keys.len()) {
+            (Some(_), 7) => Err(Refusal::arg("REFUND needs the policy key: takes 8 keys")),
+            (None, 8) => Err(Refusal::arg("the policy key goes with REFUND: takes 7 keys without it")),
+            _ => Ok(Release { fenced, refund }),
+        }
     }
 
-    /// Back to pending at its priority, attempts kept.
+    /// Back to pending at its priority, the token kept. With REFUND the
+    /// attempt is not spent: the job's own ATTEMPTS grow by one, as DEFER's do.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let Fenced { keys, id, .. } = self.0;
-        self.0.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
+        let Fenced { keys, id, .. } = self.fenced;
+        self.fenced.check(store, &[KeyType::Zset, KeyType::Zset, KeyType::Hash])?;
         let events = Events::open(store, trailing(keys, 6))?;
         let wakes = wake_key(store, keys, 6)?;
+        let refunded = match self.refund {
+            Some(max_attempts) => {
+                need(store, keys[7], KeyType::Hash)?;
+                let mut policy = policy_of(store, keys[7], id)?.unwrap_or_default();
+                policy.attempts = Some((policy.max_attempts(max_attempts) + 1).min(*MAX_ATTEMPTS.end()));
+                Some(policy)
+            }
+            None => None,
+        };
         let score = priority_of(store, keys[3], id)?;
         store.zrem(keys[1], id);
         let now = store.now_ms();
         to_pending(store, keys[0], keys[2], score, id, now);
+        if let Some(policy) = refunded {
+            store.hset(keys[7], &[(id, &policy.text())]);
+        }
         wake(store, wakes);
         emit(&events, store, "released", id, &[]);
         Ok(Reply::Int(1))

@@ -14,9 +14,7 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("ack: done", ack(A, "1")).after(claimed()),
         Case::new("ack: RESULT kept", call(Name::Ack, A, &[A, "1", "RESULT", "42"])).after(claimed()),
         Case::new("ack: an empty RESULT", call(Name::Ack, A, &[A, "1", "result", ""])).after(claimed()),
-        Case::new("ack: a second attempt", ack(A, "2"))
-            .after(claimed())
-            .after([call(Name::Release, A, &[A, "1"]), claim(1)]),
+        Case::new("ack: a second attempt", ack(A, "2")).after(claimed()).after([release(A, "1"), claim(1)]),
         Case::new("ack: a stale token", ack(A, "2")).after(claimed()).refused(Code::Fence),
         Case::new("ack: a pending job", ack(A, "1")).after([enqueue(A, "a", &[])]).refused(Code::Fence),
         Case::new("ack: done twice", ack(A, "1")).after(claimed()).after([ack(A, "1")]).refused(Code::Fence),
@@ -40,7 +38,7 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("fail: its own BACKOFF_EXP", fail(A, "2", "5")).after([
             enqueue(A, "a", &["BACKOFF_EXP", "1000"]),
             claim(1),
-            call(Name::Release, A, &[A, "1"]),
+            release(A, "1"),
             claim(1),
         ]),
         Case::new(

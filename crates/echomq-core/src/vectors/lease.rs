@@ -11,7 +11,12 @@ pub(super) fn cases() -> Vec<Case> {
     let acknext = |args: &[&str]| call(Name::AckNext, A, args);
     let ackmany = |args: &[&str]| call(Name::AckMany, "", args);
     let extend = |args: &[&str]| call(Name::Extend, A, args);
-    let release = |args: &[&str]| call(Name::Release, A, args);
+    let release_args = |args: &[&str]| {
+        let mut call = call(Name::Release, A, args);
+        call.keys.truncate(7);
+        call
+    };
+    let refund_args = |args: &[&str]| call(Name::Release, A, args);
     let progress = |args: &[&str]| call(Name::Progress, A, args);
     let defer = |args: &[&str]| call(Name::Defer, A, args);
     let three = [enqueue(A, "a", &[]), enqueue(B, "b", &[]), enqueue(C, "c", &[])];
@@ -25,7 +30,7 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("claim: a second attempt's token is 2", claim(1)).after([
             enqueue(A, "a", &[]),
             claim(1),
-            call(Name::Release, A, &[A, "1"]),
+            release(A, "1"),
         ]),
         Case::new("claim: a policy is handed out", claim(1)).after([enqueue(A, "a", &["ATTEMPTS", "2"])]),
         Case::new("claim: headers are handed out", claim(1)).after([enqueue(
@@ -117,12 +122,46 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("extend: no such job", extend(&[A, "1", "120000"])).refused(Code::NoJob),
         Case::new("extend: lease 0", extend(&[A, "1", "0"])).after(claimed()).refused(Code::Arg),
         Case::new("extend: the id's kind", extend(&["XYZ", "1", "1000"])).refused(Code::Kind),
-        Case::new("release: back to pending", release(&[A, "1"])).after(claimed()),
-        Case::new("release: back at its priority", release(&[A, "1"]))
+        Case::new("release: back to pending", release(A, "1")).after(claimed()),
+        Case::new("release: back at its priority", release(A, "1"))
             .after([enqueue(A, "a", &["PRIORITY", "9"]), claim(1)]),
-        Case::new("release: a stale token", release(&[A, "2"])).after(claimed()).refused(Code::Fence),
-        Case::new("release: token not a number", release(&[A, "one"])).after(claimed()).refused(Code::Arg),
-        Case::new("release: no such job", release(&[A, "1"])).refused(Code::NoJob),
+        Case::new("release: a stale token", release(A, "2")).after(claimed()).refused(Code::Fence),
+        Case::new("release: token not a number", release(A, "one")).after(claimed()).refused(Code::Arg),
+        Case::new("release: no such job", release(A, "1")).refused(Code::NoJob),
+        Case::new("release: an unknown option", release_args(&[A, "1", "LATER", "1"]))
+            .after(claimed())
+            .refused(Code::Arg),
+        Case::new("release: REFUND gives the attempt back", refund(A, "1", "3")).after(claimed()),
+        Case::new("release: REFUND grows the job's own ATTEMPTS", refund(A, "1", "9"))
+            .after([enqueue(A, "a", &["ATTEMPTS", "2", "BACKOFF", "5"]), claim(1)]),
+        Case::new("release: REFUND at the largest ATTEMPTS stays there", refund(A, "1", "2147483647"))
+            .after(claimed()),
+        Case::new("release: a second REFUND grows it again", refund(A, "2", "3"))
+            .after(claimed())
+            .after([refund(A, "1", "3"), claim(1)]),
+        Case::new("release: REFUND without the policy key", release_args(&[A, "1", "REFUND", "3"]))
+            .after(claimed())
+            .refused(Code::Arg),
+        Case::new("release: the policy key without REFUND", refund_args(&[A, "1"]))
+            .after(claimed())
+            .refused(Code::Arg),
+        Case::new("release: REFUND not a number", refund(A, "1", "three"))
+            .after(claimed())
+            .refused(Code::Arg),
+        Case::new("release: REFUND given twice", refund_args(&[A, "1", "REFUND", "3", "REFUND", "3"]))
+            .after(claimed())
+            .refused(Code::Arg),
+        Case::new("release: REFUND with a policy key of another type", refund(A, "1", "3"))
+            .after(claimed())
+            .put("policy", string())
+            .refused(Code::Type),
+        Case::new("release: REFUND with a malformed policy", refund(A, "1", "3"))
+            .after(claimed())
+            .put("policy", hash(&[(A, "ATTEMPTS many")]))
+            .refused(Code::Data),
+        Case::new("release: REFUND on a stale token changes nothing", refund(A, "2", "3"))
+            .after(claimed())
+            .refused(Code::Fence),
         Case::new("progress: kept beside the record", progress(&[A, "1", "50%"])).after(claimed()),
         Case::new("progress: the empty string is a value", progress(&[A, "1", ""])).after(claimed()),
         Case::new("progress: the value missing", progress(&[A, "1"])).after(claimed()).refused(Code::Arg),

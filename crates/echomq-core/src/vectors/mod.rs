@@ -326,6 +326,18 @@ pub fn fail(id: &str, token: &str, max_attempts: &str) -> Call {
     call(Name::Fail, id, &[id, token, max_attempts, "1000", "boom"])
 }
 
+/// RELEASE of `id` by its holder `token`, in its seven-key form (no REFUND).
+pub fn release(id: &str, token: &str) -> Call {
+    let mut call = call(Name::Release, id, &[id, token]);
+    call.keys.truncate(7);
+    call
+}
+
+/// RELEASE of `id` by its holder `token` with `REFUND max_attempts`: all eight keys.
+pub fn refund(id: &str, token: &str, max_attempts: &str) -> Call {
+    call(Name::Release, id, &[id, token, "REFUND", max_attempts])
+}
+
 /// ACK of `id` by its holder `token`.
 pub fn ack(id: &str, token: &str) -> Call {
     call(Name::Ack, id, &[id, token])

@@ -5,12 +5,13 @@ first steps and their last check. The order of checks is the core's
 --@include record
 
 -- The first steps of a fenced transition (ACK, FAIL, EXTEND, RELEASE): the
--- id's kind in ARGV[1], the keys (KEYS[1] its record), the token in ARGV[2].
-local function fenced_call(names)
+-- id's kind in ARGV[1], the keys (KEYS[1] its record; as many as one of
+-- `forms` says, or all of `names`), the token in ARGV[2].
+local function fenced_call(names, forms)
   local id = ARGV[1]
   local err = kind_error(id)
   if err then return nil, nil, err end
-  _, err = queue_prefix(names, id)
+  _, err = queue_prefix(names, id, forms)
   if err then return nil, nil, err end
   local token
   token, err = integer(ARGV[2], 'token', TOKEN_MIN, TOKEN_MAX)

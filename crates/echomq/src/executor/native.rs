@@ -352,8 +352,9 @@ async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
 
 /// Whether to use the module, from its `EMQ.VERSION` answer (`None`: the
 /// server has no such command): yes for the host's major version, no
-/// without the module, and [`Error::OtherMajor`], naming both versions, for
-/// another major; an answer that is no version is [`Error::Reply`].
+/// without the module, [`Error::OtherMajor`], naming both versions, for
+/// another major, and [`Error::OlderMinor`] for an earlier minor (it lacks
+/// calls this host makes); an answer that is no version is [`Error::Reply`].
 fn speaks(answer: Option<&Value>) -> Result<bool> {
     let Some(answer) = answer else { return Ok(false) };
     let text = match answer {
@@ -367,6 +368,9 @@ fn speaks(answer: Option<&Value>) -> Result<bool> {
     if !PROTOCOL.compatible(found) {
         return Err(Error::OtherMajor { host: PROTOCOL, found, by: "the echomq module" });
     }
+    if found.minor < PROTOCOL.minor {
+        return Err(Error::OlderMinor { host: PROTOCOL, found, by: "the echomq module" });
+    }
     Ok(true)
 }
 
@@ -379,7 +383,13 @@ mod tests {
     fn the_module_is_used_at_the_hosts_major_and_refused_at_another() {
         let answer = |text: &str| Value::BulkString(text.as_bytes().to_vec());
         assert!(!speaks(None).unwrap(), "no module: Lua");
-        assert!(speaks(Some(&answer("1.0"))).unwrap());
+        assert!(speaks(Some(&answer(&PROTOCOL.to_string()))).unwrap());
+        let earlier = Version { minor: PROTOCOL.minor - 1, ..PROTOCOL };
+        let refused = speaks(Some(&answer(&earlier.to_string()))).unwrap_err();
+        assert!(
+            matches!(refused, Error::OlderMinor { host, found, .. } if host == PROTOCOL && found == earlier)
+        );
+        assert!(refused.to_string().contains("upgrade the module"), "{refused}");
         let next_minor = Version { minor: PROTOCOL.minor + 1, ..PROTOCOL };
         assert!(speaks(Some(&answer(&next_minor.to_string()))).unwrap(), "a later minor only adds");
         let next_major = Version { major: PROTOCOL.major + 1, minor: 0 };

@@ -328,13 +328,17 @@ impl Transition for Extend {
 }
 
 /// The holder gives the job back to pending without blame (a shutting-down
-/// worker). Its attempts stay: the token never goes down.
+/// worker), always with REFUND: the token stays (it never goes down) and the
+/// attempt is not spent, the job's own maximum growing by one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Release {
     /// The job's id.
     pub id: JobId,
     /// The token its claim handed out.
     pub token: u64,
+    /// The caller's maximum attempts, for a job with none of its own: the
+    /// job's own maximum becomes this plus one.
+    pub max_attempts: u64,
 }
 
 impl Transition for Release {
@@ -346,7 +350,12 @@ impl Transition for Release {
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![self.id.as_str().into(), token(self.token)?])
+        Ok(vec![
+            self.id.as_str().into(),
+            token(self.token)?,
+            b"REFUND".to_vec(),
+            decimal(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
+        ])
     }
 
     fn parse(reply: Value) -> Result<()> {

@@ -237,7 +237,8 @@ async fn start(
             _ => false,
         };
         if !started {
-            let release = Release { id, token };
+            let max_attempts = refill.shared.options.retry.max_attempts;
+            let release = Release { id, token, max_attempts };
             if let Err(err) = execute(&**queue.executor(), queue.keyspace(), &release).await {
                 tracing::warn!(
                     id = %release.id,

@@ -290,7 +290,9 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
             lease.keep(stop(cancel, handler)).await;
             // Shutdown waits for this: a few tries, not the whole lease.
             let until = Instant::now() + RELEASE_PERSISTENCE;
-            match persist(&mut lease, Name::Release, Some(until), || queue.release(&job)).await {
+            match persist(&mut lease, Name::Release, Some(until), || queue.release(&job, &options.retry))
+                .await
+            {
                 Ok(()) => tracing::info!(
                     run_ms = run_ms(started),
                     "job released to pending: the worker is stopping"

@@ -60,6 +60,8 @@ pub enum Op {
     Release {
         slot: usize,
         stale: bool,
+        /// The releaser's maximum, for a job with none of its own (REFUND).
+        max_attempts: u64,
     },
     Reap {
         max_attempts: u64,
@@ -143,7 +145,8 @@ pub fn op() -> impl Strategy<Value = Op> {
         2 => (slot.clone(), prop::bool::weighted(0.2), 1u64..=3, any::<bool>())
             .prop_map(|(slot, stale, max_attempts, short)| Op::Fail { slot, stale, max_attempts, short }),
         1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Extend { slot, stale }),
-        1 => (slot.clone(), prop::bool::weighted(0.3)).prop_map(|(slot, stale)| Op::Release { slot, stale }),
+        1 => (slot.clone(), prop::bool::weighted(0.3), 1u64..=3)
+            .prop_map(|(slot, stale, max_attempts)| Op::Release { slot, stale, max_attempts }),
         2 => (1u64..=3).prop_map(|max_attempts| Op::Reap { max_attempts }),
         2 => Just(Op::Promote),
         1 => slot.clone().prop_map(|slot| Op::Cancel { slot }),
@@ -249,7 +252,10 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
             Ok(_) => "deadline".to_owned(),
             other => show(other),
         },
-        Op::Release { slot, stale } => show(q.release(&claimed(slot, stale)).await),
+        Op::Release { slot, stale, max_attempts } => {
+            let policy = RetryPolicy { max_attempts, ..RetryPolicy::default() };
+            show(q.release(&claimed(slot, stale), &policy).await)
+        }
         Op::Reap { max_attempts } => show(q.reap(max_attempts).await.map(|r| (r.requeued, r.dead))),
         Op::Promote => show(q.promote().await),
         Op::Cancel { slot } => show(q.cancel(&ids[slot]).await),
