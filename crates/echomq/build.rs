@@ -1,6 +1,7 @@
 //! Embeds every file under `lua/` by its stem (`claim-2`,
 //! `includes/common`), so the Lua executor finds a transition's script from
 //! its description (`<name>-<keys>.lua`) and no list of scripts is kept by hand.
+//! A described transition without its script fails the build, not a test.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -20,6 +21,18 @@ fn main() {
         }
     }
     files.sort();
+    let missing: Vec<String> = echomq_core::Name::ALL
+        .iter()
+        .map(|name| name.describe().script_stem())
+        .filter(|stem| !files.iter().any(|(file, _)| file == stem))
+        .map(|stem| format!("lua/{stem}.lua"))
+        .collect();
+    if !missing.is_empty() {
+        panic!(
+            "a described transition has no script: {} (PROTOCOL.md §7 says what each must do)",
+            missing.join(", ")
+        );
+    }
     let mut out = String::from("/// Every file under lua/, by stem.\nconst FILES: &[(&str, &str)] = &[\n");
     for (stem, path) in files {
         writeln!(out, "    ({stem:?}, include_str!({path:?})),").expect("writing to a String");
