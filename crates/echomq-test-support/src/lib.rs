@@ -20,7 +20,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a server may take to answer PING after it starts.
@@ -70,6 +70,32 @@ impl RedisServer {
     /// A server with the EchoMQ module loaded (see [`module_path`]).
     pub fn start_with_module() -> RedisServer {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() })
+    }
+
+    /// The one server with the module loaded that every test of this
+    /// process shares, started by the first that asks: for the tests of a
+    /// table, one test per row, each on a queue of its own
+    /// ([`unique_queue`]), which must not flush or stop it. It outlives
+    /// every test and dies with the process, however that ends: a watchdog
+    /// (`sh`, reading a pipe only this process holds) kills it, and removes
+    /// its directory, when the pipe closes.
+    pub fn shared_with_module() -> &'static RedisServer {
+        static SHARED: OnceLock<(RedisServer, Child)> = OnceLock::new();
+        let (server, _watchdog) = SHARED.get_or_init(|| {
+            let server = RedisServer::start_with_module();
+            let script =
+                "read _; kill \"$1\"; while kill -0 \"$1\" 2>/dev/null; do sleep 0.05; done; rm -rf \"$2\"";
+            let watchdog = Command::new("sh")
+                .args(["-c", script, "watchdog", &server.child.id().to_string()])
+                .arg(&server.dir)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|err| panic!("cannot run sh to watch the shared server: {err}"));
+            (server, watchdog)
+        });
+        server
     }
 
     /// A server started with `options`. Panics with the server's log when it cannot start.
