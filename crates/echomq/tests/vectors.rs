@@ -6,14 +6,20 @@
 //! redis-server (Lua, Native) times are the server's clock, so they match
 //! within the call's skew; on the embedded executor, with a manual clock at
 //! the file's now, exactly. `protocol/vectors/README.md` is the format.
+//!
+//! One test per case, replaying it on Lua, Native and Embedded: the list is
+//! the core's own (`crates/echomq-core/tests/vectors/cases.rs`, written with
+//! the files and checked with them), so no case lacks its test here either.
+//! The tests share one server; each takes a database of its own while it
+//! runs (16, as many as the server has, handed out in turn).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use echomq::{Call, Embedded, Executor, Lua, Name, Native};
 use echomq_core::memory::{Dump, ManualClock};
 use echomq_core::Store;
-use echomq_test_support::{module_path, RedisServer, ServerOptions};
+use echomq_test_support::RedisServer;
 use redis::aio::MultiplexedConnection;
 use serde_json::Value as Json;
 
@@ -25,25 +31,30 @@ struct File {
     cases: Vec<Json>,
 }
 
-fn files() -> Vec<File> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../protocol/vectors");
-    let files: Vec<File> = Name::ALL
-        .iter()
-        .map(|name| {
-            let path = dir.join(format!("{name}.json"));
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let file: Json =
-                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            assert_eq!(file["transition"], name.as_str(), "{}", path.display());
-            File {
-                name: *name,
-                now: file["now"].as_i64().expect("now"),
-                cases: file["cases"].as_array().expect("cases").clone(),
-            }
-        })
-        .collect();
-    assert!(files.iter().map(|f| f.cases.len()).sum::<usize>() >= 150, "the vectors hold their cases");
-    files
+/// Every vector file, read once per test binary.
+fn files() -> &'static [File] {
+    static FILES: OnceLock<Vec<File>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../protocol/vectors");
+        let files: Vec<File> = Name::ALL
+            .iter()
+            .map(|name| {
+                let path = dir.join(format!("{name}.json"));
+                let text =
+                    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let file: Json =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert_eq!(file["transition"], name.as_str(), "{}", path.display());
+                File {
+                    name: *name,
+                    now: file["now"].as_i64().expect("now"),
+                    cases: file["cases"].as_array().expect("cases").clone(),
+                }
+            })
+            .collect();
+        assert!(files.iter().map(|f| f.cases.len()).sum::<usize>() >= 150, "the vectors hold their cases");
+        files
+    })
 }
 
 /// How a replay reads times: `now` is what `{"now": 0}` stands for, and
@@ -405,8 +416,8 @@ enum Via {
     Embedded,
 }
 
-/// Replay one case; its differences, if any.
-async fn replay(
+/// Replay one case on `via`; its differences, if any.
+async fn replay_on(
     via: Via,
     conn: &MultiplexedConnection,
     name: Name,
@@ -465,47 +476,60 @@ async fn replay(
     wrong
 }
 
-/// Every case of every file on `via`; fails naming each case that differs.
-fn replay_all(via: Via) {
-    let server =
-        RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let conn = runtime.block_on(server.connection());
-    let mut failures = Vec::new();
-    let mut count = 0;
-    for file in files() {
-        for case in &file.cases {
-            count += 1;
-            let wrong = runtime.block_on(replay(via, &conn, file.name, case, file.now));
-            if !wrong.is_empty() {
-                failures.push(format!(
-                    "{}.json {:?} on {via:?}:\n  {}",
-                    file.name,
-                    case["name"],
-                    wrong.join("\n  ")
-                ));
+#[rustfmt::skip]
+#[path = "../../echomq-core/tests/vectors/cases.rs"]
+mod cases;
+
+/// The databases of the shared server not in use by a test right now.
+static FREE: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+static FREED: Condvar = Condvar::new();
+
+/// A database of the shared server, this test's alone until dropped.
+struct Database(u8);
+
+impl Database {
+    /// One of the server's 16, waiting while every one is in use.
+    fn take() -> Database {
+        static FILLED: OnceLock<()> = OnceLock::new();
+        FILLED.get_or_init(|| FREE.lock().unwrap().extend(0..16));
+        let mut free = FREE.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(db) = free.pop() {
+                return Database(db);
             }
+            free = FREED.wait(free).unwrap_or_else(|p| p.into_inner());
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {count} cases differ on {via:?}:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
 }
 
-#[test]
-fn every_vector_replays_on_lua() {
-    replay_all(Via::Lua);
+impl Drop for Database {
+    fn drop(&mut self) {
+        FREE.lock().unwrap_or_else(|p| p.into_inner()).push(self.0);
+        FREED.notify_one();
+    }
 }
 
-#[test]
-fn every_vector_replays_on_native() {
-    replay_all(Via::Native);
-}
-
-#[test]
-fn every_vector_replays_on_embedded() {
-    replay_all(Via::Embedded);
+/// Replay `case` of `transition`'s file on every executor; fails naming the
+/// case and each executor on which it differs.
+fn replay(transition: &str, case: &str) {
+    let file = files().iter().find(|file| file.name.as_str() == transition).expect("a transition");
+    let json = file.cases.iter().find(|c| c["name"] == case);
+    let json = json.unwrap_or_else(|| panic!("{transition}.json has no case {case:?}"));
+    let db = Database::take();
+    let server = RedisServer::shared_with_module();
+    let client = redis::Client::open(format!("{}{}", server.url(), db.0)).expect("a loopback URL");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let failures: Vec<String> = runtime.block_on(async {
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        let conn = client.get_multiplexed_async_connection_with_config(&config).await.unwrap();
+        let mut failures = Vec::new();
+        for via in [Via::Lua, Via::Native, Via::Embedded] {
+            let wrong = replay_on(via, &conn, file.name, json, file.now).await;
+            if !wrong.is_empty() {
+                failures.push(format!("on {via:?}:\n  {}", wrong.join("\n  ")));
+            }
+        }
+        failures
+    });
+    assert!(failures.is_empty(), "{transition}.json, case {case:?}, differs\n{}", failures.join("\n"));
 }
