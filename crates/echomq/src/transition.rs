@@ -107,3 +107,53 @@ pub trait Transition: Send + Sync {
     /// The reply, read into the output.
     fn parse(reply: Value) -> Result<Self::Output>;
 }
+
+/// The host's type of each transition, by name: the `NAME` of the type that
+/// mirrors `name`. An exhaustive match on [`Name`], with no `_` arm, so a
+/// transition added to the core without its host type here does not
+/// compile; and the constant below checks at compile time that each type
+/// answers for its own name, not another's.
+pub(crate) const fn mirror(name: Name) -> Name {
+    match name {
+        Name::Enqueue => Enqueue::NAME,
+        Name::EnqueueMany => EnqueueMany::NAME,
+        Name::Claim => Claim::NAME,
+        Name::Ack => Ack::NAME,
+        Name::AckNext => AckNext::NAME,
+        Name::AckMany => AckMany::NAME,
+        Name::Fail => Fail::NAME,
+        Name::Extend => Extend::NAME,
+        Name::Release => Release::NAME,
+        Name::Reap => Reap::NAME,
+        Name::Promote => Promote::NAME,
+        Name::Purge => Purge::NAME,
+        Name::Cancel => Cancel::NAME,
+        Name::Retry => Retry::NAME,
+        Name::Inspect => Inspect::NAME,
+        Name::Stats => Stats::NAME,
+        Name::Config => Config::NAME,
+        Name::Progress => Progress::NAME,
+        Name::Schedule => Schedule::NAME,
+        Name::Unschedule => Unschedule::NAME,
+        Name::Schedules => Schedules::NAME,
+        Name::Fire => Fire::NAME,
+        Name::Drain => Drain::NAME,
+        Name::Obliterate => Obliterate::NAME,
+        Name::Trim => Trim::NAME,
+        Name::Defer => Defer::NAME,
+        Name::Batch => Batch::NAME,
+        Name::Settle => Settle::NAME,
+    }
+}
+
+// Evaluated by the compiler: for every `Name`, its host type's `NAME` is
+// that name (see `mirror`). A type copied from another and left with the
+// other's `NAME` fails the build.
+const _: () = {
+    let mut at = 0;
+    while at < Name::ALL.len() {
+        let name = Name::ALL[at];
+        assert!(mirror(name) as usize == name as usize, "a host type answers for another transition's name");
+        at += 1;
+    }
+};
