@@ -46,6 +46,8 @@ mod reap;
 mod release;
 mod reply;
 mod retry;
+#[cfg(test)]
+mod round_trip;
 mod schedule;
 mod schedules;
 mod settle;
