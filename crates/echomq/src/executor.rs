@@ -406,9 +406,7 @@ pub struct Replication {
 /// again; waited for, a lagging replica would fail every heartbeat, and the
 /// worker would give up its running jobs as lost.
 fn confirms(calls: &[Call]) -> bool {
-    calls
-        .iter()
-        .any(|call| !call.name.describe().reads_only() && !matches!(call.name, Name::Claim | Name::Extend))
+    calls.iter().any(|call| call.name.describe().waits_for_replication)
 }
 
 /// A job store must never be evicted: warn unless `maxmemory-policy` is
