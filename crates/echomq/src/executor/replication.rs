@@ -39,9 +39,7 @@ pub struct Replication {
 /// again; waited for, a lagging replica would fail every heartbeat, and the
 /// worker would give up its running jobs as lost.
 pub(super) fn confirms(calls: &[Call]) -> bool {
-    calls
-        .iter()
-        .any(|call| !call.name.describe().reads_only() && !matches!(call.name, Name::Claim | Name::Extend))
+    calls.iter().any(|call| call.name.describe().waits_for_replication)
 }
 
 /// What a pipeline of calls answered: one reply per call, and when a WAIT
