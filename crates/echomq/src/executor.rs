@@ -7,6 +7,16 @@
 //! [`Transition`], runs it in a tracing span, and parses the reply with
 //! `T::parse`; a refusal comes back naming the transition, the queue and the
 //! job ([`Error::at`](crate::Error::at)).
+//!
+//! # Layout
+//! - `lua`: [`Lua`], EVALSHA of each transition's script, idle claims on
+//!   the wake-up key; `lua/scripts`: the scripts, expanded ([`script_source`]).
+//! - `native`: [`Native`], the module's `EMQ.<NAME>` commands, and
+//!   `ByFirstKey` for a cluster.
+//! - `embedded`: [`Embedded`], the core on an in-process store.
+//! - `transport`: what Lua and Native share: the connection, the blocking
+//!   pool (`blocking`), replication (`replication`), the event log (`stream`).
+//! - `connect`: [`connect`] and [`detect`], which pick Native or Lua.
 
 use std::future::Future;
 use std::time::Duration;
