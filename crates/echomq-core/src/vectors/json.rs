@@ -144,6 +144,10 @@ pub fn keyspace(keys: &Keyspace) -> Json {
                         ),
                     ),
                     Value::String(text) => ("string", bytes(text)),
+                    Value::List(items) => {
+                        ("list", Json::Array(items.iter().map(|item| bytes(item)).collect()))
+                    }
+                    Value::Set(members) => ("set", Json::Array(members.iter().map(|m| bytes(m)).collect())),
                 };
                 (name(key), object(vec![("type", Json::String(kind.to_owned())), ("value", content)]))
             })
@@ -177,6 +181,14 @@ fn with_wait(transition: Name, json: Json) -> Json {
     Json::Array(items)
 }
 
+/// A case's `reply`: `{"value": …}`, or `{"error": …}` for a refusal.
+pub fn answer(transition: Name, answer: &crate::Answer) -> Json {
+    match answer {
+        Ok(value) => object(vec![("value", with_wait(transition, reply(value)))]),
+        Err(refusal) => error(refusal),
+    }
+}
+
 /// One transition's file.
 pub fn file(transition: Name, cases: &[Case], outcomes: &[Outcome]) -> String {
     let described = transition.describe();
@@ -184,15 +196,11 @@ pub fn file(transition: Name, cases: &[Case], outcomes: &[Outcome]) -> String {
         .iter()
         .zip(outcomes)
         .map(|(case, outcome)| {
-            let answer = match &outcome.reply {
-                Ok(value) => object(vec![("value", with_wait(transition, reply(value)))]),
-                Err(refusal) => error(refusal),
-            };
             let mut pairs = vec![
                 ("name", Json::String(case.name.clone())),
                 ("before", keyspace(&outcome.before)),
                 ("call", call(&case.call)),
-                ("reply", answer),
+                ("reply", answer(transition, &outcome.reply)),
                 ("after", keyspace(&outcome.after)),
             ];
             if let Expect::Refused(_) = case.expect {
