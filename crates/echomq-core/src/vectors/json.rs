@@ -168,7 +168,8 @@ fn call(call: &Call) -> Json {
 /// now reads as n − e.
 fn with_wait(transition: Name, json: Json) -> Json {
     let Json::Array(mut items) = json else { return json };
-    if matches!(transition, Name::Claim | Name::AckNext) {
+    // The transitions that hand out jobs are the ones that pass the gate.
+    if transition.describe().hands_out_tokens {
         if let Some(Json::Object(pair)) = items.last_mut() {
             if let [(name, Json::Number(n))] = pair.as_mut_slice() {
                 if name == "int" && n.parse::<i64>().is_ok_and(|n| n > 0) {

@@ -1,11 +1,14 @@
-//! The reads: INSPECT one job (record, last error, progress, result, policy), STATS of a queue. They write nothing.
+//! INSPECT: read one job (record, last error, progress, result, policy,
+//! headers). It writes nothing.
 
 use echomq_core::Name;
 use redis::Value;
 
-use super::{array_reply, bytes_reply, count_reply, Transition};
+use super::headers::{decode_headers, Headers};
+use super::reply::{array_reply, bytes_reply};
+use super::Transition;
 use crate::id::JobId;
-use crate::record::{Record, State};
+use crate::record::Record;
 use crate::{Error, Result};
 
 /// Read one job's record and what is kept beside it.
@@ -29,7 +32,7 @@ pub struct Inspection {
     /// Its own policy (attempts, back-off, timeout), if it was enqueued with one.
     pub policy: Option<echomq_core::Policy>,
     /// Its headers, as its producer set them (empty: none).
-    pub headers: super::Headers,
+    pub headers: Headers,
 }
 
 impl Transition for Inspect {
@@ -72,63 +75,8 @@ impl Transition for Inspect {
         let progress = bytes("the progress", progress)?;
         let result = bytes("result", result)?;
         let policy = bytes("policy", policy)?.map(|text| echomq_core::Policy::read(&text));
-        let headers =
-            bytes("headers", headers)?.map_or_else(super::Headers::new, |text| super::decode_headers(&text));
+        let headers = bytes("headers", headers)?.map_or_else(Headers::new, |text| decode_headers(&text));
         Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress, result, policy, headers }))
-    }
-}
-
-/// Count the jobs in each state of a queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stats;
-
-/// How many jobs a queue holds in each state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatsReply {
-    /// Waiting to be claimed.
-    pub pending: u64,
-    /// Under a lease.
-    pub active: u64,
-    /// Waiting for their due time.
-    pub delayed: u64,
-    /// Finished.
-    pub done: u64,
-    /// Out of attempts.
-    pub dead: u64,
-    /// Cancelled.
-    pub cancelled: u64,
-}
-
-impl StatsReply {
-    /// How many jobs are in `state`.
-    pub fn of(&self, state: State) -> u64 {
-        match state {
-            State::Pending => self.pending,
-            State::Active => self.active,
-            State::Delayed => self.delayed,
-            State::Done => self.done,
-            State::Dead => self.dead,
-            State::Cancelled => self.cancelled,
-        }
-    }
-}
-
-impl Transition for Stats {
-    const NAME: Name = Name::Stats;
-    type Output = StatsReply;
-
-    fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![])
-    }
-
-    fn parse(reply: Value) -> Result<StatsReply> {
-        let counts = array_reply("the reply", reply)?
-            .into_iter()
-            .map(|count| count_reply("the reply", count))
-            .collect::<Result<Vec<_>>>()?;
-        let [pending, active, delayed, done, dead, cancelled] = <[u64; 6]>::try_from(counts)
-            .map_err(|counts| Error::Reply(format!("the reply: got {counts:?}")))?;
-        Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
     }
 }
 

@@ -1,10 +1,10 @@
-//! An operator's hand on a job: CANCEL takes it out of the flow, RETRY brings
-//! a dead one back.
+//! CANCEL: an operator takes a job out of the flow.
 
 use echomq_core::Name;
 use redis::Value;
 
-use super::{int_reply, one_reply, unexpected, Transition};
+use super::reply::{int_reply, unexpected};
+use super::Transition;
 use crate::id::JobId;
 use crate::Result;
 
@@ -35,29 +35,5 @@ impl Transition for Cancel {
             0 => Ok(false),
             n => Err(unexpected("the reply", &Value::Int(n))),
         }
-    }
-}
-
-/// Send a dead job back to pending.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Retry {
-    /// The job's id.
-    pub id: JobId,
-}
-
-impl Transition for Retry {
-    const NAME: Name = Name::Retry;
-    type Output = ();
-
-    fn job(&self) -> Option<&JobId> {
-        Some(&self.id)
-    }
-
-    fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![self.id.as_str().into()])
-    }
-
-    fn parse(reply: Value) -> Result<()> {
-        one_reply("the reply", reply)
     }
 }

@@ -1,16 +1,15 @@
-//! Flow control: CONFIG reads and changes a queue's settings, which CLAIM's
-//! gate honours on the server for every worker: paused, the concurrency
-//! limit, and the rate limit; and how long finished jobs are kept, which
-//! every worker's TRIM applies.
+//! CONFIG: read and change a queue's settings, which CLAIM's gate honours
+//! on the server for every worker (paused, the concurrency limit, the rate
+//! limit), and how long finished jobs are kept, which every worker's TRIM applies.
 
 use std::time::Duration;
 
-use echomq_core::{limits, Name, Role};
+use echomq_core::{limits, Name};
 use redis::Value;
 
-use super::{array_reply, checked, count_reply, decimal, millis, Transition};
-use crate::keyspace::Keyspace;
-use crate::record::State;
+use super::argument::{checked, decimal, millis};
+use super::reply::{array_reply, bytes_reply, count_reply};
+use super::Transition;
 use crate::{Error, Result};
 
 /// Read a queue's settings, changing those given first. The default changes
@@ -114,7 +113,7 @@ impl Transition for Config {
         // The queue's protocol follows the eleven integers when it has one.
         let protocol = match values.get(11) {
             Some(_) => {
-                let text = super::bytes_reply("the reply's protocol", values.remove(11))?;
+                let text = bytes_reply("the reply's protocol", values.remove(11))?;
                 let version = std::str::from_utf8(&text).ok().and_then(echomq_core::Version::parse);
                 Some(version.ok_or_else(|| Error::Reply(format!("the reply's protocol: {text:?}")))?)
             }
@@ -138,42 +137,5 @@ impl Transition for Config {
             events,
             protocol,
         })
-    }
-}
-
-/// Bounded retention, as every worker's upkeep runs it: delete up to `limit`
-/// of the oldest finished jobs in `state` that are past the queue's
-/// retention for it (see [`Retention`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Trim {
-    /// Which finished jobs: [`State::Done`], [`State::Dead`] or [`State::Cancelled`].
-    pub state: State,
-    /// How many jobs at most, 1..=1000.
-    pub limit: u64,
-}
-
-impl Transition for Trim {
-    const NAME: Name = Name::Trim;
-    /// How many jobs were deleted.
-    type Output = u64;
-
-    /// `KEYS[1]` is the set of the finished state it trims.
-    fn key(&self, keys: &Keyspace, role: Role) -> String {
-        match role {
-            Role::Finished => keys.state(self.state),
-            other => keys.role(other, None).expect("a call on the whole queue names no job"),
-        }
-    }
-
-    fn args(&self) -> Result<Vec<Vec<u8>>> {
-        if !matches!(self.state, State::Done | State::Dead | State::Cancelled) {
-            let state = self.state;
-            return Err(Error::Argument(format!("cannot trim {state} jobs, only finished ones")));
-        }
-        Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
-    }
-
-    fn parse(reply: Value) -> Result<u64> {
-        count_reply("the reply", reply)
     }
 }
