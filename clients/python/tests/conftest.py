@@ -203,3 +203,10 @@ def keyspace(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
         else:
             found[key] = (kind, client.dump(key))
     return found
+
+
+def transitions_sent(client: redis.Redis) -> int:
+    """How many EVALSHA and EMQ.* calls the server has run."""
+    stats = client.info("commandstats")
+    return sum(int(v["calls"]) for k, v in stats.items()
+               if k.startswith("cmdstat_evalsha") or k.startswith("cmdstat_emq."))
