@@ -206,7 +206,7 @@ def keyspace(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
 
 
 def transitions_sent(client: redis.Redis) -> int:
-    """How many EVALSHA and EMQ.* calls the server has run."""
+    """How many transitions the server has run: EVALSHA calls and EMQ.* commands (EMQ.VERSION aside)."""
     stats = client.info("commandstats")
     return sum(int(v["calls"]) for k, v in stats.items()
-               if k.startswith("cmdstat_evalsha") or k.startswith("cmdstat_emq."))
+               if k.startswith("cmdstat_evalsha") or (k.startswith("cmdstat_emq.") and k != "cmdstat_emq.version"))

@@ -28,7 +28,12 @@ async def working(worker: echomq.Worker) -> AsyncIterator[echomq.Worker]:
         yield worker
     finally:
         worker.stop()
-        await asyncio.wait_for(task, 60)
+        done, _ = await asyncio.wait({task}, timeout=60)
+        if not done:
+            for running in asyncio.all_tasks():
+                running.print_stack(file=sys.stderr)
+            raise AssertionError("the worker did not stop within 60 s")
+        task.result()
 
 
 async def state(queue: echomq.Queue, job_id: str) -> str | None:

@@ -169,6 +169,9 @@ class Worker:
         self._free = concurrency
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
+        # Set once run() ends its helpers: their loops end at their next look,
+        # even when a cancellation was swallowed inside a client call.
+        self._closed = asyncio.Event()
         self._acks: list[tuple[_Running, bytes | None]] = []
         self._ack_wake = asyncio.Event()
         self.processed = 0
@@ -205,6 +208,9 @@ class Worker:
                 await asyncio.sleep(0.01)
                 self._ack_wake.set()
         finally:
+            self._closed.set()
+            self._ack_wake.set()
+            self._slot_freed.set()
             for task in [claimer, *helpers]:
                 task.cancel()
             await asyncio.gather(claimer, *helpers, return_exceptions=True)
@@ -374,7 +380,7 @@ class Worker:
     # -- acks ---------------------------------------------------------------------
 
     async def _acker(self) -> None:
-        while True:
+        while not self._closed.is_set():
             await self._ack_wake.wait()
             self._ack_wake.clear()
             while self._acks:
@@ -430,8 +436,8 @@ class Worker:
 
     async def _heart(self) -> None:
         """Every third of the lease, renew every running job's lease in one round trip."""
-        while True:
-            await asyncio.sleep(self.lease_ms / 3000)
+        while not self._closed.is_set():
+            await self._sleep(self.lease_ms / 3000)
             entries = [e for e in self._running.values() if not e.fenced]
             if not entries:
                 continue
@@ -461,13 +467,21 @@ class Worker:
 
     async def _upkeep(self) -> None:
         warned: set[str] = set()
-        while True:
+        while not self._closed.is_set():
             started = time.monotonic()
             try:
                 await self.upkeep_once(warned)
             except Exception as err:
-                log.warning("upkeep of %s failed: %s", self._ks.name, err)
-            await asyncio.sleep(max(0.0, self.upkeep_period - (time.monotonic() - started)))
+                if not self._closed.is_set():
+                    log.warning("upkeep of %s failed: %s", self._ks.name, err)
+            await self._sleep(max(0.0, self.upkeep_period - (time.monotonic() - started)))
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep, but not past the end of run()."""
+        try:
+            await asyncio.wait_for(self._closed.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
 
     async def upkeep_once(self, warned: set[str] | None = None) -> None:
         """One period's upkeep (§11.3): REAP, PROMOTE, TRIM ×3 and SETTLE in
