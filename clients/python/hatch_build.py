@@ -111,7 +111,7 @@ def expand(source: str, lua: Path, limits: list[tuple[str, int, int | None]]) ->
 def read_limits(protocol: str) -> list[tuple[str, int, int | None]]:
     """§11.1's table of limits, in order: (name, value or low, high or None)."""
     start = protocol.index("The table, in order:")
-    end = protocol.index("- **Native**", start)
+    end = protocol.index("\n\n", start)  # the paragraph's end
     found = re.findall(r"`([A-Z][A-Z_]*)`\s+(-?\d+)(?:\.\.=(-?\d+))?", protocol[start:end])
     limits = [(name, int(low), int(high) if high else None) for name, low, high in found]
     if len(limits) < 40:
