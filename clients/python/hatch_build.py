@@ -212,6 +212,7 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     """Generates the scripts and includes them in the wheel (and the sdist)."""
 
     PLUGIN_NAME = "custom"
+    _temp: Path | None = None
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         root = Path(self.root)

@@ -105,7 +105,8 @@ class AsyncExecutor:
     kind: Kind
 
     def __init__(self, client: redis.asyncio.Redis, kind: Kind) -> None:
-        self.redis = client
+        # redis-py's stubs type replies loosely; the protocol says what they are.
+        self.redis: Any = client
         self.kind = kind
 
     async def load(self) -> None:
@@ -157,7 +158,7 @@ class SyncExecutor:
     kind: Kind
 
     def __init__(self, client: redis.Redis, kind: Kind) -> None:
-        self.redis = client
+        self.redis: Any = client
         self.kind = kind
 
     def load(self) -> None:
@@ -203,8 +204,9 @@ async def detect(client: redis.asyncio.Redis, kind: Kind | None = None) -> Async
     """The best executor the server supports (or ``kind`` when given), its
     version checked before anything is written."""
     answer: Any = None
+    raw: Any = client
     try:
-        answer = await client.execute_command("EMQ.VERSION")
+        answer = await raw.execute_command("EMQ.VERSION")
     except ResponseError as err:
         if not _unknown(err):
             raise
@@ -219,8 +221,9 @@ async def detect(client: redis.asyncio.Redis, kind: Kind | None = None) -> Async
 def detect_sync(client: redis.Redis, kind: Kind | None = None) -> SyncExecutor:
     """:func:`detect`, synchronous."""
     answer: Any = None
+    raw: Any = client
     try:
-        answer = client.execute_command("EMQ.VERSION")
+        answer = raw.execute_command("EMQ.VERSION")
     except ResponseError as err:
         if not _unknown(err):
             raise

@@ -172,9 +172,12 @@ class Config:
 
     @staticmethod
     def read(reply: list[Any]) -> Config:
-        numbers = [int(n) for n in reply[:11]]
-        protocol = text(reply[11]) if len(reply) > 11 else None
-        return Config(bool(numbers[0]), *numbers[1:], protocol=protocol)  # type: ignore[arg-type]
+        n = [int(value) for value in reply[:11]]
+        return Config(
+            paused=bool(n[0]), concurrency=n[1], rate=n[2], per_ms=n[3], done_age_ms=n[4], done_count=n[5],
+            dead_age_ms=n[6], dead_count=n[7], cancelled_age_ms=n[8], cancelled_count=n[9], events=n[10],
+            protocol=text(reply[11]) if len(reply) > 11 else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,8 @@ class Connection:
     """A server, its executor (Lua or Native) picked and checked once."""
 
     def __init__(self, client: redis.asyncio.Redis, executor: AsyncExecutor) -> None:
-        self.redis = client
+        # redis-py's stubs type replies loosely; the protocol says what they are.
+        self.redis: Any = client
         self.executor = executor
 
     async def queue(self, name: str) -> Queue:
@@ -241,7 +242,7 @@ class SyncQueue:
     """One queue, synchronous: for producers and scripts that are not async."""
 
     def __init__(self, client: redis.Redis, executor: SyncExecutor, keyspace: Keyspace) -> None:
-        self.redis = client
+        self.redis: Any = client
         self.executor = executor
         self.keyspace = keyspace
 
@@ -257,7 +258,8 @@ class SyncQueue:
         if client is None:
             client = redis.Redis.from_url(url, decode_responses=False)
         chosen = detect_sync(client, executor)
-        _check_protocol(name, client.hget(ks.key("config"), "protocol"))
+        raw: Any = client
+        _check_protocol(name, raw.hget(ks.key("config"), "protocol"))
         return SyncQueue(client, chosen, ks)
 
     def close(self) -> None:

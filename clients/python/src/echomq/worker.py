@@ -35,6 +35,7 @@ from typing import Any, Awaitable, Callable
 
 from . import calls
 from .errors import FenceError, NoJobError, Refused
+from .executor import Call
 from .model import Claimed, Policy, read_claims
 from .queue import Queue
 from .schedule import Every, fires
@@ -513,7 +514,7 @@ class Worker:
 
     async def _fire_schedules(self, warned: set[str]) -> None:
         reply = await self._exec.run(
-            calls.Call("schedules", calls.keys("schedules", self._ks), [b"DUE", b"1", b"LIMIT", b"100"])
+            Call("schedules", calls.keys("schedules", self._ks), [b"DUE", b"1", b"LIMIT", b"100"])
         )
         now = int(reply[0])
         for name_raw, definition, due in reply[1:]:
