@@ -234,5 +234,5 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             build_data["force_include"][str(path)] = f"{where}/{path.name}"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
-        if getattr(self, "_temp", None) is not None:
+        if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
