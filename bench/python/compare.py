@@ -16,8 +16,10 @@ forking worker per slot; arq: one process, `max_jobs`; Celery: prefork, `-c`
 processes; Dramatiq: one process, `--threads`; echomq: one asyncio process,
 `concurrency`). Every job does one `INCR bench:done`; the worker's rate is
 measured from the first job done to the last (startup excluded), by polling
-the counter every 5 ms. RQ forks a process per job, so it gets a tenth of
-the jobs. Environment: JOBS (default 5000), ECHOMQ_MODULE (default: the
+the counter every 5 ms, and stops at the last job or BUDGET seconds after
+the first (the slow ones: RQ forks a process per job, arq polls), counting
+the jobs done by then. RQ gets a tenth of the jobs to enqueue. Environment:
+JOBS (default 5000), BUDGET (default 15 s), ECHOMQ_MODULE (default: the
 release build, else the debug one), ECHOMQ_REDIS_SERVER, ONLY (systems,
 comma-separated).
 """
@@ -43,6 +45,7 @@ BIN = Path(sys.executable).parent
 SYSTEMS = ["echomq-native", "echomq-lua", "rq", "arq", "celery", "dramatiq"]
 CONCURRENCY = [1, 10, 100]
 JOBS = int(os.environ.get("JOBS", "5000"))
+BUDGET = float(os.environ.get("BUDGET", "15"))
 
 
 def module() -> Path:
@@ -95,7 +98,7 @@ def produce(system: str, url: str, jobs: int) -> float:
         queue = Queue("bench", connection=redis.Redis.from_url(url))
         started = time.perf_counter()
         for _ in range(jobs):
-            queue.enqueue("tasks.rq_noop")
+            queue.enqueue("rq_tasks.noop")
         return time.perf_counter() - started
     if system == "arq":
         from arq.connections import RedisSettings, create_pool
@@ -104,16 +107,20 @@ def produce(system: str, url: str, jobs: int) -> float:
             pool = await create_pool(RedisSettings.from_dsn(url))
             started = time.perf_counter()
             for _ in range(jobs):
-                await pool.enqueue_job("arq_noop")
+                await pool.enqueue_job("noop")
             took = time.perf_counter() - started
             await pool.aclose()
             return took
 
         return asyncio.run(enqueue())
-    import importlib
+    if system == "celery":
+        import celery_tasks
 
-    tasks = importlib.import_module("tasks")
-    send = tasks.celery_noop.delay if system == "celery" else tasks.dramatiq_noop.send
+        send = celery_tasks.noop.delay
+    else:
+        import dramatiq_tasks
+
+        send = dramatiq_tasks.noop.send
     started = time.perf_counter()
     for _ in range(jobs):
         send()
@@ -123,15 +130,15 @@ def produce(system: str, url: str, jobs: int) -> float:
 def worker_command(system: str, concurrency: int) -> list[str]:
     c = str(concurrency)
     if system.startswith("echomq"):
-        return [sys.executable, str(HERE / "tasks.py"), c, system.split("-")[1]]
+        return [sys.executable, str(HERE / "echomq_worker.py"), c, system.split("-")[1]]
     if system == "rq":
         return [str(BIN / "rq"), "worker-pool", "-n", c, "-l", "WARNING", "bench"]
     if system == "arq":
-        return [str(BIN / "arq"), "tasks.ArqSettings"]
+        return [str(BIN / "arq"), "arq_tasks.Settings"]
     if system == "celery":
-        return [str(BIN / "celery"), "-A", "tasks.celery_app", "worker", "-c", c, "-P", "prefork",
+        return [str(BIN / "celery"), "-A", "celery_tasks.app", "worker", "-c", c, "-P", "prefork",
                 "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "WARNING"]
-    return [str(BIN / "dramatiq"), "tasks", "--processes", "1", "--threads", c, "--queues", "bench"]
+    return [str(BIN / "dramatiq"), "dramatiq_tasks", "--processes", "1", "--threads", c, "--queues", "bench"]
 
 
 def work(system: str, concurrency: int, url: str, jobs: int) -> float:
@@ -152,8 +159,7 @@ def work(system: str, concurrency: int, url: str, jobs: int) -> float:
             now = time.perf_counter()
             if done >= 1 and first is None:
                 first = (now, done)
-            if done >= jobs:
-                assert first is not None
+            if first is not None and (done >= jobs or now - first[0] >= BUDGET):
                 return (done - first[1]) / max(now - first[0], 1e-9)
             if process.poll() is not None:
                 raise RuntimeError(f"{system}'s worker exited {process.returncode}")
