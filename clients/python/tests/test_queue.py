@@ -71,6 +71,14 @@ async def test_many_jobs_go_in_one_round_trip(queue: echomq.Queue, server: Redis
     again = await queue.enqueue_many([(done[0].id, b"again"), ("JOB-new", b"new")])
     assert [e.duplicate for e in again] == [True, False]
 
+    before = transitions_sent(client := server.client())
+    held = await queue.enqueue_many([b"p1", b"p2"], priority=-3, unique="once", unique_for=60, attempts=2)
+    assert transitions_sent(client) - before == 2
+    client.close()
+    assert held[0].enqueued and held[1].held_by == held[0].id
+    info = await queue.inspect(held[0].id)
+    assert info is not None and info.policy == echomq.Policy(attempts=2)
+
 
 async def test_pause_resume_and_limits(queue: echomq.Queue) -> None:
     await queue.enqueue(b"x")

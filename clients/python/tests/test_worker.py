@@ -58,6 +58,18 @@ async def test_jobs_run_with_results_and_progress(queue: echomq.Queue) -> None:
     assert (await queue.stats()).done == 51
 
 
+async def test_a_plain_function_is_a_handler_too(queue: echomq.Queue) -> None:
+    def handle(job: echomq.Job) -> bytes:
+        if job.payload == b"bad":
+            raise KeyError("no such thing")
+        return b"sync " + job.payload
+
+    good, bad = await queue.enqueue(b"ok"), await queue.enqueue(b"bad", attempts=1)
+    async with working(echomq.Worker(queue, handle)):
+        assert (await queue.wait(good.id, timeout=60)).result == b"sync ok"
+        assert (await queue.wait(bad.id, timeout=60)).error == "'no such thing'"
+
+
 async def test_a_failure_retries_by_the_jobs_own_policy_then_dies(queue: echomq.Queue) -> None:
     runs: list[int] = []
 

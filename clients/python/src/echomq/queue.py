@@ -142,10 +142,19 @@ class Queue:
         """Enqueue ``value`` as its JSON text (UTF-8)."""
         return await self.enqueue(json.dumps(value).encode(), **options)
 
-    async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]]) -> list[Enqueued]:
-        """Plain jobs (payloads, or (id, payload) pairs) in one round trip:
-        ENQUEUEMANY calls of up to 1000 jobs, pipelined. Everything is checked first."""
+    async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+        """Many jobs (payloads, or (id, payload) pairs) in one round trip,
+        everything checked before anything is sent: plain jobs as ENQUEUEMANY
+        calls of up to 1000 jobs; with ``options`` (as :meth:`enqueue`'s, the
+        same for every job), one ENQUEUE a job, pipelined."""
         jobs = _plain(payloads)
+        if options:
+            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
+            found = await self.executor.run_many(each)
+            for reply in found:
+                if isinstance(reply, Exception):
+                    raise reply
+            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
         replies = await self.executor.run_many(calls.enqueue_many(self.keyspace, jobs))
         flat: list[int] = []
         for reply in replies:
@@ -272,8 +281,16 @@ class SyncQueue:
     def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
         return self.enqueue(json.dumps(value).encode(), **options)
 
-    def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]]) -> list[Enqueued]:
+    def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+        """:meth:`Queue.enqueue_many`, synchronous."""
         jobs = _plain(payloads)
+        if options:
+            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
+            found = self.executor.run_many(each)
+            for reply in found:
+                if isinstance(reply, Exception):
+                    raise reply
+            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
         flat: list[int] = []
         for reply in self.executor.run_many(calls.enqueue_many(self.keyspace, jobs)):
             if isinstance(reply, Exception):

@@ -26,6 +26,7 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import signal
@@ -42,7 +43,7 @@ from .schedule import Every, fires
 
 log = logging.getLogger("echomq.worker")
 
-Handler = Callable[["Job"], Awaitable[Any]]
+Handler = Callable[["Job"], Awaitable[Any] | Any]
 
 UPKEEP_LIMIT = 100
 
@@ -309,7 +310,7 @@ class Worker:
         claimed = entry.claimed
         job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry)
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
-        handler = asyncio.ensure_future(self.handler(job))
+        handler = asyncio.ensure_future(self._call(job))
         entry.handler = handler
         done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
         handed = False
@@ -342,6 +343,13 @@ class Worker:
         finally:
             if not handed:
                 self._done(entry)
+
+    async def _call(self, job: Job) -> Any:
+        """The handler's result; a plain function's too (it runs on the loop: prefer async)."""
+        result = self.handler(job)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
     def _done(self, entry: _Running) -> None:
         if self._running.get(entry.claimed.id) is entry:
