@@ -183,3 +183,35 @@ async def test_a_stale_rust_token_is_fenced_while_python_holds_the_job(queue: ec
     assert progress(held.token).returncode == 0
     assert (await queue.inspect(job_id)).progress == b"at token 2"  # type: ignore[union-attr]
     await queue.executor.run(calls.ack(queue.keyspace, job_id, held.token))
+
+
+async def test_schedules_are_shared_and_their_tick_ids_agree(queue: echomq.Queue, server: RedisServer,
+                                                             kind: str) -> None:
+    emq(server, kind, "schedule", "add", "--every", "1s", queue.name, "from-rust", "tick payload")
+    first = await queue.schedule_every("from-python", 3600, b"hourly")
+    listed = emq(server, kind, "schedule", "list", queue.name).stdout.decode()
+    assert "from-rust" in listed and "from-python" in listed
+    assert first % 3_600_000 == 0
+
+    fired: list[echomq.Job] = []
+
+    async def handle(job: echomq.Job) -> None:
+        fired.append(job)
+
+    worker = echomq.Worker(queue, handle, upkeep=0.05)
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    try:
+        await eventually(lambda: _any(fired), what="a tick of emq's schedule fired by the Python worker")
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 60)
+    job = fired[0]
+    assert job.payload == b"tick payload"
+    # The id names its tick (the ULID's time), and is the one every speaker derives (§11.6).
+    tick = echomq.ids.decode_ulid(job.id[4:]) >> 80
+    assert tick % 1000 == 0 and job.id == echomq.schedule.tick_id(queue.name, "from-rust", tick)
+    assert await queue.unschedule("from-python") and not await queue.unschedule("from-python")
+
+
+async def _any(found: list[Any]) -> bool:
+    return bool(found)

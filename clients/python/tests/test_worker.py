@@ -70,6 +70,17 @@ async def test_a_plain_function_is_a_handler_too(queue: echomq.Queue) -> None:
         assert (await queue.wait(bad.id, timeout=60)).error == "'no such thing'"
 
 
+async def test_a_result_over_the_limit_fails_the_job(queue: echomq.Queue) -> None:
+    async def handle(job: echomq.Job) -> bytes:
+        return b"r" * (1_048_576 + 1)
+
+    job = await queue.enqueue(b"x", attempts=1)
+    async with working(echomq.Worker(queue, handle)):
+        dead = await queue.wait(job.id, timeout=60)
+    assert dead.state == "dead" and dead.result is None
+    assert dead.error == "the handler returned 1048577 bytes: a result is at most 1048576"
+
+
 async def test_a_failure_retries_by_the_jobs_own_policy_then_dies(queue: echomq.Queue) -> None:
     runs: list[int] = []
 

@@ -23,7 +23,7 @@ and Native), ``model`` (replies as values), ``keyspace``, ``ids``,
 ``schedule``, ``errors``, ``_protocol`` (the generated tables and scripts).
 """
 
-from . import errors, schedule
+from . import errors, ids, schedule
 from ._protocol import version_text as _version_text
 from .errors import (
     ArgError,

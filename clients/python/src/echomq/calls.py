@@ -284,3 +284,25 @@ def sweep(name: str, ks: Keyspace, limit: int, *, state: str | None = None,
     """REAP, PROMOTE, TRIM, SETTLE, PURGE or DRAIN with ``LIMIT``."""
     args = [*(first or []), b"LIMIT", integer("limit", limit, "SWEEP_LIMIT")]
     return Call(name, keys(name, ks, state=state), args)
+
+
+def schedule_name(name: str) -> bytes:
+    raw = name.encode("utf-8")
+    if not 1 <= len(raw) <= _protocol.size("MAX_SCHEDULE_NAME"):
+        raise InvalidInput(f"a schedule name is 1 to {_protocol.size('MAX_SCHEDULE_NAME')} bytes")
+    return raw
+
+
+def schedules(ks: Keyspace, *, due: bool = False, limit: int = 1000) -> Call:
+    args = [b"DUE", b"1" if due else b"0", b"LIMIT", integer("limit", limit, "SWEEP_LIMIT")]
+    return Call("schedules", keys("schedules", ks), args)
+
+
+def schedule(ks: Keyspace, name: bytes, definition: bytes, first: int) -> Call:
+    if len(definition) > _protocol.size("MAX_DEFINITION"):
+        raise InvalidInput(f"a definition is at most {_protocol.size('MAX_DEFINITION')} bytes")
+    return Call("schedule", keys("schedule", ks), [name, definition, integer("next", first, "AT_MS")])
+
+
+def unschedule(ks: Keyspace, name: bytes) -> Call:
+    return Call("unschedule", keys("unschedule", ks), [name])

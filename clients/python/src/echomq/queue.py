@@ -19,11 +19,12 @@ import redis
 import redis.asyncio
 
 from . import _protocol, calls
-from .errors import EchoMQError, OtherMajor
+from .errors import EchoMQError, InvalidInput, OtherMajor
 from .executor import AsyncExecutor, Kind, SyncExecutor, detect, detect_sync, parse_version
 from .ids import check_id, mint
 from .keyspace import Keyspace
 from .model import Config, Enqueued, Event, JobInfo, Stats, read_inspect
+from .schedule import Every
 
 FINISHING_EVENTS = (b"completed", b"dead", b"cancelled")
 
@@ -196,6 +197,26 @@ class Queue:
 
     async def stats(self) -> Stats:
         return Stats(*(int(n) for n in await self.executor.run(calls.stats(self.keyspace))))
+
+    async def schedule_every(self, name: str, every: calls.Duration, payload: bytes, *,
+                             missed: str = "last") -> int:
+        """Add (or replace) schedule ``name``: a job of ``payload`` at every
+        multiple of ``every`` since the epoch (§11.6), fired by the queue's
+        workers; ``missed`` is ``last``, ``none`` or ``all:<n>``. Returns
+        its first tick, server ms."""
+        every_ms = int(calls.ms("every", every, "DELAY_MS"))
+        schedule = Every.read(f"every {every_ms} {missed}\n".encode() + calls.payload(payload))
+        if schedule is None or every_ms < 1:
+            raise InvalidInput(f"every {every_ms} ms, missed {missed!r}: not a schedule (§11.6)")
+        raw_name = calls.schedule_name(name)
+        now = int((await self.executor.run(calls.schedules(self.keyspace, limit=1)))[0])
+        first = schedule.first_after(now)
+        await self.executor.run(calls.schedule(self.keyspace, raw_name, schedule.definition(), first))
+        return first
+
+    async def unschedule(self, name: str) -> bool:
+        """Remove schedule ``name`` (the jobs it fired stay): whether there was one."""
+        return bool(await self.executor.run(calls.unschedule(self.keyspace, calls.schedule_name(name))))
 
     async def last_event(self) -> str:
         """The event log's last entry id (``0-0`` when empty): where to read from."""

@@ -34,9 +34,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from . import calls
+from . import _protocol, calls
 from .errors import FenceError, NoJobError, Refused
-from .executor import Call
 from .model import Claimed, Policy, read_claims
 from .queue import Queue
 from .schedule import Every, fires
@@ -46,6 +45,7 @@ log = logging.getLogger("echomq.worker")
 Handler = Callable[["Job"], Awaitable[Any] | Any]
 
 UPKEEP_LIMIT = 100
+MAX_RESULT = _protocol.size("MAX_RESULT")
 
 
 class RetryAfter(Exception):
@@ -335,7 +335,12 @@ class Worker:
                 await self._fail(entry, str(err) or type(err).__name__)
             else:
                 result = handler.result()
-                self._acks.append((entry, None if result is None else _as_bytes(result)))
+                kept = None if result is None else _as_bytes(result)
+                most = MAX_RESULT
+                if kept is not None and len(kept) > most:
+                    await self._fail(entry, f"the handler returned {len(kept)} bytes: a result is at most {most}")
+                    return
+                self._acks.append((entry, kept))
                 self._ack_wake.set()
                 handed = True  # the acker frees the slot
         except Exception as err:
@@ -521,9 +526,7 @@ class Worker:
         await self._fire_schedules(warned if warned is not None else set())
 
     async def _fire_schedules(self, warned: set[str]) -> None:
-        reply = await self._exec.run(
-            Call("schedules", calls.keys("schedules", self._ks), [b"DUE", b"1", b"LIMIT", b"100"])
-        )
+        reply = await self._exec.run(calls.schedules(self._ks, due=True, limit=100))
         now = int(reply[0])
         for name_raw, definition, due in reply[1:]:
             name = name_raw.decode("utf-8", "replace")
