@@ -295,6 +295,12 @@ class SyncQueue:
     def close(self) -> None:
         self.redis.close()
 
+    def __enter__(self) -> SyncQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
         job_id = id if id is not None else mint()
         return _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
