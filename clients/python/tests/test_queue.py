@@ -157,3 +157,13 @@ def test_minted_ids_strictly_increase() -> None:
     ids = [echomq.mint() for _ in range(20000)]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     assert all(echomq.is_branded(i) and len(i) == 30 for i in ids[:100])
+
+
+async def test_a_flushed_script_cache_is_loaded_again(queue: echomq.Queue, server: RedisServer) -> None:
+    client = server.client()
+    client.script_flush()
+    job = await queue.enqueue(b"after a flush")  # NOSCRIPT on Lua: loaded again, sent again
+    many = await queue.enqueue_many([b"a", b"b"])
+    client.script_flush()
+    assert (await queue.stats()).pending == 3 and job.enqueued and all(e.enqueued for e in many)
+    client.close()
