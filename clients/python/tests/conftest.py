@@ -3,7 +3,8 @@ free loopback port and stopped after; the binaries from environment variables:
 
 - ``ECHOMQ_REDIS_SERVER``: redis-server (default: on PATH);
 - ``ECHOMQ_MODULE``: the echomq module's .so (default: the repository's
-  ``target/debug/deps`` or ``target/debug``);
+  ``target/debug``, where ``cargo build -p echomq-module`` puts it, or
+  ``target/debug/deps``);
 - ``ECHOMQ_EMQ``: the ``emq`` CLI (default: ``target/debug/emq``).
 
 Every test that takes ``kind`` runs twice: on Lua (a server without the
@@ -36,7 +37,7 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 def module_path() -> Path:
     if "ECHOMQ_MODULE" in os.environ:
         return Path(os.environ["ECHOMQ_MODULE"]).resolve()
-    for candidate in (TARGET / "debug/deps/libechomq_module.so", TARGET / "debug/libechomq_module.so"):
+    for candidate in (TARGET / "debug/libechomq_module.so", TARGET / "debug/deps/libechomq_module.so"):
         if candidate.is_file():
             return candidate.resolve()
     raise RuntimeError("the echomq module is not built: cargo build -p echomq-module, or set ECHOMQ_MODULE")
