@@ -3,24 +3,35 @@
 //! its lease, and redis-server killed and restarted twice. The program
 //! judges the run itself; this checks that it found no violation and that
 //! the chaos really happened. The seed comes from the clock, so each run
-//! tries a new plan; the report it prints starts with the command that
-//! replays that plan.
+//! tries a new plan; the test prints it first, and every failure names it
+//! with the command that replays that plan:
+//! `ECHOMQ_CHAOS_SEED=<seed> cargo test -p echomq-chaos --test chaos`.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Far beyond a run's ~10 s; the program has deadlines of its own, this only
 /// keeps a hang from holding the suite.
 const DEADLINE: Duration = Duration::from_secs(240);
 
-/// Run the program with `--via via` at CI size; its exit status and report.
-fn chaos(via: &str) -> (std::process::ExitStatus, String) {
+/// The seed of a run: `$ECHOMQ_CHAOS_SEED` to replay one, else from the clock.
+fn seed() -> u64 {
+    match std::env::var("ECHOMQ_CHAOS_SEED") {
+        Ok(seed) => seed.trim().parse().unwrap_or_else(|_| panic!("ECHOMQ_CHAOS_SEED={seed:?} is no u64")),
+        Err(_) => SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |since| since.as_nanos() as u64),
+    }
+}
+
+/// Run the program with `--via via` at CI size and `--seed seed`; its exit
+/// status and report.
+fn chaos(via: &str, seed: u64) -> (std::process::ExitStatus, String) {
     let dir = std::env::temp_dir().join(format!("echomq-chaos-test-{via}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_echomq-chaos"))
         .args(["run", "--via", via, "--jobs", "2000", "--workers", "3", "--concurrency", "8"])
         .args(["--seconds", "8", "--kills", "4", "--pauses", "1", "--restarts", "2"])
+        .args(["--seed", &seed.to_string()])
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
@@ -35,7 +46,7 @@ fn chaos(via: &str) -> (std::process::ExitStatus, String) {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "echomq-chaos --via {via} ran past {DEADLINE:?}:\n{}",
+                "echomq-chaos --via {via} --seed {seed} ran past {DEADLINE:?}:\n{}",
                 std::fs::read_to_string(&err).unwrap()
             );
         }
@@ -59,20 +70,29 @@ fn numbers(report: &str, label: &str) -> Vec<u64> {
 }
 
 fn judge(via: &str) {
-    let (status, report) = chaos(via);
-    assert!(status.success(), "echomq-chaos --via {via} exited with {status}:\n{report}");
+    let seed = seed();
+    let replay = format!(
+        "seed {seed}; replay it: ECHOMQ_CHAOS_SEED={seed} cargo test -p echomq-chaos --test chaos chaos_on_{via}"
+    );
+    eprintln!("chaos on {via}: {replay}");
+    let (status, report) = chaos(via, seed);
+    assert!(status.success(), "echomq-chaos --via {via} exited with {status} ({replay}):\n{report}");
     let count = |label: &str| numbers(&report, label)[0];
-    assert_eq!(count("violations"), 0, "{report}");
-    assert_eq!(count("enqueues acknowledged"), 2000, "{report}");
-    assert_eq!(count("jobs done"), 2000, "{report}");
-    assert_eq!(count("worker kills"), 4, "{report}");
-    assert_eq!(count("server restarts"), 2, "{report}");
+    assert_eq!(count("violations"), 0, "{replay}\n{report}");
+    assert_eq!(count("enqueues acknowledged"), 2000, "{replay}\n{report}");
+    assert_eq!(count("jobs done"), 2000, "{replay}\n{report}");
+    assert_eq!(count("worker kills"), 4, "{replay}\n{report}");
+    assert_eq!(count("server restarts"), 2, "{replay}\n{report}");
     let pauses = numbers(&report, "worker pauses");
-    assert_eq!(pauses[0], 1, "the pause found a running handler to catch:\n{report}");
+    assert_eq!(pauses[0], 1, "the pause found a running handler to catch ({replay}):\n{report}");
     // Each token a pause made stale had to be refused when its worker woke.
     let caught = pauses[1];
-    assert!(caught >= 1, "{report}");
-    assert!(count("stale tokens refused") >= caught, "{report}");
+    assert!(caught >= 1, "{replay}\n{report}");
+    assert!(count("stale tokens refused") >= caught, "{replay}\n{report}");
+    assert!(
+        report.contains(&format!("--seed {seed} ")),
+        "the program ran another plan ({replay}):\n{report}"
+    );
 }
 
 #[test]

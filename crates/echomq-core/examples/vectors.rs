@@ -1,6 +1,8 @@
 //! Writes the golden vectors, `protocol/vectors/<transition>.json`, from the
 //! core's cases: `cargo run -p echomq-core --example vectors`. Files of
-//! transitions that no longer exist are removed; the README stays.
+//! transitions that no longer exist are removed; the README stays. Writes
+//! with them the list of the core's per-case tests,
+//! `crates/echomq-core/tests/vectors/cases.rs`.
 
 use std::path::Path;
 
@@ -22,4 +24,9 @@ fn main() {
         cases += content.matches("\"name\": ").count();
     }
     println!("wrote {} files, {cases} cases, to {}", files.len(), dir.display());
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join(echomq_core::vectors::CASE_TESTS);
+    let list = echomq_core::vectors::case_tests().unwrap_or_else(|err| panic!("{err}"));
+    std::fs::create_dir_all(tests.parent().expect("a folder")).expect("tests/vectors/");
+    std::fs::write(&tests, list).expect("the list of tests written");
+    println!("wrote one test per case to {}", tests.display());
 }

@@ -7,6 +7,9 @@
 //!
 //! Each transition's description sits beside its code, as `DESCRIPTION` on
 //! its type; [`Name::describe`](crate::transition::Name::describe) finds it.
+//! Its KEYS are declared once with `keys!`: the roles the description lists
+//! and the named keys the transition's code reads come from the same list,
+//! so reordering one reorders the other.
 
 /// The part a key plays in a queue's keyspace, `emq:{q}:<role>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -186,6 +189,17 @@ pub struct Description {
     /// Whether it may add to a pending set, so that claims waiting for work
     /// should look again.
     pub wakes_claims: bool,
+    /// Whether it carries a job's token and is refused (`EMQFENCE`) unless
+    /// the token still holds the lease (PROTOCOL.md §6).
+    pub fenced: bool,
+    /// Whether its reply hands out jobs, each with a newly minted token.
+    pub hands_out_tokens: bool,
+    /// Whether a host that confirms writes on replicas waits for this one.
+    /// Not for what only reads, nor for CLAIM (a claim lost in a failover
+    /// only runs its job again, and the ack's wait covers it) or EXTEND (a
+    /// lost renewal only shortens a lease; a lagging replica must not fail
+    /// every heartbeat).
+    pub waits_for_replication: bool,
 }
 
 impl Description {
@@ -214,6 +228,113 @@ impl Description {
         self.keys.iter().position(|r| *r == role)
     }
 }
+
+/// A transition's KEYS as named keys: what its code reads instead of
+/// positions. The crate's `keys!` declares one for each transition.
+pub trait Keys<'k>: Sized {
+    /// The roles of the keys, in KEYS order: the description's `keys`.
+    const ROLES: &'static [Role];
+    /// How many keys a call may send (see [`Description::forms`]).
+    const FORMS: &'static [usize];
+    /// Name a call's keys, when their count is one of the forms.
+    fn bind(keys: &[&'k [u8]]) -> Option<Self>;
+}
+
+/// Declares a transition's KEYS from one list of `field: Role` pairs, in
+/// KEYS order: a struct with one named key a field, and its [`Keys`]
+/// (`ROLES`, the description's `keys`; `FORMS`; `bind`). A second list after
+/// `more` names the keys a call may leave off, all together (ENQUEUE's nine
+/// beyond the seed's two): the struct's `more`, present only when the call
+/// passed them. Reordering a list reorders the description and the names
+/// with it; nothing reads a key by its position.
+macro_rules! keys {
+    ($(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
+                pub $field: &'k [u8],
+            )+
+        }
+
+        impl $name<'_> {
+            /// The roles of the keys, in KEYS order: the description's `keys`.
+            pub const ROLES: &'static [$crate::description::Role] = &[$($crate::description::Role::$role),+];
+            /// How many keys a call sends: all of them.
+            pub const FORMS: &'static [usize] = &[Self::ROLES.len()];
+        }
+
+        impl<'k> $name<'k> {
+            /// Every key, in KEYS order, for the transitions that treat
+            /// them alike (each checked for its role's type, each deleted).
+            #[allow(dead_code)]
+            pub fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
+                [$(self.$field),+]
+            }
+        }
+
+        impl<'k> $crate::description::Keys<'k> for $name<'k> {
+            const ROLES: &'static [$crate::description::Role] = Self::ROLES;
+            const FORMS: &'static [usize] = Self::FORMS;
+
+            fn bind(keys: &[&'k [u8]]) -> Option<Self> {
+                match *keys {
+                    [$($field),+] => Some($name { $($field),+ }),
+                    _ => None,
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }
+        more $(#[$more_meta:meta])* $more:ident { $($extra:ident: $extra_role:ident),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
+                pub $field: &'k [u8],
+            )+
+            /// The keys a call may leave off, when it passed them.
+            pub more: Option<$more<'k>>,
+        }
+
+        $(#[$more_meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $more<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($extra), "` key ([`Role::", stringify!($extra_role), "`](crate::description::Role::", stringify!($extra_role), ")).")]
+                pub $extra: &'k [u8],
+            )+
+        }
+
+        impl $name<'_> {
+            /// The roles of the keys, in KEYS order: the description's `keys`.
+            pub const ROLES: &'static [$crate::description::Role] = &[
+                $($crate::description::Role::$role,)+
+                $($crate::description::Role::$extra_role,)+
+            ];
+            /// How many keys a call may send: the first ones alone, or all.
+            pub const FORMS: &'static [usize] = &[[$(stringify!($field)),+].len(), Self::ROLES.len()];
+        }
+
+        impl<'k> $crate::description::Keys<'k> for $name<'k> {
+            const ROLES: &'static [$crate::description::Role] = Self::ROLES;
+            const FORMS: &'static [usize] = Self::FORMS;
+
+            fn bind(keys: &[&'k [u8]]) -> Option<Self> {
+                match *keys {
+                    [$($field),+] => Some($name { $($field,)+ more: None }),
+                    [$($field,)+ $($extra),+] => Some($name { $($field,)+ more: Some($more { $($extra),+ }) }),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use keys;
 
 #[cfg(test)]
 mod tests {

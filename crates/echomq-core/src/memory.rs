@@ -3,227 +3,27 @@
 //! uses: hashes, sorted sets and streams (and, for tests, a stand-in for any
 //! other type).
 
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 // The hash maps of an in-process store: randomly seeded as std's, and faster.
 use foldhash::HashMap;
 
 use crate::store::{KeyType, Store};
 
-/// Where the embedded executor reads the time.
-pub trait Clock: Send + Sync {
-    /// Milliseconds since the Unix epoch.
-    fn now_ms(&self) -> u64;
-}
+mod clock;
+mod short;
+mod stream;
 
-/// The machine's clock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-    }
-}
-
-/// A clock that moves only when told: tests control time with it.
-#[derive(Debug, Default)]
-pub struct ManualClock(AtomicU64);
-
-impl ManualClock {
-    /// A clock showing `ms`.
-    pub fn new(ms: u64) -> ManualClock {
-        ManualClock(AtomicU64::new(ms))
-    }
-
-    /// Move the clock forward by `ms`.
-    pub fn advance(&self, ms: u64) {
-        self.0.fetch_add(ms, AtomicOrdering::SeqCst);
-    }
-
-    /// Set the clock to `ms`.
-    pub fn set(&self, ms: u64) {
-        self.0.store(ms, AtomicOrdering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(AtomicOrdering::SeqCst)
-    }
-}
-
-/// A score in a sorted set's order (IEEE total order; scores are never NaN).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Score(f64);
-
-impl Eq for Score {}
-
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Score) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Score {
-    fn cmp(&self, other: &Score) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-/// Bytes kept in place when short (a job id, a field's name, a number or a
-/// state), else on the heap. The store's sets and records hold many of
-/// these, and a job moves through several: an allocation for each member
-/// and each field was much of what a transition cost the embedded executor.
-#[derive(Clone)]
-enum Short {
-    /// The length, then the bytes (the rest zero).
-    Inline(u8, [u8; INLINE]),
-    Heap(Box<[u8]>),
-}
-
-/// The bytes a [`Short`] keeps in place: a job id (`JOB_` and a ULID) fits.
-const INLINE: usize = 30;
-
-impl Short {
-    fn new(bytes: &[u8]) -> Short {
-        if bytes.len() <= INLINE {
-            let mut inline = [0; INLINE];
-            inline[..bytes.len()].copy_from_slice(bytes);
-            Short::Inline(bytes.len() as u8, inline)
-        } else {
-            Short::Heap(bytes.into())
-        }
-    }
-}
-
-impl std::ops::Deref for Short {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Short::Inline(len, bytes) => &bytes[..*len as usize],
-            Short::Heap(bytes) => bytes,
-        }
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for Short {
-    fn borrow(&self) -> &[u8] {
-        self
-    }
-}
-
-// Equal, ordered and hashed as its bytes are, as `Borrow` requires.
-impl PartialEq for Short {
-    fn eq(&self, other: &Short) -> bool {
-        **self == **other
-    }
-}
-
-impl Eq for Short {}
-
-impl PartialOrd for Short {
-    fn partial_cmp(&self, other: &Short) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Short {
-    fn cmp(&self, other: &Short) -> Ordering {
-        (**self).cmp(&**other)
-    }
-}
-
-impl std::hash::Hash for Short {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (**self).hash(state);
-    }
-}
-
-impl std::fmt::Debug for Short {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self))
-    }
-}
+pub use clock::{Clock, ManualClock, SystemClock};
+use short::{Score, Short};
+use stream::{pack, unpack, Stream};
+pub use stream::{Entry, StreamId};
 
 #[derive(Clone, Debug, Default)]
 struct Zset {
     scores: HashMap<Short, f64>,
     order: BTreeSet<(Score, Short)>,
-}
-
-/// A stream entry's id, `<ms>-<seq>`: ordered as Redis orders them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StreamId {
-    /// The milliseconds part.
-    pub ms: u64,
-    /// The sequence within that millisecond.
-    pub seq: u64,
-}
-
-impl std::fmt::Display for StreamId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.ms, self.seq)
-    }
-}
-
-impl std::str::FromStr for StreamId {
-    type Err = ();
-
-    /// `<ms>-<seq>`, or `<ms>` alone (sequence 0), as XREAD takes them.
-    fn from_str(text: &str) -> Result<StreamId, ()> {
-        let (ms, seq) = text.split_once('-').unwrap_or((text, "0"));
-        Ok(StreamId { ms: ms.parse().map_err(drop)?, seq: seq.parse().map_err(drop)? })
-    }
-}
-
-/// A stream entry: its id and its fields, in order.
-pub type Entry = (StreamId, Vec<(Vec<u8>, Vec<u8>)>);
-
-#[derive(Clone, Debug, Default)]
-struct Stream {
-    entries: VecDeque<Packed>,
-    /// The last id handed out: ids only grow, even after a trim.
-    last: StreamId,
-}
-
-/// An entry as a stream keeps it: its fields in one buffer, each field and
-/// value a little-endian u32 length and its bytes. One allocation an entry,
-/// not two a field: the event log gains an entry with nearly every
-/// transition and drops its oldest (in a profile of the embedded worker,
-/// the entries' allocations and frees were a sixth of its time).
-type Packed = (StreamId, Box<[u8]>);
-
-fn pack(fields: &[(&[u8], &[u8])]) -> Box<[u8]> {
-    let size = fields.iter().map(|(field, value)| 8 + field.len() + value.len()).sum();
-    let mut packed = Vec::with_capacity(size);
-    for part in fields.iter().flat_map(|(field, value)| [field, value]) {
-        let len = u32::try_from(part.len()).expect("a field under 4 GiB");
-        packed.extend_from_slice(&len.to_le_bytes());
-        packed.extend_from_slice(part);
-    }
-    packed.into_boxed_slice()
-}
-
-fn unpack((id, packed): &Packed) -> Entry {
-    fn part(rest: &mut &[u8]) -> Vec<u8> {
-        let (len, tail) = rest.split_at(4);
-        let len = u32::from_le_bytes(len.try_into().expect("four bytes")) as usize;
-        let (part, tail) = tail.split_at(len);
-        *rest = tail;
-        part.to_vec()
-    }
-    let (mut rest, mut fields) = (&packed[..], Vec::new());
-    while !rest.is_empty() {
-        let field = part(&mut rest);
-        fields.push((field, part(&mut rest)));
-    }
-    (*id, fields)
 }
 
 /// One key's value.

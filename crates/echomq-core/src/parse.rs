@@ -4,6 +4,7 @@
 
 use std::ops::RangeInclusive;
 
+use crate::description::Keys;
 use crate::limits::MAX_DIGITS;
 use crate::{Code, Refusal, Role};
 
@@ -80,6 +81,15 @@ pub fn options<const N: usize>(
         rest = tail.get(1..).unwrap_or_default();
     }
     Ok(found)
+}
+
+/// A call's keys by name, and the queue's prefix: their count must be one
+/// of `K`'s forms (else the same refusal as the scripts'), and each key the
+/// queue's key of its role, as [`queue_prefix`] checks them.
+pub fn named_keys<'k, K: Keys<'k>>(keys: &[&'k [u8]], id: &[u8]) -> Result<(K, &'k [u8]), Refusal> {
+    let named = K::bind(keys).ok_or_else(|| wrong_number_of_keys(K::FORMS))?;
+    let prefix = queue_prefix(keys, &K::ROLES[..keys.len()], id)?;
+    Ok((named, prefix))
 }
 
 /// The queue's prefix, `emq:{q}:`, read off the first key and checked against

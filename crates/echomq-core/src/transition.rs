@@ -1,7 +1,12 @@
-//! Every transition in plain Rust, over a [`Store`]. Each one has the same
-//! shape: `parse` reads KEYS and ARGV (pure, no storage: the part a fuzzer
-//! hammers), `apply` checks the types and the record and then writes, and a
-//! `DESCRIPTION` says what it is. [`Name`] lists them all and dispatches.
+//! Every transition in plain Rust, over a [`Store`], one file each, named as
+//! its script is (`claim.rs`, `claim-8.lua`). Each has the same shape: its
+//! KEYS declared once by name and role (`keys!`, which makes the
+//! description's `keys` and the struct its code reads: `keys.pending`, never
+//! a position), `parse` reading KEYS and ARGV (pure, no storage: the part a
+//! fuzzer hammers), `apply` checking the types and the record and then
+//! writing, and a `DESCRIPTION` saying what it is. [`Name`] lists them all
+//! and dispatches; what several share sits in files named as the Lua
+//! includes are (`fenced`, `gate`, `delete`, `events`).
 //!
 //! The Lua scripts in `crates/echomq/lua` are the independent second
 //! implementation: the same checks in the same order, the same replies, the
@@ -15,25 +20,71 @@ use crate::store::{KeyType, Store};
 use crate::version::{Version, PROTOCOL};
 use crate::{Answer, Code, Refusal};
 
+// One file a transition, named as its script is (`claim.rs`, `claim-8.lua`).
+mod ack;
+mod ackmany;
+mod acknext;
 mod batch;
-mod control;
+mod cancel;
+mod claim;
+mod config;
+mod defer;
+mod drain;
 mod enqueue;
-mod events;
-mod lease;
-mod read;
-mod repair;
+mod enqueuemany;
+mod extend;
+mod fail;
+mod fire;
+mod inspect;
+mod obliterate;
+mod progress;
+mod promote;
+mod purge;
+mod reap;
+mod release;
+mod retry;
 mod schedule;
-mod upkeep;
+mod schedules;
+mod settle;
+mod stats;
+mod trim;
+mod unschedule;
 
-// Every type of each group: its transitions and their replies.
+// What several transitions share, named as the Lua includes are.
+mod delete;
+mod events;
+mod fenced;
+mod gate;
+
+// Every transition's type.
+pub use ack::*;
+pub use ackmany::*;
+pub use acknext::*;
 pub use batch::*;
-pub use control::Config;
+pub use cancel::*;
+pub use claim::*;
+pub use config::*;
+pub use defer::*;
+pub use drain::*;
 pub use enqueue::*;
-pub use lease::*;
-pub use read::*;
-pub use repair::*;
+pub use enqueuemany::*;
+pub use extend::*;
+pub use fail::*;
+pub use fire::*;
+pub use inspect::*;
+pub use obliterate::*;
+pub use progress::*;
+pub use promote::*;
+pub use purge::*;
+pub use reap::*;
+pub use release::*;
+pub use retry::*;
 pub use schedule::*;
-pub use upkeep::*;
+pub use schedules::*;
+pub use settle::*;
+pub use stats::*;
+pub use trim::*;
+pub use unschedule::*;
 
 /// Declares [`Name`] and its exhaustive dispatch from one list: each entry
 /// is a variant and the core type of the same name, which has `parse`,
@@ -144,11 +195,11 @@ fn need<S: Store>(store: &mut S, key: &[u8], want: KeyType) -> Result<(), Refusa
     }
 }
 
-/// The queue's wake-up key (PROTOCOL.md §9): the call's key at `at`, when
-/// it passed one. It must hold a sorted set or nothing; checked with the
-/// other keys, before the first write.
-fn wake_key<'k, S: Store>(store: &mut S, keys: &[&'k [u8]], at: usize) -> Result<Option<&'k [u8]>, Refusal> {
-    let Some(key) = keys.get(at).copied() else { return Ok(None) };
+/// The queue's wake-up key (PROTOCOL.md §9), when the call passed one. It
+/// must hold a sorted set or nothing; checked with the other keys, before
+/// the first write.
+fn wake_key<'k, S: Store>(store: &mut S, key: Option<&'k [u8]>) -> Result<Option<&'k [u8]>, Refusal> {
+    let Some(key) = key else { return Ok(None) };
     need(store, key, KeyType::Zset)?;
     Ok(Some(key))
 }

@@ -26,9 +26,15 @@ fn row(described: &Description) -> String {
         Effect::Writes => "writes",
         Effect::Frees => "only frees",
     };
-    let wakes = if described.wakes_claims { ", wakes claims" } else { "" };
+    let flag = |set: bool, word: &str| if set { format!(", {word}") } else { String::new() };
+    let properties = [
+        flag(described.fenced, "fenced"),
+        flag(described.hands_out_tokens, "hands out tokens"),
+        flag(described.wakes_claims, "wakes claims"),
+    ]
+    .concat();
     format!(
-        "| {} | `{}.lua` | `{}` | {} | {} | {} | {} | {effect}{wakes} |",
+        "| {} | `{}.lua` | `{}` | {} | {} | {} | {} | {effect}{properties} |",
         described.name.to_ascii_uppercase(),
         described.script_stem(),
         described.command,

@@ -76,10 +76,10 @@ fn nothing_claimed(store: &RedisStore, outcome: &Answer) -> bool {
         && matches!(outcome, Ok(Reply::Array(jobs)) if jobs.is_empty() || matches!(jobs[..], [Reply::Int(-1)]))
 }
 
-/// Block the client on `pending`, and `wake` when given, for `timeout` ms
+/// Block the client on `pending` and the wake-up key `wake` for `timeout` ms
 /// (0: no limit).
-fn wait(ctx: *mut raw::RedisModuleCtx, pending: &[u8], wake: Option<&[u8]>, timeout: u64) {
-    let watched: Vec<RString> = std::iter::once(pending).chain(wake).map(RString::new).collect();
+fn wait(ctx: *mut raw::RedisModuleCtx, pending: &[u8], wake: &[u8], timeout: u64) {
+    let watched: Vec<RString> = [pending, wake].into_iter().map(RString::new).collect();
     let mut keys: Vec<_> = watched.iter().map(RString::as_ptr).collect();
     let timeout = c_longlong::try_from(timeout).unwrap_or(c_longlong::MAX);
     let blocked = rm!(RedisModule_BlockClientOnKeys(

@@ -8,35 +8,83 @@
 //! one as `EMQ.<NAME> <keys…> <args…>`, the embedded one hands them to the
 //! core. The host checks every argument against [`echomq_core::limits`]
 //! before it sends, with the same words the server would use.
-
-use std::ops::RangeInclusive;
-use std::time::Duration;
+//!
+//! # Layout
+//! One file per transition, named as its Lua script's stem and the core's
+//! file (`claim.rs` for `claim-8.lua`); beside them `argument` (encoding and
+//! checking ARGV), `reply` (reading replies) and `headers` (a job's headers).
 
 use echomq_core::{Name, Role};
 use redis::Value;
 
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
-use crate::{Error, Result};
+use crate::Result;
 
+mod ack;
+mod ackmany;
+mod acknext;
+mod argument;
 mod batch;
-mod control;
+mod cancel;
+mod claim;
+mod config;
+mod defer;
+mod drain;
 mod enqueue;
-mod lease;
-mod read;
-mod repair;
+mod enqueuemany;
+mod extend;
+mod fail;
+mod fire;
+mod headers;
+mod inspect;
+mod obliterate;
+mod progress;
+mod promote;
+mod purge;
+mod reap;
+mod release;
+mod reply;
+mod retry;
+#[cfg(test)]
+mod round_trip;
 mod schedule;
-mod upkeep;
+mod schedules;
+mod settle;
+mod stats;
+mod trim;
+mod unschedule;
 
-// Every type of each group: its transitions and their replies.
+// Every transition's type, and the types of its reply.
+pub use ack::*;
+pub use ackmany::*;
+pub use acknext::*;
 pub use batch::*;
-pub use control::*;
+pub use cancel::*;
+pub use claim::*;
+pub use config::*;
+pub use defer::*;
+pub use drain::*;
 pub use enqueue::*;
-pub use lease::*;
-pub use read::*;
-pub use repair::*;
+pub use enqueuemany::*;
+pub use extend::*;
+pub use fail::*;
+pub use fire::*;
+pub use headers::*;
+pub use inspect::*;
+pub use obliterate::*;
+pub use progress::*;
+pub use promote::*;
+pub use purge::*;
+pub use reap::*;
+pub use release::*;
+pub use retry::*;
 pub use schedule::*;
-pub use upkeep::*;
+pub use schedules::*;
+pub use settle::*;
+pub use stats::*;
+pub use trim::*;
+pub use unschedule::*;
 
 /// A transition of the protocol, as the host calls it.
 pub trait Transition: Send + Sync {
@@ -62,75 +110,52 @@ pub trait Transition: Send + Sync {
     fn parse(reply: Value) -> Result<Self::Output>;
 }
 
-/// An integer argument as it travels: decimal text.
-fn decimal(n: impl ToString) -> Vec<u8> {
-    n.to_string().into_bytes()
-}
-
-/// A number checked against its range, failing with the server's own words.
-fn checked<T>(name: &str, value: T, range: RangeInclusive<T>) -> Result<T>
-where
-    T: PartialOrd + std::fmt::Display + Copy,
-{
-    if range.contains(&value) {
-        Ok(value)
-    } else {
-        Err(Error::Argument(format!("{name} must be an integer in {}..={}", range.start(), range.end())))
+/// The host's type of each transition, by name: the `NAME` of the type that
+/// mirrors `name`. An exhaustive match on [`Name`], with no `_` arm, so a
+/// transition added to the core without its host type here does not
+/// compile; and the constant below checks at compile time that each type
+/// answers for its own name, not another's.
+pub(crate) const fn mirror(name: Name) -> Name {
+    match name {
+        Name::Enqueue => Enqueue::NAME,
+        Name::EnqueueMany => EnqueueMany::NAME,
+        Name::Claim => Claim::NAME,
+        Name::Ack => Ack::NAME,
+        Name::AckNext => AckNext::NAME,
+        Name::AckMany => AckMany::NAME,
+        Name::Fail => Fail::NAME,
+        Name::Extend => Extend::NAME,
+        Name::Release => Release::NAME,
+        Name::Reap => Reap::NAME,
+        Name::Promote => Promote::NAME,
+        Name::Purge => Purge::NAME,
+        Name::Cancel => Cancel::NAME,
+        Name::Retry => Retry::NAME,
+        Name::Inspect => Inspect::NAME,
+        Name::Stats => Stats::NAME,
+        Name::Config => Config::NAME,
+        Name::Progress => Progress::NAME,
+        Name::Schedule => Schedule::NAME,
+        Name::Unschedule => Unschedule::NAME,
+        Name::Schedules => Schedules::NAME,
+        Name::Fire => Fire::NAME,
+        Name::Drain => Drain::NAME,
+        Name::Obliterate => Obliterate::NAME,
+        Name::Trim => Trim::NAME,
+        Name::Defer => Defer::NAME,
+        Name::Batch => Batch::NAME,
+        Name::Settle => Settle::NAME,
     }
 }
 
-/// The number of jobs one call of a many-jobs transition (ACKMANY,
-/// ENQUEUEMANY) carries: past `range`'s end in the server's words; none at
-/// all is the host's own mistake, never sent.
-fn jobs_a_call(name: Name, jobs: usize, range: RangeInclusive<u64>) -> Result<()> {
-    match jobs as u64 {
-        0 => Err(Error::Argument(format!("{} needs at least one job", name.describe().command))),
-        n if n > *range.end() => Err(Error::Argument(format!("at most {} jobs a call", range.end()))),
-        _ => Ok(()),
+// Evaluated by the compiler: for every `Name`, its host type's `NAME` is
+// that name (see `mirror`). A type copied from another and left with the
+// other's `NAME` fails the build.
+const _: () = {
+    let mut at = 0;
+    while at < Name::ALL.len() {
+        let name = Name::ALL[at];
+        assert!(mirror(name) as usize == name as usize, "a host type answers for another transition's name");
+        at += 1;
     }
-}
-
-/// A duration in whole milliseconds, checked against its range.
-fn millis(name: &str, duration: Duration, range: RangeInclusive<u64>) -> Result<u64> {
-    let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-    checked(name, ms, range)
-}
-
-fn unexpected(what: &str, reply: &Value) -> Error {
-    Error::Reply(format!("{what}: got {reply:?}"))
-}
-
-fn int_reply(what: &str, reply: Value) -> Result<i64> {
-    match reply {
-        Value::Int(n) => Ok(n),
-        other => Err(unexpected(what, &other)),
-    }
-}
-
-fn count_reply(what: &str, reply: Value) -> Result<u64> {
-    let n = int_reply(what, reply)?;
-    u64::try_from(n).map_err(|_| Error::Reply(format!("{what}: negative count {n}")))
-}
-
-fn bytes_reply(what: &str, reply: Value) -> Result<Vec<u8>> {
-    match reply {
-        Value::BulkString(bytes) => Ok(bytes),
-        Value::SimpleString(text) => Ok(text.into_bytes()),
-        other => Err(unexpected(what, &other)),
-    }
-}
-
-fn array_reply(what: &str, reply: Value) -> Result<Vec<Value>> {
-    match reply {
-        Value::Array(items) => Ok(items),
-        other => Err(unexpected(what, &other)),
-    }
-}
-
-/// A reply that must be exactly `1`.
-fn one_reply(what: &str, reply: Value) -> Result<()> {
-    match reply {
-        Value::Int(1) => Ok(()),
-        other => Err(unexpected(what, &other)),
-    }
-}
+};

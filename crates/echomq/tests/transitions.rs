@@ -1,25 +1,143 @@
 //! Every transition, table-driven, on every executor — the Lua scripts and
 //! the native module on one real redis-server, and the embedded core
 //! in-process: arrange the keys, run the transition, then check its reply and
-//! every key of the queue. Then the refusals, sent raw as any speaker could,
-//! each with its exact error and nothing written.
+//! every key of the queue. The refusals, sent raw as any speaker could, each
+//! with its exact error and nothing written, are golden vector cases
+//! (`crates/echomq-core/src/vectors/refused/`), which the core runs on its
+//! own and `tests/vectors.rs` replays on every executor.
 
 mod common;
 
+use std::any::Any;
+use std::fmt::Debug;
 use std::time::{Duration, SystemTime};
 
-use common::{check, harness_on, run, unexpand, Call, Harness, Line, A, B};
+use common::{check, default_retention, unexpand, Call, Line, A, B};
 use echomq::transition::*;
-use echomq::{Backoff, Embedded, Executor, JobId, Name, Native, Policy, State, Unique};
+use echomq::{
+    execute, Backoff, Code, Embedded, Executor, JobId, Keyspace, Name, Native, Policy, Record, State, Unique,
+};
 use echomq_core::memory::Dump;
-use echomq_test_support::RedisServer;
+use echomq_test_support::{unique_queue, RedisServer};
 
 struct Case {
     name: &'static str,
     given: &'static [&'static str],
     call: Call,
-    reply: &'static str,
+    reply: Reply,
     after: &'static [&'static str],
+}
+
+/// The reply a case must get, typed: compared with `==`, never as text.
+#[derive(Debug)]
+enum Reply {
+    /// The transition's output, as the host parses it.
+    Is(Box<dyn Expected>),
+    /// A refusal with this code.
+    Refused(Code),
+    /// EXTEND's deadline, which must be the lease's new score in active.
+    Deadline,
+}
+
+/// An output a case expects, compared with one of its own type.
+trait Expected: Debug + Send {
+    fn is(&self, got: &dyn Any) -> bool;
+}
+
+impl<T: Debug + PartialEq + Send + 'static> Expected for T {
+    fn is(&self, got: &dyn Any) -> bool {
+        got.downcast_ref::<T>() == Some(self)
+    }
+}
+
+/// What a call got: any output, shown and compared by its type.
+trait Got: Debug + Send {
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Debug + Send + 'static> Got for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn ok<T: Debug + PartialEq + Send + 'static>(value: T) -> Reply {
+    Reply::Is(Box::new(value))
+}
+fn refused(code: Code) -> Reply {
+    Reply::Refused(code)
+}
+/// A claim's reply; a wait the gate held back for is [`ANY_WAIT`] (its
+/// length depends on the clock: the cases that know it check the keys).
+fn claims(jobs: Vec<Claimed>, held: Option<Held>) -> Reply {
+    ok(Claims { jobs, held })
+}
+const ANY_WAIT: Held = Held::Wait(Duration::ZERO);
+fn claimed(id: &str, token: u64, payload: &[u8]) -> Claimed {
+    Claimed {
+        id: id.parse().unwrap(),
+        token,
+        payload: payload.to_vec(),
+        policy: None,
+        headers: Default::default(),
+    }
+}
+/// Settings with the protocol's default retention and event log.
+fn settings(paused: bool, concurrency: Option<u64>, rate: Option<(u64, Duration)>) -> Settings {
+    let [keep_done, keep_dead, keep_cancelled] = default_retention();
+    let events = echomq::limits::EVENTS_KEEP;
+    Settings { paused, concurrency, rate, keep_done, keep_dead, keep_cancelled, events, protocol: None }
+}
+fn stored(name: &str, definition: &[u8], next: u64) -> Stored {
+    Stored { name: name.to_owned(), definition: definition.to_vec(), next }
+}
+fn record(state: State, attempts: u64, payload: &[u8]) -> Record {
+    Record { state, attempts, payload: payload.to_vec(), enqueued_at: None, updated_at: None }
+}
+
+/// Run `call`, its output boxed: refusals as their code, a claim's wait
+/// as [`ANY_WAIT`], SCHEDULES without the server's now.
+async fn got(k: &Keyspace, via: &dyn Executor, call: &Call) -> echomq::Result<Box<dyn Got>> {
+    fn boxed<T: Debug + Send + 'static>(value: T) -> Box<dyn Got> {
+        Box::new(value)
+    }
+    let any_wait = |claims: Claims| match claims.held {
+        Some(Held::Wait(_)) => Claims { held: Some(ANY_WAIT), ..claims },
+        _ => claims,
+    };
+    Ok(match call {
+        Call::Enqueue(c) => boxed(execute(via, k, c).await?),
+        Call::EnqueueMany(c) => boxed(execute(via, k, c).await?),
+        Call::Claim(c) => boxed(any_wait(execute(via, k, c).await?)),
+        Call::Ack(c) => boxed(execute(via, k, c).await?),
+        Call::AckNext(c) => boxed(any_wait(execute(via, k, c).await?)),
+        Call::AckMany(c) => {
+            let each = execute(via, k, c).await?.into_iter();
+            boxed(each.map(|one| one.map_err(|err| err.code().expect("a refusal"))).collect::<Vec<_>>())
+        }
+        Call::Fail(c) => boxed(execute(via, k, c).await?),
+        Call::Extend(c) => boxed(execute(via, k, c).await?),
+        Call::Release(c) => boxed(execute(via, k, c).await?),
+        Call::Reap(c) => boxed(execute(via, k, c).await?),
+        Call::Promote(c) => boxed(execute(via, k, c).await?),
+        Call::Purge(c) => boxed(execute(via, k, c).await?),
+        Call::Cancel(c) => boxed(execute(via, k, c).await?),
+        Call::Retry(c) => boxed(execute(via, k, c).await?),
+        Call::Inspect(c) => boxed(execute(via, k, c).await?),
+        Call::Stats => boxed(execute(via, k, &Stats).await?),
+        Call::Config(c) => boxed(execute(via, k, c).await?),
+        Call::Progress(c) => boxed(execute(via, k, c).await?),
+        Call::Schedule(c) => boxed(execute(via, k, c).await?),
+        Call::Unschedule(c) => boxed(execute(via, k, c).await?),
+        Call::Schedules(c) => boxed(execute(via, k, c).await?.schedules),
+        Call::Fire(c) => boxed(execute(via, k, c).await?),
+        Call::Drain(c) => boxed(execute(via, k, c).await?),
+        Call::Obliterate => boxed(execute(via, k, &Obliterate).await?),
+        Call::Trim(c) => boxed(execute(via, k, c).await?),
+        Call::Defer(c) => boxed(execute(via, k, c).await?),
+        Call::Batch(c) => boxed(execute(via, k, c).await?),
+        Call::Settle(c) => boxed(execute(via, k, c).await?),
+    })
 }
 
 fn a() -> JobId {
@@ -82,1196 +200,1985 @@ fn fire(tick: u64, skip: bool) -> Call {
 const ACTIVE_A: &[&str] = &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A"];
 const ACTIVE_A_AFTER: &[&str] = &["active $A@5", "job:$A attempts=1 payload=p state=active"];
 
-fn cases() -> Vec<Case> {
-    vec![
-        // ENQUEUE
-        Case {
-            name: "enqueue writes the seed's record and pending at score 0",
-            given: &[],
-            call: enqueue(0, Due::Now),
-            reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "wake 1@0"],
-        },
-        Case {
-            name: "enqueuemany admits each new job and finds the others duplicates",
-            given: &["HSET $q:job:$B state done attempts 1 payload old", "ZADD $q:done 5 $B"],
-            call: Call::EnqueueMany(EnqueueMany {
-                jobs: vec![(a(), b"p".to_vec()), (B.parse().unwrap(), b"q".to_vec()), (a(), b"again".to_vec())],
+/// One test per case and executor: `mod <case> { lua, native, embedded }`.
+macro_rules! cases {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use super::{one, Target};
+
+                #[tokio::test]
+                async fn lua() {
+                    one(super::$case(), Target::Lua).await;
+                }
+
+                #[tokio::test]
+                async fn native() {
+                    one(super::$case(), Target::Native).await;
+                }
+
+                #[tokio::test]
+                async fn embedded() {
+                    one(super::$case(), Target::Embedded(echomq::Embedded::new())).await;
+                }
+            }
+        )*
+    };
+}
+
+// Every case: each its own test on each executor (`<case>::lua`,
+// `<case>::native`, `<case>::embedded`). A case's function not listed here
+// is dead code, which the lints refuse.
+cases![
+    enqueue_writes_the_seeds_record_and_pending_at_score_0,
+    enqueuemany_admits_each_new_job_and_finds_the_others_duplicates,
+    enqueuemany_of_duplicates_only_changes_nothing_and_wakes_no_one,
+    enqueue_with_headers_keeps_them_beside_the_record,
+    enqueue_of_an_existing_id_is_a_duplicate_and_changes_nothing,
+    enqueue_with_a_priority_scores_pending_by_it_and_remembers_it,
+    enqueue_with_a_delay_goes_to_delayed_at_the_servers_now_plus_the_delay,
+    enqueue_at_a_time_already_past_is_simply_pending,
+    enqueue_with_a_policy_keeps_it_beside_the_record_its_options_in_a_fixed_order,
+    enqueue_with_a_unique_key_holds_it_for_its_time,
+    enqueue_of_a_held_unique_key_answers_its_holder_and_changes_nothing,
+    enqueue_of_a_unique_key_held_until_its_active_job_finishes_answers_that_job,
+    a_unique_key_held_until_its_job_finishes_frees_once_that_job_is_done,
+    an_ended_hold_frees_its_key_and_ended_holds_are_forgotten,
+    claim_hands_a_job_with_a_policy_its_policy_and_one_without_none,
+    claim_hands_a_job_with_headers_its_headers_after_its_policy_or_none,
+    claim_takes_the_lowest_priority_first_and_mints_token_1,
+    claim_of_a_batch_takes_equal_priorities_in_id_order_and_mints_the_next_token,
+    claim_of_an_empty_queue_gets_nothing,
+    claim_drops_a_pending_id_whose_record_is_missing,
+    claim_of_a_paused_queue_gets_nothing_and_says_it_is_paused,
+    claim_under_a_concurrency_limit_takes_only_the_room_left,
+    claim_under_a_concurrency_limit_that_held_nothing_back_says_nothing_of_it,
+    claim_of_an_idle_queue_under_limits_below_count_gets_nothing_and_no_trailer,
+    claim_at_the_concurrency_limit_gets_nothing_and_says_so,
+    claim_within_the_concurrency_limit_is_not_held,
+    claim_under_a_rate_trims_what_left_the_window_and_logs_each_claim,
+    claim_that_takes_nothing_under_a_rate_trims_nothing,
+    claim_reads_a_stored_01_as_1,
+    claim_at_the_rate_limit_gets_nothing_and_says_when_the_next_slot_opens,
+    claim_under_a_rate_takes_only_the_slots_left,
+    claim_under_a_looser_rate_than_the_concurrency_limit_is_held_by_the_concurrency,
+    config_pauses_a_queue,
+    config_sets_the_event_logs_length_and_0_turns_it_off,
+    config_resumes_a_queue_keeps_its_limit_and_re_adds_the_head_of_pending_at_its_priority,
+    config_sets_a_concurrency_limit,
+    config_with_a_concurrency_of_0_removes_the_limit,
+    config_sets_a_rate,
+    config_removes_a_rate_and_its_claim_log_and_keeps_the_rest,
+    config_with_no_options_only_reads,
+    config_sets_a_retention_with_no_age_bound,
+    trim_deletes_done_jobs_past_the_default_age_with_their_side_entries,
+    trim_keeps_the_newest_of_a_count_oldest_going_first,
+    trim_with_no_bounds_keeps_every_job,
+    ack_by_the_holder_moves_the_job_to_done,
+    ack_with_a_result_keeps_it_beside_the_record_and_its_event_says_how_big,
+    ack_on_a_queue_whose_event_log_is_off_writes_no_event,
+    ack_with_another_token_is_fenced,
+    ack_of_a_job_that_is_not_active_is_fenced,
+    ack_of_a_missing_job,
+    acknext_acks_the_job_and_claims_the_next_ones_under_the_lease_and_the_gate,
+    acknext_on_an_empty_queue_acks_and_claims_nothing,
+    acknext_on_a_paused_queue_acks_and_the_gate_says_why_it_claimed_nothing,
+    acknext_with_a_stale_token_acks_nothing_and_claims_nothing,
+    ackmany_acks_each_job_whose_token_holds_and_answers_each_on_its_own,
+    ackmany_of_two_jobs_acks_both_in_order,
+    fail_with_attempts_left_goes_to_delayed_after_the_back_off_keeping_the_error,
+    fail_at_the_last_attempt_goes_to_dead,
+    fail_with_a_stale_token_is_fenced,
+    fail_goes_by_the_jobs_own_attempts_over_the_callers,
+    fail_backs_off_by_the_jobs_own_exponential_back_off_doubling_per_attempt,
+    fail_refuses_a_policy_that_does_not_read_as_one_and_writes_nothing,
+    defer_sends_the_job_to_delayed_gives_its_attempt_back_and_pauses_the_queue,
+    defer_raises_the_jobs_own_attempts_keeps_the_rest_of_its_policy_and_leaves_the_queue,
+    defer_with_a_stale_token_is_fenced,
+    claim_under_a_timed_pause_takes_nothing_and_says_how_long_to_wait,
+    claim_after_a_timed_pause_ended_goes_on,
+    resume_ends_a_timed_pause_too,
+    extend_moves_the_lease_deadline,
+    extend_with_a_stale_token_is_fenced,
+    release_gives_the_job_back_at_its_priority_attempts_kept_and_the_attempt_refunded,
+    release_grows_the_jobs_own_attempts_keeping_the_rest_of_its_policy,
+    release_with_a_stale_token_is_fenced,
+    reap_sends_an_expired_lease_back_to_pending_and_leaves_a_live_one,
+    reap_sends_an_expired_lease_out_of_attempts_to_dead,
+    reap_goes_by_each_jobs_own_attempts_over_the_reapers,
+    promote_moves_due_jobs_to_pending_at_their_priority_and_leaves_the_rest,
+    purge_deletes_old_finished_jobs_with_their_priority_and_error,
+    drain_deletes_pending_jobs_head_first_with_their_side_entries,
+    drain_of_active_jobs_deletes_them_fencing_their_holders,
+    obliterate_of_an_empty_queue_deletes_every_key_it_owns,
+    obliterate_of_a_queue_that_holds_a_job_is_refused,
+    progress_by_the_holder_is_kept_beside_the_record_which_is_untouched,
+    progress_with_a_stale_token_is_fenced,
+    progress_of_a_done_job_is_fenced,
+    progress_of_a_missing_job,
+    schedule_adds_a_schedule_and_its_next_tick,
+    schedule_of_a_name_taken_replaces_it,
+    unschedule_removes_the_schedule,
+    unschedule_of_no_such_schedule,
+    schedules_lists_by_next_tick_skipping_a_name_with_no_definition,
+    schedules_due_lists_only_those_whose_next_tick_has_come,
+    fire_enqueues_the_ticks_job_and_moves_the_schedule_on,
+    fire_of_a_tick_fired_by_another_changes_nothing,
+    fire_of_a_removed_schedule_changes_nothing,
+    fire_of_a_tick_whose_job_exists_moves_on_without_a_second_job,
+    fire_with_skip_moves_on_without_a_job,
+    cancel_of_a_pending_job,
+    cancel_of_an_active_job_ends_its_lease,
+    cancel_of_a_cancelled_job_changes_nothing,
+    cancel_of_a_done_job_is_refused,
+    retry_sends_a_dead_job_to_pending_at_its_priority,
+    retry_of_a_job_that_is_not_dead_is_refused,
+    retry_of_a_missing_job,
+    batch_opens_a_batch_over_its_jobs_with_its_callback,
+    batch_of_an_open_batch_changes_nothing,
+    settle_follows_a_batch_as_far_as_its_jobs_finished,
+    settle_calls_a_batch_back_once_its_jobs_all_finished_its_counts_in_the_callbacks_headers,
+    inspect_reads_the_record_and_the_last_error,
+    inspect_reads_a_jobs_result_and_its_own_policy,
+    inspect_reads_the_last_progress_beside_the_record,
+    inspect_of_a_missing_job,
+    stats_counts_each_states_set,
+];
+
+// ENQUEUE
+fn enqueue_writes_the_seeds_record_and_pending_at_score_0() -> Case {
+    Case {
+        name: "enqueue writes the seed's record and pending at score 0",
+        given: &[],
+        call: enqueue(0, Due::Now),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn enqueuemany_admits_each_new_job_and_finds_the_others_duplicates() -> Case {
+    Case {
+        name: "enqueuemany admits each new job and finds the others duplicates",
+        given: &["HSET $q:job:$B state done attempts 1 payload old", "ZADD $q:done 5 $B"],
+        call: Call::EnqueueMany(EnqueueMany {
+            jobs: vec![(a(), b"p".to_vec()), (B.parse().unwrap(), b"q".to_vec()), (a(), b"again".to_vec())],
+        }),
+        reply: ok(vec![Admission::Enqueued, Admission::Duplicate, Admission::Duplicate]),
+        after: &[
+            "done $B@5",
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "job:$B attempts=1 payload=old state=done",
+            "pending $A@0",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn enqueuemany_of_duplicates_only_changes_nothing_and_wakes_no_one() -> Case {
+    Case {
+        name: "enqueuemany of duplicates only changes nothing and wakes no one",
+        given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
+        call: Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())] }),
+        reply: ok(vec![Admission::Duplicate]),
+        after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
+    }
+}
+
+fn enqueue_with_headers_keeps_them_beside_the_record() -> Case {
+    Case {
+        name: "enqueue with headers keeps them beside the record",
+        given: &[],
+        call: Call::Enqueue(Enqueue {
+            id: a(),
+            payload: b"p".to_vec(),
+            priority: 0,
+            due: Due::Now,
+            policy: None,
+            unique: None,
+            headers: [("tenant".to_owned(), "acme".to_owned())].into(),
+        }),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending",
+            r#"headers $A={"tenant":"acme"}"#,
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn enqueue_of_an_existing_id_is_a_duplicate_and_changes_nothing() -> Case {
+    Case {
+        name: "enqueue of an existing id is a duplicate and changes nothing",
+        given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
+        call: enqueue(0, Due::Now),
+        reply: ok(Admission::Duplicate),
+        after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
+    }
+}
+
+fn enqueue_with_a_priority_scores_pending_by_it_and_remembers_it() -> Case {
+    Case {
+        name: "enqueue with a priority scores pending by it and remembers it",
+        given: &[],
+        call: enqueue(-7, Due::Now),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@-7",
+            "priority $A=-7",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn enqueue_with_a_delay_goes_to_delayed_at_the_servers_now_plus_the_delay() -> Case {
+    Case {
+        name: "enqueue with a delay goes to delayed at the server's now plus the delay",
+        given: &[],
+        call: enqueue(0, Due::After(secs(60))),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "delayed $A@now+60000",
+            "events enqueued=$A,state:delayed",
+            "job:$A attempts=0 payload=p state=delayed",
+        ],
+    }
+}
+
+fn enqueue_at_a_time_already_past_is_simply_pending() -> Case {
+    Case {
+        name: "enqueue at a time already past is simply pending",
+        given: &[],
+        call: enqueue(0, Due::At(SystemTime::UNIX_EPOCH + secs(1))),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn enqueue_with_a_policy_keeps_it_beside_the_record_its_options_in_a_fixed_order() -> Case {
+    Case {
+        name: "enqueue with a policy keeps it beside the record, its options in a fixed order",
+        given: &[],
+        call: Call::Enqueue(Enqueue {
+            id: a(),
+            payload: b"p".to_vec(),
+            priority: 0,
+            due: Due::Now,
+            policy: Some(Policy {
+                attempts: Some(2),
+                backoff: Some(Backoff::Exponential(1000)),
+                timeout: Some(5000),
             }),
-            reply: "Ok([Enqueued, Duplicate, Duplicate])",
-            after: &[
-                "done $B@5",
-                "events enqueued=$A,state:pending",
-                "job:$A attempts=0 payload=p state=pending",
-                "job:$B attempts=1 payload=old state=done",
-                "pending $A@0",
-                "wake 1@0",
+            unique: None,
+            headers: Default::default(),
+        }),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+            "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn enqueue_with_a_unique_key_holds_it_for_its_time() -> Case {
+    Case {
+        name: "enqueue with a unique key holds it for its time",
+        given: &[],
+        call: unique(false),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+            "unique u=0:$A",
+            "unique_until u@now+60000",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn enqueue_of_a_held_unique_key_answers_its_holder_and_changes_nothing() -> Case {
+    Case {
+        name: "enqueue of a held unique key answers its holder and changes nothing",
+        given: &[
+            "HSET $q:job:$B state done attempts 1 payload b",
+            "ZADD $q:done 5 $B",
+            "HSET $q:unique u 0:$B",
+            "ZADD $q:unique_until 9999999999999 u",
+        ],
+        call: unique(true),
+        reply: ok(Admission::HeldBy(B.parse().unwrap())),
+        after: &[
+            "done $B@5",
+            "job:$B attempts=1 payload=b state=done",
+            "unique u=0:$B",
+            "unique_until u@9999999999999",
+        ],
+    }
+}
+
+fn enqueue_of_a_unique_key_held_until_its_active_job_finishes_answers_that_job() -> Case {
+    Case {
+        name: "enqueue of a unique key held until its active job finishes answers that job",
+        given: &[
+            "HSET $q:job:$B state active attempts 1 payload b",
+            "ZADD $q:active 5 $B",
+            "HSET $q:unique u 1:$B",
+            "ZADD $q:unique_until 9999999999999 u",
+        ],
+        call: unique(false),
+        reply: ok(Admission::HeldBy(B.parse().unwrap())),
+        after: &[
+            "active $B@5",
+            "job:$B attempts=1 payload=b state=active",
+            "unique u=1:$B",
+            "unique_until u@9999999999999",
+        ],
+    }
+}
+
+fn a_unique_key_held_until_its_job_finishes_frees_once_that_job_is_done() -> Case {
+    Case {
+        name: "a unique key held until its job finishes frees once that job is done",
+        given: &[
+            "HSET $q:job:$B state done attempts 1 payload b",
+            "ZADD $q:done 5 $B",
+            "HSET $q:unique u 1:$B",
+            "ZADD $q:unique_until 9999999999999 u",
+        ],
+        call: unique(true),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "done $B@5",
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "job:$B attempts=1 payload=b state=done",
+            "pending $A@0",
+            "unique u=1:$A",
+            "unique_until u@now+60000",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn an_ended_hold_frees_its_key_and_ended_holds_are_forgotten() -> Case {
+    Case {
+        name: "an ended hold frees its key, and ended holds are forgotten",
+        given: &["HSET $q:unique u 0:$B v 0:$B w 0:$B", "ZADD $q:unique_until 5 u 6 v 9999999999999 w"],
+        call: unique(false),
+        reply: ok(Admission::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+            "unique u=0:$A w=0:$B",
+            "unique_until u@now+60000 w@9999999999999",
+            "wake 1@0",
+        ],
+    }
+}
+
+// CLAIM
+fn claim_hands_a_job_with_a_policy_its_policy_and_one_without_none() -> Case {
+    Case {
+        name: "claim hands a job with a policy its policy, and one without none",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A 0 $B",
+            "HSET $q:policy $A ATTEMPTS~2~TIMEOUT~5000",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+        reply: claims(
+            vec![
+                Claimed {
+                    policy: Some(Policy { attempts: Some(2), backoff: None, timeout: Some(5000) }),
+                    ..claimed(A, 1, b"a")
+                },
+                claimed(B, 1, b"b"),
             ],
-        },
-        Case {
-            name: "enqueuemany of duplicates only changes nothing and wakes no one",
-            given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
-            call: Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())] }),
-            reply: "Ok([Duplicate])",
-            after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
-        },
-        Case {
-            name: "enqueue with headers keeps them beside the record",
-            given: &[],
-            call: Call::Enqueue(Enqueue {
-                id: a(),
-                payload: b"p".to_vec(),
-                priority: 0,
-                due: Due::Now,
-                policy: None,
-                unique: None,
+            None,
+        ),
+        after: &[
+            "active $A@now+30000 $B@now+30000",
+            "events active=$A,attempt:1 active=$B,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+            "job:$B attempts=1 payload=b state=active",
+            "policy $A=ATTEMPTS~2~TIMEOUT~5000",
+        ],
+    }
+}
+
+fn claim_hands_a_job_with_headers_its_headers_after_its_policy_or_none() -> Case {
+    Case {
+        name: "claim hands a job with headers its headers, after its policy or none",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "ZADD $q:pending 0 $A",
+            r#"HSET $q:headers $A {"tenant":"acme"}"#,
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(
+            vec![Claimed {
                 headers: [("tenant".to_owned(), "acme".to_owned())].into(),
-            }),
-            reply: "Ok(Enqueued)",
-            after: &[
-                "events enqueued=$A,state:pending",
-                r#"headers $A={"tenant":"acme"}"#,
-                "job:$A attempts=0 payload=p state=pending",
-                "pending $A@0",
-                "wake 1@0",
-            ],
-        },
-        Case {
-            name: "enqueue of an existing id is a duplicate and changes nothing",
-            given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
-            call: enqueue(0, Due::Now),
-            reply: "Ok(Duplicate)",
-            after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
-        },
-        Case {
-            name: "enqueue with a priority scores pending by it and remembers it",
-            given: &[],
-            call: enqueue(-7, Due::Now),
-            reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@-7", "priority $A=-7", "wake 1@0"],
-        },
-        Case {
-            name: "enqueue with a delay goes to delayed at the server's now plus the delay",
-            given: &[],
-            call: enqueue(0, Due::After(secs(60))),
-            reply: "Ok(Enqueued)",
-            after: &["delayed $A@now+60000", "events enqueued=$A,state:delayed", "job:$A attempts=0 payload=p state=delayed"],
-        },
-        Case {
-            name: "enqueue at a time already past is simply pending",
-            given: &[],
-            call: enqueue(0, Due::At(SystemTime::UNIX_EPOCH + secs(1))),
-            reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "wake 1@0"],
-        },
-        Case {
-            name: "enqueue with a policy keeps it beside the record, its options in a fixed order",
-            given: &[],
-            call: Call::Enqueue(Enqueue {
-                id: a(),
-                payload: b"p".to_vec(),
-                priority: 0,
-                due: Due::Now,
-                policy: Some(Policy {
-                    attempts: Some(2),
-                    backoff: Some(Backoff::Exponential(1000)),
-                    timeout: Some(5000),
-                }),
-                unique: None,
-                headers: Default::default(),
-            }),
-            reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "policy $A=ATTEMPTS~2~BACKOFF_EXP~1000~TIMEOUT~5000", "wake 1@0"],
-        },
-        Case {
-            name: "enqueue with a unique key holds it for its time",
-            given: &[],
-            call: unique(false),
-            reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A", "unique_until u@now+60000", "wake 1@0"],
-        },
-        Case {
-            name: "enqueue of a held unique key answers its holder and changes nothing",
-            given: &[
-                "HSET $q:job:$B state done attempts 1 payload b",
-                "ZADD $q:done 5 $B",
-                "HSET $q:unique u 0:$B",
-                "ZADD $q:unique_until 9999999999999 u",
-            ],
-            call: unique(true),
-            reply: "Ok(HeldBy($B))",
-            after: &["done $B@5", "job:$B attempts=1 payload=b state=done", "unique u=0:$B", "unique_until u@9999999999999"],
-        },
-        Case {
-            name: "enqueue of a unique key held until its active job finishes answers that job",
-            given: &[
-                "HSET $q:job:$B state active attempts 1 payload b",
-                "ZADD $q:active 5 $B",
-                "HSET $q:unique u 1:$B",
-                "ZADD $q:unique_until 9999999999999 u",
-            ],
-            call: unique(false),
-            reply: "Ok(HeldBy($B))",
-            after: &["active $B@5", "job:$B attempts=1 payload=b state=active", "unique u=1:$B", "unique_until u@9999999999999"],
-        },
-        Case {
-            name: "a unique key held until its job finishes frees once that job is done",
-            given: &[
-                "HSET $q:job:$B state done attempts 1 payload b",
-                "ZADD $q:done 5 $B",
-                "HSET $q:unique u 1:$B",
-                "ZADD $q:unique_until 9999999999999 u",
-            ],
-            call: unique(true),
-            reply: "Ok(Enqueued)",
-            after: &["done $B@5", "events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "job:$B attempts=1 payload=b state=done", "pending $A@0", "unique u=1:$A", "unique_until u@now+60000", "wake 1@0"],
-        },
-        Case {
-            name: "an ended hold frees its key, and ended holds are forgotten",
-            given: &["HSET $q:unique u 0:$B v 0:$B w 0:$B", "ZADD $q:unique_until 5 u 6 v 9999999999999 w"],
-            call: unique(false),
-            reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "unique u=0:$A w=0:$B", "unique_until u@now+60000 w@9999999999999", "wake 1@0"],
-        },
-        // CLAIM
-        Case {
-            name: "claim hands a job with a policy its policy, and one without none",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A 0 $B",
-                "HSET $q:policy $A ATTEMPTS~2~TIMEOUT~5000",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: Some(Policy { attempts: Some(2), \
-                    backoff: None, timeout: Some(5000) }), headers: {} }, Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
-            after: &["active $A@now+30000 $B@now+30000", "events active=$A,attempt:1 active=$B,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active", "policy $A=ATTEMPTS~2~TIMEOUT~5000"],
-        },
-        Case {
-            name: "claim hands a job with headers its headers, after its policy or none",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "ZADD $q:pending 0 $A",
-                r#"HSET $q:headers $A {"tenant":"acme"}"#,
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {\"tenant\": \"acme\"} }])",
-            after: &[
-                "active $A@now+30000",
-                "events active=$A,attempt:1",
-                r#"headers $A={"tenant":"acme"}"#,
-                "job:$A attempts=1 payload=a state=active",
-            ],
-        },
-        Case {
-            name: "claim takes the lowest priority first and mints token 1",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A -1 $B",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
-            after: &["active $B@now+30000", "events active=$B,attempt:1", "job:$A attempts=0 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0", "wake 1@0"],
-        },
-        Case {
-            name: "claim of a batch takes equal priorities in id order and mints the next token",
-            given: &[
-                "HSET $q:job:$A state pending attempts 2 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $B 0 $A",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 3, payload: [97], policy: None, headers: {} }, Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
-            after: &["active $A@now+30000 $B@now+30000", "events active=$A,attempt:3 active=$B,attempt:1", "job:$A attempts=3 payload=a state=active", "job:$B attempts=1 payload=b state=active"],
-        },
-        Case {
-            name: "claim of an empty queue gets nothing",
-            given: &[],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([])",
-            after: &[],
-        },
-        Case {
-            name: "claim drops a pending id whose record is missing",
-            given: &["ZADD $q:pending 0 $A"],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([])",
-            after: &[],
-        },
-        Case {
-            name: "claim of a paused queue gets nothing and says it is paused",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload p",
-                "ZADD $q:pending 0 $A",
-                "HSET $q:config paused 1",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([]) held Paused",
-            after: &["config paused=1", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
-        },
-        Case {
-            name: "claim under a concurrency limit takes only the room left",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A 0 $B",
-                "HSET $q:config concurrency 1",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Busy",
-            after: &["active $A@now+30000", "config concurrency=1", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0"],
-        },
-        Case {
-            name: "claim under a concurrency limit that held nothing back says nothing of it",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state active attempts 1 payload b",
-                "ZADD $q:pending 0 $A",
-                "ZADD $q:active 5 $B",
-                "HSET $q:config concurrency 3",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }])",
-            after: &["active $B@5 $A@now+30000", "config concurrency=3", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active"],
-        },
-        Case {
-            name: "claim of an idle queue under limits below COUNT gets nothing and no trailer",
-            given: &["HSET $q:config concurrency 2 rate 5 per 1000"],
-            call: Call::Claim(Claim { lease: secs(30), count: 20 }),
-            reply: "Ok([])",
-            after: &["config concurrency=2 per=1000 rate=5"],
-        },
-        Case {
-            name: "claim at the concurrency limit gets nothing and says so",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state active attempts 1 payload b",
-                "ZADD $q:pending 0 $A",
-                "ZADD $q:active 5 $B",
-                "HSET $q:config concurrency 1",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([]) held Busy",
-            after: &[
-                "active $B@5",
-                "config concurrency=1",
-                "job:$A attempts=0 payload=a state=pending",
-                "job:$B attempts=1 payload=b state=active",
-                "pending $A@0",
-            ],
-        },
-        Case {
-            name: "claim within the concurrency limit is not held",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "ZADD $q:pending 0 $A",
-                "HSET $q:config concurrency 3",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }])",
-            after: &["active $A@now+30000", "config concurrency=3", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active"],
-        },
-        Case {
-            name: "claim under a rate trims what left the window and logs each claim",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A 0 $B",
-                "HSET $q:config rate 5 per 1000",
-                "ZADD $q:rate 5 $B:9",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 5 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }, Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
-            after: &["active $A@now+30000 $B@now+30000", "config per=1000 rate=5", "events active=$A,attempt:1 active=$B,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=1 payload=b state=active", "rate $A:1@now $B:1@now"],
-        },
-        Case {
-            name: "claim that takes nothing under a rate trims nothing",
-            given: &["HSET $q:config rate 1 per 1000", "ZADD $q:rate 1 $B:7"],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([])",
-            after: &["config per=1000 rate=1", "rate $B:7@1"],
-        },
-        Case {
-            name: "claim reads a stored 01 as 1",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A 0 $B",
-                "HSET $q:config concurrency 01",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Busy",
-            after: &["active $A@now+30000", "config concurrency=01", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0"],
-        },
-        Case {
-            name: "claim at the rate limit gets nothing and says when the next slot opens",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "ZADD $q:pending 0 $A",
-                "HSET $q:config rate 1 per 86400000",
-                "ZADD $q:rate 9999999999999 $B:7",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([]) held Wait",
-            after: &[
-                "config per=86400000 rate=1",
-                "job:$A attempts=0 payload=a state=pending",
-                "pending $A@0",
-                "rate $B:7@9999999999999",
-            ],
-        },
-        Case {
-            name: "claim under a rate takes only the slots left",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A 0 $B",
-                "HSET $q:config rate 2 per 86400000",
-                "ZADD $q:rate 9999999999999 $B:7",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Wait",
-            after: &["active $A@now+30000", "config per=86400000 rate=2", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0", "rate $A:1@now $B:7@9999999999999"],
-        },
-        Case {
-            name: "claim under a looser rate than the concurrency limit is held by the concurrency",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A 0 $B",
-                "HSET $q:config rate 5 per 1000 concurrency 1",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 2 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [97], policy: None, headers: {} }]) held Busy",
-            after: &["active $A@now+30000", "config concurrency=1 per=1000 rate=5", "events active=$A,attempt:1", "job:$A attempts=1 payload=a state=active", "job:$B attempts=0 payload=b state=pending", "pending $B@0", "rate $A:1@now"],
-        },
-        // CONFIG
-        Case {
-            name: "config pauses a queue",
-            given: PENDING_A,
-            call: Call::Config(Config { paused: Some(true), ..Config::default() }),
-            reply: "Ok(Settings { paused: true, concurrency: None, rate: None })",
-            after: &["config paused=1", "events paused=", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
-        },
-        Case {
-            name: "config sets the event log's length, and 0 turns it off",
-            given: &[],
-            call: Call::Config(Config { events: Some(0), ..Config::default() }),
-            reply: "Ok(Settings { paused: false, concurrency: None, rate: None } events 0)",
-            after: &["config events=0"],
-        },
-        Case {
-            name: "config resumes a queue, keeps its limit, and re-adds the head of pending at its priority",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload p",
-                "ZADD $q:pending -3 $A",
-                "HSET $q:priority $A -3",
-                "HSET $q:config paused 1 concurrency 3",
-            ],
-            call: Call::Config(Config { paused: Some(false), ..Config::default() }),
-            reply: "Ok(Settings { paused: false, concurrency: Some(3), rate: None })",
-            after: &["config concurrency=3", "events resumed=", "job:$A attempts=0 payload=p state=pending", "pending $A@-3", "priority $A=-3", "wake 1@0"],
-        },
-        Case {
-            name: "config sets a concurrency limit",
-            given: &[],
-            call: Call::Config(Config { concurrency: Some(10), ..Config::default() }),
-            reply: "Ok(Settings { paused: false, concurrency: Some(10), rate: None })",
-            after: &["config concurrency=10"],
-        },
-        Case {
-            name: "config with a concurrency of 0 removes the limit",
-            given: &["HSET $q:config concurrency 4"],
-            call: Call::Config(Config { concurrency: Some(0), ..Config::default() }),
-            reply: "Ok(Settings { paused: false, concurrency: None, rate: None })",
-            after: &[],
-        },
-        Case {
-            name: "config sets a rate",
-            given: &[],
-            call: Call::Config(Config { rate: Some((5, secs(1))), ..Config::default() }),
-            reply: "Ok(Settings { paused: false, concurrency: None, rate: Some((5, 1s)) })",
-            after: &["config per=1000 rate=5"],
-        },
-        Case {
-            name: "config removes a rate and its claim log, and keeps the rest",
-            given: &["HSET $q:config rate 5 per 1000 concurrency 2", "ZADD $q:rate 5 $A:1"],
-            call: Call::Config(Config { rate: Some((0, Duration::ZERO)), ..Config::default() }),
-            reply: "Ok(Settings { paused: false, concurrency: Some(2), rate: None })",
-            after: &["config concurrency=2"],
-        },
-        Case {
-            name: "config with no options only reads",
-            given: &["HSET $q:config paused 1 concurrency 4"],
-            call: Call::Config(Config::default()),
-            reply: "Ok(Settings { paused: true, concurrency: Some(4), rate: None })",
-            after: &["config concurrency=4 paused=1"],
-        },
-        Case {
-            name: "config sets a retention, with no age bound",
-            given: &[],
-            call: Call::Config(Config {
-                keep_dead: Some(Retention { age: None, count: Some(50) }),
-                ..Config::default()
-            }),
-            reply: "Ok(Settings { paused: false, concurrency: None, rate: None } keep dead None/Some(50))",
-            after: &["config dead_age=0 dead_count=50"],
-        },
-        // TRIM
-        Case {
-            name: "trim deletes done jobs past the default age, with their side entries",
-            given: &[
-                "HSET $q:job:$A state done attempts 1 payload a",
-                "HSET $q:job:$B state done attempts 1 payload b",
-                "ZADD $q:done 5 $A 9999999999999 $B",
-                "HSET $q:errors $A boom",
-                "HSET $q:progress $A 9",
-            ],
-            call: Call::Trim(Trim { state: State::Done, limit: 1000 }),
-            reply: "Ok(1)",
-            after: &["done $B@9999999999999", "job:$B attempts=1 payload=b state=done"],
-        },
-        Case {
-            name: "trim keeps the newest of a count, oldest going first",
-            given: &[
-                "HSET $q:job:$A state dead attempts 1 payload a",
-                "HSET $q:job:$B state dead attempts 1 payload b",
-                "ZADD $q:dead 9999999999998 $A 9999999999999 $B",
-                "HSET $q:config dead_count 1",
-            ],
-            call: Call::Trim(Trim { state: State::Dead, limit: 1000 }),
-            reply: "Ok(1)",
-            after: &["config dead_count=1", "dead $B@9999999999999", "job:$B attempts=1 payload=b state=dead"],
-        },
-        Case {
-            name: "trim with no bounds keeps every job",
-            given: &[
-                "HSET $q:job:$A state cancelled attempts 0 payload a",
-                "ZADD $q:cancelled 5 $A",
-                "HSET $q:config cancelled_age 0 cancelled_count 0",
-            ],
-            call: Call::Trim(Trim { state: State::Cancelled, limit: 1000 }),
-            reply: "Ok(0)",
-            after: &[
-                "cancelled $A@5",
-                "config cancelled_age=0 cancelled_count=0",
-                "job:$A attempts=0 payload=a state=cancelled",
-            ],
-        },
-        // ACK
-        Case {
-            name: "ack by the holder moves the job to done",
-            given: ACTIVE_A,
-            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
-            reply: "Ok(())",
-            after: &["done $A@now", "events completed=$A", "job:$A attempts=1 payload=p state=done"],
-        },
-        Case {
-            name: "ack with a result keeps it beside the record, and its event says how big",
-            given: ACTIVE_A,
-            call: Call::Ack(Ack { id: a(), token: 1, result: Some(b"42".to_vec()) }),
-            reply: "Ok(())",
-            after: &[
-                "done $A@now",
-                "events completed=$A,result_bytes:2",
-                "job:$A attempts=1 payload=p state=done",
-                "results $A=42",
-            ],
-        },
-        Case {
-            name: "ack on a queue whose event log is off writes no event",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:config events 0",
-            ],
-            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
-            reply: "Ok(())",
-            after: &["config events=0", "done $A@now", "job:$A attempts=1 payload=p state=done"],
-        },
-        Case {
-            name: "ack with another token is fenced",
-            given: ACTIVE_A,
-            call: Call::Ack(Ack { id: a(), token: 2, result: None }),
-            reply: "Err(EMQFENCE)",
-            after: ACTIVE_A_AFTER,
-        },
-        Case {
-            name: "ack of a job that is not active is fenced",
-            given: &["HSET $q:job:$A state pending attempts 1 payload p", "ZADD $q:pending 0 $A"],
-            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
-            reply: "Err(EMQFENCE)",
-            after: &["job:$A attempts=1 payload=p state=pending", "pending $A@0"],
-        },
-        Case {
-            name: "ack of a missing job",
-            given: &[],
-            call: Call::Ack(Ack { id: a(), token: 1, result: None }),
-            reply: "Err(EMQNOJOB)",
-            after: &[],
-        },
-        // ACKNEXT
-        Case {
-            name: "acknext acks the job and claims the next ones, under the lease and the gate",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload a",
-                "ZADD $q:active 5 $A",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $B",
-            ],
-            call: acknext(1, Some(b"42"), 5),
-            reply: "Ok([Claimed { id: $B, token: 1, payload: [98], policy: None, headers: {} }])",
-            after: &[
-                "active $B@now+30000",
-                "done $A@now",
-                "events completed=$A,result_bytes:2 active=$B,attempt:1",
-                "job:$A attempts=1 payload=a state=done",
-                "job:$B attempts=1 payload=b state=active",
-                "results $A=42",
-            ],
-        },
-        Case {
-            name: "acknext on an empty queue acks and claims nothing",
-            given: ACTIVE_A,
-            call: acknext(1, None, 1),
-            reply: "Ok([])",
-            after: &["done $A@now", "events completed=$A", "job:$A attempts=1 payload=p state=done"],
-        },
-        Case {
-            name: "acknext on a paused queue acks, and the gate says why it claimed nothing",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload a",
-                "ZADD $q:active 5 $A",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $B",
-                "HSET $q:config paused 1",
-            ],
-            call: acknext(1, None, 1),
-            reply: "Ok([]) held Paused",
-            after: &[
-                "config paused=1",
-                "done $A@now",
-                "events completed=$A",
-                "job:$A attempts=1 payload=a state=done",
-                "job:$B attempts=0 payload=b state=pending",
-                "pending $B@0",
-            ],
-        },
-        Case {
-            name: "acknext with a stale token acks nothing and claims nothing",
-            given: &[
-                "HSET $q:job:$A state active attempts 2 payload a",
-                "ZADD $q:active 5 $A",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $B",
-            ],
-            call: acknext(1, None, 1),
-            reply: "Err(EMQFENCE)",
-            after: &[
-                "active $A@5",
-                "job:$A attempts=2 payload=a state=active",
-                "job:$B attempts=0 payload=b state=pending",
-                "pending $B@0",
-            ],
-        },
-        // ACKMANY
-        Case {
-            name: "ackmany acks each job whose token holds, and answers each on its own",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload a",
-                "ZADD $q:active 5 $A",
-                "HSET $q:job:$B state active attempts 2 payload b",
-                "ZADD $q:active 6 $B",
-            ],
-            call: ackmany(&[(A, 1, Some(b"42")), (B, 1, None), ("JOB_3", 1, None), (A, 1, None)]),
-            reply: "Ok([Ok(()), Err(EMQFENCE), Err(EMQNOJOB), Err(EMQFENCE)])",
-            after: &[
-                "active $B@6",
-                "done $A@now",
-                "events completed=$A,result_bytes:2",
-                "job:$A attempts=1 payload=a state=done",
-                "job:$B attempts=2 payload=b state=active",
-                "results $A=42",
-            ],
-        },
-        Case {
-            name: "ackmany of two jobs acks both, in order",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload a",
-                "ZADD $q:active 5 $A",
-                "HSET $q:job:$B state active attempts 3 payload b",
-                "ZADD $q:active 6 $B",
-            ],
-            call: ackmany(&[(B, 3, None), (A, 1, Some(b""))]),
-            reply: "Ok([Ok(()), Ok(())])",
-            after: &[
-                "done $A@now $B@now",
-                "events completed=$B completed=$A,result_bytes:0",
-                "job:$A attempts=1 payload=a state=done",
-                "job:$B attempts=3 payload=b state=done",
-                "results $A=",
-            ],
-        },
-        // FAIL
-        Case {
-            name: "fail with attempts left goes to delayed after the back-off, keeping the error",
-            given: ACTIVE_A,
-            call: fail(1, 3),
-            reply: "Ok(Delayed)",
-            after: &["delayed $A@now+1000", "errors $A=boom", "events failed=$A,attempt:1,error:boom", "job:$A attempts=1 payload=p state=delayed"],
-        },
-        Case {
-            name: "fail at the last attempt goes to dead",
-            given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
-            call: fail(3, 3),
-            reply: "Ok(Dead)",
-            after: &["dead $A@now", "errors $A=boom", "events dead=$A,attempt:3,error:boom", "job:$A attempts=3 payload=p state=dead"],
-        },
-        Case {
-            name: "fail with a stale token is fenced",
-            given: ACTIVE_A,
-            call: fail(7, 3),
-            reply: "Err(EMQFENCE)",
-            after: ACTIVE_A_AFTER,
-        },
-        Case {
-            name: "fail goes by the job's own attempts over the caller's",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:policy $A ATTEMPTS~1",
-            ],
-            call: fail(1, 3),
-            reply: "Ok(Dead)",
-            after: &["dead $A@now", "errors $A=boom", "events dead=$A,attempt:1,error:boom", "job:$A attempts=1 payload=p state=dead", "policy $A=ATTEMPTS~1"],
-        },
-        Case {
-            name: "fail backs off by the job's own exponential back-off, doubling per attempt",
-            given: &[
-                "HSET $q:job:$A state active attempts 3 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:policy $A BACKOFF_EXP~1000",
-            ],
-            call: fail(3, 5),
-            reply: "Ok(Delayed)",
-            after: &["delayed $A@now+4000", "errors $A=boom", "events failed=$A,attempt:3,error:boom", "job:$A attempts=3 payload=p state=delayed", "policy $A=BACKOFF_EXP~1000"],
-        },
-        Case {
-            name: "fail refuses a policy that does not read as one, and writes nothing",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:policy $A ATTEMPTS~1~COLOUR~red",
-            ],
-            call: fail(1, 3),
-            reply: "Err(EMQDATA)",
-            after: &["active $A@5", "job:$A attempts=1 payload=p state=active", "policy $A=ATTEMPTS~1~COLOUR~red"],
-        },
-        // DEFER
-        Case {
-            name: "defer sends the job to delayed, gives its attempt back, and pauses the queue",
-            given: ACTIVE_A,
-            call: defer(1, true),
-            reply: "Ok(())",
-            after: &["config paused_until=now+5000", "delayed $A@now+5000", "events deferred=$A,delay:5000,pause:1", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~4"],
-        },
-        Case {
-            name: "defer raises the job's own attempts, keeps the rest of its policy, and leaves the queue",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:policy $A ATTEMPTS~2~TIMEOUT~900",
-            ],
-            call: defer(1, false),
-            reply: "Ok(())",
-            after: &["delayed $A@now+5000", "events deferred=$A,delay:5000,pause:0", "job:$A attempts=1 payload=p state=delayed", "policy $A=ATTEMPTS~3~TIMEOUT~900"],
-        },
-        Case {
-            name: "defer with a stale token is fenced",
-            given: ACTIVE_A,
-            call: defer(2, true),
-            reply: "Err(EMQFENCE)",
-            after: ACTIVE_A_AFTER,
-        },
-        Case {
-            name: "claim under a timed pause takes nothing and says how long to wait",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload p",
-                "ZADD $q:pending 0 $A",
-                "HSET $q:config paused_until 9999999999999",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([]) held Wait",
-            after: &["config paused_until=9999999999999", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
-        },
-        Case {
-            name: "claim after a timed pause ended goes on",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload p",
-                "ZADD $q:pending 0 $A",
-                "HSET $q:config paused_until 5",
-            ],
-            call: Call::Claim(Claim { lease: secs(30), count: 1 }),
-            reply: "Ok([Claimed { id: $A, token: 1, payload: [112], policy: None, headers: {} }])",
-            after: &["active $A@now+30000", "config paused_until=5", "events active=$A,attempt:1", "job:$A attempts=1 payload=p state=active"],
-        },
-        Case {
-            name: "resume ends a timed pause too",
-            given: &["HSET $q:config paused 1 paused_until 9999999999999 concurrency 2"],
-            call: Call::Config(Config { paused: Some(false), ..Config::default() }),
-            reply: "Ok(Settings { paused: false, concurrency: Some(2), rate: None })",
-            after: &["config concurrency=2", "events resumed="],
-        },
-        // EXTEND
-        Case {
-            name: "extend moves the lease deadline",
-            given: ACTIVE_A,
-            call: Call::Extend(Extend { id: a(), token: 1, lease: secs(60) }),
-            reply: "deadline",
-            after: &["active $A@now+60000", "job:$A attempts=1 payload=p state=active"],
-        },
-        Case {
-            name: "extend with a stale token is fenced",
-            given: ACTIVE_A,
-            call: Call::Extend(Extend { id: a(), token: 9, lease: secs(60) }),
-            reply: "Err(EMQFENCE)",
-            after: ACTIVE_A_AFTER,
-        },
-        // RELEASE
-        Case {
-            name: "release gives the job back at its priority, attempts kept and the attempt refunded",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:priority $A 7",
-            ],
-            call: Call::Release(Release { id: a(), token: 1, max_attempts: 3 }),
-            reply: "Ok(())",
-            after: &[
-                "events released=$A",
-                "job:$A attempts=1 payload=p state=pending",
-                "pending $A@7",
-                "policy $A=ATTEMPTS~4",
-                "priority $A=7",
-                "wake 1@0",
-            ],
-        },
-        Case {
-            name: "release grows the job's own ATTEMPTS, keeping the rest of its policy",
-            given: &[
-                "HSET $q:job:$A state active attempts 2 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:policy $A ATTEMPTS~2~BACKOFF~5",
-            ],
-            call: Call::Release(Release { id: a(), token: 2, max_attempts: 9 }),
-            reply: "Ok(())",
-            after: &[
-                "events released=$A",
-                "job:$A attempts=2 payload=p state=pending",
-                "pending $A@0",
-                "policy $A=ATTEMPTS~3~BACKOFF~5",
-                "wake 1@0",
-            ],
-        },
-        Case {
-            name: "release with a stale token is fenced",
-            given: ACTIVE_A,
-            call: Call::Release(Release { id: a(), token: 2, max_attempts: 3 }),
-            reply: "Err(EMQFENCE)",
-            after: ACTIVE_A_AFTER,
-        },
-        // REAP
-        Case {
-            name: "reap sends an expired lease back to pending and leaves a live one",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload a",
-                "HSET $q:job:$B state active attempts 1 payload b",
-                "ZADD $q:active 5 $A 9999999999999 $B",
-            ],
-            call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
-            reply: "Ok(Reaped { requeued: 1, dead: 0 })",
-            after: &["active $B@9999999999999", "events failed=$A,attempt:1,error:lease~expired", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=1 payload=b state=active", "pending $A@0", "wake 1@0"],
-        },
-        Case {
-            name: "reap sends an expired lease out of attempts to dead",
-            given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
-            call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
-            reply: "Ok(Reaped { requeued: 0, dead: 1 })",
-            after: &["dead $A@now", "errors $A=lease~expired", "events dead=$A,attempt:3,error:lease~expired", "job:$A attempts=3 payload=p state=dead"],
-        },
-        Case {
-            name: "reap goes by each job's own attempts over the reaper's",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload a",
-                "HSET $q:job:$B state active attempts 3 payload b",
-                "ZADD $q:active 5 $A 5 $B",
-                "HSET $q:policy $A ATTEMPTS~1 $B ATTEMPTS~5",
-            ],
-            call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
-            reply: "Ok(Reaped { requeued: 1, dead: 1 })",
-            after: &["dead $A@now", "errors $A=lease~expired", "events dead=$A,attempt:1,error:lease~expired failed=$B,attempt:3,error:lease~expired", "job:$A attempts=1 payload=a state=dead", "job:$B attempts=3 payload=b state=pending", "pending $B@0", "policy $A=ATTEMPTS~1 $B=ATTEMPTS~5", "wake 1@0"],
-        },
-        // PROMOTE
-        Case {
-            name: "promote moves due jobs to pending at their priority and leaves the rest",
-            given: &[
-                "HSET $q:job:$A state delayed attempts 1 payload a",
-                "HSET $q:job:$B state delayed attempts 0 payload b",
-                "ZADD $q:delayed 5 $A 9999999999999 $B",
-                "HSET $q:priority $A 3",
-            ],
-            call: Call::Promote(Promote { limit: 1000 }),
-            reply: "Ok(1)",
-            after: &["delayed $B@9999999999999", "events promoted=$A", "job:$A attempts=1 payload=a state=pending", "job:$B attempts=0 payload=b state=delayed", "pending $A@3", "priority $A=3", "wake 1@0"],
-        },
-        // PURGE
-        Case {
-            name: "purge deletes old finished jobs with their priority and error",
-            given: &[
-                "HSET $q:job:$A state dead attempts 3 payload a",
-                "HSET $q:job:$B state dead attempts 3 payload b",
-                "ZADD $q:dead 5 $A 9999999999999 $B",
-                "HSET $q:priority $A 3 $B 4",
-                "HSET $q:errors $A boom $B bang",
-                "HSET $q:progress $A 3 $B 9",
-                "HSET $q:policy $A ATTEMPTS~3 $B TIMEOUT~9",
-            ],
-            call: Call::Purge(Purge { state: State::Dead, age: secs(60), limit: 1000 }),
-            reply: "Ok(1)",
-            after: &[
-                "dead $B@9999999999999",
-                "errors $B=bang",
-                "job:$B attempts=3 payload=b state=dead",
-                "policy $B=TIMEOUT~9",
-                "priority $B=4",
-                "progress $B=9",
-            ],
-        },
-        // DRAIN
-        Case {
-            name: "drain deletes pending jobs head first, with their side entries",
-            given: &[
-                "HSET $q:job:$A state pending attempts 0 payload a",
-                "HSET $q:job:$B state pending attempts 0 payload b",
-                "ZADD $q:pending 0 $A 5 $B",
-                "HSET $q:priority $B 5",
-                "HSET $q:policy $A ATTEMPTS~1",
-            ],
-            call: Call::Drain(Drain { state: State::Pending, limit: 1 }),
-            reply: "Ok(1)",
-            after: &["job:$B attempts=0 payload=b state=pending", "pending $B@5", "priority $B=5"],
-        },
-        Case {
-            name: "drain of active jobs deletes them, fencing their holders",
-            given: &["HSET $q:job:$A state active attempts 1 payload a", "ZADD $q:active 5 $A", "HSET $q:errors $A boom"],
-            call: Call::Drain(Drain { state: State::Active, limit: 1000 }),
-            reply: "Ok(1)",
-            after: &[],
-        },
-        // OBLITERATE
-        Case {
-            name: "obliterate of an empty queue deletes every key it owns",
-            given: &[
-                "HSET $q:config paused 1",
-                "HSET $q:schedules s d1",
-                "ZADD $q:ticks 9 s",
-                "HSET $q:unique u 0:$A",
-                "ZADD $q:unique_until 9 u",
-            ],
-            call: Call::Obliterate,
-            reply: "Ok(5)",
-            after: &[],
-        },
-        Case {
-            name: "obliterate of a queue that holds a job is refused",
-            given: &["HSET $q:job:$A state done attempts 1 payload a", "ZADD $q:done 5 $A", "HSET $q:config paused 1"],
-            call: Call::Obliterate,
-            reply: "Err(EMQSTATE)",
-            after: &["config paused=1", "done $A@5", "job:$A attempts=1 payload=a state=done"],
-        },
-        // PROGRESS
-        Case {
-            name: "progress by the holder is kept beside the record, which is untouched",
-            given: &[
-                "HSET $q:job:$A state active attempts 1 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:progress $A old",
-            ],
-            call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
-            reply: "Ok(())",
-            after: &["active $A@5", "events progress=$A,progress:half", "job:$A attempts=1 payload=p state=active", "progress $A=half"],
-        },
-        Case {
-            name: "progress with a stale token is fenced",
-            given: ACTIVE_A,
-            call: Call::Progress(Progress { id: a(), token: 2, value: b"half".to_vec() }),
-            reply: "Err(EMQFENCE)",
-            after: ACTIVE_A_AFTER,
-        },
-        Case {
-            name: "progress of a done job is fenced",
-            given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
-            call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
-            reply: "Err(EMQFENCE)",
-            after: &["done $A@5", "job:$A attempts=1 payload=p state=done"],
-        },
-        Case {
-            name: "progress of a missing job",
-            given: &[],
-            call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
-            reply: "Err(EMQNOJOB)",
-            after: &[],
-        },
-        // SCHEDULE, UNSCHEDULE, SCHEDULES, FIRE
-        Case {
-            name: "schedule adds a schedule and its next tick",
-            given: &[],
-            call: schedule(5000),
-            reply: "Ok(true)",
-            after: &["schedules s=d1", "ticks s@5000"],
-        },
-        Case {
-            name: "schedule of a name taken replaces it",
-            given: &["HSET $q:schedules s old t other", "ZADD $q:ticks 9 s 7 t"],
-            call: schedule(5000),
-            reply: "Ok(false)",
-            after: &["schedules s=d1 t=other", "ticks t@7 s@5000"],
-        },
-        Case {
-            name: "unschedule removes the schedule",
-            given: &["HSET $q:schedules s d1", "ZADD $q:ticks 9 s"],
-            call: Call::Unschedule(Unschedule { name: "s".into() }),
-            reply: "Ok(true)",
-            after: &[],
-        },
-        Case {
-            name: "unschedule of no such schedule",
-            given: &["HSET $q:schedules t d1", "ZADD $q:ticks 9 t"],
-            call: Call::Unschedule(Unschedule { name: "s".into() }),
-            reply: "Ok(false)",
-            after: &["schedules t=d1", "ticks t@9"],
-        },
-        Case {
-            name: "schedules lists by next tick, skipping a name with no definition",
-            given: &["HSET $q:schedules a d1 b d2", "ZADD $q:ticks 9999999999999 a 5 b 6 c"],
-            call: Call::Schedules(Schedules { due: false, limit: 1000 }),
-            reply: "Ok([Stored { name: \"b\", definition: [100, 50], next: 5 }, \
-                    Stored { name: \"a\", definition: [100, 49], next: 9999999999999 }])",
-            after: &["schedules a=d1 b=d2", "ticks b@5 c@6 a@9999999999999"],
-        },
-        Case {
-            name: "schedules due lists only those whose next tick has come",
-            given: &["HSET $q:schedules a d1 b d2", "ZADD $q:ticks 9999999999999 a 5 b"],
-            call: Call::Schedules(Schedules { due: true, limit: 1 }),
-            reply: "Ok([Stored { name: \"b\", definition: [100, 50], next: 5 }])",
-            after: &["schedules a=d1 b=d2", "ticks b@5 a@9999999999999"],
-        },
-        Case {
-            name: "fire enqueues the tick's job and moves the schedule on",
-            given: &["HSET $q:schedules s d1", "ZADD $q:ticks 5000 s"],
-            call: fire(5000, false),
-            reply: "Ok(Enqueued)",
-            after: &["events enqueued=$A,state:pending,schedule:s", "job:$A attempts=0 payload=p state=pending", "pending $A@0", "schedules s=d1", "ticks s@6000", "wake 1@0"],
-        },
-        Case {
-            name: "fire of a tick fired by another changes nothing",
-            given: &["HSET $q:schedules s d1", "ZADD $q:ticks 6000 s"],
-            call: fire(5000, false),
-            reply: "Ok(Stale)",
-            after: &["schedules s=d1", "ticks s@6000"],
-        },
-        Case {
-            name: "fire of a removed schedule changes nothing",
-            given: &[],
-            call: fire(5000, false),
-            reply: "Ok(Stale)",
-            after: &[],
-        },
-        Case {
-            name: "fire of a tick whose job exists moves on without a second job",
-            given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A", "ZADD $q:ticks 5000 s"],
-            call: fire(5000, false),
-            reply: "Ok(MovedOn)",
-            after: &["done $A@5", "job:$A attempts=1 payload=old state=done", "ticks s@6000"],
-        },
-        Case {
-            name: "fire with skip moves on without a job",
-            given: &["ZADD $q:ticks 5000 s"],
-            call: fire(5000, true),
-            reply: "Ok(MovedOn)",
-            after: &["ticks s@6000"],
-        },
-        // CANCEL
-        Case {
-            name: "cancel of a pending job",
-            given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
-            call: Call::Cancel(Cancel { id: a() }),
-            reply: "Ok(true)",
-            after: &["cancelled $A@now", "events cancelled=$A", "job:$A attempts=0 payload=p state=cancelled"],
-        },
-        Case {
-            name: "cancel of an active job ends its lease",
-            given: ACTIVE_A,
-            call: Call::Cancel(Cancel { id: a() }),
-            reply: "Ok(true)",
-            after: &["cancelled $A@now", "events cancelled=$A", "job:$A attempts=1 payload=p state=cancelled"],
-        },
-        Case {
-            name: "cancel of a cancelled job changes nothing",
-            given: &["HSET $q:job:$A state cancelled attempts 0 payload p", "ZADD $q:cancelled 5 $A"],
-            call: Call::Cancel(Cancel { id: a() }),
-            reply: "Ok(false)",
-            after: &["cancelled $A@5", "job:$A attempts=0 payload=p state=cancelled"],
-        },
-        Case {
-            name: "cancel of a done job is refused",
-            given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
-            call: Call::Cancel(Cancel { id: a() }),
-            reply: "Err(EMQSTATE)",
-            after: &["done $A@5", "job:$A attempts=1 payload=p state=done"],
-        },
-        // RETRY
-        Case {
-            name: "retry sends a dead job to pending at its priority",
-            given: &[
-                "HSET $q:job:$A state dead attempts 3 payload p",
-                "ZADD $q:dead 5 $A",
-                "HSET $q:priority $A 2",
-                "HSET $q:errors $A boom",
-            ],
-            call: Call::Retry(Retry { id: a() }),
-            reply: "Ok(())",
-            after: &["errors $A=boom", "events retried=$A", "job:$A attempts=3 payload=p state=pending", "pending $A@2", "priority $A=2", "wake 1@0"],
-        },
-        Case {
-            name: "retry of a job that is not dead is refused",
-            given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
-            call: Call::Retry(Retry { id: a() }),
-            reply: "Err(EMQSTATE)",
-            after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
-        },
-        Case {
-            name: "retry of a missing job",
-            given: &[],
-            call: Call::Retry(Retry { id: a() }),
-            reply: "Err(EMQNOJOB)",
-            after: &[],
-        },
-        // BATCH and SETTLE
-        Case {
-            name: "batch opens a batch over its jobs, with its callback",
-            given: &[],
-            call: Call::Batch(Batch {
-                id: "b1".into(),
-                callback: JobId::try_from("JOB_CB".as_bytes()).unwrap(),
-                payload: b"cb".to_vec(),
-                jobs: vec![a(), JobId::try_from(B.as_bytes()).unwrap()],
-            }),
-            reply: "Ok(true)",
-            after: &[
-                "batch_jobs b1:0=$A b1:1=$B",
-                "batch_open b1@now",
-                "batches b1=2~0~0~0~0~0~JOB_CB b1:callback=cb",
-            ],
-        },
-        Case {
-            name: "batch of an open batch changes nothing",
-            given: &["HSET $q:batches b1 1~0~0~0~0~0~JOB_CB b1:callback cb", "ZADD $q:batch_open 5 b1"],
-            call: Call::Batch(Batch {
-                id: "b1".into(),
-                callback: JobId::try_from("JOB_OTHER".as_bytes()).unwrap(),
-                payload: b"x".to_vec(),
-                jobs: vec![a()],
-            }),
-            reply: "Ok(false)",
-            after: &["batch_open b1@5", "batches b1=1~0~0~0~0~0~JOB_CB b1:callback=cb"],
-        },
-        Case {
-            name: "settle follows a batch as far as its jobs finished",
-            given: &[
-                "HSET $q:batches b1 2~0~0~0~0~0~JOB_CB b1:callback cb",
-                "HSET $q:batch_jobs b1:0 $A b1:1 $B",
-                "ZADD $q:batch_open 5 b1",
-                "HSET $q:job:$A state done attempts 1 payload a",
-                "HSET $q:job:$B state active attempts 1 payload b",
-            ],
-            call: Call::Settle(Settle { limit: 1000 }),
-            reply: "Ok(Settled { closed: 0, looked: 1 })",
-            after: &[
-                "batch_jobs b1:0=$A b1:1=$B",
-                "batch_open b1@5",
-                "batches b1=2~1~1~0~0~0~JOB_CB b1:callback=cb",
-                "job:$A attempts=1 payload=a state=done",
-                "job:$B attempts=1 payload=b state=active",
-            ],
-        },
-        Case {
-            name: "settle calls a batch back once its jobs all finished, its counts in the callback's headers",
-            given: &[
-                "HSET $q:batches b1 3~1~1~0~0~0~JOB_CB b1:callback cb",
-                "HSET $q:batch_jobs b1:0 $A b1:1 $B b1:2 JOB_GONE",
-                "ZADD $q:batch_open 5 b1",
-                "HSET $q:job:$A state done attempts 1 payload a",
-                "HSET $q:job:$B state dead attempts 3 payload b",
-            ],
-            call: Call::Settle(Settle { limit: 1000 }),
-            reply: "Ok(Settled { closed: 1, looked: 2 })",
-            after: &[
-                "events enqueued=JOB_CB,state:pending,batch:b1",
-                r#"headers JOB_CB={"batch":"b1","total":"3","done":"1","dead":"1","cancelled":"0","gone":"1"}"#,
-                "job:$A attempts=1 payload=a state=done",
-                "job:$B attempts=3 payload=b state=dead",
-                "job:JOB_CB attempts=0 payload=cb state=pending",
-                "pending JOB_CB@0",
-                "wake 1@0",
-            ],
-        },
-        // INSPECT and STATS
-        Case {
-            name: "inspect reads the record and the last error",
-            given: &["HSET $q:job:$A state dead attempts 3 payload p", "HSET $q:errors $A boom"],
-            call: Call::Inspect(Inspect { id: a() }),
-            reply: "Ok(Some(Inspection { record: Record { state: Dead, attempts: 3, payload: [112], \
-                    enqueued_at: None, updated_at: None }, error: Some(\"boom\"), progress: None, result: None, policy: None, headers: {} }))",
-            after: &["errors $A=boom", "job:$A attempts=3 payload=p state=dead"],
-        },
-        Case {
-            name: "inspect reads a job's result and its own policy",
-            given: &[
-                "HSET $q:job:$A state done attempts 1 payload p",
-                "HSET $q:results $A 42",
-                "HSET $q:policy $A ATTEMPTS~3",
-            ],
-            call: Call::Inspect(Inspect { id: a() }),
-            reply: "Ok(Some(Inspection { record: Record { state: Done, attempts: 1, payload: [112], \
-                    enqueued_at: None, updated_at: None }, error: None, progress: None, result: Some([52, 50]), \
-                    policy: Some(Policy { attempts: Some(3), backoff: None, timeout: None }), headers: {} }))",
-            after: &["job:$A attempts=1 payload=p state=done", "policy $A=ATTEMPTS~3", "results $A=42"],
-        },
-        Case {
-            name: "inspect reads the last progress beside the record",
-            given: &["HSET $q:job:$A state active attempts 1 payload p", "HSET $q:progress $A half"],
-            call: Call::Inspect(Inspect { id: a() }),
-            reply: "Ok(Some(Inspection { record: Record { state: Active, attempts: 1, payload: [112], \
-                    enqueued_at: None, updated_at: None }, error: None, progress: Some([104, 97, 108, 102]), result: None, policy: None, headers: {} }))",
-            after: &["job:$A attempts=1 payload=p state=active", "progress $A=half"],
-        },
-        Case {
-            name: "inspect of a missing job",
-            given: &[],
-            call: Call::Inspect(Inspect { id: a() }),
-            reply: "Ok(None)",
-            after: &[],
-        },
-        Case {
-            name: "stats counts each state's set",
-            given: &["ZADD $q:pending 0 $A 0 $B", "ZADD $q:dead 1 $A"],
-            call: Call::Stats,
-            reply: "Ok(StatsReply { pending: 2, active: 0, delayed: 0, done: 0, dead: 1, cancelled: 0 })",
-            after: &["dead $A@1", "pending $A@0 $B@0"],
-        },
-    ]
+                ..claimed(A, 1, b"a")
+            }],
+            None,
+        ),
+        after: &[
+            "active $A@now+30000",
+            "events active=$A,attempt:1",
+            r#"headers $A={"tenant":"acme"}"#,
+            "job:$A attempts=1 payload=a state=active",
+        ],
+    }
+}
+
+fn claim_takes_the_lowest_priority_first_and_mints_token_1() -> Case {
+    Case {
+        name: "claim takes the lowest priority first and mints token 1",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A -1 $B",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![claimed(B, 1, b"b")], None),
+        after: &[
+            "active $B@now+30000",
+            "events active=$B,attempt:1",
+            "job:$A attempts=0 payload=a state=pending",
+            "job:$B attempts=1 payload=b state=active",
+            "pending $A@0",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn claim_of_a_batch_takes_equal_priorities_in_id_order_and_mints_the_next_token() -> Case {
+    Case {
+        name: "claim of a batch takes equal priorities in id order and mints the next token",
+        given: &[
+            "HSET $q:job:$A state pending attempts 2 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $B 0 $A",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 5 }),
+        reply: claims(vec![claimed(A, 3, b"a"), claimed(B, 1, b"b")], None),
+        after: &[
+            "active $A@now+30000 $B@now+30000",
+            "events active=$A,attempt:3 active=$B,attempt:1",
+            "job:$A attempts=3 payload=a state=active",
+            "job:$B attempts=1 payload=b state=active",
+        ],
+    }
+}
+
+fn claim_of_an_empty_queue_gets_nothing() -> Case {
+    Case {
+        name: "claim of an empty queue gets nothing",
+        given: &[],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![], None),
+        after: &[],
+    }
+}
+
+fn claim_drops_a_pending_id_whose_record_is_missing() -> Case {
+    Case {
+        name: "claim drops a pending id whose record is missing",
+        given: &["ZADD $q:pending 0 $A"],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![], None),
+        after: &[],
+    }
+}
+
+fn claim_of_a_paused_queue_gets_nothing_and_says_it_is_paused() -> Case {
+    Case {
+        name: "claim of a paused queue gets nothing and says it is paused",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config paused 1",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![], Some(Held::Paused)),
+        after: &["config paused=1", "job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+    }
+}
+
+fn claim_under_a_concurrency_limit_takes_only_the_room_left() -> Case {
+    Case {
+        name: "claim under a concurrency limit takes only the room left",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A 0 $B",
+            "HSET $q:config concurrency 1",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 5 }),
+        reply: claims(vec![claimed(A, 1, b"a")], Some(Held::Busy)),
+        after: &[
+            "active $A@now+30000",
+            "config concurrency=1",
+            "events active=$A,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+            "job:$B attempts=0 payload=b state=pending",
+            "pending $B@0",
+        ],
+    }
+}
+
+fn claim_under_a_concurrency_limit_that_held_nothing_back_says_nothing_of_it() -> Case {
+    Case {
+        name: "claim under a concurrency limit that held nothing back says nothing of it",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state active attempts 1 payload b",
+            "ZADD $q:pending 0 $A",
+            "ZADD $q:active 5 $B",
+            "HSET $q:config concurrency 3",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 5 }),
+        reply: claims(vec![claimed(A, 1, b"a")], None),
+        after: &[
+            "active $B@5 $A@now+30000",
+            "config concurrency=3",
+            "events active=$A,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+            "job:$B attempts=1 payload=b state=active",
+        ],
+    }
+}
+
+fn claim_of_an_idle_queue_under_limits_below_count_gets_nothing_and_no_trailer() -> Case {
+    Case {
+        name: "claim of an idle queue under limits below COUNT gets nothing and no trailer",
+        given: &["HSET $q:config concurrency 2 rate 5 per 1000"],
+        call: Call::Claim(Claim { lease: secs(30), count: 20 }),
+        reply: claims(vec![], None),
+        after: &["config concurrency=2 per=1000 rate=5"],
+    }
+}
+
+fn claim_at_the_concurrency_limit_gets_nothing_and_says_so() -> Case {
+    Case {
+        name: "claim at the concurrency limit gets nothing and says so",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state active attempts 1 payload b",
+            "ZADD $q:pending 0 $A",
+            "ZADD $q:active 5 $B",
+            "HSET $q:config concurrency 1",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![], Some(Held::Busy)),
+        after: &[
+            "active $B@5",
+            "config concurrency=1",
+            "job:$A attempts=0 payload=a state=pending",
+            "job:$B attempts=1 payload=b state=active",
+            "pending $A@0",
+        ],
+    }
+}
+
+fn claim_within_the_concurrency_limit_is_not_held() -> Case {
+    Case {
+        name: "claim within the concurrency limit is not held",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config concurrency 3",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![claimed(A, 1, b"a")], None),
+        after: &[
+            "active $A@now+30000",
+            "config concurrency=3",
+            "events active=$A,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+        ],
+    }
+}
+
+fn claim_under_a_rate_trims_what_left_the_window_and_logs_each_claim() -> Case {
+    Case {
+        name: "claim under a rate trims what left the window and logs each claim",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A 0 $B",
+            "HSET $q:config rate 5 per 1000",
+            "ZADD $q:rate 5 $B:9",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 5 }),
+        reply: claims(vec![claimed(A, 1, b"a"), claimed(B, 1, b"b")], None),
+        after: &[
+            "active $A@now+30000 $B@now+30000",
+            "config per=1000 rate=5",
+            "events active=$A,attempt:1 active=$B,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+            "job:$B attempts=1 payload=b state=active",
+            "rate $A:1@now $B:1@now",
+        ],
+    }
+}
+
+fn claim_that_takes_nothing_under_a_rate_trims_nothing() -> Case {
+    Case {
+        name: "claim that takes nothing under a rate trims nothing",
+        given: &["HSET $q:config rate 1 per 1000", "ZADD $q:rate 1 $B:7"],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![], None),
+        after: &["config per=1000 rate=1", "rate $B:7@1"],
+    }
+}
+
+fn claim_reads_a_stored_01_as_1() -> Case {
+    Case {
+        name: "claim reads a stored 01 as 1",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A 0 $B",
+            "HSET $q:config concurrency 01",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+        reply: claims(vec![claimed(A, 1, b"a")], Some(Held::Busy)),
+        after: &[
+            "active $A@now+30000",
+            "config concurrency=01",
+            "events active=$A,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+            "job:$B attempts=0 payload=b state=pending",
+            "pending $B@0",
+        ],
+    }
+}
+
+fn claim_at_the_rate_limit_gets_nothing_and_says_when_the_next_slot_opens() -> Case {
+    Case {
+        name: "claim at the rate limit gets nothing and says when the next slot opens",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config rate 1 per 86400000",
+            "ZADD $q:rate 9999999999999 $B:7",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![], Some(ANY_WAIT)),
+        after: &[
+            "config per=86400000 rate=1",
+            "job:$A attempts=0 payload=a state=pending",
+            "pending $A@0",
+            "rate $B:7@9999999999999",
+        ],
+    }
+}
+
+fn claim_under_a_rate_takes_only_the_slots_left() -> Case {
+    Case {
+        name: "claim under a rate takes only the slots left",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A 0 $B",
+            "HSET $q:config rate 2 per 86400000",
+            "ZADD $q:rate 9999999999999 $B:7",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+        reply: claims(vec![claimed(A, 1, b"a")], Some(ANY_WAIT)),
+        after: &[
+            "active $A@now+30000",
+            "config per=86400000 rate=2",
+            "events active=$A,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+            "job:$B attempts=0 payload=b state=pending",
+            "pending $B@0",
+            "rate $A:1@now $B:7@9999999999999",
+        ],
+    }
+}
+
+fn claim_under_a_looser_rate_than_the_concurrency_limit_is_held_by_the_concurrency() -> Case {
+    Case {
+        name: "claim under a looser rate than the concurrency limit is held by the concurrency",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A 0 $B",
+            "HSET $q:config rate 5 per 1000 concurrency 1",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 2 }),
+        reply: claims(vec![claimed(A, 1, b"a")], Some(Held::Busy)),
+        after: &[
+            "active $A@now+30000",
+            "config concurrency=1 per=1000 rate=5",
+            "events active=$A,attempt:1",
+            "job:$A attempts=1 payload=a state=active",
+            "job:$B attempts=0 payload=b state=pending",
+            "pending $B@0",
+            "rate $A:1@now",
+        ],
+    }
+}
+
+// CONFIG
+fn config_pauses_a_queue() -> Case {
+    Case {
+        name: "config pauses a queue",
+        given: PENDING_A,
+        call: Call::Config(Config { paused: Some(true), ..Config::default() }),
+        reply: ok(settings(true, None, None)),
+        after: &[
+            "config paused=1",
+            "events paused=",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+        ],
+    }
+}
+
+fn config_sets_the_event_logs_length_and_0_turns_it_off() -> Case {
+    Case {
+        name: "config sets the event log's length, and 0 turns it off",
+        given: &[],
+        call: Call::Config(Config { events: Some(0), ..Config::default() }),
+        reply: ok(Settings { events: 0, ..settings(false, None, None) }),
+        after: &["config events=0"],
+    }
+}
+
+fn config_resumes_a_queue_keeps_its_limit_and_re_adds_the_head_of_pending_at_its_priority() -> Case {
+    Case {
+        name: "config resumes a queue, keeps its limit, and re-adds the head of pending at its priority",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending -3 $A",
+            "HSET $q:priority $A -3",
+            "HSET $q:config paused 1 concurrency 3",
+        ],
+        call: Call::Config(Config { paused: Some(false), ..Config::default() }),
+        reply: ok(settings(false, Some(3), None)),
+        after: &[
+            "config concurrency=3",
+            "events resumed=",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@-3",
+            "priority $A=-3",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn config_sets_a_concurrency_limit() -> Case {
+    Case {
+        name: "config sets a concurrency limit",
+        given: &[],
+        call: Call::Config(Config { concurrency: Some(10), ..Config::default() }),
+        reply: ok(settings(false, Some(10), None)),
+        after: &["config concurrency=10"],
+    }
+}
+
+fn config_with_a_concurrency_of_0_removes_the_limit() -> Case {
+    Case {
+        name: "config with a concurrency of 0 removes the limit",
+        given: &["HSET $q:config concurrency 4"],
+        call: Call::Config(Config { concurrency: Some(0), ..Config::default() }),
+        reply: ok(settings(false, None, None)),
+        after: &[],
+    }
+}
+
+fn config_sets_a_rate() -> Case {
+    Case {
+        name: "config sets a rate",
+        given: &[],
+        call: Call::Config(Config { rate: Some((5, secs(1))), ..Config::default() }),
+        reply: ok(settings(false, None, Some((5, secs(1))))),
+        after: &["config per=1000 rate=5"],
+    }
+}
+
+fn config_removes_a_rate_and_its_claim_log_and_keeps_the_rest() -> Case {
+    Case {
+        name: "config removes a rate and its claim log, and keeps the rest",
+        given: &["HSET $q:config rate 5 per 1000 concurrency 2", "ZADD $q:rate 5 $A:1"],
+        call: Call::Config(Config { rate: Some((0, Duration::ZERO)), ..Config::default() }),
+        reply: ok(settings(false, Some(2), None)),
+        after: &["config concurrency=2"],
+    }
+}
+
+fn config_with_no_options_only_reads() -> Case {
+    Case {
+        name: "config with no options only reads",
+        given: &["HSET $q:config paused 1 concurrency 4"],
+        call: Call::Config(Config::default()),
+        reply: ok(settings(true, Some(4), None)),
+        after: &["config concurrency=4 paused=1"],
+    }
+}
+
+fn config_sets_a_retention_with_no_age_bound() -> Case {
+    Case {
+        name: "config sets a retention, with no age bound",
+        given: &[],
+        call: Call::Config(Config {
+            keep_dead: Some(Retention { age: None, count: Some(50) }),
+            ..Config::default()
+        }),
+        reply: ok(Settings {
+            keep_dead: Retention { age: None, count: Some(50) },
+            ..settings(false, None, None)
+        }),
+        after: &["config dead_age=0 dead_count=50"],
+    }
+}
+
+// TRIM
+fn trim_deletes_done_jobs_past_the_default_age_with_their_side_entries() -> Case {
+    Case {
+        name: "trim deletes done jobs past the default age, with their side entries",
+        given: &[
+            "HSET $q:job:$A state done attempts 1 payload a",
+            "HSET $q:job:$B state done attempts 1 payload b",
+            "ZADD $q:done 5 $A 9999999999999 $B",
+            "HSET $q:errors $A boom",
+            "HSET $q:progress $A 9",
+        ],
+        call: Call::Trim(Trim { state: State::Done, limit: 1000 }),
+        reply: ok(1u64),
+        after: &["done $B@9999999999999", "job:$B attempts=1 payload=b state=done"],
+    }
+}
+
+fn trim_keeps_the_newest_of_a_count_oldest_going_first() -> Case {
+    Case {
+        name: "trim keeps the newest of a count, oldest going first",
+        given: &[
+            "HSET $q:job:$A state dead attempts 1 payload a",
+            "HSET $q:job:$B state dead attempts 1 payload b",
+            "ZADD $q:dead 9999999999998 $A 9999999999999 $B",
+            "HSET $q:config dead_count 1",
+        ],
+        call: Call::Trim(Trim { state: State::Dead, limit: 1000 }),
+        reply: ok(1u64),
+        after: &["config dead_count=1", "dead $B@9999999999999", "job:$B attempts=1 payload=b state=dead"],
+    }
+}
+
+fn trim_with_no_bounds_keeps_every_job() -> Case {
+    Case {
+        name: "trim with no bounds keeps every job",
+        given: &[
+            "HSET $q:job:$A state cancelled attempts 0 payload a",
+            "ZADD $q:cancelled 5 $A",
+            "HSET $q:config cancelled_age 0 cancelled_count 0",
+        ],
+        call: Call::Trim(Trim { state: State::Cancelled, limit: 1000 }),
+        reply: ok(0u64),
+        after: &[
+            "cancelled $A@5",
+            "config cancelled_age=0 cancelled_count=0",
+            "job:$A attempts=0 payload=a state=cancelled",
+        ],
+    }
+}
+
+// ACK
+fn ack_by_the_holder_moves_the_job_to_done() -> Case {
+    Case {
+        name: "ack by the holder moves the job to done",
+        given: ACTIVE_A,
+        call: Call::Ack(Ack { id: a(), token: 1, result: None }),
+        reply: ok(()),
+        after: &["done $A@now", "events completed=$A", "job:$A attempts=1 payload=p state=done"],
+    }
+}
+
+fn ack_with_a_result_keeps_it_beside_the_record_and_its_event_says_how_big() -> Case {
+    Case {
+        name: "ack with a result keeps it beside the record, and its event says how big",
+        given: ACTIVE_A,
+        call: Call::Ack(Ack { id: a(), token: 1, result: Some(b"42".to_vec()) }),
+        reply: ok(()),
+        after: &[
+            "done $A@now",
+            "events completed=$A,result_bytes:2",
+            "job:$A attempts=1 payload=p state=done",
+            "results $A=42",
+        ],
+    }
+}
+
+fn ack_on_a_queue_whose_event_log_is_off_writes_no_event() -> Case {
+    Case {
+        name: "ack on a queue whose event log is off writes no event",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:config events 0",
+        ],
+        call: Call::Ack(Ack { id: a(), token: 1, result: None }),
+        reply: ok(()),
+        after: &["config events=0", "done $A@now", "job:$A attempts=1 payload=p state=done"],
+    }
+}
+
+fn ack_with_another_token_is_fenced() -> Case {
+    Case {
+        name: "ack with another token is fenced",
+        given: ACTIVE_A,
+        call: Call::Ack(Ack { id: a(), token: 2, result: None }),
+        reply: refused(Code::Fence),
+        after: ACTIVE_A_AFTER,
+    }
+}
+
+fn ack_of_a_job_that_is_not_active_is_fenced() -> Case {
+    Case {
+        name: "ack of a job that is not active is fenced",
+        given: &["HSET $q:job:$A state pending attempts 1 payload p", "ZADD $q:pending 0 $A"],
+        call: Call::Ack(Ack { id: a(), token: 1, result: None }),
+        reply: refused(Code::Fence),
+        after: &["job:$A attempts=1 payload=p state=pending", "pending $A@0"],
+    }
+}
+
+fn ack_of_a_missing_job() -> Case {
+    Case {
+        name: "ack of a missing job",
+        given: &[],
+        call: Call::Ack(Ack { id: a(), token: 1, result: None }),
+        reply: refused(Code::NoJob),
+        after: &[],
+    }
+}
+
+// ACKNEXT
+fn acknext_acks_the_job_and_claims_the_next_ones_under_the_lease_and_the_gate() -> Case {
+    Case {
+        name: "acknext acks the job and claims the next ones, under the lease and the gate",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload a",
+            "ZADD $q:active 5 $A",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $B",
+        ],
+        call: acknext(1, Some(b"42"), 5),
+        reply: claims(vec![claimed(B, 1, b"b")], None),
+        after: &[
+            "active $B@now+30000",
+            "done $A@now",
+            "events completed=$A,result_bytes:2 active=$B,attempt:1",
+            "job:$A attempts=1 payload=a state=done",
+            "job:$B attempts=1 payload=b state=active",
+            "results $A=42",
+        ],
+    }
+}
+
+fn acknext_on_an_empty_queue_acks_and_claims_nothing() -> Case {
+    Case {
+        name: "acknext on an empty queue acks and claims nothing",
+        given: ACTIVE_A,
+        call: acknext(1, None, 1),
+        reply: claims(vec![], None),
+        after: &["done $A@now", "events completed=$A", "job:$A attempts=1 payload=p state=done"],
+    }
+}
+
+fn acknext_on_a_paused_queue_acks_and_the_gate_says_why_it_claimed_nothing() -> Case {
+    Case {
+        name: "acknext on a paused queue acks, and the gate says why it claimed nothing",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload a",
+            "ZADD $q:active 5 $A",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $B",
+            "HSET $q:config paused 1",
+        ],
+        call: acknext(1, None, 1),
+        reply: claims(vec![], Some(Held::Paused)),
+        after: &[
+            "config paused=1",
+            "done $A@now",
+            "events completed=$A",
+            "job:$A attempts=1 payload=a state=done",
+            "job:$B attempts=0 payload=b state=pending",
+            "pending $B@0",
+        ],
+    }
+}
+
+fn acknext_with_a_stale_token_acks_nothing_and_claims_nothing() -> Case {
+    Case {
+        name: "acknext with a stale token acks nothing and claims nothing",
+        given: &[
+            "HSET $q:job:$A state active attempts 2 payload a",
+            "ZADD $q:active 5 $A",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $B",
+        ],
+        call: acknext(1, None, 1),
+        reply: refused(Code::Fence),
+        after: &[
+            "active $A@5",
+            "job:$A attempts=2 payload=a state=active",
+            "job:$B attempts=0 payload=b state=pending",
+            "pending $B@0",
+        ],
+    }
+}
+
+// ACKMANY
+fn ackmany_acks_each_job_whose_token_holds_and_answers_each_on_its_own() -> Case {
+    Case {
+        name: "ackmany acks each job whose token holds, and answers each on its own",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload a",
+            "ZADD $q:active 5 $A",
+            "HSET $q:job:$B state active attempts 2 payload b",
+            "ZADD $q:active 6 $B",
+        ],
+        call: ackmany(&[(A, 1, Some(b"42")), (B, 1, None), ("JOB_3", 1, None), (A, 1, None)]),
+        reply: ok(vec![Ok(()), Err(Code::Fence), Err(Code::NoJob), Err(Code::Fence)]),
+        after: &[
+            "active $B@6",
+            "done $A@now",
+            "events completed=$A,result_bytes:2",
+            "job:$A attempts=1 payload=a state=done",
+            "job:$B attempts=2 payload=b state=active",
+            "results $A=42",
+        ],
+    }
+}
+
+fn ackmany_of_two_jobs_acks_both_in_order() -> Case {
+    Case {
+        name: "ackmany of two jobs acks both, in order",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload a",
+            "ZADD $q:active 5 $A",
+            "HSET $q:job:$B state active attempts 3 payload b",
+            "ZADD $q:active 6 $B",
+        ],
+        call: ackmany(&[(B, 3, None), (A, 1, Some(b""))]),
+        reply: ok(vec![Ok::<(), Code>(()), Ok(())]),
+        after: &[
+            "done $A@now $B@now",
+            "events completed=$B completed=$A,result_bytes:0",
+            "job:$A attempts=1 payload=a state=done",
+            "job:$B attempts=3 payload=b state=done",
+            "results $A=",
+        ],
+    }
+}
+
+// FAIL
+fn fail_with_attempts_left_goes_to_delayed_after_the_back_off_keeping_the_error() -> Case {
+    Case {
+        name: "fail with attempts left goes to delayed after the back-off, keeping the error",
+        given: ACTIVE_A,
+        call: fail(1, 3),
+        reply: ok(Failed::Delayed),
+        after: &[
+            "delayed $A@now+1000",
+            "errors $A=boom",
+            "events failed=$A,attempt:1,error:boom",
+            "job:$A attempts=1 payload=p state=delayed",
+        ],
+    }
+}
+
+fn fail_at_the_last_attempt_goes_to_dead() -> Case {
+    Case {
+        name: "fail at the last attempt goes to dead",
+        given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
+        call: fail(3, 3),
+        reply: ok(Failed::Dead),
+        after: &[
+            "dead $A@now",
+            "errors $A=boom",
+            "events dead=$A,attempt:3,error:boom",
+            "job:$A attempts=3 payload=p state=dead",
+        ],
+    }
+}
+
+fn fail_with_a_stale_token_is_fenced() -> Case {
+    Case {
+        name: "fail with a stale token is fenced",
+        given: ACTIVE_A,
+        call: fail(7, 3),
+        reply: refused(Code::Fence),
+        after: ACTIVE_A_AFTER,
+    }
+}
+
+fn fail_goes_by_the_jobs_own_attempts_over_the_callers() -> Case {
+    Case {
+        name: "fail goes by the job's own attempts over the caller's",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:policy $A ATTEMPTS~1",
+        ],
+        call: fail(1, 3),
+        reply: ok(Failed::Dead),
+        after: &[
+            "dead $A@now",
+            "errors $A=boom",
+            "events dead=$A,attempt:1,error:boom",
+            "job:$A attempts=1 payload=p state=dead",
+            "policy $A=ATTEMPTS~1",
+        ],
+    }
+}
+
+fn fail_backs_off_by_the_jobs_own_exponential_back_off_doubling_per_attempt() -> Case {
+    Case {
+        name: "fail backs off by the job's own exponential back-off, doubling per attempt",
+        given: &[
+            "HSET $q:job:$A state active attempts 3 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:policy $A BACKOFF_EXP~1000",
+        ],
+        call: fail(3, 5),
+        reply: ok(Failed::Delayed),
+        after: &[
+            "delayed $A@now+4000",
+            "errors $A=boom",
+            "events failed=$A,attempt:3,error:boom",
+            "job:$A attempts=3 payload=p state=delayed",
+            "policy $A=BACKOFF_EXP~1000",
+        ],
+    }
+}
+
+fn fail_refuses_a_policy_that_does_not_read_as_one_and_writes_nothing() -> Case {
+    Case {
+        name: "fail refuses a policy that does not read as one, and writes nothing",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:policy $A ATTEMPTS~1~COLOUR~red",
+        ],
+        call: fail(1, 3),
+        reply: refused(Code::Data),
+        after: &[
+            "active $A@5",
+            "job:$A attempts=1 payload=p state=active",
+            "policy $A=ATTEMPTS~1~COLOUR~red",
+        ],
+    }
+}
+
+// DEFER
+fn defer_sends_the_job_to_delayed_gives_its_attempt_back_and_pauses_the_queue() -> Case {
+    Case {
+        name: "defer sends the job to delayed, gives its attempt back, and pauses the queue",
+        given: ACTIVE_A,
+        call: defer(1, true),
+        reply: ok(()),
+        after: &[
+            "config paused_until=now+5000",
+            "delayed $A@now+5000",
+            "events deferred=$A,delay:5000,pause:1",
+            "job:$A attempts=1 payload=p state=delayed",
+            "policy $A=ATTEMPTS~4",
+        ],
+    }
+}
+
+fn defer_raises_the_jobs_own_attempts_keeps_the_rest_of_its_policy_and_leaves_the_queue() -> Case {
+    Case {
+        name: "defer raises the job's own attempts, keeps the rest of its policy, and leaves the queue",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:policy $A ATTEMPTS~2~TIMEOUT~900",
+        ],
+        call: defer(1, false),
+        reply: ok(()),
+        after: &[
+            "delayed $A@now+5000",
+            "events deferred=$A,delay:5000,pause:0",
+            "job:$A attempts=1 payload=p state=delayed",
+            "policy $A=ATTEMPTS~3~TIMEOUT~900",
+        ],
+    }
+}
+
+fn defer_with_a_stale_token_is_fenced() -> Case {
+    Case {
+        name: "defer with a stale token is fenced",
+        given: ACTIVE_A,
+        call: defer(2, true),
+        reply: refused(Code::Fence),
+        after: ACTIVE_A_AFTER,
+    }
+}
+
+fn claim_under_a_timed_pause_takes_nothing_and_says_how_long_to_wait() -> Case {
+    Case {
+        name: "claim under a timed pause takes nothing and says how long to wait",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config paused_until 9999999999999",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![], Some(ANY_WAIT)),
+        after: &[
+            "config paused_until=9999999999999",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+        ],
+    }
+}
+
+fn claim_after_a_timed_pause_ended_goes_on() -> Case {
+    Case {
+        name: "claim after a timed pause ended goes on",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload p",
+            "ZADD $q:pending 0 $A",
+            "HSET $q:config paused_until 5",
+        ],
+        call: Call::Claim(Claim { lease: secs(30), count: 1 }),
+        reply: claims(vec![claimed(A, 1, b"p")], None),
+        after: &[
+            "active $A@now+30000",
+            "config paused_until=5",
+            "events active=$A,attempt:1",
+            "job:$A attempts=1 payload=p state=active",
+        ],
+    }
+}
+
+fn resume_ends_a_timed_pause_too() -> Case {
+    Case {
+        name: "resume ends a timed pause too",
+        given: &["HSET $q:config paused 1 paused_until 9999999999999 concurrency 2"],
+        call: Call::Config(Config { paused: Some(false), ..Config::default() }),
+        reply: ok(settings(false, Some(2), None)),
+        after: &["config concurrency=2", "events resumed="],
+    }
+}
+
+// EXTEND
+fn extend_moves_the_lease_deadline() -> Case {
+    Case {
+        name: "extend moves the lease deadline",
+        given: ACTIVE_A,
+        call: Call::Extend(Extend { id: a(), token: 1, lease: secs(60) }),
+        reply: Reply::Deadline,
+        after: &["active $A@now+60000", "job:$A attempts=1 payload=p state=active"],
+    }
+}
+
+fn extend_with_a_stale_token_is_fenced() -> Case {
+    Case {
+        name: "extend with a stale token is fenced",
+        given: ACTIVE_A,
+        call: Call::Extend(Extend { id: a(), token: 9, lease: secs(60) }),
+        reply: refused(Code::Fence),
+        after: ACTIVE_A_AFTER,
+    }
+}
+
+// RELEASE
+fn release_gives_the_job_back_at_its_priority_attempts_kept_and_the_attempt_refunded() -> Case {
+    Case {
+        name: "release gives the job back at its priority, attempts kept and the attempt refunded",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:priority $A 7",
+        ],
+        call: Call::Release(Release { id: a(), token: 1, max_attempts: 3 }),
+        reply: ok(()),
+        after: &[
+            "events released=$A",
+            "job:$A attempts=1 payload=p state=pending",
+            "pending $A@7",
+            "policy $A=ATTEMPTS~4",
+            "priority $A=7",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn release_grows_the_jobs_own_attempts_keeping_the_rest_of_its_policy() -> Case {
+    Case {
+        name: "release grows the job's own ATTEMPTS, keeping the rest of its policy",
+        given: &[
+            "HSET $q:job:$A state active attempts 2 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:policy $A ATTEMPTS~2~BACKOFF~5",
+        ],
+        call: Call::Release(Release { id: a(), token: 2, max_attempts: 9 }),
+        reply: ok(()),
+        after: &[
+            "events released=$A",
+            "job:$A attempts=2 payload=p state=pending",
+            "pending $A@0",
+            "policy $A=ATTEMPTS~3~BACKOFF~5",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn release_with_a_stale_token_is_fenced() -> Case {
+    Case {
+        name: "release with a stale token is fenced",
+        given: ACTIVE_A,
+        call: Call::Release(Release { id: a(), token: 2, max_attempts: 3 }),
+        reply: refused(Code::Fence),
+        after: ACTIVE_A_AFTER,
+    }
+}
+
+// REAP
+fn reap_sends_an_expired_lease_back_to_pending_and_leaves_a_live_one() -> Case {
+    Case {
+        name: "reap sends an expired lease back to pending and leaves a live one",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload a",
+            "HSET $q:job:$B state active attempts 1 payload b",
+            "ZADD $q:active 5 $A 9999999999999 $B",
+        ],
+        call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
+        reply: ok(Reaped { requeued: 1, dead: 0 }),
+        after: &[
+            "active $B@9999999999999",
+            "events failed=$A,attempt:1,error:lease~expired",
+            "job:$A attempts=1 payload=a state=pending",
+            "job:$B attempts=1 payload=b state=active",
+            "pending $A@0",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn reap_sends_an_expired_lease_out_of_attempts_to_dead() -> Case {
+    Case {
+        name: "reap sends an expired lease out of attempts to dead",
+        given: &["HSET $q:job:$A state active attempts 3 payload p", "ZADD $q:active 5 $A"],
+        call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
+        reply: ok(Reaped { requeued: 0, dead: 1 }),
+        after: &[
+            "dead $A@now",
+            "errors $A=lease~expired",
+            "events dead=$A,attempt:3,error:lease~expired",
+            "job:$A attempts=3 payload=p state=dead",
+        ],
+    }
+}
+
+fn reap_goes_by_each_jobs_own_attempts_over_the_reapers() -> Case {
+    Case {
+        name: "reap goes by each job's own attempts over the reaper's",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload a",
+            "HSET $q:job:$B state active attempts 3 payload b",
+            "ZADD $q:active 5 $A 5 $B",
+            "HSET $q:policy $A ATTEMPTS~1 $B ATTEMPTS~5",
+        ],
+        call: Call::Reap(Reap { max_attempts: 3, limit: 1000 }),
+        reply: ok(Reaped { requeued: 1, dead: 1 }),
+        after: &[
+            "dead $A@now",
+            "errors $A=lease~expired",
+            "events dead=$A,attempt:1,error:lease~expired failed=$B,attempt:3,error:lease~expired",
+            "job:$A attempts=1 payload=a state=dead",
+            "job:$B attempts=3 payload=b state=pending",
+            "pending $B@0",
+            "policy $A=ATTEMPTS~1 $B=ATTEMPTS~5",
+            "wake 1@0",
+        ],
+    }
+}
+
+// PROMOTE
+fn promote_moves_due_jobs_to_pending_at_their_priority_and_leaves_the_rest() -> Case {
+    Case {
+        name: "promote moves due jobs to pending at their priority and leaves the rest",
+        given: &[
+            "HSET $q:job:$A state delayed attempts 1 payload a",
+            "HSET $q:job:$B state delayed attempts 0 payload b",
+            "ZADD $q:delayed 5 $A 9999999999999 $B",
+            "HSET $q:priority $A 3",
+        ],
+        call: Call::Promote(Promote { limit: 1000 }),
+        reply: ok(1u64),
+        after: &[
+            "delayed $B@9999999999999",
+            "events promoted=$A",
+            "job:$A attempts=1 payload=a state=pending",
+            "job:$B attempts=0 payload=b state=delayed",
+            "pending $A@3",
+            "priority $A=3",
+            "wake 1@0",
+        ],
+    }
+}
+
+// PURGE
+fn purge_deletes_old_finished_jobs_with_their_priority_and_error() -> Case {
+    Case {
+        name: "purge deletes old finished jobs with their priority and error",
+        given: &[
+            "HSET $q:job:$A state dead attempts 3 payload a",
+            "HSET $q:job:$B state dead attempts 3 payload b",
+            "ZADD $q:dead 5 $A 9999999999999 $B",
+            "HSET $q:priority $A 3 $B 4",
+            "HSET $q:errors $A boom $B bang",
+            "HSET $q:progress $A 3 $B 9",
+            "HSET $q:policy $A ATTEMPTS~3 $B TIMEOUT~9",
+        ],
+        call: Call::Purge(Purge { state: State::Dead, age: secs(60), limit: 1000 }),
+        reply: ok(1u64),
+        after: &[
+            "dead $B@9999999999999",
+            "errors $B=bang",
+            "job:$B attempts=3 payload=b state=dead",
+            "policy $B=TIMEOUT~9",
+            "priority $B=4",
+            "progress $B=9",
+        ],
+    }
+}
+
+// DRAIN
+fn drain_deletes_pending_jobs_head_first_with_their_side_entries() -> Case {
+    Case {
+        name: "drain deletes pending jobs head first, with their side entries",
+        given: &[
+            "HSET $q:job:$A state pending attempts 0 payload a",
+            "HSET $q:job:$B state pending attempts 0 payload b",
+            "ZADD $q:pending 0 $A 5 $B",
+            "HSET $q:priority $B 5",
+            "HSET $q:policy $A ATTEMPTS~1",
+        ],
+        call: Call::Drain(Drain { state: State::Pending, limit: 1 }),
+        reply: ok(1u64),
+        after: &["job:$B attempts=0 payload=b state=pending", "pending $B@5", "priority $B=5"],
+    }
+}
+
+fn drain_of_active_jobs_deletes_them_fencing_their_holders() -> Case {
+    Case {
+        name: "drain of active jobs deletes them, fencing their holders",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload a",
+            "ZADD $q:active 5 $A",
+            "HSET $q:errors $A boom",
+        ],
+        call: Call::Drain(Drain { state: State::Active, limit: 1000 }),
+        reply: ok(1u64),
+        after: &[],
+    }
+}
+
+// OBLITERATE
+fn obliterate_of_an_empty_queue_deletes_every_key_it_owns() -> Case {
+    Case {
+        name: "obliterate of an empty queue deletes every key it owns",
+        given: &[
+            "HSET $q:config paused 1",
+            "HSET $q:schedules s d1",
+            "ZADD $q:ticks 9 s",
+            "HSET $q:unique u 0:$A",
+            "ZADD $q:unique_until 9 u",
+        ],
+        call: Call::Obliterate,
+        reply: ok(5u64),
+        after: &[],
+    }
+}
+
+fn obliterate_of_a_queue_that_holds_a_job_is_refused() -> Case {
+    Case {
+        name: "obliterate of a queue that holds a job is refused",
+        given: &[
+            "HSET $q:job:$A state done attempts 1 payload a",
+            "ZADD $q:done 5 $A",
+            "HSET $q:config paused 1",
+        ],
+        call: Call::Obliterate,
+        reply: refused(Code::State),
+        after: &["config paused=1", "done $A@5", "job:$A attempts=1 payload=a state=done"],
+    }
+}
+
+// PROGRESS
+fn progress_by_the_holder_is_kept_beside_the_record_which_is_untouched() -> Case {
+    Case {
+        name: "progress by the holder is kept beside the record, which is untouched",
+        given: &[
+            "HSET $q:job:$A state active attempts 1 payload p",
+            "ZADD $q:active 5 $A",
+            "HSET $q:progress $A old",
+        ],
+        call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
+        reply: ok(()),
+        after: &[
+            "active $A@5",
+            "events progress=$A,progress:half",
+            "job:$A attempts=1 payload=p state=active",
+            "progress $A=half",
+        ],
+    }
+}
+
+fn progress_with_a_stale_token_is_fenced() -> Case {
+    Case {
+        name: "progress with a stale token is fenced",
+        given: ACTIVE_A,
+        call: Call::Progress(Progress { id: a(), token: 2, value: b"half".to_vec() }),
+        reply: refused(Code::Fence),
+        after: ACTIVE_A_AFTER,
+    }
+}
+
+fn progress_of_a_done_job_is_fenced() -> Case {
+    Case {
+        name: "progress of a done job is fenced",
+        given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
+        call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
+        reply: refused(Code::Fence),
+        after: &["done $A@5", "job:$A attempts=1 payload=p state=done"],
+    }
+}
+
+fn progress_of_a_missing_job() -> Case {
+    Case {
+        name: "progress of a missing job",
+        given: &[],
+        call: Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() }),
+        reply: refused(Code::NoJob),
+        after: &[],
+    }
+}
+
+// SCHEDULE, UNSCHEDULE, SCHEDULES, FIRE
+fn schedule_adds_a_schedule_and_its_next_tick() -> Case {
+    Case {
+        name: "schedule adds a schedule and its next tick",
+        given: &[],
+        call: schedule(5000),
+        reply: ok(true),
+        after: &["schedules s=d1", "ticks s@5000"],
+    }
+}
+
+fn schedule_of_a_name_taken_replaces_it() -> Case {
+    Case {
+        name: "schedule of a name taken replaces it",
+        given: &["HSET $q:schedules s old t other", "ZADD $q:ticks 9 s 7 t"],
+        call: schedule(5000),
+        reply: ok(false),
+        after: &["schedules s=d1 t=other", "ticks t@7 s@5000"],
+    }
+}
+
+fn unschedule_removes_the_schedule() -> Case {
+    Case {
+        name: "unschedule removes the schedule",
+        given: &["HSET $q:schedules s d1", "ZADD $q:ticks 9 s"],
+        call: Call::Unschedule(Unschedule { name: "s".into() }),
+        reply: ok(true),
+        after: &[],
+    }
+}
+
+fn unschedule_of_no_such_schedule() -> Case {
+    Case {
+        name: "unschedule of no such schedule",
+        given: &["HSET $q:schedules t d1", "ZADD $q:ticks 9 t"],
+        call: Call::Unschedule(Unschedule { name: "s".into() }),
+        reply: ok(false),
+        after: &["schedules t=d1", "ticks t@9"],
+    }
+}
+
+fn schedules_lists_by_next_tick_skipping_a_name_with_no_definition() -> Case {
+    Case {
+        name: "schedules lists by next tick, skipping a name with no definition",
+        given: &["HSET $q:schedules a d1 b d2", "ZADD $q:ticks 9999999999999 a 5 b 6 c"],
+        call: Call::Schedules(Schedules { due: false, limit: 1000 }),
+        reply: ok(vec![stored("b", b"d2", 5), stored("a", b"d1", 9999999999999)]),
+        after: &["schedules a=d1 b=d2", "ticks b@5 c@6 a@9999999999999"],
+    }
+}
+
+fn schedules_due_lists_only_those_whose_next_tick_has_come() -> Case {
+    Case {
+        name: "schedules due lists only those whose next tick has come",
+        given: &["HSET $q:schedules a d1 b d2", "ZADD $q:ticks 9999999999999 a 5 b"],
+        call: Call::Schedules(Schedules { due: true, limit: 1 }),
+        reply: ok(vec![stored("b", b"d2", 5)]),
+        after: &["schedules a=d1 b=d2", "ticks b@5 a@9999999999999"],
+    }
+}
+
+fn fire_enqueues_the_ticks_job_and_moves_the_schedule_on() -> Case {
+    Case {
+        name: "fire enqueues the tick's job and moves the schedule on",
+        given: &["HSET $q:schedules s d1", "ZADD $q:ticks 5000 s"],
+        call: fire(5000, false),
+        reply: ok(Fired::Enqueued),
+        after: &[
+            "events enqueued=$A,state:pending,schedule:s",
+            "job:$A attempts=0 payload=p state=pending",
+            "pending $A@0",
+            "schedules s=d1",
+            "ticks s@6000",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn fire_of_a_tick_fired_by_another_changes_nothing() -> Case {
+    Case {
+        name: "fire of a tick fired by another changes nothing",
+        given: &["HSET $q:schedules s d1", "ZADD $q:ticks 6000 s"],
+        call: fire(5000, false),
+        reply: ok(Fired::Stale),
+        after: &["schedules s=d1", "ticks s@6000"],
+    }
+}
+
+fn fire_of_a_removed_schedule_changes_nothing() -> Case {
+    Case {
+        name: "fire of a removed schedule changes nothing",
+        given: &[],
+        call: fire(5000, false),
+        reply: ok(Fired::Stale),
+        after: &[],
+    }
+}
+
+fn fire_of_a_tick_whose_job_exists_moves_on_without_a_second_job() -> Case {
+    Case {
+        name: "fire of a tick whose job exists moves on without a second job",
+        given: &[
+            "HSET $q:job:$A state done attempts 1 payload old",
+            "ZADD $q:done 5 $A",
+            "ZADD $q:ticks 5000 s",
+        ],
+        call: fire(5000, false),
+        reply: ok(Fired::MovedOn),
+        after: &["done $A@5", "job:$A attempts=1 payload=old state=done", "ticks s@6000"],
+    }
+}
+
+fn fire_with_skip_moves_on_without_a_job() -> Case {
+    Case {
+        name: "fire with skip moves on without a job",
+        given: &["ZADD $q:ticks 5000 s"],
+        call: fire(5000, true),
+        reply: ok(Fired::MovedOn),
+        after: &["ticks s@6000"],
+    }
+}
+
+// CANCEL
+fn cancel_of_a_pending_job() -> Case {
+    Case {
+        name: "cancel of a pending job",
+        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+        call: Call::Cancel(Cancel { id: a() }),
+        reply: ok(true),
+        after: &["cancelled $A@now", "events cancelled=$A", "job:$A attempts=0 payload=p state=cancelled"],
+    }
+}
+
+fn cancel_of_an_active_job_ends_its_lease() -> Case {
+    Case {
+        name: "cancel of an active job ends its lease",
+        given: ACTIVE_A,
+        call: Call::Cancel(Cancel { id: a() }),
+        reply: ok(true),
+        after: &["cancelled $A@now", "events cancelled=$A", "job:$A attempts=1 payload=p state=cancelled"],
+    }
+}
+
+fn cancel_of_a_cancelled_job_changes_nothing() -> Case {
+    Case {
+        name: "cancel of a cancelled job changes nothing",
+        given: &["HSET $q:job:$A state cancelled attempts 0 payload p", "ZADD $q:cancelled 5 $A"],
+        call: Call::Cancel(Cancel { id: a() }),
+        reply: ok(false),
+        after: &["cancelled $A@5", "job:$A attempts=0 payload=p state=cancelled"],
+    }
+}
+
+fn cancel_of_a_done_job_is_refused() -> Case {
+    Case {
+        name: "cancel of a done job is refused",
+        given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
+        call: Call::Cancel(Cancel { id: a() }),
+        reply: refused(Code::State),
+        after: &["done $A@5", "job:$A attempts=1 payload=p state=done"],
+    }
+}
+
+// RETRY
+fn retry_sends_a_dead_job_to_pending_at_its_priority() -> Case {
+    Case {
+        name: "retry sends a dead job to pending at its priority",
+        given: &[
+            "HSET $q:job:$A state dead attempts 3 payload p",
+            "ZADD $q:dead 5 $A",
+            "HSET $q:priority $A 2",
+            "HSET $q:errors $A boom",
+        ],
+        call: Call::Retry(Retry { id: a() }),
+        reply: ok(()),
+        after: &[
+            "errors $A=boom",
+            "events retried=$A",
+            "job:$A attempts=3 payload=p state=pending",
+            "pending $A@2",
+            "priority $A=2",
+            "wake 1@0",
+        ],
+    }
+}
+
+fn retry_of_a_job_that_is_not_dead_is_refused() -> Case {
+    Case {
+        name: "retry of a job that is not dead is refused",
+        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
+        call: Call::Retry(Retry { id: a() }),
+        reply: refused(Code::State),
+        after: &["job:$A attempts=0 payload=p state=pending", "pending $A@0"],
+    }
+}
+
+fn retry_of_a_missing_job() -> Case {
+    Case {
+        name: "retry of a missing job",
+        given: &[],
+        call: Call::Retry(Retry { id: a() }),
+        reply: refused(Code::NoJob),
+        after: &[],
+    }
+}
+
+// BATCH and SETTLE
+fn batch_opens_a_batch_over_its_jobs_with_its_callback() -> Case {
+    Case {
+        name: "batch opens a batch over its jobs, with its callback",
+        given: &[],
+        call: Call::Batch(Batch {
+            id: "b1".into(),
+            callback: JobId::try_from("JOB_CB".as_bytes()).unwrap(),
+            payload: b"cb".to_vec(),
+            jobs: vec![a(), JobId::try_from(B.as_bytes()).unwrap()],
+        }),
+        reply: ok(true),
+        after: &[
+            "batch_jobs b1:0=$A b1:1=$B",
+            "batch_open b1@now",
+            "batches b1=2~0~0~0~0~0~JOB_CB b1:callback=cb",
+        ],
+    }
+}
+
+fn batch_of_an_open_batch_changes_nothing() -> Case {
+    Case {
+        name: "batch of an open batch changes nothing",
+        given: &["HSET $q:batches b1 1~0~0~0~0~0~JOB_CB b1:callback cb", "ZADD $q:batch_open 5 b1"],
+        call: Call::Batch(Batch {
+            id: "b1".into(),
+            callback: JobId::try_from("JOB_OTHER".as_bytes()).unwrap(),
+            payload: b"x".to_vec(),
+            jobs: vec![a()],
+        }),
+        reply: ok(false),
+        after: &["batch_open b1@5", "batches b1=1~0~0~0~0~0~JOB_CB b1:callback=cb"],
+    }
+}
+
+fn settle_follows_a_batch_as_far_as_its_jobs_finished() -> Case {
+    Case {
+        name: "settle follows a batch as far as its jobs finished",
+        given: &[
+            "HSET $q:batches b1 2~0~0~0~0~0~JOB_CB b1:callback cb",
+            "HSET $q:batch_jobs b1:0 $A b1:1 $B",
+            "ZADD $q:batch_open 5 b1",
+            "HSET $q:job:$A state done attempts 1 payload a",
+            "HSET $q:job:$B state active attempts 1 payload b",
+        ],
+        call: Call::Settle(Settle { limit: 1000 }),
+        reply: ok(Settled { closed: 0, looked: 1 }),
+        after: &[
+            "batch_jobs b1:0=$A b1:1=$B",
+            "batch_open b1@5",
+            "batches b1=2~1~1~0~0~0~JOB_CB b1:callback=cb",
+            "job:$A attempts=1 payload=a state=done",
+            "job:$B attempts=1 payload=b state=active",
+        ],
+    }
+}
+
+fn settle_calls_a_batch_back_once_its_jobs_all_finished_its_counts_in_the_callbacks_headers() -> Case {
+    Case {
+        name: "settle calls a batch back once its jobs all finished, its counts in the callback's headers",
+        given: &[
+            "HSET $q:batches b1 3~1~1~0~0~0~JOB_CB b1:callback cb",
+            "HSET $q:batch_jobs b1:0 $A b1:1 $B b1:2 JOB_GONE",
+            "ZADD $q:batch_open 5 b1",
+            "HSET $q:job:$A state done attempts 1 payload a",
+            "HSET $q:job:$B state dead attempts 3 payload b",
+        ],
+        call: Call::Settle(Settle { limit: 1000 }),
+        reply: ok(Settled { closed: 1, looked: 2 }),
+        after: &[
+            "events enqueued=JOB_CB,state:pending,batch:b1",
+            r#"headers JOB_CB={"batch":"b1","total":"3","done":"1","dead":"1","cancelled":"0","gone":"1"}"#,
+            "job:$A attempts=1 payload=a state=done",
+            "job:$B attempts=3 payload=b state=dead",
+            "job:JOB_CB attempts=0 payload=cb state=pending",
+            "pending JOB_CB@0",
+            "wake 1@0",
+        ],
+    }
+}
+
+// INSPECT and STATS
+fn inspect_reads_the_record_and_the_last_error() -> Case {
+    Case {
+        name: "inspect reads the record and the last error",
+        given: &["HSET $q:job:$A state dead attempts 3 payload p", "HSET $q:errors $A boom"],
+        call: Call::Inspect(Inspect { id: a() }),
+        reply: ok(Some(Inspection {
+            record: record(State::Dead, 3, b"p"),
+            error: Some("boom".to_owned()),
+            progress: None,
+            result: None,
+            policy: None,
+            headers: Default::default(),
+        })),
+        after: &["errors $A=boom", "job:$A attempts=3 payload=p state=dead"],
+    }
+}
+
+fn inspect_reads_a_jobs_result_and_its_own_policy() -> Case {
+    Case {
+        name: "inspect reads a job's result and its own policy",
+        given: &[
+            "HSET $q:job:$A state done attempts 1 payload p",
+            "HSET $q:results $A 42",
+            "HSET $q:policy $A ATTEMPTS~3",
+        ],
+        call: Call::Inspect(Inspect { id: a() }),
+        reply: ok(Some(Inspection {
+            record: record(State::Done, 1, b"p"),
+            error: None,
+            progress: None,
+            result: Some(b"42".to_vec()),
+            policy: Some(Policy { attempts: Some(3), backoff: None, timeout: None }),
+            headers: Default::default(),
+        })),
+        after: &["job:$A attempts=1 payload=p state=done", "policy $A=ATTEMPTS~3", "results $A=42"],
+    }
+}
+
+fn inspect_reads_the_last_progress_beside_the_record() -> Case {
+    Case {
+        name: "inspect reads the last progress beside the record",
+        given: &["HSET $q:job:$A state active attempts 1 payload p", "HSET $q:progress $A half"],
+        call: Call::Inspect(Inspect { id: a() }),
+        reply: ok(Some(Inspection {
+            record: record(State::Active, 1, b"p"),
+            error: None,
+            progress: Some(b"half".to_vec()),
+            result: None,
+            policy: None,
+            headers: Default::default(),
+        })),
+        after: &["job:$A attempts=1 payload=p state=active", "progress $A=half"],
+    }
+}
+
+fn inspect_of_a_missing_job() -> Case {
+    Case {
+        name: "inspect of a missing job",
+        given: &[],
+        call: Call::Inspect(Inspect { id: a() }),
+        reply: ok(None::<Inspection>),
+        after: &[],
+    }
+}
+
+fn stats_counts_each_states_set() -> Case {
+    Case {
+        name: "stats counts each state's set",
+        given: &["ZADD $q:pending 0 $A 0 $B", "ZADD $q:dead 1 $A"],
+        call: Call::Stats,
+        reply: ok(StatsReply { pending: 2, active: 0, delayed: 0, done: 0, dead: 1, cancelled: 0 }),
+        after: &["dead $A@1", "pending $A@0 $B@0"],
+    }
+}
+
+/// A queue of its own on the server this test binary shares, for a test
+/// of one case: its keys, and a connection of the test's own runtime.
+struct On {
+    conn: redis::aio::MultiplexedConnection,
+    name: String,
+    keys: Keyspace,
+}
+
+impl On {
+    async fn new() -> On {
+        let server = RedisServer::shared_with_module();
+        let name = unique_queue("t");
+        let keys = Keyspace::new(&name).unwrap();
+        On { conn: server.connection().await, name, keys }
+    }
+
+    /// The queue's key prefix, `emq:{q}:`.
+    fn prefix(&self) -> String {
+        self.keys.pending().trim_end_matches("pending").to_owned()
+    }
+
+    /// `$q:`, `$A` and `$B` expanded, and `~` for a space inside one word.
+    fn expand(&self, text: &str) -> String {
+        text.replace("$q:", &self.prefix()).replace("$A", A).replace("$B", B).replace('~', " ")
+    }
+
+    /// The server's clock in ms.
+    async fn now_ms(&self) -> u64 {
+        let (secs, micros): (u64, u64) =
+            redis::cmd("TIME").query_async(&mut self.conn.clone()).await.unwrap();
+        secs * 1000 + micros / 1000
+    }
 }
 
 /// An executor the tables run on, with its way to arrange and read keys.
@@ -1294,7 +2201,7 @@ impl Target {
         }
     }
 
-    fn via(&self, h: &Harness) -> Box<dyn Executor> {
+    fn via(&self, h: &On) -> Box<dyn Executor> {
         match self {
             Target::Lua => Box::new(echomq::Lua::new(h.conn.clone())),
             Target::Native => Box::new(Native::new(h.conn.clone())),
@@ -1302,12 +2209,25 @@ impl Target {
         }
     }
 
-    /// Start from an empty keyspace, then run `lines` (HSET, ZADD, or a
-    /// command that makes a key of another type).
-    async fn arrange(&self, h: &Harness, lines: &[&str]) {
+    /// Start from the queue's keys all gone, then run `lines` (HSET, ZADD,
+    /// or a command that makes a key of another type). Only the queue's own
+    /// keys: other tests share the server.
+    async fn arrange(&self, h: &On, lines: &[&str]) {
         let Target::Embedded(embedded) = self else {
-            let _: () = redis::cmd("FLUSHDB").query_async(&mut h.conn.clone()).await.unwrap();
-            return h.arrange(lines).await;
+            let mut conn = h.conn.clone();
+            let old: Vec<String> =
+                redis::cmd("KEYS").arg(format!("{}*", h.prefix())).query_async(&mut conn).await.unwrap();
+            if !old.is_empty() {
+                let _: () = redis::cmd("DEL").arg(old).query_async(&mut conn).await.unwrap();
+            }
+            for line in lines {
+                let words: Vec<String> = line.split_whitespace().map(|w| h.expand(w)).collect();
+                let mut cmd = redis::cmd(&words[0]);
+                cmd.arg(&words[1..]);
+                let _: redis::Value =
+                    cmd.query_async(&mut conn).await.unwrap_or_else(|e| panic!("{line}: {e}"));
+            }
+            return;
         };
         let mut store = embedded.store();
         store.clear();
@@ -1339,7 +2259,7 @@ impl Target {
     }
 
     /// The clock the executor's transitions read, in ms.
-    async fn now_ms(&self, h: &Harness) -> u64 {
+    async fn now_ms(&self, h: &On) -> u64 {
         match self {
             Target::Embedded(_) => {
                 SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as u64
@@ -1348,9 +2268,9 @@ impl Target {
         }
     }
 
-    /// Every key of the queue, as [`Harness::snapshot`] renders them.
-    async fn snapshot(&self, h: &Harness) -> Vec<Line> {
-        let Target::Embedded(embedded) = self else { return h.snapshot().await };
+    /// Every key of the queue, as `common::snapshot` renders them.
+    async fn snapshot(&self, h: &On) -> Vec<Line> {
+        let Target::Embedded(embedded) = self else { return common::snapshot(&h.conn, &h.prefix()).await };
         let prefix = h.prefix();
         let text = |bytes: &[u8]| unexpand(&String::from_utf8_lossy(bytes));
         embedded
@@ -1411,1587 +2331,50 @@ fn native_stamps(before: &[Line], after: &mut [Line], t0: u64, t1: u64) -> Resul
     Ok(())
 }
 
-#[tokio::test]
-async fn every_transition_on_every_executor() {
-    let h = harness_on(RedisServer::start_with_module()).await;
+/// Run `case` on `target`, on a queue of its own; panic naming the case and
+/// the executor with everything that differs.
+async fn one(case: Case, target: Target) {
+    let h = On::new().await;
+    let via = target.via(&h);
     let mut failures = Vec::new();
-    for target in Target::all() {
-        let via = target.via(&h);
-        for case in cases() {
-            let name = format!("{} on {}", case.name, target.name());
-            target.arrange(&h, case.given).await;
-            let before = target.snapshot(&h).await;
-            let t0 = target.now_ms(&h).await;
-            let mut reply = run(&h.keys, via.as_ref(), &case.call).await;
-            let t1 = target.now_ms(&h).await;
-            let mut after = target.snapshot(&h).await;
-            if !matches!(target, Target::Lua) {
-                if let Err(why) = native_stamps(&before, &mut after, t0, t1) {
-                    failures.push(format!("{name}: {why}"));
-                }
-            }
-            // EXTEND's deadline must be the lease's new score in active.
-            let active = after.iter().find(|line| line.key == "active").map(|line| &line.entries);
-            if active
-                .is_some_and(|entries| entries.iter().any(|(_, score)| reply == format!("deadline {score}")))
-            {
-                reply = "deadline".into();
-            }
-            if reply != case.reply {
-                failures.push(format!("{name}: reply {reply}, expected {}", case.reply));
-            }
-            if let Err(diff) = check(case.after, &after, t0, t1) {
-                failures.push(format!("{name}: {diff}"));
-            }
+    target.arrange(&h, case.given).await;
+    let before = target.snapshot(&h).await;
+    let t0 = target.now_ms(&h).await;
+    let reply = got(&h.keys, via.as_ref(), &case.call).await;
+    let t1 = target.now_ms(&h).await;
+    let mut after = target.snapshot(&h).await;
+    if !matches!(target, Target::Lua) {
+        if let Err(why) = native_stamps(&before, &mut after, t0, t1) {
+            failures.push(why);
         }
     }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
-}
-
-/// A refusal sent raw, as any speaker could: its transition, what is
-/// arranged first, its KEYS and ARGV (words, `$q:` and `$A` expanded), and
-/// the error it must get. Nothing may change.
-struct Refusal {
-    name: &'static str,
-    given: &'static [&'static str],
-    call: Name,
-    keys: &'static str,
-    args: &'static str,
-    error: &'static str,
+    let active = after.iter().find(|line| line.key == "active").map(|line| &line.entries);
+    let same = match (&case.reply, &reply) {
+        (Reply::Is(want), Ok(got)) => (**want).is((**got).as_any()),
+        (Reply::Refused(code), Err(err)) => err.code() == Some(*code),
+        (Reply::Deadline, Ok(got)) => (**got).as_any().downcast_ref::<u64>().is_some_and(|deadline| {
+            active.is_some_and(|entries| entries.iter().any(|(_, score)| *score == deadline.to_string()))
+        }),
+        _ => false,
+    };
+    if !same {
+        failures.push(format!("reply {reply:?}, expected {:?}", case.reply));
+    }
+    if let Err(diff) = check(case.after, &after, t0, t1) {
+        failures.push(diff);
+    }
+    assert!(failures.is_empty(), "{} on {}:\n{}", case.name, target.name(), failures.join("\n\n"));
 }
 
 const PENDING_A: &[&str] = &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"];
-
-const REFUSALS: &[Refusal] = &[
-    Refusal {
-        name: "ack with a stale token",
-        given: ACTIVE_A,
-        call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
-        args: "$A 2",
-        error: "EMQFENCE token does not hold the lease",
-    },
-    Refusal {
-        name: "enqueue with empty headers",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p HEADERS",
-        error: "EMQARG HEADERS must be 1 to 8192 bytes",
-    },
-    Refusal {
-        name: "enqueue with headers and no headers key",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending",
-        args: "$A p HEADERS {}",
-        error: "EMQARG HEADERS needs all eleven keys",
-    },
-    Refusal {
-        name: "enqueue with headers into a headers key that is a list",
-        given: &["RPUSH $q:headers x"],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p HEADERS {}",
-        error: "EMQTYPE $q:headers holds a list, not a hash",
-    },
-    Refusal {
-        name: "claim of a queue whose headers are a string",
-        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "SET $q:headers x"],
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "30000",
-        error: "EMQTYPE $q:headers holds a string, not a hash",
-    },
-    Refusal {
-        name: "batch with a bad id",
-        given: &[],
-        call: Name::Batch,
-        keys: "$q:batches $q:batch_jobs $q:batch_open",
-        args: "b~1 JOB_CB cb $A",
-        error: "EMQARG batch id must be 1 to 200 bytes of letters, digits, _, -, . and :, and not end in :callback",
-    },
-    Refusal {
-        name: "batch whose id is another batch's callback field",
-        given: &["HSET $q:batches b 1~0~0~0~0~0~JOB_CB b:callback cb"],
-        call: Name::Batch,
-        keys: "$q:batches $q:batch_jobs $q:batch_open",
-        args: "b:callback JOB_CB2 cb $A",
-        error: "EMQARG batch id must be 1 to 200 bytes of letters, digits, _, -, . and :, and not end in :callback",
-    },
-    Refusal {
-        name: "batch with a callback that is not a job id",
-        given: &[],
-        call: Name::Batch,
-        keys: "$q:batches $q:batch_jobs $q:batch_open",
-        args: "b1 CB cb $A",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "settle with an unknown option",
-        given: &[],
-        call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
-               $q:wake",
-        args: "COUNT 5",
-        error: "EMQARG unknown option COUNT",
-    },
-    Refusal {
-        name: "batch with no jobs",
-        given: &[],
-        call: Name::Batch,
-        keys: "$q:batches $q:batch_jobs $q:batch_open",
-        args: "b1 JOB_CB cb",
-        error: "EMQARG a batch has 1 to 1000 jobs",
-    },
-    Refusal {
-        name: "batch with a job that is not a job id",
-        given: &[],
-        call: Name::Batch,
-        keys: "$q:batches $q:batch_jobs $q:batch_open",
-        args: "b1 JOB_CB cb $A nope",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "batch into open batches that are a list",
-        given: &["RPUSH $q:batch_open x"],
-        call: Name::Batch,
-        keys: "$q:batches $q:batch_jobs $q:batch_open",
-        args: "b1 JOB_CB cb $A",
-        error: "EMQTYPE $q:batch_open holds a list, not a zset",
-    },
-    Refusal {
-        name: "settle with LIMIT 0",
-        given: &[],
-        call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
-               $q:wake",
-        args: "LIMIT 0",
-        error: "EMQARG LIMIT must be an integer in 1..=1000",
-    },
-    Refusal {
-        name: "settle of a batch whose job's record is a string",
-        given: &[
-            "HSET $q:batches b1 1~0~0~0~0~0~JOB_CB b1:callback cb",
-            "HSET $q:batch_jobs b1:0 $A",
-            "ZADD $q:batch_open 5 b1",
-            "SET $q:job:$A x",
-        ],
-        call: Name::Settle,
-        keys: "$q:batch_open $q:batches $q:batch_jobs $q:pending $q:headers $q:events $q:config \
-               $q:wake",
-        args: "",
-        error: "EMQTYPE $q:job:$A holds a string, not a hash",
-    },
-    Refusal {
-        name: "enqueuemany with three keys",
-        given: &[],
-        call: Name::EnqueueMany,
-        keys: "$q:pending $q:events $q:config",
-        args: "$A p",
-        error: "EMQARG wrong number of keys: takes 4",
-    },
-    Refusal {
-        name: "enqueuemany whose second job has no payload enqueues neither",
-        given: &[],
-        call: Name::EnqueueMany,
-        keys: "$q:pending $q:events $q:config $q:wake",
-        args: "$A p $B",
-        error: "EMQARG payload is missing",
-    },
-    Refusal {
-        name: "enqueuemany whose second job is not a job id enqueues neither",
-        given: &[],
-        call: Name::EnqueueMany,
-        keys: "$q:pending $q:events $q:config $q:wake",
-        args: "$A p nope p",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "enqueuemany whose second job's record is a string enqueues neither",
-        given: &["SET $q:job:$B x"],
-        call: Name::EnqueueMany,
-        keys: "$q:pending $q:events $q:config $q:wake",
-        args: "$A p $B p",
-        error: "EMQTYPE $q:job:$B holds a string, not a hash",
-    },
-    Refusal {
-        name: "enqueuemany into a wake-up key that is a list",
-        given: &["RPUSH $q:wake x"],
-        call: Name::EnqueueMany,
-        keys: "$q:pending $q:events $q:config $q:wake",
-        args: "$A p",
-        error: "EMQTYPE $q:wake holds a list, not a zset",
-    },
-    Refusal {
-        name: "enqueuemany with another queue's event log",
-        given: &[],
-        call: Name::EnqueueMany,
-        keys: "$q:pending emq:{other}:events $q:config $q:wake",
-        args: "$A p",
-        error: "EMQARG KEYS[2] must be $q:events",
-    },
-    Refusal {
-        name: "ackmany with another queue's done",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active emq:{other}:done $q:results $q:events $q:config",
-        args: "$A 1",
-        error: "EMQARG KEYS[2] must be $q:done",
-    },
-    Refusal {
-        name: "ackmany whose second job's token is 0 acks neither",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 $B 0",
-        error: "EMQARG token must be an integer in 1..=999999999999999",
-    },
-    Refusal {
-        name: "ackmany with a result that has no bytes",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 RESULT",
-        error: "EMQARG RESULT is missing its bytes",
-    },
-    Refusal {
-        name: "ackmany with four keys",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events",
-        args: "$A 1",
-        error: "EMQARG wrong number of keys: takes 5",
-    },
-    Refusal {
-        name: "ackmany with no job",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "ackmany whose second job is not a job id acks neither",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 nope 1",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "ackmany whose second job has no token",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 $B",
-        error: "EMQARG token must be an integer in 1..=999999999999999",
-    },
-    Refusal {
-        name: "ackmany with a result given twice for one job",
-        given: ACTIVE_A,
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 RESULT a result b",
-        error: "EMQARG RESULT given twice",
-    },
-    Refusal {
-        name: "ackmany whose second job's record is a string acks neither",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "SET $q:job:$B x"],
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 $B 1",
-        error: "EMQTYPE $q:job:$B holds a string, not a hash",
-    },
-    Refusal {
-        name: "ackmany into done that is a list",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "RPUSH $q:done x"],
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1",
-        error: "EMQTYPE $q:done holds a list, not a zset",
-    },
-    Refusal {
-        name: "ackmany with an event log that is a hash",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:events x y"],
-        call: Name::AckMany,
-        keys: "$q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1",
-        error: "EMQTYPE $q:events holds a hash, not a stream",
-    },
-    Refusal {
-        name: "acknext with nine keys",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy",
-        args: "$A 1 30000",
-        error: "EMQARG wrong number of keys: takes 11",
-    },
-    Refusal {
-        name: "acknext with COUNT given twice",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1 30000 COUNT 1 COUNT 2",
-        error: "EMQARG COUNT given twice",
-    },
-    Refusal {
-        name: "acknext with a result that has no bytes",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1 30000 RESULT",
-        error: "EMQARG RESULT is missing its bytes",
-    },
-    Refusal {
-        name: "acknext with a result given twice",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1 30000 RESULT a RESULT b",
-        error: "EMQARG RESULT given twice",
-    },
-    Refusal {
-        name: "acknext with a lease of 0",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1 0",
-        error: "EMQARG lease must be an integer in 1..=2147483647",
-    },
-    Refusal {
-        name: "acknext with a count past the limit",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1 30000 COUNT 1001",
-        error: "EMQARG COUNT must be an integer in 1..=1000",
-    },
-    Refusal {
-        name: "acknext with no lease",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1",
-        error: "EMQARG lease must be an integer in 1..=2147483647",
-    },
-    Refusal {
-        name: "acknext with an unknown option",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1 30000 BLOCK 5",
-        error: "EMQARG unknown option BLOCK",
-    },
-    Refusal {
-        name: "acknext with a rate log that is a hash acks nothing",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:rate x 1"],
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 1 30000",
-        error: "EMQTYPE $q:rate holds a hash, not a zset",
-    },
-    Refusal {
-        name: "acknext with a stale token",
-        given: ACTIVE_A,
-        call: Name::AckNext,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate \
-               $q:policy $q:headers $q:wake",
-        args: "$A 2 30000 RESULT r",
-        error: "EMQFENCE token does not hold the lease",
-    },
-    Refusal {
-        name: "ack with a result and three keys",
-        given: ACTIVE_A,
-        call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done",
-        args: "$A 1 RESULT 42",
-        error: "EMQARG wrong number of keys: takes 6",
-    },
-    Refusal {
-        name: "ack with a result given twice",
-        given: ACTIVE_A,
-        call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 RESULT 42 RESULT 43",
-        error: "EMQARG RESULT given twice",
-    },
-    Refusal {
-        name: "ack with a result that has no bytes",
-        given: ACTIVE_A,
-        call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 RESULT",
-        error: "EMQARG RESULT is missing its bytes",
-    },
-    Refusal {
-        name: "ack with five keys",
-        given: ACTIVE_A,
-        call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events",
-        args: "$A 1",
-        error: "EMQARG wrong number of keys: takes 6",
-    },
-    Refusal {
-        name: "ack into results that are a set",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "SADD $q:results x"],
-        call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1 RESULT 42",
-        error: "EMQTYPE $q:results holds a set, not a hash",
-    },
-    Refusal {
-        name: "ack into an event log that is a hash",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A", "HSET $q:events x y"],
-        call: Name::Ack,
-        keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config",
-        args: "$A 1",
-        error: "EMQTYPE $q:events holds a hash, not a stream",
-    },
-    Refusal {
-        name: "enqueue into an event log that is a string",
-        given: &["SET $q:events x"],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p",
-        error: "EMQTYPE $q:events holds a string, not a stream",
-    },
-    Refusal {
-        name: "claim into an event log that is a list",
-        given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A", "RPUSH $q:events x"],
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "30000",
-        error: "EMQTYPE $q:events holds a list, not a stream",
-    },
-    Refusal {
-        name: "fail with an event log but no config key",
-        given: ACTIVE_A,
-        call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events",
-        args: "$A 1 3 1000 boom",
-        error: "EMQARG wrong number of keys: takes 8",
-    },
-    Refusal {
-        name: "config with an event log length past its range",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "EVENTS 10000001",
-        error: "EMQARG EVENTS must be an integer in 0..=10000000",
-    },
-    Refusal {
-        name: "config of a queue whose event log is a zset",
-        given: &["ZADD $q:events 1 x"],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "PAUSED 1",
-        error: "EMQTYPE $q:events holds a zset, not a stream",
-    },
-    Refusal {
-        name: "inspect with four keys",
-        given: &[],
-        call: Name::Inspect,
-        keys: "$q:job:$A $q:errors $q:progress $q:results",
-        args: "$A",
-        error: "EMQARG wrong number of keys: takes 6",
-    },
-    Refusal {
-        name: "extend of a cancelled job",
-        given: &["HSET $q:job:$A state cancelled attempts 1 payload p", "ZADD $q:cancelled 5 $A"],
-        call: Name::Extend,
-        keys: "$q:job:$A $q:active",
-        args: "$A 1 5000",
-        error: "EMQFENCE token does not hold the lease",
-    },
-    Refusal {
-        name: "release of no job",
-        given: &[],
-        call: Name::Release,
-        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake",
-        args: "$A 1",
-        error: "EMQNOJOB no such job",
-    },
-    Refusal {
-        name: "enqueue onto a string",
-        given: &["SET $q:pending x"],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending",
-        args: "$A p",
-        error: "EMQTYPE $q:pending holds a string, not a zset",
-    },
-    Refusal {
-        name: "claim into a list",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "RPUSH $q:active x",
-        ],
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "60000",
-        error: "EMQTYPE $q:active holds a list, not a zset",
-    },
-    Refusal {
-        name: "claim of a record that is a set",
-        given: &["ZADD $q:pending 0 $A", "SADD $q:job:$A x"],
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "60000",
-        error: "EMQTYPE $q:job:$A holds a set, not a hash",
-    },
-    Refusal {
-        name: "fail into a stream",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "XADD $q:errors * f v",
-        ],
-        call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
-        args: "$A 1 3 0 e",
-        error: "EMQTYPE $q:errors holds a stream, not a hash",
-    },
-    Refusal {
-        name: "stats of a hash",
-        given: &["HSET $q:done f v"],
-        call: Name::Stats,
-        keys: "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled",
-        args: "",
-        error: "EMQTYPE $q:done holds a hash, not a zset",
-    },
-    Refusal {
-        name: "a lease of 0",
-        given: PENDING_A,
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "0",
-        error: "EMQARG lease must be an integer in 1..=2147483647",
-    },
-    Refusal {
-        name: "a huge count",
-        given: PENDING_A,
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "100 COUNT 99999999999999999999",
-        error: "EMQARG COUNT must be an integer in 1..=1000",
-    },
-    Refusal {
-        name: "a float lease",
-        given: ACTIVE_A,
-        call: Name::Extend,
-        keys: "$q:job:$A $q:active",
-        args: "$A 1 1e3",
-        error: "EMQARG lease must be an integer in 1..=2147483647",
-    },
-    Refusal {
-        name: "a negative limit",
-        given: &[],
-        call: Name::Reap,
-        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config \
-               $q:wake",
-        args: "3 LIMIT -1",
-        error: "EMQARG LIMIT must be an integer in 1..=1000",
-    },
-    Refusal {
-        name: "a missing argument",
-        given: &[],
-        call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
-        args: "",
-        error: "EMQARG age must be an integer in 0..=999999999999",
-    },
-    Refusal {
-        name: "keys of two queues",
-        given: &[],
-        call: Name::Promote,
-        keys: "$q:delayed emq:{other}:pending $q:priority $q:events $q:config $q:wake",
-        args: "",
-        error: "EMQARG KEYS[2] must be $q:pending",
-    },
-    Refusal {
-        name: "retry of a pending job",
-        given: PENDING_A,
-        call: Name::Retry,
-        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
-        args: "$A",
-        error: "EMQSTATE cannot retry a pending job",
-    },
-    Refusal {
-        name: "inspect of a bad id",
-        given: &[],
-        call: Name::Inspect,
-        keys: "$q:job:XYZ $q:errors $q:progress $q:results $q:policy $q:headers",
-        args: "XYZ",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "enqueue with a unique key and the seed's two keys",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending",
-        args: "$A p UNIQUE u UNIQUE_FOR 1000",
-        error: "EMQARG UNIQUE needs all eleven keys",
-    },
-    Refusal {
-        name: "enqueue with a unique key and no hold",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p UNIQUE u",
-        error: "EMQARG UNIQUE needs UNIQUE_FOR",
-    },
-    Refusal {
-        name: "enqueue with a hold and no unique key",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p UNIQUE_DONE 1",
-        error: "EMQARG UNIQUE_FOR and UNIQUE_DONE need UNIQUE",
-    },
-    Refusal {
-        name: "enqueue with a hold of 0",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p UNIQUE u UNIQUE_FOR 0",
-        error: "EMQARG UNIQUE_FOR must be an integer in 1..=999999999999",
-    },
-    Refusal {
-        name: "enqueue with a unique key into holds that are a hash",
-        given: &["HSET $q:unique_until u 5"],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p UNIQUE u UNIQUE_FOR 1000",
-        error: "EMQTYPE $q:unique_until holds a hash, not a zset",
-    },
-    Refusal {
-        name: "enqueue with a unique key held by a job whose record is a string",
-        given: &["SET $q:job:$B x", "HSET $q:unique u 1:$B", "ZADD $q:unique_until 9999999999999 u"],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p UNIQUE u UNIQUE_FOR 1000",
-        error: "EMQTYPE $q:job:$B holds a string, not a hash",
-    },
-    Refusal {
-        name: "defer with PAUSE 2",
-        given: ACTIVE_A,
-        call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
-        args: "$A 1 5000 3 PAUSE 2",
-        error: "EMQARG PAUSE must be an integer in 0..=1",
-    },
-    Refusal {
-        name: "defer with no max attempts",
-        given: ACTIVE_A,
-        call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
-        args: "$A 1 5000",
-        error: "EMQARG max_attempts must be an integer in 0..=2147483647",
-    },
-    Refusal {
-        name: "defer with a config that is a list",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "RPUSH $q:config x",
-        ],
-        call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
-        args: "$A 1 5000 3",
-        error: "EMQTYPE $q:config holds a list, not a hash",
-    },
-    Refusal {
-        name: "trim of an unfinished set",
-        given: &[],
-        call: Name::Trim,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers \
-               $q:config",
-        args: "",
-        error: "EMQARG KEYS[1] must be emq:{<queue>}:done, dead or cancelled",
-    },
-    Refusal {
-        name: "trim with a config that is a zset",
-        given: &["ZADD $q:config 1 x"],
-        call: Name::Trim,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config",
-        args: "",
-        error: "EMQTYPE $q:config holds a zset, not a hash",
-    },
-    Refusal {
-        name: "config with a retention count past its range",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "DONE_COUNT 1000000001",
-        error: "EMQARG DONE_COUNT must be an integer in 0..=1000000000",
-    },
-    Refusal {
-        name: "drain of a finished set",
-        given: &[],
-        call: Name::Drain,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
-        args: "",
-        error: "EMQARG KEYS[1] must be emq:{<queue>}:pending, delayed or active",
-    },
-    Refusal {
-        name: "drain with LIMIT 0",
-        given: &[],
-        call: Name::Drain,
-        keys: "$q:pending $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
-        args: "LIMIT 0",
-        error: "EMQARG LIMIT must be an integer in 1..=1000",
-    },
-    Refusal {
-        name: "drain of a job whose record is a list",
-        given: &["ZADD $q:delayed 5 $A", "RPUSH $q:job:$A x"],
-        call: Name::Drain,
-        keys: "$q:delayed $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
-        args: "",
-        error: "EMQTYPE $q:job:$A holds a list, not a hash",
-    },
-    Refusal {
-        name: "obliterate with an argument",
-        given: &[],
-        call: Name::Obliterate,
-        keys:
-            "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
-               $q:batches $q:batch_jobs $q:batch_open $q:wake",
-        args: "FORCE 1",
-        error: "EMQARG unknown option FORCE",
-    },
-    Refusal {
-        name: "obliterate of a queue whose schedules are a string",
-        given: &["SET $q:schedules x"],
-        call: Name::Obliterate,
-        keys:
-            "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority $q:errors $q:progress \
-               $q:policy $q:config $q:rate $q:schedules $q:ticks $q:unique $q:unique_until $q:results $q:events $q:headers \
-               $q:batches $q:batch_jobs $q:batch_open $q:wake",
-        args: "",
-        error: "EMQTYPE $q:schedules holds a string, not a hash",
-    },
-    Refusal {
-        name: "claim with a policy that is a string",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "SET $q:policy x",
-        ],
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "60000",
-        error: "EMQTYPE $q:policy holds a string, not a hash",
-    },
-    Refusal {
-        name: "fail with a policy that is a list",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "RPUSH $q:policy x",
-        ],
-        call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
-        args: "$A 1 3 1000 boom",
-        error: "EMQTYPE $q:policy holds a list, not a hash",
-    },
-    Refusal {
-        name: "fail with a sixth key of another role",
-        given: ACTIVE_A,
-        call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:priority $q:events $q:config",
-        args: "$A 1 3 1000 boom",
-        error: "EMQARG KEYS[6] must be $q:policy",
-    },
-    Refusal {
-        name: "reap with a policy that is a set",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "SADD $q:policy x",
-        ],
-        call: Name::Reap,
-        keys: "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config \
-               $q:wake",
-        args: "3",
-        error: "EMQTYPE $q:policy holds a set, not a hash",
-    },
-    Refusal {
-        name: "enqueue with a policy and the seed's two keys",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending",
-        args: "$A p TIMEOUT 5000",
-        error: "EMQARG ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys",
-    },
-    Refusal {
-        name: "enqueue with a fixed and an exponential back-off",
-        given: &[],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p BACKOFF 5 backoff_exp 5",
-        error: "EMQARG BACKOFF and BACKOFF_EXP exclude each other",
-    },
-    Refusal {
-        name: "enqueue with a policy into a policy that is a string",
-        given: &["SET $q:policy x"],
-        call: Name::Enqueue,
-        keys: "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-               $q:events $q:config $q:headers $q:wake",
-        args: "$A p ATTEMPTS 2",
-        error: "EMQTYPE $q:policy holds a string, not a hash",
-    },
-    Refusal {
-        name: "claim with a config that is a string",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "SET $q:config x",
-        ],
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "60000",
-        error: "EMQTYPE $q:config holds a string, not a hash",
-    },
-    Refusal {
-        name: "claim under a rate whose log is a hash",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "HSET $q:config rate 5 per 1000",
-            "HSET $q:rate f v",
-        ],
-        call: Name::Claim,
-        keys: "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake",
-        args: "60000",
-        error: "EMQTYPE $q:rate holds a hash, not a zset",
-    },
-    Refusal {
-        name: "config with a rate and no period",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "RATE 5",
-        error: "EMQARG RATE needs PER",
-    },
-    Refusal {
-        name: "config with a period of 0",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "RATE 5 PER 0",
-        error: "EMQARG PER must be an integer in 1..=86400000",
-    },
-    Refusal {
-        name: "config of a queue whose rate log is a string",
-        given: &["SET $q:rate x"],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "RATE 0",
-        error: "EMQTYPE $q:rate holds a string, not a zset",
-    },
-    Refusal {
-        name: "config with PAUSED 2",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "PAUSED 2",
-        error: "EMQARG PAUSED must be an integer in 0..=1",
-    },
-    Refusal {
-        name: "config with a negative concurrency",
-        given: &["HSET $q:config paused 1"],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "PAUSED 0 CONCURRENCY -1",
-        error: "EMQARG CONCURRENCY must be an integer in 0..=2147483647",
-    },
-    Refusal {
-        name: "config with a concurrency given twice",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "CONCURRENCY 1 concurrency 2",
-        error: "EMQARG CONCURRENCY given twice",
-    },
-    Refusal {
-        name: "config with an unknown setting",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "RETENTION 5",
-        error: "EMQARG unknown option RETENTION",
-    },
-    Refusal {
-        name: "config of a queue whose config is a zset",
-        given: &["ZADD $q:config 1 x"],
-        call: Name::Config,
-        keys: "$q:config $q:pending $q:priority $q:rate $q:events $q:wake",
-        args: "PAUSED 1",
-        error: "EMQTYPE $q:config holds a zset, not a hash",
-    },
-    Refusal {
-        name: "config with keys of another role",
-        given: &[],
-        call: Name::Config,
-        keys: "$q:config $q:active $q:priority $q:rate $q:events $q:wake",
-        args: "",
-        error: "EMQARG KEYS[2] must be $q:pending",
-    },
-    Refusal {
-        name: "inspect of a progress that is a list",
-        given: &["RPUSH $q:progress x"],
-        call: Name::Inspect,
-        keys: "$q:job:$A $q:errors $q:progress $q:results $q:policy $q:headers",
-        args: "$A",
-        error: "EMQTYPE $q:progress holds a list, not a hash",
-    },
-    Refusal {
-        name: "progress with a stale token",
-        given: ACTIVE_A,
-        call: Name::Progress,
-        keys: "$q:job:$A $q:progress $q:events $q:config",
-        args: "$A 2 half",
-        error: "EMQFENCE token does not hold the lease",
-    },
-    Refusal {
-        name: "progress with no value",
-        given: ACTIVE_A,
-        call: Name::Progress,
-        keys: "$q:job:$A $q:progress $q:events $q:config",
-        args: "$A 1",
-        error: "EMQARG progress value is missing",
-    },
-    Refusal {
-        name: "progress with a token of 0",
-        given: ACTIVE_A,
-        call: Name::Progress,
-        keys: "$q:job:$A $q:progress $q:events $q:config",
-        args: "$A 0 half",
-        error: "EMQARG token must be an integer in 1..=999999999999999",
-    },
-    Refusal {
-        name: "progress with an extra argument",
-        given: ACTIVE_A,
-        call: Name::Progress,
-        keys: "$q:job:$A $q:progress $q:events $q:config",
-        args: "$A 1 half more",
-        error: "EMQARG unknown option more",
-    },
-    Refusal {
-        name: "progress into a string",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "SET $q:progress x",
-        ],
-        call: Name::Progress,
-        keys: "$q:job:$A $q:progress $q:events $q:config",
-        args: "$A 1 half",
-        error: "EMQTYPE $q:progress holds a string, not a hash",
-    },
-    Refusal {
-        name: "progress of a bad id",
-        given: &[],
-        call: Name::Progress,
-        keys: "$q:job:XYZ $q:progress $q:events $q:config",
-        args: "XYZ 1 half",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "schedule with no next tick",
-        given: &[],
-        call: Name::Schedule,
-        keys: "$q:schedules $q:ticks",
-        args: "s d1",
-        error: "EMQARG next must be an integer in 0..=9999999999999",
-    },
-    Refusal {
-        name: "schedule with a next tick out of range",
-        given: &[],
-        call: Name::Schedule,
-        keys: "$q:schedules $q:ticks",
-        args: "s d1 10000000000000",
-        error: "EMQARG next must be an integer in 0..=9999999999999",
-    },
-    Refusal {
-        name: "schedule with an extra argument",
-        given: &[],
-        call: Name::Schedule,
-        keys: "$q:schedules $q:ticks",
-        args: "s d1 5 more",
-        error: "EMQARG unknown option more",
-    },
-    Refusal {
-        name: "schedule with no definition",
-        given: &[],
-        call: Name::Schedule,
-        keys: "$q:schedules $q:ticks",
-        args: "s",
-        error: "EMQARG definition is missing",
-    },
-    Refusal {
-        name: "schedule into ticks that are a list",
-        given: &["RPUSH $q:ticks x"],
-        call: Name::Schedule,
-        keys: "$q:schedules $q:ticks",
-        args: "s d1 5",
-        error: "EMQTYPE $q:ticks holds a list, not a zset",
-    },
-    Refusal {
-        name: "unschedule with no name",
-        given: &["HSET $q:schedules s d1", "ZADD $q:ticks 9 s"],
-        call: Name::Unschedule,
-        keys: "$q:schedules $q:ticks",
-        args: "",
-        error: "EMQARG schedule name must be 1 to 200 bytes",
-    },
-    Refusal {
-        name: "unschedule of schedules that are a string",
-        given: &["SET $q:schedules x"],
-        call: Name::Unschedule,
-        keys: "$q:schedules $q:ticks",
-        args: "s",
-        error: "EMQTYPE $q:schedules holds a string, not a hash",
-    },
-    Refusal {
-        name: "schedules with DUE 2",
-        given: &[],
-        call: Name::Schedules,
-        keys: "$q:schedules $q:ticks",
-        args: "DUE 2",
-        error: "EMQARG DUE must be an integer in 0..=1",
-    },
-    Refusal {
-        name: "schedules with LIMIT 0",
-        given: &[],
-        call: Name::Schedules,
-        keys: "$q:schedules $q:ticks",
-        args: "LIMIT 0",
-        error: "EMQARG LIMIT must be an integer in 1..=1000",
-    },
-    Refusal {
-        name: "schedules with keys in the wrong order",
-        given: &[],
-        call: Name::Schedules,
-        keys: "$q:ticks $q:schedules",
-        args: "",
-        error: "EMQARG KEYS[1] must be emq:{<queue>}:schedules",
-    },
-    Refusal {
-        name: "fire with a next not after its tick",
-        given: &["ZADD $q:ticks 5000 s"],
-        call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
-        args: "$A p s 5000 5000",
-        error: "EMQARG next must be after tick",
-    },
-    Refusal {
-        name: "fire with SKIP 2",
-        given: &["ZADD $q:ticks 5000 s"],
-        call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
-        args: "$A p s 5000 6000 SKIP 2",
-        error: "EMQARG SKIP must be an integer in 0..=1",
-    },
-    Refusal {
-        name: "fire with a negative tick",
-        given: &["ZADD $q:ticks 5000 s"],
-        call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
-        args: "$A p s -1 6000",
-        error: "EMQARG tick must be an integer in 0..=9999999999999",
-    },
-    Refusal {
-        name: "fire with no payload",
-        given: &["ZADD $q:ticks 5000 s"],
-        call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
-        args: "$A",
-        error: "EMQARG payload is missing",
-    },
-    Refusal {
-        name: "fire of a bad id",
-        given: &["ZADD $q:ticks 5000 s"],
-        call: Name::Fire,
-        keys: "$q:job:XYZ $q:pending $q:ticks $q:events $q:config $q:wake",
-        args: "XYZ p s 5000 6000",
-        error: "EMQKIND job id must be JOB-namespaced",
-    },
-    Refusal {
-        name: "fire with another queue's ticks",
-        given: &["ZADD $q:ticks 5000 s"],
-        call: Name::Fire,
-        keys: "$q:job:$A $q:pending emq:{other}:ticks $q:events $q:config $q:wake",
-        args: "$A p s 5000 6000",
-        error: "EMQARG KEYS[3] must be $q:ticks",
-    },
-    Refusal {
-        name: "fire into ticks that are a hash",
-        given: &["HSET $q:ticks s 5000"],
-        call: Name::Fire,
-        keys: "$q:job:$A $q:pending $q:ticks $q:events $q:config $q:wake",
-        args: "$A p s 5000 6000",
-        error: "EMQTYPE $q:ticks holds a hash, not a zset",
-    },
-    Refusal {
-        name: "purge into a progress that is a set",
-        given: &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A", "SADD $q:progress x"],
-        call: Name::Purge,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
-        args: "0",
-        error: "EMQTYPE $q:progress holds a set, not a hash",
-    },
-];
-
-/// Keys of the full forms, for the refusals of malformed stored state.
-const ENQUEUE_KEYS: &str = "$q:job:$A $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until \
-                            $q:events $q:config $q:headers $q:wake";
-const ACK_KEYS: &str = "$q:job:$A $q:active $q:done $q:results $q:events $q:config";
-const CLAIM_KEYS: &str = "$q:pending $q:active $q:config $q:rate $q:policy $q:events $q:headers $q:wake";
 const CONFIG_KEYS: &str = "$q:config $q:pending $q:priority $q:rate $q:events $q:wake";
-const REAP_KEYS: &str =
-    "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config $q:wake";
-const PENDING_B_BAD_A: &[&str] = &[
-    "HSET $q:job:$B state pending attempts 0 payload b",
-    "ZADD $q:pending 0 $B",
-    "HSET $q:job:$A state pending attempts x payload a",
-    "ZADD $q:pending 1 $A",
-];
-const VERSION_2: &str = "EMQVERSION queue written by protocol 2.0; this speaker is 1.1";
-
-/// Malformed stored state (PROTOCOL.md §5): a record, a setting or a side
-/// key of the right type holding a value of the wrong shape, or a queue of
-/// another protocol major, is refused before any write, the same on every
-/// executor. Each of these wrote half a transition on Lua before.
-const MALFORMED: &[Refusal] = &[
-    Refusal {
-        name: "claim of a record whose attempts is negative takes nothing",
-        given: &["HSET $q:job:$A state pending attempts -5 payload a", "ZADD $q:pending 0 $A"],
-        call: Name::Claim,
-        keys: CLAIM_KEYS,
-        args: "30000",
-        error: "EMQDATA $q:job:$A attempts is not an integer of 0 or more",
-    },
-    Refusal {
-        name: "ack of a record whose attempts is negative is no fence",
-        given: &["HSET $q:job:$A state active attempts -1 payload a", "ZADD $q:active 99999999999999 $A"],
-        call: Name::Ack,
-        keys: ACK_KEYS,
-        args: "$A 1",
-        error: "EMQDATA $q:job:$A attempts is not an integer of 0 or more",
-    },
-    Refusal {
-        name: "claim with attempts x behind a good job takes neither",
-        given: PENDING_B_BAD_A,
-        call: Name::Claim,
-        keys: CLAIM_KEYS,
-        args: "30000 COUNT 2",
-        error: "EMQDATA $q:job:$A attempts is not an integer",
-    },
-    Refusal {
-        name: "acknext with attempts x at the head does not ack",
-        given: &[
-            "HSET $q:job:$B state active attempts 1 payload b",
-            "ZADD $q:active 99999999999999 $B",
-            "HSET $q:job:$A state pending attempts x payload a",
-            "ZADD $q:pending 1 $A",
-        ],
-        call: Name::AckNext,
-        keys: "$q:job:$B $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy \
-               $q:headers $q:wake",
-        args: "$B 1 30000",
-        error: "EMQDATA $q:job:$A attempts is not an integer",
-    },
-    Refusal {
-        name: "acknext on a queue with a paused of 2 does not ack",
-        given: &[
-            "HSET $q:job:$B state active attempts 1 payload b",
-            "ZADD $q:active 99999999999999 $B",
-            "HSET $q:config paused 2",
-        ],
-        call: Name::AckNext,
-        keys: "$q:job:$B $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy \
-               $q:headers $q:wake",
-        args: "$B 1 30000",
-        error: "EMQDATA $q:config paused is not 0 or 1",
-    },
-    Refusal {
-        name: "claim with a paused of 2",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "HSET $q:config paused 2",
-        ],
-        call: Name::Claim,
-        keys: CLAIM_KEYS,
-        args: "30000",
-        error: "EMQDATA $q:config paused is not 0 or 1",
-    },
-    Refusal {
-        name: "claim with a concurrency of abc",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "HSET $q:config concurrency abc",
-        ],
-        call: Name::Claim,
-        keys: CLAIM_KEYS,
-        args: "30000",
-        error: "EMQDATA $q:config concurrency is not an integer",
-    },
-    Refusal {
-        name: "claim with a rate of 2.5",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "HSET $q:config rate 2.5 per 1000",
-        ],
-        call: Name::Claim,
-        keys: CLAIM_KEYS,
-        args: "30000",
-        error: "EMQDATA $q:config rate is not an integer",
-    },
-    Refusal {
-        name: "claim with a policy of the wrong type, the queue paused",
-        given: &["HSET $q:config paused 1", "SADD $q:policy x"],
-        call: Name::Claim,
-        keys: CLAIM_KEYS,
-        args: "30000",
-        error: "EMQTYPE $q:policy holds a set, not a hash",
-    },
-    Refusal {
-        name: "reap with a priority of abc leaves the job where it was",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "HSET $q:priority $A abc",
-        ],
-        call: Name::Reap,
-        keys: REAP_KEYS,
-        args: "3",
-        error: "EMQDATA $q:priority $A is not an integer",
-    },
-    Refusal {
-        name: "reap with a policy of garbage",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "HSET $q:policy $A garbage",
-        ],
-        call: Name::Reap,
-        keys: REAP_KEYS,
-        args: "3",
-        error: "EMQDATA $q:policy $A is not a policy",
-    },
-    Refusal {
-        name: "reap with attempts 1.0",
-        given: &["HSET $q:job:$A state active attempts 1.0 payload p", "ZADD $q:active 5 $A"],
-        call: Name::Reap,
-        keys: REAP_KEYS,
-        args: "3",
-        error: "EMQDATA $q:job:$A attempts is not an integer",
-    },
-    Refusal {
-        name: "fail with a policy that ends in a space",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 99999999999999 $A",
-            "HSET $q:policy $A ATTEMPTS~3~",
-        ],
-        call: Name::Fail,
-        keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events $q:config",
-        args: "$A 1 3 1000 boom",
-        error: "EMQDATA $q:policy $A is not a policy",
-    },
-    Refusal {
-        name: "promote with a priority of abc",
-        given: &[
-            "HSET $q:job:$A state delayed attempts 0 payload p",
-            "ZADD $q:delayed 5 $A",
-            "HSET $q:priority $A abc",
-        ],
-        call: Name::Promote,
-        keys: "$q:delayed $q:pending $q:priority $q:events $q:config $q:wake",
-        args: "",
-        error: "EMQDATA $q:priority $A is not an integer",
-    },
-    Refusal {
-        name: "retry with a priority of 1e0",
-        given: &[
-            "HSET $q:job:$A state dead attempts 3 payload p",
-            "ZADD $q:dead 5 $A",
-            "HSET $q:priority $A 1e0",
-        ],
-        call: Name::Retry,
-        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
-        args: "$A",
-        error: "EMQDATA $q:priority $A is not an integer",
-    },
-    Refusal {
-        name: "release with a priority of +1",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 99999999999999 $A",
-            "HSET $q:priority $A +1",
-        ],
-        call: Name::Release,
-        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake",
-        args: "$A 1",
-        error: "EMQDATA $q:priority $A is not an integer",
-    },
-    Refusal {
-        name: "release with REFUND and a malformed policy",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 99999999999999 $A",
-            "HSET $q:policy $A ATTEMPTS",
-        ],
-        call: Name::Release,
-        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake $q:policy",
-        args: "$A 1 REFUND 3",
-        error: "EMQDATA $q:policy $A is not a policy",
-    },
-    Refusal {
-        name: "release with REFUND but seven keys",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 99999999999999 $A"],
-        call: Name::Release,
-        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake",
-        args: "$A 1 REFUND 3",
-        error: "EMQARG REFUND needs the policy key: takes 8 keys",
-    },
-    Refusal {
-        name: "release with the policy key but no REFUND",
-        given: &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 99999999999999 $A"],
-        call: Name::Release,
-        keys: "$q:job:$A $q:active $q:pending $q:priority $q:events $q:config $q:wake $q:policy",
-        args: "$A 1",
-        error: "EMQARG the policy key goes with REFUND: takes 7 keys without it",
-    },
-    Refusal {
-        name: "defer with a paused_until of soon",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 99999999999999 $A",
-            "HSET $q:config paused_until soon",
-        ],
-        call: Name::Defer,
-        keys: "$q:job:$A $q:active $q:delayed $q:policy $q:config $q:events",
-        args: "$A 1 1000 3 PAUSE 1",
-        error: "EMQDATA $q:config paused_until is not an integer",
-    },
-    Refusal {
-        name: "enqueue with an events setting of 1.5 writes no job",
-        given: &["HSET $q:config events 1.5"],
-        call: Name::Enqueue,
-        keys: ENQUEUE_KEYS,
-        args: "$A p",
-        error: "EMQDATA $q:config events is not an integer",
-    },
-    Refusal {
-        name: "enqueue with a unique value of 2:JOB_H",
-        given: &["HSET $q:unique k 2:JOB_H", "ZADD $q:unique_until 99999999999999 k"],
-        call: Name::Enqueue,
-        keys: ENQUEUE_KEYS,
-        args: "$A p UNIQUE k UNIQUE_FOR 1000",
-        error: "EMQDATA $q:unique k is not <0|1>:<id>",
-    },
-    Refusal {
-        name: "enqueue whose unique holder has a state that is not a state",
-        given: &[
-            "HSET $q:unique k 1:$B",
-            "ZADD $q:unique_until 99999999999999 k",
-            "HSET $q:job:$B state sleeping attempts 0 payload b",
-        ],
-        call: Name::Enqueue,
-        keys: ENQUEUE_KEYS,
-        args: "$A p UNIQUE k UNIQUE_FOR 1000",
-        error: "EMQDATA $q:job:$B state is not a state",
-    },
-    Refusal {
-        name: "enqueue of a held unique key into events of the wrong type",
-        given: &["HSET $q:unique k 0:$B", "ZADD $q:unique_until 99999999999999 k", "SADD $q:events x"],
-        call: Name::Enqueue,
-        keys: ENQUEUE_KEYS,
-        args: "$A p UNIQUE k UNIQUE_FOR 1000",
-        error: "EMQTYPE $q:events holds a set, not a stream",
-    },
-    Refusal {
-        name: "config reading a stored paused of 2",
-        given: &["HSET $q:config paused 2"],
-        call: Name::Config,
-        keys: CONFIG_KEYS,
-        args: "",
-        error: "EMQDATA $q:config paused is not 0 or 1",
-    },
-    Refusal {
-        name: "config resuming with the head's priority abc",
-        given: &[
-            "HSET $q:config paused 1",
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "HSET $q:priority $A abc",
-        ],
-        call: Name::Config,
-        keys: CONFIG_KEYS,
-        args: "PAUSED 0",
-        error: "EMQDATA $q:priority $A is not an integer",
-    },
-    Refusal {
-        name: "config with a done_age of 1h",
-        given: &["HSET $q:config done_age 1h"],
-        call: Name::Config,
-        keys: CONFIG_KEYS,
-        args: "CONCURRENCY 3",
-        error: "EMQDATA $q:config done_age is not an integer",
-    },
-    Refusal {
-        name: "trim with a done_count of ten",
-        given: &[
-            "HSET $q:job:$A state done attempts 1 payload p",
-            "ZADD $q:done 5 $A",
-            "HSET $q:config done_count ten",
-        ],
-        call: Name::Trim,
-        keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers $q:config",
-        args: "",
-        error: "EMQDATA $q:config done_count is not an integer",
-    },
-    Refusal {
-        name: "ack of a record whose attempts is x",
-        given: &["HSET $q:job:$A state active attempts x payload p", "ZADD $q:active 99999999999999 $A"],
-        call: Name::Ack,
-        keys: ACK_KEYS,
-        args: "$A 1",
-        error: "EMQDATA $q:job:$A attempts is not an integer",
-    },
-    Refusal {
-        name: "extend of a record whose state is not a state",
-        given: &["HSET $q:job:$A state Active attempts 1 payload p", "ZADD $q:active 99999999999999 $A"],
-        call: Name::Extend,
-        keys: "$q:job:$A $q:active",
-        args: "$A 1 30000",
-        error: "EMQDATA $q:job:$A state is not a state",
-    },
-    Refusal {
-        name: "cancel of a job whose state is not a state",
-        given: &["HSET $q:job:$A state sleeping attempts 0 payload p"],
-        call: Name::Cancel,
-        keys: "$q:job:$A $q:pending $q:active $q:delayed $q:dead $q:cancelled $q:events $q:config",
-        args: "$A",
-        error: "EMQDATA $q:job:$A state is not a state",
-    },
-    Refusal {
-        name: "retry of a job whose state is not a state",
-        given: &["HSET $q:job:$A state Dead attempts 3 payload p", "ZADD $q:dead 5 $A"],
-        call: Name::Retry,
-        keys: "$q:job:$A $q:dead $q:pending $q:priority $q:events $q:config $q:wake",
-        args: "$A",
-        error: "EMQDATA $q:job:$A state is not a state",
-    },
-    // A queue written by another major of the protocol.
-    Refusal {
-        name: "enqueue into a queue of protocol 2.0",
-        given: &["HSET $q:config protocol 2.0"],
-        call: Name::Enqueue,
-        keys: ENQUEUE_KEYS,
-        args: "$A p",
-        error: VERSION_2,
-    },
-    Refusal {
-        name: "claim from a queue of protocol 2.0",
-        given: &[
-            "HSET $q:job:$A state pending attempts 0 payload p",
-            "ZADD $q:pending 0 $A",
-            "HSET $q:config protocol 2.0",
-        ],
-        call: Name::Claim,
-        keys: CLAIM_KEYS,
-        args: "30000",
-        error: VERSION_2,
-    },
-    Refusal {
-        name: "config of a queue of protocol 2.0",
-        given: &["HSET $q:config protocol 2.0"],
-        call: Name::Config,
-        keys: CONFIG_KEYS,
-        args: "PAUSED 1",
-        error: VERSION_2,
-    },
-    Refusal {
-        name: "reap in a queue of protocol 2.0",
-        given: &[
-            "HSET $q:job:$A state active attempts 1 payload p",
-            "ZADD $q:active 5 $A",
-            "HSET $q:config protocol 2.0",
-        ],
-        call: Name::Reap,
-        keys: REAP_KEYS,
-        args: "3",
-        error: VERSION_2,
-    },
-    Refusal {
-        name: "enqueue into a queue whose protocol is 1",
-        given: &["HSET $q:config protocol 1"],
-        call: Name::Enqueue,
-        keys: ENQUEUE_KEYS,
-        args: "$A p",
-        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.1",
-    },
-];
-
-#[tokio::test]
-async fn refusals_on_every_executor_say_the_same_and_write_nothing() {
-    let h = harness_on(RedisServer::start_with_module()).await;
-    let mut failures = Vec::new();
-    for target in Target::all() {
-        let via = target.via(&h);
-        for refusal in REFUSALS.iter().chain(MALFORMED) {
-            let name = format!("{} on {}", refusal.name, target.name());
-            target.arrange(&h, refusal.given).await;
-            let before = target.snapshot(&h).await;
-            let words = |text: &str| text.split_whitespace().map(|w| h.expand(w)).collect::<Vec<String>>();
-            let args = words(refusal.args).into_iter().map(String::into_bytes).collect();
-            let call = echomq::Call { name: refusal.call, keys: words(refusal.keys), args };
-            let reply = via.run(&[call]).await.unwrap().remove(0);
-            let expected = h.expand(refusal.error);
-            match reply {
-                Err(err) if err.to_string() == expected => {}
-                other => failures.push(format!("{name}: got {other:?}, expected {expected}")),
-            }
-            if target.snapshot(&h).await != before {
-                failures.push(format!("{name}: the refusal wrote something"));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
-}
 
 /// A CLAIM of two keys (an older draft's: no config or rate log) is refused
 /// with EMQARG on every executor, with the same text, never served past the
 /// gate: the native command counts its keys as EVALSHA does.
 #[tokio::test]
 async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
-    let h = harness_on(RedisServer::start_with_module()).await;
+    let h = On::new().await;
     for target in Target::all() {
         let via = target.via(&h);
         target.arrange(&h, PENDING_A).await;
@@ -3015,7 +2398,7 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
 /// executor (PROTOCOL.md §2, §7.1).
 #[tokio::test]
 async fn config_reports_the_queues_protocol_and_never_writes_it() {
-    let h = harness_on(RedisServer::start_with_module()).await;
+    let h = On::new().await;
     for target in Target::all() {
         let via = target.via(&h);
         target.arrange(&h, &["HSET $q:config protocol 1.7"]).await;
@@ -3030,7 +2413,8 @@ async fn config_reports_the_queues_protocol_and_never_writes_it() {
         check(&["config paused=1 protocol=1.7", "events paused="], &after, 0, 0)
             .unwrap_or_else(|why| panic!("on {}: {why}", target.name()));
         if !matches!(target, Target::Embedded(_)) {
-            let settings = h.queue.settings().await.unwrap();
+            let lua = std::sync::Arc::new(echomq::Lua::new(h.conn.clone()));
+            let settings = echomq::Queue::with_executor(lua, &h.name).unwrap().settings().await.unwrap();
             assert_eq!(settings.protocol, Some(echomq_core::Version { major: 1, minor: 7 }));
         }
     }

@@ -214,6 +214,13 @@ fn compare(
                         })
                 }
                 "string" => body.is_empty() || same_bytes(content, &body[0], clock),
+                // The embedded store keeps only a list's or a set's type.
+                "list" | "set" => {
+                    let items = content.as_array().unwrap();
+                    body.is_empty()
+                        || (items.len() == body.len()
+                            && items.iter().zip(body).all(|(item, found)| same_bytes(item, found, clock)))
+                }
                 _ => false,
             };
         if !same {
@@ -237,6 +244,10 @@ for _, key in ipairs(redis.call('KEYS', '*')) do
   if kind == 'hash' then body = redis.call('HGETALL', key)
   elseif kind == 'zset' then body = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
   elseif kind == 'string' then body = {redis.call('GET', key)}
+  elseif kind == 'list' then body = redis.call('LRANGE', key, 0, -1)
+  elseif kind == 'set' then
+    body = redis.call('SMEMBERS', key)
+    table.sort(body)
   elseif kind == 'stream' then
     for _, entry in ipairs(redis.call('XRANGE', key, '-', '+')) do
       body[#body + 1] = entry[1]
@@ -318,6 +329,15 @@ async fn load_server(conn: &MultiplexedConnection, before: &Json, now: i64) {
             "string" => {
                 pipe.set(key, bytes(content, now));
             }
+            "list" => {
+                let items: Vec<Vec<u8>> = content.as_array().unwrap().iter().map(|b| bytes(b, now)).collect();
+                pipe.rpush(key, items);
+            }
+            "set" => {
+                let members: Vec<Vec<u8>> =
+                    content.as_array().unwrap().iter().map(|b| bytes(b, now)).collect();
+                pipe.sadd(key, members);
+            }
             other => panic!("{key} is a {other}"),
         }
     }
@@ -368,6 +388,8 @@ fn load_embedded(embedded: &Embedded, clock: &ManualClock, before: &Json, now: i
                 }
             }
             "string" => store.put_other(k, "string"),
+            "list" => store.put_other(k, "list"),
+            "set" => store.put_other(k, "set"),
             other => panic!("{key} is a {other}"),
         }
     }

@@ -1,21 +1,38 @@
-//! ENQUEUE: admit one job (PROTOCOL.md §7).
+//! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue-11.lua`).
 
 use super::events::{emit, Events};
-use super::{need, present_here, wake, wake_key, write_record, STATES};
-use crate::description::{Description, Effect, Role};
+use super::{need, wake, wake_key, write_record, STATES};
+use crate::description::{keys, Description, Effect};
 use crate::limits::{
-    AT_MS, DELAY_MS, ENQUEUES, FLAG, MAX_HEADERS, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS,
-    UNIQUE_SWEEP,
+    AT_MS, DELAY_MS, FLAG, MAX_HEADERS, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS, UNIQUE_SWEEP,
 };
-use crate::parse::{count, integer, kind, lossy, malformed, queue_prefix, record_key};
+use crate::parse::{count, integer, kind, lossy, malformed, named_keys, record_key};
 use crate::policy::{self, Policy};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
 
+keys! {
+    /// ENQUEUE's KEYS: the seed's two, then the nine its options need.
+    EnqueueKeys { job: Job, pending: Pending }
+    more
+    /// ENQUEUE's keys beyond the seed's two.
+    EnqueueMore {
+        delayed: Delayed,
+        priority: Priority,
+        policy: Policy,
+        unique: Unique,
+        unique_until: UniqueUntil,
+        events: Events,
+        config: Config,
+        headers: Headers,
+        wake: Wake,
+    }
+}
+
 /// A parsed ENQUEUE.
 #[derive(Debug)]
 pub struct Enqueue<'a> {
-    keys: &'a [&'a [u8]],
+    keys: EnqueueKeys<'a>,
     id: &'a [u8],
     payload: &'a [u8],
     priority: i64,
@@ -41,20 +58,8 @@ impl<'a> Enqueue<'a> {
     pub const DESCRIPTION: Description = Description {
         name: "enqueue",
         command: "EMQ.ENQUEUE",
-        keys: &[
-            Role::Job,
-            Role::Pending,
-            Role::Delayed,
-            Role::Priority,
-            Role::Policy,
-            Role::Unique,
-            Role::UniqueUntil,
-            Role::Events,
-            Role::Config,
-            Role::Headers,
-            Role::Wake,
-        ],
-        forms: &[2, 11],
+        keys: EnqueueKeys::ROLES,
+        forms: EnqueueKeys::FORMS,
         args: &["id", "payload"],
         options: &[
             "PRIORITY",
@@ -71,6 +76,9 @@ impl<'a> Enqueue<'a> {
         ],
         effect: Effect::Writes,
         wakes_claims: true,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
     };
 
     /// KEYS: job, pending, and with all eleven: delayed, priority, policy,
@@ -78,7 +86,7 @@ impl<'a> Enqueue<'a> {
     /// take no option that needs another key. ARGV: id, payload, options.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, id)?;
+        let (keys, prefix) = named_keys::<EnqueueKeys>(keys, id)?;
         let payload = *args.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
@@ -141,16 +149,16 @@ impl<'a> Enqueue<'a> {
             (None, _) => None,
         };
         let priority = priority.unwrap_or(0);
-        if headers.is_some() && keys.len() < 11 {
+        if headers.is_some() && keys.more.is_none() {
             return Err(Refusal::arg("HEADERS needs all eleven keys"));
         }
-        if unique.is_some() && keys.len() < 11 {
+        if unique.is_some() && keys.more.is_none() {
             return Err(Refusal::arg("UNIQUE needs all eleven keys"));
         }
-        if policy.is_some() && keys.len() < 11 {
+        if policy.is_some() && keys.more.is_none() {
             return Err(Refusal::arg("ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys"));
         }
-        if (delay.is_some() || at.is_some() || priority != 0) && keys.len() < 11 {
+        if (delay.is_some() || at.is_some() || priority != 0) && keys.more.is_none() {
             return Err(Refusal::arg("PRIORITY, DELAY and AT need all eleven keys"));
         }
         Ok(Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, prefix })
@@ -159,41 +167,47 @@ impl<'a> Enqueue<'a> {
     /// Write the record and put the id in pending, or in delayed when due later.
     pub fn apply<S: Store>(self, store: &mut S) -> Answer {
         let now = store.now_ms();
+        // Only a call with all eleven keys has options (parse refuses them
+        // without): the seed's two keys enqueue now, at priority 0.
+        let more = self.keys.more;
         let due = self.at.or(self.delay.map(|delay| now + delay)).filter(|due| *due > now);
-        let record = self.keys[0];
+        let delayed = more.zip(due);
+        let record = self.keys.job;
         match store.key_type(record) {
             KeyType::None => {}
             KeyType::Hash => return Ok(Reply::Int(0)),
             _ => need(store, record, KeyType::Hash)?,
         }
-        need(store, self.keys[1], KeyType::Zset)?;
-        if due.is_some() {
-            need(store, self.keys[2], KeyType::Zset)?;
-        }
-        if self.priority != 0 {
-            need(store, self.keys[3], KeyType::Hash)?;
-        }
-        if self.policy.is_some() {
-            need(store, self.keys[4], KeyType::Hash)?;
-        }
-        if self.headers.is_some() {
-            need(store, self.keys[9], KeyType::Hash)?;
-        }
-        if self.unique.is_some() {
-            need(store, self.keys[5], KeyType::Hash)?;
-            need(store, self.keys[6], KeyType::Zset)?;
+        need(store, self.keys.pending, KeyType::Zset)?;
+        if let Some(more) = more {
+            if due.is_some() {
+                need(store, more.delayed, KeyType::Zset)?;
+            }
+            if self.priority != 0 {
+                need(store, more.priority, KeyType::Hash)?;
+            }
+            if self.policy.is_some() {
+                need(store, more.policy, KeyType::Hash)?;
+            }
+            if self.headers.is_some() {
+                need(store, more.headers, KeyType::Hash)?;
+            }
+            if self.unique.is_some() {
+                need(store, more.unique, KeyType::Hash)?;
+                need(store, more.unique_until, KeyType::Zset)?;
+            }
         }
         // Every type (and the settings read with the events key) before a
         // held key answers: a refusal outranks a duplicate.
-        let events = Events::open(store, self.keys.get(7..9).map(|keys| (keys[0], keys[1])))?;
-        let wakes = wake_key(store, self.keys, 10)?;
-        if let Some(unique) = &self.unique {
-            if let Some(holder) = self.holder(store, unique, now)? {
+        let events = Events::open(store, more.map(|more| (more.events, more.config)))?;
+        let wakes = wake_key(store, more.map(|more| more.wake))?;
+        if let (Some(unique), Some(more)) = (&self.unique, more) {
+            if let Some(holder) = self.holder(store, more, unique, now)? {
                 return Ok(Reply::Bulk(holder));
             }
         }
 
-        let state: &[u8] = if due.is_some() { b"delayed" } else { b"pending" };
+        let state: &[u8] = if delayed.is_some() { b"delayed" } else { b"pending" };
         let enqueued_at = now.to_string();
         let fields: [(&[u8], &[u8]); 4] = [
             (b"state", state),
@@ -202,22 +216,24 @@ impl<'a> Enqueue<'a> {
             (b"enqueued_at", enqueued_at.as_bytes()),
         ];
         write_record(store, record, &fields, now);
-        if self.priority != 0 {
-            store.hset(self.keys[3], &[(self.id, self.priority.to_string().as_bytes())]);
+        if let Some(more) = more {
+            if self.priority != 0 {
+                store.hset(more.priority, &[(self.id, self.priority.to_string().as_bytes())]);
+            }
+            if let Some(policy) = &self.policy {
+                store.hset(more.policy, &[(self.id, &policy.text())]);
+            }
+            if let Some(headers) = self.headers {
+                store.hset(more.headers, &[(self.id, headers)]);
+            }
+            if let Some(unique) = &self.unique {
+                self.hold(store, more, unique, now);
+            }
         }
-        if let Some(policy) = &self.policy {
-            store.hset(self.keys[4], &[(self.id, &policy.text())]);
-        }
-        if let Some(headers) = self.headers {
-            store.hset(self.keys[9], &[(self.id, headers)]);
-        }
-        if let Some(unique) = &self.unique {
-            self.hold(store, unique, now);
-        }
-        match due {
-            Some(due) => store.zadd(self.keys[2], due as f64, self.id),
+        match delayed {
+            Some((more, due)) => store.zadd(more.delayed, due as f64, self.id),
             None => {
-                store.zadd(self.keys[1], self.priority as f64, self.id);
+                store.zadd(self.keys.pending, self.priority as f64, self.id);
                 wake(store, wakes);
             }
         }
@@ -230,8 +246,14 @@ impl Enqueue<'_> {
     /// The job that holds `unique`'s key now, if one does: its hold has not
     /// ended, and (for a key that frees when its job finishes) that job is
     /// still pending, delayed or active.
-    fn holder<S: Store>(&self, store: &mut S, unique: &Unique, now: u64) -> Result<Option<Vec<u8>>, Refusal> {
-        let [held, until] = [self.keys[5], self.keys[6]];
+    fn holder<S: Store>(
+        &self,
+        store: &mut S,
+        keys: EnqueueMore<'_>,
+        unique: &Unique,
+        now: u64,
+    ) -> Result<Option<Vec<u8>>, Refusal> {
+        let (held, until) = (keys.unique, keys.unique_until);
         let Some(value) = store.hget(held, unique.key) else { return Ok(None) };
         // `<0|1>:<id>`: whether it frees when its job finishes, and the job;
         // a value of another shape is malformed, held or not.
@@ -258,8 +280,8 @@ impl Enqueue<'_> {
 
     /// Hold `unique`'s key for this job until now + its hold, forgetting up
     /// to [`UNIQUE_SWEEP`] keys whose hold has ended (bounded work per call).
-    fn hold<S: Store>(&self, store: &mut S, unique: &Unique, now: u64) {
-        let [held, until] = [self.keys[5], self.keys[6]];
+    fn hold<S: Store>(&self, store: &mut S, keys: EnqueueMore<'_>, unique: &Unique, now: u64) {
+        let (held, until) = (keys.unique, keys.unique_until);
         let ended = store.zupto(until, now as f64, UNIQUE_SWEEP);
         for key in &ended {
             store.hdel(held, key);
@@ -270,100 +292,5 @@ impl Enqueue<'_> {
         let mode = if unique.until_finished { b"1:".as_slice() } else { b"0:" };
         store.hset(held, &[(unique.key, &[mode, self.id].concat())]);
         store.zadd(until, (now + unique.hold) as f64, unique.key);
-    }
-}
-
-/// A parsed ENQUEUEMANY: many plain jobs (an id and a payload each, no
-/// options) admitted in one call, each on its own.
-#[derive(Debug)]
-pub struct EnqueueMany<'a> {
-    /// pending, events, config, wake.
-    keys: &'a [&'a [u8]],
-    prefix: &'a [u8],
-    jobs: Vec<(&'a [u8], &'a [u8])>,
-}
-
-impl<'a> EnqueueMany<'a> {
-    /// What ENQUEUEMANY is, for every layer.
-    pub const DESCRIPTION: Description = Description {
-        name: "enqueuemany",
-        command: "EMQ.ENQUEUEMANY",
-        keys: &[Role::Pending, Role::Events, Role::Config, Role::Wake],
-        forms: &[4],
-        args: &["id", "payload"],
-        options: &[],
-        effect: Effect::Writes,
-        wakes_claims: true,
-    };
-
-    /// KEYS: pending, events, config, wake. ARGV: one or more jobs, each
-    /// `id payload`, at most [`ENQUEUES`] of them.
-    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<EnqueueMany<'a>, Refusal> {
-        let prefix = queue_prefix(keys, Self::DESCRIPTION.form(keys.len())?, b"")?;
-        let mut jobs = Vec::with_capacity(args.len() / 2);
-        let mut rest = args;
-        loop {
-            if jobs.len() as u64 == *ENQUEUES.end() {
-                return Err(Refusal::arg(format!("at most {} jobs a call", ENQUEUES.end())));
-            }
-            let id = kind(rest.first().copied())?;
-            let payload = *rest.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
-            if payload.len() > MAX_PAYLOAD {
-                return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
-            }
-            jobs.push((id, payload));
-            rest = &rest[2..];
-            if rest.is_empty() {
-                return Ok(EnqueueMany { keys, prefix, jobs });
-            }
-        }
-    }
-
-    /// Each job as ENQUEUE admits one with no options: `1` enqueued, or `0`
-    /// when a record with its id exists (nothing changed; a job named twice
-    /// is enqueued once). The keys' types, every record's (a hash or
-    /// nothing), and, when a record is missing, whether the queue's slot is
-    /// moving (`TRYAGAIN`) are checked before the first write. One wake-up
-    /// when any job was enqueued.
-    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let [pending, events, config] = [self.keys[0], self.keys[1], self.keys[2]];
-        need(store, pending, KeyType::Zset)?;
-        let records: Vec<Vec<u8>> = self.jobs.iter().map(|(id, _)| record_key(self.prefix, id)).collect();
-        let mut missing = None;
-        for record in &records {
-            match store.key_type(record) {
-                KeyType::None => missing = missing.or(Some(record)),
-                _ => need(store, record, KeyType::Hash)?,
-            }
-        }
-        // Every record is in the queue's slot: one look tells for them all.
-        if let Some(record) = missing {
-            present_here(store, record)?;
-        }
-        let events = Events::open(store, Some((events, config)))?;
-        let wakes = wake_key(store, self.keys, 3)?;
-        let now = store.now_ms();
-        let enqueued_at = now.to_string();
-        let mut replies = Vec::with_capacity(self.jobs.len());
-        for (&(id, payload), record) in self.jobs.iter().zip(&records) {
-            if store.key_type(record) == KeyType::Hash {
-                replies.push(Reply::Int(0));
-                continue;
-            }
-            let fields: [(&[u8], &[u8]); 4] = [
-                (b"state", b"pending"),
-                (b"attempts", b"0"),
-                (b"payload", payload),
-                (b"enqueued_at", enqueued_at.as_bytes()),
-            ];
-            write_record(store, record, &fields, now);
-            store.zadd(pending, 0.0, id);
-            emit(&events, store, "enqueued", id, &[(b"state", b"pending")]);
-            replies.push(Reply::Int(1));
-        }
-        if replies.contains(&Reply::Int(1)) {
-            wake(store, wakes);
-        }
-        Ok(Reply::Array(replies))
     }
 }

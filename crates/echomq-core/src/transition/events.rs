@@ -82,12 +82,6 @@ pub(crate) fn error_text(text: &[u8]) -> &[u8] {
     &text[..cut]
 }
 
-/// The events and config keys of a call that has them as its keys `with - 2`
-/// and `with - 1` (1-based), when it has at least `with` keys (a wake-up key may follow).
-pub(crate) fn trailing<'k>(keys: &[&'k [u8]], with: usize) -> Option<(&'k [u8], &'k [u8])> {
-    (keys.len() >= with).then(|| (keys[with - 2], keys[with - 1]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,6 +144,10 @@ pub fn keyspace(keys: &Keyspace) -> Json {
                         ),
                     ),
                     Value::String(text) => ("string", bytes(text)),
+                    Value::List(items) => {
+                        ("list", Json::Array(items.iter().map(|item| bytes(item)).collect()))
+                    }
+                    Value::Set(members) => ("set", Json::Array(members.iter().map(|m| bytes(m)).collect())),
                 };
                 (name(key), object(vec![("type", Json::String(kind.to_owned())), ("value", content)]))
             })
@@ -164,7 +168,8 @@ fn call(call: &Call) -> Json {
 /// now reads as n − e.
 fn with_wait(transition: Name, json: Json) -> Json {
     let Json::Array(mut items) = json else { return json };
-    if matches!(transition, Name::Claim | Name::AckNext) {
+    // The transitions that hand out jobs are the ones that pass the gate.
+    if transition.describe().hands_out_tokens {
         if let Some(Json::Object(pair)) = items.last_mut() {
             if let [(name, Json::Number(n))] = pair.as_mut_slice() {
                 if name == "int" && n.parse::<i64>().is_ok_and(|n| n > 0) {
@@ -176,6 +181,14 @@ fn with_wait(transition: Name, json: Json) -> Json {
     Json::Array(items)
 }
 
+/// A case's `reply`: `{"value": …}`, or `{"error": …}` for a refusal.
+pub fn answer(transition: Name, answer: &crate::Answer) -> Json {
+    match answer {
+        Ok(value) => object(vec![("value", with_wait(transition, reply(value)))]),
+        Err(refusal) => error(refusal),
+    }
+}
+
 /// One transition's file.
 pub fn file(transition: Name, cases: &[Case], outcomes: &[Outcome]) -> String {
     let described = transition.describe();
@@ -183,15 +196,11 @@ pub fn file(transition: Name, cases: &[Case], outcomes: &[Outcome]) -> String {
         .iter()
         .zip(outcomes)
         .map(|(case, outcome)| {
-            let answer = match &outcome.reply {
-                Ok(value) => object(vec![("value", with_wait(transition, reply(value)))]),
-                Err(refusal) => error(refusal),
-            };
             let mut pairs = vec![
                 ("name", Json::String(case.name.clone())),
                 ("before", keyspace(&outcome.before)),
                 ("call", call(&case.call)),
-                ("reply", answer),
+                ("reply", answer(transition, &outcome.reply)),
                 ("after", keyspace(&outcome.after)),
             ];
             if let Expect::Refused(_) = case.expect {

@@ -11,6 +11,9 @@
 //!
 //! # Layout
 //! - [`json`]: the files' encoding: bytes, times relative to the call's now.
+//! - [`read`]: reading the files back and replaying a case on a [`Memory`].
+//! - `list`: the list of the core's per-case tests, written with the files.
+//! - `refused`: the refusals sent raw, with their exact errors.
 //! - `enqueue`, `lease`, `finish`, `upkeep`, `control`, `schedule`,
 //!   `batch`: the cases, by transition group.
 
@@ -20,12 +23,17 @@ use std::sync::Arc;
 use crate::memory::{Dump, Entry, ManualClock};
 use crate::{Code, Memory, Name, Role, Store};
 
+pub use list::{case_tests, CASE_TESTS};
+
 mod batch;
 mod control;
 mod enqueue;
 mod finish;
 pub mod json;
 mod lease;
+mod list;
+pub mod read;
+mod refused;
 mod schedule;
 mod upkeep;
 
@@ -66,6 +74,12 @@ pub enum Put {
     Zset(Vec<(String, f64)>),
     /// A string (a key of the wrong type, for `EMQTYPE`).
     String(Vec<u8>),
+    /// A list of these items (a key of the wrong type).
+    List(Vec<Vec<u8>>),
+    /// A set of these members (a key of the wrong type).
+    Set(Vec<Vec<u8>>),
+    /// A stream of these entries, their ids minted at [`EARLIER`].
+    Stream(Vec<Vec<(String, Vec<u8>)>>),
 }
 
 /// One step building a case's keyspace before its call.
@@ -110,6 +124,8 @@ pub struct Case {
     pub call: Call,
     /// What the call must do.
     pub expect: Expect,
+    /// For a refusal, the whole error reply it must be (code, a space, text).
+    pub error: Option<String>,
 }
 
 /// One key's content, as the files write it.
@@ -123,6 +139,10 @@ pub enum Value {
     Stream(Vec<Entry>),
     /// A string.
     String(Vec<u8>),
+    /// A list's items, in order.
+    List(Vec<Vec<u8>>),
+    /// A set's members, sorted.
+    Set(Vec<Vec<u8>>),
 }
 
 /// Every key of a database with its content, sorted by key.
@@ -142,7 +162,7 @@ pub struct Outcome {
 impl Case {
     /// A case of `call` on an empty keyspace that must answer.
     pub fn new(name: &str, call: Call) -> Case {
-        Case { name: name.to_owned(), setup: Vec::new(), call, expect: Expect::Reply }
+        Case { name: name.to_owned(), setup: Vec::new(), call, expect: Expect::Reply, error: None }
     }
 
     /// The same case with `steps` run first, at [`EARLIER`].
@@ -169,12 +189,22 @@ impl Case {
         self
     }
 
+    /// The same case, which must be refused with exactly `error`: its
+    /// code, a space, its text.
+    pub fn refused_with(mut self, error: &str) -> Case {
+        let code = error.split(' ').next().and_then(Code::parse);
+        self.expect = Expect::Refused(code.unwrap_or_else(|| panic!("{error:?} names no code")));
+        self.error = Some(error.to_owned());
+        self
+    }
+
     /// Build the keyspace, run the call at [`NOW`], and check it did what the
     /// case says: a refusal with its code, and nothing changed.
     pub fn run(&self) -> Result<Outcome, String> {
         let clock = Arc::new(ManualClock::new(0));
         let mut store = Memory::new(clock.clone());
-        let mut strings = BTreeMap::new();
+        // The content of the keys the store keeps only as a type.
+        let mut others = BTreeMap::new();
         for step in &self.setup {
             match step {
                 Setup::Run { at, call } => {
@@ -189,7 +219,7 @@ impl Case {
                 Setup::Put { key, value } => {
                     let key = key.as_bytes();
                     store.del(key);
-                    strings.remove(key);
+                    others.remove(key);
                     match value {
                         Put::Hash(fields) => {
                             let fields: Vec<(&[u8], &[u8])> =
@@ -203,16 +233,35 @@ impl Case {
                         }
                         Put::String(text) => {
                             store.put_other(key, "string");
-                            strings.insert(key.to_vec(), text.clone());
+                            others.insert(key.to_vec(), Value::String(text.clone()));
+                        }
+                        Put::List(items) => {
+                            store.put_other(key, "list");
+                            others.insert(key.to_vec(), Value::List(items.clone()));
+                        }
+                        Put::Set(members) => {
+                            let mut members = members.clone();
+                            members.sort();
+                            members.dedup();
+                            store.put_other(key, "set");
+                            others.insert(key.to_vec(), Value::Set(members));
+                        }
+                        Put::Stream(entries) => {
+                            clock.set(NOW.saturating_add_signed(EARLIER));
+                            for fields in entries {
+                                let fields: Vec<(&[u8], &[u8])> =
+                                    fields.iter().map(|(f, v)| (f.as_bytes(), v.as_slice())).collect();
+                                store.xadd(key, u64::MAX, &fields);
+                            }
                         }
                     }
                 }
             }
         }
-        let before = keyspace(&store, &strings)?;
+        let before = keyspace(&store, &others)?;
         clock.set(NOW);
         let reply = run(&mut store, &self.call);
-        let after = keyspace(&store, &strings)?;
+        let after = keyspace(&store, &others)?;
         match (self.expect, &reply) {
             (Expect::Reply | Expect::Any, Ok(_)) => {}
             (Expect::Any, Err(refusal)) => {
@@ -223,6 +272,9 @@ impl Case {
             (Expect::Refused(code), Err(refusal)) if refusal.code == code => {
                 if before != after {
                     return Err(format!("{}: refused ({refusal}) but wrote", self.name));
+                }
+                if let Some(error) = self.error.as_ref().filter(|error| **error != refusal.to_string()) {
+                    return Err(format!("{}: refused with {refusal:?}, not {error:?}", self.name));
                 }
             }
             (want, got) => return Err(format!("{}: expected {want:?}, got {got:?}", self.name)),
@@ -237,9 +289,9 @@ fn run(store: &mut Memory, call: &Call) -> crate::Answer {
     call.name.run(store, &keys, &args)
 }
 
-/// The store's keys as the files write them; `strings` holds the strings'
-/// content, which the store keeps only as a type.
-fn keyspace(store: &Memory, strings: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<Keyspace, String> {
+/// The store's keys as the files write them; `others` holds the content of
+/// the strings, lists and sets, which the store keeps only as a type.
+pub fn keyspace(store: &Memory, others: &BTreeMap<Vec<u8>, Value>) -> Result<Keyspace, String> {
     store
         .dump()
         .into_iter()
@@ -248,10 +300,10 @@ fn keyspace(store: &Memory, strings: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<Keys
                 Dump::Hash(fields) => Value::Hash(fields),
                 Dump::Zset(members) => Value::Zset(members),
                 Dump::Stream(entries) => Value::Stream(entries),
-                Dump::Other("string") => match strings.get(&key) {
-                    Some(text) => Value::String(text.clone()),
+                Dump::Other(kind @ ("string" | "list" | "set")) => match others.get(&key) {
+                    Some(value) => value.clone(),
                     None => {
-                        return Err(format!("{} is a string no case wrote", String::from_utf8_lossy(&key)))
+                        return Err(format!("{} is a {kind} no case wrote", String::from_utf8_lossy(&key)))
                     }
                 },
                 Dump::Other(other) => return Err(format!("{} is a {other}", String::from_utf8_lossy(&key))),
@@ -408,6 +460,7 @@ pub fn cases() -> Vec<(Name, Vec<Case>)> {
         control::cases(),
         schedule::cases(),
         batch::cases(),
+        refused::cases(),
     ];
     for case in groups.into_iter().flatten() {
         let at = Name::ALL.iter().position(|name| *name == case.call.name).expect("a transition");
@@ -473,6 +526,9 @@ mod tests {
         let mut made: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
         made.sort();
         assert_eq!(on_disk, made, "protocol/vectors/ holds other files: {regenerate}");
+        let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(CASE_TESTS);
+        let committed = std::fs::read_to_string(tests).unwrap_or_default();
+        assert!(committed == case_tests().unwrap(), "{CASE_TESTS} is stale: {regenerate}");
     }
 
     #[test]
@@ -492,5 +548,8 @@ mod tests {
         assert!(wrong.run().unwrap_err().contains("expected Refused(Arg)"));
         let late = Case::new("late", enqueue(A, "p", &[])).at(0, enqueue(B, "p", &[]));
         assert!(late.run().unwrap_err().contains("not before the call"));
+        let text =
+            Case::new("text", call(Name::Enqueue, A, &["XYZ", "p"])).refused_with("EMQKIND other words");
+        assert!(text.run().unwrap_err().contains("not \"EMQKIND other words\""));
     }
 }

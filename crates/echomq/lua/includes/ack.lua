@@ -1,5 +1,5 @@
 --[[ ACK's option and its writes, shared by ACK, ACKNEXT and ACKMANY (the
-core's `Ack` and `Finish`, crates/echomq-core/src/transition/lease.rs).
+core's `Ack` and `Finish`, crates/echomq-core/src/transition/ack.rs and fenced.rs).
 ack_result(given, value) checks RESULT's bytes: given is the RESULT already
 read, if any; it returns the bytes, or nil and an error reply.
 finish_job(record, active, done, results, events, id, result, keep) finishes

@@ -1,7 +1,7 @@
 --[[ The claim itself, shared by CLAIM and ACKNEXT: take the head of pending,
 up to `count` jobs as the gate lets through, each under a new lease. The
 order of checks and writes is the core's `Claim::apply`
-(crates/echomq-core/src/transition/lease.rs).
+(crates/echomq-core/src/transition/claim.rs).
 pending_head(pending, count) reads the head of pending where the call
 checks pending's type, before any other key's: its first `count` ids
 (head.ids) and whether more wait behind them (head.more), or nil and an

@@ -2,7 +2,7 @@
 ids are in, KEYS[2..7] the side hashes (priority, errors, progress, policy,
 results, headers). The
 order of writes is the core's `delete_jobs`
-(crates/echomq-core/src/transition/upkeep.rs).
+(crates/echomq-core/src/transition/delete.rs).
 ]]
 --@include record
 

@@ -1,6 +1,6 @@
 --[[ Shared by the fenced transitions, ACK, FAIL, EXTEND and RELEASE: their
 first steps and their last check. The order of checks is the core's
-`Fenced` (crates/echomq-core/src/transition/lease.rs).
+`Fenced` (crates/echomq-core/src/transition/fenced.rs).
 ]]
 --@include record
 

@@ -1,7 +1,7 @@
 --[[ Bounded retention, shared by CONFIG and TRIM: how long and how many
 finished jobs of a state a queue keeps, its settings in emq:{q}:config, else
 the defaults (0: no bound). The core's `retention`
-(crates/echomq-core/src/transition/control.rs).
+(crates/echomq-core/src/transition/config.rs).
 ]]
 --@include common
 

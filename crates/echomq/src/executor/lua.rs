@@ -1,170 +1,48 @@
-//! The Lua executor: one script per transition, loaded once per server and run
-//! with EVALSHA; a server that answers NOSCRIPT (restarted, flushed, a new
-//! replica) gets the script again with SCRIPT LOAD and the call is retried.
+//! The Lua executor: one script per transition (`lua/scripts.rs`), loaded
+//! once per server and run with EVALSHA; a server that answers NOSCRIPT
+//! (restarted, flushed, a new replica) gets the script again with SCRIPT
+//! LOAD and the call is retried. An idle claim waits on the queue's wake-up
+//! key with `BZPOPMIN`. The connection, blocking pool, replication and event
+//! log are the shared Redis transport's (`transport.rs`).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use echomq_core::{Name, Role};
 use redis::aio::ConnectionLike;
-use redis::{Script, Value};
+use redis::Value;
 
-use super::blocking::{Blocking, Open};
-use super::{Call, Executor, Interrupts, Replication};
+use super::blocking::Blocking;
+use super::transport::{sized_command, Transport};
+use super::{
+    claimed_nothing, one, Call, Executor, Interrupts, Replication, ServerRun, StreamEntry, BUSY_NAP,
+};
 use crate::{Error, Result};
 
-// Every file under lua/, by stem (`claim-2`, `includes/common`): `FILES`.
-include!(concat!(env!("OUT_DIR"), "/lua_files.rs"));
+mod scripts;
 
-/// The scripts, expanded once per process, in [`Name::ALL`]'s order.
-static SCRIPTS: LazyLock<Vec<Script>> =
-    LazyLock::new(|| Name::ALL.iter().map(|name| Script::new(&script_source(*name))).collect());
-
-/// The script a transition runs, `lua/<name>-<keys>.lua` as its description
-/// names it, its includes expanded and the limits filled in: what the
-/// server loads.
-pub fn script_source(name: Name) -> String {
-    let stem = name.describe().script_stem();
-    expand(file(&stem).unwrap_or_else(|| panic!("lua/{stem}.lua is missing")))
-}
-
-fn file(stem: &str) -> Option<&'static str> {
-    FILES.iter().find(|(name, _)| *name == stem).map(|(_, text)| *text)
-}
-
-/// The protocol's limits as Lua, from [`echomq_core::limits`]: the scripts
-/// name them and never spell a number of their own. A size is one local,
-/// `MAX_PAYLOAD`; a range two, `LEASE_MS_MIN` and `LEASE_MS_MAX` (numbers: a
-/// table would be built on every call). Each is `(name, its locals)`.
-fn limits() -> Vec<(&'static str, String)> {
-    use echomq_core::limits::*;
-    let size = |name: &'static str, n: usize| (name, format!("local {name} = {n}\n"));
-    let range =
-        |name: &'static str, lo: i64, hi: i64| (name, format!("local {name}_MIN, {name}_MAX = {lo}, {hi}\n"));
-    let unsigned = |name: &'static str, range: &std::ops::RangeInclusive<u64>| {
-        (name, format!("local {name}_MIN, {name}_MAX = {}, {}\n", range.start(), range.end()))
-    };
-    vec![
-        size("MAX_PAYLOAD", MAX_PAYLOAD),
-        size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
-        size("MAX_PROGRESS", MAX_PROGRESS),
-        size("MAX_RESULT", MAX_RESULT),
-        size("MAX_HEADERS", MAX_HEADERS),
-        size("MAX_BATCH_ID", MAX_BATCH_ID),
-        size("SETTLE_BATCHES", SETTLE_BATCHES),
-        unsigned("BATCH_SIZE", &BATCH_SIZE),
-        size("MAX_EVENT_ERROR", MAX_EVENT_ERROR),
-        size("EVENTS_KEEP", EVENTS_KEEP as usize),
-        unsigned("EVENTS", &EVENTS),
-        size("MAX_SCHEDULE_NAME", MAX_SCHEDULE_NAME),
-        size("MAX_DEFINITION", MAX_DEFINITION),
-        size("MAX_DIGITS", MAX_DIGITS),
-        size("MAX_UNIQUE_KEY", MAX_UNIQUE_KEY),
-        size("KEEP_DONE_MS", KEEP_DONE_MS as usize),
-        size("KEEP_DONE_COUNT", KEEP_DONE_COUNT as usize),
-        size("KEEP_DEAD_MS", KEEP_DEAD_MS as usize),
-        size("KEEP_DEAD_COUNT", KEEP_DEAD_COUNT as usize),
-        size("KEEP_CANCELLED_MS", KEEP_CANCELLED_MS as usize),
-        size("KEEP_CANCELLED_COUNT", KEEP_CANCELLED_COUNT as usize),
-        unsigned("KEEP_MS", &KEEP_MS),
-        unsigned("KEEP_COUNT", &KEEP_COUNT),
-        size("UNIQUE_SWEEP", UNIQUE_SWEEP),
-        unsigned("UNIQUE_MS", &UNIQUE_MS),
-        range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
-        unsigned("LEASE_MS", &LEASE_MS),
-        unsigned("TIMEOUT_MS", &TIMEOUT_MS),
-        unsigned("DELAY_MS", &DELAY_MS),
-        unsigned("AT_MS", &AT_MS),
-        unsigned("AGE_MS", &AGE_MS),
-        unsigned("TOKEN", &TOKEN),
-        unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
-        unsigned("CLAIM_COUNT", &CLAIM_COUNT),
-        unsigned("ACKS", &ACKS),
-        unsigned("ENQUEUES", &ENQUEUES),
-        unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
-        unsigned("CONCURRENCY", &CONCURRENCY),
-        unsigned("SWITCH", &SWITCH),
-        unsigned("RATE", &RATE),
-        unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
-        unsigned("FLAG", &FLAG),
-        // The protocol's version (not a limit): what a queue's `protocol` is checked against.
-        size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
-        size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
-    ]
-}
-
-/// Where `--@include limits` stood, until the script is whole.
-const LIMITS_HERE: &str = "--@limits\n";
-
-/// Replace each `--@include <name>` line with `lua/includes/<name>.lua`,
-/// itself expanded, each include once; `--@include limits` becomes a local
-/// for each limit the script names (a script runs its locals on every call,
-/// so it defines only those it reads).
-fn expand(source: &str) -> String {
-    let mut out = String::with_capacity(source.len() + 8192);
-    expand_into(source, &mut out, &mut Vec::new());
-    let Some(at) = out.find(LIMITS_HERE) else { return out };
-    let rest = format!("{}{}", &out[..at], &out[at + LIMITS_HERE.len()..]);
-    // A limit is named as a word of its own, or with _MIN or _MAX after it.
-    let named = |name: &str| {
-        rest.match_indices(name).any(|(i, _)| {
-            let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-            let after = &rest[i + name.len()..];
-            let after = after.strip_prefix("_MIN").or_else(|| after.strip_prefix("_MAX")).unwrap_or(after);
-            !word(rest[..i].chars().next_back()) && !word(after.chars().next())
-        })
-    };
-    let locals: String =
-        limits().into_iter().filter(|(name, _)| named(name)).map(|(_, locals)| locals).collect();
-    out.replacen(LIMITS_HERE, &locals, 1)
-}
-
-fn expand_into(source: &str, out: &mut String, included: &mut Vec<String>) {
-    for line in source.lines() {
-        let Some(wanted) = line.strip_prefix("--@include ").map(str::trim) else {
-            out.push_str(line);
-            out.push('\n');
-            continue;
-        };
-        if included.iter().any(|done| done == wanted) {
-            continue;
-        }
-        included.push(wanted.to_owned());
-        if wanted == "limits" {
-            out.push_str(LIMITS_HERE);
-        } else {
-            let text = file(&format!("includes/{wanted}"))
-                .unwrap_or_else(|| panic!("no Lua include named {wanted:?}"));
-            expand_into(text, out, included);
-        }
-    }
-}
+use scripts::script;
+pub use scripts::script_source;
 
 /// Runs transitions as Lua scripts on any Redis or Valkey ≥ 7, over any async
 /// connection of the `redis` crate (a `ConnectionManager` reconnects by itself).
 #[derive(Clone)]
 pub struct Lua<C> {
-    conn: C,
-    /// For `XREAD … BLOCK` (the event log): connections of their own.
-    blocking: Option<Arc<Blocking<C>>>,
+    /// The connection, the blocking connections (`BZPOPMIN` on the wake-up
+    /// key, `XREAD … BLOCK` on the event log) and the replication.
+    redis: Transport<C>,
     /// Set once the server refused a wait on the wake-up key: poll from then on.
     wake_refused: Arc<AtomicBool>,
-    replication: Option<Replication>,
     interrupts: Arc<Interrupts>,
 }
 
 impl<C> Lua<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Lua<C> {
-        Lua {
-            conn,
-            blocking: None,
-            wake_refused: Arc::default(),
-            replication: None,
-            interrupts: Arc::default(),
-        }
+        Lua { redis: Transport::new(conn), wake_refused: Arc::default(), interrupts: Arc::default() }
     }
 
     /// Block on the queue's wake-up key (`BZPOPMIN`) when a claim finds no
@@ -176,10 +54,9 @@ impl<C> Lua<C> {
     pub fn with_blocking_connections<F, Fut>(mut self, open: F) -> Lua<C>
     where
         F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = redis::RedisResult<C>> + Send + 'static,
+        Fut: Future<Output = redis::RedisResult<C>> + Send + 'static,
     {
-        let open: Open<C> = Box::new(move || Box::pin(open()));
-        self.blocking = Some(Arc::new(Blocking::new(Vec::new(), Some(open))));
+        self.redis.open_blocking(open);
         self
     }
 
@@ -187,7 +64,7 @@ impl<C> Lua<C> {
     /// writes before it returns (WAIT in the same round trip), but a claim's
     /// (see [`Replication`]).
     pub fn with_replication(mut self, replication: Replication) -> Lua<C> {
-        self.replication = Some(replication);
+        self.redis.replication = Some(replication);
         self
     }
 }
@@ -202,16 +79,16 @@ where
     /// transition that only reads, in which the calls a server without
     /// their scripts refused with NOSCRIPT go again, once, after SCRIPT LOAD.
     async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
-        let replication = self.replication.filter(|_| super::confirms(calls));
+        let replication = self.redis.replication_for(calls);
         match calls {
             [] => Ok(Vec::new()),
             [call] if replication.is_none() && !call.name.describe().reads_only() => {
                 let command = evalsha(call);
-                let mut reply = super::query_one(&self.conn, &command).await;
+                let mut reply = self.redis.query_one(&command).await;
                 if matches!(&reply, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
                 {
-                    script(call.name).load_async(&mut self.conn.clone()).await?;
-                    reply = super::query_one(&self.conn, &command).await;
+                    script(call.name).load_async(&mut self.redis.conn.clone()).await?;
+                    reply = self.redis.query_one(&command).await;
                 }
                 Ok(vec![reply.map_err(Error::from)])
             }
@@ -220,11 +97,11 @@ where
     }
 
     async fn server_warnings(&self) -> Vec<String> {
-        super::eviction_warnings(&self.conn).await
+        self.redis.server_warnings().await
     }
 
-    async fn server_run(&self) -> Option<super::ServerRun> {
-        super::server_run_on(&self.conn).await
+    async fn server_run(&self) -> Option<ServerRun> {
+        self.redis.server_run().await
     }
 
     async fn read_stream(
@@ -233,48 +110,46 @@ where
         after: &str,
         count: usize,
         wait: Duration,
-    ) -> Result<Vec<super::StreamEntry>> {
-        super::read_stream_on(&self.conn, self.blocking.as_deref(), key, after, count, wait).await
+    ) -> Result<Vec<StreamEntry>> {
+        self.redis.read_stream(key, after, count, wait).await
     }
 
     async fn stream_last(&self, key: &str) -> Result<Option<String>> {
-        super::stream_last_on(&self.conn, key).await
+        self.redis.stream_last(key).await
     }
 
     /// With blocking connections, claim and wait on the queue's wake-up key
     /// (`BZPOPMIN`, PROTOCOL.md §9); without, claim at once (the worker polls).
     async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
-        let run = || async { super::one(self.run(std::slice::from_ref(claim)).await?) };
+        let run = || async { one(self.run(std::slice::from_ref(claim)).await?) };
         let key = |role| Name::Claim.describe().position(role).and_then(|at| claim.keys.get(at));
-        match (&self.blocking, key(Role::Wake), key(Role::Pending)) {
+        match (&self.redis.blocking, key(Role::Wake), key(Role::Pending)) {
             (Some(blocking), Some(wake), Some(pending)) if self.waits() => {
                 // Unknown (a refusal, a broken connection) counts as none: the
                 // claim waits as it would have, and its next try says what broke.
                 let waiting = || async {
                     let count: redis::RedisResult<u64> =
-                        redis::cmd("ZCARD").arg(pending).query_async(&mut self.conn.clone()).await;
+                        redis::cmd("ZCARD").arg(pending).query_async(&mut self.redis.conn.clone()).await;
                     count.unwrap_or(0)
                 };
                 let interrupts = &self.interrupts;
-                super::claim_on_wake(blocking, interrupts, &self.wake_refused, wake, wait, run, waiting).await
+                claim_on_wake(blocking, interrupts, &self.wake_refused, wake, wait, run, waiting).await
             }
             _ => run().await,
         }
     }
 
     fn replication(&self) -> Option<Replication> {
-        self.replication
+        self.redis.replication
     }
 
     fn waits(&self) -> bool {
-        self.blocking.is_some() && !self.wake_refused.load(Ordering::SeqCst)
+        self.redis.blocking.is_some() && !self.wake_refused.load(Ordering::SeqCst)
     }
 
     async fn interrupt_waits(&self) {
         self.interrupts.interrupt();
-        if let Some(blocking) = &self.blocking {
-            super::unblock_waits(&self.conn, blocking).await;
-        }
+        self.redis.unblock_waits().await;
     }
 }
 
@@ -285,19 +160,19 @@ where
     /// The calls as one pipeline, with a WAIT after them when `replication`
     /// is given (see [`Executor::run`]'s use of `confirms`).
     async fn pipeline(&self, calls: &[Call], replication: Option<Replication>) -> Result<Vec<Result<Value>>> {
-        let mut sent = super::pipelined(&self.conn, calls, evalsha, replication).await?;
+        let mut sent = self.redis.pipelined(calls, evalsha, replication).await?;
         let unknown = |reply: &Result<Value>| matches!(reply, Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
             let mut loaded = Vec::new();
             for &i in &again {
                 if !loaded.contains(&calls[i].name) {
-                    script(calls[i].name).load_async(&mut self.conn.clone()).await?;
+                    script(calls[i].name).load_async(&mut self.redis.conn.clone()).await?;
                     loaded.push(calls[i].name);
                 }
             }
             let retried =
-                super::pipelined(&self.conn, again.iter().map(|&i| &calls[i]), evalsha, replication).await?;
+                self.redis.pipelined(again.iter().map(|&i| &calls[i]), evalsha, replication).await?;
             // The second WAIT covers the first pipeline's writes as well.
             sent.confirmed = retried.confirmed;
             for (i, reply) in again.into_iter().zip(retried.replies) {
@@ -312,136 +187,88 @@ where
 /// a transition that only reads.
 fn evalsha(call: &Call) -> redis::Cmd {
     let eval = if call.name.describe().reads_only() { "EVALSHA_RO" } else { "EVALSHA" };
-    let mut command = super::sized_command(call, &[eval, script(call.name).get_hash()]);
+    let mut command = sized_command(call, &[eval, script(call.name).get_hash()]);
     command.arg(call.keys.len()).arg(&call.keys).arg(&call.args);
     command
 }
 
-/// The loaded script of transition `name`.
-fn script(name: Name) -> &'static Script {
-    &SCRIPTS[name as usize]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A limit added to the core but not here would leave its scripts
-    /// naming a local that does not exist, or spelling the number again.
-    #[test]
-    fn every_limit_of_the_core_is_given_to_the_scripts() {
-        let core = include_str!("../../../echomq-core/src/limits.rs");
-        let given: Vec<&str> = limits().iter().map(|(name, _)| *name).collect();
-        let declared: Vec<&str> =
-            core.lines().filter_map(|line| line.strip_prefix("pub const ")?.split(':').next()).collect();
-        assert!(declared.len() > 30, "limits.rs read: {declared:?}");
-        for name in declared {
-            assert!(given.contains(&name), "{name} is in echomq_core::limits but not given to the scripts");
+/// Claim until a claim finds work, `wait` is over or the wait is
+/// interrupted, waiting between tries on the queue's wake-up key `wake` with
+/// `BZPOPMIN` on a connection of its own (PROTOCOL.md §9): any Redis, no
+/// module, no notifications. A job that comes after an empty claim has set
+/// the key by the time the pop looks, so no arrival is missed; each pop takes
+/// the key's one member, so one arrival wakes one waiting worker (its claim
+/// tells the next when it left jobs behind).
+///
+/// A claim that answered `[]` while `pending` (what `pending` counts, ZCARD
+/// of the queue's pending set) says jobs wait took only ids without a record
+/// (PROTOCOL.md §7 CLAIM): it set no wake-up, so it claims again, for as long
+/// as each try leaves pending smaller, before it waits.
+///
+/// A server that refuses the pop for good (`NOPERM`: a user without
+/// `+bzpopmin`) sets `refused`, said once: the executor's claims poll from
+/// then on. Any other error is the call's, as a claim's would be.
+async fn claim_on_wake<C, F, Fut, P, PFut>(
+    blocking: &Blocking<C>,
+    interrupts: &Interrupts,
+    refused: &std::sync::atomic::AtomicBool,
+    wake: &str,
+    wait: Duration,
+    claim: F,
+    pending: P,
+) -> Result<Value>
+where
+    C: redis::aio::ConnectionLike + Send,
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Value>>,
+    P: Fn() -> PFut,
+    PFut: Future<Output = u64>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
+    let since = interrupts.count();
+    let mut pending_before: Option<u64> = None;
+    loop {
+        let claimed = claim().await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if !claimed_nothing(&claimed) || interrupts.count() != since || left.is_zero() {
+            return claimed;
         }
-    }
-
-    /// The scripts' files, without the includes.
-    fn scripts() -> impl Iterator<Item = (&'static str, &'static str)> {
-        FILES.iter().copied().filter(|(stem, _)| !stem.starts_with("includes/"))
-    }
-
-    /// `(n, text)` for each `<what>[n]` line of a script's header.
-    fn header(source: &str, what: &str) -> Vec<(usize, String)> {
-        let header = source.split("]]").next().unwrap_or_default();
-        header
-            .lines()
-            .filter_map(|line| {
-                let rest = line.strip_prefix(what)?.strip_prefix('[')?;
-                let (n, text) = rest.split_once(']')?;
-                Some((n.parse().ok()?, text.trim().to_owned()))
-            })
-            .collect()
-    }
-
-    #[test]
-    fn every_transition_has_its_script_and_every_script_a_transition() {
-        for name in Name::ALL {
-            let source = script_source(*name);
-            assert!(!source.contains("--@include"), "{name}: an include left unexpanded");
-        }
-        for (stem, _) in scripts() {
-            assert!(
-                Name::ALL.iter().any(|name| name.describe().script_stem() == stem),
-                "lua/{stem}.lua is no transition's <name>-<keys>"
-            );
-        }
-        assert_eq!(SCRIPTS.len(), Name::ALL.len());
-    }
-
-    /// Each header's KEYS are the description's roles, in order; its ARGV
-    /// the description's arguments by name; its options the description's.
-    #[test]
-    fn every_script_header_matches_its_description() {
-        for name in Name::ALL {
-            let described = name.describe();
-            let source = file(&described.script_stem()).unwrap();
-            let keys = header(source, "KEYS");
-            assert_eq!(keys.len(), described.keys.len(), "{name}: KEYS in the header");
-            for ((n, text), role) in keys.iter().zip(described.keys) {
-                let key = text.split_whitespace().next().unwrap_or_default();
-                assert_eq!(key, format!("emq:{{q}}:{}", role.pattern()), "{name}: KEYS[{n}]");
-            }
-            let args: Vec<(usize, String)> = header(source, "ARGV");
-            let positional: Vec<&(usize, String)> =
-                args.iter().filter(|(_, text)| !text.starts_with("options")).collect();
-            assert_eq!(positional.len(), described.args.len(), "{name}: ARGV in the header");
-            for ((n, text), arg) in positional.into_iter().zip(described.args) {
-                let word: String =
-                    text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                assert_eq!(word, *arg, "{name}: ARGV[{n}]");
-            }
-            let header_text = source.split("]]").next().unwrap_or_default();
-            let options: Vec<&str> = header_text
-                .lines()
-                .filter_map(|line| line.strip_prefix("         ")?.split_whitespace().next())
-                .filter(|word| word.len() > 1 && word.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-                .collect();
-            assert_eq!(options, described.options, "{name}: options in the header");
-        }
-    }
-
-    /// The scripts spell no limit of their own: every number over 1000 in
-    /// their code comes from `echomq_core::limits`, through `--@include limits`.
-    #[test]
-    fn scripts_take_their_limits_from_the_core() {
-        for (stem, source) in FILES {
-            let code = source.split_once("]]").map_or(*source, |(_, code)| code);
-            for line in code.lines().filter(|line| !line.trim_start().starts_with("--")) {
-                let mut numbers = line.split(|c: char| !c.is_ascii_digit());
-                let limit = numbers.find(|word| word.parse::<u64>().is_ok_and(|n| n > 1000));
-                assert_eq!(limit, None, "lua/{stem}.lua spells a limit of its own: {line}");
+        if matches!(&claimed, Ok(Value::Array(jobs)) if jobs.is_empty()) {
+            let now = pending().await;
+            if now > 0 && pending_before.is_none_or(|before| now < before) {
+                pending_before = Some(now);
+                continue;
             }
         }
-        let claim = script_source(Name::Claim);
-        assert!(claim.contains("local LEASE_MS_MIN, LEASE_MS_MAX = 1, 2147483647\n"), "{claim}");
-        assert!(!claim.contains("local PRIORITY"), "a script defines only the limits it names");
-        let enqueue = script_source(Name::Enqueue);
-        assert!(
-            enqueue.contains("local PRIORITY_MIN, PRIORITY_MAX = -2147483648, 2147483647\n"),
-            "{enqueue}"
-        );
-    }
-
-    /// The codes the scripts answer with are exactly the codes of the table.
-    #[test]
-    fn scripts_and_the_code_table_agree() {
-        use std::collections::BTreeSet;
-        let mut in_scripts = BTreeSet::new();
-        for (_, source) in FILES {
-            for (at, _) in source.match_indices("EMQ") {
-                let word: String = source[at..].chars().take_while(|c| c.is_ascii_uppercase()).collect();
-                if word.len() > 3 {
-                    in_scripts.insert(word);
+        // Seconds, to the millisecond (a float timeout: Redis ≥ 6); at least one.
+        let seconds = format!("{:.3}", left.as_secs_f64().max(0.001));
+        let mut pop = redis::cmd("BZPOPMIN");
+        pop.arg(wake).arg(seconds);
+        match blocking.query(&pop).await? {
+            // Every blocking connection is busy: nap as a polling worker would.
+            None => {
+                tokio::time::sleep(left.min(BUSY_NAP)).await;
+                return claimed;
+            }
+            // Told: claim again.
+            Some(Ok(Value::Array(popped))) if !popped.is_empty() => {
+                pending_before = None;
+                continue;
+            }
+            // The wait ran out, or a stopping worker ended it (CLIENT UNBLOCK).
+            Some(Ok(_)) => return claimed,
+            // Only a refusal for good (an ACL without `+bzpopmin`) turns the
+            // waits off; anything else (a restart's LOADING) is the claim's trouble.
+            Some(Err(err)) if err.code() != Some("NOPERM") => return Err(err.into()),
+            Some(Err(err)) => {
+                if !refused.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    tracing::warn!(
+                        error = %err,
+                        "the server refused BZPOPMIN on {wake}; idle claims poll instead (grant +bzpopmin, SECURITY.md)"
+                    );
                 }
+                return claimed;
             }
         }
-        let in_table: BTreeSet<String> =
-            echomq_core::Code::ALL.iter().map(|code| code.as_str().to_owned()).collect();
-        assert_eq!(in_scripts, in_table);
     }
 }

@@ -1,11 +1,11 @@
-//! Batches: BATCH opens one over jobs already enqueued, with a callback job;
-//! SETTLE, every worker's upkeep, enqueues the callback once they have all
-//! finished (PROTOCOL.md §7.7).
+//! BATCH: open a batch over jobs already enqueued, with a callback job
+//! (PROTOCOL.md §7.7).
 
 use echomq_core::{limits, Name};
 use redis::Value;
 
-use super::{array_reply, checked, count_reply, decimal, unexpected, Transition};
+use super::reply::unexpected;
+use super::Transition;
 use crate::id::JobId;
 use crate::{Error, Result};
 
@@ -58,44 +58,6 @@ impl Transition for Batch {
             Value::Int(1) => Ok(true),
             Value::Int(0) => Ok(false),
             other => Err(unexpected("the reply", &other)),
-        }
-    }
-}
-
-/// Settle the queue's open batches: follow each one's jobs as far as they
-/// have finished (looking at up to `limit` jobs), and call back each batch
-/// whose jobs all finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Settle {
-    /// How many jobs it looks at, at most, 1..=1000.
-    pub limit: u64,
-}
-
-/// What a SETTLE did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Settled {
-    /// Batches closed, their callbacks enqueued.
-    pub closed: u64,
-    /// Jobs looked at: call again while it is the limit.
-    pub looked: u64,
-}
-
-impl Transition for Settle {
-    const NAME: Name = Name::Settle;
-    type Output = Settled;
-
-    fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
-    }
-
-    fn parse(reply: Value) -> Result<Settled> {
-        let counts = array_reply("the reply", reply)?
-            .into_iter()
-            .map(|count| count_reply("the reply", count))
-            .collect::<Result<Vec<_>>>()?;
-        match counts[..] {
-            [closed, looked] => Ok(Settled { closed, looked }),
-            _ => Err(Error::Reply(format!("the reply: got {counts:?}"))),
         }
     }
 }

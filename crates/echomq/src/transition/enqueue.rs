@@ -1,11 +1,15 @@
-//! ENQUEUE: admit one job.
+//! ENQUEUE: admit one job, now, later or at a time, with a priority, its
+//! own policy, a UNIQUE key and headers.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use echomq_core::{limits, Backoff, Name, Policy};
 use redis::Value;
 
-use super::{array_reply, checked, decimal, jobs_a_call, millis, unexpected, Transition};
+use super::argument::{checked, decimal, millis};
+use super::headers::{encode_headers, Headers};
+use super::reply::unexpected;
+use super::Transition;
 use crate::id::JobId;
 use crate::{Error, Result};
 
@@ -41,29 +45,6 @@ pub struct Enqueue {
     /// A small string map beside the record (trace context, tenant,
     /// correlation id), handed to the job's handler; empty: none.
     pub headers: Headers,
-}
-
-/// A job's headers: names to values, kept as a JSON object of strings in
-/// `emq:{q}:headers` (PROTOCOL.md §7.6), at most
-/// [`MAX_HEADERS`](limits::MAX_HEADERS) bytes so encoded.
-pub type Headers = std::collections::BTreeMap<String, String>;
-
-/// `headers` as they travel: a JSON object of strings, checked against the limit.
-pub(crate) fn encode_headers(headers: &Headers) -> Result<Vec<u8>> {
-    let encoded = serde_json::to_vec(headers)?;
-    if encoded.len() > limits::MAX_HEADERS {
-        return Err(Error::Argument(format!("HEADERS must be 1 to {} bytes", limits::MAX_HEADERS)));
-    }
-    Ok(encoded)
-}
-
-/// Headers as stored; text that is not a JSON object of strings (another
-/// speaker's mistake) reads as none, with a warning.
-pub(crate) fn decode_headers(encoded: &[u8]) -> Headers {
-    serde_json::from_slice(encoded).unwrap_or_else(|err| {
-        tracing::warn!(error = %err, "a job's headers are not a JSON object of strings; read as none");
-        Headers::new()
-    })
 }
 
 /// A dedup key: while a job holds it, an enqueue with the same key changes
@@ -146,42 +127,6 @@ impl Transition for Enqueue {
             Value::BulkString(holder) => Ok(Admission::HeldBy(JobId::try_from(holder.as_slice())?)),
             other => Err(unexpected("the reply", &other)),
         }
-    }
-}
-
-/// Admit many plain jobs, an id and a payload each and no options, in one
-/// call (ENQUEUEMANY): each is enqueued, or found a duplicate, on its own.
-/// What [`Queue::enqueue_batch`](crate::Queue::enqueue_batch) sends.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EnqueueMany {
-    /// The jobs, 1 to [`limits::ENQUEUES`] of them.
-    pub jobs: Vec<(JobId, Vec<u8>)>,
-}
-
-impl Transition for EnqueueMany {
-    const NAME: Name = Name::EnqueueMany;
-    /// One admission a job, in order: [`Admission::Enqueued`] or [`Admission::Duplicate`].
-    type Output = Vec<Admission>;
-
-    fn args(&self) -> Result<Vec<Vec<u8>>> {
-        jobs_a_call(Self::NAME, self.jobs.len(), limits::ENQUEUES)?;
-        let mut args = Vec::with_capacity(self.jobs.len() * 2);
-        for (id, payload) in &self.jobs {
-            if payload.len() > limits::MAX_PAYLOAD {
-                return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
-            }
-            args.extend([id.as_str().into(), payload.clone()]);
-        }
-        Ok(args)
-    }
-
-    fn parse(reply: Value) -> Result<Vec<Admission>> {
-        let admissions = array_reply("the reply", reply)?.into_iter().map(|admitted| match admitted {
-            Value::Int(1) => Ok(Admission::Enqueued),
-            Value::Int(0) => Ok(Admission::Duplicate),
-            other => Err(unexpected("a job's reply", &other)),
-        });
-        admissions.collect()
     }
 }
 

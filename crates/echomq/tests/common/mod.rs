@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use echomq::transition::*;
-use echomq::{execute, Executor, Keyspace, Lua, Queue};
+use echomq::{execute, Executor, Keyspace, Lua, Name, Queue};
 use echomq_test_support::{unique_queue, RedisServer};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -266,6 +266,42 @@ impl Call {
             Call::Batch(c) => c.keys(k),
             Call::Settle(c) => c.keys(k),
         }
+    }
+}
+
+/// Whether `call` is a call of `name`. An exhaustive match on [`Name`], with
+/// no `_` arm: a transition added to the core without its `Call` variant
+/// here does not compile.
+pub fn is_call_of(name: Name, call: &Call) -> bool {
+    match name {
+        Name::Enqueue => matches!(call, Call::Enqueue(_)),
+        Name::EnqueueMany => matches!(call, Call::EnqueueMany(_)),
+        Name::Claim => matches!(call, Call::Claim(_)),
+        Name::Ack => matches!(call, Call::Ack(_)),
+        Name::AckNext => matches!(call, Call::AckNext(_)),
+        Name::AckMany => matches!(call, Call::AckMany(_)),
+        Name::Fail => matches!(call, Call::Fail(_)),
+        Name::Extend => matches!(call, Call::Extend(_)),
+        Name::Release => matches!(call, Call::Release(_)),
+        Name::Reap => matches!(call, Call::Reap(_)),
+        Name::Promote => matches!(call, Call::Promote(_)),
+        Name::Purge => matches!(call, Call::Purge(_)),
+        Name::Cancel => matches!(call, Call::Cancel(_)),
+        Name::Retry => matches!(call, Call::Retry(_)),
+        Name::Inspect => matches!(call, Call::Inspect(_)),
+        Name::Stats => matches!(call, Call::Stats),
+        Name::Config => matches!(call, Call::Config(_)),
+        Name::Progress => matches!(call, Call::Progress(_)),
+        Name::Schedule => matches!(call, Call::Schedule(_)),
+        Name::Unschedule => matches!(call, Call::Unschedule(_)),
+        Name::Schedules => matches!(call, Call::Schedules(_)),
+        Name::Fire => matches!(call, Call::Fire(_)),
+        Name::Drain => matches!(call, Call::Drain(_)),
+        Name::Obliterate => matches!(call, Call::Obliterate),
+        Name::Trim => matches!(call, Call::Trim(_)),
+        Name::Defer => matches!(call, Call::Defer(_)),
+        Name::Batch => matches!(call, Call::Batch(_)),
+        Name::Settle => matches!(call, Call::Settle(_)),
     }
 }
 

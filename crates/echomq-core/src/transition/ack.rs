@@ -1,0 +1,72 @@
+//! ACK: the holder finishes its job (PROTOCOL.md §7; `ack-6.lua`).
+
+use super::events::Events;
+use super::fenced::{ack_result, Fenced, Finish};
+use super::Stamped;
+use crate::description::{keys, Description, Effect};
+use crate::parse::lossy;
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal, Reply};
+
+keys! {
+    /// ACK's KEYS.
+    AckKeys { job: Job, active: Active, done: Done, results: Results, events: Events, config: Config }
+}
+
+/// A parsed ACK.
+#[derive(Debug)]
+pub struct Ack<'a> {
+    pub(super) fenced: Fenced<'a, AckKeys<'a>>,
+    pub(super) result: Option<&'a [u8]>,
+}
+
+impl<'a> Ack<'a> {
+    /// What ACK is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "ack",
+        command: "EMQ.ACK",
+        keys: AckKeys::ROLES,
+        forms: AckKeys::FORMS,
+        args: &["id", "token"],
+        options: &["RESULT"],
+        effect: Effect::Writes,
+        wakes_claims: false,
+        fenced: true,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: job, active, done, results, events, config. ARGV: id,
+    /// token, then `RESULT <bytes>`.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Ack<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args)?;
+        let mut result = None;
+        let mut rest = args.get(2..).unwrap_or_default();
+        while let Some((&name, tail)) = rest.split_first() {
+            if !name.eq_ignore_ascii_case(b"RESULT") {
+                return Err(Refusal::arg(format!("unknown option {}", lossy(name))));
+            }
+            result = Some(ack_result(result, tail.first().copied())?);
+            rest = &tail[1..];
+        }
+        Ok(Ack { fenced, result })
+    }
+
+    /// The fence, after the types of active, done and results: the
+    /// record's stamp. ACKNEXT checks it first, before its claim's keys.
+    pub(super) fn check<S: Store>(&self, store: &mut S) -> Result<Stamped, Refusal> {
+        let AckKeys { job, active, done, results, .. } = self.fenced.keys;
+        let typed = [(active, KeyType::Zset), (done, KeyType::Zset), (results, KeyType::Hash)];
+        self.fenced.check(store, job, &typed)
+    }
+
+    /// The holder finishes the job: to done, its result (if any) kept in results.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let Fenced { keys: AckKeys { job, active, done, results, events, config }, id, .. } = self.fenced;
+        let stamped = self.check(store)?;
+        let events = Events::open(store, Some((events, config)))?;
+        let sets = Finish { active, done, results, events: &events };
+        sets.finish(store, job, stamped, id, self.result);
+        Ok(Reply::Int(1))
+    }
+}

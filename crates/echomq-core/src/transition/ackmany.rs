@@ -1,0 +1,111 @@
+//! ACKMANY: many ACKs in one call, each fenced by its own token
+//! (PROTOCOL.md §7; `ackmany-5.lua`).
+
+use super::events::Events;
+use super::fenced::{ack_result, Finish};
+use super::{fence, need, present_here};
+use crate::description::{keys, Description, Effect};
+use crate::limits::{ACKS, TOKEN};
+use crate::parse::{count, kind, named_keys, record_key};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal, Reply};
+
+keys! {
+    /// ACKMANY's KEYS.
+    AckManyKeys {
+        active: Active,
+        done: Done,
+        results: Results,
+        events: Events,
+        config: Config,
+    }
+}
+
+/// A parsed ACKMANY: many ACKs in one call, each job fenced by its own
+/// token and answered on its own.
+#[derive(Debug)]
+pub struct AckMany<'a> {
+    keys: AckManyKeys<'a>,
+    prefix: &'a [u8],
+    acks: Vec<Acked<'a>>,
+}
+
+/// One job of an ACKMANY: its id, token and result.
+#[derive(Debug)]
+struct Acked<'a> {
+    id: &'a [u8],
+    token: u64,
+    result: Option<&'a [u8]>,
+}
+
+impl<'a> AckMany<'a> {
+    /// What ACKMANY is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "ackmany",
+        command: "EMQ.ACKMANY",
+        keys: AckManyKeys::ROLES,
+        forms: AckManyKeys::FORMS,
+        args: &["id", "token"],
+        options: &["RESULT"],
+        effect: Effect::Writes,
+        wakes_claims: false,
+        fenced: true,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: active, done, results, events, config. ARGV: one or more jobs,
+    /// each `id token [RESULT <bytes>]`, at most [`ACKS`] of them.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckMany<'a>, Refusal> {
+        let (keys, prefix) = named_keys::<AckManyKeys>(keys, b"")?;
+        let mut acks = Vec::new();
+        let mut rest = args;
+        loop {
+            if acks.len() as u64 == *ACKS.end() {
+                return Err(Refusal::arg(format!("at most {} jobs a call", ACKS.end())));
+            }
+            let id = kind(rest.first().copied())?;
+            let token = count(rest.get(1).copied(), "token", TOKEN)?;
+            rest = rest.get(2..).unwrap_or_default();
+            let mut result = None;
+            while rest.first().is_some_and(|word| word.eq_ignore_ascii_case(b"RESULT")) {
+                result = Some(ack_result(result, rest.get(1).copied())?);
+                rest = rest.get(2..).unwrap_or_default();
+            }
+            acks.push(Acked { id, token, result });
+            if rest.is_empty() {
+                return Ok(AckMany { keys, prefix, acks });
+            }
+        }
+    }
+
+    /// Each job to done, as ACK, when its token holds its lease: an array
+    /// with one reply a job, in order: `1`, or its own refusal (`EMQNOJOB`,
+    /// `EMQFENCE`), which changed nothing of it. The keys' types and every
+    /// record's (a hash or nothing, `TRYAGAIN` while a resharding may have
+    /// moved one) are checked before the first write: a refusal of the call
+    /// changes nothing. A job named twice is acked once; its second entry
+    /// is refused (`EMQFENCE`: it is done).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let AckManyKeys { active, done, results, events, config } = self.keys;
+        need(store, active, KeyType::Zset)?;
+        need(store, done, KeyType::Zset)?;
+        need(store, results, KeyType::Hash)?;
+        let records: Vec<Vec<u8>> = self.acks.iter().map(|ack| record_key(self.prefix, ack.id)).collect();
+        for record in &records {
+            need(store, record, KeyType::Hash)?;
+            present_here(store, record)?;
+        }
+        let events = Events::open(store, Some((events, config)))?;
+        let sets = Finish { active, done, results, events: &events };
+        let replies =
+            self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
+                Ok(stamped) => {
+                    sets.finish(store, record, stamped, ack.id, ack.result);
+                    Reply::Int(1)
+                }
+                Err(refusal) => Reply::Error(refusal),
+            });
+        Ok(Reply::Array(replies.collect()))
+    }
+}

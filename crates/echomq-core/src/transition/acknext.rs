@@ -1,0 +1,119 @@
+//! ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step
+//! (PROTOCOL.md §7; `acknext-11.lua`).
+
+use super::ack::{Ack, AckKeys};
+use super::claim::{read_claimed, Claim, ClaimKeys};
+use super::fenced::{ack_result, Fenced};
+use super::gate::claim_settings;
+use super::need;
+use crate::description::{keys, Description, Effect};
+use crate::limits::{CLAIM_COUNT, LEASE_MS};
+use crate::parse::{count, lossy};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal};
+
+keys! {
+    /// ACKNEXT's KEYS: ACK's, then those of CLAIM's that ACK lacks.
+    AckNextKeys {
+        job: Job,
+        active: Active,
+        done: Done,
+        results: Results,
+        events: Events,
+        config: Config,
+        pending: Pending,
+        rate: Rate,
+        policy: Policy,
+        headers: Headers,
+        wake: Wake,
+    }
+}
+
+/// A parsed ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step.
+#[derive(Debug)]
+pub struct AckNext<'a> {
+    ack: Ack<'a>,
+    /// CLAIM's keys, picked out of ACKNEXT's.
+    claim_keys: ClaimKeys<'a>,
+    prefix: &'a [u8],
+    lease: u64,
+    count: u64,
+}
+
+impl<'a> AckNext<'a> {
+    /// What ACKNEXT is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "acknext",
+        command: "EMQ.ACKNEXT",
+        keys: AckNextKeys::ROLES,
+        forms: AckNextKeys::FORMS,
+        args: &["id", "token", "lease"],
+        options: &["RESULT", "COUNT"],
+        effect: Effect::Writes,
+        wakes_claims: false,
+        fenced: true,
+        hands_out_tokens: true,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: job, active, done, results, events, config, pending, rate,
+    /// policy, headers, wake. ARGV: id, token, the next claims' lease, then
+    /// `RESULT <bytes>` and `COUNT <n>` (default 1), in any order.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckNext<'a>, Refusal> {
+        let Fenced { keys, prefix, id, token } = Fenced::<AckNextKeys>::parse(keys, args)?;
+        let lease = count(args.get(2).copied(), "lease", LEASE_MS)?;
+        let (mut result, mut claims) = (None, None);
+        let mut rest = args.get(3..).unwrap_or_default();
+        while let Some((&name, tail)) = rest.split_first() {
+            let value = tail.first().copied();
+            if name.eq_ignore_ascii_case(b"RESULT") {
+                result = Some(ack_result(result, value)?);
+            } else if name.eq_ignore_ascii_case(b"COUNT") {
+                if claims.is_some() {
+                    return Err(Refusal::arg("COUNT given twice"));
+                }
+                claims = Some(count(value, "COUNT", CLAIM_COUNT)?);
+            } else {
+                return Err(Refusal::arg(format!("unknown option {}", lossy(name))));
+            }
+            rest = &tail[1..];
+        }
+        let AckNextKeys { job, active, done, results, events, config, pending, rate, policy, headers, wake } =
+            keys;
+        let claim_keys = ClaimKeys { pending, active, config, rate, policy, events, headers, wake };
+        let ack_keys = AckKeys { job, active, done, results, events, config };
+        let ack = Ack { fenced: Fenced { keys: ack_keys, prefix, id, token }, result };
+        Ok(AckNext { ack, claim_keys, prefix, lease, count: claims.unwrap_or(1) })
+    }
+
+    /// ACK the job, then CLAIM up to COUNT jobs under a new lease: CLAIM's
+    /// reply. Every key's type, the fence, and the records at the head of
+    /// pending that the claim may take are checked before the first write,
+    /// so a refusal changes nothing (and claims nothing).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        self.ack.check(store)?;
+        let ClaimKeys { pending, config, rate, policy, events, headers, wake: wakes, .. } = self.claim_keys;
+        need(store, pending, KeyType::Zset)?;
+        need(store, rate, KeyType::Zset)?;
+        need(store, policy, KeyType::Hash)?;
+        need(store, headers, KeyType::Hash)?;
+        need(store, wakes, KeyType::Zset)?;
+        // The records the claim may take, read and checked once, here, before
+        // the ack's writes: the ack changes none of what the claim reads.
+        let ids = store.zhead(pending, self.count as usize);
+        let records = read_claimed(store, self.prefix, &ids)?;
+        // The claim's settings too, checked before the ack's writes, with
+        // the events key that the ack checks first.
+        need(store, events, KeyType::Stream)?;
+        claim_settings(store, config)?;
+        self.ack.apply(store)?;
+        let claim = Claim {
+            keys: self.claim_keys,
+            prefix: self.prefix,
+            lease: self.lease,
+            count: self.count,
+            block: None,
+        };
+        claim.apply_to(store, Some((ids, records)))
+    }
+}

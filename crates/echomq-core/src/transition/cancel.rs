@@ -1,0 +1,85 @@
+//! CANCEL: an operator takes a job out of the running (PROTOCOL.md §7;
+//! `cancel-8.lua`).
+
+use super::events::{emit, Events};
+use super::{need, read_field, write_record, STATES};
+use crate::description::{keys, Description, Effect};
+use crate::parse::{kind, malformed, named_keys, options};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Code, Refusal, Reply};
+
+keys! {
+    /// CANCEL's KEYS.
+    CancelKeys {
+        job: Job,
+        pending: Pending,
+        active: Active,
+        delayed: Delayed,
+        dead: Dead,
+        cancelled: Cancelled,
+        events: Events,
+        config: Config,
+    }
+}
+
+/// A parsed CANCEL.
+#[derive(Debug)]
+pub struct Cancel<'a> {
+    keys: CancelKeys<'a>,
+    id: &'a [u8],
+}
+
+impl<'a> Cancel<'a> {
+    /// What CANCEL is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "cancel",
+        command: "EMQ.CANCEL",
+        keys: CancelKeys::ROLES,
+        forms: CancelKeys::FORMS,
+        args: &["id"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: false,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: job, pending, active, delayed, dead, cancelled, events, config. ARGV: id.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Cancel<'a>, Refusal> {
+        let id = kind(args.first().copied())?;
+        let (keys, _) = named_keys::<CancelKeys>(keys, id)?;
+        options(args.get(1..).unwrap_or_default(), [])?;
+        Ok(Cancel { keys, id })
+    }
+
+    /// From pending, active, delayed or dead to cancelled; 0 when cancelled already.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let CancelKeys { pending, active, delayed, dead, cancelled, .. } = self.keys;
+        for key in [pending, active, delayed, dead, cancelled] {
+            need(store, key, KeyType::Zset)?;
+        }
+        let from = match read_field(store, self.keys.job, b"state")?.as_deref() {
+            None => return Err(Refusal::new(Code::NoJob, "no such job")),
+            Some(b"cancelled") => return Ok(Reply::Int(0)),
+            Some(b"pending") => pending,
+            Some(b"active") => active,
+            Some(b"delayed") => delayed,
+            Some(b"dead") => dead,
+            Some(state) if !STATES.contains(&state) => {
+                return Err(malformed(self.keys.job, b"state", "a state"))
+            }
+            Some(state) => {
+                let state = String::from_utf8_lossy(state);
+                return Err(Refusal::new(Code::State, format!("cannot cancel a {state} job")));
+            }
+        };
+        let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
+        store.zrem(from, self.id);
+        let now = store.now_ms();
+        write_record(store, self.keys.job, &[(b"state", b"cancelled")], now);
+        store.zadd(cancelled, now as f64, self.id);
+        emit(&events, store, "cancelled", self.id, &[]);
+        Ok(Reply::Int(1))
+    }
+}

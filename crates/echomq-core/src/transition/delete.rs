@@ -1,0 +1,86 @@
+//! What the transitions that delete jobs share, PURGE, TRIM and DRAIN
+//! (`includes/delete.lua`): the side hashes, the deletion, the set KEYS[1] names.
+
+use super::{need, present_here};
+use crate::description::{Keys, Role};
+use crate::limits::SWEEP_LIMIT;
+use crate::parse::{options, queue_prefix, record_key, wrong_number_of_keys};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal, Reply};
+
+pub(super) fn limit(args: &[&[u8]]) -> Result<usize, Refusal> {
+    let [limit] = options(args, [("LIMIT", SWEEP_LIMIT)])?;
+    Ok(limit.unwrap_or(*SWEEP_LIMIT.end()) as usize)
+}
+
+/// The side hashes a deleted job has entries in: priority, errors,
+/// progress, policy, results, headers (PROTOCOL.md §2).
+pub(super) type Sides<'k> = [&'k [u8]; 6];
+
+/// The finished sets PURGE and TRIM delete from, by the last word of KEYS[1].
+pub(super) const FINISHED: [(&[u8], Role); 3] =
+    [(b"done", Role::Done), (b"dead", Role::Dead), (b"cancelled", Role::Cancelled)];
+
+/// The keys of a transition that deletes jobs of the set KEYS[1] names,
+/// one of `sets` (its refusal says it `must` be one of them), the others
+/// as `K` describes them: the keys, the set's role and the queue's prefix.
+pub(super) fn set_keys<'k, K: Keys<'k>>(
+    keys: &[&'k [u8]],
+    sets: &[(&[u8], Role)],
+    must: &str,
+) -> Result<(K, Role, &'k [u8]), Refusal> {
+    let set = named_set(keys, sets, must)?;
+    // The set it names stands for the description's first role.
+    let roles: Vec<Role> = std::iter::once(set).chain(K::ROLES.iter().skip(1).copied()).collect();
+    let prefix = queue_prefix(keys, &roles, b"")?;
+    let named = K::bind(keys).ok_or_else(|| wrong_number_of_keys(K::FORMS))?;
+    Ok((named, set, prefix))
+}
+
+/// Delete the jobs `ids` of `set`: their set entries, their entries in the
+/// side hashes and their records; reply how many. Every record is checked
+/// first (a hash, and on this node), so a refusal writes nothing. PURGE's,
+/// TRIM's and DRAIN's common end.
+pub(super) fn delete_jobs<S: Store>(
+    store: &mut S,
+    prefix: &[u8],
+    set: &[u8],
+    sides: Sides<'_>,
+    ids: &[Vec<u8>],
+) -> Answer {
+    if ids.is_empty() {
+        return Ok(Reply::count(0));
+    }
+    for id in ids {
+        let record = record_key(prefix, id);
+        need(store, &record, KeyType::Hash)?;
+        present_here(store, &record)?;
+    }
+    // In the scripts' order (all removals, then each side hash, then the
+    // records), so the module replicates and announces the same commands as Lua.
+    for id in ids {
+        store.zrem(set, id);
+    }
+    for side in sides {
+        for id in ids {
+            store.hdel(side, id);
+        }
+    }
+    for id in ids {
+        store.del(&record_key(prefix, id));
+    }
+    Ok(Reply::count(ids.len() as u64))
+}
+
+/// The set KEYS[1] names, by the last word of its name, as `roles` allow:
+/// its role, or the refusal that says which it must be.
+fn named_set(keys: &[&[u8]], roles: &[(&[u8], Role)], must: &str) -> Result<Role, Refusal> {
+    let tail = keys
+        .first()
+        .and_then(|key| key.rsplit(|b| *b == b':').next().filter(|_| key.contains(&b':')))
+        .filter(|tail| !tail.is_empty() && tail.iter().all(u8::is_ascii_alphabetic));
+    match roles.iter().find(|(name, _)| Some(*name) == tail) {
+        Some((_, role)) => Ok(*role),
+        None => Err(Refusal::arg(format!("KEYS[1] must be emq:{{<queue>}}:{must}"))),
+    }
+}

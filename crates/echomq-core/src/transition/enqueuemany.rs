@@ -1,0 +1,112 @@
+//! ENQUEUEMANY: many plain jobs admitted in one call, each on its own
+//! (PROTOCOL.md §7; `enqueuemany-4.lua`).
+
+use super::events::{emit, Events};
+use super::{need, present_here, wake, wake_key, write_record};
+use crate::description::{keys, Description, Effect};
+use crate::limits::{ENQUEUES, MAX_PAYLOAD};
+use crate::parse::{kind, named_keys, record_key};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Code, Refusal, Reply};
+
+keys! {
+    /// ENQUEUEMANY's KEYS.
+    EnqueueManyKeys { pending: Pending, events: Events, config: Config, wake: Wake }
+}
+
+/// A parsed ENQUEUEMANY: many plain jobs (an id and a payload each, no
+/// options) admitted in one call, each on its own.
+#[derive(Debug)]
+pub struct EnqueueMany<'a> {
+    keys: EnqueueManyKeys<'a>,
+    prefix: &'a [u8],
+    jobs: Vec<(&'a [u8], &'a [u8])>,
+}
+
+impl<'a> EnqueueMany<'a> {
+    /// What ENQUEUEMANY is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "enqueuemany",
+        command: "EMQ.ENQUEUEMANY",
+        keys: EnqueueManyKeys::ROLES,
+        forms: EnqueueManyKeys::FORMS,
+        args: &["id", "payload"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: true,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: pending, events, config, wake. ARGV: one or more jobs, each
+    /// `id payload`, at most [`ENQUEUES`] of them.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<EnqueueMany<'a>, Refusal> {
+        let (keys, prefix) = named_keys::<EnqueueManyKeys>(keys, b"")?;
+        let mut jobs = Vec::with_capacity(args.len() / 2);
+        let mut rest = args;
+        loop {
+            if jobs.len() as u64 == *ENQUEUES.end() {
+                return Err(Refusal::arg(format!("at most {} jobs a call", ENQUEUES.end())));
+            }
+            let id = kind(rest.first().copied())?;
+            let payload = *rest.get(1).ok_or_else(|| Refusal::arg("payload is missing"))?;
+            if payload.len() > MAX_PAYLOAD {
+                return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
+            }
+            jobs.push((id, payload));
+            rest = &rest[2..];
+            if rest.is_empty() {
+                return Ok(EnqueueMany { keys, prefix, jobs });
+            }
+        }
+    }
+
+    /// Each job as ENQUEUE admits one with no options: `1` enqueued, or `0`
+    /// when a record with its id exists (nothing changed; a job named twice
+    /// is enqueued once). The keys' types, every record's (a hash or
+    /// nothing), and, when a record is missing, whether the queue's slot is
+    /// moving (`TRYAGAIN`) are checked before the first write. One wake-up
+    /// when any job was enqueued.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let EnqueueManyKeys { pending, events, config, wake: wakes } = self.keys;
+        need(store, pending, KeyType::Zset)?;
+        let records: Vec<Vec<u8>> = self.jobs.iter().map(|(id, _)| record_key(self.prefix, id)).collect();
+        let mut missing = None;
+        for record in &records {
+            match store.key_type(record) {
+                KeyType::None => missing = missing.or(Some(record)),
+                _ => need(store, record, KeyType::Hash)?,
+            }
+        }
+        // Every record is in the queue's slot: one look tells for them all.
+        if let Some(record) = missing {
+            present_here(store, record)?;
+        }
+        let events = Events::open(store, Some((events, config)))?;
+        let wakes = wake_key(store, Some(wakes))?;
+        let now = store.now_ms();
+        let enqueued_at = now.to_string();
+        let mut replies = Vec::with_capacity(self.jobs.len());
+        for (&(id, payload), record) in self.jobs.iter().zip(&records) {
+            if store.key_type(record) == KeyType::Hash {
+                replies.push(Reply::Int(0));
+                continue;
+            }
+            let fields: [(&[u8], &[u8]); 4] = [
+                (b"state", b"pending"),
+                (b"attempts", b"0"),
+                (b"payload", payload),
+                (b"enqueued_at", enqueued_at.as_bytes()),
+            ];
+            write_record(store, record, &fields, now);
+            store.zadd(pending, 0.0, id);
+            emit(&events, store, "enqueued", id, &[(b"state", b"pending")]);
+            replies.push(Reply::Int(1));
+        }
+        if replies.contains(&Reply::Int(1)) {
+            wake(store, wakes);
+        }
+        Ok(Reply::Array(replies))
+    }
+}

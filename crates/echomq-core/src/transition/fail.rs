@@ -1,0 +1,108 @@
+//! FAIL: the holder gives up this attempt: a retry after the back-off, or
+//! dead at max attempts (PROTOCOL.md §7; `fail-8.lua`).
+
+use super::events::{emit, error_text, Events};
+use super::fenced::Fenced;
+use super::{policy_of, write_record};
+use crate::description::{keys, Description, Effect};
+use crate::limits::{DELAY_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT};
+use crate::parse::{count, options};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Code, Refusal, Reply};
+
+keys! {
+    /// FAIL's KEYS.
+    FailKeys {
+        job: Job,
+        active: Active,
+        delayed: Delayed,
+        dead: Dead,
+        errors: Errors,
+        policy: Policy,
+        events: Events,
+        config: Config,
+    }
+}
+
+/// A parsed FAIL.
+#[derive(Debug)]
+pub struct Fail<'a> {
+    fenced: Fenced<'a, FailKeys<'a>>,
+    max_attempts: u64,
+    backoff: u64,
+    error: &'a [u8],
+}
+
+impl<'a> Fail<'a> {
+    /// What FAIL is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "fail",
+        command: "EMQ.FAIL",
+        keys: FailKeys::ROLES,
+        forms: FailKeys::FORMS,
+        args: &["id", "token", "max_attempts", "backoff", "error"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: false,
+        fenced: true,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: job, active, delayed, dead, errors, policy, events, config.
+    /// ARGV: id, token, max attempts, back-off, error: the caller's, for a
+    /// job with no policy of its own.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fail<'a>, Refusal> {
+        let fenced = Fenced::parse(keys, args)?;
+        let max_attempts = count(args.get(2).copied(), "max_attempts", MAX_ATTEMPTS)?;
+        let backoff = count(args.get(3).copied(), "backoff", DELAY_MS)?;
+        let error = *args.get(4).ok_or_else(|| Refusal::arg("error text is missing"))?;
+        if error.len() > MAX_ERROR_TEXT {
+            return Err(Refusal::new(Code::Size, format!("error text exceeds {MAX_ERROR_TEXT} bytes")));
+        }
+        options(args.get(5..).unwrap_or_default(), [])?;
+        Ok(Fail { fenced, max_attempts, backoff, error })
+    }
+
+    /// To delayed for a retry after the back-off, or to dead at max attempts,
+    /// by the job's own policy where it has one.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let Fenced {
+            keys: FailKeys { job, active, delayed, dead, errors, policy, events, config },
+            id,
+            token,
+            ..
+        } = self.fenced;
+        let typed = [
+            (active, KeyType::Zset),
+            (delayed, KeyType::Zset),
+            (dead, KeyType::Zset),
+            (errors, KeyType::Hash),
+            (policy, KeyType::Hash),
+        ];
+        self.fenced.check(store, job, &typed)?;
+        let events = Events::open(store, Some((events, config)))?;
+        let policy = policy_of(store, policy, id)?.unwrap_or_default();
+        let now = store.now_ms();
+        let dies = token >= policy.max_attempts(self.max_attempts);
+        let state: &[u8] = if dies { b"dead" } else { b"delayed" };
+        store.zrem(active, id);
+        write_record(store, job, &[(b"state", state)], now);
+        if dies {
+            store.zadd(dead, now as f64, id);
+        } else {
+            store.zadd(delayed, (now + policy.backoff_ms(self.backoff, token)) as f64, id);
+        }
+        store.hset(errors, &[(id, self.error)]);
+        let event = if dies { "dead" } else { "failed" };
+        let attempt = token.to_string();
+        emit(
+            &events,
+            store,
+            event,
+            id,
+            &[(b"attempt", attempt.as_bytes()), (b"error", error_text(self.error))],
+        );
+        Ok(Reply::Bulk(state.to_vec()))
+    }
+}

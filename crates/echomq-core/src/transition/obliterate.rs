@@ -1,0 +1,91 @@
+//! OBLITERATE: the last step of deleting a queue (PROTOCOL.md §7;
+//! `obliterate-23.lua`).
+
+use super::need;
+use crate::description::{keys, Description, Effect};
+use crate::parse::{named_keys, options};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Code, Refusal, Reply};
+
+keys! {
+    /// OBLITERATE's KEYS.
+    ObliterateKeys {
+        pending: Pending,
+        active: Active,
+        delayed: Delayed,
+        done: Done,
+        dead: Dead,
+        cancelled: Cancelled,
+        priority: Priority,
+        errors: Errors,
+        progress: Progress,
+        policy: Policy,
+        config: Config,
+        rate: Rate,
+        schedules: Schedules,
+        ticks: Ticks,
+        unique: Unique,
+        unique_until: UniqueUntil,
+        results: Results,
+        events: Events,
+        headers: Headers,
+        batches: Batches,
+        batch_jobs: BatchJobs,
+        batch_open: BatchOpen,
+        wake: Wake,
+    }
+}
+
+/// A parsed OBLITERATE.
+#[derive(Debug)]
+pub struct Obliterate<'a> {
+    keys: ObliterateKeys<'a>,
+}
+
+impl<'a> Obliterate<'a> {
+    /// What OBLITERATE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "obliterate",
+        command: "EMQ.OBLITERATE",
+        keys: ObliterateKeys::ROLES,
+        forms: ObliterateKeys::FORMS,
+        args: &[],
+        options: &[],
+        effect: Effect::Frees,
+        wakes_claims: false,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: the six sets, then every other key of the queue. No ARGV.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Obliterate<'a>, Refusal> {
+        let (keys, _) = named_keys::<ObliterateKeys>(keys, b"")?;
+        options(args, [])?;
+        Ok(Obliterate { keys })
+    }
+
+    /// The last step of deleting a queue: refused while any of its six sets
+    /// holds a job; else delete every other key it owns. Reply how many
+    /// keys were deleted. Every key must hold its protocol type (or nothing).
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let keys = self.keys.all();
+        for (key, role) in keys.iter().zip(ObliterateKeys::ROLES) {
+            need(store, key, role.key_type())?;
+        }
+        let ObliterateKeys { pending, active, delayed, done, dead, cancelled, .. } = self.keys;
+        let sets = [pending, active, delayed, done, dead, cancelled];
+        let jobs: u64 = sets.iter().map(|set| store.zcard(set)).sum();
+        if jobs > 0 {
+            return Err(Refusal::new(Code::State, format!("the queue still holds {jobs} jobs")));
+        }
+        let mut deleted = 0;
+        for key in keys.into_iter().filter(|key| !sets.contains(key)) {
+            if store.key_type(key) != KeyType::None {
+                store.del(key);
+                deleted += 1;
+            }
+        }
+        Ok(Reply::count(deleted))
+    }
+}

@@ -1,0 +1,86 @@
+//! PROMOTE: due delayed jobs to pending; upkeep (PROTOCOL.md §7; `promote-6.lua`).
+
+use super::delete::limit;
+use super::events::{emit, Events};
+use super::{need, priority_of, read_records, remove, to_pending, wake, wake_key};
+use crate::description::{keys, Description, Effect};
+use crate::parse::named_keys;
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal, Reply};
+
+keys! {
+    /// PROMOTE's KEYS.
+    PromoteKeys {
+        delayed: Delayed,
+        pending: Pending,
+        priority: Priority,
+        events: Events,
+        config: Config,
+        wake: Wake,
+    }
+}
+
+/// A parsed PROMOTE.
+#[derive(Debug)]
+pub struct Promote<'a> {
+    keys: PromoteKeys<'a>,
+    prefix: &'a [u8],
+    limit: usize,
+}
+
+impl<'a> Promote<'a> {
+    /// What PROMOTE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "promote",
+        command: "EMQ.PROMOTE",
+        keys: PromoteKeys::ROLES,
+        forms: PromoteKeys::FORMS,
+        args: &[],
+        options: &["LIMIT"],
+        effect: Effect::Writes,
+        wakes_claims: true,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: delayed, pending, priority, events, config, wake. ARGV: LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Promote<'a>, Refusal> {
+        let (keys, prefix) = named_keys::<PromoteKeys>(keys, b"")?;
+        Ok(Promote { keys, prefix, limit: limit(args)? })
+    }
+
+    /// Due delayed jobs to pending at their priority; reply how many.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let PromoteKeys { delayed, pending, priority, .. } = self.keys;
+        need(store, delayed, KeyType::Zset)?;
+        need(store, pending, KeyType::Zset)?;
+        need(store, priority, KeyType::Hash)?;
+        let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
+        let wakes = wake_key(store, Some(self.keys.wake))?;
+        let now = store.now_ms();
+        let ids = store.zupto(delayed, now as f64, self.limit);
+        if ids.is_empty() {
+            return Ok(Reply::count(0));
+        }
+        let records = read_records(store, self.prefix, &ids, [b"state"])?;
+        // Each priority read before the first write (an `abc` refuses them all).
+        let mut scores = Vec::with_capacity(ids.len());
+        for (id, (_, [state])) in ids.iter().zip(&records) {
+            scores.push(if state.is_some() { priority_of(store, priority, id)? } else { 0.0 });
+        }
+        remove(store, delayed, &ids);
+        let mut promoted = 0;
+        for ((id, (key, [state])), score) in ids.iter().zip(records).zip(scores) {
+            if state.is_some() {
+                to_pending(store, &key, pending, score, id, now);
+                emit(&events, store, "promoted", id, &[]);
+                promoted += 1;
+            }
+        }
+        if promoted > 0 {
+            wake(store, wakes);
+        }
+        Ok(Reply::count(promoted))
+    }
+}

@@ -1,0 +1,72 @@
+//! PURGE: delete finished jobs past an age, an operator's choice
+//! (PROTOCOL.md §7; `purge-7.lua`).
+
+use super::delete::{delete_jobs, limit, set_keys, FINISHED};
+use super::need;
+use crate::description::{keys, Description, Effect};
+use crate::limits::AGE_MS;
+use crate::parse::count;
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal};
+
+keys! {
+    /// PURGE's KEYS.
+    PurgeKeys {
+        set: Finished,
+        priority: Priority,
+        errors: Errors,
+        progress: Progress,
+        policy: Policy,
+        results: Results,
+        headers: Headers,
+    }
+}
+
+/// A parsed PURGE.
+#[derive(Debug)]
+pub struct Purge<'a> {
+    keys: PurgeKeys<'a>,
+    prefix: &'a [u8],
+    age: u64,
+    limit: usize,
+}
+
+impl<'a> Purge<'a> {
+    /// What PURGE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "purge",
+        command: "EMQ.PURGE",
+        keys: PurgeKeys::ROLES,
+        forms: PurgeKeys::FORMS,
+        args: &["age"],
+        options: &["LIMIT"],
+        effect: Effect::Frees,
+        wakes_claims: false,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: done, dead or cancelled; priority; errors; progress; policy;
+    /// results; headers. ARGV: age, LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
+        let (keys, _, prefix) = set_keys(keys, &FINISHED, "done, dead or cancelled")?;
+        let age = count(args.first().copied(), "age", AGE_MS)?;
+        let limit = limit(args.get(1..).unwrap_or_default())?;
+        Ok(Purge { keys, prefix, age, limit })
+    }
+
+    /// Delete finished jobs past the age: records, set entries, and their
+    /// entries in the side hashes.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let PurgeKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
+        let sides = [priority, errors, progress, policy, results, headers];
+        need(store, set, KeyType::Zset)?;
+        for side in sides {
+            need(store, side, KeyType::Hash)?;
+        }
+        let cutoff = store.now_ms() as f64 - self.age as f64;
+        let ids = store.zupto(set, cutoff, self.limit);
+        delete_jobs(store, self.prefix, set, sides, &ids)
+    }
+}

@@ -1,0 +1,117 @@
+//! REAP: expired leases back to pending, or to dead at max attempts; upkeep
+//! safe from many workers at once (PROTOCOL.md §7; `reap-9.lua`).
+
+use super::delete::limit;
+use super::events::{emit, Events};
+use super::{
+    attempts_of, need, policy_of, priority_of, read_records, remove, to_pending, wake, wake_key, write_record,
+};
+use crate::description::{keys, Description, Effect};
+use crate::limits::MAX_ATTEMPTS;
+use crate::parse::{count, named_keys};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal, Reply};
+
+keys! {
+    /// REAP's KEYS.
+    ReapKeys {
+        active: Active,
+        pending: Pending,
+        dead: Dead,
+        errors: Errors,
+        priority: Priority,
+        policy: Policy,
+        events: Events,
+        config: Config,
+        wake: Wake,
+    }
+}
+
+/// A parsed REAP.
+#[derive(Debug)]
+pub struct Reap<'a> {
+    keys: ReapKeys<'a>,
+    prefix: &'a [u8],
+    max_attempts: u64,
+    limit: usize,
+}
+
+impl<'a> Reap<'a> {
+    /// What REAP is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "reap",
+        command: "EMQ.REAP",
+        keys: ReapKeys::ROLES,
+        forms: ReapKeys::FORMS,
+        args: &["max_attempts"],
+        options: &["LIMIT"],
+        effect: Effect::Writes,
+        wakes_claims: true,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: active, pending, dead, errors, priority, policy, events,
+    /// config, wake. ARGV: max attempts (the reaper's, for a job with no policy
+    /// of its own), LIMIT.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
+        let (keys, prefix) = named_keys::<ReapKeys>(keys, b"")?;
+        let max_attempts = count(args.first().copied(), "max_attempts", MAX_ATTEMPTS)?;
+        let limit = limit(args.get(1..).unwrap_or_default())?;
+        Ok(Reap { keys, prefix, max_attempts, limit })
+    }
+
+    /// Expired leases to pending, or to dead at max attempts; reply [requeued, dead].
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let ReapKeys { active, pending, dead, errors, priority, policy, events, config, wake: wakes } =
+            self.keys;
+        for set in [active, pending, dead] {
+            need(store, set, KeyType::Zset)?;
+        }
+        for hash in [errors, priority, policy] {
+            need(store, hash, KeyType::Hash)?;
+        }
+        let events = Events::open(store, Some((events, config)))?;
+        let wakes = wake_key(store, Some(wakes))?;
+        let now = store.now_ms();
+        let ids = store.zupto(active, now as f64, self.limit);
+        if ids.is_empty() {
+            return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
+        }
+        let records = read_records(store, self.prefix, &ids, [b"attempts"])?;
+        let policies = store.key_type(policy) == KeyType::Hash;
+        // Every record's attempts, policy and priority, read and checked
+        // before the first write.
+        let mut reaped = Vec::with_capacity(ids.len());
+        for (id, (key, [attempts])) in ids.iter().zip(records) {
+            let Some(attempt) = attempts_of(&key, attempts.as_deref())? else { continue };
+            let own = if policies { policy_of(store, policy, id)? } else { None };
+            let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);
+            let dies = attempt >= max_attempts as i64;
+            let score = if dies { 0.0 } else { priority_of(store, priority, id)? };
+            reaped.push((id, key, attempt, dies, score));
+        }
+        remove(store, active, &ids);
+        let (mut requeued, mut died) = (0, 0);
+        for (id, key, attempt, dies, score) in reaped {
+            let text = attempt.to_string();
+            let said: [(&[u8], &[u8]); 2] = [(b"attempt", text.as_bytes()), (b"error", b"lease expired")];
+            if dies {
+                write_record(store, &key, &[(b"state", b"dead")], now);
+                store.zadd(dead, now as f64, id);
+                store.hset(errors, &[(id, b"lease expired")]);
+                emit(&events, store, "dead", id, &said);
+                died += 1;
+            } else {
+                to_pending(store, &key, pending, score, id, now);
+                emit(&events, store, "failed", id, &said);
+                requeued += 1;
+            }
+        }
+        if requeued > 0 {
+            wake(store, wakes);
+        }
+        Ok(Reply::Array(vec![Reply::count(requeued), Reply::count(died)]))
+    }
+}

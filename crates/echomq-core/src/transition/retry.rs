@@ -1,0 +1,81 @@
+//! RETRY: an operator sends a dead job back to pending (PROTOCOL.md §7;
+//! `retry-7.lua`).
+
+use super::events::{emit, Events};
+use super::{need, priority_of, read_field, to_pending, wake, wake_key, STATES};
+use crate::description::{keys, Description, Effect};
+use crate::parse::{kind, malformed, named_keys, options};
+use crate::store::{KeyType, Store};
+use crate::{Answer, Code, Refusal, Reply};
+
+keys! {
+    /// RETRY's KEYS.
+    RetryKeys {
+        job: Job,
+        dead: Dead,
+        pending: Pending,
+        priority: Priority,
+        events: Events,
+        config: Config,
+        wake: Wake,
+    }
+}
+
+/// A parsed RETRY.
+#[derive(Debug)]
+pub struct Retry<'a> {
+    keys: RetryKeys<'a>,
+    id: &'a [u8],
+}
+
+impl<'a> Retry<'a> {
+    /// What RETRY is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "retry",
+        command: "EMQ.RETRY",
+        keys: RetryKeys::ROLES,
+        forms: RetryKeys::FORMS,
+        args: &["id"],
+        options: &[],
+        effect: Effect::Writes,
+        wakes_claims: true,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: job, dead, pending, priority, events, config, wake. ARGV: id.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
+        let id = kind(args.first().copied())?;
+        let (keys, _) = named_keys::<RetryKeys>(keys, id)?;
+        options(args.get(1..).unwrap_or_default(), [])?;
+        Ok(Retry { keys, id })
+    }
+
+    /// A dead job back to pending at its priority.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        need(store, self.keys.dead, KeyType::Zset)?;
+        need(store, self.keys.pending, KeyType::Zset)?;
+        need(store, self.keys.priority, KeyType::Hash)?;
+        match read_field(store, self.keys.job, b"state")?.as_deref() {
+            None => return Err(Refusal::new(Code::NoJob, "no such job")),
+            Some(b"dead") => {}
+            Some(state) if !STATES.contains(&state) => {
+                return Err(malformed(self.keys.job, b"state", "a state"))
+            }
+            Some(state) => {
+                let state = String::from_utf8_lossy(state);
+                return Err(Refusal::new(Code::State, format!("cannot retry a {state} job")));
+            }
+        }
+        let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
+        let wakes = wake_key(store, Some(self.keys.wake))?;
+        let score = priority_of(store, self.keys.priority, self.id)?;
+        store.zrem(self.keys.dead, self.id);
+        let now = store.now_ms();
+        to_pending(store, self.keys.job, self.keys.pending, score, self.id, now);
+        wake(store, wakes);
+        emit(&events, store, "retried", self.id, &[]);
+        Ok(Reply::Int(1))
+    }
+}

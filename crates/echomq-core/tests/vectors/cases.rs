@@ -1,0 +1,3770 @@
+// One test per golden vector case, each replaying its case from the
+// committed file on the in-memory store. Written by `cargo run -p
+// echomq-core --example vectors` with the files; never edit it by hand.
+
+mod enqueue {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("enqueue", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("enqueue", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("enqueue", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("enqueue", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("enqueue", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("enqueue", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("enqueue", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("enqueue", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("enqueue", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("enqueue", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("enqueue", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("enqueue", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("enqueue", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("enqueue", "KEYS[10] holds a string");
+    }
+
+    #[test]
+    fn keys_11_holds_a_string() {
+        replay("enqueue", "KEYS[11] holds a string");
+    }
+
+    #[test]
+    fn a_plain_job_all_eleven_keys() {
+        replay("enqueue", "a plain job, all eleven keys");
+    }
+
+    #[test]
+    fn the_seed_s_two_key_form() {
+        replay("enqueue", "the seed's two-key form");
+    }
+
+    #[test]
+    fn two_keys_a_duplicate_answers_0() {
+        replay("enqueue", "two keys, a duplicate answers 0");
+    }
+
+    #[test]
+    fn a_duplicate_answers_0_and_changes_nothing() {
+        replay("enqueue", "a duplicate answers 0 and changes nothing");
+    }
+
+    #[test]
+    fn an_empty_payload() {
+        replay("enqueue", "an empty payload");
+    }
+
+    #[test]
+    fn a_payload_of_bytes_that_are_not_utf_8() {
+        replay("enqueue", "a payload of bytes that are not UTF-8");
+    }
+
+    #[test]
+    fn priority_5_is_scored_and_kept() {
+        replay("enqueue", "PRIORITY 5 is scored and kept");
+    }
+
+    #[test]
+    fn priority_3() {
+        replay("enqueue", "PRIORITY -3");
+    }
+
+    #[test]
+    fn priority_0_is_kept_nowhere() {
+        replay("enqueue", "PRIORITY 0 is kept nowhere");
+    }
+
+    #[test]
+    fn priority_007_is_kept_as_7() {
+        replay("enqueue", "PRIORITY 007 is kept as 7");
+    }
+
+    #[test]
+    fn delay_5000_makes_it_delayed() {
+        replay("enqueue", "DELAY 5000 makes it delayed");
+    }
+
+    #[test]
+    fn delay_0_is_pending() {
+        replay("enqueue", "DELAY 0 is pending");
+    }
+
+    #[test]
+    fn at_a_time_ahead_makes_it_delayed() {
+        replay("enqueue", "AT a time ahead makes it delayed");
+    }
+
+    #[test]
+    fn at_a_time_past_is_pending() {
+        replay("enqueue", "AT a time past is pending");
+    }
+
+    #[test]
+    fn a_policy_of_its_own() {
+        replay("enqueue", "a policy of its own");
+    }
+
+    #[test]
+    fn backoff_alone() {
+        replay("enqueue", "BACKOFF alone");
+    }
+
+    #[test]
+    fn unique_holds_the_key() {
+        replay("enqueue", "UNIQUE holds the key");
+    }
+
+    #[test]
+    fn unique_held_answers_the_holder() {
+        replay("enqueue", "UNIQUE held answers the holder");
+    }
+
+    #[test]
+    fn unique_past_its_hold_is_free_again() {
+        replay("enqueue", "UNIQUE past its hold is free again");
+    }
+
+    #[test]
+    fn unique_done_1_frees_the_key_when_its_job_is_done() {
+        replay("enqueue", "UNIQUE_DONE 1 frees the key when its job is done");
+    }
+
+    #[test]
+    fn unique_done_1_holds_while_its_job_is_pending() {
+        replay("enqueue", "UNIQUE_DONE 1 holds while its job is pending");
+    }
+
+    #[test]
+    fn a_unique_value_not_of_its_shape_is_refused_as_malformed() {
+        replay("enqueue", "a unique value not of its shape is refused as malformed");
+    }
+
+    #[test]
+    fn headers_are_kept_beside_the_record() {
+        replay("enqueue", "HEADERS are kept beside the record");
+    }
+
+    #[test]
+    fn no_event_when_the_log_is_off() {
+        replay("enqueue", "no event when the log is off");
+    }
+
+    #[test]
+    fn the_id_s_kind_xyz() {
+        replay("enqueue", "the id's kind: XYZ");
+    }
+
+    #[test]
+    fn the_id_s_kind_an_empty_id() {
+        replay("enqueue", "the id's kind: an empty id");
+    }
+
+    #[test]
+    fn the_payload_missing() {
+        replay("enqueue", "the payload missing");
+    }
+
+    #[test]
+    fn no_arguments() {
+        replay("enqueue", "no arguments");
+    }
+
+    #[test]
+    fn the_payload_over_its_limit() {
+        replay("enqueue", "the payload over its limit");
+    }
+
+    #[test]
+    fn an_unknown_option() {
+        replay("enqueue", "an unknown option");
+    }
+
+    #[test]
+    fn an_option_without_its_value() {
+        replay("enqueue", "an option without its value");
+    }
+
+    #[test]
+    fn priority_not_an_integer() {
+        replay("enqueue", "PRIORITY not an integer");
+    }
+
+    #[test]
+    fn priority_out_of_range() {
+        replay("enqueue", "PRIORITY out of range");
+    }
+
+    #[test]
+    fn priority_given_twice() {
+        replay("enqueue", "PRIORITY given twice");
+    }
+
+    #[test]
+    fn delay_with_at() {
+        replay("enqueue", "DELAY with AT");
+    }
+
+    #[test]
+    fn delay_negative() {
+        replay("enqueue", "DELAY negative");
+    }
+
+    #[test]
+    fn backoff_with_backoff_exp() {
+        replay("enqueue", "BACKOFF with BACKOFF_EXP");
+    }
+
+    #[test]
+    fn timeout_0() {
+        replay("enqueue", "TIMEOUT 0");
+    }
+
+    #[test]
+    fn unique_without_unique_for() {
+        replay("enqueue", "UNIQUE without UNIQUE_FOR");
+    }
+
+    #[test]
+    fn unique_for_without_unique() {
+        replay("enqueue", "UNIQUE_FOR without UNIQUE");
+    }
+
+    #[test]
+    fn unique_of_no_bytes() {
+        replay("enqueue", "UNIQUE of no bytes");
+    }
+
+    #[test]
+    fn headers_of_no_bytes() {
+        replay("enqueue", "HEADERS of no bytes");
+    }
+
+    #[test]
+    fn priority_5_in_the_two_key_form() {
+        replay("enqueue", "PRIORITY 5 in the two-key form");
+    }
+
+    #[test]
+    fn the_record_a_string() {
+        replay("enqueue", "the record a string");
+    }
+
+    #[test]
+    fn a_delayed_job_with_delayed_a_string() {
+        replay("enqueue", "a delayed job with delayed a string");
+    }
+
+    #[test]
+    fn unique_whose_holder_s_record_is_a_string() {
+        replay("enqueue", "UNIQUE whose holder's record is a string");
+    }
+
+    #[test]
+    fn enqueue_with_empty_headers() {
+        replay("enqueue", "enqueue with empty headers");
+    }
+
+    #[test]
+    fn enqueue_with_headers_and_no_headers_key() {
+        replay("enqueue", "enqueue with headers and no headers key");
+    }
+
+    #[test]
+    fn enqueue_with_headers_into_a_headers_key_that_is_a_list() {
+        replay("enqueue", "enqueue with headers into a headers key that is a list");
+    }
+
+    #[test]
+    fn enqueue_into_an_event_log_that_is_a_string() {
+        replay("enqueue", "enqueue into an event log that is a string");
+    }
+
+    #[test]
+    fn enqueue_onto_a_string() {
+        replay("enqueue", "enqueue onto a string");
+    }
+
+    #[test]
+    fn enqueue_with_a_unique_key_and_the_seed_s_two_keys() {
+        replay("enqueue", "enqueue with a unique key and the seed's two keys");
+    }
+
+    #[test]
+    fn enqueue_with_a_unique_key_and_no_hold() {
+        replay("enqueue", "enqueue with a unique key and no hold");
+    }
+
+    #[test]
+    fn enqueue_with_a_hold_and_no_unique_key() {
+        replay("enqueue", "enqueue with a hold and no unique key");
+    }
+
+    #[test]
+    fn enqueue_with_a_hold_of_0() {
+        replay("enqueue", "enqueue with a hold of 0");
+    }
+
+    #[test]
+    fn enqueue_with_a_unique_key_into_holds_that_are_a_hash() {
+        replay("enqueue", "enqueue with a unique key into holds that are a hash");
+    }
+
+    #[test]
+    fn enqueue_with_a_unique_key_held_by_a_job_whose_record_is_a_string() {
+        replay("enqueue", "enqueue with a unique key held by a job whose record is a string");
+    }
+
+    #[test]
+    fn enqueue_with_a_policy_and_the_seed_s_two_keys() {
+        replay("enqueue", "enqueue with a policy and the seed's two keys");
+    }
+
+    #[test]
+    fn enqueue_with_a_fixed_and_an_exponential_back_off() {
+        replay("enqueue", "enqueue with a fixed and an exponential back-off");
+    }
+
+    #[test]
+    fn enqueue_with_a_policy_into_a_policy_that_is_a_string() {
+        replay("enqueue", "enqueue with a policy into a policy that is a string");
+    }
+
+    #[test]
+    fn enqueue_with_an_events_setting_of_1_5_writes_no_job() {
+        replay("enqueue", "enqueue with an events setting of 1.5 writes no job");
+    }
+
+    #[test]
+    fn enqueue_with_a_unique_value_of_2_job_h() {
+        replay("enqueue", "enqueue with a unique value of 2:JOB_H");
+    }
+
+    #[test]
+    fn enqueue_whose_unique_holder_has_a_state_that_is_not_a_state() {
+        replay("enqueue", "enqueue whose unique holder has a state that is not a state");
+    }
+
+    #[test]
+    fn enqueue_of_a_held_unique_key_into_events_of_the_wrong_type() {
+        replay("enqueue", "enqueue of a held unique key into events of the wrong type");
+    }
+
+    #[test]
+    fn enqueue_into_a_queue_of_protocol_2_0() {
+        replay("enqueue", "enqueue into a queue of protocol 2.0");
+    }
+
+    #[test]
+    fn enqueue_into_a_queue_whose_protocol_is_1() {
+        replay("enqueue", "enqueue into a queue whose protocol is 1");
+    }
+}
+
+mod enqueuemany {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("enqueuemany", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("enqueuemany", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("enqueuemany", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("enqueuemany", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("enqueuemany", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("enqueuemany", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("enqueuemany", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("enqueuemany", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn many_three_jobs() {
+        replay("enqueuemany", "many: three jobs");
+    }
+
+    #[test]
+    fn many_a_duplicate_among_them_answers_0() {
+        replay("enqueuemany", "many: a duplicate among them answers 0");
+    }
+
+    #[test]
+    fn many_a_job_named_twice_is_enqueued_once() {
+        replay("enqueuemany", "many: a job named twice is enqueued once");
+    }
+
+    #[test]
+    fn many_no_jobs() {
+        replay("enqueuemany", "many: no jobs");
+    }
+
+    #[test]
+    fn many_a_bad_id_refuses_them_all() {
+        replay("enqueuemany", "many: a bad id refuses them all");
+    }
+
+    #[test]
+    fn many_a_payload_missing() {
+        replay("enqueuemany", "many: a payload missing");
+    }
+
+    #[test]
+    fn many_a_record_a_string_refuses_them_all() {
+        replay("enqueuemany", "many: a record a string refuses them all");
+    }
+
+    #[test]
+    fn enqueuemany_with_three_keys() {
+        replay("enqueuemany", "enqueuemany with three keys");
+    }
+
+    #[test]
+    fn enqueuemany_whose_second_job_has_no_payload_enqueues_neither() {
+        replay("enqueuemany", "enqueuemany whose second job has no payload enqueues neither");
+    }
+
+    #[test]
+    fn enqueuemany_whose_second_job_is_not_a_job_id_enqueues_neither() {
+        replay("enqueuemany", "enqueuemany whose second job is not a job id enqueues neither");
+    }
+
+    #[test]
+    fn enqueuemany_whose_second_job_s_record_is_a_string_enqueues_neither() {
+        replay("enqueuemany", "enqueuemany whose second job's record is a string enqueues neither");
+    }
+
+    #[test]
+    fn enqueuemany_into_a_wake_up_key_that_is_a_list() {
+        replay("enqueuemany", "enqueuemany into a wake-up key that is a list");
+    }
+
+    #[test]
+    fn enqueuemany_with_another_queue_s_event_log() {
+        replay("enqueuemany", "enqueuemany with another queue's event log");
+    }
+}
+
+mod claim {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("claim", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("claim", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("claim", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("claim", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("claim", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("claim", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("claim", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("claim", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("claim", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("claim", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("claim", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("claim", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn claim_one_job() {
+        replay("claim", "claim: one job");
+    }
+
+    #[test]
+    fn claim_nothing_pending_answers() {
+        replay("claim", "claim: nothing pending answers []");
+    }
+
+    #[test]
+    fn claim_count_2_of_three_in_pending_order() {
+        replay("claim", "claim: COUNT 2 of three, in pending order");
+    }
+
+    #[test]
+    fn claim_the_lease_argument_alone() {
+        replay("claim", "claim: the lease argument alone");
+    }
+
+    #[test]
+    fn claim_a_higher_priority_comes_first() {
+        replay("claim", "claim: a higher priority comes first");
+    }
+
+    #[test]
+    fn claim_a_second_attempt_s_token_is_2() {
+        replay("claim", "claim: a second attempt's token is 2");
+    }
+
+    #[test]
+    fn claim_a_policy_is_handed_out() {
+        replay("claim", "claim: a policy is handed out");
+    }
+
+    #[test]
+    fn claim_headers_are_handed_out() {
+        replay("claim", "claim: headers are handed out");
+    }
+
+    #[test]
+    fn claim_paused_answers_1() {
+        replay("claim", "claim: paused answers [-1]");
+    }
+
+    #[test]
+    fn claim_paused_and_empty_answers_1() {
+        replay("claim", "claim: paused and empty answers [-1]");
+    }
+
+    #[test]
+    fn claim_concurrency_1_held_back_the_rest() {
+        replay("claim", "claim: concurrency 1 held back the rest");
+    }
+
+    #[test]
+    fn claim_concurrency_full_answers_0() {
+        replay("claim", "claim: concurrency full answers [0]");
+    }
+
+    #[test]
+    fn claim_a_rate_logs_each_claim() {
+        replay("claim", "claim: a rate logs each claim");
+    }
+
+    #[test]
+    fn claim_a_full_rate_window_answers_the_ms_to_wait() {
+        replay("claim", "claim: a full rate window answers the ms to wait");
+    }
+
+    #[test]
+    fn claim_a_timed_pause_answers_its_ms() {
+        replay("claim", "claim: a timed pause answers its ms");
+    }
+
+    #[test]
+    fn claim_an_id_whose_record_is_missing_is_dropped() {
+        replay("claim", "claim: an id whose record is missing is dropped");
+    }
+
+    #[test]
+    fn claim_lease_0() {
+        replay("claim", "claim: lease 0");
+    }
+
+    #[test]
+    fn claim_lease_missing() {
+        replay("claim", "claim: lease missing");
+    }
+
+    #[test]
+    fn claim_count_0() {
+        replay("claim", "claim: COUNT 0");
+    }
+
+    #[test]
+    fn claim_count_1001() {
+        replay("claim", "claim: COUNT 1001");
+    }
+
+    #[test]
+    fn claim_an_unknown_option() {
+        replay("claim", "claim: an unknown option");
+    }
+
+    #[test]
+    fn claim_a_taken_record_a_string() {
+        replay("claim", "claim: a taken record a string");
+    }
+
+    #[test]
+    fn claim_of_a_queue_whose_headers_are_a_string() {
+        replay("claim", "claim of a queue whose headers are a string");
+    }
+
+    #[test]
+    fn claim_into_an_event_log_that_is_a_list() {
+        replay("claim", "claim into an event log that is a list");
+    }
+
+    #[test]
+    fn claim_into_a_list() {
+        replay("claim", "claim into a list");
+    }
+
+    #[test]
+    fn claim_of_a_record_that_is_a_set() {
+        replay("claim", "claim of a record that is a set");
+    }
+
+    #[test]
+    fn a_lease_of_0() {
+        replay("claim", "a lease of 0");
+    }
+
+    #[test]
+    fn a_huge_count() {
+        replay("claim", "a huge count");
+    }
+
+    #[test]
+    fn claim_with_a_policy_that_is_a_string() {
+        replay("claim", "claim with a policy that is a string");
+    }
+
+    #[test]
+    fn claim_with_a_config_that_is_a_string() {
+        replay("claim", "claim with a config that is a string");
+    }
+
+    #[test]
+    fn claim_under_a_rate_whose_log_is_a_hash() {
+        replay("claim", "claim under a rate whose log is a hash");
+    }
+
+    #[test]
+    fn claim_of_a_record_whose_attempts_is_negative_takes_nothing() {
+        replay("claim", "claim of a record whose attempts is negative takes nothing");
+    }
+
+    #[test]
+    fn claim_with_attempts_x_behind_a_good_job_takes_neither() {
+        replay("claim", "claim with attempts x behind a good job takes neither");
+    }
+
+    #[test]
+    fn claim_with_a_paused_of_2() {
+        replay("claim", "claim with a paused of 2");
+    }
+
+    #[test]
+    fn claim_with_a_concurrency_of_abc() {
+        replay("claim", "claim with a concurrency of abc");
+    }
+
+    #[test]
+    fn claim_with_a_rate_of_2_5() {
+        replay("claim", "claim with a rate of 2.5");
+    }
+
+    #[test]
+    fn claim_with_a_policy_of_the_wrong_type_the_queue_paused() {
+        replay("claim", "claim with a policy of the wrong type, the queue paused");
+    }
+
+    #[test]
+    fn claim_from_a_queue_of_protocol_2_0() {
+        replay("claim", "claim from a queue of protocol 2.0");
+    }
+}
+
+mod ack {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("ack", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("ack", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("ack", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("ack", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("ack", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("ack", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("ack", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("ack", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("ack", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("ack", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn ack_done() {
+        replay("ack", "ack: done");
+    }
+
+    #[test]
+    fn ack_result_kept() {
+        replay("ack", "ack: RESULT kept");
+    }
+
+    #[test]
+    fn ack_an_empty_result() {
+        replay("ack", "ack: an empty RESULT");
+    }
+
+    #[test]
+    fn ack_a_second_attempt() {
+        replay("ack", "ack: a second attempt");
+    }
+
+    #[test]
+    fn ack_a_stale_token() {
+        replay("ack", "ack: a stale token");
+    }
+
+    #[test]
+    fn ack_a_pending_job() {
+        replay("ack", "ack: a pending job");
+    }
+
+    #[test]
+    fn ack_done_twice() {
+        replay("ack", "ack: done twice");
+    }
+
+    #[test]
+    fn ack_no_such_job() {
+        replay("ack", "ack: no such job");
+    }
+
+    #[test]
+    fn ack_the_token_missing() {
+        replay("ack", "ack: the token missing");
+    }
+
+    #[test]
+    fn ack_token_0() {
+        replay("ack", "ack: token 0");
+    }
+
+    #[test]
+    fn ack_the_id_s_kind() {
+        replay("ack", "ack: the id's kind");
+    }
+
+    #[test]
+    fn ack_result_over_its_limit() {
+        replay("ack", "ack: RESULT over its limit");
+    }
+
+    #[test]
+    fn ack_a_record_whose_state_is_no_state() {
+        replay("ack", "ack: a record whose state is no state");
+    }
+
+    #[test]
+    fn ack_with_a_stale_token() {
+        replay("ack", "ack with a stale token");
+    }
+
+    #[test]
+    fn ack_with_a_result_and_three_keys() {
+        replay("ack", "ack with a result and three keys");
+    }
+
+    #[test]
+    fn ack_with_a_result_given_twice() {
+        replay("ack", "ack with a result given twice");
+    }
+
+    #[test]
+    fn ack_with_a_result_that_has_no_bytes() {
+        replay("ack", "ack with a result that has no bytes");
+    }
+
+    #[test]
+    fn ack_with_five_keys() {
+        replay("ack", "ack with five keys");
+    }
+
+    #[test]
+    fn ack_into_results_that_are_a_set() {
+        replay("ack", "ack into results that are a set");
+    }
+
+    #[test]
+    fn ack_into_an_event_log_that_is_a_hash() {
+        replay("ack", "ack into an event log that is a hash");
+    }
+
+    #[test]
+    fn ack_of_a_record_whose_attempts_is_negative_is_no_fence() {
+        replay("ack", "ack of a record whose attempts is negative is no fence");
+    }
+
+    #[test]
+    fn ack_of_a_record_whose_attempts_is_x() {
+        replay("ack", "ack of a record whose attempts is x");
+    }
+}
+
+mod acknext {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("acknext", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("acknext", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("acknext", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("acknext", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("acknext", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("acknext", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("acknext", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("acknext", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("acknext", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("acknext", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("acknext", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("acknext", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("acknext", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("acknext", "KEYS[10] holds a string");
+    }
+
+    #[test]
+    fn keys_11_holds_a_string() {
+        replay("acknext", "KEYS[11] holds a string");
+    }
+
+    #[test]
+    fn acknext_acks_and_claims_the_next() {
+        replay("acknext", "acknext: acks and claims the next");
+    }
+
+    #[test]
+    fn acknext_with_result_and_count() {
+        replay("acknext", "acknext: with RESULT and COUNT");
+    }
+
+    #[test]
+    fn acknext_nothing_more_pending() {
+        replay("acknext", "acknext: nothing more pending");
+    }
+
+    #[test]
+    fn acknext_a_stale_token() {
+        replay("acknext", "acknext: a stale token");
+    }
+
+    #[test]
+    fn acknext_no_such_job() {
+        replay("acknext", "acknext: no such job");
+    }
+
+    #[test]
+    fn acknext_count_given_twice() {
+        replay("acknext", "acknext: COUNT given twice");
+    }
+
+    #[test]
+    fn acknext_the_lease_missing() {
+        replay("acknext", "acknext: the lease missing");
+    }
+
+    #[test]
+    fn acknext_with_nine_keys() {
+        replay("acknext", "acknext with nine keys");
+    }
+
+    #[test]
+    fn acknext_with_count_given_twice() {
+        replay("acknext", "acknext with COUNT given twice");
+    }
+
+    #[test]
+    fn acknext_with_a_result_that_has_no_bytes() {
+        replay("acknext", "acknext with a result that has no bytes");
+    }
+
+    #[test]
+    fn acknext_with_a_result_given_twice() {
+        replay("acknext", "acknext with a result given twice");
+    }
+
+    #[test]
+    fn acknext_with_a_lease_of_0() {
+        replay("acknext", "acknext with a lease of 0");
+    }
+
+    #[test]
+    fn acknext_with_a_count_past_the_limit() {
+        replay("acknext", "acknext with a count past the limit");
+    }
+
+    #[test]
+    fn acknext_with_no_lease() {
+        replay("acknext", "acknext with no lease");
+    }
+
+    #[test]
+    fn acknext_with_an_unknown_option() {
+        replay("acknext", "acknext with an unknown option");
+    }
+
+    #[test]
+    fn acknext_with_a_rate_log_that_is_a_hash_acks_nothing() {
+        replay("acknext", "acknext with a rate log that is a hash acks nothing");
+    }
+
+    #[test]
+    fn acknext_with_a_stale_token() {
+        replay("acknext", "acknext with a stale token");
+    }
+
+    #[test]
+    fn acknext_with_attempts_x_at_the_head_does_not_ack() {
+        replay("acknext", "acknext with attempts x at the head does not ack");
+    }
+
+    #[test]
+    fn acknext_on_a_queue_with_a_paused_of_2_does_not_ack() {
+        replay("acknext", "acknext on a queue with a paused of 2 does not ack");
+    }
+}
+
+mod ackmany {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("ackmany", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("ackmany", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("ackmany", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("ackmany", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("ackmany", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("ackmany", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("ackmany", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("ackmany", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("ackmany", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn ackmany_two_jobs_one_with_a_result() {
+        replay("ackmany", "ackmany: two jobs, one with a result");
+    }
+
+    #[test]
+    fn ackmany_each_job_answered_on_its_own() {
+        replay("ackmany", "ackmany: each job answered on its own");
+    }
+
+    #[test]
+    fn ackmany_a_job_named_twice_is_acked_once() {
+        replay("ackmany", "ackmany: a job named twice is acked once");
+    }
+
+    #[test]
+    fn ackmany_no_jobs() {
+        replay("ackmany", "ackmany: no jobs");
+    }
+
+    #[test]
+    fn ackmany_a_token_missing() {
+        replay("ackmany", "ackmany: a token missing");
+    }
+
+    #[test]
+    fn ackmany_a_bad_second_id_refuses_all() {
+        replay("ackmany", "ackmany: a bad second id refuses all");
+    }
+
+    #[test]
+    fn ackmany_with_another_queue_s_done() {
+        replay("ackmany", "ackmany with another queue's done");
+    }
+
+    #[test]
+    fn ackmany_whose_second_job_s_token_is_0_acks_neither() {
+        replay("ackmany", "ackmany whose second job's token is 0 acks neither");
+    }
+
+    #[test]
+    fn ackmany_with_a_result_that_has_no_bytes() {
+        replay("ackmany", "ackmany with a result that has no bytes");
+    }
+
+    #[test]
+    fn ackmany_with_four_keys() {
+        replay("ackmany", "ackmany with four keys");
+    }
+
+    #[test]
+    fn ackmany_with_no_job() {
+        replay("ackmany", "ackmany with no job");
+    }
+
+    #[test]
+    fn ackmany_whose_second_job_is_not_a_job_id_acks_neither() {
+        replay("ackmany", "ackmany whose second job is not a job id acks neither");
+    }
+
+    #[test]
+    fn ackmany_whose_second_job_has_no_token() {
+        replay("ackmany", "ackmany whose second job has no token");
+    }
+
+    #[test]
+    fn ackmany_with_a_result_given_twice_for_one_job() {
+        replay("ackmany", "ackmany with a result given twice for one job");
+    }
+
+    #[test]
+    fn ackmany_whose_second_job_s_record_is_a_string_acks_neither() {
+        replay("ackmany", "ackmany whose second job's record is a string acks neither");
+    }
+
+    #[test]
+    fn ackmany_into_done_that_is_a_list() {
+        replay("ackmany", "ackmany into done that is a list");
+    }
+
+    #[test]
+    fn ackmany_with_an_event_log_that_is_a_hash() {
+        replay("ackmany", "ackmany with an event log that is a hash");
+    }
+}
+
+mod fail {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("fail", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("fail", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("fail", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("fail", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("fail", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("fail", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("fail", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("fail", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("fail", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("fail", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("fail", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("fail", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn fail_retried_later() {
+        replay("fail", "fail: retried later");
+    }
+
+    #[test]
+    fn fail_out_of_attempts_is_dead() {
+        replay("fail", "fail: out of attempts is dead");
+    }
+
+    #[test]
+    fn fail_its_own_attempts_decides() {
+        replay("fail", "fail: its own ATTEMPTS decides");
+    }
+
+    #[test]
+    fn fail_its_own_backoff_exp() {
+        replay("fail", "fail: its own BACKOFF_EXP");
+    }
+
+    #[test]
+    fn fail_a_long_error_is_cut_in_its_event() {
+        replay("fail", "fail: a long error is cut in its event");
+    }
+
+    #[test]
+    fn fail_max_attempts_negative() {
+        replay("fail", "fail: max attempts negative");
+    }
+
+    #[test]
+    fn fail_the_error_missing() {
+        replay("fail", "fail: the error missing");
+    }
+
+    #[test]
+    fn fail_the_error_over_65536_bytes() {
+        replay("fail", "fail: the error over 65536 bytes");
+    }
+
+    #[test]
+    fn fail_a_stale_token() {
+        replay("fail", "fail: a stale token");
+    }
+
+    #[test]
+    fn fail_no_such_job() {
+        replay("fail", "fail: no such job");
+    }
+
+    #[test]
+    fn fail_with_an_event_log_but_no_config_key() {
+        replay("fail", "fail with an event log but no config key");
+    }
+
+    #[test]
+    fn fail_into_a_stream() {
+        replay("fail", "fail into a stream");
+    }
+
+    #[test]
+    fn fail_with_a_policy_that_is_a_list() {
+        replay("fail", "fail with a policy that is a list");
+    }
+
+    #[test]
+    fn fail_with_a_sixth_key_of_another_role() {
+        replay("fail", "fail with a sixth key of another role");
+    }
+
+    #[test]
+    fn fail_with_a_policy_that_ends_in_a_space() {
+        replay("fail", "fail with a policy that ends in a space");
+    }
+}
+
+mod extend {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("extend", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("extend", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("extend", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("extend", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("extend", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("extend", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn extend_renews_the_lease() {
+        replay("extend", "extend: renews the lease");
+    }
+
+    #[test]
+    fn extend_a_stale_token() {
+        replay("extend", "extend: a stale token");
+    }
+
+    #[test]
+    fn extend_a_pending_job_is_not_held() {
+        replay("extend", "extend: a pending job is not held");
+    }
+
+    #[test]
+    fn extend_a_pending_job_token_1() {
+        replay("extend", "extend: a pending job, token 1");
+    }
+
+    #[test]
+    fn extend_no_such_job() {
+        replay("extend", "extend: no such job");
+    }
+
+    #[test]
+    fn extend_lease_0() {
+        replay("extend", "extend: lease 0");
+    }
+
+    #[test]
+    fn extend_the_id_s_kind() {
+        replay("extend", "extend: the id's kind");
+    }
+
+    #[test]
+    fn extend_of_a_cancelled_job() {
+        replay("extend", "extend of a cancelled job");
+    }
+
+    #[test]
+    fn a_float_lease() {
+        replay("extend", "a float lease");
+    }
+
+    #[test]
+    fn extend_of_a_record_whose_state_is_not_a_state() {
+        replay("extend", "extend of a record whose state is not a state");
+    }
+}
+
+mod release {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("release", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("release", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("release", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("release", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("release", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("release", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("release", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("release", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("release", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("release", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("release", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn release_back_to_pending() {
+        replay("release", "release: back to pending");
+    }
+
+    #[test]
+    fn release_back_at_its_priority() {
+        replay("release", "release: back at its priority");
+    }
+
+    #[test]
+    fn release_a_stale_token() {
+        replay("release", "release: a stale token");
+    }
+
+    #[test]
+    fn release_token_not_a_number() {
+        replay("release", "release: token not a number");
+    }
+
+    #[test]
+    fn release_no_such_job() {
+        replay("release", "release: no such job");
+    }
+
+    #[test]
+    fn release_an_unknown_option() {
+        replay("release", "release: an unknown option");
+    }
+
+    #[test]
+    fn release_refund_gives_the_attempt_back() {
+        replay("release", "release: REFUND gives the attempt back");
+    }
+
+    #[test]
+    fn release_refund_grows_the_job_s_own_attempts() {
+        replay("release", "release: REFUND grows the job's own ATTEMPTS");
+    }
+
+    #[test]
+    fn release_refund_at_the_largest_attempts_stays_there() {
+        replay("release", "release: REFUND at the largest ATTEMPTS stays there");
+    }
+
+    #[test]
+    fn release_a_second_refund_grows_it_again() {
+        replay("release", "release: a second REFUND grows it again");
+    }
+
+    #[test]
+    fn release_refund_without_the_policy_key() {
+        replay("release", "release: REFUND without the policy key");
+    }
+
+    #[test]
+    fn release_the_policy_key_without_refund() {
+        replay("release", "release: the policy key without REFUND");
+    }
+
+    #[test]
+    fn release_refund_not_a_number() {
+        replay("release", "release: REFUND not a number");
+    }
+
+    #[test]
+    fn release_refund_given_twice() {
+        replay("release", "release: REFUND given twice");
+    }
+
+    #[test]
+    fn release_refund_with_a_policy_key_of_another_type() {
+        replay("release", "release: REFUND with a policy key of another type");
+    }
+
+    #[test]
+    fn release_refund_with_a_malformed_policy() {
+        replay("release", "release: REFUND with a malformed policy");
+    }
+
+    #[test]
+    fn release_refund_on_a_stale_token_changes_nothing() {
+        replay("release", "release: REFUND on a stale token changes nothing");
+    }
+
+    #[test]
+    fn release_of_no_job() {
+        replay("release", "release of no job");
+    }
+
+    #[test]
+    fn release_with_a_priority_of_1() {
+        replay("release", "release with a priority of +1");
+    }
+
+    #[test]
+    fn release_with_refund_and_a_malformed_policy() {
+        replay("release", "release with REFUND and a malformed policy");
+    }
+
+    #[test]
+    fn release_with_refund_but_seven_keys() {
+        replay("release", "release with REFUND but seven keys");
+    }
+
+    #[test]
+    fn release_with_the_policy_key_but_no_refund() {
+        replay("release", "release with the policy key but no REFUND");
+    }
+}
+
+mod reap {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("reap", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("reap", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("reap", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("reap", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("reap", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("reap", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("reap", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("reap", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("reap", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("reap", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("reap", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("reap", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("reap", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn reap_an_expired_lease_back_to_pending() {
+        replay("reap", "reap: an expired lease back to pending");
+    }
+
+    #[test]
+    fn reap_out_of_attempts_is_dead() {
+        replay("reap", "reap: out of attempts is dead");
+    }
+
+    #[test]
+    fn reap_its_own_attempts_decides() {
+        replay("reap", "reap: its own ATTEMPTS decides");
+    }
+
+    #[test]
+    fn reap_a_live_lease_stays() {
+        replay("reap", "reap: a live lease stays");
+    }
+
+    #[test]
+    fn reap_limit_1_of_two() {
+        replay("reap", "reap: LIMIT 1 of two");
+    }
+
+    #[test]
+    fn reap_an_id_whose_record_is_missing_is_dropped() {
+        replay("reap", "reap: an id whose record is missing is dropped");
+    }
+
+    #[test]
+    fn reap_max_attempts_missing() {
+        replay("reap", "reap: max attempts missing");
+    }
+
+    #[test]
+    fn reap_limit_0() {
+        replay("reap", "reap: LIMIT 0");
+    }
+
+    #[test]
+    fn reap_an_expired_record_a_string() {
+        replay("reap", "reap: an expired record a string");
+    }
+
+    #[test]
+    fn a_negative_limit() {
+        replay("reap", "a negative limit");
+    }
+
+    #[test]
+    fn reap_with_a_policy_that_is_a_set() {
+        replay("reap", "reap with a policy that is a set");
+    }
+
+    #[test]
+    fn reap_with_a_priority_of_abc_leaves_the_job_where_it_was() {
+        replay("reap", "reap with a priority of abc leaves the job where it was");
+    }
+
+    #[test]
+    fn reap_with_a_policy_of_garbage() {
+        replay("reap", "reap with a policy of garbage");
+    }
+
+    #[test]
+    fn reap_with_attempts_1_0() {
+        replay("reap", "reap with attempts 1.0");
+    }
+
+    #[test]
+    fn reap_in_a_queue_of_protocol_2_0() {
+        replay("reap", "reap in a queue of protocol 2.0");
+    }
+}
+
+mod promote {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("promote", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("promote", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("promote", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("promote", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("promote", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("promote", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("promote", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("promote", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("promote", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("promote", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn promote_a_due_job_to_pending() {
+        replay("promote", "promote: a due job to pending");
+    }
+
+    #[test]
+    fn promote_a_job_not_due_stays() {
+        replay("promote", "promote: a job not due stays");
+    }
+
+    #[test]
+    fn promote_limit_1_of_two() {
+        replay("promote", "promote: LIMIT 1 of two");
+    }
+
+    #[test]
+    fn promote_limit_1001() {
+        replay("promote", "promote: LIMIT 1001");
+    }
+
+    #[test]
+    fn promote_a_stray_argument() {
+        replay("promote", "promote: a stray argument");
+    }
+
+    #[test]
+    fn keys_of_two_queues() {
+        replay("promote", "keys of two queues");
+    }
+
+    #[test]
+    fn promote_with_a_priority_of_abc() {
+        replay("promote", "promote with a priority of abc");
+    }
+}
+
+mod purge {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("purge", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("purge", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("purge", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("purge", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("purge", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("purge", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("purge", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("purge", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("purge", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("purge", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("purge", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn purge_a_done_job_and_all_beside_it() {
+        replay("purge", "purge: a done job and all beside it");
+    }
+
+    #[test]
+    fn purge_a_job_younger_than_the_age_stays() {
+        replay("purge", "purge: a job younger than the age stays");
+    }
+
+    #[test]
+    fn purge_a_dead_job() {
+        replay("purge", "purge: a dead job");
+    }
+
+    #[test]
+    fn purge_a_cancelled_job() {
+        replay("purge", "purge: a cancelled job");
+    }
+
+    #[test]
+    fn purge_the_age_missing() {
+        replay("purge", "purge: the age missing");
+    }
+
+    #[test]
+    fn purge_not_a_finished_set() {
+        replay("purge", "purge: not a finished set");
+    }
+
+    #[test]
+    fn a_missing_argument() {
+        replay("purge", "a missing argument");
+    }
+
+    #[test]
+    fn purge_into_a_progress_that_is_a_set() {
+        replay("purge", "purge into a progress that is a set");
+    }
+}
+
+mod cancel {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("cancel", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("cancel", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("cancel", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("cancel", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("cancel", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("cancel", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("cancel", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("cancel", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("cancel", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("cancel", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("cancel", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("cancel", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn cancel_a_pending_job() {
+        replay("cancel", "cancel: a pending job");
+    }
+
+    #[test]
+    fn cancel_an_active_job() {
+        replay("cancel", "cancel: an active job");
+    }
+
+    #[test]
+    fn cancel_a_delayed_job() {
+        replay("cancel", "cancel: a delayed job");
+    }
+
+    #[test]
+    fn cancel_a_dead_job() {
+        replay("cancel", "cancel: a dead job");
+    }
+
+    #[test]
+    fn cancel_cancelled_already_answers_0() {
+        replay("cancel", "cancel: cancelled already answers 0");
+    }
+
+    #[test]
+    fn cancel_a_done_job() {
+        replay("cancel", "cancel: a done job");
+    }
+
+    #[test]
+    fn cancel_no_such_job() {
+        replay("cancel", "cancel: no such job");
+    }
+
+    #[test]
+    fn cancel_the_id_s_kind() {
+        replay("cancel", "cancel: the id's kind");
+    }
+
+    #[test]
+    fn cancel_the_id_missing() {
+        replay("cancel", "cancel: the id missing");
+    }
+
+    #[test]
+    fn cancel_of_a_job_whose_state_is_not_a_state() {
+        replay("cancel", "cancel of a job whose state is not a state");
+    }
+}
+
+mod retry {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("retry", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("retry", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("retry", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("retry", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("retry", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("retry", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("retry", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("retry", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("retry", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("retry", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("retry", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn retry_a_dead_job_back_to_pending_at_its_priority() {
+        replay("retry", "retry: a dead job back to pending at its priority");
+    }
+
+    #[test]
+    fn retry_a_pending_job() {
+        replay("retry", "retry: a pending job");
+    }
+
+    #[test]
+    fn retry_a_cancelled_job() {
+        replay("retry", "retry: a cancelled job");
+    }
+
+    #[test]
+    fn retry_no_such_job() {
+        replay("retry", "retry: no such job");
+    }
+
+    #[test]
+    fn retry_the_id_s_kind() {
+        replay("retry", "retry: the id's kind");
+    }
+
+    #[test]
+    fn retry_of_a_pending_job() {
+        replay("retry", "retry of a pending job");
+    }
+
+    #[test]
+    fn retry_with_a_priority_of_1e0() {
+        replay("retry", "retry with a priority of 1e0");
+    }
+
+    #[test]
+    fn retry_of_a_job_whose_state_is_not_a_state() {
+        replay("retry", "retry of a job whose state is not a state");
+    }
+}
+
+mod inspect {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("inspect", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("inspect", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("inspect", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("inspect", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("inspect", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("inspect", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("inspect", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("inspect", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("inspect", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("inspect", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn inspect_a_pending_job() {
+        replay("inspect", "inspect: a pending job");
+    }
+
+    #[test]
+    fn inspect_no_such_job() {
+        replay("inspect", "inspect: no such job");
+    }
+
+    #[test]
+    fn inspect_everything_beside_a_job() {
+        replay("inspect", "inspect: everything beside a job");
+    }
+
+    #[test]
+    fn inspect_a_done_job_s_result() {
+        replay("inspect", "inspect: a done job's result");
+    }
+
+    #[test]
+    fn inspect_the_id_s_kind() {
+        replay("inspect", "inspect: the id's kind");
+    }
+
+    #[test]
+    fn inspect_the_id_missing() {
+        replay("inspect", "inspect: the id missing");
+    }
+
+    #[test]
+    fn inspect_with_four_keys() {
+        replay("inspect", "inspect with four keys");
+    }
+
+    #[test]
+    fn inspect_of_a_bad_id() {
+        replay("inspect", "inspect of a bad id");
+    }
+
+    #[test]
+    fn inspect_of_a_progress_that_is_a_list() {
+        replay("inspect", "inspect of a progress that is a list");
+    }
+}
+
+mod stats {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("stats", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("stats", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("stats", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("stats", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("stats", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("stats", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("stats", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("stats", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("stats", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("stats", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn stats_an_empty_queue() {
+        replay("stats", "stats: an empty queue");
+    }
+
+    #[test]
+    fn stats_one_job_in_each_set() {
+        replay("stats", "stats: one job in each set");
+    }
+
+    #[test]
+    fn stats_an_argument() {
+        replay("stats", "stats: an argument");
+    }
+
+    #[test]
+    fn stats_of_a_hash() {
+        replay("stats", "stats of a hash");
+    }
+}
+
+mod config {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("config", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("config", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("config", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("config", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("config", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("config", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("config", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("config", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("config", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("config", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn config_a_read_of_no_settings() {
+        replay("config", "config: a read of no settings");
+    }
+
+    #[test]
+    fn config_pause() {
+        replay("config", "config: pause");
+    }
+
+    #[test]
+    fn config_resume_re_adds_the_head_of_pending() {
+        replay("config", "config: resume re-adds the head of pending");
+    }
+
+    #[test]
+    fn config_resume_of_a_queue_not_paused_writes_no_event() {
+        replay("config", "config: resume of a queue not paused writes no event");
+    }
+
+    #[test]
+    fn config_paused_0_ends_a_timed_pause() {
+        replay("config", "config: PAUSED 0 ends a timed pause");
+    }
+
+    #[test]
+    fn config_concurrency_rate_and_per() {
+        replay("config", "config: concurrency, rate and per");
+    }
+
+    #[test]
+    fn config_concurrency_0_removes_it() {
+        replay("config", "config: CONCURRENCY 0 removes it");
+    }
+
+    #[test]
+    fn config_rate_0_removes_it_and_the_log() {
+        replay("config", "config: RATE 0 removes it and the log");
+    }
+
+    #[test]
+    fn config_retention_and_the_log_s_length() {
+        replay("config", "config: retention and the log's length");
+    }
+
+    #[test]
+    fn config_options_in_any_case() {
+        replay("config", "config: options in any case");
+    }
+
+    #[test]
+    fn config_a_stored_paused_of_2_is_refused_as_malformed() {
+        replay("config", "config: a stored paused of 2 is refused as malformed");
+    }
+
+    #[test]
+    fn config_rate_without_per() {
+        replay("config", "config: RATE without PER");
+    }
+
+    #[test]
+    fn config_per_without_rate() {
+        replay("config", "config: PER without RATE");
+    }
+
+    #[test]
+    fn config_paused_2() {
+        replay("config", "config: PAUSED 2");
+    }
+
+    #[test]
+    fn config_per_0() {
+        replay("config", "config: PER 0");
+    }
+
+    #[test]
+    fn config_rate_over_its_limit() {
+        replay("config", "config: RATE over its limit");
+    }
+
+    #[test]
+    fn config_an_option_given_twice() {
+        replay("config", "config: an option given twice");
+    }
+
+    #[test]
+    fn config_an_unknown_option() {
+        replay("config", "config: an unknown option");
+    }
+
+    #[test]
+    fn config_an_option_without_its_value() {
+        replay("config", "config: an option without its value");
+    }
+
+    #[test]
+    fn config_with_an_event_log_length_past_its_range() {
+        replay("config", "config with an event log length past its range");
+    }
+
+    #[test]
+    fn config_of_a_queue_whose_event_log_is_a_zset() {
+        replay("config", "config of a queue whose event log is a zset");
+    }
+
+    #[test]
+    fn config_with_a_retention_count_past_its_range() {
+        replay("config", "config with a retention count past its range");
+    }
+
+    #[test]
+    fn config_with_a_rate_and_no_period() {
+        replay("config", "config with a rate and no period");
+    }
+
+    #[test]
+    fn config_with_a_period_of_0() {
+        replay("config", "config with a period of 0");
+    }
+
+    #[test]
+    fn config_of_a_queue_whose_rate_log_is_a_string() {
+        replay("config", "config of a queue whose rate log is a string");
+    }
+
+    #[test]
+    fn config_with_paused_2() {
+        replay("config", "config with PAUSED 2");
+    }
+
+    #[test]
+    fn config_with_a_negative_concurrency() {
+        replay("config", "config with a negative concurrency");
+    }
+
+    #[test]
+    fn config_with_a_concurrency_given_twice() {
+        replay("config", "config with a concurrency given twice");
+    }
+
+    #[test]
+    fn config_with_an_unknown_setting() {
+        replay("config", "config with an unknown setting");
+    }
+
+    #[test]
+    fn config_of_a_queue_whose_config_is_a_zset() {
+        replay("config", "config of a queue whose config is a zset");
+    }
+
+    #[test]
+    fn config_with_keys_of_another_role() {
+        replay("config", "config with keys of another role");
+    }
+
+    #[test]
+    fn config_reading_a_stored_paused_of_2() {
+        replay("config", "config reading a stored paused of 2");
+    }
+
+    #[test]
+    fn config_resuming_with_the_head_s_priority_abc() {
+        replay("config", "config resuming with the head's priority abc");
+    }
+
+    #[test]
+    fn config_with_a_done_age_of_1h() {
+        replay("config", "config with a done_age of 1h");
+    }
+
+    #[test]
+    fn config_of_a_queue_of_protocol_2_0() {
+        replay("config", "config of a queue of protocol 2.0");
+    }
+}
+
+mod progress {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("progress", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("progress", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("progress", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("progress", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("progress", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("progress", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("progress", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("progress", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn progress_kept_beside_the_record() {
+        replay("progress", "progress: kept beside the record");
+    }
+
+    #[test]
+    fn progress_the_empty_string_is_a_value() {
+        replay("progress", "progress: the empty string is a value");
+    }
+
+    #[test]
+    fn progress_the_value_missing() {
+        replay("progress", "progress: the value missing");
+    }
+
+    #[test]
+    fn progress_over_4096_bytes() {
+        replay("progress", "progress: over 4096 bytes");
+    }
+
+    #[test]
+    fn progress_a_done_job_is_not_held() {
+        replay("progress", "progress: a done job is not held");
+    }
+
+    #[test]
+    fn progress_with_a_stale_token() {
+        replay("progress", "progress with a stale token");
+    }
+
+    #[test]
+    fn progress_with_no_value() {
+        replay("progress", "progress with no value");
+    }
+
+    #[test]
+    fn progress_with_a_token_of_0() {
+        replay("progress", "progress with a token of 0");
+    }
+
+    #[test]
+    fn progress_with_an_extra_argument() {
+        replay("progress", "progress with an extra argument");
+    }
+
+    #[test]
+    fn progress_into_a_string() {
+        replay("progress", "progress into a string");
+    }
+
+    #[test]
+    fn progress_of_a_bad_id() {
+        replay("progress", "progress of a bad id");
+    }
+}
+
+mod schedule {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("schedule", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("schedule", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("schedule", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("schedule", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("schedule", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("schedule", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn schedule_added() {
+        replay("schedule", "schedule: added");
+    }
+
+    #[test]
+    fn schedule_replaced_answers_0() {
+        replay("schedule", "schedule: replaced answers 0");
+    }
+
+    #[test]
+    fn schedule_a_name_of_no_bytes() {
+        replay("schedule", "schedule: a name of no bytes");
+    }
+
+    #[test]
+    fn schedule_a_name_over_200_bytes() {
+        replay("schedule", "schedule: a name over 200 bytes");
+    }
+
+    #[test]
+    fn schedule_the_definition_missing() {
+        replay("schedule", "schedule: the definition missing");
+    }
+
+    #[test]
+    fn schedule_next_not_an_integer() {
+        replay("schedule", "schedule: next not an integer");
+    }
+
+    #[test]
+    fn schedule_next_missing() {
+        replay("schedule", "schedule: next missing");
+    }
+
+    #[test]
+    fn schedule_with_no_next_tick() {
+        replay("schedule", "schedule with no next tick");
+    }
+
+    #[test]
+    fn schedule_with_a_next_tick_out_of_range() {
+        replay("schedule", "schedule with a next tick out of range");
+    }
+
+    #[test]
+    fn schedule_with_an_extra_argument() {
+        replay("schedule", "schedule with an extra argument");
+    }
+
+    #[test]
+    fn schedule_with_no_definition() {
+        replay("schedule", "schedule with no definition");
+    }
+
+    #[test]
+    fn schedule_into_ticks_that_are_a_list() {
+        replay("schedule", "schedule into ticks that are a list");
+    }
+}
+
+mod unschedule {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("unschedule", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("unschedule", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("unschedule", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("unschedule", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("unschedule", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("unschedule", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn unschedule_removed() {
+        replay("unschedule", "unschedule: removed");
+    }
+
+    #[test]
+    fn unschedule_none_answers_0() {
+        replay("unschedule", "unschedule: none answers 0");
+    }
+
+    #[test]
+    fn unschedule_the_name_missing() {
+        replay("unschedule", "unschedule: the name missing");
+    }
+
+    #[test]
+    fn unschedule_with_no_name() {
+        replay("unschedule", "unschedule with no name");
+    }
+
+    #[test]
+    fn unschedule_of_schedules_that_are_a_string() {
+        replay("unschedule", "unschedule of schedules that are a string");
+    }
+}
+
+mod schedules {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("schedules", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("schedules", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("schedules", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("schedules", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("schedules", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("schedules", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn schedules_every_one_in_tick_order() {
+        replay("schedules", "schedules: every one in tick order");
+    }
+
+    #[test]
+    fn schedules_due_1_only_those_due() {
+        replay("schedules", "schedules: DUE 1 only those due");
+    }
+
+    #[test]
+    fn schedules_limit_1() {
+        replay("schedules", "schedules: LIMIT 1");
+    }
+
+    #[test]
+    fn schedules_a_tick_with_no_definition_is_skipped() {
+        replay("schedules", "schedules: a tick with no definition is skipped");
+    }
+
+    #[test]
+    fn schedules_none() {
+        replay("schedules", "schedules: none");
+    }
+
+    #[test]
+    fn schedules_due_2() {
+        replay("schedules", "schedules: DUE 2");
+    }
+
+    #[test]
+    fn schedules_an_unknown_option() {
+        replay("schedules", "schedules: an unknown option");
+    }
+
+    #[test]
+    fn schedules_with_due_2() {
+        replay("schedules", "schedules with DUE 2");
+    }
+
+    #[test]
+    fn schedules_with_limit_0() {
+        replay("schedules", "schedules with LIMIT 0");
+    }
+
+    #[test]
+    fn schedules_with_keys_in_the_wrong_order() {
+        replay("schedules", "schedules with keys in the wrong order");
+    }
+}
+
+mod fire {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("fire", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("fire", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("fire", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("fire", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("fire", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("fire", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("fire", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("fire", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("fire", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("fire", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn fire_enqueues_the_tick_s_job_and_moves_on() {
+        replay("fire", "fire: enqueues the tick's job and moves on");
+    }
+
+    #[test]
+    fn fire_skip_1_moves_on_without_a_job() {
+        replay("fire", "fire: SKIP 1 moves on without a job");
+    }
+
+    #[test]
+    fn fire_a_job_that_exists_moves_on_answers_0() {
+        replay("fire", "fire: a job that exists moves on, answers 0");
+    }
+
+    #[test]
+    fn fire_another_tick_answers_1() {
+        replay("fire", "fire: another tick answers -1");
+    }
+
+    #[test]
+    fn fire_a_removed_schedule_answers_1() {
+        replay("fire", "fire: a removed schedule answers -1");
+    }
+
+    #[test]
+    fn fire_next_not_after_tick() {
+        replay("fire", "fire: next not after tick");
+    }
+
+    #[test]
+    fn fire_the_id_s_kind() {
+        replay("fire", "fire: the id's kind");
+    }
+
+    #[test]
+    fn fire_skip_2() {
+        replay("fire", "fire: SKIP 2");
+    }
+
+    #[test]
+    fn fire_the_tick_missing() {
+        replay("fire", "fire: the tick missing");
+    }
+
+    #[test]
+    fn fire_with_a_next_not_after_its_tick() {
+        replay("fire", "fire with a next not after its tick");
+    }
+
+    #[test]
+    fn fire_with_skip_2() {
+        replay("fire", "fire with SKIP 2");
+    }
+
+    #[test]
+    fn fire_with_a_negative_tick() {
+        replay("fire", "fire with a negative tick");
+    }
+
+    #[test]
+    fn fire_with_no_payload() {
+        replay("fire", "fire with no payload");
+    }
+
+    #[test]
+    fn fire_of_a_bad_id() {
+        replay("fire", "fire of a bad id");
+    }
+
+    #[test]
+    fn fire_with_another_queue_s_ticks() {
+        replay("fire", "fire with another queue's ticks");
+    }
+
+    #[test]
+    fn fire_into_ticks_that_are_a_hash() {
+        replay("fire", "fire into ticks that are a hash");
+    }
+}
+
+mod drain {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("drain", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("drain", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("drain", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("drain", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("drain", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("drain", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("drain", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("drain", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("drain", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("drain", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("drain", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn drain_pending_jobs_and_all_beside_them() {
+        replay("drain", "drain: pending jobs and all beside them");
+    }
+
+    #[test]
+    fn drain_limit_1_takes_the_head() {
+        replay("drain", "drain: LIMIT 1 takes the head");
+    }
+
+    #[test]
+    fn drain_an_active_job() {
+        replay("drain", "drain: an active job");
+    }
+
+    #[test]
+    fn drain_delayed_jobs() {
+        replay("drain", "drain: delayed jobs");
+    }
+
+    #[test]
+    fn drain_not_an_unfinished_set() {
+        replay("drain", "drain: not an unfinished set");
+    }
+
+    #[test]
+    fn drain_of_a_finished_set() {
+        replay("drain", "drain of a finished set");
+    }
+
+    #[test]
+    fn drain_with_limit_0() {
+        replay("drain", "drain with LIMIT 0");
+    }
+
+    #[test]
+    fn drain_of_a_job_whose_record_is_a_list() {
+        replay("drain", "drain of a job whose record is a list");
+    }
+}
+
+mod obliterate {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("obliterate", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("obliterate", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("obliterate", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("obliterate", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("obliterate", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("obliterate", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("obliterate", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("obliterate", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("obliterate", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("obliterate", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("obliterate", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("obliterate", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("obliterate", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("obliterate", "KEYS[10] holds a string");
+    }
+
+    #[test]
+    fn keys_11_holds_a_string() {
+        replay("obliterate", "KEYS[11] holds a string");
+    }
+
+    #[test]
+    fn keys_12_holds_a_string() {
+        replay("obliterate", "KEYS[12] holds a string");
+    }
+
+    #[test]
+    fn keys_13_holds_a_string() {
+        replay("obliterate", "KEYS[13] holds a string");
+    }
+
+    #[test]
+    fn keys_14_holds_a_string() {
+        replay("obliterate", "KEYS[14] holds a string");
+    }
+
+    #[test]
+    fn keys_15_holds_a_string() {
+        replay("obliterate", "KEYS[15] holds a string");
+    }
+
+    #[test]
+    fn keys_16_holds_a_string() {
+        replay("obliterate", "KEYS[16] holds a string");
+    }
+
+    #[test]
+    fn keys_17_holds_a_string() {
+        replay("obliterate", "KEYS[17] holds a string");
+    }
+
+    #[test]
+    fn keys_18_holds_a_string() {
+        replay("obliterate", "KEYS[18] holds a string");
+    }
+
+    #[test]
+    fn keys_19_holds_a_string() {
+        replay("obliterate", "KEYS[19] holds a string");
+    }
+
+    #[test]
+    fn keys_20_holds_a_string() {
+        replay("obliterate", "KEYS[20] holds a string");
+    }
+
+    #[test]
+    fn keys_21_holds_a_string() {
+        replay("obliterate", "KEYS[21] holds a string");
+    }
+
+    #[test]
+    fn keys_22_holds_a_string() {
+        replay("obliterate", "KEYS[22] holds a string");
+    }
+
+    #[test]
+    fn keys_23_holds_a_string() {
+        replay("obliterate", "KEYS[23] holds a string");
+    }
+
+    #[test]
+    fn obliterate_the_queue_s_keys() {
+        replay("obliterate", "obliterate: the queue's keys");
+    }
+
+    #[test]
+    fn obliterate_an_empty_queue_deletes_nothing() {
+        replay("obliterate", "obliterate: an empty queue deletes nothing");
+    }
+
+    #[test]
+    fn obliterate_a_queue_holding_jobs() {
+        replay("obliterate", "obliterate: a queue holding jobs");
+    }
+
+    #[test]
+    fn obliterate_an_argument() {
+        replay("obliterate", "obliterate: an argument");
+    }
+
+    #[test]
+    fn obliterate_with_an_argument() {
+        replay("obliterate", "obliterate with an argument");
+    }
+
+    #[test]
+    fn obliterate_of_a_queue_whose_schedules_are_a_string() {
+        replay("obliterate", "obliterate of a queue whose schedules are a string");
+    }
+}
+
+mod trim {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("trim", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("trim", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("trim", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("trim", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("trim", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("trim", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("trim", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("trim", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("trim", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("trim", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("trim", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("trim", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn trim_a_count_of_1_keeps_the_newest() {
+        replay("trim", "trim: a count of 1 keeps the newest");
+    }
+
+    #[test]
+    fn trim_an_age_cuts_the_old() {
+        replay("trim", "trim: an age cuts the old");
+    }
+
+    #[test]
+    fn trim_the_defaults_keep_a_fresh_job() {
+        replay("trim", "trim: the defaults keep a fresh job");
+    }
+
+    #[test]
+    fn trim_dead_jobs_by_age() {
+        replay("trim", "trim: dead jobs by age");
+    }
+
+    #[test]
+    fn trim_limit_missing_its_value() {
+        replay("trim", "trim: LIMIT missing its value");
+    }
+
+    #[test]
+    fn trim_of_an_unfinished_set() {
+        replay("trim", "trim of an unfinished set");
+    }
+
+    #[test]
+    fn trim_with_a_config_that_is_a_zset() {
+        replay("trim", "trim with a config that is a zset");
+    }
+
+    #[test]
+    fn trim_with_a_done_count_of_ten() {
+        replay("trim", "trim with a done_count of ten");
+    }
+}
+
+mod defer {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("defer", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("defer", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("defer", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("defer", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("defer", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("defer", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("defer", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("defer", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("defer", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("defer", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn defer_waits_without_spending_its_attempt() {
+        replay("defer", "defer: waits without spending its attempt");
+    }
+
+    #[test]
+    fn defer_pause_1_pauses_the_queue() {
+        replay("defer", "defer: PAUSE 1 pauses the queue");
+    }
+
+    #[test]
+    fn defer_a_job_s_own_attempts_grows_by_one() {
+        replay("defer", "defer: a job's own ATTEMPTS grows by one");
+    }
+
+    #[test]
+    fn defer_pause_2() {
+        replay("defer", "defer: PAUSE 2");
+    }
+
+    #[test]
+    fn defer_max_attempts_missing() {
+        replay("defer", "defer: max attempts missing");
+    }
+
+    #[test]
+    fn defer_a_stale_token() {
+        replay("defer", "defer: a stale token");
+    }
+
+    #[test]
+    fn defer_with_pause_2() {
+        replay("defer", "defer with PAUSE 2");
+    }
+
+    #[test]
+    fn defer_with_no_max_attempts() {
+        replay("defer", "defer with no max attempts");
+    }
+
+    #[test]
+    fn defer_with_a_config_that_is_a_list() {
+        replay("defer", "defer with a config that is a list");
+    }
+
+    #[test]
+    fn defer_with_a_paused_until_of_soon() {
+        replay("defer", "defer with a paused_until of soon");
+    }
+}
+
+mod batch {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("batch", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("batch", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("batch", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("batch", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("batch", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("batch", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("batch", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn batch_opened_over_two_jobs() {
+        replay("batch", "batch: opened over two jobs");
+    }
+
+    #[test]
+    fn batch_opened_again_answers_0() {
+        replay("batch", "batch: opened again answers 0");
+    }
+
+    #[test]
+    fn batch_an_id_of_every_allowed_character() {
+        replay("batch", "batch: an id of every allowed character");
+    }
+
+    #[test]
+    fn batch_an_id_ending_in_callback() {
+        replay("batch", "batch: an id ending in :callback");
+    }
+
+    #[test]
+    fn batch_an_id_with_a_space() {
+        replay("batch", "batch: an id with a space");
+    }
+
+    #[test]
+    fn batch_no_jobs() {
+        replay("batch", "batch: no jobs");
+    }
+
+    #[test]
+    fn batch_the_callback_s_kind() {
+        replay("batch", "batch: the callback's kind");
+    }
+
+    #[test]
+    fn batch_a_job_s_kind() {
+        replay("batch", "batch: a job's kind");
+    }
+
+    #[test]
+    fn batch_the_payload_missing() {
+        replay("batch", "batch: the payload missing");
+    }
+
+    #[test]
+    fn batch_with_a_bad_id() {
+        replay("batch", "batch with a bad id");
+    }
+
+    #[test]
+    fn batch_whose_id_is_another_batch_s_callback_field() {
+        replay("batch", "batch whose id is another batch's callback field");
+    }
+
+    #[test]
+    fn batch_with_a_callback_that_is_not_a_job_id() {
+        replay("batch", "batch with a callback that is not a job id");
+    }
+
+    #[test]
+    fn batch_with_no_jobs() {
+        replay("batch", "batch with no jobs");
+    }
+
+    #[test]
+    fn batch_with_a_job_that_is_not_a_job_id() {
+        replay("batch", "batch with a job that is not a job id");
+    }
+
+    #[test]
+    fn batch_into_open_batches_that_are_a_list() {
+        replay("batch", "batch into open batches that are a list");
+    }
+}
+
+mod settle {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("settle", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("settle", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("settle", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("settle", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("settle", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("settle", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("settle", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("settle", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("settle", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("settle", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("settle", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("settle", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn settle_every_job_finished_enqueues_the_callback() {
+        replay("settle", "settle: every job finished enqueues the callback");
+    }
+
+    #[test]
+    fn settle_a_job_not_finished_stops_the_batch() {
+        replay("settle", "settle: a job not finished stops the batch");
+    }
+
+    #[test]
+    fn settle_a_job_gone_counts_as_gone() {
+        replay("settle", "settle: a job gone counts as gone");
+    }
+
+    #[test]
+    fn settle_limit_1_looks_at_one_job() {
+        replay("settle", "settle: LIMIT 1 looks at one job");
+    }
+
+    #[test]
+    fn settle_the_callback_s_record_exists() {
+        replay("settle", "settle: the callback's record exists");
+    }
+
+    #[test]
+    fn settle_an_open_entry_with_no_state_is_removed() {
+        replay("settle", "settle: an open entry with no state is removed");
+    }
+
+    #[test]
+    fn settle_nothing_open() {
+        replay("settle", "settle: nothing open");
+    }
+
+    #[test]
+    fn settle_limit_0() {
+        replay("settle", "settle: LIMIT 0");
+    }
+
+    #[test]
+    fn settle_a_job_s_record_a_string() {
+        replay("settle", "settle: a job's record a string");
+    }
+
+    #[test]
+    fn settle_with_an_unknown_option() {
+        replay("settle", "settle with an unknown option");
+    }
+
+    #[test]
+    fn settle_with_limit_0() {
+        replay("settle", "settle with LIMIT 0");
+    }
+
+    #[test]
+    fn settle_of_a_batch_whose_job_s_record_is_a_string() {
+        replay("settle", "settle of a batch whose job's record is a string");
+    }
+}

@@ -1,0 +1,265 @@
+//! The scripts the Lua executor runs: every file under `lua/`, embedded by
+//! `build.rs`; each transition's script found from its description
+//! (`<name>-<keys>.lua`), its `--@include` lines expanded once per process
+//! and `--@include limits` filled in from [`echomq_core::limits`].
+
+use std::sync::LazyLock;
+
+use echomq_core::Name;
+use redis::Script;
+
+// Every file under lua/, by stem (`claim-2`, `includes/common`): `FILES`.
+include!(concat!(env!("OUT_DIR"), "/lua_files.rs"));
+
+/// The scripts, expanded once per process, in [`Name::ALL`]'s order.
+static SCRIPTS: LazyLock<Vec<Script>> =
+    LazyLock::new(|| Name::ALL.iter().map(|name| Script::new(&script_source(*name))).collect());
+
+/// The script a transition runs, `lua/<name>-<keys>.lua` as its description
+/// names it, its includes expanded and the limits filled in: what the
+/// server loads.
+pub fn script_source(name: Name) -> String {
+    let stem = name.describe().script_stem();
+    expand(file(&stem).unwrap_or_else(|| panic!("lua/{stem}.lua is missing")))
+}
+
+fn file(stem: &str) -> Option<&'static str> {
+    FILES.iter().find(|(name, _)| *name == stem).map(|(_, text)| *text)
+}
+
+/// The protocol's limits as Lua, from [`echomq_core::limits`]: the scripts
+/// name them and never spell a number of their own. A size is one local,
+/// `MAX_PAYLOAD`; a range two, `LEASE_MS_MIN` and `LEASE_MS_MAX` (numbers: a
+/// table would be built on every call). Each is `(name, its locals)`.
+fn limits() -> Vec<(&'static str, String)> {
+    use echomq_core::limits::*;
+    let size = |name: &'static str, n: usize| (name, format!("local {name} = {n}\n"));
+    let range =
+        |name: &'static str, lo: i64, hi: i64| (name, format!("local {name}_MIN, {name}_MAX = {lo}, {hi}\n"));
+    let unsigned = |name: &'static str, range: &std::ops::RangeInclusive<u64>| {
+        (name, format!("local {name}_MIN, {name}_MAX = {}, {}\n", range.start(), range.end()))
+    };
+    vec![
+        size("MAX_PAYLOAD", MAX_PAYLOAD),
+        size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
+        size("MAX_PROGRESS", MAX_PROGRESS),
+        size("MAX_RESULT", MAX_RESULT),
+        size("MAX_HEADERS", MAX_HEADERS),
+        size("MAX_BATCH_ID", MAX_BATCH_ID),
+        size("SETTLE_BATCHES", SETTLE_BATCHES),
+        unsigned("BATCH_SIZE", &BATCH_SIZE),
+        size("MAX_EVENT_ERROR", MAX_EVENT_ERROR),
+        size("EVENTS_KEEP", EVENTS_KEEP as usize),
+        unsigned("EVENTS", &EVENTS),
+        size("MAX_SCHEDULE_NAME", MAX_SCHEDULE_NAME),
+        size("MAX_DEFINITION", MAX_DEFINITION),
+        size("MAX_DIGITS", MAX_DIGITS),
+        size("MAX_UNIQUE_KEY", MAX_UNIQUE_KEY),
+        size("KEEP_DONE_MS", KEEP_DONE_MS as usize),
+        size("KEEP_DONE_COUNT", KEEP_DONE_COUNT as usize),
+        size("KEEP_DEAD_MS", KEEP_DEAD_MS as usize),
+        size("KEEP_DEAD_COUNT", KEEP_DEAD_COUNT as usize),
+        size("KEEP_CANCELLED_MS", KEEP_CANCELLED_MS as usize),
+        size("KEEP_CANCELLED_COUNT", KEEP_CANCELLED_COUNT as usize),
+        unsigned("KEEP_MS", &KEEP_MS),
+        unsigned("KEEP_COUNT", &KEEP_COUNT),
+        size("UNIQUE_SWEEP", UNIQUE_SWEEP),
+        unsigned("UNIQUE_MS", &UNIQUE_MS),
+        range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
+        unsigned("LEASE_MS", &LEASE_MS),
+        unsigned("TIMEOUT_MS", &TIMEOUT_MS),
+        unsigned("DELAY_MS", &DELAY_MS),
+        unsigned("AT_MS", &AT_MS),
+        unsigned("AGE_MS", &AGE_MS),
+        unsigned("TOKEN", &TOKEN),
+        unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
+        unsigned("CLAIM_COUNT", &CLAIM_COUNT),
+        unsigned("ACKS", &ACKS),
+        unsigned("ENQUEUES", &ENQUEUES),
+        unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
+        unsigned("CONCURRENCY", &CONCURRENCY),
+        unsigned("SWITCH", &SWITCH),
+        unsigned("RATE", &RATE),
+        unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
+        unsigned("FLAG", &FLAG),
+        // The protocol's version (not a limit): what a queue's `protocol` is checked against.
+        size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
+        size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
+    ]
+}
+
+/// Where `--@include limits` stood, until the script is whole.
+const LIMITS_HERE: &str = "--@limits\n";
+
+/// Replace each `--@include <name>` line with `lua/includes/<name>.lua`,
+/// itself expanded, each include once; `--@include limits` becomes a local
+/// for each limit the script names (a script runs its locals on every call,
+/// so it defines only those it reads).
+fn expand(source: &str) -> String {
+    let mut out = String::with_capacity(source.len() + 8192);
+    expand_into(source, &mut out, &mut Vec::new());
+    let Some(at) = out.find(LIMITS_HERE) else { return out };
+    let rest = format!("{}{}", &out[..at], &out[at + LIMITS_HERE.len()..]);
+    // A limit is named as a word of its own, or with _MIN or _MAX after it.
+    let named = |name: &str| {
+        rest.match_indices(name).any(|(i, _)| {
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            let after = &rest[i + name.len()..];
+            let after = after.strip_prefix("_MIN").or_else(|| after.strip_prefix("_MAX")).unwrap_or(after);
+            !word(rest[..i].chars().next_back()) && !word(after.chars().next())
+        })
+    };
+    let locals: String =
+        limits().into_iter().filter(|(name, _)| named(name)).map(|(_, locals)| locals).collect();
+    out.replacen(LIMITS_HERE, &locals, 1)
+}
+
+fn expand_into(source: &str, out: &mut String, included: &mut Vec<String>) {
+    for line in source.lines() {
+        let Some(wanted) = line.strip_prefix("--@include ").map(str::trim) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        if included.iter().any(|done| done == wanted) {
+            continue;
+        }
+        included.push(wanted.to_owned());
+        if wanted == "limits" {
+            out.push_str(LIMITS_HERE);
+        } else {
+            let text = file(&format!("includes/{wanted}"))
+                .unwrap_or_else(|| panic!("no Lua include named {wanted:?}"));
+            expand_into(text, out, included);
+        }
+    }
+}
+
+/// The loaded script of transition `name`.
+pub(super) fn script(name: Name) -> &'static Script {
+    &SCRIPTS[name as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A limit added to the core but not here would leave its scripts
+    /// naming a local that does not exist, or spelling the number again.
+    #[test]
+    fn every_limit_of_the_core_is_given_to_the_scripts() {
+        let core = include_str!("../../../../echomq-core/src/limits.rs");
+        let given: Vec<&str> = limits().iter().map(|(name, _)| *name).collect();
+        let declared: Vec<&str> =
+            core.lines().filter_map(|line| line.strip_prefix("pub const ")?.split(':').next()).collect();
+        assert!(declared.len() > 30, "limits.rs read: {declared:?}");
+        for name in declared {
+            assert!(given.contains(&name), "{name} is in echomq_core::limits but not given to the scripts");
+        }
+    }
+
+    /// The scripts' files, without the includes.
+    fn scripts() -> impl Iterator<Item = (&'static str, &'static str)> {
+        FILES.iter().copied().filter(|(stem, _)| !stem.starts_with("includes/"))
+    }
+
+    /// `(n, text)` for each `<what>[n]` line of a script's header.
+    fn header(source: &str, what: &str) -> Vec<(usize, String)> {
+        let header = source.split("]]").next().unwrap_or_default();
+        header
+            .lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix(what)?.strip_prefix('[')?;
+                let (n, text) = rest.split_once(']')?;
+                Some((n.parse().ok()?, text.trim().to_owned()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_transition_has_its_script_and_every_script_a_transition() {
+        for name in Name::ALL {
+            let source = script_source(*name);
+            assert!(!source.contains("--@include"), "{name}: an include left unexpanded");
+        }
+        for (stem, _) in scripts() {
+            assert!(
+                Name::ALL.iter().any(|name| name.describe().script_stem() == stem),
+                "lua/{stem}.lua is no transition's <name>-<keys>"
+            );
+        }
+        assert_eq!(SCRIPTS.len(), Name::ALL.len());
+    }
+
+    /// Each header's KEYS are the description's roles, in order; its ARGV
+    /// the description's arguments by name; its options the description's.
+    #[test]
+    fn every_script_header_matches_its_description() {
+        for name in Name::ALL {
+            let described = name.describe();
+            let source = file(&described.script_stem()).unwrap();
+            let keys = header(source, "KEYS");
+            assert_eq!(keys.len(), described.keys.len(), "{name}: KEYS in the header");
+            for ((n, text), role) in keys.iter().zip(described.keys) {
+                let key = text.split_whitespace().next().unwrap_or_default();
+                assert_eq!(key, format!("emq:{{q}}:{}", role.pattern()), "{name}: KEYS[{n}]");
+            }
+            let args: Vec<(usize, String)> = header(source, "ARGV");
+            let positional: Vec<&(usize, String)> =
+                args.iter().filter(|(_, text)| !text.starts_with("options")).collect();
+            assert_eq!(positional.len(), described.args.len(), "{name}: ARGV in the header");
+            for ((n, text), arg) in positional.into_iter().zip(described.args) {
+                let word: String =
+                    text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                assert_eq!(word, *arg, "{name}: ARGV[{n}]");
+            }
+            let header_text = source.split("]]").next().unwrap_or_default();
+            let options: Vec<&str> = header_text
+                .lines()
+                .filter_map(|line| line.strip_prefix("         ")?.split_whitespace().next())
+                .filter(|word| word.len() > 1 && word.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+                .collect();
+            assert_eq!(options, described.options, "{name}: options in the header");
+        }
+    }
+
+    /// The scripts spell no limit of their own: every number over 1000 in
+    /// their code comes from `echomq_core::limits`, through `--@include limits`.
+    #[test]
+    fn scripts_take_their_limits_from_the_core() {
+        for (stem, source) in FILES {
+            let code = source.split_once("]]").map_or(*source, |(_, code)| code);
+            for line in code.lines().filter(|line| !line.trim_start().starts_with("--")) {
+                let mut numbers = line.split(|c: char| !c.is_ascii_digit());
+                let limit = numbers.find(|word| word.parse::<u64>().is_ok_and(|n| n > 1000));
+                assert_eq!(limit, None, "lua/{stem}.lua spells a limit of its own: {line}");
+            }
+        }
+        let claim = script_source(Name::Claim);
+        assert!(claim.contains("local LEASE_MS_MIN, LEASE_MS_MAX = 1, 2147483647\n"), "{claim}");
+        assert!(!claim.contains("local PRIORITY"), "a script defines only the limits it names");
+        let enqueue = script_source(Name::Enqueue);
+        assert!(
+            enqueue.contains("local PRIORITY_MIN, PRIORITY_MAX = -2147483648, 2147483647\n"),
+            "{enqueue}"
+        );
+    }
+
+    /// The codes the scripts answer with are exactly the codes of the table.
+    #[test]
+    fn scripts_and_the_code_table_agree() {
+        use std::collections::BTreeSet;
+        let mut in_scripts = BTreeSet::new();
+        for (_, source) in FILES {
+            for (at, _) in source.match_indices("EMQ") {
+                let word: String = source[at..].chars().take_while(|c| c.is_ascii_uppercase()).collect();
+                if word.len() > 3 {
+                    in_scripts.insert(word);
+                }
+            }
+        }
+        let in_table: BTreeSet<String> =
+            echomq_core::Code::ALL.iter().map(|code| code.as_str().to_owned()).collect();
+        assert_eq!(in_scripts, in_table);
+    }
+}

@@ -1,0 +1,198 @@
+//! One Redis transport under the Lua and Native executors: the connection
+//! calls go on, the connections of their own for commands that block, the
+//! replicas that confirm writes, and what every Redis answers alike (server
+//! facts, the event log). The executors differ only in how a [`Call`]
+//! becomes a command (EVALSHA of its script, or `EMQ.<NAME>`) and in how an
+//! idle claim waits.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::Value;
+
+use super::blocking::{Blocking, Open};
+use super::replication::{confirms, Sent};
+use super::stream::{read_stream_on, stream_last_on};
+use super::{Call, Replication, ServerRun, StreamEntry};
+use crate::{Error, Result};
+
+/// The transport: what a Redis executor holds, whatever it sends.
+#[derive(Clone)]
+pub(super) struct Transport<C> {
+    /// The connection every call goes on; each call clones it, so a multiplexed one.
+    pub(super) conn: C,
+    /// Connections of their own for commands that block (a waiting claim,
+    /// `XREAD … BLOCK`), when the executor was given any.
+    pub(super) blocking: Option<Arc<Blocking<C>>>,
+    /// The replicas that must confirm each write, when asked for.
+    pub(super) replication: Option<Replication>,
+}
+
+impl<C> Transport<C> {
+    /// A transport over `conn`, with no blocking connections and no replication.
+    pub(super) fn new(conn: C) -> Transport<C> {
+        Transport { conn, blocking: None, replication: None }
+    }
+
+    /// Block on connections of their own that `open` makes, kept for later waits.
+    pub(super) fn open_blocking<F, Fut>(&mut self, open: F)
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = redis::RedisResult<C>> + Send + 'static,
+    {
+        let open: Open<C> = Box::new(move || Box::pin(open()));
+        self.blocking = Some(Arc::new(Blocking::new(Vec::new(), Some(open))));
+    }
+
+    /// Block on `conn` alone: one wait at a time.
+    pub(super) fn block_on(&mut self, conn: C) {
+        self.blocking = Some(Arc::new(Blocking::new(vec![conn], None)));
+    }
+
+    /// The replication a run of `calls` waits for: the executor's, when any
+    /// of them writes what a caller relies on (see [`confirms`]).
+    pub(super) fn replication_for(&self, calls: &[Call]) -> Option<Replication> {
+        self.replication.filter(|_| confirms(calls))
+    }
+}
+
+impl<C> Transport<C>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    /// One command's reply: an error reply is the command's error, and an array
+    /// keeps the error replies inside it (ACKMANY's per-job refusals), where
+    /// `query_async` would make the first of them the whole reply's.
+    pub(super) async fn query_one(&self, command: &redis::Cmd) -> redis::RedisResult<Value> {
+        match self.conn.clone().req_packed_command(command).await? {
+            Value::ServerError(err) => Err(err.into()),
+            value => Ok(value),
+        }
+    }
+
+    /// Send `calls` as one pipeline of the commands `command` builds, then a
+    /// WAIT when `replication` asks for one. One reply per call.
+    pub(super) async fn pipelined<'c>(
+        &self,
+        calls: impl IntoIterator<Item = &'c Call>,
+        command: impl Fn(&Call) -> redis::Cmd,
+        replication: Option<Replication>,
+    ) -> Result<Sent> {
+        let mut pipe = redis::pipe();
+        for call in calls {
+            pipe.add_command(command(call));
+        }
+        if let Some(replication) = replication {
+            pipe.cmd("WAIT").arg(replication.replicas).arg(replication.timeout.as_millis() as u64);
+        }
+        let mut sent = pipe
+            .ignore_errors()
+            .query_async::<Vec<redis::RedisResult<Value>>>(&mut self.conn.clone())
+            .await?;
+        let mut confirmed = None;
+        if replication.is_some() {
+            confirmed = match sent.pop() {
+                Some(Ok(Value::Int(n))) => Some(n as u64),
+                other => return Err(Error::Reply(format!("WAIT answered {other:?}"))),
+            };
+        }
+        let replies = sent.into_iter().map(|reply| reply.map_err(Error::from)).collect();
+        Ok(Sent { replies, confirmed })
+    }
+
+    /// Warnings about the server's set-up (see [`eviction_warnings`]).
+    pub(super) async fn server_warnings(&self) -> Vec<String> {
+        eviction_warnings(&self.conn).await
+    }
+
+    /// Which run of the server answers (see [`server_run_on`]).
+    pub(super) async fn server_run(&self) -> Option<ServerRun> {
+        server_run_on(&self.conn).await
+    }
+
+    /// Entries of the stream `key` after `after`, waiting up to `wait` for the
+    /// first on a blocking connection when one is free.
+    pub(super) async fn read_stream(
+        &self,
+        key: &str,
+        after: &str,
+        count: usize,
+        wait: Duration,
+    ) -> Result<Vec<StreamEntry>> {
+        read_stream_on(&self.conn, self.blocking.as_deref(), key, after, count, wait).await
+    }
+
+    /// The id of the stream `key`'s newest entry.
+    pub(super) async fn stream_last(&self, key: &str) -> Result<Option<String>> {
+        stream_last_on(&self.conn, key).await
+    }
+
+    /// End every wait on the blocking connections now (see [`unblock_waits`]).
+    pub(super) async fn unblock_waits(&self) {
+        if let Some(blocking) = &self.blocking {
+            unblock_waits(&self.conn, blocking).await;
+        }
+    }
+}
+
+/// A command that starts with `head`, with room for `call`'s key count,
+/// keys and arguments after it: built at its size, a pipeline of
+/// enqueues no longer grows each command's buffer a few times over
+/// (callgrind, BENCHMARKS.md).
+pub(super) fn sized_command(call: &Call, head: &[&str]) -> redis::Cmd {
+    let words = head.len() + 1 + call.keys.len() + call.args.len();
+    let bytes = 4
+        + head.iter().map(|word| word.len()).sum::<usize>()
+        + call.keys.iter().map(String::len).sum::<usize>()
+        + call.args.iter().map(Vec::len).sum::<usize>();
+    let mut command = redis::Cmd::with_capacity(words, bytes);
+    for word in head {
+        command.arg(*word);
+    }
+    command
+}
+
+/// [`Executor::server_run`] on `conn`: one `INFO server persistence`.
+async fn server_run_on<C>(conn: &C) -> Option<ServerRun>
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    let info: String =
+        redis::cmd("INFO").arg("server").arg("persistence").query_async(&mut conn.clone()).await.ok()?;
+    let field =
+        |name: &str| info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':').map(str::trim));
+    Some(ServerRun { run_id: field("run_id")?.to_owned(), aof: field("aof_enabled")? == "1" })
+}
+
+/// A job store must never be evicted: warn unless `maxmemory-policy` is
+/// `noeviction`. A server that will not say (CONFIG denied by an ACL) gets no warning.
+async fn eviction_warnings<C>(conn: &C) -> Vec<String>
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    let policy: redis::RedisResult<(String, String)> =
+        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut conn.clone()).await;
+    match policy {
+        Ok((_, policy)) if policy != "noeviction" => vec![format!(
+            "maxmemory-policy is {policy}: Redis may evict jobs under memory pressure; set it to noeviction"
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// End every wait on `blocking`'s connections now (`CLIENT UNBLOCK`, sent on
+/// `conn`): a stopping worker's. A user who may not send it waits its time out.
+async fn unblock_waits<C>(conn: &C, blocking: &Blocking<C>)
+where
+    C: redis::aio::ConnectionLike + Clone + Send,
+{
+    for id in blocking.waiting_ids() {
+        let unblocked: redis::RedisResult<i64> =
+            redis::cmd("CLIENT").arg("UNBLOCK").arg(id).query_async(&mut conn.clone()).await;
+        if let Err(err) = unblocked {
+            tracing::debug!(error = %err, "cannot end a blocked wait early; it waits its time out");
+        }
+    }
+}

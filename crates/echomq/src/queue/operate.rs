@@ -1,0 +1,244 @@
+//! Operating: pausing and limiting the queue, keeping and deleting finished
+//! jobs, cancelling and retrying one, draining or deleting the whole queue,
+//! counting and inspecting jobs, and its schedules.
+
+use std::time::Duration;
+
+use super::{Queue, SWEEP_STEP};
+use crate::id::JobId;
+use crate::record::State;
+use crate::schedule::{Schedule, Scheduled};
+use crate::transition::*;
+use crate::Result;
+
+impl Queue {
+    /// Pause the queue: every claim hands out nothing until [`resume`](Queue::resume),
+    /// for every worker of every process. Enqueue, ack and the rest go on.
+    pub async fn pause(&self) -> Result<Settings> {
+        self.configure(Config { paused: Some(true), ..Config::default() }).await
+    }
+
+    /// Resume a paused queue; claims waiting for work wake at once.
+    pub async fn resume(&self) -> Result<Settings> {
+        self.configure(Config { paused: Some(false), ..Config::default() }).await
+    }
+
+    /// Whether the queue is paused.
+    pub async fn is_paused(&self) -> Result<bool> {
+        Ok(self.settings().await?.paused)
+    }
+
+    /// Let at most `limit` jobs of this queue be active at once, across every
+    /// worker and process; `None` removes the limit.
+    pub async fn limit_concurrency(&self, limit: Option<u64>) -> Result<Settings> {
+        if limit == Some(0) {
+            return Err(crate::Error::Argument("a concurrency limit must be at least 1".into()));
+        }
+        self.configure(Config { concurrency: Some(limit.unwrap_or(0)), ..Config::default() }).await
+    }
+
+    /// Let at most `claims` jobs of this queue be claimed in any `per`, across
+    /// every worker and process, on the server's clock; `None` removes the limit.
+    pub async fn limit_rate(&self, limit: Option<(u64, Duration)>) -> Result<Settings> {
+        if limit.is_some_and(|(claims, _)| claims == 0) {
+            return Err(crate::Error::Argument("a rate limit must allow at least 1 claim".into()));
+        }
+        self.configure(Config { rate: Some(limit.unwrap_or((0, Duration::ZERO))), ..Config::default() }).await
+    }
+
+    /// The queue's settings.
+    pub async fn settings(&self) -> Result<Settings> {
+        self.configure(Config::default()).await
+    }
+
+    /// Change the settings `config` names, in one transition; the settings after.
+    pub async fn configure(&self, config: Config) -> Result<Settings> {
+        self.run(&config).await
+    }
+
+    /// Keep finished jobs in `state` (done, dead or cancelled) as
+    /// `retention` says; every worker's upkeep deletes the rest.
+    pub async fn keep(&self, state: State, retention: Retention) -> Result<Settings> {
+        let config = match state {
+            State::Done => Config { keep_done: Some(retention), ..Config::default() },
+            State::Dead => Config { keep_dead: Some(retention), ..Config::default() },
+            State::Cancelled => Config { keep_cancelled: Some(retention), ..Config::default() },
+            other => {
+                return Err(crate::Error::Argument(format!(
+                    "only finished jobs are kept or not, not {other} ones"
+                )))
+            }
+        };
+        self.configure(config).await
+    }
+
+    /// Delete up to 1000 finished jobs in `state` that finished at least `age` ago.
+    pub async fn purge(&self, state: State, age: Duration) -> Result<u64> {
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        self.run(&Purge { state, age, limit }).await
+    }
+
+    /// Delete every finished job in `state` that finished at least `age`
+    /// ago, in calls of [`SWEEP_STEP`] jobs: how many. The jobs there when
+    /// it begins: under a steady stream of new ones it still ends.
+    pub async fn purge_all(&self, state: State, age: Duration) -> Result<u64> {
+        let there = self.stats().await?.of(state);
+        self.sweep(there, |limit| Purge { state, age, limit }).await
+    }
+
+    /// Calls of `call(SWEEP_STEP)` while each moves a full step, at most as
+    /// many as `there` jobs take and one more (a set a producer keeps
+    /// filling would keep a sweep going for ever): how many it moved.
+    async fn sweep<T: Transition<Output = u64>>(&self, there: u64, call: impl Fn(u64) -> T) -> Result<u64> {
+        let mut total = 0;
+        for _ in 0..=there / SWEEP_STEP {
+            let moved = self.run(&call(SWEEP_STEP)).await?;
+            total += moved;
+            if moved < SWEEP_STEP {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Delete the queue's pending and delayed jobs (and, with `active`, its
+    /// running ones, whose holders are fenced): how many. Calls of DRAIN of
+    /// [`SWEEP_STEP`] jobs, for the jobs there when it begins (new ones may
+    /// stay: a producer that goes on is not outrun for ever).
+    pub async fn drain(&self, active: bool) -> Result<u64> {
+        let states: &[State] = if active {
+            &[State::Pending, State::Delayed, State::Active]
+        } else {
+            &[State::Pending, State::Delayed]
+        };
+        let stats = self.stats().await?;
+        let mut total = 0;
+        for &state in states {
+            total += self.sweep(stats.of(state), |limit| Drain { state, limit }).await?;
+        }
+        Ok(total)
+    }
+
+    /// Delete the whole queue: every job and every key it owns (settings,
+    /// schedules, dedup keys). Refused (`Error::State`, nothing deleted)
+    /// while jobs are active, unless `force`: then they go too, and their
+    /// holders are fenced. How many jobs were deleted. A job enqueued while
+    /// this runs is deleted with the rest; a job claimed while it runs stops
+    /// it with `Error::State`, which then says how many jobs it had deleted.
+    pub async fn delete(&self, force: bool) -> Result<u64> {
+        let refuse_active = || async {
+            let active = self.stats().await?.active;
+            if active > 0 && !force {
+                return Err(crate::Error::State(format!(
+                    "{active} jobs of {} are active: let them finish, or force their deletion",
+                    self.name()
+                )));
+            }
+            Ok(())
+        };
+        refuse_active().await?;
+        let mut total = 0;
+        // Jobs may arrive meanwhile; a few rounds see the queue empty.
+        for _ in 0..5 {
+            total += self.drain(force).await?;
+            for state in [State::Done, State::Dead, State::Cancelled] {
+                total += self.purge_all(state, Duration::ZERO).await?;
+            }
+            match self.run(&Obliterate).await {
+                Ok(_) => return Ok(total),
+                // A claim that came meanwhile, or new jobs: see which.
+                Err(crate::Error::State(_)) => refuse_active().await.map_err(|err| match err {
+                    crate::Error::State(why) => crate::Error::State(format!(
+                        "{why}; {total} of its jobs were deleted before one was claimed, and its keys are kept"
+                    )),
+                    err => err,
+                })?,
+                Err(err) => return Err(err),
+            }
+        }
+        Err(crate::Error::State(format!(
+            "{} still gets jobs while it is deleted: stop its producers",
+            self.name()
+        )))
+    }
+
+    /// Cancel a job; `false` when it was cancelled already.
+    pub async fn cancel(&self, id: &JobId) -> Result<bool> {
+        self.run(&Cancel { id: id.clone() }).await
+    }
+
+    /// Send a dead job back to pending.
+    pub async fn retry(&self, id: &JobId) -> Result<()> {
+        self.run(&Retry { id: id.clone() }).await
+    }
+
+    /// A job's record, last error and last progress; `None` when there is no such job.
+    pub async fn inspect(&self, id: &JobId) -> Result<Option<Inspection>> {
+        self.run(&Inspect { id: id.clone() }).await
+    }
+
+    /// How many jobs the queue holds in each state.
+    pub async fn stats(&self) -> Result<StatsReply> {
+        self.run(&Stats).await
+    }
+
+    /// Add `schedule` to the queue, or replace the one of its name; its first
+    /// tick is the first after the server's now. The workers of the queue
+    /// fire its ticks, each once ([`Queue::fire_schedules`]).
+    pub async fn schedule(&self, schedule: &Schedule) -> Result<Scheduled> {
+        let now = self.run(&Schedules { due: false, limit: 1 }).await?.now;
+        let next = schedule
+            .next_after(now)
+            .filter(|next| echomq_core::limits::AT_MS.contains(next))
+            .ok_or_else(|| crate::Error::Argument(format!("schedule {:?} never ticks", schedule.name)))?;
+        let call = crate::transition::Schedule {
+            name: schedule.name.clone(),
+            definition: schedule.definition(),
+            next,
+        };
+        self.run(&call).await?;
+        Ok(Scheduled { schedule: schedule.clone(), next })
+    }
+
+    /// Remove the schedule `name`; `false` when there was none. Jobs it fired stay.
+    pub async fn unschedule(&self, name: &str) -> Result<bool> {
+        self.run(&Unschedule { name: name.to_owned() }).await
+    }
+
+    /// The queue's schedules (up to 1000), by next tick.
+    pub async fn schedules(&self) -> Result<Vec<Scheduled>> {
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        let listed = self.run(&Schedules { due: false, limit }).await?;
+        listed
+            .schedules
+            .into_iter()
+            .map(|stored| {
+                let schedule = Schedule::from_definition(&stored.name, &stored.definition)?;
+                Ok(Scheduled { schedule, next: stored.next })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Sweeps in steps go on past a step: every job, in a few calls.
+    #[tokio::test]
+    async fn drain_and_purge_all_go_past_a_step() {
+        let queue = Queue::with_executor(Arc::new(crate::Embedded::new()), "sweeps").unwrap();
+        let jobs = 2 * SWEEP_STEP + SWEEP_STEP / 2;
+        let payloads = || (0..jobs).map(|n| n.to_string());
+        queue.enqueue_batch(payloads()).await.unwrap();
+        assert_eq!(queue.drain(false).await.unwrap(), jobs);
+        queue.enqueue_batch(payloads()).await.unwrap();
+        for job in queue.claim_batch(Duration::from_secs(60), jobs).await.unwrap() {
+            queue.ack(&job).await.unwrap();
+        }
+        assert_eq!(queue.purge_all(State::Done, Duration::ZERO).await.unwrap(), jobs);
+        assert_eq!(queue.stats().await.unwrap(), crate::transition::StatsReply::default());
+    }
+}

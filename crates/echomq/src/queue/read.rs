@@ -1,0 +1,96 @@
+//! Reading: a job's result, the queue's event log, and waiting for a job to finish.
+
+use std::time::Duration;
+
+use super::Queue;
+use crate::events::QueueEvents;
+use crate::id::JobId;
+use crate::record::State;
+use crate::Result;
+
+/// How a job ended, as [`Queue::wait`] saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finished {
+    /// Done, with its result if its handler returned one (and it was not
+    /// trimmed or purged since).
+    Done(Option<Vec<u8>>),
+    /// Dead: out of attempts, with its last error.
+    Dead(Option<String>),
+    /// Cancelled by hand.
+    Cancelled,
+}
+
+impl Queue {
+    /// What the job's handler returned, kept by its ACK: `None` when the job
+    /// is not done, finished with no result, or is gone (trimmed, purged).
+    pub async fn result(&self, id: &JobId) -> Result<Option<Vec<u8>>> {
+        Ok(self.inspect(id).await?.and_then(|job| job.result))
+    }
+
+    /// A reader of the queue's event log from now on: the events of
+    /// transitions after this call (see [`QueueEvents`]).
+    pub async fn events(&self) -> Result<QueueEvents> {
+        let key = self.keys.events();
+        let last = self.via.stream_last(&key).await?.unwrap_or_else(|| "0-0".to_owned());
+        Ok(QueueEvents::new(self.via.clone(), key, last))
+    }
+
+    /// A reader of the queue's event log after the entry `after` (`0-0`:
+    /// from the oldest it keeps), to resume where an earlier reader stopped.
+    pub fn events_after(&self, after: &str) -> QueueEvents {
+        QueueEvents::new(self.via.clone(), self.keys.events(), after)
+    }
+
+    /// Wait until the job has finished (done, dead or cancelled), as long as
+    /// `timeout`; `None` when it had not by then. It follows the queue's
+    /// event log, so it does not poll; on a queue whose log is off
+    /// (`events` 0) it looks at the job every 100 ms to 1 s instead.
+    /// [`Error::NoJob`](crate::Error::NoJob) when there is no such job.
+    pub async fn wait(&self, id: &JobId, timeout: Duration) -> Result<Option<Finished>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Follow the log from before the first look, so that a finish
+        // between the look and the first read is still seen.
+        let mut events = self.events().await?;
+        // A user who may not run CONFIG (a read-only monitor) follows the
+        // log as if it were on: at worst its re-reads of the job find the end.
+        let logged = self.settings().await.map_or(true, |settings| settings.events > 0);
+        let mut nap = Duration::from_millis(100);
+        loop {
+            if let Some(finished) = self.finished(id).await? {
+                return Ok(Some(finished));
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            if !logged {
+                tokio::time::sleep(nap.min(left)).await;
+                nap = (nap * 2).min(Duration::from_secs(1));
+                continue;
+            }
+            // Until this job's final event, or a while: then look again, in
+            // case its event was trimmed away before it was read.
+            let until = tokio::time::Instant::now() + left.min(Duration::from_secs(5));
+            while let Some(event) =
+                events.next_within(until.saturating_duration_since(tokio::time::Instant::now())).await?
+            {
+                if event.is_final() && event.job.as_ref() == Some(id) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// How the job ended, if it has; [`Error::NoJob`](crate::Error::NoJob) when there is no such job.
+    async fn finished(&self, id: &JobId) -> Result<Option<Finished>> {
+        let Some(job) = self.inspect(id).await? else {
+            return Err(crate::Error::NoJob(format!("no job {id} in queue {}", self.name())));
+        };
+        Ok(match job.record.state {
+            State::Done => Some(Finished::Done(job.result)),
+            State::Dead => Some(Finished::Dead(job.error)),
+            State::Cancelled => Some(Finished::Cancelled),
+            State::Pending | State::Active | State::Delayed => None,
+        })
+    }
+}

@@ -1,0 +1,50 @@
+//! ACKMANY: ACK many jobs in one call, each fenced and answered on its own.
+
+use echomq_core::{limits, Name};
+use redis::Value;
+
+use super::ack::Ack;
+use super::argument::jobs_a_call;
+use super::reply::{array_reply, one_reply};
+use super::Transition;
+use crate::{Error, Result};
+
+/// Finish many jobs in one call (ACKMANY): each is fenced by its own token
+/// and answered on its own, as its ACK would be. What a worker sends for the
+/// jobs that finished while its last acks were on their way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AckMany {
+    /// The jobs, 1 to [`limits::ACKS`] of them, each with its token and result.
+    pub acks: Vec<Ack>,
+}
+
+impl Transition for AckMany {
+    const NAME: Name = Name::AckMany;
+    /// One outcome a job, in order: `Ok`, or its own refusal
+    /// ([`Error::Fence`], [`Error::NoJob`]), which changed nothing of it;
+    /// [`Error::NotReplicated`] for a job acked when fewer replicas than
+    /// asked for confirmed the call.
+    type Output = Vec<Result<()>>;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        jobs_a_call(Self::NAME, self.acks.len(), limits::ACKS)?;
+        let mut args = Vec::with_capacity(self.acks.len() * 2);
+        for ack in &self.acks {
+            args.extend(ack.args()?);
+        }
+        Ok(args)
+    }
+
+    fn parse(reply: Value) -> Result<Vec<Result<()>>> {
+        let (reply, shortfall) = crate::executor::shortfall(reply);
+        let acked = || match shortfall {
+            Some((confirmed, wanted)) => Err(Error::NotReplicated { confirmed, wanted }),
+            None => Ok(()),
+        };
+        let outcomes = array_reply("the reply", reply)?.into_iter().map(|outcome| match outcome {
+            Value::ServerError(refusal) => Ok(Err(Error::from(redis::RedisError::from(refusal)))),
+            other => one_reply("a job's reply", other).map(|()| acked()),
+        });
+        outcomes.collect()
+    }
+}

@@ -1,0 +1,141 @@
+//! CONFIG: read and change a queue's settings, which CLAIM's gate honours
+//! on the server for every worker (paused, the concurrency limit, the rate
+//! limit), and how long finished jobs are kept, which every worker's TRIM applies.
+
+use std::time::Duration;
+
+use echomq_core::{limits, Name};
+use redis::Value;
+
+use super::argument::{checked, decimal, millis};
+use super::reply::{array_reply, bytes_reply, count_reply};
+use super::Transition;
+use crate::{Error, Result};
+
+/// Read a queue's settings, changing those given first. The default changes
+/// nothing and only reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    /// `Some(true)` pauses the queue's claims, `Some(false)` resumes them.
+    pub paused: Option<bool>,
+    /// `Some(n)`: at most `n` jobs active at once, 0..=2147483647; `Some(0)`
+    /// removes the limit.
+    pub concurrency: Option<u64>,
+    /// `Some((n, per))`: at most `n` claims (1..=100000) in any `per` (1 ms
+    /// to a day); `Some((0, _))` removes the limit.
+    pub rate: Option<(u64, Duration)>,
+    /// How many done jobs to keep, and how long; `None` leaves it as it is.
+    pub keep_done: Option<Retention>,
+    /// The same for dead jobs.
+    pub keep_dead: Option<Retention>,
+    /// The same for cancelled jobs.
+    pub keep_cancelled: Option<Retention>,
+    /// How many entries the queue's event log keeps (about: the server
+    /// trims whole blocks), up to 10,000,000; `Some(0)` turns it off.
+    pub events: Option<u64>,
+}
+
+/// How many finished jobs of a state a queue keeps, and how long: every
+/// worker's upkeep (TRIM) deletes the oldest past either bound. By default
+/// done and cancelled jobs are kept a day and at most 10,000 of each, dead
+/// ones 30 days and at most 100,000.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Kept at most this long after they finished; `None`: any age.
+    pub age: Option<Duration>,
+    /// Only the newest this many are kept; `None`: any number.
+    pub count: Option<u64>,
+}
+
+/// A queue's settings, as CONFIG replies them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Whether claims are paused.
+    pub paused: bool,
+    /// At most this many jobs active at once; `None`: no limit.
+    pub concurrency: Option<u64>,
+    /// At most this many claims in any such period; `None`: no limit.
+    pub rate: Option<(u64, Duration)>,
+    /// How many done jobs are kept, and how long.
+    pub keep_done: Retention,
+    /// How many dead jobs are kept, and how long.
+    pub keep_dead: Retention,
+    /// How many cancelled jobs are kept, and how long.
+    pub keep_cancelled: Retention,
+    /// How many entries the event log keeps; 0: it is off.
+    pub events: u64,
+    /// The protocol the queue records as its writer's (`<q>config`'s
+    /// `protocol`), when it records one; CONFIG never writes it.
+    pub protocol: Option<echomq_core::Version>,
+}
+
+impl Transition for Config {
+    const NAME: Name = Name::Config;
+    type Output = Settings;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        let mut args = Vec::new();
+        if let Some(paused) = self.paused {
+            args.extend([b"PAUSED".to_vec(), decimal(u8::from(paused))]);
+        }
+        if let Some(concurrency) = self.concurrency {
+            args.extend([
+                b"CONCURRENCY".to_vec(),
+                decimal(checked("CONCURRENCY", concurrency, limits::CONCURRENCY)?),
+            ]);
+        }
+        match self.rate {
+            Some((0, _)) => args.extend([b"RATE".to_vec(), b"0".to_vec()]),
+            Some((n, per)) => args.extend([
+                b"RATE".to_vec(),
+                decimal(checked("RATE", n, limits::RATE)?),
+                b"PER".to_vec(),
+                decimal(millis("PER", per, limits::RATE_PERIOD_MS)?),
+            ]),
+            None => {}
+        }
+        let kept = [("DONE", self.keep_done), ("DEAD", self.keep_dead), ("CANCELLED", self.keep_cancelled)];
+        for (state, keep) in kept {
+            let Some(Retention { age, count }) = keep else { continue };
+            let (age_name, count_name) = (format!("{state}_AGE"), format!("{state}_COUNT"));
+            let age = age.map_or(Ok(0), |age| millis(&age_name, age, limits::KEEP_MS))?;
+            let count = checked(&count_name, count.unwrap_or(0), limits::KEEP_COUNT)?;
+            args.extend([age_name.into_bytes(), decimal(age), count_name.into_bytes(), decimal(count)]);
+        }
+        if let Some(events) = self.events {
+            args.extend([b"EVENTS".to_vec(), decimal(checked("EVENTS", events, limits::EVENTS)?)]);
+        }
+        Ok(args)
+    }
+
+    fn parse(reply: Value) -> Result<Settings> {
+        let mut values = array_reply("the reply", reply)?;
+        // The queue's protocol follows the eleven integers when it has one.
+        let protocol = match values.get(11) {
+            Some(_) => {
+                let text = bytes_reply("the reply's protocol", values.remove(11))?;
+                let version = std::str::from_utf8(&text).ok().and_then(echomq_core::Version::parse);
+                Some(version.ok_or_else(|| Error::Reply(format!("the reply's protocol: {text:?}")))?)
+            }
+            None => None,
+        };
+        let values =
+            values.into_iter().map(|value| count_reply("the reply", value)).collect::<Result<Vec<_>>>()?;
+        let [paused, concurrency, rate, per, kept @ .., events] =
+            <[u64; 11]>::try_from(values).map_err(|got| Error::Reply(format!("the reply: got {got:?}")))?;
+        let retention = |age: u64, count: u64| Retention {
+            age: (age > 0).then(|| Duration::from_millis(age)),
+            count: (count > 0).then_some(count),
+        };
+        Ok(Settings {
+            paused: paused == 1,
+            concurrency: (concurrency > 0).then_some(concurrency),
+            rate: (rate > 0 && per > 0).then(|| (rate, Duration::from_millis(per))),
+            keep_done: retention(kept[0], kept[1]),
+            keep_dead: retention(kept[2], kept[3]),
+            keep_cancelled: retention(kept[4], kept[5]),
+            events,
+            protocol,
+        })
+    }
+}

@@ -1,0 +1,47 @@
+//! ENQUEUEMANY: admit many plain jobs, an id and a payload each, in one call.
+
+use echomq_core::{limits, Name};
+use redis::Value;
+
+use super::argument::jobs_a_call;
+use super::enqueue::Admission;
+use super::reply::{array_reply, unexpected};
+use super::Transition;
+use crate::id::JobId;
+use crate::{Error, Result};
+
+/// Admit many plain jobs, an id and a payload each and no options, in one
+/// call (ENQUEUEMANY): each is enqueued, or found a duplicate, on its own.
+/// What [`Queue::enqueue_batch`](crate::Queue::enqueue_batch) sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnqueueMany {
+    /// The jobs, 1 to [`limits::ENQUEUES`] of them.
+    pub jobs: Vec<(JobId, Vec<u8>)>,
+}
+
+impl Transition for EnqueueMany {
+    const NAME: Name = Name::EnqueueMany;
+    /// One admission a job, in order: [`Admission::Enqueued`] or [`Admission::Duplicate`].
+    type Output = Vec<Admission>;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        jobs_a_call(Self::NAME, self.jobs.len(), limits::ENQUEUES)?;
+        let mut args = Vec::with_capacity(self.jobs.len() * 2);
+        for (id, payload) in &self.jobs {
+            if payload.len() > limits::MAX_PAYLOAD {
+                return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+            }
+            args.extend([id.as_str().into(), payload.clone()]);
+        }
+        Ok(args)
+    }
+
+    fn parse(reply: Value) -> Result<Vec<Admission>> {
+        let admissions = array_reply("the reply", reply)?.into_iter().map(|admitted| match admitted {
+            Value::Int(1) => Ok(Admission::Enqueued),
+            Value::Int(0) => Ok(Admission::Duplicate),
+            other => Err(unexpected("a job's reply", &other)),
+        });
+        admissions.collect()
+    }
+}

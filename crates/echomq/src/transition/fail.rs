@@ -1,0 +1,70 @@
+//! FAIL: the lease holder reports a failure; the job retries after a
+//! back-off or dies. Fenced, as ACK is.
+
+use std::time::Duration;
+
+use echomq_core::{limits, Name};
+use redis::Value;
+
+use super::argument::{checked, decimal, millis, token};
+use super::reply::{bytes_reply, unexpected};
+use super::Transition;
+use crate::id::JobId;
+use crate::{Error, Result};
+
+/// The holder reports a failure: the job retries after a back-off, or dies
+/// when its attempts reached `max_attempts`. The error text is kept in
+/// `emq:{q}:errors` for operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fail {
+    /// The job's id.
+    pub id: JobId,
+    /// The token its claim handed out.
+    pub token: u64,
+    /// The job dies when its attempts are at or past this.
+    pub max_attempts: u64,
+    /// How long until the retry is due.
+    pub backoff: Duration,
+    /// What went wrong, at most [`limits::MAX_ERROR_TEXT`] bytes.
+    pub error: String,
+}
+
+/// Where a failed job went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// To delayed: it will be retried when its back-off is over.
+    Delayed,
+    /// To dead: out of attempts.
+    Dead,
+}
+
+impl Transition for Fail {
+    const NAME: Name = Name::Fail;
+    type Output = Failed;
+
+    fn job(&self) -> Option<&JobId> {
+        Some(&self.id)
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if self.error.len() > limits::MAX_ERROR_TEXT {
+            let limit = limits::MAX_ERROR_TEXT;
+            return Err(Error::TooLarge(format!("error text exceeds {limit} bytes")));
+        }
+        Ok(vec![
+            self.id.as_str().into(),
+            token(self.token)?,
+            decimal(checked("max_attempts", self.max_attempts, limits::MAX_ATTEMPTS)?),
+            decimal(millis("backoff", self.backoff, limits::DELAY_MS)?),
+            self.error.as_bytes().to_vec(),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<Failed> {
+        match bytes_reply("the reply", reply)?.as_slice() {
+            b"delayed" => Ok(Failed::Delayed),
+            b"dead" => Ok(Failed::Dead),
+            other => Err(unexpected("the reply", &Value::BulkString(other.to_vec()))),
+        }
+    }
+}

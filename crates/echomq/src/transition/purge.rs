@@ -1,0 +1,54 @@
+//! PURGE: delete finished jobs past an age.
+
+use std::time::Duration;
+
+use echomq_core::{limits, Name, Role};
+use redis::Value;
+
+use super::argument::{checked, decimal, millis};
+use super::reply::count_reply;
+use super::Transition;
+use crate::keyspace::Keyspace;
+use crate::record::State;
+use crate::{Error, Result};
+
+/// Delete finished jobs (done, dead or cancelled) that finished at least `age` ago.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Purge {
+    /// Which finished jobs: [`State::Done`], [`State::Dead`] or [`State::Cancelled`].
+    pub state: State,
+    /// Only jobs that finished at least this long ago.
+    pub age: Duration,
+    /// How many jobs at most, 1..=1000.
+    pub limit: u64,
+}
+
+impl Transition for Purge {
+    const NAME: Name = Name::Purge;
+    /// How many jobs were deleted.
+    type Output = u64;
+
+    /// `KEYS[1]` is the set of the finished state it purges.
+    fn key(&self, keys: &Keyspace, role: Role) -> String {
+        match role {
+            Role::Finished => keys.state(self.state),
+            other => keys.role(other, None).expect("a call on the whole queue names no job"),
+        }
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if !matches!(self.state, State::Done | State::Dead | State::Cancelled) {
+            let state = self.state;
+            return Err(Error::Argument(format!("cannot purge {state} jobs, only finished ones")));
+        }
+        Ok(vec![
+            decimal(millis("age", self.age, limits::AGE_MS)?),
+            b"LIMIT".to_vec(),
+            decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?),
+        ])
+    }
+
+    fn parse(reply: Value) -> Result<u64> {
+        count_reply("the reply", reply)
+    }
+}

@@ -1,0 +1,63 @@
+//! STATS: count a queue's jobs in each state. It writes nothing.
+
+use echomq_core::Name;
+use redis::Value;
+
+use super::reply::{array_reply, count_reply};
+use super::Transition;
+use crate::record::State;
+use crate::{Error, Result};
+
+/// Count the jobs in each state of a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stats;
+
+/// How many jobs a queue holds in each state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsReply {
+    /// Waiting to be claimed.
+    pub pending: u64,
+    /// Under a lease.
+    pub active: u64,
+    /// Waiting for their due time.
+    pub delayed: u64,
+    /// Finished.
+    pub done: u64,
+    /// Out of attempts.
+    pub dead: u64,
+    /// Cancelled.
+    pub cancelled: u64,
+}
+
+impl StatsReply {
+    /// How many jobs are in `state`.
+    pub fn of(&self, state: State) -> u64 {
+        match state {
+            State::Pending => self.pending,
+            State::Active => self.active,
+            State::Delayed => self.delayed,
+            State::Done => self.done,
+            State::Dead => self.dead,
+            State::Cancelled => self.cancelled,
+        }
+    }
+}
+
+impl Transition for Stats {
+    const NAME: Name = Name::Stats;
+    type Output = StatsReply;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![])
+    }
+
+    fn parse(reply: Value) -> Result<StatsReply> {
+        let counts = array_reply("the reply", reply)?
+            .into_iter()
+            .map(|count| count_reply("the reply", count))
+            .collect::<Result<Vec<_>>>()?;
+        let [pending, active, delayed, done, dead, cancelled] = <[u64; 6]>::try_from(counts)
+            .map_err(|counts| Error::Reply(format!("the reply: got {counts:?}")))?;
+        Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
+    }
+}

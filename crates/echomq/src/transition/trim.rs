@@ -1,0 +1,48 @@
+//! TRIM: bounded retention, as every worker's upkeep runs it.
+
+use echomq_core::{limits, Name, Role};
+use redis::Value;
+
+use super::argument::{checked, decimal};
+use super::reply::count_reply;
+use super::Transition;
+use crate::keyspace::Keyspace;
+use crate::record::State;
+use crate::{Error, Result};
+
+/// Bounded retention, as every worker's upkeep runs it: delete up to `limit`
+/// of the oldest finished jobs in `state` that are past the queue's
+/// retention for it (see [`Retention`](super::Retention)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trim {
+    /// Which finished jobs: [`State::Done`], [`State::Dead`] or [`State::Cancelled`].
+    pub state: State,
+    /// How many jobs at most, 1..=1000.
+    pub limit: u64,
+}
+
+impl Transition for Trim {
+    const NAME: Name = Name::Trim;
+    /// How many jobs were deleted.
+    type Output = u64;
+
+    /// `KEYS[1]` is the set of the finished state it trims.
+    fn key(&self, keys: &Keyspace, role: Role) -> String {
+        match role {
+            Role::Finished => keys.state(self.state),
+            other => keys.role(other, None).expect("a call on the whole queue names no job"),
+        }
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        if !matches!(self.state, State::Done | State::Dead | State::Cancelled) {
+            let state = self.state;
+            return Err(Error::Argument(format!("cannot trim {state} jobs, only finished ones")));
+        }
+        Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
+    }
+
+    fn parse(reply: Value) -> Result<u64> {
+        count_reply("the reply", reply)
+    }
+}
