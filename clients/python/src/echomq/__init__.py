@@ -18,7 +18,8 @@ pickle). Every refusal is an :class:`~echomq.errors.EchoMQError`: a server's
 one class per code (§10), the host's own :class:`InvalidInput` before sending.
 
 Layout: ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
-RetryAfter), ``calls`` (each transition's call, checked), ``executor`` (Lua
+RetryAfter), ``upkeep`` (what a worker owes, §11.3), ``calls`` (each
+transition's call, checked), ``executor`` (Lua
 and Native), ``model`` (replies as values), ``keyspace``, ``ids``,
 ``schedule``, ``errors``, ``_protocol`` (the generated tables and scripts).
 """
@@ -47,6 +48,7 @@ from .ids import is_branded, mint
 from .keyspace import Keyspace
 from .model import Claimed, Config, Enqueued, Event, JobInfo, Policy, Stats
 from .queue import Connection, Queue, SyncQueue, connect
+from .upkeep import Upkeep
 from .worker import Job, RetryAfter, Worker
 
 PROTOCOL = _version_text()
@@ -86,6 +88,7 @@ __all__ = [
     "SyncExecutor",
     "SyncQueue",
     "TryAgain",
+    "Upkeep",
     "VersionError",
     "Worker",
     "connect",

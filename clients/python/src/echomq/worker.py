@@ -19,8 +19,8 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
   ACKMANY;
 - SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
   within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
-- upkeep on a period: REAP, PROMOTE, TRIM (done, dead, cancelled), SETTLE,
-  and the queue's due ``every`` schedules, each again while a call is full.
+- upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
+  dead, cancelled), SETTLE, and the queue's due ``every`` schedules.
 """
 
 from __future__ import annotations
@@ -38,13 +38,12 @@ from . import _protocol, calls
 from .errors import FenceError, NoJobError, Refused
 from .model import Claimed, Policy, read_claims
 from .queue import Queue
-from .schedule import Every, fires
+from .upkeep import Upkeep
 
 log = logging.getLogger("echomq.worker")
 
 Handler = Callable[["Job"], Awaitable[Any] | Any]
 
-UPKEEP_LIMIT = 100
 MAX_RESULT = _protocol.size("MAX_RESULT")
 
 
@@ -166,6 +165,8 @@ class Worker:
         self.grace = grace
         self._ks = queue.keyspace
         self._exec = queue.executor
+        self.upkeep = Upkeep(queue, max_attempts, upkeep)
+        """The upkeep this worker owes its queue (§11.3), run every ``upkeep`` seconds."""
         self._running: dict[str, _Running] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._free = concurrency
@@ -484,7 +485,7 @@ class Worker:
         while not self._closed.is_set():
             started = time.monotonic()
             try:
-                await self.upkeep_once(warned)
+                await self.upkeep.once(warned)
             except Exception as err:
                 if not self._closed.is_set():
                     log.warning("upkeep of %s failed: %s", self._ks.name, err)
@@ -496,47 +497,3 @@ class Worker:
             await asyncio.wait_for(self._closed.wait(), seconds)
         except asyncio.TimeoutError:
             pass
-
-    async def upkeep_once(self, warned: set[str] | None = None) -> None:
-        """One period's upkeep (§11.3): REAP, PROMOTE, TRIM ×3 and SETTLE in
-        one round trip, each again while a call is full (for at most a
-        period), then the due schedules."""
-        ks, limit = self._ks, UPKEEP_LIMIT
-        sweeps = {
-            "reap": calls.sweep("reap", ks, limit, first=[str(self.max_attempts).encode()]),
-            "promote": calls.sweep("promote", ks, limit),
-            "trim done": calls.sweep("trim", ks, limit, state="done"),
-            "trim dead": calls.sweep("trim", ks, limit, state="dead"),
-            "trim cancelled": calls.sweep("trim", ks, limit, state="cancelled"),
-            "settle": calls.sweep("settle", ks, limit),
-        }
-        deadline = time.monotonic() + self.upkeep_period
-        names = list(sweeps)
-        while names:
-            replies = await self._exec.run_many([sweeps[n] for n in names])
-            full = []
-            for name, reply in zip(names, replies):
-                if isinstance(reply, Exception):
-                    log.warning("%s on %s failed: %s", name.upper(), ks.name, reply)
-                    continue
-                moved = sum(reply) if name == "reap" else reply[1] if name == "settle" else reply
-                if moved >= limit:
-                    full.append(name)
-            names = full if time.monotonic() < deadline else []
-        await self._fire_schedules(warned if warned is not None else set())
-
-    async def _fire_schedules(self, warned: set[str]) -> None:
-        reply = await self._exec.run(calls.schedules(self._ks, due=True, limit=100))
-        now = int(reply[0])
-        for name_raw, definition, due in reply[1:]:
-            name = name_raw.decode("utf-8", "replace")
-            every = Every.read(definition)
-            if every is None:
-                if name not in warned:
-                    warned.add(name)
-                    log.warning("schedule %r of %s: this host reads only `every` definitions; left alone",
-                                name, self._ks.name)
-                continue
-            for call in fires(self._ks, name, every, int(due), now):
-                if await self._exec.run(call) == -1:
-                    break
