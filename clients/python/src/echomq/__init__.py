@@ -1,0 +1,100 @@
+"""EchoMQ for Python: a second speaker of the EchoMQ protocol (PROTOCOL.md),
+enqueueing and working the same jobs as the Rust host, on Redis or Valkey >= 7,
+through the protocol's own Lua scripts or the ``echomq`` module's commands.
+
+    import echomq
+
+    conn = await echomq.connect("redis://127.0.0.1:6379")
+    queue = await conn.queue("emails")
+    await queue.enqueue(b"hello", attempts=3, headers={"tenant": "acme"})
+
+    async def handle(job: echomq.Job) -> bytes:
+        return job.payload.upper()
+
+    await echomq.Worker(queue, handle, concurrency=10).run()
+
+Payloads, results and progress are bytes (JSON helpers beside them; never
+pickle). Every refusal is an :class:`~echomq.errors.EchoMQError`: a server's
+one class per code (§10), the host's own :class:`InvalidInput` before sending.
+
+Layout: ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
+RetryAfter), ``upkeep`` (what a worker owes, §11.3), ``calls`` (each
+transition's call, checked), ``executor`` (Lua
+and Native), ``model`` (replies as values), ``keyspace``, ``ids``,
+``schedule``, ``errors``, ``_protocol`` (the generated tables and scripts).
+"""
+
+from . import errors, ids, schedule
+from ._protocol import version_text as _version_text
+from .errors import (
+    ArgError,
+    DataError,
+    EchoMQError,
+    FenceError,
+    InvalidInput,
+    KeyTypeError,
+    KindError,
+    NoJobError,
+    OlderMinor,
+    OtherMajor,
+    Refused,
+    SizeError,
+    StateError,
+    TryAgain,
+    VersionError,
+)
+from .executor import AsyncExecutor, Call, SyncExecutor, detect, detect_sync
+from .ids import is_branded, mint
+from .keyspace import Keyspace
+from .model import Claimed, Config, Enqueued, Event, JobInfo, Policy, Stats
+from .queue import Connection, Queue, SyncQueue, connect
+from .upkeep import Upkeep
+from .worker import Job, RetryAfter, Worker
+
+PROTOCOL = _version_text()
+"""The protocol version this package speaks (its scripts' manifest)."""
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PROTOCOL",
+    "ArgError",
+    "AsyncExecutor",
+    "Call",
+    "Claimed",
+    "Config",
+    "Connection",
+    "DataError",
+    "EchoMQError",
+    "Enqueued",
+    "Event",
+    "FenceError",
+    "InvalidInput",
+    "Job",
+    "JobInfo",
+    "KeyTypeError",
+    "Keyspace",
+    "KindError",
+    "NoJobError",
+    "OlderMinor",
+    "OtherMajor",
+    "Policy",
+    "Queue",
+    "Refused",
+    "RetryAfter",
+    "SizeError",
+    "StateError",
+    "Stats",
+    "SyncExecutor",
+    "SyncQueue",
+    "TryAgain",
+    "Upkeep",
+    "VersionError",
+    "Worker",
+    "connect",
+    "detect",
+    "detect_sync",
+    "errors",
+    "is_branded",
+    "mint",
+]

@@ -1,0 +1,308 @@
+"""Each transition's call, built from the protocol's table (§7: its keys in
+order) with every argument checked against §7's limits before anything is
+sent: a bad one is :class:`~echomq.errors.InvalidInput` and the server never
+hears of it (DESIGN rule 6)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from typing import Iterable, Mapping
+
+from . import _protocol
+from .errors import InvalidInput
+from .executor import Call
+from .ids import check_id
+from .keyspace import Keyspace
+
+Duration = float | int | timedelta
+"""A duration: seconds (as ``asyncio.sleep`` takes them) or a ``timedelta``."""
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+def keys(name: str, ks: Keyspace, *, count: int | None = None, job: bytes | None = None,
+         state: str | None = None) -> list[bytes]:
+    """Transition ``name``'s KEYS for queue ``ks``, its first ``count`` (all by default)."""
+    roles = _protocol.transition(name).keys
+    out = []
+    for role in roles[:count] if count else roles:
+        if role == "job:<id>":
+            assert job is not None
+            out.append(ks.job(job))
+        elif "|" in role:
+            if state not in role.split("|"):
+                raise InvalidInput(f"{name.upper()} takes one of {role.replace('|', ', ')}, not {state!r}")
+            out.append(ks.key(state))
+        else:
+            out.append(ks.key(role))
+    return out
+
+
+def integer(what: str, value: int, limit: str) -> bytes:
+    """``value`` as decimal text, checked against limit ``limit`` of §11.1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{what} must be an integer, not {value!r}")
+    low, high = _protocol.limit(limit)
+    if not low <= value <= high:
+        raise InvalidInput(f"{what} must be in {low}..={high}, not {value}")
+    return str(value).encode()
+
+
+def ms(what: str, value: Duration, limit: str) -> bytes:
+    """A duration as whole ms, checked against ``limit``."""
+    if isinstance(value, timedelta):
+        millis = round(value.total_seconds() * 1000)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        millis = round(value * 1000)
+    else:
+        raise InvalidInput(f"{what} must be seconds or a timedelta, not {value!r}")
+    return integer(f"{what} (ms)", millis, limit)
+
+
+def to_ms(value: Duration) -> int:
+    if isinstance(value, timedelta):
+        return round(value.total_seconds() * 1000)
+    return round(value * 1000)
+
+
+def payload(value: bytes | bytearray | memoryview, what: str = "payload", limit: str = "MAX_PAYLOAD") -> bytes:
+    """Bytes, at most the limit: a str is refused, never encoded behind the caller's back."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise InvalidInput(f"a {what} is bytes, not {type(value).__name__} (encode it, or use the JSON helpers)")
+    raw = bytes(value)
+    if len(raw) > _protocol.size(limit):
+        raise InvalidInput(f"the {what} is {len(raw)} bytes; at most {_protocol.size(limit)}")
+    return raw
+
+
+def headers_bytes(headers: Mapping[str, str] | None, traceparent: str | None) -> bytes | None:
+    """Headers as a JSON object of strings (§7.6), ``traceparent`` among them."""
+    found = dict(headers or {})
+    if traceparent is not None:
+        found["traceparent"] = traceparent
+    if not found:
+        return None
+    for name, value in found.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidInput(f"headers are str → str; {name!r}: {value!r} is not")
+    if "traceparent" in found and not _TRACEPARENT.match(found["traceparent"]):
+        raise InvalidInput(f"traceparent {found['traceparent']!r} is not 00-<32 hex>-<16 hex>-<2 hex>")
+    raw = json.dumps(found, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if len(raw) > _protocol.size("MAX_HEADERS"):
+        raise InvalidInput(f"the headers are {len(raw)} bytes as JSON; at most {_protocol.size('MAX_HEADERS')}")
+    return raw
+
+
+def enqueue(
+    ks: Keyspace,
+    job_id: str,
+    body: bytes,
+    *,
+    priority: int = 0,
+    delay: Duration | None = None,
+    at: datetime | float | None = None,
+    attempts: int | None = None,
+    backoff: Duration | None = None,
+    backoff_exp: Duration | None = None,
+    timeout: Duration | None = None,
+    unique: str | bytes | None = None,
+    unique_for: Duration | None = None,
+    unique_until_done: bool = False,
+    headers: Mapping[str, str] | None = None,
+    traceparent: str | None = None,
+) -> Call:
+    """ENQUEUE, all eleven keys (so its event is logged and waiting workers wake)."""
+    raw_id = check_id(job_id)
+    args = [raw_id, payload(body)]
+    if priority != 0:
+        args += [b"PRIORITY", integer("priority", priority, "PRIORITY")]
+    if delay is not None and at is not None:
+        raise InvalidInput("delay and at exclude each other")
+    if delay is not None:
+        args += [b"DELAY", ms("delay", delay, "DELAY_MS")]
+    if at is not None:
+        seconds = at.timestamp() if isinstance(at, datetime) else at
+        args += [b"AT", ms("at", seconds, "AT_MS")]
+    if attempts is not None:
+        args += [b"ATTEMPTS", integer("attempts", attempts, "MAX_ATTEMPTS")]
+    if backoff is not None and backoff_exp is not None:
+        raise InvalidInput("backoff and backoff_exp exclude each other")
+    if backoff is not None:
+        args += [b"BACKOFF", ms("backoff", backoff, "DELAY_MS")]
+    if backoff_exp is not None:
+        args += [b"BACKOFF_EXP", ms("backoff_exp", backoff_exp, "DELAY_MS")]
+    if timeout is not None:
+        args += [b"TIMEOUT", ms("timeout", timeout, "TIMEOUT_MS")]
+    if unique is not None:
+        key = unique.encode("utf-8") if isinstance(unique, str) else bytes(unique)
+        if not 1 <= len(key) <= _protocol.size("MAX_UNIQUE_KEY"):
+            raise InvalidInput(f"a unique key is 1 to {_protocol.size('MAX_UNIQUE_KEY')} bytes")
+        if unique_for is None:
+            raise InvalidInput("unique needs unique_for: how long the key holds")
+        args += [b"UNIQUE", key, b"UNIQUE_FOR", ms("unique_for", unique_for, "UNIQUE_MS")]
+        if unique_until_done:
+            args += [b"UNIQUE_DONE", b"1"]
+    elif unique_for is not None or unique_until_done:
+        raise InvalidInput("unique_for and unique_until_done need unique")
+    raw_headers = headers_bytes(headers, traceparent)
+    if raw_headers is not None:
+        args += [b"HEADERS", raw_headers]
+    return Call("enqueue", keys("enqueue", ks, job=raw_id), args)
+
+
+def enqueue_many(ks: Keyspace, jobs: Iterable[tuple[str, bytes]]) -> list[Call]:
+    """ENQUEUEMANY calls of at most 1000 jobs each (plain jobs: no options)."""
+    most = _protocol.limit("ENQUEUES")[1]
+    calls: list[Call] = []
+    args: list[bytes] = []
+    for job_id, body in jobs:
+        args += [check_id(job_id), payload(body)]
+        if len(args) == 2 * most:
+            calls.append(Call("enqueuemany", keys("enqueuemany", ks), args))
+            args = []
+    if args:
+        calls.append(Call("enqueuemany", keys("enqueuemany", ks), args))
+    return calls
+
+
+def claim(ks: Keyspace, lease_ms: int, count: int = 1, block_ms: int | None = None) -> Call:
+    args = [integer("lease (ms)", lease_ms, "LEASE_MS"), b"COUNT", integer("count", count, "CLAIM_COUNT")]
+    if block_ms is not None:
+        args += [b"BLOCK", str(max(0, min(block_ms, 2_147_483_647))).encode()]
+    return Call("claim", keys("claim", ks), args)
+
+
+def _result(result: bytes | None) -> list[bytes]:
+    return [] if result is None else [b"RESULT", payload(result, "result", "MAX_RESULT")]
+
+
+def ack(ks: Keyspace, job_id: str, token: int, result: bytes | None = None) -> Call:
+    raw = check_id(job_id)
+    return Call("ack", keys("ack", ks, job=raw), [raw, integer("token", token, "TOKEN"), *_result(result)])
+
+
+def acknext(ks: Keyspace, job_id: str, token: int, lease_ms: int, count: int,
+            result: bytes | None = None) -> Call:
+    raw = check_id(job_id)
+    args = [raw, integer("token", token, "TOKEN"), integer("lease (ms)", lease_ms, "LEASE_MS"),
+            *_result(result), b"COUNT", integer("count", count, "CLAIM_COUNT")]
+    return Call("acknext", keys("acknext", ks, job=raw), args)
+
+
+def ackmany(ks: Keyspace, jobs: Iterable[tuple[str, int, bytes | None]]) -> Call:
+    args: list[bytes] = []
+    for job_id, token, result in jobs:
+        args += [check_id(job_id), integer("token", token, "TOKEN"), *_result(result)]
+    return Call("ackmany", keys("ackmany", ks), args)
+
+
+def error_text(text: str) -> bytes:
+    """An error text, cut to the limit at a character's start (FAIL refuses a longer one)."""
+    raw = text.encode("utf-8", "replace")
+    most = _protocol.size("MAX_ERROR_TEXT")
+    if len(raw) > most:
+        raw = raw[:most]
+        while raw and (raw[-1] & 0xC0) == 0x80:
+            raw = raw[:-1]
+        raw = raw.decode("utf-8", "ignore").encode()
+    return raw
+
+
+def fail(ks: Keyspace, job_id: str, token: int, max_attempts: int, backoff_ms: int, error: str) -> Call:
+    raw = check_id(job_id)
+    args = [raw, integer("token", token, "TOKEN"), integer("max attempts", max_attempts, "MAX_ATTEMPTS"),
+            integer("back-off (ms)", backoff_ms, "DELAY_MS"), error_text(error)]
+    return Call("fail", keys("fail", ks, job=raw), args)
+
+
+def defer(ks: Keyspace, job_id: str, token: int, delay_ms: int, max_attempts: int, pause: bool) -> Call:
+    raw = check_id(job_id)
+    args = [raw, integer("token", token, "TOKEN"), integer("delay (ms)", delay_ms, "DELAY_MS"),
+            integer("max attempts", max_attempts, "MAX_ATTEMPTS"), b"PAUSE", b"1" if pause else b"0"]
+    return Call("defer", keys("defer", ks, job=raw), args)
+
+
+def extend(ks: Keyspace, job_id: str, token: int, lease_ms: int) -> Call:
+    raw = check_id(job_id)
+    args = [raw, integer("token", token, "TOKEN"), integer("lease (ms)", lease_ms, "LEASE_MS")]
+    return Call("extend", keys("extend", ks, job=raw), args)
+
+
+def release(ks: Keyspace, job_id: str, token: int, refund: int | None) -> Call:
+    """RELEASE; with ``refund`` (the caller's max attempts) the attempt is given back (1.1)."""
+    raw = check_id(job_id)
+    args = [raw, integer("token", token, "TOKEN")]
+    if refund is None:
+        return Call("release", keys("release", ks, job=raw, count=7), args)
+    args += [b"REFUND", integer("max attempts", refund, "MAX_ATTEMPTS")]
+    return Call("release", keys("release", ks, job=raw), args)
+
+
+def progress(ks: Keyspace, job_id: str, token: int, value: bytes) -> Call:
+    raw = check_id(job_id)
+    args = [raw, integer("token", token, "TOKEN"), payload(value, "progress value", "MAX_PROGRESS")]
+    return Call("progress", keys("progress", ks, job=raw), args)
+
+
+def one_id(name: str, ks: Keyspace, job_id: str) -> Call:
+    """CANCEL, RETRY or INSPECT: a job's keys and its id."""
+    raw = check_id(job_id)
+    return Call(name, keys(name, ks, job=raw), [raw])
+
+
+def stats(ks: Keyspace) -> Call:
+    return Call("stats", keys("stats", ks))
+
+
+_CONFIG = ("PAUSED", "CONCURRENCY", "RATE", "PER", "DONE_AGE", "DONE_COUNT", "DEAD_AGE", "DEAD_COUNT",
+           "CANCELLED_AGE", "CANCELLED_COUNT", "EVENTS")
+_CONFIG_LIMIT = {"PAUSED": "SWITCH", "CONCURRENCY": "CONCURRENCY", "RATE": "RATE", "PER": "RATE_PERIOD_MS",
+                 "DONE_AGE": "KEEP_MS", "DEAD_AGE": "KEEP_MS", "CANCELLED_AGE": "KEEP_MS",
+                 "DONE_COUNT": "KEEP_COUNT", "DEAD_COUNT": "KEEP_COUNT", "CANCELLED_COUNT": "KEEP_COUNT",
+                 "EVENTS": "EVENTS"}
+
+
+def config(ks: Keyspace, settings: Mapping[str, int]) -> Call:
+    """CONFIG with ``settings`` by option name (``PAUSED``, ``RATE``…, ages in ms); none reads."""
+    args: list[bytes] = []
+    for name, value in settings.items():
+        upper = name.upper()
+        if upper not in _CONFIG:
+            raise InvalidInput(f"unknown setting {name!r}; CONFIG takes {', '.join(_CONFIG)}")
+        args += [upper.encode(), integer(upper.lower(), value, _CONFIG_LIMIT[upper])]
+    if settings.get("RATE", 0) and "PER" not in settings:
+        raise InvalidInput("a rate needs per: the period it counts claims over")
+    if "PER" in settings and "RATE" not in settings:
+        raise InvalidInput("per needs rate")
+    return Call("config", keys("config", ks), args)
+
+
+def sweep(name: str, ks: Keyspace, limit: int, *, state: str | None = None,
+          first: list[bytes] | None = None) -> Call:
+    """REAP, PROMOTE, TRIM, SETTLE, PURGE or DRAIN with ``LIMIT``."""
+    args = [*(first or []), b"LIMIT", integer("limit", limit, "SWEEP_LIMIT")]
+    return Call(name, keys(name, ks, state=state), args)
+
+
+def schedule_name(name: str) -> bytes:
+    raw = name.encode("utf-8")
+    if not 1 <= len(raw) <= _protocol.size("MAX_SCHEDULE_NAME"):
+        raise InvalidInput(f"a schedule name is 1 to {_protocol.size('MAX_SCHEDULE_NAME')} bytes")
+    return raw
+
+
+def schedules(ks: Keyspace, *, due: bool = False, limit: int = 1000) -> Call:
+    args = [b"DUE", b"1" if due else b"0", b"LIMIT", integer("limit", limit, "SWEEP_LIMIT")]
+    return Call("schedules", keys("schedules", ks), args)
+
+
+def schedule(ks: Keyspace, name: bytes, definition: bytes, first: int) -> Call:
+    if len(definition) > _protocol.size("MAX_DEFINITION"):
+        raise InvalidInput(f"a definition is at most {_protocol.size('MAX_DEFINITION')} bytes")
+    return Call("schedule", keys("schedule", ks), [name, definition, integer("next", first, "AT_MS")])
+
+
+def unschedule(ks: Keyspace, name: bytes) -> Call:
+    return Call("unschedule", keys("unschedule", ks), [name])

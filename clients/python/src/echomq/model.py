@@ -1,0 +1,232 @@
+"""What the transitions answer, as Python values: a job as INSPECT reads it,
+a claimed job, a policy (§7.2), the queue's counts and settings, an event."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import DataError
+
+STATES = ("pending", "active", "delayed", "done", "dead", "cancelled")
+FINISHED = ("done", "dead", "cancelled")
+
+
+def text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A job's own policy (PROTOCOL.md §7.2): what it was enqueued with, or DEFER/REFUND wrote."""
+
+    attempts: int | None = None
+    backoff_ms: int | None = None
+    backoff_exp_ms: int | None = None
+    timeout_ms: int | None = None
+
+    @staticmethod
+    def parse(raw: bytes | str) -> Policy:
+        """Read a policy's text: ``ATTEMPTS 3 BACKOFF_EXP 1000 TIMEOUT 30000``."""
+        words = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).split(" ")
+        if len(words) % 2:
+            raise DataError(f"{raw!r} is not a policy")
+        found: dict[str, int] = {}
+        for name, value in zip(words[::2], words[1::2]):
+            name = name.upper()
+            if name not in ("ATTEMPTS", "BACKOFF", "BACKOFF_EXP", "TIMEOUT") or name in found:
+                raise DataError(f"{raw!r} is not a policy")
+            if not value.lstrip("-").isdigit() or not 1 <= len(value.lstrip("-")) <= 15:
+                raise DataError(f"{raw!r} is not a policy")
+            found[name] = int(value)
+        if "BACKOFF" in found and "BACKOFF_EXP" in found:
+            raise DataError(f"{raw!r} is not a policy")
+        return Policy(
+            attempts=found.get("ATTEMPTS"),
+            backoff_ms=found.get("BACKOFF"),
+            backoff_exp_ms=found.get("BACKOFF_EXP"),
+            timeout_ms=found.get("TIMEOUT"),
+        )
+
+    def text(self) -> str:
+        """The policy as ENQUEUE stores it."""
+        words = []
+        if self.attempts is not None:
+            words += ["ATTEMPTS", str(self.attempts)]
+        if self.backoff_ms is not None:
+            words += ["BACKOFF", str(self.backoff_ms)]
+        if self.backoff_exp_ms is not None:
+            words += ["BACKOFF_EXP", str(self.backoff_exp_ms)]
+        if self.timeout_ms is not None:
+            words += ["TIMEOUT", str(self.timeout_ms)]
+        return " ".join(words)
+
+
+def read_headers(raw: bytes | None) -> dict[str, str]:
+    """Headers as speakers write them: a JSON object of strings; anything else is none (§7.6)."""
+    if raw is None:
+        return {}
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        return {}
+    return dict(found)
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """What ENQUEUE did: ``duplicate`` when a job of this id existed;
+    ``held_by`` the id of the job that holds the UNIQUE key (nothing was written)."""
+
+    id: str
+    duplicate: bool = False
+    held_by: str | None = None
+
+    @property
+    def enqueued(self) -> bool:
+        return not self.duplicate and self.held_by is None
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A job as INSPECT reads it."""
+
+    id: str
+    state: str
+    attempts: int
+    payload: bytes
+    error: str | None = None
+    progress: bytes | None = None
+    result: bytes | None = None
+    policy: Policy | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    enqueued_at: int | None = None
+    updated_at: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
+
+    def json(self) -> Any:
+        """The payload read as JSON."""
+        return json.loads(self.payload)
+
+    def result_json(self) -> Any:
+        """The result read as JSON (None when there is none)."""
+        return None if self.result is None else json.loads(self.result)
+
+
+def read_inspect(job_id: str, reply: list[Any]) -> JobInfo | None:
+    flat = reply[0]
+    if not flat:
+        return None
+    record = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+    policy = reply[4] if len(reply) > 4 else None
+    headers = reply[5] if len(reply) > 5 else None
+    return JobInfo(
+        id=job_id,
+        state=record["state"].decode(),
+        attempts=int(record["attempts"]),
+        payload=record["payload"],
+        error=text(reply[1]),
+        progress=reply[2],
+        result=reply[3] if len(reply) > 3 else None,
+        policy=Policy.parse(policy) if policy is not None else None,
+        headers=read_headers(headers),
+        enqueued_at=int(record["enqueued_at"]) if "enqueued_at" in record else None,
+        updated_at=int(record["updated_at"]) if "updated_at" in record else None,
+    )
+
+
+@dataclass(frozen=True)
+class Stats:
+    """The six sets' sizes (STATS)."""
+
+    pending: int
+    active: int
+    delayed: int
+    done: int
+    dead: int
+    cancelled: int
+
+
+@dataclass(frozen=True)
+class Config:
+    """A queue's settings as CONFIG answers them (§7.1): 0 is not set / no bound."""
+
+    paused: bool
+    concurrency: int
+    rate: int
+    per_ms: int
+    done_age_ms: int
+    done_count: int
+    dead_age_ms: int
+    dead_count: int
+    cancelled_age_ms: int
+    cancelled_count: int
+    events: int
+    protocol: str | None = None
+
+    @staticmethod
+    def read(reply: list[Any]) -> Config:
+        n = [int(value) for value in reply[:11]]
+        return Config(
+            paused=bool(n[0]), concurrency=n[1], rate=n[2], per_ms=n[3], done_age_ms=n[4], done_count=n[5],
+            dead_age_ms=n[6], dead_count=n[7], cancelled_age_ms=n[8], cancelled_count=n[9], events=n[10],
+            protocol=text(reply[11]) if len(reply) > 11 else None,
+        )
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """One job a CLAIM (or ACKNEXT) handed out."""
+
+    id: str
+    token: int
+    payload: bytes
+    policy: Policy | None
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Claims:
+    """A CLAIM's reply: its jobs, and the gate's word (§7.1): None, or ``-1``
+    paused, ``0`` held by the concurrency limit, ``n > 0`` ms to wait."""
+
+    jobs: list[Claimed]
+    held: int | None
+
+
+def read_claims(reply: list[Any]) -> Claims:
+    held = None
+    if reply and isinstance(reply[-1], int):
+        held = reply[-1]
+        reply = reply[:-1]
+    jobs = []
+    for item in reply:
+        policy = item[3] if len(item) > 3 else None
+        headers = item[4] if len(item) > 4 else None
+        jobs.append(
+            Claimed(
+                id=item[0].decode("utf-8", "surrogateescape"),
+                token=int(item[1]),
+                payload=item[2],
+                policy=Policy.parse(policy) if policy is not None else None,
+                headers=read_headers(headers),
+            )
+        )
+    return Claims(jobs, held)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of a queue's event log (§7.5)."""
+
+    entry: str
+    """The stream entry's id, ``<ms>-<seq>``: where to resume."""
+    event: str
+    job: str | None
+    fields: dict[str, str]

@@ -1,0 +1,378 @@
+"""The producer's and operator's face: :class:`Queue` (asyncio) and
+:class:`SyncQueue` (for producers that are not async), each over a
+:class:`Connection` that picked its executor and checked the protocol's
+version before anything was written.
+
+    conn = await echomq.connect("redis://127.0.0.1:6379")
+    queue = await conn.queue("emails")
+    job = await queue.enqueue_json({"to": "a@example.com"}, attempts=3)
+    done = await queue.wait(job.id, timeout=30)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, AsyncIterator, Iterable
+
+import redis
+import redis.asyncio
+
+from . import _protocol, calls
+from .errors import EchoMQError, InvalidInput, OtherMajor
+from .executor import AsyncExecutor, Kind, SyncExecutor, detect, detect_sync, parse_version
+from .ids import check_id, mint
+from .keyspace import Keyspace
+from .model import Config, Enqueued, Event, JobInfo, Stats, read_inspect
+from .schedule import Every
+
+FINISHING_EVENTS = (b"completed", b"dead", b"cancelled")
+
+
+def _check_protocol(name: str, found: bytes | None) -> None:
+    """A queue's ``protocol`` field (§2): absent is 1.x; another major is refused."""
+    if found is None:
+        return
+    text = found.decode("utf-8", "replace")
+    version = parse_version(text)
+    own = _protocol.version_text()
+    if version is None:
+        raise EchoMQError(f"queue {name!r}: its config's protocol {text!r} is not major.minor; this speaker is {own}")
+    if version[0] != _protocol.version()[0]:
+        raise OtherMajor(own, f"{version[0]}.{version[1]}", f"queue {name!r}")
+
+
+def _enqueued(job_id: str, reply: Any) -> Enqueued:
+    if isinstance(reply, bytes):
+        return Enqueued(job_id, held_by=reply.decode("utf-8", "surrogateescape"))
+    return Enqueued(job_id, duplicate=reply == 0)
+
+
+def _plain(payloads: Iterable[bytes | tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    jobs = []
+    for item in payloads:
+        if isinstance(item, tuple):
+            jobs.append((item[0], item[1]))
+        else:
+            jobs.append((mint(), item))
+    return jobs
+
+
+def _event(entry_id: bytes, fields: dict[bytes, bytes]) -> Event:
+    decoded = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in fields.items()}
+    name = decoded.pop("event", "")
+    job = decoded.pop("id", None)
+    return Event(entry_id.decode(), name, job, decoded)
+
+
+def _settings(paused: bool | None, concurrency: int | None, rate: int | None, per: float | None,
+              extra: dict[str, int]) -> dict[str, int]:
+    settings: dict[str, int] = {}
+    if paused is not None:
+        settings["PAUSED"] = 1 if paused else 0
+    if concurrency is not None:
+        settings["CONCURRENCY"] = concurrency
+    if rate is not None:
+        settings["RATE"] = rate
+    if per is not None:
+        settings["PER"] = calls.to_ms(per)
+    settings.update({k.upper(): v for k, v in extra.items()})
+    return settings
+
+
+class Connection:
+    """A server, its executor (Lua or Native) picked and checked once."""
+
+    def __init__(self, client: redis.asyncio.Redis, executor: AsyncExecutor) -> None:
+        # redis-py's stubs type replies loosely; the protocol says what they are.
+        self.redis: Any = client
+        self.executor = executor
+
+    async def queue(self, name: str) -> Queue:
+        """Queue ``name``, refused (writing nothing) when its keys were written by another major."""
+        ks = Keyspace(name)
+        _check_protocol(name, await self.redis.hget(ks.key("config"), "protocol"))
+        return Queue(self, ks)
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+    async def __aenter__(self) -> Connection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def connect(url: str = "redis://127.0.0.1:6379/0", *, executor: Kind | None = None,
+                  client: redis.asyncio.Redis | None = None) -> Connection:
+    """Connect and pick the executor: the module when ``EMQ.VERSION`` answers
+    this package's major (another major is refused, naming both), else the
+    Lua scripts, loaded and checked against the manifest's SHA1s."""
+    if client is None:
+        client = redis.asyncio.Redis.from_url(url, decode_responses=False)
+    return Connection(client, await detect(client, executor))
+
+
+class Queue:
+    """One queue, asyncio: enqueue, operate, read. Workers: :class:`echomq.Worker`."""
+
+    def __init__(self, connection: Connection, keyspace: Keyspace) -> None:
+        self.connection = connection
+        self.keyspace = keyspace
+        self.executor = connection.executor
+
+    @property
+    def name(self) -> str:
+        return self.keyspace.name
+
+    @staticmethod
+    async def open(url: str, name: str, *, executor: Kind | None = None) -> Queue:
+        """Connect to ``url`` and open queue ``name``."""
+        return await (await connect(url, executor=executor)).queue(name)
+
+    async def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
+        """Enqueue one job (options: priority, delay, at, attempts, backoff,
+        backoff_exp, timeout, unique, unique_for, unique_until_done, headers,
+        traceparent). Returns its id and whether it was a duplicate or held by a unique key."""
+        job_id = id if id is not None else mint()
+        call = calls.enqueue(self.keyspace, job_id, payload, **options)
+        return _enqueued(job_id, await self.executor.run(call))
+
+    async def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
+        """Enqueue ``value`` as its JSON text (UTF-8)."""
+        return await self.enqueue(json.dumps(value).encode(), **options)
+
+    async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+        """Many jobs (payloads, or (id, payload) pairs) in one round trip,
+        everything checked before anything is sent: plain jobs as ENQUEUEMANY
+        calls of up to 1000 jobs; with ``options`` (as :meth:`enqueue`'s, the
+        same for every job), one ENQUEUE a job, pipelined."""
+        jobs = _plain(payloads)
+        if options:
+            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
+            found = await self.executor.run_many(each)
+            for reply in found:
+                if isinstance(reply, Exception):
+                    raise reply
+            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
+        replies = await self.executor.run_many(calls.enqueue_many(self.keyspace, jobs))
+        flat: list[int] = []
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+            flat.extend(reply)
+        return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+
+    async def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
+                        rate: int | None = None, per: float | None = None, **retention: int) -> Config:
+        """Change the queue's settings (CONFIG, §7.1; retention ages in ms,
+        ``events`` the log's length); with none, read them."""
+        call = calls.config(self.keyspace, _settings(paused, concurrency, rate, per, retention))
+        return Config.read(await self.executor.run(call))
+
+    async def pause(self) -> Config:
+        return await self.configure(paused=True)
+
+    async def resume(self) -> Config:
+        return await self.configure(paused=False)
+
+    async def cancel(self, job_id: str) -> bool:
+        """Cancel a pending, active, delayed or dead job: True, or False when it was cancelled already."""
+        return bool(await self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
+
+    async def retry(self, job_id: str) -> None:
+        """Send a dead job back to pending."""
+        await self.executor.run(calls.one_id("retry", self.keyspace, job_id))
+
+    async def inspect(self, job_id: str) -> JobInfo | None:
+        """The job: its record, error, progress, result, policy and headers; None when there is none."""
+        reply = await self.executor.run(calls.one_id("inspect", self.keyspace, job_id))
+        return read_inspect(job_id, reply)
+
+    async def result(self, job_id: str) -> bytes | None:
+        """What the job's handler returned (ACK's RESULT), when it kept one."""
+        job = await self.inspect(job_id)
+        return None if job is None else job.result
+
+    async def stats(self) -> Stats:
+        return Stats(*(int(n) for n in await self.executor.run(calls.stats(self.keyspace))))
+
+    async def schedule_every(self, name: str, every: calls.Duration, payload: bytes, *,
+                             missed: str = "last") -> int:
+        """Add (or replace) schedule ``name``: a job of ``payload`` at every
+        multiple of ``every`` since the epoch (§11.6), fired by the queue's
+        workers; ``missed`` is ``last``, ``none`` or ``all:<n>``. Returns
+        its first tick, server ms."""
+        every_ms = int(calls.ms("every", every, "DELAY_MS"))
+        schedule = Every.read(f"every {every_ms} {missed}\n".encode() + calls.payload(payload))
+        if schedule is None or every_ms < 1:
+            raise InvalidInput(f"every {every_ms} ms, missed {missed!r}: not a schedule (§11.6)")
+        raw_name = calls.schedule_name(name)
+        now = int((await self.executor.run(calls.schedules(self.keyspace, limit=1)))[0])
+        first = schedule.first_after(now)
+        await self.executor.run(calls.schedule(self.keyspace, raw_name, schedule.definition(), first))
+        return first
+
+    async def unschedule(self, name: str) -> bool:
+        """Remove schedule ``name`` (the jobs it fired stay): whether there was one."""
+        return bool(await self.executor.run(calls.unschedule(self.keyspace, calls.schedule_name(name))))
+
+    async def last_event(self) -> str:
+        """The event log's last entry id (``0-0`` when empty): where to read from."""
+        found = await self.connection.redis.xrevrange(self.keyspace.key("events"), "+", "-", count=1)
+        return found[0][0].decode() if found else "0-0"
+
+    async def events(self, after: str | None = None, *, block: float = 1.0,
+                     count: int = 100) -> AsyncIterator[Event]:
+        """The queue's event log from after entry ``after`` (now, by default),
+        for ever: ``XREAD BLOCK``, no polling."""
+        last = after if after is not None else await self.last_event()
+        key = self.keyspace.key("events")
+        while True:
+            found = await self.connection.redis.xread({key: last}, count=count, block=int(block * 1000))
+            for _stream, entries in found or []:
+                for entry_id, fields in entries:
+                    last = entry_id.decode()
+                    yield _event(entry_id, fields)
+
+    async def wait(self, job_id: str, timeout: float | None = None) -> JobInfo:
+        """Wait until the job finished (done, dead or cancelled), reading the
+        event log with ``XREAD BLOCK`` (§7.5), and return it. ``TimeoutError``
+        when ``timeout`` seconds pass first; ``LookupError`` if there is no such job."""
+        check_id(job_id)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last = await self.last_event()
+        key = self.keyspace.key("events")
+        raw_id = job_id.encode()
+        while True:
+            job = await self.inspect(job_id)
+            if job is None:
+                raise LookupError(f"no job {job_id} in queue {self.name!r}")
+            if job.finished:
+                return job
+            while True:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"job {job_id} did not finish in {timeout}s")
+                # A second at most between looks at the job itself: its entry may be trimmed.
+                block = max(1, int(min(left if left is not None else 1.0, 1.0) * 1000))
+                found = await self.connection.redis.xread({key: last}, count=1000, block=block)
+                seen = False
+                for _stream, entries in found or []:
+                    for entry_id, fields in entries:
+                        last = entry_id.decode()
+                        if fields.get(b"id") == raw_id and fields.get(b"event") in FINISHING_EVENTS:
+                            seen = True
+                if seen or not found:
+                    break
+
+
+class SyncQueue:
+    """One queue, synchronous: for producers and scripts that are not async."""
+
+    def __init__(self, client: redis.Redis, executor: SyncExecutor, keyspace: Keyspace) -> None:
+        self.redis: Any = client
+        self.executor = executor
+        self.keyspace = keyspace
+
+    @property
+    def name(self) -> str:
+        return self.keyspace.name
+
+    @staticmethod
+    def open(url: str, name: str, *, executor: Kind | None = None,
+             client: redis.Redis | None = None) -> SyncQueue:
+        """Connect to ``url``, pick and check the executor, and open queue ``name``."""
+        ks = Keyspace(name)
+        if client is None:
+            client = redis.Redis.from_url(url, decode_responses=False)
+        chosen = detect_sync(client, executor)
+        raw: Any = client
+        _check_protocol(name, raw.hget(ks.key("config"), "protocol"))
+        return SyncQueue(client, chosen, ks)
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def __enter__(self) -> SyncQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
+        job_id = id if id is not None else mint()
+        return _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
+
+    def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
+        return self.enqueue(json.dumps(value).encode(), **options)
+
+    def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+        """:meth:`Queue.enqueue_many`, synchronous."""
+        jobs = _plain(payloads)
+        if options:
+            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
+            found = self.executor.run_many(each)
+            for reply in found:
+                if isinstance(reply, Exception):
+                    raise reply
+            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
+        flat: list[int] = []
+        for reply in self.executor.run_many(calls.enqueue_many(self.keyspace, jobs)):
+            if isinstance(reply, Exception):
+                raise reply
+            flat.extend(reply)
+        return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+
+    def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
+                  rate: int | None = None, per: float | None = None, **retention: int) -> Config:
+        call = calls.config(self.keyspace, _settings(paused, concurrency, rate, per, retention))
+        return Config.read(self.executor.run(call))
+
+    def pause(self) -> Config:
+        return self.configure(paused=True)
+
+    def resume(self) -> Config:
+        return self.configure(paused=False)
+
+    def cancel(self, job_id: str) -> bool:
+        return bool(self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
+
+    def retry(self, job_id: str) -> None:
+        self.executor.run(calls.one_id("retry", self.keyspace, job_id))
+
+    def inspect(self, job_id: str) -> JobInfo | None:
+        return read_inspect(job_id, self.executor.run(calls.one_id("inspect", self.keyspace, job_id)))
+
+    def result(self, job_id: str) -> bytes | None:
+        job = self.inspect(job_id)
+        return None if job is None else job.result
+
+    def stats(self) -> Stats:
+        return Stats(*(int(n) for n in self.executor.run(calls.stats(self.keyspace))))
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobInfo:
+        """:meth:`Queue.wait`, synchronous (``XREAD BLOCK`` on the event log)."""
+        check_id(job_id)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        key = self.keyspace.key("events")
+        found = self.redis.xrevrange(key, "+", "-", count=1)
+        last = found[0][0].decode() if found else "0-0"
+        raw_id = job_id.encode()
+        while True:
+            job = self.inspect(job_id)
+            if job is None:
+                raise LookupError(f"no job {job_id} in queue {self.name!r}")
+            if job.finished:
+                return job
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"job {job_id} did not finish in {timeout}s")
+            block = max(1, int(min(left if left is not None else 1.0, 1.0) * 1000))
+            for _stream, entries in self.redis.xread({key: last}, count=1000, block=block) or []:
+                for entry_id, _fields in entries:
+                    last = entry_id.decode()
+
+
+__all__ = ["Connection", "Queue", "SyncQueue", "connect"]

@@ -1,0 +1,499 @@
+"""The worker's face: :class:`Worker` runs an async handler on a queue's jobs.
+
+    async def handle(job: echomq.Job) -> bytes | None:
+        await job.progress(b"50")
+        return b"done"
+
+    await echomq.Worker(queue, handle, concurrency=10).run()
+
+What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
+- claims block while the queue is idle: ``BZPOPMIN`` on the wake-up key on
+  Lua, ``EMQ.CLAIM … BLOCK`` on the module; the gate's word (§7.1) is obeyed;
+- every running job's lease is renewed in one pipelined round of EXTENDs per
+  tick (a third of the lease); ``EMQFENCE`` (or ``EMQNOJOB``) on a renewal or
+  an ack cancels the handler and throws its result away;
+- each job's own policy from its claim: its TIMEOUT stops the handler and
+  FAILs the job; its ATTEMPTS and back-off win on the server;
+- a finished job is acked with its result, and its slot fetches the next job
+  in the same round trip (ACKNEXT); jobs that finish together are acked in one
+  ACKMANY;
+- SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
+  within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
+- upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
+  dead, cancelled), SETTLE, and the queue's due ``every`` schedules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from . import _protocol, calls
+from .errors import FenceError, NoJobError, Refused
+from .model import Claimed, Policy, read_claims
+from .queue import Queue
+from .upkeep import Upkeep
+
+log = logging.getLogger("echomq.worker")
+
+Handler = Callable[["Job"], Awaitable[Any] | Any]
+
+MAX_RESULT = _protocol.size("MAX_RESULT")
+
+
+class RetryAfter(Exception):
+    """Raise from a handler when a downstream said "not now" (HTTP 429/503):
+    the job waits ``after`` seconds without spending its attempt (DEFER), and
+    with ``pause_queue`` the whole queue's claims wait as long."""
+
+    def __init__(self, after: float, pause_queue: bool = False) -> None:
+        super().__init__(f"retry after {after}s")
+        self.after = after
+        self.pause_queue = pause_queue
+
+
+@dataclass
+class Job:
+    """A claimed job, as its handler sees it."""
+
+    queue: Queue
+    id: str
+    token: int
+    """The fencing token, which is also the attempt number (1 for the first)."""
+    payload: bytes
+    policy: Policy | None
+    headers: dict[str, str]
+    _entry: _Running | None = field(default=None, repr=False)
+
+    @property
+    def attempt(self) -> int:
+        return self.token
+
+    @property
+    def traceparent(self) -> str | None:
+        """The producer's W3C trace context, when it sent one (§7.6)."""
+        return self.headers.get("traceparent")
+
+    def json(self) -> Any:
+        """The payload read as JSON."""
+        return json.loads(self.payload)
+
+    async def progress(self, value: bytes | str | Any) -> None:
+        """Report how far the job got (PROGRESS): bytes as they are, a str as
+        UTF-8, anything else as JSON. Raises :class:`FenceError` when the
+        lease was lost (the handler is being cancelled)."""
+        raw = _as_bytes(value)
+        try:
+            await self.queue.executor.run(calls.progress(self.queue.keyspace, self.id, self.token, raw))
+        except (FenceError, NoJobError):
+            if self._entry is not None:
+                self._entry.lose("its progress was refused")
+            raise
+
+
+def _as_bytes(value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return json.dumps(value).encode("utf-8")
+
+
+@dataclass
+class _Running:
+    claimed: Claimed
+    handler: asyncio.Task[Any] | None = None
+    fenced: bool = False
+    released: bool = False
+
+    def lose(self, why: str) -> None:
+        """The lease is gone: stop the handler, drop its result."""
+        if not self.fenced:
+            log.warning("job %s lost its lease (%s); its handler is cancelled", self.claimed.id, why)
+        self.fenced = True
+        if self.handler is not None and not self.handler.done():
+            self.handler.cancel()
+
+
+def _duration_text(ms: int) -> str:
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+class Worker:
+    """Runs ``handler`` on the jobs of ``queue``.
+
+    ``handler`` returns the job's result: bytes as they are, a str as UTF-8,
+    None for no result, anything else as JSON. An exception fails the job
+    (its text is the job's error); :class:`RetryAfter` defers it.
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Handler,
+        *,
+        concurrency: int = 10,
+        lease: float = 30.0,
+        max_attempts: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 3600.0,
+        timeout: float | None = None,
+        idle_wait: float = 1.0,
+        upkeep: float = 0.25,
+        grace: float = 10.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.lease_ms = calls.to_ms(lease)
+        calls.integer("lease (ms)", self.lease_ms, "LEASE_MS")
+        self.max_attempts = max_attempts
+        calls.integer("max attempts", max_attempts, "MAX_ATTEMPTS")
+        self.backoff_ms = calls.to_ms(backoff)
+        self.max_backoff_ms = calls.to_ms(max_backoff)
+        self.timeout_ms = None if timeout is None else calls.to_ms(timeout)
+        self.idle_wait = idle_wait
+        self.upkeep_period = upkeep
+        self.grace = grace
+        self._ks = queue.keyspace
+        self._exec = queue.executor
+        self.upkeep = Upkeep(queue, max_attempts, upkeep)
+        """The upkeep this worker owes its queue (§11.3), run every ``upkeep`` seconds."""
+        self._running: dict[str, _Running] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._free = concurrency
+        self._slot_freed = asyncio.Event()
+        self._stopping = asyncio.Event()
+        # Set once run() ends its helpers: their loops end at their next look,
+        # even when a cancellation was swallowed inside a client call.
+        self._closed = asyncio.Event()
+        self._acks: list[tuple[_Running, bytes | None]] = []
+        self._ack_wake = asyncio.Event()
+        self.processed = 0
+        self.failed = 0
+
+    # -- the public face ---------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop gracefully: claim no more, let running jobs finish within the
+        grace, release the rest (REFUND: no attempt spent)."""
+        self._stopping.set()
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        """Work until :meth:`stop` (or SIGTERM/SIGINT with ``handle_signals``)."""
+        loop = asyncio.get_running_loop()
+        if handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    loop.add_signal_handler(sig, self.stop)
+                except (NotImplementedError, RuntimeError):
+                    pass
+        helpers = [
+            asyncio.create_task(self._heart(), name="echomq-heart"),
+            asyncio.create_task(self._upkeep(), name="echomq-upkeep"),
+            asyncio.create_task(self._acker(), name="echomq-acker"),
+        ]
+        claimer = asyncio.create_task(self._claimer(), name="echomq-claim")
+        try:
+            await self._stopping.wait()
+            await self._end_claims(claimer)
+            await self._finish_running()
+            self._ack_wake.set()
+            while self._acks or any(not t.done() for t in self._tasks):
+                await asyncio.sleep(0.01)
+                self._ack_wake.set()
+        finally:
+            self._closed.set()
+            self._ack_wake.set()
+            self._slot_freed.set()
+            for task in [claimer, *helpers]:
+                task.cancel()
+            await asyncio.gather(claimer, *helpers, return_exceptions=True)
+            if handle_signals:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    try:
+                        loop.remove_signal_handler(sig)
+                    except (NotImplementedError, RuntimeError):
+                        pass
+
+    # -- claiming -------------------------------------------------------------
+
+    async def _end_claims(self, claimer: asyncio.Task[None]) -> None:
+        if self._exec.kind == "native":
+            # A blocked EMQ.CLAIM may have claimed jobs by now: let it answer
+            # (within idle_wait), and release what it brings.
+            try:
+                await asyncio.wait_for(asyncio.shield(claimer), self.idle_wait + 5)
+            except asyncio.TimeoutError:
+                claimer.cancel()
+        else:
+            claimer.cancel()
+        await asyncio.gather(claimer, return_exceptions=True)
+
+    async def _claimer(self) -> None:
+        backoff = 0.01
+        while not self._stopping.is_set():
+            if self._free == 0:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
+            count = min(self._free, 1000)
+            self._free -= count
+            native_block = int(self.idle_wait * 1000) if self._exec.kind == "native" else None
+            try:
+                reply = await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block))
+            except Exception as err:  # a lost connection: say so, try again soon
+                self._free += count
+                log.warning("claim on %s failed: %s", self._ks.name, err)
+                await asyncio.sleep(min(backoff, 1.0))
+                backoff *= 2
+                continue
+            backoff = 0.01
+            claims = read_claims(reply)
+            self._free += count - len(claims.jobs)
+            if self._stopping.is_set():
+                await self._release_claimed(claims.jobs)
+                return
+            self._dispatch(claims.jobs)
+            if claims.jobs and claims.held is None:
+                continue
+            await self._wait_for_work(claims.held, bool(claims.jobs))
+
+    async def _wait_for_work(self, held: int | None, took: bool) -> None:
+        if held is not None and held > 0:  # the rate or a timed pause: told how long
+            await self._nap(min(held / 1000, self.idle_wait))
+        elif held == 0 or took:  # the concurrency limit: nothing announces a freed slot
+            await self._nap(0.05)
+        elif self._exec.kind == "lua":  # [] or [-1]: wait for an arrival (§9)
+            try:
+                await self._exec.redis.bzpopmin(self._ks.key("wake"), timeout=self.idle_wait)
+            except Exception as err:
+                log.warning("waiting on %s's wake-up key failed: %s", self._ks.name, err)
+                await self._nap(0.2)
+        # native: the claim itself blocked (BLOCK); claim again at once
+
+    async def _nap(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _release_claimed(self, jobs: list[Claimed]) -> None:
+        if not jobs:
+            return
+        found = await self._exec.run_many(
+            [calls.release(self._ks, job.id, job.token, self.max_attempts) for job in jobs]
+        )
+        for job, reply in zip(jobs, found):
+            if isinstance(reply, Exception):
+                log.warning("releasing job %s failed: %s", job.id, reply)
+        self._free += len(jobs)
+
+    def _dispatch(self, jobs: list[Claimed]) -> None:
+        for claimed in jobs:
+            entry = _Running(claimed)
+            self._running[claimed.id] = entry
+            task = asyncio.create_task(self._run_job(entry))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    # -- one job ------------------------------------------------------------------
+
+    async def _run_job(self, entry: _Running) -> None:
+        claimed = entry.claimed
+        job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry)
+        timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
+        handler = asyncio.ensure_future(self._call(job))
+        entry.handler = handler
+        done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
+        handed = False
+        try:
+            if not done:
+                handler.cancel()
+                await asyncio.gather(handler, return_exceptions=True)
+                if not entry.fenced and not entry.released:
+                    await self._fail(entry, f"timed out after {_duration_text(timeout_ms or 0)}")
+                    return
+            if entry.fenced:
+                return  # the lease is gone: its result is thrown away
+            if entry.released or handler.cancelled():
+                await self._release(entry)
+                return
+            err = handler.exception()
+            if isinstance(err, RetryAfter):
+                await self._defer(entry, err)
+            elif isinstance(err, (FenceError, NoJobError)):
+                entry.fenced = True
+            elif err is not None:
+                await self._fail(entry, str(err) or type(err).__name__)
+            else:
+                result = handler.result()
+                kept = None if result is None else _as_bytes(result)
+                most = MAX_RESULT
+                if kept is not None and len(kept) > most:
+                    await self._fail(entry, f"the handler returned {len(kept)} bytes: a result is at most {most}")
+                    return
+                self._acks.append((entry, kept))
+                self._ack_wake.set()
+                handed = True  # the acker frees the slot
+        except Exception as err:
+            log.warning("ending job %s failed: %s; its lease will run out and REAP takes it back", claimed.id, err)
+        finally:
+            if not handed:
+                self._done(entry)
+
+    async def _call(self, job: Job) -> Any:
+        """The handler's result; a plain function's too (it runs on the loop: prefer async)."""
+        result = self.handler(job)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _done(self, entry: _Running) -> None:
+        if self._running.get(entry.claimed.id) is entry:
+            del self._running[entry.claimed.id]
+            self._free += 1
+            self._slot_freed.set()
+
+    async def _fail(self, entry: _Running, error: str) -> None:
+        claimed = entry.claimed
+        backoff = min(self.backoff_ms * (1 << min(max(claimed.token - 1, 0), 40)), self.max_backoff_ms)
+        backoff = min(backoff, 999_999_999_999)
+        self.failed += 1
+        try:
+            await self._exec.run(
+                calls.fail(self._ks, claimed.id, claimed.token, self.max_attempts, backoff, error)
+            )
+        except (FenceError, NoJobError):
+            entry.fenced = True
+
+    async def _defer(self, entry: _Running, told: RetryAfter) -> None:
+        claimed = entry.claimed
+        try:
+            await self._exec.run(
+                calls.defer(self._ks, claimed.id, claimed.token, calls.to_ms(told.after),
+                            self.max_attempts, told.pause_queue)
+            )
+        except (FenceError, NoJobError):
+            entry.fenced = True
+
+    async def _release(self, entry: _Running) -> None:
+        claimed = entry.claimed
+        try:
+            await self._exec.run(calls.release(self._ks, claimed.id, claimed.token, self.max_attempts))
+        except (FenceError, NoJobError):
+            entry.fenced = True
+
+    # -- acks ---------------------------------------------------------------------
+
+    async def _acker(self) -> None:
+        while not self._closed.is_set():
+            await self._ack_wake.wait()
+            self._ack_wake.clear()
+            while self._acks:
+                batch = self._acks[:1000]
+                del self._acks[:1000]
+                try:
+                    if len(batch) == 1 and not self._stopping.is_set():
+                        await self._ack_next(*batch[0])
+                    else:
+                        await self._ack_many(batch)
+                except Exception as err:
+                    log.warning("acking %d job(s) failed: %s; REAP takes them back", len(batch), err)
+                    for entry, _ in batch:
+                        self._done(entry)
+
+    async def _ack_next(self, entry: _Running, result: bytes | None) -> None:
+        """ACK the job and claim for its slot and the free ones in one round trip."""
+        claimed = entry.claimed
+        count = min(1 + self._free, 1000)
+        self._free -= count - 1
+        try:
+            reply = await self._exec.run(
+                calls.acknext(self._ks, claimed.id, claimed.token, self.lease_ms, count, result)
+            )
+        except (FenceError, NoJobError):
+            entry.lose("its ack was refused")
+            self._free += count - 1
+            self._done(entry)
+            return
+        except Exception:
+            self._free += count - 1
+            raise
+        claims = read_claims(reply)
+        self.processed += 1
+        del self._running[claimed.id]
+        self._free += count - len(claims.jobs)
+        self._dispatch(claims.jobs)
+        if self._free:
+            self._slot_freed.set()
+
+    async def _ack_many(self, batch: list[tuple[_Running, bytes | None]]) -> None:
+        reply = await self._exec.run(
+            calls.ackmany(self._ks, [(e.claimed.id, e.claimed.token, result) for e, result in batch])
+        )
+        for (entry, _), outcome in zip(batch, reply):
+            if isinstance(outcome, Refused):
+                entry.lose("its ack was refused")
+            else:
+                self.processed += 1
+            self._done(entry)
+
+    # -- leases ---------------------------------------------------------------------
+
+    async def _heart(self) -> None:
+        """Every third of the lease, renew every running job's lease in one round trip."""
+        while not self._closed.is_set():
+            await self._sleep(self.lease_ms / 3000)
+            entries = [e for e in self._running.values() if not e.fenced]
+            if not entries:
+                continue
+            try:
+                replies = await self._exec.run_many(
+                    [calls.extend(self._ks, e.claimed.id, e.claimed.token, self.lease_ms) for e in entries]
+                )
+            except Exception as err:
+                log.warning("renewing %d lease(s) failed: %s", len(entries), err)
+                continue
+            for entry, reply in zip(entries, replies):
+                if isinstance(reply, (FenceError, NoJobError)):
+                    entry.lose(reply.code)
+
+    async def _finish_running(self) -> None:
+        deadline = time.monotonic() + self.grace
+        while any(not e.fenced for e in self._running.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for entry in list(self._running.values()):
+            if entry.handler is not None and not entry.handler.done():
+                entry.released = True
+                entry.handler.cancel()
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- upkeep -----------------------------------------------------------------------
+
+    async def _upkeep(self) -> None:
+        warned: set[str] = set()
+        while not self._closed.is_set():
+            started = time.monotonic()
+            try:
+                await self.upkeep.once(warned)
+            except Exception as err:
+                if not self._closed.is_set():
+                    log.warning("upkeep of %s failed: %s", self._ks.name, err)
+            await self._sleep(max(0.0, self.upkeep_period - (time.monotonic() - started)))
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep, but not past the end of run()."""
+        try:
+            await asyncio.wait_for(self._closed.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass

@@ -1,0 +1,217 @@
+"""Interop with the Rust speaker, both ways, on Lua and on Native: Python
+enqueues and ``emq work`` (the Rust Worker running a command per job) runs
+the jobs; ``emq enqueue`` enqueues and a Python :class:`echomq.Worker` runs
+them. Results, errors, headers and progress read the same from both sides
+(``emq inspect``, ``emq result`` and :meth:`echomq.Queue.inspect`), and a
+stale token from either side is refused with ``EMQFENCE``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+import echomq
+from echomq import calls
+from echomq.model import read_claims
+
+from conftest import RedisServer, emq_path, eventually, unique_queue
+
+TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def emq(server: RedisServer, kind: str, *args: str, check: bool = True,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run ``emq`` against the test's server, on the same executor."""
+    environment = {**os.environ, "ECHOMQ_URL": server.url, "ECHOMQ_VIA": kind, **(env or {})}
+    done = subprocess.run([str(emq_path()), *args], capture_output=True, env=environment, timeout=120)
+    if check and done.returncode != 0:
+        raise AssertionError(f"emq {' '.join(args)} exited {done.returncode}: {done.stderr.decode()}")
+    return done
+
+
+@pytest.fixture
+def job_script(tmp_path: Path) -> Path:
+    """The command ``emq work`` runs per job: reports progress with ``emq
+    progress``, fails on the payload ``fail``, else writes its result."""
+    script = tmp_path / "job.sh"
+    script.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        payload=$(cat)
+        [ "${{#payload}}" = "$ECHOMQ_PAYLOAD_BYTES" ] || exit 3
+        if [ "$payload" = fail ]; then echo "it went wrong" >&2; exit 1; fi
+        {emq_path()} progress 42 || exit 4
+        printf 'ran %s with %s' "$payload" "$TRACEPARENT"
+    """))
+    script.chmod(0o755)
+    return script
+
+
+class EmqWorker:
+    """``emq work`` in the background, stopped by SIGTERM."""
+
+    def __init__(self, server: RedisServer, kind: str, queue: str, command: Path, *extra: str) -> None:
+        environment = {**os.environ, "ECHOMQ_URL": server.url, "ECHOMQ_VIA": kind}
+        self.process = subprocess.Popen(
+            [str(emq_path()), "work", queue, "--result", *extra, "--", str(command)],
+            env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop(self) -> str:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            _, err = self.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate()
+        return err.decode(errors="replace")
+
+
+@pytest.fixture
+def emq_worker(server: RedisServer, kind: str) -> Iterator[Any]:
+    started: list[EmqWorker] = []
+
+    def start(queue: str, command: Path, *extra: str) -> EmqWorker:
+        started.append(EmqWorker(server, kind, queue, command, *extra))
+        return started[-1]
+
+    yield start
+    for worker in started:
+        if worker.process.poll() is None:
+            worker.stop()
+
+
+async def test_python_enqueues_and_emq_work_runs_the_jobs(queue: echomq.Queue, server: RedisServer, kind: str,
+                                                         job_script: Path, emq_worker: Any) -> None:
+    jobs = [await queue.enqueue(b"job %d" % i, traceparent=TRACE, headers={"tenant": "acme"}, attempts=3)
+            for i in range(5)]
+    failing = await queue.enqueue(b"fail", attempts=1)
+    emq_worker(queue.name, job_script)
+    for job in jobs:
+        done = await queue.wait(job.id, timeout=60)
+        assert (done.state, done.attempts) == ("done", 1)
+        assert done.result == f"ran {done.payload.decode()} with {TRACE}".encode()
+        assert done.progress == b"42" and done.headers == {"tenant": "acme", "traceparent": TRACE}
+        shown = emq(server, kind, "inspect", job.id, "--queue", queue.name).stdout.decode()
+        assert "state     done" in shown and "progress  42" in shown
+        assert f"result    {done.result.decode()}" in shown and "header    tenant: acme" in shown
+        assert emq(server, kind, "result", job.id, "--queue", queue.name).stdout == done.result
+    dead = await queue.wait(failing.id, timeout=60)
+    assert dead.state == "dead" and dead.error is not None and dead.error.endswith("it went wrong")
+    shown = emq(server, kind, "inspect", failing.id, "--queue", queue.name).stdout.decode()
+    assert f"error     {dead.error}" in shown
+    assert emq(server, kind, "result", failing.id, "--queue", queue.name, check=False).returncode == 6
+
+
+async def test_emq_enqueues_and_a_python_worker_runs_the_jobs(queue: echomq.Queue, server: RedisServer,
+                                                             kind: str) -> None:
+    ids = [emq(server, kind, "enqueue", queue.name, json.dumps({"n": i}), "--header", "tenant=acme",
+               "--header", f"traceparent={TRACE}", "--attempts", "2", "--timeout", "30s",
+               "--priority", str(-i)).stdout.decode().strip() for i in range(4)]
+    failing = emq(server, kind, "enqueue", queue.name, "fail", "--attempts", "1").stdout.decode().strip()
+    seen: dict[str, Any] = {}
+
+    async def handle(job: echomq.Job) -> Any:
+        if job.payload == b"fail":
+            raise ValueError("python says no")
+        seen[job.id] = (job.headers, job.traceparent, job.policy, job.attempt)
+        await job.progress(b"half way")
+        return {"doubled": job.json()["n"] * 2}
+
+    worker = echomq.Worker(queue, handle, concurrency=4)
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    try:
+        done = [await queue.wait(job_id, timeout=60) for job_id in ids]
+        dead = await queue.wait(failing, timeout=60)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 60)
+    for i, (job_id, info) in enumerate(zip(ids, done)):
+        assert info.state == "done" and info.result_json() == {"doubled": 2 * i}
+        headers, traceparent, policy, attempt = seen[job_id]
+        assert headers == {"tenant": "acme", "traceparent": TRACE} and traceparent == TRACE
+        assert policy == echomq.Policy(attempts=2, timeout_ms=30_000) and attempt == 1
+        shown = emq(server, kind, "inspect", job_id, "--queue", queue.name).stdout.decode()
+        assert "progress  half way" in shown and f"result    {info.result.decode()}" in shown  # type: ignore[union-attr]
+        assert emq(server, kind, "result", job_id, "--queue", queue.name).stdout == info.result
+    assert (dead.state, dead.error) == ("dead", "python says no")
+    assert "error     python says no" in emq(server, kind, "inspect", failing, "--queue", queue.name).stdout.decode()
+
+
+async def test_a_stale_python_token_is_fenced_after_a_rust_worker_took_the_job(
+        queue: echomq.Queue, server: RedisServer, kind: str, job_script: Path, emq_worker: Any) -> None:
+    job = await queue.enqueue(b"taken")
+    stale = read_claims(await queue.executor.run(calls.claim(queue.keyspace, 1))).jobs[0]  # a 1 ms lease
+    assert stale.token == 1
+    emq_worker(queue.name, job_script)  # its upkeep reaps the expired lease, then it runs the job
+    done = await queue.wait(job.id, timeout=60)
+    assert (done.state, done.attempts, done.result) == ("done", 2, b"ran taken with ")
+    with pytest.raises(echomq.FenceError):
+        await queue.executor.run(calls.ack(queue.keyspace, job.id, stale.token, b"stale"))
+    with pytest.raises(echomq.FenceError):
+        await queue.executor.run(calls.progress(queue.keyspace, job.id, stale.token, b"stale"))
+    assert await queue.result(job.id) == done.result
+
+
+async def test_a_stale_rust_token_is_fenced_while_python_holds_the_job(queue: echomq.Queue, server: RedisServer,
+                                                                      kind: str) -> None:
+    job_id = emq(server, kind, "enqueue", queue.name, "held").stdout.decode().strip()
+    first = read_claims(await queue.executor.run(calls.claim(queue.keyspace, 1))).jobs[0]  # a 1 ms lease
+
+    async def reaped() -> bool:
+        requeued, _ = await queue.executor.run(calls.sweep("reap", queue.keyspace, 10, first=[b"5"]))
+        return bool(requeued)
+
+    await eventually(reaped, what="the expired lease reaped")
+    held = read_claims(await queue.executor.run(calls.claim(queue.keyspace, 60_000))).jobs[0]
+    assert (first.token, held.token) == (1, 2)
+
+    def progress(token: int) -> subprocess.CompletedProcess[bytes]:
+        return emq(server, kind, "progress", f"at token {token}", check=False,
+                   env={"ECHOMQ_QUEUE": queue.name, "ECHOMQ_JOB_ID": job_id, "ECHOMQ_JOB_TOKEN": str(token)})
+
+    refused = progress(first.token)
+    assert refused.returncode == 5, refused.stderr.decode()  # refused: the lease was lost
+    assert "EMQFENCE" in refused.stderr.decode()
+    assert (await queue.inspect(job_id)).progress is None  # type: ignore[union-attr]
+    assert progress(held.token).returncode == 0
+    assert (await queue.inspect(job_id)).progress == b"at token 2"  # type: ignore[union-attr]
+    await queue.executor.run(calls.ack(queue.keyspace, job_id, held.token))
+
+
+async def test_schedules_are_shared_and_their_tick_ids_agree(queue: echomq.Queue, server: RedisServer,
+                                                             kind: str) -> None:
+    emq(server, kind, "schedule", "add", "--every", "1s", queue.name, "from-rust", "tick payload")
+    first = await queue.schedule_every("from-python", 3600, b"hourly")
+    listed = emq(server, kind, "schedule", "list", queue.name).stdout.decode()
+    assert "from-rust" in listed and "from-python" in listed
+    assert first % 3_600_000 == 0
+
+    fired: list[echomq.Job] = []
+
+    async def handle(job: echomq.Job) -> None:
+        fired.append(job)
+
+    worker = echomq.Worker(queue, handle, upkeep=0.05)
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    try:
+        await eventually(lambda: _any(fired), what="a tick of emq's schedule fired by the Python worker")
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 60)
+    job = fired[0]
+    assert job.payload == b"tick payload"
+    # The id names its tick (the ULID's time), and is the one every speaker derives (§11.6).
+    tick = echomq.ids.decode_ulid(job.id[4:]) >> 80
+    assert tick % 1000 == 0 and job.id == echomq.schedule.tick_id(queue.name, "from-rust", tick)
+    assert await queue.unschedule("from-python") and not await queue.unschedule("from-python")
+
+
+async def _any(found: list[Any]) -> bool:
+    return bool(found)

@@ -1,0 +1,169 @@
+"""The producer's and operator's face, on Lua and on Native."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+import echomq
+from echomq import calls
+from echomq.model import read_claims
+
+from conftest import RedisServer, transitions_sent, unique_queue
+
+
+async def claim(queue: echomq.Queue, count: int = 1, lease_ms: int = 60_000) -> echomq.model.Claims:
+    return read_claims(await queue.executor.run(calls.claim(queue.keyspace, lease_ms, count)))
+
+
+async def test_a_job_is_enqueued_with_its_options_and_reads_back(queue: echomq.Queue) -> None:
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    job = await queue.enqueue(b"\x00\xffbytes", priority=-5, attempts=3, backoff_exp=1.5, timeout=30,
+                              headers={"tenant": "acme"}, traceparent=trace)
+    assert job.enqueued and echomq.is_branded(job.id)
+    info = await queue.inspect(job.id)
+    assert info is not None
+    assert (info.state, info.attempts, info.payload) == ("pending", 0, b"\x00\xffbytes")
+    assert info.policy == echomq.Policy(attempts=3, backoff_exp_ms=1500, timeout_ms=30000)
+    assert info.headers == {"tenant": "acme", "traceparent": trace}
+    claims = await claim(queue)
+    assert [j.id for j in claims.jobs] == [job.id]
+    assert claims.jobs[0].token == 1 and claims.jobs[0].headers["traceparent"] == trace
+    assert claims.jobs[0].policy == info.policy
+
+
+async def test_an_id_enqueued_twice_is_a_duplicate_and_a_held_key_names_its_holder(queue: echomq.Queue) -> None:
+    first = await queue.enqueue(b"a", id="JOB-mine-1", unique="report:7", unique_for=60)
+    again = await queue.enqueue(b"b", id="JOB-mine-1")
+    held = await queue.enqueue(b"c", unique="report:7", unique_for=60)
+    assert first.enqueued and again.duplicate and held.held_by == "JOB-mine-1"
+    assert (await queue.stats()).pending == 1
+
+
+async def test_priority_then_mint_order(queue: echomq.Queue) -> None:
+    low = await queue.enqueue(b"low", priority=5)
+    firsts = [await queue.enqueue(b"%d" % i) for i in range(3)]
+    urgent = await queue.enqueue(b"urgent", priority=-1)
+    claims = await claim(queue, count=10)
+    assert [j.id for j in claims.jobs] == [urgent.id, *(j.id for j in firsts), low.id]
+
+
+async def test_a_delayed_job_waits_and_at_is_a_due_time(queue: echomq.Queue) -> None:
+    later = await queue.enqueue(b"x", delay=3600)
+    past = await queue.enqueue(b"y", at=1.0)  # 1970: due at once
+    assert (await queue.inspect(later.id)).state == "delayed"  # type: ignore[union-attr]
+    assert (await queue.inspect(past.id)).state == "pending"  # type: ignore[union-attr]
+
+
+async def test_many_jobs_go_in_one_round_trip(queue: echomq.Queue, server: RedisServer) -> None:
+    client = server.client()
+    before = transitions_sent(client)
+    payloads = [b"job %d" % i for i in range(2500)]
+    done = await queue.enqueue_many(payloads)
+    sent = transitions_sent(client) - before
+    client.close()
+    # Three ENQUEUEMANY calls (1000, 1000, 500), in one pipeline.
+    assert sent == 3, sent
+    assert all(e.enqueued for e in done) and len({e.id for e in done}) == 2500
+    assert (await queue.stats()).pending == 2500
+    again = await queue.enqueue_many([(done[0].id, b"again"), ("JOB-new", b"new")])
+    assert [e.duplicate for e in again] == [True, False]
+
+    before = transitions_sent(client := server.client())
+    held = await queue.enqueue_many([b"p1", b"p2"], priority=-3, unique="once", unique_for=60, attempts=2)
+    assert transitions_sent(client) - before == 2
+    client.close()
+    assert held[0].enqueued and held[1].held_by == held[0].id
+    info = await queue.inspect(held[0].id)
+    assert info is not None and info.policy == echomq.Policy(attempts=2)
+
+
+async def test_pause_resume_and_limits(queue: echomq.Queue) -> None:
+    await queue.enqueue(b"x")
+    paused = await queue.pause()
+    assert paused.paused
+    assert (await claim(queue)).held == -1
+    resumed = await queue.resume()
+    assert not resumed.paused
+    limited = await queue.configure(concurrency=1, rate=100, per=1.0, events=500)
+    assert (limited.concurrency, limited.rate, limited.per_ms, limited.events) == (1, 100, 1000, 500)
+    await queue.enqueue(b"y")
+    claims = await claim(queue, count=5)
+    assert len(claims.jobs) == 1 and claims.held == 0
+    assert (await queue.configure()).concurrency == 1
+
+
+async def test_cancel_and_retry(queue: echomq.Queue) -> None:
+    job = await queue.enqueue(b"x", attempts=1)
+    assert await queue.cancel(job.id) is True
+    assert await queue.cancel(job.id) is False
+    with pytest.raises(echomq.StateError) as refused:
+        await queue.retry(job.id)
+    assert refused.value.code == "EMQSTATE"
+    dead = await queue.enqueue(b"y", attempts=1)
+    got = (await claim(queue)).jobs[0]
+    await queue.executor.run(calls.fail(queue.keyspace, got.id, got.token, 5, 0, "boom"))
+    info = await queue.inspect(dead.id)
+    assert info is not None and (info.state, info.error) == ("dead", "boom")
+    await queue.retry(dead.id)
+    assert (await queue.inspect(dead.id)).state == "pending"  # type: ignore[union-attr]
+    with pytest.raises(echomq.NoJobError):
+        await queue.retry("JOB-none")
+    assert await queue.inspect("JOB-none") is None
+
+
+async def test_wait_reads_the_event_log_until_the_job_finishes(queue: echomq.Queue) -> None:
+    job = await queue.enqueue_json({"n": 1})
+    waiting = asyncio.ensure_future(queue.wait(job.id, timeout=30))
+    got = (await claim(queue)).jobs[0]
+    await asyncio.sleep(0)
+    await queue.executor.run(calls.ack(queue.keyspace, got.id, got.token, json.dumps({"ok": True}).encode()))
+    done = await waiting
+    assert done.state == "done" and done.result_json() == {"ok": True}
+    assert await queue.result(job.id) == b'{"ok": true}'
+    with pytest.raises(TimeoutError):
+        await queue.wait((await queue.enqueue(b"never")).id, timeout=0.2)
+
+
+async def test_events_are_read_as_they_come(queue: echomq.Queue) -> None:
+    start = await queue.last_event()
+    job = await queue.enqueue(b"x")
+    await queue.cancel(job.id)
+    seen = []
+    async for event in queue.events(after=start, block=0.5):
+        seen.append((event.event, event.job))
+        if len(seen) == 2:
+            break
+    assert seen == [("enqueued", job.id), ("cancelled", job.id)]
+
+
+def test_the_sync_queue_produces_and_reads(server: RedisServer, kind: str) -> None:
+    queue = echomq.SyncQueue.open(server.url, unique_queue("sync"))
+    assert queue.executor.kind == kind
+    job = queue.enqueue_json([1, 2], headers={"a": "b"})
+    many = queue.enqueue_many([b"1", b"2"])
+    info = queue.inspect(job.id)
+    assert info is not None and info.json() == [1, 2] and info.headers == {"a": "b"}
+    assert queue.stats().pending == 3 and all(e.enqueued for e in many)
+    assert queue.cancel(job.id)
+    assert queue.wait(job.id, timeout=5).state == "cancelled"
+    assert queue.pause().paused and not queue.resume().paused
+    queue.close()
+
+
+def test_minted_ids_strictly_increase() -> None:
+    ids = [echomq.mint() for _ in range(20000)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert all(echomq.is_branded(i) and len(i) == 30 for i in ids[:100])
+
+
+async def test_a_flushed_script_cache_is_loaded_again(queue: echomq.Queue, server: RedisServer) -> None:
+    client = server.client()
+    client.script_flush()
+    job = await queue.enqueue(b"after a flush")  # NOSCRIPT on Lua: loaded again, sent again
+    many = await queue.enqueue_many([b"a", b"b"])
+    client.script_flush()
+    assert (await queue.stats()).pending == 3 and job.enqueued and all(e.enqueued for e in many)
+    client.close()
