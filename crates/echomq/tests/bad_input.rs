@@ -6,10 +6,11 @@ mod common;
 
 use std::time::Duration;
 
+use common::example::{example, Example};
 use common::{harness, run, Call, Harness, A};
 use echomq::executor::script_source;
 use echomq::transition::*;
-use echomq::{execute, EnqueueOptions, Error, JobId, Keyspace, Name, Queue, Role, State};
+use echomq::{execute, EnqueueOptions, Error, JobId, Keyspace, Name, Queue, Role};
 use echomq_core::limits;
 use redis::Value;
 
@@ -76,7 +77,7 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
     // Every transition that takes an id, with all its keys, the record's XYZ's.
     let calls: Vec<RawCall> = Name::ALL
         .iter()
-        .filter_map(|name| Some((name, naming_a_non_job(*name)?)))
+        .filter_map(|name| Some((name, example(*name).naming_a_non_job?.to_vec())))
         .map(|(name, args)| {
             let keys = name.describe().keys.iter().map(|role| match role {
                 Role::Job => job.clone(),
@@ -95,236 +96,18 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
     assert_eq!(h.dbsize().await, 0);
 }
 
-/// The ARGV of a call of `name` that names the job `XYZ`, which has no
-/// `JOB_` brand, or `None` for a transition that names no job. An
-/// exhaustive match on [`Name`]: a new transition must say which it is.
-fn naming_a_non_job(name: Name) -> Option<Vec<&'static [u8]>> {
-    match name {
-        Name::Enqueue => Some(vec![b"XYZ", b"hello"]),
-        Name::Ack => Some(vec![b"XYZ", b"1"]),
-        Name::AckNext => Some(vec![b"XYZ", b"1", b"30000"]),
-        Name::Fail => Some(vec![b"XYZ", b"1", b"3", b"1000", b"boom"]),
-        Name::AckMany => Some(vec![b"XYZ", b"1"]),
-        Name::EnqueueMany => Some(vec![b"XYZ", b"p"]),
-        Name::Extend => Some(vec![b"XYZ", b"1", b"1000"]),
-        Name::Release => Some(vec![b"XYZ", b"1"]),
-        Name::Cancel | Name::Retry | Name::Inspect => Some(vec![b"XYZ"]),
-        Name::Progress => Some(vec![b"XYZ", b"1", b"half"]),
-        Name::Defer => Some(vec![b"XYZ", b"1", b"5000", b"3"]),
-        Name::Fire => Some(vec![b"XYZ", b"p", b"s", b"1000", b"2000"]),
-        // Its callback's id and its jobs'.
-        Name::Batch => Some(vec![b"b1", b"XYZ", b"cb", b"XYZ"]),
-        Name::Claim
-        | Name::Reap
-        | Name::Promote
-        | Name::Purge
-        | Name::Stats
-        | Name::Config
-        | Name::Schedule
-        | Name::Unschedule
-        | Name::Schedules
-        | Name::Drain
-        | Name::Obliterate
-        | Name::Trim
-        | Name::Settle => None,
-    }
-}
-
-/// The records a happy call of `name` reads besides its KEYS: those of
-/// the jobs it moves, or names in its ARGV. An exhaustive match on [`Name`].
-fn records_read(name: Name) -> Vec<JobId> {
-    match name {
-        // Claim, reap, promote, purge, drain, trim and settle read the records of the ids they move.
-        Name::Claim | Name::Reap | Name::Promote | Name::Purge | Name::Drain | Name::Trim | Name::Settle => {
-            vec![a()]
-        }
-        // ACKMANY and ENQUEUEMANY read the records of their jobs.
-        Name::AckMany | Name::EnqueueMany => vec![a()],
-        // ACKNEXT reads the record of the job it claims after the ack.
-        Name::AckNext => vec![common::B.parse().unwrap()],
-        Name::Enqueue
-        | Name::Ack
-        | Name::Fail
-        | Name::Extend
-        | Name::Release
-        | Name::Cancel
-        | Name::Retry
-        | Name::Inspect
-        | Name::Stats
-        | Name::Config
-        | Name::Progress
-        | Name::Schedule
-        | Name::Unschedule
-        | Name::Schedules
-        | Name::Fire
-        | Name::Obliterate
-        | Name::Defer
-        | Name::Batch => Vec::new(),
-    }
-}
-
-/// A valid call of every transition, with the keys it needs arranged.
-fn happy_calls() -> Vec<(Name, &'static [&'static str], Call)> {
+/// A valid call of every transition, with the keys it needs arranged and
+/// the records it reads besides its KEYS: [`example`]'s.
+fn happy_calls() -> Vec<(Name, &'static [&'static str], Call, Vec<JobId>)> {
     Name::ALL
         .iter()
         .map(|name| {
-            let (given, call) = happy_call(*name);
-            assert!(common::is_call_of(*name, &call), "{name}'s happy call is of another transition");
-            (*name, given, call)
+            let Example { given, happy, reads, .. } = example(*name);
+            let call = happy();
+            assert_eq!(call.name(), *name, "{name}'s happy call is of another transition");
+            (*name, given, call, reads.iter().map(|id| id.parse().unwrap()).collect())
         })
         .collect()
-}
-
-/// A valid call of `name`, with the keys it needs arranged. An exhaustive
-/// match on [`Name`]: a transition without its happy call does not compile.
-fn happy_call(name: Name) -> (&'static [&'static str], Call) {
-    let active: &[&str] = &["HSET $q:job:$A state active attempts 1 payload p", "ZADD $q:active 5 $A"];
-    match name {
-        Name::Enqueue => (
-            &[],
-            Call::Enqueue(Enqueue {
-                id: a(),
-                payload: b"p".to_vec(),
-                priority: 1,
-                due: Due::After(Duration::from_secs(60)),
-                policy: Some(echomq::Policy { attempts: Some(3), ..Default::default() }),
-                unique: Some(Unique { key: "u".into(), hold: Duration::from_secs(60), until_finished: true }),
-                headers: [("tenant".to_owned(), "acme".to_owned())].into(),
-            }),
-        ),
-        Name::EnqueueMany => (&[], Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())] })),
-        // A rate set, so that the gate reads (and checks) the rate log too.
-        Name::Claim => (
-            &[
-                "HSET $q:job:$A state pending attempts 0 payload p",
-                "ZADD $q:pending 0 $A",
-                "HSET $q:config rate 5 per 1000",
-            ],
-            Call::Claim(Claim { lease: Duration::from_secs(30), count: 1 }),
-        ),
-        Name::Ack => (active, Call::Ack(Ack { id: a(), token: 1, result: None })),
-        // A job to claim after the ack, and a rate set, so that every key is read.
-        Name::AckNext => (
-            &[
-                "HSET $q:job:$A state active attempts 1 payload p",
-                "ZADD $q:active 5 $A",
-                "HSET $q:job:$B state pending attempts 0 payload p",
-                "ZADD $q:pending 0 $B",
-                "HSET $q:config rate 5 per 1000",
-            ],
-            Call::AckNext(AckNext {
-                ack: Ack { id: a(), token: 1, result: Some(b"r".to_vec()) },
-                lease: Duration::from_secs(30),
-                count: 1,
-            }),
-        ),
-        Name::AckMany => {
-            (active, Call::AckMany(AckMany { acks: vec![Ack { id: a(), token: 1, result: None }] }))
-        }
-        Name::Fail => (
-            active,
-            Call::Fail(Fail {
-                id: a(),
-                token: 1,
-                max_attempts: 3,
-                backoff: Duration::ZERO,
-                error: "boom".into(),
-            }),
-        ),
-        Name::Extend => (active, Call::Extend(Extend { id: a(), token: 1, lease: Duration::from_secs(30) })),
-        Name::Release => (active, Call::Release(Release { id: a(), token: 1, max_attempts: 3 })),
-        Name::Reap => (active, Call::Reap(Reap { max_attempts: 3, limit: 10 })),
-        Name::Promote => (
-            &["HSET $q:job:$A state delayed attempts 0 payload p", "ZADD $q:delayed 5 $A"],
-            Call::Promote(Promote { limit: 10 }),
-        ),
-        Name::Purge => (
-            &["HSET $q:job:$A state dead attempts 3 payload p", "ZADD $q:dead 5 $A"],
-            Call::Purge(Purge { state: State::Dead, age: Duration::ZERO, limit: 10 }),
-        ),
-        Name::Cancel => (
-            &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
-            Call::Cancel(Cancel { id: a() }),
-        ),
-        Name::Retry => (
-            &["HSET $q:job:$A state dead attempts 3 payload p", "ZADD $q:dead 5 $A"],
-            Call::Retry(Retry { id: a() }),
-        ),
-        Name::Inspect => {
-            (&["HSET $q:job:$A state pending attempts 0 payload p"], Call::Inspect(Inspect { id: a() }))
-        }
-        Name::Stats => (&[], Call::Stats),
-        Name::Config => (
-            &[],
-            Call::Config(Config {
-                paused: Some(true),
-                concurrency: Some(2),
-                rate: Some((5, Duration::from_secs(1))),
-                keep_done: Some(Retention { age: None, count: Some(5) }),
-                ..Config::default()
-            }),
-        ),
-        Name::Progress => (active, Call::Progress(Progress { id: a(), token: 1, value: b"half".to_vec() })),
-        Name::Schedule => {
-            (&[], Call::Schedule(Schedule { name: "s".into(), definition: b"d".to_vec(), next: 1000 }))
-        }
-        Name::Unschedule => (
-            &["HSET $q:schedules s d", "ZADD $q:ticks 1000 s"],
-            Call::Unschedule(Unschedule { name: "s".into() }),
-        ),
-        Name::Schedules => (
-            &["HSET $q:schedules s d", "ZADD $q:ticks 1000 s"],
-            Call::Schedules(Schedules { due: true, limit: 10 }),
-        ),
-        Name::Fire => (
-            &["HSET $q:schedules s d", "ZADD $q:ticks 1000 s"],
-            Call::Fire(Fire {
-                id: a(),
-                payload: b"p".to_vec(),
-                name: "s".into(),
-                tick: 1000,
-                next: 2000,
-                skip: false,
-            }),
-        ),
-        Name::Drain => (
-            &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 0 $A"],
-            Call::Drain(Drain { state: State::Pending, limit: 1000 }),
-        ),
-        Name::Obliterate => (&[], Call::Obliterate),
-        Name::Trim => (
-            &["HSET $q:job:$A state done attempts 1 payload p", "ZADD $q:done 5 $A"],
-            Call::Trim(Trim { state: State::Done, limit: 1000 }),
-        ),
-        Name::Defer => (
-            active,
-            Call::Defer(Defer {
-                id: a(),
-                token: 1,
-                delay: Duration::from_secs(5),
-                max_attempts: 3,
-                pause_queue: true,
-            }),
-        ),
-        Name::Batch => (
-            &[],
-            Call::Batch(Batch {
-                id: "b1".into(),
-                callback: JobId::try_from("JOB_CB".as_bytes()).unwrap(),
-                payload: b"cb".to_vec(),
-                jobs: vec![a()],
-            }),
-        ),
-        Name::Settle => (
-            &[
-                "HSET $q:batches b1 1~0~0~0~0~0~JOB_CB b1:callback cb",
-                "HSET $q:batch_jobs b1:0 $A",
-                "ZADD $q:batch_open 5 b1",
-                "HSET $q:job:$A state done attempts 1 payload p",
-            ],
-            Call::Settle(Settle { limit: 1000 }),
-        ),
-    }
 }
 
 #[tokio::test]
@@ -332,9 +115,9 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
     let h = harness().await;
     let mut conn = h.conn.clone();
     let mut checked = 0;
-    for (name, given, call) in happy_calls() {
+    for (name, given, call, reads) in happy_calls() {
         let mut keys = call.keys(&h.keys);
-        keys.extend(records_read(name).iter().map(|job| h.keys.job(job)));
+        keys.extend(reads.iter().map(|job| h.keys.job(job)));
         for key in keys {
             let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
             h.arrange(given).await;

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use common::ops::{op, op_of, perform, Op, Tokens, SLOTS};
+use common::example::{example, Example};
+use common::ops::{op, perform, Op, Tokens, SLOTS};
 use echomq::{Embedded, Executor, JobId, Lua, Name, Native, Queue, Role};
 use echomq_core::memory::{Dump, ManualClock, StreamId};
 use echomq_core::Reply;
@@ -445,10 +446,9 @@ enum IdPick {
     NotAJob,
 }
 
-/// One transition's raw calls: its KEYS are its description's, each
-/// positional argument's candidates (the first valid; `$id` is the call's
-/// id, `$token` the arranged record's attempts, `$stale` one past it), and
-/// options a call may add, valid or not.
+/// One transition's raw calls: its KEYS are its description's, its
+/// arguments' candidates and the options a call may add its [`example`]'s
+/// ([`Example::raw_args`], [`Example::raw_options`]).
 #[derive(Clone, Copy)]
 struct Shape {
     name: Name,
@@ -456,15 +456,14 @@ struct Shape {
     options: &'static [(&'static str, &'static str)],
 }
 
-const TOKEN: &[&str] = &["$token", "$stale", "0", "x"];
-const ID: &[&str] = &["$id"];
-const LIMIT: &[(&str, &str)] =
-    &[("LIMIT", "10"), ("limit", "1"), ("LIMIT", "0"), ("LIMIT", "1001"), ("COUNT", "1")];
-const STRAY: &[(&str, &str)] = &[("extra", "1")];
-
 /// Every transition, as a raw call sends it (BLOCK aside: only the module
-/// has it), in [`Name::ALL`]'s order: built by the compiler from [`shape`].
+/// has it), in [`Name::ALL`]'s order: built by the compiler from
+/// [`example`], whose match on [`Name`] is exhaustive.
 const SHAPES: [Shape; Name::ALL.len()] = {
+    const fn shape(name: Name) -> Shape {
+        let Example { raw_args, raw_options, .. } = example(name);
+        Shape { name, args: raw_args, options: raw_options }
+    }
     let mut shapes = [shape(Name::Enqueue); Name::ALL.len()];
     let mut at = 0;
     while at < shapes.len() {
@@ -473,168 +472,6 @@ const SHAPES: [Shape; Name::ALL.len()] = {
     }
     shapes
 };
-
-/// A transition's raw calls. An exhaustive match on [`Name`], with no `_`
-/// arm: a transition added to the core without its shape does not compile.
-const fn shape(name: Name) -> Shape {
-    match name {
-        Name::Enqueue => Shape {
-            name,
-            args: &[ID, &["payload"]],
-            options: &[
-                ("PRIORITY", "0"),
-                ("PRIORITY", "-0"),
-                ("PRIORITY", "007"),
-                ("PRIORITY", "-1"),
-                ("priority", "1"),
-                ("DELAY", "0"),
-                ("DELAY", "600000"),
-                ("AT", "1"),
-                ("AT", "x"),
-                ("COLOUR", "1"),
-                ("ATTEMPTS", "1"),
-                ("attempts", "0"),
-                ("BACKOFF", "5000"),
-                ("BACKOFF_EXP", "1000"),
-                ("TIMEOUT", "0"),
-                ("TIMEOUT", "60000"),
-                ("UNIQUE", "k"),
-                ("UNIQUE_FOR", "60000"),
-                ("UNIQUE_FOR", "0"),
-                ("unique_done", "1"),
-                ("HEADERS", r#"{"a":"b"}"#),
-                ("headers", ""),
-            ],
-        },
-        // Options: more jobs, the same one again among them.
-        Name::EnqueueMany => Shape {
-            name,
-            args: &[ID, &["payload", ""]],
-            options: &[("$id", "again"), ("JOB_2", "p2"), ("nope", "p"), ("JOB_3", ""), ("PRIORITY", "1")],
-        },
-        Name::Claim => Shape {
-            name,
-            args: &[&["60000", "1", "0", "x", "2147483648"]],
-            options: &[("COUNT", "2"), ("count", "1"), ("COUNT", "0"), ("COUNT", "1001"), ("LIMIT", "1")],
-        },
-        Name::Ack => Shape {
-            name,
-            args: &[ID, TOKEN],
-            options: &[("RESULT", "42"), ("result", ""), ("RESULT", "7"), ("extra", "1")],
-        },
-        Name::AckNext => Shape {
-            name,
-            args: &[ID, TOKEN, &["60000", "0", "x"]],
-            options: &[
-                ("RESULT", "42"),
-                ("COUNT", "2"),
-                ("count", "1"),
-                ("COUNT", "0"),
-                ("RESULT", ""),
-                ("LIMIT", "1"),
-            ],
-        },
-        // Options: more jobs too, the same one again among them.
-        Name::AckMany => Shape {
-            name,
-            args: &[ID, TOKEN],
-            options: &[
-                ("RESULT", "42"),
-                ("$id", "$token"),
-                ("$id", "$stale"),
-                ("JOB_2", "1"),
-                ("result", ""),
-                ("nope", "1"),
-                ("RESULT", "x"),
-                ("JOB_3", "x"),
-            ],
-        },
-        Name::Defer => Shape {
-            name,
-            args: &[ID, TOKEN, &["5000", "0", "-1"], &["3", "0", "x"]],
-            options: &[("PAUSE", "1"), ("pause", "0"), ("PAUSE", "2")],
-        },
-        Name::Fail => Shape {
-            name,
-            args: &[ID, TOKEN, &["3", "1", "0", "-1", "x"], &["1000", "0", "-5", "x"], &["boom", ""]],
-            options: STRAY,
-        },
-        Name::Extend => Shape { name, args: &[ID, TOKEN, &["60000", "0", "x"]], options: STRAY },
-        Name::Release => Shape {
-            name,
-            args: &[ID, TOKEN],
-            options: &[
-                ("REFUND", "3"),
-                ("refund", "0"),
-                ("REFUND", "x"),
-                ("REFUND", "2147483648"),
-                ("extra", "1"),
-            ],
-        },
-        Name::Reap => Shape { name, args: &[&["3", "1", "0", "-1", "x"]], options: LIMIT },
-        Name::Promote => Shape { name, args: &[], options: LIMIT },
-        Name::Purge => Shape { name, args: &[&["0", "600000", "-1", "x"]], options: LIMIT },
-        Name::Cancel => Shape { name, args: &[ID], options: STRAY },
-        Name::Retry => Shape { name, args: &[ID], options: STRAY },
-        Name::Inspect => Shape { name, args: &[ID], options: STRAY },
-        Name::Stats => Shape { name, args: &[], options: STRAY },
-        Name::Drain => Shape { name, args: &[], options: &[("LIMIT", "1"), ("LIMIT", "0"), ("limit", "2")] },
-        Name::Obliterate => Shape { name, args: &[], options: STRAY },
-        Name::Trim => Shape { name, args: &[], options: &[("LIMIT", "1"), ("LIMIT", "1001"), ("AGE", "5")] },
-        Name::Config => Shape {
-            name,
-            args: &[],
-            options: &[
-                ("PAUSED", "1"),
-                ("paused", "0"),
-                ("PAUSED", "2"),
-                ("CONCURRENCY", "1"),
-                ("CONCURRENCY", "-1"),
-                ("RATE", "1"),
-                ("PER", "600000"),
-                ("RATE", "0"),
-                ("PER", "0"),
-                ("DONE_AGE", "0"),
-                ("DONE_COUNT", "1"),
-                ("dead_count", "0"),
-                ("CANCELLED_AGE", "-1"),
-                ("EVENTS", "0"),
-                ("events", "5"),
-                ("EVENTS", "-1"),
-            ],
-        },
-        Name::Progress => Shape { name, args: &[ID, TOKEN, &["half", ""]], options: STRAY },
-        Name::Schedule => Shape {
-            name,
-            args: &[&["s", ""], &["d1", ""], &["5000", "0", "-1", "x", "10000000000000"]],
-            options: STRAY,
-        },
-        Name::Unschedule => Shape { name, args: &[&["s", "t", ""]], options: STRAY },
-        Name::Schedules => Shape {
-            name,
-            args: &[],
-            options: &[
-                ("DUE", "1"),
-                ("due", "0"),
-                ("DUE", "2"),
-                ("LIMIT", "1"),
-                ("LIMIT", "0"),
-                ("SKIP", "1"),
-            ],
-        },
-        Name::Batch => Shape {
-            name,
-            args: &[&["b1", "b~2", ""], &["JOB_CB", "nope"], &["cb"], ID],
-            options: &[("JOB_2", "JOB_3"), ("nope", "JOB_4")],
-        },
-        Name::Settle => Shape { name, args: &[], options: &[("LIMIT", "1"), ("LIMIT", "0"), ("limit", "5")] },
-        Name::Fire => Shape {
-            name,
-            args: &[ID, &["p"], &["s", ""], &["5000", "x", "-1"], &["6000", "5000", "0"]],
-            options: &[("SKIP", "1"), ("skip", "0"), ("SKIP", "2"), ("DUE", "1")],
-        },
-    }
-}
 
 /// One raw call of any transition, as any speaker may send it: each key
 /// right or not, each argument valid or not, some missing, options added;
@@ -931,21 +768,22 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
     Ok(lua_reply)
 }
 
-/// The random sequences make every op [`op_of`] names, and each op sends one
-/// transition. (The raw calls cover every transition: [`SHAPES`] is built
-/// from [`shape`], whose match on [`Name`] is exhaustive.)
+/// The random sequences make every op an [`Example::sent_by`] names, and
+/// each op sends one transition. (The raw calls cover every transition:
+/// [`SHAPES`] is built from [`example`], whose match on [`Name`] is exhaustive.)
 #[test]
 fn every_op_a_transition_names_is_made_by_the_sequences() {
     let mut runner = TestRunner::deterministic();
     let ops: Vec<Op> = (0..5000).map(|_| op().new_tree(&mut runner).expect("an op").current()).collect();
     for name in Name::ALL {
-        match op_of(*name) {
+        match example(*name).sent_by {
             Ok(sends) => assert!(ops.iter().any(sends), "no sequence sends {name}"),
             Err(why) => assert!(!why.is_empty(), "{name}: say why no op sends it"),
         }
     }
     for op in &ops {
-        let sent = Name::ALL.iter().filter(|name| op_of(**name).is_ok_and(|sends| sends(op))).count();
+        let sent =
+            Name::ALL.iter().filter(|name| example(**name).sent_by.is_ok_and(|sends| sends(op))).count();
         assert_eq!(sent, 1, "{op:?} sends one transition");
     }
 }

@@ -12,10 +12,10 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::time::{Duration, SystemTime};
 
-use common::{check, default_retention, unexpand, Call, Line, A, B};
+use common::{check, default_retention, unexpand, Call, Got, Line, A, B};
 use echomq::transition::*;
 use echomq::{
-    execute, Backoff, Code, Embedded, Executor, JobId, Keyspace, Name, Native, Policy, Record, State, Unique,
+    Backoff, Code, Embedded, Executor, JobId, Keyspace, Name, Native, Policy, Record, State, Unique,
 };
 use echomq_core::memory::Dump;
 use echomq_test_support::{unique_queue, RedisServer};
@@ -47,17 +47,6 @@ trait Expected: Debug + Send {
 impl<T: Debug + PartialEq + Send + 'static> Expected for T {
     fn is(&self, got: &dyn Any) -> bool {
         got.downcast_ref::<T>() == Some(self)
-    }
-}
-
-/// What a call got: any output, shown and compared by its type.
-trait Got: Debug + Send {
-    fn as_any(&self) -> &dyn Any;
-}
-
-impl<T: Debug + Send + 'static> Got for T {
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -96,47 +85,27 @@ fn record(state: State, attempts: u64, payload: &[u8]) -> Record {
 }
 
 /// Run `call`, its output boxed: refusals as their code, a claim's wait
-/// as [`ANY_WAIT`], SCHEDULES without the server's now.
+/// as [`ANY_WAIT`], SCHEDULES without the server's now. By the output's
+/// type, not the transition: a transition added needs nothing here.
 async fn got(k: &Keyspace, via: &dyn Executor, call: &Call) -> echomq::Result<Box<dyn Got>> {
     fn boxed<T: Debug + Send + 'static>(value: T) -> Box<dyn Got> {
         Box::new(value)
     }
-    let any_wait = |claims: Claims| match claims.held {
-        Some(Held::Wait(_)) => Claims { held: Some(ANY_WAIT), ..claims },
-        _ => claims,
-    };
-    Ok(match call {
-        Call::Enqueue(c) => boxed(execute(via, k, c).await?),
-        Call::EnqueueMany(c) => boxed(execute(via, k, c).await?),
-        Call::Claim(c) => boxed(any_wait(execute(via, k, c).await?)),
-        Call::Ack(c) => boxed(execute(via, k, c).await?),
-        Call::AckNext(c) => boxed(any_wait(execute(via, k, c).await?)),
-        Call::AckMany(c) => {
-            let each = execute(via, k, c).await?.into_iter();
-            boxed(each.map(|one| one.map_err(|err| err.code().expect("a refusal"))).collect::<Vec<_>>())
-        }
-        Call::Fail(c) => boxed(execute(via, k, c).await?),
-        Call::Extend(c) => boxed(execute(via, k, c).await?),
-        Call::Release(c) => boxed(execute(via, k, c).await?),
-        Call::Reap(c) => boxed(execute(via, k, c).await?),
-        Call::Promote(c) => boxed(execute(via, k, c).await?),
-        Call::Purge(c) => boxed(execute(via, k, c).await?),
-        Call::Cancel(c) => boxed(execute(via, k, c).await?),
-        Call::Retry(c) => boxed(execute(via, k, c).await?),
-        Call::Inspect(c) => boxed(execute(via, k, c).await?),
-        Call::Stats => boxed(execute(via, k, &Stats).await?),
-        Call::Config(c) => boxed(execute(via, k, c).await?),
-        Call::Progress(c) => boxed(execute(via, k, c).await?),
-        Call::Schedule(c) => boxed(execute(via, k, c).await?),
-        Call::Unschedule(c) => boxed(execute(via, k, c).await?),
-        Call::Schedules(c) => boxed(execute(via, k, c).await?.schedules),
-        Call::Fire(c) => boxed(execute(via, k, c).await?),
-        Call::Drain(c) => boxed(execute(via, k, c).await?),
-        Call::Obliterate => boxed(execute(via, k, &Obliterate).await?),
-        Call::Trim(c) => boxed(execute(via, k, c).await?),
-        Call::Defer(c) => boxed(execute(via, k, c).await?),
-        Call::Batch(c) => boxed(execute(via, k, c).await?),
-        Call::Settle(c) => boxed(execute(via, k, c).await?),
+    let output = call.output(k, via).await?;
+    let any = (*output).as_any();
+    Ok(if let Some(claims) = any.downcast_ref::<Claims>() {
+        let held = match claims.held {
+            Some(Held::Wait(_)) => Some(ANY_WAIT),
+            held => held,
+        };
+        boxed(Claims { held, ..claims.clone() })
+    } else if let Some(each) = any.downcast_ref::<Vec<echomq::Result<()>>>() {
+        let code = |err: &echomq::Error| err.code().expect("a refusal");
+        boxed(each.iter().map(|one| one.as_ref().map(|_| ()).map_err(code)).collect::<Vec<_>>())
+    } else if let Some(listed) = any.downcast_ref::<Listed>() {
+        boxed(listed.schedules.clone())
+    } else {
+        output
     })
 }
 

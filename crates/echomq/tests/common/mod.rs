@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod example;
 pub mod ops;
 
 use std::collections::BTreeMap;
@@ -201,169 +202,128 @@ fn time_matches(want: &str, got: &str, t0: u64, t1: u64) -> bool {
     })
 }
 
-/// Any transition, as a value a table can hold.
-pub enum Call {
-    Enqueue(Enqueue),
-    EnqueueMany(EnqueueMany),
-    Claim(Claim),
-    Ack(Ack),
-    AckNext(AckNext),
-    AckMany(AckMany),
-    Fail(Fail),
-    Extend(Extend),
-    Release(Release),
-    Reap(Reap),
-    Promote(Promote),
-    Purge(Purge),
-    Cancel(Cancel),
-    Retry(Retry),
-    Inspect(Inspect),
-    Stats,
-    Config(Config),
-    Progress(Progress),
-    Schedule(Schedule),
-    Unschedule(Unschedule),
-    Schedules(Schedules),
-    Fire(Fire),
-    Drain(Drain),
-    Obliterate,
-    Trim(Trim),
-    Defer(Defer),
-    Batch(Batch),
-    Settle(Settle),
+/// Any transition, as a value a table can hold: a host transition type
+/// behind one object, built by [`Call::new`] from any [`Transition`], so a
+/// transition added to the core needs nothing here. What each suite needs
+/// of a transition is in [`example::example`].
+pub struct Call(Of);
+
+/// A call's transition: its own, or a unit one (STATS, OBLITERATE) a
+/// constant can name.
+enum Of {
+    Owned(Box<dyn AnyTransition>),
+    Unit(&'static dyn AnyTransition),
+}
+
+/// Any host transition, its type erased: what a table does with a call.
+trait AnyTransition: Send + Sync {
+    fn name(&self) -> Name;
+    fn keys(&self, k: &Keyspace) -> Vec<String>;
+    fn output<'a>(
+        &'a self,
+        k: &'a Keyspace,
+        via: &'a dyn Executor,
+    ) -> BoxFuture<'a, echomq::Result<Box<dyn Got>>>;
+}
+
+impl<T> AnyTransition for T
+where
+    T: Transition + 'static,
+    T::Output: std::fmt::Debug + 'static,
+{
+    fn name(&self) -> Name {
+        T::NAME
+    }
+
+    fn keys(&self, k: &Keyspace) -> Vec<String> {
+        Transition::keys(self, k)
+    }
+
+    fn output<'a>(
+        &'a self,
+        k: &'a Keyspace,
+        via: &'a dyn Executor,
+    ) -> BoxFuture<'a, echomq::Result<Box<dyn Got>>> {
+        Box::pin(async move { Ok(Box::new(execute(via, k, self).await?) as Box<dyn Got>) })
+    }
+}
+
+/// A boxed future that may move between threads.
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// What a call got: any transition's output, shown and compared by its type.
+pub trait Got: std::fmt::Debug + Send {
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: std::fmt::Debug + Send + 'static> Got for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 impl Call {
-    /// The transition's KEYS.
-    pub fn keys(&self, k: &Keyspace) -> Vec<String> {
-        match self {
-            Call::Enqueue(c) => c.keys(k),
-            Call::EnqueueMany(c) => c.keys(k),
-            Call::Claim(c) => c.keys(k),
-            Call::Ack(c) => c.keys(k),
-            Call::AckNext(c) => c.keys(k),
-            Call::AckMany(c) => c.keys(k),
-            Call::Fail(c) => c.keys(k),
-            Call::Extend(c) => c.keys(k),
-            Call::Release(c) => c.keys(k),
-            Call::Reap(c) => c.keys(k),
-            Call::Promote(c) => c.keys(k),
-            Call::Purge(c) => c.keys(k),
-            Call::Cancel(c) => c.keys(k),
-            Call::Retry(c) => c.keys(k),
-            Call::Inspect(c) => c.keys(k),
-            Call::Stats => Stats.keys(k),
-            Call::Config(c) => c.keys(k),
-            Call::Progress(c) => c.keys(k),
-            Call::Schedule(c) => c.keys(k),
-            Call::Unschedule(c) => c.keys(k),
-            Call::Schedules(c) => c.keys(k),
-            Call::Fire(c) => c.keys(k),
-            Call::Drain(c) => c.keys(k),
-            Call::Obliterate => Obliterate.keys(k),
-            Call::Trim(c) => c.keys(k),
-            Call::Defer(c) => c.keys(k),
-            Call::Batch(c) => c.keys(k),
-            Call::Settle(c) => c.keys(k),
+    /// A call of `transition`.
+    pub fn new<T>(transition: T) -> Call
+    where
+        T: Transition + 'static,
+        T::Output: std::fmt::Debug + 'static,
+    {
+        Call(Of::Owned(Box::new(transition)))
+    }
+
+    fn held(&self) -> &dyn AnyTransition {
+        match &self.0 {
+            Of::Owned(transition) => transition.as_ref(),
+            Of::Unit(transition) => *transition,
         }
     }
-}
 
-/// Whether `call` is a call of `name`. An exhaustive match on [`Name`], with
-/// no `_` arm: a transition added to the core without its `Call` variant
-/// here does not compile.
-pub fn is_call_of(name: Name, call: &Call) -> bool {
-    match name {
-        Name::Enqueue => matches!(call, Call::Enqueue(_)),
-        Name::EnqueueMany => matches!(call, Call::EnqueueMany(_)),
-        Name::Claim => matches!(call, Call::Claim(_)),
-        Name::Ack => matches!(call, Call::Ack(_)),
-        Name::AckNext => matches!(call, Call::AckNext(_)),
-        Name::AckMany => matches!(call, Call::AckMany(_)),
-        Name::Fail => matches!(call, Call::Fail(_)),
-        Name::Extend => matches!(call, Call::Extend(_)),
-        Name::Release => matches!(call, Call::Release(_)),
-        Name::Reap => matches!(call, Call::Reap(_)),
-        Name::Promote => matches!(call, Call::Promote(_)),
-        Name::Purge => matches!(call, Call::Purge(_)),
-        Name::Cancel => matches!(call, Call::Cancel(_)),
-        Name::Retry => matches!(call, Call::Retry(_)),
-        Name::Inspect => matches!(call, Call::Inspect(_)),
-        Name::Stats => matches!(call, Call::Stats),
-        Name::Config => matches!(call, Call::Config(_)),
-        Name::Progress => matches!(call, Call::Progress(_)),
-        Name::Schedule => matches!(call, Call::Schedule(_)),
-        Name::Unschedule => matches!(call, Call::Unschedule(_)),
-        Name::Schedules => matches!(call, Call::Schedules(_)),
-        Name::Fire => matches!(call, Call::Fire(_)),
-        Name::Drain => matches!(call, Call::Drain(_)),
-        Name::Obliterate => matches!(call, Call::Obliterate),
-        Name::Trim => matches!(call, Call::Trim(_)),
-        Name::Defer => matches!(call, Call::Defer(_)),
-        Name::Batch => matches!(call, Call::Batch(_)),
-        Name::Settle => matches!(call, Call::Settle(_)),
+    /// Which transition it calls.
+    pub fn name(&self) -> Name {
+        self.held().name()
+    }
+
+    /// The transition's KEYS.
+    pub fn keys(&self, k: &Keyspace) -> Vec<String> {
+        self.held().keys(k)
+    }
+
+    /// Run it through `via`: its output as the host parses it, boxed.
+    pub async fn output(&self, k: &Keyspace, via: &dyn Executor) -> echomq::Result<Box<dyn Got>> {
+        self.held().output(k, via).await
     }
 }
 
-/// Run a call and render its reply: `Ok(<debug>)`, or `Err(<code>)` for a
-/// refusal; EXTEND's as `deadline <ms>`.
+/// `Call::Claim(Claim { … })`: the spelling `transitions.rs`'s tables use
+/// for the transitions they were written with. Each is [`Call::new`] and
+/// nothing more; a transition added later needs none: its cases write
+/// `Call::new(…)`.
+macro_rules! spelled {
+    ($($transition:ident),* ; $($unit:ident),*) => {
+        #[allow(non_snake_case, non_upper_case_globals)]
+        impl Call {
+            $(
+                pub fn $transition(transition: $transition) -> Call {
+                    Call::new(transition)
+                }
+            )*
+            $(
+                pub const $unit: Call = Call(Of::Unit(&$unit));
+            )*
+        }
+    };
+}
+
+spelled!(
+    Enqueue, EnqueueMany, Claim, Ack, AckNext, AckMany, Fail, Extend, Release, Reap, Promote, Purge, Cancel,
+    Retry, Inspect, Config, Progress, Schedule, Unschedule, Schedules, Fire, Drain, Trim, Defer, Batch, Settle;
+    Stats, Obliterate
+);
+
+/// Run a call and render its reply: `Ok(<debug>)`, or `Err(<code>)` for a refusal.
 pub async fn run(k: &Keyspace, via: &dyn Executor, call: &Call) -> String {
-    match call {
-        Call::Enqueue(c) => show(execute(via, k, c).await),
-        Call::EnqueueMany(c) => show(execute(via, k, c).await),
-        // The jobs as before; what the gate held back, if anything, after them.
-        Call::Claim(c) => claims_shown(execute(via, k, c).await),
-        Call::Ack(c) => show(execute(via, k, c).await),
-        Call::AckNext(c) => claims_shown(execute(via, k, c).await),
-        // Each job's outcome as a call of its own shows.
-        Call::AckMany(c) => match execute(via, k, c).await {
-            Ok(outcomes) => {
-                format!("Ok([{}])", outcomes.into_iter().map(show).collect::<Vec<_>>().join(", "))
-            }
-            Err(err) => show::<()>(Err(err)),
-        },
-        Call::Fail(c) => show(execute(via, k, c).await),
-        // The caller checks the deadline against the lease's new score in active.
-        Call::Extend(c) => match execute(via, k, c).await {
-            Ok(deadline) => format!("deadline {deadline}"),
-            other => show(other),
-        },
-        Call::Release(c) => show(execute(via, k, c).await),
-        Call::Reap(c) => show(execute(via, k, c).await),
-        Call::Promote(c) => show(execute(via, k, c).await),
-        Call::Purge(c) => show(execute(via, k, c).await),
-        Call::Cancel(c) => show(execute(via, k, c).await),
-        Call::Retry(c) => show(execute(via, k, c).await),
-        Call::Inspect(c) => show(execute(via, k, c).await),
-        Call::Stats => show(execute(via, k, &Stats).await),
-        Call::Config(c) => match execute(via, k, c).await {
-            Ok(settings) => format!("Ok({})", settings_shown(&settings)),
-            Err(err) => show::<()>(Err(err)),
-        },
-        Call::Progress(c) => show(execute(via, k, c).await),
-        Call::Schedule(c) => show(execute(via, k, c).await),
-        Call::Unschedule(c) => show(execute(via, k, c).await),
-        // The server's now aside: the schedules as listed.
-        Call::Schedules(c) => show(execute(via, k, c).await.map(|listed| listed.schedules)),
-        Call::Fire(c) => show(execute(via, k, c).await),
-        Call::Drain(c) => show(execute(via, k, c).await),
-        Call::Obliterate => show(execute(via, k, &Obliterate).await),
-        Call::Trim(c) => show(execute(via, k, c).await),
-        Call::Defer(c) => show(execute(via, k, c).await),
-        Call::Batch(c) => show(execute(via, k, c).await),
-        Call::Settle(c) => show(execute(via, k, c).await),
-    }
-}
-
-/// A claim's reply: the jobs as before; what the gate held back, if anything, after them.
-fn claims_shown(claims: echomq::Result<Claims>) -> String {
-    match claims {
-        Ok(Claims { jobs, held: None }) => show(Ok(jobs)),
-        // The rate's wait depends on the clock: tests that know it check it.
-        Ok(Claims { jobs, held: Some(Held::Wait(_)) }) => format!("{} held Wait", show(Ok(jobs))),
-        Ok(Claims { jobs, held: Some(held) }) => format!("{} held {held:?}", show(Ok(jobs))),
-        Err(err) => show::<()>(Err(err)),
-    }
+    show(call.output(k, via).await)
 }
 
 /// A reply rendered: `Ok(<debug>)`, or `Err(<code>)` for a refusal.

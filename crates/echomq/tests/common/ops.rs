@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use echomq::transition::{Config, EnqueueMany, Fire, Schedule, Schedules};
-use echomq::{execute, EnqueueOptions, Error, Held, JobId, Name, Queue, RetryPolicy, State};
+use echomq::{execute, EnqueueOptions, Error, Held, JobId, Queue, RetryPolicy, State};
 use proptest::prelude::*;
 
 /// How many distinct jobs a sequence plays with.
@@ -167,43 +167,6 @@ pub fn op() -> impl Strategy<Value = Op> {
         2 => (slot.clone(), 0..NAMES, 1u64..=3, prop::bool::weighted(0.2))
             .prop_map(|(slot, name, tick, skip)| Op::Fire { slot, name, tick: tick * 1000, skip }),
     ]
-}
-
-/// Which op sends `name` in random sequences (`Ok`: a test of an op), or
-/// why none does (`Err`). An exhaustive match on [`Name`], with no `_` arm:
-/// a transition added to the core does not compile here until it has an op
-/// or a reason; a sequence-level test then checks the strategy makes each op.
-pub fn op_of(name: Name) -> Result<fn(&Op) -> bool, &'static str> {
-    match name {
-        Name::Enqueue => Ok(|op| matches!(op, Op::Enqueue { .. })),
-        Name::EnqueueMany => Ok(|op| matches!(op, Op::EnqueueMany { .. })),
-        Name::Claim => Ok(|op| matches!(op, Op::Claim { .. })),
-        Name::Ack => Ok(|op| matches!(op, Op::Ack { .. })),
-        Name::AckMany => Ok(|op| matches!(op, Op::AckMany { .. })),
-        Name::Fail => Ok(|op| matches!(op, Op::Fail { .. })),
-        Name::Extend => Ok(|op| matches!(op, Op::Extend { .. })),
-        Name::Release => Ok(|op| matches!(op, Op::Release { .. })),
-        Name::Reap => Ok(|op| matches!(op, Op::Reap { .. })),
-        Name::Promote => Ok(|op| matches!(op, Op::Promote)),
-        Name::Purge => Ok(|op| matches!(op, Op::Purge { .. })),
-        Name::Cancel => Ok(|op| matches!(op, Op::Cancel { .. })),
-        Name::Retry => Ok(|op| matches!(op, Op::Retry { .. })),
-        Name::Inspect => Ok(|op| matches!(op, Op::Inspect { .. })),
-        Name::Config => Ok(|op| matches!(op, Op::Config { .. })),
-        Name::Progress => Ok(|op| matches!(op, Op::Progress { .. })),
-        Name::Schedule => Ok(|op| matches!(op, Op::Schedule { .. })),
-        Name::Unschedule => Ok(|op| matches!(op, Op::Unschedule { .. })),
-        Name::Schedules => Ok(|op| matches!(op, Op::Schedules { .. })),
-        Name::Fire => Ok(|op| matches!(op, Op::Fire { .. })),
-        Name::AckNext => Err("the worker's ack of its last running job: raw calls and transitions.rs"),
-        Name::Stats => Err("a read the sequences' keyspace comparison makes redundant: raw calls"),
-        Name::Drain => Err("empties the queue a sequence plays with: raw calls and transitions.rs"),
-        Name::Obliterate => Err("deletes the queue a sequence plays with: raw calls and delete.rs"),
-        Name::Trim => Err("its retention runs on the clock: raw calls and retention.rs"),
-        Name::Defer => Err("pauses the queue on the clock: raw calls and transitions.rs"),
-        Name::Batch => Err("not yet in the model: raw calls, batches.rs and transitions.rs"),
-        Name::Settle => Err("not yet in the model: raw calls, batches.rs and transitions.rs"),
-    }
 }
 
 /// The last token each slot's claim handed out.
