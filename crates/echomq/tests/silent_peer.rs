@@ -20,6 +20,9 @@ use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, Se
 use redis::io::tcp::socket2::TcpKeepalive;
 use redis::io::tcp::TcpSettings;
 
+mod log;
+use log::Log;
+
 /// How long the test's connections may be silent before their kernel drops
 /// them (the library's default is `echomq::SILENT_PEER`, 30 s): a keepalive
 /// probe after a second of quiet, then every second (whole seconds, the
@@ -51,31 +54,8 @@ fn a_worker_whose_connections_go_silent_reconnects_and_runs_what_came_meanwhile(
         });
     });
     if let Err(panic) = test.join() {
-        eprintln!("the worker's log:\n{}", String::from_utf8_lossy(&log.0.lock().unwrap()));
+        eprintln!("the worker's log:\n{}", log.text());
         std::panic::resume_unwind(panic);
-    }
-}
-
-/// What the test's worker logged, kept to print when the test fails.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Log {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Log {
-    type Writer = Log;
-
-    fn make_writer(&'a self) -> Log {
-        self.clone()
     }
 }
 

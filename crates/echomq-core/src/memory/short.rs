@@ -1,5 +1,7 @@
 //! The small values a store keeps many of: scores in a sorted set's order,
-//! and bytes kept in place when short.
+//! and bytes kept in place when short. Their small methods are `#[inline]`:
+//! the store in `memory.rs` calls them in every lookup, from another module
+//! (and so maybe another codegen unit).
 
 use std::cmp::Ordering;
 
@@ -10,12 +12,14 @@ pub(super) struct Score(pub(super) f64);
 impl Eq for Score {}
 
 impl PartialOrd for Score {
+    #[inline]
     fn partial_cmp(&self, other: &Score) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
 impl Ord for Score {
+    #[inline]
     fn cmp(&self, other: &Score) -> Ordering {
         self.0.total_cmp(&other.0)
     }
@@ -36,6 +40,7 @@ pub(super) enum Short {
 const INLINE: usize = 30;
 
 impl Short {
+    #[inline]
     pub(super) fn new(bytes: &[u8]) -> Short {
         if bytes.len() <= INLINE {
             let mut inline = [0; INLINE];
@@ -50,6 +55,7 @@ impl Short {
 impl std::ops::Deref for Short {
     type Target = [u8];
 
+    #[inline]
     fn deref(&self) -> &[u8] {
         match self {
             Short::Inline(len, bytes) => &bytes[..*len as usize],
@@ -59,6 +65,7 @@ impl std::ops::Deref for Short {
 }
 
 impl std::borrow::Borrow<[u8]> for Short {
+    #[inline]
     fn borrow(&self) -> &[u8] {
         self
     }
@@ -66,6 +73,7 @@ impl std::borrow::Borrow<[u8]> for Short {
 
 // Equal, ordered and hashed as its bytes are, as `Borrow` requires.
 impl PartialEq for Short {
+    #[inline]
     fn eq(&self, other: &Short) -> bool {
         **self == **other
     }
@@ -74,18 +82,21 @@ impl PartialEq for Short {
 impl Eq for Short {}
 
 impl PartialOrd for Short {
+    #[inline]
     fn partial_cmp(&self, other: &Short) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
 impl Ord for Short {
+    #[inline]
     fn cmp(&self, other: &Short) -> Ordering {
         (**self).cmp(&**other)
     }
 }
 
 impl std::hash::Hash for Short {
+    #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         (**self).hash(state);
     }
