@@ -32,7 +32,7 @@
 //! - [`version`]: the protocol's version, [`PROTOCOL`].
 //! - [`vectors`]: the golden vectors of `protocol/vectors/`, as cases the core runs.
 
-#![warn(missing_docs, unreachable_pub)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod code;
 pub mod description;

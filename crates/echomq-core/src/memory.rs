@@ -57,6 +57,12 @@ pub struct Memory {
     instant: Option<u64>,
 }
 
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory").field("keys", &self.keys.len()).finish_non_exhaustive()
+    }
+}
+
 impl Memory {
     /// An empty keyspace on `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Memory {

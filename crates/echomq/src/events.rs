@@ -84,6 +84,15 @@ pub struct QueueEvents {
     buffered: VecDeque<Event>,
 }
 
+impl std::fmt::Debug for QueueEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueEvents")
+            .field("key", &self.key)
+            .field("after", &self.after)
+            .finish_non_exhaustive()
+    }
+}
+
 impl QueueEvents {
     /// A reader of the log at `key`, from after the entry `after` (`0-0`:
     /// the oldest kept).

@@ -33,7 +33,7 @@
 //! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
 //! - [`error`]: [`Error`], one variant per protocol code and the host's own.
 
-#![warn(missing_docs, unreachable_pub)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod error;
 pub mod events;

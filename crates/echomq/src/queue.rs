@@ -39,6 +39,12 @@ pub struct Queue {
     via: Arc<dyn Executor>,
 }
 
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue").field("queue", &self.keys.queue()).finish_non_exhaustive()
+    }
+}
+
 /// The header that carries a job's W3C trace context.
 pub const TRACEPARENT: &str = "traceparent";
 

@@ -232,6 +232,12 @@ pub struct Control {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control").finish_non_exhaustive()
+    }
+}
+
 impl Control {
     /// Stop claiming for good; jobs in flight run on to their end, with no
     /// grace counted, and the worker waits for a stop ([`stop`](Self::stop),
@@ -258,6 +264,12 @@ impl Control {
 pub struct Worker {
     queues: Vec<Queue>,
     shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker").field("queues", &self.queues).finish_non_exhaustive()
+    }
 }
 
 impl Worker {

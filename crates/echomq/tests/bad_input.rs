@@ -49,7 +49,7 @@ fn a() -> JobId {
 async fn bad_queue_names_are_refused_before_anything_is_sent() {
     let h = harness().await;
     for bad in ["", "a{b}", "}", "nul\0byte", &"q".repeat(256)] {
-        let err = Queue::new(h.conn.clone(), bad).err().expect(bad);
+        let err = Queue::new(h.conn.clone(), bad).expect_err(bad);
         assert!(matches!(err, Error::InvalidQueue(_)), "{bad:?}: {err}");
         assert!(matches!(Keyspace::new(bad), Err(Error::InvalidQueue(_))));
     }

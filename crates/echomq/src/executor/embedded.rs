@@ -26,6 +26,12 @@ pub struct Embedded {
     interrupts: Arc<Interrupts>,
 }
 
+impl std::fmt::Debug for Embedded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedded").finish_non_exhaustive()
+    }
+}
+
 impl Default for Embedded {
     fn default() -> Self {
         Embedded::new()

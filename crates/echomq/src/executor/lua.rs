@@ -39,6 +39,12 @@ pub struct Lua<C> {
     interrupts: Arc<Interrupts>,
 }
 
+impl<C> std::fmt::Debug for Lua<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lua").finish_non_exhaustive()
+    }
+}
+
 impl<C> Lua<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Lua<C> {

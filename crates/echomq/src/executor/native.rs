@@ -26,6 +26,12 @@ pub struct Native<C> {
     redis: Transport<C>,
 }
 
+impl<C> std::fmt::Debug for Native<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Native").finish_non_exhaustive()
+    }
+}
+
 impl<C> Native<C> {
     /// An executor over `conn`; each call clones it, so pass a multiplexed one.
     pub fn new(conn: C) -> Native<C> {
@@ -158,6 +164,13 @@ fn command(call: &Call) -> redis::Cmd {
 #[cfg(feature = "cluster")]
 #[derive(Clone)]
 pub struct ByFirstKey(pub redis::cluster_async::ClusterConnection);
+
+#[cfg(feature = "cluster")]
+impl std::fmt::Debug for ByFirstKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ByFirstKey").finish_non_exhaustive()
+    }
+}
 
 #[cfg(feature = "cluster")]
 impl ByFirstKey {
