@@ -17,6 +17,8 @@
 //!
 //! # Layout
 //! - `worker.rs`: [`Worker`], its options and its claim loops.
+//! - `worker/handler.rs`: what a handler is and returns: [`Handler`],
+//!   [`JobOutput`], [`Json`], [`RetryAfter`].
 //! - `worker/job.rs`: one job's run: the handler, its lease, its outcome.
 //! - `worker/job/lease.rs`: the lease, and the heart that renews every
 //!   running job's lease in one round trip per round; an outcome sent again
@@ -39,9 +41,11 @@ use crate::queue::{Queue, RetryPolicy};
 use crate::transition::{Claims, Held};
 
 mod acker;
+mod handler;
 mod job;
 mod upkeep;
 
+pub use handler::{Handler, HandlerError, HandlerFuture, JobOutput, Json, RetryAfter};
 pub use job::{metric, JobContext};
 
 /// Metric: jobs claimed whose id this host cannot hold (not UTF-8), so cannot run.
@@ -56,115 +60,6 @@ pub(crate) fn unhandled(why: &str) {
         "claimed a job whose id this host cannot hold; it cannot run here and stays active until REAP"
     );
     metrics::counter!(UNHANDLED).increment(1);
-}
-
-/// What a handler returns when a job failed: any error, kept as its text.
-/// A [`RetryAfter`] is not a failure: the job waits and runs again.
-pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A handler's answer when a downstream said "not now, retry after D" (an
-/// HTTP 429 or 503 with Retry-After): the job goes back to wait `after`
-/// without spending its attempt, and with `pause_queue` the whole queue's
-/// claims wait as long, for every worker (DEFER, PROTOCOL.md §7).
-///
-/// ```
-/// # use std::time::Duration;
-/// # use echomq::worker::{HandlerError, RetryAfter};
-/// let told: HandlerError = RetryAfter::queue(Duration::from_secs(30)).into();
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RetryAfter {
-    /// How long to wait.
-    pub after: Duration,
-    /// Pause the queue too, not only this job.
-    pub pause_queue: bool,
-}
-
-impl RetryAfter {
-    /// Only this job waits.
-    pub fn job(after: Duration) -> RetryAfter {
-        RetryAfter { after, pause_queue: false }
-    }
-
-    /// This job and the queue's claims wait.
-    pub fn queue(after: Duration) -> RetryAfter {
-        RetryAfter { after, pause_queue: true }
-    }
-}
-
-impl std::fmt::Display for RetryAfter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = if self.pause_queue { "the queue" } else { "the job" };
-        write!(f, "retry after {:?} ({what} waits)", self.after)
-    }
-}
-
-impl std::error::Error for RetryAfter {}
-
-/// The handler's future: on success, the result to keep, if any.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Option<Vec<u8>>, HandlerError>> + Send>>;
-
-/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<R, HandlerError>>`
-/// is one, where `R` is a [`JobOutput`]: `()` for no result, bytes, a
-/// `String`, or [`Json`] of any serde value.
-pub trait Handler: Send + Sync + 'static {
-    /// Run the job: `Ok` acks it (keeping its result, if any), `Err` fails it
-    /// (retry or dead), a panic fails it too.
-    fn handle(&self, job: JobContext) -> HandlerFuture;
-}
-
-impl<F, Fut, R> Handler for F
-where
-    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
-    R: JobOutput,
-{
-    fn handle(&self, job: JobContext) -> HandlerFuture {
-        let run = self(job);
-        Box::pin(async move { run.await?.into_result() })
-    }
-}
-
-/// What a handler returns when its job succeeded: ACK keeps it as the job's
-/// result (`Queue::result`, `Queue::wait`), unless it is `()`.
-pub trait JobOutput: Send + 'static {
-    /// The bytes to keep, if any; an error fails the job (a value that would
-    /// not serialize).
-    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError>;
-}
-
-impl JobOutput for () {
-    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
-        Ok(None)
-    }
-}
-
-impl JobOutput for Vec<u8> {
-    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
-        Ok(Some(self))
-    }
-}
-
-impl JobOutput for String {
-    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
-        Ok(Some(self.into_bytes()))
-    }
-}
-
-impl<T: JobOutput> JobOutput for Option<T> {
-    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
-        self.map_or(Ok(None), T::into_result)
-    }
-}
-
-/// A result kept as JSON: `Ok(Json(value))` from a handler.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Json<T>(pub T);
-
-impl<T: serde::Serialize + Send + 'static> JobOutput for Json<T> {
-    fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
-        Ok(Some(serde_json::to_vec(&self.0)?))
-    }
 }
 
 /// How a worker runs.
