@@ -13,7 +13,7 @@ pub struct Version {
 }
 
 /// The version this crate speaks.
-pub const PROTOCOL: Version = Version { major: 1, minor: 1 };
+pub const PROTOCOL: Version = Version { major: 1, minor: 2 };
 
 impl Version {
     /// Read `major.minor` (both decimal, no sign, no spaces), as

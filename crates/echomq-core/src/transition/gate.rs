@@ -91,6 +91,8 @@ pub(crate) fn paused_until<S: Store>(store: &mut S, config: &[u8]) -> Result<Opt
 #[derive(Clone, Debug, PartialEq)]
 struct Log {
     now: u64,
+    /// The window's edge: an entry scored at or before it no longer counts.
+    edge: f64,
     expired: Vec<Vec<u8>>,
 }
 
@@ -144,7 +146,7 @@ pub(crate) fn gate<S: Store>(
             let oldest = store.zfirst_above(rate, edge).unwrap_or(now as f64) as u64;
             gate.held = Some((oldest + per as u64 - now).max(1) as i64);
         }
-        gate.log = Some(Log { now, expired });
+        gate.log = Some(Log { now, edge, expired });
     }
     Ok(gate)
 }
@@ -153,6 +155,11 @@ pub(crate) fn gate<S: Store>(
 /// `<id>:<token>`): drop what left the window (at most 1000 entries, the
 /// oldest), log each claim at the gate's now. Nothing without a rate set,
 /// nor when the claim took nothing.
+///
+/// An id enqueued again after its record was deleted is a new job whose
+/// tokens start again at 1, so its claim's `<id>:<token>` may still be in
+/// the window from the earlier life: that claim is logged as `<id>:<token>:<n>`, the
+/// least n ≥ 2 not in the window, so that every claim counts (1.2).
 pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: &[Vec<u8>]) {
     let Some(log) = &gate.log else { return };
     // A claim that took nothing writes nothing, not even the trim.
@@ -163,7 +170,13 @@ pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: 
         store.zrem(rate, member);
     }
     for member in claimed {
-        store.zadd(rate, log.now as f64, member);
+        let mut logged = member.clone();
+        let mut n = 1;
+        while store.zscore(rate, &logged).is_some_and(|score| score > log.edge) {
+            n += 1;
+            logged = [member.as_slice(), b":", n.to_string().as_bytes()].concat();
+        }
+        store.zadd(rate, log.now as f64, &logged);
     }
 }
 

@@ -6,6 +6,18 @@ fn claimed() -> [Call; 2] {
     [enqueue(A, "a", &[]), claim(1)]
 }
 
+/// `id` claimed, acked and purged, then enqueued again: a new job whose
+/// tokens start again at 1, pending.
+fn new_life(id: &str) -> [Call; 5] {
+    [
+        enqueue(id, "a", &[]),
+        claim(1),
+        ack(id, "1"),
+        call_on(Name::Purge, "", "done", &["0"]),
+        enqueue(id, "a", &[]),
+    ]
+}
+
 pub(super) fn cases() -> Vec<Case> {
     let claim_args = |args: &[&str]| call(Name::Claim, "", args);
     let acknext = |args: &[&str]| call(Name::AckNext, A, args);
@@ -61,6 +73,13 @@ pub(super) fn cases() -> Vec<Case> {
             config(&["RATE", "1", "PER", "600000"]),
             claim(1),
         ]),
+        Case::new("claim: a new life of an id is logged beside its earlier claim", claim(1))
+            .after([config(&["RATE", "3", "PER", "600000"])])
+            .after(new_life(A)),
+        Case::new("claim: a new life's claim counts against the rate", claim(1))
+            .after([config(&["RATE", "2", "PER", "600000"])])
+            .after(new_life(A))
+            .after([claim(1), enqueue(B, "b", &[])]),
         Case::new("claim: a timed pause answers its ms", claim(1)).after([
             enqueue(A, "a", &[]),
             enqueue(B, "b", &[]),

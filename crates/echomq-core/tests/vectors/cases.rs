@@ -654,6 +654,16 @@ mod claim {
     }
 
     #[test]
+    fn claim_a_new_life_of_an_id_is_logged_beside_its_earlier_claim() {
+        replay("claim", "claim: a new life of an id is logged beside its earlier claim");
+    }
+
+    #[test]
+    fn claim_a_new_life_s_claim_counts_against_the_rate() {
+        replay("claim", "claim: a new life's claim counts against the rate");
+    }
+
+    #[test]
     fn claim_a_timed_pause_answers_its_ms() {
         replay("claim", "claim: a timed pause answers its ms");
     }

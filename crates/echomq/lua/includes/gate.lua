@@ -11,7 +11,8 @@ costs one HMGET, which the event log's length shares; rate is type-checked
 only when a rate is set, since only then is it read.
 spend(rate, log, claimed), when the claim took jobs, then drops what left the window (at most
 SWEEP_LIMIT entries, the oldest, in one ZREM as the core's store sends it)
-and logs each claimed `<id>:<token>` at the gate's now.
+and logs each claimed `<id>:<token>` at the gate's now (a new life's claim
+whose `<id>:<token>` is still in the window as `<id>:<token>:<n>`, 1.2).
 ]]
 --@include common
 
@@ -96,6 +97,16 @@ local function spend(rate, log, claimed)
   local expired = redis.call('ZRANGE', rate, '-inf', log.edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
   if #expired > 0 then redis.call('ZREM', rate, unpack(expired)) end
   for _, member in ipairs(claimed) do
-    redis.call('ZADD', rate, log.now, member)
+    -- A new life of an id (enqueued again after a delete) claims token 1
+    -- again: an earlier life's entry still in the window keeps its place,
+    -- and this claim is logged as <id>:<token>:<n>, the least n >= 2 free.
+    local logged, n = member, 1
+    local score = redis.call('ZSCORE', rate, logged)
+    while score and tonumber(score) > log.edge do
+      n = n + 1
+      logged = member .. ':' .. n
+      score = redis.call('ZSCORE', rate, logged)
+    end
+    redis.call('ZADD', rate, log.now, logged)
   end
 end
