@@ -16,6 +16,7 @@
 //! connection failed: the call may or may not have happened) or `refused`
 //! (any other refusal, which a well-formed call never gets).
 
+use echomq::ErrorKind;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -64,10 +65,17 @@ impl Heard {
     pub fn of<T>(result: &echomq::Result<T>) -> Heard {
         match result {
             Ok(_) => Heard::Ok,
-            Err(Error::Fence(_)) => Heard::Fence,
-            Err(Error::NoJob(_)) => Heard::NoJob,
+            Err(Error { kind: ErrorKind::Fence, .. }) => Heard::Fence,
+            Err(Error { kind: ErrorKind::NoJob, .. }) => Heard::NoJob,
             // Applied on the master, no replica's word: it may or may not survive a failover.
-            Err(Error::Redis(_) | Error::NotReplicated { .. }) => Heard::Error,
+            Err(Error {
+                kind:
+                    ErrorKind::Unavailable
+                    | ErrorKind::MayHaveLanded
+                    | ErrorKind::Server
+                    | ErrorKind::NotReplicated { .. },
+                ..
+            }) => Heard::Error,
             Err(_) => Heard::Refused,
         }
     }

@@ -18,6 +18,7 @@
 //!   pool (`blocking`), replication (`replication`), the event log (`stream`).
 //! - `connect`: [`connect`] and [`detect`], which pick Native or Lua.
 
+use crate::ErrorKind;
 use std::future::Future;
 use std::time::Duration;
 
@@ -214,7 +215,7 @@ pub async fn claim_waiting(
 
 /// The one reply of a run of one call.
 fn one(replies: Vec<Result<Value>>) -> Result<Value> {
-    replies.into_iter().next().unwrap_or_else(|| Err(Error::Reply("no reply to the call".into())))
+    replies.into_iter().next().unwrap_or_else(|| Err(Error::new(ErrorKind::Reply, "no reply to the call")))
 }
 
 /// Whether a CLAIM's reply holds no job, and waiting for an arrival may

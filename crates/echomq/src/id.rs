@@ -10,6 +10,7 @@
 //! every job the server admitted, so [`JobId`] accepts exactly what the kind
 //! gate accepts (as UTF-8 text); [`JobId::is_branded`] tells the two apart.
 
+use crate::ErrorKind;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Mutex;
@@ -53,7 +54,7 @@ impl JobId {
         let id: JobId = text.parse()?;
         match brand_error(text) {
             None => Ok(id),
-            Some(why) => Err(Error::InvalidId(format!("{text:?}: {why}"))),
+            Some(why) => Err(Error::new(ErrorKind::InvalidId, format!("{text:?}: {why}"))),
         }
     }
 
@@ -97,7 +98,7 @@ impl FromStr for JobId {
         if text.starts_with(KIND) {
             Ok(JobId(text.to_owned()))
         } else {
-            Err(Error::InvalidId(format!("{text:?}: it does not start with JOB")))
+            Err(Error::new(ErrorKind::InvalidId, format!("{text:?}: it does not start with JOB")))
         }
     }
 }
@@ -106,7 +107,9 @@ impl TryFrom<&[u8]> for JobId {
     type Error = Error;
 
     fn try_from(bytes: &[u8]) -> Result<JobId> {
-        std::str::from_utf8(bytes).map_err(|_| Error::InvalidId(format!("{bytes:?}: not UTF-8")))?.parse()
+        std::str::from_utf8(bytes)
+            .map_err(|_| Error::new(ErrorKind::InvalidId, format!("{bytes:?}: not UTF-8")))?
+            .parse()
     }
 }
 
@@ -183,7 +186,7 @@ mod tests {
             "JOB_81JDQ3H6Z8M4W0T9XK2B7C5N1R",
             "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N\u{e9}",
         ] {
-            assert!(matches!(JobId::branded(bad), Err(Error::InvalidId(_))), "{bad:?}");
+            assert!(matches!(JobId::branded(bad), Err(Error { kind: ErrorKind::InvalidId, .. })), "{bad:?}");
             if let Ok(id) = bad.parse::<JobId>() {
                 assert!(!id.is_branded(), "{bad:?}");
             }
@@ -202,9 +205,12 @@ mod tests {
         }
         assert_eq!(format!("{:?}", "JOB\nline".parse::<JobId>().unwrap()), "\"JOB\\nline\"");
         for refused in ["", "JO", "job", "XJOB", "emq:{q}:delayed"] {
-            assert!(matches!(refused.parse::<JobId>(), Err(Error::InvalidId(_))), "{refused:?}");
+            assert!(
+                matches!(refused.parse::<JobId>(), Err(Error { kind: ErrorKind::InvalidId, .. })),
+                "{refused:?}"
+            );
         }
-        assert!(matches!(JobId::try_from(&b"JOB\xff"[..]), Err(Error::InvalidId(_))));
+        assert!(matches!(JobId::try_from(&b"JOB\xff"[..]), Err(Error { kind: ErrorKind::InvalidId, .. })));
     }
 
     #[test]

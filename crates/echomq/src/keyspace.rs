@@ -21,6 +21,7 @@
 //! | `emq:{q}:ticks` | zset | schedule names by next tick (server ms) |
 //! | `emq:{q}:policy` | hash | id → the job's own policy (attempts, back-off, timeout) |
 
+use crate::ErrorKind;
 use echomq_core::Role;
 
 use crate::id::JobId;
@@ -41,7 +42,7 @@ pub fn valid_queue(name: &str) -> Result<()> {
     } else {
         return Ok(());
     };
-    Err(Error::InvalidQueue(format!("{name:?}: {why}")))
+    Err(Error::new(ErrorKind::InvalidQueue, format!("{name:?}: {why}")))
 }
 
 /// A `SCAN MATCH` pattern for the `state` set of every queue: `emq:{*}:<state>`.
@@ -77,7 +78,7 @@ pub struct Keyspace {
 }
 
 impl Keyspace {
-    /// The keyspace of queue `name`, or [`Error::InvalidQueue`].
+    /// The keyspace of queue `name`, or [`ErrorKind::InvalidQueue`].
     pub fn new(name: &str) -> Result<Keyspace> {
         valid_queue(name)?;
         Ok(Keyspace { queue: name.to_owned(), prefix: format!("emq:{{{name}}}:") })
@@ -214,7 +215,7 @@ mod tests {
             assert!(valid_queue(good).is_ok(), "{good:?}");
         }
         for bad in ["", "a{b", "a}b", "nul\0", &"x".repeat(256)] {
-            assert!(matches!(valid_queue(bad), Err(Error::InvalidQueue(_))), "{bad:?}");
+            assert!(matches!(valid_queue(bad), Err(Error { kind: ErrorKind::InvalidQueue, .. })), "{bad:?}");
         }
     }
 

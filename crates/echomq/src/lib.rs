@@ -13,7 +13,7 @@
 //! let id = q.enqueue(b"hello".to_vec()).await?;
 //! if let Some(job) = q.claim(Duration::from_secs(30)).await? {
 //!     assert_eq!(job.id, id);
-//!     q.ack(&job).await?; // Error::Fence if the lease was lost meanwhile
+//!     q.ack(&job).await?; // ErrorKind::Fence if the lease was lost meanwhile
 //! }
 //! # Ok(()) }
 //! ```
@@ -47,7 +47,7 @@ pub mod transition;
 pub mod worker;
 
 pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role, Version, PROTOCOL};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, QueueEvents};
 pub use executor::{
     connect, connect_with, detect, execute, silent_peer_settings, Call, Embedded, Executor, Lua, Native,

@@ -4,6 +4,7 @@
 //! two more, and nothing writes any other. Readers accept a record with or
 //! without the two.
 
+use crate::ErrorKind;
 use std::fmt;
 use std::str::FromStr;
 
@@ -65,7 +66,7 @@ impl FromStr for State {
         State::ALL
             .into_iter()
             .find(|state| state.as_str() == name)
-            .ok_or_else(|| Error::Record(format!("unknown state {name:?}")))
+            .ok_or_else(|| Error::new(ErrorKind::Record, format!("unknown state {name:?}")))
     }
 }
 
@@ -111,11 +112,11 @@ impl Record {
                 b"updated_at" => updated_at = Some(number(field::UPDATED_AT, value)?),
                 other => {
                     let other = String::from_utf8_lossy(other);
-                    return Err(Error::Record(format!("unknown field {other:?}")));
+                    return Err(Error::new(ErrorKind::Record, format!("unknown field {other:?}")));
                 }
             }
         }
-        let missing = |name: &str| Error::Record(format!("no {name} field"));
+        let missing = |name: &str| Error::new(ErrorKind::Record, format!("no {name} field"));
         Ok(Record {
             state: state.ok_or_else(|| missing(field::STATE))?,
             attempts: attempts.ok_or_else(|| missing(field::ATTEMPTS))?,
@@ -127,11 +128,13 @@ impl Record {
 }
 
 fn text<'a>(name: &str, value: &'a [u8]) -> Result<&'a str> {
-    std::str::from_utf8(value).map_err(|_| Error::Record(format!("{name} is not text")))
+    std::str::from_utf8(value).map_err(|_| Error::new(ErrorKind::Record, format!("{name} is not text")))
 }
 
 fn number(name: &str, value: &[u8]) -> Result<u64> {
-    text(name, value)?.parse().map_err(|_| Error::Record(format!("{name} is not a non-negative integer")))
+    text(name, value)?
+        .parse()
+        .map_err(|_| Error::new(ErrorKind::Record, format!("{name} is not a non-negative integer")))
 }
 
 #[cfg(test)]
@@ -181,7 +184,10 @@ mod tests {
             vec![base[0], base[1], base[2], ("priority", "5")],
         ];
         for case in cases {
-            assert!(matches!(Record::from_fields(pairs(&case)), Err(Error::Record(_))), "{case:?}");
+            assert!(
+                matches!(Record::from_fields(pairs(&case)), Err(Error { kind: ErrorKind::Record, .. })),
+                "{case:?}"
+            );
         }
     }
 

@@ -6,6 +6,7 @@
 //! fires each tick once (FIRE); everything here is computed on the host, from
 //! the server's now, exactly as PROTOCOL.md §11.6 writes it for any speaker.
 
+use crate::ErrorKind;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -90,7 +91,8 @@ impl Schedule {
 
     /// At the times `expr` names in time zone `zone` (an IANA name, `UTC`).
     pub fn cron(name: &str, expr: &str, zone: &str, payload: impl Into<Vec<u8>>) -> Result<Schedule> {
-        let zone = Tz::from_str(zone).map_err(|_| Error::Argument(format!("unknown time zone {zone:?}")))?;
+        let zone = Tz::from_str(zone)
+            .map_err(|_| Error::new(ErrorKind::Argument, format!("unknown time zone {zone:?}")))?;
         let schedule = Schedule {
             name: name.to_owned(),
             when: When::Cron { expr: expr.trim().to_owned(), zone },
@@ -110,12 +112,15 @@ impl Schedule {
 
     /// Every field within its limits, the expression readable.
     fn check(&self) -> Result<()> {
-        let bad = |why: String| Err(Error::Argument(why));
+        let bad = |why: String| Err(Error::new(ErrorKind::Argument, why));
         if self.name.is_empty() || self.name.len() > limits::MAX_SCHEDULE_NAME || self.name.contains('\n') {
             return bad(format!("schedule name must be 1 to {} bytes, no LF", limits::MAX_SCHEDULE_NAME));
         }
         if self.payload.len() > limits::MAX_PAYLOAD {
-            return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("payload exceeds {} bytes", limits::MAX_PAYLOAD),
+            ));
         }
         if let Missed::All(n) = self.missed {
             if !(1..=MAX_CATCH_UP).contains(&n) {
@@ -134,7 +139,7 @@ impl Schedule {
                     return bad("cron expression must be one line".into());
                 }
                 Cron::from_str(expr)
-                    .map_err(|e| Error::Argument(format!("cron expression {expr:?}: {e}")))?;
+                    .map_err(|e| Error::new(ErrorKind::Argument, format!("cron expression {expr:?}: {e}")))?;
             }
         }
         Ok(())
@@ -157,7 +162,7 @@ impl Schedule {
 
     /// Read a definition back (the schedule `name`'s).
     pub fn from_definition(name: &str, definition: &[u8]) -> Result<Schedule> {
-        let unreadable = |why: &str| Error::Record(format!("schedule {name:?}: {why}"));
+        let unreadable = |why: &str| Error::new(ErrorKind::Record, format!("schedule {name:?}: {why}"));
         let at = definition.iter().position(|b| *b == b'\n').ok_or_else(|| unreadable("no header line"))?;
         let header = std::str::from_utf8(&definition[..at]).map_err(|_| unreadable("header is not text"))?;
         let payload = definition[at + 1..].to_vec();

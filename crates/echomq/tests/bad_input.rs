@@ -4,6 +4,7 @@
 
 mod common;
 
+use echomq::ErrorKind;
 use std::time::Duration;
 
 use common::example::{example, Example};
@@ -50,8 +51,8 @@ async fn bad_queue_names_are_refused_before_anything_is_sent() {
     let h = harness().await;
     for bad in ["", "a{b}", "}", "nul\0byte", &"q".repeat(256)] {
         let err = Queue::new(h.conn.clone(), bad).expect_err(bad);
-        assert!(matches!(err, Error::InvalidQueue(_)), "{bad:?}: {err}");
-        assert!(matches!(Keyspace::new(bad), Err(Error::InvalidQueue(_))));
+        assert!(matches!(err, Error { kind: ErrorKind::InvalidQueue, .. }), "{bad:?}: {err}");
+        assert!(matches!(Keyspace::new(bad), Err(Error { kind: ErrorKind::InvalidQueue, .. })));
     }
     assert_eq!(h.dbsize().await, 0);
 }
@@ -60,11 +61,11 @@ async fn bad_queue_names_are_refused_before_anything_is_sent() {
 async fn bad_ids_are_refused_by_the_host() {
     for bad in ["XYZ", "JOB_", "JOB_0123", "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1U", "job_01JDQ3H6Z8M4W0T9XK2B7C5N1R"]
     {
-        assert!(matches!(JobId::branded(bad), Err(Error::InvalidId(_))), "{bad:?}");
+        assert!(matches!(JobId::branded(bad), Err(Error { kind: ErrorKind::InvalidId, .. })), "{bad:?}");
     }
     // What the server's kind gate would refuse, the host refuses too.
     for bad in ["XYZ", "job_01JDQ3H6Z8M4W0T9XK2B7C5N1R", ""] {
-        assert!(matches!(bad.parse::<JobId>(), Err(Error::InvalidId(_))), "{bad:?}");
+        assert!(matches!(bad.parse::<JobId>(), Err(Error { kind: ErrorKind::InvalidId, .. })), "{bad:?}");
     }
 }
 
@@ -89,7 +90,7 @@ async fn a_non_job_id_gets_emqkind_from_every_script_and_writes_nothing() {
     for (transition, keys, args) in calls {
         let reply = eval(&h, transition, &keys, &args).await;
         assert!(
-            matches!(&reply, Err(Error::Kind(text)) if text == "job id must be JOB-namespaced"),
+            matches!(&reply, Err(err) if err.kind == ErrorKind::Kind && err.text() == "job id must be JOB-namespaced"),
             "{transition}: {reply:?}"
         );
     }
@@ -137,7 +138,7 @@ async fn an_oversized_payload_is_refused_and_writes_nothing() {
     let h = harness().await;
     let big = vec![b'x'; limits::MAX_PAYLOAD + 1];
     let err = h.queue.enqueue(big.clone()).await.unwrap_err();
-    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(matches!(err, Error { kind: ErrorKind::TooLarge, .. }), "{err}");
 
     let p = h.prefix();
     let keys = [format!("{p}job:{A}"), format!("{p}pending")];
@@ -159,7 +160,7 @@ async fn an_oversized_payload_in_enqueuemany_is_refused_and_writes_nothing() {
     let big = vec![b'x'; limits::MAX_PAYLOAD + 1];
     let b: JobId = common::B.parse().unwrap();
     let call = EnqueueMany { jobs: vec![(a(), b"p".to_vec()), (b.clone(), big.clone())] };
-    assert!(matches!(call.args(), Err(Error::TooLarge(_))));
+    assert!(matches!(call.args(), Err(Error { kind: ErrorKind::TooLarge, .. })));
     let keys = call.keys(&h.keys);
     let reply =
         text(eval(&h, "enqueuemany", &keys, &[A.as_bytes(), b"p", b.as_str().as_bytes(), &big]).await);
@@ -175,7 +176,7 @@ async fn bad_schedules_are_refused_and_write_nothing() {
     let h = harness().await;
     let big = vec![b'x'; limits::MAX_DEFINITION + 1];
     let call = Schedule { name: "s".into(), definition: big.clone(), next: 1000 };
-    assert!(matches!(call.args(), Err(Error::TooLarge(_))));
+    assert!(matches!(call.args(), Err(Error { kind: ErrorKind::TooLarge, .. })));
     let keys = [h.keys.schedules(), h.keys.ticks()];
     let reply = text(eval(&h, "schedule", &keys, &[b"s", &big, b"1000"]).await);
     assert_eq!(reply, Err(format!("EMQSIZE definition exceeds {} bytes", limits::MAX_DEFINITION)));
@@ -187,17 +188,23 @@ async fn bad_schedules_are_refused_and_write_nothing() {
 
     // The host refuses before sending: a bad name, interval, expression, zone or bound.
     let every = |name: &str, ms: u64| echomq::Schedule::every(name, Duration::from_millis(ms), "p");
-    assert!(matches!(every("", 1000), Err(Error::Argument(_))));
-    assert!(matches!(every(&"n".repeat(201), 1000), Err(Error::Argument(_))));
-    assert!(matches!(every("s", 0), Err(Error::Argument(_))));
-    assert!(matches!(echomq::Schedule::cron("s", "61 * * * *", "UTC", "p"), Err(Error::Argument(_))));
-    assert!(matches!(echomq::Schedule::cron("s", "* * * * *", "Nowhere/Else", "p"), Err(Error::Argument(_))));
+    assert!(matches!(every("", 1000), Err(Error { kind: ErrorKind::Argument, .. })));
+    assert!(matches!(every(&"n".repeat(201), 1000), Err(Error { kind: ErrorKind::Argument, .. })));
+    assert!(matches!(every("s", 0), Err(Error { kind: ErrorKind::Argument, .. })));
+    assert!(matches!(
+        echomq::Schedule::cron("s", "61 * * * *", "UTC", "p"),
+        Err(Error { kind: ErrorKind::Argument, .. })
+    ));
+    assert!(matches!(
+        echomq::Schedule::cron("s", "* * * * *", "Nowhere/Else", "p"),
+        Err(Error { kind: ErrorKind::Argument, .. })
+    ));
     let unbounded = every("s", 1000).unwrap().missed(echomq::Missed::All(1001));
-    assert!(matches!(unbounded, Err(Error::Argument(_))));
+    assert!(matches!(unbounded, Err(Error { kind: ErrorKind::Argument, .. })));
     let fire =
         Fire { id: a(), payload: b"p".to_vec(), name: "s".into(), tick: 2000, next: 2000, skip: false };
-    assert!(matches!(fire.args(), Err(Error::Argument(_))));
-    assert!(matches!(h.queue.unschedule("").await, Err(Error::Argument(_))));
+    assert!(matches!(fire.args(), Err(Error { kind: ErrorKind::Argument, .. })));
+    assert!(matches!(h.queue.unschedule("").await, Err(Error { kind: ErrorKind::Argument, .. })));
     assert_eq!(h.dbsize().await, 0);
 }
 
@@ -209,7 +216,7 @@ async fn an_oversized_progress_is_refused_and_writes_nothing() {
     let before = h.snapshot().await;
     let big = vec![b'x'; limits::MAX_PROGRESS + 1];
     let err = h.queue.progress(&job, big.clone()).await.unwrap_err();
-    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(matches!(err, Error { kind: ErrorKind::TooLarge, .. }), "{err}");
 
     let keys = [h.keys.job(&job.id), h.keys.progress(), h.keys.events(), h.keys.config()];
     let token = job.token.to_string();
@@ -232,7 +239,7 @@ async fn an_oversized_result_is_refused_and_writes_nothing() {
     let before = h.snapshot().await;
     let big = vec![b'x'; limits::MAX_RESULT + 1];
     let err = h.queue.ack_with(&job, big.clone()).await.unwrap_err();
-    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(matches!(err, Error { kind: ErrorKind::TooLarge, .. }), "{err}");
 
     let keys = [
         h.keys.job(&job.id),
@@ -251,7 +258,7 @@ async fn an_oversized_result_is_refused_and_writes_nothing() {
     h.queue.enqueue(b"next".to_vec()).await.unwrap();
     let before = h.snapshot().await;
     let err = h.queue.ack_and_claim(&job, Some(big.clone()), Duration::from_secs(60), 1).await.unwrap_err();
-    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(matches!(err, Error { kind: ErrorKind::TooLarge, .. }), "{err}");
     let call = AckNext { ack: Ack::of(&job), lease: Duration::from_secs(60), count: 1 };
     let keys = call.keys(&h.keys);
     let args: [&[u8]; 5] = [job.id.as_str().as_bytes(), token.as_bytes(), b"60000", b"RESULT", &big];
@@ -265,7 +272,7 @@ async fn an_oversized_result_is_refused_and_writes_nothing() {
     let before = h.snapshot().await;
     let acks = vec![Ack::of(&other), Ack { result: Some(big.clone()), ..Ack::of(&job) }];
     let err = execute(h.lua.as_ref(), &h.keys, &AckMany { acks }).await.unwrap_err();
-    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(matches!(err, Error { kind: ErrorKind::TooLarge, .. }), "{err}");
     let keys = AckMany { acks: vec![Ack::of(&job)] }.keys(&h.keys);
     let other_token = other.token.to_string();
     let args: [&[u8]; 6] = [
@@ -556,14 +563,14 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let args: Vec<&[u8]> = acks.iter().flat_map(|_| [A.as_bytes(), b"1".as_slice()]).collect();
     let server = text(eval(&h, "ackmany", &AckMany { acks }.keys(&h.keys), &args).await);
     assert_eq!(Err(host.to_string()), server);
-    assert!(matches!(AckMany { acks: Vec::new() }.args(), Err(Error::Argument(_))));
+    assert!(matches!(AckMany { acks: Vec::new() }.args(), Err(Error { kind: ErrorKind::Argument, .. })));
     // ENQUEUEMANY's, the same way.
     let jobs = vec![(a(), b"p".to_vec()); 1001];
     let host = EnqueueMany { jobs: jobs.clone() }.args().unwrap_err();
     let args: Vec<&[u8]> = jobs.iter().flat_map(|_| [A.as_bytes(), b"p".as_slice()]).collect();
     let server = text(eval(&h, "enqueuemany", &EnqueueMany { jobs }.keys(&h.keys), &args).await);
     assert_eq!(Err(host.to_string()), server);
-    assert!(matches!(EnqueueMany { jobs: Vec::new() }.args(), Err(Error::Argument(_))));
+    assert!(matches!(EnqueueMany { jobs: Vec::new() }.args(), Err(Error { kind: ErrorKind::Argument, .. })));
 
     let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
     let all_keys = |name: Name, job: Option<&JobId>| -> Vec<String> {
@@ -592,15 +599,15 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let server = text(eval(&h, "enqueue", &enqueue_keys, &[A.as_bytes(), b"p", b"TIMEOUT", b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
     let err = h.queue.enqueue_with(b"p".to_vec(), EnqueueOptions::default().timeout(Duration::ZERO)).await;
-    assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
+    assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })), "{err:?}");
     let err = h.queue.limit_rate(Some((0, Duration::from_secs(1)))).await;
-    assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
+    assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })), "{err:?}");
     let err = h.queue.limit_concurrency(Some(0)).await;
-    assert!(matches!(err, Err(Error::Argument(_))), "{err:?}");
+    assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })), "{err:?}");
 
     let err = h.queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().priority(1 << 40)).await;
-    assert!(matches!(err, Err(Error::Argument(_))));
+    assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })));
     let err = h.queue.claim(Duration::from_secs(1 << 40)).await;
-    assert!(matches!(err, Err(Error::Argument(_))));
+    assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })));
     assert_eq!(h.dbsize().await, 0);
 }

@@ -3,6 +3,7 @@
 //! server that forgot the Lua scripts gets them again mid-batch. A batch
 //! with the producer's ids can be sent again safely.
 
+use echomq::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +36,11 @@ async fn a_batch_enqueues_each_job_and_refuses_only_the_bad_one() {
         payloads[40] = vec![b'x'; limits::MAX_PAYLOAD + 1];
         let outcomes = q.enqueue_batch(payloads).await.unwrap();
         assert_eq!(outcomes.len(), 100, "{name}");
-        assert!(matches!(outcomes[40], Err(Error::TooLarge(_))), "{name}: {:?}", outcomes[40]);
+        assert!(
+            matches!(outcomes[40], Err(Error { kind: ErrorKind::TooLarge, .. })),
+            "{name}: {:?}",
+            outcomes[40]
+        );
         assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 99, "{name}");
         assert_eq!(q.stats().await.unwrap().pending, 99, "{name}");
 
@@ -77,7 +82,11 @@ async fn a_batch_with_ids_and_options_sent_twice_enqueues_each_job_once() {
                 assert_eq!(outcomes[n].as_ref().ok(), Some(&want), "{name}, try {round}, job {n}");
             }
             for n in [3, 5] {
-                assert!(matches!(outcomes[n], Err(Error::TooLarge(_))), "{name}: {:?}", outcomes[n]);
+                assert!(
+                    matches!(outcomes[n], Err(Error { kind: ErrorKind::TooLarge, .. })),
+                    "{name}: {:?}",
+                    outcomes[n]
+                );
             }
             let stats = q.stats().await.unwrap();
             assert_eq!((stats.pending, stats.delayed), (3, 1), "{name}, try {round}");
@@ -136,7 +145,11 @@ async fn a_batch_of_acks_fences_each_stale_token_alone() {
         jobs[3].token += 1;
         let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
         let outcomes = q.ack_batch(&jobs).await.unwrap();
-        assert!(matches!(outcomes[3], Err(Error::Fence(_))), "{name}: {:?}", outcomes[3]);
+        assert!(
+            matches!(outcomes[3], Err(Error { kind: ErrorKind::Fence, .. })),
+            "{name}: {:?}",
+            outcomes[3]
+        );
         assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 9, "{name}");
         let stats = q.stats().await.unwrap();
         assert_eq!((stats.done, stats.active), (9, 1), "{name}");

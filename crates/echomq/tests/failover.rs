@@ -237,14 +237,17 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let q = queue(&alone.url(), via, &name, Duration::from_millis(200)).await;
         let id = JobId::mint();
         let err = q.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id.clone())).await.unwrap_err();
-        assert!(matches!(err, echomq::Error::NotReplicated { confirmed: 0, wanted: 1 }), "{via:?}: {err}");
+        assert_eq!(err.kind, echomq::ErrorKind::NotReplicated { confirmed: 0, wanted: 1 }, "{via:?}: {err}");
         let plain =
             Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
         assert!(plain.inspect(&id).await.unwrap().is_some(), "{via:?}: the enqueue applied");
         // A batch answers the same for each of its jobs, after applying every call.
         let outcomes = q.enqueue_batch([b"a".to_vec(), b"b".to_vec()]).await.unwrap();
         for outcome in &outcomes {
-            assert!(matches!(outcome, Err(echomq::Error::NotReplicated { .. })), "{via:?}: {outcome:?}");
+            assert!(
+                matches!(outcome, Err(echomq::Error { kind: echomq::ErrorKind::NotReplicated { .. }, .. })),
+                "{via:?}: {outcome:?}"
+            );
         }
         assert_eq!(plain.stats().await.unwrap().pending, 3, "{via:?}");
         // In a pipeline of calls, each answers on its own: a refused job its
@@ -257,7 +260,10 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
             (b"refused".to_vec(), EnqueueOptions::default().unique("k", Duration::from_secs(60))),
         ];
         let outcomes = q.enqueue_many(jobs).await.unwrap();
-        assert!(matches!(outcomes[0], Err(echomq::Error::NotReplicated { .. })), "{via:?}: {outcomes:?}");
+        assert!(
+            matches!(outcomes[0], Err(echomq::Error { kind: echomq::ErrorKind::NotReplicated { .. }, .. })),
+            "{via:?}: {outcomes:?}"
+        );
         assert_eq!(
             outcomes[1].as_ref().unwrap_err().code(),
             Some(echomq::Code::Type),
@@ -278,8 +284,12 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let plain =
             Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
         let err = q.enqueue_batch_with_callback([b"c".to_vec()], "called back").await.unwrap_err();
-        let echomq::Error::Batch { batch, cause } = &err else { panic!("{via:?}: {err}") };
-        assert!(matches!(**cause, echomq::Error::NotReplicated { .. }), "{via:?}: {err}");
+        let Some(batch) = err.batch() else { panic!("{via:?}: {err}") };
+        let cause = err.cause();
+        assert!(
+            cause.is_some_and(|cause| matches!(cause.kind, echomq::ErrorKind::NotReplicated { .. })),
+            "{via:?}: {err}"
+        );
         assert!(err.to_string().contains("opened, but"), "{via:?}: {err}");
         let [job] = &plain.claim_batch(Duration::from_secs(60), 10).await.unwrap()[..] else {
             panic!("{via:?}: one job was pending")
@@ -297,7 +307,10 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         assert_eq!(jobs.len(), 2, "{via:?}");
         jobs[1].token += 1;
         let outcomes = q.ack_batch(&jobs).await.unwrap();
-        assert!(matches!(outcomes[0], Err(echomq::Error::NotReplicated { .. })), "{via:?}: {outcomes:?}");
+        assert!(
+            matches!(outcomes[0], Err(echomq::Error { kind: echomq::ErrorKind::NotReplicated { .. }, .. })),
+            "{via:?}: {outcomes:?}"
+        );
         assert!(outcomes[1].as_ref().is_err_and(echomq::Error::is_lost_lease), "{via:?}: {outcomes:?}");
     }
 }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use echomq::ErrorKind;
 use std::time::Duration;
 
 use common::{harness, A};
@@ -89,16 +90,25 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
     // It says where, as an operator reads it in a log.
     let place = format!("(ack of {id} in queue {})", q.name());
     assert_eq!(fenced.to_string(), format!("EMQFENCE token does not hold the lease {place}"));
-    assert!(matches!(q.extend(&stale, LONG).await, Err(Error::Fence(_))));
-    assert!(matches!(q.release(&stale, &RetryPolicy::default()).await, Err(Error::Fence(_))));
-    assert!(matches!(q.fail(&stale, "late", &RetryPolicy::default()).await, Err(Error::Fence(_))));
+    assert!(matches!(q.extend(&stale, LONG).await, Err(Error { kind: ErrorKind::Fence, .. })));
+    assert!(matches!(
+        q.release(&stale, &RetryPolicy::default()).await,
+        Err(Error { kind: ErrorKind::Fence, .. })
+    ));
+    assert!(matches!(
+        q.fail(&stale, "late", &RetryPolicy::default()).await,
+        Err(Error { kind: ErrorKind::Fence, .. })
+    ));
     assert_eq!(before, h.snapshot().await);
 
     // The new holder's ack stands.
     q.ack(&fresh).await.unwrap();
     let job = q.inspect(&id).await.unwrap().unwrap();
     assert_eq!((job.record.state, job.record.attempts), (State::Done, 2));
-    assert!(matches!(q.ack(&fresh).await, Err(Error::Fence(_))), "a second ack is fenced too");
+    assert!(
+        matches!(q.ack(&fresh).await, Err(Error { kind: ErrorKind::Fence, .. })),
+        "a second ack is fenced too"
+    );
 }
 
 #[tokio::test]
@@ -183,7 +193,7 @@ async fn cancelling_an_active_job_fences_its_holder() {
     let job = q.claim(LONG).await.unwrap().unwrap();
     assert!(q.cancel(&id).await.unwrap());
     assert!(!q.cancel(&id).await.unwrap(), "cancel is idempotent");
-    assert!(matches!(q.ack(&job).await, Err(Error::Fence(_))));
-    assert!(matches!(q.retry(&id).await, Err(Error::State(_))));
+    assert!(matches!(q.ack(&job).await, Err(Error { kind: ErrorKind::Fence, .. })));
+    assert!(matches!(q.retry(&id).await, Err(Error { kind: ErrorKind::State, .. })));
     assert_eq!(q.stats().await.unwrap().cancelled, 1);
 }

@@ -1,7 +1,7 @@
 //! The host detects the module by `EMQ.VERSION`: a server whose module
 //! answers this host's major (1.x) gets the native executor, a server with
 //! no module the scripts. (A module answering another major is refused with
-//! `Error::OtherMajor` and nothing written: the decision is unit-tested in
+//! `ErrorKind::OtherMajor` and nothing written: the decision is unit-tested in
 //! `executor/native.rs`, as no module of another major can be loaded here.)
 
 use echomq::{detect, Queue};

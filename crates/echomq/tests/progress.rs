@@ -2,6 +2,7 @@
 //! INSPECT while the job runs and after it is done, a report after the lease
 //! was lost is fenced, and a purge takes the progress with the job.
 
+use echomq::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,7 +67,7 @@ async fn progress_from_a_handler_is_seen_by_inspect_until_the_purge() {
             policy: None,
             headers: Default::default(),
         };
-        assert!(matches!(q.progress(&late, "late").await, Err(Error::Fence(_))));
+        assert!(matches!(q.progress(&late, "late").await, Err(Error { kind: ErrorKind::Fence, .. })));
         assert_eq!(seen(&q, &id).await.unwrap().1.as_deref(), Some(r#"{"done":2,"of":2}"#));
 
         assert_eq!(q.purge(State::Done, Duration::ZERO).await.unwrap(), 1);

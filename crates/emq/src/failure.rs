@@ -25,14 +25,18 @@ pub enum Failure {
 impl Failure {
     /// What a call that failed with `err` did.
     pub fn of(err: &(dyn StdError + 'static)) -> Failure {
+        use echomq::ErrorKind::{MayHaveLanded, NotReplicated, Unavailable};
+        if let Some(err) = err.downcast_ref::<echomq::Error>() {
+            return match err.kind {
+                Unavailable => Failure::NotDone,
+                MayHaveLanded | NotReplicated { .. } => Failure::MaybeDone,
+                _ => Failure::Refused,
+            };
+        }
         match redis_error(err) {
             Some(err) if echomq::error::surely_did_nothing(err) => Failure::NotDone,
             Some(err) if err.is_io_error() => Failure::MaybeDone,
-            Some(_) => Failure::Refused,
-            None if matches!(err.downcast_ref(), Some(echomq::Error::NotReplicated { .. })) => {
-                Failure::MaybeDone
-            }
-            None => Failure::Refused,
+            _ => Failure::Refused,
         }
     }
 
@@ -77,7 +81,11 @@ pub fn exit_code(err: &(dyn StdError + 'static), only_reads: bool) -> i32 {
     }
     // What the server or EchoMQ said; an unreadable reply or record is not a refusal.
     let told = match err.downcast_ref::<echomq::Error>() {
-        Some(echomq::Error::Reply(_) | echomq::Error::Record(_) | echomq::Error::Json(_)) => false,
+        Some(
+            echomq::Error { kind: echomq::ErrorKind::Reply, .. }
+            | echomq::Error { kind: echomq::ErrorKind::Record, .. }
+            | echomq::Error { kind: echomq::ErrorKind::Json, .. },
+        ) => false,
         Some(_) => true,
         None => err.downcast_ref::<RedisError>().is_some(),
     };
@@ -146,8 +154,7 @@ fn redis_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a RedisError> 
         return redis_error(err.as_ref());
     }
     match err.downcast_ref::<echomq::Error>() {
-        Some(echomq::Error::Redis(err)) => Some(err),
-        Some(_) => None,
+        Some(err) => err.redis(),
         None => err.downcast_ref::<RedisError>(),
     }
 }
@@ -189,7 +196,7 @@ pub fn explain(err: &(dyn StdError + 'static)) -> String {
         }
         ErrorKind::Io => "the connection to the server broke",
         ErrorKind::Parse | ErrorKind::UnexpectedReturnType
-            if !matches!(err.downcast_ref(), Some(echomq::Error::Reply(_))) =>
+            if !matches!(err.downcast_ref(), Some(echomq::Error { kind: echomq::ErrorKind::Reply, .. })) =>
         {
             return "the server at --url did not answer as Redis does: is that port a Redis server's?"
                 .to_owned();
@@ -224,24 +231,28 @@ mod tests {
     use super::*;
 
     fn server(kind: ServerErrorKind, code: &'static str) -> echomq::Error {
-        echomq::Error::Redis(RedisError::from((ErrorKind::Server(kind), code, "detail".to_owned())))
+        echomq::Error::from(RedisError::from((ErrorKind::Server(kind), code, "detail".to_owned())))
     }
 
     fn io(kind: std::io::ErrorKind) -> echomq::Error {
-        echomq::Error::Redis(RedisError::from(std::io::Error::from(kind)))
+        echomq::Error::from(RedisError::from(std::io::Error::from(kind)))
     }
 
     #[test]
     fn each_failure_says_what_was_done() {
         let oom = redis::make_extension_error("OOM".to_owned(), Some("command not allowed".to_owned()));
-        let cases: [(echomq::Error, Failure); 8] = [
+        let cases: [(echomq::Error, Failure); 9] = [
             (io(std::io::ErrorKind::ConnectionRefused), Failure::NotDone),
-            (echomq::Error::Redis(oom), Failure::NotDone),
+            (echomq::Error::from(oom), Failure::NotDone),
             (server(ServerErrorKind::BusyLoading, "LOADING"), Failure::NotDone),
             (server(ServerErrorKind::ReadOnly, "READONLY"), Failure::NotDone),
             (io(std::io::ErrorKind::BrokenPipe), Failure::MaybeDone),
-            (echomq::Error::NotReplicated { confirmed: 0, wanted: 1 }, Failure::MaybeDone),
-            (echomq::Error::TooLarge("payload".into()), Failure::Refused),
+            (echomq::Error::not_replicated(0, 1), Failure::MaybeDone),
+            (
+                echomq::Error::new(echomq::ErrorKind::MayHaveLanded, "the ack may have landed"),
+                Failure::MaybeDone,
+            ),
+            (echomq::Error::new(echomq::ErrorKind::TooLarge, "payload"), Failure::Refused),
             (server(ServerErrorKind::NoPerm, "NOPERM"), Failure::Refused),
         ];
         for (err, failure) in cases {
@@ -263,10 +274,10 @@ mod tests {
         // Connecting sent nothing, whatever broke; a password refused is refused.
         assert_eq!(exit_code(&Connecting(timed_out()), false), 3);
         let auth = RedisError::from((ErrorKind::AuthenticationFailed, "auth"));
-        assert_eq!(exit_code(&Connecting(Box::new(echomq::Error::Redis(auth))), false), 5);
+        assert_eq!(exit_code(&Connecting(Box::new(echomq::Error::from(auth))), false), 5);
         assert_eq!(exit_code(&server(ServerErrorKind::NoPerm, "NOPERM"), true), 5);
         // A reply it cannot read is no refusal; nor is emq's own failure.
-        assert_eq!(exit_code(&echomq::Error::Reply("garbled".into()), false), 1);
+        assert_eq!(exit_code(&echomq::Error::new(echomq::ErrorKind::Reply, "garbled"), false), 1);
         assert_eq!(exit_code(&Exit::with_code(9, "no such job".into()), true), 9);
         assert_eq!(exit_code(&std::io::Error::other("stdout closed"), true), 1);
     }

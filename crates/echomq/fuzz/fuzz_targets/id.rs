@@ -4,7 +4,7 @@
 //! accepts a text exactly when it is `JOB_` and the canonical (upper-case, in
 //! range) text of a 128-bit ULID, per the ULID crate; such an id displays,
 //! debugs, serialises and keys back to its own text; a refused one is
-//! `Error::InvalidId`; and two branded ids compare as bytes the way their
+//! `ErrorKind::InvalidId`; and two branded ids compare as bytes the way their
 //! ULIDs compare as numbers (byte order is mint order, PROTOCOL.md §1).
 //!
 //! Input: the first byte picks the shape (a raw text, or `JOB_` and the rest,
@@ -29,7 +29,7 @@ fn check(text: &[u8]) -> Option<(JobId, ulid::Ulid)> {
     let from_str = std::str::from_utf8(text).map(str::parse::<JobId>);
     match (&from_bytes, &from_str) {
         (Ok(a), Ok(Ok(b))) => assert_eq!(a, b, "the two parsers disagree"),
-        (Err(Error::InvalidId(_)), Ok(Err(Error::InvalidId(_))) | Err(_)) => {}
+        (Err(Error { kind: ErrorKind::InvalidId, .. }), Ok(Err(Error { kind: ErrorKind::InvalidId, .. })) | Err(_)) => {}
         other => panic!("the two parsers disagree, or an error is not InvalidId: {other:?}"),
     }
     // The kind gate: admitted exactly when UTF-8 starting with JOB, unchanged.

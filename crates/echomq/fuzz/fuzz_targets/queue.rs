@@ -3,7 +3,7 @@
 //! `Keyspace` whose every key starts `emq:{name}:`, has `name` as its Redis
 //! Cluster hashtag (so the whole queue is one slot), matches its state's
 //! `SCAN` pattern, and maps back to `name` through `queue_of`. A refused
-//! name is `Error::InvalidQueue`, from `valid_queue` and `Keyspace::new`
+//! name is `ErrorKind::InvalidQueue`, from `valid_queue` and `Keyspace::new`
 //! alike. And for any key at all, a queue `queue_of` names is a valid name
 //! and the key's hashtag.
 //!
@@ -68,7 +68,7 @@ fn check_name(name: &str, suffix: &str) {
             // Any key under the queue's prefix is the queue's, whatever follows.
             assert_eq!(queue_of(&format!("emq:{{{name}}}:{suffix}")), Some(name));
         }
-        (Err(Error::InvalidQueue(why)), Err(Error::InvalidQueue(_))) => {
+        (Err(Error::new(ErrorKind::InvalidQueue, why)), Err(Error { kind: ErrorKind::InvalidQueue, .. })) => {
             assert!(!expected, "refused {name:?}: {why}");
         }
         other => {

@@ -6,7 +6,7 @@
 //!   numbers, the payload as is), in any field order, parses to the same record;
 //! - INSPECT's reply parser, given the same fields, reads the same record.
 //!
-//! Whatever it refuses is `Error::Record`, INSPECT refuses it too, and a
+//! Whatever it refuses is `ErrorKind::Record`, INSPECT refuses it too, and a
 //! list of distinct fields parses the same in any order (a hash has none).
 #![no_main]
 
@@ -79,15 +79,15 @@ fuzz_target!(|data: &[u8]| {
 
     let record = match parsed {
         Ok(record) => record,
-        Err(Error::Record(_)) => {
+        Err(Error { kind: ErrorKind::Record, .. }) => {
             assert!(
-                matches!(from_inspect, Err(Error::Record(_)))
+                matches!(from_inspect, Err(Error { kind: ErrorKind::Record, .. }))
                     || (fields.is_empty() && matches!(from_inspect, Ok(None))),
                 "INSPECT read what the record parser refuses: {from_inspect:?}"
             );
             return;
         }
-        Err(other) => panic!("a refusal that is not Error::Record: {other:?}"),
+        Err(other) => panic!("a refusal that is not ErrorKind::Record: {other:?}"),
     };
     for (name, _) in &fields {
         assert!(NAMES.iter().any(|known| known.as_bytes() == name.as_slice()), "accepted field {name:?}");

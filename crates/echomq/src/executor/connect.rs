@@ -2,6 +2,7 @@
 //! module answers the host's major version, else [`Lua`]), over connections
 //! that drop a silent peer, with connections of their own for waits.
 
+use crate::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -135,7 +136,7 @@ const VERSION: &str = "EMQ.VERSION";
 
 /// Whether the server has the module, asked with `EMQ.VERSION`: `false`
 /// when the command is unknown, or when the user may not run it (an ACL
-/// user meant for the scripts, SECURITY.md); an [`Error::OtherMajor`] when
+/// user meant for the scripts, SECURITY.md); an [`ErrorKind::OtherMajor`] when
 /// the module speaks another major version of the protocol (see [`speaks`]).
 async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
     let answer: redis::RedisResult<Value> = redis::cmd(VERSION).query_async(&mut conn.clone()).await;
@@ -151,9 +152,9 @@ async fn has_module<C: ConnectionLike + Clone>(conn: &C) -> Result<bool> {
 
 /// Whether to use the module, from its `EMQ.VERSION` answer (`None`: the
 /// server has no such command): yes for the host's major version, no
-/// without the module, [`Error::OtherMajor`], naming both versions, for
-/// another major, and [`Error::OlderMinor`] for an earlier minor (it lacks
-/// calls this host makes); an answer that is no version is [`Error::Reply`].
+/// without the module, [`ErrorKind::OtherMajor`], naming both versions, for
+/// another major, and [`ErrorKind::OlderMinor`] for an earlier minor (it lacks
+/// calls this host makes); an answer that is no version is [`ErrorKind::Reply`].
 fn speaks(answer: Option<&Value>) -> Result<bool> {
     let Some(answer) = answer else { return Ok(false) };
     let text = match answer {
@@ -161,14 +162,14 @@ fn speaks(answer: Option<&Value>) -> Result<bool> {
         Value::SimpleString(text) => Some(text.as_str()),
         _ => None,
     };
-    let found = text
-        .and_then(Version::parse)
-        .ok_or_else(|| Error::Reply(format!("{VERSION} answered {answer:?}, not a version")))?;
+    let found = text.and_then(Version::parse).ok_or_else(|| {
+        Error::new(ErrorKind::Reply, format!("{VERSION} answered {answer:?}, not a version"))
+    })?;
     if !PROTOCOL.compatible(found) {
-        return Err(Error::OtherMajor { host: PROTOCOL, found, by: "the echomq module" });
+        return Err(Error::new(ErrorKind::OtherMajor { host: PROTOCOL, found }, "the echomq module"));
     }
     if found.minor < PROTOCOL.minor {
-        return Err(Error::OlderMinor { host: PROTOCOL, found, by: "the echomq module" });
+        return Err(Error::new(ErrorKind::OlderMinor { host: PROTOCOL, found }, "the echomq module"));
     }
     Ok(true)
 }
@@ -186,7 +187,7 @@ mod tests {
         let earlier = Version { minor: PROTOCOL.minor - 1, ..PROTOCOL };
         let refused = speaks(Some(&answer(&earlier.to_string()))).unwrap_err();
         assert!(
-            matches!(refused, Error::OlderMinor { host, found, .. } if host == PROTOCOL && found == earlier)
+            matches!(refused.kind, ErrorKind::OlderMinor { host, found } if host == PROTOCOL && found == earlier)
         );
         assert!(refused.to_string().contains("upgrade the module"), "{refused}");
         let next_minor = Version { minor: PROTOCOL.minor + 1, ..PROTOCOL };
@@ -194,14 +195,14 @@ mod tests {
         let next_major = Version { major: PROTOCOL.major + 1, minor: 0 };
         let refused = speaks(Some(&answer(&next_major.to_string()))).unwrap_err();
         assert!(
-            matches!(refused, Error::OtherMajor { host, found, .. } if host == PROTOCOL && found == next_major)
+            matches!(refused.kind, ErrorKind::OtherMajor { host, found } if host == PROTOCOL && found == next_major)
         );
         assert_eq!(
             refused.to_string(),
             format!("the echomq module speaks protocol {next_major}, this host {PROTOCOL}: another major, so nothing was written")
         );
         for junk in [answer("1"), answer("v1.0"), Value::Int(1), Value::Nil] {
-            assert!(matches!(speaks(Some(&junk)), Err(Error::Reply(_))), "{junk:?}");
+            assert!(matches!(speaks(Some(&junk)), Err(Error { kind: ErrorKind::Reply, .. })), "{junk:?}");
         }
     }
 

@@ -3,6 +3,7 @@
 //! that is not a fake for a user's own unit tests, since it runs the very
 //! code the native module runs.
 
+use crate::ErrorKind;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -110,8 +111,9 @@ impl Executor for Embedded {
         count: usize,
         wait: Duration,
     ) -> Result<Vec<StreamEntry>> {
-        let after: StreamId =
-            after.parse().map_err(|()| Error::Argument(format!("{after:?} is not a stream entry id")))?;
+        let after: StreamId = after
+            .parse()
+            .map_err(|()| Error::new(ErrorKind::Argument, format!("{after:?} is not a stream entry id")))?;
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Listening starts before the read, so a write in between is not missed.

@@ -167,7 +167,7 @@ where
     /// is given (see [`Executor::run`]'s use of `confirms`).
     async fn pipeline(&self, calls: &[Call], replication: Option<Replication>) -> Result<Vec<Result<Value>>> {
         let mut sent = self.redis.pipelined(calls, evalsha, replication).await?;
-        let unknown = |reply: &Result<Value>| matches!(reply, Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript));
+        let unknown = |reply: &Result<Value>| matches!(reply, Err(err) if err.redis().is_some_and(|err| err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
             let mut loaded = Vec::new();

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// before any replica has it loses the write on failover. With this set, an
 /// executor sends `WAIT <replicas> <timeout>` after its transitions that
 /// write (but a claim: see `confirms`), in the same round trip, and answers
-/// [`Error::NotReplicated`](crate::Error) when fewer confirm in time (the
+/// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated) when fewer confirm in time (the
 /// write stands on the master; a call that was refused wrote nothing, and
 /// answers its refusal). It narrows the window; it does not make Redis a
 /// consensus store (see RELIABILITY.md).
@@ -34,7 +34,7 @@ pub struct Replication {
 /// at-least-once allows, and the WAIT after the job's ack covers the claim's
 /// write as well. Waited for, a replica's lag would strand the claimed jobs
 /// until their leases ran out: a shortfall answers
-/// [`Error::NotReplicated`], not the jobs. Nor is a heartbeat's (EXTEND):
+/// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated), not the jobs. Nor is a heartbeat's (EXTEND):
 /// lost, a lease is only shorter on the new master, and its job may run
 /// again; waited for, a lagging replica would fail every heartbeat, and the
 /// worker would give up its running jobs as lost.
@@ -52,7 +52,7 @@ pub(super) struct Sent {
 impl Sent {
     /// The replies, each call's own: when fewer replicas than `replication`
     /// asks for confirmed the writes, each call that applied a write the
-    /// caller relies on (see [`confirms`]) answers [`Error::NotReplicated`]
+    /// caller relies on (see [`confirms`]) answers [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated)
     /// instead of its value; a refused call wrote nothing and answers its
     /// refusal, and a read or a claim answers its value. An ACKMANY answers
     /// for each job: its reply is marked (see [`shortfall`]), so that a job
@@ -79,7 +79,7 @@ impl Sent {
                     })
                 }
                 Ok(_) if confirms(std::slice::from_ref(call)) => {
-                    Err(Error::NotReplicated { confirmed, wanted: replicas })
+                    Err(Error::not_replicated(confirmed, replicas))
                 }
                 reply => reply,
             })
@@ -93,7 +93,7 @@ impl Sent {
 const SHORTFALL: &str = "emq-shortfall";
 
 /// A reply and, when [`Sent::replicated`] marked it, the replicas' shortfall:
-/// [`Error::NotReplicated`] for each of its writes that applied.
+/// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated) for each of its writes that applied.
 pub(crate) fn shortfall(reply: Value) -> (Value, Option<(u64, u64)>) {
     match reply {
         Value::Attribute { data, attributes } => {
@@ -117,6 +117,7 @@ pub(crate) fn shortfall(reply: Value) -> (Value, Option<(u64, u64)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
 
     fn call(name: Name) -> Call {
         Call { name, keys: Vec::new(), args: Vec::new() }
@@ -133,12 +134,15 @@ mod tests {
     #[test]
     fn a_shortfall_is_each_writing_calls_own_and_a_refusal_stays_a_refusal() {
         let calls = [call(Name::Ack), call(Name::Ack), call(Name::Extend)];
-        let replies = vec![Ok(Value::Int(1)), Err(Error::Fence("stale".into())), Ok(Value::Int(7))];
+        let replies = vec![Ok(Value::Int(1)), Err(Error::new(ErrorKind::Fence, "stale")), Ok(Value::Int(7))];
         let replication = Replication { replicas: 1, timeout: Duration::from_millis(10) };
         let sent = Sent { replies, confirmed: Some(0) };
         let replies = sent.replicated(&calls, Some(replication));
-        assert!(matches!(replies[0], Err(Error::NotReplicated { confirmed: 0, wanted: 1 })));
-        assert!(matches!(replies[1], Err(Error::Fence(_))), "it wrote nothing");
+        assert!(matches!(
+            replies[0],
+            Err(Error { kind: ErrorKind::NotReplicated { confirmed: 0, wanted: 1 }, .. })
+        ));
+        assert!(matches!(replies[1], Err(Error { kind: ErrorKind::Fence, .. })), "it wrote nothing");
         assert!(matches!(replies[2], Ok(Value::Int(7))), "a heartbeat is not waited for");
         let confirmed = Sent { replies: vec![Ok(Value::Int(1))], confirmed: Some(1) };
         assert!(matches!(confirmed.replicated(&calls[..1], Some(replication))[0], Ok(Value::Int(1))));
@@ -157,7 +161,13 @@ mod tests {
         let sent = Sent { replies: vec![reply()], confirmed: Some(1) };
         let [marked] = &sent.replicated(&[call(Name::AckMany)], Some(replication))[..] else { panic!() };
         let outcomes = AckMany::parse(marked.as_ref().unwrap().clone()).unwrap();
-        assert!(matches!(outcomes[0], Err(Error::NotReplicated { confirmed: 1, wanted: 2 })), "{outcomes:?}");
+        assert!(
+            matches!(
+                outcomes[0],
+                Err(Error { kind: ErrorKind::NotReplicated { confirmed: 1, wanted: 2 }, .. })
+            ),
+            "{outcomes:?}"
+        );
         assert!(outcomes[1].as_ref().is_err_and(Error::is_lost_lease), "{outcomes:?}");
         let sent = Sent { replies: vec![reply()], confirmed: Some(2) };
         let [enough] = &sent.replicated(&[call(Name::AckMany)], Some(replication))[..] else { panic!() };

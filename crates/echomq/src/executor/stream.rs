@@ -2,6 +2,7 @@
 //! a connection of its own when one is free) and its newest entry with
 //! `XREVRANGE`, their replies read into [`StreamEntry`]s.
 
+use crate::ErrorKind;
 use std::time::Duration;
 
 use redis::Value;
@@ -84,13 +85,13 @@ fn stream_entries(reply: Value) -> Result<Vec<StreamEntry>> {
             _ => Ok(Vec::new()),
         },
         Value::Map(mut streams) if !streams.is_empty() => entries_of(streams.swap_remove(0).1),
-        other => Err(Error::Reply(format!("XREAD answered {other:?}"))),
+        other => Err(Error::new(ErrorKind::Reply, format!("XREAD answered {other:?}"))),
     }
 }
 
 /// A list of stream entries, `[[id, [field, value, …]], …]`.
 fn entries_of(reply: Value) -> Result<Vec<StreamEntry>> {
-    let bad = |what: &Value| Error::Reply(format!("a stream entry: got {what:?}"));
+    let bad = |what: &Value| Error::new(ErrorKind::Reply, format!("a stream entry: got {what:?}"));
     let text = |value: Value| match value {
         Value::BulkString(bytes) => Ok(bytes),
         Value::SimpleString(text) => Ok(text.into_bytes()),

@@ -5,6 +5,7 @@
 //! becomes a command (EVALSHA of its script, or `EMQ.<NAME>`) and in how an
 //! idle claim waits.
 
+use crate::ErrorKind;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,7 +96,7 @@ where
         if replication.is_some() {
             confirmed = match sent.pop() {
                 Some(Ok(Value::Int(n))) => Some(n as u64),
-                other => return Err(Error::Reply(format!("WAIT answered {other:?}"))),
+                other => return Err(Error::new(ErrorKind::Reply, format!("WAIT answered {other:?}"))),
             };
         }
         let replies = sent.into_iter().map(|reply| reply.map_err(Error::from)).collect();

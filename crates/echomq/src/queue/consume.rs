@@ -37,7 +37,7 @@ impl Queue {
         Ok(claim_waiting(&*self.via, &self.keys, &Claim { lease, count }, wait).await?.jobs)
     }
 
-    /// Finish a claimed job. [`Error::Fence`](crate::Error::Fence) when the lease was lost.
+    /// Finish a claimed job. [`ErrorKind::Fence`](crate::ErrorKind::Fence) when the lease was lost.
     pub async fn ack(&self, job: &Claimed) -> Result<()> {
         self.run(&Ack::of(job)).await
     }
@@ -51,7 +51,7 @@ impl Queue {
 
     /// Finish a claimed job (keeping `result`, if any) and claim up to
     /// `count` more under `lease`, in one atomic step and one round trip
-    /// (ACKNEXT). When the ack is refused ([`Error::Fence`](crate::Error::Fence):
+    /// (ACKNEXT). When the ack is refused ([`ErrorKind::Fence`](crate::ErrorKind::Fence):
     /// the lease was lost), nothing is acked and nothing claimed.
     pub async fn ack_and_claim(
         &self,
@@ -66,7 +66,7 @@ impl Queue {
 
     /// Finish many claimed jobs, at most 1000 ([`limits::ACKS`](echomq_core::limits::ACKS)),
     /// in one call (ACKMANY); each ack's own outcome, in order
-    /// ([`Error::Fence`](crate::Error::Fence) for a job whose lease was lost).
+    /// ([`ErrorKind::Fence`](crate::ErrorKind::Fence) for a job whose lease was lost).
     /// The outer error is the call's: a refusal of the whole call (a key of
     /// the wrong type) acked nothing.
     pub async fn ack_batch(&self, jobs: &[Claimed]) -> Result<Vec<Result<()>>> {
@@ -100,7 +100,7 @@ impl Queue {
 
     /// Report a claimed job's progress (at most 4096 bytes), kept beside the
     /// record until the job is purged and read by [`Queue::inspect`].
-    /// [`Error::Fence`](crate::Error::Fence) when the lease was lost.
+    /// [`ErrorKind::Fence`](crate::ErrorKind::Fence) when the lease was lost.
     pub async fn progress(&self, job: &Claimed, value: impl Into<Vec<u8>>) -> Result<()> {
         self.run(&Progress { id: job.id.clone(), token: job.token, value: value.into() }).await
     }
@@ -134,7 +134,10 @@ pub(crate) async fn ack_many(via: &dyn Executor, keys: &Keyspace, call: &AckMany
     let outcomes = execute(via, keys, call).await?;
     if outcomes.len() != call.acks.len() {
         let (got, sent) = (outcomes.len(), call.acks.len());
-        return Err(crate::Error::Reply(format!("ACKMANY answered {got} replies for {sent} jobs")));
+        return Err(crate::Error::new(
+            crate::ErrorKind::Reply,
+            format!("ACKMANY answered {got} replies for {sent} jobs"),
+        ));
     }
     let named = outcomes.into_iter().zip(&call.acks);
     Ok(named

@@ -32,7 +32,10 @@ impl Queue {
     /// worker and process; `None` removes the limit.
     pub async fn limit_concurrency(&self, limit: Option<u64>) -> Result<Settings> {
         if limit == Some(0) {
-            return Err(crate::Error::Argument("a concurrency limit must be at least 1".into()));
+            return Err(crate::Error::new(
+                crate::ErrorKind::Argument,
+                "a concurrency limit must be at least 1",
+            ));
         }
         self.configure(Config { concurrency: Some(limit.unwrap_or(0)), ..Config::default() }).await
     }
@@ -41,7 +44,10 @@ impl Queue {
     /// every worker and process, on the server's clock; `None` removes the limit.
     pub async fn limit_rate(&self, limit: Option<(u64, Duration)>) -> Result<Settings> {
         if limit.is_some_and(|(claims, _)| claims == 0) {
-            return Err(crate::Error::Argument("a rate limit must allow at least 1 claim".into()));
+            return Err(crate::Error::new(
+                crate::ErrorKind::Argument,
+                "a rate limit must allow at least 1 claim",
+            ));
         }
         self.configure(Config { rate: Some(limit.unwrap_or((0, Duration::ZERO))), ..Config::default() }).await
     }
@@ -64,9 +70,10 @@ impl Queue {
             State::Dead => Config { keep_dead: Some(retention), ..Config::default() },
             State::Cancelled => Config { keep_cancelled: Some(retention), ..Config::default() },
             other => {
-                return Err(crate::Error::Argument(format!(
-                    "only finished jobs are kept or not, not {other} ones"
-                )))
+                return Err(crate::Error::new(
+                    crate::ErrorKind::Argument,
+                    format!("only finished jobs are kept or not, not {other} ones"),
+                ))
             }
         };
         self.configure(config).await
@@ -120,19 +127,22 @@ impl Queue {
     }
 
     /// Delete the whole queue: every job and every key it owns (settings,
-    /// schedules, dedup keys). Refused (`Error::State`, nothing deleted)
+    /// schedules, dedup keys). Refused (`ErrorKind::State`, nothing deleted)
     /// while jobs are active, unless `force`: then they go too, and their
     /// holders are fenced. How many jobs were deleted. A job enqueued while
     /// this runs is deleted with the rest; a job claimed while it runs stops
-    /// it with `Error::State`, which then says how many jobs it had deleted.
+    /// it with `ErrorKind::State`, which then says how many jobs it had deleted.
     pub async fn delete(&self, force: bool) -> Result<u64> {
         let refuse_active = || async {
             let active = self.stats().await?.active;
             if active > 0 && !force {
-                return Err(crate::Error::State(format!(
-                    "{active} jobs of {} are active: let them finish, or force their deletion",
-                    self.name()
-                )));
+                return Err(crate::Error::new(
+                    crate::ErrorKind::State,
+                    format!(
+                        "{active} jobs of {} are active: let them finish, or force their deletion",
+                        self.name()
+                    ),
+                ));
             }
             Ok(())
         };
@@ -147,19 +157,22 @@ impl Queue {
             match self.run(&Obliterate).await {
                 Ok(_) => return Ok(total),
                 // A claim that came meanwhile, or new jobs: see which.
-                Err(crate::Error::State(_)) => refuse_active().await.map_err(|err| match err {
-                    crate::Error::State(why) => crate::Error::State(format!(
+                Err(crate::Error { kind: crate::ErrorKind::State, .. }) => refuse_active().await.map_err(|err| {
+                    if err.kind != crate::ErrorKind::State {
+                        return err;
+                    }
+                    let why = err.text().to_owned();
+                    err.saying(format!(
                         "{why}; {total} of its jobs were deleted before one was claimed, and its keys are kept"
-                    )),
-                    err => err,
+                    ))
                 })?,
                 Err(err) => return Err(err),
             }
         }
-        Err(crate::Error::State(format!(
-            "{} still gets jobs while it is deleted: stop its producers",
-            self.name()
-        )))
+        Err(crate::Error::new(
+            crate::ErrorKind::State,
+            format!("{} still gets jobs while it is deleted: stop its producers", self.name()),
+        ))
     }
 
     /// Cancel a job; `false` when it was cancelled already.
@@ -190,7 +203,12 @@ impl Queue {
         let next = schedule
             .next_after(now)
             .filter(|next| echomq_core::limits::AT_MS.contains(next))
-            .ok_or_else(|| crate::Error::Argument(format!("schedule {:?} never ticks", schedule.name)))?;
+            .ok_or_else(|| {
+                crate::Error::new(
+                    crate::ErrorKind::Argument,
+                    format!("schedule {:?} never ticks", schedule.name),
+                )
+            })?;
         let call = crate::transition::Schedule {
             name: schedule.name.clone(),
             definition: schedule.definition(),

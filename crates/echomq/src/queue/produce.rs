@@ -154,8 +154,7 @@ const BATCH_TRIES: usize = 4;
 /// sending it twice changes nothing: the server could not be reached, could
 /// not serve for now, or the connection broke with the call's fate unknown.
 fn worth_again(err: &crate::Error) -> bool {
-    err.surely_did_nothing()
-        || matches!(err, crate::Error::Redis(err) if err.is_io_error() || err.is_timeout())
+    matches!(err.kind, crate::ErrorKind::Unavailable | crate::ErrorKind::MayHaveLanded)
 }
 
 /// `err`, when it is [`worth_again`].
@@ -245,7 +244,7 @@ impl Queue {
     /// opened, and tried again the same way (it is the same batch: opened
     /// twice, it is opened once); when replicas did not confirm the jobs or
     /// the batch, or the batch could not be opened, the answer is
-    /// [`Error::Batch`](crate::Error::Batch), which names the jobs: they are
+    /// [`ErrorKind::Batch`](crate::ErrorKind::Batch), which names the jobs: they are
     /// enqueued, and sending the batch again would enqueue them twice.
     pub async fn enqueue_batch_with_callback<P: Into<Vec<u8>>>(
         &self,
@@ -262,7 +261,10 @@ impl Queue {
         batch.args()?;
         let limit = echomq_core::limits::MAX_PAYLOAD;
         if let Some(at) = payloads.iter().position(|payload| payload.len() > limit) {
-            return Err(crate::Error::TooLarge(format!("payload {at} of the batch exceeds {limit} bytes")));
+            return Err(crate::Error::new(
+                crate::ErrorKind::TooLarge,
+                format!("payload {at} of the batch exceeds {limit} bytes"),
+            ));
         }
         // The ids are minted: sent again while the server cannot be reached
         // or the call's fate is not known, the jobs that went in the first
@@ -280,7 +282,9 @@ impl Queue {
         for outcome in outcomes {
             match outcome {
                 Ok(_) => {}
-                Err(err @ crate::Error::NotReplicated { .. }) => unconfirmed = Some(err),
+                Err(err @ crate::Error { kind: crate::ErrorKind::NotReplicated { .. }, .. }) => {
+                    unconfirmed = Some(err)
+                }
                 Err(err) => return Err(err),
             }
         }
@@ -288,7 +292,7 @@ impl Queue {
         let batch = BatchOpened { id: batch.id, jobs: batch.jobs, callback: batch.callback };
         match opened {
             None => Ok(batch),
-            Some(cause) => Err(crate::Error::Batch { batch: Box::new(batch), cause: Box::new(cause) }),
+            Some(cause) => Err(crate::Error::batch_not_done(batch, cause)),
         }
     }
 
@@ -354,7 +358,10 @@ impl Queue {
             }
             if payload.len() > echomq_core::limits::MAX_PAYLOAD {
                 let limit = echomq_core::limits::MAX_PAYLOAD;
-                outcomes.push(Some(Err(crate::Error::TooLarge(format!("payload exceeds {limit} bytes")))));
+                outcomes.push(Some(Err(crate::Error::new(
+                    crate::ErrorKind::TooLarge,
+                    format!("payload exceeds {limit} bytes"),
+                ))));
                 continue;
             }
             let full = |call: &EnqueueMany| {
@@ -379,10 +386,10 @@ impl Queue {
             let sent = call.jobs.len();
             let admissions = match reply {
                 Ok(admissions) if admissions.len() == sent => Ok(admissions),
-                Ok(admissions) => Err(crate::Error::Reply(format!(
-                    "ENQUEUEMANY answered {} replies for {sent} jobs",
-                    admissions.len()
-                ))),
+                Ok(admissions) => Err(crate::Error::new(
+                    crate::ErrorKind::Reply,
+                    format!("ENQUEUEMANY answered {} replies for {sent} jobs", admissions.len()),
+                )),
                 Err(err) => Err(err),
             };
             let ids = call.jobs.into_iter().map(|(id, _)| id).zip(places);
@@ -394,7 +401,7 @@ impl Queue {
                 }
                 Err(err) => {
                     for (_, at) in ids {
-                        outcomes[at] = Some(Err(err.for_each_of_many()));
+                        outcomes[at] = Some(Err(err.clone()));
                     }
                 }
             }

@@ -45,7 +45,7 @@ impl Queue {
     /// `timeout`; `None` when it had not by then. It follows the queue's
     /// event log, so it does not poll; on a queue whose log is off
     /// (`events` 0) it looks at the job every 100 ms to 1 s instead.
-    /// [`Error::NoJob`](crate::Error::NoJob) when there is no such job.
+    /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such job.
     pub async fn wait(&self, id: &JobId, timeout: Duration) -> Result<Option<Finished>> {
         let deadline = tokio::time::Instant::now() + timeout;
         // Follow the log from before the first look, so that a finish
@@ -81,10 +81,13 @@ impl Queue {
         }
     }
 
-    /// How the job ended, if it has; [`Error::NoJob`](crate::Error::NoJob) when there is no such job.
+    /// How the job ended, if it has; [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such job.
     async fn finished(&self, id: &JobId) -> Result<Option<Finished>> {
         let Some(job) = self.inspect(id).await? else {
-            return Err(crate::Error::NoJob(format!("no job {id} in queue {}", self.name())));
+            return Err(crate::Error::new(
+                crate::ErrorKind::NoJob,
+                format!("no job {id} in queue {}", self.name()),
+            ));
         };
         Ok(match job.record.state {
             State::Done => Some(Finished::Done(job.result)),

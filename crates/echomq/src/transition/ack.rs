@@ -1,6 +1,7 @@
 //! ACK: the lease holder finishes its job, keeping its result. Fenced: a
 //! token that is not the record's current `attempts` is refused with `EMQFENCE`.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -42,7 +43,10 @@ impl Transition for Ack {
         let mut args = vec![self.id.as_str().into(), token(self.token)?];
         if let Some(result) = &self.result {
             if result.len() > limits::MAX_RESULT {
-                return Err(Error::TooLarge(format!("result exceeds {} bytes", limits::MAX_RESULT)));
+                return Err(Error::new(
+                    ErrorKind::TooLarge,
+                    format!("result exceeds {} bytes", limits::MAX_RESULT),
+                ));
             }
             args.extend([b"RESULT".to_vec(), result.clone()]);
         }

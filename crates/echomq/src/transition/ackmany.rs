@@ -21,8 +21,8 @@ pub struct AckMany {
 impl Transition for AckMany {
     const NAME: Name = Name::AckMany;
     /// One outcome a job, in order: `Ok`, or its own refusal
-    /// ([`Error::Fence`], [`Error::NoJob`]), which changed nothing of it;
-    /// [`Error::NotReplicated`] for a job acked when fewer replicas than
+    /// ([`ErrorKind::Fence`](crate::ErrorKind::Fence), [`ErrorKind::NoJob`](crate::ErrorKind::NoJob)), which changed nothing of it;
+    /// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated) for a job acked when fewer replicas than
     /// asked for confirmed the call.
     type Output = Vec<Result<()>>;
 
@@ -38,7 +38,7 @@ impl Transition for AckMany {
     fn parse(reply: Value) -> Result<Vec<Result<()>>> {
         let (reply, shortfall) = crate::executor::shortfall(reply);
         let acked = || match shortfall {
-            Some((confirmed, wanted)) => Err(Error::NotReplicated { confirmed, wanted }),
+            Some((confirmed, wanted)) => Err(Error::not_replicated(confirmed, wanted)),
             None => Ok(()),
         };
         let outcomes = array_reply("the reply", reply)?.into_iter().map(|outcome| match outcome {

@@ -2,6 +2,7 @@
 //! against its range in [`echomq_core::limits`] with the server's own words
 //! before anything is sent.
 
+use crate::ErrorKind;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
@@ -22,7 +23,10 @@ where
     if range.contains(&value) {
         Ok(value)
     } else {
-        Err(Error::Argument(format!("{name} must be an integer in {}..={}", range.start(), range.end())))
+        Err(Error::new(
+            ErrorKind::Argument,
+            format!("{name} must be an integer in {}..={}", range.start(), range.end()),
+        ))
     }
 }
 
@@ -31,8 +35,13 @@ where
 /// all is the host's own mistake, never sent.
 pub(super) fn jobs_a_call(name: Name, jobs: usize, range: RangeInclusive<u64>) -> Result<()> {
     match jobs as u64 {
-        0 => Err(Error::Argument(format!("{} needs at least one job", name.describe().command))),
-        n if n > *range.end() => Err(Error::Argument(format!("at most {} jobs a call", range.end()))),
+        0 => Err(Error::new(
+            ErrorKind::Argument,
+            format!("{} needs at least one job", name.describe().command),
+        )),
+        n if n > *range.end() => {
+            Err(Error::new(ErrorKind::Argument, format!("at most {} jobs a call", range.end())))
+        }
         _ => Ok(()),
     }
 }

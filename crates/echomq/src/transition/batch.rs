@@ -1,6 +1,7 @@
 //! BATCH: open a batch over jobs already enqueued, with a callback job
 //! (PROTOCOL.md §7.7).
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -35,17 +36,23 @@ impl Transition for Batch {
             && self.id.bytes().all(allowed)
             && !self.id.ends_with(":callback");
         if !id_ok {
-            return Err(Error::Argument(format!(
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!(
                 "batch id must be 1 to {} bytes of letters, digits, _, -, . and :, and not end in :callback",
                 limits::MAX_BATCH_ID
-            )));
+            ),
+            ));
         }
         if self.payload.len() > limits::MAX_PAYLOAD {
-            return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("payload exceeds {} bytes", limits::MAX_PAYLOAD),
+            ));
         }
         let (least, most) = (limits::BATCH_SIZE.start(), limits::BATCH_SIZE.end());
         if !limits::BATCH_SIZE.contains(&(self.jobs.len() as u64)) {
-            return Err(Error::Argument(format!("a batch has {least} to {most} jobs")));
+            return Err(Error::new(ErrorKind::Argument, format!("a batch has {least} to {most} jobs")));
         }
         let mut args =
             vec![self.id.clone().into_bytes(), self.callback.as_str().into(), self.payload.clone()];

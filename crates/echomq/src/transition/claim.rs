@@ -2,6 +2,7 @@
 //! whose token is the record's new `attempts`; the queue's gate (paused,
 //! concurrency, rate) may hold some back.
 
+use crate::ErrorKind;
 use std::time::Duration;
 
 use echomq_core::{limits, Name, Policy};
@@ -90,7 +91,7 @@ impl Transition for Claim {
             match claimed(entry) {
                 Ok(job) => jobs.push(job),
                 // An id this host cannot hold (not UTF-8): said and counted, and the rest still run.
-                Err(Error::InvalidId(why)) => crate::worker::unhandled(&why),
+                Err(err) if err.kind == ErrorKind::InvalidId => crate::worker::unhandled(err.text()),
                 Err(err) => return Err(err),
             }
         }
@@ -101,7 +102,7 @@ impl Transition for Claim {
 fn claimed(entry: Value) -> Result<Claimed> {
     let entry = array_reply("entry", entry)?;
     if !(3..=5).contains(&entry.len()) {
-        return Err(Error::Reply(format!("entry: got {entry:?}")));
+        return Err(Error::new(ErrorKind::Reply, format!("entry: got {entry:?}")));
     }
     let mut entry = entry.into_iter();
     let mut next = || entry.next().unwrap_or(Value::Nil);

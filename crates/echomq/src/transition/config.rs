@@ -2,6 +2,7 @@
 //! on the server for every worker (paused, the concurrency limit, the rate
 //! limit), and how long finished jobs are kept, which every worker's TRIM applies.
 
+use crate::ErrorKind;
 use std::time::Duration;
 
 use echomq_core::{limits, Name};
@@ -111,18 +112,21 @@ impl Transition for Config {
     fn parse(reply: Value) -> Result<Settings> {
         let mut values = array_reply("the reply", reply)?;
         // The queue's protocol follows the eleven integers when it has one.
-        let protocol = match values.get(11) {
-            Some(_) => {
-                let text = bytes_reply("the reply's protocol", values.remove(11))?;
-                let version = std::str::from_utf8(&text).ok().and_then(echomq_core::Version::parse);
-                Some(version.ok_or_else(|| Error::Reply(format!("the reply's protocol: {text:?}")))?)
-            }
-            None => None,
-        };
+        let protocol =
+            match values.get(11) {
+                Some(_) => {
+                    let text = bytes_reply("the reply's protocol", values.remove(11))?;
+                    let version = std::str::from_utf8(&text).ok().and_then(echomq_core::Version::parse);
+                    Some(version.ok_or_else(|| {
+                        Error::new(ErrorKind::Reply, format!("the reply's protocol: {text:?}"))
+                    })?)
+                }
+                None => None,
+            };
         let values =
             values.into_iter().map(|value| count_reply("the reply", value)).collect::<Result<Vec<_>>>()?;
-        let [paused, concurrency, rate, per, kept @ .., events] =
-            <[u64; 11]>::try_from(values).map_err(|got| Error::Reply(format!("the reply: got {got:?}")))?;
+        let [paused, concurrency, rate, per, kept @ .., events] = <[u64; 11]>::try_from(values)
+            .map_err(|got| Error::new(ErrorKind::Reply, format!("the reply: got {got:?}")))?;
         let retention = |age: u64, count: u64| Retention {
             age: (age > 0).then(|| Duration::from_millis(age)),
             count: (count > 0).then_some(count),

@@ -1,5 +1,6 @@
 //! DRAIN: delete unfinished jobs, head first: an operator emptying a queue.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name, Role};
 use redis::Value;
 
@@ -36,7 +37,10 @@ impl Transition for Drain {
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if !matches!(self.state, State::Pending | State::Delayed | State::Active) {
             let state = self.state;
-            return Err(Error::Argument(format!("cannot drain {state} jobs, only unfinished ones")));
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!("cannot drain {state} jobs, only unfinished ones"),
+            ));
         }
         Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
     }

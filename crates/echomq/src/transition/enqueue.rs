@@ -1,6 +1,7 @@
 //! ENQUEUE: admit one job, now, later or at a time, with a priority, its
 //! own policy, a UNIQUE key and headers.
 
+use crate::ErrorKind;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use echomq_core::{limits, Backoff, Name, Policy};
@@ -82,7 +83,10 @@ impl Transition for Enqueue {
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if self.payload.len() > limits::MAX_PAYLOAD {
-            return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("payload exceeds {} bytes", limits::MAX_PAYLOAD),
+            ));
         }
         let mut args = vec![self.id.as_str().into(), self.payload.clone()];
         if self.priority != 0 {
@@ -106,7 +110,10 @@ impl Transition for Enqueue {
         }
         if let Some(unique) = &self.unique {
             if unique.key.is_empty() || unique.key.len() > limits::MAX_UNIQUE_KEY {
-                return Err(Error::Argument(format!("UNIQUE must be 1 to {} bytes", limits::MAX_UNIQUE_KEY)));
+                return Err(Error::new(
+                    ErrorKind::Argument,
+                    format!("UNIQUE must be 1 to {} bytes", limits::MAX_UNIQUE_KEY),
+                ));
             }
             args.extend([b"UNIQUE".to_vec(), unique.key.clone().into_bytes(), b"UNIQUE_FOR".to_vec()]);
             args.push(decimal(millis("UNIQUE_FOR", unique.hold, limits::UNIQUE_MS)?));

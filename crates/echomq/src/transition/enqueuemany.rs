@@ -1,5 +1,6 @@
 //! ENQUEUEMANY: admit many plain jobs, an id and a payload each, in one call.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -29,7 +30,10 @@ impl Transition for EnqueueMany {
         let mut args = Vec::with_capacity(self.jobs.len() * 2);
         for (id, payload) in &self.jobs {
             if payload.len() > limits::MAX_PAYLOAD {
-                return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+                return Err(Error::new(
+                    ErrorKind::TooLarge,
+                    format!("payload exceeds {} bytes", limits::MAX_PAYLOAD),
+                ));
             }
             args.extend([id.as_str().into(), payload.clone()]);
         }

@@ -1,6 +1,7 @@
 //! FAIL: the lease holder reports a failure; the job retries after a
 //! back-off or dies. Fenced, as ACK is.
 
+use crate::ErrorKind;
 use std::time::Duration;
 
 use echomq_core::{limits, Name};
@@ -49,7 +50,7 @@ impl Transition for Fail {
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if self.error.len() > limits::MAX_ERROR_TEXT {
             let limit = limits::MAX_ERROR_TEXT;
-            return Err(Error::TooLarge(format!("error text exceeds {limit} bytes")));
+            return Err(Error::new(ErrorKind::TooLarge, format!("error text exceeds {limit} bytes")));
         }
         Ok(vec![
             self.id.as_str().into(),

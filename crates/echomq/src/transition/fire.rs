@@ -1,5 +1,6 @@
 //! FIRE: fire one tick of a schedule, once, whoever else tries.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -50,12 +51,15 @@ impl Transition for Fire {
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if self.payload.len() > limits::MAX_PAYLOAD {
-            return Err(Error::TooLarge(format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("payload exceeds {} bytes", limits::MAX_PAYLOAD),
+            ));
         }
         let tick = checked("tick", self.tick, limits::AT_MS)?;
         let next = checked("next", self.next, limits::AT_MS)?;
         if next <= tick {
-            return Err(Error::Argument("next must be after tick".into()));
+            return Err(Error::new(ErrorKind::Argument, "next must be after tick"));
         }
         let mut args = vec![
             self.id.as_str().into(),

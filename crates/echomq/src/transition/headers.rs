@@ -2,6 +2,7 @@
 //! object of strings (PROTOCOL.md §7.6); ENQUEUE sends them, CLAIM and
 //! INSPECT hand them back.
 
+use crate::ErrorKind;
 use echomq_core::limits;
 
 use crate::{Error, Result};
@@ -15,7 +16,10 @@ pub type Headers = std::collections::BTreeMap<String, String>;
 pub(crate) fn encode_headers(headers: &Headers) -> Result<Vec<u8>> {
     let encoded = serde_json::to_vec(headers)?;
     if encoded.len() > limits::MAX_HEADERS {
-        return Err(Error::Argument(format!("HEADERS must be 1 to {} bytes", limits::MAX_HEADERS)));
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!("HEADERS must be 1 to {} bytes", limits::MAX_HEADERS),
+        ));
     }
     Ok(encoded)
 }

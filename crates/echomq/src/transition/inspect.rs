@@ -1,6 +1,7 @@
 //! INSPECT: read one job (record, last error, progress, result, policy,
 //! headers). It writes nothing.
 
+use crate::ErrorKind;
 use echomq_core::Name;
 use redis::Value;
 
@@ -54,7 +55,7 @@ impl Transition for Inspect {
         let (Some(fields), error, progress, result, policy, headers) =
             (next(), next(), next(), next(), next(), next())
         else {
-            return Err(Error::Reply("the reply: got an empty array".into()));
+            return Err(Error::new(ErrorKind::Reply, "the reply: got an empty array"));
         };
         let fields = array_reply("record", fields)?
             .into_iter()
@@ -64,10 +65,10 @@ impl Transition for Inspect {
             return Ok(None);
         }
         if fields.len() % 2 != 0 {
-            return Err(Error::Reply(format!(
-                "the reply: {} record words, not field-value pairs",
-                fields.len()
-            )));
+            return Err(Error::new(
+                ErrorKind::Reply,
+                format!("the reply: {} record words, not field-value pairs", fields.len()),
+            ));
         }
         let pairs = fields.chunks_exact(2).map(|pair| (&pair[0], &pair[1]));
         let bytes = |what, value: Option<Value>| value.map(|value| bytes_reply(what, value)).transpose();
@@ -92,6 +93,6 @@ mod tests {
     fn inspect_reads_no_record_as_none_and_refuses_an_odd_record() {
         assert!(matches!(Inspect::parse(Value::Array(vec![words(&[]), Value::Nil])), Ok(None)));
         let odd = Value::Array(vec![words(&["state", "pending", "attempts"]), Value::Nil]);
-        assert!(matches!(Inspect::parse(odd), Err(Error::Reply(_))));
+        assert!(matches!(Inspect::parse(odd), Err(Error { kind: ErrorKind::Reply, .. })));
     }
 }

@@ -1,5 +1,6 @@
 //! PROGRESS: the lease holder reports how far its job got. Fenced, as ACK is.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -32,7 +33,7 @@ impl Transition for Progress {
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if self.value.len() > limits::MAX_PROGRESS {
             let limit = limits::MAX_PROGRESS;
-            return Err(Error::TooLarge(format!("progress exceeds {limit} bytes")));
+            return Err(Error::new(ErrorKind::TooLarge, format!("progress exceeds {limit} bytes")));
         }
         Ok(vec![self.id.as_str().into(), token(self.token)?, self.value.clone()])
     }

@@ -1,5 +1,6 @@
 //! PURGE: delete finished jobs past an age.
 
+use crate::ErrorKind;
 use std::time::Duration;
 
 use echomq_core::{limits, Name, Role};
@@ -39,7 +40,10 @@ impl Transition for Purge {
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if !matches!(self.state, State::Done | State::Dead | State::Cancelled) {
             let state = self.state;
-            return Err(Error::Argument(format!("cannot purge {state} jobs, only finished ones")));
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!("cannot purge {state} jobs, only finished ones"),
+            ));
         }
         Ok(vec![
             decimal(millis("age", self.age, limits::AGE_MS)?),

@@ -1,5 +1,6 @@
 //! REAP: upkeep that takes expired leases back, to pending or to dead.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -41,7 +42,7 @@ impl Transition for Reap {
     fn parse(reply: Value) -> Result<Reaped> {
         let counts = array_reply("the reply", reply)?;
         let [requeued, dead] = <[Value; 2]>::try_from(counts)
-            .map_err(|counts| Error::Reply(format!("the reply: got {counts:?}")))?;
+            .map_err(|counts| Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}")))?;
         Ok(Reaped { requeued: count_reply("the reply", requeued)?, dead: count_reply("the reply", dead)? })
     }
 }

@@ -1,14 +1,15 @@
 //! Replies as they come back: the shapes every transition's parser reads
 //! (an integer, a count, bytes, an array, exactly `1`), each failing with
-//! [`Error::Reply`] naming what it read.
+//! [`ErrorKind::Reply`] naming what it read.
 
+use crate::ErrorKind;
 use redis::Value;
 
 use crate::{Error, Result};
 
 /// A reply of the wrong shape, saying what was read and what came.
 pub(super) fn unexpected(what: &str, reply: &Value) -> Error {
-    Error::Reply(format!("{what}: got {reply:?}"))
+    Error::new(ErrorKind::Reply, format!("{what}: got {reply:?}"))
 }
 
 /// An integer.
@@ -22,7 +23,7 @@ pub(super) fn int_reply(what: &str, reply: Value) -> Result<i64> {
 /// A count: an integer that is not negative.
 pub(super) fn count_reply(what: &str, reply: Value) -> Result<u64> {
     let n = int_reply(what, reply)?;
-    u64::try_from(n).map_err(|_| Error::Reply(format!("{what}: negative count {n}")))
+    u64::try_from(n).map_err(|_| Error::new(ErrorKind::Reply, format!("{what}: negative count {n}")))
 }
 
 /// Bytes: a bulk or simple string.

@@ -2,6 +2,7 @@
 //! definition means and when its ticks fall is the host's
 //! ([`crate::schedule`]); the server stores and hands out.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -14,7 +15,7 @@ use crate::{Error, Result};
 pub(super) fn name_arg(name: &str) -> Result<Vec<u8>> {
     if name.is_empty() || name.len() > limits::MAX_SCHEDULE_NAME {
         let max = limits::MAX_SCHEDULE_NAME;
-        return Err(Error::Argument(format!("schedule name must be 1 to {max} bytes")));
+        return Err(Error::new(ErrorKind::Argument, format!("schedule name must be 1 to {max} bytes")));
     }
     Ok(name.as_bytes().to_vec())
 }
@@ -38,7 +39,7 @@ impl Transition for Schedule {
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if self.definition.len() > limits::MAX_DEFINITION {
             let max = limits::MAX_DEFINITION;
-            return Err(Error::TooLarge(format!("definition exceeds {max} bytes")));
+            return Err(Error::new(ErrorKind::TooLarge, format!("definition exceeds {max} bytes")));
         }
         Ok(vec![
             name_arg(&self.name)?,

@@ -1,6 +1,7 @@
 //! SCHEDULES: hand out the queue's schedules (or the due ones) with their
 //! next ticks and the server's now.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -56,7 +57,7 @@ impl Transition for Schedules {
         let schedules = items
             .map(|item| {
                 let [name, definition, next] = <[Value; 3]>::try_from(array_reply("entry", item)?)
-                    .map_err(|entry| Error::Reply(format!("entry: got {entry:?}")))?;
+                    .map_err(|entry| Error::new(ErrorKind::Reply, format!("entry: got {entry:?}")))?;
                 Ok(Stored {
                     name: String::from_utf8_lossy(&bytes_reply("name", name)?).into_owned(),
                     definition: bytes_reply("definition", definition)?,

@@ -1,6 +1,7 @@
 //! SETTLE: every worker's upkeep for batches: enqueue each callback once
 //! its batch's jobs have all finished (PROTOCOL.md §7.7).
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name};
 use redis::Value;
 
@@ -42,7 +43,7 @@ impl Transition for Settle {
             .collect::<Result<Vec<_>>>()?;
         match counts[..] {
             [closed, looked] => Ok(Settled { closed, looked }),
-            _ => Err(Error::Reply(format!("the reply: got {counts:?}"))),
+            _ => Err(Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}"))),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! STATS: count a queue's jobs in each state. It writes nothing.
 
+use crate::ErrorKind;
 use echomq_core::Name;
 use redis::Value;
 
@@ -57,7 +58,7 @@ impl Transition for Stats {
             .map(|count| count_reply("the reply", count))
             .collect::<Result<Vec<_>>>()?;
         let [pending, active, delayed, done, dead, cancelled] = <[u64; 6]>::try_from(counts)
-            .map_err(|counts| Error::Reply(format!("the reply: got {counts:?}")))?;
+            .map_err(|counts| Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}")))?;
         Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
     }
 }

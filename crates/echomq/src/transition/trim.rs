@@ -1,5 +1,6 @@
 //! TRIM: bounded retention, as every worker's upkeep runs it.
 
+use crate::ErrorKind;
 use echomq_core::{limits, Name, Role};
 use redis::Value;
 
@@ -37,7 +38,10 @@ impl Transition for Trim {
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if !matches!(self.state, State::Done | State::Dead | State::Cancelled) {
             let state = self.state;
-            return Err(Error::Argument(format!("cannot trim {state} jobs, only finished ones")));
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!("cannot trim {state} jobs, only finished ones"),
+            ));
         }
         Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
     }

@@ -15,6 +15,7 @@
 //! jobs). A worker of several queues only acks, so that one busy queue
 //! cannot keep the slots from the others.
 
+use crate::ErrorKind;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
@@ -80,7 +81,7 @@ impl Acker {
         if let Err(mpsc::error::SendError(request)) = self.requests.send(Request { ack, slot, reply }) {
             return execute(&**queue.executor(), queue.keyspace(), &request.ack).await;
         }
-        outcome.await.unwrap_or_else(|_| Err(Error::Reply("the ack gatherer stopped".into())))
+        outcome.await.unwrap_or_else(|_| Err(Error::new(ErrorKind::Reply, "the ack gatherer stopped")))
     }
 }
 
@@ -137,7 +138,10 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
             // unconfirmed: so is the ack (the jobs it claimed are not known;
             // their leases run out and they are reaped). The round trip
             // failed: the ack alone, once more, as a failed batch's are.
-            Err(err) if err.code().is_some() || matches!(err, Error::NotReplicated { .. }) => {
+            Err(err)
+                if err.code().is_some()
+                    || matches!(err, Error { kind: ErrorKind::NotReplicated { .. }, .. }) =>
+            {
                 let _ = reply.send(Err(err));
             }
             Err(err) => {
@@ -181,9 +185,9 @@ async fn send_acks(queue: &Queue, acks: Vec<Ack>, replies: Vec<oneshot::Sender<R
                 // job, as this crate's do): so is each job's ack. Sent again
                 // alone, each would only wait as long for the same replicas
                 // (and be refused: its job is done).
-                Err(Error::NotReplicated { confirmed, wanted }) => {
+                Err(err @ Error { kind: ErrorKind::NotReplicated { .. }, .. }) => {
                     for reply in replies {
-                        let _ = reply.send(Err(Error::NotReplicated { confirmed, wanted }));
+                        let _ = reply.send(Err(err.clone()));
                     }
                 }
                 // The call failed as a whole (the round trip, or a refusal of
@@ -210,8 +214,7 @@ fn tried_alone_after(first: &Error, alone: Result<()>) -> Result<()> {
         Err(err) if err.surely_did_nothing() && !first.surely_did_nothing() && first.code().is_none() => {
             let said =
                 format!("the ack may have reached the server ({first}); trying it again failed ({err})");
-            let may_have_landed = std::io::Error::new(std::io::ErrorKind::BrokenPipe, said);
-            Err(Error::Redis(redis::RedisError::from(may_have_landed)))
+            Err(Error::new(ErrorKind::MayHaveLanded, said))
         }
         other => other,
     }
@@ -255,7 +258,7 @@ mod tests {
     use super::*;
 
     fn failed(kind: std::io::ErrorKind) -> Error {
-        Error::Redis(redis::RedisError::from(std::io::Error::new(kind, "the round trip failed")))
+        Error::from(redis::RedisError::from(std::io::Error::new(kind, "the round trip failed")))
     }
 
     /// A gathered ack's job renews its lease while its ack waits only when
@@ -269,10 +272,11 @@ mod tests {
         assert!(!after_broken.surely_did_nothing(), "{after_broken}");
         assert!(after_broken.to_string().contains("may have reached the server"), "{after_broken}");
         assert!(tried_alone_after(&failed(broken), Ok(())).is_ok());
-        let fenced = tried_alone_after(&failed(broken), Err(Error::Fence("stale".into()))).unwrap_err();
+        let fenced =
+            tried_alone_after(&failed(broken), Err(Error::new(ErrorKind::Fence, "stale"))).unwrap_err();
         assert!(fenced.is_lost_lease(), "a refusal is the ack's own outcome");
         // A whole ACKMANY refused (a record of the wrong type) wrote nothing.
-        let whole = Error::WrongType("emq:{q}:job:JOB_1 holds a string, not a hash".into());
+        let whole = Error::new(ErrorKind::WrongType, "emq:{q}:job:JOB_1 holds a string, not a hash");
         assert!(tried_alone_after(&whole, Err(failed(refused))).unwrap_err().surely_did_nothing());
     }
 }

@@ -5,6 +5,7 @@
 //! `job/lease.rs` holds the lease, and the finishing call that waits out an
 //! outage within it.
 
+use crate::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,7 +108,7 @@ impl JobContext {
     /// Report how far the job got (at most 4096 bytes: a percentage, a JSON
     /// object): kept beside the record, read by `Queue::inspect`, `emq
     /// inspect` and the dashboard, until the job is purged. Fenced: once the
-    /// lease is lost it answers [`Error::Fence`] and writes nothing.
+    /// lease is lost it answers [`ErrorKind::Fence`] and writes nothing.
     pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
         let progress = Progress { id: self.id.clone(), token: self.holder.token, value: value.into() };
         execute(&**self.holder.queue.executor(), self.holder.queue.keyspace(), &progress).await
@@ -373,7 +374,7 @@ const RELEASE_PERSISTENCE: Duration = Duration::from_secs(2);
 /// A refused ack, fail or release: either the lease was lost (counted), or
 /// the server could not be reached (the lease runs out and the job is reaped).
 fn lost_or_failed(meters: &Meters, what: Name, err: &Error) {
-    if let Error::NoJob(_) = err {
+    if let Error { kind: ErrorKind::NoJob, .. } = err {
         // Not another holder's now: the record is gone.
         meters.leases_lost.increment(1);
         tracing::warn!(
@@ -383,7 +384,7 @@ fn lost_or_failed(meters: &Meters, what: Name, err: &Error) {
     } else if err.is_lost_lease() {
         meters.leases_lost.increment(1);
         tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");
-    } else if let Error::NotReplicated { .. } = err {
+    } else if let Error { kind: ErrorKind::NotReplicated { .. }, .. } = err {
         tracing::warn!(error = %err, "{what} applied; a failover now could undo it");
     } else {
         tracing::error!(

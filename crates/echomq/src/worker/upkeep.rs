@@ -133,6 +133,7 @@ async fn trim(queue: &Queue, until: Instant) -> Result<()> {
 mod tests {
     use super::*;
     use crate::transition::{Config, Retention};
+    use crate::ErrorKind;
     use crate::{Embedded, Error};
 
     /// A call does at most a step; the upkeep goes again at once while a
@@ -155,7 +156,7 @@ mod tests {
     fn outcomes(failed: &[&'static str]) -> [(&'static str, Result<()>); 5] {
         ["promote", "reap", "trim", "settle", "fire schedules"].map(|part| {
             let outcome =
-                if failed.contains(&part) { Err(Error::Argument("refused".into())) } else { Ok(()) };
+                if failed.contains(&part) { Err(Error::new(ErrorKind::Argument, "refused")) } else { Ok(()) };
             (part, outcome)
         })
     }

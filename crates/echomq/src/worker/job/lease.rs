@@ -4,6 +4,7 @@
 //! sending of that outcome (ack, fail, release), for as long as the lease
 //! surely holds.
 
+use crate::ErrorKind;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -57,7 +58,10 @@ where
         // A renewal on its way would land after this try and be refused.
         lease.quiet().await;
         match call().await {
-            Err(err) if err.code().is_none() && !matches!(err, Error::NotReplicated { .. }) => {
+            Err(err)
+                if err.code().is_none()
+                    && !matches!(err, Error { kind: ErrorKind::NotReplicated { .. }, .. }) =>
+            {
                 renewing &= err.surely_did_nothing();
                 let now = Instant::now();
                 let last =
@@ -417,7 +421,7 @@ mod tests {
 
     fn unreachable_server() -> Error {
         let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "the server is down");
-        Error::Redis(redis::RedisError::from(refused))
+        Error::from(redis::RedisError::from(refused))
     }
 
     /// A call that cannot reach the server until `back`, then goes through.
@@ -542,7 +546,7 @@ mod tests {
         assert!(persist(&mut lease, Name::Ack, None, never).await.is_err());
         assert!(Instant::now() >= last, "not before the last safe moment");
         // A refusal is final at once.
-        let refused = || std::future::ready(Err::<(), _>(Error::Fence("stale".into())));
+        let refused = || std::future::ready(Err::<(), _>(Error::new(ErrorKind::Fence, "stale")));
         assert!(persist(&mut lease, Name::Ack, None, refused).await.unwrap_err().is_lost_lease());
     }
 
@@ -579,7 +583,7 @@ mod tests {
             let first = tries.fetch_add(1, Ordering::SeqCst) == 0;
             let broken = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the connection broke");
             let error =
-                if first { Error::Redis(redis::RedisError::from(broken)) } else { unreachable_server() };
+                if first { Error::from(redis::RedisError::from(broken)) } else { unreachable_server() };
             std::future::ready(Err::<(), _>(error))
         };
         let done = persist(&mut lease, Name::Fail, None, broken_then_refused).await;
