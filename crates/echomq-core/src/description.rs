@@ -231,7 +231,7 @@ impl Description {
 
 /// A transition's KEYS as named keys: what its code reads instead of
 /// positions. The crate's `keys!` declares one for each transition.
-pub trait Keys<'k>: Sized {
+pub(crate) trait Keys<'k>: Sized {
     /// The roles of the keys, in KEYS order: the description's `keys`.
     const ROLES: &'static [Role];
     /// How many keys a call may send (see [`Description::forms`]).
@@ -251,25 +251,25 @@ macro_rules! keys {
     ($(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug)]
-        pub struct $name<'k> {
+        pub(crate) struct $name<'k> {
             $(
                 #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
-                pub $field: &'k [u8],
+                pub(crate) $field: &'k [u8],
             )+
         }
 
         impl $name<'_> {
             /// The roles of the keys, in KEYS order: the description's `keys`.
-            pub const ROLES: &'static [$crate::description::Role] = &[$($crate::description::Role::$role),+];
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[$($crate::description::Role::$role),+];
             /// How many keys a call sends: all of them.
-            pub const FORMS: &'static [usize] = &[Self::ROLES.len()];
+            pub(crate) const FORMS: &'static [usize] = &[Self::ROLES.len()];
         }
 
         impl<'k> $name<'k> {
             /// Every key, in KEYS order, for the transitions that treat
             /// them alike (each checked for its role's type, each deleted).
             #[allow(dead_code)]
-            pub fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
+            pub(crate) fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
                 [$(self.$field),+]
             }
         }
@@ -292,32 +292,32 @@ macro_rules! keys {
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug)]
-        pub struct $name<'k> {
+        pub(crate) struct $name<'k> {
             $(
                 #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
-                pub $field: &'k [u8],
+                pub(crate) $field: &'k [u8],
             )+
             /// The keys a call may leave off, when it passed them.
-            pub more: Option<$more<'k>>,
+            pub(crate) more: Option<$more<'k>>,
         }
 
         $(#[$more_meta])*
         #[derive(Clone, Copy, Debug)]
-        pub struct $more<'k> {
+        pub(crate) struct $more<'k> {
             $(
                 #[doc = concat!("The `", stringify!($extra), "` key ([`Role::", stringify!($extra_role), "`](crate::description::Role::", stringify!($extra_role), ")).")]
-                pub $extra: &'k [u8],
+                pub(crate) $extra: &'k [u8],
             )+
         }
 
         impl $name<'_> {
             /// The roles of the keys, in KEYS order: the description's `keys`.
-            pub const ROLES: &'static [$crate::description::Role] = &[
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[
                 $($crate::description::Role::$role,)+
                 $($crate::description::Role::$extra_role,)+
             ];
             /// How many keys a call may send: the first ones alone, or all.
-            pub const FORMS: &'static [usize] = &[[$(stringify!($field)),+].len(), Self::ROLES.len()];
+            pub(crate) const FORMS: &'static [usize] = &[[$(stringify!($field)),+].len(), Self::ROLES.len()];
         }
 
         impl<'k> $crate::description::Keys<'k> for $name<'k> {
