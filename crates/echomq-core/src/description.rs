@@ -205,6 +205,11 @@ pub struct Description {
 impl Description {
     /// The roles of a call with `count` keys, or the refusal of a count that
     /// is none of the forms (the same text as the script's and the module's).
+    ///
+    /// # Errors
+    ///
+    /// `EMQARG wrong number of keys: takes <forms>` when `count` is none of
+    /// [`forms`](Description::forms).
     pub fn form(&self, count: usize) -> Result<&'static [Role], Refusal> {
         if self.forms.contains(&count) {
             Ok(&self.keys[..count])

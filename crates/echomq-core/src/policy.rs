@@ -45,7 +45,7 @@ pub struct Policy {
 impl Policy {
     /// The policy the options `[ATTEMPTS, BACKOFF, BACKOFF_EXP, TIMEOUT]`
     /// make; `None` when none was given.
-    pub fn from_options(found: [Option<u64>; 4]) -> Result<Option<Policy>, Refusal> {
+    pub(crate) fn from_options(found: [Option<u64>; 4]) -> Result<Option<Policy>, Refusal> {
         let [attempts, fixed, exponential, timeout] = found;
         let backoff = match (fixed, exponential) {
             (Some(_), Some(_)) => return Err(Refusal::arg("BACKOFF and BACKOFF_EXP exclude each other")),

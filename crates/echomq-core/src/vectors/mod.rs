@@ -490,6 +490,13 @@ fn with_shared(happy: Vec<Case>) -> Vec<Case> {
 }
 
 /// Every file of `protocol/vectors/` but the README: its name and content.
+///
+/// # Errors
+///
+/// What is wrong with the cases, as text: two cases of a transition share
+/// a name, a transition has no case, or a case does not do what it says: a
+/// setup step at or after the call, or refused; a refusal that wrote; a
+/// refusal with another code or text than the case's, or none.
 pub fn files() -> Result<Vec<(String, String)>, String> {
     cases()
         .into_iter()
