@@ -76,6 +76,7 @@ pub enum Role {
 impl Role {
     /// The key's name after the queue's prefix, as a script header writes
     /// it: `job:<id>`, `pending`, …, and `done|dead|cancelled` for [`Role::Finished`].
+    #[must_use]
     pub const fn pattern(self) -> &'static str {
         match self {
             Role::Job => "job:<id>",
@@ -108,6 +109,7 @@ impl Role {
     }
 
     /// The Redis type a key of this role holds.
+    #[must_use]
     pub const fn key_type(self) -> KeyType {
         match self {
             Role::Job
@@ -141,6 +143,7 @@ impl Role {
 
     /// The key's name after the prefix when it is one fixed name (every role
     /// but [`Role::Job`], [`Role::Finished`] and [`Role::Unfinished`]).
+    #[must_use]
     pub const fn fixed(self) -> Option<&'static str> {
         match self {
             Role::Job | Role::Finished | Role::Unfinished => None,
@@ -219,16 +222,19 @@ impl Description {
     }
 
     /// Whether it only reads.
+    #[must_use]
     pub const fn reads_only(&self) -> bool {
         matches!(self.effect, Effect::Reads)
     }
 
     /// The script's file stem: `<name>-<number of keys>`.
+    #[must_use]
     pub fn script_stem(&self) -> String {
         format!("{}-{}", self.name, self.keys.len())
     }
 
     /// The first key of `role`'s, by 0-based position.
+    #[must_use]
     pub fn position(&self, role: Role) -> Option<usize> {
         self.keys.iter().position(|r| *r == role)
     }

@@ -130,6 +130,7 @@ pub(crate) fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> 
 /// The refusal of a call whose number of keys is none of `forms`, the
 /// counts its transition takes: `wrong number of keys: takes 2 or 11`, as
 /// the scripts and the module's key count answer it.
+#[must_use]
 pub fn wrong_number_of_keys(forms: &[usize]) -> Refusal {
     let counts: Vec<String> = forms.iter().map(usize::to_string).collect();
     Refusal::arg(format!("wrong number of keys: takes {}", counts.join(" or ")))

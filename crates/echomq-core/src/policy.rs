@@ -61,6 +61,7 @@ impl Policy {
     /// (PROTOCOL.md §7.2): its words split on each single space (so a
     /// leading, trailing or doubled space makes an empty word, which is no
     /// option), read as the options are.
+    #[must_use]
     pub fn parse(text: &[u8]) -> Option<Policy> {
         let words: Vec<&[u8]> = text.split(|b| *b == b' ').collect();
         options(&words, OPTIONS).ok().and_then(|found| Policy::from_options(found).ok().flatten())
@@ -68,11 +69,13 @@ impl Policy {
 
     /// [`Policy::parse`], where text that does not read counts as none (a
     /// host showing what it found; a transition refuses it instead).
+    #[must_use]
     pub fn read(text: &[u8]) -> Policy {
         Policy::parse(text).unwrap_or_default()
     }
 
     /// The stored text: the options that make it, in the fixed order.
+    #[must_use]
     pub fn text(&self) -> Vec<u8> {
         let mut parts = Vec::new();
         if let Some(n) = self.attempts {
@@ -90,11 +93,13 @@ impl Policy {
     }
 
     /// The maximum attempts: the job's, or `default`.
+    #[must_use]
     pub fn max_attempts(&self, default: u64) -> u64 {
         self.attempts.unwrap_or(default)
     }
 
     /// The back-off after failed attempt `attempt` (≥ 1): the job's, or `default`.
+    #[must_use]
     pub fn backoff_ms(&self, default: u64, attempt: u64) -> u64 {
         match self.backoff {
             None => default,

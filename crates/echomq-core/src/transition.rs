@@ -181,12 +181,14 @@ transitions!(
 
 impl Name {
     /// The protocol's name, lower case: `claim`.
+    #[must_use]
     pub const fn as_str(self) -> &'static str {
         self.describe().name
     }
 
     /// The transition whose module command is `command`, in any case
     /// (`EMQ.CLAIM`, `emq.claim`).
+    #[must_use]
     pub fn from_command(command: &[u8]) -> Option<Name> {
         Name::ALL
             .iter()

@@ -72,12 +72,14 @@ impl<'a> Claim<'a> {
     }
 
     /// The pending key, for a caller that blocks on it.
+    #[must_use]
     pub fn pending_key(&self) -> &'a [u8] {
         self.keys.pending
     }
 
     /// The wake-up key: a caller that blocks watches it too, since a
     /// resume sets it (PROTOCOL.md §9).
+    #[must_use]
     pub fn wake_key(&self) -> &'a [u8] {
         self.keys.wake
     }
