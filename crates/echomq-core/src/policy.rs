@@ -17,7 +17,7 @@ use crate::parse::options;
 use crate::Refusal;
 
 /// The options of ENQUEUE that make a policy, as [`options`] reads them.
-pub const OPTIONS: [(&str, RangeInclusive<u64>); 4] =
+pub(crate) const OPTIONS: [(&str, RangeInclusive<u64>); 4] =
     [("ATTEMPTS", MAX_ATTEMPTS), ("BACKOFF", DELAY_MS), ("BACKOFF_EXP", DELAY_MS), ("TIMEOUT", TIMEOUT_MS)];
 
 /// How long a failed job waits before its next attempt.

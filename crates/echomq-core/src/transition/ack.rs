@@ -42,7 +42,7 @@ impl<'a> Ack<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token is missing or out of
     ///   range; an option is unknown; `RESULT` is given twice or without its bytes.
     /// - `EMQSIZE`: the result is over `MAX_RESULT` bytes.

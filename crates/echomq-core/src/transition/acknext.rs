@@ -63,7 +63,7 @@ impl<'a> AckNext<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token or the lease is
     ///   missing or out of range; an option is unknown or given twice; `RESULT` has no bytes.
     /// - `EMQSIZE`: the result is over `MAX_RESULT` bytes.

@@ -48,7 +48,7 @@ impl<'a> Defer<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token, delay or
     ///   max_attempts is missing or out of range; an option is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Defer<'a>, Refusal> {

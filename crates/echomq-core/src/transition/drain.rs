@@ -50,8 +50,8 @@ impl<'a> Drain<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQARG`: KEYS[1] is not pending, delayed or active; the keys are not this queue's, in their number
-    ///   and roles; `LIMIT` is unknown, given twice or out of range.
+    /// - `EMQARG`: `KEYS[1]` is not pending, delayed or active; the keys are not this queue's, in their
+    ///   number and roles; `LIMIT` is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Drain<'a>, Refusal> {
         let sets =
             [(b"pending".as_slice(), Role::Pending), (b"delayed", Role::Delayed), (b"active", Role::Active)];

@@ -88,7 +88,7 @@ impl<'a> Enqueue<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the payload is missing; an
     ///   option is unknown, given twice or out of range; options exclude each other (`DELAY` and `AT`,
     ///   `BACKOFF` and `BACKOFF_EXP`) or lack their partner (`UNIQUE` and `UNIQUE_FOR`); an option needs all

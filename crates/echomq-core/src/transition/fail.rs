@@ -56,7 +56,7 @@ impl<'a> Fail<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token, max_attempts or
     ///   backoff is missing or out of range; the error text is missing; an argument follows it.
     /// - `EMQSIZE`: the error text is over `MAX_ERROR_TEXT` bytes.

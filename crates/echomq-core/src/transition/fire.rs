@@ -56,7 +56,7 @@ impl<'a> Fire<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the payload is missing; the
     ///   schedule name is not 1 to `MAX_SCHEDULE_NAME` bytes; tick or next is missing or out of range, or
     ///   next is not after tick; an option is unknown, given twice or out of range.

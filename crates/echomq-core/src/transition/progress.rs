@@ -42,7 +42,7 @@ impl<'a> Progress<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token is missing or out of
     ///   range; the value is missing; an argument follows it.
     /// - `EMQSIZE`: the value is over `MAX_PROGRESS` bytes.

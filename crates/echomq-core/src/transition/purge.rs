@@ -53,7 +53,7 @@ impl<'a> Purge<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQARG`: KEYS[1] is not done, dead or cancelled; the keys are not this queue's, in their number
+    /// - `EMQARG`: `KEYS[1]` is not done, dead or cancelled; the keys are not this queue's, in their number
     ///   and roles; the age is missing or out of range; `LIMIT` is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let (keys, _, prefix) = set_keys(keys, &FINISHED, "done, dead or cancelled")?;

@@ -57,7 +57,7 @@ impl<'a> Release<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQKIND`: the id (ARGV[1]) is not `JOB`-namespaced.
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token is missing or out of
     ///   range; an option is unknown, given twice or out of range; `REFUND` comes without the policy key, or
     ///   the policy key without `REFUND`.

@@ -53,7 +53,7 @@ impl<'a> Trim<'a> {
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
-    /// - `EMQARG`: KEYS[1] is not done, dead or cancelled; the keys are not this queue's, in their number
+    /// - `EMQARG`: `KEYS[1]` is not done, dead or cancelled; the keys are not this queue's, in their number
     ///   and roles; `LIMIT` is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Trim<'a>, Refusal> {
         let (keys, state, prefix) = set_keys(keys, &FINISHED, "done, dead or cancelled")?;
