@@ -110,7 +110,7 @@ impl Role {
 
     /// The Redis type a key of this role holds.
     #[must_use]
-    pub const fn key_type(self) -> KeyType {
+    pub(crate) const fn key_type(self) -> KeyType {
         match self {
             Role::Job
             | Role::Priority

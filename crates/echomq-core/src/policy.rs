@@ -62,12 +62,13 @@ impl Policy {
     /// leading, trailing or doubled space makes an empty word, which is no
     /// option), read as the options are.
     #[must_use]
-    pub fn parse(text: &[u8]) -> Option<Policy> {
+    pub(crate) fn parse(text: &[u8]) -> Option<Policy> {
         let words: Vec<&[u8]> = text.split(|b| *b == b' ').collect();
         options(&words, OPTIONS).ok().and_then(|found| Policy::from_options(found).ok().flatten())
     }
 
-    /// [`Policy::parse`], where text that does not read counts as none (a
+    /// The policy stored as `text`, read as a transition reads it
+    /// (PROTOCOL.md §7.2), where text that does not read counts as none (a
     /// host showing what it found; a transition refuses it instead).
     #[must_use]
     pub fn read(text: &[u8]) -> Policy {
@@ -76,7 +77,7 @@ impl Policy {
 
     /// The stored text: the options that make it, in the fixed order.
     #[must_use]
-    pub fn text(&self) -> Vec<u8> {
+    pub(crate) fn text(&self) -> Vec<u8> {
         let mut parts = Vec::new();
         if let Some(n) = self.attempts {
             parts.push(format!("ATTEMPTS {n}"));
@@ -94,13 +95,13 @@ impl Policy {
 
     /// The maximum attempts: the job's, or `default`.
     #[must_use]
-    pub fn max_attempts(&self, default: u64) -> u64 {
+    pub(crate) fn max_attempts(&self, default: u64) -> u64 {
         self.attempts.unwrap_or(default)
     }
 
     /// The back-off after failed attempt `attempt` (≥ 1): the job's, or `default`.
     #[must_use]
-    pub fn backoff_ms(&self, default: u64, attempt: u64) -> u64 {
+    pub(crate) fn backoff_ms(&self, default: u64, attempt: u64) -> u64 {
         match self.backoff {
             None => default,
             Some(Backoff::Fixed(ms)) => ms,

@@ -172,7 +172,7 @@ impl Parser<'_> {
 impl Json {
     /// The value of `key` in an object.
     #[must_use]
-    pub fn get(&self, key: &str) -> Option<&Json> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Json> {
         match self {
             Json::Object(pairs) => pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -181,7 +181,7 @@ impl Json {
 
     /// The same value with every object's keys sorted, to compare by.
     #[must_use]
-    pub fn sorted(&self) -> Json {
+    pub(crate) fn sorted(&self) -> Json {
         match self {
             Json::Array(items) => Json::Array(items.iter().map(Json::sorted).collect()),
             Json::Object(pairs) => {
