@@ -54,6 +54,7 @@ impl Code {
     ];
 
     /// The code as it travels: the first word of the error reply.
+    #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Code::Kind => "EMQKIND",
@@ -70,6 +71,7 @@ impl Code {
     }
 
     /// The code named by the first word of an error reply, if it is one of ours.
+    #[must_use]
     pub fn parse(word: &str) -> Option<Code> {
         Code::ALL.into_iter().find(|code| code.as_str() == word)
     }

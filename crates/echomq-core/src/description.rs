@@ -76,6 +76,7 @@ pub enum Role {
 impl Role {
     /// The key's name after the queue's prefix, as a script header writes
     /// it: `job:<id>`, `pending`, …, and `done|dead|cancelled` for [`Role::Finished`].
+    #[must_use]
     pub const fn pattern(self) -> &'static str {
         match self {
             Role::Job => "job:<id>",
@@ -108,7 +109,8 @@ impl Role {
     }
 
     /// The Redis type a key of this role holds.
-    pub const fn key_type(self) -> KeyType {
+    #[must_use]
+    pub(crate) const fn key_type(self) -> KeyType {
         match self {
             Role::Job
             | Role::Priority
@@ -141,6 +143,7 @@ impl Role {
 
     /// The key's name after the prefix when it is one fixed name (every role
     /// but [`Role::Job`], [`Role::Finished`] and [`Role::Unfinished`]).
+    #[must_use]
     pub const fn fixed(self) -> Option<&'static str> {
         match self {
             Role::Job | Role::Finished | Role::Unfinished => None,
@@ -205,6 +208,11 @@ pub struct Description {
 impl Description {
     /// The roles of a call with `count` keys, or the refusal of a count that
     /// is none of the forms (the same text as the script's and the module's).
+    ///
+    /// # Errors
+    ///
+    /// `EMQARG wrong number of keys: takes <forms>` when `count` is none of
+    /// [`forms`](Description::forms).
     pub fn form(&self, count: usize) -> Result<&'static [Role], Refusal> {
         if self.forms.contains(&count) {
             Ok(&self.keys[..count])
@@ -214,16 +222,19 @@ impl Description {
     }
 
     /// Whether it only reads.
+    #[must_use]
     pub const fn reads_only(&self) -> bool {
         matches!(self.effect, Effect::Reads)
     }
 
     /// The script's file stem: `<name>-<number of keys>`.
+    #[must_use]
     pub fn script_stem(&self) -> String {
         format!("{}-{}", self.name, self.keys.len())
     }
 
     /// The first key of `role`'s, by 0-based position.
+    #[must_use]
     pub fn position(&self, role: Role) -> Option<usize> {
         self.keys.iter().position(|r| *r == role)
     }
@@ -231,7 +242,7 @@ impl Description {
 
 /// A transition's KEYS as named keys: what its code reads instead of
 /// positions. The crate's `keys!` declares one for each transition.
-pub trait Keys<'k>: Sized {
+pub(crate) trait Keys<'k>: Sized {
     /// The roles of the keys, in KEYS order: the description's `keys`.
     const ROLES: &'static [Role];
     /// How many keys a call may send (see [`Description::forms`]).
@@ -251,25 +262,25 @@ macro_rules! keys {
     ($(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug)]
-        pub struct $name<'k> {
+        pub(crate) struct $name<'k> {
             $(
                 #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
-                pub $field: &'k [u8],
+                pub(crate) $field: &'k [u8],
             )+
         }
 
         impl $name<'_> {
             /// The roles of the keys, in KEYS order: the description's `keys`.
-            pub const ROLES: &'static [$crate::description::Role] = &[$($crate::description::Role::$role),+];
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[$($crate::description::Role::$role),+];
             /// How many keys a call sends: all of them.
-            pub const FORMS: &'static [usize] = &[Self::ROLES.len()];
+            pub(crate) const FORMS: &'static [usize] = &[Self::ROLES.len()];
         }
 
         impl<'k> $name<'k> {
             /// Every key, in KEYS order, for the transitions that treat
             /// them alike (each checked for its role's type, each deleted).
             #[allow(dead_code)]
-            pub fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
+            pub(crate) fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
                 [$(self.$field),+]
             }
         }
@@ -292,32 +303,32 @@ macro_rules! keys {
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug)]
-        pub struct $name<'k> {
+        pub(crate) struct $name<'k> {
             $(
                 #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
-                pub $field: &'k [u8],
+                pub(crate) $field: &'k [u8],
             )+
             /// The keys a call may leave off, when it passed them.
-            pub more: Option<$more<'k>>,
+            pub(crate) more: Option<$more<'k>>,
         }
 
         $(#[$more_meta])*
         #[derive(Clone, Copy, Debug)]
-        pub struct $more<'k> {
+        pub(crate) struct $more<'k> {
             $(
                 #[doc = concat!("The `", stringify!($extra), "` key ([`Role::", stringify!($extra_role), "`](crate::description::Role::", stringify!($extra_role), ")).")]
-                pub $extra: &'k [u8],
+                pub(crate) $extra: &'k [u8],
             )+
         }
 
         impl $name<'_> {
             /// The roles of the keys, in KEYS order: the description's `keys`.
-            pub const ROLES: &'static [$crate::description::Role] = &[
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[
                 $($crate::description::Role::$role,)+
                 $($crate::description::Role::$extra_role,)+
             ];
             /// How many keys a call may send: the first ones alone, or all.
-            pub const FORMS: &'static [usize] = &[[$(stringify!($field)),+].len(), Self::ROLES.len()];
+            pub(crate) const FORMS: &'static [usize] = &[[$(stringify!($field)),+].len(), Self::ROLES.len()];
         }
 
         impl<'k> $crate::description::Keys<'k> for $name<'k> {

@@ -33,6 +33,7 @@
 //! - [`vectors`]: the golden vectors of `protocol/vectors/`, as cases the core runs.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![warn(clippy::must_use_candidate, clippy::missing_errors_doc)]
 
 pub mod code;
 pub mod description;

@@ -65,11 +65,13 @@ impl std::fmt::Debug for Memory {
 
 impl Memory {
     /// An empty keyspace on `clock`.
+    #[must_use]
     pub fn new(clock: Arc<dyn Clock>) -> Memory {
         Memory { keys: HashMap::default(), clock, instant: None }
     }
 
     /// Every key with its content, sorted by key.
+    #[must_use]
     pub fn dump(&self) -> BTreeMap<Vec<u8>, Dump> {
         self.keys
             .iter()
@@ -95,6 +97,7 @@ impl Memory {
     }
 
     /// Up to `count` entries of the stream `key` whose ids come after `after`.
+    #[must_use]
     pub fn xread(&self, key: &[u8], after: StreamId, count: usize) -> Vec<Entry> {
         match self.keys.get(key) {
             Some(Value::Stream(stream)) => {
@@ -106,6 +109,7 @@ impl Memory {
     }
 
     /// The id of the stream `key`'s newest entry, if it has one.
+    #[must_use]
     pub fn xlast(&self, key: &[u8]) -> Option<StreamId> {
         match self.keys.get(key) {
             Some(Value::Stream(stream)) => stream.entries.back().map(|(id, _)| *id),

@@ -1,6 +1,8 @@
-//! Argument parsing and validation, shared by every transition and by both of
-//! the core's users (the module and the embedded executor). Each check answers
-//! with the same words as the Lua scripts.
+//! Argument parsing and validation, shared by every transition. Each check
+//! answers with the same words as the Lua scripts. The checks are the
+//! crate's own: a caller reaches them through a transition's `parse`. The
+//! one public item, [`wrong_number_of_keys`], is for the module, whose key
+//! count is checked before a transition parses.
 
 use std::ops::RangeInclusive;
 
@@ -9,12 +11,12 @@ use crate::limits::MAX_DIGITS;
 use crate::{Code, Refusal, Role};
 
 /// Text for a refusal from bytes that may not be UTF-8.
-pub fn lossy(bytes: &[u8]) -> String {
+pub(crate) fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// The kind gate: the first three bytes of an id must be `JOB`.
-pub fn kind(id: Option<&[u8]>) -> Result<&[u8], Refusal> {
+pub(crate) fn kind(id: Option<&[u8]>) -> Result<&[u8], Refusal> {
     match id {
         Some(id) if id.starts_with(b"JOB") => Ok(id),
         _ => Err(Refusal::new(Code::Kind, "job id must be JOB-namespaced")),
@@ -22,7 +24,7 @@ pub fn kind(id: Option<&[u8]>) -> Result<&[u8], Refusal> {
 }
 
 /// An integer argument: an optional `-`, 1 to 15 decimal digits, within `range`.
-pub fn integer(value: Option<&[u8]>, name: &str, range: RangeInclusive<i64>) -> Result<i64, Refusal> {
+pub(crate) fn integer(value: Option<&[u8]>, name: &str, range: RangeInclusive<i64>) -> Result<i64, Refusal> {
     match value.and_then(integer_text) {
         Some(n) if range.contains(&n) => Ok(n),
         _ => Err(Refusal::arg(format!("{name} must be an integer in {}..={}", range.start(), range.end()))),
@@ -34,14 +36,14 @@ pub fn integer(value: Option<&[u8]>, name: &str, range: RangeInclusive<i64>) -> 
 /// the form ARGV's take, or nothing (`None`). Anything else is malformed
 /// stored state, `EMQDATA <key> <field> is not an integer`, refused before
 /// any write.
-pub fn stored(value: Option<&[u8]>, key: &[u8], field: &[u8]) -> Result<Option<i64>, Refusal> {
+pub(crate) fn stored(value: Option<&[u8]>, key: &[u8], field: &[u8]) -> Result<Option<i64>, Refusal> {
     let Some(value) = value else { return Ok(None) };
     integer_text(value).map(Some).ok_or_else(|| malformed(key, field, "an integer"))
 }
 
 /// `EMQDATA <key> <field> is not <what>`: a key of the right type holds a
 /// value of the wrong shape.
-pub fn malformed(key: &[u8], field: &[u8], what: &str) -> Refusal {
+pub(crate) fn malformed(key: &[u8], field: &[u8], what: &str) -> Refusal {
     Refusal::new(Code::Data, format!("{} {} is not {what}", lossy(key), lossy(field)))
 }
 
@@ -54,7 +56,7 @@ fn integer_text(value: &[u8]) -> Option<i64> {
 }
 
 /// An integer argument that is never negative (its range starts at 0 or more).
-pub fn count(value: Option<&[u8]>, name: &str, range: RangeInclusive<u64>) -> Result<u64, Refusal> {
+pub(crate) fn count(value: Option<&[u8]>, name: &str, range: RangeInclusive<u64>) -> Result<u64, Refusal> {
     let signed = (*range.start() as i64)..=(*range.end() as i64);
     integer(value, name, signed).map(|n| n as u64)
 }
@@ -62,7 +64,7 @@ pub fn count(value: Option<&[u8]>, name: &str, range: RangeInclusive<u64>) -> Re
 /// Options after the positional arguments: `NAME value` pairs, each at most
 /// once. `spec` lists the upper-case names and ranges; the result holds each
 /// option's value in the same order, `None` when absent.
-pub fn options<const N: usize>(
+pub(crate) fn options<const N: usize>(
     args: &[&[u8]],
     spec: [(&str, RangeInclusive<u64>); N],
 ) -> Result<[Option<u64>; N], Refusal> {
@@ -86,7 +88,7 @@ pub fn options<const N: usize>(
 /// A call's keys by name, and the queue's prefix: their count must be one
 /// of `K`'s forms (else the same refusal as the scripts'), and each key the
 /// queue's key of its role, as [`queue_prefix`] checks them.
-pub fn named_keys<'k, K: Keys<'k>>(keys: &[&'k [u8]], id: &[u8]) -> Result<(K, &'k [u8]), Refusal> {
+pub(crate) fn named_keys<'k, K: Keys<'k>>(keys: &[&'k [u8]], id: &[u8]) -> Result<(K, &'k [u8]), Refusal> {
     let named = K::bind(keys).ok_or_else(|| wrong_number_of_keys(K::FORMS))?;
     let prefix = queue_prefix(keys, &K::ROLES[..keys.len()], id)?;
     Ok((named, prefix))
@@ -95,7 +97,7 @@ pub fn named_keys<'k, K: Keys<'k>>(keys: &[&'k [u8]], id: &[u8]) -> Result<(K, &
 /// The queue's prefix, `emq:{q}:`, read off the first key and checked against
 /// every key: they must be this queue's keys, in the order and roles given.
 /// [`Role::Job`] stands for the record of `id`.
-pub fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> Result<&'k [u8], Refusal> {
+pub(crate) fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> Result<&'k [u8], Refusal> {
     if keys.len() != roles.len() {
         return Err(wrong_number_of_keys(&[roles.len()]));
     }
@@ -128,6 +130,7 @@ pub fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> Result<
 /// The refusal of a call whose number of keys is none of `forms`, the
 /// counts its transition takes: `wrong number of keys: takes 2 or 11`, as
 /// the scripts and the module's key count answer it.
+#[must_use]
 pub fn wrong_number_of_keys(forms: &[usize]) -> Refusal {
     let counts: Vec<String> = forms.iter().map(usize::to_string).collect();
     Refusal::arg(format!("wrong number of keys: takes {}", counts.join(" or ")))
@@ -142,7 +145,7 @@ fn well_formed_prefix(prefix: &[u8]) -> bool {
 }
 
 /// A record's key: the queue's prefix, `job:`, the id.
-pub fn record_key(prefix: &[u8], id: &[u8]) -> Vec<u8> {
+pub(crate) fn record_key(prefix: &[u8], id: &[u8]) -> Vec<u8> {
     [prefix, b"job:", id].concat()
 }
 

@@ -17,7 +17,7 @@ use crate::parse::options;
 use crate::Refusal;
 
 /// The options of ENQUEUE that make a policy, as [`options`] reads them.
-pub const OPTIONS: [(&str, RangeInclusive<u64>); 4] =
+pub(crate) const OPTIONS: [(&str, RangeInclusive<u64>); 4] =
     [("ATTEMPTS", MAX_ATTEMPTS), ("BACKOFF", DELAY_MS), ("BACKOFF_EXP", DELAY_MS), ("TIMEOUT", TIMEOUT_MS)];
 
 /// How long a failed job waits before its next attempt.
@@ -45,7 +45,7 @@ pub struct Policy {
 impl Policy {
     /// The policy the options `[ATTEMPTS, BACKOFF, BACKOFF_EXP, TIMEOUT]`
     /// make; `None` when none was given.
-    pub fn from_options(found: [Option<u64>; 4]) -> Result<Option<Policy>, Refusal> {
+    pub(crate) fn from_options(found: [Option<u64>; 4]) -> Result<Option<Policy>, Refusal> {
         let [attempts, fixed, exponential, timeout] = found;
         let backoff = match (fixed, exponential) {
             (Some(_), Some(_)) => return Err(Refusal::arg("BACKOFF and BACKOFF_EXP exclude each other")),
@@ -61,19 +61,23 @@ impl Policy {
     /// (PROTOCOL.md §7.2): its words split on each single space (so a
     /// leading, trailing or doubled space makes an empty word, which is no
     /// option), read as the options are.
-    pub fn parse(text: &[u8]) -> Option<Policy> {
+    #[must_use]
+    pub(crate) fn parse(text: &[u8]) -> Option<Policy> {
         let words: Vec<&[u8]> = text.split(|b| *b == b' ').collect();
         options(&words, OPTIONS).ok().and_then(|found| Policy::from_options(found).ok().flatten())
     }
 
-    /// [`Policy::parse`], where text that does not read counts as none (a
+    /// The policy stored as `text`, read as a transition reads it
+    /// (PROTOCOL.md §7.2), where text that does not read counts as none (a
     /// host showing what it found; a transition refuses it instead).
+    #[must_use]
     pub fn read(text: &[u8]) -> Policy {
         Policy::parse(text).unwrap_or_default()
     }
 
     /// The stored text: the options that make it, in the fixed order.
-    pub fn text(&self) -> Vec<u8> {
+    #[must_use]
+    pub(crate) fn text(&self) -> Vec<u8> {
         let mut parts = Vec::new();
         if let Some(n) = self.attempts {
             parts.push(format!("ATTEMPTS {n}"));
@@ -90,12 +94,14 @@ impl Policy {
     }
 
     /// The maximum attempts: the job's, or `default`.
-    pub fn max_attempts(&self, default: u64) -> u64 {
+    #[must_use]
+    pub(crate) fn max_attempts(&self, default: u64) -> u64 {
         self.attempts.unwrap_or(default)
     }
 
     /// The back-off after failed attempt `attempt` (≥ 1): the job's, or `default`.
-    pub fn backoff_ms(&self, default: u64, attempt: u64) -> u64 {
+    #[must_use]
+    pub(crate) fn backoff_ms(&self, default: u64, attempt: u64) -> u64 {
         match self.backoff {
             None => default,
             Some(Backoff::Fixed(ms)) => ms,

@@ -33,6 +33,7 @@ pub struct Refusal {
 
 impl Reply {
     /// A count or a time in ms, as an integer reply.
+    #[must_use]
     pub fn count(n: u64) -> Reply {
         Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
     }
@@ -40,11 +41,13 @@ impl Reply {
 
 impl Refusal {
     /// A refusal with `code` and `text`.
+    #[must_use]
     pub fn new(code: Code, text: impl Into<String>) -> Refusal {
         Refusal { code, text: text.into() }
     }
 
     /// `EMQARG <text>`.
+    #[must_use]
     pub fn arg(text: impl Into<String>) -> Refusal {
         Refusal::new(Code::Arg, text)
     }

@@ -21,6 +21,7 @@ pub enum KeyType {
 
 impl KeyType {
     /// The name `TYPE` answers with.
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             KeyType::None => "none",

@@ -112,7 +112,18 @@ macro_rules! transitions {
                 }
             }
 
-            /// Parse and apply the transition to `store`.
+            /// Parse and apply the transition to `store`: the executors' one
+            /// entry (the module's commands, the embedded executor) and the
+            /// run fuzzer's. A host calls a transition through its executor,
+            /// not through this.
+            ///
+            /// # Errors
+            ///
+            /// The transition's refusal: its `parse`'s (`EMQARG`, `EMQKIND`,
+            /// `EMQSIZE`), then its `apply`'s (`EMQTYPE`, `EMQNOJOB`,
+            /// `EMQFENCE`, `EMQSTATE`, `EMQDATA`, `EMQVERSION`, `TRYAGAIN`),
+            /// as each transition type's `# Errors` lists them. A refused call
+            /// wrote nothing.
             pub fn run<S: Store>(self, store: &mut S, keys: &[&[u8]], args: &[&[u8]]) -> Answer {
                 store.begin();
                 match self {
@@ -120,7 +131,14 @@ macro_rules! transitions {
                 }
             }
 
-            /// Parse only: what a fuzzer calls. Never panics, never touches storage.
+            /// Parse only: what the parse fuzzer calls, an internal kept
+            /// public for it; an executor calls [`run`](Name::run). Never
+            /// panics, never touches storage.
+            ///
+            /// # Errors
+            ///
+            /// The transition's `parse` refusal (`EMQARG`, `EMQKIND`,
+            /// `EMQSIZE`), as each transition type's `# Errors` lists it.
             pub fn parse_only(self, keys: &[&[u8]], args: &[&[u8]]) -> Result<(), Refusal> {
                 match self {
                     $(Name::$name => $name::parse(keys, args).map(drop),)*
@@ -163,12 +181,14 @@ transitions!(
 
 impl Name {
     /// The protocol's name, lower case: `claim`.
+    #[must_use]
     pub const fn as_str(self) -> &'static str {
         self.describe().name
     }
 
     /// The transition whose module command is `command`, in any case
     /// (`EMQ.CLAIM`, `emq.claim`).
+    #[must_use]
     pub fn from_command(command: &[u8]) -> Option<Name> {
         Name::ALL
             .iter()

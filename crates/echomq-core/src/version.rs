@@ -18,6 +18,7 @@ pub const PROTOCOL: Version = Version { major: 1, minor: 2 };
 impl Version {
     /// Read `major.minor` (both decimal, no sign, no spaces), as
     /// [`Display`](std::fmt::Display) writes it.
+    #[must_use]
     pub fn parse(text: &str) -> Option<Version> {
         let (major, minor) = text.split_once('.')?;
         let number = |part: &str| -> Option<u32> {
@@ -31,6 +32,7 @@ impl Version {
 
     /// Whether a speaker of `self` may work keys written by `other`: the
     /// same major.
+    #[must_use]
     pub const fn compatible(self, other: Version) -> bool {
         self.major == other.major
     }

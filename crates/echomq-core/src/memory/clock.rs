@@ -26,6 +26,7 @@ pub struct ManualClock(AtomicU64);
 
 impl ManualClock {
     /// A clock showing `ms`.
+    #[must_use]
     pub fn new(ms: u64) -> ManualClock {
         ManualClock(AtomicU64::new(ms))
     }

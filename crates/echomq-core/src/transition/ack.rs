@@ -38,6 +38,14 @@ impl<'a> Ack<'a> {
 
     /// KEYS: job, active, done, results, events, config. ARGV: id,
     /// token, then `RESULT <bytes>`.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token is missing or out of
+    ///   range; an option is unknown; `RESULT` is given twice or without its bytes.
+    /// - `EMQSIZE`: the result is over `MAX_RESULT` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Ack<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args)?;
         let mut result = None;
@@ -61,6 +69,17 @@ impl<'a> Ack<'a> {
     }
 
     /// The holder finishes the job: to done, its result (if any) kept in results.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: active, done, results, the record, events or config holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` or `attempts` is malformed, or `<q>config`'s `events` is not an
+    ///   integer.
+    /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys: AckKeys { job, active, done, results, events, config }, id, .. } = self.fenced;
         let stamped = self.check(store)?;

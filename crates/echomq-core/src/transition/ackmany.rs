@@ -56,6 +56,14 @@ impl<'a> AckMany<'a> {
 
     /// KEYS: active, done, results, events, config. ARGV: one or more jobs,
     /// each `id token [RESULT <bytes>]`, at most [`ACKS`] of them.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: an id is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; no job, or more than `ACKS`; a
+    ///   token is missing or out of range; `RESULT` is given twice for a job or without its bytes.
+    /// - `EMQSIZE`: a result is over `MAX_RESULT` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckMany<'a>, Refusal> {
         let (keys, prefix) = named_keys::<AckManyKeys>(keys, b"")?;
         let mut acks = Vec::new();
@@ -86,6 +94,16 @@ impl<'a> AckMany<'a> {
     /// moved one) are checked before the first write: a refusal of the call
     /// changes nothing. A job named twice is acked once; its second entry
     /// is refused (`EMQFENCE`: it is done).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: active, done, results, a record, events or config holds another type.
+    /// - `TRYAGAIN`: a record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer.
+    /// - A job's own `EMQNOJOB`, `EMQFENCE` or `EMQDATA` is not an `Err`: it is that job's item of the
+    ///   reply.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let AckManyKeys { active, done, results, events, config } = self.keys;
         need(store, active, KeyType::Zset)?;

@@ -59,6 +59,14 @@ impl<'a> AckNext<'a> {
     /// KEYS: job, active, done, results, events, config, pending, rate,
     /// policy, headers, wake. ARGV: id, token, the next claims' lease, then
     /// `RESULT <bytes>` and `COUNT <n>` (default 1), in any order.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token or the lease is
+    ///   missing or out of range; an option is unknown or given twice; `RESULT` has no bytes.
+    /// - `EMQSIZE`: the result is over `MAX_RESULT` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<AckNext<'a>, Refusal> {
         let Fenced { keys, prefix, id, token } = Fenced::<AckNextKeys>::parse(keys, args)?;
         let lease = count(args.get(2).copied(), "lease", LEASE_MS)?;
@@ -90,6 +98,18 @@ impl<'a> AckNext<'a> {
     /// reply. Every key's type, the fence, and the records at the head of
     /// pending that the claim may take are checked before the first write,
     /// so a refusal changes nothing (and claims nothing).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key or the record holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` or `attempts`, a claimed record's `attempts`, or a setting of
+    ///   `<q>config` is malformed.
+    /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - Any of them refuses the whole call, before the first write: it acks nothing and claims nothing.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.ack.check(store)?;
         let ClaimKeys { pending, config, rate, policy, events, headers, wake: wakes, .. } = self.claim_keys;

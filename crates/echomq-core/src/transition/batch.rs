@@ -126,6 +126,15 @@ impl<'a> Batch<'a> {
 
     /// KEYS: batches, batch_jobs, batch_open. ARGV: batch id, callback id,
     /// callback payload, then the batch's job ids (1 to 1000).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the callback's id or a job's id is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the batch id is not 1 to
+    ///   `MAX_BATCH_ID` bytes of letters, digits, `_`, `-`, `.` and `:`, or ends in `:callback`; the
+    ///   payload is missing; the jobs are not 1 to 1000.
+    /// - `EMQSIZE`: the callback's payload is over `MAX_PAYLOAD` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Batch<'a>, Refusal> {
         let (keys, _) = named_keys::<BatchKeys>(keys, b"")?;
         let batch = batch_id(args.first().copied())?;
@@ -150,6 +159,11 @@ impl<'a> Batch<'a> {
 
     /// Open the batch; 1, or 0 when a batch of that id is open already
     /// (nothing changed: a retried BATCH).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: batches, batch_jobs or batch_open holds another type.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let BatchKeys { batches, batch_jobs, batch_open: open } = self.keys;
         need(store, batches, KeyType::Hash)?;

@@ -46,6 +46,12 @@ impl<'a> Cancel<'a> {
     };
 
     /// KEYS: job, pending, active, delayed, dead, cancelled, events, config. ARGV: id.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument follows the id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Cancel<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         let (keys, _) = named_keys::<CancelKeys>(keys, id)?;
@@ -54,6 +60,16 @@ impl<'a> Cancel<'a> {
     }
 
     /// From pending, active, delayed or dead to cancelled; 0 when cancelled already.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a set, the record, events or config holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` is none of the six, or `<q>config`'s `events` is not an integer.
+    /// - `EMQSTATE`: the job is done (`cannot cancel a done job`).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let CancelKeys { pending, active, delayed, dead, cancelled, .. } = self.keys;
         for key in [pending, active, delayed, dead, cancelled] {

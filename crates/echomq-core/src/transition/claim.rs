@@ -55,6 +55,12 @@ impl<'a> Claim<'a> {
 
     /// KEYS: pending, active, config, rate, policy, events, headers, wake.
     /// ARGV: lease, then COUNT (and BLOCK, native only).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the lease is missing or out of
+    ///   range; an option is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
         let (keys, prefix) = named_keys::<ClaimKeys>(keys, b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
@@ -66,12 +72,14 @@ impl<'a> Claim<'a> {
     }
 
     /// The pending key, for a caller that blocks on it.
+    #[must_use]
     pub fn pending_key(&self) -> &'a [u8] {
         self.keys.pending
     }
 
     /// The wake-up key: a caller that blocks watches it too, since a
     /// resume sets it (PROTOCOL.md §9).
+    #[must_use]
     pub fn wake_key(&self) -> &'a [u8] {
         self.keys.wake
     }
@@ -80,6 +88,15 @@ impl<'a> Claim<'a> {
     /// as many as the queue's gate lets through; when it held back jobs
     /// that pending still holds, or the queue is paused, its reason follows
     /// the jobs (PROTOCOL.md §7, CLAIM).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key holds another type, or a claimed record is not a hash.
+    /// - `TRYAGAIN`: a claimed record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: a setting of `<q>config` is malformed (`paused` not 0 or 1, a limit not an integer), or
+    ///   a claimed record's `attempts` is not an integer of 0 or more.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.apply_to(store, None)
     }

@@ -135,6 +135,12 @@ impl<'a> Config<'a> {
     /// KEYS: config, pending, priority, rate, events, wake. ARGV: options
     /// `PAUSED 0|1`, `CONCURRENCY <n>` (0: no limit), `RATE <n>` (0: no
     /// limit) with `PER <ms>`, retention, `EVENTS <n>` (0: off).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; an option is unknown, given
+    ///   twice or out of range; `RATE` comes without `PER`, or `PER` without `RATE`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Config<'a>, Refusal> {
         let (keys, _) = named_keys::<ConfigKeys>(keys, b"")?;
         let [paused, concurrency, rate, per, done_age, done_count, dead_age, dead_count, cancelled_age, cancelled_count, events] =
@@ -172,6 +178,14 @@ impl<'a> Config<'a> {
     /// Resuming a paused queue re-adds the head of pending at its own score,
     /// so waiting claims wake as on an arrival. Removing the rate deletes
     /// its claim log. With the events key, pausing and resuming are events.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key holds another type.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: a setting of `<q>config` is malformed (`paused` not 0 or 1, a limit not an integer), or,
+    ///   on a resume, the head of pending's priority is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let ConfigKeys { config, pending, priority, rate, .. } = self.keys;
         need(store, config, KeyType::Hash)?;

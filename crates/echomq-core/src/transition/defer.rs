@@ -44,6 +44,13 @@ impl<'a> Defer<'a> {
     /// KEYS: job, active, delayed, policy, config, events. ARGV: id, token, delay,
     /// max attempts (the caller's, for a job with no ATTEMPTS of its own),
     /// then `PAUSE 0|1`.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token, delay or
+    ///   max_attempts is missing or out of range; an option is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Defer<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args)?;
         let delay = count(args.get(2).copied(), "delay", DELAY_MS)?;
@@ -55,6 +62,17 @@ impl<'a> Defer<'a> {
     /// The holder was told to come back later (an HTTP 429): the job waits in
     /// delayed for the delay without spending the attempt (its own ATTEMPTS
     /// grow by one), and with PAUSE 1 the queue's claims stop until then too.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key or the record holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` or `attempts`, the job's own policy, `<q>config`'s `paused_until`
+    ///   (with `PAUSE`) or `events` is malformed.
+    /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys: DeferKeys { job, active, delayed, policy: policies, config, events }, id, .. } =
             self.fenced;

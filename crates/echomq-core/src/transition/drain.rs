@@ -46,6 +46,12 @@ impl<'a> Drain<'a> {
 
     /// KEYS: pending, delayed or active; priority; errors; progress; policy;
     /// results; headers. ARGV: LIMIT.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: `KEYS[1]` is not pending, delayed or active; the keys are not this queue's, in their
+    ///   number and roles; `LIMIT` is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Drain<'a>, Refusal> {
         let sets =
             [(b"pending".as_slice(), Role::Pending), (b"delayed", Role::Delayed), (b"active", Role::Active)];
@@ -56,6 +62,12 @@ impl<'a> Drain<'a> {
 
     /// Delete up to LIMIT jobs of the set, head first, whatever their state
     /// of progress: a drained active job's holder is fenced (its record is gone).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: the set, a side hash or a record to delete holds another type.
+    /// - `TRYAGAIN`: a record to delete is missing while the queue's slot moves between cluster nodes.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let DrainKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];

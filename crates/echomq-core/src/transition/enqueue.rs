@@ -84,6 +84,16 @@ impl<'a> Enqueue<'a> {
     /// KEYS: job, pending, and with all eleven: delayed, priority, policy,
     /// unique, unique_until, events, config, headers, wake. The seed's two
     /// take no option that needs another key. ARGV: id, payload, options.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the payload is missing; an
+    ///   option is unknown, given twice or out of range; options exclude each other (`DELAY` and `AT`,
+    ///   `BACKOFF` and `BACKOFF_EXP`) or lack their partner (`UNIQUE` and `UNIQUE_FOR`); an option needs all
+    ///   eleven keys.
+    /// - `EMQSIZE`: the payload is over `MAX_PAYLOAD` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Enqueue<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         let (keys, prefix) = named_keys::<EnqueueKeys>(keys, id)?;
@@ -165,6 +175,14 @@ impl<'a> Enqueue<'a> {
     }
 
     /// Write the record and put the id in pending, or in delayed when due later.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: the record or a key the call's options use holds another type.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer; `UNIQUE`'s entry is not `<0|1>:<id>`, or its
+    ///   holder's `state` is none of the six.
     pub fn apply<S: Store>(self, store: &mut S) -> Answer {
         let now = store.now_ms();
         // Only a call with all eleven keys has options (parse refuses them

@@ -41,6 +41,14 @@ impl<'a> EnqueueMany<'a> {
 
     /// KEYS: pending, events, config, wake. ARGV: one or more jobs, each
     /// `id payload`, at most [`ENQUEUES`] of them.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: an id is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; a job's payload is missing;
+    ///   more than `ENQUEUES` jobs.
+    /// - `EMQSIZE`: a payload is over `MAX_PAYLOAD` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<EnqueueMany<'a>, Refusal> {
         let (keys, prefix) = named_keys::<EnqueueManyKeys>(keys, b"")?;
         let mut jobs = Vec::with_capacity(args.len() / 2);
@@ -68,6 +76,14 @@ impl<'a> EnqueueMany<'a> {
     /// nothing), and, when a record is missing, whether the queue's slot is
     /// moving (`TRYAGAIN`) are checked before the first write. One wake-up
     /// when any job was enqueued.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: pending, a record, events, config or wake holds another type.
+    /// - `TRYAGAIN`: a record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let EnqueueManyKeys { pending, events, config, wake: wakes } = self.keys;
         need(store, pending, KeyType::Zset)?;

@@ -36,6 +36,13 @@ impl<'a> Extend<'a> {
     };
 
     /// KEYS: job, active. ARGV: id, token, lease.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token or the lease is
+    ///   missing or out of range; an argument follows them.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Extend<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args)?;
         let lease = count(args.get(2).copied(), "lease", LEASE_MS)?;
@@ -44,6 +51,15 @@ impl<'a> Extend<'a> {
     }
 
     /// Move the lease deadline to now + lease; reply the deadline.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: active or the record holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` or `attempts` is malformed.
+    /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys: ExtendKeys { job, active }, id, .. } = self.fenced;
         self.fenced.check(store, job, &[(active, KeyType::Zset)])?;

@@ -52,6 +52,14 @@ impl<'a> Fail<'a> {
     /// KEYS: job, active, delayed, dead, errors, policy, events, config.
     /// ARGV: id, token, max attempts, back-off, error: the caller's, for a
     /// job with no policy of its own.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token, max_attempts or
+    ///   backoff is missing or out of range; the error text is missing; an argument follows it.
+    /// - `EMQSIZE`: the error text is over `MAX_ERROR_TEXT` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fail<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args)?;
         let max_attempts = count(args.get(2).copied(), "max_attempts", MAX_ATTEMPTS)?;
@@ -66,6 +74,17 @@ impl<'a> Fail<'a> {
 
     /// To delayed for a retry after the back-off, or to dead at max attempts,
     /// by the job's own policy where it has one.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key or the record holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` or `attempts`, the job's own policy, or `<q>config`'s `events` is
+    ///   not an integer.
+    /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced {
             keys: FailKeys { job, active, delayed, dead, errors, policy, events, config },

@@ -52,6 +52,15 @@ impl<'a> Fire<'a> {
 
     /// KEYS: job, pending, ticks, events, config, wake. ARGV: id, payload,
     /// name, tick, next, then SKIP.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the payload is missing; the
+    ///   schedule name is not 1 to `MAX_SCHEDULE_NAME` bytes; tick or next is missing or out of range, or
+    ///   next is not after tick; an option is unknown, given twice or out of range.
+    /// - `EMQSIZE`: the payload is over `MAX_PAYLOAD` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Fire<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         let (keys, _) = named_keys::<FireKeys>(keys, id)?;
@@ -72,6 +81,13 @@ impl<'a> Fire<'a> {
     /// When the schedule's next tick is `tick`: move it to `next`, and
     /// enqueue the job (unless SKIP, or its record exists). Reply 1 enqueued,
     /// 0 moved on without a job, -1 the next tick was not `tick` (nothing changed).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: the record, pending, ticks, events, config or wake holds another type.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let FireKeys { job: record, pending, ticks, .. } = self.keys;
         need(store, record, KeyType::Hash)?;

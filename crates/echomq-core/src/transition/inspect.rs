@@ -43,6 +43,12 @@ impl<'a> Inspect<'a> {
     };
 
     /// KEYS: job, errors, progress, results, policy, headers. ARGV: id.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument follows the id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Inspect<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         let (keys, _) = named_keys::<InspectKeys>(keys, id)?;
@@ -53,6 +59,11 @@ impl<'a> Inspect<'a> {
     /// [the record as a flat field/value array, then the id's entry in each
     /// other key or nil: its last error, last progress, result, own policy,
     /// headers].
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: the record or a side hash is not a hash.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         for key in self.keys.all() {
             need(store, key, KeyType::Hash)?;

@@ -59,6 +59,11 @@ impl<'a> Obliterate<'a> {
     };
 
     /// KEYS: the six sets, then every other key of the queue. No ARGV.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument is given.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Obliterate<'a>, Refusal> {
         let (keys, _) = named_keys::<ObliterateKeys>(keys, b"")?;
         options(args, [])?;
@@ -68,6 +73,12 @@ impl<'a> Obliterate<'a> {
     /// The last step of deleting a queue: refused while any of its six sets
     /// holds a job; else delete every other key it owns. Reply how many
     /// keys were deleted. Every key must hold its protocol type (or nothing).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key holds another type than its role's.
+    /// - `EMQSTATE`: a job set still holds jobs (`the queue still holds <n> jobs`).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let keys = self.keys.all();
         for (key, role) in keys.iter().zip(ObliterateKeys::ROLES) {

@@ -38,6 +38,14 @@ impl<'a> Progress<'a> {
     };
 
     /// KEYS: job, progress, events, config. ARGV: id, token, value.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token is missing or out of
+    ///   range; the value is missing; an argument follows it.
+    /// - `EMQSIZE`: the value is over `MAX_PROGRESS` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Progress<'a>, Refusal> {
         let fenced = Fenced::parse(keys, args)?;
         let value = *args.get(2).ok_or_else(|| Refusal::arg("progress value is missing"))?;
@@ -49,6 +57,17 @@ impl<'a> Progress<'a> {
     }
 
     /// Keep the holder's progress value beside the record; the record is untouched.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: progress, the record, events or config holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` or `attempts` is malformed, or `<q>config`'s `events` is not an
+    ///   integer.
+    /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced { keys: ProgressKeys { job, progress, events, config }, id, .. } = self.fenced;
         self.fenced.check(store, job, &[(progress, KeyType::Hash)])?;

@@ -45,12 +45,26 @@ impl<'a> Promote<'a> {
     };
 
     /// KEYS: delayed, pending, priority, events, config, wake. ARGV: LIMIT.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; `LIMIT` is unknown, given twice
+    ///   or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Promote<'a>, Refusal> {
         let (keys, prefix) = named_keys::<PromoteKeys>(keys, b"")?;
         Ok(Promote { keys, prefix, limit: limit(args)? })
     }
 
     /// Due delayed jobs to pending at their priority; reply how many.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key or a due record holds another type.
+    /// - `TRYAGAIN`: a due record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a due job's priority is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let PromoteKeys { delayed, pending, priority, .. } = self.keys;
         need(store, delayed, KeyType::Zset)?;

@@ -49,6 +49,12 @@ impl<'a> Purge<'a> {
 
     /// KEYS: done, dead or cancelled; priority; errors; progress; policy;
     /// results; headers. ARGV: age, LIMIT.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: `KEYS[1]` is not done, dead or cancelled; the keys are not this queue's, in their number
+    ///   and roles; the age is missing or out of range; `LIMIT` is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Purge<'a>, Refusal> {
         let (keys, _, prefix) = set_keys(keys, &FINISHED, "done, dead or cancelled")?;
         let age = count(args.first().copied(), "age", AGE_MS)?;
@@ -58,6 +64,12 @@ impl<'a> Purge<'a> {
 
     /// Delete finished jobs past the age: records, set entries, and their
     /// entries in the side hashes.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: the set, a side hash or a record to delete holds another type.
+    /// - `TRYAGAIN`: a record to delete is missing while the queue's slot moves between cluster nodes.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let PurgeKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];

@@ -55,6 +55,12 @@ impl<'a> Reap<'a> {
     /// KEYS: active, pending, dead, errors, priority, policy, events,
     /// config, wake. ARGV: max attempts (the reaper's, for a job with no policy
     /// of its own), LIMIT.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; max_attempts is missing or out
+    ///   of range; `LIMIT` is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Reap<'a>, Refusal> {
         let (keys, prefix) = named_keys::<ReapKeys>(keys, b"")?;
         let max_attempts = count(args.first().copied(), "max_attempts", MAX_ATTEMPTS)?;
@@ -63,6 +69,15 @@ impl<'a> Reap<'a> {
     }
 
     /// Expired leases to pending, or to dead at max attempts; reply [requeued, dead].
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key or an expired record holds another type.
+    /// - `TRYAGAIN`: an expired record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or an expired job's `attempts`, own policy or
+    ///   priority is malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let ReapKeys { active, pending, dead, errors, priority, policy, events, config, wake: wakes } =
             self.keys;

@@ -53,6 +53,14 @@ impl<'a> Release<'a> {
 
     /// KEYS: job, active, pending, priority, events, config, wake, and
     /// policy with REFUND. ARGV: id, token, then `REFUND <max_attempts>`.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the token is missing or out of
+    ///   range; an option is unknown, given twice or out of range; `REFUND` comes without the policy key, or
+    ///   the policy key without `REFUND`.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Release<'a>, Refusal> {
         let fenced = Fenced::<ReleaseKeys>::parse(keys, args)?;
         let [refund] = options(args.get(2..).unwrap_or_default(), [("REFUND", MAX_ATTEMPTS)])?;
@@ -69,6 +77,17 @@ impl<'a> Release<'a> {
 
     /// Back to pending at its priority, the token kept. With REFUND the
     /// attempt is not spent: the job's own ATTEMPTS grow by one, as DEFER's do.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key or the record holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` or `attempts`, the job's own policy (with `REFUND`) or its priority
+    ///   is malformed, or `<q>config`'s `events` is not an integer.
+    /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced {
             keys: ReleaseKeys { job, active, pending, priority, events, config, wake: wakes, .. },

@@ -45,6 +45,12 @@ impl<'a> Retry<'a> {
     };
 
     /// KEYS: job, dead, pending, priority, events, config, wake. ARGV: id.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQKIND`: the id (`ARGV[1]`) is not `JOB`-namespaced.
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument follows the id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
         let id = kind(args.first().copied())?;
         let (keys, _) = named_keys::<RetryKeys>(keys, id)?;
@@ -53,6 +59,17 @@ impl<'a> Retry<'a> {
     }
 
     /// A dead job back to pending at its priority.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key or the record holds another type.
+    /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQNOJOB`: there is no record.
+    /// - `EMQDATA`: the record's `state` is none of the six, the job's priority is not an integer, or
+    ///   `<q>config`'s `events` is not an integer.
+    /// - `EMQSTATE`: the job is not dead (`cannot retry a <state> job`).
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         need(store, self.keys.dead, KeyType::Zset)?;
         need(store, self.keys.pending, KeyType::Zset)?;

@@ -55,6 +55,14 @@ impl<'a> Schedule<'a> {
     };
 
     /// KEYS: schedules, ticks. ARGV: name, definition, next tick.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the name is not 1 to
+    ///   `MAX_SCHEDULE_NAME` bytes; the definition is missing; next is missing or out of range; an argument
+    ///   follows it.
+    /// - `EMQSIZE`: the definition is over `MAX_DEFINITION` bytes.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Schedule<'a>, Refusal> {
         let (keys, _) = named_keys::<ScheduleKeys>(keys, b"")?;
         let name = schedule_name(args.first().copied())?;
@@ -68,6 +76,11 @@ impl<'a> Schedule<'a> {
     }
 
     /// Add or replace the schedule; reply 1 added, 0 replaced.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: schedules or ticks holds another type.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let ScheduleKeys { schedules, ticks } = self.keys;
         need(store, schedules, KeyType::Hash)?;

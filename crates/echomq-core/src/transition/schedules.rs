@@ -41,6 +41,12 @@ impl<'a> Schedules<'a> {
     };
 
     /// KEYS: schedules, ticks. ARGV: options DUE, LIMIT.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; an option is unknown, given
+    ///   twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Schedules<'a>, Refusal> {
         let (keys, _) = named_keys::<SchedulesKeys>(keys, b"")?;
         let [due, limit] = options(args, [("DUE", FLAG), ("LIMIT", SWEEP_LIMIT)])?;
@@ -50,6 +56,11 @@ impl<'a> Schedules<'a> {
 
     /// [now, [name, definition, next]…]: up to LIMIT schedules by next tick,
     /// only those due (next ≤ now) with DUE 1.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: schedules or ticks holds another type.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let SchedulesKeys { schedules, ticks } = self.keys;
         need(store, schedules, KeyType::Hash)?;

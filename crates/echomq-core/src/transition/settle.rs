@@ -60,6 +60,12 @@ impl<'a> Settle<'a> {
 
     /// KEYS: batch_open, batches, batch_jobs, pending, headers, events,
     /// config, wake. ARGV: `LIMIT <n>`, how many jobs it looks at in all.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; `LIMIT` is unknown, given twice
+    ///   or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Settle<'a>, Refusal> {
         let (keys, prefix) = named_keys::<SettleKeys>(keys, b"")?;
         let [limit] = options(args, [("LIMIT", SWEEP_LIMIT)])?;
@@ -71,6 +77,14 @@ impl<'a> Settle<'a> {
     /// its jobs have finished, looking at up to LIMIT jobs in all; enqueue
     /// the callback of each batch whose jobs all finished, and close it.
     /// Reply `[closed, looked]`: call again while `looked` is LIMIT.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a key, a batch job's record or a callback's record holds another type.
+    /// - `TRYAGAIN`: a batch job's record is missing while the queue's slot moves between cluster nodes.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let SettleKeys { batch_open: open, batches, batch_jobs, pending, headers, .. } = self.keys;
         need(store, open, KeyType::Zset)?;

@@ -42,6 +42,11 @@ impl<'a> Stats<'a> {
     };
 
     /// KEYS: pending, active, delayed, done, dead, cancelled. No ARGV.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument is given.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Stats<'a>, Refusal> {
         let (keys, _) = named_keys::<StatsKeys>(keys, b"")?;
         options(args, [])?;
@@ -49,6 +54,11 @@ impl<'a> Stats<'a> {
     }
 
     /// Each state set's size.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: a set holds another type.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let mut counts = Vec::with_capacity(6);
         for key in self.keys.all() {

@@ -49,6 +49,12 @@ impl<'a> Trim<'a> {
 
     /// KEYS: done, dead or cancelled; priority; errors; progress; policy;
     /// results; headers; config. ARGV: LIMIT.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: `KEYS[1]` is not done, dead or cancelled; the keys are not this queue's, in their number
+    ///   and roles; `LIMIT` is unknown, given twice or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Trim<'a>, Refusal> {
         let (keys, state, prefix) = set_keys(keys, &FINISHED, "done, dead or cancelled")?;
         let limit = limit(args)?;
@@ -58,6 +64,14 @@ impl<'a> Trim<'a> {
     /// Bounded retention: delete up to LIMIT of the oldest jobs of the set
     /// that are past the queue's age for it, or beyond its count (each 0:
     /// no bound; unset: the defaults).
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: the set, a side hash, config or a record to delete holds another type.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
+    /// - `EMQDATA`: the set's retention setting in `<q>config` is not an integer.
+    /// - `TRYAGAIN`: a record to delete is missing while the queue's slot moves between cluster nodes.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let TrimKeys { set, priority, errors, progress, policy, results, headers, config } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];

@@ -39,6 +39,12 @@ impl<'a> Unschedule<'a> {
     };
 
     /// KEYS: schedules, ticks. ARGV: name.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: the keys are not this queue's, in their number and roles; the name is not 1 to
+    ///   `MAX_SCHEDULE_NAME` bytes; an argument follows it.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Unschedule<'a>, Refusal> {
         let (keys, _) = named_keys::<UnscheduleKeys>(keys, b"")?;
         let name = schedule_name(args.first().copied())?;
@@ -47,6 +53,11 @@ impl<'a> Unschedule<'a> {
     }
 
     /// Remove the schedule; reply 1 removed, 0 there was none.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: schedules or ticks holds another type.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let UnscheduleKeys { schedules, ticks } = self.keys;
         need(store, schedules, KeyType::Hash)?;

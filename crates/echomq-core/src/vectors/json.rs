@@ -2,9 +2,9 @@
 //! object keys (`protocol/vectors/README.md` is the reader's account):
 //! - bytes: a JSON string when they are UTF-8, else `{"hex": "…"}`;
 //! - a time: any decimal integer (bytes of digits with no leading zero, an
-//!   integer reply, a score, a stream id's ms) within [`WINDOW`] of
-//!   [`NOW`] is written `{"now": d}`, d = the value − NOW: the replayer
-//!   puts its own now in (a real server's clock cannot be set);
+//!   integer reply, a score, a stream id's ms) within 10^10 ms (about 115
+//!   days) of the cases' now is written `{"now": d}`, d = the value − now:
+//!   the replayer puts its own now in (a real server's clock cannot be set);
 //! - a reply: `{"int": n}`, `{"bulk": bytes}`, `null`, an array, or
 //!   `{"error": {"code", "text"}}` (an item's own refusal, ACKMANY's).
 
@@ -14,10 +14,10 @@ use super::{Call, Case, Expect, Keyspace, Outcome, Value, NOW};
 use crate::{Name, Reply};
 
 /// Bytes longer than this, all one byte, are written as a repeat.
-pub const REPEAT: usize = 64;
+pub(crate) const REPEAT: usize = 64;
 
 /// How far from [`NOW`] an integer is read as a time: about 115 days.
-pub const WINDOW: u64 = 10_000_000_000;
+pub(crate) const WINDOW: u64 = 10_000_000_000;
 
 /// A JSON value, written with its object keys sorted.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,7 +41,7 @@ fn object(pairs: Vec<(&str, Json)>) -> Json {
 }
 
 /// An integer, or `{"now": d}` when it is a time.
-pub fn int(n: i64) -> Json {
+pub(crate) fn int(n: i64) -> Json {
     let now = NOW as i64;
     if n.abs_diff(now) <= WINDOW {
         object(vec![("now", Json::Number((n - now).to_string()))])
@@ -61,7 +61,7 @@ fn score(s: f64) -> Json {
 
 /// Bytes: a time, a string, or hex; a long run of one byte (an argument
 /// over its size limit) as `{"repeat": <that byte>, "count": n}`.
-pub fn bytes(b: &[u8]) -> Json {
+pub(crate) fn bytes(b: &[u8]) -> Json {
     if b.len() > REPEAT && b.iter().all(|byte| *byte == b[0]) {
         return object(vec![("repeat", bytes(&b[..1])), ("count", Json::Number(b.len().to_string()))]);
     }
@@ -93,7 +93,7 @@ fn name(b: &[u8]) -> String {
 }
 
 /// A reply, typed.
-pub fn reply(reply: &Reply) -> Json {
+pub(crate) fn reply(reply: &Reply) -> Json {
     match reply {
         Reply::Int(n) => object(vec![("int", int(*n))]),
         Reply::Bulk(b) => object(vec![("bulk", bytes(b))]),
@@ -110,7 +110,7 @@ fn error(refusal: &crate::Refusal) -> Json {
 }
 
 /// A keyspace: each key's type and full content.
-pub fn keyspace(keys: &Keyspace) -> Json {
+pub(crate) fn keyspace(keys: &Keyspace) -> Json {
     Json::Object(
         keys.iter()
             .map(|(key, value)| {
@@ -182,7 +182,7 @@ fn with_wait(transition: Name, json: Json) -> Json {
 }
 
 /// A case's `reply`: `{"value": …}`, or `{"error": …}` for a refusal.
-pub fn answer(transition: Name, answer: &crate::Answer) -> Json {
+pub(crate) fn answer(transition: Name, answer: &crate::Answer) -> Json {
     match answer {
         Ok(value) => object(vec![("value", with_wait(transition, reply(value)))]),
         Err(refusal) => error(refusal),
@@ -190,7 +190,7 @@ pub fn answer(transition: Name, answer: &crate::Answer) -> Json {
 }
 
 /// One transition's file.
-pub fn file(transition: Name, cases: &[Case], outcomes: &[Outcome]) -> String {
+pub(crate) fn file(transition: Name, cases: &[Case], outcomes: &[Outcome]) -> String {
     let described = transition.describe();
     let cases = cases
         .iter()

@@ -30,6 +30,10 @@ fn slug(name: &str) -> String {
 /// The file of `tests/vectors/cases.rs`: one `#[test]` per case, in a
 /// module per transition, each replaying that case from its file. Written
 /// with the files, and checked with them, so it cannot fall behind them.
+///
+/// # Errors
+///
+/// Two cases of a transition whose names make the same test name.
 pub fn case_tests() -> Result<String, String> {
     let mut out = String::from(
         "// One test per golden vector case, each replaying its case from the\n\

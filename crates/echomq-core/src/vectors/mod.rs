@@ -1,10 +1,15 @@
-//! Golden vectors: every transition's behaviour as data. A [`Case`] is a
+//! Golden vectors: every transition's behaviour as data. A case is a
 //! keyspace before (built by running earlier transitions on a [`Memory`]
 //! store, or written directly), one call, and what the core answers and
-//! leaves: [`Outcome`]. [`files`] renders every case as the JSON files of
+//! leaves. [`files`] renders every case as the JSON files of
 //! `protocol/vectors/`, one per transition, which every executor and every
 //! speaker in another language replays (`protocol/vectors/README.md` says
 //! how to read them).
+//!
+//! The cases and the builder they are written with (`Case`, `Call`, …) are
+//! the crate's own. Other crates see the files: [`files`] and
+//! [`case_tests`] write them (the `vectors` example), [`read`] replays them
+//! (the core's `tests/vectors.rs`).
 //!
 //! Regenerate the files with `cargo run -p echomq-core --example vectors`;
 //! a test fails when they are stale.
@@ -39,35 +44,35 @@ mod upkeep;
 
 /// The server time every case's call assumes, ms since the Unix epoch. The
 /// files express every time relative to it (see [`json`]).
-pub const NOW: u64 = 1_750_000_000_000;
+pub(crate) const NOW: u64 = 1_750_000_000_000;
 
 /// When setup steps run unless a case says otherwise: a minute before the call.
-pub const EARLIER: i64 = -60_000;
+pub(crate) const EARLIER: i64 = -60_000;
 
 /// The queue every case works on: its keys are `emq:{q}:<role>`.
-pub const PREFIX: &str = "emq:{q}:";
+pub(crate) const PREFIX: &str = "emq:{q}:";
 
 /// Job ids the cases use, in mint order.
-pub const A: &str = "JOB_00000000000000000000000001";
+pub(crate) const A: &str = "JOB_00000000000000000000000001";
 /// The second id.
-pub const B: &str = "JOB_00000000000000000000000002";
+pub(crate) const B: &str = "JOB_00000000000000000000000002";
 /// The third id.
-pub const C: &str = "JOB_00000000000000000000000003";
+pub(crate) const C: &str = "JOB_00000000000000000000000003";
 
 /// One transition call: the transition, its KEYS and ARGV.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Call {
+pub(crate) struct Call {
     /// The transition.
-    pub name: Name,
+    pub(crate) name: Name,
     /// KEYS, in order.
-    pub keys: Vec<String>,
+    pub(crate) keys: Vec<String>,
     /// ARGV, in order.
-    pub args: Vec<Vec<u8>>,
+    pub(crate) args: Vec<Vec<u8>>,
 }
 
 /// A key written directly before a case's call.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Put {
+pub(crate) enum Put {
     /// A hash of these fields.
     Hash(Vec<(String, Vec<u8>)>),
     /// A sorted set of these members and scores.
@@ -84,7 +89,7 @@ pub enum Put {
 
 /// One step building a case's keyspace before its call.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Setup {
+pub(crate) enum Setup {
     /// Run a transition `at` ms relative to the call's now (always before it);
     /// it must not be refused.
     Run {
@@ -104,7 +109,7 @@ pub enum Setup {
 
 /// What a case says its call does, checked when it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// A reply (not a refusal of the call).
     Reply,
     /// A refusal with this code, which changes nothing.
@@ -115,22 +120,22 @@ pub enum Expect {
 
 /// One golden case.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Case {
+pub(crate) struct Case {
     /// What it shows, unique within its transition.
-    pub name: String,
+    pub(crate) name: String,
     /// The keyspace before, in steps.
-    pub setup: Vec<Setup>,
+    pub(crate) setup: Vec<Setup>,
     /// The call, at [`NOW`].
-    pub call: Call,
+    pub(crate) call: Call,
     /// What the call must do.
-    pub expect: Expect,
+    pub(crate) expect: Expect,
     /// For a refusal, the whole error reply it must be (code, a space, text).
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// One key's content, as the files write it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// A hash's fields, sorted.
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     /// A sorted set's members with their scores, in (score, member) order.
@@ -146,52 +151,52 @@ pub enum Value {
 }
 
 /// Every key of a database with its content, sorted by key.
-pub type Keyspace = BTreeMap<Vec<u8>, Value>;
+pub(crate) type Keyspace = BTreeMap<Vec<u8>, Value>;
 
 /// What the core did with a case.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The keyspace before the call.
-    pub before: Keyspace,
+    pub(crate) before: Keyspace,
     /// The reply, or the refusal.
-    pub reply: crate::Answer,
+    pub(crate) reply: crate::Answer,
     /// The keyspace after the call.
-    pub after: Keyspace,
+    pub(crate) after: Keyspace,
 }
 
 impl Case {
     /// A case of `call` on an empty keyspace that must answer.
-    pub fn new(name: &str, call: Call) -> Case {
+    pub(crate) fn new(name: &str, call: Call) -> Case {
         Case { name: name.to_owned(), setup: Vec::new(), call, expect: Expect::Reply, error: None }
     }
 
     /// The same case with `steps` run first, at [`EARLIER`].
-    pub fn after(mut self, steps: impl IntoIterator<Item = Call>) -> Case {
+    pub(crate) fn after(mut self, steps: impl IntoIterator<Item = Call>) -> Case {
         self.setup.extend(steps.into_iter().map(|call| Setup::Run { at: EARLIER, call }));
         self
     }
 
     /// The same case with `call` run first, `at` ms relative to the call's now.
-    pub fn at(mut self, at: i64, call: Call) -> Case {
+    pub(crate) fn at(mut self, at: i64, call: Call) -> Case {
         self.setup.push(Setup::Run { at, call });
         self
     }
 
     /// The same case with `key` (after the prefix) written directly first.
-    pub fn put(mut self, key: &str, value: Put) -> Case {
+    pub(crate) fn put(mut self, key: &str, value: Put) -> Case {
         self.setup.push(Setup::Put { key: format!("{PREFIX}{key}"), value });
         self
     }
 
     /// The same case, which must be refused with `code`.
-    pub fn refused(mut self, code: Code) -> Case {
+    pub(crate) fn refused(mut self, code: Code) -> Case {
         self.expect = Expect::Refused(code);
         self
     }
 
     /// The same case, which must be refused with exactly `error`: its
     /// code, a space, its text.
-    pub fn refused_with(mut self, error: &str) -> Case {
+    pub(crate) fn refused_with(mut self, error: &str) -> Case {
         let code = error.split(' ').next().and_then(Code::parse);
         self.expect = Expect::Refused(code.unwrap_or_else(|| panic!("{error:?} names no code")));
         self.error = Some(error.to_owned());
@@ -200,7 +205,7 @@ impl Case {
 
     /// Build the keyspace, run the call at [`NOW`], and check it did what the
     /// case says: a refusal with its code, and nothing changed.
-    pub fn run(&self) -> Result<Outcome, String> {
+    pub(crate) fn run(&self) -> Result<Outcome, String> {
         let clock = Arc::new(ManualClock::new(0));
         let mut store = Memory::new(clock.clone());
         // The content of the keys the store keeps only as a type.
@@ -291,7 +296,7 @@ fn run(store: &mut Memory, call: &Call) -> crate::Answer {
 
 /// The store's keys as the files write them; `others` holds the content of
 /// the strings, lists and sets, which the store keeps only as a type.
-pub fn keyspace(store: &Memory, others: &BTreeMap<Vec<u8>, Value>) -> Result<Keyspace, String> {
+pub(crate) fn keyspace(store: &Memory, others: &BTreeMap<Vec<u8>, Value>) -> Result<Keyspace, String> {
     store
         .dump()
         .into_iter()
@@ -314,13 +319,13 @@ pub fn keyspace(store: &Memory, others: &BTreeMap<Vec<u8>, Value>) -> Result<Key
 }
 
 /// A key of the queue: `emq:{q}:<name>`.
-pub fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     format!("{PREFIX}{name}")
 }
 
 /// The KEYS of `name`'s full form, from its description: the record of `id`
 /// for [`Role::Job`], `set` for [`Role::Finished`] and [`Role::Unfinished`].
-pub fn keys_of(name: Name, id: &str, set: &str) -> Vec<String> {
+pub(crate) fn keys_of(name: Name, id: &str, set: &str) -> Vec<String> {
     name.describe()
         .keys
         .iter()
@@ -333,85 +338,85 @@ pub fn keys_of(name: Name, id: &str, set: &str) -> Vec<String> {
 }
 
 /// A call of `name` with its full form's KEYS for `id` and these ARGV.
-pub fn call(name: Name, id: &str, args: &[&str]) -> Call {
+pub(crate) fn call(name: Name, id: &str, args: &[&str]) -> Call {
     call_on(name, id, "", args)
 }
 
 /// [`call`] for a transition that names a set (PURGE, TRIM, DRAIN).
-pub fn call_on(name: Name, id: &str, set: &str, args: &[&str]) -> Call {
+pub(crate) fn call_on(name: Name, id: &str, set: &str, args: &[&str]) -> Call {
     Call { name, keys: keys_of(name, id, set), args: args.iter().map(|a| a.as_bytes().to_vec()).collect() }
 }
 
 impl Call {
     /// The same call with these KEYS instead.
-    pub fn with_keys(mut self, keys: Vec<String>) -> Call {
+    pub(crate) fn with_keys(mut self, keys: Vec<String>) -> Call {
         self.keys = keys;
         self
     }
 
     /// The same call with an argument of raw bytes added.
-    pub fn arg(mut self, arg: &[u8]) -> Call {
+    pub(crate) fn arg(mut self, arg: &[u8]) -> Call {
         self.args.push(arg.to_vec());
         self
     }
 }
 
 /// A time `ms` relative to the call's now, as an argument.
-pub fn at(ms: i64) -> String {
+pub(crate) fn at(ms: i64) -> String {
     NOW.saturating_add_signed(ms).to_string()
 }
 
 /// ENQUEUE of `id` with `payload` and options, full form.
-pub fn enqueue(id: &str, payload: &str, options: &[&str]) -> Call {
+pub(crate) fn enqueue(id: &str, payload: &str, options: &[&str]) -> Call {
     let mut args = vec![id, payload];
     args.extend_from_slice(options);
     call(Name::Enqueue, id, &args)
 }
 
 /// CLAIM of up to `count` jobs under a minute's lease.
-pub fn claim(count: u32) -> Call {
+pub(crate) fn claim(count: u32) -> Call {
     call(Name::Claim, "", &["60000", "COUNT", &count.to_string()])
 }
 
 /// FAIL of `id` by its holder `token`, to be tried again after a second.
-pub fn fail(id: &str, token: &str, max_attempts: &str) -> Call {
+pub(crate) fn fail(id: &str, token: &str, max_attempts: &str) -> Call {
     call(Name::Fail, id, &[id, token, max_attempts, "1000", "boom"])
 }
 
 /// RELEASE of `id` by its holder `token`, in its seven-key form (no REFUND).
-pub fn release(id: &str, token: &str) -> Call {
+pub(crate) fn release(id: &str, token: &str) -> Call {
     let mut call = call(Name::Release, id, &[id, token]);
     call.keys.truncate(7);
     call
 }
 
 /// RELEASE of `id` by its holder `token` with `REFUND max_attempts`: all eight keys.
-pub fn refund(id: &str, token: &str, max_attempts: &str) -> Call {
+pub(crate) fn refund(id: &str, token: &str, max_attempts: &str) -> Call {
     call(Name::Release, id, &[id, token, "REFUND", max_attempts])
 }
 
 /// ACK of `id` by its holder `token`.
-pub fn ack(id: &str, token: &str) -> Call {
+pub(crate) fn ack(id: &str, token: &str) -> Call {
     call(Name::Ack, id, &[id, token])
 }
 
 /// CONFIG with these options.
-pub fn config(options: &[&str]) -> Call {
+pub(crate) fn config(options: &[&str]) -> Call {
     call(Name::Config, "", options)
 }
 
 /// A hash of these fields, for [`Case::put`].
-pub fn hash(fields: &[(&str, &str)]) -> Put {
+pub(crate) fn hash(fields: &[(&str, &str)]) -> Put {
     Put::Hash(fields.iter().map(|(f, v)| (f.to_string(), v.as_bytes().to_vec())).collect())
 }
 
 /// A sorted set of these members, for [`Case::put`].
-pub fn zset(members: &[(&str, f64)]) -> Put {
+pub(crate) fn zset(members: &[(&str, f64)]) -> Put {
     Put::Zset(members.iter().map(|(m, s)| (m.to_string(), *s)).collect())
 }
 
 /// A string, for [`Case::put`]: a key of the wrong type.
-pub fn string() -> Put {
+pub(crate) fn string() -> Put {
     Put::String(b"x".to_vec())
 }
 
@@ -450,7 +455,7 @@ fn shared(call: &Call, setup: &Case) -> Vec<Case> {
 }
 
 /// Every case, by transition, in [`Name::ALL`]'s order.
-pub fn cases() -> Vec<(Name, Vec<Case>)> {
+pub(crate) fn cases() -> Vec<(Name, Vec<Case>)> {
     let mut all: Vec<(Name, Vec<Case>)> = Name::ALL.iter().map(|name| (*name, Vec::new())).collect();
     let groups = [
         enqueue::cases(),
@@ -485,6 +490,13 @@ fn with_shared(happy: Vec<Case>) -> Vec<Case> {
 }
 
 /// Every file of `protocol/vectors/` but the README: its name and content.
+///
+/// # Errors
+///
+/// What is wrong with the cases, as text: two cases of a transition share
+/// a name, a transition has no case, or a case does not do what it says: a
+/// setup step at or after the call, or refused; a refusal that wrote; a
+/// refusal with another code or text than the case's, or none.
 pub fn files() -> Result<Vec<(String, String)>, String> {
     cases()
         .into_iter()

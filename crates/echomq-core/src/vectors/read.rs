@@ -16,6 +16,12 @@ use crate::memory::ManualClock;
 use crate::{Memory, Name, Store};
 
 /// Parse the JSON text of a vector file.
+///
+/// # Errors
+///
+/// Where the text is not JSON, as the reader found it: the line and
+/// what it expected (a value, `,`, `:`, a closed string, a known escape),
+/// or text after the value.
 pub fn parse(text: &str) -> Result<Json, String> {
     let mut parser = Parser { text: text.as_bytes(), at: 0 };
     let json = parser.value()?;
@@ -165,7 +171,8 @@ impl Parser<'_> {
 
 impl Json {
     /// The value of `key` in an object.
-    pub fn get(&self, key: &str) -> Option<&Json> {
+    #[must_use]
+    pub(crate) fn get(&self, key: &str) -> Option<&Json> {
         match self {
             Json::Object(pairs) => pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -173,7 +180,8 @@ impl Json {
     }
 
     /// The same value with every object's keys sorted, to compare by.
-    pub fn sorted(&self) -> Json {
+    #[must_use]
+    pub(crate) fn sorted(&self) -> Json {
         match self {
             Json::Array(items) => Json::Array(items.iter().map(Json::sorted).collect()),
             Json::Object(pairs) => {
@@ -368,6 +376,14 @@ fn differences(want: &Json, got: &Json) -> Result<Vec<String>, String> {
 /// Replay the case named `case` of a parsed vector file on a fresh
 /// [`Memory`] store at the file's now. `Err` says what differs: the reply,
 /// and each key of the keyspace after that is not the file's.
+///
+/// # Errors
+///
+/// What differs, as text: the reply, each key after the call that is not
+/// the file's, or a case written to be refused that was not. Also a file
+/// or case this replayer cannot read: no transition, now or case of that
+/// name; a part missing; bytes, arrays or key types it does not know; a
+/// `before` that does not load as written.
 pub fn replay(file: &Json, case: &str) -> Result<(), String> {
     let transition = match file.get("transition") {
         Some(Json::String(name)) => Name::ALL.iter().copied().find(|n| n.as_str() == name),
