@@ -133,7 +133,7 @@ async fn executor(options: &Options) -> Arc<dyn Executor> {
 
 /// A fresh queue, its event log off with `--no-events`.
 async fn queue(via: &Arc<dyn Executor>, options: &Options) -> Queue {
-    let queue = Queue::with_executor(via.clone(), &unique_queue("compare")).expect("a valid name");
+    let queue = Queue::new(via.clone(), &unique_queue("compare")).expect("a valid name");
     if options.no_events {
         let off = echomq::transition::Config { events: Some(0), ..Default::default() };
         queue.configure(off).await.expect("the event log turned off");
@@ -339,7 +339,7 @@ async fn recovery(via: &Arc<dyn Executor>, options: &Options) -> f64 {
     let jobs = options.jobs.min(1_000);
     enqueue_bulk(&queue, jobs, &vec![b'x'; options.payload]).await;
     let lease = Duration::from_secs_f64(options.lease);
-    let crashed = queue.claim_batch(lease, jobs as u64).await.expect("claim");
+    let crashed = queue.claim_many(lease, jobs as u64, None).await.expect("claim").jobs;
     assert_eq!(crashed.len(), jobs, "the crashed worker held every job");
     let at = Instant::now();
     let count = counted::expect(jobs);

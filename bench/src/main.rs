@@ -98,7 +98,7 @@ where
 
 /// One measurement on a fresh queue; jobs per second.
 async fn measure(via: Arc<dyn Executor>, workload: Workload, options: &Options) -> f64 {
-    let queue = Queue::with_executor(via, &unique_queue("bench")).expect("a valid name");
+    let queue = Queue::new(via, &unique_queue("bench")).expect("a valid name");
     let payload = vec![b'x'; options.payload];
     let jobs = options.jobs;
     let enqueue_all = |queue: Queue, in_flight: usize| {
@@ -133,7 +133,7 @@ async fn measure(via: Arc<dyn Executor>, workload: Workload, options: &Options) 
             enqueue_batches(queue.clone()).await;
             let started = Instant::now();
             while let Some(job) = queue.claim(LEASE).await.expect("claim") {
-                queue.ack(&job).await.expect("ack");
+                job.ack().await.expect("ack");
             }
             started.elapsed()
         }
@@ -141,11 +141,11 @@ async fn measure(via: Arc<dyn Executor>, workload: Workload, options: &Options) 
             enqueue_batches(queue.clone()).await;
             let started = Instant::now();
             loop {
-                let claimed = queue.claim_batch(LEASE, batch as u64).await.expect("claim");
+                let claimed = queue.claim_many(LEASE, batch as u64, None).await.expect("claim").jobs;
                 if claimed.is_empty() {
                     break;
                 }
-                let acks = queue.ack_batch(&claimed).await.expect("ack_batch");
+                let acks = queue.ack_many(claimed).await.expect("ack_batch");
                 assert!(acks.iter().all(Result::is_ok), "a refused ack");
             }
             started.elapsed()

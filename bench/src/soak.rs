@@ -55,7 +55,7 @@ async fn main() {
         "native" => Arc::new(Native::new(conn.clone())),
         _ => Arc::new(Lua::new(conn.clone())),
     };
-    let queue = Queue::with_executor(executor, &unique_queue("soak")).expect("a queue");
+    let queue = Queue::new(executor, &unique_queue("soak")).expect("a queue");
     let worker_options = WorkerOptions { concurrency: 64, ..WorkerOptions::default() };
     let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, worker_options);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -8,8 +8,9 @@
 //!   (includes expanded), with keys and arguments built once per job.
 
 use echomq::executor::Call;
+use echomq::transition::Due;
 use echomq::transition::Enqueue;
-use echomq::{Due, JobId, Keyspace, Name};
+use echomq::{JobId, Keyspace, Name};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::{server, BULK};

@@ -54,7 +54,7 @@ pub(crate) async fn child(via: &Arc<dyn Executor>, options: &Options) {
     let _ = stop.send(());
     task.await.expect("the warm-up worker");
 
-    let shared = Queue::with_executor(via.clone(), name).expect("a valid name");
+    let shared = Queue::new(via.clone(), name).expect("a valid name");
     counted::restart();
     println!("ready");
     assert_eq!(heard().await, "go");

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use echomq::transition::Retention;
-use echomq::{JobId, Keyspace, Queue, State};
+use echomq::{JobId, Keyspace, Queue};
 use echomq_test_support::{module_path, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::Instant;
@@ -132,13 +132,13 @@ pub async fn run(o: Options) -> Result<bool, String> {
     let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(|e| error(&e))?;
     let executor: Arc<dyn echomq::Executor> =
         if native { Arc::new(echomq::Native::new(conn)) } else { Arc::new(echomq::Lua::new(conn)) };
-    let queue = Queue::with_executor(executor, QUEUE).map_err(|e| error(&e))?;
+    let queue = Queue::new(executor, QUEUE).map_err(|e| error(&e))?;
     // Every finished job kept, so that the audit finds each: the default
     // retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4), and a
     // run of more jobs would count the older ones lost.
-    for state in [State::Done, State::Dead] {
-        queue.keep(state, Retention { age: None, count: None }).await.map_err(|e| error(&e))?;
-    }
+    let all = Some(Retention { age: None, count: None });
+    let config = echomq::Config { keep_done: all, keep_dead: all, ..echomq::Config::default() };
+    queue.configure(config).await.map_err(|e| error(&e))?;
     let config = ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
     let mut reader = ConnectionManager::new_with_config(client, config).await.map_err(|e| error(&e))?;
 

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use echomq::executor::Call;
+use echomq::executor::StreamEntry;
 use echomq::transition::{Claim, Transition};
-use echomq::{Executor, JobId, Name, Result, StreamEntry};
+use echomq::{Executor, JobId, Name, Result};
 use redis::Value;
 
 use crate::journal::{Event, Heard, Journal};

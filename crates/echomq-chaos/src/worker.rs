@@ -66,7 +66,7 @@ pub async fn run(options: Options) -> Result<(), String> {
         }
     };
     let witness = Arc::new(Witness::new(executor, journal.clone()));
-    let queue = Queue::with_executor(witness, &options.queue).map_err(|e| e.to_string())?;
+    let queue = Queue::new(witness, &options.queue).map_err(|e| e.to_string())?;
     let lease = Duration::from_millis(options.lease_ms);
     let worker_options = WorkerOptions {
         concurrency: options.concurrency,

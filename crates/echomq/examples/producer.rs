@@ -22,7 +22,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     let count: u32 = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(10);
     // The native module when the server has it loaded, else the Lua scripts.
-    let queue = Queue::with_executor(echomq::connect(&redis::Client::open(url)?).await?, "emails")?;
+    let queue = Queue::new(echomq::connect(&redis::Client::open(url)?).await?, "emails")?;
 
     for n in 0..count {
         let email = Email { to: format!("user{n}@example.com"), subject: format!("Hello #{n}") };

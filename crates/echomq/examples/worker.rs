@@ -28,7 +28,7 @@ async fn send(job: JobContext) -> Result<(), HandlerError> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     // The native module (claims wait on the server) when loaded, else Lua.
-    let queue = Queue::with_executor(echomq::connect(&redis::Client::open(url)?).await?, "emails")?;
+    let queue = Queue::new(echomq::connect(&redis::Client::open(url)?).await?, "emails")?;
     let options = WorkerOptions {
         concurrency: 10,
         retry: RetryPolicy { max_attempts: 5, ..RetryPolicy::default() },

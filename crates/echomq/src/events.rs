@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # async fn demo(queue: echomq::Queue) -> echomq::Result<()> {
-//! let mut events = queue.events().await?; // from now on
+//! let mut events = queue.events(echomq::EventsFrom::Now).await?;
 //! loop {
 //!     let event = events.next().await?;
 //!     let job = event.job.as_ref().map_or("-", |id| id.as_str());

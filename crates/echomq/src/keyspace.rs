@@ -22,7 +22,7 @@
 //! | `emq:{q}:policy` | hash | id → the job's own policy (attempts, back-off, timeout) |
 
 use crate::ErrorKind;
-use echomq_core::Role;
+pub use echomq_core::Role;
 
 use crate::id::JobId;
 use crate::record::State;

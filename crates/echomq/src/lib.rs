@@ -13,7 +13,7 @@
 //! let id = q.enqueue(b"hello".to_vec()).await?;
 //! if let Some(job) = q.claim(Duration::from_secs(30)).await? {
 //!     assert_eq!(job.id, id);
-//!     q.ack(&job).await?; // ErrorKind::Fence if the lease was lost meanwhile
+//!     job.ack().await?; // ErrorKind::Fence if the lease was lost meanwhile
 //! }
 //! # Ok(()) }
 //! ```
@@ -46,23 +46,20 @@ pub mod schedule;
 pub mod transition;
 pub mod worker;
 
-pub use echomq_core::{limits, Backoff, Code, Name, Policy, Role, Version, PROTOCOL};
+pub use echomq_core::{limits, Backoff, Code, Name, Policy, Version, PROTOCOL};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, QueueEvents};
-pub use executor::{
-    connect, connect_with, detect, execute, silent_peer_settings, Call, Embedded, Executor, Lua, Native,
-    Replication, ServerRun, StreamEntry, SILENT_PEER,
-};
+pub use executor::{connect, connect_with, Embedded, Executor, Lua, Native, Replication};
 #[cfg(feature = "cluster")]
 pub use executor::{connect_cluster, ByFirstKey};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{
-    BatchOpened, EnqueueOptions, Enqueued, Finished, Queue, RetryPolicy, SWEEP_STEP, TRACEPARENT,
+    BatchOpened, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Lease, Leases, Queue,
+    RetryPolicy, Upkeep, Wait, TRACEPARENT,
 };
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Claimed, Claims, Due, Failed, Headers, Held, Inspection, Reaped, Retention, Settings,
-    StatsReply, Unique,
+    Admission, Claimed, Config, Failed, Headers, Held, Inspection, Retention, Settings, StatsReply, Unique,
 };

@@ -5,32 +5,36 @@
 //! The methods are grouped by who calls them, each group an `impl Queue`
 //! of its own file:
 //! - `produce`: enqueue, one job, many, or a batch with a callback.
-//! - `consume`: claim, and what a lease holder does (ack, fail, extend, …).
+//! - `consume`: claim, and ack many at once; `lease`: what the holder of a
+//!   claimed job does with it (ack, fail, extend, …).
 //! - `operate`: pause, limits, retention, cancel, retry, drain, delete,
 //!   stats, inspect, schedules.
 //! - `read`: results, waiting for a job, the event log.
-//! - `upkeep`: reap, promote, trim, settle, fire schedules.
+//! - `upkeep`: reap, promote, trim, settle, fire schedules: a worker's
+//!   duties, on [`Upkeep`], apart from the everyday surface.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
-
-use crate::executor::{execute, Executor, Lua};
+use crate::executor::{execute, Executor};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::transition::Transition;
 use crate::Result;
 
 mod consume;
+mod lease;
 mod operate;
 mod produce;
 mod read;
 mod upkeep;
 
 pub(crate) use consume::ack_many;
+pub use lease::{Lease, Leases, Wait};
+pub use operate::{Delete, Drain};
 pub use produce::{BatchOpened, EnqueueOptions, Enqueued};
-pub use read::Finished;
+pub use read::{EventsFrom, Finished};
+pub use upkeep::Upkeep;
 
 /// One queue, over one executor. Cheap to clone; clones share the executor.
 #[derive(Clone)]
@@ -103,30 +107,31 @@ impl RetryPolicy {
 }
 
 impl Queue {
-    /// The queue `name` on Redis, run by Lua scripts over `conn`.
-    pub fn new<C>(conn: C, name: &str) -> Result<Queue>
-    where
-        C: ConnectionLike + Clone + Send + Sync + 'static,
-    {
-        Queue::with_executor(Arc::new(Lua::new(conn)), name)
-    }
-
-    /// The queue `name`, run by `via`.
-    pub fn with_executor(via: Arc<dyn Executor>, name: &str) -> Result<Queue> {
+    /// The queue `name`, run by `via`: [`connect`](crate::connect) picks
+    /// the native module when the server has it, else Lua scripts;
+    /// [`Embedded`](crate::Embedded) runs in this process, with no server.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidQueue`](crate::ErrorKind::InvalidQueue) for a
+    /// name that is empty, over 255 bytes, or holds `{`, `}` or NUL.
+    pub fn new(via: Arc<dyn Executor>, name: &str) -> Result<Queue> {
         Ok(Queue { keys: Arc::new(Keyspace::new(name)?), via })
     }
 
     /// The queue's name.
+    #[must_use]
     pub fn name(&self) -> &str {
         self.keys.queue()
     }
 
     /// The queue's keys.
+    #[must_use]
     pub fn keyspace(&self) -> &Keyspace {
         &self.keys
     }
 
     /// The executor the queue runs on.
+    #[must_use]
     pub fn executor(&self) -> &Arc<dyn Executor> {
         &self.via
     }

@@ -298,7 +298,10 @@ async fn interrupt_waits(executors: Vec<Arc<dyn Executor>>) {
 /// `before` (the server restarted, or a replica took over; restarted
 /// without an AOF, what it had not snapshotted is gone, and its jobs with
 /// it: no worker will hear of them).
-async fn said_restart(queue: &Queue, before: Option<crate::ServerRun>) -> Option<crate::ServerRun> {
+async fn said_restart(
+    queue: &Queue,
+    before: Option<crate::executor::ServerRun>,
+) -> Option<crate::executor::ServerRun> {
     let now = queue.executor().server_run().await;
     match (&before, &now) {
         (Some(before), Some(now)) if before.run_id == now.run_id => {}

@@ -58,7 +58,7 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
     let conn = server.connection().await;
     for native in [false, true] {
         let via = executor(&conn, native);
-        let queue = Queue::with_executor(via, &unique_queue("admitted")).unwrap();
+        let queue = Queue::new(via, &unique_queue("admitted")).unwrap();
         for id in ODD {
             assert_eq!(raw_enqueue(&conn, &queue, id, native).await, 1, "{id}: the server admits it");
         }
@@ -125,7 +125,7 @@ async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
     let conn = server.connection().await;
     for native in [false, true] {
         let via = executor(&conn, native);
-        let queue = Queue::with_executor(via, &unique_queue("unheld")).unwrap();
+        let queue = Queue::new(via, &unique_queue("unheld")).unwrap();
         let keys = queue.keyspace();
         let bad: &[u8] = b"JOB\xff";
         let record = [keys.pending().trim_end_matches("pending").as_bytes(), b"job:", bad].concat();

@@ -29,7 +29,7 @@ async fn executors() -> (RedisServer, MultiplexedConnection, Vec<(&'static str, 
 async fn a_batch_enqueues_each_job_and_refuses_only_the_bad_one() {
     let (_server, mut conn, executors) = executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("batch")).unwrap();
+        let q = Queue::new(via, &unique_queue("batch")).unwrap();
         // The server forgets every script: the batch must load them again.
         let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
         let mut payloads: Vec<Vec<u8>> = (0..100u8).map(|n| vec![n]).collect();
@@ -45,7 +45,7 @@ async fn a_batch_enqueues_each_job_and_refuses_only_the_bad_one() {
         assert_eq!(q.stats().await.unwrap().pending, 99, "{name}");
 
         // Claimed in mint order: the batch kept the payloads' order.
-        let jobs = q.claim_batch(LEASE, 1000).await.unwrap();
+        let jobs = q.claim_many(LEASE, 1000, None).await.unwrap().jobs;
         let ids: Vec<_> = outcomes.into_iter().filter_map(Result::ok).collect();
         assert_eq!(jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>(), ids, "{name}");
         assert_eq!(jobs[40].payload, vec![41], "{name}: the refused job left no gap");
@@ -60,7 +60,7 @@ async fn a_batch_enqueues_each_job_and_refuses_only_the_bad_one() {
 async fn a_batch_with_ids_and_options_sent_twice_enqueues_each_job_once() {
     let (_server, _conn, executors) = executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("many")).unwrap();
+        let q = Queue::new(via, &unique_queue("many")).unwrap();
         let ids: Vec<JobId> = (0..6).map(|_| JobId::mint()).collect();
         let with_id = |n: usize| EnqueueOptions::default().id(ids[n].clone());
         let too_large = vec![b'x'; limits::MAX_PAYLOAD + 1];
@@ -91,7 +91,7 @@ async fn a_batch_with_ids_and_options_sent_twice_enqueues_each_job_once() {
             let stats = q.stats().await.unwrap();
             assert_eq!((stats.pending, stats.delayed), (3, 1), "{name}, try {round}");
         }
-        let claimed = q.claim_batch(LEASE, 10).await.unwrap();
+        let claimed = q.claim_many(LEASE, 10, None).await.unwrap().jobs;
         let order: Vec<&[u8]> = claimed.iter().map(|job| job.payload.as_slice()).collect();
         assert_eq!(
             order,
@@ -109,7 +109,7 @@ async fn a_batch_with_ids_and_options_sent_twice_enqueues_each_job_once() {
 #[tokio::test]
 async fn a_large_batch_goes_as_calls_of_a_thousand_jobs_or_8_mib() {
     let (_server, mut conn, _) = executors().await;
-    let q = Queue::with_executor(Arc::new(Native::new(conn.clone())), &unique_queue("split")).unwrap();
+    let q = Queue::new(Arc::new(Native::new(conn.clone())), &unique_queue("split")).unwrap();
     let calls = |command: &str, stats: &str| {
         let prefix = format!("cmdstat_emq.{command}:");
         let line = stats.lines().find(|line| line.starts_with(&prefix)).unwrap_or_default();
@@ -139,12 +139,16 @@ async fn a_large_batch_goes_as_calls_of_a_thousand_jobs_or_8_mib() {
 async fn a_batch_of_acks_fences_each_stale_token_alone() {
     let (_server, mut conn, executors) = executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("batch")).unwrap();
+        let q = Queue::new(via, &unique_queue("batch")).unwrap();
         q.enqueue_batch((0..10u8).map(|n| vec![n])).await.unwrap();
-        let mut jobs = q.claim_batch(LEASE, 10).await.unwrap();
+        let leases = q.claim_many(LEASE, 10, None).await.unwrap().jobs;
+        let mut jobs: Vec<_> = leases.into_iter().map(echomq::Lease::into_job).collect();
         jobs[3].token += 1;
         let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
-        let outcomes = q.ack_batch(&jobs).await.unwrap();
+        // A stale token as a holder of an old lease sends it: ACKMANY itself.
+        let acks =
+            echomq::transition::AckMany { acks: jobs.iter().map(echomq::transition::Ack::of).collect() };
+        let outcomes = echomq::executor::execute(&**q.executor(), q.keyspace(), &acks).await.unwrap();
         assert!(
             matches!(outcomes[3], Err(Error { kind: ErrorKind::Fence, .. })),
             "{name}: {:?}",

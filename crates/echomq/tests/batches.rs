@@ -4,6 +4,7 @@
 
 mod common;
 
+use echomq::Upkeep;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use echomq_test_support::{eventually, unique_queue};
 async fn a_batch_of_100_is_called_back_once_with_its_counts() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("batch")).unwrap();
+        let q = Queue::new(via, &unique_queue("batch")).unwrap();
         let payloads: Vec<Vec<u8>> = (0..100)
             .map(|n| if n % 10 == 3 { b"die".to_vec() } else { format!("ok {n}").into_bytes() })
             .collect();
@@ -79,7 +80,7 @@ async fn a_batch_of_100_is_called_back_once_with_its_counts() {
             let state = q.inspect(id).await.unwrap().unwrap().record.state;
             assert!(matches!(state, State::Done | State::Dead), "{name}: {id} is {state}");
         }
-        let settled = q.settle(1000).await.unwrap();
+        let settled = Upkeep::of(&q).settle(1000).await.unwrap();
         assert_eq!((settled.closed, settled.looked), (0, 0), "{name}: the batch is closed");
         // A batch of no jobs, or of too many, is refused before anything is sent.
         assert!(q.enqueue_batch_with_callback(Vec::<Vec<u8>>::new(), "cb").await.is_err(), "{name}");
@@ -94,7 +95,7 @@ async fn a_batch_refused_by_the_client_enqueues_nothing() {
     let (_server, executors) = common::three_executors().await;
     let over = vec![b'x'; echomq_core::limits::MAX_PAYLOAD + 1];
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("refused-batch")).unwrap();
+        let q = Queue::new(via, &unique_queue("refused-batch")).unwrap();
         let too_many = vec![b"job".to_vec(); 1001];
         let err = q.enqueue_batch_with_callback(too_many, "cb").await.unwrap_err();
         assert!(matches!(err, echomq::Error { kind: echomq::ErrorKind::Argument, .. }), "{name}: {err}");
@@ -104,7 +105,7 @@ async fn a_batch_refused_by_the_client_enqueues_nothing() {
         let err = q.enqueue_batch_with_callback([b"a".to_vec()], over.clone()).await.unwrap_err();
         assert!(matches!(err, echomq::Error { kind: echomq::ErrorKind::TooLarge, .. }), "{name}: {err}");
         assert_eq!(q.stats().await.unwrap().pending, 0, "{name}: no job went");
-        assert_eq!(q.settle(1000).await.unwrap().looked, 0, "{name}: no batch is open");
+        assert_eq!(Upkeep::of(&q).settle(1000).await.unwrap().looked, 0, "{name}: no batch is open");
     }
 }
 
@@ -115,7 +116,7 @@ async fn a_batch_refused_by_the_client_enqueues_nothing() {
 async fn a_finished_batch_is_called_back_behind_a_hundred_waiting_ones() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("many-batches")).unwrap();
+        let q = Queue::new(via, &unique_queue("many-batches")).unwrap();
         for n in 0..100 {
             q.enqueue_batch_with_callback([format!("waits {n}")], format!("old {n}")).await.unwrap();
         }
@@ -123,7 +124,7 @@ async fn a_finished_batch_is_called_back_behind_a_hundred_waiting_ones() {
         q.cancel(&newer.jobs[0]).await.unwrap();
         let mut closed = 0;
         for _ in 0..3 {
-            closed += q.settle(1000).await.unwrap().closed;
+            closed += Upkeep::of(&q).settle(1000).await.unwrap().closed;
         }
         assert_eq!(closed, 1, "{name}: the newer batch closed");
         let callback = q.inspect(&newer.callback).await.unwrap();
@@ -143,8 +144,8 @@ async fn a_batch_refused_after_its_jobs_names_them() {
     let executors: [(&str, Arc<dyn echomq::Executor>); 2] =
         [("lua", Arc::new(echomq::Lua::new(conn.clone()))), ("embedded", Arc::new(embedded.clone()))];
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("unopened")).unwrap();
-        let batches = q.keyspace().role(echomq::Role::Batches, None).unwrap();
+        let q = Queue::new(via, &unique_queue("unopened")).unwrap();
+        let batches = q.keyspace().role(echomq::keyspace::Role::Batches, None).unwrap();
         if name == "embedded" {
             embedded.store().put_other(batches.as_bytes(), "string");
         } else {
@@ -176,7 +177,10 @@ struct ResetOnce {
 
 #[async_trait::async_trait]
 impl echomq::Executor for ResetOnce {
-    async fn run(&self, calls: &[echomq::Call]) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
+    async fn run(
+        &self,
+        calls: &[echomq::executor::Call],
+    ) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
         let replies = self.inner.run(calls).await?;
         let many = calls.iter().any(|call| call.name == echomq::Name::EnqueueMany);
         if many && !self.reset.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -192,7 +196,7 @@ impl echomq::Executor for ResetOnce {
         after: &str,
         count: usize,
         wait: Duration,
-    ) -> echomq::Result<Vec<echomq::StreamEntry>> {
+    ) -> echomq::Result<Vec<echomq::executor::StreamEntry>> {
         self.inner.read_stream(key, after, count, wait).await
     }
 
@@ -207,17 +211,21 @@ impl echomq::Executor for ResetOnce {
 #[tokio::test]
 async fn a_batch_whose_jobs_round_trip_broke_sends_them_again_and_opens() {
     let executor = Arc::new(ResetOnce { inner: echomq::Embedded::new(), reset: Default::default() });
-    let q = Queue::with_executor(executor.clone(), &unique_queue("reset")).unwrap();
+    let q = Queue::new(executor.clone(), &unique_queue("reset")).unwrap();
     let opened = q.enqueue_batch_with_callback(["a", "b"], "cb").await.unwrap();
     assert!(executor.reset.load(std::sync::atomic::Ordering::SeqCst), "the first try was reset");
     assert_eq!(q.stats().await.unwrap().pending, 2, "each job once, no callback yet");
     for id in &opened.jobs {
         assert!(q.inspect(id).await.unwrap().is_some(), "{id} was enqueued");
     }
-    for job in q.claim_batch(Duration::from_secs(60), 2).await.unwrap() {
-        q.ack(&job).await.unwrap();
+    for job in q.claim_many(Duration::from_secs(60), 2, None).await.unwrap().jobs {
+        job.ack().await.unwrap();
     }
-    assert_eq!(q.settle(1000).await.unwrap().closed, 1, "the batch was open, and is called back");
+    assert_eq!(
+        Upkeep::of(&q).settle(1000).await.unwrap().closed,
+        1,
+        "the batch was open, and is called back"
+    );
     let callback = q.inspect(&opened.callback).await.unwrap().expect("its callback");
     assert_eq!(callback.record.payload, b"cb");
 }

@@ -101,7 +101,7 @@ async fn queues_spread_over_the_nodes_and_a_slot_moves_mid_flow() {
         let names = spread(&cluster, &format!("cl-{via:?}"));
         let executor = executor(&client, via).await;
         let queues: Vec<Queue> =
-            names.iter().map(|name| Queue::with_executor(executor.clone(), name).unwrap()).collect();
+            names.iter().map(|name| Queue::new(executor.clone(), name).unwrap()).collect();
 
         // Each job's runs, by id.
         let runs: Arc<Mutex<HashMap<JobId, usize>>> = Arc::default();
@@ -256,7 +256,7 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
     let cluster = RedisCluster::start(3, Some(module_path()));
     let client = ClusterClient::new(cluster.urls()).unwrap();
     for via in [Via::Lua, Via::Native] {
-        let queue = Queue::with_executor(executor(&client, via).await, &unique_queue("split")).unwrap();
+        let queue = Queue::new(executor(&client, via).await, &unique_queue("split")).unwrap();
         let [a, b, c] = [0, 1, 2].map(|_| JobId::mint());
         // Each with a policy of its own, so that the policy key exists too.
         for id in [a, b.clone(), c.clone()] {
@@ -267,8 +267,14 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
         // below runs there instead of being sent on by Redis itself (a key
         // missing on a migrating slot is an ASK redirect, on the importing
         // one a TRYAGAIN: either way the claim waits for the move).
-        queue.limit_rate(Some((1000, Duration::from_secs(3600)))).await.unwrap();
-        assert_eq!(queue.claim_batch(Duration::from_secs(60), 1).await.unwrap().len(), 1);
+        queue
+            .configure(echomq::Config {
+                rate: Some((1000, Duration::from_secs(3600))),
+                ..echomq::Config::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(queue.claim_many(Duration::from_secs(60), 1, None).await.unwrap().jobs.len(), 1);
 
         let slot = slot(&cluster, &queue);
         let to = (cluster.owner(slot) + 1) % cluster.nodes().len();
@@ -292,7 +298,9 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
         // A claim through the cluster client retries until the move is done.
         let claiming = {
             let queue = queue.clone();
-            tokio::spawn(async move { queue.claim_batch(Duration::from_secs(60), 2).await })
+            tokio::spawn(async move {
+                queue.claim_many(Duration::from_secs(60), 2, None).await.map(|leases| leases.jobs)
+            })
         };
         tokio::time::sleep(Duration::from_millis(200)).await;
         moving.rest();
@@ -311,11 +319,14 @@ async fn a_lua_idle_claim_on_a_cluster_is_woken_by_an_arrival() {
     let client = ClusterClient::new(cluster.urls()).unwrap();
     let executor = executor(&client, Via::Lua).await;
     for name in spread(&cluster, "cl-wake") {
-        let queue = Queue::with_executor(executor.clone(), &name).unwrap();
+        let queue = Queue::new(executor.clone(), &name).unwrap();
         let waiting = {
             let queue = queue.clone();
             tokio::spawn(async move {
-                queue.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await
+                queue
+                    .claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(30)))
+                    .await
+                    .map(|leases| leases.jobs)
             })
         };
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::example::{example, Example};
 use common::ops::{op, perform, Op, Tokens, SLOTS};
-use echomq::{Embedded, Executor, JobId, Lua, Name, Native, Queue, Role};
+use echomq::keyspace::Role;
+use echomq::{Embedded, Executor, JobId, Lua, Name, Native, Queue};
 use echomq_core::memory::{Dump, ManualClock, StreamId};
 use echomq_core::Reply;
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
@@ -322,7 +323,10 @@ impl Alternate {
 
 #[async_trait::async_trait]
 impl Executor for Alternate {
-    async fn run(&self, calls: &[echomq::Call]) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
+    async fn run(
+        &self,
+        calls: &[echomq::executor::Call],
+    ) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
         if self.heads() {
             self.lua.run(calls).await
         } else {
@@ -336,7 +340,7 @@ impl Executor for Alternate {
         after: &str,
         count: usize,
         wait: std::time::Duration,
-    ) -> echomq::Result<Vec<echomq::StreamEntry>> {
+    ) -> echomq::Result<Vec<echomq::executor::StreamEntry>> {
         self.lua.read_stream(key, after, count, wait).await
     }
 
@@ -382,7 +386,7 @@ fn for_random_sequences(
 }
 
 fn target(name: &'static str, via: Arc<dyn Executor>, embedded: Option<Embedded>, extras: Extras) -> Target {
-    let queue = Queue::with_executor(via, &unique_queue("conformance")).unwrap();
+    let queue = Queue::new(via, &unique_queue("conformance")).unwrap();
     Target {
         name,
         queue,

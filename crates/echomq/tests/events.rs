@@ -6,6 +6,8 @@
 mod common;
 
 use echomq::ErrorKind;
+use echomq::EventsFrom;
+use echomq::Upkeep;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,16 +52,16 @@ fn shown(events: &[Event], id: &JobId) -> Vec<String> {
 async fn a_jobs_whole_life_is_in_the_log_in_order() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("life")).unwrap();
-        let mut events = q.events().await.unwrap();
+        let q = Queue::new(via, &unique_queue("life")).unwrap();
+        let mut events = q.events(EventsFrom::Now).await.unwrap();
         let retry = RetryPolicy { max_attempts: 3, backoff: Duration::ZERO, ..RetryPolicy::default() };
         let id = q.enqueue_with(b"p".to_vec(), EnqueueOptions::default()).await.unwrap().id;
         let first = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
-        q.progress(&first, "half").await.unwrap();
-        q.fail(&first, "boom", &retry).await.unwrap();
-        q.promote().await.unwrap();
+        first.progress("half").await.unwrap();
+        first.fail("boom", &retry).await.unwrap();
+        Upkeep::of(&q).promote().await.unwrap();
         let second = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
-        q.ack_with(&second, "42").await.unwrap();
+        second.ack_with("42").await.unwrap();
         q.pause().await.unwrap();
         let got = shown(&next_events(&mut events, 8).await, &id);
         assert_eq!(
@@ -78,7 +80,7 @@ async fn a_jobs_whole_life_is_in_the_log_in_order() {
         );
         // The ids order the log; a reader made from the last one resumes after it.
         let q2 = q.clone();
-        let mut resumed = q2.events_after(events.after());
+        let mut resumed = q2.events(EventsFrom::After(events.after().to_owned())).await.unwrap();
         q.resume().await.unwrap();
         let got = next_events(&mut resumed, 1).await;
         assert_eq!(got[0].name, "resumed", "{name}");
@@ -91,14 +93,14 @@ async fn wait_returns_what_a_worker_elsewhere_returned() {
     let (server, executors) = common::three_executors().await;
     for (name, via) in executors {
         let queue = unique_queue("wait");
-        let waiter = Queue::with_executor(via.clone(), &queue).unwrap();
+        let waiter = Queue::new(via.clone(), &queue).unwrap();
         // The worker's side: its own connections (its own executor), as
         // another process has; the embedded one can only share its store.
         let elsewhere: Arc<dyn Executor> = match name {
             "embedded" => via.clone(),
             _ => echomq::connect(&server.client()).await.unwrap(),
         };
-        let worked = Queue::with_executor(elsewhere, &queue).unwrap();
+        let worked = Queue::new(elsewhere, &queue).unwrap();
         let id = waiter.enqueue(br#"{"n":20}"#.to_vec()).await.unwrap();
         let doomed = waiter.enqueue(b"doomed".to_vec()).await.unwrap();
         let waiting = tokio::spawn({
@@ -157,17 +159,17 @@ async fn wait_returns_what_a_worker_elsewhere_returned() {
 async fn a_queue_whose_log_is_off_writes_no_events_and_wait_still_works() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("quiet")).unwrap();
+        let q = Queue::new(via, &unique_queue("quiet")).unwrap();
         let settings = q.configure(Config { events: Some(0), ..Config::default() }).await.unwrap();
         assert_eq!(settings.events, 0, "{name}");
-        let mut events = q.events().await.unwrap();
+        let mut events = q.events(EventsFrom::Now).await.unwrap();
         let id = q.enqueue(b"p".to_vec()).await.unwrap();
         let waiting = tokio::spawn({
             let (q, id) = (q.clone(), id.clone());
             async move { q.wait(&id, Duration::from_secs(30)).await }
         });
         let job = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
-        q.ack_with(&job, "r").await.unwrap();
+        job.ack_with("r").await.unwrap();
         assert_eq!(waiting.await.unwrap().unwrap(), Some(Finished::Done(Some(b"r".to_vec()))), "{name}");
         assert_eq!(events.next_within(Duration::from_millis(200)).await.unwrap(), None, "{name}: no event");
     }
@@ -177,11 +179,11 @@ async fn a_queue_whose_log_is_off_writes_no_events_and_wait_still_works() {
 async fn the_log_keeps_about_its_length() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("length")).unwrap();
+        let q = Queue::new(via, &unique_queue("length")).unwrap();
         q.configure(Config { events: Some(100), ..Config::default() }).await.unwrap();
         let payloads: Vec<Vec<u8>> = (0..1000).map(|n| n.to_string().into_bytes()).collect();
         q.enqueue_batch(payloads).await.unwrap();
-        let mut all = q.events_after("0-0");
+        let mut all = q.events(EventsFrom::After("0-0".to_owned())).await.unwrap();
         let mut kept = Vec::new();
         while let Some(event) = all.next_within(Duration::ZERO).await.unwrap() {
             kept.push(event);

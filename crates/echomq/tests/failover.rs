@@ -6,6 +6,7 @@
 //! confirm every write (`Replication`, WAIT), so no acknowledged enqueue is
 //! lost in the failover and every job is done on the new master.
 
+use echomq::Upkeep;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -102,7 +103,7 @@ async fn queue(url: &str, via: Via, name: &str, wait: Duration) -> Queue {
             Arc::new(Native::new(conn).with_blocking_connection(blocking).with_replication(replication))
         }
     };
-    Queue::with_executor(executor, name).unwrap()
+    Queue::new(executor, name).unwrap()
 }
 
 /// Enqueue `id` until a clean answer: through a failover a call may fail, or
@@ -238,8 +239,11 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         let id = JobId::mint();
         let err = q.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id.clone())).await.unwrap_err();
         assert_eq!(err.kind, echomq::ErrorKind::NotReplicated { confirmed: 0, wanted: 1 }, "{via:?}: {err}");
-        let plain =
-            Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
+        let plain = Queue::new(
+            Arc::new(Lua::new(alone.client().get_multiplexed_async_connection().await.unwrap())),
+            &name,
+        )
+        .unwrap();
         assert!(plain.inspect(&id).await.unwrap().is_some(), "{via:?}: the enqueue applied");
         // A batch answers the same for each of its jobs, after applying every call.
         let outcomes = q.enqueue_batch([b"a".to_vec(), b"b".to_vec()]).await.unwrap();
@@ -253,7 +257,7 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         // In a pipeline of calls, each answers on its own: a refused job its
         // refusal (it wrote nothing), the applied ones the shortfall.
         let mut conn = alone.client().get_multiplexed_async_connection().await.unwrap();
-        let unique = plain.keyspace().role(echomq::Role::Unique, None).unwrap();
+        let unique = plain.keyspace().role(echomq::keyspace::Role::Unique, None).unwrap();
         let () = redis::cmd("SET").arg(&unique).arg("in the way").query_async(&mut conn).await.unwrap();
         let jobs = [
             (b"applied".to_vec(), EnqueueOptions::default().priority(1)),
@@ -281,8 +285,11 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         // are on the master): the callback comes once they have finished.
         let name = unique_queue("unconfirmed-batch");
         let q = queue(&alone.url(), via, &name, Duration::from_millis(200)).await;
-        let plain =
-            Queue::new(alone.client().get_multiplexed_async_connection().await.unwrap(), &name).unwrap();
+        let plain = Queue::new(
+            Arc::new(Lua::new(alone.client().get_multiplexed_async_connection().await.unwrap())),
+            &name,
+        )
+        .unwrap();
         let err = q.enqueue_batch_with_callback([b"c".to_vec()], "called back").await.unwrap_err();
         let Some(batch) = err.batch() else { panic!("{via:?}: {err}") };
         let cause = err.cause();
@@ -291,22 +298,25 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
             "{via:?}: {err}"
         );
         assert!(err.to_string().contains("opened, but"), "{via:?}: {err}");
-        let [job] = &plain.claim_batch(Duration::from_secs(60), 10).await.unwrap()[..] else {
+        let Ok([job]) =
+            <[_; 1]>::try_from(plain.claim_many(Duration::from_secs(60), 10, None).await.unwrap().jobs)
+        else {
             panic!("{via:?}: one job was pending")
         };
         assert_eq!(batch.jobs, std::slice::from_ref(&job.id), "{via:?}: the error names the job");
-        plain.ack(job).await.unwrap();
-        assert_eq!(plain.settle(1000).await.unwrap().closed, 1, "{via:?}: the batch was open");
-        let callback = plain.claim_batch(Duration::from_secs(60), 10).await.unwrap();
+        job.ack().await.unwrap();
+        assert_eq!(Upkeep::of(&plain).settle(1000).await.unwrap().closed, 1, "{via:?}: the batch was open");
+        let callback = plain.claim_many(Duration::from_secs(60), 10, None).await.unwrap().jobs;
         assert_eq!(callback.len(), 1, "{via:?}: the callback");
         assert_eq!(callback[0].payload, b"called back", "{via:?}");
         // Acks gathered in one call answer each on their own: an acked job
         // the shortfall, one whose lease was lost its refusal.
         plain.enqueue_batch([b"d".to_vec(), b"e".to_vec()]).await.unwrap();
-        let mut jobs = plain.claim_batch(Duration::from_secs(60), 10).await.unwrap();
+        let jobs = plain.claim_many(Duration::from_secs(60), 10, None).await.unwrap().jobs;
         assert_eq!(jobs.len(), 2, "{via:?}");
-        jobs[1].token += 1;
-        let outcomes = q.ack_batch(&jobs).await.unwrap();
+        let stale = echomq::Lease::held(&q, jobs[1].id.clone(), jobs[1].token + 1);
+        let first = jobs.into_iter().next().expect("two jobs");
+        let outcomes = q.ack_many(vec![first, stale]).await.unwrap();
         assert!(
             matches!(outcomes[0], Err(echomq::Error { kind: echomq::ErrorKind::NotReplicated { .. }, .. })),
             "{via:?}: {outcomes:?}"

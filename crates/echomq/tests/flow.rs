@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
-use echomq::{Executor, Native, Queue};
+use echomq::{Config, Executor, Native, Queue};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -64,8 +64,7 @@ async fn an_idle_worker_under_a_limit_below_its_slots_waits_on_the_server() {
     let plain = RedisServer::start();
     for (via, server) in [("native", &module), ("lua", &plain)] {
         let queue =
-            Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("limited"))
-                .unwrap();
+            Queue::new(echomq::connect(&server.client()).await.unwrap(), &unique_queue("limited")).unwrap();
         queue
             .configure(echomq::transition::Config {
                 concurrency: Some(2),
@@ -107,10 +106,10 @@ async fn an_idle_worker_under_a_limit_below_its_slots_waits_on_the_server() {
 async fn a_paused_queues_workers_run_nothing_and_wake_on_resume() {
     let (_servers, executors) = waiting_executors().await;
     for (via, executor) in executors {
-        let paused = Queue::with_executor(executor.clone(), &unique_queue("paused")).unwrap();
-        let other = Queue::with_executor(executor.clone(), &unique_queue("other")).unwrap();
+        let paused = Queue::new(executor.clone(), &unique_queue("paused")).unwrap();
+        let other = Queue::new(executor.clone(), &unique_queue("other")).unwrap();
         paused.pause().await.unwrap();
-        assert!(paused.is_paused().await.unwrap(), "{via}");
+        assert!(paused.settings().await.unwrap().paused, "{via}");
         let ran = Arc::new(AtomicU64::new(0));
         let counter = ran.clone();
         let handler = move |job: JobContext| {
@@ -164,9 +163,16 @@ async fn a_concurrency_limit_holds_across_three_workers() {
                 }
                 _ => Arc::new(echomq::Lua::new(conn)),
             };
-            queues.push(Queue::with_executor(executor, &name).unwrap());
+            queues.push(Queue::new(executor, &name).unwrap());
         }
-        assert_eq!(queues[0].limit_concurrency(Some(2)).await.unwrap().concurrency, Some(2));
+        assert_eq!(
+            queues[0]
+                .configure(Config { concurrency: Some(2), ..Config::default() })
+                .await
+                .unwrap()
+                .concurrency,
+            Some(2)
+        );
         queues[0].enqueue_batch((0..40).map(|_| b"job".to_vec())).await.unwrap();
 
         let (running, most) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -208,8 +214,11 @@ async fn a_rate_of_50_a_second_holds_in_every_second_across_three_workers() {
     for (via, executor) in
         [("native", native), ("embedded", Arc::new(echomq::Embedded::new()) as Arc<dyn Executor>)]
     {
-        let q = Queue::with_executor(executor, &unique_queue("rated")).unwrap();
-        let settings = q.limit_rate(Some((50, Duration::from_secs(1)))).await.unwrap();
+        let q = Queue::new(executor, &unique_queue("rated")).unwrap();
+        let settings = q
+            .configure(Config { rate: Some((50, Duration::from_secs(1))), ..Config::default() })
+            .await
+            .unwrap();
         assert_eq!(settings.rate, Some((50, Duration::from_secs(1))), "{via}");
         q.enqueue_batch((0..120).map(|_| b"job".to_vec())).await.unwrap();
 

@@ -47,7 +47,7 @@ async fn handed(q: &Queue) -> (Headers, Option<String>) {
 async fn headers_reach_the_handler_on_every_executor() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let q = Queue::with_executor(via, &unique_queue("headers")).unwrap();
+        let q = Queue::new(via, &unique_queue("headers")).unwrap();
         let options = EnqueueOptions::default().header("tenant", "acme").traceparent(TRACEPARENT);
         let id = q.enqueue_with(b"p".to_vec(), options).await.unwrap().id;
         let want: Headers =
@@ -114,7 +114,7 @@ async fn a_producers_traceparent_is_on_the_span_the_handler_logs_in() {
         tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this test binary");
         recorder
     });
-    let q = Queue::with_executor(Arc::new(echomq::Embedded::new()), &unique_queue("trace")).unwrap();
+    let q = Queue::new(Arc::new(echomq::Embedded::new()), &unique_queue("trace")).unwrap();
     q.enqueue_with(b"p".to_vec(), EnqueueOptions::default().traceparent(TRACEPARENT)).await.unwrap();
     handed(&q).await;
 

@@ -52,7 +52,7 @@ async fn idle_workers_do_not_spin_and_new_jobs_start_at_once() {
         ("lua, polling", Arc::new(Lua::new(conn))),
     ];
     for (name, via) in executors {
-        let queue = Queue::with_executor(via, &unique_queue("idle")).unwrap();
+        let queue = Queue::new(via, &unique_queue("idle")).unwrap();
         let started = Arc::new(Mutex::new(Vec::new()));
         let seen = started.clone();
         let worker = Worker::with_options(

@@ -5,10 +5,11 @@
 mod common;
 
 use echomq::ErrorKind;
+use echomq::Upkeep;
 use std::time::Duration;
 
 use common::{harness, A};
-use echomq::{EnqueueOptions, Error, Failed, JobId, RetryPolicy, State};
+use echomq::{EnqueueOptions, Error, Failed, JobId, Lease, RetryPolicy, State};
 use redis::AsyncCommands;
 
 const SHORT: Duration = Duration::from_millis(20);
@@ -77,7 +78,7 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
     let mut conn = h.conn.clone();
     let deadline: f64 = conn.zscore(h.keys.active(), id.as_str()).await.unwrap();
     h.wait_past(deadline as u64).await;
-    assert_eq!(q.reap(5).await.unwrap().requeued, 1);
+    assert_eq!(Upkeep::of(q).reap(5).await.unwrap().requeued, 1);
 
     // Worker two claims it again and gets the next token.
     let fresh = q.claim(LONG).await.unwrap().unwrap();
@@ -85,28 +86,31 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
 
     // Everything worker one tries is fenced, and changes nothing.
     let before = h.snapshot().await;
-    let fenced = q.ack(&stale).await.unwrap_err();
+    // Each call ends a lease handle; the stale holder's token, handed again.
+    let stale = || Lease::held(q, id.clone(), 1);
+    let fenced = stale().ack().await.unwrap_err();
     assert_eq!(fenced.code(), Some(echomq::Code::Fence));
     // It says where, as an operator reads it in a log.
     let place = format!("(ack of {id} in queue {})", q.name());
     assert_eq!(fenced.to_string(), format!("EMQFENCE token does not hold the lease {place}"));
-    assert!(matches!(q.extend(&stale, LONG).await, Err(Error { kind: ErrorKind::Fence, .. })));
+    assert!(matches!(stale().extend(LONG).await, Err(Error { kind: ErrorKind::Fence, .. })));
     assert!(matches!(
-        q.release(&stale, &RetryPolicy::default()).await,
+        stale().release(&RetryPolicy::default()).await,
         Err(Error { kind: ErrorKind::Fence, .. })
     ));
     assert!(matches!(
-        q.fail(&stale, "late", &RetryPolicy::default()).await,
+        stale().fail("late", &RetryPolicy::default()).await,
         Err(Error { kind: ErrorKind::Fence, .. })
     ));
     assert_eq!(before, h.snapshot().await);
 
     // The new holder's ack stands.
-    q.ack(&fresh).await.unwrap();
+    fresh.ack().await.unwrap();
     let job = q.inspect(&id).await.unwrap().unwrap();
     assert_eq!((job.record.state, job.record.attempts), (State::Done, 2));
+    // A second ack of the same lease does not compile; its token, sent again, is fenced.
     assert!(
-        matches!(q.ack(&fresh).await, Err(Error { kind: ErrorKind::Fence, .. })),
+        matches!(Lease::held(q, id.clone(), 2).ack().await, Err(Error { kind: ErrorKind::Fence, .. })),
         "a second ack is fenced too"
     );
 }
@@ -123,39 +127,39 @@ async fn a_job_lives_its_whole_life_through_the_queue_api() {
     assert!(q.claim(LONG).await.unwrap().is_none(), "not due yet");
     let due = h.now_ms().await + SHORT.as_millis() as u64;
     h.wait_past(due).await;
-    assert_eq!(q.promote().await.unwrap(), 1);
+    assert_eq!(Upkeep::of(q).promote().await.unwrap(), 1);
 
     // First attempt fails: back to delayed with its error readable.
     let job = q.claim(LONG).await.unwrap().unwrap();
-    assert_eq!(q.fail(&job, "first failure", &policy).await.unwrap(), Failed::Delayed);
+    assert_eq!(job.fail("first failure", &policy).await.unwrap(), Failed::Delayed);
     let seen = q.inspect(&id).await.unwrap().unwrap();
     assert_eq!((seen.record.state, seen.error.as_deref()), (State::Delayed, Some("first failure")));
 
     // Second attempt fails: out of attempts, dead.
     h.wait_past(h.now_ms().await + SHORT.as_millis() as u64).await;
-    assert_eq!(q.promote().await.unwrap(), 1);
+    assert_eq!(Upkeep::of(q).promote().await.unwrap(), 1);
     let job = q.claim(LONG).await.unwrap().unwrap();
     assert_eq!(job.token, 2);
-    assert_eq!(q.fail(&job, "second failure", &policy).await.unwrap(), Failed::Dead);
+    assert_eq!(job.fail("second failure", &policy).await.unwrap(), Failed::Dead);
     assert_eq!(q.stats().await.unwrap().dead, 1);
 
     // Retried by hand, it completes.
     q.retry(&id).await.unwrap();
     let job = q.claim(LONG).await.unwrap().unwrap();
     assert_eq!(job.token, 3);
-    q.ack(&job).await.unwrap();
+    job.ack().await.unwrap();
     let stats = q.stats().await.unwrap();
     assert_eq!((stats.done, stats.pending, stats.active, stats.delayed, stats.dead), (1, 0, 0, 0, 0));
 
     // Purged once old enough (age zero: at once).
-    assert_eq!(q.purge(State::Done, Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(Upkeep::of(q).purge(State::Done, Duration::ZERO).await.unwrap(), 1);
     assert!(q.inspect(&id).await.unwrap().is_none());
     // Nothing of the job is left: only the queue's own event log, which told
     // its life, and its wake-up key, set when the retry made it pending.
     let mut conn = h.conn.clone();
     let mut left: Vec<String> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.unwrap();
     left.sort();
-    let wake = h.keys.role(echomq::Role::Wake, None).unwrap();
+    let wake = h.keys.role(echomq::keyspace::Role::Wake, None).unwrap();
     assert_eq!(left, [h.keys.events(), wake], "purge leaves nothing of the job behind");
 }
 
@@ -168,8 +172,8 @@ async fn priorities_then_mint_order_decide_who_is_claimed_first() {
         ids.push(q.enqueue(vec![n]).await.unwrap());
     }
     let urgent = q.enqueue_with(b"!".to_vec(), EnqueueOptions::default().priority(-1)).await.unwrap().id;
-    let batch = q.claim_batch(LONG, 10).await.unwrap();
-    let order: Vec<JobId> = batch.into_iter().map(|job| job.id).collect();
+    let batch = q.claim_many(LONG, 10, None).await.unwrap().jobs;
+    let order: Vec<JobId> = batch.into_iter().map(|job| job.into_job().id).collect();
     let mut expected = vec![urgent];
     expected.extend(ids);
     assert_eq!(order, expected);
@@ -193,7 +197,7 @@ async fn cancelling_an_active_job_fences_its_holder() {
     let job = q.claim(LONG).await.unwrap().unwrap();
     assert!(q.cancel(&id).await.unwrap());
     assert!(!q.cancel(&id).await.unwrap(), "cancel is idempotent");
-    assert!(matches!(q.ack(&job).await, Err(Error { kind: ErrorKind::Fence, .. })));
+    assert!(matches!(job.ack().await, Err(Error { kind: ErrorKind::Fence, .. })));
     assert!(matches!(q.retry(&id).await, Err(Error { kind: ErrorKind::State, .. })));
     assert_eq!(q.stats().await.unwrap().cancelled, 1);
 }

@@ -4,13 +4,14 @@
 //! `ErrorKind::OtherMajor` and nothing written: the decision is unit-tested in
 //! `executor/native.rs`, as no module of another major can be loaded here.)
 
-use echomq::{detect, Queue};
+use echomq::executor::detect;
+use echomq::Queue;
 use echomq_test_support::{unique_queue, RedisServer};
 
 /// The fields of the record `queue` enqueues through the executor `detect` picks.
 async fn record_fields(server: &RedisServer) -> Vec<String> {
     let conn = server.connection().await;
-    let queue = Queue::with_executor(detect(conn.clone()).await.unwrap(), &unique_queue("v")).unwrap();
+    let queue = Queue::new(detect(conn.clone()).await.unwrap(), &unique_queue("v")).unwrap();
     let id = queue.enqueue(b"p".to_vec()).await.unwrap();
     let mut fields: Vec<String> =
         redis::cmd("HKEYS").arg(queue.keyspace().job(&id)).query_async(&mut conn.clone()).await.unwrap();

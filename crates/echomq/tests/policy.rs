@@ -45,7 +45,7 @@ fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::Join
 async fn a_handler_past_its_timeout_is_cancelled_failed_and_retried_by_its_policy() {
     let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
-        let q = Queue::with_executor(executor, &unique_queue("timeout")).unwrap();
+        let q = Queue::new(executor, &unique_queue("timeout")).unwrap();
         let policy = EnqueueOptions::default().timeout(Duration::from_millis(300)).attempts(2);
         let id = q.enqueue_with(b"stall".to_vec(), policy).await.unwrap().id;
         let quick = q.enqueue(b"quick".to_vec()).await.unwrap();
@@ -93,7 +93,7 @@ async fn a_handler_past_its_timeout_is_cancelled_failed_and_retried_by_its_polic
 async fn a_jobs_own_attempts_and_backoff_beat_the_workers() {
     let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
-        let q = Queue::with_executor(executor, &unique_queue("policy")).unwrap();
+        let q = Queue::new(executor, &unique_queue("policy")).unwrap();
         let policy = EnqueueOptions::default().attempts(3).backoff(Duration::from_millis(200));
         let id = q.enqueue_with(b"fail".to_vec(), policy).await.unwrap().id;
 
@@ -135,7 +135,7 @@ async fn a_jobs_own_attempts_and_backoff_beat_the_workers() {
 async fn a_retry_after_defers_the_job_and_pauses_the_queue_without_spending_an_attempt() {
     let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
-        let q = Queue::with_executor(executor, &unique_queue("defer")).unwrap();
+        let q = Queue::new(executor, &unique_queue("defer")).unwrap();
         let limited = q.enqueue(b"limited".to_vec()).await.unwrap();
         let runs = Arc::new(std::sync::Mutex::new(Vec::new()));
         let handler = {

@@ -3,6 +3,7 @@
 //! was lost is fenced, and a purge takes the progress with the job.
 
 use echomq::ErrorKind;
+use echomq::Upkeep;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio::sync::Notify;
 async fn queues(server: &RedisServer) -> Vec<Queue> {
     let conn = server.client().get_multiplexed_async_connection().await.unwrap();
     let executors: [Arc<dyn Executor>; 2] = [Arc::new(Lua::new(conn.clone())), Arc::new(Native::new(conn))];
-    executors.into_iter().map(|via| Queue::with_executor(via, &unique_queue("progress")).unwrap()).collect()
+    executors.into_iter().map(|via| Queue::new(via, &unique_queue("progress")).unwrap()).collect()
 }
 
 async fn seen(queue: &Queue, id: &JobId) -> Option<(State, Option<String>)> {
@@ -60,17 +61,11 @@ async fn progress_from_a_handler_is_seen_by_inspect_until_the_purge() {
         running.await.unwrap();
 
         // The lease is over: a report now is fenced and changes nothing.
-        let late = echomq::Claimed {
-            id: id.clone(),
-            token: 1,
-            payload: vec![],
-            policy: None,
-            headers: Default::default(),
-        };
-        assert!(matches!(q.progress(&late, "late").await, Err(Error { kind: ErrorKind::Fence, .. })));
+        let late = echomq::Lease::held(&q, id.clone(), 1);
+        assert!(matches!(late.progress("late").await, Err(Error { kind: ErrorKind::Fence, .. })));
         assert_eq!(seen(&q, &id).await.unwrap().1.as_deref(), Some(r#"{"done":2,"of":2}"#));
 
-        assert_eq!(q.purge(State::Done, Duration::ZERO).await.unwrap(), 1);
+        assert_eq!(Upkeep::of(&q).purge(State::Done, Duration::ZERO).await.unwrap(), 1);
         assert_eq!(seen(&q, &id).await, None);
         let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
         let left: bool =

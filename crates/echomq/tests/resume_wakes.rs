@@ -49,8 +49,8 @@ async fn blocked_clients(conn: &ConnectionManager) -> u64 {
 /// A paused queue with two jobs pending, as `waiter` and `resumer` see it.
 async fn paused_queue(waiter: &Arc<dyn Executor>, resumer: &Arc<dyn Executor>) -> (Queue, Queue) {
     let name = unique_queue("resume");
-    let waits = Queue::with_executor(waiter.clone(), &name).unwrap();
-    let resumes = Queue::with_executor(resumer.clone(), &name).unwrap();
+    let waits = Queue::new(waiter.clone(), &name).unwrap();
+    let resumes = Queue::new(resumer.clone(), &name).unwrap();
     resumes.pause().await.unwrap();
     for payload in [b"a", b"b"] {
         resumes.enqueue(payload).await.unwrap();
@@ -69,7 +69,7 @@ fn wake_key(queue: &Queue) -> String {
 async fn resume_wakes(s: &Setup, waits: Queue, resumes: Queue, stale: bool) {
     let wake = wake_key(&resumes);
     let claim = tokio::spawn(async move {
-        let jobs = waits.claim_waiting(Duration::from_secs(30), 1, WAIT).await.unwrap();
+        let jobs = waits.claim_many(Duration::from_secs(30), 1, Some(WAIT)).await.unwrap().jobs;
         (jobs, Instant::now())
     });
     let conn = s.conn.clone();

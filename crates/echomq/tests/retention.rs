@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use echomq::worker::{JobContext, Worker, WorkerOptions};
-use echomq::{Executor, Queue, Retention, State};
+use echomq::{Executor, Queue, Retention};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 
 async fn used_memory(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
@@ -26,8 +26,10 @@ async fn finished_jobs_are_trimmed_and_memory_stays_flat() {
         ("native", Arc::new(echomq::Native::new(conn.clone()))),
     ];
     for (via, executor) in executors {
-        let q = Queue::with_executor(executor, &unique_queue("retention")).unwrap();
-        let settings = q.keep(State::Done, Retention { age: None, count: Some(1000) }).await.unwrap();
+        let q = Queue::new(executor, &unique_queue("retention")).unwrap();
+        let kept = Retention { age: None, count: Some(1000) };
+        let settings =
+            q.configure(echomq::Config { keep_done: Some(kept), ..echomq::Config::default() }).await.unwrap();
         assert_eq!(settings.keep_done, Retention { age: None, count: Some(1000) }, "{via}");
         let options =
             WorkerOptions { concurrency: 16, upkeep: Duration::from_millis(50), ..WorkerOptions::default() };

@@ -3,6 +3,7 @@
 //! each tick becomes exactly one job (no duplicate, no gap) over more than 20
 //! ticks. Missed ticks while nothing ran fire as the schedule's policy says.
 
+use echomq::Upkeep;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use echomq_test_support::{unique_queue, RedisServer};
 async fn queue(server: &RedisServer, native: bool, name: &str) -> Queue {
     let conn = server.client().get_multiplexed_async_connection().await.unwrap();
     let via: Arc<dyn Executor> = if native { Arc::new(Native::new(conn)) } else { Arc::new(Lua::new(conn)) };
-    Queue::with_executor(via, name).unwrap()
+    Queue::new(via, name).unwrap()
 }
 
 /// Every job id in the queue's six sets.
@@ -106,14 +107,14 @@ async fn missed_ticks_fire_as_the_policy_says() {
     for (missed, fired) in [(Missed::Last, 1), (Missed::Skip, 0), (Missed::All(3), 3), (Missed::All(100), 10)]
     {
         let clock = Arc::new(ManualClock::new(start));
-        let q = Queue::with_executor(Arc::new(Embedded::with_clock(clock.clone())), "missed").unwrap();
+        let q = Queue::new(Arc::new(Embedded::with_clock(clock.clone())), "missed").unwrap();
         let hourly = Schedule::every("h", Duration::from_millis(HOUR), "x").unwrap().missed(missed).unwrap();
         let scheduled = q.schedule(&hourly).await.unwrap();
         assert_eq!(scheduled.next, start - 1000 + HOUR);
         clock.advance(10 * HOUR + HOUR / 2);
 
-        assert_eq!(q.fire_schedules().await.unwrap(), fired, "{missed:?}");
-        assert_eq!(q.fire_schedules().await.unwrap(), 0, "{missed:?}: each tick once");
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), fired, "{missed:?}");
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}: each tick once");
         let listed = q.schedules().await.unwrap();
         assert_eq!(listed[0].next, scheduled.next + 10 * HOUR, "{missed:?}: the first tick after now");
         assert_eq!(q.stats().await.unwrap().pending, fired, "{missed:?}");
@@ -124,7 +125,7 @@ async fn missed_ticks_fire_as_the_policy_says() {
 
         // On time again: the next tick fires under every policy.
         clock.advance(HOUR / 2);
-        assert_eq!(q.fire_schedules().await.unwrap(), 1, "{missed:?}");
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 1, "{missed:?}");
         assert!(q.unschedule("h").await.unwrap());
         assert!(!q.unschedule("h").await.unwrap());
         assert!(q.schedules().await.unwrap().is_empty());

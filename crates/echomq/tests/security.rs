@@ -11,6 +11,7 @@ mod logs;
 #[path = "security/tls.rs"]
 mod tls;
 
+use echomq::Upkeep;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -196,7 +197,7 @@ async fn a_worker_user_runs_a_whole_worker_and_nothing_else() {
         // Both wait for work: the module's blocking claim, Lua's wake-up key.
         assert!(executor.waits(), "{via:?}");
         assert!(executor.server_warnings().await.is_empty(), "CONFIG GET denied: no warning, no error");
-        full_run(Queue::with_executor(executor, &unique_queue("acl")).unwrap()).await;
+        full_run(Queue::new(executor, &unique_queue("acl")).unwrap()).await;
 
         let client = redis::Client::open(url_as(&server, "worker", "w0rker-secret")).unwrap();
         let mut conn = client.get_multiplexed_async_connection().await.unwrap();
@@ -245,12 +246,15 @@ async fn a_lua_worker_waits_on_the_wake_up_key_with_its_rules() {
     let server = server(Via::Lua, &[]);
     create_user(&server, "worker", "w4ke-secret", WORKER_LUA).await;
     let executor = connect_as(&server, "worker", "w4ke-secret").await.expect("connect as worker");
-    let queue = Queue::with_executor(executor.clone(), &unique_queue("wake")).unwrap();
+    let queue = Queue::new(executor.clone(), &unique_queue("wake")).unwrap();
     let waiting = {
         let queue = queue.clone();
-        tokio::spawn(
-            async move { queue.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await },
-        )
+        tokio::spawn(async move {
+            queue
+                .claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(30)))
+                .await
+                .map(|leases| leases.jobs)
+        })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let id = queue.enqueue(b"x".to_vec()).await.unwrap();
@@ -268,8 +272,9 @@ async fn a_lua_worker_denied_bzpopmin_polls() {
     let server = server(Via::Lua, &[]);
     create_user(&server, "worker", "p0ll-secret", &format!("{WORKER_LUA} -bzpopmin")).await;
     let executor = connect_as(&server, "worker", "p0ll-secret").await.expect("connect as worker");
-    let queue = Queue::with_executor(executor.clone(), &unique_queue("poll")).unwrap();
-    let claimed = queue.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(5)).await.unwrap();
+    let queue = Queue::new(executor.clone(), &unique_queue("poll")).unwrap();
+    let claimed =
+        queue.claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(5))).await.unwrap().jobs;
     assert!(claimed.is_empty());
     assert!(!executor.waits(), "refused the pop, so the worker polls");
     full_run(queue).await;
@@ -283,7 +288,7 @@ async fn a_script_read_an_acl_refuses_says_so() {
     let server = server(Via::Lua, &[]);
     create_user(&server, "worker", "hm-secret", &format!("{WORKER_LUA} -hmget -zrange")).await;
     let executor = connect_as(&server, "worker", "hm-secret").await.expect("connect as worker");
-    let queue = Queue::with_executor(executor, &unique_queue("acl")).unwrap();
+    let queue = Queue::new(executor, &unique_queue("acl")).unwrap();
     let id = queue.enqueue(b"kept".to_vec()).await.unwrap();
     let refusal = queue.claim(Duration::from_secs(60)).await.unwrap_err().to_string();
     // Redis 7.0's words for an ACL refusal inside a script (NOPERM elsewhere).
@@ -292,7 +297,7 @@ async fn a_script_read_an_acl_refuses_says_so() {
     assert!(!refusal.contains("EMQTYPE") && !refusal.contains("attempt to"), "{refusal}");
     create_user(&server, "operator", "0perator-secret", operator(Via::Lua)).await;
     let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
-    let operator = Queue::with_executor(operator, queue.name()).unwrap();
+    let operator = Queue::new(operator, queue.name()).unwrap();
     assert_eq!(state(&operator, &id).await, Some((State::Pending, 0)), "the claim changed nothing");
 }
 
@@ -303,7 +308,7 @@ async fn with_the_prompt_stop_rules_a_native_worker_stops_at_once() {
     let server = server(Via::Native, &[]);
     create_user(&server, "worker", "st0p-secret", &format!("{WORKER_NATIVE} {PROMPT_STOP}")).await;
     let executor = connect_as(&server, "worker", "st0p-secret").await.expect("connect as worker");
-    let queue = Queue::with_executor(executor, &unique_queue("stop")).unwrap();
+    let queue = Queue::new(executor, &unique_queue("stop")).unwrap();
     let id = queue.enqueue(b"first".to_vec()).await.unwrap();
     let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..WorkerOptions::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -324,7 +329,7 @@ async fn a_producer_user_enqueues_and_claims_nothing() {
         create_user(&server, "producer", "pr0ducer-secret", rules).await;
         let executor = connect_as(&server, "producer", "pr0ducer-secret").await.expect("connect as producer");
         let name = unique_queue("producer");
-        let queue = Queue::with_executor(executor, &name).unwrap();
+        let queue = Queue::new(executor, &name).unwrap();
         queue.enqueue(b"now".to_vec()).await.unwrap();
         let options =
             echomq::EnqueueOptions::default().priority(-3).delay(Duration::from_secs(60)).attempts(2);
@@ -338,7 +343,7 @@ async fn a_producer_user_enqueues_and_claims_nothing() {
         // An operator sees both jobs; the producer's rules were enough to write them.
         create_user(&server, "operator", "0perator-secret", operator(via)).await;
         let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
-        let stats = Queue::with_executor(operator, &name).unwrap().stats().await.unwrap();
+        let stats = Queue::new(operator, &name).unwrap().stats().await.unwrap();
         assert_eq!((stats.pending, stats.delayed), (1, 1), "{via:?}");
     }
 }
@@ -352,12 +357,12 @@ async fn a_monitor_user_reads_and_changes_nothing() {
         let name = unique_queue("monitor");
         create_user(&server, "operator", "0perator-secret", operator(via)).await;
         let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
-        let written = Queue::with_executor(operator, &name).unwrap();
+        let written = Queue::new(operator, &name).unwrap();
         let id = written.enqueue(b"watched".to_vec()).await.unwrap();
 
         create_user(&server, "monitor", "m0nitor-secret", rules).await;
         let executor = connect_as(&server, "monitor", "m0nitor-secret").await.expect("connect as monitor");
-        let queue = Queue::with_executor(executor, &name).unwrap();
+        let queue = Queue::new(executor, &name).unwrap();
         assert_eq!(queue.stats().await.unwrap().pending, 1, "{via:?}");
         let job = queue.inspect(&id).await.unwrap().expect("the job");
         assert_eq!(job.record.payload, b"watched", "{via:?}");
@@ -366,7 +371,7 @@ async fn a_monitor_user_reads_and_changes_nothing() {
             queue.enqueue(b"x".to_vec()).await.map(drop),
             queue.claim(Duration::from_secs(10)).await.map(drop),
             queue.cancel(&id).await.map(drop),
-            queue.purge(State::Done, Duration::ZERO).await.map(drop),
+            Upkeep::of(&queue).purge(State::Done, Duration::ZERO).await.map(drop),
         ] {
             let refusal = refusal.unwrap_err().to_string();
             assert!(refusal.to_lowercase().contains("noperm"), "{via:?}: {refusal}");
@@ -380,7 +385,7 @@ async fn a_monitor_user_reads_and_changes_nothing() {
             async move { queue.wait(&id, Duration::from_secs(30)).await }
         });
         let claimed = written.claim(Duration::from_secs(10)).await.unwrap().expect("the job");
-        written.ack_with(&claimed, "seen").await.unwrap();
+        claimed.ack_with("seen").await.unwrap();
         let finished = waiting.await.unwrap().unwrap();
         assert_eq!(finished, Some(echomq::Finished::Done(Some(b"seen".to_vec()))), "{via:?}");
     }
@@ -393,15 +398,15 @@ async fn an_operator_user_runs_every_operation() {
         create_user(&server, "operator", "0perator-secret", operator(via)).await;
         let executor = connect_as(&server, "operator", "0perator-secret").await.expect("connect as operator");
         let name = unique_queue("operator");
-        let queue = Queue::with_executor(executor, &name).unwrap();
+        let queue = Queue::new(executor, &name).unwrap();
         let dead = queue.enqueue(b"dies".to_vec()).await.unwrap();
         let job = queue.claim(Duration::from_secs(10)).await.unwrap().expect("a job");
         let policy = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
-        queue.fail(&job, "boom", &policy).await.unwrap();
+        job.fail("boom", &policy).await.unwrap();
         assert_eq!(state(&queue, &dead).await, Some((State::Dead, 1)), "{via:?}");
         queue.retry(&dead).await.unwrap();
         assert!(queue.cancel(&dead).await.unwrap());
-        assert_eq!(queue.purge(State::Cancelled, Duration::ZERO).await.unwrap(), 1);
+        assert_eq!(Upkeep::of(&queue).purge(State::Cancelled, Duration::ZERO).await.unwrap(), 1);
         assert_eq!(queue.stats().await.unwrap(), echomq::StatsReply::default());
         queue.enqueue(b"listed".to_vec()).await.unwrap();
 

@@ -24,7 +24,7 @@ mod log;
 use log::Log;
 
 /// How long the test's connections may be silent before their kernel drops
-/// them (the library's default is `echomq::SILENT_PEER`, 30 s): a keepalive
+/// them (the library's default is `echomq::executor::SILENT_PEER`, 30 s): a keepalive
 /// probe after a second of quiet, then every second (whole seconds, the
 /// kernel's unit), and `TCP_USER_TIMEOUT`.
 const SILENCE: Duration = Duration::from_secs(3);
@@ -63,14 +63,14 @@ async fn silenced_under_a_worker(server: RedisServer, via: &str) {
     let name = unique_queue("silent");
     // The test's own connection, never silenced: it enqueues and watches.
     let mut watch = server.connection().await;
-    let watcher = Queue::new(watch.clone(), &name).unwrap();
+    let watcher = Queue::new(std::sync::Arc::new(echomq::Lua::new(watch.clone())), &name).unwrap();
     let own_id: u64 = redis::cmd("CLIENT").arg("ID").query_async(&mut watch).await.unwrap();
 
     let probes = TcpKeepalive::new().with_time(PROBE).with_interval(PROBE).with_retries(2);
     let tcp = TcpSettings::default().set_keepalive(probes).set_user_timeout(SILENCE);
     let info = server.client().get_connection_info().clone().set_tcp_settings(tcp);
     let executor = echomq::connect(&redis::Client::open(info).unwrap()).await.unwrap();
-    let queue = Queue::with_executor(executor, &name).unwrap();
+    let queue = Queue::new(executor, &name).unwrap();
 
     // Each job's runs, by the attempt (the claim) each ran under.
     let runs: Arc<Mutex<HashMap<JobId, Vec<u64>>>> = Arc::default();

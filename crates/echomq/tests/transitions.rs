@@ -2351,7 +2351,7 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
         let keys = vec![h.keys.pending(), h.keys.active()];
         // Protocol 1 and 2: two keys, then the lease.
         let args = ["60000", "COUNT", "1"].map(|w| w.as_bytes().to_vec()).to_vec();
-        let call = echomq::Call { name: Name::Claim, keys, args };
+        let call = echomq::executor::Call { name: Name::Claim, keys, args };
         let reply = via.run(&[call]).await.unwrap().remove(0);
         let wanted = "EMQARG wrong number of keys: takes 8";
         match reply {
@@ -2373,7 +2373,7 @@ async fn config_reports_the_queues_protocol_and_never_writes_it() {
         target.arrange(&h, &["HSET $q:config protocol 1.7"]).await;
         let words = |text: &str| text.split_whitespace().map(|w| h.expand(w)).collect::<Vec<String>>();
         let args = [b"PAUSED".to_vec(), b"1".to_vec()].to_vec();
-        let call = echomq::Call { name: Name::Config, keys: words(CONFIG_KEYS), args };
+        let call = echomq::executor::Call { name: Name::Config, keys: words(CONFIG_KEYS), args };
         let reply = via.run(&[call]).await.unwrap().remove(0).unwrap();
         let redis::Value::Array(values) = reply else { panic!("on {}: {reply:?}", target.name()) };
         assert_eq!(values.len(), 12, "on {}: {values:?}", target.name());
@@ -2383,7 +2383,7 @@ async fn config_reports_the_queues_protocol_and_never_writes_it() {
             .unwrap_or_else(|why| panic!("on {}: {why}", target.name()));
         if !matches!(target, Target::Embedded(_)) {
             let lua = std::sync::Arc::new(echomq::Lua::new(h.conn.clone()));
-            let settings = echomq::Queue::with_executor(lua, &h.name).unwrap().settings().await.unwrap();
+            let settings = echomq::Queue::new(lua, &h.name).unwrap().settings().await.unwrap();
             assert_eq!(settings.protocol, Some(echomq_core::Version { major: 1, minor: 7 }));
         }
     }

@@ -14,7 +14,7 @@ use echomq_test_support::{eventually, unique_queue};
 async fn a_unique_key_is_refused_while_held_then_freed() {
     let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
-        let q = Queue::with_executor(executor, &unique_queue("unique")).unwrap();
+        let q = Queue::new(executor, &unique_queue("unique")).unwrap();
 
         // Held until its job finishes: a second job is refused with the first one's id.
         let until_done =

@@ -16,7 +16,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
-use echomq::{Call, Embedded, Executor, Lua, Name, Native};
+use echomq::executor::Call;
+use echomq::{Embedded, Executor, Lua, Name, Native};
 use echomq_core::memory::{Dump, ManualClock};
 use echomq_core::Store;
 use echomq_test_support::RedisServer;

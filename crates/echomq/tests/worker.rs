@@ -4,6 +4,7 @@
 //! completes, shutdown releases what it cannot finish, and a Redis restart
 //! (AOF on) loses nothing.
 
+use echomq::Upkeep;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,7 +45,7 @@ async fn queue(server: &RedisServer, via: Via, name: &str) -> Queue {
             Arc::new(Native::new(conn).with_blocking_connection(blocking))
         }
     };
-    Queue::with_executor(executor, name).unwrap()
+    Queue::new(executor, name).unwrap()
 }
 
 fn options() -> WorkerOptions {
@@ -96,7 +97,7 @@ async fn expire_and_reap(server: &RedisServer, queue: &Queue, id: &JobId) {
     let active = queue.keyspace().active();
     let _: () = redis::cmd("ZADD").arg(active).arg(0).arg(id.as_str()).query_async(&mut conn).await.unwrap();
     eventually("the job is reaped", || async {
-        queue.reap(10).await.unwrap();
+        Upkeep::of(queue).reap(10).await.unwrap();
         state(queue, id).await.map(|s| s.0) == Some(State::Pending)
     })
     .await;
@@ -187,7 +188,7 @@ async fn a_lost_lease_cancels_the_handler_and_its_late_ack_is_refused() {
         assert_eq!(state(&q, &id).await, Some((State::Active, 2)), "{via:?}: the late ack was refused");
 
         // The second holder's ack stands.
-        q.ack(&second).await.unwrap();
+        second.ack().await.unwrap();
         assert_eq!(state(&q, &id).await, Some((State::Done, 2)));
     }
 }
@@ -462,8 +463,8 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
     let (_servers, executors) = waiting_executors().await;
     for (via, executor) in executors {
         assert!(executor.waits(), "{via}");
-        let idle = Queue::with_executor(executor.clone(), &unique_queue("idle")).unwrap();
-        let busy = Queue::with_executor(executor.clone(), &unique_queue("busy")).unwrap();
+        let idle = Queue::new(executor.clone(), &unique_queue("idle")).unwrap();
+        let busy = Queue::new(executor.clone(), &unique_queue("busy")).unwrap();
         let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
         let worker = Worker::with_options(idle.clone(), |_job: JobContext| async { Ok(()) }, options)
             .queue(busy.clone());
@@ -491,7 +492,7 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
 async fn a_stopping_worker_does_not_sit_out_its_idle_wait() {
     let (_servers, executors) = waiting_executors().await;
     for (via, executor) in executors {
-        let q = Queue::with_executor(executor, &unique_queue("stop")).unwrap();
+        let q = Queue::new(executor, &unique_queue("stop")).unwrap();
         let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
         let (stop, task) =
             spawn(Worker::with_options(q.clone(), |_job: JobContext| async { Ok(()) }, options));
@@ -529,10 +530,14 @@ async fn a_server_that_may_evict_jobs_is_warned_about() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lua_idle_claim_is_woken_after_a_server_restart() {
     let mut server = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
-    let q = Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("wake"))
-        .unwrap();
+    let q = Queue::new(echomq::connect(&server.client()).await.unwrap(), &unique_queue("wake")).unwrap();
     // A first wait opens the blocking connection, which the restart breaks.
-    assert!(q.claim_waiting(Duration::from_secs(60), 1, Duration::from_millis(50)).await.unwrap().is_empty());
+    assert!(q
+        .claim_many(Duration::from_secs(60), 1, Some(Duration::from_millis(50)))
+        .await
+        .unwrap()
+        .jobs
+        .is_empty());
     server.restart();
     eventually("the queue's connection is back", || async { q.stats().await.is_ok() }).await;
     assert!(q.executor().waits());
@@ -541,7 +546,11 @@ async fn a_lua_idle_claim_is_woken_after_a_server_restart() {
         tokio::spawn(async move {
             // The broken connection's wait fails once; the next opens a new one.
             loop {
-                match q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(30)).await {
+                match q
+                    .claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(30)))
+                    .await
+                    .map(|leases| leases.jobs)
+                {
                     Ok(claimed) if !claimed.is_empty() => return claimed,
                     _ => tokio::time::sleep(Duration::from_millis(10)).await,
                 }
@@ -565,22 +574,25 @@ async fn a_lua_idle_claim_is_woken_after_a_server_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_wake_up_key_loses_no_arrival_and_wakes_one_claim_per_arrival() {
     let server = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
-    let q = Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("lost"))
-        .unwrap();
+    let q = Queue::new(echomq::connect(&server.client()).await.unwrap(), &unique_queue("lost")).unwrap();
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
     let wake = format!("emq:{{{}}}:wake", q.name());
     // The empty claim, then the arrival, then the wait: it must not sleep.
-    assert!(q.claim_batch(Duration::from_secs(60), 1).await.unwrap().is_empty());
+    assert!(q.claim_many(Duration::from_secs(60), 1, None).await.unwrap().jobs.is_empty());
     let id = q.enqueue(b"between".to_vec()).await.unwrap();
     let started = Instant::now();
     let popped: Option<(String, String, f64)> =
         redis::cmd("BZPOPMIN").arg(&wake).arg(10).query_async(&mut admin).await.unwrap();
     assert!(popped.is_some() && started.elapsed() < Duration::from_secs(5), "the wait saw the arrival");
-    assert_eq!(q.claim_batch(Duration::from_secs(60), 1).await.unwrap()[0].id, id);
+    assert_eq!(q.claim_many(Duration::from_secs(60), 1, None).await.unwrap().jobs[0].id, id);
 
     // Two idle claims; one arrival wakes exactly one of them.
     let wait = |q: Queue| {
-        tokio::spawn(async move { q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(3)).await })
+        tokio::spawn(async move {
+            q.claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(3)))
+                .await
+                .map(|leases| leases.jobs)
+        })
     };
     let blocked = || async {
         let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
@@ -612,8 +624,7 @@ async fn the_wake_up_key_loses_no_arrival_and_wakes_one_claim_per_arrival() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lua_waiting_claim_goes_past_ids_without_records() {
     let server = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
-    let q = Queue::with_executor(echomq::connect(&server.client()).await.unwrap(), &unique_queue("orphans"))
-        .unwrap();
+    let q = Queue::new(echomq::connect(&server.client()).await.unwrap(), &unique_queue("orphans")).unwrap();
     assert!(q.executor().waits());
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
     let pending = format!("emq:{{{}}}:pending", q.name());
@@ -625,7 +636,7 @@ async fn a_lua_waiting_claim_goes_past_ids_without_records() {
     let id = q.enqueue(b"behind".to_vec()).await.unwrap();
     // One job a claim: the first takes an orphan, the wake-up the ENQUEUE set
     // brings a second that takes another, and then nothing would wake a third.
-    let claimed = q.claim_waiting(Duration::from_secs(60), 1, Duration::from_secs(20)).await.unwrap();
+    let claimed = q.claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(20))).await.unwrap().jobs;
     assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id]);
     let left: u64 = redis::cmd("ZCARD").arg(&pending).query_async(&mut admin).await.unwrap();
     assert_eq!(left, 0, "the orphans were dropped from pending on the way");
@@ -643,7 +654,7 @@ async fn connect_picks_the_executor_that_can_wait() {
     // Lua with no connection of its own to wait on polls.
     let conn = plain.client().get_multiplexed_async_connection().await.unwrap();
     assert!(!Lua::new(conn).waits());
-    let q = Queue::with_executor(lua, &unique_queue("plain")).unwrap();
+    let q = Queue::new(lua, &unique_queue("plain")).unwrap();
     q.enqueue(b"x".to_vec()).await.unwrap();
     assert_eq!(q.stats().await.unwrap().pending, 1);
 }
@@ -728,8 +739,7 @@ async fn a_worker_whose_writes_no_replica_confirms_runs_and_acks_each_job_once()
     let client = server.client();
     let conn = ConnectionManager::new_with_config(client, ConnectionManagerConfig::new()).await.unwrap();
     let replication = Replication { replicas: 1, timeout: Duration::from_millis(100) };
-    let confirmed =
-        Queue::with_executor(Arc::new(Native::new(conn).with_replication(replication)), &name).unwrap();
+    let confirmed = Queue::new(Arc::new(Native::new(conn).with_replication(replication)), &name).unwrap();
     let calls = calls_of_twenty_jobs_finishing_together(&server, &plain, &confirmed).await;
     let count = |command: &str| calls.get(command).copied().unwrap_or(0);
     assert!(count("emq.ackmany") >= 1, "{calls:?}");
@@ -796,10 +806,10 @@ async fn a_lua_acknext_asks_each_keys_type_once() {
     let lease = Duration::from_secs(60);
     let first = q.claim(lease).await.unwrap().expect("a job");
     // Once before counting: the script is loaded then.
-    let second = q.ack_and_claim(&first, None, lease, 1).await.unwrap().jobs.pop().expect("a job");
+    let second = first.ack_and_claim(None, lease, 1).await.unwrap().jobs.pop().expect("a job");
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
-    let third = q.ack_and_claim(&second, None, lease, 1).await.unwrap();
+    let third = second.ack_and_claim(None, lease, 1).await.unwrap();
     assert_eq!(third.jobs.len(), 1);
     let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
     let calls = calls_by_command(&stats);

@@ -100,21 +100,22 @@ impl Server {
     }
 
     /// A client for the server, whose connections to a server gone silent
-    /// (no reset, no answer) are dropped and reconnect (`echomq::SILENT_PEER`).
+    /// (no reset, no answer) are dropped and reconnect (`echomq::executor::SILENT_PEER`).
     pub fn client(&self) -> Result<redis::Client, Error> {
         let client = match self.certificates()? {
             Some(certificates) => redis::Client::build_with_tls(self.url.as_str(), certificates)?,
             None => redis::Client::open(self.url.as_str())?,
         };
-        let info = client.get_connection_info().clone().set_tcp_settings(echomq::silent_peer_settings());
+        let info =
+            client.get_connection_info().clone().set_tcp_settings(echomq::executor::silent_peer_settings());
         Ok(redis::Client::open(info)?)
     }
 
     /// A client for the cluster the URL's node belongs to, whose connections
-    /// to a node gone silent are dropped (`echomq::silent_peer_settings`).
+    /// to a node gone silent are dropped (`echomq::executor::silent_peer_settings`).
     fn cluster_client(&self) -> Result<ClusterClient, Error> {
-        let builder =
-            ClusterClient::builder([self.url.as_str()]).tcp_settings(echomq::silent_peer_settings());
+        let builder = ClusterClient::builder([self.url.as_str()])
+            .tcp_settings(echomq::executor::silent_peer_settings());
         Ok(match self.certificates()? {
             Some(certificates) => builder.certs(certificates),
             None => builder,
@@ -210,7 +211,7 @@ impl Server {
 
     /// Queue `name` on the server.
     pub async fn queue(&self, name: &str) -> Result<Queue, Error> {
-        Ok(Queue::with_executor(self.executor().await?, name)?)
+        Ok(Queue::new(self.executor().await?, name)?)
     }
 }
 

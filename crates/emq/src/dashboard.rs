@@ -111,7 +111,7 @@ async fn sample(app: Arc<App>) {
 async fn counts(app: &App) -> Result<BTreeMap<String, Result<echomq::StatsReply, String>>, Error> {
     let mut out = BTreeMap::new();
     for name in discover(&mut app.server_conn.clone()).await? {
-        let stats = Queue::with_executor(app.executor.clone(), &name)?.stats().await;
+        let stats = Queue::new(app.executor.clone(), &name)?.stats().await;
         out.insert(name, stats.map_err(|err| crate::failure::explain(&err)));
     }
     Ok(out)
@@ -172,7 +172,7 @@ async fn queue_page(
 
 async fn render_queue(app: &App, name: &str, writable: bool) -> Result<String, Error> {
     let keys = Keyspace::new(name)?;
-    let stats = Queue::with_executor(app.executor.clone(), name)?.stats().await?;
+    let stats = Queue::new(app.executor.clone(), name)?.stats().await?;
     let mut body = String::new();
     for (state, count) in [
         (State::Pending, stats.pending),
@@ -230,7 +230,7 @@ fn describe(state: State, score: f64) -> String {
 async fn job_page(Extract(app): Extract<Arc<App>>, Path((queue, id)): Path<(String, String)>) -> Response {
     let shown = async {
         let id: JobId = id.parse()?;
-        let job = Queue::with_executor(app.executor.clone(), &queue)?.inspect(&id).await?;
+        let job = Queue::new(app.executor.clone(), &queue)?.inspect(&id).await?;
         let Some(job) = job else { return Ok::<_, Error>(format!("no job {}", escape(id.as_str()))) };
         let r = job.record;
         let priority = priority(&mut app.server_conn.clone(), &queue, &id).await?;
@@ -282,7 +282,7 @@ async fn job_action(
     }
     let done = async {
         let id: JobId = id.parse()?;
-        let q = Queue::with_executor(app.executor.clone(), &queue)?;
+        let q = Queue::new(app.executor.clone(), &queue)?;
         match action.as_str() {
             "retry" => q.retry(&id).await?,
             "cancel" => drop(q.cancel(&id).await?),

@@ -3,13 +3,14 @@
 //! print a summary: processed, retried, dead, jobs/s and the enqueue→start
 //! latency. The embedded executor is the default, so it needs no server.
 
+use echomq::Delete;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use echomq::transition::Retention;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
+use echomq::{EnqueueOptions, Queue, RetryPolicy};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How the demo runs.
@@ -67,20 +68,17 @@ struct Tally {
 pub async fn run(server: &crate::connect::Server, options: Options) -> Result<(), crate::connect::Error> {
     let queue_name = format!("demo-{}", std::process::id());
     let (queue, via) = match &options.redis {
-        None => {
-            (Queue::with_executor(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded".to_owned())
-        }
+        None => (Queue::new(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded".to_owned()),
         Some(url) => {
             let server = server.at(url);
             let via = format!("Redis ({})", server.executor_name().await);
-            (Queue::with_executor(server.executor().await?, &queue_name)?, via)
+            (Queue::new(server.executor().await?, &queue_name)?, via)
         }
     };
     // Every finished job kept, so that done + dead counts them all: the
     // default retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4).
-    for state in [State::Done, State::Dead] {
-        queue.keep(state, Retention { age: None, count: None }).await?;
-    }
+    let all = Some(Retention { age: None, count: None });
+    queue.configure(echomq::Config { keep_done: all, keep_dead: all, ..echomq::Config::default() }).await?;
     tell!(
         "EchoMQ demo: {} jobs, {} at once, {via} executor, queue {queue_name}",
         options.jobs,
@@ -184,7 +182,7 @@ pub async fn run(server: &crate::connect::Server, options: Options) -> Result<()
         if keep {
             tell!("\nthe queue {queue_name} stays on the server (emq delete-queue {queue_name} deletes it)");
         } else {
-            queue.delete(false).await?;
+            queue.delete(Delete::IfIdle).await?;
             tell!("\nthe queue {queue_name} is deleted from the server (--keep keeps it)");
         }
     }

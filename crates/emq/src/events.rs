@@ -1,6 +1,7 @@
 //! `emq events <queue>`: a queue's event log as JSON lines, followed live;
 //! `emq result <id>`: what a job's handler returned, waiting for it if asked.
 
+use echomq::EventsFrom;
 use std::io::Write;
 use std::time::Duration;
 
@@ -34,14 +35,14 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     crate::ops::note_if_unknown(server, &args.queue).await;
     let mut events = match (&args.after, args.from_start) {
-        (Some(after), _) => queue.events_after(after),
-        (None, true) => queue.events_after("0-0"),
+        (Some(after), _) => queue.events(EventsFrom::After(after.to_owned())).await.unwrap(),
+        (None, true) => queue.events(EventsFrom::After("0-0".to_owned())).await.unwrap(),
         (None, false) => {
             tracing::info!(
                 "following {}'s new events (--from-start: the ones its log keeps too)",
                 args.queue
             );
-            queue.events().await?
+            queue.events(EventsFrom::Now).await?
         }
     };
     let mut printed = 0;

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, UNIX_EPOCH};
 
 use echomq::keyspace::{queue_of, state_pattern};
-use echomq::{JobId, Keyspace, State};
+use echomq::{Delete, Drain, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error, Server};
 
@@ -205,7 +205,7 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     );
     let mut unreadable = 0;
     for name in names {
-        let queue = echomq::Queue::with_executor(executor.clone(), &name)?;
+        let queue = echomq::Queue::new(executor.clone(), &name)?;
         // One damaged queue (a key of the wrong type) does not hide the others.
         let s = match queue.stats().await {
             Ok(s) => s,
@@ -279,7 +279,7 @@ where
     let (total, mut failed) = (args.ids.len(), 0);
     for id in args.ids {
         let queue = match queue_for(server, &id, args.queue.clone()).await {
-            Ok(queue) => echomq::Queue::with_executor(executor.clone(), &queue).map_err(Error::from),
+            Ok(queue) => echomq::Queue::new(executor.clone(), &queue).map_err(Error::from),
             Err(err) => Err(err),
         };
         let outcome = match queue {
@@ -317,7 +317,7 @@ pub struct PurgeArgs {
 pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
     let state = args.state;
     let queue = server.queue(&args.queue).await?;
-    let total = queue.purge_all(state, args.older_than).await?;
+    let total = queue.purge(state, args.older_than).await?;
     tell!("purged {total} {state} jobs from {}", args.queue);
     Ok(())
 }
@@ -333,7 +333,7 @@ pub struct DrainArgs {
 
 pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
-    let drained = queue.drain(args.active).await?;
+    let drained = queue.drain(if args.active { Drain::WithActive } else { Drain::Waiting }).await?;
     let which = if args.active { "pending, delayed and active" } else { "pending and delayed" };
     tell!("drained {drained} {which} jobs from {}", args.queue);
     Ok(())
@@ -350,7 +350,7 @@ pub struct DeleteQueueArgs {
 
 pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
-    let deleted = queue.delete(args.force).await?;
+    let deleted = queue.delete(if args.force { Delete::Force } else { Delete::IfIdle }).await?;
     tell!("deleted queue {} and its {deleted} jobs", args.queue);
     if deleted == 0 {
         eprintln!("emq: note: {} held no job (a misspelt name?)", args.queue);

@@ -117,10 +117,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     };
     let mut queues = args.queues.iter();
     let first = queues.next().ok_or("no queue to work")?;
-    let mut worker =
-        Worker::with_options(echomq::Queue::with_executor(executor.clone(), first)?, handler, options);
+    let mut worker = Worker::with_options(echomq::Queue::new(executor.clone(), first)?, handler, options);
     for name in queues {
-        worker = worker.queue(echomq::Queue::with_executor(executor.clone(), name)?);
+        worker = worker.queue(echomq::Queue::new(executor.clone(), name)?);
     }
     // Caught from here on, before the start is said: a SIGTERM that follows
     // the first log lines at once stops the worker gracefully, not by default.
@@ -487,7 +486,7 @@ pub async fn progress(server: &Server, args: ProgressArgs) -> Result<(), Error> 
     }
     let executor = server.executor().await?;
     let progress = echomq::transition::Progress { id, token, value: args.value.into_bytes() };
-    match echomq::execute(&*executor, &keys, &progress).await {
+    match echomq::executor::execute(&*executor, &keys, &progress).await {
         Ok(()) => Ok(()),
         Err(err) if err.is_lost_lease() => {
             let message =

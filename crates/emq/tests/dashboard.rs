@@ -77,11 +77,11 @@ async fn retry_a_dead_job_from_the_dashboard_in_a_real_browser() {
     let server = RedisServer::start();
     let conn = server.connection().await;
     let name = unique_queue("dash");
-    let q = Queue::new(conn, &name).unwrap();
+    let q = Queue::new(std::sync::Arc::new(echomq::Lua::new(conn)), &name).unwrap();
     let dead = q.enqueue(b"broken".to_vec()).await.unwrap();
     let job = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
     let once = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
-    q.fail(&job, "SMTP 550: mailbox unavailable", &once).await.unwrap();
+    job.fail("SMTP 550: mailbox unavailable", &once).await.unwrap();
     q.enqueue(b"waiting".to_vec()).await.unwrap();
 
     let port = free_port();
@@ -113,7 +113,9 @@ async fn retry_a_dead_job_from_the_dashboard_in_a_real_browser() {
     assert!(overview.starts_with("HTTP/1.1 200") && overview.contains("unreadable: "), "{overview}");
     let () = redis::cmd("DEL").arg(&pending).query(&mut conn).unwrap();
     // A job's page shows its priority, which lives beside the record.
-    let pq = Queue::new(server.connection().await, &unique_queue("prio")).unwrap();
+    let pq =
+        Queue::new(std::sync::Arc::new(echomq::Lua::new(server.connection().await)), &unique_queue("prio"))
+            .unwrap();
     let urgent =
         pq.enqueue_with(b"urgent".to_vec(), EnqueueOptions::default().priority(-5)).await.unwrap().id;
     let get =

@@ -11,6 +11,24 @@ use crate::schedule::{Schedule, Scheduled};
 use crate::transition::*;
 use crate::Result;
 
+/// Which jobs [`Queue::drain`] deletes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Drain {
+    /// Those waiting to run: pending and delayed.
+    Waiting,
+    /// Those, and the running ones, whose holders are fenced.
+    WithActive,
+}
+
+/// Whether [`Queue::delete`] deletes a queue with running jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Delete {
+    /// Only when no job is active: refused otherwise, nothing deleted.
+    IfIdle,
+    /// Whatever runs: its holders are fenced.
+    Force,
+}
+
 impl Queue {
     /// Pause the queue: every claim hands out nothing until [`resume`](Queue::resume),
     /// for every worker of every process. Enqueue, ack and the rest go on.
@@ -23,35 +41,6 @@ impl Queue {
         self.configure(Config { paused: Some(false), ..Config::default() }).await
     }
 
-    /// Whether the queue is paused.
-    pub async fn is_paused(&self) -> Result<bool> {
-        Ok(self.settings().await?.paused)
-    }
-
-    /// Let at most `limit` jobs of this queue be active at once, across every
-    /// worker and process; `None` removes the limit.
-    pub async fn limit_concurrency(&self, limit: Option<u64>) -> Result<Settings> {
-        if limit == Some(0) {
-            return Err(crate::Error::new(
-                crate::ErrorKind::Argument,
-                "a concurrency limit must be at least 1",
-            ));
-        }
-        self.configure(Config { concurrency: Some(limit.unwrap_or(0)), ..Config::default() }).await
-    }
-
-    /// Let at most `claims` jobs of this queue be claimed in any `per`, across
-    /// every worker and process, on the server's clock; `None` removes the limit.
-    pub async fn limit_rate(&self, limit: Option<(u64, Duration)>) -> Result<Settings> {
-        if limit.is_some_and(|(claims, _)| claims == 0) {
-            return Err(crate::Error::new(
-                crate::ErrorKind::Argument,
-                "a rate limit must allow at least 1 claim",
-            ));
-        }
-        self.configure(Config { rate: Some(limit.unwrap_or((0, Duration::ZERO))), ..Config::default() }).await
-    }
-
     /// The queue's settings.
     pub async fn settings(&self) -> Result<Settings> {
         self.configure(Config::default()).await
@@ -62,33 +51,15 @@ impl Queue {
         self.run(&config).await
     }
 
-    /// Keep finished jobs in `state` (done, dead or cancelled) as
-    /// `retention` says; every worker's upkeep deletes the rest.
-    pub async fn keep(&self, state: State, retention: Retention) -> Result<Settings> {
-        let config = match state {
-            State::Done => Config { keep_done: Some(retention), ..Config::default() },
-            State::Dead => Config { keep_dead: Some(retention), ..Config::default() },
-            State::Cancelled => Config { keep_cancelled: Some(retention), ..Config::default() },
-            other => {
-                return Err(crate::Error::new(
-                    crate::ErrorKind::Argument,
-                    format!("only finished jobs are kept or not, not {other} ones"),
-                ))
-            }
-        };
-        self.configure(config).await
-    }
-
-    /// Delete up to 1000 finished jobs in `state` that finished at least `age` ago.
-    pub async fn purge(&self, state: State, age: Duration) -> Result<u64> {
-        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
-        self.run(&Purge { state, age, limit }).await
-    }
-
     /// Delete every finished job in `state` that finished at least `age`
     /// ago, in calls of [`SWEEP_STEP`] jobs: how many. The jobs there when
     /// it begins: under a steady stream of new ones it still ends.
-    pub async fn purge_all(&self, state: State, age: Duration) -> Result<u64> {
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) for a state that
+    /// is not finished; a key of the wrong type, a failure of the
+    /// connection or the server (the calls before it stand).
+    pub async fn purge(&self, state: State, age: Duration) -> Result<u64> {
         let there = self.stats().await?.of(state);
         self.sweep(there, |limit| Purge { state, age, limit }).await
     }
@@ -108,34 +79,42 @@ impl Queue {
         Ok(total)
     }
 
-    /// Delete the queue's pending and delayed jobs (and, with `active`, its
-    /// running ones, whose holders are fenced): how many. Calls of DRAIN of
-    /// [`SWEEP_STEP`] jobs, for the jobs there when it begins (new ones may
-    /// stay: a producer that goes on is not outrun for ever).
-    pub async fn drain(&self, active: bool) -> Result<u64> {
-        let states: &[State] = if active {
-            &[State::Pending, State::Delayed, State::Active]
-        } else {
-            &[State::Pending, State::Delayed]
+    /// Delete the queue's waiting jobs, pending and delayed (and, with
+    /// [`Drain::WithActive`], its running ones, whose holders are fenced):
+    /// how many. Calls of DRAIN of [`SWEEP_STEP`] jobs, for the jobs there
+    /// when it begins (new ones may stay: a producer that goes on is not
+    /// outrun for ever).
+    ///
+    /// # Errors
+    /// A key of the wrong type, a failure of the connection or the server
+    /// (the calls before it stand).
+    pub async fn drain(&self, which: Drain) -> Result<u64> {
+        let states: &[State] = match which {
+            Drain::Waiting => &[State::Pending, State::Delayed],
+            Drain::WithActive => &[State::Pending, State::Delayed, State::Active],
         };
         let stats = self.stats().await?;
         let mut total = 0;
         for &state in states {
-            total += self.sweep(stats.of(state), |limit| Drain { state, limit }).await?;
+            total += self.sweep(stats.of(state), |limit| crate::transition::Drain { state, limit }).await?;
         }
         Ok(total)
     }
 
     /// Delete the whole queue: every job and every key it owns (settings,
-    /// schedules, dedup keys). Refused (`ErrorKind::State`, nothing deleted)
-    /// while jobs are active, unless `force`: then they go too, and their
-    /// holders are fenced. How many jobs were deleted. A job enqueued while
-    /// this runs is deleted with the rest; a job claimed while it runs stops
-    /// it with `ErrorKind::State`, which then says how many jobs it had deleted.
-    pub async fn delete(&self, force: bool) -> Result<u64> {
+    /// schedules, dedup keys). How many jobs were deleted. A job enqueued
+    /// while this runs is deleted with the rest.
+    ///
+    /// # Errors
+    /// [`ErrorKind::State`](crate::ErrorKind::State), nothing deleted, while
+    /// jobs are active and `how` is [`Delete::IfIdle`] (with
+    /// [`Delete::Force`] they go too, and their holders are fenced); a job
+    /// claimed while it runs stops it with the same, which then says how
+    /// many jobs it had deleted; a failure of the connection or the server.
+    pub async fn delete(&self, how: Delete) -> Result<u64> {
         let refuse_active = || async {
             let active = self.stats().await?.active;
-            if active > 0 && !force {
+            if active > 0 && how == Delete::IfIdle {
                 return Err(crate::Error::new(
                     crate::ErrorKind::State,
                     format!(
@@ -150,9 +129,10 @@ impl Queue {
         let mut total = 0;
         // Jobs may arrive meanwhile; a few rounds see the queue empty.
         for _ in 0..5 {
-            total += self.drain(force).await?;
+            let drain = if how == Delete::Force { Drain::WithActive } else { Drain::Waiting };
+            total += self.drain(drain).await?;
             for state in [State::Done, State::Dead, State::Cancelled] {
-                total += self.purge_all(state, Duration::ZERO).await?;
+                total += self.purge(state, Duration::ZERO).await?;
             }
             match self.run(&Obliterate).await {
                 Ok(_) => return Ok(total),
@@ -247,16 +227,16 @@ mod tests {
     /// Sweeps in steps go on past a step: every job, in a few calls.
     #[tokio::test]
     async fn drain_and_purge_all_go_past_a_step() {
-        let queue = Queue::with_executor(Arc::new(crate::Embedded::new()), "sweeps").unwrap();
+        let queue = Queue::new(Arc::new(crate::Embedded::new()), "sweeps").unwrap();
         let jobs = 2 * SWEEP_STEP + SWEEP_STEP / 2;
         let payloads = || (0..jobs).map(|n| n.to_string());
         queue.enqueue_batch(payloads()).await.unwrap();
-        assert_eq!(queue.drain(false).await.unwrap(), jobs);
+        assert_eq!(queue.drain(Drain::Waiting).await.unwrap(), jobs);
         queue.enqueue_batch(payloads()).await.unwrap();
-        for job in queue.claim_batch(Duration::from_secs(60), jobs).await.unwrap() {
-            queue.ack(&job).await.unwrap();
+        for job in queue.claim_many(Duration::from_secs(60), jobs, None).await.unwrap().jobs {
+            job.ack().await.unwrap();
         }
-        assert_eq!(queue.purge_all(State::Done, Duration::ZERO).await.unwrap(), jobs);
+        assert_eq!(queue.purge(State::Done, Duration::ZERO).await.unwrap(), jobs);
         assert_eq!(queue.stats().await.unwrap(), crate::transition::StatsReply::default());
     }
 }

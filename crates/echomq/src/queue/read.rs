@@ -20,6 +20,18 @@ pub enum Finished {
     Cancelled,
 }
 
+/// Where a reader of the event log ([`Queue::events`]) starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventsFrom {
+    /// The events of transitions after the call.
+    Now,
+    /// The oldest entry the log keeps.
+    Oldest,
+    /// After the entry of this id (`<ms>-<seq>`, an [`Event`](crate::Event)'s
+    /// `id` or [`QueueEvents::after`]), to resume where a reader stopped.
+    After(String),
+}
+
 impl Queue {
     /// What the job's handler returned, kept by its ACK: `None` when the job
     /// is not done, finished with no result, or is gone (trimmed, purged).
@@ -27,18 +39,20 @@ impl Queue {
         Ok(self.inspect(id).await?.and_then(|job| job.result))
     }
 
-    /// A reader of the queue's event log from now on: the events of
-    /// transitions after this call (see [`QueueEvents`]).
-    pub async fn events(&self) -> Result<QueueEvents> {
+    /// A reader of the queue's event log (see [`QueueEvents`]), from
+    /// where `from` says.
+    ///
+    /// # Errors
+    /// With [`EventsFrom::Now`], which reads the log's last id: a key of the
+    /// wrong type, a failure of the connection or the server.
+    pub async fn events(&self, from: EventsFrom) -> Result<QueueEvents> {
         let key = self.keys.events();
-        let last = self.via.stream_last(&key).await?.unwrap_or_else(|| "0-0".to_owned());
-        Ok(QueueEvents::new(self.via.clone(), key, last))
-    }
-
-    /// A reader of the queue's event log after the entry `after` (`0-0`:
-    /// from the oldest it keeps), to resume where an earlier reader stopped.
-    pub fn events_after(&self, after: &str) -> QueueEvents {
-        QueueEvents::new(self.via.clone(), self.keys.events(), after)
+        let after = match from {
+            EventsFrom::Now => self.via.stream_last(&key).await?.unwrap_or_else(|| "0-0".to_owned()),
+            EventsFrom::Oldest => "0-0".to_owned(),
+            EventsFrom::After(id) => id,
+        };
+        Ok(QueueEvents::new(self.via.clone(), key, after))
     }
 
     /// Wait until the job has finished (done, dead or cancelled), as long as
@@ -50,7 +64,7 @@ impl Queue {
         let deadline = tokio::time::Instant::now() + timeout;
         // Follow the log from before the first look, so that a finish
         // between the look and the first read is still seen.
-        let mut events = self.events().await?;
+        let mut events = self.events(EventsFrom::Now).await?;
         // A user who may not run CONFIG (a read-only monitor) follows the
         // log as if it were on: at worst its re-reads of the job find the end.
         let logged = self.settings().await.map_or(true, |settings| settings.events > 0);

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::JobContext;
+use crate::queue::Wait;
 
 /// What a handler returns when a job failed: any error, kept as its text.
 /// A [`RetryAfter`] is not a failure: the job waits and runs again.
@@ -14,7 +15,7 @@ pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A handler's answer when a downstream said "not now, retry after D" (an
 /// HTTP 429 or 503 with Retry-After): the job goes back to wait `after`
-/// without spending its attempt, and with `pause_queue` the whole queue's
+/// without spending its attempt, and with [`Wait::Queue`] the whole queue's
 /// claims wait as long, for every worker (DEFER, PROTOCOL.md §7).
 ///
 /// ```
@@ -26,25 +27,28 @@ pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 pub struct RetryAfter {
     /// How long to wait.
     pub after: Duration,
-    /// Pause the queue too, not only this job.
-    pub pause_queue: bool,
+    /// Who waits: the job, or the whole queue.
+    pub wait: Wait,
 }
 
 impl RetryAfter {
     /// Only this job waits.
     pub fn job(after: Duration) -> RetryAfter {
-        RetryAfter { after, pause_queue: false }
+        RetryAfter { after, wait: Wait::Job }
     }
 
     /// This job and the queue's claims wait.
     pub fn queue(after: Duration) -> RetryAfter {
-        RetryAfter { after, pause_queue: true }
+        RetryAfter { after, wait: Wait::Queue }
     }
 }
 
 impl std::fmt::Display for RetryAfter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = if self.pause_queue { "the queue" } else { "the job" };
+        let what = match self.wait {
+            Wait::Job => "the job",
+            Wait::Queue => "the queue",
+        };
         write!(f, "retry after {:?} ({what} waits)", self.after)
     }
 }

@@ -260,8 +260,8 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
         }
         Ending::Finished(Ok(Err(error))) if error.downcast_ref::<super::RetryAfter>().is_some() => {
             let told = *error.downcast_ref::<super::RetryAfter>().expect("checked above");
-            tracing::info!(after = ?told.after, pause_queue = told.pause_queue, "job deferred");
-            let defer = || queue.defer(&job, told.after, &options.retry, told.pause_queue);
+            tracing::info!(after = ?told.after, wait = ?told.wait, "job deferred");
+            let defer = || queue.defer(&job, told.after, &options.retry, told.wait);
             match persist(&mut lease, Name::Defer, None, defer).await {
                 Ok(()) => meters.deferred.increment(1),
                 Err(err) => lost_or_failed(meters, Name::Defer, &err),

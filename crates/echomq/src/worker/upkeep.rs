@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::Shared;
-use crate::queue::{Queue, SWEEP_STEP};
+use crate::queue::{Queue, Upkeep, SWEEP_STEP};
 use crate::record::State;
 use crate::transition::{Promote, Reap, Trim};
 use crate::Result;
@@ -40,7 +40,7 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
             ("reap", reap(&queue, &shared, until).await),
             ("trim", trim(&queue, until).await),
             ("settle", settle(&queue, until).await),
-            ("fire schedules", queue.fire_schedules().await.map(drop)),
+            ("fire schedules", Upkeep::of(&queue).fire_schedules().await.map(drop)),
         ];
         failing = said_once(&queue, failing, outcomes);
     }
@@ -114,7 +114,7 @@ async fn reap(queue: &Queue, shared: &Shared, until: Instant) -> Result<()> {
 
 /// Batches: call back each one whose jobs all finished.
 async fn settle(queue: &Queue, until: Instant) -> Result<()> {
-    in_steps(until, || async { queue.settle(STEP).await.map(|settled| settled.looked) }).await
+    in_steps(until, || async { Upkeep::of(queue).settle(STEP).await.map(|settled| settled.looked) }).await
 }
 
 /// Bounded retention: each finished set trimmed to the queue's retention,
@@ -140,12 +140,12 @@ mod tests {
     /// call did a full one, so one round trims any backlog, here 2.5 steps.
     #[tokio::test]
     async fn one_round_trims_past_its_step() {
-        let queue = Queue::with_executor(Arc::new(Embedded::new()), "steps").unwrap();
+        let queue = Queue::new(Arc::new(Embedded::new()), "steps").unwrap();
         let jobs = 2 * STEP + STEP / 2;
         queue.enqueue_batch((0..jobs).map(|n| n.to_string())).await.unwrap();
         let lease = std::time::Duration::from_secs(60);
-        for job in queue.claim_batch(lease, jobs).await.unwrap() {
-            queue.ack(&job).await.unwrap();
+        for job in queue.claim_many(lease, jobs, None).await.unwrap().jobs {
+            job.ack().await.unwrap();
         }
         let keep = Retention { age: None, count: Some(7) };
         queue.configure(Config { keep_done: Some(keep), ..Config::default() }).await.unwrap();
@@ -169,7 +169,7 @@ mod tests {
     /// outage of the others, nor its end: each part is followed on its own.
     #[test]
     fn each_part_is_followed_on_its_own() {
-        let queue = Queue::with_executor(Arc::new(Embedded::new()), "upkeep").unwrap();
+        let queue = Queue::new(Arc::new(Embedded::new()), "upkeep").unwrap();
         let failing = said_once(&queue, Vec::new(), outcomes(&["fire schedules"]));
         assert_eq!(parts(&failing), ["fire schedules"]);
         let since = failing[0].1;

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use echomq::executor::execute;
 use echomq::transition::*;
-use echomq::{execute, Executor, Keyspace, Lua, Name, Queue};
+use echomq::{Executor, Keyspace, Lua, Name, Queue};
 use echomq_test_support::{unique_queue, RedisServer};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -39,7 +40,7 @@ pub async fn harness_on(server: RedisServer) -> Harness {
     let conn = server.connection().await;
     let name = unique_queue("q");
     let lua = Arc::new(Lua::new(conn.clone()));
-    let queue = Queue::with_executor(lua.clone(), &name).unwrap();
+    let queue = Queue::new(lua.clone(), &name).unwrap();
     Harness { server, conn, keys: Keyspace::new(&name).unwrap(), lua, queue }
 }
 

@@ -5,8 +5,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use echomq::transition::{Config, EnqueueMany, Fire, Schedule, Schedules};
-use echomq::{execute, EnqueueOptions, Error, Held, JobId, Queue, RetryPolicy, State};
+use echomq::executor::execute;
+use echomq::transition::{
+    Ack, AckMany, Config, EnqueueMany, Extend, Fail, Fire, Progress, Release, Schedule, Schedules, Transition,
+};
+use echomq::{EnqueueOptions, Error, Held, JobId, Lease, Queue, RetryPolicy, State, Upkeep};
 use proptest::prelude::*;
 
 /// How many distinct jobs a sequence plays with.
@@ -218,7 +221,7 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
             show(execute(&**q.executor(), q.keyspace(), &EnqueueMany { jobs }).await)
         }
         Op::Claim { count, short } => {
-            let claims = q.claims(if short { SHORT } else { LONG }, count, None).await;
+            let claims = q.claim_many(if short { SHORT } else { LONG }, count, None).await;
             if let Ok(claims) = &claims {
                 for job in &claims.jobs {
                     let slot = ids.iter().position(|id| *id == job.id).expect("a known id");
@@ -226,7 +229,12 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
                 }
             }
             show(claims.map(|claims| {
-                let jobs: Vec<_> = claims.jobs.into_iter().map(|j| (j.id, j.token, j.payload)).collect();
+                let jobs: Vec<_> = claims
+                    .jobs
+                    .into_iter()
+                    .map(Lease::into_job)
+                    .map(|j| (j.id, j.token, j.payload))
+                    .collect();
                 // The rate's wait depends on the clock; which limit held is compared.
                 let held = claims.held.map(|held| match held {
                     Held::Wait(_) => "Rate".to_owned(),
@@ -235,10 +243,10 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
                 (jobs, held)
             }))
         }
-        Op::Ack { slot, stale } => show(q.ack(&claimed(slot, stale)).await),
+        Op::Ack { slot, stale } => show(run(q, &Ack::of(&claimed(slot, stale))).await),
         Op::AckMany { ref jobs } => {
-            let jobs: Vec<_> = jobs.iter().map(|&(slot, stale)| claimed(slot, stale)).collect();
-            match q.ack_batch(&jobs).await {
+            let acks = jobs.iter().map(|&(slot, stale)| Ack::of(&claimed(slot, stale))).collect();
+            match run(q, &AckMany { acks }).await {
                 Ok(outcomes) => format!("{:?}", outcomes.into_iter().map(show).collect::<Vec<_>>()),
                 Err(err) => show::<()>(Err(err)),
             }
@@ -246,21 +254,26 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Fail { slot, stale, max_attempts, short } => {
             let backoff = if short { Duration::ZERO } else { LONG };
             let policy = RetryPolicy { max_attempts, backoff, max_backoff: backoff, jitter: 0.0 };
-            show(q.fail(&claimed(slot, stale), "boom", &policy).await)
+            let job = claimed(slot, stale);
+            let backoff = policy.delay_for(&job.id, job.token);
+            let fail = Fail { id: job.id, token: job.token, max_attempts, backoff, error: "boom".to_owned() };
+            show(run(q, &fail).await)
         }
-        Op::Extend { slot, stale } => match q.extend(&claimed(slot, stale), LONG).await {
+        Op::Extend { slot, stale } => match run(q, &extend(claimed(slot, stale))).await {
             Ok(_) => "deadline".to_owned(),
             other => show(other),
         },
         Op::Release { slot, stale, max_attempts } => {
-            let policy = RetryPolicy { max_attempts, ..RetryPolicy::default() };
-            show(q.release(&claimed(slot, stale), &policy).await)
+            let job = claimed(slot, stale);
+            show(run(q, &Release { id: job.id, token: job.token, max_attempts }).await)
         }
-        Op::Reap { max_attempts } => show(q.reap(max_attempts).await.map(|r| (r.requeued, r.dead))),
-        Op::Promote => show(q.promote().await),
+        Op::Reap { max_attempts } => {
+            show(Upkeep::of(q).reap(max_attempts).await.map(|r| (r.requeued, r.dead)))
+        }
+        Op::Promote => show(Upkeep::of(q).promote().await),
         Op::Cancel { slot } => show(q.cancel(&ids[slot]).await),
         Op::Retry { slot } => show(q.retry(&ids[slot]).await),
-        Op::Purge { state } => show(q.purge(state, Duration::ZERO).await),
+        Op::Purge { state } => show(Upkeep::of(q).purge(state, Duration::ZERO).await),
         Op::Config { paused, concurrency, rate } => {
             let rate = rate.map(|n| (n, RATE_PERIOD));
             match q.configure(Config { paused, concurrency, rate, ..Config::default() }).await {
@@ -270,7 +283,8 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         }
         Op::Progress { slot, stale } => {
             let job = claimed(slot, stale);
-            show(q.progress(&job, progress_value(&job)).await)
+            let value = progress_value(&job);
+            show(run(q, &Progress { id: job.id, token: job.token, value }).await)
         }
         Op::Schedule { name, next } => {
             let call = Schedule { name: schedule_name(name), definition: vec![b'd'; name + 1], next };
@@ -300,6 +314,16 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
 
 /// The value a PROGRESS op reports: the token it sends, so that a later
 /// INSPECT shows which report stuck.
+/// Run one transition on `q`, as a holder of any token may send it.
+async fn run<T: Transition>(q: &Queue, call: &T) -> echomq::Result<T::Output> {
+    execute(&**q.executor(), q.keyspace(), call).await
+}
+
+/// EXTEND of `job` by a long lease.
+fn extend(job: echomq::Claimed) -> Extend {
+    Extend { id: job.id, token: job.token, lease: LONG }
+}
+
 pub fn progress_value(job: &echomq::Claimed) -> Vec<u8> {
     format!("at {}", job.token).into_bytes()
 }

@@ -144,8 +144,7 @@ async fn no_password_in_tracing_logs() {
         let server = server(via, &[]);
         create_user(&server, "logger", &secret, rules).await;
         let client = redis::Client::open(url_as(&server, "logger", &secret)).unwrap();
-        let queue =
-            Queue::with_executor(echomq::connect(&client).await.unwrap(), &unique_queue("logs")).unwrap();
+        let queue = Queue::new(echomq::connect(&client).await.unwrap(), &unique_queue("logs")).unwrap();
         let options = WorkerOptions {
             upkeep: Duration::from_millis(50),
             idle_wait: Duration::from_millis(100),

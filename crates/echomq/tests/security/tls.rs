@@ -25,7 +25,7 @@ async fn a_worker_over_rediss_on_lua_and_native() {
             }
         };
         assert_eq!(executor.waits(), via == Via::Native, "{via:?}");
-        full_run(Queue::with_executor(executor, &unique_queue("tls")).unwrap()).await;
+        full_run(Queue::new(executor, &unique_queue("tls")).unwrap()).await;
 
         // Only TLS: a plain connection to the port gets no answer, and a
         // client without the CA does not trust the server.

@@ -433,7 +433,7 @@ mod tests {
     }
 
     fn queue() -> Queue {
-        Queue::with_executor(Arc::new(Embedded::new()), "persist").unwrap()
+        Queue::new(Arc::new(Embedded::new()), "persist").unwrap()
     }
 
     /// The heart of `queue`'s leases of `length`, beating in a task of its own.
@@ -501,7 +501,7 @@ mod tests {
             sent: Notify::new(),
             on_their_way: AtomicU32::new(0),
         });
-        let queue = Queue::with_executor(slow.clone(), "persist").unwrap();
+        let queue = Queue::new(slow.clone(), "persist").unwrap();
         queue.enqueue(b"x".to_vec()).await.unwrap();
         let job = queue.claim(Duration::from_secs(60)).await.unwrap().expect("a job");
         let (length, started) = (Duration::from_millis(300), Instant::now());

@@ -1,0 +1,159 @@
+//! [`Lease`]: a claimed job in the hands of its claimer. What ends the job
+//! (ack, fail, release, defer) takes the lease by value, so a job is ended
+//! once: a second ack does not compile.
+
+use std::time::Duration;
+
+use super::{Queue, RetryPolicy};
+use crate::id::JobId;
+use crate::transition::{Claimed, Failed, Headers, Held};
+use crate::Result;
+
+/// A claimed job, held under a lease until one of [`ack`](Lease::ack),
+/// [`ack_with`](Lease::ack_with), [`ack_and_claim`](Lease::ack_and_claim),
+/// [`fail`](Lease::fail), [`release`](Lease::release) or
+/// [`defer`](Lease::defer) ends it; [`extend`](Lease::extend) and
+/// [`progress`](Lease::progress) keep it. It reads as its job
+/// ([`Claimed`]: `lease.id`, `lease.payload`, `lease.token`).
+///
+/// Every call is fenced by the job's token: when the lease was lost
+/// meanwhile (it expired and the job was reaped, or the job was cancelled),
+/// the call changes nothing and answers
+/// [`ErrorKind::Fence`](crate::ErrorKind::Fence) or
+/// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob).
+#[must_use = "a lease left alone holds its job until the lease expires; then the job is reaped and runs again"]
+#[derive(Debug)]
+pub struct Lease {
+    job: Claimed,
+    queue: Queue,
+}
+
+/// What [`Queue::claim_many`] got: leases on its jobs, in pending order, and
+/// what held the claim back, if anything.
+#[must_use = "each lease holds its job until it is ended or expires"]
+#[derive(Debug)]
+pub struct Leases {
+    /// The claimed jobs; empty when nothing is pending.
+    pub jobs: Vec<Lease>,
+    /// Set when the queue's gate let fewer jobs through than were asked for.
+    pub held: Option<Held>,
+}
+
+impl std::ops::Deref for Lease {
+    type Target = Claimed;
+
+    fn deref(&self) -> &Claimed {
+        &self.job
+    }
+}
+
+impl Lease {
+    pub(crate) fn new(queue: &Queue, job: Claimed) -> Lease {
+        Lease { job, queue: queue.clone() }
+    }
+
+    /// The lease of a job claimed elsewhere, whose id and token were handed
+    /// over (a worker process to a child, `emq work` to its command, a
+    /// holder that kept them): the calls are fenced by `token` as any
+    /// holder's. It carries no payload, policy or headers.
+    pub fn held(queue: &Queue, id: JobId, token: u64) -> Lease {
+        let job = Claimed { id, token, payload: Vec::new(), policy: None, headers: Headers::default() };
+        Lease::new(queue, job)
+    }
+
+    /// The job without its handle, to end it by another path (a worker's
+    /// own acker); nothing is sent.
+    pub fn into_job(self) -> Claimed {
+        self.job
+    }
+
+    /// Finish the job.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Fence`](crate::ErrorKind::Fence) or
+    /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when the lease was
+    /// lost; a failure of the connection or the server.
+    pub async fn ack(self) -> Result<()> {
+        self.queue.ack(&self.job).await
+    }
+
+    /// Finish the job and keep `result` beside it, for [`Queue::result`]
+    /// and [`Queue::wait`]; it goes when the done job is trimmed or purged.
+    ///
+    /// # Errors
+    /// As [`ack`](Lease::ack); [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge)
+    /// for a result over the payload limit, before anything is sent.
+    pub async fn ack_with(self, result: impl Into<Vec<u8>>) -> Result<()> {
+        self.queue.ack_with(&self.job, result).await
+    }
+
+    /// Finish the job (keeping `result`, if any) and claim up to `count`
+    /// more under `lease`, in one atomic step and one round trip (ACKNEXT).
+    ///
+    /// # Errors
+    /// As [`ack`](Lease::ack): when the ack is refused, nothing is acked
+    /// and nothing claimed.
+    pub async fn ack_and_claim(self, result: Option<Vec<u8>>, lease: Duration, count: u64) -> Result<Leases> {
+        let claims = self.queue.ack_and_claim(&self.job, result, lease, count).await?;
+        Ok(self.queue.leases(claims))
+    }
+
+    /// Report the job's failure: it retries after the policy's back-off, or
+    /// dies when its attempts reached the policy's maximum (a job's own
+    /// policy, given at enqueue, wins on the server).
+    ///
+    /// # Errors
+    /// As [`ack`](Lease::ack); [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge)
+    /// for an error text over its limit.
+    pub async fn fail(self, error: &str, policy: &RetryPolicy) -> Result<Failed> {
+        self.queue.fail(&self.job, error, policy).await
+    }
+
+    /// Give the job back to pending without blame and without spending its
+    /// attempt: the job's own maximum grows by one (from `policy`'s, for a
+    /// job with none of its own), so a shutdown never brings it nearer to dead.
+    ///
+    /// # Errors
+    /// As [`ack`](Lease::ack).
+    pub async fn release(self, policy: &RetryPolicy) -> Result<()> {
+        self.queue.release(&self.job, policy).await
+    }
+
+    /// The job was told to come back after `delay` (an HTTP 429): it waits
+    /// in delayed without spending its attempt (`policy`'s maximum is the
+    /// default for a job with none of its own); with [`Wait::Queue`] the
+    /// queue's claims wait as long, for every worker.
+    ///
+    /// # Errors
+    /// As [`ack`](Lease::ack).
+    pub async fn defer(self, delay: Duration, policy: &RetryPolicy, wait: Wait) -> Result<()> {
+        self.queue.defer(&self.job, delay, policy, wait).await
+    }
+
+    /// Renew the lease for `lease` from now: the new deadline, in server ms.
+    ///
+    /// # Errors
+    /// As [`ack`](Lease::ack).
+    pub async fn extend(&self, lease: Duration) -> Result<u64> {
+        self.queue.extend(&self.job, lease).await
+    }
+
+    /// Report the job's progress (at most 4096 bytes), kept beside the
+    /// record until the job is purged and read by [`Queue::inspect`].
+    ///
+    /// # Errors
+    /// As [`ack`](Lease::ack); [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge)
+    /// over 4096 bytes.
+    pub async fn progress(&self, value: impl Into<Vec<u8>>) -> Result<()> {
+        self.queue.progress(&self.job, value).await
+    }
+}
+
+/// Who waits when a job is deferred ([`Lease::defer`], DEFER's `PAUSE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wait {
+    /// Only the job.
+    Job,
+    /// The job, and every claim of its queue, for every worker.
+    Queue,
+}
