@@ -8,8 +8,7 @@
 //! # async fn demo() -> echomq::Result<()> {
 //! use std::time::Duration;
 //! let client = redis::Client::open("redis://127.0.0.1:6390/")?;
-//! let conn = client.get_connection_manager().await?;
-//! let q = echomq::Queue::new(conn, "emails")?;
+//! let q = echomq::Queue::new(echomq::connect(&client).await?, "emails")?; // the module, else Lua
 //! let id = q.enqueue(b"hello".to_vec()).await?;
 //! if let Some(job) = q.claim(Duration::from_secs(30)).await? {
 //!     assert_eq!(job.id, id);
@@ -23,15 +22,16 @@
 //! - [`id`]: [`JobId`], branded and minted.
 //! - [`record`]: the record's fields and [`State`].
 //! - [`transition`]: one type per transition (keys, arguments, reply parser).
-//! - [`executor`]: the [`Executor`] trait (the `via`: one method runs any
-//!   [`Call`]), [`execute`] for a typed transition, and the three
+//! - [`executor`]: the [`Executor`] trait (the `via` a queue runs on),
+//!   [`execute`](executor::execute) for a typed transition, and the three
 //!   executors: Lua scripts, the native module, embedded in-process.
-//! - [`queue`]: [`Queue`], the API built on them.
+//! - [`queue`]: [`Queue`], the API built on them, and [`Lease`], a
+//!   claimed job's handle.
 //! - [`schedule`]: [`Schedule`]: cron and interval schedules, their
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
-//! - [`error`]: [`Error`], one variant per protocol code and the host's own.
+//! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
