@@ -54,24 +54,48 @@ impl std::error::Error for RetryAfter {}
 /// The handler's future: on success, the result to keep, if any.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Option<Vec<u8>>, HandlerError>> + Send>>;
 
-/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<R, HandlerError>>`
-/// is one, where `R` is a [`JobOutput`]: `()` for no result, bytes, a
-/// `String`, or [`Json`] of any serde value.
+/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<R, E>>`
+/// is one, where `R` is a [`JobOutput`] (`()` for no result, bytes, a
+/// `String`, or [`Json`] of any serde value) and `E` is any error that
+/// converts into a [`HandlerError`]: `anyhow::Error`, a `thiserror` enum,
+/// `std::io::Error`, or the boxed error itself.
+///
+/// A closure whose every return is `Ok(..)` or `?` leaves `E` unconstrained,
+/// and Rust cannot pick one for it ("type annotations needed"). Name the
+/// error on the last `Ok`, or write the handler as an `async fn`:
+///
+/// ```
+/// use echomq::worker::{HandlerError, JobContext};
+///
+/// let log = |job: JobContext| async move {
+///     println!("{}", job.id);
+///     Ok::<_, HandlerError>(())
+/// };
+///
+/// async fn send(job: JobContext) -> std::io::Result<()> {
+///     std::io::stdout().lock().write_all(&job.payload)
+/// }
+/// # use std::io::Write;
+/// # fn is_handler(_: impl echomq::worker::Handler) {}
+/// # is_handler(log);
+/// # is_handler(send);
+/// ```
 pub trait Handler: Send + Sync + 'static {
     /// Run the job: `Ok` acks it (keeping its result, if any), `Err` fails it
     /// (retry or dead), a panic fails it too.
     fn handle(&self, job: JobContext) -> HandlerFuture;
 }
 
-impl<F, Fut, R> Handler for F
+impl<F, Fut, R, E> Handler for F
 where
     F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
     R: JobOutput,
+    E: Into<HandlerError>,
 {
     fn handle(&self, job: JobContext) -> HandlerFuture {
         let run = self(job);
-        Box::pin(async move { run.await?.into_result() })
+        Box::pin(async move { run.await.map_err(Into::into)?.into_result() })
     }
 }
 
