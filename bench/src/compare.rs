@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Embedded, Executor, Lua, Native, Queue};
 use echomq_test_support::unique_queue;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -180,7 +180,7 @@ fn start_worker(
         if !work.is_zero() {
             tokio::time::sleep(work).await;
         }
-        Ok(())
+        Ok::<_, HandlerError>(())
     };
     let mut worker = Worker::with_options(queues[0].clone(), handler, options);
     for queue in &queues[1..] {
@@ -285,7 +285,7 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64, 
         last.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
         let sent: u64 = String::from_utf8_lossy(&job.payload).parse().unwrap_or(now);
         record.lock().unwrap().push(now.saturating_sub(sent) as f64 / 1000.0);
-        async { Ok(()) }
+        async { Ok::<_, HandlerError>(()) }
     };
     let options_worker = WorkerOptions { concurrency: options.concurrency, ..WorkerOptions::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -345,7 +345,7 @@ async fn recovery(via: &Arc<dyn Executor>, options: &Options) -> f64 {
     let count = counted::expect(jobs);
     let worker = WorkerOptions { concurrency: 100, lease, ..WorkerOptions::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let handler = |_job: JobContext| async { Ok(()) };
+    let handler = |_job: JobContext| async { Ok::<_, HandlerError>(()) };
     let task = tokio::spawn(Worker::with_options(queue.clone(), handler, worker).run_until(async move {
         let _ = stopped.await;
     }));

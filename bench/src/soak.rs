@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Executor, Lua, Native, Queue};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 
@@ -57,7 +57,11 @@ async fn main() {
     };
     let queue = Queue::new(executor, &unique_queue("soak")).expect("a queue");
     let worker_options = WorkerOptions { concurrency: 64, ..WorkerOptions::default() };
-    let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, worker_options);
+    let worker = Worker::with_options(
+        queue.clone(),
+        |_job: JobContext| async { Ok::<_, HandlerError>(()) },
+        worker_options,
+    );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(worker.run_until(async move {
         let _ = stopped.await;

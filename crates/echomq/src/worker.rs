@@ -6,10 +6,10 @@
 //!
 //! ```no_run
 //! # async fn demo(queue: echomq::Queue) -> echomq::Result<()> {
-//! use echomq::worker::{JobContext, Worker};
+//! use echomq::worker::{HandlerError, JobContext, Worker};
 //! let worker = Worker::new(queue, |job: JobContext| async move {
 //!     println!("job {} attempt {}: {:?}", job.id, job.attempt, job.payload);
-//!     Ok(())
+//!     Ok::<_, HandlerError>(()) // the error type, which no `?` or `Err` names here
 //! });
 //! worker.run().await; // until SIGINT or SIGTERM, then drains gracefully
 //! # Ok(()) }

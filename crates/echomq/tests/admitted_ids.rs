@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use echomq::executor::script_source;
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Executor, JobId, Lua, Name, Native, Queue, RetryPolicy, State};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::MultiplexedConnection;
@@ -69,7 +69,7 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
         let seen = ran.clone();
         let handler = move |job: JobContext| {
             seen.lock().unwrap().push(job.id.as_str().to_owned());
-            async { Ok(()) }
+            async { Ok::<_, HandlerError>(()) }
         };
         let options = WorkerOptions {
             lease: Duration::from_secs(30),
@@ -152,7 +152,11 @@ async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
             idle_wait: Duration::from_millis(100),
             ..WorkerOptions::default()
         };
-        let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, options);
+        let worker = Worker::with_options(
+            queue.clone(),
+            |_job: JobContext| async { Ok::<_, HandlerError>(()) },
+            options,
+        );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(worker.run_until(async move {
             let _ = stopped.await;

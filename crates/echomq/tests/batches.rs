@@ -8,7 +8,7 @@ use echomq::Upkeep;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Headers, Queue, RetryPolicy, State};
 use echomq_test_support::{eventually, unique_queue};
 
@@ -38,7 +38,7 @@ async fn a_batch_of_100_is_called_back_once_with_its_counts() {
                 let seen = seen.clone();
                 async move {
                     match job.payload.as_slice() {
-                        b"die" => Err("this one dies".into()),
+                        b"die" => Err(HandlerError::from("this one dies")),
                         b"all done" => {
                             seen.lock().unwrap().push(job.headers.clone());
                             Ok(())

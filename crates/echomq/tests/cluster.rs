@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Executor, JobId, Lua, Queue};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisCluster, RedisServer};
 use redis::cluster::ClusterClient;
@@ -108,7 +108,7 @@ async fn queues_spread_over_the_nodes_and_a_slot_moves_mid_flow() {
         let seen = runs.clone();
         let handler = move |job: JobContext| {
             *seen.lock().unwrap().entry(job.id).or_default() += 1;
-            async { Ok(()) }
+            async { Ok::<_, HandlerError>(()) }
         };
         let options = WorkerOptions {
             concurrency: 8,

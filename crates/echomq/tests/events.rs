@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use echomq::transition::Config;
-use echomq::worker::{JobContext, Json, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Json, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Error, Event, Executor, Finished, JobId, Queue, RetryPolicy};
 use echomq_test_support::unique_queue;
 
@@ -120,7 +120,7 @@ async fn wait_returns_what_a_worker_elsewhere_returned() {
             worked,
             |job: JobContext| async move {
                 if job.payload == b"doomed" {
-                    return Err("no good".into());
+                    return Err(HandlerError::from("no good"));
                 }
                 let n: serde_json::Value = job.json()?;
                 Ok(Some(Json(serde_json::json!({ "twice": n["n"].as_u64().unwrap() * 2 }))))

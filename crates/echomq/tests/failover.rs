@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Executor, JobId, Lua, Native, Queue, Replication, RetryPolicy};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -154,7 +154,7 @@ async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() 
         let seen = runs.clone();
         let handler = move |job: JobContext| {
             *seen.lock().unwrap().entry(job.id).or_default() += 1;
-            async { Ok(()) }
+            async { Ok::<_, HandlerError>(()) }
         };
         let options = WorkerOptions {
             concurrency: 4,

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Config, Executor, Native, Queue};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -77,7 +77,7 @@ async fn an_idle_worker_under_a_limit_below_its_slots_waits_on_the_server() {
         let counter = ran.clone();
         let handler = move |_: JobContext| {
             counter.fetch_add(1, Ordering::SeqCst);
-            async { Ok(()) }
+            async { Ok::<_, HandlerError>(()) }
         };
         let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
         let (stop, task) = spawn(Worker::with_options(queue.clone(), handler, options));
@@ -118,7 +118,7 @@ async fn a_paused_queues_workers_run_nothing_and_wake_on_resume() {
                 if job.payload == b"paused" {
                     counter.fetch_add(1, Ordering::SeqCst);
                 }
-                Ok(())
+                Ok::<_, HandlerError>(())
             }
         };
         let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
@@ -187,7 +187,7 @@ async fn a_concurrency_limit_holds_across_three_workers() {
                     // Long enough for the others to try to claim meanwhile.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     running.fetch_sub(1, Ordering::SeqCst);
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             };
             let options = WorkerOptions { concurrency: 8, ..options() };
@@ -231,7 +231,7 @@ async fn a_rate_of_50_a_second_holds_in_every_second_across_three_workers() {
                 async move {
                     let record = q2.inspect(&job.id).await.unwrap().expect("its record").record;
                     claimed_at.lock().unwrap().push(record.updated_at.expect("a claim time"));
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             };
             let options = WorkerOptions { concurrency: 16, ..options() };

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker};
+use echomq::worker::{HandlerError, JobContext, Worker};
 use echomq::{EnqueueOptions, Headers, Queue};
 use echomq_test_support::unique_queue;
 use tracing::field::{Field, Visit};
@@ -30,7 +30,7 @@ async fn handed(q: &Queue) -> (Headers, Option<String>) {
             if let Some(seen) = seen.lock().unwrap().take() {
                 let _ = seen.send((job.headers.clone(), job.traceparent().map(str::to_owned)));
             }
-            Ok(())
+            Ok::<_, HandlerError>(())
         }
     });
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Embedded, Executor, Lua, Native, Queue};
 use echomq_test_support::{module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::ConnectionManagerConfig;
@@ -59,7 +59,7 @@ async fn idle_workers_do_not_spin_and_new_jobs_start_at_once() {
             queue.clone(),
             move |_job: JobContext| {
                 seen.lock().unwrap().push(Instant::now());
-                async { Ok(()) }
+                async { Ok::<_, HandlerError>(()) }
             },
             WorkerOptions::default(),
         );

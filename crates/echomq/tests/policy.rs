@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, RetryAfter, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
 use echomq_test_support::{eventually, unique_queue};
 
@@ -63,7 +63,7 @@ async fn a_handler_past_its_timeout_is_cancelled_failed_and_retried_by_its_polic
                         // Past the cancel: the worker must not wait for this.
                         std::future::pending::<()>().await;
                     }
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             }
         };
@@ -102,7 +102,7 @@ async fn a_jobs_own_attempts_and_backoff_beat_the_workers() {
             let runs = runs.clone();
             move |_job: JobContext| {
                 runs.lock().unwrap().push(std::time::Instant::now());
-                async { Err::<(), _>("always".into()) }
+                async { Err::<(), HandlerError>("always".into()) }
             }
         };
         let (stop, task) = spawn(Worker::with_options(q.clone(), handler, options()));
@@ -148,7 +148,7 @@ async fn a_retry_after_defers_the_job_and_pauses_the_queue_without_spending_an_a
                 };
                 async move {
                     if first {
-                        return Err(echomq::worker::RetryAfter::queue(Duration::from_millis(400)).into());
+                        return Err(HandlerError::from(RetryAfter::queue(Duration::from_millis(400))));
                     }
                     Ok(())
                 }

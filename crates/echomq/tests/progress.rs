@@ -7,7 +7,7 @@ use echomq::Upkeep;
 use std::sync::Arc;
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Error, Executor, JobId, Lua, Native, Queue, State};
 use echomq_test_support::{eventually, unique_queue, RedisServer};
 use tokio::sync::Notify;
@@ -38,7 +38,7 @@ async fn progress_from_a_handler_is_seen_by_inspect_until_the_purge() {
                     job.progress("1/2").await?;
                     resume.notified().await;
                     job.progress(r#"{"done":2,"of":2}"#).await?;
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             },
             WorkerOptions { upkeep: Duration::from_millis(50), ..WorkerOptions::default() },

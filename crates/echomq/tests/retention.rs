@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Executor, Queue, Retention};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 
@@ -33,7 +33,8 @@ async fn finished_jobs_are_trimmed_and_memory_stays_flat() {
         assert_eq!(settings.keep_done, Retention { age: None, count: Some(1000) }, "{via}");
         let options =
             WorkerOptions { concurrency: 16, upkeep: Duration::from_millis(50), ..WorkerOptions::default() };
-        let worker = Worker::with_options(q.clone(), |_job: JobContext| async { Ok(()) }, options);
+        let worker =
+            Worker::with_options(q.clone(), |_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(worker.run_until(async move {
             let _ = stopped.await;

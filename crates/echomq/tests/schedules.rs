@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use echomq::schedule::{tick_id, tick_of};
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Embedded, Executor, JobId, Lua, Missed, Native, Queue, Schedule, State};
 use echomq_core::memory::ManualClock;
 use echomq_test_support::{unique_queue, RedisServer};
@@ -58,7 +58,7 @@ async fn three_workers_fire_each_tick_of_a_schedule_once() {
             q,
             move |job: JobContext| {
                 seen.lock().unwrap().push(job.id.clone());
-                async { Ok(()) }
+                async { Ok::<_, HandlerError>(()) }
             },
             WorkerOptions { upkeep: Duration::from_millis(100), ..WorkerOptions::default() },
         );

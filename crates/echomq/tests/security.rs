@@ -312,7 +312,8 @@ async fn with_the_prompt_stop_rules_a_native_worker_stops_at_once() {
     let id = queue.enqueue(b"first".to_vec()).await.unwrap();
     let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..WorkerOptions::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = Worker::with_options(queue.clone(), |_job: JobContext| async { Ok(()) }, options);
+    let worker =
+        Worker::with_options(queue.clone(), |_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
     let task = tokio::spawn(worker.run_until(async move {
         let _ = stopped.await;
     }));

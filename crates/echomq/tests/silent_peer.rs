@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{JobId, Queue};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::io::tcp::socket2::TcpKeepalive;
@@ -77,7 +77,7 @@ async fn silenced_under_a_worker(server: RedisServer, via: &str) {
     let seen = runs.clone();
     let handler = move |job: JobContext| {
         seen.lock().unwrap().entry(job.id).or_default().push(job.attempt);
-        async { Ok(()) }
+        async { Ok::<_, HandlerError>(()) }
     };
     // A claim the server answered into the silence is lost with its answer
     // (the module's blocked claim takes the first jobs enqueued): its jobs

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use echomq::worker::{JobContext, Worker, WorkerOptions};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Queue, State};
 use echomq_test_support::{eventually, unique_queue};
 
@@ -27,7 +27,8 @@ async fn a_unique_key_is_refused_while_held_then_freed() {
 
         // Its job runs to done: the key is free for the next one.
         let options = WorkerOptions { upkeep: Duration::from_millis(50), ..WorkerOptions::default() };
-        let worker = Worker::with_options(q.clone(), |_job: JobContext| async { Ok(()) }, options);
+        let worker =
+            Worker::with_options(q.clone(), |_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(worker.run_until(async move {
             let _ = stopped.await;

@@ -75,7 +75,7 @@ fn counting(running: Arc<AtomicU64>) -> impl Handler {
                 b"quick" => tokio::time::sleep(Duration::from_millis(100)).await,
                 _ => {}
             }
-            Ok(())
+            Ok::<_, HandlerError>(())
         }
     }
 }
@@ -121,7 +121,7 @@ async fn a_killed_workers_job_is_reaped_and_finished_by_another() {
                 async move {
                     signal.notify_one();
                     std::future::pending::<()>().await;
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             },
             short,
@@ -137,7 +137,7 @@ async fn a_killed_workers_job_is_reaped_and_finished_by_another() {
             q.clone(),
             move |job: JobContext| {
                 seen.lock().unwrap().push((job.id.clone(), job.attempt));
-                async { Ok(()) }
+                async { Ok::<_, HandlerError>(()) }
             },
             options(),
         );
@@ -167,7 +167,7 @@ async fn a_lost_lease_cancels_the_handler_and_its_late_ack_is_refused() {
                 async move {
                     s.notify_one();
                     g.notified().await;
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             },
             WorkerOptions { concurrency: 1, ..options() },
@@ -210,7 +210,7 @@ async fn a_heartbeat_that_finds_the_lease_gone_cancels_the_handler() {
                     s.notify_one();
                     job.cancelled().await;
                     c.store(true, Ordering::SeqCst);
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             },
             fast_beats,
@@ -278,7 +278,7 @@ async fn a_panicking_handler_fails_its_job_and_the_worker_goes_on() {
             if job.payload == b"bad" {
                 panic!("bad payload");
             }
-            Ok(())
+            Ok::<_, HandlerError>(())
         },
         WorkerOptions { retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }, ..options() },
     );
@@ -343,7 +343,7 @@ async fn a_redis_restart_under_a_running_worker_loses_nothing() {
             q.clone(),
             move |job: JobContext| {
                 d.lock().unwrap().entry(job.id.clone()).and_modify(|n| *n += 1).or_insert(1);
-                async { Ok(()) }
+                async { Ok::<_, HandlerError>(()) }
             },
             WorkerOptions { lease: Duration::from_secs(2), ..options() },
         );
@@ -412,7 +412,7 @@ async fn outage() {
                 async move {
                     started.notify_one();
                     finish.notified().await;
-                    Ok(())
+                    Ok::<_, HandlerError>(())
                 }
             }
         };
@@ -466,8 +466,12 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
         let idle = Queue::new(executor.clone(), &unique_queue("idle")).unwrap();
         let busy = Queue::new(executor.clone(), &unique_queue("busy")).unwrap();
         let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
-        let worker = Worker::with_options(idle.clone(), |_job: JobContext| async { Ok(()) }, options)
-            .queue(busy.clone());
+        let worker = Worker::with_options(
+            idle.clone(),
+            |_job: JobContext| async { Ok::<_, HandlerError>(()) },
+            options,
+        )
+        .queue(busy.clone());
         let (stop, task) = spawn(worker);
 
         // Both queues idle, both claims waiting: a job on one wakes its own.
@@ -494,8 +498,11 @@ async fn a_stopping_worker_does_not_sit_out_its_idle_wait() {
     for (via, executor) in executors {
         let q = Queue::new(executor, &unique_queue("stop")).unwrap();
         let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
-        let (stop, task) =
-            spawn(Worker::with_options(q.clone(), |_job: JobContext| async { Ok(()) }, options));
+        let (stop, task) = spawn(Worker::with_options(
+            q.clone(),
+            |_job: JobContext| async { Ok::<_, HandlerError>(()) },
+            options,
+        ));
         // A first job proves the worker is up; its claim loop then waits for the next.
         let first = q.enqueue(b"first".to_vec()).await.unwrap();
         eventually("the first job is done", || async {
@@ -696,7 +703,7 @@ async fn at_concurrency_one_each_ack_fetches_the_next_job() {
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
     let worker = Worker::with_options(
         q.clone(),
-        |_job: JobContext| async { Ok(()) },
+        |_job: JobContext| async { Ok::<_, HandlerError>(()) },
         WorkerOptions { concurrency: 1, ..options() },
     );
     let (stop, task) = spawn(worker);
@@ -767,7 +774,7 @@ async fn calls_of_twenty_jobs_finishing_together(
             let go = go.clone();
             async move {
                 go.acquire().await.expect("the gate stays open").forget();
-                Ok(())
+                Ok::<_, HandlerError>(())
             }
         }
     };

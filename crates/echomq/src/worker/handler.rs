@@ -9,8 +9,9 @@ use std::time::Duration;
 use super::JobContext;
 use crate::queue::Wait;
 
-/// What a handler returns when a job failed: any error, kept as its text.
-/// A [`RetryAfter`] is not a failure: the job waits and runs again.
+/// What a handler's error becomes, whatever its type: the worker keeps its
+/// text and its causes' as the job's error. A [`RetryAfter`] anywhere in it
+/// is not a failure: the job waits and runs again.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A handler's answer when a downstream said "not now, retry after D" (an
@@ -53,29 +54,92 @@ impl std::fmt::Display for RetryAfter {
     }
 }
 
-impl std::error::Error for RetryAfter {}
+impl std::error::Error for RetryAfter {
+    /// Itself, as a `Deferral`: a wrapper that hides the `RetryAfter`'s
+    /// type but forwards its `source` (`anyhow::Error` once boxed, a
+    /// `#[error(transparent)]` variant, `io::Error::other`) still shows the
+    /// worker a deferral, not a failure.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(Deferral::of(self))
+    }
+}
+
+/// A [`RetryAfter`] as the last link of its own source chain, where the
+/// worker looks for it ([`deferral`]).
+#[derive(Debug)]
+#[repr(transparent)]
+struct Deferral(RetryAfter);
+
+impl Deferral {
+    fn of(told: &RetryAfter) -> &Deferral {
+        // SAFETY: `Deferral` is `repr(transparent)` over `RetryAfter`, so
+        // both have one layout, and the borrow keeps `told`'s lifetime.
+        unsafe { &*std::ptr::from_ref(told).cast::<Deferral>() }
+    }
+}
+
+impl std::fmt::Display for Deferral {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a deferral, not a failure")
+    }
+}
+
+impl std::error::Error for Deferral {}
+
+/// The [`RetryAfter`] a handler's error carries anywhere in its source
+/// chain: what the worker defers by, instead of failing the job.
+pub(super) fn deferral(error: &HandlerError) -> Option<RetryAfter> {
+    let top: &(dyn std::error::Error + 'static) = &**error;
+    std::iter::successors(Some(top), |link| link.source())
+        .find_map(|link| link.downcast_ref::<Deferral>())
+        .map(|Deferral(told)| *told)
+}
 
 /// The handler's future: on success, the result to keep, if any.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Option<Vec<u8>>, HandlerError>> + Send>>;
 
-/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<R, HandlerError>>`
-/// is one, where `R` is a [`JobOutput`]: `()` for no result, bytes, a
-/// `String`, or [`Json`] of any serde value.
+/// Runs a job. Any `Fn(JobContext) -> impl Future<Output = Result<R, E>>`
+/// is one, where `R` is a [`JobOutput`] (`()` for no result, bytes, a
+/// `String`, or [`Json`] of any serde value) and `E` is any error that
+/// converts into a [`HandlerError`]: `anyhow::Error`, a `thiserror` enum,
+/// `std::io::Error`, or the boxed error itself.
+///
+/// A closure whose every return is `Ok(..)` or `?` leaves `E` unconstrained,
+/// and Rust cannot pick one for it ("type annotations needed"). Name the
+/// error on the last `Ok`, or write the handler as an `async fn`:
+///
+/// ```
+/// use echomq::worker::{HandlerError, JobContext};
+///
+/// let log = |job: JobContext| async move {
+///     println!("{}", job.id);
+///     Ok::<_, HandlerError>(())
+/// };
+///
+/// async fn send(job: JobContext) -> std::io::Result<()> {
+///     std::io::stdout().lock().write_all(&job.payload)
+/// }
+/// # use std::io::Write;
+/// # fn is_handler(_: impl echomq::worker::Handler) {}
+/// # is_handler(log);
+/// # is_handler(send);
+/// ```
 pub trait Handler: Send + Sync + 'static {
     /// Run the job: `Ok` acks it (keeping its result, if any), `Err` fails it
     /// (retry or dead), a panic fails it too.
     fn handle(&self, job: JobContext) -> HandlerFuture;
 }
 
-impl<F, Fut, R> Handler for F
+impl<F, Fut, R, E> Handler for F
 where
     F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
     R: JobOutput,
+    E: Into<HandlerError>,
 {
     fn handle(&self, job: JobContext) -> HandlerFuture {
         let run = self(job);
-        Box::pin(async move { run.await?.into_result() })
+        Box::pin(async move { run.await.map_err(Into::into)?.into_result() })
     }
 }
 
@@ -118,5 +182,90 @@ pub struct Json<T>(pub T);
 impl<T: serde::Serialize + Send + 'static> JobOutput for Json<T> {
     fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError> {
         Ok(Some(serde_json::to_vec(&self.0)?))
+    }
+}
+
+/// A failed job's error as the worker keeps it: its text, then each cause's
+/// it does not show already ("sending to ada: connection refused"). A boxed
+/// `anyhow::Error` shows only its outermost context; a `thiserror` message
+/// that names its source (`"io: {0}"`) is not repeated.
+pub(super) fn error_text(error: &HandlerError) -> String {
+    let top: &(dyn std::error::Error + 'static) = &**error;
+    let mut text = top.to_string();
+    for cause in std::iter::successors(top.source(), |link| link.source()) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{deferral, error_text, HandlerError, RetryAfter};
+
+    const TOLD: RetryAfter = RetryAfter { after: Duration::from_secs(30), wait: crate::queue::Wait::Queue };
+
+    #[derive(Debug, thiserror::Error)]
+    enum Downstream {
+        #[error(transparent)]
+        Busy(#[from] RetryAfter),
+        #[error("mail server busy")]
+        Wrapped(#[source] RetryAfter),
+        #[error("refused")]
+        Refused,
+    }
+
+    /// However a handler's error type wraps a `RetryAfter`, the worker finds it.
+    #[test]
+    fn a_retry_after_is_found_inside_any_wrapper() {
+        let wrapped: [(&str, HandlerError); 6] = [
+            ("boxed", TOLD.into()),
+            ("anyhow", anyhow::Error::from(TOLD).into()),
+            ("anyhow with context", anyhow::Error::from(TOLD).context("sending").into()),
+            ("thiserror transparent", Downstream::from(TOLD).into()),
+            ("thiserror source", Downstream::Wrapped(TOLD).into()),
+            ("io::Error", std::io::Error::other(TOLD).into()),
+        ];
+        for (how, error) in wrapped {
+            assert_eq!(deferral(&error), Some(TOLD), "{how}");
+        }
+    }
+
+    #[test]
+    fn any_other_error_is_a_failure() {
+        let failures: [HandlerError; 3] =
+            [Downstream::Refused.into(), anyhow::anyhow!("no").context("sending").into(), "no".into()];
+        for error in failures {
+            assert_eq!(deferral(&error), None, "{error}");
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Mail {
+        #[error("mail: {0}")]
+        Says(#[source] std::io::Error),
+        #[error("mail server down")]
+        Down(#[source] std::io::Error),
+    }
+
+    #[test]
+    fn a_failure_text_shows_each_cause_once() {
+        let refused = || std::io::Error::other("connection refused");
+        let texts: [(HandlerError, &str); 4] = [
+            (
+                anyhow::Error::new(refused()).context("sending to ada").into(),
+                "sending to ada: connection refused",
+            ),
+            (Mail::Says(refused()).into(), "mail: connection refused"),
+            (Mail::Down(refused()).into(), "mail server down: connection refused"),
+            ("no".into(), "no"),
+        ];
+        for (error, text) in texts {
+            assert_eq!(error_text(&error), text);
+        }
     }
 }

@@ -258,8 +258,8 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
                 Err(err) => lost_or_failed(meters, Name::Ack, &err),
             }
         }
-        Ending::Finished(Ok(Err(error))) if error.downcast_ref::<super::RetryAfter>().is_some() => {
-            let told = *error.downcast_ref::<super::RetryAfter>().expect("checked above");
+        Ending::Finished(Ok(Err(error))) if super::handler::deferral(&error).is_some() => {
+            let told = super::handler::deferral(&error).expect("checked above");
             tracing::info!(after = ?told.after, wait = ?told.wait, "job deferred");
             let defer = || queue.defer(&job, told.after, &options.retry, told.wait);
             match persist(&mut lease, Name::Defer, None, defer).await {
@@ -351,7 +351,7 @@ impl Failure<'_> {
 fn failure_text(result: std::result::Result<HandlerResult, tokio::task::JoinError>) -> String {
     match result {
         Ok(Ok(_)) => "handler succeeded".to_owned(),
-        Ok(Err(error)) => error.to_string(),
+        Ok(Err(error)) => super::handler::error_text(&error),
         Err(join) if join.is_panic() => format!("handler panicked: {}", panic_text(join.into_panic())),
         Err(join) => format!("handler task ended: {join}"),
     }
