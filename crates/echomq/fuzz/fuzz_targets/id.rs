@@ -11,7 +11,7 @@
 //! so most inputs reach the ULID checks); a 0xFF byte splits two candidates.
 #![no_main]
 
-use echomq::{Error, JobId, Keyspace};
+use echomq::{Error, ErrorKind, JobId, Keyspace};
 use libfuzzer_sys::fuzz_target;
 
 /// What the oracle says the id is: its ULID, when the text is one exactly.
@@ -29,7 +29,10 @@ fn check(text: &[u8]) -> Option<(JobId, ulid::Ulid)> {
     let from_str = std::str::from_utf8(text).map(str::parse::<JobId>);
     match (&from_bytes, &from_str) {
         (Ok(a), Ok(Ok(b))) => assert_eq!(a, b, "the two parsers disagree"),
-        (Err(Error { kind: ErrorKind::InvalidId, .. }), Ok(Err(Error { kind: ErrorKind::InvalidId, .. })) | Err(_)) => {}
+        (
+            Err(Error { kind: ErrorKind::InvalidId, .. }),
+            Ok(Err(Error { kind: ErrorKind::InvalidId, .. })) | Err(_),
+        ) => {}
         other => panic!("the two parsers disagree, or an error is not InvalidId: {other:?}"),
     }
     // The kind gate: admitted exactly when UTF-8 starting with JOB, unchanged.

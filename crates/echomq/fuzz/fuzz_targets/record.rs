@@ -12,7 +12,7 @@
 
 use echomq::record::field;
 use echomq::transition::{Inspect, Transition};
-use echomq::{Error, Record, State};
+use echomq::{Error, ErrorKind, Record, State};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use redis::Value;
