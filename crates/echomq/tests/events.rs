@@ -6,8 +6,8 @@
 mod common;
 
 use echomq::ErrorKind;
-use echomq::EventsFrom;
 use echomq::Upkeep;
+use echomq::{EventLog, EventsFrom};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -160,8 +160,9 @@ async fn a_queue_whose_log_is_off_writes_no_events_and_wait_still_works() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
         let q = Queue::new(via, &unique_queue("quiet")).unwrap();
-        let settings = q.configure(Config { events: Some(0), ..Config::default() }).await.unwrap();
-        assert_eq!(settings.events, 0, "{name}");
+        let settings =
+            q.configure(Config { events: Some(EventLog::Off), ..Config::default() }).await.unwrap();
+        assert_eq!(settings.events, EventLog::Off, "{name}");
         let mut events = q.events(EventsFrom::Now).await.unwrap();
         let id = q.enqueue(b"p".to_vec()).await.unwrap();
         let waiting = tokio::spawn({
@@ -180,7 +181,7 @@ async fn the_log_keeps_about_its_length() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
         let q = Queue::new(via, &unique_queue("length")).unwrap();
-        q.configure(Config { events: Some(100), ..Config::default() }).await.unwrap();
+        q.configure(Config { events: Some(EventLog::Keep(100)), ..Config::default() }).await.unwrap();
         let payloads: Vec<Vec<u8>> = (0..1000).map(|n| n.to_string().into_bytes()).collect();
         q.enqueue_batch(payloads).await.unwrap();
         let mut all = q.events(EventsFrom::After("0-0".to_owned())).await.unwrap();

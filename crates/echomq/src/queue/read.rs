@@ -67,7 +67,7 @@ impl Queue {
         let mut events = self.events(EventsFrom::Now).await?;
         // A user who may not run CONFIG (a read-only monitor) follows the
         // log as if it were on: at worst its re-reads of the job find the end.
-        let logged = self.settings().await.map_or(true, |settings| settings.events > 0);
+        let logged = self.settings().await.map_or(true, |settings| settings.events != crate::EventLog::Off);
         let mut nap = Duration::from_millis(100);
         loop {
             if let Some(finished) = self.finished(id).await? {
