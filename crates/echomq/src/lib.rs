@@ -48,7 +48,7 @@ pub mod worker;
 
 pub use echomq_core::{limits, Backoff, Code, Name, Policy, Version, PROTOCOL};
 pub use error::{Error, ErrorKind, Result};
-pub use events::{Event, QueueEvents};
+pub use events::{Event, EventKind, QueueEvents, StreamId};
 pub use executor::{connect, connect_with, Embedded, Executor, Lua, Native, Replication};
 #[cfg(feature = "cluster")]
 pub use executor::{connect_cluster, ByFirstKey};
@@ -61,5 +61,6 @@ pub use queue::{
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Claimed, Config, Failed, Headers, Held, Inspection, Retention, Settings, StatsReply, Unique,
+    Admission, Claimed, Config, EventLog, Failed, Headers, Held, Inspection, Limit, Rate, Retention,
+    Settings, StatsReply, Unique,
 };

@@ -576,14 +576,16 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert_eq!(Err(host.to_string()), server);
     assert!(matches!(EnqueueMany { jobs: Vec::new() }.args(), Err(Error { kind: ErrorKind::Argument, .. })));
 
-    let host = Config { concurrency: Some(1 << 31), ..Config::default() }.args().unwrap_err();
+    let host =
+        Config { concurrency: Some(echomq::Limit::To(1 << 31)), ..Config::default() }.args().unwrap_err();
     let all_keys = |name: Name, job: Option<&JobId>| -> Vec<String> {
         name.describe().keys.iter().map(|role| h.keys.role(*role, job).expect("a key")).collect()
     };
     let config_keys = all_keys(Name::Config, None);
     let server = text(eval(&h, "config", &config_keys, &[b"CONCURRENCY", b"2147483648"]).await);
     assert_eq!(Err(host.to_string()), server);
-    let host = Config { rate: Some((5, Duration::ZERO)), ..Config::default() }.args().unwrap_err();
+    let zero = echomq::Rate { claims: 5, per: Duration::ZERO };
+    let host = Config { rate: Some(echomq::Limit::To(zero)), ..Config::default() }.args().unwrap_err();
     let server = text(eval(&h, "config", &config_keys, &[b"RATE", b"5", b"PER", b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
 
@@ -604,6 +606,18 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert_eq!(Err(host.to_string()), server);
     let err = h.queue.enqueue_with(b"p".to_vec(), EnqueueOptions::default().timeout(Duration::ZERO)).await;
     assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })), "{err:?}");
+    // A limit of 0 is not a removal in disguise: Unlimited and Off say that.
+    let before = h.snapshot().await;
+    let zero_rate = echomq::Rate { claims: 0, per: Duration::from_secs(1) };
+    for config in [
+        Config { concurrency: Some(echomq::Limit::To(0)), ..Config::default() },
+        Config { rate: Some(echomq::Limit::To(zero_rate)), ..Config::default() },
+        Config { events: Some(echomq::EventLog::Keep(0)), ..Config::default() },
+    ] {
+        let err = h.queue.configure(config).await;
+        assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })), "{config:?}: {err:?}");
+    }
+    assert_eq!(h.snapshot().await, before, "nothing written");
 
     let err = h.queue.enqueue_with(b"x".to_vec(), EnqueueOptions::default().priority(1 << 40)).await;
     assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })));

@@ -269,7 +269,7 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
         // one a TRYAGAIN: either way the claim waits for the move).
         queue
             .configure(echomq::Config {
-                rate: Some((1000, Duration::from_secs(3600))),
+                rate: Some(echomq::Limit::To(echomq::Rate { claims: 1000, per: Duration::from_secs(3600) })),
                 ..echomq::Config::default()
             })
             .await

@@ -6,8 +6,8 @@
 mod common;
 
 use echomq::ErrorKind;
-use echomq::EventsFrom;
 use echomq::Upkeep;
+use echomq::{EventKind, EventLog, EventsFrom};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,7 +43,7 @@ fn shown(events: &[Event], id: &JobId) -> Vec<String> {
                 .iter()
                 .map(|(field, value)| format!("{field}={}", String::from_utf8_lossy(value)))
                 .collect();
-            [event.name.clone(), job].into_iter().chain(fields).collect::<Vec<_>>().join(" ")
+            [event.kind.to_string(), job].into_iter().chain(fields).collect::<Vec<_>>().join(" ")
         })
         .collect()
 }
@@ -83,7 +83,7 @@ async fn a_jobs_whole_life_is_in_the_log_in_order() {
         let mut resumed = q2.events(EventsFrom::After(events.after().to_owned())).await.unwrap();
         q.resume().await.unwrap();
         let got = next_events(&mut resumed, 1).await;
-        assert_eq!(got[0].name, "resumed", "{name}");
+        assert_eq!(got[0].kind, EventKind::Resumed, "{name}");
         assert_eq!(q.result(&id).await.unwrap(), Some(b"42".to_vec()), "{name}");
     }
 }
@@ -160,8 +160,9 @@ async fn a_queue_whose_log_is_off_writes_no_events_and_wait_still_works() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
         let q = Queue::new(via, &unique_queue("quiet")).unwrap();
-        let settings = q.configure(Config { events: Some(0), ..Config::default() }).await.unwrap();
-        assert_eq!(settings.events, 0, "{name}");
+        let settings =
+            q.configure(Config { events: Some(EventLog::Off), ..Config::default() }).await.unwrap();
+        assert_eq!(settings.events, EventLog::Off, "{name}");
         let mut events = q.events(EventsFrom::Now).await.unwrap();
         let id = q.enqueue(b"p".to_vec()).await.unwrap();
         let waiting = tokio::spawn({
@@ -180,10 +181,10 @@ async fn the_log_keeps_about_its_length() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
         let q = Queue::new(via, &unique_queue("length")).unwrap();
-        q.configure(Config { events: Some(100), ..Config::default() }).await.unwrap();
+        q.configure(Config { events: Some(EventLog::Keep(100)), ..Config::default() }).await.unwrap();
         let payloads: Vec<Vec<u8>> = (0..1000).map(|n| n.to_string().into_bytes()).collect();
         q.enqueue_batch(payloads).await.unwrap();
-        let mut all = q.events(EventsFrom::After("0-0".to_owned())).await.unwrap();
+        let mut all = q.events(EventsFrom::Oldest).await.unwrap();
         let mut kept = Vec::new();
         while let Some(event) = all.next_within(Duration::ZERO).await.unwrap() {
             kept.push(event);
@@ -193,7 +194,7 @@ async fn the_log_keeps_about_its_length() {
         if name == "embedded" {
             assert_eq!(kept.len(), 100, "{name}: the embedded log keeps exactly its length");
         }
-        assert!(kept.iter().all(|event| event.name == "enqueued"), "{name}");
+        assert!(kept.iter().all(|event| event.kind == EventKind::Enqueued), "{name}");
         assert!(kept.windows(2).all(|pair| pair[0].time() <= pair[1].time()), "{name}: in order");
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{Config, Executor, Native, Queue};
+use echomq::{Config, Executor, Limit, Native, Queue, Rate};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -67,8 +67,8 @@ async fn an_idle_worker_under_a_limit_below_its_slots_waits_on_the_server() {
             Queue::new(echomq::connect(&server.client()).await.unwrap(), &unique_queue("limited")).unwrap();
         queue
             .configure(echomq::transition::Config {
-                concurrency: Some(2),
-                rate: Some((100, Duration::from_secs(1))),
+                concurrency: Some(echomq::Limit::To(2)),
+                rate: Some(echomq::Limit::To(echomq::Rate { claims: 100, per: Duration::from_secs(1) })),
                 ..Default::default()
             })
             .await
@@ -167,7 +167,7 @@ async fn a_concurrency_limit_holds_across_three_workers() {
         }
         assert_eq!(
             queues[0]
-                .configure(Config { concurrency: Some(2), ..Config::default() })
+                .configure(Config { concurrency: Some(Limit::To(2)), ..Config::default() })
                 .await
                 .unwrap()
                 .concurrency,
@@ -215,11 +215,10 @@ async fn a_rate_of_50_a_second_holds_in_every_second_across_three_workers() {
         [("native", native), ("embedded", Arc::new(echomq::Embedded::new()) as Arc<dyn Executor>)]
     {
         let q = Queue::new(executor, &unique_queue("rated")).unwrap();
-        let settings = q
-            .configure(Config { rate: Some((50, Duration::from_secs(1))), ..Config::default() })
-            .await
-            .unwrap();
-        assert_eq!(settings.rate, Some((50, Duration::from_secs(1))), "{via}");
+        let fifty = Rate { claims: 50, per: Duration::from_secs(1) };
+        let settings =
+            q.configure(Config { rate: Some(Limit::To(fifty)), ..Config::default() }).await.unwrap();
+        assert_eq!(settings.rate, Some(fifty), "{via}");
         q.enqueue_batch((0..120).map(|_| b"job".to_vec())).await.unwrap();
 
         let claimed_at = Arc::new(Mutex::new(Vec::new()));

@@ -243,7 +243,7 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             }
             model.rate = rate.unwrap_or(model.rate);
             let concurrency = (model.concurrency > 0).then_some(model.concurrency);
-            let rate = (model.rate > 0).then_some((model.rate, RATE_PERIOD));
+            let rate = (model.rate > 0).then_some(echomq::Rate { claims: model.rate, per: RATE_PERIOD });
             let [keep_done, keep_dead, keep_cancelled] = common::default_retention();
             let settings = Settings {
                 paused: model.paused,
@@ -252,7 +252,7 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
                 keep_done,
                 keep_dead,
                 keep_cancelled,
-                events: echomq::limits::EVENTS_KEEP,
+                events: echomq::EventLog::default(),
                 protocol: None,
             };
             format!("Ok({})", common::settings_shown(&settings))

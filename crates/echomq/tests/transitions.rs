@@ -74,7 +74,8 @@ fn claimed(id: &str, token: u64, payload: &[u8]) -> Claimed {
 /// Settings with the protocol's default retention and event log.
 fn settings(paused: bool, concurrency: Option<u64>, rate: Option<(u64, Duration)>) -> Settings {
     let [keep_done, keep_dead, keep_cancelled] = default_retention();
-    let events = echomq::limits::EVENTS_KEEP;
+    let events = echomq::EventLog::default();
+    let rate = rate.map(|(claims, per)| echomq::Rate { claims, per });
     Settings { paused, concurrency, rate, keep_done, keep_dead, keep_cancelled, events, protocol: None }
 }
 fn stored(name: &str, definition: &[u8], next: u64) -> Stored {
@@ -931,8 +932,8 @@ fn config_sets_the_event_logs_length_and_0_turns_it_off() -> Case {
     Case {
         name: "config sets the event log's length, and 0 turns it off",
         given: &[],
-        call: Call::Config(Config { events: Some(0), ..Config::default() }),
-        reply: ok(Settings { events: 0, ..settings(false, None, None) }),
+        call: Call::Config(Config { events: Some(echomq::EventLog::Off), ..Config::default() }),
+        reply: ok(Settings { events: echomq::EventLog::Off, ..settings(false, None, None) }),
         after: &["config events=0"],
     }
 }
@@ -963,7 +964,7 @@ fn config_sets_a_concurrency_limit() -> Case {
     Case {
         name: "config sets a concurrency limit",
         given: &[],
-        call: Call::Config(Config { concurrency: Some(10), ..Config::default() }),
+        call: Call::Config(Config { concurrency: Some(echomq::Limit::To(10)), ..Config::default() }),
         reply: ok(settings(false, Some(10), None)),
         after: &["config concurrency=10"],
     }
@@ -973,7 +974,7 @@ fn config_with_a_concurrency_of_0_removes_the_limit() -> Case {
     Case {
         name: "config with a concurrency of 0 removes the limit",
         given: &["HSET $q:config concurrency 4"],
-        call: Call::Config(Config { concurrency: Some(0), ..Config::default() }),
+        call: Call::Config(Config { concurrency: Some(echomq::Limit::Unlimited), ..Config::default() }),
         reply: ok(settings(false, None, None)),
         after: &[],
     }
@@ -983,7 +984,10 @@ fn config_sets_a_rate() -> Case {
     Case {
         name: "config sets a rate",
         given: &[],
-        call: Call::Config(Config { rate: Some((5, secs(1))), ..Config::default() }),
+        call: Call::Config(Config {
+            rate: Some(echomq::Limit::To(echomq::Rate { claims: 5, per: secs(1) })),
+            ..Config::default()
+        }),
         reply: ok(settings(false, None, Some((5, secs(1))))),
         after: &["config per=1000 rate=5"],
     }
@@ -993,7 +997,7 @@ fn config_removes_a_rate_and_its_claim_log_and_keeps_the_rest() -> Case {
     Case {
         name: "config removes a rate and its claim log, and keeps the rest",
         given: &["HSET $q:config rate 5 per 1000 concurrency 2", "ZADD $q:rate 5 $A:1"],
-        call: Call::Config(Config { rate: Some((0, Duration::ZERO)), ..Config::default() }),
+        call: Call::Config(Config { rate: Some(echomq::Limit::Unlimited), ..Config::default() }),
         reply: ok(settings(false, Some(2), None)),
         after: &["config concurrency=2"],
     }

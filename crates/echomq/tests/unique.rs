@@ -18,7 +18,7 @@ async fn a_unique_key_is_refused_while_held_then_freed() {
 
         // Held until its job finishes: a second job is refused with the first one's id.
         let until_done =
-            || EnqueueOptions::default().unique("user:42", Duration::from_secs(600)).unique_until_finished();
+            || EnqueueOptions::default().unique_until_finished("user:42", Duration::from_secs(600));
         let first = q.enqueue_with(b"first".to_vec(), until_done()).await.unwrap();
         assert!(!first.duplicate, "{via}");
         let second = q.enqueue_with(b"second".to_vec(), until_done()).await.unwrap();

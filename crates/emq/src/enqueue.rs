@@ -100,10 +100,11 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         options = options.header(name, value);
     }
     if let (Some(key), Some(hold)) = (args.unique, args.unique_for) {
-        options = options.unique(key, hold);
-        if args.unique_until_done {
-            options = options.unique_until_finished();
-        }
+        options = if args.unique_until_done {
+            options.unique_until_finished(key, hold)
+        } else {
+            options.unique(key, hold)
+        };
     }
     let queue =
         server.queue(&args.queue).await.map_err(|err| match Failure::of_connecting(err.as_ref()) {
@@ -262,7 +263,7 @@ async fn send(
                     .iter()
                     .zip(lines.first + 1..)
                     .map(|((_, options), line)| {
-                        format!("  line {line}: {}", options.id.as_ref().expect("minted"))
+                        format!("  line {line}: {}", options.given_id().expect("minted"))
                     })
                     .collect();
                 let message = format!(
@@ -312,7 +313,7 @@ fn chunk_failure(outcomes: &[echomq::Result<echomq::Enqueued>]) -> Option<(Failu
 
 /// Enqueue one job; a failure says what was done, and what is safe next.
 async fn enqueue(queue: &Queue, payload: Vec<u8>, options: EnqueueOptions) -> Result<echomq::Enqueued, Exit> {
-    let id = options.id.clone().expect("the caller sets the id");
+    let id = options.given_id().cloned().expect("the caller sets the id");
     queue.enqueue_with(payload, options).await.map_err(|err| match Failure::of(&err) {
         Failure::NotDone => Exit::new(Failure::NotDone, not_done(&err)),
         Failure::MaybeDone => Exit::new(

@@ -35,8 +35,8 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     crate::ops::note_if_unknown(server, &args.queue).await;
     let mut events = match (&args.after, args.from_start) {
-        (Some(after), _) => queue.events(EventsFrom::After(after.to_owned())).await.unwrap(),
-        (None, true) => queue.events(EventsFrom::After("0-0".to_owned())).await.unwrap(),
+        (Some(after), _) => queue.events(EventsFrom::After(after.parse()?)).await?,
+        (None, true) => queue.events(EventsFrom::Oldest).await?,
         (None, false) => {
             tracing::info!(
                 "following {}'s new events (--from-start: the ones its log keeps too)",
@@ -69,10 +69,10 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
 /// own fields (as text; bytes that are not UTF-8 are replaced).
 fn json_line(queue: &str, event: &Event) -> serde_json::Value {
     let mut line = serde_json::Map::new();
-    line.insert("event_id".into(), event.id.clone().into());
+    line.insert("event_id".into(), event.id.to_string().into());
     line.insert("time".into(), humantime::format_rfc3339_millis(event.time()).to_string().into());
     line.insert("queue".into(), queue.into());
-    line.insert("event".into(), event.name.clone().into());
+    line.insert("event".into(), event.kind.as_str().into());
     if let Some(job) = &event.job {
         line.insert("job".into(), job.as_str().into());
     }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use echomq::transition::Config;
-use echomq::{Keyspace, Retention, Settings};
+use echomq::{EventLog, Keyspace, Limit, Rate, Retention, Settings};
 
 use crate::connect::{Conn, Error, Server};
 
@@ -47,9 +47,9 @@ pub async fn resume(server: &Server, args: QueuesArgs) -> Result<(), Error> {
 }
 
 /// A rate: `<claims>/<period>`, e.g. `100/1s` or `5/250ms`; `none` removes it.
-fn rate(text: &str) -> Result<(u64, Duration), String> {
+fn rate(text: &str) -> Result<Limit<Rate>, String> {
     if text == "none" {
-        return Ok((0, Duration::ZERO));
+        return Ok(Limit::Unlimited);
     }
     let (claims, per) =
         text.split_once('/').ok_or(format!("{text:?}: a rate is <claims>/<period>, e.g. 100/1s"))?;
@@ -64,16 +64,16 @@ fn rate(text: &str) -> Result<(u64, Duration), String> {
     if !whole || !ms.contains(&u64::try_from(period.as_millis()).unwrap_or(u64::MAX)) {
         return Err(format!("{per:?} is not a period: a whole number of ms, from 1ms to 24h"));
     }
-    Ok((claims, period))
+    Ok(Limit::To(Rate { claims, per: period }))
 }
 
 /// A concurrency limit: a number of jobs, at least 1; `none` removes it.
-fn concurrency(text: &str) -> Result<u64, String> {
+fn concurrency(text: &str) -> Result<Limit<u64>, String> {
     match text {
-        "none" => Ok(0),
+        "none" => Ok(Limit::Unlimited),
         text => match text.parse() {
             Ok(0) | Err(_) => Err(format!("{text:?}: a concurrency limit is a number of jobs ≥ 1, or none")),
-            Ok(n) => Ok(n),
+            Ok(n) => Ok(Limit::To(n)),
         },
     }
 }
@@ -86,10 +86,10 @@ pub struct LimitArgs {
     queue: String,
     /// At most this many claims per period, across every worker: `100/1s`; `none` removes it.
     #[arg(long, value_parser = rate)]
-    rate: Option<(u64, Duration)>,
+    rate: Option<Limit<Rate>>,
     /// At most this many jobs active at once, across every worker; `none` removes it.
     #[arg(long, value_parser = concurrency)]
-    concurrency: Option<u64>,
+    concurrency: Option<Limit<u64>>,
 }
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
@@ -110,10 +110,10 @@ pub struct ConfigArgs {
     paused: Option<bool>,
     /// At most this many claims per period: `100/1s`; `none` removes it.
     #[arg(long, value_parser = rate)]
-    rate: Option<(u64, Duration)>,
+    rate: Option<Limit<Rate>>,
     /// At most this many jobs active at once; `none` removes it.
     #[arg(long, value_parser = concurrency)]
-    concurrency: Option<u64>,
+    concurrency: Option<Limit<u64>>,
     /// Keep done jobs this long and at most this many, `AGE/COUNT`: `24h/10000`;
     /// `none` for no bound, on either side (`7d/none`).
     #[arg(long, value_parser = retention)]
@@ -128,15 +128,16 @@ pub struct ConfigArgs {
     /// 10000); `off` stops writing events (then `emq events` shows nothing
     /// new, and waiting for a job looks at it instead of following the log).
     #[arg(long, value_parser = events_length)]
-    events: Option<u64>,
+    events: Option<EventLog>,
 }
 
 /// An event log length: a number of entries, or `off`.
-fn events_length(text: &str) -> Result<u64, String> {
+fn events_length(text: &str) -> Result<EventLog, String> {
     match text {
-        "off" | "0" => Ok(0),
+        "off" | "0" => Ok(EventLog::Off),
         text => text
             .parse()
+            .map(EventLog::Keep)
             .map_err(|_| format!("{text:?}: the event log's length is a number of entries, or off")),
     }
 }
@@ -191,9 +192,10 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
         format!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string())),
         format!(
             "  rate         {}",
-            settings
-                .rate
-                .map_or("none".into(), |(n, per)| format!("{n}/{}", humantime::format_duration(per)))
+            settings.rate.map_or("none".into(), |Rate { claims, per }| format!(
+                "{claims}/{}",
+                humantime::format_duration(per)
+            ))
         ),
     ];
     let kept =
@@ -204,8 +206,8 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
         lines.push(format!("  keep {state:<10} {age}, {count}"));
     }
     lines.push(match settings.events {
-        0 => "  events       off".into(),
-        n => format!("  events       about the last {n}"),
+        EventLog::Off => "  events       off".into(),
+        EventLog::Keep(n) => format!("  events       about the last {n}"),
     });
     for line in lines {
         if only_reads {
@@ -226,8 +228,8 @@ pub fn describe(settings: &Settings) -> String {
     if let Some(n) = settings.concurrency {
         parts.push(format!("concurrency {n}"));
     }
-    if let Some((n, per)) = settings.rate {
-        parts.push(format!("rate {n}/{}", humantime::format_duration(per)));
+    if let Some(Rate { claims, per }) = settings.rate {
+        parts.push(format!("rate {claims}/{}", humantime::format_duration(per)));
     }
     if parts.is_empty() {
         "-".into()
@@ -248,7 +250,7 @@ pub async fn settings(conn: &mut Conn, keys: &Keyspace) -> Result<Settings, Erro
     Ok(Settings {
         paused: field(0) == Some(1),
         concurrency: field(1),
-        rate: field(2).zip(field(3)).map(|(n, per)| (n, Duration::from_millis(per))),
+        rate: field(2).zip(field(3)).map(|(claims, per)| Rate { claims, per: Duration::from_millis(per) }),
         // Retention is not shown in this one-line summary (`emq config` shows it).
         ..Settings::default()
     })

@@ -10,25 +10,36 @@ use crate::id::JobId;
 use crate::transition::*;
 use crate::Result;
 
-/// How to enqueue a job; the default is now, at priority 0, under a new id.
+/// How to enqueue a job, built by its methods; the default is now, at
+/// priority 0, under a new id, with the workers' policy.
+///
+/// ```
+/// # use std::time::Duration;
+/// let options = echomq::EnqueueOptions::default()
+///     .priority(-1)
+///     .delay(Duration::from_secs(30))
+///     .attempts(3)
+///     .unique_until_finished("invoice:42", Duration::from_secs(3600));
+/// ```
 #[derive(Clone, Debug, Default)]
+#[must_use]
 pub struct EnqueueOptions {
     /// The id to use: a producer that retries re-sends the id of its first try,
     /// and the retry is a duplicate, not a second job. A new id when `None`.
-    pub id: Option<JobId>,
+    id: Option<JobId>,
     /// Lower is claimed first; 0 by default.
-    pub priority: i64,
+    priority: i64,
     /// When the job becomes claimable.
-    pub due: Due,
+    due: Due,
     /// The job's own policy (attempts, back-off, timeout), honoured by every
     /// worker on the server; `None` leaves it all to the workers' options.
-    pub policy: Option<Policy>,
+    policy: Option<Policy>,
     /// Dedup: while another job holds this key, the enqueue changes nothing
     /// and answers that job's id (as a duplicate).
-    pub unique: Option<Unique>,
+    unique: Option<Unique>,
     /// Headers handed to the job's handler (`JobContext::headers`): trace
     /// context, tenant, correlation id.
-    pub headers: Headers,
+    headers: Headers,
 }
 
 impl EnqueueOptions {
@@ -96,13 +107,18 @@ impl EnqueueOptions {
         self
     }
 
-    /// With [`unique`](EnqueueOptions::unique): the key also frees as soon
-    /// as its job finishes (done, dead or cancelled).
-    pub fn unique_until_finished(mut self) -> Self {
-        if let Some(unique) = &mut self.unique {
-            unique.until_finished = true;
-        }
+    /// Dedup by `key` until the job holding it finishes (done, dead or
+    /// cancelled), and for `hold` at most: a job lost for good does not
+    /// hold its key for ever.
+    pub fn unique_until_finished(mut self, key: impl Into<String>, hold: Duration) -> Self {
+        self.unique = Some(Unique { key: key.into(), hold, until_finished: true });
         self
+    }
+
+    /// The id [`id`](EnqueueOptions::id) gave, if any (else the enqueue mints one).
+    #[must_use]
+    pub fn given_id(&self) -> Option<&JobId> {
+        self.id.as_ref()
     }
 
     /// Whether nothing but an id is set: the job fits in an ENQUEUEMANY.

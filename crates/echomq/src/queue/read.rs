@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::Queue;
-use crate::events::QueueEvents;
+use crate::events::{QueueEvents, StreamId};
 use crate::id::JobId;
 use crate::record::State;
 use crate::Result;
@@ -21,15 +21,15 @@ pub enum Finished {
 }
 
 /// Where a reader of the event log ([`Queue::events`]) starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventsFrom {
     /// The events of transitions after the call.
     Now,
     /// The oldest entry the log keeps.
     Oldest,
-    /// After the entry of this id (`<ms>-<seq>`, an [`Event`](crate::Event)'s
-    /// `id` or [`QueueEvents::after`]), to resume where a reader stopped.
-    After(String),
+    /// After the entry of this id (an [`Event`](crate::Event)'s `id` or
+    /// [`QueueEvents::after`]), to resume where a reader stopped.
+    After(StreamId),
 }
 
 impl Queue {
@@ -48,8 +48,11 @@ impl Queue {
     pub async fn events(&self, from: EventsFrom) -> Result<QueueEvents> {
         let key = self.keys.events();
         let after = match from {
-            EventsFrom::Now => self.via.stream_last(&key).await?.unwrap_or_else(|| "0-0".to_owned()),
-            EventsFrom::Oldest => "0-0".to_owned(),
+            EventsFrom::Now => match self.via.stream_last(&key).await? {
+                Some(last) => last.parse()?,
+                None => StreamId::ZERO,
+            },
+            EventsFrom::Oldest => StreamId::ZERO,
             EventsFrom::After(id) => id,
         };
         Ok(QueueEvents::new(self.via.clone(), key, after))
@@ -67,7 +70,7 @@ impl Queue {
         let mut events = self.events(EventsFrom::Now).await?;
         // A user who may not run CONFIG (a read-only monitor) follows the
         // log as if it were on: at worst its re-reads of the job find the end.
-        let logged = self.settings().await.map_or(true, |settings| settings.events > 0);
+        let logged = self.settings().await.map_or(true, |settings| settings.events != crate::EventLog::Off);
         let mut nap = Duration::from_millis(100);
         loop {
             if let Some(finished) = self.finished(id).await? {

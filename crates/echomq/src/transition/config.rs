@@ -19,21 +19,56 @@ use crate::{Error, Result};
 pub struct Config {
     /// `Some(true)` pauses the queue's claims, `Some(false)` resumes them.
     pub paused: Option<bool>,
-    /// `Some(n)`: at most `n` jobs active at once, 0..=2147483647; `Some(0)`
-    /// removes the limit.
-    pub concurrency: Option<u64>,
-    /// `Some((n, per))`: at most `n` claims (1..=100000) in any `per` (1 ms
-    /// to a day); `Some((0, _))` removes the limit.
-    pub rate: Option<(u64, Duration)>,
+    /// At most this many jobs active at once (1..=2147483647), across every
+    /// worker; [`Limit::Unlimited`] removes the limit; `None` leaves it.
+    pub concurrency: Option<Limit<u64>>,
+    /// At most so many claims in any period; [`Limit::Unlimited`] removes
+    /// the limit; `None` leaves it.
+    pub rate: Option<Limit<Rate>>,
     /// How many done jobs to keep, and how long; `None` leaves it as it is.
     pub keep_done: Option<Retention>,
     /// The same for dead jobs.
     pub keep_dead: Option<Retention>,
     /// The same for cancelled jobs.
     pub keep_cancelled: Option<Retention>,
-    /// How many entries the queue's event log keeps (about: the server
-    /// trims whole blocks), up to 10,000,000; `Some(0)` turns it off.
-    pub events: Option<u64>,
+    /// The queue's event log: on, and how long, or off; `None` leaves it.
+    pub events: Option<EventLog>,
+}
+
+/// A setting's limit, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Limit<T> {
+    /// No limit.
+    Unlimited,
+    /// At most this.
+    To(T),
+}
+
+/// A rate: at most `claims` claims (1..=100000) in any `per` (1 ms to a
+/// day), on the server's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rate {
+    /// How many claims.
+    pub claims: u64,
+    /// In how long a window.
+    pub per: Duration,
+}
+
+/// A queue's event log (PROTOCOL.md §7.5); kept 10,000 entries long by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventLog {
+    /// No events are written.
+    Off,
+    /// About this many entries are kept (1..=10,000,000; the server trims
+    /// whole blocks); 10,000 by default.
+    Keep(u64),
+}
+
+impl Default for EventLog {
+    /// The protocol's default: about 10,000 entries.
+    fn default() -> EventLog {
+        EventLog::Keep(10_000)
+    }
 }
 
 /// How many finished jobs of a state a queue keeps, and how long: every
@@ -55,16 +90,16 @@ pub struct Settings {
     pub paused: bool,
     /// At most this many jobs active at once; `None`: no limit.
     pub concurrency: Option<u64>,
-    /// At most this many claims in any such period; `None`: no limit.
-    pub rate: Option<(u64, Duration)>,
+    /// At most so many claims in any period; `None`: no limit.
+    pub rate: Option<Rate>,
     /// How many done jobs are kept, and how long.
     pub keep_done: Retention,
     /// How many dead jobs are kept, and how long.
     pub keep_dead: Retention,
     /// How many cancelled jobs are kept, and how long.
     pub keep_cancelled: Retention,
-    /// How many entries the event log keeps; 0: it is off.
-    pub events: u64,
+    /// The event log: how long it is kept, or off.
+    pub events: EventLog,
     /// The protocol the queue records as its writer's (`<q>config`'s
     /// `protocol`), when it records one; CONFIG never writes it.
     pub protocol: Option<echomq_core::Version>,
@@ -79,17 +114,24 @@ impl Transition for Config {
         if let Some(paused) = self.paused {
             args.extend([b"PAUSED".to_vec(), decimal(u8::from(paused))]);
         }
-        if let Some(concurrency) = self.concurrency {
-            args.extend([
+        // A limit of 0 would remove it on the wire: said as Unlimited here.
+        let at_least_one = |name: &str, n: u64| match n {
+            0 => Err(Error::new(ErrorKind::Argument, format!("{name} 0: Unlimited removes the limit"))),
+            n => Ok(n),
+        };
+        match self.concurrency {
+            Some(Limit::Unlimited) => args.extend([b"CONCURRENCY".to_vec(), b"0".to_vec()]),
+            Some(Limit::To(n)) => args.extend([
                 b"CONCURRENCY".to_vec(),
-                decimal(checked("CONCURRENCY", concurrency, limits::CONCURRENCY)?),
-            ]);
+                decimal(checked("CONCURRENCY", at_least_one("CONCURRENCY", n)?, limits::CONCURRENCY)?),
+            ]),
+            None => {}
         }
         match self.rate {
-            Some((0, _)) => args.extend([b"RATE".to_vec(), b"0".to_vec()]),
-            Some((n, per)) => args.extend([
+            Some(Limit::Unlimited) => args.extend([b"RATE".to_vec(), b"0".to_vec()]),
+            Some(Limit::To(Rate { claims, per })) => args.extend([
                 b"RATE".to_vec(),
-                decimal(checked("RATE", n, limits::RATE)?),
+                decimal(checked("RATE", at_least_one("RATE", claims)?, limits::RATE)?),
                 b"PER".to_vec(),
                 decimal(millis("PER", per, limits::RATE_PERIOD_MS)?),
             ]),
@@ -103,8 +145,13 @@ impl Transition for Config {
             let count = checked(&count_name, count.unwrap_or(0), limits::KEEP_COUNT)?;
             args.extend([age_name.into_bytes(), decimal(age), count_name.into_bytes(), decimal(count)]);
         }
-        if let Some(events) = self.events {
-            args.extend([b"EVENTS".to_vec(), decimal(checked("EVENTS", events, limits::EVENTS)?)]);
+        match self.events {
+            Some(EventLog::Off) => args.extend([b"EVENTS".to_vec(), b"0".to_vec()]),
+            Some(EventLog::Keep(n)) => args.extend([
+                b"EVENTS".to_vec(),
+                decimal(checked("EVENTS", at_least_one("EVENTS", n)?, limits::EVENTS)?),
+            ]),
+            None => {}
         }
         Ok(args)
     }
@@ -134,11 +181,11 @@ impl Transition for Config {
         Ok(Settings {
             paused: paused == 1,
             concurrency: (concurrency > 0).then_some(concurrency),
-            rate: (rate > 0 && per > 0).then(|| (rate, Duration::from_millis(per))),
+            rate: (rate > 0 && per > 0).then(|| Rate { claims: rate, per: Duration::from_millis(per) }),
             keep_done: retention(kept[0], kept[1]),
             keep_dead: retention(kept[2], kept[3]),
             keep_cancelled: retention(kept[4], kept[5]),
-            events,
+            events: if events == 0 { EventLog::Off } else { EventLog::Keep(events) },
             protocol,
         })
     }

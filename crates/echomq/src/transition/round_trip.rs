@@ -260,10 +260,10 @@ fn configs() -> Vec<Config> {
     ];
     let mut all = vec![read];
     all.extend([false, true].map(|paused| Config { paused: Some(paused), ..read }));
-    all.extend(ends(limits::CONCURRENCY).map(|n| Config { concurrency: Some(n), ..read }));
+    all.extend(ends(limits::CONCURRENCY).map(|n| Config { concurrency: Some(limit(n)), ..read }));
     all.extend(
         [(0, per_min), (1, per_min), (*limits::RATE.end(), per_max)]
-            .map(|rate| Config { rate: Some(rate), ..read }),
+            .map(|rate| Config { rate: Some(rate_limit(rate)), ..read }),
     );
     for keep in retentions {
         all.extend([
@@ -272,17 +272,44 @@ fn configs() -> Vec<Config> {
             Config { keep_cancelled: Some(keep), ..read },
         ]);
     }
-    all.extend(ends(limits::EVENTS).map(|n| Config { events: Some(n), ..read }));
+    all.extend(ends(limits::EVENTS).map(|n| Config { events: Some(event_log(n)), ..read }));
     all.push(Config {
         paused: Some(true),
-        concurrency: Some(3),
-        rate: Some((5, per_max)),
+        concurrency: Some(Limit::To(3)),
+        rate: Some(Limit::To(Rate { claims: 5, per: per_max })),
         keep_done: Some(retentions[2]),
         keep_dead: Some(retentions[1]),
         keep_cancelled: Some(retentions[0]),
-        events: Some(7),
+        events: Some(EventLog::Keep(7)),
     });
     all
+}
+
+/// A limit as the wire says it: 0 is none.
+fn limit(n: u64) -> Limit<u64> {
+    if n == 0 {
+        Limit::Unlimited
+    } else {
+        Limit::To(n)
+    }
+}
+
+/// A rate as the wire says it: 0 claims is none.
+fn rate_limit((claims, per): (u64, Duration)) -> Limit<Rate> {
+    if claims == 0 {
+        Limit::Unlimited
+    } else {
+        Limit::To(Rate { claims, per })
+    }
+}
+
+/// An event log's length as the wire says it: 0 is off.
+fn event_log(n: u64) -> EventLog {
+    if n == 0 {
+        EventLog::Off
+    } else {
+        EventLog::Keep(n)
+    }
 }
 
 /// Every transition's edge values, as the host encodes them, are what the
@@ -404,12 +431,12 @@ fn config() -> impl Strategy<Value = Config> {
     )
         .prop_map(|(paused, concurrency, rate, (keep_done, keep_dead, keep_cancelled), events)| Config {
             paused,
-            concurrency,
-            rate,
+            concurrency: concurrency.map(limit),
+            rate: rate.map(rate_limit),
             keep_done,
             keep_dead,
             keep_cancelled,
-            events,
+            events: events.map(event_log),
         })
 }
 
@@ -470,10 +497,18 @@ proptest! {
             prop_assert_eq!(settings.paused, paused);
         }
         if let Some(concurrency) = call.concurrency {
-            prop_assert_eq!(settings.concurrency, Some(concurrency).filter(|n| *n > 0));
+            let set = match concurrency {
+                Limit::Unlimited => None,
+                Limit::To(n) => Some(n),
+            };
+            prop_assert_eq!(settings.concurrency, set);
         }
-        if let Some((rate, per)) = call.rate {
-            prop_assert_eq!(settings.rate, Some((rate, per)).filter(|(n, _)| *n > 0));
+        if let Some(rate) = call.rate {
+            let set = match rate {
+                Limit::Unlimited => None,
+                Limit::To(rate) => Some(rate),
+            };
+            prop_assert_eq!(settings.rate, set);
         }
         let kept = [
             (call.keep_done, settings.keep_done),

@@ -303,8 +303,8 @@ pub const fn example(name: Name) -> Example {
             happy: || {
                 Call::new(Config {
                     paused: Some(true),
-                    concurrency: Some(2),
-                    rate: Some((5, Duration::from_secs(1))),
+                    concurrency: Some(echomq::Limit::To(2)),
+                    rate: Some(echomq::Limit::To(echomq::Rate { claims: 5, per: Duration::from_secs(1) })),
                     keep_done: Some(Retention { age: None, count: Some(5) }),
                     ..Config::default()
                 })

@@ -361,8 +361,8 @@ pub fn settings_shown(settings: &Settings) -> String {
             text.push_str(&format!(" keep {state} {:?}/{:?}", keep.age, keep.count));
         }
     }
-    if settings.events != echomq::limits::EVENTS_KEEP {
-        text.push_str(&format!(" events {}", settings.events));
+    if settings.events != echomq::EventLog::default() {
+        text.push_str(&format!(" events {:?}", settings.events));
     }
     text
 }

@@ -9,7 +9,7 @@ use echomq::executor::execute;
 use echomq::transition::{
     Ack, AckMany, Config, EnqueueMany, Extend, Fail, Fire, Progress, Release, Schedule, Schedules, Transition,
 };
-use echomq::{EnqueueOptions, Error, Held, JobId, Lease, Queue, RetryPolicy, State, Upkeep};
+use echomq::{EnqueueOptions, Error, Held, JobId, Lease, Limit, Queue, Rate, RetryPolicy, State, Upkeep};
 use proptest::prelude::*;
 
 /// How many distinct jobs a sequence plays with.
@@ -275,7 +275,12 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         Op::Retry { slot } => show(q.retry(&ids[slot]).await),
         Op::Purge { state } => show(Upkeep::of(q).purge(state, Duration::ZERO).await),
         Op::Config { paused, concurrency, rate } => {
-            let rate = rate.map(|n| (n, RATE_PERIOD));
+            // The model says a removal as 0, as the wire does.
+            let concurrency = concurrency.map(|n| if n == 0 { Limit::Unlimited } else { Limit::To(n) });
+            let rate = rate.map(|claims| match claims {
+                0 => Limit::Unlimited,
+                claims => Limit::To(Rate { claims, per: RATE_PERIOD }),
+            });
             match q.configure(Config { paused, concurrency, rate, ..Config::default() }).await {
                 Ok(settings) => format!("Ok({})", crate::common::settings_shown(&settings)),
                 Err(err) => show::<()>(Err(err)),
