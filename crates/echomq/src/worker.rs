@@ -225,6 +225,7 @@ impl Worker {
         // leaves unconfirmed answers that, not the jobs it claimed, which
         // would sit out their leases; the claim loop's claims are not waited for.
         let refills = self.queues.len() == 1 && self.queues[0].executor().replication().is_none();
+        let queues = self.queues.len();
         for queue in self.queues {
             let heart = job::Heart::new(queue.clone(), shared.options.lease);
             loops.spawn(heart.clone().run());
@@ -238,7 +239,7 @@ impl Worker {
             });
             loops.spawn(acker::gather(hands.clone(), inbox, refill));
             loops.spawn(upkeep::run(queue, shared.clone()));
-            loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone()));
+            loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone(), queues));
         }
         drop(job_tx);
         tokio::pin!(shutdown);
@@ -328,6 +329,7 @@ async fn claim_loop(
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
     jobs: tokio::sync::mpsc::UnboundedSender<JobRun>,
+    queues: usize,
 ) {
     let queue = &hands.queue;
     let options = &shared.options;
@@ -346,7 +348,7 @@ async fn claim_loop(
         let mut permits = vec![first];
         // Under load, slots free up together: wait a moment for a quarter of
         // them, so that one claim serves many; long jobs lose at most that moment.
-        let quarter = claim_floor(options.concurrency) as u32;
+        let quarter = claim_floor(options.concurrency, queues) as u32;
         if quarter > 1 {
             if let Ok(Ok(more)) =
                 tokio::time::timeout(GATHER, slots.clone().acquire_many_owned(quarter - 1)).await
@@ -470,9 +472,12 @@ async fn claim(
 }
 
 /// The fewest slots a claim under load is for: a quarter of the worker's
-/// concurrency (1 to 250), so that one claim's cost serves many jobs.
-fn claim_floor(concurrency: usize) -> usize {
-    (concurrency / 4).clamp(1, 250)
+/// concurrency (1 to 250), so that one claim's cost serves many jobs, as
+/// a share of each of its `queues`' claim loops. The slots are one
+/// semaphore, first come first served: a loop waiting for more than its
+/// share holds every other queue's claim behind it.
+fn claim_floor(concurrency: usize, queues: usize) -> usize {
+    (concurrency / 4 / queues.max(1)).clamp(1, 250)
 }
 
 /// One permit per job: the batch's first permit split into singles.
@@ -503,4 +508,18 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     interrupt.await.unwrap_or_default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_loop_waits_for_its_queues_share_of_the_slots() {
+        assert_eq!(claim_floor(100, 1), 25, "one queue: a quarter");
+        assert_eq!(claim_floor(100, 5), 5, "five queues: a fifth of that each");
+        assert_eq!(claim_floor(100, 100), 1, "a hundred: no wait for more");
+        assert_eq!(claim_floor(10_000, 1), 250, "at most 250");
+        assert_eq!(claim_floor(0, 0), 1, "at least 1");
+    }
 }
