@@ -167,6 +167,7 @@ pub struct Event {
 
 impl Event {
     /// The field `name` as text, if the event has it.
+    #[must_use]
     pub fn field(&self, name: &str) -> Option<std::borrow::Cow<'_, str>> {
         self.fields.iter().find(|(field, _)| field == name).map(|(_, value)| String::from_utf8_lossy(value))
     }

@@ -60,11 +60,13 @@ impl JobId {
 
     /// Whether the id carries the full brand (`JOB_` + ULID): every minted
     /// id does. Only branded ids are ordered by their mint time.
+    #[must_use]
     pub fn is_branded(&self) -> bool {
         brand_error(&self.0).is_none()
     }
 
     /// The id as text.
+    #[must_use]
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -91,6 +91,7 @@ impl RetryPolicy {
     /// The back-off after job `id` failed attempt `attempt`, jitter applied.
     /// The randomness is the id's own (its ULID's random bits, hashed with the
     /// attempt), so it needs no generator and differs from job to job.
+    #[must_use]
     pub fn delay_for(&self, id: &JobId, attempt: u64) -> Duration {
         use std::hash::{DefaultHasher, Hash, Hasher};
         let mut hasher = DefaultHasher::new();
@@ -100,6 +101,7 @@ impl RetryPolicy {
     }
 
     /// The back-off after failing attempt number `attempt` (1 for the first).
+    #[must_use]
     pub fn backoff_after(&self, attempt: u64) -> Duration {
         let doublings = u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX).min(31);
         self.backoff.saturating_mul(1 << doublings).min(self.max_backoff)

@@ -47,6 +47,7 @@ impl State {
         [State::Pending, State::Active, State::Delayed, State::Done, State::Dead, State::Cancelled];
 
     /// The state's name in the record and in its set's key.
+    #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             State::Pending => "pending",

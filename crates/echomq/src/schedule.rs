@@ -147,6 +147,7 @@ impl Schedule {
 
     /// The definition's bytes, as the server stores them (PROTOCOL.md
     /// §11.6): a header line, LF, the payload verbatim.
+    #[must_use]
     pub fn definition(&self) -> Vec<u8> {
         let missed = match self.missed {
             Missed::Last => "last".to_owned(),
@@ -188,6 +189,7 @@ impl Schedule {
     }
 
     /// The first tick after `ms` (server ms), if there is one.
+    #[must_use]
     pub fn next_after(&self, ms: u64) -> Option<u64> {
         match &self.when {
             When::Every(interval) => {
@@ -203,6 +205,7 @@ impl Schedule {
     }
 
     /// The last tick at or before `ms`, if there is one.
+    #[must_use]
     pub fn last_at_or_before(&self, ms: u64) -> Option<u64> {
         match &self.when {
             When::Every(interval) => {
@@ -220,6 +223,7 @@ impl Schedule {
     /// The FIREs that run this schedule's due ticks, in order, given its
     /// stored next tick `next` and the server's `now` (PROTOCOL.md §11.6).
     /// The first carries `next` as its tick; each later one the `next` of the one before.
+    #[must_use]
     pub fn plan(&self, queue: &str, next: u64, now: u64) -> Vec<Fire> {
         let never = *limits::AT_MS.end();
         let latest = self.last_at_or_before(now).filter(|t| *t >= next).unwrap_or(next);
@@ -272,6 +276,7 @@ fn at(zone: &Tz, ms: u64) -> Option<DateTime<Tz>> {
 /// whose time is the tick (48 bits, ms) and whose 80 random bits are the
 /// first 10 bytes of SHA-1(queue, 0x00, schedule name, 0x00, the tick in
 /// decimal). The same from every process, so a tick is one job.
+#[must_use]
 pub fn tick_id(queue: &str, schedule: &str, tick: u64) -> JobId {
     let mut sha = sha1_smol::Sha1::new();
     sha.update(queue.as_bytes());
@@ -286,6 +291,7 @@ pub fn tick_id(queue: &str, schedule: &str, tick: u64) -> JobId {
 }
 
 /// The tick time a tick id carries: its ULID's time (ms), if it is a branded id.
+#[must_use]
 pub fn tick_of(id: &JobId) -> Option<u64> {
     let ulid = ulid::Ulid::from_string(id.as_str().strip_prefix("JOB_")?).ok()?;
     Some(ulid.timestamp_ms())

@@ -75,6 +75,7 @@ pub const SILENT_PEER: Duration = Duration::from_secs(30);
 /// kernel drops a connection whose peer has gone silent and it reconnects.
 /// For connections made by hand, and for a Cluster client's builder
 /// (`ClusterClientBuilder::tcp_settings`).
+#[must_use]
 pub fn silent_peer_settings() -> redis::io::tcp::TcpSettings {
     let probes = redis::io::tcp::socket2::TcpKeepalive::new().with_time(SILENT_PEER / 3);
     #[cfg(target_os = "linux")]

@@ -34,11 +34,13 @@ pub struct RetryAfter {
 
 impl RetryAfter {
     /// Only this job waits.
+    #[must_use]
     pub fn job(after: Duration) -> RetryAfter {
         RetryAfter { after, wait: Wait::Job }
     }
 
     /// This job and the queue's claims wait.
+    #[must_use]
     pub fn queue(after: Duration) -> RetryAfter {
         RetryAfter { after, wait: Wait::Queue }
     }

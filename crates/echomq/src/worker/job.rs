@@ -115,6 +115,7 @@ impl JobContext {
     }
 
     /// Whether [`cancelled`](JobContext::cancelled) has completed.
+    #[must_use]
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
     }
