@@ -53,7 +53,7 @@ impl std::fmt::Debug for Queue {
 pub const TRACEPARENT: &str = "traceparent";
 
 /// How many jobs a call moves or deletes when the library sweeps a set in
-/// many calls (the worker's upkeep, [`Queue::drain`], [`Queue::purge_all`],
+/// many calls (the worker's upkeep, [`Queue::drain`], [`Queue::purge`],
 /// [`Queue::delete`]); the protocol allows up to 1000. Redis runs one call
 /// at a time, and a call's time is every other client's wait: a TRIM of a
 /// thousand jobs held the server 5-11 ms, one of a hundred 0.6-0.8 ms (2.5

@@ -177,7 +177,7 @@ impl Queue {
 
     /// Add `schedule` to the queue, or replace the one of its name; its first
     /// tick is the first after the server's now. The workers of the queue
-    /// fire its ticks, each once ([`Queue::fire_schedules`]).
+    /// fire its ticks, each once ([`Upkeep::fire_schedules`](super::Upkeep::fire_schedules)).
     pub async fn schedule(&self, schedule: &Schedule) -> Result<Scheduled> {
         let now = self.run(&Schedules { due: false, limit: 1 }).await?.now;
         let next = schedule
