@@ -32,6 +32,9 @@ use crate::{Error, Result};
 pub const MAX_QUEUE_NAME: usize = 255;
 
 /// Check a queue name: 1..=255 bytes, never `{`, `}` or NUL (one queue, one hashtag).
+///
+/// # Errors
+/// [`ErrorKind::InvalidQueue`], saying which rule the name breaks.
 pub fn valid_queue(name: &str) -> Result<()> {
     let why = if name.is_empty() {
         "it is empty"
@@ -81,7 +84,10 @@ pub struct Keyspace {
 }
 
 impl Keyspace {
-    /// The keyspace of queue `name`, or [`ErrorKind::InvalidQueue`].
+    /// The keyspace of queue `name`.
+    ///
+    /// # Errors
+    /// As [`valid_queue`].
     pub fn new(name: &str) -> Result<Keyspace> {
         valid_queue(name)?;
         Ok(Keyspace { queue: name.to_owned(), prefix: format!("emq:{{{name}}}:") })

@@ -95,7 +95,10 @@ pub struct Record {
 
 impl Record {
     /// Read a record from its hash's field/value pairs (HGETALL's reply).
-    /// A missing birth field, an unknown field or an unknown state is an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Record`] for a missing birth field, an unknown field, an
+    /// unknown state, or a field whose value is not of its type.
     pub fn from_fields<F, V>(fields: impl IntoIterator<Item = (F, V)>) -> Result<Record>
     where
         F: AsRef<[u8]>,

@@ -78,6 +78,11 @@ pub struct Scheduled {
 impl Schedule {
     /// Every `interval` (a whole number of ms, at least 1), at its multiples
     /// since the Unix epoch.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for a name that is empty, too long or holds
+    /// LF, or an interval that is zero, not whole ms, or past the protocol's
+    /// delay limit; [`ErrorKind::TooLarge`] for a payload over the limit.
     pub fn every(name: &str, interval: Duration, payload: impl Into<Vec<u8>>) -> Result<Schedule> {
         let schedule = Schedule {
             name: name.to_owned(),
@@ -90,6 +95,12 @@ impl Schedule {
     }
 
     /// At the times `expr` names in time zone `zone` (an IANA name, `UTC`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for an unknown time zone, a cron expression
+    /// that is not one line or does not parse, or a name as in
+    /// [`every`](Schedule::every);
+    /// [`ErrorKind::TooLarge`] for a payload over the limit.
     pub fn cron(name: &str, expr: &str, zone: &str, payload: impl Into<Vec<u8>>) -> Result<Schedule> {
         let zone = Tz::from_str(zone)
             .map_err(|_| Error::new(ErrorKind::Argument, format!("unknown time zone {zone:?}")))?;
@@ -104,6 +115,9 @@ impl Schedule {
     }
 
     /// With this policy for missed ticks.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for [`Missed::All`] of 0, or of more than [`MAX_CATCH_UP`].
     pub fn missed(mut self, missed: Missed) -> Result<Schedule> {
         self.missed = missed;
         self.check()?;
@@ -162,6 +176,11 @@ impl Schedule {
     }
 
     /// Read a definition back (the schedule `name`'s).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Record`] for a definition this host cannot read: no
+    /// header line, an unknown kind or missed policy, or a schedule that
+    /// breaks the checks of [`every`](Schedule::every) or [`cron`](Schedule::cron).
     pub fn from_definition(name: &str, definition: &[u8]) -> Result<Schedule> {
         let unreadable = |why: &str| Error::new(ErrorKind::Record, format!("schedule {name:?}: {why}"));
         let at = definition.iter().position(|b| *b == b'\n').ok_or_else(|| unreadable("no header line"))?;
