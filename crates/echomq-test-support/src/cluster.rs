@@ -20,6 +20,7 @@ impl RedisCluster {
     /// `masters` nodes (three at least, as `redis-cli` wants) sharing the 16384
     /// slots, each loading `module` when given. Returns once every node sees
     /// every slot served.
+    #[must_use]
     pub fn start(masters: usize, module: Option<PathBuf>) -> RedisCluster {
         let nodes: Vec<RedisServer> = (0..masters)
             .map(|_| {
@@ -62,6 +63,7 @@ impl RedisCluster {
     }
 
     /// The nodes, in the order they were started.
+    #[must_use]
     pub fn nodes(&self) -> &[RedisServer] {
         &self.nodes
     }
@@ -72,6 +74,7 @@ impl RedisCluster {
     }
 
     /// The slot of `key`, as the cluster computes it (`CLUSTER KEYSLOT`).
+    #[must_use]
     pub fn slot(&self, key: &str) -> u16 {
         let mut conn = self.nodes[0].client().get_connection().expect("connect to a node");
         redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut conn).expect("CLUSTER KEYSLOT")
@@ -108,6 +111,7 @@ impl RedisCluster {
     /// keys go in one MIGRATE, which blocks the source until the target has
     /// them all, so no client ever sees part of a queue on each node. Returns
     /// how many keys moved.
+    #[must_use]
     pub fn migrate_slot(&self, slot: u16, to: usize) -> usize {
         let mut moving = self.begin_move(slot, to);
         let moved = moving.rest();
@@ -117,6 +121,7 @@ impl RedisCluster {
 
     /// Start moving `slot` to node `to`: IMPORTING there, MIGRATING on its
     /// owner. The keys then move as the returned [`SlotMove`] is told.
+    #[must_use]
     pub fn begin_move(&self, slot: u16, to: usize) -> SlotMove<'_> {
         let from = self.owner(slot);
         assert_ne!(from, to, "slot {slot} is on node {to} already");
@@ -170,6 +175,7 @@ pub struct SlotMove<'c> {
 
 impl SlotMove<'_> {
     /// The index of the node the slot leaves.
+    #[must_use]
     pub fn from(&self) -> usize {
         self.from
     }

@@ -35,11 +35,13 @@ pub struct RedisServer {
 
 impl RedisServer {
     /// A plain server on a free loopback port.
+    #[must_use]
     pub fn start() -> RedisServer {
         RedisServer::start_with(ServerOptions::default())
     }
 
     /// A server with the EchoMQ module loaded (see [`module_path()`]).
+    #[must_use]
     pub fn start_with_module() -> RedisServer {
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() })
     }
@@ -119,17 +121,20 @@ impl RedisServer {
     }
 
     /// The port the server listens on, on 127.0.0.1.
+    #[must_use]
     pub fn port(&self) -> u16 {
         self.port
     }
 
     /// `redis://127.0.0.1:<port>/`, or `rediss://` for a TLS server.
+    #[must_use]
     pub fn url(&self) -> String {
         let scheme = if self.options.tls { "rediss" } else { "redis" };
         format!("{scheme}://127.0.0.1:{}/", self.port)
     }
 
     /// A client for this server; for a TLS server, one that trusts its CA and only it.
+    #[must_use]
     pub fn client(&self) -> redis::Client {
         if !self.options.tls {
             return redis::Client::open(self.url()).expect("a loopback URL is valid");
@@ -152,11 +157,13 @@ impl RedisServer {
     }
 
     /// The PEM file of the CA that signed a TLS server's certificate.
+    #[must_use]
     pub fn ca_cert(&self) -> PathBuf {
         self.dir.join("ca.pem")
     }
 
     /// The server's working directory (its log, RDB and AOF files).
+    #[must_use]
     pub fn dir(&self) -> &Path {
         &self.dir
     }

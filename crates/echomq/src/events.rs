@@ -167,6 +167,7 @@ pub struct Event {
 
 impl Event {
     /// The field `name` as text, if the event has it.
+    #[must_use]
     pub fn field(&self, name: &str) -> Option<std::borrow::Cow<'_, str>> {
         self.fields.iter().find(|(field, _)| field == name).map(|(_, value)| String::from_utf8_lossy(value))
     }
@@ -236,6 +237,9 @@ impl QueueEvents {
     }
 
     /// The next event, waiting for it as long as it takes.
+    ///
+    /// # Errors
+    /// As [`next_within`](QueueEvents::next_within).
     pub async fn next(&mut self) -> Result<Event> {
         loop {
             if let Some(event) = self.next_within(READ_WAIT).await? {
@@ -245,6 +249,11 @@ impl QueueEvents {
     }
 
     /// The next event, or `None` when none came within `wait`.
+    ///
+    /// # Errors
+    /// A failure of the connection or the server ([`ErrorKind::Server`](crate::ErrorKind::Server)
+    /// for a log key of another type). The reader stays where it was: the
+    /// next call reads the same entries.
     pub async fn next_within(&mut self, wait: Duration) -> Result<Option<Event>> {
         if self.buffered.is_empty() {
             let entries = self.via.read_stream(&self.key, &self.after.to_string(), READ_COUNT, wait).await?;

@@ -66,6 +66,10 @@ pub struct Call {
 
 impl Call {
     /// The call `transition` makes on the queue `keys`, its arguments checked.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] or [`ErrorKind::TooLarge`] for an argument
+    /// outside the protocol's limits (see [`Transition::args`]).
     pub fn new<T: Transition>(keys: &Keyspace, transition: &T) -> Result<Call> {
         Ok(Call { name: T::NAME, keys: transition.keys(keys), args: transition.args()? })
     }
@@ -143,6 +147,13 @@ pub struct ServerRun {
 }
 
 /// Run `transition` on the queue `keys` through `via`, and read its reply.
+///
+/// # Errors
+/// As [`Call::new`], before anything is sent; the server's refusal
+/// (`EMQ<NAME>`: its [`ErrorKind`]); [`ErrorKind::Reply`] or
+/// [`ErrorKind::Record`] for a reply the protocol does not give; a failure
+/// of the connection or the server. Each carries the transition, the queue
+/// and the job ([`Error::at`]).
 pub async fn execute<T: Transition>(
     via: &dyn Executor,
     keys: &Keyspace,
@@ -160,6 +171,10 @@ pub async fn execute<T: Transition>(
 /// Run many calls of one transition in one round trip where `via` can. Each
 /// gets its own result; the outer error is the connection's. A call the
 /// host's checks refuse is never sent.
+///
+/// # Errors
+/// A failure of the connection or the server, when no reply is known;
+/// each call's own error is in its result, as [`execute`]'s.
 pub async fn execute_batch<T: Transition>(
     via: &dyn Executor,
     keys: &Keyspace,
@@ -201,6 +216,9 @@ pub async fn execute_batch<T: Transition>(
 }
 
 /// CLAIM, waiting up to `wait` for a job when none is pending, where `via` can.
+///
+/// # Errors
+/// As [`execute`] for CLAIM.
 pub async fn claim_waiting(
     via: &dyn Executor,
     keys: &Keyspace,

@@ -50,6 +50,10 @@ impl JobId {
     /// Check the full brand: `JOB_` and a canonical ULID, as [`JobId::mint`]
     /// makes them. For a host that wants only its own kind of id; every
     /// other path accepts what the server admits (`str::parse`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidId`] for text that is not `JOB_` and a canonical
+    /// ULID (26 upper-case Crockford base32 characters), saying which rule it breaks.
     pub fn branded(text: &str) -> Result<JobId> {
         let id: JobId = text.parse()?;
         match brand_error(text) {
@@ -60,11 +64,13 @@ impl JobId {
 
     /// Whether the id carries the full brand (`JOB_` + ULID): every minted
     /// id does. Only branded ids are ordered by their mint time.
+    #[must_use]
     pub fn is_branded(&self) -> bool {
         brand_error(&self.0).is_none()
     }
 
     /// The id as text.
+    #[must_use]
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -32,6 +32,9 @@ use crate::{Error, Result};
 pub const MAX_QUEUE_NAME: usize = 255;
 
 /// Check a queue name: 1..=255 bytes, never `{`, `}` or NUL (one queue, one hashtag).
+///
+/// # Errors
+/// [`ErrorKind::InvalidQueue`], saying which rule the name breaks.
 pub fn valid_queue(name: &str) -> Result<()> {
     let why = if name.is_empty() {
         "it is empty"
@@ -46,12 +49,14 @@ pub fn valid_queue(name: &str) -> Result<()> {
 }
 
 /// A `SCAN MATCH` pattern for the `state` set of every queue: `emq:{*}:<state>`.
+#[must_use]
 pub fn state_pattern(state: State) -> String {
     format!("emq:{{*}}:{}", state.as_str())
 }
 
 /// A `SCAN MATCH` pattern for the record of job `id` in every queue:
 /// `emq:{*}:job:<id>`, any glob character of the id escaped.
+#[must_use]
 pub fn job_pattern(id: &JobId) -> String {
     let mut pattern = String::from("emq:{*}:job:");
     for c in id.as_str().chars() {
@@ -64,6 +69,7 @@ pub fn job_pattern(id: &JobId) -> String {
 }
 
 /// The queue a key belongs to: `emails` for `emq:{emails}:pending`.
+#[must_use]
 pub fn queue_of(key: &str) -> Option<&str> {
     let rest = key.strip_prefix("emq:{")?;
     let (name, _) = rest.split_once("}:")?;
@@ -78,105 +84,127 @@ pub struct Keyspace {
 }
 
 impl Keyspace {
-    /// The keyspace of queue `name`, or [`ErrorKind::InvalidQueue`].
+    /// The keyspace of queue `name`.
+    ///
+    /// # Errors
+    /// As [`valid_queue`].
     pub fn new(name: &str) -> Result<Keyspace> {
         valid_queue(name)?;
         Ok(Keyspace { queue: name.to_owned(), prefix: format!("emq:{{{name}}}:") })
     }
 
     /// The queue's name.
+    #[must_use]
     pub fn queue(&self) -> &str {
         &self.queue
     }
 
     /// `emq:{q}:job:<id>`: the job's record. The id's kind (`JOB…`) was
     /// checked when it was parsed; the key shares the queue's hashtag whatever follows.
+    #[must_use]
     pub fn job(&self, id: &JobId) -> String {
         self.key2("job:", id.as_str())
     }
 
     /// `emq:{q}:pending`: ids waiting to be claimed.
+    #[must_use]
     pub fn pending(&self) -> String {
         self.key(Role::Pending.pattern())
     }
 
     /// `emq:{q}:active`: ids under a lease, scored by its deadline.
+    #[must_use]
     pub fn active(&self) -> String {
         self.key(Role::Active.pattern())
     }
 
     /// `emq:{q}:delayed`: ids waiting for their due time.
+    #[must_use]
     pub fn delayed(&self) -> String {
         self.key(Role::Delayed.pattern())
     }
 
     /// `emq:{q}:done`: finished ids.
+    #[must_use]
     pub fn done(&self) -> String {
         self.key(Role::Done.pattern())
     }
 
     /// `emq:{q}:dead`: ids that used up their attempts (the dead letters).
+    #[must_use]
     pub fn dead(&self) -> String {
         self.key(Role::Dead.pattern())
     }
 
     /// `emq:{q}:cancelled`: cancelled ids.
+    #[must_use]
     pub fn cancelled(&self) -> String {
         self.key(Role::Cancelled.pattern())
     }
 
     /// `emq:{q}:priority`: id → priority, for jobs whose priority is not 0.
+    #[must_use]
     pub fn priority(&self) -> String {
         self.key(Role::Priority.pattern())
     }
 
     /// `emq:{q}:errors`: id → the job's last error text.
+    #[must_use]
     pub fn errors(&self) -> String {
         self.key(Role::Errors.pattern())
     }
 
     /// `emq:{q}:config`: the queue's settings, read by every claim's gate.
+    #[must_use]
     pub fn config(&self) -> String {
         self.key(Role::Config.pattern())
     }
 
     /// `emq:{q}:rate`: the claim log of a rate-limited queue.
+    #[must_use]
     pub fn rate(&self) -> String {
         self.key(Role::Rate.pattern())
     }
 
     /// `emq:{q}:progress`: id → the job's last progress value.
+    #[must_use]
     pub fn progress(&self) -> String {
         self.key(Role::Progress.pattern())
     }
 
     /// `emq:{q}:schedules`: schedule name → its definition.
+    #[must_use]
     pub fn schedules(&self) -> String {
         self.key(Role::Schedules.pattern())
     }
 
     /// `emq:{q}:ticks`: schedule names, scored by their next tick.
+    #[must_use]
     pub fn ticks(&self) -> String {
         self.key(Role::Ticks.pattern())
     }
 
     /// `emq:{q}:policy`: id → the job's own policy.
+    #[must_use]
     pub fn policy(&self) -> String {
         self.key(Role::Policy.pattern())
     }
 
     /// `emq:{q}:results`: id → what the job's handler returned (hash).
+    #[must_use]
     pub fn results(&self) -> String {
         self.key(Role::Results.pattern())
     }
 
     /// `emq:{q}:events`: the queue's capped log of what happened (stream).
+    #[must_use]
     pub fn events(&self) -> String {
         self.key(Role::Events.pattern())
     }
 
     /// The key that plays `role`; `None` for [`Role::Job`] without a job,
     /// and for [`Role::Finished`], which only the call knows.
+    #[must_use]
     pub fn role(&self, role: Role, job: Option<&JobId>) -> Option<String> {
         match (role, job) {
             (Role::Job, Some(id)) => Some(self.job(id)),
@@ -185,6 +213,7 @@ impl Keyspace {
     }
 
     /// The set that holds the jobs in `state`.
+    #[must_use]
     pub fn state(&self, state: State) -> String {
         self.key(state.as_str())
     }

@@ -33,7 +33,13 @@
 //! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
 //! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![warn(
+    missing_docs,
+    unreachable_pub,
+    missing_debug_implementations,
+    clippy::must_use_candidate,
+    clippy::missing_errors_doc
+)]
 
 pub mod error;
 pub mod events;

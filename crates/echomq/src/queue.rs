@@ -53,7 +53,7 @@ impl std::fmt::Debug for Queue {
 pub const TRACEPARENT: &str = "traceparent";
 
 /// How many jobs a call moves or deletes when the library sweeps a set in
-/// many calls (the worker's upkeep, [`Queue::drain`], [`Queue::purge_all`],
+/// many calls (the worker's upkeep, [`Queue::drain`], [`Queue::purge`],
 /// [`Queue::delete`]); the protocol allows up to 1000. Redis runs one call
 /// at a time, and a call's time is every other client's wait: a TRIM of a
 /// thousand jobs held the server 5-11 ms, one of a hundred 0.6-0.8 ms (2.5
@@ -91,6 +91,7 @@ impl RetryPolicy {
     /// The back-off after job `id` failed attempt `attempt`, jitter applied.
     /// The randomness is the id's own (its ULID's random bits, hashed with the
     /// attempt), so it needs no generator and differs from job to job.
+    #[must_use]
     pub fn delay_for(&self, id: &JobId, attempt: u64) -> Duration {
         use std::hash::{DefaultHasher, Hash, Hasher};
         let mut hasher = DefaultHasher::new();
@@ -100,6 +101,7 @@ impl RetryPolicy {
     }
 
     /// The back-off after failing attempt number `attempt` (1 for the first).
+    #[must_use]
     pub fn backoff_after(&self, attempt: u64) -> Duration {
         let doublings = u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX).min(31);
         self.backoff.saturating_mul(1 << doublings).min(self.max_backoff)

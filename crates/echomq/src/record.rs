@@ -47,6 +47,7 @@ impl State {
         [State::Pending, State::Active, State::Delayed, State::Done, State::Dead, State::Cancelled];
 
     /// The state's name in the record and in its set's key.
+    #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             State::Pending => "pending",
@@ -94,7 +95,10 @@ pub struct Record {
 
 impl Record {
     /// Read a record from its hash's field/value pairs (HGETALL's reply).
-    /// A missing birth field, an unknown field or an unknown state is an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Record`] for a missing birth field, an unknown field, an
+    /// unknown state, or a field whose value is not of its type.
     pub fn from_fields<F, V>(fields: impl IntoIterator<Item = (F, V)>) -> Result<Record>
     where
         F: AsRef<[u8]>,

@@ -78,6 +78,11 @@ pub struct Scheduled {
 impl Schedule {
     /// Every `interval` (a whole number of ms, at least 1), at its multiples
     /// since the Unix epoch.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for a name that is empty, too long or holds
+    /// LF, or an interval that is zero, not whole ms, or past the protocol's
+    /// delay limit; [`ErrorKind::TooLarge`] for a payload over the limit.
     pub fn every(name: &str, interval: Duration, payload: impl Into<Vec<u8>>) -> Result<Schedule> {
         let schedule = Schedule {
             name: name.to_owned(),
@@ -90,6 +95,12 @@ impl Schedule {
     }
 
     /// At the times `expr` names in time zone `zone` (an IANA name, `UTC`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for an unknown time zone, a cron expression
+    /// that is not one line or does not parse, or a name as in
+    /// [`every`](Schedule::every);
+    /// [`ErrorKind::TooLarge`] for a payload over the limit.
     pub fn cron(name: &str, expr: &str, zone: &str, payload: impl Into<Vec<u8>>) -> Result<Schedule> {
         let zone = Tz::from_str(zone)
             .map_err(|_| Error::new(ErrorKind::Argument, format!("unknown time zone {zone:?}")))?;
@@ -104,6 +115,9 @@ impl Schedule {
     }
 
     /// With this policy for missed ticks.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for [`Missed::All`] of 0, or of more than [`MAX_CATCH_UP`].
     pub fn missed(mut self, missed: Missed) -> Result<Schedule> {
         self.missed = missed;
         self.check()?;
@@ -147,6 +161,7 @@ impl Schedule {
 
     /// The definition's bytes, as the server stores them (PROTOCOL.md
     /// §11.6): a header line, LF, the payload verbatim.
+    #[must_use]
     pub fn definition(&self) -> Vec<u8> {
         let missed = match self.missed {
             Missed::Last => "last".to_owned(),
@@ -161,6 +176,11 @@ impl Schedule {
     }
 
     /// Read a definition back (the schedule `name`'s).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Record`] for a definition this host cannot read: no
+    /// header line, an unknown kind or missed policy, or a schedule that
+    /// breaks the checks of [`every`](Schedule::every) or [`cron`](Schedule::cron).
     pub fn from_definition(name: &str, definition: &[u8]) -> Result<Schedule> {
         let unreadable = |why: &str| Error::new(ErrorKind::Record, format!("schedule {name:?}: {why}"));
         let at = definition.iter().position(|b| *b == b'\n').ok_or_else(|| unreadable("no header line"))?;
@@ -188,6 +208,7 @@ impl Schedule {
     }
 
     /// The first tick after `ms` (server ms), if there is one.
+    #[must_use]
     pub fn next_after(&self, ms: u64) -> Option<u64> {
         match &self.when {
             When::Every(interval) => {
@@ -203,6 +224,7 @@ impl Schedule {
     }
 
     /// The last tick at or before `ms`, if there is one.
+    #[must_use]
     pub fn last_at_or_before(&self, ms: u64) -> Option<u64> {
         match &self.when {
             When::Every(interval) => {
@@ -220,6 +242,7 @@ impl Schedule {
     /// The FIREs that run this schedule's due ticks, in order, given its
     /// stored next tick `next` and the server's `now` (PROTOCOL.md §11.6).
     /// The first carries `next` as its tick; each later one the `next` of the one before.
+    #[must_use]
     pub fn plan(&self, queue: &str, next: u64, now: u64) -> Vec<Fire> {
         let never = *limits::AT_MS.end();
         let latest = self.last_at_or_before(now).filter(|t| *t >= next).unwrap_or(next);
@@ -272,6 +295,7 @@ fn at(zone: &Tz, ms: u64) -> Option<DateTime<Tz>> {
 /// whose time is the tick (48 bits, ms) and whose 80 random bits are the
 /// first 10 bytes of SHA-1(queue, 0x00, schedule name, 0x00, the tick in
 /// decimal). The same from every process, so a tick is one job.
+#[must_use]
 pub fn tick_id(queue: &str, schedule: &str, tick: u64) -> JobId {
     let mut sha = sha1_smol::Sha1::new();
     sha.update(queue.as_bytes());
@@ -286,6 +310,7 @@ pub fn tick_id(queue: &str, schedule: &str, tick: u64) -> JobId {
 }
 
 /// The tick time a tick id carries: its ULID's time (ms), if it is a branded id.
+#[must_use]
 pub fn tick_of(id: &JobId) -> Option<u64> {
     let ulid = ulid::Ulid::from_string(id.as_str().strip_prefix("JOB_")?).ok()?;
     Some(ulid.timestamp_ms())

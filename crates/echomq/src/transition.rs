@@ -105,8 +105,19 @@ pub trait Transition: Send + Sync {
         Self::NAME.describe().keys.iter().map(|role| self.key(keys, *role)).collect()
     }
     /// ARGV, in the protocol's order, checked against the protocol's limits.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) or
+    /// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) for a value
+    /// outside its limit, in the server's own words; nothing is sent then.
     fn args(&self) -> Result<Vec<Vec<u8>>>;
     /// The reply, read into the output.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Reply`](crate::ErrorKind::Reply) for a reply of a shape
+    /// the protocol does not give; [`ErrorKind::Record`](crate::ErrorKind::Record)
+    /// for a record in it that breaks the protocol; [`ErrorKind::InvalidId`](crate::ErrorKind::InvalidId)
+    /// for a job id in it that the kind gate would refuse.
     fn parse(reply: Value) -> Result<Self::Output>;
 }
 

@@ -186,12 +186,14 @@ impl Worker {
     }
 
     /// Work this queue as well; the concurrency limit is shared.
+    #[must_use]
     pub fn queue(mut self, queue: Queue) -> Worker {
         self.queues.push(queue);
         self
     }
 
     /// A handle to stop this worker, or only its claims, while it runs.
+    #[must_use]
     pub fn control(&self) -> Control {
         Control { shared: self.shared.clone() }
     }

@@ -71,6 +71,7 @@ pub const PROMPT_STOP: &str = "+client|id +client|unblock";
 pub const CLUSTER_LUA: &str = "+exists +info +cluster|keyslot +cluster|nodes";
 
 /// The operator's rules for `via`.
+#[must_use]
 pub fn operator(via: Via) -> &'static str {
     match via {
         Via::Lua => OPERATOR_LUA,
@@ -108,11 +109,15 @@ pub async fn create_user(server: &RedisServer, name: &str, password: &str, rules
 }
 
 /// `redis://name:password@127.0.0.1:<port>/`.
+#[must_use]
 pub fn url_as(server: &RedisServer, name: &str, password: &str) -> String {
     format!("redis://{name}:{password}@127.0.0.1:{}/", server.port())
 }
 
 /// Connect as a user the way an application does, and pick the executor.
+///
+/// # Errors
+/// As [`echomq::connect`] (a wrong password is the server's refusal).
 pub async fn connect_as(
     server: &RedisServer,
     name: &str,
@@ -123,6 +128,9 @@ pub async fn connect_as(
 
 /// `echomq::connect_with` for a connect that must fail: no retries, which
 /// would only wait longer each time (seconds in all) to fail the same way.
+///
+/// # Errors
+/// As [`echomq::connect_with`].
 pub async fn connect_once(url: &str) -> echomq::Result<Arc<dyn Executor>> {
     let config = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(0);
     echomq::connect_with(&redis::Client::open(url)?, config).await

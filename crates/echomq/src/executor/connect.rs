@@ -18,6 +18,11 @@ use crate::{Error, Result};
 /// The executor a server supports best over `conn`: [`Native`] when the
 /// module's commands are there, else [`Lua`]. For waiting claims
 /// as well, use [`connect`].
+///
+/// # Errors
+/// [`ErrorKind::OtherMajor`] or [`ErrorKind::OlderMinor`] when the module
+/// speaks a protocol this host cannot use; [`ErrorKind::Reply`] when
+/// `EMQ.VERSION` answers no version; a failure of the connection or the server.
 pub async fn detect<C>(conn: C) -> Result<Arc<dyn Executor>>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
@@ -29,6 +34,9 @@ where
 /// reconnecting connections: [`Native`] with connections of their own for
 /// its blocking claims; else [`Lua`], whose idle claims wait on
 /// the queue's wake-up key (`BZPOPMIN`) on connections of their own.
+///
+/// # Errors
+/// As [`detect`]; [`ErrorKind::Unavailable`] when the server refuses the connection.
 pub async fn connect(client: &redis::Client) -> Result<Arc<dyn Executor>> {
     connect_with(client, redis::aio::ConnectionManagerConfig::new()).await
 }
@@ -45,6 +53,9 @@ pub async fn connect(client: &redis::Client) -> Result<Arc<dyn Executor>> {
 /// waits for the kernel's retransmissions to give up, about 15 minutes, and an
 /// idle connection waits for ever. A client with its own keepalive or user
 /// time-out ([`redis::io::tcp::TcpSettings`]) keeps them.
+///
+/// # Errors
+/// As [`connect`].
 pub async fn connect_with(
     client: &redis::Client,
     config: redis::aio::ConnectionManagerConfig,
@@ -75,6 +86,7 @@ pub const SILENT_PEER: Duration = Duration::from_secs(30);
 /// kernel drops a connection whose peer has gone silent and it reconnects.
 /// For connections made by hand, and for a Cluster client's builder
 /// (`ClusterClientBuilder::tcp_settings`).
+#[must_use]
 pub fn silent_peer_settings() -> redis::io::tcp::TcpSettings {
     let probes = redis::io::tcp::socket2::TcpKeepalive::new().with_time(SILENT_PEER / 3);
     #[cfg(target_os = "linux")]
@@ -110,6 +122,9 @@ fn silent_peers_dropped(client: &redis::Client) -> redis::RedisResult<redis::Cli
 /// Every transition names one queue's keys, all in the queue's `{hashtag}`
 /// slot, so each call and each batch goes to one node; the cluster client
 /// follows MOVED and ASK when a slot moves, and retries TRYAGAIN.
+///
+/// # Errors
+/// As [`connect`].
 #[cfg(feature = "cluster")]
 pub async fn connect_cluster(client: &redis::cluster::ClusterClient) -> Result<Arc<dyn Executor>> {
     let conn = client.get_async_connection().await?;

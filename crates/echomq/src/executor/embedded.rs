@@ -41,6 +41,7 @@ impl Default for Embedded {
 
 impl Embedded {
     /// An empty store on the machine's clock.
+    #[must_use]
     pub fn new() -> Embedded {
         Embedded::with_clock(Arc::new(SystemClock))
     }
@@ -57,6 +58,7 @@ impl Embedded {
     }
 
     /// Every key and its content, sorted by key.
+    #[must_use]
     pub fn dump(&self) -> BTreeMap<Vec<u8>, Dump> {
         self.store().dump()
     }

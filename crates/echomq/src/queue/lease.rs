@@ -63,6 +63,7 @@ impl Lease {
 
     /// The job without its handle, to end it by another path (a worker's
     /// own acker); nothing is sent.
+    #[must_use]
     pub fn into_job(self) -> Claimed {
         self.job
     }

@@ -32,21 +32,35 @@ pub enum Delete {
 impl Queue {
     /// Pause the queue: every claim hands out nothing until [`resume`](Queue::resume),
     /// for every worker of every process. Enqueue, ack and the rest go on.
+    ///
+    /// # Errors
+    /// As [`configure`](Queue::configure).
     pub async fn pause(&self) -> Result<Settings> {
         self.configure(Config { paused: Some(true), ..Config::default() }).await
     }
 
     /// Resume a paused queue; claims waiting for work wake at once.
+    ///
+    /// # Errors
+    /// As [`configure`](Queue::configure).
     pub async fn resume(&self) -> Result<Settings> {
         self.configure(Config { paused: Some(false), ..Config::default() }).await
     }
 
     /// The queue's settings.
+    ///
+    /// # Errors
+    /// As [`configure`](Queue::configure).
     pub async fn settings(&self) -> Result<Settings> {
         self.configure(Config::default()).await
     }
 
     /// Change the settings `config` names, in one transition; the settings after.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument), nothing changed,
+    /// for a setting outside its limits; a key of the wrong type, malformed
+    /// stored state, a failure of the connection or the server.
     pub async fn configure(&self, config: Config) -> Result<Settings> {
         self.run(&config).await
     }
@@ -156,28 +170,53 @@ impl Queue {
     }
 
     /// Cancel a job; `false` when it was cancelled already.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such
+    /// job; [`ErrorKind::State`](crate::ErrorKind::State) for a done job; a key
+    /// of the wrong type, malformed stored state, a failure of the connection or
+    /// the server.
     pub async fn cancel(&self, id: &JobId) -> Result<bool> {
         self.run(&Cancel { id: id.clone() }).await
     }
 
     /// Send a dead job back to pending.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such
+    /// job; [`ErrorKind::State`](crate::ErrorKind::State) for a job that is not
+    /// dead; as [`cancel`](Queue::cancel) otherwise.
     pub async fn retry(&self, id: &JobId) -> Result<()> {
         self.run(&Retry { id: id.clone() }).await
     }
 
     /// A job's record, last error and last progress; `None` when there is no such job.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Record`](crate::ErrorKind::Record) for a record that
+    /// breaks the protocol; a key of the wrong type, a failure of the connection
+    /// or the server.
     pub async fn inspect(&self, id: &JobId) -> Result<Option<Inspection>> {
         self.run(&Inspect { id: id.clone() }).await
     }
 
     /// How many jobs the queue holds in each state.
+    ///
+    /// # Errors
+    /// A key of the wrong type, a failure of the connection or the server.
     pub async fn stats(&self) -> Result<StatsReply> {
         self.run(&Stats).await
     }
 
     /// Add `schedule` to the queue, or replace the one of its name; its first
     /// tick is the first after the server's now. The workers of the queue
-    /// fire its ticks, each once ([`Queue::fire_schedules`]).
+    /// fire its ticks, each once ([`Upkeep::fire_schedules`](super::Upkeep::fire_schedules)).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument), nothing stored,
+    /// for a schedule that never ticks after the server's now;
+    /// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) for a definition over
+    /// its limit; a key of the wrong type, a failure of the connection or the server.
     pub async fn schedule(&self, schedule: &Schedule) -> Result<Scheduled> {
         let now = self.run(&Schedules { due: false, limit: 1 }).await?.now;
         let next = schedule
@@ -199,11 +238,21 @@ impl Queue {
     }
 
     /// Remove the schedule `name`; `false` when there was none. Jobs it fired stay.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) for a name that
+    /// is empty or over 200 bytes; a key of the wrong type, a failure of the
+    /// connection or the server.
     pub async fn unschedule(&self, name: &str) -> Result<bool> {
         self.run(&Unschedule { name: name.to_owned() }).await
     }
 
     /// The queue's schedules (up to 1000), by next tick.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Record`](crate::ErrorKind::Record) for a stored schedule
+    /// this host cannot read; a key of the wrong type, a failure of the
+    /// connection or the server.
     pub async fn schedules(&self) -> Result<Vec<Scheduled>> {
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
         let listed = self.run(&Schedules { due: false, limit }).await?;

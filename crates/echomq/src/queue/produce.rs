@@ -211,11 +211,26 @@ pub struct BatchOpened {
 
 impl Queue {
     /// Enqueue a job to run now; its new id.
+    ///
+    /// # Errors
+    /// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) for a payload over
+    /// the limit, before anything is sent; the server's refusal when the
+    /// queue's stored state is not the protocol's
+    /// ([`ErrorKind::WrongType`](crate::ErrorKind::WrongType),
+    /// [`ErrorKind::Malformed`](crate::ErrorKind::Malformed),
+    /// [`ErrorKind::Version`](crate::ErrorKind::Version)); a failure of the
+    /// connection or the server.
     pub async fn enqueue(&self, payload: impl Into<Vec<u8>>) -> Result<JobId> {
         Ok(self.enqueue_with(payload, EnqueueOptions::default()).await?.id)
     }
 
     /// Enqueue a job with options: an id of the caller's, a priority, a due time.
+    ///
+    /// # Errors
+    /// As [`enqueue`](Queue::enqueue); [`ErrorKind::Argument`](crate::ErrorKind::Argument)
+    /// for an option outside the protocol's limits (priority, delay, unique
+    /// key, headers), before anything is sent. A duplicate is no error: its
+    /// [`Enqueued`] says so.
     pub async fn enqueue_with(
         &self,
         payload: impl Into<Vec<u8>>,
@@ -236,6 +251,10 @@ impl Queue {
 
     /// Enqueue `job` as JSON: a typed job, read back with
     /// [`JobContext::json`](crate::worker::JobContext::json).
+    ///
+    /// # Errors
+    /// As [`enqueue`](Queue::enqueue); [`ErrorKind::Json`](crate::ErrorKind::Json)
+    /// when `job` cannot be written as JSON, before anything is sent.
     pub async fn enqueue_json<T: serde::Serialize>(&self, job: &T) -> Result<JobId> {
         let payload = serde_json::to_vec(job)?;
         self.enqueue(payload).await
@@ -262,6 +281,13 @@ impl Queue {
     /// the batch, or the batch could not be opened, the answer is
     /// [`ErrorKind::Batch`](crate::ErrorKind::Batch), which names the jobs: they are
     /// enqueued, and sending the batch again would enqueue them twice.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) for no jobs or
+    /// more than 1000, [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge)
+    /// for a payload over the limit, both before anything is sent; the jobs'
+    /// failure, as [`enqueue`](Queue::enqueue), when no batch was opened;
+    /// [`ErrorKind::Batch`](crate::ErrorKind::Batch) once the jobs are in (above).
     pub async fn enqueue_batch_with_callback<P: Into<Vec<u8>>>(
         &self,
         payloads: impl IntoIterator<Item = P>,
@@ -325,6 +351,10 @@ impl Queue {
     /// id, or why it was refused. A payload over the limit is refused on its
     /// own and never sent; a refusal of a whole call (a key of the wrong
     /// type) is each of its jobs' refusal: it enqueued none of them.
+    ///
+    /// # Errors
+    /// A failure of the connection or the server, when no job's outcome is
+    /// known; each job's own refusal is in its result.
     pub async fn enqueue_batch<P: Into<Vec<u8>>>(
         &self,
         payloads: impl IntoIterator<Item = P>,
@@ -344,6 +374,9 @@ impl Queue {
     /// went in then, and no job twice. A payload over the limit is refused
     /// on its own and never sent; a refusal of a whole ENQUEUEMANY (a key of
     /// the wrong type) is each of its jobs' refusal: it enqueued none of them.
+    ///
+    /// # Errors
+    /// As [`enqueue_batch`](Queue::enqueue_batch).
     pub async fn enqueue_many<P: Into<Vec<u8>>>(
         &self,
         jobs: impl IntoIterator<Item = (P, EnqueueOptions)>,

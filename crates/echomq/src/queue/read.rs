@@ -35,6 +35,9 @@ pub enum EventsFrom {
 impl Queue {
     /// What the job's handler returned, kept by its ACK: `None` when the job
     /// is not done, finished with no result, or is gone (trimmed, purged).
+    ///
+    /// # Errors
+    /// As [`inspect`](Queue::inspect).
     pub async fn result(&self, id: &JobId) -> Result<Option<Vec<u8>>> {
         Ok(self.inspect(id).await?.and_then(|job| job.result))
     }
@@ -62,7 +65,11 @@ impl Queue {
     /// `timeout`; `None` when it had not by then. It follows the queue's
     /// event log, so it does not poll; on a queue whose log is off
     /// (`events` 0) it looks at the job every 100 ms to 1 s instead.
-    /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such job.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such
+    /// job (or it was deleted while waited for); as [`inspect`](Queue::inspect)
+    /// and [`events`](Queue::events) otherwise.
     pub async fn wait(&self, id: &JobId, timeout: Duration) -> Result<Option<Finished>> {
         let deadline = tokio::time::Instant::now() + timeout;
         // Follow the log from before the first look, so that a finish

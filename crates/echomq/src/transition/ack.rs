@@ -26,6 +26,7 @@ pub struct Ack {
 
 impl Ack {
     /// Ack `job` with no result.
+    #[must_use]
     pub fn of(job: &Claimed) -> Ack {
         Ack { id: job.id.clone(), token: job.token, result: None }
     }

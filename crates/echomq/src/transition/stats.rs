@@ -32,6 +32,7 @@ pub struct StatsReply {
 
 impl StatsReply {
     /// How many jobs are in `state`.
+    #[must_use]
     pub fn of(&self, state: State) -> u64 {
         match state {
             State::Pending => self.pending,

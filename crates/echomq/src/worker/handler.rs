@@ -34,11 +34,13 @@ pub struct RetryAfter {
 
 impl RetryAfter {
     /// Only this job waits.
+    #[must_use]
     pub fn job(after: Duration) -> RetryAfter {
         RetryAfter { after, wait: Wait::Job }
     }
 
     /// This job and the queue's claims wait.
+    #[must_use]
     pub fn queue(after: Duration) -> RetryAfter {
         RetryAfter { after, wait: Wait::Queue }
     }
@@ -146,8 +148,10 @@ where
 /// What a handler returns when its job succeeded: ACK keeps it as the job's
 /// result (`Queue::result`, `Queue::wait`), unless it is `()`.
 pub trait JobOutput: Send + 'static {
-    /// The bytes to keep, if any; an error fails the job (a value that would
-    /// not serialize).
+    /// The bytes to keep, if any.
+    ///
+    /// # Errors
+    /// A [`HandlerError`] fails the job: a value that would not serialize.
     fn into_result(self) -> Result<Option<Vec<u8>>, HandlerError>;
 }
 

@@ -94,6 +94,9 @@ impl JobContext {
     }
 
     /// The payload read as JSON into `T`: typed jobs.
+    ///
+    /// # Errors
+    /// serde_json's error when the payload is not JSON, or not a `T`.
     pub fn json<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
         serde_json::from_slice(&self.payload)
     }
@@ -109,12 +112,18 @@ impl JobContext {
     /// object): kept beside the record, read by `Queue::inspect`, `emq
     /// inspect` and the dashboard, until the job is purged. Fenced: once the
     /// lease is lost it answers [`ErrorKind::Fence`] and writes nothing.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Fence`] or [`ErrorKind::NoJob`] when the lease was lost;
+    /// [`ErrorKind::TooLarge`] over 4096 bytes, before anything is sent; a
+    /// failure of the connection or the server.
     pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
         let progress = Progress { id: self.id.clone(), token: self.holder.token, value: value.into() };
         execute(&**self.holder.queue.executor(), self.holder.queue.keyspace(), &progress).await
     }
 
     /// Whether [`cancelled`](JobContext::cancelled) has completed.
+    #[must_use]
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
     }

@@ -18,6 +18,7 @@ static SCRIPTS: LazyLock<Vec<Script>> =
 /// The script a transition runs, `lua/<name>-<keys>.lua` as its description
 /// names it, its includes expanded and the limits filled in: what the
 /// server loads.
+#[must_use]
 pub fn script_source(name: Name) -> String {
     let stem = name.describe().script_stem();
     expand(file(&stem).unwrap_or_else(|| panic!("lua/{stem}.lua is missing")))
