@@ -215,3 +215,16 @@ async def test_schedules_are_shared_and_their_tick_ids_agree(queue: echomq.Queue
 
 async def _any(found: list[Any]) -> bool:
     return bool(found)
+
+
+async def test_both_speakers_note_their_queues_in_one_registry(server: RedisServer, kind: str) -> None:
+    """A queue Python enqueued to is listed by ``emq queues`` (the registry,
+    no scan), and one ``emq enqueue`` wrote is in the registry Python reads."""
+    from_python, from_rust = unique_queue("py-registry"), unique_queue("rs-registry")
+    async with await echomq.connect(server.url, executor=kind) as connection:
+        queue = await connection.queue(from_python)
+        await queue.enqueue(b"noted")
+        assert from_python in emq(server, kind, "queues").stdout.decode().split()
+        emq(server, kind, "enqueue", from_rust, "noted too")
+        names = [name.decode() for name in await connection.redis.zrange(b"emq:queues", 0, -1)]
+        assert from_rust in names and from_python in names

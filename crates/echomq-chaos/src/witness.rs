@@ -186,4 +186,13 @@ impl Executor for Witness {
     async fn stream_last(&self, key: &str) -> Result<Option<String>> {
         self.inner.stream_last(key).await
     }
+    async fn register(&self, key: &str, name: &str) -> Result<()> {
+        self.inner.register(key, name).await
+    }
+    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
+        self.inner.registered(key, limit).await
+    }
+    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
+        self.inner.unregister(key, name).await
+    }
 }

@@ -133,6 +133,17 @@ pub trait Executor: Send + Sync + 'static {
 
     /// The id of the stream `key`'s newest entry, if it has one.
     async fn stream_last(&self, key: &str) -> Result<Option<String>>;
+
+    /// Note the queue `name` in the queue registry at `key` as seen now:
+    /// `ZADD key GT <now ms> name` (PROTOCOL.md §2, `emq:queues`).
+    async fn register(&self, key: &str, name: &str) -> Result<()>;
+
+    /// The queue registry at `key`: up to `limit` names, the most recently
+    /// seen, in name order.
+    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>>;
+
+    /// Take the queue `name` out of the registry at `key` (a deleted queue).
+    async fn unregister(&self, key: &str, name: &str) -> Result<()>;
 }
 
 /// A run of a Redis server: its `run_id`, new at every start, and whether it

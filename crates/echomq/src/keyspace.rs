@@ -24,6 +24,11 @@
 use crate::ErrorKind;
 pub use echomq_core::Role;
 
+/// The queue registry (PROTOCOL.md §2): every queue a speaker produced to
+/// or worked, name → the ms it was last seen, so that tools find queues
+/// without scanning the keyspace.
+pub const REGISTRY: &str = "emq:queues";
+
 use crate::id::JobId;
 use crate::record::State;
 use crate::{Error, Result};

@@ -13,6 +13,7 @@
 //! - `upkeep`: reap, promote, trim, settle, fire schedules: a worker's
 //!   duties, on [`Upkeep`], apart from the everyday surface.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +42,16 @@ pub use upkeep::Upkeep;
 pub struct Queue {
     keys: Arc<Keyspace>,
     via: Arc<dyn Executor>,
+    /// Whether this queue (and its clones) noted itself in the registry.
+    registered: Arc<Registered>,
+}
+
+/// A queue's own word of the registry: noted there, and whether a failure
+/// to note it was said (once).
+#[derive(Debug, Default)]
+struct Registered {
+    noted: AtomicBool,
+    said: AtomicBool,
 }
 
 impl std::fmt::Debug for Queue {
@@ -117,7 +128,7 @@ impl Queue {
     /// [`ErrorKind::InvalidQueue`](crate::ErrorKind::InvalidQueue) for a
     /// name that is empty, over 255 bytes, or holds `{`, `}` or NUL.
     pub fn new(via: Arc<dyn Executor>, name: &str) -> Result<Queue> {
-        Ok(Queue { keys: Arc::new(Keyspace::new(name)?), via })
+        Ok(Queue { keys: Arc::new(Keyspace::new(name)?), via, registered: Arc::default() })
     }
 
     /// The queue's name.
@@ -136,6 +147,30 @@ impl Queue {
     #[must_use]
     pub fn executor(&self) -> &Arc<dyn Executor> {
         &self.via
+    }
+
+    /// Note the queue in the registry ([`REGISTRY`](crate::keyspace::REGISTRY))
+    /// once for this queue and its clones; `again` notes it anyway (a
+    /// worker's upkeep keeps its last-seen time fresh). The registry is
+    /// advisory: a failure to write it (a user not allowed to) is logged,
+    /// and the call that asked goes on.
+    pub(crate) async fn register(&self, again: bool) {
+        if self.registered.noted.swap(true, Ordering::Relaxed) && !again {
+            return;
+        }
+        if let Err(err) = self.via.register(crate::keyspace::REGISTRY, self.name()).await {
+            self.registered.noted.store(false, Ordering::Relaxed);
+            if !self.registered.said.swap(true, Ordering::Relaxed) {
+                tracing::warn!(queue = self.name(), error = %err, "the queue registry could not be written");
+            }
+        }
+    }
+
+    /// Take the queue out of the registry (it was deleted), so that the
+    /// next enqueue notes it again.
+    pub(crate) async fn unregister(&self) -> Result<()> {
+        self.registered.noted.store(false, Ordering::Relaxed);
+        self.via.unregister(crate::keyspace::REGISTRY, self.name()).await
     }
 
     /// Run one transition on this queue.

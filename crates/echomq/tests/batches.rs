@@ -203,6 +203,18 @@ impl echomq::Executor for ResetOnce {
     async fn stream_last(&self, key: &str) -> echomq::Result<Option<String>> {
         self.inner.stream_last(key).await
     }
+
+    async fn register(&self, key: &str, name: &str) -> echomq::Result<()> {
+        self.inner.register(key, name).await
+    }
+
+    async fn registered(&self, key: &str, limit: usize) -> echomq::Result<Vec<String>> {
+        self.inner.registered(key, limit).await
+    }
+
+    async fn unregister(&self, key: &str, name: &str) -> echomq::Result<()> {
+        self.inner.unregister(key, name).await
+    }
 }
 
 /// The jobs' round trip broke after the server took them: the batch sends

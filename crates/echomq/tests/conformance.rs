@@ -347,6 +347,18 @@ impl Executor for Alternate {
     async fn stream_last(&self, key: &str) -> echomq::Result<Option<String>> {
         self.lua.stream_last(key).await
     }
+
+    async fn register(&self, key: &str, name: &str) -> echomq::Result<()> {
+        self.lua.register(key, name).await
+    }
+
+    async fn registered(&self, key: &str, limit: usize) -> echomq::Result<Vec<String>> {
+        self.lua.registered(key, limit).await
+    }
+
+    async fn unregister(&self, key: &str, name: &str) -> echomq::Result<()> {
+        self.lua.unregister(key, name).await
+    }
 }
 
 /// Run `cases` random sequences on one module-loaded server; `targets` makes

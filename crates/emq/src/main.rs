@@ -125,8 +125,8 @@ enum Command {
     List(ops::ListArgs),
     /// Count each queue's jobs by state, and show its flow settings (paused, limits).
     Stats(ops::StatsArgs),
-    /// List the queues on the server.
-    Queues,
+    /// List the queues on the server, from its queue registry.
+    Queues(ops::QueuesArgs),
     /// Send dead jobs back to pending.
     Retry(ops::JobsArgs),
     /// Cancel jobs (any state but done); a running job's worker loses its lease.
@@ -188,7 +188,7 @@ async fn main() {
         | Command::Events(_)
         | Command::List(_)
         | Command::Stats(_)
-        | Command::Queues => true,
+        | Command::Queues(_) => true,
         Command::Config(args) => args.only_reads(),
         Command::Schedule(args) => args.only_reads(),
         _ => false,
@@ -212,7 +212,7 @@ async fn main() {
         Command::Events(args) => events::events(&cli.server, args).await,
         Command::List(args) => ops::list(&cli.server, args).await,
         Command::Stats(args) => ops::stats(&cli.server, args).await,
-        Command::Queues => ops::queues(&cli.server).await,
+        Command::Queues(args) => ops::queues(&cli.server, args).await,
         Command::Retry(args) => ops::retry(&cli.server, args).await,
         Command::Cancel(args) => ops::cancel(&cli.server, args).await,
         Command::Purge(args) => ops::purge(&cli.server, args).await,

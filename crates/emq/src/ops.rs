@@ -243,8 +243,28 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     }
 }
 
-pub async fn queues(server: &Server) -> Result<(), Error> {
-    for name in discover(&mut server.connection().await?).await? {
+#[derive(clap::Args, Debug)]
+pub struct QueuesArgs {
+    /// Also scan the keyspace for queues missing from the registry (written
+    /// by speakers before protocol 1.3), and note them there. A SCAN of
+    /// every key: slow at millions of keys.
+    #[arg(long)]
+    scan: bool,
+}
+
+pub async fn queues(server: &Server, args: QueuesArgs) -> Result<(), Error> {
+    let mut conn = server.connection().await?;
+    let mut names: BTreeSet<String> = registered(&mut conn).await?.into_iter().collect();
+    if args.scan {
+        let executor = server.executor().await?;
+        for name in scan_queues(&mut conn).await? {
+            if !names.contains(&name) {
+                executor.register(echomq::keyspace::REGISTRY, &name).await?;
+                names.insert(name);
+            }
+        }
+    }
+    for name in names {
         say!("{name}");
     }
     Ok(())
@@ -358,9 +378,28 @@ pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), 
     Ok(())
 }
 
-/// Every queue on the server: any with a state set. (A SCAN: fine for
-/// operators, not for a hot path.)
+/// Every queue on the server, from its queue registry (one read); only a
+/// server with no registry at all (every queue written before protocol
+/// 1.3) is scanned instead.
 pub async fn discover(conn: &mut Conn) -> Result<Vec<String>, Error> {
+    let names = registered(conn).await?;
+    if names.is_empty() {
+        return scan_queues(conn).await;
+    }
+    Ok(names)
+}
+
+/// The queue registry's names (PROTOCOL.md §2), in name order.
+async fn registered(conn: &mut Conn) -> Result<Vec<String>, Error> {
+    let mut names: Vec<String> =
+        redis::cmd("ZRANGE").arg(echomq::keyspace::REGISTRY).arg(0).arg(-1).query_async(conn).await?;
+    names.sort_unstable();
+    Ok(names)
+}
+
+/// Every queue with a state set, by a SCAN of the keyspace (slow at
+/// millions of keys: what the registry is for).
+async fn scan_queues(conn: &mut Conn) -> Result<Vec<String>, Error> {
     let mut names = BTreeSet::new();
     for state in State::ALL {
         for key in conn.scan(&state_pattern(state)).await? {

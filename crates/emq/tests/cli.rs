@@ -204,6 +204,18 @@ fn the_operations_commands() {
         assert!(cli.ok(&["list", &q, "delayed"]).contains("due "), "{via}");
         assert_eq!(cli.stats_row(&q), [1, 0, 1, 0, 0, 0], "{via}");
         assert!(cli.ok(&["queues"]).lines().any(|l| l == q), "{via}");
+        // A queue written before the registry (its keys alone) is found by
+        // --scan, and noted: then the registry alone lists it.
+        let old = unique_queue("unregistered");
+        let () = redis::cmd("ZADD")
+            .arg(format!("emq:{{{old}}}:pending"))
+            .arg(0)
+            .arg("JOB_x")
+            .query(&mut conn)
+            .unwrap();
+        assert!(!cli.ok(&["queues"]).lines().any(|l| l == old), "{via}: not in the registry");
+        assert!(cli.ok(&["queues", "--scan"]).lines().any(|l| l == old), "{via}: found by the scan");
+        assert!(cli.ok(&["queues"]).lines().any(|l| l == old), "{via}: noted by the scan");
 
         // Cancel, refuse a retry of a job that is not dead, purge.
         assert!(cli.ok(&["cancel", &id]).contains(&format!("cancelled {id}")));

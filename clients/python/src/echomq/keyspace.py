@@ -21,6 +21,12 @@ def check_queue(name: str) -> bytes:
     return raw
 
 
+#: The queue registry (§2): queue name -> the ms it was last seen, noted by
+#: every speaker that enqueues to a queue or works it, so that tools find
+#: queues without scanning the keyspace.
+REGISTRY = b"emq:queues"
+
+
 class Keyspace:
     """The keys of one queue."""
 

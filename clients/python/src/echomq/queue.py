@@ -12,6 +12,7 @@ version before anything was written.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any, AsyncIterator, Iterable
 
@@ -22,9 +23,11 @@ from . import _protocol, calls
 from .errors import EchoMQError, InvalidInput, OtherMajor
 from .executor import AsyncExecutor, Kind, SyncExecutor, detect, detect_sync, parse_version
 from .ids import check_id, mint
-from .keyspace import Keyspace
+from .keyspace import REGISTRY, Keyspace
 from .model import Config, Enqueued, Event, JobInfo, Stats, read_inspect
 from .schedule import Every
+
+log = logging.getLogger("echomq")
 
 FINISHING_EVENTS = (b"completed", b"dead", b"cancelled")
 
@@ -121,6 +124,22 @@ class Queue:
         self.connection = connection
         self.keyspace = keyspace
         self.executor = connection.executor
+        self._registered = False
+        self._said = False
+
+    async def register(self, *, again: bool = False) -> None:
+        """Note the queue in the registry (§2, ``emq:queues``) as seen now:
+        once per Queue after its first enqueue, and each upkeep round of a
+        worker (``again``). Advisory: a failure is logged once, not raised."""
+        if self._registered and not again:
+            return
+        try:
+            await self.connection.redis.zadd(REGISTRY, {self.name: int(time.time() * 1000)}, gt=True)
+            self._registered = True
+        except redis.RedisError as err:
+            if not self._said:
+                self._said = True
+                log.warning("the queue registry could not be written for %s: %s", self.name, err)
 
     @property
     def name(self) -> str:
@@ -137,7 +156,9 @@ class Queue:
         traceparent). Returns its id and whether it was a duplicate or held by a unique key."""
         job_id = id if id is not None else mint()
         call = calls.enqueue(self.keyspace, job_id, payload, **options)
-        return _enqueued(job_id, await self.executor.run(call))
+        enqueued = _enqueued(job_id, await self.executor.run(call))
+        await self.register()
+        return enqueued
 
     async def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
         """Enqueue ``value`` as its JSON text (UTF-8)."""
@@ -155,6 +176,7 @@ class Queue:
             for reply in found:
                 if isinstance(reply, Exception):
                     raise reply
+            await self.register()
             return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
         replies = await self.executor.run_many(calls.enqueue_many(self.keyspace, jobs))
         flat: list[int] = []
@@ -162,6 +184,7 @@ class Queue:
             if isinstance(reply, Exception):
                 raise reply
             flat.extend(reply)
+        await self.register()
         return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
 
     async def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
@@ -212,6 +235,7 @@ class Queue:
         now = int((await self.executor.run(calls.schedules(self.keyspace, limit=1)))[0])
         first = schedule.first_after(now)
         await self.executor.run(calls.schedule(self.keyspace, raw_name, schedule.definition(), first))
+        await self.register()
         return first
 
     async def unschedule(self, name: str) -> bool:
@@ -275,6 +299,20 @@ class SyncQueue:
         self.redis: Any = client
         self.executor = executor
         self.keyspace = keyspace
+        self._registered = False
+        self._said = False
+
+    def register(self) -> None:
+        """:meth:`Queue.register`, synchronous: once, after the first enqueue."""
+        if self._registered:
+            return
+        try:
+            self.redis.zadd(REGISTRY, {self.name: int(time.time() * 1000)}, gt=True)
+            self._registered = True
+        except redis.RedisError as err:
+            if not self._said:
+                self._said = True
+                log.warning("the queue registry could not be written for %s: %s", self.name, err)
 
     @property
     def name(self) -> str:
@@ -303,7 +341,9 @@ class SyncQueue:
 
     def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
         job_id = id if id is not None else mint()
-        return _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
+        enqueued = _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
+        self.register()
+        return enqueued
 
     def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
         return self.enqueue(json.dumps(value).encode(), **options)
@@ -317,12 +357,14 @@ class SyncQueue:
             for reply in found:
                 if isinstance(reply, Exception):
                     raise reply
+            self.register()
             return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
         flat: list[int] = []
         for reply in self.executor.run_many(calls.enqueue_many(self.keyspace, jobs)):
             if isinstance(reply, Exception):
                 raise reply
             flat.extend(reply)
+        self.register()
         return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
 
     def configure(self, *, paused: bool | None = None, concurrency: int | None = None,

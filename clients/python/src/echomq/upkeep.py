@@ -34,6 +34,8 @@ class Upkeep:
         one round trip, each again while a call is full (for at most a
         period), then the due schedules."""
         ks, limit = self.keyspace, LIMIT
+        # A worked queue stays in the registry, seen now (§2).
+        await self.queue.register(again=True)
         sweeps = {
             "reap": calls.sweep("reap", ks, limit, first=[str(self.max_attempts).encode()]),
             "promote": calls.sweep("promote", ks, limit),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use echomq_core::memory::{Clock, Dump, StreamId, SystemClock};
+use echomq_core::store::{KeyType, Store};
 use echomq_core::{Memory, Reply};
 use redis::Value;
 
@@ -135,6 +136,44 @@ impl Executor for Embedded {
 
     async fn stream_last(&self, key: &str) -> Result<Option<String>> {
         Ok(self.store().xlast(key.as_bytes()).map(|id| id.to_string()))
+    }
+
+    async fn register(&self, key: &str, name: &str) -> Result<()> {
+        let mut store = self.store();
+        registry_type(&mut store, key)?;
+        let now = store.now_ms() as f64;
+        // GT: a clock that went back leaves the later time.
+        if store.zscore(key.as_bytes(), name.as_bytes()).is_none_or(|seen| seen < now) {
+            store.zadd(key.as_bytes(), now, name.as_bytes());
+        }
+        Ok(())
+    }
+
+    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
+        let mut store = self.store();
+        registry_type(&mut store, key)?;
+        let all = store.zhead(key.as_bytes(), usize::MAX);
+        // The most recently seen: the last of zhead's score order.
+        let mut names: Vec<String> =
+            all.iter().rev().take(limit).map(|name| String::from_utf8_lossy(name).into_owned()).collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
+        let mut store = self.store();
+        registry_type(&mut store, key)?;
+        store.zrem(key.as_bytes(), name.as_bytes());
+        Ok(())
+    }
+}
+
+/// The queue registry's key holds a sorted set, or nothing: as Redis
+/// answers WRONGTYPE, [`ErrorKind::Server`].
+fn registry_type(store: &mut Memory, key: &str) -> Result<()> {
+    match store.key_type(key.as_bytes()) {
+        KeyType::None | KeyType::Zset => Ok(()),
+        _ => Err(Error::new(ErrorKind::Server, format!("WRONGTYPE {key} is not a sorted set"))),
     }
 }
 

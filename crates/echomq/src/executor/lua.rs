@@ -124,6 +124,18 @@ where
         self.redis.stream_last(key).await
     }
 
+    async fn register(&self, key: &str, name: &str) -> Result<()> {
+        self.redis.register(key, name).await
+    }
+
+    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
+        self.redis.registered(key, limit).await
+    }
+
+    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
+        self.redis.unregister(key, name).await
+    }
+
     /// With blocking connections, claim and wait on the queue's wake-up key
     /// (`BZPOPMIN`, PROTOCOL.md §9); without, claim at once (the worker polls).
     async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {

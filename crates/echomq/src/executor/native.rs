@@ -146,6 +146,18 @@ where
     async fn stream_last(&self, key: &str) -> Result<Option<String>> {
         self.redis.stream_last(key).await
     }
+
+    async fn register(&self, key: &str, name: &str) -> Result<()> {
+        self.redis.register(key, name).await
+    }
+
+    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
+        self.redis.registered(key, limit).await
+    }
+
+    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
+        self.redis.unregister(key, name).await
+    }
 }
 
 /// The call as its `EMQ.<NAME>` command: `EMQ.<NAME> numkeys key… arg…`.

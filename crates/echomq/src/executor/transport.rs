@@ -130,6 +130,40 @@ where
         stream_last_on(&self.conn, key).await
     }
 
+    /// `ZADD key GT <now ms> name`: the queue registry (PROTOCOL.md §2).
+    pub(super) async fn register(&self, key: &str, name: &str) -> Result<()> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("ZADD")
+            .arg(key)
+            .arg("GT")
+            .arg(now.as_millis() as u64)
+            .arg(name)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Up to `limit` names of the registry `key`, the most recently seen,
+    /// in name order.
+    pub(super) async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn.clone();
+        let mut names: Vec<String> =
+            redis::cmd("ZRANGE").arg(key).arg(0).arg(limit - 1).arg("REV").query_async(&mut conn).await?;
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    /// `ZREM key name`.
+    pub(super) async fn unregister(&self, key: &str, name: &str) -> Result<()> {
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("ZREM").arg(key).arg(name).query_async(&mut conn).await?;
+        Ok(())
+    }
+
     /// End every wait on the blocking connections now (see [`unblock_waits`]).
     pub(super) async fn unblock_waits(&self) {
         if let Some(blocking) = &self.blocking {

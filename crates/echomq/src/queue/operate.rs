@@ -149,7 +149,10 @@ impl Queue {
                 total += self.purge(state, Duration::ZERO).await?;
             }
             match self.run(&Obliterate).await {
-                Ok(_) => return Ok(total),
+                Ok(_) => {
+                    self.unregister().await?;
+                    return Ok(total);
+                }
                 // A claim that came meanwhile, or new jobs: see which.
                 Err(crate::Error { kind: crate::ErrorKind::State, .. }) => refuse_active().await.map_err(|err| {
                     if err.kind != crate::ErrorKind::State {
@@ -234,6 +237,7 @@ impl Queue {
             next,
         };
         self.run(&call).await?;
+        self.register(false).await;
         Ok(Scheduled { schedule: schedule.clone(), next })
     }
 

@@ -246,6 +246,8 @@ impl Queue {
             headers: options.headers,
         };
         let admission = self.run(&call).await?;
+        // Noted once it holds a job: a refused enqueue writes nothing.
+        self.register(false).await;
         Ok(enqueued(call.id, admission))
     }
 
@@ -458,7 +460,13 @@ impl Queue {
         for ((call, at), reply) in alone.into_iter().zip(alone_at).zip(single?) {
             outcomes[at] = Some(reply.map(|admission| enqueued(call.id, admission)));
         }
-        Ok(outcomes.into_iter().map(|outcome| outcome.expect("every job has its outcome")).collect())
+        let outcomes: Vec<Result<Enqueued>> =
+            outcomes.into_iter().map(|outcome| outcome.expect("every job has its outcome")).collect();
+        // Noted once it holds a job: a batch refused whole writes nothing.
+        if outcomes.iter().any(Result::is_ok) {
+            self.register(false).await;
+        }
+        Ok(outcomes)
     }
 }
 

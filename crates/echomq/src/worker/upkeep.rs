@@ -35,6 +35,8 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
         // Each part runs although another failed (a user may be refused one
         // alone, or a key of one be of the wrong type).
         let until = Instant::now() + shared.options.upkeep;
+        // A worked queue stays in the registry, seen now (PROTOCOL.md §2).
+        queue.register(true).await;
         let outcomes = [
             ("promote", promote(&queue, until).await),
             ("reap", reap(&queue, &shared, until).await),

@@ -488,6 +488,18 @@ mod tests {
         async fn stream_last(&self, key: &str) -> Result<Option<String>> {
             self.inner.stream_last(key).await
         }
+
+        async fn register(&self, key: &str, name: &str) -> Result<()> {
+            self.inner.register(key, name).await
+        }
+
+        async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
+            self.inner.registered(key, limit).await
+        }
+
+        async fn unregister(&self, key: &str, name: &str) -> Result<()> {
+            self.inner.unregister(key, name).await
+        }
     }
 
     /// A handler that ends just as the heart sends a renewal: the ack waits
