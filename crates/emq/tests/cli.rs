@@ -126,6 +126,8 @@ fn stats_names_a_damaged_queue_and_counts_the_others() {
         let mut conn = server.client().get_connection().unwrap();
         let () =
             redis::cmd("SET").arg(format!("emq:{{{broken}}}:pending")).arg("x").query(&mut conn).unwrap();
+        // A queue the registry names (as a producer noted it), its key since damaged.
+        let () = redis::cmd("ZADD").arg("emq:queues").arg(1).arg(&broken).query(&mut conn).unwrap();
         let output = cli.command(&["stats"]).output().unwrap();
         let (out, err) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
         assert_eq!(output.status.code(), Some(1), "{via}: {out} {err}");

@@ -105,6 +105,8 @@ async fn retry_a_dead_job_from_the_dashboard_in_a_real_browser() {
     let mut conn = server.client().get_connection().unwrap();
     let pending = format!("emq:{{{broken}}}:pending");
     let () = redis::cmd("SET").arg(&pending).arg("in the way").query(&mut conn).unwrap();
+    // A queue the registry names (as a producer noted it), its key since damaged.
+    let () = redis::cmd("ZADD").arg("emq:queues").arg(1).arg(&broken).query(&mut conn).unwrap();
     let metrics = http(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(metrics.contains(&format!("emq_jobs{{queue=\"{name}\",state=\"dead\"}} 1")), "{metrics}");
