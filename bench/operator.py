@@ -1,0 +1,112 @@
+"""The operator's surfaces at scale: `emq queues`, `emq stats`, the
+dashboard's `/` and `/metrics`, each timed five times (the median, min and
+max), and what one idle dashboard costs Redis, on one redis-server holding
+QUEUES queues of JOBS pending jobs each (100 x 10,000 by default: a
+million jobs, enqueued with `emq enqueue --jsonl`).
+
+    cargo build --release --locked -p emq -p echomq-module
+    python3 bench/operator.py                 # QUEUES=100 JOBS=10000 IDLE=10
+    QUEUES=10 JOBS=1000 python3 bench/operator.py   # a quick look
+
+A benchmark, not a test: it prints figures and asserts nothing. Issue 30's
+targets: every page and /metrics under 200 ms, `emq stats` and `emq queues`
+under 500 ms, an idle dashboard under 2% of a core.
+"""
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from resp import free_port, start_server  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EMQ = os.path.join(ROOT, "target", "release", "emq")
+MODULE = os.path.join(ROOT, "target", "release", "libechomq_module.so")
+QUEUES, JOBS = int(os.environ.get("QUEUES", "100")), int(os.environ.get("JOBS", "10000"))
+IDLE = float(os.environ.get("IDLE", "10"))
+
+
+def timed(run, times=5):
+    """Seconds of each of `times` runs of `run`."""
+    took = []
+    for _ in range(times):
+        started = time.perf_counter()
+        run()
+        took.append(time.perf_counter() - started)
+    return took
+
+
+def say(what, took):
+    ms = [t * 1000 for t in took]
+    print(f"{what:<22} median {statistics.median(ms):9.1f} ms   min {min(ms):9.1f}   max {max(ms):9.1f}")
+
+
+def cpu_seconds(client):
+    info = client.call("INFO", "cpu").decode()
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    return float(fields["used_cpu_sys"]) + float(fields["used_cpu_user"])
+
+
+def main():
+    server, client = start_server("--loadmodule", MODULE)
+    env = {**os.environ, "ECHOMQ_URL": f"redis://127.0.0.1:{client.port}/"}
+    dashboard = None
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as lines:
+            for n in range(JOBS):
+                lines.write('{"payload": "job %d"}\n' % n)
+        started = time.perf_counter()
+        for q in range(QUEUES):
+            with open(lines.name) as jobs:
+                subprocess.run([EMQ, "enqueue", f"ops-{q:04}", "--jsonl"], stdin=jobs, env=env,
+                               stdout=subprocess.DEVNULL, check=True)
+        os.unlink(lines.name)
+        keys = int(client.call("DBSIZE"))
+        print(f"{QUEUES} queues x {JOBS} pending jobs: {keys:,} keys, "
+              f"enqueued in {time.perf_counter() - started:.1f} s")
+
+        def emq(*args):
+            subprocess.run([EMQ, *args], env=env, stdout=subprocess.DEVNULL, check=True)
+
+        say("emq queues", timed(lambda: emq("queues")))
+        say("emq stats", timed(lambda: emq("stats")))
+
+        port = free_port()
+        dashboard = subprocess.Popen([EMQ, "dashboard", "--bind", f"127.0.0.1:{port}"], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the dashboard did not listen")
+                time.sleep(0.05)
+
+        def get(path):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as reply:
+                reply.read()
+
+        say("dashboard /", timed(lambda: get("/")))
+        say("dashboard /metrics", timed(lambda: get("/metrics")))
+        before = cpu_seconds(client)
+        time.sleep(IDLE)
+        used = cpu_seconds(client) - before
+        print(f"{'idle dashboard':<22} Redis used {used:.3f} s of CPU in {IDLE:.0f} s: "
+              f"{100 * used / IDLE:.2f}% of a core")
+    finally:
+        if dashboard is not None:
+            dashboard.terminate()
+            dashboard.wait()
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
