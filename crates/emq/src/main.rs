@@ -128,7 +128,7 @@ enum Command {
     /// List the queues on the server, from its queue registry.
     Queues(ops::QueuesArgs),
     /// Send dead jobs back to pending.
-    Retry(ops::JobsArgs),
+    Retry(ops::RetryArgs),
     /// Cancel jobs (any state but done); a running job's worker loses its lease.
     Cancel(ops::JobsArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.

@@ -280,8 +280,83 @@ pub struct JobsArgs {
     queue: Option<String>,
 }
 
-pub async fn retry(server: &Server, args: JobsArgs) -> Result<(), Error> {
+#[derive(clap::Args, Debug)]
+pub struct RetryArgs {
+    /// The jobs' ids (none with --all-dead).
+    #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
+    ids: Vec<JobId>,
+    /// Their queue (found by a scan for each job when not given); with
+    /// --all-dead, the queue whose dead jobs to retry.
+    #[arg(long, required_if_eq("all_dead", "true"))]
+    queue: Option<String>,
+    /// Every dead job of --queue, oldest first, in calls of a page each:
+    /// those dead when it begins (a job that dies meanwhile may stay).
+    #[arg(long)]
+    all_dead: bool,
+    /// With --all-dead: only the jobs whose last error contains this text.
+    #[arg(long, requires = "all_dead")]
+    matching: Option<String>,
+}
+
+pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
+    if args.all_dead {
+        let queue = args.queue.expect("clap requires --queue with --all-dead");
+        return retry_all_dead(server, &queue, args.matching.as_deref()).await;
+    }
+    let args = JobsArgs { ids: args.ids, queue: args.queue };
     each_job(server, args, "retried", |queue, id| async move { queue.retry(&id).await.map(|()| true) }).await
+}
+
+/// How many dead ids one read of the dead set takes.
+const PAGE: isize = 100;
+
+/// Retry the dead jobs of `name` (those whose last error contains
+/// `matching`, when given), a page of the dead set at a time: bounded
+/// calls, never one that walks the whole set. A job that is gone or no
+/// longer dead when its turn comes (retried or purged meanwhile) is
+/// counted apart, not failed.
+async fn retry_all_dead(server: &Server, name: &str, matching: Option<&str>) -> Result<(), Error> {
+    let queue = echomq::Queue::new(server.executor().await?, name)?;
+    let dead_key = queue.keyspace().dead();
+    let there = queue.stats().await?.dead;
+    let mut conn = server.connection().await?;
+    let (mut looked, mut skipped, mut retried, mut moved) = (0u64, 0isize, 0u64, 0u64);
+    while looked < there {
+        // Retried jobs leave the set; the ones skipped stay at its head.
+        let page: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&dead_key)
+            .arg(skipped)
+            .arg(skipped + PAGE - 1)
+            .query_async(&mut conn)
+            .await?;
+        if page.is_empty() {
+            break;
+        }
+        for id in page {
+            looked += 1;
+            let id: JobId = id.parse()?;
+            if let Some(text) = matching {
+                let error = queue.inspect(&id).await?.and_then(|job| job.error).unwrap_or_default();
+                if !error.contains(text) {
+                    skipped += 1;
+                    continue;
+                }
+            }
+            match queue.retry(&id).await {
+                Ok(()) => retried += 1,
+                Err(err) if matches!(err.kind, echomq::ErrorKind::NoJob | echomq::ErrorKind::State) => {
+                    moved += 1
+                }
+                Err(err) => return Err(err.into()),
+            }
+            if looked >= there {
+                break;
+            }
+        }
+    }
+    let matched = matching.map_or(String::new(), |text| format!(" whose error contains {text:?}"));
+    tell!("retried {retried} dead jobs of {name}{matched} ({looked} looked at, {skipped} left dead, {moved} gone meanwhile)");
+    Ok(())
 }
 
 pub async fn cancel(server: &Server, args: JobsArgs) -> Result<(), Error> {

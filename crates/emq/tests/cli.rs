@@ -364,6 +364,36 @@ fn emq_work_runs_a_command_per_job_and_retries_on_failure() {
     }
 }
 
+/// `emq retry --all-dead` retries a queue's dead jobs a page at a time,
+/// only those whose error contains `--matching` when given; its flags are
+/// refused apart from each other (exit 2, nothing sent).
+#[test]
+fn every_dead_job_matching_a_text_is_retried_in_one_command() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via, cluster: false };
+        let q = unique_queue("all-dead");
+        for payload in ["smtp", "smtp", "smtp", "disk"] {
+            cli.ok(&["enqueue", &q, payload, "--attempts", "1"]);
+        }
+        let mut worker = work(&cli, &q);
+        eventually("four jobs are dead", || cli.stats_row(&q) == [0, 0, 0, 0, 4, 0]);
+        let _ = worker.kill();
+        let _ = worker.wait();
+
+        let said = cli.ok(&["retry", "--all-dead", "--queue", &q, "--matching", "cannot do smtp"]);
+        assert!(said.contains("retried 3 dead jobs") && said.contains("1 left dead"), "{via}: {said}");
+        assert_eq!(cli.stats_row(&q), [3, 0, 0, 0, 1, 0], "{via}");
+        let said = cli.ok(&["retry", "--all-dead", "--queue", &q]);
+        assert!(said.contains("retried 1 dead jobs"), "{via}: {said}");
+        assert_eq!(cli.stats_row(&q), [4, 0, 0, 0, 0, 0], "{via}");
+
+        for usage in [&["retry", "--all-dead"][..], &["retry", "--matching", "x", "--queue", &q]] {
+            let output = cli.command(usage).output().unwrap();
+            assert_eq!(output.status.code(), Some(2), "{via}: {usage:?}");
+        }
+    }
+}
+
 /// `emq events` shows a job's whole life as JSON lines, in order; `emq result
 /// --wait` gets what `emq work --result` kept (the command's stdout), from
 /// another process, as soon as the job is done; `--header` goes with the job.
