@@ -21,6 +21,13 @@ use crate::Result;
 /// the call changes nothing and answers
 /// [`ErrorKind::Fence`](crate::ErrorKind::Fence) or
 /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob).
+///
+/// An ending call that fails takes the handle with it. When it surely did
+/// nothing ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)),
+/// send it again on [`Lease::held`] of the id and token kept beforehand;
+/// when it may have landed ([`ErrorKind::MayHaveLanded`](crate::ErrorKind::MayHaveLanded)),
+/// sending it again is safe too (a repeat is fenced). Either way a job left
+/// alone is not lost: its lease expires and it is reaped and runs again.
 #[must_use = "a lease left alone holds its job until the lease expires; then the job is reaped and runs again"]
 #[derive(Debug)]
 pub struct Lease {
