@@ -18,6 +18,9 @@ log = logging.getLogger("echomq.upkeep")
 LIMIT = 100
 """Each call moves at most this many jobs: §11.3 finds 100 holds the server under a millisecond."""
 
+REGISTRY_REFRESH = 60.0
+"""How often a worker notes its queue in the registry again, in seconds (§11.3)."""
+
 
 class Upkeep:
     """One queue's upkeep, with the reaper's default max attempts."""
@@ -28,14 +31,19 @@ class Upkeep:
         self.executor = queue.executor
         self.max_attempts = max_attempts
         self.period = period
+        self._noted_at: float | None = None
 
     async def once(self, warned: set[str] | None = None) -> None:
         """One period's upkeep (§11.3): REAP, PROMOTE, TRIM ×3 and SETTLE in
         one round trip, each again while a call is full (for at most a
         period), then the due schedules."""
         ks, limit = self.keyspace, LIMIT
-        # A worked queue stays in the registry, seen now (§2).
-        await self.queue.register(again=True)
+        # A worked queue stays in the registry (§11.3): once a minute is
+        # plenty for a last-seen time, not a round trip every period.
+        now = time.monotonic()
+        if self._noted_at is None or now - self._noted_at >= REGISTRY_REFRESH:
+            await self.queue.register(again=True)
+            self._noted_at = now
         sweeps = {
             "reap": calls.sweep("reap", ks, limit, first=[str(self.max_attempts).encode()]),
             "promote": calls.sweep("promote", ks, limit),

@@ -6,7 +6,7 @@
 //! at once while there are more.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::Shared;
 use crate::queue::{Queue, Upkeep, SWEEP_STEP};
@@ -22,11 +22,17 @@ use crate::Result;
 /// the ones after it.
 const STEP: u64 = SWEEP_STEP;
 
+/// How often a worker notes its queue in the registry again: its last-seen
+/// time needs no upkeep period's precision, and a round trip a period per
+/// queue would cost a worker of a hundred queues hundreds a second.
+const REGISTRY_REFRESH: Duration = Duration::from_secs(60);
+
 pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.options.upkeep);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The parts failing, each since when.
     let mut failing: Vec<(&'static str, std::time::Instant)> = Vec::new();
+    let mut noted: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -35,8 +41,11 @@ pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
         // Each part runs although another failed (a user may be refused one
         // alone, or a key of one be of the wrong type).
         let until = Instant::now() + shared.options.upkeep;
-        // A worked queue stays in the registry, seen now (PROTOCOL.md §2).
-        queue.register(true).await;
+        // A worked queue stays in the registry (PROTOCOL.md §11.3).
+        if noted.is_none_or(|at| at.elapsed() >= REGISTRY_REFRESH) {
+            queue.register(true).await;
+            noted = Some(Instant::now());
+        }
         let outcomes = [
             ("promote", promote(&queue, until).await),
             ("reap", reap(&queue, &shared, until).await),
