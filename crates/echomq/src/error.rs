@@ -357,7 +357,6 @@ impl std::fmt::Display for Error {
                     "the echomq module speaks protocol {found}, earlier than this host's {host}: it lacks calls this host makes, so nothing was written; upgrade the module"
                 )
             }
-            ErrorKind::MayHaveLanded if self.redis().is_none() => return f.write_str(text),
             _ => {
                 return match self.redis() {
                     Some(err) => std::fmt::Display::fmt(err, f),
