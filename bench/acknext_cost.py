@@ -11,6 +11,7 @@ Each round enqueues `jobs` jobs (ENQUEUE's two-key form), claims the first
 and then ACKNEXTs each to the next, pipelined. The machine is shared and
 noisy: quote the medians, and the spread.
 """
+import glob
 import os
 import statistics
 import sys
@@ -49,8 +50,11 @@ def commandstats(r):
 def load(r, build):
     """The SHAs of `build`'s ENQUEUE, CLAIM and ACKNEXT scripts, loaded."""
     def one(name):
-        return r.call("SCRIPT", "LOAD", open(os.path.join(build, name)).read())
-    return {"enqueue": one("enqueue-11.lua"), "claim": one("claim-8.lua"), "acknext": one("acknext-11.lua")}
+        # A script's file names its number of keys, which a version may grow
+        # (an optional last key): the one file of that transition.
+        [path] = glob.glob(os.path.join(build, name + "-*.lua"))
+        return r.call("SCRIPT", "LOAD", open(path).read())
+    return {"enqueue": one("enqueue"), "claim": one("claim"), "acknext": one("acknext")}
 
 
 def arrange(r, sha, queue, jobs):

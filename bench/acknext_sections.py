@@ -8,6 +8,7 @@ server µs per call from INFO commandstats, median of 7 rounds:
 
 The whole call's figure is bench/acknext_cost.py's.
 """
+import glob
 import os
 import statistics
 import sys
@@ -16,7 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from acknext_cost import NEXT_KEYS, commandstats, pipelined  # noqa: E402
 from resp import start_server  # noqa: E402
 
-src = open(os.path.join(sys.argv[1], "acknext-11.lua")).read().split("\n")
+src = open(glob.glob(os.path.join(sys.argv[1], "acknext-*.lua"))[0]).read().split("\n")
 cuts = {
   'A after fenced_call': 'local prefix = string.sub(KEYS[2], 1, #KEYS[2] - #\'active\')',
   'B after options': "err = fenced_keys_error({'zset', 'zset', 'hash'}, token)",

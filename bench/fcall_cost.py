@@ -12,6 +12,7 @@ ACKNEXT's own lines (those after its includes) in a function, with KEYS and
 ARGV as the library's locals, set on every call, and the includes' per-call
 state (the clock, the types seen, the settings read) reset.
 """
+import glob
 import os
 import statistics
 import sys
@@ -51,8 +52,8 @@ def main():
     scripts, sources = sys.argv[1:3]
     jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 9
-    expanded = open(os.path.join(scripts, "acknext-11.lua")).read()
-    source = open(os.path.join(sources, "acknext-11.lua")).read()
+    expanded = open(glob.glob(os.path.join(scripts, "acknext-*.lua"))[0]).read()
+    source = open(glob.glob(os.path.join(sources, "acknext-*.lua"))[0]).read()
     lib = library(expanded, source)
     server, r = start_server()
     try:

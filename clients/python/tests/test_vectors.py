@@ -161,6 +161,21 @@ def load(client: redis.Redis, before: dict[str, Any], now: int) -> None:
     pipe.execute()
 
 
+def slotted(field: str) -> bool:
+    """A field of ``<q>counts`` that names a minute or hour of the clock (the
+    stamps and the slots): on a server, whose clock is not the file's, only
+    the totals are compared (protocol/vectors/README.md)."""
+    return field in ("minute", "hour") or ":" in field
+
+
+def slots_counted(want: Any, got: Any) -> tuple[Any, Any]:
+    """COUNTS' reply on a clock that is not the file's: its slots compared by
+    their number only, the time and the totals as they are."""
+    if isinstance(want, list) and len(want) == 3 and isinstance(got, list) and len(got) == 3:
+        return [want[0], want[1], {"int": len(want[2])}], [got[0], got[1], len(got[2])]
+    return want, got
+
+
 def compare(want: dict[str, Any], client: redis.Redis, clock: Clock, lua: bool) -> list[str]:
     found = {key.decode(): (kind.decode(), body) for key, kind, body in client.eval(DUMP, 0)}
     if sorted(want) != sorted(found):
@@ -172,7 +187,8 @@ def compare(want: dict[str, Any], client: redis.Redis, clock: Clock, lua: bool) 
         same = entry["type"] == kind
         if same and kind == "hash":
             def skip(field: str) -> bool:
-                return lua and ":job:" in key and field in STAMPS
+                return (lua and ":job:" in key and field in STAMPS) or (
+                    key.endswith(":counts") and slotted(field))
             wanted = {f: v for f, v in content.items() if not skip(f)}
             got = {body[i].decode(): body[i + 1] for i in range(0, len(body), 2) if not skip(body[i].decode())}
             same = sorted(wanted) == sorted(got) and all(same_bytes(v, got[f], clock) for f, v in wanted.items())
@@ -241,7 +257,10 @@ def test_vector(executors: Executors, kind: str,
     wrong = []
     want = case["reply"]
     if "value" in want:
-        if isinstance(got, echomq.Refused) or not same_reply(want["value"], got, clock, transition == "inspect"):
+        value = want["value"]
+        if transition == "counts" and not isinstance(got, echomq.Refused):
+            value, got = slots_counted(value, got)
+        if isinstance(got, echomq.Refused) or not same_reply(value, got, clock, transition == "inspect"):
             wrong.append(f"reply: want {want['value']}, got {got!r}")
     elif not (isinstance(got, echomq.Refused) and got.code == want["error"]["code"]
               and got.message == want["error"]["text"]):

@@ -67,6 +67,7 @@ impl Witness {
             | Name::Retry
             | Name::Inspect
             | Name::Stats
+            | Name::Counts
             | Name::Config
             | Name::Schedule
             | Name::Unschedule

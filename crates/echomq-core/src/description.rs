@@ -71,6 +71,11 @@ pub enum Role {
     /// pending that no waiting claim was told of (zset): idle workers wait
     /// on it with `BZPOPMIN`, any Redis, no module (PROTOCOL.md §9).
     Wake,
+    /// `counts`: the queue's counters that only go up (protocol 1.4):
+    /// enqueued, completed, failed and dead jobs, in all and per minute and
+    /// hour over a bounded history (hash). Kept by the transitions that
+    /// write those events, when passed it; read by COUNTS.
+    Counts,
 }
 
 impl Role {
@@ -105,6 +110,7 @@ impl Role {
             Role::BatchJobs => "batch_jobs",
             Role::BatchOpen => "batch_open",
             Role::Wake => "wake",
+            Role::Counts => "counts",
         }
     }
 
@@ -123,7 +129,8 @@ impl Role {
             | Role::Results
             | Role::Headers
             | Role::Batches
-            | Role::BatchJobs => KeyType::Hash,
+            | Role::BatchJobs
+            | Role::Counts => KeyType::Hash,
             Role::Pending
             | Role::Active
             | Role::Delayed
@@ -180,8 +187,10 @@ pub struct Description {
     pub keys: &'static [Role],
     /// How many of `keys` a call may send, fewest first: each form is the
     /// first n of `keys`, and the last is all of them. One form, all the
-    /// keys, for every transition but ENQUEUE, which also takes the seed's
-    /// two (the job and pending) for a job with no options.
+    /// keys, for most; ENQUEUE also takes the seed's two (the job and
+    /// pending) for a job with no options; RELEASE its policy key only
+    /// with REFUND; and the transitions that count (protocol 1.4) take the
+    /// counts key last, when the caller wants the queue's counters kept.
     pub forms: &'static [usize],
     /// The positional ARGV, by name, in order.
     pub args: &'static [&'static str],
@@ -256,8 +265,10 @@ pub(crate) trait Keys<'k>: Sized {
 /// (`ROLES`, the description's `keys`; `FORMS`; `bind`). A second list after
 /// `more` names the keys a call may leave off, all together (ENQUEUE's nine
 /// beyond the seed's two): the struct's `more`, present only when the call
-/// passed them. Reordering a list reorders the description and the names
-/// with it; nothing reads a key by its position.
+/// passed them. A last `then name: Role` is one more key a call may leave
+/// off, after all the others (the counts key): the struct's `Option`
+/// field. Reordering a list reorders the description and the names with
+/// it; nothing reads a key by its position.
 macro_rules! keys {
     ($(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }) => {
         $(#[$meta])*
@@ -344,6 +355,111 @@ macro_rules! keys {
             }
         }
     };
+    (
+        $(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }
+        then $last:ident: $last_role:ident
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $name<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
+                pub(crate) $field: &'k [u8],
+            )+
+            #[doc = concat!("The `", stringify!($last), "` key, when the call passed it (a last key a call may leave off).")]
+            pub(crate) $last: Option<&'k [u8]>,
+        }
+
+        impl $name<'_> {
+            /// The roles of the keys, in KEYS order: the description's `keys`.
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[
+                $($crate::description::Role::$role,)+
+                $crate::description::Role::$last_role,
+            ];
+            /// How many keys a call may send: all but the last, or all.
+            pub(crate) const FORMS: &'static [usize] = &[Self::ROLES.len() - 1, Self::ROLES.len()];
+        }
+
+        impl<'k> $name<'k> {
+            /// Every key but the last one a call may leave off, in KEYS
+            /// order, for the transitions that treat them alike.
+            #[allow(dead_code)]
+            pub(crate) fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
+                [$(self.$field),+]
+            }
+        }
+
+        impl<'k> $crate::description::Keys<'k> for $name<'k> {
+            const ROLES: &'static [$crate::description::Role] = Self::ROLES;
+            const FORMS: &'static [usize] = Self::FORMS;
+
+            fn bind(keys: &[&'k [u8]]) -> Option<Self> {
+                match *keys {
+                    [$($field),+] => Some($name { $($field,)+ $last: None }),
+                    [$($field,)+ $last] => Some($name { $($field,)+ $last: Some($last) }),
+                    _ => None,
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }
+        more $(#[$more_meta:meta])* $more:ident { $($extra:ident: $extra_role:ident),+ $(,)? }
+        then $last:ident: $last_role:ident
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $name<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
+                pub(crate) $field: &'k [u8],
+            )+
+            /// The keys a call may leave off, when it passed them.
+            pub(crate) more: Option<$more<'k>>,
+            #[doc = concat!("The `", stringify!($last), "` key, when the call passed it: only after `more`.")]
+            pub(crate) $last: Option<&'k [u8]>,
+        }
+
+        $(#[$more_meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $more<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($extra), "` key ([`Role::", stringify!($extra_role), "`](crate::description::Role::", stringify!($extra_role), ")).")]
+                pub(crate) $extra: &'k [u8],
+            )+
+        }
+
+        impl $name<'_> {
+            /// The roles of the keys, in KEYS order: the description's `keys`.
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[
+                $($crate::description::Role::$role,)+
+                $($crate::description::Role::$extra_role,)+
+                $crate::description::Role::$last_role,
+            ];
+            /// How many keys a call may send: the first ones alone, with
+            /// `more`, or with `more` and the last.
+            pub(crate) const FORMS: &'static [usize] =
+                &[[$(stringify!($field)),+].len(), Self::ROLES.len() - 1, Self::ROLES.len()];
+        }
+
+        impl<'k> $crate::description::Keys<'k> for $name<'k> {
+            const ROLES: &'static [$crate::description::Role] = Self::ROLES;
+            const FORMS: &'static [usize] = Self::FORMS;
+
+            fn bind(keys: &[&'k [u8]]) -> Option<Self> {
+                match *keys {
+                    [$($field),+] => Some($name { $($field,)+ more: None, $last: None }),
+                    [$($field,)+ $($extra),+] => {
+                        Some($name { $($field,)+ more: Some($more { $($extra),+ }), $last: None })
+                    }
+                    [$($field,)+ $($extra,)+ $last] => {
+                        Some($name { $($field,)+ more: Some($more { $($extra),+ }), $last: Some($last) })
+                    }
+                    _ => None,
+                }
+            }
+        }
+    };
 }
 pub(crate) use keys;
 
@@ -357,7 +473,17 @@ mod tests {
             let described = name.describe();
             let all = described.keys.len();
             let forms: &[usize] = match name {
-                Name::Enqueue => &[2, all],
+                // The counts key is the last, and optional (protocol 1.4).
+                Name::Enqueue => &[2, all - 1, all],
+                Name::EnqueueMany
+                | Name::Ack
+                | Name::AckNext
+                | Name::AckMany
+                | Name::Fail
+                | Name::Reap
+                | Name::Fire
+                | Name::Settle
+                | Name::Obliterate => &[all - 1, all],
                 // The policy key goes with REFUND (protocol 1.1).
                 Name::Release => &[7, all],
                 _ => &[all],
@@ -368,6 +494,9 @@ mod tests {
             assert!(wrong.starts_with("EMQARG wrong number of keys: takes "), "{name}: {wrong}");
         }
         let enqueue = Name::Enqueue.describe();
-        assert_eq!(enqueue.form(4).unwrap_err().to_string(), "EMQARG wrong number of keys: takes 2 or 11");
+        assert_eq!(
+            enqueue.form(4).unwrap_err().to_string(),
+            "EMQARG wrong number of keys: takes 2 or 11 or 12"
+        );
     }
 }

@@ -97,3 +97,12 @@ pub const SWITCH: RangeInclusive<u64> = 0..=1;
 pub const RATE: RangeInclusive<u64> = 0..=100_000;
 /// A rate limit's period, in milliseconds (CONFIG PER): up to a day.
 pub const RATE_PERIOD_MS: RangeInclusive<u64> = 1..=86_400_000;
+
+/// How many minutes `<q>counts` keeps a count of, one a minute (protocol 1.4).
+pub const COUNT_MINUTES: u64 = 60;
+/// How many hours `<q>counts` keeps a count of, one an hour: a week.
+pub const COUNT_HOURS: u64 = 168;
+/// A minute and an hour in ms: the slots of `<q>counts`.
+pub const MINUTE_MS: u64 = 60_000;
+/// An hour in ms.
+pub const HOUR_MS: u64 = 3_600_000;

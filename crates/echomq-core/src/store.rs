@@ -63,6 +63,14 @@ pub trait Store {
     fn hgetall(&mut self, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)>;
     /// Set fields of a hash, creating it when missing.
     fn hset(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]);
+    /// Add `by` to an integer field of a hash (absent: 0) and answer the sum;
+    /// the caller has checked the field holds an integer.
+    fn hincrby(&mut self, key: &[u8], field: &[u8], by: i64) -> i64 {
+        let old = self.hget(key, field).and_then(|v| std::str::from_utf8(&v).ok()?.parse::<i64>().ok());
+        let sum = old.unwrap_or(0) + by;
+        self.hset(key, &[(field, sum.to_string().as_bytes())]);
+        sum
+    }
     /// Delete a field of a hash (and the hash when it empties).
     fn hdel(&mut self, key: &[u8], field: &[u8]);
     /// Delete a key.

@@ -28,6 +28,7 @@ mod batch;
 mod cancel;
 mod claim;
 mod config;
+mod counts;
 mod defer;
 mod drain;
 mod enqueue;
@@ -64,6 +65,7 @@ pub use batch::*;
 pub use cancel::*;
 pub use claim::*;
 pub use config::*;
+pub use counts::*;
 pub use defer::*;
 pub use drain::*;
 pub use enqueue::*;
@@ -165,6 +167,7 @@ transitions!(
     Retry,
     Inspect,
     Stats,
+    Counts,
     Config,
     Progress,
     Schedule,

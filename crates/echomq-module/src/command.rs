@@ -195,7 +195,7 @@ mod tests {
         let call: [&[u8]; 5] = [b"2", b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
         let (keys, args) = split_keys(enqueue, &call).unwrap();
         assert_eq!((keys, args), (&call[1..3], &call[3..]));
-        let wrong = "EMQARG wrong number of keys: takes 2 or 11";
+        let wrong = "EMQARG wrong number of keys: takes 2 or 11 or 12";
         for count in [&b""[..], b"4", b"02", b"02x", b"-2", b"+2", b" 2", b"11", b"999", b"emq:{q}:job:JOB_1"]
         {
             let call: [&[u8]; 5] = [count, b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];

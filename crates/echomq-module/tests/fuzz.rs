@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 40] = [
+const TEMPLATES: [(&str, &str); 44] = [
     ("EMQ.ENQUEUE", "2 $q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "11 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake $id payload PRIORITY -$n DELAY $n"),
     (
@@ -74,6 +74,15 @@ const TEMPLATES: [(&str, &str); 40] = [
     ("EMQ.RETRY", "7 $q:job:$id $q:dead $q:pending $q:priority $q:events $q:config $q:wake $id"),
     ("EMQ.INSPECT", "6 $q:job:$id $q:errors $q:progress $q:results $q:policy $q:headers $id"),
     ("EMQ.STATS", "6 $q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled"),
+    // The counters (protocol 1.4): read, and kept by a counted ENQUEUE and ACK.
+    ("EMQ.COUNTS", "1 $q:counts minute"),
+    ("EMQ.COUNTS", "1 $q:counts HOUR"),
+    (
+        "EMQ.ENQUEUE",
+        "12 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config \
+         $q:headers $q:wake $q:counts $id payload",
+    ),
+    ("EMQ.ACK", "7 $q:job:$id $q:active $q:done $q:results $q:events $q:config $q:counts $id $n"),
     ("EMQ.CONFIG", "6 $q:config $q:pending $q:priority $q:rate $q:events $q:wake PAUSED 0 CONCURRENCY $n RATE $n PER $n"),
     ("EMQ.CONFIG", "6 $q:config $q:pending $q:priority $q:rate $q:events $q:wake PAUSED $n EVENTS $n"),
     ("EMQ.PROGRESS", "4 $q:job:$id $q:progress $q:events $q:config $id $n half"),
@@ -99,7 +108,10 @@ const TEMPLATES: [(&str, &str); 40] = [
 ];
 /// Calls per seed: each template 200 times.
 const CALLS: usize = TEMPLATES.len() * 200;
-const SEEDS: [u64; 2] = [0x5eed_e3a0_0002, 0x5eed_e3a0_0003];
+/// The second seed was 0x5eed_e3a0_0003 until the counters' templates came
+/// (protocol 1.4): with them, its clean queues never held a dead job, so
+/// the run proved less; 0x5eed_e3a0_0004's reach every state.
+const SEEDS: [u64; 2] = [0x5eed_e3a0_0002, 0x5eed_e3a0_0004];
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
 struct Rng(u64);
@@ -406,14 +418,15 @@ fn consistent(conn: &mut Connection, q: &str) -> Result<Vec<String>, String> {
             b"batch_jobs",
             b"batch_open",
             b"wake",
+            b"counts",
         ]
         .contains(&name)
         {
             // The queue's settings, its claim log, its event log, its
-            // batches and its wake-up key: no job ids to account for (an
+            // batches, its wake-up key and its counters: no job ids to account for (an
             // event or a batch's job may outlive its job).
             let want = match name {
-                b"config" | b"batches" | b"batch_jobs" => "hash",
+                b"config" | b"batches" | b"batch_jobs" | b"counts" => "hash",
                 b"rate" | b"batch_open" | b"wake" => "zset",
                 _ => "stream",
             };

@@ -67,6 +67,6 @@ pub use queue::{
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Claimed, Config, EventLog, Failed, Headers, Held, Inspection, Limit, Rate, Retention,
-    Settings, StatsReply, Unique,
+    Admission, Claimed, Config, CountsReply, EventLog, Failed, Headers, Held, Inspection, Limit, Rate,
+    Retention, Settings, Span, StatsReply, Tally, Unique,
 };

@@ -29,6 +29,7 @@ mod batch;
 mod cancel;
 mod claim;
 mod config;
+mod counts;
 mod defer;
 mod drain;
 mod enqueue;
@@ -63,6 +64,7 @@ pub use batch::*;
 pub use cancel::*;
 pub use claim::*;
 pub use config::*;
+pub use counts::*;
 pub use defer::*;
 pub use drain::*;
 pub use enqueue::*;
@@ -144,6 +146,7 @@ pub(crate) const fn mirror(name: Name) -> Name {
         Name::Retry => Retry::NAME,
         Name::Inspect => Inspect::NAME,
         Name::Stats => Stats::NAME,
+        Name::Counts => Counts::NAME,
         Name::Config => Config::NAME,
         Name::Progress => Progress::NAME,
         Name::Schedule => Schedule::NAME,

@@ -155,14 +155,17 @@ async fn a_job_lives_its_whole_life_through_the_queue_api() {
     assert_eq!(Upkeep::of(q).purge(State::Done, Duration::ZERO).await.unwrap(), 1);
     assert!(q.inspect(&id).await.unwrap().is_none());
     // Nothing of the job is left: only the queue's own event log, which told
-    // its life, its wake-up key, set when the retry made it pending, and the
-    // queue registry, which names the queue.
+    // its life, its counters, which counted it, its wake-up key, set when the
+    // retry made it pending, and the queue registry, which names the queue.
     let mut conn = h.conn.clone();
     let mut left: Vec<String> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.unwrap();
     left.sort();
     let wake = h.keys.role(echomq::keyspace::Role::Wake, None).unwrap();
     let registry = echomq::keyspace::REGISTRY.to_owned();
-    assert_eq!(left, [registry, h.keys.events(), wake], "purge leaves nothing of the job behind");
+    let counts = h.keys.role(echomq::keyspace::Role::Counts, None).unwrap();
+    let mut want = [registry, counts, h.keys.events(), wake];
+    want.sort();
+    assert_eq!(left, want, "purge leaves nothing of the job behind");
 }
 
 #[tokio::test]

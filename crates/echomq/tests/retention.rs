@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{Executor, Queue, Retention};
+use echomq::{Executor, Queue, Retention, Span};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 
 async fn used_memory(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
@@ -61,6 +61,13 @@ async fn finished_jobs_are_trimmed_and_memory_stays_flat() {
         let after = used_memory(&mut conn).await;
         stop.send(()).unwrap();
         task.await.unwrap();
+        // The counters (protocol 1.4) saw every job, whatever retention
+        // kept: a chart drawn from them is the work done, not the done set.
+        let counts = q.counts(Span::Minutes).await.unwrap();
+        assert_eq!(counts.totals.enqueued, enqueued, "{via}: {counts:?}");
+        assert_eq!(counts.totals.completed, enqueued, "{via}: {counts:?}");
+        let charted: u64 = counts.slots.iter().map(|slot| slot.completed).sum();
+        assert_eq!(charted, enqueued, "{via}: the minutes add up to every job finished");
         // 15,000 more jobs came and went; kept, they would take megabytes.
         assert!(
             after < window + 512 * 1024,

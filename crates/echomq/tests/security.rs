@@ -25,7 +25,7 @@ use redis::aio::MultiplexedConnection;
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists \
-     +xadd +bzpopmin";
+     +xadd +bzpopmin +hincrby";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.claim \
      +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
@@ -33,24 +33,24 @@ pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.v
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
 /// config that holds the log's length, too), and its commands.
 pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake \
+     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake ~emq:*:counts \
      resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem \
-     +xadd +hexists";
+     +xadd +hexists +hmget +hincrby";
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
-     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake \
+     ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake ~emq:*:counts \
      resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.batch";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
     "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore \
-     +zscore +exists +xadd +xread +xrevrange +hexists";
+     +zscore +exists +xadd +xread +xrevrange +hexists +hincrby";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange +emq.version \
      +emq.enqueue +emq.enqueuemany +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
-     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.counts +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
@@ -59,7 +59,7 @@ pub const MONITOR_LUA: &str = "%R~emq:* resetchannels -@all +command|info +scan 
      +script|load +time +type +hget +hmget +hgetall +zcard +xread +xrevrange";
 /// A monitor on the native module, whose INSPECT and STATS declare their keys read-only.
 pub const MONITOR_NATIVE: &str =
-    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +xread +xrevrange +emq.version +emq.inspect +emq.stats";
+    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +xread +xrevrange +emq.version +emq.inspect +emq.stats +emq.counts";
 
 /// Optional, for a native worker: end its blocked claims at once when it
 /// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.
@@ -297,15 +297,16 @@ async fn a_script_read_an_acl_refuses_says_so() {
     create_user(&server, "worker", "hm-secret", &format!("{WORKER_LUA} -hmget -zrange")).await;
     let executor = connect_as(&server, "worker", "hm-secret").await.expect("connect as worker");
     let queue = Queue::new(executor, &unique_queue("acl")).unwrap();
-    let id = queue.enqueue(b"kept".to_vec()).await.unwrap();
+    create_user(&server, "operator", "0perator-secret", operator(Via::Lua)).await;
+    let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
+    let operator = Queue::new(operator, queue.name()).unwrap();
+    // Enqueued by the operator: an enqueue reads the counters with HMGET too.
+    let id = operator.enqueue(b"kept".to_vec()).await.unwrap();
     let refusal = queue.claim(Duration::from_secs(60)).await.unwrap_err().to_string();
     // Redis 7.0's words for an ACL refusal inside a script (NOPERM elsewhere).
     let acl = refusal.contains("can't run this command") || refusal.to_lowercase().contains("noperm");
     assert!(acl, "{refusal}");
     assert!(!refusal.contains("EMQTYPE") && !refusal.contains("attempt to"), "{refusal}");
-    create_user(&server, "operator", "0perator-secret", operator(Via::Lua)).await;
-    let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
-    let operator = Queue::new(operator, queue.name()).unwrap();
     assert_eq!(state(&operator, &id).await, Some((State::Pending, 0)), "the claim changed nothing");
 }
 

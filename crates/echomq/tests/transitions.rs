@@ -2316,6 +2316,10 @@ async fn one(case: Case, target: Target) {
     let reply = got(&h.keys, via.as_ref(), &case.call).await;
     let t1 = target.now_ms(&h).await;
     let mut after = target.snapshot(&h).await;
+    // The counters (protocol 1.4), which every counting transition adds to,
+    // are slotted by the clock's minute and hour: the golden vectors and
+    // tests/counts.rs check them; the cases here check the rest.
+    after.retain(|line| line.key != "counts");
     if !matches!(target, Target::Lua) {
         if let Err(why) = native_stamps(&before, &mut after, t0, t1) {
             failures.push(why);

@@ -162,6 +162,34 @@ fn same_reply(want: &Json, got: &redis::Value, clock: Clock, inspect: bool) -> b
 /// a Lua replay compares records without them.
 const EXTRAS: [&str; 2] = ["enqueued_at", "updated_at"];
 
+/// A field of `<q>counts` that names a minute or hour of the clock (the
+/// stamps and the slots): a replay on a server whose clock is not the
+/// file's compares the totals only (`protocol/vectors/README.md`).
+fn slotted(field: &str) -> bool {
+    field == "minute" || field == "hour" || field.contains(':')
+}
+
+/// COUNTS' reply on a clock that is not the file's: its slots compared by
+/// their number only, the time and the totals as they are.
+fn slots_counted(want: &Json, got: redis::Value) -> (Json, redis::Value) {
+    let mut want = want.clone();
+    if let Some(slots) = want.get_mut(2) {
+        *slots = serde_json::json!({"int": slots.as_array().map_or(0, Vec::len)});
+    }
+    let got = match got {
+        redis::Value::Array(mut parts) if parts.len() == 3 => {
+            let n = match &parts[2] {
+                redis::Value::Array(slots) => slots.len() as i64,
+                _ => -1,
+            };
+            parts[2] = redis::Value::Int(n);
+            redis::Value::Array(parts)
+        }
+        other => other,
+    };
+    (want, got)
+}
+
 /// The differences between a keyspace as the file writes it and one read back.
 fn compare(
     want: &Json,
@@ -181,7 +209,10 @@ fn compare(
         let same = entry["type"] == kind.as_str()
             && match kind.as_str() {
                 "hash" => {
-                    let skip = |field: &str| lua && key.contains(":job:") && EXTRAS.contains(&field);
+                    let skip = |field: &str| {
+                        (lua && key.contains(":job:") && EXTRAS.contains(&field))
+                            || (!clock.exact && key.ends_with(":counts") && slotted(field))
+                    };
                     let mut want: Vec<(&String, &Json)> =
                         content.as_object().unwrap().iter().filter(|(f, _)| !skip(f)).collect();
                     let mut found: Vec<(String, &Vec<u8>)> = body
@@ -456,7 +487,12 @@ async fn replay_on(
     let want = &case["reply"];
     match (&want.get("value"), reply) {
         (Some(value), Ok(got)) => {
-            if !same_reply(value, &got, clock, name == Name::Inspect) {
+            let (value, got) = if name == Name::Counts && !clock.exact {
+                slots_counted(value, got)
+            } else {
+                ((*value).clone(), got)
+            };
+            if !same_reply(&value, &got, clock, name == Name::Inspect) {
                 wrong.push(format!("reply: want {value}, got {got:?}"));
             }
         }

@@ -53,6 +53,7 @@ fn an_acl_user_in_the_url_and_no_password_in_errors() {
             "+evalsha_ro",
             "+eval",
             "+script|load",
+            "+time",
             "+ping",
             "+command|info",
             "+config|get",

@@ -26,7 +26,7 @@ class Transition:
     keys: tuple[str, ...]
     """Its KEYS' roles in order, after ``emq:{q}:``: ``job:<id>``, ``pending``…"""
     key_counts: tuple[int, ...]
-    """The numbers of keys a call may send (ENQUEUE: 2 or 11)."""
+    """The numbers of keys a call may send (ENQUEUE: 2, 11 or 12)."""
     sha1: str
     """The SHA1 of its expanded script: what EVALSHA calls it by."""
     source: bytes
@@ -34,8 +34,8 @@ class Transition:
 
     @property
     def read_only(self) -> bool:
-        """INSPECT, STATS and SCHEDULES only read (EVALSHA_RO)."""
-        return self.name in ("inspect", "stats", "schedules")
+        """INSPECT, STATS, SCHEDULES and COUNTS only read (EVALSHA_RO)."""
+        return self.name in ("inspect", "stats", "schedules", "counts")
 
 
 def _files() -> Any:

@@ -1,4 +1,4 @@
-//! ACK: the holder finishes its job (PROTOCOL.md §7; `ack-6.lua`).
+//! ACK: the holder finishes its job (PROTOCOL.md §7; `ack-7.lua`).
 
 use super::events::Events;
 use super::fenced::{ack_result, Fenced, Finish};
@@ -11,6 +11,7 @@ use crate::{Answer, Refusal, Reply};
 keys! {
     /// ACK's KEYS.
     AckKeys { job: Job, active: Active, done: Done, results: Results, events: Events, config: Config }
+    then counts: Counts
 }
 
 /// A parsed ACK.
@@ -81,9 +82,10 @@ impl<'a> Ack<'a> {
     /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let Fenced { keys: AckKeys { job, active, done, results, events, config }, id, .. } = self.fenced;
+        let Fenced { keys: AckKeys { job, active, done, results, events, config, counts }, id, .. } =
+            self.fenced;
         let stamped = self.check(store)?;
-        let events = Events::open(store, Some((events, config)))?;
+        let events = Events::open_counted(store, Some((events, config)), counts)?;
         let sets = Finish { active, done, results, events: &events };
         sets.finish(store, job, stamped, id, self.result);
         Ok(Reply::Int(1))

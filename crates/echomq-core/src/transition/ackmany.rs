@@ -1,5 +1,5 @@
 //! ACKMANY: many ACKs in one call, each fenced by its own token
-//! (PROTOCOL.md §7; `ackmany-5.lua`).
+//! (PROTOCOL.md §7; `ackmany-6.lua`).
 
 use super::events::Events;
 use super::fenced::{ack_result, Finish};
@@ -19,6 +19,7 @@ keys! {
         events: Events,
         config: Config,
     }
+    then counts: Counts
 }
 
 /// A parsed ACKMANY: many ACKs in one call, each job fenced by its own
@@ -105,7 +106,7 @@ impl<'a> AckMany<'a> {
     /// - A job's own `EMQNOJOB`, `EMQFENCE` or `EMQDATA` is not an `Err`: it is that job's item of the
     ///   reply.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let AckManyKeys { active, done, results, events, config } = self.keys;
+        let AckManyKeys { active, done, results, events, config, counts } = self.keys;
         need(store, active, KeyType::Zset)?;
         need(store, done, KeyType::Zset)?;
         need(store, results, KeyType::Hash)?;
@@ -114,7 +115,7 @@ impl<'a> AckMany<'a> {
             need(store, record, KeyType::Hash)?;
             present_here(store, record)?;
         }
-        let events = Events::open(store, Some((events, config)))?;
+        let events = Events::open_counted(store, Some((events, config)), counts)?;
         let sets = Finish { active, done, results, events: &events };
         let replies =
             self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {

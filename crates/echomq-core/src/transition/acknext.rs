@@ -1,5 +1,5 @@
 //! ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step
-//! (PROTOCOL.md §7; `acknext-11.lua`).
+//! (PROTOCOL.md §7; `acknext-12.lua`).
 
 use super::ack::{Ack, AckKeys};
 use super::claim::{read_claimed, Claim, ClaimKeys};
@@ -27,6 +27,7 @@ keys! {
         headers: Headers,
         wake: Wake,
     }
+    then counts: Counts
 }
 
 /// A parsed ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step.
@@ -86,10 +87,22 @@ impl<'a> AckNext<'a> {
             }
             rest = &tail[1..];
         }
-        let AckNextKeys { job, active, done, results, events, config, pending, rate, policy, headers, wake } =
-            keys;
+        let AckNextKeys {
+            job,
+            active,
+            done,
+            results,
+            events,
+            config,
+            pending,
+            rate,
+            policy,
+            headers,
+            wake,
+            counts,
+        } = keys;
         let claim_keys = ClaimKeys { pending, active, config, rate, policy, events, headers, wake };
-        let ack_keys = AckKeys { job, active, done, results, events, config };
+        let ack_keys = AckKeys { job, active, done, results, events, config, counts };
         let ack = Ack { fenced: Fenced { keys: ack_keys, prefix, id, token }, result };
         Ok(AckNext { ack, claim_keys, prefix, lease, count: claims.unwrap_or(1) })
     }

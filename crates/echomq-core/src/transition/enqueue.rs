@@ -1,4 +1,4 @@
-//! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue-11.lua`).
+//! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue-12.lua`).
 
 use super::events::{emit, Events};
 use super::{need, wake, wake_key, write_record, STATES};
@@ -27,6 +27,7 @@ keys! {
         headers: Headers,
         wake: Wake,
     }
+    then counts: Counts
 }
 
 /// A parsed ENQUEUE.
@@ -217,7 +218,8 @@ impl<'a> Enqueue<'a> {
         }
         // Every type (and the settings read with the events key) before a
         // held key answers: a refusal outranks a duplicate.
-        let events = Events::open(store, more.map(|more| (more.events, more.config)))?;
+        let events =
+            Events::open_counted(store, more.map(|more| (more.events, more.config)), self.keys.counts)?;
         let wakes = wake_key(store, more.map(|more| more.wake))?;
         if let (Some(unique), Some(more)) = (&self.unique, more) {
             if let Some(holder) = self.holder(store, more, unique, now)? {

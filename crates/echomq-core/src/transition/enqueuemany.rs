@@ -1,5 +1,5 @@
 //! ENQUEUEMANY: many plain jobs admitted in one call, each on its own
-//! (PROTOCOL.md §7; `enqueuemany-4.lua`).
+//! (PROTOCOL.md §7; `enqueuemany-5.lua`).
 
 use super::events::{emit, Events};
 use super::{need, present_here, wake, wake_key, write_record};
@@ -12,6 +12,7 @@ use crate::{Answer, Code, Refusal, Reply};
 keys! {
     /// ENQUEUEMANY's KEYS.
     EnqueueManyKeys { pending: Pending, events: Events, config: Config, wake: Wake }
+    then counts: Counts
 }
 
 /// A parsed ENQUEUEMANY: many plain jobs (an id and a payload each, no
@@ -85,7 +86,7 @@ impl<'a> EnqueueMany<'a> {
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - `EMQDATA`: `<q>config`'s `events` is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let EnqueueManyKeys { pending, events, config, wake: wakes } = self.keys;
+        let EnqueueManyKeys { pending, events, config, wake: wakes, counts } = self.keys;
         need(store, pending, KeyType::Zset)?;
         let records: Vec<Vec<u8>> = self.jobs.iter().map(|(id, _)| record_key(self.prefix, id)).collect();
         let mut missing = None;
@@ -99,7 +100,7 @@ impl<'a> EnqueueMany<'a> {
         if let Some(record) = missing {
             present_here(store, record)?;
         }
-        let events = Events::open(store, Some((events, config)))?;
+        let events = Events::open_counted(store, Some((events, config)), counts)?;
         let wakes = wake_key(store, Some(wakes))?;
         let now = store.now_ms();
         let enqueued_at = now.to_string();

@@ -5,16 +5,18 @@
 //! (and the config key, which holds the log's length: `events`, 0 for off).
 
 use super::{need, protocol};
-use crate::limits::{EVENTS_KEEP, MAX_EVENT_ERROR};
-use crate::parse::stored;
+use crate::limits::{COUNT_HOURS, COUNT_MINUTES, EVENTS_KEEP, HOUR_MS, MAX_EVENT_ERROR, MINUTE_MS};
+use crate::parse::{malformed, stored};
 use crate::store::{KeyType, Store};
 use crate::Refusal;
 
-/// Where a call's events go, and how many entries the log keeps.
+/// Where a call's events go, how many entries the log keeps, and the
+/// queue's counters (protocol 1.4) when the call passed their key.
 #[derive(Debug)]
 pub(crate) struct Events<'k> {
-    key: &'k [u8],
-    keep: u64,
+    /// The log and its length; `None` when the queue turned it off.
+    log: Option<(&'k [u8], u64)>,
+    counter: Option<Counter<'k>>,
 }
 
 impl<'k> Events<'k> {
@@ -25,22 +27,152 @@ impl<'k> Events<'k> {
         store: &mut S,
         keys: Option<(&'k [u8], &[u8])>,
     ) -> Result<Option<Events<'k>>, Refusal> {
+        Events::open_counted(store, keys, None)
+    }
+
+    /// [`open`](Events::open), and the counters at `counts` when given
+    /// (only with the events keys): checked after them, and kept even when
+    /// the log is off.
+    pub(crate) fn open_counted<S: Store>(
+        store: &mut S,
+        keys: Option<(&'k [u8], &[u8])>,
+        counts: Option<&'k [u8]>,
+    ) -> Result<Option<Events<'k>>, Refusal> {
         let Some((key, config)) = keys else { return Ok(None) };
         need(store, key, KeyType::Stream)?;
         need(store, config, KeyType::Hash)?;
         let keep = events_setting(store, config)?;
-        Ok((keep > 0).then_some(Events { key, keep }))
+        let counter = counts.map(|counts| Counter::open(store, counts)).transpose()?;
+        let log = (keep > 0).then_some((key, keep));
+        Ok((log.is_some() || counter.is_some()).then_some(Events { log, counter }))
     }
 
-    /// Append `event` about job `id` (none when empty) with `more` fields.
+    /// Append `event` about job `id` (none when empty) with `more` fields,
+    /// and count it when it is one the counters keep.
     pub(crate) fn emit<S: Store>(&self, store: &mut S, event: &str, id: &[u8], more: &[(&[u8], &[u8])]) {
+        if let Some(counter) = &self.counter {
+            counter.count(store, event);
+        }
+        let Some((key, keep)) = self.log else { return };
         let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(2 + more.len());
         fields.push((b"event", event.as_bytes()));
         if !id.is_empty() {
             fields.push((b"id", id));
         }
         fields.extend_from_slice(more);
-        store.xadd(self.key, self.keep, &fields);
+        store.xadd(key, keep, &fields);
+    }
+}
+
+/// The events the counters keep, by name: a job's failure counts once, as
+/// `failed` (another attempt follows) or as `dead`.
+pub(crate) const COUNTED: [&str; 4] = ["enqueued", "completed", "failed", "dead"];
+
+/// The queue's counters, `<q>counts` (PROTOCOL.md §7.5): for each of
+/// [`COUNTED`], its total (field `<event>`), and its count in the current
+/// minute's slot (`<event>:m<minute mod 60>`) and hour's slot
+/// (`<event>:h<hour mod 168>`); `minute` and `hour` name the minute and
+/// hour (since the epoch) the slots were last written for. The first count
+/// of a call in a later minute (or hour) empties the slots of the minutes
+/// since, up to all of them, first: bounded work, once a minute.
+#[derive(Debug)]
+pub(crate) struct Counter<'k> {
+    key: &'k [u8],
+    minute: Slot,
+    hour: Slot,
+    /// Whether this call already moved the slots to now.
+    moved: std::cell::Cell<bool>,
+}
+
+/// One of the two rings: where now falls, and the last one written.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// `m` or `h`.
+    tag: char,
+    /// The slots in the ring.
+    len: u64,
+    /// Now's minute (or hour) since the epoch, never before `last`.
+    now: u64,
+    /// The one `minute` (or `hour`) names: `None` on a new queue.
+    last: Option<u64>,
+}
+
+impl Slot {
+    fn field(self, event: &str, at: u64) -> Vec<u8> {
+        format!("{event}:{}{}", self.tag, at % self.len).into_bytes()
+    }
+
+    /// The fields to empty before counting now: every slot after the last
+    /// one written, up to now, at most the whole ring.
+    fn stale(self) -> Vec<Vec<u8>> {
+        let from = match self.last {
+            Some(last) if last >= self.now => return Vec::new(),
+            Some(last) => (last + 1).max(self.now.saturating_sub(self.len - 1)),
+            None => self.now,
+        };
+        (from..=self.now).flat_map(|at| COUNTED.map(|event| self.field(event, at))).collect()
+    }
+}
+
+impl<'k> Counter<'k> {
+    /// The counters at `key`: a hash or nothing (`EMQTYPE`), whose `minute`
+    /// and `hour`, then totals and now's slots, are integers of 0 or more
+    /// (`EMQDATA`). Reads only.
+    fn open<S: Store>(store: &mut S, key: &'k [u8]) -> Result<Counter<'k>, Refusal> {
+        need(store, key, KeyType::Hash)?;
+        let now = store.now_ms();
+        let [minute, hour] = <[Option<Vec<u8>>; 2]>::try_from(store.hmget(key, &[b"minute", b"hour"]))
+            .expect("a value a field");
+        let slot = |tag, len, now: u64, stored: Option<Vec<u8>>, field: &[u8]| {
+            let last = natural(stored.as_deref(), key, field)?;
+            Ok::<_, Refusal>(Slot { tag, len, now: last.map_or(now, |last| now.max(last)), last })
+        };
+        let minute = slot('m', COUNT_MINUTES, now / MINUTE_MS, minute, b"minute")?;
+        let hour = slot('h', COUNT_HOURS, now / HOUR_MS, hour, b"hour")?;
+        let fields: Vec<Vec<u8>> = COUNTED
+            .iter()
+            .flat_map(|event| {
+                [event.as_bytes().to_vec(), minute.field(event, minute.now), hour.field(event, hour.now)]
+            })
+            .collect();
+        let names: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
+        for (field, value) in names.iter().zip(store.hmget(key, &names)) {
+            natural(value.as_deref(), key, field)?;
+        }
+        Ok(Counter { key, minute, hour, moved: std::cell::Cell::new(false) })
+    }
+
+    /// Count one `event`, when it is one of [`COUNTED`].
+    fn count<S: Store>(&self, store: &mut S, event: &str) {
+        if !COUNTED.contains(&event) {
+            return;
+        }
+        let moves = [self.minute, self.hour].iter().any(|slot| slot.last != Some(slot.now));
+        if moves && !self.moved.replace(true) {
+            for slot in [self.minute, self.hour] {
+                for field in slot.stale() {
+                    store.hdel(self.key, &field);
+                }
+            }
+            let (minute, hour) = (self.minute.now.to_string(), self.hour.now.to_string());
+            store.hset(self.key, &[(b"minute", minute.as_bytes()), (b"hour", hour.as_bytes())]);
+        }
+        for field in [
+            event.as_bytes().to_vec(),
+            self.minute.field(event, self.minute.now),
+            self.hour.field(event, self.hour.now),
+        ] {
+            store.hincrby(self.key, &field, 1);
+        }
+    }
+}
+
+/// A stored counter: absent, or an integer of 0 or more (`EMQDATA`).
+pub(crate) fn natural(value: Option<&[u8]>, key: &[u8], field: &[u8]) -> Result<Option<u64>, Refusal> {
+    match stored(value, key, field) {
+        Ok(Some(n)) if n >= 0 => Ok(Some(n as u64)),
+        Ok(None) => Ok(None),
+        _ => Err(malformed(key, field, "an integer of 0 or more")),
     }
 }
 

@@ -1,5 +1,5 @@
 //! FAIL: the holder gives up this attempt: a retry after the back-off, or
-//! dead at max attempts (PROTOCOL.md §7; `fail-8.lua`).
+//! dead at max attempts (PROTOCOL.md §7; `fail-9.lua`).
 
 use super::events::{emit, error_text, Events};
 use super::fenced::Fenced;
@@ -22,6 +22,7 @@ keys! {
         events: Events,
         config: Config,
     }
+    then counts: Counts
 }
 
 /// A parsed FAIL.
@@ -87,7 +88,7 @@ impl<'a> Fail<'a> {
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced {
-            keys: FailKeys { job, active, delayed, dead, errors, policy, events, config },
+            keys: FailKeys { job, active, delayed, dead, errors, policy, events, config, counts },
             id,
             token,
             ..
@@ -100,7 +101,7 @@ impl<'a> Fail<'a> {
             (policy, KeyType::Hash),
         ];
         self.fenced.check(store, job, &typed)?;
-        let events = Events::open(store, Some((events, config)))?;
+        let events = Events::open_counted(store, Some((events, config)), counts)?;
         let policy = policy_of(store, policy, id)?.unwrap_or_default();
         let now = store.now_ms();
         let dies = token >= policy.max_attempts(self.max_attempts);

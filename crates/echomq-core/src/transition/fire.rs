@@ -1,5 +1,5 @@
 //! FIRE: enqueue one tick's job and move its schedule's next tick on,
-//! once however many workers try (PROTOCOL.md §11.6; `fire-6.lua`).
+//! once however many workers try (PROTOCOL.md §11.6; `fire-7.lua`).
 
 use super::events::{emit, Events};
 use super::schedule::schedule_name;
@@ -20,6 +20,7 @@ keys! {
         config: Config,
         wake: Wake,
     }
+    then counts: Counts
 }
 
 /// A parsed FIRE.
@@ -93,7 +94,8 @@ impl<'a> Fire<'a> {
         need(store, record, KeyType::Hash)?;
         need(store, pending, KeyType::Zset)?;
         need(store, ticks, KeyType::Zset)?;
-        let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
+        let events =
+            Events::open_counted(store, Some((self.keys.events, self.keys.config)), self.keys.counts)?;
         let wakes = wake_key(store, Some(self.keys.wake))?;
         if store.zscore(ticks, self.name) != Some(self.tick as f64) {
             return Ok(Reply::Int(-1));

@@ -1,5 +1,5 @@
 //! OBLITERATE: the last step of deleting a queue (PROTOCOL.md §7;
-//! `obliterate-23.lua`).
+//! `obliterate-24.lua`).
 
 use super::need;
 use crate::description::{keys, Description, Effect};
@@ -34,6 +34,7 @@ keys! {
         batch_open: BatchOpen,
         wake: Wake,
     }
+    then counts: Counts
 }
 
 /// A parsed OBLITERATE.
@@ -80,7 +81,8 @@ impl<'a> Obliterate<'a> {
     /// - `EMQTYPE`: a key holds another type than its role's.
     /// - `EMQSTATE`: a job set still holds jobs (`the queue still holds <n> jobs`).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let keys = self.keys.all();
+        let mut keys = self.keys.all().to_vec();
+        keys.extend(self.keys.counts);
         for (key, role) in keys.iter().zip(ObliterateKeys::ROLES) {
             need(store, key, role.key_type())?;
         }

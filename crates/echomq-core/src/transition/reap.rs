@@ -1,5 +1,5 @@
 //! REAP: expired leases back to pending, or to dead at max attempts; upkeep
-//! safe from many workers at once (PROTOCOL.md §7; `reap-9.lua`).
+//! safe from many workers at once (PROTOCOL.md §7; `reap-10.lua`).
 
 use super::delete::limit;
 use super::events::{emit, Events};
@@ -25,6 +25,7 @@ keys! {
         config: Config,
         wake: Wake,
     }
+    then counts: Counts
 }
 
 /// A parsed REAP.
@@ -79,7 +80,7 @@ impl<'a> Reap<'a> {
     /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or an expired job's `attempts`, own policy or
     ///   priority is malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let ReapKeys { active, pending, dead, errors, priority, policy, events, config, wake: wakes } =
+        let ReapKeys { active, pending, dead, errors, priority, policy, events, config, wake: wakes, counts } =
             self.keys;
         for set in [active, pending, dead] {
             need(store, set, KeyType::Zset)?;
@@ -87,7 +88,7 @@ impl<'a> Reap<'a> {
         for hash in [errors, priority, policy] {
             need(store, hash, KeyType::Hash)?;
         }
-        let events = Events::open(store, Some((events, config)))?;
+        let events = Events::open_counted(store, Some((events, config)), counts)?;
         let wakes = wake_key(store, Some(wakes))?;
         let now = store.now_ms();
         let ids = store.zupto(active, now as f64, self.limit);

@@ -1,5 +1,5 @@
 //! SETTLE: upkeep that follows each open batch and enqueues its callback
-//! exactly once when every job has finished (PROTOCOL.md §7.7; `settle-8.lua`).
+//! exactly once when every job has finished (PROTOCOL.md §7.7; `settle-9.lua`).
 
 use super::batch::{field, State};
 use super::events::{emit, Events};
@@ -22,6 +22,7 @@ keys! {
         config: Config,
         wake: Wake,
     }
+    then counts: Counts
 }
 
 /// A parsed SETTLE.
@@ -137,7 +138,8 @@ impl<'a> Settle<'a> {
             let changed = state != before;
             plans.push(Plan { batch, state: Some(state), changed, waits: waits && rotate });
         }
-        let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
+        let events =
+            Events::open_counted(store, Some((self.keys.events, self.keys.config)), self.keys.counts)?;
         let wakes = wake_key(store, Some(self.keys.wake))?;
         let (mut closed, mut called) = (0, false);
         for Plan { batch, state, changed, waits } in plans {

@@ -1,4 +1,5 @@
-//! CONFIG, INSPECT and STATS: settings and reads.
+//! CONFIG, INSPECT, STATS and COUNTS: settings and reads, and the
+//! counters the transitions keep (protocol 1.4).
 
 use super::*;
 
@@ -83,6 +84,79 @@ pub(super) fn cases() -> Vec<Case> {
             enqueue(C, "c", &[]),
         ]),
         Case::new("stats: an argument", stats.clone().arg(b"x")).refused(Code::Arg),
+        Case::new("counts: a new queue", counts("minute")),
+        Case::new("counts: enqueued, completed, failed and dead a minute ago", counts("MINUTE"))
+            .after(counted()),
+        Case::new("counts: by the hour", counts("hour")).after(counted()),
+        Case::new("counts: a job counted over an hour ago is out of the minutes", counts("minute"))
+            .at(-3_700_000, enqueue(A, "a", &[])),
+        Case::new("counts: the same, by the hour", counts("hour")).at(-3_700_000, enqueue(A, "a", &[])),
+        Case::new("counts: no argument", call(Name::Counts, "", &[])).refused(Code::Arg),
+        Case::new("counts: a day", counts("day")).refused(Code::Arg),
+        Case::new("counts: an argument too many", counts("minute").arg(b"x")).refused(Code::Arg),
+        Case::new("counts: a total that is not a number", counts("minute"))
+            .put("counts", hash(&[("completed", "x")]))
+            .refused_with("EMQDATA emq:{q}:counts completed is not an integer of 0 or more"),
+        Case::new("counts: a negative minute", counts("minute"))
+            .put("counts", hash(&[("minute", "-1")]))
+            .refused_with("EMQDATA emq:{q}:counts minute is not an integer of 0 or more"),
     ];
-    with_shared(happy)
+    // ACK, whose other cases (and shared ones) are with the finishing
+    // transitions: how it keeps the counters.
+    let counting = vec![
+        Case::new("ack: counted in now's minute and hour", ack(A, "1"))
+            .after([enqueue(A, "a", &[]), claim(1)]),
+        Case::new("ack: without the counts key, nothing counted", ack_uncounted())
+            .after([enqueue(A, "a", &[]), claim(1)]),
+        Case::new("ack: a later minute empties the minutes since", ack(A, "1"))
+            .after([enqueue(A, "a", &[]), claim(1)])
+            .put(
+                "counts",
+                hash(&[
+                    ("minute", &(MINUTE - 3).to_string()),
+                    ("hour", &HOUR.to_string()),
+                    ("completed", "11"),
+                    (&format!("completed:m{}", (MINUTE - 3) % 60), "2"),
+                    (&format!("completed:m{}", (MINUTE - 1) % 60), "9"),
+                    (&format!("completed:h{}", HOUR % 168), "11"),
+                ]),
+            ),
+        Case::new("ack: a clock behind the counters counts in their minute", ack(A, "1"))
+            .after([enqueue(A, "a", &[]), claim(1)])
+            .put("counts", hash(&[("minute", &(MINUTE + 2).to_string()), ("hour", &HOUR.to_string())])),
+        Case::new("ack: a total that is not a number", ack(A, "1"))
+            .after([enqueue(A, "a", &[]), claim(1)])
+            .put("counts", hash(&[("completed", "1.5")]))
+            .refused_with("EMQDATA emq:{q}:counts completed is not an integer of 0 or more"),
+    ];
+    with_shared(happy).into_iter().chain(counting).collect()
+}
+
+/// The minute and hour (since the epoch) of the call's now.
+const MINUTE: u64 = NOW / 60_000;
+const HOUR: u64 = NOW / 3_600_000;
+
+fn counts(span: &str) -> Call {
+    call(Name::Counts, "", &[span])
+}
+
+/// One job of each counted kind: A completed, B dead (one attempt), C
+/// failed with another to come, and three enqueued.
+fn counted() -> Vec<Call> {
+    vec![
+        enqueue(A, "a", &[]),
+        enqueue(B, "b", &[]),
+        enqueue(C, "c", &[]),
+        claim(3),
+        ack(A, "1"),
+        fail(B, "1", "1"),
+        fail(C, "1", "3"),
+    ]
+}
+
+/// ACK in its six-key form: a speaker before protocol 1.4.
+fn ack_uncounted() -> Call {
+    let mut call = ack(A, "1");
+    call.keys.truncate(6);
+    call
 }

@@ -430,14 +430,19 @@ fn shared(call: &Call, setup: &Case) -> Vec<Case> {
         case.call = call.clone().with_keys(keys);
         case.refused(Code::Arg)
     };
-    cases.push(with("one key only", call.keys[..1].to_vec()));
+    if call.keys.len() > 1 {
+        cases.push(with("one key only", call.keys[..1].to_vec()));
+    }
     let mut more = call.keys.clone();
     more.push(key("stray"));
     cases.push(with("one key too many", more));
     let last = call.keys.len() - 1;
-    let mut other = call.keys.clone();
-    other[last] = other[last].replace("{q}", "{other}");
-    cases.push(with("the last key another queue's", other));
+    // A call of one key names its queue by that key: another queue's is fine.
+    if last > 0 {
+        let mut other = call.keys.clone();
+        other[last] = other[last].replace("{q}", "{other}");
+        cases.push(with("the last key another queue's", other));
+    }
     if last > 0 {
         let mut swapped = call.keys.clone();
         swapped.swap(last - 1, last);

@@ -81,6 +81,11 @@ mod enqueue {
     }
 
     #[test]
+    fn keys_12_holds_a_string() {
+        replay("enqueue", "KEYS[12] holds a string");
+    }
+
+    #[test]
     fn a_plain_job_all_eleven_keys() {
         replay("enqueue", "a plain job, all eleven keys");
     }
@@ -452,6 +457,11 @@ mod enqueuemany {
     #[test]
     fn keys_4_holds_a_string() {
         replay("enqueuemany", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("enqueuemany", "KEYS[5] holds a string");
     }
 
     #[test]
@@ -838,6 +848,11 @@ mod ack {
     }
 
     #[test]
+    fn keys_7_holds_a_string() {
+        replay("ack", "KEYS[7] holds a string");
+    }
+
+    #[test]
     fn ack_done() {
         replay("ack", "ack: done");
     }
@@ -900,6 +915,31 @@ mod ack {
     #[test]
     fn ack_a_record_whose_state_is_no_state() {
         replay("ack", "ack: a record whose state is no state");
+    }
+
+    #[test]
+    fn ack_counted_in_now_s_minute_and_hour() {
+        replay("ack", "ack: counted in now's minute and hour");
+    }
+
+    #[test]
+    fn ack_without_the_counts_key_nothing_counted() {
+        replay("ack", "ack: without the counts key, nothing counted");
+    }
+
+    #[test]
+    fn ack_a_later_minute_empties_the_minutes_since() {
+        replay("ack", "ack: a later minute empties the minutes since");
+    }
+
+    #[test]
+    fn ack_a_clock_behind_the_counters_counts_in_their_minute() {
+        replay("ack", "ack: a clock behind the counters counts in their minute");
+    }
+
+    #[test]
+    fn ack_a_total_that_is_not_a_number() {
+        replay("ack", "ack: a total that is not a number");
     }
 
     #[test]
@@ -1024,6 +1064,11 @@ mod acknext {
     #[test]
     fn keys_11_holds_a_string() {
         replay("acknext", "KEYS[11] holds a string");
+    }
+
+    #[test]
+    fn keys_12_holds_a_string() {
+        replay("acknext", "KEYS[12] holds a string");
     }
 
     #[test]
@@ -1168,6 +1213,11 @@ mod ackmany {
     #[test]
     fn keys_5_holds_a_string() {
         replay("ackmany", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("ackmany", "KEYS[6] holds a string");
     }
 
     #[test]
@@ -1317,6 +1367,11 @@ mod fail {
     #[test]
     fn keys_8_holds_a_string() {
         replay("fail", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("fail", "KEYS[9] holds a string");
     }
 
     #[test]
@@ -1714,6 +1769,11 @@ mod reap {
     #[test]
     fn keys_9_holds_a_string() {
         replay("reap", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("reap", "KEYS[10] holds a string");
     }
 
     #[test]
@@ -2366,6 +2426,70 @@ mod stats {
     }
 }
 
+mod counts {
+    use crate::replay;
+
+    #[test]
+    fn one_key_too_many() {
+        replay("counts", "one key too many");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("counts", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn counts_a_new_queue() {
+        replay("counts", "counts: a new queue");
+    }
+
+    #[test]
+    fn counts_enqueued_completed_failed_and_dead_a_minute_ago() {
+        replay("counts", "counts: enqueued, completed, failed and dead a minute ago");
+    }
+
+    #[test]
+    fn counts_by_the_hour() {
+        replay("counts", "counts: by the hour");
+    }
+
+    #[test]
+    fn counts_a_job_counted_over_an_hour_ago_is_out_of_the_minutes() {
+        replay("counts", "counts: a job counted over an hour ago is out of the minutes");
+    }
+
+    #[test]
+    fn counts_the_same_by_the_hour() {
+        replay("counts", "counts: the same, by the hour");
+    }
+
+    #[test]
+    fn counts_no_argument() {
+        replay("counts", "counts: no argument");
+    }
+
+    #[test]
+    fn counts_a_day() {
+        replay("counts", "counts: a day");
+    }
+
+    #[test]
+    fn counts_an_argument_too_many() {
+        replay("counts", "counts: an argument too many");
+    }
+
+    #[test]
+    fn counts_a_total_that_is_not_a_number() {
+        replay("counts", "counts: a total that is not a number");
+    }
+
+    #[test]
+    fn counts_a_negative_minute() {
+        replay("counts", "counts: a negative minute");
+    }
+}
+
 mod config {
     use crate::replay;
 
@@ -2985,6 +3109,11 @@ mod fire {
     }
 
     #[test]
+    fn keys_7_holds_a_string() {
+        replay("fire", "KEYS[7] holds a string");
+    }
+
+    #[test]
     fn fire_enqueues_the_tick_s_job_and_moves_on() {
         replay("fire", "fire: enqueues the tick's job and moves on");
     }
@@ -3300,6 +3429,11 @@ mod obliterate {
     #[test]
     fn keys_23_holds_a_string() {
         replay("obliterate", "KEYS[23] holds a string");
+    }
+
+    #[test]
+    fn keys_24_holds_a_string() {
+        replay("obliterate", "KEYS[24] holds a string");
     }
 
     #[test]
@@ -3716,6 +3850,11 @@ mod settle {
     #[test]
     fn keys_8_holds_a_string() {
         replay("settle", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("settle", "KEYS[9] holds a string");
     }
 
     #[test]

@@ -27,6 +27,9 @@ end
 local function events_and_wake(at)
   local keep, err = events_keep(KEYS[at - 2], KEYS[at - 1])
   if err then return nil, nil, err end
+  -- The counts key, when the call passed it, follows the wake-up key.
+  err = counts_open(KEYS[at + 1])
+  if err then return nil, nil, err end
   local wakes
   wakes, err = wake_key(at)
   return keep, wakes, err

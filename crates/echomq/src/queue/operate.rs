@@ -211,6 +211,19 @@ impl Queue {
         self.run(&Stats).await
     }
 
+    /// The queue's counters: jobs enqueued, completed, failed and dead, in
+    /// all and per minute over the last hour ([`Span::Minutes`]) or per
+    /// hour over the last week ([`Span::Hours`]). Kept by the server inside
+    /// the transitions, so every reader sees the same figures whatever the
+    /// retention trims (protocol 1.4; speakers before it do not count).
+    ///
+    /// # Errors
+    /// A key of the wrong type, a counter that is not a number, a failure
+    /// of the connection or the server.
+    pub async fn counts(&self, span: Span) -> Result<CountsReply> {
+        self.run(&Counts { span }).await
+    }
+
     /// Add `schedule` to the queue, or replace the one of its name; its first
     /// tick is the first after the server's now. The workers of the queue
     /// fire its ticks, each once ([`Upkeep::fire_schedules`](super::Upkeep::fire_schedules)).

@@ -127,6 +127,7 @@ fn edges(name: Name) -> Vec<Call> {
         Name::Retry => encoded([Retry { id: id(1) }]),
         Name::Inspect => encoded([Inspect { id: id(1) }]),
         Name::Stats => encoded([Stats]),
+        Name::Counts => encoded([Span::Minutes, Span::Hours].map(|span| Counts { span })),
         Name::Config => encoded(configs()),
         Name::Progress => encoded(
             [(token_min, Vec::new()), (token_max, vec![b'v'; limits::MAX_PROGRESS])]

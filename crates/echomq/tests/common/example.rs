@@ -298,6 +298,15 @@ pub const fn example(name: Name) -> Example {
             raw_options: STRAY,
             sent_by: Err("a read the sequences' keyspace comparison makes redundant: raw calls"),
         },
+        Name::Counts => Example {
+            given: &["HSET $q:counts enqueued 3 completed 2 minute 1 hour 1"],
+            happy: || Call::new(Counts { span: Span::Minutes }),
+            reads: &[],
+            naming_a_non_job: None,
+            raw_args: &[&["minute", "HOUR", "day", ""]],
+            raw_options: STRAY,
+            sent_by: Err("a read the sequences' keyspace comparison makes redundant: raw calls"),
+        },
         Name::Config => Example {
             given: &[],
             happy: || {

@@ -36,7 +36,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::EnqueueMany,
         keys: "$q:pending $q:events $q:config",
         args: "$A p",
-        error: "EMQARG wrong number of keys: takes 4",
+        error: "EMQARG wrong number of keys: takes 4 or 5",
     },
     Raw {
         name: "enqueuemany whose second job has no payload enqueues neither",
@@ -228,6 +228,6 @@ pub(super) const STORED: &[Raw] = &[
         call: Name::Enqueue,
         keys: ENQUEUE_KEYS,
         args: "$A p",
-        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.3",
+        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.4",
     },
 ];

@@ -12,6 +12,7 @@ KEYS[8]  emq:{q}:rate       (zset) the claim log of a rate-limited queue
 KEYS[9]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
 KEYS[10] emq:{q}:headers    (hash) id -> the job's headers
 KEYS[11] emq:{q}:wake       (zset) the wake-up key (includes/wake), as CLAIM
+KEYS[12] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  lease, ms          1..=2147483647: the lease of the jobs it claims
@@ -32,8 +33,8 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
 --@include claim
 
 local names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy', 'headers',
-  'wake'}
-local id, token, err = fenced_call(names)
+  'wake', 'counts'}
+local id, token, err = fenced_call(names, {11, 12})
 if err then return err end
 local prefix = string.sub(KEYS[2], 1, #KEYS[2] - #'active')
 local lease
@@ -68,6 +69,8 @@ err = err or claimed_records_error(prefix, head.ids, head.records)
 if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6], events_setting)
+if err then return err end
+err = counts_open(KEYS[12])
 if err then return err end
 
 ack_job(id, result, keep)

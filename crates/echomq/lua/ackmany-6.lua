@@ -6,6 +6,7 @@ KEYS[2]  emq:{q}:done       (zset) score = finish time, server ms
 KEYS[3]  emq:{q}:results    (hash) id -> the job's result
 KEYS[4]  emq:{q}:events     (stream) the event log (includes/events)
 KEYS[5]  emq:{q}:config     (hash) its length (includes/events)
+KEYS[6]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the first job's id
 ARGV[2]  token: the one its claim handed out
 ARGV[3..] options of that job, then the next job's id, token and options, …:
@@ -22,7 +23,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include fenced
 --@include ack
 
-local prefix, err = queue_prefix({'active', 'done', 'results', 'events', 'config'})
+local prefix, err = queue_prefix({'active', 'done', 'results', 'events', 'config', 'counts'}, nil, {5, 6})
 if err then return err end
 local ids, tokens, results = {}, {}, {}
 local i, n = 1, 0
@@ -55,6 +56,8 @@ for j = 1, n do
 end
 local keep
 keep, err = events_keep(KEYS[4], KEYS[5])
+if err then return err end
+err = counts_open(KEYS[6])
 if err then return err end
 
 local acked, replies = {}, {}

@@ -6,6 +6,7 @@ KEYS[2]  emq:{q}:events     the event log (stream): an `enqueued` event a job
 KEYS[3]  emq:{q}:config     its length (hash)
 KEYS[4]  emq:{q}:wake       the wake-up key (zset): told once when any job
                             was enqueued (includes/wake)
+KEYS[5]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the first job's id (JOB_<ulid>)
 ARGV[2]  payload: its bytes, stored verbatim, at most MAX_PAYLOAD (1048576)
 ARGV[3..] the next jobs' ids and payloads, in pairs: one to ENQUEUES_MAX jobs.
@@ -21,7 +22,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include wake
 --@include payload
 
-local prefix, err = queue_prefix({'pending', 'events', 'config', 'wake'})
+local prefix, err = queue_prefix({'pending', 'events', 'config', 'wake', 'counts'}, nil, {4, 5})
 if err then return err end
 local ids, payloads = {}, {}
 local i, n = 1, 0

@@ -11,6 +11,7 @@ KEYS[7]  emq:{q}:events     (stream) the event log, a
 KEYS[8]  emq:{q}:config     (hash) `failed` or `dead` event per reaped job
 KEYS[9]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when a job went back to pending
+KEYS[10] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies;
          a job with its own ATTEMPTS dies by that instead
 ARGV[2..] options:
@@ -25,8 +26,8 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
-local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake'}
-local prefix, err = queue_prefix(names)
+local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake', 'counts'}
+local prefix, err = queue_prefix(names, nil, {9, 10})
 if err then return err end
 local max_attempts, opts
 max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)

@@ -14,6 +14,7 @@ KEYS[6]  emq:{q}:events     (stream) the event log,
 KEYS[7]  emq:{q}:config     (hash) an `enqueued` event per callback
 KEYS[8]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when a callback is enqueued
+KEYS[9]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs looked at
 Derived  emq:{q}:job:<id>   the records of the batches' jobs and callbacks
@@ -25,8 +26,8 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
-local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config', 'wake'}
-local prefix, err = queue_prefix(names)
+local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config', 'wake', 'counts'}
+local prefix, err = queue_prefix(names, nil, {8, 9})
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

@@ -7,6 +7,7 @@ KEYS[3]  emq:{q}:done       (zset) score = finish time, server ms
 KEYS[4]  emq:{q}:results    (hash) id -> the job's RESULT
 KEYS[5]  emq:{q}:events     (stream) the event log
 KEYS[6]  emq:{q}:config     (hash) its length (includes/events)
+KEYS[7]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3..] options:
@@ -18,7 +19,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or a
 --@include fenced
 --@include ack
 
-local id, token, err = fenced_call({'job', 'active', 'done', 'results', 'events', 'config'})
+local id, token, err = fenced_call({'job', 'active', 'done', 'results', 'events', 'config', 'counts'}, {6, 7})
 if err then return err end
 local result
 local i = 3
@@ -35,6 +36,8 @@ err = fenced_keys_error(types, token)
 if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6])
+if err then return err end
+err = counts_open(KEYS[7])
 if err then return err end
 ack_job(id, result, keep)
 return 1

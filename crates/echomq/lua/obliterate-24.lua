@@ -25,6 +25,7 @@ KEYS[20] emq:{q}:batches    (hash)
 KEYS[21] emq:{q}:batch_jobs (hash)
 KEYS[22] emq:{q}:batch_open (zset)
 KEYS[23] emq:{q}:wake       (zset) the wake-up key (includes/wake)
+KEYS[24] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 Reply    how many of KEYS[7..] existed and were deleted
 Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
 ]]
@@ -32,13 +33,13 @@ Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
 
 local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority',
   'errors', 'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results',
-  'events', 'headers', 'batches', 'batch_jobs', 'batch_open', 'wake'})
+  'events', 'headers', 'batches', 'batch_jobs', 'batch_open', 'wake', 'counts'}, nil, {23, 24})
 if err then return err end
 err = no_options_error(1)
 if err then return err end
 local types = {'zset', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'hash', 'hash', 'zset',
   'hash', 'zset', 'hash', 'zset', 'hash', 'stream', 'hash', 'hash', 'hash',
-  'zset', 'zset'}
+  'zset', 'zset', 'hash'}
 for i = 1, #KEYS do
   local want = types[i]
   err = type_error(KEYS[i], want)

@@ -13,6 +13,7 @@ KEYS[10] emq:{q}:headers    job headers (hash)
 KEYS[11] emq:{q}:wake       the wake-up key (zset): told when the job
                             is born pending (includes/wake)
          Two keys (the seed's call) or all eleven: the two take no option.
+KEYS[12] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id (JOB_<ulid>)
 ARGV[2]  payload: stored verbatim, at most MAX_PAYLOAD (1048576) bytes
 ARGV[3..] options, each a name and a value:
@@ -50,9 +51,9 @@ if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: the seed's
 -- two, or all eleven.
 local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config',
-  'headers', 'wake'}
+  'headers', 'wake', 'counts'}
 local prefix
-prefix, err = queue_prefix(names, id, {2, 11})
+prefix, err = queue_prefix(names, id, {2, 11, 12})
 if err then return err end
 err = payload_error(payload)
 if err then return err end
@@ -134,6 +135,8 @@ if err then return err end
 -- key answers: a refusal outranks a duplicate.
 local keep
 keep, err = events_keep(KEYS[8], KEYS[9])
+if err then return err end
+err = counts_open(KEYS[12])
 if err then return err end
 local wakes
 wakes, err = wake_key(11)

@@ -10,6 +10,7 @@ KEYS[4]  emq:{q}:events     (stream) the event log,
 KEYS[5]  emq:{q}:config     (hash) an `enqueued` event (includes/events)
 KEYS[6]  emq:{q}:wake       (zset) the wake-up key
                             (includes/wake), told when the job is enqueued
+KEYS[7]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the tick's job id (PROTOCOL.md §11.6 derives it)
 ARGV[2]  payload: at most MAX_PAYLOAD (1048576) bytes
 ARGV[3]  name: the schedule's, 1 to MAX_SCHEDULE_NAME (200) bytes
@@ -30,7 +31,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix({'job', 'pending', 'ticks', 'events', 'config', 'wake'}, id)
+_, err = queue_prefix({'job', 'pending', 'ticks', 'events', 'config', 'wake', 'counts'}, id, {6, 7})
 if err then return err end
 err = payload_error(payload)
 if err then return err end

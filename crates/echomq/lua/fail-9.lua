@@ -8,6 +8,7 @@ KEYS[5]  emq:{q}:errors     (hash) id -> the job's last error text
 KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
 KEYS[7]  emq:{q}:events     (stream) the event log,
 KEYS[8]  emq:{q}:config     (hash) a `failed` or `dead` event (includes/events)
+KEYS[9]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies;
@@ -22,8 +23,8 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQD
 --@include policy
 --@include events
 
-local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config'}
-local id, token, err = fenced_call(names)
+local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config', 'counts'}
+local id, token, err = fenced_call(names, {8, 9})
 if err then return err end
 local max_attempts, backoff
 max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -44,6 +45,8 @@ err = fenced_keys_error(types, token)
 if err then return err end
 local keep
 keep, err = events_keep(KEYS[7], KEYS[8])
+if err then return err end
+err = counts_open(KEYS[9])
 if err then return err end
 
 local policy = {}
