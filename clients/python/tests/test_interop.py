@@ -243,7 +243,7 @@ async def test_a_python_worker_is_listed_by_emq_workers(queue: echomq.Queue, ser
         await release.wait()
         return b"ok"
 
-    worker = echomq.Worker(queue, handle, concurrency=2, beat=0.1)
+    worker = echomq.Worker(queue, handle, concurrency=2, registry_beat=0.1)
 
     async def listed() -> list[dict[str, Any]]:
         done = await asyncio.to_thread(emq, server, kind, "workers", "--json", "--queue", queue.name)

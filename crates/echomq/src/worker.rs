@@ -96,9 +96,10 @@ pub struct WorkerOptions {
     pub grace: Duration,
     /// How often the worker writes its entry in the worker registry
     /// (`emq:workers`, [`workers`](crate::workers())), its running jobs
-    /// with it; the entry expires after three beats without one. Taken
-    /// within [`MIN_BEAT`](crate::workers::MIN_BEAT)..=[`MAX_BEAT`](crate::workers::MAX_BEAT).
-    pub beat: Duration,
+    /// with it: its registry beat, not a lease's. The entry expires after
+    /// three registry beats without one. Taken within
+    /// [`MIN_BEAT`](crate::workers::MIN_BEAT)..=[`MAX_BEAT`](crate::workers::MAX_BEAT).
+    pub registry_beat: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -112,7 +113,7 @@ impl Default for WorkerOptions {
             idle_poll: Duration::from_millis(20),
             upkeep: Duration::from_millis(250),
             grace: Duration::from_secs(10),
-            beat: crate::workers::DEFAULT_BEAT,
+            registry_beat: crate::workers::DEFAULT_BEAT,
         }
     }
 }
@@ -264,8 +265,12 @@ impl Worker {
         }
         drop(job_tx);
         let options = &shared.options;
-        let registrar =
-            Arc::new(registration::Registrar::new(self.id, options.concurrency, options.beat, &hearts));
+        let registrar = Arc::new(registration::Registrar::new(
+            self.id,
+            options.concurrency,
+            options.registry_beat,
+            &hearts,
+        ));
         loops.spawn(registrar.clone().run());
         tokio::pin!(shutdown);
         // The grace runs from the stop asked; until then (a quiet worker,

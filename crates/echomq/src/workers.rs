@@ -29,7 +29,7 @@ pub use crate::keyspace::WORKERS;
 use crate::{Error, ErrorKind, JobId, Result};
 
 /// How often a worker writes its registration by default
-/// ([`WorkerOptions::beat`](crate::worker::WorkerOptions::beat)).
+/// ([`WorkerOptions::registry_beat`](crate::worker::WorkerOptions::registry_beat)).
 pub const DEFAULT_BEAT: Duration = Duration::from_secs(5);
 
 /// The longest beat a worker takes (a longer one is shortened to it), so

@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 fn options() -> WorkerOptions {
     WorkerOptions {
         concurrency: 3,
-        beat: Duration::from_millis(100),
+        registry_beat: Duration::from_millis(100),
         idle_wait: Duration::from_millis(50),
         grace: Duration::from_secs(5),
         ..WorkerOptions::default()

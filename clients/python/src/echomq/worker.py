@@ -22,7 +22,7 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 - upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
   dead, cancelled), SETTLE, and the queue's due ``every`` schedules;
 - its entry in the worker registry (:mod:`echomq.registration`,
-  ``emq:workers``) every ``beat``, with the jobs it runs, deleted at a
+  ``emq:workers``) every ``registry_beat``, with the jobs it runs, deleted at a
   graceful stop.
 """
 
@@ -153,7 +153,7 @@ class Worker:
         idle_wait: float = 1.0,
         upkeep: float = 0.25,
         grace: float = 10.0,
-        beat: float = 5.0,
+        registry_beat: float = 5.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -176,8 +176,9 @@ class Worker:
         """The upkeep this worker owes its queue (§11.3), run every ``upkeep`` seconds."""
         self.id = new_id()
         """Its id in the worker registry (§11.3): ``<host>:<pid>:<ULID>``, new for each worker."""
-        self.registration = Registration(self._exec.redis, self.id, [queue.name], concurrency, beat)
-        """Its entry in the worker registry, written every ``beat`` seconds (0.01 to 60)."""
+        self.registration = Registration(self._exec.redis, self.id, [queue.name], concurrency,
+                                         registry_beat)
+        """Its entry in the worker registry, written every ``registry_beat`` seconds (0.01 to 60)."""
         self._running: dict[str, _Running] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._free = concurrency
