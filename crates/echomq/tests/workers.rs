@@ -178,3 +178,35 @@ async fn a_malformed_registration_is_a_typed_error_naming_it() {
     assert_eq!(err.kind, ErrorKind::Malformed, "{err}");
     assert!(err.to_string().contains("emq:worker:bad"), "{err}");
 }
+
+/// On a Redis Cluster the registry's two keys live in other slots than the
+/// queue's, and than each other: a worker is listed and leaves all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_on_a_cluster_is_listed_and_leaves() {
+    let cluster = echomq_test_support::RedisCluster::start(3, Some(echomq_test_support::module_path()));
+    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let executors: [(&str, Arc<dyn Executor>); 2] = [
+        ("lua", Arc::new(echomq::Lua::new(client.get_async_connection().await.unwrap()))),
+        ("native", echomq::connect_cluster(&client).await.unwrap()),
+    ];
+    for (via, executor) in executors {
+        let queue = Queue::new(executor.clone(), &unique_queue("clustered")).unwrap();
+        let release = Arc::new(Semaphore::new(0));
+        let worker = blocked_worker(queue.clone(), &release);
+        let id = worker.id().to_owned();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        let job = queue.enqueue(b"x".to_vec()).await.unwrap();
+        eventually("the worker is listed with its job", || async {
+            listed(&*executor, &id).await.is_some_and(|me| me.running.iter().any(|running| running.id == job))
+        })
+        .await;
+        release.add_permits(1);
+        let _ = stop.send(());
+        running_to_end(task).await;
+        assert!(listed(&*executor, &id).await.is_none(), "{via}: gone after a graceful stop");
+        assert!(!noted(&*executor, &id).await, "{via}: out of {WORKERS}");
+    }
+}
