@@ -228,3 +228,47 @@ async def test_both_speakers_note_their_queues_in_one_registry(server: RedisServ
         emq(server, kind, "enqueue", from_rust, "noted too")
         names = [name.decode() for name in await connection.redis.zrange(b"emq:queues", 0, -1)]
         assert from_rust in names and from_python in names
+
+
+async def test_a_python_worker_is_listed_by_emq_workers(queue: echomq.Queue, server: RedisServer,
+                                                        kind: str) -> None:
+    """A running Python worker's entry in the worker registry (§11.3) reads
+    in ``emq workers`` (the Rust reader) with its fields and the job it runs,
+    and a graceful stop takes it out."""
+    import socket
+
+    release = asyncio.Event()
+
+    async def handle(job: echomq.Job) -> bytes:
+        await release.wait()
+        return b"ok"
+
+    worker = echomq.Worker(queue, handle, concurrency=2, registry_beat=0.1)
+
+    async def listed() -> list[dict[str, Any]]:
+        done = await asyncio.to_thread(emq, server, kind, "workers", "--json", "--queue", queue.name)
+        found = [json.loads(line) for line in done.stdout.decode().splitlines()]
+        return [entry for entry in found if entry["id"] == worker.id]
+
+    async def running_one() -> dict[str, Any] | None:
+        found = await listed()
+        return found[0] if found and len(found[0]["running"]) == 1 else None
+
+    runner = asyncio.create_task(worker.run(handle_signals=False))
+    try:
+        job = await queue.enqueue(b"x")
+        me = await eventually(running_one, what="emq workers lists the Python worker and its job")
+        assert me["host"] == socket.gethostname() and me["pid"] == os.getpid()
+        assert worker.id.startswith(f"{me['host']}:{me['pid']}:")
+        assert me["queues"] == [queue.name] and me["concurrency"] == 2
+        assert me["version"].startswith("echomq-python ") and me["protocol"] == echomq.PROTOCOL
+        assert me["ttl_ms"] == 300 and me["started"] <= me["beat"]
+        running = me["running"][0]
+        assert (running["queue"], running["id"], running["token"]) == (queue.name, job.id, 1)
+        assert me["beat"] < running["lease_until"] <= me["beat"] + 30_000
+    finally:
+        release.set()
+        worker.stop()
+        await runner
+    assert await listed() == [], "gone after a graceful stop"
+    assert await queue.executor.redis.exists(b"emq:worker:" + worker.id.encode()) == 0

@@ -196,4 +196,16 @@ impl Executor for Witness {
     async fn unregister(&self, key: &str, name: &str) -> Result<()> {
         self.inner.unregister(key, name).await
     }
+    async fn beat_worker(&self, registration: &echomq::workers::Registration) -> Result<()> {
+        self.inner.beat_worker(registration).await
+    }
+    async fn noted_workers(&self, limit: usize) -> Result<Vec<echomq::workers::Noted>> {
+        self.inner.noted_workers(limit).await
+    }
+    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
+        self.inner.forget_workers(ids, before).await
+    }
+    async fn unregister_worker(&self, id: &str) -> Result<()> {
+        self.inner.unregister_worker(id).await
+    }
 }

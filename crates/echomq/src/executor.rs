@@ -29,6 +29,7 @@ use tracing::Instrument;
 
 use crate::keyspace::Keyspace;
 use crate::transition::{Claim, Claims, Transition};
+use crate::workers::{Noted, Registration};
 use crate::{Error, Result};
 
 mod blocking;
@@ -144,6 +145,22 @@ pub trait Executor: Send + Sync + 'static {
 
     /// Take the queue `name` out of the registry at `key` (a deleted queue).
     async fn unregister(&self, key: &str, name: &str) -> Result<()>;
+
+    /// Write a worker's registration (PROTOCOL.md §2, `emq:workers`): its
+    /// hash `emq:worker:<id>` with every field, expiring after its TTL
+    /// (`HSET`, `PEXPIRE`), then `ZADD emq:workers <beat> <id>`.
+    async fn beat_worker(&self, registration: &Registration) -> Result<()>;
+
+    /// The worker registry's `limit` members of the latest beats, each with
+    /// its hash's fields (`None` once the hash is gone).
+    async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>>;
+
+    /// Take the workers `ids` out of the worker registry, and every member
+    /// whose beat is older than `before` (ms): `ZREM`, `ZREMRANGEBYSCORE`.
+    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()>;
+
+    /// A stopping worker's: delete its hash and take it out of the registry.
+    async fn unregister_worker(&self, id: &str) -> Result<()>;
 }
 
 /// A run of a Redis server: its `run_id`, new at every start, and whether it

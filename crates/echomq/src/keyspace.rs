@@ -29,6 +29,17 @@ pub use echomq_core::Role;
 /// without scanning the keyspace.
 pub const REGISTRY: &str = "emq:queues";
 
+/// The worker registry (PROTOCOL.md §2): every live worker's id → its last
+/// beat (the worker's clock, ms); each worker's own hash is [`worker`].
+pub const WORKERS: &str = "emq:workers";
+
+/// A worker's registration (PROTOCOL.md §2): `emq:worker:<id>`, a hash that
+/// expires unless the worker beats again.
+#[must_use]
+pub fn worker(id: &str) -> String {
+    format!("emq:worker:{id}")
+}
+
 use crate::id::JobId;
 use crate::record::State;
 use crate::{Error, Result};

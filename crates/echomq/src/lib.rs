@@ -31,6 +31,8 @@
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
+//! - [`workers`]: the worker registry: [`workers()`] lists the live workers
+//!   ([`WorkerInfo`]), their queues and the jobs they run now.
 //! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].
 
 #![warn(
@@ -51,6 +53,7 @@ pub mod record;
 pub mod schedule;
 pub mod transition;
 pub mod worker;
+pub mod workers;
 
 pub use echomq_core::{limits, Backoff, Code, Name, Policy, Version, PROTOCOL};
 pub use error::{Error, ErrorKind, Result};
@@ -70,3 +73,4 @@ pub use transition::{
     Admission, Claimed, Config, CountsReply, EventLog, Failed, Headers, Held, Inspection, Limit, Rate,
     Retention, Settings, Span, StatsReply, Tally, Unique,
 };
+pub use workers::{workers, RunningJob, WorkerInfo};

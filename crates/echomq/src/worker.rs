@@ -26,6 +26,8 @@
 //! - `worker/acker.rs`: acks gathered into one round trip under load, each
 //!   round trip fetching the next jobs for the slots it frees (ACKNEXT).
 //! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
+//! - `worker/registration.rs`: the worker's entry in the worker registry
+//!   (`emq:workers`), its queues and running jobs, beating under a TTL.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,6 +45,7 @@ use crate::transition::{Claims, Held};
 mod acker;
 mod handler;
 mod job;
+mod registration;
 mod upkeep;
 
 pub use handler::{Handler, HandlerError, HandlerFuture, JobOutput, Json, RetryAfter};
@@ -91,6 +94,12 @@ pub struct WorkerOptions {
     /// On shutdown, how long jobs in flight may run on before they are
     /// cancelled and released back to pending.
     pub grace: Duration,
+    /// How often the worker writes its entry in the worker registry
+    /// (`emq:workers`, [`workers`](crate::workers())), its running jobs
+    /// with it: its registry beat, not a lease's. The entry expires after
+    /// three registry beats without one. Taken within
+    /// [`MIN_BEAT`](crate::workers::MIN_BEAT)..=[`MAX_BEAT`](crate::workers::MAX_BEAT).
+    pub registry_beat: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -104,6 +113,7 @@ impl Default for WorkerOptions {
             idle_poll: Duration::from_millis(20),
             upkeep: Duration::from_millis(250),
             grace: Duration::from_secs(10),
+            registry_beat: crate::workers::DEFAULT_BEAT,
         }
     }
 }
@@ -159,11 +169,12 @@ impl Control {
 pub struct Worker {
     queues: Vec<Queue>,
     shared: Arc<Shared>,
+    id: String,
 }
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker").field("queues", &self.queues).finish_non_exhaustive()
+        f.debug_struct("Worker").field("id", &self.id).field("queues", &self.queues).finish_non_exhaustive()
     }
 }
 
@@ -182,7 +193,14 @@ impl Worker {
             releasing: CancellationToken::new(),
             asked: CancellationToken::new(),
         };
-        Worker { queues: vec![queue], shared: Arc::new(shared) }
+        Worker { queues: vec![queue], shared: Arc::new(shared), id: registration::new_id() }
+    }
+
+    /// Its id in the worker registry: `<host>:<pid>:<ULID>`, new for each
+    /// worker made ([`workers`](crate::workers())).
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// Work this queue as well; the concurrency limit is shared.
@@ -228,8 +246,10 @@ impl Worker {
         // would sit out their leases; the claim loop's claims are not waited for.
         let refills = self.queues.len() == 1 && self.queues[0].executor().replication().is_none();
         let queues = self.queues.len();
+        let mut hearts = Vec::with_capacity(queues);
         for queue in self.queues {
             let heart = job::Heart::new(queue.clone(), shared.options.lease);
+            hearts.push(heart.clone());
             loops.spawn(heart.clone().run());
             let (acker, inbox) = acker::Acker::channel();
             let meters = job::Meters::new(queue.name());
@@ -244,6 +264,14 @@ impl Worker {
             loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone(), queues));
         }
         drop(job_tx);
+        let options = &shared.options;
+        let registrar = Arc::new(registration::Registrar::new(
+            self.id,
+            options.concurrency,
+            options.registry_beat,
+            &hearts,
+        ));
+        loops.spawn(registrar.clone().run());
         tokio::pin!(shutdown);
         // The grace runs from the stop asked; until then (a quiet worker,
         // claiming no more) jobs run to their end.
@@ -279,6 +307,7 @@ impl Worker {
             }
         }
         loops.shutdown().await;
+        registrar.unregister().await;
     }
 }
 

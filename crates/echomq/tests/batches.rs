@@ -215,6 +215,18 @@ impl echomq::Executor for ResetOnce {
     async fn unregister(&self, key: &str, name: &str) -> echomq::Result<()> {
         self.inner.unregister(key, name).await
     }
+    async fn beat_worker(&self, registration: &echomq::workers::Registration) -> echomq::Result<()> {
+        self.inner.beat_worker(registration).await
+    }
+    async fn noted_workers(&self, limit: usize) -> echomq::Result<Vec<echomq::workers::Noted>> {
+        self.inner.noted_workers(limit).await
+    }
+    async fn forget_workers(&self, ids: &[String], before: u64) -> echomq::Result<()> {
+        self.inner.forget_workers(ids, before).await
+    }
+    async fn unregister_worker(&self, id: &str) -> echomq::Result<()> {
+        self.inner.unregister_worker(id).await
+    }
 }
 
 /// The jobs' round trip broke after the server took them: the batch sends

@@ -386,6 +386,18 @@ impl Executor for Alternate {
     async fn unregister(&self, key: &str, name: &str) -> echomq::Result<()> {
         self.lua.unregister(key, name).await
     }
+    async fn beat_worker(&self, registration: &echomq::workers::Registration) -> echomq::Result<()> {
+        self.lua.beat_worker(registration).await
+    }
+    async fn noted_workers(&self, limit: usize) -> echomq::Result<Vec<echomq::workers::Noted>> {
+        self.lua.noted_workers(limit).await
+    }
+    async fn forget_workers(&self, ids: &[String], before: u64) -> echomq::Result<()> {
+        self.lua.forget_workers(ids, before).await
+    }
+    async fn unregister_worker(&self, id: &str) -> echomq::Result<()> {
+        self.lua.unregister_worker(id).await
+    }
 }
 
 /// Run `cases` random sequences on one module-loaded server; `targets` makes

@@ -16,7 +16,8 @@
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
 //! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge, drain, delete-queue.
-//! - `work.rs`: a worker that runs a command per job.
+//! - `work.rs`: a worker that runs a command per job, and its metrics (`--metrics`).
+//! - `workers.rs`: the live workers, from the worker registry.
 //! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
 //! - `scripts.rs`: the loadable Lua scripts and their SHA1s, for other speakers.
@@ -74,6 +75,7 @@ mod ops;
 mod schedule;
 mod scripts;
 mod work;
+mod workers;
 
 /// `emq --version`: the program's version and the protocol's it speaks,
 /// `emq 0.1.0 (protocol 1.0)`.
@@ -127,6 +129,9 @@ enum Command {
     Stats(ops::StatsArgs),
     /// List the queues on the server, from its queue registry.
     Queues(ops::QueuesArgs),
+    /// List the live workers, from the worker registry: host, pid, queues,
+    /// jobs running, when each started and last beat.
+    Workers(workers::Args),
     /// Send dead jobs back to pending.
     Retry(ops::RetryArgs),
     /// Cancel jobs (any state but done); a running job's worker loses its lease.
@@ -188,7 +193,8 @@ async fn main() {
         | Command::Events(_)
         | Command::List(_)
         | Command::Stats(_)
-        | Command::Queues(_) => true,
+        | Command::Queues(_)
+        | Command::Workers(_) => true,
         Command::Config(args) => args.only_reads(),
         Command::Schedule(args) => args.only_reads(),
         _ => false,
@@ -213,6 +219,7 @@ async fn main() {
         Command::List(args) => ops::list(&cli.server, args).await,
         Command::Stats(args) => ops::stats(&cli.server, args).await,
         Command::Queues(args) => ops::queues(&cli.server, args).await,
+        Command::Workers(args) => workers::run(&cli.server, args).await,
         Command::Retry(args) => ops::retry(&cli.server, args).await,
         Command::Cancel(args) => ops::cancel(&cli.server, args).await,
         Command::Purge(args) => ops::purge(&cli.server, args).await,

@@ -12,6 +12,11 @@
 //! commands run to their end, and the worker waits, idle, for SIGINT or
 //! SIGTERM, as Sidekiq's "quiet" before a deploy.
 //! `emq progress` (here too) is run by a job's command to report progress.
+//!
+//! With `--metrics ADDR` the worker serves its own metrics (the library's
+//! `emq_jobs_*_total` counters and `emq_job_*_seconds` histograms, by queue:
+//! docs/metrics.md) for Prometheus at `http://ADDR/metrics`, through the
+//! `metrics` ecosystem's exporter.
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -80,6 +85,34 @@ pub struct Args {
     /// Without it, the command's stdout is the worker's.
     #[arg(long)]
     result: bool,
+    /// Serve this worker's metrics for Prometheus on ADDR (`127.0.0.1:9464`:
+    /// loopback keeps them to this machine; `0.0.0.0:9464` opens them to
+    /// the network), at any path, `/metrics` by custom: jobs processed,
+    /// failed, retried, dead, deferred and timed out, leases lost, and the
+    /// wait and run histograms, by queue (docs/metrics.md). Refused (exit 2)
+    /// when it cannot listen there.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
+}
+
+/// The histograms' buckets, in seconds: job waits and runs from a few ms to an hour.
+const BUCKETS: [f64; 18] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,
+    3600.0,
+];
+
+/// Serve the metrics this process records on `addr`, for Prometheus.
+fn serve_metrics(addr: std::net::SocketAddr) -> Result<(), Error> {
+    let refused = |err: metrics_exporter_prometheus::BuildError| {
+        Exit::usage(format!("cannot serve metrics on --metrics {addr}: {err}; no job was claimed"))
+    };
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets(&BUCKETS)
+        .map_err(refused)?
+        .install()
+        .map_err(refused)?;
+    Ok(())
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
@@ -89,6 +122,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     }
     // A command that cannot run would fail every job it is given.
     runnable(&args.command[0])?;
+    if let Some(addr) = args.metrics {
+        serve_metrics(addr)?;
+    }
     let command = Arc::new(Command { argv: args.command, environment: server.environment() });
     let keep_result = args.result;
     let options = WorkerOptions {
@@ -125,10 +161,12 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     // the first log lines at once stops the worker gracefully, not by default.
     let signals = Signals::catch();
     tracing::info!(
+        worker = worker.id(),
         queues = %args.queues.join(","),
         executor = server.executor_name().await,
         concurrency = args.concurrency,
         lease = %humantime::format_duration(args.lease),
+        metrics = args.metrics.map(|addr| format!("http://{addr}/metrics")),
         "emq work started; SIGTERM or Ctrl-C stops it gracefully (a second one at once), SIGTSTP stops claiming"
     );
     // In the log, not on bare stderr: a JSON log stays JSON.

@@ -20,7 +20,10 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 - SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
   within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
 - upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
-  dead, cancelled), SETTLE, and the queue's due ``every`` schedules.
+  dead, cancelled), SETTLE, and the queue's due ``every`` schedules;
+- its entry in the worker registry (:mod:`echomq.registration`,
+  ``emq:workers``) every ``registry_beat``, with the jobs it runs, deleted at a
+  graceful stop.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from . import _protocol, calls
 from .errors import FenceError, NoJobError, Refused
 from .model import Claimed, Policy, read_claims
 from .queue import Queue
+from .registration import Registration, new_id, now_ms
 from .upkeep import Upkeep
 
 log = logging.getLogger("echomq.worker")
@@ -111,6 +115,8 @@ class _Running:
     handler: asyncio.Task[Any] | None = None
     fenced: bool = False
     released: bool = False
+    renewed: float = field(default_factory=time.monotonic)
+    """When the lease was claimed or last renewed (``time.monotonic()``)."""
 
     def lose(self, why: str) -> None:
         """The lease is gone: stop the handler, drop its result."""
@@ -147,6 +153,7 @@ class Worker:
         idle_wait: float = 1.0,
         upkeep: float = 0.25,
         grace: float = 10.0,
+        registry_beat: float = 5.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -167,6 +174,11 @@ class Worker:
         self._exec = queue.executor
         self.upkeep = Upkeep(queue, max_attempts, upkeep)
         """The upkeep this worker owes its queue (§11.3), run every ``upkeep`` seconds."""
+        self.id = new_id()
+        """Its id in the worker registry (§11.3): ``<host>:<pid>:<ULID>``, new for each worker."""
+        self.registration = Registration(self._exec.redis, self.id, [queue.name], concurrency,
+                                         registry_beat)
+        """Its entry in the worker registry, written every ``registry_beat`` seconds (0.01 to 60)."""
         self._running: dict[str, _Running] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._free = concurrency
@@ -200,6 +212,7 @@ class Worker:
             asyncio.create_task(self._heart(), name="echomq-heart"),
             asyncio.create_task(self._upkeep(), name="echomq-upkeep"),
             asyncio.create_task(self._acker(), name="echomq-acker"),
+            asyncio.create_task(self._beats(), name="echomq-registration"),
         ]
         claimer = asyncio.create_task(self._claimer(), name="echomq-claim")
         try:
@@ -217,6 +230,7 @@ class Worker:
             for task in [claimer, *helpers]:
                 task.cancel()
             await asyncio.gather(claimer, *helpers, return_exceptions=True)
+            await self.registration.leave()
             if handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     try:
@@ -456,6 +470,7 @@ class Worker:
             entries = [e for e in self._running.values() if not e.fenced]
             if not entries:
                 continue
+            sent = time.monotonic()
             try:
                 replies = await self._exec.run_many(
                     [calls.extend(self._ks, e.claimed.id, e.claimed.token, self.lease_ms) for e in entries]
@@ -466,6 +481,8 @@ class Worker:
             for entry, reply in zip(entries, replies):
                 if isinstance(reply, (FenceError, NoJobError)):
                     entry.lose(reply.code)
+                elif not isinstance(reply, Exception):
+                    entry.renewed = sent
 
     async def _finish_running(self) -> None:
         deadline = time.monotonic() + self.grace
@@ -477,6 +494,24 @@ class Worker:
                 entry.handler.cancel()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- the worker registry ----------------------------------------------------------
+
+    async def _beats(self) -> None:
+        """Write the worker's entry now and every beat, until the end of run()."""
+        while not self._closed.is_set():
+            await self.registration.beat(self._running_now())
+            await self._sleep(self.registration.beat_every)
+
+    def _running_now(self) -> list[dict[str, Any]]:
+        """The jobs it holds a lease on, as §11.3's ``running`` lists them."""
+        now, clock = now_ms(), time.monotonic()
+        lease = self.lease_ms / 1000
+        return [
+            {"queue": self.queue.name, "id": e.claimed.id, "token": e.claimed.token,
+             "lease_until": now + max(0, int((e.renewed + lease - clock) * 1000))}
+            for e in self._running.values() if not e.fenced
+        ]
 
     # -- upkeep -----------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 //! code the native module runs.
 
 use crate::ErrorKind;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -15,6 +15,8 @@ use echomq_core::{Memory, Reply};
 use redis::Value;
 
 use super::{Call, Executor, Interrupts, StreamEntry};
+use crate::keyspace;
+use crate::workers::{Noted, Registration};
 use crate::{Error, Result};
 
 /// Runs transitions in this process. Cheap to clone; clones share the store.
@@ -26,6 +28,9 @@ pub struct Embedded {
     /// Told after every run that may have written (the event log grew).
     changes: Arc<tokio::sync::Notify>,
     interrupts: Arc<Interrupts>,
+    /// When each worker registration's hash expires (the store keeps no
+    /// TTLs), ms on the store's clock; always locked after the store.
+    worker_deadlines: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl std::fmt::Debug for Embedded {
@@ -55,6 +60,7 @@ impl Embedded {
             arrivals: Arc::default(),
             changes: Arc::default(),
             interrupts: Arc::default(),
+            worker_deadlines: Arc::default(),
         }
     }
 
@@ -62,6 +68,10 @@ impl Embedded {
     #[must_use]
     pub fn dump(&self) -> BTreeMap<Vec<u8>, Dump> {
         self.store().dump()
+    }
+
+    fn worker_deadlines(&self) -> MutexGuard<'_, HashMap<String, u64>> {
+        self.worker_deadlines.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The store itself, for tests that arrange keys by hand.
@@ -141,6 +151,8 @@ impl Executor for Embedded {
     async fn register(&self, key: &str, name: &str) -> Result<()> {
         let mut store = self.store();
         registry_type(&mut store, key)?;
+        // The store's `now` holds still within a call: a new one begins.
+        store.begin();
         let now = store.now_ms() as f64;
         // GT: a clock that went back leaves the later time.
         if store.zscore(key.as_bytes(), name.as_bytes()).is_none_or(|seen| seen < now) {
@@ -165,6 +177,97 @@ impl Executor for Embedded {
         registry_type(&mut store, key)?;
         store.zrem(key.as_bytes(), name.as_bytes());
         Ok(())
+    }
+
+    /// As on Redis; the hash's deadline is kept beside the store, on its
+    /// clock, and a hash past it is deleted when next looked at.
+    async fn beat_worker(&self, registration: &Registration) -> Result<()> {
+        let key = keyspace::worker(&registration.id);
+        let mut store = self.store();
+        let mut deadlines = self.worker_deadlines();
+        expire_worker(&mut store, &mut deadlines, &key);
+        hash_type(&mut store, &key)?;
+        registry_type(&mut store, keyspace::WORKERS)?;
+        store.begin();
+        let fields: Vec<(&[u8], &[u8])> = registration
+            .fields
+            .iter()
+            .map(|(field, value)| (field.as_str().as_bytes(), value.as_bytes()))
+            .collect();
+        store.hset(key.as_bytes(), &fields);
+        let ttl = u64::try_from(registration.ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        deadlines.insert(key, store.now_ms().saturating_add(ttl));
+        store.zadd(keyspace::WORKERS.as_bytes(), registration.beat as f64, registration.id.as_bytes());
+        Ok(())
+    }
+
+    async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>> {
+        let mut store = self.store();
+        let mut deadlines = self.worker_deadlines();
+        registry_type(&mut store, keyspace::WORKERS)?;
+        let all = store.zhead(keyspace::WORKERS.as_bytes(), usize::MAX);
+        let mut noted = Vec::new();
+        for member in all.iter().rev().take(limit) {
+            let id = String::from_utf8_lossy(member).into_owned();
+            let key = keyspace::worker(&id);
+            expire_worker(&mut store, &mut deadlines, &key);
+            hash_type(&mut store, &key)?;
+            let beat = store.zscore(keyspace::WORKERS.as_bytes(), member).unwrap_or_default() as u64;
+            let fields: HashMap<String, String> = store
+                .hgetall(key.as_bytes())
+                .into_iter()
+                .map(|(field, value)| {
+                    (
+                        String::from_utf8_lossy(&field).into_owned(),
+                        String::from_utf8_lossy(&value).into_owned(),
+                    )
+                })
+                .collect();
+            noted.push(Noted { id, beat, fields: (!fields.is_empty()).then_some(fields) });
+        }
+        Ok(noted)
+    }
+
+    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
+        let mut store = self.store();
+        registry_type(&mut store, keyspace::WORKERS)?;
+        let key = keyspace::WORKERS.as_bytes();
+        for id in ids {
+            store.zrem(key, id.as_bytes());
+        }
+        // Scores below `before`: those up to the largest float under it.
+        for member in store.zupto(key, (before as f64).next_down(), usize::MAX) {
+            store.zrem(key, &member);
+        }
+        Ok(())
+    }
+
+    async fn unregister_worker(&self, id: &str) -> Result<()> {
+        let key = keyspace::worker(id);
+        let mut store = self.store();
+        registry_type(&mut store, keyspace::WORKERS)?;
+        self.worker_deadlines().remove(&key);
+        store.del(key.as_bytes());
+        store.zrem(keyspace::WORKERS.as_bytes(), id.as_bytes());
+        Ok(())
+    }
+}
+
+/// Delete the worker hash `key` when its deadline has passed on the store's clock.
+fn expire_worker(store: &mut Memory, deadlines: &mut HashMap<String, u64>, key: &str) {
+    // The store's `now` holds still within a call: a new one begins.
+    store.begin();
+    if deadlines.get(key).is_some_and(|deadline| *deadline <= store.now_ms()) {
+        deadlines.remove(key);
+        store.del(key.as_bytes());
+    }
+}
+
+/// A worker's key holds a hash, or nothing: as Redis answers WRONGTYPE.
+fn hash_type(store: &mut Memory, key: &str) -> Result<()> {
+    match store.key_type(key.as_bytes()) {
+        KeyType::None | KeyType::Hash => Ok(()),
+        _ => Err(Error::new(ErrorKind::Server, format!("WRONGTYPE {key} is not a hash"))),
     }
 }
 

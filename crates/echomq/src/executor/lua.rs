@@ -20,6 +20,7 @@ use super::transport::{sized_command, Transport};
 use super::{
     claimed_nothing, one, Call, Executor, Interrupts, Replication, ServerRun, StreamEntry, BUSY_NAP,
 };
+use crate::workers::{Noted, Registration};
 use crate::{Error, Result};
 
 mod scripts;
@@ -134,6 +135,22 @@ where
 
     async fn unregister(&self, key: &str, name: &str) -> Result<()> {
         self.redis.unregister(key, name).await
+    }
+
+    async fn beat_worker(&self, registration: &Registration) -> Result<()> {
+        self.redis.beat_worker(registration).await
+    }
+
+    async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>> {
+        self.redis.noted_workers(limit).await
+    }
+
+    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
+        self.redis.forget_workers(ids, before).await
+    }
+
+    async fn unregister_worker(&self, id: &str) -> Result<()> {
+        self.redis.unregister_worker(id).await
     }
 
     /// With blocking connections, claim and wait on the queue's wake-up key

@@ -6,6 +6,7 @@
 //! idle claim waits.
 
 use crate::ErrorKind;
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,8 @@ use super::blocking::{Blocking, Open};
 use super::replication::{confirms, Sent};
 use super::stream::{read_stream_on, stream_last_on};
 use super::{Call, Replication, ServerRun, StreamEntry};
+use crate::keyspace;
+use crate::workers::{Noted, Registration};
 use crate::{Error, Result};
 
 /// The transport: what a Redis executor holds, whatever it sends.
@@ -164,12 +167,98 @@ where
         Ok(())
     }
 
+    /// A worker's registration (PROTOCOL.md §2): `HSET` and `PEXPIRE` of its
+    /// hash in one round trip, then `ZADD emq:workers`. Two keys in two
+    /// slots, so two round trips, not one transaction: the hash first, so
+    /// that a member is never noted before its hash.
+    pub(super) async fn beat_worker(&self, registration: &Registration) -> Result<()> {
+        let key = keyspace::worker(&registration.id);
+        let mut conn = self.conn.clone();
+        let mut hash = redis::pipe();
+        let set = hash.cmd("HSET").arg(&key);
+        for (field, value) in &registration.fields {
+            set.arg(field.as_str()).arg(value);
+        }
+        hash.ignore().cmd("PEXPIRE").arg(&key).arg(ttl_ms(registration.ttl)).ignore();
+        let () = hash.query_async(&mut conn).await?;
+        let _: i64 = redis::cmd("ZADD")
+            .arg(keyspace::WORKERS)
+            .arg(registration.beat)
+            .arg(&registration.id)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The worker registry's `limit` latest members with their scores, then
+    /// each one's hash (one HGETALL each, sent together on the connection).
+    pub(super) async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn.clone();
+        let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(keyspace::WORKERS)
+            .arg(0)
+            .arg(limit - 1)
+            .arg("REV")
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await?;
+        let hashes = members.iter().map(|(id, _)| {
+            let mut conn = self.conn.clone();
+            async move {
+                redis::cmd("HGETALL")
+                    .arg(keyspace::worker(id))
+                    .query_async::<HashMap<String, String>>(&mut conn)
+                    .await
+            }
+        });
+        let hashes = futures_util::future::join_all(hashes).await;
+        members
+            .into_iter()
+            .zip(hashes)
+            .map(|((id, beat), fields)| {
+                let fields = fields?;
+                Ok(Noted { id, beat: beat as u64, fields: (!fields.is_empty()).then_some(fields) })
+            })
+            .collect()
+    }
+
+    /// `ZREM emq:workers ids…` and `ZREMRANGEBYSCORE emq:workers -inf (before`.
+    pub(super) async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
+        let mut conn = self.conn.clone();
+        if !ids.is_empty() {
+            let _: i64 = redis::cmd("ZREM").arg(keyspace::WORKERS).arg(ids).query_async(&mut conn).await?;
+        }
+        let _: i64 = redis::cmd("ZREMRANGEBYSCORE")
+            .arg(keyspace::WORKERS)
+            .arg("-inf")
+            .arg(format!("({before}"))
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// `DEL emq:worker:<id>`, then `ZREM emq:workers <id>`.
+    pub(super) async fn unregister_worker(&self, id: &str) -> Result<()> {
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("DEL").arg(keyspace::worker(id)).query_async(&mut conn).await?;
+        let _: i64 = redis::cmd("ZREM").arg(keyspace::WORKERS).arg(id).query_async(&mut conn).await?;
+        Ok(())
+    }
+
     /// End every wait on the blocking connections now (see [`unblock_waits`]).
     pub(super) async fn unblock_waits(&self) {
         if let Some(blocking) = &self.blocking {
             unblock_waits(&self.conn, blocking).await;
         }
     }
+}
+
+/// A TTL in whole ms for PEXPIRE: at least 1 (0 would delete the key).
+pub(super) fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 /// A command that starts with `head`, with room for `call`'s key count,

@@ -45,6 +45,12 @@ pub mod metric {
     pub const LEASES_LOST: &str = "emq_leases_lost_total";
     /// Seconds from claim to the handler's end.
     pub const RUN_SECONDS: &str = "emq_job_run_seconds";
+    /// Seconds from enqueue to the start of this attempt: from the mint
+    /// time in the job's branded id (a ULID's ms), since a claim's reply
+    /// carries no `enqueued_at`; so a delayed or retried job's wait counts
+    /// its delay and its earlier attempts too. Jobs whose id is not branded
+    /// (another speaker's, a derived one) are not counted.
+    pub const WAIT_SECONDS: &str = "emq_job_wait_seconds";
 }
 
 /// The longest error text kept; FAIL's limit is far above it.
@@ -165,6 +171,7 @@ pub(in crate::worker) struct Meters {
     timed_out: metrics::Counter,
     leases_lost: metrics::Counter,
     run_seconds: metrics::Histogram,
+    wait_seconds: metrics::Histogram,
 }
 
 impl Meters {
@@ -180,6 +187,7 @@ impl Meters {
             timed_out: metrics::counter!(metric::TIMED_OUT, &labels),
             leases_lost: metrics::counter!(metric::LEASES_LOST, &labels),
             run_seconds: metrics::histogram!(metric::RUN_SECONDS, &labels),
+            wait_seconds: metrics::histogram!(metric::WAIT_SECONDS, &labels),
         }
     }
 }
@@ -229,6 +237,9 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
     };
     // The claim came just before this moment: the lease holds until `lease` from now.
     let started = Instant::now();
+    if let Some(waited) = waited(&job.id) {
+        meters.wait_seconds.record(waited.as_secs_f64());
+    }
     let mut lease = Lease::new(heart, &job, started);
     // A task of its own, not a future polled here: a handler that computes or
     // blocks for long must not starve its own heartbeat. (Polling it inline
@@ -312,6 +323,16 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
         }
     }
     meters.run_seconds.record(started.elapsed().as_secs_f64());
+}
+
+/// How long ago the job was enqueued, from the mint time in its branded id;
+/// `None` for an id that is not branded. A clock behind the producer's reads as 0.
+fn waited(id: &JobId) -> Option<Duration> {
+    if !id.is_branded() {
+        return None;
+    }
+    let minted = ulid::Ulid::from_string(&id.as_str()[crate::id::PREFIX.len()..]).ok()?.timestamp_ms();
+    Some(Duration::from_millis(crate::workers::now_ms().saturating_sub(minted)))
 }
 
 /// A failed run, to report with FAIL.
@@ -424,7 +445,19 @@ fn truncate(mut text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::well_formed_traceparent;
+    use super::{waited, well_formed_traceparent};
+    use crate::JobId;
+
+    #[test]
+    fn a_branded_id_tells_how_long_its_job_waited() {
+        let minted = JobId::mint();
+        assert!(waited(&minted).unwrap() < std::time::Duration::from_secs(5));
+        // Minted at the epoch's first ms: as long ago as the clock says.
+        let old: JobId = "JOB_00000000010000000000000000".parse().unwrap();
+        let age = waited(&old).unwrap().as_millis() as u64;
+        assert!(age.abs_diff(crate::workers::now_ms()) < 5_000, "{age}");
+        assert_eq!(waited(&"JOBX".parse().unwrap()), None, "not branded: not counted");
+    }
 
     #[test]
     fn only_a_well_formed_traceparent_is_taken() {

@@ -320,6 +320,19 @@ impl Heart {
         self.beats().running.remove(&key);
     }
 
+    /// The jobs running under this heart now, their leases not lost: each
+    /// one's id, token, and until when its lease holds as this worker knows it.
+    pub(in crate::worker) fn running(&self) -> Vec<(JobId, u64, Instant)> {
+        let beats = self.beats();
+        let live = beats.running.values().filter(|beat| !beat.lost.is_cancelled());
+        live.map(|beat| (beat.id.clone(), beat.token, beat.state().renewed + self.length)).collect()
+    }
+
+    /// The queue whose jobs this heart renews.
+    pub(in crate::worker) fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
     /// A third of the lease: the longest a lease goes unrenewed.
     fn beat(&self) -> Duration {
         (self.length / 3).max(Duration::from_millis(4))

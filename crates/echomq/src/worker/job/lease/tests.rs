@@ -85,6 +85,22 @@ impl Executor for SlowRenewals {
     async fn unregister(&self, key: &str, name: &str) -> Result<()> {
         self.inner.unregister(key, name).await
     }
+
+    async fn beat_worker(&self, registration: &crate::workers::Registration) -> Result<()> {
+        self.inner.beat_worker(registration).await
+    }
+
+    async fn noted_workers(&self, limit: usize) -> Result<Vec<crate::workers::Noted>> {
+        self.inner.noted_workers(limit).await
+    }
+
+    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
+        self.inner.forget_workers(ids, before).await
+    }
+
+    async fn unregister_worker(&self, id: &str) -> Result<()> {
+        self.inner.unregister_worker(id).await
+    }
 }
 
 /// A handler that ends just as the heart sends a renewal: the ack waits
