@@ -172,6 +172,17 @@ impl From<redis::RedisError> for Problem {
     }
 }
 
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::BadInput(said) => write!(f, "bad input: {said}"),
+            Problem::NotFound(said) => write!(f, "not found: {said}"),
+            Problem::Forbidden(said) => write!(f, "refused: {said}"),
+            Problem::Failed(said) => write!(f, "{said}"),
+        }
+    }
+}
+
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let (status, title, said) = match self {
@@ -295,7 +306,7 @@ impl<'a> Write<'a> {
     fn logged<T>(&self, done: Result<T, Problem>, said: impl FnOnce(&T) -> String) -> Result<T, Problem> {
         match &done {
             Ok(value) => self.log(&said(value)),
-            Err(problem) => self.log(&format!("failed: {problem:?}")),
+            Err(problem) => self.log(&format!("failed: {problem}")),
         }
         done
     }
