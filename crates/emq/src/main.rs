@@ -15,7 +15,9 @@
 //! - `failure.rs`: what a failed call did, in words, and what is safe next.
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
-//! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge, drain, delete-queue.
+//! - `ops.rs`: inspect, list, find, stats, queues, retry, cancel, purge, drain, delete-queue.
+//! - `select.rs`: selecting jobs in bulk (a bounded walk, an id prefix), and
+//!   retry or cancel of a selection: for `find`, `retry --all-dead`, `cancel --all`, the dashboard.
 //! - `work.rs`: a worker that runs a command per job.
 //! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
@@ -73,6 +75,7 @@ mod log;
 mod ops;
 mod schedule;
 mod scripts;
+mod select;
 mod work;
 
 /// `emq --version`: the program's version and the protocol's it speaks,
@@ -123,14 +126,21 @@ enum Command {
     Events(events::EventsArgs),
     /// List a queue's jobs in one state, first to be served first.
     List(ops::ListArgs),
+    /// Find jobs, newest first: those of a state whose payload or last error
+    /// contains a text, or (--id) those whose id starts with a prefix; a
+    /// bounded search that says where it stopped and how to resume.
+    Find(ops::FindArgs),
     /// Count each queue's jobs by state, and show its flow settings (paused, limits).
     Stats(ops::StatsArgs),
     /// List the queues on the server, from its queue registry.
     Queues(ops::QueuesArgs),
-    /// Send dead jobs back to pending.
+    /// Send dead jobs back to pending: by id, or every dead job of a queue
+    /// (--all-dead, optionally --matching a text; --yes to do it, else the count).
     Retry(ops::RetryArgs),
     /// Cancel jobs (any state but done); a running job's worker loses its lease.
-    Cancel(ops::JobsArgs),
+    /// By id, or every job of a queue in a state (--all STATE, optionally
+    /// --matching a text; --yes to do it, else the count).
+    Cancel(ops::CancelArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
     Purge(ops::PurgeArgs),
     /// Delete a queue's pending and delayed jobs (--active: its running ones too).
@@ -187,6 +197,7 @@ async fn main() {
         | Command::Result(_)
         | Command::Events(_)
         | Command::List(_)
+        | Command::Find(_)
         | Command::Stats(_)
         | Command::Queues(_) => true,
         Command::Config(args) => args.only_reads(),
@@ -211,6 +222,7 @@ async fn main() {
         Command::Result(args) => events::result(&cli.server, args).await,
         Command::Events(args) => events::events(&cli.server, args).await,
         Command::List(args) => ops::list(&cli.server, args).await,
+        Command::Find(args) => ops::find(&cli.server, args).await,
         Command::Stats(args) => ops::stats(&cli.server, args).await,
         Command::Queues(args) => ops::queues(&cli.server, args).await,
         Command::Retry(args) => ops::retry(&cli.server, args).await,
