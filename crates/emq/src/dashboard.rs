@@ -111,6 +111,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/queues/{queue}/drain", get(queues::drain_page).post(queues::drain))
         .route("/queues/{queue}/configure", post(queues::configure))
         .route("/queues/{queue}/state/{state}", get(jobs::state_page))
+        .route("/queues/{queue}/state/{state}/bulk", post(jobs::bulk))
         .route("/queues/{queue}/jobs/{id}", get(job::job_page))
         .route("/queues/{queue}/jobs/{id}/{action}", post(job::job_action))
         .route("/queues/{queue}/schedules", get(schedules::schedules_page))
@@ -159,6 +160,9 @@ impl From<echomq::Error> for Problem {
 
 impl From<Error> for Problem {
     fn from(err: Error) -> Problem {
+        if let Some(refused) = err.downcast_ref::<crate::select::Refused>() {
+            return Problem::BadInput(refused.to_string());
+        }
         match err.downcast::<echomq::Error>() {
             Ok(err) => Problem::from(*err),
             Err(err) => Problem::Failed(crate::failure::explain(err.as_ref())),

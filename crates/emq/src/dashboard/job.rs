@@ -187,16 +187,7 @@ async fn job_events(
     born: Option<u64>,
 ) -> Result<JobEvents, Error> {
     type Entry = (String, Vec<(String, Vec<u8>)>);
-    let first: Vec<Entry> = redis::cmd("XRANGE")
-        .arg(keys.events())
-        .arg("-")
-        .arg("+")
-        .arg("COUNT")
-        .arg(1)
-        .query_async(conn)
-        .await?;
-    let first_ms = first.first().and_then(|(entry, _)| entry.split('-').next()?.parse::<u64>().ok());
-    let trimmed = matches!((first_ms, born), (Some(first), Some(born)) if first > born);
+    let trimmed = last_trimmed(conn, keys).await?.is_some_and(|gone| born.is_none_or(|born| gone >= born));
     let mut start = born.map_or_else(|| "-".to_owned(), |ms| format!("{ms}-0"));
     let mut out = JobEvents { found: Vec::new(), trimmed, stopped: None, read: 0 };
     loop {
@@ -238,6 +229,33 @@ async fn job_events(
             return Ok(out);
         }
     }
+}
+
+/// The ms of the newest entry trimmed (or deleted) from the queue's event
+/// log, when any was: XINFO STREAM's `max-deleted-entry-id` (Redis 7). A
+/// job enqueued after it lost none of its events.
+async fn last_trimmed(conn: &mut Conn, keys: &Keyspace) -> Result<Option<u64>, Error> {
+    let info =
+        match redis::cmd("XINFO").arg("STREAM").arg(keys.events()).query_async::<redis::Value>(conn).await {
+            Ok(info) => info,
+            // No log yet: nothing was trimmed.
+            Err(err) if err.code() == Some("ERR") => return Ok(None),
+            Err(err) => return Err(err.into()),
+        };
+    let pairs: Vec<(redis::Value, redis::Value)> = match info {
+        redis::Value::Map(pairs) => pairs,
+        redis::Value::Array(items) => {
+            items.chunks(2).filter_map(|pair| Some((pair.first()?.clone(), pair.get(1)?.clone()))).collect()
+        }
+        _ => Vec::new(),
+    };
+    let text = |value: &redis::Value| redis::from_redis_value::<String>(value.clone()).ok();
+    let gone = pairs
+        .iter()
+        .find(|(name, _)| text(name).as_deref() == Some("max-deleted-entry-id"))
+        .and_then(|(_, id)| text(id))
+        .and_then(|id| id.parse::<echomq::StreamId>().ok());
+    Ok(gone.filter(|id| *id != echomq::StreamId::ZERO).map(|id| id.ms))
 }
 
 impl JobEvents {

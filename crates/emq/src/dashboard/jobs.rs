@@ -5,9 +5,10 @@
 //! actions on a selection or on all that match, after a confirmation that
 //! says how many.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State as Extract};
+use axum::extract::{ConnectInfo, Form, Path, Query, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use echomq::{JobId, State};
@@ -15,10 +16,17 @@ use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::html::{self, queue_path, urlencode};
-use super::{keys_of, queue_of, state_of, App, Problem};
+use super::{keys_of, queue_of, state_of, App, Problem, Write};
+use crate::select::{self, Action, Applied, Selection};
 
 /// Jobs a page.
 pub const PAGE: u64 = 25;
+/// How many jobs one search step examines (payload and error read for each).
+const SCAN_BUDGET: u64 = 2_000;
+/// How many id prefixes' matches a search lists.
+const PREFIX_BUDGET: u64 = 10_000;
+/// How many jobs the confirmation of "all matching" counts at most.
+const COUNT_BUDGET: u64 = 10_000;
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -63,7 +71,7 @@ pub async fn state_page(
                 .await?;
             let ids = ids.iter().map(|id| super::job_id(id)).collect::<Result<Vec<_>, _>>()?;
             let pager = pager(&name, state, page, last, total);
-            (format!("{total} {state}"), Listing { ids, above: pager.clone(), below: pager })
+            (format!("{total} {state}"), Listing { ids, above: pager.clone(), below: pager, matching: None })
         }
         Some(text) => match search_step(&app, &name, state, text, query.from.unwrap_or(0)).await? {
             Found::Job(id) => {
@@ -99,6 +107,7 @@ pub async fn state_page(
                 }
             }))
             @if rows.is_empty() { p.none #none { "none" } }
+            @if token.is_some() { (bulk_buttons(state, listing.matching.as_deref())) }
         }
         (listing.below)
     };
@@ -114,6 +123,8 @@ struct Listing {
     ids: Vec<JobId>,
     above: Markup,
     below: Markup,
+    /// The search text the ids match, for "all matching".
+    matching: Option<String>,
 }
 
 /// First, previous, next and last, and where this page is.
@@ -221,14 +232,221 @@ enum Found {
     Listed(String, Listing),
 }
 
-/// A search of `state`'s jobs: an exact id of this queue opens the job.
-async fn search_step(app: &App, name: &str, state: State, text: &str, _from: u64) -> Result<Found, Problem> {
+/// One step of a search of `state`'s jobs: an exact id of this queue opens
+/// the job; an id's start (`JOB…`) lists the ids that start so, in any
+/// state; other text examines [`SCAN_BUDGET`] jobs from rank `from`, newest
+/// first, and says where it stopped, with a link that goes on from there.
+async fn search_step(app: &App, name: &str, state: State, text: &str, from: u64) -> Result<Found, Problem> {
+    let mut conn = app.conn.clone();
     if let Ok(id) = text.parse::<JobId>() {
         if queue_of(app, name)?.inspect(&id).await?.is_some() {
             return Ok(Found::Job(id));
         }
     }
-    let said = html! { p.note #searched { "No job " code { (text) } " in " (name) "." } };
-    let listing = Listing { ids: Vec::new(), above: said, below: html! {} };
-    Ok(Found::Listed(format!("0 {state}"), listing))
+    let kind = echomq::id::KIND;
+    if text.starts_with(kind) || kind.starts_with(text) {
+        let limit = usize::try_from(PAGE).unwrap_or(usize::MAX);
+        let (found, complete) = select::by_prefix(&mut conn, name, text, PREFIX_BUDGET, limit).await?;
+        let above = html! {
+            p.note #searched {
+                (found.len()) " id(s) of " (name) " start with " code { (text) }
+                @if !complete { " (the first found: the search stopped at its budget; type more of the id)" }
+            }
+            @if !found.is_empty() {
+                (html::scroll(&html! {
+                    table #prefix {
+                        tr { th { "job" } th { "state" } }
+                        @for (id, state) in &found {
+                            tr {
+                                td { a href=(queue_path(name, &format!("/jobs/{}", urlencode(id.as_str())))) { code { (id) } } }
+                                td { (state) }
+                            }
+                        }
+                    }
+                }))
+            }
+        };
+        let listing = Listing { ids: Vec::new(), above, below: html! {}, matching: None };
+        return Ok(Found::Listed(format!("{} matching", found.len()), listing));
+    }
+    let selection = Selection { queue: name.to_owned(), state, matching: Some(text.to_owned()) };
+    let limit = usize::try_from(PAGE).unwrap_or(usize::MAX);
+    let step = select::walk(&mut conn, &selection, from, SCAN_BUDGET, limit).await?;
+    let path = queue_path(name, &format!("/state/{state}"));
+    let above = html! {
+        p.note #searched {
+            (step.ids.len()) " " (state) " job(s) whose payload or error contains " code { (text) } ", among ranks "
+            (from + 1) " to " (from + step.examined) " of " (step.total) " (newest first). "
+            @match step.next {
+                Some(next) => {
+                    "Stopped there: "
+                    a #continue href=(format!("{path}?q={}&from={next}", urlencode(text))) { "continue from rank " (next + 1) }
+                }
+                None => "That is the end of the set.",
+            }
+        }
+    };
+    let listing = Listing { ids: step.ids, above, below: html! {}, matching: Some(text.to_owned()) };
+    Ok(Found::Listed(format!("{} matching", listing.ids.len()), listing))
+}
+
+/// The bulk buttons of a state's page: on the ticked jobs, or on all that
+/// match (the search's text, or the whole state).
+fn bulk_buttons(state: State, matching: Option<&str>) -> Markup {
+    let all = if matching.is_some() { "all matching" } else { "all" };
+    html! {
+        div.bar #bulk-actions {
+            @if let Some(text) = matching { input type="hidden" name="matching" value=(text); }
+            @for action in [Action::Retry, Action::Cancel] {
+                @if action.takes(state) {
+                    button name="do" value=(format!("{}-selected", action.verb())) type="submit" { (action.verb()) " selected…" }
+                    button name="do" value=(format!("{}-all", action.verb())) type="submit" { (action.verb()) " " (all) "…" }
+                }
+            }
+        }
+    }
+}
+
+/// What a bulk form asks: the action, on which jobs.
+struct BulkForm {
+    action: Action,
+    /// The ticked ids; `None`: all that match.
+    ids: Option<Vec<JobId>>,
+    matching: Option<String>,
+    confirmed: bool,
+}
+
+impl BulkForm {
+    /// Read the form's fields (repeated `ids`); anything malformed is refused, naming it.
+    fn read(fields: &[(String, String)]) -> Result<BulkForm, Problem> {
+        let one = |name: &str| fields.iter().find(|(field, _)| field == name).map(|(_, value)| value.clone());
+        let ask = one("do").unwrap_or_default();
+        let (verb, scope) = ask.split_once('-').unwrap_or((ask.as_str(), ""));
+        let action = match verb {
+            "retry" => Action::Retry,
+            "cancel" => Action::Cancel,
+            _ => {
+                return Err(Problem::BadInput(format!(
+                    "{ask:?} is not a bulk action: retry or cancel, selected or all"
+                )))
+            }
+        };
+        let ids = match scope {
+            "selected" => {
+                let ids = fields
+                    .iter()
+                    .filter(|(field, _)| field == "ids")
+                    .map(|(_, id)| super::job_id(id))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if ids.is_empty() {
+                    return Err(Problem::BadInput("no job was ticked: tick some, or act on all".into()));
+                }
+                Some(ids)
+            }
+            "all" => None,
+            _ => {
+                return Err(Problem::BadInput(format!(
+                    "{ask:?} is not a bulk action: retry or cancel, selected or all"
+                )))
+            }
+        };
+        Ok(BulkForm {
+            action,
+            ids,
+            matching: one("matching").filter(|text| !text.is_empty()),
+            confirmed: one("confirmed").as_deref() == Some("yes"),
+        })
+    }
+
+    /// The fields that carry it through its confirmation.
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        let scope = if self.ids.is_some() { "selected" } else { "all" };
+        let mut fields = vec![("do", format!("{}-{scope}", self.action.verb()))];
+        if let Some(text) = &self.matching {
+            fields.push(("matching", text.clone()));
+        }
+        for id in self.ids.iter().flatten() {
+            fields.push(("ids", id.to_string()));
+        }
+        fields
+    }
+}
+
+/// Retry or cancel the ticked jobs, or all that match: first a page that
+/// says how many and asks, then the change, then what it did.
+pub async fn bulk(
+    Extract(app): Extract<Arc<App>>,
+    Path((name, state)): Path<(String, String)>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Result<Response, Problem> {
+    let csrf = fields.iter().find(|(field, _)| field == "csrf").map(|(_, value)| value.as_str());
+    app.may_write(&Write::new(remote, "bulk", &name), &headers, csrf)?;
+    let form = BulkForm::read(&fields)?;
+    let write = Write::new(remote, form.action.verb(), &name).jobs(form.ids.as_deref().unwrap_or_default());
+    queue_of(&app, &name)?;
+    let state = state_of(&state)?;
+    form.action.check(state).map_err(|refused| Problem::BadInput(refused.to_string()))?;
+    let selection = Selection { queue: name.clone(), state, matching: form.matching.clone() };
+    let back = queue_path(&name, &format!("/state/{state}"));
+    let verb = form.action.verb();
+    if !form.confirmed {
+        let said = match &form.ids {
+            Some(ids) => format!("{verb} the {} ticked {state} job(s) of {name}?", ids.len()),
+            None => {
+                let count = select::count(&mut app.conn.clone(), &selection, COUNT_BUDGET).await?;
+                if count.exact {
+                    format!("{verb} all {} {}?", count.n, selection.describe())
+                } else {
+                    format!(
+                        "{verb} all {}? At least {} (found among the newest {} of {}; the rest are looked at as it goes).",
+                        selection.describe(),
+                        count.n,
+                        count.examined,
+                        count.total
+                    )
+                }
+            }
+        };
+        let title = format!("{} jobs", capitalized(verb));
+        let action = queue_path(&name, &format!("/state/{state}/bulk"));
+        return Ok(html::confirm(&title, &said, &action, &form.fields(), &app.csrf, &back).into_response());
+    }
+    let done = match &form.ids {
+        Some(ids) => select::apply_ids(&app.executor, &name, ids, form.action).await,
+        None => select::apply_all(&app.executor, &mut app.conn.clone(), &selection, form.action).await,
+    };
+    let applied = write.logged(done.map_err(Problem::from), |a: &Applied| {
+        format!(
+            "done: {} {}, {} skipped, {} failed",
+            a.changed,
+            form.action.done(),
+            a.skipped,
+            a.failed.len()
+        )
+    })?;
+    let body = html! {
+        h1 { (capitalized(form.action.done())) " " (applied.changed) " job(s)" }
+        p #applied {
+            (applied.changed) " " (form.action.done()) ", " (applied.skipped)
+            " skipped (no longer " (state) ", or already so), " (applied.failed.len()) " refused."
+        }
+        @if !applied.failed.is_empty() {
+            (html::scroll(&html! {
+                table #refused {
+                    tr { th { "job" } th { "why" } }
+                    @for (id, why) in &applied.failed { tr { td { code { (id) } } td.wrap { (why) } } }
+                }
+            }))
+        }
+        p { a href=(back) { "back to the " (state) " jobs" } }
+    };
+    Ok(html::page(&format!("{verb} · {name}"), &[(name.clone(), queue_path(&name, ""))], &body)
+        .into_response())
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
 }
