@@ -82,6 +82,18 @@ pub async fn state_page(
     };
     let rows = rows(&app, &name, state, &listing.ids).await?;
     let token = app.form_token(&headers);
+    let table = html! {
+        (html::scroll(&html! {
+            table #jobs {
+                tr {
+                    @if token.is_some() { th { "" } }
+                    th { "job" } th { (when_heading(state)) } @if state == State::Dead { th { "last error" } }
+                }
+                @for row in &rows { (row.render(&name, state, token.is_some())) }
+            }
+        }))
+        @if rows.is_empty() { p.none #none { "none" } }
+    };
     let body = html! {
         h1 #title { (title) " jobs of " (name) }
         nav.bar #states {
@@ -95,19 +107,14 @@ pub async fn state_page(
             @if search.is_some() { a href=(queue_path(&name, &format!("/state/{state}"))) { "clear" } }
         }
         (listing.above)
-        form #bulk method="post" action=(queue_path(&name, &format!("/state/{state}/bulk"))) {
-            @if let Some(token) = token { (html::csrf(token)) }
-            (html::scroll(&html! {
-                table #jobs {
-                    tr {
-                        @if token.is_some() { th { "" } }
-                        th { "job" } th { (when_heading(state)) } @if state == State::Dead { th { "last error" } }
-                    }
-                    @for row in &rows { (row.render(&name, state, token.is_some())) }
-                }
-            }))
-            @if rows.is_empty() { p.none #none { "none" } }
-            @if token.is_some() { (bulk_buttons(state, listing.matching.as_deref())) }
+        @if let Some(token) = token {
+            form #bulk method="post" action=(queue_path(&name, &format!("/state/{state}/bulk"))) {
+                (html::csrf(token))
+                (table)
+                (bulk_buttons(state, listing.matching.as_deref()))
+            }
+        } @else {
+            (table)
         }
         (listing.below)
     };
