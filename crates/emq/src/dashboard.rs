@@ -306,8 +306,15 @@ impl<'a> Write<'a> {
         );
     }
 
-    /// Log the outcome of `done` and hand it on.
-    fn logged<T>(&self, done: Result<T, Problem>, said: impl FnOnce(&T) -> String) -> Result<T, Problem> {
+    /// Log the outcome of `done` and hand it on; the snapshot is
+    /// forgotten, so that the next page shows what the write did.
+    fn logged<T>(
+        &self,
+        app: &App,
+        done: Result<T, Problem>,
+        said: impl FnOnce(&T) -> String,
+    ) -> Result<T, Problem> {
+        app.snapshots.invalidate();
         match &done {
             Ok(value) => self.log(&said(value)),
             Err(problem) => self.log(&format!("failed: {problem}")),

@@ -311,7 +311,7 @@ pub async fn job_action(
     let write = write.jobs(std::slice::from_ref(&id));
     match action.as_str() {
         "retry" => {
-            write.logged(queue.retry(&id).await.map_err(Problem::from), |()| "done".into())?;
+            write.logged(&app, queue.retry(&id).await.map_err(Problem::from), |()| "done".into())?;
         }
         "cancel" if form.confirmed.as_deref() != Some("yes") => {
             let said = format!("Cancel job {id} of {name}? If it is running, its worker loses its lease.");
@@ -327,7 +327,7 @@ pub async fn job_action(
             .into_response());
         }
         "cancel" => {
-            write.logged(queue.cancel(&id).await.map_err(Problem::from), |changed| {
+            write.logged(&app, queue.cancel(&id).await.map_err(Problem::from), |changed| {
                 if *changed {
                     "done".into()
                 } else {

@@ -424,7 +424,7 @@ pub async fn bulk(
         Some(ids) => select::apply_ids(&app.executor, &name, ids, form.action).await,
         None => select::apply_all(&app.executor, &mut app.conn.clone(), &selection, form.action).await,
     };
-    let applied = write.logged(done.map_err(Problem::from), |a: &Applied| {
+    let applied = write.logged(&app, done.map_err(Problem::from), |a: &Applied| {
         format!(
             "done: {} {}, {} skipped, {} failed",
             a.changed,

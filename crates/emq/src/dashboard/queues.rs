@@ -244,7 +244,7 @@ async fn set_paused(
         let queue = queue_of(app, name)?;
         Ok(if paused { queue.pause().await? } else { queue.resume().await? })
     };
-    write.logged(done.await, |s: &Settings| format!("done: {}", crate::flow::describe(s)))?;
+    write.logged(app, done.await, |s: &Settings| format!("done: {}", crate::flow::describe(s)))?;
     Ok(back(headers, &queue_path(name, "")))
 }
 
@@ -316,7 +316,7 @@ pub async fn drain(
         let which = if form.active.is_some() { Drain::WithActive } else { Drain::Waiting };
         Ok(queue.drain(which).await?)
     };
-    write.logged(done.await, |n| format!("done: {n} jobs drained"))?;
+    write.logged(&app, done.await, |n| format!("done: {n} jobs drained"))?;
     Ok(super::back_to(&queue_path(&name, "")))
 }
 
@@ -375,6 +375,6 @@ pub async fn configure(
         let config = form.config()?;
         Ok(queue.configure(config).await?)
     };
-    write.logged(done.await, |s: &Settings| format!("done: {}", crate::flow::describe(s)))?;
+    write.logged(&app, done.await, |s: &Settings| format!("done: {}", crate::flow::describe(s)))?;
     Ok(super::back_to(&queue_path(&name, "")))
 }

@@ -142,9 +142,10 @@ pub async fn remove(
         );
         return Ok(page.into_response());
     }
-    let removed = write.logged(queue.unschedule(&form.name).await.map_err(Problem::from), |removed| {
-        format!("done: schedule {:?} {}", form.name, if *removed { "removed" } else { "was not there" })
-    })?;
+    let removed =
+        write.logged(&app, queue.unschedule(&form.name).await.map_err(Problem::from), |removed| {
+            format!("done: schedule {:?} {}", form.name, if *removed { "removed" } else { "was not there" })
+        })?;
     if !removed {
         return Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name)));
     }
