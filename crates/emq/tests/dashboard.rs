@@ -178,7 +178,7 @@ async fn an_operator_pages_searches_retries_and_pauses_in_a_real_browser() {
     says(&browser, &format!("{row} td:nth-child(2)"), "paused").await;
     assert!(q.settings().await.unwrap().paused);
     click(&browser, Locator::Css(&format!("{row} button.resume"))).await;
-    says(&browser, &format!("{row} td:nth-child(2)"), "-").await;
+    says(&browser, &format!("{row} td:nth-child(2)"), "running").await;
     assert!(!q.settings().await.unwrap().paused);
     q.enqueue(b"one more".to_vec()).await.unwrap();
     says(&browser, &format!("{row} [data-live='{name}/pending']"), "26").await;

@@ -140,6 +140,20 @@ pub fn when(ms: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
+/// A queue's flow settings in a few words: `paused, concurrency 10, rate
+/// 100/1s`, or `running` when none holds its claims back.
+pub fn flow(settings: &echomq::Settings) -> String {
+    match crate::flow::describe(settings) {
+        none if none == "-" => "running".into(),
+        said => said,
+    }
+}
+
+/// A server time to the ms (UTC): events a few ms apart stay apart.
+pub fn when_ms(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
 /// An age in seconds as a person reads it (`3m 12s`), or `-` for none.
 pub fn age(secs: Option<u64>) -> String {
     secs.map_or_else(|| "-".into(), |secs| humantime::format_duration(Duration::from_secs(secs)).to_string())

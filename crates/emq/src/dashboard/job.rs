@@ -272,7 +272,7 @@ impl JobEvents {
                         tr { th { "when" } th { "event" } th { "details" } }
                         @for (ms, kind, fields) in &self.found {
                             tr {
-                                td { (html::when(*ms)) }
+                                td { (html::when_ms(*ms)) }
                                 td.dead[kind == "dead" || kind == "failed"] { (kind) }
                                 td.wrap {
                                     @for (field, value) in fields { (field) "=" (value) " " }

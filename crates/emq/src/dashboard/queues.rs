@@ -51,7 +51,7 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
 
 /// One queue's row on `/`.
 fn row(snapshot: &Snapshot, name: &str, view: &QueueView, token: Option<&str>) -> Markup {
-    let flow = view.settings.as_ref().map_or("?".into(), crate::flow::describe);
+    let flow = view.settings.as_ref().map_or("?".into(), html::flow);
     let paused = view.settings.as_ref().is_some_and(|s| s.paused);
     html! {
         tr data-queue=(name) {
@@ -116,7 +116,7 @@ pub async fn queue_page(
     let body = html! {
         h1 { "Queue " (name) }
         div.bar {
-            span.paused[settings.paused] #flow { (html::live(&format!("{name}/flow"), &crate::flow::describe(&settings))) }
+            span.paused[settings.paused] #flow { (html::live(&format!("{name}/flow"), &html::flow(&settings))) }
             @if let Some(token) = token {
                 @if settings.paused {
                     (html::button(&queue_path(&name, "/resume"), "resume", "resume", token))
@@ -244,7 +244,7 @@ async fn set_paused(
         let queue = queue_of(app, name)?;
         Ok(if paused { queue.pause().await? } else { queue.resume().await? })
     };
-    write.logged(app, done.await, |s: &Settings| format!("done: {}", crate::flow::describe(s)))?;
+    write.logged(app, done.await, |s: &Settings| format!("done: {}", html::flow(s)))?;
     Ok(back(headers, &queue_path(name, "")))
 }
 
@@ -375,6 +375,6 @@ pub async fn configure(
         let config = form.config()?;
         Ok(queue.configure(config).await?)
     };
-    write.logged(&app, done.await, |s: &Settings| format!("done: {}", crate::flow::describe(s)))?;
+    write.logged(&app, done.await, |s: &Settings| format!("done: {}", html::flow(s)))?;
     Ok(super::back_to(&queue_path(&name, "")))
 }

@@ -77,10 +77,7 @@ impl Snapshot {
                 }
             }
             out.insert(format!("{name}/oldest"), super::html::age(self.oldest_pending_secs(view)));
-            out.insert(
-                format!("{name}/flow"),
-                view.settings.as_ref().map_or("?".into(), crate::flow::describe),
-            );
+            out.insert(format!("{name}/flow"), view.settings.as_ref().map_or("?".into(), super::html::flow));
         }
         out
     }
