@@ -285,3 +285,39 @@ async fn metrics_and_live_carry_the_snapshot() {
     let changed = lines.find(|l| l.starts_with("data: ") && l.contains(&wanted)).unwrap();
     assert!(!changed.contains(&format!("\"{name}/dead\"")), "unchanged values are not sent again: {changed}");
 }
+
+/// A read-only dashboard under SECURITY.md's monitor ACL user (read-only
+/// keys, a short list of commands) still shows every page but the
+/// schedules' (the SCHEDULES script runs a command that user may not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_works_for_a_monitor_acl_user() {
+    let server = RedisServer::start();
+    let name = unique_queue("monitor");
+    let q = queue(&server, &name).await;
+    let dead = dead_jobs(&q, 30).await;
+    let mut conn = server.client().get_connection().unwrap();
+    let rules = "reset on >watch %R~emq:* resetchannels -@all +command|info +scan +zrange +evalsha_ro \
+                 +script|load +time +type +hget +hmget +hgetall +zcard +xread +xrevrange";
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("emq-monitor")
+        .arg(rules.split_whitespace().collect::<Vec<_>>())
+        .query(&mut conn)
+        .unwrap();
+    let url = format!("redis://emq-monitor:watch@127.0.0.1:{}/", server.port());
+    let dashboard = Dashboard::start_at(&url, &["--read-only"]);
+    for page in [
+        "/".to_owned(),
+        format!("/queues/{name}"),
+        format!("/queues/{name}/state/dead"),
+        format!("/queues/{name}/state/dead?page=last"),
+        format!("/queues/{name}/state/dead?q=SMTP%20421"),
+        format!("/queues/{name}/jobs/{}", dead[0]),
+        "/metrics".to_owned(),
+    ] {
+        let reply = dashboard.get(&page);
+        assert_eq!(reply.status(), 200, "{page}: {reply:?}");
+    }
+    let page = dashboard.get(&format!("/queues/{name}/jobs/{}", dead[0]));
+    assert!(page.has("SMTP 421: try later") && page.has(">dead<"), "{page:?}");
+}

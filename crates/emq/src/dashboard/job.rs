@@ -20,7 +20,7 @@ use crate::connect::{Conn, Error};
 /// How many entries of the event log one page view reads at most, looking
 /// for a job's events (from its enqueue on).
 const EVENTS_BUDGET: usize = 5_000;
-/// How many one XRANGE reads.
+/// How many one XREAD reads.
 const EVENTS_STEP: usize = 500;
 /// How many bytes of a binary value are shown as hex.
 const HEX_SHOWN: usize = 4096;
@@ -41,8 +41,14 @@ pub async fn job_page(
     let mut conn = app.conn.clone();
     let record = &job.record;
     let priority = crate::ops::priority(&mut conn, &name, &id).await?;
-    let score: Option<f64> =
-        redis::cmd("ZSCORE").arg(keys.state(record.state)).arg(id.as_str()).query_async(&mut conn).await?;
+    // Only one row of the page: a user who may not run ZSCORE (a monitor) does without it.
+    let score: Option<f64> = redis::cmd("ZSCORE")
+        .arg(keys.state(record.state))
+        .arg(id.as_str())
+        .query_async(&mut conn)
+        .await
+        .ok()
+        .flatten();
     let born = record.enqueued_at.or_else(|| super::snapshot::minted_ms(&id));
     let events = job_events(&mut conn, keys, &id, born).await?;
     let state = record.state;
@@ -188,21 +194,24 @@ async fn job_events(
 ) -> Result<JobEvents, Error> {
     type Entry = (String, Vec<(String, Vec<u8>)>);
     let trimmed = last_trimmed(conn, keys).await?.is_some_and(|gone| born.is_none_or(|born| gone >= born));
-    let mut start = born.map_or_else(|| "-".to_owned(), |ms| format!("{ms}-0"));
+    // XREAD (not XRANGE: a monitor's ACL allows it) reads after an id: from
+    // the ms before the job's birth.
+    let mut after = born.map_or_else(|| "0-0".to_owned(), |ms| format!("{}-0", ms.saturating_sub(1)));
     let mut out = JobEvents { found: Vec::new(), trimmed, stopped: None, read: 0 };
     loop {
-        let entries: Vec<Entry> = redis::cmd("XRANGE")
-            .arg(keys.events())
-            .arg(&start)
-            .arg("+")
+        let read: Option<Vec<(String, Vec<Entry>)>> = redis::cmd("XREAD")
             .arg("COUNT")
             .arg(EVENTS_STEP)
+            .arg("STREAMS")
+            .arg(keys.events())
+            .arg(&after)
             .query_async(conn)
             .await?;
+        let entries: Vec<Entry> = read.into_iter().flatten().flat_map(|(_, entries)| entries).collect();
         out.read += entries.len();
         let full = entries.len() == EVENTS_STEP;
         if let Some((last, _)) = entries.last() {
-            start = format!("({last}");
+            after.clone_from(last);
         }
         for (entry, fields) in entries {
             if !fields.iter().any(|(field, value)| field == "id" && value == id.as_str().as_bytes()) {
@@ -225,7 +234,7 @@ async fn job_events(
             return Ok(out);
         }
         if out.read >= EVENTS_BUDGET {
-            out.stopped = Some(start.trim_start_matches('(').to_owned());
+            out.stopped = Some(after);
             return Ok(out);
         }
     }
@@ -233,15 +242,16 @@ async fn job_events(
 
 /// The ms of the newest entry trimmed (or deleted) from the queue's event
 /// log, when any was: XINFO STREAM's `max-deleted-entry-id` (Redis 7). A
-/// job enqueued after it lost none of its events.
+/// job enqueued after it lost none of its events. `None` too when the
+/// server does not say (no log, or XINFO not allowed).
 async fn last_trimmed(conn: &mut Conn, keys: &Keyspace) -> Result<Option<u64>, Error> {
-    let info =
-        match redis::cmd("XINFO").arg("STREAM").arg(keys.events()).query_async::<redis::Value>(conn).await {
-            Ok(info) => info,
-            // No log yet: nothing was trimmed.
-            Err(err) if err.code() == Some("ERR") => return Ok(None),
-            Err(err) => return Err(err.into()),
-        };
+    // No log yet (nothing was trimmed), or a user who may not run XINFO (a
+    // monitor): nothing to say. A lost connection shows in the read after.
+    let Ok(info) =
+        redis::cmd("XINFO").arg("STREAM").arg(keys.events()).query_async::<redis::Value>(conn).await
+    else {
+        return Ok(None);
+    };
     let pairs: Vec<(redis::Value, redis::Value)> = match info {
         redis::Value::Map(pairs) => pairs,
         redis::Value::Array(items) => {

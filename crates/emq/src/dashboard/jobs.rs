@@ -1,5 +1,5 @@
 //! A state's jobs, newest first, [`PAGE`] a page, to the last page (a
-//! ZREVRANGE by rank: O(log N + page) at any depth); the search box (an
+//! ZRANGE … REV by rank: O(log N + page) at any depth); the search box (an
 //! exact id opens the job, a prefix lists matches, other text is a bounded
 //! scan of payloads and errors that says where it stopped); and the bulk
 //! actions on a selection or on all that match, after a confirmation that
@@ -63,13 +63,18 @@ pub async fn state_page(
             };
             let page = page.min(last);
             let start = (page - 1) * PAGE;
-            let ids: Vec<String> = redis::cmd("ZREVRANGE")
+            let page_of: Vec<(String, f64)> = redis::cmd("ZRANGE")
                 .arg(keys.state(state))
                 .arg(start)
                 .arg(start + PAGE - 1)
+                .arg("REV")
+                .arg("WITHSCORES")
                 .query_async(&mut conn)
                 .await?;
-            let ids = ids.iter().map(|id| super::job_id(id)).collect::<Result<Vec<_>, _>>()?;
+            let ids = page_of
+                .iter()
+                .map(|(id, score)| Ok((super::job_id(id)?, Some(*score))))
+                .collect::<Result<Vec<_>, Problem>>()?;
             let pager = pager(&name, state, page, last, total);
             (format!("{total} {state}"), Listing { ids, above: pager.clone(), below: pager, matching: None })
         }
@@ -127,7 +132,8 @@ pub async fn state_page(
 
 /// The ids a page shows, and what goes around them.
 struct Listing {
-    ids: Vec<JobId>,
+    /// The ids, with their scores when the read that found them had them.
+    ids: Vec<(JobId, Option<f64>)>,
     above: Markup,
     below: Markup,
     /// The search text the ids match, for "all matching".
@@ -190,23 +196,35 @@ impl Row {
     }
 }
 
-/// The rows of `ids`: their scores and (dead) last errors, in two reads.
-async fn rows(app: &App, name: &str, state: State, ids: &[JobId]) -> Result<Vec<Row>, Problem> {
+/// The rows of `ids`: their scores (read now for those without one) and,
+/// for dead jobs, their last errors.
+async fn rows(
+    app: &App,
+    name: &str,
+    state: State,
+    ids: &[(JobId, Option<f64>)],
+) -> Result<Vec<Row>, Problem> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let keys = keys_of(name)?;
     let mut conn = app.conn.clone();
-    let mut zmscore = redis::cmd("ZMSCORE");
-    zmscore.arg(keys.state(state));
-    for id in ids {
-        zmscore.arg(id.as_str());
+    let mut scores: Vec<Option<f64>> = ids.iter().map(|(_, score)| *score).collect();
+    if scores.iter().any(Option::is_none) {
+        let mut zmscore = redis::cmd("ZMSCORE");
+        zmscore.arg(keys.state(state));
+        for (id, _) in ids {
+            zmscore.arg(id.as_str());
+        }
+        // Only the "when" column: a user who may not run ZMSCORE sees "-".
+        if let Ok(read) = zmscore.query_async::<Vec<Option<f64>>>(&mut conn).await {
+            scores = read;
+        }
     }
-    let scores: Vec<Option<f64>> = zmscore.query_async(&mut conn).await?;
     let errors: Vec<Option<String>> = if state == State::Dead {
         let mut hmget = redis::cmd("HMGET");
         hmget.arg(keys.errors());
-        for id in ids {
+        for (id, _) in ids {
             hmget.arg(id.as_str());
         }
         hmget.query_async(&mut conn).await?
@@ -216,7 +234,7 @@ async fn rows(app: &App, name: &str, state: State, ids: &[JobId]) -> Result<Vec<
     Ok(ids
         .iter()
         .enumerate()
-        .map(|(n, id)| Row {
+        .map(|(n, (id, _))| Row {
             id: id.clone(),
             score: scores.get(n).copied().flatten(),
             error: errors.get(n).cloned().flatten(),
@@ -293,7 +311,8 @@ async fn search_step(app: &App, name: &str, state: State, text: &str, from: u64)
             }
         }
     };
-    let listing = Listing { ids: step.ids, above, below: html! {}, matching: Some(text.to_owned()) };
+    let ids = step.ids.into_iter().map(|id| (id, None)).collect();
+    let listing = Listing { ids, above, below: html! {}, matching: Some(text.to_owned()) };
     Ok(Found::Listed(format!("{} matching", listing.ids.len()), listing))
 }
 

@@ -42,10 +42,15 @@ pub struct Dashboard {
 
 impl Dashboard {
     pub fn start(server: &RedisServer, args: &[&str]) -> Dashboard {
+        Dashboard::start_at(&server.url(), args)
+    }
+
+    /// The same, against the server at `url` (a user of its own).
+    pub fn start_at(url: &str, args: &[&str]) -> Dashboard {
         let port = free_port();
         let log = std::env::temp_dir().join(format!("emq-dashboard-{}-{port}.log", std::process::id()));
         let process = Command::new(env!("CARGO_BIN_EXE_emq"))
-            .args(["--url", &server.url(), "dashboard", "--bind", &format!("127.0.0.1:{port}")])
+            .args(["--url", url, "dashboard", "--bind", &format!("127.0.0.1:{port}")])
             .args(args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
