@@ -19,7 +19,7 @@
 //! - `select.rs`: selecting jobs in bulk (a bounded walk, an id prefix), and
 //!   retry or cancel of a selection: for `find`, `retry --all-dead`, `cancel --all`, the dashboard.
 //! - `work.rs`: a worker that runs a command per job.
-//! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
+//! - `dashboard.rs`: the web dashboard; its pages, snapshot and `/metrics` under `dashboard/`.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
 //! - `scripts.rs`: the loadable Lua scripts and their SHA1s, for other speakers.
 //! - `schedule.rs`: a queue's cron and interval schedules.
@@ -168,7 +168,7 @@ enum Command {
     /// over 4096 bytes (nothing was sent); 5 refused (the job's lease was
     /// lost); 3 the server could not be reached.
     Progress(work::ProgressArgs),
-    /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
+    /// Serve a web dashboard: queues, jobs, search, retry and cancel, live counts, /metrics.
     Dashboard(dashboard::Args),
     /// Write each transition's Lua script, includes expanded, SHA1SUMS and manifest.json: for speakers in other languages.
     Scripts(scripts::Args),
