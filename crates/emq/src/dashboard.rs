@@ -21,7 +21,8 @@
 //! - `html.rs`: the page frame, its style and script, and small pieces.
 //! - `queues.rs`: `/`, a queue's page, and the queue-wide writes (pause,
 //!   resume, drain, configure).
-//! - `jobs.rs`: a state's jobs, the search, and the bulk actions.
+//! - `jobs.rs`: a state's jobs, and the search among them.
+//! - `bulk.rs`: retry or cancel of the ticked jobs or of all that match.
 //! - `job.rs`: one job's page and its actions.
 //! - `schedules.rs`: a queue's schedules.
 
@@ -38,6 +39,7 @@ use serde::Deserialize;
 
 use crate::connect::{Conn, Error, Server};
 
+mod bulk;
 mod html;
 mod job;
 mod jobs;
@@ -111,7 +113,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/queues/{queue}/drain", get(queues::drain_page).post(queues::drain))
         .route("/queues/{queue}/configure", post(queues::configure))
         .route("/queues/{queue}/state/{state}", get(jobs::state_page))
-        .route("/queues/{queue}/state/{state}/bulk", post(jobs::bulk))
+        .route("/queues/{queue}/state/{state}/bulk", post(bulk::bulk))
         .route("/queues/{queue}/jobs/{id}", get(job::job_page))
         .route("/queues/{queue}/jobs/{id}/{action}", post(job::job_action))
         .route("/queues/{queue}/schedules", get(schedules::schedules_page))

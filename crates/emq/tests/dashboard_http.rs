@@ -321,3 +321,45 @@ async fn every_page_works_for_a_monitor_acl_user() {
     let page = dashboard.get(&format!("/queues/{name}/jobs/{}", dead[0]));
     assert!(page.has("SMTP 421: try later") && page.has(">dead<"), "{page:?}");
 }
+
+/// Commands the server has processed so far (this INFO among them).
+fn commands(conn: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(conn).unwrap();
+    let line = info.lines().find(|l| l.starts_with("total_commands_processed:")).unwrap();
+    line["total_commands_processed:".len()..].trim().parse().unwrap()
+}
+
+/// Whether the dashboard sent nothing over a quiet window of two seconds
+/// (the snapshot's period is one): only this test's own two INFOs.
+async fn quiet(conn: &mut redis::Connection) -> bool {
+    let before = commands(conn);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    commands(conn) - before <= 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_looking_means_no_command_to_redis() {
+    let server = RedisServer::start();
+    let q = queue(&server, &unique_queue("idle")).await;
+    q.enqueue(b"x".to_vec()).await.unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+    let mut conn = server.client().get_connection().unwrap();
+    assert_eq!(dashboard.get("/").status(), 200);
+    // Right after a page the snapshot is kept fresh a few seconds; then it stops.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !quiet(&mut conn).await {
+        assert!(std::time::Instant::now() < deadline, "the dashboard kept reading with nobody looking");
+    }
+    // A live viewer keeps it reading; gone, it stops again.
+    let mut stream = TcpStream::connect(("127.0.0.1", dashboard.port)).unwrap();
+    write!(stream, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut lines = BufReader::new(stream.try_clone().unwrap()).lines().map(Result::unwrap);
+    assert!(lines.find(|l| l.starts_with("data: ")).is_some());
+    assert!(!quiet(&mut conn).await, "a live viewer gets fresh counts");
+    drop(lines);
+    drop(stream);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !quiet(&mut conn).await {
+        assert!(std::time::Instant::now() < deadline, "the dashboard kept reading after its viewer left");
+    }
+}

@@ -117,6 +117,12 @@ impl Snapshots {
     pub async fn get(&self) -> Arc<Snapshot> {
         *self.asked.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         self.demand.notify_one();
+        self.current().await
+    }
+
+    /// [`get`](Snapshots::get) without being a demand: what [`keep_fresh`]
+    /// calls, so that it alone never keeps itself going.
+    async fn current(&self) -> Arc<Snapshot> {
         if let Some(fresh) = self.fresh() {
             return fresh;
         }
@@ -157,7 +163,7 @@ pub async fn keep_fresh(app: Arc<App>) {
             let _ = tokio::time::timeout(LINGER, snapshots.demand.notified()).await;
             continue;
         }
-        let _ = snapshots.get().await;
+        let _ = snapshots.current().await;
         tokio::time::sleep(FRESH).await;
     }
 }
