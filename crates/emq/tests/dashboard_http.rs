@@ -40,6 +40,9 @@ async fn bad_input_is_400_and_a_missing_job_404() {
         assert!(reply.has(r#"<p id="problem">"#) && reply.has(why), "{path}: wanted {why:?}: {reply:?}");
     }
     assert_eq!(dashboard.get("/nowhere").status(), 404);
+    let unknown = dashboard.get("/queues/no-such-queue");
+    assert!(unknown.status() == 200 && unknown.has(r#"id="unknown""#), "{unknown:?}");
+    assert!(!dashboard.get(&format!("/queues/{name}")).has(r#"id="unknown""#));
     // Past the last page is the last page, not an error.
     let past = dashboard.get(&format!("/queues/{name}/state/pending?page=99"));
     assert!(past.status() == 200 && past.has("page 1 of 1"), "{past:?}");

@@ -22,6 +22,8 @@ use crate::connect::{Conn, Error};
 const EVENTS_BUDGET: usize = 5_000;
 /// How many one XREAD reads.
 const EVENTS_STEP: usize = 500;
+/// How many bytes of a value are shown at most.
+const TEXT_SHOWN: usize = 64 * 1024;
 /// How many bytes of a binary value are shown as hex.
 const HEX_SHOWN: usize = 4096;
 
@@ -135,8 +137,21 @@ fn describe_policy(policy: &echomq::Policy) -> String {
     parts.join(", ")
 }
 
-/// Bytes as a person reads them: JSON pretty-printed, text as it is, else hex.
+/// Bytes as a person reads them: JSON pretty-printed, text as it is, else
+/// hex; the first [`TEXT_SHOWN`] bytes of a long one.
 pub fn bytes(value: &[u8]) -> Markup {
+    if value.len() > TEXT_SHOWN {
+        let cut = &value[..TEXT_SHOWN];
+        // Whole characters only: a cut inside one would read as binary.
+        let cut = match std::str::from_utf8(cut) {
+            Ok(_) => cut,
+            Err(err) => &cut[..err.valid_up_to()],
+        };
+        return html! {
+            (bytes(cut))
+            p.note { "the first " (cut.len()) " of " (value.len()) " bytes" }
+        };
+    }
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(value) {
         if json.is_object() || json.is_array() {
             let pretty = serde_json::to_string_pretty(&json).unwrap_or_default();
@@ -366,5 +381,8 @@ mod tests {
         assert!(binary.contains("00000000  00 01 ff 10"), "{binary}");
         let long = bytes(&vec![0u8; HEX_SHOWN + 1]).into_string();
         assert!(long.contains(&format!("the first {HEX_SHOWN} of {} bytes", HEX_SHOWN + 1)), "{long}");
+        let huge = bytes("é".repeat(TEXT_SHOWN).as_bytes()).into_string();
+        assert!(huge.contains(&format!("the first {TEXT_SHOWN} of {} bytes", 2 * TEXT_SHOWN)), "a cut");
+        assert!(huge.contains("pre class=\"text\""), "cut on a character boundary, still text");
     }
 }

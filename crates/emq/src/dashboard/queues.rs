@@ -113,8 +113,15 @@ pub async fn queue_page(
         Err(_) => crate::flow::settings(&mut app.conn.clone(), queue.keyspace()).await?,
     };
     let token = app.form_token(&headers);
+    // The shared snapshot (a page asked for is demand for live counts too)
+    // says whether the registry knows the queue: a misspelt name does not.
+    let snapshot = app.snapshots.get().await;
+    let unknown = snapshot.queues.as_ref().is_ok_and(|queues| !queues.contains_key(&name));
     let body = html! {
         h1 { "Queue " (name) }
+        @if unknown {
+            p.note #unknown { "The queue registry does not name " (name) ": no producer has written to it (a misspelt name?)." }
+        }
         div.bar {
             span.paused[settings.paused] #flow { (html::live(&format!("{name}/flow"), &html::flow(&settings))) }
             @if let Some(token) = token {
@@ -255,7 +262,9 @@ fn back(headers: &HeaderMap, fallback: &str) -> Response {
     let from = headers.get("referer").and_then(|r| r.to_str().ok()).and_then(|r| {
         let rest = r.strip_prefix("http://").or_else(|| r.strip_prefix("https://"))?;
         let path = rest.strip_prefix(host)?;
-        path.starts_with('/').then(|| path.to_owned())
+        // A path of this site only: never `//host` or a backslash, which a
+        // browser would read as another site.
+        (path.starts_with('/') && !path.starts_with("//") && !path.contains('\\')).then(|| path.to_owned())
     });
     super::back_to(from.as_deref().unwrap_or(fallback))
 }
