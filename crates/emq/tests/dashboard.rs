@@ -175,10 +175,10 @@ async fn an_operator_pages_searches_retries_and_pauses_in_a_real_browser() {
     browser.goto(&dashboard.url("/")).await.unwrap();
     let row = format!("tr[data-queue='{name}']");
     click(&browser, Locator::Css(&format!("{row} button.pause"))).await;
-    says(&browser, &format!("{row} td:nth-child(2)"), "paused").await;
+    says(&browser, &format!("{row} [data-live='{name}/flow']"), "paused").await;
     assert!(q.settings().await.unwrap().paused);
     click(&browser, Locator::Css(&format!("{row} button.resume"))).await;
-    says(&browser, &format!("{row} td:nth-child(2)"), "running").await;
+    says(&browser, &format!("{row} [data-live='{name}/flow']"), "running").await;
     assert!(!q.settings().await.unwrap().paused);
     q.enqueue(b"one more".to_vec()).await.unwrap();
     says(&browser, &format!("{row} [data-live='{name}/pending']"), "26").await;

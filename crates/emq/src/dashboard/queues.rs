@@ -33,9 +33,10 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
             (html::scroll(&html! {
                 table #queues {
                     tr {
-                        th { "queue" } th { "flow" }
+                        th { "queue" }
                         @for state in State::ALL { th.n { (state) } }
                         th.n { "oldest pending" }
+                        th { "flow" }
                         @if token.is_some() { th { "" } }
                     }
                     @for (name, view) in queues {
@@ -56,7 +57,6 @@ fn row(snapshot: &Snapshot, name: &str, view: &QueueView, token: Option<&str>) -
     html! {
         tr data-queue=(name) {
             td { a href=(queue_path(name, "")) { (name) } }
-            td.paused[paused] { (html::live(&format!("{name}/flow"), &flow)) }
             @match &view.stats {
                 Ok(stats) => {
                     @for state in State::ALL {
@@ -68,8 +68,9 @@ fn row(snapshot: &Snapshot, name: &str, view: &QueueView, token: Option<&str>) -
                     }
                     td.n { (html::live(&format!("{name}/oldest"), &html::age(snapshot.oldest_pending_secs(view)))) }
                 }
-                Err(why) => td.bad colspan="7" { "unreadable: " (why) }
+                Err(why) => td.bad.wrap colspan="7" { "unreadable: " (why) }
             }
+            td.paused[paused] { (html::live(&format!("{name}/flow"), &flow)) }
             @if let Some(token) = token {
                 td {
                     @if paused {
