@@ -154,8 +154,9 @@ pub fn bytes(value: &[u8]) -> Markup {
     }
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(value) {
         if json.is_object() || json.is_array() {
-            let pretty = serde_json::to_string_pretty(&json).unwrap_or_default();
-            return html! { pre.json { (pretty) } };
+            // Valid JSON: indented as written (keys in their order, numbers as they are).
+            let text = String::from_utf8_lossy(value);
+            return html! { pre.json { (indented(&text)) } };
         }
     }
     match std::str::from_utf8(value) {
@@ -170,6 +171,60 @@ pub fn bytes(value: &[u8]) -> Markup {
             }
         }
     }
+}
+
+/// JSON text, valid, indented two spaces a level: its tokens as written.
+fn indented(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() * 2);
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut chars = json.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n("  ", depth));
+    };
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|next| matches!(next, '}' | ']')) {
+                    out.extend(chars.next());
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_ascii_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A hex dump: 16 bytes a line, with each line's offset.
@@ -384,5 +439,12 @@ mod tests {
         let huge = bytes("é".repeat(TEXT_SHOWN).as_bytes()).into_string();
         assert!(huge.contains(&format!("the first {TEXT_SHOWN} of {} bytes", 2 * TEXT_SHOWN)), "a cut");
         assert!(huge.contains("pre class=\"text\""), "cut on a character boundary, still text");
+    }
+
+    #[test]
+    fn json_is_indented_as_written() {
+        let said = r#"{ "z": {"a,b": "x\"}y", "e": {}, "l": [ ]}, "n": 1.50, "big": 12345678901234567890 }"#;
+        let want = "{\n  \"z\": {\n    \"a,b\": \"x\\\"}y\",\n    \"e\": {},\n    \"l\": []\n  },\n  \"n\": 1.50,\n  \"big\": 12345678901234567890\n}";
+        assert_eq!(indented(said), want, "keys in order, numbers and strings as written");
     }
 }
