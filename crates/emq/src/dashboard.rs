@@ -71,6 +71,9 @@ pub struct App {
     token: Option<String>,
     read_only: bool,
     snapshots: snapshot::Snapshots,
+    /// Turns true when the process is asked to stop: `/live` streams end,
+    /// so that the graceful shutdown does not wait for their viewers.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
@@ -88,6 +91,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         csrf: random_hex()?,
         token: token.clone(),
         read_only: args.read_only,
+        stopping: tokio::sync::watch::channel(false).0,
     });
     tokio::spawn(snapshot::keep_fresh(app.clone()));
     let listener = tokio::net::TcpListener::bind(args.bind).await?;
@@ -98,8 +102,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     } else if let Some(token) = token {
         tell!("write actions need the token: open http://{address}/login?token={token}");
     }
+    let stopping = app.stopping.clone();
     let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, service).with_graceful_shutdown(shutdown()).await?;
+    axum::serve(listener, service).with_graceful_shutdown(shutdown(stopping)).await?;
     Ok(())
 }
 
@@ -125,8 +130,9 @@ fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-async fn shutdown() {
+async fn shutdown(stopping: tokio::sync::watch::Sender<bool>) {
     let _ = tokio::signal::ctrl_c().await;
+    stopping.send_replace(true);
 }
 
 async fn not_found() -> Response {

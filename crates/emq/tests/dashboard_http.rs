@@ -366,3 +366,16 @@ async fn nobody_looking_means_no_command_to_redis() {
         assert!(std::time::Instant::now() < deadline, "the dashboard kept reading after its viewer left");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_it_while_a_live_viewer_is_connected() {
+    let server = RedisServer::start();
+    queue(&server, &unique_queue("stop")).await.enqueue(b"x".to_vec()).await.unwrap();
+    let mut dashboard = Dashboard::start(&server, &[]);
+    let mut stream = TcpStream::connect(("127.0.0.1", dashboard.port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(stream, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut lines = BufReader::new(stream).lines().map(Result::unwrap);
+    assert!(lines.find(|l| l.starts_with("data: ")).is_some());
+    assert!(dashboard.interrupt(), "the dashboard waited for its /live viewer to leave");
+}

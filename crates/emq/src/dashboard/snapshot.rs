@@ -257,10 +257,16 @@ impl Drop for Viewer {
 pub async fn live(Extract(app): Extract<Arc<App>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let viewer = Viewer::new(app.clone());
     let updates = app.snapshots.latest.subscribe();
+    let stopping = app.stopping.subscribe();
     let sent = BTreeMap::<String, String>::new();
-    let events = stream::unfold((viewer, updates, sent), |(viewer, mut updates, mut sent)| async move {
+    let state = (viewer, updates, stopping, sent);
+    let events = stream::unfold(state, |(viewer, mut updates, mut stopping, mut sent)| async move {
         loop {
-            updates.changed().await.ok()?;
+            // The process stopping ends the stream (and the graceful shutdown's wait).
+            tokio::select! {
+                changed = updates.changed() => changed.ok()?,
+                _ = stopping.wait_for(|stop| *stop) => return None,
+            }
             let Some(snapshot) = updates.borrow_and_update().clone() else { continue };
             let now = snapshot.live();
             let changed: BTreeMap<&String, &String> =
@@ -270,7 +276,7 @@ pub async fn live(Extract(app): Extract<Arc<App>>) -> Sse<impl Stream<Item = Res
             }
             let data = serde_json::to_string(&changed).unwrap_or_default();
             sent = now;
-            return Some((Ok(Event::default().data(data)), (viewer, updates, sent)));
+            return Some((Ok(Event::default().data(data)), (viewer, updates, stopping, sent)));
         }
     });
     Sse::new(events).keep_alive(KeepAlive::default())

@@ -64,6 +64,21 @@ impl Dashboard {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// Send it SIGINT (Ctrl-C), and whether it exited within a minute.
+    pub fn interrupt(&mut self) -> bool {
+        let pid = libc::pid_t::try_from(self._process.0.id()).unwrap();
+        // SAFETY: kill(2) with a pid this test spawned and still holds.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self._process.0.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// Its log so far (stderr: the audit lines).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
