@@ -53,7 +53,7 @@ button.danger{color:#fff;background:#b00020;border:1px solid #800}code{font-size
 pre{background:#f5f5f5;padding:8px;white-space:pre-wrap;word-break:break-word;max-height:480px;overflow:auto}\
 .pager a,.pager span{margin-right:10px}.bar{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:8px 0}\
 input[type=text],input[type=search]{padding:4px;max-width:100%}\
-label{display:inline-block;margin:4px 12px 4px 0}.slot{border:1px dashed #ccc;padding:8px;color:#888}";
+label{display:inline-block;margin:4px 12px 4px 0}";
 
 /// Opens `/live` while the tab is shown (closed while it is hidden) and
 /// writes each value it sends into the elements whose `data-live` names it.

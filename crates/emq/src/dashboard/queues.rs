@@ -45,6 +45,7 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
                 }
             }))
         }
+        (workers(None))
         (charts(None))
     };
     html::page("queues", &[], &body).into_response()
@@ -93,10 +94,11 @@ fn charts(queue: Option<&str>) -> Markup {
     html! { section #charts data-queue=[queue] {} }
 }
 
-/// The place of a queue's workers (how many, and a "no worker" flag) that
-/// the workers registry feeds; an empty section until then.
-fn workers(queue: &str) -> Markup {
-    html! { section #workers data-queue=(queue) {} }
+/// The place of the workers (how many, and a "no worker" flag for a queue
+/// with jobs and nobody to run them) that the workers registry feeds: all
+/// queues on `/` (`queue` none), one on its page. An empty section until then.
+fn workers(queue: Option<&str>) -> Markup {
+    html! { section #workers data-queue=[queue] {} }
 }
 
 /// A queue's page: its settings (a form to change them), its counts per
@@ -150,7 +152,7 @@ pub async fn queue_page(
                 }
             }
         }))
-        (workers(&name))
+        (workers(Some(&name)))
         (charts(Some(&name)))
         h2 { "Settings" }
         (settings_table(&settings))
