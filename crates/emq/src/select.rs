@@ -397,8 +397,8 @@ pub async fn apply_all(
     let Some(end) = range(conn, &set, -1, 1).await?.pop() else { return Ok(applied) };
     let mut anchor: Option<Position> = None;
     loop {
-        let page = after(conn, &set, anchor.as_ref()).await?;
-        let reached = page.len() < PAGE || page.iter().any(|p| !p.before(&end));
+        let (page, last) = after(conn, &set, anchor.as_ref()).await?;
+        let reached = last || page.iter().any(|p| !p.before(&end));
         let page: Vec<Position> = page.into_iter().filter(|p| !end.before(p)).collect();
         if page.is_empty() {
             break;
@@ -448,21 +448,30 @@ impl Position {
 /// the anchor's rank and reading from it.
 const TRIES: usize = 5;
 
-/// The (at most) [`PAGE`] members after `anchor`, or the first ones. By
-/// the anchor's rank while it is in the set (checked: the page read holds
-/// it); when it left the set, by its score, passing over the members of
-/// equal score at or before it.
-async fn after(conn: &mut Conn, set: &str, anchor: Option<&Position>) -> Result<Vec<Position>, Error> {
-    let Some(anchor) = anchor else { return range(conn, set, 0, PAGE).await };
+/// The (at most) [`PAGE`] members after `anchor`, or the first ones, and
+/// whether they are the set's last. By the anchor's rank while it is in the
+/// set (checked: the page read holds it); when it left the set, by its
+/// score, passing over the members of equal score at or before it.
+async fn after(
+    conn: &mut Conn,
+    set: &str,
+    anchor: Option<&Position>,
+) -> Result<(Vec<Position>, bool), Error> {
+    let Some(anchor) = anchor else {
+        let page = range(conn, set, 0, PAGE).await?;
+        let last = page.len() < PAGE;
+        return Ok((page, last));
+    };
     for _ in 0..TRIES {
         let rank: Option<i64> = redis::cmd("ZRANK").arg(set).arg(&anchor.id).query_async(conn).await?;
         let Some(rank) = rank else { break };
         let mut page = range(conn, set, rank, PAGE + 1).await?;
+        let last = page.len() < PAGE + 1;
+        // Not there: the ranks moved between the two reads; read again.
         if let Some(at) = page.iter().position(|p| p.id == anchor.id) {
-            let full = page.len() == PAGE + 1;
             let rest = page.split_off(at + 1);
-            if !rest.is_empty() || !full {
-                return Ok(rest);
+            if !rest.is_empty() || last {
+                return Ok((rest, last));
             }
         }
     }
@@ -479,11 +488,11 @@ async fn after(conn: &mut Conn, set: &str, anchor: Option<&Position>) -> Result<
             .arg("WITHSCORES")
             .query_async(conn)
             .await?;
-        let read = page.len();
+        let last = page.len() < PAGE;
         let rest: Vec<Position> =
             page.into_iter().map(|(id, score)| Position { score, id }).filter(|p| anchor.before(p)).collect();
-        if !rest.is_empty() || read < PAGE {
-            return Ok(rest);
+        if !rest.is_empty() || last {
+            return Ok((rest, last));
         }
         offset += PAGE;
     }
