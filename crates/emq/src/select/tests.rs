@@ -175,7 +175,9 @@ async fn apply_all_passes_the_jobs_it_leaves_and_changes_the_rest() {
 }
 
 /// Workers claiming from the head of pending while it walks (the ranks
-/// move under it): no matching job is left pending.
+/// move under it): no matching job is left pending. The claims stop at 60,
+/// so that a job the walk passed over stays pending to be seen (a walk
+/// resuming by a count of the jobs it left, not by an anchor, fails here).
 #[tokio::test]
 async fn apply_all_leaves_no_match_behind_while_workers_claim() {
     let server = echomq_test_support::RedisServer::start();
@@ -192,8 +194,8 @@ async fn apply_all_leaves_no_match_behind_while_workers_claim() {
         let queue = queue.clone();
         tokio::spawn(async move {
             let mut claimed = 0;
-            while claimed < 300 {
-                let leases = queue.claim_many(std::time::Duration::from_secs(600), 3, None).await.unwrap();
+            while claimed < 60 {
+                let leases = queue.claim_many(std::time::Duration::from_secs(600), 2, None).await.unwrap();
                 if leases.jobs.is_empty() {
                     break;
                 }
