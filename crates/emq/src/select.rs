@@ -279,9 +279,10 @@ pub async fn count(conn: &mut Conn, selection: &Selection, budget: u64) -> Resul
 
 /// Ids of queue `queue` that start with `prefix` (taken literally: `*` is
 /// a star), in any of its six sets: a bounded search. A whole id is first
-/// looked up by its record; then each set is scanned (ZSCAN MATCH), about
-/// `budget` members in all (ZSCAN's COUNT, a hint to the server), until
-/// `limit` are found. The flag says whether every set was scanned to its end.
+/// looked up by its record; then each set that is not empty is scanned
+/// (ZSCAN MATCH), about `budget` members in all (ZSCAN's COUNT, a hint:
+/// a small set is read whole in one call), until `limit` are found. The
+/// flag says whether every set was scanned to its end.
 ///
 /// # Errors
 /// [`Refused`] or an invalid queue name, before anything is sent; a failure
@@ -306,15 +307,22 @@ pub async fn by_prefix(
         }
     }
     let pattern = format!("{}*", glob_escape(prefix));
-    let mut spent = 0u64;
+    // Each set's size, so that an empty one costs nothing and a call is
+    // charged at most the set's size.
+    let mut sizes = redis::pipe();
     for state in State::ALL {
+        sizes.cmd("ZCARD").arg(keys.state(state));
+    }
+    let sizes: Vec<u64> = sizes.query_async(conn).await?;
+    let mut spent = 0u64;
+    for (state, size) in State::ALL.into_iter().zip(sizes).filter(|(_, size)| *size > 0) {
         let mut cursor = 0u64;
         loop {
             if spent >= budget || found.len() >= limit {
                 return Ok((found, false));
             }
             let hint = (budget - spent).min(PAGE as u64);
-            spent += hint;
+            spent += hint.min(size);
             let (next, members): (u64, Vec<String>) = redis::cmd("ZSCAN")
                 .arg(keys.state(state))
                 .arg(cursor)

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{show, Emq};
 use echomq::{EnqueueOptions, Queue, RetryPolicy};
-use echomq_test_support::{unique_queue, RedisServer};
+use echomq_test_support::{module_path, unique_queue, RedisCluster, RedisServer};
 
 /// The text the selected jobs hold: glob characters, to be taken literally.
 const NEEDLE: &str = "smtp 550*[x]?";
@@ -292,5 +292,48 @@ fn bad_input_is_refused_and_changes_nothing() {
         refused(&["cancel", "--all", "dead", "--yes"], 2, "--queue");
         refused(&["cancel", "--yes", "--queue", &q], 2, "--all");
         refused(&["retry", "--yes", "--queue", &q], 2, "--all-dead");
+    }
+}
+
+/// `--cluster`: a queue on another node than the URL's, its jobs found by
+/// text and by id, and cancelled by state and text, over more than a page.
+#[test]
+fn a_selection_on_a_cluster_reaches_the_queues_node() {
+    let cluster = RedisCluster::start(3, Some(module_path()));
+    for via in ["lua", "native"] {
+        let emq = Emq { url: cluster.urls()[0].clone(), via };
+        let cli = |args: &[&str]| {
+            let mut all = vec!["--cluster"];
+            all.extend_from_slice(args);
+            emq.ok_said(&all)
+        };
+        let node = |q: &str| cluster.owner(cluster.slot(&format!("{{{q}}}")));
+        let q = std::iter::repeat_with(|| unique_queue("c-select")).find(|q| node(q) != 0).unwrap();
+        let lines: String =
+            (0..150).map(|i| format!("\"{i}{}\"\n", if i < 120 { " tenant-7" } else { "" })).collect();
+        let mut enqueue = emq.command(&["--cluster", "enqueue", &q, "--jsonl"]);
+        let mut child =
+            enqueue.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), lines.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{via}: {}", show(&output));
+        let ids: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect();
+        assert_eq!(ids.len(), 150, "{via}");
+
+        let (out, footer) = cli(&["find", &q, "tenant-7", "--state", "pending", "--limit", "1000"]);
+        assert_eq!(out.lines().count(), 120, "{via}: {footer}");
+        let (out, _) = cli(&["find", &q, "--id", &ids[0]]);
+        assert_eq!(out.trim(), format!("{}  pending", ids[0]), "{via}");
+        let (said, _) = cli(&["cancel", "--all", "pending", "--queue", &q, "--matching", "tenant-7"]);
+        assert!(said.starts_with("would cancel 120 pending jobs"), "{via}: {said}");
+        let (said, _) =
+            cli(&["cancel", "--all", "pending", "--queue", &q, "--matching", "tenant-7", "--yes"]);
+        assert!(
+            said.contains("cancelled 120 pending jobs") && said.contains("30 left pending"),
+            "{via}: {said}"
+        );
+        let (out, _) = cli(&["find", &q, "--state", "pending", "--limit", "1000"]);
+        let left: BTreeSet<&str> = out.lines().collect();
+        assert_eq!(left, ids[120..].iter().map(String::as_str).collect(), "{via}");
     }
 }
