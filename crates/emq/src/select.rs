@@ -36,8 +36,11 @@ pub const PAGE: usize = 100;
 /// literally: `*` is a star).
 #[derive(Clone, Debug)]
 pub struct Selection {
+    /// The queue's name.
     pub queue: String,
+    /// The state whose set is walked.
     pub state: State,
+    /// The text a selected job's payload or last error contains; `None`: every job of the set.
     pub matching: Option<String>,
 }
 
@@ -134,7 +137,12 @@ impl Action {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refused {
     /// The action does not take jobs of this state.
-    State { action: Action, state: State },
+    State {
+        /// What was asked.
+        action: Action,
+        /// The selection's state.
+        state: State,
+    },
     /// An empty text: it would match every job (leave it out instead).
     EmptyText,
     /// An id prefix no job id starts with (every id starts with `JOB`).
