@@ -15,7 +15,8 @@
 //! - `failure.rs`: what a failed call did, in words, and what is safe next.
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
-//! - `ops.rs`: inspect, list, find, stats, queues, retry, cancel, purge, drain, delete-queue.
+//! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge, drain, delete-queue.
+//! - `find.rs`: find jobs by text or id prefix, a bounded search that says where it stopped.
 //! - `select.rs`: selecting jobs in bulk (a bounded walk, an id prefix), and
 //!   retry or cancel of a selection: for `find`, `retry --all-dead`, `cancel --all`, the dashboard.
 //! - `work.rs`: a worker that runs a command per job.
@@ -70,6 +71,7 @@ mod demo;
 mod enqueue;
 mod events;
 mod failure;
+mod find;
 mod flow;
 mod log;
 mod ops;
@@ -129,7 +131,7 @@ enum Command {
     /// Find jobs, newest first: those of a state whose payload or last error
     /// contains a text, or (--id) those whose id starts with a prefix; a
     /// bounded search that says where it stopped and how to resume.
-    Find(ops::FindArgs),
+    Find(find::Args),
     /// Count each queue's jobs by state, and show its flow settings (paused, limits).
     Stats(ops::StatsArgs),
     /// List the queues on the server, from its queue registry.
@@ -222,7 +224,7 @@ async fn main() {
         Command::Result(args) => events::result(&cli.server, args).await,
         Command::Events(args) => events::events(&cli.server, args).await,
         Command::List(args) => ops::list(&cli.server, args).await,
-        Command::Find(args) => ops::find(&cli.server, args).await,
+        Command::Find(args) => find::run(&cli.server, args).await,
         Command::Stats(args) => ops::stats(&cli.server, args).await,
         Command::Queues(args) => ops::queues(&cli.server, args).await,
         Command::Retry(args) => ops::retry(&cli.server, args).await,

@@ -10,7 +10,7 @@ use crate::connect::{Conn, Error, Server};
 use crate::select::{self, Action, Refused, Selection};
 
 /// A state by its protocol name: pending, active, delayed, done, dead, cancelled.
-fn state(name: &str) -> Result<State, String> {
+pub fn state(name: &str) -> Result<State, String> {
     name.parse()
         .map_err(|_| format!("{name:?} is not a state: pending, active, delayed, done, dead or cancelled"))
 }
@@ -400,75 +400,11 @@ async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool)
 }
 
 /// A selection's refusal as a usage error (exit 2: nothing was sent).
-fn usage(err: Error) -> Error {
+pub fn usage(err: Error) -> Error {
     match err.downcast::<Refused>() {
         Ok(refused) => Box::new(crate::failure::Exit::usage(refused.to_string())),
         Err(err) => err,
     }
-}
-
-#[derive(clap::Args, Debug)]
-pub struct FindArgs {
-    /// The queue.
-    queue: String,
-    /// The text a job's payload or last error contains, byte for byte (`*`
-    /// is a star); none: every job of --state.
-    #[arg(conflicts_with = "id")]
-    text: Option<String>,
-    /// The state whose jobs to look through.
-    #[arg(long, value_parser = state, default_value = "dead")]
-    state: State,
-    /// Instead of a text: the jobs whose id starts with this, in any state.
-    #[arg(long, value_name = "PREFIX")]
-    id: Option<String>,
-    /// Look at about this many jobs at most (a page a round trip).
-    #[arg(long, default_value_t = 10_000)]
-    budget: u64,
-    /// Print this many at most.
-    #[arg(long, default_value_t = 100)]
-    limit: usize,
-    /// Start at this rank, newest first: where a find that stopped said to resume.
-    #[arg(long, default_value_t = 0, conflicts_with = "id")]
-    from: u64,
-}
-
-/// Print the ids a bounded search finds, and on stderr how far it looked.
-pub async fn find(server: &Server, args: FindArgs) -> Result<(), Error> {
-    let mut conn = server.connection().await?;
-    if let Some(prefix) = &args.id {
-        let (found, complete) = select::by_prefix(&mut conn, &args.queue, prefix, args.budget, args.limit)
-            .await
-            .map_err(usage)?;
-        for (id, state) in &found {
-            say!("{id}  {state}");
-        }
-        let how = if complete {
-            "every set looked through".to_owned()
-        } else {
-            format!("stopped after about {} members: raise --budget or --limit for more", args.budget)
-        };
-        eprintln!("{} found in {} ({how})", found.len(), args.queue);
-        return Ok(());
-    }
-    let selection = Selection { queue: args.queue.clone(), state: args.state, matching: args.text };
-    let step =
-        select::walk(&mut conn, &selection, args.from, args.budget, args.limit).await.map_err(usage)?;
-    for id in &step.ids {
-        say!("{id}");
-    }
-    let (state, queue, found) = (args.state, &args.queue, step.ids.len());
-    let upto = args.from + step.examined;
-    match step.next {
-        Some(next) => eprintln!(
-            "{found} found; examined {upto} of {} {state} jobs of {queue}; resume with --from {next}",
-            step.total
-        ),
-        None => eprintln!("{found} found; examined {upto} of {} {state} jobs of {queue}: all", step.total),
-    }
-    if step.total == 0 {
-        note_if_unknown(server, queue).await;
-    }
-    Ok(())
 }
 
 /// Run `action` on each job, every one tried: a job not found or refused is

@@ -24,6 +24,10 @@ use echomq::{ErrorKind, Executor, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error};
 
+mod anchor;
+
+use anchor::{after, range, Position};
+
 /// How many jobs one round trip reads or changes at most.
 pub const PAGE: usize = 100;
 
@@ -32,8 +36,11 @@ pub const PAGE: usize = 100;
 /// literally: `*` is a star).
 #[derive(Clone, Debug)]
 pub struct Selection {
+    /// The queue's name.
     pub queue: String,
+    /// The state whose set is walked.
     pub state: State,
+    /// The text a selected job's payload or last error contains; `None`: every job of the set.
     pub matching: Option<String>,
 }
 
@@ -130,7 +137,12 @@ impl Action {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refused {
     /// The action does not take jobs of this state.
-    State { action: Action, state: State },
+    State {
+        /// What was asked.
+        action: Action,
+        /// The selection's state.
+        state: State,
+    },
     /// An empty text: it would match every job (leave it out instead).
     EmptyText,
     /// An id prefix no job id starts with (every id starts with `JOB`).
@@ -279,9 +291,10 @@ pub async fn count(conn: &mut Conn, selection: &Selection, budget: u64) -> Resul
 
 /// Ids of queue `queue` that start with `prefix` (taken literally: `*` is
 /// a star), in any of its six sets: a bounded search. A whole id is first
-/// looked up by its record; then each set is scanned (ZSCAN MATCH), about
-/// `budget` members in all (ZSCAN's COUNT, a hint to the server), until
-/// `limit` are found. The flag says whether every set was scanned to its end.
+/// looked up by its record; then each set that is not empty is scanned
+/// (ZSCAN MATCH), about `budget` members in all (ZSCAN's COUNT, a hint:
+/// a small set is read whole in one call), until `limit` are found. The
+/// flag says whether every set was scanned to its end.
 ///
 /// # Errors
 /// [`Refused`] or an invalid queue name, before anything is sent; a failure
@@ -306,15 +319,22 @@ pub async fn by_prefix(
         }
     }
     let pattern = format!("{}*", glob_escape(prefix));
-    let mut spent = 0u64;
+    // Each set's size, so that an empty one costs nothing and a call is
+    // charged at most the set's size.
+    let mut sizes = redis::pipe();
     for state in State::ALL {
+        sizes.cmd("ZCARD").arg(keys.state(state));
+    }
+    let sizes: Vec<u64> = sizes.query_async(conn).await?;
+    let mut spent = 0u64;
+    for (state, size) in State::ALL.into_iter().zip(sizes).filter(|(_, size)| *size > 0) {
         let mut cursor = 0u64;
         loop {
             if spent >= budget || found.len() >= limit {
                 return Ok((found, false));
             }
             let hint = (budget - spent).min(PAGE as u64);
-            spent += hint;
+            spent += hint.min(size);
             let (next, members): (u64, Vec<String>) = redis::cmd("ZSCAN")
                 .arg(keys.state(state))
                 .arg(cursor)
@@ -397,8 +417,8 @@ pub async fn apply_all(
     let Some(end) = range(conn, &set, -1, 1).await?.pop() else { return Ok(applied) };
     let mut anchor: Option<Position> = None;
     loop {
-        let page = after(conn, &set, anchor.as_ref()).await?;
-        let reached = page.len() < PAGE || page.iter().any(|p| !p.before(&end));
+        let (page, last) = after(conn, &set, anchor.as_ref()).await?;
+        let reached = last || page.iter().any(|p| !p.before(&end));
         let page: Vec<Position> = page.into_iter().filter(|p| !end.before(p)).collect();
         if page.is_empty() {
             break;
@@ -428,73 +448,6 @@ pub async fn apply_all(
         }
     }
     Ok(applied)
-}
-
-/// A member's place in a sorted set: by score, then by its bytes.
-#[derive(Clone, Debug, PartialEq)]
-struct Position {
-    score: f64,
-    id: String,
-}
-
-impl Position {
-    /// Whether `self` comes before `other` in the set's order.
-    fn before(&self, other: &Position) -> bool {
-        self.score < other.score || (self.score == other.score && self.id.as_bytes() < other.id.as_bytes())
-    }
-}
-
-/// How many times a page is read again when the set moved between reading
-/// the anchor's rank and reading from it.
-const TRIES: usize = 5;
-
-/// The (at most) [`PAGE`] members after `anchor`, or the first ones. By
-/// the anchor's rank while it is in the set (checked: the page read holds
-/// it); when it left the set, by its score, passing over the members of
-/// equal score at or before it.
-async fn after(conn: &mut Conn, set: &str, anchor: Option<&Position>) -> Result<Vec<Position>, Error> {
-    let Some(anchor) = anchor else { return range(conn, set, 0, PAGE).await };
-    for _ in 0..TRIES {
-        let rank: Option<i64> = redis::cmd("ZRANK").arg(set).arg(&anchor.id).query_async(conn).await?;
-        let Some(rank) = rank else { break };
-        let mut page = range(conn, set, rank, PAGE + 1).await?;
-        if let Some(at) = page.iter().position(|p| p.id == anchor.id) {
-            let full = page.len() == PAGE + 1;
-            let rest = page.split_off(at + 1);
-            if !rest.is_empty() || !full {
-                return Ok(rest);
-            }
-        }
-    }
-    let mut offset = 0;
-    loop {
-        let page: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(set)
-            .arg(anchor.score)
-            .arg("+inf")
-            .arg("BYSCORE")
-            .arg("LIMIT")
-            .arg(offset)
-            .arg(PAGE)
-            .arg("WITHSCORES")
-            .query_async(conn)
-            .await?;
-        let read = page.len();
-        let rest: Vec<Position> =
-            page.into_iter().map(|(id, score)| Position { score, id }).filter(|p| anchor.before(p)).collect();
-        if !rest.is_empty() || read < PAGE {
-            return Ok(rest);
-        }
-        offset += PAGE;
-    }
-}
-
-/// `count` members of `set` from rank `start` (negative: from the end), lowest first.
-async fn range(conn: &mut Conn, set: &str, start: i64, count: usize) -> Result<Vec<Position>, Error> {
-    let stop = if start < 0 { -1 } else { start + count as i64 - 1 };
-    let members: Vec<(String, f64)> =
-        redis::cmd("ZRANGE").arg(set).arg(start).arg(stop).arg("WITHSCORES").query_async(conn).await?;
-    Ok(members.into_iter().map(|(id, score)| Position { score, id }).collect())
 }
 
 /// A page of a set's members as job ids; a member that is not one is
