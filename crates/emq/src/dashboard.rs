@@ -302,6 +302,12 @@ impl<'a> Write<'a> {
         self
     }
 
+    /// The same write, on every job of a selection (said in words).
+    fn all(mut self, selection: &str) -> Write<'a> {
+        self.jobs = format!("all {selection}");
+        self
+    }
+
     /// The audit line: info, with every field.
     fn log(&self, outcome: &str) {
         tracing::info!(

@@ -153,6 +153,20 @@ async fn writes_need_the_token_the_csrf_token_and_the_same_site() {
         .find(|l| l.contains("action=\"pause\"") && l.contains("done"))
         .unwrap_or_else(|| panic!("{log}"));
     assert!(line.contains("remote=127.0.0.1:") && line.contains(&format!("queue=\"{name}\"")), "{line}");
+    // A bulk write names its jobs: the ticked ones, or the selection.
+    let bulk = format!("/queues/{name}/state/dead/bulk");
+    let ticked = format!("csrf={csrf}&do=retry-selected&ids={id}&confirmed=yes");
+    assert_eq!(dashboard.request("POST", &bulk, &same, &ticked).status(), 200);
+    let all = format!("csrf={csrf}&do=cancel-all&matching=nothing%20like%20it&confirmed=yes");
+    assert_eq!(dashboard.request("POST", &bulk, &same, &all).status(), 200);
+    let log = dashboard.log();
+    assert!(
+        log.contains(&format!("action=\"retry\" queue=\"{name}\" jobs=\"{id}\" outcome=\"done: 1 retried")),
+        "{log}"
+    );
+    let all =
+        format!("jobs=\"all dead jobs of {name} whose payload or error contains \\\"nothing like it\\\"\"");
+    assert!(log.contains(&all) && log.contains("outcome=\"done: 0 cancelled"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

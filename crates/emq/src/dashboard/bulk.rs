@@ -113,11 +113,14 @@ pub async fn bulk(
     let csrf = fields.iter().find(|(field, _)| field == "csrf").map(|(_, value)| value.as_str());
     app.may_write(&Write::new(remote, "bulk", &name), &headers, csrf)?;
     let form = BulkForm::read(&fields)?;
-    let write = Write::new(remote, form.action.verb(), &name).jobs(form.ids.as_deref().unwrap_or_default());
     queue_of(&app, &name)?;
     let state = state_of(&state)?;
     form.action.check(state).map_err(|refused| Problem::BadInput(refused.to_string()))?;
     let selection = Selection { queue: name.clone(), state, matching: form.matching.clone() };
+    let write = match &form.ids {
+        Some(ids) => Write::new(remote, form.action.verb(), &name).jobs(ids),
+        None => Write::new(remote, form.action.verb(), &name).all(&selection.describe()),
+    };
     let back = queue_path(&name, &format!("/state/{state}"));
     let verb = form.action.verb();
     if !form.confirmed {
