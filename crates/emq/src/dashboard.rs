@@ -1,33 +1,51 @@
-//! `emq dashboard`: a web UI served by the command itself (axum,
-//! server-rendered, no JavaScript): queues with their counts, throughput over
-//! time, each queue's jobs, a job's record, and retry and cancel buttons.
-//! `/metrics` serves the counts as Prometheus text.
+//! `emq dashboard`: a web UI served by the command itself (axum, pages from
+//! `maud` templates, which escape every value): the queues with their
+//! counts, settings and oldest pending job; a queue's settings; its jobs per
+//! state, newest first, a page of 25 at a time, with a search and bulk retry
+//! and cancel; a job's record and events; a queue's schedules. Counts stay
+//! live through server-sent events (`/live`) from one shared snapshot, and
+//! `/metrics` serves that snapshot as Prometheus text. With JavaScript off
+//! every page still works: links, forms, a reload.
 //!
 //! Safety: it binds 127.0.0.1 by default. Bound anywhere else it needs a
 //! token for write actions: given with `--token`, or made up and printed; a
 //! browser presents it once at `/login?token=…` and keeps it in a cookie.
-//! Every form carries a per-process CSRF token, and a cross-site POST
-//! (`Sec-Fetch-Site: cross-site`) is refused.
+//! Every form carries a per-process CSRF token, a cross-site POST
+//! (`Sec-Fetch-Site: cross-site`) is refused, `--read-only` refuses every
+//! write, and each write is logged (who, what, which queue and jobs, outcome).
+//!
+//! # Layout
+//! - `snapshot.rs`: the shared snapshot of every queue (counts, settings,
+//!   oldest pending job), taken at most once a second and only on demand;
+//!   `/live` and `/metrics`.
+//! - `html.rs`: the page frame, its style and script, and small pieces.
+//! - `queues.rs`: `/`, a queue's page, and the queue-wide writes (pause,
+//!   resume, drain, configure).
+//! - `jobs.rs`: a state's jobs, and the search among them.
+//! - `bulk.rs`: retry or cancel of the ticked jobs or of all that match.
+//! - `job.rs`: one job's page and its actions.
+//! - `schedules.rs`: a queue's schedules.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::sync::Arc;
 
-use axum::extract::{Form, Path, Query, State as Extract};
+use axum::extract::{ConnectInfo, Query, State as Extract};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use echomq::{JobId, Keyspace, Queue, State};
+use echomq::{ErrorKind, JobId, Keyspace, Queue, State};
 use serde::Deserialize;
 
-use crate::connect::{Error, Server};
-use crate::ops::{discover, priority};
+use crate::connect::{Conn, Error, Server};
 
+mod bulk;
 mod html;
-
-use html::{escape, urlencode};
+mod job;
+mod jobs;
+mod queues;
+mod schedules;
+mod snapshot;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -40,18 +58,22 @@ pub struct Args {
     // `--help` never shows the environment's value: it is a secret.
     #[arg(long, env = "ECHOMQ_DASHBOARD_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Show no write action, and refuse every write (403): a monitor's view.
+    #[arg(long)]
+    read_only: bool,
 }
 
-/// How many throughput samples the chart keeps (one a second).
-const SAMPLES: usize = 120;
-
-struct App {
-    server_conn: crate::connect::Conn,
+/// What every handler shares.
+pub struct App {
+    conn: Conn,
     executor: Arc<dyn echomq::Executor>,
     csrf: String,
     token: Option<String>,
-    /// (when, jobs finished so far per queue), newest last.
-    samples: Mutex<VecDeque<(Instant, u64)>>,
+    read_only: bool,
+    snapshots: snapshot::Snapshots,
+    /// Turns true when the process is asked to stop: `/live` streams end,
+    /// so that the graceful shutdown does not wait for their viewers.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
@@ -60,252 +82,264 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         (true, None) => None,
         (false, None) => Some(random_hex()?),
     };
+    let conn = server.connection().await?;
+    let executor = server.executor().await?;
     let app = Arc::new(App {
-        server_conn: server.connection().await?,
-        executor: server.executor().await?,
+        snapshots: snapshot::Snapshots::new(conn.clone(), executor.clone()),
+        conn,
+        executor,
         csrf: random_hex()?,
         token: token.clone(),
-        samples: Mutex::default(),
+        read_only: args.read_only,
+        stopping: tokio::sync::watch::channel(false).0,
     });
-    tokio::spawn(sample(app.clone()));
-    let router = Router::new()
-        .route("/", get(overview))
-        .route("/queues/{queue}", get(queue_page))
-        .route("/queues/{queue}/jobs/{id}", get(job_page))
-        .route("/queues/{queue}/jobs/{id}/{action}", post(job_action))
-        .route("/metrics", get(metrics))
-        .route("/login", get(login))
-        .with_state(app);
+    tokio::spawn(snapshot::keep_fresh(app.clone()));
     let listener = tokio::net::TcpListener::bind(args.bind).await?;
     let address = listener.local_addr()?;
     tell!("emq dashboard on http://{address}/");
-    if let Some(token) = token {
+    if args.read_only {
+        tell!("read-only: no write action is shown, and every one is refused");
+    } else if let Some(token) = token {
         tell!("write actions need the token: open http://{address}/login?token={token}");
     }
-    axum::serve(listener, router).with_graceful_shutdown(shutdown()).await?;
+    let stopping = app.stopping.clone();
+    let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, service).with_graceful_shutdown(shutdown(stopping)).await?;
     Ok(())
 }
 
-async fn shutdown() {
+/// Every route: the pages (GET) and the writes (POST), each write behind [`App::may_write`].
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(queues::overview))
+        .route("/queues/{queue}", get(queues::queue_page))
+        .route("/queues/{queue}/pause", post(queues::pause))
+        .route("/queues/{queue}/resume", post(queues::resume))
+        .route("/queues/{queue}/drain", get(queues::drain_page).post(queues::drain))
+        .route("/queues/{queue}/configure", post(queues::configure))
+        .route("/queues/{queue}/state/{state}", get(jobs::state_page))
+        .route("/queues/{queue}/state/{state}/bulk", post(bulk::bulk))
+        .route("/queues/{queue}/jobs/{id}", get(job::job_page))
+        .route("/queues/{queue}/jobs/{id}/{action}", post(job::job_action))
+        .route("/queues/{queue}/schedules", get(schedules::schedules_page))
+        .route("/queues/{queue}/schedules/remove", post(schedules::remove))
+        .route("/live", get(snapshot::live))
+        .route("/metrics", get(snapshot::metrics))
+        .route("/login", get(login))
+        .fallback(not_found)
+        .with_state(app)
+}
+
+async fn shutdown(stopping: tokio::sync::watch::Sender<bool>) {
     let _ = tokio::signal::ctrl_c().await;
+    stopping.send_replace(true);
 }
 
-/// Every second, how many jobs are finished in all: the chart's data.
-async fn sample(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        if let Ok(counts) = counts(&app).await {
-            let finished = counts.values().flatten().map(|s| s.done + s.dead).sum();
-            let mut samples = app.samples.lock().unwrap_or_else(|p| p.into_inner());
-            samples.push_back((Instant::now(), finished));
-            if samples.len() > SAMPLES {
-                samples.pop_front();
+async fn not_found() -> Response {
+    Problem::NotFound("no such page".into()).into_response()
+}
+
+/// Why a request was not answered with its page: each a status, and a page
+/// that says why. Bad input is 400 and a missing thing 404, never 500.
+#[derive(Debug)]
+pub enum Problem {
+    /// The request itself is wrong (a malformed id, queue name, state, or form).
+    BadInput(String),
+    /// What it names does not exist.
+    NotFound(String),
+    /// A write this dashboard does not allow (read-only, no token, no CSRF token).
+    Forbidden(String),
+    /// The server failed or refused (a key of the wrong type, a lost connection).
+    Failed(String),
+}
+
+impl From<echomq::Error> for Problem {
+    fn from(err: echomq::Error) -> Problem {
+        let said = crate::failure::explain(&err);
+        match err.kind {
+            ErrorKind::Argument | ErrorKind::InvalidId | ErrorKind::InvalidQueue | ErrorKind::Kind => {
+                Problem::BadInput(said)
             }
+            ErrorKind::NoJob => Problem::NotFound(said),
+            _ => Problem::Failed(said),
         }
     }
 }
 
-/// Each queue's counts, or why they could not be read: one damaged queue
-/// (a key of the wrong type) does not hide the others.
-async fn counts(app: &App) -> Result<BTreeMap<String, Result<echomq::StatsReply, String>>, Error> {
-    let mut out = BTreeMap::new();
-    for name in discover(&mut app.server_conn.clone()).await? {
-        let stats = Queue::new(app.executor.clone(), &name)?.stats().await;
-        out.insert(name, stats.map_err(|err| crate::failure::explain(&err)));
-    }
-    Ok(out)
-}
-
-fn failure(err: impl std::fmt::Display) -> Response {
-    (StatusCode::INTERNAL_SERVER_ERROR, Html(html::page("error", None, &escape(&err.to_string()))))
-        .into_response()
-}
-
-async fn overview(Extract(app): Extract<Arc<App>>) -> Response {
-    let counts = match counts(&app).await {
-        Ok(counts) => counts,
-        Err(err) => return failure(err),
-    };
-    let rows: Vec<Vec<String>> = counts
-        .iter()
-        .map(|(name, s)| {
-            let link = format!(r#"<a href="/queues/{}">{}</a>"#, urlencode(name), escape(name));
-            match s {
-                Ok(s) => [s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled].iter().fold(
-                    vec![link],
-                    |mut row, n| {
-                        row.push(n.to_string());
-                        row
-                    },
-                ),
-                Err(why) => vec![link, format!("unreadable: {}", escape(why))],
-            }
-        })
-        .collect();
-    let rates: Vec<f64> = {
-        let samples = app.samples.lock().unwrap_or_else(|p| p.into_inner());
-        let samples: Vec<_> = samples.iter().collect();
-        samples
-            .windows(2)
-            .map(|w| w[1].1.saturating_sub(w[0].1) as f64 / (w[1].0 - w[0].0).as_secs_f64().max(1e-3))
-            .collect()
-    };
-    let body = format!(
-        "<h2>Queues</h2>{}<h2>Throughput</h2>{}<p>jobs finished per second, the last two minutes</p>",
-        html::table("queues", &["queue", "pending", "active", "delayed", "done", "dead", "cancelled"], &rows),
-        html::chart(&rates)
-    );
-    Html(html::page("queues", Some(2), &body)).into_response()
-}
-
-async fn queue_page(
-    Extract(app): Extract<Arc<App>>,
-    Path(queue): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    match render_queue(&app, &queue, can_write(&app, &headers)).await {
-        Ok(body) => Html(html::page(&queue, Some(2), &body)).into_response(),
-        Err(err) => failure(err),
+impl From<Error> for Problem {
+    fn from(err: Error) -> Problem {
+        if let Some(refused) = err.downcast_ref::<crate::select::Refused>() {
+            return Problem::BadInput(refused.to_string());
+        }
+        match err.downcast::<echomq::Error>() {
+            Ok(err) => Problem::from(*err),
+            Err(err) => Problem::Failed(crate::failure::explain(err.as_ref())),
+        }
     }
 }
 
-async fn render_queue(app: &App, name: &str, writable: bool) -> Result<String, Error> {
-    let keys = Keyspace::new(name)?;
-    let stats = Queue::new(app.executor.clone(), name)?.stats().await?;
-    let mut body = String::new();
-    for (state, count) in [
-        (State::Pending, stats.pending),
-        (State::Active, stats.active),
-        (State::Delayed, stats.delayed),
-        (State::Done, stats.done),
-        (State::Dead, stats.dead),
-        (State::Cancelled, stats.cancelled),
-    ] {
-        body.push_str(&format!(r#"<h3>{state} <span id="count-{state}">{count}</span></h3>"#));
-        let jobs: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(keys.state(state))
-            .arg(0)
-            .arg(19)
-            .arg("WITHSCORES")
-            .query_async(&mut app.server_conn.clone())
-            .await?;
-        let rows: Vec<Vec<String>> = jobs
-            .into_iter()
-            .map(|(id, score)| {
-                let link = format!(
-                    r#"<a href="/queues/{}/jobs/{id}"><code>{id}</code></a>"#,
-                    urlencode(name),
-                    id = escape(&id)
-                );
-                let mut actions = String::new();
-                if writable && state == State::Dead {
-                    actions.push_str(&html::action(name, &id, "retry", &app.csrf));
-                }
-                if writable && !matches!(state, State::Done | State::Cancelled) {
-                    actions.push_str(&html::action(name, &id, "cancel", &app.csrf));
-                }
-                vec![link, describe(state, score), actions]
-            })
-            .collect();
-        if rows.is_empty() {
-            body.push_str(&format!(r#"<p id="jobs-{state}" class="none">none</p>"#));
+impl From<redis::RedisError> for Problem {
+    fn from(err: redis::RedisError) -> Problem {
+        Problem::Failed(crate::failure::explain(&err))
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::BadInput(said) => write!(f, "bad input: {said}"),
+            Problem::NotFound(said) => write!(f, "not found: {said}"),
+            Problem::Forbidden(said) => write!(f, "refused: {said}"),
+            Problem::Failed(said) => write!(f, "{said}"),
+        }
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let (status, title, said) = match self {
+            Problem::BadInput(said) => (StatusCode::BAD_REQUEST, "bad request", said),
+            Problem::NotFound(said) => (StatusCode::NOT_FOUND, "not found", said),
+            Problem::Forbidden(said) => (StatusCode::FORBIDDEN, "refused", said),
+            Problem::Failed(said) => (StatusCode::INTERNAL_SERVER_ERROR, "failed", said),
+        };
+        (status, html::problem(title, &said)).into_response()
+    }
+}
+
+/// A queue name from a path, checked: a bad one is 400 saying why.
+fn queue_of(app: &App, name: &str) -> Result<Queue, Problem> {
+    Ok(Queue::new(app.executor.clone(), name)?)
+}
+
+/// A job id from a path, checked.
+fn job_id(text: &str) -> Result<JobId, Problem> {
+    text.parse().map_err(|err: echomq::Error| Problem::BadInput(err.text().to_owned()))
+}
+
+/// A state from a path, checked.
+fn state_of(text: &str) -> Result<State, Problem> {
+    text.parse().map_err(|_| {
+        Problem::BadInput(format!(
+            "{text:?} is not a state: pending, active, delayed, done, dead or cancelled"
+        ))
+    })
+}
+
+/// The keys of queue `name`, checked.
+fn keys_of(name: &str) -> Result<Keyspace, Problem> {
+    Ok(Keyspace::new(name)?)
+}
+
+impl App {
+    /// Whether write actions are shown to this request: not read-only, and
+    /// on loopback without a token or with the token's cookie.
+    fn writable(&self, headers: &HeaderMap) -> bool {
+        !self.read_only && self.has_token(headers)
+    }
+
+    /// The CSRF token forms carry, when this request may write: forms are
+    /// drawn only then.
+    fn form_token(&self, headers: &HeaderMap) -> Option<&str> {
+        self.writable(headers).then_some(self.csrf.as_str())
+    }
+
+    fn has_token(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.token else { return true };
+        let wanted = format!("emq_token={token}");
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .any(|cookie| cookie.trim() == wanted)
+    }
+
+    /// Whether this write may go on: not read-only, the token's cookie
+    /// (when one is needed), the form's CSRF token, and no cross-site
+    /// request. Refused ones are logged too.
+    fn may_write(&self, write: &Write<'_>, headers: &HeaderMap, csrf: Option<&str>) -> Result<(), Problem> {
+        let cross_site = headers.get("sec-fetch-site").is_some_and(|v| v != "same-origin" && v != "none");
+        let refusal = if self.read_only {
+            Some("this dashboard is read-only (--read-only): it changes nothing")
+        } else if !self.has_token(headers) {
+            Some("write actions need the dashboard's token: open /login?token=… with the token it printed")
+        } else if csrf != Some(self.csrf.as_str()) || cross_site {
+            Some("write actions need a form of this dashboard's own (its CSRF token, same site)")
         } else {
-            body.push_str(&html::table(&format!("jobs-{state}"), &["job", "", ""], &rows));
-        }
-    }
-    Ok(body)
-}
-
-fn describe(state: State, score: f64) -> String {
-    let at = || humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(score.max(0.0) as u64));
-    match state {
-        State::Pending => format!("priority {score}"),
-        State::Active => format!("lease until {}", at()),
-        State::Delayed => format!("due {}", at()),
-        _ => format!("since {}", at()),
-    }
-}
-
-async fn job_page(Extract(app): Extract<Arc<App>>, Path((queue, id)): Path<(String, String)>) -> Response {
-    let shown = async {
-        let id: JobId = id.parse()?;
-        let job = Queue::new(app.executor.clone(), &queue)?.inspect(&id).await?;
-        let Some(job) = job else { return Ok::<_, Error>(format!("no job {}", escape(id.as_str()))) };
-        let r = job.record;
-        let priority = priority(&mut app.server_conn.clone(), &queue, &id).await?;
-        let mut rows = vec![
-            vec!["state".into(), r.state.to_string()],
-            vec!["attempts".into(), r.attempts.to_string()],
-            vec!["payload".into(), format!("<pre>{}</pre>", escape(&String::from_utf8_lossy(&r.payload)))],
-        ];
-        if let Some(priority) = priority {
-            rows.insert(2, vec!["priority".into(), escape(&priority)]);
-        }
-        for (name, at) in [("enqueued_at", r.enqueued_at), ("updated_at", r.updated_at)] {
-            if let Some(at) = at {
-                rows.push(vec![name.into(), describe(State::Done, at as f64).replace("since ", "")]);
+            None
+        };
+        match refusal {
+            Some(why) => {
+                write.log(&format!("refused: {why}"));
+                Err(Problem::Forbidden(why.into()))
             }
+            None => Ok(()),
         }
-        if let Some(error) = job.error {
-            rows.push(vec!["last error".into(), format!(r#"<pre class="dead">{}</pre>"#, escape(&error))]);
-        }
-        if let Some(progress) = job.progress {
-            rows.push(vec![
-                "progress".into(),
-                format!("<pre>{}</pre>", escape(&String::from_utf8_lossy(&progress))),
-            ]);
-        }
-        Ok(html::table("record", &["field", "value"], &rows))
-    };
-    match shown.await {
-        Ok(body) => Html(html::page(&format!("{queue} / {id}"), None, &body)).into_response(),
-        Err(err) => failure(err),
     }
 }
 
-#[derive(Deserialize)]
-struct ActionForm {
-    csrf: String,
+/// One write, for the audit log: who asked, what, on which queue and jobs.
+pub struct Write<'a> {
+    remote: SocketAddr,
+    action: &'a str,
+    queue: &'a str,
+    jobs: String,
 }
 
-async fn job_action(
-    Extract(app): Extract<Arc<App>>,
-    Path((queue, id, action)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    Form(form): Form<ActionForm>,
-) -> Response {
-    let cross_site = headers.get("sec-fetch-site").is_some_and(|v| v != "same-origin" && v != "none");
-    if !can_write(&app, &headers) || form.csrf != app.csrf || cross_site {
-        return (StatusCode::FORBIDDEN, "write actions need the dashboard's token and a form of its own")
-            .into_response();
+impl<'a> Write<'a> {
+    fn new(ConnectInfo(remote): ConnectInfo<SocketAddr>, action: &'a str, queue: &'a str) -> Write<'a> {
+        Write { remote, action, queue, jobs: String::new() }
     }
-    let done = async {
-        let id: JobId = id.parse()?;
-        let q = Queue::new(app.executor.clone(), &queue)?;
-        match action.as_str() {
-            "retry" => q.retry(&id).await?,
-            "cancel" => drop(q.cancel(&id).await?),
-            other => return Err::<(), Error>(format!("no action {other}").into()),
+
+    /// The same write, naming its jobs (a few, then how many more).
+    fn jobs(mut self, ids: &[JobId]) -> Write<'a> {
+        let shown: Vec<&str> = ids.iter().take(5).map(JobId::as_str).collect();
+        self.jobs = match ids.len() {
+            0..=5 => shown.join(","),
+            n => format!("{},… ({n} in all)", shown.join(",")),
+        };
+        self
+    }
+
+    /// The same write, on every job of a selection (said in words).
+    fn all(mut self, selection: &str) -> Write<'a> {
+        self.jobs = format!("all {selection}");
+        self
+    }
+
+    /// The audit line: info, with every field.
+    fn log(&self, outcome: &str) {
+        tracing::info!(
+            remote = %self.remote,
+            action = self.action,
+            queue = self.queue,
+            jobs = self.jobs.as_str(),
+            outcome,
+            "dashboard write"
+        );
+    }
+
+    /// Log the outcome of `done` and hand it on; the snapshot is
+    /// forgotten, so that the next page shows what the write did.
+    fn logged<T>(
+        &self,
+        app: &App,
+        done: Result<T, Problem>,
+        said: impl FnOnce(&T) -> String,
+    ) -> Result<T, Problem> {
+        app.snapshots.invalidate();
+        match &done {
+            Ok(value) => self.log(&said(value)),
+            Err(problem) => self.log(&format!("failed: {problem}")),
         }
-        Ok(())
-    };
-    match done.await {
-        Ok(()) => Redirect::to(&format!("/queues/{}", urlencode(&queue))).into_response(),
-        Err(err) => (StatusCode::BAD_REQUEST, escape(&err.to_string())).into_response(),
+        done
     }
 }
 
-/// Whether this request may write: always on loopback without a token, else with the token's cookie.
-fn can_write(app: &App, headers: &HeaderMap) -> bool {
-    let Some(token) = &app.token else { return true };
-    let wanted = format!("emq_token={token}");
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .any(|cookie| cookie.trim() == wanted)
+/// Where a write goes back to: a page of this dashboard, never elsewhere.
+fn back_to(path: &str) -> Response {
+    Redirect::to(path).into_response()
 }
 
 #[derive(Deserialize)]
@@ -315,46 +349,10 @@ struct LoginQuery {
 
 async fn login(Extract(app): Extract<Arc<App>>, Query(query): Query<LoginQuery>) -> Response {
     if app.token.as_deref() != Some(query.token.as_str()) {
-        return (StatusCode::FORBIDDEN, "wrong token").into_response();
+        return Problem::Forbidden("wrong token".into()).into_response();
     }
     let cookie = format!("emq_token={}; HttpOnly; SameSite=Strict; Path=/", query.token);
     ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
-}
-
-/// The counts, as Prometheus text.
-async fn metrics(Extract(app): Extract<Arc<App>>) -> Response {
-    let counts = match counts(&app).await {
-        Ok(counts) => counts,
-        Err(err) => {
-            let said = format!("cannot read the queues: {}\n", crate::failure::explain(err.as_ref()));
-            return (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "text/plain")], said)
-                .into_response();
-        }
-    };
-    let mut text = String::from("# HELP emq_jobs Jobs in each state, per queue.\n# TYPE emq_jobs gauge\n");
-    let mut unreadable = String::new();
-    for (queue, s) in counts {
-        let queue = queue.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-        let Ok(s) = s else {
-            unreadable.push_str(&format!("emq_queue_unreadable{{queue=\"{queue}\"}} 1\n"));
-            continue;
-        };
-        for (state, n) in [
-            ("pending", s.pending),
-            ("active", s.active),
-            ("delayed", s.delayed),
-            ("done", s.done),
-            ("dead", s.dead),
-            ("cancelled", s.cancelled),
-        ] {
-            text.push_str(&format!("emq_jobs{{queue=\"{queue}\",state=\"{state}\"}} {n}\n"));
-        }
-    }
-    if !unreadable.is_empty() {
-        text.push_str("# HELP emq_queue_unreadable Queues whose counts could not be read (a key of the wrong type); the dashboard says why.\n# TYPE emq_queue_unreadable gauge\n");
-        text.push_str(&unreadable);
-    }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// 128 random bits as hex, from the kernel.

@@ -47,7 +47,7 @@ pub async fn resume(server: &Server, args: QueuesArgs) -> Result<(), Error> {
 }
 
 /// A rate: `<claims>/<period>`, e.g. `100/1s` or `5/250ms`; `none` removes it.
-fn rate(text: &str) -> Result<Limit<Rate>, String> {
+pub(crate) fn rate(text: &str) -> Result<Limit<Rate>, String> {
     if text == "none" {
         return Ok(Limit::Unlimited);
     }
@@ -68,7 +68,7 @@ fn rate(text: &str) -> Result<Limit<Rate>, String> {
 }
 
 /// A concurrency limit: a number of jobs, at least 1; `none` removes it.
-fn concurrency(text: &str) -> Result<Limit<u64>, String> {
+pub(crate) fn concurrency(text: &str) -> Result<Limit<u64>, String> {
     match text {
         "none" => Ok(Limit::Unlimited),
         text => match text.parse() {
@@ -132,7 +132,7 @@ pub struct ConfigArgs {
 }
 
 /// An event log length: a number of entries, or `off`.
-fn events_length(text: &str) -> Result<EventLog, String> {
+pub(crate) fn events_length(text: &str) -> Result<EventLog, String> {
     match text {
         "off" | "0" => Ok(EventLog::Off),
         text => text
@@ -143,7 +143,7 @@ fn events_length(text: &str) -> Result<EventLog, String> {
 }
 
 /// `AGE/COUNT`, each `none` for no bound: `24h/10000`, `7d/none`.
-fn retention(text: &str) -> Result<Retention, String> {
+pub(crate) fn retention(text: &str) -> Result<Retention, String> {
     let (age, count) = text.split_once('/').ok_or("expected AGE/COUNT, such as 24h/10000 or none/1000")?;
     let age = match age {
         "none" => None,

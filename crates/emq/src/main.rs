@@ -16,9 +16,12 @@
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
 //! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge, drain, delete-queue.
+//! - `find.rs`: find jobs by text or id prefix, a bounded search that says where it stopped.
+//! - `select.rs`: selecting jobs in bulk (a bounded walk, an id prefix), and
+//!   retry or cancel of a selection: for `find`, `retry --all-dead`, `cancel --all`, the dashboard.
 //! - `work.rs`: a worker that runs a command per job, and its metrics (`--metrics`).
 //! - `workers.rs`: the live workers, from the worker registry.
-//! - `dashboard.rs`: the web dashboard; `dashboard/html.rs` renders it.
+//! - `dashboard.rs`: the web dashboard; its pages, snapshot and `/metrics` under `dashboard/`.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
 //! - `scripts.rs`: the loadable Lua scripts and their SHA1s, for other speakers.
 //! - `schedule.rs`: a queue's cron and interval schedules.
@@ -69,11 +72,13 @@ mod demo;
 mod enqueue;
 mod events;
 mod failure;
+mod find;
 mod flow;
 mod log;
 mod ops;
 mod schedule;
 mod scripts;
+mod select;
 mod work;
 mod workers;
 
@@ -125,6 +130,10 @@ enum Command {
     Events(events::EventsArgs),
     /// List a queue's jobs in one state, first to be served first.
     List(ops::ListArgs),
+    /// Find jobs, newest first: those of a state whose payload or last error
+    /// contains a text, or (--id) those whose id starts with a prefix; a
+    /// bounded search that says where it stopped and how to resume.
+    Find(find::Args),
     /// Count each queue's jobs by state, and show its flow settings (paused, limits).
     Stats(ops::StatsArgs),
     /// List the queues on the server, from its queue registry.
@@ -132,10 +141,13 @@ enum Command {
     /// List the live workers, from the worker registry: host, pid, queues,
     /// jobs running, when each started and last beat.
     Workers(workers::Args),
-    /// Send dead jobs back to pending.
+    /// Send dead jobs back to pending: by id, or every dead job of a queue
+    /// (--all-dead, optionally --matching a text; --yes to do it, else the count).
     Retry(ops::RetryArgs),
     /// Cancel jobs (any state but done); a running job's worker loses its lease.
-    Cancel(ops::JobsArgs),
+    /// By id, or every job of a queue in a state (--all STATE, optionally
+    /// --matching a text; --yes to do it, else the count).
+    Cancel(ops::CancelArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
     Purge(ops::PurgeArgs),
     /// Delete a queue's pending and delayed jobs (--active: its running ones too).
@@ -163,7 +175,7 @@ enum Command {
     /// over 4096 bytes (nothing was sent); 5 refused (the job's lease was
     /// lost); 3 the server could not be reached.
     Progress(work::ProgressArgs),
-    /// Serve a web dashboard: queues, throughput, jobs, retry and cancel buttons, /metrics.
+    /// Serve a web dashboard: queues, jobs, search, retry and cancel, live counts, /metrics.
     Dashboard(dashboard::Args),
     /// Write each transition's Lua script, includes expanded, SHA1SUMS and manifest.json: for speakers in other languages.
     Scripts(scripts::Args),
@@ -192,6 +204,7 @@ async fn main() {
         | Command::Result(_)
         | Command::Events(_)
         | Command::List(_)
+        | Command::Find(_)
         | Command::Stats(_)
         | Command::Queues(_)
         | Command::Workers(_) => true,
@@ -217,6 +230,7 @@ async fn main() {
         Command::Result(args) => events::result(&cli.server, args).await,
         Command::Events(args) => events::events(&cli.server, args).await,
         Command::List(args) => ops::list(&cli.server, args).await,
+        Command::Find(args) => find::run(&cli.server, args).await,
         Command::Stats(args) => ops::stats(&cli.server, args).await,
         Command::Queues(args) => ops::queues(&cli.server, args).await,
         Command::Workers(args) => workers::run(&cli.server, args).await,

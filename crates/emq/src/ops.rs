@@ -7,9 +7,10 @@ use echomq::keyspace::{queue_of, state_pattern};
 use echomq::{Delete, Drain, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error, Server};
+use crate::select::{self, Action, Refused, Selection};
 
 /// A state by its protocol name: pending, active, delayed, done, dead, cancelled.
-fn state(name: &str) -> Result<State, String> {
+pub fn state(name: &str) -> Result<State, String> {
     name.parse()
         .map_err(|_| format!("{name:?} is not a state: pending, active, delayed, done, dead or cancelled"))
 }
@@ -289,78 +290,121 @@ pub struct RetryArgs {
     /// --all-dead, the queue whose dead jobs to retry.
     #[arg(long, required_if_eq("all_dead", "true"))]
     queue: Option<String>,
-    /// Every dead job of --queue, oldest first, in calls of a page each:
-    /// those dead when it begins (a job that dies meanwhile may stay).
+    /// Every dead job of --queue, oldest first, a page a call: those dead
+    /// when it begins (a job that dies meanwhile stays). Without --yes it
+    /// only says how many it would retry.
     #[arg(long)]
     all_dead: bool,
-    /// With --all-dead: only the jobs whose last error contains this text.
+    /// With --all-dead: only the jobs whose payload or last error contains
+    /// this text, byte for byte (`*` is a star).
     #[arg(long, requires = "all_dead")]
     matching: Option<String>,
+    /// With --all-dead: retry them (without, nothing changes).
+    #[arg(long, requires = "all_dead")]
+    yes: bool,
 }
 
 pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
     if args.all_dead {
         let queue = args.queue.expect("clap requires --queue with --all-dead");
-        return retry_all_dead(server, &queue, args.matching.as_deref()).await;
+        let selection = Selection { queue, state: State::Dead, matching: args.matching };
+        return bulk(server, &selection, Action::Retry, args.yes).await;
     }
     let args = JobsArgs { ids: args.ids, queue: args.queue };
     each_job(server, args, "retried", |queue, id| async move { queue.retry(&id).await.map(|()| true) }).await
 }
 
-/// How many dead ids one read of the dead set takes.
-const PAGE: isize = 100;
+/// A state cancel takes: pending, active, delayed or dead.
+fn cancellable(name: &str) -> Result<State, String> {
+    let state = state(name)?;
+    Action::Cancel.check(state).map_err(|refused| refused.to_string())?;
+    Ok(state)
+}
 
-/// Retry the dead jobs of `name` (those whose last error contains
-/// `matching`, when given), a page of the dead set at a time: bounded
-/// calls, never one that walks the whole set. A job that is gone or no
-/// longer dead when its turn comes (retried or purged meanwhile) is
-/// counted apart, not failed.
-async fn retry_all_dead(server: &Server, name: &str, matching: Option<&str>) -> Result<(), Error> {
-    let queue = echomq::Queue::new(server.executor().await?, name)?;
-    let dead_key = queue.keyspace().dead();
-    let there = queue.stats().await?.dead;
-    let mut conn = server.connection().await?;
-    let (mut looked, mut skipped, mut retried, mut moved) = (0u64, 0isize, 0u64, 0u64);
-    while looked < there {
-        // Retried jobs leave the set; the ones skipped stay at its head.
-        let page: Vec<String> = redis::cmd("ZRANGE")
-            .arg(&dead_key)
-            .arg(skipped)
-            .arg(skipped + PAGE - 1)
-            .query_async(&mut conn)
-            .await?;
-        if page.is_empty() {
-            break;
-        }
-        for id in page {
-            looked += 1;
-            let id: JobId = id.parse()?;
-            if let Some(text) = matching {
-                let error = queue.inspect(&id).await?.and_then(|job| job.error).unwrap_or_default();
-                if !error.contains(text) {
-                    skipped += 1;
-                    continue;
-                }
-            }
-            match queue.retry(&id).await {
-                Ok(()) => retried += 1,
-                Err(err) if matches!(err.kind, echomq::ErrorKind::NoJob | echomq::ErrorKind::State) => {
-                    moved += 1
-                }
-                Err(err) => return Err(err.into()),
-            }
-            if looked >= there {
-                break;
-            }
-        }
+#[derive(clap::Args, Debug)]
+pub struct CancelArgs {
+    /// The jobs' ids (none with --all).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    ids: Vec<JobId>,
+    /// Their queue (found by a scan for each job when not given); with
+    /// --all, the queue whose jobs to cancel.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Every job of --queue in this state (pending, active, delayed or
+    /// dead), oldest first, a page a call: those there when it begins.
+    /// Without --yes it only says how many it would cancel.
+    #[arg(long, value_name = "STATE", value_parser = cancellable, requires = "queue")]
+    all: Option<State>,
+    /// With --all: only the jobs whose payload or last error contains this
+    /// text, byte for byte (`*` is a star).
+    #[arg(long, requires = "all")]
+    matching: Option<String>,
+    /// With --all: cancel them (without, nothing changes).
+    #[arg(long, requires = "all")]
+    yes: bool,
+}
+
+pub async fn cancel(server: &Server, args: CancelArgs) -> Result<(), Error> {
+    if let Some(state) = args.all {
+        let queue = args.queue.expect("clap requires --queue with --all");
+        let selection = Selection { queue, state, matching: args.matching };
+        return bulk(server, &selection, Action::Cancel, args.yes).await;
     }
-    let matched = matching.map_or(String::new(), |text| format!(" whose error contains {text:?}"));
-    tell!("retried {retried} dead jobs of {name}{matched} ({looked} looked at, {skipped} left dead, {moved} gone meanwhile)");
+    let args = JobsArgs { ids: args.ids, queue: args.queue };
+    each_job(server, args, "cancelled", |queue, id| async move { queue.cancel(&id).await }).await
+}
+
+/// How many jobs a confirmation with a text looks at to count the matches.
+const CONFIRM_BUDGET: u64 = 10_000;
+
+/// `action` on every job of `selection`, with `yes`; without, how many it
+/// would change, and nothing changed.
+async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool) -> Result<(), Error> {
+    let mut conn = server.connection().await?;
+    let (verb, done, what) = (action.verb(), action.done(), selection.describe());
+    if !yes {
+        let count = select::count(&mut conn, selection, CONFIRM_BUDGET).await.map_err(usage)?;
+        if count.exact {
+            tell!("would {verb} {} {what}; add --yes to {verb} them", count.n);
+        } else {
+            tell!(
+                "would {verb} at least {} {what} (the newest {} of {} looked at); add --yes to {verb} every match",
+                count.n,
+                count.examined,
+                count.total
+            );
+        }
+        if count.total == 0 {
+            note_if_unknown(server, &selection.queue).await;
+        }
+        return Ok(());
+    }
+    let executor = server.executor().await?;
+    let applied = select::apply_all(&executor, &mut conn, selection, action).await.map_err(usage)?;
+    let failed = applied.failed.len() as u64;
+    let left = applied.examined - applied.changed - applied.skipped - failed;
+    tell!(
+        "{done} {} {what} ({} looked at, {left} left {}, {} gone meanwhile)",
+        applied.changed,
+        applied.examined,
+        selection.state,
+        applied.skipped
+    );
+    for (id, why) in &applied.failed {
+        eprintln!("{id}: {why}");
+    }
+    if failed > 0 {
+        return Err(format!("{failed} matching job(s) not {done} (each said above)").into());
+    }
     Ok(())
 }
 
-pub async fn cancel(server: &Server, args: JobsArgs) -> Result<(), Error> {
-    each_job(server, args, "cancelled", |queue, id| async move { queue.cancel(&id).await }).await
+/// A selection's refusal as a usage error (exit 2: nothing was sent).
+pub fn usage(err: Error) -> Error {
+    match err.downcast::<Refused>() {
+        Ok(refused) => Box::new(crate::failure::Exit::usage(refused.to_string())),
+        Err(err) => err,
+    }
 }
 
 /// Run `action` on each job, every one tried: a job not found or refused is

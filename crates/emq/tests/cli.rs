@@ -380,10 +380,10 @@ fn every_dead_job_matching_a_text_is_retried_in_one_command() {
         let _ = worker.kill();
         let _ = worker.wait();
 
-        let said = cli.ok(&["retry", "--all-dead", "--queue", &q, "--matching", "cannot do smtp"]);
+        let said = cli.ok(&["retry", "--all-dead", "--queue", &q, "--matching", "cannot do smtp", "--yes"]);
         assert!(said.contains("retried 3 dead jobs") && said.contains("1 left dead"), "{via}: {said}");
         assert_eq!(cli.stats_row(&q), [3, 0, 0, 0, 1, 0], "{via}");
-        let said = cli.ok(&["retry", "--all-dead", "--queue", &q]);
+        let said = cli.ok(&["retry", "--all-dead", "--queue", &q, "--yes"]);
         assert!(said.contains("retried 1 dead jobs"), "{via}: {said}");
         assert_eq!(cli.stats_row(&q), [4, 0, 0, 0, 0, 0], "{via}");
 

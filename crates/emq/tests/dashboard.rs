@@ -1,48 +1,26 @@
-//! The dashboard in a real headless Chromium (through chromedriver): load the
-//! overview and a queue's page, read the counts, click retry on a dead job,
-//! and see it move to pending. And the guards: a POST without the page's CSRF
-//! token is refused, and /metrics serves the counts.
+//! The dashboard in a real headless Chromium (through chromedriver): page
+//! to the last page of 2,500 dead jobs, search by an id's start and by
+//! text, retry all that match after a confirmation that says how many,
+//! pause and resume from the queues page, watch a count change live (no
+//! reload), read a job's page with its progress, result and events, and a
+//! read-only dashboard that shows no form.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+mod dashboard_support;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
-use echomq_test_support::{free_port, unique_queue, RedisServer};
-use fantoccini::{ClientBuilder, Locator};
+use dashboard_support::{dead_jobs, queue, wait_for_port, Dashboard, Running};
+use echomq::State;
+use echomq_test_support::{eventually, free_port, unique_queue, RedisServer};
+use fantoccini::{Client, ClientBuilder, Locator};
 
-/// A child process killed on drop.
-struct Running(Child);
+/// How long an element may take to appear: generous, the machine is shared.
+const PATIENCE: Duration = Duration::from_secs(30);
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// One raw HTTP/1.1 request; the whole response.
-fn http(port: u16, request: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
-/// The text of the element `css` selects, waiting for it: the page may be
-/// loading (after a click) or reloading (it refreshes itself every 2 s).
-async fn text(client: &fantoccini::Client, css: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
+/// The text of the element `css` selects, waiting for it (the page may be loading after a click).
+async fn text(client: &Client, css: &str) -> String {
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let found = match client.find(Locator::Css(css)).await {
             Ok(element) => element.text().await.ok(),
@@ -56,9 +34,22 @@ async fn text(client: &fantoccini::Client, css: &str) -> String {
     }
 }
 
-/// Click the element `css` selects, waiting for it as [`text`] does.
-async fn click(client: &fantoccini::Client, locator: Locator<'_>) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+/// Wait until the element `css` selects says `wanted` (somewhere in its text).
+async fn says(client: &Client, css: &str, wanted: &str) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let now = text(client, css).await;
+        if now.contains(wanted) {
+            return now;
+        }
+        assert!(Instant::now() < deadline, "{css} never said {wanted:?}: {now}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Click what `locator` finds, waiting for it as [`text`] does.
+async fn click(client: &Client, locator: Locator<'_>) {
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let clicked = match client.find(locator).await {
             Ok(element) => element.click().await.is_ok(),
@@ -72,114 +63,187 @@ async fn click(client: &fantoccini::Client, locator: Locator<'_>) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retry_a_dead_job_from_the_dashboard_in_a_real_browser() {
-    let server = RedisServer::start();
-    let conn = server.connection().await;
-    let name = unique_queue("dash");
-    let q = Queue::new(std::sync::Arc::new(echomq::Lua::new(conn)), &name).unwrap();
-    let dead = q.enqueue(b"broken".to_vec()).await.unwrap();
-    let job = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
-    let once = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
-    job.fail("SMTP 550: mailbox unavailable", &once).await.unwrap();
-    q.enqueue(b"waiting".to_vec()).await.unwrap();
+/// Type `words` into the search box and send it.
+async fn search(client: &Client, words: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    let field = loop {
+        if let Ok(field) = client.find(Locator::Css("#search input[name=q]")).await {
+            break field;
+        }
+        assert!(Instant::now() < deadline, "no search box");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    field.clear().await.unwrap();
+    field.send_keys(words).await.unwrap();
+    click(client, Locator::Css("#search button")).await;
+}
 
+/// chromedriver, and a headless Chromium session through it (of `width` px).
+async fn browser(width: u32) -> (Running, Client, std::path::PathBuf) {
     let port = free_port();
-    let _dashboard = Running(
-        Command::new(env!("CARGO_BIN_EXE_emq"))
-            .args(["--url", &server.url(), "dashboard", "--bind", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(port, "the dashboard");
-
-    // The guards, with no browser: no CSRF token, no write; /metrics counts.
-    let path = format!("/queues/{name}/jobs/{dead}/retry");
-    let refused = http(port, &format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\nConnection: close\r\n\r\ncsrf=nope"));
-    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
-    let metrics = http(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    assert!(metrics.contains(&format!("emq_jobs{{queue=\"{name}\",state=\"dead\"}} 1")), "{metrics}");
-    // A damaged queue (a key of the wrong type) is named, and hides no other.
-    let broken = unique_queue("broken");
-    let mut conn = server.client().get_connection().unwrap();
-    let pending = format!("emq:{{{broken}}}:pending");
-    let () = redis::cmd("SET").arg(&pending).arg("in the way").query(&mut conn).unwrap();
-    // A queue the registry names (as a producer noted it), its key since damaged.
-    let () = redis::cmd("ZADD").arg("emq:queues").arg(1).arg(&broken).query(&mut conn).unwrap();
-    let metrics = http(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
-    assert!(metrics.contains(&format!("emq_jobs{{queue=\"{name}\",state=\"dead\"}} 1")), "{metrics}");
-    assert!(metrics.contains(&format!("emq_queue_unreadable{{queue=\"{broken}\"}} 1")), "{metrics}");
-    let overview = http(port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    assert!(overview.starts_with("HTTP/1.1 200") && overview.contains("unreadable: "), "{overview}");
-    let () = redis::cmd("DEL").arg(&pending).query(&mut conn).unwrap();
-    // A job's page shows its priority, which lives beside the record.
-    let pq =
-        Queue::new(std::sync::Arc::new(echomq::Lua::new(server.connection().await)), &unique_queue("prio"))
-            .unwrap();
-    let urgent =
-        pq.enqueue_with(b"urgent".to_vec(), EnqueueOptions::default().priority(-5)).await.unwrap().id;
-    let get =
-        format!("GET /queues/{}/jobs/{urgent} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", pq.name());
-    let page = http(port, &get);
-    assert!(page.starts_with("HTTP/1.1 200") && page.contains("-5 (lower first)"), "{page}");
-
-    let driver_port = free_port();
-    let _driver = Running(
+    let driver = Running(
         Command::new("chromedriver")
-            .arg(format!("--port={driver_port}"))
+            .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver (Debian's chromium-driver; scripts/test installs it)"),
     );
-    wait_for_port(driver_port, "chromedriver");
-    let profile = std::env::temp_dir().join(format!("emq-chromium-{}", std::process::id()));
+    wait_for_port(port, "chromedriver");
+    let profile = std::env::temp_dir().join(format!("emq-chromium-{}-{port}", std::process::id()));
     let capabilities = serde_json::json!({
         "goog:chromeOptions": {
             "binary": "/usr/bin/chromium",
             "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                      "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+                     "--hide-scrollbars", format!("--window-size={width},900"),
                      format!("--user-data-dir={}", profile.display())],
         }
     });
-    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(capabilities.as_object().unwrap().clone())
-        .connect(&format!("http://127.0.0.1:{driver_port}"))
+        .connect(&format!("http://127.0.0.1:{port}"))
         .await
         .expect("a headless Chromium session");
+    (driver, client, profile)
+}
 
-    // The overview lists the queue with its counts.
-    browser.goto(&format!("http://127.0.0.1:{port}/")).await.unwrap();
-    let overview = text(&browser, "#queues").await;
-    let row = overview.lines().find(|l| l.starts_with(&name)).unwrap_or_else(|| panic!("{overview}"));
-    assert_eq!(row.split_whitespace().skip(1).collect::<Vec<_>>(), ["1", "0", "0", "0", "1", "0"], "{row}");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_pages_searches_retries_and_pauses_in_a_real_browser() {
+    let server = RedisServer::start();
+    let name = unique_queue("dash");
+    let q = queue(&server, &name).await;
+    let ids = dead_jobs(&q, 2_500).await;
+    let dashboard = Dashboard::start(&server, &[]);
+    let (_driver, browser, profile) = browser(1280).await;
 
-    // The queue's page: one dead, one pending; click retry on the dead one.
-    // (Its link works; the test then holds the page still: no self-refresh.)
-    click(&browser, Locator::LinkText(&name)).await;
-    assert_eq!(text(&browser, "#count-dead").await, "1");
-    browser.goto(&format!("http://127.0.0.1:{port}/queues/{name}?refresh=0")).await.unwrap();
-    assert_eq!(text(&browser, "#count-dead").await, "1");
-    assert_eq!(text(&browser, "#count-pending").await, "1");
-    assert!(text(&browser, "#jobs-dead").await.contains(dead.as_str()));
-    click(&browser, Locator::Css("#jobs-dead button.retry")).await;
+    // The dead jobs, newest first, 25 a page: the last page holds the oldest.
+    browser.goto(&dashboard.url(&format!("/queues/{name}/state/dead"))).await.unwrap();
+    says(&browser, ".pager .where", "page 1 of 100").await;
+    assert_eq!(browser.find_all(Locator::Css("#jobs input[type=checkbox]")).await.unwrap().len(), 25);
+    assert!(text(&browser, "#jobs").await.contains(ids[2_499].as_str()), "the newest first");
+    click(&browser, Locator::Css(".pager a.last")).await;
+    let at = says(&browser, ".pager .where", "page 100 of 100").await;
+    assert!(at.contains("2476–2500 of 2500"), "{at}");
+    let last = text(&browser, "#jobs").await;
+    assert!(last.contains(ids[0].as_str()) && last.contains("SMTP 421: try later"), "{last}");
+    click(&browser, Locator::Css(".pager a.prev")).await;
+    says(&browser, ".pager .where", "page 99 of 100").await;
 
-    // Back on the queue's page: the job moved to pending.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while text(&browser, "#count-pending").await != "2" {
-        assert!(Instant::now() < deadline, "the retried job never showed as pending");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        browser.refresh().await.unwrap();
+    // A search by an id's start lists it; an exact id opens the job.
+    // (Ids minted in one ms share a long start: take one a few ids share.)
+    let prefix = (4..30)
+        .rev()
+        .flat_map(|len| ids.iter().map(move |id| &id.as_str()[..len]))
+        .find(|prefix| (2..=25).contains(&ids.iter().filter(|id| id.as_str().starts_with(prefix)).count()))
+        .unwrap();
+    let sharing: Vec<_> = ids.iter().filter(|id| id.as_str().starts_with(prefix)).collect();
+    search(&browser, prefix).await;
+    says(&browser, "#searched", &format!("{} id(s) of {name} start with {prefix}", sharing.len())).await;
+    let listed = text(&browser, "#prefix").await;
+    assert!(sharing.iter().all(|id| listed.contains(id.as_str())), "{prefix}: {listed}");
+    search(&browser, ids[1_234].as_str()).await;
+    says(&browser, "h1", ids[1_234].as_str()).await;
+    assert!(text(&browser, "#payload").await.contains("user1234@example.com"));
+
+    // A text search scans payloads and errors, and says where it looked.
+    browser.goto(&dashboard.url(&format!("/queues/{name}/state/dead"))).await.unwrap();
+    search(&browser, "user7@").await;
+    let said = says(&browser, "#searched", "0 dead job(s) whose payload or error contains user7@").await;
+    assert!(
+        said.contains("among ranks 1 to 2000 of 2500") && said.contains("continue from rank 2001"),
+        "{said}"
+    );
+    assert!(!text(&browser, "#jobs").await.contains(ids[7].as_str()), "job 7 is among the oldest 500");
+    click(&browser, Locator::Css("#continue")).await;
+    let said = says(&browser, "#searched", "among ranks 2001 to 2500 of 2500").await;
+    assert!(said.starts_with("1 dead job(s)") && said.contains("That is the end of the set"), "{said}");
+    assert!(text(&browser, "#jobs").await.contains(ids[7].as_str()));
+
+    // Retry all that match, after a page that says how many.
+    search(&browser, "SMTP 421").await;
+    click(&browser, Locator::Css("button[value=retry-all]")).await;
+    let asked = says(&browser, "#confirm", "retry all 25 dead jobs of").await;
+    assert!(asked.contains("SMTP 421"), "{asked}");
+    click(&browser, Locator::Css("#confirm-yes")).await;
+    says(&browser, "#applied", "25 retried, 0 skipped").await;
+    let stats = q.stats().await.unwrap();
+    assert_eq!((stats.pending, stats.dead), (25, 2_475));
+    assert_eq!(q.inspect(&ids[100]).await.unwrap().unwrap().record.state, State::Pending);
+
+    // Pause and resume from the queues page; the count follows live, no reload.
+    browser.goto(&dashboard.url("/")).await.unwrap();
+    let row = format!("tr[data-queue='{name}']");
+    click(&browser, Locator::Css(&format!("{row} button.pause"))).await;
+    says(&browser, &format!("{row} [data-live='{name}/flow']"), "paused").await;
+    assert!(q.settings().await.unwrap().paused);
+    click(&browser, Locator::Css(&format!("{row} button.resume"))).await;
+    says(&browser, &format!("{row} [data-live='{name}/flow']"), "running").await;
+    assert!(!q.settings().await.unwrap().paused);
+    q.enqueue(b"one more".to_vec()).await.unwrap();
+    says(&browser, &format!("{row} [data-live='{name}/pending']"), "26").await;
+
+    // A job's page: pretty payload, progress, result, events in order.
+    let job = q.enqueue(br#"{"to":"ops@example.com","attempt":1}"#.to_vec()).await.unwrap();
+    let lease = loop {
+        let lease = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
+        if lease.id == job {
+            break lease;
+        }
+        lease.ack().await.unwrap();
+    };
+    lease.progress("half way").await.unwrap();
+    lease.ack_with(r#"{"sent":true}"#).await.unwrap();
+    browser.goto(&dashboard.url(&format!("/queues/{name}/jobs/{job}"))).await.unwrap();
+    let payload = text(&browser, "#payload").await;
+    assert!(
+        payload.contains("\n  \"to\": \"ops@example.com\"") && payload.contains("\n  \"attempt\": 1"),
+        "{payload}"
+    );
+    assert_eq!(text(&browser, "#progress").await, "half way");
+    assert!(text(&browser, "#result").await.contains("\"sent\": true"));
+    assert!(text(&browser, "#record").await.contains("done"));
+    let events = text(&browser, "#events").await;
+    let order: Vec<usize> = ["enqueued", "active", "progress", "completed"]
+        .iter()
+        .map(|kind| events.find(kind).unwrap_or_else(|| panic!("no {kind} in {events}")))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{events}");
+    browser.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(profile);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_dashboard_shows_no_form_and_refuses_a_post() {
+    let server = RedisServer::start();
+    let name = unique_queue("ro");
+    let q = queue(&server, &name).await;
+    let dead = dead_jobs(&q, 3).await;
+    let dashboard = Dashboard::start(&server, &["--read-only"]);
+    let (_driver, browser, profile) = browser(390).await;
+    for page in [
+        "/".to_owned(),
+        format!("/queues/{name}"),
+        format!("/queues/{name}/state/dead"),
+        format!("/queues/{name}/jobs/{}", dead[0]),
+    ] {
+        browser.goto(&dashboard.url(&page)).await.unwrap();
+        text(&browser, "h1").await;
+        let forms = browser.find_all(Locator::Css("form[method=post]")).await.unwrap();
+        assert!(forms.is_empty(), "{page} shows {} write forms", forms.len());
+        assert!(browser
+            .find_all(Locator::Css("button.retry, button.pause, input[type=checkbox]"))
+            .await
+            .unwrap()
+            .is_empty());
     }
-    assert_eq!(text(&browser, "#count-dead").await, "0");
-    assert_eq!(q.inspect(&dead).await.unwrap().unwrap().record.state, State::Pending);
-
-    // The job's own page shows its record and its last error.
-    browser.goto(&format!("http://127.0.0.1:{port}/queues/{name}/jobs/{dead}")).await.unwrap();
-    let record = text(&browser, "#record").await;
-    assert!(record.contains("pending") && record.contains("SMTP 550: mailbox unavailable"), "{record}");
+    let refused = dashboard.post(&format!("/queues/{name}/jobs/{}/retry", dead[0]), "csrf=x");
+    assert_eq!(refused.status(), 403, "{refused:?}");
+    eventually("the refused retry is logged", || async {
+        dashboard.log().contains("refused: this dashboard is read-only")
+    })
+    .await;
+    assert_eq!(q.stats().await.unwrap().dead, 3);
     browser.close().await.unwrap();
     let _ = std::fs::remove_dir_all(profile);
 }

@@ -1,0 +1,392 @@
+//! The queues page (`/`), a queue's page, and the writes on a whole queue:
+//! pause, resume, drain (after typing its name) and configure.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Form, Path, State as Extract};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use echomq::transition::Config;
+use echomq::{Drain, EventLog, Rate, Retention, Settings, State};
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use super::html::{self, queue_path};
+use super::snapshot::{QueueView, Snapshot};
+use super::{queue_of, App, Problem, Write};
+
+/// `/`: every queue with its counts, flow settings and oldest pending job's
+/// age, each kept current by `/live`; pause, resume and drain beside it.
+pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Response {
+    let snapshot = app.snapshots.get().await;
+    let token = app.form_token(&headers);
+    let queues = match &snapshot.queues {
+        Ok(queues) => queues,
+        Err(why) => return Problem::Failed(format!("cannot read the queue registry: {why}")).into_response(),
+    };
+    let body = html! {
+        h1 { "Queues" }
+        @if queues.is_empty() {
+            p.none #no-queues { "No queue yet: the registry names none (a producer notes each queue it writes to)." }
+        } @else {
+            (html::scroll(&html! {
+                table #queues {
+                    tr {
+                        th { "queue" }
+                        @for state in State::ALL { th.n { (state) } }
+                        th.n { "oldest pending" }
+                        th { "flow" }
+                        @if token.is_some() { th { "" } }
+                    }
+                    @for (name, view) in queues {
+                        (row(&snapshot, name, view, token))
+                    }
+                }
+            }))
+        }
+        (workers(None))
+        (charts(None))
+    };
+    html::page("queues", &[], &body).into_response()
+}
+
+/// One queue's row on `/`.
+fn row(snapshot: &Snapshot, name: &str, view: &QueueView, token: Option<&str>) -> Markup {
+    let flow = view.settings.as_ref().map_or("?".into(), html::flow);
+    let paused = view.settings.as_ref().is_some_and(|s| s.paused);
+    html! {
+        tr data-queue=(name) {
+            td { a href=(queue_path(name, "")) { (name) } }
+            @match &view.stats {
+                Ok(stats) => {
+                    @for state in State::ALL {
+                        td.n.dead[state == State::Dead && stats.dead > 0] {
+                            a href=(queue_path(name, &format!("/state/{state}"))) {
+                                (html::live(&format!("{name}/{state}"), &stats.of(state).to_string()))
+                            }
+                        }
+                    }
+                    td.n { (html::live(&format!("{name}/oldest"), &html::age(snapshot.oldest_pending_secs(view)))) }
+                }
+                Err(why) => td.bad.wrap colspan="7" { "unreadable: " (why) }
+            }
+            td.paused[paused] { (html::live(&format!("{name}/flow"), &flow)) }
+            @if let Some(token) = token {
+                td {
+                    @if paused {
+                        (html::button(&queue_path(name, "/resume"), "resume", "resume", token))
+                    } @else {
+                        (html::button(&queue_path(name, "/pause"), "pause", "pause", token))
+                    }
+                    a href=(queue_path(name, "/drain")) { "drain…" }
+                }
+            }
+        }
+    }
+}
+
+/// The place of the per-minute charts (enqueued, completed, failed, dead a
+/// minute) that the server's counters of protocol 1.4 feed: all queues on
+/// `/` (`queue` none), one on its page. Drawn by the charts' own work; an
+/// empty section until then.
+fn charts(queue: Option<&str>) -> Markup {
+    html! { section #charts data-queue=[queue] {} }
+}
+
+/// The place of the workers (how many, and a "no worker" flag for a queue
+/// with jobs and nobody to run them) that the workers registry feeds: all
+/// queues on `/` (`queue` none), one on its page. An empty section until then.
+fn workers(queue: Option<&str>) -> Markup {
+    html! { section #workers data-queue=[queue] {} }
+}
+
+/// A queue's page: its settings (a form to change them), its counts per
+/// state (each a link to its jobs), links to its schedules.
+pub async fn queue_page(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let queue = queue_of(&app, &name)?;
+    let stats = queue.stats().await?;
+    // A read-only ACL user may not run CONFIG: the plain read then.
+    let settings = match queue.settings().await {
+        Ok(settings) => settings,
+        Err(_) => crate::flow::settings(&mut app.conn.clone(), queue.keyspace()).await?,
+    };
+    let token = app.form_token(&headers);
+    // The shared snapshot (a page asked for is demand for live counts too)
+    // says whether the registry knows the queue: a misspelt name does not.
+    let snapshot = app.snapshots.get().await;
+    let unknown = snapshot.queues.as_ref().is_ok_and(|queues| !queues.contains_key(&name));
+    let body = html! {
+        h1 { "Queue " (name) }
+        @if unknown {
+            p.note #unknown { "The queue registry does not name " (name) ": no producer has written to it (a misspelt name?)." }
+        }
+        div.bar {
+            span.paused[settings.paused] #flow { (html::live(&format!("{name}/flow"), &html::flow(&settings))) }
+            @if let Some(token) = token {
+                @if settings.paused {
+                    (html::button(&queue_path(&name, "/resume"), "resume", "resume", token))
+                } @else {
+                    (html::button(&queue_path(&name, "/pause"), "pause", "pause", token))
+                }
+                a href=(queue_path(&name, "/drain")) { "drain…" }
+            }
+            a href=(queue_path(&name, "/schedules")) { "schedules" }
+        }
+        h2 { "Jobs" }
+        (html::scroll(&html! {
+            table #counts {
+                tr { @for state in State::ALL { th.n { (state) } } }
+                tr {
+                    @for state in State::ALL {
+                        td.n {
+                            a id=(format!("count-{state}")) href=(queue_path(&name, &format!("/state/{state}"))) {
+                                (html::live(&format!("{name}/{state}"), &stats.of(state).to_string()))
+                            }
+                        }
+                    }
+                }
+            }
+        }))
+        (workers(Some(&name)))
+        (charts(Some(&name)))
+        h2 { "Settings" }
+        (settings_table(&settings))
+        @if let Some(token) = token { (settings_form(&name, &settings, token)) }
+    };
+    Ok(html::page(&name, &[(name.clone(), queue_path(&name, ""))], &body).into_response())
+}
+
+fn settings_table(settings: &Settings) -> Markup {
+    let limit = |n: Option<String>| n.unwrap_or_else(|| "none".into());
+    html! {
+        (html::scroll(&html! {
+            table #settings {
+                tr { th { "paused" } td { (settings.paused) } }
+                tr { th { "concurrency" } td { (limit(settings.concurrency.map(|n| n.to_string()))) } }
+                tr { th { "rate" } td { (limit(settings.rate.map(rate_text))) } }
+                tr { th { "keep done" } td { (keep_text(settings.keep_done)) } }
+                tr { th { "keep dead" } td { (keep_text(settings.keep_dead)) } }
+                tr { th { "keep cancelled" } td { (keep_text(settings.keep_cancelled)) } }
+                tr { th { "events" } td { (events_text(settings.events)) } }
+            }
+        }))
+    }
+}
+
+fn rate_text(Rate { claims, per }: Rate) -> String {
+    format!("{claims}/{}", humantime::format_duration(per))
+}
+
+/// Retention as `configure`'s form takes it: `AGE/COUNT`, `none` for no bound.
+fn keep_text(keep: Retention) -> String {
+    let age = keep.age.map_or("none".into(), |age| humantime::format_duration(age).to_string());
+    let count = keep.count.map_or("none".into(), |n| n.to_string());
+    format!("{age}/{count}")
+}
+
+fn events_text(events: EventLog) -> String {
+    match events {
+        EventLog::Off => "off".into(),
+        EventLog::Keep(n) => n.to_string(),
+    }
+}
+
+fn settings_form(name: &str, settings: &Settings, token: &str) -> Markup {
+    let field = |label: &str, field: &str, value: String, hint: &str| {
+        html! { label { (label) " " input type="text" name=(field) value=(value) size="14" title=(hint); } }
+    };
+    html! {
+        form #configure method="post" action=(queue_path(name, "/configure")) {
+            (html::csrf(token))
+            (field("concurrency", "concurrency", settings.concurrency.map_or("none".into(), |n| n.to_string()), "a number of jobs, or none"))
+            (field("rate", "rate", settings.rate.map_or("none".into(), rate_text), "claims/period, e.g. 100/1s, or none"))
+            (field("keep done", "keep_done", keep_text(settings.keep_done), "AGE/COUNT, e.g. 24h/10000"))
+            (field("keep dead", "keep_dead", keep_text(settings.keep_dead), "AGE/COUNT"))
+            (field("keep cancelled", "keep_cancelled", keep_text(settings.keep_cancelled), "AGE/COUNT"))
+            (field("events", "events", events_text(settings.events), "entries the event log keeps, or off"))
+            button type="submit" { "save settings" }
+        }
+    }
+}
+
+/// A form of one CSRF token.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct TokenForm {
+    pub csrf: Option<String>,
+}
+
+pub async fn pause(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<TokenForm>,
+) -> Result<Response, Problem> {
+    set_paused(&app, &name, Write::new(remote, "pause", &name), &headers, form, true).await
+}
+
+pub async fn resume(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<TokenForm>,
+) -> Result<Response, Problem> {
+    set_paused(&app, &name, Write::new(remote, "resume", &name), &headers, form, false).await
+}
+
+async fn set_paused(
+    app: &App,
+    name: &str,
+    write: Write<'_>,
+    headers: &HeaderMap,
+    form: TokenForm,
+    paused: bool,
+) -> Result<Response, Problem> {
+    app.may_write(&write, headers, form.csrf.as_deref())?;
+    let done = async {
+        let queue = queue_of(app, name)?;
+        Ok(if paused { queue.pause().await? } else { queue.resume().await? })
+    };
+    write.logged(app, done.await, |s: &Settings| format!("done: {}", html::flow(s)))?;
+    Ok(back(headers, &queue_path(name, "")))
+}
+
+/// Back where the form was (its Referer, when it is a page of this
+/// dashboard), else to `fallback`.
+fn back(headers: &HeaderMap, fallback: &str) -> Response {
+    let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let from = headers.get("referer").and_then(|r| r.to_str().ok()).and_then(|r| {
+        let rest = r.strip_prefix("http://").or_else(|| r.strip_prefix("https://"))?;
+        let path = rest.strip_prefix(host)?;
+        // A path of this site only: never `//host` or a backslash, which a
+        // browser would read as another site.
+        (path.starts_with('/') && !path.starts_with("//") && !path.contains('\\')).then(|| path.to_owned())
+    });
+    super::back_to(from.as_deref().unwrap_or(fallback))
+}
+
+/// The page that asks for the queue's name before draining it.
+pub async fn drain_page(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let queue = queue_of(&app, &name)?;
+    let stats = queue.stats().await?;
+    let body = html! {
+        h1 { "Drain " (name) }
+        p #drain-what {
+            "Deletes its " (stats.pending) " pending and " (stats.delayed) " delayed jobs (and, if asked, its "
+            (stats.active) " active ones, whose workers lose their leases). Finished jobs stay."
+        }
+        @if let Some(token) = app.form_token(&headers) {
+            form #drain method="post" action=(queue_path(&name, "/drain")) {
+                (html::csrf(token))
+                label { "type the queue's name to confirm: " input type="text" name="confirm" autocomplete="off"; }
+                label { input type="checkbox" name="active" value="yes"; " the active jobs too" }
+                button.danger type="submit" { "drain" }
+            }
+        } @else {
+            p.note { "This dashboard does not take writes from you here (read-only, or no token)." }
+        }
+    };
+    Ok(html::page(&format!("drain {name}"), &[(name.clone(), queue_path(&name, ""))], &body).into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct DrainForm {
+    csrf: Option<String>,
+    confirm: String,
+    active: Option<String>,
+}
+
+pub async fn drain(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<DrainForm>,
+) -> Result<Response, Problem> {
+    let write = Write::new(remote, "drain", &name);
+    app.may_write(&write, &headers, form.csrf.as_deref())?;
+    let done = async {
+        let queue = queue_of(&app, &name)?;
+        if form.confirm != name {
+            return Err(Problem::BadInput(format!(
+                "to drain it, type the queue's name exactly ({name:?}); {:?} is not it: nothing was drained",
+                form.confirm
+            )));
+        }
+        let which = if form.active.is_some() { Drain::WithActive } else { Drain::Waiting };
+        Ok(queue.drain(which).await?)
+    };
+    write.logged(&app, done.await, |n| format!("done: {n} jobs drained"))?;
+    Ok(super::back_to(&queue_path(&name, "")))
+}
+
+/// The settings form: each field as `emq config` takes it; an empty one is left as it is.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct ConfigureForm {
+    csrf: Option<String>,
+    concurrency: String,
+    rate: String,
+    keep_done: String,
+    keep_dead: String,
+    keep_cancelled: String,
+    events: String,
+}
+
+impl ConfigureForm {
+    /// The change it asks for; a field that does not read is refused, naming it.
+    fn config(&self) -> Result<Config, Problem> {
+        fn read<T>(
+            field: &str,
+            text: &str,
+            parse: fn(&str) -> Result<T, String>,
+        ) -> Result<Option<T>, Problem> {
+            let text = text.trim();
+            if text.is_empty() {
+                return Ok(None);
+            }
+            parse(text)
+                .map(Some)
+                .map_err(|why| Problem::BadInput(format!("{field}: {why}: nothing was changed")))
+        }
+        Ok(Config {
+            paused: None,
+            concurrency: read("concurrency", &self.concurrency, crate::flow::concurrency)?,
+            rate: read("rate", &self.rate, crate::flow::rate)?,
+            keep_done: read("keep done", &self.keep_done, crate::flow::retention)?,
+            keep_dead: read("keep dead", &self.keep_dead, crate::flow::retention)?,
+            keep_cancelled: read("keep cancelled", &self.keep_cancelled, crate::flow::retention)?,
+            events: read("events", &self.events, crate::flow::events_length)?,
+        })
+    }
+}
+
+pub async fn configure(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<ConfigureForm>,
+) -> Result<Response, Problem> {
+    let write = Write::new(remote, "configure", &name);
+    app.may_write(&write, &headers, form.csrf.as_deref())?;
+    let done = async {
+        let queue = queue_of(&app, &name)?;
+        let config = form.config()?;
+        Ok(queue.configure(config).await?)
+    };
+    write.logged(&app, done.await, |s: &Settings| format!("done: {}", html::flow(s)))?;
+    Ok(super::back_to(&queue_path(&name, "")))
+}

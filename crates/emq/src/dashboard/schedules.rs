@@ -1,0 +1,153 @@
+//! A queue's schedules: when each ticks, its next tick, its last tick and
+//! whether that tick's job exists (each tick's job id is derived from the
+//! schedule and the tick, so this is one look), and remove (after a
+//! confirmation). The host API has no "fire now" and no pause of one
+//! schedule: pausing the queue holds the jobs its ticks enqueue.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Form, Path, State as Extract};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use echomq::schedule::tick_id;
+use echomq::{Missed, Scheduled, When};
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use super::html::{self, queue_path, urlencode};
+use super::snapshot::server_ms;
+use super::{queue_of, App, Problem, Write};
+
+pub async fn schedules_page(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let queue = queue_of(&app, &name)?;
+    let schedules = queue.schedules().await?;
+    let now = server_ms(&mut app.conn.clone()).await?;
+    let mut rows = Vec::with_capacity(schedules.len());
+    for scheduled in &schedules {
+        let last = scheduled.schedule.last_at_or_before(now);
+        let fired = match last {
+            Some(tick) => {
+                let id = tick_id(&name, &scheduled.schedule.name, tick);
+                let state = queue.inspect(&id).await?.map(|job| job.record.state);
+                Some((tick, id, state))
+            }
+            None => None,
+        };
+        rows.push(row(&name, scheduled, now, fired, app.form_token(&headers)));
+    }
+    let body = html! {
+        h1 { "Schedules of " (name) }
+        @if schedules.is_empty() {
+            p.none #no-schedules { "No schedule (`emq schedule add` makes one)." }
+        } @else {
+            (html::scroll(&html! {
+                table #schedules {
+                    tr {
+                        th { "name" } th { "when" } th { "next tick" } th { "last tick" } th { "missed ticks" } th { "payload" }
+                        @if app.form_token(&headers).is_some() { th { "" } }
+                    }
+                    @for row in &rows { (row) }
+                }
+            }))
+            p.note { "The queue's workers fire each tick once; pausing the queue holds the jobs its ticks enqueue." }
+        }
+    };
+    let crumbs =
+        [(name.clone(), queue_path(&name, "")), ("schedules".to_owned(), queue_path(&name, "/schedules"))];
+    Ok(html::page(&format!("schedules · {name}"), &crumbs, &body).into_response())
+}
+
+type Fired = Option<(u64, echomq::JobId, Option<echomq::State>)>;
+
+fn row(name: &str, scheduled: &Scheduled, now: u64, fired: Fired, token: Option<&str>) -> Markup {
+    let schedule = &scheduled.schedule;
+    let when = match &schedule.when {
+        When::Every(interval) => format!("every {}", humantime::format_duration(*interval)),
+        When::Cron { expr, zone } => format!("cron {expr} ({zone})"),
+    };
+    let missed = match schedule.missed {
+        Missed::Last => "fire the last".to_owned(),
+        Missed::Skip => "skip".to_owned(),
+        Missed::All(n) => format!("fire each (up to {n})"),
+    };
+    let next_in =
+        humantime::format_duration(std::time::Duration::from_secs(scheduled.next.saturating_sub(now) / 1000));
+    html! {
+        tr data-schedule=(schedule.name) {
+            td { (schedule.name) }
+            td { (when) }
+            td { (html::when(scheduled.next)) " (in " (next_in) ")" }
+            td {
+                @match &fired {
+                    None => "-",
+                    Some((tick, id, state)) => {
+                        (html::when(*tick)) " "
+                        @match state {
+                            Some(state) => a href=(queue_path(name, &format!("/jobs/{}", urlencode(id.as_str())))) { "its job, " (state) },
+                            None => span.note { "(no job: not fired yet, or its job is gone)" },
+                        }
+                    }
+                }
+            }
+            td { (missed) }
+            td.wrap { code { (String::from_utf8_lossy(&schedule.payload[..schedule.payload.len().min(120)])) } }
+            @if let Some(token) = token {
+                td {
+                    form.inline method="post" action=(queue_path(name, "/schedules/remove")) {
+                        (html::csrf(token))
+                        input type="hidden" name="name" value=(schedule.name);
+                        button.remove type="submit" { "remove…" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct RemoveForm {
+    csrf: Option<String>,
+    name: String,
+    confirmed: Option<String>,
+}
+
+/// Remove a schedule, after a confirmation; the jobs it fired stay.
+pub async fn remove(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<RemoveForm>,
+) -> Result<Response, Problem> {
+    let write = Write::new(remote, "unschedule", &name);
+    app.may_write(&write, &headers, form.csrf.as_deref())?;
+    let queue = queue_of(&app, &name)?;
+    if form.confirmed.as_deref() != Some("yes") {
+        let said = format!("Remove schedule {:?} of {name}? The jobs it fired stay.", form.name);
+        let fields = [("name", form.name.clone())];
+        let back = queue_path(&name, "/schedules");
+        let page = html::confirm(
+            "Remove schedule",
+            &said,
+            &queue_path(&name, "/schedules/remove"),
+            &fields,
+            &app.csrf,
+            &back,
+        );
+        return Ok(page.into_response());
+    }
+    let removed =
+        write.logged(&app, queue.unschedule(&form.name).await.map_err(Problem::from), |removed| {
+            format!("done: schedule {:?} {}", form.name, if *removed { "removed" } else { "was not there" })
+        })?;
+    if !removed {
+        return Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name)));
+    }
+    Ok(super::back_to(&queue_path(&name, "/schedules")))
+}

@@ -1,0 +1,395 @@
+//! The dashboard over plain HTTP: bad input is 400 and a missing thing 404
+//! (never 500), each write is refused 403 in read-only mode, without the
+//! token, without the CSRF token and cross-site, and changes nothing then;
+//! bad form values are 400 and change nothing; writes are audited; /live
+//! streams counts; /metrics carries the documented names.
+
+mod dashboard_support;
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use dashboard_support::{dead_jobs, queue, Dashboard};
+use echomq::{EnqueueOptions, State};
+use echomq_test_support::{unique_queue, RedisServer};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_400_and_a_missing_job_404() {
+    let server = RedisServer::start();
+    let name = unique_queue("http");
+    let q = queue(&server, &name).await;
+    let id = q.enqueue(b"x".to_vec()).await.unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+
+    let ok = dashboard.get(&format!("/queues/{name}/jobs/{id}"));
+    assert_eq!(ok.status(), 200, "{ok:?}");
+    let missing = dashboard.get(&format!("/queues/{name}/jobs/JOB_01ARZ3NDEKTSV4RRFFQ69G5FAV"));
+    assert_eq!(missing.status(), 404, "{missing:?}");
+    assert!(missing.has("no job JOB_01ARZ3NDEKTSV4RRFFQ69G5FAV in queue"), "{missing:?}");
+    for (path, why) in [
+        (format!("/queues/{name}/jobs/not%20an%20id"), "not an id"),
+        ("/queues/a%7Bb/jobs/x".to_owned(), "a{b"),
+        ("/queues/a%7Bb".to_owned(), "a{b"),
+        (format!("/queues/{name}/state/finished"), "is not a state"),
+        (format!("/queues/{name}/state/dead?page=0"), "is not a page"),
+        (format!("/queues/{name}/state/dead?page=x"), "is not a page"),
+    ] {
+        let reply = dashboard.get(&path);
+        assert_eq!(reply.status(), 400, "{path}: {reply:?}");
+        assert!(reply.has(r#"<p id="problem">"#) && reply.has(why), "{path}: wanted {why:?}: {reply:?}");
+    }
+    assert_eq!(dashboard.get("/nowhere").status(), 404);
+    let unknown = dashboard.get("/queues/no-such-queue");
+    assert!(unknown.status() == 200 && unknown.has(r#"id="unknown""#), "{unknown:?}");
+    assert!(!dashboard.get(&format!("/queues/{name}")).has(r#"id="unknown""#));
+    // Past the last page is the last page, not an error.
+    let past = dashboard.get(&format!("/queues/{name}/state/pending?page=99"));
+    assert!(past.status() == 200 && past.has("page 1 of 1"), "{past:?}");
+}
+
+/// Every write route, with the form fields it needs (besides the CSRF token).
+fn writes(name: &str, id: &echomq::JobId) -> Vec<(String, String)> {
+    vec![
+        (format!("/queues/{name}/pause"), String::new()),
+        (format!("/queues/{name}/resume"), String::new()),
+        (format!("/queues/{name}/drain"), format!("confirm={name}")),
+        (format!("/queues/{name}/configure"), "concurrency=3".into()),
+        (format!("/queues/{name}/state/dead/bulk"), format!("do=retry-selected&ids={id}&confirmed=yes")),
+        (format!("/queues/{name}/state/dead/bulk"), "do=cancel-all&confirmed=yes".into()),
+        (format!("/queues/{name}/jobs/{id}/retry"), String::new()),
+        (format!("/queues/{name}/jobs/{id}/cancel"), "confirmed=yes".into()),
+        (format!("/queues/{name}/schedules/remove"), "name=tick&confirmed=yes".into()),
+    ]
+}
+
+/// What the writes would change: the counts, the settings, the schedules.
+async fn state_of(q: &echomq::Queue) -> String {
+    let stats = q.stats().await.unwrap();
+    let settings = q.settings().await.unwrap();
+    let schedules = q.schedules().await.unwrap().len();
+    format!("{stats:?} {settings:?} {schedules}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_shows_no_form_and_refuses_every_write() {
+    let server = RedisServer::start();
+    let name = unique_queue("ro");
+    let q = queue(&server, &name).await;
+    let id = dead_jobs(&q, 1).await.remove(0);
+    q.enqueue(b"waiting".to_vec()).await.unwrap();
+    q.schedule(&echomq::Schedule::every("tick", Duration::from_secs(3600), "t").unwrap()).await.unwrap();
+    let before = state_of(&q).await;
+    let dashboard = Dashboard::start(&server, &["--read-only"]);
+    for page in [
+        "/".to_owned(),
+        format!("/queues/{name}"),
+        format!("/queues/{name}/state/dead"),
+        format!("/queues/{name}/jobs/{id}"),
+        format!("/queues/{name}/schedules"),
+        format!("/queues/{name}/drain"),
+    ] {
+        let reply = dashboard.get(&page);
+        assert_eq!(reply.status(), 200, "{page}: {reply:?}");
+        assert!(
+            !reply.has("<form method=\"post\"") && !reply.has(r#"method="post""#),
+            "{page} shows a write form"
+        );
+        assert!(!reply.has(r#"name="csrf""#), "{page} carries a CSRF token");
+    }
+    // Even with a guessed form, every write is refused, and says why.
+    for (path, fields) in writes(&name, &id) {
+        let reply = dashboard.post(&path, &fields);
+        assert_eq!(reply.status(), 403, "{path}: {reply:?}");
+        assert!(reply.has("read-only"), "{path}: {reply:?}");
+    }
+    assert_eq!(state_of(&q).await, before, "a refused write changed something");
+    assert!(dashboard.log().contains("refused: this dashboard is read-only"), "{}", dashboard.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_need_the_token_the_csrf_token_and_the_same_site() {
+    let server = RedisServer::start();
+    let name = unique_queue("token");
+    let q = queue(&server, &name).await;
+    let id = dead_jobs(&q, 1).await.remove(0);
+    q.schedule(&echomq::Schedule::every("tick", Duration::from_secs(3600), "t").unwrap()).await.unwrap();
+    let before = state_of(&q).await;
+    let dashboard = Dashboard::start(&server, &["--token", "sesame"]);
+
+    // No cookie: no form shown, every write refused.
+    assert!(!dashboard.get("/").has(r#"name="csrf""#));
+    for (path, fields) in writes(&name, &id) {
+        let reply = dashboard.post(&path, &format!("csrf=whatever&{fields}"));
+        assert_eq!(reply.status(), 403, "{path}: {reply:?}");
+        assert!(reply.has("need the dashboard's token"), "{reply:?}");
+    }
+    assert_eq!(dashboard.get("/login?token=wrong").status(), 403);
+    let login = dashboard.get("/login?token=sesame");
+    assert!(login.status() == 303 && login.has("emq_token=sesame; HttpOnly; SameSite=Strict"), "{login:?}");
+
+    // The cookie shows the forms; a wrong CSRF token or a cross-site POST is still refused.
+    let cookie = [("Cookie", "emq_token=sesame")];
+    let page = dashboard.request("GET", "/", &cookie, "").0;
+    let at = page.find(r#"name="csrf" value=""#).expect("forms with the cookie");
+    let csrf = &page[at + 19..at + 51];
+    for (path, fields) in writes(&name, &id) {
+        let reply = dashboard.request("POST", &path, &cookie, &format!("csrf=nope&{fields}"));
+        assert_eq!(reply.status(), 403, "{path}: {reply:?}");
+        let cross = [("Cookie", "emq_token=sesame"), ("Sec-Fetch-Site", "cross-site")];
+        let reply = dashboard.request("POST", &path, &cross, &format!("csrf={csrf}&{fields}"));
+        assert_eq!(reply.status(), 403, "{path}: {reply:?}");
+    }
+    assert_eq!(state_of(&q).await, before, "a refused write changed something");
+
+    // With all three, a write is done, and audited.
+    let same = [("Cookie", "emq_token=sesame"), ("Sec-Fetch-Site", "same-origin")];
+    let paused = dashboard.request("POST", &format!("/queues/{name}/pause"), &same, &format!("csrf={csrf}"));
+    assert_eq!(paused.status(), 303, "{paused:?}");
+    assert!(q.settings().await.unwrap().paused);
+    let log = dashboard.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("action=\"pause\"") && l.contains("done"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("remote=127.0.0.1:") && line.contains(&format!("queue=\"{name}\"")), "{line}");
+    // A bulk write names its jobs: the ticked ones, or the selection.
+    let bulk = format!("/queues/{name}/state/dead/bulk");
+    let ticked = format!("csrf={csrf}&do=retry-selected&ids={id}&confirmed=yes");
+    assert_eq!(dashboard.request("POST", &bulk, &same, &ticked).status(), 200);
+    let all = format!("csrf={csrf}&do=cancel-all&matching=nothing%20like%20it&confirmed=yes");
+    assert_eq!(dashboard.request("POST", &bulk, &same, &all).status(), 200);
+    let log = dashboard.log();
+    assert!(
+        log.contains(&format!("action=\"retry\" queue=\"{name}\" jobs=\"{id}\" outcome=\"done: 1 retried")),
+        "{log}"
+    );
+    let all =
+        format!("jobs=\"all dead jobs of {name} whose payload or error contains \\\"nothing like it\\\"\"");
+    assert!(log.contains(&all) && log.contains("outcome=\"done: 0 cancelled"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_form_values_are_400_and_change_nothing() {
+    let server = RedisServer::start();
+    let name = unique_queue("forms");
+    let q = queue(&server, &name).await;
+    let id = dead_jobs(&q, 1).await.remove(0);
+    q.enqueue(b"waiting".to_vec()).await.unwrap();
+    let before = state_of(&q).await;
+    let dashboard = Dashboard::start(&server, &[]);
+    let csrf = dashboard.csrf("/");
+    for (path, fields, said) in [
+        (format!("/queues/{name}/drain"), format!("confirm={name}x"), "type the queue's name exactly"),
+        (format!("/queues/{name}/drain"), String::new(), "type the queue's name exactly"),
+        (format!("/queues/{name}/configure"), "rate=lots".into(), "rate: "),
+        (format!("/queues/{name}/configure"), "concurrency=0".into(), "concurrency: "),
+        (format!("/queues/{name}/configure"), "keep_dead=7d".into(), "keep dead: "),
+        (format!("/queues/{name}/configure"), "events=many".into(), "events: "),
+        (
+            format!("/queues/{name}/state/pending/bulk"),
+            "do=retry-all&confirmed=yes".into(),
+            "cannot retry pending jobs",
+        ),
+        (
+            format!("/queues/{name}/state/done/bulk"),
+            "do=cancel-all&confirmed=yes".into(),
+            "cannot cancel done jobs",
+        ),
+        (
+            format!("/queues/{name}/state/dead/bulk"),
+            "do=retry-selected&confirmed=yes".into(),
+            "no job was ticked",
+        ),
+        (format!("/queues/{name}/state/dead/bulk"), "do=retry-selected&ids=a%20b&confirmed=yes".into(), ""),
+        (
+            format!("/queues/{name}/state/dead/bulk"),
+            "do=explode-all&confirmed=yes".into(),
+            "is not a bulk action",
+        ),
+        (format!("/queues/{name}/state/nope/bulk"), "do=cancel-all&confirmed=yes".into(), "is not a state"),
+        ("/queues/a%7Bb/pause".to_owned(), String::new(), "a{b"),
+        (format!("/queues/{name}/jobs/not%20an%20id/retry"), String::new(), ""),
+    ] {
+        let reply = dashboard.post(&path, &format!("csrf={csrf}&{fields}"));
+        assert_eq!(reply.status(), 400, "{path} {fields}: {reply:?}");
+        assert!(reply.has(said), "{path} {fields}: wanted {said:?}: {reply:?}");
+    }
+    // A job that is not there, and an action that is not one.
+    let gone = dashboard
+        .post(&format!("/queues/{name}/jobs/JOB_01ARZ3NDEKTSV4RRFFQ69G5FAV/retry"), &format!("csrf={csrf}"));
+    assert_eq!(gone.status(), 404, "{gone:?}");
+    let no_action = dashboard.post(&format!("/queues/{name}/jobs/{id}/explode"), &format!("csrf={csrf}"));
+    assert_eq!(no_action.status(), 404, "{no_action:?}");
+    assert_eq!(state_of(&q).await, before, "a refused write changed something");
+
+    // Cancel asks first: the confirmation page changes nothing.
+    let asked = dashboard.post(&format!("/queues/{name}/jobs/{id}/cancel"), &format!("csrf={csrf}"));
+    assert!(asked.status() == 200 && asked.has(r#"<p id="confirm">Cancel job"#), "{asked:?}");
+    assert_eq!(state_of(&q).await, before);
+    let done =
+        dashboard.post(&format!("/queues/{name}/jobs/{id}/cancel"), &format!("csrf={csrf}&confirmed=yes"));
+    assert_eq!(done.status(), 303, "{done:?}");
+    assert_eq!(q.inspect(&id).await.unwrap().unwrap().record.state, State::Cancelled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_live_carry_the_snapshot() {
+    let server = RedisServer::start();
+    let name = unique_queue("metrics");
+    let q = queue(&server, &name).await;
+    dead_jobs(&q, 2).await;
+    q.enqueue_with(b"urgent".to_vec(), EnqueueOptions::default().priority(-5)).await.unwrap();
+    q.configure(echomq::transition::Config {
+        concurrency: Some(echomq::Limit::To(4)),
+        rate: Some(echomq::Limit::To(echomq::Rate { claims: 10, per: Duration::from_secs(2) })),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    q.pause().await.unwrap();
+    let plain = queue(&server, &unique_queue("plain")).await;
+    plain.enqueue(b"x".to_vec()).await.unwrap();
+    // A damaged queue (a key of the wrong type) is named, and hides no other.
+    let broken = unique_queue("broken");
+    let mut conn = server.client().get_connection().unwrap();
+    let () = redis::cmd("SET")
+        .arg(format!("emq:{{{broken}}}:pending"))
+        .arg("in the way")
+        .query(&mut conn)
+        .unwrap();
+    let () = redis::cmd("ZADD").arg("emq:queues").arg(1).arg(&broken).query(&mut conn).unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+
+    let metrics = dashboard.get("/metrics");
+    assert_eq!(metrics.status(), 200, "{metrics:?}");
+    for line in [
+        format!("emq_jobs{{queue=\"{name}\",state=\"dead\"}} 2"),
+        format!("emq_jobs{{queue=\"{name}\",state=\"pending\"}} 1"),
+        format!("emq_queue_paused{{queue=\"{name}\"}} 1"),
+        format!("emq_queue_concurrency_limit{{queue=\"{name}\"}} 4"),
+        format!("emq_queue_rate_limit{{queue=\"{name}\"}} 5"),
+        format!("emq_queue_paused{{queue=\"{}\"}} 0", plain.name()),
+        format!("emq_queue_unreadable{{queue=\"{broken}\"}} 1"),
+        "# TYPE emq_oldest_pending_seconds gauge".to_owned(),
+        format!("emq_oldest_pending_seconds{{queue=\"{name}\"}} "),
+    ] {
+        assert!(metrics.has(&line), "no {line:?} in {}", metrics.0);
+    }
+    // Limits only when set.
+    for absent in [
+        format!("emq_queue_concurrency_limit{{queue=\"{}\"}}", plain.name()),
+        format!("emq_queue_rate_limit{{queue=\"{}\"}}", plain.name()),
+    ] {
+        assert!(!metrics.has(&absent), "{absent} in {}", metrics.0);
+    }
+    let overview = dashboard.get("/");
+    assert!(overview.status() == 200 && overview.has("unreadable: "), "{overview:?}");
+    // A job's priority lives beside the record; its page shows it.
+    let urgent = q.enqueue_with(b"urgent".to_vec(), EnqueueOptions::default().priority(-7)).await.unwrap().id;
+    assert!(dashboard.get(&format!("/queues/{name}/jobs/{urgent}")).has("-7 (lower first)"));
+
+    // /live: the counts first, then what changed.
+    let mut stream = TcpStream::connect(("127.0.0.1", dashboard.port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(stream, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut lines = BufReader::new(stream).lines().map(Result::unwrap);
+    let first = lines.find(|l| l.starts_with("data: ")).unwrap();
+    assert!(first.contains(&format!("\"{name}/dead\":\"2\"")), "{first}");
+    assert!(first.contains(&format!("\"{name}/flow\":\"paused, concurrency 4, rate 10/2s\"")), "{first}");
+    plain.enqueue(b"y".to_vec()).await.unwrap();
+    let wanted = format!("\"{}/pending\":\"2\"", plain.name());
+    let changed = lines.find(|l| l.starts_with("data: ") && l.contains(&wanted)).unwrap();
+    assert!(!changed.contains(&format!("\"{name}/dead\"")), "unchanged values are not sent again: {changed}");
+}
+
+/// A read-only dashboard under SECURITY.md's monitor ACL user (read-only
+/// keys, a short list of commands) still shows every page but the
+/// schedules' (the SCHEDULES script runs a command that user may not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_works_for_a_monitor_acl_user() {
+    let server = RedisServer::start();
+    let name = unique_queue("monitor");
+    let q = queue(&server, &name).await;
+    let dead = dead_jobs(&q, 30).await;
+    let mut conn = server.client().get_connection().unwrap();
+    let rules = "reset on >watch %R~emq:* resetchannels -@all +command|info +scan +zrange +evalsha_ro \
+                 +script|load +time +type +hget +hmget +hgetall +zcard +xread +xrevrange";
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("emq-monitor")
+        .arg(rules.split_whitespace().collect::<Vec<_>>())
+        .query(&mut conn)
+        .unwrap();
+    let url = format!("redis://emq-monitor:watch@127.0.0.1:{}/", server.port());
+    let dashboard = Dashboard::start_at(&url, &["--read-only"]);
+    for page in [
+        "/".to_owned(),
+        format!("/queues/{name}"),
+        format!("/queues/{name}/state/dead"),
+        format!("/queues/{name}/state/dead?page=last"),
+        format!("/queues/{name}/state/dead?q=SMTP%20421"),
+        format!("/queues/{name}/jobs/{}", dead[0]),
+        "/metrics".to_owned(),
+    ] {
+        let reply = dashboard.get(&page);
+        assert_eq!(reply.status(), 200, "{page}: {reply:?}");
+    }
+    let page = dashboard.get(&format!("/queues/{name}/jobs/{}", dead[0]));
+    assert!(page.has("SMTP 421: try later") && page.has(">dead<"), "{page:?}");
+}
+
+/// Commands the server has processed so far (this INFO among them).
+fn commands(conn: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(conn).unwrap();
+    let line = info.lines().find(|l| l.starts_with("total_commands_processed:")).unwrap();
+    line["total_commands_processed:".len()..].trim().parse().unwrap()
+}
+
+/// Whether the dashboard sent nothing over a quiet window of two seconds
+/// (the snapshot's period is one): only this test's own two INFOs.
+async fn quiet(conn: &mut redis::Connection) -> bool {
+    let before = commands(conn);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    commands(conn) - before <= 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_looking_means_no_command_to_redis() {
+    let server = RedisServer::start();
+    let q = queue(&server, &unique_queue("idle")).await;
+    q.enqueue(b"x".to_vec()).await.unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+    let mut conn = server.client().get_connection().unwrap();
+    assert_eq!(dashboard.get("/").status(), 200);
+    // Right after a page the snapshot is kept fresh a few seconds; then it stops.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !quiet(&mut conn).await {
+        assert!(std::time::Instant::now() < deadline, "the dashboard kept reading with nobody looking");
+    }
+    // A live viewer keeps it reading; gone, it stops again.
+    let mut stream = TcpStream::connect(("127.0.0.1", dashboard.port)).unwrap();
+    write!(stream, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut lines = BufReader::new(stream.try_clone().unwrap()).lines().map(Result::unwrap);
+    assert!(lines.find(|l| l.starts_with("data: ")).is_some());
+    assert!(!quiet(&mut conn).await, "a live viewer gets fresh counts");
+    drop(lines);
+    drop(stream);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !quiet(&mut conn).await {
+        assert!(std::time::Instant::now() < deadline, "the dashboard kept reading after its viewer left");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_it_while_a_live_viewer_is_connected() {
+    let server = RedisServer::start();
+    queue(&server, &unique_queue("stop")).await.enqueue(b"x".to_vec()).await.unwrap();
+    let mut dashboard = Dashboard::start(&server, &[]);
+    let mut stream = TcpStream::connect(("127.0.0.1", dashboard.port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(stream, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut lines = BufReader::new(stream).lines().map(Result::unwrap);
+    assert!(lines.find(|l| l.starts_with("data: ")).is_some());
+    assert!(dashboard.interrupt(), "the dashboard waited for its /live viewer to leave");
+}

@@ -1,0 +1,126 @@
+//! The dashboard's screenshots in `docs/screenshots/`: each page at 1280 px
+//! wide and at 390 px (a phone), from a headless Chromium, over a few
+//! queues made for the pictures. Not part of CI (it writes files):
+//!
+//!     cargo test -p emq --test dashboard_screenshots -- --ignored
+
+mod dashboard_support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use dashboard_support::{dead_jobs, queue, wait_for_port, Dashboard, Running};
+use echomq::transition::Config;
+use echomq::{EnqueueOptions, Limit, Rate, Schedule};
+use echomq_test_support::{free_port, RedisServer};
+use fantoccini::{ClientBuilder, Locator};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "writes docs/screenshots/*.png: run by hand after a change to the pages"]
+async fn screenshots_of_every_page() {
+    let server = RedisServer::start();
+    let emails = queue(&server, "emails").await;
+    let dead = dead_jobs(&emails, 180).await;
+    let job = emails
+        .enqueue_with(
+            br#"{"to":"ops@example.com","template":"weekly-report","locale":"en-GB"}"#.to_vec(),
+            EnqueueOptions::default()
+                .attempts(5)
+                .backoff_exponential(Duration::from_secs(2))
+                .header("tenant", "acme"),
+        )
+        .await
+        .unwrap()
+        .id;
+    let lease = loop {
+        let lease = emails.claim(Duration::from_secs(600)).await.unwrap().unwrap();
+        if lease.id == job {
+            break lease;
+        }
+        lease.ack().await.unwrap();
+    };
+    lease.progress(r#"{"rendered":true,"sent":0}"#).await.unwrap();
+    lease.ack_with(r#"{"message_id":"<20261203.1@example.com>","sent":1}"#).await.unwrap();
+    emails
+        .enqueue_batch(
+            (0..1_240).map(|n| format!(r#"{{"to":"customer{n}@example.com","template":"receipt"}}"#)),
+        )
+        .await
+        .unwrap();
+    let reports = queue(&server, "reports").await;
+    reports.enqueue_batch((0..37).map(|n| format!("report {n}"))).await.unwrap();
+    reports
+        .configure(Config {
+            paused: Some(true),
+            concurrency: Some(Limit::To(2)),
+            rate: Some(Limit::To(Rate { claims: 10, per: Duration::from_secs(60) })),
+            ..Config::default()
+        })
+        .await
+        .unwrap();
+    let webhooks = queue(&server, "webhooks").await;
+    webhooks.enqueue_batch((0..12).map(|n| format!("hook {n}"))).await.unwrap();
+    webhooks
+        .schedule(&Schedule::every("heartbeat", Duration::from_secs(300), "ping").unwrap())
+        .await
+        .unwrap();
+    webhooks
+        .schedule(&Schedule::cron("nightly-digest", "0 3 * * *", "Europe/Paris", "digest").unwrap())
+        .await
+        .unwrap();
+
+    let dashboard = Dashboard::start(&server, &[]);
+    let driver_port = free_port();
+    let _driver = Running(
+        Command::new("chromedriver")
+            .arg(format!("--port={driver_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver"),
+    );
+    wait_for_port(driver_port, "chromedriver");
+    let profile = std::env::temp_dir().join(format!("emq-shots-{}", std::process::id()));
+    let capabilities = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                     format!("--user-data-dir={}", profile.display())],
+        }
+    });
+    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities.as_object().unwrap().clone())
+        .connect(&format!("http://127.0.0.1:{driver_port}"))
+        .await
+        .unwrap();
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots");
+    std::fs::create_dir_all(&out).unwrap();
+    let pages = [
+        ("queues", "/".to_owned()),
+        ("queue", "/queues/emails".to_owned()),
+        ("dead", "/queues/emails/state/dead".to_owned()),
+        ("search", "/queues/emails/state/dead?q=SMTP%20421".to_owned()),
+        ("job", format!("/queues/emails/jobs/{job}")),
+        ("dead-job", format!("/queues/emails/jobs/{}", dead[0])),
+        ("schedules", "/queues/webhooks/schedules".to_owned()),
+        ("drain", "/queues/reports/drain".to_owned()),
+    ];
+    for (width, suffix) in [(1280, "desktop"), (390, "phone")] {
+        for (name, path) in &pages {
+            // Tall enough for the whole page: the content's height, and the window's own chrome.
+            browser.set_window_size(width, 2400).await.unwrap();
+            browser.goto(&dashboard.url(path)).await.unwrap();
+            browser.wait().for_element(Locator::Css("h1")).await.unwrap();
+            let script = "return [Math.ceil(document.querySelector('main').getBoundingClientRect().bottom), \
+                          window.outerHeight - window.innerHeight]";
+            let sizes = browser.execute(script, vec![]).await.unwrap();
+            let size = |n: usize| sizes[n].as_u64().unwrap_or(0) as u32;
+            browser.set_window_size(width, (size(0) + 16).clamp(480, 2400) + size(1)).await.unwrap();
+            let png = browser.screenshot().await.unwrap();
+            std::fs::write(out.join(format!("{name}-{suffix}.png")), png).unwrap();
+        }
+    }
+    browser.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(profile);
+}
