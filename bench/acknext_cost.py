@@ -54,7 +54,10 @@ def load(r, build):
         # (an optional last key): the one file of that transition.
         [path] = glob.glob(os.path.join(build, name + "-*.lua"))
         return r.call("SCRIPT", "LOAD", open(path).read())
-    return {"enqueue": one("enqueue"), "claim": one("claim"), "acknext": one("acknext")}
+    [acknext] = glob.glob(os.path.join(build, "acknext-*.lua"))
+    # From protocol 1.4 ACKNEXT takes the counts key last, as a worker sends it.
+    counted = int(acknext.rsplit("-", 1)[1].split(".")[0]) > 11
+    return {"enqueue": one("enqueue"), "claim": one("claim"), "acknext": one("acknext"), "counted": counted}
 
 
 def arrange(r, sha, queue, jobs):
@@ -64,8 +67,9 @@ def arrange(r, sha, queue, jobs):
     ids = ["JOB_%026d" % i for i in range(jobs)]
     pipelined(r, [["EVALSHA", sha["enqueue"], 2, p + "job:" + i, p + "pending", i, "payload"] for i in ids])
     r.call("EVALSHA", sha["claim"], len(CLAIM_KEYS), *[p + k for k in CLAIM_KEYS], 60000)
+    keys = NEXT_KEYS + (["counts"] if sha["counted"] else [])
     return [
-        ["EVALSHA", sha["acknext"], 1 + len(NEXT_KEYS), p + "job:" + ids[n], *[p + k for k in NEXT_KEYS],
+        ["EVALSHA", sha["acknext"], 1 + len(keys), p + "job:" + ids[n], *[p + k for k in keys],
          ids[n], 1, 60000, "COUNT", 1]
         for n in range(jobs - 1)
     ]

@@ -37,7 +37,7 @@ if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6])
 if err then return err end
-err = counts_open(KEYS[7])
+err = counts_open(KEYS[7], {'completed'})
 if err then return err end
 ack_job(id, result, keep)
 return 1

@@ -57,7 +57,7 @@ end
 local keep
 keep, err = events_keep(KEYS[4], KEYS[5])
 if err then return err end
-err = counts_open(KEYS[6])
+err = counts_open(KEYS[6], {'completed'})
 if err then return err end
 
 local acked, replies = {}, {}

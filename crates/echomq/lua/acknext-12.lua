@@ -70,7 +70,7 @@ if err then return err end
 local keep
 keep, err = events_keep(KEYS[5], KEYS[6], events_setting)
 if err then return err end
-err = counts_open(KEYS[12])
+err = counts_open(KEYS[12], {'completed'})
 if err then return err end
 
 ack_job(id, result, keep)

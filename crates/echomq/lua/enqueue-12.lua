@@ -136,7 +136,7 @@ if err then return err end
 local keep
 keep, err = events_keep(KEYS[8], KEYS[9])
 if err then return err end
-err = counts_open(KEYS[12])
+err = counts_open(KEYS[12], {'enqueued'})
 if err then return err end
 local wakes
 wakes, err = wake_key(11)

@@ -62,7 +62,7 @@ if missing then
   if err then return err end
 end
 local keep, wakes
-keep, wakes, err = events_and_wake(4)
+keep, wakes, err = events_and_wake(4, {'enqueued'})
 if err then return err end
 
 local replies, enqueued = {}, false

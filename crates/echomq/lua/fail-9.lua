@@ -46,7 +46,7 @@ if err then return err end
 local keep
 keep, err = events_keep(KEYS[7], KEYS[8])
 if err then return err end
-err = counts_open(KEYS[9])
+err = counts_open(KEYS[9], {'failed', 'dead'})
 if err then return err end
 
 local policy = {}

@@ -50,7 +50,7 @@ if err then return err end
 err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
 if err then return err end
 local keep, wakes
-keep, wakes, err = events_and_wake(6)
+keep, wakes, err = events_and_wake(6, {'enqueued'})
 if err then return err end
 
 if tonumber(redis.call('ZSCORE', KEYS[3], name)) ~= tick then

@@ -38,7 +38,7 @@ err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(K
   or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash') or type_error(KEYS[6], 'hash')
 if err then return err end
 local keep, wakes
-keep, wakes, err = events_and_wake(9)
+keep, wakes, err = events_and_wake(9, {'failed', 'dead'})
 if err then return err end
 
 local now = now_ms()

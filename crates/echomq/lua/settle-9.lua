@@ -92,7 +92,7 @@ for _, batch in ipairs(heads) do
   end
 end
 local keep, wakes
-keep, wakes, err = events_and_wake(8)
+keep, wakes, err = events_and_wake(8, {'enqueued'})
 if err then return err end
 
 local closed, called = 0, false

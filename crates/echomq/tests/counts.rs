@@ -80,11 +80,12 @@ async fn a_counter_of_the_wrong_shape_is_refused_and_nothing_changes() {
         let q = Queue::new(executor.clone(), &name).unwrap();
         let key = format!("emq:{{{name}}}:counts");
         let _: () =
-            redis::cmd("HSET").arg(&key).arg("completed").arg("lots").query_async(&mut conn).await.unwrap();
+            redis::cmd("HSET").arg(&key).arg("enqueued").arg("lots").query_async(&mut conn).await.unwrap();
         let err = q.counts(Span::Minutes).await.unwrap_err();
         assert_eq!(err.code(), Some(echomq::Code::Data), "{via}: {err}");
-        assert!(err.to_string().contains("completed is not an integer of 0 or more"), "{via}: {err}");
-        // An enqueue reads the counters before it writes: refused, nothing written.
+        assert!(err.to_string().contains("enqueued is not an integer of 0 or more"), "{via}: {err}");
+        // An enqueue reads its counters before it writes: refused, nothing
+        // written. (An ack would not: `enqueued` is not its to count.)
         let refused = q.enqueue(b"x".to_vec()).await.unwrap_err();
         assert_eq!(refused.code(), Some(echomq::Code::Data), "{via}: {refused}");
         assert_eq!(q.stats().await.unwrap().pending, 0, "{via}");

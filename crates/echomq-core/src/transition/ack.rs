@@ -85,7 +85,7 @@ impl<'a> Ack<'a> {
         let Fenced { keys: AckKeys { job, active, done, results, events, config, counts }, id, .. } =
             self.fenced;
         let stamped = self.check(store)?;
-        let events = Events::open_counted(store, Some((events, config)), counts)?;
+        let events = Events::open_counted(store, Some((events, config)), counts, &["completed"])?;
         let sets = Finish { active, done, results, events: &events };
         sets.finish(store, job, stamped, id, self.result);
         Ok(Reply::Int(1))

@@ -115,7 +115,7 @@ impl<'a> AckMany<'a> {
             need(store, record, KeyType::Hash)?;
             present_here(store, record)?;
         }
-        let events = Events::open_counted(store, Some((events, config)), counts)?;
+        let events = Events::open_counted(store, Some((events, config)), counts, &["completed"])?;
         let sets = Finish { active, done, results, events: &events };
         let replies =
             self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {

@@ -218,8 +218,12 @@ impl<'a> Enqueue<'a> {
         }
         // Every type (and the settings read with the events key) before a
         // held key answers: a refusal outranks a duplicate.
-        let events =
-            Events::open_counted(store, more.map(|more| (more.events, more.config)), self.keys.counts)?;
+        let events = Events::open_counted(
+            store,
+            more.map(|more| (more.events, more.config)),
+            self.keys.counts,
+            &["enqueued"],
+        )?;
         let wakes = wake_key(store, more.map(|more| more.wake))?;
         if let (Some(unique), Some(more)) = (&self.unique, more) {
             if let Some(holder) = self.holder(store, more, unique, now)? {

@@ -100,7 +100,7 @@ impl<'a> EnqueueMany<'a> {
         if let Some(record) = missing {
             present_here(store, record)?;
         }
-        let events = Events::open_counted(store, Some((events, config)), counts)?;
+        let events = Events::open_counted(store, Some((events, config)), counts, &["enqueued"])?;
         let wakes = wake_key(store, Some(wakes))?;
         let now = store.now_ms();
         let enqueued_at = now.to_string();

@@ -27,22 +27,24 @@ impl<'k> Events<'k> {
         store: &mut S,
         keys: Option<(&'k [u8], &[u8])>,
     ) -> Result<Option<Events<'k>>, Refusal> {
-        Events::open_counted(store, keys, None)
+        Events::open_counted(store, keys, None, &[])
     }
 
     /// [`open`](Events::open), and the counters at `counts` when given
-    /// (only with the events keys): checked after them, and kept even when
-    /// the log is off.
+    /// (only with the events keys), for `counted`, the events of
+    /// [`COUNTED`] the transition may write: checked after the events keys,
+    /// and kept even when the log is off.
     pub(crate) fn open_counted<S: Store>(
         store: &mut S,
         keys: Option<(&'k [u8], &[u8])>,
         counts: Option<&'k [u8]>,
+        counted: &[&str],
     ) -> Result<Option<Events<'k>>, Refusal> {
         let Some((key, config)) = keys else { return Ok(None) };
         need(store, key, KeyType::Stream)?;
         need(store, config, KeyType::Hash)?;
         let keep = events_setting(store, config)?;
-        let counter = counts.map(|counts| Counter::open(store, counts)).transpose()?;
+        let counter = counts.map(|counts| Counter::open(store, counts, counted)).transpose()?;
         let log = (keep > 0).then_some((key, keep));
         Ok((log.is_some() || counter.is_some()).then_some(Events { log, counter }))
     }
@@ -116,9 +118,9 @@ impl Slot {
 
 impl<'k> Counter<'k> {
     /// The counters at `key`: a hash or nothing (`EMQTYPE`), whose `minute`
-    /// and `hour`, then totals and now's slots, are integers of 0 or more
-    /// (`EMQDATA`). Reads only.
-    fn open<S: Store>(store: &mut S, key: &'k [u8]) -> Result<Counter<'k>, Refusal> {
+    /// and `hour`, then the totals and now's slot fields of the `counted`
+    /// events, are integers of 0 or more (`EMQDATA`). Reads only.
+    fn open<S: Store>(store: &mut S, key: &'k [u8], counted: &[&str]) -> Result<Counter<'k>, Refusal> {
         need(store, key, KeyType::Hash)?;
         let now = store.now_ms();
         let [minute, hour] = <[Option<Vec<u8>>; 2]>::try_from(store.hmget(key, &[b"minute", b"hour"]))
@@ -129,7 +131,7 @@ impl<'k> Counter<'k> {
         };
         let minute = slot('m', COUNT_MINUTES, now / MINUTE_MS, minute, b"minute")?;
         let hour = slot('h', COUNT_HOURS, now / HOUR_MS, hour, b"hour")?;
-        let fields: Vec<Vec<u8>> = COUNTED
+        let fields: Vec<Vec<u8>> = counted
             .iter()
             .flat_map(|event| {
                 [event.as_bytes().to_vec(), minute.field(event, minute.now), hour.field(event, hour.now)]

@@ -101,7 +101,7 @@ impl<'a> Fail<'a> {
             (policy, KeyType::Hash),
         ];
         self.fenced.check(store, job, &typed)?;
-        let events = Events::open_counted(store, Some((events, config)), counts)?;
+        let events = Events::open_counted(store, Some((events, config)), counts, &["failed", "dead"])?;
         let policy = policy_of(store, policy, id)?.unwrap_or_default();
         let now = store.now_ms();
         let dies = token >= policy.max_attempts(self.max_attempts);

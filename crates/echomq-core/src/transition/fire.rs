@@ -94,8 +94,12 @@ impl<'a> Fire<'a> {
         need(store, record, KeyType::Hash)?;
         need(store, pending, KeyType::Zset)?;
         need(store, ticks, KeyType::Zset)?;
-        let events =
-            Events::open_counted(store, Some((self.keys.events, self.keys.config)), self.keys.counts)?;
+        let events = Events::open_counted(
+            store,
+            Some((self.keys.events, self.keys.config)),
+            self.keys.counts,
+            &["enqueued"],
+        )?;
         let wakes = wake_key(store, Some(self.keys.wake))?;
         if store.zscore(ticks, self.name) != Some(self.tick as f64) {
             return Ok(Reply::Int(-1));

@@ -88,7 +88,7 @@ impl<'a> Reap<'a> {
         for hash in [errors, priority, policy] {
             need(store, hash, KeyType::Hash)?;
         }
-        let events = Events::open_counted(store, Some((events, config)), counts)?;
+        let events = Events::open_counted(store, Some((events, config)), counts, &["failed", "dead"])?;
         let wakes = wake_key(store, Some(wakes))?;
         let now = store.now_ms();
         let ids = store.zupto(active, now as f64, self.limit);

@@ -138,8 +138,12 @@ impl<'a> Settle<'a> {
             let changed = state != before;
             plans.push(Plan { batch, state: Some(state), changed, waits: waits && rotate });
         }
-        let events =
-            Events::open_counted(store, Some((self.keys.events, self.keys.config)), self.keys.counts)?;
+        let events = Events::open_counted(
+            store,
+            Some((self.keys.events, self.keys.config)),
+            self.keys.counts,
+            &["enqueued"],
+        )?;
         let wakes = wake_key(store, Some(self.keys.wake))?;
         let (mut closed, mut called) = (0, false);
         for Plan { batch, state, changed, waits } in plans {

@@ -124,6 +124,9 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("ack: a clock behind the counters counts in their minute", ack(A, "1"))
             .after([enqueue(A, "a", &[]), claim(1)])
             .put("counts", hash(&[("minute", &(MINUTE + 2).to_string()), ("hour", &HOUR.to_string())])),
+        Case::new("ack: another event's counter is not ack's to read", ack(A, "1"))
+            .after([enqueue(A, "a", &[]), claim(1)])
+            .put("counts", hash(&[("failed", "x")])),
         Case::new("ack: a total that is not a number", ack(A, "1"))
             .after([enqueue(A, "a", &[]), claim(1)])
             .put("counts", hash(&[("completed", "1.5")]))

@@ -938,6 +938,11 @@ mod ack {
     }
 
     #[test]
+    fn ack_another_event_s_counter_is_not_ack_s_to_read() {
+        replay("ack", "ack: another event's counter is not ack's to read");
+    }
+
+    #[test]
     fn ack_a_total_that_is_not_a_number() {
         replay("ack", "ack: a total that is not a number");
     }

@@ -60,37 +60,36 @@ local function natural(value, key, field)
   return n
 end
 
-local function ring(tag, len, now, last)
+local function ring(len, now, last)
   if last and last > now then now = last end
-  return {tag = tag, len = len, now = now, last = last}
+  return {len = len, now = now, last = last}
 end
 
-local function slot_field(slot, event, at)
-  return string.format('%s:%s%d', event, slot.tag, at % slot.len)
+-- The fields a call reads before it counts `events`: `minute`, `hour`,
+-- then each event's total and its fields of minute `minute`'s and hour
+-- `hour`'s slots.
+local function count_fields(events, minute, hour)
+  local fields = {'minute', 'hour'}
+  local m, h = ':m' .. (minute % COUNT_MINUTES), ':h' .. (hour % COUNT_HOURS)
+  for _, event in ipairs(events) do
+    fields[#fields + 1] = event
+    fields[#fields + 1] = event .. m
+    fields[#fields + 1] = event .. h
+  end
+  return fields
 end
 
--- The counters at `key` (nothing when the call passed none): a hash or
--- nothing (EMQTYPE), whose `minute` and `hour`, then totals and now's
--- slots, are integers of 0 or more (EMQDATA). Reads only; checked right
--- after the events keys.
-local function counts_open(key)
+-- The counters at `key` (nothing when the call passed none), for `events`,
+-- the counted events this transition may write: a hash or nothing
+-- (EMQTYPE, the read's own refusal), whose `minute` and `hour`, then those
+-- events' totals and fields of now's slots, are integers of 0 or more
+-- (EMQDATA). Reads only; checked right after the events keys.
+local function counts_open(key, events)
   if not key then return nil end
   local now = now_ms()
-  local minute = ring('m', COUNT_MINUTES, math.floor(now / MINUTE_MS), nil)
-  local hour = ring('h', COUNT_HOURS, math.floor(now / HOUR_MS), nil)
-  local function slots()
-    local fields = {}
-    for _, event in ipairs(COUNTED) do
-      fields[#fields + 1] = event
-      fields[#fields + 1] = slot_field(minute, event, minute.now)
-      fields[#fields + 1] = slot_field(hour, event, hour.now)
-    end
-    return fields
-  end
-  -- One read of the stamps and now's slots, which is also the key's type
-  -- check; a second only when the clock is behind the stamps.
-  local fields = slots()
-  local values = redis.pcall('HMGET', key, 'minute', 'hour', unpack(fields))
+  local minute, hour = math.floor(now / MINUTE_MS), math.floor(now / HOUR_MS)
+  local fields = count_fields(events, minute, hour)
+  local values = redis.pcall('HMGET', key, unpack(fields))
   local err = read_error(values, key, 'hash')
   if err then return err end
   local last_minute, last_hour
@@ -98,29 +97,32 @@ local function counts_open(key)
   if err then return err end
   last_hour, err = natural(values[2], key, 'hour')
   if err then return err end
-  minute = ring('m', COUNT_MINUTES, minute.now, last_minute)
-  hour = ring('h', COUNT_HOURS, hour.now, last_hour)
-  local read = {select(3, unpack(values))}
-  if (last_minute and last_minute > math.floor(now / MINUTE_MS))
-      or (last_hour and last_hour > math.floor(now / HOUR_MS)) then
-    fields = slots()
-    read = redis.call('HMGET', key, unpack(fields))
+  if (last_minute and last_minute > minute) or (last_hour and last_hour > hour) then
+    -- A clock behind the stamps counts in their slots: those are read.
+    minute, hour = math.max(minute, last_minute or 0), math.max(hour, last_hour or 0)
+    fields = count_fields(events, minute, hour)
+    values = redis.call('HMGET', key, unpack(fields))
   end
-  for i, field in ipairs(fields) do
-    _, err = natural(read[i], key, field)
+  -- What each field holds now, so that a count writes all three in one HSET.
+  local held = {}
+  for i = 3, #fields do
+    held[fields[i]], err = natural(values[i], key, fields[i])
     if err then return err end
+    held[fields[i]] = held[fields[i]] or 0
   end
-  counter = {key = key, minute = minute, hour = hour, moved = false}
+  counter = {key = key, minute = ring(COUNT_MINUTES, minute, last_minute),
+    hour = ring(COUNT_HOURS, hour, last_hour),
+    m = ':m' .. (minute % COUNT_MINUTES), h = ':h' .. (hour % COUNT_HOURS), moved = false, held = held}
 end
 
 -- The fields to empty before counting now: every slot after the last one
 -- written, up to now, at most the whole ring.
-local function stale(slot, fields)
+local function stale(slot, tag, fields)
   if slot.last and slot.last >= slot.now then return end
   local from = slot.now
   if slot.last then from = math.max(slot.last + 1, slot.now - slot.len + 1) end
   for at = from, slot.now do
-    for _, event in ipairs(COUNTED) do fields[#fields + 1] = slot_field(slot, event, at) end
+    for _, event in ipairs(COUNTED) do fields[#fields + 1] = event .. tag .. (at % slot.len) end
   end
 end
 
@@ -129,18 +131,32 @@ end
 local function count_event(event)
   if event ~= 'enqueued' and event ~= 'completed' and event ~= 'failed' and event ~= 'dead' then return end
   local c = counter
+  local sets = {}
   if not c.moved and (c.minute.last ~= c.minute.now or c.hour.last ~= c.hour.now) then
     local fields = {}
-    stale(c.minute, fields)
-    stale(c.hour, fields)
+    stale(c.minute, ':m', fields)
+    stale(c.hour, ':h', fields)
     if #fields > 0 then redis.call('HDEL', c.key, unpack(fields)) end
-    redis.call('HSET', c.key, 'minute', string.format('%d', c.minute.now),
-      'hour', string.format('%d', c.hour.now))
+    -- Now's slots were among the emptied ones.
+    for _, field in ipairs(fields) do
+      if c.held[field] then c.held[field] = 0 end
+    end
+    sets = {'minute', string.format('%d', c.minute.now), 'hour', string.format('%d', c.hour.now)}
   end
   c.moved = true
-  redis.call('HINCRBY', c.key, event, 1)
-  redis.call('HINCRBY', c.key, slot_field(c.minute, event, c.minute.now), 1)
-  redis.call('HINCRBY', c.key, slot_field(c.hour, event, c.hour.now), 1)
+  -- The total and now's two slots, each one more, in one write: what the
+  -- call read of them (counts_open), or HINCRBY for a field it did not read.
+  for _, field in ipairs({event, event .. c.m, event .. c.h}) do
+    local n = c.held[field]
+    if n then
+      c.held[field] = n + 1
+      sets[#sets + 1] = field
+      sets[#sets + 1] = string.format('%d', n + 1)
+    else
+      redis.call('HINCRBY', c.key, field, 1)
+    end
+  end
+  if #sets > 0 then redis.call('HSET', c.key, unpack(sets)) end
 end
 
 -- Append `event` about job `id` (none when false) with more field/value

@@ -24,12 +24,15 @@ end
 -- The trailing keys most transitions that add to pending take: the events
 -- keys KEYS[at - 2] and KEYS[at - 1], then the wake-up key KEYS[at]; the
 -- log's length (or nil), the wake-up key (or false), or an error reply.
-local function events_and_wake(at)
+local function events_and_wake(at, counted)
   local keep, err = events_keep(KEYS[at - 2], KEYS[at - 1])
   if err then return nil, nil, err end
-  -- The counts key, when the call passed it, follows the wake-up key.
-  err = counts_open(KEYS[at + 1])
-  if err then return nil, nil, err end
+  -- The counts key, when the call passed it, follows the wake-up key in
+  -- the transitions that count (`counted`, the events they may count).
+  if counted then
+    err = counts_open(KEYS[at + 1], counted)
+    if err then return nil, nil, err end
+  end
   local wakes
   wakes, err = wake_key(at)
   return keep, wakes, err
