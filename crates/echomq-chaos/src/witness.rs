@@ -74,6 +74,7 @@ impl Witness {
             | Name::Schedules
             | Name::Fire
             | Name::Drain
+            | Name::Remove
             | Name::Obliterate
             | Name::Trim
             | Name::Batch

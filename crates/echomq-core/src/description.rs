@@ -36,6 +36,8 @@ pub enum Role {
     Finished,
     /// `pending`, `delayed` or `active`: the unfinished set the call names (DRAIN).
     Unfinished,
+    /// Any of the six state sets, the one the call names (REMOVE).
+    AnySet,
     /// `config`: the queue's settings, field → value (hash): `paused`,
     /// `concurrency`, `rate`, `per`. CLAIM's gate reads it; CONFIG writes it.
     Config,
@@ -95,6 +97,7 @@ impl Role {
             Role::Errors => "errors",
             Role::Finished => "done|dead|cancelled",
             Role::Unfinished => "pending|delayed|active",
+            Role::AnySet => "pending|active|delayed|done|dead|cancelled",
             Role::Config => "config",
             Role::Rate => "rate",
             Role::Progress => "progress",
@@ -139,6 +142,7 @@ impl Role {
             | Role::Cancelled
             | Role::Finished
             | Role::Unfinished
+            | Role::AnySet
             | Role::Rate
             | Role::Ticks
             | Role::UniqueUntil
@@ -149,11 +153,11 @@ impl Role {
     }
 
     /// The key's name after the prefix when it is one fixed name (every role
-    /// but [`Role::Job`], [`Role::Finished`] and [`Role::Unfinished`]).
+    /// but [`Role::Job`], [`Role::Finished`], [`Role::Unfinished`] and [`Role::AnySet`]).
     #[must_use]
     pub const fn fixed(self) -> Option<&'static str> {
         match self {
-            Role::Job | Role::Finished | Role::Unfinished => None,
+            Role::Job | Role::Finished | Role::Unfinished | Role::AnySet => None,
             other => Some(other.pattern()),
         }
     }

@@ -43,6 +43,7 @@ mod promote;
 mod purge;
 mod reap;
 mod release;
+mod remove;
 mod retry;
 mod schedule;
 mod schedules;
@@ -80,6 +81,7 @@ pub use promote::*;
 pub use purge::*;
 pub use reap::*;
 pub use release::*;
+pub use remove::*;
 pub use retry::*;
 pub use schedule::*;
 pub use schedules::*;
@@ -175,6 +177,7 @@ transitions!(
     Schedules,
     Fire,
     Drain,
+    Remove,
     Obliterate,
     Trim,
     Defer,

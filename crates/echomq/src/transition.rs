@@ -45,6 +45,7 @@ mod promote;
 mod purge;
 mod reap;
 mod release;
+mod remove;
 mod reply;
 mod retry;
 #[cfg(test)]
@@ -80,6 +81,7 @@ pub use promote::*;
 pub use purge::*;
 pub use reap::*;
 pub use release::*;
+pub use remove::*;
 pub use retry::*;
 pub use schedule::*;
 pub use schedules::*;
@@ -154,6 +156,7 @@ pub(crate) const fn mirror(name: Name) -> Name {
         Name::Schedules => Schedules::NAME,
         Name::Fire => Fire::NAME,
         Name::Drain => Drain::NAME,
+        Name::Remove => Remove::NAME,
         Name::Obliterate => Obliterate::NAME,
         Name::Trim => Trim::NAME,
         Name::Defer => Defer::NAME,

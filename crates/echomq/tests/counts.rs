@@ -95,3 +95,30 @@ async fn a_counter_of_the_wrong_shape_is_refused_and_nothing_changes() {
         assert_eq!(err.code(), Some(echomq::Code::Type), "{via}: {err}");
     }
 }
+
+/// REMOVE (protocol 1.4): an operator deletes chosen jobs; those in
+/// another state are left alone; the counters keep what they counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_jobs_are_gone_and_others_stay() {
+    let (_server, executors) = common::three_executors().await;
+    for (via, executor) in executors {
+        let q = Queue::new(executor.clone(), &unique_queue("remove")).unwrap();
+        let (a, b, c) = (
+            q.enqueue(b"a".to_vec()).await.unwrap(),
+            q.enqueue(b"b".to_vec()).await.unwrap(),
+            q.enqueue(b"c".to_vec()).await.unwrap(),
+        );
+        let held = q.claim(Duration::from_secs(60)).await.unwrap().expect("a job");
+        assert_eq!(held.id, a, "{via}");
+        assert_eq!(q.remove(echomq::State::Pending, &[a.clone(), b.clone()]).await.unwrap(), 1, "{via}");
+        assert!(q.inspect(&b).await.unwrap().is_none(), "{via}: b is gone");
+        assert!(q.inspect(&a).await.unwrap().is_some(), "{via}: a, active, stays");
+        assert!(q.inspect(&c).await.unwrap().is_some(), "{via}: c was not named");
+        assert_eq!(q.remove(echomq::State::Active, &[a.clone()]).await.unwrap(), 1, "{via}");
+        let fenced = held.ack().await.unwrap_err();
+        assert_eq!(fenced.code(), Some(echomq::Code::NoJob), "{via}: the holder is fenced: {fenced}");
+        assert_eq!(q.counts(Span::Minutes).await.unwrap().totals.enqueued, 3, "{via}");
+        let none: Vec<JobId> = Vec::new();
+        assert!(q.remove(echomq::State::Dead, &none).await.is_ok(), "{via}: nothing to do");
+    }
+}

@@ -51,7 +51,7 @@ pub const OPERATOR_LUA: &str =
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange +emq.version \
      +emq.enqueue +emq.enqueuemany +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
-     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.counts +emq.config +emq.trim +emq.drain +emq.obliterate +emq.progress +emq.schedule \
+     +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.counts +emq.config +emq.trim +emq.drain +emq.remove +emq.obliterate +emq.progress +emq.schedule \
      +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle \
      (~emq:queues ~emq:workers ~emq:worker:* +zadd +zrem +zremrangebyscore +hgetall +hset +pexpire +del)";
 

@@ -324,14 +324,14 @@ pub(crate) fn key(name: &str) -> String {
 }
 
 /// The KEYS of `name`'s full form, from its description: the record of `id`
-/// for [`Role::Job`], `set` for [`Role::Finished`] and [`Role::Unfinished`].
+/// for [`Role::Job`], `set` for [`Role::Finished`], [`Role::Unfinished`] and [`Role::AnySet`].
 pub(crate) fn keys_of(name: Name, id: &str, set: &str) -> Vec<String> {
     name.describe()
         .keys
         .iter()
         .map(|role| match role {
             Role::Job => key(&format!("job:{id}")),
-            Role::Finished | Role::Unfinished => key(set),
+            Role::Finished | Role::Unfinished | Role::AnySet => key(set),
             other => key(other.fixed().unwrap_or_default()),
         })
         .collect()

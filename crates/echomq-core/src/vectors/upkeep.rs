@@ -29,7 +29,35 @@ pub(super) fn cases() -> Vec<Case> {
     let trim = |set: &str, args: &[&str]| call_on(Name::Trim, "", set, args);
     let drain = |set: &str, args: &[&str]| call_on(Name::Drain, "", set, args);
     let obliterate = call(Name::Obliterate, "", &[]);
+    let remove = |set: &str, ids: &[&str]| call_on(Name::Remove, "", set, ids);
     let happy = vec![
+        Case::new("remove: a dead job and all it kept", remove("dead", &[A])).after([
+            enqueue(A, "a", &["PRIORITY", "2", "HEADERS", r#"{"t":"x"}"#]),
+            claim(1),
+            fail(A, "1", "1"),
+        ]),
+        Case::new("remove: an id in another set is left alone", remove("dead", &[A, B])).after([
+            enqueue(A, "a", &[]),
+            enqueue(B, "b", &[]),
+            claim(1),
+            fail(A, "1", "1"),
+        ]),
+        Case::new("remove: an active job, its holder fenced", remove("active", &[A]))
+            .after([enqueue(A, "a", &[]), claim(1)]),
+        Case::new("remove: an id named twice, once", remove("pending", &[A, A])).after([enqueue(
+            A,
+            "a",
+            &[],
+        )]),
+        Case::new("remove: a done job and its result", remove("done", &[A])).after([
+            enqueue(A, "a", &[]),
+            claim(1),
+            call(Name::Ack, A, &[A, "1", "RESULT", "ok"]),
+        ]),
+        Case::new("remove: no id", remove("dead", &[])).refused_with("EMQKIND job id must be JOB-namespaced"),
+        Case::new("remove: an id of another kind", remove("dead", &[A, "XYZ"]))
+            .refused_with("EMQKIND job id must be JOB-namespaced"),
+        Case::new("remove: from the wake-up key", remove("wake", &[A])).refused(Code::Arg),
         steps(
             Case::new("reap: an expired lease back to pending", reap(&["3"])),
             expired(A, &["PRIORITY", "1"]),

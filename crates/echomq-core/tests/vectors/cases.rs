@@ -3298,6 +3298,105 @@ mod drain {
     }
 }
 
+mod remove {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("remove", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("remove", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("remove", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("remove", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("remove", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("remove", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("remove", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("remove", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("remove", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("remove", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("remove", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn remove_a_dead_job_and_all_it_kept() {
+        replay("remove", "remove: a dead job and all it kept");
+    }
+
+    #[test]
+    fn remove_an_id_in_another_set_is_left_alone() {
+        replay("remove", "remove: an id in another set is left alone");
+    }
+
+    #[test]
+    fn remove_an_active_job_its_holder_fenced() {
+        replay("remove", "remove: an active job, its holder fenced");
+    }
+
+    #[test]
+    fn remove_an_id_named_twice_once() {
+        replay("remove", "remove: an id named twice, once");
+    }
+
+    #[test]
+    fn remove_a_done_job_and_its_result() {
+        replay("remove", "remove: a done job and its result");
+    }
+
+    #[test]
+    fn remove_no_id() {
+        replay("remove", "remove: no id");
+    }
+
+    #[test]
+    fn remove_an_id_of_another_kind() {
+        replay("remove", "remove: an id of another kind");
+    }
+
+    #[test]
+    fn remove_from_the_wake_up_key() {
+        replay("remove", "remove: from the wake-up key");
+    }
+}
+
 mod obliterate {
     use crate::replay;
 

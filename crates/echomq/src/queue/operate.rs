@@ -78,6 +78,22 @@ impl Queue {
         self.sweep(there, |limit| Purge { state, age, limit }).await
     }
 
+    /// Delete these jobs, those of them in `state`'s set (any of the six),
+    /// with everything kept beside them, in calls of 1000 (REMOVE): how
+    /// many were deleted. An id in another state is left alone; a removed
+    /// active job's worker loses its lease.
+    ///
+    /// # Errors
+    /// A key or a record of the wrong type, a failure of the connection or
+    /// the server (the calls before it stand).
+    pub async fn remove(&self, state: State, ids: &[JobId]) -> Result<u64> {
+        let mut removed = 0;
+        for chunk in ids.chunks(*echomq_core::limits::SWEEP_LIMIT.end() as usize) {
+            removed += self.run(&Remove { state, ids: chunk.to_vec() }).await?;
+        }
+        Ok(removed)
+    }
+
     /// Calls of `call(SWEEP_STEP)` while each moves a full step, at most as
     /// many as `there` jobs take and one more (a set a producer keeps
     /// filling would keep a sweep going for ever): how many it moved.

@@ -160,6 +160,11 @@ fn edges(name: Name) -> Vec<Call> {
                 .into_iter()
                 .flat_map(|state| [limit_min, limit_max].map(|limit| Drain { state, limit })),
         ),
+        Name::Remove => encoded(
+            [State::Pending, State::Active, State::Delayed, State::Done, State::Dead, State::Cancelled]
+                .into_iter()
+                .flat_map(|state| [1, 1000].map(|n| Remove { state, ids: (1..=n).map(id).collect() })),
+        ),
         Name::Obliterate => encoded([Obliterate]),
         Name::Trim => encoded(
             finished.into_iter().flat_map(|state| [limit_min, limit_max].map(|limit| Trim { state, limit })),

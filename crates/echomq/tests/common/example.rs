@@ -411,6 +411,15 @@ pub const fn example(name: Name) -> Example {
             raw_options: &[("LIMIT", "1"), ("LIMIT", "0"), ("limit", "2")],
             sent_by: Err("empties the queue a sequence plays with: raw calls and transitions.rs"),
         },
+        Name::Remove => Example {
+            given: DEAD,
+            happy: || Call::new(Remove { state: State::Dead, ids: vec![a()] }),
+            reads: &[A],
+            naming_a_non_job: Some(&[b"XYZ"]),
+            raw_args: &[ID],
+            raw_options: STRAY,
+            sent_by: Err("deletes jobs a sequence plays with: raw calls and tests/select.rs"),
+        },
         Name::Obliterate => Example {
             given: &[],
             happy: || Call::new(Obliterate),

@@ -1,0 +1,108 @@
+//! REMOVE: delete chosen jobs of one state's set, an operator's choice
+//! (PROTOCOL.md §7; `remove-7.lua`). PURGE, TRIM and DRAIN delete by age
+//! or from a set's head; REMOVE deletes the ids it is given.
+
+use super::delete::{delete_jobs, set_keys};
+use super::need;
+use crate::description::{keys, Description, Effect, Role};
+use crate::limits::SWEEP_LIMIT;
+use crate::parse::kind;
+use crate::store::{KeyType, Store};
+use crate::{Answer, Refusal};
+
+keys! {
+    /// REMOVE's KEYS.
+    RemoveKeys {
+        set: AnySet,
+        priority: Priority,
+        errors: Errors,
+        progress: Progress,
+        policy: Policy,
+        results: Results,
+        headers: Headers,
+    }
+}
+
+/// The six sets REMOVE deletes from, by the last word of KEYS[1].
+const SETS: [(&[u8], Role); 6] = [
+    (b"pending", Role::Pending),
+    (b"active", Role::Active),
+    (b"delayed", Role::Delayed),
+    (b"done", Role::Done),
+    (b"dead", Role::Dead),
+    (b"cancelled", Role::Cancelled),
+];
+
+/// A parsed REMOVE.
+#[derive(Debug)]
+pub struct Remove<'a> {
+    keys: RemoveKeys<'a>,
+    prefix: &'a [u8],
+    ids: Vec<&'a [u8]>,
+}
+
+impl<'a> Remove<'a> {
+    /// What REMOVE is, for every layer.
+    pub const DESCRIPTION: Description = Description {
+        name: "remove",
+        command: "EMQ.REMOVE",
+        keys: RemoveKeys::ROLES,
+        forms: RemoveKeys::FORMS,
+        args: &["id"],
+        options: &[],
+        effect: Effect::Frees,
+        wakes_claims: false,
+        fenced: false,
+        hands_out_tokens: false,
+        waits_for_replication: true,
+    };
+
+    /// KEYS: the set (pending, active, delayed, done, dead or cancelled);
+    /// priority; errors; progress; policy; results; headers. ARGV: one to
+    /// 1000 ids.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before any storage is read:
+    /// - `EMQARG`: `KEYS[1]` is none of the six sets; the keys are not this queue's, in their number and
+    ///   roles; more than 1000 ids.
+    /// - `EMQKIND`: an id (or the missing first one) is not `JOB`-namespaced.
+    pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Remove<'a>, Refusal> {
+        let (keys, _, prefix) = set_keys(keys, &SETS, "pending, active, delayed, done, dead or cancelled")?;
+        if args.len() as u64 > *SWEEP_LIMIT.end() {
+            return Err(Refusal::arg(format!("at most {} jobs a call", SWEEP_LIMIT.end())));
+        }
+        let ids = if args.is_empty() {
+            vec![kind(None)?]
+        } else {
+            args.iter().map(|id| kind(Some(id))).collect::<Result<_, _>>()?
+        };
+        Ok(Remove { keys, prefix, ids })
+    }
+
+    /// Delete the ids that are in the set, as PURGE deletes (the set entry,
+    /// the side entries, the record); skip the others. How many it deleted.
+    /// A deleted active job's holder is fenced: its next call gets
+    /// `EMQNOJOB`.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
+    /// - `EMQTYPE`: the set, a side hash or a record to delete holds another type.
+    /// - `TRYAGAIN`: a record to delete is missing while the queue's slot moves between cluster nodes.
+    pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let RemoveKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
+        let sides = [priority, errors, progress, policy, results, headers];
+        need(store, set, KeyType::Zset)?;
+        for side in sides {
+            need(store, side, KeyType::Hash)?;
+        }
+        let mut ids: Vec<Vec<u8>> = Vec::with_capacity(self.ids.len());
+        for id in &self.ids {
+            if store.zscore(set, id).is_some() && !ids.iter().any(|seen| seen == id) {
+                ids.push(id.to_vec());
+            }
+        }
+        delete_jobs(store, self.prefix, set, sides, &ids)
+    }
+}

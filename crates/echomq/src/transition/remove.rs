@@ -1,0 +1,48 @@
+//! REMOVE: delete chosen jobs of one state's set.
+
+use echomq_core::{limits, Name, Role};
+use redis::Value;
+
+use super::reply::count_reply;
+use super::Transition;
+use crate::id::JobId;
+use crate::keyspace::Keyspace;
+use crate::record::State;
+use crate::{Error, ErrorKind, Result};
+
+/// Delete these jobs, those of them in `state`'s set: their records and
+/// everything kept beside them. A removed active job's holder is fenced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remove {
+    /// The set the jobs are in; an id found in another is left alone.
+    pub state: State,
+    /// One to 1000 jobs.
+    pub ids: Vec<JobId>,
+}
+
+impl Transition for Remove {
+    const NAME: Name = Name::Remove;
+    /// How many jobs were deleted.
+    type Output = u64;
+
+    /// `KEYS[1]` is the set of the state it removes from.
+    fn key(&self, keys: &Keyspace, role: Role) -> String {
+        match role {
+            Role::AnySet => keys.state(self.state),
+            other => keys.role(other, None).expect("a call on the whole queue names no job"),
+        }
+    }
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        let most = *limits::SWEEP_LIMIT.end() as usize;
+        if self.ids.is_empty() || self.ids.len() > most {
+            let n = self.ids.len();
+            return Err(Error::new(ErrorKind::Argument, format!("{n} jobs: a call removes 1 to {most}")));
+        }
+        Ok(self.ids.iter().map(|id| id.as_str().as_bytes().to_vec()).collect())
+    }
+
+    fn parse(reply: Value) -> Result<u64> {
+        count_reply("the reply", reply)
+    }
+}
