@@ -114,7 +114,7 @@ async fn removed_jobs_are_gone_and_others_stay() {
         assert!(q.inspect(&b).await.unwrap().is_none(), "{via}: b is gone");
         assert!(q.inspect(&a).await.unwrap().is_some(), "{via}: a, active, stays");
         assert!(q.inspect(&c).await.unwrap().is_some(), "{via}: c was not named");
-        assert_eq!(q.remove(echomq::State::Active, &[a.clone()]).await.unwrap(), 1, "{via}");
+        assert_eq!(q.remove(echomq::State::Active, std::slice::from_ref(&a)).await.unwrap(), 1, "{via}");
         let fenced = held.ack().await.unwrap_err();
         assert_eq!(fenced.code(), Some(echomq::Code::NoJob), "{via}: the holder is fenced: {fenced}");
         assert_eq!(q.counts(Span::Minutes).await.unwrap().totals.enqueued, 3, "{via}");
