@@ -65,9 +65,9 @@ pub struct QueueView {
     pub settings: Option<Settings>,
     /// When its pending set's head job was enqueued, server ms.
     pub oldest_pending_ms: Option<u64>,
-    /// How many delayed jobs are due (their time has come; a worker's
-    /// upkeep moves them to pending): read only when some are delayed.
-    pub delayed_due: u64,
+    /// Whether some delayed job is due (its time has come; a worker's
+    /// upkeep moves it to pending): read only when some are delayed.
+    pub delayed_due: bool,
     /// Its counters, by minute over the last hour, or why they could not be read.
     pub counts: Result<CountsReply, String>,
 }
@@ -76,7 +76,7 @@ impl QueueView {
     /// Whether it has work a worker should take now: pending jobs, or
     /// delayed ones whose time has come.
     pub fn has_work(&self) -> bool {
-        self.delayed_due > 0 || self.stats.as_ref().is_ok_and(|stats| stats.pending > 0)
+        self.delayed_due || self.stats.as_ref().is_ok_and(|stats| stats.pending > 0)
     }
 }
 
@@ -257,7 +257,7 @@ async fn read_queue(conn: &mut Conn, executor: Arc<dyn Executor>, name: &str, no
             stats: Err(why.clone()),
             settings: None,
             oldest_pending_ms: None,
-            delayed_due: 0,
+            delayed_due: false,
             counts: Err(why),
         };
     };
@@ -270,15 +270,27 @@ async fn read_queue(conn: &mut Conn, executor: Arc<dyn Executor>, name: &str, no
         _ => None,
     };
     let delayed_due = match &stats {
-        Ok(stats) if stats.delayed > 0 => delayed_due(conn, &keys, now_ms).await.unwrap_or(0),
-        _ => 0,
+        Ok(stats) if stats.delayed > 0 => delayed_due(conn, &keys, now_ms).await.unwrap_or(false),
+        _ => false,
     };
     QueueView { stats, settings, oldest_pending_ms, delayed_due, counts }
 }
 
-/// How many delayed jobs of `keys`' queue are due at `now_ms` (server ms).
-async fn delayed_due(conn: &mut Conn, keys: &Keyspace, now_ms: u64) -> Result<u64, Error> {
-    Ok(redis::cmd("ZCOUNT").arg(keys.delayed()).arg("-inf").arg(now_ms).query_async(conn).await?)
+/// Whether a delayed job of `keys`' queue is due at `now_ms` (server ms):
+/// the head of the delayed set by score, with the ZRANGE a read-only user
+/// has (SECURITY.md's monitor).
+async fn delayed_due(conn: &mut Conn, keys: &Keyspace, now_ms: u64) -> Result<bool, Error> {
+    let head: Vec<String> = redis::cmd("ZRANGE")
+        .arg(keys.delayed())
+        .arg("-inf")
+        .arg(now_ms)
+        .arg("BYSCORE")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(1)
+        .query_async(conn)
+        .await?;
+    Ok(!head.is_empty())
 }
 
 /// When the pending set's head job was enqueued: its record's `enqueued_at`
