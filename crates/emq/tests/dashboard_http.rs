@@ -283,11 +283,8 @@ async fn metrics_and_live_carry_the_snapshot() {
     }
     // Every metric it serves is one docs/metrics.md lists, of the type it says.
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md")).unwrap();
-    let served: Vec<(&str, &str)> = metrics
-        .0
-        .lines()
-        .filter_map(|line| line.strip_prefix("# TYPE ")?.split_once(' '))
-        .collect();
+    let served: Vec<(&str, &str)> =
+        metrics.0.lines().filter_map(|line| line.strip_prefix("# TYPE ")?.split_once(' ')).collect();
     assert!(served.len() >= 11, "{served:?}");
     for (name, kind) in served {
         assert!(doc.contains(&format!("| `{name}` | {kind} |")), "{name} ({kind}) is not in docs/metrics.md");

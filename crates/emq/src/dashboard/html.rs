@@ -44,9 +44,9 @@ header{background:#1d2b3a;color:#fff;padding:10px 16px;display:flex;flex-wrap:wr
 header a{color:#fff;text-decoration:none}header .home{font-weight:bold}.tools{margin-left:auto;opacity:.8}\
 main{padding:16px;max-width:1400px}h1{font-size:20px;margin:4px 0 12px}h2{font-size:16px;margin:20px 0 8px}\
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:4px 0 16px;min-width:100%}\
-td,th{padding:5px 10px;border-bottom:1px solid #e2e2e2;text-align:left;white-space:nowrap;vertical-align:top}\
+td,th{padding:5px 8px;border-bottom:1px solid #e2e2e2;text-align:left;white-space:nowrap;vertical-align:top}\
 th{background:#f4f6f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\
-td.wrap{white-space:normal;word-break:break-word;min-width:12em}\
+td.wrap{white-space:normal;word-break:break-word;min-width:12em}td.flow{white-space:normal;min-width:7em}\
 .dead,.bad{color:#b00020}.paused{color:#a15c00;font-weight:600}.none{color:#888}.note{color:#555}\
 form.inline{display:inline}button{margin:2px;padding:3px 10px;cursor:pointer}\
 button.danger{color:#fff;background:#b00020;border:1px solid #800}code{font-size:12px}\

@@ -42,10 +42,10 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
                     tr {
                         th { "queue" }
                         @for state in State::ALL { th.n { (state) } }
-                        th.n { "oldest pending" }
+                        th.n { "oldest" br; "pending" }
                         th.n { "workers" }
-                        th.n title="in the last full minute / the last five full minutes" { "completed 1m / 5m" }
-                        th.n title="failed or dead, in the last full minute / the last five full minutes" { "failed 1m / 5m" }
+                        th.n title="in the last full minute / the last five full minutes" { "completed" br; "1m / 5m" }
+                        th.n title="failed or dead, in the last full minute / the last five full minutes" { "failed" br; "1m / 5m" }
                         th { "flow" }
                         @if token.is_some() { th { "" } }
                     }
@@ -94,7 +94,7 @@ fn row(snapshot: &Snapshot, name: &str, view: &QueueView, token: Option<&str>) -
                 }
                 Err(why) => td.bad.wrap colspan="2" title=(why) { "no counters" }
             }
-            td.paused[paused] { (html::live(&format!("{name}/flow"), &flow)) }
+            td.flow.paused[paused] { (html::live(&format!("{name}/flow"), &flow)) }
             @if let Some(token) = token {
                 td {
                     @if paused {

@@ -70,7 +70,7 @@ fn table(snapshot: &Snapshot, workers: &[WorkerInfo], queue: Option<&str>) -> Ma
                     td { (worker.protocol) }
                     td.n title=(html::when(worker.started)) { (since(worker.started)) " ago" }
                     td.n.beat title=(html::when_ms(worker.beat)) { (since(worker.beat)) " ago" }
-                    td.n { (html::age(Some(worker.ttl.as_secs()))) }
+                    td.n { (humantime::format_duration(worker.ttl)) }
                 }
             }
         }
