@@ -271,6 +271,7 @@ async fn metrics_and_live_carry_the_snapshot() {
         format!("emq_queue_rate_limit{{queue=\"{name}\"}} 5"),
         format!("emq_queue_paused{{queue=\"{}\"}} 0", plain.name()),
         format!("emq_queue_unreadable{{queue=\"{broken}\"}} 1"),
+        format!("emq_workers{{queue=\"{broken}\"}} 0"),
         "# TYPE emq_oldest_pending_seconds gauge".to_owned(),
         format!("emq_oldest_pending_seconds{{queue=\"{name}\"}} "),
         format!("emq_queue_enqueued_total{{queue=\"{name}\"}} 3"),

@@ -417,6 +417,10 @@ fn prometheus_text(snapshot: &Snapshot) -> String {
         let Ok(queues) = &snapshot.queues else { return };
         for (name, view) in queues {
             let queue = name.clone();
+            // Its workers even when its keys are damaged: who would run its jobs.
+            if let Some(n) = snapshot.workers_of(name) {
+                gauge!(names::WORKERS, "queue" => queue.clone()).set(n as f64);
+            }
             let Ok(stats) = &view.stats else {
                 gauge!(names::UNREADABLE, "queue" => queue).set(1.0);
                 continue;
@@ -443,9 +447,6 @@ fn prometheus_text(snapshot: &Snapshot) -> String {
                 counter!(names::COMPLETED, "queue" => queue.clone()).absolute(totals.completed);
                 counter!(names::FAILED, "queue" => queue.clone()).absolute(totals.failed);
                 counter!(names::DEAD, "queue" => queue.clone()).absolute(totals.dead);
-            }
-            if let Some(n) = snapshot.workers_of(name) {
-                gauge!(names::WORKERS, "queue" => queue.clone()).set(n as f64);
             }
         }
     });
