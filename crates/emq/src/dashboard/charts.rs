@@ -85,14 +85,16 @@ fn chart(span: Span, counts: &CountsReply) -> Markup {
     let n = counts.slots.len().max(1) as u64;
     let top = scale_top(counts.slots.iter().map(|t| t.completed + t.failed + t.dead).max().unwrap_or(0));
     let height = |jobs: u64| jobs * HEIGHT / top;
-    let step = WIDTH / n;
+    // Whole units a bar, the drawing as wide as the bars (it is stretched to the page).
+    let step = (WIDTH / n).max(1);
+    let width = step * n;
     let (first, last) = (counts.start(0), counts.start(counts.slots.len().saturating_sub(1)));
     let ms = |t: std::time::SystemTime| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
     html! {
-        svg.chart #chart data-span=(span_name(span)) data-top=(top) viewBox=(format!("0 0 {WIDTH} {HEIGHT}"))
+        svg.chart #chart data-span=(span_name(span)) data-top=(top) viewBox=(format!("0 0 {width} {HEIGHT}"))
             preserveAspectRatio="none" role="img"
             aria-label=(format!("jobs completed and failed {per}, scale 0 to {top}")) {
-            line x1="0" y1=(HEIGHT) x2=(WIDTH) y2=(HEIGHT) class="axis" {}
+            line x1="0" y1=(HEIGHT) x2=(width) y2=(HEIGHT) class="axis" {}
             @for (i, tally) in counts.slots.iter().enumerate() {
                 @let failed = tally.failed + tally.dead;
                 @let (done_h, failed_h) = (height(tally.completed), height(failed));
@@ -199,6 +201,10 @@ mod tests {
         assert!(drawn.contains(r#"class="completed" x="708" y="48" width="11" height="72""#), "{drawn}");
         assert!(drawn.contains(r#"class="failed" x="708" y="34" width="11" height="14""#), "{drawn}");
         assert!(drawn.contains(r#"href="/queues/emails?span=hours""#));
+        // A week's 168 bars fill the drawing as the hour's 60 do.
+        let week = reply(vec![Tally::default(); 168]);
+        assert!(chart(Span::Hours, &week).into_string().contains(r#"viewBox="0 0 672 120""#));
+        assert!(drawn.contains(r#"viewBox="0 0 720 120""#));
         let failed = section("emails", Span::Hours, Err("WRONGTYPE")).into_string();
         assert!(
             failed.contains("counters cannot be read: WRONGTYPE") && !failed.contains("<svg"),
