@@ -1,6 +1,7 @@
 """The operator's surfaces at scale: `emq queues`, `emq stats`, the
-dashboard's pages (the queues, a queue, a state's first and last page of
-jobs, a text search, a job) and `/metrics`, each timed five times (the
+dashboard's pages (the queues, a queue with its chart by minute and by
+hour, a state's first and last page of jobs, a text search, a job, the
+workers) and `/metrics`, each timed five times (the
 median, min and max), and what one dashboard costs Redis when nobody looks
 and while one browser follows its live counts, on one redis-server holding
 QUEUES queues of JOBS pending jobs each (100 x 10,000 by default: a
@@ -102,10 +103,12 @@ def main():
         pages = [
             ("dashboard /", "/"),
             ("a queue", "/queues/ops-0000"),
+            ("a queue, week by hour", "/queues/ops-0000?span=hours"),
             ("jobs, first page", "/queues/ops-0000/state/pending"),
             ("jobs, last page", "/queues/ops-0000/state/pending?page=last"),
             ("jobs, text search", "/queues/ops-0000/state/pending?q=job%205000"),
             ("a job", f"/queues/ops-0000/jobs/{first}"),
+            ("workers", "/workers"),
             ("dashboard /metrics", "/metrics"),
         ]
         for what, path in pages:

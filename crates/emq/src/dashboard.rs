@@ -2,7 +2,9 @@
 //! `maud` templates, which escape every value): the queues with their
 //! counts, settings and oldest pending job; a queue's settings; its jobs per
 //! state, newest first, a page of 25 at a time, with a search and bulk retry
-//! and cancel; a job's record and events; a queue's schedules. Counts stay
+//! and cancel; a job's record and events; a queue's schedules; its finished
+//! jobs by minute (or hour) from the server's counters; the live workers and
+//! the jobs they run. Counts stay
 //! live through server-sent events (`/live`) from one shared snapshot, and
 //! `/metrics` serves that snapshot as Prometheus text. With JavaScript off
 //! every page still works: links, forms, a reload.
@@ -16,8 +18,10 @@
 //!
 //! # Layout
 //! - `snapshot.rs`: the shared snapshot of every queue (counts, settings,
-//!   oldest pending job), taken at most once a second and only on demand;
-//!   `/live` and `/metrics`.
+//!   oldest pending job, counters by minute) and of the live workers, taken
+//!   at most once a second and only on demand; `/live` and `/metrics`.
+//! - `charts.rs`: a queue's finished jobs over time, drawn as SVG.
+//! - `workers.rs`: `/workers`, and the workers of each queue.
 //! - `html.rs`: the page frame, its style and script, and small pieces.
 //! - `queues.rs`: `/`, a queue's page, and the queue-wide writes (pause,
 //!   resume, drain, configure).
@@ -40,12 +44,14 @@ use serde::Deserialize;
 use crate::connect::{Conn, Error, Server};
 
 mod bulk;
+mod charts;
 mod html;
 mod job;
 mod jobs;
 mod queues;
 mod schedules;
 mod snapshot;
+mod workers;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -123,6 +129,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/queues/{queue}/jobs/{id}/{action}", post(job::job_action))
         .route("/queues/{queue}/schedules", get(schedules::schedules_page))
         .route("/queues/{queue}/schedules/remove", post(schedules::remove))
+        .route("/workers", get(workers::workers_page))
         .route("/live", get(snapshot::live))
         .route("/metrics", get(snapshot::metrics))
         .route("/login", get(login))

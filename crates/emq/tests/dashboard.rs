@@ -2,8 +2,10 @@
 //! to the last page of 2,500 dead jobs, search by an id's start and by
 //! text, retry all that match after a confirmation that says how many,
 //! pause and resume from the queues page, watch a count change live (no
-//! reload), read a job's page with its progress, result and events, and a
-//! read-only dashboard that shows no form.
+//! reload), read a job's page with its progress, result and events, a
+//! worker appearing on the workers page and leaving it when it stops (and
+//! the flag on a queue whose jobs wait for no worker), and a read-only
+//! dashboard that shows no form.
 
 mod dashboard_support;
 
@@ -11,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dashboard_support::{dead_jobs, queue, wait_for_port, Dashboard, Running};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::State;
 use echomq_test_support::{eventually, free_port, unique_queue, RedisServer};
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -76,6 +79,22 @@ async fn search(client: &Client, words: &str) {
     field.clear().await.unwrap();
     field.send_keys(words).await.unwrap();
     click(client, Locator::Css("#search button")).await;
+}
+
+/// Load `url` again until the page has an element `css` selects
+/// (`present`) or has none: what it shows is read when the page is made.
+async fn reload_until(client: &Client, url: &str, css: &str, present: bool) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        client.goto(url).await.unwrap();
+        text(client, "h1").await;
+        let found = !client.find_all(Locator::Css(css)).await.unwrap().is_empty();
+        if found == present {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{url} never {} {css}", if present { "showed" } else { "lost" });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// chromedriver, and a headless Chromium session through it (of `width` px).
@@ -244,6 +263,103 @@ async fn a_read_only_dashboard_shows_no_form_and_refuses_a_post() {
     })
     .await;
     assert_eq!(q.stats().await.unwrap().dead, 3);
+    browser.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(profile);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_appears_on_the_workers_page_and_leaves_when_it_stops() {
+    let server = RedisServer::start();
+    let name = unique_queue("staffed");
+    let q = queue(&server, &name).await;
+    let first = q.enqueue(b"first".to_vec()).await.unwrap();
+    q.enqueue(b"second".to_vec()).await.unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+    let (_driver, browser, profile) = browser(1280).await;
+    let row = format!("tr[data-queue='{name}']");
+
+    // Jobs wait and nobody works the queue: flagged on the queues page and its own.
+    browser.goto(&dashboard.url("/")).await.unwrap();
+    says(&browser, "#unworked", &name).await;
+    says(&browser, &format!("{row} td.unworked"), "0").await;
+    browser.goto(&dashboard.url(&format!("/queues/{name}"))).await.unwrap();
+    says(&browser, "#workers p.bad#no-worker", "No live worker works this queue").await;
+    click(&browser, Locator::Css("#nav-workers")).await;
+    says(&browser, "#no-workers", "No live worker").await;
+
+    // A worker that runs one job at a time, each until released.
+    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let held = release.clone();
+    let handler = move |_job: JobContext| {
+        let held = held.clone();
+        async move {
+            held.acquire().await.expect("never closed").forget();
+            Ok::<_, HandlerError>(())
+        }
+    };
+    let options = WorkerOptions {
+        concurrency: 1,
+        registry_beat: Duration::from_millis(200),
+        lease: Duration::from_secs(120),
+        ..WorkerOptions::default()
+    };
+    let worker = Worker::with_options(q.clone(), handler, options);
+    let id = worker.id().to_owned();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+
+    // It appears with its queue and the job it runs, whose page is a click away.
+    let workers = dashboard.url("/workers");
+    let mine = format!("tr[data-worker='{id}']");
+    reload_until(&browser, &workers, &format!("#running tr[data-job='{first}']"), true).await;
+    let listed = text(&browser, &mine).await;
+    assert!(listed.contains(&name) && listed.contains(&std::process::id().to_string()), "{listed}");
+    assert!(listed.contains("echomq-rust"), "{listed}");
+    let lease = text(&browser, &format!("#running tr[data-job='{first}']")).await;
+    assert!(lease.contains(&id) && lease.contains(&name), "{lease}");
+    click(&browser, Locator::Css(&format!("#running tr[data-job='{first}'] a[href$='{first}']"))).await;
+    says(&browser, "h1", first.as_str()).await;
+
+    // The queue lists its worker; one job still pending is no longer flagged.
+    reload_until(&browser, &dashboard.url(&format!("/queues/{name}")), &format!("#workers {mine}"), true)
+        .await;
+    browser.goto(&dashboard.url("/")).await.unwrap();
+    says(&browser, &format!("{row} [data-live='{name}/workers']"), "1").await;
+    assert!(browser.find_all(Locator::Css("#unworked")).await.unwrap().is_empty(), "flagged with a worker");
+
+    // Stopped (its jobs done), it leaves the page.
+    release.add_permits(2);
+    eventually("the worker ran both jobs", || async { q.stats().await.unwrap().done == 2 }).await;
+    let _ = stop.send(());
+    running.await.unwrap();
+    reload_until(&browser, &workers, &mine, false).await;
+    says(&browser, "#no-workers", "No live worker").await;
+
+    // A new job with nobody to run it is flagged again.
+    let third = q.enqueue(b"third".to_vec()).await.unwrap();
+    reload_until(&browser, &dashboard.url("/"), "#unworked", true).await;
+    says(&browser, "#unworked", &name).await;
+
+    // A killed worker (its future dropped mid-job, no goodbye) leaves once
+    // its registration's TTL (three beats) runs out.
+    let held = release.clone();
+    let handler = move |_job: JobContext| {
+        let held = held.clone();
+        async move {
+            held.acquire().await.expect("never closed").forget();
+            Ok::<_, HandlerError>(())
+        }
+    };
+    let options = WorkerOptions { registry_beat: Duration::from_millis(200), ..WorkerOptions::default() };
+    let killed = Worker::with_options(q.clone(), handler, options);
+    let theirs = format!("tr[data-worker='{}']", killed.id());
+    let running = tokio::spawn(killed.run_until(std::future::pending()));
+    reload_until(&browser, &workers, &format!("#running tr[data-job='{third}']"), true).await;
+    running.abort();
+    let _ = running.await;
+    reload_until(&browser, &workers, &theirs, false).await;
     browser.close().await.unwrap();
     let _ = std::fs::remove_dir_all(profile);
 }

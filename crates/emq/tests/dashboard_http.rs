@@ -271,10 +271,24 @@ async fn metrics_and_live_carry_the_snapshot() {
         format!("emq_queue_rate_limit{{queue=\"{name}\"}} 5"),
         format!("emq_queue_paused{{queue=\"{}\"}} 0", plain.name()),
         format!("emq_queue_unreadable{{queue=\"{broken}\"}} 1"),
+        format!("emq_workers{{queue=\"{broken}\"}} 0"),
         "# TYPE emq_oldest_pending_seconds gauge".to_owned(),
         format!("emq_oldest_pending_seconds{{queue=\"{name}\"}} "),
+        format!("emq_queue_enqueued_total{{queue=\"{name}\"}} 3"),
+        format!("emq_queue_dead_total{{queue=\"{name}\"}} 2"),
+        format!("emq_queue_completed_total{{queue=\"{name}\"}} 0"),
+        "# TYPE emq_queue_enqueued_total counter".to_owned(),
+        format!("emq_workers{{queue=\"{name}\"}} 0"),
     ] {
         assert!(metrics.has(&line), "no {line:?} in {}", metrics.0);
+    }
+    // Every metric it serves is one docs/metrics.md lists, of the type it says.
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md")).unwrap();
+    let served: Vec<(&str, &str)> =
+        metrics.0.lines().filter_map(|line| line.strip_prefix("# TYPE ")?.split_once(' ')).collect();
+    assert!(served.len() >= 11, "{served:?}");
+    for (name, kind) in served {
+        assert!(doc.contains(&format!("| `{name}` | {kind} |")), "{name} ({kind}) is not in docs/metrics.md");
     }
     // Limits only when set.
     for absent in [
@@ -297,6 +311,7 @@ async fn metrics_and_live_carry_the_snapshot() {
     let first = lines.find(|l| l.starts_with("data: ")).unwrap();
     assert!(first.contains(&format!("\"{name}/dead\":\"2\"")), "{first}");
     assert!(first.contains(&format!("\"{name}/flow\":\"paused, concurrency 4, rate 10/2s\"")), "{first}");
+    assert!(first.contains(&format!("\"{name}/workers\":\"0\"")), "{first}");
     plain.enqueue(b"y".to_vec()).await.unwrap();
     let wanted = format!("\"{}/pending\":\"2\"", plain.name());
     let changed = lines.find(|l| l.starts_with("data: ") && l.contains(&wanted)).unwrap();
@@ -337,6 +352,12 @@ async fn every_page_works_for_a_monitor_acl_user() {
     }
     let page = dashboard.get(&format!("/queues/{name}/jobs/{}", dead[0]));
     assert!(page.has("SMTP 421: try later") && page.has(">dead<"), "{page:?}");
+    // The counters and the worker registry read with that user's commands too.
+    let page = dashboard.get(&format!("/queues/{name}"));
+    assert!(page.has(r#"<svg class="chart""#) && !page.has("cannot be read"), "{page:?}");
+    assert!(page.has(r#"data-dead="30""#), "the 30 dead jobs in a bar: {page:?}");
+    let workers = dashboard.get("/workers");
+    assert!(workers.status() == 200 && workers.has(r#"id="no-workers""#), "{workers:?}");
 }
 
 /// Commands the server has processed so far (this INFO among them).
@@ -392,4 +413,38 @@ async fn ctrl_c_stops_it_while_a_live_viewer_is_connected() {
     let mut lines = BufReader::new(stream).lines().map(Result::unwrap);
     assert!(lines.find(|l| l.starts_with("data: ")).is_some());
     assert!(dashboard.interrupt(), "the dashboard waited for its /live viewer to leave");
+}
+
+/// A worker registry of the wrong type (`emq:workers` a string) is said on
+/// the pages that read it, and hides no queue: `/` and `/metrics` still
+/// answer, without a workers count they cannot know.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_worker_registry_is_said_and_hides_no_queue() {
+    let server = RedisServer::start();
+    let name = unique_queue("noregistry");
+    let q = queue(&server, &name).await;
+    q.enqueue(b"x".to_vec()).await.unwrap();
+    let mut conn = server.client().get_connection().unwrap();
+    let () = redis::cmd("SET").arg("emq:workers").arg("in the way").query(&mut conn).unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+    for page in ["/workers".to_owned(), "/".to_owned(), format!("/queues/{name}")] {
+        let reply = dashboard.get(&page);
+        assert_eq!(reply.status(), 200, "{page}: {reply:?}");
+        assert!(
+            reply.has("The worker registry cannot be read: ") && reply.has("WRONGTYPE"),
+            "{page}: {reply:?}"
+        );
+    }
+    let overview = dashboard.get("/");
+    assert!(
+        overview.has(&format!("data-queue=\"{name}\"")) && !overview.has(r#"id="unworked""#),
+        "{overview:?}"
+    );
+    let metrics = dashboard.get("/metrics");
+    assert!(
+        metrics.status() == 200 && metrics.has(&format!("emq_jobs{{queue=\"{name}\",state=\"pending\"}} 1"))
+    );
+    assert!(!metrics.has("emq_workers{"), "{metrics:?}");
+    let text: String = redis::cmd("GET").arg("emq:workers").query(&mut conn).unwrap();
+    assert_eq!(text, "in the way", "the reader changed nothing");
 }

@@ -12,8 +12,60 @@ use std::time::Duration;
 
 use dashboard_support::{dead_jobs, queue, wait_for_port, Dashboard, Running};
 use echomq::transition::Config;
-use echomq::{EnqueueOptions, Limit, Rate, Schedule};
-use echomq_test_support::{free_port, RedisServer};
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::{EnqueueOptions, Limit, Queue, Rate, Schedule};
+use echomq_test_support::{eventually, free_port, RedisServer};
+
+/// A worker on `queue` whose jobs run until the test ends (so that the
+/// workers page shows them running), beating often.
+fn busy_worker(queue: Queue, concurrency: usize) -> tokio::task::JoinHandle<()> {
+    let handler = |_job: JobContext| async move {
+        std::future::pending::<()>().await;
+        Ok::<_, HandlerError>(())
+    };
+    let options = WorkerOptions {
+        concurrency,
+        lease: Duration::from_secs(600),
+        registry_beat: Duration::from_millis(200),
+        ..WorkerOptions::default()
+    };
+    tokio::spawn(Worker::with_options(queue, handler, options).run_until(std::future::pending()))
+}
+
+/// A history for the charts, for the pictures only: the counters of the
+/// hour's past minutes and the week's past hours written straight into the
+/// queue's counts hash (PROTOCOL.md §2, `emq:{q}:counts`), as the
+/// transitions would have kept them; now's slot is left as they wrote it.
+fn history(server: &RedisServer, name: &str) {
+    let mut conn = server.client().get_connection().unwrap();
+    let key = format!("emq:{{{name}}}:counts");
+    let (secs, _): (u64, u64) = redis::cmd("TIME").query(&mut conn).unwrap();
+    let mut totals = [0u64; 4];
+    let mut fields = Vec::new();
+    for (tag, len, slot_secs, scale) in [("m", 60u64, 60u64, 1u64), ("h", 168, 3600, 60)] {
+        let current = secs / slot_secs;
+        for back in 1..len {
+            let at = current - back;
+            let wave = ((at as f64 / 7.0).sin() * 0.35 + 1.0) * 600.0;
+            let completed = (wave as u64 + (at * 37) % 120) * scale;
+            let failed = ((at * 13) % 9 + if at % 17 == 0 { 40 } else { 0 }) * scale;
+            let dead = ((at * 7) % 3) * scale / 2;
+            let counted = [completed + failed + dead, completed, failed, dead];
+            for (event, n) in ["enqueued", "completed", "failed", "dead"].iter().zip(counted) {
+                fields.push((format!("{event}:{tag}{}", at % len), n));
+            }
+            if tag == "h" {
+                totals.iter_mut().zip(counted).for_each(|(total, n)| *total += n);
+            }
+        }
+    }
+    for (event, n) in ["enqueued", "completed", "failed", "dead"].iter().zip(totals) {
+        fields.push(((*event).to_owned(), n));
+    }
+    for (field, n) in fields {
+        let _: i64 = redis::cmd("HINCRBY").arg(&key).arg(field).arg(n).query(&mut conn).unwrap();
+    }
+}
 use fantoccini::{ClientBuilder, Locator};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,6 +122,19 @@ async fn screenshots_of_every_page() {
         .await
         .unwrap();
 
+    // Two workers, their jobs running; reports has jobs and nobody to run them.
+    let _mailer = busy_worker(emails.clone(), 4);
+    let _hooker = busy_worker(webhooks.clone(), 2);
+    let executor = emails.executor().clone();
+    eventually("both workers are listed with their running jobs", || async {
+        let workers = echomq::workers(&*executor).await.unwrap();
+        let mut running: Vec<usize> = workers.iter().map(|w| w.running.len()).collect();
+        running.sort_unstable();
+        running == [2, 4]
+    })
+    .await;
+    history(&server, "emails");
+
     let dashboard = Dashboard::start(&server, &[]);
     let driver_port = free_port();
     let _driver = Running(
@@ -99,6 +164,8 @@ async fn screenshots_of_every_page() {
     let pages = [
         ("queues", "/".to_owned()),
         ("queue", "/queues/emails".to_owned()),
+        ("queue-week", "/queues/emails?span=hours".to_owned()),
+        ("workers", "/workers".to_owned()),
         ("dead", "/queues/emails/state/dead".to_owned()),
         ("search", "/queues/emails/state/dead?q=SMTP%20421".to_owned()),
         ("job", format!("/queues/emails/jobs/{job}")),

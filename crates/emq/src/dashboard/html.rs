@@ -25,7 +25,7 @@ pub fn page(title: &str, crumbs: &[(String, String)], body: &Markup) -> Markup {
                     @for (text, path) in crumbs {
                         " / " a href=(path) { (text) }
                     }
-                    span.reload { a href="" { "reload" } }
+                    span.tools { a #nav-workers href="/workers" { "workers" } " · " a href="" { "reload" } }
                 }
                 main { (body) }
                 script { (PreEscaped(SCRIPT)) }
@@ -41,19 +41,23 @@ pub fn problem(title: &str, said: &str) -> Markup {
 
 const STYLE: &str = "*{box-sizing:border-box}body{font:14px system-ui,sans-serif;margin:0;color:#222}\
 header{background:#1d2b3a;color:#fff;padding:10px 16px;display:flex;flex-wrap:wrap;gap:4px;align-items:baseline}\
-header a{color:#fff;text-decoration:none}header .home{font-weight:bold}.reload{margin-left:auto;opacity:.7}\
+header a{color:#fff;text-decoration:none}header .home{font-weight:bold}.tools{margin-left:auto;opacity:.8}\
 main{padding:16px;max-width:1400px}h1{font-size:20px;margin:4px 0 12px}h2{font-size:16px;margin:20px 0 8px}\
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:4px 0 16px;min-width:100%}\
-td,th{padding:5px 10px;border-bottom:1px solid #e2e2e2;text-align:left;white-space:nowrap;vertical-align:top}\
+td,th{padding:5px 8px;border-bottom:1px solid #e2e2e2;text-align:left;white-space:nowrap;vertical-align:top}\
 th{background:#f4f6f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\
-td.wrap{white-space:normal;word-break:break-word;min-width:12em}\
+td.wrap{white-space:normal;word-break:break-word;min-width:12em}td.flow{white-space:normal;min-width:7em}\
 .dead,.bad{color:#b00020}.paused{color:#a15c00;font-weight:600}.none{color:#888}.note{color:#555}\
 form.inline{display:inline}button{margin:2px;padding:3px 10px;cursor:pointer}\
 button.danger{color:#fff;background:#b00020;border:1px solid #800}code{font-size:12px}\
 pre{background:#f5f5f5;padding:8px;white-space:pre-wrap;word-break:break-word;max-height:480px;overflow:auto}\
 .pager a,.pager span{margin-right:10px}.bar{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:8px 0}\
 input[type=text],input[type=search]{padding:4px;max-width:100%}\
-label{display:inline-block;margin:4px 12px 4px 0}";
+label{display:inline-block;margin:4px 12px 4px 0}\
+svg.chart{display:block;width:100%;max-width:960px;height:140px;background:#fafbfc;border:1px solid #e2e2e2}\
+svg.chart .hit{fill:transparent}svg.chart .completed{fill:#2e7d32}svg.chart .failed{fill:#c62828}\
+svg.chart .axis{stroke:#999}.key-completed{color:#2e7d32}.key-failed{color:#c62828}\
+td.unworked{font-weight:600}";
 
 /// Opens `/live` while the tab is shown (closed while it is hidden) and
 /// writes each value it sends into the elements whose `data-live` names it.

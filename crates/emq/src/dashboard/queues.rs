@@ -1,23 +1,29 @@
 //! The queues page (`/`), a queue's page, and the writes on a whole queue:
 //! pause, resume, drain (after typing its name) and configure.
+//!
+//! Both pages read the shared snapshot for what the counters and the
+//! worker registry say: the page asks Redis nothing more for them (but a
+//! queue's week by hour, asked for with `?span=hours`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Form, Path, State as Extract};
+use axum::extract::{ConnectInfo, Form, Path, Query, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use echomq::transition::Config;
-use echomq::{Drain, EventLog, Rate, Retention, Settings, State};
+use echomq::{Drain, EventLog, Rate, Retention, Settings, Span, State};
 use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::html::{self, queue_path};
 use super::snapshot::{QueueView, Snapshot};
-use super::{queue_of, App, Problem, Write};
+use super::{charts, queue_of, workers, App, Problem, Write};
 
-/// `/`: every queue with its counts, flow settings and oldest pending job's
-/// age, each kept current by `/live`; pause, resume and drain beside it.
+/// `/`: every queue with its counts, oldest pending job's age, live
+/// workers (flagged when jobs wait for nobody), jobs completed and failed
+/// in the last full minute and five, and flow settings, each kept current
+/// by `/live`; pause, resume and drain beside it.
 pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Response {
     let snapshot = app.snapshots.get().await;
     let token = app.form_token(&headers);
@@ -27,6 +33,7 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
     };
     let body = html! {
         h1 { "Queues" }
+        (workers::overview(&snapshot))
         @if queues.is_empty() {
             p.none #no-queues { "No queue yet: the registry names none (a producer notes each queue it writes to)." }
         } @else {
@@ -35,7 +42,10 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
                     tr {
                         th { "queue" }
                         @for state in State::ALL { th.n { (state) } }
-                        th.n { "oldest pending" }
+                        th.n { "oldest" br; "pending" }
+                        th.n { "workers" }
+                        th.n title="in the last full minute / the last five full minutes" { "completed" br; "1m / 5m" }
+                        th.n title="failed or dead, in the last full minute / the last five full minutes" { "failed" br; "1m / 5m" }
                         th { "flow" }
                         @if token.is_some() { th { "" } }
                     }
@@ -45,8 +55,6 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
                 }
             }))
         }
-        (workers(None))
-        (charts(None))
     };
     html::page("queues", &[], &body).into_response()
 }
@@ -71,7 +79,22 @@ fn row(snapshot: &Snapshot, name: &str, view: &QueueView, token: Option<&str>) -
                 }
                 Err(why) => td.bad.wrap colspan="7" { "unreadable: " (why) }
             }
-            td.paused[paused] { (html::live(&format!("{name}/flow"), &flow)) }
+            (workers::cell(snapshot, name, view))
+            @match &view.counts {
+                Ok(counts) => {
+                    @let (one, five) = (charts::last_full(counts, 1), charts::last_full(counts, 5));
+                    td.n.completed {
+                        (html::live(&format!("{name}/completed-1m"), &one.completed.to_string())) " / "
+                        (html::live(&format!("{name}/completed-5m"), &five.completed.to_string()))
+                    }
+                    td.n.failed {
+                        (html::live(&format!("{name}/failed-1m"), &(one.failed + one.dead).to_string())) " / "
+                        (html::live(&format!("{name}/failed-5m"), &(five.failed + five.dead).to_string()))
+                    }
+                }
+                Err(why) => td.bad.wrap colspan="2" title=(why) { "no counters" }
+            }
+            td.flow.paused[paused] { (html::live(&format!("{name}/flow"), &flow)) }
             @if let Some(token) = token {
                 td {
                     @if paused {
@@ -86,29 +109,34 @@ fn row(snapshot: &Snapshot, name: &str, view: &QueueView, token: Option<&str>) -
     }
 }
 
-/// The place of the per-minute charts (enqueued, completed, failed, dead a
-/// minute) that the server's counters of protocol 1.4 feed: all queues on
-/// `/` (`queue` none), one on its page. Drawn by the charts' own work; an
-/// empty section until then.
-fn charts(queue: Option<&str>) -> Markup {
-    html! { section #charts data-queue=[queue] {} }
+/// A queue page's query: which span its chart shows.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct QueueQuery {
+    span: Option<String>,
 }
 
-/// The place of the workers (how many, and a "no worker" flag for a queue
-/// with jobs and nobody to run them) that the workers registry feeds: all
-/// queues on `/` (`queue` none), one on its page. An empty section until then.
-fn workers(queue: Option<&str>) -> Markup {
-    html! { section #workers data-queue=[queue] {} }
+impl QueueQuery {
+    fn span(&self) -> Result<Span, Problem> {
+        match self.span.as_deref() {
+            None | Some("minutes") => Ok(Span::Minutes),
+            Some("hours") => Ok(Span::Hours),
+            Some(other) => Err(Problem::BadInput(format!("span {other:?} is not one: minutes or hours"))),
+        }
+    }
 }
 
 /// A queue's page: its settings (a form to change them), its counts per
-/// state (each a link to its jobs), links to its schedules.
+/// state (each a link to its jobs), the workers that work it, its finished
+/// jobs by minute (or by hour, `?span=hours`), links to its schedules.
 pub async fn queue_page(
     Extract(app): Extract<Arc<App>>,
     Path(name): Path<String>,
+    Query(query): Query<QueueQuery>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let queue = queue_of(&app, &name)?;
+    let span = query.span()?;
     let stats = queue.stats().await?;
     // A read-only ACL user may not run CONFIG: the plain read then.
     let settings = match queue.settings().await {
@@ -120,6 +148,13 @@ pub async fn queue_page(
     // says whether the registry knows the queue: a misspelt name does not.
     let snapshot = app.snapshots.get().await;
     let unknown = snapshot.queues.as_ref().is_ok_and(|queues| !queues.contains_key(&name));
+    let view = snapshot.queues.as_ref().ok().and_then(|queues| queues.get(&name));
+    // The hour by minute from the snapshot; a week by hour (or a queue the
+    // snapshot does not hold) read for this page.
+    let counts = match (span, view) {
+        (Span::Minutes, Some(view)) => view.counts.clone(),
+        _ => queue.counts(span).await.map_err(|err| crate::failure::explain(&err)),
+    };
     let body = html! {
         h1 { "Queue " (name) }
         @if unknown {
@@ -152,8 +187,8 @@ pub async fn queue_page(
                 }
             }
         }))
-        (workers(Some(&name)))
-        (charts(Some(&name)))
+        (workers::of_queue(&snapshot, &name, view))
+        (charts::section(&name, span, counts.as_ref().map_err(String::as_str)))
         h2 { "Settings" }
         (settings_table(&settings))
         @if let Some(token) = token { (settings_form(&name, &settings, token)) }

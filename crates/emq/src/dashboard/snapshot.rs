@@ -1,5 +1,7 @@
-//! The shared snapshot of every queue: its counts, its flow settings and the
-//! age of its oldest pending job, read once for every viewer and page. It is
+//! The shared snapshot of every queue: its counts, its flow settings, the
+//! age of its oldest pending job and its counters by minute over the last
+//! hour (COUNTS), and the live workers from the worker registry, read once
+//! for every viewer and page. It is
 //! taken at most once a second, and only on demand: while a viewer follows
 //! `/live`, or a page or `/metrics` was asked for in the last few seconds.
 //! An idle dashboard sends Redis nothing.
@@ -19,7 +21,7 @@ use axum::http::header;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use echomq::transition::StatsReply;
-use echomq::{Executor, JobId, Keyspace, Queue, Settings, State};
+use echomq::{CountsReply, Executor, JobId, Keyspace, Queue, Settings, Span, State, WorkerInfo};
 use futures_util::stream::{self, Stream, StreamExt};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use tokio::sync::watch;
@@ -44,6 +46,12 @@ pub struct Snapshot {
     pub now_ms: u64,
     /// Each queue, by name; or why the queue registry could not be read.
     pub queues: Result<BTreeMap<String, QueueView>, String>,
+    /// The live workers, sorted by id; or why the worker registry could not be read.
+    pub workers: Result<Vec<WorkerInfo>, String>,
+    /// This host's clock when the workers were read, ms since the Unix
+    /// epoch: a worker's beats are on its own clock, and the registry's
+    /// liveness is judged on this one (not the server's).
+    pub local_ms: u64,
     /// Its Prometheus text, rendered the first time `/metrics` asks.
     metrics: OnceLock<String>,
 }
@@ -57,6 +65,19 @@ pub struct QueueView {
     pub settings: Option<Settings>,
     /// When its pending set's head job was enqueued, server ms.
     pub oldest_pending_ms: Option<u64>,
+    /// Whether some delayed job is due (its time has come; a worker's
+    /// upkeep moves it to pending): read only when some are delayed.
+    pub delayed_due: bool,
+    /// Its counters, by minute over the last hour, or why they could not be read.
+    pub counts: Result<CountsReply, String>,
+}
+
+impl QueueView {
+    /// Whether it has work a worker should take now: pending jobs, or
+    /// delayed ones whose time has come.
+    pub fn has_work(&self) -> bool {
+        self.delayed_due || self.stats.as_ref().is_ok_and(|stats| stats.pending > 0)
+    }
 }
 
 impl Snapshot {
@@ -65,8 +86,22 @@ impl Snapshot {
         view.oldest_pending_ms.map(|at| self.now_ms.saturating_sub(at) / 1000)
     }
 
+    /// How many live workers work `queue`, or `None` when the worker
+    /// registry could not be read.
+    pub fn workers_of(&self, queue: &str) -> Option<usize> {
+        self.workers.as_ref().ok().map(|workers| workers.iter().filter(|w| w.works(queue)).count())
+    }
+
+    /// Whether `queue` has work a worker should take and no live worker
+    /// works it (known only when the worker registry reads).
+    pub fn unworked(&self, queue: &str, view: &QueueView) -> bool {
+        view.has_work() && self.workers_of(queue) == Some(0)
+    }
+
     /// The values pages show live, each by the key of its element's
-    /// `data-live` attribute: `<queue>/<state>`, `<queue>/oldest`, `<queue>/flow`.
+    /// `data-live` attribute: `<queue>/<state>`, `<queue>/oldest`,
+    /// `<queue>/flow`, `<queue>/workers`, and the finished jobs of the
+    /// last full minutes (`<queue>/completed-1m`, `…-5m`, `<queue>/failed-1m`, `…-5m`).
     pub fn live(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         let Ok(queues) = &self.queues else { return out };
@@ -78,6 +113,17 @@ impl Snapshot {
             }
             out.insert(format!("{name}/oldest"), super::html::age(self.oldest_pending_secs(view)));
             out.insert(format!("{name}/flow"), view.settings.as_ref().map_or("?".into(), super::html::flow));
+            out.insert(
+                format!("{name}/workers"),
+                self.workers_of(name).map_or("?".into(), |n| n.to_string()),
+            );
+            if let Ok(counts) = &view.counts {
+                for minutes in [1, 5] {
+                    let tally = super::charts::last_full(counts, minutes);
+                    out.insert(format!("{name}/completed-{minutes}m"), tally.completed.to_string());
+                    out.insert(format!("{name}/failed-{minutes}m"), (tally.failed + tally.dead).to_string());
+                }
+            }
         }
         out
     }
@@ -168,18 +214,21 @@ pub async fn keep_fresh(app: Arc<App>) {
     }
 }
 
-/// Every queue, read now: one damaged queue (a key of the wrong type) does
-/// not hide the others.
+/// Every queue and the live workers, read now: one damaged queue (a key of
+/// the wrong type) does not hide the others, nor a damaged worker registry
+/// the queues.
 async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>) -> Snapshot {
     let taken = Instant::now();
     let now_ms = server_ms(conn).await.unwrap_or_default();
+    let local_ms = echomq::workers::now_ms();
+    let workers = echomq::workers(&**executor).await.map_err(|err| crate::failure::explain(&err));
     let queues = match crate::ops::discover(conn).await {
         Ok(names) => {
             let views = stream::iter(names)
                 .map(|name| {
                     let (mut conn, executor) = (conn.clone(), executor.clone());
                     async move {
-                        let view = read_queue(&mut conn, executor, &name).await;
+                        let view = read_queue(&mut conn, executor, &name, now_ms).await;
                         (name, view)
                     }
                 })
@@ -190,7 +239,7 @@ async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>) -> Snapshot {
         }
         Err(err) => Err(crate::failure::explain(err.as_ref())),
     };
-    Snapshot { taken, now_ms, queues, metrics: OnceLock::new() }
+    Snapshot { taken, now_ms, queues, workers, local_ms, metrics: OnceLock::new() }
 }
 
 /// The server's clock, ms since the Unix epoch.
@@ -199,18 +248,49 @@ pub async fn server_ms(conn: &mut Conn) -> Result<u64, Error> {
     Ok(secs * 1000 + micros / 1000)
 }
 
-async fn read_queue(conn: &mut Conn, executor: Arc<dyn Executor>, name: &str) -> QueueView {
+/// One queue: its counts and counters (at once), then its settings, and
+/// its oldest pending job and due delayed jobs when it has any.
+async fn read_queue(conn: &mut Conn, executor: Arc<dyn Executor>, name: &str, now_ms: u64) -> QueueView {
     let (Ok(queue), Ok(keys)) = (Queue::new(executor, name), Keyspace::new(name)) else {
         let why = "not a queue name this host accepts".to_owned();
-        return QueueView { stats: Err(why), settings: None, oldest_pending_ms: None };
+        return QueueView {
+            stats: Err(why.clone()),
+            settings: None,
+            oldest_pending_ms: None,
+            delayed_due: false,
+            counts: Err(why),
+        };
     };
-    let stats = queue.stats().await.map_err(|err| crate::failure::explain(&err));
+    let explain = |err: echomq::Error| crate::failure::explain(&err);
+    let (stats, counts) = tokio::join!(queue.stats(), queue.counts(Span::Minutes));
+    let (stats, counts) = (stats.map_err(explain), counts.map_err(explain));
     let settings = crate::flow::settings(conn, &keys).await.ok();
     let oldest_pending_ms = match &stats {
         Ok(stats) if stats.pending > 0 => oldest_pending(conn, &keys).await.ok().flatten(),
         _ => None,
     };
-    QueueView { stats, settings, oldest_pending_ms }
+    let delayed_due = match &stats {
+        Ok(stats) if stats.delayed > 0 => delayed_due(conn, &keys, now_ms).await.unwrap_or(false),
+        _ => false,
+    };
+    QueueView { stats, settings, oldest_pending_ms, delayed_due, counts }
+}
+
+/// Whether a delayed job of `keys`' queue is due at `now_ms` (server ms):
+/// the head of the delayed set by score, with the ZRANGE a read-only user
+/// has (SECURITY.md's monitor).
+async fn delayed_due(conn: &mut Conn, keys: &Keyspace, now_ms: u64) -> Result<bool, Error> {
+    let head: Vec<String> = redis::cmd("ZRANGE")
+        .arg(keys.delayed())
+        .arg("-inf")
+        .arg(now_ms)
+        .arg("BYSCORE")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(1)
+        .query_async(conn)
+        .await?;
+    Ok(!head.is_empty())
 }
 
 /// When the pending set's head job was enqueued: its record's `enqueued_at`
@@ -302,12 +382,18 @@ mod names {
     pub const CONCURRENCY: &str = "emq_queue_concurrency_limit";
     pub const RATE: &str = "emq_queue_rate_limit";
     pub const UNREADABLE: &str = "emq_queue_unreadable";
+    pub const ENQUEUED: &str = "emq_queue_enqueued_total";
+    pub const COMPLETED: &str = "emq_queue_completed_total";
+    pub const FAILED: &str = "emq_queue_failed_total";
+    pub const DEAD: &str = "emq_queue_dead_total";
+    pub const WORKERS: &str = "emq_workers";
 }
 
 /// The snapshot through a recorder of its own (never the global one):
-/// gauges set from it, then rendered.
+/// gauges set from it, counters set to the server's totals (`absolute`:
+/// the server counts, not this process), then rendered.
 fn prometheus_text(snapshot: &Snapshot) -> String {
-    use metrics::{describe_gauge, gauge};
+    use metrics::{counter, describe_counter, describe_gauge, gauge};
     let recorder = PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();
     metrics::with_local_recorder(&recorder, || {
@@ -320,9 +406,21 @@ fn prometheus_text(snapshot: &Snapshot) -> String {
             names::UNREADABLE,
             "Queues whose counts could not be read (a key of the wrong type); the dashboard says why."
         );
+        describe_counter!(names::ENQUEUED, "Jobs enqueued to the queue, as the server counts them.");
+        describe_counter!(names::COMPLETED, "Jobs completed (acked), as the server counts them.");
+        describe_counter!(
+            names::FAILED,
+            "Failed attempts with another attempt to come (FAIL to delayed, REAP to pending)."
+        );
+        describe_counter!(names::DEAD, "Jobs out of attempts, sent to dead (FAIL or REAP).");
+        describe_gauge!(names::WORKERS, "Live workers working the queue, from the worker registry.");
         let Ok(queues) = &snapshot.queues else { return };
         for (name, view) in queues {
             let queue = name.clone();
+            // Its workers even when its keys are damaged: who would run its jobs.
+            if let Some(n) = snapshot.workers_of(name) {
+                gauge!(names::WORKERS, "queue" => queue.clone()).set(n as f64);
+            }
             let Ok(stats) = &view.stats else {
                 gauge!(names::UNREADABLE, "queue" => queue).set(1.0);
                 continue;
@@ -343,10 +441,13 @@ fn prometheus_text(snapshot: &Snapshot) -> String {
                     gauge!(names::RATE, "queue" => queue.clone()).set(per_second);
                 }
             }
-            // Each queue's history goes here once the server keeps it:
-            // `emq_queue_{enqueued,completed,failed,dead}_total{queue}` from
-            // protocol 1.4's counters, and `emq_workers{queue}` from the
-            // workers registry, set from the snapshot as the gauges above.
+            if let Ok(counts) = &view.counts {
+                let totals = counts.totals;
+                counter!(names::ENQUEUED, "queue" => queue.clone()).absolute(totals.enqueued);
+                counter!(names::COMPLETED, "queue" => queue.clone()).absolute(totals.completed);
+                counter!(names::FAILED, "queue" => queue.clone()).absolute(totals.failed);
+                counter!(names::DEAD, "queue" => queue.clone()).absolute(totals.dead);
+            }
         }
     });
     handle.render()
