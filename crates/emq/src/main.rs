@@ -148,6 +148,10 @@ enum Command {
     /// By id, or every job of a queue in a state (--all STATE, optionally
     /// --matching a text; --yes to do it, else the count).
     Cancel(ops::CancelArgs),
+    /// Delete jobs of a state, with all kept beside them (REMOVE): by id,
+    /// or every job of a queue in a state (--all, optionally --matching a
+    /// text; --yes to do it, else the count). A running job's worker loses its lease.
+    Delete(ops::DeleteArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
     Purge(ops::PurgeArgs),
     /// Delete a queue's pending and delayed jobs (--active: its running ones too).
@@ -236,6 +240,7 @@ async fn main() {
         Command::Workers(args) => workers::run(&cli.server, args).await,
         Command::Retry(args) => ops::retry(&cli.server, args).await,
         Command::Cancel(args) => ops::cancel(&cli.server, args).await,
+        Command::Delete(args) => ops::delete(&cli.server, args).await,
         Command::Purge(args) => ops::purge(&cli.server, args).await,
         Command::Drain(args) => ops::drain(&cli.server, args).await,
         Command::DeleteQueue(args) => ops::delete_queue(&cli.server, args).await,

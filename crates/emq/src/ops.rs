@@ -354,6 +354,46 @@ pub async fn cancel(server: &Server, args: CancelArgs) -> Result<(), Error> {
     each_job(server, args, "cancelled", |queue, id| async move { queue.cancel(&id).await }).await
 }
 
+#[derive(clap::Args, Debug)]
+pub struct DeleteArgs {
+    /// The jobs' ids (none with --all).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    ids: Vec<JobId>,
+    /// Their queue.
+    #[arg(long)]
+    queue: String,
+    /// The state the ids are in (an id in another is left alone).
+    #[arg(long, value_parser = state, required_unless_present = "all", conflicts_with = "all")]
+    state: Option<State>,
+    /// Every job of --queue in this state, oldest first, a page a call:
+    /// those there when it begins. Without --yes it only says how many it
+    /// would delete.
+    #[arg(long, value_name = "STATE", value_parser = state)]
+    all: Option<State>,
+    /// With --all: only the jobs whose payload or last error contains this
+    /// text, byte for byte (`*` is a star).
+    #[arg(long, requires = "all")]
+    matching: Option<String>,
+    /// With --all: delete them (without, nothing changes).
+    #[arg(long, requires = "all")]
+    yes: bool,
+}
+
+pub async fn delete(server: &Server, args: DeleteArgs) -> Result<(), Error> {
+    if let Some(state) = args.all {
+        let selection = Selection { queue: args.queue, state, matching: args.matching };
+        return bulk(server, &selection, Action::Delete, args.yes).await;
+    }
+    let state = args.state.expect("clap requires --state without --all");
+    let executor = server.executor().await?;
+    let applied = select::apply_ids(&executor, &args.queue, state, &args.ids, Action::Delete).await?;
+    tell!("deleted {} of {} {state} job(s) of {}", applied.changed, args.ids.len(), args.queue);
+    if applied.skipped > 0 {
+        eprintln!("{} not {state} in {} (left alone)", applied.skipped, args.queue);
+    }
+    Ok(())
+}
+
 /// How many jobs a confirmation with a text looks at to count the matches.
 const CONFIRM_BUDGET: u64 = 10_000;
 

@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use echomq::executor::execute_batch;
-use echomq::transition::{Cancel, Retry};
+use echomq::transition::{Cancel, Remove, Retry};
 use echomq::{ErrorKind, Executor, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error};
@@ -96,6 +96,9 @@ pub enum Action {
     /// CANCEL: a pending, active, delayed or dead job to cancelled (an
     /// active job's worker loses its lease).
     Cancel,
+    /// REMOVE: a job of any state deleted, with all kept beside it (an
+    /// active job's worker loses its lease).
+    Delete,
 }
 
 impl Action {
@@ -104,6 +107,7 @@ impl Action {
         match self {
             Action::Retry => state == State::Dead,
             Action::Cancel => matches!(state, State::Pending | State::Active | State::Delayed | State::Dead),
+            Action::Delete => true,
         }
     }
 
@@ -112,6 +116,7 @@ impl Action {
         match self {
             Action::Retry => "retry",
             Action::Cancel => "cancel",
+            Action::Delete => "delete",
         }
     }
 
@@ -120,6 +125,7 @@ impl Action {
         match self {
             Action::Retry => "retried",
             Action::Cancel => "cancelled",
+            Action::Delete => "deleted",
         }
     }
 
@@ -160,6 +166,7 @@ impl fmt::Display for Refused {
             Refused::State { action: Action::Cancel, state } => {
                 write!(f, "cannot cancel {state} jobs: cancel takes pending, active, delayed or dead jobs")
             }
+            Refused::State { action: Action::Delete, state } => write!(f, "cannot delete {state} jobs"),
             Refused::EmptyText => {
                 f.write_str("the text to match is empty (leave it out to select every job)")
             }
@@ -360,8 +367,9 @@ pub async fn by_prefix(
     Ok((found, true))
 }
 
-/// Apply `action` to these ids of queue `queue` (a selection the operator
-/// ticked): RETRY or CANCEL each, a page of calls per round trip.
+/// Apply `action` to these ids of queue `queue`, jobs of `state` (a
+/// selection the operator ticked): RETRY or CANCEL each, a page of calls
+/// per round trip, or REMOVE a page of them a call.
 ///
 /// # Errors
 /// An invalid queue name, before anything is sent; a failure of the
@@ -370,6 +378,7 @@ pub async fn by_prefix(
 pub async fn apply_ids(
     executor: &Arc<dyn Executor>,
     queue: &str,
+    state: State,
     ids: &[JobId],
     action: Action,
 ) -> Result<Applied, Error> {
@@ -388,6 +397,17 @@ pub async fn apply_ids(
                 for (id, reply) in page.iter().zip(execute_batch(&**executor, &keys, &calls).await?) {
                     applied.note(id, reply);
                 }
+            }
+            Action::Delete => {
+                // One REMOVE a page: those no longer in the set were skipped.
+                let call = [Remove { state, ids: page.to_vec() }];
+                let removed = match execute_batch(&**executor, &keys, &call).await?.pop() {
+                    Some(Ok(n)) => n,
+                    Some(Err(err)) => return Err(err.into()),
+                    None => 0,
+                };
+                applied.changed += removed;
+                applied.skipped += page.len() as u64 - removed;
             }
         }
     }
@@ -431,7 +451,7 @@ pub async fn apply_all(
             .filter(|(_, (payload, error))| selection.keeps(payload.as_deref(), error.as_deref()))
             .map(|(id, _)| id.clone())
             .collect();
-        applied.add(apply_ids(executor, &selection.queue, &chosen, action).await?);
+        applied.add(apply_ids(executor, &selection.queue, selection.state, &chosen, action).await?);
         applied.examined += (ids.len() - chosen.len()) as u64;
         // The next page starts after the last of this one still in the set.
         let mut zmscore = redis::cmd("ZMSCORE");

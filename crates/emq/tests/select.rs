@@ -165,6 +165,47 @@ fn matching_pending_jobs_of_equal_priority_are_cancelled_and_the_rest_kept() {
     }
 }
 
+/// `emq delete` (REMOVE, protocol 1.4): the matching pending jobs deleted
+/// over several pages, records and all; ids named in another state left.
+#[test]
+fn matching_jobs_are_deleted_and_the_rest_kept() {
+    for (server, via) in servers() {
+        let emq = Emq { url: server.url(), via };
+        let q = unique_queue("delete-all");
+        let ids: Vec<String> = runtime().block_on(async {
+            let queue = Queue::new(echomq::connect(&server.client()).await.unwrap(), &q).unwrap();
+            let jobs = (0..250u32).map(|i| {
+                (
+                    if i.is_multiple_of(2) { format!("{i} {NEEDLE}") } else { i.to_string() },
+                    EnqueueOptions::default(),
+                )
+            });
+            queue
+                .enqueue_many(jobs)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.unwrap().id.as_str().to_owned())
+                .collect()
+        });
+        let said = emq.ok(&["delete", "--all", "pending", "--queue", &q, "--matching", NEEDLE]);
+        assert!(said.starts_with("would delete 125 pending jobs"), "{via}: {said}");
+        assert_eq!(members(&server, &q, "pending").len(), 250, "{via}: a count changes nothing");
+        let said = emq.ok(&["delete", "--all", "pending", "--queue", &q, "--matching", NEEDLE, "--yes"]);
+        assert!(said.contains("deleted 125 pending jobs"), "{via}: {said}");
+        let kept: BTreeSet<String> = ids.iter().skip(1).step_by(2).cloned().collect();
+        assert_eq!(members(&server, &q, "pending"), kept, "{via}");
+        let mut conn = server.client().get_connection().unwrap();
+        let record: bool =
+            redis::cmd("EXISTS").arg(format!("emq:{{{q}}}:job:{}", ids[0])).query(&mut conn).unwrap();
+        assert!(!record, "{via}: the record went with it");
+        // By id: one pending deleted, one named in the wrong state left.
+        let said = emq.ok(&["delete", "--queue", &q, "--state", "pending", &ids[1], &ids[0]]);
+        assert!(said.starts_with("deleted 1 of 2 pending job(s)"), "{via}: {said}");
+        assert_eq!(members(&server, &q, "pending").len(), 124, "{via}");
+    }
+}
+
 /// `emq find` looks at its budget and says where to resume: three steps
 /// find every matching job once, newest first; `--limit` stops early.
 #[test]

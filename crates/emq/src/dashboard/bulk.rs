@@ -26,7 +26,7 @@ pub fn buttons(state: State, matching: Option<&str>) -> Markup {
     html! {
         div.bar #bulk-actions {
             @if let Some(text) = matching { input type="hidden" name="matching" value=(text); }
-            @for action in [Action::Retry, Action::Cancel] {
+            @for action in [Action::Retry, Action::Cancel, Action::Delete] {
                 @if action.takes(state) {
                     button name="do" value=(format!("{}-selected", action.verb())) type="submit" { (action.verb()) " selected…" }
                     button name="do" value=(format!("{}-all", action.verb())) type="submit" { (action.verb()) " " (all) "…" }
@@ -54,9 +54,10 @@ impl BulkForm {
         let action = match verb {
             "retry" => Action::Retry,
             "cancel" => Action::Cancel,
+            "delete" => Action::Delete,
             _ => {
                 return Err(Problem::BadInput(format!(
-                    "{ask:?} is not a bulk action: retry or cancel, selected or all"
+                    "{ask:?} is not a bulk action: retry, cancel or delete, selected or all"
                 )))
             }
         };
@@ -146,7 +147,7 @@ pub async fn bulk(
         return Ok(html::confirm(&title, &said, &action, &form.fields(), &app.csrf, &back).into_response());
     }
     let done = match &form.ids {
-        Some(ids) => select::apply_ids(&app.executor, &name, ids, form.action).await,
+        Some(ids) => select::apply_ids(&app.executor, &name, state, ids, form.action).await,
         None => select::apply_all(&app.executor, &mut app.conn.clone(), &selection, form.action).await,
     };
     let applied = write.logged(&app, done.map_err(Problem::from), |a: &Applied| {
