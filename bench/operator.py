@@ -34,6 +34,7 @@ EMQ = os.path.join(ROOT, "target", "release", "emq")
 MODULE = os.path.join(ROOT, "target", "release", "libechomq_module.so")
 QUEUES, JOBS = int(os.environ.get("QUEUES", "100")), int(os.environ.get("JOBS", "10000"))
 IDLE = float(os.environ.get("IDLE", "10"))
+DEAD = int(os.environ.get("DEAD", "500"))
 
 
 def timed(run, times=5):
@@ -71,8 +72,18 @@ def main():
                 subprocess.run([EMQ, "enqueue", f"ops-{q:04}", "--jsonl"], stdin=jobs, env=env,
                                stdout=subprocess.DEVNULL, check=True)
         os.unlink(lines.name)
+        # And DEAD dead jobs (500, as the scale names), in the second
+        # queue: claimed and failed out of attempts through the module.
+        q = "emq:{ops-0001}:"
+        claim = ["pending", "active", "config", "rate", "policy", "events", "headers", "wake"]
+        claimed = client.call("EMQ.CLAIM", len(claim), *[q + k for k in claim], 600000, "COUNT", DEAD)
+        fail = ["active", "delayed", "dead", "errors", "policy", "events", "config", "counts"]
+        for job in claimed:
+            job_id, token = job[0].decode(), job[1]
+            client.call("EMQ.FAIL", 1 + len(fail), q + "job:" + job_id, *[q + k for k in fail],
+                        job_id, token, 1, 0, "boom: the address bounced")
         keys = int(client.call("DBSIZE"))
-        print(f"{QUEUES} queues x {JOBS} pending jobs: {keys:,} keys, "
+        print(f"{QUEUES} queues x {JOBS} pending jobs, {len(claimed)} of them dead: {keys:,} keys, "
               f"enqueued in {time.perf_counter() - started:.1f} s")
 
         def emq(*args):
@@ -109,10 +120,22 @@ def main():
             ("jobs, text search", "/queues/ops-0000/state/pending?q=job%205000"),
             ("a job", f"/queues/ops-0000/jobs/{first}"),
             ("workers", "/workers"),
+            ("dead, first page", "/queues/ops-0001/state/dead"),
+            ("dead, last page", "/queues/ops-0001/state/dead?page=last"),
             ("dashboard /metrics", "/metrics"),
         ]
         for what, path in pages:
             say(what, timed(lambda path=path: get(path)))
+
+        def cold(path):
+            # The first page after the snapshot's second has passed.
+            time.sleep(1.1)
+            started = time.perf_counter()
+            get(path)
+            return time.perf_counter() - started
+
+        for what, path in [("/ with a new snapshot", "/"), ("/metrics, new snapshot", "/metrics")]:
+            say(what, [cold(path) for _ in range(5)])
 
         def cpu_share(what):
             before = cpu_seconds(client)
