@@ -59,6 +59,7 @@ keep, err = events_keep(KEYS[4], KEYS[5])
 if err then return err end
 err = counts_open(KEYS[6], {'completed'})
 if err then return err end
+counts_hold()
 
 local acked, replies = {}, {}
 for j = 1, n do
@@ -76,4 +77,5 @@ for j = 1, n do
     replies[j] = 1
   end
 end
+counts_flush()
 return replies

@@ -64,6 +64,7 @@ end
 local keep, wakes
 keep, wakes, err = events_and_wake(4, {'enqueued'})
 if err then return err end
+counts_hold()
 
 local replies, enqueued = {}, false
 for j = 1, n do
@@ -80,4 +81,5 @@ for j = 1, n do
   end
 end
 if enqueued then wake(wakes) end
+counts_flush()
 return replies

@@ -40,6 +40,7 @@ if err then return err end
 local keep, wakes
 keep, wakes, err = events_and_wake(9, {'failed', 'dead'})
 if err then return err end
+counts_hold()
 
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
@@ -88,4 +89,5 @@ for _, job in ipairs(reaped) do
   end
 end
 if requeued > 0 then wake(wakes) end
+counts_flush()
 return {requeued, dead}

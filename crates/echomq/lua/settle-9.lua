@@ -94,6 +94,7 @@ end
 local keep, wakes
 keep, wakes, err = events_and_wake(8, {'enqueued'})
 if err then return err end
+counts_hold()
 
 local closed, called = 0, false
 for _, plan in ipairs(plans) do
@@ -124,4 +125,5 @@ for _, plan in ipairs(plans) do
   end
 end
 if called then wake(wakes) end
+counts_flush()
 return {closed, looked}

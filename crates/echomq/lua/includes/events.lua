@@ -126,12 +126,39 @@ local function stale(slot, tag, fields)
   end
 end
 
+-- Write what count_event added up since the last write: the stale slots
+-- emptied first (once a call), then each changed count in one HSET.
+local function counts_flush()
+  local c = counter
+  if not c or not c.order or #c.order == 0 then return end
+  local sets = {}
+  for _, field in ipairs(c.order) do
+    sets[#sets + 1] = field
+    sets[#sets + 1] = c.unwritten[field]
+  end
+  redis.call('HSET', c.key, unpack(sets))
+  c.order, c.unwritten = {}, {}
+end
+
+-- Note `field` to be set to `value` at the next flush.
+local function count_set(c, field, value)
+  if not c.unwritten[field] then c.order[#c.order + 1] = field end
+  c.unwritten[field] = value
+end
+
+-- A call that counts many jobs (ACKMANY, ENQUEUEMANY, REAP, SETTLE) holds
+-- its counts until its end, counts_flush, where one job's call writes at
+-- each count.
+local function counts_hold()
+  if counter then counter.holding = true end
+end
+
 -- Count `event` when it is one of COUNTED: the first count of a call in a
 -- later minute (or hour) empties the slots since, then names now's.
 local function count_event(event)
   if event ~= 'enqueued' and event ~= 'completed' and event ~= 'failed' and event ~= 'dead' then return end
   local c = counter
-  local sets = {}
+  c.order, c.unwritten = c.order or {}, c.unwritten or {}
   if not c.moved and (c.minute.last ~= c.minute.now or c.hour.last ~= c.hour.now) then
     local fields = {}
     stale(c.minute, ':m', fields)
@@ -141,7 +168,8 @@ local function count_event(event)
     for _, field in ipairs(fields) do
       if c.held[field] then c.held[field] = 0 end
     end
-    sets = {'minute', string.format('%d', c.minute.now), 'hour', string.format('%d', c.hour.now)}
+    count_set(c, 'minute', string.format('%d', c.minute.now))
+    count_set(c, 'hour', string.format('%d', c.hour.now))
   end
   c.moved = true
   -- The total and now's two slots, each one more, in one write: what the
@@ -150,13 +178,12 @@ local function count_event(event)
     local n = c.held[field]
     if n then
       c.held[field] = n + 1
-      sets[#sets + 1] = field
-      sets[#sets + 1] = string.format('%d', n + 1)
+      count_set(c, field, string.format('%d', n + 1))
     else
       redis.call('HINCRBY', c.key, field, 1)
     end
   end
-  if #sets > 0 then redis.call('HSET', c.key, unpack(sets)) end
+  if not c.holding then counts_flush() end
 end
 
 -- Append `event` about job `id` (none when false) with more field/value
