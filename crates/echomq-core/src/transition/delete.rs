@@ -37,6 +37,13 @@ pub(super) fn set_keys<'k, K: Keys<'k>>(
     Ok((named, set, prefix))
 }
 
+/// The types a deleting call checks first: `set` a sorted set, each side a
+/// hash (or nothing), as `includes/delete.lua`'s `deleting_types_error`.
+pub(super) fn deleting_types<S: Store>(store: &mut S, set: &[u8], sides: Sides<'_>) -> Result<(), Refusal> {
+    need(store, set, KeyType::Zset)?;
+    sides.iter().try_for_each(|side| need(store, side, KeyType::Hash))
+}
+
 /// Delete the jobs `ids` of `set`: their set entries, their entries in the
 /// side hashes and their records; reply how many. Every record is checked
 /// first (a hash, and on this node), so a refusal writes nothing. PURGE's,

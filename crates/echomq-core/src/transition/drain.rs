@@ -1,10 +1,9 @@
 //! DRAIN: an operator deletes the jobs of an unfinished set (PROTOCOL.md §7;
 //! `drain-7.lua`).
 
-use super::delete::{delete_jobs, limit, set_keys};
-use super::need;
+use super::delete::{delete_jobs, deleting_types, limit, set_keys};
 use crate::description::{keys, Description, Effect, Role};
-use crate::store::{KeyType, Store};
+use crate::store::Store;
 use crate::{Answer, Refusal};
 
 keys! {
@@ -71,10 +70,7 @@ impl<'a> Drain<'a> {
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let DrainKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];
-        need(store, set, KeyType::Zset)?;
-        for side in sides {
-            need(store, side, KeyType::Hash)?;
-        }
+        deleting_types(store, set, sides)?;
         let ids = store.zhead(set, self.limit);
         delete_jobs(store, self.prefix, set, sides, &ids)
     }

@@ -1,12 +1,11 @@
 //! PURGE: delete finished jobs past an age, an operator's choice
 //! (PROTOCOL.md §7; `purge-7.lua`).
 
-use super::delete::{delete_jobs, limit, set_keys, FINISHED};
-use super::need;
+use super::delete::{delete_jobs, deleting_types, limit, set_keys, FINISHED};
 use crate::description::{keys, Description, Effect};
 use crate::limits::AGE_MS;
 use crate::parse::count;
-use crate::store::{KeyType, Store};
+use crate::store::Store;
 use crate::{Answer, Refusal};
 
 keys! {
@@ -73,10 +72,7 @@ impl<'a> Purge<'a> {
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let PurgeKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];
-        need(store, set, KeyType::Zset)?;
-        for side in sides {
-            need(store, side, KeyType::Hash)?;
-        }
+        deleting_types(store, set, sides)?;
         let cutoff = store.now_ms() as f64 - self.age as f64;
         let ids = store.zupto(set, cutoff, self.limit);
         delete_jobs(store, self.prefix, set, sides, &ids)

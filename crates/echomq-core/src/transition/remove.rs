@@ -2,12 +2,11 @@
 //! (PROTOCOL.md §7; `remove-7.lua`). PURGE, TRIM and DRAIN delete by age
 //! or from a set's head; REMOVE deletes the ids it is given.
 
-use super::delete::{delete_jobs, set_keys};
-use super::need;
+use super::delete::{delete_jobs, deleting_types, set_keys};
 use crate::description::{keys, Description, Effect, Role};
 use crate::limits::SWEEP_LIMIT;
 use crate::parse::kind;
-use crate::store::{KeyType, Store};
+use crate::store::Store;
 use crate::{Answer, Refusal};
 
 keys! {
@@ -93,10 +92,7 @@ impl<'a> Remove<'a> {
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let RemoveKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];
-        need(store, set, KeyType::Zset)?;
-        for side in sides {
-            need(store, side, KeyType::Hash)?;
-        }
+        deleting_types(store, set, sides)?;
         let mut ids: Vec<Vec<u8>> = Vec::with_capacity(self.ids.len());
         for id in &self.ids {
             if store.zscore(set, id).is_some() && !ids.iter().any(|seen| seen == id) {
