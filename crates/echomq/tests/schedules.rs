@@ -2,6 +2,9 @@
 //! (two on Lua, one on the native module), fire a 250 ms schedule together, and
 //! each tick becomes exactly one job (no duplicate, no gap) over more than 20
 //! ticks. Missed ticks while nothing ran fire as the schedule's policy says.
+//! Triggering a schedule enqueues its job at once, on every executor.
+
+mod common;
 
 use echomq::Upkeep;
 use std::collections::BTreeSet;
@@ -129,5 +132,39 @@ async fn missed_ticks_fire_as_the_policy_says() {
         assert!(q.unschedule("h").await.unwrap());
         assert!(!q.unschedule("h").await.unwrap());
         assert!(q.schedules().await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_enqueues_the_schedules_job_now_on_every_executor() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let name = unique_queue("trigger");
+        let q = Queue::new(via, &name).unwrap();
+        let hourly = Schedule::every("hourly", Duration::from_secs(3600), "the payload").unwrap();
+        let next = q.schedule(&hourly).await.unwrap().next;
+
+        let first = q.trigger("hourly").await.unwrap().expect("a schedule of that name");
+        let second = q.trigger("hourly").await.unwrap().expect("a schedule of that name");
+        assert_ne!(first, second, "{via_name}: each trigger is a job of its own");
+        for id in [&first, &second] {
+            let job = q.inspect(id).await.unwrap().expect("the triggered job");
+            assert_eq!(job.record.state, State::Pending, "{via_name}");
+            assert_eq!(job.record.payload, b"the payload", "{via_name}");
+            assert_ne!(tick_of(id), Some(next), "{via_name}: not the next tick's id");
+        }
+        // The schedule is as it was: its next tick did not move.
+        let listed = q.schedules().await.unwrap();
+        assert_eq!((listed.len(), listed[0].next), (1, next), "{via_name}");
+
+        // No such schedule: nothing enqueued.
+        let before = q.stats().await.unwrap();
+        assert_eq!(q.trigger("nightly").await.unwrap(), None, "{via_name}");
+        // A bad name: refused, nothing enqueued.
+        for bad in [String::new(), "a\nb".to_owned(), "x".repeat(201)] {
+            let err = q.trigger(&bad).await.unwrap_err();
+            assert_eq!(err.kind, echomq::ErrorKind::Argument, "{via_name}: {bad:?}");
+        }
+        assert_eq!(q.stats().await.unwrap(), before, "{via_name}: a refused trigger enqueued something");
     }
 }

@@ -280,6 +280,34 @@ impl Queue {
         self.run(&Unschedule { name: name.to_owned() }).await
     }
 
+    /// Enqueue the job of schedule `name` now, outside its ticks: a job of
+    /// the schedule's payload, at priority 0, due now, under a new id (not
+    /// a tick id, so no tick's job is taken for it and a tick still fires
+    /// its own). The schedule's next tick does not move. `None`, nothing
+    /// enqueued, when the queue has no schedule `name` among the first 1000
+    /// by next tick (those [`schedules`](Queue::schedules) lists).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument), nothing
+    /// enqueued, for a name that is empty, over 200 bytes or holds LF;
+    /// [`ErrorKind::Record`](crate::ErrorKind::Record) when the schedule's
+    /// stored definition does not read; as [`enqueue`](Queue::enqueue).
+    pub async fn trigger(&self, name: &str) -> Result<Option<JobId>> {
+        if name.is_empty() || name.len() > echomq_core::limits::MAX_SCHEDULE_NAME || name.contains('\n') {
+            return Err(crate::Error::new(
+                crate::ErrorKind::Argument,
+                format!("schedule name must be 1 to {} bytes, no LF", echomq_core::limits::MAX_SCHEDULE_NAME),
+            ));
+        }
+        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
+        let listed = self.run(&Schedules { due: false, limit }).await?;
+        let Some(stored) = listed.schedules.into_iter().find(|stored| stored.name == name) else {
+            return Ok(None);
+        };
+        let schedule = Schedule::from_definition(&stored.name, &stored.definition)?;
+        self.enqueue(schedule.payload).await.map(Some)
+    }
+
     /// The queue's schedules (up to 1000), by next tick.
     ///
     /// # Errors
