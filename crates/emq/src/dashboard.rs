@@ -2,7 +2,8 @@
 //! `maud` templates, which escape every value): the queues with their
 //! counts, settings and oldest pending job; a queue's settings; its jobs per
 //! state, newest first, a page of 25 at a time, with a search and bulk retry
-//! and cancel; a job's record and events; a queue's schedules; its finished
+//! and cancel; a job's record and events; a queue's schedules, and its open
+//! batches; its finished
 //! jobs by minute (or hour) from the server's counters; the live workers and
 //! the jobs they run. Counts stay
 //! live through server-sent events (`/live`) from one shared snapshot, and
@@ -28,7 +29,8 @@
 //! - `jobs.rs`: a state's jobs, and the search among them.
 //! - `bulk.rs`: retry or cancel of the ticked jobs or of all that match.
 //! - `job.rs`: one job's page and its actions.
-//! - `schedules.rs`: a queue's schedules.
+//! - `schedules.rs`: a queue's schedules, trigger and remove.
+//! - `batches.rs`: a queue's open batches and how far each has settled.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -43,6 +45,7 @@ use serde::Deserialize;
 
 use crate::connect::{Conn, Error, Server};
 
+mod batches;
 mod bulk;
 mod charts;
 mod html;
@@ -129,6 +132,8 @@ fn router(app: Arc<App>) -> Router {
         .route("/queues/{queue}/jobs/{id}/{action}", post(job::job_action))
         .route("/queues/{queue}/schedules", get(schedules::schedules_page))
         .route("/queues/{queue}/schedules/remove", post(schedules::remove))
+        .route("/queues/{queue}/schedules/trigger", post(schedules::trigger))
+        .route("/queues/{queue}/batches", get(batches::batches_page))
         .route("/workers", get(workers::workers_page))
         .route("/live", get(snapshot::live))
         .route("/metrics", get(snapshot::metrics))

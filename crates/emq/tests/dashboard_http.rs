@@ -2,7 +2,8 @@
 //! (never 500), each write is refused 403 in read-only mode, without the
 //! token, without the CSRF token and cross-site, and changes nothing then;
 //! bad form values are 400 and change nothing; writes are audited; /live
-//! streams counts; /metrics carries the documented names.
+//! streams counts; /metrics carries the documented names. A schedule is
+//! triggered after a confirmation; a queue's open batches show their counts.
 
 mod dashboard_support;
 
@@ -60,6 +61,7 @@ fn writes(name: &str, id: &echomq::JobId) -> Vec<(String, String)> {
         (format!("/queues/{name}/jobs/{id}/retry"), String::new()),
         (format!("/queues/{name}/jobs/{id}/cancel"), "confirmed=yes".into()),
         (format!("/queues/{name}/schedules/remove"), "name=tick&confirmed=yes".into()),
+        (format!("/queues/{name}/schedules/trigger"), "name=tick&confirmed=yes".into()),
     ]
 }
 
@@ -87,6 +89,7 @@ async fn read_only_shows_no_form_and_refuses_every_write() {
         format!("/queues/{name}/state/dead"),
         format!("/queues/{name}/jobs/{id}"),
         format!("/queues/{name}/schedules"),
+        format!("/queues/{name}/batches"),
         format!("/queues/{name}/drain"),
     ] {
         let reply = dashboard.get(&page);
@@ -345,6 +348,7 @@ async fn every_page_works_for_a_monitor_acl_user() {
         format!("/queues/{name}/state/dead?page=last"),
         format!("/queues/{name}/state/dead?q=SMTP%20421"),
         format!("/queues/{name}/jobs/{}", dead[0]),
+        format!("/queues/{name}/batches"),
         "/metrics".to_owned(),
     ] {
         let reply = dashboard.get(&page);
@@ -447,4 +451,106 @@ async fn a_damaged_worker_registry_is_said_and_hides_no_queue() {
     assert!(!metrics.has("emq_workers{"), "{metrics:?}");
     let text: String = redis::cmd("GET").arg("emq:workers").query(&mut conn).unwrap();
     assert_eq!(text, "in the way", "the reader changed nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_is_triggered_after_a_confirmation() {
+    let server = RedisServer::start();
+    let name = unique_queue("trigger");
+    let q = queue(&server, &name).await;
+    let hourly = echomq::Schedule::every("tick", Duration::from_secs(3600), "tick's payload").unwrap();
+    let next = q.schedule(&hourly).await.unwrap().next;
+    let dashboard = Dashboard::start(&server, &[]);
+    let page = dashboard.get(&format!("/queues/{name}/schedules"));
+    assert!(page.has(&format!(r#"action="/queues/{name}/schedules/trigger""#)), "{page:?}");
+    let csrf = dashboard.csrf(&format!("/queues/{name}/schedules"));
+    let path = format!("/queues/{name}/schedules/trigger");
+
+    // Unconfirmed: a page that asks, nothing enqueued.
+    let asked = dashboard.post(&path, &format!("csrf={csrf}&name=tick"));
+    assert!(
+        asked.status() == 200 && asked.has(r#"<p id="confirm">Enqueue the job of schedule"#),
+        "{asked:?}"
+    );
+    assert_eq!(q.stats().await.unwrap().pending, 0);
+    // Confirmed: one job of the schedule's payload, and its page.
+    let done = dashboard.post(&path, &format!("csrf={csrf}&name=tick&confirmed=yes"));
+    assert_eq!(done.status(), 303, "{done:?}");
+    let lower = done.0.to_ascii_lowercase();
+    let at = lower.find(&format!("location: /queues/{name}/jobs/")).unwrap_or_else(|| panic!("{done:?}"));
+    let id: echomq::JobId =
+        done.0[at..].lines().next().unwrap().rsplit('/').next().unwrap().trim().parse().unwrap();
+    let job = q.inspect(&id).await.unwrap().expect("the triggered job");
+    assert_eq!((job.record.state, job.record.payload.as_slice()), (State::Pending, &b"tick's payload"[..]));
+    assert_eq!(q.schedules().await.unwrap()[0].next, next, "the next tick stays");
+    assert!(dashboard.log().contains(&format!("action=\"trigger\" queue=\"{name}\"")), "{}", dashboard.log());
+    // No such schedule: 404, nothing enqueued.
+    let missing = dashboard.post(&path, &format!("csrf={csrf}&name=nightly&confirmed=yes"));
+    assert_eq!(missing.status(), 404, "{missing:?}");
+    let bad = dashboard.post(&path, &format!("csrf={csrf}&name=&confirmed=yes"));
+    assert_eq!(bad.status(), 400, "{bad:?}");
+    assert_eq!(q.stats().await.unwrap().pending, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_batches_show_their_counts_and_an_unreadable_one_says_so() {
+    let server = RedisServer::start();
+    let name = unique_queue("batches");
+    let q = queue(&server, &name).await;
+    let opened = q.enqueue_batch_with_callback(["first", "second", "third"], "all done").await.unwrap();
+    // The first done, the second dead, the third pending: settled up to 2.
+    let lease = q.claim(Duration::from_secs(600)).await.unwrap().unwrap();
+    assert_eq!(lease.id, opened.jobs[0]);
+    lease.ack().await.unwrap();
+    let lease = q.claim(Duration::from_secs(600)).await.unwrap().unwrap();
+    assert_eq!(lease.id, opened.jobs[1]);
+    let once = echomq::RetryPolicy { max_attempts: 1, ..echomq::RetryPolicy::default() };
+    lease.fail("no", &once).await.unwrap();
+    echomq::Upkeep::of(&q).settle(1000).await.unwrap();
+    // A damaged state, beside it.
+    let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let keys = q.keyspace();
+    let batches = keys.role(echomq::keyspace::Role::Batches, None).unwrap();
+    let open = keys.role(echomq::keyspace::Role::BatchOpen, None).unwrap();
+    let () = redis::cmd("HSET")
+        .arg(&batches)
+        .arg("broken")
+        .arg("<b>3 x</b>")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let () = redis::cmd("ZADD").arg(&open).arg(1).arg("broken").query_async(&mut conn).await.unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+
+    assert!(dashboard.get(&format!("/queues/{name}")).has(&format!(r#"href="/queues/{name}/batches""#)));
+    let page = dashboard.get(&format!("/queues/{name}/batches"));
+    assert_eq!(page.status(), 200, "{page:?}");
+    let row = format!(r#"<tr data-batch="{}"><td><code>{}</code></td>"#, opened.id, opened.id);
+    assert!(page.has(&row), "{page:?}");
+    let counts = format!(
+        r#"<td class="n">3</td><td class="n">2</td><td class="n">1</td><td class="n">1</td><td class="n">0</td><td class="n">0</td><td><code>{}</code></td>"#,
+        opened.callback
+    );
+    assert!(page.has(&counts), "{page:?}");
+    assert!(page.has("unreadable: <code>&lt;b&gt;3 x&lt;/b&gt;</code>") && !page.has("<b>3"), "{page:?}");
+    assert!(!page.has(r#"id="more-batches""#), "{page:?}");
+
+    // More than a page: the first 100, and a note.
+    for n in 0..101 {
+        let () = redis::cmd("ZADD")
+            .arg(&open)
+            .arg(2)
+            .arg(format!("b{n:03}"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let page = dashboard.get(&format!("/queues/{name}/batches"));
+    assert!(page.has("The first 100 of 103 open batches."), "{page:?}");
+    assert_eq!(page.0.matches("<tr data-batch=").count(), 100, "{page:?}");
+    // An unknown queue has none; a bad name is 400.
+    let none = dashboard.get("/queues/no-such-queue/batches");
+    assert!(none.status() == 200 && none.has(r#"id="no-batches""#), "{none:?}");
+    let bad = dashboard.get("/queues/a%7Bb/batches");
+    assert_eq!(bad.status(), 400, "{bad:?}");
 }

@@ -128,7 +128,7 @@ impl QueueQuery {
 
 /// A queue's page: its settings (a form to change them), its counts per
 /// state (each a link to its jobs), the workers that work it, its finished
-/// jobs by minute (or by hour, `?span=hours`), links to its schedules.
+/// jobs by minute (or by hour, `?span=hours`), links to its schedules and batches.
 pub async fn queue_page(
     Extract(app): Extract<Arc<App>>,
     Path(name): Path<String>,
@@ -171,6 +171,7 @@ pub async fn queue_page(
                 a href=(queue_path(&name, "/drain")) { "drain…" }
             }
             a href=(queue_path(&name, "/schedules")) { "schedules" }
+            a href=(queue_path(&name, "/batches")) { "batches" }
         }
         h2 { "Jobs" }
         (html::scroll(&html! {

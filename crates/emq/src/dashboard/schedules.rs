@@ -1,8 +1,9 @@
 //! A queue's schedules: when each ticks, its next tick, its last tick and
 //! whether that tick's job exists (each tick's job id is derived from the
-//! schedule and the tick, so this is one look), and remove (after a
-//! confirmation). The host API has no "fire now" and no pause of one
-//! schedule: pausing the queue holds the jobs its ticks enqueue.
+//! schedule and the tick, so this is one look), trigger (enqueue its job now,
+//! under a new id, outside its ticks) and remove, each after a confirmation.
+//! The host API has no pause of one schedule: pausing the queue holds the
+//! jobs its ticks enqueue.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -103,6 +104,11 @@ fn row(name: &str, scheduled: &Scheduled, now: u64, fired: Fired, token: Option<
                         input type="hidden" name="name" value=(schedule.name);
                         button.remove type="submit" { "remove…" }
                     }
+                    form.inline method="post" action=(queue_path(name, "/schedules/trigger")) {
+                        (html::csrf(token))
+                        input type="hidden" name="name" value=(schedule.name);
+                        button.trigger type="submit" { "trigger now…" }
+                    }
                 }
             }
         }
@@ -111,7 +117,7 @@ fn row(name: &str, scheduled: &Scheduled, now: u64, fired: Fired, token: Option<
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-pub struct RemoveForm {
+pub struct ScheduleForm {
     csrf: Option<String>,
     name: String,
     confirmed: Option<String>,
@@ -123,7 +129,7 @@ pub async fn remove(
     Path(name): Path<String>,
     remote: ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Form(form): Form<RemoveForm>,
+    Form(form): Form<ScheduleForm>,
 ) -> Result<Response, Problem> {
     let write = Write::new(remote, "unschedule", &name);
     app.may_write(&write, &headers, form.csrf.as_deref())?;
@@ -150,4 +156,46 @@ pub async fn remove(
         return Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name)));
     }
     Ok(super::back_to(&queue_path(&name, "/schedules")))
+}
+
+/// Enqueue a schedule's job now, after a confirmation: its payload, a new
+/// id; its ticks go on as before.
+pub async fn trigger(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<ScheduleForm>,
+) -> Result<Response, Problem> {
+    let write = Write::new(remote, "trigger", &name);
+    app.may_write(&write, &headers, form.csrf.as_deref())?;
+    let queue = queue_of(&app, &name)?;
+    if form.confirmed.as_deref() != Some("yes") {
+        let said = format!(
+            "Enqueue the job of schedule {:?} of {name} now, outside its ticks? Its next tick stays.",
+            form.name
+        );
+        let fields = [("name", form.name.clone())];
+        let back = queue_path(&name, "/schedules");
+        let page = html::confirm(
+            "Trigger schedule",
+            &said,
+            &queue_path(&name, "/schedules/trigger"),
+            &fields,
+            &app.csrf,
+            &back,
+        );
+        return Ok(page.into_response());
+    }
+    let triggered =
+        write.logged(&app, queue.trigger(&form.name).await.map_err(Problem::from), |triggered| {
+            match triggered {
+                Some(id) => format!("done: schedule {:?} enqueued {id}", form.name),
+                None => format!("done: no schedule {:?}", form.name),
+            }
+        })?;
+    match triggered {
+        Some(id) => Ok(super::back_to(&queue_path(&name, &format!("/jobs/{}", urlencode(id.as_str()))))),
+        None => Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name))),
+    }
 }
