@@ -1,5 +1,6 @@
-//! `emq schedule add|list|remove`: a queue's schedules, cron or interval.
-//! The queue's workers fire them (`emq work` or any EchoMQ worker).
+//! `emq schedule add|list|remove|trigger`: a queue's schedules, cron or
+//! interval. The queue's workers fire them (`emq work` or any EchoMQ
+//! worker); `trigger` enqueues one's job at once, outside its ticks.
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -31,6 +32,13 @@ enum Command {
     },
     /// Remove a schedule; the jobs it fired stay.
     Remove {
+        /// The queue.
+        queue: String,
+        /// The schedule's name.
+        name: String,
+    },
+    /// Enqueue a schedule's job now, outside its ticks (a new id; the next tick stays); prints its id.
+    Trigger {
         /// The queue.
         queue: String,
         /// The schedule's name.
@@ -135,6 +143,10 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                 return Err(format!("no schedule {name} in {queue}").into());
             }
         }
+        Command::Trigger { queue, name } => match server.queue(&queue).await?.trigger(&name).await? {
+            Some(id) => tell!("{id}"),
+            None => return Err(format!("no schedule {name} in {queue}").into()),
+        },
     }
     Ok(())
 }

@@ -96,6 +96,14 @@ fn schedules_are_added_listed_with_their_next_tick_and_removed() {
         assert!(neither.contains("--cron") && neither.contains("--every"), "{via}: {neither}");
         let both = cli.fails(&["schedule", "add", &q, "x", "p", "--cron", "* * * * *", "--every", "1s"]);
         assert!(both.contains("cannot be used with"), "{via}: {both}");
+        // Trigger: the schedule's job now, its id alone on stdout.
+        let triggered = cli.ok(&["schedule", "trigger", &q, "beat"]).trim().to_owned();
+        assert!(triggered.starts_with("JOB_"), "{via}: {triggered}");
+        let shown = cli.ok(&["inspect", &triggered]);
+        assert!(shown.contains("pending") && shown.contains(&q), "{via}: {shown}");
+        let nothing = cli.fails(&["schedule", "trigger", &q, "nightly"]);
+        assert!(nothing.contains("no schedule nightly"), "{via}: {nothing}");
+        assert!(cli.fails(&["schedule", "trigger", &q, ""]).contains("schedule name must be"), "{via}");
         assert!(cli.ok(&["schedule", "remove", &q, "digest"]).contains("removed digest"));
         assert!(cli.fails(&["schedule", "remove", &q, "digest"]).contains("no schedule digest"));
         assert!(cli.ok_said(&["schedule", "list", &q]).1.contains("1 schedules in"), "{via}");
