@@ -13,7 +13,7 @@ use std::time::Duration;
 use dashboard_support::{dead_jobs, queue, wait_for_port, Dashboard, Running};
 use echomq::transition::Config;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{EnqueueOptions, Limit, Queue, Rate, Schedule};
+use echomq::{EnqueueOptions, Limit, Queue, Rate, RetryPolicy, Schedule, Upkeep};
 use echomq_test_support::{eventually, free_port, RedisServer};
 
 /// A worker on `queue` whose jobs run until the test ends (so that the
@@ -101,6 +101,23 @@ async fn screenshots_of_every_page() {
         .await
         .unwrap();
     let reports = queue(&server, "reports").await;
+    // Two open batches: one part settled (some done, some dead), one not yet.
+    let invoices = (0..50).map(|n| format!("invoice {n}"));
+    reports.enqueue_batch_with_callback(invoices, "invoices sent").await.unwrap();
+    let once = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+    for n in 0..20 {
+        let lease = reports.claim(Duration::from_secs(600)).await.unwrap().unwrap();
+        if n % 7 == 3 {
+            lease.fail("PDF renderer timed out", &once).await.unwrap();
+        } else {
+            lease.ack().await.unwrap();
+        }
+    }
+    reports
+        .enqueue_batch_with_callback((0..8).map(|n| format!("thumbnail {n}")), "album ready")
+        .await
+        .unwrap();
+    Upkeep::of(&reports).settle(1000).await.unwrap();
     reports.enqueue_batch((0..37).map(|n| format!("report {n}"))).await.unwrap();
     reports
         .configure(Config {
@@ -171,6 +188,7 @@ async fn screenshots_of_every_page() {
         ("job", format!("/queues/emails/jobs/{job}")),
         ("dead-job", format!("/queues/emails/jobs/{}", dead[0])),
         ("schedules", "/queues/webhooks/schedules".to_owned()),
+        ("batches", "/queues/reports/batches".to_owned()),
         ("drain", "/queues/reports/drain".to_owned()),
     ];
     for (width, suffix) in [(1280, "desktop"), (390, "phone")] {
