@@ -32,7 +32,8 @@
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
 //! - [`workers`]: the worker registry: [`workers()`] lists the live workers
-//!   ([`WorkerInfo`]), their queues and the jobs they run now.
+//!   ([`WorkerInfo`]), their queues and the jobs they run now
+//!   ([`workers_read_only`]: the same, writing nothing).
 //! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].
 
 #![warn(
@@ -73,4 +74,4 @@ pub use transition::{
     Admission, Claimed, Config, CountsReply, EventLog, Failed, Headers, Held, Inspection, Limit, Rate,
     Retention, Settings, Span, StatsReply, Tally, Unique,
 };
-pub use workers::{workers, RunningJob, WorkerInfo};
+pub use workers::{workers, workers_read_only, RunningJob, WorkerInfo};

@@ -1,7 +1,8 @@
 //! The worker registry (PROTOCOL.md §2 and §11.3, `emq:workers`): every
 //! running worker notes itself, its queues and the jobs it runs now, under a
 //! TTL, so that an operator sees who works what and a killed worker
-//! disappears by itself. [`workers`] reads it; the
+//! disappears by itself. [`workers`] reads it (and tidies it),
+//! [`workers_read_only`] only reads it; the
 //! [`Worker`](crate::worker::Worker) writes it.
 //!
 //! ```no_run
@@ -221,6 +222,33 @@ pub struct Noted {
 /// [`ErrorKind::Malformed`] for a registration whose fields do not read
 /// (PROTOCOL.md §2), naming the worker and the field.
 pub async fn workers(executor: &dyn Executor) -> Result<Vec<WorkerInfo>> {
+    let Listed { live, gone, now } = list(executor).await?;
+    let before = now.saturating_sub(ms(FORGET_AFTER));
+    if let Err(err) = executor.forget_workers(&gone, before).await {
+        tracing::debug!(error = %err, "cannot take dead workers out of {WORKERS}");
+    }
+    Ok(live)
+}
+
+/// The live workers, as [`workers`] lists them, but writing nothing: a dead
+/// member stays in [`WORKERS`] (left out of the list all the same). For a
+/// reader that must not change the server, such as `emq dashboard --read-only`.
+///
+/// # Errors
+/// As [`workers`].
+pub async fn workers_read_only(executor: &dyn Executor) -> Result<Vec<WorkerInfo>> {
+    Ok(list(executor).await?.live)
+}
+
+/// One read of the registry: the live workers sorted by id, the members
+/// whose hash is gone, and this process's clock when it judged them.
+struct Listed {
+    live: Vec<WorkerInfo>,
+    gone: Vec<String>,
+    now: u64,
+}
+
+async fn list(executor: &dyn Executor) -> Result<Listed> {
     let noted = executor
         .noted_workers(READ_LIMIT)
         .await
@@ -238,12 +266,8 @@ pub async fn workers(executor: &dyn Executor) -> Result<Vec<WorkerInfo>> {
             live.push(info);
         }
     }
-    let before = now.saturating_sub(ms(FORGET_AFTER));
-    if let Err(err) = executor.forget_workers(&gone, before).await {
-        tracing::debug!(error = %err, "cannot take dead workers out of {WORKERS}");
-    }
     live.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(live)
+    Ok(Listed { live, gone, now })
 }
 
 /// A registration's fields read as a [`WorkerInfo`]; `beat` is its score,

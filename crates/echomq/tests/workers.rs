@@ -210,3 +210,28 @@ async fn a_worker_on_a_cluster_is_listed_and_leaves() {
         assert!(!noted(&*executor, &id).await, "{via}: out of {WORKERS}");
     }
 }
+
+/// The read-only reader (`emq dashboard --read-only`) lists what the
+/// tidying one lists but writes nothing: a dead member stays in the set
+/// until a tidying reader takes it out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_only_reader_leaves_a_dead_member_in_the_set() {
+    let server = RedisServer::start();
+    let mut conn = server.connection().await;
+    let executors: [(&str, Arc<dyn Executor>); 2] = [
+        ("lua", Arc::new(echomq::Lua::new(conn.clone()))),
+        ("native", Arc::new(echomq::Native::new(conn.clone()))),
+    ];
+    for (via, executor) in executors {
+        // Dead: in the set, its hash gone (a killed worker's TTL ran out).
+        let dead = format!("box:1:{via}-dead");
+        let _: () =
+            redis::cmd("ZADD").arg(WORKERS).arg(now_ms()).arg(&dead).query_async(&mut conn).await.unwrap();
+        let listed = echomq::workers_read_only(&*executor).await.unwrap();
+        assert!(!listed.iter().any(|worker| worker.id == dead), "{via}: a dead member is not listed");
+        assert!(noted(&*executor, &dead).await, "{via}: the read-only reader left it in {WORKERS}");
+        let listed = workers(&*executor).await.unwrap();
+        assert!(!listed.iter().any(|worker| worker.id == dead), "{via}");
+        assert!(!noted(&*executor, &dead).await, "{via}: the tidying reader took it out");
+    }
+}

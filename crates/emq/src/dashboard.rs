@@ -94,7 +94,11 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     let conn = server.connection().await?;
     let executor = server.executor().await?;
     let app = Arc::new(App {
-        snapshots: snapshot::Snapshots::new(conn.clone(), executor.clone()),
+        snapshots: snapshot::Snapshots::new(
+            conn.clone(),
+            executor.clone(),
+            if args.read_only { snapshot::Registry::ReadOnly } else { snapshot::Registry::Tidy },
+        ),
         conn,
         executor,
         csrf: random_hex()?,

@@ -129,11 +129,21 @@ impl Snapshot {
     }
 }
 
+/// How a snapshot reads the worker registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Registry {
+    /// As `emq workers` does: dead members are taken out of `emq:workers`.
+    Tidy,
+    /// Writing nothing (`--read-only`): dead members are left where they are.
+    ReadOnly,
+}
+
 /// The snapshot, shared: the latest, the single flight that takes the next
 /// one, and the demand that keeps it fresh.
 pub struct Snapshots {
     conn: Conn,
     executor: Arc<dyn Executor>,
+    registry: Registry,
     latest: watch::Sender<Option<Arc<Snapshot>>>,
     /// One read at a time: a request that finds one under way waits for it.
     taking: tokio::sync::Mutex<()>,
@@ -146,10 +156,11 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
-    pub fn new(conn: Conn, executor: Arc<dyn Executor>) -> Snapshots {
+    pub fn new(conn: Conn, executor: Arc<dyn Executor>, registry: Registry) -> Snapshots {
         Snapshots {
             conn,
             executor,
+            registry,
             latest: watch::channel(None).0,
             taking: tokio::sync::Mutex::new(()),
             viewers: AtomicUsize::new(0),
@@ -176,7 +187,7 @@ impl Snapshots {
         if let Some(fresh) = self.fresh() {
             return fresh;
         }
-        let snapshot = Arc::new(take(&mut self.conn.clone(), &self.executor).await);
+        let snapshot = Arc::new(take(&mut self.conn.clone(), &self.executor, self.registry).await);
         self.latest.send_replace(Some(snapshot.clone()));
         snapshot
     }
@@ -217,11 +228,15 @@ pub async fn keep_fresh(app: Arc<App>) {
 /// Every queue and the live workers, read now: one damaged queue (a key of
 /// the wrong type) does not hide the others, nor a damaged worker registry
 /// the queues.
-async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>) -> Snapshot {
+async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>, registry: Registry) -> Snapshot {
     let taken = Instant::now();
     let now_ms = server_ms(conn).await.unwrap_or_default();
     let local_ms = echomq::workers::now_ms();
-    let workers = echomq::workers(&**executor).await.map_err(|err| crate::failure::explain(&err));
+    let workers = match registry {
+        Registry::Tidy => echomq::workers(&**executor).await,
+        Registry::ReadOnly => echomq::workers_read_only(&**executor).await,
+    };
+    let workers = workers.map_err(|err| crate::failure::explain(&err));
     let queues = match crate::ops::discover(conn).await {
         Ok(names) => {
             let views = stream::iter(names)
