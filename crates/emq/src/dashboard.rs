@@ -22,6 +22,8 @@
 //!   oldest pending job, counters by minute) and of the live workers, taken
 //!   at most once a second and only on demand; `/live` and `/metrics`.
 //! - `charts.rs`: a queue's finished jobs over time, drawn as SVG.
+//! - `latency.rs`: a queue's wait and run times at p50/p90/p99/max, from
+//!   the newest entries of its event log, read when its page is asked for.
 //! - `workers.rs`: `/workers`, and the workers of each queue.
 //! - `html.rs`: the page frame, its style and script, and small pieces.
 //! - `queues.rs`: `/`, a queue's page, and the queue-wide writes (pause,
@@ -51,6 +53,7 @@ mod charts;
 mod html;
 mod job;
 mod jobs;
+mod latency;
 mod queues;
 mod schedules;
 mod snapshot;

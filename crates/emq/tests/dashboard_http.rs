@@ -554,3 +554,44 @@ async fn open_batches_show_their_counts_and_an_unreadable_one_says_so() {
     let bad = dashboard.get("/queues/a%7Bb/batches");
     assert_eq!(bad.status(), 400, "{bad:?}");
 }
+
+/// A queue's page shows the latency of the jobs its event log saw finish,
+/// says when none did, and says when the log is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
+    let server = RedisServer::start();
+    let (worked, idle, silent) = (unique_queue("latency"), unique_queue("idle"), unique_queue("silent"));
+    let q = queue(&server, &worked).await;
+    let quiet = queue(&server, &silent).await;
+    let off = echomq::transition::Config { events: Some(echomq::EventLog::Off), ..Default::default() };
+    quiet.configure(off).await.unwrap();
+    for q in [&q, &quiet] {
+        q.enqueue_batch((0..3).map(|i| format!("job {i}"))).await.unwrap();
+        let leases = q.claim_many(Duration::from_secs(600), 10, None).await.unwrap().jobs;
+        assert_eq!(leases.len(), 3);
+        for lease in leases {
+            lease.ack().await.unwrap();
+        }
+    }
+    // Claimed but not finished: a wait, no run; still one of the jobs.
+    q.enqueue(b"running".to_vec()).await.unwrap();
+    let running = q.claim_many(Duration::from_secs(600), 10, None).await.unwrap().jobs;
+    assert_eq!(running.len(), 1);
+    queue(&server, &idle).await.enqueue(b"waiting".to_vec()).await.unwrap();
+    let dashboard = Dashboard::start(&server, &["--read-only"]);
+
+    let page = dashboard.get(&format!("/queues/{worked}"));
+    assert_eq!(page.status(), 200, "{page:?}");
+    assert!(page.has(r#"Latency of the last <span id="latency-jobs">4</span> jobs"#), "{page:?}");
+    assert!(page.has(r#"<table id="latency">"#) && page.has("producer's clock"), "{page:?}");
+    assert!(page.has(r#"<th>wait (enqueue to claim)</th><td class="n">4</td>"#), "{page:?}");
+    assert!(page.has(r#"<th>run (claim to ack)</th><td class="n">3</td>"#), "{page:?}");
+    let none = dashboard.get(&format!("/queues/{idle}"));
+    assert!(
+        none.status() == 200 && none.has(r#"id="latency-none""#) && none.has("No recent jobs"),
+        "{none:?}"
+    );
+    let silent = dashboard.get(&format!("/queues/{silent}"));
+    assert!(silent.status() == 200 && silent.has(r#"id="latency-off""#), "{silent:?}");
+    assert!(silent.has("The event log is off") && !silent.has(r#"id="latency""#), "{silent:?}");
+}

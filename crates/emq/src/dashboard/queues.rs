@@ -3,7 +3,8 @@
 //!
 //! Both pages read the shared snapshot for what the counters and the
 //! worker registry say: the page asks Redis nothing more for them (but a
-//! queue's week by hour, asked for with `?span=hours`).
+//! queue's week by hour, asked for with `?span=hours`). A queue's page
+//! reads the newest entries of its event log for its latency.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use serde::Deserialize;
 
 use super::html::{self, queue_path};
 use super::snapshot::{QueueView, Snapshot};
-use super::{charts, queue_of, workers, App, Problem, Write};
+use super::{charts, latency, queue_of, workers, App, Problem, Write};
 
 /// `/`: every queue with its counts, oldest pending job's age, live
 /// workers (flagged when jobs wait for nobody), jobs completed and failed
@@ -128,7 +129,8 @@ impl QueueQuery {
 
 /// A queue's page: its settings (a form to change them), its counts per
 /// state (each a link to its jobs), the workers that work it, its finished
-/// jobs by minute (or by hour, `?span=hours`), links to its schedules and batches.
+/// jobs by minute (or by hour, `?span=hours`), the latency of its last
+/// jobs (from its event log), links to its schedules and batches.
 pub async fn queue_page(
     Extract(app): Extract<Arc<App>>,
     Path(name): Path<String>,
@@ -155,6 +157,7 @@ pub async fn queue_page(
         (Span::Minutes, Some(view)) => view.counts.clone(),
         _ => queue.counts(span).await.map_err(|err| crate::failure::explain(&err)),
     };
+    let latency = latency::section(&mut app.conn.clone(), queue.keyspace(), settings.events).await;
     let body = html! {
         h1 { "Queue " (name) }
         @if unknown {
@@ -190,6 +193,7 @@ pub async fn queue_page(
         }))
         (workers::of_queue(&snapshot, &name, view))
         (charts::section(&name, span, counts.as_ref().map_err(String::as_str)))
+        (latency)
         h2 { "Settings" }
         (settings_table(&settings))
         @if let Some(token) = token { (settings_form(&name, &settings, token)) }
