@@ -3,7 +3,8 @@
 //! token, without the CSRF token and cross-site, and changes nothing then;
 //! bad form values are 400 and change nothing; writes are audited; /live
 //! streams counts; /metrics carries the documented names. A schedule is
-//! triggered after a confirmation; a queue's open batches show their counts.
+//! triggered after a confirmation; a queue's open batches show their counts;
+//! a queue's page shows its latency from the event log, or why not.
 
 mod dashboard_support;
 
@@ -360,6 +361,7 @@ async fn every_page_works_for_a_monitor_acl_user() {
     let page = dashboard.get(&format!("/queues/{name}"));
     assert!(page.has(r#"<svg class="chart""#) && !page.has("cannot be read"), "{page:?}");
     assert!(page.has(r#"data-dead="30""#), "the 30 dead jobs in a bar: {page:?}");
+    assert!(page.has(r#"<span id="latency-jobs">30</span>"#), "their waits, from the event log: {page:?}");
     let workers = dashboard.get("/workers");
     assert!(workers.status() == 200 && workers.has(r#"id="no-workers""#), "{workers:?}");
 }
@@ -556,7 +558,8 @@ async fn open_batches_show_their_counts_and_an_unreadable_one_says_so() {
 }
 
 /// A queue's page shows the latency of the jobs its event log saw finish,
-/// says when none did, and says when the log is off.
+/// says when none did, and says when the log is off; a read-only dashboard
+/// leaves a dead worker in the registry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
     let server = RedisServer::start();
@@ -578,6 +581,16 @@ async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
     let running = q.claim_many(Duration::from_secs(600), 10, None).await.unwrap().jobs;
     assert_eq!(running.len(), 1);
     queue(&server, &idle).await.enqueue(b"waiting".to_vec()).await.unwrap();
+    // A dead worker (its hash gone), which a read-only dashboard must leave in the registry.
+    let mut conn = server.connection().await;
+    let now = echomq::workers::now_ms();
+    let () = redis::cmd("ZADD")
+        .arg(echomq::workers::WORKERS)
+        .arg(now)
+        .arg("gone:1:x")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     let dashboard = Dashboard::start(&server, &["--read-only"]);
 
     let page = dashboard.get(&format!("/queues/{worked}"));
@@ -594,4 +607,13 @@ async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
     let silent = dashboard.get(&format!("/queues/{silent}"));
     assert!(silent.status() == 200 && silent.has(r#"id="latency-off""#), "{silent:?}");
     assert!(silent.has("The event log is off") && !silent.has(r#"id="latency""#), "{silent:?}");
+    // The pages took snapshots, which read the worker registry and wrote nothing to it.
+    let left: Option<f64> = redis::cmd("ZSCORE")
+        .arg(echomq::workers::WORKERS)
+        .arg("gone:1:x")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(left.is_some(), "the read-only dashboard took a dead worker out of the registry");
+    assert!(dashboard.get("/workers").has(r#"id="no-workers""#), "and did not list it");
 }
