@@ -604,6 +604,8 @@ async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
         none.status() == 200 && none.has(r#"id="latency-none""#) && none.has("No recent jobs"),
         "{none:?}"
     );
+    let empty = dashboard.get(&format!("/queues/{}", unique_queue("unwritten")));
+    assert!(empty.status() == 200 && empty.has("No recent jobs: the event log is empty."), "{empty:?}");
     let silent = dashboard.get(&format!("/queues/{silent}"));
     assert!(silent.status() == 200 && silent.has(r#"id="latency-off""#), "{silent:?}");
     assert!(silent.has("The event log is off") && !silent.has(r#"id="latency""#), "{silent:?}");

@@ -159,7 +159,10 @@ pub async fn section(conn: &mut Conn, keys: &Keyspace, events: EventLog) -> Mark
     if latency.jobs == 0 {
         return html! {
             h2 { "Latency" }
-            p.none #latency-none { "No recent jobs: the newest " (read) " entries of the event log have no claimed job with a time." }
+            p.none #latency-none {
+                @if read == 0 { "No recent jobs: the event log is empty." }
+                @else { "No recent jobs: the newest " (read) " entries of the event log have no claimed job with a time." }
+            }
         };
     }
     let row = |label: &str, figures: Option<Percentiles>| {
