@@ -50,7 +50,12 @@ pub(super) async fn after(
             }
         }
     }
-    let mut offset = 0;
+    // From the anchor's score, always from the first member of that score:
+    // members before the anchor may leave the set meanwhile (workers claim
+    // from the head), so a read at an offset past them could skip members
+    // after it. Each read takes twice as many as the last until one goes
+    // past the anchor: bounded by the members of the anchor's score.
+    let mut count = PAGE;
     loop {
         let page: Vec<(String, f64)> = redis::cmd("ZRANGE")
             .arg(set)
@@ -58,18 +63,22 @@ pub(super) async fn after(
             .arg("+inf")
             .arg("BYSCORE")
             .arg("LIMIT")
-            .arg(offset)
-            .arg(PAGE)
+            .arg(0)
+            .arg(count)
             .arg("WITHSCORES")
             .query_async(conn)
             .await?;
-        let last = page.len() < PAGE;
-        let rest: Vec<Position> =
+        let cut = page.len() == count;
+        let mut rest: Vec<Position> =
             page.into_iter().map(|(id, score)| Position { score, id }).filter(|p| anchor.before(p)).collect();
+        // The set's last page only when the read was not cut and all of
+        // what follows the anchor fits in one page.
+        let last = !cut && rest.len() <= PAGE;
+        rest.truncate(PAGE);
         if !rest.is_empty() || last {
             return Ok((rest, last));
         }
-        offset += PAGE;
+        count *= 2;
     }
 }
 
