@@ -4,8 +4,9 @@
 
 use echomq::State;
 
+use crate::change::usage;
 use crate::connect::{Error, Server};
-use crate::ops::{note_if_unknown, state, usage};
+use crate::ops::{note_if_unknown, state};
 use crate::select::{self, Selection};
 
 #[derive(clap::Args, Debug)]

@@ -15,7 +15,8 @@
 //! - `failure.rs`: what a failed call did, in words, and what is safe next.
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
-//! - `ops.rs`: inspect, list, stats, queues, retry, cancel, purge, drain, delete-queue.
+//! - `ops.rs`: inspect, list, stats, queues, purge, drain, delete-queue.
+//! - `change.rs`: retry, cancel and delete, by id or all that match.
 //! - `find.rs`: find jobs by text or id prefix, a bounded search that says where it stopped.
 //! - `select.rs`: selecting jobs in bulk (a bounded walk, an id prefix), and
 //!   retry or cancel of a selection: for `find`, `retry --all-dead`, `cancel --all`, the dashboard.
@@ -66,6 +67,7 @@ fn told(line: std::fmt::Arguments<'_>) {
     }
 }
 
+mod change;
 mod connect;
 mod dashboard;
 mod demo;
@@ -143,15 +145,15 @@ enum Command {
     Workers(workers::Args),
     /// Send dead jobs back to pending: by id, or every dead job of a queue
     /// (--all-dead, optionally --matching a text; --yes to do it, else the count).
-    Retry(ops::RetryArgs),
+    Retry(change::RetryArgs),
     /// Cancel jobs (any state but done); a running job's worker loses its lease.
     /// By id, or every job of a queue in a state (--all STATE, optionally
     /// --matching a text; --yes to do it, else the count).
-    Cancel(ops::CancelArgs),
+    Cancel(change::CancelArgs),
     /// Delete jobs of a state, with all kept beside them (REMOVE): by id,
     /// or every job of a queue in a state (--all, optionally --matching a
     /// text; --yes to do it, else the count). A running job's worker loses its lease.
-    Delete(ops::DeleteArgs),
+    Delete(change::DeleteArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
     Purge(ops::PurgeArgs),
     /// Delete a queue's pending and delayed jobs (--active: its running ones too).
@@ -238,9 +240,9 @@ async fn main() {
         Command::Stats(args) => ops::stats(&cli.server, args).await,
         Command::Queues(args) => ops::queues(&cli.server, args).await,
         Command::Workers(args) => workers::run(&cli.server, args).await,
-        Command::Retry(args) => ops::retry(&cli.server, args).await,
-        Command::Cancel(args) => ops::cancel(&cli.server, args).await,
-        Command::Delete(args) => ops::delete(&cli.server, args).await,
+        Command::Retry(args) => change::retry(&cli.server, args).await,
+        Command::Cancel(args) => change::cancel(&cli.server, args).await,
+        Command::Delete(args) => change::delete(&cli.server, args).await,
         Command::Purge(args) => ops::purge(&cli.server, args).await,
         Command::Drain(args) => ops::drain(&cli.server, args).await,
         Command::DeleteQueue(args) => ops::delete_queue(&cli.server, args).await,

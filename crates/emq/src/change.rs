@@ -1,0 +1,219 @@
+//! The commands that change jobs by id or in bulk: `retry`, `cancel` and
+//! `delete`, each by id or every job of a state that matches (`select.rs`),
+//! with a count before `--yes`.
+
+use echomq::{JobId, State};
+
+use crate::connect::{Error, Server};
+use crate::ops::{note_if_unknown, queue_for, state};
+use crate::select::{self, Action, Refused, Selection};
+
+#[derive(clap::Args, Debug)]
+pub struct JobsArgs {
+    /// The jobs' ids.
+    #[arg(required = true)]
+    ids: Vec<JobId>,
+    /// Their queue (found by a scan for each job when not given).
+    #[arg(long)]
+    queue: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RetryArgs {
+    /// The jobs' ids (none with --all-dead).
+    #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
+    ids: Vec<JobId>,
+    /// Their queue (found by a scan for each job when not given); with
+    /// --all-dead, the queue whose dead jobs to retry.
+    #[arg(long, required_if_eq("all_dead", "true"))]
+    queue: Option<String>,
+    /// Every dead job of --queue, oldest first, a page a call: those dead
+    /// when it begins (a job that dies meanwhile stays). Without --yes it
+    /// only says how many it would retry.
+    #[arg(long)]
+    all_dead: bool,
+    /// With --all-dead: only the jobs whose payload or last error contains
+    /// this text, byte for byte (`*` is a star).
+    #[arg(long, requires = "all_dead")]
+    matching: Option<String>,
+    /// With --all-dead: retry them (without, nothing changes).
+    #[arg(long, requires = "all_dead")]
+    yes: bool,
+}
+
+pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
+    if args.all_dead {
+        let queue = args.queue.expect("clap requires --queue with --all-dead");
+        let selection = Selection { queue, state: State::Dead, matching: args.matching };
+        return bulk(server, &selection, Action::Retry, args.yes).await;
+    }
+    let args = JobsArgs { ids: args.ids, queue: args.queue };
+    each_job(server, args, "retried", |queue, id| async move { queue.retry(&id).await.map(|()| true) }).await
+}
+
+/// A state cancel takes: pending, active, delayed or dead.
+fn cancellable(name: &str) -> Result<State, String> {
+    let state = state(name)?;
+    Action::Cancel.check(state).map_err(|refused| refused.to_string())?;
+    Ok(state)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CancelArgs {
+    /// The jobs' ids (none with --all).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    ids: Vec<JobId>,
+    /// Their queue (found by a scan for each job when not given); with
+    /// --all, the queue whose jobs to cancel.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Every job of --queue in this state (pending, active, delayed or
+    /// dead), oldest first, a page a call: those there when it begins.
+    /// Without --yes it only says how many it would cancel.
+    #[arg(long, value_name = "STATE", value_parser = cancellable, requires = "queue")]
+    all: Option<State>,
+    /// With --all: only the jobs whose payload or last error contains this
+    /// text, byte for byte (`*` is a star).
+    #[arg(long, requires = "all")]
+    matching: Option<String>,
+    /// With --all: cancel them (without, nothing changes).
+    #[arg(long, requires = "all")]
+    yes: bool,
+}
+
+pub async fn cancel(server: &Server, args: CancelArgs) -> Result<(), Error> {
+    if let Some(state) = args.all {
+        let queue = args.queue.expect("clap requires --queue with --all");
+        let selection = Selection { queue, state, matching: args.matching };
+        return bulk(server, &selection, Action::Cancel, args.yes).await;
+    }
+    let args = JobsArgs { ids: args.ids, queue: args.queue };
+    each_job(server, args, "cancelled", |queue, id| async move { queue.cancel(&id).await }).await
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DeleteArgs {
+    /// The jobs' ids (none with --all).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    ids: Vec<JobId>,
+    /// Their queue.
+    #[arg(long)]
+    queue: String,
+    /// The state the ids are in (an id in another is left alone).
+    #[arg(long, value_parser = state, required_unless_present = "all", conflicts_with = "all")]
+    state: Option<State>,
+    /// Every job of --queue in this state, oldest first, a page a call:
+    /// those there when it begins. Without --yes it only says how many it
+    /// would delete.
+    #[arg(long, value_name = "STATE", value_parser = state)]
+    all: Option<State>,
+    /// With --all: only the jobs whose payload or last error contains this
+    /// text, byte for byte (`*` is a star).
+    #[arg(long, requires = "all")]
+    matching: Option<String>,
+    /// With --all: delete them (without, nothing changes).
+    #[arg(long, requires = "all")]
+    yes: bool,
+}
+
+pub async fn delete(server: &Server, args: DeleteArgs) -> Result<(), Error> {
+    if let Some(state) = args.all {
+        let selection = Selection { queue: args.queue, state, matching: args.matching };
+        return bulk(server, &selection, Action::Delete, args.yes).await;
+    }
+    let state = args.state.expect("clap requires --state without --all");
+    let executor = server.executor().await?;
+    let applied = select::apply_ids(&executor, &args.queue, state, &args.ids, Action::Delete).await?;
+    tell!("deleted {} of {} {state} job(s) of {}", applied.changed, args.ids.len(), args.queue);
+    if applied.skipped > 0 {
+        eprintln!("{} not {state} in {} (left alone)", applied.skipped, args.queue);
+    }
+    Ok(())
+}
+
+/// How many jobs a confirmation with a text looks at to count the matches.
+const CONFIRM_BUDGET: u64 = 10_000;
+
+/// `action` on every job of `selection`, with `yes`; without, how many it
+/// would change, and nothing changed.
+async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool) -> Result<(), Error> {
+    let mut conn = server.connection().await?;
+    let (verb, done, what) = (action.verb(), action.done(), selection.describe());
+    if !yes {
+        let count = select::count(&mut conn, selection, CONFIRM_BUDGET).await.map_err(usage)?;
+        if count.exact {
+            tell!("would {verb} {} {what}; add --yes to {verb} them", count.n);
+        } else {
+            tell!(
+                "would {verb} at least {} {what} (the newest {} of {} looked at); add --yes to {verb} every match",
+                count.n,
+                count.examined,
+                count.total
+            );
+        }
+        if count.total == 0 {
+            note_if_unknown(server, &selection.queue).await;
+        }
+        return Ok(());
+    }
+    let executor = server.executor().await?;
+    let applied = select::apply_all(&executor, &mut conn, selection, action).await.map_err(usage)?;
+    let failed = applied.failed.len() as u64;
+    let left = applied.examined - applied.changed - applied.skipped - failed;
+    tell!(
+        "{done} {} {what} ({} looked at, {left} left {}, {} gone meanwhile)",
+        applied.changed,
+        applied.examined,
+        selection.state,
+        applied.skipped
+    );
+    for (id, why) in &applied.failed {
+        eprintln!("{id}: {why}");
+    }
+    if failed > 0 {
+        return Err(format!("{failed} matching job(s) not {done} (each said above)").into());
+    }
+    Ok(())
+}
+
+/// A selection's refusal as a usage error (exit 2: nothing was sent).
+pub fn usage(err: Error) -> Error {
+    match err.downcast::<Refused>() {
+        Ok(refused) => Box::new(crate::failure::Exit::usage(refused.to_string())),
+        Err(err) => err,
+    }
+}
+
+/// Run `action` on each job, every one tried: a job not found or refused is
+/// reported on its own line, and makes the command fail once all were tried.
+async fn each_job<F, Fut>(server: &Server, args: JobsArgs, done: &str, action: F) -> Result<(), Error>
+where
+    F: Fn(echomq::Queue, JobId) -> Fut,
+    Fut: std::future::Future<Output = echomq::Result<bool>>,
+{
+    let executor = server.executor().await?;
+    let (total, mut failed) = (args.ids.len(), 0);
+    for id in args.ids {
+        let queue = match queue_for(server, &id, args.queue.clone()).await {
+            Ok(queue) => echomq::Queue::new(executor.clone(), &queue).map_err(Error::from),
+            Err(err) => Err(err),
+        };
+        let outcome = match queue {
+            Ok(queue) => action(queue, id.clone()).await.map_err(Error::from),
+            Err(err) => Err(err),
+        };
+        match outcome {
+            Ok(true) => tell!("{done} {id}"),
+            Ok(false) => tell!("{id} was {done} already"),
+            Err(err) => {
+                eprintln!("{id}: {}", crate::failure::explain(err.as_ref()));
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        let others = if failed < total { "; the others were" } else { "" };
+        return Err(format!("{failed} of {total} job(s) not {done} (each said above){others}").into());
+    }
+    Ok(())
+}
