@@ -102,3 +102,34 @@ impl<'a> Remove<'a> {
         delete_jobs(store, self.prefix, set, sides, &ids)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEYS: [&[u8]; 7] = [
+        b"emq:{q}:dead",
+        b"emq:{q}:priority",
+        b"emq:{q}:errors",
+        b"emq:{q}:progress",
+        b"emq:{q}:policy",
+        b"emq:{q}:results",
+        b"emq:{q}:headers",
+    ];
+
+    #[test]
+    fn at_most_a_thousand_ids_and_each_of_the_job_kind() {
+        let id: &[u8] = b"JOB_00000000000000000000000001";
+        let many = vec![id; 1001];
+        let refused = Remove::parse(&KEYS, &many).unwrap_err().to_string();
+        assert_eq!(refused, "EMQARG at most 1000 jobs a call");
+        assert!(Remove::parse(&KEYS, &many[..1000]).is_ok());
+        let odd: [&[u8]; 2] = [id, b"XYZ"];
+        assert_eq!(
+            Remove::parse(&KEYS, &odd).unwrap_err().to_string(),
+            "EMQKIND job id must be JOB-namespaced"
+        );
+        let wake = [&b"emq:{q}:wake"[..], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]];
+        assert!(Remove::parse(&wake, &[id]).unwrap_err().to_string().starts_with("EMQARG KEYS[1] must be"));
+    }
+}

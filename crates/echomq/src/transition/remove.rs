@@ -46,3 +46,19 @@ impl Transition for Remove {
         count_reply("the reply", reply)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_or_more_than_a_thousand_ids_are_refused_before_sending() {
+        let id: JobId = "JOB_00000000000000000000000001".parse().unwrap();
+        for n in [0, 1001] {
+            let err = Remove { state: State::Dead, ids: vec![id.clone(); n] }.args().unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Argument, "{n}: {err}");
+            assert!(err.to_string().contains(&format!("{n} jobs: a call removes 1 to 1000")), "{err}");
+        }
+        assert_eq!(Remove { state: State::Dead, ids: vec![id; 1000] }.args().unwrap().len(), 1000);
+    }
+}
