@@ -136,17 +136,7 @@ pub async fn remove(
     let queue = queue_of(&app, &name)?;
     if form.confirmed.as_deref() != Some("yes") {
         let said = format!("Remove schedule {:?} of {name}? The jobs it fired stay.", form.name);
-        let fields = [("name", form.name.clone())];
-        let back = queue_path(&name, "/schedules");
-        let page = html::confirm(
-            "Remove schedule",
-            &said,
-            &queue_path(&name, "/schedules/remove"),
-            &fields,
-            &app.csrf,
-            &back,
-        );
-        return Ok(page.into_response());
+        return Ok(confirm(&app, &name, &form.name, "Remove schedule", &said, "remove"));
     }
     let removed =
         write.logged(&app, queue.unschedule(&form.name).await.map_err(Problem::from), |removed| {
@@ -156,6 +146,15 @@ pub async fn remove(
         return Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name)));
     }
     Ok(super::back_to(&queue_path(&name, "/schedules")))
+}
+
+/// The page that asks to confirm `action` (`remove`, `trigger`) on
+/// schedule `schedule` of queue `name`, posting back to its route.
+fn confirm(app: &App, name: &str, schedule: &str, title: &str, said: &str, action: &str) -> Response {
+    let fields = [("name", schedule.to_owned())];
+    let back = queue_path(name, "/schedules");
+    let to = queue_path(name, &format!("/schedules/{action}"));
+    html::confirm(title, said, &to, &fields, &app.csrf, &back).into_response()
 }
 
 /// Enqueue a schedule's job now, after a confirmation: its payload, a new
@@ -175,17 +174,7 @@ pub async fn trigger(
             "Enqueue the job of schedule {:?} of {name} now, outside its ticks? Its next tick stays.",
             form.name
         );
-        let fields = [("name", form.name.clone())];
-        let back = queue_path(&name, "/schedules");
-        let page = html::confirm(
-            "Trigger schedule",
-            &said,
-            &queue_path(&name, "/schedules/trigger"),
-            &fields,
-            &app.csrf,
-            &back,
-        );
-        return Ok(page.into_response());
+        return Ok(confirm(&app, &name, &form.name, "Trigger schedule", &said, "trigger"));
     }
     let triggered =
         write.logged(&app, queue.trigger(&form.name).await.map_err(Problem::from), |triggered| {
