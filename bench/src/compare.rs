@@ -112,19 +112,18 @@ async fn executor(options: &Options) -> Arc<dyn Executor> {
     let client = redis::Client::open(options.url.as_str()).expect("a Redis URL");
     let config = ConnectionManagerConfig::new().set_response_timeout(None);
     let conn = || ConnectionManager::new_with_config(client.clone(), config.clone());
+    // As `echomq::connect` makes them: waits (BZPOPMIN on the wake-up key,
+    // or EMQ.CLAIM … BLOCK) on connections of their own, every queue on one server.
+    let open = {
+        let (client, config) = (client.clone(), config.clone());
+        move || ConnectionManager::new_with_config(client.clone(), config.clone())
+    };
     match options.via.as_str() {
-        // As `echomq::connect` makes it: idle claims wait on the wake-up key
-        // (BZPOPMIN) on connections of their own; no keyspace notifications.
         "lua" => {
-            let open = {
-                let (client, config) = (client.clone(), config.clone());
-                move || ConnectionManager::new_with_config(client.clone(), config.clone())
-            };
-            Arc::new(Lua::new(conn().await.expect("connect")).with_blocking_connections(open))
+            Arc::new(Lua::new(conn().await.expect("connect")).with_blocking_connections(open).on_one_server())
         }
         "native" => Arc::new(
-            Native::new(conn().await.expect("connect"))
-                .with_blocking_connection(conn().await.expect("connect")),
+            Native::new(conn().await.expect("connect")).with_blocking_connections(open).on_one_server(),
         ),
         "embedded" => Arc::new(Embedded::new()),
         other => panic!("no executor {other}"),

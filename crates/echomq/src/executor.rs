@@ -97,6 +97,26 @@ pub trait Executor: Send + Sync + 'static {
         false
     }
 
+    /// Whether [`wait_on_many`](Executor::wait_on_many) waits for several
+    /// queues at once: one server holds every queue (not a Cluster, whose
+    /// queues' keys are in slots of their own), and it lets this user block.
+    fn waits_on_many(&self) -> bool {
+        false
+    }
+
+    /// Wait up to `wait` for an arrival on any of the queues whose wake-up
+    /// keys are `wakes` (PROTOCOL.md §9), with one `BZPOPMIN` over them all:
+    /// `Some(i)` when it took the wake-up of `wakes[i]`, whose queue the
+    /// caller then claims from at once (a claim that leaves jobs pending sets
+    /// the key again, for the next waiter: §9's chain); `None` when the wait
+    /// ran out, was interrupted ([`interrupt_waits`](Executor::interrupt_waits)),
+    /// or cannot be made (see [`waits_on_many`](Executor::waits_on_many)).
+    async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
+        let _ = wakes;
+        tokio::time::sleep(wait.min(BUSY_NAP)).await;
+        Ok(None)
+    }
+
     /// The replicas that must confirm this executor's writes, if any.
     fn replication(&self) -> Option<Replication> {
         None

@@ -17,6 +17,8 @@
 //!
 //! # Layout
 //! - `worker.rs`: [`Worker`], its options and its claim loops.
+//! - `worker/turns.rs`: one loop that claims for a worker's several queues
+//!   on one server, in turns, and waits for them all with one `BZPOPMIN`.
 //! - `worker/handler.rs`: what a handler is and returns: [`Handler`],
 //!   [`JobOutput`], [`Json`], [`RetryAfter`].
 //! - `worker/job.rs`: one job's run: the handler, its lease, its outcome.
@@ -46,6 +48,7 @@ mod acker;
 mod handler;
 mod job;
 mod registration;
+mod turns;
 mod upkeep;
 
 pub use handler::{Handler, HandlerError, HandlerFuture, JobOutput, Json, RetryAfter};
@@ -246,6 +249,11 @@ impl Worker {
         // would sit out their leases; the claim loop's claims are not waited for.
         let refills = self.queues.len() == 1 && self.queues[0].executor().replication().is_none();
         let queues = self.queues.len();
+        // Several queues of one server: one loop claims for all of them, in
+        // turns (worker/turns.rs); else a claim loop each.
+        let one_server = self.queues.iter().all(|q| Arc::ptr_eq(q.executor(), self.queues[0].executor()));
+        let in_turns = queues > 1 && one_server && self.queues[0].executor().waits_on_many();
+        let mut taking_turns = Vec::new();
         let mut hearts = Vec::with_capacity(queues);
         for queue in self.queues {
             let heart = job::Heart::new(queue.clone(), shared.options.lease);
@@ -261,7 +269,14 @@ impl Worker {
             });
             loops.spawn(acker::gather(hands.clone(), inbox, refill));
             loops.spawn(upkeep::run(queue, shared.clone()));
-            loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone(), queues));
+            if in_turns {
+                taking_turns.push(hands);
+            } else {
+                loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone(), queues));
+            }
+        }
+        if in_turns {
+            loops.spawn(turns::run(taking_turns, shared.clone(), slots.clone(), job_tx.clone()));
         }
         drop(job_tx);
         let options = &shared.options;
@@ -354,6 +369,56 @@ async fn said_restart(
 /// How long a claim loop waits for more free slots before it claims with fewer.
 const GATHER: Duration = Duration::from_millis(5);
 
+/// A claim loop's failures: said once an outage, each new kind once, its
+/// end said, and the claims backed off meanwhile. The connection
+/// reconnects by itself; the loop keeps asking, less often.
+struct Outage {
+    since: Option<std::time::Instant>,
+    /// The failures said in this outage (a few kinds at most: the
+    /// connection broke, then the server refuses the password).
+    said: Vec<String>,
+    back_off: Duration,
+    /// The server's run, to tell a restart when an outage ends.
+    run: Option<crate::executor::ServerRun>,
+}
+
+impl Outage {
+    async fn new(queue: &Queue) -> Outage {
+        let run = queue.executor().server_run().await;
+        Outage { since: None, said: Vec::new(), back_off: Duration::from_millis(50), run }
+    }
+
+    /// A claim worked: the end of the outage, if there was one.
+    async fn over(&mut self, queue: &Queue) {
+        if let Some(since) = self.since.take() {
+            tracing::info!(queue = queue.name(), "claims work again, after {:.1?}", since.elapsed());
+            self.run = said_restart(queue, self.run.take()).await;
+            self.said.clear();
+            self.back_off = Duration::from_millis(50);
+        }
+    }
+
+    /// A claim failed with `err`: how long to wait before the next try.
+    fn failed(&mut self, queue: &Queue, err: &crate::Error) -> Duration {
+        let said = err.to_string();
+        let new = !self.said.contains(&said) && self.said.len() < 4;
+        if self.since.is_none() {
+            tracing::warn!(queue = queue.name(), error = %err, "claim failed; retrying with back-off");
+            self.since = Some(std::time::Instant::now());
+        } else if new {
+            tracing::warn!(queue = queue.name(), error = %err, "claims still fail, now with another error");
+        } else {
+            tracing::debug!(queue = queue.name(), error = %err, "claim failed; retrying in {:?}", self.back_off);
+        }
+        if new {
+            self.said.push(said);
+        }
+        let back_off = self.back_off;
+        self.back_off = (back_off * 2).min(Duration::from_secs(5));
+        back_off
+    }
+}
+
 /// Claim jobs while there is room, and send each one's run to the worker.
 async fn claim_loop(
     hands: Arc<job::Hands>,
@@ -365,12 +430,7 @@ async fn claim_loop(
     let queue = &hands.queue;
     let options = &shared.options;
     let mut nap = Duration::from_millis(1);
-    let mut trouble = Duration::from_millis(50);
-    let mut failing_since: Option<std::time::Instant> = None;
-    // The failures said in this outage, to say each new one once.
-    let mut said_failures: Vec<String> = Vec::new();
-    // The server's run, to tell a restart when an outage ends.
-    let mut run = queue.executor().server_run().await;
+    let mut outage = Outage::new(queue).await;
     while !shared.stopping.is_cancelled() {
         let first = tokio::select! {
             permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -404,38 +464,16 @@ async fn claim_loop(
         let claimed = claim(queue, options, waits, &mut permits).await;
         let Claims { jobs: claimed, held } = match claimed {
             Ok(claimed) => {
-                if let Some(since) = failing_since.take() {
-                    tracing::info!(queue = queue.name(), "claims work again, after {:.1?}", since.elapsed());
-                    run = said_restart(queue, run).await;
-                }
-                said_failures.clear();
-                trouble = Duration::from_millis(50);
+                outage.over(queue).await;
                 claimed
             }
             Err(err) => {
-                // The connection reconnects by itself; keep asking, less
-                // often, and say each kind of failure once an outage, not at
-                // every try (a few kinds at most: the connection broke, then
-                // the server refuses the password).
-                let said = err.to_string();
-                let new = !said_failures.contains(&said) && said_failures.len() < 4;
-                if failing_since.is_none() {
-                    tracing::warn!(queue = queue.name(), error = %err, "claim failed; retrying with back-off");
-                    failing_since = Some(std::time::Instant::now());
-                } else if new {
-                    tracing::warn!(queue = queue.name(), error = %err, "claims still fail, now with another error");
-                } else {
-                    tracing::debug!(queue = queue.name(), error = %err, "claim failed; retrying in {trouble:?}");
-                }
-                if new {
-                    said_failures.push(said);
-                }
+                let back_off = outage.failed(queue, &err);
                 drop(permits);
                 tokio::select! {
-                    () = tokio::time::sleep(trouble) => {}
+                    () = tokio::time::sleep(back_off) => {}
                     () = shared.stopping.cancelled() => {}
                 }
-                trouble = (trouble * 2).min(Duration::from_secs(5));
                 continue;
             }
         };

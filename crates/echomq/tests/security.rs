@@ -66,6 +66,9 @@ pub const MONITOR_NATIVE: &str =
 /// Optional, for a native worker: end its blocked claims at once when it
 /// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.
 pub const PROMPT_STOP: &str = "+client|id +client|unblock";
+/// Optional for a native worker of several queues: claim for them in turns,
+/// waiting for them all with one `BZPOPMIN` on their wake-up keys.
+pub const TURNS_NATIVE: &str = "+bzpopmin";
 
 /// Optional, for Lua on a Redis Cluster: what the scripts' resharding check
 /// (a record missing while its slot moves answers TRYAGAIN) reads. The
@@ -301,6 +304,50 @@ async fn a_lua_worker_denied_bzpopmin_polls() {
     full_run(queue).await;
 }
 
+/// A native worker of several queues under the recipe, which grants no
+/// `BZPOPMIN`, claims and waits for each queue on its own (`EMQ.CLAIM …
+/// BLOCK`); with the optional rule it claims for them in turns. Either way
+/// every job of both queues is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_worker_of_several_queues_runs_with_or_without_bzpopmin() {
+    for (rules, in_turns) in
+        [(WORKER_NATIVE.to_owned(), false), (format!("{WORKER_NATIVE} {TURNS_NATIVE}"), true)]
+    {
+        let server = server(Via::Native, &[]);
+        create_user(&server, "worker", "turn-secret", &rules).await;
+        let executor = connect_as(&server, "worker", "turn-secret").await.expect("connect as worker");
+        let queues = [unique_queue("first"), unique_queue("second")]
+            .map(|name| Queue::new(executor.clone(), &name).unwrap());
+        for queue in &queues {
+            queue.enqueue_batch((0..20u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
+        }
+        let options = WorkerOptions {
+            concurrency: 8,
+            idle_wait: Duration::from_millis(200),
+            ..WorkerOptions::default()
+        };
+        let worker = Worker::with_options(
+            queues[0].clone(),
+            |_job: JobContext| async { Ok::<_, HandlerError>(()) },
+            options,
+        )
+        .queue(queues[1].clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        for queue in &queues {
+            echomq_test_support::eventually("every job is done", || async {
+                queue.stats().await.unwrap().done == 20
+            })
+            .await;
+        }
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        assert_eq!(executor.waits_on_many(), in_turns, "{rules}");
+    }
+}
+
 /// A read a script sends with `redis.pcall` (its key's type check too) that
 /// an ACL refuses: the call is refused with the ACL's own words, changes
 /// nothing, and is not mistaken for a key of the wrong type.
@@ -491,6 +538,7 @@ fn security_md_prints_these_rules() {
         MONITOR_LUA,
         MONITOR_NATIVE,
         PROMPT_STOP,
+        TURNS_NATIVE,
     ] {
         assert!(page.contains(&words(rules)), "SECURITY.md lacks the rules {rules}");
     }

@@ -489,6 +489,91 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
     }
 }
 
+/// A worker over twenty queues on one server claims in turns: each call
+/// takes many jobs of one queue (native: under a quarter as many claims as
+/// jobs, where a claim loop per queue sharing the slots made about one a
+/// job), and every job of every queue is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_of_many_queues_claims_many_jobs_a_call() {
+    let (servers, executors) = waiting_executors().await;
+    for (via, executor) in executors {
+        let queues: Vec<Queue> = (0..20)
+            .map(|n| Queue::new(executor.clone(), &unique_queue(&format!("turn{n}"))).unwrap())
+            .collect();
+        for queue in &queues {
+            queue.enqueue_batch((0..50u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
+        }
+        let claims_before = claim_calls(&servers[0]).await;
+        let options = WorkerOptions { concurrency: 40, ..options() };
+        let mut worker = Worker::with_options(
+            queues[0].clone(),
+            |_job: JobContext| async { Ok::<_, HandlerError>(()) },
+            options,
+        );
+        for queue in &queues[1..] {
+            worker = worker.queue(queue.clone());
+        }
+        let (stop, task) = spawn(worker);
+        for queue in &queues {
+            eventually(&format!("{via}: {}'s 50 jobs are done", queue.name()), || async {
+                queue.stats().await.unwrap().done == 50
+            })
+            .await;
+        }
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        if via == "native" {
+            let claims = claim_calls(&servers[0]).await - claims_before;
+            assert!(claims < 250, "{via}: {claims} claims for 1000 jobs");
+        }
+    }
+}
+
+/// A queue that goes idle while another keeps every slot busy is not
+/// hidden by it: a job that arrives on it runs long before the busy
+/// queue's backlog is done (its idle wait, five minutes, plays no part).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_queue_does_not_hide_an_arrival_on_an_idle_one() {
+    let (_servers, executors) = waiting_executors().await;
+    for (via, executor) in executors {
+        let busy = Queue::new(executor.clone(), &unique_queue("busy")).unwrap();
+        let quiet = Queue::new(executor.clone(), &unique_queue("quiet")).unwrap();
+        // 400 jobs of 25 ms at concurrency 4: 2.5 s of work at the least.
+        busy.enqueue_batch((0..400u32).map(|_| b"slow".to_vec())).await.unwrap();
+        let options = WorkerOptions { concurrency: 4, idle_wait: Duration::from_secs(300), ..options() };
+        let handler = |job: JobContext| async move {
+            if job.payload == b"slow" {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            Ok::<_, HandlerError>(())
+        };
+        let (stop, task) = spawn(Worker::with_options(busy.clone(), handler, options).queue(quiet.clone()));
+        eventually(&format!("{via}: the busy queue is running"), || async {
+            busy.stats().await.unwrap().done > 0
+        })
+        .await;
+        let arrival = quiet.enqueue(b"now".to_vec()).await.unwrap();
+        eventually(&format!("{via}: the arrival is done"), || async {
+            state(&quiet, &arrival).await.map(|s| s.0) == Some(State::Done)
+        })
+        .await;
+        let left = busy.stats().await.unwrap().pending;
+        assert!(left > 0, "{via}: the arrival waited for the whole backlog");
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
+
+/// The native CLAIMs the server has run (INFO commandstats).
+async fn claim_calls(server: &RedisServer) -> u64 {
+    let mut conn = server.connection().await;
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_emq.claim:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
 /// A stopping worker ends its claims' waits for work at once, on every
 /// executor that waits, instead of sitting out `idle_wait` (five minutes
 /// here); and a job that comes after the stop is left for another worker.

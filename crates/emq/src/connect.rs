@@ -157,8 +157,8 @@ impl Server {
                 let conn = ConnectionManager::new_with_config(client.clone(), config()).await?;
                 let open = move || ConnectionManager::new_with_config(client.clone(), config());
                 match via {
-                    Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(open)),
-                    _ => Arc::new(Native::new(conn).with_blocking_connections(open)),
+                    Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(open).on_one_server()),
+                    _ => Arc::new(Native::new(conn).with_blocking_connections(open).on_one_server()),
                 }
             }
         })

@@ -70,9 +70,9 @@ pub async fn connect_with(
     };
     if !has_module(&conn).await? {
         // Idle claims wait on the wake-up key: no keyspace notifications needed.
-        return Ok(Arc::new(Lua::new(conn).with_blocking_connections(open)));
+        return Ok(Arc::new(Lua::new(conn).with_blocking_connections(open).on_one_server()));
     }
-    Ok(Arc::new(Native::new(conn).with_blocking_connections(open)))
+    Ok(Arc::new(Native::new(conn).with_blocking_connections(open).on_one_server()))
 }
 
 /// How long a connection may go without a word from its server's host (no

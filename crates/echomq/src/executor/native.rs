@@ -61,6 +61,17 @@ impl<C> Native<C> {
         self
     }
 
+    /// Every queue this executor serves is on its one server, not a Redis
+    /// Cluster ([`connect`](crate::connect) says so): a worker of several
+    /// queues then waits for them all with one `BZPOPMIN` over their
+    /// wake-up keys (PROTOCOL.md §9), where a Cluster refuses keys of
+    /// several slots in one command.
+    #[must_use]
+    pub fn on_one_server(mut self) -> Native<C> {
+        self.redis.one_server = true;
+        self
+    }
+
     /// Have `replication.replicas` replicas confirm each transition that
     /// writes before it returns (WAIT in the same round trip), but a claim's
     /// (see [`Replication`]).
@@ -114,6 +125,14 @@ where
 
     fn replication(&self) -> Option<Replication> {
         self.redis.replication
+    }
+
+    fn waits_on_many(&self) -> bool {
+        self.redis.pops_any() && self.waits()
+    }
+
+    async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
+        self.redis.pop_any(wakes, wait).await
     }
 
     fn waits(&self) -> bool {

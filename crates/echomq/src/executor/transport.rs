@@ -8,6 +8,7 @@
 use crate::ErrorKind;
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,12 +33,18 @@ pub(super) struct Transport<C> {
     pub(super) blocking: Option<Arc<Blocking<C>>>,
     /// The replicas that must confirm each write, when asked for.
     pub(super) replication: Option<Replication>,
+    /// Whether every queue is on this one server (set by [`connect`](super::connect),
+    /// which makes no Cluster connection): one `BZPOPMIN` may then name many
+    /// queues' wake-up keys, which a Cluster refuses (`CROSSSLOT`).
+    pub(super) one_server: bool,
+    /// Set once the server refused a `BZPOPMIN` over many queues.
+    pub(super) many_refused: Arc<AtomicBool>,
 }
 
 impl<C> Transport<C> {
     /// A transport over `conn`, with no blocking connections and no replication.
     pub(super) fn new(conn: C) -> Transport<C> {
-        Transport { conn, blocking: None, replication: None }
+        Transport { conn, blocking: None, replication: None, one_server: false, many_refused: Arc::default() }
     }
 
     /// Block on connections of their own that `open` makes, kept for later waits.
@@ -53,6 +60,11 @@ impl<C> Transport<C> {
     /// Block on `conn` alone: one wait at a time.
     pub(super) fn block_on(&mut self, conn: C) {
         self.blocking = Some(Arc::new(Blocking::new(vec![conn], None)));
+    }
+
+    /// Whether [`pop_any`](Transport::pop_any) can wait: see [`Executor::waits_on_many`](super::Executor::waits_on_many).
+    pub(super) fn pops_any(&self) -> bool {
+        self.one_server && self.blocking.is_some() && !self.many_refused.load(Ordering::SeqCst)
     }
 
     /// The replication a run of `calls` waits for: the executor's, when any
@@ -249,6 +261,48 @@ where
     }
 
     /// End every wait on the blocking connections now (see [`unblock_waits`]).
+    /// One `BZPOPMIN` over `wakes` for up to `wait`, on a blocking
+    /// connection: the index of the key it popped (see
+    /// [`Executor::wait_on_many`](super::Executor::wait_on_many)). A user
+    /// refused the pop for good (`NOPERM`) is told once, and
+    /// [`pops_any`](Transport::pops_any) says no from then on.
+    pub(super) async fn pop_any(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
+        let Some(blocking) = self.blocking.as_ref().filter(|_| !wakes.is_empty()) else {
+            tokio::time::sleep(wait.min(super::BUSY_NAP)).await;
+            return Ok(None);
+        };
+        // Seconds, to the millisecond (a float timeout: Redis ≥ 6); at least one.
+        let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
+        let mut pop = redis::cmd("BZPOPMIN");
+        pop.arg(wakes).arg(seconds);
+        match blocking.query(&pop).await? {
+            // Every blocking connection is busy: nap as a polling worker would.
+            None => {
+                tokio::time::sleep(wait.min(super::BUSY_NAP)).await;
+                Ok(None)
+            }
+            Some(Ok(Value::Array(popped))) => Ok(match popped.first() {
+                Some(Value::BulkString(key)) => {
+                    wakes.iter().position(|wake| wake.as_bytes() == key.as_slice())
+                }
+                _ => None,
+            }),
+            Some(Ok(_)) => Ok(None),
+            Some(Err(err)) if err.code() == Some("NOPERM") => {
+                // Only slower (the per-queue waits the refusal leaves work as
+                // before, EMQ.CLAIM … BLOCK on native), so not a warning.
+                if !self.many_refused.swap(true, Ordering::SeqCst) {
+                    tracing::info!(
+                        error = %err,
+                        "the server refused BZPOPMIN: a worker of several queues claims and waits for each on its own (grant +bzpopmin to claim for them in turns, SECURITY.md)"
+                    );
+                }
+                Ok(None)
+            }
+            Some(Err(err)) => Err(err.into()),
+        }
+    }
+
     pub(super) async fn unblock_waits(&self) {
         if let Some(blocking) = &self.blocking {
             unblock_waits(&self.conn, blocking).await;

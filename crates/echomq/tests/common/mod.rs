@@ -380,8 +380,8 @@ pub async fn three_executors() -> (RedisServer, [(&'static str, Arc<dyn Executor
     let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await.unwrap();
     let open = move || ConnectionManager::new_with_config(client.clone(), config.clone());
     let executors: [(&str, Arc<dyn Executor>); 3] = [
-        ("lua", Arc::new(Lua::new(conn.clone()).with_blocking_connections(open.clone()))),
-        ("native", Arc::new(echomq::Native::new(conn).with_blocking_connections(open))),
+        ("lua", Arc::new(Lua::new(conn.clone()).with_blocking_connections(open.clone()).on_one_server())),
+        ("native", Arc::new(echomq::Native::new(conn).with_blocking_connections(open).on_one_server())),
         ("embedded", Arc::new(echomq::Embedded::new())),
     ];
     (server, executors)
