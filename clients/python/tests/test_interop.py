@@ -213,6 +213,38 @@ async def test_schedules_are_shared_and_their_tick_ids_agree(queue: echomq.Queue
     assert await queue.unschedule("from-python") and not await queue.unschedule("from-python")
 
 
+async def test_a_schedule_emq_paused_fires_nothing_in_python_and_python_resumes_it(
+        queue: echomq.Queue, server: RedisServer, kind: str) -> None:
+    """``emq schedule pause`` (the Rust host) writes the paused definition;
+    a Python worker reads it, moves its ticks on and fires none, though
+    ``all:100`` would fire each; Python's resume reads back in ``emq schedule list``."""
+    emq(server, kind, "schedule", "add", "--every", "1s", "--missed", "all:100", queue.name, "beat", "b")
+    emq(server, kind, "schedule", "pause", queue.name, "beat")
+    [[_, definition, paused_next]] = (await queue.executor.run(calls.schedules(queue.keyspace)))[1:]
+    assert echomq.schedule.Every.read(definition) == echomq.schedule.Every(1000, "all:100", b"b", paused=True)
+    assert "paused" in emq(server, kind, "schedule", "list", queue.name).stdout.decode()
+
+    async def handle(job: echomq.Job) -> None:
+        raise AssertionError(f"a paused schedule fired {job.id}")
+
+    async def moved_on() -> bool:
+        [[_, _, following]] = (await queue.executor.run(calls.schedules(queue.keyspace)))[1:]
+        return int(following) >= int(paused_next) + 2000
+
+    worker = echomq.Worker(queue, handle, upkeep=0.05)
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    try:
+        await eventually(moved_on, what="two paused ticks moved on by the Python worker")
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 60)
+    assert (await queue.stats()) == echomq.Stats(0, 0, 0, 0, 0, 0)
+
+    assert await queue.resume_schedule("beat")
+    listed = emq(server, kind, "schedule", "list", queue.name).stdout.decode()
+    assert listed.startswith("beat  next ") and "paused" not in listed, listed
+
+
 async def _any(found: list[Any]) -> bool:
     return bool(found)
 

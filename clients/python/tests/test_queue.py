@@ -95,6 +95,49 @@ async def test_pause_resume_and_limits(queue: echomq.Queue) -> None:
     assert (await queue.configure()).concurrency == 1
 
 
+async def _definitions(queue: echomq.Queue) -> dict[bytes, bytes]:
+    reply = await queue.executor.run(calls.schedules(queue.keyspace))
+    return {name: definition for name, definition, _ in reply[1:]}
+
+
+async def test_a_schedule_is_paused_and_resumed(queue: echomq.Queue) -> None:
+    await queue.schedule_every("tick", 3600, b"t", missed="all:5")
+    cron = b"cron UTC last 0 9 * * *\n{}"
+    await queue.executor.run(calls.schedule(queue.keyspace, b"digest", cron, 4_000_000_000_000))
+    assert await queue.pause_schedule("tick")
+    assert (await _definitions(queue))[b"tick"] == b"paused every 3600000 all:5\nt"
+    assert await queue.pause_schedule("tick")  # paused already: left as it is
+    assert (await _definitions(queue))[b"tick"] == b"paused every 3600000 all:5\nt"
+    assert await queue.resume_schedule("tick")
+    assert (await _definitions(queue))[b"tick"] == b"every 3600000 all:5\nt"
+    # No such schedule; a bad name; a cron one, which this package cannot read: nothing written.
+    before = await _definitions(queue)
+    assert not await queue.pause_schedule("nightly") and not await queue.resume_schedule("nightly")
+    with pytest.raises(echomq.InvalidInput, match="1 to 200 bytes"):
+        await queue.pause_schedule("")
+    with pytest.raises(echomq.InvalidInput, match="not an `every` schedule"):
+        await queue.pause_schedule("digest")
+    assert await _definitions(queue) == before and before[b"digest"] == cron
+
+
+def test_a_paused_definition_reads_back_and_fires_one_skip() -> None:
+    from echomq.schedule import Every, fires, tick_id
+
+    ks = echomq.Keyspace("q")
+    for missed in ("last", "none", "all:1", "all:3", "all:100"):
+        every = Every.read(f"paused every 1000 {missed}\np".encode())
+        assert every == Every(1000, missed, b"p", paused=True) and every.definition().startswith(b"paused every")
+        # (stored next, now, the latest tick by now, the first after it): on time, and long missed.
+        for due, now, latest, after in ((5000, 5200, 5000, 6000), (5000, 8300, 8000, 9000)):
+            [fire] = fires(ks, "s", every, due, now)
+            job = tick_id("q", "s", latest).encode()
+            assert fire.args == [job, b"p", b"s", str(due).encode(), str(after).encode(), b"SKIP", b"1"], missed
+    # Exactly one leading `paused ` word: anything else is not read.
+    for unknown in (b"paused paused every 1000 last\n", b"Paused every 1000 last\n",
+                    b"paused  every 1000 last\n", b"paused\n"):
+        assert Every.read(unknown) is None, unknown
+
+
 async def test_cancel_and_retry(queue: echomq.Queue) -> None:
     job = await queue.enqueue(b"x", attempts=1)
     assert await queue.cancel(job.id) is True

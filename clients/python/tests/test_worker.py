@@ -204,6 +204,24 @@ async def test_upkeep_reaps_promotes_and_fires_schedules(queue: echomq.Queue) ->
     assert info is not None and info.attempts == 2
 
 
+async def test_a_paused_schedule_moves_on_and_fires_nothing(queue: echomq.Queue) -> None:
+    async def handle(job: echomq.Job) -> None:
+        raise AssertionError(f"a paused schedule fired {job.id}")
+
+    reply = await queue.executor.run(calls.schedules(queue.keyspace))
+    now = int(reply[0])
+    await queue.executor.run(calls.schedule(queue.keyspace, b"tick", b"paused every 3600000 all:5\nx", now))
+
+    async def moved_on() -> bool:
+        reply = await queue.executor.run(calls.schedules(queue.keyspace))
+        return int(reply[1][2]) > now
+
+    async with working(echomq.Worker(queue, handle, upkeep=0.05)):
+        await eventually(moved_on, what="the paused schedule's due tick moved on")
+    assert await queue.inspect(echomq.schedule.tick_id(queue.name, "tick", now)) is None
+    assert (await queue.stats()).pending == 0
+
+
 async def _has(queue: echomq.Queue, job_id: str) -> bool:
     return await queue.inspect(job_id) is not None
 

@@ -1,8 +1,8 @@
 //! Schedules, the host's half: what a schedule is ([`Schedule`]: a name, a
-//! cron expression in a time zone or a fixed interval, a payload, and what to
-//! do about [`Missed`] ticks), its definition's bytes as the server stores
-//! them, its tick times, each tick's job id, and the plan of FIREs that runs
-//! the due ticks. The server stores and hands out (SCHEDULE, SCHEDULES) and
+//! cron expression in a time zone or a fixed interval, a payload, what to
+//! do about [`Missed`] ticks, and whether it is paused), its definition's
+//! bytes as the server stores them, its tick times, each tick's job id, and
+//! the plan of FIREs that runs the due ticks. The server stores and hands out (SCHEDULE, SCHEDULES) and
 //! fires each tick once (FIRE); everything here is computed on the host, from
 //! the server's now, exactly as PROTOCOL.md §11.6 writes it for any speaker.
 
@@ -64,6 +64,9 @@ pub struct Schedule {
     pub payload: Vec<u8>,
     /// What to do with missed ticks.
     pub missed: Missed,
+    /// Paused: its due ticks fire no job, they only move on (so a resume
+    /// fires no backlog).
+    pub paused: bool,
 }
 
 /// A schedule as the queue holds it, with its next tick.
@@ -89,6 +92,7 @@ impl Schedule {
             when: When::Every(interval),
             payload: payload.into(),
             missed: Missed::Last,
+            paused: false,
         };
         schedule.check()?;
         Ok(schedule)
@@ -109,6 +113,7 @@ impl Schedule {
             when: When::Cron { expr: expr.trim().to_owned(), zone },
             payload: payload.into(),
             missed: Missed::Last,
+            paused: false,
         };
         schedule.check()?;
         Ok(schedule)
@@ -124,12 +129,17 @@ impl Schedule {
         Ok(self)
     }
 
+    /// Paused, or not: a paused schedule's ticks fire no job (PROTOCOL.md §11.6).
+    #[must_use]
+    pub fn paused(mut self, paused: bool) -> Schedule {
+        self.paused = paused;
+        self
+    }
+
     /// Every field within its limits, the expression readable.
     fn check(&self) -> Result<()> {
         let bad = |why: String| Err(Error::new(ErrorKind::Argument, why));
-        if self.name.is_empty() || self.name.len() > limits::MAX_SCHEDULE_NAME || self.name.contains('\n') {
-            return bad(format!("schedule name must be 1 to {} bytes, no LF", limits::MAX_SCHEDULE_NAME));
-        }
+        check_name(&self.name)?;
         if self.payload.len() > limits::MAX_PAYLOAD {
             return Err(Error::new(
                 ErrorKind::TooLarge,
@@ -160,7 +170,7 @@ impl Schedule {
     }
 
     /// The definition's bytes, as the server stores them (PROTOCOL.md
-    /// §11.6): a header line, LF, the payload verbatim.
+    /// §11.6): a header line (`paused ` first when it is), LF, the payload verbatim.
     #[must_use]
     pub fn definition(&self) -> Vec<u8> {
         let missed = match self.missed {
@@ -172,20 +182,26 @@ impl Schedule {
             When::Every(interval) => format!("every {} {missed}", interval.as_millis()),
             When::Cron { expr, zone } => format!("cron {} {missed} {expr}", zone.name()),
         };
-        [header.as_bytes(), b"\n", &self.payload].concat()
+        let paused: &[u8] = if self.paused { PAUSED.as_bytes() } else { b"" };
+        [paused, header.as_bytes(), b"\n", &self.payload].concat()
     }
 
     /// Read a definition back (the schedule `name`'s).
     ///
     /// # Errors
     /// [`ErrorKind::Record`] for a definition this host cannot read: no
-    /// header line, an unknown kind or missed policy, or a schedule that
-    /// breaks the checks of [`every`](Schedule::every) or [`cron`](Schedule::cron).
+    /// header line, an unknown word (one leading `paused ` is known), kind
+    /// or missed policy, or a schedule that breaks the checks of
+    /// [`every`](Schedule::every) or [`cron`](Schedule::cron).
     pub fn from_definition(name: &str, definition: &[u8]) -> Result<Schedule> {
         let unreadable = |why: &str| Error::new(ErrorKind::Record, format!("schedule {name:?}: {why}"));
         let at = definition.iter().position(|b| *b == b'\n').ok_or_else(|| unreadable("no header line"))?;
         let header = std::str::from_utf8(&definition[..at]).map_err(|_| unreadable("header is not text"))?;
         let payload = definition[at + 1..].to_vec();
+        let (paused, header) = match header.strip_prefix(PAUSED) {
+            Some(rest) => (true, rest),
+            None => (false, header),
+        };
         let mut words = header.splitn(4, ' ');
         let (kind, first, missed, rest) = (words.next(), words.next(), words.next(), words.next());
         let missed = match missed {
@@ -204,7 +220,10 @@ impl Schedule {
             (Some("cron"), Some(zone), Some(expr)) => Schedule::cron(name, expr, zone, payload),
             _ => return Err(unreadable("unknown header")),
         };
-        schedule.and_then(|s| s.missed(missed)).map_err(|e| unreadable(&e.to_string()))
+        schedule
+            .and_then(|s| s.missed(missed))
+            .map(|s| s.paused(paused))
+            .map_err(|e| unreadable(&e.to_string()))
     }
 
     /// The first tick after `ms` (server ms), if there is one.
@@ -242,12 +261,14 @@ impl Schedule {
     /// The FIREs that run this schedule's due ticks, in order, given its
     /// stored next tick `next` and the server's `now` (PROTOCOL.md §11.6).
     /// The first carries `next` as its tick; each later one the `next` of the one before.
+    /// A paused schedule's is one FIRE with `SKIP 1`: its ticks move on, no job.
     #[must_use]
     pub fn plan(&self, queue: &str, next: u64, now: u64) -> Vec<Fire> {
         let never = *limits::AT_MS.end();
         let latest = self.last_at_or_before(now).filter(|t| *t >= next).unwrap_or(next);
         let after = self.next_after(latest).unwrap_or(never).max(latest + 1).min(never);
         let fired: Vec<u64> = match self.missed {
+            _ if self.paused => vec![], // fire nothing: the ticks move on
             Missed::Last => vec![latest],
             Missed::Skip if now.saturating_sub(latest) <= SKIP_GRACE_MS => vec![latest],
             Missed::Skip => vec![],
@@ -284,6 +305,23 @@ impl Schedule {
         }
         plan
     }
+}
+
+/// The word a paused schedule's header line begins with, and its space.
+const PAUSED: &str = "paused ";
+
+/// A schedule's name: 1 to 200 bytes, no LF.
+///
+/// # Errors
+/// [`ErrorKind::Argument`] for one that is not.
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > limits::MAX_SCHEDULE_NAME || name.contains('\n') {
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!("schedule name must be 1 to {} bytes, no LF", limits::MAX_SCHEDULE_NAME),
+        ));
+    }
+    Ok(())
 }
 
 /// `ms` as a time in `zone`.
@@ -346,6 +384,59 @@ mod tests {
             let back = Schedule::from_definition(&schedule.name, &schedule.definition()).unwrap();
             assert_eq!(back, schedule);
         }
+    }
+
+    #[test]
+    fn paused_definitions_round_trip() {
+        let every = Schedule::every("tick", Duration::from_secs(1), "p").unwrap().paused(true);
+        assert_eq!(every.definition(), b"paused every 1000 last\np");
+        let cron = Schedule::cron("daily", "0 9 * * *", "UTC", "{}").unwrap().paused(true);
+        assert_eq!(cron.definition(), b"paused cron UTC last 0 9 * * *\n{}");
+        for schedule in [every, cron] {
+            let back = Schedule::from_definition(&schedule.name, &schedule.definition()).unwrap();
+            assert!(back.paused);
+            assert_eq!(back, schedule);
+            assert_eq!(back.clone().paused(false).definition(), schedule.definition()[b"paused ".len()..]);
+        }
+        // Exactly one leading `paused ` word: anything else stays unreadable.
+        for unknown in [
+            &b"paused paused every 1000 last\n"[..],
+            b"Paused every 1000 last\n",
+            b"paused  every 1000 last\n",
+            b"paused\n",
+            b"every 1000 last paused\n",
+            b"pausedevery 1000 last\n",
+        ] {
+            let err = Schedule::from_definition("x", unknown).unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Record, "{:?}", String::from_utf8_lossy(unknown));
+        }
+    }
+
+    #[test]
+    fn a_paused_plan_is_one_skip_whatever_the_policy() {
+        for missed in [Missed::Last, Missed::Skip, Missed::All(1), Missed::All(3), Missed::All(100)] {
+            let every = Schedule::every("s", Duration::from_secs(1), "").unwrap().missed(missed).unwrap();
+            let paused = every.paused(true);
+            // (stored next, now, the latest tick by now, the first after it)
+            for (next, now, latest, after) in [(5000, 5200, 5000, 6000), (5000, 8300, 8000, 9000)] {
+                let plan = paused.plan("q", next, now);
+                assert_eq!(plan.len(), 1, "{missed:?} at {now}");
+                let fire = &plan[0];
+                assert!(fire.skip, "{missed:?} at {now}");
+                assert_eq!((fire.tick, fire.next), (next, after), "{missed:?} at {now}");
+                assert_eq!(fire.id, tick_id("q", "s", latest), "{missed:?} at {now}");
+            }
+        }
+        // A cron schedule, long missed: the same one skip, to the first tick after now.
+        let daily = Schedule::cron("d", "0 9 * * *", "UTC", "").unwrap().paused(true);
+        let day = 86_400_000;
+        let nine = 1_767_600_000_000 + 3_600_000; // 2026-01-05 09:00 UTC
+        let plan = daily.plan("q", nine, nine + 3 * day + 1);
+        assert_eq!(
+            plan.iter().map(|f| (f.tick, f.next, f.skip)).collect::<Vec<_>>(),
+            [(nine, nine + 4 * day, true)]
+        );
+        assert_eq!(plan[0].id, tick_id("q", "d", nine + 3 * day));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! (two on Lua, one on the native module), fire a 250 ms schedule together, and
 //! each tick becomes exactly one job (no duplicate, no gap) over more than 20
 //! ticks. Missed ticks while nothing ran fire as the schedule's policy says.
-//! Triggering a schedule enqueues its job at once, on every executor.
+//! Triggering a schedule enqueues its job at once, on every executor. A
+//! paused schedule's ticks fire nothing and move on, and a resume fires the
+//! next tick alone (no backlog), on every executor.
 
 mod common;
 
@@ -11,7 +13,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use echomq::executor::execute;
 use echomq::schedule::{tick_id, tick_of};
+use echomq::transition::{Listed, Schedules};
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Embedded, Executor, JobId, Lua, Missed, Native, Queue, Schedule, State};
 use echomq_core::memory::ManualClock;
@@ -167,4 +171,123 @@ async fn a_trigger_enqueues_the_schedules_job_now_on_every_executor() {
         }
         assert_eq!(q.stats().await.unwrap(), before, "{via_name}: a refused trigger enqueued something");
     }
+}
+
+/// On the embedded executor, whose clock the test moves: an hourly schedule
+/// paused for ten and a half hours, under each policy.
+#[tokio::test]
+async fn a_paused_schedule_fires_nothing_and_a_resume_no_backlog() {
+    const HOUR: u64 = 3_600_000;
+    let start = 1_764_500_000_000 / HOUR * HOUR + 1000;
+    for missed in [Missed::Last, Missed::Skip, Missed::All(3), Missed::All(100)] {
+        let clock = Arc::new(ManualClock::new(start));
+        let q = Queue::new(Arc::new(Embedded::with_clock(clock.clone())), "paused").unwrap();
+        let hourly = Schedule::every("h", Duration::from_millis(HOUR), "x").unwrap().missed(missed).unwrap();
+        q.schedule(&hourly).await.unwrap();
+        let paused = q.pause_schedule("h", true).await.unwrap().expect("the schedule");
+        assert_eq!(paused.schedule, hourly.clone().paused(true), "{missed:?}");
+
+        // Ten ticks come due while it is paused: none fires, and its next moves past now.
+        clock.advance(10 * HOUR + HOUR / 2);
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}");
+        let listed = q.schedules().await.unwrap().remove(0);
+        assert!(listed.schedule.paused, "{missed:?}");
+        assert_eq!(listed.next, start - 1000 + 11 * HOUR, "{missed:?}: the first tick after now");
+        assert_eq!(q.stats().await.unwrap().pending, 0, "{missed:?}");
+        // Paused already: left as it is.
+        assert_eq!(q.pause_schedule("h", true).await.unwrap().as_ref(), Some(&listed), "{missed:?}");
+
+        // Resumed: the next tick fires, alone.
+        let resumed = q.pause_schedule("h", false).await.unwrap().expect("the schedule");
+        assert_eq!((resumed.schedule, resumed.next), (hourly.clone(), listed.next), "{missed:?}");
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}: not due yet");
+        clock.advance(HOUR / 2);
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 1, "{missed:?}: the next tick alone");
+        assert!(q.inspect(&tick_id("paused", "h", resumed.next)).await.unwrap().is_some(), "{missed:?}");
+
+        // Paused again with no upkeep at all for five ticks: a resume starts
+        // from the first tick after now, and no missed tick fires.
+        q.pause_schedule("h", true).await.unwrap().expect("the schedule");
+        clock.advance(5 * HOUR);
+        let resumed = q.pause_schedule("h", false).await.unwrap().expect("the schedule");
+        assert_eq!(resumed.next, listed.next + 6 * HOUR, "{missed:?}");
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}: no backlog");
+        clock.advance(HOUR);
+        assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 1, "{missed:?}");
+        assert_eq!(q.stats().await.unwrap().pending, 2, "{missed:?}: one job per resume");
+    }
+}
+
+/// What SCHEDULES reads of the queue, as the server stores it.
+async fn listed(q: &Queue, via: &dyn Executor) -> Listed {
+    execute(via, q.keyspace(), &Schedules { due: false, limit: 10 }).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_schedule_skips_its_ticks_on_every_executor() {
+    let (_server, executors) = common::three_executors().await;
+    let mut running = tokio::task::JoinSet::new();
+    for (via_name, via) in executors {
+        running.spawn(pause_and_resume(via_name, via));
+    }
+    while let Some(done) = running.join_next().await {
+        done.unwrap();
+    }
+}
+
+/// Pause a 2 s schedule that fires every missed tick, let two ticks pass
+/// under the upkeep, resume it: one job, the first tick after the resume.
+async fn pause_and_resume(via_name: &'static str, via: Arc<dyn Executor>) {
+    let beat = 2000;
+    let name = unique_queue("pause");
+    let q = Queue::new(via.clone(), &name).unwrap();
+    let every =
+        Schedule::every("beat", Duration::from_millis(beat), "b").unwrap().missed(Missed::All(100)).unwrap();
+    q.schedule(&every).await.unwrap();
+
+    // No such schedule, or a bad name: nothing written.
+    let before = listed(&q, &*via).await.schedules;
+    assert_eq!(q.pause_schedule("nightly", true).await.unwrap(), None, "{via_name}");
+    for bad in [String::new(), "a\nb".to_owned(), "x".repeat(201)] {
+        for paused in [true, false] {
+            let err = q.pause_schedule(&bad, paused).await.unwrap_err();
+            assert_eq!(err.kind, echomq::ErrorKind::Argument, "{via_name}: {bad:?}");
+        }
+    }
+    assert_eq!(listed(&q, &*via).await.schedules, before, "{via_name}: a refused pause wrote something");
+
+    let paused = q.pause_schedule("beat", true).await.unwrap().expect("the schedule");
+    let stored = listed(&q, &*via).await.schedules.remove(0);
+    assert_eq!(stored.definition, b"paused every 2000 all:100\nb", "{via_name}");
+    // Two ticks come due while it is paused: each upkeep moves it on and fires none.
+    let upkeep = Upkeep::of(&q);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert_eq!(upkeep.fire_schedules().await.unwrap(), 0, "{via_name}: a paused tick fired");
+        let Listed { now, schedules } = listed(&q, &*via).await;
+        if schedules[0].next >= paused.next + 2 * beat && schedules[0].next > now {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{via_name}: the paused ticks did not move on in 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(q.stats().await.unwrap(), Default::default(), "{via_name}: no job while paused");
+
+    // Resumed: the first tick after now fires, alone, though all:100 would
+    // fire every missed one.
+    let resumed = q.pause_schedule("beat", false).await.unwrap().expect("the schedule");
+    assert_eq!(resumed.schedule, every, "{via_name}");
+    assert_eq!(listed(&q, &*via).await.schedules[0].definition, every.definition(), "{via_name}");
+    let fired = loop {
+        let fired = upkeep.fire_schedules().await.unwrap();
+        if fired > 0 {
+            break fired;
+        }
+        assert!(Instant::now() < deadline, "{via_name}: the resumed schedule did not fire in 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(fired, 1, "{via_name}");
+    assert_eq!(q.stats().await.unwrap().pending, 1, "{via_name}");
+    let job = q.inspect(&tick_id(&name, "beat", resumed.next)).await.unwrap();
+    assert!(job.is_some(), "{via_name}: the job is the first tick's after the resume");
 }

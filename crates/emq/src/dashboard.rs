@@ -31,7 +31,7 @@
 //! - `jobs.rs`: a state's jobs, and the search among them.
 //! - `bulk.rs`: retry or cancel of the ticked jobs or of all that match.
 //! - `job.rs`: one job's page and its actions.
-//! - `schedules.rs`: a queue's schedules, trigger and remove.
+//! - `schedules.rs`: a queue's schedules, trigger, pause, resume and remove.
 //! - `batches.rs`: a queue's open batches and how far each has settled.
 
 use std::net::SocketAddr;
@@ -140,6 +140,8 @@ fn router(app: Arc<App>) -> Router {
         .route("/queues/{queue}/schedules", get(schedules::schedules_page))
         .route("/queues/{queue}/schedules/remove", post(schedules::remove))
         .route("/queues/{queue}/schedules/trigger", post(schedules::trigger))
+        .route("/queues/{queue}/schedules/pause", post(schedules::pause))
+        .route("/queues/{queue}/schedules/resume", post(schedules::resume))
         .route("/queues/{queue}/batches", get(batches::batches_page))
         .route("/workers", get(workers::workers_page))
         .route("/live", get(snapshot::live))

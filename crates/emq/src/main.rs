@@ -185,7 +185,8 @@ enum Command {
     Dashboard(dashboard::Args),
     /// Write each transition's Lua script, includes expanded, SHA1SUMS and manifest.json: for speakers in other languages.
     Scripts(scripts::Args),
-    /// A queue's schedules: add (cron or interval), list with next fire times, remove.
+    /// A queue's schedules: add (cron or interval), list with next fire times, remove,
+    /// trigger, pause, resume.
     Schedule(schedule::Args),
 }
 

@@ -1,6 +1,7 @@
-//! `emq schedule add|list|remove|trigger`: a queue's schedules, cron or
-//! interval. The queue's workers fire them (`emq work` or any EchoMQ
-//! worker); `trigger` enqueues one's job at once, outside its ticks.
+//! `emq schedule add|list|remove|trigger|pause|resume`: a queue's
+//! schedules, cron or interval. The queue's workers fire them (`emq work`
+//! or any EchoMQ worker); `trigger` enqueues one's job at once, outside its
+//! ticks; a paused one's ticks fire nothing until it is resumed.
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -39,6 +40,20 @@ enum Command {
     },
     /// Enqueue a schedule's job now, outside its ticks (a new id; the next tick stays); prints its id.
     Trigger {
+        /// The queue.
+        queue: String,
+        /// The schedule's name.
+        name: String,
+    },
+    /// Pause a schedule: its ticks fire no job until it is resumed (the queue's other schedules go on).
+    Pause {
+        /// The queue.
+        queue: String,
+        /// The schedule's name.
+        name: String,
+    },
+    /// Resume a paused schedule from its first tick after now; the ticks missed while paused never fire.
+    Resume {
         /// The queue.
         queue: String,
         /// The schedule's name.
@@ -128,7 +143,13 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                     When::Every(every) => format!("every {}", humantime::format_duration(*every)),
                     When::Cron { expr, zone } => format!("cron {expr:?} {zone}"),
                 };
-                say!("{}  next {}  {when}  missed {}", s.name, at(scheduled.next), missed_text(s.missed));
+                let paused = if s.paused { "  paused" } else { "" };
+                say!(
+                    "{}  next {}  {when}  missed {}{paused}",
+                    s.name,
+                    at(scheduled.next),
+                    missed_text(s.missed)
+                );
             }
             // On stderr, out of the way of a pipe reading the lines.
             eprintln!("{} schedules in {queue}", listed.len());
@@ -147,6 +168,21 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             Some(id) => tell!("{id}"),
             None => return Err(format!("no schedule {name} in {queue}").into()),
         },
+        Command::Pause { queue, name } => set_paused(server, &queue, &name, true).await?,
+        Command::Resume { queue, name } => set_paused(server, &queue, &name, false).await?,
+    }
+    Ok(())
+}
+
+/// `pause` (`paused`) or `resume`: say what it is now, or that there is no such schedule.
+async fn set_paused(server: &Server, queue: &str, name: &str, paused: bool) -> Result<(), Error> {
+    let Some(scheduled) = server.queue(queue).await?.pause_schedule(name, paused).await? else {
+        return Err(format!("no schedule {name} in {queue}").into());
+    };
+    if paused {
+        tell!("paused {name} in {queue}: its ticks fire nothing until it is resumed");
+    } else {
+        tell!("resumed {name} in {queue}: next at {}", at(scheduled.next));
     }
     Ok(())
 }

@@ -110,6 +110,37 @@ fn schedules_are_added_listed_with_their_next_tick_and_removed() {
     }
 }
 
+#[test]
+fn a_schedule_is_paused_listed_as_paused_and_resumed() {
+    for (server, via) in servers() {
+        let cli = Cli { url: server.url(), via, cluster: false };
+        let q = unique_queue("pause");
+        cli.ok(&["schedule", "add", &q, "beat", "b", "--every", "1h"]);
+        cli.ok(&["schedule", "add", &q, "digest", "{}", "--cron", "0 9 * * *"]);
+        let paused = cli.ok(&["schedule", "pause", &q, "beat"]);
+        assert!(paused.contains(&format!("paused beat in {q}")), "{via}: {paused}");
+        let listed = cli.ok(&["schedule", "list", &q]);
+        let line = |name: &str| listed.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_owned();
+        assert!(line("beat").ends_with("missed last  paused"), "{via}: {listed}");
+        assert!(!line("digest").contains("paused"), "{via}: only the one paused: {listed}");
+        // Paused already: said the same, still paused.
+        cli.ok(&["schedule", "pause", &q, "beat"]);
+        assert!(cli.ok(&["schedule", "list", &q]).contains("paused"), "{via}");
+        let resumed = cli.ok(&["schedule", "resume", &q, "beat"]);
+        assert!(resumed.contains(&format!("resumed beat in {q}: next at ")), "{via}: {resumed}");
+        assert!(!cli.ok(&["schedule", "list", &q]).contains("paused"), "{via}");
+        // No such schedule, or a bad name: a clear error, nothing written.
+        for command in ["pause", "resume"] {
+            let nothing = cli.fails(&["schedule", command, &q, "nightly"]);
+            assert!(nothing.contains(&format!("no schedule nightly in {q}")), "{via}: {nothing}");
+            let bad = cli.fails(&["schedule", command, &q, ""]);
+            assert!(bad.contains("schedule name must be"), "{via}: {bad}");
+        }
+        let (listed, footer) = cli.ok_said(&["schedule", "list", &q]);
+        assert!(!listed.contains("paused") && footer.contains("2 schedules in"), "{via}: {footer}");
+    }
+}
+
 fn servers() -> Vec<(RedisServer, &'static str)> {
     vec![
         (RedisServer::start(), "lua"),

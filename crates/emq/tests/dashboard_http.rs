@@ -3,7 +3,7 @@
 //! token, without the CSRF token and cross-site, and changes nothing then;
 //! bad form values are 400 and change nothing; writes are audited; /live
 //! streams counts; /metrics carries the documented names. A schedule is
-//! triggered after a confirmation; a queue's open batches show their counts;
+//! triggered, paused and resumed after a confirmation; a queue's open batches show their counts;
 //! a queue's page shows its latency from the event log, or why not.
 
 mod dashboard_support;
@@ -63,15 +63,24 @@ fn writes(name: &str, id: &echomq::JobId) -> Vec<(String, String)> {
         (format!("/queues/{name}/jobs/{id}/cancel"), "confirmed=yes".into()),
         (format!("/queues/{name}/schedules/remove"), "name=tick&confirmed=yes".into()),
         (format!("/queues/{name}/schedules/trigger"), "name=tick&confirmed=yes".into()),
+        (format!("/queues/{name}/schedules/pause"), "name=tick&confirmed=yes".into()),
+        (format!("/queues/{name}/schedules/resume"), "name=held&confirmed=yes".into()),
     ]
+}
+
+/// The schedules [`writes`] acts on: `tick`, and `held`, paused.
+async fn two_schedules(q: &echomq::Queue) {
+    let hourly = |name| echomq::Schedule::every(name, Duration::from_secs(3600), "t").unwrap();
+    q.schedule(&hourly("tick")).await.unwrap();
+    q.schedule(&hourly("held").paused(true)).await.unwrap();
 }
 
 /// What the writes would change: the counts, the settings, the schedules.
 async fn state_of(q: &echomq::Queue) -> String {
     let stats = q.stats().await.unwrap();
     let settings = q.settings().await.unwrap();
-    let schedules = q.schedules().await.unwrap().len();
-    format!("{stats:?} {settings:?} {schedules}")
+    let schedules = q.schedules().await.unwrap();
+    format!("{stats:?} {settings:?} {schedules:?}")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,7 +90,7 @@ async fn read_only_shows_no_form_and_refuses_every_write() {
     let q = queue(&server, &name).await;
     let id = dead_jobs(&q, 1).await.remove(0);
     q.enqueue(b"waiting".to_vec()).await.unwrap();
-    q.schedule(&echomq::Schedule::every("tick", Duration::from_secs(3600), "t").unwrap()).await.unwrap();
+    two_schedules(&q).await;
     let before = state_of(&q).await;
     let dashboard = Dashboard::start(&server, &["--read-only"]);
     for page in [
@@ -117,7 +126,7 @@ async fn writes_need_the_token_the_csrf_token_and_the_same_site() {
     let name = unique_queue("token");
     let q = queue(&server, &name).await;
     let id = dead_jobs(&q, 1).await.remove(0);
-    q.schedule(&echomq::Schedule::every("tick", Duration::from_secs(3600), "t").unwrap()).await.unwrap();
+    two_schedules(&q).await;
     let before = state_of(&q).await;
     let dashboard = Dashboard::start(&server, &["--token", "sesame"]);
 
@@ -492,6 +501,58 @@ async fn a_schedule_is_triggered_after_a_confirmation() {
     let bad = dashboard.post(&path, &format!("csrf={csrf}&name=&confirmed=yes"));
     assert_eq!(bad.status(), 400, "{bad:?}");
     assert_eq!(q.stats().await.unwrap().pending, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_is_paused_and_resumed_after_a_confirmation() {
+    let server = RedisServer::start();
+    let name = unique_queue("pause");
+    let q = queue(&server, &name).await;
+    let hourly = echomq::Schedule::every("tick", Duration::from_secs(3600), "t").unwrap();
+    q.schedule(&hourly).await.unwrap();
+    let mut conn = server.client().get_connection().unwrap();
+    let mut definition = || -> Vec<u8> {
+        redis::cmd("HGET").arg(q.keyspace().schedules()).arg("tick").query(&mut conn).unwrap()
+    };
+    let dashboard = Dashboard::start(&server, &[]);
+    let page = dashboard.get(&format!("/queues/{name}/schedules"));
+    assert!(page.has(&format!(r#"action="/queues/{name}/schedules/pause""#)), "{page:?}");
+    assert!(page.has(r#"<td class="paused">no</td>"#), "{page:?}");
+    let csrf = dashboard.csrf(&format!("/queues/{name}/schedules"));
+
+    let (running, paused) = (hourly.definition(), hourly.clone().paused(true).definition());
+    for (action, title, before, after, shown, then) in [
+        ("pause", "Pause schedule", &running, &paused, "<strong>paused</strong>", "resume"),
+        ("resume", "Resume schedule", &paused, &running, r#"<td class="paused">no</td>"#, "pause"),
+    ] {
+        let path = format!("/queues/{name}/schedules/{action}");
+        // Unconfirmed: a page that asks, nothing written.
+        let asked = dashboard.post(&path, &format!("csrf={csrf}&name=tick"));
+        assert!(asked.status() == 200 && asked.has(&format!(r#"<p id="confirm">{title}"#)), "{asked:?}");
+        assert_eq!(&definition(), before, "{action}");
+        // Confirmed: the stored definition changes, the page shows it, the write is audited.
+        let done = dashboard.post(&path, &format!("csrf={csrf}&name=tick&confirmed=yes"));
+        assert_eq!(done.status(), 303, "{done:?}");
+        assert_eq!(&definition(), after, "{action}");
+        let page = dashboard.get(&format!("/queues/{name}/schedules"));
+        let form = format!(r#"action="/queues/{name}/schedules/{then}""#);
+        assert!(page.has(shown) && page.has(&form), "{action}: {page:?}");
+        let log = dashboard.log();
+        let line =
+            log.lines().find(|l| l.contains(&format!(r#"action="{action} schedule""#)) && l.contains("done"));
+        assert!(line.is_some_and(|l| l.contains(&format!(r#"queue="{name}""#))), "{action}: {log}");
+    }
+
+    // No such schedule: 404; a bad name: 400; nothing written either way.
+    for action in ["pause", "resume"] {
+        let path = format!("/queues/{name}/schedules/{action}");
+        let missing = dashboard.post(&path, &format!("csrf={csrf}&name=nightly&confirmed=yes"));
+        assert_eq!(missing.status(), 404, "{missing:?}");
+        let bad = dashboard.post(&path, &format!("csrf={csrf}&name=&confirmed=yes"));
+        assert_eq!(bad.status(), 400, "{bad:?}");
+    }
+    assert_eq!(definition(), running);
+    assert_eq!(q.schedules().await.unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

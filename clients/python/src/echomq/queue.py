@@ -11,6 +11,7 @@ version before anything was written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -231,7 +232,10 @@ class Queue:
         schedule = Every.read(f"every {every_ms} {missed}\n".encode() + calls.payload(payload))
         if schedule is None or every_ms < 1:
             raise InvalidInput(f"every {every_ms} ms, missed {missed!r}: not a schedule (§11.6)")
-        raw_name = calls.schedule_name(name)
+        return await self._schedule(calls.schedule_name(name), schedule)
+
+    async def _schedule(self, raw_name: bytes, schedule: Every) -> int:
+        """Write ``schedule`` (SCHEDULE replaces) with its first tick after the server's now: that tick."""
         now = int((await self.executor.run(calls.schedules(self.keyspace, limit=1)))[0])
         first = schedule.first_after(now)
         await self.executor.run(calls.schedule(self.keyspace, raw_name, schedule.definition(), first))
@@ -241,6 +245,34 @@ class Queue:
     async def unschedule(self, name: str) -> bool:
         """Remove schedule ``name`` (the jobs it fired stay): whether there was one."""
         return bool(await self.executor.run(calls.unschedule(self.keyspace, calls.schedule_name(name))))
+
+    async def pause_schedule(self, name: str) -> bool:
+        """Pause schedule ``name``: its ticks fire no job, they only move on,
+        until :meth:`resume_schedule` (§11.6). Whether there is one (among
+        the first 1000 by next tick). Raises :class:`InvalidInput`, nothing
+        written, for a ``cron`` schedule, which this package cannot read."""
+        return await self._set_paused(name, True)
+
+    async def resume_schedule(self, name: str) -> bool:
+        """Resume schedule ``name`` from its first tick after the server's
+        now: the ticks missed while it was paused never fire. As
+        :meth:`pause_schedule` otherwise."""
+        return await self._set_paused(name, False)
+
+    async def _set_paused(self, name: str, paused: bool) -> bool:
+        """Write the definition again, paused or not (§11.6); one already so is left as it is."""
+        raw_name = calls.schedule_name(name)
+        reply = await self.executor.run(calls.schedules(self.keyspace))
+        stored = next((definition for found, definition, _ in reply[1:] if found == raw_name), None)
+        if stored is None:
+            return False
+        schedule = Every.read(stored)
+        if schedule is None:
+            raise InvalidInput(f"schedule {name!r} of {self.name} is not an `every` schedule, which this "
+                               "package cannot read, so it does not rewrite it: use emq or the Rust host")
+        if schedule.paused != paused:
+            await self._schedule(raw_name, dataclasses.replace(schedule, paused=paused))
+        return True
 
     async def last_event(self) -> str:
         """The event log's last entry id (``0-0`` when empty): where to read from."""

@@ -1,7 +1,7 @@
 """Schedules, the host's half (PROTOCOL.md §11.6): definitions, tick ids and
 the firing every worker does in its upkeep. This package reads ``every``
-definitions; a ``cron`` one it leaves alone and says so (§11.6: a host that
-cannot read a definition never guesses)."""
+definitions, paused or not; a ``cron`` one it leaves alone and says so
+(§11.6: a host that cannot read a definition never guesses)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ log = logging.getLogger("echomq.schedule")
 
 MISSED_WINDOW_MS = 60_000
 
+PAUSED = "paused "
+"""The word a paused schedule's header line begins with, and its space (§11.6)."""
+
 
 def tick_id(queue: str, schedule: str, tick: int) -> str:
     """The tick's job id, byte for byte as §11.6 says."""
@@ -29,16 +32,20 @@ def tick_id(queue: str, schedule: str, tick: int) -> str:
 
 @dataclass(frozen=True)
 class Every:
-    """``every <ms> <missed>``: ticks at each multiple of ``ms``."""
+    """``every <ms> <missed>``: ticks at each multiple of ``ms``; ``paused``
+    (the header begins ``paused ``): its ticks fire no job, they only move on."""
 
     every_ms: int
     missed: str
     payload: bytes
+    paused: bool = False
 
     @staticmethod
     def read(definition: bytes) -> Every | None:
         header, _, payload = definition.partition(b"\n")
-        words = header.decode("utf-8", "replace").split(" ")
+        text = header.decode("utf-8", "replace")
+        rest = text.removeprefix(PAUSED)
+        words = rest.split(" ")
         if len(words) != 3 or words[0] != "every" or not words[1].isdigit():
             return None
         every = int(words[1])
@@ -48,20 +55,24 @@ class Every:
         if missed not in ("last", "none"):
             if not missed.startswith("all:") or not missed[4:].isdigit() or not 1 <= int(missed[4:]) <= 1000:
                 return None
-        return Every(every, missed, payload)
+        return Every(every, missed, payload, paused=rest != text)
 
     def definition(self) -> bytes:
-        return f"every {self.every_ms} {self.missed}\n".encode() + self.payload
+        paused = PAUSED if self.paused else ""
+        return f"{paused}every {self.every_ms} {self.missed}\n".encode() + self.payload
 
     def first_after(self, now: int) -> int:
         return (now // self.every_ms + 1) * self.every_ms
 
 
 def fires(ks: Keyspace, name: str, every: Every, due: int, now: int) -> list[Call]:
-    """The FIREs for one due schedule, to be sent one at a time, stopping at the first ``-1``."""
+    """The FIREs for one due schedule, to be sent one at a time, stopping at
+    the first ``-1``; a paused one's is a single FIRE with ``SKIP 1``."""
     latest = max(due, now // every.every_ms * every.every_ms)
     after = (latest // every.every_ms + 1) * every.every_ms
-    if every.missed == "last":
+    if every.paused:
+        ticks = []  # fire nothing: the ticks move on
+    elif every.missed == "last":
         ticks = [latest]
     elif every.missed == "none":
         ticks = [latest] if now - latest <= MISSED_WINDOW_MS else []

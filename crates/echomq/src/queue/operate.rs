@@ -1,6 +1,7 @@
 //! Operating: pausing and limiting the queue, keeping and deleting finished
 //! jobs, cancelling and retrying one, draining or deleting the whole queue,
-//! counting and inspecting jobs, and its schedules.
+//! counting and inspecting jobs, and its schedules (add, remove, trigger,
+//! pause one).
 
 use std::time::Duration;
 
@@ -293,19 +294,43 @@ impl Queue {
     /// [`ErrorKind::Record`](crate::ErrorKind::Record) when the schedule's
     /// stored definition does not read; as [`enqueue`](Queue::enqueue).
     pub async fn trigger(&self, name: &str) -> Result<Option<JobId>> {
-        if name.is_empty() || name.len() > echomq_core::limits::MAX_SCHEDULE_NAME || name.contains('\n') {
-            return Err(crate::Error::new(
-                crate::ErrorKind::Argument,
-                format!("schedule name must be 1 to {} bytes, no LF", echomq_core::limits::MAX_SCHEDULE_NAME),
-            ));
+        let Some(stored) = self.stored_schedule(name).await? else { return Ok(None) };
+        self.enqueue(stored.schedule.payload).await.map(Some)
+    }
+
+    /// Pause schedule `name` (`paused`: its due ticks fire no job, they
+    /// only move on), or resume it: its definition is written again
+    /// ([`schedule`](Queue::schedule)), so its ticks start again from the
+    /// first after the server's now, and a resume fires no tick missed
+    /// while it was paused, whatever its [`Missed`](crate::Missed) policy.
+    /// One already so is left as it is, its next tick too. The schedule
+    /// as it is now; `None`, nothing written, when the queue has no
+    /// schedule `name` among the first 1000 by next tick (those
+    /// [`schedules`](Queue::schedules) lists). A host that does not know
+    /// pausing (before protocol 1.4) leaves a paused schedule alone, so it
+    /// stays paused. A remove of the same schedule that lands between this
+    /// read and its write is undone (SCHEDULE replaces whatever is there).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument), nothing
+    /// written, for a name that is empty, over 200 bytes or holds LF;
+    /// [`ErrorKind::Record`](crate::ErrorKind::Record) when the schedule's
+    /// stored definition does not read; as [`schedule`](Queue::schedule).
+    pub async fn pause_schedule(&self, name: &str, paused: bool) -> Result<Option<Scheduled>> {
+        let Some(stored) = self.stored_schedule(name).await? else { return Ok(None) };
+        if stored.schedule.paused == paused {
+            return Ok(Some(stored));
         }
+        self.schedule(&stored.schedule.paused(paused)).await.map(Some)
+    }
+
+    /// Schedule `name` as stored, read, if it is among the first 1000 by
+    /// next tick; the name is checked before anything is sent.
+    async fn stored_schedule(&self, name: &str) -> Result<Option<Scheduled>> {
+        crate::schedule::check_name(name)?;
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
         let listed = self.run(&Schedules { due: false, limit }).await?;
-        let Some(stored) = listed.schedules.into_iter().find(|stored| stored.name == name) else {
-            return Ok(None);
-        };
-        let schedule = Schedule::from_definition(&stored.name, &stored.definition)?;
-        self.enqueue(schedule.payload).await.map(Some)
+        listed.schedules.into_iter().find(|stored| stored.name == name).map(read_stored).transpose()
     }
 
     /// The queue's schedules (up to 1000), by next tick.
@@ -317,15 +342,14 @@ impl Queue {
     pub async fn schedules(&self) -> Result<Vec<Scheduled>> {
         let limit = *echomq_core::limits::SWEEP_LIMIT.end();
         let listed = self.run(&Schedules { due: false, limit }).await?;
-        listed
-            .schedules
-            .into_iter()
-            .map(|stored| {
-                let schedule = Schedule::from_definition(&stored.name, &stored.definition)?;
-                Ok(Scheduled { schedule, next: stored.next })
-            })
-            .collect()
+        listed.schedules.into_iter().map(read_stored).collect()
     }
+}
+
+/// A schedule as SCHEDULES handed it out, its definition read.
+fn read_stored(stored: Stored) -> Result<Scheduled> {
+    let schedule = Schedule::from_definition(&stored.name, &stored.definition)?;
+    Ok(Scheduled { schedule, next: stored.next })
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! A queue's schedules: when each ticks, its next tick, its last tick and
 //! whether that tick's job exists (each tick's job id is derived from the
-//! schedule and the tick, so this is one look), trigger (enqueue its job now,
-//! under a new id, outside its ticks) and remove, each after a confirmation.
-//! The host API has no pause of one schedule: pausing the queue holds the
-//! jobs its ticks enqueue.
+//! schedule and the tick, so this is one look), whether it is paused;
+//! trigger (enqueue its job now, under a new id, outside its ticks), pause
+//! or resume (a resume fires no tick missed while paused) and remove, each
+//! after a confirmation.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,13 +49,16 @@ pub async fn schedules_page(
             (html::scroll(&html! {
                 table #schedules {
                     tr {
-                        th { "name" } th { "when" } th { "next tick" } th { "last tick" } th { "missed ticks" } th { "payload" }
+                        th { "name" } th { "when" } th { "next tick" } th { "last tick" } th { "missed ticks" } th { "paused" } th { "payload" }
                         @if app.form_token(&headers).is_some() { th { "" } }
                     }
                     @for row in &rows { (row) }
                 }
             }))
-            p.note { "The queue's workers fire each tick once; pausing the queue holds the jobs its ticks enqueue." }
+            p.note {
+                "The queue's workers fire each tick once; a paused schedule's ticks fire nothing, and its "
+                "resume fires none it missed; pausing the queue holds the jobs its ticks enqueue."
+            }
         }
     };
     let crumbs =
@@ -96,6 +99,7 @@ fn row(name: &str, scheduled: &Scheduled, now: u64, fired: Fired, token: Option<
                 }
             }
             td { (missed) }
+            td.paused { @if schedule.paused { strong { "paused" } } @else { "no" } }
             td.wrap { code { (String::from_utf8_lossy(&schedule.payload[..schedule.payload.len().min(120)])) } }
             @if let Some(token) = token {
                 td {
@@ -108,6 +112,12 @@ fn row(name: &str, scheduled: &Scheduled, now: u64, fired: Fired, token: Option<
                         (html::csrf(token))
                         input type="hidden" name="name" value=(schedule.name);
                         button.trigger type="submit" { "trigger now…" }
+                    }
+                    @let (action, label) = if schedule.paused { ("resume", "resume…") } else { ("pause", "pause…") };
+                    form.inline method="post" action=(queue_path(name, &format!("/schedules/{action}"))) {
+                        (html::csrf(token))
+                        input type="hidden" name="name" value=(schedule.name);
+                        button.(action) type="submit" { (label) }
                     }
                 }
             }
@@ -148,7 +158,7 @@ pub async fn remove(
     Ok(super::back_to(&queue_path(&name, "/schedules")))
 }
 
-/// The page that asks to confirm `action` (`remove`, `trigger`) on
+/// The page that asks to confirm `action` (`remove`, `trigger`, `pause`, `resume`) on
 /// schedule `schedule` of queue `name`, posting back to its route.
 fn confirm(app: &App, name: &str, schedule: &str, title: &str, said: &str, action: &str) -> Response {
     let fields = [("name", schedule.to_owned())];
@@ -185,6 +195,64 @@ pub async fn trigger(
         })?;
     match triggered {
         Some(id) => Ok(super::back_to(&queue_path(&name, &format!("/jobs/{}", urlencode(id.as_str()))))),
+        None => Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name))),
+    }
+}
+
+/// Pause a schedule, after a confirmation: its ticks fire no job until it is resumed.
+pub async fn pause(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<ScheduleForm>,
+) -> Result<Response, Problem> {
+    set_paused(&app, &name, Write::new(remote, "pause schedule", &name), &headers, form, true).await
+}
+
+/// Resume a paused schedule, after a confirmation: from its first tick
+/// after now; those missed while it was paused do not fire.
+pub async fn resume(
+    Extract(app): Extract<Arc<App>>,
+    Path(name): Path<String>,
+    remote: ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<ScheduleForm>,
+) -> Result<Response, Problem> {
+    set_paused(&app, &name, Write::new(remote, "resume schedule", &name), &headers, form, false).await
+}
+
+async fn set_paused(
+    app: &App,
+    name: &str,
+    write: Write<'_>,
+    headers: &HeaderMap,
+    form: ScheduleForm,
+    paused: bool,
+) -> Result<Response, Problem> {
+    app.may_write(&write, headers, form.csrf.as_deref())?;
+    let queue = queue_of(app, name)?;
+    let (action, done, title, why) = if paused {
+        ("pause", "paused", "Pause schedule", "Its ticks fire no job until it is resumed.")
+    } else {
+        let why =
+            "Its ticks start again from the first after now; those missed while it was paused do not fire.";
+        ("resume", "resumed", "Resume schedule", why)
+    };
+    if form.confirmed.as_deref() != Some("yes") {
+        let said = format!("{title} {:?} of {name}? {why}", form.name);
+        return Ok(confirm(app, name, &form.name, title, &said, action));
+    }
+    let scheduled = write.logged(
+        app,
+        queue.pause_schedule(&form.name, paused).await.map_err(Problem::from),
+        |found| match found {
+            Some(_) => format!("done: schedule {:?} {done}", form.name),
+            None => format!("done: no schedule {:?}", form.name),
+        },
+    )?;
+    match scheduled {
+        Some(_) => Ok(super::back_to(&queue_path(name, "/schedules"))),
         None => Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name))),
     }
 }
