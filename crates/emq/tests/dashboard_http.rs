@@ -517,13 +517,14 @@ async fn a_schedule_is_paused_and_resumed_after_a_confirmation() {
     let dashboard = Dashboard::start(&server, &[]);
     let page = dashboard.get(&format!("/queues/{name}/schedules"));
     assert!(page.has(&format!(r#"action="/queues/{name}/schedules/pause""#)), "{page:?}");
-    assert!(page.has(r#"<td class="paused">no</td>"#), "{page:?}");
+    let marked = r#"<strong class="paused">paused</strong>"#;
+    assert!(!page.has(marked), "{page:?}");
     let csrf = dashboard.csrf(&format!("/queues/{name}/schedules"));
 
     let (running, paused) = (hourly.definition(), hourly.clone().paused(true).definition());
     for (action, title, before, after, shown, then) in [
-        ("pause", "Pause schedule", &running, &paused, "<strong>paused</strong>", "resume"),
-        ("resume", "Resume schedule", &paused, &running, r#"<td class="paused">no</td>"#, "pause"),
+        ("pause", "Pause schedule", &running, &paused, true, "resume"),
+        ("resume", "Resume schedule", &paused, &running, false, "pause"),
     ] {
         let path = format!("/queues/{name}/schedules/{action}");
         // Unconfirmed: a page that asks, nothing written.
@@ -536,7 +537,7 @@ async fn a_schedule_is_paused_and_resumed_after_a_confirmation() {
         assert_eq!(&definition(), after, "{action}");
         let page = dashboard.get(&format!("/queues/{name}/schedules"));
         let form = format!(r#"action="/queues/{name}/schedules/{then}""#);
-        assert!(page.has(shown) && page.has(&form), "{action}: {page:?}");
+        assert!(page.has(marked) == shown && page.has(&form), "{action}: {page:?}");
         let log = dashboard.log();
         let line =
             log.lines().find(|l| l.contains(&format!(r#"action="{action} schedule""#)) && l.contains("done"));

@@ -135,7 +135,9 @@ async fn screenshots_of_every_page() {
         .await
         .unwrap();
     webhooks
-        .schedule(&Schedule::cron("nightly-digest", "0 3 * * *", "Europe/Paris", "digest").unwrap())
+        .schedule(
+            &Schedule::cron("nightly-digest", "0 3 * * *", "Europe/Paris", "digest").unwrap().paused(true),
+        )
         .await
         .unwrap();
 

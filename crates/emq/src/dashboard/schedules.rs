@@ -49,7 +49,7 @@ pub async fn schedules_page(
             (html::scroll(&html! {
                 table #schedules {
                     tr {
-                        th { "name" } th { "when" } th { "next tick" } th { "last tick" } th { "missed ticks" } th { "paused" } th { "payload" }
+                        th { "name" } th { "when" } th { "next tick" } th { "last tick" } th { "payload" }
                         @if app.form_token(&headers).is_some() { th { "" } }
                     }
                     @for row in &rows { (row) }
@@ -84,23 +84,24 @@ fn row(name: &str, scheduled: &Scheduled, now: u64, fired: Fired, token: Option<
     html! {
         tr data-schedule=(schedule.name) {
             td { (schedule.name) }
-            td { (when) }
-            td { (html::when(scheduled.next)) " (in " (next_in) ")" }
+            td {
+                (when) @if schedule.paused { " · " strong.paused { "paused" } }
+                br; span.note { "missed ticks: " (missed) }
+            }
+            td { (html::when(scheduled.next)) br; span.note { "in " (next_in) } }
             td {
                 @match &fired {
                     None => "-",
                     Some((tick, id, state)) => {
-                        (html::when(*tick)) " "
+                        (html::when(*tick)) br;
                         @match state {
                             Some(state) => a href=(queue_path(name, &format!("/jobs/{}", urlencode(id.as_str())))) { "its job, " (state) },
-                            None => span.note { "(no job: not fired yet, or its job is gone)" },
+                            None => span.note title="not fired yet, or its job is gone" { "(no job)" },
                         }
                     }
                 }
             }
-            td { (missed) }
-            td.paused { @if schedule.paused { strong { "paused" } } @else { "no" } }
-            td.wrap { code { (String::from_utf8_lossy(&schedule.payload[..schedule.payload.len().min(120)])) } }
+            td.flow { code { (String::from_utf8_lossy(&schedule.payload[..schedule.payload.len().min(120)])) } }
             @if let Some(token) = token {
                 td {
                     form.inline method="post" action=(queue_path(name, "/schedules/remove")) {
