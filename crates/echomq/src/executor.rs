@@ -34,6 +34,7 @@ use crate::{Error, Result};
 
 mod blocking;
 mod connect;
+mod due;
 mod embedded;
 mod lua;
 mod native;
@@ -135,6 +136,15 @@ pub trait Executor: Send + Sync + 'static {
         None
     }
 
+    /// What each of `queues`' upkeep has to do now, read with plain
+    /// commands in one round trip (PROTOCOL.md §11.3); `None` when it
+    /// cannot be known, and every part is then run. Every queue on this
+    /// executor's one server, or one queue (its keys share a slot).
+    async fn upkeep_due(&self, queues: &[Keyspace]) -> Option<Vec<UpkeepDue>> {
+        let _ = queues;
+        None
+    }
+
     /// Let every claim waiting for work in `claim_waiting` return now, empty
     /// unless a job came: a stopping worker asks, so that its shutdown does
     /// not sit out `idle_wait`. Claims that start later wait as usual.
@@ -181,6 +191,24 @@ pub trait Executor: Send + Sync + 'static {
 
     /// A stopping worker's: delete its hash and take it out of the registry.
     async fn unregister_worker(&self, id: &str) -> Result<()>;
+}
+
+/// What a queue's upkeep has to do now (see [`Executor::upkeep_due`]).
+/// A part whose read failed (a key of the wrong type) counts as due, so
+/// that its transition runs and says what is wrong.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpkeepDue {
+    /// A delayed job is due: PROMOTE.
+    pub promote: bool,
+    /// A lease ran out: REAP.
+    pub reap: bool,
+    /// A schedule's tick is due: SCHEDULES `DUE 1`, then FIRE.
+    pub fire: bool,
+    /// A batch is open: SETTLE.
+    pub settle: bool,
+    /// The sizes of done, dead and cancelled, when read: TRIM when one
+    /// changed since its last TRIM.
+    pub finished: [Option<u64>; 3],
 }
 
 /// A run of a Redis server: its `run_id`, new at every start, and whether it

@@ -59,7 +59,7 @@ pub mod workers;
 pub use echomq_core::{limits, Backoff, Code, Name, Policy, Version, PROTOCOL};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventKind, QueueEvents, StreamId};
-pub use executor::{connect, connect_with, Embedded, Executor, Lua, Native, Replication};
+pub use executor::{connect, connect_with, Embedded, Executor, Lua, Native, Replication, UpkeepDue};
 #[cfg(feature = "cluster")]
 pub use executor::{connect_cluster, ByFirstKey};
 pub use id::JobId;

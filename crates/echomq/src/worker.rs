@@ -268,7 +268,9 @@ impl Worker {
                 jobs: job_tx.downgrade(),
             });
             loops.spawn(acker::gather(hands.clone(), inbox, refill));
-            loops.spawn(upkeep::run(queue, shared.clone()));
+            if !in_turns {
+                loops.spawn(upkeep::run(vec![queue.clone()], shared.clone()));
+            }
             if in_turns {
                 taking_turns.push(hands);
             } else {
@@ -276,6 +278,8 @@ impl Worker {
             }
         }
         if in_turns {
+            let queues = taking_turns.iter().map(|hands| hands.queue.clone()).collect();
+            loops.spawn(upkeep::run(queues, shared.clone()));
             loops.spawn(turns::run(taking_turns, shared.clone(), slots.clone(), job_tx.clone()));
         }
         drop(job_tx);

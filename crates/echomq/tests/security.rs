@@ -66,9 +66,10 @@ pub const MONITOR_NATIVE: &str =
 /// Optional, for a native worker: end its blocked claims at once when it
 /// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.
 pub const PROMPT_STOP: &str = "+client|id +client|unblock";
-/// Optional for a native worker of several queues: claim for them in turns,
-/// waiting for them all with one `BZPOPMIN` on their wake-up keys.
-pub const TURNS_NATIVE: &str = "+bzpopmin";
+/// Optional for a native worker: claim for several queues in turns, waiting
+/// for them all with one `BZPOPMIN` on their wake-up keys, and read what
+/// the upkeep has due before calling it.
+pub const TURNS_NATIVE: &str = "+bzpopmin +time +zrange +exists +zcard";
 
 /// Optional, for Lua on a Redis Cluster: what the scripts' resharding check
 /// (a record missing while its slot moves answers TRYAGAIN) reads. The

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use echomq::worker::{Handler, HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{Executor, JobId, Lua, Native, Queue, Replication, RetryPolicy, State};
+use echomq::{EnqueueOptions, Executor, JobId, Lua, Native, Queue, Replication, RetryPolicy, State};
 use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Notify;
@@ -562,6 +562,58 @@ async fn a_busy_queue_does_not_hide_an_arrival_on_an_idle_one() {
         stop.send(()).unwrap();
         task.await.unwrap();
     }
+}
+
+/// A worker of thirty idle queues reads, each period, what their upkeep
+/// has due, and calls nothing that would find nothing: no transition runs
+/// while they stay idle (it made seven calls a queue a period). A delayed
+/// job on one of them is still promoted when due, and run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_queues_cost_their_upkeep_one_read() {
+    let (servers, executors) = waiting_executors().await;
+    for ((via, executor), server) in executors.into_iter().zip([&servers[0], &servers[1]]) {
+        let queues: Vec<Queue> = (0..30)
+            .map(|n| Queue::new(executor.clone(), &unique_queue(&format!("idle{n}"))).unwrap())
+            .collect();
+        let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
+        let handler = |_job: JobContext| async { Ok::<_, HandlerError>(()) };
+        let mut worker = Worker::with_options(queues[0].clone(), handler, options);
+        for queue in &queues[1..] {
+            worker = worker.queue(queue.clone());
+        }
+        let (stop, task) = spawn(worker);
+        // The first period, its claims and its first waits: then quiet.
+        let first = queues[3].enqueue(b"first".to_vec()).await.unwrap();
+        eventually(&format!("{via}: the first job is done"), || async {
+            state(&queues[3], &first).await.map(|s| s.0) == Some(State::Done)
+        })
+        .await;
+        let before = transitions_run(server).await;
+        // Twenty upkeep periods of 50 ms.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let idle = transitions_run(server).await - before;
+        assert!(idle < 30, "{via}: {idle} transitions in 20 idle periods of 30 queues");
+        let delayed = EnqueueOptions::default().delay(Duration::from_millis(300));
+        let later = queues[17].enqueue_with(b"later".to_vec(), delayed).await.unwrap().id;
+        assert_eq!(state(&queues[17], &later).await.map(|s| s.0), Some(State::Delayed), "{via}");
+        eventually(&format!("{via}: the delayed job is done"), || async {
+            state(&queues[17], &later).await.map(|s| s.0) == Some(State::Done)
+        })
+        .await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
+
+/// The transitions the server has run: EVALSHA and EVALSHA_RO, and the
+/// module's commands (INFO commandstats).
+async fn transitions_run(server: &RedisServer) -> u64 {
+    let mut conn = server.connection().await;
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha") || line.starts_with("cmdstat_emq."))
+        .filter_map(|line| line.split_once(":calls=")?.1.split(',').next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// The native CLAIMs the server has run (INFO commandstats).

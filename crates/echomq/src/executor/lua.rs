@@ -18,8 +18,10 @@ use redis::Value;
 use super::blocking::Blocking;
 use super::transport::{sized_command, Transport};
 use super::{
-    claimed_nothing, one, Call, Executor, Interrupts, Replication, ServerRun, StreamEntry, BUSY_NAP,
+    claimed_nothing, one, Call, Executor, Interrupts, Replication, ServerRun, StreamEntry, UpkeepDue,
+    BUSY_NAP,
 };
+use crate::keyspace::Keyspace;
 use crate::workers::{Noted, Registration};
 use crate::{Error, Result};
 
@@ -195,6 +197,10 @@ where
 
     async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
         self.redis.pop_any(wakes, wait).await
+    }
+
+    async fn upkeep_due(&self, queues: &[Keyspace]) -> Option<Vec<UpkeepDue>> {
+        self.redis.upkeep_due(queues).await
     }
 
     fn waits(&self) -> bool {

@@ -13,7 +13,8 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use super::transport::{sized_command, Transport};
-use super::{claimed_nothing, one, Call, Executor, Replication, ServerRun, StreamEntry, BUSY_NAP};
+use super::{claimed_nothing, one, Call, Executor, Replication, ServerRun, StreamEntry, UpkeepDue, BUSY_NAP};
+use crate::keyspace::Keyspace;
 use crate::workers::{Noted, Registration};
 use crate::{Error, Result};
 
@@ -133,6 +134,10 @@ where
 
     async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
         self.redis.pop_any(wakes, wait).await
+    }
+
+    async fn upkeep_due(&self, queues: &[Keyspace]) -> Option<Vec<UpkeepDue>> {
+        self.redis.upkeep_due(queues).await
     }
 
     fn waits(&self) -> bool {

@@ -39,12 +39,21 @@ pub(super) struct Transport<C> {
     pub(super) one_server: bool,
     /// Set once the server refused a `BZPOPMIN` over many queues.
     pub(super) many_refused: Arc<AtomicBool>,
+    /// Set once the server refused the upkeep's reads ([`due::read`](super::due::read)).
+    pub(super) due_refused: Arc<AtomicBool>,
 }
 
 impl<C> Transport<C> {
     /// A transport over `conn`, with no blocking connections and no replication.
     pub(super) fn new(conn: C) -> Transport<C> {
-        Transport { conn, blocking: None, replication: None, one_server: false, many_refused: Arc::default() }
+        Transport {
+            conn,
+            blocking: None,
+            replication: None,
+            one_server: false,
+            many_refused: Arc::default(),
+            due_refused: Arc::default(),
+        }
     }
 
     /// Block on connections of their own that `open` makes, kept for later waits.
@@ -301,6 +310,11 @@ where
             }
             Some(Err(err)) => Err(err.into()),
         }
+    }
+
+    /// What each of `queues` has due (see [`Executor::upkeep_due`](super::Executor::upkeep_due)).
+    pub(super) async fn upkeep_due(&self, queues: &[keyspace::Keyspace]) -> Option<Vec<super::UpkeepDue>> {
+        super::due::read(&self.conn, queues, &self.due_refused).await
     }
 
     pub(super) async fn unblock_waits(&self) {

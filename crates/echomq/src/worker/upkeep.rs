@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Shared;
+use crate::executor::UpkeepDue;
 use crate::queue::{Queue, Upkeep, SWEEP_STEP};
 use crate::record::State;
 use crate::transition::{Promote, Reap, Trim};
@@ -27,34 +28,86 @@ const STEP: u64 = SWEEP_STEP;
 /// queue would cost a worker of a hundred queues hundreds a second.
 const REGISTRY_REFRESH: Duration = Duration::from_secs(60);
 
-pub(super) async fn run(queue: Queue, shared: Arc<Shared>) {
+/// How often a finished set is trimmed although its size did not change:
+/// what its age bound lets go meanwhile (PROTOCOL.md §7.4; a day by default).
+const AGE_RECHECK: Duration = Duration::from_secs(60);
+
+/// The most queues whose due parts one round trip reads.
+const DUE_READS: usize = 100;
+
+/// One queue's upkeep, between ticks.
+struct Kept {
+    queue: Queue,
+    /// The parts failing, each since when.
+    failing: Vec<(&'static str, std::time::Instant)>,
+    /// When the queue was last noted in the registry.
+    noted: Option<Instant>,
+    /// Each finished set's size after its last TRIM, when that TRIM left
+    /// nothing behind: while the size stays, a TRIM would find nothing
+    /// more but what the age bound lets go.
+    trimmed: [Option<u64>; 3],
+    trimmed_at: Instant,
+}
+
+impl Kept {
+    fn new(queue: Queue) -> Kept {
+        Kept { queue, failing: Vec::new(), noted: None, trimmed: [None; 3], trimmed_at: Instant::now() }
+    }
+}
+
+/// The upkeep of `queues`, all on one executor's server (or one queue),
+/// every period until the worker stops. Each period first reads what each
+/// queue has due ([`Executor::upkeep_due`](crate::Executor::upkeep_due),
+/// one round trip for many queues) and calls only the parts that would find
+/// something: a worker of a thousand idle queues made 28,000 calls a
+/// second that found nothing. Where that cannot be read, every part runs.
+pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>) {
+    let Some(first) = queues.first() else { return };
+    let via = first.executor().clone();
+    let keys: Vec<_> = queues.iter().map(|queue| queue.keyspace().clone()).collect();
+    let mut kept: Vec<Kept> = queues.into_iter().map(Kept::new).collect();
     let mut tick = tokio::time::interval(shared.options.upkeep);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The parts failing, each since when.
-    let mut failing: Vec<(&'static str, std::time::Instant)> = Vec::new();
-    let mut noted: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             () = shared.stopping.cancelled() => return,
         }
-        // Each part runs although another failed (a user may be refused one
-        // alone, or a key of one be of the wrong type).
         let until = Instant::now() + shared.options.upkeep;
-        // A worked queue stays in the registry (PROTOCOL.md §11.3).
-        if noted.is_none_or(|at| at.elapsed() >= REGISTRY_REFRESH) {
-            queue.register(true).await;
-            noted = Some(Instant::now());
+        for (keys, kept) in keys.chunks(DUE_READS).zip(kept.chunks_mut(DUE_READS)) {
+            let due = via.upkeep_due(keys).await;
+            for (at, kept) in kept.iter_mut().enumerate() {
+                let due = due.as_ref().and_then(|due| due.get(at).copied());
+                keep(kept, due, &shared, until).await;
+            }
         }
-        let outcomes = [
-            ("promote", promote(&queue, until).await),
-            ("reap", reap(&queue, &shared, until).await),
-            ("trim", trim(&queue, until).await),
-            ("settle", settle(&queue, until).await),
-            ("fire schedules", Upkeep::of(&queue).fire_schedules().await.map(drop)),
-        ];
-        failing = said_once(&queue, failing, outcomes);
     }
+}
+
+/// One queue's upkeep for one period: the parts `due` names, or all of them.
+async fn keep(kept: &mut Kept, due: Option<UpkeepDue>, shared: &Shared, until: Instant) {
+    let queue = &kept.queue;
+    // A worked queue stays in the registry (PROTOCOL.md §11.3).
+    if kept.noted.is_none_or(|at| at.elapsed() >= REGISTRY_REFRESH) {
+        queue.register(true).await;
+        kept.noted = Some(Instant::now());
+    }
+    let part = |wanted: fn(&UpkeepDue) -> bool| due.as_ref().is_none_or(wanted);
+    let (promoting, reaping, settling, firing) =
+        (part(|d| d.promote), part(|d| d.reap), part(|d| d.settle), part(|d| d.fire));
+    // Each part runs although another failed (a user may be refused one
+    // alone, or a key of one be of the wrong type).
+    let outcomes = [
+        ("promote", if promoting { promote(queue, until).await } else { Ok(()) }),
+        ("reap", if reaping { reap(queue, shared, until).await } else { Ok(()) }),
+        ("trim", trim(kept, due.map(|d| d.finished), until).await),
+        ("settle", if settling { settle(&kept.queue, until).await } else { Ok(()) }),
+        (
+            "fire schedules",
+            if firing { Upkeep::of(&kept.queue).fire_schedules().await.map(drop) } else { Ok(()) },
+        ),
+    ];
+    kept.failing = said_once(&kept.queue, std::mem::take(&mut kept.failing), outcomes);
 }
 
 /// Say each part's failure once, not at every tick, and its end once: the
@@ -112,7 +165,7 @@ where
     Ok(())
 }
 
-/// Due delayed jobs promoted.
+/// UpkeepDue delayed jobs promoted.
 async fn promote(queue: &Queue, until: Instant) -> Result<()> {
     in_steps(until, || queue.run(&Promote { limit: STEP })).await
 }
@@ -131,11 +184,34 @@ async fn settle(queue: &Queue, until: Instant) -> Result<()> {
 /// Bounded retention: each finished set trimmed to the queue's retention,
 /// in steps (as REAP and PROMOTE go), so trimming keeps up with any
 /// throughput: a cap of a few calls a tick let a native queue finishing
-/// 25,000 jobs/s outgrow its bound (`echomq-soak`).
-async fn trim(queue: &Queue, until: Instant) -> Result<()> {
-    for state in [State::Done, State::Dead, State::Cancelled] {
+/// 25,000 jobs/s outgrow its bound (`echomq-soak`). A set whose size
+/// (`sizes`, read this period) is what its last TRIM left is skipped, but
+/// every [`AGE_RECHECK`], for what its age bound lets go.
+async fn trim(kept: &mut Kept, sizes: Option<[Option<u64>; 3]>, until: Instant) -> Result<()> {
+    let recheck = kept.trimmed_at.elapsed() >= AGE_RECHECK;
+    if recheck {
+        kept.trimmed_at = Instant::now();
+    }
+    for (at, state) in [State::Done, State::Dead, State::Cancelled].into_iter().enumerate() {
+        let size = sizes.and_then(|sizes| sizes[at]);
+        if size == Some(0) || (size.is_some() && size == kept.trimmed[at] && !recheck) {
+            continue;
+        }
         let trim = Trim { state, limit: STEP };
-        in_steps(until, || queue.run(&trim)).await?;
+        // In steps, as in_steps goes, counting what they deleted.
+        let mut deleted = 0;
+        let left_more = loop {
+            let step = kept.queue.run(&trim).await?;
+            deleted += step;
+            if step < STEP {
+                break false;
+            }
+            if Instant::now() >= until {
+                break true;
+            }
+        };
+        // One stopped by the period's end left more: trim again next period.
+        kept.trimmed[at] = size.filter(|_| !left_more).map(|size| size.saturating_sub(deleted));
     }
     Ok(())
 }
@@ -160,8 +236,48 @@ mod tests {
         }
         let keep = Retention { age: None, count: Some(7) };
         queue.configure(Config { keep_done: Some(keep), ..Config::default() }).await.unwrap();
-        trim(&queue, Instant::now() + std::time::Duration::from_secs(60)).await.unwrap();
+        let mut kept = Kept::new(queue.clone());
+        trim(&mut kept, None, Instant::now() + std::time::Duration::from_secs(60)).await.unwrap();
         assert_eq!(queue.stats().await.unwrap().done, 7);
+    }
+
+    /// A finished set whose size is what its last TRIM left is not trimmed
+    /// again (nothing came in), but when its size changes, or once an
+    /// [`AGE_RECHECK`] has passed, for what its age bound lets go.
+    #[tokio::test]
+    async fn a_set_its_last_trim_left_alone_is_skipped() {
+        let queue = Queue::new(Arc::new(Embedded::new()), "skips").unwrap();
+        queue.enqueue_batch((0..10).map(|n| n.to_string())).await.unwrap();
+        let lease = std::time::Duration::from_secs(60);
+        for job in queue.claim_many(lease, 10, None).await.unwrap().jobs {
+            job.ack().await.unwrap();
+        }
+        let keep = |count| Config {
+            keep_done: Some(Retention { age: None, count: Some(count) }),
+            ..Config::default()
+        };
+        let until = || Instant::now() + std::time::Duration::from_secs(60);
+        let done = || async { queue.stats().await.unwrap().done };
+        queue.configure(keep(7)).await.unwrap();
+        let mut kept = Kept::new(queue.clone());
+        trim(&mut kept, Some([Some(10), Some(0), Some(0)]), until()).await.unwrap();
+        assert_eq!((done().await, kept.trimmed[0]), (7, Some(7)));
+        // The bound tightens, the size stays: skipped, nothing deleted.
+        queue.configure(keep(5)).await.unwrap();
+        trim(&mut kept, Some([Some(7), Some(0), Some(0)]), until()).await.unwrap();
+        assert_eq!(done().await, 7, "skipped");
+        // A size that changed is trimmed.
+        trim(&mut kept, Some([Some(8), Some(0), Some(0)]), until()).await.unwrap();
+        assert_eq!(done().await, 5);
+        // So is one an age recheck comes to.
+        queue.configure(keep(3)).await.unwrap();
+        kept.trimmed_at -= AGE_RECHECK;
+        trim(&mut kept, Some([Some(5), Some(0), Some(0)]), until()).await.unwrap();
+        assert_eq!(done().await, 3);
+        // Sizes not read: every set is trimmed.
+        queue.configure(keep(2)).await.unwrap();
+        trim(&mut kept, None, until()).await.unwrap();
+        assert_eq!(done().await, 2);
     }
 
     fn outcomes(failed: &[&'static str]) -> [(&'static str, Result<()>); 5] {
