@@ -110,12 +110,13 @@ async function throughput(jobs, measured) {
     started = await start();
     worker.run();
     ended = await done;
-  } else if (workload === 'queues-100') {
-    // BullMQ's Worker works one queue: 100 workers at concurrency 1 in one process.
+  } else if (workload === 'queues-100' || workload === 'queues-1000') {
+    // BullMQ's Worker works one queue: a worker at concurrency 1 a queue, in one process.
+    const many = Number(workload.slice('queues-'.length));
     const queues = [queue];
-    for (let i = 1; i < 100; i++) queues.push(await readyQueue());
-    const per = Math.floor(jobs / 100);
-    count = per * 100;
+    for (let i = 1; i < many; i++) queues.push(await readyQueue());
+    const per = Math.floor(jobs / many);
+    count = per * many;
     for (const q of queues) await addBulk(q, per);
     const workers = [];
     for (const q of queues) workers.push(await readyWorker(q.name, 1));

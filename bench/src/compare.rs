@@ -94,7 +94,7 @@ struct Options {
 const BULK: usize = 100;
 
 /// The throughput workloads, in the table's order.
-const THROUGHPUT: [&str; 11] = [
+const THROUGHPUT: [&str; 12] = [
     "add-50",
     "add-bulk",
     "add-bulk-1kb",
@@ -105,6 +105,7 @@ const THROUGHPUT: [&str; 11] = [
     "process-c100-1ms",
     "process-c100-10ms",
     "queues-100",
+    "queues-1000",
     "end-to-end",
 ];
 
@@ -231,15 +232,16 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
             task.await.expect("the worker");
             (started, done)
         }
-        "queues-100" => {
-            let mut queues = Vec::with_capacity(100);
-            for _ in 0..100 {
+        "queues-100" | "queues-1000" => {
+            let many: usize = workload["queues-".len()..].parse().unwrap();
+            let mut queues = Vec::with_capacity(many);
+            for _ in 0..many {
                 queues.push(self::queue(via, options).await);
             }
             for queue in &queues {
-                enqueue_bulk(queue, jobs / 100, &payload).await;
+                enqueue_bulk(queue, jobs / many, &payload).await;
             }
-            let count = counted::expect(jobs / 100 * 100);
+            let count = counted::expect(jobs / many * many);
             let started = stats.start().await;
             let (stop, task) = start_worker(&queues, 100, Duration::ZERO);
             let done = count.await;
