@@ -115,7 +115,7 @@ async function throughput(jobs, measured) {
     const many = Number(workload.slice('queues-'.length));
     const queues = [queue];
     for (let i = 1; i < many; i++) queues.push(await readyQueue());
-    const per = Math.floor(jobs / many);
+    const per = Math.max(1, Math.floor(jobs / many));
     count = per * many;
     for (const q of queues) await addBulk(q, per);
     const workers = [];

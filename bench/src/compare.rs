@@ -198,7 +198,7 @@ fn start_worker(
 async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) -> (f64, Option<f64>) {
     let size = if workload.ends_with("-1kb") { 1024 } else { options.payload };
     let payload = vec![b'x'; size];
-    let jobs = match workload {
+    let mut jobs = match workload {
         "process-c100-10ms" => options.jobs / 4,
         _ => options.jobs,
     };
@@ -238,10 +238,13 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
             for _ in 0..many {
                 queues.push(self::queue(via, options).await);
             }
+            // At least a job a queue, however few JOBS (a smoke run's 200).
+            let per = (jobs / many).max(1);
             for queue in &queues {
-                enqueue_bulk(queue, jobs / many, &payload).await;
+                enqueue_bulk(queue, per, &payload).await;
             }
-            let count = counted::expect(jobs / many * many);
+            jobs = per * many;
+            let count = counted::expect(jobs);
             let started = stats.start().await;
             let (stop, task) = start_worker(&queues, 100, Duration::ZERO);
             let done = count.await;
