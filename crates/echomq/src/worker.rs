@@ -268,12 +268,10 @@ impl Worker {
                 jobs: job_tx.downgrade(),
             });
             loops.spawn(acker::gather(hands.clone(), inbox, refill));
-            if !in_turns {
-                loops.spawn(upkeep::run(vec![queue.clone()], shared.clone()));
-            }
             if in_turns {
                 taking_turns.push(hands);
             } else {
+                loops.spawn(upkeep::run(vec![queue], shared.clone()));
                 loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone(), queues));
             }
         }
@@ -436,32 +434,11 @@ async fn claim_loop(
     let mut nap = Duration::from_millis(1);
     let mut outage = Outage::new(queue).await;
     while !shared.stopping.is_cancelled() {
-        let first = tokio::select! {
-            permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-            () = shared.stopping.cancelled() => break,
+        let Some(mut permits) =
+            gather(&slots, &shared, claim_floor(options.concurrency, queues) as u32).await
+        else {
+            break;
         };
-        let mut permits = vec![first];
-        // Under load, slots free up together: wait a moment for a quarter of
-        // them, so that one claim serves many; long jobs lose at most that moment.
-        let quarter = claim_floor(options.concurrency, queues) as u32;
-        if quarter > 1 {
-            if let Ok(Ok(more)) =
-                tokio::time::timeout(GATHER, slots.clone().acquire_many_owned(quarter - 1)).await
-            {
-                permits.push(more);
-            }
-        }
-        let mut wanted: usize = permits.iter().map(|p| p.num_permits()).sum();
-        while wanted < options.concurrency {
-            match slots.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    permits.push(permit);
-                    wanted += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        let mut permits = split(permits);
         // Asked each time: Lua's wake-ups stop while their subscription is
         // down, and its claims then return at once, so the loop must nap.
         let waits = queue.executor().waits();
@@ -517,6 +494,39 @@ async fn claim_loop(
             nap = Duration::from_millis(1);
         }
     }
+}
+
+/// A slot, then within [`GATHER`] enough for `floor` jobs if they free up
+/// (under load slots free up together: one claim then serves many; long
+/// jobs lose at most that moment), then any others free; one permit a job.
+/// `None` when the worker stops.
+async fn gather(
+    slots: &Arc<Semaphore>,
+    shared: &Shared,
+    floor: u32,
+) -> Option<Vec<tokio::sync::OwnedSemaphorePermit>> {
+    let first = tokio::select! {
+        permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+        () = shared.stopping.cancelled() => return None,
+    };
+    let mut permits = vec![first];
+    if floor > 1 {
+        if let Ok(Ok(more)) = tokio::time::timeout(GATHER, slots.clone().acquire_many_owned(floor - 1)).await
+        {
+            permits.push(more);
+        }
+    }
+    let mut held: usize = permits.iter().map(|p| p.num_permits()).sum();
+    while held < shared.options.concurrency {
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                permits.push(permit);
+                held += 1;
+            }
+            Err(_) => break,
+        }
+    }
+    Some(split(permits))
 }
 
 /// Claim as many jobs as `permits` has room for. An executor that can wait

@@ -16,7 +16,7 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use super::blocking::Blocking;
-use super::transport::{sized_command, Transport};
+use super::transport::{bzpopmin, sized_command, Transport};
 use super::{
     claimed_nothing, one, Call, Executor, Interrupts, Replication, ServerRun, StreamEntry, UpkeepDue,
     BUSY_NAP,
@@ -300,11 +300,7 @@ where
                 continue;
             }
         }
-        // Seconds, to the millisecond (a float timeout: Redis ≥ 6); at least one.
-        let seconds = format!("{:.3}", left.as_secs_f64().max(0.001));
-        let mut pop = redis::cmd("BZPOPMIN");
-        pop.arg(wake).arg(seconds);
-        match blocking.query(&pop).await? {
+        match blocking.query(&bzpopmin(&[wake], left)).await? {
             // Every blocking connection is busy: nap as a polling worker would.
             None => {
                 tokio::time::sleep(left.min(BUSY_NAP)).await;

@@ -269,7 +269,6 @@ where
         Ok(())
     }
 
-    /// End every wait on the blocking connections now (see [`unblock_waits`]).
     /// One `BZPOPMIN` over `wakes` for up to `wait`, on a blocking
     /// connection: the index of the key it popped (see
     /// [`Executor::wait_on_many`](super::Executor::wait_on_many)). A user
@@ -280,11 +279,7 @@ where
             tokio::time::sleep(wait.min(super::BUSY_NAP)).await;
             return Ok(None);
         };
-        // Seconds, to the millisecond (a float timeout: Redis ≥ 6); at least one.
-        let seconds = format!("{:.3}", wait.as_secs_f64().max(0.001));
-        let mut pop = redis::cmd("BZPOPMIN");
-        pop.arg(wakes).arg(seconds);
-        match blocking.query(&pop).await? {
+        match blocking.query(&bzpopmin(wakes, wait)).await? {
             // Every blocking connection is busy: nap as a polling worker would.
             None => {
                 tokio::time::sleep(wait.min(super::BUSY_NAP)).await;
@@ -317,11 +312,20 @@ where
         super::due::read(&self.conn, queues, &self.due_refused).await
     }
 
+    /// End every wait on the blocking connections now (see [`unblock_waits`]).
     pub(super) async fn unblock_waits(&self) {
         if let Some(blocking) = &self.blocking {
             unblock_waits(&self.conn, blocking).await;
         }
     }
+}
+
+/// `BZPOPMIN` of `keys` for up to `wait`: seconds to the millisecond (a
+/// float timeout: Redis ≥ 6), at least one.
+pub(super) fn bzpopmin(keys: &[impl redis::ToRedisArgs], wait: Duration) -> redis::Cmd {
+    let mut pop = redis::cmd("BZPOPMIN");
+    pop.arg(keys).arg(format!("{:.3}", wait.as_secs_f64().max(0.001)));
+    pop
 }
 
 /// A TTL in whole ms for PEXPIRE: at least 1 (0 would delete the key).

@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::job::{self, Hands};
-use super::{claim_floor, claim_loop, split, JobRun, Outage, Shared, GATHER};
+use super::{claim_floor, claim_loop, gather, JobRun, Outage, Shared};
 use crate::executor::Executor;
 use crate::keyspace::Role;
 use crate::transition::{Claims, Held};
@@ -212,33 +212,6 @@ pub(super) async fn run(
             break;
         }
     }
-}
-
-/// A slot, then within [`GATHER`] enough for `floor` jobs if they free up,
-/// then any others free; one permit a job. `None` when the worker stops.
-async fn gather(slots: &Arc<Semaphore>, shared: &Shared, floor: u32) -> Option<Vec<OwnedSemaphorePermit>> {
-    let first = tokio::select! {
-        permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-        () = shared.stopping.cancelled() => return None,
-    };
-    let mut permits = vec![first];
-    if floor > 1 {
-        if let Ok(Ok(more)) = tokio::time::timeout(GATHER, slots.clone().acquire_many_owned(floor - 1)).await
-        {
-            permits.push(more);
-        }
-    }
-    let mut held: usize = permits.iter().map(|p| p.num_permits()).sum();
-    while held < shared.options.concurrency {
-        match slots.clone().try_acquire_owned() {
-            Ok(permit) => {
-                permits.push(permit);
-                held += 1;
-            }
-            Err(_) => break,
-        }
-    }
-    Some(split(permits))
 }
 
 /// Claim from the ready queues, in turn, until `permits` are used or none

@@ -155,30 +155,41 @@ fn said_once(
 
 /// Call `step` (a call of at most [`STEP`] jobs: how many it moved,
 /// deleted or looked at) again at once while it did a full step, until
-/// `until`: the next tick goes on from there.
-async fn in_steps<F, Fut>(until: Instant, mut step: F) -> Result<()>
+/// `until`: the next tick goes on from there. How many the steps did in
+/// all, and whether the last was full (`until` stopped them, with more left).
+async fn in_steps<F, Fut>(until: Instant, mut step: F) -> Result<(u64, bool)>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<u64>>,
 {
-    while step().await? == STEP && Instant::now() < until {}
-    Ok(())
+    let mut all = 0;
+    loop {
+        let did = step().await?;
+        all += did;
+        if did < STEP || Instant::now() >= until {
+            return Ok((all, did == STEP));
+        }
+    }
 }
 
-/// UpkeepDue delayed jobs promoted.
+/// Due delayed jobs promoted.
 async fn promote(queue: &Queue, until: Instant) -> Result<()> {
-    in_steps(until, || queue.run(&Promote { limit: STEP })).await
+    in_steps(until, || queue.run(&Promote { limit: STEP })).await.map(drop)
 }
 
 /// Expired leases reaped.
 async fn reap(queue: &Queue, shared: &Shared, until: Instant) -> Result<()> {
     let reap = Reap { max_attempts: shared.options.retry.max_attempts, limit: STEP };
-    in_steps(until, || async { queue.run(&reap).await.map(|reaped| reaped.requeued + reaped.dead) }).await
+    in_steps(until, || async { queue.run(&reap).await.map(|reaped| reaped.requeued + reaped.dead) })
+        .await
+        .map(drop)
 }
 
 /// Batches: call back each one whose jobs all finished.
 async fn settle(queue: &Queue, until: Instant) -> Result<()> {
-    in_steps(until, || async { Upkeep::of(queue).settle(STEP).await.map(|settled| settled.looked) }).await
+    in_steps(until, || async { Upkeep::of(queue).settle(STEP).await.map(|settled| settled.looked) })
+        .await
+        .map(drop)
 }
 
 /// Bounded retention: each finished set trimmed to the queue's retention,
@@ -198,18 +209,7 @@ async fn trim(kept: &mut Kept, sizes: Option<[Option<u64>; 3]>, until: Instant) 
             continue;
         }
         let trim = Trim { state, limit: STEP };
-        // In steps, as in_steps goes, counting what they deleted.
-        let mut deleted = 0;
-        let left_more = loop {
-            let step = kept.queue.run(&trim).await?;
-            deleted += step;
-            if step < STEP {
-                break false;
-            }
-            if Instant::now() >= until {
-                break true;
-            }
-        };
+        let (deleted, left_more) = in_steps(until, || kept.queue.run(&trim)).await?;
         // One stopped by the period's end left more: trim again next period.
         kept.trimmed[at] = size.filter(|_| !left_more).map(|size| size.saturating_sub(deleted));
     }
