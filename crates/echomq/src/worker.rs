@@ -261,7 +261,9 @@ impl Worker {
             loops.spawn(heart.clone().run());
             let (acker, inbox) = acker::Acker::channel();
             let meters = job::Meters::new(queue.name());
-            let hands = Arc::new(job::Hands { queue: queue.clone(), acker, heart, meters });
+            let refills_slots = refills.then(|| slots.clone());
+            let hands =
+                Arc::new(job::Hands { queue: queue.clone(), acker, heart, meters, refills: refills_slots });
             let refill = refills.then(|| acker::Refill {
                 shared: shared.clone(),
                 slots: slots.clone(),

@@ -858,6 +858,40 @@ async fn at_concurrency_one_each_ack_fetches_the_next_job() {
     assert!(calls("emq.ack") <= 1, "{stats}");
 }
 
+/// A worker at concurrency 1 stopped while each ack claims the next job
+/// leaves no job active: the job an ACKNEXT claimed as the stop came is run
+/// or given back, never left to sit out its lease. Stopped at several points
+/// of a stream, on both executors; a last worker finishes every job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_between_acks_leaves_no_job_active() {
+    for via in BOTH {
+        let server = server(&[]);
+        let q = queue(&server, via, &unique_queue("acknext-stop")).await;
+        let total = 300u64;
+        q.enqueue_batch((0..total).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
+        let handler = |_job: JobContext| async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok::<_, HandlerError>(())
+        };
+        for stop_after in [1, 5, 9, 20, 40, 60, 90, 130] {
+            let worker =
+                Worker::with_options(q.clone(), handler, WorkerOptions { concurrency: 1, ..options() });
+            let (stop, task) = spawn(worker);
+            eventually("the worker gets going", || async { q.stats().await.unwrap().done >= stop_after })
+                .await;
+            stop.send(()).unwrap();
+            task.await.unwrap();
+            let stats = q.stats().await.unwrap();
+            assert_eq!(stats.active, 0, "{via:?}, stopped after {stop_after} jobs: {stats:?}");
+            assert_eq!(stats.done + stats.pending, total, "{via:?}, stopped after {stop_after}: {stats:?}");
+        }
+        let (stop, task) =
+            spawn(Worker::with_options(q.clone(), handler, WorkerOptions { concurrency: 1, ..options() }));
+        eventually("every job is done", || async { q.stats().await.unwrap().done == total }).await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}
 /// Jobs that finish together are acked together: the acks that gather while
 /// one is on its way go as one ACKMANY, each job still getting its own
 /// outcome. Counted on the native module, whose commands the server counts.

@@ -17,6 +17,7 @@
 
 use crate::ErrorKind;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
@@ -25,7 +26,7 @@ use super::{JobRun, Shared};
 use crate::executor::execute;
 use crate::queue::{ack_many, Queue};
 use crate::transition::{Ack, AckMany, AckNext, Claimed, Claims, Release};
-use crate::{Error, Result};
+use crate::{Error, JobId, Result};
 
 /// The most acks one call carries (ACKMANY takes up to 1000).
 const MOST: usize = 256;
@@ -121,36 +122,42 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
         let lease = refill.as_ref().map(|refill| refill.shared.options.lease).unwrap_or_default();
         let fetch = async {
             let next = next?;
-            let call = AckNext { ack: next.ack, lease, count: slots.len() as u64 };
-            let claimed = execute(&**queue.executor(), queue.keyspace(), &call).await;
-            Some((call.ack, next.reply, claimed))
+            let (outcome, jobs) = ack_next(queue, next.ack, lease, slots.len() as u64).await;
+            Some((next.reply, outcome, jobs))
         };
         let ((), fetched) = tokio::join!(send_acks(queue, acks, replies), fetch);
-        let Some((ack, reply, claimed)) = fetched else { continue };
-        match claimed {
-            Ok(Claims { jobs, .. }) => {
-                let _ = reply.send(Ok(()));
-                if let Some(refill) = &refill {
-                    start(&hands, refill, jobs, &mut slots).await;
-                }
-            }
-            // Refused (the lease was lost): the ack's own outcome. Applied,
-            // unconfirmed: so is the ack (the jobs it claimed are not known;
-            // their leases run out and they are reaped). The round trip
-            // failed: the ack alone, once more, as a failed batch's are.
-            Err(err)
-                if err.code().is_some()
-                    || matches!(err, Error { kind: ErrorKind::NotReplicated { .. }, .. }) =>
-            {
-                let _ = reply.send(Err(err));
-            }
-            Err(err) => {
-                let alone = execute(&**queue.executor(), queue.keyspace(), &ack).await;
-                let _ = reply.send(tried_alone_after(&err, alone));
-            }
+        let Some((reply, outcome, jobs)) = fetched else { continue };
+        let _ = reply.send(outcome);
+        if let Some(refill) = &refill {
+            start(&hands, refill, jobs, &mut slots).await;
         }
         // Slots nothing filled go back to the claim loop.
         drop(slots);
+    }
+}
+
+/// Ack with ACKNEXT, claiming up to `count` jobs under `lease` in the same
+/// round trip: the ack's outcome, and the jobs claimed. Refused (the lease
+/// was lost), or applied but unconfirmed by the replicas: that is the ack's
+/// outcome, and no job is known claimed (any it claimed sit out their
+/// leases and are reaped). The round trip failed: the ack alone, once
+/// more, as a failed batch's acks are.
+pub(super) async fn ack_next(
+    queue: &Queue,
+    ack: Ack,
+    lease: Duration,
+    count: u64,
+) -> (Result<()>, Vec<Claimed>) {
+    let (via, keys) = (&**queue.executor(), queue.keyspace());
+    let call = AckNext { ack, lease, count };
+    match execute(via, keys, &call).await {
+        Ok(Claims { jobs, .. }) => (Ok(()), jobs),
+        Err(err)
+            if err.code().is_some() || matches!(err, Error { kind: ErrorKind::NotReplicated { .. }, .. }) =>
+        {
+            (Err(err), Vec::new())
+        }
+        Err(err) => (tried_alone_after(&err, execute(via, keys, &call.ack).await), Vec::new()),
     }
 }
 
@@ -240,16 +247,21 @@ async fn start(
             _ => false,
         };
         if !started {
-            let max_attempts = refill.shared.options.retry.max_attempts;
-            let release = Release { id, token, max_attempts };
-            if let Err(err) = execute(&**queue.executor(), queue.keyspace(), &release).await {
-                tracing::warn!(
-                    id = %release.id,
-                    error = %err,
-                    "a job claimed while the worker stopped could not be given back; it is reaped when its lease ends"
-                );
-            }
+            give_back(queue, refill.shared.options.retry.max_attempts, id, token).await;
         }
+    }
+}
+
+/// Give a job claimed while the worker stopped back to pending (RELEASE);
+/// when that fails, its lease runs out and it is reaped.
+pub(super) async fn give_back(queue: &Queue, max_attempts: u64, id: JobId, token: u64) {
+    let release = Release { id, token, max_attempts };
+    if let Err(err) = execute(&**queue.executor(), queue.keyspace(), &release).await {
+        tracing::warn!(
+            id = %release.id,
+            error = %err,
+            "a job claimed while the worker stopped could not be given back; it is reaped when its lease ends"
+        );
     }
 }
 

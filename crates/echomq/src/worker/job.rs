@@ -11,20 +11,20 @@ use std::time::Duration;
 
 use echomq_core::Name;
 use serde::de::DeserializeOwned;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tracing::Instrument;
 
 pub(super) use self::lease::Heart;
 use self::lease::{persist, Lease};
-use super::acker::Acker;
+use super::acker::{self, Acker};
 use super::Shared;
 use crate::executor::execute;
 use crate::id::JobId;
 use crate::queue::{Queue, TRACEPARENT};
 use crate::transition::Headers;
-use crate::transition::{Claimed, Failed, Progress};
+use crate::transition::{Ack, Claimed, Failed, Progress};
 use crate::Error;
 
 /// Metric names, defined once.
@@ -150,13 +150,15 @@ fn well_formed_traceparent(value: &str) -> bool {
 mod lease;
 
 /// What a job's run needs of its queue, made once per queue a worker works:
-/// the queue, its ack gatherer, the heart that renews its leases, and its
-/// metric handles.
+/// the queue, its ack gatherer, the heart that renews its leases, its
+/// metric handles, and the worker's slots when its acks may claim its next
+/// jobs (ACKNEXT: a worker of this one queue).
 pub(in crate::worker) struct Hands {
     pub(in crate::worker) queue: Queue,
     pub(in crate::worker) acker: Acker,
     pub(in crate::worker) heart: Arc<Heart>,
     pub(in crate::worker) meters: Meters,
+    pub(in crate::worker) refills: Option<Arc<Semaphore>>,
 }
 
 /// A queue's metric handles, labelled with its name: registered once per
@@ -202,8 +204,24 @@ enum Ending {
 }
 
 /// Run one claimed job to its end. `slot` is its place in the concurrency
-/// limit, handed on with its ack (the next job may take it).
+/// limit, handed on with its ack (the next job may take it). When it is the
+/// worker's only running job, its ack claims the next one (ACKNEXT), which
+/// runs next in this same task and slot: at concurrency 1 a job is a
+/// handler and one round trip, with no hand-over between tasks.
 pub(super) async fn run(hands: Arc<Hands>, shared: Arc<Shared>, job: Claimed, slot: OwnedSemaphorePermit) {
+    let mut next = Some((job, slot));
+    while let Some((job, slot)) = next.take() {
+        next = run_one(hands.clone(), shared.clone(), job, slot).await;
+    }
+}
+
+/// Run `job` to its end: the next job it claimed with its ack, if any.
+async fn run_one(
+    hands: Arc<Hands>,
+    shared: Arc<Shared>,
+    job: Claimed,
+    slot: OwnedSemaphorePermit,
+) -> Option<(Claimed, OwnedSemaphorePermit)> {
     let span = tracing::info_span!(
         "emq.job",
         queue = hands.queue.name(),
@@ -221,8 +239,13 @@ pub(super) async fn run(hands: Arc<Hands>, shared: Arc<Shared>, job: Claimed, sl
     run_traced(hands, shared, job, slot).instrument(span).await
 }
 
-async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, slot: OwnedSemaphorePermit) {
-    let Hands { queue, acker, heart, meters } = &*hands;
+async fn run_traced(
+    hands: Arc<Hands>,
+    shared: Arc<Shared>,
+    mut job: Claimed,
+    slot: OwnedSemaphorePermit,
+) -> Option<(Claimed, OwnedSemaphorePermit)> {
+    let Hands { queue, acker, heart, meters, refills } = &*hands;
     let options = &shared.options;
     let cancel = CancellationToken::new();
     // The payload and headers move to the handler: no copy of them stays here.
@@ -254,6 +277,8 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
             None => std::future::pending().await,
         }
     };
+    // The job the ack claimed after this one, with this slot.
+    let mut next = None;
     let outcome = tokio::select! {
         held = lease.hold(&mut handler) => match held {
             Some(joined) => Ending::Finished(joined),
@@ -264,13 +289,32 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
     };
     match outcome {
         Ending::Finished(Ok(Ok(result))) => {
-            // The slot goes with the first try: the ack may fill it with the next job.
-            let slot = std::sync::Mutex::new(Some(slot));
-            let ack = || {
-                let slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
-                acker.ack(queue, &job, result.clone(), slot)
+            // The worker's only running job, while it takes new ones: its
+            // ack claims the next (ACKNEXT), for this slot. Else the slot
+            // goes with the ack's first try: the gatherer may fill it, or
+            // the claim loop.
+            let last =
+                refills.as_ref().is_some_and(|slots| slots.available_permits() + 1 >= options.concurrency)
+                    && !shared.stopping.is_cancelled();
+            let (slot, claimed) = (std::sync::Mutex::new(Some(slot)), std::sync::Mutex::new(None));
+            let claiming = std::sync::atomic::AtomicBool::new(last);
+            let ack = || async {
+                // A try after a failed round trip acks alone: what the
+                // ACKNEXT may have claimed is not known, and is reaped.
+                if !claiming.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                    let slot = if last { None } else { take(&slot) };
+                    return acker.ack(queue, &job, result.clone(), slot).await;
+                }
+                let ack = Ack { id: job.id.clone(), token: job.token, result: result.clone() };
+                let (outcome, jobs) = acker::ack_next(queue, ack, options.lease, 1).await;
+                let slot = take(&slot).expect("kept for the next job");
+                *claimed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                    jobs.into_iter().next().map(|job| (job, slot));
+                outcome
             };
-            match persist(&mut lease, Name::Ack, None, ack).await {
+            let acked = persist(&mut lease, Name::Ack, None, ack).await;
+            next = take(&claimed);
+            match acked {
                 Ok(()) => {
                     meters.processed.increment(1);
                     tracing::info!(run_ms = run_ms(started), "job done");
@@ -323,6 +367,18 @@ async fn run_traced(hands: Arc<Hands>, shared: Arc<Shared>, mut job: Claimed, sl
         }
     }
     meters.run_seconds.record(started.elapsed().as_secs_f64());
+    match next {
+        Some((job, _)) if shared.stopping.is_cancelled() => {
+            acker::give_back(queue, options.retry.max_attempts, job.id, job.token).await;
+            None
+        }
+        next => next,
+    }
+}
+
+/// What `slot` holds, taken out.
+fn take<T>(slot: &std::sync::Mutex<Option<T>>) -> Option<T> {
+    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
 }
 
 /// How long ago the job was enqueued, from the mint time in its branded id;
