@@ -49,7 +49,9 @@ end
 -- `<event>`) and its count in now's minute slot (`<event>:m<minute % 60>`)
 -- and hour slot (`<event>:h<hour % 168>`); `minute` and `hour` name the last
 -- minute and hour written. nil unless the call passed the counts key and
--- counts_open read it.
+-- counts_open read it. Every ACK and ENQUEUE counts, so this keeps to few
+-- tables and strings a call: each costs the script its making and the
+-- garbage collector its sweep (bench/acknext_sections.py).
 local COUNTED = {'enqueued', 'completed', 'failed', 'dead'}
 local counter = nil
 
@@ -60,23 +62,18 @@ local function natural(value, key, field)
   return n
 end
 
-local function ring(len, now, last)
-  if last and last > now then now = last end
-  return {len = len, now = now, last = last}
-end
-
--- The fields a call reads before it counts `events`: `minute`, `hour`,
--- then each event's total and its fields of minute `minute`'s and hour
--- `hour`'s slots.
+-- Each event's three fields, in minute `minute`'s and hour `hour`'s slots:
+-- names[event] = {total, minute slot, hour slot}; and every name, after
+-- `minute` and `hour`, in the order a call reads them.
 local function count_fields(events, minute, hour)
-  local fields = {'minute', 'hour'}
+  local fields, names = {'minute', 'hour'}, {}
   local m, h = ':m' .. (minute % COUNT_MINUTES), ':h' .. (hour % COUNT_HOURS)
   for _, event in ipairs(events) do
-    fields[#fields + 1] = event
-    fields[#fields + 1] = event .. m
-    fields[#fields + 1] = event .. h
+    local three = {event, event .. m, event .. h}
+    names[event] = three
+    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = three[1], three[2], three[3]
   end
-  return fields
+  return fields, names
 end
 
 -- The counters at `key` (nothing when the call passed none), for `events`,
@@ -88,7 +85,7 @@ local function counts_open(key, events)
   if not key then return nil end
   local now = now_ms()
   local minute, hour = math.floor(now / MINUTE_MS), math.floor(now / HOUR_MS)
-  local fields = count_fields(events, minute, hour)
+  local fields, names = count_fields(events, minute, hour)
   local values = redis.pcall('HMGET', key, unpack(fields))
   local err = read_error(values, key, 'hash')
   if err then return err end
@@ -100,34 +97,35 @@ local function counts_open(key, events)
   if (last_minute and last_minute > minute) or (last_hour and last_hour > hour) then
     -- A clock behind the stamps counts in their slots: those are read.
     minute, hour = math.max(minute, last_minute or 0), math.max(hour, last_hour or 0)
-    fields = count_fields(events, minute, hour)
+    fields, names = count_fields(events, minute, hour)
     values = redis.call('HMGET', key, unpack(fields))
   end
   -- What each field holds now, so that a count writes all three in one HSET.
   local held = {}
   for i = 3, #fields do
-    held[fields[i]], err = natural(values[i], key, fields[i])
+    local n
+    n, err = natural(values[i], key, fields[i])
     if err then return err end
-    held[fields[i]] = held[fields[i]] or 0
+    held[fields[i]] = n or 0
   end
-  counter = {key = key, minute = ring(COUNT_MINUTES, minute, last_minute),
-    hour = ring(COUNT_HOURS, hour, last_hour),
-    m = ':m' .. (minute % COUNT_MINUTES), h = ':h' .. (hour % COUNT_HOURS), moved = false, held = held}
+  counter = {key = key, minute = minute, last_minute = last_minute, hour = hour, last_hour = last_hour,
+    names = names, held = held, moved = false}
 end
 
--- The fields to empty before counting now: every slot after the last one
--- written, up to now, at most the whole ring.
-local function stale(slot, tag, fields)
-  if slot.last and slot.last >= slot.now then return end
-  local from = slot.now
-  if slot.last then from = math.max(slot.last + 1, slot.now - slot.len + 1) end
-  for at = from, slot.now do
-    for _, event in ipairs(COUNTED) do fields[#fields + 1] = event .. tag .. (at % slot.len) end
+-- Add to `fields` the ones to empty before counting now: every slot after
+-- `last`, the last one written, up to `now`, at most the whole ring of
+-- `len` slots.
+local function stale(len, now, last, tag, fields)
+  if last and last >= now then return end
+  local from = now
+  if last then from = math.max(last + 1, now - len + 1) end
+  for at = from, now do
+    for _, event in ipairs(COUNTED) do fields[#fields + 1] = event .. tag .. (at % len) end
   end
 end
 
--- Write what count_event added up since the last write: the stale slots
--- emptied first (once a call), then each changed count in one HSET.
+-- Write what count_event added up since the last write: each changed
+-- count, in the order first counted, in one HSET.
 local function counts_flush()
   local c = counter
   if not c or not c.order or #c.order == 0 then return end
@@ -137,11 +135,12 @@ local function counts_flush()
     sets[#sets + 1] = c.unwritten[field]
   end
   redis.call('HSET', c.key, unpack(sets))
-  c.order, c.unwritten = {}, {}
+  c.order, c.unwritten = nil, nil
 end
 
 -- Note `field` to be set to `value` at the next flush.
 local function count_set(c, field, value)
+  if not c.order then c.order, c.unwritten = {}, {} end
   if not c.unwritten[field] then c.order[#c.order + 1] = field end
   c.unwritten[field] = value
 end
@@ -158,30 +157,41 @@ end
 local function count_event(event)
   if event ~= 'enqueued' and event ~= 'completed' and event ~= 'failed' and event ~= 'dead' then return end
   local c = counter
-  c.order, c.unwritten = c.order or {}, c.unwritten or {}
-  if not c.moved and (c.minute.last ~= c.minute.now or c.hour.last ~= c.hour.now) then
+  if not c.moved and (c.last_minute ~= c.minute or c.last_hour ~= c.hour) then
     local fields = {}
-    stale(c.minute, ':m', fields)
-    stale(c.hour, ':h', fields)
+    stale(COUNT_MINUTES, c.minute, c.last_minute, ':m', fields)
+    stale(COUNT_HOURS, c.hour, c.last_hour, ':h', fields)
     if #fields > 0 then redis.call('HDEL', c.key, unpack(fields)) end
     -- Now's slots were among the emptied ones.
     for _, field in ipairs(fields) do
       if c.held[field] then c.held[field] = 0 end
     end
-    count_set(c, 'minute', string.format('%d', c.minute.now))
-    count_set(c, 'hour', string.format('%d', c.hour.now))
+    count_set(c, 'minute', string.format('%d', c.minute))
+    count_set(c, 'hour', string.format('%d', c.hour))
   end
   c.moved = true
   -- The total and now's two slots, each one more, in one write: what the
-  -- call read of them (counts_open), or HINCRBY for a field it did not read.
-  for _, field in ipairs({event, event .. c.m, event .. c.h}) do
-    local n = c.held[field]
-    if n then
-      c.held[field] = n + 1
-      count_set(c, field, string.format('%d', n + 1))
-    else
-      redis.call('HINCRBY', c.key, field, 1)
+  -- call read of them (counts_open), or HINCRBY for an event it did not
+  -- read.
+  local names = c.names[event]
+  if not names then
+    local m, h = ':m' .. (c.minute % COUNT_MINUTES), ':h' .. (c.hour % COUNT_HOURS)
+    for _, field in ipairs({event, event .. m, event .. h}) do redis.call('HINCRBY', c.key, field, 1) end
+  elseif c.order or c.holding then
+    for _, field in ipairs(names) do
+      local n = c.held[field] + 1
+      c.held[field] = n
+      count_set(c, field, string.format('%d', n))
     end
+  else
+    -- One job's call, the usual ACK or ENQUEUE: its three fields in one
+    -- HSET, without the bookkeeping a held batch needs.
+    local held = c.held
+    local total, minute, hour = names[1], names[2], names[3]
+    held[total], held[minute], held[hour] = held[total] + 1, held[minute] + 1, held[hour] + 1
+    redis.call('HSET', c.key, total, string.format('%d', held[total]), minute,
+      string.format('%d', held[minute]), hour, string.format('%d', held[hour]))
+    return
   end
   if not c.holding then counts_flush() end
 end
