@@ -1,7 +1,7 @@
 //! ACKMANY: many ACKs in one call, each fenced by its own token
 //! (PROTOCOL.md §7; `ackmany-6.lua`).
 
-use super::events::Events;
+use super::events::{flush, hold, Events};
 use super::fenced::{ack_result, Finish};
 use super::{fence, need, present_here};
 use crate::description::{keys, Description, Effect};
@@ -116,6 +116,7 @@ impl<'a> AckMany<'a> {
             present_here(store, record)?;
         }
         let events = Events::open_counted(store, Some((events, config)), counts, &["completed"])?;
+        hold(&events);
         let sets = Finish { active, done, results, events: &events };
         let replies =
             self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
@@ -125,6 +126,8 @@ impl<'a> AckMany<'a> {
                 }
                 Err(refusal) => Reply::Error(refusal),
             });
-        Ok(Reply::Array(replies.collect()))
+        let replies = Reply::Array(replies.collect());
+        flush(&events, store);
+        Ok(replies)
     }
 }

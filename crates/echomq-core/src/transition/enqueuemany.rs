@@ -1,7 +1,7 @@
 //! ENQUEUEMANY: many plain jobs admitted in one call, each on its own
 //! (PROTOCOL.md §7; `enqueuemany-5.lua`).
 
-use super::events::{emit, Events};
+use super::events::{emit, flush, hold, Events};
 use super::{need, present_here, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{ENQUEUES, MAX_PAYLOAD};
@@ -101,6 +101,7 @@ impl<'a> EnqueueMany<'a> {
             present_here(store, record)?;
         }
         let events = Events::open_counted(store, Some((events, config)), counts, &["enqueued"])?;
+        hold(&events);
         let wakes = wake_key(store, Some(wakes))?;
         let now = store.now_ms();
         let enqueued_at = now.to_string();
@@ -124,6 +125,7 @@ impl<'a> EnqueueMany<'a> {
         if replies.contains(&Reply::Int(1)) {
             wake(store, wakes);
         }
+        flush(&events, store);
         Ok(Reply::Array(replies))
     }
 }

@@ -4,6 +4,8 @@
 //! `Queue::wait`. A call writes events only when it passes the events key
 //! (and the config key, which holds the log's length: `events`, 0 for off).
 
+use std::cell::{Cell, RefCell};
+
 use super::{need, protocol};
 use crate::limits::{COUNT_HOURS, COUNT_MINUTES, EVENTS_KEEP, HOUR_MS, MAX_EVENT_ERROR, MINUTE_MS};
 use crate::parse::{malformed, stored};
@@ -49,6 +51,22 @@ impl<'k> Events<'k> {
         Ok((log.is_some() || counter.is_some()).then_some(Events { log, counter }))
     }
 
+    /// Hold the counts until [`flush`](Events::flush): a call that counts
+    /// many jobs (ACKMANY, ENQUEUEMANY, REAP, SETTLE) writes them once, at
+    /// its end, where one job's call writes at each count.
+    pub(crate) fn hold(&self) {
+        if let Some(counter) = &self.counter {
+            counter.holding.set(true);
+        }
+    }
+
+    /// Write the counts held since [`hold`](Events::hold).
+    pub(crate) fn flush<S: Store>(&self, store: &mut S) {
+        if let Some(counter) = &self.counter {
+            counter.flush(store);
+        }
+    }
+
     /// Append `event` about job `id` (none when empty) with `more` fields,
     /// and count it when it is one the counters keep.
     pub(crate) fn emit<S: Store>(&self, store: &mut S, event: &str, id: &[u8], more: &[(&[u8], &[u8])]) {
@@ -77,13 +95,27 @@ pub(crate) const COUNTED: [&str; 4] = ["enqueued", "completed", "failed", "dead"
 /// hour (since the epoch) the slots were last written for. The first count
 /// of a call in a later minute (or hour) empties the slots of the minutes
 /// since, up to all of them, first: bounded work, once a minute.
+///
+/// Every call that counts reads, at its open, the fields it may write, so a
+/// count is one write of the sums (the three fields in one `HSET`), never a
+/// read and a write a field.
 #[derive(Debug)]
 pub(crate) struct Counter<'k> {
     key: &'k [u8],
     minute: Slot,
     hour: Slot,
     /// Whether this call already moved the slots to now.
-    moved: std::cell::Cell<bool>,
+    moved: Cell<bool>,
+    /// What each field the call read holds now (counted events' totals and
+    /// now's slots), counts added.
+    held: RefCell<Vec<(Vec<u8>, u64)>>,
+    /// The fields changed since the last write, in the order first changed.
+    unwritten: RefCell<Vec<usize>>,
+    /// Now's minute and hour, when this call moved the slots and has not
+    /// written them yet.
+    stamps: RefCell<Option<[String; 2]>>,
+    /// Whether the call writes its counts only at its end.
+    holding: Cell<bool>,
 }
 
 /// One of the two rings: where now falls, and the last one written.
@@ -138,33 +170,94 @@ impl<'k> Counter<'k> {
             })
             .collect();
         let names: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
-        for (field, value) in names.iter().zip(store.hmget(key, &names)) {
-            natural(value.as_deref(), key, field)?;
+        let values = store.hmget(key, &names);
+        let mut held = Vec::with_capacity(fields.len());
+        for (field, value) in fields.into_iter().zip(values) {
+            let n = natural(value.as_deref(), key, &field)?.unwrap_or(0);
+            held.push((field, n));
         }
-        Ok(Counter { key, minute, hour, moved: std::cell::Cell::new(false) })
+        Ok(Counter {
+            key,
+            minute,
+            hour,
+            moved: Cell::new(false),
+            held: RefCell::new(held),
+            unwritten: RefCell::default(),
+            stamps: RefCell::default(),
+            holding: Cell::new(false),
+        })
     }
 
-    /// Count one `event`, when it is one of [`COUNTED`].
+    /// Count one `event`, when it is one of [`COUNTED`]: its total and
+    /// now's two slots, each one more; written at once unless the call
+    /// holds. The first count of a call in a later minute (or hour) empties
+    /// the slots since, and writes the stamps with the counts.
     fn count<S: Store>(&self, store: &mut S, event: &str) {
         if !COUNTED.contains(&event) {
             return;
         }
         let moves = [self.minute, self.hour].iter().any(|slot| slot.last != Some(slot.now));
+        let mut held = self.held.borrow_mut();
         if moves && !self.moved.replace(true) {
             for slot in [self.minute, self.hour] {
                 for field in slot.stale() {
                     store.hdel(self.key, &field);
+                    // Now's slots were among the emptied ones.
+                    if let Some((_, n)) = held.iter_mut().find(|(name, _)| *name == field) {
+                        *n = 0;
+                    }
                 }
             }
-            let (minute, hour) = (self.minute.now.to_string(), self.hour.now.to_string());
-            store.hset(self.key, &[(b"minute", minute.as_bytes()), (b"hour", hour.as_bytes())]);
+            *self.stamps.borrow_mut() = Some([self.minute.now.to_string(), self.hour.now.to_string()]);
         }
-        for field in [
-            event.as_bytes().to_vec(),
-            self.minute.field(event, self.minute.now),
-            self.hour.field(event, self.hour.now),
-        ] {
-            store.hincrby(self.key, &field, 1);
+        // The fields were read in threes, each event's total first.
+        match held.iter().position(|(name, _)| name.as_slice() == event.as_bytes()) {
+            Some(total) => {
+                let mut unwritten = self.unwritten.borrow_mut();
+                for at in total..total + 3 {
+                    held[at].1 += 1;
+                    if !unwritten.contains(&at) {
+                        unwritten.push(at);
+                    }
+                }
+            }
+            // An event the call did not read (no transition counts one):
+            // each field added to on its own.
+            None => {
+                for field in [
+                    event.as_bytes().to_vec(),
+                    self.minute.field(event, self.minute.now),
+                    self.hour.field(event, self.hour.now),
+                ] {
+                    store.hincrby(self.key, &field, 1);
+                }
+            }
+        }
+        drop(held);
+        if !self.holding.get() {
+            self.flush(store);
+        }
+    }
+
+    /// Write the stamps and every count changed since the last write, in
+    /// one `HSET`: the stamps first, then the counts in the order first
+    /// changed.
+    fn flush<S: Store>(&self, store: &mut S) {
+        let stamps = self.stamps.borrow_mut().take();
+        let held = self.held.borrow();
+        let sums: Vec<(&[u8], String)> = self
+            .unwritten
+            .borrow_mut()
+            .drain(..)
+            .map(|at| (held[at].0.as_slice(), held[at].1.to_string()))
+            .collect();
+        let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(sums.len() + 2);
+        if let Some([minute, hour]) = &stamps {
+            pairs.extend([(&b"minute"[..], minute.as_bytes()), (&b"hour"[..], hour.as_bytes())]);
+        }
+        pairs.extend(sums.iter().map(|(field, sum)| (*field, sum.as_bytes())));
+        if !pairs.is_empty() {
+            store.hset(self.key, &pairs);
         }
     }
 }
@@ -186,6 +279,21 @@ pub(crate) fn events_setting<S: Store>(store: &mut S, config: &[u8]) -> Result<u
         .expect("a value a field");
     protocol(config, version.as_deref())?;
     Ok(stored(events.as_deref(), config, b"events")?.map_or(EVENTS_KEEP, |n| n.max(0) as u64))
+}
+
+/// Hold the counts of a call that counts many jobs until [`flush`]:
+/// ACKMANY, ENQUEUEMANY, REAP and SETTLE write them once, at their end.
+pub(crate) fn hold(events: &Option<Events<'_>>) {
+    if let Some(events) = events {
+        events.hold();
+    }
+}
+
+/// Write the counts [`hold`] kept back: the call's last write.
+pub(crate) fn flush<S: Store>(events: &Option<Events<'_>>, store: &mut S) {
+    if let Some(events) = events {
+        events.flush(store);
+    }
 }
 
 /// Emit through `events` when the call has a log.

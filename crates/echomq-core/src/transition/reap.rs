@@ -2,7 +2,7 @@
 //! safe from many workers at once (PROTOCOL.md §7; `reap-10.lua`).
 
 use super::delete::limit;
-use super::events::{emit, Events};
+use super::events::{emit, flush, hold, Events};
 use super::{
     attempts_of, need, policy_of, priority_of, read_records, remove, to_pending, wake, wake_key, write_record,
 };
@@ -89,6 +89,7 @@ impl<'a> Reap<'a> {
             need(store, hash, KeyType::Hash)?;
         }
         let events = Events::open_counted(store, Some((events, config)), counts, &["failed", "dead"])?;
+        hold(&events);
         let wakes = wake_key(store, Some(wakes))?;
         let now = store.now_ms();
         let ids = store.zupto(active, now as f64, self.limit);
@@ -128,6 +129,7 @@ impl<'a> Reap<'a> {
         if requeued > 0 {
             wake(store, wakes);
         }
+        flush(&events, store);
         Ok(Reply::Array(vec![Reply::count(requeued), Reply::count(died)]))
     }
 }

@@ -2,7 +2,7 @@
 //! exactly once when every job has finished (PROTOCOL.md §7.7; `settle-9.lua`).
 
 use super::batch::{field, State};
-use super::events::{emit, Events};
+use super::events::{emit, flush, hold, Events};
 use super::{need, read_field, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{SETTLE_BATCHES, SWEEP_LIMIT};
@@ -144,6 +144,7 @@ impl<'a> Settle<'a> {
             self.keys.counts,
             &["enqueued"],
         )?;
+        hold(&events);
         let wakes = wake_key(store, Some(self.keys.wake))?;
         let (mut closed, mut called) = (0, false);
         for Plan { batch, state, changed, waits } in plans {
@@ -167,6 +168,7 @@ impl<'a> Settle<'a> {
         if called {
             wake(store, wakes);
         }
+        flush(&events, store);
         Ok(Reply::Array(vec![Reply::count(closed), Reply::count(looked)]))
     }
 
