@@ -122,6 +122,17 @@ async fn a_finished_batch_is_called_back_behind_a_hundred_waiting_ones() {
         }
         let newer = q.enqueue_batch_with_callback(["finishes"], "newer").await.unwrap();
         q.cancel(&newer.jobs[0]).await.unwrap();
+        // A SETTLE puts the batches it passes over at now's score; in the
+        // millisecond the newer batch was made they would tie with it and
+        // sort by id, ahead of it. The machine's clock is the server's (a
+        // loopback one) and the embedded executor's: wait for its next
+        // millisecond.
+        let made = wall_ms();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while wall_ms() <= made {
+            assert!(std::time::Instant::now() < deadline, "the clock did not move in 5 s");
+            tokio::task::yield_now().await;
+        }
         let mut closed = 0;
         for _ in 0..3 {
             closed += Upkeep::of(&q).settle(1000).await.unwrap().closed;
@@ -252,4 +263,9 @@ async fn a_batch_whose_jobs_round_trip_broke_sends_them_again_and_opens() {
     );
     let callback = q.inspect(&opened.callback).await.unwrap().expect("its callback");
     assert_eq!(callback.record.payload, b"cb");
+}
+
+/// The machine's clock, in ms since the Unix epoch.
+fn wall_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis()
 }
