@@ -32,27 +32,6 @@ local function finish_job(record, active, done, results, events, id, result, kee
   end
 end
 
--- The jobs `ids`, their records under `prefix`, to done as finish_job
--- takes one, with `kept[j]` the result of ids[j] (if any): out of active
--- in one ZREM and into done in one ZADD for them all (ACKMANY).
-local function finish_jobs(prefix, active, done, results, events, ids, kept, keep)
-  if #ids == 0 then return end
-  redis.call('ZREM', active, unpack(ids))
-  local now, finished = now_ms(), {}
-  for j, id in ipairs(ids) do
-    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'done')
-    finished[2 * j - 1], finished[2 * j] = now, id
-    local result = kept[j]
-    if result then
-      redis.call('HSET', results, id, result)
-      emit(events, keep, 'completed', id, 'result_bytes', #result)
-    else
-      emit(events, keep, 'completed', id)
-    end
-  end
-  redis.call('ZADD', done, unpack(finished))
-end
-
 local function ack_job(id, result, keep)
   finish_job(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], id, result, keep)
 end
