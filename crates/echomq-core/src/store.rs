@@ -77,6 +77,14 @@ pub trait Store {
     fn del(&mut self, key: &[u8]);
     /// Add a member to a sorted set or move it to `score`.
     fn zadd(&mut self, key: &[u8], score: f64, member: &[u8]);
+    /// Add members to a sorted set (or move them), as one `ZADD key score
+    /// member …`: a store that fires keyspace events fires one for them
+    /// all, as the command does.
+    fn zadd_many(&mut self, key: &[u8], pairs: &[(f64, &[u8])]) {
+        for &(score, member) in pairs {
+            self.zadd(key, score, member);
+        }
+    }
     /// Remove a member of a sorted set (and the set when it empties).
     fn zrem(&mut self, key: &[u8], member: &[u8]);
     /// The size of a sorted set.

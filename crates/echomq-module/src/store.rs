@@ -283,23 +283,34 @@ impl Store for RedisStore {
     }
 
     fn zadd(&mut self, key: &[u8], score: f64, member: &[u8]) {
+        self.zadd_many(key, &[(score, member)]);
+    }
+
+    fn zadd_many(&mut self, key: &[u8], pairs: &[(f64, &[u8])]) {
         self.flush();
         if self.additions.as_ref().is_some_and(|batch| batch.key != key) {
             self.announce_additions();
         }
         let Some((open, name)) = self.write(key, raw::REDISMODULE_KEYTYPE_ZSET) else { return };
-        let member = RString::new(member);
-        if open.zset_add(score, &member) {
+        let mut changed = false;
+        for &(score, member) in pairs {
+            let member = RString::new(member);
+            if open.zset_add(score, &member) {
+                changed = true;
+                let score = RString::new(score_text(score).as_bytes());
+                let batch = self.additions.get_or_insert_with(|| Additions {
+                    key: key.to_vec(),
+                    name: RString::new(key),
+                    pairs: Vec::new(),
+                });
+                batch.pairs.extend([score, member]);
+            }
+        }
+        // One ZADD of them all fires one event, as the scripts' does.
+        if changed {
             api::signal_modified(self.ctx, &name);
             api::notify(self.ctx, raw::REDISMODULE_NOTIFY_ZSET, c"zadd", &name);
             api::signal_ready(self.ctx, &name);
-            let score = RString::new(score_text(score).as_bytes());
-            let batch = self.additions.get_or_insert_with(|| Additions {
-                key: key.to_vec(),
-                name,
-                pairs: Vec::new(),
-            });
-            batch.pairs.extend([score, member]);
         }
     }
 

@@ -61,7 +61,7 @@ err = counts_open(KEYS[6], {'completed'})
 if err then return err end
 counts_hold()
 
-local acked, replies = {}, {}
+local acked, replies, finished, kept = {}, {}, {}, {}
 for j = 1, n do
   local id, fields = ids[j], records[j]
   local fenced = fields[1] and fenced_record_error(prefix .. 'job:' .. id, fields[1], fields[2], tokens[j])
@@ -73,9 +73,11 @@ for j = 1, n do
     replies[j] = emq_error('EMQFENCE', 'token does not hold the lease')
   else
     acked[id] = true
-    finish_job(prefix .. 'job:' .. id, KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, results[j], keep)
+    local at = #finished + 1
+    finished[at], kept[at] = id, results[j]
     replies[j] = 1
   end
 end
+finish_jobs(prefix, KEYS[1], KEYS[2], KEYS[3], KEYS[4], finished, kept, keep)
 counts_flush()
 return replies

@@ -2,13 +2,13 @@
 //! (PROTOCOL.md §7; `ackmany-6.lua`).
 
 use super::events::{flush, hold, Events};
-use super::fenced::{ack_result, Finish};
+use super::fenced::{ack_result, Finish, Finished};
 use super::{fence, need, present_here};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{ACKS, TOKEN};
 use crate::parse::{count, kind, named_keys, record_key};
 use crate::store::{KeyType, Store};
-use crate::{Answer, Refusal, Reply};
+use crate::{Answer, Code, Refusal, Reply};
 
 keys! {
     /// ACKMANY's KEYS.
@@ -118,16 +118,26 @@ impl<'a> AckMany<'a> {
         let events = Events::open_counted(store, Some((events, config)), counts, &["completed"])?;
         hold(&events);
         let sets = Finish { active, done, results, events: &events };
-        let replies =
-            self.acks.iter().zip(&records).map(|(ack, record)| match fence(store, record, ack.token) {
+        // Each ack fenced first; an id acked earlier in the call no longer
+        // holds its lease. Then the acked ones finished together.
+        let mut acked: Vec<Finished<'_>> = Vec::with_capacity(self.acks.len());
+        let mut replies = Vec::with_capacity(self.acks.len());
+        for (ack, record) in self.acks.iter().zip(&records) {
+            let fenced = if acked.iter().any(|&(_, _, id, _)| id == ack.id) {
+                Err(Refusal::new(Code::Fence, "token does not hold the lease"))
+            } else {
+                fence(store, record, ack.token)
+            };
+            match fenced {
                 Ok(stamped) => {
-                    sets.finish(store, record, stamped, ack.id, ack.result);
-                    Reply::Int(1)
+                    acked.push((record, stamped, ack.id, ack.result));
+                    replies.push(Reply::Int(1));
                 }
-                Err(refusal) => Reply::Error(refusal),
-            });
-        let replies = Reply::Array(replies.collect());
+                Err(refusal) => replies.push(Reply::Error(refusal)),
+            }
+        }
+        sets.finish_many(store, &acked);
         flush(&events, store);
-        Ok(replies)
+        Ok(Reply::Array(replies))
     }
 }

@@ -170,13 +170,15 @@ impl<'a> Claim<'a> {
         let deadline = (now + self.lease) as f64;
         let mut claimed = Vec::with_capacity(ids.len());
         let mut logged = Vec::with_capacity(ids.len());
+        // Every job taken goes into active in one ZADD, after the loop.
+        let mut leases: Vec<(f64, &[u8])> = Vec::with_capacity(ids.len());
         for (id, (key, [attempts, payload, enqueued_at])) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
             let token = number(Some(&attempts)).unwrap_or(0.0) as u64 + 1;
             let attempt = token.to_string();
             let fields: [(&[u8], &[u8]); 2] = [(b"state", b"active"), (b"attempts", attempt.as_bytes())];
             write_stamped(store, &key, &fields, now, Stamped(enqueued_at.is_some()));
-            store.zadd(active, deadline, id);
+            leases.push((deadline, id));
             let payload = payload.map_or(Reply::Nil, Reply::Bulk);
             let mut job = vec![Reply::Bulk(id.clone()), Reply::count(token), payload];
             let policy = sides.policies.and_then(|policies| store.hget(policies, id));
@@ -191,6 +193,9 @@ impl<'a> Claim<'a> {
             claimed.push(Reply::Array(job));
             emit(events, store, "active", id, &[(b"attempt", attempt.as_bytes())]);
             logged.push([id.as_slice(), b":", attempt.as_bytes()].concat());
+        }
+        if !leases.is_empty() {
+            store.zadd_many(active, &leases);
         }
         Ok((claimed, logged))
     }

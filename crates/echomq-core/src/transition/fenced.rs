@@ -70,6 +70,31 @@ impl Finish<'_, '_> {
         let now = store.now_ms();
         write_stamped(store, record, &[(b"state", b"done")], now, stamped);
         store.zadd(self.done, now as f64, id);
+        self.completed(store, id, result);
+    }
+
+    /// Finish many jobs, each `(record, stamped, id, result)` as
+    /// [`finish`](Finish::finish) does one, with the sets written once for
+    /// them all: out of active, their records and events, then into done
+    /// in one ZADD (ACKMANY, as `finish_jobs` in includes/ack.lua).
+    pub(super) fn finish_many<S: Store>(&self, store: &mut S, jobs: &[Finished<'_>]) {
+        if jobs.is_empty() {
+            return;
+        }
+        for &(_, _, id, _) in jobs {
+            store.zrem(self.active, id);
+        }
+        let now = store.now_ms();
+        for &(record, stamped, id, result) in jobs {
+            write_stamped(store, record, &[(b"state", b"done")], now, stamped);
+            self.completed(store, id, result);
+        }
+        let finished: Vec<(f64, &[u8])> = jobs.iter().map(|&(_, _, id, _)| (now as f64, id)).collect();
+        store.zadd_many(self.done, &finished);
+    }
+
+    /// The job's result kept, if any, and its `completed` event.
+    fn completed<S: Store>(&self, store: &mut S, id: &[u8], result: Option<&[u8]>) {
         match result {
             Some(result) => {
                 store.hset(self.results, &[(id, result)]);
@@ -80,6 +105,10 @@ impl Finish<'_, '_> {
         }
     }
 }
+
+/// A job an ACKMANY finishes: its record's key, whether the record is
+/// stamped, its id and its result.
+pub(super) type Finished<'a> = (&'a [u8], Stamped, &'a [u8], Option<&'a [u8]>);
 
 /// RESULT's bytes, the first time it is given and within its limit.
 pub(super) fn ack_result<'a>(given: Option<&'a [u8]>, value: Option<&'a [u8]>) -> Result<&'a [u8], Refusal> {

@@ -17,6 +17,17 @@ local function ack_result(given, value)
   return value
 end
 
+-- Keep job `id`'s result, if any, in `results`, and emit its `completed`
+-- event.
+local function completed(results, events, id, result, keep)
+  if result then
+    redis.call('HSET', results, id, result)
+    emit(events, keep, 'completed', id, 'result_bytes', #result)
+  else
+    emit(events, keep, 'completed', id)
+  end
+end
+
 -- The job `id`, whose record is at `record`, to done: out of `active`
 -- into `done`, its result (if any) kept in `results`, with its `completed`
 -- event (includes/events). After every check.
@@ -24,12 +35,22 @@ local function finish_job(record, active, done, results, events, id, result, kee
   redis.call('ZREM', active, id)
   redis.call('HSET', record, 'state', 'done')
   redis.call('ZADD', done, now_ms(), id)
-  if result then
-    redis.call('HSET', results, id, result)
-    emit(events, keep, 'completed', id, 'result_bytes', #result)
-  else
-    emit(events, keep, 'completed', id)
+  completed(results, events, id, result, keep)
+end
+
+-- The jobs `ids`, their records under `prefix`, to done as finish_job
+-- takes one, with `kept[j]` the result of ids[j] (if any): out of active
+-- in one ZREM and into done in one ZADD for them all (ACKMANY).
+local function finish_jobs(prefix, active, done, results, events, ids, kept, keep)
+  if #ids == 0 then return end
+  redis.call('ZREM', active, unpack(ids))
+  local now, finished = now_ms(), {}
+  for j, id in ipairs(ids) do
+    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'done')
+    finished[2 * j - 1], finished[2 * j] = now, id
+    completed(results, events, id, kept[j], keep)
   end
+  redis.call('ZADD', done, unpack(finished))
 end
 
 local function ack_job(id, result, keep)

@@ -86,13 +86,16 @@ local function claim_jobs(k, prefix, lease, count, head)
   local left = head.more or #head.ids > #ids
 
   -- One moment for the whole claim: the gate's, when it read the clock.
+  -- Every job taken goes into active in one ZADD, after the loop.
   local deadline = (log and log.now or now_ms()) + lease
+  local leases = {}
   for i, id in ipairs(ids) do
     local attempts, payload = records[i][1], records[i][2]
     if attempts then
       local token = tonumber(attempts) + 1
       redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
-      redis.call('ZADD', k.active, deadline, id)
+      local at = #leases
+      leases[at + 1], leases[at + 2] = deadline, id
       local job = {id, token, payload}
       local policy = policies and redis.call('HGET', k.policy, id)
       local held_headers = headers and redis.call('HGET', k.headers, id)
@@ -104,9 +107,10 @@ local function claim_jobs(k, prefix, lease, count, head)
       end
       claimed[#claimed + 1] = job
       emit(k.events, keep, 'active', id, 'attempt', token)
-      logged[#logged + 1] = string.format('%s:%d', id, token)
+      if log then logged[#logged + 1] = string.format('%s:%d', id, token) end
     end
   end
+  if #leases > 0 then redis.call('ZADD', k.active, unpack(leases)) end
   spend(k.rate, log, logged)
   -- Jobs left that the gate would let through: the next waiting claim
   -- takes them (a chain, one claimer woken at a time).
