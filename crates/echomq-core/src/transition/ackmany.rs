@@ -121,15 +121,17 @@ impl<'a> AckMany<'a> {
         // Each ack fenced first; an id acked earlier in the call no longer
         // holds its lease. Then the acked ones finished together.
         let mut acked: Vec<Finished<'_>> = Vec::with_capacity(self.acks.len());
+        let mut ids = std::collections::HashSet::with_capacity(self.acks.len());
         let mut replies = Vec::with_capacity(self.acks.len());
         for (ack, record) in self.acks.iter().zip(&records) {
-            let fenced = if acked.iter().any(|&(_, _, id, _)| id == ack.id) {
+            let fenced = if ids.contains(ack.id) {
                 Err(Refusal::new(Code::Fence, "token does not hold the lease"))
             } else {
                 fence(store, record, ack.token)
             };
             match fenced {
                 Ok(stamped) => {
+                    ids.insert(ack.id);
                     acked.push((record, stamped, ack.id, ack.result));
                     replies.push(Reply::Int(1));
                 }

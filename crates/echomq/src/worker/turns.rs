@@ -25,8 +25,9 @@ use tokio::sync::{mpsc::UnboundedSender, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::claims::{claim_floor, claim_loop, gather, Outage};
 use super::job::{self, Hands};
-use super::{claim_floor, claim_loop, gather, JobRun, Outage, Shared};
+use super::{JobRun, Shared};
 use crate::executor::Executor;
 use crate::keyspace::Role;
 use crate::transition::{Claims, Held};
