@@ -74,7 +74,7 @@ for j = 1, n do
   else
     exists[id] = true
     redis.call('HSET', records[j], 'state', 'pending', 'attempts', '0', 'payload', payloads[j])
-    redis.call('ZADD', KEYS[1], 0, id)
+    redis.call('ZADD', KEYS[1], '0', id)
     emit(KEYS[2], keep, 'enqueued', id, 'state', 'pending')
     replies[j] = 1
     enqueued = true

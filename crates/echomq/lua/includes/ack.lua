@@ -22,7 +22,7 @@ end
 local function completed(results, events, id, result, keep)
   if result then
     redis.call('HSET', results, id, result)
-    emit(events, keep, 'completed', id, 'result_bytes', #result)
+    emit(events, keep, 'completed', id, 'result_bytes', string.format('%d', #result))
   else
     emit(events, keep, 'completed', id)
   end
@@ -34,7 +34,7 @@ end
 local function finish_job(record, active, done, results, events, id, result, keep)
   redis.call('ZREM', active, id)
   redis.call('HSET', record, 'state', 'done')
-  redis.call('ZADD', done, now_ms(), id)
+  redis.call('ZADD', done, string.format('%d', now_ms()), id)
   completed(results, events, id, result, keep)
 end
 
@@ -44,7 +44,7 @@ end
 local function finish_jobs(prefix, active, done, results, events, ids, kept, keep)
   if #ids == 0 then return end
   redis.call('ZREM', active, unpack(ids))
-  local now, finished = now_ms(), {}
+  local now, finished = string.format('%d', now_ms()), {}
   for j, id in ipairs(ids) do
     redis.call('HSET', prefix .. 'job:' .. id, 'state', 'done')
     finished[2 * j - 1], finished[2 * j] = now, id

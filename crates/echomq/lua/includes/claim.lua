@@ -87,13 +87,16 @@ local function claim_jobs(k, prefix, lease, count, head)
 
   -- One moment for the whole claim: the gate's, when it read the clock.
   -- Every job taken goes into active in one ZADD, after the loop.
-  local deadline = (log and log.now or now_ms()) + lease
+  -- Numbers go to Redis as the strings of their digits: a Lua number
+  -- would be printed with '%.17g', each its own float formatting.
+  local deadline = string.format('%d', (log and log.now or now_ms()) + lease)
   local leases = {}
   for i, id in ipairs(ids) do
     local attempts, payload = records[i][1], records[i][2]
     if attempts then
       local token = tonumber(attempts) + 1
-      redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', token)
+      local digits = string.format('%d', token)
+      redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', digits)
       local at = #leases
       leases[at + 1], leases[at + 2] = deadline, id
       local job = {id, token, payload}
@@ -106,8 +109,8 @@ local function claim_jobs(k, prefix, lease, count, head)
         job[4] = policy
       end
       claimed[#claimed + 1] = job
-      emit(k.events, keep, 'active', id, 'attempt', token)
-      if log then logged[#logged + 1] = string.format('%s:%d', id, token) end
+      emit(k.events, keep, 'active', id, 'attempt', digits)
+      if log then logged[#logged + 1] = id .. ':' .. digits end
     end
   end
   if #leases > 0 then redis.call('ZADD', k.active, unpack(leases)) end

@@ -41,7 +41,8 @@ local function events_keep(events, config, read)
   end
   if err then return nil, err end
   keep = keep or EVENTS_KEEP
-  if keep > 0 then return keep end
+  -- As XADD's MAXLEN takes it: the digits, not a number to print each time.
+  if keep > 0 then return string.format('%d', keep) end
 end
 
 -- The queue's counters, emq:{q}:counts (protocol 1.4; the core's twin is

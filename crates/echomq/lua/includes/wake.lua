@@ -18,7 +18,7 @@ end
 
 -- Tell one claim waiting on the queue that a job may be pending.
 local function wake(key)
-  if key then redis.call('ZADD', key, 0, 1) end
+  if key then redis.call('ZADD', key, '0', '1') end
 end
 
 -- The trailing keys most transitions that add to pending take: the events
