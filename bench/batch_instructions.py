@@ -6,6 +6,10 @@ server a job, immune to the shared machine's noise.
     emq scripts --out /tmp/before   # from the build before
     emq scripts --out /tmp/after    # from the build after
     python3 bench/batch_instructions.py /tmp/before /tmp/after [queues] [jobs a queue]
+    python3 bench/batch_instructions.py --module target/release/libechomq_module.so [queues] [jobs]
+
+With `--module`, the same calls as the module's commands (EMQ.CLAIM…), for
+builds of the module: `--module before.so --module after.so`.
 
 For each build: a redis-server under `valgrind --tool=callgrind`; `queues`
 queues of `jobs a queue` jobs each (ENQUEUEMANY, events and counters on, as
@@ -27,33 +31,39 @@ ACKMANY_KEYS = ["active", "done", "results", "events", "config", "counts"]
 ENQUEUEMANY_KEYS = ["pending", "events", "config", "wake", "counts"]
 
 
-def script(r, build, name):
-    """The SHA of `build`'s script of transition `name`, loaded."""
+def caller(r, build, module, name):
+    """The words that run transition `name` before its key count: EVALSHA
+    of `build`'s script, loaded, or the module's command."""
+    if module:
+        return ["EMQ." + name.upper()]
     [path] = glob.glob(os.path.join(build, name + "-*.lua"))
-    return r.call("SCRIPT", "LOAD", open(path).read())
+    return ["EVALSHA", r.call("SCRIPT", "LOAD", open(path).read())]
 
 
 def instructions(build, queues, per):
-    """Instructions the server ran per job claimed and acked, with `build`'s scripts."""
+    """Instructions the server ran per job claimed and acked, with `build`'s
+    scripts (or `build`, a module, loaded)."""
     out = tempfile.mkdtemp()
-    server, r = start_server(under=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out.%p"],
+    module = build.endswith(".so")
+    server, r = start_server(*(["--loadmodule", os.path.abspath(build)] if module else []),
+                             under=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out.%p"],
                              wait=60)
     try:
-        enqueue, claim, ackmany = (script(r, build, n) for n in ("enqueuemany", "claim", "ackmany"))
+        enqueue, claim, ackmany = (caller(r, build, module, n) for n in ("enqueuemany", "claim", "ackmany"))
         names = [f"batch-{q}" for q in range(queues)]
         prefixes = ["emq:{%s}:" % name for name in names]
         ids = [f"JOB_{n:026d}" for n in range(per)]
         enqueues = []
         for p in prefixes:
             words = [w for i in ids for w in (i, "payload-of-fifty-three-bytes-like-the-benchmarks-one")]
-            enqueues.append(["EVALSHA", enqueue, len(ENQUEUEMANY_KEYS), *[p + k for k in ENQUEUEMANY_KEYS], *words])
+            enqueues.append([*enqueue, len(ENQUEUEMANY_KEYS), *[p + k for k in ENQUEUEMANY_KEYS], *words])
         pipelined(r, enqueues)
         subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
         for p in prefixes:
-            claimed = r.call("EVALSHA", claim, len(CLAIM_KEYS), *[p + k for k in CLAIM_KEYS], 60000, "COUNT", per)
+            claimed = r.call(*claim, len(CLAIM_KEYS), *[p + k for k in CLAIM_KEYS], 60000, "COUNT", per)
             assert len(claimed) == per, claimed
             acks = [w for job in claimed for w in (job[0], job[1])]
-            replies = r.call("EVALSHA", ackmany, len(ACKMANY_KEYS), *[p + k for k in ACKMANY_KEYS], *acks)
+            replies = r.call(*ackmany, len(ACKMANY_KEYS), *[p + k for k in ACKMANY_KEYS], *acks)
             assert replies == [1] * per, replies
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
         for p in prefixes:
@@ -67,9 +77,13 @@ def instructions(build, queues, per):
 
 
 def main():
-    builds = sys.argv[1:3]
-    queues = int(sys.argv[3]) if len(sys.argv) > 3 else 20
-    per = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    args = sys.argv[1:]
+    builds = []
+    while args and not args[0].isdigit():
+        word = args.pop(0)
+        builds.append(args.pop(0) if word == "--module" else word)
+    queues = int(args[0]) if args else 20
+    per = int(args[1]) if len(args) > 1 else 100
     counts = [instructions(build, queues, per) for build in builds]
     print(f"{queues} queues of {per} jobs, each a CLAIM of them all and an ACKMANY;"
           " instructions of the whole server per job (callgrind)")
