@@ -126,20 +126,21 @@ local function stale(len, now, last, tag, fields)
 end
 
 -- Write what count_event added up since the last write: each changed
--- count, in the order first counted, in one HSET.
+-- count, in the order first counted, in one HSET, as digits.
 local function counts_flush()
   local c = counter
   if not c or not c.order or #c.order == 0 then return end
   local sets = {}
   for _, field in ipairs(c.order) do
     sets[#sets + 1] = field
-    sets[#sets + 1] = c.unwritten[field]
+    sets[#sets + 1] = string.format('%d', c.unwritten[field])
   end
   redis.call('HSET', c.key, unpack(sets))
   c.order, c.unwritten = nil, nil
 end
 
--- Note `field` to be set to `value` at the next flush.
+-- Note `field` to be set to `value` (a number) at the next flush: a call
+-- that counts many jobs prints each count once, not once a job.
 local function count_set(c, field, value)
   if not c.order then c.order, c.unwritten = {}, {} end
   if not c.unwritten[field] then c.order[#c.order + 1] = field end
@@ -167,8 +168,8 @@ local function count_event(event)
     for _, field in ipairs(fields) do
       if c.held[field] then c.held[field] = 0 end
     end
-    count_set(c, 'minute', string.format('%d', c.minute))
-    count_set(c, 'hour', string.format('%d', c.hour))
+    count_set(c, 'minute', c.minute)
+    count_set(c, 'hour', c.hour)
   end
   c.moved = true
   -- The total and now's two slots, each one more, in one write: what the
@@ -182,7 +183,7 @@ local function count_event(event)
     for _, field in ipairs(names) do
       local n = c.held[field] + 1
       c.held[field] = n
-      count_set(c, field, string.format('%d', n))
+      count_set(c, field, n)
     end
   else
     -- One job's call, the usual ACK or ENQUEUE: its three fields in one
