@@ -170,7 +170,11 @@ impl<'a> Claim<'a> {
         let deadline = (now + self.lease) as f64;
         let mut claimed = Vec::with_capacity(ids.len());
         let mut logged = Vec::with_capacity(ids.len());
-        // Every job taken goes into active in one ZADD, after the loop.
+        // Every job taken goes into active in one ZADD, after the loop, the
+        // last first: a small sorted set (a listpack) inserts a member past
+        // every one of its score that sorts before it, so in claim order
+        // each would walk past all the claim's others (`scored_last_first`
+        // in includes/common.lua).
         let mut leases: Vec<(f64, &[u8])> = Vec::with_capacity(ids.len());
         for (id, (key, [attempts, payload, enqueued_at])) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
@@ -195,6 +199,7 @@ impl<'a> Claim<'a> {
             logged.push([id.as_slice(), b":", attempt.as_bytes()].concat());
         }
         if !leases.is_empty() {
+            leases.reverse();
             store.zadd_many(active, &leases);
         }
         Ok((claimed, logged))

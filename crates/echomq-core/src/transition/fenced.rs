@@ -89,7 +89,8 @@ impl Finish<'_, '_> {
             write_stamped(store, record, &[(b"state", b"done")], now, stamped);
             self.completed(store, id, result);
         }
-        let finished: Vec<(f64, &[u8])> = jobs.iter().map(|&(_, _, id, _)| (now as f64, id)).collect();
+        // The last first, as a claim's into active (`Claim::take`).
+        let finished: Vec<(f64, &[u8])> = jobs.iter().rev().map(|&(_, _, id, _)| (now as f64, id)).collect();
         store.zadd_many(self.done, &finished);
     }
 

@@ -44,13 +44,11 @@ end
 local function finish_jobs(prefix, active, done, results, events, ids, kept, keep)
   if #ids == 0 then return end
   redis.call('ZREM', active, unpack(ids))
-  local now, finished = string.format('%d', now_ms()), {}
   for j, id in ipairs(ids) do
     redis.call('HSET', prefix .. 'job:' .. id, 'state', 'done')
-    finished[2 * j - 1], finished[2 * j] = now, id
     completed(results, events, id, kept[j], keep)
   end
-  redis.call('ZADD', done, unpack(finished))
+  redis.call('ZADD', done, unpack(scored_last_first(string.format('%d', now_ms()), ids)))
 end
 
 local function ack_job(id, result, keep)

@@ -86,19 +86,19 @@ local function claim_jobs(k, prefix, lease, count, head)
   local left = head.more or #head.ids > #ids
 
   -- One moment for the whole claim: the gate's, when it read the clock.
-  -- Every job taken goes into active in one ZADD, after the loop.
+  -- Every job taken goes into active in one ZADD, after the loop, the
+  -- last first (scored_last_first).
   -- Numbers go to Redis as the strings of their digits: a Lua number
   -- would be printed with '%.17g', each its own float formatting.
   local deadline = string.format('%d', (log and log.now or now_ms()) + lease)
-  local leases = {}
+  local taken = {}
   for i, id in ipairs(ids) do
     local attempts, payload = records[i][1], records[i][2]
     if attempts then
       local token = tonumber(attempts) + 1
       local digits = string.format('%d', token)
       redis.call('HSET', prefix .. 'job:' .. id, 'state', 'active', 'attempts', digits)
-      local at = #leases
-      leases[at + 1], leases[at + 2] = deadline, id
+      taken[#taken + 1] = id
       local job = {id, token, payload}
       local policy = policies and redis.call('HGET', k.policy, id)
       local held_headers = headers and redis.call('HGET', k.headers, id)
@@ -113,7 +113,7 @@ local function claim_jobs(k, prefix, lease, count, head)
       if log then logged[#logged + 1] = id .. ':' .. digits end
     end
   end
-  if #leases > 0 then redis.call('ZADD', k.active, unpack(leases)) end
+  if #taken > 0 then redis.call('ZADD', k.active, unpack(scored_last_first(deadline, taken))) end
   spend(k.rate, log, logged)
   -- Jobs left that the gate would let through: the next waiting claim
   -- takes them (a chain, one claimer woken at a time).
