@@ -24,19 +24,39 @@ from acknext_cost import arrange, load, pipelined  # noqa: E402
 from resp import start_server  # noqa: E402
 
 
-def instructions(build, jobs):
-    """Instructions the server ran per ACKNEXT of `build`'s scripts."""
+def under_callgrind(*args):
+    """A redis-server (with `args`) under callgrind, its client, and
+    `counted(work)`: the instructions the server ran while `work()` did,
+    the counters zeroed before it and dumped after."""
     out = tempfile.mkdtemp()
-    server, r = start_server(under=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out.%p"],
-                             wait=60)
-    try:
-        acknexts = arrange(r, load(r, build), "count", jobs)
+    server, r = start_server(*args, under=["valgrind", "--tool=callgrind",
+                                           f"--callgrind-out-file={out}/callgrind.out.%p"], wait=60)
+
+    def counted(work):
         subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
-        pipelined(r, acknexts)
-        assert r.call("ZCARD", "emq:{count}:done") == jobs - 1, "every ACKNEXT acked its job"
+        work()
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
         dumps = sorted(glob.glob(f"{out}/callgrind.out.*"), key=os.path.getmtime)
-        total = next(int(line.split()[1]) for line in open(dumps[-1]) if line.startswith(("summary:", "totals:")))
+        return next(int(line.split()[1]) for line in open(dumps[-1]) if line.startswith(("summary:", "totals:")))
+
+    return server, r, counted
+
+
+def report(builds, counts):
+    """Each build's count, and the second's ratio to the first."""
+    for build, count in zip(builds, counts):
+        print(f"{build:<30} {count:10,.0f}")
+    if len(counts) == 2:
+        print(f"second/first: {counts[1] / counts[0]:.3f}x")
+
+
+def instructions(build, jobs):
+    """Instructions the server ran per ACKNEXT of `build`'s scripts."""
+    server, r, counted = under_callgrind()
+    try:
+        acknexts = arrange(r, load(r, build), "count", jobs)
+        total = counted(lambda: pipelined(r, acknexts))
+        assert r.call("ZCARD", "emq:{count}:done") == jobs - 1, "every ACKNEXT acked its job"
         return total / (jobs - 1)
     finally:
         server.terminate()
@@ -48,10 +68,7 @@ def main():
     jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
     counts = [instructions(build, jobs) for build in builds]
     print(f"{jobs - 1} ACKNEXTs; instructions of the whole server per ACKNEXT (callgrind)")
-    for build, count in zip(builds, counts):
-        print(f"{build:<30} {count:10,.0f}")
-    if len(counts) == 2:
-        print(f"second/first: {counts[1] / counts[0]:.3f}x")
+    report(builds, counts)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,11 @@ instructions of the whole server per job. Needs valgrind (Debian's package).
 """
 import glob
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from acknext_cost import CLAIM_KEYS, pipelined  # noqa: E402
-from resp import start_server  # noqa: E402
+from acknext_instructions import report, under_callgrind  # noqa: E402
 
 ACKMANY_KEYS = ["active", "done", "results", "events", "config", "counts"]
 ENQUEUEMANY_KEYS = ["pending", "events", "config", "wake", "counts"]
@@ -43,11 +41,8 @@ def caller(r, build, module, name):
 def instructions(build, queues, per):
     """Instructions the server ran per job claimed and acked, with `build`'s
     scripts (or `build`, a module, loaded)."""
-    out = tempfile.mkdtemp()
     module = build.endswith(".so")
-    server, r = start_server(*(["--loadmodule", os.path.abspath(build)] if module else []),
-                             under=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out.%p"],
-                             wait=60)
+    server, r, counted = under_callgrind(*(["--loadmodule", os.path.abspath(build)] if module else []))
     try:
         enqueue, claim, ackmany = (caller(r, build, module, n) for n in ("enqueuemany", "claim", "ackmany"))
         names = [f"batch-{q}" for q in range(queues)]
@@ -58,18 +53,18 @@ def instructions(build, queues, per):
             words = [w for i in ids for w in (i, "payload-of-fifty-three-bytes-like-the-benchmarks-one")]
             enqueues.append([*enqueue, len(ENQUEUEMANY_KEYS), *[p + k for k in ENQUEUEMANY_KEYS], *words])
         pipelined(r, enqueues)
-        subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
-        for p in prefixes:
-            claimed = r.call(*claim, len(CLAIM_KEYS), *[p + k for k in CLAIM_KEYS], 60000, "COUNT", per)
-            assert len(claimed) == per, claimed
-            acks = [w for job in claimed for w in (job[0], job[1])]
-            replies = r.call(*ackmany, len(ACKMANY_KEYS), *[p + k for k in ACKMANY_KEYS], *acks)
-            assert replies == [1] * per, replies
-        subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
+
+        def work():
+            for p in prefixes:
+                claimed = r.call(*claim, len(CLAIM_KEYS), *[p + k for k in CLAIM_KEYS], 60000, "COUNT", per)
+                assert len(claimed) == per, claimed
+                acks = [w for job in claimed for w in (job[0], job[1])]
+                replies = r.call(*ackmany, len(ACKMANY_KEYS), *[p + k for k in ACKMANY_KEYS], *acks)
+                assert replies == [1] * per, replies
+
+        total = counted(work)
         for p in prefixes:
             assert r.call("ZCARD", p + "done") == per, "every job acked"
-        dumps = sorted(glob.glob(f"{out}/callgrind.out.*"), key=os.path.getmtime)
-        total = next(int(line.split()[1]) for line in open(dumps[-1]) if line.startswith(("summary:", "totals:")))
         return total / (queues * per)
     finally:
         server.terminate()
@@ -87,10 +82,7 @@ def main():
     counts = [instructions(build, queues, per) for build in builds]
     print(f"{queues} queues of {per} jobs, each a CLAIM of them all and an ACKMANY;"
           " instructions of the whole server per job (callgrind)")
-    for build, count in zip(builds, counts):
-        print(f"{build:<30} {count:10,.0f}")
-    if len(counts) == 2:
-        print(f"second/first: {counts[1] / counts[0]:.3f}x")
+    report(builds, counts)
 
 
 if __name__ == "__main__":
