@@ -1,19 +1,23 @@
 //! Acks, gathered: under load many jobs finish at once, and their acks go to
 //! the server in one call, ACKMANY, which answers each job on its own and
-//! costs the server far less a job than as many ACKs (BENCHMARKS.md). Under
-//! light load a batch is one ack, sent at once: gathering never waits.
+//! costs the server far less a job than as many ACKs (BENCHMARKS.md). A lone
+//! ack waits one turn of the runtime for the jobs that end with it (a
+//! claim's jobs start together and, short, end together); no longer.
 //!
 //! A finished job hands its concurrency slot along with its ack. When the
-//! worker works one queue and a batch's jobs are its last running ones
-//! (every batch, at concurrency 1), one ack of the batch becomes an ACKNEXT
-//! that claims a job for every free slot, in the same round trip: a worker
-//! about to go idle for a round trip (CLAIM after ACK) does not. The jobs it
-//! claims start here, in those slots; slots it could not fill go back to the
-//! claim loop. While other jobs run, slots go back to the claim loop, which
-//! gathers them into bigger claims (at concurrency 10 and 100, ACKNEXT for
-//! every batch was measured 10-15% slower: its claims were for two or three
-//! jobs). A worker of several queues only acks, so that one busy queue
-//! cannot keep the slots from the others.
+//! worker works one queue and, after a batch, would run no job (its other
+//! slots free, or held by the claim loop while it gathers a claim's worth),
+//! one ack of the batch becomes an ACKNEXT that claims a job for each slot
+//! the batch frees, in the same round trip: a worker about to go idle for a
+//! round trip (CLAIM after ACK) does not. At concurrency 10 a claim's jobs
+//! mostly end while the claim loop holds a slot or two: counting those as
+//! idle was 1.2-1.3x the jobs/s (BENCHMARKS.md). The jobs it claims start
+//! here, in those slots; slots it could not fill go back to the claim loop.
+//! While other jobs run, slots go back to the claim loop, which gathers them
+//! into bigger claims (at concurrency 10 and 100, ACKNEXT for every batch
+//! was measured 10-15% slower: its claims were for two or three jobs). A
+//! worker of several queues only acks, so that one busy queue cannot keep
+//! the slots from the others.
 
 use crate::ErrorKind;
 use std::sync::Arc;
@@ -58,6 +62,21 @@ pub(super) struct Refill {
     pub(super) jobs: mpsc::WeakUnboundedSender<JobRun>,
 }
 
+impl Refill {
+    /// Whether a batch that frees `freed` slots claims their next jobs in
+    /// its round trip: when, after it, the worker would run no job, its
+    /// other slots free or held by the claim loop while it gathers a
+    /// claim's worth (fewer than its floor, at most). Then no other job
+    /// frees a slot soon, and a claim would wait for this batch's acks.
+    fn fills(&self, freed: usize) -> bool {
+        let concurrency = self.shared.options.concurrency;
+        let gathering = super::claims::claim_floor(concurrency, 1) - 1;
+        freed > 0
+            && freed + self.slots.available_permits() + gathering >= concurrency
+            && !self.shared.stopping.is_cancelled()
+    }
+}
+
 /// The acks sent to a gatherer, for [`gather`] to send.
 pub(super) type Inbox = mpsc::UnboundedReceiver<Request>;
 
@@ -94,28 +113,33 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
     while let Some(first) = inbox.recv().await {
         let mut bytes = result_bytes(&first);
         let mut batch = vec![first];
-        while batch.len() < MOST && bytes < MOST_BYTES {
-            match inbox.try_recv() {
-                Ok(request) => {
-                    bytes += result_bytes(&request);
-                    batch.push(request);
+        let mut yielded = false;
+        loop {
+            while batch.len() < MOST && bytes < MOST_BYTES {
+                match inbox.try_recv() {
+                    Ok(request) => {
+                        bytes += result_bytes(&request);
+                        batch.push(request);
+                    }
+                    Err(_) => break,
                 }
-                Err(_) => break,
             }
+            // A lone ack waits one turn of the runtime: jobs started
+            // together (a claim's) end together, and their acks, sent a
+            // moment after this one, join its call. Only a lone one: under
+            // load the batch is already many, and each turn delays them all.
+            if batch.len() > 1 || yielded {
+                break;
+            }
+            yielded = true;
+            tokio::task::yield_now().await;
         }
         let mut slots: Vec<OwnedSemaphorePermit> = batch.iter_mut().filter_map(|r| r.slot.take()).collect();
         // Only when the worker would otherwise go idle for a round trip:
         // these are its last running jobs. Under load the claim loop's
         // gathered claims serve more jobs a call (measured: BENCHMARKS.md).
         let next = match &refill {
-            Some(refill)
-                if !slots.is_empty()
-                    && slots.len() + refill.slots.available_permits()
-                        >= refill.shared.options.concurrency
-                    && !refill.shared.stopping.is_cancelled() =>
-            {
-                batch.pop()
-            }
+            Some(refill) if refill.fills(slots.len()) => batch.pop(),
             _ => None,
         };
         let (acks, replies): (Vec<Ack>, Vec<_>) = batch.into_iter().map(|r| (r.ack, r.reply)).unzip();
