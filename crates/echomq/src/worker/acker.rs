@@ -69,12 +69,17 @@ impl Refill {
     /// claim's worth (fewer than its floor, at most). Then no other job
     /// frees a slot soon, and a claim would wait for this batch's acks.
     fn fills(&self, freed: usize) -> bool {
-        let concurrency = self.shared.options.concurrency;
-        let gathering = super::claims::claim_floor(concurrency, 1) - 1;
-        freed > 0
-            && freed + self.slots.available_permits() + gathering >= concurrency
-            && !self.shared.stopping.is_cancelled()
+        let (free, concurrency) = (self.slots.available_permits(), self.shared.options.concurrency);
+        idle_after(freed, free, concurrency) && !self.shared.stopping.is_cancelled()
     }
+}
+
+/// Whether a worker of `concurrency` slots, `free` of them free, runs no
+/// job once a batch frees `freed` more, counting as idle the slots its
+/// claim loop may hold while it gathers (its floor less one, at most).
+fn idle_after(freed: usize, free: usize, concurrency: usize) -> bool {
+    let gathering = super::claims::claim_floor(concurrency, 1) - 1;
+    freed > 0 && freed + free + gathering >= concurrency
 }
 
 /// The acks sent to a gatherer, for [`gather`] to send.
@@ -135,9 +140,9 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
             tokio::task::yield_now().await;
         }
         let mut slots: Vec<OwnedSemaphorePermit> = batch.iter_mut().filter_map(|r| r.slot.take()).collect();
-        // Only when the worker would otherwise go idle for a round trip:
-        // these are its last running jobs. Under load the claim loop's
-        // gathered claims serve more jobs a call (measured: BENCHMARKS.md).
+        // Only when the worker would otherwise go idle for a round trip
+        // (`Refill::fills`). Under load the claim loop's gathered claims
+        // serve more jobs a call (measured: BENCHMARKS.md).
         let next = match &refill {
             Some(refill) if refill.fills(slots.len()) => batch.pop(),
             _ => None,
@@ -295,6 +300,21 @@ mod tests {
 
     fn failed(kind: std::io::ErrorKind) -> Error {
         Error::from(redis::RedisError::from(std::io::Error::new(kind, "the round trip failed")))
+    }
+
+    #[test]
+    fn a_batch_refills_when_the_worker_would_otherwise_run_no_job() {
+        assert!(idle_after(1, 0, 1), "concurrency 1: every ack");
+        // Concurrency 10: the claim loop gathers two, so holds at most one.
+        assert!(idle_after(10, 0, 10), "a claim's ten jobs, ended together");
+        assert!(idle_after(9, 0, 10), "nine, the claim loop holding the tenth slot");
+        assert!(!idle_after(8, 0, 10), "two slots may be running jobs");
+        assert!(idle_after(3, 6, 10), "the others are free");
+        assert!(!idle_after(0, 10, 10), "a batch that frees no slot has none to fill");
+        // Concurrency 100: the claim loop gathers 25, so holds at most 24.
+        assert!(idle_after(76, 0, 100));
+        assert!(!idle_after(75, 0, 100), "a job may still run");
+        assert!(!idle_after(50, 0, 100), "under load the claim loop claims");
     }
 
     /// A gathered ack's job renews its lease while its ack waits only when
