@@ -87,7 +87,7 @@ mod entry {
         // The module's own heap is the system's, not RedisModule_Alloc:
         // Redis counts each of those allocations and frees with
         // malloc_usable_size, and a command's Rust temporaries (key names,
-        // field lists: ~200 an ACKNEXT) then cost 5% of the server's
+        // field lists: a hundred or more a call) then cost 5% of the server's
         // instructions (BENCHMARKS.md). They are freed before the command
         // returns, so `INFO memory` misses nothing that stays.
         allocator: (std::alloc::System, std::alloc::System),
