@@ -116,28 +116,15 @@ impl Acker {
 pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<Refill>) {
     let queue = &hands.queue;
     while let Some(first) = inbox.recv().await {
-        let mut bytes = result_bytes(&first);
         let mut batch = vec![first];
-        let mut yielded = false;
-        loop {
-            while batch.len() < MOST && bytes < MOST_BYTES {
-                match inbox.try_recv() {
-                    Ok(request) => {
-                        bytes += result_bytes(&request);
-                        batch.push(request);
-                    }
-                    Err(_) => break,
-                }
-            }
-            // A lone ack waits one turn of the runtime: jobs started
-            // together (a claim's) end together, and their acks, sent a
-            // moment after this one, join its call. Only a lone one: under
-            // load the batch is already many, and each turn delays them all.
-            if batch.len() > 1 || yielded {
-                break;
-            }
-            yielded = true;
+        take_waiting(&mut inbox, &mut batch);
+        // A lone ack waits one turn of the runtime: jobs started together
+        // (a claim's) end together, and their acks, sent a moment after
+        // this one, join its call. Only a lone one: under load the batch
+        // is already many, and each turn delays them all.
+        if batch.len() == 1 {
             tokio::task::yield_now().await;
+            take_waiting(&mut inbox, &mut batch);
         }
         let mut slots: Vec<OwnedSemaphorePermit> = batch.iter_mut().filter_map(|r| r.slot.take()).collect();
         // Only when the worker would otherwise go idle for a round trip
@@ -162,6 +149,21 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
         }
         // Slots nothing filled go back to the claim loop.
         drop(slots);
+    }
+}
+
+/// Add the acks waiting in `inbox` to `batch`, up to a call's [`MOST`]
+/// acks and [`MOST_BYTES`] of results.
+fn take_waiting(inbox: &mut Inbox, batch: &mut Vec<Request>) {
+    let mut bytes: usize = batch.iter().map(result_bytes).sum();
+    while batch.len() < MOST && bytes < MOST_BYTES {
+        match inbox.try_recv() {
+            Ok(request) => {
+                bytes += result_bytes(&request);
+                batch.push(request);
+            }
+            Err(_) => break,
+        }
     }
 }
 
