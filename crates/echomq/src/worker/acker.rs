@@ -140,7 +140,7 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
             // The jobs have ended: their slots go back to the claim loop as
             // their acks leave, not when the reply comes, so that its claim
             // shares their round trip (ACKMANY, CLAIM) rather than take the
-            // next one. At concurrency 10 and 100 that was 1.13-1.35x the
+            // next one. At concurrency 10 and 100 that was 1.08-1.39x the
             // jobs/s (BENCHMARKS.md).
             freeing(send_acks(queue, acks, replies), slots).await;
             continue;
