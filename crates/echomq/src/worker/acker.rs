@@ -131,12 +131,12 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
         // Only when the worker would otherwise go idle for a round trip
         // (`Refill::fills`). Under load the claim loop's gathered claims
         // serve more jobs a call (measured: BENCHMARKS.md).
-        let next = match &refill {
-            Some(refill) if refill.fills(slots.len()) => batch.pop(),
+        let refilling = match &refill {
+            Some(refill) if refill.fills(slots.len()) => batch.pop().map(|next| (refill, next)),
             _ => None,
         };
         let (acks, replies): (Vec<Ack>, Vec<_>) = batch.into_iter().map(|r| (r.ack, r.reply)).unzip();
-        let Some(next) = next else {
+        let Some((refill, next)) = refilling else {
             // The jobs have ended: their slots go back to the claim loop as
             // their acks leave, not when the reply comes, so that its claim
             // shares their round trip (ACKMANY, CLAIM) rather than take the
@@ -145,13 +145,10 @@ pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<R
             freeing(send_acks(queue, acks, replies), slots).await;
             continue;
         };
-        let lease = refill.as_ref().map(|refill| refill.shared.options.lease).unwrap_or_default();
-        let fetch = ack_next(queue, next.ack, lease, slots.len() as u64);
+        let fetch = ack_next(queue, next.ack, refill.shared.options.lease, slots.len() as u64);
         let ((), (outcome, jobs)) = tokio::join!(send_acks(queue, acks, replies), fetch);
         let _ = next.reply.send(outcome);
-        if let Some(refill) = &refill {
-            start(&hands, refill, jobs, &mut slots).await;
-        }
+        start(&hands, refill, jobs, &mut slots).await;
         // Slots nothing filled go back to the claim loop.
         drop(slots);
     }
