@@ -271,9 +271,12 @@ impl Store for Memory {
     }
 
     /// Trims to exactly `keep` entries: "about" `keep`, as Redis's `~` allows.
-    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) {
+    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) -> Option<u64> {
         let now = self.clock.now_ms();
-        if let Value::Stream(stream) = self.value_or(key, || Value::Stream(Stream::default())) {
+        let Value::Stream(stream) = self.value_or(key, || Value::Stream(Stream::default())) else {
+            return None;
+        };
+        {
             let last = stream.last;
             let id = if now > last.ms {
                 StreamId { ms: now, seq: 0 }
@@ -285,6 +288,7 @@ impl Store for Memory {
             while stream.entries.len() as u64 > keep {
                 stream.entries.pop_front();
             }
+            Some(id.ms)
         }
     }
 }

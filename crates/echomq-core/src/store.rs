@@ -99,6 +99,9 @@ pub trait Store {
     fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>>;
     /// Append an entry of `fields` to the stream `key` under a new id (the
     /// server's `*`), then trim the stream to about its newest `keep`
-    /// entries, as `XADD key MAXLEN ~ keep * field value …`.
-    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]);
+    /// entries, as `XADD key MAXLEN ~ keep * field value …`. The new entry's
+    /// time, the first part of its id: a rate-limited claim logs the claim
+    /// its `active` event names at that time (PROTOCOL.md §7.1). `None` when
+    /// nothing was added.
+    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) -> Option<u64>;
 }

@@ -373,8 +373,17 @@ pub(crate) fn words<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> 
     argv.iter().map(|&arg| bytes_of(arg)).collect()
 }
 
-/// The server's clock, ms since the Unix epoch.
+/// The server's clock, ms since the Unix epoch, as the server's own
+/// commands read it: on Redis 7.2 and later (and Valkey) the time cached
+/// when the command (or script) began, which `TIME` answers and `XADD *`
+/// stamps its entries with; before 7.2, which has no cached time for
+/// modules, the clock itself, which `XADD *` reads too, after us. So an
+/// event's id is never earlier than the transition's now (PROTOCOL.md §7.1).
 pub(crate) fn now_ms() -> u64 {
+    let cached = rm!(RedisModule_CachedMicroseconds() or 0);
+    if cached > 0 {
+        return u64::try_from(cached / 1000).unwrap_or(0);
+    }
     u64::try_from(rm!(RedisModule_Milliseconds() or 0)).unwrap_or(0)
 }
 

@@ -363,13 +363,13 @@ impl Store for RedisStore {
     /// `xadd` and `xtrim` events fire as the command fires them.
     /// `RedisModule_Call("XADD")` did the same for a tenth more instructions
     /// an entry (`bench/events_cost.py`).
-    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) {
+    fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) -> Option<u64> {
         self.flush();
         self.announce_additions_to(key);
-        let Some((open, name)) = self.write(key, raw::REDISMODULE_KEYTYPE_STREAM) else { return };
+        let (open, name) = self.write(key, raw::REDISMODULE_KEYTYPE_STREAM)?;
         let fields: Vec<RString> =
             fields.iter().flat_map(|(field, value)| [RString::new(field), RString::new(value)]).collect();
-        let Some(id) = open.stream_add(&fields) else { return };
+        let id = open.stream_add(&fields)?;
         let trimmed = open.stream_trim_about(keep) > 0;
         let mut args = Vec::with_capacity(4 + fields.len());
         if trimmed {
@@ -385,6 +385,7 @@ impl Store for RedisStore {
         if trimmed {
             api::notify(self.ctx, raw::REDISMODULE_NOTIFY_STREAM, c"xtrim", &name);
         }
+        Some(id.ms)
     }
 }
 

@@ -3,7 +3,7 @@
 //! (PROTOCOL.md §7; `claim-8.lua`).
 
 use super::events::{emit, Events};
-use super::gate::{gate, spend};
+use super::gate::{gate, spend, Logged};
 use super::{attempts_of, need, number, read_records, remove, wake, wake_key, write_stamped, Stamped, Taken};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{CLAIM_COUNT, LEASE_MS};
@@ -130,7 +130,8 @@ impl<'a> Claim<'a> {
     }
 
     /// Claim up to `room` jobs from the head of pending: their replies, and
-    /// each as the rate log names it, `<id>:<token>`. `now` is the gate's
+    /// each as the rate log names it, `<id>:<token>`, with the time of its
+    /// `active` event (the gate's now when no event was written). `now` is the gate's
     /// clock reading when it read one: the records' stamps and the rate log
     /// then show the same moment. A job with a policy gets it as a fourth
     /// element; one with headers gets them as a fifth (after its policy,
@@ -143,7 +144,7 @@ impl<'a> Claim<'a> {
         sides: Sides<'_>,
         events: &Option<Events<'_>>,
         head: Option<Head>,
-    ) -> Result<(Vec<Reply>, Vec<Vec<u8>>), Refusal> {
+    ) -> Result<(Vec<Reply>, Vec<Logged>), Refusal> {
         let ClaimKeys { pending, active, .. } = self.keys;
         if room == 0 {
             return Ok((Vec::new(), Vec::new()));
@@ -195,8 +196,10 @@ impl<'a> Claim<'a> {
                 (None, None) => {}
             }
             claimed.push(Reply::Array(job));
-            emit(events, store, "active", id, &[(b"attempt", attempt.as_bytes())]);
-            logged.push([id.as_slice(), b":", attempt.as_bytes()].concat());
+            // The rate log names the claim at its event's time, so that the
+            // two logs agree on when it happened (PROTOCOL.md §7.1).
+            let at = emit(events, store, "active", id, &[(b"attempt", attempt.as_bytes())]);
+            logged.push(([id.as_slice(), b":", attempt.as_bytes()].concat(), at.unwrap_or(now)));
         }
         if !leases.is_empty() {
             leases.reverse();

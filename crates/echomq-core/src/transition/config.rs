@@ -259,10 +259,13 @@ impl<'a> Config<'a> {
         }
         // After the change: an EVENTS of this call already applies.
         let events = Events::open(store, Some((self.keys.events, config)))?;
-        match self.paused {
-            Some(1) if !was_paused => emit(&events, store, "paused", b"", &[]),
-            Some(0) if was_paused => emit(&events, store, "resumed", b"", &[]),
-            _ => {}
+        let change = match self.paused {
+            Some(1) if !was_paused => Some("paused"),
+            Some(0) if was_paused => Some("resumed"),
+            _ => None,
+        };
+        if let Some(change) = change {
+            emit(&events, store, change, b"", &[]);
         }
         // After the writes, which only wrote integers in the form read back.
         let now = read_settings(store, config)?;

@@ -68,19 +68,26 @@ impl<'k> Events<'k> {
     }
 
     /// Append `event` about job `id` (none when empty) with `more` fields,
-    /// and count it when it is one the counters keep.
-    pub(crate) fn emit<S: Store>(&self, store: &mut S, event: &str, id: &[u8], more: &[(&[u8], &[u8])]) {
+    /// and count it when it is one the counters keep: the entry's time
+    /// (its id's first part), or `None` when the log is off.
+    pub(crate) fn emit<S: Store>(
+        &self,
+        store: &mut S,
+        event: &str,
+        id: &[u8],
+        more: &[(&[u8], &[u8])],
+    ) -> Option<u64> {
         if let Some(counter) = &self.counter {
             counter.count(store, event);
         }
-        let Some((key, keep)) = self.log else { return };
+        let (key, keep) = self.log?;
         let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(2 + more.len());
         fields.push((b"event", event.as_bytes()));
         if !id.is_empty() {
             fields.push((b"id", id));
         }
         fields.extend_from_slice(more);
-        store.xadd(key, keep, &fields);
+        store.xadd(key, keep, &fields)
     }
 }
 
@@ -296,17 +303,16 @@ pub(crate) fn flush<S: Store>(events: &Option<Events<'_>>, store: &mut S) {
     }
 }
 
-/// Emit through `events` when the call has a log.
+/// Emit through `events` when the call has a log: the entry's time, as
+/// [`Events::emit`].
 pub(crate) fn emit<S: Store>(
     events: &Option<Events<'_>>,
     store: &mut S,
     event: &str,
     id: &[u8],
     more: &[(&[u8], &[u8])],
-) {
-    if let Some(events) = events {
-        events.emit(store, event, id, more);
-    }
+) -> Option<u64> {
+    events.as_ref().and_then(|events| events.emit(store, event, id, more))
 }
 
 /// An error text as an event carries it: at most its first

@@ -96,14 +96,13 @@ impl Finish<'_, '_> {
 
     /// The job's result kept, if any, and its `completed` event.
     fn completed<S: Store>(&self, store: &mut S, id: &[u8], result: Option<&[u8]>) {
-        match result {
-            Some(result) => {
-                store.hset(self.results, &[(id, result)]);
-                let bytes = result.len().to_string();
-                emit(self.events, store, "completed", id, &[(b"result_bytes", bytes.as_bytes())]);
-            }
-            _ => emit(self.events, store, "completed", id, &[]),
-        }
+        let Some(result) = result else {
+            emit(self.events, store, "completed", id, &[]);
+            return;
+        };
+        store.hset(self.results, &[(id, result)]);
+        let bytes = result.len().to_string();
+        emit(self.events, store, "completed", id, &[(b"result_bytes", bytes.as_bytes())]);
     }
 }
 

@@ -151,16 +151,30 @@ pub(crate) fn gate<S: Store>(
     Ok(gate)
 }
 
+/// A claim as the rate log names it, `<id>:<token>`, and the time of its
+/// `active` event (the gate's now when the call wrote none).
+pub(crate) type Logged = (Vec<u8>, u64);
+
 /// Bring the rate log up to date after a claim took `claimed` (each
-/// `<id>:<token>`): drop what left the window (at most 1000 entries, the
-/// oldest), log each claim at the gate's now. Nothing without a rate set,
-/// nor when the claim took nothing.
+/// `<id>:<token>` and the time of its `active` event): drop what left the
+/// window (at most 1000 entries, the oldest), log each claim at its event's
+/// time, never before the gate's now. Nothing without a rate set, nor when
+/// the claim took nothing.
+///
+/// Why the event's time: a server stamps an entry with its own reading of
+/// the clock, which may fall in a later millisecond than the gate's (and is
+/// never earlier, PROTOCOL.md §7.1). Logged at the gate's now, a claim
+/// whose event came a millisecond later would leave the window a
+/// millisecond early in the gate's count, and the event log would show one
+/// interval of PER ms with more than RATE claims. Logged at a time at or
+/// after the gate's, every claim of an interval is still counted by the
+/// last claim of that interval: no interval of either log holds more.
 ///
 /// An id enqueued again after its record was deleted is a new job whose
 /// tokens start again at 1, so its claim's `<id>:<token>` may still be in
 /// the window from the earlier life: that claim is logged as `<id>:<token>:<n>`, the
 /// least n ≥ 2 not in the window, so that every claim counts (1.2).
-pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: &[Vec<u8>]) {
+pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: &[Logged]) {
     let Some(log) = &gate.log else { return };
     // A claim that took nothing writes nothing, not even the trim.
     if claimed.is_empty() {
@@ -169,14 +183,14 @@ pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: 
     for member in &log.expired {
         store.zrem(rate, member);
     }
-    for member in claimed {
+    for (member, at) in claimed {
         let mut logged = member.clone();
         let mut n = 1;
         while store.zscore(rate, &logged).is_some_and(|score| score > log.edge) {
             n += 1;
             logged = [member.as_slice(), b":", n.to_string().as_bytes()].concat();
         }
-        store.zadd(rate, log.now as f64, &logged);
+        store.zadd(rate, (*at).max(log.now) as f64, &logged);
     }
 }
 

@@ -109,8 +109,10 @@ local function claim_jobs(k, prefix, lease, count, head)
         job[4] = policy
       end
       claimed[#claimed + 1] = job
-      emit(k.events, keep, 'active', id, 'attempt', digits)
-      if log then logged[#logged + 1] = id .. ':' .. digits end
+      local event = emit(k.events, keep, 'active', id, 'attempt', digits)
+      -- The rate log names the claim at its event's time, so that the two
+      -- logs agree on when it happened (PROTOCOL.md §7.1; includes/gate).
+      if log then logged[#logged + 1] = {id .. ':' .. digits, event and tonumber(string.match(event, '^%d+'))} end
     end
   end
   if #taken > 0 then redis.call('ZADD', k.active, unpack(scored_last_first(deadline, taken))) end

@@ -199,15 +199,15 @@ local function count_event(event)
 end
 
 -- Append `event` about job `id` (none when false) with more field/value
--- pairs, and count it when the call keeps the counters.
+-- pairs, and count it when the call keeps the counters. The entry's id, or
+-- nil when the log is off.
 local function emit(events, keep, event, id, ...)
   if counter then count_event(event) end
   if not keep then return end
   if id then
-    redis.call('XADD', events, 'MAXLEN', '~', keep, '*', 'event', event, 'id', id, ...)
-  else
-    redis.call('XADD', events, 'MAXLEN', '~', keep, '*', 'event', event, ...)
+    return redis.call('XADD', events, 'MAXLEN', '~', keep, '*', 'event', event, 'id', id, ...)
   end
+  return redis.call('XADD', events, 'MAXLEN', '~', keep, '*', 'event', event, ...)
 end
 
 -- An error text as an event carries it: at most its first MAX_EVENT_ERROR

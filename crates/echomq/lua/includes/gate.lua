@@ -11,8 +11,14 @@ costs one HMGET, which the event log's length shares; rate is type-checked
 only when a rate is set, since only then is it read.
 spend(rate, log, claimed), when the claim took jobs, then drops what left the window (at most
 SWEEP_LIMIT entries, the oldest, in one ZREM as the core's store sends it)
-and logs each claimed `<id>:<token>` at the gate's now (a new life's claim
-whose `<id>:<token>` is still in the window as `<id>:<token>:<n>`, 1.2).
+and logs each claimed `<id>:<token>` (claimed[i][1]) at the time of its
+`active` event (claimed[i][2], the ms of the entry's id; nil when no event
+was written), never before the gate's now (a new life's claim whose
+`<id>:<token>` is still in the window as `<id>:<token>:<n>`, 1.2). The
+server stamps an entry by its own reading of the clock, which may be a
+millisecond later than the gate's: logged at the gate's now, that claim
+would leave the window early and the event log could show more than the
+rate in one period (the core's `spend` says why this holds).
 ]]
 --@include common
 
@@ -96,7 +102,8 @@ local function spend(rate, log, claimed)
   if not log or #claimed == 0 then return end
   local expired = redis.call('ZRANGE', rate, '-inf', log.edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
   if #expired > 0 then redis.call('ZREM', rate, unpack(expired)) end
-  for _, member in ipairs(claimed) do
+  for _, claim in ipairs(claimed) do
+    local member, at = claim[1], claim[2]
     -- A new life of an id (enqueued again after a delete) claims token 1
     -- again: an earlier life's entry still in the window keeps its place,
     -- and this claim is logged as <id>:<token>:<n>, the least n >= 2 free.
@@ -107,6 +114,6 @@ local function spend(rate, log, claimed)
       logged = member .. ':' .. n
       score = redis.call('ZSCORE', rate, logged)
     end
-    redis.call('ZADD', rate, log.now, logged)
+    redis.call('ZADD', rate, string.format('%d', math.max(at or log.now, log.now)), logged)
   end
 end
