@@ -174,12 +174,10 @@ impl Place {
         }
     }
 
-    /// The rate log (each entry's member and score) and the times of the
-    /// event log's `active` events, read at one moment: a waiting claim
-    /// may land at any time.
-    async fn logs(&self, keys: &Keyspace) -> (Vec<(String, u64)>, Vec<u64>) {
-        let active =
-            |fields: &[(Vec<u8>, Vec<u8>)]| fields.iter().any(|(f, v)| f == b"event" && v == b"active");
+    /// The rate log (each entry's member and score) and the event log's
+    /// `active` events (each claim's `<id>:<token>` and its entry's time),
+    /// read at one moment: a waiting claim may land at any time.
+    async fn logs(&self, keys: &Keyspace) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
         match self {
             Place::Embedded { embedded, .. } => {
                 let mut store = embedded.store();
@@ -193,7 +191,7 @@ impl Place {
                     })
                     .collect();
                 let events = store.xread(keys.events().as_bytes(), StreamId { ms: 0, seq: 0 }, usize::MAX);
-                (rate, events.into_iter().filter(|(_, fields)| active(fields)).map(|(id, _)| id.ms).collect())
+                (rate, events.into_iter().filter_map(|(id, fields)| claim_of(id.ms, &fields)).collect())
             }
             Place::Server { conn } => {
                 let mut conn = conn.clone();
@@ -212,19 +210,24 @@ impl Place {
                     .query_async(&mut conn)
                     .await
                     .unwrap();
-                let times = events
-                    .into_iter()
-                    .filter(|(_, words)| {
-                        let fields: Vec<_> =
-                            words.chunks(2).map(|pair| (pair[0].clone(), pair[1].clone())).collect();
-                        active(&fields)
-                    })
-                    .map(|(id, _)| id.split('-').next().unwrap().parse().unwrap())
-                    .collect();
-                (rate, times)
+                let claims = events.into_iter().filter_map(|(id, words)| {
+                    let fields: Vec<_> =
+                        words.chunks(2).map(|pair| (pair[0].clone(), pair[1].clone())).collect();
+                    claim_of(id.split('-').next().unwrap().parse().unwrap(), &fields)
+                });
+                (rate, claims.collect())
             }
         }
     }
+}
+
+/// An `active` event's claim, `<id>:<token>`, and its time.
+fn claim_of(ms: u64, fields: &[(Vec<u8>, Vec<u8>)]) -> Option<(String, u64)> {
+    let field = |name: &[u8]| fields.iter().find(|(f, _)| f == name).map(|(_, v)| String::from_utf8_lossy(v));
+    if field(b"event")? != "active" {
+        return None;
+    }
+    Some((format!("{}:{}", field(b"id")?, field(b"attempt")?), ms))
 }
 
 /// One case's run: the executor, the queue, what each claimer holds.
@@ -376,35 +379,50 @@ impl Run {
                 return Err(format!("{after}: {active} jobs active, over the concurrency limit of {limit}"));
             }
         }
-        let (rate_log, by_events) = place.logs(&self.keys).await;
+        let (rate_log, claims) = place.logs(&self.keys).await;
         for (member, score) in rate_log {
             self.logged.entry(member).or_insert(score);
         }
         let by_log: Vec<u64> = self.logged.values().copied().collect();
         crowded(&by_log, rate, per).map_err(|at| format!("{after}: the rate log {at}"))?;
+        let by_events: Vec<u64> = claims.iter().map(|(_, ms)| *ms).collect();
         crowded(&by_events, rate, per).map_err(|at| format!("{after}: the event log {at}"))?;
-        if by_events.len() != self.logged.len() {
+        // Every claim is logged at its event's time, or later; one this
+        // test never saw in the rate log must have left the window (a later
+        // claim trimmed it), so a later entry is at least PER past it.
+        let newest = by_log.iter().max().copied().unwrap_or(0);
+        for (member, ms) in &claims {
+            match self.logged.get(member) {
+                Some(score) if score < ms => {
+                    return Err(format!("{after}: {member} logged at {score}, before its event at {ms}"))
+                }
+                Some(_) => {}
+                None if ms + per <= newest => {}
+                None => return Err(format!("{after}: {member}, claimed at {ms}, is not in the rate log")),
+            }
+        }
+        if claims.len() < self.logged.len() {
             return Err(format!(
-                "{after}: {} active events but {} claims in the rate log",
-                by_events.len(),
-                self.logged.len()
+                "{after}: {} claims in the rate log, {} active events",
+                self.logged.len(),
+                claims.len()
             ));
         }
         Ok(())
     }
 
-    /// Every claim a reply handed out is in the rate log, and nothing else.
-    fn all_logged(&self) -> Result<(), String> {
+    /// Every claim a reply handed out has its `active` event, and nothing else.
+    fn all_told(&self, claims: &[(String, u64)]) -> Result<(), String> {
         let mut handed = self.handed.clone();
         handed.sort();
-        let logged: Vec<&String> = self.logged.keys().collect();
-        if handed.iter().collect::<Vec<_>>() != logged {
-            return Err(format!("claims handed out {handed:?}, logged {logged:?}"));
+        let mut told: Vec<&String> = claims.iter().map(|(member, _)| member).collect();
+        told.sort();
+        if handed.iter().collect::<Vec<_>>() != told {
+            return Err(format!("claims handed out {handed:?}, told in events {told:?}"));
         }
         Ok(())
     }
 }
-
 /// `Err` naming the interval when some `per` ms of `times` hold more than `rate`.
 fn crowded(times: &[u64], rate: u64, per: u64) -> Result<(), String> {
     let mut times = times.to_vec();
@@ -458,7 +476,8 @@ async fn run_case(
     run.call(&Config { paused: Some(false), ..Config::default() }).await.unwrap();
     run.gather(true).await;
     run.check(place, "at the end").await?;
-    run.all_logged()
+    let (_, claims) = place.logs(&run.keys).await;
+    run.all_told(&claims)
 }
 
 fn cases(default: u32) -> u32 {
