@@ -47,6 +47,12 @@ pub(crate) fn malformed(key: &[u8], field: &[u8], what: &str) -> Refusal {
     Refusal::new(Code::Data, format!("{} {} is not {what}", lossy(key), lossy(field)))
 }
 
+/// `EMQDATA <key> <field> is missing`: a record that exists without one of
+/// its birth fields (PROTOCOL.md §3, §5).
+pub(crate) fn missing(key: &[u8], field: &[u8]) -> Refusal {
+    Refusal::new(Code::Data, format!("{} {} is missing", lossy(key), lossy(field)))
+}
+
 /// Decimal text: an optional `-`, then 1 to [`MAX_DIGITS`] digits.
 fn integer_text(value: &[u8]) -> Option<i64> {
     let digits = value.strip_prefix(b"-").unwrap_or(value);

@@ -14,7 +14,7 @@
 //! `enqueued_at` and `updated_at`, both at birth.
 
 use crate::description::Description;
-use crate::parse::{lossy, malformed, stored};
+use crate::parse::{lossy, malformed, missing, stored};
 use crate::policy::Policy;
 use crate::store::{KeyType, Store};
 use crate::version::{Version, PROTOCOL};
@@ -238,31 +238,50 @@ fn wake<S: Store>(store: &mut S, key: Option<&[u8]>) {
     }
 }
 
-/// Read one field of a record after checking the record is a hash (or
+/// A record's `state` (`None`: no record), read with its `attempts` as every
+/// read of a record is ([`read_fields`]), after checking it is a hash (or
 /// missing, and not on its way to or from another cluster node).
-fn read_field<S: Store>(store: &mut S, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, Refusal> {
-    let [value] = read_fields(store, key, [field])?;
-    Ok(value)
+fn read_state<S: Store>(store: &mut S, key: &[u8]) -> Result<Option<Vec<u8>>, Refusal> {
+    let [state, _] = read_fields(store, key, [b"state", b"attempts"])?;
+    Ok(state)
 }
 
-/// [`read_field`] of several fields in one read; the first is the one a
-/// record always has (its absence is the record's).
+/// [`read_field`] of several fields in one read. Every transition that
+/// reads a record reads its `state` and `attempts` (and `payload` where it
+/// hands it out): a record that exists without one of them is malformed
+/// (`EMQDATA <key> <field> is missing`, the first in `fields`), refused
+/// before any write rather than taken for a missing record and dropped.
 fn read_fields<S: Store, const N: usize>(
     store: &mut S,
     key: &[u8],
     fields: [&[u8]; N],
 ) -> Result<[Option<Vec<u8>>; N], Refusal> {
     need(store, key, KeyType::Hash)?;
-    // One field is a plain read: `hmget` answers a `Vec`, an allocation
-    // more for every record REAP and PROMOTE take.
-    let values: [Option<Vec<u8>>; N] = match N {
-        1 => std::array::from_fn(|at| store.hget(key, fields[at])),
-        _ => store.hmget(key, &fields).try_into().expect("a value a field"),
-    };
-    if values.first().is_some_and(Option::is_none) {
+    let values: [Option<Vec<u8>>; N] = store.hmget(key, &fields).try_into().expect("a value a field");
+    if !whole(store, key, &fields, &values)? {
         present_here(store, key)?;
     }
     Ok(values)
+}
+
+/// The fields every record is born with (PROTOCOL.md §3).
+const BIRTH: [&[u8]; 3] = [b"state", b"attempts", b"payload"];
+
+/// Whether the record read as `values` (of `fields`, among them a birth
+/// field) is here: `EMQDATA` when it exists without a birth field it was
+/// read for. Its existence is asked only when a field is missing.
+fn whole<S: Store>(
+    store: &mut S,
+    key: &[u8],
+    fields: &[&[u8]],
+    values: &[Option<Vec<u8>>],
+) -> Result<bool, Refusal> {
+    let absent = fields.iter().zip(values).find(|(field, value)| value.is_none() && BIRTH.contains(field));
+    let Some((field, _)) = absent else { return Ok(true) };
+    if values.iter().all(Option::is_none) && store.key_type(key) == KeyType::None {
+        return Ok(false);
+    }
+    Err(missing(key, field))
 }
 
 /// A record missing here is missing, unless the queue's slot is moving
@@ -280,8 +299,8 @@ fn present_here<S: Store>(store: &mut S, key: &[u8]) -> Result<(), Refusal> {
 
 /// The fence: the record must exist, be active, and hold `token` as its
 /// attempts. Its stamp, read with them, for the write that follows. A
-/// `state` that is none of the six, or `attempts` that is not an integer,
-/// is malformed (`EMQDATA`).
+/// `state` that is none of the six, `attempts` that is not an integer, or
+/// a record without either, is malformed (`EMQDATA`).
 fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<Stamped, Refusal> {
     let [state, attempts, enqueued_at] = read_fields(store, key, [b"state", b"attempts", b"enqueued_at"])?;
     let Some(state) = state else { return Err(Refusal::new(Code::NoJob, "no such job")) };

@@ -302,13 +302,32 @@ pub(crate) fn signal_ready(ctx: *mut raw::RedisModuleCtx, key: &RString) {
     rm!(RedisModule_SignalKeyAsReady(ctx, key.as_ptr()) or ());
 }
 
+/// A transition's keys' flags: `RO ACCESS` for one that only reads (so a
+/// user whose keys are read-only, `%R~`, may run it), `RW ACCESS UPDATE`
+/// for one that writes.
+fn key_flags(reads_only: bool) -> u32 {
+    if reads_only {
+        raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
+    } else {
+        raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
+    }
+}
+
+/// Answer a key-position request: argv[`position`] is a key, with the
+/// flags of [`key_flags`].
+pub(crate) fn key_at(ctx: *mut raw::RedisModuleCtx, position: usize, reads_only: bool) {
+    let position = position as c_int;
+    let flags = key_flags(reads_only) as c_int;
+    rm!(RedisModule_KeyAtPosWithFlags(ctx, position, flags) or rm!(RedisModule_KeyAtPos(ctx, position) or ()));
+}
+
 /// Declare where `command`'s keys are, as `EVALSHA`'s are: argv[1] counts
 /// them and they follow it (`EMQ.<NAME> numkeys key… arg…`), with its
 /// arity: at least the count. One key spec, begin-search index 1, find-keys
 /// keynum (the count at 0 past it, the first key at 1, step 1), which
-/// `COMMAND GETKEYS`, Cluster's routing and ACLs read. The keys are `RO
-/// ACCESS` for a transition that only reads (so a user whose keys are
-/// read-only, `%R~`, may run it), `RW ACCESS UPDATE` for one that writes.
+/// `COMMAND INFO` and `COMMAND DOCS` show, with [`key_flags`]; its flags
+/// are variable, so `COMMAND GETKEYS`, Cluster's routing and ACLs ask the
+/// command (`key_at`).
 /// `false` when the server refused.
 pub(crate) fn declare_counted_keys(ctx: *mut raw::RedisModuleCtx, command: &CStr, reads_only: bool) -> bool {
     let command = rm!(RedisModule_GetCommand(ctx, command.as_ptr()) or ptr::null_mut());
@@ -321,11 +340,10 @@ pub(crate) fn declare_counted_keys(ctx: *mut raw::RedisModuleCtx, command: &CStr
         sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
         sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
     };
-    let flags = if reads_only {
-        raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
-    } else {
-        raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
-    };
+    // VARIABLE_FLAGS: the server asks the command itself for a call's keys
+    // (`getkeys-api`, `key_at`), which names none for a refused count,
+    // where the spec alone would read any count it is given.
+    let flags = key_flags(reads_only) | raw::REDISMODULE_CMD_KEY_VARIABLE_FLAGS;
     let counted = raw::RedisModuleCommandKeySpec {
         notes: ptr::null(),
         flags: u64::from(flags),

@@ -147,9 +147,10 @@ fn dispatch(ctx: *mut raw::RedisModuleCtx, name: Name, words: &[&[u8]]) {
     if rm!(RedisModule_IsKeysPositionRequest(ctx) or 0) != 0 {
         // argv positions: 0 is the command name, 1 the count, so keys sit
         // at 2 on. A call whose count is wrong has none: it is refused when run.
-        let count = split_keys(name.describe(), words).map_or(0, |(keys, _)| keys.len());
+        let described = name.describe();
+        let count = split_keys(described, words).map_or(0, |(keys, _)| keys.len());
         for position in 2..2 + count {
-            rm!(RedisModule_KeyAtPos(ctx, position as c_int) or ());
+            api::key_at(ctx, position, described.reads_only());
         }
         return;
     }

@@ -102,7 +102,20 @@ fn command_getkeys_gives_exactly_each_calls_keys() {
             getkeys.arg(A).arg("1");
             let found: Vec<String> = getkeys.query(&mut conn).unwrap_or_else(|err| panic!("{name}: {err}"));
             assert_eq!(found, keys, "{name} with {count} keys");
+            // Each key flagged as the transition reads or writes it.
+            let mut flagged = redis::cmd("COMMAND");
+            flagged.arg("GETKEYSANDFLAGS").arg(described.command).arg(count).arg(keys).arg(A).arg("1");
+            let flags: Vec<(String, Vec<String>)> = flagged.query(&mut conn).unwrap();
+            let want = if described.reads_only() { "RO" } else { "RW" };
+            assert!(flags.iter().all(|(_, flags)| flags.iter().any(|f| f == want)), "{name}: {flags:?}");
         }
+        // A count the command refuses names no key, not the words after it.
+        let refused = described.forms.iter().max().unwrap() + 1;
+        let mut getkeys = redis::cmd("COMMAND");
+        getkeys.arg("GETKEYS").arg(described.command).arg(refused).arg(all_keys(*name, &q)).arg(A).arg("1");
+        getkeys.arg("x").arg("y");
+        let found: redis::RedisResult<Vec<String>> = getkeys.query(&mut conn);
+        assert!(found.as_ref().is_err() || found.as_ref().is_ok_and(Vec::is_empty), "{name}: {found:?}");
     }
     let info: Value = redis::cmd("COMMAND").arg("INFO").arg("EMQ.STATS").query(&mut conn).unwrap();
     assert!(holds(&info, "keynum"), "a keynum key spec: {info:?}");

@@ -51,7 +51,7 @@ err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(K
 if err then return err end
 local records = {}
 for j = 1, n do
-  records[j], err = read_record(prefix .. 'job:' .. ids[j], 'state', 'attempts')
+  records[j], err = read_hash(prefix .. 'job:' .. ids[j], 'state', 'attempts')
   if err then return err end
 end
 local keep
@@ -64,11 +64,14 @@ counts_hold()
 local acked, replies, finished, kept = {}, {}, {}, {}
 for j = 1, n do
   local id, fields = ids[j], records[j]
-  local fenced = fields[1] and fenced_record_error(prefix .. 'job:' .. id, fields[1], fields[2], tokens[j])
-  if not fields[1] then
-    replies[j] = emq_error('EMQNOJOB', 'no such job')
-  elseif fenced then
+  local key = prefix .. 'job:' .. id
+  -- A record that lacks its state or attempts is that job's EMQDATA.
+  local fenced = missing_error(key, fields, 'state', 'attempts')
+    or fields[1] and fenced_record_error(key, fields[1], fields[2], tokens[j])
+  if fenced then
     replies[j] = fenced
+  elseif not fields[1] then
+    replies[j] = emq_error('EMQNOJOB', 'no such job')
   elseif acked[id] then
     replies[j] = emq_error('EMQFENCE', 'token does not hold the lease')
   else

@@ -64,7 +64,7 @@ err = err or type_error(KEYS[8], 'zset')
 if err then return err end
 -- The records the claim may take, read and checked once, here, before the
 -- ack's writes: the ack changes none of what the claim reads.
-head.records, err = read_records(prefix, head.ids, 'attempts', 'payload')
+head.records, err = read_records(prefix, head.ids, 'state', 'attempts', 'payload')
 err = err or claimed_records_error(prefix, head.ids, head.records)
 if err then return err end
 local keep

@@ -30,7 +30,7 @@ for i = 2, 6 do
   if err then return err end
 end
 local fields
-fields, err = read_record(KEYS[1], 'state')
+fields, err = read_record(KEYS[1], 'state', 'attempts')
 if err then return err end
 local state = fields[1]
 if not state then

@@ -39,6 +39,7 @@ Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
          setting, or a UNIQUE key's value not <0|1>:<id>)
 ]]
+--@include birth
 --@include events
 --@include payload
 --@include wake
@@ -159,7 +160,12 @@ if unique then
       local record = prefix .. 'job:' .. holder
       err = type_error(record, 'hash')
       if err then return err end
-      local state = redis.call('HGET', record, 'state')
+      -- Read as every record is (its state and attempts), but with no look
+      -- at a moving slot: a holder missing here frees the key.
+      local fields = redis.call('HMGET', record, 'state', 'attempts')
+      err = missing_error(record, fields, 'state', 'attempts')
+      if err then return err end
+      local state = fields[1]
       if state and not STATES[state] then return malformed(record, 'state', 'a state') end
       held = state == 'pending' or state == 'delayed' or state == 'active'
     end

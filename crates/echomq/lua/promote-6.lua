@@ -33,7 +33,7 @@ if err then return err end
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return 0 end
 local records
-records, err = read_records(prefix, ids, 'state')
+records, err = read_records(prefix, ids, 'state', 'attempts')
 if err then return err end
 -- Each priority read before the first write (an `abc` refuses them all).
 local scores = {}

@@ -46,7 +46,7 @@ local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return {0, 0} end
 local records
-records, err = read_records(prefix, ids, 'attempts')
+records, err = read_records(prefix, ids, 'state', 'attempts')
 if err then return err end
 
 local policies = redis.call('EXISTS', KEYS[6]) == 1
@@ -56,7 +56,7 @@ local reaped = {}
 for i, id in ipairs(ids) do
   local key = prefix .. 'job:' .. id
   local attempts, own, score
-  attempts, err = attempts_of(key, records[i][1])
+  attempts, err = attempts_of(key, records[i][2])
   if err then return err end
   if attempts then
     if policies then

@@ -27,7 +27,7 @@ if err then return err end
 err = type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset') or type_error(KEYS[4], 'hash')
 if err then return err end
 local fields
-fields, err = read_record(KEYS[1], 'state')
+fields, err = read_record(KEYS[1], 'state', 'attempts')
 if err then return err end
 if not fields[1] then
   return emq_error('EMQNOJOB', 'no such job')

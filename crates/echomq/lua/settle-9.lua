@@ -71,7 +71,7 @@ for _, batch in ipairs(heads) do
       local state
       if job then
         local fields
-        fields, err = read_record(prefix .. 'job:' .. job, 'state')
+        fields, err = read_record(prefix .. 'job:' .. job, 'state', 'attempts')
         if err then return err end
         state = fields[1]
       end

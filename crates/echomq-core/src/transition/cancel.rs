@@ -2,7 +2,7 @@
 //! `cancel-8.lua`).
 
 use super::events::{emit, Events};
-use super::{need, read_field, write_record, STATES};
+use super::{need, read_state, write_record, STATES};
 use crate::description::{keys, Description, Effect};
 use crate::parse::{kind, malformed, named_keys, options};
 use crate::store::{KeyType, Store};
@@ -67,7 +67,8 @@ impl<'a> Cancel<'a> {
     /// - `EMQTYPE`: a set, the record, events or config holds another type.
     /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQNOJOB`: there is no record.
-    /// - `EMQDATA`: the record's `state` is none of the six, or `<q>config`'s `events` is not an integer.
+    /// - `EMQDATA`: the record's `state` is none of the six, the record lacks its state or attempts, or
+    ///   `<q>config`'s `events` is not an integer.
     /// - `EMQSTATE`: the job is done (`cannot cancel a done job`).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
@@ -75,7 +76,7 @@ impl<'a> Cancel<'a> {
         for key in [pending, active, delayed, dead, cancelled] {
             need(store, key, KeyType::Zset)?;
         }
-        let from = match read_field(store, self.keys.job, b"state")?.as_deref() {
+        let from = match read_state(store, self.keys.job)?.as_deref() {
             None => return Err(Refusal::new(Code::NoJob, "no such job")),
             Some(b"cancelled") => return Ok(Reply::Int(0)),
             Some(b"pending") => pending,

@@ -96,7 +96,8 @@ impl<'a> Claim<'a> {
     /// - `TRYAGAIN`: a claimed record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - `EMQDATA`: a setting of `<q>config` is malformed (`paused` not 0 or 1, a limit not an integer), or
-    ///   a claimed record's `attempts` is not an integer of 0 or more.
+    ///   a claimed record's `attempts` is not an integer of 0 or more, or it lacks its state, attempts or
+    ///   payload.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.apply_to(store, None)
     }
@@ -177,7 +178,7 @@ impl<'a> Claim<'a> {
         // each would walk past all the claim's others (`scored_last_first`
         // in includes/common.lua).
         let mut leases: Vec<(f64, &[u8])> = Vec::with_capacity(ids.len());
-        for (id, (key, [attempts, payload, enqueued_at])) in ids.iter().zip(records) {
+        for (id, (key, [_, attempts, payload, enqueued_at])) in ids.iter().zip(records) {
             let Some(attempts) = attempts else { continue };
             let token = number(Some(&attempts)).unwrap_or(0.0) as u64 + 1;
             let attempt = token.to_string();
@@ -211,12 +212,12 @@ impl<'a> Claim<'a> {
 
 /// The first ids of pending and their records' fields a claim reads
 /// ([`CLAIMED`]), read and checked.
-pub(super) type Head = (Vec<Vec<u8>>, Vec<Taken<3>>);
+pub(super) type Head = (Vec<Vec<u8>>, Vec<Taken<4>>);
 
-/// What a claim reads of each record it takes: the attempts (a missing
-/// record has none), the payload it hands out, and whether it stamps
-/// `updated_at`.
-const CLAIMED: [&[u8]; 3] = [b"attempts", b"payload", b"enqueued_at"];
+/// What a claim reads of each record it takes: the state and attempts (a
+/// missing record has neither; a record that lacks one is refused), the
+/// payload it hands out, and whether it stamps `updated_at`.
+const CLAIMED: [&[u8]; 4] = [b"state", b"attempts", b"payload", b"enqueued_at"];
 
 /// [`CLAIMED`] of each id's record, each checked: a record's `attempts`
 /// must be an integer (`EMQDATA`), before the claim's first write.
@@ -224,9 +225,9 @@ pub(super) fn read_claimed<S: Store>(
     store: &mut S,
     prefix: &[u8],
     ids: &[Vec<u8>],
-) -> Result<Vec<Taken<3>>, Refusal> {
+) -> Result<Vec<Taken<4>>, Refusal> {
     let records = read_records(store, prefix, ids, CLAIMED)?;
-    for (key, [attempts, _, _]) in &records {
+    for (key, [_, attempts, _, _]) in &records {
         attempts_of(key, attempts.as_deref())?;
     }
     Ok(records)

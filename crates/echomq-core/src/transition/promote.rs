@@ -64,7 +64,8 @@ impl<'a> Promote<'a> {
     /// - `EMQTYPE`: a key or a due record holds another type.
     /// - `TRYAGAIN`: a due record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
-    /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a due job's priority is not an integer.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a due job's priority is not an integer,
+    ///   or its record lacks its state or attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let PromoteKeys { delayed, pending, priority, .. } = self.keys;
         need(store, delayed, KeyType::Zset)?;
@@ -77,15 +78,15 @@ impl<'a> Promote<'a> {
         if ids.is_empty() {
             return Ok(Reply::count(0));
         }
-        let records = read_records(store, self.prefix, &ids, [b"state"])?;
+        let records = read_records(store, self.prefix, &ids, [b"state", b"attempts"])?;
         // Each priority read before the first write (an `abc` refuses them all).
         let mut scores = Vec::with_capacity(ids.len());
-        for (id, (_, [state])) in ids.iter().zip(&records) {
+        for (id, (_, [state, _])) in ids.iter().zip(&records) {
             scores.push(if state.is_some() { priority_of(store, priority, id)? } else { 0.0 });
         }
         remove(store, delayed, &ids);
         let mut promoted = 0;
-        for ((id, (key, [state])), score) in ids.iter().zip(records).zip(scores) {
+        for ((id, (key, [state, _])), score) in ids.iter().zip(records).zip(scores) {
             if state.is_some() {
                 to_pending(store, &key, pending, score, id, now);
                 emit(&events, store, "promoted", id, &[]);

@@ -78,7 +78,7 @@ impl<'a> Reap<'a> {
     /// - `TRYAGAIN`: an expired record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or an expired job's `attempts`, own policy or
-    ///   priority is malformed.
+    ///   priority is malformed, or its record lacks its state or attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let ReapKeys { active, pending, dead, errors, priority, policy, events, config, wake: wakes, counts } =
             self.keys;
@@ -96,12 +96,12 @@ impl<'a> Reap<'a> {
         if ids.is_empty() {
             return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
-        let records = read_records(store, self.prefix, &ids, [b"attempts"])?;
+        let records = read_records(store, self.prefix, &ids, [b"state", b"attempts"])?;
         let policies = store.key_type(policy) == KeyType::Hash;
         // Every record's attempts, policy and priority, read and checked
         // before the first write.
         let mut reaped = Vec::with_capacity(ids.len());
-        for (id, (key, [attempts])) in ids.iter().zip(records) {
+        for (id, (key, [_, attempts])) in ids.iter().zip(records) {
             let Some(attempt) = attempts_of(&key, attempts.as_deref())? else { continue };
             let own = if policies { policy_of(store, policy, id)? } else { None };
             let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);

@@ -2,7 +2,7 @@
 //! `retry-7.lua`).
 
 use super::events::{emit, Events};
-use super::{need, priority_of, read_field, to_pending, wake, wake_key, STATES};
+use super::{need, priority_of, read_state, to_pending, wake, wake_key, STATES};
 use crate::description::{keys, Description, Effect};
 use crate::parse::{kind, malformed, named_keys, options};
 use crate::store::{KeyType, Store};
@@ -66,7 +66,8 @@ impl<'a> Retry<'a> {
     /// - `EMQTYPE`: a key or the record holds another type.
     /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQNOJOB`: there is no record.
-    /// - `EMQDATA`: the record's `state` is none of the six, the job's priority is not an integer, or
+    /// - `EMQDATA`: the record's `state` is none of the six or it lacks its state or attempts, the job's
+    ///   priority is not an integer, or
     ///   `<q>config`'s `events` is not an integer.
     /// - `EMQSTATE`: the job is not dead (`cannot retry a <state> job`).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
@@ -74,7 +75,7 @@ impl<'a> Retry<'a> {
         need(store, self.keys.dead, KeyType::Zset)?;
         need(store, self.keys.pending, KeyType::Zset)?;
         need(store, self.keys.priority, KeyType::Hash)?;
-        match read_field(store, self.keys.job, b"state")?.as_deref() {
+        match read_state(store, self.keys.job)?.as_deref() {
             None => return Err(Refusal::new(Code::NoJob, "no such job")),
             Some(b"dead") => {}
             Some(state) if !STATES.contains(&state) => {

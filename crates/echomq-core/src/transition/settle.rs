@@ -3,7 +3,7 @@
 
 use super::batch::{field, State};
 use super::events::{emit, flush, hold, Events};
-use super::{need, read_field, wake, wake_key, write_record};
+use super::{need, read_state, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{SETTLE_BATCHES, SWEEP_LIMIT};
 use crate::parse::{named_keys, options, record_key};
@@ -85,7 +85,8 @@ impl<'a> Settle<'a> {
     /// - `EMQTYPE`: a key, a batch job's record or a callback's record holds another type.
     /// - `TRYAGAIN`: a batch job's record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
-    /// - `EMQDATA`: `<q>config`'s `events` is not an integer.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a batch's job's record lacks its state or
+    ///   attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let SettleKeys { batch_open: open, batches, batch_jobs, pending, headers, .. } = self.keys;
         need(store, open, KeyType::Zset)?;
@@ -115,7 +116,7 @@ impl<'a> Settle<'a> {
             while state.cursor < state.total && looked < self.limit {
                 let job = store.hget(batch_jobs, &field(&batch, &state.cursor.to_string()));
                 let ended = match &job {
-                    Some(job) => read_field(store, &record_key(self.prefix, job), b"state")?,
+                    Some(job) => read_state(store, &record_key(self.prefix, job))?,
                     None => None,
                 };
                 let at = match ended.as_deref() {

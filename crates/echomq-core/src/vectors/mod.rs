@@ -471,6 +471,7 @@ pub(crate) fn cases() -> Vec<(Name, Vec<Case>)> {
         schedule::cases(),
         batch::cases(),
         refused::cases(),
+        refused::births(),
     ];
     for case in groups.into_iter().flatten() {
         let at = Name::ALL.iter().position(|name| *name == case.call.name).expect("a transition");

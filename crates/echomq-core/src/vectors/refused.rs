@@ -19,6 +19,7 @@
 use super::*;
 
 mod batch;
+mod births;
 mod control;
 mod enqueue;
 mod finish;
@@ -89,6 +90,11 @@ pub(super) fn cases() -> Vec<Case> {
     TABLES.iter().flat_map(|table| table.iter()).map(Raw::case).collect()
 }
 
+/// A record without a birth field, at every place a transition reads one.
+pub(super) fn births() -> Vec<Case> {
+    births::cases()
+}
+
 /// `$q:`, `$A`, `$B` and `~` put in.
 fn expand(text: &str) -> String {
     text.replace("$q:", PREFIX).replace("$A", A).replace("$B", B).replace('~', " ")
@@ -100,12 +106,17 @@ fn words(text: &str) -> Vec<String> {
 
 impl Raw {
     fn case(&self) -> Case {
-        let args = words(self.args).into_iter().map(String::into_bytes).collect();
-        let call = Call { name: self.call, keys: words(self.keys), args };
-        let mut case = Case::new(self.name, call).refused_with(&expand(self.error));
-        case.setup = given(self.given);
-        case
+        raw(self.name, self.given, self.call, self.keys, self.args).refused_with(&expand(self.error))
     }
+}
+
+/// A case of `call` with KEYS and ARGV as words, after the `given` lines,
+/// that must answer (a refusal says so on the case it gives).
+fn raw(name: &str, given_lines: &[&str], call: Name, keys: &str, args: &str) -> Case {
+    let args = words(args).into_iter().map(String::into_bytes).collect();
+    let mut case = Case::new(name, Call { name: call, keys: words(keys), args });
+    case.setup = given(given_lines);
+    case
 }
 
 /// The `given` lines as steps: one [`Setup::Put`] per key, in the order the

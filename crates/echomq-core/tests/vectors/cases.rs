@@ -414,6 +414,21 @@ mod enqueue {
     fn enqueue_into_a_queue_whose_protocol_is_1() {
         replay("enqueue", "enqueue into a queue whose protocol is 1");
     }
+
+    #[test]
+    fn enqueue_whose_unique_key_it_holds_without_attempts() {
+        replay("enqueue", "enqueue whose unique key it holds without attempts");
+    }
+
+    #[test]
+    fn enqueue_whose_unique_key_it_holds_without_state() {
+        replay("enqueue", "enqueue whose unique key it holds without state");
+    }
+
+    #[test]
+    fn enqueue_whose_unique_key_it_holds_with_only_a_payload() {
+        replay("enqueue", "enqueue whose unique key it holds with only a payload");
+    }
 }
 
 mod enqueuemany {
@@ -792,6 +807,21 @@ mod claim {
     fn claim_from_a_queue_of_protocol_2_0() {
         replay("claim", "claim from a queue of protocol 2.0");
     }
+
+    #[test]
+    fn claim_of_it_at_the_head_of_pending_without_attempts() {
+        replay("claim", "claim of it at the head of pending without attempts");
+    }
+
+    #[test]
+    fn claim_of_it_at_the_head_of_pending_without_state() {
+        replay("claim", "claim of it at the head of pending without state");
+    }
+
+    #[test]
+    fn claim_of_it_at_the_head_of_pending_with_only_a_payload() {
+        replay("claim", "claim of it at the head of pending with only a payload");
+    }
 }
 
 mod ack {
@@ -991,6 +1021,21 @@ mod ack {
     fn ack_of_a_record_whose_attempts_is_x() {
         replay("ack", "ack of a record whose attempts is x");
     }
+
+    #[test]
+    fn ack_of_it_without_attempts() {
+        replay("ack", "ack of it without attempts");
+    }
+
+    #[test]
+    fn ack_of_it_without_state() {
+        replay("ack", "ack of it without state");
+    }
+
+    #[test]
+    fn ack_of_it_with_only_a_payload() {
+        replay("ack", "ack of it with only a payload");
+    }
 }
 
 mod acknext {
@@ -1170,6 +1215,36 @@ mod acknext {
     fn acknext_on_a_queue_with_a_paused_of_2_does_not_ack() {
         replay("acknext", "acknext on a queue with a paused of 2 does not ack");
     }
+
+    #[test]
+    fn acknext_whose_claim_finds_it_at_the_head_of_pending_without_attempts() {
+        replay("acknext", "acknext whose claim finds it at the head of pending without attempts");
+    }
+
+    #[test]
+    fn acknext_whose_claim_finds_it_at_the_head_of_pending_without_state() {
+        replay("acknext", "acknext whose claim finds it at the head of pending without state");
+    }
+
+    #[test]
+    fn acknext_whose_claim_finds_it_at_the_head_of_pending_with_only_a_payload() {
+        replay("acknext", "acknext whose claim finds it at the head of pending with only a payload");
+    }
+
+    #[test]
+    fn acknext_of_it_without_attempts() {
+        replay("acknext", "acknext of it without attempts");
+    }
+
+    #[test]
+    fn acknext_of_it_without_state() {
+        replay("acknext", "acknext of it without state");
+    }
+
+    #[test]
+    fn acknext_of_it_with_only_a_payload() {
+        replay("acknext", "acknext of it with only a payload");
+    }
 }
 
 mod ackmany {
@@ -1308,6 +1383,21 @@ mod ackmany {
     #[test]
     fn ackmany_with_an_event_log_that_is_a_hash() {
         replay("ackmany", "ackmany with an event log that is a hash");
+    }
+
+    #[test]
+    fn ackmany_of_it_without_attempts_and_of_a_whole_job() {
+        replay("ackmany", "ackmany of it without attempts and of a whole job");
+    }
+
+    #[test]
+    fn ackmany_of_it_without_state_and_of_a_whole_job() {
+        replay("ackmany", "ackmany of it without state and of a whole job");
+    }
+
+    #[test]
+    fn ackmany_of_it_with_only_a_payload_and_of_a_whole_job() {
+        replay("ackmany", "ackmany of it with only a payload and of a whole job");
     }
 }
 
@@ -1453,6 +1543,21 @@ mod fail {
     fn fail_with_a_policy_that_ends_in_a_space() {
         replay("fail", "fail with a policy that ends in a space");
     }
+
+    #[test]
+    fn fail_of_it_without_attempts() {
+        replay("fail", "fail of it without attempts");
+    }
+
+    #[test]
+    fn fail_of_it_without_state() {
+        replay("fail", "fail of it without state");
+    }
+
+    #[test]
+    fn fail_of_it_with_only_a_payload() {
+        replay("fail", "fail of it with only a payload");
+    }
 }
 
 mod extend {
@@ -1536,6 +1641,21 @@ mod extend {
     #[test]
     fn extend_of_a_record_whose_state_is_not_a_state() {
         replay("extend", "extend of a record whose state is not a state");
+    }
+
+    #[test]
+    fn extend_of_it_without_attempts() {
+        replay("extend", "extend of it without attempts");
+    }
+
+    #[test]
+    fn extend_of_it_without_state() {
+        replay("extend", "extend of it without state");
+    }
+
+    #[test]
+    fn extend_of_it_with_only_a_payload() {
+        replay("extend", "extend of it with only a payload");
     }
 }
 
@@ -1706,6 +1826,21 @@ mod release {
     fn release_with_the_policy_key_but_no_refund() {
         replay("release", "release with the policy key but no REFUND");
     }
+
+    #[test]
+    fn release_of_it_without_attempts() {
+        replay("release", "release of it without attempts");
+    }
+
+    #[test]
+    fn release_of_it_without_state() {
+        replay("release", "release of it without state");
+    }
+
+    #[test]
+    fn release_of_it_with_only_a_payload() {
+        replay("release", "release of it with only a payload");
+    }
 }
 
 mod reap {
@@ -1855,6 +1990,21 @@ mod reap {
     fn reap_in_a_queue_of_protocol_2_0() {
         replay("reap", "reap in a queue of protocol 2.0");
     }
+
+    #[test]
+    fn reap_of_its_expired_lease_without_attempts() {
+        replay("reap", "reap of its expired lease without attempts");
+    }
+
+    #[test]
+    fn reap_of_its_expired_lease_without_state() {
+        replay("reap", "reap of its expired lease without state");
+    }
+
+    #[test]
+    fn reap_of_its_expired_lease_with_only_a_payload() {
+        replay("reap", "reap of its expired lease with only a payload");
+    }
 }
 
 mod promote {
@@ -1943,6 +2093,21 @@ mod promote {
     #[test]
     fn promote_with_a_priority_of_abc() {
         replay("promote", "promote with a priority of abc");
+    }
+
+    #[test]
+    fn promote_of_it_when_due_without_attempts() {
+        replay("promote", "promote of it when due without attempts");
+    }
+
+    #[test]
+    fn promote_of_it_when_due_without_state() {
+        replay("promote", "promote of it when due without state");
+    }
+
+    #[test]
+    fn promote_of_it_when_due_with_only_a_payload() {
+        replay("promote", "promote of it when due with only a payload");
     }
 }
 
@@ -2157,6 +2322,21 @@ mod cancel {
     fn cancel_of_a_job_whose_state_is_not_a_state() {
         replay("cancel", "cancel of a job whose state is not a state");
     }
+
+    #[test]
+    fn cancel_of_it_without_attempts() {
+        replay("cancel", "cancel of it without attempts");
+    }
+
+    #[test]
+    fn cancel_of_it_without_state() {
+        replay("cancel", "cancel of it without state");
+    }
+
+    #[test]
+    fn cancel_of_it_with_only_a_payload() {
+        replay("cancel", "cancel of it with only a payload");
+    }
 }
 
 mod retry {
@@ -2255,6 +2435,21 @@ mod retry {
     #[test]
     fn retry_of_a_job_whose_state_is_not_a_state() {
         replay("retry", "retry of a job whose state is not a state");
+    }
+
+    #[test]
+    fn retry_of_it_without_attempts() {
+        replay("retry", "retry of it without attempts");
+    }
+
+    #[test]
+    fn retry_of_it_without_state() {
+        replay("retry", "retry of it without state");
+    }
+
+    #[test]
+    fn retry_of_it_with_only_a_payload() {
+        replay("retry", "retry of it with only a payload");
     }
 }
 
@@ -2820,6 +3015,21 @@ mod progress {
     #[test]
     fn progress_of_a_bad_id() {
         replay("progress", "progress of a bad id");
+    }
+
+    #[test]
+    fn progress_of_it_without_attempts() {
+        replay("progress", "progress of it without attempts");
+    }
+
+    #[test]
+    fn progress_of_it_without_state() {
+        replay("progress", "progress of it without state");
+    }
+
+    #[test]
+    fn progress_of_it_with_only_a_payload() {
+        replay("progress", "progress of it with only a payload");
     }
 }
 
@@ -3777,6 +3987,21 @@ mod defer {
     fn defer_with_a_paused_until_of_soon() {
         replay("defer", "defer with a paused_until of soon");
     }
+
+    #[test]
+    fn defer_of_it_without_attempts() {
+        replay("defer", "defer of it without attempts");
+    }
+
+    #[test]
+    fn defer_of_it_without_state() {
+        replay("defer", "defer of it without state");
+    }
+
+    #[test]
+    fn defer_of_it_with_only_a_payload() {
+        replay("defer", "defer of it with only a payload");
+    }
 }
 
 mod batch {
@@ -4019,5 +4244,20 @@ mod settle {
     #[test]
     fn settle_of_a_batch_whose_job_s_record_is_a_string() {
         replay("settle", "settle of a batch whose job's record is a string");
+    }
+
+    #[test]
+    fn settle_of_a_batch_over_it_without_attempts() {
+        replay("settle", "settle of a batch over it without attempts");
+    }
+
+    #[test]
+    fn settle_of_a_batch_over_it_without_state() {
+        replay("settle", "settle of a batch over it without state");
+    }
+
+    #[test]
+    fn settle_of_a_batch_over_it_with_only_a_payload() {
+        replay("settle", "settle of a batch over it with only a payload");
     }
 }

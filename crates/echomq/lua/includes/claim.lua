@@ -43,7 +43,7 @@ end
 -- the claim's first write.
 local function claimed_records_error(prefix, ids, records)
   for i, id in ipairs(ids) do
-    local _, err = attempts_of(prefix .. 'job:' .. id, records[i][1])
+    local _, err = attempts_of(prefix .. 'job:' .. id, records[i][2])
     if err then return err end
   end
 end
@@ -78,7 +78,7 @@ local function claim_jobs(k, prefix, lease, count, head)
     return claimed
   end
   if not head.records then
-    records, err = read_records(prefix, ids, 'attempts', 'payload')
+    records, err = read_records(prefix, ids, 'state', 'attempts', 'payload')
     err = err or claimed_records_error(prefix, ids, records)
     if err then return err end
   end
@@ -93,7 +93,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   local deadline = string.format('%d', (log and log.now or now_ms()) + lease)
   local taken = {}
   for i, id in ipairs(ids) do
-    local attempts, payload = records[i][1], records[i][2]
+    local attempts, payload = records[i][2], records[i][3]
     if attempts then
       local token = tonumber(attempts) + 1
       local digits = string.format('%d', token)

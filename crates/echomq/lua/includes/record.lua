@@ -4,16 +4,27 @@ moved it, includes/slot), the fence, taking ids out of a set, and back to
 pending.
 ]]
 --@include slot
+--@include birth
 
 -- A record's fields, read before any write: nil and an error reply when the
--- key holds no hash. A missing record reads as all false.
-local function read_record(key, ...)
+-- key holds no hash. A missing record reads as all false. Its birth fields
+-- are for the caller to check (missing_error): ACKMANY answers them per job.
+local function read_hash(key, ...)
   local fields = redis.pcall('HMGET', key, ...)
   if fields['err'] or not fields[1] then
     local err = elsewhere_error(key)
     if err then return nil, err end
   end
   if fields['err'] then return nil, read_error(fields, key, 'hash') end
+  return fields
+end
+
+-- read_hash, and the record must be whole (missing_error).
+local function read_record(key, ...)
+  local fields, err = read_hash(key, ...)
+  if err then return nil, err end
+  err = missing_error(key, fields, ...)
+  if err then return nil, err end
   return fields
 end
 

@@ -1,0 +1,30 @@
+--[[ A record's birth fields (PROTOCOL.md §3, §5; the core's twin is `whole`
+in crates/echomq-core/src/transition.rs): shared by the transitions that
+read records (includes/record) and ENQUEUE, which reads a UNIQUE key's
+holder.
+]]
+--@include common
+
+-- A field every record is born with (PROTOCOL.md §3).
+local function birth_field(name)
+  return name == 'state' or name == 'attempts' or name == 'payload'
+end
+
+-- EMQDATA when the record `key`, read as `fields` (of the names `...`),
+-- exists without a birth field it was read for: every transition that
+-- reads a record reads its state and attempts, and a record that lacks one
+-- is refused, never taken for a missing record and dropped. Whether it
+-- exists is asked only when a field is missing.
+local function missing_error(key, fields, ...)
+  local missing, found = nil, false
+  for i = 1, select('#', ...) do
+    if fields[i] then
+      found = true
+    elseif not missing and birth_field((select(i, ...))) then
+      missing = (select(i, ...))
+    end
+  end
+  if missing and (found or redis.call('EXISTS', key) == 1) then
+    return emq_error('EMQDATA', key .. ' ' .. missing .. ' is missing')
+  end
+end
