@@ -25,8 +25,8 @@
 //! - [`executor`]: the [`Executor`] trait (the `via` a queue runs on),
 //!   [`execute`](executor::execute) for a typed transition, and the three
 //!   executors: Lua scripts, the native module, embedded in-process.
-//! - [`queue`]: [`Queue`], the API built on them, and [`Lease`], a
-//!   claimed job's handle.
+//! - [`queue`]: [`Queue`], the API built on them; [`Lease`], a claimed
+//!   job's handle; [`Schedules`], a queue's schedules.
 //! - [`schedule`]: [`Schedule`]: cron and interval schedules, their
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
@@ -66,7 +66,7 @@ pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{
     BatchOpened, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Lease, Leases, Queue,
-    RetryPolicy, Upkeep, Wait, TRACEPARENT,
+    RetryPolicy, Schedules, Upkeep, Wait, TRACEPARENT,
 };
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};

@@ -8,7 +8,8 @@
 //! - `consume`: claim, and ack many at once; `lease`: what the holder of a
 //!   claimed job does with it (ack, fail, extend, …).
 //! - `operate`: pause, limits, retention, cancel, retry, drain, delete,
-//!   stats, inspect, schedules.
+//!   stats, inspect; `schedules`: a queue's schedules, on [`Schedules`]
+//!   ([`Queue::schedules`]).
 //! - `read`: results, waiting for a job, the event log.
 //! - `upkeep`: reap, promote, trim, settle, fire schedules: a worker's
 //!   duties, on [`Upkeep`], apart from the everyday surface.
@@ -28,6 +29,7 @@ mod lease;
 mod operate;
 mod produce;
 mod read;
+mod schedules;
 mod upkeep;
 
 pub(crate) use consume::ack_many;
@@ -35,6 +37,7 @@ pub use lease::{Lease, Leases, Wait};
 pub use operate::{Delete, Drain};
 pub use produce::{BatchOpened, EnqueueOptions, Enqueued};
 pub use read::{EventsFrom, Finished};
+pub use schedules::Schedules;
 pub use upkeep::Upkeep;
 
 /// One queue, over one executor. Cheap to clone; clones share the executor.

@@ -208,7 +208,7 @@ async fn bad_schedules_are_refused_and_write_nothing() {
     let fire =
         Fire { id: a(), payload: b"p".to_vec(), name: "s".into(), tick: 2000, next: 2000, skip: false };
     assert!(matches!(fire.args(), Err(Error { kind: ErrorKind::Argument, .. })));
-    assert!(matches!(h.queue.unschedule("").await, Err(Error { kind: ErrorKind::Argument, .. })));
+    assert!(matches!(h.queue.schedules().remove("").await, Err(Error { kind: ErrorKind::Argument, .. })));
     assert_eq!(h.dbsize().await, 0);
 }
 

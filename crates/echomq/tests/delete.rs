@@ -33,7 +33,8 @@ async fn a_queue_is_drained_and_deleted_with_every_key_it_owns() {
         q.enqueue(b"c".to_vec()).await.unwrap();
         let running = q.claim(Duration::from_secs(60)).await.unwrap().expect("a job");
         q.pause().await.unwrap();
-        q.schedule(&echomq::Schedule::every("tick", Duration::from_secs(60), b"t".to_vec()).unwrap())
+        q.schedules()
+            .add(&echomq::Schedule::every("tick", Duration::from_secs(60), b"t".to_vec()).unwrap())
             .await
             .unwrap();
         let before = q.stats().await.unwrap();
@@ -55,7 +56,7 @@ async fn a_queue_is_drained_and_deleted_with_every_key_it_owns() {
         let late = running.ack().await.unwrap_err();
         assert!(late.is_lost_lease(), "{via}: {late}");
         assert!(!q.settings().await.unwrap().paused, "{via}: its settings went too");
-        assert!(q.schedules().await.unwrap().is_empty(), "{via}: and its schedules");
+        assert!(q.schedules().list().await.unwrap().is_empty(), "{via}: and its schedules");
         // The dedup key went with it: the same key is free again.
         let again = q
             .enqueue_with(b"again".to_vec(), EnqueueOptions::default().unique("u", Duration::from_secs(1)))

@@ -54,7 +54,7 @@ async fn three_workers_fire_each_tick_of_a_schedule_once() {
     // each tick, and 21 of them pass in about five seconds.
     let beat = Duration::from_millis(250);
     let every = Schedule::every("beat", beat, "tick").unwrap().missed(Missed::All(100)).unwrap();
-    let first = admin.schedule(&every).await.unwrap().next;
+    let first = admin.schedules().add(&every).await.unwrap().next;
 
     let handled = Arc::new(Mutex::new(Vec::<JobId>::new()));
     let mut running = Vec::new();
@@ -116,13 +116,13 @@ async fn missed_ticks_fire_as_the_policy_says() {
         let clock = Arc::new(ManualClock::new(start));
         let q = Queue::new(Arc::new(Embedded::with_clock(clock.clone())), "missed").unwrap();
         let hourly = Schedule::every("h", Duration::from_millis(HOUR), "x").unwrap().missed(missed).unwrap();
-        let scheduled = q.schedule(&hourly).await.unwrap();
+        let scheduled = q.schedules().add(&hourly).await.unwrap();
         assert_eq!(scheduled.next, start - 1000 + HOUR);
         clock.advance(10 * HOUR + HOUR / 2);
 
         assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), fired, "{missed:?}");
         assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}: each tick once");
-        let listed = q.schedules().await.unwrap();
+        let listed = q.schedules().list().await.unwrap();
         assert_eq!(listed[0].next, scheduled.next + 10 * HOUR, "{missed:?}: the first tick after now");
         assert_eq!(q.stats().await.unwrap().pending, fired, "{missed:?}");
         let latest = q.inspect(&tick_id("missed", "h", scheduled.next + 9 * HOUR)).await.unwrap();
@@ -133,9 +133,9 @@ async fn missed_ticks_fire_as_the_policy_says() {
         // On time again: the next tick fires under every policy.
         clock.advance(HOUR / 2);
         assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 1, "{missed:?}");
-        assert!(q.unschedule("h").await.unwrap());
-        assert!(!q.unschedule("h").await.unwrap());
-        assert!(q.schedules().await.unwrap().is_empty());
+        assert!(q.schedules().remove("h").await.unwrap());
+        assert!(!q.schedules().remove("h").await.unwrap());
+        assert!(q.schedules().list().await.unwrap().is_empty());
     }
 }
 
@@ -146,10 +146,10 @@ async fn a_trigger_enqueues_the_schedules_job_now_on_every_executor() {
         let name = unique_queue("trigger");
         let q = Queue::new(via, &name).unwrap();
         let hourly = Schedule::every("hourly", Duration::from_secs(3600), "the payload").unwrap();
-        let next = q.schedule(&hourly).await.unwrap().next;
+        let next = q.schedules().add(&hourly).await.unwrap().next;
 
-        let first = q.trigger("hourly").await.unwrap().expect("a schedule of that name");
-        let second = q.trigger("hourly").await.unwrap().expect("a schedule of that name");
+        let first = q.schedules().trigger("hourly").await.unwrap().expect("a schedule of that name");
+        let second = q.schedules().trigger("hourly").await.unwrap().expect("a schedule of that name");
         assert_ne!(first, second, "{via_name}: each trigger is a job of its own");
         for id in [&first, &second] {
             let job = q.inspect(id).await.unwrap().expect("the triggered job");
@@ -158,15 +158,15 @@ async fn a_trigger_enqueues_the_schedules_job_now_on_every_executor() {
             assert_ne!(tick_of(id), Some(next), "{via_name}: not the next tick's id");
         }
         // The schedule is as it was: its next tick did not move.
-        let listed = q.schedules().await.unwrap();
+        let listed = q.schedules().list().await.unwrap();
         assert_eq!((listed.len(), listed[0].next), (1, next), "{via_name}");
 
         // No such schedule: nothing enqueued.
         let before = q.stats().await.unwrap();
-        assert_eq!(q.trigger("nightly").await.unwrap(), None, "{via_name}");
+        assert_eq!(q.schedules().trigger("nightly").await.unwrap(), None, "{via_name}");
         // A bad name: refused, nothing enqueued.
         for bad in [String::new(), "a\nb".to_owned(), "x".repeat(201)] {
-            let err = q.trigger(&bad).await.unwrap_err();
+            let err = q.schedules().trigger(&bad).await.unwrap_err();
             assert_eq!(err.kind, echomq::ErrorKind::Argument, "{via_name}: {bad:?}");
         }
         assert_eq!(q.stats().await.unwrap(), before, "{via_name}: a refused trigger enqueued something");
@@ -183,22 +183,22 @@ async fn a_paused_schedule_fires_nothing_and_a_resume_no_backlog() {
         let clock = Arc::new(ManualClock::new(start));
         let q = Queue::new(Arc::new(Embedded::with_clock(clock.clone())), "paused").unwrap();
         let hourly = Schedule::every("h", Duration::from_millis(HOUR), "x").unwrap().missed(missed).unwrap();
-        q.schedule(&hourly).await.unwrap();
-        let paused = q.pause_schedule("h", true).await.unwrap().expect("the schedule");
+        q.schedules().add(&hourly).await.unwrap();
+        let paused = q.schedules().pause("h").await.unwrap().expect("the schedule");
         assert_eq!(paused.schedule, hourly.clone().paused(true), "{missed:?}");
 
         // Ten ticks come due while it is paused: none fires, and its next moves past now.
         clock.advance(10 * HOUR + HOUR / 2);
         assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}");
-        let listed = q.schedules().await.unwrap().remove(0);
+        let listed = q.schedules().list().await.unwrap().remove(0);
         assert!(listed.schedule.paused, "{missed:?}");
         assert_eq!(listed.next, start - 1000 + 11 * HOUR, "{missed:?}: the first tick after now");
         assert_eq!(q.stats().await.unwrap().pending, 0, "{missed:?}");
         // Paused already: left as it is.
-        assert_eq!(q.pause_schedule("h", true).await.unwrap().as_ref(), Some(&listed), "{missed:?}");
+        assert_eq!(q.schedules().pause("h").await.unwrap().as_ref(), Some(&listed), "{missed:?}");
 
         // Resumed: the next tick fires, alone.
-        let resumed = q.pause_schedule("h", false).await.unwrap().expect("the schedule");
+        let resumed = q.schedules().resume("h").await.unwrap().expect("the schedule");
         assert_eq!((resumed.schedule, resumed.next), (hourly.clone(), listed.next), "{missed:?}");
         assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}: not due yet");
         clock.advance(HOUR / 2);
@@ -207,9 +207,9 @@ async fn a_paused_schedule_fires_nothing_and_a_resume_no_backlog() {
 
         // Paused again with no upkeep at all for five ticks: a resume starts
         // from the first tick after now, and no missed tick fires.
-        q.pause_schedule("h", true).await.unwrap().expect("the schedule");
+        q.schedules().pause("h").await.unwrap().expect("the schedule");
         clock.advance(5 * HOUR);
-        let resumed = q.pause_schedule("h", false).await.unwrap().expect("the schedule");
+        let resumed = q.schedules().resume("h").await.unwrap().expect("the schedule");
         assert_eq!(resumed.next, listed.next + 6 * HOUR, "{missed:?}");
         assert_eq!(Upkeep::of(&q).fire_schedules().await.unwrap(), 0, "{missed:?}: no backlog");
         clock.advance(HOUR);
@@ -243,20 +243,19 @@ async fn pause_and_resume(via_name: &'static str, via: Arc<dyn Executor>) {
     let q = Queue::new(via.clone(), &name).unwrap();
     let every =
         Schedule::every("beat", Duration::from_millis(beat), "b").unwrap().missed(Missed::All(100)).unwrap();
-    q.schedule(&every).await.unwrap();
+    q.schedules().add(&every).await.unwrap();
 
     // No such schedule, or a bad name: nothing written.
     let before = listed(&q, &*via).await.schedules;
-    assert_eq!(q.pause_schedule("nightly", true).await.unwrap(), None, "{via_name}");
+    assert_eq!(q.schedules().pause("nightly").await.unwrap(), None, "{via_name}");
     for bad in [String::new(), "a\nb".to_owned(), "x".repeat(201)] {
-        for paused in [true, false] {
-            let err = q.pause_schedule(&bad, paused).await.unwrap_err();
-            assert_eq!(err.kind, echomq::ErrorKind::Argument, "{via_name}: {bad:?}");
+        for err in [q.schedules().pause(&bad).await, q.schedules().resume(&bad).await] {
+            assert_eq!(err.unwrap_err().kind, echomq::ErrorKind::Argument, "{via_name}: {bad:?}");
         }
     }
     assert_eq!(listed(&q, &*via).await.schedules, before, "{via_name}: a refused pause wrote something");
 
-    let paused = q.pause_schedule("beat", true).await.unwrap().expect("the schedule");
+    let paused = q.schedules().pause("beat").await.unwrap().expect("the schedule");
     let stored = listed(&q, &*via).await.schedules.remove(0);
     assert_eq!(stored.definition, b"paused every 2000 all:100\nb", "{via_name}");
     // Two ticks come due while it is paused: each upkeep moves it on and fires none.
@@ -275,7 +274,7 @@ async fn pause_and_resume(via_name: &'static str, via: Arc<dyn Executor>) {
 
     // Resumed: the first tick after now fires, alone, though all:100 would
     // fire every missed one.
-    let resumed = q.pause_schedule("beat", false).await.unwrap().expect("the schedule");
+    let resumed = q.schedules().resume("beat").await.unwrap().expect("the schedule");
     assert_eq!(resumed.schedule, every, "{via_name}");
     assert_eq!(listed(&q, &*via).await.schedules[0].definition, every.definition(), "{via_name}");
     let fired = loop {

@@ -132,11 +132,11 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                 (None, None) => return Err("give --cron or --every".into()),
             };
             let schedule = schedule.missed(add.missed)?;
-            let scheduled = server.queue(&add.queue).await?.schedule(&schedule).await?;
+            let scheduled = server.queue(&add.queue).await?.schedules().add(&schedule).await?;
             tell!("scheduled {} in {}: next at {}", add.name, add.queue, at(scheduled.next));
         }
         Command::List { queue } => {
-            let listed = server.queue(&queue).await?.schedules().await?;
+            let listed = server.queue(&queue).await?.schedules().list().await?;
             for scheduled in &listed {
                 let s = &scheduled.schedule;
                 let when = match &s.when {
@@ -158,16 +158,18 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             }
         }
         Command::Remove { queue, name } => {
-            if server.queue(&queue).await?.unschedule(&name).await? {
+            if server.queue(&queue).await?.schedules().remove(&name).await? {
                 tell!("removed {name} from {queue}");
             } else {
                 return Err(format!("no schedule {name} in {queue}").into());
             }
         }
-        Command::Trigger { queue, name } => match server.queue(&queue).await?.trigger(&name).await? {
-            Some(id) => tell!("{id}"),
-            None => return Err(format!("no schedule {name} in {queue}").into()),
-        },
+        Command::Trigger { queue, name } => {
+            match server.queue(&queue).await?.schedules().trigger(&name).await? {
+                Some(id) => tell!("{id}"),
+                None => return Err(format!("no schedule {name} in {queue}").into()),
+            }
+        }
         Command::Pause { queue, name } => set_paused(server, &queue, &name, true).await?,
         Command::Resume { queue, name } => set_paused(server, &queue, &name, false).await?,
     }
@@ -176,7 +178,10 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
 
 /// `pause` (`paused`) or `resume`: say what it is now, or that there is no such schedule.
 async fn set_paused(server: &Server, queue: &str, name: &str, paused: bool) -> Result<(), Error> {
-    let Some(scheduled) = server.queue(queue).await?.pause_schedule(name, paused).await? else {
+    let q = server.queue(queue).await?;
+    let schedules = q.schedules();
+    let found = if paused { schedules.pause(name).await? } else { schedules.resume(name).await? };
+    let Some(scheduled) = found else {
         return Err(format!("no schedule {name} in {queue}").into());
     };
     if paused {

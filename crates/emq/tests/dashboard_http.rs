@@ -71,15 +71,15 @@ fn writes(name: &str, id: &echomq::JobId) -> Vec<(String, String)> {
 /// The schedules [`writes`] acts on: `tick`, and `held`, paused.
 async fn two_schedules(q: &echomq::Queue) {
     let hourly = |name| echomq::Schedule::every(name, Duration::from_secs(3600), "t").unwrap();
-    q.schedule(&hourly("tick")).await.unwrap();
-    q.schedule(&hourly("held").paused(true)).await.unwrap();
+    q.schedules().add(&hourly("tick")).await.unwrap();
+    q.schedules().add(&hourly("held").paused(true)).await.unwrap();
 }
 
 /// What the writes would change: the counts, the settings, the schedules.
 async fn state_of(q: &echomq::Queue) -> String {
     let stats = q.stats().await.unwrap();
     let settings = q.settings().await.unwrap();
-    let schedules = q.schedules().await.unwrap();
+    let schedules = q.schedules().list().await.unwrap();
     format!("{stats:?} {settings:?} {schedules:?}")
 }
 
@@ -470,7 +470,7 @@ async fn a_schedule_is_triggered_after_a_confirmation() {
     let name = unique_queue("trigger");
     let q = queue(&server, &name).await;
     let hourly = echomq::Schedule::every("tick", Duration::from_secs(3600), "tick's payload").unwrap();
-    let next = q.schedule(&hourly).await.unwrap().next;
+    let next = q.schedules().add(&hourly).await.unwrap().next;
     let dashboard = Dashboard::start(&server, &[]);
     let page = dashboard.get(&format!("/queues/{name}/schedules"));
     assert!(page.has(&format!(r#"action="/queues/{name}/schedules/trigger""#)), "{page:?}");
@@ -493,7 +493,7 @@ async fn a_schedule_is_triggered_after_a_confirmation() {
         done.0[at..].lines().next().unwrap().rsplit('/').next().unwrap().trim().parse().unwrap();
     let job = q.inspect(&id).await.unwrap().expect("the triggered job");
     assert_eq!((job.record.state, job.record.payload.as_slice()), (State::Pending, &b"tick's payload"[..]));
-    assert_eq!(q.schedules().await.unwrap()[0].next, next, "the next tick stays");
+    assert_eq!(q.schedules().list().await.unwrap()[0].next, next, "the next tick stays");
     assert!(dashboard.log().contains(&format!("action=\"trigger\" queue=\"{name}\"")), "{}", dashboard.log());
     // No such schedule: 404, nothing enqueued.
     let missing = dashboard.post(&path, &format!("csrf={csrf}&name=nightly&confirmed=yes"));
@@ -509,7 +509,7 @@ async fn a_schedule_is_paused_and_resumed_after_a_confirmation() {
     let name = unique_queue("pause");
     let q = queue(&server, &name).await;
     let hourly = echomq::Schedule::every("tick", Duration::from_secs(3600), "t").unwrap();
-    q.schedule(&hourly).await.unwrap();
+    q.schedules().add(&hourly).await.unwrap();
     let mut conn = server.client().get_connection().unwrap();
     let mut definition = || -> Vec<u8> {
         redis::cmd("HGET").arg(q.keyspace().schedules()).arg("tick").query(&mut conn).unwrap()
@@ -553,7 +553,7 @@ async fn a_schedule_is_paused_and_resumed_after_a_confirmation() {
         assert_eq!(bad.status(), 400, "{bad:?}");
     }
     assert_eq!(definition(), running);
-    assert_eq!(q.schedules().await.unwrap().len(), 1);
+    assert_eq!(q.schedules().list().await.unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -131,13 +131,13 @@ async fn screenshots_of_every_page() {
     let webhooks = queue(&server, "webhooks").await;
     webhooks.enqueue_batch((0..12).map(|n| format!("hook {n}"))).await.unwrap();
     webhooks
-        .schedule(&Schedule::every("heartbeat", Duration::from_secs(300), "ping").unwrap())
+        .schedules()
+        .add(&Schedule::every("heartbeat", Duration::from_secs(300), "ping").unwrap())
         .await
         .unwrap();
     webhooks
-        .schedule(
-            &Schedule::cron("nightly-digest", "0 3 * * *", "Europe/Paris", "digest").unwrap().paused(true),
-        )
+        .schedules()
+        .add(&Schedule::cron("nightly-digest", "0 3 * * *", "Europe/Paris", "digest").unwrap().paused(true))
         .await
         .unwrap();
 

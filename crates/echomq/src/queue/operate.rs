@@ -1,14 +1,12 @@
 //! Operating: pausing and limiting the queue, keeping and deleting finished
 //! jobs, cancelling and retrying one, draining or deleting the whole queue,
-//! counting and inspecting jobs, and its schedules (add, remove, trigger,
-//! pause one).
+//! counting and inspecting jobs, and the door to its schedules.
 
 use std::time::Duration;
 
-use super::{Queue, SWEEP_STEP};
+use super::{Queue, Schedules, SWEEP_STEP};
 use crate::id::JobId;
 use crate::record::State;
-use crate::schedule::{Schedule, Scheduled};
 use crate::transition::*;
 use crate::Result;
 
@@ -241,115 +239,12 @@ impl Queue {
         self.run(&Counts { span }).await
     }
 
-    /// Add `schedule` to the queue, or replace the one of its name; its first
-    /// tick is the first after the server's now. The workers of the queue
-    /// fire its ticks, each once ([`Upkeep::fire_schedules`](super::Upkeep::fire_schedules)).
-    ///
-    /// # Errors
-    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument), nothing stored,
-    /// for a schedule that never ticks after the server's now;
-    /// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) for a definition over
-    /// its limit; a key of the wrong type, a failure of the connection or the server.
-    pub async fn schedule(&self, schedule: &Schedule) -> Result<Scheduled> {
-        let now = self.run(&Schedules { due: false, limit: 1 }).await?.now;
-        let next = schedule
-            .next_after(now)
-            .filter(|next| echomq_core::limits::AT_MS.contains(next))
-            .ok_or_else(|| {
-                crate::Error::new(
-                    crate::ErrorKind::Argument,
-                    format!("schedule {:?} never ticks", schedule.name),
-                )
-            })?;
-        let call = crate::transition::Schedule {
-            name: schedule.name.clone(),
-            definition: schedule.definition(),
-            next,
-        };
-        self.run(&call).await?;
-        self.register(false).await;
-        Ok(Scheduled { schedule: schedule.clone(), next })
+    /// The queue's schedules: add, list, trigger, pause, resume and
+    /// remove them ([`Schedules`]).
+    #[must_use]
+    pub fn schedules(&self) -> Schedules<'_> {
+        Schedules::of(self)
     }
-
-    /// Remove the schedule `name`; `false` when there was none. Jobs it fired stay.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) for a name that
-    /// is empty or over 200 bytes; a key of the wrong type, a failure of the
-    /// connection or the server.
-    pub async fn unschedule(&self, name: &str) -> Result<bool> {
-        self.run(&Unschedule { name: name.to_owned() }).await
-    }
-
-    /// Enqueue the job of schedule `name` now, outside its ticks: a job of
-    /// the schedule's payload, at priority 0, due now, under a new id (not
-    /// a tick id, so no tick's job is taken for it and a tick still fires
-    /// its own). The schedule's next tick does not move. `None`, nothing
-    /// enqueued, when the queue has no schedule `name` among the first 1000
-    /// by next tick (those [`schedules`](Queue::schedules) lists).
-    ///
-    /// # Errors
-    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument), nothing
-    /// enqueued, for a name that is empty, over 200 bytes or holds LF;
-    /// [`ErrorKind::Record`](crate::ErrorKind::Record) when the schedule's
-    /// stored definition does not read; as [`enqueue`](Queue::enqueue).
-    pub async fn trigger(&self, name: &str) -> Result<Option<JobId>> {
-        let Some(stored) = self.stored_schedule(name).await? else { return Ok(None) };
-        self.enqueue(stored.schedule.payload).await.map(Some)
-    }
-
-    /// Pause schedule `name` (`paused`: its due ticks fire no job, they
-    /// only move on), or resume it: its definition is written again
-    /// ([`schedule`](Queue::schedule)), so its ticks start again from the
-    /// first after the server's now, and a resume fires no tick missed
-    /// while it was paused, whatever its [`Missed`](crate::Missed) policy.
-    /// One already so is left as it is, its next tick too. The schedule
-    /// as it is now; `None`, nothing written, when the queue has no
-    /// schedule `name` among the first 1000 by next tick (those
-    /// [`schedules`](Queue::schedules) lists). A host that does not know
-    /// pausing (before protocol 1.4) leaves a paused schedule alone, so it
-    /// stays paused. A remove of the same schedule that lands between this
-    /// read and its write is undone (SCHEDULE replaces whatever is there).
-    ///
-    /// # Errors
-    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument), nothing
-    /// written, for a name that is empty, over 200 bytes or holds LF;
-    /// [`ErrorKind::Record`](crate::ErrorKind::Record) when the schedule's
-    /// stored definition does not read; as [`schedule`](Queue::schedule).
-    pub async fn pause_schedule(&self, name: &str, paused: bool) -> Result<Option<Scheduled>> {
-        let Some(stored) = self.stored_schedule(name).await? else { return Ok(None) };
-        if stored.schedule.paused == paused {
-            return Ok(Some(stored));
-        }
-        self.schedule(&stored.schedule.paused(paused)).await.map(Some)
-    }
-
-    /// Schedule `name` as stored, read, if it is among the first 1000 by
-    /// next tick; the name is checked before anything is sent.
-    async fn stored_schedule(&self, name: &str) -> Result<Option<Scheduled>> {
-        crate::schedule::check_name(name)?;
-        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
-        let listed = self.run(&Schedules { due: false, limit }).await?;
-        listed.schedules.into_iter().find(|stored| stored.name == name).map(read_stored).transpose()
-    }
-
-    /// The queue's schedules (up to 1000), by next tick.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Record`](crate::ErrorKind::Record) for a stored schedule
-    /// this host cannot read; a key of the wrong type, a failure of the
-    /// connection or the server.
-    pub async fn schedules(&self) -> Result<Vec<Scheduled>> {
-        let limit = *echomq_core::limits::SWEEP_LIMIT.end();
-        let listed = self.run(&Schedules { due: false, limit }).await?;
-        listed.schedules.into_iter().map(read_stored).collect()
-    }
-}
-
-/// A schedule as SCHEDULES handed it out, its definition read.
-fn read_stored(stored: Stored) -> Result<Scheduled> {
-    let schedule = Schedule::from_definition(&stored.name, &stored.definition)?;
-    Ok(Scheduled { schedule, next: stored.next })
 }
 
 #[cfg(test)]

@@ -295,7 +295,7 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
             let call = Schedule { name: schedule_name(name), definition: vec![b'd'; name + 1], next };
             show(execute(&**q.executor(), q.keyspace(), &call).await)
         }
-        Op::Unschedule { name } => show(q.unschedule(&schedule_name(name)).await),
+        Op::Unschedule { name } => show(q.schedules().remove(&schedule_name(name)).await),
         Op::Schedules { due } => {
             let call = Schedules { due, limit: 1000 };
             show(execute(&**q.executor(), q.keyspace(), &call).await.map(|listed| listed.schedules))

@@ -26,7 +26,7 @@ pub async fn schedules_page(
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let queue = queue_of(&app, &name)?;
-    let schedules = queue.schedules().await?;
+    let schedules = queue.schedules().list().await?;
     let now = server_ms(&mut app.conn.clone()).await?;
     let mut rows = Vec::with_capacity(schedules.len());
     for scheduled in &schedules {
@@ -150,7 +150,7 @@ pub async fn remove(
         return Ok(confirm(&app, &name, &form.name, "Remove schedule", &said, "remove"));
     }
     let removed =
-        write.logged(&app, queue.unschedule(&form.name).await.map_err(Problem::from), |removed| {
+        write.logged(&app, queue.schedules().remove(&form.name).await.map_err(Problem::from), |removed| {
             format!("done: schedule {:?} {}", form.name, if *removed { "removed" } else { "was not there" })
         })?;
     if !removed {
@@ -187,13 +187,14 @@ pub async fn trigger(
         );
         return Ok(confirm(&app, &name, &form.name, "Trigger schedule", &said, "trigger"));
     }
-    let triggered =
-        write.logged(&app, queue.trigger(&form.name).await.map_err(Problem::from), |triggered| {
-            match triggered {
-                Some(id) => format!("done: schedule {:?} enqueued {id}", form.name),
-                None => format!("done: no schedule {:?}", form.name),
-            }
-        })?;
+    let triggered = write.logged(
+        &app,
+        queue.schedules().trigger(&form.name).await.map_err(Problem::from),
+        |triggered| match triggered {
+            Some(id) => format!("done: schedule {:?} enqueued {id}", form.name),
+            None => format!("done: no schedule {:?}", form.name),
+        },
+    )?;
     match triggered {
         Some(id) => Ok(super::back_to(&queue_path(&name, &format!("/jobs/{}", urlencode(id.as_str()))))),
         None => Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name))),
@@ -244,14 +245,12 @@ async fn set_paused(
         let said = format!("{title} {:?} of {name}? {why}", form.name);
         return Ok(confirm(app, name, &form.name, title, &said, action));
     }
-    let scheduled = write.logged(
-        app,
-        queue.pause_schedule(&form.name, paused).await.map_err(Problem::from),
-        |found| match found {
-            Some(_) => format!("done: schedule {:?} {done}", form.name),
-            None => format!("done: no schedule {:?}", form.name),
-        },
-    )?;
+    let schedules = queue.schedules();
+    let found = if paused { schedules.pause(&form.name).await } else { schedules.resume(&form.name).await };
+    let scheduled = write.logged(app, found.map_err(Problem::from), |found| match found {
+        Some(_) => format!("done: schedule {:?} {done}", form.name),
+        None => format!("done: no schedule {:?}", form.name),
+    })?;
     match scheduled {
         Some(_) => Ok(super::back_to(&queue_path(name, "/schedules"))),
         None => Err(Problem::NotFound(format!("no schedule {:?} in {name}", form.name))),
