@@ -181,6 +181,7 @@ fn quoted() -> Vec<Quoted> {
             in_turn,
         ),
         row("CONTRIBUTING.md", "the model's sequences ", "tests/model.rs's cases", model_sequences),
+        row("CONTRIBUTING.md", "the gate's cases ", "tests/gate.rs's cases", gate_cases),
         row("CONTRIBUTING.md", "and on Valkey ", "PROPTEST_CASES in scripts/test's Valkey stage", on_valkey),
         row("CONTRIBUTING.md", "BENCHMARKS.md stays under ", "BENCHMARKS_LINES, tests/docs.rs", || {
             BENCHMARKS_LINES
@@ -204,6 +205,10 @@ fn in_turn() -> usize {
 
 fn model_sequences() -> usize {
     number_in("crates/echomq/tests/model.rs", "proptest_config", "unwrap_or(")
+}
+
+fn gate_cases() -> usize {
+    number_in("crates/echomq/tests/gate.rs", "const CASES", "= ")
 }
 
 fn on_valkey() -> usize {

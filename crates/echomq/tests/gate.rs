@@ -37,6 +37,9 @@ use tokio::task::JoinHandle;
 /// Claimers in a case, each holding the leases it was handed.
 const CLAIMERS: usize = 3;
 
+/// Cases on each executor (`PROPTEST_CASES` overrides).
+const CASES: u32 = 1000;
+
 /// A lease no case outlives (REAP takes only the short ones).
 const LONG: Duration = Duration::from_secs(600);
 
@@ -497,7 +500,7 @@ fn runner(cases: u32) -> TestRunner {
 #[test]
 fn the_gate_holds_on_every_claim_path_embedded() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let result = runner(cases(1000)).run(&case(1..=50), |(limits, steps, seed)| {
+    let result = runner(cases(CASES)).run(&case(1..=50), |(limits, steps, seed)| {
         let clock = Arc::new(Ticking { ms: AtomicU64::new(1_000_000), seed: AtomicU64::new(seed | 1) });
         let embedded = Embedded::with_clock(clock.clone());
         let place = Place::Embedded { embedded: embedded.clone(), clock };
@@ -518,7 +521,7 @@ fn on_a_server(make: impl Fn(&redis::Client, MultiplexedConnection) -> Arc<dyn E
     let conn = runtime.block_on(server.connection());
     let client = server.client();
     // Short periods, so that a case's claims cross many windows in little time.
-    let result = runner(cases(1000)).run(&case(4..=25), |(limits, steps, _)| {
+    let result = runner(cases(CASES)).run(&case(4..=25), |(limits, steps, _)| {
         let via = make(&client, conn.clone());
         let place = Place::Server { conn: conn.clone() };
         let outcome = runtime.block_on(run_case(via, &place, limits, &steps));
