@@ -269,7 +269,10 @@ const BIRTH: [&[u8]; 3] = [b"state", b"attempts", b"payload"];
 
 /// Whether the record read as `values` (of `fields`, among them a birth
 /// field) is here: `EMQDATA` when it exists without a birth field it was
-/// read for. Its existence is asked only when a field is missing.
+/// read for, or with a `state` (when read) that is none of the six. Its
+/// existence is asked only when a field is missing. So no transition takes
+/// a job whose state it cannot name: not from a set, as if the set named
+/// it, nor as a batch's unfinished job.
 fn whole<S: Store>(
     store: &mut S,
     key: &[u8],
@@ -277,11 +280,19 @@ fn whole<S: Store>(
     values: &[Option<Vec<u8>>],
 ) -> Result<bool, Refusal> {
     let absent = fields.iter().zip(values).find(|(field, value)| value.is_none() && BIRTH.contains(field));
-    let Some((field, _)) = absent else { return Ok(true) };
-    if values.iter().all(Option::is_none) && store.key_type(key) == KeyType::None {
-        return Ok(false);
+    if let Some((field, _)) = absent {
+        if values.iter().all(Option::is_none) && store.key_type(key) == KeyType::None {
+            return Ok(false);
+        }
+        return Err(missing(key, field));
     }
-    Err(missing(key, field))
+    let state = fields.iter().zip(values).find(|(field, _)| **field == b"state");
+    if let Some((_, Some(state))) = state {
+        if !STATES.contains(&state.as_slice()) {
+            return Err(malformed(key, b"state", "a state"));
+        }
+    }
+    Ok(true)
 }
 
 /// A record missing here is missing, unless the queue's slot is moving
@@ -303,10 +314,8 @@ fn present_here<S: Store>(store: &mut S, key: &[u8]) -> Result<(), Refusal> {
 /// a record without either, is malformed (`EMQDATA`).
 fn fence<S: Store>(store: &mut S, key: &[u8], token: u64) -> Result<Stamped, Refusal> {
     let [state, attempts, enqueued_at] = read_fields(store, key, [b"state", b"attempts", b"enqueued_at"])?;
+    // A state none of the six was refused with the read.
     let Some(state) = state else { return Err(Refusal::new(Code::NoJob, "no such job")) };
-    if !STATES.contains(&state.as_slice()) {
-        return Err(malformed(key, b"state", "a state"));
-    }
     let attempts = attempts_of(key, attempts.as_deref())?;
     if state != b"active" || attempts != Some(token as i64) {
         return Err(Refusal::new(Code::Fence, "token does not hold the lease"));

@@ -118,8 +118,8 @@ impl<'a> AckNext<'a> {
     /// - `EMQTYPE`: a key or the record holds another type.
     /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQNOJOB`: there is no record.
-    /// - `EMQDATA`: the record's `state` or `attempts`, a claimed record's `attempts`, or a setting of
-    ///   `<q>config` is malformed.
+    /// - `EMQDATA`: the record's `state` or `attempts`, a claimed record's `state` or `attempts`, or a
+    ///   setting of `<q>config` is malformed.
     /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - Any of them refuses the whole call, before the first write: it acks nothing and claims nothing.

@@ -96,8 +96,8 @@ impl<'a> Claim<'a> {
     /// - `TRYAGAIN`: a claimed record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - `EMQDATA`: a setting of `<q>config` is malformed (`paused` not 0 or 1, a limit not an integer), or
-    ///   a claimed record's `attempts` is not an integer of 0 or more, or it lacks its state, attempts or
-    ///   payload.
+    ///   a claimed record's `attempts` is not an integer of 0 or more, its `state` none of the six, or it
+    ///   lacks its state, attempts or payload.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.apply_to(store, None)
     }

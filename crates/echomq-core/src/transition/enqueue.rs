@@ -1,7 +1,7 @@
 //! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue-12.lua`).
 
 use super::events::{emit, Events};
-use super::{need, wake, wake_key, whole, write_record, STATES};
+use super::{need, wake, wake_key, whole, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{
     AT_MS, DELAY_MS, FLAG, MAX_HEADERS, MAX_PAYLOAD, MAX_UNIQUE_KEY, PRIORITY, UNIQUE_MS, UNIQUE_SWEEP,
@@ -291,15 +291,13 @@ impl Enqueue<'_> {
         if mode == b'1' {
             let record = record_key(self.prefix, &holder);
             need(store, &record, KeyType::Hash)?;
-            // Read as every record is (its state and attempts), but with no
-            // look at a moving slot: a holder missing here frees the key.
+            // Read as every record is (its state, one of the six, and its
+            // attempts), but with no look at a moving slot: a holder missing
+            // here frees the key.
             let fields: [&[u8]; 2] = [b"state", b"attempts"];
             let read = store.hmget(&record, &fields);
             whole(store, &record, &fields, &read)?;
             let state = read.into_iter().next().flatten();
-            if state.as_deref().is_some_and(|state| !STATES.contains(&state)) {
-                return Err(malformed(&record, b"state", "a state"));
-            }
             if !matches!(state.as_deref(), Some(b"pending" | b"delayed" | b"active")) {
                 return Ok(None);
             }

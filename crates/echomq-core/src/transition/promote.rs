@@ -65,7 +65,7 @@ impl<'a> Promote<'a> {
     /// - `TRYAGAIN`: a due record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a due job's priority is not an integer,
-    ///   or its record lacks its state or attempts.
+    ///   or its record's `state` is none of the six, or it lacks its state or attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let PromoteKeys { delayed, pending, priority, .. } = self.keys;
         need(store, delayed, KeyType::Zset)?;

@@ -78,7 +78,8 @@ impl<'a> Reap<'a> {
     /// - `TRYAGAIN`: an expired record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or an expired job's `attempts`, own policy or
-    ///   priority is malformed, or its record lacks its state or attempts.
+    ///   priority is malformed, or its record's `state` is none of the six, or it lacks its state or
+    ///   attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let ReapKeys { active, pending, dead, errors, priority, policy, events, config, wake: wakes, counts } =
             self.keys;

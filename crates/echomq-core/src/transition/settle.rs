@@ -85,8 +85,8 @@ impl<'a> Settle<'a> {
     /// - `EMQTYPE`: a key, a batch job's record or a callback's record holds another type.
     /// - `TRYAGAIN`: a batch job's record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
-    /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a batch's job's record lacks its state or
-    ///   attempts.
+    /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a batch's job's record's `state` is none of
+    ///   the six, or it lacks its state or attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let SettleKeys { batch_open: open, batches, batch_jobs, pending, headers, .. } = self.keys;
         need(store, open, KeyType::Zset)?;

@@ -429,6 +429,11 @@ mod enqueue {
     fn enqueue_whose_unique_key_it_holds_with_only_a_payload() {
         replay("enqueue", "enqueue whose unique key it holds with only a payload");
     }
+
+    #[test]
+    fn enqueue_whose_unique_key_it_holds_with_a_state_none_of_the_six() {
+        replay("enqueue", "enqueue whose unique key it holds with a state none of the six");
+    }
 }
 
 mod enqueuemany {
@@ -822,6 +827,11 @@ mod claim {
     fn claim_of_it_at_the_head_of_pending_with_only_a_payload() {
         replay("claim", "claim of it at the head of pending with only a payload");
     }
+
+    #[test]
+    fn claim_of_it_at_the_head_of_pending_with_a_state_none_of_the_six() {
+        replay("claim", "claim of it at the head of pending with a state none of the six");
+    }
 }
 
 mod ack {
@@ -1036,6 +1046,11 @@ mod ack {
     fn ack_of_it_with_only_a_payload() {
         replay("ack", "ack of it with only a payload");
     }
+
+    #[test]
+    fn ack_of_it_with_a_state_none_of_the_six() {
+        replay("ack", "ack of it with a state none of the six");
+    }
 }
 
 mod acknext {
@@ -1232,6 +1247,11 @@ mod acknext {
     }
 
     #[test]
+    fn acknext_whose_claim_finds_it_at_the_head_of_pending_with_a_state_none_of_the_six() {
+        replay("acknext", "acknext whose claim finds it at the head of pending with a state none of the six");
+    }
+
+    #[test]
     fn acknext_of_it_without_attempts() {
         replay("acknext", "acknext of it without attempts");
     }
@@ -1244,6 +1264,11 @@ mod acknext {
     #[test]
     fn acknext_of_it_with_only_a_payload() {
         replay("acknext", "acknext of it with only a payload");
+    }
+
+    #[test]
+    fn acknext_of_it_with_a_state_none_of_the_six() {
+        replay("acknext", "acknext of it with a state none of the six");
     }
 }
 
@@ -1398,6 +1423,11 @@ mod ackmany {
     #[test]
     fn ackmany_of_it_with_only_a_payload_and_of_a_whole_job() {
         replay("ackmany", "ackmany of it with only a payload and of a whole job");
+    }
+
+    #[test]
+    fn ackmany_of_it_with_a_state_none_of_the_six_and_of_a_whole_job() {
+        replay("ackmany", "ackmany of it with a state none of the six and of a whole job");
     }
 }
 
@@ -1558,6 +1588,11 @@ mod fail {
     fn fail_of_it_with_only_a_payload() {
         replay("fail", "fail of it with only a payload");
     }
+
+    #[test]
+    fn fail_of_it_with_a_state_none_of_the_six() {
+        replay("fail", "fail of it with a state none of the six");
+    }
 }
 
 mod extend {
@@ -1656,6 +1691,11 @@ mod extend {
     #[test]
     fn extend_of_it_with_only_a_payload() {
         replay("extend", "extend of it with only a payload");
+    }
+
+    #[test]
+    fn extend_of_it_with_a_state_none_of_the_six() {
+        replay("extend", "extend of it with a state none of the six");
     }
 }
 
@@ -1841,6 +1881,11 @@ mod release {
     fn release_of_it_with_only_a_payload() {
         replay("release", "release of it with only a payload");
     }
+
+    #[test]
+    fn release_of_it_with_a_state_none_of_the_six() {
+        replay("release", "release of it with a state none of the six");
+    }
 }
 
 mod reap {
@@ -2005,6 +2050,11 @@ mod reap {
     fn reap_of_its_expired_lease_with_only_a_payload() {
         replay("reap", "reap of its expired lease with only a payload");
     }
+
+    #[test]
+    fn reap_of_its_expired_lease_with_a_state_none_of_the_six() {
+        replay("reap", "reap of its expired lease with a state none of the six");
+    }
 }
 
 mod promote {
@@ -2108,6 +2158,11 @@ mod promote {
     #[test]
     fn promote_of_it_when_due_with_only_a_payload() {
         replay("promote", "promote of it when due with only a payload");
+    }
+
+    #[test]
+    fn promote_of_it_when_due_with_a_state_none_of_the_six() {
+        replay("promote", "promote of it when due with a state none of the six");
     }
 }
 
@@ -2337,6 +2392,11 @@ mod cancel {
     fn cancel_of_it_with_only_a_payload() {
         replay("cancel", "cancel of it with only a payload");
     }
+
+    #[test]
+    fn cancel_of_it_with_a_state_none_of_the_six() {
+        replay("cancel", "cancel of it with a state none of the six");
+    }
 }
 
 mod retry {
@@ -2450,6 +2510,11 @@ mod retry {
     #[test]
     fn retry_of_it_with_only_a_payload() {
         replay("retry", "retry of it with only a payload");
+    }
+
+    #[test]
+    fn retry_of_it_with_a_state_none_of_the_six() {
+        replay("retry", "retry of it with a state none of the six");
     }
 }
 
@@ -3030,6 +3095,11 @@ mod progress {
     #[test]
     fn progress_of_it_with_only_a_payload() {
         replay("progress", "progress of it with only a payload");
+    }
+
+    #[test]
+    fn progress_of_it_with_a_state_none_of_the_six() {
+        replay("progress", "progress of it with a state none of the six");
     }
 }
 
@@ -4002,6 +4072,11 @@ mod defer {
     fn defer_of_it_with_only_a_payload() {
         replay("defer", "defer of it with only a payload");
     }
+
+    #[test]
+    fn defer_of_it_with_a_state_none_of_the_six() {
+        replay("defer", "defer of it with a state none of the six");
+    }
 }
 
 mod batch {
@@ -4259,5 +4334,10 @@ mod settle {
     #[test]
     fn settle_of_a_batch_over_it_with_only_a_payload() {
         replay("settle", "settle of a batch over it with only a payload");
+    }
+
+    #[test]
+    fn settle_of_a_batch_over_it_with_a_state_none_of_the_six() {
+        replay("settle", "settle of a batch over it with a state none of the six");
     }
 }

@@ -19,12 +19,17 @@ local function read_hash(key, ...)
   return fields
 end
 
--- read_hash, and the record must be whole (missing_error).
+-- read_hash, and the record must be whole (missing_error), its `state`
+-- (the first field read) one of the six: no transition takes a job whose
+-- state it cannot name, from a set or as a batch's unfinished job.
 local function read_record(key, ...)
   local fields, err = read_hash(key, ...)
   if err then return nil, err end
   err = missing_error(key, fields, ...)
   if err then return nil, err end
+  if (...) == 'state' and fields[1] and not STATES[fields[1]] then
+    return nil, malformed(key, 'state', 'a state')
+  end
   return fields
 end
 

@@ -1,11 +1,15 @@
-//! A record that exists without one of its birth fields (PROTOCOL.md §3,
-//! §5): every transition that reads a record reads its `state` and
-//! `attempts` (CLAIM and ACKNEXT its `payload` too), and one that lacks
-//! any is refused, `EMQDATA <key> <field> is missing`, the first of them in
-//! that order, before any write: never taken for a missing record, dropped
-//! from its set, or fenced. ACKMANY answers it as that job's item. Each of
-//! three shapes (no `attempts`, no `state`, `payload` alone) at every
-//! place a transition reads a record.
+//! A record that exists without one of its birth fields, or whose `state`
+//! is none of the six (PROTOCOL.md §3, §5): every transition that reads a
+//! record reads its `state` and `attempts` (CLAIM and ACKNEXT its
+//! `payload` too), and one that lacks any is refused, `EMQDATA <key>
+//! <field> is missing`, the first of them in that order, before any write:
+//! never taken for a missing record, dropped from its set, or fenced. A
+//! whole record whose `state` is none of the six is `EMQDATA <key> state is
+//! not a state`, wherever it is read: never taken from its set as if its
+//! set named its state, nor waited on as an unfinished job. ACKMANY
+//! answers either as that job's item. Each of four shapes (no `attempts`,
+//! no `state`, `payload` alone, a state none of the six) at every place a
+//! transition reads a record.
 
 use super::*;
 
@@ -178,23 +182,37 @@ const PLACES: &[Place] = &[
     },
 ];
 
-/// The three shapes: a name, the record's fields, and the field missed first.
-fn shapes(place: &Place) -> [(&'static str, String, &'static str); 3] {
+/// The four shapes: a name, the record's fields, and the error's words
+/// after the record's key.
+fn shapes(place: &Place) -> [(&'static str, String, &'static str); 4] {
     [
-        ("without attempts", format!("HSET $q:job:$A state {} payload p", place.state), "attempts"),
-        ("without state", format!("HSET $q:job:$A attempts {} payload p", place.attempts), "state"),
-        ("with only a payload", "HSET $q:job:$A payload p".to_owned(), "state"),
+        (
+            "without attempts",
+            format!("HSET $q:job:$A state {} payload p", place.state),
+            "attempts is missing",
+        ),
+        (
+            "without state",
+            format!("HSET $q:job:$A attempts {} payload p", place.attempts),
+            "state is missing",
+        ),
+        ("with only a payload", "HSET $q:job:$A payload p".to_owned(), "state is missing"),
+        (
+            "with a state none of the six",
+            format!("HSET $q:job:$A state weird attempts {} payload p", place.attempts),
+            "state is not a state",
+        ),
     ]
 }
 
 pub(super) fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for place in PLACES {
-        for (shape, record, field) in shapes(place) {
+        for (shape, record, words) in shapes(place) {
             let mut given = vec![record.as_str()];
             given.extend(place.given);
             let name = format!("{} {shape}", place.what);
-            let error = expand(&format!("EMQDATA $q:job:$A {field} is missing"));
+            let error = expand(&format!("EMQDATA $q:job:$A {words}"));
             cases.push(raw(&name, &given, place.call, place.keys, place.args).refused_with(&error));
         }
     }
