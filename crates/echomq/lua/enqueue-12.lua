@@ -146,10 +146,11 @@ if err then return err end
 -- DEDUP: while a job holds the UNIQUE key (its hold has not ended and, for a
 -- key that frees when its job finishes, that job is still pending, delayed
 -- or active), answer the holder's id and change nothing. The value is
--- <0|1>:<id>; a value of another shape is malformed (EMQDATA), held or not.
+-- <0|1>:<id>, the id a job id (JOB…, the kind gate's); a value of another
+-- shape is malformed (EMQDATA), held or not.
 if unique then
   local value = redis.call('HGET', KEYS[6], unique)
-  if value and not string.match(value, '^[01]:.') then
+  if value and not string.match(value, '^[01]:JOB') then
     return malformed(KEYS[6], unique, '<0|1>:<id>')
   end
   local ends = value and redis.call('ZSCORE', KEYS[7], unique)

@@ -279,10 +279,13 @@ impl Enqueue<'_> {
     ) -> Result<Option<Vec<u8>>, Refusal> {
         let (held, until) = (keys.unique, keys.unique_until);
         let Some(value) = store.hget(held, unique.key) else { return Ok(None) };
-        // `<0|1>:<id>`: whether it frees when its job finishes, and the job;
-        // a value of another shape is malformed, held or not.
+        // `<0|1>:<id>`: whether it frees when its job finishes, and the job,
+        // a job id (PROTOCOL.md §1: ENQUEUE answers it as the holder's); a
+        // value of another shape is malformed, held or not.
         let (mode, holder) = match value.as_slice() {
-            [mode @ (b'0' | b'1'), b':', holder @ ..] if !holder.is_empty() => (*mode, holder.to_vec()),
+            [mode @ (b'0' | b'1'), b':', holder @ ..] if holder.starts_with(b"JOB") => {
+                (*mode, holder.to_vec())
+            }
             _ => return Err(malformed(held, unique.key, "<0|1>:<id>")),
         };
         if store.zscore(until, unique.key).is_none_or(|ends| ends <= now as f64) {

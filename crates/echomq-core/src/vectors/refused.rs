@@ -166,16 +166,22 @@ fn given(lines: &[&str]) -> Vec<Setup> {
     puts.into_iter().map(|(key, value)| Setup::Put { key, value }).collect()
 }
 
+/// How many raw refusals were written here after the host's 165.
+#[cfg(test)]
+const ADDED: usize = 2;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The 165 refusals the host's tables held, none lost on the way.
+    /// The 165 refusals the host's tables held, none lost on the way, and
+    /// those written here since (issue 47's answers).
     #[test]
     fn every_raw_refusal_is_a_case() {
-        assert_eq!(TABLES.iter().map(|table| table.len()).sum::<usize>(), 165);
+        const RAW: usize = 165 + ADDED;
+        assert_eq!(TABLES.iter().map(|table| table.len()).sum::<usize>(), RAW);
         let all = cases();
-        assert_eq!(all.len(), 165);
+        assert_eq!(all.len(), RAW);
         assert!(all.iter().all(|case| matches!(case.expect, Expect::Refused(_)) && case.error.is_some()));
     }
 

@@ -396,6 +396,16 @@ mod enqueue {
     }
 
     #[test]
+    fn enqueue_with_a_unique_value_whose_id_is_no_job_id() {
+        replay("enqueue", "enqueue with a unique value whose id is no job id");
+    }
+
+    #[test]
+    fn enqueue_with_a_unique_value_whose_id_is_no_job_id_its_hold_ended() {
+        replay("enqueue", "enqueue with a unique value whose id is no job id, its hold ended");
+    }
+
+    #[test]
     fn enqueue_whose_unique_holder_has_a_state_that_is_not_a_state() {
         replay("enqueue", "enqueue whose unique holder has a state that is not a state");
     }

@@ -195,6 +195,22 @@ pub(super) const STORED: &[Raw] = &[
         error: "EMQDATA $q:unique k is not <0|1>:<id>",
     },
     Raw {
+        name: "enqueue with a unique value whose id is no job id",
+        given: &["HSET $q:unique k 0:XYZ", "ZADD $q:unique_until 99999999999999 k"],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p UNIQUE k UNIQUE_FOR 1000",
+        error: "EMQDATA $q:unique k is not <0|1>:<id>",
+    },
+    Raw {
+        name: "enqueue with a unique value whose id is no job id, its hold ended",
+        given: &["HSET $q:unique k 1:JO", "ZADD $q:unique_until 5 k"],
+        call: Name::Enqueue,
+        keys: ENQUEUE_KEYS,
+        args: "$A p UNIQUE k UNIQUE_FOR 1000",
+        error: "EMQDATA $q:unique k is not <0|1>:<id>",
+    },
+    Raw {
         name: "enqueue whose unique holder has a state that is not a state",
         given: &[
             "HSET $q:unique k 1:$B",
