@@ -27,7 +27,9 @@ KEYS[22] emq:{q}:batch_open (zset)
 KEYS[23] emq:{q}:wake       (zset) the wake-up key (includes/wake)
 KEYS[24] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 Reply    how many of KEYS[7..] existed and were deleted
-Errors   EMQARG, EMQTYPE (a key not of its type), EMQSTATE (jobs are left)
+Errors   EMQARG, EMQTYPE (a key not of its type), EMQVERSION (KEYS[11]'s
+         `protocol` another major or malformed: not this speaker's to
+         delete), EMQSTATE (jobs are left)
 ]]
 --@include common
 
@@ -45,6 +47,8 @@ for i = 1, #KEYS do
   err = type_error(KEYS[i], want)
   if err then return err end
 end
+err = protocol_error(KEYS[11], redis.call('HGET', KEYS[11], 'protocol'))
+if err then return err end
 local jobs = 0
 for i = 1, 6 do
   jobs = jobs + redis.call('ZCARD', KEYS[i])

@@ -1,7 +1,7 @@
 //! OBLITERATE: the last step of deleting a queue (PROTOCOL.md §7;
 //! `obliterate-24.lua`).
 
-use super::need;
+use super::{need, protocol};
 use crate::description::{keys, Description, Effect};
 use crate::parse::{named_keys, options};
 use crate::store::{KeyType, Store};
@@ -79,6 +79,8 @@ impl<'a> Obliterate<'a> {
     ///
     /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
     /// - `EMQTYPE`: a key holds another type than its role's.
+    /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed: a queue this speaker
+    ///   cannot read is not its to delete.
     /// - `EMQSTATE`: a job set still holds jobs (`the queue still holds <n> jobs`).
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let mut keys = self.keys.all().to_vec();
@@ -86,6 +88,7 @@ impl<'a> Obliterate<'a> {
         for (key, role) in keys.iter().zip(ObliterateKeys::ROLES) {
             need(store, key, role.key_type())?;
         }
+        protocol(self.keys.config, store.hget(self.keys.config, b"protocol").as_deref())?;
         let ObliterateKeys { pending, active, delayed, done, dead, cancelled, .. } = self.keys;
         let sets = [pending, active, delayed, done, dead, cancelled];
         let jobs: u64 = sets.iter().map(|set| store.zcard(set)).sum();

@@ -49,6 +49,10 @@ pub(super) fn cases() -> Vec<Case> {
             ]),
         ),
         Case::new("config: options in any case", config(&["paused", "1", "Concurrency", "2"])),
+        Case::new("config: a queue of a later minor is read, its protocol shown", config(&["PAUSED", "1"]))
+            .put("config", hash(&[("protocol", "1.99")])),
+        Case::new("config: a protocol of 01.04 reads as 1.4, shown as stored", config(&[]))
+            .put("config", hash(&[("protocol", "01.04")])),
         Case::new("config: a stored paused of 2 is refused as malformed", config(&[]))
             .put("config", hash(&[("paused", "2")]))
             .refused(Code::Data),

@@ -2869,6 +2869,16 @@ mod config {
     }
 
     #[test]
+    fn config_a_queue_of_a_later_minor_is_read_its_protocol_shown() {
+        replay("config", "config: a queue of a later minor is read, its protocol shown");
+    }
+
+    #[test]
+    fn config_a_protocol_of_01_04_reads_as_1_4_shown_as_stored() {
+        replay("config", "config: a protocol of 01.04 reads as 1.4, shown as stored");
+    }
+
+    #[test]
     fn config_a_stored_paused_of_2_is_refused_as_malformed() {
         replay("config", "config: a stored paused of 2 is refused as malformed");
     }
@@ -3858,6 +3868,21 @@ mod obliterate {
     #[test]
     fn obliterate_of_a_queue_whose_schedules_are_a_string() {
         replay("obliterate", "obliterate of a queue whose schedules are a string");
+    }
+
+    #[test]
+    fn obliterate_of_a_queue_of_protocol_2_0() {
+        replay("obliterate", "obliterate of a queue of protocol 2.0");
+    }
+
+    #[test]
+    fn obliterate_of_a_queue_of_protocol_2_0_that_still_holds_jobs() {
+        replay("obliterate", "obliterate of a queue of protocol 2.0 that still holds jobs");
+    }
+
+    #[test]
+    fn obliterate_of_a_queue_whose_protocol_is_1_4_0() {
+        replay("obliterate", "obliterate of a queue whose protocol is 1.4.0");
     }
 }
 

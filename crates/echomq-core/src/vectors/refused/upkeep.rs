@@ -180,4 +180,34 @@ pub(super) const STORED: &[Raw] = &[
         args: "3",
         error: VERSION_2,
     },
+    Raw {
+        name: "obliterate of a queue of protocol 2.0",
+        given: &["HSET $q:config protocol 2.0", "HSET $q:schedules s every~1000~last"],
+        call: Name::Obliterate,
+        keys: OBLITERATE_KEYS,
+        args: "",
+        error: VERSION_2,
+    },
+    Raw {
+        name: "obliterate of a queue of protocol 2.0 that still holds jobs",
+        given: &["HSET $q:config protocol 2.0", "ZADD $q:pending 0 $A"],
+        call: Name::Obliterate,
+        keys: OBLITERATE_KEYS,
+        args: "",
+        error: VERSION_2,
+    },
+    Raw {
+        name: "obliterate of a queue whose protocol is 1.4.0",
+        given: &["HSET $q:config protocol 1.4.0"],
+        call: Name::Obliterate,
+        keys: OBLITERATE_KEYS,
+        args: "",
+        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.4",
+    },
 ];
+
+/// OBLITERATE's keys, the counts key included.
+const OBLITERATE_KEYS: &str = "$q:pending $q:active $q:delayed $q:done $q:dead $q:cancelled $q:priority \
+                               $q:errors $q:progress $q:policy $q:config $q:rate $q:schedules $q:ticks \
+                               $q:unique $q:unique_until $q:results $q:events $q:headers $q:batches \
+                               $q:batch_jobs $q:batch_open $q:wake $q:counts";
