@@ -25,8 +25,11 @@ ARGV[1..] options, each at most once; none: only read.
          EVENTS <n>         0..=10000000: the event log keeps about n entries; 0: off
 Reply    [paused, concurrency, rate, per, done_age, done_count, dead_age,
          dead_count, cancelled_age, cancelled_count, events]: the settings
-         after the change (0: none), the retention as TRIM applies it and
-         the event log's length (defaults if unset); then, when the queue
+         after the change as the gate applies them (0: none; below 1 is
+         none, and rate and per are both 0 unless both are 1 or more), the
+         retention as TRIM applies it (a number below 0 is the default) and
+         the event log's length (the default if unset, 0 below 0: off);
+         then, when the queue
          records one, its `protocol` (never written here)
          Resuming a paused queue re-adds the head of pending at its own score
          (ZREM, then ZADD), so every waiting claim wakes as on an arrival.
@@ -79,8 +82,11 @@ local function read_settings()
     local n
     n, e = stored(read[i + 2], KEYS[1], field)
     if e then return nil, e end
+    -- As the gate applies it: a number below 1 is no limit, 0.
     reply[#reply + 1] = math.max(n or 0, 0)
   end
+  -- A rate is a limit only with its period: each 0 without the other.
+  if reply[3] == 0 or reply[4] == 0 then reply[3], reply[4] = 0, 0 end
   for _, state in ipairs({'done', 'dead', 'cancelled'}) do
     local kept
     kept, e = retention(KEYS[1], state)

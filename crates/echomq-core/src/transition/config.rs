@@ -66,7 +66,12 @@ fn read_settings<S: Store>(store: &mut S, config: &[u8]) -> Result<Settings, Ref
     for (at, (field, value)) in
         [(b"concurrency".as_slice(), concurrency), (b"rate", rate), (b"per", per)].into_iter().enumerate()
     {
+        // As the gate applies it: a number below 1 is no limit, 0.
         limits[at] = stored(value.as_deref(), config, field)?.map_or(0, |n| n.max(0) as u64);
+    }
+    // A rate is a limit only with its period: each 0 without the other.
+    if limits[1] == 0 || limits[2] == 0 {
+        limits[1..].fill(0);
     }
     let mut retention_read = [0; 6];
     for (at, (state, _, _)) in RETENTION.iter().enumerate() {
@@ -172,7 +177,8 @@ impl<'a> Config<'a> {
     }
 
     /// Change the settings given, then reply them all: `[paused, concurrency,
-    /// rate, per]` (0: no limit), then each finished state's retention, age
+    /// rate, per]` as the gate applies them (0: no limit; `rate` and `per`
+    /// both 0 unless both are 1 or more), then each finished state's retention, age
     /// and count, as TRIM applies it (the default where none is set), then
     /// the event log's length (the default where none is set; 0: off).
     /// Resuming a paused queue re-adds the head of pending at its own score,

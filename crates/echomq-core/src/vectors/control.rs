@@ -136,7 +136,42 @@ pub(super) fn cases() -> Vec<Case> {
             .put("counts", hash(&[("completed", "1.5")]))
             .refused_with("EMQDATA emq:{q}:counts completed is not an integer of 0 or more"),
     ];
-    with_shared(happy).into_iter().chain(counting).collect()
+    with_shared(happy).into_iter().chain(counting).chain(out_of_range()).collect()
+}
+
+/// Stored settings outside the range CONFIG writes (a foreign write): each
+/// read as the gate, TRIM and the event log apply it, and CONFIG's reply
+/// shows that (PROTOCOL.md §7.1, §7.4, §7.5).
+fn out_of_range() -> Vec<Case> {
+    let trim = call_on(Name::Trim, "", "done", &[]);
+    vec![
+        Case::new("config: a stored concurrency of -5 reads 0, no limit", config(&[]))
+            .put("config", hash(&[("concurrency", "-5")])),
+        Case::new("config: a stored rate of 0 reads no rate, its period 0 too", config(&[]))
+            .put("config", hash(&[("rate", "0"), ("per", "1000")])),
+        Case::new("config: a stored rate without a period reads no rate", config(&[]))
+            .put("config", hash(&[("rate", "5")])),
+        Case::new("config: a stored period of -3 reads no rate", config(&[]))
+            .put("config", hash(&[("rate", "5"), ("per", "-3")])),
+        Case::new("config: a stored concurrency above its range is used as stored", config(&[]))
+            .put("config", hash(&[("concurrency", "99999999999")])),
+        Case::new("config: a stored retention below 0 reads the default", config(&[]))
+            .put("config", hash(&[("done_age", "-1"), ("dead_count", "-7"), ("cancelled_age", "0")])),
+        Case::new("config: a stored event log length below 0 reads 0, off", config(&["PAUSED", "1"]))
+            .put("config", hash(&[("events", "-5")])),
+        Case::new("claim: a stored concurrency of -5 is no limit", claim(2))
+            .after([enqueue(A, "a", &[]), enqueue(B, "b", &[])])
+            .put("config", hash(&[("concurrency", "-5")])),
+        Case::new("claim: a stored rate without a period is no limit", claim(2))
+            .after([enqueue(A, "a", &[]), enqueue(B, "b", &[])])
+            .put("config", hash(&[("rate", "1")])),
+        Case::new("claim: a stored event log length below 0 writes no event", claim(1))
+            .after([enqueue(A, "a", &[])])
+            .put("config", hash(&[("events", "-5")])),
+        Case::new("trim: a stored retention below 0 applies the default", trim)
+            .after([enqueue(A, "a", &[]), claim(1), ack(A, "1")])
+            .put("config", hash(&[("done_count", "-1")])),
+    ]
 }
 
 /// The minute and hour (since the epoch) of the call's now.

@@ -744,6 +744,21 @@ mod claim {
     }
 
     #[test]
+    fn claim_a_stored_concurrency_of_5_is_no_limit() {
+        replay("claim", "claim: a stored concurrency of -5 is no limit");
+    }
+
+    #[test]
+    fn claim_a_stored_rate_without_a_period_is_no_limit() {
+        replay("claim", "claim: a stored rate without a period is no limit");
+    }
+
+    #[test]
+    fn claim_a_stored_event_log_length_below_0_writes_no_event() {
+        replay("claim", "claim: a stored event log length below 0 writes no event");
+    }
+
+    #[test]
     fn claim_of_a_queue_whose_headers_are_a_string() {
         replay("claim", "claim of a queue whose headers are a string");
     }
@@ -2924,6 +2939,41 @@ mod config {
     }
 
     #[test]
+    fn config_a_stored_concurrency_of_5_reads_0_no_limit() {
+        replay("config", "config: a stored concurrency of -5 reads 0, no limit");
+    }
+
+    #[test]
+    fn config_a_stored_rate_of_0_reads_no_rate_its_period_0_too() {
+        replay("config", "config: a stored rate of 0 reads no rate, its period 0 too");
+    }
+
+    #[test]
+    fn config_a_stored_rate_without_a_period_reads_no_rate() {
+        replay("config", "config: a stored rate without a period reads no rate");
+    }
+
+    #[test]
+    fn config_a_stored_period_of_3_reads_no_rate() {
+        replay("config", "config: a stored period of -3 reads no rate");
+    }
+
+    #[test]
+    fn config_a_stored_concurrency_above_its_range_is_used_as_stored() {
+        replay("config", "config: a stored concurrency above its range is used as stored");
+    }
+
+    #[test]
+    fn config_a_stored_retention_below_0_reads_the_default() {
+        replay("config", "config: a stored retention below 0 reads the default");
+    }
+
+    #[test]
+    fn config_a_stored_event_log_length_below_0_reads_0_off() {
+        replay("config", "config: a stored event log length below 0 reads 0, off");
+    }
+
+    #[test]
     fn config_with_an_event_log_length_past_its_range() {
         replay("config", "config with an event log length past its range");
     }
@@ -3972,6 +4022,11 @@ mod trim {
     #[test]
     fn trim_limit_missing_its_value() {
         replay("trim", "trim: LIMIT missing its value");
+    }
+
+    #[test]
+    fn trim_a_stored_retention_below_0_applies_the_default() {
+        replay("trim", "trim: a stored retention below 0 applies the default");
     }
 
     #[test]
