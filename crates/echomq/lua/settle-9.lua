@@ -38,11 +38,16 @@ err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(K
 if err then return err end
 
 -- A batch's state: total cursor done dead cancelled gone callback, or nil.
+-- Each number 1 to MAX_DIGITS decimal digits, nothing else (no sign).
 local function read_state(text)
   if not text then return nil end
   local total, cursor, done, dead, cancelled, gone, callback =
     string.match(text, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (JOB[^ ]*)$')
-  if not total or tonumber(cursor) > tonumber(total) then return nil end
+  if not total then return nil end
+  for _, digits in ipairs({total, cursor, done, dead, cancelled, gone}) do
+    if #digits > MAX_DIGITS then return nil end
+  end
+  if tonumber(cursor) > tonumber(total) then return nil end
   return {total = tonumber(total), cursor = tonumber(cursor),
     counts = {tonumber(done), tonumber(dead), tonumber(cancelled), tonumber(gone)}, callback = callback}
 end

@@ -14,7 +14,7 @@
 
 use super::need;
 use crate::description::{keys, Description, Effect};
-use crate::limits::{BATCH_SIZE, MAX_BATCH_ID, MAX_PAYLOAD};
+use crate::limits::{BATCH_SIZE, MAX_BATCH_ID, MAX_DIGITS, MAX_PAYLOAD};
 use crate::parse::{kind, lossy, named_keys};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
@@ -61,7 +61,11 @@ impl State {
         let text = std::str::from_utf8(text).ok()?;
         let words: Vec<&str> = text.split(' ').collect();
         let [total, cursor, done, dead, cancelled, gone, callback] = words[..] else { return None };
-        let n = |word: &str| word.parse::<u64>().ok();
+        // Each number 1 to MAX_DIGITS decimal digits, nothing else (no sign).
+        let n = |word: &str| {
+            let digits = (1..=MAX_DIGITS).contains(&word.len()) && word.bytes().all(|b| b.is_ascii_digit());
+            digits.then(|| word.parse::<u64>().ok()).flatten()
+        };
         let (total, cursor) = (n(total)?, n(cursor)?);
         (cursor <= total && callback.starts_with("JOB")).then_some(())?;
         Some(State {

@@ -54,6 +54,18 @@ pub(super) fn cases() -> Vec<Case> {
         ]),
         Case::new("settle: an open entry with no state is removed", settle(&[]))
             .put("batch_open", zset(&[("ghost", 1.0)])),
+        Case::new("settle: a state with a signed number is no state, removed", settle(&[]))
+            .put("batch_open", zset(&[("b1", 1.0)]))
+            .put("batches", hash(&[("b1", "+1 0 0 0 0 0 JOB_CB"), ("b1:callback", "cb")]))
+            .put("batch_jobs", hash(&[("b1:0", A)])),
+        Case::new("settle: a state with a number of 16 digits is no state, removed", settle(&[]))
+            .put("batch_open", zset(&[("b1", 1.0)]))
+            .put("batches", hash(&[("b1", "1 0 0 0 0 0000000000000000 JOB_CB"), ("b1:callback", "cb")]))
+            .put("batch_jobs", hash(&[("b1:0", A)])),
+        Case::new("settle: a state's numbers may have leading zeros", settle(&[]))
+            .put("batch_open", zset(&[("b1", 1.0)]))
+            .put("batches", hash(&[("b1", "01 00 0 0 0 000000000000007 JOB_CB"), ("b1:callback", "cb")]))
+            .put("batch_jobs", hash(&[("b1:0", A)])),
         Case::new("settle: nothing open", settle(&[])),
         Case::new("settle: LIMIT 0", settle(&["LIMIT", "0"])).refused(Code::Arg),
         Case::new("settle: a job's record a string", settle(&[]))

@@ -4382,6 +4382,21 @@ mod settle {
     }
 
     #[test]
+    fn settle_a_state_with_a_signed_number_is_no_state_removed() {
+        replay("settle", "settle: a state with a signed number is no state, removed");
+    }
+
+    #[test]
+    fn settle_a_state_with_a_number_of_16_digits_is_no_state_removed() {
+        replay("settle", "settle: a state with a number of 16 digits is no state, removed");
+    }
+
+    #[test]
+    fn settle_a_state_s_numbers_may_have_leading_zeros() {
+        replay("settle", "settle: a state's numbers may have leading zeros");
+    }
+
+    #[test]
     fn settle_nothing_open() {
         replay("settle", "settle: nothing open");
     }
