@@ -104,6 +104,26 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("counts: a negative minute", counts("minute"))
             .put("counts", hash(&[("minute", "-1")]))
             .refused_with("EMQDATA emq:{q}:counts minute is not an integer of 0 or more"),
+        Case::new("counts: a slot after the last minute written reads 0, unread", counts("minute")).put(
+            "counts",
+            hash(&[
+                ("minute", &(MINUTE - 5).to_string()),
+                (&format!("completed:m{}", (MINUTE - 5) % 60), "3"),
+                (&format!("completed:m{}", (MINUTE - 2) % 60), "x"),
+            ]),
+        ),
+        Case::new("counts: with no minute written, no slot is read", counts("minute"))
+            .put("counts", hash(&[("completed", "2"), (&format!("completed:m{}", MINUTE % 60), "x")])),
+        Case::new("counts: by the hour, the minute is not read", counts("hour"))
+            .put("counts", hash(&[("minute", "x"), ("hour", &HOUR.to_string())])),
+        Case::new("counts: a clock behind the counters shows no slot a ring older", counts("minute")).put(
+            "counts",
+            hash(&[
+                ("minute", &(MINUTE + 2).to_string()),
+                (&format!("completed:m{}", (MINUTE + 2) % 60), "4"),
+                (&format!("completed:m{}", MINUTE % 60), "1"),
+            ]),
+        ),
     ];
     // ACK, whose other cases (and shared ones) are with the finishing
     // transitions: how it keeps the counters.

@@ -65,6 +65,16 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("cancel: a delayed job", cancel(A)).after([enqueue(A, "a", &["DELAY", "60000"])]),
         Case::new("cancel: a dead job", cancel(A)).after(dead.clone()),
         Case::new("cancel: cancelled already answers 0", cancel(A)).after([enqueue(A, "a", &[]), cancel(A)]),
+        Case::new("cancel: cancelled already answers 0 before the events keys", cancel(A))
+            .after([enqueue(A, "a", &[]), cancel(A)])
+            .put("events", string()),
+        Case::new("cancel: cancelled already answers 0 before the queue's version", cancel(A))
+            .after([enqueue(A, "a", &[]), cancel(A)])
+            .put("config", hash(&[("protocol", "2.0")])),
+        Case::new("cancel: a pending job into events of the wrong type", cancel(A))
+            .after([enqueue(A, "a", &[])])
+            .put("events", string())
+            .refused_with("EMQTYPE emq:{q}:events holds a string, not a stream"),
         Case::new("cancel: a done job", cancel(A)).after(claimed()).after([ack(A, "1")]).refused(Code::State),
         Case::new("cancel: no such job", cancel(A)).refused(Code::NoJob),
         Case::new("cancel: the id's kind", cancel("job_lower")).refused(Code::Kind),

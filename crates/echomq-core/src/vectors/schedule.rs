@@ -20,6 +20,14 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("schedule: next missing", call(Name::Schedule, "", &["s", "d"])).refused(Code::Arg),
         Case::new("unschedule: removed", unschedule("nightly")).after([schedule("nightly", 60_000)]),
         Case::new("unschedule: none answers 0", unschedule("nightly")),
+        Case::new("unschedule: a name only in ticks answers 0 and removes the tick", unschedule("nightly"))
+            .put("ticks", zset(&[("nightly", 5.0)])),
+        Case::new("unschedule: a name only in schedules answers 1", unschedule("nightly"))
+            .put("schedules", hash(&[("nightly", "every 1000 last\n")])),
+        Case::new("schedule: a name only in ticks answers 1, added", schedule("nightly", 60_000))
+            .put("ticks", zset(&[("nightly", 5.0)])),
+        Case::new("schedule: a name only in schedules answers 0, replaced", schedule("nightly", 60_000))
+            .put("schedules", hash(&[("nightly", "every 1000 last\n")])),
         Case::new("unschedule: the name missing", call(Name::Unschedule, "", &[])).refused(Code::Arg),
         Case::new("schedules: every one in tick order", schedules(&[]))
             .after([schedule("b", 60_000), schedule("a", -5_000)]),

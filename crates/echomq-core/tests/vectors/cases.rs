@@ -2379,6 +2379,21 @@ mod cancel {
     }
 
     #[test]
+    fn cancel_cancelled_already_answers_0_before_the_events_keys() {
+        replay("cancel", "cancel: cancelled already answers 0 before the events keys");
+    }
+
+    #[test]
+    fn cancel_cancelled_already_answers_0_before_the_queue_s_version() {
+        replay("cancel", "cancel: cancelled already answers 0 before the queue's version");
+    }
+
+    #[test]
+    fn cancel_a_pending_job_into_events_of_the_wrong_type() {
+        replay("cancel", "cancel: a pending job into events of the wrong type");
+    }
+
+    #[test]
     fn cancel_a_done_job() {
         replay("cancel", "cancel: a done job");
     }
@@ -2777,6 +2792,26 @@ mod counts {
     #[test]
     fn counts_a_negative_minute() {
         replay("counts", "counts: a negative minute");
+    }
+
+    #[test]
+    fn counts_a_slot_after_the_last_minute_written_reads_0_unread() {
+        replay("counts", "counts: a slot after the last minute written reads 0, unread");
+    }
+
+    #[test]
+    fn counts_with_no_minute_written_no_slot_is_read() {
+        replay("counts", "counts: with no minute written, no slot is read");
+    }
+
+    #[test]
+    fn counts_by_the_hour_the_minute_is_not_read() {
+        replay("counts", "counts: by the hour, the minute is not read");
+    }
+
+    #[test]
+    fn counts_a_clock_behind_the_counters_shows_no_slot_a_ring_older() {
+        replay("counts", "counts: a clock behind the counters shows no slot a ring older");
     }
 }
 
@@ -3242,6 +3277,16 @@ mod schedule {
     }
 
     #[test]
+    fn schedule_a_name_only_in_ticks_answers_1_added() {
+        replay("schedule", "schedule: a name only in ticks answers 1, added");
+    }
+
+    #[test]
+    fn schedule_a_name_only_in_schedules_answers_0_replaced() {
+        replay("schedule", "schedule: a name only in schedules answers 0, replaced");
+    }
+
+    #[test]
     fn schedule_with_no_next_tick() {
         replay("schedule", "schedule with no next tick");
     }
@@ -3308,6 +3353,16 @@ mod unschedule {
     #[test]
     fn unschedule_none_answers_0() {
         replay("unschedule", "unschedule: none answers 0");
+    }
+
+    #[test]
+    fn unschedule_a_name_only_in_ticks_answers_0_and_removes_the_tick() {
+        replay("unschedule", "unschedule: a name only in ticks answers 0 and removes the tick");
+    }
+
+    #[test]
+    fn unschedule_a_name_only_in_schedules_answers_1() {
+        replay("unschedule", "unschedule: a name only in schedules answers 1");
     }
 
     #[test]
