@@ -125,6 +125,15 @@ pub(super) fn cases() -> Vec<Case> {
             claim(1),
         ]),
         Case::new("ackmany: a job named twice is acked once", ackmany(&[A, "1", A, "1"])).after(claimed()),
+        Case::new(
+            "ackmany: attempts of 1.0 is that job's EMQDATA, the next acked",
+            ackmany(&[B, "1", A, "1"]),
+        )
+        .after([enqueue(A, "a", &[]), claim(1)])
+        .put(&format!("job:{B}"), hash(&[("state", "active"), ("attempts", "1.0"), ("payload", "b")]))
+        .put("active", zset(&[(A, (NOW + 60_000) as f64), (B, (NOW + 60_000) as f64)])),
+        Case::new("ackmany: a malformed job named twice is refused twice", ackmany(&[B, "1", B, "1"]))
+            .put(&format!("job:{B}"), hash(&[("state", "weird"), ("attempts", "1"), ("payload", "b")])),
         Case::new("ackmany: no jobs", ackmany(&[])).refused(Code::Kind),
         Case::new("ackmany: a token missing", ackmany(&[A])).after(claimed()).refused(Code::Arg),
         Case::new("ackmany: a bad second id refuses all", ackmany(&[A, "1", "XYZ", "1"]))

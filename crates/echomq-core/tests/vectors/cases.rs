@@ -1366,6 +1366,16 @@ mod ackmany {
     }
 
     #[test]
+    fn ackmany_attempts_of_1_0_is_that_job_s_emqdata_the_next_acked() {
+        replay("ackmany", "ackmany: attempts of 1.0 is that job's EMQDATA, the next acked");
+    }
+
+    #[test]
+    fn ackmany_a_malformed_job_named_twice_is_refused_twice() {
+        replay("ackmany", "ackmany: a malformed job named twice is refused twice");
+    }
+
+    #[test]
     fn ackmany_no_jobs() {
         replay("ackmany", "ackmany: no jobs");
     }
