@@ -134,7 +134,7 @@ pub(crate) fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> 
 }
 
 /// The refusal of a call whose number of keys is none of `forms`, the
-/// counts its transition takes: `wrong number of keys: takes 2 or 11`, as
+/// counts its transition takes: `wrong number of keys: takes 2 or 11 or 12`, as
 /// the scripts and the module's key count answer it.
 #[must_use]
 pub fn wrong_number_of_keys(forms: &[usize]) -> Refusal {

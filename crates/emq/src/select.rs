@@ -7,8 +7,7 @@
 //! and a walk stops after its budget, saying where it stopped. Nothing here
 //! is a transition: reads are plain commands on the queue's keys
 //! (`PROTOCOL.md` §2), changes are RETRY and CANCEL, one per job, a page of
-//! them pipelined. There is no per-job delete transition (PURGE takes a
-//! state and an age, not ids), so there is no delete action.
+//! them pipelined, and REMOVE (protocol 1.4), one call a page of ids.
 //!
 //! Orders: [`walk`] goes newest first (highest score first: for pending,
 //! the last to be served first); [`apply_all`] goes oldest first (lowest
