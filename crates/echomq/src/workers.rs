@@ -331,7 +331,7 @@ mod tests {
             queues: vec!["emails".into(), "thumbs".into()],
             concurrency: 8,
             version: "echomq-rust 0.1.0".into(),
-            protocol: "1.4".into(),
+            protocol: "1.5".into(),
             started: 1_000,
             beat: 2_000,
             ttl: Duration::from_secs(15),
