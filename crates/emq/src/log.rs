@@ -56,4 +56,14 @@ impl Logging {
             tracing::warn!("RUST_LOG is not a filter ({err}); logging at {level} instead");
         }
     }
+
+    /// The options that make another `emq` log as this one does: for the
+    /// guard `emq work` starts (`RUST_LOG` it inherits).
+    pub fn options(&self) -> Vec<String> {
+        let format = clap::ValueEnum::to_possible_value(&self.log_format).expect("no format is skipped");
+        let mut options = vec!["--log-format".to_owned(), format.get_name().to_owned()];
+        options.extend(std::iter::repeat_n("-v".to_owned(), usize::from(self.verbose)));
+        options.extend(std::iter::repeat_n("-q".to_owned(), usize::from(self.quiet)));
+        options
+    }
 }

@@ -188,13 +188,28 @@ enum Command {
     /// A queue's schedules: add (cron or interval), list with next fire times, remove,
     /// trigger, pause, resume.
     Schedule(schedule::Args),
+    /// What `emq work` starts to stop its commands when it is killed (not for people).
+    #[command(name = work::guard::SUBCOMMAND, hide = true)]
+    WorkGuard,
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    let cli = Cli::parse();
+    let runtime = match cli.command {
+        // The guard of `emq work` only blocks on its pipe: one thread, no
+        // workers, the less to keep while it waits.
+        Command::WorkGuard => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
+    .expect("build the tokio runtime");
+    runtime.block_on(run(cli));
+}
+
+async fn run(cli: Cli) {
     // rediss:// URLs: rustls with the ring provider (one small C/asm dependency).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
     // The demo prints its own summary: its failing and dying jobs are by
     // design, not news.
     let (usual, quieter) = match cli.command {
@@ -221,8 +236,8 @@ async fn main() {
     };
     // The server a failure names: --url's, unless the command has its own
     // (the demo's --redis) or none.
-    let server =
-        (!matches!(cli.command, Command::Demo(_) | Command::Scripts(_))).then(|| cli.server.address());
+    let server = (!matches!(cli.command, Command::Demo(_) | Command::Scripts(_) | Command::WorkGuard))
+        .then(|| cli.server.address());
     // A URL the client cannot read is refused before anything is sent.
     if server.is_some() {
         if let Err(err) = cli.server.check() {
@@ -251,11 +266,15 @@ async fn main() {
         Command::Resume(args) => flow::resume(&cli.server, args).await,
         Command::Limit(args) => flow::limit(&cli.server, args).await,
         Command::Config(args) => flow::config(&cli.server, args).await,
-        Command::Work(args) => work::run(&cli.server, args).await,
+        Command::Work(args) => work::run(&cli.server, &cli.logging, args).await,
         Command::Progress(args) => work::progress(&cli.server, args).await,
         Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
         Command::Scripts(args) => scripts::run(args),
         Command::Schedule(args) => schedule::run(&cli.server, args).await,
+        Command::WorkGuard => {
+            work::guard::run();
+            Ok(())
+        }
     };
     if let Err(err) = outcome {
         let gone = err

@@ -5,6 +5,8 @@
 //! SIGTERM come with it. Each command runs in a process group of its own: a
 //! job taken away (its lease lost, or shutdown's grace over) has the whole
 //! group stopped, children included, SIGTERM first and SIGKILL soon after.
+//! However the worker ends, SIGKILL included, its [`guard`] SIGKILLs the
+//! groups of the commands it left running.
 //!
 //! Signals: SIGINT or SIGTERM stops claiming and gives running commands
 //! `--grace`; a second one stops them at once and releases their jobs.
@@ -29,6 +31,10 @@ use tokio::io::AsyncWriteExt;
 
 use crate::connect::{Error, Server};
 use crate::failure::{explain, Exit, Failure};
+
+pub mod guard;
+
+use guard::Guard;
 
 /// The most of stderr a failed job keeps as its error.
 const STDERR_TAIL: usize = 2048;
@@ -115,7 +121,8 @@ fn serve_metrics(addr: std::net::SocketAddr) -> Result<(), Error> {
     Ok(())
 }
 
-pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
+/// Work the queues; `logging`, the options the worker's guard logs with.
+pub async fn run(server: &Server, logging: &crate::log::Logging, args: Args) -> Result<(), Error> {
     // A bad name is refused before anything else is done.
     for name in &args.queues {
         echomq::Keyspace::new(name)?;
@@ -125,7 +132,11 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     if let Some(addr) = args.metrics {
         serve_metrics(addr)?;
     }
-    let command = Arc::new(Command { argv: args.command, environment: server.environment() });
+    // Before any command runs: what stops them when this process is killed.
+    let guard = Guard::start(&logging.options()).map_err(|err| {
+        format!("cannot start the guard that stops commands with emq work: {err}; no job was claimed")
+    })?;
+    let command = Arc::new(Command { argv: args.command, environment: server.environment(), guard });
     let keep_result = args.result;
     let options = WorkerOptions {
         concurrency: args.concurrency,
@@ -350,11 +361,13 @@ async fn steer(mut signals: Signals, control: Control, grace: Duration, running:
     }
 }
 
-/// What `emq work` runs per job: the command line, and the variables that
-/// let an `emq` it starts reach the same server.
+/// What `emq work` runs per job: the command line, the variables that
+/// let an `emq` it starts reach the same server, and the guard told of its
+/// process group.
 struct Command {
     argv: Vec<String>,
     environment: Vec<(&'static str, String)>,
+    guard: Guard,
 }
 
 /// How long a command whose job was taken from it (its lease lost, or the
@@ -402,7 +415,7 @@ async fn run_command(
         .kill_on_drop(true)
         .spawn()
         .map_err(|err| format!("cannot run {}: {err}", argv[0]))?;
-    let mut group = Group::of(&child);
+    let mut group = Group::of(&child, &command.guard);
     let stdin = child.stdin.take();
     let run = async {
         if let Some(mut stdin) = stdin {
@@ -437,14 +450,22 @@ async fn run_command(
 }
 
 /// A command's process group (its id is the command's pid), SIGKILLed when
-/// dropped before the command ended by itself.
-struct Group {
+/// dropped before the command ended by itself, and told to the guard from
+/// its start until the worker is done with it.
+struct Group<'a> {
     id: Option<libc::pid_t>,
+    guard: &'a Guard,
 }
 
-impl Group {
-    fn of(child: &tokio::process::Child) -> Group {
-        Group { id: child.id().and_then(|pid| libc::pid_t::try_from(pid).ok()) }
+impl<'a> Group<'a> {
+    /// The group of `child`, just spawned: told to `guard` at once, so that
+    /// a worker killed from now on leaves it to the guard.
+    fn of(child: &tokio::process::Child, guard: &'a Guard) -> Group<'a> {
+        let id = child.id().and_then(|pid| libc::pid_t::try_from(pid).ok());
+        if let Some(id) = id {
+            guard.started(id);
+        }
+        Group { id, guard }
     }
 
     fn signal(&self, signal: libc::c_int) {
@@ -481,14 +502,18 @@ impl Group {
         self.finished();
     }
 
+    /// Done with: the command ended by itself, or its group was stopped.
     fn finished(&mut self) {
-        self.id = None;
+        if let Some(id) = self.id.take() {
+            self.guard.done(id);
+        }
     }
 }
 
-impl Drop for Group {
+impl Drop for Group<'_> {
     fn drop(&mut self) {
         self.signal(libc::SIGKILL);
+        self.finished();
     }
 }
 

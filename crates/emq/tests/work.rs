@@ -2,7 +2,8 @@
 //! cannot run refused at start, a second Ctrl-C that ends at once, SIGTSTP
 //! to stop claiming, the job's headers and trace context in the command's
 //! environment, `emq progress` from inside a job, a log line for each
-//! job's end, and deploys that spend no attempt.
+//! job's end, and deploys that spend no attempt; and (issue 47) no command
+//! left running by a worker killed with SIGKILL.
 
 mod common;
 
@@ -277,4 +278,52 @@ fn deploys_spend_no_attempt_of_a_job() {
         let shown = emq.ok(&["inspect", &id]);
         assert_eq!(field(&shown, "state"), "done", "{via}: one failure after two deploys: {shown}");
     }
+}
+
+/// A worker SIGKILLed (`kill -9`, the OOM killer) takes its command with
+/// it, and all the command started: nothing goes on running a job whose
+/// lease will run out and which another worker will then run again. The
+/// command starts a child, and a subshell in the background that starts
+/// one of its own; all four are gone within 2 s of the kill. The command
+/// that ran before it and ended is not among the groups killed.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sigkilled_worker_leaves_no_command_running() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("sigkill");
+    let q = unique_queue("sigkill");
+    let ends = emq.ok(&["enqueue", &q, "ends"]).trim().to_owned();
+    emq.ok(&["enqueue", &q, "runs"]);
+    let script = r#"[ "$(cat)" = ends ] && exit 0
+echo $$ >> "$DIR/pids"
+sleep 1000 & echo $! >> "$DIR/pids"
+( sleep 1000 & echo $! >> "$DIR/pids"; wait ) & echo $! >> "$DIR/pids"
+wait"#;
+    let mut worker = work(&emq, &[&q, "--concurrency", "1", "--", "sh", "-c", script], &scratch);
+    let running = |pids: &[String]| pids.iter().filter(|pid| !common::gone(pid)).cloned().collect::<Vec<_>>();
+    eventually("the command and what it started run", || {
+        let pids = scratch.lines("pids");
+        pids.len() == 4 && running(&pids).len() == 4
+    });
+    let pids = scratch.lines("pids");
+    // One at a time, in order: the command that ended ran first.
+    eventually("the first job is done", || state(&emq, &ends) == "done");
+
+    let killed = Instant::now();
+    worker.0.kill().unwrap(); // SIGKILL
+    worker.0.wait().unwrap();
+    while !running(&pids).is_empty() && killed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left = running(&pids);
+    assert!(
+        left.is_empty(),
+        "{left:?} of {pids:?} still run {:.1?} after the kill: {}",
+        killed.elapsed(),
+        log(&scratch)
+    );
+    // One group: the running command's (its pid, written first), not the ended one's.
+    let said = format!("SIGKILL to their process groups worker={} groups={{{}}}", worker.id(), pids[0]);
+    eventually("the kill is said", || log(&scratch).contains(&said));
 }
