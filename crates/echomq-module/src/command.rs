@@ -126,29 +126,31 @@ unsafe extern "C" fn on_command(
 pub(crate) type Split<'w> = (&'w [&'w [u8]], &'w [&'w [u8]]);
 
 /// Split `words` (argv without the command name) into KEYS and ARGV by the
-/// key count that leads them: a decimal integer (digits only) that is one
-/// of the transition's forms, and no more than the words after it. Anything
-/// else is refused with the text the Lua script gives a wrong count.
+/// key count that leads them, as `EVALSHA` splits a script's: a decimal
+/// integer (digits only, no sign, no leading zero) no greater than the
+/// words after it. Whether it is one of the transition's forms is the
+/// transition's own check, made after the id's kind as the scripts make it
+/// (PROTOCOL.md §5): a call with a bad id and a bad count gets `EMQKIND`
+/// from both. A count that cannot split the words is refused with the text
+/// a wrong count gets.
 pub(crate) fn split_keys<'w>(described: &Description, words: &'w [&'w [u8]]) -> Result<Split<'w>, Refusal> {
     let wrong = || wrong_number_of_keys(described.forms);
     let (count, rest) = words.split_first().ok_or_else(wrong)?;
-    // Decimal as EVALSHA reads its numkeys: no sign, no leading zero.
-    let digits = matches!(count.len(), 1..=2)
+    let digits = matches!(count.len(), 1..=9)
         && count.iter().all(u8::is_ascii_digit)
         && (count.len() == 1 || count[0] != b'0');
     let count = digits.then(|| std::str::from_utf8(count).ok()?.parse::<usize>().ok()).flatten();
-    match count {
-        Some(count) if described.forms.contains(&count) => rest.split_at_checked(count).ok_or_else(wrong),
-        _ => Err(wrong()),
-    }
+    count.and_then(|count| rest.split_at_checked(count)).ok_or_else(wrong)
 }
 
 fn dispatch(ctx: *mut raw::RedisModuleCtx, name: Name, words: &[&[u8]]) {
     if rm!(RedisModule_IsKeysPositionRequest(ctx) or 0) != 0 {
         // argv positions: 0 is the command name, 1 the count, so keys sit
-        // at 2 on. A call whose count is wrong has none: it is refused when run.
+        // at 2 on. A call whose count is none of the forms has none: it is
+        // refused when run.
         let described = name.describe();
-        let count = split_keys(described, words).map_or(0, |(keys, _)| keys.len());
+        let split = split_keys(described, words).ok().map(|(keys, _)| keys.len());
+        let count = split.filter(|count| described.forms.contains(count)).unwrap_or(0);
         for position in 2..2 + count {
             api::key_at(ctx, position, described.reads_only());
         }
@@ -191,13 +193,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_key_count_leads_and_must_be_a_form() {
+    fn the_key_count_leads_and_splits_the_words() {
         let enqueue = Name::Enqueue.describe();
         let call: [&[u8]; 5] = [b"2", b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
         let (keys, args) = split_keys(enqueue, &call).unwrap();
         assert_eq!((keys, args), (&call[1..3], &call[3..]));
+        // A count of none of the forms splits as EVALSHA's would: the
+        // transition refuses it, after the id's kind.
+        let (keys, args) = split_keys(enqueue, &[b"3", b"a", b"b", b"c", b"JOB_1"]).unwrap();
+        assert_eq!((keys.len(), args.len()), (3, 1));
+        assert_eq!(split_keys(enqueue, &[b"0", b"JOB_1"]).unwrap().0.len(), 0);
         let wrong = "EMQARG wrong number of keys: takes 2 or 11 or 12";
-        for count in [&b""[..], b"4", b"02", b"02x", b"-2", b"+2", b" 2", b"11", b"999", b"emq:{q}:job:JOB_1"]
+        for count in
+            [&b""[..], b"5", b"02", b"02x", b"-2", b"+2", b" 2", b"11", b"9999999999", b"emq:{q}:job:JOB_1"]
         {
             let call: [&[u8]; 5] = [count, b"emq:{q}:job:JOB_1", b"emq:{q}:pending", b"JOB_1", b"x"];
             let refused = split_keys(enqueue, &call).unwrap_err().to_string();

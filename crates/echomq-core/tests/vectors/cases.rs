@@ -1013,6 +1013,11 @@ mod ack {
     }
 
     #[test]
+    fn ack_of_a_bad_id_with_three_keys_the_kind_first_on_every_executor() {
+        replay("ack", "ack of a bad id with three keys: the kind first, on every executor");
+    }
+
+    #[test]
     fn ack_with_a_stale_token() {
         replay("ack", "ack with a stale token");
     }

@@ -5,6 +5,14 @@ use super::*;
 /// Refused arguments and keys.
 pub(super) const ARGS: &[Raw] = &[
     Raw {
+        name: "ack of a bad id with three keys: the kind first, on every executor",
+        given: &[],
+        call: Name::Ack,
+        keys: "$q:job:XYZ $q:active $q:done",
+        args: "XYZ 1",
+        error: "EMQKIND job id must be JOB-namespaced",
+    },
+    Raw {
         name: "ack with a stale token",
         given: ACTIVE_A,
         call: Name::Ack,
