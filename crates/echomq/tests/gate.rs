@@ -513,16 +513,35 @@ fn the_gate_holds_on_every_claim_path_embedded() {
     }
 }
 
-/// Run the cases on one module-loaded server, through the executor `make` builds.
-fn on_a_server(make: impl Fn(&redis::Client, MultiplexedConnection) -> Arc<dyn Executor>) {
+/// The server-side executors, each with connections of its own for the
+/// claims that wait.
+#[derive(Clone, Copy)]
+enum Via {
+    Lua,
+    Native,
+}
+
+/// Run the cases on one module-loaded server, through `via`.
+fn on_a_server(via: Via) {
     let server =
         RedisServer::start_with(ServerOptions { module: Some(module_path()), ..ServerOptions::default() });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let conn = runtime.block_on(server.connection());
     let client = server.client();
+    let make = |conn: MultiplexedConnection| -> Arc<dyn Executor> {
+        let client = client.clone();
+        let blocking = move || {
+            let client = client.clone();
+            async move { client.get_multiplexed_async_connection().await }
+        };
+        match via {
+            Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(blocking)),
+            Via::Native => Arc::new(Native::new(conn).with_blocking_connections(blocking)),
+        }
+    };
     // Short periods, so that a case's claims cross many windows in little time.
     let result = runner(cases(CASES)).run(&case(4..=25), |(limits, steps, _)| {
-        let via = make(&client, conn.clone());
+        let via = make(conn.clone());
         let place = Place::Server { conn: conn.clone() };
         let outcome = runtime.block_on(run_case(via, &place, limits, &steps));
         runtime.block_on(redis::cmd("FLUSHDB").query_async::<()>(&mut conn.clone())).unwrap();
@@ -536,22 +555,10 @@ fn on_a_server(make: impl Fn(&redis::Client, MultiplexedConnection) -> Arc<dyn E
 
 #[test]
 fn the_gate_holds_on_every_claim_path_lua() {
-    on_a_server(|client, conn| {
-        let client = client.clone();
-        Arc::new(Lua::new(conn).with_blocking_connections(move || {
-            let client = client.clone();
-            async move { client.get_multiplexed_async_connection().await }
-        }))
-    });
+    on_a_server(Via::Lua);
 }
 
 #[test]
 fn the_gate_holds_on_every_claim_path_native() {
-    on_a_server(|client, conn| {
-        let client = client.clone();
-        Arc::new(Native::new(conn).with_blocking_connections(move || {
-            let client = client.clone();
-            async move { client.get_multiplexed_async_connection().await }
-        }))
-    });
+    on_a_server(Via::Native);
 }
