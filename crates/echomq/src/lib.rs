@@ -31,7 +31,7 @@
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
-//! - [`workers`]: the worker registry: [`workers()`] lists the live workers
+//! - [`workers`](mod@workers): the worker registry: [`workers()`] lists the live workers
 //!   ([`WorkerInfo`]), their queues and the jobs they run now
 //!   ([`workers_read_only`]: the same, writing nothing).
 //! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].

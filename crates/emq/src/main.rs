@@ -27,6 +27,10 @@
 //! - `scripts.rs`: the loadable Lua scripts and their SHA1s, for other speakers.
 //! - `schedule.rs`: a queue's cron and interval schedules.
 
+// The commands' doc comments are their --help text (clap derive), written
+// for a terminal: `redis://[user:password@]…` and `all:<n>` are words there,
+// not rustdoc links or HTML.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 use clap::{Parser, Subcommand};
 
 /// mimalloc, not glibc's malloc: the embedded executor allocates for every
