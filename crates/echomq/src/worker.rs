@@ -231,6 +231,7 @@ impl Worker {
     /// claiming, let jobs in flight finish within the grace period, and
     /// release the rest to pending.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
+        metric::describe();
         let shared = self.shared.clone();
         for queue in &self.queues {
             for warning in queue.executor().server_warnings().await {

@@ -146,6 +146,11 @@ fn emq_work_serves_its_metrics_for_prometheus() {
         assert!(body.contains(&format!("{name}_bucket{{queue=\"{q}\",le=\"0.005\"}}")), "{body}");
     }
     assert!(body.contains("# TYPE emq_jobs_processed_total counter"), "{body}");
+    // Every family has its help text, as promtool asks.
+    for family in body.lines().filter_map(|line| line.strip_prefix("# TYPE ")) {
+        let name = family.split(' ').next().unwrap();
+        assert!(body.contains(&format!("# HELP {name} ")), "no HELP for {name}: {body}");
+    }
     assert!(worker.stop(), "stopped cleanly: {}", std::fs::read_to_string(scratch.path("log")).unwrap());
 }
 

@@ -51,6 +51,34 @@ pub mod metric {
     /// its delay and its earlier attempts too. Jobs whose id is not branded
     /// (another speaker's, a derived one) are not counted.
     pub const WAIT_SECONDS: &str = "emq_job_wait_seconds";
+
+    /// Give each family its help text (Prometheus' `# HELP`, which
+    /// `promtool check metrics` asks for) in the recorder installed now. A
+    /// worker calls it as it starts; calling it again changes nothing.
+    pub fn describe() {
+        use metrics::{describe_counter, describe_histogram, Unit};
+        describe_counter!(PROCESSED, "Jobs this worker acked (completed), by queue.");
+        describe_counter!(
+            FAILED,
+            "Attempts whose handler failed (an error, a panic or a timeout), by queue: every failed attempt, \
+             retried or not (the server's failed count is only the attempts that get another)."
+        );
+        describe_counter!(RETRIED, "Failed attempts sent to delayed for another attempt, by queue.");
+        describe_counter!(DEAD, "Failed attempts that were the job's last: sent to dead, by queue.");
+        describe_counter!(DEFERRED, "Jobs whose handler asked to come back later (retry after), by queue.");
+        describe_counter!(TIMED_OUT, "Attempts that ran past their timeout (each also counts as failed).");
+        describe_counter!(LEASES_LOST, "Jobs whose lease was lost while their handler ran (fenced out).");
+        describe_histogram!(RUN_SECONDS, Unit::Seconds, "Seconds from a job's claim to its handler's end.");
+        describe_histogram!(
+            WAIT_SECONDS,
+            Unit::Seconds,
+            "Seconds from a job's enqueue (its branded id's time) to the start of this attempt."
+        );
+        describe_counter!(
+            super::super::UNHANDLED,
+            "Jobs claimed whose id this host cannot hold, left active for REAP."
+        );
+    }
 }
 
 /// The longest error text kept; FAIL's limit is far above it.
