@@ -21,7 +21,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import sys
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
@@ -211,3 +213,19 @@ def transitions_sent(client: redis.Redis) -> int:
     stats = client.info("commandstats")
     return sum(int(v["calls"]) for k, v in stats.items()
                if k.startswith("cmdstat_evalsha") or (k.startswith("cmdstat_emq.") and k != "cmdstat_emq.version"))
+
+
+@asynccontextmanager
+async def working(worker: echomq.Worker) -> AsyncIterator[echomq.Worker]:
+    """Run ``worker`` for the block's length, then stop it gracefully (within 60 s)."""
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        done, _ = await asyncio.wait({task}, timeout=60)
+        if not done:
+            for running in asyncio.all_tasks():
+                running.print_stack(file=sys.stderr)
+            raise AssertionError("the worker did not stop within 60 s")
+        task.result()

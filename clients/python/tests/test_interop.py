@@ -140,8 +140,10 @@ async def test_emq_enqueues_and_a_python_worker_runs_the_jobs(queue: echomq.Queu
         shown = emq(server, kind, "inspect", job_id, "--queue", queue.name).stdout.decode()
         assert "progress  half way" in shown and f"result    {info.result.decode()}" in shown  # type: ignore[union-attr]
         assert emq(server, kind, "result", job_id, "--queue", queue.name).stdout == info.result
-    assert (dead.state, dead.error) == ("dead", "python says no")
-    assert "error     python says no" in emq(server, kind, "inspect", failing, "--queue", queue.name).stdout.decode()
+    assert dead.state == "dead" and dead.error is not None
+    assert dead.error.startswith("ValueError: python says no\n\nTraceback (most recent call last):\n")
+    shown = emq(server, kind, "inspect", failing, "--queue", queue.name).stdout.decode()
+    assert "error     ValueError: python says no\n" in shown and 'raise ValueError("python says no")' in shown
 
 
 async def test_a_stale_python_token_is_fenced_after_a_rust_worker_took_the_job(

@@ -18,10 +18,11 @@ pickle). Every refusal is an :class:`~echomq.errors.EchoMQError`: a server's
 one class per code (§10), the host's own :class:`InvalidInput` before sending.
 
 Layout: ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
-RetryAfter), ``upkeep`` (what a worker owes, §11.3), ``calls`` (each
-transition's call, checked), ``executor`` (Lua
-and Native), ``model`` (replies as values), ``keyspace``, ``ids``,
-``schedule``, ``errors``, ``_protocol`` (the generated tables and scripts).
+RetryAfter), ``failure`` (what a failed job keeps), ``upkeep`` (what a
+worker owes, §11.3), ``calls`` (each transition's call, checked),
+``executor`` (Lua and Native), ``model`` (replies as values), ``keyspace``,
+``ids``, ``schedule``, ``errors``, ``_protocol`` (the generated tables and
+scripts).
 """
 
 from . import errors, ids, schedule

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from . import _protocol, calls
+from . import _protocol, calls, failure
 from .errors import FenceError, NoJobError, Refused
 from .model import Claimed, Policy, read_claims
 from .queue import Queue
@@ -135,8 +135,12 @@ class Worker:
     """Runs ``handler`` on the jobs of ``queue``.
 
     ``handler`` returns the job's result: bytes as they are, a str as UTF-8,
-    None for no result, anything else as JSON. An exception fails the job
-    (its text is the job's error); :class:`RetryAfter` defers it.
+    None for no result, anything else as JSON. An exception fails the job:
+    it is logged (``echomq.worker``, ERROR, with its traceback), and the job
+    keeps its type and message, then its traceback, as its error
+    (:mod:`echomq.failure`: at most 64 KiB, the traceback cut first), which
+    ``emq inspect`` and :meth:`Queue.inspect` show. :class:`RetryAfter`
+    defers it.
     """
 
     def __init__(
@@ -347,7 +351,7 @@ class Worker:
             elif isinstance(err, (FenceError, NoJobError)):
                 entry.fenced = True
             elif err is not None:
-                await self._fail(entry, str(err) or type(err).__name__)
+                await self._fail(entry, failure.error_text(err), err)
             else:
                 result = handler.result()
                 kept = None if result is None else _as_bytes(result)
@@ -377,8 +381,12 @@ class Worker:
             self._free += 1
             self._slot_freed.set()
 
-    async def _fail(self, entry: _Running, error: str) -> None:
+    async def _fail(self, entry: _Running, error: str, err: BaseException | None = None) -> None:
+        """Log the failure (with ``err``'s traceback) and FAIL the job with ``error``."""
         claimed = entry.claimed
+        log.error("job %s of queue %s failed (attempt %d): %s", claimed.id, self.queue.name, claimed.token,
+                  error.partition("\n")[0], exc_info=err,
+                  extra={"queue": self.queue.name, "job_id": claimed.id, "attempt": claimed.token})
         backoff = min(self.backoff_ms * (1 << min(max(claimed.token - 1, 0), 40)), self.max_backoff_ms)
         backoff = min(backoff, 999_999_999_999)
         self.failed += 1
