@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -105,3 +107,21 @@ async def test_a_failure_over_the_error_limit_is_kept_bounded(queue: echomq.Queu
     assert len(dead.error.encode()) <= 65536
     assert dead.error.startswith("ValueError: " + "m" * 50_000 + "\n\n[the traceback's first ")
     assert dead.error.endswith("raise ValueError(message)")
+
+
+@pytest.mark.parametrize("value,named", [({"at": datetime(2026, 1, 2, tzinfo=timezone.utc)}, "datetime"),
+                                         ([Decimal("1.50")], "Decimal")])
+async def test_a_result_json_cannot_encode_fails_the_job_at_once(queue: echomq.Queue, value: Any,
+                                                                  named: str) -> None:
+    async def handle(job: echomq.Job) -> Any:
+        return value
+
+    job = await queue.enqueue(b"x", attempts=1)
+    # A 60 s lease: the job must not wait for it to run out (it used to, then died "lease expired").
+    async with working(echomq.Worker(queue, handle, lease=60)):
+        dead = await queue.wait(job.id, timeout=10)
+    assert (dead.state, dead.attempts, dead.result) == ("dead", 1, None)
+    assert dead.error is not None
+    first, _, rest = dead.error.partition("\n\n")
+    assert first == f"TypeError: Object of type {named} is not JSON serializable"
+    assert "cannot be encoded as JSON" in rest

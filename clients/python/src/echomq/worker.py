@@ -135,7 +135,9 @@ class Worker:
     """Runs ``handler`` on the jobs of ``queue``.
 
     ``handler`` returns the job's result: bytes as they are, a str as UTF-8,
-    None for no result, anything else as JSON. An exception fails the job:
+    None for no result, anything else as JSON (a result JSON cannot encode,
+    a ``datetime`` or a ``Decimal``, fails the job at once with the
+    encoder's error). An exception fails the job:
     it is logged (``echomq.worker``, ERROR, with its traceback), and the job
     keeps its type and message, then its traceback, as its error
     (:mod:`echomq.failure`: at most 64 KiB, the traceback cut first), which
@@ -354,7 +356,14 @@ class Worker:
                 await self._fail(entry, failure.error_text(err), err)
             else:
                 result = handler.result()
-                kept = None if result is None else _as_bytes(result)
+                try:
+                    kept = None if result is None else _as_bytes(result)
+                except Exception as err:  # json.dumps: a datetime, a Decimal, a cycle…
+                    await self._fail(entry, failure.bounded(
+                        failure.describe(err),
+                        f"the handler's result (a {type(result).__name__}) cannot be encoded as JSON: return "
+                        "bytes, a str, None, or a value json.dumps encodes"))
+                    return
                 most = MAX_RESULT
                 if kept is not None and len(kept) > most:
                     await self._fail(entry, f"the handler returned {len(kept)} bytes: a result is at most {most}")
