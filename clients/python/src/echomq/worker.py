@@ -1,10 +1,14 @@
-"""The worker's face: :class:`Worker` runs an async handler on a queue's jobs.
+"""The worker's face: :class:`Worker` runs a handler on a queue's jobs.
 
     async def handle(job: echomq.Job) -> bytes | None:
         await job.progress(b"50")
         return b"done"
 
     await echomq.Worker(queue, handle, concurrency=10).run()
+
+An ``async def`` handler runs on the event loop; a plain ``def`` one (blocking
+I/O, a Django ORM call) runs in the worker's threads, at most ``concurrency``
+at once, while the loop goes on renewing leases.
 
 What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 - claims block while the queue is idle: ``BZPOPMIN`` on the wake-up key on
@@ -29,11 +33,14 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import json
 import logging
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -127,12 +134,28 @@ class _Running:
             self.handler.cancel()
 
 
+def _is_async(handler: Handler) -> bool:
+    """Whether ``handler`` is an ``async def`` function (a partial of one, or an
+    object whose ``__call__`` is one): else it runs in a thread."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None))
+
+
 def _duration_text(ms: int) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
 class Worker:
     """Runs ``handler`` on the jobs of ``queue``.
+
+    ``handler`` is an ``async def`` function, run on the event loop, or a
+    plain ``def`` one, run in a pool of ``concurrency`` threads of the
+    worker's own (a function that returns an awaitable has it awaited on the
+    loop). A sync handler's lease is renewed by the loop as an async one's;
+    but a thread cannot be stopped: on a timeout, a lost lease or the end of
+    the grace the job is failed, dropped or released all the same, and the
+    function runs on in its thread until it returns, its result thrown away
+    (while it does, it holds one of the pool's threads).
 
     ``handler`` returns the job's result: bytes as they are, a str as UTF-8,
     None for no result, anything else as JSON (a result JSON cannot encode,
@@ -166,6 +189,9 @@ class Worker:
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
+        self._threads: ThreadPoolExecutor | None = None
+        """Where a sync handler runs: made by run(), ``concurrency`` threads at most."""
+        self._sync = not _is_async(handler)
         self.lease_ms = calls.to_ms(lease)
         calls.integer("lease (ms)", self.lease_ms, "LEASE_MS")
         self.max_attempts = max_attempts
@@ -208,6 +234,8 @@ class Worker:
     async def run(self, *, handle_signals: bool = True) -> None:
         """Work until :meth:`stop` (or SIGTERM/SIGINT with ``handle_signals``)."""
         loop = asyncio.get_running_loop()
+        if self._sync:
+            self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="echomq-handler")
         if handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 try:
@@ -237,6 +265,11 @@ class Worker:
                 task.cancel()
             await asyncio.gather(claimer, *helpers, return_exceptions=True)
             await self.registration.leave()
+            if self._threads is not None:
+                # Handlers cancelled (a timeout, a lost lease, the grace) may still
+                # run: their threads end when they return, unwaited for here.
+                self._threads.shutdown(wait=False, cancel_futures=True)
+                self._threads = None
             if handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     try:
@@ -358,9 +391,9 @@ class Worker:
                 result = handler.result()
                 try:
                     kept = None if result is None else _as_bytes(result)
-                except Exception as err:  # json.dumps: a datetime, a Decimal, a cycle…
+                except Exception as unencodable:  # json.dumps: a datetime, a Decimal, a cycle…
                     await self._fail(entry, failure.bounded(
-                        failure.describe(err),
+                        failure.describe(unencodable),
                         f"the handler's result (a {type(result).__name__}) cannot be encoded as JSON: return "
                         "bytes, a str, None, or a value json.dumps encodes"))
                     return
@@ -378,8 +411,13 @@ class Worker:
                 self._done(entry)
 
     async def _call(self, job: Job) -> Any:
-        """The handler's result; a plain function's too (it runs on the loop: prefer async)."""
-        result = self.handler(job)
+        """The handler's result: an async one's from the loop, a sync one's from a thread."""
+        if self._threads is None:
+            result = self.handler(job)
+        else:
+            # As asyncio.to_thread does, with the context, but in the worker's own pool.
+            run = functools.partial(contextvars.copy_context().run, self.handler, job)
+            result = await asyncio.get_running_loop().run_in_executor(self._threads, run)
         if inspect.isawaitable(result):
             result = await result
         return result
