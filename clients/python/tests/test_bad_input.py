@@ -81,3 +81,18 @@ async def test_bad_worker_calls_are_refused_before_sending(queue: echomq.Queue, 
         echomq.Worker(queue, lambda job: None, lease=0)  # type: ignore[arg-type, return-value]
     assert transitions_sent(client) == before
     client.close()
+
+
+def test_a_worker_refuses_a_sync_queue(server: RedisServer) -> None:
+    """A Worker works an asyncio Queue: given a SyncQueue it used to claim a
+    job with it and strand it (issue 51); now it is refused at once."""
+    queue = echomq.SyncQueue.open(server.url, unique_queue("sync-worker"))
+    job = queue.enqueue(b"x")
+    client = server.client()
+    before = (transitions_sent(client), keyspace(client, "emq:{" + queue.name + "}"))
+    with pytest.raises(TypeError, match=r"an asyncio echomq\.Queue, not a SyncQueue.*echomq\.connect"):
+        echomq.Worker(queue, lambda job: None)  # type: ignore[arg-type]
+    assert (transitions_sent(client), keyspace(client, "emq:{" + queue.name + "}")) == before
+    assert queue.inspect(job.id).state == "pending"  # type: ignore[union-attr]
+    client.close()
+    queue.close()

@@ -325,7 +325,8 @@ class Queue:
 
 
 class SyncQueue:
-    """One queue, synchronous: for producers and scripts that are not async."""
+    """One queue, synchronous: for producers and scripts that are not async
+    (a :class:`~echomq.Worker` works an asyncio :class:`Queue`)."""
 
     def __init__(self, client: redis.Redis, executor: SyncExecutor, keyspace: Keyspace) -> None:
         self.redis: Any = client

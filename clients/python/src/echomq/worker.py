@@ -148,7 +148,8 @@ def _duration_text(ms: int) -> str:
 class Worker:
     """Runs ``handler`` on the jobs of ``queue``.
 
-    ``handler`` is an ``async def`` function, run on the event loop, or a
+    ``queue`` is an asyncio :class:`~echomq.Queue` (a :class:`~echomq.SyncQueue`
+    is refused with a ``TypeError``). ``handler`` is an ``async def`` function, run on the event loop, or a
     plain ``def`` one, run in a pool of ``concurrency`` threads of the
     worker's own (a function that returns an awaitable has it awaited on the
     loop). A sync handler's lease is renewed by the loop as an async one's;
@@ -184,6 +185,10 @@ class Worker:
         grace: float = 10.0,
         registry_beat: float = 5.0,
     ) -> None:
+        if not isinstance(queue, Queue):
+            raise TypeError(
+                f"a Worker works an asyncio echomq.Queue, not a {type(queue).__name__}: open it with "
+                "`queue = await (await echomq.connect(url)).queue(name)` (a SyncQueue is for producers)")
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.queue = queue
