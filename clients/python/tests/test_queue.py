@@ -42,6 +42,25 @@ async def test_an_id_enqueued_twice_is_a_duplicate_and_a_held_key_names_its_hold
     assert (await queue.stats()).pending == 1
 
 
+async def test_a_unique_key_duplicate_answers_its_holders_id(queue: echomq.Queue, server: RedisServer) -> None:
+    """A held UNIQUE key is a duplicate of the job that holds it: its id
+    comes back (ENQUEUE answers it, §7.3), never the id that was not
+    written (issue 51): from enqueue, enqueue_many and the SyncQueue."""
+    holder = await queue.enqueue(b"a", unique="invoice:9", unique_for=60)
+    held = await queue.enqueue(b"b", unique="invoice:9", unique_for=60)
+    [also] = await queue.enqueue_many([b"c"], unique="invoice:9", unique_for=60)
+    sync = echomq.SyncQueue.open(server.url, queue.name)
+    from_sync = sync.enqueue(b"d", unique="invoice:9", unique_for=60)
+    [from_sync_many] = sync.enqueue_many([b"e"], unique="invoice:9", unique_for=60)
+    sync.close()
+    assert holder.enqueued and not holder.duplicate and holder.held_by is None
+    for found in (held, also, from_sync, from_sync_many):
+        assert (found.id, found.duplicate, found.held_by, found.enqueued) == (holder.id, True, holder.id, False)
+    info = await queue.inspect(held.id)
+    assert info is not None and info.payload == b"a"
+    assert (await queue.stats()).pending == 1
+
+
 async def test_priority_then_mint_order(queue: echomq.Queue) -> None:
     low = await queue.enqueue(b"low", priority=5)
     firsts = [await queue.enqueue(b"%d" % i) for i in range(3)]

@@ -78,16 +78,22 @@ def read_headers(raw: bytes | None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Enqueued:
-    """What ENQUEUE did: ``duplicate`` when a job of this id existed;
-    ``held_by`` the id of the job that holds the UNIQUE key (nothing was written)."""
+    """What ENQUEUE did. Nothing is written for a duplicate: a job of this id
+    existed, or another job holds the UNIQUE key (§7.3); either way ``id``
+    is the job that is there, which :meth:`Queue.wait` and
+    :meth:`Queue.result` follow."""
 
     id: str
+    """The job's id: the one enqueued, or, for a duplicate, the job already there."""
     duplicate: bool = False
+    """Nothing was written: ``id`` existed, or held the UNIQUE key (``held_by``)."""
     held_by: str | None = None
+    """The id of the job that holds the UNIQUE key, when that made it a duplicate (``id`` too)."""
 
     @property
     def enqueued(self) -> bool:
-        return not self.duplicate and self.held_by is None
+        """Whether this call wrote the job."""
+        return not self.duplicate
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,11 @@ def _check_protocol(name: str, found: bytes | None) -> None:
 
 
 def _enqueued(job_id: str, reply: Any) -> Enqueued:
+    """ENQUEUE's reply (§7): ``1`` enqueued, ``0`` a duplicate of this id, or
+    the id of the job that holds the UNIQUE key: a duplicate of that job."""
     if isinstance(reply, bytes):
-        return Enqueued(job_id, held_by=reply.decode("utf-8", "surrogateescape"))
+        holder = reply.decode("utf-8", "surrogateescape")
+        return Enqueued(holder, duplicate=True, held_by=holder)
     return Enqueued(job_id, duplicate=reply == 0)
 
 
@@ -154,7 +157,9 @@ class Queue:
     async def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
         """Enqueue one job (options: priority, delay, at, attempts, backoff,
         backoff_exp, timeout, unique, unique_for, unique_until_done, headers,
-        traceparent). Returns its id and whether it was a duplicate or held by a unique key."""
+        traceparent). Returns the job's id and whether it was a duplicate: of
+        ``id``, or of the job holding the ``unique`` key, whose id it returns
+        (``held_by`` too)."""
         job_id = id if id is not None else mint()
         call = calls.enqueue(self.keyspace, job_id, payload, **options)
         enqueued = _enqueued(job_id, await self.executor.run(call))
