@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -112,6 +113,21 @@ async def test_pause_resume_and_limits(queue: echomq.Queue) -> None:
     claims = await claim(queue, count=5)
     assert len(claims.jobs) == 1 and claims.held == 0
     assert (await queue.configure()).concurrency == 1
+
+
+async def test_retention_ages_are_seconds_as_every_duration(queue: echomq.Queue, server: RedisServer) -> None:
+    """``done_age=3600`` keeps done jobs an hour, not 3.6 s (issue 51):
+    retention ages are seconds (or a timedelta), as every other duration."""
+    config = await queue.configure(done_age=3600, dead_age=timedelta(days=7), cancelled_age=0.25,
+                                   done_count=10)
+    assert (config.done_age_ms, config.dead_age_ms, config.cancelled_age_ms) == (3_600_000, 604_800_000, 250)
+    assert (config.done_age, config.dead_age, config.cancelled_age, config.done_count) == (3600, 604_800, 0.25, 10)
+    sync = echomq.SyncQueue.open(server.url, queue.name)
+    assert sync.configure(DEAD_AGE=60).dead_age_ms == 60_000
+    with pytest.raises(echomq.InvalidInput, match="done_age"):
+        sync.configure(done_age=1e12)  # 10^15 ms: past KEEP_MS
+    sync.close()
+    assert (await queue.configure()).dead_age == 60
 
 
 async def _definitions(queue: echomq.Queue) -> dict[bytes, bytes]:

@@ -161,7 +161,10 @@ class Stats:
 
 @dataclass(frozen=True)
 class Config:
-    """A queue's settings as CONFIG answers them (§7.1): 0 is not set / no bound."""
+    """A queue's settings as CONFIG answers them (§7.1): 0 is not set / no
+    bound. Durations as the server keeps them, in ms (``*_ms``), and in
+    seconds as :meth:`~echomq.Queue.configure` takes them (``per``,
+    ``done_age``, …)."""
 
     paused: bool
     concurrency: int
@@ -175,6 +178,26 @@ class Config:
     cancelled_count: int
     events: int
     protocol: str | None = None
+
+    @property
+    def per(self) -> float:
+        """The rate's period in seconds."""
+        return self.per_ms / 1000
+
+    @property
+    def done_age(self) -> float:
+        """How long done jobs are kept, in seconds (0: no bound)."""
+        return self.done_age_ms / 1000
+
+    @property
+    def dead_age(self) -> float:
+        """How long dead jobs are kept, in seconds (0: no bound)."""
+        return self.dead_age_ms / 1000
+
+    @property
+    def cancelled_age(self) -> float:
+        """How long cancelled jobs are kept, in seconds (0: no bound)."""
+        return self.cancelled_age_ms / 1000
 
     @staticmethod
     def read(reply: list[Any]) -> Config:

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import logging
 import time
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, Iterable, Mapping
 
 import redis
 import redis.asyncio
@@ -72,9 +72,15 @@ def _event(entry_id: bytes, fields: dict[bytes, bytes]) -> Event:
     return Event(entry_id.decode(), name, job, decoded)
 
 
-def _settings(paused: bool | None, concurrency: int | None, rate: int | None, per: float | None,
-              extra: dict[str, int]) -> dict[str, int]:
-    settings: dict[str, int] = {}
+_AGES = ("DONE_AGE", "DEAD_AGE", "CANCELLED_AGE")
+"""CONFIG's retention ages (§7.4): ms on the wire, seconds (or a timedelta) here."""
+
+
+def _settings(paused: bool | None, concurrency: int | None, rate: int | None, per: calls.Duration | None,
+              retention: Mapping[str, calls.Duration]) -> dict[str, int]:
+    """CONFIG's settings by option name, every duration in ms (each value
+    is checked, an integer in its limit, by :func:`calls.config`)."""
+    settings: dict[str, Any] = {}
     if paused is not None:
         settings["PAUSED"] = 1 if paused else 0
     if concurrency is not None:
@@ -82,8 +88,13 @@ def _settings(paused: bool | None, concurrency: int | None, rate: int | None, pe
     if rate is not None:
         settings["RATE"] = rate
     if per is not None:
-        settings["PER"] = calls.to_ms(per)
-    settings.update({k.upper(): v for k, v in extra.items()})
+        settings["PER"] = int(calls.ms("per", per, "RATE_PERIOD_MS"))
+    for name, value in retention.items():
+        upper = name.upper()
+        if upper in _AGES:
+            settings[upper] = int(calls.ms(name, value, "KEEP_MS"))
+        else:  # a count, EVENTS, or a name calls.config refuses
+            settings[upper] = value
     return settings
 
 
@@ -194,9 +205,15 @@ class Queue:
         return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
 
     async def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
-                        rate: int | None = None, per: float | None = None, **retention: int) -> Config:
-        """Change the queue's settings (CONFIG, §7.1; retention ages in ms,
-        ``events`` the log's length); with none, read them."""
+                        rate: int | None = None, per: calls.Duration | None = None,
+                        **retention: calls.Duration) -> Config:
+        """Change the queue's settings (CONFIG, §7.1), or with none read them:
+        ``paused``; ``concurrency``; ``rate`` claims per ``per`` seconds;
+        retention (§7.4) ``done_age``, ``dead_age``, ``cancelled_age`` in
+        seconds (a float or a ``timedelta``, as every duration here; 0 for no
+        bound) and ``done_count``, ``dead_count``, ``cancelled_count``; and
+        ``events``, the event log's length. An unknown name is refused
+        (:class:`InvalidInput`), nothing sent."""
         call = calls.config(self.keyspace, _settings(paused, concurrency, rate, per, retention))
         return Config.read(await self.executor.run(call))
 
@@ -406,7 +423,9 @@ class SyncQueue:
         return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
 
     def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
-                  rate: int | None = None, per: float | None = None, **retention: int) -> Config:
+                  rate: int | None = None, per: calls.Duration | None = None,
+                  **retention: calls.Duration) -> Config:
+        """:meth:`Queue.configure`, synchronous (ages in seconds)."""
         call = calls.config(self.keyspace, _settings(paused, concurrency, rate, per, retention))
         return Config.read(self.executor.run(call))
 
