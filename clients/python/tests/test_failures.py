@@ -120,7 +120,7 @@ async def test_a_result_json_cannot_encode_fails_the_job_at_once(queue: echomq.Q
     # A 60 s lease: the job must not wait for it to run out (it used to, then died "lease expired").
     async with working(echomq.Worker(queue, handle, lease=60)):
         dead = await queue.wait(job.id, timeout=10)
-    assert (dead.state, dead.attempts, dead.result) == ("dead", 1, None)
+    assert (dead.state, dead.token, dead.result) == ("dead", 1, None)
     assert dead.error is not None
     first, _, rest = dead.error.partition("\n\n")
     assert first == f"TypeError: Object of type {named} is not JSON serializable"

@@ -95,7 +95,7 @@ async def test_python_enqueues_and_emq_work_runs_the_jobs(queue: echomq.Queue, s
     emq_worker(queue.name, job_script)
     for job in jobs:
         done = await queue.wait(job.id, timeout=60)
-        assert (done.state, done.attempts) == ("done", 1)
+        assert (done.state, done.token) == ("done", 1)
         assert done.result == f"ran {done.payload.decode()} with {TRACE}".encode()
         assert done.progress == b"42" and done.headers == {"tenant": "acme", "traceparent": TRACE}
         shown = emq(server, kind, "inspect", job.id, "--queue", queue.name).stdout.decode()
@@ -120,7 +120,7 @@ async def test_emq_enqueues_and_a_python_worker_runs_the_jobs(queue: echomq.Queu
     async def handle(job: echomq.Job) -> Any:
         if job.payload == b"fail":
             raise ValueError("python says no")
-        seen[job.id] = (job.headers, job.traceparent, job.policy, job.attempt)
+        seen[job.id] = (job.headers, job.traceparent, job.policy, job.token)
         await job.progress(b"half way")
         return {"doubled": job.json()["n"] * 2}
 
@@ -153,7 +153,7 @@ async def test_a_stale_python_token_is_fenced_after_a_rust_worker_took_the_job(
     assert stale.token == 1
     emq_worker(queue.name, job_script)  # its upkeep reaps the expired lease, then it runs the job
     done = await queue.wait(job.id, timeout=60)
-    assert (done.state, done.attempts, done.result) == ("done", 2, b"ran taken with ")
+    assert (done.state, done.token, done.result) == ("done", 2, b"ran taken with ")
     with pytest.raises(echomq.FenceError):
         await queue.executor.run(calls.ack(queue.keyspace, job.id, stale.token, b"stale"))
     with pytest.raises(echomq.FenceError):

@@ -26,7 +26,7 @@ async def test_a_job_is_enqueued_with_its_options_and_reads_back(queue: echomq.Q
     assert job.enqueued and echomq.is_branded(job.id)
     info = await queue.inspect(job.id)
     assert info is not None
-    assert (info.state, info.attempts, info.payload) == ("pending", 0, b"\x00\xffbytes")
+    assert (info.state, info.token, info.payload) == ("pending", 0, b"\x00\xffbytes")
     assert info.policy == echomq.Policy(attempts=3, backoff_exp_ms=1500, timeout_ms=30000)
     assert info.headers == {"tenant": "acme", "traceparent": trace}
     claims = await claim(queue)

@@ -29,7 +29,7 @@ async def test_jobs_run_with_results_and_progress(queue: echomq.Queue) -> None:
     async def handle(job: echomq.Job) -> Any:
         await job.progress({"at": 50})
         if job.payload == b"json":
-            return {"n": job.attempt}
+            return {"n": job.token}
         return job.payload.upper()
 
     jobs = [await queue.enqueue(b"job %d" % i) for i in range(50)]
@@ -70,13 +70,13 @@ async def test_a_failure_retries_by_the_jobs_own_policy_then_dies(queue: echomq.
     runs: list[int] = []
 
     async def handle(job: echomq.Job) -> None:
-        runs.append(job.attempt)
-        raise RuntimeError(f"attempt {job.attempt} broke")
+        runs.append(job.token)
+        raise RuntimeError(f"attempt {job.token} broke")
 
     job = await queue.enqueue(b"x", attempts=3, backoff=0)
     async with working(echomq.Worker(queue, handle, max_attempts=10, backoff=0.01, upkeep=0.05)):
         dead = await queue.wait(job.id, timeout=60)
-    assert (dead.state, dead.attempts) == ("dead", 3) and dead.error is not None
+    assert (dead.state, dead.token) == ("dead", 3) and dead.error is not None
     assert dead.error.startswith("RuntimeError: attempt 3 broke\n\nTraceback")
     assert runs == [1, 2, 3]
 
@@ -151,21 +151,21 @@ async def test_stop_releases_unfinished_jobs_without_spending_attempts(queue: ec
     worker.stop()
     await asyncio.wait_for(task, 60)
     info = await queue.inspect(job.id)
-    assert info is not None and (info.state, info.attempts) == ("pending", 1)
+    assert info is not None and (info.state, info.token) == ("pending", 1)
     # REFUND: the job's own maximum is the worker's plus the attempt given back.
     assert info.policy == echomq.Policy(attempts=5)
 
 
 async def test_retry_after_defers_without_spending_the_attempt(queue: echomq.Queue) -> None:
     async def handle(job: echomq.Job) -> bytes:
-        if job.attempt == 1:
+        if job.token == 1:
             raise echomq.RetryAfter(0.05)
         return b"second time"
 
     job = await queue.enqueue(b"x")
     async with working(echomq.Worker(queue, handle, max_attempts=1, upkeep=0.05)):
         done = await queue.wait(job.id, timeout=60)
-    assert (done.state, done.result, done.attempts) == ("done", b"second time", 2)
+    assert (done.state, done.result, done.token) == ("done", b"second time", 2)
 
 
 async def test_upkeep_reaps_promotes_and_fires_schedules(queue: echomq.Queue) -> None:
@@ -187,7 +187,7 @@ async def test_upkeep_reaps_promotes_and_fires_schedules(queue: echomq.Queue) ->
             assert (await queue.wait(job_id, timeout=60)).state == "done"
         await eventually(lambda: _has(queue, tick), what="the schedule's tick enqueued")
     info = await queue.inspect(abandoned.id)
-    assert info is not None and info.attempts == 2
+    assert info is not None and info.token == 2
 
 
 async def test_a_paused_schedule_moves_on_and_fires_nothing(queue: echomq.Queue) -> None:
@@ -239,6 +239,6 @@ async def test_sigterm_stops_a_worker_process_gracefully(server: RedisServer, ki
             process.kill()
     assert process.returncode == 0 and out.strip() == "stopped"
     info = await queue.inspect(job.id)
-    assert info is not None and (info.state, info.attempts) == ("pending", 1)
+    assert info is not None and (info.state, info.token) == ("pending", 1)
     assert info.policy == echomq.Policy(attempts=6)
     await queue.connection.close()

@@ -4,6 +4,7 @@ a claimed job, a policy (§7.2), the queue's counts and settings, an event."""
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,8 +14,36 @@ STATES = ("pending", "active", "delayed", "done", "dead", "cancelled")
 FINISHED = ("done", "dead", "cancelled")
 
 
+DEFAULT_MAX_ATTEMPTS = 5
+"""The workers' max attempts unless told (a :class:`~echomq.Worker`'s, ``emq work``'s, the Rust host's)."""
+
+
 def text(value: bytes | None) -> str | None:
     return None if value is None else value.decode("utf-8", "replace")
+
+
+def attempts_spent(token: int, policy: Policy | None, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> int:
+    """A job's attempts spent: its claims (``token``, the record's
+    ``attempts``) less the attempts given back without blame (a DEFER, a
+    RELEASE with REFUND).
+
+    Derived, not stored, and exact only as far as ``max_attempts`` is right.
+    The protocol counts claims (§6); an attempt given back is not uncounted
+    but grows the job's own ATTEMPTS by one (§7.2, §7 DEFER and RELEASE), so
+    what it keeps is the sum of the maximum the job started from and the
+    attempts given back, not either alone. The attempts given back are
+    therefore read as the policy's ATTEMPTS less ``max_attempts``, which
+    must be that starting maximum: the ``attempts=`` the job was enqueued
+    with, else the max attempts of the workers that gave its attempts back
+    (5 unless told). A job whose policy has no ATTEMPTS was never given an
+    attempt back (DEFER and REFUND always write one): its claims are its
+    attempts spent, exactly, whatever ``max_attempts``. The answer is kept
+    within ``0..=token``.
+    """
+    if policy is None or policy.attempts is None:
+        return token
+    given_back = min(max(policy.attempts - max_attempts, 0), token)
+    return token - given_back
 
 
 @dataclass(frozen=True)
@@ -102,7 +131,11 @@ class JobInfo:
 
     id: str
     state: str
-    attempts: int
+    token: int
+    """The record's ``attempts`` (§3): its last claim's fencing token, so how
+    many times it was claimed (0 before its first claim). Not its attempts
+    spent: it rises when an attempt is given back (:class:`~echomq.RetryAfter`,
+    a graceful stop) too; see :meth:`attempts_spent`."""
     payload: bytes
     error: str | None = None
     progress: bytes | None = None
@@ -115,6 +148,20 @@ class JobInfo:
     @property
     def finished(self) -> bool:
         return self.state in FINISHED
+
+    @property
+    def attempts(self) -> int:
+        """Deprecated: the fencing token (:attr:`token`), not the attempts spent
+        (:meth:`attempts_spent`), which this name was taken for."""
+        warnings.warn("JobInfo.attempts is the fencing token, which counts claims: read JobInfo.token, "
+                      "or JobInfo.attempts_spent() for the attempts spent", DeprecationWarning, stacklevel=2)
+        return self.token
+
+    def attempts_spent(self, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> int:
+        """Its claims less the attempts given back: :func:`attempts_spent`,
+        exact when ``max_attempts`` is the maximum the job started from (its
+        ``attempts=`` at enqueue, else its workers' max attempts)."""
+        return attempts_spent(self.token, self.policy, max_attempts)
 
     def json(self) -> Any:
         """The payload read as JSON."""
@@ -135,7 +182,7 @@ def read_inspect(job_id: str, reply: list[Any]) -> JobInfo | None:
     return JobInfo(
         id=job_id,
         state=record["state"].decode(),
-        attempts=int(record["attempts"]),
+        token=int(record["attempts"]),
         payload=record["payload"],
         error=text(reply[1]),
         progress=reply[2],

@@ -40,13 +40,14 @@ import json
 import logging
 import signal
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from . import _protocol, calls, failure
 from .errors import FenceError, NoJobError, Refused
-from .model import Claimed, Policy, read_claims
+from .model import DEFAULT_MAX_ATTEMPTS, Claimed, Policy, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .upkeep import Upkeep
@@ -76,14 +77,36 @@ class Job:
     queue: Queue
     id: str
     token: int
-    """The fencing token, which is also the attempt number (1 for the first)."""
+    """The fencing token this claim minted: how many times the job was
+    claimed, this claim included (§6). Not the attempts spent: it rises when
+    an attempt is given back (:class:`RetryAfter`, a graceful stop) too; see
+    :attr:`attempts_spent`."""
     payload: bytes
     policy: Policy | None
     headers: dict[str, str]
     _entry: _Running | None = field(default=None, repr=False)
+    _max_attempts: int = field(default=DEFAULT_MAX_ATTEMPTS, repr=False)
+    """The worker's max attempts, for a job with no ATTEMPTS of its own."""
+
+    @property
+    def attempts_spent(self) -> int:
+        """The attempts the job has spent, this one included (1 for the first):
+        its claims less the attempts given back, which do not count against
+        its maximum. Derived, not stored (:func:`echomq.model.attempts_spent`
+        says how): exact for a job enqueued without ``attempts=``, or with
+        the worker's ``max_attempts``, whose attempts were given back by
+        workers of that ``max_attempts``, and for any job never given one
+        back. For a job enqueued with its own ``attempts=n`` and given
+        attempts back, ``echomq.model.attempts_spent(job.token, job.policy,
+        n)`` is exact."""
+        return max(1, attempts_spent(self.token, self.policy, self._max_attempts))
 
     @property
     def attempt(self) -> int:
+        """Deprecated: the fencing token (:attr:`token`), not the attempts
+        spent (:attr:`attempts_spent`), which this name was taken for."""
+        warnings.warn("Job.attempt is the fencing token, which counts claims: read Job.token, or "
+                      "Job.attempts_spent for the attempts spent", DeprecationWarning, stacklevel=2)
         return self.token
 
     @property
@@ -176,7 +199,7 @@ class Worker:
         *,
         concurrency: int = 10,
         lease: float = 30.0,
-        max_attempts: int = 5,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: float = 1.0,
         max_backoff: float = 3600.0,
         timeout: float | None = None,
@@ -367,7 +390,8 @@ class Worker:
 
     async def _run_job(self, entry: _Running) -> None:
         claimed = entry.claimed
-        job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry)
+        job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
+                  self.max_attempts)
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
         handler = asyncio.ensure_future(self._call(job))
         entry.handler = handler
@@ -436,9 +460,11 @@ class Worker:
     async def _fail(self, entry: _Running, error: str, err: BaseException | None = None) -> None:
         """Log the failure (with ``err``'s traceback) and FAIL the job with ``error``."""
         claimed = entry.claimed
-        log.error("job %s of queue %s failed (attempt %d): %s", claimed.id, self.queue.name, claimed.token,
-                  error.partition("\n")[0], exc_info=err,
-                  extra={"queue": self.queue.name, "job_id": claimed.id, "attempt": claimed.token})
+        attempt = max(1, attempts_spent(claimed.token, claimed.policy, self.max_attempts))
+        log.error("job %s of queue %s failed (attempt %d, token %d): %s", claimed.id, self.queue.name, attempt,
+                  claimed.token, error.partition("\n")[0], exc_info=err,
+                  extra={"queue": self.queue.name, "job_id": claimed.id, "attempt": attempt,
+                         "token": claimed.token})
         backoff = min(self.backoff_ms * (1 << min(max(claimed.token - 1, 0), 40)), self.max_backoff_ms)
         backoff = min(backoff, 999_999_999_999)
         self.failed += 1
