@@ -66,3 +66,11 @@ def test_the_module_answers_this_packages_version(servers: object) -> None:
     client = server.client()
     assert client.execute_command("EMQ.VERSION") == echomq.PROTOCOL.encode()
     client.close()
+
+
+def test_the_package_summary_names_this_protocol() -> None:
+    """The installed metadata's summary names the protocol the package speaks
+    (it said 1.1 at 1.5: issue 51)."""
+    from importlib.metadata import metadata
+
+    assert f"(PROTOCOL.md {echomq.PROTOCOL})" in metadata("echomq")["Summary"]

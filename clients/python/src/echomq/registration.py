@@ -14,6 +14,7 @@ import time
 from typing import Any, Iterable
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from . import _protocol, ids
 
@@ -56,7 +57,7 @@ class Registration:
         self.key = worker_key(worker_id)
         self.beat_every = min(max(beat, MIN_BEAT), MAX_BEAT)
         self.ttl_ms = int(self.beat_every * TTL_BEATS * 1000)
-        self.fixed = {
+        self.fixed: dict[FieldT, EncodableT] = {
             "host": socket.gethostname(),
             "pid": str(os.getpid()),
             "queues": json.dumps(queues),
@@ -71,7 +72,7 @@ class Registration:
     async def beat(self, running: Iterable[dict[str, Any]]) -> None:
         """Write the entry (§11.3): HSET, PEXPIRE, then ZADD, in that order."""
         at = now_ms()
-        fields = {**self.fixed, "beat": str(at), "running": json.dumps(list(running))}
+        fields: dict[FieldT, EncodableT] = {**self.fixed, "beat": str(at), "running": json.dumps(list(running))}
         try:
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.hset(self.key, mapping=fields)
