@@ -65,8 +65,9 @@ local acked, replies, finished, kept = {}, {}, {}, {}
 for j = 1, n do
   local id, fields = ids[j], records[j]
   local key = prefix .. 'job:' .. id
-  -- A record that lacks its state or attempts is that job's EMQDATA.
-  local fenced = missing_error(key, fields, 'state', 'attempts')
+  -- A record that lacks its state or attempts, or whose state is none of
+  -- the six, is that job's EMQDATA.
+  local fenced = whole_error(key, fields, 'state', 'attempts')
     or fields[1] and fenced_record_error(key, fields[1], fields[2], tokens[j])
   if fenced then
     replies[j] = fenced

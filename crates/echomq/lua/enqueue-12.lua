@@ -164,10 +164,9 @@ if unique then
       -- Read as every record is (its state and attempts), but with no look
       -- at a moving slot: a holder missing here frees the key.
       local fields = redis.call('HMGET', record, 'state', 'attempts')
-      err = missing_error(record, fields, 'state', 'attempts')
+      err = whole_error(record, fields, 'state', 'attempts')
       if err then return err end
       local state = fields[1]
-      if state and not STATES[state] then return malformed(record, 'state', 'a state') end
       held = state == 'pending' or state == 'delayed' or state == 'active'
     end
     if held then return holder end

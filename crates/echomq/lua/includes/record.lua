@@ -8,7 +8,7 @@ pending.
 
 -- A record's fields, read before any write: nil and an error reply when the
 -- key holds no hash. A missing record reads as all false. Its birth fields
--- are for the caller to check (missing_error): ACKMANY answers them per job.
+-- are for the caller to check (whole_error): ACKMANY answers them per job.
 local function read_hash(key, ...)
   local fields = redis.pcall('HMGET', key, ...)
   if fields['err'] or not fields[1] then
@@ -19,17 +19,12 @@ local function read_hash(key, ...)
   return fields
 end
 
--- read_hash, and the record must be whole (missing_error), its `state`
--- (the first field read) one of the six: no transition takes a job whose
--- state it cannot name, from a set or as a batch's unfinished job.
+-- read_hash, and the record must be whole (whole_error).
 local function read_record(key, ...)
   local fields, err = read_hash(key, ...)
   if err then return nil, err end
-  err = missing_error(key, fields, ...)
+  err = whole_error(key, fields, ...)
   if err then return nil, err end
-  if (...) == 'state' and fields[1] and not STATES[fields[1]] then
-    return nil, malformed(key, 'state', 'a state')
-  end
   return fields
 end
 
