@@ -8,11 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use echomq::executor::Call;
-use echomq::executor::StreamEntry;
+use echomq::executor::{Call, Plain, Ran, Reply, Setup, Shortfall};
 use echomq::transition::{Claim, Transition};
 use echomq::{Executor, JobId, Name, Result};
-use redis::Value;
 
 use crate::journal::{Event, Heard, Journal};
 
@@ -32,10 +30,23 @@ impl Witness {
     /// call's token and what it heard (`None`: the round trip failed). One
     /// exhaustive match on [`Name`], with no `_` arm: a transition added to
     /// the core does not compile here until it says what is journaled of it.
-    fn witness(&self, call: &Call, reply: Option<&Result<Value>>) {
+    ///
+    /// `shortfall`: fewer replicas than asked for confirmed the run, so a
+    /// write it applied may not survive a failover.
+    fn witness(&self, call: &Call, reply: Option<&Result<Reply>>, shortfall: Option<Shortfall>) {
+        let shortfall = shortfall.filter(|_| call.name.describe().waits_for_replication);
+        let unconfirmed = shortfall.is_some();
+        let reply = reply.map(|reply| match (reply, shortfall) {
+            (Ok(_), Some(short)) if call.name != Name::AckMany => {
+                Err(echomq::Error::not_replicated(short.confirmed, short.wanted))
+            }
+            (Ok(reply), _) => Ok(reply.clone()),
+            (Err(err), _) => Err(err.clone()),
+        });
+        let reply = reply.as_ref();
         match call.name {
             Name::Claim => self.claimed(reply),
-            Name::AckMany => self.acked_many(call, reply),
+            Name::AckMany => self.acked_many(call, reply, unconfirmed),
             Name::Ack => {
                 self.fenced(Event::Ack, call, reply);
             }
@@ -84,7 +95,7 @@ impl Witness {
 
     /// Journal a fenced call as `event`, with its token and what it heard;
     /// whether it was journaled (its ARGV begins with a job's id and token).
-    fn fenced(&self, event: fn(Heard) -> Event, call: &Call, reply: Option<&Result<Value>>) -> bool {
+    fn fenced(&self, event: fn(Heard) -> Event, call: &Call, reply: Option<&Result<Reply>>) -> bool {
         let id = call.args.first().and_then(|id| JobId::try_from(id.as_slice()).ok());
         let token = call.args.get(1).and_then(|token| std::str::from_utf8(token).ok()?.parse().ok());
         let (Some(id), Some(token)) = (id, token) else { return false };
@@ -95,32 +106,26 @@ impl Witness {
 
     /// Journal each job of an ACKMANY as an ack, with its own answer: its
     /// element of the reply, or the whole call's when the call was refused.
-    fn acked_many(&self, call: &Call, reply: Option<&Result<Value>>) {
+    fn acked_many(&self, call: &Call, reply: Option<&Result<Reply>>, unconfirmed: bool) {
         let (mut at, mut nth) = (0, 0);
         while let (Some(id), Some(token)) = (call.args.get(at), call.args.get(at + 1)) {
             at += 2;
             while call.args.get(at).is_some_and(|word| word.eq_ignore_ascii_case(b"RESULT")) {
                 at += 2;
             }
-            // An ACKMANY short of replicas comes marked (an attribute around
-            // the array, the executor's): each ack it applied is unconfirmed.
-            let (outcomes, unconfirmed) = match reply {
-                Some(Ok(Value::Attribute { data, .. })) => (Some(&**data), true),
-                Some(Ok(value)) => (Some(value), false),
-                _ => (None, false),
-            };
-            let heard = match (reply, outcomes) {
-                (None, _) => Heard::Error,
-                (_, Some(Value::Array(outcomes))) => match outcomes.get(nth) {
-                    Some(Value::Int(1)) if unconfirmed => Heard::Error,
-                    Some(Value::Int(1)) => Heard::Ok,
-                    Some(Value::ServerError(refusal)) => {
-                        let refusal = echomq::Error::from(redis::RedisError::from(refusal.clone()));
+            // An ACKMANY short of replicas: each ack it applied is unconfirmed.
+            let heard = match reply {
+                None => Heard::Error,
+                Some(Ok(Reply::Array(outcomes))) => match outcomes.get(nth) {
+                    Some(Reply::Int(1)) if unconfirmed => Heard::Error,
+                    Some(Reply::Int(1)) => Heard::Ok,
+                    Some(Reply::Error(refusal)) => {
+                        let refusal = echomq::Error::from_code(refusal.code, refusal.text.clone());
                         self.refused(call.name, &Err(refusal))
                     }
                     _ => Heard::Refused,
                 },
-                (Some(whole), _) => self.refused(call.name, whole),
+                Some(whole) => self.refused(call.name, whole),
             };
             nth += 1;
             let id = JobId::try_from(id.as_slice()).ok();
@@ -132,7 +137,7 @@ impl Witness {
     }
 
     /// Journal the jobs a claim (or an ACKNEXT) handed out, with their tokens.
-    fn claimed(&self, reply: Option<&Result<Value>>) {
+    fn claimed(&self, reply: Option<&Result<Reply>>) {
         let claimed = reply.and_then(|reply| reply.as_ref().ok()).map(|value| Claim::parse(value.clone()));
         for job in claimed.into_iter().flatten().flat_map(|claims| claims.jobs) {
             self.journal.record(Event::Claim, &job.id, job.token);
@@ -141,7 +146,7 @@ impl Witness {
 
     /// A refusal the worker never provokes by itself, told on stderr (the
     /// journal keeps only its kind; the run counts it as a violation).
-    fn refused(&self, name: Name, reply: &Result<Value>) -> Heard {
+    fn refused(&self, name: Name, reply: &Result<Reply>) -> Heard {
         let heard = Heard::of(reply);
         if let (Heard::Refused, Err(err)) = (heard, reply) {
             eprintln!("echomq-chaos worker: {name} refused: {err}");
@@ -152,61 +157,35 @@ impl Witness {
 
 #[async_trait]
 impl Executor for Witness {
-    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
-        let replies = self.inner.run(calls).await;
+    async fn run(&self, calls: &[Call]) -> Result<Ran> {
+        let ran = self.inner.run(calls).await;
         for (i, call) in calls.iter().enumerate() {
-            self.witness(call, replies.as_ref().ok().and_then(|replies| replies.get(i)));
+            let reply = ran.as_ref().ok().and_then(|ran| ran.replies.get(i));
+            let shortfall = ran.as_ref().ok().and_then(|ran| ran.shortfall);
+            self.witness(call, reply, shortfall);
         }
-        replies
+        ran
     }
-    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
+
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply> {
         let reply = self.inner.claim_waiting(claim, wait).await;
-        self.witness(claim, Some(&reply));
+        self.witness(claim, Some(&reply), None);
         reply
     }
-    fn waits(&self) -> bool {
-        self.inner.waits()
+
+    async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
+        self.inner.wait_on_many(wakes, wait).await
     }
-    fn replication(&self) -> Option<echomq::Replication> {
-        self.inner.replication()
-    }
-    async fn server_warnings(&self) -> Vec<String> {
-        self.inner.server_warnings().await
-    }
+
     async fn interrupt_waits(&self) {
-        self.inner.interrupt_waits().await
+        self.inner.interrupt_waits().await;
     }
-    async fn read_stream(
-        &self,
-        key: &str,
-        after: &str,
-        count: usize,
-        wait: Duration,
-    ) -> Result<Vec<StreamEntry>> {
-        self.inner.read_stream(key, after, count, wait).await
+
+    fn setup(&self) -> Setup {
+        self.inner.setup()
     }
-    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
-        self.inner.stream_last(key).await
-    }
-    async fn register(&self, key: &str, name: &str) -> Result<()> {
-        self.inner.register(key, name).await
-    }
-    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
-        self.inner.registered(key, limit).await
-    }
-    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
-        self.inner.unregister(key, name).await
-    }
-    async fn beat_worker(&self, registration: &echomq::workers::Registration) -> Result<()> {
-        self.inner.beat_worker(registration).await
-    }
-    async fn noted_workers(&self, limit: usize) -> Result<Vec<echomq::workers::Noted>> {
-        self.inner.noted_workers(limit).await
-    }
-    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
-        self.inner.forget_workers(ids, before).await
-    }
-    async fn unregister_worker(&self, id: &str) -> Result<()> {
-        self.inner.unregister_worker(id).await
+
+    fn plain(&self) -> &dyn Plain {
+        self.inner.plain()
     }
 }

@@ -256,7 +256,8 @@ impl QueueEvents {
     /// next call reads the same entries.
     pub async fn next_within(&mut self, wait: Duration) -> Result<Option<Event>> {
         if self.buffered.is_empty() {
-            let entries = self.via.read_stream(&self.key, &self.after.to_string(), READ_COUNT, wait).await?;
+            let entries =
+                self.via.plain().read_stream(&self.key, &self.after.to_string(), READ_COUNT, wait).await?;
             self.buffered.extend(entries.into_iter().map(Event::from_entry));
         }
         let event = self.buffered.pop_front();

@@ -13,9 +13,15 @@
 //!   the wake-up key; `lua/scripts`: the scripts, expanded ([`script_source`]).
 //! - `native`: [`Native`], the module's `EMQ.<NAME>` commands, and
 //!   `ByFirstKey` for a cluster.
-//! - `embedded`: [`Embedded`], the core on an in-process store.
+//! - `embedded`: [`Embedded`], the core on an in-process store, and the
+//!   plain commands answered on that store.
 //! - `transport`: what Lua and Native share: the connection, the blocking
-//!   pool (`blocking`), replication (`replication`), the event log (`stream`).
+//!   pool (`blocking`), replication (`replication`), the event log
+//!   (`stream`), and the plain commands sent to Redis.
+//! - `plain`: [`Plain`], the plain commands beside the transitions, and
+//!   what is written once over them: `due` ([`upkeep_due`]) and `server`
+//!   ([`server_run`], [`server_warnings`]). The registries are their
+//!   callers': `queue/registry.rs` and `workers.rs`.
 //! - `connect`: [`connect`] and [`detect`], which pick Native or Lua.
 
 use crate::ErrorKind;
@@ -24,12 +30,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use echomq_core::Name;
-use redis::Value;
 use tracing::Instrument;
 
 use crate::keyspace::Keyspace;
 use crate::transition::{Claim, Claims, Transition};
-use crate::workers::{Noted, Registration};
 use crate::{Error, Result};
 
 mod blocking;
@@ -38,20 +42,25 @@ mod due;
 mod embedded;
 mod lua;
 mod native;
+mod plain;
 mod replication;
+mod server;
 mod stream;
 mod transport;
 
 #[cfg(feature = "cluster")]
 pub use connect::connect_cluster;
 pub use connect::{connect, connect_with, detect, silent_peer_settings, SILENT_PEER};
+pub use due::{upkeep_due, UpkeepDue};
+pub use echomq_core::{Refusal, Reply};
 pub use embedded::Embedded;
 pub use lua::{script_source, Lua};
 #[cfg(feature = "cluster")]
 pub use native::ByFirstKey;
 pub use native::Native;
-pub(crate) use replication::shortfall;
+pub use plain::{Answer, Command, Plain};
 pub use replication::Replication;
+pub use server::{server_run, server_warnings, ServerRun};
 pub use stream::StreamEntry;
 
 /// One transition call as it travels: which transition, its KEYS and ARGV.
@@ -77,33 +86,27 @@ impl Call {
     }
 }
 
-/// Runs the protocol's transitions.
+/// Runs the protocol's transitions: the one door every call goes through.
+///
+/// A transition goes in as a [`Call`], the core's typed [`Reply`] comes out
+/// (with replication's outcome beside it, [`Ran`]); a claim may wait for
+/// work. The plain commands beside the transitions (the event log, the
+/// registries, the reads that tell upkeep what is due) go through
+/// [`plain`](Executor::plain), which Lua and Native share and Embedded
+/// implements once. Every method is required: a wrapper (the chaos witness,
+/// a test double) forwards each, so it drives the path production takes.
 #[async_trait]
 pub trait Executor: Send + Sync + 'static {
     /// Run `calls`, each atomic on its own (not one transaction), in one
     /// round trip where the executor can (a pipeline). One reply per call,
-    /// in order: the server's value, or its refusal. The outer error is the
-    /// connection's: none of the replies is known.
-    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>>;
+    /// in order: the transition's reply, or its refusal; and whether the
+    /// replicas confirmed the writes ([`Ran::shortfall`]). The outer error
+    /// is the connection's: none of the replies is known.
+    async fn run(&self, calls: &[Call]) -> Result<Ran>;
 
-    /// Run a CLAIM, or wait up to `wait` for a job when none is pending (see
-    /// [`Executor::waits`]). By default it claims at once.
-    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
-        let _ = wait;
-        one(self.run(std::slice::from_ref(claim)).await?)
-    }
-
-    /// Whether [`claim_waiting`](Executor::claim_waiting) waits without polling.
-    fn waits(&self) -> bool {
-        false
-    }
-
-    /// Whether [`wait_on_many`](Executor::wait_on_many) waits for several
-    /// queues at once: one server holds every queue (not a Cluster, whose
-    /// queues' keys are in slots of their own), and it lets this user block.
-    fn waits_on_many(&self) -> bool {
-        false
-    }
+    /// Run a CLAIM, waiting up to `wait` for a job when none is pending,
+    /// where the executor can ([`Setup::waits`]); else it claims at once.
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply>;
 
     /// Wait up to `wait` for an arrival on any of the queues whose wake-up
     /// keys are `wakes` (PROTOCOL.md §9), with one `BZPOPMIN` over them all:
@@ -111,115 +114,61 @@ pub trait Executor: Send + Sync + 'static {
     /// caller then claims from at once (a claim that leaves jobs pending sets
     /// the key again, for the next waiter: §9's chain); `None` when the wait
     /// ran out, was interrupted ([`interrupt_waits`](Executor::interrupt_waits)),
-    /// or cannot be made (see [`waits_on_many`](Executor::waits_on_many)).
-    async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
-        let _ = wakes;
-        tokio::time::sleep(wait.min(BUSY_NAP)).await;
-        Ok(None)
-    }
-
-    /// The replicas that must confirm this executor's writes, if any.
-    fn replication(&self) -> Option<Replication> {
-        None
-    }
-
-    /// Warnings about the server's set-up, for a worker to log at start
-    /// (a `maxmemory-policy` that may evict jobs).
-    async fn server_warnings(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// Which run of the server answers (see [`ServerRun`]), for a worker to
-    /// tell a restart after an outage; `None` when it will not say (INFO
-    /// denied) or there is no server.
-    async fn server_run(&self) -> Option<ServerRun> {
-        None
-    }
-
-    /// What each of `queues`' upkeep has to do now, read with plain
-    /// commands in one round trip (PROTOCOL.md §11.3); `None` when it
-    /// cannot be known, and every part is then run. Every queue on this
-    /// executor's one server, or one queue (its keys share a slot).
-    async fn upkeep_due(&self, queues: &[Keyspace]) -> Option<Vec<UpkeepDue>> {
-        let _ = queues;
-        None
-    }
+    /// or cannot be made ([`Setup::waits_on_many`]: it naps instead).
+    async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>>;
 
     /// Let every claim waiting for work in `claim_waiting` return now, empty
     /// unless a job came: a stopping worker asks, so that its shutdown does
     /// not sit out `idle_wait`. Claims that start later wait as usual.
-    async fn interrupt_waits(&self) {}
+    async fn interrupt_waits(&self);
 
-    /// Up to `count` entries of the stream `key` after the entry id `after`
-    /// (`0-0` for its start); when there are none yet, wait up to `wait` for
-    /// the first (an empty list when none came). The queue's event log
-    /// (`emq:{q}:events`) is read this way: [`QueueEvents`](crate::events::QueueEvents).
-    async fn read_stream(
-        &self,
-        key: &str,
-        after: &str,
-        count: usize,
-        wait: Duration,
-    ) -> Result<Vec<StreamEntry>>;
+    /// How this executor waits and replicates, as of now (a server that
+    /// refused a blocking command turns its waits off).
+    fn setup(&self) -> Setup;
 
-    /// The id of the stream `key`'s newest entry, if it has one.
-    async fn stream_last(&self, key: &str) -> Result<Option<String>>;
-
-    /// Note the queue `name` in the queue registry at `key` as seen now:
-    /// `ZADD key GT <now ms> name` (PROTOCOL.md §2, `emq:queues`).
-    async fn register(&self, key: &str, name: &str) -> Result<()>;
-
-    /// The queue registry at `key`: up to `limit` names, the most recently
-    /// seen, in name order.
-    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>>;
-
-    /// Take the queue `name` out of the registry at `key` (a deleted queue).
-    async fn unregister(&self, key: &str, name: &str) -> Result<()>;
-
-    /// Write a worker's registration (PROTOCOL.md §2, `emq:workers`): its
-    /// hash `emq:worker:<id>` with every field, expiring after its TTL
-    /// (`HSET`, `PEXPIRE`), then `ZADD emq:workers <beat> <id>`.
-    async fn beat_worker(&self, registration: &Registration) -> Result<()>;
-
-    /// The worker registry's `limit` members of the latest beats, each with
-    /// its hash's fields (`None` once the hash is gone).
-    async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>>;
-
-    /// Take the workers `ids` out of the worker registry, and every member
-    /// whose beat is older than `before` (ms): `ZREM`, `ZREMRANGEBYSCORE`.
-    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()>;
-
-    /// A stopping worker's: delete its hash and take it out of the registry.
-    async fn unregister_worker(&self, id: &str) -> Result<()>;
+    /// The plain commands beside the transitions, on the same server.
+    fn plain(&self) -> &dyn Plain;
 }
 
-/// What a queue's upkeep has to do now (see [`Executor::upkeep_due`]).
-/// A part whose read failed (a key of the wrong type) counts as due, so
-/// that its transition runs and says what is wrong.
+/// What a run of calls answered (see [`Executor::run`]).
+#[derive(Debug)]
+pub struct Ran {
+    /// One reply per call, in order: its value or its refusal.
+    pub replies: Vec<Result<Reply>>,
+    /// When the executor asks replicas to confirm its writes and fewer did
+    /// in time: each call that applied a write the caller relies on answers
+    /// [`ErrorKind::NotReplicated`] (see [`Transition::replicated`]).
+    pub shortfall: Option<Shortfall>,
+}
+
+impl Ran {
+    /// Replies that need no replica's word.
+    #[must_use]
+    pub fn replies(replies: Vec<Result<Reply>>) -> Ran {
+        Ran { replies, shortfall: None }
+    }
+}
+
+/// Fewer replicas confirmed a run's writes than asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shortfall {
+    /// Replicas that confirmed.
+    pub confirmed: u64,
+    /// Replicas asked for.
+    pub wanted: u64,
+}
+
+/// How an executor waits for work and replicates (see [`Executor::setup`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UpkeepDue {
-    /// A delayed job is due: PROMOTE.
-    pub promote: bool,
-    /// A lease ran out: REAP.
-    pub reap: bool,
-    /// A schedule's tick is due: SCHEDULES `DUE 1`, then FIRE.
-    pub fire: bool,
-    /// A batch is open: SETTLE.
-    pub settle: bool,
-    /// The sizes of done, dead and cancelled, when read: TRIM when one
-    /// changed since its last TRIM.
-    pub finished: [Option<u64>; 3],
-}
-
-/// A run of a Redis server: its `run_id`, new at every start, and whether it
-/// keeps an append-only file (without one, a restart loses what was written
-/// since the last snapshot, if it takes any).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerRun {
-    /// `INFO server`'s `run_id`.
-    pub run_id: String,
-    /// `INFO persistence`'s `aof_enabled`.
-    pub aof: bool,
+pub struct Setup {
+    /// [`Executor::claim_waiting`] waits without polling.
+    pub waits: bool,
+    /// [`Executor::wait_on_many`] waits for several queues at once: one
+    /// server holds every queue (not a Cluster, whose queues' keys are in
+    /// slots of their own), and it lets this user block.
+    pub waits_on_many: bool,
+    /// The replicas that must confirm its writes, if any.
+    pub replication: Option<Replication>,
 }
 
 /// Run `transition` on the queue `keys` through `via`, and read its reply.
@@ -239,7 +188,8 @@ pub async fn execute<T: Transition>(
     let span = tracing::debug_span!("emq.transition", transition = name.as_str(), queue = keys.queue());
     let replied = async {
         let call = Call::new(keys, transition)?;
-        one(via.run(std::slice::from_ref(&call)).await?).and_then(T::parse)
+        let Ran { replies, shortfall } = via.run(std::slice::from_ref(&call)).await?;
+        parse_reply::<T>(one(replies), shortfall)
     };
     replied.instrument(span).await.map_err(|err| err.at(name, keys.queue(), transition.job()))
 }
@@ -276,8 +226,9 @@ pub async fn execute_batch<T: Transition>(
             Err(refused) => Some(refused),
         })
         .collect();
-    let mut replies =
-        if calls.is_empty() { Vec::new() } else { via.run(&calls).instrument(span).await? }.into_iter();
+    let Ran { replies, shortfall } =
+        if calls.is_empty() { Ran::replies(Vec::new()) } else { via.run(&calls).instrument(span).await? };
+    let mut replies = replies.into_iter();
     Ok(refusals
         .into_iter()
         .zip(transitions)
@@ -286,7 +237,7 @@ pub async fn execute_batch<T: Transition>(
                 Some(refused) => Err(refused),
                 None => replies.next().expect("a reply per call sent"),
             };
-            reply.and_then(T::parse).map_err(|err| err.at(name, keys.queue(), transition.job()))
+            parse_reply::<T>(reply, shortfall).map_err(|err| err.at(name, keys.queue(), transition.job()))
         })
         .collect())
 }
@@ -307,8 +258,21 @@ pub async fn claim_waiting(
     replied.instrument(span).await.map_err(|err| err.at(Name::Claim, keys.queue(), None))
 }
 
+/// A call's reply read as `T`'s output; when replicas fell short, what
+/// that means for a call of `T` that applied (see [`Transition::replicated`]).
+pub(crate) fn parse_reply<T: Transition>(
+    reply: Result<Reply>,
+    shortfall: Option<Shortfall>,
+) -> Result<T::Output> {
+    let output = T::parse(reply?)?;
+    match shortfall {
+        Some(shortfall) if T::NAME.describe().waits_for_replication => T::replicated(output, shortfall),
+        _ => Ok(output),
+    }
+}
+
 /// The one reply of a run of one call.
-fn one(replies: Vec<Result<Value>>) -> Result<Value> {
+fn one(replies: Vec<Result<Reply>>) -> Result<Reply> {
     replies.into_iter().next().unwrap_or_else(|| Err(Error::new(ErrorKind::Reply, "no reply to the call")))
 }
 
@@ -316,8 +280,8 @@ fn one(replies: Vec<Result<Value>>) -> Result<Value> {
 /// change that: nothing was pending, or the queue is paused (resuming wakes
 /// waiting claims as an arrival does). A claim held back by the concurrency
 /// limit is not worth a wait for an arrival: the worker naps instead.
-fn claimed_nothing(reply: &Result<Value>) -> bool {
-    matches!(reply, Ok(Value::Array(jobs)) if jobs.is_empty() || matches!(jobs[..], [Value::Int(-1)]))
+fn claimed_nothing(reply: &Result<Reply>) -> bool {
+    matches!(reply, Ok(Reply::Array(jobs)) if jobs.is_empty() || matches!(jobs[..], [Reply::Int(-1)]))
 }
 
 /// Interrupts of waiting claims (see [`Executor::interrupt_waits`]), for the
@@ -349,10 +313,10 @@ async fn claim_on_arrival<F, Fut>(
     interrupts: &Interrupts,
     wait: Duration,
     claim: F,
-) -> Result<Value>
+) -> Result<Reply>
 where
     F: Fn() -> Fut,
-    Fut: Future<Output = Result<Value>>,
+    Fut: Future<Output = Result<Reply>>,
 {
     let deadline = tokio::time::Instant::now() + wait;
     let since = interrupts.count();

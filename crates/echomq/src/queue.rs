@@ -29,6 +29,7 @@ mod lease;
 mod operate;
 mod produce;
 mod read;
+pub mod registry;
 mod schedules;
 mod upkeep;
 
@@ -161,7 +162,7 @@ impl Queue {
         if self.registered.noted.swap(true, Ordering::Relaxed) && !again {
             return;
         }
-        if let Err(err) = self.via.register(crate::keyspace::REGISTRY, self.name()).await {
+        if let Err(err) = registry::note(&*self.via, self.name()).await {
             self.registered.noted.store(false, Ordering::Relaxed);
             if !self.registered.said.swap(true, Ordering::Relaxed) {
                 tracing::warn!(queue = self.name(), error = %err, "the queue registry could not be written");
@@ -173,7 +174,7 @@ impl Queue {
     /// next enqueue notes it again.
     pub(crate) async fn unregister(&self) -> Result<()> {
         self.registered.noted.store(false, Ordering::Relaxed);
-        self.via.unregister(crate::keyspace::REGISTRY, self.name()).await
+        registry::forget(&*self.via, self.name()).await
     }
 
     /// Run one transition on this queue.

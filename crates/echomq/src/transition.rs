@@ -14,9 +14,9 @@
 //! file (`claim.rs` for `claim-8.lua`); beside them `argument` (encoding and
 //! checking ARGV), `reply` (reading replies) and `headers` (a job's headers).
 
-use echomq_core::{Name, Role};
-use redis::Value;
+use echomq_core::{Name, Reply, Role};
 
+use crate::executor::Shortfall;
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::Result;
@@ -122,7 +122,19 @@ pub trait Transition: Send + Sync {
     /// the protocol does not give; [`ErrorKind::Record`](crate::ErrorKind::Record)
     /// for a record in it that breaks the protocol; [`ErrorKind::InvalidId`](crate::ErrorKind::InvalidId)
     /// for a job id in it that the kind gate would refuse.
-    fn parse(reply: Value) -> Result<Self::Output>;
+    fn parse(reply: Reply) -> Result<Self::Output>;
+    /// What a call that applied answers when fewer replicas than asked for
+    /// confirmed its writes (for a transition whose description waits for
+    /// replication): [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated),
+    /// its write standing on the master. A transition that answers for
+    /// several jobs (ACKMANY) answers for each.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated).
+    fn replicated(output: Self::Output, shortfall: Shortfall) -> Result<Self::Output> {
+        let _ = output;
+        Err(crate::Error::not_replicated(shortfall.confirmed, shortfall.wanted))
+    }
 }
 
 /// The host's type of each transition, by name: the `NAME` of the type that

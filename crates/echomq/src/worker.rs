@@ -234,7 +234,7 @@ impl Worker {
         metric::describe();
         let shared = self.shared.clone();
         for queue in &self.queues {
-            for warning in queue.executor().server_warnings().await {
+            for warning in crate::executor::server_warnings(&**queue.executor()).await {
                 tracing::warn!(queue = queue.name(), "{warning}");
             }
         }
@@ -251,12 +251,12 @@ impl Worker {
         // replicas must confirm writes: an ACKNEXT that a lagging replica
         // leaves unconfirmed answers that, not the jobs it claimed, which
         // would sit out their leases; the claim loop's claims are not waited for.
-        let refills = self.queues.len() == 1 && self.queues[0].executor().replication().is_none();
+        let refills = self.queues.len() == 1 && self.queues[0].executor().setup().replication.is_none();
         let queues = self.queues.len();
         // Several queues of one server: one loop claims for all of them, in
         // turns (worker/turns.rs); else a claim loop each.
         let one_server = self.queues.iter().all(|q| Arc::ptr_eq(q.executor(), self.queues[0].executor()));
-        let in_turns = queues > 1 && one_server && self.queues[0].executor().waits_on_many();
+        let in_turns = queues > 1 && one_server && self.queues[0].executor().setup().waits_on_many;
         let mut taking_turns = Vec::new();
         let mut hearts = Vec::with_capacity(queues);
         for queue in self.queues {

@@ -25,7 +25,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::executor::Executor;
+use crate::executor::{Answer, Command, Executor};
+use crate::keyspace;
 pub use crate::keyspace::WORKERS;
 use crate::{Error, ErrorKind, JobId, Result};
 
@@ -160,7 +161,7 @@ impl WorkerInfo {
     }
 }
 
-/// A registration as a worker writes it: through [`Executor::beat_worker`].
+/// A registration as a worker writes it ([`beat`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Registration {
     /// The worker's id.
@@ -195,17 +196,72 @@ impl Registration {
     }
 }
 
-/// A member of [`WORKERS`] as an executor reads it: its id, its score (the
-/// last beat), and its hash's fields, `None` once the hash expired or was
-/// deleted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Noted {
-    /// The worker's id.
-    pub id: String,
-    /// Its score in [`WORKERS`]: the last beat it noted, ms.
-    pub beat: u64,
-    /// Its hash, field → value; `None` when there is none.
-    pub fields: Option<HashMap<String, String>>,
+/// Write a worker's registration (PROTOCOL.md §2, `emq:workers`): `HSET`
+/// and `PEXPIRE` of its hash in one round trip, then `ZADD emq:workers
+/// <beat> <id>`. Two keys in two slots, so two round trips, not one
+/// transaction: the hash first, so that a member is never noted before its hash.
+///
+/// # Errors
+/// A failure of the connection or the server (`WRONGTYPE`, `NOPERM`).
+pub(crate) async fn beat(via: &dyn Executor, registration: &Registration) -> Result<()> {
+    let key = keyspace::worker(&registration.id);
+    let fields = registration.fields.iter().map(|(field, value)| (field.as_str().to_owned(), value.clone()));
+    let hash = [Command::HSet(key.clone(), fields.collect()), Command::PExpire(key, ms(registration.ttl))];
+    for written in via.plain().send(&hash).await? {
+        written?;
+    }
+    let member = registration.id.clone();
+    let noted =
+        Command::ZAdd { key: WORKERS.into(), score: Some(registration.beat), member, raise_only: false };
+    via.plain().one(noted).await?;
+    Ok(())
+}
+
+/// A stopping worker's: delete its hash, then take it out of the registry.
+///
+/// # Errors
+/// As [`beat`].
+pub(crate) async fn unregister(via: &dyn Executor, id: &str) -> Result<()> {
+    via.plain().one(Command::Del(keyspace::worker(id))).await?;
+    via.plain().one(Command::ZRem(WORKERS.into(), vec![id.to_owned()])).await?;
+    Ok(())
+}
+
+/// A member of [`WORKERS`] as read: its id, its score (the last beat), and
+/// its hash's fields, `None` once the hash expired or was deleted.
+struct Noted {
+    id: String,
+    beat: u64,
+    fields: Option<HashMap<String, String>>,
+}
+
+/// The registry's `limit` members of the latest beats, then each one's hash
+/// (every HGETALL in one round trip).
+async fn noted(via: &dyn Executor, limit: usize) -> Result<Vec<Noted>> {
+    let latest = Command::ZRange { key: WORKERS.into(), count: limit, latest: true };
+    let members = if limit == 0 { Vec::new() } else { via.plain().one(latest).await?.scored()? };
+    let reads: Vec<Command> = members.iter().map(|(id, _)| Command::HGetAll(keyspace::worker(id))).collect();
+    let hashes = if reads.is_empty() { Vec::new() } else { via.plain().send(&reads).await? };
+    members
+        .into_iter()
+        .zip(hashes)
+        .map(|((id, beat), fields)| {
+            let fields: HashMap<String, String> = fields.and_then(Answer::fields)?.into_iter().collect();
+            Ok(Noted { id, beat: beat as u64, fields: (!fields.is_empty()).then_some(fields) })
+        })
+        .collect()
+}
+
+/// `ZREM emq:workers ids…` and `ZREMRANGEBYSCORE emq:workers -inf (before`.
+async fn forget(via: &dyn Executor, ids: &[String], before: u64) -> Result<()> {
+    let mut forget = vec![Command::ZRemBelow(WORKERS.into(), before)];
+    if !ids.is_empty() {
+        forget.insert(0, Command::ZRem(WORKERS.into(), ids.to_vec()));
+    }
+    for forgotten in via.plain().send(&forget).await? {
+        forgotten?;
+    }
+    Ok(())
 }
 
 /// The live workers, from the worker registry: at most [`READ_LIMIT`],
@@ -224,7 +280,7 @@ pub struct Noted {
 pub async fn workers(executor: &dyn Executor) -> Result<Vec<WorkerInfo>> {
     let Listed { live, gone, now } = list(executor).await?;
     let before = now.saturating_sub(ms(FORGET_AFTER));
-    if let Err(err) = executor.forget_workers(&gone, before).await {
+    if let Err(err) = forget(executor, &gone, before).await {
         tracing::debug!(error = %err, "cannot take dead workers out of {WORKERS}");
     }
     Ok(live)
@@ -249,8 +305,7 @@ struct Listed {
 }
 
 async fn list(executor: &dyn Executor) -> Result<Listed> {
-    let noted = executor
-        .noted_workers(READ_LIMIT)
+    let noted = noted(executor, READ_LIMIT)
         .await
         .map_err(|err| Error::new(err.kind, format!("reading the worker registry {WORKERS}: {err}")))?;
     let now = now_ms();

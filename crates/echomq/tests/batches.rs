@@ -188,10 +188,7 @@ struct ResetOnce {
 
 #[async_trait::async_trait]
 impl echomq::Executor for ResetOnce {
-    async fn run(
-        &self,
-        calls: &[echomq::executor::Call],
-    ) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
+    async fn run(&self, calls: &[echomq::executor::Call]) -> echomq::Result<echomq::executor::Ran> {
         let replies = self.inner.run(calls).await?;
         let many = calls.iter().any(|call| call.name == echomq::Name::EnqueueMany);
         if many && !self.reset.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -201,42 +198,32 @@ impl echomq::Executor for ResetOnce {
         Ok(replies)
     }
 
-    async fn read_stream(
+    async fn claim_waiting(
         &self,
-        key: &str,
-        after: &str,
-        count: usize,
-        wait: Duration,
-    ) -> echomq::Result<Vec<echomq::executor::StreamEntry>> {
-        self.inner.read_stream(key, after, count, wait).await
+        claim: &echomq::executor::Call,
+        wait: std::time::Duration,
+    ) -> echomq::Result<echomq_core::Reply> {
+        self.inner.claim_waiting(claim, wait).await
     }
 
-    async fn stream_last(&self, key: &str) -> echomq::Result<Option<String>> {
-        self.inner.stream_last(key).await
+    async fn wait_on_many(
+        &self,
+        wakes: &[String],
+        wait: std::time::Duration,
+    ) -> echomq::Result<Option<usize>> {
+        self.inner.wait_on_many(wakes, wait).await
     }
 
-    async fn register(&self, key: &str, name: &str) -> echomq::Result<()> {
-        self.inner.register(key, name).await
+    async fn interrupt_waits(&self) {
+        self.inner.interrupt_waits().await;
     }
 
-    async fn registered(&self, key: &str, limit: usize) -> echomq::Result<Vec<String>> {
-        self.inner.registered(key, limit).await
+    fn setup(&self) -> echomq::executor::Setup {
+        self.inner.setup()
     }
 
-    async fn unregister(&self, key: &str, name: &str) -> echomq::Result<()> {
-        self.inner.unregister(key, name).await
-    }
-    async fn beat_worker(&self, registration: &echomq::workers::Registration) -> echomq::Result<()> {
-        self.inner.beat_worker(registration).await
-    }
-    async fn noted_workers(&self, limit: usize) -> echomq::Result<Vec<echomq::workers::Noted>> {
-        self.inner.noted_workers(limit).await
-    }
-    async fn forget_workers(&self, ids: &[String], before: u64) -> echomq::Result<()> {
-        self.inner.forget_workers(ids, before).await
-    }
-    async fn unregister_worker(&self, id: &str) -> echomq::Result<()> {
-        self.inner.unregister_worker(id).await
+    fn plain(&self) -> &dyn echomq::executor::Plain {
+        self.inner.plain()
     }
 }
 

@@ -40,12 +40,12 @@ async fn executor(client: &ClusterClient, via: Via) -> Arc<dyn Executor> {
                 }
             };
             let lua = Lua::new(client.get_async_connection().await.unwrap()).with_blocking_connections(open);
-            assert!(lua.waits(), "Lua waits on the wake-up key");
+            assert!(lua.setup().waits, "Lua waits on the wake-up key");
             Arc::new(lua)
         }
         Via::Native => {
             let native = echomq::connect_cluster(client).await.unwrap();
-            assert!(native.waits(), "the module is on every node: Native, which blocks");
+            assert!(native.setup().waits, "the module is on every node: Native, which blocks");
             native
         }
     }

@@ -350,10 +350,7 @@ impl Alternate {
 
 #[async_trait::async_trait]
 impl Executor for Alternate {
-    async fn run(
-        &self,
-        calls: &[echomq::executor::Call],
-    ) -> echomq::Result<Vec<echomq::Result<redis::Value>>> {
+    async fn run(&self, calls: &[echomq::executor::Call]) -> echomq::Result<echomq::executor::Ran> {
         if self.heads() {
             self.lua.run(calls).await
         } else {
@@ -361,42 +358,32 @@ impl Executor for Alternate {
         }
     }
 
-    async fn read_stream(
+    async fn claim_waiting(
         &self,
-        key: &str,
-        after: &str,
-        count: usize,
+        claim: &echomq::executor::Call,
         wait: std::time::Duration,
-    ) -> echomq::Result<Vec<echomq::executor::StreamEntry>> {
-        self.lua.read_stream(key, after, count, wait).await
+    ) -> echomq::Result<echomq_core::Reply> {
+        self.lua.claim_waiting(claim, wait).await
     }
 
-    async fn stream_last(&self, key: &str) -> echomq::Result<Option<String>> {
-        self.lua.stream_last(key).await
+    async fn wait_on_many(
+        &self,
+        wakes: &[String],
+        wait: std::time::Duration,
+    ) -> echomq::Result<Option<usize>> {
+        self.lua.wait_on_many(wakes, wait).await
     }
 
-    async fn register(&self, key: &str, name: &str) -> echomq::Result<()> {
-        self.lua.register(key, name).await
+    async fn interrupt_waits(&self) {
+        self.lua.interrupt_waits().await;
     }
 
-    async fn registered(&self, key: &str, limit: usize) -> echomq::Result<Vec<String>> {
-        self.lua.registered(key, limit).await
+    fn setup(&self) -> echomq::executor::Setup {
+        self.lua.setup()
     }
 
-    async fn unregister(&self, key: &str, name: &str) -> echomq::Result<()> {
-        self.lua.unregister(key, name).await
-    }
-    async fn beat_worker(&self, registration: &echomq::workers::Registration) -> echomq::Result<()> {
-        self.lua.beat_worker(registration).await
-    }
-    async fn noted_workers(&self, limit: usize) -> echomq::Result<Vec<echomq::workers::Noted>> {
-        self.lua.noted_workers(limit).await
-    }
-    async fn forget_workers(&self, ids: &[String], before: u64) -> echomq::Result<()> {
-        self.lua.forget_workers(ids, before).await
-    }
-    async fn unregister_worker(&self, id: &str) -> echomq::Result<()> {
-        self.lua.unregister_worker(id).await
+    fn plain(&self) -> &dyn echomq::executor::Plain {
+        self.lua.plain()
     }
 }
 

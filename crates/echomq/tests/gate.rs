@@ -322,7 +322,7 @@ impl Run {
                 }
                 calls.push(Call::new(&self.keys, &self.claim(count)).unwrap());
                 let replies = self.via.run(&calls).await.unwrap();
-                let claimed = replies.into_iter().last().unwrap().unwrap();
+                let claimed = replies.replies.into_iter().last().unwrap().unwrap();
                 self.take(by, Claim::parse(claimed).unwrap());
             }
             Step::Ack { by } => {

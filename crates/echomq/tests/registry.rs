@@ -7,7 +7,6 @@ mod common;
 
 use std::time::Duration;
 
-use echomq::keyspace::REGISTRY;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{Delete, EnqueueOptions, Queue};
 use echomq_test_support::{eventually, unique_queue};
@@ -16,7 +15,7 @@ use echomq_test_support::{eventually, unique_queue};
 async fn queues_are_found_in_the_registry_without_a_scan() {
     let (_server, executors) = common::three_executors().await;
     for (via, executor) in executors {
-        let listed = || async { executor.registered(REGISTRY, 10_000).await.unwrap() };
+        let listed = || async { echomq::queue::registry::list(&*executor, 10_000).await.unwrap() };
         let (produced, refused, worked) =
             (unique_queue("produced"), unique_queue("refused"), unique_queue("worked"));
 

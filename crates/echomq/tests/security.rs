@@ -209,8 +209,11 @@ async fn a_worker_user_runs_a_whole_worker_and_nothing_else() {
         create_user(&server, "worker", "w0rker-secret", rules).await;
         let executor = connect_as(&server, "worker", "w0rker-secret").await.expect("connect as worker");
         // Both wait for work: the module's blocking claim, Lua's wake-up key.
-        assert!(executor.waits(), "{via:?}");
-        assert!(executor.server_warnings().await.is_empty(), "CONFIG GET denied: no warning, no error");
+        assert!(executor.setup().waits, "{via:?}");
+        assert!(
+            echomq::executor::server_warnings(&*executor).await.is_empty(),
+            "CONFIG GET denied: no warning, no error"
+        );
         let name = unique_queue("acl");
         full_run(Queue::new(executor, &name).unwrap()).await;
         // Its upkeep's writes beside the transitions landed too: the queue
@@ -286,7 +289,7 @@ async fn a_lua_worker_waits_on_the_wake_up_key_with_its_rules() {
     let claimed =
         tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken").unwrap().unwrap();
     assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id]);
-    assert!(executor.waits(), "the pop was allowed");
+    assert!(executor.setup().waits, "the pop was allowed");
     full_run(queue).await;
 }
 
@@ -301,7 +304,7 @@ async fn a_lua_worker_denied_bzpopmin_polls() {
     let claimed =
         queue.claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(5))).await.unwrap().jobs;
     assert!(claimed.is_empty());
-    assert!(!executor.waits(), "refused the pop, so the worker polls");
+    assert!(!executor.setup().waits, "refused the pop, so the worker polls");
     full_run(queue).await;
 }
 
@@ -345,7 +348,7 @@ async fn a_native_worker_of_several_queues_runs_with_or_without_bzpopmin() {
         }
         stop.send(()).unwrap();
         task.await.unwrap();
-        assert_eq!(executor.waits_on_many(), in_turns, "{rules}");
+        assert_eq!(executor.setup().waits_on_many, in_turns, "{rules}");
     }
 }
 

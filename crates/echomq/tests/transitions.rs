@@ -2360,7 +2360,7 @@ async fn an_older_speakers_claim_is_refused_and_writes_nothing() {
         // Protocol 1 and 2: two keys, then the lease.
         let args = ["60000", "COUNT", "1"].map(|w| w.as_bytes().to_vec()).to_vec();
         let call = echomq::executor::Call { name: Name::Claim, keys, args };
-        let reply = via.run(&[call]).await.unwrap().remove(0);
+        let reply = via.run(&[call]).await.unwrap().replies.remove(0);
         let wanted = "EMQARG wrong number of keys: takes 8";
         match reply {
             Err(err) => assert_eq!(err.to_string(), wanted, "on {}", target.name()),
@@ -2382,10 +2382,10 @@ async fn config_reports_the_queues_protocol_and_never_writes_it() {
         let words = |text: &str| text.split_whitespace().map(|w| h.expand(w)).collect::<Vec<String>>();
         let args = [b"PAUSED".to_vec(), b"1".to_vec()].to_vec();
         let call = echomq::executor::Call { name: Name::Config, keys: words(CONFIG_KEYS), args };
-        let reply = via.run(&[call]).await.unwrap().remove(0).unwrap();
-        let redis::Value::Array(values) = reply else { panic!("on {}: {reply:?}", target.name()) };
+        let reply = via.run(&[call]).await.unwrap().replies.remove(0).unwrap();
+        let echomq_core::Reply::Array(values) = reply else { panic!("on {}: {reply:?}", target.name()) };
         assert_eq!(values.len(), 12, "on {}: {values:?}", target.name());
-        assert_eq!(values[11], redis::Value::BulkString(b"1.7".to_vec()), "on {}", target.name());
+        assert_eq!(values[11], echomq_core::Reply::Bulk(b"1.7".to_vec()), "on {}", target.name());
         let after = target.snapshot(&h).await;
         check(&["config paused=1 protocol=1.7", "events paused="], &after, 0, 0)
             .unwrap_or_else(|why| panic!("on {}: {why}", target.name()));

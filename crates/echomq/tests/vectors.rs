@@ -19,6 +19,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use echomq::executor::Call;
 use echomq::{Embedded, Executor, Lua, Name, Native};
 use echomq_core::memory::{Dump, ManualClock};
+use echomq_core::Reply;
 use echomq_core::Store;
 use echomq_test_support::RedisServer;
 use redis::aio::MultiplexedConnection;
@@ -121,25 +122,19 @@ fn same_bytes(want: &Json, got: &[u8], clock: Clock) -> bool {
 
 /// A reply as the file writes them: `{"int"}`, `{"bulk"}`, `null`, an
 /// array, `{"error"}`. INSPECT's record is compared as a set of pairs.
-fn same_reply(want: &Json, got: &redis::Value, clock: Clock, inspect: bool) -> bool {
-    use redis::Value;
+fn same_reply(want: &Json, got: &Reply, clock: Clock, inspect: bool) -> bool {
     match (want, got) {
-        (Json::Null, Value::Nil) => true,
-        (Json::Object(map), Value::Int(n)) if map.contains_key("int") => {
+        (Json::Null, Reply::Nil) => true,
+        (Json::Object(map), Reply::Int(n)) if map.contains_key("int") => {
             same_number(&map["int"], *n as f64, clock)
         }
-        (Json::Object(map), Value::BulkString(b)) if map.contains_key("bulk") => {
-            same_bytes(&map["bulk"], b, clock)
+        (Json::Object(map), Reply::Bulk(b)) if map.contains_key("bulk") => same_bytes(&map["bulk"], b, clock),
+        (Json::Object(map), Reply::Error(refusal)) if map.contains_key("error") => {
+            map["error"]["code"] == refusal.code.as_str() && map["error"]["text"] == refusal.text
         }
-        (Json::Object(map), Value::SimpleString(s)) if map.contains_key("bulk") => {
-            same_bytes(&map["bulk"], s.as_bytes(), clock)
-        }
-        (Json::Object(map), Value::ServerError(err)) if map.contains_key("error") => {
-            map["error"]["code"] == err.code() && map["error"]["text"] == err.details().unwrap_or_default()
-        }
-        (Json::Array(want), Value::Array(got)) if want.len() == got.len() => {
+        (Json::Array(want), Reply::Array(got)) if want.len() == got.len() => {
             if inspect {
-                if let (Some(Json::Array(fields)), Some(Value::Array(values))) = (want.first(), got.first()) {
+                if let (Some(Json::Array(fields)), Some(Reply::Array(values))) = (want.first(), got.first()) {
                     let pairs = |n: usize| (0..n / 2).map(|i| (2 * i, 2 * i + 1));
                     let found = fields.len() == values.len()
                         && pairs(fields.len()).all(|(f, v)| {
@@ -171,19 +166,19 @@ fn slotted(field: &str) -> bool {
 
 /// COUNTS' reply on a clock that is not the file's: its slots compared by
 /// their number only, the time and the totals as they are.
-fn slots_counted(want: &Json, got: redis::Value) -> (Json, redis::Value) {
+fn slots_counted(want: &Json, got: Reply) -> (Json, Reply) {
     let mut want = want.clone();
     if let Some(slots) = want.get_mut(2) {
         *slots = serde_json::json!({"int": slots.as_array().map_or(0, Vec::len)});
     }
     let got = match got {
-        redis::Value::Array(mut parts) if parts.len() == 3 => {
+        Reply::Array(mut parts) if parts.len() == 3 => {
             let n = match &parts[2] {
-                redis::Value::Array(slots) => slots.len() as i64,
+                Reply::Array(slots) => slots.len() as i64,
                 _ => -1,
             };
-            parts[2] = redis::Value::Int(n);
-            redis::Value::Array(parts)
+            parts[2] = Reply::Int(n);
+            Reply::Array(parts)
         }
         other => other,
     };
@@ -480,7 +475,7 @@ async fn replay_on(
     let keys = call["keys"].as_array().unwrap().iter().map(|k| String::from_utf8(bytes(k, now)).unwrap());
     let args = call["args"].as_array().unwrap().iter().map(|a| bytes(a, now));
     let call = Call { name, keys: keys.collect(), args: args.collect() };
-    let reply = executor.run(std::slice::from_ref(&call)).await.unwrap().pop().unwrap();
+    let reply = executor.run(std::slice::from_ref(&call)).await.unwrap().replies.pop().unwrap();
     let skew = if via == Via::Embedded { 0 } else { server_ms().await - now + 1 };
     let clock = Clock { now, skew, exact: via == Via::Embedded };
     let mut wrong = Vec::new();

@@ -462,7 +462,7 @@ async fn waiting_executors() -> ([RedisServer; 2], [(&'static str, Arc<dyn Execu
 async fn an_idle_queue_does_not_hold_up_a_busy_one() {
     let (_servers, executors) = waiting_executors().await;
     for (via, executor) in executors {
-        assert!(executor.waits(), "{via}");
+        assert!(executor.setup().waits, "{via}");
         let idle = Queue::new(executor.clone(), &unique_queue("idle")).unwrap();
         let busy = Queue::new(executor.clone(), &unique_queue("busy")).unwrap();
         let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
@@ -662,7 +662,7 @@ async fn a_server_that_may_evict_jobs_is_warned_about() {
         let server = server(&["--maxmemory-policy", policy]);
         for via in BOTH {
             let q = queue(&server, via, &unique_queue("evict")).await;
-            let warnings = q.executor().server_warnings().await;
+            let warnings = echomq::executor::server_warnings(&**q.executor()).await;
             assert_eq!(!warnings.is_empty(), warned, "{via:?} {policy}: {warnings:?}");
             assert!(warnings.iter().all(|w| w.contains(policy)), "{warnings:?}");
         }
@@ -684,7 +684,7 @@ async fn a_lua_idle_claim_is_woken_after_a_server_restart() {
         .is_empty());
     server.restart();
     eventually("the queue's connection is back", || async { q.stats().await.is_ok() }).await;
-    assert!(q.executor().waits());
+    assert!(q.executor().setup().waits);
     let idle = {
         let q = q.clone();
         tokio::spawn(async move {
@@ -769,7 +769,7 @@ async fn the_wake_up_key_loses_no_arrival_and_wakes_one_claim_per_arrival() {
 async fn a_lua_waiting_claim_goes_past_ids_without_records() {
     let server = RedisServer::start_with(ServerOptions { module: None, ..ServerOptions::default() });
     let q = Queue::new(echomq::connect(&server.client()).await.unwrap(), &unique_queue("orphans")).unwrap();
-    assert!(q.executor().waits());
+    assert!(q.executor().setup().waits);
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
     let pending = format!("emq:{{{}}}:pending", q.name());
     let orphans: Vec<String> = (1..=3).map(|n| format!("JOB_{n:026}")).collect();
@@ -790,14 +790,14 @@ async fn a_lua_waiting_claim_goes_past_ids_without_records() {
 async fn connect_picks_the_executor_that_can_wait() {
     // The module: native, whose claims block on the server.
     let with_module = server(&[]);
-    assert!(echomq::connect(&with_module.client()).await.unwrap().waits());
+    assert!(echomq::connect(&with_module.client()).await.unwrap().setup().waits);
     // No module, no notifications: Lua, which waits on the wake-up key.
     let plain = RedisServer::start();
     let lua = echomq::connect(&plain.client()).await.unwrap();
-    assert!(lua.waits());
+    assert!(lua.setup().waits);
     // Lua with no connection of its own to wait on polls.
     let conn = plain.client().get_multiplexed_async_connection().await.unwrap();
-    assert!(!Lua::new(conn).waits());
+    assert!(!Lua::new(conn).setup().waits);
     let q = Queue::new(lua, &unique_queue("plain")).unwrap();
     q.enqueue(b"x".to_vec()).await.unwrap();
     assert_eq!(q.stats().await.unwrap().pending, 1);

@@ -44,7 +44,13 @@ async fn listed(executor: &dyn Executor, id: &str) -> Option<WorkerInfo> {
 }
 
 async fn noted(executor: &dyn Executor, id: &str) -> bool {
-    executor.noted_workers(10_000).await.unwrap().iter().any(|noted| noted.id == id)
+    let members = echomq::executor::Command::ZRange {
+        key: echomq::keyspace::WORKERS.into(),
+        count: 10_000,
+        latest: true,
+    };
+    let members = executor.plain().one(members).await.unwrap().scored().unwrap();
+    members.iter().any(|(member, _)| member == id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -259,7 +259,7 @@ pub async fn queues(server: &Server, args: QueuesArgs) -> Result<(), Error> {
         let executor = server.executor().await?;
         for name in scan_queues(&mut conn).await? {
             if !names.contains(&name) {
-                executor.register(echomq::keyspace::REGISTRY, &name).await?;
+                echomq::queue::registry::note(&*executor, &name).await?;
                 names.insert(name);
             }
         }

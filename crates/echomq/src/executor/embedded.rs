@@ -12,11 +12,8 @@ use async_trait::async_trait;
 use echomq_core::memory::{Clock, Dump, StreamId, SystemClock};
 use echomq_core::store::{KeyType, Store};
 use echomq_core::{Memory, Reply};
-use redis::Value;
 
-use super::{Call, Executor, Interrupts, StreamEntry};
-use crate::keyspace;
-use crate::workers::{Noted, Registration};
+use super::{Answer, Call, Command, Executor, Interrupts, Plain, Ran, Setup, StreamEntry};
 use crate::{Error, Result};
 
 /// Runs transitions in this process. Cheap to clone; clones share the store.
@@ -28,9 +25,9 @@ pub struct Embedded {
     /// Told after every run that may have written (the event log grew).
     changes: Arc<tokio::sync::Notify>,
     interrupts: Arc<Interrupts>,
-    /// When each worker registration's hash expires (the store keeps no
-    /// TTLs), ms on the store's clock; always locked after the store.
-    worker_deadlines: Arc<Mutex<HashMap<String, u64>>>,
+    /// When each key given a TTL (PEXPIRE) expires, as the store keeps
+    /// none, ms on the store's clock; always locked after the store.
+    deadlines: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl std::fmt::Debug for Embedded {
@@ -60,7 +57,7 @@ impl Embedded {
             arrivals: Arc::default(),
             changes: Arc::default(),
             interrupts: Arc::default(),
-            worker_deadlines: Arc::default(),
+            deadlines: Arc::default(),
         }
     }
 
@@ -70,8 +67,8 @@ impl Embedded {
         self.store().dump()
     }
 
-    fn worker_deadlines(&self) -> MutexGuard<'_, HashMap<String, u64>> {
-        self.worker_deadlines.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn deadlines(&self) -> MutexGuard<'_, HashMap<String, u64>> {
+        self.deadlines.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The store itself, for tests that arrange keys by hand.
@@ -86,7 +83,7 @@ impl Embedded {
 impl Executor for Embedded {
     /// The calls one after another, under one lock; then waiting claims are
     /// woken if any call may have added to a pending set.
-    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+    async fn run(&self, calls: &[Call]) -> Result<Ran> {
         let replies = {
             let mut store = self.store();
             calls.iter().map(|call| run(&mut store, call)).collect()
@@ -97,22 +94,47 @@ impl Executor for Embedded {
         if calls.iter().any(|call| !call.name.describe().reads_only()) {
             self.changes.notify_waiters();
         }
-        Ok(replies)
+        Ok(Ran::replies(replies))
     }
 
     /// Claim; when nothing is pending, sleep until a transition may have
     /// added to a pending set, or the wait is over.
-    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply> {
         let attempt = || async { run(&mut self.store(), claim) };
         super::claim_on_arrival(&self.arrivals, &self.interrupts, wait, attempt).await
     }
 
-    fn waits(&self) -> bool {
-        true
+    /// One store holds every queue, but there is no wake-up to pop: nap.
+    async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
+        let _ = wakes;
+        tokio::time::sleep(wait.min(super::BUSY_NAP)).await;
+        Ok(None)
     }
 
     async fn interrupt_waits(&self) {
         self.interrupts.interrupt();
+    }
+
+    fn setup(&self) -> Setup {
+        Setup { waits: true, waits_on_many: false, replication: None }
+    }
+
+    fn plain(&self) -> &dyn Plain {
+        self
+    }
+}
+
+#[async_trait]
+impl Plain for Embedded {
+    /// The commands one after another under one lock, as Redis would answer
+    /// them; `WRONGTYPE` as [`ErrorKind::Server`], as from Redis. A key past
+    /// its PEXPIRE is deleted when next touched.
+    async fn send(&self, commands: &[Command]) -> Result<Vec<Result<Answer>>> {
+        let mut store = self.store();
+        let mut deadlines = self.deadlines();
+        // The store's `now` holds still within a call: a new one begins.
+        store.begin();
+        Ok(commands.iter().map(|command| answer(&mut store, &mut deadlines, command)).collect())
     }
 
     /// Read the store's stream; when it has nothing new, sleep until a
@@ -143,140 +165,112 @@ impl Executor for Embedded {
             }
         }
     }
-
-    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
-        Ok(self.store().xlast(key.as_bytes()).map(|id| id.to_string()))
-    }
-
-    async fn register(&self, key: &str, name: &str) -> Result<()> {
-        let mut store = self.store();
-        registry_type(&mut store, key)?;
-        // The store's `now` holds still within a call: a new one begins.
-        store.begin();
-        let now = store.now_ms() as f64;
-        // GT: a clock that went back leaves the later time.
-        if store.zscore(key.as_bytes(), name.as_bytes()).is_none_or(|seen| seen < now) {
-            store.zadd(key.as_bytes(), now, name.as_bytes());
-        }
-        Ok(())
-    }
-
-    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
-        let mut store = self.store();
-        registry_type(&mut store, key)?;
-        let all = store.zhead(key.as_bytes(), usize::MAX);
-        // The most recently seen: the last of zhead's score order.
-        let mut names: Vec<String> =
-            all.iter().rev().take(limit).map(|name| String::from_utf8_lossy(name).into_owned()).collect();
-        names.sort_unstable();
-        Ok(names)
-    }
-
-    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
-        let mut store = self.store();
-        registry_type(&mut store, key)?;
-        store.zrem(key.as_bytes(), name.as_bytes());
-        Ok(())
-    }
-
-    /// As on Redis; the hash's deadline is kept beside the store, on its
-    /// clock, and a hash past it is deleted when next looked at.
-    async fn beat_worker(&self, registration: &Registration) -> Result<()> {
-        let key = keyspace::worker(&registration.id);
-        let mut store = self.store();
-        let mut deadlines = self.worker_deadlines();
-        expire_worker(&mut store, &mut deadlines, &key);
-        hash_type(&mut store, &key)?;
-        registry_type(&mut store, keyspace::WORKERS)?;
-        store.begin();
-        let fields: Vec<(&[u8], &[u8])> = registration
-            .fields
-            .iter()
-            .map(|(field, value)| (field.as_str().as_bytes(), value.as_bytes()))
-            .collect();
-        store.hset(key.as_bytes(), &fields);
-        let ttl = u64::try_from(registration.ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        deadlines.insert(key, store.now_ms().saturating_add(ttl));
-        store.zadd(keyspace::WORKERS.as_bytes(), registration.beat as f64, registration.id.as_bytes());
-        Ok(())
-    }
-
-    async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>> {
-        let mut store = self.store();
-        let mut deadlines = self.worker_deadlines();
-        registry_type(&mut store, keyspace::WORKERS)?;
-        let all = store.zhead(keyspace::WORKERS.as_bytes(), usize::MAX);
-        let mut noted = Vec::new();
-        for member in all.iter().rev().take(limit) {
-            let id = String::from_utf8_lossy(member).into_owned();
-            let key = keyspace::worker(&id);
-            expire_worker(&mut store, &mut deadlines, &key);
-            hash_type(&mut store, &key)?;
-            let beat = store.zscore(keyspace::WORKERS.as_bytes(), member).unwrap_or_default() as u64;
-            let fields: HashMap<String, String> = store
-                .hgetall(key.as_bytes())
-                .into_iter()
-                .map(|(field, value)| {
-                    (
-                        String::from_utf8_lossy(&field).into_owned(),
-                        String::from_utf8_lossy(&value).into_owned(),
-                    )
-                })
-                .collect();
-            noted.push(Noted { id, beat, fields: (!fields.is_empty()).then_some(fields) });
-        }
-        Ok(noted)
-    }
-
-    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
-        let mut store = self.store();
-        registry_type(&mut store, keyspace::WORKERS)?;
-        let key = keyspace::WORKERS.as_bytes();
-        for id in ids {
-            store.zrem(key, id.as_bytes());
-        }
-        // Scores below `before`: those up to the largest float under it.
-        for member in store.zupto(key, (before as f64).next_down(), usize::MAX) {
-            store.zrem(key, &member);
-        }
-        Ok(())
-    }
-
-    async fn unregister_worker(&self, id: &str) -> Result<()> {
-        let key = keyspace::worker(id);
-        let mut store = self.store();
-        registry_type(&mut store, keyspace::WORKERS)?;
-        self.worker_deadlines().remove(&key);
-        store.del(key.as_bytes());
-        store.zrem(keyspace::WORKERS.as_bytes(), id.as_bytes());
-        Ok(())
-    }
 }
 
-/// Delete the worker hash `key` when its deadline has passed on the store's clock.
-fn expire_worker(store: &mut Memory, deadlines: &mut HashMap<String, u64>, key: &str) {
-    // The store's `now` holds still within a call: a new one begins.
-    store.begin();
+/// One plain command on the store (see [`Plain::send`]).
+fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Command) -> Result<Answer> {
+    let count = |n: usize| Answer::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    Ok(match command {
+        Command::Time => Answer::Int(i64::try_from(store.now_ms()).unwrap_or(i64::MAX)),
+        Command::ZAdd { key, score, member, raise_only } => {
+            touch(store, deadlines, key, KeyType::Zset)?;
+            let score = score.unwrap_or_else(|| store.now_ms()) as f64;
+            let seen = store.zscore(key.as_bytes(), member.as_bytes());
+            if !raise_only || seen.is_none_or(|seen| seen < score) {
+                store.zadd(key.as_bytes(), score, member.as_bytes());
+            }
+            count(usize::from(seen.is_none()))
+        }
+        Command::ZRange { key, count: wanted, latest } => {
+            touch(store, deadlines, key, KeyType::Zset)?;
+            let all = store.zhead(key.as_bytes(), usize::MAX);
+            let members: Vec<Vec<u8>> = if *latest {
+                all.into_iter().rev().take(*wanted).collect()
+            } else {
+                all.into_iter().take(*wanted).collect()
+            };
+            let scored = members.into_iter().map(|member| {
+                let score = store.zscore(key.as_bytes(), &member).unwrap_or_default();
+                (String::from_utf8_lossy(&member).into_owned(), score)
+            });
+            Answer::Scored(scored.collect())
+        }
+        Command::ZCard(key) => {
+            touch(store, deadlines, key, KeyType::Zset)?;
+            count(usize::try_from(store.zcard(key.as_bytes())).unwrap_or(usize::MAX))
+        }
+        Command::ZRem(key, members) => {
+            touch(store, deadlines, key, KeyType::Zset)?;
+            let present: Vec<&String> = members
+                .iter()
+                .filter(|member| store.zscore(key.as_bytes(), member.as_bytes()).is_some())
+                .collect();
+            for member in &present {
+                store.zrem(key.as_bytes(), member.as_bytes());
+            }
+            count(present.len())
+        }
+        Command::ZRemBelow(key, below) => {
+            touch(store, deadlines, key, KeyType::Zset)?;
+            // Scores below `below`: those up to the largest float under it.
+            let gone = store.zupto(key.as_bytes(), (*below as f64).next_down(), usize::MAX);
+            for member in &gone {
+                store.zrem(key.as_bytes(), member);
+            }
+            count(gone.len())
+        }
+        Command::Exists(key) => {
+            touch(store, deadlines, key, KeyType::None)?;
+            count(usize::from(store.key_type(key.as_bytes()) != KeyType::None))
+        }
+        Command::HSet(key, fields) => {
+            touch(store, deadlines, key, KeyType::Hash)?;
+            let fields: Vec<(&[u8], &[u8])> =
+                fields.iter().map(|(field, value)| (field.as_bytes(), value.as_bytes())).collect();
+            store.hset(key.as_bytes(), &fields);
+            count(fields.len())
+        }
+        Command::PExpire(key, ms) => {
+            touch(store, deadlines, key, KeyType::None)?;
+            if store.key_type(key.as_bytes()) == KeyType::None {
+                return Ok(count(0));
+            }
+            deadlines.insert(key.clone(), store.now_ms().saturating_add((*ms).max(1)));
+            count(1)
+        }
+        Command::HGetAll(key) => {
+            touch(store, deadlines, key, KeyType::Hash)?;
+            let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+            let fields =
+                store.hgetall(key.as_bytes()).into_iter().map(|(field, value)| (text(field), text(value)));
+            Answer::Fields(fields.collect())
+        }
+        Command::Del(key) => {
+            touch(store, deadlines, key, KeyType::None)?;
+            deadlines.remove(key);
+            let existed = store.key_type(key.as_bytes()) != KeyType::None;
+            store.del(key.as_bytes());
+            count(usize::from(existed))
+        }
+        Command::StreamLast(key) => {
+            touch(store, deadlines, key, KeyType::Stream)?;
+            Answer::Text(store.xlast(key.as_bytes()).map(|id| id.to_string()))
+        }
+        Command::Info(_) | Command::ConfigGet(_) => Answer::Text(None),
+    })
+}
+
+/// Before a command on `key`: delete it when past its PEXPIRE, then check
+/// it holds `wanted` (any type for [`KeyType::None`]) or nothing, as Redis
+/// answers `WRONGTYPE`.
+fn touch(store: &mut Memory, deadlines: &mut HashMap<String, u64>, key: &str, wanted: KeyType) -> Result<()> {
     if deadlines.get(key).is_some_and(|deadline| *deadline <= store.now_ms()) {
         deadlines.remove(key);
         store.del(key.as_bytes());
     }
-}
-
-/// A worker's key holds a hash, or nothing: as Redis answers WRONGTYPE.
-fn hash_type(store: &mut Memory, key: &str) -> Result<()> {
     match store.key_type(key.as_bytes()) {
-        KeyType::None | KeyType::Hash => Ok(()),
-        _ => Err(Error::new(ErrorKind::Server, format!("WRONGTYPE {key} is not a hash"))),
-    }
-}
-
-/// The queue registry's key holds a sorted set, or nothing: as Redis
-/// answers WRONGTYPE, [`ErrorKind::Server`].
-fn registry_type(store: &mut Memory, key: &str) -> Result<()> {
-    match store.key_type(key.as_bytes()) {
-        KeyType::None | KeyType::Zset => Ok(()),
-        _ => Err(Error::new(ErrorKind::Server, format!("WRONGTYPE {key} is not a sorted set"))),
+        found if found == KeyType::None || found == wanted || wanted == KeyType::None => Ok(()),
+        _ => Err(Error::new(ErrorKind::Server, format!("WRONGTYPE {key} holds another type"))),
     }
 }
 
@@ -287,28 +281,9 @@ fn entry((id, fields): echomq_core::memory::Entry) -> StreamEntry {
     StreamEntry { id: id.to_string(), fields: fields.collect() }
 }
 
-/// Run one call on the store, its reply as the `redis` crate would have read it.
-fn run(store: &mut Memory, call: &Call) -> Result<Value> {
+/// Run one call on the store: the core's reply, or its refusal.
+fn run(store: &mut Memory, call: &Call) -> Result<Reply> {
     let keys: Vec<&[u8]> = call.keys.iter().map(|key| key.as_bytes()).collect();
     let args: Vec<&[u8]> = call.args.iter().map(Vec::as_slice).collect();
-    match call.name.run(store, &keys, &args) {
-        Ok(reply) => Ok(value(reply)),
-        Err(refusal) => Err(Error::from_code(refusal.code, refusal.text)),
-    }
-}
-
-/// The core's reply as the `redis` crate would have read it off the wire.
-fn value(reply: Reply) -> Value {
-    match reply {
-        Reply::Int(n) => Value::Int(n),
-        Reply::Bulk(bytes) => Value::BulkString(bytes),
-        Reply::Nil => Value::Nil,
-        Reply::Array(items) => Value::Array(items.into_iter().map(value).collect()),
-        Reply::Error(refusal) => {
-            let error = redis::make_extension_error(refusal.code.to_string(), Some(refusal.text));
-            Value::ServerError(
-                redis::ServerError::try_from(error).expect("an extension error is a server error"),
-            )
-        }
-    }
+    call.name.run(store, &keys, &args).map_err(|refusal| Error::from_code(refusal.code, refusal.text))
 }

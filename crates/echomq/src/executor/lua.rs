@@ -11,18 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use echomq_core::{Name, Role};
+use echomq_core::{Name, Reply, Role};
 use redis::aio::ConnectionLike;
 use redis::Value;
 
 use super::blocking::Blocking;
-use super::transport::{bzpopmin, sized_command, Transport};
-use super::{
-    claimed_nothing, one, Call, Executor, Interrupts, Replication, ServerRun, StreamEntry, UpkeepDue,
-    BUSY_NAP,
-};
-use crate::keyspace::Keyspace;
-use crate::workers::{Noted, Registration};
+use super::transport::{bzpopmin, reply, sized_command, Transport};
+use super::{claimed_nothing, one, Call, Executor, Interrupts, Plain, Ran, Replication, Setup, BUSY_NAP};
 use crate::{Error, Result};
 
 mod scripts;
@@ -98,78 +93,28 @@ where
     /// NOSCRIPT); anything else as one pipeline of EVALSHA, EVALSHA_RO for a
     /// transition that only reads, in which the calls a server without
     /// their scripts refused with NOSCRIPT go again, once, after SCRIPT LOAD.
-    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+    async fn run(&self, calls: &[Call]) -> Result<Ran> {
         let replication = self.redis.replication_for(calls);
         match calls {
-            [] => Ok(Vec::new()),
+            [] => Ok(Ran::replies(Vec::new())),
             [call] if replication.is_none() && !call.name.describe().reads_only() => {
                 let command = evalsha(call);
-                let mut reply = self.redis.query_one(&command).await;
-                if matches!(&reply, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
+                let mut sent = self.redis.query_one(&command).await;
+                if matches!(&sent, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
                 {
                     script(call.name).load_async(&mut self.redis.conn.clone()).await?;
-                    reply = self.redis.query_one(&command).await;
+                    sent = self.redis.query_one(&command).await;
                 }
-                Ok(vec![reply.map_err(Error::from)])
+                Ok(Ran::replies(vec![sent.map_err(Error::from).and_then(reply)]))
             }
             calls => self.pipeline(calls, replication).await,
         }
     }
 
-    async fn server_warnings(&self) -> Vec<String> {
-        self.redis.server_warnings().await
-    }
-
-    async fn server_run(&self) -> Option<ServerRun> {
-        self.redis.server_run().await
-    }
-
-    async fn read_stream(
-        &self,
-        key: &str,
-        after: &str,
-        count: usize,
-        wait: Duration,
-    ) -> Result<Vec<StreamEntry>> {
-        self.redis.read_stream(key, after, count, wait).await
-    }
-
-    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
-        self.redis.stream_last(key).await
-    }
-
-    async fn register(&self, key: &str, name: &str) -> Result<()> {
-        self.redis.register(key, name).await
-    }
-
-    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
-        self.redis.registered(key, limit).await
-    }
-
-    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
-        self.redis.unregister(key, name).await
-    }
-
-    async fn beat_worker(&self, registration: &Registration) -> Result<()> {
-        self.redis.beat_worker(registration).await
-    }
-
-    async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>> {
-        self.redis.noted_workers(limit).await
-    }
-
-    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
-        self.redis.forget_workers(ids, before).await
-    }
-
-    async fn unregister_worker(&self, id: &str) -> Result<()> {
-        self.redis.unregister_worker(id).await
-    }
-
     /// With blocking connections, claim and wait on the queue's wake-up key
     /// (`BZPOPMIN`, PROTOCOL.md §9); without, claim at once (the worker polls).
-    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
-        let run = || async { one(self.run(std::slice::from_ref(claim)).await?) };
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply> {
+        let run = || async { one(self.run(std::slice::from_ref(claim)).await?.replies) };
         let key = |role| Name::Claim.describe().position(role).and_then(|at| claim.keys.get(at));
         match (&self.redis.blocking, key(Role::Wake), key(Role::Pending)) {
             (Some(blocking), Some(wake), Some(pending)) if self.waits() => {
@@ -187,29 +132,25 @@ where
         }
     }
 
-    fn replication(&self) -> Option<Replication> {
-        self.redis.replication
-    }
-
-    fn waits_on_many(&self) -> bool {
-        self.redis.pops_any() && self.waits()
+    fn setup(&self) -> Setup {
+        Setup {
+            waits: self.waits(),
+            waits_on_many: self.redis.pops_any() && self.waits(),
+            replication: self.redis.replication,
+        }
     }
 
     async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
         self.redis.pop_any(wakes, wait).await
     }
 
-    async fn upkeep_due(&self, queues: &[Keyspace]) -> Option<Vec<UpkeepDue>> {
-        self.redis.upkeep_due(queues).await
-    }
-
-    fn waits(&self) -> bool {
-        self.redis.blocking.is_some() && !self.wake_refused.load(Ordering::SeqCst)
-    }
-
     async fn interrupt_waits(&self) {
         self.interrupts.interrupt();
         self.redis.unblock_waits().await;
+    }
+
+    fn plain(&self) -> &dyn Plain {
+        &self.redis
     }
 }
 
@@ -217,9 +158,15 @@ impl<C> Lua<C>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
+    /// Whether a claim waits on the wake-up key: with blocking connections,
+    /// until the server refused the pop.
+    fn waits(&self) -> bool {
+        self.redis.blocking.is_some() && !self.wake_refused.load(Ordering::SeqCst)
+    }
+
     /// The calls as one pipeline, with a WAIT after them when `replication`
     /// is given (see [`Executor::run`]'s use of `confirms`).
-    async fn pipeline(&self, calls: &[Call], replication: Option<Replication>) -> Result<Vec<Result<Value>>> {
+    async fn pipeline(&self, calls: &[Call], replication: Option<Replication>) -> Result<Ran> {
         let mut sent = self.redis.pipelined(calls, evalsha, replication).await?;
         let unknown = |reply: &Result<Value>| matches!(reply, Err(err) if err.redis().is_some_and(|err| err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
@@ -239,7 +186,7 @@ where
                 sent.replies[i] = reply;
             }
         }
-        Ok(sent.replicated(calls, replication))
+        Ok(sent.ran(replication))
     }
 }
 
@@ -276,11 +223,11 @@ async fn claim_on_wake<C, F, Fut, P, PFut>(
     wait: Duration,
     claim: F,
     pending: P,
-) -> Result<Value>
+) -> Result<Reply>
 where
     C: redis::aio::ConnectionLike + Send,
     F: Fn() -> Fut,
-    Fut: Future<Output = Result<Value>>,
+    Fut: Future<Output = Result<Reply>>,
     P: Fn() -> PFut,
     PFut: Future<Output = u64>,
 {
@@ -293,7 +240,7 @@ where
         if !claimed_nothing(&claimed) || interrupts.count() != since || left.is_zero() {
             return claimed;
         }
-        if matches!(&claimed, Ok(Value::Array(jobs)) if jobs.is_empty()) {
+        if matches!(&claimed, Ok(Reply::Array(jobs)) if jobs.is_empty()) {
             let now = pending().await;
             if now > 0 && pending_before.is_none_or(|before| now < before) {
                 pending_before = Some(now);

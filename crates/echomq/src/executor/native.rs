@@ -9,13 +9,13 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use echomq_core::Reply;
 use redis::aio::ConnectionLike;
+#[cfg(feature = "cluster")]
 use redis::Value;
 
-use super::transport::{sized_command, Transport};
-use super::{claimed_nothing, one, Call, Executor, Replication, ServerRun, StreamEntry, UpkeepDue, BUSY_NAP};
-use crate::keyspace::Keyspace;
-use crate::workers::{Noted, Registration};
+use super::transport::{reply, sized_command, Transport};
+use super::{claimed_nothing, one, Call, Executor, Plain, Ran, Replication, Setup, BUSY_NAP};
 use crate::{Error, Result};
 
 /// Runs transitions as the module's `EMQ.*` commands, over any async
@@ -90,30 +90,28 @@ where
     /// One call as one `EMQ.<NAME>` command; more as one pipeline of them,
     /// with a WAIT after them when replication asks for one and any writes
     /// what a caller relies on (not a claim).
-    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+    async fn run(&self, calls: &[Call]) -> Result<Ran> {
         let replication = self.redis.replication_for(calls);
         match calls {
-            [] => Ok(Vec::new()),
+            [] => Ok(Ran::replies(Vec::new())),
             [call] if replication.is_none() => {
-                let reply = self.redis.query_one(&command(call)).await;
-                Ok(vec![reply.map_err(Error::from)])
+                let sent = self.redis.query_one(&command(call)).await;
+                Ok(Ran::replies(vec![sent.map_err(Error::from).and_then(reply)]))
             }
-            calls => {
-                Ok(self.redis.pipelined(calls, command, replication).await?.replicated(calls, replication))
-            }
+            calls => Ok(self.redis.pipelined(calls, command, replication).await?.ran(replication)),
         }
     }
 
     /// `EMQ.CLAIM … BLOCK <ms>` on a blocking connection: the server wakes
     /// the claim when a job arrives. Without one free, a plain claim.
-    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Value> {
-        let run_now = || async { one(self.run(std::slice::from_ref(claim)).await?) };
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply> {
+        let run_now = || async { one(self.run(std::slice::from_ref(claim)).await?.replies) };
         let Some(blocking) = &self.redis.blocking else { return run_now().await };
         // BLOCK 0 would wait without limit: wait at least a millisecond instead.
         let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
         let mut blocked = command(claim);
         blocked.arg("BLOCK").arg(wait_ms as u64);
-        let Some(reply) = blocking.query(&blocked).await? else {
+        let Some(sent) = blocking.query(&blocked).await? else {
             // Every blocking connection is busy: claim, and nap as a polling worker would.
             let claimed = run_now().await;
             if claimed_nothing(&claimed) {
@@ -121,27 +119,16 @@ where
             }
             return claimed;
         };
-        Ok(reply?)
+        reply(sent?)
     }
 
-    fn replication(&self) -> Option<Replication> {
-        self.redis.replication
-    }
-
-    fn waits_on_many(&self) -> bool {
-        self.redis.pops_any() && self.waits()
+    fn setup(&self) -> Setup {
+        let waits = self.redis.blocking.is_some();
+        Setup { waits, waits_on_many: self.redis.pops_any() && waits, replication: self.redis.replication }
     }
 
     async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
         self.redis.pop_any(wakes, wait).await
-    }
-
-    async fn upkeep_due(&self, queues: &[Keyspace]) -> Option<Vec<UpkeepDue>> {
-        self.redis.upkeep_due(queues).await
-    }
-
-    fn waits(&self) -> bool {
-        self.redis.blocking.is_some()
     }
 
     /// `CLIENT UNBLOCK` each blocked claim's connection: the module answers
@@ -150,54 +137,8 @@ where
         self.redis.unblock_waits().await;
     }
 
-    async fn server_warnings(&self) -> Vec<String> {
-        self.redis.server_warnings().await
-    }
-
-    async fn server_run(&self) -> Option<ServerRun> {
-        self.redis.server_run().await
-    }
-
-    async fn read_stream(
-        &self,
-        key: &str,
-        after: &str,
-        count: usize,
-        wait: Duration,
-    ) -> Result<Vec<StreamEntry>> {
-        self.redis.read_stream(key, after, count, wait).await
-    }
-
-    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
-        self.redis.stream_last(key).await
-    }
-
-    async fn register(&self, key: &str, name: &str) -> Result<()> {
-        self.redis.register(key, name).await
-    }
-
-    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
-        self.redis.registered(key, limit).await
-    }
-
-    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
-        self.redis.unregister(key, name).await
-    }
-
-    async fn beat_worker(&self, registration: &Registration) -> Result<()> {
-        self.redis.beat_worker(registration).await
-    }
-
-    async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>> {
-        self.redis.noted_workers(limit).await
-    }
-
-    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
-        self.redis.forget_workers(ids, before).await
-    }
-
-    async fn unregister_worker(&self, id: &str) -> Result<()> {
-        self.redis.unregister_worker(id).await
+    fn plain(&self) -> &dyn Plain {
+        &self.redis
     }
 }
 

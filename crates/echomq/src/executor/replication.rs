@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use echomq_core::Name;
 use redis::Value;
 
-use super::Call;
-use crate::{Error, Result};
+use super::{Call, Ran, Shortfall};
+use crate::Result;
 
 /// How many replicas must confirm each write before a call returns. Redis
 /// replicates asynchronously: a master that acknowledges a write and dies
@@ -50,74 +49,29 @@ pub(super) struct Sent {
 }
 
 impl Sent {
-    /// The replies, each call's own: when fewer replicas than `replication`
-    /// asks for confirmed the writes, each call that applied a write the
-    /// caller relies on (see [`confirms`]) answers [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated)
-    /// instead of its value; a refused call wrote nothing and answers its
-    /// refusal, and a read or a claim answers its value. An ACKMANY answers
-    /// for each job: its reply is marked (see [`shortfall`]), so that a job
-    /// it acked hears the shortfall and one it refused its refusal.
-    pub(super) fn replicated(self, calls: &[Call], replication: Option<Replication>) -> Vec<Result<Value>> {
-        let (Some(Replication { replicas, .. }), Some(confirmed)) = (replication, self.confirmed) else {
-            return self.replies;
+    /// The replies, typed, and the replicas' shortfall when fewer than
+    /// `replication` asks for confirmed the writes: each call that applied
+    /// a write the caller relies on (see [`confirms`]) answers it
+    /// ([`Transition::replicated`](crate::transition::Transition::replicated));
+    /// a refused call wrote nothing and answers its refusal, and a read or a
+    /// claim answers its value.
+    pub(super) fn ran(self, replication: Option<Replication>) -> Ran {
+        let shortfall = match (replication, self.confirmed) {
+            (Some(Replication { replicas, .. }), Some(confirmed)) if confirmed < replicas => {
+                Some(Shortfall { confirmed, wanted: replicas })
+            }
+            _ => None,
         };
-        if confirmed >= replicas {
-            return self.replies;
-        }
-        self.replies
-            .into_iter()
-            .zip(calls)
-            .map(|(reply, call)| match reply {
-                Ok(Value::Array(jobs)) if call.name == Name::AckMany => {
-                    let shortfall = [confirmed, replicas].map(|n| Value::Int(n as i64));
-                    Ok(Value::Attribute {
-                        data: Box::new(Value::Array(jobs)),
-                        attributes: vec![(
-                            Value::SimpleString(SHORTFALL.into()),
-                            Value::Array(shortfall.into()),
-                        )],
-                    })
-                }
-                Ok(_) if confirms(std::slice::from_ref(call)) => {
-                    Err(Error::not_replicated(confirmed, replicas))
-                }
-                reply => reply,
-            })
-            .collect()
-    }
-}
-
-/// The name of the mark an ACKMANY's reply carries when fewer replicas
-/// than asked for confirmed it: an attribute (RESP3's place for what a reply
-/// carries beside its data), put there by the executor, never by a server.
-const SHORTFALL: &str = "emq-shortfall";
-
-/// A reply and, when [`Sent::replicated`] marked it, the replicas' shortfall:
-/// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated) for each of its writes that applied.
-pub(crate) fn shortfall(reply: Value) -> (Value, Option<(u64, u64)>) {
-    match reply {
-        Value::Attribute { data, attributes } => {
-            let marked = attributes.iter().find_map(|(name, numbers)| match (name, numbers) {
-                (Value::SimpleString(name), Value::Array(numbers)) if name == SHORTFALL => {
-                    match numbers[..] {
-                        [Value::Int(confirmed), Value::Int(wanted)] => {
-                            Some((confirmed as u64, wanted as u64))
-                        }
-                        _ => None,
-                    }
-                }
-                _ => None,
-            });
-            (*data, marked)
-        }
-        reply => (reply, None),
+        let replies = self.replies.into_iter().map(|reply| reply.and_then(super::transport::reply)).collect();
+        Ran { replies, shortfall }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::{Error, ErrorKind};
+    use echomq_core::Name;
 
     fn call(name: Name) -> Call {
         Call { name, keys: Vec::new(), args: Vec::new() }
@@ -132,35 +86,28 @@ mod tests {
     }
 
     #[test]
-    fn a_shortfall_is_each_writing_calls_own_and_a_refusal_stays_a_refusal() {
-        let calls = [call(Name::Ack), call(Name::Ack), call(Name::Extend)];
-        let replies = vec![Ok(Value::Int(1)), Err(Error::new(ErrorKind::Fence, "stale")), Ok(Value::Int(7))];
+    fn a_shortfall_is_said_beside_the_replies() {
         let replication = Replication { replicas: 1, timeout: Duration::from_millis(10) };
-        let sent = Sent { replies, confirmed: Some(0) };
-        let replies = sent.replicated(&calls, Some(replication));
-        assert!(matches!(
-            replies[0],
-            Err(Error { kind: ErrorKind::NotReplicated { confirmed: 0, wanted: 1 }, .. })
-        ));
-        assert!(matches!(replies[1], Err(Error { kind: ErrorKind::Fence, .. })), "it wrote nothing");
-        assert!(matches!(replies[2], Ok(Value::Int(7))), "a heartbeat is not waited for");
-        let confirmed = Sent { replies: vec![Ok(Value::Int(1))], confirmed: Some(1) };
-        assert!(matches!(confirmed.replicated(&calls[..1], Some(replication))[0], Ok(Value::Int(1))));
+        let sent = Sent { replies: vec![Ok(Value::Int(1))], confirmed: Some(0) };
+        let ran = sent.ran(Some(replication));
+        assert_eq!(ran.shortfall, Some(Shortfall { confirmed: 0, wanted: 1 }));
+        assert!(matches!(ran.replies[..], [Ok(echomq_core::Reply::Int(1))]));
+        let sent = Sent { replies: vec![Ok(Value::Int(1))], confirmed: Some(1) };
+        assert_eq!(sent.ran(Some(replication)).shortfall, None);
     }
 
     /// An ACKMANY's jobs answer each on their own: the acked one the
     /// shortfall, the fenced one its refusal (not "applied").
     #[test]
     fn an_ackmany_short_of_replicas_answers_for_each_job() {
-        use crate::transition::{AckMany, Transition};
+        use crate::executor::parse_reply;
+        use crate::transition::AckMany;
+        use echomq_core::{Code, Refusal, Reply};
         let fenced =
-            redis::make_extension_error("EMQFENCE".into(), Some("token does not hold the lease".into()));
-        let fenced = Value::ServerError(redis::ServerError::try_from(fenced).unwrap());
-        let reply = || Ok(Value::Array(vec![Value::Int(1), fenced.clone()]));
-        let replication = Replication { replicas: 2, timeout: Duration::from_millis(10) };
-        let sent = Sent { replies: vec![reply()], confirmed: Some(1) };
-        let [marked] = &sent.replicated(&[call(Name::AckMany)], Some(replication))[..] else { panic!() };
-        let outcomes = AckMany::parse(marked.as_ref().unwrap().clone()).unwrap();
+            Reply::Error(Refusal { code: Code::Fence, text: "token does not hold the lease".into() });
+        let reply = || Ok(Reply::Array(vec![Reply::Int(1), fenced.clone()]));
+        let short = Some(Shortfall { confirmed: 1, wanted: 2 });
+        let outcomes = parse_reply::<AckMany>(reply(), short).unwrap();
         assert!(
             matches!(
                 outcomes[0],
@@ -169,9 +116,24 @@ mod tests {
             "{outcomes:?}"
         );
         assert!(outcomes[1].as_ref().is_err_and(Error::is_lost_lease), "{outcomes:?}");
-        let sent = Sent { replies: vec![reply()], confirmed: Some(2) };
-        let [enough] = &sent.replicated(&[call(Name::AckMany)], Some(replication))[..] else { panic!() };
-        let outcomes = AckMany::parse(enough.as_ref().unwrap().clone()).unwrap();
+        let outcomes = parse_reply::<AckMany>(reply(), None).unwrap();
         assert!(outcomes[0].is_ok() && outcomes[1].as_ref().is_err_and(Error::is_lost_lease), "{outcomes:?}");
+    }
+
+    /// A write answers the shortfall; a refusal stays a refusal (it wrote
+    /// nothing); a heartbeat is not waited for.
+    #[test]
+    fn a_shortfall_is_each_writing_calls_own_and_a_refusal_stays_a_refusal() {
+        use crate::executor::parse_reply;
+        use crate::transition::{Ack, Extend};
+        let short = Some(Shortfall { confirmed: 0, wanted: 1 });
+        let acked = parse_reply::<Ack>(Ok(echomq_core::Reply::Int(1)), short);
+        assert!(matches!(
+            acked,
+            Err(Error { kind: ErrorKind::NotReplicated { confirmed: 0, wanted: 1 }, .. })
+        ));
+        let fenced = parse_reply::<Ack>(Err(Error::new(ErrorKind::Fence, "stale")), short);
+        assert!(matches!(fenced, Err(Error { kind: ErrorKind::Fence, .. })), "it wrote nothing");
+        assert!(parse_reply::<Extend>(Ok(echomq_core::Reply::Int(7)), short).is_ok(), "not waited for");
     }
 }

@@ -23,7 +23,7 @@ pub struct StreamEntry {
 /// its own to block on.
 const STREAM_POLL: Duration = Duration::from_millis(50);
 
-/// [`Executor::read_stream`] on Redis: `XREAD … BLOCK` on a connection of
+/// [`Plain::read_stream`](super::Plain::read_stream) on Redis: `XREAD … BLOCK` on a connection of
 /// its own from `blocking`; without one free, a plain `XREAD` on `conn` and
 /// a nap when it found nothing.
 pub(super) async fn read_stream_on<C>(
@@ -59,22 +59,6 @@ where
     Ok(entries)
 }
 
-/// [`Executor::stream_last`] on Redis: `XREVRANGE key + - COUNT 1`.
-pub(super) async fn stream_last_on<C>(conn: &C, key: &str) -> Result<Option<String>>
-where
-    C: redis::aio::ConnectionLike + Clone + Send,
-{
-    let reply: Value = redis::cmd("XREVRANGE")
-        .arg(key)
-        .arg("+")
-        .arg("-")
-        .arg("COUNT")
-        .arg(1)
-        .query_async(&mut conn.clone())
-        .await?;
-    Ok(entries_of(reply)?.into_iter().next().map(|entry| entry.id))
-}
-
 /// XREAD's reply, `[[key, entries]]` or nil, as entries.
 fn stream_entries(reply: Value) -> Result<Vec<StreamEntry>> {
     match reply {
@@ -90,7 +74,7 @@ fn stream_entries(reply: Value) -> Result<Vec<StreamEntry>> {
 }
 
 /// A list of stream entries, `[[id, [field, value, …]], …]`.
-fn entries_of(reply: Value) -> Result<Vec<StreamEntry>> {
+pub(super) fn entries_of(reply: Value) -> Result<Vec<StreamEntry>> {
     let bad = |what: &Value| Error::new(ErrorKind::Reply, format!("a stream entry: got {what:?}"));
     let text = |value: Value| match value {
         Value::BulkString(bytes) => Ok(bytes),

@@ -6,7 +6,6 @@
 //! idle claim waits.
 
 use crate::ErrorKind;
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,12 +14,13 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::Value;
 
+use async_trait::async_trait;
+use echomq_core::{Code, Refusal, Reply};
+
 use super::blocking::{Blocking, Open};
 use super::replication::{confirms, Sent};
-use super::stream::{read_stream_on, stream_last_on};
-use super::{Call, Replication, ServerRun, StreamEntry};
-use crate::keyspace;
-use crate::workers::{Noted, Registration};
+use super::stream::{entries_of, read_stream_on};
+use super::{Answer, Call, Command, Plain, Replication, StreamEntry};
 use crate::{Error, Result};
 
 /// The transport: what a Redis executor holds, whatever it sends.
@@ -39,21 +39,12 @@ pub(super) struct Transport<C> {
     pub(super) one_server: bool,
     /// Set once the server refused a `BZPOPMIN` over many queues.
     pub(super) many_refused: Arc<AtomicBool>,
-    /// Set once the server refused the upkeep's reads ([`due::read`](super::due::read)).
-    pub(super) due_refused: Arc<AtomicBool>,
 }
 
 impl<C> Transport<C> {
     /// A transport over `conn`, with no blocking connections and no replication.
     pub(super) fn new(conn: C) -> Transport<C> {
-        Transport {
-            conn,
-            blocking: None,
-            replication: None,
-            one_server: false,
-            many_refused: Arc::default(),
-            due_refused: Arc::default(),
-        }
+        Transport { conn, blocking: None, replication: None, one_server: false, many_refused: Arc::default() }
     }
 
     /// Block on connections of their own that `open` makes, kept for later waits.
@@ -127,148 +118,6 @@ where
         Ok(Sent { replies, confirmed })
     }
 
-    /// Warnings about the server's set-up (see [`eviction_warnings`]).
-    pub(super) async fn server_warnings(&self) -> Vec<String> {
-        eviction_warnings(&self.conn).await
-    }
-
-    /// Which run of the server answers (see [`server_run_on`]).
-    pub(super) async fn server_run(&self) -> Option<ServerRun> {
-        server_run_on(&self.conn).await
-    }
-
-    /// Entries of the stream `key` after `after`, waiting up to `wait` for the
-    /// first on a blocking connection when one is free.
-    pub(super) async fn read_stream(
-        &self,
-        key: &str,
-        after: &str,
-        count: usize,
-        wait: Duration,
-    ) -> Result<Vec<StreamEntry>> {
-        read_stream_on(&self.conn, self.blocking.as_deref(), key, after, count, wait).await
-    }
-
-    /// The id of the stream `key`'s newest entry.
-    pub(super) async fn stream_last(&self, key: &str) -> Result<Option<String>> {
-        stream_last_on(&self.conn, key).await
-    }
-
-    /// `ZADD key GT <now ms> name`: the queue registry (PROTOCOL.md §2).
-    pub(super) async fn register(&self, key: &str, name: &str) -> Result<()> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let mut conn = self.conn.clone();
-        let _: i64 = redis::cmd("ZADD")
-            .arg(key)
-            .arg("GT")
-            .arg(now.as_millis() as u64)
-            .arg(name)
-            .query_async(&mut conn)
-            .await?;
-        Ok(())
-    }
-
-    /// Up to `limit` names of the registry `key`, the most recently seen,
-    /// in name order.
-    pub(super) async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut conn = self.conn.clone();
-        let mut names: Vec<String> =
-            redis::cmd("ZRANGE").arg(key).arg(0).arg(limit - 1).arg("REV").query_async(&mut conn).await?;
-        names.sort_unstable();
-        Ok(names)
-    }
-
-    /// `ZREM key name`.
-    pub(super) async fn unregister(&self, key: &str, name: &str) -> Result<()> {
-        let mut conn = self.conn.clone();
-        let _: i64 = redis::cmd("ZREM").arg(key).arg(name).query_async(&mut conn).await?;
-        Ok(())
-    }
-
-    /// A worker's registration (PROTOCOL.md §2): `HSET` and `PEXPIRE` of its
-    /// hash in one round trip, then `ZADD emq:workers`. Two keys in two
-    /// slots, so two round trips, not one transaction: the hash first, so
-    /// that a member is never noted before its hash.
-    pub(super) async fn beat_worker(&self, registration: &Registration) -> Result<()> {
-        let key = keyspace::worker(&registration.id);
-        let mut conn = self.conn.clone();
-        let mut hash = redis::pipe();
-        let set = hash.cmd("HSET").arg(&key);
-        for (field, value) in &registration.fields {
-            set.arg(field.as_str()).arg(value);
-        }
-        hash.ignore().cmd("PEXPIRE").arg(&key).arg(ttl_ms(registration.ttl)).ignore();
-        let () = hash.query_async(&mut conn).await?;
-        let _: i64 = redis::cmd("ZADD")
-            .arg(keyspace::WORKERS)
-            .arg(registration.beat)
-            .arg(&registration.id)
-            .query_async(&mut conn)
-            .await?;
-        Ok(())
-    }
-
-    /// The worker registry's `limit` latest members with their scores, then
-    /// each one's hash (one HGETALL each, sent together on the connection).
-    pub(super) async fn noted_workers(&self, limit: usize) -> Result<Vec<Noted>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut conn = self.conn.clone();
-        let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(keyspace::WORKERS)
-            .arg(0)
-            .arg(limit - 1)
-            .arg("REV")
-            .arg("WITHSCORES")
-            .query_async(&mut conn)
-            .await?;
-        let hashes = members.iter().map(|(id, _)| {
-            let mut conn = self.conn.clone();
-            async move {
-                redis::cmd("HGETALL")
-                    .arg(keyspace::worker(id))
-                    .query_async::<HashMap<String, String>>(&mut conn)
-                    .await
-            }
-        });
-        let hashes = futures_util::future::join_all(hashes).await;
-        members
-            .into_iter()
-            .zip(hashes)
-            .map(|((id, beat), fields)| {
-                let fields = fields?;
-                Ok(Noted { id, beat: beat as u64, fields: (!fields.is_empty()).then_some(fields) })
-            })
-            .collect()
-    }
-
-    /// `ZREM emq:workers ids…` and `ZREMRANGEBYSCORE emq:workers -inf (before`.
-    pub(super) async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
-        let mut conn = self.conn.clone();
-        if !ids.is_empty() {
-            let _: i64 = redis::cmd("ZREM").arg(keyspace::WORKERS).arg(ids).query_async(&mut conn).await?;
-        }
-        let _: i64 = redis::cmd("ZREMRANGEBYSCORE")
-            .arg(keyspace::WORKERS)
-            .arg("-inf")
-            .arg(format!("({before}"))
-            .query_async(&mut conn)
-            .await?;
-        Ok(())
-    }
-
-    /// `DEL emq:worker:<id>`, then `ZREM emq:workers <id>`.
-    pub(super) async fn unregister_worker(&self, id: &str) -> Result<()> {
-        let mut conn = self.conn.clone();
-        let _: i64 = redis::cmd("DEL").arg(keyspace::worker(id)).query_async(&mut conn).await?;
-        let _: i64 = redis::cmd("ZREM").arg(keyspace::WORKERS).arg(id).query_async(&mut conn).await?;
-        Ok(())
-    }
-
     /// One `BZPOPMIN` over `wakes` for up to `wait`, on a blocking
     /// connection: the index of the key it popped (see
     /// [`Executor::wait_on_many`](super::Executor::wait_on_many)). A user
@@ -307,11 +156,6 @@ where
         }
     }
 
-    /// What each of `queues` has due (see [`Executor::upkeep_due`](super::Executor::upkeep_due)).
-    pub(super) async fn upkeep_due(&self, queues: &[keyspace::Keyspace]) -> Option<Vec<super::UpkeepDue>> {
-        super::due::read(&self.conn, queues, &self.due_refused).await
-    }
-
     /// End every wait on the blocking connections now (see [`unblock_waits`]).
     pub(super) async fn unblock_waits(&self) {
         if let Some(blocking) = &self.blocking {
@@ -328,9 +172,207 @@ pub(super) fn bzpopmin(keys: &[impl redis::ToRedisArgs], wait: Duration) -> redi
     pop
 }
 
-/// A TTL in whole ms for PEXPIRE: at least 1 (0 would delete the key).
-pub(super) fn ttl_ms(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+/// A transition's reply as the core types it: a Lua script's or the
+/// module's, off the wire. An error inside an array (ACKMANY's per-job
+/// refusals) is the item's [`Refusal`]; one with a code outside the
+/// protocol's is the whole reply's error.
+pub(super) fn reply(value: Value) -> Result<Reply> {
+    Ok(match value {
+        Value::Int(n) => Reply::Int(n),
+        Value::BulkString(bytes) => Reply::Bulk(bytes),
+        Value::SimpleString(text) | Value::VerbatimString { text, .. } => Reply::Bulk(text.into_bytes()),
+        Value::Okay => Reply::Bulk(b"OK".to_vec()),
+        Value::Nil => Reply::Nil,
+        Value::Array(items) | Value::Set(items) => {
+            Reply::Array(items.into_iter().map(reply).collect::<Result<_>>()?)
+        }
+        Value::ServerError(err) => {
+            let refusal = Code::parse(err.code())
+                .map(|code| Refusal { code, text: err.details().unwrap_or_default().to_owned() });
+            match refusal {
+                Some(refusal) => Reply::Error(refusal),
+                None => return Err(Error::from(redis::RedisError::from(err))),
+            }
+        }
+        other => {
+            return Err(Error::new(
+                ErrorKind::Reply,
+                format!("a reply the protocol does not give: {other:?}"),
+            ))
+        }
+    })
+}
+
+#[async_trait]
+impl<C> Plain for Transport<C>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    /// One pipeline of the commands, each answer read by its command.
+    async fn send(&self, commands: &[Command]) -> Result<Vec<Result<Answer>>> {
+        let now = || {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
+        };
+        let mut pipe = redis::pipe();
+        for command in commands {
+            pipe.add_command(plain_command(command, now));
+        }
+        let replies = pipe
+            .ignore_errors()
+            .query_async::<Vec<redis::RedisResult<Value>>>(&mut self.conn.clone())
+            .await?;
+        Ok(commands.iter().zip(replies).map(|(command, reply)| answer(command, reply?)).collect())
+    }
+
+    async fn read_stream(
+        &self,
+        key: &str,
+        after: &str,
+        count: usize,
+        wait: Duration,
+    ) -> Result<Vec<StreamEntry>> {
+        read_stream_on(&self.conn, self.blocking.as_deref(), key, after, count, wait).await
+    }
+}
+
+/// A plain command as Redis spells it; `now` gives a score of now.
+fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::Cmd {
+    let named = |name: &str, key: &str| {
+        let mut command = redis::cmd(name);
+        command.arg(key);
+        command
+    };
+    match command {
+        Command::Time => redis::cmd("TIME"),
+        Command::ZAdd { key, score, member, raise_only } => {
+            let mut add = named("ZADD", key);
+            if *raise_only {
+                add.arg("GT");
+            }
+            add.arg(score.unwrap_or_else(now)).arg(member);
+            add
+        }
+        Command::ZRange { key, count, latest } => {
+            let mut range = named("ZRANGE", key);
+            range.arg(0).arg(count.saturating_sub(1));
+            if *latest {
+                range.arg("REV");
+            }
+            range.arg("WITHSCORES");
+            range
+        }
+        Command::ZCard(key) => named("ZCARD", key),
+        Command::ZRem(key, members) => {
+            let mut remove = named("ZREM", key);
+            remove.arg(members);
+            remove
+        }
+        Command::ZRemBelow(key, below) => {
+            let mut remove = named("ZREMRANGEBYSCORE", key);
+            remove.arg("-inf").arg(format!("({below}"));
+            remove
+        }
+        Command::Exists(key) => named("EXISTS", key),
+        Command::HSet(key, fields) => {
+            let mut set = named("HSET", key);
+            for (field, value) in fields {
+                set.arg(field).arg(value);
+            }
+            set
+        }
+        Command::PExpire(key, ms) => {
+            let mut expire = named("PEXPIRE", key);
+            expire.arg((*ms).max(1));
+            expire
+        }
+        Command::HGetAll(key) => named("HGETALL", key),
+        Command::Del(key) => named("DEL", key),
+        Command::StreamLast(key) => {
+            let mut range = named("XREVRANGE", key);
+            range.arg("+").arg("-").arg("COUNT").arg(1);
+            range
+        }
+        Command::Info(sections) => {
+            let mut info = redis::cmd("INFO");
+            info.arg(*sections);
+            info
+        }
+        Command::ConfigGet(name) => {
+            let mut get = redis::cmd("CONFIG");
+            get.arg("GET").arg(*name);
+            get
+        }
+    }
+}
+
+/// A plain command's reply read as its [`Answer`].
+fn answer(command: &Command, value: Value) -> Result<Answer> {
+    use redis::FromRedisValue;
+    let bad = |value: &Value| Error::new(ErrorKind::Reply, format!("{command:?} answered {value:?}"));
+    let read = |err: redis::ParsingError| Error::new(ErrorKind::Reply, format!("{command:?}: {err}"));
+    Ok(match command {
+        Command::Time => match &value {
+            Value::Array(time) => Answer::Int(time_ms(time).ok_or_else(|| bad(&value))?),
+            _ => return Err(bad(&value)),
+        },
+        Command::ZRange { .. } => Answer::Scored(scored(&value).ok_or_else(|| bad(&value))?),
+        Command::HGetAll(_) => {
+            let fields: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
+            Answer::Fields(fields)
+        }
+        Command::StreamLast(_) => Answer::Text(entries_of(value)?.into_iter().next().map(|entry| entry.id)),
+        Command::Info(_) => Answer::Text(Some(FromRedisValue::from_redis_value(value).map_err(read)?)),
+        Command::ConfigGet(_) => {
+            let pairs: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
+            Answer::Text(pairs.into_iter().next().map(|(_, value)| value))
+        }
+        _ => match value {
+            Value::Int(n) => Answer::Int(n),
+            Value::Okay => Answer::Int(1),
+            other => return Err(bad(&other)),
+        },
+    })
+}
+
+/// `ZRANGE … WITHSCORES`'s members and scores: RESP2's flat list, or
+/// RESP3's pairs.
+fn scored(value: &Value) -> Option<Vec<(String, f64)>> {
+    let Value::Array(items) = value else { return None };
+    let text = |value: &Value| match value {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(text) => Some(text.clone()),
+        _ => None,
+    };
+    let score = |value: &Value| match value {
+        Value::Double(score) => Some(*score),
+        Value::Int(n) => Some(*n as f64),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        _ => None,
+    };
+    if items.iter().all(|item| matches!(item, Value::Array(pair) if pair.len() == 2)) {
+        return items
+            .iter()
+            .map(|item| match item {
+                Value::Array(pair) => Some((text(&pair[0])?, score(&pair[1])?)),
+                _ => None,
+            })
+            .collect();
+    }
+    items.chunks(2).map(|pair| Some((text(pair.first()?)?, score(pair.get(1)?)?))).collect()
+}
+
+/// `TIME`'s seconds and microseconds as ms.
+fn time_ms(time: &[Value]) -> Option<i64> {
+    let part = |value: &Value| match value {
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse::<i64>().ok(),
+        Value::Int(n) => Some(*n),
+        _ => None,
+    };
+    match time {
+        [seconds, micros] => Some(part(seconds)? * 1000 + part(micros)? / 1000),
+        _ => None,
+    }
 }
 
 /// A command that starts with `head`, with room for `call`'s key count,
@@ -350,34 +392,6 @@ pub(super) fn sized_command(call: &Call, head: &[&str]) -> redis::Cmd {
     command
 }
 
-/// [`Executor::server_run`] on `conn`: one `INFO server persistence`.
-async fn server_run_on<C>(conn: &C) -> Option<ServerRun>
-where
-    C: redis::aio::ConnectionLike + Clone + Send,
-{
-    let info: String =
-        redis::cmd("INFO").arg("server").arg("persistence").query_async(&mut conn.clone()).await.ok()?;
-    let field =
-        |name: &str| info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':').map(str::trim));
-    Some(ServerRun { run_id: field("run_id")?.to_owned(), aof: field("aof_enabled")? == "1" })
-}
-
-/// A job store must never be evicted: warn unless `maxmemory-policy` is
-/// `noeviction`. A server that will not say (CONFIG denied by an ACL) gets no warning.
-async fn eviction_warnings<C>(conn: &C) -> Vec<String>
-where
-    C: redis::aio::ConnectionLike + Clone + Send,
-{
-    let policy: redis::RedisResult<(String, String)> =
-        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut conn.clone()).await;
-    match policy {
-        Ok((_, policy)) if policy != "noeviction" => vec![format!(
-            "maxmemory-policy is {policy}: Redis may evict jobs under memory pressure; set it to noeviction"
-        )],
-        _ => Vec::new(),
-    }
-}
-
 /// End every wait on `blocking`'s connections now (`CLIENT UNBLOCK`, sent on
 /// `conn`): a stopping worker's. A user who may not send it waits its time out.
 async fn unblock_waits<C>(conn: &C, blocking: &Blocking<C>)
@@ -390,5 +404,49 @@ where
         if let Err(err) = unblocked {
             tracing::debug!(error = %err, "cannot end a blocked wait early; it waits its time out");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn plain_answers_read_resp2_and_resp3() {
+        let range = Command::ZRange { key: "k".into(), count: 1, latest: false };
+        let resp2 = Value::Array(vec![bulk("JOB_1"), bulk("999")]);
+        let resp3 = Value::Array(vec![Value::Array(vec![bulk("JOB_1"), Value::Double(999.0)])]);
+        for value in [resp2, resp3] {
+            assert_eq!(answer(&range, value).unwrap(), Answer::Scored(vec![("JOB_1".into(), 999.0)]));
+        }
+        assert_eq!(answer(&range, Value::Array(Vec::new())).unwrap(), Answer::Scored(Vec::new()));
+        let time = Value::Array(vec![bulk("1764522000"), bulk("123456")]);
+        assert_eq!(answer(&Command::Time, time).unwrap(), Answer::Int(1_764_522_000_123));
+        let config = Value::Array(vec![bulk("maxmemory-policy"), bulk("noeviction")]);
+        assert_eq!(
+            answer(&Command::ConfigGet("maxmemory-policy"), config).unwrap(),
+            Answer::Text(Some("noeviction".into()))
+        );
+    }
+
+    #[test]
+    fn an_error_inside_a_reply_is_its_items_refusal() {
+        let fenced = redis::make_extension_error("EMQFENCE".into(), Some("stale".into()));
+        let fenced = Value::ServerError(redis::ServerError::try_from(fenced).unwrap());
+        let read = reply(Value::Array(vec![Value::Int(1), fenced])).unwrap();
+        assert_eq!(
+            read,
+            Reply::Array(vec![
+                Reply::Int(1),
+                Reply::Error(Refusal { code: Code::Fence, text: "stale".into() })
+            ])
+        );
+        let other = redis::make_extension_error("WRONGTYPE".into(), Some("no".into()));
+        let other = Value::ServerError(redis::ServerError::try_from(other).unwrap());
+        assert!(reply(Value::Array(vec![other])).is_err());
     }
 }

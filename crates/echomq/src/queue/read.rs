@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::Queue;
 use crate::events::{QueueEvents, StreamId};
+use crate::executor::Command;
 use crate::id::JobId;
 use crate::record::State;
 use crate::Result;
@@ -51,7 +52,7 @@ impl Queue {
     pub async fn events(&self, from: EventsFrom) -> Result<QueueEvents> {
         let key = self.keys.events();
         let after = match from {
-            EventsFrom::Now => match self.via.stream_last(&key).await? {
+            EventsFrom::Now => match self.via.plain().one(Command::StreamLast(key.clone())).await?.text()? {
                 Some(last) => last.parse()?,
                 None => StreamId::ZERO,
             },

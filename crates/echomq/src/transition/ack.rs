@@ -2,8 +2,8 @@
 //! token that is not the record's current `attempts` is refused with `EMQFENCE`.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::token;
 use super::claim::Claimed;
@@ -54,7 +54,7 @@ impl Transition for Ack {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<()> {
+    fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
 }

@@ -1,12 +1,13 @@
 //! ACKMANY: ACK many jobs in one call, each fenced and answered on its own.
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::ack::Ack;
 use super::argument::jobs_a_call;
 use super::reply::{array_reply, one_reply};
 use super::Transition;
+use crate::executor::Shortfall;
 use crate::{Error, Result};
 
 /// Finish many jobs in one call (ACKMANY): each is fenced by its own token
@@ -35,16 +36,20 @@ impl Transition for AckMany {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<Vec<Result<()>>> {
-        let (reply, shortfall) = crate::executor::shortfall(reply);
-        let acked = || match shortfall {
-            Some((confirmed, wanted)) => Err(Error::not_replicated(confirmed, wanted)),
-            None => Ok(()),
-        };
+    fn parse(reply: Reply) -> Result<Vec<Result<()>>> {
         let outcomes = array_reply("the reply", reply)?.into_iter().map(|outcome| match outcome {
-            Value::ServerError(refusal) => Ok(Err(Error::from(redis::RedisError::from(refusal)))),
-            other => one_reply("a job's reply", other).map(|()| acked()),
+            Reply::Error(refusal) => Ok(Err(Error::from_code(refusal.code, refusal.text))),
+            other => one_reply("a job's reply", other).map(Ok),
         });
         outcomes.collect()
+    }
+
+    /// Each job acked answers the shortfall; each refused keeps its refusal.
+    fn replicated(acked: Vec<Result<()>>, shortfall: Shortfall) -> Result<Vec<Result<()>>> {
+        let Shortfall { confirmed, wanted } = shortfall;
+        Ok(acked
+            .into_iter()
+            .map(|outcome| outcome.and(Err(Error::not_replicated(confirmed, wanted))))
+            .collect())
     }
 }

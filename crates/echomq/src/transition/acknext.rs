@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::ack::Ack;
 use super::argument::{checked, decimal, millis};
@@ -41,7 +41,7 @@ impl Transition for AckNext {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<Claims> {
+    fn parse(reply: Reply) -> Result<Claims> {
         Claim::parse(reply)
     }
 }

@@ -2,8 +2,8 @@
 //! (PROTOCOL.md §7.7).
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::reply::unexpected;
 use super::Transition;
@@ -60,10 +60,10 @@ impl Transition for Batch {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<bool> {
+    fn parse(reply: Reply) -> Result<bool> {
         match reply {
-            Value::Int(1) => Ok(true),
-            Value::Int(0) => Ok(false),
+            Reply::Int(1) => Ok(true),
+            Reply::Int(0) => Ok(false),
             other => Err(unexpected("the reply", &other)),
         }
     }

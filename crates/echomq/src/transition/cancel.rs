@@ -1,7 +1,7 @@
 //! CANCEL: an operator takes a job out of the flow.
 
 use echomq_core::Name;
-use redis::Value;
+use echomq_core::Reply;
 
 use super::reply::{int_reply, unexpected};
 use super::Transition;
@@ -29,11 +29,11 @@ impl Transition for Cancel {
         Ok(vec![self.id.as_str().into()])
     }
 
-    fn parse(reply: Value) -> Result<bool> {
+    fn parse(reply: Reply) -> Result<bool> {
         match int_reply("the reply", reply)? {
             1 => Ok(true),
             0 => Ok(false),
-            n => Err(unexpected("the reply", &Value::Int(n))),
+            n => Err(unexpected("the reply", &Reply::Int(n))),
         }
     }
 }

@@ -5,8 +5,8 @@
 use crate::ErrorKind;
 use std::time::Duration;
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name, Policy};
-use redis::Value;
 
 use super::argument::{checked, decimal, millis};
 use super::headers::{decode_headers, Headers};
@@ -74,13 +74,13 @@ impl Transition for Claim {
         ])
     }
 
-    fn parse(reply: Value) -> Result<Claims> {
+    fn parse(reply: Reply) -> Result<Claims> {
         let mut entries = array_reply("the reply", reply)?;
         let held = match entries.last() {
-            Some(Value::Int(-1)) => Some(Held::Paused),
-            Some(Value::Int(0)) => Some(Held::Busy),
-            Some(Value::Int(ms)) if *ms > 0 => Some(Held::Wait(Duration::from_millis(*ms as u64))),
-            Some(other @ Value::Int(_)) => return Err(unexpected("gate", other)),
+            Some(Reply::Int(-1)) => Some(Held::Paused),
+            Some(Reply::Int(0)) => Some(Held::Busy),
+            Some(Reply::Int(ms)) if *ms > 0 => Some(Held::Wait(Duration::from_millis(*ms as u64))),
+            Some(other @ Reply::Int(_)) => return Err(unexpected("gate", other)),
             _ => None,
         };
         if held.is_some() {
@@ -99,24 +99,24 @@ impl Transition for Claim {
     }
 }
 
-fn claimed(entry: Value) -> Result<Claimed> {
+fn claimed(entry: Reply) -> Result<Claimed> {
     let entry = array_reply("entry", entry)?;
     if !(3..=5).contains(&entry.len()) {
         return Err(Error::new(ErrorKind::Reply, format!("entry: got {entry:?}")));
     }
     let mut entry = entry.into_iter();
-    let mut next = || entry.next().unwrap_or(Value::Nil);
+    let mut next = || entry.next().unwrap_or(Reply::Nil);
     let (id, token, payload, policy, headers) = (next(), next(), next(), next(), next());
     Ok(Claimed {
         id: JobId::try_from(bytes_reply("id", id)?.as_slice())?,
         token: count_reply("token", token)?,
         payload: bytes_reply("payload", payload)?,
         policy: match policy {
-            Value::Nil => None,
+            Reply::Nil => None,
             text => Some(Policy::read(&bytes_reply("policy", text)?)),
         },
         headers: match headers {
-            Value::Nil => Headers::new(),
+            Reply::Nil => Headers::new(),
             text => decode_headers(&bytes_reply("headers", text)?),
         },
     })

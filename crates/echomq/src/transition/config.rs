@@ -5,8 +5,8 @@
 use crate::ErrorKind;
 use std::time::Duration;
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal, millis};
 use super::reply::{array_reply, bytes_reply, count_reply};
@@ -156,7 +156,7 @@ impl Transition for Config {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<Settings> {
+    fn parse(reply: Reply) -> Result<Settings> {
         let mut values = array_reply("the reply", reply)?;
         // The queue's protocol follows the eleven integers when it has one.
         let protocol =

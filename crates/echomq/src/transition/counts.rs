@@ -4,7 +4,7 @@
 
 use crate::ErrorKind;
 use echomq_core::Name;
-use redis::Value;
+use echomq_core::Reply;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::reply::{array_reply, count_reply};
@@ -90,11 +90,11 @@ impl Transition for Counts {
         Ok(vec![unit.to_vec()])
     }
 
-    fn parse(reply: Value) -> Result<CountsReply> {
+    fn parse(reply: Reply) -> Result<CountsReply> {
         let shape = |what: String| Error::new(ErrorKind::Reply, format!("the reply: {what}"));
-        let [now, totals, slots] = <[Value; 3]>::try_from(array_reply("the reply", reply)?)
+        let [now, totals, slots] = <[Reply; 3]>::try_from(array_reply("the reply", reply)?)
             .map_err(|parts| shape(format!("{} parts, not 3", parts.len())))?;
-        let tally = |value: Value| -> Result<Tally> {
+        let tally = |value: Reply| -> Result<Tally> {
             let four = array_reply("a tally", value)?
                 .into_iter()
                 .map(|n| count_reply("a tally", n))

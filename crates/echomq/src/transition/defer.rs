@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal, millis};
 use super::reply::one_reply;
@@ -49,7 +49,7 @@ impl Transition for Defer {
         ])
     }
 
-    fn parse(reply: Value) -> Result<()> {
+    fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
 }

@@ -1,8 +1,8 @@
 //! DRAIN: delete unfinished jobs, head first: an operator emptying a queue.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name, Role};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::count_reply;
@@ -45,7 +45,7 @@ impl Transition for Drain {
         Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
     }
 
-    fn parse(reply: Value) -> Result<u64> {
+    fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
 }

@@ -4,8 +4,8 @@
 use crate::ErrorKind;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use echomq_core::Reply;
 use echomq_core::{limits, Backoff, Name, Policy};
-use redis::Value;
 
 use super::argument::{checked, decimal, millis};
 use super::headers::{encode_headers, Headers};
@@ -127,11 +127,11 @@ impl Transition for Enqueue {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<Admission> {
+    fn parse(reply: Reply) -> Result<Admission> {
         match reply {
-            Value::Int(1) => Ok(Admission::Enqueued),
-            Value::Int(0) => Ok(Admission::Duplicate),
-            Value::BulkString(holder) => Ok(Admission::HeldBy(JobId::try_from(holder.as_slice())?)),
+            Reply::Int(1) => Ok(Admission::Enqueued),
+            Reply::Int(0) => Ok(Admission::Duplicate),
+            Reply::Bulk(holder) => Ok(Admission::HeldBy(JobId::try_from(holder.as_slice())?)),
             other => Err(unexpected("the reply", &other)),
         }
     }

@@ -1,8 +1,8 @@
 //! ENQUEUEMANY: admit many plain jobs, an id and a payload each, in one call.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::jobs_a_call;
 use super::enqueue::Admission;
@@ -40,10 +40,10 @@ impl Transition for EnqueueMany {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<Vec<Admission>> {
+    fn parse(reply: Reply) -> Result<Vec<Admission>> {
         let admissions = array_reply("the reply", reply)?.into_iter().map(|admitted| match admitted {
-            Value::Int(1) => Ok(Admission::Enqueued),
-            Value::Int(0) => Ok(Admission::Duplicate),
+            Reply::Int(1) => Ok(Admission::Enqueued),
+            Reply::Int(0) => Ok(Admission::Duplicate),
             other => Err(unexpected("a job's reply", &other)),
         });
         admissions.collect()

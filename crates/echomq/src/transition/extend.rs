@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{decimal, millis, token};
 use super::reply::count_reply;
@@ -39,7 +39,7 @@ impl Transition for Extend {
         ])
     }
 
-    fn parse(reply: Value) -> Result<u64> {
+    fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
 }

@@ -4,8 +4,8 @@
 use crate::ErrorKind;
 use std::time::Duration;
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal, millis, token};
 use super::reply::{bytes_reply, unexpected};
@@ -61,11 +61,11 @@ impl Transition for Fail {
         ])
     }
 
-    fn parse(reply: Value) -> Result<Failed> {
+    fn parse(reply: Reply) -> Result<Failed> {
         match bytes_reply("the reply", reply)?.as_slice() {
             b"delayed" => Ok(Failed::Delayed),
             b"dead" => Ok(Failed::Dead),
-            other => Err(unexpected("the reply", &Value::BulkString(other.to_vec()))),
+            other => Err(unexpected("the reply", &Reply::Bulk(other.to_vec()))),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! FIRE: fire one tick of a schedule, once, whoever else tries.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::{int_reply, unexpected};
@@ -74,12 +74,12 @@ impl Transition for Fire {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<Fired> {
+    fn parse(reply: Reply) -> Result<Fired> {
         match int_reply("the reply", reply)? {
             1 => Ok(Fired::Enqueued),
             0 => Ok(Fired::MovedOn),
             -1 => Ok(Fired::Stale),
-            other => Err(unexpected("the reply", &Value::Int(other))),
+            other => Err(unexpected("the reply", &Reply::Int(other))),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::ErrorKind;
 use echomq_core::Name;
-use redis::Value;
+use echomq_core::Reply;
 
 use super::headers::{decode_headers, Headers};
 use super::reply::{array_reply, bytes_reply};
@@ -49,9 +49,9 @@ impl Transition for Inspect {
         Ok(vec![self.id.as_str().into()])
     }
 
-    fn parse(reply: Value) -> Result<Option<Inspection>> {
+    fn parse(reply: Reply) -> Result<Option<Inspection>> {
         let mut parts = array_reply("the reply", reply)?.into_iter();
-        let mut next = || parts.next().filter(|part| *part != Value::Nil);
+        let mut next = || parts.next().filter(|part| *part != Reply::Nil);
         let (Some(fields), error, progress, result, policy, headers) =
             (next(), next(), next(), next(), next(), next())
         else {
@@ -71,7 +71,7 @@ impl Transition for Inspect {
             ));
         }
         let pairs = fields.chunks_exact(2).map(|pair| (&pair[0], &pair[1]));
-        let bytes = |what, value: Option<Value>| value.map(|value| bytes_reply(what, value)).transpose();
+        let bytes = |what, value: Option<Reply>| value.map(|value| bytes_reply(what, value)).transpose();
         let error = bytes("error", error)?.map(|text| String::from_utf8_lossy(&text).into_owned());
         let progress = bytes("the progress", progress)?;
         let result = bytes("result", result)?;
@@ -85,14 +85,14 @@ impl Transition for Inspect {
 mod tests {
     use super::*;
 
-    fn words(words: &[&str]) -> Value {
-        Value::Array(words.iter().map(|w| Value::BulkString(w.as_bytes().to_vec())).collect())
+    fn words(words: &[&str]) -> Reply {
+        Reply::Array(words.iter().map(|w| Reply::Bulk(w.as_bytes().to_vec())).collect())
     }
 
     #[test]
     fn inspect_reads_no_record_as_none_and_refuses_an_odd_record() {
-        assert!(matches!(Inspect::parse(Value::Array(vec![words(&[]), Value::Nil])), Ok(None)));
-        let odd = Value::Array(vec![words(&["state", "pending", "attempts"]), Value::Nil]);
+        assert!(matches!(Inspect::parse(Reply::Array(vec![words(&[]), Reply::Nil])), Ok(None)));
+        let odd = Reply::Array(vec![words(&["state", "pending", "attempts"]), Reply::Nil]);
         assert!(matches!(Inspect::parse(odd), Err(Error { kind: ErrorKind::Reply, .. })));
     }
 }

@@ -1,7 +1,7 @@
 //! OBLITERATE: the last step of deleting a queue.
 
 use echomq_core::Name;
-use redis::Value;
+use echomq_core::Reply;
 
 use super::reply::count_reply;
 use super::Transition;
@@ -21,7 +21,7 @@ impl Transition for Obliterate {
         Ok(Vec::new())
     }
 
-    fn parse(reply: Value) -> Result<u64> {
+    fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
 }

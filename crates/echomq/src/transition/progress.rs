@@ -1,8 +1,8 @@
 //! PROGRESS: the lease holder reports how far its job got. Fenced, as ACK is.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::token;
 use super::reply::one_reply;
@@ -38,7 +38,7 @@ impl Transition for Progress {
         Ok(vec![self.id.as_str().into(), token(self.token)?, self.value.clone()])
     }
 
-    fn parse(reply: Value) -> Result<()> {
+    fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
 }

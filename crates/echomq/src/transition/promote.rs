@@ -1,7 +1,7 @@
 //! PROMOTE: upkeep that moves due delayed jobs to pending.
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::count_reply;
@@ -24,7 +24,7 @@ impl Transition for Promote {
         Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
     }
 
-    fn parse(reply: Value) -> Result<u64> {
+    fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
 }

@@ -3,8 +3,8 @@
 use crate::ErrorKind;
 use std::time::Duration;
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name, Role};
-use redis::Value;
 
 use super::argument::{checked, decimal, millis};
 use super::reply::count_reply;
@@ -52,7 +52,7 @@ impl Transition for Purge {
         ])
     }
 
-    fn parse(reply: Value) -> Result<u64> {
+    fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
 }

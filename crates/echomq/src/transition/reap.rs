@@ -1,8 +1,8 @@
 //! REAP: upkeep that takes expired leases back, to pending or to dead.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::{array_reply, count_reply};
@@ -39,9 +39,9 @@ impl Transition for Reap {
         ])
     }
 
-    fn parse(reply: Value) -> Result<Reaped> {
+    fn parse(reply: Reply) -> Result<Reaped> {
         let counts = array_reply("the reply", reply)?;
-        let [requeued, dead] = <[Value; 2]>::try_from(counts)
+        let [requeued, dead] = <[Reply; 2]>::try_from(counts)
             .map_err(|counts| Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}")))?;
         Ok(Reaped { requeued: count_reply("the reply", requeued)?, dead: count_reply("the reply", dead)? })
     }

@@ -1,8 +1,8 @@
 //! RELEASE: the lease holder gives its job back to pending without blame.
 //! Fenced, as ACK is.
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal, token};
 use super::reply::one_reply;
@@ -41,7 +41,7 @@ impl Transition for Release {
         ])
     }
 
-    fn parse(reply: Value) -> Result<()> {
+    fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
 }

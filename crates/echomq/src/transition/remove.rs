@@ -1,7 +1,7 @@
 //! REMOVE: delete chosen jobs of one state's set.
 
+use echomq_core::Reply;
 use echomq_core::{limits, Name, Role};
-use redis::Value;
 
 use super::reply::count_reply;
 use super::Transition;
@@ -42,7 +42,7 @@ impl Transition for Remove {
         Ok(self.ids.iter().map(|id| id.as_str().as_bytes().to_vec()).collect())
     }
 
-    fn parse(reply: Value) -> Result<u64> {
+    fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
 }

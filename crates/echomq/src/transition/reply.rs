@@ -3,50 +3,49 @@
 //! [`ErrorKind::Reply`] naming what it read.
 
 use crate::ErrorKind;
-use redis::Value;
+use echomq_core::Reply;
 
 use crate::{Error, Result};
 
 /// A reply of the wrong shape, saying what was read and what came.
-pub(super) fn unexpected(what: &str, reply: &Value) -> Error {
+pub(super) fn unexpected(what: &str, reply: &Reply) -> Error {
     Error::new(ErrorKind::Reply, format!("{what}: got {reply:?}"))
 }
 
 /// An integer.
-pub(super) fn int_reply(what: &str, reply: Value) -> Result<i64> {
+pub(super) fn int_reply(what: &str, reply: Reply) -> Result<i64> {
     match reply {
-        Value::Int(n) => Ok(n),
+        Reply::Int(n) => Ok(n),
         other => Err(unexpected(what, &other)),
     }
 }
 
 /// A count: an integer that is not negative.
-pub(super) fn count_reply(what: &str, reply: Value) -> Result<u64> {
+pub(super) fn count_reply(what: &str, reply: Reply) -> Result<u64> {
     let n = int_reply(what, reply)?;
     u64::try_from(n).map_err(|_| Error::new(ErrorKind::Reply, format!("{what}: negative count {n}")))
 }
 
 /// Bytes: a bulk or simple string.
-pub(super) fn bytes_reply(what: &str, reply: Value) -> Result<Vec<u8>> {
+pub(super) fn bytes_reply(what: &str, reply: Reply) -> Result<Vec<u8>> {
     match reply {
-        Value::BulkString(bytes) => Ok(bytes),
-        Value::SimpleString(text) => Ok(text.into_bytes()),
+        Reply::Bulk(bytes) => Ok(bytes),
         other => Err(unexpected(what, &other)),
     }
 }
 
 /// An array.
-pub(super) fn array_reply(what: &str, reply: Value) -> Result<Vec<Value>> {
+pub(super) fn array_reply(what: &str, reply: Reply) -> Result<Vec<Reply>> {
     match reply {
-        Value::Array(items) => Ok(items),
+        Reply::Array(items) => Ok(items),
         other => Err(unexpected(what, &other)),
     }
 }
 
 /// A reply that must be exactly `1`.
-pub(super) fn one_reply(what: &str, reply: Value) -> Result<()> {
+pub(super) fn one_reply(what: &str, reply: Reply) -> Result<()> {
     match reply {
-        Value::Int(1) => Ok(()),
+        Reply::Int(1) => Ok(()),
         other => Err(unexpected(what, &other)),
     }
 }

@@ -1,7 +1,7 @@
 //! RETRY: an operator brings a dead job back to pending.
 
 use echomq_core::Name;
-use redis::Value;
+use echomq_core::Reply;
 
 use super::reply::one_reply;
 use super::Transition;
@@ -27,7 +27,7 @@ impl Transition for Retry {
         Ok(vec![self.id.as_str().into()])
     }
 
-    fn parse(reply: Value) -> Result<()> {
+    fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
 }

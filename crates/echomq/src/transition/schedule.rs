@@ -3,8 +3,8 @@
 //! ([`crate::schedule`]); the server stores and hands out.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::count_reply;
@@ -48,7 +48,7 @@ impl Transition for Schedule {
         ])
     }
 
-    fn parse(reply: Value) -> Result<bool> {
+    fn parse(reply: Reply) -> Result<bool> {
         Ok(count_reply("the reply", reply)? == 1)
     }
 }

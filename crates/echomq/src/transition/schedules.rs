@@ -2,8 +2,8 @@
 //! next ticks and the server's now.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::{array_reply, bytes_reply, count_reply};
@@ -51,12 +51,12 @@ impl Transition for Schedules {
         Ok(args)
     }
 
-    fn parse(reply: Value) -> Result<Listed> {
+    fn parse(reply: Reply) -> Result<Listed> {
         let mut items = array_reply("the reply", reply)?.into_iter();
-        let now = count_reply("now", items.next().unwrap_or(Value::Nil))?;
+        let now = count_reply("now", items.next().unwrap_or(Reply::Nil))?;
         let schedules = items
             .map(|item| {
-                let [name, definition, next] = <[Value; 3]>::try_from(array_reply("entry", item)?)
+                let [name, definition, next] = <[Reply; 3]>::try_from(array_reply("entry", item)?)
                     .map_err(|entry| Error::new(ErrorKind::Reply, format!("entry: got {entry:?}")))?;
                 Ok(Stored {
                     name: String::from_utf8_lossy(&bytes_reply("name", name)?).into_owned(),

@@ -2,8 +2,8 @@
 //! its batch's jobs have all finished (PROTOCOL.md §7.7).
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::{array_reply, count_reply};
@@ -36,7 +36,7 @@ impl Transition for Settle {
         Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
     }
 
-    fn parse(reply: Value) -> Result<Settled> {
+    fn parse(reply: Reply) -> Result<Settled> {
         let counts = array_reply("the reply", reply)?
             .into_iter()
             .map(|count| count_reply("the reply", count))

@@ -2,7 +2,7 @@
 
 use crate::ErrorKind;
 use echomq_core::Name;
-use redis::Value;
+use echomq_core::Reply;
 
 use super::reply::{array_reply, count_reply};
 use super::Transition;
@@ -53,7 +53,7 @@ impl Transition for Stats {
         Ok(vec![])
     }
 
-    fn parse(reply: Value) -> Result<StatsReply> {
+    fn parse(reply: Reply) -> Result<StatsReply> {
         let counts = array_reply("the reply", reply)?
             .into_iter()
             .map(|count| count_reply("the reply", count))

@@ -1,8 +1,8 @@
 //! TRIM: bounded retention, as every worker's upkeep runs it.
 
 use crate::ErrorKind;
+use echomq_core::Reply;
 use echomq_core::{limits, Name, Role};
-use redis::Value;
 
 use super::argument::{checked, decimal};
 use super::reply::count_reply;
@@ -46,7 +46,7 @@ impl Transition for Trim {
         Ok(vec![b"LIMIT".to_vec(), decimal(checked("LIMIT", self.limit, limits::SWEEP_LIMIT)?)])
     }
 
-    fn parse(reply: Value) -> Result<u64> {
+    fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
 }

@@ -1,7 +1,7 @@
 //! UNSCHEDULE: remove a schedule.
 
 use echomq_core::Name;
-use redis::Value;
+use echomq_core::Reply;
 
 use super::reply::count_reply;
 use super::schedule::name_arg;
@@ -24,7 +24,7 @@ impl Transition for Unschedule {
         Ok(vec![name_arg(&self.name)?])
     }
 
-    fn parse(reply: Value) -> Result<bool> {
+    fn parse(reply: Reply) -> Result<bool> {
         Ok(count_reply("the reply", reply)? == 1)
     }
 }

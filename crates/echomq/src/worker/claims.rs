@@ -19,7 +19,7 @@ async fn said_restart(
     queue: &Queue,
     before: Option<crate::executor::ServerRun>,
 ) -> Option<crate::executor::ServerRun> {
-    let now = queue.executor().server_run().await;
+    let now = crate::executor::server_run(&**queue.executor()).await;
     match (&before, &now) {
         (Some(before), Some(now)) if before.run_id == now.run_id => {}
         (Some(_), Some(now)) if now.aof => {
@@ -54,7 +54,7 @@ pub(super) struct Outage {
 
 impl Outage {
     pub(super) async fn new(queue: &Queue) -> Outage {
-        let run = queue.executor().server_run().await;
+        let run = crate::executor::server_run(&**queue.executor()).await;
         Outage { since: None, said: Vec::new(), back_off: Duration::from_millis(50), run }
     }
 
@@ -109,7 +109,7 @@ pub(super) async fn claim_loop(
         };
         // Asked each time: Lua's wake-ups stop while their subscription is
         // down, and its claims then return at once, so the loop must nap.
-        let waits = queue.executor().waits();
+        let waits = queue.executor().setup().waits;
         let claimed = claim(queue, options, waits, &mut permits).await;
         let Claims { jobs: claimed, held } = match claimed {
             Ok(claimed) => {

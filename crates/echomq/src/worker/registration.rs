@@ -74,7 +74,7 @@ impl Registrar {
             beats.tick().await;
             for ((executor, hearts), failing) in self.executors.iter().zip(&mut failing) {
                 let written = match Registration::of(&self.info(hearts)) {
-                    Ok(registration) => executor.beat_worker(&registration).await,
+                    Ok(registration) => crate::workers::beat(&**executor, &registration).await,
                     Err(err) => Err(err),
                 };
                 match (written, *failing) {
@@ -98,7 +98,7 @@ impl Registrar {
     /// Take the worker out of the registry: it stopped gracefully.
     pub(super) async fn unregister(&self) {
         for (executor, _) in &self.executors {
-            if let Err(err) = executor.unregister_worker(&self.id).await {
+            if let Err(err) = crate::workers::unregister(&**executor, &self.id).await {
                 tracing::debug!(worker = %self.id, error = %err, "cannot take the worker out of the worker registry; it expires");
             }
         }

@@ -153,7 +153,7 @@ pub(super) async fn run(
     let floor = claim_floor(options.concurrency, 1) as u32;
     let mut watched = Instant::now();
     while !shared.stopping.is_cancelled() {
-        if !via.waits_on_many() {
+        if !via.setup().waits_on_many {
             return claim_each(all, shared, slots, jobs).await;
         }
         turns.due(Instant::now(), options.idle_wait);

@@ -75,7 +75,7 @@ pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>) {
         }
         let until = Instant::now() + shared.options.upkeep;
         for (keys, kept) in keys.chunks(DUE_READS).zip(kept.chunks_mut(DUE_READS)) {
-            let due = via.upkeep_due(keys).await;
+            let due = crate::executor::upkeep_due(&*via, keys).await;
             for (at, kept) in kept.iter_mut().enumerate() {
                 let due = due.as_ref().and_then(|due| due.get(at).copied());
                 keep(kept, due, &shared, until).await;

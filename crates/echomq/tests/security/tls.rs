@@ -24,7 +24,7 @@ async fn a_worker_over_rediss_on_lua_and_native() {
                 std::sync::Arc::new(Lua::new(conn))
             }
         };
-        assert_eq!(executor.waits(), via == Via::Native, "{via:?}");
+        assert_eq!(executor.setup().waits, via == Via::Native, "{via:?}");
         full_run(Queue::new(executor, &unique_queue("tls")).unwrap()).await;
 
         // Only TLS: a plain connection to the port gets no answer, and a

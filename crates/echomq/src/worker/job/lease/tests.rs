@@ -4,10 +4,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use redis::Value;
+use echomq_core::Reply;
 
 use super::*;
-use crate::executor::{Call, Executor, StreamEntry};
+use crate::executor::{Call, Executor, Plain, Ran, Setup};
 use crate::{Embedded, JobId};
 
 fn unreachable_server() -> Error {
@@ -50,7 +50,7 @@ struct SlowRenewals {
 
 #[async_trait]
 impl Executor for SlowRenewals {
-    async fn run(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+    async fn run(&self, calls: &[Call]) -> Result<Ran> {
         if !calls.iter().all(|call| call.name == Name::Extend) {
             return self.inner.run(calls).await;
         }
@@ -61,45 +61,25 @@ impl Executor for SlowRenewals {
         self.on_their_way.fetch_sub(1, Ordering::SeqCst);
         replies
     }
-    async fn read_stream(
-        &self,
-        key: &str,
-        after: &str,
-        count: usize,
-        wait: Duration,
-    ) -> Result<Vec<StreamEntry>> {
-        self.inner.read_stream(key, after, count, wait).await
-    }
-    async fn stream_last(&self, key: &str) -> Result<Option<String>> {
-        self.inner.stream_last(key).await
+
+    async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply> {
+        self.inner.claim_waiting(claim, wait).await
     }
 
-    async fn register(&self, key: &str, name: &str) -> Result<()> {
-        self.inner.register(key, name).await
+    async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {
+        self.inner.wait_on_many(wakes, wait).await
     }
 
-    async fn registered(&self, key: &str, limit: usize) -> Result<Vec<String>> {
-        self.inner.registered(key, limit).await
+    async fn interrupt_waits(&self) {
+        self.inner.interrupt_waits().await;
     }
 
-    async fn unregister(&self, key: &str, name: &str) -> Result<()> {
-        self.inner.unregister(key, name).await
+    fn setup(&self) -> Setup {
+        self.inner.setup()
     }
 
-    async fn beat_worker(&self, registration: &crate::workers::Registration) -> Result<()> {
-        self.inner.beat_worker(registration).await
-    }
-
-    async fn noted_workers(&self, limit: usize) -> Result<Vec<crate::workers::Noted>> {
-        self.inner.noted_workers(limit).await
-    }
-
-    async fn forget_workers(&self, ids: &[String], before: u64) -> Result<()> {
-        self.inner.forget_workers(ids, before).await
-    }
-
-    async fn unregister_worker(&self, id: &str) -> Result<()> {
-        self.inner.unregister_worker(id).await
+    fn plain(&self) -> &dyn Plain {
+        self.inner.plain()
     }
 }
 
