@@ -36,6 +36,13 @@
 //!   ([`workers_read_only`]: the same, writing nothing).
 //! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].
 
+// Without the `protocol` feature, the raw layer's items are the crate's
+// own: the docs name them without a link (`cargo doc --features protocol`,
+// as scripts/test builds them, checks every link).
+#![cfg_attr(
+    not(feature = "protocol"),
+    allow(rustdoc::private_intra_doc_links, rustdoc::broken_intra_doc_links)
+)]
 #![warn(
     missing_docs,
     unreachable_pub,
@@ -52,14 +59,25 @@ pub mod keyspace;
 pub mod queue;
 pub mod record;
 pub mod schedule;
+#[cfg(feature = "protocol")]
 pub mod transition;
+#[cfg(not(feature = "protocol"))]
+#[allow(unreachable_pub)]
+mod transition;
 pub mod worker;
 pub mod workers;
 
-pub use echomq_core::{limits, Backoff, Code, Name, Policy, Version, PROTOCOL};
+/// The protocol's limits (PROTOCOL.md §11.1), which the host checks before
+/// it sends. The raw protocol layer: with the `protocol` feature.
+#[cfg(feature = "protocol")]
+pub use echomq_core::limits;
+/// The transitions, by name. The raw protocol layer: with the `protocol` feature.
+#[cfg(feature = "protocol")]
+pub use echomq_core::Name;
+pub use echomq_core::{Backoff, Code, Policy, Version, PROTOCOL};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventKind, QueueEvents, StreamId};
-pub use executor::{connect, connect_with, Embedded, Executor, Lua, Native, Replication, UpkeepDue};
+pub use executor::{connect, connect_with, Embedded, Executor, Lua, Native, Replication};
 #[cfg(feature = "cluster")]
 pub use executor::{connect_cluster, ByFirstKey};
 pub use id::JobId;

@@ -161,7 +161,7 @@ impl WorkerInfo {
     }
 }
 
-/// A registration as a worker writes it ([`beat`]).
+/// A registration as a worker writes it (at every beat).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Registration {
     /// The worker's id.

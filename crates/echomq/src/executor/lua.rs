@@ -20,9 +20,11 @@ use super::transport::{bzpopmin, reply, sized_command, Transport};
 use super::{claimed_nothing, one, Call, Executor, Interrupts, Plain, Ran, Replication, Setup, BUSY_NAP};
 use crate::{Error, Result};
 
+#[cfg_attr(not(feature = "protocol"), allow(unreachable_pub))]
 mod scripts;
 
 use scripts::script;
+#[cfg_attr(not(feature = "protocol"), allow(unreachable_pub))]
 pub use scripts::script_source;
 
 /// Runs transitions as Lua scripts on any Redis or Valkey ≥ 7, over any async

@@ -25,7 +25,7 @@ impl Queue {
     /// own lease, and say whether the queue's gate (paused, its limits) held
     /// some back. With `wait`, a claim that gets nothing because nothing is
     /// pending or the queue is paused waits up to that long for an arrival
-    /// or a resume, on executors that can ([`Executor::waits`]).
+    /// or a resume, on executors that can ([`Setup::waits`](crate::executor::Setup::waits)).
     ///
     /// # Errors
     /// As [`claim`](Queue::claim); `count` out of range is
