@@ -276,9 +276,16 @@ impl Error {
     }
 
     /// The `redis` crate's error under this one, for a failure of the
-    /// connection or the server.
+    /// connection or the server. For tools (the `protocol` feature); a
+    /// user reads [`kind`](Error::kind) and [`std::error::Error::source`].
+    #[cfg(feature = "protocol")]
     #[must_use]
     pub fn redis(&self) -> Option<&redis::RedisError> {
+        self.redis_error()
+    }
+
+    /// [`Error::redis`], the crate's own.
+    pub(crate) fn redis_error(&self) -> Option<&redis::RedisError> {
         match &self.said.cause {
             Some(Cause::Redis(err)) => Some(err),
             _ => None,
@@ -358,7 +365,7 @@ impl std::fmt::Display for Error {
                 )
             }
             _ => {
-                return match self.redis() {
+                return match self.redis_error() {
                     Some(err) => std::fmt::Display::fmt(err, f),
                     None => f.write_str(text),
                 }
@@ -389,7 +396,7 @@ impl From<redis::RedisError> for Error {
                 return Error::from_code(code, err.detail().unwrap_or_default());
             }
         }
-        let kind = if surely_did_nothing(&err) {
+        let kind = if redis_did_nothing(&err) {
             ErrorKind::Unavailable
         } else if err.is_io_error() || err.is_timeout() || err.is_connection_dropped() {
             ErrorKind::MayHaveLanded
@@ -410,9 +417,16 @@ impl From<serde_json::Error> for Error {
     }
 }
 
-/// [`Error::surely_did_nothing`] for the `redis` crate's own error.
+/// [`Error::surely_did_nothing`] for the `redis` crate's own error. For
+/// tools (the `protocol` feature).
+#[cfg(feature = "protocol")]
 #[must_use]
 pub fn surely_did_nothing(err: &redis::RedisError) -> bool {
+    redis_did_nothing(err)
+}
+
+/// [`surely_did_nothing`], the crate's own.
+pub(crate) fn redis_did_nothing(err: &redis::RedisError) -> bool {
     use redis::{ErrorKind, ServerErrorKind};
     // Refused before the command ran: a script is stopped at its first write
     // (a transition checks everything before it writes), a module command
@@ -467,7 +481,7 @@ mod tests {
         let refused =
             Error::from(redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)));
         assert_eq!(refused.kind, ErrorKind::Unavailable, "{refused}");
-        assert!(refused.redis().is_some_and(redis::RedisError::is_connection_refusal));
+        assert!(refused.redis_error().is_some_and(redis::RedisError::is_connection_refusal));
         let again = Error::from_code(Code::TryAgain, "slot moving");
         assert_eq!(again.kind, ErrorKind::Unavailable, "{again}");
         let fenced = Error::from(redis::make_extension_error(

@@ -55,7 +55,7 @@ pub async fn upkeep_due(via: &dyn Executor, queues: &[Keyspace]) -> Option<Vec<U
     }
     let answers = via.plain().send(&reads).await.ok()?;
     let refused = |answer: &Result<Answer>| {
-        answer.as_ref().is_err_and(|err| err.redis().is_some_and(|err| err.code() == Some("NOPERM")))
+        answer.as_ref().is_err_and(|err| err.redis_error().is_some_and(|err| err.code() == Some("NOPERM")))
     };
     if answers.iter().any(refused) {
         if !REFUSED.swap(true, Ordering::SeqCst) {

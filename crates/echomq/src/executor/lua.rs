@@ -170,7 +170,7 @@ where
     /// is given (see [`Executor::run`]'s use of `confirms`).
     async fn pipeline(&self, calls: &[Call], replication: Option<Replication>) -> Result<Ran> {
         let mut sent = self.redis.pipelined(calls, evalsha, replication).await?;
-        let unknown = |reply: &Result<Value>| matches!(reply, Err(err) if err.redis().is_some_and(|err| err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)));
+        let unknown = |reply: &Result<Value>| matches!(reply, Err(err) if err.redis_error().is_some_and(|err| err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)));
         let again: Vec<usize> = (0..sent.replies.len()).filter(|&i| unknown(&sent.replies[i])).collect();
         if !again.is_empty() {
             let mut loaded = Vec::new();
