@@ -21,74 +21,80 @@ use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::Result;
 
-mod ack;
-mod ackmany;
-mod acknext;
 mod argument;
-mod batch;
-mod cancel;
-mod claim;
-mod config;
-mod counts;
-mod defer;
-mod drain;
-mod enqueue;
-mod enqueuemany;
-mod extend;
-mod fail;
-mod fire;
+#[cfg(test)]
+mod edges;
 mod headers;
-mod inspect;
-mod obliterate;
-mod progress;
-mod promote;
-mod purge;
-mod reap;
-mod release;
-mod remove;
 mod reply;
-mod retry;
 #[cfg(test)]
 mod round_trip;
-mod schedule;
-mod schedules;
-mod settle;
-mod stats;
-mod trim;
-mod unschedule;
 
-// Every transition's type, and the types of its reply.
-pub use ack::*;
-pub use ackmany::*;
-pub use acknext::*;
-pub use batch::*;
-pub use cancel::*;
-pub use claim::*;
-pub use config::*;
-pub use counts::*;
-pub use defer::*;
-pub use drain::*;
-pub use enqueue::*;
-pub use enqueuemany::*;
-pub use extend::*;
-pub use fail::*;
-pub use fire::*;
 pub use headers::*;
-pub use inspect::*;
-pub use obliterate::*;
-pub use progress::*;
-pub use promote::*;
-pub use purge::*;
-pub use reap::*;
-pub use release::*;
-pub use remove::*;
-pub use retry::*;
-pub use schedule::*;
-pub use schedules::*;
-pub use settle::*;
-pub use stats::*;
-pub use trim::*;
-pub use unschedule::*;
+
+/// Every transition's host type, once: `file => Name` (the type is named
+/// as its [`Name`]). It declares each file and re-exports its types, and
+/// writes the exhaustive matches on [`Name`] that tie each name to its
+/// type: [`mirror`], and in tests `edges`. A transition added to the core
+/// without its line here does not compile.
+macro_rules! hosts {
+    ($($file:ident => $name:ident),* $(,)?) => {
+        $(
+            mod $file;
+            pub use $file::*;
+        )*
+
+        /// The host's type of each transition, by name: the `NAME` of the
+        /// type that mirrors `name`. The constant below checks at compile
+        /// time that each type answers for its own name, not another's.
+        pub(crate) const fn mirror(name: Name) -> Name {
+            match name {
+                $(Name::$name => $name::NAME,)*
+            }
+        }
+
+        /// Transition `name`'s edge values ([`Transition::edges`]) as the
+        /// host sends them on the queue `keys`.
+        #[cfg(test)]
+        pub(crate) fn edges(name: Name, keys: &Keyspace) -> Vec<crate::executor::Call> {
+            match name {
+                $(Name::$name => edges::encoded::<$name>(keys),)*
+            }
+        }
+    };
+}
+
+hosts! {
+    enqueue => Enqueue,
+    enqueuemany => EnqueueMany,
+    claim => Claim,
+    ack => Ack,
+    acknext => AckNext,
+    ackmany => AckMany,
+    fail => Fail,
+    extend => Extend,
+    release => Release,
+    reap => Reap,
+    promote => Promote,
+    purge => Purge,
+    cancel => Cancel,
+    retry => Retry,
+    inspect => Inspect,
+    stats => Stats,
+    counts => Counts,
+    config => Config,
+    progress => Progress,
+    schedule => Schedule,
+    unschedule => Unschedule,
+    schedules => Schedules,
+    fire => Fire,
+    drain => Drain,
+    remove => Remove,
+    obliterate => Obliterate,
+    trim => Trim,
+    defer => Defer,
+    batch => Batch,
+    settle => Settle,
+}
 
 /// A transition of the protocol, as the host calls it.
 pub trait Transition: Send + Sync {
@@ -135,46 +141,13 @@ pub trait Transition: Send + Sync {
         let _ = output;
         Err(crate::Error::not_replicated(shortfall.confirmed, shortfall.wanted))
     }
-}
-
-/// The host's type of each transition, by name: the `NAME` of the type that
-/// mirrors `name`. An exhaustive match on [`Name`], with no `_` arm, so a
-/// transition added to the core without its host type here does not
-/// compile; and the constant below checks at compile time that each type
-/// answers for its own name, not another's.
-pub(crate) const fn mirror(name: Name) -> Name {
-    match name {
-        Name::Enqueue => Enqueue::NAME,
-        Name::EnqueueMany => EnqueueMany::NAME,
-        Name::Claim => Claim::NAME,
-        Name::Ack => Ack::NAME,
-        Name::AckNext => AckNext::NAME,
-        Name::AckMany => AckMany::NAME,
-        Name::Fail => Fail::NAME,
-        Name::Extend => Extend::NAME,
-        Name::Release => Release::NAME,
-        Name::Reap => Reap::NAME,
-        Name::Promote => Promote::NAME,
-        Name::Purge => Purge::NAME,
-        Name::Cancel => Cancel::NAME,
-        Name::Retry => Retry::NAME,
-        Name::Inspect => Inspect::NAME,
-        Name::Stats => Stats::NAME,
-        Name::Counts => Counts::NAME,
-        Name::Config => Config::NAME,
-        Name::Progress => Progress::NAME,
-        Name::Schedule => Schedule::NAME,
-        Name::Unschedule => Unschedule::NAME,
-        Name::Schedules => Schedules::NAME,
-        Name::Fire => Fire::NAME,
-        Name::Drain => Drain::NAME,
-        Name::Remove => Remove::NAME,
-        Name::Obliterate => Obliterate::NAME,
-        Name::Trim => Trim::NAME,
-        Name::Defer => Defer::NAME,
-        Name::Batch => Batch::NAME,
-        Name::Settle => Settle::NAME,
-    }
+    /// Values at the ends of every range it takes, with every option, which
+    /// the core's `parse` must accept as the host encodes them
+    /// (`round_trip.rs`; the ends are `edges.rs`'s).
+    #[cfg(test)]
+    fn edges() -> Vec<Self>
+    where
+        Self: Sized;
 }
 
 // Evaluated by the compiler: for every `Name`, its host type's `NAME` is

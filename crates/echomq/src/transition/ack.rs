@@ -57,4 +57,10 @@ impl Transition for Ack {
     fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter(e.acks())
+    }
 }

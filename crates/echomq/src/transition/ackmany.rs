@@ -52,4 +52,13 @@ impl Transition for AckMany {
             .map(|outcome| outcome.and(Err(Error::not_replicated(confirmed, wanted))))
             .collect())
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter([
+            AckMany { acks: e.acks().collect() },
+            AckMany { acks: vec![e.ack(e.token_min, None); *limits::ACKS.end() as usize] },
+        ])
+    }
 }

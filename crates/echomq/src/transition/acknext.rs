@@ -44,4 +44,16 @@ impl Transition for AckNext {
     fn parse(reply: Reply) -> Result<Claims> {
         Claim::parse(reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter(e.acks().flat_map(|ack| {
+            [(e.lease_min, e.count_min), (e.lease_max, e.count_max)].map(|(lease, count)| AckNext {
+                ack: ack.clone(),
+                lease,
+                count,
+            })
+        }))
+    }
 }

@@ -67,4 +67,18 @@ impl Transition for Batch {
             other => Err(unexpected("the reply", &other)),
         }
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        Vec::from_iter([
+            Batch { id: "b".into(), callback: id(0), payload: Vec::new(), jobs: vec![id(1)] },
+            Batch {
+                id: "b_-.:".repeat(limits::MAX_BATCH_ID / 5),
+                callback: id(0),
+                payload: vec![b'p'; limits::MAX_PAYLOAD],
+                jobs: (1..=*limits::BATCH_SIZE.end() as u32).map(id).collect(),
+            },
+        ])
+    }
 }

@@ -36,4 +36,10 @@ impl Transition for Cancel {
             n => Err(unexpected("the reply", &Reply::Int(n))),
         }
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        Vec::from_iter([Cancel { id: id(1) }])
+    }
 }

@@ -97,6 +97,14 @@ impl Transition for Claim {
         }
         Ok(Claims { jobs, held })
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter([e.lease_min, e.lease_max]
+                .into_iter()
+                .flat_map(|lease| [e.count_min, e.count_max].map(|count| Claim { lease, count })))
+    }
 }
 
 fn claimed(entry: Reply) -> Result<Claimed> {

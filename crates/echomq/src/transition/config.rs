@@ -189,4 +189,9 @@ impl Transition for Config {
             protocol,
         })
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        super::edges::configs()
+    }
 }

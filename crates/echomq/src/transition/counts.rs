@@ -115,4 +115,9 @@ impl Transition for Counts {
         let now = UNIX_EPOCH + Duration::from_millis(count_reply("the server's time", now)?);
         Ok(CountsReply { now, totals: tally(totals)?, slots, slot })
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        Vec::from_iter([Span::Minutes, Span::Hours].map(|span| Counts { span }))
+    }
 }

@@ -52,4 +52,15 @@ impl Transition for Defer {
     fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        let e = super::edges::Ends::new();
+        Vec::from_iter([false, true].into_iter().flat_map(|pause_queue| {
+            [(e.token_min, e.delay_min, e.attempts_min), (e.token_max, e.delay_max, e.attempts_max)].map(
+                |(token, delay, max_attempts)| Defer { id: id(1), token, delay, max_attempts, pause_queue },
+            )
+        }))
+    }
 }

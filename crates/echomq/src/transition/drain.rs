@@ -48,4 +48,12 @@ impl Transition for Drain {
     fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter(e.unfinished
+                .into_iter()
+                .flat_map(|state| [e.limit_min, e.limit_max].map(|limit| Drain { state, limit })))
+    }
 }

@@ -135,6 +135,11 @@ impl Transition for Enqueue {
             other => Err(unexpected("the reply", &other)),
         }
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        super::edges::enqueues()
+    }
 }
 
 /// A policy's options, each checked against its range.

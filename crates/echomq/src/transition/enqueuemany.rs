@@ -48,4 +48,16 @@ impl Transition for EnqueueMany {
         });
         admissions.collect()
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        Vec::from_iter([
+            EnqueueMany { jobs: vec![(id(1), Vec::new())] },
+            EnqueueMany { jobs: vec![(id(1), vec![b'p'; limits::MAX_PAYLOAD])] },
+            EnqueueMany {
+                jobs: (0..*limits::ENQUEUES.end() as u32).map(|n| (id(n), b"p".to_vec())).collect(),
+            },
+        ])
+    }
 }

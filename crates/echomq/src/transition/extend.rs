@@ -42,4 +42,15 @@ impl Transition for Extend {
     fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        let e = super::edges::Ends::new();
+        Vec::from_iter([(e.token_min, e.lease_min), (e.token_max, e.lease_max)].map(|(token, lease)| Extend {
+                id: id(1),
+                token,
+                lease,
+            }))
+    }
 }

@@ -68,4 +68,23 @@ impl Transition for Fail {
             other => Err(unexpected("the reply", &Reply::Bulk(other.to_vec()))),
         }
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        let e = super::edges::Ends::new();
+        Vec::from_iter([e.token_min, e.token_max].into_iter().flat_map(|token| {
+            [
+                (e.attempts_min, e.delay_min, String::new()),
+                (e.attempts_max, e.delay_max, "e".repeat(limits::MAX_ERROR_TEXT)),
+            ]
+            .map(|(max_attempts, backoff, error)| Fail {
+                id: id(1),
+                token,
+                max_attempts,
+                backoff,
+                error,
+            })
+        }))
+    }
 }

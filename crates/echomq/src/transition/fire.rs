@@ -82,4 +82,22 @@ impl Transition for Fire {
             other => Err(unexpected("the reply", &Reply::Int(other))),
         }
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        let e = super::edges::Ends::new();
+        Vec::from_iter(e.schedule_names.iter().flat_map(|name| {
+            [(Vec::new(), e.at_min, false), (vec![b'p'; limits::MAX_PAYLOAD], e.at_max - 1, true)].map(
+                |(payload, tick, skip)| Fire {
+                    id: id(1),
+                    payload,
+                    name: name.clone(),
+                    tick,
+                    next: e.at_max,
+                    skip,
+                },
+            )
+        }))
+    }
 }

@@ -79,6 +79,12 @@ impl Transition for Inspect {
         let headers = bytes("headers", headers)?.map_or_else(Headers::new, |text| decode_headers(&text));
         Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress, result, policy, headers }))
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        Vec::from_iter([Inspect { id: id(1) }])
+    }
 }
 
 #[cfg(test)]

@@ -24,4 +24,9 @@ impl Transition for Obliterate {
     fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        Vec::from_iter([Obliterate])
+    }
 }

@@ -41,4 +41,12 @@ impl Transition for Progress {
     fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        let e = super::edges::Ends::new();
+        Vec::from_iter([(e.token_min, Vec::new()), (e.token_max, vec![b'v'; limits::MAX_PROGRESS])]
+                .map(|(token, value)| Progress { id: id(1), token, value }))
+    }
 }

@@ -27,4 +27,10 @@ impl Transition for Promote {
     fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter([e.limit_min, e.limit_max].map(|limit| Promote { limit }))
+    }
 }

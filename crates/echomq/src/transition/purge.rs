@@ -55,4 +55,14 @@ impl Transition for Purge {
     fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::{ends, ms};
+        let e = super::edges::Ends::new();
+        Vec::from_iter(e.finished.into_iter().flat_map(|state| {
+            let [age_min, age_max] = ends(limits::AGE_MS).map(ms);
+            [(age_min, e.limit_min), (age_max, e.limit_max)].map(|(age, limit)| Purge { state, age, limit })
+        }))
+    }
 }

@@ -45,4 +45,11 @@ impl Transition for Reap {
             .map_err(|counts| Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}")))?;
         Ok(Reaped { requeued: count_reply("the reply", requeued)?, dead: count_reply("the reply", dead)? })
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter([(e.attempts_min, e.limit_min), (e.attempts_max, e.limit_max)]
+                .map(|(max_attempts, limit)| Reap { max_attempts, limit }))
+    }
 }

@@ -44,4 +44,12 @@ impl Transition for Release {
     fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        let e = super::edges::Ends::new();
+        let ends = [(e.token_min, e.attempts_min), (e.token_max, e.attempts_max)];
+        Vec::from_iter(ends.map(|(token, max_attempts)| Release { id: id(1), token, max_attempts }))
+    }
 }

@@ -45,6 +45,14 @@ impl Transition for Remove {
     fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        let states = [State::Pending, State::Active, State::Delayed, State::Done, State::Dead, State::Cancelled];
+        let remove = |state, n| Remove { state, ids: (1..=n).map(id).collect() };
+        Vec::from_iter(states.into_iter().flat_map(|state| [1, 1000].map(|n| remove(state, n))))
+    }
 }
 
 #[cfg(test)]

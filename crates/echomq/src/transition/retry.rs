@@ -30,4 +30,10 @@ impl Transition for Retry {
     fn parse(reply: Reply) -> Result<()> {
         one_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        use super::edges::id;
+        Vec::from_iter([Retry { id: id(1) }])
+    }
 }

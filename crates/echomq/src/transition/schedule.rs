@@ -51,4 +51,13 @@ impl Transition for Schedule {
     fn parse(reply: Reply) -> Result<bool> {
         Ok(count_reply("the reply", reply)? == 1)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter(e.schedule_names.iter().flat_map(|name| {
+            [(Vec::new(), e.at_min), (vec![b'd'; limits::MAX_DEFINITION], e.at_max)]
+                .map(|(definition, next)| Schedule { name: name.clone(), definition, next })
+        }))
+    }
 }

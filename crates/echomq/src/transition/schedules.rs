@@ -67,4 +67,12 @@ impl Transition for Schedules {
             .collect::<Result<Vec<_>>>()?;
         Ok(Listed { now, schedules })
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter([false, true]
+                .into_iter()
+                .flat_map(|due| [e.limit_min, e.limit_max].map(|limit| Schedules { due, limit })))
+    }
 }

@@ -46,4 +46,10 @@ impl Transition for Settle {
             _ => Err(Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}"))),
         }
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter([e.limit_min, e.limit_max].map(|limit| Settle { limit }))
+    }
 }

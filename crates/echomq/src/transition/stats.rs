@@ -62,4 +62,9 @@ impl Transition for Stats {
             .map_err(|counts| Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}")))?;
         Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        Vec::from_iter([Stats])
+    }
 }

@@ -49,4 +49,11 @@ impl Transition for Trim {
     fn parse(reply: Reply) -> Result<u64> {
         count_reply("the reply", reply)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        let trims = |state| [e.limit_min, e.limit_max].map(|limit| Trim { state, limit });
+        Vec::from_iter(e.finished.into_iter().flat_map(trims))
+    }
 }

@@ -27,4 +27,10 @@ impl Transition for Unschedule {
     fn parse(reply: Reply) -> Result<bool> {
         Ok(count_reply("the reply", reply)? == 1)
     }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let e = super::edges::Ends::new();
+        Vec::from_iter(e.schedule_names.iter().map(|name| Unschedule { name: name.clone() }))
+    }
 }
