@@ -135,7 +135,7 @@ async fn executor(options: &Options) -> Arc<dyn Executor> {
 async fn queue(via: &Arc<dyn Executor>, options: &Options) -> Queue {
     let queue = Queue::new(via.clone(), &unique_queue("compare")).expect("a valid name");
     if options.no_events {
-        let off = echomq::transition::Config { events: Some(echomq::EventLog::Off), ..Default::default() };
+        let off = echomq::Config::default().events(echomq::EventLog::Off);
         queue.configure(off).await.expect("the event log turned off");
     }
     queue

@@ -136,8 +136,8 @@ pub async fn run(o: Options) -> Result<bool, String> {
     // Every finished job kept, so that the audit finds each: the default
     // retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4), and a
     // run of more jobs would count the older ones lost.
-    let all = Some(Retention { age: None, count: None });
-    let config = echomq::Config { keep_done: all, keep_dead: all, ..echomq::Config::default() };
+    let all = Retention { age: None, count: None };
+    let config = echomq::Config::default().keep_done(all).keep_dead(all);
     queue.configure(config).await.map_err(|e| error(&e))?;
     let config = ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
     let mut reader = ConnectionManager::new_with_config(client, config).await.map_err(|e| error(&e))?;

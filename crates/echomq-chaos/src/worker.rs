@@ -73,12 +73,11 @@ pub async fn run(options: Options) -> Result<(), String> {
         lease,
         // Attempts never run out here: a job killed with its worker again
         // and again must still be done at the end, not dead.
-        retry: RetryPolicy {
-            max_attempts: 1000,
-            backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(200),
-            jitter: 0.5,
-        },
+        retry: RetryPolicy::new()
+            .max_attempts(1000)
+            .backoff(Duration::from_millis(20))
+            .max_backoff(Duration::from_millis(200))
+            .jitter(0.5),
         idle_wait: Duration::from_millis(200),
         upkeep: Duration::from_millis(200),
         grace: Duration::from_secs(5),

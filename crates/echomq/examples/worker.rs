@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let queue = Queue::new(echomq::connect(&redis::Client::open(url)?).await?, "emails")?;
     let options = WorkerOptions {
         concurrency: 10,
-        retry: RetryPolicy { max_attempts: 5, ..RetryPolicy::default() },
+        retry: RetryPolicy::new().max_attempts(5),
         ..WorkerOptions::default()
     };
     println!("working the emails queue; Ctrl-C to stop");

@@ -77,7 +77,15 @@ pub const SWEEP_STEP: u64 = 100;
 
 /// When a failed job is retried, and how often before it dies. The policy
 /// travels as FAIL's arguments; nothing of it is stored in the record.
+///
+/// ```
+/// # use std::time::Duration;
+/// let policy = echomq::RetryPolicy::new().max_attempts(3).backoff(Duration::from_millis(200));
+/// assert_eq!(policy.max_attempts, 3);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use]
 pub struct RetryPolicy {
     /// A job dies when its attempts reach this.
     pub max_attempts: u64,
@@ -91,8 +99,16 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
-    /// Five attempts, backing off about 1 s, 2 s, 4 s, 8 s (less up to half, at random).
+    /// [`RetryPolicy::new`].
     fn default() -> Self {
+        RetryPolicy::new()
+    }
+}
+
+impl RetryPolicy {
+    /// Five attempts, backing off about 1 s, 2 s, 4 s, 8 s (less up to half,
+    /// at random), never more than an hour.
+    pub const fn new() -> RetryPolicy {
         RetryPolicy {
             max_attempts: 5,
             backoff: Duration::from_secs(1),
@@ -100,9 +116,31 @@ impl Default for RetryPolicy {
             jitter: 0.5,
         }
     }
-}
 
-impl RetryPolicy {
+    /// A job dies when its attempts reach `attempts`.
+    pub const fn max_attempts(mut self, attempts: u64) -> RetryPolicy {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// The back-off after the first failure; it doubles with each attempt.
+    pub const fn backoff(mut self, backoff: Duration) -> RetryPolicy {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The back-off never grows past `most`.
+    pub const fn max_backoff(mut self, most: Duration) -> RetryPolicy {
+        self.max_backoff = most;
+        self
+    }
+
+    /// How much of each back-off is random, 0.0..=1.0 (clamped when used).
+    pub const fn jitter(mut self, jitter: f64) -> RetryPolicy {
+        self.jitter = jitter;
+        self
+    }
+
     /// The back-off after job `id` failed attempt `attempt`, jitter applied.
     /// The randomness is the id's own (its ULID's random bits, hashed with the
     /// attempt), so it needs no generator and differs from job to job.
@@ -202,7 +240,7 @@ mod tests {
 
     #[test]
     fn jitter_spreads_jobs_within_its_share() {
-        let policy = RetryPolicy { jitter: 0.5, ..RetryPolicy::default() };
+        let policy = RetryPolicy { jitter: 0.5, ..RetryPolicy::new() };
         let delays: Vec<Duration> = (0..200).map(|_| policy.delay_for(&JobId::mint(), 1)).collect();
         assert!(delays.iter().all(|d| *d >= Duration::from_millis(500) && *d <= Duration::from_secs(1)));
         let distinct: std::collections::BTreeSet<_> = delays.iter().collect();

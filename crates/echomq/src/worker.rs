@@ -113,7 +113,7 @@ impl Default for WorkerOptions {
         WorkerOptions {
             concurrency: 10,
             lease: Duration::from_secs(30),
-            retry: RetryPolicy::default(),
+            retry: RetryPolicy::new(),
             timeout: None,
             idle_wait: Duration::from_secs(1),
             idle_poll: Duration::from_millis(20),

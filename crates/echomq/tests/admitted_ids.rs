@@ -75,7 +75,7 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
             lease: Duration::from_secs(30),
             idle_wait: Duration::from_millis(100),
             upkeep: Duration::from_millis(50),
-            retry: RetryPolicy { max_attempts: 2, ..RetryPolicy::default() },
+            retry: RetryPolicy::new().max_attempts(2),
             ..WorkerOptions::default()
         };
         let worker = Worker::with_options(queue.clone(), handler, options);

@@ -578,8 +578,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert_eq!(Err(host.to_string()), server);
     assert!(matches!(EnqueueMany { jobs: Vec::new() }.args(), Err(Error { kind: ErrorKind::Argument, .. })));
 
-    let host =
-        Config { concurrency: Some(echomq::Limit::To(1 << 31)), ..Config::default() }.args().unwrap_err();
+    let host = Config::default().concurrency(echomq::Limit::To(1 << 31)).args().unwrap_err();
     let all_keys = |name: Name, job: Option<&JobId>| -> Vec<String> {
         name.describe().keys.iter().map(|role| h.keys.role(*role, job).expect("a key")).collect()
     };
@@ -587,7 +586,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let server = text(eval(&h, "config", &config_keys, &[b"CONCURRENCY", b"2147483648"]).await);
     assert_eq!(Err(host.to_string()), server);
     let zero = echomq::Rate { claims: 5, per: Duration::ZERO };
-    let host = Config { rate: Some(echomq::Limit::To(zero)), ..Config::default() }.args().unwrap_err();
+    let host = Config::default().rate(echomq::Limit::To(zero)).args().unwrap_err();
     let server = text(eval(&h, "config", &config_keys, &[b"RATE", b"5", b"PER", b"0"]).await);
     assert_eq!(Err(host.to_string()), server);
 
@@ -612,9 +611,9 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     let before = h.snapshot().await;
     let zero_rate = echomq::Rate { claims: 0, per: Duration::from_secs(1) };
     for config in [
-        Config { concurrency: Some(echomq::Limit::To(0)), ..Config::default() },
-        Config { rate: Some(echomq::Limit::To(zero_rate)), ..Config::default() },
-        Config { events: Some(echomq::EventLog::Keep(0)), ..Config::default() },
+        Config::default().concurrency(echomq::Limit::To(0)),
+        Config::default().rate(echomq::Limit::To(zero_rate)),
+        Config::default().events(echomq::EventLog::Keep(0)),
     ] {
         let err = h.queue.configure(config).await;
         assert!(matches!(err, Err(Error { kind: ErrorKind::Argument, .. })), "{config:?}: {err:?}");

@@ -29,7 +29,7 @@ async fn a_batch_of_100_is_called_back_once_with_its_counts() {
         let options = WorkerOptions {
             concurrency: 8,
             upkeep: Duration::from_millis(50),
-            retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() },
+            retry: RetryPolicy::new().max_attempts(1),
             ..WorkerOptions::default()
         };
         let worker = Worker::with_options(

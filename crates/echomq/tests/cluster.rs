@@ -268,10 +268,10 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
         // missing on a migrating slot is an ASK redirect, on the importing
         // one a TRYAGAIN: either way the claim waits for the move).
         queue
-            .configure(echomq::Config {
-                rate: Some(echomq::Limit::To(echomq::Rate { claims: 1000, per: Duration::from_secs(3600) })),
-                ..echomq::Config::default()
-            })
+            .configure(
+                echomq::Config::default()
+                    .rate(echomq::Limit::To(echomq::Rate { claims: 1000, per: Duration::from_secs(3600) })),
+            )
             .await
             .unwrap();
         assert_eq!(queue.claim_many(Duration::from_secs(60), 1, None).await.unwrap().jobs.len(), 1);

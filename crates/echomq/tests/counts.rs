@@ -35,9 +35,9 @@ async fn every_transition_that_moves_a_job_counts_it() {
         let mut leases = q.claim_many(Duration::from_secs(60), 3, None).await.unwrap().jobs.into_iter();
         let (first, second, third) = (leases.next().unwrap(), leases.next().unwrap(), leases.next().unwrap());
         first.ack().await.unwrap();
-        let again = RetryPolicy { max_attempts: 3, ..RetryPolicy::default() };
+        let again = RetryPolicy::new().max_attempts(3);
         assert_eq!(second.fail("boom", &again).await.unwrap(), Failed::Delayed, "{via}");
-        let last = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+        let last = RetryPolicy::new().max_attempts(1);
         assert_eq!(third.fail("boom", &last).await.unwrap(), Failed::Dead, "{via}");
 
         let want = Tally { enqueued: 3, completed: 1, failed: 1, dead: 1 };

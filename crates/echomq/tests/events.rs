@@ -54,7 +54,7 @@ async fn a_jobs_whole_life_is_in_the_log_in_order() {
     for (name, via) in executors {
         let q = Queue::new(via, &unique_queue("life")).unwrap();
         let mut events = q.events(EventsFrom::Now).await.unwrap();
-        let retry = RetryPolicy { max_attempts: 3, backoff: Duration::ZERO, ..RetryPolicy::default() };
+        let retry = RetryPolicy::new().max_attempts(3).backoff(Duration::ZERO);
         let id = q.enqueue_with(b"p".to_vec(), EnqueueOptions::default()).await.unwrap().id;
         let first = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
         first.progress("half").await.unwrap();
@@ -112,10 +112,7 @@ async fn wait_returns_what_a_worker_elsewhere_returned() {
                 (done, dead)
             }
         });
-        let options = WorkerOptions {
-            retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() },
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions { retry: RetryPolicy::new().max_attempts(1), ..WorkerOptions::default() };
         let worker = Worker::with_options(
             worked,
             |job: JobContext| async move {
@@ -160,8 +157,7 @@ async fn a_queue_whose_log_is_off_writes_no_events_and_wait_still_works() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
         let q = Queue::new(via, &unique_queue("quiet")).unwrap();
-        let settings =
-            q.configure(Config { events: Some(EventLog::Off), ..Config::default() }).await.unwrap();
+        let settings = q.configure(Config::default().events(EventLog::Off)).await.unwrap();
         assert_eq!(settings.events, EventLog::Off, "{name}");
         let mut events = q.events(EventsFrom::Now).await.unwrap();
         let id = q.enqueue(b"p".to_vec()).await.unwrap();
@@ -181,7 +177,7 @@ async fn the_log_keeps_about_its_length() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
         let q = Queue::new(via, &unique_queue("length")).unwrap();
-        q.configure(Config { events: Some(EventLog::Keep(100)), ..Config::default() }).await.unwrap();
+        q.configure(Config::default().events(EventLog::Keep(100))).await.unwrap();
         let payloads: Vec<Vec<u8>> = (0..1000).map(|n| n.to_string().into_bytes()).collect();
         q.enqueue_batch(payloads).await.unwrap();
         let mut all = q.events(EventsFrom::Oldest).await.unwrap();

@@ -161,7 +161,7 @@ async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() 
             lease: Duration::from_secs(3),
             idle_wait: Duration::from_millis(100),
             upkeep: Duration::from_millis(100),
-            retry: RetryPolicy { max_attempts: 100, ..RetryPolicy::default() },
+            retry: RetryPolicy::new().max_attempts(100),
             ..WorkerOptions::default()
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

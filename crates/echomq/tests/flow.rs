@@ -66,11 +66,11 @@ async fn an_idle_worker_under_a_limit_below_its_slots_waits_on_the_server() {
         let queue =
             Queue::new(echomq::connect(&server.client()).await.unwrap(), &unique_queue("limited")).unwrap();
         queue
-            .configure(echomq::transition::Config {
-                concurrency: Some(echomq::Limit::To(2)),
-                rate: Some(echomq::Limit::To(echomq::Rate { claims: 100, per: Duration::from_secs(1) })),
-                ..Default::default()
-            })
+            .configure(
+                Config::default()
+                    .concurrency(echomq::Limit::To(2))
+                    .rate(echomq::Limit::To(echomq::Rate { claims: 100, per: Duration::from_secs(1) })),
+            )
             .await
             .unwrap();
         let ran = Arc::new(AtomicU64::new(0));
@@ -166,11 +166,7 @@ async fn a_concurrency_limit_holds_across_three_workers() {
             queues.push(Queue::new(executor, &name).unwrap());
         }
         assert_eq!(
-            queues[0]
-                .configure(Config { concurrency: Some(Limit::To(2)), ..Config::default() })
-                .await
-                .unwrap()
-                .concurrency,
+            queues[0].configure(Config::default().concurrency(Limit::To(2))).await.unwrap().concurrency,
             Some(2)
         );
         queues[0].enqueue_batch((0..40).map(|_| b"job".to_vec())).await.unwrap();
@@ -216,8 +212,7 @@ async fn a_rate_of_50_a_second_holds_in_every_second_across_three_workers() {
     {
         let q = Queue::new(executor, &unique_queue("rated")).unwrap();
         let fifty = Rate { claims: 50, per: Duration::from_secs(1) };
-        let settings =
-            q.configure(Config { rate: Some(Limit::To(fifty)), ..Config::default() }).await.unwrap();
+        let settings = q.configure(Config::default().rate(Limit::To(fifty))).await.unwrap();
         assert_eq!(settings.rate, Some(fifty), "{via}");
         q.enqueue_batch((0..120).map(|_| b"job".to_vec())).await.unwrap();
 

@@ -355,10 +355,10 @@ impl Run {
                 }
             }
             Step::Pause => {
-                self.call(&Config { paused: Some(true), ..Config::default() }).await.unwrap();
+                self.call(&Config::default().paused(true)).await.unwrap();
             }
             Step::Resume => {
-                self.call(&Config { paused: Some(false), ..Config::default() }).await.unwrap();
+                self.call(&Config::default().paused(false)).await.unwrap();
             }
             Step::Promote => {
                 self.call(&Promote { limit: 1000 }).await.unwrap();
@@ -463,12 +463,11 @@ async fn run_case(
         handed: Vec::new(),
         logged: BTreeMap::new(),
     };
-    let config = Config {
-        concurrency: limits.concurrency.map(Limit::To),
-        rate: Some(Limit::To(Rate { claims: limits.rate, per: Duration::from_millis(limits.per) })),
-        events: Some(EventLog::Keep(1_000_000)),
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.concurrency = limits.concurrency.map(Limit::To);
+    let config = config
+        .rate(Limit::To(Rate { claims: limits.rate, per: Duration::from_millis(limits.per) }))
+        .events(EventLog::Keep(1_000_000));
     run.call(&config).await.unwrap();
     for (n, step) in steps.iter().enumerate() {
         run.perform(place, step).await;
@@ -476,7 +475,7 @@ async fn run_case(
         run.check(place, &format!("after step {n} ({step:?})")).await?;
     }
     // The waiting claims end: a resume and an arrival wake any still waiting.
-    run.call(&Config { paused: Some(false), ..Config::default() }).await.unwrap();
+    run.call(&Config::default().paused(false)).await.unwrap();
     run.gather(true).await;
     run.check(place, "at the end").await?;
     let (_, claims) = place.logs(&run.keys).await;

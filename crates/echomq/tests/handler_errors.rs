@@ -13,7 +13,7 @@ use echomq_test_support::{eventually, unique_queue};
 
 fn one_attempt() -> WorkerOptions {
     WorkerOptions {
-        retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() },
+        retry: RetryPolicy::new().max_attempts(1),
         upkeep: Duration::from_millis(20),
         idle_wait: Duration::from_millis(50),
         ..WorkerOptions::default()

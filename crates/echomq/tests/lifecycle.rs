@@ -94,12 +94,9 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
     let place = format!("(ack of {id} in queue {})", q.name());
     assert_eq!(fenced.to_string(), format!("EMQFENCE token does not hold the lease {place}"));
     assert!(matches!(stale().extend(LONG).await, Err(Error { kind: ErrorKind::Fence, .. })));
+    assert!(matches!(stale().release(&RetryPolicy::new()).await, Err(Error { kind: ErrorKind::Fence, .. })));
     assert!(matches!(
-        stale().release(&RetryPolicy::default()).await,
-        Err(Error { kind: ErrorKind::Fence, .. })
-    ));
-    assert!(matches!(
-        stale().fail("late", &RetryPolicy::default()).await,
+        stale().fail("late", &RetryPolicy::new()).await,
         Err(Error { kind: ErrorKind::Fence, .. })
     ));
     assert_eq!(before, h.snapshot().await);
@@ -119,7 +116,7 @@ async fn a_reaped_worker_is_fenced_and_the_new_holder_acks() {
 async fn a_job_lives_its_whole_life_through_the_queue_api() {
     let h = harness().await;
     let q = &h.queue;
-    let policy = RetryPolicy { max_attempts: 2, backoff: SHORT, max_backoff: SHORT, jitter: 0.0 };
+    let policy = RetryPolicy::new().max_attempts(2).backoff(SHORT).max_backoff(SHORT).jitter(0.0);
 
     // Scheduled: delayed until due, then promoted.
     let id = q.enqueue_with(b"job".to_vec(), EnqueueOptions::default().delay(SHORT)).await.unwrap().id;

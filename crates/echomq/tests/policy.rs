@@ -23,7 +23,7 @@ fn options() -> WorkerOptions {
         upkeep: Duration::from_millis(50),
         idle_wait: Duration::from_millis(200),
         grace: Duration::from_secs(5),
-        retry: RetryPolicy { max_attempts: 5, backoff: Duration::from_millis(10), ..RetryPolicy::default() },
+        retry: RetryPolicy::new().max_attempts(5).backoff(Duration::from_millis(10)),
         ..WorkerOptions::default()
     }
 }
@@ -154,8 +154,7 @@ async fn a_retry_after_defers_the_job_and_pauses_the_queue_without_spending_an_a
                 }
             }
         };
-        let one_attempt =
-            WorkerOptions { retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }, ..options() };
+        let one_attempt = WorkerOptions { retry: RetryPolicy::new().max_attempts(1), ..options() };
         let (stop, task) = spawn(Worker::with_options(q.clone(), handler, one_attempt));
         eventually("the first run deferred its job", || async {
             q.inspect(&limited).await.unwrap().is_some_and(|job| job.record.state == State::Delayed)

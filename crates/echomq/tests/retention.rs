@@ -28,8 +28,7 @@ async fn finished_jobs_are_trimmed_and_memory_stays_flat() {
     for (via, executor) in executors {
         let q = Queue::new(executor, &unique_queue("retention")).unwrap();
         let kept = Retention { age: None, count: Some(1000) };
-        let settings =
-            q.configure(echomq::Config { keep_done: Some(kept), ..echomq::Config::default() }).await.unwrap();
+        let settings = q.configure(echomq::Config::default().keep_done(kept)).await.unwrap();
         assert_eq!(settings.keep_done, Retention { age: None, count: Some(1000) }, "{via}");
         let options =
             WorkerOptions { concurrency: 16, upkeep: Duration::from_millis(50), ..WorkerOptions::default() };

@@ -161,7 +161,7 @@ pub async fn full_run(queue: Queue) {
         upkeep: Duration::from_millis(50),
         idle_wait: Duration::from_millis(200),
         grace: Duration::from_secs(5),
-        retry: RetryPolicy { max_attempts: 2, backoff: Duration::from_millis(10), ..RetryPolicy::default() },
+        retry: RetryPolicy::new().max_attempts(2).backoff(Duration::from_millis(10)),
         ..WorkerOptions::default()
     };
     let worker = Worker::with_options(
@@ -475,7 +475,7 @@ async fn an_operator_user_runs_every_operation() {
         let queue = Queue::new(executor, &name).unwrap();
         let dead = queue.enqueue(b"dies".to_vec()).await.unwrap();
         let job = queue.claim(Duration::from_secs(10)).await.unwrap().expect("a job");
-        let policy = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+        let policy = RetryPolicy::new().max_attempts(1);
         job.fail("boom", &policy).await.unwrap();
         assert_eq!(state(&queue, &dead).await, Some((State::Dead, 1)), "{via:?}");
         queue.retry(&dead).await.unwrap();

@@ -917,7 +917,7 @@ fn config_pauses_a_queue() -> Case {
     Case {
         name: "config pauses a queue",
         given: PENDING_A,
-        call: Call::Config(Config { paused: Some(true), ..Config::default() }),
+        call: Call::Config(Config::default().paused(true)),
         reply: ok(settings(true, None, None)),
         after: &[
             "config paused=1",
@@ -932,7 +932,7 @@ fn config_sets_the_event_logs_length_and_0_turns_it_off() -> Case {
     Case {
         name: "config sets the event log's length, and 0 turns it off",
         given: &[],
-        call: Call::Config(Config { events: Some(echomq::EventLog::Off), ..Config::default() }),
+        call: Call::Config(Config::default().events(echomq::EventLog::Off)),
         reply: ok(Settings { events: echomq::EventLog::Off, ..settings(false, None, None) }),
         after: &["config events=0"],
     }
@@ -947,7 +947,7 @@ fn config_resumes_a_queue_keeps_its_limit_and_re_adds_the_head_of_pending_at_its
             "HSET $q:priority $A -3",
             "HSET $q:config paused 1 concurrency 3",
         ],
-        call: Call::Config(Config { paused: Some(false), ..Config::default() }),
+        call: Call::Config(Config::default().paused(false)),
         reply: ok(settings(false, Some(3), None)),
         after: &[
             "config concurrency=3",
@@ -964,7 +964,7 @@ fn config_sets_a_concurrency_limit() -> Case {
     Case {
         name: "config sets a concurrency limit",
         given: &[],
-        call: Call::Config(Config { concurrency: Some(echomq::Limit::To(10)), ..Config::default() }),
+        call: Call::Config(Config::default().concurrency(echomq::Limit::To(10))),
         reply: ok(settings(false, Some(10), None)),
         after: &["config concurrency=10"],
     }
@@ -974,7 +974,7 @@ fn config_with_a_concurrency_of_0_removes_the_limit() -> Case {
     Case {
         name: "config with a concurrency of 0 removes the limit",
         given: &["HSET $q:config concurrency 4"],
-        call: Call::Config(Config { concurrency: Some(echomq::Limit::Unlimited), ..Config::default() }),
+        call: Call::Config(Config::default().concurrency(echomq::Limit::Unlimited)),
         reply: ok(settings(false, None, None)),
         after: &[],
     }
@@ -984,10 +984,9 @@ fn config_sets_a_rate() -> Case {
     Case {
         name: "config sets a rate",
         given: &[],
-        call: Call::Config(Config {
-            rate: Some(echomq::Limit::To(echomq::Rate { claims: 5, per: secs(1) })),
-            ..Config::default()
-        }),
+        call: Call::Config(
+            Config::default().rate(echomq::Limit::To(echomq::Rate { claims: 5, per: secs(1) })),
+        ),
         reply: ok(settings(false, None, Some((5, secs(1))))),
         after: &["config per=1000 rate=5"],
     }
@@ -997,7 +996,7 @@ fn config_removes_a_rate_and_its_claim_log_and_keeps_the_rest() -> Case {
     Case {
         name: "config removes a rate and its claim log, and keeps the rest",
         given: &["HSET $q:config rate 5 per 1000 concurrency 2", "ZADD $q:rate 5 $A:1"],
-        call: Call::Config(Config { rate: Some(echomq::Limit::Unlimited), ..Config::default() }),
+        call: Call::Config(Config::default().rate(echomq::Limit::Unlimited)),
         reply: ok(settings(false, Some(2), None)),
         after: &["config concurrency=2"],
     }
@@ -1017,10 +1016,7 @@ fn config_sets_a_retention_with_no_age_bound() -> Case {
     Case {
         name: "config sets a retention, with no age bound",
         given: &[],
-        call: Call::Config(Config {
-            keep_dead: Some(Retention { age: None, count: Some(50) }),
-            ..Config::default()
-        }),
+        call: Call::Config(Config::default().keep_dead(Retention { age: None, count: Some(50) })),
         reply: ok(Settings {
             keep_dead: Retention { age: None, count: Some(50) },
             ..settings(false, None, None)
@@ -1455,7 +1451,7 @@ fn resume_ends_a_timed_pause_too() -> Case {
     Case {
         name: "resume ends a timed pause too",
         given: &["HSET $q:config paused 1 paused_until 9999999999999 concurrency 2"],
-        call: Call::Config(Config { paused: Some(false), ..Config::default() }),
+        call: Call::Config(Config::default().paused(false)),
         reply: ok(settings(false, Some(2), None)),
         after: &["config concurrency=2", "events resumed="],
     }

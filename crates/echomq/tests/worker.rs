@@ -55,7 +55,7 @@ fn options() -> WorkerOptions {
         upkeep: Duration::from_millis(50),
         idle_wait: Duration::from_millis(200),
         grace: Duration::from_secs(5),
-        retry: RetryPolicy { max_attempts: 3, backoff: Duration::from_millis(10), ..RetryPolicy::default() },
+        retry: RetryPolicy::new().max_attempts(3).backoff(Duration::from_millis(10)),
         ..WorkerOptions::default()
     }
 }
@@ -280,7 +280,7 @@ async fn a_panicking_handler_fails_its_job_and_the_worker_goes_on() {
             }
             Ok::<_, HandlerError>(())
         },
-        WorkerOptions { retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }, ..options() },
+        WorkerOptions { retry: RetryPolicy::new().max_attempts(1), ..options() },
     );
     let (stop, task) = spawn(worker);
     let bad = q.enqueue(b"bad".to_vec()).await.unwrap();

@@ -36,12 +36,11 @@ pub struct Options {
 const LEASE: Duration = Duration::from_secs(30);
 /// How many jobs one enqueue round trip carries.
 const BATCH: usize = 256;
-const POLICY: RetryPolicy = RetryPolicy {
-    max_attempts: 3,
-    backoff: Duration::from_millis(20),
-    max_backoff: Duration::from_millis(200),
-    jitter: 0.5,
-};
+const POLICY: RetryPolicy = RetryPolicy::new()
+    .max_attempts(3)
+    .backoff(Duration::from_millis(20))
+    .max_backoff(Duration::from_millis(200))
+    .jitter(0.5);
 
 /// Every 25th job fails on its first attempt and succeeds on retry; every
 /// 500th fails every time and ends dead.
@@ -77,8 +76,8 @@ pub async fn run(server: &crate::connect::Server, options: Options) -> Result<()
     };
     // Every finished job kept, so that done + dead counts them all: the
     // default retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4).
-    let all = Some(Retention { age: None, count: None });
-    queue.configure(echomq::Config { keep_done: all, keep_dead: all, ..echomq::Config::default() }).await?;
+    let all = Retention { age: None, count: None };
+    queue.configure(echomq::Config::default().keep_done(all).keep_dead(all)).await?;
     tell!(
         "EchoMQ demo: {} jobs, {} at once, {via} executor, queue {queue_name}",
         options.jobs,

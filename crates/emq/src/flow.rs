@@ -93,7 +93,8 @@ pub struct LimitArgs {
 }
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
-    let config = Config { concurrency: args.concurrency, rate: args.rate, ..Config::default() };
+    let mut config = Config::default();
+    (config.concurrency, config.rate) = (args.concurrency, args.rate);
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
@@ -174,15 +175,12 @@ impl ConfigArgs {
 
 pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     let only_reads = args.only_reads();
-    let config = Config {
-        paused: args.paused,
-        concurrency: args.concurrency,
-        rate: args.rate,
-        keep_done: args.keep_done,
-        keep_dead: args.keep_dead,
-        keep_cancelled: args.keep_cancelled,
-        events: args.events,
-    };
+    // Each setting as given, or left as it is.
+    let mut config = Config::default();
+    (config.paused, config.concurrency, config.rate) = (args.paused, args.concurrency, args.rate);
+    (config.keep_done, config.keep_dead, config.keep_cancelled) =
+        (args.keep_done, args.keep_dead, args.keep_cancelled);
+    config.events = args.events;
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;

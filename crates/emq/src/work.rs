@@ -143,11 +143,7 @@ pub async fn run(server: &Server, logging: &crate::log::Logging, args: Args) -> 
         lease: args.lease,
         grace: args.grace,
         timeout: args.timeout,
-        retry: RetryPolicy {
-            max_attempts: args.max_attempts,
-            backoff: args.backoff,
-            ..RetryPolicy::default()
-        },
+        retry: RetryPolicy::new().max_attempts(args.max_attempts).backoff(args.backoff),
         ..WorkerOptions::default()
     };
     let executor = connect(server, args.connect_timeout).await?;

@@ -253,11 +253,11 @@ async fn metrics_and_live_carry_the_snapshot() {
     let q = queue(&server, &name).await;
     dead_jobs(&q, 2).await;
     q.enqueue_with(b"urgent".to_vec(), EnqueueOptions::default().priority(-5)).await.unwrap();
-    q.configure(echomq::transition::Config {
-        concurrency: Some(echomq::Limit::To(4)),
-        rate: Some(echomq::Limit::To(echomq::Rate { claims: 10, per: Duration::from_secs(2) })),
-        ..Default::default()
-    })
+    q.configure(
+        echomq::Config::default()
+            .concurrency(echomq::Limit::To(4))
+            .rate(echomq::Limit::To(echomq::Rate { claims: 10, per: Duration::from_secs(2) })),
+    )
     .await
     .unwrap();
     q.pause().await.unwrap();
@@ -568,7 +568,7 @@ async fn open_batches_show_their_counts_and_an_unreadable_one_says_so() {
     lease.ack().await.unwrap();
     let lease = q.claim(Duration::from_secs(600)).await.unwrap().unwrap();
     assert_eq!(lease.id, opened.jobs[1]);
-    let once = echomq::RetryPolicy { max_attempts: 1, ..echomq::RetryPolicy::default() };
+    let once = echomq::RetryPolicy::new().max_attempts(1);
     lease.fail("no", &once).await.unwrap();
     echomq::Upkeep::of(&q).settle(1000).await.unwrap();
     // A damaged state, beside it.
@@ -628,7 +628,7 @@ async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
     let (worked, idle, silent) = (unique_queue("latency"), unique_queue("idle"), unique_queue("silent"));
     let q = queue(&server, &worked).await;
     let quiet = queue(&server, &silent).await;
-    let off = echomq::transition::Config { events: Some(echomq::EventLog::Off), ..Default::default() };
+    let off = echomq::Config::default().events(echomq::EventLog::Off);
     quiet.configure(off).await.unwrap();
     for q in [&q, &quiet] {
         q.enqueue_batch((0..3).map(|i| format!("job {i}"))).await.unwrap();

@@ -104,7 +104,7 @@ async fn screenshots_of_every_page() {
     // Two open batches: one part settled (some done, some dead), one not yet.
     let invoices = (0..50).map(|n| format!("invoice {n}"));
     reports.enqueue_batch_with_callback(invoices, "invoices sent").await.unwrap();
-    let once = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+    let once = RetryPolicy::new().max_attempts(1);
     for n in 0..20 {
         let lease = reports.claim(Duration::from_secs(600)).await.unwrap().unwrap();
         if n % 7 == 3 {
@@ -120,12 +120,12 @@ async fn screenshots_of_every_page() {
     Upkeep::of(&reports).settle(1000).await.unwrap();
     reports.enqueue_batch((0..37).map(|n| format!("report {n}"))).await.unwrap();
     reports
-        .configure(Config {
-            paused: Some(true),
-            concurrency: Some(Limit::To(2)),
-            rate: Some(Limit::To(Rate { claims: 10, per: Duration::from_secs(60) })),
-            ..Config::default()
-        })
+        .configure(
+            Config::default()
+                .paused(true)
+                .concurrency(Limit::To(2))
+                .rate(Limit::To(Rate { claims: 10, per: Duration::from_secs(60) })),
+        )
         .await
         .unwrap();
     let webhooks = queue(&server, "webhooks").await;

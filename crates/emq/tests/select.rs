@@ -43,7 +43,7 @@ fn seed_dead(server: &RedisServer, queue: &str, n: usize) -> BTreeSet<String> {
                 needles.insert(outcome.expect("enqueued").id.as_str().to_owned());
             }
         }
-        let policy = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+        let policy = RetryPolicy::new().max_attempts(1);
         let mut dead = 0;
         while dead < n {
             let leases = queue.claim_many(Duration::from_secs(600), 100, None).await.expect("claim");

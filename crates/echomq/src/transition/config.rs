@@ -15,7 +15,15 @@ use crate::{Error, Result};
 
 /// Read a queue's settings, changing those given first. The default changes
 /// nothing and only reads.
+///
+/// ```
+/// # use echomq::{Config, Limit};
+/// let change = Config::default().paused(true).concurrency(Limit::To(8));
+/// assert_eq!(change.paused, Some(true));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use]
 pub struct Config {
     /// `Some(true)` pauses the queue's claims, `Some(false)` resumes them.
     pub paused: Option<bool>,
@@ -33,6 +41,50 @@ pub struct Config {
     pub keep_cancelled: Option<Retention>,
     /// The queue's event log: on, and how long, or off; `None` leaves it.
     pub events: Option<EventLog>,
+}
+
+impl Config {
+    /// Pause the queue's claims (`true`) or resume them.
+    pub const fn paused(mut self, paused: bool) -> Config {
+        self.paused = Some(paused);
+        self
+    }
+
+    /// At most this many jobs active at once, across every worker.
+    pub const fn concurrency(mut self, limit: Limit<u64>) -> Config {
+        self.concurrency = Some(limit);
+        self
+    }
+
+    /// At most so many claims in any period.
+    pub const fn rate(mut self, limit: Limit<Rate>) -> Config {
+        self.rate = Some(limit);
+        self
+    }
+
+    /// How many done jobs to keep, and how long.
+    pub const fn keep_done(mut self, keep: Retention) -> Config {
+        self.keep_done = Some(keep);
+        self
+    }
+
+    /// How many dead jobs to keep, and how long.
+    pub const fn keep_dead(mut self, keep: Retention) -> Config {
+        self.keep_dead = Some(keep);
+        self
+    }
+
+    /// How many cancelled jobs to keep, and how long.
+    pub const fn keep_cancelled(mut self, keep: Retention) -> Config {
+        self.keep_cancelled = Some(keep);
+        self
+    }
+
+    /// The queue's event log: on, and how long, or off.
+    pub const fn events(mut self, events: EventLog) -> Config {
+        self.events = Some(events);
+        self
+    }
 }
 
 /// A setting's limit, or none.

@@ -310,13 +310,13 @@ pub const fn example(name: Name) -> Example {
         Name::Config => Example {
             given: &[],
             happy: || {
-                Call::new(Config {
-                    paused: Some(true),
-                    concurrency: Some(echomq::Limit::To(2)),
-                    rate: Some(echomq::Limit::To(echomq::Rate { claims: 5, per: Duration::from_secs(1) })),
-                    keep_done: Some(Retention { age: None, count: Some(5) }),
-                    ..Config::default()
-                })
+                Call::new(
+                    Config::default()
+                        .paused(true)
+                        .concurrency(echomq::Limit::To(2))
+                        .rate(echomq::Limit::To(echomq::Rate { claims: 5, per: Duration::from_secs(1) }))
+                        .keep_done(Retention { age: None, count: Some(5) }),
+                )
             },
             reads: &[],
             naming_a_non_job: None,

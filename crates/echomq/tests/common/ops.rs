@@ -253,7 +253,11 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         }
         Op::Fail { slot, stale, max_attempts, short } => {
             let backoff = if short { Duration::ZERO } else { LONG };
-            let policy = RetryPolicy { max_attempts, backoff, max_backoff: backoff, jitter: 0.0 };
+            let policy = RetryPolicy::new()
+                .max_attempts(max_attempts)
+                .backoff(backoff)
+                .max_backoff(backoff)
+                .jitter(0.0);
             let job = claimed(slot, stale);
             let backoff = policy.delay_for(&job.id, job.token);
             let fail = Fail { id: job.id, token: job.token, max_attempts, backoff, error: "boom".to_owned() };
@@ -281,7 +285,11 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
                 0 => Limit::Unlimited,
                 claims => Limit::To(Rate { claims, per: RATE_PERIOD }),
             });
-            match q.configure(Config { paused, concurrency, rate, ..Config::default() }).await {
+            let mut change = Config::default();
+            change = paused.map_or(change, |paused| change.paused(paused));
+            change = concurrency.map_or(change, |limit| change.concurrency(limit));
+            change = rate.map_or(change, |limit| change.rate(limit));
+            match q.configure(change).await {
                 Ok(settings) => format!("Ok({})", crate::common::settings_shown(&settings)),
                 Err(err) => show::<()>(Err(err)),
             }

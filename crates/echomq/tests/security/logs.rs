@@ -148,7 +148,7 @@ async fn no_password_in_tracing_logs() {
         let options = WorkerOptions {
             upkeep: Duration::from_millis(50),
             idle_wait: Duration::from_millis(100),
-            retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() },
+            retry: RetryPolicy::new().max_attempts(1),
             ..WorkerOptions::default()
         };
         let handler = |_: JobContext| async { Err::<(), _>(HandlerError::from("the handler failed")) };

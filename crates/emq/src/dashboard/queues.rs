@@ -401,15 +401,14 @@ impl ConfigureForm {
                 .map(Some)
                 .map_err(|why| Problem::BadInput(format!("{field}: {why}: nothing was changed")))
         }
-        Ok(Config {
-            paused: None,
-            concurrency: read("concurrency", &self.concurrency, crate::flow::concurrency)?,
-            rate: read("rate", &self.rate, crate::flow::rate)?,
-            keep_done: read("keep done", &self.keep_done, crate::flow::retention)?,
-            keep_dead: read("keep dead", &self.keep_dead, crate::flow::retention)?,
-            keep_cancelled: read("keep cancelled", &self.keep_cancelled, crate::flow::retention)?,
-            events: read("events", &self.events, crate::flow::events_length)?,
-        })
+        let mut config = Config::default();
+        config.concurrency = read("concurrency", &self.concurrency, crate::flow::concurrency)?;
+        config.rate = read("rate", &self.rate, crate::flow::rate)?;
+        config.keep_done = read("keep done", &self.keep_done, crate::flow::retention)?;
+        config.keep_dead = read("keep dead", &self.keep_dead, crate::flow::retention)?;
+        config.keep_cancelled = read("keep cancelled", &self.keep_cancelled, crate::flow::retention)?;
+        config.events = read("events", &self.events, crate::flow::events_length)?;
+        Ok(config)
     }
 }
 

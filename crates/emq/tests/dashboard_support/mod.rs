@@ -143,7 +143,7 @@ pub async fn dead_jobs(queue: &Queue, n: usize) -> Vec<echomq::JobId> {
     let payloads = (0..n).map(|i| format!(r#"{{"to":"user{i}@example.com"}}"#));
     let ids: Vec<echomq::JobId> =
         queue.enqueue_batch(payloads).await.unwrap().into_iter().map(Result::unwrap).collect();
-    let once = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+    let once = RetryPolicy::new().max_attempts(1);
     let mut claimed = 0;
     while claimed < n {
         let leases = queue.claim_many(Duration::from_secs(600), 500, None).await.unwrap().jobs;
