@@ -172,52 +172,12 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
     let count = |n: usize| Answer::Int(i64::try_from(n).unwrap_or(i64::MAX));
     Ok(match command {
         Command::Time => Answer::Int(i64::try_from(store.now_ms()).unwrap_or(i64::MAX)),
-        Command::ZAdd { key, score, member, raise_only } => {
-            touch(store, deadlines, key, KeyType::Zset)?;
-            let score = score.unwrap_or_else(|| store.now_ms()) as f64;
-            let seen = store.zscore(key.as_bytes(), member.as_bytes());
-            if !raise_only || seen.is_none_or(|seen| seen < score) {
-                store.zadd(key.as_bytes(), score, member.as_bytes());
-            }
-            count(usize::from(seen.is_none()))
-        }
-        Command::ZRange { key, count: wanted, latest } => {
-            touch(store, deadlines, key, KeyType::Zset)?;
-            let all = store.zhead(key.as_bytes(), usize::MAX);
-            let members: Vec<Vec<u8>> = if *latest {
-                all.into_iter().rev().take(*wanted).collect()
-            } else {
-                all.into_iter().take(*wanted).collect()
-            };
-            let scored = members.into_iter().map(|member| {
-                let score = store.zscore(key.as_bytes(), &member).unwrap_or_default();
-                (String::from_utf8_lossy(&member).into_owned(), score)
-            });
-            Answer::Scored(scored.collect())
-        }
-        Command::ZCard(key) => {
-            touch(store, deadlines, key, KeyType::Zset)?;
-            count(usize::try_from(store.zcard(key.as_bytes())).unwrap_or(usize::MAX))
-        }
-        Command::ZRem(key, members) => {
-            touch(store, deadlines, key, KeyType::Zset)?;
-            let present: Vec<&String> = members
-                .iter()
-                .filter(|member| store.zscore(key.as_bytes(), member.as_bytes()).is_some())
-                .collect();
-            for member in &present {
-                store.zrem(key.as_bytes(), member.as_bytes());
-            }
-            count(present.len())
-        }
-        Command::ZRemBelow(key, below) => {
-            touch(store, deadlines, key, KeyType::Zset)?;
-            // Scores below `below`: those up to the largest float under it.
-            let gone = store.zupto(key.as_bytes(), (*below as f64).next_down(), usize::MAX);
-            for member in &gone {
-                store.zrem(key.as_bytes(), member);
-            }
-            count(gone.len())
+        Command::ZAdd { .. }
+        | Command::ZRange { .. }
+        | Command::ZCard(_)
+        | Command::ZRem(..)
+        | Command::ZRemBelow(..) => {
+            return sorted_set(store, deadlines, command);
         }
         Command::Exists(key) => {
             touch(store, deadlines, key, KeyType::None)?;
@@ -257,6 +217,62 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             Answer::Text(store.xlast(key.as_bytes()).map(|id| id.to_string()))
         }
         Command::Info(_) | Command::ConfigGet(_) => Answer::Text(None),
+    })
+}
+
+/// A sorted-set command on the store (see [`answer`]).
+fn sorted_set(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Command) -> Result<Answer> {
+    let count = |n: usize| Answer::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    let (Command::ZAdd { key, .. }
+    | Command::ZRange { key, .. }
+    | Command::ZCard(key)
+    | Command::ZRem(key, _)
+    | Command::ZRemBelow(key, _)) = command
+    else {
+        unreachable!("answer sends only sorted-set commands here")
+    };
+    touch(store, deadlines, key, KeyType::Zset)?;
+    let key = key.as_bytes();
+    Ok(match command {
+        Command::ZAdd { score, member, raise_only, .. } => {
+            let score = score.unwrap_or_else(|| store.now_ms()) as f64;
+            let seen = store.zscore(key, member.as_bytes());
+            if !raise_only || seen.is_none_or(|seen| seen < score) {
+                store.zadd(key, score, member.as_bytes());
+            }
+            count(usize::from(seen.is_none()))
+        }
+        Command::ZRange { count: wanted, latest, .. } => {
+            let all = store.zhead(key, usize::MAX);
+            let members: Vec<Vec<u8>> = if *latest {
+                all.into_iter().rev().take(*wanted).collect()
+            } else {
+                all.into_iter().take(*wanted).collect()
+            };
+            let scored = members.into_iter().map(|member| {
+                let score = store.zscore(key, &member).unwrap_or_default();
+                (String::from_utf8_lossy(&member).into_owned(), score)
+            });
+            Answer::Scored(scored.collect())
+        }
+        Command::ZCard(_) => count(usize::try_from(store.zcard(key)).unwrap_or(usize::MAX)),
+        Command::ZRem(_, members) => {
+            let present: Vec<&String> =
+                members.iter().filter(|member| store.zscore(key, member.as_bytes()).is_some()).collect();
+            for member in &present {
+                store.zrem(key, member.as_bytes());
+            }
+            count(present.len())
+        }
+        Command::ZRemBelow(_, below) => {
+            // Scores below `below`: those up to the largest float under it.
+            let gone = store.zupto(key, (*below as f64).next_down(), usize::MAX);
+            for member in &gone {
+                store.zrem(key, member);
+            }
+            count(gone.len())
+        }
+        other => unreachable!("answer sends only sorted-set commands here, not {other:?}"),
     })
 }
 

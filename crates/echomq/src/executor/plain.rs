@@ -3,12 +3,16 @@
 //! Each is a Redis command a few words long; Lua and Native send them on
 //! their shared transport, Embedded answers them on its store, and the code
 //! that uses them (the registries, [`upkeep_due`](super::upkeep_due)) is
-//! written once, over [`Plain`].
+//! written once, over [`Plain`]. Here too: each command as Redis spells it
+//! and its reply read back (`plain_command`, `answer`), so a new command is
+//! this file and Embedded's answer to it.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use redis::Value;
 
+use super::stream::entries_of;
 use super::StreamEntry;
 use crate::{Error, ErrorKind, Result};
 
@@ -162,5 +166,170 @@ impl dyn Plain + '_ {
     pub async fn one(&self, command: Command) -> Result<Answer> {
         let answers = self.send(std::slice::from_ref(&command)).await?;
         answers.into_iter().next().unwrap_or_else(|| Err(Error::new(ErrorKind::Reply, "no answer")))
+    }
+}
+
+impl Command {
+    /// The command's name, as Redis spells it.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Time => "TIME",
+            Command::ZAdd { .. } => "ZADD",
+            Command::ZRange { .. } => "ZRANGE",
+            Command::ZCard(_) => "ZCARD",
+            Command::ZRem(..) => "ZREM",
+            Command::ZRemBelow(..) => "ZREMRANGEBYSCORE",
+            Command::Exists(_) => "EXISTS",
+            Command::HSet(..) => "HSET",
+            Command::PExpire(..) => "PEXPIRE",
+            Command::HGetAll(_) => "HGETALL",
+            Command::Del(_) => "DEL",
+            Command::StreamLast(_) => "XREVRANGE",
+            Command::Info(_) => "INFO",
+            Command::ConfigGet(_) => "CONFIG",
+        }
+    }
+}
+
+/// A plain command as Redis spells it; `now` gives a score of now.
+pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::Cmd {
+    let mut out = redis::cmd(command.name());
+    match command {
+        Command::Time => {}
+        Command::ZAdd { key, score, member, raise_only } => {
+            out.arg(key);
+            if *raise_only {
+                out.arg("GT");
+            }
+            out.arg(score.unwrap_or_else(now)).arg(member);
+        }
+        Command::ZRange { key, count, latest } => {
+            out.arg(key).arg(0).arg(count.saturating_sub(1));
+            if *latest {
+                out.arg("REV");
+            }
+            out.arg("WITHSCORES");
+        }
+        Command::ZCard(key) | Command::Exists(key) | Command::HGetAll(key) | Command::Del(key) => {
+            out.arg(key);
+        }
+        Command::ZRem(key, members) => {
+            out.arg(key).arg(members);
+        }
+        Command::ZRemBelow(key, below) => {
+            out.arg(key).arg("-inf").arg(format!("({below}"));
+        }
+        Command::HSet(key, fields) => {
+            out.arg(key).arg(fields);
+        }
+        Command::PExpire(key, ms) => {
+            out.arg(key).arg((*ms).max(1));
+        }
+        Command::StreamLast(key) => {
+            out.arg(key).arg("+").arg("-").arg("COUNT").arg(1);
+        }
+        Command::Info(sections) => {
+            out.arg(*sections);
+        }
+        Command::ConfigGet(name) => {
+            out.arg("GET").arg(*name);
+        }
+    }
+    out
+}
+
+/// A plain command's reply read as its [`Answer`].
+pub(super) fn answer(command: &Command, value: Value) -> Result<Answer> {
+    use redis::FromRedisValue;
+    let bad = |value: &Value| Error::new(ErrorKind::Reply, format!("{command:?} answered {value:?}"));
+    let read = |err: redis::ParsingError| Error::new(ErrorKind::Reply, format!("{command:?}: {err}"));
+    Ok(match command {
+        Command::Time => match &value {
+            Value::Array(time) => Answer::Int(time_ms(time).ok_or_else(|| bad(&value))?),
+            _ => return Err(bad(&value)),
+        },
+        Command::ZRange { .. } => Answer::Scored(scored(&value).ok_or_else(|| bad(&value))?),
+        Command::HGetAll(_) => {
+            let fields: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
+            Answer::Fields(fields)
+        }
+        Command::StreamLast(_) => Answer::Text(entries_of(value)?.into_iter().next().map(|entry| entry.id)),
+        Command::Info(_) => Answer::Text(Some(FromRedisValue::from_redis_value(value).map_err(read)?)),
+        Command::ConfigGet(_) => {
+            let pairs: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
+            Answer::Text(pairs.into_iter().next().map(|(_, value)| value))
+        }
+        _ => match value {
+            Value::Int(n) => Answer::Int(n),
+            Value::Okay => Answer::Int(1),
+            other => return Err(bad(&other)),
+        },
+    })
+}
+
+/// `ZRANGE … WITHSCORES`'s members and scores: RESP2's flat list, or
+/// RESP3's pairs.
+fn scored(value: &Value) -> Option<Vec<(String, f64)>> {
+    let Value::Array(items) = value else { return None };
+    let text = |value: &Value| match value {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(text) => Some(text.clone()),
+        _ => None,
+    };
+    let score = |value: &Value| match value {
+        Value::Double(score) => Some(*score),
+        Value::Int(n) => Some(*n as f64),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        _ => None,
+    };
+    if items.iter().all(|item| matches!(item, Value::Array(pair) if pair.len() == 2)) {
+        return items
+            .iter()
+            .map(|item| match item {
+                Value::Array(pair) => Some((text(&pair[0])?, score(&pair[1])?)),
+                _ => None,
+            })
+            .collect();
+    }
+    items.chunks(2).map(|pair| Some((text(pair.first()?)?, score(pair.get(1)?)?))).collect()
+}
+
+/// `TIME`'s seconds and microseconds as ms.
+fn time_ms(time: &[Value]) -> Option<i64> {
+    let part = |value: &Value| match value {
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse::<i64>().ok(),
+        Value::Int(n) => Some(*n),
+        _ => None,
+    };
+    match time {
+        [seconds, micros] => Some(part(seconds)? * 1000 + part(micros)? / 1000),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn plain_answers_read_resp2_and_resp3() {
+        let range = Command::ZRange { key: "k".into(), count: 1, latest: false };
+        let resp2 = Value::Array(vec![bulk("JOB_1"), bulk("999")]);
+        let resp3 = Value::Array(vec![Value::Array(vec![bulk("JOB_1"), Value::Double(999.0)])]);
+        for value in [resp2, resp3] {
+            assert_eq!(answer(&range, value).unwrap(), Answer::Scored(vec![("JOB_1".into(), 999.0)]));
+        }
+        assert_eq!(answer(&range, Value::Array(Vec::new())).unwrap(), Answer::Scored(Vec::new()));
+        let time = Value::Array(vec![bulk("1764522000"), bulk("123456")]);
+        assert_eq!(answer(&Command::Time, time).unwrap(), Answer::Int(1_764_522_000_123));
+        let config = Value::Array(vec![bulk("maxmemory-policy"), bulk("noeviction")]);
+        assert_eq!(
+            answer(&Command::ConfigGet("maxmemory-policy"), config).unwrap(),
+            Answer::Text(Some("noeviction".into()))
+        );
     }
 }

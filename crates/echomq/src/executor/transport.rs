@@ -18,8 +18,9 @@ use async_trait::async_trait;
 use echomq_core::{Code, Refusal, Reply};
 
 use super::blocking::{Blocking, Open};
+use super::plain::{answer, plain_command};
 use super::replication::{confirms, Sent};
-use super::stream::{entries_of, read_stream_on};
+use super::stream::read_stream_on;
 use super::{Answer, Call, Command, Plain, Replication, StreamEntry};
 use crate::{Error, Result};
 
@@ -236,145 +237,6 @@ where
     }
 }
 
-/// A plain command as Redis spells it; `now` gives a score of now.
-fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::Cmd {
-    let named = |name: &str, key: &str| {
-        let mut command = redis::cmd(name);
-        command.arg(key);
-        command
-    };
-    match command {
-        Command::Time => redis::cmd("TIME"),
-        Command::ZAdd { key, score, member, raise_only } => {
-            let mut add = named("ZADD", key);
-            if *raise_only {
-                add.arg("GT");
-            }
-            add.arg(score.unwrap_or_else(now)).arg(member);
-            add
-        }
-        Command::ZRange { key, count, latest } => {
-            let mut range = named("ZRANGE", key);
-            range.arg(0).arg(count.saturating_sub(1));
-            if *latest {
-                range.arg("REV");
-            }
-            range.arg("WITHSCORES");
-            range
-        }
-        Command::ZCard(key) => named("ZCARD", key),
-        Command::ZRem(key, members) => {
-            let mut remove = named("ZREM", key);
-            remove.arg(members);
-            remove
-        }
-        Command::ZRemBelow(key, below) => {
-            let mut remove = named("ZREMRANGEBYSCORE", key);
-            remove.arg("-inf").arg(format!("({below}"));
-            remove
-        }
-        Command::Exists(key) => named("EXISTS", key),
-        Command::HSet(key, fields) => {
-            let mut set = named("HSET", key);
-            for (field, value) in fields {
-                set.arg(field).arg(value);
-            }
-            set
-        }
-        Command::PExpire(key, ms) => {
-            let mut expire = named("PEXPIRE", key);
-            expire.arg((*ms).max(1));
-            expire
-        }
-        Command::HGetAll(key) => named("HGETALL", key),
-        Command::Del(key) => named("DEL", key),
-        Command::StreamLast(key) => {
-            let mut range = named("XREVRANGE", key);
-            range.arg("+").arg("-").arg("COUNT").arg(1);
-            range
-        }
-        Command::Info(sections) => {
-            let mut info = redis::cmd("INFO");
-            info.arg(*sections);
-            info
-        }
-        Command::ConfigGet(name) => {
-            let mut get = redis::cmd("CONFIG");
-            get.arg("GET").arg(*name);
-            get
-        }
-    }
-}
-
-/// A plain command's reply read as its [`Answer`].
-fn answer(command: &Command, value: Value) -> Result<Answer> {
-    use redis::FromRedisValue;
-    let bad = |value: &Value| Error::new(ErrorKind::Reply, format!("{command:?} answered {value:?}"));
-    let read = |err: redis::ParsingError| Error::new(ErrorKind::Reply, format!("{command:?}: {err}"));
-    Ok(match command {
-        Command::Time => match &value {
-            Value::Array(time) => Answer::Int(time_ms(time).ok_or_else(|| bad(&value))?),
-            _ => return Err(bad(&value)),
-        },
-        Command::ZRange { .. } => Answer::Scored(scored(&value).ok_or_else(|| bad(&value))?),
-        Command::HGetAll(_) => {
-            let fields: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
-            Answer::Fields(fields)
-        }
-        Command::StreamLast(_) => Answer::Text(entries_of(value)?.into_iter().next().map(|entry| entry.id)),
-        Command::Info(_) => Answer::Text(Some(FromRedisValue::from_redis_value(value).map_err(read)?)),
-        Command::ConfigGet(_) => {
-            let pairs: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
-            Answer::Text(pairs.into_iter().next().map(|(_, value)| value))
-        }
-        _ => match value {
-            Value::Int(n) => Answer::Int(n),
-            Value::Okay => Answer::Int(1),
-            other => return Err(bad(&other)),
-        },
-    })
-}
-
-/// `ZRANGE … WITHSCORES`'s members and scores: RESP2's flat list, or
-/// RESP3's pairs.
-fn scored(value: &Value) -> Option<Vec<(String, f64)>> {
-    let Value::Array(items) = value else { return None };
-    let text = |value: &Value| match value {
-        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
-        Value::SimpleString(text) => Some(text.clone()),
-        _ => None,
-    };
-    let score = |value: &Value| match value {
-        Value::Double(score) => Some(*score),
-        Value::Int(n) => Some(*n as f64),
-        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
-        _ => None,
-    };
-    if items.iter().all(|item| matches!(item, Value::Array(pair) if pair.len() == 2)) {
-        return items
-            .iter()
-            .map(|item| match item {
-                Value::Array(pair) => Some((text(&pair[0])?, score(&pair[1])?)),
-                _ => None,
-            })
-            .collect();
-    }
-    items.chunks(2).map(|pair| Some((text(pair.first()?)?, score(pair.get(1)?)?))).collect()
-}
-
-/// `TIME`'s seconds and microseconds as ms.
-fn time_ms(time: &[Value]) -> Option<i64> {
-    let part = |value: &Value| match value {
-        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse::<i64>().ok(),
-        Value::Int(n) => Some(*n),
-        _ => None,
-    };
-    match time {
-        [seconds, micros] => Some(part(seconds)? * 1000 + part(micros)? / 1000),
-        _ => None,
-    }
-}
-
 /// A command that starts with `head`, with room for `call`'s key count,
 /// keys and arguments after it: built at its size, a pipeline of
 /// enqueues no longer grows each command's buffer a few times over
@@ -410,28 +272,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bulk(text: &str) -> Value {
-        Value::BulkString(text.as_bytes().to_vec())
-    }
-
-    #[test]
-    fn plain_answers_read_resp2_and_resp3() {
-        let range = Command::ZRange { key: "k".into(), count: 1, latest: false };
-        let resp2 = Value::Array(vec![bulk("JOB_1"), bulk("999")]);
-        let resp3 = Value::Array(vec![Value::Array(vec![bulk("JOB_1"), Value::Double(999.0)])]);
-        for value in [resp2, resp3] {
-            assert_eq!(answer(&range, value).unwrap(), Answer::Scored(vec![("JOB_1".into(), 999.0)]));
-        }
-        assert_eq!(answer(&range, Value::Array(Vec::new())).unwrap(), Answer::Scored(Vec::new()));
-        let time = Value::Array(vec![bulk("1764522000"), bulk("123456")]);
-        assert_eq!(answer(&Command::Time, time).unwrap(), Answer::Int(1_764_522_000_123));
-        let config = Value::Array(vec![bulk("maxmemory-policy"), bulk("noeviction")]);
-        assert_eq!(
-            answer(&Command::ConfigGet("maxmemory-policy"), config).unwrap(),
-            Answer::Text(Some("noeviction".into()))
-        );
-    }
 
     #[test]
     fn an_error_inside_a_reply_is_its_items_refusal() {
