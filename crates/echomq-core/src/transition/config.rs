@@ -193,6 +193,25 @@ impl<'a> Config<'a> {
     /// - `EMQDATA`: a setting of `<q>config` is malformed (`paused` not 0 or 1, a limit not an integer), or,
     ///   on a resume, the head of pending's priority is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        let checked = self.check(store)?;
+        self.write_settings(store);
+        if let Some(head) = checked.resumed_head {
+            resume(store, self.keys.pending, head, checked.wakes);
+        }
+        // After the change: an EVENTS of this call already applies.
+        let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
+        if let Some(change) = self.change(checked.was_paused) {
+            emit(&events, store, change, b"", &[]);
+        }
+        // After the writes, which only wrote integers in the form read back.
+        let now = read_settings(store, self.keys.config)?;
+        Ok(settings_reply(now))
+    }
+
+    /// Everything the reply shows, read and checked before any write: the
+    /// keys' types, the stored settings and, on a resume, the head of
+    /// pending with its score.
+    fn check<S: Store>(&self, store: &mut S) -> Result<Checked<'a>, Refusal> {
         let ConfigKeys { config, pending, priority, rate, .. } = self.keys;
         need(store, config, KeyType::Hash)?;
         need(store, pending, KeyType::Zset)?;
@@ -200,9 +219,7 @@ impl<'a> Config<'a> {
         need(store, rate, KeyType::Zset)?;
         need(store, self.keys.events, KeyType::Stream)?;
         let wakes = wake_key(store, Some(self.keys.wake))?;
-        // Everything the reply shows, read and checked before any write.
-        let stored_settings = read_settings(store, config)?;
-        let was_paused = stored_settings.paused;
+        let was_paused = read_settings(store, config)?.paused;
         let resumed_head = match (was_paused, self.paused) {
             (true, Some(0)) => match store.zhead(pending, 1).pop() {
                 Some(head) => Some((priority_of(store, priority, &head)?, head)),
@@ -210,8 +227,28 @@ impl<'a> Config<'a> {
             },
             _ => None,
         };
-        // One HSET of what is set, then one HDEL of what is removed: the
-        // writes the script makes, so replication and keyspace events match.
+        Ok(Checked { wakes, was_paused, resumed_head })
+    }
+
+    /// Write the settings given: one HSET of what is set, then one HDEL of
+    /// what is removed, the writes the script makes, so replication and
+    /// keyspace events match; removing the rate deletes its claim log.
+    fn write_settings<S: Store>(&self, store: &mut S) {
+        let Changes { set, removed } = self.changes();
+        if !set.is_empty() {
+            let fields: Vec<(&[u8], &[u8])> = set.iter().map(|(f, v)| (*f, v.as_bytes())).collect();
+            store.hset(self.keys.config, &fields);
+        }
+        for field in removed {
+            store.hdel(self.keys.config, field);
+        }
+        if matches!(self.rate, Some((0, _))) {
+            store.del(self.keys.rate);
+        }
+    }
+
+    /// What this call changes in `<q>config`.
+    fn changes(&self) -> Changes {
         let mut set: Vec<(&[u8], String)> = Vec::new();
         let mut removed: Vec<&[u8]> = Vec::new();
         match self.paused {
@@ -242,48 +279,65 @@ impl<'a> Config<'a> {
         if let Some(n) = self.events {
             set.push((b"events", n.to_string()));
         }
-        if !set.is_empty() {
-            let fields: Vec<(&[u8], &[u8])> = set.iter().map(|(f, v)| (*f, v.as_bytes())).collect();
-            store.hset(config, &fields);
-        }
-        for field in removed {
-            store.hdel(config, field);
-        }
-        if matches!(self.rate, Some((0, _))) {
-            store.del(rate);
-        }
-        if let Some((score, head)) = resumed_head {
-            store.zrem(pending, &head);
-            store.zadd(pending, score, &head);
-            // Set anew (DEL, then ZADD), so that the server signals the key
-            // to every claim blocked on it, native ones too, even over a
-            // stale member (a ZADD to a key that exists signals nothing).
-            if let Some(key) = wakes {
-                store.del(key);
-            }
-            wake(store, wakes);
-        }
-        // After the change: an EVENTS of this call already applies.
-        let events = Events::open(store, Some((self.keys.events, config)))?;
-        let change = match self.paused {
+        Changes { set, removed }
+    }
+
+    /// The event this call is, if it pauses a running queue or resumes a
+    /// paused one.
+    fn change(&self, was_paused: bool) -> Option<&'static str> {
+        match self.paused {
             Some(1) if !was_paused => Some("paused"),
             Some(0) if was_paused => Some("resumed"),
             _ => None,
-        };
-        if let Some(change) = change {
-            emit(&events, store, change, b"", &[]);
         }
-        // After the writes, which only wrote integers in the form read back.
-        let now = read_settings(store, config)?;
-        let mut reply: Vec<Reply> = [u64::from(now.paused), now.concurrency, now.rate, now.per]
+    }
+}
+
+/// What a CONFIG call changes in `<q>config`, in the order the script
+/// writes it.
+struct Changes {
+    /// The fields it sets, with their values.
+    set: Vec<(&'static [u8], String)>,
+    /// The fields it removes.
+    removed: Vec<&'static [u8]>,
+}
+
+/// What CONFIG's checks hand its writes.
+struct Checked<'k> {
+    /// The wake-up key, checked to be a sorted set.
+    wakes: Option<&'k [u8]>,
+    /// Whether the queue was paused before this call.
+    was_paused: bool,
+    /// On a resume, the head of pending and its score.
+    resumed_head: Option<(f64, Vec<u8>)>,
+}
+
+/// Re-add the head of pending at its own score, so that claims waiting on
+/// the queue wake as on an arrival.
+fn resume<S: Store>(store: &mut S, pending: &[u8], (score, head): (f64, Vec<u8>), wakes: Option<&[u8]>) {
+    store.zrem(pending, &head);
+    store.zadd(pending, score, &head);
+    // Set anew (DEL, then ZADD), so that the server signals the key
+    // to every claim blocked on it, native ones too, even over a
+    // stale member (a ZADD to a key that exists signals nothing).
+    if let Some(key) = wakes {
+        store.del(key);
+    }
+    wake(store, wakes);
+}
+
+/// The reply: `[paused, concurrency, rate, per]`, the retention, the event
+/// log's length, then the protocol version when one is stored.
+fn settings_reply(settings: Settings) -> Reply {
+    let mut reply: Vec<Reply> =
+        [u64::from(settings.paused), settings.concurrency, settings.rate, settings.per]
             .into_iter()
-            .chain(now.retention)
-            .chain([now.events])
+            .chain(settings.retention)
+            .chain([settings.events])
             .map(Reply::count)
             .collect();
-        if let Some(version) = now.protocol {
-            reply.push(Reply::Bulk(version));
-        }
-        Ok(Reply::Array(reply))
+    if let Some(version) = settings.protocol {
+        reply.push(Reply::Bulk(version));
     }
+    Reply::Array(reply)
 }
