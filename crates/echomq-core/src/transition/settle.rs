@@ -88,13 +88,34 @@ impl<'a> Settle<'a> {
     /// - `EMQDATA`: `<q>config`'s `events` is not an integer, or a batch's job's record's `state` is none of
     ///   the six, or it lacks its state or attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        // Read everything first (each record checked): a refusal writes nothing.
+        let (plans, looked) = self.plan(store)?;
+        let events = Events::open_counted(
+            store,
+            Some((self.keys.events, self.keys.config)),
+            self.keys.counts,
+            &["enqueued"],
+        )?;
+        hold(&events);
+        let wakes = wake_key(store, Some(self.keys.wake))?;
+        let (closed, called) = self.settle(store, plans, &events);
+        if called {
+            wake(store, wakes);
+        }
+        flush(&events, store);
+        Ok(Reply::Array(vec![Reply::count(closed), Reply::count(looked)]))
+    }
+
+    /// The keys' types, then a plan for each open batch it looks at, every
+    /// record it reads checked; with how many jobs it looked at. Writes
+    /// nothing.
+    fn plan<S: Store>(&self, store: &mut S) -> Result<(Vec<Plan>, u64), Refusal> {
         let SettleKeys { batch_open: open, batches, batch_jobs, pending, headers, .. } = self.keys;
         need(store, open, KeyType::Zset)?;
         need(store, batches, KeyType::Hash)?;
         need(store, batch_jobs, KeyType::Hash)?;
         need(store, pending, KeyType::Zset)?;
         need(store, headers, KeyType::Hash)?;
-        // Read everything first (each record checked): a refusal writes nothing.
         let mut plans = Vec::new();
         let mut looked = 0;
         let heads = store.zhead(open, SETTLE_BATCHES);
@@ -112,41 +133,53 @@ impl<'a> Settle<'a> {
                 continue;
             };
             let before = state.clone();
-            let mut waits = false;
-            while state.cursor < state.total && looked < self.limit {
-                let job = store.hget(batch_jobs, &field(&batch, &state.cursor.to_string()));
-                let ended = match &job {
-                    Some(job) => read_state(store, &record_key(self.prefix, job))?,
-                    None => None,
-                };
-                let at = match ended.as_deref() {
-                    Some(b"done") => 0,
-                    Some(b"dead") => 1,
-                    Some(b"cancelled") => 2,
-                    None => 3,
-                    Some(_) => {
-                        waits = true;
-                        break;
-                    }
-                };
-                state.counts[at] += 1;
-                state.cursor += 1;
-                looked += 1;
-            }
+            let waits = self.follow(store, &batch, &mut state, &mut looked)?;
             if state.cursor == state.total {
                 need(store, &record_key(self.prefix, &state.callback), KeyType::Hash)?;
             }
             let changed = state != before;
             plans.push(Plan { batch, state: Some(state), changed, waits: waits && rotate });
         }
-        let events = Events::open_counted(
-            store,
-            Some((self.keys.events, self.keys.config)),
-            self.keys.counts,
-            &["enqueued"],
-        )?;
-        hold(&events);
-        let wakes = wake_key(store, Some(self.keys.wake))?;
+        Ok((plans, looked))
+    }
+
+    /// Follow `batch` from its cursor while its jobs have finished, each
+    /// counted by how it ended (a job whose record is gone as none of the
+    /// three), while `looked` is under LIMIT. Whether it stopped at a job
+    /// not finished.
+    fn follow<S: Store>(
+        &self,
+        store: &mut S,
+        batch: &[u8],
+        state: &mut State,
+        looked: &mut u64,
+    ) -> Result<bool, Refusal> {
+        while state.cursor < state.total && *looked < self.limit {
+            let job = store.hget(self.keys.batch_jobs, &field(batch, &state.cursor.to_string()));
+            let ended = match &job {
+                Some(job) => read_state(store, &record_key(self.prefix, job))?,
+                None => None,
+            };
+            let at = match ended.as_deref() {
+                Some(b"done") => 0,
+                Some(b"dead") => 1,
+                Some(b"cancelled") => 2,
+                None => 3,
+                Some(_) => return Ok(true),
+            };
+            state.counts[at] += 1;
+            state.cursor += 1;
+            *looked += 1;
+        }
+        Ok(false)
+    }
+
+    /// Write what each plan says: a stray entry leaves `batch_open`, a batch
+    /// still open keeps its new state (and goes behind the others when it
+    /// waits), a batch whose jobs all finished calls back and closes. How
+    /// many closed, and whether one enqueued its callback.
+    fn settle<S: Store>(&self, store: &mut S, plans: Vec<Plan>, events: &Option<Events<'_>>) -> (u64, bool) {
+        let SettleKeys { batch_open: open, batches, .. } = self.keys;
         let (mut closed, mut called) = (0, false);
         for Plan { batch, state, changed, waits } in plans {
             let Some(state) = state else {
@@ -163,14 +196,10 @@ impl<'a> Settle<'a> {
                 }
                 continue;
             }
-            called |= self.call_back(store, &batch, &state, &events);
+            called |= self.call_back(store, &batch, &state, events);
             closed += 1;
         }
-        if called {
-            wake(store, wakes);
-        }
-        flush(&events, store);
-        Ok(Reply::Array(vec![Reply::count(closed), Reply::count(looked)]))
+        (closed, called)
     }
 
     /// Enqueue the callback of a batch whose jobs all finished (unless its
