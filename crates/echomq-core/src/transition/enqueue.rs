@@ -102,77 +102,17 @@ impl<'a> Enqueue<'a> {
         if payload.len() > MAX_PAYLOAD {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
         }
-        let (mut priority, mut delay, mut at) = (None, None, None);
-        let mut found = [None; 4];
-        let (mut unique, mut hold, mut until_finished) = (None, None, None);
-        let mut headers = None;
-        let mut rest = &args[2..];
-        while let Some((&name, tail)) = rest.split_first() {
-            let value = tail.first().copied();
-            let upper = name.to_ascii_uppercase();
-            let of_policy =
-                policy::OPTIONS.iter().position(|(known, _)| known.as_bytes() == upper.as_slice());
-            match (upper.as_slice(), of_policy) {
-                (b"PRIORITY", _) if priority.is_none() => {
-                    priority = Some(integer(value, "PRIORITY", PRIORITY)?)
-                }
-                (b"DELAY", _) if delay.is_none() => delay = Some(count(value, "DELAY", DELAY_MS)?),
-                (b"AT", _) if at.is_none() => at = Some(count(value, "AT", AT_MS)?),
-                (b"UNIQUE", _) if unique.is_none() => match value {
-                    Some(key) if !key.is_empty() && key.len() <= MAX_UNIQUE_KEY => unique = Some(key),
-                    _ => return Err(Refusal::arg(format!("UNIQUE must be 1 to {MAX_UNIQUE_KEY} bytes"))),
-                },
-                (b"UNIQUE_FOR", _) if hold.is_none() => hold = Some(count(value, "UNIQUE_FOR", UNIQUE_MS)?),
-                (b"HEADERS", _) if headers.is_none() => match value {
-                    Some(text) if !text.is_empty() && text.len() <= MAX_HEADERS => headers = Some(text),
-                    _ => return Err(Refusal::arg(format!("HEADERS must be 1 to {MAX_HEADERS} bytes"))),
-                },
-                (b"UNIQUE_DONE", _) if until_finished.is_none() => {
-                    until_finished = Some(count(value, "UNIQUE_DONE", FLAG)? == 1)
-                }
-                (_, Some(at)) if found[at].is_none() => {
-                    let (label, range) = &policy::OPTIONS[at];
-                    found[at] = Some(count(value, label, range.clone())?);
-                }
-                (
-                    b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE" | b"HEADERS",
-                    _,
-                )
-                | (_, Some(_)) => {
-                    return Err(Refusal::arg(format!("{} given twice", lossy(&upper))));
-                }
-                _ => return Err(Refusal::arg(format!("unknown option {}", lossy(name)))),
-            }
-            rest = tail.get(1..).unwrap_or_default();
-        }
-        if delay.is_some() && at.is_some() {
+        let given = Given::read(&args[2..])?;
+        if given.delay.is_some() && given.at.is_some() {
             return Err(Refusal::arg("DELAY and AT exclude each other"));
         }
-        let policy = Policy::from_options(found)?;
-        let unique = match (unique, hold) {
-            (Some(key), Some(hold)) => {
-                Some(Unique { key, hold, until_finished: until_finished.unwrap_or(false) })
-            }
-            (Some(_), None) => return Err(Refusal::arg("UNIQUE needs UNIQUE_FOR")),
-            (None, _) if hold.is_some() || until_finished.is_some() => {
-                return Err(Refusal::arg("UNIQUE_FOR and UNIQUE_DONE need UNIQUE"));
-            }
-            (None, _) => None,
-        };
+        let policy = Policy::from_options(given.policy)?;
+        let unique = given.unique()?;
+        let Given { priority, delay, at, headers, .. } = given;
         let priority = priority.unwrap_or(0);
-        if headers.is_some() && keys.more.is_none() {
-            return Err(Refusal::arg("HEADERS needs all eleven keys"));
-        }
-        if unique.is_some() && keys.more.is_none() {
-            return Err(Refusal::arg("UNIQUE needs all eleven keys"));
-        }
-        if policy.is_some() && keys.more.is_none() {
-            return Err(Refusal::arg("ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys"));
-        }
-        if (delay.is_some() || at.is_some() || priority != 0) && keys.more.is_none() {
-            return Err(Refusal::arg("PRIORITY, DELAY and AT need all eleven keys"));
-        }
-        Ok(Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, prefix })
+        let enqueue = Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, prefix };
+        enqueue.within_keys()?;
+        Ok(enqueue)
     }
 
     /// Write the record and put the id in pending, or in delayed when due later.
@@ -191,31 +131,12 @@ impl<'a> Enqueue<'a> {
         let more = self.keys.more;
         let due = self.at.or(self.delay.map(|delay| now + delay)).filter(|due| *due > now);
         let delayed = more.zip(due);
-        let record = self.keys.job;
-        match store.key_type(record) {
+        match store.key_type(self.keys.job) {
             KeyType::None => {}
             KeyType::Hash => return Ok(Reply::Int(0)),
-            _ => need(store, record, KeyType::Hash)?,
+            _ => need(store, self.keys.job, KeyType::Hash)?,
         }
-        need(store, self.keys.pending, KeyType::Zset)?;
-        if let Some(more) = more {
-            if due.is_some() {
-                need(store, more.delayed, KeyType::Zset)?;
-            }
-            if self.priority != 0 {
-                need(store, more.priority, KeyType::Hash)?;
-            }
-            if self.policy.is_some() {
-                need(store, more.policy, KeyType::Hash)?;
-            }
-            if self.headers.is_some() {
-                need(store, more.headers, KeyType::Hash)?;
-            }
-            if self.unique.is_some() {
-                need(store, more.unique, KeyType::Hash)?;
-                need(store, more.unique_until, KeyType::Zset)?;
-            }
-        }
+        self.need_types(store, due)?;
         // Every type (and the settings read with the events key) before a
         // held key answers: a refusal outranks a duplicate.
         let events = Events::open_counted(
@@ -232,28 +153,7 @@ impl<'a> Enqueue<'a> {
         }
 
         let state: &[u8] = if delayed.is_some() { b"delayed" } else { b"pending" };
-        let enqueued_at = now.to_string();
-        let fields: [(&[u8], &[u8]); 4] = [
-            (b"state", state),
-            (b"attempts", b"0"),
-            (b"payload", self.payload),
-            (b"enqueued_at", enqueued_at.as_bytes()),
-        ];
-        write_record(store, record, &fields, now);
-        if let Some(more) = more {
-            if self.priority != 0 {
-                store.hset(more.priority, &[(self.id, self.priority.to_string().as_bytes())]);
-            }
-            if let Some(policy) = &self.policy {
-                store.hset(more.policy, &[(self.id, &policy.text())]);
-            }
-            if let Some(headers) = self.headers {
-                store.hset(more.headers, &[(self.id, headers)]);
-            }
-            if let Some(unique) = &self.unique {
-                self.hold(store, more, unique, now);
-            }
-        }
+        self.write(store, state, now);
         match delayed {
             Some((more, due)) => store.zadd(more.delayed, due as f64, self.id),
             None => {
@@ -266,7 +166,159 @@ impl<'a> Enqueue<'a> {
     }
 }
 
+/// ENQUEUE's options as given, each once and in its range, before parse
+/// checks how they combine.
+#[derive(Default)]
+struct Given<'a> {
+    priority: Option<i64>,
+    delay: Option<u64>,
+    at: Option<u64>,
+    /// The policy's options, in [`policy::OPTIONS`]' order.
+    policy: [Option<u64>; 4],
+    unique: Option<&'a [u8]>,
+    hold: Option<u64>,
+    until_finished: Option<bool>,
+    headers: Option<&'a [u8]>,
+}
+
+impl<'a> Given<'a> {
+    /// The options of `args`, names and values from ARGV[3] on.
+    fn read(args: &'a [&'a [u8]]) -> Result<Given<'a>, Refusal> {
+        let mut given = Given::default();
+        let mut rest = args;
+        while let Some((&name, tail)) = rest.split_first() {
+            given.take(name, tail.first().copied())?;
+            rest = tail.get(1..).unwrap_or_default();
+        }
+        Ok(given)
+    }
+
+    /// Take the option `name` with its `value`: refused when it is
+    /// unknown, given twice or out of range.
+    fn take(&mut self, name: &[u8], value: Option<&'a [u8]>) -> Result<(), Refusal> {
+        let upper = name.to_ascii_uppercase();
+        let of_policy = policy::OPTIONS.iter().position(|(known, _)| known.as_bytes() == upper.as_slice());
+        match (upper.as_slice(), of_policy) {
+            (b"PRIORITY", _) if self.priority.is_none() => {
+                self.priority = Some(integer(value, "PRIORITY", PRIORITY)?)
+            }
+            (b"DELAY", _) if self.delay.is_none() => self.delay = Some(count(value, "DELAY", DELAY_MS)?),
+            (b"AT", _) if self.at.is_none() => self.at = Some(count(value, "AT", AT_MS)?),
+            (b"UNIQUE", _) if self.unique.is_none() => match value {
+                Some(key) if !key.is_empty() && key.len() <= MAX_UNIQUE_KEY => self.unique = Some(key),
+                _ => return Err(Refusal::arg(format!("UNIQUE must be 1 to {MAX_UNIQUE_KEY} bytes"))),
+            },
+            (b"UNIQUE_FOR", _) if self.hold.is_none() => {
+                self.hold = Some(count(value, "UNIQUE_FOR", UNIQUE_MS)?)
+            }
+            (b"HEADERS", _) if self.headers.is_none() => match value {
+                Some(text) if !text.is_empty() && text.len() <= MAX_HEADERS => self.headers = Some(text),
+                _ => return Err(Refusal::arg(format!("HEADERS must be 1 to {MAX_HEADERS} bytes"))),
+            },
+            (b"UNIQUE_DONE", _) if self.until_finished.is_none() => {
+                self.until_finished = Some(count(value, "UNIQUE_DONE", FLAG)? == 1)
+            }
+            (_, Some(at)) if self.policy[at].is_none() => {
+                let (label, range) = &policy::OPTIONS[at];
+                self.policy[at] = Some(count(value, label, range.clone())?);
+            }
+            (b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE" | b"HEADERS", _)
+            | (_, Some(_)) => {
+                return Err(Refusal::arg(format!("{} given twice", lossy(&upper))));
+            }
+            _ => return Err(Refusal::arg(format!("unknown option {}", lossy(name)))),
+        }
+        Ok(())
+    }
+
+    /// The dedup `UNIQUE` asks for: refused when `UNIQUE` comes without
+    /// `UNIQUE_FOR`, or its partners without it.
+    fn unique(&self) -> Result<Option<Unique<'a>>, Refusal> {
+        match (self.unique, self.hold) {
+            (Some(key), Some(hold)) => {
+                Ok(Some(Unique { key, hold, until_finished: self.until_finished.unwrap_or(false) }))
+            }
+            (Some(_), None) => Err(Refusal::arg("UNIQUE needs UNIQUE_FOR")),
+            (None, _) if self.hold.is_some() || self.until_finished.is_some() => {
+                Err(Refusal::arg("UNIQUE_FOR and UNIQUE_DONE need UNIQUE"))
+            }
+            (None, _) => Ok(None),
+        }
+    }
+}
+
 impl Enqueue<'_> {
+    /// The seed's two keys take no option that needs another key: refuse
+    /// one given with them.
+    fn within_keys(&self) -> Result<(), Refusal> {
+        if self.keys.more.is_some() {
+            return Ok(());
+        }
+        if self.headers.is_some() {
+            return Err(Refusal::arg("HEADERS needs all eleven keys"));
+        }
+        if self.unique.is_some() {
+            return Err(Refusal::arg("UNIQUE needs all eleven keys"));
+        }
+        if self.policy.is_some() {
+            return Err(Refusal::arg("ATTEMPTS, BACKOFF, BACKOFF_EXP and TIMEOUT need all eleven keys"));
+        }
+        if self.delay.is_some() || self.at.is_some() || self.priority != 0 {
+            return Err(Refusal::arg("PRIORITY, DELAY and AT need all eleven keys"));
+        }
+        Ok(())
+    }
+
+    /// The types of pending and of each key the call's options use
+    /// (delayed only when the job is `due` later).
+    fn need_types<S: Store>(&self, store: &mut S, due: Option<u64>) -> Result<(), Refusal> {
+        need(store, self.keys.pending, KeyType::Zset)?;
+        let Some(more) = self.keys.more else { return Ok(()) };
+        if due.is_some() {
+            need(store, more.delayed, KeyType::Zset)?;
+        }
+        if self.priority != 0 {
+            need(store, more.priority, KeyType::Hash)?;
+        }
+        if self.policy.is_some() {
+            need(store, more.policy, KeyType::Hash)?;
+        }
+        if self.headers.is_some() {
+            need(store, more.headers, KeyType::Hash)?;
+        }
+        if self.unique.is_some() {
+            need(store, more.unique, KeyType::Hash)?;
+            need(store, more.unique_until, KeyType::Zset)?;
+        }
+        Ok(())
+    }
+
+    /// Write the record, in `state`, and the job's entries in the hashes its
+    /// options use (priority, policy, headers), and hold its unique key.
+    fn write<S: Store>(&self, store: &mut S, state: &[u8], now: u64) {
+        let enqueued_at = now.to_string();
+        let fields: [(&[u8], &[u8]); 4] = [
+            (b"state", state),
+            (b"attempts", b"0"),
+            (b"payload", self.payload),
+            (b"enqueued_at", enqueued_at.as_bytes()),
+        ];
+        write_record(store, self.keys.job, &fields, now);
+        let Some(more) = self.keys.more else { return };
+        if self.priority != 0 {
+            store.hset(more.priority, &[(self.id, self.priority.to_string().as_bytes())]);
+        }
+        if let Some(policy) = &self.policy {
+            store.hset(more.policy, &[(self.id, &policy.text())]);
+        }
+        if let Some(headers) = self.headers {
+            store.hset(more.headers, &[(self.id, headers)]);
+        }
+        if let Some(unique) = &self.unique {
+            self.hold(store, more, unique, now);
+        }
+    }
+
     /// The job that holds `unique`'s key now, if one does: its hold has not
     /// ended, and (for a key that frees when its job finishes) that job is
     /// still pending, delayed or active.
