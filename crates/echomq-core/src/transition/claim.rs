@@ -150,21 +150,8 @@ impl<'a> Claim<'a> {
         if room == 0 {
             return Ok((Vec::new(), Vec::new()));
         }
-        // The first `room` of a head read before, else read now.
-        let (ids, records) = match head {
-            Some((mut ids, mut records)) => {
-                ids.truncate(room as usize);
-                records.truncate(room as usize);
-                remove(store, pending, &ids);
-                (ids, records)
-            }
-            None => {
-                let ids = store.zhead(pending, room as usize);
-                let records = read_claimed(store, self.prefix, &ids)?;
-                remove(store, pending, &ids);
-                (ids, records)
-            }
-        };
+        let (ids, records) = self.head(store, room, head)?;
+        remove(store, pending, &ids);
         if ids.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
@@ -185,18 +172,7 @@ impl<'a> Claim<'a> {
             let fields: [(&[u8], &[u8]); 2] = [(b"state", b"active"), (b"attempts", attempt.as_bytes())];
             write_stamped(store, &key, &fields, now, Stamped(enqueued_at.is_some()));
             leases.push((deadline, id));
-            let payload = payload.map_or(Reply::Nil, Reply::Bulk);
-            let mut job = vec![Reply::Bulk(id.clone()), Reply::count(token), payload];
-            let policy = sides.policies.and_then(|policies| store.hget(policies, id));
-            let headers = sides.headers.and_then(|headers| store.hget(headers, id));
-            match (policy, headers) {
-                (policy, Some(headers)) => {
-                    job.extend([policy.map_or(Reply::Nil, Reply::Bulk), Reply::Bulk(headers)])
-                }
-                (Some(policy), None) => job.push(Reply::Bulk(policy)),
-                (None, None) => {}
-            }
-            claimed.push(Reply::Array(job));
+            claimed.push(sides.reply(store, id, token, payload));
             // The rate log names the claim at its event's time, so that the
             // two logs agree on when it happened (PROTOCOL.md §7.1).
             let at = emit(events, store, "active", id, &[(b"attempt", attempt.as_bytes())]);
@@ -207,6 +183,23 @@ impl<'a> Claim<'a> {
             store.zadd_many(active, &leases);
         }
         Ok((claimed, logged))
+    }
+
+    /// The first `room` ids of pending and their records, each checked: of
+    /// a head read before, else read now. Writes nothing.
+    fn head<S: Store>(&self, store: &mut S, room: u64, head: Option<Head>) -> Result<Head, Refusal> {
+        match head {
+            Some((mut ids, mut records)) => {
+                ids.truncate(room as usize);
+                records.truncate(room as usize);
+                Ok((ids, records))
+            }
+            None => {
+                let ids = store.zhead(self.keys.pending, room as usize);
+                let records = read_claimed(store, self.prefix, &ids)?;
+                Ok((ids, records))
+            }
+        }
     }
 }
 
@@ -238,6 +231,26 @@ pub(super) fn read_claimed<S: Store>(
 struct Sides<'k> {
     policies: Option<&'k [u8]>,
     headers: Option<&'k [u8]>,
+}
+
+impl Sides<'_> {
+    /// A claimed job's reply: its id, token and payload, then its policy
+    /// when it has one, then its headers when it has them (after its
+    /// policy, or nil).
+    fn reply<S: Store>(&self, store: &mut S, id: &[u8], token: u64, payload: Option<Vec<u8>>) -> Reply {
+        let payload = payload.map_or(Reply::Nil, Reply::Bulk);
+        let mut job = vec![Reply::Bulk(id.to_vec()), Reply::count(token), payload];
+        let policy = self.policies.and_then(|policies| store.hget(policies, id));
+        let headers = self.headers.and_then(|headers| store.hget(headers, id));
+        match (policy, headers) {
+            (policy, Some(headers)) => {
+                job.extend([policy.map_or(Reply::Nil, Reply::Bulk), Reply::Bulk(headers)])
+            }
+            (Some(policy), None) => job.push(Reply::Bulk(policy)),
+            (None, None) => {}
+        }
+        Reply::Array(job)
+    }
 }
 
 /// `key`, when it exists: it must be a hash.
