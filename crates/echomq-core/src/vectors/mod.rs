@@ -221,61 +221,29 @@ impl Case {
                         return Err(format!("{}: setup {} refused: {refusal}", self.name, call.name));
                     }
                 }
-                Setup::Put { key, value } => {
-                    let key = key.as_bytes();
-                    store.del(key);
-                    others.remove(key);
-                    match value {
-                        Put::Hash(fields) => {
-                            let fields: Vec<(&[u8], &[u8])> =
-                                fields.iter().map(|(f, v)| (f.as_bytes(), v.as_slice())).collect();
-                            store.hset(key, &fields);
-                        }
-                        Put::Zset(members) => {
-                            for (member, score) in members {
-                                store.zadd(key, *score, member.as_bytes());
-                            }
-                        }
-                        Put::String(text) => {
-                            store.put_other(key, "string");
-                            others.insert(key.to_vec(), Value::String(text.clone()));
-                        }
-                        Put::List(items) => {
-                            store.put_other(key, "list");
-                            others.insert(key.to_vec(), Value::List(items.clone()));
-                        }
-                        Put::Set(members) => {
-                            let mut members = members.clone();
-                            members.sort();
-                            members.dedup();
-                            store.put_other(key, "set");
-                            others.insert(key.to_vec(), Value::Set(members));
-                        }
-                        Put::Stream(entries) => {
-                            clock.set(NOW.saturating_add_signed(EARLIER));
-                            for fields in entries {
-                                let fields: Vec<(&[u8], &[u8])> =
-                                    fields.iter().map(|(f, v)| (f.as_bytes(), v.as_slice())).collect();
-                                store.xadd(key, u64::MAX, &fields);
-                            }
-                        }
-                    }
-                }
+                Setup::Put { key, value } => put(&mut store, &clock, &mut others, key.as_bytes(), value),
             }
         }
         let before = keyspace(&store, &others)?;
         clock.set(NOW);
         let reply = run(&mut store, &self.call);
         let after = keyspace(&store, &others)?;
-        match (self.expect, &reply) {
+        self.check(&reply, before != after)?;
+        Ok(Outcome { before, reply, after })
+    }
+
+    /// Whether `reply` is what the case expects, and a refusal changed
+    /// nothing (`wrote`: the keyspace after differs from before).
+    fn check(&self, reply: &crate::Answer, wrote: bool) -> Result<(), String> {
+        match (self.expect, reply) {
             (Expect::Reply | Expect::Any, Ok(_)) => {}
             (Expect::Any, Err(refusal)) => {
-                if before != after {
+                if wrote {
                     return Err(format!("{}: refused ({refusal}) but wrote", self.name));
                 }
             }
             (Expect::Refused(code), Err(refusal)) if refusal.code == code => {
-                if before != after {
+                if wrote {
                     return Err(format!("{}: refused ({refusal}) but wrote", self.name));
                 }
                 if let Some(error) = self.error.as_ref().filter(|error| **error != refusal.to_string()) {
@@ -284,7 +252,56 @@ impl Case {
             }
             (want, got) => return Err(format!("{}: expected {want:?}, got {got:?}", self.name)),
         }
-        Ok(Outcome { before, reply, after })
+        Ok(())
+    }
+}
+
+/// Write `key` directly as `value` says, replacing what it held: on the
+/// store, or in `others` for the types the store keeps only as a type. A
+/// stream's entries get their ids at [`EARLIER`].
+fn put(
+    store: &mut Memory,
+    clock: &ManualClock,
+    others: &mut BTreeMap<Vec<u8>, Value>,
+    key: &[u8],
+    value: &Put,
+) {
+    store.del(key);
+    others.remove(key);
+    match value {
+        Put::Hash(fields) => {
+            let fields: Vec<(&[u8], &[u8])> =
+                fields.iter().map(|(f, v)| (f.as_bytes(), v.as_slice())).collect();
+            store.hset(key, &fields);
+        }
+        Put::Zset(members) => {
+            for (member, score) in members {
+                store.zadd(key, *score, member.as_bytes());
+            }
+        }
+        Put::String(text) => {
+            store.put_other(key, "string");
+            others.insert(key.to_vec(), Value::String(text.clone()));
+        }
+        Put::List(items) => {
+            store.put_other(key, "list");
+            others.insert(key.to_vec(), Value::List(items.clone()));
+        }
+        Put::Set(members) => {
+            let mut members = members.clone();
+            members.sort();
+            members.dedup();
+            store.put_other(key, "set");
+            others.insert(key.to_vec(), Value::Set(members));
+        }
+        Put::Stream(entries) => {
+            clock.set(NOW.saturating_add_signed(EARLIER));
+            for fields in entries {
+                let fields: Vec<(&[u8], &[u8])> =
+                    fields.iter().map(|(f, v)| (f.as_bytes(), v.as_slice())).collect();
+                store.xadd(key, u64::MAX, &fields);
+            }
+        }
     }
 }
 

@@ -293,48 +293,9 @@ fn load(
         let items =
             || -> Result<Vec<Vec<u8>>, String> { array(content)?.iter().map(|b| bytes(b, now)).collect() };
         match entry.get("type") {
-            Some(Json::String(kind)) if kind == "hash" => {
-                let fields = pairs(content)?
-                    .iter()
-                    .map(|(f, v)| Ok((f.as_bytes(), bytes(v, now)?)))
-                    .collect::<Result<Vec<_>, String>>()?;
-                let fields: Vec<(&[u8], &[u8])> = fields.iter().map(|(f, v)| (*f, v.as_slice())).collect();
-                store.hset(k, &fields);
-            }
-            Some(Json::String(kind)) if kind == "zset" => {
-                for pair in array(content)? {
-                    let pair = array(pair)?;
-                    let (Some(member), Some(score)) = (pair.first(), pair.get(1)) else {
-                        return Err(format!("{key}: not a member and score: {pair:?}"));
-                    };
-                    store.zadd(k, number(score, now)?, &bytes(member, now)?);
-                }
-            }
-            Some(Json::String(kind)) if kind == "stream" => {
-                // The store mints ids from its clock: each entry at its ms.
-                for item in array(content)? {
-                    let id = item.get("id").ok_or_else(|| format!("{key}: an entry without an id"))?;
-                    let ms = id.get("ms").map(|ms| number(ms, now)).transpose()?.unwrap_or(-1.0);
-                    let seq = id.get("seq").and_then(integer);
-                    clock.set(ms as u64);
-                    let fields = array(item.get("fields").unwrap_or(&Json::Null))?
-                        .iter()
-                        .map(|pair| {
-                            let pair = array(pair)?;
-                            Ok((bytes(&pair[0], now)?, bytes(&pair[1], now)?))
-                        })
-                        .collect::<Result<Vec<_>, String>>()?;
-                    let fields: Vec<(&[u8], &[u8])> =
-                        fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
-                    store.xadd(k, u64::MAX, &fields);
-                    let minted = store.xlast(k).map(|id| (id.ms as f64, id.seq as i64));
-                    if minted != seq.map(|seq| (ms, seq)) {
-                        return Err(format!(
-                            "{key}: the store cannot load entry {item} (it minted {minted:?})"
-                        ));
-                    }
-                }
-            }
+            Some(Json::String(kind)) if kind == "hash" => load_hash(store, k, content, now)?,
+            Some(Json::String(kind)) if kind == "zset" => load_zset(store, key, content, now)?,
+            Some(Json::String(kind)) if kind == "stream" => load_stream(store, clock, key, content, now)?,
             Some(Json::String(kind)) if kind == "string" => {
                 store.put_other(k, "string");
                 others.insert(k.to_vec(), Value::String(bytes(content, now)?));
@@ -351,6 +312,61 @@ fn load(
         }
     }
     Ok(others)
+}
+
+/// Load the hash `key`, its fields `content` (an object).
+fn load_hash(store: &mut Memory, key: &[u8], content: &Json, now: u64) -> Result<(), String> {
+    let fields = pairs(content)?
+        .iter()
+        .map(|(f, v)| Ok((f.as_bytes(), bytes(v, now)?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let fields: Vec<(&[u8], &[u8])> = fields.iter().map(|(f, v)| (*f, v.as_slice())).collect();
+    store.hset(key, &fields);
+    Ok(())
+}
+
+/// Load the sorted set `key`, its `[member, score]` pairs `content`.
+fn load_zset(store: &mut Memory, key: &str, content: &Json, now: u64) -> Result<(), String> {
+    for pair in array(content)? {
+        let pair = array(pair)?;
+        let (Some(member), Some(score)) = (pair.first(), pair.get(1)) else {
+            return Err(format!("{key}: not a member and score: {pair:?}"));
+        };
+        store.zadd(key.as_bytes(), number(score, now)?, &bytes(member, now)?);
+    }
+    Ok(())
+}
+
+/// Load the stream `key`, its entries `content`: the store mints ids from
+/// its clock, so each entry is added at its ms and must get its id.
+fn load_stream(
+    store: &mut Memory,
+    clock: &ManualClock,
+    key: &str,
+    content: &Json,
+    now: u64,
+) -> Result<(), String> {
+    let k = key.as_bytes();
+    for item in array(content)? {
+        let id = item.get("id").ok_or_else(|| format!("{key}: an entry without an id"))?;
+        let ms = id.get("ms").map(|ms| number(ms, now)).transpose()?.unwrap_or(-1.0);
+        let seq = id.get("seq").and_then(integer);
+        clock.set(ms as u64);
+        let fields = array(item.get("fields").unwrap_or(&Json::Null))?
+            .iter()
+            .map(|pair| {
+                let pair = array(pair)?;
+                Ok((bytes(&pair[0], now)?, bytes(&pair[1], now)?))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let fields: Vec<(&[u8], &[u8])> = fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+        store.xadd(k, u64::MAX, &fields);
+        let minted = store.xlast(k).map(|id| (id.ms as f64, id.seq as i64));
+        if minted != seq.map(|seq| (ms, seq)) {
+            return Err(format!("{key}: the store cannot load entry {item} (it minted {minted:?})"));
+        }
+    }
+    Ok(())
 }
 
 /// How two keyspaces differ, key by key.
