@@ -383,90 +383,131 @@ impl Queue {
         &self,
         jobs: impl IntoIterator<Item = (P, EnqueueOptions)>,
     ) -> Result<Vec<Result<Enqueued>>> {
-        let mut outcomes: Vec<Option<Result<Enqueued>>> = Vec::new();
-        // Each ENQUEUEMANY, and the places of its jobs among the outcomes;
-        // each ENQUEUE, and its job's place.
-        let mut calls: Vec<EnqueueMany> = Vec::new();
-        let mut places: Vec<Vec<usize>> = Vec::new();
-        let (mut alone, mut alone_at): (Vec<Enqueue>, Vec<usize>) = (Vec::new(), Vec::new());
-        let mut bytes = 0;
+        let mut sorted = Sorted::default();
         for (payload, options) in jobs {
-            let (payload, plain) = (payload.into(), options.is_plain());
-            let id = options.id.unwrap_or_else(JobId::mint);
-            if !plain {
-                alone_at.push(outcomes.len());
-                outcomes.push(None);
-                alone.push(Enqueue {
-                    id,
-                    payload,
-                    priority: options.priority,
-                    due: options.due,
-                    policy: options.policy,
-                    unique: options.unique,
-                    headers: options.headers,
-                });
-                continue;
-            }
-            if payload.len() > echomq_core::limits::MAX_PAYLOAD {
-                let limit = echomq_core::limits::MAX_PAYLOAD;
-                outcomes.push(Some(Err(crate::Error::new(
-                    crate::ErrorKind::TooLarge,
-                    format!("payload exceeds {limit} bytes"),
-                ))));
-                continue;
-            }
-            let full = |call: &EnqueueMany| {
-                call.jobs.len() as u64 == *echomq_core::limits::ENQUEUES.end()
-                    || bytes + payload.len() > ENQUEUE_BYTES
-            };
-            if calls.last().is_none_or(full) {
-                calls.push(EnqueueMany { jobs: Vec::new() });
-                places.push(Vec::new());
-                bytes = 0;
-            }
-            bytes += payload.len();
-            places.last_mut().expect("a call is open").push(outcomes.len());
-            calls.last_mut().expect("a call is open").jobs.push((id, payload));
-            outcomes.push(None);
+            sorted.push(payload.into(), options);
         }
         let (many, single) = tokio::join!(
-            execute_batch(&*self.via, &self.keys, &calls),
-            execute_batch(&*self.via, &self.keys, &alone)
+            execute_batch(&*self.via, &self.keys, &sorted.calls),
+            execute_batch(&*self.via, &self.keys, &sorted.alone)
         );
-        for ((call, places), reply) in calls.into_iter().zip(places).zip(many?) {
-            let sent = call.jobs.len();
-            let admissions = match reply {
-                Ok(admissions) if admissions.len() == sent => Ok(admissions),
-                Ok(admissions) => Err(crate::Error::new(
-                    crate::ErrorKind::Reply,
-                    format!("ENQUEUEMANY answered {} replies for {sent} jobs", admissions.len()),
-                )),
-                Err(err) => Err(err),
-            };
-            let ids = call.jobs.into_iter().map(|(id, _)| id).zip(places);
-            match admissions {
-                Ok(admissions) => {
-                    for ((id, at), admission) in ids.zip(admissions) {
-                        outcomes[at] = Some(Ok(enqueued(id, admission)));
-                    }
-                }
-                Err(err) => {
-                    for (_, at) in ids {
-                        outcomes[at] = Some(Err(err.clone()));
-                    }
-                }
-            }
-        }
-        for ((call, at), reply) in alone.into_iter().zip(alone_at).zip(single?) {
-            outcomes[at] = Some(reply.map(|admission| enqueued(call.id, admission)));
-        }
-        let outcomes: Vec<Result<Enqueued>> =
-            outcomes.into_iter().map(|outcome| outcome.expect("every job has its outcome")).collect();
+        let outcomes = sorted.outcomes(many?, single?);
         // Noted once it holds a job: a batch refused whole writes nothing.
         if outcomes.iter().any(Result::is_ok) {
             self.register(false).await;
         }
         Ok(outcomes)
+    }
+}
+
+/// The jobs of [`enqueue_many`](Queue::enqueue_many) sorted into its two
+/// pipelines, each with its place among the outcomes.
+#[derive(Default)]
+struct Sorted {
+    /// Each job's outcome, in order: `None` until its call answers (a
+    /// payload over the limit has its refusal at once).
+    outcomes: Vec<Option<Result<Enqueued>>>,
+    /// Each ENQUEUEMANY, and the places of its jobs among the outcomes.
+    calls: Vec<EnqueueMany>,
+    places: Vec<Vec<usize>>,
+    /// Each ENQUEUE, and its job's place.
+    alone: Vec<Enqueue>,
+    alone_at: Vec<usize>,
+    /// The payload bytes of the last ENQUEUEMANY.
+    bytes: usize,
+}
+
+impl Sorted {
+    /// Sort one job: one with options beyond an id is an ENQUEUE of its
+    /// own, a payload over the limit is refused here, any other goes into
+    /// the last ENQUEUEMANY.
+    fn push(&mut self, payload: Vec<u8>, options: EnqueueOptions) {
+        let plain = options.is_plain();
+        let id = options.id.unwrap_or_else(JobId::mint);
+        if !plain {
+            self.alone_at.push(self.outcomes.len());
+            self.outcomes.push(None);
+            self.alone.push(Enqueue {
+                id,
+                payload,
+                priority: options.priority,
+                due: options.due,
+                policy: options.policy,
+                unique: options.unique,
+                headers: options.headers,
+            });
+            return;
+        }
+        if payload.len() > echomq_core::limits::MAX_PAYLOAD {
+            let limit = echomq_core::limits::MAX_PAYLOAD;
+            self.outcomes.push(Some(Err(crate::Error::new(
+                crate::ErrorKind::TooLarge,
+                format!("payload exceeds {limit} bytes"),
+            ))));
+            return;
+        }
+        self.push_many(id, payload);
+    }
+
+    /// Add a plain job to the last ENQUEUEMANY, or to a new one when that
+    /// holds a thousand jobs or the payload would take it past
+    /// [`ENQUEUE_BYTES`].
+    fn push_many(&mut self, id: JobId, payload: Vec<u8>) {
+        let full = |call: &EnqueueMany| {
+            call.jobs.len() as u64 == *echomq_core::limits::ENQUEUES.end()
+                || self.bytes + payload.len() > ENQUEUE_BYTES
+        };
+        if self.calls.last().is_none_or(full) {
+            self.calls.push(EnqueueMany { jobs: Vec::new() });
+            self.places.push(Vec::new());
+            self.bytes = 0;
+        }
+        self.bytes += payload.len();
+        self.places.last_mut().expect("a call is open").push(self.outcomes.len());
+        self.calls.last_mut().expect("a call is open").jobs.push((id, payload));
+        self.outcomes.push(None);
+    }
+
+    /// Every job's outcome, in order, from the replies of the ENQUEUEMANY
+    /// calls (`many`) and of the ENQUEUEs (`single`).
+    fn outcomes(
+        mut self,
+        many: Vec<Result<Vec<Admission>>>,
+        single: Vec<Result<Admission>>,
+    ) -> Vec<Result<Enqueued>> {
+        for ((call, places), reply) in self.calls.into_iter().zip(self.places).zip(many) {
+            let admissions = admissions(call.jobs.len(), reply);
+            let ids = call.jobs.into_iter().map(|(id, _)| id).zip(places);
+            match admissions {
+                Ok(admissions) => {
+                    for ((id, at), admission) in ids.zip(admissions) {
+                        self.outcomes[at] = Some(Ok(enqueued(id, admission)));
+                    }
+                }
+                Err(err) => {
+                    for (_, at) in ids {
+                        self.outcomes[at] = Some(Err(err.clone()));
+                    }
+                }
+            }
+        }
+        for ((call, at), reply) in self.alone.into_iter().zip(self.alone_at).zip(single) {
+            self.outcomes[at] = Some(reply.map(|admission| enqueued(call.id, admission)));
+        }
+        self.outcomes.into_iter().map(|outcome| outcome.expect("every job has its outcome")).collect()
+    }
+}
+
+/// The admissions of an ENQUEUEMANY of `sent` jobs, one a job: a reply of
+/// another length is an error of each of them.
+fn admissions(sent: usize, reply: Result<Vec<Admission>>) -> Result<Vec<Admission>> {
+    match reply {
+        Ok(admissions) if admissions.len() == sent => Ok(admissions),
+        Ok(admissions) => Err(crate::Error::new(
+            crate::ErrorKind::Reply,
+            format!("ENQUEUEMANY answered {} replies for {sent} jobs", admissions.len()),
+        )),
+        Err(err) => Err(err),
     }
 }
 
