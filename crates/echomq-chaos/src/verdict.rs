@@ -64,83 +64,160 @@ impl Verdict {
     /// Judge `journals` (each one process's entries, in order) against the
     /// final `records` of the acknowledged jobs.
     pub fn judge(journals: &[Vec<Entry>], records: &HashMap<JobId, Row>) -> Verdict {
-        let mut v = Verdict::default();
-        let mut claimed: HashMap<(&JobId, u64), u64> = HashMap::new();
-        let mut ended: HashSet<(&JobId, u64)> = HashSet::new();
-        let mut started: HashMap<&JobId, HashSet<u64>> = HashMap::new();
-        let mut accepted_acks: HashMap<&JobId, u64> = HashMap::new();
-        let mut lease_ends: HashMap<(&JobId, u64), u64> = HashMap::new();
-        let last = |id: &JobId| records.get(id).and_then(|row| row.attempts);
+        let mut judging = Judging::new(records);
         for journal in journals {
-            let mut ended_here: HashSet<(&JobId, u64)> = HashSet::new();
-            // Ack, fail and release calls of this worker answered `error`.
-            let mut unanswered_here: HashSet<(usize, &JobId, u64)> = HashSet::new();
-            for Entry { event, id, token } in journal {
-                let key = (id, *token);
-                let outcome = match *event {
-                    Event::Claim => {
-                        v.claims += 1;
-                        *claimed.entry(key).or_default() += 1;
-                        continue;
-                    }
-                    Event::Start => {
-                        v.starts += 1;
-                        started.entry(id).or_default().insert(*token);
-                        continue;
-                    }
-                    Event::End => {
-                        v.ends += 1;
-                        ended.insert(key);
-                        ended_here.insert(key);
-                        continue;
-                    }
-                    Event::Ack(o) | Event::Fail(o) | Event::Extend(o) | Event::Release(o) => o,
-                };
-                let kind = match event {
-                    Event::Ack(_) => 0,
-                    Event::Fail(_) => 1,
-                    Event::Extend(_) => 2,
-                    _ => 3,
-                };
-                let name = ["ack", "fail", "extend", "release"][kind];
-                match outcome {
-                    Heard::Ok if kind == 2 => {}
-                    Heard::Ok => {
-                        *lease_ends.entry(key).or_default() += 1;
-                        if kind == 0 {
-                            v.acks_seen += 1;
-                            *accepted_acks.entry(id).or_default() += 1;
-                            if !ended_here.contains(&key) {
-                                v.violations.push(format!("{id}: ack of token {token} before its handler ended"));
-                            }
-                        }
-                        match last(id) {
-                            Some(a) if kind == 0 && *token != a => v.violations.push(format!(
-                                "{id}: a stale ack was accepted (token {token}, final token {a})"
-                            )),
-                            Some(a) if kind != 0 && *token >= a => v.violations.push(format!(
-                                "{id}: {name} with token {token} accepted, yet no newer claim followed (final {a})"
-                            )),
-                            _ => {}
-                        }
-                    }
-                    Heard::Fence | Heard::NoJob => match last(id) {
-                        Some(a) if *token < a => v.stale_refused[kind] += 1,
-                        Some(a) if *token == a && kind != 2 && unanswered_here.contains(&(kind, id, a)) => {
-                            v.repeats_refused += 1
-                        }
-                        a => v.violations.push(format!(
-                            "{id}: {name} of token {token} refused, final token {a:?}: its holder was pushed aside"
-                        )),
-                    },
-                    Heard::Error => {
-                        v.unanswered += 1;
-                        unanswered_here.insert((kind, id, *token));
-                    }
-                    Heard::Refused => v.violations.push(format!("{id}: {name} of token {token} refused oddly")),
+            judging.read(journal);
+        }
+        judging.totals()
+    }
+}
+
+/// The calls a journal records, as indexes of [`Verdict::stale_refused`]
+/// and of [`CALLS`].
+const ACK: usize = 0;
+const FAIL: usize = 1;
+const EXTEND: usize = 2;
+const RELEASE: usize = 3;
+/// Each call's name, by its index.
+const CALLS: [&str; 4] = ["ack", "fail", "extend", "release"];
+
+/// A judging under way: the verdict so far, the records it judges against,
+/// and what the journals read so far show of every worker.
+struct Judging<'j> {
+    verdict: Verdict,
+    records: &'j HashMap<JobId, Row>,
+    /// How many times each token was claimed.
+    claimed: HashMap<(&'j JobId, u64), u64>,
+    /// The tokens whose handler ended Ok.
+    ended: HashSet<(&'j JobId, u64)>,
+    /// Each job's tokens whose handler began.
+    started: HashMap<&'j JobId, HashSet<u64>>,
+    /// How many ACKs of each job were accepted.
+    accepted_acks: HashMap<&'j JobId, u64>,
+    /// How many times each token's lease was ended by an accepted ack, fail
+    /// or release.
+    lease_ends: HashMap<(&'j JobId, u64), u64>,
+}
+
+/// What one journal shows of its own worker, so far.
+#[derive(Default)]
+struct Worker<'j> {
+    /// The tokens whose handler ended Ok in this worker.
+    ended: HashSet<(&'j JobId, u64)>,
+    /// Ack, fail and release calls of this worker answered `error`.
+    unanswered: HashSet<(usize, &'j JobId, u64)>,
+}
+
+impl<'j> Judging<'j> {
+    fn new(records: &'j HashMap<JobId, Row>) -> Judging<'j> {
+        Judging {
+            verdict: Verdict::default(),
+            records,
+            claimed: HashMap::new(),
+            ended: HashSet::new(),
+            started: HashMap::new(),
+            accepted_acks: HashMap::new(),
+            lease_ends: HashMap::new(),
+        }
+    }
+
+    /// A job's final token, by its record.
+    fn last(&self, id: &JobId) -> Option<u64> {
+        self.records.get(id).and_then(|row| row.attempts)
+    }
+
+    /// Read one worker's journal, in order.
+    fn read(&mut self, journal: &'j [Entry]) {
+        let mut here = Worker::default();
+        for Entry { event, id, token } in journal {
+            let key = (id, *token);
+            let (kind, outcome) = match *event {
+                Event::Claim => {
+                    self.verdict.claims += 1;
+                    *self.claimed.entry(key).or_default() += 1;
+                    continue;
+                }
+                Event::Start => {
+                    self.verdict.starts += 1;
+                    self.started.entry(id).or_default().insert(*token);
+                    continue;
+                }
+                Event::End => {
+                    self.verdict.ends += 1;
+                    self.ended.insert(key);
+                    here.ended.insert(key);
+                    continue;
+                }
+                Event::Ack(o) => (ACK, o),
+                Event::Fail(o) => (FAIL, o),
+                Event::Extend(o) => (EXTEND, o),
+                Event::Release(o) => (RELEASE, o),
+            };
+            match outcome {
+                Heard::Ok if kind == EXTEND => {}
+                Heard::Ok => self.accepted(kind, id, *token, &here),
+                Heard::Fence | Heard::NoJob => self.refused(kind, id, *token, &here),
+                Heard::Error => {
+                    self.verdict.unanswered += 1;
+                    here.unanswered.insert((kind, id, *token));
+                }
+                Heard::Refused => {
+                    let name = CALLS[kind];
+                    self.verdict.violations.push(format!("{id}: {name} of token {token} refused oddly"))
                 }
             }
         }
+    }
+
+    /// An ack, fail or release the server accepted: it ends the lease; an
+    /// ack follows its handler's end and carries the final token, a fail or
+    /// release is followed by a newer claim.
+    fn accepted(&mut self, kind: usize, id: &'j JobId, token: u64, here: &Worker<'j>) {
+        let (last, name) = (self.last(id), CALLS[kind]);
+        let v = &mut self.verdict;
+        *self.lease_ends.entry((id, token)).or_default() += 1;
+        if kind == ACK {
+            v.acks_seen += 1;
+            *self.accepted_acks.entry(id).or_default() += 1;
+            if !here.ended.contains(&(id, token)) {
+                v.violations.push(format!("{id}: ack of token {token} before its handler ended"));
+            }
+        }
+        match last {
+            Some(a) if kind == ACK && token != a => {
+                v.violations.push(format!("{id}: a stale ack was accepted (token {token}, final token {a})"))
+            }
+            Some(a) if kind != ACK && token >= a => v.violations.push(format!(
+                "{id}: {name} with token {token} accepted, yet no newer claim followed (final {a})"
+            )),
+            _ => {}
+        }
+    }
+
+    /// A call refused for its token: stale, or the repeat of this worker's
+    /// own call whose answer was lost; any other refusal pushed its holder
+    /// aside.
+    fn refused(&mut self, kind: usize, id: &JobId, token: u64, here: &Worker<'_>) {
+        let (last, name) = (self.last(id), CALLS[kind]);
+        let v = &mut self.verdict;
+        match last {
+            Some(a) if token < a => v.stale_refused[kind] += 1,
+            Some(a) if token == a && kind != EXTEND && here.unanswered.contains(&(kind, id, a)) => {
+                v.repeats_refused += 1
+            }
+            a => v.violations.push(format!(
+                "{id}: {name} of token {token} refused, final token {a:?}: its holder was pushed aside"
+            )),
+        }
+    }
+
+    /// The checks over every journal at once: each token handed out once and
+    /// not past the record's, each lease ended once, each job acked once,
+    /// the re-runs counted, and every done job's final holder ended.
+    fn totals(self) -> Verdict {
+        let Judging { mut verdict, records, claimed, ended, started, accepted_acks, lease_ends } = self;
+        let v = &mut verdict;
+        let last = |id: &JobId| records.get(id).and_then(|row| row.attempts);
         for ((id, token), times) in &claimed {
             if *times > 1 {
                 v.violations.push(format!("{id}: token {token} handed out {times} times"));
@@ -175,7 +252,7 @@ impl Verdict {
                 }
             }
         }
-        v
+        verdict
     }
 }
 
