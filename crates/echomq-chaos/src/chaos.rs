@@ -113,40 +113,74 @@ pub async fn restart(server: &Arc<Mutex<RedisServer>>) -> Result<(), String> {
 /// A broken promise (a lease never taken back, a token never answered for)
 /// is returned as an error text.
 pub async fn pause(stage: &mut Stage<'_>, pauses: &mut Pauses) -> Result<String, String> {
-    let searching = Instant::now() + SEARCH;
-    let (victim, running) = loop {
-        let mut order: Vec<usize> = (0..stage.fleet.len()).collect();
-        for i in (1..order.len()).rev() {
-            order.swap(i, stage.rng.below(i as u64 + 1) as usize);
-        }
-        let mut found = None;
-        for i in order {
-            if !running(stage.fleet.journal(i), stage.failing)?.is_empty() {
-                stage.fleet.pause(i, true).map_err(|e| e.to_string())?;
-                // Stopped: its journal holds still now. Did a handler outlive the look?
-                let frozen = running(stage.fleet.journal(i), stage.failing)?;
-                if !frozen.is_empty() {
-                    found = Some((i, frozen));
-                    break;
-                }
-                stage.fleet.pause(i, false).map_err(|e| e.to_string())?;
-            }
-        }
-        if let Some(found) = found {
-            break found;
-        }
-        if Instant::now() > searching {
-            pauses.idle += 1;
-            return Ok("pause: no handler was running".into());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let Some((victim, running)) = stop_a_runner(stage).await? else {
+        pauses.idle += 1;
+        return Ok("pause: no handler was running".into());
     };
     let name = stage.fleet.name(victim);
-    // The others reap each running job once its lease runs out: then it is
-    // pending under the same token, or claimed again under a newer one.
-    // Nothing else can move it: its holder is stopped mid-handler.
+    await_reaped(stage, victim, &name, &running).await?;
+    stage.fleet.pause(victim, false).map_err(|e| e.to_string())?;
+    await_answered(stage, victim, &name, &running).await?;
+    pauses.done += 1;
+    pauses.caught += running.len() as u64;
+    Ok(format!("pause {name}: {} running token(s) made stale", running.len()))
+}
+
+/// A stopped worker, by its place in the fleet, and the tokens its
+/// handlers hold.
+type Stopped = (usize, Vec<(JobId, u64)>);
+
+/// Stop a worker that has a handler running, looking for one for up to
+/// [`SEARCH`]: which, and the tokens its handlers hold; `None` when none
+/// was found running in time.
+async fn stop_a_runner(stage: &mut Stage<'_>) -> Result<Option<Stopped>, String> {
+    let searching = Instant::now() + SEARCH;
+    loop {
+        if let Some(found) = stop_one(stage)? {
+            return Ok(Some(found));
+        }
+        if Instant::now() > searching {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One look at the workers, in a random order: the first one whose handler
+/// still runs once it is stopped, left stopped, with the tokens its handlers
+/// hold. One whose handlers ended meanwhile is resumed.
+fn stop_one(stage: &mut Stage<'_>) -> Result<Option<Stopped>, String> {
+    let mut order: Vec<usize> = (0..stage.fleet.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, stage.rng.below(i as u64 + 1) as usize);
+    }
+    for i in order {
+        if !running(stage.fleet.journal(i), stage.failing)?.is_empty() {
+            stage.fleet.pause(i, true).map_err(|e| e.to_string())?;
+            // Stopped: its journal holds still now. Did a handler outlive the look?
+            let frozen = running(stage.fleet.journal(i), stage.failing)?;
+            if !frozen.is_empty() {
+                return Ok(Some((i, frozen)));
+            }
+            stage.fleet.pause(i, false).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(None)
+}
+
+/// Wait until the others have reaped each job the stopped `victim` holds,
+/// once its lease runs out: then it is pending under the same token, or
+/// claimed again under a newer one. Nothing else can move it: its holder
+/// is stopped mid-handler. A job never reaped resumes the victim and is
+/// the error.
+async fn await_reaped(
+    stage: &Stage<'_>,
+    victim: usize,
+    name: &str,
+    running: &[(JobId, u64)],
+) -> Result<(), String> {
     let reaping = Instant::now() + stage.lease + REAP_SLACK;
-    for (id, token) in &running {
+    for (id, token) in running {
         loop {
             let record = stage.queue.inspect(id).await.ok().flatten().map(|i| i.record);
             if record
@@ -161,22 +195,29 @@ pub async fn pause(stage: &mut Stage<'_>, pauses: &mut Pauses) -> Result<String,
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    stage.fleet.pause(victim, false).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Wait until the resumed `victim` has answered for each of its stale
+/// tokens (by its journal), for up to [`ANSWER`].
+async fn await_answered(
+    stage: &Stage<'_>,
+    victim: usize,
+    name: &str,
+    running: &[(JobId, u64)],
+) -> Result<(), String> {
     let answering = Instant::now() + ANSWER;
     loop {
         let tail = journal::tail(stage.fleet.journal(victim), TAIL).map_err(|e| e.to_string())?;
         let answered = answered(&tail);
         if running.iter().all(|held| answered.contains(held)) {
-            break;
+            return Ok(());
         }
         if Instant::now() > answering {
             return Err(format!("resumed {name} did not answer for its stale tokens {running:?}"));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    pauses.done += 1;
-    pauses.caught += running.len() as u64;
-    Ok(format!("pause {name}: {} running token(s) made stale", running.len()))
 }
 
 /// The tokens a worker's handlers hold mid-run by its journal: begun, not
