@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use echomq::transition::Retention;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{EnqueueOptions, Queue, RetryPolicy};
+
+use crate::connect::Error;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How the demo runs.
@@ -64,33 +66,58 @@ struct Tally {
     latencies: Mutex<Vec<u64>>,
 }
 
-pub async fn run(server: &crate::connect::Server, options: Options) -> Result<(), crate::connect::Error> {
+pub async fn run(server: &crate::connect::Server, options: Options) -> Result<(), Error> {
     let queue_name = format!("demo-{}", std::process::id());
-    let (queue, via) = match &options.redis {
-        None => (Queue::new(Arc::new(echomq::Embedded::new()), &queue_name)?, "embedded".to_owned()),
-        Some(url) => {
-            let server = server.at(url);
-            let via = format!("Redis ({})", server.executor_name().await);
-            (Queue::new(server.executor().await?, &queue_name)?, via)
-        }
-    };
-    // Every finished job kept, so that done + dead counts them all: the
-    // default retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4).
-    let all = Retention { age: None, count: None };
-    queue.configure(echomq::Config::default().keep_done(all).keep_dead(all)).await?;
+    let (queue, via) = open(server, &options, &queue_name).await?;
     tell!(
         "EchoMQ demo: {} jobs, {} at once, {via} executor, queue {queue_name}",
         options.jobs,
         options.concurrency
     );
-
-    let total = options.jobs;
     let started = Instant::now();
-    // The payload carries the job's number and its enqueue time (µs since start).
-    // Jobs due now go in batches (one round trip each on Redis); every tenth
-    // is scheduled 50 ms later, one by one.
+    enqueue(&queue, options.jobs, started).await?;
+    let tally = Arc::new(Tally::default());
+    let elapsed = work(&queue, &options, &tally, started).await?;
+    summarize(&queue, &tally, options.jobs, elapsed).await?;
+    if options.redis.is_some() {
+        if options.keep {
+            tell!("\nthe queue {queue_name} stays on the server (emq delete-queue {queue_name} deletes it)");
+        } else {
+            queue.delete(Delete::IfIdle).await?;
+            tell!("\nthe queue {queue_name} is deleted from the server (--keep keeps it)");
+        }
+    }
+    Ok(())
+}
+
+/// The demo's queue, in process or on the Redis of `--redis`, and its
+/// executor's name; it keeps every finished job, so that done + dead
+/// counts them all (the default retention keeps the newest 10,000 done
+/// jobs, PROTOCOL.md §7.4).
+async fn open(
+    server: &crate::connect::Server,
+    options: &Options,
+    queue_name: &str,
+) -> Result<(Queue, String), Error> {
+    let (queue, via) = match &options.redis {
+        None => (Queue::new(Arc::new(echomq::Embedded::new()), queue_name)?, "embedded".to_owned()),
+        Some(url) => {
+            let server = server.at(url);
+            let via = format!("Redis ({})", server.executor_name().await);
+            (Queue::new(server.executor().await?, queue_name)?, via)
+        }
+    };
+    let all = Retention { age: None, count: None };
+    queue.configure(echomq::Config::default().keep_done(all).keep_dead(all)).await?;
+    Ok((queue, via))
+}
+
+/// Enqueue `jobs` jobs, each payload its number and its enqueue time (µs
+/// since `started`). Jobs due now go in batches (one round trip each on
+/// Redis); every tenth is scheduled 50 ms later, one by one.
+async fn enqueue(queue: &Queue, jobs: u64, started: Instant) -> Result<(), Error> {
     let mut batch = Vec::with_capacity(BATCH);
-    for job in 0..options.jobs {
+    for job in 0..jobs {
         let enqueued_us = started.elapsed().as_micros() as u64;
         let payload = format!("{job} {enqueued_us}").into_bytes();
         if job % 10 == 9 {
@@ -98,29 +125,31 @@ pub async fn run(server: &crate::connect::Server, options: Options) -> Result<()
         } else {
             batch.push(payload);
         }
-        if batch.len() == BATCH || job + 1 == options.jobs {
+        if batch.len() == BATCH || job + 1 == jobs {
             for outcome in queue.enqueue_batch(std::mem::take(&mut batch)).await? {
                 outcome?;
             }
         }
     }
     let enqueued = started.elapsed();
-    tell!(
-        "enqueued {} jobs in {:.0?} ({:.0} jobs/s)",
-        options.jobs,
-        enqueued,
-        per_second(options.jobs, enqueued)
-    );
+    tell!("enqueued {jobs} jobs in {enqueued:.0?} ({:.0} jobs/s)", per_second(jobs, enqueued));
+    Ok(())
+}
 
-    let tally = Arc::new(Tally::default());
+/// Work the queue with a worker of `--concurrency` slots until every job
+/// is done or dead, and stop it: how long since `started` that took.
+async fn work(
+    queue: &Queue,
+    options: &Options,
+    tally: &Arc<Tally>,
+    started: Instant,
+) -> Result<Duration, Error> {
     let handler_tally = tally.clone();
     let handler = move |job: JobContext| {
         let tally = handler_tally.clone();
         async move { handle(&tally, started, &job) }
     };
-    let keep = options.keep;
-    let on_redis = options.redis.is_some();
-    let options = WorkerOptions {
+    let worker_options = WorkerOptions {
         concurrency: options.concurrency,
         lease: LEASE,
         retry: POLICY,
@@ -128,11 +157,20 @@ pub async fn run(server: &crate::connect::Server, options: Options) -> Result<()
         ..WorkerOptions::default()
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn(Worker::with_options(queue.clone(), handler, options).run_until(async move {
-        let _ = stopped.await;
-    }));
+    let worker =
+        tokio::spawn(Worker::with_options(queue.clone(), handler, worker_options).run_until(async move {
+            let _ = stopped.await;
+        }));
+    let elapsed = finished(queue, options.jobs, started).await?;
+    let _ = stop.send(());
+    worker.await?;
+    Ok(elapsed)
+}
 
-    // Drawn on a terminal only; elsewhere (a pipe, CI) the summary says it all.
+/// Wait until `total` jobs are done or dead, with a progress bar: how long
+/// since `started`. The bar is drawn on a terminal only; elsewhere (a
+/// pipe, CI) the summary says it all.
+async fn finished(queue: &Queue, total: u64, started: Instant) -> Result<Duration, Error> {
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stdout()).with_style(
         ProgressStyle::with_template("  [{bar:40}] {human_pos}/{human_len} finished in {elapsed}")
             .expect("a valid template")
@@ -149,9 +187,12 @@ pub async fn run(server: &crate::connect::Server, options: Options) -> Result<()
     }
     let elapsed = started.elapsed();
     bar.finish();
-    let _ = stop.send(());
-    worker.await?;
+    Ok(elapsed)
+}
 
+/// Print the summary: what the handler counted, the queue's sets, the
+/// rate of `total` jobs in `elapsed`, and the enqueue→start latency.
+async fn summarize(queue: &Queue, tally: &Tally, total: u64, elapsed: Duration) -> Result<(), Error> {
     let stats = queue.stats().await?;
     let mut latencies = std::mem::take(&mut *tally.latencies.lock().expect("no handler panicked"));
     latencies.sort_unstable();
@@ -177,14 +218,6 @@ pub async fn run(server: &crate::connect::Server, options: Options) -> Result<()
         percentile(0.50),
         percentile(0.99)
     );
-    if on_redis {
-        if keep {
-            tell!("\nthe queue {queue_name} stays on the server (emq delete-queue {queue_name} deletes it)");
-        } else {
-            queue.delete(Delete::IfIdle).await?;
-            tell!("\nthe queue {queue_name} is deleted from the server (--keep keeps it)");
-        }
-    }
     Ok(())
 }
 
