@@ -214,34 +214,10 @@ fn main() {
 async fn run(cli: Cli) {
     // rediss:// URLs: rustls with the ring provider (one small C/asm dependency).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    // The demo prints its own summary: its failing and dying jobs are by
-    // design, not news.
-    let (usual, quieter) = match cli.command {
-        Command::Demo(_) => (tracing_subscriber::filter::LevelFilter::WARN, "echomq::worker::job=error"),
-        _ => (tracing_subscriber::filter::LevelFilter::INFO, ""),
-    };
+    let (usual, quieter) = cli.command.log_levels();
     cli.logging.install(usual, quieter);
-    // A command that only reads and prints ends quietly when its reader goes
-    // away (`emq list q dead | head -1`), as Unix tools do: its broken pipe
-    // is no news. (SIGPIPE stays ignored, as Rust sets it: a socket's reset
-    // must be an error the connection recovers from, not the process's end.)
-    let printing = match &cli.command {
-        Command::Inspect(_)
-        | Command::Result(_)
-        | Command::Events(_)
-        | Command::List(_)
-        | Command::Find(_)
-        | Command::Stats(_)
-        | Command::Queues(_)
-        | Command::Workers(_) => true,
-        Command::Config(args) => args.only_reads(),
-        Command::Schedule(args) => args.only_reads(),
-        _ => false,
-    };
-    // The server a failure names: --url's, unless the command has its own
-    // (the demo's --redis) or none.
-    let server = (!matches!(cli.command, Command::Demo(_) | Command::Scripts(_) | Command::WorkGuard))
-        .then(|| cli.server.address());
+    let printing = cli.command.only_prints();
+    let server = cli.command.names_server().then(|| cli.server.address());
     // A URL the client cannot read is refused before anything is sent.
     if server.is_some() {
         if let Err(err) = cli.server.check() {
@@ -249,38 +225,7 @@ async fn run(cli: Cli) {
             std::process::exit(err.code);
         }
     }
-    let outcome = match cli.command {
-        Command::Demo(options) => demo::run(&cli.server, options).await,
-        Command::Enqueue(args) => enqueue::run(&cli.server, args).await,
-        Command::Inspect(args) => ops::inspect(&cli.server, args).await,
-        Command::Result(args) => events::result(&cli.server, args).await,
-        Command::Events(args) => events::events(&cli.server, args).await,
-        Command::List(args) => ops::list(&cli.server, args).await,
-        Command::Find(args) => find::run(&cli.server, args).await,
-        Command::Stats(args) => ops::stats(&cli.server, args).await,
-        Command::Queues(args) => ops::queues(&cli.server, args).await,
-        Command::Workers(args) => workers::run(&cli.server, args).await,
-        Command::Retry(args) => change::retry(&cli.server, args).await,
-        Command::Cancel(args) => change::cancel(&cli.server, args).await,
-        Command::Delete(args) => change::delete(&cli.server, args).await,
-        Command::Purge(args) => ops::purge(&cli.server, args).await,
-        Command::Drain(args) => ops::drain(&cli.server, args).await,
-        Command::DeleteQueue(args) => ops::delete_queue(&cli.server, args).await,
-        Command::Pause(args) => flow::pause(&cli.server, args).await,
-        Command::Resume(args) => flow::resume(&cli.server, args).await,
-        Command::Limit(args) => flow::limit(&cli.server, args).await,
-        Command::Config(args) => flow::config(&cli.server, args).await,
-        Command::Work(args) => work::run(&cli.server, &cli.logging, args).await,
-        Command::Progress(args) => work::progress(&cli.server, args).await,
-        Command::Dashboard(args) => dashboard::run(&cli.server, args).await,
-        Command::Scripts(args) => scripts::run(args),
-        Command::Schedule(args) => schedule::run(&cli.server, args).await,
-        Command::WorkGuard => {
-            work::guard::run();
-            Ok(())
-        }
-    };
-    if let Err(err) = outcome {
+    if let Err(err) = cli.command.run(&cli.server, &cli.logging).await {
         let gone = err
             .downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
@@ -289,5 +234,79 @@ async fn run(cli: Cli) {
         }
         eprintln!("emq: {}", failure::said(err.as_ref(), server.as_deref()));
         std::process::exit(failure::exit_code(err.as_ref(), printing));
+    }
+}
+
+impl Command {
+    /// The log's usual level, and the targets it quiets further. The demo
+    /// prints its own summary: its failing and dying jobs are by design,
+    /// not news.
+    fn log_levels(&self) -> (tracing_subscriber::filter::LevelFilter, &'static str) {
+        match self {
+            Command::Demo(_) => (tracing_subscriber::filter::LevelFilter::WARN, "echomq::worker::job=error"),
+            _ => (tracing_subscriber::filter::LevelFilter::INFO, ""),
+        }
+    }
+
+    /// Whether the command only reads and prints: then it ends quietly when
+    /// its reader goes away (`emq list q dead | head -1`), as Unix tools
+    /// do: its broken pipe is no news. (SIGPIPE stays ignored, as Rust sets
+    /// it: a socket's reset must be an error the connection recovers from,
+    /// not the process's end.)
+    fn only_prints(&self) -> bool {
+        match self {
+            Command::Inspect(_)
+            | Command::Result(_)
+            | Command::Events(_)
+            | Command::List(_)
+            | Command::Find(_)
+            | Command::Stats(_)
+            | Command::Queues(_)
+            | Command::Workers(_) => true,
+            Command::Config(args) => args.only_reads(),
+            Command::Schedule(args) => args.only_reads(),
+            _ => false,
+        }
+    }
+
+    /// Whether a failure names --url's server: not for a command that has
+    /// its own (the demo's --redis) or none.
+    fn names_server(&self) -> bool {
+        !matches!(self, Command::Demo(_) | Command::Scripts(_) | Command::WorkGuard)
+    }
+
+    /// Run the command.
+    async fn run(self, server: &connect::Server, logging: &log::Logging) -> Result<(), connect::Error> {
+        match self {
+            Command::Demo(options) => demo::run(server, options).await,
+            Command::Enqueue(args) => enqueue::run(server, args).await,
+            Command::Inspect(args) => ops::inspect(server, args).await,
+            Command::Result(args) => events::result(server, args).await,
+            Command::Events(args) => events::events(server, args).await,
+            Command::List(args) => ops::list(server, args).await,
+            Command::Find(args) => find::run(server, args).await,
+            Command::Stats(args) => ops::stats(server, args).await,
+            Command::Queues(args) => ops::queues(server, args).await,
+            Command::Workers(args) => workers::run(server, args).await,
+            Command::Retry(args) => change::retry(server, args).await,
+            Command::Cancel(args) => change::cancel(server, args).await,
+            Command::Delete(args) => change::delete(server, args).await,
+            Command::Purge(args) => ops::purge(server, args).await,
+            Command::Drain(args) => ops::drain(server, args).await,
+            Command::DeleteQueue(args) => ops::delete_queue(server, args).await,
+            Command::Pause(args) => flow::pause(server, args).await,
+            Command::Resume(args) => flow::resume(server, args).await,
+            Command::Limit(args) => flow::limit(server, args).await,
+            Command::Config(args) => flow::config(server, args).await,
+            Command::Work(args) => work::run(server, logging, args).await,
+            Command::Progress(args) => work::progress(server, args).await,
+            Command::Dashboard(args) => dashboard::run(server, args).await,
+            Command::Scripts(args) => scripts::run(args),
+            Command::Schedule(args) => schedule::run(server, args).await,
+            Command::WorkGuard => {
+                work::guard::run();
+                Ok(())
+            }
+        }
     }
 }
