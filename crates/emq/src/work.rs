@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use echomq::worker::{Control, HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::worker::{Control, Handler, HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::RetryPolicy;
 use tokio::io::AsyncWriteExt;
 
@@ -122,22 +122,57 @@ fn serve_metrics(addr: std::net::SocketAddr) -> Result<(), Error> {
 }
 
 /// Work the queues; `logging`, the options the worker's guard logs with.
-pub async fn run(server: &Server, logging: &crate::log::Logging, args: Args) -> Result<(), Error> {
-    // A bad name is refused before anything else is done.
-    for name in &args.queues {
-        echomq::Keyspace::new(name)?;
-    }
-    // A command that cannot run would fail every job it is given.
-    runnable(&args.command[0])?;
-    if let Some(addr) = args.metrics {
-        serve_metrics(addr)?;
-    }
+pub async fn run(server: &Server, logging: &crate::log::Logging, mut args: Args) -> Result<(), Error> {
+    check(&args)?;
     // Before any command runs: what stops them when this process is killed.
     let guard = Guard::start(&logging.options()).map_err(|err| {
         format!("cannot start the guard that stops commands with emq work: {err}; no job was claimed")
     })?;
-    let command = Arc::new(Command { argv: args.command, environment: server.environment(), guard });
-    let keep_result = args.result;
+    let argv = std::mem::take(&mut args.command);
+    let command = Arc::new(Command { argv, environment: server.environment(), guard });
+    let executor = connect(server, args.connect_timeout).await?;
+    let running = Arc::new(AtomicUsize::new(0));
+    let worker = worker(&args, executor, handler(command, args.result, running.clone()))?;
+    // Caught from here on, before the start is said: a SIGTERM that follows
+    // the first log lines at once stops the worker gracefully, not by default.
+    let signals = Signals::catch();
+    say_started(server, &worker, &args).await;
+    let steering = tokio::spawn(steer(signals, worker.control(), args.grace, running));
+    // The signals steer it: no other end.
+    worker.run_until(std::future::pending()).await;
+    steering.abort();
+    tracing::info!("emq work stopped");
+    Ok(())
+}
+
+/// What is refused before anything else is done: a bad queue name, a
+/// command that cannot run (it would fail every job it is given), metrics
+/// that cannot be served.
+fn check(args: &Args) -> Result<(), Error> {
+    for name in &args.queues {
+        echomq::Keyspace::new(name)?;
+    }
+    runnable(&args.command[0])?;
+    if let Some(addr) = args.metrics {
+        serve_metrics(addr)?;
+    }
+    Ok(())
+}
+
+/// Each job's handler: run `command` for it, counted in `running` while it
+/// runs; with `keep_result`, its stdout is the job's result.
+fn handler(command: Arc<Command>, keep_result: bool, running: Arc<AtomicUsize>) -> impl Handler {
+    move |job: JobContext| {
+        let (command, running) = (command.clone(), Running::count(running.clone()));
+        async move {
+            let _running = running;
+            run_command(command, job, keep_result).await
+        }
+    }
+}
+
+/// The worker of `args`' queues on `executor`, with the options `args` gives.
+fn worker(args: &Args, executor: Arc<dyn echomq::Executor>, handler: impl Handler) -> Result<Worker, Error> {
     let options = WorkerOptions {
         concurrency: args.concurrency,
         lease: args.lease,
@@ -146,27 +181,19 @@ pub async fn run(server: &Server, logging: &crate::log::Logging, args: Args) -> 
         retry: RetryPolicy::new().max_attempts(args.max_attempts).backoff(args.backoff),
         ..WorkerOptions::default()
     };
-    let executor = connect(server, args.connect_timeout).await?;
-    let running = Arc::new(AtomicUsize::new(0));
-    let handler = {
-        let running = running.clone();
-        move |job: JobContext| {
-            let (command, running) = (command.clone(), Running::count(running.clone()));
-            async move {
-                let _running = running;
-                run_command(command, job, keep_result).await
-            }
-        }
-    };
     let mut queues = args.queues.iter();
     let first = queues.next().ok_or("no queue to work")?;
     let mut worker = Worker::with_options(echomq::Queue::new(executor.clone(), first)?, handler, options);
     for name in queues {
         worker = worker.queue(echomq::Queue::new(executor.clone(), name)?);
     }
-    // Caught from here on, before the start is said: a SIGTERM that follows
-    // the first log lines at once stops the worker gracefully, not by default.
-    let signals = Signals::catch();
+    Ok(worker)
+}
+
+/// Say in the log that `worker` started, and how to stop it; then warn of
+/// each queue the server does not know yet (in the log, not on bare
+/// stderr: a JSON log stays JSON).
+async fn say_started(server: &Server, worker: &Worker, args: &Args) {
     tracing::info!(
         worker = worker.id(),
         queues = %args.queues.join(","),
@@ -176,18 +203,11 @@ pub async fn run(server: &Server, logging: &crate::log::Logging, args: Args) -> 
         metrics = args.metrics.map(|addr| format!("http://{addr}/metrics")),
         "emq work started; SIGTERM or Ctrl-C stops it gracefully (a second one at once), SIGTSTP stops claiming"
     );
-    // In the log, not on bare stderr: a JSON log stays JSON.
     for name in &args.queues {
         if crate::ops::unknown(server, name).await {
             tracing::warn!(queue = %name, "{}; waiting for its jobs", crate::ops::unknown_note(name));
         }
     }
-    let steering = tokio::spawn(steer(signals, worker.control(), args.grace, running));
-    // The signals steer it: no other end.
-    worker.run_until(std::future::pending()).await;
-    steering.abort();
-    tracing::info!("emq work stopped");
-    Ok(())
 }
 
 /// The first wait between two tries to reach the server at start, and the longest.
@@ -382,35 +402,7 @@ async fn run_command(
     job: JobContext,
     keep_result: bool,
 ) -> Result<Option<Vec<u8>>, HandlerError> {
-    let stdout = if keep_result { Stdio::piped() } else { Stdio::inherit() };
-    let argv = &command.argv;
-    let mut process = tokio::process::Command::new(&argv[0]);
-    process.envs(command.environment.iter().map(|(name, value)| (name, value)));
-    // The job's trace context, OpenTelemetry's environment carrier; never the worker's own.
-    process.env_remove("TRACEPARENT").env_remove("TRACESTATE");
-    if let Some(traceparent) = job.traceparent() {
-        process.env("TRACEPARENT", traceparent);
-        if let Some(tracestate) = job.headers.get("tracestate") {
-            process.env("TRACESTATE", tracestate);
-        }
-    }
-    let headers = serde_json::to_string(&job.headers).map_err(|err| format!("the job's headers: {err}"))?;
-    let mut child = process
-        .args(&argv[1..])
-        .env("ECHOMQ_HEADERS", headers)
-        .env("ECHOMQ_QUEUE", &job.queue)
-        .env("ECHOMQ_JOB_ID", job.id.as_str())
-        .env("ECHOMQ_JOB_TOKEN", job.attempt.to_string())
-        .env("ECHOMQ_JOB_ATTEMPT", job.attempt.to_string())
-        // The payload's length, so that a command can tell a cut one.
-        .env("ECHOMQ_PAYLOAD_BYTES", job.payload.len().to_string())
-        .stdin(Stdio::piped())
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|err| format!("cannot run {}: {err}", argv[0]))?;
+    let mut child = spawn(&command, &job, keep_result)?;
     let mut group = Group::of(&child, &command.guard);
     let stdin = child.stdin.take();
     let run = async {
@@ -430,6 +422,55 @@ async fn run_command(
     };
     // It ended by itself: whatever it left running is its own business.
     group.finished();
+    outcome(output, keep_result)
+}
+
+/// Start `command` for `job`, in a process group of its own: its stdin
+/// piped (for the payload), its stderr piped (for a failure's error), its
+/// stdout piped with `keep_result`, else the worker's; the job in its
+/// environment.
+fn spawn(
+    command: &Command,
+    job: &JobContext,
+    keep_result: bool,
+) -> Result<tokio::process::Child, HandlerError> {
+    let stdout = if keep_result { Stdio::piped() } else { Stdio::inherit() };
+    let argv = &command.argv;
+    let mut process = tokio::process::Command::new(&argv[0]);
+    process.envs(command.environment.iter().map(|(name, value)| (name, value)));
+    // The job's trace context, OpenTelemetry's environment carrier; never the worker's own.
+    process.env_remove("TRACEPARENT").env_remove("TRACESTATE");
+    if let Some(traceparent) = job.traceparent() {
+        process.env("TRACEPARENT", traceparent);
+        if let Some(tracestate) = job.headers.get("tracestate") {
+            process.env("TRACESTATE", tracestate);
+        }
+    }
+    let headers = serde_json::to_string(&job.headers).map_err(|err| format!("the job's headers: {err}"))?;
+    let child = process
+        .args(&argv[1..])
+        .env("ECHOMQ_HEADERS", headers)
+        .env("ECHOMQ_QUEUE", &job.queue)
+        .env("ECHOMQ_JOB_ID", job.id.as_str())
+        .env("ECHOMQ_JOB_TOKEN", job.attempt.to_string())
+        .env("ECHOMQ_JOB_ATTEMPT", job.attempt.to_string())
+        // The payload's length, so that a command can tell a cut one.
+        .env("ECHOMQ_PAYLOAD_BYTES", job.payload.len().to_string())
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|err| format!("cannot run {}: {err}", argv[0]))?;
+    Ok(child)
+}
+
+/// What a command that ended by itself did for its job: exit 0 acks it,
+/// with its stdout as the result when `keep_result` (at most
+/// `MAX_RESULT` bytes); any other exit fails it with the tail of its
+/// stderr as the error.
+fn outcome(output: std::process::Output, keep_result: bool) -> Result<Option<Vec<u8>>, HandlerError> {
     if output.status.success() {
         if !keep_result {
             return Ok(None);
