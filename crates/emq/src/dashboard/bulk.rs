@@ -125,23 +125,7 @@ pub async fn bulk(
     let back = queue_path(&name, &format!("/state/{state}"));
     let verb = form.action.verb();
     if !form.confirmed {
-        let said = match &form.ids {
-            Some(ids) => format!("{verb} the {} ticked {state} job(s) of {name}?", ids.len()),
-            None => {
-                let count = select::count(&mut app.conn.clone(), &selection, COUNT_BUDGET).await?;
-                if count.exact {
-                    format!("{verb} all {} {}?", count.n, selection.describe())
-                } else {
-                    format!(
-                        "{verb} all {}? At least {} (found among the newest {} of {}; the rest are looked at as it goes).",
-                        selection.describe(),
-                        count.n,
-                        count.examined,
-                        count.total
-                    )
-                }
-            }
-        };
+        let said = question(&app, &form, &selection).await?;
         let title = format!("{} jobs", capitalized(verb));
         let action = queue_path(&name, &format!("/state/{state}/bulk"));
         return Ok(html::confirm(&title, &said, &action, &form.fields(), &app.csrf, &back).into_response());
@@ -159,10 +143,41 @@ pub async fn bulk(
             a.failed.len()
         )
     })?;
-    let body = html! {
-        h1 { (capitalized(form.action.done())) " " (applied.changed) " job(s)" }
+    let body = applied_body(form.action, &applied, state, &back);
+    Ok(html::page(&format!("{verb} · {name}"), &[(name.clone(), queue_path(&name, ""))], &body)
+        .into_response())
+}
+
+/// What the confirmation asks: how many ticked jobs, or how many match
+/// (counted up to [`COUNT_BUDGET`]: past it, at least how many).
+async fn question(app: &App, form: &BulkForm, selection: &Selection) -> Result<String, Problem> {
+    let (verb, state, name) = (form.action.verb(), selection.state, &selection.queue);
+    Ok(match &form.ids {
+        Some(ids) => format!("{verb} the {} ticked {state} job(s) of {name}?", ids.len()),
+        None => {
+            let count = select::count(&mut app.conn.clone(), selection, COUNT_BUDGET).await?;
+            if count.exact {
+                format!("{verb} all {} {}?", count.n, selection.describe())
+            } else {
+                format!(
+                    "{verb} all {}? At least {} (found among the newest {} of {}; the rest are looked at as it goes).",
+                    selection.describe(),
+                    count.n,
+                    count.examined,
+                    count.total
+                )
+            }
+        }
+    })
+}
+
+/// The page of what a bulk `action` on `state`'s jobs did: how many
+/// changed, skipped and refused, and why each was refused.
+fn applied_body(action: Action, applied: &Applied, state: State, back: &str) -> Markup {
+    html! {
+        h1 { (capitalized(action.done())) " " (applied.changed) " job(s)" }
         p #applied {
-            (applied.changed) " " (form.action.done()) ", " (applied.skipped)
+            (applied.changed) " " (action.done()) ", " (applied.skipped)
             " skipped (no longer " (state) ", or already so), " (applied.failed.len()) " refused."
         }
         @if !applied.failed.is_empty() {
@@ -174,9 +189,7 @@ pub async fn bulk(
             }))
         }
         p { a href=(back) { "back to the " (state) " jobs" } }
-    };
-    Ok(html::page(&format!("{verb} · {name}"), &[(name.clone(), queue_path(&name, ""))], &body)
-        .into_response())
+    }
 }
 
 fn capitalized(word: &str) -> String {

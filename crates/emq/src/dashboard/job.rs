@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::extract::{ConnectInfo, Form, Path, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use echomq::{JobId, Keyspace, State};
+use echomq::{Inspection, JobId, Keyspace, State};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -57,32 +57,8 @@ pub async fn job_page(
     let token = app.form_token(&headers);
     let body = html! {
         h1 { "Job " code { (id) } }
-        @if let Some(token) = token {
-            div.bar #actions {
-                @if state == State::Dead {
-                    (html::button(&job_path(&name, &id, "/retry"), "retry", "retry", token))
-                }
-                @if !matches!(state, State::Done | State::Cancelled) {
-                    (html::button(&job_path(&name, &id, "/cancel"), "cancel…", "cancel", token))
-                }
-            }
-        }
-        (html::scroll(&html! {
-            table #record {
-                tr { th { "state" } td { a href=(queue_path(&name, &format!("/state/{state}"))) { (state) } } }
-                tr { th { "attempts" } td { (record.attempts) } }
-                @if let Some(priority) = &priority { tr { th { "priority" } td { (priority) } } }
-                @if let Some(at) = record.enqueued_at { tr { th { "enqueued" } td { (html::when(at)) } } }
-                @else if let Some(at) = born { tr { th { "minted" } td { (html::when(at)) " (from its id)" } } }
-                @if let Some(at) = record.updated_at { tr { th { "updated" } td { (html::when(at)) } } }
-                @if let Some(score) = score { (score_row(state, score, record.enqueued_at)) }
-                @if let Some(policy) = &job.policy { tr { th { "policy" } td { (describe_policy(policy)) } } }
-                @for (header, value) in &job.headers { tr { th { "header " (header) } td.wrap { (value) } } }
-                @if let Some(error) = &job.error { tr { th { "last error" } td.wrap { pre.dead #error { (error) } } } }
-                @if let Some(progress) = &job.progress { tr { th { "progress" } td.wrap #progress { (bytes(progress)) } } }
-                @if let Some(result) = &job.result { tr { th { "result" } td.wrap #result { (bytes(result)) } } }
-            }
-        }))
+        @if let Some(token) = token { (actions(&name, &id, state, token)) }
+        (record_table(&name, &job, priority.as_deref(), score, born))
         h2 { "Payload " span.note { "(" (record.payload.len()) " bytes)" } }
         div #payload { (bytes(&record.payload)) }
         h2 { "Events" }
@@ -93,6 +69,52 @@ pub async fn job_page(
         (state.to_string(), queue_path(&name, &format!("/state/{state}"))),
     ];
     Ok(html::page(id.as_str(), &crumbs, &body).into_response())
+}
+
+/// A job's buttons: retry when it is dead, cancel unless it is done or
+/// cancelled already.
+fn actions(name: &str, id: &JobId, state: State, token: &str) -> Markup {
+    html! {
+        div.bar #actions {
+            @if state == State::Dead {
+                (html::button(&job_path(name, id, "/retry"), "retry", "retry", token))
+            }
+            @if !matches!(state, State::Done | State::Cancelled) {
+                (html::button(&job_path(name, id, "/cancel"), "cancel…", "cancel", token))
+            }
+        }
+    }
+}
+
+/// A job's record with its `priority`, its `score` in its state's set (when
+/// the user may read it) and when it was `born` (enqueued, or minted), and
+/// what is kept beside it: its policy, headers, last error, progress and
+/// result.
+fn record_table(
+    name: &str,
+    job: &Inspection,
+    priority: Option<&str>,
+    score: Option<f64>,
+    born: Option<u64>,
+) -> Markup {
+    let record = &job.record;
+    let state = record.state;
+    html::scroll(&html! {
+        table #record {
+            tr { th { "state" } td { a href=(queue_path(name, &format!("/state/{state}"))) { (state) } } }
+            tr { th { "attempts" } td { (record.attempts) } }
+            @if let Some(priority) = priority { tr { th { "priority" } td { (priority) } } }
+            @if let Some(at) = record.enqueued_at { tr { th { "enqueued" } td { (html::when(at)) } } }
+            @else if let Some(at) = born { tr { th { "minted" } td { (html::when(at)) " (from its id)" } } }
+            @if let Some(at) = record.updated_at { tr { th { "updated" } td { (html::when(at)) } } }
+            @if let Some(score) = score { (score_row(state, score, record.enqueued_at)) }
+            @if let Some(policy) = &job.policy { tr { th { "policy" } td { (describe_policy(policy)) } } }
+            @for (header, value) in &job.headers { tr { th { "header " (header) } td.wrap { (value) } } }
+            @if let Some(error) = &job.error { tr { th { "last error" } td.wrap { pre.dead #error { (error) } } } }
+            @if let Some(progress) = &job.progress { tr { th { "progress" } td.wrap #progress { (bytes(progress)) } } }
+            @if let Some(result) = &job.result { tr { th { "result" } td.wrap #result { (bytes(result)) } } }
+        }
+    })
 }
 
 fn job_path(queue: &str, id: &JobId, rest: &str) -> String {

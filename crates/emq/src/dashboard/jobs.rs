@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use echomq::{JobId, State};
+use echomq::{JobId, Keyspace, State};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -44,36 +44,9 @@ pub async fn state_page(
 ) -> Result<Response, Problem> {
     let keys = keys_of(&name)?;
     let state = state_of(&state)?;
-    let mut conn = app.conn.clone();
     let search = query.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
     let (title, listing) = match search {
-        None => {
-            let total: u64 = redis::cmd("ZCARD").arg(keys.state(state)).query_async(&mut conn).await?;
-            let last = total.div_ceil(PAGE).max(1);
-            let page = match query.page.as_deref() {
-                None => 1,
-                Some("last") => last,
-                Some(n) => n.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                    Problem::BadInput(format!("{n:?} is not a page: a number from 1, or last"))
-                })?,
-            };
-            let page = page.min(last);
-            let start = (page - 1) * PAGE;
-            let page_of: Vec<(String, f64)> = redis::cmd("ZRANGE")
-                .arg(keys.state(state))
-                .arg(start)
-                .arg(start + PAGE - 1)
-                .arg("REV")
-                .arg("WITHSCORES")
-                .query_async(&mut conn)
-                .await?;
-            let ids = page_of
-                .iter()
-                .map(|(id, score)| Ok((super::job_id(id)?, Some(*score))))
-                .collect::<Result<Vec<_>, Problem>>()?;
-            let pager = pager(&name, state, page, last, total);
-            (format!("{total} {state}"), Listing { ids, above: pager.clone(), below: pager, matching: None })
-        }
+        None => a_page(&app, &name, &keys, state, query.page.as_deref()).await?,
         Some(text) => match search_step(&app, &name, state, text, query.from.unwrap_or(0)).await? {
             Found::Job(id) => {
                 return Ok(super::back_to(&queue_path(&name, &format!("/jobs/{}", urlencode(id.as_str())))))
@@ -83,6 +56,66 @@ pub async fn state_page(
     };
     let rows = rows(&app, &name, state, &listing.ids).await?;
     let token = app.form_token(&headers);
+    let body = state_body(&name, state, &title, search, &listing, &rows, token);
+    let crumbs = [
+        (name.clone(), queue_path(&name, "")),
+        (state.to_string(), queue_path(&name, &format!("/state/{state}"))),
+    ];
+    Ok(html::page(&format!("{state} · {name}"), &crumbs, &body).into_response())
+}
+
+/// The page `page` (a number from 1, or `last`; the first when none) of
+/// `state`'s jobs, newest first, with its title; a page past the last is
+/// the last.
+async fn a_page(
+    app: &App,
+    name: &str,
+    keys: &Keyspace,
+    state: State,
+    page: Option<&str>,
+) -> Result<(String, Listing), Problem> {
+    let mut conn = app.conn.clone();
+    let total: u64 = redis::cmd("ZCARD").arg(keys.state(state)).query_async(&mut conn).await?;
+    let last = total.div_ceil(PAGE).max(1);
+    let page = match page {
+        None => 1,
+        Some("last") => last,
+        Some(n) => n
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| Problem::BadInput(format!("{n:?} is not a page: a number from 1, or last")))?,
+    };
+    let page = page.min(last);
+    let start = (page - 1) * PAGE;
+    let page_of: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(keys.state(state))
+        .arg(start)
+        .arg(start + PAGE - 1)
+        .arg("REV")
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await?;
+    let ids = page_of
+        .iter()
+        .map(|(id, score)| Ok((super::job_id(id)?, Some(*score))))
+        .collect::<Result<Vec<_>, Problem>>()?;
+    let pager = pager(name, state, page, last, total);
+    Ok((format!("{total} {state}"), Listing { ids, above: pager.clone(), below: pager, matching: None }))
+}
+
+/// The state page's body: the states to go to, the search box, the
+/// listing's rows (each with a box to tick, and the bulk actions below,
+/// when the dashboard takes writes: `token`).
+fn state_body(
+    name: &str,
+    state: State,
+    title: &str,
+    search: Option<&str>,
+    listing: &Listing,
+    rows: &[Row],
+    token: Option<&str>,
+) -> Markup {
     let table = html! {
         (html::scroll(&html! {
             table #jobs {
@@ -90,26 +123,26 @@ pub async fn state_page(
                     @if token.is_some() { th { "" } }
                     th { "job" } th { (when_heading(state)) } @if state == State::Dead { th { "last error" } }
                 }
-                @for row in &rows { (row.render(&name, state, token.is_some())) }
+                @for row in rows { (row.render(name, state, token.is_some())) }
             }
         }))
         @if rows.is_empty() { p.none #none { "none" } }
     };
-    let body = html! {
+    html! {
         h1 #title { (title) " jobs of " (name) }
         nav.bar #states {
             @for other in State::ALL {
-                @if other == state { b { (other) } } @else { a href=(queue_path(&name, &format!("/state/{other}"))) { (other) } }
+                @if other == state { b { (other) } } @else { a href=(queue_path(name, &format!("/state/{other}"))) { (other) } }
             }
         }
-        form.bar #search method="get" action=(queue_path(&name, &format!("/state/{state}"))) {
+        form.bar #search method="get" action=(queue_path(name, &format!("/state/{state}"))) {
             input type="search" name="q" value=[search] placeholder="an id, an id's start, or text in payload or error" size="40";
             button type="submit" { "search" }
-            @if search.is_some() { a href=(queue_path(&name, &format!("/state/{state}"))) { "clear" } }
+            @if search.is_some() { a href=(queue_path(name, &format!("/state/{state}"))) { "clear" } }
         }
         (listing.above)
         @if let Some(token) = token {
-            form #bulk method="post" action=(queue_path(&name, &format!("/state/{state}/bulk"))) {
+            form #bulk method="post" action=(queue_path(name, &format!("/state/{state}/bulk"))) {
                 (html::csrf(token))
                 (table)
                 (super::bulk::buttons(state, listing.matching.as_deref()))
@@ -118,12 +151,7 @@ pub async fn state_page(
             (table)
         }
         (listing.below)
-    };
-    let crumbs = [
-        (name.clone(), queue_path(&name, "")),
-        (state.to_string(), queue_path(&name, &format!("/state/{state}"))),
-    ];
-    Ok(html::page(&format!("{state} · {name}"), &crumbs, &body).into_response())
+    }
 }
 
 /// The ids a page shows, and what goes around them.

@@ -13,7 +13,7 @@ use axum::extract::{ConnectInfo, Form, Path, Query, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use echomq::transition::Config;
-use echomq::{Drain, EventLog, Rate, Retention, Settings, Span, State};
+use echomq::{Drain, EventLog, Rate, Retention, Settings, Span, State, StatsReply};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -163,34 +163,9 @@ pub async fn queue_page(
         @if unknown {
             p.note #unknown { "The queue registry does not name " (name) ": no producer has written to it (a misspelt name?)." }
         }
-        div.bar {
-            span.paused[settings.paused] #flow { (html::live(&format!("{name}/flow"), &html::flow(&settings))) }
-            @if let Some(token) = token {
-                @if settings.paused {
-                    (html::button(&queue_path(&name, "/resume"), "resume", "resume", token))
-                } @else {
-                    (html::button(&queue_path(&name, "/pause"), "pause", "pause", token))
-                }
-                a href=(queue_path(&name, "/drain")) { "drain…" }
-            }
-            a href=(queue_path(&name, "/schedules")) { "schedules" }
-            a href=(queue_path(&name, "/batches")) { "batches" }
-        }
+        (flow_bar(&name, &settings, token))
         h2 { "Jobs" }
-        (html::scroll(&html! {
-            table #counts {
-                tr { @for state in State::ALL { th.n { (state) } } }
-                tr {
-                    @for state in State::ALL {
-                        td.n {
-                            a id=(format!("count-{state}")) href=(queue_path(&name, &format!("/state/{state}"))) {
-                                (html::live(&format!("{name}/{state}"), &stats.of(state).to_string()))
-                            }
-                        }
-                    }
-                }
-            }
-        }))
+        (counts_table(&name, &stats))
         (workers::of_queue(&snapshot, &name, view))
         (charts::section(&name, span, counts.as_ref().map_err(String::as_str)))
         (latency)
@@ -199,6 +174,45 @@ pub async fn queue_page(
         @if let Some(token) = token { (settings_form(&name, &settings, token)) }
     };
     Ok(html::page(&name, &[(name.clone(), queue_path(&name, ""))], &body).into_response())
+}
+
+/// A queue page's bar: its flow (paused, limits), pause or resume and
+/// drain when the dashboard takes writes (`token`), its schedules and
+/// batches.
+fn flow_bar(name: &str, settings: &Settings, token: Option<&str>) -> Markup {
+    html! {
+        div.bar {
+            span.paused[settings.paused] #flow { (html::live(&format!("{name}/flow"), &html::flow(settings))) }
+            @if let Some(token) = token {
+                @if settings.paused {
+                    (html::button(&queue_path(name, "/resume"), "resume", "resume", token))
+                } @else {
+                    (html::button(&queue_path(name, "/pause"), "pause", "pause", token))
+                }
+                a href=(queue_path(name, "/drain")) { "drain…" }
+            }
+            a href=(queue_path(name, "/schedules")) { "schedules" }
+            a href=(queue_path(name, "/batches")) { "batches" }
+        }
+    }
+}
+
+/// A queue page's counts per state, each a link to its jobs.
+fn counts_table(name: &str, stats: &StatsReply) -> Markup {
+    html::scroll(&html! {
+        table #counts {
+            tr { @for state in State::ALL { th.n { (state) } } }
+            tr {
+                @for state in State::ALL {
+                    td.n {
+                        a id=(format!("count-{state}")) href=(queue_path(name, &format!("/state/{state}"))) {
+                            (html::live(&format!("{name}/{state}"), &stats.of(state).to_string()))
+                        }
+                    }
+                }
+            }
+        }
+    })
 }
 
 fn settings_table(settings: &Settings) -> Markup {
