@@ -216,60 +216,91 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
             (started, Instant::now())
         }
         "process-c1" | "process-c10" | "process-c100" | "process-c100-1kb" | "process-c100-1ms"
-        | "process-c100-10ms" => {
-            let concurrency = workload["process-c".len()..].split('-').next().unwrap().parse().unwrap();
-            let work = match workload {
-                "process-c100-1ms" => Duration::from_millis(1),
-                "process-c100-10ms" => Duration::from_millis(10),
-                _ => Duration::ZERO,
-            };
-            enqueue_bulk(&queue, jobs, &payload).await;
-            let count = counted::expect(jobs);
-            let started = stats.start().await;
-            let (stop, task) = start_worker(std::slice::from_ref(&queue), concurrency, work);
-            let done = count.await;
-            let _ = stop.send(());
-            task.await.expect("the worker");
-            (started, done)
-        }
+        | "process-c100-10ms" => process(&stats, &queue, workload, jobs, &payload).await,
         "queues-100" | "queues-1000" => {
             let many: usize = workload["queues-".len()..].parse().unwrap();
-            let mut queues = Vec::with_capacity(many);
-            for _ in 0..many {
-                queues.push(self::queue(via, options).await);
-            }
             // At least a job a queue, however few JOBS (a smoke run's 200).
             let per = (jobs / many).max(1);
-            for queue in &queues {
-                enqueue_bulk(queue, per, &payload).await;
-            }
             jobs = per * many;
-            let count = counted::expect(jobs);
-            let started = stats.start().await;
-            let (stop, task) = start_worker(&queues, 100, Duration::ZERO);
-            let done = count.await;
-            let _ = stop.send(());
-            task.await.expect("the worker");
-            (started, done)
+            many_queues(via, options, &stats, many, per, &payload).await
         }
-        "end-to-end" => {
-            let count = counted::expect(jobs);
-            let started = stats.start().await;
-            let (stop, task) = start_worker(std::slice::from_ref(&queue), 100, Duration::ZERO);
-            let producer = {
-                let (queue, payload) = (queue.clone(), payload.clone());
-                tokio::spawn(async move { enqueue_bulk(&queue, jobs, &payload).await })
-            };
-            let done = count.await;
-            producer.await.expect("the producer");
-            let _ = stop.send(());
-            task.await.expect("the worker");
-            (started, done)
-        }
+        "end-to-end" => end_to_end(&stats, &queue, jobs, &payload).await,
         other => panic!("no workload {other}"),
     };
     let server_us = stats.usec_since_start().await.map(|usec| usec / jobs as f64);
     (jobs as f64 / (done - started).as_secs_f64(), server_us)
+}
+
+/// `process-c<n>[-1kb|-1ms|-10ms]`: `jobs` jobs enqueued up front on
+/// `queue`, then worked by one worker of n slots whose handler takes the
+/// time the workload names: when the clock started, and when the last
+/// job was done.
+async fn process(
+    stats: &server::Stats,
+    queue: &Queue,
+    workload: &str,
+    jobs: usize,
+    payload: &[u8],
+) -> (Instant, Instant) {
+    let concurrency = workload["process-c".len()..].split('-').next().unwrap().parse().unwrap();
+    let work = match workload {
+        "process-c100-1ms" => Duration::from_millis(1),
+        "process-c100-10ms" => Duration::from_millis(10),
+        _ => Duration::ZERO,
+    };
+    enqueue_bulk(queue, jobs, payload).await;
+    let count = counted::expect(jobs);
+    let started = stats.start().await;
+    let (stop, task) = start_worker(std::slice::from_ref(queue), concurrency, work);
+    let done = count.await;
+    let _ = stop.send(());
+    task.await.expect("the worker");
+    (started, done)
+}
+
+/// `queues-<n>`: `per` jobs enqueued up front on each of `many` fresh
+/// queues, then worked by one worker of 100 slots: when the clock
+/// started, and when the last job was done.
+async fn many_queues(
+    via: &Arc<dyn Executor>,
+    options: &Options,
+    stats: &server::Stats,
+    many: usize,
+    per: usize,
+    payload: &[u8],
+) -> (Instant, Instant) {
+    let mut queues = Vec::with_capacity(many);
+    for _ in 0..many {
+        queues.push(queue(via, options).await);
+    }
+    for queue in &queues {
+        enqueue_bulk(queue, per, payload).await;
+    }
+    let count = counted::expect(per * many);
+    let started = stats.start().await;
+    let (stop, task) = start_worker(&queues, 100, Duration::ZERO);
+    let done = count.await;
+    let _ = stop.send(());
+    task.await.expect("the worker");
+    (started, done)
+}
+
+/// `end-to-end`: `jobs` jobs enqueued on `queue` while one worker of 100
+/// slots works them: when the clock started, and when the last job was
+/// done.
+async fn end_to_end(stats: &server::Stats, queue: &Queue, jobs: usize, payload: &[u8]) -> (Instant, Instant) {
+    let count = counted::expect(jobs);
+    let started = stats.start().await;
+    let (stop, task) = start_worker(std::slice::from_ref(queue), 100, Duration::ZERO);
+    let producer = {
+        let (queue, payload) = (queue.clone(), payload.to_vec());
+        tokio::spawn(async move { enqueue_bulk(&queue, jobs, &payload).await })
+    };
+    let done = count.await;
+    producer.await.expect("the producer");
+    let _ = stop.send(());
+    task.await.expect("the worker");
+    (started, done)
 }
 
 /// Enqueue→handler-start latencies (ms), enqueuing `rate` jobs a second on a
@@ -403,13 +434,7 @@ async fn main() {
             let seconds = recovery(&via, &options).await;
             emit(&system, "recovery", seconds, "s", None);
         }
-        Some("memory") => {
-            let stats = server::Stats::connect(&options.url, true).await;
-            let before = stats.used_memory().await;
-            enqueue_bulk(&queue(&via, &options).await, options.jobs, &vec![b'x'; options.payload]).await;
-            let bytes = (stats.used_memory().await - before) / options.jobs as f64;
-            emit(&system, "bytes-per-pending-job", bytes, "bytes", None);
-        }
+        Some("memory") => run_memory(&via, &system, &options, options.jobs).await,
         Some(workload) => {
             // The whole workload once first, untimed, in this same process:
             // the connections, the allocator and the scripts warm (BullMQ's
@@ -419,28 +444,37 @@ async fn main() {
             let (rate, server_us) = throughput(&via, workload, &options).await;
             emit(&system, workload, rate, "jobs/s", server_us);
         }
-        None => {
-            for workload in THROUGHPUT {
-                let rounds =
-                    (0..options.rounds).map(|_| async { throughput(&via, workload, &options).await.0 });
-                let mut values = Vec::new();
-                for round in rounds {
-                    values.push(round.await);
-                    server::flush(&options.url).await;
-                }
-                emit(&system, workload, median(values), "jobs/s", None);
-            }
-            run_latency(&via, &system, &options).await;
-            server::flush(&options.url).await;
-            if options.via != "embedded" {
-                let stats = server::Stats::connect(&options.url, true).await;
-                let before = stats.used_memory().await;
-                let jobs = 10_000.min(options.jobs);
-                enqueue_bulk(&queue(&via, &options).await, jobs, &vec![b'x'; options.payload]).await;
-                let bytes = (stats.used_memory().await - before) / jobs as f64;
-                emit(&system, "bytes-per-pending-job", bytes, "bytes", None);
-                server::flush(&options.url).await;
-            }
-        }
+        None => run_all(&via, &system, &options).await,
     }
+}
+
+/// Every throughput workload `--rounds` times, the median of each printed;
+/// then the latency; then, on a server, the bytes of a pending job (of
+/// 10,000 at most).
+async fn run_all(via: &Arc<dyn Executor>, system: &str, options: &Options) {
+    for workload in THROUGHPUT {
+        let rounds = (0..options.rounds).map(|_| async { throughput(via, workload, options).await.0 });
+        let mut values = Vec::new();
+        for round in rounds {
+            values.push(round.await);
+            server::flush(&options.url).await;
+        }
+        emit(system, workload, median(values), "jobs/s", None);
+    }
+    run_latency(via, system, options).await;
+    server::flush(&options.url).await;
+    if options.via != "embedded" {
+        run_memory(via, system, options, 10_000.min(options.jobs)).await;
+        server::flush(&options.url).await;
+    }
+}
+
+/// The server's memory a pending job takes: `jobs` jobs enqueued on a fresh
+/// queue, the server's used memory before and after.
+async fn run_memory(via: &Arc<dyn Executor>, system: &str, options: &Options, jobs: usize) {
+    let stats = server::Stats::connect(&options.url, true).await;
+    let before = stats.used_memory().await;
+    enqueue_bulk(&queue(via, options).await, jobs, &vec![b'x'; options.payload]).await;
+    let bytes = (stats.used_memory().await - before) / jobs as f64;
+    emit(system, "bytes-per-pending-job", bytes, "bytes", None);
 }
