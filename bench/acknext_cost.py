@@ -12,7 +12,9 @@ and then ACKNEXTs each to the next, pipelined. The machine is shared and
 noisy: quote the medians, and the spread.
 """
 import glob
+import json
 import os
+import re
 import statistics
 import sys
 
@@ -47,16 +49,28 @@ def commandstats(r):
     return stats
 
 
+def script_path(build, name):
+    """Transition `name`'s script in `build`: `<name>.lua`, or, from a build
+    before scripts were named by their transition alone, `<name>-<keys>.lua`."""
+    [path] = [path for path in glob.glob(os.path.join(build, name + "*.lua"))
+              if re.fullmatch(re.escape(name) + r"(-\d+)?\.lua", os.path.basename(path))]
+    return path
+
+
+def key_count(build, name):
+    """How many keys transition `name` takes in `build`, from the
+    manifest.json `emq scripts` writes beside the scripts."""
+    manifest = json.load(open(os.path.join(build, "manifest.json")))
+    [keys] = [script["keys"] for script in manifest["scripts"] if script["transition"] == name]
+    return keys
+
+
 def load(r, build):
     """The SHAs of `build`'s ENQUEUE, CLAIM and ACKNEXT scripts, loaded."""
     def one(name):
-        # A script's file names its number of keys, which a version may grow
-        # (an optional last key): the one file of that transition.
-        [path] = glob.glob(os.path.join(build, name + "-*.lua"))
-        return r.call("SCRIPT", "LOAD", open(path).read())
-    [acknext] = glob.glob(os.path.join(build, "acknext-*.lua"))
+        return r.call("SCRIPT", "LOAD", open(script_path(build, name)).read())
     # From protocol 1.4 ACKNEXT takes the counts key last, as a worker sends it.
-    counted = int(acknext.rsplit("-", 1)[1].split(".")[0]) > 11
+    counted = key_count(build, "acknext") > 11
     return {"enqueue": one("enqueue"), "claim": one("claim"), "acknext": one("acknext"), "counted": counted}
 
 

@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from acknext_cost import NEXT_KEYS, commandstats, pipelined  # noqa: E402
+from acknext_cost import NEXT_KEYS, commandstats, pipelined, script_path  # noqa: E402
 from resp import start_server  # noqa: E402
 
 # Each section, named by what it ends with, and the script's line it ends
@@ -45,7 +45,7 @@ ROUNDS, CALLS, TRACED_CALLS = 7, 5000, 300
 
 def scripts(path):
     """The bare script, then the ACKNEXT of `path` cut at each of CUTS."""
-    [acknext] = glob.glob(os.path.join(path, "acknext-*.lua"))
+    acknext = script_path(path, "acknext")
     src = open(acknext).read().split("\n")
     cut = []
     for name, line in CUTS:

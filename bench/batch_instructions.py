@@ -17,12 +17,11 @@ a worker sends them); the counters zeroed; then on each queue one CLAIM of
 all its jobs and one ACKMANY of them, pipelined; the counters dumped:
 instructions of the whole server per job. Needs valgrind (Debian's package).
 """
-import glob
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from acknext_cost import CLAIM_KEYS, pipelined  # noqa: E402
+from acknext_cost import CLAIM_KEYS, pipelined, script_path  # noqa: E402
 from acknext_instructions import report, under_callgrind  # noqa: E402
 
 ACKMANY_KEYS = ["active", "done", "results", "events", "config", "counts"]
@@ -34,8 +33,7 @@ def caller(r, build, module, name):
     of `build`'s script, loaded, or the module's command."""
     if module:
         return ["EMQ." + name.upper()]
-    [path] = glob.glob(os.path.join(build, name + "-*.lua"))
-    return ["EVALSHA", r.call("SCRIPT", "LOAD", open(path).read())]
+    return ["EVALSHA", r.call("SCRIPT", "LOAD", open(script_path(build, name)).read())]
 
 
 def instructions(build, queues, per):

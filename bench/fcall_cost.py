@@ -12,14 +12,13 @@ ACKNEXT's own lines (those after its includes) in a function, with KEYS and
 ARGV as the library's locals, set on every call, and the includes' per-call
 state (the clock, the types seen, the settings read) reset.
 """
-import glob
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from resp import start_server  # noqa: E402
-from acknext_cost import pipelined, commandstats, load, arrange, NEXT_KEYS  # noqa: E402
+from acknext_cost import pipelined, commandstats, load, arrange, script_path, NEXT_KEYS  # noqa: E402
 
 
 def library(expanded, source):
@@ -52,8 +51,8 @@ def main():
     scripts, sources = sys.argv[1:3]
     jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 9
-    expanded = open(glob.glob(os.path.join(scripts, "acknext-*.lua"))[0]).read()
-    source = open(glob.glob(os.path.join(sources, "acknext-*.lua"))[0]).read()
+    expanded = open(script_path(scripts, "acknext")).read()
+    source = open(script_path(sources, "acknext")).read()
     lib = library(expanded, source)
     server, r = start_server()
     try:

@@ -10,7 +10,7 @@ needs only Python: no Rust toolchain, no ``emq`` binary. The package's tests
 check the installed scripts' SHA1s against ``emq scripts --out``, so the
 document, the Rust expansion and this one cannot drift apart unseen.
 
-Into the wheel, under ``echomq/scripts/``: one ``<transition>-<keys>.lua``
+Into the wheel, under ``echomq/scripts/``: one ``<transition>.lua``
 per transition, ``SHA1SUMS``, ``manifest.json`` (as ``emq scripts`` writes
 it), and ``protocol.json`` (the version, the limits, each transition's keys).
 

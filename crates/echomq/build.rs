@@ -1,6 +1,6 @@
-//! Embeds every file under `lua/` by its stem (`claim-2`,
+//! Embeds every file under `lua/` by its stem (`claim`,
 //! `includes/common`), so the Lua executor finds a transition's script from
-//! its description (`<name>-<keys>.lua`) and no list of scripts is kept by hand.
+//! its description (`<name>.lua`) and no list of scripts is kept by hand.
 //! A described transition without its script fails the build, not a test.
 
 use std::fmt::Write;
@@ -23,9 +23,8 @@ fn main() {
     files.sort();
     let missing: Vec<String> = echomq_core::Name::ALL
         .iter()
-        .map(|name| name.describe().script_stem())
-        .filter(|stem| !files.iter().any(|(file, _)| file == stem))
-        .map(|stem| format!("lua/{stem}.lua"))
+        .filter(|name| !files.iter().any(|(stem, _)| stem == name.as_str()))
+        .map(|name| format!("lua/{}", name.describe().script()))
         .collect();
     if !missing.is_empty() {
         panic!(

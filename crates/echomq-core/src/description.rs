@@ -2,7 +2,7 @@
 //! KEYS by keyspace role, its ARGV, and what it does to the keyspace. Every
 //! layer reads it: the host builds KEYS from the roles and names the command,
 //! the module registers each command with its key positions and flags, the
-//! Lua executor finds `<name>-<keys>.lua` (and a test checks each script's
+//! Lua executor finds `<name>.lua` (and a test checks each script's
 //! header against it), the embedded executor decides wake-ups from it.
 //!
 //! Each transition's description sits beside its code, as `DESCRIPTION` on
@@ -183,7 +183,7 @@ pub enum Effect {
 /// One transition, as every layer sees it.
 #[derive(Debug)]
 pub struct Description {
-    /// The protocol's name, lower case: `claim`. The script is `<name>-<keys>.lua`.
+    /// The protocol's name, lower case: `claim`. The script is `<name>.lua`.
     pub name: &'static str,
     /// The native module's command: `EMQ.CLAIM`.
     pub command: &'static str,
@@ -240,10 +240,11 @@ impl Description {
         matches!(self.effect, Effect::Reads)
     }
 
-    /// The script's file stem: `<name>-<number of keys>`.
+    /// The script's file, named by its transition alone: `claim.lua`. A key
+    /// added to a transition renames nothing.
     #[must_use]
-    pub fn script_stem(&self) -> String {
-        format!("{}-{}", self.name, self.keys.len())
+    pub fn script(&self) -> String {
+        format!("{}.lua", self.name)
     }
 
     /// The first key of `role`'s, by 0-based position.

@@ -1,5 +1,5 @@
 //! Every transition in plain Rust, over a [`Store`], one file each, named as
-//! its script is (`claim.rs`, `claim-8.lua`). Each has the same shape: its
+//! its script is (`claim.rs`, `claim.lua`). Each has the same shape: its
 //! KEYS declared once by name and role (`keys!`, which makes the
 //! description's `keys` and the struct its code reads: `keys.pending`, never
 //! a position), `parse` reading KEYS and ARGV (pure, no storage: the part a
@@ -20,7 +20,7 @@ use crate::store::{KeyType, Store};
 use crate::version::{Version, PROTOCOL};
 use crate::{Answer, Code, Refusal};
 
-// One file a transition, named as its script is (`claim.rs`, `claim-8.lua`).
+// One file a transition, named as its script is (`claim.rs`, `claim.lua`).
 mod ack;
 mod ackmany;
 mod acknext;

@@ -34,9 +34,9 @@ fn row(described: &Description) -> String {
     ]
     .concat();
     format!(
-        "| {} | `{}.lua` | `{}` | {} | {} | {} | {} | {effect}{properties} |",
+        "| {} | `{}` | `{}` | {} | {} | {} | {} | {effect}{properties} |",
         described.name.to_ascii_uppercase(),
-        described.script_stem(),
+        described.script(),
         described.command,
         keys.join(" "),
         counts.join(" or "),
@@ -83,9 +83,9 @@ fn each_transition_has_its_section_under_its_script_and_command() {
     for name in Name::ALL {
         let described = name.describe();
         let title = format!(
-            "{} — `{}.lua`, `{}`",
+            "{} — `{}`, `{}`",
             described.name.to_ascii_uppercase(),
-            described.script_stem(),
+            described.script(),
             described.command
         );
         // A section of its own, or a paragraph within its group's (CONFIG in §7.1).

@@ -4,14 +4,14 @@
 //! core's [`Description`](echomq_core::Description); a host type adds what
 //! only the host knows: the values of its arguments and how to read its
 //! reply. A transition's KEYS and ARGV are the same for every executor: the
-//! Lua executor sends them to `<name>-<keys>.lua` with EVALSHA, the native
+//! Lua executor sends them to `<name>.lua` with EVALSHA, the native
 //! one as `EMQ.<NAME> <keys…> <args…>`, the embedded one hands them to the
 //! core. The host checks every argument against [`echomq_core::limits`]
 //! before it sends, with the same words the server would use.
 //!
 //! # Layout
 //! One file per transition, named as its Lua script's stem and the core's
-//! file (`claim.rs` for `claim-8.lua`); beside them `argument` (encoding and
+//! file (`claim.rs` for `claim.lua`); beside them `argument` (encoding and
 //! checking ARGV), `reply` (reading replies) and `headers` (a job's headers).
 
 use echomq_core::{Name, Reply, Role};

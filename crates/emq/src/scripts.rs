@@ -1,7 +1,7 @@
 //! `emq scripts --out DIR`: the protocol's Lua scripts as a server loads
 //! them, for speakers in other languages (PROTOCOL.md §11). The files in
 //! `crates/echomq/lua/` share code through `--@include` lines, which only
-//! the host expands; these are expanded, one `<transition>-<keys>.lua` per
+//! the host expands; these are expanded, one `<transition>.lua` per
 //! transition, byte for byte what `SCRIPT LOAD` takes, and `SHA1SUMS` lists
 //! each one's SHA1: the name `EVALSHA` calls it by (`sha1sum -c SHA1SUMS`
 //! checks them). `manifest.json` says the same for a program: the protocol's
@@ -26,7 +26,7 @@ pub struct Args {
 pub struct Script {
     /// The transition it runs.
     pub name: Name,
-    /// `<transition>-<keys>.lua`, as the reference files are named.
+    /// `<transition>.lua`, as the reference files are named.
     pub file: String,
     /// The script, its includes expanded.
     pub source: String,
@@ -40,7 +40,7 @@ pub fn scripts() -> Vec<Script> {
         .iter()
         .map(|name| {
             let source = script_source(*name);
-            let file = format!("{}.lua", name.describe().script_stem());
+            let file = name.describe().script();
             let sha1 = redis::Script::new(&source).get_hash().to_owned();
             Script { name: *name, file, source, sha1 }
         })

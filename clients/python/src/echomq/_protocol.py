@@ -20,7 +20,7 @@ class Transition:
     name: str
     """The protocol's name, lower case: ``enqueue``, ``claim``…"""
     file: str
-    """Its script, ``<name>-<keys>.lua``."""
+    """Its script, ``<name>.lua``."""
     command: str
     """Its native command, ``EMQ.<NAME>``."""
     keys: tuple[str, ...]

@@ -1,4 +1,4 @@
-//! ACK: the holder finishes its job (PROTOCOL.md §7; `ack-7.lua`).
+//! ACK: the holder finishes its job (PROTOCOL.md §7; `ack.lua`).
 
 use super::events::Events;
 use super::fenced::{ack_result, Fenced, Finish};

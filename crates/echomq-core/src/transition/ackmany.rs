@@ -1,5 +1,5 @@
 //! ACKMANY: many ACKs in one call, each fenced by its own token
-//! (PROTOCOL.md §7; `ackmany-6.lua`).
+//! (PROTOCOL.md §7; `ackmany.lua`).
 
 use super::events::{flush, hold, Events};
 use super::fenced::{ack_result, Finish, Finished};

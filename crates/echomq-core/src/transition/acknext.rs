@@ -1,5 +1,5 @@
 //! ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step
-//! (PROTOCOL.md §7; `acknext-12.lua`).
+//! (PROTOCOL.md §7; `acknext.lua`).
 
 use super::ack::{Ack, AckKeys};
 use super::claim::{read_claimed, Claim, ClaimKeys};

@@ -1,4 +1,4 @@
-//! BATCH (`batch-3.lua`), and what batches share. BATCH registers a set of enqueued jobs
+//! BATCH (`batch.lua`), and what batches share. BATCH registers a set of enqueued jobs
 //! and a callback job; SETTLE, run by every worker as upkeep, follows each
 //! open batch's jobs in order and, once every one has finished (done, dead,
 //! cancelled, or gone), enqueues its callback exactly once, its counts in

@@ -1,5 +1,5 @@
 //! CANCEL: an operator takes a job out of the running (PROTOCOL.md §7;
-//! `cancel-8.lua`).
+//! `cancel.lua`).
 
 use super::events::{emit, Events};
 use super::{need, read_state, write_record};

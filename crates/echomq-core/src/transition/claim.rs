@@ -1,6 +1,6 @@
 //! CLAIM: hand out jobs from the head of pending, each under a new lease
 //! with a newly minted token, as many as the queue's gate lets through
-//! (PROTOCOL.md §7; `claim-8.lua`).
+//! (PROTOCOL.md §7; `claim.lua`).
 
 use super::events::{emit, Events};
 use super::gate::{gate, spend, Logged};

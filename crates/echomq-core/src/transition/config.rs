@@ -1,5 +1,5 @@
 //! CONFIG: the queue's settings, read and written (PROTOCOL.md §7.1;
-//! `config-6.lua`), and the retention TRIM reads from them.
+//! `config.lua`), and the retention TRIM reads from them.
 
 use super::events::{emit, events_setting, Events};
 use super::gate::switch;

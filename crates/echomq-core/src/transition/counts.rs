@@ -1,5 +1,5 @@
 //! COUNTS: the queue's counters, in all and per minute or hour; writes
-//! nothing (PROTOCOL.md §7.5; `counts-1.lua`). The transitions that write
+//! nothing (PROTOCOL.md §7.5; `counts.lua`). The transitions that write
 //! `enqueued`, `completed`, `failed` and `dead` events keep them
 //! (`events.rs`, [`Counter`](super::events)).
 

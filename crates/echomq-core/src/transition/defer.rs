@@ -1,5 +1,5 @@
 //! DEFER: the holder was told to come back later; the job waits without
-//! spending the attempt (PROTOCOL.md §7; `defer-6.lua`).
+//! spending the attempt (PROTOCOL.md §7; `defer.lua`).
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;

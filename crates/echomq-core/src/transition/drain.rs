@@ -1,5 +1,5 @@
 //! DRAIN: an operator deletes the jobs of an unfinished set (PROTOCOL.md §7;
-//! `drain-7.lua`).
+//! `drain.lua`).
 
 use super::delete::{delete_jobs, deleting_types, limit, set_keys};
 use crate::description::{keys, Description, Effect, Role};

@@ -1,4 +1,4 @@
-//! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue-12.lua`).
+//! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue.lua`).
 
 use super::events::{emit, Events};
 use super::{need, wake, wake_key, whole, write_record};

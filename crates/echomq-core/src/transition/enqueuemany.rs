@@ -1,5 +1,5 @@
 //! ENQUEUEMANY: many plain jobs admitted in one call, each on its own
-//! (PROTOCOL.md §7; `enqueuemany-5.lua`).
+//! (PROTOCOL.md §7; `enqueuemany.lua`).
 
 use super::events::{emit, flush, hold, Events};
 use super::{need, present_here, wake, wake_key, write_record};

@@ -1,4 +1,4 @@
-//! EXTEND: the holder renews its lease (PROTOCOL.md §7; `extend-2.lua`).
+//! EXTEND: the holder renews its lease (PROTOCOL.md §7; `extend.lua`).
 
 use super::fenced::Fenced;
 use crate::description::{keys, Description, Effect};

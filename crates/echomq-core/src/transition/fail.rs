@@ -1,5 +1,5 @@
 //! FAIL: the holder gives up this attempt: a retry after the back-off, or
-//! dead at max attempts (PROTOCOL.md §7; `fail-9.lua`).
+//! dead at max attempts (PROTOCOL.md §7; `fail.lua`).
 
 use super::events::{emit, error_text, Events};
 use super::fenced::Fenced;

@@ -1,5 +1,5 @@
 //! FIRE: enqueue one tick's job and move its schedule's next tick on,
-//! once however many workers try (PROTOCOL.md §11.6; `fire-7.lua`).
+//! once however many workers try (PROTOCOL.md §11.6; `fire.lua`).
 
 use super::events::{emit, Events};
 use super::schedule::schedule_name;

@@ -1,5 +1,5 @@
 //! INSPECT: a record and its entries beside it; writes nothing
-//! (PROTOCOL.md §7; `inspect-6.lua`).
+//! (PROTOCOL.md §7; `inspect.lua`).
 
 use super::need;
 use crate::description::{keys, Description, Effect};

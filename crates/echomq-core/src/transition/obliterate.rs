@@ -1,5 +1,5 @@
 //! OBLITERATE: the last step of deleting a queue (PROTOCOL.md §7;
-//! `obliterate-24.lua`).
+//! `obliterate.lua`).
 
 use super::{need, protocol};
 use crate::description::{keys, Description, Effect};

@@ -1,5 +1,5 @@
 //! PROGRESS: the holder's report of how far it got (PROTOCOL.md §7;
-//! `progress-4.lua`).
+//! `progress.lua`).
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;

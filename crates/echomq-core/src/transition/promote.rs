@@ -1,4 +1,4 @@
-//! PROMOTE: due delayed jobs to pending; upkeep (PROTOCOL.md §7; `promote-6.lua`).
+//! PROMOTE: due delayed jobs to pending; upkeep (PROTOCOL.md §7; `promote.lua`).
 
 use super::delete::limit;
 use super::events::{emit, Events};

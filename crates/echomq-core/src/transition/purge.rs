@@ -1,5 +1,5 @@
 //! PURGE: delete finished jobs past an age, an operator's choice
-//! (PROTOCOL.md §7; `purge-7.lua`).
+//! (PROTOCOL.md §7; `purge.lua`).
 
 use super::delete::{delete_jobs, deleting_types, limit, set_keys, FINISHED};
 use crate::description::{keys, Description, Effect};

@@ -1,5 +1,5 @@
 //! REAP: expired leases back to pending, or to dead at max attempts; upkeep
-//! safe from many workers at once (PROTOCOL.md §7; `reap-10.lua`).
+//! safe from many workers at once (PROTOCOL.md §7; `reap.lua`).
 
 use super::delete::limit;
 use super::events::{emit, flush, hold, Events};

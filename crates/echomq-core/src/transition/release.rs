@@ -1,5 +1,5 @@
 //! RELEASE: the holder hands its job back to pending (PROTOCOL.md §7;
-//! `release-8.lua`).
+//! `release.lua`).
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;

@@ -1,5 +1,5 @@
 //! REMOVE: delete chosen jobs of one state's set, an operator's choice
-//! (PROTOCOL.md §7; `remove-7.lua`). PURGE, TRIM and DRAIN delete by age
+//! (PROTOCOL.md §7; `remove.lua`). PURGE, TRIM and DRAIN delete by age
 //! or from a set's head; REMOVE deletes the ids it is given.
 
 use super::delete::{delete_jobs, deleting_types, set_keys};

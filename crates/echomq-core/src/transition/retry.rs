@@ -1,5 +1,5 @@
 //! RETRY: an operator sends a dead job back to pending (PROTOCOL.md §7;
-//! `retry-7.lua`).
+//! `retry.lua`).
 
 use super::events::{emit, Events};
 use super::{need, priority_of, read_state, to_pending, wake, wake_key};

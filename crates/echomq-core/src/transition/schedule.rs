@@ -1,4 +1,4 @@
-//! SCHEDULE (`schedule-2.lua`), and what the schedules share. SCHEDULE and UNSCHEDULE keep a queue's
+//! SCHEDULE (`schedule.lua`), and what the schedules share. SCHEDULE and UNSCHEDULE keep a queue's
 //! schedules, SCHEDULES hands them out with their next ticks, FIRE enqueues
 //! one tick's job and moves the schedule's next tick on. The server stores
 //! and hands out; the host reads a definition and computes its tick times

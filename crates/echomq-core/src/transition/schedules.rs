@@ -1,5 +1,5 @@
 //! SCHEDULES: a queue's schedules with their next ticks, for the hosts
-//! that compute them; writes nothing (PROTOCOL.md §11.6; `schedules-2.lua`).
+//! that compute them; writes nothing (PROTOCOL.md §11.6; `schedules.lua`).
 
 use super::need;
 use crate::description::{keys, Description, Effect};

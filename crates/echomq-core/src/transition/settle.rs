@@ -1,5 +1,5 @@
 //! SETTLE: upkeep that follows each open batch and enqueues its callback
-//! exactly once when every job has finished (PROTOCOL.md §7.7; `settle-9.lua`).
+//! exactly once when every job has finished (PROTOCOL.md §7.7; `settle.lua`).
 
 use super::batch::{field, State};
 use super::events::{emit, flush, hold, Events};

@@ -1,5 +1,5 @@
 //! STATS: the sizes of a queue's six sets; writes nothing (PROTOCOL.md §7;
-//! `stats-6.lua`).
+//! `stats.lua`).
 
 use super::need;
 use crate::description::{keys, Description, Effect};

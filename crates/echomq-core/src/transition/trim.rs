@@ -1,5 +1,5 @@
 //! TRIM: bounded retention of the finished sets, upkeep (PROTOCOL.md §7.4;
-//! `trim-8.lua`).
+//! `trim.lua`).
 
 use super::config::retention;
 use super::delete::{delete_jobs, limit, set_keys, FINISHED};

@@ -1,4 +1,4 @@
-//! UNSCHEDULE: forget a schedule (PROTOCOL.md §7; `unschedule-2.lua`).
+//! UNSCHEDULE: forget a schedule (PROTOCOL.md §7; `unschedule.lua`).
 
 use super::need;
 use super::schedule::schedule_name;

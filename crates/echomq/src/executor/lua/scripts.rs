@@ -1,6 +1,6 @@
 //! The scripts the Lua executor runs: every file under `lua/`, embedded by
 //! `build.rs`; each transition's script found from its description
-//! (`<name>-<keys>.lua`), its `--@include` lines expanded once per process
+//! (`<name>.lua`), its `--@include` lines expanded once per process
 //! and `--@include limits` filled in from [`echomq_core::limits`].
 
 use std::sync::LazyLock;
@@ -8,20 +8,19 @@ use std::sync::LazyLock;
 use echomq_core::Name;
 use redis::Script;
 
-// Every file under lua/, by stem (`claim-2`, `includes/common`): `FILES`.
+// Every file under lua/, by stem (`claim`, `includes/common`): `FILES`.
 include!(concat!(env!("OUT_DIR"), "/lua_files.rs"));
 
 /// The scripts, expanded once per process, in [`Name::ALL`]'s order.
 static SCRIPTS: LazyLock<Vec<Script>> =
     LazyLock::new(|| Name::ALL.iter().map(|name| Script::new(&script_source(*name))).collect());
 
-/// The script a transition runs, `lua/<name>-<keys>.lua` as its description
+/// The script a transition runs, `lua/<name>.lua` as its description
 /// names it, its includes expanded and the limits filled in: what the
 /// server loads.
 #[must_use]
 pub fn script_source(name: Name) -> String {
-    let stem = name.describe().script_stem();
-    expand(file(&stem).unwrap_or_else(|| panic!("lua/{stem}.lua is missing")))
+    expand(file(name.as_str()).unwrap_or_else(|| panic!("lua/{} is missing", name.describe().script())))
 }
 
 fn file(stem: &str) -> Option<&'static str> {
@@ -189,8 +188,8 @@ mod tests {
         }
         for (stem, _) in scripts() {
             assert!(
-                Name::ALL.iter().any(|name| name.describe().script_stem() == stem),
-                "lua/{stem}.lua is no transition's <name>-<keys>"
+                Name::ALL.iter().any(|name| name.as_str() == stem),
+                "lua/{stem}.lua is no transition's: a script is named by its transition alone"
             );
         }
         assert_eq!(SCRIPTS.len(), Name::ALL.len());
@@ -202,7 +201,7 @@ mod tests {
     fn every_script_header_matches_its_description() {
         for name in Name::ALL {
             let described = name.describe();
-            let source = file(&described.script_stem()).unwrap();
+            let source = file(name.as_str()).unwrap();
             let keys = header(source, "KEYS");
             assert_eq!(keys.len(), described.keys.len(), "{name}: KEYS in the header");
             for ((n, text), role) in keys.iter().zip(described.keys) {
