@@ -19,6 +19,18 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or a
 --@include fenced
 --@include ack
 
+--@keys ACK's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local active_key = KEYS[2]
+local done_key = KEYS[3]
+local results_key = KEYS[4]
+local events_key = KEYS[5]
+local config_key = KEYS[6]
+local counts_key = KEYS[7] -- nil unless the call sends 7 keys
+local key_names = {'job', 'active', 'done', 'results', 'events', 'config', 'counts'}
+local key_forms = {6, 7}
+--@keys end
+
 local id, token, err = fenced_call({'job', 'active', 'done', 'results', 'events', 'config', 'counts'}, {6, 7})
 if err then return err end
 local result

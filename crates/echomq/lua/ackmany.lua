@@ -23,6 +23,17 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include fenced
 --@include ack
 
+--@keys ACKMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local active_key = KEYS[1]
+local done_key = KEYS[2]
+local results_key = KEYS[3]
+local events_key = KEYS[4]
+local config_key = KEYS[5]
+local counts_key = KEYS[6] -- nil unless the call sends 6 keys
+local key_names = {'active', 'done', 'results', 'events', 'config', 'counts'}
+local key_forms = {5, 6}
+--@keys end
+
 local prefix, err = queue_prefix({'active', 'done', 'results', 'events', 'config', 'counts'}, nil, {5, 6})
 if err then return err end
 local ids, tokens, results = {}, {}, {}

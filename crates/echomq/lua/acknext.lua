@@ -32,6 +32,24 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
 --@include ack
 --@include claim
 
+--@keys ACKNEXT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local active_key = KEYS[2]
+local done_key = KEYS[3]
+local results_key = KEYS[4]
+local events_key = KEYS[5]
+local config_key = KEYS[6]
+local pending_key = KEYS[7]
+local rate_key = KEYS[8]
+local policy_key = KEYS[9]
+local headers_key = KEYS[10]
+local wake_key = KEYS[11]
+local counts_key = KEYS[12] -- nil unless the call sends 12 keys
+local key_names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy',
+  'headers', 'wake', 'counts'}
+local key_forms = {11, 12}
+--@keys end
+
 local names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy', 'headers',
   'wake', 'counts'}
 local id, token, err = fenced_call(names, {11, 12})

@@ -17,6 +17,14 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include payload
 
+--@keys BATCH's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local batches_key = KEYS[1]
+local batch_jobs_key = KEYS[2]
+local batch_open_key = KEYS[3]
+local key_names = {'batches', 'batch_jobs', 'batch_open'}
+local key_forms = {3}
+--@keys end
+
 local _, err = queue_prefix({'batches', 'batch_jobs', 'batch_open'})
 if err then return err end
 local batch = ARGV[1]

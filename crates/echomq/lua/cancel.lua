@@ -17,6 +17,19 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job), EMQVERSION, 
 --@include record
 --@include events
 
+--@keys CANCEL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local pending_key = KEYS[2]
+local active_key = KEYS[3]
+local delayed_key = KEYS[4]
+local dead_key = KEYS[5]
+local cancelled_key = KEYS[6]
+local events_key = KEYS[7]
+local config_key = KEYS[8]
+local key_names = {'job', 'pending', 'active', 'delayed', 'dead', 'cancelled', 'events', 'config'}
+local key_forms = {8}
+--@keys end
+
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end

@@ -38,6 +38,19 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include claim
 
+--@keys CLAIM's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local pending_key = KEYS[1]
+local active_key = KEYS[2]
+local config_key = KEYS[3]
+local rate_key = KEYS[4]
+local policy_key = KEYS[5]
+local events_key = KEYS[6]
+local headers_key = KEYS[7]
+local wake_key = KEYS[8]
+local key_names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'headers', 'wake'}
+local key_forms = {8}
+--@keys end
+
 local names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'headers', 'wake'}
 local prefix, err = queue_prefix(names)
 if err then return err end

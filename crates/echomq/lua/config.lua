@@ -40,6 +40,17 @@ Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE, EMQVERSION, EMQ
 --@include events
 --@include wake
 
+--@keys CONFIG's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local config_key = KEYS[1]
+local pending_key = KEYS[2]
+local priority_key = KEYS[3]
+local rate_key = KEYS[4]
+local events_key = KEYS[5]
+local wake_key = KEYS[6]
+local key_names = {'config', 'pending', 'priority', 'rate', 'events', 'wake'}
+local key_forms = {6}
+--@keys end
+
 local _, err = queue_prefix({'config', 'pending', 'priority', 'rate', 'events', 'wake'})
 if err then return err end
 local opts
@@ -64,7 +75,7 @@ err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(K
 if err then return err end
 
 local wakes
-wakes, err = wake_key(6)
+wakes, err = wake_target(wake_key)
 if err then return err end
 -- Everything the reply shows, read and checked before any write, in the
 -- core's order: protocol, paused, concurrency, rate, per, the retention,

@@ -12,6 +12,12 @@ Errors   EMQARG, EMQTYPE, EMQDATA
 ]]
 --@include events
 
+--@keys COUNTS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local counts_key = KEYS[1]
+local key_names = {'counts'}
+local key_forms = {1}
+--@keys end
+
 local _, err = queue_prefix({'counts'})
 if err then return err end
 local unit = ARGV[1] and string.lower(ARGV[1])

@@ -22,6 +22,17 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include policy
 --@include events
 
+--@keys DEFER's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local active_key = KEYS[2]
+local delayed_key = KEYS[3]
+local policy_key = KEYS[4]
+local config_key = KEYS[5]
+local events_key = KEYS[6]
+local key_names = {'job', 'active', 'delayed', 'policy', 'config', 'events'}
+local key_forms = {6}
+--@keys end
+
 local id, token, err = fenced_call({'job', 'active', 'delayed', 'policy', 'config', 'events'})
 if err then return err end
 local delay, max_attempts, opts

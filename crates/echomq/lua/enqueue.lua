@@ -44,6 +44,24 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
 --@include payload
 --@include wake
 
+--@keys ENQUEUE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local pending_key = KEYS[2]
+local delayed_key = KEYS[3]      -- nil unless the call sends 11 or 12 keys
+local priority_key = KEYS[4]     -- nil unless the call sends 11 or 12 keys
+local policy_key = KEYS[5]       -- nil unless the call sends 11 or 12 keys
+local unique_key = KEYS[6]       -- nil unless the call sends 11 or 12 keys
+local unique_until_key = KEYS[7] -- nil unless the call sends 11 or 12 keys
+local events_key = KEYS[8]       -- nil unless the call sends 11 or 12 keys
+local config_key = KEYS[9]       -- nil unless the call sends 11 or 12 keys
+local headers_key = KEYS[10]     -- nil unless the call sends 11 or 12 keys
+local wake_key = KEYS[11]        -- nil unless the call sends 11 or 12 keys
+local counts_key = KEYS[12]      -- nil unless the call sends 12 keys
+local key_names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events',
+  'config', 'headers', 'wake', 'counts'}
+local key_forms = {2, 11, 12}
+--@keys end
+
 -- The kind gate: the first three bytes of the id must be JOB (EMQKIND).
 -- The rest of the id is the speaker's to choose (PROTOCOL.md §1).
 local id, payload = ARGV[1], ARGV[2]
@@ -140,7 +158,7 @@ if err then return err end
 err = counts_open(KEYS[12], {'enqueued'})
 if err then return err end
 local wakes
-wakes, err = wake_key(11)
+wakes, err = wake_target(wake_key)
 if err then return err end
 
 -- DEDUP: while a job holds the UNIQUE key (its hold has not ended and, for a

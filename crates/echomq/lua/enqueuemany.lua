@@ -22,6 +22,16 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include wake
 --@include payload
 
+--@keys ENQUEUEMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local pending_key = KEYS[1]
+local events_key = KEYS[2]
+local config_key = KEYS[3]
+local wake_key = KEYS[4]
+local counts_key = KEYS[5] -- nil unless the call sends 5 keys
+local key_names = {'pending', 'events', 'config', 'wake', 'counts'}
+local key_forms = {4, 5}
+--@keys end
+
 local prefix, err = queue_prefix({'pending', 'events', 'config', 'wake', 'counts'}, nil, {4, 5})
 if err then return err end
 local ids, payloads = {}, {}

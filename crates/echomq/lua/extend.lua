@@ -10,6 +10,13 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
 --@include fenced
 
+--@keys EXTEND's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local active_key = KEYS[2]
+local key_names = {'job', 'active'}
+local key_forms = {2}
+--@keys end
+
 local id, token, err = fenced_call({'job', 'active'})
 if err then return err end
 local lease

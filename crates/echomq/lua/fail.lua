@@ -23,6 +23,20 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQD
 --@include policy
 --@include events
 
+--@keys FAIL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local active_key = KEYS[2]
+local delayed_key = KEYS[3]
+local dead_key = KEYS[4]
+local errors_key = KEYS[5]
+local policy_key = KEYS[6]
+local events_key = KEYS[7]
+local config_key = KEYS[8]
+local counts_key = KEYS[9] -- nil unless the call sends 9 keys
+local key_names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config', 'counts'}
+local key_forms = {8, 9}
+--@keys end
+
 local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config', 'counts'}
 local id, token, err = fenced_call(names, {8, 9})
 if err then return err end

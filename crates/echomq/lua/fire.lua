@@ -28,6 +28,18 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA
 --@include payload
 --@include wake
 
+--@keys FIRE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local pending_key = KEYS[2]
+local ticks_key = KEYS[3]
+local events_key = KEYS[4]
+local config_key = KEYS[5]
+local wake_key = KEYS[6]
+local counts_key = KEYS[7] -- nil unless the call sends 7 keys
+local key_names = {'job', 'pending', 'ticks', 'events', 'config', 'wake', 'counts'}
+local key_forms = {6, 7}
+--@keys end
+
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end

@@ -15,6 +15,17 @@ Errors   EMQKIND, EMQARG, EMQTYPE
 ]]
 --@include common
 
+--@keys INSPECT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local errors_key = KEYS[2]
+local progress_key = KEYS[3]
+local results_key = KEYS[4]
+local policy_key = KEYS[5]
+local headers_key = KEYS[6]
+local key_names = {'job', 'errors', 'progress', 'results', 'policy', 'headers'}
+local key_forms = {6}
+--@keys end
+
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end

@@ -33,6 +33,37 @@ Errors   EMQARG, EMQTYPE (a key not of its type), EMQVERSION (KEYS[11]'s
 ]]
 --@include common
 
+--@keys OBLITERATE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local pending_key = KEYS[1]
+local active_key = KEYS[2]
+local delayed_key = KEYS[3]
+local done_key = KEYS[4]
+local dead_key = KEYS[5]
+local cancelled_key = KEYS[6]
+local priority_key = KEYS[7]
+local errors_key = KEYS[8]
+local progress_key = KEYS[9]
+local policy_key = KEYS[10]
+local config_key = KEYS[11]
+local rate_key = KEYS[12]
+local schedules_key = KEYS[13]
+local ticks_key = KEYS[14]
+local unique_key = KEYS[15]
+local unique_until_key = KEYS[16]
+local results_key = KEYS[17]
+local events_key = KEYS[18]
+local headers_key = KEYS[19]
+local batches_key = KEYS[20]
+local batch_jobs_key = KEYS[21]
+local batch_open_key = KEYS[22]
+local wake_key = KEYS[23]
+local counts_key = KEYS[24] -- nil unless the call sends 24 keys
+local key_names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority', 'errors',
+  'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results', 'events',
+  'headers', 'batches', 'batch_jobs', 'batch_open', 'wake', 'counts'}
+local key_forms = {23, 24}
+--@keys end
+
 local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority',
   'errors', 'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results',
   'events', 'headers', 'batches', 'batch_jobs', 'batch_open', 'wake', 'counts'}, nil, {23, 24})

@@ -15,6 +15,15 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or a
 --@include fenced
 --@include events
 
+--@keys PROGRESS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local progress_key = KEYS[2]
+local events_key = KEYS[3]
+local config_key = KEYS[4]
+local key_names = {'job', 'progress', 'events', 'config'}
+local key_forms = {4}
+--@keys end
+
 local id, token, err = fenced_call({'job', 'progress', 'events', 'config'})
 if err then return err end
 local value = ARGV[3]

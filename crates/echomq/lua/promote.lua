@@ -19,6 +19,17 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
+--@keys PROMOTE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local delayed_key = KEYS[1]
+local pending_key = KEYS[2]
+local priority_key = KEYS[3]
+local events_key = KEYS[4]
+local config_key = KEYS[5]
+local wake_key = KEYS[6]
+local key_names = {'delayed', 'pending', 'priority', 'events', 'config', 'wake'}
+local key_forms = {6}
+--@keys end
+
 local prefix, err = queue_prefix({'delayed', 'pending', 'priority', 'events', 'config', 'wake'})
 if err then return err end
 local opts

@@ -18,6 +18,18 @@ Errors   EMQARG, EMQTYPE
 ]]
 --@include delete
 
+--@keys PURGE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local set_key = KEYS[1] -- done|dead|cancelled: the one the call names
+local priority_key = KEYS[2]
+local errors_key = KEYS[3]
+local progress_key = KEYS[4]
+local policy_key = KEYS[5]
+local results_key = KEYS[6]
+local headers_key = KEYS[7]
+local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'policy', 'results', 'headers'}
+local key_forms = {7}
+--@keys end
+
 local finished, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
 if err then return err end
 local prefix

@@ -26,6 +26,22 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
+--@keys REAP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local active_key = KEYS[1]
+local pending_key = KEYS[2]
+local dead_key = KEYS[3]
+local errors_key = KEYS[4]
+local priority_key = KEYS[5]
+local policy_key = KEYS[6]
+local events_key = KEYS[7]
+local config_key = KEYS[8]
+local wake_key = KEYS[9]
+local counts_key = KEYS[10] -- nil unless the call sends 10 keys
+local key_names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake',
+  'counts'}
+local key_forms = {9, 10}
+--@keys end
+
 local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake', 'counts'}
 local prefix, err = queue_prefix(names, nil, {9, 10})
 if err then return err end

@@ -26,6 +26,19 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
+--@keys RELEASE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local active_key = KEYS[2]
+local pending_key = KEYS[3]
+local priority_key = KEYS[4]
+local events_key = KEYS[5]
+local config_key = KEYS[6]
+local wake_key = KEYS[7]
+local policy_key = KEYS[8] -- nil unless the call sends 8 keys
+local key_names = {'job', 'active', 'pending', 'priority', 'events', 'config', 'wake', 'policy'}
+local key_forms = {7, 8}
+--@keys end
+
 local id, token, err = fenced_call({'job', 'active', 'pending', 'priority', 'events', 'config', 'wake', 'policy'},
   {7, 8})
 if err then return err end

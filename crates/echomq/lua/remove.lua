@@ -16,6 +16,19 @@ Errors   EMQARG, EMQKIND, EMQTYPE, TRYAGAIN
 ]]
 --@include delete
 
+--@keys REMOVE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local set_key = KEYS[1] -- pending|active|delayed|done|dead|cancelled: the one the call names
+local priority_key = KEYS[2]
+local errors_key = KEYS[3]
+local progress_key = KEYS[4]
+local policy_key = KEYS[5]
+local results_key = KEYS[6]
+local headers_key = KEYS[7]
+local key_names = {'pending|active|delayed|done|dead|cancelled', 'priority', 'errors', 'progress', 'policy',
+  'results', 'headers'}
+local key_forms = {7}
+--@keys end
+
 local set, err = named_set({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'},
   'pending, active, delayed, done, dead or cancelled')
 if err then return err end

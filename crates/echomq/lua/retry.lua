@@ -17,6 +17,18 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EM
 --@include events
 --@include wake
 
+--@keys RETRY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local job_key = KEYS[1]
+local dead_key = KEYS[2]
+local pending_key = KEYS[3]
+local priority_key = KEYS[4]
+local events_key = KEYS[5]
+local config_key = KEYS[6]
+local wake_key = KEYS[7]
+local key_names = {'job', 'dead', 'pending', 'priority', 'events', 'config', 'wake'}
+local key_forms = {7}
+--@keys end
+
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end

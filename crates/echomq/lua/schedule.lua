@@ -12,6 +12,13 @@ Errors   EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include schedule
 
+--@keys SCHEDULE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local schedules_key = KEYS[1]
+local ticks_key = KEYS[2]
+local key_names = {'schedules', 'ticks'}
+local key_forms = {2}
+--@keys end
+
 local _, err = queue_prefix({'schedules', 'ticks'})
 if err then return err end
 local name

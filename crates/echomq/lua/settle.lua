@@ -26,6 +26,21 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 
+--@keys SETTLE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local batch_open_key = KEYS[1]
+local batches_key = KEYS[2]
+local batch_jobs_key = KEYS[3]
+local pending_key = KEYS[4]
+local headers_key = KEYS[5]
+local events_key = KEYS[6]
+local config_key = KEYS[7]
+local wake_key = KEYS[8]
+local counts_key = KEYS[9] -- nil unless the call sends 9 keys
+local key_names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config', 'wake',
+  'counts'}
+local key_forms = {8, 9}
+--@keys end
+
 local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config', 'wake', 'counts'}
 local prefix, err = queue_prefix(names, nil, {8, 9})
 if err then return err end

@@ -11,6 +11,17 @@ Errors   EMQARG, EMQTYPE
 ]]
 --@include common
 
+--@keys STATS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local pending_key = KEYS[1]
+local active_key = KEYS[2]
+local delayed_key = KEYS[3]
+local done_key = KEYS[4]
+local dead_key = KEYS[5]
+local cancelled_key = KEYS[6]
+local key_names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'}
+local key_forms = {6}
+--@keys end
+
 local names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'}
 local _, err = queue_prefix(names)
 if err then return err end

@@ -22,6 +22,20 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include delete
 --@include retention
 
+--@keys TRIM's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
+local set_key = KEYS[1] -- done|dead|cancelled: the one the call names
+local priority_key = KEYS[2]
+local errors_key = KEYS[3]
+local progress_key = KEYS[4]
+local policy_key = KEYS[5]
+local results_key = KEYS[6]
+local headers_key = KEYS[7]
+local config_key = KEYS[8]
+local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'policy', 'results', 'headers',
+  'config'}
+local key_forms = {8}
+--@keys end
+
 local state, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
 if err then return err end
 local prefix

@@ -5,11 +5,11 @@ an idle worker waits on with BZPOPMIN. One pop wakes one worker.
 ]]
 --@include events
 
--- The call's KEYS[at], when it passed it (false when not), or nil and an
--- error reply when it holds something else than a sorted set. Checked with
--- the other keys, before the first write.
-local function wake_key(at)
-  local key = KEYS[at]
+-- The wake-up key to tell, `key` when the call passed it (false when not),
+-- or nil and an error reply when it holds something else than a sorted set
+-- (the core's `wake_key`). Checked with the other keys, before the first
+-- write.
+local function wake_target(key)
   if not key then return false end
   local err = type_error(key, 'zset')
   if err then return nil, err end
@@ -34,6 +34,6 @@ local function events_and_wake(at, counted)
     if err then return nil, nil, err end
   end
   local wakes
-  wakes, err = wake_key(at)
+  wakes, err = wake_target(KEYS[at])
   return keep, wakes, err
 end
