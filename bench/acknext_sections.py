@@ -31,14 +31,15 @@ from resp import start_server  # noqa: E402
 # before: a line the script must hold once (an edited script names the
 # line it lost).
 CUTS = [
-    ("includes (their functions made)", "local names = {'job', 'active', 'done', 'results', 'events', 'config',"),
-    ("fenced_call: keys, id, token", "local prefix = string.sub(KEYS[2], 1, #KEYS[2] - #'active')"),
-    ("options", "err = fenced_keys_error({'zset', 'zset', 'hash'}, token)"),
-    ("the record, the fence, types", "local head"),
+    ("includes (their functions made)", "--@keys ACKNEXT's KEYS by role"),
+    ("the KEYS prologue", "local id, token, err = fenced_call(KEYS, key_names, key_forms)"),
+    ("fenced_call: keys, id, token", "local prefix = string.sub(active_key, 1, #active_key - #'active')"),
+    ("options", "err = type_error(active_key, 'zset') or type_error(done_key, 'zset')"),
+    ("the record, the fence, types", "head, err = pending_head(pending_key, count or 1)"),
     ("pending's head", "-- The records the claim may take, read and checked once, here, before the"),
     ("the claimed records read", "local keep"),
-    ("events_keep", "err = counts_open(KEYS[12], {'completed'})"),
-    ("counts_open", "ack_job(id, result, keep)"),
+    ("events_keep", "err = counts_open(counts_key, {'completed'})"),
+    ("counts_open", "finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)"),
 ]
 ROUNDS, CALLS, TRACED_CALLS = 7, 5000, 300
 

@@ -1,13 +1,13 @@
 --[[ ACK: the holder of the lease finishes the job, and may keep what its
 handler returned.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:active     (zset)
-KEYS[3]  emq:{q}:done       (zset) score = finish time, server ms
-KEYS[4]  emq:{q}:results    (hash) id -> the job's RESULT
-KEYS[5]  emq:{q}:events     (stream) the event log
-KEYS[6]  emq:{q}:config     (hash) its length (includes/events)
-KEYS[7]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+job_key      emq:{q}:job:<id>   the record (hash)
+active_key   emq:{q}:active     (zset)
+done_key     emq:{q}:done       (zset) score = finish time, server ms
+results_key  emq:{q}:results    (hash) id -> the job's RESULT
+events_key   emq:{q}:events     (stream) the event log
+config_key   emq:{q}:config     (hash) its length (includes/events)
+counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3..] options:
@@ -31,7 +31,7 @@ local key_names = {'job', 'active', 'done', 'results', 'events', 'config', 'coun
 local key_forms = {6, 7}
 --@keys end
 
-local id, token, err = fenced_call({'job', 'active', 'done', 'results', 'events', 'config', 'counts'}, {6, 7})
+local id, token, err = fenced_call(KEYS, key_names, key_forms)
 if err then return err end
 local result
 local i = 3
@@ -43,13 +43,13 @@ while i <= #ARGV do
   if err then return err end
   i = i + 2
 end
-local types = {'zset', 'zset', 'hash'}
-err = fenced_keys_error(types, token)
+err = type_error(active_key, 'zset') or type_error(done_key, 'zset') or type_error(results_key, 'hash')
+  or fence_error(job_key, token)
 if err then return err end
 local keep
-keep, err = events_keep(KEYS[5], KEYS[6])
+keep, err = events_keep(events_key, config_key)
 if err then return err end
-err = counts_open(KEYS[7], {'completed'})
+err = counts_open(counts_key, {'completed'})
 if err then return err end
-ack_job(id, result, keep)
+finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
 return 1

@@ -1,12 +1,12 @@
 --[[ ACKMANY: many ACKs in one call, each job fenced by its own token and
 answered on its own: a worker's finished jobs, gathered.
 
-KEYS[1]  emq:{q}:active     (zset)
-KEYS[2]  emq:{q}:done       (zset) score = finish time, server ms
-KEYS[3]  emq:{q}:results    (hash) id -> the job's result
-KEYS[4]  emq:{q}:events     (stream) the event log (includes/events)
-KEYS[5]  emq:{q}:config     (hash) its length (includes/events)
-KEYS[6]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+active_key   emq:{q}:active     (zset)
+done_key     emq:{q}:done       (zset) score = finish time, server ms
+results_key  emq:{q}:results    (hash) id -> the job's result
+events_key   emq:{q}:events     (stream) the event log (includes/events)
+config_key   emq:{q}:config     (hash) its length (includes/events)
+counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the first job's id
 ARGV[2]  token: the one its claim handed out
 ARGV[3..] options of that job, then the next job's id, token and options, …:
@@ -34,7 +34,7 @@ local key_names = {'active', 'done', 'results', 'events', 'config', 'counts'}
 local key_forms = {5, 6}
 --@keys end
 
-local prefix, err = queue_prefix({'active', 'done', 'results', 'events', 'config', 'counts'}, nil, {5, 6})
+local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local ids, tokens, results = {}, {}, {}
 local i, n = 1, 0
@@ -58,7 +58,7 @@ repeat
   ids[n], tokens[n], results[n] = id, token, result
 until i > #ARGV
 
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
+err = type_error(active_key, 'zset') or type_error(done_key, 'zset') or type_error(results_key, 'hash')
 if err then return err end
 local records = {}
 for j = 1, n do
@@ -66,9 +66,9 @@ for j = 1, n do
   if err then return err end
 end
 local keep
-keep, err = events_keep(KEYS[4], KEYS[5])
+keep, err = events_keep(events_key, config_key)
 if err then return err end
-err = counts_open(KEYS[6], {'completed'})
+err = counts_open(counts_key, {'completed'})
 if err then return err end
 counts_hold()
 
@@ -93,6 +93,6 @@ for j = 1, n do
     replies[j] = 1
   end
 end
-finish_jobs(prefix, KEYS[1], KEYS[2], KEYS[3], KEYS[4], finished, kept, keep)
+finish_jobs(prefix, active_key, done_key, results_key, events_key, finished, kept, keep)
 counts_flush()
 return replies

@@ -1,18 +1,18 @@
 --[[ ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step: a
 worker finishes a job and fetches its next ones in one round trip.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
-KEYS[3]  emq:{q}:done       (zset) score = finish time, server ms
-KEYS[4]  emq:{q}:results    (hash) id -> the job's result
-KEYS[5]  emq:{q}:events     (stream) the event log (includes/events)
-KEYS[6]  emq:{q}:config     (hash) the queue's settings, read by the gate
-KEYS[7]  emq:{q}:pending    (zset)
-KEYS[8]  emq:{q}:rate       (zset) the claim log of a rate-limited queue
-KEYS[9]  emq:{q}:policy     (hash) id -> the job's own policy, if it has one
-KEYS[10] emq:{q}:headers    (hash) id -> the job's headers
-KEYS[11] emq:{q}:wake       (zset) the wake-up key (includes/wake), as CLAIM
-KEYS[12] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+job_key      emq:{q}:job:<id>   the record (hash)
+active_key   emq:{q}:active     (zset) score = lease deadline, server ms
+done_key     emq:{q}:done       (zset) score = finish time, server ms
+results_key  emq:{q}:results    (hash) id -> the job's result
+events_key   emq:{q}:events     (stream) the event log (includes/events)
+config_key   emq:{q}:config     (hash) the queue's settings, read by the gate
+pending_key  emq:{q}:pending    (zset)
+rate_key     emq:{q}:rate       (zset) the claim log of a rate-limited queue
+policy_key   emq:{q}:policy     (hash) id -> the job's own policy, if it has one
+headers_key  emq:{q}:headers    (hash) id -> the job's headers
+wake_key     emq:{q}:wake       (zset) the wake-up key (includes/wake), as CLAIM
+counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  lease, ms          1..=2147483647: the lease of the jobs it claims
@@ -50,11 +50,9 @@ local key_names = {'job', 'active', 'done', 'results', 'events', 'config', 'pend
 local key_forms = {11, 12}
 --@keys end
 
-local names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy', 'headers',
-  'wake', 'counts'}
-local id, token, err = fenced_call(names, {11, 12})
+local id, token, err = fenced_call(KEYS, key_names, key_forms)
 if err then return err end
-local prefix = string.sub(KEYS[2], 1, #KEYS[2] - #'active')
+local prefix = string.sub(active_key, 1, #active_key - #'active')
 local lease
 lease, err = integer(ARGV[3], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
 if err then return err end
@@ -73,12 +71,13 @@ while i <= #ARGV do
   if err then return err end
   i = i + 2
 end
-err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
+err = type_error(active_key, 'zset') or type_error(done_key, 'zset') or type_error(results_key, 'hash')
+  or fence_error(job_key, token)
 if err then return err end
 local head
-head, err = pending_head(KEYS[7], count or 1)
-err = err or type_error(KEYS[8], 'zset')
-  or type_error(KEYS[9], 'hash') or type_error(KEYS[10], 'hash') or type_error(KEYS[11], 'zset')
+head, err = pending_head(pending_key, count or 1)
+err = err or type_error(rate_key, 'zset')
+  or type_error(policy_key, 'hash') or type_error(headers_key, 'hash') or type_error(wake_key, 'zset')
 if err then return err end
 -- The records the claim may take, read and checked once, here, before the
 -- ack's writes: the ack changes none of what the claim reads.
@@ -86,12 +85,12 @@ head.records, err = read_records(prefix, head.ids, 'state', 'attempts', 'payload
 err = err or claimed_records_error(prefix, head.ids, head.records)
 if err then return err end
 local keep
-keep, err = events_keep(KEYS[5], KEYS[6], events_setting)
+keep, err = events_keep(events_key, config_key, events_setting)
 if err then return err end
-err = counts_open(KEYS[12], {'completed'})
+err = counts_open(counts_key, {'completed'})
 if err then return err end
 
-ack_job(id, result, keep)
-local keys = {pending = KEYS[7], active = KEYS[2], config = KEYS[6], rate = KEYS[8], policy = KEYS[9],
-  events = KEYS[5], headers = KEYS[10], wake = KEYS[11]}
+finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
+local keys = {pending = pending_key, active = active_key, config = config_key, rate = rate_key,
+  policy = policy_key, events = events_key, headers = headers_key, wake = wake_key}
 return claim_jobs(keys, prefix, lease, count or 1, head)

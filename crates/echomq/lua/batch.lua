@@ -1,12 +1,12 @@
 --[[ BATCH: open a batch of jobs already enqueued, with a callback job that
 SETTLE enqueues once every one of them has finished (PROTOCOL.md §7.7).
 
-KEYS[1]  emq:{q}:batches    (hash) <batch> -> <total> <cursor> <done> <dead>
-                            <cancelled> <gone> <callback id>;
-                            <batch>:callback -> the callback's payload
-KEYS[2]  emq:{q}:batch_jobs (hash) <batch>:<n> -> the batch's nth job, n from 0
-KEYS[3]  emq:{q}:batch_open (zset) the open batches, score = creation (or when a SETTLE
-                            passed the batch over), server ms
+batches_key     emq:{q}:batches    (hash) <batch> -> <total> <cursor> <done> <dead>
+                                   <cancelled> <gone> <callback id>;
+                                   <batch>:callback -> the callback's payload
+batch_jobs_key  emq:{q}:batch_jobs (hash) <batch>:<n> -> the batch's nth job, n from 0
+batch_open_key  emq:{q}:batch_open (zset) the open batches, score = creation (or when a SETTLE
+                                   passed the batch over), server ms
 ARGV[1]  batch: its id, 1 to 200 bytes of letters, digits, _, -, . and :,
          not ending in :callback
 ARGV[2]  callback: the callback job's id
@@ -25,7 +25,7 @@ local key_names = {'batches', 'batch_jobs', 'batch_open'}
 local key_forms = {3}
 --@keys end
 
-local _, err = queue_prefix({'batches', 'batch_jobs', 'batch_open'})
+local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local batch = ARGV[1]
 -- Not ending in :callback, the field of another batch's callback payload.
@@ -48,16 +48,17 @@ for i = 4, #ARGV do
   err = kind_error(ARGV[i])
   if err then return err end
 end
-err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'zset')
+err = type_error(batches_key, 'hash') or type_error(batch_jobs_key, 'hash')
+  or type_error(batch_open_key, 'zset')
 if err then return err end
 
-if redis.call('HEXISTS', KEYS[1], batch) == 1 then return 0 end
-redis.call('HSET', KEYS[1], batch, total .. ' 0 0 0 0 0 ' .. callback, batch .. ':callback', payload)
+if redis.call('HEXISTS', batches_key, batch) == 1 then return 0 end
+redis.call('HSET', batches_key, batch, total .. ' 0 0 0 0 0 ' .. callback, batch .. ':callback', payload)
 local fields = {}
 for i = 4, #ARGV do
   fields[#fields + 1] = batch .. ':' .. (i - 4)
   fields[#fields + 1] = ARGV[i]
 end
-redis.call('HSET', KEYS[2], unpack(fields))
-redis.call('ZADD', KEYS[3], now_ms(), batch)
+redis.call('HSET', batch_jobs_key, unpack(fields))
+redis.call('ZADD', batch_open_key, now_ms(), batch)
 return 1

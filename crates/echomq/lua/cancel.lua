@@ -2,14 +2,14 @@
 Cancelling an active job ends its lease: the holder's next ACK, FAIL, EXTEND
 or RELEASE gets EMQFENCE.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:pending    (zset)
-KEYS[3]  emq:{q}:active     (zset)
-KEYS[4]  emq:{q}:delayed    (zset)
-KEYS[5]  emq:{q}:dead       (zset)
-KEYS[6]  emq:{q}:cancelled  (zset) score = cancel time, server ms
-KEYS[7]  emq:{q}:events     (stream) the event log,
-KEYS[8]  emq:{q}:config     (hash) a `cancelled` event (includes/events)
+job_key        emq:{q}:job:<id>   the record (hash)
+pending_key    emq:{q}:pending    (zset)
+active_key     emq:{q}:active     (zset)
+delayed_key    emq:{q}:delayed    (zset)
+dead_key       emq:{q}:dead       (zset)
+cancelled_key  emq:{q}:cancelled  (zset) score = cancel time, server ms
+events_key     emq:{q}:events     (stream) the event log,
+config_key     emq:{q}:config     (hash) a `cancelled` event (includes/events)
 ARGV[1]  id: the job id
 Reply    1 cancelled, 0 already cancelled (nothing changed)
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (a done job), EMQVERSION, EMQDATA
@@ -33,34 +33,32 @@ local key_forms = {8}
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-local names = {'job', 'pending', 'active', 'delayed', 'dead', 'cancelled', 'events', 'config'}
-_, err = queue_prefix(names, id)
+_, err = queue_prefix(KEYS, key_names, id, key_forms)
 if err then return err end
 err = no_options_error(2)
 if err then return err end
-for i = 2, 6 do
-  err = type_error(KEYS[i], 'zset')
-  if err then return err end
-end
+err = type_error(pending_key, 'zset') or type_error(active_key, 'zset') or type_error(delayed_key, 'zset')
+  or type_error(dead_key, 'zset') or type_error(cancelled_key, 'zset')
+if err then return err end
 local fields
-fields, err = read_record(KEYS[1], 'state', 'attempts')
+fields, err = read_record(job_key, 'state', 'attempts')
 if err then return err end
 local state = fields[1]
 if not state then
   return emq_error('EMQNOJOB', 'no such job')
 end
-if not STATES[state] then return malformed(KEYS[1], 'state', 'a state') end
+if not STATES[state] then return malformed(job_key, 'state', 'a state') end
 if state == 'cancelled' then return 0 end
-local from = {pending = KEYS[2], active = KEYS[3], delayed = KEYS[4], dead = KEYS[5]}
+local from = {pending = pending_key, active = active_key, delayed = delayed_key, dead = dead_key}
 if not from[state] then
   return emq_error('EMQSTATE', 'cannot cancel a ' .. state .. ' job')
 end
 local keep
-keep, err = events_keep(KEYS[7], KEYS[8])
+keep, err = events_keep(events_key, config_key)
 if err then return err end
 
 redis.call('ZREM', from[state], id)
-redis.call('HSET', KEYS[1], 'state', 'cancelled')
-redis.call('ZADD', KEYS[6], now_ms(), id)
-emit(KEYS[7], keep, 'cancelled', id)
+redis.call('HSET', job_key, 'state', 'cancelled')
+redis.call('ZADD', cancelled_key, now_ms(), id)
+emit(events_key, keep, 'cancelled', id)
 return 1

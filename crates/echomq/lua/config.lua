@@ -1,15 +1,15 @@
 --[[ CONFIG: read and change the queue's settings, the fields of
 emq:{q}:config that CLAIM's gate (includes/gate) and TRIM (includes/retention) read.
 
-KEYS[1]  emq:{q}:config     (hash) paused = 1 while paused; concurrency = n;
-                            rate = n and per = ms
-KEYS[2]  emq:{q}:pending    (zset)
-KEYS[3]  emq:{q}:priority   (hash)
-KEYS[4]  emq:{q}:rate       (zset) the claim log, deleted when the rate is removed
-KEYS[5]  emq:{q}:events     (stream) the event log, a `paused` or
-                            `resumed` event when PAUSED changes it (includes/events)
-KEYS[6]  emq:{q}:wake       (zset) the wake-up key
-                            (includes/wake), told when resuming re-adds the head of pending
+config_key    emq:{q}:config     (hash) paused = 1 while paused; concurrency = n;
+                                 rate = n and per = ms
+pending_key   emq:{q}:pending    (zset)
+priority_key  emq:{q}:priority   (hash)
+rate_key      emq:{q}:rate       (zset) the claim log, deleted when the rate is removed
+events_key    emq:{q}:events     (stream) the event log, a `paused` or
+                                 `resumed` event when PAUSED changes it (includes/events)
+wake_key      emq:{q}:wake       (zset) the wake-up key
+                                 (includes/wake), told when resuming re-adds the head of pending
 ARGV[1..] options, each at most once; none: only read.
          PAUSED <0|1>       1 pauses the queue's claims; 0 resumes them (and
                             ends a timed pause, paused_until, that DEFER set)
@@ -51,7 +51,7 @@ local key_names = {'config', 'pending', 'priority', 'rate', 'events', 'wake'}
 local key_forms = {6}
 --@keys end
 
-local _, err = queue_prefix({'config', 'pending', 'priority', 'rate', 'events', 'wake'})
+local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {
@@ -70,8 +70,8 @@ opts, err = options(1, {
 if err then return err end
 if opts.PER and not opts.RATE then return emq_error('EMQARG', 'PER needs RATE') end
 if opts.RATE and opts.RATE > 0 and not opts.PER then return emq_error('EMQARG', 'RATE needs PER') end
-err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
-  or type_error(KEYS[4], 'zset') or (KEYS[5] and type_error(KEYS[5], 'stream'))
+err = type_error(config_key, 'hash') or type_error(pending_key, 'zset') or type_error(priority_key, 'hash')
+  or type_error(rate_key, 'zset') or (events_key and type_error(events_key, 'stream'))
 if err then return err end
 
 local wakes
@@ -82,16 +82,16 @@ if err then return err end
 -- events. The reply's integers, nil (or an error reply), and the queue's
 -- protocol as stored (nil when it records none).
 local function read_settings()
-  local read = redis.call('HMGET', KEYS[1], 'protocol', 'paused', 'concurrency', 'rate', 'per')
-  local e = protocol_error(KEYS[1], read[1])
+  local read = redis.call('HMGET', config_key, 'protocol', 'paused', 'concurrency', 'rate', 'per')
+  local e = protocol_error(config_key, read[1])
   if e then return nil, e end
   local paused
-  paused, e = switch(read[2], KEYS[1], 'paused')
+  paused, e = switch(read[2], config_key, 'paused')
   if e then return nil, e end
   local reply = {paused and 1 or 0}
   for i, field in ipairs({'concurrency', 'rate', 'per'}) do
     local n
-    n, e = stored(read[i + 2], KEYS[1], field)
+    n, e = stored(read[i + 2], config_key, field)
     if e then return nil, e end
     -- As the gate applies it: a number below 1 is no limit, 0.
     reply[#reply + 1] = math.max(n or 0, 0)
@@ -100,13 +100,13 @@ local function read_settings()
   if reply[3] == 0 or reply[4] == 0 then reply[3], reply[4] = 0, 0 end
   for _, state in ipairs({'done', 'dead', 'cancelled'}) do
     local kept
-    kept, e = retention(KEYS[1], state)
+    kept, e = retention(config_key, state)
     if e then return nil, e end
     reply[#reply + 1] = kept[1]
     reply[#reply + 1] = kept[2]
   end
   local keep
-  keep, e = events_length(KEYS[1])
+  keep, e = events_length(config_key)
   if e then return nil, e end
   reply[#reply + 1] = keep
   return reply, nil, read[1]
@@ -117,9 +117,9 @@ if err then return err end
 local was_paused = before[1] == 1
 local resumed_head, resumed_score = nil, nil
 if was_paused and opts.PAUSED == 0 then
-  resumed_head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  resumed_head = redis.call('ZRANGE', pending_key, 0, 0)[1]
   if resumed_head then
-    resumed_score, err = stored(redis.call('HGET', KEYS[3], resumed_head), KEYS[3], resumed_head)
+    resumed_score, err = stored(redis.call('HGET', priority_key, resumed_head), priority_key, resumed_head)
     if err then return err end
   end
 end
@@ -148,12 +148,12 @@ for _, option in ipairs({'DONE_AGE', 'DONE_COUNT', 'DEAD_AGE', 'DEAD_COUNT', 'CA
     set[#set + 1] = string.lower(option); set[#set + 1] = opts[option]
   end
 end
-if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
-if #removed > 0 then redis.call('HDEL', KEYS[1], unpack(removed)) end
-if opts.RATE == 0 then redis.call('DEL', KEYS[4]) end
+if #set > 0 then redis.call('HSET', config_key, unpack(set)) end
+if #removed > 0 then redis.call('HDEL', config_key, unpack(removed)) end
+if opts.RATE == 0 then redis.call('DEL', rate_key) end
 if resumed_head then
-  redis.call('ZREM', KEYS[2], resumed_head)
-  redis.call('ZADD', KEYS[2], resumed_score or 0, resumed_head)
+  redis.call('ZREM', pending_key, resumed_head)
+  redis.call('ZADD', pending_key, resumed_score or 0, resumed_head)
   -- Set the key anew (DEL, then ZADD), so that the server signals it to
   -- every claim blocked on it, a native `EMQ.CLAIM … BLOCK` among them,
   -- even when a stale member was left in it (a ZADD to a key that exists
@@ -164,11 +164,11 @@ if resumed_head then
   end
 end
 -- After the change: an EVENTS of this call already applies.
-local keep = events_keep(KEYS[5], KEYS[1])
+local keep = events_keep(events_key, config_key)
 if opts.PAUSED == 1 and not was_paused then
-  emit(KEYS[5], keep, 'paused', false)
+  emit(events_key, keep, 'paused', false)
 elseif opts.PAUSED == 0 and was_paused then
-  emit(KEYS[5], keep, 'resumed', false)
+  emit(events_key, keep, 'resumed', false)
 end
 -- After the writes, which only wrote integers in the form read back.
 local reply, version

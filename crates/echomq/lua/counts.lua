@@ -3,7 +3,7 @@
 `failed` and `dead` events keep them, when passed the counts key
 (includes/events).
 
-KEYS[1]  emq:{q}:counts     (hash) the counters
+counts_key  emq:{q}:counts     (hash) the counters
 ARGV[1]  span: minute or hour (any case), which ring to read
 Reply    [now ms, [enqueued, completed, failed, dead] in all, slots]: slots
          are the ring's 60 minutes (168 hours) up to now's, oldest first,
@@ -18,7 +18,7 @@ local key_names = {'counts'}
 local key_forms = {1}
 --@keys end
 
-local _, err = queue_prefix({'counts'})
+local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local unit = ARGV[1] and string.lower(ARGV[1])
 local tag, len, ms
@@ -32,13 +32,12 @@ else
   return emq_error('EMQARG', ARGV[1] .. ' is not minute or hour')
 end
 if ARGV[2] then return emq_error('EMQARG', 'unknown option ' .. ARGV[2]) end
-local key = KEYS[1]
-err = type_error(key, 'hash')
+err = type_error(counts_key, 'hash')
 if err then return err end
 local now = now_ms()
 local stamp = unit
 local last
-last, err = natural(redis.call('HGET', key, stamp), key, stamp)
+last, err = natural(redis.call('HGET', counts_key, stamp), counts_key, stamp)
 if err then return err end
 local current = math.floor(now / ms)
 -- A slot holds its minute (hour) when it is one of the ring's last `len` up
@@ -56,10 +55,10 @@ for at = first, current do
     end
   end
 end
-local values = redis.call('HMGET', key, unpack(fields))
+local values = redis.call('HMGET', counts_key, unpack(fields))
 for i, field in ipairs(fields) do
   local n
-  n, err = natural(values[i], key, field)
+  n, err = natural(values[i], counts_key, field)
   if err then return err end
   values[i] = n or 0
 end

@@ -2,13 +2,13 @@
 429, a downstream's Retry-After). The job waits in delayed without spending
 its attempt, and with PAUSE 1 the whole queue's claims wait as long.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:active     (zset)
-KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
-KEYS[4]  emq:{q}:policy     (hash) the job's own ATTEMPTS grow by one
-KEYS[5]  emq:{q}:config     (hash) paused_until = the end of a timed pause
-KEYS[6]  emq:{q}:events     (stream) the event log, a `deferred`
-                            event (includes/events)
+job_key      emq:{q}:job:<id>   the record (hash)
+active_key   emq:{q}:active     (zset)
+delayed_key  emq:{q}:delayed    (zset) score = due time, server ms
+policy_key   emq:{q}:policy     (hash) the job's own ATTEMPTS grow by one
+config_key   emq:{q}:config     (hash) paused_until = the end of a timed pause
+events_key   emq:{q}:events     (stream) the event log, a `deferred`
+                                event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  delay: ms, 0..=999999999999: the job is due that long from now
@@ -33,7 +33,7 @@ local key_names = {'job', 'active', 'delayed', 'policy', 'config', 'events'}
 local key_forms = {6}
 --@keys end
 
-local id, token, err = fenced_call({'job', 'active', 'delayed', 'policy', 'config', 'events'})
+local id, token, err = fenced_call(KEYS, key_names, key_forms)
 if err then return err end
 local delay, max_attempts, opts
 delay, err = integer(ARGV[3], 'delay', DELAY_MS_MIN, DELAY_MS_MAX)
@@ -42,38 +42,39 @@ max_attempts, err = integer(ARGV[4], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEM
 if err then return err end
 opts, err = options(5, {PAUSE = {FLAG_MIN, FLAG_MAX}})
 if err then return err end
-err = fenced_keys_error({'zset', 'zset', 'hash', 'hash'}, token)
+err = type_error(active_key, 'zset') or type_error(delayed_key, 'zset') or type_error(policy_key, 'hash')
+  or type_error(config_key, 'hash') or fence_error(job_key, token)
 if err then return err end
 -- Everything read, checked before the first write: the policy, the timed
 -- pause (with the queue's protocol), then the events keys.
 local policy
-policy, err = policy_of(KEYS[4], id)
+policy, err = policy_of(policy_key, id)
 if err then return err end
 policy = policy or {}
 local until_now
 if opts.PAUSE == 1 then
-  local read = redis.call('HMGET', KEYS[5], 'protocol', 'paused_until')
-  err = protocol_error(KEYS[5], read[1])
+  local read = redis.call('HMGET', config_key, 'protocol', 'paused_until')
+  err = protocol_error(config_key, read[1])
   if err then return err end
-  until_now, err = stored(read[2], KEYS[5], 'paused_until')
+  until_now, err = stored(read[2], config_key, 'paused_until')
   if err then return err end
 end
 local keep
-keep, err = events_keep(KEYS[6], KEYS[5])
+keep, err = events_keep(events_key, config_key)
 if err then return err end
 
 local now = now_ms()
 local due = now + delay
-redis.call('ZREM', KEYS[2], id)
-redis.call('HSET', KEYS[1], 'state', 'delayed')
-redis.call('ZADD', KEYS[3], due, id)
+redis.call('ZREM', active_key, id)
+redis.call('HSET', job_key, 'state', 'delayed')
+redis.call('ZADD', delayed_key, due, id)
 -- The attempt is given back: the job's own maximum grows by one.
 policy.ATTEMPTS = math.min((policy.ATTEMPTS or max_attempts) + 1, MAX_ATTEMPTS_MAX)
-redis.call('HSET', KEYS[4], id, policy_text(policy))
+redis.call('HSET', policy_key, id, policy_text(policy))
 if opts.PAUSE == 1 then
   if not until_now or until_now < due then
-    redis.call('HSET', KEYS[5], 'paused_until', string.format('%d', due))
+    redis.call('HSET', config_key, 'paused_until', string.format('%d', due))
   end
 end
-emit(KEYS[6], keep, 'deferred', id, 'delay', delay, 'pause', opts.PAUSE == 1 and 1 or 0)
+emit(events_key, keep, 'deferred', id, 'delay', delay, 'pause', opts.PAUSE == 1 and 1 or 0)
 return 1

@@ -3,13 +3,13 @@ with their set entries and their priority, error, progress, policy, result
 and header entries: an operator emptying a queue. A drained active job's holder is
 fenced (its record is gone: EMQNOJOB).
 
-KEYS[1]  emq:{q}:pending|delayed|active (zset) the set to drain
-KEYS[2]  emq:{q}:priority   (hash)
-KEYS[3]  emq:{q}:errors     (hash)
-KEYS[4]  emq:{q}:progress   (hash)
-KEYS[5]  emq:{q}:policy     (hash)
-KEYS[6]  emq:{q}:results    (hash)
-KEYS[7]  emq:{q}:headers    (hash)
+set_key       emq:{q}:pending|delayed|active (zset) the set to drain
+priority_key  emq:{q}:priority   (hash)
+errors_key    emq:{q}:errors     (hash)
+progress_key  emq:{q}:progress   (hash)
+policy_key    emq:{q}:policy     (hash)
+results_key   emq:{q}:results    (hash)
+headers_key   emq:{q}:headers    (hash)
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each drained id (same hashtag)
@@ -30,15 +30,19 @@ local key_names = {'pending|delayed|active', 'priority', 'errors', 'progress', '
 local key_forms = {7}
 --@keys end
 
-local set, err = named_set({'pending', 'delayed', 'active'}, 'pending, delayed or active')
+local set, err = named_set(set_key, {'pending', 'delayed', 'active'}, 'pending, delayed or active')
 if err then return err end
+-- The set it names stands for its key's role, pending|delayed|active.
+key_names[1] = set
 local prefix
-prefix, err = queue_prefix(deleting_keys(set))
+prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = deleting_types_error()
+local sides = {priority_key, errors_key, progress_key, policy_key, results_key, headers_key}
+err = deleting_types_error(set_key, sides)
 if err then return err end
 
-return delete_jobs(prefix, redis.call('ZRANGE', KEYS[1], 0, (opts.LIMIT or SWEEP_LIMIT_MAX) - 1))
+local ids = redis.call('ZRANGE', set_key, 0, (opts.LIMIT or SWEEP_LIMIT_MAX) - 1)
+return delete_jobs(prefix, set_key, sides, ids)

@@ -1,26 +1,26 @@
 --[[ ENQUEUE: admit one job.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:pending    the pending set (zset)
-KEYS[3]  emq:{q}:delayed    the delayed set (zset)
-KEYS[4]  emq:{q}:priority   priorities (hash)
-KEYS[5]  emq:{q}:policy     job policies (hash)
-KEYS[6]  emq:{q}:unique     dedup key -> <0|1>:<id>
-KEYS[7]  emq:{q}:unique_until  dedup keys by the server ms their hold ends (zset)
-KEYS[8]  emq:{q}:events     the event log (stream),
-KEYS[9]  emq:{q}:config     its length (hash): an `enqueued` event
-KEYS[10] emq:{q}:headers    job headers (hash)
-KEYS[11] emq:{q}:wake       the wake-up key (zset): told when the job
-                            is born pending (includes/wake)
-         Two keys (the seed's call) or all eleven: the two take no option.
-KEYS[12] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+job_key           emq:{q}:job:<id>   the record (hash)
+pending_key       emq:{q}:pending    the pending set (zset)
+delayed_key       emq:{q}:delayed    the delayed set (zset)
+priority_key      emq:{q}:priority   priorities (hash)
+policy_key        emq:{q}:policy     job policies (hash)
+unique_key        emq:{q}:unique     dedup key -> <0|1>:<id>
+unique_until_key  emq:{q}:unique_until  dedup keys by the server ms their hold ends (zset)
+events_key        emq:{q}:events     the event log (stream),
+config_key        emq:{q}:config     its length (hash): an `enqueued` event
+headers_key       emq:{q}:headers    job headers (hash)
+wake_key          emq:{q}:wake       the wake-up key (zset): told when the job
+                                     is born pending (includes/wake)
+                  Two keys (the seed's call) or all eleven: the two take no option.
+counts_key        emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id (JOB_<ulid>)
 ARGV[2]  payload: stored verbatim, at most MAX_PAYLOAD (1048576) bytes
 ARGV[3..] options, each a name and a value:
          PRIORITY <int>       -2147483648..=2147483647, default 0; lower is claimed first
          DELAY <ms>           0..=999999999999: due that long after the server's now
          AT <unix ms>         0..=9999999999999: due at that server time
-         The job's own policy (includes/policy), kept in KEYS[5]:
+         The job's own policy (includes/policy), kept in policy_key:
          ATTEMPTS <n>         0..=2147483647: it dies when its attempts reach n
          BACKOFF <ms>         0..=999999999999: a fixed wait between attempts
          BACKOFF_EXP <ms>     0..=999999999999: ms * 2^(attempt - 1), at most
@@ -32,7 +32,7 @@ ARGV[3..] options, each a name and a value:
                               the holder's id
          UNIQUE_FOR <ms>      1..=999999999999: how long the new job holds it
          UNIQUE_DONE <0|1>    1: the key also frees when its job finishes
-         HEADERS <bytes>      1 to 8192 bytes: the job's headers, kept in KEYS[10]
+         HEADERS <bytes>      1 to 8192 bytes: the job's headers, kept in headers_key
                               (hosts write a JSON object of strings)
 Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed),
          or the id of the job that holds the UNIQUE key (nothing changed)
@@ -68,11 +68,9 @@ local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: the seed's
--- two, or all eleven.
-local names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events', 'config',
-  'headers', 'wake', 'counts'}
+-- two, or all eleven (and the counts key).
 local prefix
-prefix, err = queue_prefix(names, id, {2, 11, 12})
+prefix, err = queue_prefix(KEYS, key_names, id, key_forms)
 if err then return err end
 err = payload_error(payload)
 if err then return err end
@@ -133,29 +131,29 @@ if (delay or at or priority ~= 0) and #KEYS < 11 then
 end
 
 -- Wrong-typed keys are refused before the first write.
-local record_type = redis.call('TYPE', KEYS[1])['ok']
+local record_type = redis.call('TYPE', job_key)['ok']
 if record_type ~= 'none' and record_type ~= 'hash' then
-  return emq_error('EMQTYPE', KEYS[1] .. ' holds a ' .. record_type .. ', not a hash')
+  return emq_error('EMQTYPE', job_key .. ' holds a ' .. record_type .. ', not a hash')
 end
 -- Idempotent: a row that already exists is a no-op (a duplicate enqueue).
 if record_type == 'hash' then
   return 0
 end
-err = type_error(KEYS[2], 'zset')
-  or (due and type_error(KEYS[3], 'zset'))
-  or (priority ~= 0 and type_error(KEYS[4], 'hash'))
-  or (policy and type_error(KEYS[5], 'hash'))
-  or (headers and type_error(KEYS[10], 'hash'))
-  or (unique and (type_error(KEYS[6], 'hash') or type_error(KEYS[7], 'zset')))
+err = type_error(pending_key, 'zset')
+  or (due and type_error(delayed_key, 'zset'))
+  or (priority ~= 0 and type_error(priority_key, 'hash'))
+  or (policy and type_error(policy_key, 'hash'))
+  or (headers and type_error(headers_key, 'hash'))
+  or (unique and (type_error(unique_key, 'hash') or type_error(unique_until_key, 'zset')))
   or nil
 if err then return err end
 
 -- Every type (and the settings read with the events key) before a held
 -- key answers: a refusal outranks a duplicate.
 local keep
-keep, err = events_keep(KEYS[8], KEYS[9])
+keep, err = events_keep(events_key, config_key)
 if err then return err end
-err = counts_open(KEYS[12], {'enqueued'})
+err = counts_open(counts_key, {'enqueued'})
 if err then return err end
 local wakes
 wakes, err = wake_target(wake_key)
@@ -167,11 +165,11 @@ if err then return err end
 -- <0|1>:<id>, the id a job id (JOB…, the kind gate's); a value of another
 -- shape is malformed (EMQDATA), held or not.
 if unique then
-  local value = redis.call('HGET', KEYS[6], unique)
+  local value = redis.call('HGET', unique_key, unique)
   if value and not string.match(value, '^[01]:JOB') then
-    return malformed(KEYS[6], unique, '<0|1>:<id>')
+    return malformed(unique_key, unique, '<0|1>:<id>')
   end
-  local ends = value and redis.call('ZSCORE', KEYS[7], unique)
+  local ends = value and redis.call('ZSCORE', unique_until_key, unique)
   if value and ends and tonumber(ends) > now then
     local holder = string.sub(value, 3)
     local held = true
@@ -196,32 +194,32 @@ end
 --   attempts '0'        the fencing token, minted by the first claim
 --   payload  ARGV[2]    the caller's opaque cargo, stored verbatim
 -- The native command EMQ.ENQUEUE writes this same HSET.
-redis.call('HSET', KEYS[1], 'state', due and 'delayed' or 'pending', 'attempts', '0', 'payload', payload)
+redis.call('HSET', job_key, 'state', due and 'delayed' or 'pending', 'attempts', '0', 'payload', payload)
 if priority ~= 0 then
-  redis.call('HSET', KEYS[4], id, priority)
+  redis.call('HSET', priority_key, id, priority)
 end
 if policy then
-  redis.call('HSET', KEYS[5], id, policy)
+  redis.call('HSET', policy_key, id, policy)
 end
 if headers then
-  redis.call('HSET', KEYS[10], id, headers)
+  redis.call('HSET', headers_key, id, headers)
 end
 if unique then
   -- Forget up to UNIQUE_SWEEP keys whose hold has ended (bounded work), then hold this one.
-  local ended = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, UNIQUE_SWEEP)
+  local ended = redis.call('ZRANGEBYSCORE', unique_until_key, '-inf', now, 'LIMIT', 0, UNIQUE_SWEEP)
   if #ended > 0 then
-    redis.call('HDEL', KEYS[6], unpack(ended))
-    redis.call('ZREM', KEYS[7], unpack(ended))
+    redis.call('HDEL', unique_key, unpack(ended))
+    redis.call('ZREM', unique_until_key, unpack(ended))
   end
-  redis.call('HSET', KEYS[6], unique, (opts.UNIQUE_DONE == 1 and '1:' or '0:') .. id)
-  redis.call('ZADD', KEYS[7], now + opts.UNIQUE_FOR, unique)
+  redis.call('HSET', unique_key, unique, (opts.UNIQUE_DONE == 1 and '1:' or '0:') .. id)
+  redis.call('ZADD', unique_until_key, now + opts.UNIQUE_FOR, unique)
 end
 if due then
-  redis.call('ZADD', KEYS[3], string.format('%d', due), id)
+  redis.call('ZADD', delayed_key, string.format('%d', due), id)
 else
   -- The pending set: the id is the member, so byte order is mint order.
-  redis.call('ZADD', KEYS[2], priority, id)
+  redis.call('ZADD', pending_key, priority, id)
   wake(wakes)
 end
-emit(KEYS[8], keep, 'enqueued', id, 'state', due and 'delayed' or 'pending')
+emit(events_key, keep, 'enqueued', id, 'state', due and 'delayed' or 'pending')
 return 1

@@ -1,12 +1,12 @@
 --[[ ENQUEUEMANY: admit many plain jobs (an id and a payload each, no
 options) in one call, each on its own: a producer's batch.
 
-KEYS[1]  emq:{q}:pending    the pending set (zset)
-KEYS[2]  emq:{q}:events     the event log (stream): an `enqueued` event a job
-KEYS[3]  emq:{q}:config     its length (hash)
-KEYS[4]  emq:{q}:wake       the wake-up key (zset): told once when any job
-                            was enqueued (includes/wake)
-KEYS[5]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+pending_key  emq:{q}:pending    the pending set (zset)
+events_key   emq:{q}:events     the event log (stream): an `enqueued` event a job
+config_key   emq:{q}:config     its length (hash)
+wake_key     emq:{q}:wake       the wake-up key (zset): told once when any job
+                                was enqueued (includes/wake)
+counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the first job's id (JOB_<ulid>)
 ARGV[2]  payload: its bytes, stored verbatim, at most MAX_PAYLOAD (1048576)
 ARGV[3..] the next jobs' ids and payloads, in pairs: one to ENQUEUES_MAX jobs.
@@ -32,7 +32,7 @@ local key_names = {'pending', 'events', 'config', 'wake', 'counts'}
 local key_forms = {4, 5}
 --@keys end
 
-local prefix, err = queue_prefix({'pending', 'events', 'config', 'wake', 'counts'}, nil, {4, 5})
+local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local ids, payloads = {}, {}
 local i, n = 1, 0
@@ -50,7 +50,7 @@ repeat
   i = i + 2
 until i > #ARGV
 
-err = type_error(KEYS[1], 'zset')
+err = type_error(pending_key, 'zset')
 if err then return err end
 -- Each record: a hash (the job exists: a duplicate) or nothing.
 local records, exists, missing = {}, {}, nil
@@ -72,7 +72,7 @@ if missing then
   if err then return err end
 end
 local keep, wakes
-keep, wakes, err = events_and_wake(4, {'enqueued'})
+keep, wakes, err = events_and_wake(events_key, config_key, wake_key, counts_key, {'enqueued'})
 if err then return err end
 counts_hold()
 
@@ -84,8 +84,8 @@ for j = 1, n do
   else
     exists[id] = true
     redis.call('HSET', records[j], 'state', 'pending', 'attempts', '0', 'payload', payloads[j])
-    redis.call('ZADD', KEYS[1], '0', id)
-    emit(KEYS[2], keep, 'enqueued', id, 'state', 'pending')
+    redis.call('ZADD', pending_key, '0', id)
+    emit(events_key, keep, 'enqueued', id, 'state', 'pending')
     replies[j] = 1
     enqueued = true
   end

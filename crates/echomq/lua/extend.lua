@@ -1,7 +1,7 @@
 --[[ EXTEND: the holder of the lease renews it (the heartbeat).
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:active     (zset) score = lease deadline, server ms
+job_key     emq:{q}:job:<id>   the record (hash)
+active_key  emq:{q}:active     (zset) score = lease deadline, server ms
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  lease, ms, 1..=2147483647: the new deadline is that long from now
@@ -17,16 +17,16 @@ local key_names = {'job', 'active'}
 local key_forms = {2}
 --@keys end
 
-local id, token, err = fenced_call({'job', 'active'})
+local id, token, err = fenced_call(KEYS, key_names, key_forms)
 if err then return err end
 local lease
 lease, err = integer(ARGV[3], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
 if err then return err end
 err = no_options_error(4)
 if err then return err end
-err = fenced_keys_error({'zset'}, token)
+err = type_error(active_key, 'zset') or fence_error(job_key, token)
 if err then return err end
 
 local deadline = now_ms() + lease
-redis.call('ZADD', KEYS[2], deadline, id)
+redis.call('ZADD', active_key, deadline, id)
 return deadline

@@ -1,21 +1,21 @@
 --[[ FAIL: the holder of the lease reports a failure; the job retries later or dies.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:active     (zset)
-KEYS[3]  emq:{q}:delayed    (zset) score = due time, server ms
-KEYS[4]  emq:{q}:dead       (zset) score = death time, server ms
-KEYS[5]  emq:{q}:errors     (hash) id -> the job's last error text
-KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
-KEYS[7]  emq:{q}:events     (stream) the event log,
-KEYS[8]  emq:{q}:config     (hash) a `failed` or `dead` event (includes/events)
-KEYS[9]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+job_key      emq:{q}:job:<id>   the record (hash)
+active_key   emq:{q}:active     (zset)
+delayed_key  emq:{q}:delayed    (zset) score = due time, server ms
+dead_key     emq:{q}:dead       (zset) score = death time, server ms
+errors_key   emq:{q}:errors     (hash) id -> the job's last error text
+policy_key   emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
+events_key   emq:{q}:events     (stream) the event log,
+config_key   emq:{q}:config     (hash) a `failed` or `dead` event (includes/events)
+counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies;
          the job's own ATTEMPTS instead, when it has one
 ARGV[4]  backoff: ms, 0..=999999999999: the retry is due that long from now;
          the job's own BACKOFF or BACKOFF_EXP instead, when it has one
-ARGV[5]  error: the text, at most 65536 bytes, kept in KEYS[5]
+ARGV[5]  error: the text, at most 65536 bytes, kept in errors_key
 Reply    'delayed' (it will retry) or 'dead'
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
@@ -37,8 +37,7 @@ local key_names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'even
 local key_forms = {8, 9}
 --@keys end
 
-local names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config', 'counts'}
-local id, token, err = fenced_call(names, {8, 9})
+local id, token, err = fenced_call(KEYS, key_names, key_forms)
 if err then return err end
 local max_attempts, backoff
 max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
@@ -54,30 +53,30 @@ if #text > MAX_ERROR_TEXT then
 end
 err = no_options_error(6)
 if err then return err end
-local types = {'zset', 'zset', 'zset', 'hash', 'hash'}
-err = fenced_keys_error(types, token)
+err = type_error(active_key, 'zset') or type_error(delayed_key, 'zset') or type_error(dead_key, 'zset')
+  or type_error(errors_key, 'hash') or type_error(policy_key, 'hash') or fence_error(job_key, token)
 if err then return err end
 local keep
-keep, err = events_keep(KEYS[7], KEYS[8])
+keep, err = events_keep(events_key, config_key)
 if err then return err end
-err = counts_open(KEYS[9], {'failed', 'dead'})
+err = counts_open(counts_key, {'failed', 'dead'})
 if err then return err end
 
 local policy = {}
-if KEYS[6] then
-  policy, err = policy_of(KEYS[6], id)
+if policy_key then
+  policy, err = policy_of(policy_key, id)
   if err then return err end
   policy = policy or {}
 end
 local now = now_ms()
 local state = token >= (policy.ATTEMPTS or max_attempts) and 'dead' or 'delayed'
-redis.call('ZREM', KEYS[2], id)
-redis.call('HSET', KEYS[1], 'state', state)
+redis.call('ZREM', active_key, id)
+redis.call('HSET', job_key, 'state', state)
 if state == 'dead' then
-  redis.call('ZADD', KEYS[4], now, id)
+  redis.call('ZADD', dead_key, now, id)
 else
-  redis.call('ZADD', KEYS[3], now + policy_backoff(policy, backoff, token), id)
+  redis.call('ZADD', delayed_key, now + policy_backoff(policy, backoff, token), id)
 end
-redis.call('HSET', KEYS[5], id, text)
-emit(KEYS[7], keep, state == 'dead' and 'dead' or 'failed', id, 'attempt', token, 'error', event_error(text))
+redis.call('HSET', errors_key, id, text)
+emit(events_key, keep, state == 'dead' and 'dead' or 'failed', id, 'attempt', token, 'error', event_error(text))
 return state

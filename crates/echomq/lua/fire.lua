@@ -3,14 +3,14 @@ move it to `next` and enqueue the tick's job, as ENQUEUE does at priority 0
 (nothing when its record exists: a duplicate, or with SKIP 1). Any number of
 workers may try the same tick: one moves it on, the rest find another next.
 
-KEYS[1]  emq:{q}:job:<id>   the tick's record (hash)
-KEYS[2]  emq:{q}:pending    (zset)
-KEYS[3]  emq:{q}:ticks      (zset) name, score = its next tick, server ms
-KEYS[4]  emq:{q}:events     (stream) the event log,
-KEYS[5]  emq:{q}:config     (hash) an `enqueued` event (includes/events)
-KEYS[6]  emq:{q}:wake       (zset) the wake-up key
-                            (includes/wake), told when the job is enqueued
-KEYS[7]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+job_key      emq:{q}:job:<id>   the tick's record (hash)
+pending_key  emq:{q}:pending    (zset)
+ticks_key    emq:{q}:ticks      (zset) name, score = its next tick, server ms
+events_key   emq:{q}:events     (stream) the event log,
+config_key   emq:{q}:config     (hash) an `enqueued` event (includes/events)
+wake_key     emq:{q}:wake       (zset) the wake-up key
+                                (includes/wake), told when the job is enqueued
+counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  id: the tick's job id (PROTOCOL.md §11.6 derives it)
 ARGV[2]  payload: at most MAX_PAYLOAD (1048576) bytes
 ARGV[3]  name: the schedule's, 1 to MAX_SCHEDULE_NAME (200) bytes
@@ -43,7 +43,7 @@ local key_forms = {6, 7}
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix({'job', 'pending', 'ticks', 'events', 'config', 'wake', 'counts'}, id, {6, 7})
+_, err = queue_prefix(KEYS, key_names, id, key_forms)
 if err then return err end
 err = payload_error(payload)
 if err then return err end
@@ -59,21 +59,21 @@ if next_tick <= tick then
 end
 opts, err = options(6, {SKIP = {FLAG_MIN, FLAG_MAX}})
 if err then return err end
-err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
+err = type_error(job_key, 'hash') or type_error(pending_key, 'zset') or type_error(ticks_key, 'zset')
 if err then return err end
 local keep, wakes
-keep, wakes, err = events_and_wake(6, {'enqueued'})
+keep, wakes, err = events_and_wake(events_key, config_key, wake_key, counts_key, {'enqueued'})
 if err then return err end
 
-if tonumber(redis.call('ZSCORE', KEYS[3], name)) ~= tick then
+if tonumber(redis.call('ZSCORE', ticks_key, name)) ~= tick then
   return -1
 end
-redis.call('ZADD', KEYS[3], next_tick, name)
-if opts.SKIP == 1 or redis.call('EXISTS', KEYS[1]) == 1 then
+redis.call('ZADD', ticks_key, next_tick, name)
+if opts.SKIP == 1 or redis.call('EXISTS', job_key) == 1 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0', 'payload', payload)
-redis.call('ZADD', KEYS[2], 0, id)
+redis.call('HSET', job_key, 'state', 'pending', 'attempts', '0', 'payload', payload)
+redis.call('ZADD', pending_key, 0, id)
 wake(wakes)
-emit(KEYS[4], keep, 'enqueued', id, 'state', 'pending', 'schedule', name)
+emit(events_key, keep, 'enqueued', id, 'state', 'pending', 'schedule', name)
 return 1

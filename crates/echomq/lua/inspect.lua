@@ -1,16 +1,16 @@
 --[[ INSPECT: read one job's record, its last error, its last progress, its
 result, its own policy and its headers. Writes nothing.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:errors     (hash)
-KEYS[3]  emq:{q}:progress   (hash)
-KEYS[4]  emq:{q}:results    (hash)
-KEYS[5]  emq:{q}:policy     (hash)
-KEYS[6]  emq:{q}:headers    (hash)
+job_key       emq:{q}:job:<id>   the record (hash)
+errors_key    emq:{q}:errors     (hash)
+progress_key  emq:{q}:progress   (hash)
+results_key   emq:{q}:results    (hash)
+policy_key    emq:{q}:policy     (hash)
+headers_key   emq:{q}:headers    (hash)
 ARGV[1]  id: the job id
 Reply    [record, error, progress, result, policy, headers]: the record as a flat
          field/value array (empty when there is no such job), then the id's
-         entry in each of KEYS[2..] or nil.
+         entry in each of the other keys, or nil.
 Errors   EMQKIND, EMQARG, EMQTYPE
 ]]
 --@include common
@@ -29,17 +29,14 @@ local key_forms = {6}
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix({'job', 'errors', 'progress', 'results', 'policy', 'headers'}, id)
+_, err = queue_prefix(KEYS, key_names, id, key_forms)
 if err then return err end
 err = no_options_error(2)
 if err then return err end
-for i = 1, #KEYS do
-  err = type_error(KEYS[i], 'hash')
-  if err then return err end
-end
+err = type_error(job_key, 'hash') or type_error(errors_key, 'hash') or type_error(progress_key, 'hash')
+  or type_error(results_key, 'hash') or type_error(policy_key, 'hash') or type_error(headers_key, 'hash')
+if err then return err end
 
-local reply = {redis.call('HGETALL', KEYS[1])}
-for i = 2, #KEYS do
-  reply[i] = redis.call('HGET', KEYS[i], id)
-end
-return reply
+return {redis.call('HGETALL', job_key), redis.call('HGET', errors_key, id),
+  redis.call('HGET', progress_key, id), redis.call('HGET', results_key, id), redis.call('HGET', policy_key, id),
+  redis.call('HGET', headers_key, id)}

@@ -2,32 +2,32 @@
 six sets holds a job (DRAIN and PURGE empty them first); then every other
 key the queue owns is deleted.
 
-KEYS[1]  emq:{q}:pending    (zset)
-KEYS[2]  emq:{q}:active     (zset)
-KEYS[3]  emq:{q}:delayed    (zset)
-KEYS[4]  emq:{q}:done       (zset)
-KEYS[5]  emq:{q}:dead       (zset)
-KEYS[6]  emq:{q}:cancelled  (zset)
-KEYS[7]  emq:{q}:priority   (hash)
-KEYS[8]  emq:{q}:errors     (hash)
-KEYS[9]  emq:{q}:progress   (hash)
-KEYS[10] emq:{q}:policy     (hash)
-KEYS[11] emq:{q}:config     (hash)
-KEYS[12] emq:{q}:rate       (zset)
-KEYS[13] emq:{q}:schedules  (hash)
-KEYS[14] emq:{q}:ticks      (zset)
-KEYS[15] emq:{q}:unique     (hash)
-KEYS[16] emq:{q}:unique_until (zset)
-KEYS[17] emq:{q}:results    (hash)
-KEYS[18] emq:{q}:events     (stream)
-KEYS[19] emq:{q}:headers    (hash)
-KEYS[20] emq:{q}:batches    (hash)
-KEYS[21] emq:{q}:batch_jobs (hash)
-KEYS[22] emq:{q}:batch_open (zset)
-KEYS[23] emq:{q}:wake       (zset) the wake-up key (includes/wake)
-KEYS[24] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
-Reply    how many of KEYS[7..] existed and were deleted
-Errors   EMQARG, EMQTYPE (a key not of its type), EMQVERSION (KEYS[11]'s
+pending_key       emq:{q}:pending    (zset)
+active_key        emq:{q}:active     (zset)
+delayed_key       emq:{q}:delayed    (zset)
+done_key          emq:{q}:done       (zset)
+dead_key          emq:{q}:dead       (zset)
+cancelled_key     emq:{q}:cancelled  (zset)
+priority_key      emq:{q}:priority   (hash)
+errors_key        emq:{q}:errors     (hash)
+progress_key      emq:{q}:progress   (hash)
+policy_key        emq:{q}:policy     (hash)
+config_key        emq:{q}:config     (hash)
+rate_key          emq:{q}:rate       (zset)
+schedules_key     emq:{q}:schedules  (hash)
+ticks_key         emq:{q}:ticks      (zset)
+unique_key        emq:{q}:unique     (hash)
+unique_until_key  emq:{q}:unique_until (zset)
+results_key       emq:{q}:results    (hash)
+events_key        emq:{q}:events     (stream)
+headers_key       emq:{q}:headers    (hash)
+batches_key       emq:{q}:batches    (hash)
+batch_jobs_key    emq:{q}:batch_jobs (hash)
+batch_open_key    emq:{q}:batch_open (zset)
+wake_key          emq:{q}:wake       (zset) the wake-up key (includes/wake)
+counts_key        emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+Reply    how many of the keys after cancelled_key existed and were deleted
+Errors   EMQARG, EMQTYPE (a key not of its type), EMQVERSION (config_key's
          `protocol` another major or malformed: not this speaker's to
          delete), EMQSTATE (jobs are left)
 ]]
@@ -64,33 +64,38 @@ local key_names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 
 local key_forms = {23, 24}
 --@keys end
 
-local _, err = queue_prefix({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority',
-  'errors', 'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results',
-  'events', 'headers', 'batches', 'batch_jobs', 'batch_open', 'wake', 'counts'}, nil, {23, 24})
+local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 err = no_options_error(1)
 if err then return err end
-local types = {'zset', 'zset', 'zset', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'hash', 'hash', 'zset',
-  'hash', 'zset', 'hash', 'zset', 'hash', 'stream', 'hash', 'hash', 'hash',
-  'zset', 'zset', 'hash'}
-for i = 1, #KEYS do
-  local want = types[i]
-  err = type_error(KEYS[i], want)
-  if err then return err end
-end
-err = protocol_error(KEYS[11], redis.call('HGET', KEYS[11], 'protocol'))
+-- Every key's type, in KEYS order, before anything is read.
+err = type_error(pending_key, 'zset') or type_error(active_key, 'zset') or type_error(delayed_key, 'zset')
+  or type_error(done_key, 'zset') or type_error(dead_key, 'zset') or type_error(cancelled_key, 'zset')
+  or type_error(priority_key, 'hash') or type_error(errors_key, 'hash') or type_error(progress_key, 'hash')
+  or type_error(policy_key, 'hash') or type_error(config_key, 'hash') or type_error(rate_key, 'zset')
+  or type_error(schedules_key, 'hash') or type_error(ticks_key, 'zset') or type_error(unique_key, 'hash')
+  or type_error(unique_until_key, 'zset') or type_error(results_key, 'hash') or type_error(events_key, 'stream')
+  or type_error(headers_key, 'hash') or type_error(batches_key, 'hash') or type_error(batch_jobs_key, 'hash')
+  or type_error(batch_open_key, 'zset') or type_error(wake_key, 'zset')
+  or (counts_key and type_error(counts_key, 'hash'))
+if err then return err end
+err = protocol_error(config_key, redis.call('HGET', config_key, 'protocol'))
 if err then return err end
 local jobs = 0
-for i = 1, 6 do
-  jobs = jobs + redis.call('ZCARD', KEYS[i])
+for _, set in ipairs({pending_key, active_key, delayed_key, done_key, dead_key, cancelled_key}) do
+  jobs = jobs + redis.call('ZCARD', set)
 end
 if jobs > 0 then
   return emq_error('EMQSTATE', 'the queue still holds ' .. jobs .. ' jobs')
 end
+-- The queue's every other key, in KEYS order (the counts key last, when
+-- the call passed it).
 local deleted = 0
-for i = 7, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('DEL', KEYS[i])
+for _, key in ipairs({priority_key, errors_key, progress_key, policy_key, config_key, rate_key, schedules_key,
+    ticks_key, unique_key, unique_until_key, results_key, events_key, headers_key, batches_key, batch_jobs_key,
+    batch_open_key, wake_key, counts_key}) do
+  if redis.call('EXISTS', key) == 1 then
+    redis.call('DEL', key)
     deleted = deleted + 1
   end
 end

@@ -2,10 +2,10 @@
 is kept beside the record (never in it) until the job is purged; the record
 is untouched.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:progress   (hash) id → the last progress value
-KEYS[3]  emq:{q}:events     (stream) the event log,
-KEYS[4]  emq:{q}:config     (hash) a `progress` event (includes/events)
+job_key       emq:{q}:job:<id>   the record (hash)
+progress_key  emq:{q}:progress   (hash) id → the last progress value
+events_key    emq:{q}:events     (stream) the event log,
+config_key    emq:{q}:config     (hash) a `progress` event (includes/events)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  value: opaque bytes, at most MAX_PROGRESS (4096)
@@ -24,7 +24,7 @@ local key_names = {'job', 'progress', 'events', 'config'}
 local key_forms = {4}
 --@keys end
 
-local id, token, err = fenced_call({'job', 'progress', 'events', 'config'})
+local id, token, err = fenced_call(KEYS, key_names, key_forms)
 if err then return err end
 local value = ARGV[3]
 if value == nil then
@@ -35,12 +35,12 @@ if #value > MAX_PROGRESS then
 end
 err = no_options_error(4)
 if err then return err end
-err = fenced_keys_error({'hash'}, token)
+err = type_error(progress_key, 'hash') or fence_error(job_key, token)
 if err then return err end
 local keep
-keep, err = events_keep(KEYS[3], KEYS[4])
+keep, err = events_keep(events_key, config_key)
 if err then return err end
 
-redis.call('HSET', KEYS[2], id, value)
-emit(KEYS[3], keep, 'progress', id, 'progress', value)
+redis.call('HSET', progress_key, id, value)
+emit(events_key, keep, 'progress', id, 'progress', value)
 return 1

@@ -1,13 +1,13 @@
 --[[ PROMOTE: delayed jobs whose time has come move to pending.
 Safe to run from many workers at once: each due job moves exactly once.
 
-KEYS[1]  emq:{q}:delayed    (zset) score = due time, server ms
-KEYS[2]  emq:{q}:pending    (zset)
-KEYS[3]  emq:{q}:priority   (hash)
-KEYS[4]  emq:{q}:events     (stream) the event log, a
-KEYS[5]  emq:{q}:config     (hash) `promoted` event per job (includes/events)
-KEYS[6]  emq:{q}:wake       (zset) the wake-up key
-                            (includes/wake), told when a job was promoted
+delayed_key   emq:{q}:delayed    (zset) score = due time, server ms
+pending_key   emq:{q}:pending    (zset)
+priority_key  emq:{q}:priority   (hash)
+events_key    emq:{q}:events     (stream) the event log, a
+config_key    emq:{q}:config     (hash) `promoted` event per job (includes/events)
+wake_key      emq:{q}:wake       (zset) the wake-up key
+                                 (includes/wake), told when a job was promoted
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each due id (same hashtag)
@@ -30,18 +30,19 @@ local key_names = {'delayed', 'pending', 'priority', 'events', 'config', 'wake'}
 local key_forms = {6}
 --@keys end
 
-local prefix, err = queue_prefix({'delayed', 'pending', 'priority', 'events', 'config', 'wake'})
+local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'hash')
+err = type_error(delayed_key, 'zset') or type_error(pending_key, 'zset') or type_error(priority_key, 'hash')
 if err then return err end
 local keep, wakes
-keep, wakes, err = events_and_wake(6)
+keep, wakes, err = events_and_wake(events_key, config_key, wake_key)
 if err then return err end
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
+local ids = redis.call('ZRANGEBYSCORE', delayed_key, '-inf', now_ms(), 'LIMIT', 0,
+  opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return 0 end
 local records
 records, err = read_records(prefix, ids, 'state', 'attempts')
@@ -51,17 +52,17 @@ local scores = {}
 for i, id in ipairs(ids) do
   scores[i] = 0
   if records[i][1] then
-    scores[i], err = priority_of(KEYS[3], id)
+    scores[i], err = priority_of(priority_key, id)
     if err then return err end
   end
 end
-redis.call('ZREM', KEYS[1], unpack(ids))
+redis.call('ZREM', delayed_key, unpack(ids))
 
 local promoted = 0
 for i, id in ipairs(ids) do
   if records[i][1] then
-    to_pending(prefix .. 'job:' .. id, KEYS[2], scores[i], id)
-    emit(KEYS[4], keep, 'promoted', id)
+    to_pending(prefix .. 'job:' .. id, pending_key, scores[i], id)
+    emit(events_key, keep, 'promoted', id)
     promoted = promoted + 1
   end
 end

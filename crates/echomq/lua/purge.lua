@@ -2,13 +2,13 @@
 their records, their set entries, and their priority, error, progress, policy,
 result and header entries.
 
-KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to purge
-KEYS[2]  emq:{q}:priority   (hash)
-KEYS[3]  emq:{q}:errors     (hash)
-KEYS[4]  emq:{q}:progress   (hash)
-KEYS[5]  emq:{q}:policy     (hash)
-KEYS[6]  emq:{q}:results    (hash)
-KEYS[7]  emq:{q}:headers    (hash)
+set_key       emq:{q}:done|dead|cancelled (zset) the finished set to purge
+priority_key  emq:{q}:priority   (hash)
+errors_key    emq:{q}:errors     (hash)
+progress_key  emq:{q}:progress   (hash)
+policy_key    emq:{q}:policy     (hash)
+results_key   emq:{q}:results    (hash)
+headers_key   emq:{q}:headers    (hash)
 ARGV[1]  age, ms, 0..=999999999999: jobs that finished at least this long ago
 ARGV[2..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
@@ -30,18 +30,22 @@ local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'pol
 local key_forms = {7}
 --@keys end
 
-local finished, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
+local finished, err = named_set(set_key, {'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
 if err then return err end
+-- The set it names stands for its key's role, done|dead|cancelled.
+key_names[1] = finished
 local prefix
-prefix, err = queue_prefix(deleting_keys(finished))
+prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local age, opts
 age, err = integer(ARGV[1], 'age', AGE_MS_MIN, AGE_MS_MAX)
 if err then return err end
 opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = deleting_types_error()
+local sides = {priority_key, errors_key, progress_key, policy_key, results_key, headers_key}
+err = deleting_types_error(set_key, sides)
 if err then return err end
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - age, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
-return delete_jobs(prefix, ids)
+local ids = redis.call('ZRANGEBYSCORE', set_key, '-inf', now_ms() - age, 'LIMIT', 0,
+  opts.LIMIT or SWEEP_LIMIT_MAX)
+return delete_jobs(prefix, set_key, sides, ids)

@@ -1,17 +1,17 @@
 --[[ REAP: expired leases go back to pending, or to dead when attempts are used up.
 Safe to run from many workers at once: each expired job moves exactly once.
 
-KEYS[1]  emq:{q}:active     (zset) score = lease deadline, server ms
-KEYS[2]  emq:{q}:pending    (zset)
-KEYS[3]  emq:{q}:dead       (zset)
-KEYS[4]  emq:{q}:errors     (hash) a job reaped to dead gets 'lease expired'
-KEYS[5]  emq:{q}:priority   (hash)
-KEYS[6]  emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
-KEYS[7]  emq:{q}:events     (stream) the event log, a
-KEYS[8]  emq:{q}:config     (hash) `failed` or `dead` event per reaped job
-KEYS[9]  emq:{q}:wake       (zset) the wake-up key
-                            (includes/wake), told when a job went back to pending
-KEYS[10] emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+active_key    emq:{q}:active     (zset) score = lease deadline, server ms
+pending_key   emq:{q}:pending    (zset)
+dead_key      emq:{q}:dead       (zset)
+errors_key    emq:{q}:errors     (hash) a job reaped to dead gets 'lease expired'
+priority_key  emq:{q}:priority   (hash)
+policy_key    emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
+events_key    emq:{q}:events     (stream) the event log, a
+config_key    emq:{q}:config     (hash) `failed` or `dead` event per reaped job
+wake_key      emq:{q}:wake       (zset) the wake-up key
+                                 (includes/wake), told when a job went back to pending
+counts_key    emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies;
          a job with its own ATTEMPTS dies by that instead
 ARGV[2..] options:
@@ -42,30 +42,29 @@ local key_names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 
 local key_forms = {9, 10}
 --@keys end
 
-local names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake', 'counts'}
-local prefix, err = queue_prefix(names, nil, {9, 10})
+local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local max_attempts, opts
 max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
 if err then return err end
 opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset')
-  or type_error(KEYS[4], 'hash') or type_error(KEYS[5], 'hash') or type_error(KEYS[6], 'hash')
+err = type_error(active_key, 'zset') or type_error(pending_key, 'zset') or type_error(dead_key, 'zset')
+  or type_error(errors_key, 'hash') or type_error(priority_key, 'hash') or type_error(policy_key, 'hash')
 if err then return err end
 local keep, wakes
-keep, wakes, err = events_and_wake(9, {'failed', 'dead'})
+keep, wakes, err = events_and_wake(events_key, config_key, wake_key, counts_key, {'failed', 'dead'})
 if err then return err end
 counts_hold()
 
 local now = now_ms()
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
+local ids = redis.call('ZRANGEBYSCORE', active_key, '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
 if #ids == 0 then return {0, 0} end
 local records
 records, err = read_records(prefix, ids, 'state', 'attempts')
 if err then return err end
 
-local policies = redis.call('EXISTS', KEYS[6]) == 1
+local policies = redis.call('EXISTS', policy_key) == 1
 -- Every record's attempts, policy and priority, read and checked before
 -- the first write.
 local reaped = {}
@@ -76,31 +75,31 @@ for i, id in ipairs(ids) do
   if err then return err end
   if attempts then
     if policies then
-      own, err = policy_of(KEYS[6], id)
+      own, err = policy_of(policy_key, id)
       if err then return err end
     end
     local dies = attempts >= ((own and own.ATTEMPTS) or max_attempts)
     if not dies then
-      score, err = priority_of(KEYS[5], id)
+      score, err = priority_of(priority_key, id)
       if err then return err end
     end
     reaped[#reaped + 1] = {id = id, key = key, attempts = attempts, dies = dies, score = score}
   end
 end
-redis.call('ZREM', KEYS[1], unpack(ids))
+redis.call('ZREM', active_key, unpack(ids))
 
 local requeued, dead = 0, 0
 for _, job in ipairs(reaped) do
   local id = job.id
   if job.dies then
     redis.call('HSET', job.key, 'state', 'dead')
-    redis.call('ZADD', KEYS[3], now, id)
-    redis.call('HSET', KEYS[4], id, 'lease expired')
-    emit(KEYS[7], keep, 'dead', id, 'attempt', job.attempts, 'error', 'lease expired')
+    redis.call('ZADD', dead_key, now, id)
+    redis.call('HSET', errors_key, id, 'lease expired')
+    emit(events_key, keep, 'dead', id, 'attempt', job.attempts, 'error', 'lease expired')
     dead = dead + 1
   else
-    to_pending(job.key, KEYS[2], job.score, id)
-    emit(KEYS[7], keep, 'failed', id, 'attempt', job.attempts, 'error', 'lease expired')
+    to_pending(job.key, pending_key, job.score, id)
+    emit(events_key, keep, 'failed', id, 'attempt', job.attempts, 'error', 'lease expired')
     requeued = requeued + 1
   end
 end

@@ -3,16 +3,16 @@ The attempts counter stays where the claim put it: it is the fencing token and
 never goes down, so the next claim mints the next token. With REFUND the
 attempt is not spent either: the job's own ATTEMPTS grow by one, as DEFER's.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:active     (zset)
-KEYS[3]  emq:{q}:pending    (zset)
-KEYS[4]  emq:{q}:priority   (hash) id -> priority, for jobs whose priority is not 0
-KEYS[5]  emq:{q}:events     (stream) the event log,
-KEYS[6]  emq:{q}:config     (hash) a `released` event (includes/events)
-KEYS[7]  emq:{q}:wake       (zset) the wake-up key
-                            (includes/wake), told
-KEYS[8]  emq:{q}:policy     (hash) with REFUND only: the job's own ATTEMPTS
-         Seven keys without REFUND, eight with it.
+job_key       emq:{q}:job:<id>   the record (hash)
+active_key    emq:{q}:active     (zset)
+pending_key   emq:{q}:pending    (zset)
+priority_key  emq:{q}:priority   (hash) id -> priority, for jobs whose priority is not 0
+events_key    emq:{q}:events     (stream) the event log,
+config_key    emq:{q}:config     (hash) a `released` event (includes/events)
+wake_key      emq:{q}:wake       (zset) the wake-up key
+                                 (includes/wake), told
+policy_key    emq:{q}:policy     (hash) with REFUND only: the job's own ATTEMPTS
+              Seven keys without REFUND, eight with it.
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3..] options:
@@ -39,8 +39,7 @@ local key_names = {'job', 'active', 'pending', 'priority', 'events', 'config', '
 local key_forms = {7, 8}
 --@keys end
 
-local id, token, err = fenced_call({'job', 'active', 'pending', 'priority', 'events', 'config', 'wake', 'policy'},
-  {7, 8})
+local id, token, err = fenced_call(KEYS, key_names, key_forms)
 if err then return err end
 local opts
 opts, err = options(3, {REFUND = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX}})
@@ -50,29 +49,30 @@ if opts.REFUND and #KEYS == 7 then
 elseif not opts.REFUND and #KEYS == 8 then
   return emq_error('EMQARG', 'the policy key goes with REFUND: takes 7 keys without it')
 end
-err = fenced_keys_error({'zset', 'zset', 'hash'}, token)
+err = type_error(active_key, 'zset') or type_error(pending_key, 'zset') or type_error(priority_key, 'hash')
+  or fence_error(job_key, token)
 if err then return err end
 local keep, wakes
-keep, wakes, err = events_and_wake(7)
+keep, wakes, err = events_and_wake(events_key, config_key, wake_key)
 if err then return err end
 local policy
 if opts.REFUND then
-  err = type_error(KEYS[8], 'hash')
+  err = type_error(policy_key, 'hash')
   if err then return err end
-  policy, err = policy_of(KEYS[8], id)
+  policy, err = policy_of(policy_key, id)
   if err then return err end
   policy = policy or {}
   policy.ATTEMPTS = math.min((policy.ATTEMPTS or opts.REFUND) + 1, MAX_ATTEMPTS_MAX)
 end
 local score
-score, err = priority_of(KEYS[4], id)
+score, err = priority_of(priority_key, id)
 if err then return err end
 
-redis.call('ZREM', KEYS[2], id)
-to_pending(KEYS[1], KEYS[3], score, id)
+redis.call('ZREM', active_key, id)
+to_pending(job_key, pending_key, score, id)
 if policy then
-  redis.call('HSET', KEYS[8], id, policy_text(policy))
+  redis.call('HSET', policy_key, id, policy_text(policy))
 end
 wake(wakes)
-emit(KEYS[5], keep, 'released', id)
+emit(events_key, keep, 'released', id)
 return 1

@@ -2,13 +2,13 @@
 their records, their set entries, and their priority, error, progress,
 policy, result and header entries. An id not in the set is left alone.
 
-KEYS[1]  emq:{q}:pending|active|delayed|done|dead|cancelled (zset) the set
-KEYS[2]  emq:{q}:priority   (hash)
-KEYS[3]  emq:{q}:errors     (hash)
-KEYS[4]  emq:{q}:progress   (hash)
-KEYS[5]  emq:{q}:policy     (hash)
-KEYS[6]  emq:{q}:results    (hash)
-KEYS[7]  emq:{q}:headers    (hash)
+set_key       emq:{q}:pending|active|delayed|done|dead|cancelled (zset) the set
+priority_key  emq:{q}:priority   (hash)
+errors_key    emq:{q}:errors     (hash)
+progress_key  emq:{q}:progress   (hash)
+policy_key    emq:{q}:policy     (hash)
+results_key   emq:{q}:results    (hash)
+headers_key   emq:{q}:headers    (hash)
 ARGV[1]  id: the first of one to 1000 job ids, then the others
 Derived  emq:{q}:job:<id>   the record of each deleted id (same hashtag)
 Reply    how many jobs were deleted
@@ -29,11 +29,13 @@ local key_names = {'pending|active|delayed|done|dead|cancelled', 'priority', 'er
 local key_forms = {7}
 --@keys end
 
-local set, err = named_set({'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'},
+local set, err = named_set(set_key, {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'},
   'pending, active, delayed, done, dead or cancelled')
 if err then return err end
+-- The set it names stands for its key's role, any of the six.
+key_names[1] = set
 local prefix
-prefix, err = queue_prefix(deleting_keys(set))
+prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 if #ARGV > SWEEP_LIMIT_MAX then
   return emq_error('EMQARG', 'at most ' .. SWEEP_LIMIT_MAX .. ' jobs a call')
@@ -44,15 +46,16 @@ for i = 2, #ARGV do
   err = kind_error(ARGV[i])
   if err then return err end
 end
-err = deleting_types_error()
+local sides = {priority_key, errors_key, progress_key, policy_key, results_key, headers_key}
+err = deleting_types_error(set_key, sides)
 if err then return err end
 
 -- The ids in the set, each once, in the order given.
 local ids, seen = {}, {}
 for _, id in ipairs(ARGV) do
-  if not seen[id] and redis.call('ZSCORE', KEYS[1], id) then
+  if not seen[id] and redis.call('ZSCORE', set_key, id) then
     seen[id] = true
     ids[#ids + 1] = id
   end
 end
-return delete_jobs(prefix, ids)
+return delete_jobs(prefix, set_key, sides, ids)

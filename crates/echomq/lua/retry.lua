@@ -1,14 +1,14 @@
 --[[ RETRY: a dead job goes back to pending, by hand. Its last error stays
 readable in emq:{q}:errors until it is acknowledged or purged.
 
-KEYS[1]  emq:{q}:job:<id>   the record (hash)
-KEYS[2]  emq:{q}:dead       (zset)
-KEYS[3]  emq:{q}:pending    (zset)
-KEYS[4]  emq:{q}:priority   (hash)
-KEYS[5]  emq:{q}:events     (stream) the event log,
-KEYS[6]  emq:{q}:config     (hash) a `retried` event (includes/events)
-KEYS[7]  emq:{q}:wake       (zset) the wake-up key
-                            (includes/wake), told
+job_key       emq:{q}:job:<id>   the record (hash)
+dead_key      emq:{q}:dead       (zset)
+pending_key   emq:{q}:pending    (zset)
+priority_key  emq:{q}:priority   (hash)
+events_key    emq:{q}:events     (stream) the event log,
+config_key    emq:{q}:config     (hash) a `retried` event (includes/events)
+wake_key      emq:{q}:wake       (zset) the wake-up key
+                                 (includes/wake), told
 ARGV[1]  id: the job id
 Reply    1
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EMQDATA
@@ -32,31 +32,31 @@ local key_forms = {7}
 local id = ARGV[1]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix({'job', 'dead', 'pending', 'priority', 'events', 'config', 'wake'}, id)
+_, err = queue_prefix(KEYS, key_names, id, key_forms)
 if err then return err end
 err = no_options_error(2)
 if err then return err end
-err = type_error(KEYS[2], 'zset') or type_error(KEYS[3], 'zset') or type_error(KEYS[4], 'hash')
+err = type_error(dead_key, 'zset') or type_error(pending_key, 'zset') or type_error(priority_key, 'hash')
 if err then return err end
 local fields
-fields, err = read_record(KEYS[1], 'state', 'attempts')
+fields, err = read_record(job_key, 'state', 'attempts')
 if err then return err end
 if not fields[1] then
   return emq_error('EMQNOJOB', 'no such job')
 end
-if not STATES[fields[1]] then return malformed(KEYS[1], 'state', 'a state') end
+if not STATES[fields[1]] then return malformed(job_key, 'state', 'a state') end
 if fields[1] ~= 'dead' then
   return emq_error('EMQSTATE', 'cannot retry a ' .. fields[1] .. ' job')
 end
 local keep, wakes
-keep, wakes, err = events_and_wake(7)
+keep, wakes, err = events_and_wake(events_key, config_key, wake_key)
 if err then return err end
 local score
-score, err = priority_of(KEYS[4], id)
+score, err = priority_of(priority_key, id)
 if err then return err end
 
-redis.call('ZREM', KEYS[2], id)
-to_pending(KEYS[1], KEYS[3], score, id)
+redis.call('ZREM', dead_key, id)
+to_pending(job_key, pending_key, score, id)
 wake(wakes)
-emit(KEYS[5], keep, 'retried', id)
+emit(events_key, keep, 'retried', id)
 return 1

@@ -2,8 +2,8 @@
 The definition is the host's to read (PROTOCOL.md §11.6); the server stores
 it and hands it out.
 
-KEYS[1]  emq:{q}:schedules  (hash) name → definition
-KEYS[2]  emq:{q}:ticks      (zset) name, score = its next tick, server ms
+schedules_key  emq:{q}:schedules  (hash) name → definition
+ticks_key      emq:{q}:ticks      (zset) name, score = its next tick, server ms
 ARGV[1]  name: 1 to MAX_SCHEDULE_NAME (200) bytes
 ARGV[2]  definition: at most MAX_DEFINITION (1052672) bytes
 ARGV[3]  next: the first tick, server ms, 0..=9999999999999
@@ -19,7 +19,7 @@ local key_names = {'schedules', 'ticks'}
 local key_forms = {2}
 --@keys end
 
-local _, err = queue_prefix({'schedules', 'ticks'})
+local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local name
 name, err = schedule_name(ARGV[1])
@@ -36,9 +36,9 @@ next_tick, err = integer(ARGV[3], 'next', AT_MS_MIN, AT_MS_MAX)
 if err then return err end
 err = no_options_error(4)
 if err then return err end
-err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset')
+err = type_error(schedules_key, 'hash') or type_error(ticks_key, 'zset')
 if err then return err end
 
-local added = redis.call('HSET', KEYS[1], name, definition)
-redis.call('ZADD', KEYS[2], next_tick, name)
+local added = redis.call('HSET', schedules_key, name, definition)
+redis.call('ZADD', ticks_key, next_tick, name)
 return added

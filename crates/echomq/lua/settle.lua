@@ -5,16 +5,16 @@ finished gets its callback enqueued, once, with the counts in its headers,
 and is closed. With more than 100 open, each it left waiting on a job not
 finished goes behind the others in batch_open (PROTOCOL.md §7.7).
 
-KEYS[1]  emq:{q}:batch_open (zset) the open batches
-KEYS[2]  emq:{q}:batches    (hash) each batch's state and callback payload
-KEYS[3]  emq:{q}:batch_jobs (hash) <batch>:<n> -> its nth job
-KEYS[4]  emq:{q}:pending    (zset)
-KEYS[5]  emq:{q}:headers    (hash) the callback's headers: its batch's counts
-KEYS[6]  emq:{q}:events     (stream) the event log,
-KEYS[7]  emq:{q}:config     (hash) an `enqueued` event per callback
-KEYS[8]  emq:{q}:wake       (zset) the wake-up key
-                            (includes/wake), told when a callback is enqueued
-KEYS[9]  emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+batch_open_key  emq:{q}:batch_open (zset) the open batches
+batches_key     emq:{q}:batches    (hash) each batch's state and callback payload
+batch_jobs_key  emq:{q}:batch_jobs (hash) <batch>:<n> -> its nth job
+pending_key     emq:{q}:pending    (zset)
+headers_key     emq:{q}:headers    (hash) the callback's headers: its batch's counts
+events_key      emq:{q}:events     (stream) the event log,
+config_key      emq:{q}:config     (hash) an `enqueued` event per callback
+wake_key        emq:{q}:wake       (zset) the wake-up key
+                                   (includes/wake), told when a callback is enqueued
+counts_key      emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs looked at
 Derived  emq:{q}:job:<id>   the records of the batches' jobs and callbacks
@@ -41,15 +41,14 @@ local key_names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 
 local key_forms = {8, 9}
 --@keys end
 
-local names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 'events', 'config', 'wake', 'counts'}
-local prefix, err = queue_prefix(names, nil, {8, 9})
+local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 local limit = opts.LIMIT or SWEEP_LIMIT_MAX
-err = type_error(KEYS[1], 'zset') or type_error(KEYS[2], 'hash') or type_error(KEYS[3], 'hash')
-  or type_error(KEYS[4], 'zset') or type_error(KEYS[5], 'hash')
+err = type_error(batch_open_key, 'zset') or type_error(batches_key, 'hash')
+  or type_error(batch_jobs_key, 'hash') or type_error(pending_key, 'zset') or type_error(headers_key, 'hash')
 if err then return err end
 
 -- A batch's state: total cursor done dead cancelled gone callback, or nil.
@@ -74,20 +73,20 @@ local AT = {done = 1, dead = 2, cancelled = 3}
 
 -- Read everything first (each record checked): a refusal writes nothing.
 local plans, looked = {}, 0
-local heads = redis.call('ZRANGE', KEYS[1], 0, SETTLE_BATCHES - 1)
+local heads = redis.call('ZRANGE', batch_open_key, 0, SETTLE_BATCHES - 1)
 -- More open batches than a call looks at: each one it finds waiting on a
 -- job not finished goes behind the others, so that the next call looks at
 -- the next ones.
-local rotate = #heads == SETTLE_BATCHES and redis.call('ZCARD', KEYS[1]) > SETTLE_BATCHES
+local rotate = #heads == SETTLE_BATCHES and redis.call('ZCARD', batch_open_key) > SETTLE_BATCHES
 for _, batch in ipairs(heads) do
   if looked >= limit then break end
-  local s = read_state(redis.call('HGET', KEYS[2], batch) or nil)
+  local s = read_state(redis.call('HGET', batches_key, batch) or nil)
   if not s then
     plans[#plans + 1] = {batch = batch}
   else
     local before, waits = state_text(s), false
     while s.cursor < s.total and looked < limit do
-      local job = redis.call('HGET', KEYS[3], batch .. ':' .. s.cursor)
+      local job = redis.call('HGET', batch_jobs_key, batch .. ':' .. s.cursor)
       local state
       if job then
         local fields
@@ -112,7 +111,7 @@ for _, batch in ipairs(heads) do
   end
 end
 local keep, wakes
-keep, wakes, err = events_and_wake(8, {'enqueued'})
+keep, wakes, err = events_and_wake(events_key, config_key, wake_key, counts_key, {'enqueued'})
 if err then return err end
 counts_hold()
 
@@ -120,27 +119,27 @@ local closed, called = 0, false
 for _, plan in ipairs(plans) do
   local s, batch = plan.state, plan.batch
   if not s then
-    redis.call('ZREM', KEYS[1], batch)
+    redis.call('ZREM', batch_open_key, batch)
   elseif s.cursor < s.total then
-    if plan.changed then redis.call('HSET', KEYS[2], batch, state_text(s)) end
-    if plan.waits then redis.call('ZADD', KEYS[1], now_ms(), batch) end
+    if plan.changed then redis.call('HSET', batches_key, batch, state_text(s)) end
+    if plan.waits then redis.call('ZADD', batch_open_key, now_ms(), batch) end
   else
-    local payload = redis.call('HGET', KEYS[2], batch .. ':callback') or ''
+    local payload = redis.call('HGET', batches_key, batch .. ':callback') or ''
     local record = prefix .. 'job:' .. s.callback
     if redis.call('EXISTS', record) == 0 then
       redis.call('HSET', record, 'state', 'pending', 'attempts', '0', 'payload', payload)
-      redis.call('HSET', KEYS[5], s.callback, string.format(
+      redis.call('HSET', headers_key, s.callback, string.format(
         '{"batch":"%s","total":"%d","done":"%d","dead":"%d","cancelled":"%d","gone":"%d"}',
         batch, s.total, s.counts[1], s.counts[2], s.counts[3], s.counts[4]))
-      redis.call('ZADD', KEYS[4], 0, s.callback)
+      redis.call('ZADD', pending_key, 0, s.callback)
       called = true
-      emit(KEYS[6], keep, 'enqueued', s.callback, 'state', 'pending', 'batch', batch)
+      emit(events_key, keep, 'enqueued', s.callback, 'state', 'pending', 'batch', batch)
     end
-    redis.call('HDEL', KEYS[2], batch, batch .. ':callback')
+    redis.call('HDEL', batches_key, batch, batch .. ':callback')
     local fields = {}
     for n = 0, s.total - 1 do fields[#fields + 1] = batch .. ':' .. n end
-    redis.call('HDEL', KEYS[3], unpack(fields))
-    redis.call('ZREM', KEYS[1], batch)
+    redis.call('HDEL', batch_jobs_key, unpack(fields))
+    redis.call('ZREM', batch_open_key, batch)
     closed = closed + 1
   end
 end

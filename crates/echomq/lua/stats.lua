@@ -1,11 +1,11 @@
 --[[ STATS: how many jobs are in each state. Writes nothing.
 
-KEYS[1]  emq:{q}:pending    (zset)
-KEYS[2]  emq:{q}:active     (zset)
-KEYS[3]  emq:{q}:delayed    (zset)
-KEYS[4]  emq:{q}:done       (zset)
-KEYS[5]  emq:{q}:dead       (zset)
-KEYS[6]  emq:{q}:cancelled  (zset)
+pending_key    emq:{q}:pending    (zset)
+active_key     emq:{q}:active     (zset)
+delayed_key    emq:{q}:delayed    (zset)
+done_key       emq:{q}:done       (zset)
+dead_key       emq:{q}:dead       (zset)
+cancelled_key  emq:{q}:cancelled  (zset)
 Reply    [pending, active, delayed, done, dead, cancelled]: each set's size
 Errors   EMQARG, EMQTYPE
 ]]
@@ -22,15 +22,14 @@ local key_names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'}
 local key_forms = {6}
 --@keys end
 
-local names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'}
-local _, err = queue_prefix(names)
+local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 err = no_options_error(1)
 if err then return err end
 local counts = {}
-for i = 1, 6 do
-  err = type_error(KEYS[i], 'zset')
+for i, key in ipairs({pending_key, active_key, delayed_key, done_key, dead_key, cancelled_key}) do
+  err = type_error(key, 'zset')
   if err then return err end
-  counts[i] = redis.call('ZCARD', KEYS[i])
+  counts[i] = redis.call('ZCARD', key)
 end
 return counts

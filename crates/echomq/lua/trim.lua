@@ -3,16 +3,16 @@ oldest finished jobs of one state that are past the queue's age for it, or
 beyond its count, as PURGE deletes them: records, set entries, and their
 priority, error, progress, policy, result and header entries.
 
-KEYS[1]  emq:{q}:done|dead|cancelled (zset) the finished set to trim
-KEYS[2]  emq:{q}:priority   (hash)
-KEYS[3]  emq:{q}:errors     (hash)
-KEYS[4]  emq:{q}:progress   (hash)
-KEYS[5]  emq:{q}:policy     (hash)
-KEYS[6]  emq:{q}:results    (hash)
-KEYS[7]  emq:{q}:headers    (hash)
-KEYS[8]  emq:{q}:config     (hash) <state>_age and <state>_count, each 0 for
-                            no bound; unset: done a day and 10000, dead 30
-                            days and 100000, cancelled a day and 10000
+set_key       emq:{q}:done|dead|cancelled (zset) the finished set to trim
+priority_key  emq:{q}:priority   (hash)
+errors_key    emq:{q}:errors     (hash)
+progress_key  emq:{q}:progress   (hash)
+policy_key    emq:{q}:policy     (hash)
+results_key   emq:{q}:results    (hash)
+headers_key   emq:{q}:headers    (hash)
+config_key    emq:{q}:config     (hash) <state>_age and <state>_count, each 0 for
+                                 no bound; unset: done a day and 10000, dead 30
+                                 days and 100000, cancelled a day and 10000
 ARGV[1..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each deleted id (same hashtag)
@@ -36,29 +36,32 @@ local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'pol
 local key_forms = {8}
 --@keys end
 
-local state, err = named_set({'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
+local state, err = named_set(set_key, {'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
 if err then return err end
+-- The set it names stands for its key's role, done|dead|cancelled.
+key_names[1] = state
 local prefix
-prefix, err = queue_prefix(deleting_keys(state, {'config'}))
+prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = deleting_types_error() or type_error(KEYS[8], 'hash')
+local sides = {priority_key, errors_key, progress_key, policy_key, results_key, headers_key}
+err = deleting_types_error(set_key, sides) or type_error(config_key, 'hash')
 if err then return err end
 
 local kept
-kept, err = retention(KEYS[8], state)
+kept, err = retention(config_key, state)
 if err then return err end
 local limit = opts.LIMIT or SWEEP_LIMIT_MAX
 -- The set is in finish order, so each bound cuts a prefix of it: the longer goes.
 local past_age, past_count = 0, 0
 if kept[1] > 0 then
-  past_age = #redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms() - kept[1], 'LIMIT', 0, limit)
+  past_age = #redis.call('ZRANGEBYSCORE', set_key, '-inf', now_ms() - kept[1], 'LIMIT', 0, limit)
 end
 if kept[2] > 0 then
-  past_count = math.max(redis.call('ZCARD', KEYS[1]) - kept[2], 0)
+  past_count = math.max(redis.call('ZCARD', set_key) - kept[2], 0)
 end
 local going = math.min(math.max(past_age, past_count), limit)
 if going == 0 then return 0 end
-return delete_jobs(prefix, redis.call('ZRANGE', KEYS[1], 0, going - 1))
+return delete_jobs(prefix, set_key, sides, redis.call('ZRANGE', set_key, 0, going - 1))

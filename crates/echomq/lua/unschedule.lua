@@ -1,7 +1,7 @@
 --[[ UNSCHEDULE: remove a schedule from the queue. Jobs it fired stay.
 
-KEYS[1]  emq:{q}:schedules  (hash)
-KEYS[2]  emq:{q}:ticks      (zset)
+schedules_key  emq:{q}:schedules  (hash)
+ticks_key      emq:{q}:ticks      (zset)
 ARGV[1]  name: 1 to MAX_SCHEDULE_NAME (200) bytes
 Reply    1 removed, 0 there was no such schedule
 Errors   EMQARG, EMQTYPE
@@ -15,16 +15,16 @@ local key_names = {'schedules', 'ticks'}
 local key_forms = {2}
 --@keys end
 
-local _, err = queue_prefix({'schedules', 'ticks'})
+local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
 if err then return err end
 local name
 name, err = schedule_name(ARGV[1])
 if err then return err end
 err = no_options_error(2)
 if err then return err end
-err = type_error(KEYS[1], 'hash') or type_error(KEYS[2], 'zset')
+err = type_error(schedules_key, 'hash') or type_error(ticks_key, 'zset')
 if err then return err end
 
-local removed = redis.call('HDEL', KEYS[1], name)
-redis.call('ZREM', KEYS[2], name)
+local removed = redis.call('HDEL', schedules_key, name)
+redis.call('ZREM', ticks_key, name)
 return removed

@@ -3,8 +3,7 @@ core's `Ack` and `Finish`, crates/echomq-core/src/transition/ack.rs and fenced.r
 ack_result(given, value) checks RESULT's bytes: given is the RESULT already
 read, if any; it returns the bytes, or nil and an error reply.
 finish_job(record, active, done, results, events, id, result, keep) finishes
-a job after every check; ack_job(id, result, keep) finishes ACK's, with
-KEYS[1..5] as ACK names them (job, active, done, results, events).
+a job after every check, and finish_jobs many (ACKMANY's).
 ]]
 --@include events
 
@@ -49,8 +48,4 @@ local function finish_jobs(prefix, active, done, results, events, ids, kept, kee
     completed(results, events, id, kept[j], keep)
   end
   redis.call('ZADD', done, unpack(scored_last_first(string.format('%d', now_ms()), ids)))
-end
-
-local function ack_job(id, result, keep)
-  finish_job(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], id, result, keep)
 end

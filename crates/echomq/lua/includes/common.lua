@@ -105,29 +105,31 @@ local function kind_error(id)
   end
 end
 
--- The queue's prefix, emq:{q}:, read off KEYS[1] and checked against every key:
--- the keys must be this queue's, named as the protocol names them: all of
--- `names`, or the first n when `forms` lists n (ENQUEUE's {2, 11}). The name
--- 'job' stands for the record of `id`.
-local function queue_prefix(names, id, forms)
-  forms = forms or {#names}
+-- The queue's prefix, emq:{q}:, read off the first of `keys` (the call's
+-- KEYS, which only this check reads by position: a script reads its keys
+-- by role, from its prologue) and checked against every one: the keys must
+-- be this queue's, named as the protocol names them: their count one of
+-- `forms`, each the name `names` gives at its position (the prologue's
+-- key_names and key_forms). The name 'job' stands for the record of `id`.
+local function queue_prefix(keys, names, id, forms)
   local count = nil
   for _, n in ipairs(forms) do
-    if #KEYS == n then count = n end
+    if #keys == n then count = n end
   end
   if not count then
     return nil, emq_error('EMQARG', 'wrong number of keys: takes ' .. table.concat(forms, ' or '))
   end
+  local first_key = keys[1]
   local first = names[1] == 'job' and 'job:' .. id or names[1]
-  local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #first)
-  if #KEYS[1] <= #first or string.sub(KEYS[1], #prefix + 1) ~= first
+  local prefix = string.sub(first_key, 1, #first_key - #first)
+  if #first_key <= #first or string.sub(first_key, #prefix + 1) ~= first
       or not string.match(prefix, '^emq:{[^{}]+}:$') then
     local shape = names[1] == 'job' and 'job:<id>' or names[1]
     return nil, emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:' .. shape)
   end
   for i = 2, count do
     local key = prefix .. (names[i] == 'job' and 'job:' .. id or names[i])
-    if KEYS[i] ~= key then
+    if keys[i] ~= key then
       return nil, emq_error('EMQARG', 'KEYS[' .. i .. '] must be ' .. key)
     end
   end

@@ -21,19 +21,19 @@ local function wake(key)
   if key then redis.call('ZADD', key, '0', '1') end
 end
 
--- The trailing keys most transitions that add to pending take: the events
--- keys KEYS[at - 2] and KEYS[at - 1], then the wake-up key KEYS[at]; the
--- log's length (or nil), the wake-up key (or false), or an error reply.
-local function events_and_wake(at, counted)
-  local keep, err = events_keep(KEYS[at - 2], KEYS[at - 1])
+-- The trailing keys most transitions that add to pending take, checked
+-- together: the events keys `events` and `config`, then the counts key
+-- `counts` when the transition counts (`counted`, the events it may count)
+-- and the call passed it, then the wake-up key `wake_key`. The log's length
+-- (or nil), the wake-up key to tell (or false), or an error reply.
+local function events_and_wake(events, config, wake_key, counts, counted)
+  local keep, err = events_keep(events, config)
   if err then return nil, nil, err end
-  -- The counts key, when the call passed it, follows the wake-up key in
-  -- the transitions that count (`counted`, the events they may count).
   if counted then
-    err = counts_open(KEYS[at + 1], counted)
+    err = counts_open(counts, counted)
     if err then return nil, nil, err end
   end
   local wakes
-  wakes, err = wake_target(KEYS[at])
+  wakes, err = wake_target(wake_key)
   return keep, wakes, err
 end

@@ -180,33 +180,134 @@ mod tests {
             .collect()
     }
 
+    /// `(local, key)` for each key line of a script's header, in order:
+    /// `active_key   emq:{q}:active   (zset) …`.
+    fn header_keys(source: &str) -> Vec<(&str, &str)> {
+        let header = source.split("]]").next().unwrap_or_default();
+        header
+            .lines()
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                let (local, key) = (words.next()?, words.next()?);
+                (local.ends_with("_key") && key.starts_with("emq:{q}:")).then_some((local, key))
+            })
+            .collect()
+    }
+
+    /// A script's KEYS prologue, its first and last lines included, as
+    /// `build.rs` writes it: `(before, block, after)`.
+    fn prologue(source: &str) -> Option<(&str, &str, &str)> {
+        let begin = source.find("\n--@keys ")? + 1;
+        let end = begin + source[begin..].find("\n--@keys end\n")? + "\n--@keys end\n".len();
+        Some((&source[..begin], &source[begin..end], &source[end..]))
+    }
+
+    /// The locals a script's prologue binds, in KEYS order
+    /// (`local active_key = KEYS[2]`).
+    fn bound(block: &str) -> Vec<&str> {
+        let bound: Vec<(&str, &str)> =
+            block.lines().filter_map(|line| line.strip_prefix("local ")?.split_once(" = KEYS[")).collect();
+        for (at, (local, rest)) in bound.iter().enumerate() {
+            assert!(rest.starts_with(&format!("{}]", at + 1)), "{local} is not bound to KEYS[{}]", at + 1);
+        }
+        bound.into_iter().map(|(local, _)| local).collect()
+    }
+
+    /// Where `text` reads KEYS by position: `KEYS[` (or `KEYS [`) that does
+    /// not open a refusal's text (`'KEYS[2] must be …'`, the protocol's
+    /// words, naming a position); the line of each.
+    fn positional_reads(text: &str) -> Vec<&str> {
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        text.match_indices("KEYS")
+            .filter(|(at, _)| {
+                let before = text[..*at].chars().next_back();
+                let after = text[at + "KEYS".len()..].trim_start_matches([' ', '\t']);
+                !word(before) && !word(after.chars().next()) && after.starts_with('[') && before != Some('\'')
+            })
+            .map(|(at, _)| {
+                let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+                text[start..].lines().next().unwrap_or_default()
+            })
+            .collect()
+    }
+
     #[test]
     fn every_transition_has_its_script_and_every_script_a_transition() {
         for name in Name::ALL {
             let source = script_source(*name);
             assert!(!source.contains("--@include"), "{name}: an include left unexpanded");
         }
-        for (stem, _) in scripts() {
-            assert!(
-                Name::ALL.iter().any(|name| name.as_str() == stem),
-                "lua/{stem}.lua is no transition's: a script is named by its transition alone"
-            );
-        }
+        assert_eq!(scripts().count(), Name::ALL.len());
         assert_eq!(SCRIPTS.len(), Name::ALL.len());
     }
 
-    /// Each header's KEYS are the description's roles, in order; its ARGV
-    /// the description's arguments by name; its options the description's.
+    /// A script is named by its transition alone (`ack.lua`), never by its
+    /// key count (`ack-7.lua`): a key added to a transition renames nothing.
+    #[test]
+    fn every_script_is_named_by_its_transition() {
+        for (stem, _) in scripts() {
+            assert!(
+                Name::ALL.iter().any(|name| name.as_str() == stem),
+                "lua/{stem}.lua is no transition's name: a script is `<transition>.lua`, as \
+                 Description::script names it"
+            );
+        }
+        for name in Name::ALL {
+            assert_eq!(name.describe().script(), format!("{name}.lua"));
+        }
+    }
+
+    /// Scripts and includes read their keys by role, from the locals each
+    /// script's prologue binds: outside the prologues no Lua indexes KEYS
+    /// (the key check, `queue_prefix`, takes the call's KEYS whole, and
+    /// only a refusal's text names a position).
+    #[test]
+    fn keys_are_read_by_position_only_in_the_prologues() {
+        assert_eq!(
+            positional_reads("local a = KEYS[1]\nx(KEYS [i])\n'KEYS[' .. i\n#KEYS\nKEYSLOT"),
+            ["local a = KEYS[1]", "x(KEYS [i])"]
+        );
+        let mut wrong = Vec::new();
+        for (stem, source) in FILES {
+            let outside = match prologue(source) {
+                Some((before, block, after)) => {
+                    assert!(!stem.starts_with("includes/"), "lua/{stem}.lua: an include has no prologue");
+                    assert_eq!(prologue(after), None, "lua/{stem}.lua has two prologues");
+                    assert!(!bound(block).is_empty(), "lua/{stem}.lua: its prologue binds no key");
+                    format!("{before}{after}")
+                }
+                None => {
+                    assert!(stem.starts_with("includes/"), "lua/{stem}.lua has no KEYS prologue");
+                    (*source).to_owned()
+                }
+            };
+            wrong
+                .extend(positional_reads(&outside).into_iter().map(|line| format!("lua/{stem}.lua: {line}")));
+        }
+        assert!(wrong.is_empty(), "KEYS read by position outside a prologue:\n{}", wrong.join("\n"));
+    }
+
+    /// Each header's keys are the description's roles, in order, each
+    /// under the local its prologue binds it to; its ARGV the description's
+    /// arguments by name; its options the description's.
     #[test]
     fn every_script_header_matches_its_description() {
         for name in Name::ALL {
             let described = name.describe();
             let source = file(name.as_str()).unwrap();
-            let keys = header(source, "KEYS");
-            assert_eq!(keys.len(), described.keys.len(), "{name}: KEYS in the header");
-            for ((n, text), role) in keys.iter().zip(described.keys) {
-                let key = text.split_whitespace().next().unwrap_or_default();
-                assert_eq!(key, format!("emq:{{q}}:{}", role.pattern()), "{name}: KEYS[{n}]");
+            let (_, block, _) = prologue(source).unwrap_or_else(|| panic!("{name}: no KEYS prologue"));
+            let bound = bound(block);
+            assert_eq!(bound.len(), described.keys.len(), "{name}: the keys its prologue binds");
+            let keys = header_keys(source);
+            assert_eq!(keys.len(), described.keys.len(), "{name}: the keys in the header");
+            for (at, ((local, key), role)) in keys.iter().zip(described.keys).enumerate() {
+                assert_eq!(
+                    *key,
+                    format!("emq:{{q}}:{}", role.pattern()),
+                    "{name}: the header's key {}",
+                    at + 1
+                );
+                assert_eq!(*local, bound[at], "{name}: the header's key {} is not its prologue's", at + 1);
             }
             let args: Vec<(usize, String)> = header(source, "ARGV");
             let positional: Vec<&(usize, String)> =
