@@ -43,6 +43,11 @@ pub enum Event {
     Extend(Heard),
     /// RELEASE (a worker shutting down gives the job back).
     Release(Heard),
+    /// A call the worker sent that carries a token or hands one out, of a
+    /// transition the witness has no event for (a new one, or DEFER and
+    /// PROGRESS, which the chaos handler never sends): the verdict cannot
+    /// judge it, so it counts as a violation until it has its event.
+    Unjudged,
 }
 
 /// What the server answered a call that carried a token.
@@ -112,6 +117,7 @@ impl fmt::Display for Entry {
             Event::Fail(o) => ("fail", Some(o)),
             Event::Extend(o) => ("extend", Some(o)),
             Event::Release(o) => ("release", Some(o)),
+            Event::Unjudged => ("unjudged", None),
         };
         write!(f, "{name} {} {}", self.id, self.token)?;
         match outcome {
@@ -149,6 +155,7 @@ impl FromStr for Entry {
             ("fail", Some(o)) => Event::Fail(o),
             ("extend", Some(o)) => Event::Extend(o),
             ("release", Some(o)) => Event::Release(o),
+            ("unjudged", None) => Event::Unjudged,
             _ => return Err(bad()),
         };
         let id = JobId::branded(id).map_err(|_| bad())?;
@@ -206,7 +213,7 @@ mod tests {
     fn every_event_round_trips_through_its_line() {
         let id = JobId::mint();
         let outcomes = [Heard::Ok, Heard::Fence, Heard::NoJob, Heard::Error, Heard::Refused];
-        let mut events = vec![Event::Claim, Event::Start, Event::End];
+        let mut events = vec![Event::Claim, Event::Start, Event::End, Event::Unjudged];
         for o in outcomes {
             events.extend([Event::Ack(o), Event::Fail(o), Event::Extend(o), Event::Release(o)]);
         }

@@ -152,6 +152,12 @@ impl<'j> Judging<'j> {
                 Event::Fail(o) => (FAIL, o),
                 Event::Extend(o) => (EXTEND, o),
                 Event::Release(o) => (RELEASE, o),
+                Event::Unjudged => {
+                    self.verdict
+                        .violations
+                        .push(format!("{id}: token {token} went through a call the witness cannot judge"));
+                    continue;
+                }
             };
             match outcome {
                 Heard::Ok if kind == EXTEND => {}
@@ -301,6 +307,16 @@ mod tests {
         assert_eq!((v.claims, v.starts, v.ends, v.acks_seen), (2, 2, 2, 1));
         assert_eq!(v.stale_refused, [1, 0, 0, 0]);
         assert_eq!((v.rerun_jobs, v.reruns), (1, 1));
+    }
+
+    /// A fenced call the witness cannot judge is never taken as fine.
+    #[test]
+    fn a_call_the_witness_cannot_judge_is_a_violation() {
+        let id = JobId::mint();
+        let mut seen = history(&id);
+        seen[1].insert(3, line(Event::Unjudged, &id, 2));
+        let v = Verdict::judge(&seen, &records(&id, done(2)));
+        assert!(v.violations.iter().any(|v| v.contains("cannot judge")), "{:?}", v.violations);
     }
 
     #[test]
