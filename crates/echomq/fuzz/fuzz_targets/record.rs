@@ -11,11 +11,11 @@
 #![no_main]
 
 use echomq::record::field;
+use echomq::executor::Reply;
 use echomq::transition::{Inspect, Transition};
 use echomq::{Error, ErrorKind, Record, State};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use redis::Value;
 
 const NAMES: [&str; 5] =
     [field::STATE, field::ATTEMPTS, field::PAYLOAD, field::ENQUEUED_AT, field::UPDATED_AT];
@@ -59,8 +59,8 @@ fn written(record: &Record) -> Fields {
 
 /// INSPECT's reply for a record hash: its flat field/value array and no error.
 fn inspect(fields: &Fields) -> echomq::Result<Option<Record>> {
-    let flat = fields.iter().flat_map(|(f, v)| [Value::BulkString(f.clone()), Value::BulkString(v.clone())]);
-    let reply = Value::Array(vec![Value::Array(flat.collect()), Value::Nil]);
+    let flat = fields.iter().flat_map(|(f, v)| [Reply::Bulk(f.clone()), Reply::Bulk(v.clone())]);
+    let reply = Reply::Array(vec![Reply::Array(flat.collect()), Reply::Nil]);
     Inspect::parse(reply).map(|found| found.map(|inspection| inspection.record))
 }
 
