@@ -47,3 +47,10 @@ pub fn unique_queue(prefix: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{prefix}-{}-{n}", std::process::id())
 }
+
+/// Now, ms since the Unix epoch, on this process's clock: the clock a
+/// worker's beat in the worker registry is written by.
+pub fn now_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
+}

@@ -31,7 +31,7 @@
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
 //! - [`events`]: [`QueueEvents`], a reader of a queue's event log.
-//! - [`workers`](mod@workers): the worker registry: [`workers()`] lists the live workers
+//! - the worker registry: [`workers()`] lists the live workers
 //!   ([`WorkerInfo`]), their queues and the jobs they run now
 //!   ([`workers_read_only`]: the same, writing nothing).
 //! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].
@@ -65,7 +65,8 @@ pub mod transition;
 #[allow(unreachable_pub)]
 mod transition;
 pub mod worker;
-pub mod workers;
+#[allow(unreachable_pub)]
+mod workers;
 
 /// The protocol's limits (PROTOCOL.md §11.1), which the host checks before
 /// it sends. The raw protocol layer: with the `protocol` feature.

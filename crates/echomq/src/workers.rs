@@ -80,20 +80,6 @@ pub enum Field {
 }
 
 impl Field {
-    /// Every field, in the order they are written.
-    pub const ALL: [Field; 10] = [
-        Field::Host,
-        Field::Pid,
-        Field::Queues,
-        Field::Concurrency,
-        Field::Version,
-        Field::Protocol,
-        Field::Started,
-        Field::Beat,
-        Field::Ttl,
-        Field::Running,
-    ];
-
     /// The field's name in the hash.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -264,12 +250,12 @@ async fn forget(via: &dyn Executor, ids: &[String], before: u64) -> Result<()> {
     Ok(())
 }
 
-/// The live workers, from the worker registry: at most [`READ_LIMIT`],
+/// The live workers, from the worker registry: at most 1,000,
 /// those that beat last, sorted by id. A worker whose hash is gone (its TTL
 /// ran out: killed, or cut off) is left out and taken out of [`WORKERS`];
 /// one whose beat is older than its TTL on this process's clock is left out
 /// (a hash expires on the server's clock); any member whose beat is older
-/// than [`FORGET_AFTER`] is taken out too. The taking out is a courtesy:
+/// than half an hour (ten times the longest TTL) is taken out too. The taking out is a courtesy:
 /// should it fail (an ACL), the list is still returned.
 ///
 /// # Errors

@@ -9,10 +9,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use echomq::keyspace::WORKERS;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::workers::{now_ms, WORKERS};
 use echomq::{workers, ErrorKind, Executor, Queue, WorkerInfo};
-use echomq_test_support::{eventually, unique_queue, RedisServer};
+use echomq_test_support::{eventually, now_ms, unique_queue, RedisServer};
 use tokio::sync::Semaphore;
 
 /// Short beats, so that a killed worker's entry expires within a test.

@@ -197,6 +197,13 @@ enum Command {
     WorkGuard,
 }
 
+/// Now, ms since the Unix epoch, on this process's clock: the clock a
+/// worker's beat in the worker registry is written by.
+fn now_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn main() {
     let cli = Cli::parse();
     let runtime = match cli.command {

@@ -30,7 +30,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     if let Some(queue) = &args.queue {
         workers.retain(|worker| worker.works(queue));
     }
-    let now = echomq::workers::now_ms();
+    let now = crate::now_ms();
     if args.json {
         for worker in &workers {
             say!("{}", json(worker));

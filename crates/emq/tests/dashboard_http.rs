@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use dashboard_support::{dead_jobs, queue, Dashboard};
 use echomq::{EnqueueOptions, State};
-use echomq_test_support::{unique_queue, RedisServer};
+use echomq_test_support::{now_ms, unique_queue, RedisServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_400_and_a_missing_job_404() {
@@ -645,9 +645,9 @@ async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
     queue(&server, &idle).await.enqueue(b"waiting".to_vec()).await.unwrap();
     // A dead worker (its hash gone), which a read-only dashboard must leave in the registry.
     let mut conn = server.connection().await;
-    let now = echomq::workers::now_ms();
+    let now = now_ms();
     let () = redis::cmd("ZADD")
-        .arg(echomq::workers::WORKERS)
+        .arg(echomq::keyspace::WORKERS)
         .arg(now)
         .arg("gone:1:x")
         .query_async(&mut conn)
@@ -673,7 +673,7 @@ async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
     assert!(silent.has("The event log is off") && !silent.has(r#"id="latency""#), "{silent:?}");
     // The pages took snapshots, which read the worker registry and wrote nothing to it.
     let left: Option<f64> = redis::cmd("ZSCORE")
-        .arg(echomq::workers::WORKERS)
+        .arg(echomq::keyspace::WORKERS)
         .arg("gone:1:x")
         .query_async(&mut conn)
         .await

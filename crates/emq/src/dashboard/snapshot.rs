@@ -231,7 +231,7 @@ pub async fn keep_fresh(app: Arc<App>) {
 async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>, registry: Registry) -> Snapshot {
     let taken = Instant::now();
     let now_ms = server_ms(conn).await.unwrap_or_default();
-    let local_ms = echomq::workers::now_ms();
+    let local_ms = crate::now_ms();
     let workers = match registry {
         Registry::Tidy => echomq::workers(&**executor).await,
         Registry::ReadOnly => echomq::workers_read_only(&**executor).await,
