@@ -2,11 +2,12 @@
 //! never inspects it.
 //!
 //! Every transition reaches an executor the same way: as a [`Call`] (its
-//! [`Name`](crate::Name), KEYS and ARGV), through the one method [`Executor::run`]. The
-//! typed side stays with the transition: [`execute`] builds the call from a
-//! [`Transition`](crate::transition::Transition), runs it in a tracing span, and parses the reply with
-//! `T::parse`; a refusal comes back naming the transition, the queue and the
-//! job ([`Error::at`](crate::Error::at)).
+//! [`Name`](crate::Name), KEYS and ARGV), through [`Executor::run`], and
+//! comes back as the core's typed [`Reply`]. The typed side stays with the
+//! transition: [`execute`] builds the call from a
+//! [`Transition`](crate::transition::Transition), runs it in a tracing
+//! span, and parses the reply with `T::parse`; a refusal comes back naming
+//! the transition, the queue and the job ([`Error::at`](crate::Error::at)).
 //!
 //! # Layout
 //! - `lua`: [`Lua`], EVALSHA of each transition's script, idle claims on
