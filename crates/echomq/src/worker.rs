@@ -16,10 +16,13 @@
 //! ```
 //!
 //! # Layout
-//! - `worker.rs`: [`Worker`] and its options.
+//! - `worker.rs`: [`Worker`] and its [`Control`].
+//! - `worker/options.rs`: [`WorkerOptions`], and what a running worker's
+//!   parts share: the handler, the options, the stops.
 //! - `worker/claims.rs`: a queue's claim loop: slots gathered, claims, outages.
 //! - `worker/turns.rs`: one loop that claims for a worker's several queues
 //!   on one server, in turns, and waits for them all with one `BZPOPMIN`.
+//! - `worker/context.rs`: what a handler gets: [`JobContext`].
 //! - `worker/handler.rs`: what a handler is and returns: [`Handler`],
 //!   [`JobOutput`], [`Json`], [`RetryAfter`].
 //! - `worker/job.rs`: one job's run: the handler, its lease, its outcome.
@@ -28,6 +31,7 @@
 //!   through an outage, up to the lease's last safe moment.
 //! - `worker/acker.rs`: acks gathered into one round trip under load, each
 //!   round trip fetching the next jobs for the slots it frees (ACKNEXT).
+//! - `worker/meters.rs`: the metrics' names ([`metric`]) and each queue's handles.
 //! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
 //! - `worker/registration.rs`: the worker's entry in the worker registry
 //!   (`emq:workers`), its queues and running jobs, beating under a TTL.
@@ -42,99 +46,27 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::executor::Executor;
-use crate::queue::{Queue, RetryPolicy};
+use crate::queue::Queue;
 
 mod acker;
 mod claims;
+mod context;
 mod handler;
 mod job;
+mod meters;
+mod options;
 mod registration;
 mod turns;
 mod upkeep;
 
 use claims::claim_loop;
+use options::Shared;
 
+pub use context::JobContext;
 pub use handler::{Handler, HandlerError, HandlerFuture, JobOutput, Json, RetryAfter};
-pub use job::{metric, JobContext};
-
-/// Metric: jobs claimed whose id this host cannot hold (not UTF-8), so cannot run.
-pub const UNHANDLED: &str = "emq_jobs_unhandled_total";
-
-/// A claimed job this host cannot run, since it cannot even name it: say so
-/// and count it, never drop it without a word (PROTOCOL.md §1). It stays
-/// active until its lease runs out and REAP takes it back, or kills it.
-pub(crate) fn unhandled(why: &str) {
-    tracing::error!(
-        id = why,
-        "claimed a job whose id this host cannot hold; it cannot run here and stays active until REAP"
-    );
-    metrics::counter!(UNHANDLED).increment(1);
-}
-
-/// How a worker runs.
-#[derive(Clone, Debug)]
-pub struct WorkerOptions {
-    /// Jobs run at once, across the worker's queues.
-    pub concurrency: usize,
-    /// Each claim's lease; renewed before a third of it has passed, every
-    /// running job of a queue in one pipelined round of EXTENDs.
-    pub lease: Duration,
-    /// Retries and back-off, and the reaper's maximum attempts, for jobs
-    /// whose producer set no policy of their own (a job's own ATTEMPTS,
-    /// BACKOFF or BACKOFF_EXP win, on the server).
-    pub retry: RetryPolicy,
-    /// How long one attempt may run, for jobs with no TIMEOUT of their own;
-    /// `None`: as long as it heart-beats. A job past its timeout is
-    /// cancelled (as on a lost lease) and failed with a timeout error.
-    pub timeout: Option<Duration>,
-    /// How long an idle claim waits for work before it asks again (on
-    /// executors that can wait: native, embedded, Lua on the queue's
-    /// wake-up key). A stopping worker ends its waits early (on Redis, with
-    /// `CLIENT UNBLOCK` when its user may send it).
-    pub idle_wait: Duration,
-    /// The longest nap between two claims of an idle worker that has to poll
-    /// (Lua with no connection of its own to wait on).
-    pub idle_poll: Duration,
-    /// How often the worker reaps expired leases and promotes due jobs.
-    pub upkeep: Duration,
-    /// On shutdown, how long jobs in flight may run on before they are
-    /// cancelled and released back to pending.
-    pub grace: Duration,
-    /// How often the worker writes its entry in the worker registry
-    /// (`emq:workers`, [`workers`](crate::workers())), its running jobs
-    /// with it: its registry beat, not a lease's. The entry expires after
-    /// three registry beats without one. Taken within
-    /// 10 ms..=60 s.
-    pub registry_beat: Duration,
-}
-
-impl Default for WorkerOptions {
-    fn default() -> Self {
-        WorkerOptions {
-            concurrency: 10,
-            lease: Duration::from_secs(30),
-            retry: RetryPolicy::new(),
-            timeout: None,
-            idle_wait: Duration::from_secs(1),
-            idle_poll: Duration::from_millis(20),
-            upkeep: Duration::from_millis(250),
-            grace: Duration::from_secs(10),
-            registry_beat: crate::workers::DEFAULT_BEAT,
-        }
-    }
-}
-
-/// What a worker needs to hand each job's task.
-struct Shared {
-    handler: Box<dyn Handler>,
-    options: WorkerOptions,
-    /// Stop claiming (shutdown began).
-    stopping: CancellationToken,
-    /// Grace is over: cancel the handlers still running and release their jobs.
-    releasing: CancellationToken,
-    /// A stop asked through a [`Control`], as the shutdown future's end.
-    asked: CancellationToken,
-}
+pub(crate) use meters::unhandled;
+pub use meters::{metric, UNHANDLED};
+pub use options::WorkerOptions;
 
 /// Steers a running worker from outside its shutdown future, for a host
 /// that tells its stops apart (`emq work`: SIGTSTP, a second SIGTERM).
@@ -234,7 +166,7 @@ impl Worker {
         metric::describe();
         let shared = self.shared.clone();
         for queue in &self.queues {
-            for warning in crate::executor::server_warnings(&**queue.executor()).await {
+            for warning in queue.executor().server_warnings().await {
                 tracing::warn!(queue = queue.name(), "{warning}");
             }
         }
@@ -251,12 +183,12 @@ impl Worker {
         // replicas must confirm writes: an ACKNEXT that a lagging replica
         // leaves unconfirmed answers that, not the jobs it claimed, which
         // would sit out their leases; the claim loop's claims are not waited for.
-        let refills = self.queues.len() == 1 && self.queues[0].executor().setup().replication.is_none();
+        let refills = self.queues.len() == 1 && self.queues[0].executor().replication().is_none();
         let queues = self.queues.len();
         // Several queues of one server: one loop claims for all of them, in
         // turns (worker/turns.rs); else a claim loop each.
         let one_server = self.queues.iter().all(|q| Arc::ptr_eq(q.executor(), self.queues[0].executor()));
-        let in_turns = queues > 1 && one_server && self.queues[0].executor().setup().waits_on_many;
+        let in_turns = queues > 1 && one_server && self.queues[0].executor().waits_on_many();
         let mut taking_turns = Vec::new();
         let mut hearts = Vec::with_capacity(queues);
         for queue in self.queues {
@@ -264,7 +196,7 @@ impl Worker {
             hearts.push(heart.clone());
             loops.spawn(heart.clone().run());
             let (acker, inbox) = acker::Acker::channel();
-            let meters = job::Meters::new(queue.name());
+            let meters = meters::Meters::new(queue.name());
             let refills_slots = refills.then(|| slots.clone());
             let hands =
                 Arc::new(job::Hands { queue: queue.clone(), acker, heart, meters, refills: refills_slots });

@@ -27,7 +27,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 use super::job::Hands;
-use super::{JobRun, Shared};
+use super::options::Shared;
+use super::JobRun;
 use crate::executor::execute;
 use crate::queue::{ack_many, Queue};
 use crate::transition::{Ack, AckMany, AckNext, Claimed, Claims, Release};

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::{job, JobRun, Shared, WorkerOptions};
+use super::options::{Shared, WorkerOptions};
+use super::{job, JobRun};
 use crate::queue::Queue;
 use crate::transition::{Claims, Held};
 

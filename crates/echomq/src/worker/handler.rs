@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use super::JobContext;
+use super::context::JobContext;
 use crate::queue::Wait;
 
 /// What a handler's error becomes, whatever its type: the worker keeps its

@@ -10,76 +10,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use echomq_core::Name;
-use serde::de::DeserializeOwned;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub(super) use self::lease::Heart;
 use self::lease::{persist, Lease};
 use super::acker::{self, Acker};
-use super::Shared;
-use crate::executor::execute;
+use super::context::{well_formed_traceparent, JobContext};
+use super::handler::{self, HandlerError};
+use super::meters::Meters;
+use super::options::Shared;
 use crate::id::JobId;
 use crate::queue::{Queue, TRACEPARENT};
-use crate::transition::Headers;
-use crate::transition::{Ack, Claimed, Failed, Progress};
+use crate::transition::{Ack, Claimed, Failed};
 use crate::Error;
-
-/// Metric names, defined once.
-pub mod metric {
-    /// Jobs acked.
-    pub const PROCESSED: &str = "emq_jobs_processed_total";
-    /// Jobs whose handler failed (an error or a panic).
-    pub const FAILED: &str = "emq_jobs_failed_total";
-    /// Failed jobs sent to delayed for another attempt.
-    pub const RETRIED: &str = "emq_jobs_retried_total";
-    /// Failed jobs out of attempts.
-    pub const DEAD: &str = "emq_jobs_dead_total";
-    /// Jobs whose handler said "retry after" (deferred, not failed).
-    pub const DEFERRED: &str = "emq_jobs_deferred_total";
-    /// Jobs whose handler ran past its timeout (each also counts as failed).
-    pub const TIMED_OUT: &str = "emq_jobs_timed_out_total";
-    /// Jobs whose lease was lost while their handler ran.
-    pub const LEASES_LOST: &str = "emq_leases_lost_total";
-    /// Seconds from claim to the handler's end.
-    pub const RUN_SECONDS: &str = "emq_job_run_seconds";
-    /// Seconds from enqueue to the start of this attempt: from the mint
-    /// time in the job's branded id (a ULID's ms), since a claim's reply
-    /// carries no `enqueued_at`; so a delayed or retried job's wait counts
-    /// its delay and its earlier attempts too. Jobs whose id is not branded
-    /// (another speaker's, a derived one) are not counted.
-    pub const WAIT_SECONDS: &str = "emq_job_wait_seconds";
-
-    /// Give each family its help text (Prometheus' `# HELP`, which
-    /// `promtool check metrics` asks for) in the recorder installed now. A
-    /// worker calls it as it starts; calling it again changes nothing.
-    pub fn describe() {
-        use metrics::{describe_counter, describe_histogram, Unit};
-        describe_counter!(PROCESSED, "Jobs this worker acked (completed), by queue.");
-        describe_counter!(
-            FAILED,
-            "Attempts whose handler failed (an error, a panic or a timeout), by queue: every failed attempt, \
-             retried or not (the server's failed count is only the attempts that get another)."
-        );
-        describe_counter!(RETRIED, "Failed attempts sent to delayed for another attempt, by queue.");
-        describe_counter!(DEAD, "Failed attempts that were the job's last: sent to dead, by queue.");
-        describe_counter!(DEFERRED, "Jobs whose handler asked to come back later (retry after), by queue.");
-        describe_counter!(TIMED_OUT, "Attempts that ran past their timeout (each also counts as failed).");
-        describe_counter!(LEASES_LOST, "Jobs whose lease was lost while their handler ran (fenced out).");
-        describe_histogram!(RUN_SECONDS, Unit::Seconds, "Seconds from a job's claim to its handler's end.");
-        describe_histogram!(
-            WAIT_SECONDS,
-            Unit::Seconds,
-            "Seconds from a job's enqueue (its branded id's time) to the start of this attempt."
-        );
-        describe_counter!(
-            super::super::UNHANDLED,
-            "Jobs claimed whose id this host cannot hold, left active for REAP."
-        );
-    }
-}
 
 /// The longest error text kept; FAIL's limit is far above it.
 const ERROR_TEXT: usize = 4096;
@@ -87,93 +33,6 @@ const ERROR_TEXT: usize = 4096;
 /// How long a handler whose job was taken away may take to notice
 /// [`JobContext::cancelled`] and stop by itself before its task is aborted.
 const CANCEL_WINDOW: Duration = Duration::from_secs(1);
-
-/// What a handler gets: the job, and a way to learn its lease was lost.
-#[derive(Clone, Debug)]
-pub struct JobContext {
-    /// The job's id.
-    pub id: JobId,
-    /// Which attempt this is, from 1: the claim's token.
-    pub attempt: u64,
-    /// The job's bytes.
-    pub payload: Vec<u8>,
-    /// The queue's name.
-    pub queue: String,
-    /// The headers its producer set (`EnqueueOptions::header`); empty: none.
-    pub headers: Headers,
-    cancel: CancellationToken,
-    holder: Holder,
-}
-
-/// The claim a handler runs under, for the transitions it may send itself
-/// (PROGRESS), fenced by its token.
-#[derive(Clone)]
-struct Holder {
-    queue: Queue,
-    token: u64,
-}
-
-impl std::fmt::Debug for Holder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Holder").field("queue", &self.queue.name()).field("token", &self.token).finish()
-    }
-}
-
-impl JobContext {
-    /// The producer's W3C trace context (`traceparent` header), when it set
-    /// a well-formed one: the job's span records it, so that a tracing
-    /// layer (OpenTelemetry's) can join the job's trace to its producer's.
-    pub fn traceparent(&self) -> Option<&str> {
-        self.headers.get(TRACEPARENT).map(String::as_str).filter(|value| well_formed_traceparent(value))
-    }
-
-    /// The payload read as JSON into `T`: typed jobs.
-    ///
-    /// # Errors
-    /// serde_json's error when the payload is not JSON, or not a `T`.
-    pub fn json<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
-        serde_json::from_slice(&self.payload)
-    }
-
-    /// Completes when the job is taken from this handler: its lease was lost
-    /// (another worker may hold it now) or the worker is shutting down. The
-    /// handler's task is aborted then anyway; this lets it stop tidily.
-    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
-        self.cancel.cancelled()
-    }
-
-    /// Report how far the job got (at most 4096 bytes: a percentage, a JSON
-    /// object): kept beside the record, read by `Queue::inspect`, `emq
-    /// inspect` and the dashboard, until the job is purged. Fenced: once the
-    /// lease is lost it answers [`ErrorKind::Fence`] and writes nothing.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Fence`] or [`ErrorKind::NoJob`] when the lease was lost;
-    /// [`ErrorKind::TooLarge`] over 4096 bytes, before anything is sent; a
-    /// failure of the connection or the server.
-    pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
-        let progress = Progress { id: self.id.clone(), token: self.holder.token, value: value.into() };
-        execute(&**self.holder.queue.executor(), self.holder.queue.keyspace(), &progress).await
-    }
-
-    /// Whether [`cancelled`](JobContext::cancelled) has completed.
-    #[must_use]
-    pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
-    }
-}
-
-/// A W3C `traceparent` of version 00: `00-<32 hex>-<16 hex>-<2 hex>`, lower
-/// case, with neither id all zeros.
-fn well_formed_traceparent(value: &str) -> bool {
-    let parts: Vec<&str> = value.split('-').collect();
-    let hex = |part: &str, len: usize| {
-        part.len() == len && part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
-    matches!(parts[..], [version, trace, span, flags]
-        if version == "00" && hex(trace, 32) && hex(span, 16) && hex(flags, 2)
-            && trace.bytes().any(|b| b != b'0') && span.bytes().any(|b| b != b'0'))
-}
 
 mod lease;
 
@@ -187,39 +46,6 @@ pub(in crate::worker) struct Hands {
     pub(in crate::worker) heart: Arc<Heart>,
     pub(in crate::worker) meters: Meters,
     pub(in crate::worker) refills: Option<Arc<Semaphore>>,
-}
-
-/// A queue's metric handles, labelled with its name: registered once per
-/// worker, not at every job (a recorder's registration is a lookup, and
-/// the labels an allocation).
-pub(in crate::worker) struct Meters {
-    processed: metrics::Counter,
-    failed: metrics::Counter,
-    retried: metrics::Counter,
-    dead: metrics::Counter,
-    deferred: metrics::Counter,
-    timed_out: metrics::Counter,
-    leases_lost: metrics::Counter,
-    run_seconds: metrics::Histogram,
-    wait_seconds: metrics::Histogram,
-}
-
-impl Meters {
-    /// The handles of the queue named `queue`.
-    pub(in crate::worker) fn new(queue: &str) -> Meters {
-        let labels = [("queue", queue.to_owned())];
-        Meters {
-            processed: metrics::counter!(metric::PROCESSED, &labels),
-            failed: metrics::counter!(metric::FAILED, &labels),
-            retried: metrics::counter!(metric::RETRIED, &labels),
-            dead: metrics::counter!(metric::DEAD, &labels),
-            deferred: metrics::counter!(metric::DEFERRED, &labels),
-            timed_out: metrics::counter!(metric::TIMED_OUT, &labels),
-            leases_lost: metrics::counter!(metric::LEASES_LOST, &labels),
-            run_seconds: metrics::histogram!(metric::RUN_SECONDS, &labels),
-            wait_seconds: metrics::histogram!(metric::WAIT_SECONDS, &labels),
-        }
-    }
 }
 
 /// How a job's run ended: its handler finished (or panicked), its lease was
@@ -277,15 +103,7 @@ async fn run_traced(
     let options = &shared.options;
     let cancel = CancellationToken::new();
     // The payload and headers move to the handler: no copy of them stays here.
-    let context = JobContext {
-        id: job.id.clone(),
-        attempt: job.token,
-        payload: std::mem::take(&mut job.payload),
-        queue: queue.name().to_owned(),
-        headers: std::mem::take(&mut job.headers),
-        cancel: cancel.clone(),
-        holder: Holder { queue: queue.clone(), token: job.token },
-    };
+    let context = JobContext::new(&mut job, queue, cancel.clone());
     // The claim came just before this moment: the lease holds until `lease` from now.
     let started = Instant::now();
     if let Some(waited) = waited(&job.id) {
@@ -350,8 +168,8 @@ async fn run_traced(
                 Err(err) => lost_or_failed(meters, Name::Ack, &err),
             }
         }
-        Ending::Finished(Ok(Err(error))) if super::handler::deferral(&error).is_some() => {
-            let told = super::handler::deferral(&error).expect("checked above");
+        Ending::Finished(Ok(Err(error))) if handler::deferral(&error).is_some() => {
+            let told = handler::deferral(&error).expect("checked above");
             tracing::info!(after = ?told.after, wait = ?told.wait, "job deferred");
             let defer = || queue.defer(&job, told.after, &options.retry, told.wait);
             match persist(&mut lease, Name::Defer, None, defer).await {
@@ -465,7 +283,7 @@ impl Failure<'_> {
 fn failure_text(result: std::result::Result<HandlerResult, tokio::task::JoinError>) -> String {
     match result {
         Ok(Ok(_)) => "handler succeeded".to_owned(),
-        Ok(Err(error)) => super::handler::error_text(&error),
+        Ok(Err(error)) => handler::error_text(&error),
         Err(join) if join.is_panic() => format!("handler panicked: {}", panic_text(join.into_panic())),
         Err(join) => format!("handler task ended: {join}"),
     }
@@ -480,7 +298,7 @@ async fn stop(cancel: CancellationToken, mut handler: tokio::task::JoinHandle<Ha
     }
 }
 
-type HandlerResult = std::result::Result<Option<Vec<u8>>, super::HandlerError>;
+type HandlerResult = std::result::Result<Option<Vec<u8>>, HandlerError>;
 
 /// How long a release at shutdown is tried.
 const RELEASE_PERSISTENCE: Duration = Duration::from_secs(2);
@@ -529,7 +347,7 @@ fn truncate(mut text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{waited, well_formed_traceparent};
+    use super::waited;
     use crate::JobId;
 
     #[test]
@@ -541,22 +359,5 @@ mod tests {
         let age = waited(&old).unwrap().as_millis() as u64;
         assert!(age.abs_diff(crate::workers::now_ms()) < 5_000, "{age}");
         assert_eq!(waited(&"JOBX".parse().unwrap()), None, "not branded: not counted");
-    }
-
-    #[test]
-    fn only_a_well_formed_traceparent_is_taken() {
-        assert!(well_formed_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
-        for bad in [
-            "",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
-            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
-        ] {
-            assert!(!well_formed_traceparent(bad), "{bad}");
-        }
     }
 }

@@ -27,7 +27,8 @@ use tokio::time::Instant;
 
 use super::claims::{claim_floor, claim_loop, gather, Outage};
 use super::job::{self, Hands};
-use super::{JobRun, Shared};
+use super::options::Shared;
+use super::JobRun;
 use crate::executor::Executor;
 use crate::keyspace::Role;
 use crate::transition::{Claims, Held};

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Shared;
+use super::options::Shared;
 use crate::executor::UpkeepDue;
 use crate::queue::{Queue, Upkeep, SWEEP_STEP};
 use crate::record::State;

@@ -1,0 +1,134 @@
+//! What a handler gets: [`JobContext`], the job and a way to learn it was
+//! taken from the handler, and to report its progress.
+
+use serde::de::DeserializeOwned;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use crate::executor::execute;
+use crate::id::JobId;
+use crate::queue::{Queue, TRACEPARENT};
+use crate::transition::{Claimed, Headers, Progress};
+
+/// What a handler gets: the job, and a way to learn its lease was lost.
+#[derive(Clone, Debug)]
+pub struct JobContext {
+    /// The job's id.
+    pub id: JobId,
+    /// Which attempt this is, from 1: the claim's token.
+    pub attempt: u64,
+    /// The job's bytes.
+    pub payload: Vec<u8>,
+    /// The queue's name.
+    pub queue: String,
+    /// The headers its producer set (`EnqueueOptions::header`); empty: none.
+    pub headers: Headers,
+    cancel: CancellationToken,
+    holder: Holder,
+}
+
+/// The claim a handler runs under, for the transitions it may send itself
+/// (PROGRESS), fenced by its token.
+#[derive(Clone)]
+struct Holder {
+    queue: Queue,
+    token: u64,
+}
+
+impl std::fmt::Debug for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Holder").field("queue", &self.queue.name()).field("token", &self.token).finish()
+    }
+}
+
+impl JobContext {
+    /// The context of `job`, claimed from `queue`: its payload and headers
+    /// move into it (no copy of them stays with the worker); `cancel` is
+    /// what tells the handler its job was taken from it.
+    pub(super) fn new(job: &mut Claimed, queue: &Queue, cancel: CancellationToken) -> JobContext {
+        JobContext {
+            id: job.id.clone(),
+            attempt: job.token,
+            payload: std::mem::take(&mut job.payload),
+            queue: queue.name().to_owned(),
+            headers: std::mem::take(&mut job.headers),
+            cancel,
+            holder: Holder { queue: queue.clone(), token: job.token },
+        }
+    }
+
+    /// The producer's W3C trace context (`traceparent` header), when it set
+    /// a well-formed one: the job's span records it, so that a tracing
+    /// layer (OpenTelemetry's) can join the job's trace to its producer's.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.headers.get(TRACEPARENT).map(String::as_str).filter(|value| well_formed_traceparent(value))
+    }
+
+    /// The payload read as JSON into `T`: typed jobs.
+    ///
+    /// # Errors
+    /// serde_json's error when the payload is not JSON, or not a `T`.
+    pub fn json<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
+        serde_json::from_slice(&self.payload)
+    }
+
+    /// Completes when the job is taken from this handler: its lease was lost
+    /// (another worker may hold it now) or the worker is shutting down. The
+    /// handler's task is aborted then anyway; this lets it stop tidily.
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// Report how far the job got (at most 4096 bytes: a percentage, a JSON
+    /// object): kept beside the record, read by `Queue::inspect`, `emq
+    /// inspect` and the dashboard, until the job is purged. Fenced: once the
+    /// lease is lost it answers [`ErrorKind::Fence`](crate::ErrorKind::Fence) and writes nothing.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Fence`](crate::ErrorKind::Fence) or [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when the lease was lost;
+    /// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) over 4096 bytes, before anything is sent; a
+    /// failure of the connection or the server.
+    pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
+        let progress = Progress { id: self.id.clone(), token: self.holder.token, value: value.into() };
+        execute(&**self.holder.queue.executor(), self.holder.queue.keyspace(), &progress).await
+    }
+
+    /// Whether [`cancelled`](JobContext::cancelled) has completed.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+/// A W3C `traceparent` of version 00: `00-<32 hex>-<16 hex>-<2 hex>`, lower
+/// case, with neither id all zeros.
+pub(super) fn well_formed_traceparent(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |part: &str, len: usize| {
+        part.len() == len && part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    matches!(parts[..], [version, trace, span, flags]
+        if version == "00" && hex(trace, 32) && hex(span, 16) && hex(flags, 2)
+            && trace.bytes().any(|b| b != b'0') && span.bytes().any(|b| b != b'0'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::well_formed_traceparent;
+
+    #[test]
+    fn only_a_well_formed_traceparent_is_taken() {
+        assert!(well_formed_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        ] {
+            assert!(!well_formed_traceparent(bad), "{bad}");
+        }
+    }
+}
