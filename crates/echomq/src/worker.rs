@@ -26,7 +26,7 @@
 //! - `worker/handler.rs`: what a handler is and returns: [`Handler`],
 //!   [`JobOutput`], [`Json`], [`RetryAfter`].
 //! - `worker/job.rs`: one job's run: the handler, its lease, its outcome.
-//! - `worker/job/lease.rs`: the lease, and the heart that renews every
+//! - `worker/lease.rs`: the lease, and the heart that renews every
 //!   running job's lease in one round trip per round; an outcome sent again
 //!   through an outage, up to the lease's last safe moment.
 //! - `worker/acker.rs`: acks gathered into one round trip under load, each
@@ -53,6 +53,7 @@ mod claims;
 mod context;
 mod handler;
 mod job;
+mod lease;
 mod meters;
 mod options;
 mod registration;
@@ -192,7 +193,7 @@ impl Worker {
         let mut taking_turns = Vec::new();
         let mut hearts = Vec::with_capacity(queues);
         for queue in self.queues {
-            let heart = job::Heart::new(queue.clone(), shared.options.lease);
+            let heart = lease::Heart::new(queue.clone(), shared.options.lease);
             hearts.push(heart.clone());
             loops.spawn(heart.clone().run());
             let (acker, inbox) = acker::Acker::channel();

@@ -2,7 +2,7 @@
 //! job, not a dead worker), its lease renewed by the queue's heart at least
 //! every third of it, and the outcome: ack, fail, or, when the lease was
 //! lost, nothing at all.
-//! `job/lease.rs` holds the lease, and the finishing call that waits out an
+//! `lease.rs` holds the lease, and the finishing call that waits out an
 //! outage within it.
 
 use crate::ErrorKind;
@@ -15,11 +15,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-pub(super) use self::lease::Heart;
-use self::lease::{persist, Lease};
 use super::acker::{self, Acker};
 use super::context::{well_formed_traceparent, JobContext};
 use super::handler::{self, HandlerError};
+use super::lease::{persist, Heart, Lease};
 use super::meters::Meters;
 use super::options::Shared;
 use crate::id::JobId;
@@ -33,8 +32,6 @@ const ERROR_TEXT: usize = 4096;
 /// How long a handler whose job was taken away may take to notice
 /// [`JobContext::cancelled`] and stop by itself before its task is aborted.
 const CANCEL_WINDOW: Duration = Duration::from_secs(1);
-
-mod lease;
 
 /// What a job's run needs of its queue, made once per queue a worker works:
 /// the queue, its ack gatherer, the heart that renews its leases, its

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::job::Heart;
+use super::lease::Heart;
 use crate::executor::Executor;
 use crate::workers::{self, Registration, RunningJob, WorkerInfo, MAX_BEAT, MIN_BEAT, TTL_BEATS};
 

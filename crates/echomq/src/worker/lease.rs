@@ -105,7 +105,7 @@ where
 /// server's deadline by about a round trip, which the last safe moment's
 /// margin covers), or from when the last renewal that went through was sent.
 /// Unregistered from the heart when dropped.
-pub(in crate::worker) struct Lease {
+pub(super) struct Lease {
     heart: Arc<Heart>,
     beat: Arc<Beat>,
     key: u64,
@@ -113,7 +113,7 @@ pub(in crate::worker) struct Lease {
 
 impl Lease {
     /// The lease of `job`, claimed at `claimed`, renewed by `heart`.
-    pub(in crate::worker) fn new(heart: &Arc<Heart>, job: &Claimed, claimed: Instant) -> Lease {
+    pub(super) fn new(heart: &Arc<Heart>, job: &Claimed, claimed: Instant) -> Lease {
         let beat = Arc::new(Beat {
             id: job.id.clone(),
             token: job.token,
@@ -286,7 +286,7 @@ impl Drop for OnTheirWay {
 /// third of the lease) and renews each lease whose last renewal is three
 /// quarters of a beat old, so each is renewed before a beat has passed, as
 /// a timer per job would.
-pub(in crate::worker) struct Heart {
+pub(super) struct Heart {
     queue: Queue,
     length: Duration,
     beats: Mutex<Beats>,
@@ -300,7 +300,7 @@ struct Beats {
 
 impl Heart {
     /// The heart of `queue`'s jobs, each under a lease of `length`.
-    pub(in crate::worker) fn new(queue: Queue, length: Duration) -> Arc<Heart> {
+    pub(super) fn new(queue: Queue, length: Duration) -> Arc<Heart> {
         Arc::new(Heart { queue, length, beats: Mutex::default() })
     }
 
@@ -322,14 +322,14 @@ impl Heart {
 
     /// The jobs running under this heart now, their leases not lost: each
     /// one's id, token, and until when its lease holds as this worker knows it.
-    pub(in crate::worker) fn running(&self) -> Vec<(JobId, u64, Instant)> {
+    pub(super) fn running(&self) -> Vec<(JobId, u64, Instant)> {
         let beats = self.beats();
         let live = beats.running.values().filter(|beat| !beat.lost.is_cancelled());
         live.map(|beat| (beat.id.clone(), beat.token, beat.state().renewed + self.length)).collect()
     }
 
     /// The queue whose jobs this heart renews.
-    pub(in crate::worker) fn queue(&self) -> &Queue {
+    pub(super) fn queue(&self) -> &Queue {
         &self.queue
     }
 
@@ -339,7 +339,7 @@ impl Heart {
     }
 
     /// Renew the leases due, round after round, for as long as the worker runs.
-    pub(in crate::worker) async fn run(self: Arc<Heart>) {
+    pub(super) async fn run(self: Arc<Heart>) {
         let mut rounds = tokio::time::interval(self.beat() / 4);
         // After a slow round, the next at once, then on the period: no burst.
         rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -360,6 +360,15 @@ impl Heart {
         if beats.is_empty() {
             return;
         }
+        let (beats, sent, trouble) = self.renew(beats).await;
+        self.say(trouble, &beats, sent, failing_since);
+    }
+
+    /// Renew `beats` in one pipeline of EXTENDs: the leases, each marked
+    /// come back (renewed, or lost), when the round was sent, and the
+    /// failure to reach the server, if any (a round trip that failed as a
+    /// whole is one, renewing none).
+    async fn renew(&self, beats: Vec<Arc<Beat>>) -> (Vec<Arc<Beat>>, Instant, Option<Error>) {
         let mut due = OnTheirWay { renewed: Vec::with_capacity(beats.len()), beats };
         let extends: Vec<Extend> = due
             .beats
@@ -373,7 +382,6 @@ impl Heart {
             Err(err) => vec![Err(err)],
         };
         let mut trouble = None;
-        // A round trip that failed as a whole is one trouble, renewing none.
         for (beat, outcome) in due.beats.iter().zip(outcomes) {
             let renewed = match outcome {
                 Ok(_) => Some(sent),
@@ -388,7 +396,18 @@ impl Heart {
             };
             due.renewed.push(renewed);
         }
-        let beats = due.land();
+        (due.land(), sent, trouble)
+    }
+
+    /// Say a round's `trouble` when the renewals begin to fail, and when
+    /// they work again: once each.
+    fn say(
+        &self,
+        trouble: Option<Error>,
+        beats: &[Arc<Beat>],
+        sent: Instant,
+        failing_since: &mut Option<Instant>,
+    ) {
         match (trouble, failing_since.is_some()) {
             (None, true) => {
                 let since = failing_since.take().expect("failing");
