@@ -16,28 +16,41 @@
 //! ```
 //!
 //! # Layout
-//! - `worker.rs`: [`Worker`] and its [`Control`].
+//! A job's path runs one way, each stop handing on to the next and naming
+//! none before it: claim loop → runner → sink → slots. The jobs an ACKNEXT
+//! claims go back to the claim loop, each with its slot, over a channel,
+//! and start there as the jobs it claims do (`tests/structure.rs` keeps the
+//! files' imports one way and their functions short).
+//! - `worker.rs`: [`Worker`] and its [`Control`]: it starts each queue's
+//!   parts and steers the stop.
 //! - `worker/options.rs`: [`WorkerOptions`], and what a running worker's
 //!   parts share: the handler, the options, the stops.
-//! - `worker/claims.rs`: a queue's claim loop: slots gathered, claims, outages.
+//! - `worker/claims.rs`: a queue's claim loop: slots gathered, claims,
+//!   outages; it starts the jobs it claims and those an ACKNEXT claimed.
 //! - `worker/turns.rs`: one loop that claims for a worker's several queues
 //!   on one server, in turns, and waits for them all with one `BZPOPMIN`.
+//! - `worker/runner.rs`: one job's run, in a task of its own: the handler,
+//!   its lease, its timeout, its cancellation; what became of it goes to
+//!   the sink.
+//! - `worker/sink.rs`: the outcome sink: ACK, FAIL with back-off, DEFER,
+//!   RELEASE at shutdown, each sent again through an outage up to the
+//!   lease's last safe moment; then the slot is freed.
+//! - `worker/sink/acker.rs`: acks gathered into one round trip under load,
+//!   the worker's last running jobs' batch fetching the next jobs for the
+//!   slots it frees (ACKNEXT).
+//! - `worker/slots.rs`: the concurrency slots, gathered for a claim, and the
+//!   way back to the claim loop for the jobs an ACKNEXT claimed.
+//! - `worker/lease.rs`: the lease, and the heart that renews every running
+//!   job's lease in one round trip per round.
 //! - `worker/context.rs`: what a handler gets: [`JobContext`].
 //! - `worker/handler.rs`: what a handler is and returns: [`Handler`],
 //!   [`JobOutput`], [`Json`], [`RetryAfter`].
-//! - `worker/job.rs`: one job's run: the handler, its lease, its outcome.
-//! - `worker/lease.rs`: the lease, and the heart that renews every
-//!   running job's lease in one round trip per round; an outcome sent again
-//!   through an outage, up to the lease's last safe moment.
-//! - `worker/acker.rs`: acks gathered into one round trip under load, each
-//!   round trip fetching the next jobs for the slots it frees (ACKNEXT).
 //! - `worker/meters.rs`: the metrics' names ([`metric`]) and each queue's handles.
 //! - `worker/upkeep.rs`: reaping expired leases and promoting due jobs.
 //! - `worker/registration.rs`: the worker's entry in the worker registry
 //!   (`emq:workers`), its queues and running jobs, beating under a TTL.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,20 +61,27 @@ use tokio_util::sync::CancellationToken;
 use crate::executor::Executor;
 use crate::queue::Queue;
 
-mod acker;
 mod claims;
 mod context;
 mod handler;
-mod job;
 mod lease;
 mod meters;
 mod options;
 mod registration;
+mod runner;
+mod sink;
+mod slots;
 mod turns;
 mod upkeep;
 
 use claims::claim_loop;
+use lease::Heart;
+use meters::Meters;
 use options::Shared;
+use registration::Registrar;
+use runner::{Runner, Runs};
+use sink::Sink;
+use slots::{RefillInbox, Refills};
 
 pub use context::JobContext;
 pub use handler::{Handler, HandlerError, HandlerFuture, JobOutput, Json, RetryAfter};
@@ -165,110 +185,144 @@ impl Worker {
     /// release the rest to pending.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
         metric::describe();
-        let shared = self.shared.clone();
         for queue in &self.queues {
             for warning in queue.executor().server_warnings().await {
                 tracing::warn!(queue = queue.name(), "{warning}");
             }
         }
+        let shared = self.shared.clone();
         let executors: Vec<Arc<dyn Executor>> = self.queues.iter().map(|q| q.executor().clone()).collect();
         let slots = Arc::new(Semaphore::new(shared.options.concurrency.max(1)));
-        // JoinSets, not detached tasks (a TaskTracker's): dropping this future
-        // aborts every job it runs, heartbeats and all, as a killed process
-        // would, so their leases run out and another worker takes them.
-        let mut jobs = JoinSet::new();
-        let mut loops = JoinSet::new();
-        let (job_tx, mut job_rx) = tokio::sync::mpsc::unbounded_channel();
-        // One queue: its acks fetch its next jobs (ACKNEXT). Several: the
-        // claim loops share the slots fairly, so acks only ack. Nor when
-        // replicas must confirm writes: an ACKNEXT that a lagging replica
-        // leaves unconfirmed answers that, not the jobs it claimed, which
-        // would sit out their leases; the claim loop's claims are not waited for.
-        let refills = self.queues.len() == 1 && self.queues[0].executor().replication().is_none();
-        let queues = self.queues.len();
-        // Several queues of one server: one loop claims for all of them, in
-        // turns (worker/turns.rs); else a claim loop each.
-        let one_server = self.queues.iter().all(|q| Arc::ptr_eq(q.executor(), self.queues[0].executor()));
-        let in_turns = queues > 1 && one_server && self.queues[0].executor().waits_on_many();
-        let mut taking_turns = Vec::new();
-        let mut hearts = Vec::with_capacity(queues);
-        for queue in self.queues {
-            let heart = lease::Heart::new(queue.clone(), shared.options.lease);
-            hearts.push(heart.clone());
-            loops.spawn(heart.clone().run());
-            let (acker, inbox) = acker::Acker::channel();
-            let meters = meters::Meters::new(queue.name());
-            let refills_slots = refills.then(|| slots.clone());
-            let hands =
-                Arc::new(job::Hands { queue: queue.clone(), acker, heart, meters, refills: refills_slots });
-            let refill = refills.then(|| acker::Refill {
-                shared: shared.clone(),
-                slots: slots.clone(),
-                jobs: job_tx.downgrade(),
-            });
-            loops.spawn(acker::gather(hands.clone(), inbox, refill));
-            if in_turns {
-                taking_turns.push(hands);
-            } else {
-                loops.spawn(upkeep::run(vec![queue], shared.clone()));
-                loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), job_tx.clone(), queues));
-            }
-        }
-        if in_turns {
-            let queues = taking_turns.iter().map(|hands| hands.queue.clone()).collect();
-            loops.spawn(upkeep::run(queues, shared.clone()));
-            loops.spawn(turns::run(taking_turns, shared.clone(), slots.clone(), job_tx.clone()));
-        }
-        drop(job_tx);
+        // JoinSets and a guard, not detached tasks: dropping this future
+        // aborts every loop and cancels every job it runs, heartbeats and
+        // all, as a killed process would, so their leases run out and
+        // another worker takes them.
+        let (runs, _cancels_runs) = Runs::new();
+        let (mut loops, mut claims) = (JoinSet::new(), JoinSet::new());
+        let hearts = start(self.queues, &shared, &slots, &runs, &mut loops, &mut claims);
         let options = &shared.options;
-        let registrar = Arc::new(registration::Registrar::new(
-            self.id,
-            options.concurrency,
-            options.registry_beat,
-            &hearts,
-        ));
+        let registrar =
+            Arc::new(Registrar::new(self.id, options.concurrency, options.registry_beat, &hearts));
         loops.spawn(registrar.clone().run());
-        tokio::pin!(shutdown);
-        // The grace runs from the stop asked; until then (a quiet worker,
-        // claiming no more) jobs run to their end.
-        let grace = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
-        tokio::pin!(grace);
-        let (mut shut, mut asked, mut claiming, mut interrupting) = (false, false, true, None);
-        while claiming || !jobs.is_empty() || !asked {
-            tokio::select! {
-                () = &mut shutdown, if !shut => {
-                    shut = true;
-                    shared.asked.cancel();
-                }
-                () = shared.asked.cancelled(), if !asked => {
-                    asked = true;
-                    shared.stopping.cancel();
-                    grace.as_mut().reset(tokio::time::Instant::now() + shared.options.grace);
-                }
-                () = shared.stopping.cancelled(), if claiming && interrupting.is_none() => {
-                    interrupting = Some(tokio::spawn(interrupt_waits(executors.clone())));
-                }
-                started = job_rx.recv(), if claiming => match started {
-                    Some(run) => { jobs.spawn(run); }
-                    // Claim loops are done: no more waits to interrupt.
-                    None => {
-                        claiming = false;
-                        if let Some(interrupting) = interrupting.take() {
-                            interrupting.abort();
-                        }
-                    }
-                },
-                Some(_) = jobs.join_next(), if !jobs.is_empty() => {}
-                () = &mut grace, if asked && !shared.releasing.is_cancelled() => shared.releasing.cancel(),
-            }
-        }
+        steer(&shared, shutdown, claims, &runs, executors).await;
         loops.shutdown().await;
         registrar.unregister().await;
     }
 }
 
-/// A job's run, as the claim loops and the acker hand it to the worker.
-type JobRun = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// Start the path of `queues`' jobs: each queue's heart, sink (its ack
+/// gatherer) and runner, their loops in `loops`, and the claim loops that
+/// start the jobs they claim, in `claims`. The queues' hearts.
+fn start(
+    queues: Vec<Queue>,
+    shared: &Arc<Shared>,
+    slots: &Arc<Semaphore>,
+    runs: &Arc<Runs>,
+    loops: &mut JoinSet<()>,
+    claims: &mut JoinSet<()>,
+) -> Vec<Arc<Heart>> {
+    // One queue: its acks fetch its next jobs (ACKNEXT). Several: the
+    // claim loops share the slots fairly, so acks only ack. Nor when
+    // replicas must confirm writes: an ACKNEXT that a lagging replica
+    // leaves unconfirmed answers that, not the jobs it claimed, which
+    // would sit out their leases; the claim loop's claims are not waited for.
+    let refills = queues.len() == 1 && queues[0].executor().replication().is_none();
+    let count = queues.len();
+    // Several queues of one server: one loop claims for all of them, in
+    // turns (worker/turns.rs); else a claim loop each.
+    let one_server = queues.iter().all(|q| Arc::ptr_eq(q.executor(), queues[0].executor()));
+    let in_turns = count > 1 && one_server && queues[0].executor().waits_on_many();
+    let (mut hearts, mut taking_turns) = (Vec::with_capacity(count), Vec::new());
+    for queue in queues {
+        let (runner, heart, refilled) = stages(queue.clone(), shared, slots, runs, refills, loops);
+        hearts.push(heart);
+        if in_turns {
+            taking_turns.push(runner);
+        } else {
+            loops.spawn(upkeep::run(vec![queue], shared.clone()));
+            claims.spawn(claim_loop(runner, shared.clone(), slots.clone(), refilled, count));
+        }
+    }
+    if in_turns {
+        let queues = taking_turns.iter().map(|runner| runner.queue().clone()).collect();
+        loops.spawn(upkeep::run(queues, shared.clone()));
+        claims.spawn(turns::run(taking_turns, shared.clone(), slots.clone()));
+    }
+    hearts
+}
+
+/// One queue's heart, sink and runner, the heart's and the ack gatherer's
+/// loops spawned in `loops`; with `refills`, the inbox through which the
+/// jobs its ACKNEXTs claim come back to its claim loop.
+fn stages(
+    queue: Queue,
+    shared: &Arc<Shared>,
+    slots: &Arc<Semaphore>,
+    runs: &Arc<Runs>,
+    refills: bool,
+    loops: &mut JoinSet<()>,
+) -> (Arc<Runner>, Arc<Heart>, Option<RefillInbox>) {
+    let heart = Heart::new(queue.clone(), shared.options.lease);
+    loops.spawn(heart.clone().run());
+    let meters = Meters::new(queue.name());
+    let (refills, refilled) = match refills {
+        true => {
+            let (refills, inbox) = Refills::channel(slots, shared);
+            (Some(refills), Some(inbox))
+        }
+        false => (None, None),
+    };
+    let (sink, gatherer) = Sink::new(queue.clone(), &shared.options, meters.clone(), refills);
+    loops.spawn(gatherer);
+    let runner = Runner::new(queue, heart.clone(), meters, shared.clone(), sink, runs.clone());
+    (runner, heart, refilled)
+}
+
+/// Steer the worker's stop: on `shutdown` (or a [`Control`]'s stop) no
+/// more claims, the grace for the jobs in flight, then their release.
+/// Until the claim loops have ended, and every job's run after them.
+async fn steer(
+    shared: &Shared,
+    shutdown: impl Future<Output = ()>,
+    mut claims: JoinSet<()>,
+    runs: &Runs,
+    executors: Vec<Arc<dyn Executor>>,
+) {
+    tokio::pin!(shutdown);
+    // The grace runs from the stop asked; until then (a quiet worker,
+    // claiming no more) jobs run to their end.
+    let grace = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
+    tokio::pin!(grace);
+    let (mut shut, mut asked, mut claiming, mut running) = (false, false, true, true);
+    let mut interrupting = None;
+    while claiming || running || !asked {
+        tokio::select! {
+            () = &mut shutdown, if !shut => {
+                shut = true;
+                shared.asked.cancel();
+            }
+            () = shared.asked.cancelled(), if !asked => {
+                asked = true;
+                shared.stopping.cancel();
+                grace.as_mut().reset(tokio::time::Instant::now() + shared.options.grace);
+            }
+            () = shared.stopping.cancelled(), if claiming && interrupting.is_none() => {
+                interrupting = Some(tokio::spawn(interrupt_waits(executors.clone())));
+            }
+            ended = claims.join_next(), if claiming => {
+                // Claim loops are done: no more waits to interrupt, no more jobs started.
+                if ended.is_none() {
+                    claiming = false;
+                    if let Some(interrupting) = interrupting.take() {
+                        interrupting.abort();
+                    }
+                }
+            }
+            () = runs.ended(), if !claiming && running => running = false,
+            () = &mut grace, if asked && !shared.releasing.is_cancelled() => shared.releasing.cancel(),
+        }
+    }
+}
 
 /// While a worker stops, end its claims' waits for work, again and again
 /// until its claim loops are done: a claim that began waiting just after an

@@ -1,16 +1,19 @@
-//! A queue's claim loop: it gathers free slots, claims as many jobs as they
-//! hold room for (one CLAIM, or a wait for work on an idle queue), sends
-//! each job's run to the worker, and rides out an outage, said once.
+//! A queue's claim loop, the first stop of a job's path: it gathers free
+//! slots, claims as many jobs as they hold room for (one CLAIM, or a wait
+//! for work on an idle queue), starts each job it claimed, and rides out
+//! an outage, said once. The jobs an ACKNEXT claimed come back
+//! to it, each with its slot, and start here as well.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::options::{Shared, WorkerOptions};
-use super::{job, JobRun};
-use crate::queue::Queue;
-use crate::transition::{Claims, Held};
+use super::runner::Runner;
+use super::slots::{claim_floor, gather, RefillInbox};
+use crate::queue::{Queue, RetryPolicy};
+use crate::transition::{Claimed, Claims, Held};
 
 /// After an outage: the server's run now, said when it is another than
 /// `before` (the server restarted, or a replica took over; restarted
@@ -36,9 +39,6 @@ async fn said_restart(
     }
     now.or(before)
 }
-
-/// How long a claim loop waits for more free slots before it claims with fewer.
-const GATHER: Duration = Duration::from_millis(5);
 
 /// A claim loop's failures: said once an outage, each new kind once, its
 /// end said, and the claims backed off meanwhile. The connection
@@ -90,74 +90,83 @@ impl Outage {
     }
 }
 
-/// Claim jobs while there is room, and send each one's run to the worker.
+/// A queue's claim loop: claim jobs while there is room, and start each
+/// one (its runner spawns its task); start the jobs an ACKNEXT claimed too, which
+/// come back to it through `refilled` (a worker of one queue). When the
+/// worker stops, the jobs that come back are given back to pending.
 pub(super) async fn claim_loop(
-    hands: Arc<job::Hands>,
+    runner: Arc<Runner>,
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
-    jobs: tokio::sync::mpsc::UnboundedSender<JobRun>,
+    mut refilled: Option<RefillInbox>,
     queues: usize,
 ) {
-    let queue = &hands.queue;
+    tokio::select! {
+        () = claims(&runner, &shared, &slots, queues) => {}
+        () = start_refilled(&runner, &shared, refilled.as_mut()) => {}
+    }
+    if let Some(inbox) = refilled.as_mut() {
+        inbox.close();
+        while let Some((job, _slot)) = inbox.recv().await {
+            give_back(runner.queue(), &shared.options.retry, &job).await;
+        }
+    }
+}
+
+/// Start each job an ACKNEXT claimed, in the slot it came with, as it comes
+/// back, until the worker stops (then [`claim_loop`] gives back what
+/// comes). Never ends: the claims end the loop.
+async fn start_refilled(runner: &Arc<Runner>, shared: &Shared, refilled: Option<&mut RefillInbox>) {
+    if let Some(inbox) = refilled {
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = shared.stopping.cancelled() => None,
+                next = inbox.recv() => next,
+            };
+            let Some((job, slot)) = next else { break };
+            runner.start(job, slot);
+        }
+    }
+    std::future::pending().await
+}
+
+/// Claim jobs while there is room, and start each one, until the worker
+/// stops.
+async fn claims(runner: &Arc<Runner>, shared: &Shared, slots: &Arc<Semaphore>, queues: usize) {
+    let queue = runner.queue();
     let options = &shared.options;
+    let floor = claim_floor(options.concurrency, queues) as u32;
     let mut nap = Duration::from_millis(1);
     let mut outage = Outage::new(queue).await;
     while !shared.stopping.is_cancelled() {
-        let Some(mut permits) =
-            gather(&slots, &shared, claim_floor(options.concurrency, queues) as u32).await
-        else {
-            break;
-        };
+        let Some(mut permits) = gather(slots, shared, floor).await else { break };
         // Asked each time: Lua's wake-ups stop while their subscription is
         // down, and its claims then return at once, so the loop must nap.
         let waits = queue.executor().setup().waits;
-        let claimed = claim(queue, options, waits, &mut permits).await;
-        let Claims { jobs: claimed, held } = match claimed {
+        let Claims { jobs: claimed, held } = match claim(queue, options, waits, &mut permits).await {
             Ok(claimed) => {
                 outage.over(queue).await;
                 claimed
             }
             Err(err) => {
-                let back_off = outage.failed(queue, &err);
                 drop(permits);
-                tokio::select! {
-                    () = tokio::time::sleep(back_off) => {}
-                    () = shared.stopping.cancelled() => {}
-                }
+                pause(shared, outage.failed(queue, &err)).await;
                 continue;
             }
         };
-        if shared.stopping.is_cancelled() {
-            // Claimed while shutting down: give them straight back.
-            for job in &claimed {
-                let _ = queue.release(job, &options.retry).await;
-            }
+        let idle = claimed.is_empty();
+        if !start(runner, shared, claimed, permits).await {
             break;
         }
-        let idle = claimed.is_empty();
-        for (job, permit) in claimed.into_iter().zip(permits.drain(..)) {
-            let run = job::run(hands.clone(), shared.clone(), job, permit);
-            if jobs.send(Box::pin(run)).is_err() {
-                return;
-            }
-        }
-        drop(permits);
         // The queue's rate limit said when its next slot opens: wait that long.
         if let (true, Some(Held::Wait(next))) = (idle, held) {
-            tokio::select! {
-                () = tokio::time::sleep(next) => {}
-                () = shared.stopping.cancelled() => {}
-            }
-            continue;
-        }
-        // At the queue's concurrency limit no arrival frees a slot, so even a
-        // worker that can wait naps, as a polling one does.
-        if idle && (!waits || held == Some(Held::Busy)) {
-            // Lua cannot wait on the server: poll, backing off up to `idle_poll`.
-            tokio::select! {
-                () = tokio::time::sleep(nap) => {}
-                () = shared.stopping.cancelled() => {}
-            }
+            pause(shared, next).await;
+        } else if idle && (!waits || held == Some(Held::Busy)) {
+            // At the queue's concurrency limit no arrival frees a slot, so even
+            // a worker that can wait naps, as a polling one does (Lua that
+            // cannot wait on the server polls, backing off up to `idle_poll`).
+            pause(shared, nap).await;
             nap = (nap * 2).min(options.idle_poll);
         } else if !idle {
             nap = Duration::from_millis(1);
@@ -165,37 +174,45 @@ pub(super) async fn claim_loop(
     }
 }
 
-/// A slot, then within [`GATHER`] enough for `floor` jobs if they free up
-/// (under load slots free up together: one claim then serves many; long
-/// jobs lose at most that moment), then any others free; one permit a job.
-/// `None` when the worker stops.
-pub(super) async fn gather(
-    slots: &Arc<Semaphore>,
+/// Start each job `claimed`, each in one of `permits` (the others freed);
+/// `false` when the worker stops claiming: the jobs claimed meanwhile are
+/// given straight back.
+async fn start(
+    runner: &Arc<Runner>,
     shared: &Shared,
-    floor: u32,
-) -> Option<Vec<tokio::sync::OwnedSemaphorePermit>> {
-    let first = tokio::select! {
-        permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-        () = shared.stopping.cancelled() => return None,
-    };
-    let mut permits = vec![first];
-    if floor > 1 {
-        if let Ok(Ok(more)) = tokio::time::timeout(GATHER, slots.clone().acquire_many_owned(floor - 1)).await
-        {
-            permits.push(more);
+    claimed: Vec<Claimed>,
+    permits: Vec<OwnedSemaphorePermit>,
+) -> bool {
+    if shared.stopping.is_cancelled() {
+        for job in &claimed {
+            give_back(runner.queue(), &shared.options.retry, job).await;
         }
+        return false;
     }
-    let mut held: usize = permits.iter().map(|p| p.num_permits()).sum();
-    while held < shared.options.concurrency {
-        match slots.clone().try_acquire_owned() {
-            Ok(permit) => {
-                permits.push(permit);
-                held += 1;
-            }
-            Err(_) => break,
-        }
+    for (job, permit) in claimed.into_iter().zip(permits) {
+        runner.start(job, permit);
     }
-    Some(split(permits))
+    true
+}
+
+/// Wait `how_long`, or until the worker stops.
+pub(super) async fn pause(shared: &Shared, how_long: Duration) {
+    tokio::select! {
+        () = tokio::time::sleep(how_long) => {}
+        () = shared.stopping.cancelled() => {}
+    }
+}
+
+/// Give a job claimed while the worker stopped back to pending (RELEASE);
+/// when that fails, its lease runs out and it is reaped.
+pub(super) async fn give_back(queue: &Queue, retry: &RetryPolicy, job: &Claimed) {
+    if let Err(err) = queue.release(job, retry).await {
+        tracing::warn!(
+            id = %job.id,
+            error = %err,
+            "a job claimed while the worker stopped could not be given back; it is reaped when its lease ends"
+        );
+    }
 }
 
 /// Claim as many jobs as `permits` has room for. An executor that can wait
@@ -206,7 +223,7 @@ async fn claim(
     queue: &Queue,
     options: &WorkerOptions,
     waits: bool,
-    permits: &mut Vec<tokio::sync::OwnedSemaphorePermit>,
+    permits: &mut Vec<OwnedSemaphorePermit>,
 ) -> crate::Result<Claims> {
     let wanted = (permits.len() as u64).min(1000);
     if !waits {
@@ -221,39 +238,4 @@ async fn claim(
         permits.truncate(1);
     }
     queue.claims(options.lease, 1, Some(options.idle_wait)).await
-}
-
-/// The fewest slots a claim under load is for: a quarter of the worker's
-/// concurrency (1 to 250), so that one claim's cost serves many jobs, as
-/// a share of each of its `queues`' claim loops. The slots are one
-/// semaphore, first come first served: a loop waiting for more than its
-/// share holds every other queue's claim behind it.
-pub(super) fn claim_floor(concurrency: usize, queues: usize) -> usize {
-    (concurrency / 4 / queues.max(1)).clamp(1, 250)
-}
-
-/// One permit per job: the batch's first permit split into singles.
-fn split(mut permits: Vec<tokio::sync::OwnedSemaphorePermit>) -> Vec<tokio::sync::OwnedSemaphorePermit> {
-    let mut singles = Vec::with_capacity(permits.len());
-    for mut permit in permits.drain(..) {
-        while permit.num_permits() > 1 {
-            singles.push(permit.split(1).expect("more than one permit"));
-        }
-        singles.push(permit);
-    }
-    singles
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_claim_loop_waits_for_its_queues_share_of_the_slots() {
-        assert_eq!(claim_floor(100, 1), 25, "one queue: a quarter");
-        assert_eq!(claim_floor(100, 5), 5, "five queues: a fifth of that each");
-        assert_eq!(claim_floor(100, 100), 1, "a hundred: no wait for more");
-        assert_eq!(claim_floor(10_000, 1), 250, "at most 250");
-        assert_eq!(claim_floor(0, 0), 1, "at least 1");
-    }
 }

@@ -1,15 +1,12 @@
 //! A job's lease as its worker holds it, renewed by its queue's [`Heart`]
 //! (one pipelined round of EXTENDs for all of the queue's running jobs) while
-//! the handler runs and while its outcome waits out an outage; and the
-//! sending of that outcome (ack, fail, release), for as long as the lease
-//! surely holds.
+//! the handler runs and while its outcome waits out an outage; and how long
+//! it surely holds, which is how long the sink may send that outcome.
 
-use crate::ErrorKind;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use echomq_core::Name;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -18,85 +15,7 @@ use crate::executor::execute_batch;
 use crate::id::JobId;
 use crate::queue::Queue;
 use crate::transition::{Claimed, Extend};
-use crate::{Error, Result};
-
-/// The first back-off between two tries of a finishing call, and the longest.
-const PERSIST_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
-/// Naps shorter than this near the lease's end are not worth taking: the last
-/// try goes at the last safe moment instead.
-const PERSIST_NAP_MIN: Duration = Duration::from_millis(20);
-
-/// Send a finishing call (ack, fail, release), and send it again while the
-/// server cannot be reached (not when it refused, nor when it applied the
-/// call and only its replicas lagged). A Redis restart that takes seconds
-/// must not cost a finished job a second run, so the call is tried up to the
-/// lease's last safe moment (or `stop_by`, when sooner), backing off but
-/// never napping past half the time left, the last try at that moment. Past
-/// that moment the job is the reaper's.
-///
-/// While the call waits, the heartbeat goes on renewing the lease, which
-/// moves that moment on, for as long as no try may have reached the server
-/// (each failed with the connection refused, or the server answered that it
-/// cannot serve now: a gathered ack's error says so only when its whole
-/// batch surely did nothing); never while a try is on its way, since a
-/// renewal that lands after the call would be refused. For the same reason
-/// each try first waits for a renewal already on its way to come back.
-pub(super) async fn persist<T, F, Fut>(
-    lease: &mut Lease,
-    what: Name,
-    stop_by: Option<Instant>,
-    call: F,
-) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let (mut wait, longest) = PERSIST_BACKOFF;
-    let mut waiting_since = None;
-    let mut renewing = true;
-    loop {
-        // A renewal on its way would land after this try and be refused.
-        lease.quiet().await;
-        match call().await {
-            Err(err)
-                if err.code().is_none()
-                    && !matches!(err, Error { kind: ErrorKind::NotReplicated { .. }, .. }) =>
-            {
-                renewing &= err.surely_did_nothing();
-                let now = Instant::now();
-                let last =
-                    stop_by.map_or(lease.last_safe_moment(), |stop| stop.min(lease.last_safe_moment()));
-                if now >= last {
-                    return Err(err);
-                }
-                if waiting_since.is_none() {
-                    tracing::warn!(
-                        error = %err,
-                        "{what} cannot reach the server; trying again for up to {:.1?} (the lease's last safe moment)",
-                        last - now
-                    );
-                    waiting_since = Some(now);
-                } else {
-                    tracing::debug!(error = %err, "{what} still cannot reach the server");
-                }
-                let nap = wait.min((last - now) / 2);
-                let nap = if nap < PERSIST_NAP_MIN { last - now } else { nap };
-                if renewing {
-                    lease.keep(tokio::time::sleep(nap)).await;
-                } else {
-                    tokio::time::sleep(nap).await;
-                }
-                wait = (wait * 2).min(longest);
-            }
-            done => {
-                if let (Ok(_), Some(since)) = (&done, waiting_since) {
-                    tracing::info!("{what} went through after {:.1?} of retries", since.elapsed());
-                }
-                return done;
-            }
-        }
-    }
-}
+use crate::Error;
 
 /// A job's lease as its worker holds it: renewed by the queue's [`Heart`]
 /// while the job's run lets it (inside [`hold`](Lease::hold) and
@@ -135,7 +54,7 @@ impl Lease {
     /// a finishing call may go: no EXTEND can land after it.
     ///
     /// [`hold`]: Lease::hold
-    async fn quiet(&self) {
+    pub(super) async fn quiet(&self) {
         loop {
             let settled = self.beat.settled.notified();
             if !self.beat.state().in_flight {
@@ -147,7 +66,7 @@ impl Lease {
 
     /// The last moment a finishing call is worth sending: the lease's end as
     /// this worker knows it, less a moment for the call's way to the server.
-    fn last_safe_moment(&self) -> Instant {
+    pub(super) fn last_safe_moment(&self) -> Instant {
         self.until() - (self.heart.length / 20).min(Duration::from_millis(100))
     }
 
@@ -439,6 +358,3 @@ impl Heart {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

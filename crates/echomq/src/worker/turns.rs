@@ -21,14 +21,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc::UnboundedSender, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::claims::{claim_floor, claim_loop, gather, Outage};
-use super::job::{self, Hands};
+use super::claims::{claim_loop, give_back, pause, Outage};
 use super::options::Shared;
-use super::JobRun;
+use super::runner::Runner;
+use super::slots::{claim_floor, gather};
 use crate::executor::Executor;
 use crate::keyspace::Role;
 use crate::transition::{Claims, Held};
@@ -59,10 +59,10 @@ struct Turns {
 }
 
 impl Turns {
-    fn new(all: &[Arc<Hands>]) -> Turns {
+    fn new(all: &[Arc<Runner>]) -> Turns {
         let wakes = all
             .iter()
-            .map(|hands| hands.queue.keyspace().role(Role::Wake, None).expect("the wake-up key is fixed"))
+            .map(|runner| runner.queue().keyspace().role(Role::Wake, None).expect("the wake-up key is fixed"))
             .collect();
         Turns {
             ready: (0..all.len()).collect(),
@@ -140,53 +140,23 @@ impl Turns {
 }
 
 /// Claim for every queue of `all` (one executor's, on one server) while the
-/// worker runs, and send each job's run to the worker.
-pub(super) async fn run(
-    all: Vec<Arc<Hands>>,
-    shared: Arc<Shared>,
-    slots: Arc<Semaphore>,
-    jobs: UnboundedSender<JobRun>,
-) {
-    let via: Arc<dyn Executor> = all[0].queue.executor().clone();
+/// worker runs, and start each job.
+pub(super) async fn run(all: Vec<Arc<Runner>>, shared: Arc<Shared>, slots: Arc<Semaphore>) {
+    let via: Arc<dyn Executor> = all[0].queue().executor().clone();
     let options = &shared.options;
     let mut turns = Turns::new(&all);
-    let mut outage = Outage::new(&all[0].queue).await;
+    let mut outage = Outage::new(all[0].queue()).await;
     let floor = claim_floor(options.concurrency, 1) as u32;
     let mut watched = Instant::now();
     while !shared.stopping.is_cancelled() {
         if !via.setup().waits_on_many {
-            return claim_each(all, shared, slots, jobs).await;
+            return claim_each(all, shared, slots).await;
         }
         turns.due(Instant::now(), options.idle_wait);
         if turns.ready.is_empty() {
-            // Nothing to claim from: wait for an arrival, holding a slot to claim it with.
-            let slot = tokio::select! {
-                slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
-                () = shared.stopping.cancelled() => break,
-            };
-            let wait = turns.next_due(options.idle_wait).saturating_duration_since(Instant::now());
-            if turns.idle.is_empty() || wait.is_zero() {
-                tokio::select! {
-                    () = tokio::time::sleep(wait) => {}
-                    () = shared.stopping.cancelled() => {}
-                }
-                continue;
+            if !wait_for_arrival(&all, &shared, &slots, &mut turns, &mut outage).await {
+                break;
             }
-            let (wakes, queues) = turns.idle_wakes();
-            // Not raced with the stop: a pop that happened must be claimed.
-            // A stopping worker ends the wait (CLIENT UNBLOCK), or it runs out.
-            match via.wait_on_many(&wakes, wait).await {
-                Ok(Some(at)) => turns.woke(queues[at]),
-                Ok(None) => {}
-                Err(err) => {
-                    let back_off = outage.failed(&all[queues[0]].queue, &err);
-                    tokio::select! {
-                        () = tokio::time::sleep(back_off) => {}
-                        () = shared.stopping.cancelled() => {}
-                    }
-                }
-            }
-            drop(slot);
             continue;
         }
         let Some(mut permits) = gather(&slots, &shared, floor).await else { break };
@@ -205,7 +175,7 @@ pub(super) async fn run(
             }
         };
         let (woke, more) =
-            tokio::join!(glanced, claim_round(&all, &shared, &mut turns, &mut outage, &mut permits, &jobs));
+            tokio::join!(glanced, claim_round(&all, &shared, &mut turns, &mut outage, &mut permits));
         if let Some(queue) = woke {
             turns.woke(queue);
         }
@@ -216,21 +186,50 @@ pub(super) async fn run(
     }
 }
 
+/// Nothing to claim from: wait for an arrival on an idle queue, holding a
+/// slot to claim it with, or for a queue held back to come due. `false`
+/// when the worker stopped before a slot was free.
+async fn wait_for_arrival(
+    all: &[Arc<Runner>],
+    shared: &Shared,
+    slots: &Arc<Semaphore>,
+    turns: &mut Turns,
+    outage: &mut Outage,
+) -> bool {
+    let _slot = tokio::select! {
+        slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+        () = shared.stopping.cancelled() => return false,
+    };
+    let wait = turns.next_due(shared.options.idle_wait).saturating_duration_since(Instant::now());
+    if turns.idle.is_empty() || wait.is_zero() {
+        pause(shared, wait).await;
+        return true;
+    }
+    let (wakes, queues) = turns.idle_wakes();
+    // Not raced with the stop: a pop that happened must be claimed.
+    // A stopping worker ends the wait (CLIENT UNBLOCK), or it runs out.
+    match all[0].queue().executor().wait_on_many(&wakes, wait).await {
+        Ok(Some(at)) => turns.woke(queues[at]),
+        Ok(None) => {}
+        Err(err) => pause(shared, outage.failed(all[queues[0]].queue(), &err)).await,
+    }
+    true
+}
+
 /// Claim from the ready queues, in turn, until `permits` are used or none
 /// is ready; start each job. `false` when the worker stopped meanwhile.
 async fn claim_round(
-    all: &[Arc<Hands>],
+    all: &[Arc<Runner>],
     shared: &Arc<Shared>,
     turns: &mut Turns,
     outage: &mut Outage,
     permits: &mut Vec<OwnedSemaphorePermit>,
-    jobs: &UnboundedSender<JobRun>,
 ) -> bool {
     let options = &shared.options;
     while !permits.is_empty() {
         let Some(at) = turns.ready.pop_front() else { break };
-        let (hands, wanted) = (&all[at], permits.len().min(1000));
-        let queue = &hands.queue;
+        let (runner, wanted) = (&all[at], permits.len().min(1000));
+        let queue = runner.queue();
         let Claims { jobs: claimed, held } = match queue.claims(options.lease, wanted as u64, None).await {
             Ok(claims) => {
                 outage.over(queue).await;
@@ -245,16 +244,14 @@ async fn claim_round(
         if shared.stopping.is_cancelled() {
             // Claimed while shutting down: give them straight back.
             for job in &claimed {
-                let _ = queue.release(job, &options.retry).await;
+                give_back(queue, &options.retry, job).await;
             }
             return false;
         }
         turns.claimed(at, (wanted, claimed.len()), held, Instant::now(), options.idle_poll);
         for job in claimed {
             let permit = permits.pop().expect("a permit for each job claimed");
-            if jobs.send(Box::pin(job::run(hands.clone(), shared.clone(), job, permit))).is_err() {
-                return false;
-            }
+            runner.start(job, permit);
         }
     }
     true
@@ -262,18 +259,12 @@ async fn claim_round(
 
 /// The queues back to a claim loop each (the server refused the wait over
 /// all of them), until they end.
-async fn claim_each(
-    all: Vec<Arc<Hands>>,
-    shared: Arc<Shared>,
-    slots: Arc<Semaphore>,
-    jobs: UnboundedSender<JobRun>,
-) {
+async fn claim_each(all: Vec<Arc<Runner>>, shared: Arc<Shared>, slots: Arc<Semaphore>) {
     let queues = all.len();
     let mut loops = JoinSet::new();
-    for hands in all {
-        loops.spawn(claim_loop(hands, shared.clone(), slots.clone(), jobs.clone(), queues));
+    for runner in all {
+        loops.spawn(claim_loop(runner, shared.clone(), slots.clone(), None, queues));
     }
-    drop(jobs);
     while loops.join_next().await.is_some() {}
 }
 

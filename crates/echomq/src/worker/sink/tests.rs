@@ -1,11 +1,14 @@
-//! The lease's tests: outcomes sent again through an outage, the heart's
-//! rounds, and a test double that renews slowly.
+//! The sink's tests: outcomes sent again through an outage within the
+//! lease, beside the heart's rounds, and a test double that renews slowly.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use echomq_core::Reply;
 
+use tokio::sync::Notify;
+
+use super::super::lease::Heart;
 use super::*;
 use crate::executor::{Call, Executor, Plain, Ran, Setup};
 use crate::{Embedded, JobId};

@@ -11,8 +11,9 @@
 //! the batch frees, in the same round trip: a worker about to go idle for a
 //! round trip (CLAIM after ACK) does not. At concurrency 10 a claim's jobs
 //! mostly end while the claim loop holds a slot or two: counting those as
-//! idle was 1.2-1.3x the jobs/s (BENCHMARKS.md). The jobs it claims start
-//! here, in those slots; slots it could not fill go back to the claim loop.
+//! idle was 1.2-1.3x the jobs/s (BENCHMARKS.md). The jobs it claims go back
+//! to the claim loop, each with one of those slots, and start there; slots
+//! it could not fill are freed.
 //! While other jobs run, slots go back to the claim loop as the batch's
 //! call leaves, so its claim rides the acks' round trip; it gathers them
 //! into bigger claims (at concurrency 10 and 100, ACKNEXT for every batch
@@ -20,19 +21,15 @@
 //! worker of several queues only acks, so that one busy queue cannot keep
 //! the slots from the others.
 
-use crate::ErrorKind;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
-use super::job::Hands;
-use super::options::Shared;
-use super::JobRun;
+use super::super::slots::Refills;
 use crate::executor::execute;
 use crate::queue::{ack_many, Queue};
 use crate::transition::{Ack, AckMany, AckNext, Claimed, Claims, Release};
-use crate::{Error, JobId, Result};
+use crate::{Error, ErrorKind, JobId, Result};
 
 /// The most acks one call carries (ACKMANY takes up to 1000).
 const MOST: usize = 256;
@@ -55,43 +52,32 @@ pub(super) struct Acker {
     requests: mpsc::UnboundedSender<Request>,
 }
 
-/// Where the jobs an ACKNEXT claims go: the worker's job runs, for as long
-/// as it takes new ones (a weak handle: the claim loops' ending closes it).
-pub(super) struct Refill {
-    pub(super) shared: Arc<Shared>,
-    /// The worker's slots, to see whether it has other jobs running.
-    pub(super) slots: Arc<tokio::sync::Semaphore>,
-    pub(super) jobs: mpsc::WeakUnboundedSender<JobRun>,
-}
+/// The acks sent to a gatherer, for it to send.
+type Inbox = mpsc::UnboundedReceiver<Request>;
 
-impl Refill {
-    /// Whether a batch that frees `freed` slots claims their next jobs in
-    /// its round trip: when, after it, the worker would run no job, its
-    /// other slots free or held by the claim loop while it gathers a
-    /// claim's worth (fewer than its floor, at most). Then no other job
-    /// frees a slot soon, and a claim would wait for this batch's acks.
-    fn fills(&self, freed: usize) -> bool {
-        let (free, concurrency) = (self.slots.available_permits(), self.shared.options.concurrency);
-        idle_after(freed, free, concurrency) && !self.shared.stopping.is_cancelled()
-    }
+/// A queue's ack gatherer: it sends the acks of its inbox as they come, in
+/// batches; with `refills`, the last ack of a batch whose jobs were the
+/// worker's last running ones claims the next jobs (ACKNEXT) for the slots
+/// the batch frees, under `lease`.
+pub(super) struct Gatherer {
+    queue: Queue,
+    inbox: Inbox,
+    refills: Option<Refills>,
+    lease: Duration,
+    /// The worker's policy's maximum, for the jobs it gives back.
+    max_attempts: u64,
 }
-
-/// Whether a worker of `concurrency` slots, `free` of them free, runs no
-/// job once a batch frees `freed` more, counting as idle the slots its
-/// claim loop may hold while it gathers (its floor less one, at most).
-fn idle_after(freed: usize, free: usize, concurrency: usize) -> bool {
-    let gathering = super::claims::claim_floor(concurrency, 1) - 1;
-    freed > 0 && freed + free + gathering >= concurrency
-}
-
-/// The acks sent to a gatherer, for [`gather`] to send.
-pub(super) type Inbox = mpsc::UnboundedReceiver<Request>;
 
 impl Acker {
-    /// A gatherer's handle, and the inbox [`gather`] reads.
-    pub(super) fn channel() -> (Acker, Inbox) {
+    /// A gatherer for `queue`, and its handle.
+    pub(super) fn channel(
+        queue: Queue,
+        refills: Option<Refills>,
+        lease: Duration,
+        max_attempts: u64,
+    ) -> (Acker, Gatherer) {
         let (requests, inbox) = mpsc::unbounded_channel();
-        (Acker { requests }, inbox)
+        (Acker { requests }, Gatherer { queue, inbox, refills, lease, max_attempts })
     }
 
     /// Ack `job`, keeping `result`, in whatever batch it joins; its own
@@ -112,45 +98,56 @@ impl Acker {
     }
 }
 
-/// Send the acks of `hands`' queue as they come, in batches; with `refill`,
-/// the last ack of a batch whose jobs were the worker's last running ones
-/// claims the next jobs (ACKNEXT) for the slots the batch frees.
-pub(super) async fn gather(hands: Arc<Hands>, mut inbox: Inbox, refill: Option<Refill>) {
-    let queue = &hands.queue;
-    while let Some(first) = inbox.recv().await {
-        let mut batch = vec![first];
-        take_waiting(&mut inbox, &mut batch);
-        // A lone ack waits one turn of the runtime: jobs started together
-        // (a claim's) end together, and their acks, sent a moment after
-        // this one, join its call. Only a lone one: under load the batch
-        // is already many, and each turn delays them all.
-        if batch.len() == 1 {
-            tokio::task::yield_now().await;
-            take_waiting(&mut inbox, &mut batch);
+impl Gatherer {
+    /// Send the acks as they come, in batches, for as long as the worker runs.
+    pub(super) async fn run(mut self) {
+        while let Some(first) = self.inbox.recv().await {
+            let mut batch = vec![first];
+            take_waiting(&mut self.inbox, &mut batch);
+            // A lone ack waits one turn of the runtime: jobs started together
+            // (a claim's) end together, and their acks, sent a moment after
+            // this one, join its call. Only a lone one: under load the batch
+            // is already many, and each turn delays them all.
+            if batch.len() == 1 {
+                tokio::task::yield_now().await;
+                take_waiting(&mut self.inbox, &mut batch);
+            }
+            self.send(batch).await;
         }
+    }
+
+    /// Send one batch: its slots freed as it leaves, or, when the worker
+    /// would otherwise go idle for a round trip (`Refills::fills`), its last
+    /// ack an ACKNEXT that claims the next jobs for them. Under load the
+    /// claim loop's gathered claims serve more jobs a call (measured:
+    /// BENCHMARKS.md).
+    async fn send(&self, mut batch: Vec<Request>) {
+        let queue = &self.queue;
         let mut slots: Vec<OwnedSemaphorePermit> = batch.iter_mut().filter_map(|r| r.slot.take()).collect();
-        // Only when the worker would otherwise go idle for a round trip
-        // (`Refill::fills`). Under load the claim loop's gathered claims
-        // serve more jobs a call (measured: BENCHMARKS.md).
-        let refilling = match &refill {
-            Some(refill) if refill.fills(slots.len()) => batch.pop().map(|next| (refill, next)),
+        let refilling = match &self.refills {
+            Some(refills) if refills.fills(slots.len()) => batch.pop().map(|next| (refills, next)),
             _ => None,
         };
         let (acks, replies): (Vec<Ack>, Vec<_>) = batch.into_iter().map(|r| (r.ack, r.reply)).unzip();
-        let Some((refill, next)) = refilling else {
+        let Some((refills, next)) = refilling else {
             // The jobs have ended: their slots go back to the claim loop as
             // their acks leave, not when the reply comes, so that its claim
             // shares their round trip (ACKMANY, CLAIM) rather than take the
             // next one. At concurrency 10 and 100 that was 1.08-1.39x the
             // jobs/s (BENCHMARKS.md).
             freeing(send_acks(queue, acks, replies), slots).await;
-            continue;
+            return;
         };
-        let fetch = ack_next(queue, next.ack, refill.shared.options.lease, slots.len() as u64);
+        let fetch = ack_next(queue, next.ack, self.lease, slots.len() as u64);
         let ((), (outcome, jobs)) = tokio::join!(send_acks(queue, acks, replies), fetch);
         let _ = next.reply.send(outcome);
-        start(&hands, refill, jobs, &mut slots).await;
-        // Slots nothing filled go back to the claim loop.
+        for job in jobs {
+            match slots.pop() {
+                Some(slot) => refill(queue, refills, self.max_attempts, job, slot).await,
+                None => give_back(queue, self.max_attempts, job.id, job.token).await,
+            }
+        }
+        // Slots nothing filled are freed.
         drop(slots);
     }
 }
@@ -276,28 +273,17 @@ fn tried_alone_after(first: &Error, alone: Result<()>) -> Result<()> {
     }
 }
 
-/// Run the jobs an ACKNEXT claimed, each in one of `slots`; when the worker
-/// takes no new jobs any more (it is stopping), give them back to pending.
-async fn start(
-    hands: &Arc<Hands>,
-    refill: &Refill,
-    jobs: Vec<Claimed>,
-    slots: &mut Vec<OwnedSemaphorePermit>,
+/// Send `job`, an ACKNEXT claimed, back to the claim loop to run in `slot`;
+/// when the claim loop has ended (the worker stopped), give it back.
+pub(super) async fn refill(
+    queue: &Queue,
+    refills: &Refills,
+    max_attempts: u64,
+    job: Claimed,
+    slot: OwnedSemaphorePermit,
 ) {
-    let queue = &hands.queue;
-    let runs = refill.jobs.upgrade().filter(|_| !refill.shared.stopping.is_cancelled());
-    for job in jobs {
-        let (id, token) = (job.id.clone(), job.token);
-        let started = match (&runs, slots.pop()) {
-            (Some(runs), Some(slot)) => {
-                let run = super::job::run(hands.clone(), refill.shared.clone(), job, slot);
-                runs.send(Box::pin(run)).is_ok()
-            }
-            _ => false,
-        };
-        if !started {
-            give_back(queue, refill.shared.options.retry.max_attempts, id, token).await;
-        }
+    if let Some(job) = refills.send_back(job, slot) {
+        give_back(queue, max_attempts, job.id, job.token).await;
     }
 }
 
@@ -322,26 +308,11 @@ mod tests {
         Error::from(redis::RedisError::from(std::io::Error::new(kind, "the round trip failed")))
     }
 
-    #[test]
-    fn a_batch_refills_when_the_worker_would_otherwise_run_no_job() {
-        assert!(idle_after(1, 0, 1), "concurrency 1: every ack");
-        // Concurrency 10: the claim loop gathers two, so holds at most one.
-        assert!(idle_after(10, 0, 10), "a claim's ten jobs, ended together");
-        assert!(idle_after(9, 0, 10), "nine, the claim loop holding the tenth slot");
-        assert!(!idle_after(8, 0, 10), "two slots may be running jobs");
-        assert!(idle_after(3, 6, 10), "the others are free");
-        assert!(!idle_after(0, 10, 10), "a batch that frees no slot has none to fill");
-        // Concurrency 100: the claim loop gathers 25, so holds at most 24.
-        assert!(idle_after(76, 0, 100));
-        assert!(!idle_after(75, 0, 100), "a job may still run");
-        assert!(!idle_after(50, 0, 100), "under load the claim loop claims");
-    }
-
     /// A batch's slots go back once its call has been handed on (its
     /// first poll), while the reply is still to come.
     #[tokio::test]
     async fn a_batch_gives_its_slots_back_as_its_acks_leave() {
-        let slots = Arc::new(tokio::sync::Semaphore::new(3));
+        let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(3));
         let held =
             vec![slots.clone().acquire_owned().await.unwrap(), slots.clone().acquire_owned().await.unwrap()];
         let (replied, reply) = oneshot::channel::<()>();
