@@ -186,7 +186,7 @@ impl Worker {
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
         metric::describe();
         for queue in &self.queues {
-            for warning in queue.executor().server_warnings().await {
+            for warning in crate::executor::server_warnings(&**queue.executor()).await {
                 tracing::warn!(queue = queue.name(), "{warning}");
             }
         }
@@ -226,12 +226,12 @@ fn start(
     // replicas must confirm writes: an ACKNEXT that a lagging replica
     // leaves unconfirmed answers that, not the jobs it claimed, which
     // would sit out their leases; the claim loop's claims are not waited for.
-    let refills = queues.len() == 1 && queues[0].executor().replication().is_none();
+    let refills = queues.len() == 1 && queues[0].executor().setup().replication.is_none();
     let count = queues.len();
     // Several queues of one server: one loop claims for all of them, in
     // turns (worker/turns.rs); else a claim loop each.
     let one_server = queues.iter().all(|q| Arc::ptr_eq(q.executor(), queues[0].executor()));
-    let in_turns = count > 1 && one_server && queues[0].executor().waits_on_many();
+    let in_turns = count > 1 && one_server && queues[0].executor().setup().waits_on_many;
     let (mut hearts, mut taking_turns) = (Vec::with_capacity(count), Vec::new());
     for queue in queues {
         let (runner, heart, refilled) = stages(queue.clone(), shared, slots, runs, refills, loops);

@@ -41,7 +41,7 @@ pub struct WorkerOptions {
     /// (`emq:workers`, [`workers`](crate::workers())), its running jobs
     /// with it: its registry beat, not a lease's. The entry expires after
     /// three registry beats without one. Taken within
-    /// [`MIN_BEAT`](crate::workers::MIN_BEAT)..=[`MAX_BEAT`](crate::workers::MAX_BEAT).
+    /// 10 ms..=60 s.
     pub registry_beat: Duration,
 }
 
