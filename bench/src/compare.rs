@@ -174,8 +174,7 @@ fn start_worker(
     concurrency: usize,
     work: Duration,
 ) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
-    let options =
-        WorkerOptions { concurrency, idle_wait: Duration::from_millis(100), ..WorkerOptions::default() };
+    let options = WorkerOptions::default().concurrency(concurrency).idle_wait(Duration::from_millis(100));
     let handler = move |_job: JobContext| async move {
         if !work.is_zero() {
             tokio::time::sleep(work).await;
@@ -187,9 +186,10 @@ fn start_worker(
         worker = worker.queue(queue.clone());
     }
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(worker.run_until(async move {
+    let stop_when = async move {
         let _ = stopped.await;
-    }));
+    };
+    let task = tokio::spawn(async move { worker.run_until(stop_when).await.expect("the worker runs") });
     (stop, task)
 }
 
@@ -322,7 +322,7 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64, 
         record.lock().unwrap().push(now.saturating_sub(sent) as f64 / 1000.0);
         async { Ok::<_, HandlerError>(()) }
     };
-    let options_worker = WorkerOptions { concurrency: options.concurrency, ..WorkerOptions::default() };
+    let options_worker = WorkerOptions::default().concurrency(options.concurrency);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task =
         tokio::spawn(Worker::with_options(queue.clone(), handler, options_worker).run_until(async move {
@@ -358,7 +358,7 @@ async fn latency(via: &Arc<dyn Executor>, options: &Options) -> (Vec<f64>, f64, 
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let _ = stop.send(());
-    task.await.expect("the worker");
+    task.await.expect("the worker").expect("the worker runs");
     let mut latencies = std::mem::take(&mut *seen.lock().unwrap());
     latencies.sort_by(f64::total_cmp);
     let took = last_start.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(started_us).max(1);
@@ -378,7 +378,7 @@ async fn recovery(via: &Arc<dyn Executor>, options: &Options) -> f64 {
     assert_eq!(crashed.len(), jobs, "the crashed worker held every job");
     let at = Instant::now();
     let count = counted::expect(jobs);
-    let worker = WorkerOptions { concurrency: 100, lease, ..WorkerOptions::default() };
+    let worker = WorkerOptions::default().concurrency(100).lease(lease);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handler = |_job: JobContext| async { Ok::<_, HandlerError>(()) };
     let task = tokio::spawn(Worker::with_options(queue.clone(), handler, worker).run_until(async move {
@@ -386,7 +386,7 @@ async fn recovery(via: &Arc<dyn Executor>, options: &Options) -> f64 {
     }));
     let done = count.await;
     let _ = stop.send(());
-    task.await.expect("the worker");
+    task.await.expect("the worker").expect("the worker runs");
     (done - at).as_secs_f64()
 }
 

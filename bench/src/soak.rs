@@ -56,7 +56,7 @@ async fn main() {
         _ => Arc::new(Lua::new(conn.clone())),
     };
     let queue = Queue::new(executor, &unique_queue("soak")).expect("a queue");
-    let worker_options = WorkerOptions { concurrency: 64, ..WorkerOptions::default() };
+    let worker_options = WorkerOptions::default().concurrency(64);
     let worker = Worker::with_options(
         queue.clone(),
         |_job: JobContext| async { Ok::<_, HandlerError>(()) },
@@ -93,5 +93,5 @@ async fn main() {
         }
     }
     stop.send(()).expect("the worker runs");
-    task.await.expect("the worker stops");
+    task.await.expect("the worker stops").expect("the worker runs");
 }

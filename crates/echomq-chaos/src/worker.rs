@@ -68,21 +68,20 @@ pub async fn run(options: Options) -> Result<(), String> {
     let witness = Arc::new(Witness::new(executor, journal.clone()));
     let queue = Queue::new(witness, &options.queue).map_err(|e| e.to_string())?;
     let lease = Duration::from_millis(options.lease_ms);
-    let worker_options = WorkerOptions {
-        concurrency: options.concurrency,
-        lease,
-        // Attempts never run out here: a job killed with its worker again
-        // and again must still be done at the end, not dead.
-        retry: RetryPolicy::new()
-            .max_attempts(1000)
-            .backoff(Duration::from_millis(20))
-            .max_backoff(Duration::from_millis(200))
-            .jitter(0.5),
-        idle_wait: Duration::from_millis(200),
-        upkeep: Duration::from_millis(200),
-        grace: Duration::from_secs(5),
-        ..WorkerOptions::default()
-    };
+    // Attempts never run out here: a job killed with its worker again and
+    // again must still be done at the end, not dead.
+    let retry = RetryPolicy::new()
+        .max_attempts(1000)
+        .backoff(Duration::from_millis(20))
+        .max_backoff(Duration::from_millis(200))
+        .jitter(0.5);
+    let worker_options = WorkerOptions::default()
+        .concurrency(options.concurrency)
+        .lease(lease)
+        .retry(retry)
+        .idle_wait(Duration::from_millis(200))
+        .upkeep(Duration::from_millis(200))
+        .grace(Duration::from_secs(5));
     let most = options.work_ms;
     let handler = move |job: JobContext| {
         let journal = journal.clone();
@@ -100,7 +99,7 @@ pub async fn run(options: Options) -> Result<(), String> {
             Ok::<(), HandlerError>(())
         }
     };
-    Worker::with_options(queue, handler, worker_options).run_until(stdin_closed()).await;
+    Worker::with_options(queue, handler, worker_options).run_until(stdin_closed()).await.unwrap();
     Ok(())
 }
 

@@ -23,6 +23,6 @@ async fn main() -> anyhow::Result<()> {
         let email: Email = job.json()?;
         send(&email).await // Err: retried with back-off, then dead
     });
-    worker.run().await; // until SIGINT/SIGTERM, then finishes or releases its jobs
+    worker.run().await?; // until SIGINT/SIGTERM, then finishes or releases its jobs
     Ok(())
 }

@@ -29,13 +29,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     // The native module (claims wait on the server) when loaded, else Lua.
     let queue = Queue::new(echomq::connect(&redis::Client::open(url)?).await?, "emails")?;
-    let options = WorkerOptions {
-        concurrency: 10,
-        retry: RetryPolicy::new().max_attempts(5),
-        ..WorkerOptions::default()
-    };
+    let options = WorkerOptions::default().concurrency(10).retry(RetryPolicy::new().max_attempts(5));
     println!("working the emails queue; Ctrl-C to stop");
-    Worker::with_options(queue, send, options).run().await;
+    Worker::with_options(queue, send, options).run().await.unwrap();
     println!("stopped");
     Ok(())
 }

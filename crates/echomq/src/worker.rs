@@ -60,6 +60,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::executor::Executor;
 use crate::queue::Queue;
+use crate::Result;
 
 mod claims;
 mod context;
@@ -176,14 +177,27 @@ impl Worker {
     }
 
     /// Run until SIGINT or SIGTERM, then shut down gracefully.
-    pub async fn run(self) {
-        self.run_until(shutdown_signal()).await
+    ///
+    /// # Errors
+    /// As [`run_until`](Worker::run_until); [`ErrorKind::Server`](crate::ErrorKind::Server)
+    /// when the process cannot listen for the signals (nothing ran).
+    pub async fn run(self) -> Result<()> {
+        let signals = shutdown_signal()?;
+        self.run_until(signals).await
     }
 
     /// Run until `shutdown` completes (or a [`Control`] says stop); then stop
     /// claiming, let jobs in flight finish within the grace period, and
     /// release the rest to pending.
-    pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) for options a
+    /// worker cannot run with (no concurrency, a lease outside the
+    /// protocol's), before anything is claimed. A failure of the server
+    /// while it runs is not an error of the run: the worker logs it, and
+    /// claims and upkeep try again.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        self.shared.options.check()?;
         metric::describe();
         for queue in &self.queues {
             for warning in crate::executor::server_warnings(&**queue.executor()).await {
@@ -207,6 +221,7 @@ impl Worker {
         steer(&shared, shutdown, claims, &runs, executors).await;
         loops.shutdown().await;
         registrar.unregister().await;
+        Ok(())
     }
 }
 
@@ -337,19 +352,26 @@ async fn interrupt_waits(executors: Vec<Arc<dyn Executor>>) {
 }
 
 /// SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+fn shutdown_signal() -> Result<impl Future<Output = ()>> {
+    let cannot = |err: std::io::Error| {
+        crate::Error::new(crate::ErrorKind::Server, format!("cannot listen for SIGINT and SIGTERM: {err}"))
+    };
     #[cfg(unix)]
-    {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(signal) => signal,
-            Err(_) => return interrupt.await.unwrap_or_default(),
-        };
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(cannot)?;
+    Ok(async move {
+        let interrupt = tokio::signal::ctrl_c();
+        #[cfg(unix)]
         tokio::select! {
-            _ = interrupt => {}
+            // SIGINT that cannot be listened for leaves SIGTERM.
+            listened = interrupt => if listened.is_err() {
+                terminate.recv().await;
+            },
             _ = terminate.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    interrupt.await.unwrap_or_default();
+        #[cfg(not(unix))]
+        if interrupt.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
 }

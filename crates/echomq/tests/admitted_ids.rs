@@ -71,13 +71,11 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
             seen.lock().unwrap().push(job.id.as_str().to_owned());
             async { Ok::<_, HandlerError>(()) }
         };
-        let options = WorkerOptions {
-            lease: Duration::from_secs(30),
-            idle_wait: Duration::from_millis(100),
-            upkeep: Duration::from_millis(50),
-            retry: RetryPolicy::new().max_attempts(2),
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions::default()
+            .lease(Duration::from_secs(30))
+            .idle_wait(Duration::from_millis(100))
+            .upkeep(Duration::from_millis(50))
+            .retry(RetryPolicy::new().max_attempts(2));
         let worker = Worker::with_options(queue.clone(), handler, options);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(worker.run_until(async move {
@@ -85,7 +83,7 @@ async fn a_job_with_any_admitted_id_is_run_inspected_retried_and_cancelled() {
         }));
         eventually("every admitted job is done", || async { queue.stats().await.unwrap().done == 5 }).await;
         let _ = stop.send(());
-        task.await.unwrap();
+        task.await.unwrap().unwrap();
         let mut ran = ran.lock().unwrap().clone();
         ran.sort();
         let mut want: Vec<String> = ODD.iter().map(|id| id.to_string()).chain([minted.to_string()]).collect();
@@ -146,12 +144,10 @@ async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
 
         // One claim of four takes all three; the lease is long, so a job held up
         // beside the bad one could not finish before the test gives up.
-        let options = WorkerOptions {
-            concurrency: 4,
-            lease: Duration::from_secs(600),
-            idle_wait: Duration::from_millis(100),
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions::default()
+            .concurrency(4)
+            .lease(Duration::from_secs(600))
+            .idle_wait(Duration::from_millis(100));
         let worker = Worker::with_options(
             queue.clone(),
             |_job: JobContext| async { Ok::<_, HandlerError>(()) },
@@ -170,7 +166,7 @@ async fn an_id_the_host_cannot_hold_does_not_hold_up_its_batch() {
         })
         .await;
         let _ = stop.send(());
-        task.await.unwrap();
+        task.await.unwrap().unwrap();
         for id in &good {
             let job = queue.inspect(id).await.unwrap().unwrap();
             assert_eq!(job.record.attempts, 1, "native {native}: {id} ran on its first claim");

@@ -26,12 +26,10 @@ async fn a_batch_of_100_is_called_back_once_with_its_counts() {
         // Every run of the callback, with the headers it was handed.
         let callbacks: Arc<Mutex<Vec<Headers>>> = Arc::default();
         let seen = callbacks.clone();
-        let options = WorkerOptions {
-            concurrency: 8,
-            upkeep: Duration::from_millis(50),
-            retry: RetryPolicy::new().max_attempts(1),
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions::default()
+            .concurrency(8)
+            .upkeep(Duration::from_millis(50))
+            .retry(RetryPolicy::new().max_attempts(1));
         let worker = Worker::with_options(
             q.clone(),
             move |job: JobContext| {
@@ -57,7 +55,7 @@ async fn a_batch_of_100_is_called_back_once_with_its_counts() {
         // A few more upkeep rounds: nothing calls back again.
         tokio::time::sleep(Duration::from_millis(300)).await;
         stop.send(()).unwrap();
-        running.await.unwrap();
+        running.await.unwrap().unwrap();
 
         let runs = callbacks.lock().unwrap().clone();
         assert_eq!(runs.len(), 1, "{name}: called back once");

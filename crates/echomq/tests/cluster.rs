@@ -110,13 +110,11 @@ async fn queues_spread_over_the_nodes_and_a_slot_moves_mid_flow() {
             *seen.lock().unwrap().entry(job.id).or_default() += 1;
             async { Ok::<_, HandlerError>(()) }
         };
-        let options = WorkerOptions {
-            concurrency: 8,
-            lease: Duration::from_secs(20),
-            idle_wait: Duration::from_millis(100),
-            upkeep: Duration::from_millis(100),
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions::default()
+            .concurrency(8)
+            .lease(Duration::from_secs(20))
+            .idle_wait(Duration::from_millis(100))
+            .upkeep(Duration::from_millis(100));
         let mut worker = Worker::with_options(queues[0].clone(), handler, options);
         for queue in &queues[1..] {
             worker = worker.queue(queue.clone());
@@ -172,7 +170,7 @@ async fn queues_spread_over_the_nodes_and_a_slot_moves_mid_flow() {
         })
         .await;
         let _ = stop.send(());
-        working.await.unwrap();
+        working.await.unwrap().unwrap();
 
         for queue in &queues {
             let stats = queue.stats().await.unwrap();

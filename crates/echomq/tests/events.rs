@@ -112,7 +112,7 @@ async fn wait_returns_what_a_worker_elsewhere_returned() {
                 (done, dead)
             }
         });
-        let options = WorkerOptions { retry: RetryPolicy::new().max_attempts(1), ..WorkerOptions::default() };
+        let options = WorkerOptions::default().retry(RetryPolicy::new().max_attempts(1));
         let worker = Worker::with_options(
             worked,
             |job: JobContext| async move {
@@ -132,7 +132,7 @@ async fn wait_returns_what_a_worker_elsewhere_returned() {
         assert_eq!(done.unwrap(), Some(Finished::Done(Some(br#"{"twice":40}"#.to_vec()))), "{name}");
         assert_eq!(dead.unwrap(), Some(Finished::Dead(Some("no good".into()))), "{name}");
         stop.send(()).unwrap();
-        running.await.unwrap();
+        running.await.unwrap().unwrap();
 
         // A job that does not finish in time: None, after about the wait.
         let idle = waiter.enqueue(b"idle".to_vec()).await.unwrap();

@@ -156,14 +156,12 @@ async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() 
             *seen.lock().unwrap().entry(job.id).or_default() += 1;
             async { Ok::<_, HandlerError>(()) }
         };
-        let options = WorkerOptions {
-            concurrency: 4,
-            lease: Duration::from_secs(3),
-            idle_wait: Duration::from_millis(100),
-            upkeep: Duration::from_millis(100),
-            retry: RetryPolicy::new().max_attempts(100),
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions::default()
+            .concurrency(4)
+            .lease(Duration::from_secs(3))
+            .idle_wait(Duration::from_millis(100))
+            .upkeep(Duration::from_millis(100))
+            .retry(RetryPolicy::new().max_attempts(100));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let working = tokio::spawn(Worker::with_options(q.clone(), handler, options).run_until(async move {
             let _ = stopped.await;
@@ -210,7 +208,7 @@ async fn a_worker_carries_on_through_a_failover_and_loses_no_acknowledged_job() 
         })
         .await;
         let _ = stop.send(());
-        working.await.unwrap();
+        working.await.unwrap().unwrap();
 
         let stats = q.stats().await.unwrap();
         assert_eq!((stats.pending, stats.active, stats.delayed, stats.dead), (0, 0, 0, 0), "{via:?}");

@@ -12,22 +12,21 @@ use echomq_test_support::{eventually, module_path, unique_queue, RedisServer, Se
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 fn options() -> WorkerOptions {
-    WorkerOptions {
-        concurrency: 4,
-        lease: Duration::from_secs(30),
-        upkeep: Duration::from_millis(50),
-        idle_wait: Duration::from_millis(200),
-        grace: Duration::from_secs(5),
-        ..WorkerOptions::default()
-    }
+    WorkerOptions::default()
+        .concurrency(4)
+        .lease(Duration::from_secs(30))
+        .upkeep(Duration::from_millis(50))
+        .idle_wait(Duration::from_millis(200))
+        .grace(Duration::from_secs(5))
 }
 
 /// Run a worker in the background; the sender stops it gracefully.
 fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(worker.run_until(async move {
+    let stop_when = async move {
         let _ = stopped.await;
-    }));
+    };
+    let task = tokio::spawn(async move { worker.run_until(stop_when).await.expect("the worker runs") });
     (stop, task)
 }
 
@@ -79,7 +78,7 @@ async fn an_idle_worker_under_a_limit_below_its_slots_waits_on_the_server() {
             counter.fetch_add(1, Ordering::SeqCst);
             async { Ok::<_, HandlerError>(()) }
         };
-        let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
+        let options = options().concurrency(8).idle_wait(Duration::from_secs(300));
         let (stop, task) = spawn(Worker::with_options(queue.clone(), handler, options));
         let mut conn = server.connection().await;
         // A claim blocked on the server (EMQ.CLAIM BLOCK, or BZPOPMIN on the wake-up key).
@@ -121,7 +120,7 @@ async fn a_paused_queues_workers_run_nothing_and_wake_on_resume() {
                 Ok::<_, HandlerError>(())
             }
         };
-        let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
+        let options = options().idle_wait(Duration::from_secs(300));
         let (stop, task) = spawn(Worker::with_options(paused.clone(), handler, options).queue(other.clone()));
 
         // Enqueue goes on while paused; the worker is alive (it runs the other
@@ -186,7 +185,7 @@ async fn a_concurrency_limit_holds_across_three_workers() {
                     Ok::<_, HandlerError>(())
                 }
             };
-            let options = WorkerOptions { concurrency: 8, ..options() };
+            let options = options().concurrency(8);
             workers.push(spawn(Worker::with_options(q.clone(), handler, options)));
         }
         eventually("every job is done", || async { queues[0].stats().await.unwrap().done == 40 }).await;
@@ -228,7 +227,7 @@ async fn a_rate_of_50_a_second_holds_in_every_second_across_three_workers() {
                     Ok::<_, HandlerError>(())
                 }
             };
-            let options = WorkerOptions { concurrency: 16, ..options() };
+            let options = options().concurrency(16);
             workers.push(spawn(Worker::with_options(q.clone(), handler, options)));
         }
         eventually("every job is done", || async { q.stats().await.unwrap().done == 120 }).await;

@@ -12,12 +12,10 @@ use echomq::{Embedded, Queue, RetryPolicy, State};
 use echomq_test_support::{eventually, unique_queue};
 
 fn one_attempt() -> WorkerOptions {
-    WorkerOptions {
-        retry: RetryPolicy::new().max_attempts(1),
-        upkeep: Duration::from_millis(20),
-        idle_wait: Duration::from_millis(50),
-        ..WorkerOptions::default()
-    }
+    WorkerOptions::default()
+        .retry(RetryPolicy::new().max_attempts(1))
+        .upkeep(Duration::from_millis(20))
+        .idle_wait(Duration::from_millis(50))
 }
 
 /// Run `worker` until the job `id` is in `state`, then stop it.
@@ -31,7 +29,7 @@ async fn work_until(worker: Worker, q: &Queue, id: &echomq::JobId, state: State)
     })
     .await;
     stop.send(()).unwrap();
-    task.await.unwrap();
+    task.await.unwrap().unwrap();
     q.inspect(id).await.unwrap().expect("its record")
 }
 

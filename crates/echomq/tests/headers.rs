@@ -39,7 +39,7 @@ async fn handed(q: &Queue) -> (Headers, Option<String>) {
     }));
     let got = tokio::time::timeout(Duration::from_secs(30), got).await.expect("the job ran").unwrap();
     stop.send(()).unwrap();
-    running.await.unwrap();
+    running.await.unwrap().unwrap();
     got
 }
 

@@ -103,6 +103,6 @@ async fn idle_workers_do_not_spin_and_new_jobs_start_at_once() {
         assert!(waits[2] < Duration::from_millis(60), "{name}: median enqueue→start {:?}", waits[2]);
 
         stop.send(()).unwrap();
-        task.await.unwrap();
+        task.await.unwrap().unwrap();
     }
 }

@@ -15,25 +15,24 @@ use echomq::{EnqueueOptions, Queue, RetryPolicy, State};
 use echomq_test_support::{eventually, unique_queue};
 
 fn options() -> WorkerOptions {
-    WorkerOptions {
-        concurrency: 4,
-        // Leases far past the timeouts: an attempt ends by its timeout, never
-        // by losing its lease.
-        lease: Duration::from_secs(30),
-        upkeep: Duration::from_millis(50),
-        idle_wait: Duration::from_millis(200),
-        grace: Duration::from_secs(5),
-        retry: RetryPolicy::new().max_attempts(5).backoff(Duration::from_millis(10)),
-        ..WorkerOptions::default()
-    }
+    // Leases far past the timeouts: an attempt ends by its timeout, never
+    // by losing its lease.
+    WorkerOptions::default()
+        .concurrency(4)
+        .lease(Duration::from_secs(30))
+        .upkeep(Duration::from_millis(50))
+        .idle_wait(Duration::from_millis(200))
+        .grace(Duration::from_secs(5))
+        .retry(RetryPolicy::new().max_attempts(5).backoff(Duration::from_millis(10)))
 }
 
 /// Run a worker in the background; the sender stops it gracefully.
 fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(worker.run_until(async move {
+    let stop_when = async move {
         let _ = stopped.await;
-    }));
+    };
+    let task = tokio::spawn(async move { worker.run_until(stop_when).await.expect("the worker runs") });
     (stop, task)
 }
 
@@ -154,7 +153,7 @@ async fn a_retry_after_defers_the_job_and_pauses_the_queue_without_spending_an_a
                 }
             }
         };
-        let one_attempt = WorkerOptions { retry: RetryPolicy::new().max_attempts(1), ..options() };
+        let one_attempt = options().retry(RetryPolicy::new().max_attempts(1));
         let (stop, task) = spawn(Worker::with_options(q.clone(), handler, one_attempt));
         eventually("the first run deferred its job", || async {
             q.inspect(&limited).await.unwrap().is_some_and(|job| job.record.state == State::Delayed)

@@ -41,7 +41,7 @@ async fn progress_from_a_handler_is_seen_by_inspect_until_the_purge() {
                     Ok::<_, HandlerError>(())
                 }
             },
-            WorkerOptions { upkeep: Duration::from_millis(50), ..WorkerOptions::default() },
+            WorkerOptions::default().upkeep(Duration::from_millis(50)),
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let running = tokio::spawn(worker.run_until(async move {
@@ -58,7 +58,7 @@ async fn progress_from_a_handler_is_seen_by_inspect_until_the_purge() {
         })
         .await;
         stop.send(()).unwrap();
-        running.await.unwrap();
+        running.await.unwrap().unwrap();
 
         // The lease is over: a report now is fenced and changes nothing.
         let late = echomq::Lease::held(&q, id.clone(), 1);

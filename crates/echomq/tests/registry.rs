@@ -32,7 +32,7 @@ async fn queues_are_found_in_the_registry_without_a_scan() {
 
         // A worker notes the queues it works, jobs or not.
         let idle = Queue::new(executor.clone(), &worked).unwrap();
-        let options = WorkerOptions { idle_wait: Duration::from_millis(50), ..WorkerOptions::default() };
+        let options = WorkerOptions::default().idle_wait(Duration::from_millis(50));
         let worker =
             Worker::with_options(idle, |_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -41,7 +41,7 @@ async fn queues_are_found_in_the_registry_without_a_scan() {
         }));
         eventually("the worker notes its queue", || async { listed().await.contains(&worked) }).await;
         let _ = stop.send(());
-        running.await.unwrap();
+        running.await.unwrap().unwrap();
 
         // Deleted, a queue leaves it; enqueued again, it is back.
         q.delete(Delete::Force).await.unwrap();

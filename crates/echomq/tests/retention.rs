@@ -30,8 +30,7 @@ async fn finished_jobs_are_trimmed_and_memory_stays_flat() {
         let kept = Retention { age: None, count: Some(1000) };
         let settings = q.configure(echomq::Config::default().keep_done(kept)).await.unwrap();
         assert_eq!(settings.keep_done, Retention { age: None, count: Some(1000) }, "{via}");
-        let options =
-            WorkerOptions { concurrency: 16, upkeep: Duration::from_millis(50), ..WorkerOptions::default() };
+        let options = WorkerOptions::default().concurrency(16).upkeep(Duration::from_millis(50));
         let worker =
             Worker::with_options(q.clone(), |_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -59,7 +58,7 @@ async fn finished_jobs_are_trimmed_and_memory_stays_flat() {
         eventually("done is trimmed to 1000", || async { q.stats().await.unwrap().done == 1000 }).await;
         let after = used_memory(&mut conn).await;
         stop.send(()).unwrap();
-        task.await.unwrap();
+        task.await.unwrap().unwrap();
         // The counters (protocol 1.4) saw every job, whatever retention
         // kept: a chart drawn from them is the work done, not the done set.
         let counts = q.counts(Span::Minutes).await.unwrap();

@@ -67,7 +67,7 @@ async fn three_workers_fire_each_tick_of_a_schedule_once() {
                 seen.lock().unwrap().push(job.id.clone());
                 async { Ok::<_, HandlerError>(()) }
             },
-            WorkerOptions { upkeep: Duration::from_millis(100), ..WorkerOptions::default() },
+            WorkerOptions::default().upkeep(Duration::from_millis(100)),
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         running.push((
@@ -86,7 +86,7 @@ async fn three_workers_fire_each_tick_of_a_schedule_once() {
     }
     for (stop, task) in running {
         stop.send(()).unwrap();
-        task.await.unwrap();
+        task.await.unwrap().unwrap();
     }
 
     let handled = handled.lock().unwrap().clone();

@@ -155,15 +155,13 @@ pub async fn full_run(queue: Queue) {
     let ok = queue.enqueue(b"ok".to_vec()).await.unwrap();
     let flaky = queue.enqueue(b"flaky".to_vec()).await.unwrap();
     let doomed = queue.enqueue(b"doomed".to_vec()).await.unwrap();
-    let options = WorkerOptions {
-        concurrency: 2,
-        lease: Duration::from_secs(10),
-        upkeep: Duration::from_millis(50),
-        idle_wait: Duration::from_millis(200),
-        grace: Duration::from_secs(5),
-        retry: RetryPolicy::new().max_attempts(2).backoff(Duration::from_millis(10)),
-        ..WorkerOptions::default()
-    };
+    let options = WorkerOptions::default()
+        .concurrency(2)
+        .lease(Duration::from_secs(10))
+        .upkeep(Duration::from_millis(50))
+        .idle_wait(Duration::from_millis(200))
+        .grace(Duration::from_secs(5))
+        .retry(RetryPolicy::new().max_attempts(2).backoff(Duration::from_millis(10)));
     let worker = Worker::with_options(
         queue.clone(),
         |job: JobContext| async move {
@@ -189,7 +187,7 @@ pub async fn full_run(queue: Queue) {
     let dead = queue.inspect(&doomed).await.unwrap().unwrap();
     assert_eq!(dead.error.as_deref(), Some("attempt 2 failed"));
     let _ = stop.send(());
-    tokio::time::timeout(Duration::from_secs(20), run).await.expect("the worker stops").unwrap();
+    tokio::time::timeout(Duration::from_secs(20), run).await.expect("the worker stops").unwrap().unwrap();
 }
 
 /// The error code of a refused raw command (`NOPERM`, `ERR`, …), or "ok".
@@ -325,11 +323,7 @@ async fn a_native_worker_of_several_queues_runs_with_or_without_bzpopmin() {
         for queue in &queues {
             queue.enqueue_batch((0..20u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
         }
-        let options = WorkerOptions {
-            concurrency: 8,
-            idle_wait: Duration::from_millis(200),
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions::default().concurrency(8).idle_wait(Duration::from_millis(200));
         let worker = Worker::with_options(
             queues[0].clone(),
             |_job: JobContext| async { Ok::<_, HandlerError>(()) },
@@ -347,7 +341,7 @@ async fn a_native_worker_of_several_queues_runs_with_or_without_bzpopmin() {
             .await;
         }
         stop.send(()).unwrap();
-        task.await.unwrap();
+        task.await.unwrap().unwrap();
         assert_eq!(executor.setup().waits_on_many, in_turns, "{rules}");
     }
 }
@@ -383,7 +377,7 @@ async fn with_the_prompt_stop_rules_a_native_worker_stops_at_once() {
     let executor = connect_as(&server, "worker", "st0p-secret").await.expect("connect as worker");
     let queue = Queue::new(executor, &unique_queue("stop")).unwrap();
     let id = queue.enqueue(b"first".to_vec()).await.unwrap();
-    let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..WorkerOptions::default() };
+    let options = WorkerOptions::default().idle_wait(Duration::from_secs(300));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker =
         Worker::with_options(queue.clone(), |_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
@@ -393,7 +387,11 @@ async fn with_the_prompt_stop_rules_a_native_worker_stops_at_once() {
     eventually("the job is done", || async { state(&queue, &id).await.map(|s| s.0) == Some(State::Done) })
         .await;
     stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(30), task).await.expect("the worker stopped at once").unwrap();
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("the worker stopped at once")
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

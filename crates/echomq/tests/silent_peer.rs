@@ -82,7 +82,7 @@ async fn silenced_under_a_worker(server: RedisServer, via: &str) {
     // A claim the server answered into the silence is lost with its answer
     // (the module's blocked claim takes the first jobs enqueued): its jobs
     // wait out their lease, then run under the next claim.
-    let options = WorkerOptions { concurrency: 4, lease: Duration::from_secs(5), ..WorkerOptions::default() };
+    let options = WorkerOptions::default().concurrency(4).lease(Duration::from_secs(5));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let working = tokio::spawn(Worker::with_options(queue, handler, options).run_until(async move {
         let _ = stopped.await;
@@ -136,7 +136,7 @@ async fn silenced_under_a_worker(server: RedisServer, via: &str) {
         connections(&mut watch, own_id).await.into_iter().filter(|p| !ports.contains(p)).collect();
     assert!(!new.is_empty(), "{via}: no new connection");
     let _ = stop.send(());
-    working.await.unwrap();
+    working.await.unwrap().unwrap();
     let runs = runs.lock().unwrap();
     assert_eq!(runs.len(), 40, "{via}");
     assert!(runs.values().all(|attempts| attempts.len() == 1), "{via}: a job ran twice: {runs:?}");

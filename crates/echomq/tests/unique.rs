@@ -26,7 +26,7 @@ async fn a_unique_key_is_refused_while_held_then_freed() {
         assert_eq!(q.stats().await.unwrap().pending, 1, "{via}: nothing enqueued");
 
         // Its job runs to done: the key is free for the next one.
-        let options = WorkerOptions { upkeep: Duration::from_millis(50), ..WorkerOptions::default() };
+        let options = WorkerOptions::default().upkeep(Duration::from_millis(50));
         let worker =
             Worker::with_options(q.clone(), |_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -38,7 +38,7 @@ async fn a_unique_key_is_refused_while_held_then_freed() {
         })
         .await;
         stop.send(()).unwrap();
-        task.await.unwrap();
+        task.await.unwrap().unwrap();
         let third = q.enqueue_with(b"third".to_vec(), until_done()).await.unwrap();
         assert!(!third.duplicate && third.id != first.id, "{via}: freed when its job finished");
 

@@ -49,15 +49,13 @@ async fn queue(server: &RedisServer, via: Via, name: &str) -> Queue {
 }
 
 fn options() -> WorkerOptions {
-    WorkerOptions {
-        concurrency: 4,
-        lease: Duration::from_secs(10),
-        upkeep: Duration::from_millis(50),
-        idle_wait: Duration::from_millis(200),
-        grace: Duration::from_secs(5),
-        retry: RetryPolicy::new().max_attempts(3).backoff(Duration::from_millis(10)),
-        ..WorkerOptions::default()
-    }
+    WorkerOptions::default()
+        .concurrency(4)
+        .lease(Duration::from_secs(10))
+        .upkeep(Duration::from_millis(50))
+        .idle_wait(Duration::from_millis(200))
+        .grace(Duration::from_secs(5))
+        .retry(RetryPolicy::new().max_attempts(3).backoff(Duration::from_millis(10)))
 }
 
 async fn state(queue: &Queue, id: &JobId) -> Option<(State, u64)> {
@@ -83,9 +81,10 @@ fn counting(running: Arc<AtomicU64>) -> impl Handler {
 /// Run a worker in the background; the sender stops it gracefully.
 fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(worker.run_until(async move {
+    let stop_when = async move {
         let _ = stopped.await;
-    }));
+    };
+    let task = tokio::spawn(async move { worker.run_until(stop_when).await.expect("the worker runs") });
     (stop, task)
 }
 
@@ -113,7 +112,7 @@ async fn a_killed_workers_job_is_reaped_and_finished_by_another() {
         // Worker one takes the job, then dies mid-job without a word.
         let started = Arc::new(Notify::new());
         let signal = started.clone();
-        let short = WorkerOptions { lease: Duration::from_millis(600), ..options() };
+        let short = options().lease(Duration::from_millis(600));
         let one = Worker::with_options(
             q.clone(),
             move |_job: JobContext| {
@@ -170,7 +169,7 @@ async fn a_lost_lease_cancels_the_handler_and_its_late_ack_is_refused() {
                     Ok::<_, HandlerError>(())
                 }
             },
-            WorkerOptions { concurrency: 1, ..options() },
+            options().concurrency(1),
         );
         let (stop_one, one_task) = spawn(one);
         started.notified().await;
@@ -201,7 +200,7 @@ async fn a_heartbeat_that_finds_the_lease_gone_cancels_the_handler() {
         let id = q.enqueue(b"work".to_vec()).await.unwrap();
         let (started, cancelled) = (Arc::new(Notify::new()), Arc::new(AtomicBool::new(false)));
         let (s, c) = (started.clone(), cancelled.clone());
-        let fast_beats = WorkerOptions { lease: Duration::from_millis(900), ..options() };
+        let fast_beats = options().lease(Duration::from_millis(900));
         let worker = Worker::with_options(
             q.clone(),
             move |job: JobContext| {
@@ -280,7 +279,7 @@ async fn a_panicking_handler_fails_its_job_and_the_worker_goes_on() {
             }
             Ok::<_, HandlerError>(())
         },
-        WorkerOptions { retry: RetryPolicy::new().max_attempts(1), ..options() },
+        options().retry(RetryPolicy::new().max_attempts(1)),
     );
     let (stop, task) = spawn(worker);
     let bad = q.enqueue(b"bad".to_vec()).await.unwrap();
@@ -302,7 +301,7 @@ async fn shutdown_finishes_what_it_can_within_the_grace_and_releases_the_rest() 
         let server = server(&[]);
         let q = queue(&server, via, &unique_queue("shutdown")).await;
         let running = Arc::new(AtomicU64::new(0));
-        let options = WorkerOptions { concurrency: 3, grace: Duration::from_millis(700), ..options() };
+        let options = options().concurrency(3).grace(Duration::from_millis(700));
         let worker = Worker::with_options(q.clone(), counting(running.clone()), options);
         let (stop, task) = spawn(worker);
         let quick = q.enqueue(b"quick".to_vec()).await.unwrap();
@@ -345,7 +344,7 @@ async fn a_redis_restart_under_a_running_worker_loses_nothing() {
                 d.lock().unwrap().entry(job.id.clone()).and_modify(|n| *n += 1).or_insert(1);
                 async { Ok::<_, HandlerError>(()) }
             },
-            WorkerOptions { lease: Duration::from_secs(2), ..options() },
+            options().lease(Duration::from_secs(2)),
         );
         let (stop, task) = spawn(worker);
 
@@ -417,8 +416,7 @@ async fn outage() {
             }
         };
         let lease = Duration::from_secs(30);
-        let (stop, task) =
-            spawn(Worker::with_options(q.clone(), handler, WorkerOptions { lease, ..options() }));
+        let (stop, task) = spawn(Worker::with_options(q.clone(), handler, options().lease(lease)));
         let id = q.enqueue(b"x".to_vec()).await.unwrap();
         started.notified().await;
 
@@ -465,7 +463,7 @@ async fn an_idle_queue_does_not_hold_up_a_busy_one() {
         assert!(executor.setup().waits, "{via}");
         let idle = Queue::new(executor.clone(), &unique_queue("idle")).unwrap();
         let busy = Queue::new(executor.clone(), &unique_queue("busy")).unwrap();
-        let options = WorkerOptions { concurrency: 8, idle_wait: Duration::from_secs(300), ..options() };
+        let options = options().concurrency(8).idle_wait(Duration::from_secs(300));
         let worker = Worker::with_options(
             idle.clone(),
             |_job: JobContext| async { Ok::<_, HandlerError>(()) },
@@ -504,7 +502,7 @@ async fn a_worker_of_many_queues_claims_many_jobs_a_call() {
             queue.enqueue_batch((0..50u32).map(|n| n.to_be_bytes().to_vec())).await.unwrap();
         }
         let claims_before = claim_calls(&servers[0]).await;
-        let options = WorkerOptions { concurrency: 40, ..options() };
+        let options = options().concurrency(40);
         let mut worker = Worker::with_options(
             queues[0].clone(),
             |_job: JobContext| async { Ok::<_, HandlerError>(()) },
@@ -540,7 +538,7 @@ async fn a_busy_queue_does_not_hide_an_arrival_on_an_idle_one() {
         let quiet = Queue::new(executor.clone(), &unique_queue("quiet")).unwrap();
         // 400 jobs of 25 ms at concurrency 4: 2.5 s of work at the least.
         busy.enqueue_batch((0..400u32).map(|_| b"slow".to_vec())).await.unwrap();
-        let options = WorkerOptions { concurrency: 4, idle_wait: Duration::from_secs(300), ..options() };
+        let options = options().concurrency(4).idle_wait(Duration::from_secs(300));
         let handler = |job: JobContext| async move {
             if job.payload == b"slow" {
                 tokio::time::sleep(Duration::from_millis(25)).await;
@@ -575,7 +573,7 @@ async fn idle_queues_cost_their_upkeep_one_read() {
         let queues: Vec<Queue> = (0..30)
             .map(|n| Queue::new(executor.clone(), &unique_queue(&format!("idle{n}"))).unwrap())
             .collect();
-        let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
+        let options = options().idle_wait(Duration::from_secs(300));
         let handler = |_job: JobContext| async { Ok::<_, HandlerError>(()) };
         let mut worker = Worker::with_options(queues[0].clone(), handler, options);
         for queue in &queues[1..] {
@@ -634,7 +632,7 @@ async fn a_stopping_worker_does_not_sit_out_its_idle_wait() {
     let (_servers, executors) = waiting_executors().await;
     for (via, executor) in executors {
         let q = Queue::new(executor, &unique_queue("stop")).unwrap();
-        let options = WorkerOptions { idle_wait: Duration::from_secs(300), ..options() };
+        let options = options().idle_wait(Duration::from_secs(300));
         let (stop, task) = spawn(Worker::with_options(
             q.clone(),
             |_job: JobContext| async { Ok::<_, HandlerError>(()) },
@@ -811,7 +809,7 @@ async fn a_last_free_slot_is_used_while_long_jobs_hold_the_rest() {
         // Eight slots: seven long jobs, then one more must still start (claims
         // gather free slots for a moment under load, never wait for many).
         let running = Arc::new(AtomicU64::new(0));
-        let options = WorkerOptions { concurrency: 8, grace: Duration::from_millis(100), ..options() };
+        let options = options().concurrency(8).grace(Duration::from_millis(100));
         let worker = Worker::with_options(q.clone(), counting(running.clone()), options);
         let (stop, task) = spawn(worker);
         for _ in 0..7 {
@@ -841,7 +839,7 @@ async fn at_concurrency_one_each_ack_fetches_the_next_job() {
     let worker = Worker::with_options(
         q.clone(),
         |_job: JobContext| async { Ok::<_, HandlerError>(()) },
-        WorkerOptions { concurrency: 1, ..options() },
+        options().concurrency(1),
     );
     let (stop, task) = spawn(worker);
     let done = || async { q.stats().await.unwrap().done == ids.len() as u64 };
@@ -874,8 +872,7 @@ async fn a_worker_stopped_between_acks_leaves_no_job_active() {
             Ok::<_, HandlerError>(())
         };
         for stop_after in [1, 5, 9, 20, 40, 60, 90, 130] {
-            let worker =
-                Worker::with_options(q.clone(), handler, WorkerOptions { concurrency: 1, ..options() });
+            let worker = Worker::with_options(q.clone(), handler, options().concurrency(1));
             let (stop, task) = spawn(worker);
             eventually("the worker gets going", || async { q.stats().await.unwrap().done >= stop_after })
                 .await;
@@ -885,8 +882,7 @@ async fn a_worker_stopped_between_acks_leaves_no_job_active() {
             assert_eq!(stats.active, 0, "{via:?}, stopped after {stop_after} jobs: {stats:?}");
             assert_eq!(stats.done + stats.pending, total, "{via:?}, stopped after {stop_after}: {stats:?}");
         }
-        let (stop, task) =
-            spawn(Worker::with_options(q.clone(), handler, WorkerOptions { concurrency: 1, ..options() }));
+        let (stop, task) = spawn(Worker::with_options(q.clone(), handler, options().concurrency(1)));
         eventually("every job is done", || async { q.stats().await.unwrap().done == total }).await;
         stop.send(()).unwrap();
         task.await.unwrap();
@@ -949,7 +945,7 @@ async fn calls_of_twenty_jobs_finishing_together(
             }
         }
     };
-    let worker = Worker::with_options(queue.clone(), handler, WorkerOptions { concurrency: 20, ..options() });
+    let worker = Worker::with_options(queue.clone(), handler, options().concurrency(20));
     let (stop, task) = spawn(worker);
     eventually("every job runs", || async { running.load(Ordering::SeqCst) == 20 }).await;
     go.add_permits(20);

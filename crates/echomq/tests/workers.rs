@@ -17,13 +17,11 @@ use tokio::sync::Semaphore;
 
 /// Short beats, so that a killed worker's entry expires within a test.
 fn options() -> WorkerOptions {
-    WorkerOptions {
-        concurrency: 3,
-        registry_beat: Duration::from_millis(100),
-        idle_wait: Duration::from_millis(50),
-        grace: Duration::from_secs(5),
-        ..WorkerOptions::default()
-    }
+    WorkerOptions::default()
+        .concurrency(3)
+        .registry_beat(Duration::from_millis(100))
+        .idle_wait(Duration::from_millis(50))
+        .grace(Duration::from_secs(5))
 }
 
 /// A worker on `queue` whose jobs wait for a permit of `release`.
@@ -97,8 +95,9 @@ async fn a_worker_is_listed_while_it_runs_and_gone_after() {
     }
 }
 
-async fn running_to_end(task: tokio::task::JoinHandle<()>) {
-    tokio::time::timeout(Duration::from_secs(30), task).await.expect("the worker stops").unwrap();
+async fn running_to_end(task: tokio::task::JoinHandle<echomq::Result<()>>) {
+    let ran = tokio::time::timeout(Duration::from_secs(30), task).await.expect("the worker stops");
+    ran.unwrap().expect("the worker runs");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -149,13 +149,11 @@ async fn work(
         let tally = handler_tally.clone();
         async move { handle(&tally, started, &job) }
     };
-    let worker_options = WorkerOptions {
-        concurrency: options.concurrency,
-        lease: LEASE,
-        retry: POLICY,
-        upkeep: Duration::from_millis(10),
-        ..WorkerOptions::default()
-    };
+    let worker_options = WorkerOptions::default()
+        .concurrency(options.concurrency)
+        .lease(LEASE)
+        .retry(POLICY)
+        .upkeep(Duration::from_millis(10));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker =
         tokio::spawn(Worker::with_options(queue.clone(), handler, worker_options).run_until(async move {
@@ -163,7 +161,7 @@ async fn work(
         }));
     let elapsed = finished(queue, options.jobs, started).await?;
     let _ = stop.send(());
-    worker.await?;
+    worker.await??;
     Ok(elapsed)
 }
 

@@ -139,7 +139,7 @@ pub async fn run(server: &Server, logging: &crate::log::Logging, mut args: Args)
     say_started(server, &worker, &args).await;
     let steering = tokio::spawn(steer(signals, worker.control(), args.grace, running));
     // The signals steer it: no other end.
-    worker.run_until(std::future::pending()).await;
+    worker.run_until(std::future::pending()).await.unwrap();
     steering.abort();
     tracing::info!("emq work stopped");
     Ok(())
@@ -173,14 +173,12 @@ fn handler(command: Arc<Command>, keep_result: bool, running: Arc<AtomicUsize>) 
 
 /// The worker of `args`' queues on `executor`, with the options `args` gives.
 fn worker(args: &Args, executor: Arc<dyn echomq::Executor>, handler: impl Handler) -> Result<Worker, Error> {
-    let options = WorkerOptions {
-        concurrency: args.concurrency,
-        lease: args.lease,
-        grace: args.grace,
-        timeout: args.timeout,
-        retry: RetryPolicy::new().max_attempts(args.max_attempts).backoff(args.backoff),
-        ..WorkerOptions::default()
-    };
+    let mut options = WorkerOptions::default()
+        .concurrency(args.concurrency)
+        .lease(args.lease)
+        .grace(args.grace)
+        .retry(RetryPolicy::new().max_attempts(args.max_attempts).backoff(args.backoff));
+    options.timeout = args.timeout;
     let mut queues = args.queues.iter();
     let first = queues.next().ok_or("no queue to work")?;
     let mut worker = Worker::with_options(echomq::Queue::new(executor.clone(), first)?, handler, options);

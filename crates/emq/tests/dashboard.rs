@@ -297,12 +297,10 @@ async fn a_worker_appears_on_the_workers_page_and_leaves_when_it_stops() {
             Ok::<_, HandlerError>(())
         }
     };
-    let options = WorkerOptions {
-        concurrency: 1,
-        registry_beat: Duration::from_millis(200),
-        lease: Duration::from_secs(120),
-        ..WorkerOptions::default()
-    };
+    let options = WorkerOptions::default()
+        .concurrency(1)
+        .registry_beat(Duration::from_millis(200))
+        .lease(Duration::from_secs(120));
     let worker = Worker::with_options(q.clone(), handler, options);
     let id = worker.id().to_owned();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -333,7 +331,7 @@ async fn a_worker_appears_on_the_workers_page_and_leaves_when_it_stops() {
     release.add_permits(2);
     eventually("the worker ran both jobs", || async { q.stats().await.unwrap().done == 2 }).await;
     let _ = stop.send(());
-    running.await.unwrap();
+    running.await.unwrap().unwrap();
     reload_until(&browser, &workers, &mine, false).await;
     says(&browser, "#no-workers", "No live worker").await;
 
@@ -352,7 +350,7 @@ async fn a_worker_appears_on_the_workers_page_and_leaves_when_it_stops() {
             Ok::<_, HandlerError>(())
         }
     };
-    let options = WorkerOptions { registry_beat: Duration::from_millis(200), ..WorkerOptions::default() };
+    let options = WorkerOptions::default().registry_beat(Duration::from_millis(200));
     let killed = Worker::with_options(q.clone(), handler, options);
     let theirs = format!("tr[data-worker='{}']", killed.id());
     let running = tokio::spawn(killed.run_until(std::future::pending()));

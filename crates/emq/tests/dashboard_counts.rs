@@ -71,8 +71,7 @@ async fn the_chart_matches_the_jobs_a_worker_finished_at_600_a_second() {
             Ok::<_, HandlerError>(())
         }
     };
-    let options =
-        WorkerOptions { concurrency: 50, lease: Duration::from_secs(120), ..WorkerOptions::default() };
+    let options = WorkerOptions::default().concurrency(50).lease(Duration::from_secs(120));
     let worker = Worker::with_options(q.clone(), handler, options);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(worker.run_until(async move {
@@ -99,7 +98,7 @@ async fn the_chart_matches_the_jobs_a_worker_finished_at_600_a_second() {
     .await;
     let took = started.elapsed();
     let _ = stop.send(());
-    running.await.unwrap();
+    running.await.unwrap().unwrap();
     let finished = finished.load(Ordering::Relaxed);
     eprintln!(
         "{enqueued} jobs enqueued in {producing:.1?} ({:.0}/s), finished in {took:.1?} ({:.0}/s)",

@@ -18,17 +18,15 @@ use echomq_test_support::{eventually, free_port, RedisServer};
 
 /// A worker on `queue` whose jobs run until the test ends (so that the
 /// workers page shows them running), beating often.
-fn busy_worker(queue: Queue, concurrency: usize) -> tokio::task::JoinHandle<()> {
+fn busy_worker(queue: Queue, concurrency: usize) -> tokio::task::JoinHandle<echomq::Result<()>> {
     let handler = |_job: JobContext| async move {
         std::future::pending::<()>().await;
         Ok::<_, HandlerError>(())
     };
-    let options = WorkerOptions {
-        concurrency,
-        lease: Duration::from_secs(600),
-        registry_beat: Duration::from_millis(200),
-        ..WorkerOptions::default()
-    };
+    let options = WorkerOptions::default()
+        .concurrency(concurrency)
+        .lease(Duration::from_secs(600))
+        .registry_beat(Duration::from_millis(200));
     tokio::spawn(Worker::with_options(queue, handler, options).run_until(std::future::pending()))
 }
 

@@ -5,11 +5,22 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use echomq_core::limits;
+
 use super::handler::Handler;
 use crate::queue::RetryPolicy;
+use crate::{Error, ErrorKind, Result};
 
-/// How a worker runs.
+/// How a worker runs: the defaults, changed by its setters.
+///
+/// ```
+/// # use std::time::Duration;
+/// let options = echomq::worker::WorkerOptions::default().concurrency(4).lease(Duration::from_secs(60));
+/// assert_eq!(options.concurrency, 4);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
+#[must_use]
 pub struct WorkerOptions {
     /// Jobs run at once, across the worker's queues.
     pub concurrency: usize,
@@ -58,6 +69,90 @@ impl Default for WorkerOptions {
             grace: Duration::from_secs(10),
             registry_beat: crate::workers::DEFAULT_BEAT,
         }
+    }
+}
+
+impl WorkerOptions {
+    /// Jobs run at once, across the worker's queues: at least 1.
+    pub fn concurrency(mut self, jobs: usize) -> WorkerOptions {
+        self.concurrency = jobs;
+        self
+    }
+
+    /// Each claim's lease.
+    pub fn lease(mut self, lease: Duration) -> WorkerOptions {
+        self.lease = lease;
+        self
+    }
+
+    /// Retries and back-off for jobs with no policy of their own.
+    pub fn retry(mut self, retry: RetryPolicy) -> WorkerOptions {
+        self.retry = retry;
+        self
+    }
+
+    /// How long one attempt may run, for jobs with no TIMEOUT of their own.
+    pub fn timeout(mut self, timeout: Duration) -> WorkerOptions {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// How long an idle claim waits for work before it asks again.
+    pub fn idle_wait(mut self, wait: Duration) -> WorkerOptions {
+        self.idle_wait = wait;
+        self
+    }
+
+    /// The longest nap between two claims of an idle worker that polls.
+    pub fn idle_poll(mut self, nap: Duration) -> WorkerOptions {
+        self.idle_poll = nap;
+        self
+    }
+
+    /// How often the worker runs its queues' upkeep.
+    pub fn upkeep(mut self, every: Duration) -> WorkerOptions {
+        self.upkeep = every;
+        self
+    }
+
+    /// On shutdown, how long jobs in flight may run on.
+    pub fn grace(mut self, grace: Duration) -> WorkerOptions {
+        self.grace = grace;
+        self
+    }
+
+    /// How often the worker writes its entry in the worker registry.
+    pub fn registry_beat(mut self, beat: Duration) -> WorkerOptions {
+        self.registry_beat = beat;
+        self
+    }
+
+    /// The options a worker can run with, in the words a refusal would use.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] naming the option: no concurrency, a lease
+    /// outside the protocol's (1 ms to about 24 days), a retry's attempts
+    /// outside theirs, or a zero upkeep or poll period (a loop that never sleeps).
+    pub(super) fn check(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::new(ErrorKind::Argument, format!("WorkerOptions: {what}")));
+        let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
+        if self.concurrency == 0 {
+            return bad("concurrency is 0: a worker runs at least one job at once".into());
+        }
+        if !limits::LEASE_MS.contains(&lease_ms) {
+            return bad(format!("lease {lease_ms} ms is outside {:?} ms", limits::LEASE_MS));
+        }
+        if !limits::MAX_ATTEMPTS.contains(&self.retry.max_attempts) {
+            return bad(format!(
+                "retry's max_attempts {} is outside {:?}",
+                self.retry.max_attempts,
+                limits::MAX_ATTEMPTS
+            ));
+        }
+        if self.upkeep.is_zero() || self.idle_poll.is_zero() {
+            return bad("upkeep and idle_poll must be longer than 0".into());
+        }
+        Ok(())
     }
 }
 

@@ -145,12 +145,10 @@ async fn no_password_in_tracing_logs() {
         create_user(&server, "logger", &secret, rules).await;
         let client = redis::Client::open(url_as(&server, "logger", &secret)).unwrap();
         let queue = Queue::new(echomq::connect(&client).await.unwrap(), &unique_queue("logs")).unwrap();
-        let options = WorkerOptions {
-            upkeep: Duration::from_millis(50),
-            idle_wait: Duration::from_millis(100),
-            retry: RetryPolicy::new().max_attempts(1),
-            ..WorkerOptions::default()
-        };
+        let options = WorkerOptions::default()
+            .upkeep(Duration::from_millis(50))
+            .idle_wait(Duration::from_millis(100))
+            .retry(RetryPolicy::new().max_attempts(1));
         let handler = |_: JobContext| async { Err::<(), _>(HandlerError::from("the handler failed")) };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let run = tokio::spawn(Worker::with_options(queue.clone(), handler, options).run_until(async {
@@ -178,7 +176,7 @@ async fn no_password_in_tracing_logs() {
         })
         .await;
         let _ = stop.send(());
-        tokio::time::timeout(Duration::from_secs(30), run).await.expect("the worker stops").unwrap();
+        tokio::time::timeout(Duration::from_secs(30), run).await.expect("the worker stops").unwrap().unwrap();
         let lines = capture.lines.lock().unwrap().clone();
         for line in &lines {
             assert_hidden(&secret, line);
