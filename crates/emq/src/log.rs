@@ -31,7 +31,7 @@ const LEVELS: [LevelFilter; 5] =
 impl Logging {
     /// Install the subscriber, `usual` being the command's level before `-v`
     /// and `-q`, and `quieter` directives that hold unless `-v` is given
-    /// (the demo's `echomq::worker::job=error`: its deaths are by design).
+    /// (the demo's `echomq::worker::sink=error`: its deaths are by design).
     /// `RUST_LOG`, when set, is the filter instead (e.g.
     /// `RUST_LOG=info,echomq=debug`), as in any Rust program.
     pub fn install(&self, usual: LevelFilter, quieter: &str) {

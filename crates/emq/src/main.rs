@@ -250,7 +250,10 @@ impl Command {
     /// not news.
     fn log_levels(&self) -> (tracing_subscriber::filter::LevelFilter, &'static str) {
         match self {
-            Command::Demo(_) => (tracing_subscriber::filter::LevelFilter::WARN, "echomq::worker::job=error"),
+            Command::Demo(_) => (
+                tracing_subscriber::filter::LevelFilter::WARN,
+                "echomq::worker::runner=error,echomq::worker::sink=error",
+            ),
             _ => (tracing_subscriber::filter::LevelFilter::INFO, ""),
         }
     }
