@@ -29,9 +29,9 @@
 //!   outages; it starts the jobs it claims and those an ACKNEXT claimed.
 //! - `worker/turns.rs`: one loop that claims for a worker's several queues
 //!   on one server, in turns, and waits for them all with one `BZPOPMIN`.
-//! - `worker/runner.rs`: one job's run, in a task of its own: the handler,
-//!   its lease, its timeout, its cancellation; what became of it goes to
-//!   the sink.
+//! - `worker/runner.rs`: one job's run: the handler, its lease, its
+//!   timeout, its cancellation; what became of it goes to the sink. The
+//!   tasks that run jobs, each taking the next job once its own is done.
 //! - `worker/sink.rs`: the outcome sink: ACK, FAIL with back-off, DEFER,
 //!   RELEASE at shutdown, each sent again through an outage up to the
 //!   lease's last safe moment; then the slot is freed.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
 
 use super::options::{Shared, WorkerOptions};
 use super::runner::Runner;
@@ -91,21 +92,26 @@ impl Outage {
 }
 
 /// A queue's claim loop: claim jobs while there is room, and start each
-/// one (its runner spawns its task); start the jobs an ACKNEXT claimed too, which
-/// come back to it through `refilled` (a worker of one queue). When the
-/// worker stops, the jobs that come back are given back to pending.
+/// one; start the jobs an ACKNEXT claimed too, which come back to it through
+/// `refilled` (a worker of one queue), each with its slot. When the worker
+/// stops, the jobs that come back are given back to pending.
 pub(super) async fn claim_loop(
     runner: Arc<Runner>,
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
-    mut refilled: Option<RefillInbox>,
+    refilled: Option<RefillInbox>,
     queues: usize,
 ) {
-    tokio::select! {
-        () = claims(&runner, &shared, &slots, queues) => {}
-        () = start_refilled(&runner, &shared, refilled.as_mut()) => {}
+    // The jobs an ACKNEXT claimed start in a task of the loop's own: each
+    // start then polls nothing else (at concurrency 1, a job's every
+    // start). Aborted with the loop, as a JoinSet's tasks are.
+    let mut refilling = JoinSet::new();
+    if let Some(inbox) = refilled {
+        refilling.spawn(start_refilled(runner.clone(), shared.clone(), inbox));
     }
-    if let Some(inbox) = refilled.as_mut() {
+    claims(&runner, &shared, &slots, queues).await;
+    while let Some(ended) = refilling.join_next().await {
+        let Ok(mut inbox) = ended else { continue };
         inbox.close();
         while let Some((job, _slot)) = inbox.recv().await {
             give_back(runner.queue(), &shared.options.retry, &job).await;
@@ -114,21 +120,21 @@ pub(super) async fn claim_loop(
 }
 
 /// Start each job an ACKNEXT claimed, in the slot it came with, as it comes
-/// back, until the worker stops (then [`claim_loop`] gives back what
-/// comes). Never ends: the claims end the loop.
-async fn start_refilled(runner: &Arc<Runner>, shared: &Shared, refilled: Option<&mut RefillInbox>) {
-    if let Some(inbox) = refilled {
-        loop {
-            let next = tokio::select! {
-                biased;
-                () = shared.stopping.cancelled() => None,
-                next = inbox.recv() => next,
-            };
-            let Some((job, slot)) = next else { break };
-            runner.start(job, slot);
+/// back, until the worker stops: then the inbox, for [`claim_loop`] to
+/// give back what still comes.
+async fn start_refilled(runner: Arc<Runner>, shared: Arc<Shared>, mut inbox: RefillInbox) -> RefillInbox {
+    loop {
+        let next = tokio::select! {
+            biased;
+            next = inbox.recv() => next,
+            () = shared.stopping.cancelled() => None,
+        };
+        match next {
+            Some((job, slot)) if !shared.stopping.is_cancelled() => runner.start(job, slot),
+            Some((job, _slot)) => give_back(runner.queue(), &shared.options.retry, &job).await,
+            None => return inbox,
         }
     }
-    std::future::pending().await
 }
 
 /// Claim jobs while there is room, and start each one, until the worker
