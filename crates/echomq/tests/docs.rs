@@ -160,6 +160,12 @@ fn quoted() -> Vec<Quoted> {
         row("ARCHITECTURE.md", "It took ", "the rows of its table of files", files_to_add_a_transition),
         row("ARCHITECTURE.md", "Then ", "the failures listed after it", failures_to_add_a_transition),
         row(
+            "ARCHITECTURE.md",
+            "no function of theirs longer than ",
+            "LONGEST_FN, tests/structure.rs",
+            || number_in("crates/echomq/tests/structure.rs", "const LONGEST_FN", "= "),
+        ),
+        row(
             "CONTRIBUTING.md",
             "conformance's random sequences ",
             "lua_native_and_embedded_agree…'s cases",
