@@ -11,7 +11,7 @@
 //!     println!("job {} attempt {}: {:?}", job.id, job.attempt, job.payload);
 //!     Ok::<_, HandlerError>(()) // the error type, which no `?` or `Err` names here
 //! });
-//! worker.run().await; // until SIGINT or SIGTERM, then drains gracefully
+//! worker.run().await?; // until SIGINT or SIGTERM, then drains gracefully
 //! # Ok(()) }
 //! ```
 //!
