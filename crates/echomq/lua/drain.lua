@@ -30,12 +30,8 @@ local key_names = {'pending|delayed|active', 'priority', 'errors', 'progress', '
 local key_forms = {7}
 --@keys end
 
-local set, err = named_set(set_key, {'pending', 'delayed', 'active'}, 'pending, delayed or active')
-if err then return err end
--- The set it names stands for its key's role, pending|delayed|active.
-key_names[1] = set
-local prefix
-prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local set, prefix, err = named_set_prefix(set_key, {'pending', 'delayed', 'active'},
+  'pending, delayed or active', key_names, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

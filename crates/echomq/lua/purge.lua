@@ -30,12 +30,8 @@ local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'pol
 local key_forms = {7}
 --@keys end
 
-local finished, err = named_set(set_key, {'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
-if err then return err end
--- The set it names stands for its key's role, done|dead|cancelled.
-key_names[1] = finished
-local prefix
-prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local finished, prefix, err = named_set_prefix(set_key, {'done', 'dead', 'cancelled'},
+  'done, dead or cancelled', key_names, key_forms)
 if err then return err end
 local age, opts
 age, err = integer(ARGV[1], 'age', AGE_MS_MIN, AGE_MS_MAX)

@@ -36,12 +36,8 @@ local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'pol
 local key_forms = {8}
 --@keys end
 
-local state, err = named_set(set_key, {'done', 'dead', 'cancelled'}, 'done, dead or cancelled')
-if err then return err end
--- The set it names stands for its key's role, done|dead|cancelled.
-key_names[1] = state
-local prefix
-prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local state, prefix, err = named_set_prefix(set_key, {'done', 'dead', 'cancelled'},
+  'done, dead or cancelled', key_names, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

@@ -16,6 +16,18 @@ local function named_set(key, names, must)
   return nil, emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:' .. must)
 end
 
+-- The set the call's first key names (see named_set), and the queue's
+-- prefix: the call's KEYS checked (queue_prefix) with that set standing for
+-- the first key's role in `key_names`.
+local function named_set_prefix(key, names, must, key_names, key_forms)
+  local set, err = named_set(key, names, must)
+  if err then return nil, nil, err end
+  key_names[1] = set
+  local prefix
+  prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+  return set, prefix, err
+end
+
 -- `set` must be a zset and each of `sides` a hash (or missing).
 local function deleting_types_error(set, sides)
   local err = type_error(set, 'zset')
