@@ -31,7 +31,7 @@ local key_names = {'job', 'active', 'done', 'results', 'events', 'config', 'coun
 local key_forms = {6, 7}
 --@keys end
 
-local id, token, err = fenced_call(KEYS, key_names, key_forms)
+local id, token, err = fenced_call(key_names, key_forms)
 if err then return err end
 local result
 local i = 3
@@ -43,8 +43,7 @@ while i <= #ARGV do
   if err then return err end
   i = i + 2
 end
-err = type_error(active_key, 'zset') or type_error(done_key, 'zset') or type_error(results_key, 'hash')
-  or fence_error(job_key, token)
+err = ack_keys_error(job_key, active_key, done_key, results_key, token)
 if err then return err end
 local keep
 keep, err = events_keep(events_key, config_key)

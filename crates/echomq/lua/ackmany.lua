@@ -34,7 +34,7 @@ local key_names = {'active', 'done', 'results', 'events', 'config', 'counts'}
 local key_forms = {5, 6}
 --@keys end
 
-local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local ids, tokens, results = {}, {}, {}
 local i, n = 1, 0

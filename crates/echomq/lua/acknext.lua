@@ -50,7 +50,7 @@ local key_names = {'job', 'active', 'done', 'results', 'events', 'config', 'pend
 local key_forms = {11, 12}
 --@keys end
 
-local id, token, err = fenced_call(KEYS, key_names, key_forms)
+local id, token, err = fenced_call(key_names, key_forms)
 if err then return err end
 local prefix = string.sub(active_key, 1, #active_key - #'active')
 local lease
@@ -71,8 +71,7 @@ while i <= #ARGV do
   if err then return err end
   i = i + 2
 end
-err = type_error(active_key, 'zset') or type_error(done_key, 'zset') or type_error(results_key, 'hash')
-  or fence_error(job_key, token)
+err = ack_keys_error(job_key, active_key, done_key, results_key, token)
 if err then return err end
 local head
 head, err = pending_head(pending_key, count or 1)

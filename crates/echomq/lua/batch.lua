@@ -25,7 +25,7 @@ local key_names = {'batches', 'batch_jobs', 'batch_open'}
 local key_forms = {3}
 --@keys end
 
-local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local _, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local batch = ARGV[1]
 -- Not ending in :callback, the field of another batch's callback payload.

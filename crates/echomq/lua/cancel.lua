@@ -30,12 +30,7 @@ local key_names = {'job', 'pending', 'active', 'delayed', 'dead', 'cancelled', '
 local key_forms = {8}
 --@keys end
 
-local id = ARGV[1]
-local err = kind_error(id)
-if err then return err end
-_, err = queue_prefix(KEYS, key_names, id, key_forms)
-if err then return err end
-err = no_options_error(2)
+local id, _, err = job_call(key_names, key_forms)
 if err then return err end
 err = type_error(pending_key, 'zset') or type_error(active_key, 'zset') or type_error(delayed_key, 'zset')
   or type_error(dead_key, 'zset') or type_error(cancelled_key, 'zset')

@@ -52,7 +52,7 @@ local key_names = {'pending', 'active', 'config', 'rate', 'policy', 'events', 'h
 local key_forms = {8}
 --@keys end
 
-local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)

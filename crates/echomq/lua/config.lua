@@ -51,7 +51,7 @@ local key_names = {'config', 'pending', 'priority', 'rate', 'events', 'wake'}
 local key_forms = {6}
 --@keys end
 
-local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local _, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {

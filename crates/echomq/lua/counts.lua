@@ -18,7 +18,7 @@ local key_names = {'counts'}
 local key_forms = {1}
 --@keys end
 
-local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local _, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local unit = ARGV[1] and string.lower(ARGV[1])
 local tag, len, ms

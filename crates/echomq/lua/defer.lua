@@ -33,7 +33,7 @@ local key_names = {'job', 'active', 'delayed', 'policy', 'config', 'events'}
 local key_forms = {6}
 --@keys end
 
-local id, token, err = fenced_call(KEYS, key_names, key_forms)
+local id, token, err = fenced_call(key_names, key_forms)
 if err then return err end
 local delay, max_attempts, opts
 delay, err = integer(ARGV[3], 'delay', DELAY_MS_MIN, DELAY_MS_MAX)

@@ -70,7 +70,7 @@ if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: the seed's
 -- two, or all eleven (and the counts key).
 local prefix
-prefix, err = queue_prefix(KEYS, key_names, id, key_forms)
+prefix, err = queue_prefix(key_names, id, key_forms)
 if err then return err end
 err = payload_error(payload)
 if err then return err end

@@ -32,7 +32,7 @@ local key_names = {'pending', 'events', 'config', 'wake', 'counts'}
 local key_forms = {4, 5}
 --@keys end
 
-local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local ids, payloads = {}, {}
 local i, n = 1, 0

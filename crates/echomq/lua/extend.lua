@@ -17,7 +17,7 @@ local key_names = {'job', 'active'}
 local key_forms = {2}
 --@keys end
 
-local id, token, err = fenced_call(KEYS, key_names, key_forms)
+local id, token, err = fenced_call(key_names, key_forms)
 if err then return err end
 local lease
 lease, err = integer(ARGV[3], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)

@@ -37,7 +37,7 @@ local key_names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'even
 local key_forms = {8, 9}
 --@keys end
 
-local id, token, err = fenced_call(KEYS, key_names, key_forms)
+local id, token, err = fenced_call(key_names, key_forms)
 if err then return err end
 local max_attempts, backoff
 max_attempts, err = integer(ARGV[3], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)

@@ -43,7 +43,7 @@ local key_forms = {6, 7}
 local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
-_, err = queue_prefix(KEYS, key_names, id, key_forms)
+_, err = queue_prefix(key_names, id, key_forms)
 if err then return err end
 err = payload_error(payload)
 if err then return err end

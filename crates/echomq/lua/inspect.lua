@@ -26,12 +26,7 @@ local key_names = {'job', 'errors', 'progress', 'results', 'policy', 'headers'}
 local key_forms = {6}
 --@keys end
 
-local id = ARGV[1]
-local err = kind_error(id)
-if err then return err end
-_, err = queue_prefix(KEYS, key_names, id, key_forms)
-if err then return err end
-err = no_options_error(2)
+local id, _, err = job_call(key_names, key_forms)
 if err then return err end
 err = type_error(job_key, 'hash') or type_error(errors_key, 'hash') or type_error(progress_key, 'hash')
   or type_error(results_key, 'hash') or type_error(policy_key, 'hash') or type_error(headers_key, 'hash')

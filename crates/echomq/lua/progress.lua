@@ -24,7 +24,7 @@ local key_names = {'job', 'progress', 'events', 'config'}
 local key_forms = {4}
 --@keys end
 
-local id, token, err = fenced_call(KEYS, key_names, key_forms)
+local id, token, err = fenced_call(key_names, key_forms)
 if err then return err end
 local value = ARGV[3]
 if value == nil then

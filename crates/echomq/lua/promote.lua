@@ -30,7 +30,7 @@ local key_names = {'delayed', 'pending', 'priority', 'events', 'config', 'wake'}
 local key_forms = {6}
 --@keys end
 
-local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

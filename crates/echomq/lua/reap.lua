@@ -42,7 +42,7 @@ local key_names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 
 local key_forms = {9, 10}
 --@keys end
 
-local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local max_attempts, opts
 max_attempts, err = integer(ARGV[1], 'max_attempts', MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)

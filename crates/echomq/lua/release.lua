@@ -39,7 +39,7 @@ local key_names = {'job', 'active', 'pending', 'priority', 'events', 'config', '
 local key_forms = {7, 8}
 --@keys end
 
-local id, token, err = fenced_call(KEYS, key_names, key_forms)
+local id, token, err = fenced_call(key_names, key_forms)
 if err then return err end
 local opts
 opts, err = options(3, {REFUND = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX}})

@@ -35,7 +35,7 @@ if err then return err end
 -- The set it names stands for its key's role, any of the six.
 key_names[1] = set
 local prefix
-prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 if #ARGV > SWEEP_LIMIT_MAX then
   return emq_error('EMQARG', 'at most ' .. SWEEP_LIMIT_MAX .. ' jobs a call')

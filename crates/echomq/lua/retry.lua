@@ -29,12 +29,7 @@ local key_names = {'job', 'dead', 'pending', 'priority', 'events', 'config', 'wa
 local key_forms = {7}
 --@keys end
 
-local id = ARGV[1]
-local err = kind_error(id)
-if err then return err end
-_, err = queue_prefix(KEYS, key_names, id, key_forms)
-if err then return err end
-err = no_options_error(2)
+local id, _, err = job_call(key_names, key_forms)
 if err then return err end
 err = type_error(dead_key, 'zset') or type_error(pending_key, 'zset') or type_error(priority_key, 'hash')
 if err then return err end

@@ -19,7 +19,7 @@ local key_names = {'schedules', 'ticks'}
 local key_forms = {2}
 --@keys end
 
-local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local _, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {DUE = {FLAG_MIN, FLAG_MAX}, LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

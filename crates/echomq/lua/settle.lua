@@ -41,7 +41,7 @@ local key_names = {'batch_open', 'batches', 'batch_jobs', 'pending', 'headers', 
 local key_forms = {8, 9}
 --@keys end
 
-local prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local opts
 opts, err = options(1, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})

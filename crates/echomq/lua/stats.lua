@@ -22,7 +22,7 @@ local key_names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'}
 local key_forms = {6}
 --@keys end
 
-local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local _, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 err = no_options_error(1)
 if err then return err end

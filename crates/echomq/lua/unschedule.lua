@@ -15,7 +15,7 @@ local key_names = {'schedules', 'ticks'}
 local key_forms = {2}
 --@keys end
 
-local _, err = queue_prefix(KEYS, key_names, nil, key_forms)
+local _, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local name
 name, err = schedule_name(ARGV[1])

@@ -2,10 +2,19 @@
 core's `Ack` and `Finish`, crates/echomq-core/src/transition/ack.rs and fenced.rs).
 ack_result(given, value) checks RESULT's bytes: given is the RESULT already
 read, if any; it returns the bytes, or nil and an error reply.
-finish_job(record, active, done, results, events, id, result, keep) finishes
-a job after every check, and finish_jobs many (ACKMANY's).
+ack_keys_error(job, active, done, results, token) is ACK's and ACKNEXT's
+last check. finish_job(record, active, done, results, events, id, result,
+keep) finishes a job after every check, and finish_jobs many (ACKMANY's).
 ]]
+--@include record
 --@include events
+
+-- ACK's and ACKNEXT's last check, in KEYS order: the sets' and results'
+-- types, then the fence on the record (ACKMANY fences each job on its own).
+local function ack_keys_error(job_key, active_key, done_key, results_key, token)
+  return type_error(active_key, 'zset') or type_error(done_key, 'zset') or type_error(results_key, 'hash')
+    or fence_error(job_key, token)
+end
 
 local function ack_result(given, value)
   if given then return nil, emq_error('EMQARG', 'RESULT given twice') end

@@ -105,13 +105,14 @@ local function kind_error(id)
   end
 end
 
--- The queue's prefix, emq:{q}:, read off the first of `keys` (the call's
--- KEYS, which only this check reads by position: a script reads its keys
--- by role, from its prologue) and checked against every one: the keys must
--- be this queue's, named as the protocol names them: their count one of
--- `forms`, each the name `names` gives at its position (the prologue's
--- key_names and key_forms). The name 'job' stands for the record of `id`.
-local function queue_prefix(keys, names, id, forms)
+-- The queue's prefix, emq:{q}:, read off the call's first key and checked
+-- against every one (only this check reads KEYS by position: a script reads
+-- its keys by role, from its prologue): the keys must be this queue's,
+-- named as the protocol names them: their count one of `forms`, each the
+-- name `names` gives at its position (the prologue's key_names and
+-- key_forms). The name 'job' stands for the record of `id`.
+local function queue_prefix(names, id, forms)
+  local keys = KEYS
   local count = nil
   for _, n in ipairs(forms) do
     if #keys == n then count = n end
@@ -171,6 +172,19 @@ local function no_options_error(first)
   if ARGV[first] ~= nil then
     return emq_error('EMQARG', 'unknown option ' .. ARGV[first])
   end
+end
+
+-- The first steps of a transition that names one job in ARGV[1] and takes
+-- nothing after it (CANCEL, INSPECT, RETRY): the id's kind, the keys as
+-- queue_prefix checks them, no option. The id and the queue's prefix.
+local function job_call(names, forms)
+  local id = ARGV[1]
+  local err = kind_error(id)
+  if err then return nil, nil, err end
+  local prefix
+  prefix, err = queue_prefix(names, id, forms)
+  if err then return nil, nil, err end
+  return id, prefix, no_options_error(2)
 end
 
 -- Each key's type as this call first found it: asked once, although several

@@ -24,7 +24,7 @@ local function named_set_prefix(key, names, must, key_names, key_forms)
   if err then return nil, nil, err end
   key_names[1] = set
   local prefix
-  prefix, err = queue_prefix(KEYS, key_names, nil, key_forms)
+  prefix, err = queue_prefix(key_names, nil, key_forms)
   return set, prefix, err
 end
 

@@ -7,14 +7,14 @@ the record (includes/record). The order of checks is the core's `Fenced`
 --@include record
 
 -- The first steps of a fenced transition: the id's kind in ARGV[1], the
--- call's `keys` as queue_prefix checks them against `names` and `forms`
+-- call's keys as queue_prefix checks them against `names` and `forms`
 -- (the prologue's key_names and key_forms; the record's is the id's), the
 -- token in ARGV[2].
-local function fenced_call(keys, names, forms)
+local function fenced_call(names, forms)
   local id = ARGV[1]
   local err = kind_error(id)
   if err then return nil, nil, err end
-  _, err = queue_prefix(keys, names, id, forms)
+  _, err = queue_prefix(names, id, forms)
   if err then return nil, nil, err end
   local token
   token, err = integer(ARGV[2], 'token', TOKEN_MIN, TOKEN_MAX)
