@@ -34,15 +34,20 @@ pub struct UpkeepDue {
 /// The reads for one queue, in the order [`due`] reads them.
 const READS: usize = 7;
 
-/// Set once a server refused the reads: said once, in the log.
-static REFUSED: AtomicBool = AtomicBool::new(false);
-
 /// What each of `queues`' upkeep has to do now, read with plain commands in
 /// one round trip (PROTOCOL.md §11.3): every queue on `via`'s one server, or
 /// one queue (its keys share a slot). `None` when it cannot be known: the
 /// round trip failed, or the user may not read (an ACL without these
-/// commands, said once); every part is then run.
-pub async fn upkeep_due(via: &dyn Executor, queues: &[Keyspace]) -> Option<Vec<UpkeepDue>> {
+/// commands: said once, through `refused`, and not asked again); every
+/// part is then run.
+pub async fn upkeep_due(
+    via: &dyn Executor,
+    queues: &[Keyspace],
+    refused: &AtomicBool,
+) -> Option<Vec<UpkeepDue>> {
+    if refused.load(Ordering::SeqCst) {
+        return None;
+    }
     let mut reads = vec![Command::Time];
     for keys in queues {
         for set in [keys.delayed(), keys.active(), keys.ticks()] {
@@ -54,11 +59,11 @@ pub async fn upkeep_due(via: &dyn Executor, queues: &[Keyspace]) -> Option<Vec<U
         }
     }
     let answers = via.plain().send(&reads).await.ok()?;
-    let refused = |answer: &Result<Answer>| {
+    let denied = |answer: &Result<Answer>| {
         answer.as_ref().is_err_and(|err| err.redis_error().is_some_and(|err| err.code() == Some("NOPERM")))
     };
-    if answers.iter().any(refused) {
-        if !REFUSED.swap(true, Ordering::SeqCst) {
+    if answers.iter().any(denied) {
+        if !refused.swap(true, Ordering::SeqCst) {
             tracing::info!(
                 "the server refused the upkeep's reads: every upkeep call is made each period (grant +time +zrange +exists +zcard to skip those with nothing to do, SECURITY.md)"
             );

@@ -57,7 +57,7 @@ impl Kept {
 
 /// The upkeep of `queues`, all on one executor's server (or one queue),
 /// every period until the worker stops. Each period first reads what each
-/// queue has due ([`Executor::upkeep_due`](crate::Executor::upkeep_due),
+/// queue has due ([`upkeep_due`](crate::executor::upkeep_due),
 /// one round trip for many queues) and calls only the parts that would find
 /// something: a worker of a thousand idle queues made 28,000 calls a
 /// second that found nothing. Where that cannot be read, every part runs.
@@ -66,6 +66,8 @@ pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>) {
     let via = first.executor().clone();
     let keys: Vec<_> = queues.iter().map(|queue| queue.keyspace().clone()).collect();
     let mut kept: Vec<Kept> = queues.into_iter().map(Kept::new).collect();
+    // Set once the server refused the reads: every part runs from then on.
+    let refused = std::sync::atomic::AtomicBool::new(false);
     let mut tick = tokio::time::interval(shared.options.upkeep);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -75,7 +77,7 @@ pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>) {
         }
         let until = Instant::now() + shared.options.upkeep;
         for (keys, kept) in keys.chunks(DUE_READS).zip(kept.chunks_mut(DUE_READS)) {
-            let due = crate::executor::upkeep_due(&*via, keys).await;
+            let due = crate::executor::upkeep_due(&*via, keys, &refused).await;
             for (at, kept) in kept.iter_mut().enumerate() {
                 let due = due.as_ref().and_then(|due| due.get(at).copied());
                 keep(kept, due, &shared, until).await;
