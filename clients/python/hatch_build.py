@@ -12,7 +12,8 @@ document, the Rust expansion and this one cannot drift apart unseen.
 
 Into the wheel, under ``echomq/scripts/``: one ``<transition>.lua``
 per transition, ``SHA1SUMS``, ``manifest.json`` (as ``emq scripts`` writes
-it), and ``protocol.json`` (the version, the limits, each transition's keys).
+it), and ``protocol.json`` (the version, the limits, each transition's keys
+and its effect: ``reads`` runs as EVALSHA_RO).
 
 An sdist carries the generated files (``_generated/``), so a wheel built from
 it, away from the repository, carries the same ones.
@@ -143,6 +144,7 @@ def read_transitions(protocol: str) -> list[dict[str, Any]]:
             continue
         cells = _cells(row)
         name, script, command, keys, counts = cells[0], cells[1], cells[2], cells[3], cells[4]
+        effect = cells[7] if len(cells) > 7 else ""
         roles = re.findall(r"`([^`]+)`", keys)
         key_counts = [int(n) for n in re.findall(r"\d+", counts)]
         transitions.append(
@@ -152,10 +154,15 @@ def read_transitions(protocol: str) -> list[dict[str, Any]]:
                 "command": command.strip("`"),
                 "keys": roles,
                 "key_counts": key_counts,
+                "effect": effect,
             }
         )
     if len(transitions) < 20:
         raise RuntimeError(f"PROTOCOL.md §7's table of transitions reads as {len(transitions)} rows")
+    # The effect column says which only read (EVALSHA_RO): INSPECT and STATS among them.
+    reads: set[str] = {str(t["transition"]) for t in transitions if t["effect"] == "reads"}
+    if not {"inspect", "stats"} <= reads:
+        raise RuntimeError(f"PROTOCOL.md §7's table's effect column reads as {sorted(reads)} only reading")
     return transitions
 
 

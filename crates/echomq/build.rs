@@ -75,6 +75,7 @@ fn main() {
 fn local(role: Role) -> String {
     let name = match role {
         Role::Job => "job",
+        Role::Children => "children",
         Role::Finished | Role::Unfinished | Role::AnySet => "set",
         fixed => fixed.fixed().expect("every other role has a fixed name"),
     };
@@ -88,6 +89,7 @@ fn local(role: Role) -> String {
 fn checked_name(role: Role) -> &'static str {
     match role {
         Role::Job => "job",
+        Role::Children => "children",
         other => other.fixed().unwrap_or(other.pattern()),
     }
 }
@@ -109,7 +111,7 @@ fn prologue(described: &Description) -> String {
                 let sending: Vec<String> =
                     described.forms.iter().filter(|form| **form >= n).map(usize::to_string).collect();
                 Some(format!("nil unless the call sends {} keys", sending.join(" or ")))
-            } else if role.fixed().is_none() && *role != Role::Job {
+            } else if role.fixed().is_none() && !matches!(role, Role::Job | Role::Children) {
                 Some(format!("{}: the one the call names", role.pattern()))
             } else {
                 None

@@ -54,6 +54,7 @@ pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> 
                         policy: None,
                         unique: None,
                         headers: Default::default(),
+                        parent: None,
                     };
                     let call = Call::new(&keys, &enqueue).expect("an enqueue");
                     pipe.cmd("EVALSHA")

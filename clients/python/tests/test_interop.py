@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import textwrap
@@ -22,7 +23,7 @@ import echomq
 from echomq import calls
 from echomq.model import read_claims
 
-from conftest import RedisServer, emq_path, eventually, unique_queue
+from conftest import RedisServer, emq_path, eventually, unique_queue, working
 
 TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -240,7 +241,7 @@ async def test_a_schedule_emq_paused_fires_nothing_in_python_and_python_resumes_
     finally:
         worker.stop()
         await asyncio.wait_for(task, 60)
-    assert (await queue.stats()) == echomq.Stats(0, 0, 0, 0, 0, 0)
+    assert (await queue.stats()) == echomq.Stats(0, 0, 0, 0, 0, 0, 0)
 
     assert await queue.resume_schedule("beat")
     listed = emq(server, kind, "schedule", "list", queue.name).stdout.decode()
@@ -306,3 +307,65 @@ async def test_a_python_worker_is_listed_by_emq_workers(queue: echomq.Queue, ser
         await runner
     assert await listed() == [], "gone after a graceful stop"
     assert await queue.executor.redis.exists(b"emq:worker:" + worker.id.encode()) == 0
+
+
+async def test_a_flow_emq_added_runs_its_parent_in_python_after_python_acked_its_children(
+        conn: echomq.Connection, server: RedisServer, kind: str, tmp_path: Path) -> None:
+    """``emq flow add FILE`` (the Rust host's Flows::add) writes the parent
+    and links the children; Python workers ack the children, relay their
+    notices, and run the parent once, with their results."""
+    parents, children = await conn.queue(unique_queue("rs-parents")), await conn.queue(unique_queue("rs-children"))
+    file = tmp_path / "flow.json"
+    file.write_text(json.dumps({"queue": parents.name, "payload": "merge", "children": [
+        {"queue": children.name, "payload": "a", "on_failure": "ignore"},
+        {"queue": children.name, "payload": "b", "on_failure": "ignore"},
+    ]}))
+    added = json.loads(emq(server, kind, "flow", "add", str(file)).stdout)
+    parent = echomq.JobRef.parse(added["parent"])
+    refs = [echomq.JobRef.parse(child) for child in added["children"]]
+    assert parent.queue == parents.name and added["created"] is True and len(refs) == 2
+    info = await parents.inspect(parent.id)
+    assert info is not None and (info.state, info.payload) == ("waiting", b"merge")
+    heard = await parents.children(parent.id)
+    assert heard is not None and (heard.incarnation, heard.open) == (added["incarnation"], 2)
+    seen: list[dict[echomq.JobRef, bytes]] = []
+
+    async def handle(job: echomq.Job) -> bytes:
+        if job.queue.name == parents.name:
+            seen.append(await job.children_results())
+            return b"merged"
+        return b"python " + job.payload
+
+    async with working(echomq.Worker(children, handle, upkeep=0.05)), \
+            working(echomq.Worker(parents, handle, upkeep=0.05)):
+        done = await parents.wait(parent.id, timeout=60)
+    assert (done.state, done.result) == ("done", b"merged")
+    payloads = {ref: (await children.inspect(ref.id)).payload for ref in refs}  # type: ignore[union-attr]
+    assert seen == [{ref: b"python " + payloads[ref] for ref in refs}]
+    shown = emq(server, kind, "inspect", parent.id, "--queue", parents.name).stdout.decode()
+    assert "children  0 open of 2" in shown and "result python a" in shown, shown
+
+
+async def test_a_flow_python_added_is_resolved_when_emq_work_acks_its_children(
+        conn: echomq.Connection, server: RedisServer, kind: str, emq_worker: Any) -> None:
+    """A flow Python added (FLOW, then ENQUEUE with PARENT): ``emq work``
+    (the Rust worker) acks the children with their results, and its upkeep
+    relays their notices: the parent is pending, and has heard them."""
+    parents, children = await conn.queue(unique_queue("py-parents")), await conn.queue(unique_queue("py-children"))
+    flow = echomq.Flow(b"merge").child(children.name, b"page 1").child(children.name, b"page 2")
+    added = await parents.add_flow(flow)
+    cat = shutil.which("cat")
+    assert cat is not None
+    emq_worker(children.name, Path(cat))
+
+    async def resolved() -> bool:
+        info = await parents.inspect(flow.id)
+        return info is not None and info.state == "pending"
+
+    await eventually(resolved, timeout=60, what="the Rust worker relayed the children's notices")
+    heard = await parents.children(flow.id)
+    assert heard is not None and (heard.incarnation, heard.open) == (added.incarnation, 0)
+    assert heard.results == {added.children[0]: b"page 1", added.children[1]: b"page 2"}
+    assert await children.executor.redis.xlen(children.keyspace.key("notices")) == 0
+    shown = emq(server, kind, "inspect", flow.id, "--queue", parents.name).stdout.decode()
+    assert "state     pending" in shown and "children  0 open of 2" in shown, shown

@@ -78,6 +78,18 @@ pub enum Role {
     /// hour over a bounded history (hash). Kept by the transitions that
     /// write those events, when passed it; read by COUNTS.
     Counts,
+    /// `waiting`: the ids of parents waiting for their children, by when
+    /// they began to wait (zset; protocol 1.6, §7.8).
+    Waiting,
+    /// `children:<id>`: a parent's dependencies, its incarnation and how
+    /// many are open, and its children's results (hash; protocol 1.6).
+    Children,
+    /// `parents`: child id → its link, `<incarnation> {<queue>}<parent
+    /// id>`, until its parent is told of its end (hash; protocol 1.6).
+    Parents,
+    /// `notices`: what the children of this queue tell their parents, each
+    /// entry one notice, until the relay carries it (stream; protocol 1.6).
+    Notices,
 }
 
 impl Role {
@@ -96,8 +108,8 @@ impl Role {
             Role::Priority => "priority",
             Role::Errors => "errors",
             Role::Finished => "done|dead|cancelled",
-            Role::Unfinished => "pending|delayed|active",
-            Role::AnySet => "pending|active|delayed|done|dead|cancelled",
+            Role::Unfinished => "pending|delayed|active|waiting",
+            Role::AnySet => "pending|active|delayed|done|dead|cancelled|waiting",
             Role::Config => "config",
             Role::Rate => "rate",
             Role::Progress => "progress",
@@ -114,6 +126,10 @@ impl Role {
             Role::BatchOpen => "batch_open",
             Role::Wake => "wake",
             Role::Counts => "counts",
+            Role::Waiting => "waiting",
+            Role::Children => "children:<id>",
+            Role::Parents => "parents",
+            Role::Notices => "notices",
         }
     }
 
@@ -133,7 +149,9 @@ impl Role {
             | Role::Headers
             | Role::Batches
             | Role::BatchJobs
-            | Role::Counts => KeyType::Hash,
+            | Role::Counts
+            | Role::Children
+            | Role::Parents => KeyType::Hash,
             Role::Pending
             | Role::Active
             | Role::Delayed
@@ -147,17 +165,19 @@ impl Role {
             | Role::Ticks
             | Role::UniqueUntil
             | Role::BatchOpen
-            | Role::Wake => KeyType::Zset,
-            Role::Events => KeyType::Stream,
+            | Role::Wake
+            | Role::Waiting => KeyType::Zset,
+            Role::Events | Role::Notices => KeyType::Stream,
         }
     }
 
     /// The key's name after the prefix when it is one fixed name (every role
-    /// but [`Role::Job`], [`Role::Finished`], [`Role::Unfinished`] and [`Role::AnySet`]).
+    /// but [`Role::Job`], [`Role::Children`], [`Role::Finished`],
+    /// [`Role::Unfinished`] and [`Role::AnySet`]).
     #[must_use]
     pub const fn fixed(self) -> Option<&'static str> {
         match self {
-            Role::Job | Role::Finished | Role::Unfinished | Role::AnySet => None,
+            Role::Job | Role::Children | Role::Finished | Role::Unfinished | Role::AnySet => None,
             other => Some(other.pattern()),
         }
     }
@@ -465,6 +485,201 @@ macro_rules! keys {
             }
         }
     };
+    (
+        $(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }
+        then $last:ident: $last_role:ident
+        flow $(#[$flow_meta:meta])* $flow:ident { $($step:ident: $step_role:ident),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $name<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
+                pub(crate) $field: &'k [u8],
+            )+
+            #[doc = concat!("The `", stringify!($last), "` key, when the call passed it (a last key a call may leave off).")]
+            pub(crate) $last: Option<&'k [u8]>,
+            /// The flows' keys (protocol 1.6), when the call passed them: only after the last.
+            pub(crate) flow: Option<$flow<'k>>,
+        }
+
+        keys!(@flow $(#[$flow_meta])* $flow { $($step: $step_role),+ });
+
+        impl $name<'_> {
+            /// The roles of the keys, in KEYS order: the description's `keys`.
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[
+                $($crate::description::Role::$role,)+
+                $crate::description::Role::$last_role,
+                $($crate::description::Role::$step_role,)+
+            ];
+            /// How many keys a call may send: the first ones, with the
+            /// last, or with the last and the flows' keys.
+            pub(crate) const FORMS: &'static [usize] = &[
+                [$(stringify!($field)),+].len(),
+                [$(stringify!($field)),+].len() + 1,
+                Self::ROLES.len(),
+            ];
+        }
+
+        impl<'k> $name<'k> {
+            /// Every key but those a call may leave off, in KEYS order.
+            #[allow(dead_code)]
+            pub(crate) fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
+                [$(self.$field),+]
+            }
+        }
+
+        impl<'k> $crate::description::Keys<'k> for $name<'k> {
+            const ROLES: &'static [$crate::description::Role] = Self::ROLES;
+            const FORMS: &'static [usize] = Self::FORMS;
+
+            fn bind(keys: &[&'k [u8]]) -> Option<Self> {
+                match *keys {
+                    [$($field),+] => Some($name { $($field,)+ $last: None, flow: None }),
+                    [$($field,)+ $last] => Some($name { $($field,)+ $last: Some($last), flow: None }),
+                    [$($field,)+ $last, $($step),+] => {
+                        Some($name { $($field,)+ $last: Some($last), flow: Some($flow { $($step),+ }) })
+                    }
+                    _ => None,
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }
+        flow $(#[$flow_meta:meta])* $flow:ident { $($step:ident: $step_role:ident),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $name<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
+                pub(crate) $field: &'k [u8],
+            )+
+            /// The flows' keys (protocol 1.6), when the call passed them.
+            pub(crate) flow: Option<$flow<'k>>,
+        }
+
+        keys!(@flow $(#[$flow_meta])* $flow { $($step: $step_role),+ });
+
+        impl $name<'_> {
+            /// The roles of the keys, in KEYS order: the description's `keys`.
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[
+                $($crate::description::Role::$role,)+
+                $($crate::description::Role::$step_role,)+
+            ];
+            /// How many keys a call may send: the first ones, or with the flows' keys.
+            pub(crate) const FORMS: &'static [usize] = &[[$(stringify!($field)),+].len(), Self::ROLES.len()];
+        }
+
+        impl<'k> $name<'k> {
+            /// Every key but the flows', in KEYS order.
+            #[allow(dead_code)]
+            pub(crate) fn all(&self) -> [&'k [u8]; [$(stringify!($field)),+].len()] {
+                [$(self.$field),+]
+            }
+        }
+
+        impl<'k> $crate::description::Keys<'k> for $name<'k> {
+            const ROLES: &'static [$crate::description::Role] = Self::ROLES;
+            const FORMS: &'static [usize] = Self::FORMS;
+
+            fn bind(keys: &[&'k [u8]]) -> Option<Self> {
+                match *keys {
+                    [$($field),+] => Some($name { $($field,)+ flow: None }),
+                    [$($field,)+ $($step),+] => Some($name { $($field,)+ flow: Some($flow { $($step),+ }) }),
+                    _ => None,
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])* $name:ident { $($field:ident: $role:ident),+ $(,)? }
+        more $(#[$more_meta:meta])* $more:ident { $($extra:ident: $extra_role:ident),+ $(,)? }
+        then $last:ident: $last_role:ident
+        flow $(#[$flow_meta:meta])* $flow:ident { $($step:ident: $step_role:ident),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $name<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` key ([`Role::", stringify!($role), "`](crate::description::Role::", stringify!($role), ")).")]
+                pub(crate) $field: &'k [u8],
+            )+
+            /// The keys a call may leave off, when it passed them.
+            pub(crate) more: Option<$more<'k>>,
+            #[doc = concat!("The `", stringify!($last), "` key, when the call passed it: only after `more`.")]
+            pub(crate) $last: Option<&'k [u8]>,
+            /// The flows' keys (protocol 1.6), when the call passed them: only after the last.
+            pub(crate) flow: Option<$flow<'k>>,
+        }
+
+        $(#[$more_meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $more<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($extra), "` key ([`Role::", stringify!($extra_role), "`](crate::description::Role::", stringify!($extra_role), ")).")]
+                pub(crate) $extra: &'k [u8],
+            )+
+        }
+
+        keys!(@flow $(#[$flow_meta])* $flow { $($step: $step_role),+ });
+
+        impl $name<'_> {
+            /// The roles of the keys, in KEYS order: the description's `keys`.
+            pub(crate) const ROLES: &'static [$crate::description::Role] = &[
+                $($crate::description::Role::$role,)+
+                $($crate::description::Role::$extra_role,)+
+                $crate::description::Role::$last_role,
+                $($crate::description::Role::$step_role,)+
+            ];
+            /// How many keys a call may send: the first ones alone, with
+            /// `more`, with `more` and the last, or with the flows' keys too.
+            pub(crate) const FORMS: &'static [usize] = &[
+                [$(stringify!($field)),+].len(),
+                [$(stringify!($field)),+].len() + [$(stringify!($extra)),+].len(),
+                [$(stringify!($field)),+].len() + [$(stringify!($extra)),+].len() + 1,
+                Self::ROLES.len(),
+            ];
+        }
+
+        impl<'k> $crate::description::Keys<'k> for $name<'k> {
+            const ROLES: &'static [$crate::description::Role] = Self::ROLES;
+            const FORMS: &'static [usize] = Self::FORMS;
+
+            fn bind(keys: &[&'k [u8]]) -> Option<Self> {
+                match *keys {
+                    [$($field),+] => Some($name { $($field,)+ more: None, $last: None, flow: None }),
+                    [$($field,)+ $($extra),+] => {
+                        Some($name { $($field,)+ more: Some($more { $($extra),+ }), $last: None, flow: None })
+                    }
+                    [$($field,)+ $($extra,)+ $last] => Some($name {
+                        $($field,)+
+                        more: Some($more { $($extra),+ }),
+                        $last: Some($last),
+                        flow: None,
+                    }),
+                    [$($field,)+ $($extra,)+ $last, $($step),+] => Some($name {
+                        $($field,)+
+                        more: Some($more { $($extra),+ }),
+                        $last: Some($last),
+                        flow: Some($flow { $($step),+ }),
+                    }),
+                    _ => None,
+                }
+            }
+        }
+    };
+    (@flow $(#[$flow_meta:meta])* $flow:ident { $($step:ident: $step_role:ident),+ }) => {
+        $(#[$flow_meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $flow<'k> {
+            $(
+                #[doc = concat!("The `", stringify!($step), "` key ([`Role::", stringify!($step_role), "`](crate::description::Role::", stringify!($step_role), ")).")]
+                pub(crate) $step: &'k [u8],
+            )+
+        }
+    };
 }
 pub(crate) use keys;
 
@@ -478,17 +693,19 @@ mod tests {
             let described = name.describe();
             let all = described.keys.len();
             let forms: &[usize] = match name {
-                // The counts key is the last, and optional (protocol 1.4).
-                Name::Enqueue => &[2, all - 1, all],
-                Name::EnqueueMany
-                | Name::Ack
-                | Name::AckNext
-                | Name::AckMany
-                | Name::Fail
-                | Name::Reap
-                | Name::Fire
-                | Name::Settle
-                | Name::Obliterate => &[all - 1, all],
+                // The counts key is optional (protocol 1.4), and the child's
+                // link key after it (1.6).
+                Name::Enqueue => &[2, all - 2, all - 1, all],
+                // The counts key, then the flows' pair (1.6).
+                Name::Ack | Name::AckNext | Name::AckMany | Name::Fail | Name::Reap => {
+                    &[all - 3, all - 2, all]
+                }
+                Name::Obliterate => &[all - 4, all - 3, all],
+                // The flows' keys alone (1.6): the pair, and CANCEL's waiting.
+                Name::Purge | Name::Trim | Name::Drain | Name::Remove => &[all - 2, all],
+                Name::Cancel => &[all - 3, all],
+                // STATS' seventh set (1.6).
+                Name::EnqueueMany | Name::Fire | Name::Settle | Name::Stats => &[all - 1, all],
                 // The policy key goes with REFUND (protocol 1.1).
                 Name::Release => &[7, all],
                 _ => &[all],
@@ -501,7 +718,7 @@ mod tests {
         let enqueue = Name::Enqueue.describe();
         assert_eq!(
             enqueue.form(4).unwrap_err().to_string(),
-            "EMQARG wrong number of keys: takes 2 or 11 or 12"
+            "EMQARG wrong number of keys: takes 2 or 11 or 12 or 13"
         );
     }
 }

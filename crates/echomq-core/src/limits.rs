@@ -84,6 +84,8 @@ pub const CLAIM_COUNT: RangeInclusive<u64> = 1..=1000;
 pub const ACKS: RangeInclusive<u64> = 1..=1000;
 /// How many jobs one ENQUEUEMANY may admit.
 pub const ENQUEUES: RangeInclusive<u64> = 1..=1000;
+/// How many children one FLOW may declare (protocol 1.6).
+pub const FLOW_CHILDREN: RangeInclusive<u64> = 1..=1000;
 /// How many jobs one REAP, PROMOTE or PURGE may move (LIMIT); also its default.
 pub const SWEEP_LIMIT: RangeInclusive<u64> = 1..=1000;
 /// A queue's concurrency limit (CONFIG CONCURRENCY): at most this many jobs
@@ -106,3 +108,5 @@ pub const COUNT_HOURS: u64 = 168;
 pub const MINUTE_MS: u64 = 60_000;
 /// An hour in ms.
 pub const HOUR_MS: u64 = 3_600_000;
+/// The largest incarnation a parent's link names: 15 digits, as every number.
+pub const INCARNATION: RangeInclusive<u64> = 0..=999_999_999_999_999;

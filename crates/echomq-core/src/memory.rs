@@ -117,6 +117,15 @@ impl Memory {
         }
     }
 
+    /// Delete the entries of the stream `key` with these ids: how many there
+    /// were. The stream stays, empty or not, as Redis keeps it.
+    pub fn xdel(&mut self, key: &[u8], ids: &[StreamId]) -> usize {
+        let Some(Value::Stream(stream)) = self.keys.get_mut(key) else { return 0 };
+        let before = stream.entries.len();
+        stream.entries.retain(|(id, _)| !ids.contains(id));
+        before - stream.entries.len()
+    }
+
     /// Delete every key.
     pub fn clear(&mut self) {
         self.keys.clear();
@@ -236,6 +245,13 @@ impl Store for Memory {
             if zset.scores.is_empty() {
                 self.keys.remove(key);
             }
+        }
+    }
+
+    fn xlen(&mut self, key: &[u8]) -> u64 {
+        match self.keys.get(key) {
+            Some(Value::Stream(stream)) => stream.entries.len() as u64,
+            _ => 0,
         }
     }
 

@@ -111,6 +111,7 @@ pub(crate) fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> 
     let first = keys[0];
     let prefix = match roles[0] {
         Role::Job => first.strip_suffix(id).and_then(|rest| rest.strip_suffix(b"job:")),
+        Role::Children => first.strip_suffix(id).and_then(|rest| rest.strip_suffix(b"children:")),
         other => first.strip_suffix(other.pattern().as_bytes()),
     };
     let Some(prefix) = prefix.filter(|prefix| well_formed_prefix(prefix)) else {
@@ -120,11 +121,13 @@ pub(crate) fn queue_prefix<'k>(keys: &[&'k [u8]], roles: &[Role], id: &[u8]) -> 
         let name = key.strip_prefix(prefix);
         let named = match role {
             Role::Job => name.and_then(|name| name.strip_prefix(b"job:")) == Some(id),
+            Role::Children => name.and_then(|name| name.strip_prefix(b"children:")) == Some(id),
             other => name == Some(other.pattern().as_bytes()),
         };
         if !named {
             let wanted = match role {
                 Role::Job => record_key(prefix, id),
+                Role::Children => children_key(prefix, id),
                 other => [prefix, other.pattern().as_bytes()].concat(),
             };
             return Err(Refusal::arg(format!("KEYS[{}] must be {}", i + 1, lossy(&wanted))));
@@ -153,6 +156,12 @@ fn well_formed_prefix(prefix: &[u8]) -> bool {
 /// A record's key: the queue's prefix, `job:`, the id.
 pub(crate) fn record_key(prefix: &[u8], id: &[u8]) -> Vec<u8> {
     [prefix, b"job:", id].concat()
+}
+
+/// A parent's dependencies' key: the queue's prefix, `children:`, the id
+/// (protocol 1.6, §7.8). It goes with the record.
+pub(crate) fn children_key(prefix: &[u8], id: &[u8]) -> Vec<u8> {
+    [prefix, b"children:", id].concat()
 }
 
 #[cfg(test)]

@@ -89,6 +89,8 @@ pub trait Store {
     fn zrem(&mut self, key: &[u8], member: &[u8]);
     /// The size of a sorted set.
     fn zcard(&mut self, key: &[u8]) -> u64;
+    /// How many entries a stream holds (`XLEN`).
+    fn xlen(&mut self, key: &[u8]) -> u64;
     /// The score of a member of a sorted set, if it is there.
     fn zscore(&mut self, key: &[u8], member: &[u8]) -> Option<f64>;
     /// The first `count` members in (score, member) order.

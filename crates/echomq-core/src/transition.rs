@@ -26,6 +26,7 @@ mod ackmany;
 mod acknext;
 mod batch;
 mod cancel;
+mod children;
 mod claim;
 mod config;
 mod counts;
@@ -36,6 +37,7 @@ mod enqueuemany;
 mod extend;
 mod fail;
 mod fire;
+mod flow;
 mod inspect;
 mod obliterate;
 mod progress;
@@ -44,6 +46,7 @@ mod purge;
 mod reap;
 mod release;
 mod remove;
+mod resolve;
 mod retry;
 mod schedule;
 mod schedules;
@@ -57,6 +60,7 @@ mod delete;
 mod events;
 mod fenced;
 mod gate;
+mod notice;
 
 // Every transition's type.
 pub use ack::*;
@@ -64,6 +68,7 @@ pub use ackmany::*;
 pub use acknext::*;
 pub use batch::*;
 pub use cancel::*;
+pub use children::*;
 pub use claim::*;
 pub use config::*;
 pub use counts::*;
@@ -74,6 +79,7 @@ pub use enqueuemany::*;
 pub use extend::*;
 pub use fail::*;
 pub use fire::*;
+pub use flow::*;
 pub use inspect::*;
 pub use obliterate::*;
 pub use progress::*;
@@ -82,6 +88,7 @@ pub use purge::*;
 pub use reap::*;
 pub use release::*;
 pub use remove::*;
+pub use resolve::*;
 pub use retry::*;
 pub use schedule::*;
 pub use schedules::*;
@@ -183,6 +190,9 @@ transitions!(
     Defer,
     Batch,
     Settle,
+    Flow,
+    Resolve,
+    Children,
 );
 
 impl Name {
@@ -427,8 +437,9 @@ fn protocol(config: &[u8], value: Option<&[u8]>) -> Result<(), Refusal> {
     }
 }
 
-/// The six states a record's `state` may hold (PROTOCOL.md §3).
-const STATES: [&[u8]; 6] = [b"pending", b"active", b"delayed", b"done", b"dead", b"cancelled"];
+/// The seven states a record's `state` may hold (PROTOCOL.md §3):
+/// `waiting`, a parent's while it waits for its children, since 1.6.
+const STATES: [&[u8]; 7] = [b"pending", b"active", b"delayed", b"done", b"dead", b"cancelled", b"waiting"];
 
 /// A record's `attempts` as read before a write: `EMQDATA` unless it is an
 /// integer of 0 or more (a missing record has none). The tokens a claim

@@ -203,7 +203,7 @@ mod tests {
         let (keys, args) = split_keys(enqueue, &[b"3", b"a", b"b", b"c", b"JOB_1"]).unwrap();
         assert_eq!((keys.len(), args.len()), (3, 1));
         assert_eq!(split_keys(enqueue, &[b"0", b"JOB_1"]).unwrap().0.len(), 0);
-        let wrong = "EMQARG wrong number of keys: takes 2 or 11 or 12";
+        let wrong = "EMQARG wrong number of keys: takes 2 or 11 or 12 or 13";
         for count in
             [&b""[..], b"5", b"02", b"02x", b"-2", b"+2", b" 2", b"11", b"9999999999", b"emq:{q}:job:JOB_1"]
         {
@@ -215,7 +215,7 @@ mod tests {
         let stats = Name::Stats.describe();
         assert_eq!(
             split_keys(stats, &[b"5"]).unwrap_err().to_string(),
-            "EMQARG wrong number of keys: takes 6"
+            "EMQARG wrong number of keys: takes 6 or 7"
         );
     }
 }

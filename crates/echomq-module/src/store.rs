@@ -318,6 +318,13 @@ impl Store for RedisStore {
         self.remove(true, key, member);
     }
 
+    fn xlen(&mut self, key: &[u8]) -> u64 {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_STREAM => open.len() as u64,
+            _ => 0,
+        }
+    }
+
     fn zcard(&mut self, key: &[u8]) -> u64 {
         match self.read(key) {
             Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => open.len() as u64,

@@ -58,7 +58,7 @@ fn a_call_without_its_key_count_or_with_another_is_refused_and_changes_nothing()
     let mut conn = connect(&server);
     let q = queue();
     let (job, pending) = (format!("{q}job:{A}"), format!("{q}pending"));
-    let wrong = "EMQARG wrong number of keys: takes 2 or 11 or 12";
+    let wrong = "EMQARG wrong number of keys: takes 2 or 11 or 12 or 13";
     for count in [None, Some("-2"), Some("2.0"), Some("two"), Some("")] {
         let mut words = vec!["EMQ.ENQUEUE"];
         words.extend(count);
@@ -75,7 +75,7 @@ fn a_call_without_its_key_count_or_with_another_is_refused_and_changes_nothing()
     // More keys counted than the call holds.
     assert_eq!(call(&mut conn, &["EMQ.ENQUEUE", "11", &job, &pending, A, "hello"]), Err(wrong.to_owned()));
     let stats = ["EMQ.STATS", "5", "a", "b", "c", "d", "e"];
-    assert_eq!(call(&mut conn, &stats), Err("EMQARG wrong number of keys: takes 6".to_owned()));
+    assert_eq!(call(&mut conn, &stats), Err("EMQARG wrong number of keys: takes 6 or 7".to_owned()));
     assert_eq!(snapshot(&mut conn, &q), Vec::<String>::new(), "nothing written");
 }
 
@@ -87,6 +87,7 @@ fn all_keys(name: Name, q: &str) -> Vec<String> {
         .iter()
         .map(|role| match role {
             Role::Job => format!("{q}job:{A}"),
+            Role::Children => format!("{q}children:{A}"),
             Role::Finished => format!("{q}done"),
             Role::Unfinished => format!("{q}delayed"),
             other => format!("{q}{}", other.fixed().unwrap_or_default()),
@@ -145,8 +146,8 @@ fn emq_version_answers_the_protocol_and_module_list_says_it_too() {
     let server = server_with(&[]);
     let mut conn = connect(&server);
     let version: Value = redis::cmd("EMQ.VERSION").query(&mut conn).unwrap();
-    assert_eq!(version, Value::BulkString(b"1.5".to_vec()));
-    assert_eq!(PROTOCOL.to_string(), "1.5");
+    assert_eq!(version, Value::BulkString(b"1.6".to_vec()));
+    assert_eq!(PROTOCOL.to_string(), "1.6");
     let refused = call(&mut conn, &["EMQ.VERSION", "extra"]).unwrap_err();
     assert_eq!(refused, "EMQARG EMQ.VERSION takes no arguments");
     let modules: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(&mut conn).unwrap();
@@ -155,7 +156,7 @@ fn emq_version_answers_the_protocol_and_module_list_says_it_too() {
         .find(|module| module.contains(&Value::BulkString(b"echomq".to_vec())))
         .expect("the module is listed");
     let number = echomq.iter().skip_while(|v| **v != Value::BulkString(b"ver".to_vec())).nth(1);
-    assert_eq!(number, Some(&Value::Int(10500)), "1.5 as major*10000 + minor*100: {echomq:?}");
+    assert_eq!(number, Some(&Value::Int(10600)), "1.6 as major*10000 + minor*100: {echomq:?}");
     let flags: Value = redis::cmd("COMMAND").arg("INFO").arg("EMQ.VERSION").query(&mut conn).unwrap();
     assert!(holds(&flags, "readonly") && holds(&flags, "fast"), "{flags:?}");
 }

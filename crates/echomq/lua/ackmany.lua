@@ -7,6 +7,9 @@ results_key  emq:{q}:results    (hash) id -> the job's result
 events_key   emq:{q}:events     (stream) the event log (includes/events)
 config_key   emq:{q}:config     (hash) its length (includes/events)
 counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+parents_key  emq:{q}:parents    (hash) optional, with counts_key and notices_key: child id -> its
+notices_key  emq:{q}:notices    (stream) link; each linked job acked tells its parent, as ACK
+                                (includes/notice)
 ARGV[1]  id: the first job's id
 ARGV[2]  token: the one its claim handed out
 ARGV[3..] options of that job, then the next job's id, token and options, …:
@@ -17,11 +20,13 @@ Reply    an array, one reply a job, in order: 1 (acked, with its `completed`
          the fence's (not active, or another token; a job named twice is
          acked once and its second entry is refused with EMQFENCE)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the call's. The keys'
-         types and every record's are checked before the first write: a
-         refused call acks nothing.
+         types and every record's, and the links of the jobs it acks, are
+         checked before the first write: a refused call acks nothing (a
+         flow's child acked without the flows' keys refuses it, EMQARG).
 ]]
 --@include fenced
 --@include ack
+--@include notice
 
 --@keys ACKMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]
@@ -29,9 +34,11 @@ local done_key = KEYS[2]
 local results_key = KEYS[3]
 local events_key = KEYS[4]
 local config_key = KEYS[5]
-local counts_key = KEYS[6] -- nil unless the call sends 6 keys
-local key_names = {'active', 'done', 'results', 'events', 'config', 'counts'}
-local key_forms = {5, 6}
+local counts_key = KEYS[6]  -- nil unless the call sends 6 or 8 keys
+local parents_key = KEYS[7] -- nil unless the call sends 8 keys
+local notices_key = KEYS[8] -- nil unless the call sends 8 keys
+local key_names = {'active', 'done', 'results', 'events', 'config', 'counts', 'parents', 'notices'}
+local key_forms = {5, 6, 8}
 --@keys end
 
 local prefix, err = queue_prefix(key_names, nil, key_forms)
@@ -77,7 +84,7 @@ for j = 1, n do
   local id, fields = ids[j], records[j]
   local key = prefix .. 'job:' .. id
   -- A record that lacks its state or attempts, or whose state is none of
-  -- the six, is that job's EMQDATA.
+  -- the seven, is that job's EMQDATA.
   local fenced = whole_error(key, fields, 'state', 'attempts')
     or fields[1] and fenced_record_error(key, fields[1], fields[2], tokens[j])
   if fenced then
@@ -93,6 +100,19 @@ for j = 1, n do
     replies[j] = 1
   end
 end
+-- The acked jobs' links, the last of the reads: a linked job in a call
+-- without the flows' keys refuses the whole call.
+err = notices_open_error(parents_key, notices_key)
+if err then return err end
+local links = {}
+for j, id in ipairs(finished) do
+  links[j], err = parent_link(parents_key, prefix, id)
+  if err then return err end
+end
+
 finish_jobs(prefix, active_key, done_key, results_key, events_key, finished, kept, keep)
+for j, id in ipairs(finished) do
+  if links[j] then tell_parent(parents_key, notices_key, prefix, id, links[j], 'done', kept[j]) end
+end
 counts_flush()
 return replies

@@ -13,6 +13,8 @@ policy_key   emq:{q}:policy     (hash) id -> the job's own policy, if it has one
 headers_key  emq:{q}:headers    (hash) id -> the job's headers
 wake_key     emq:{q}:wake       (zset) the wake-up key (includes/wake), as CLAIM
 counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+parents_key  emq:{q}:parents    (hash) optional, with counts_key and notices_key: child id -> its
+notices_key  emq:{q}:notices    (stream) link; a linked job tells its parent, as ACK (includes/notice)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  lease, ms          1..=2147483647: the lease of the jobs it claims
@@ -31,6 +33,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
 --@include fenced
 --@include ack
 --@include claim
+--@include notice
 
 --@keys ACKNEXT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -44,10 +47,12 @@ local rate_key = KEYS[8]
 local policy_key = KEYS[9]
 local headers_key = KEYS[10]
 local wake_key = KEYS[11]
-local counts_key = KEYS[12] -- nil unless the call sends 12 keys
+local counts_key = KEYS[12]  -- nil unless the call sends 12 or 14 keys
+local parents_key = KEYS[13] -- nil unless the call sends 14 keys
+local notices_key = KEYS[14] -- nil unless the call sends 14 keys
 local key_names = {'job', 'active', 'done', 'results', 'events', 'config', 'pending', 'rate', 'policy',
-  'headers', 'wake', 'counts'}
-local key_forms = {11, 12}
+  'headers', 'wake', 'counts', 'parents', 'notices'}
+local key_forms = {11, 12, 14}
 --@keys end
 
 local id, token, err = fenced_call(key_names, key_forms)
@@ -88,8 +93,12 @@ keep, err = events_keep(events_key, config_key, events_setting)
 if err then return err end
 err = counts_open(counts_key, {'completed'})
 if err then return err end
+local link
+link, err = one_link(parents_key, notices_key, prefix, id)
+if err then return err end
 
 finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
+if link then tell_parent(parents_key, notices_key, prefix, id, link, 'done', result) end
 local keys = {pending = pending_key, active = active_key, config = config_key, rate = rate_key,
   policy = policy_key, events = events_key, headers = headers_key, wake = wake_key}
 return claim_jobs(keys, prefix, lease, count or 1, head)

@@ -14,6 +14,8 @@ wake_key          emq:{q}:wake       the wake-up key (zset): told when the job
                                      is born pending (includes/wake)
                   Two keys (the seed's call) or all eleven: the two take no option.
 counts_key        emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+parents_key       emq:{q}:parents    (hash) optional, after counts_key: child id -> its link
+                                     (PARENT's, protocol 1.6, includes/notice)
 ARGV[1]  id: the job id (JOB_<ulid>)
 ARGV[2]  payload: stored verbatim, at most MAX_PAYLOAD (1048576) bytes
 ARGV[3..] options, each a name and a value:
@@ -34,6 +36,8 @@ ARGV[3..] options, each a name and a value:
          UNIQUE_DONE <0|1>    1: the key also frees when its job finishes
          HEADERS <bytes>      1 to 8192 bytes: the job's headers, kept in headers_key
                               (hosts write a JSON object of strings)
+         PARENT <link>        `<incarnation> {<queue>}<id>`: the job is a flow's child, linked
+                              to its parent in parents_key (all thirteen keys; not with UNIQUE)
 Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed),
          or the id of the job that holds the UNIQUE key (nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
@@ -43,23 +47,25 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
 --@include events
 --@include payload
 --@include wake
+--@include given
 
 --@keys ENQUEUE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
 local pending_key = KEYS[2]
-local delayed_key = KEYS[3]      -- nil unless the call sends 11 or 12 keys
-local priority_key = KEYS[4]     -- nil unless the call sends 11 or 12 keys
-local policy_key = KEYS[5]       -- nil unless the call sends 11 or 12 keys
-local unique_key = KEYS[6]       -- nil unless the call sends 11 or 12 keys
-local unique_until_key = KEYS[7] -- nil unless the call sends 11 or 12 keys
-local events_key = KEYS[8]       -- nil unless the call sends 11 or 12 keys
-local config_key = KEYS[9]       -- nil unless the call sends 11 or 12 keys
-local headers_key = KEYS[10]     -- nil unless the call sends 11 or 12 keys
-local wake_key = KEYS[11]        -- nil unless the call sends 11 or 12 keys
-local counts_key = KEYS[12]      -- nil unless the call sends 12 keys
+local delayed_key = KEYS[3]      -- nil unless the call sends 11 or 12 or 13 keys
+local priority_key = KEYS[4]     -- nil unless the call sends 11 or 12 or 13 keys
+local policy_key = KEYS[5]       -- nil unless the call sends 11 or 12 or 13 keys
+local unique_key = KEYS[6]       -- nil unless the call sends 11 or 12 or 13 keys
+local unique_until_key = KEYS[7] -- nil unless the call sends 11 or 12 or 13 keys
+local events_key = KEYS[8]       -- nil unless the call sends 11 or 12 or 13 keys
+local config_key = KEYS[9]       -- nil unless the call sends 11 or 12 or 13 keys
+local headers_key = KEYS[10]     -- nil unless the call sends 11 or 12 or 13 keys
+local wake_key = KEYS[11]        -- nil unless the call sends 11 or 12 or 13 keys
+local counts_key = KEYS[12]      -- nil unless the call sends 12 or 13 keys
+local parents_key = KEYS[13]     -- nil unless the call sends 13 keys
 local key_names = {'job', 'pending', 'delayed', 'priority', 'policy', 'unique', 'unique_until', 'events',
-  'config', 'headers', 'wake', 'counts'}
-local key_forms = {2, 11, 12}
+  'config', 'headers', 'wake', 'counts', 'parents'}
+local key_forms = {2, 11, 12, 13}
 --@keys end
 
 -- The kind gate: the first three bytes of the id must be JOB (EMQKIND).
@@ -68,31 +74,19 @@ local id, payload = ARGV[1], ARGV[2]
 local err = kind_error(id)
 if err then return err end
 -- The keys must be this queue's keys, as the protocol names them: the seed's
--- two, or all eleven (and the counts key).
+-- two, or all eleven (and the counts key, then the parents key).
 local prefix
 prefix, err = queue_prefix(key_names, id, key_forms)
 if err then return err end
 err = payload_error(payload)
 if err then return err end
--- The options, when there are any (the seed's call has none: no tables built).
+-- The options, when there are any (the seed's call has none: no tables
+-- built), and the job's policy as stored (includes/given).
 local priority, delay, at, policy, opts = 0, nil, nil, nil, {}
 if #ARGV > 2 then
-  local spec = {
-    PRIORITY = {PRIORITY_MIN, PRIORITY_MAX}, DELAY = {DELAY_MS_MIN, DELAY_MS_MAX}, AT = {AT_MS_MIN, AT_MS_MAX},
-    ATTEMPTS = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX}, BACKOFF = {DELAY_MS_MIN, DELAY_MS_MAX},
-    BACKOFF_EXP = {DELAY_MS_MIN, DELAY_MS_MAX}, TIMEOUT = {TIMEOUT_MS_MIN, TIMEOUT_MS_MAX},
-    UNIQUE = {bytes = MAX_UNIQUE_KEY}, UNIQUE_FOR = {UNIQUE_MS_MIN, UNIQUE_MS_MAX}, UNIQUE_DONE = {FLAG_MIN, FLAG_MAX},
-    HEADERS = {bytes = MAX_HEADERS},
-  }
-  opts, err = options(3, spec)
+  opts, policy, err = given_options(3)
   if err then return err end
   priority, delay, at = opts.PRIORITY or 0, opts.DELAY, opts.AT
-  -- The job's policy as stored: its options in a fixed order (includes/policy).
-  local parts = {}
-  for _, name in ipairs({'ATTEMPTS', 'BACKOFF', 'BACKOFF_EXP', 'TIMEOUT'}) do
-    if opts[name] then parts[#parts + 1] = string.format('%s %d', name, opts[name]) end
-  end
-  if #parts > 0 then policy = table.concat(parts, ' ') end
 end
 if delay and at then
   return emq_error('EMQARG', 'DELAY and AT exclude each other')
@@ -106,6 +100,14 @@ if unique and not opts.UNIQUE_FOR then
 end
 if not unique and (opts.UNIQUE_FOR or opts.UNIQUE_DONE) then
   return emq_error('EMQARG', 'UNIQUE_FOR and UNIQUE_DONE need UNIQUE')
+end
+-- A flow's child (protocol 1.6): its link, written to parents_key.
+local parent = opts.PARENT
+if parent and unique then
+  return emq_error('EMQARG', 'PARENT and UNIQUE exclude each other')
+end
+if parent and not parents_key then
+  return emq_error('EMQARG', 'PARENT needs all thirteen keys')
 end
 local headers = opts.HEADERS
 if headers and #KEYS < 11 then
@@ -145,6 +147,7 @@ err = type_error(pending_key, 'zset')
   or (policy and type_error(policy_key, 'hash'))
   or (headers and type_error(headers_key, 'hash'))
   or (unique and (type_error(unique_key, 'hash') or type_error(unique_until_key, 'zset')))
+  or (parent and type_error(parents_key, 'hash'))
   or nil
 if err then return err end
 
@@ -160,8 +163,8 @@ wakes, err = wake_target(wake_key)
 if err then return err end
 
 -- DEDUP: while a job holds the UNIQUE key (its hold has not ended and, for a
--- key that frees when its job finishes, that job is still pending, delayed
--- or active), answer the holder's id and change nothing. The value is
+-- key that frees when its job finishes, that job is still pending, delayed,
+-- active or waiting), answer the holder's id and change nothing. The value is
 -- <0|1>:<id>, the id a job id (JOB…, the kind gate's); a value of another
 -- shape is malformed (EMQDATA), held or not.
 if unique then
@@ -183,7 +186,7 @@ if unique then
       err = whole_error(record, fields, 'state', 'attempts')
       if err then return err end
       local state = fields[1]
-      held = state == 'pending' or state == 'delayed' or state == 'active'
+      held = state == 'pending' or state == 'delayed' or state == 'active' or state == 'waiting'
     end
     if held then return holder end
   end
@@ -213,6 +216,9 @@ if unique then
   end
   redis.call('HSET', unique_key, unique, (opts.UNIQUE_DONE == 1 and '1:' or '0:') .. id)
   redis.call('ZADD', unique_until_key, now + opts.UNIQUE_FOR, unique)
+end
+if parent then
+  redis.call('HSET', parents_key, id, parent)
 end
 if due then
   redis.call('ZADD', delayed_key, string.format('%d', due), id)

@@ -9,6 +9,8 @@ policy_key   emq:{q}:policy     (hash) id -> the job's own policy (includes/poli
 events_key   emq:{q}:events     (stream) the event log,
 config_key   emq:{q}:config     (hash) a `failed` or `dead` event (includes/events)
 counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+parents_key  emq:{q}:parents    (hash) optional, with counts_key and notices_key: child id -> its
+notices_key  emq:{q}:notices    (stream) link; a linked job that dies tells its parent (includes/notice)
 ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies;
@@ -16,12 +18,14 @@ ARGV[3]  max_attempts: 0..=2147483647: when attempts >= this, the job dies;
 ARGV[4]  backoff: ms, 0..=999999999999: the retry is due that long from now;
          the job's own BACKOFF or BACKOFF_EXP instead, when it has one
 ARGV[5]  error: the text, at most 65536 bytes, kept in errors_key
-Reply    'delayed' (it will retry) or 'dead'
-Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
+Reply    'delayed' (it will retry) or 'dead' (a flow's child, with its notice, outcome `dead`)
+Errors   EMQKIND, EMQARG (also: a flow's child that dies, without the flows' keys), EMQSIZE, EMQTYPE,
+         EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
 --@include fenced
 --@include policy
 --@include events
+--@include notice
 
 --@keys FAIL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -32,9 +36,12 @@ local errors_key = KEYS[5]
 local policy_key = KEYS[6]
 local events_key = KEYS[7]
 local config_key = KEYS[8]
-local counts_key = KEYS[9] -- nil unless the call sends 9 keys
-local key_names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config', 'counts'}
-local key_forms = {8, 9}
+local counts_key = KEYS[9]   -- nil unless the call sends 9 or 11 keys
+local parents_key = KEYS[10] -- nil unless the call sends 11 keys
+local notices_key = KEYS[11] -- nil unless the call sends 11 keys
+local key_names = {'job', 'active', 'delayed', 'dead', 'errors', 'policy', 'events', 'config', 'counts',
+  'parents', 'notices'}
+local key_forms = {8, 9, 11}
 --@keys end
 
 local id, token, err = fenced_call(key_names, key_forms)
@@ -70,6 +77,16 @@ if policy_key then
 end
 local now = now_ms()
 local state = token >= (policy.ATTEMPTS or max_attempts) and 'dead' or 'delayed'
+-- Only a job that dies ends, and tells its parent.
+local prefix = string.sub(active_key, 1, #active_key - #'active')
+local link
+err = notices_open_error(parents_key, notices_key)
+if err then return err end
+if state == 'dead' then
+  link, err = parent_link(parents_key, prefix, id)
+  if err then return err end
+end
+
 redis.call('ZREM', active_key, id)
 redis.call('HSET', job_key, 'state', state)
 if state == 'dead' then
@@ -79,4 +96,5 @@ else
 end
 redis.call('HSET', errors_key, id, text)
 emit(events_key, keep, state == 'dead' and 'dead' or 'failed', id, 'attempt', token, 'error', event_error(text))
+if link then tell_parent(parents_key, notices_key, prefix, id, link, 'dead') end
 return state

@@ -1,6 +1,6 @@
 --[[ OBLITERATE: the last step of deleting a queue. Refused while any of its
-six sets holds a job (DRAIN and PURGE empty them first); then every other
-key the queue owns is deleted.
+seven sets holds a job (DRAIN and PURGE empty them first), or a notice
+waits for the relay; then every other key the queue owns is deleted.
 
 pending_key       emq:{q}:pending    (zset)
 active_key        emq:{q}:active     (zset)
@@ -26,10 +26,13 @@ batch_jobs_key    emq:{q}:batch_jobs (hash)
 batch_open_key    emq:{q}:batch_open (zset)
 wake_key          emq:{q}:wake       (zset) the wake-up key (includes/wake)
 counts_key        emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+waiting_key       emq:{q}:waiting    (zset) optional, with the two after it: flows' parents (1.6)
+parents_key       emq:{q}:parents    (hash) the queue's children's links (includes/notice)
+notices_key       emq:{q}:notices    (stream) what its children tell their parents
 Reply    how many of the keys after cancelled_key existed and were deleted
 Errors   EMQARG, EMQTYPE (a key not of its type), EMQVERSION (config_key's
          `protocol` another major or malformed: not this speaker's to
-         delete), EMQSTATE (jobs are left)
+         delete), EMQSTATE (jobs, or notices, are left)
 ]]
 --@include common
 
@@ -57,11 +60,14 @@ local batches_key = KEYS[20]
 local batch_jobs_key = KEYS[21]
 local batch_open_key = KEYS[22]
 local wake_key = KEYS[23]
-local counts_key = KEYS[24] -- nil unless the call sends 24 keys
+local counts_key = KEYS[24]  -- nil unless the call sends 24 or 27 keys
+local waiting_key = KEYS[25] -- nil unless the call sends 27 keys
+local parents_key = KEYS[26] -- nil unless the call sends 27 keys
+local notices_key = KEYS[27] -- nil unless the call sends 27 keys
 local key_names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'priority', 'errors',
   'progress', 'policy', 'config', 'rate', 'schedules', 'ticks', 'unique', 'unique_until', 'results', 'events',
-  'headers', 'batches', 'batch_jobs', 'batch_open', 'wake', 'counts'}
-local key_forms = {23, 24}
+  'headers', 'batches', 'batch_jobs', 'batch_open', 'wake', 'counts', 'waiting', 'parents', 'notices'}
+local key_forms = {23, 24, 27}
 --@keys end
 
 local _, err = queue_prefix(key_names, nil, key_forms)
@@ -78,22 +84,29 @@ err = type_error(pending_key, 'zset') or type_error(active_key, 'zset') or type_
   or type_error(headers_key, 'hash') or type_error(batches_key, 'hash') or type_error(batch_jobs_key, 'hash')
   or type_error(batch_open_key, 'zset') or type_error(wake_key, 'zset')
   or (counts_key and type_error(counts_key, 'hash'))
+  or (waiting_key and (type_error(waiting_key, 'zset') or type_error(parents_key, 'hash')
+    or type_error(notices_key, 'stream')))
 if err then return err end
 err = protocol_error(config_key, redis.call('HGET', config_key, 'protocol'))
 if err then return err end
 local jobs = 0
-for _, set in ipairs({pending_key, active_key, delayed_key, done_key, dead_key, cancelled_key}) do
+for _, set in ipairs({pending_key, active_key, delayed_key, done_key, dead_key, cancelled_key, waiting_key}) do
   jobs = jobs + redis.call('ZCARD', set)
 end
 if jobs > 0 then
   return emq_error('EMQSTATE', 'the queue still holds ' .. jobs .. ' jobs')
+end
+-- A notice no relay carried yet would leave its parent waiting (1.6).
+local notices = notices_key and redis.call('XLEN', notices_key) or 0
+if notices > 0 then
+  return emq_error('EMQSTATE', 'the queue still holds ' .. notices .. " notices to its children's parents")
 end
 -- The queue's every other key, in KEYS order (the counts key last, when
 -- the call passed it).
 local deleted = 0
 for _, key in ipairs({priority_key, errors_key, progress_key, policy_key, config_key, rate_key, schedules_key,
     ticks_key, unique_key, unique_until_key, results_key, events_key, headers_key, batches_key, batch_jobs_key,
-    batch_open_key, wake_key, counts_key}) do
+    batch_open_key, wake_key, counts_key, parents_key, notices_key}) do
   if redis.call('EXISTS', key) == 1 then
     redis.call('DEL', key)
     deleted = deleted + 1

@@ -1,6 +1,7 @@
 --[[ PURGE: delete finished jobs (done, dead or cancelled) older than an age:
 their records, their set entries, and their priority, error, progress, policy,
-result and header entries.
+result and header entries, and a parent's dependencies; a flow's child still
+linked tells its parent how it ended (its state).
 
 set_key       emq:{q}:done|dead|cancelled (zset) the finished set to purge
 priority_key  emq:{q}:priority   (hash)
@@ -9,25 +10,32 @@ progress_key  emq:{q}:progress   (hash)
 policy_key    emq:{q}:policy     (hash)
 results_key   emq:{q}:results    (hash)
 headers_key   emq:{q}:headers    (hash)
+parents_key   emq:{q}:parents    (hash) optional, with notices_key: child id -> its link
+notices_key   emq:{q}:notices    (stream) a linked job deleted tells its parent (includes/notice)
 ARGV[1]  age, ms, 0..=999999999999: jobs that finished at least this long ago
 ARGV[2..] options:
          LIMIT <n>          1..=1000, default 1000: at most this many jobs
 Derived  emq:{q}:job:<id>   the record of each purged id (same hashtag)
+         emq:{q}:children:<id> its dependencies, when it is a parent
+         emq:{q}:parents    (hash) without the flows' keys: a linked job refuses the call
 Reply    how many jobs were deleted
-Errors   EMQARG, EMQTYPE
+Errors   EMQARG (also: a flow's child without the flows' keys), EMQTYPE, EMQDATA (a link), TRYAGAIN
 ]]
 --@include delete
 
 --@keys PURGE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
-local set_key = KEYS[1] -- done|dead|cancelled: the one the call names
+local set_key = KEYS[1]     -- done|dead|cancelled: the one the call names
 local priority_key = KEYS[2]
 local errors_key = KEYS[3]
 local progress_key = KEYS[4]
 local policy_key = KEYS[5]
 local results_key = KEYS[6]
 local headers_key = KEYS[7]
-local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'policy', 'results', 'headers'}
-local key_forms = {7}
+local parents_key = KEYS[8] -- nil unless the call sends 9 keys
+local notices_key = KEYS[9] -- nil unless the call sends 9 keys
+local key_names = {'done|dead|cancelled', 'priority', 'errors', 'progress', 'policy', 'results', 'headers',
+  'parents', 'notices'}
+local key_forms = {7, 9}
 --@keys end
 
 local finished, prefix, err = named_set_prefix(set_key, {'done', 'dead', 'cancelled'},
@@ -39,9 +47,10 @@ if err then return err end
 opts, err = options(2, {LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
 local sides = {priority_key, errors_key, progress_key, policy_key, results_key, headers_key}
-err = deleting_types_error(set_key, sides)
+err = deleting_types_error(set_key, sides) or notices_open_error(parents_key, notices_key)
 if err then return err end
 
 local ids = redis.call('ZRANGEBYSCORE', set_key, '-inf', now_ms() - age, 'LIMIT', 0,
   opts.LIMIT or SWEEP_LIMIT_MAX)
-return delete_jobs(prefix, set_key, sides, ids)
+return delete_jobs(prefix, {set = set_key, state = finished, sides = sides, parents = parents_key,
+  notices = notices_key}, ids)

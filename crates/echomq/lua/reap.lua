@@ -12,6 +12,9 @@ config_key    emq:{q}:config     (hash) `failed` or `dead` event per reaped job
 wake_key      emq:{q}:wake       (zset) the wake-up key
                                  (includes/wake), told when a job went back to pending
 counts_key    emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+parents_key   emq:{q}:parents    (hash) optional, with counts_key and notices_key: child id -> its
+notices_key   emq:{q}:notices    (stream) link; a linked job reaped to dead tells its parent
+                                 (includes/notice)
 ARGV[1]  max_attempts: 0..=2147483647: a job with attempts >= this dies;
          a job with its own ATTEMPTS dies by that instead
 ARGV[2..] options:
@@ -19,12 +22,14 @@ ARGV[2..] options:
 Derived  emq:{q}:job:<id>   the record of each expired id (same hashtag)
 Reply    [requeued, dead]: how many went to pending and to dead. An id in
          active whose record is missing is dropped and counted in neither.
-Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
+Errors   EMQARG (also: a flow's child reaped to dead, without the flows' keys), EMQTYPE,
+         EMQVERSION, EMQDATA
 ]]
 --@include record
 --@include policy
 --@include events
 --@include wake
+--@include notice
 
 --@keys REAP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]
@@ -36,10 +41,12 @@ local policy_key = KEYS[6]
 local events_key = KEYS[7]
 local config_key = KEYS[8]
 local wake_key = KEYS[9]
-local counts_key = KEYS[10] -- nil unless the call sends 10 keys
+local counts_key = KEYS[10]  -- nil unless the call sends 10 or 12 keys
+local parents_key = KEYS[11] -- nil unless the call sends 12 keys
+local notices_key = KEYS[12] -- nil unless the call sends 12 keys
 local key_names = {'active', 'pending', 'dead', 'errors', 'priority', 'policy', 'events', 'config', 'wake',
-  'counts'}
-local key_forms = {9, 10}
+  'counts', 'parents', 'notices'}
+local key_forms = {9, 10, 12}
 --@keys end
 
 local prefix, err = queue_prefix(key_names, nil, key_forms)
@@ -56,6 +63,8 @@ local keep, wakes
 keep, wakes, err = events_and_wake(events_key, config_key, wake_key, counts_key, {'failed', 'dead'})
 if err then return err end
 counts_hold()
+err = notices_open_error(parents_key, notices_key)
+if err then return err end
 
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', active_key, '-inf', now, 'LIMIT', 0, opts.LIMIT or SWEEP_LIMIT_MAX)
@@ -65,12 +74,12 @@ records, err = read_records(prefix, ids, 'state', 'attempts')
 if err then return err end
 
 local policies = redis.call('EXISTS', policy_key) == 1
--- Every record's attempts, policy and priority, read and checked before
--- the first write.
+-- Every record's attempts, policy and priority, and the link of each job
+-- that dies, read and checked before the first write.
 local reaped = {}
 for i, id in ipairs(ids) do
   local key = prefix .. 'job:' .. id
-  local attempts, own, score
+  local attempts, own, score, link
   attempts, err = attempts_of(key, records[i][2])
   if err then return err end
   if attempts then
@@ -79,11 +88,13 @@ for i, id in ipairs(ids) do
       if err then return err end
     end
     local dies = attempts >= ((own and own.ATTEMPTS) or max_attempts)
-    if not dies then
+    if dies then
+      link, err = parent_link(parents_key, prefix, id)
+    else
       score, err = priority_of(priority_key, id)
-      if err then return err end
     end
-    reaped[#reaped + 1] = {id = id, key = key, attempts = attempts, dies = dies, score = score}
+    if err then return err end
+    reaped[#reaped + 1] = {id = id, key = key, attempts = attempts, dies = dies, score = score, link = link}
   end
 end
 redis.call('ZREM', active_key, unpack(ids))
@@ -96,6 +107,7 @@ for _, job in ipairs(reaped) do
     redis.call('ZADD', dead_key, now, id)
     redis.call('HSET', errors_key, id, 'lease expired')
     emit(events_key, keep, 'dead', id, 'attempt', job.attempts, 'error', 'lease expired')
+    if job.link then tell_parent(parents_key, notices_key, prefix, id, job.link, 'dead') end
     dead = dead + 1
   else
     to_pending(job.key, pending_key, job.score, id)

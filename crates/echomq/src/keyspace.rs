@@ -212,6 +212,13 @@ impl Keyspace {
         self.key(Role::Results.pattern())
     }
 
+    /// `emq:{q}:notices`: what the queue's children tell their parents,
+    /// until the relay carries it (stream; protocol 1.6).
+    #[must_use]
+    pub fn notices(&self) -> String {
+        self.key(Role::Notices.pattern())
+    }
+
     /// `emq:{q}:events`: the queue's capped log of what happened (stream).
     #[must_use]
     pub fn events(&self) -> String {
@@ -224,6 +231,7 @@ impl Keyspace {
     pub fn role(&self, role: Role, job: Option<&JobId>) -> Option<String> {
         match (role, job) {
             (Role::Job, Some(id)) => Some(self.job(id)),
+            (Role::Children, Some(id)) => Some(self.key2("children:", id.as_str())),
             (other, _) => other.fixed().map(|name| self.key(name)),
         }
     }

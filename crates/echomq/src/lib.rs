@@ -84,13 +84,14 @@ pub use executor::{connect_cluster, ByFirstKey};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{
-    BatchOpened, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Lease, Leases, Queue,
-    RetryPolicy, Schedules, Upkeep, Wait, TRACEPARENT,
+    BatchOpened, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Flow, FlowAdded, Flows,
+    Lease, Leases, Queue, RetryPolicy, Schedules, Upkeep, Wait, SWEEP_GRACE, TRACEPARENT,
 };
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Claimed, Config, CountsReply, EventLog, Failed, Headers, Held, Inspection, Limit, Rate,
-    Retention, Settings, Span, StatsReply, Tally, Unique,
+    Admission, Child, ChildrenReply, Claimed, Config, CountsReply, EventLog, Failed, Headers, Held,
+    Inspection, JobRef, Limit, Link, OnFailure, Outcome, Rate, Retention, Settings, Span, StatsReply, Tally,
+    Unique,
 };
 pub use workers::{workers, workers_read_only, RunningJob, WorkerInfo};

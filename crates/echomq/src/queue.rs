@@ -25,6 +25,7 @@ use crate::transition::Transition;
 use crate::Result;
 
 mod consume;
+mod flows;
 mod lease;
 mod operate;
 mod produce;
@@ -34,6 +35,9 @@ mod schedules;
 mod upkeep;
 
 pub(crate) use consume::ack_many;
+pub use flows::SWEEP_GRACE;
+pub(crate) use flows::{relay, sweep, RELAY_STEP};
+pub use flows::{Flow, FlowAdded, Flows};
 pub use lease::{Lease, Leases, Wait};
 pub use operate::{Delete, Drain};
 pub use produce::{BatchOpened, EnqueueOptions, Enqueued};

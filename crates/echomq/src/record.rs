@@ -39,12 +39,23 @@ pub enum State {
     Dead,
     /// Cancelled by hand.
     Cancelled,
+    /// A flow's parent waiting for its children (protocol 1.6): pending
+    /// once they have all ended.
+    Waiting,
 }
 
 impl State {
-    /// Every state, in lifecycle order.
-    pub const ALL: [State; 6] =
-        [State::Pending, State::Active, State::Delayed, State::Done, State::Dead, State::Cancelled];
+    /// Every state, in lifecycle order (and `waiting`, which comes before
+    /// pending, last: the order of the protocol's sets).
+    pub const ALL: [State; 7] = [
+        State::Pending,
+        State::Active,
+        State::Delayed,
+        State::Done,
+        State::Dead,
+        State::Cancelled,
+        State::Waiting,
+    ];
 
     /// The state's name in the record and in its set's key.
     #[must_use]
@@ -56,6 +67,7 @@ impl State {
             State::Done => "done",
             State::Dead => "dead",
             State::Cancelled => "cancelled",
+            State::Waiting => "waiting",
         }
     }
 }

@@ -94,6 +94,9 @@ hosts! {
     defer => Defer,
     batch => Batch,
     settle => Settle,
+    flow => Flow,
+    resolve => Resolve,
+    children => Children,
 }
 
 /// A transition of the protocol, as the host calls it.

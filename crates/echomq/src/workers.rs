@@ -197,8 +197,13 @@ pub(crate) async fn beat(via: &dyn Executor, registration: &Registration) -> Res
         written?;
     }
     let member = registration.id.clone();
-    let noted =
-        Command::ZAdd { key: WORKERS.into(), score: Some(registration.beat), member, raise_only: false };
+    let noted = Command::ZAdd {
+        key: WORKERS.into(),
+        score: Some(registration.beat),
+        member,
+        raise_only: false,
+        existing_only: false,
+    };
     via.plain().one(noted).await?;
     Ok(())
 }
@@ -372,7 +377,7 @@ mod tests {
             queues: vec!["emails".into(), "thumbs".into()],
             concurrency: 8,
             version: "echomq-rust 0.1.0".into(),
-            protocol: "1.5".into(),
+            protocol: "1.6".into(),
             started: 1_000,
             beat: 2_000,
             ttl: Duration::from_secs(15),

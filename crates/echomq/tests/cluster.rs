@@ -334,3 +334,77 @@ async fn a_lua_idle_claim_on_a_cluster_is_woken_by_an_arrival() {
         assert_eq!(claimed.iter().map(|job| &job.id).collect::<Vec<_>>(), [&id], "{name}");
     }
 }
+
+/// What each run of a parent read: its children's results.
+type Runs = Arc<Mutex<Vec<Vec<(echomq::JobRef, Vec<u8>)>>>>;
+
+/// A flow across the cluster: one parent, 1,000 children spread over three
+/// queues whose slots are on the three nodes, every step a single-slot
+/// call; the parent runs once, after all of them, and reads all 1,000
+/// results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_of_a_thousand_children_spans_three_nodes() {
+    let cluster = Arc::new(RedisCluster::start(3, Some(module_path())));
+    let client = ClusterClient::new(cluster.urls()).unwrap();
+    for via in [Via::Lua, Via::Native] {
+        // One queue a node for the children, and the parent's on the first.
+        let mut children: Vec<String> = Vec::new();
+        while children.len() < 3 {
+            let name = unique_queue(&format!("kids-{via:?}"));
+            let node = cluster.owner(cluster.slot(&format!("{{{name}}}")));
+            if node == children.len() {
+                children.push(name);
+            }
+        }
+        let executor = executor(&client, via).await;
+        let parents = Queue::new(executor.clone(), &unique_queue(&format!("parent-{via:?}"))).unwrap();
+        let mut flow = echomq::Flow::new(b"parent".to_vec());
+        for n in 0..1000 {
+            flow = flow.child(&children[n % 3], format!("{n}").into_bytes());
+        }
+        let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+        assert_eq!(added.children.len(), 1000);
+
+        let runs: Runs = Arc::default();
+        let seen = runs.clone();
+        let handler = move |job: JobContext| {
+            let seen = seen.clone();
+            async move {
+                if job.payload == b"parent" {
+                    let results =
+                        job.children_results().await.map_err(|err| HandlerError::from(err.to_string()))?;
+                    seen.lock().unwrap().push(results);
+                    return Ok::<_, HandlerError>(Vec::new());
+                }
+                Ok([b"r".as_slice(), &job.payload].concat())
+            }
+        };
+        let options = WorkerOptions::default()
+            .concurrency(16)
+            .lease(Duration::from_secs(30))
+            .idle_wait(Duration::from_millis(100))
+            .upkeep(Duration::from_millis(100));
+        let mut worker = Worker::with_options(parents.clone(), handler, options);
+        for name in &children {
+            worker = worker.queue(Queue::new(executor.clone(), name).unwrap());
+        }
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("the parent ran", || async { !runs.lock().unwrap().is_empty() }).await;
+        let _ = stop.send(());
+        working.await.unwrap().unwrap();
+        let runs = runs.lock().unwrap();
+        assert_eq!(runs.len(), 1, "{via:?}: the parent ran once");
+        let mut results: Vec<Vec<u8>> = runs[0].iter().map(|(_, result)| result.clone()).collect();
+        results.sort();
+        let mut want: Vec<Vec<u8>> = (0..1000).map(|n| format!("r{n}").into_bytes()).collect();
+        want.sort();
+        assert_eq!(results, want, "{via:?}: every child's result, once");
+        let nodes: std::collections::BTreeSet<usize> =
+            children.iter().map(|name| cluster.owner(cluster.slot(&format!("{{{name}}}")))).collect();
+        assert_eq!(nodes.len(), 3, "the children's queues are on three nodes");
+        println!("{via:?}: 1 parent, 1000 children over 3 nodes: the parent read all 1000 results");
+    }
+}

@@ -25,34 +25,36 @@ use redis::aio::MultiplexedConnection;
 /// commands the scripts run (Redis checks those against the caller too).
 pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore +zscore +exists \
-     +xadd +bzpopmin +hincrby +pexpire";
+     +xadd +bzpopmin +hincrby +pexpire +xlen +xread +xdel";
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.claim \
      +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
-     +emq.progress +emq.schedules +emq.fire +emq.settle \
+     +emq.progress +emq.schedules +emq.fire +emq.settle +emq.resolve +emq.children +xlen +xread +xdel \
      (~emq:queues ~emq:workers ~emq:worker:* +zadd +zrem +hset +pexpire +del)";
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
 /// config that holds the log's length, too), and its commands.
 pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
      ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake ~emq:*:counts ~emq:queues \
+     ~emq:*:parents ~emq:*:children:* ~emq:*:waiting \
      resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem \
      +xadd +hexists +hmget +hincrby";
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
      ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake ~emq:*:counts \
-     resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.batch (~emq:queues +zadd)";
+     ~emq:*:parents ~emq:*:children:* ~emq:*:waiting \
+     resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.batch +emq.flow (~emq:queues +zadd)";
 /// An operator (the `emq` CLI, its dashboard) on Lua: every transition, and
 /// SCAN to find the queues.
 pub const OPERATOR_LUA: &str =
     "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore \
-     +zscore +exists +xadd +xread +xrevrange +hexists +hincrby +zremrangebyscore +pexpire";
+     +zscore +exists +xadd +xread +xrevrange +hexists +hincrby +zremrangebyscore +pexpire +xlen +xdel";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange +emq.version \
      +emq.enqueue +emq.enqueuemany +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.counts +emq.config +emq.trim +emq.drain +emq.remove +emq.obliterate +emq.progress +emq.schedule \
-     +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle \
+     +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle +emq.flow +emq.resolve +emq.children +xlen +xdel \
      (~emq:queues ~emq:workers ~emq:worker:* +zadd +zrem +zremrangebyscore +hgetall +hset +pexpire +del)";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
@@ -61,7 +63,7 @@ pub const MONITOR_LUA: &str = "%R~emq:* resetchannels -@all +command|info +scan 
      +script|load +time +type +hget +hmget +hgetall +zcard +xread +xrevrange";
 /// A monitor on the native module, whose INSPECT and STATS declare their keys read-only.
 pub const MONITOR_NATIVE: &str =
-    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +xread +xrevrange +emq.version +emq.inspect +emq.stats +emq.counts +hgetall";
+    "%R~emq:* resetchannels -@all +command|info +scan +zrange +hmget +xread +xrevrange +emq.version +emq.inspect +emq.stats +emq.counts +emq.children +hgetall";
 
 /// Optional, for a native worker: end its blocked claims at once when it
 /// stops (CLIENT UNBLOCK of its own connections) instead of after `idle_wait`.

@@ -125,6 +125,7 @@ fn enqueue(priority: i64, due: Due) -> Call {
         policy: None,
         unique: None,
         headers: Default::default(),
+        parent: None,
     })
 }
 fn unique(until_finished: bool) -> Call {
@@ -137,6 +138,7 @@ fn unique(until_finished: bool) -> Call {
         policy: None,
         unique: Some(unique),
         headers: Default::default(),
+        parent: None,
     })
 }
 fn defer(token: u64, pause_queue: bool) -> Call {
@@ -372,6 +374,7 @@ fn enqueue_with_headers_keeps_them_beside_the_record() -> Case {
             policy: None,
             unique: None,
             headers: [("tenant".to_owned(), "acme".to_owned())].into(),
+            parent: None,
         }),
         reply: ok(Admission::Enqueued),
         after: &[
@@ -455,6 +458,7 @@ fn enqueue_with_a_policy_keeps_it_beside_the_record_its_options_in_a_fixed_order
             }),
             unique: None,
             headers: Default::default(),
+            parent: None,
         }),
         reply: ok(Admission::Enqueued),
         after: &[
@@ -2111,7 +2115,15 @@ fn stats_counts_each_states_set() -> Case {
         name: "stats counts each state's set",
         given: &["ZADD $q:pending 0 $A 0 $B", "ZADD $q:dead 1 $A"],
         call: Call::Stats,
-        reply: ok(StatsReply { pending: 2, active: 0, delayed: 0, done: 0, dead: 1, cancelled: 0 }),
+        reply: ok(StatsReply {
+            pending: 2,
+            active: 0,
+            delayed: 0,
+            done: 0,
+            dead: 1,
+            cancelled: 0,
+            waiting: 0,
+        }),
         after: &["dead $A@1", "pending $A@0 $B@0"],
     }
 }

@@ -50,6 +50,7 @@ use crate::connect::{Conn, Error, Server};
 mod batches;
 mod bulk;
 mod charts;
+mod flow;
 mod html;
 mod job;
 mod jobs;

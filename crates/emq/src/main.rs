@@ -80,6 +80,7 @@ mod events;
 mod failure;
 mod find;
 mod flow;
+mod flows;
 mod log;
 mod ops;
 mod schedule;
@@ -123,8 +124,12 @@ enum Command {
     /// --priority: nothing was sent). With --jsonl, the code is that of the
     /// lines the message names; the lines before them were enqueued.
     Enqueue(enqueue::Args),
-    /// Show a job: its record, its last error, progress and result, its policy.
+    /// Show a job: its record, its last error, progress and result, its
+    /// policy, and in a flow its parent and its children's states.
     Inspect(ops::InspectArgs),
+    /// Flows: a parent job that runs once its children, in any queues, have ended.
+    #[command(subcommand)]
+    Flow(flows::Command),
     /// Print a job's result (what its handler returned), waiting for it with --wait.
     ///
     /// Exit codes: 0 done (its result printed, if one was kept); 6 dead; 7
@@ -266,6 +271,7 @@ impl Command {
     fn only_prints(&self) -> bool {
         match self {
             Command::Inspect(_)
+            | Command::Flow(_)
             | Command::Result(_)
             | Command::Events(_)
             | Command::List(_)
@@ -291,6 +297,7 @@ impl Command {
             Command::Demo(options) => demo::run(server, options).await,
             Command::Enqueue(args) => enqueue::run(server, args).await,
             Command::Inspect(args) => ops::inspect(server, args).await,
+            Command::Flow(command) => flows::run(server, command).await,
             Command::Result(args) => events::result(server, args).await,
             Command::Events(args) => events::events(server, args).await,
             Command::List(args) => ops::list(server, args).await,

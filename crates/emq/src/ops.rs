@@ -8,10 +8,11 @@ use echomq::{Delete, Drain, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error, Server};
 
-/// A state by its protocol name: pending, active, delayed, done, dead, cancelled.
+/// A state by its protocol name: pending, active, delayed, done, dead, cancelled, waiting.
 pub fn state(name: &str) -> Result<State, String> {
-    name.parse()
-        .map_err(|_| format!("{name:?} is not a state: pending, active, delayed, done, dead or cancelled"))
+    name.parse().map_err(|_| {
+        format!("{name:?} is not a state: pending, active, delayed, done, dead, cancelled or waiting")
+    })
 }
 
 /// A finished state, the only ones purge deletes: done, dead or cancelled.
@@ -68,6 +69,7 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
                     say!("  took      {} from enqueue", humantime::format_duration(took));
                 }
             }
+            State::Waiting => say!("  waiting   since {}", timestamp(score)),
             State::Pending => {}
         }
     }
@@ -85,6 +87,36 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     }
     for (name, value) in &job.headers {
         say!("  header    {name}: {value}");
+    }
+    flow_of(server, &queue, &args.id).await
+}
+
+/// Job `id`'s place in a flow (protocol 1.6): the parent it will tell, and,
+/// for a parent, each child with what the parent heard of it and, while
+/// it is open, the child's own state in its queue.
+async fn flow_of(server: &Server, queue: &str, id: &JobId) -> Result<(), Error> {
+    let link: Option<String> = redis::cmd("HGET")
+        .arg(Keyspace::new(queue)?.role(echomq::keyspace::Role::Parents, None).unwrap_or_default())
+        .arg(id.as_str())
+        .query_async(&mut server.connection().await?)
+        .await?;
+    if let Some(link) = link {
+        let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
+        say!("  parent    {parent} (told when this job ends)");
+    }
+    let parent_queue = server.queue(queue).await?;
+    let Some(children) = echomq::Flows::of(&parent_queue).children(id).await? else { return Ok(()) };
+    say!("  children  {} open of {}", children.open, children.children.len());
+    for child in children.children {
+        let now = match child.outcome {
+            Some(outcome) => outcome.as_str().to_owned(),
+            None => match server.queue(&child.child.queue).await?.inspect(&child.child.id).await? {
+                Some(job) => format!("open, {} in its queue", job.record.state),
+                None => "open, not in its queue (yet)".to_owned(),
+            },
+        };
+        let result = child.result.map_or(String::new(), |result| format!(", result {}", printable(&result)));
+        say!("    {} {now}{result}", child.child);
     }
     Ok(())
 }

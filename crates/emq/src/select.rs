@@ -105,7 +105,10 @@ impl Action {
     pub fn takes(self, state: State) -> bool {
         match self {
             Action::Retry => state == State::Dead,
-            Action::Cancel => matches!(state, State::Pending | State::Active | State::Delayed | State::Dead),
+            Action::Cancel => matches!(
+                state,
+                State::Pending | State::Active | State::Delayed | State::Dead | State::Waiting
+            ),
             Action::Delete => true,
         }
     }

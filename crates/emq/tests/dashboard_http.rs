@@ -681,3 +681,31 @@ async fn a_queue_shows_the_latency_of_its_last_jobs_or_says_why_not() {
     assert!(left.is_some(), "the read-only dashboard took a dead worker out of the registry");
     assert!(dashboard.get("/workers").has(r#"id="no-workers""#), "and did not list it");
 }
+
+/// A flow on its parent's page is a tree: each child linked, with what the
+/// parent heard of it and its state now, a nested parent's children below
+/// it; a child's page names its parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parents_page_shows_its_flow_as_a_tree() {
+    let server = RedisServer::start_with_module();
+    let (parents, children) = (unique_queue("parents"), unique_queue("children"));
+    let q = queue(&server, &parents).await;
+    let nested = echomq::Flow::new(b"sum".to_vec()).child(&children, b"leaf".to_vec());
+    let flow = echomq::Flow::new(b"top".to_vec()).child(&children, b"page".to_vec()).child_flow(
+        &children,
+        nested,
+        echomq::OnFailure::Ignore,
+    );
+    let added = echomq::Flows::of(&q).add(flow).await.unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+    let page = dashboard.get(&format!("/queues/{parents}/jobs/{}", added.parent.id));
+    assert_eq!(page.status(), 200, "{page:?}");
+    assert!(page.has("2 of 2 children open") && page.has("1 of 1 children open"), "{page:?}");
+    assert!(page.has(&format!("/queues/{children}/jobs/{}", added.children[0].id)), "{page:?}");
+    assert!(page.has("now: waiting") && page.has("now: pending"), "{page:?}");
+    let child = dashboard.get(&format!("/queues/{children}/jobs/{}", added.children[0].id));
+    assert!(
+        child.has("Its parent, told when it ends") && child.has(&format!("/queues/{parents}/jobs/")),
+        "{child:?}"
+    );
+}

@@ -95,3 +95,42 @@ fn a_misspelt_queue_is_noted_by_every_verb_that_lists_or_waits() {
     assert!(worker.0.try_wait().unwrap().is_none(), "it goes on waiting");
     assert!(worker.stop());
 }
+
+/// `emq flow add` writes a parent and its children from JSON; `inspect`
+/// shows the parent's children and each child's parent; once the children
+/// have run (`emq work`) and the relay told the parent, it runs too.
+#[test]
+fn a_flow_added_from_json_is_inspected_and_runs_its_parent_last() {
+    let server = RedisServer::start_with_module();
+    let emq = Emq { url: server.url(), via: "native" };
+    let scratch = Scratch::new("flow");
+    let (parents, children) = (unique_queue("parents"), unique_queue("children"));
+    let flow = format!(
+        r#"{{"queue": "{parents}", "payload": "merge", "children": [
+            {{"queue": "{children}", "payload": "page 1"}},
+            {{"queue": "{children}", "payload": "page 2", "on_failure": "ignore"}}]}}"#
+    );
+    std::fs::write(scratch.path("flow.json"), flow).unwrap();
+    let added: serde_json::Value =
+        serde_json::from_str(&emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()])).unwrap();
+    let parent = added["parent"].as_str().unwrap().split_once('}').unwrap().1.to_owned();
+    let child = added["children"][0].as_str().unwrap().split_once('}').unwrap().1.to_owned();
+    let shown = emq.ok(&["inspect", &parent, "--queue", &parents]);
+    assert!(shown.contains("  state     waiting") && shown.contains("  children  2 open of 2"), "{shown}");
+    assert!(shown.contains("open, pending in its queue"), "{shown}");
+    let shown = emq.ok(&["inspect", &child, "--queue", &children]);
+    assert!(shown.contains(&format!("  parent    {{{parents}}}{parent}")), "{shown}");
+
+    let mut workers: Vec<_> = [&children, &parents]
+        .iter()
+        .map(|q| emq.work(&[q, "--result", "--", "cat"], &scratch.0, &scratch.path(&format!("{q}.log"))))
+        .collect();
+    eventually("the parent ran", || {
+        emq.ok(&["inspect", &parent, "--queue", &parents]).contains("state     done")
+    });
+    for worker in &mut workers {
+        assert!(worker.stop());
+    }
+    let shown = emq.ok(&["inspect", &parent, "--queue", &parents]);
+    assert!(shown.contains("  children  0 open of 2") && shown.contains(" done, result page 1"), "{shown}");
+}

@@ -18,8 +18,9 @@ pickle). Every refusal is an :class:`~echomq.errors.EchoMQError`: a server's
 one class per code (§10), the host's own :class:`InvalidInput` before sending.
 
 Layout: ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
-RetryAfter), ``failure`` (what a failed job keeps), ``upkeep`` (what a
-worker owes, §11.3), ``calls`` (each transition's call, checked),
+RetryAfter), ``flows`` (Flow: a parent that waits for its children, §7.8),
+``failure`` (what a failed job keeps), ``upkeep`` (what a
+worker owes, §11.3, the flows' relay and sweep among it), ``calls`` (each transition's call, checked),
 ``executor`` (Lua and Native), ``model`` (replies as values), ``keyspace``,
 ``ids``, ``schedule``, ``errors``, ``_protocol`` (the generated tables and
 scripts).
@@ -45,9 +46,10 @@ from .errors import (
     VersionError,
 )
 from .executor import AsyncExecutor, Call, SyncExecutor, detect, detect_sync
+from .flows import Flow, NotAParent
 from .ids import is_branded, mint
 from .keyspace import Keyspace
-from .model import Claimed, Config, Enqueued, Event, JobInfo, Policy, Stats
+from .model import Child, Children, Claimed, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Link, Policy, Stats
 from .queue import Connection, Queue, SyncQueue, connect
 from .upkeep import Upkeep
 from .worker import Job, RetryAfter, Worker
@@ -62,6 +64,8 @@ __all__ = [
     "ArgError",
     "AsyncExecutor",
     "Call",
+    "Child",
+    "Children",
     "Claimed",
     "Config",
     "Connection",
@@ -70,13 +74,18 @@ __all__ = [
     "Enqueued",
     "Event",
     "FenceError",
+    "Flow",
+    "FlowAdded",
     "InvalidInput",
     "Job",
     "JobInfo",
+    "JobRef",
     "KeyTypeError",
     "Keyspace",
     "KindError",
+    "Link",
     "NoJobError",
+    "NotAParent",
     "OlderMinor",
     "OtherMajor",
     "Policy",

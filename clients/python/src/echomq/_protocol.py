@@ -31,11 +31,14 @@ class Transition:
     """The SHA1 of its expanded script: what EVALSHA calls it by."""
     source: bytes
     """The expanded script, as SCRIPT LOAD takes it."""
+    effect: str = ""
+    """What it does, as §7's table says: ``reads``, ``writes, fenced``…"""
 
     @property
     def read_only(self) -> bool:
-        """INSPECT, STATS, SCHEDULES and COUNTS only read (EVALSHA_RO)."""
-        return self.name in ("inspect", "stats", "schedules", "counts")
+        """Whether it only reads (EVALSHA_RO): §7's table says ``reads``
+        (INSPECT, STATS, COUNTS, SCHEDULES, CHILDREN)."""
+        return self.effect == "reads"
 
 
 def _files() -> Any:
@@ -68,6 +71,7 @@ def transitions() -> dict[str, Transition]:
             key_counts=tuple(row["key_counts"]),
             sha1=sha1s[name],
             source=_files().joinpath(row["file"]).read_bytes(),
+            effect=row.get("effect", ""),
         )
     return found
 

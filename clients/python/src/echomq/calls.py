@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timedelta
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from . import _protocol
 from .errors import InvalidInput
 from .executor import Call
 from .ids import check_id
 from .keyspace import Keyspace
+from .model import ON_FAILURE, OUTCOMES, JobRef, Link
 
 Duration = float | int | timedelta
 """A duration: seconds (as ``asyncio.sleep`` takes them) or a ``timedelta``."""
@@ -31,6 +32,9 @@ def keys(name: str, ks: Keyspace, *, count: int | None = None, job: bytes | None
         if role == "job:<id>":
             assert job is not None
             out.append(ks.job(job))
+        elif role == "children:<id>":  # a parent's dependencies, a key of its own like its record (1.6)
+            assert job is not None
+            out.append(ks.children(job))
         elif "|" in role:
             if state not in role.split("|"):
                 raise InvalidInput(f"{name.upper()} takes one of {role.replace('|', ', ')}, not {state!r}")
@@ -112,8 +116,11 @@ def enqueue(
     unique_until_done: bool = False,
     headers: Mapping[str, str] | None = None,
     traceparent: str | None = None,
+    parent: Link | None = None,
 ) -> Call:
-    """ENQUEUE, all eleven keys (so its event is logged and waiting workers wake)."""
+    """ENQUEUE, every key of the table (so its event is logged, waiting
+    workers wake, and a flow's child is linked): with ``parent``, the job
+    is a flow's child (``PARENT``, 1.6), which excludes ``unique``."""
     raw_id = check_id(job_id)
     args = [raw_id, payload(body)]
     if priority != 0:
@@ -125,16 +132,11 @@ def enqueue(
     if at is not None:
         seconds = at.timestamp() if isinstance(at, datetime) else at
         args += [b"AT", ms("at", seconds, "AT_MS")]
-    if attempts is not None:
-        args += [b"ATTEMPTS", integer("attempts", attempts, "MAX_ATTEMPTS")]
-    if backoff is not None and backoff_exp is not None:
-        raise InvalidInput("backoff and backoff_exp exclude each other")
-    if backoff is not None:
-        args += [b"BACKOFF", ms("backoff", backoff, "DELAY_MS")]
-    if backoff_exp is not None:
-        args += [b"BACKOFF_EXP", ms("backoff_exp", backoff_exp, "DELAY_MS")]
-    if timeout is not None:
-        args += [b"TIMEOUT", ms("timeout", timeout, "TIMEOUT_MS")]
+    args += _policy(attempts, backoff, backoff_exp, timeout)
+    if parent is not None:
+        if unique is not None:
+            raise InvalidInput("a flow's child takes no unique key: a held key would enqueue no child")
+        args += [b"PARENT", link(parent)]
     if unique is not None:
         key = unique.encode("utf-8") if isinstance(unique, str) else bytes(unique)
         if not 1 <= len(key) <= _protocol.size("MAX_UNIQUE_KEY"):
@@ -150,6 +152,92 @@ def enqueue(
     if raw_headers is not None:
         args += [b"HEADERS", raw_headers]
     return Call("enqueue", keys("enqueue", ks, job=raw_id), args)
+
+
+def _policy(attempts: int | None, backoff: Duration | None, backoff_exp: Duration | None,
+            timeout: Duration | None) -> list[bytes]:
+    """A job's own policy as options (§7.2): ENQUEUE's and FLOW's."""
+    args: list[bytes] = []
+    if attempts is not None:
+        args += [b"ATTEMPTS", integer("attempts", attempts, "MAX_ATTEMPTS")]
+    if backoff is not None and backoff_exp is not None:
+        raise InvalidInput("backoff and backoff_exp exclude each other")
+    if backoff is not None:
+        args += [b"BACKOFF", ms("backoff", backoff, "DELAY_MS")]
+    if backoff_exp is not None:
+        args += [b"BACKOFF_EXP", ms("backoff_exp", backoff_exp, "DELAY_MS")]
+    if timeout is not None:
+        args += [b"TIMEOUT", ms("timeout", timeout, "TIMEOUT_MS")]
+    return args
+
+
+def link(parent: Link) -> bytes:
+    """A child's link, ``<incarnation> {<queue>}<id>`` (§7.8), its incarnation checked."""
+    if not isinstance(parent, Link):
+        raise InvalidInput(f"a parent is an echomq.model.Link, not {type(parent).__name__}")
+    return integer("incarnation", parent.incarnation, "INCARNATION") + b" " + parent.parent.raw()
+
+
+def flow(
+    ks: Keyspace,
+    job_id: str,
+    body: bytes,
+    children: Sequence[tuple[JobRef, str]],
+    *,
+    priority: int = 0,
+    attempts: int | None = None,
+    backoff: Duration | None = None,
+    backoff_exp: Duration | None = None,
+    timeout: Duration | None = None,
+    headers: Mapping[str, str] | None = None,
+    traceparent: str | None = None,
+    parent: Link | None = None,
+) -> Call:
+    """FLOW (1.6, §7.8): a parent ``waiting`` for ``children``, each a
+    child and what the parent does if it fails (``fail``, ``ignore`` or
+    ``continue``); ENQUEUE's options but the due time and the unique key."""
+    raw_id = check_id(job_id)
+    low, high = _protocol.limit("FLOW_CHILDREN")
+    if not low <= len(children) <= high:
+        raise InvalidInput(f"a flow has {low} to {high} children, not {len(children)}")
+    args = [raw_id, payload(body), str(len(children)).encode()]
+    seen: set[JobRef] = {JobRef(ks.name, job_id)}  # a parent is not its own child
+    for child, on_failure in children:
+        if not isinstance(child, JobRef):
+            raise InvalidInput(f"a child is an echomq.model.JobRef, not {type(child).__name__}")
+        if child in seen:
+            raise InvalidInput(f"child {child} is named twice" if child.id != job_id or child.queue != ks.name
+                               else f"{child} is named as its own child")
+        seen.add(child)
+        if on_failure not in ON_FAILURE:
+            raise InvalidInput(f"child {child}: on_failure is one of {', '.join(ON_FAILURE)}, not {on_failure!r}")
+        args += [child.raw(), on_failure.encode()]
+    if priority != 0:
+        args += [b"PRIORITY", integer("priority", priority, "PRIORITY")]
+    args += _policy(attempts, backoff, backoff_exp, timeout)
+    raw_headers = headers_bytes(headers, traceparent)
+    if raw_headers is not None:
+        args += [b"HEADERS", raw_headers]
+    if parent is not None:
+        args += [b"PARENT", link(parent)]
+    return Call("flow", keys("flow", ks, job=raw_id), args)
+
+
+def resolve(ks: Keyspace, parent_id: str, incarnation: int, child: JobRef, outcome: str,
+            result: bytes | None = None) -> Call:
+    """RESOLVE (1.6, §7.8): tell parent ``parent_id`` of queue ``ks`` how ``child`` ended."""
+    raw = check_id(parent_id)
+    if outcome not in OUTCOMES:
+        raise InvalidInput(f"an outcome is one of {', '.join(OUTCOMES)}, not {outcome!r}")
+    args = [raw, integer("incarnation", incarnation, "INCARNATION"), child.raw(), outcome.encode(),
+            *_result(result)]
+    return Call("resolve", keys("resolve", ks, job=raw), args)
+
+
+def children(ks: Keyspace, job_id: str) -> Call:
+    """CHILDREN (1.6, §7.8): a parent's dependencies (read-only)."""
+    raw = check_id(job_id)
+    return Call("children", keys("children", ks, job=raw), [raw])
 
 
 def enqueue_many(ks: Keyspace, jobs: Iterable[tuple[str, bytes]]) -> list[Call]:

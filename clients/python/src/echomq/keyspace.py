@@ -45,5 +45,10 @@ class Keyspace:
         raw = job_id.encode("utf-8", "surrogateescape") if isinstance(job_id, str) else job_id
         return self.prefix + b"job:" + raw
 
+    def children(self, job_id: str | bytes) -> bytes:
+        """A flow's parent's dependencies, ``emq:{q}:children:<id>`` (1.6, §7.8)."""
+        raw = job_id.encode("utf-8", "surrogateescape") if isinstance(job_id, str) else job_id
+        return self.prefix + b"children:" + raw
+
     def __repr__(self) -> str:
         return f"Keyspace({self.name!r})"

@@ -6,12 +6,26 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from .errors import DataError
+from .errors import DataError, InvalidInput
+from .ids import check_id
+from .keyspace import check_queue
 
-STATES = ("pending", "active", "delayed", "done", "dead", "cancelled")
+STATES = ("pending", "active", "delayed", "done", "dead", "cancelled", "waiting")
+"""The seven states (§3): ``waiting`` is a flow's parent waiting for its children (1.6)."""
 FINISHED = ("done", "dead", "cancelled")
+
+OnFailure = Literal["fail", "ignore", "continue"]
+"""What a flow's parent does when a child ends otherwise than done (§7.8):
+``fail`` (it dies at once), ``ignore`` (it waits on for the others),
+``continue`` (it runs at once)."""
+ON_FAILURE: tuple[OnFailure, ...] = ("fail", "ignore", "continue")
+
+Outcome = Literal["done", "dead", "cancelled", "gone"]
+"""How a flow's child ended, as its parent heard (§7.8): ``gone`` is deleted
+before it finished (drained, removed), or never enqueued."""
+OUTCOMES: tuple[Outcome, ...] = ("done", "dead", "cancelled", "gone")
 
 
 DEFAULT_MAX_ATTEMPTS = 5
@@ -196,7 +210,7 @@ def read_inspect(job_id: str, reply: list[Any]) -> JobInfo | None:
 
 @dataclass(frozen=True)
 class Stats:
-    """The six sets' sizes (STATS)."""
+    """The seven sets' sizes (STATS)."""
 
     pending: int
     active: int
@@ -204,6 +218,138 @@ class Stats:
     done: int
     dead: int
     cancelled: int
+    waiting: int = 0
+    """Flows' parents waiting for their children (1.6)."""
+
+
+def read_stats(reply: list[Any]) -> Stats:
+    """STATS' reply: seven sizes (six from a server before 1.6)."""
+    return Stats(*(int(n) for n in reply[:7]))
+
+
+@dataclass(frozen=True, order=True)
+class JobRef:
+    """A job named across queues (§7.8): its queue and its id, written
+    ``{<queue>}<id>``. Refused (:class:`InvalidInput`) for a queue name or
+    an id the protocol refuses."""
+
+    queue: str
+    id: str
+
+    def __post_init__(self) -> None:
+        check_queue(self.queue)
+        check_id(self.id)
+
+    def raw(self) -> bytes:
+        """``{<queue>}<id>``, as the protocol writes it."""
+        return b"{" + self.queue.encode("utf-8") + b"}" + self.id.encode("utf-8", "surrogateescape")
+
+    def __str__(self) -> str:
+        return f"{{{self.queue}}}{self.id}"
+
+    @staticmethod
+    def parse(text: str | bytes) -> JobRef:
+        """``{<queue>}<id>`` read back (the first ``}`` ends the queue): :class:`InvalidInput` otherwise."""
+        raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+        close = raw.find(b"}")
+        if not raw.startswith(b"{") or close < 0:
+            raise InvalidInput(f"{text!r} is not {{<queue>}}<id>")
+        try:
+            queue = raw[1:close].decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{text!r}: its queue name is not UTF-8") from None
+        return JobRef(queue, raw[close + 1:].decode("utf-8", "surrogateescape"))
+
+
+@dataclass(frozen=True)
+class Link:
+    """A flow's child's link to its parent (§7.8): the parent, and the
+    incarnation its FLOW answered, written ``<incarnation> {<queue>}<id>``."""
+
+    incarnation: int
+    parent: JobRef
+
+    def raw(self) -> bytes:
+        return str(self.incarnation).encode() + b" " + self.parent.raw()
+
+
+@dataclass(frozen=True)
+class Child:
+    """One child of a flow's parent, as the parent last heard of it (CHILDREN)."""
+
+    ref: JobRef
+    """The child: its queue and id."""
+    outcome: Outcome | None
+    """How it ended; None while the parent waits to hear (open)."""
+    result: bytes | None = None
+    """What it returned, when it was done with a result."""
+
+    @property
+    def open(self) -> bool:
+        """Whether the parent has not heard of its end yet."""
+        return self.outcome is None
+
+
+@dataclass(frozen=True)
+class Children:
+    """A flow's parent's dependencies, as its queue holds them (CHILDREN)."""
+
+    incarnation: int
+    """The parent's incarnation: what its children's links name."""
+    open: int
+    """How many of its children it has not heard the end of."""
+    children: list[Child]
+    """Each child, in the byte order of ``{<queue>}<id>``."""
+
+    @property
+    def results(self) -> dict[JobRef, bytes]:
+        """What the children done with a result returned, by child."""
+        return {child.ref: child.result for child in self.children if child.result is not None}
+
+
+def read_outcome(word: bytes | str) -> Outcome | None:
+    """The outcome ``word`` names, or None."""
+    text = word.decode("utf-8", "replace") if isinstance(word, bytes) else word
+    return next((outcome for outcome in OUTCOMES if outcome == text), None)
+
+
+def read_children(reply: list[Any]) -> Children | None:
+    """CHILDREN's reply: None for a job that is no parent (``[]``)."""
+    if not reply:
+        return None
+
+    def number(what: str, value: Any) -> int:
+        if not isinstance(value, bytes) or not value.isdigit():
+            raise DataError(f"CHILDREN answered {value!r} as {what}")
+        return int(value)
+
+    children = []
+    for item in reply[2:]:
+        ref, state, result = item
+        outcome = None if state == b"open" else read_outcome(state)
+        if state != b"open" and outcome is None:
+            raise DataError(f"CHILDREN answered {state!r} as the state of {ref!r}")
+        try:
+            parsed = JobRef.parse(ref)
+        except InvalidInput as err:
+            raise DataError(f"CHILDREN answered {ref!r} as a child: {err}") from None
+        children.append(Child(parsed, outcome, result))
+    return Children(number("the incarnation", reply[0]), number("the open count", reply[1]), children)
+
+
+@dataclass(frozen=True)
+class FlowAdded:
+    """What :meth:`~echomq.Queue.add_flow` wrote."""
+
+    parent: JobRef
+    """The parent."""
+    incarnation: int
+    """The parent's incarnation, as its FLOW answered it: what its children's links name."""
+    created: bool
+    """Whether the parent was written now (False: it existed, from an
+    earlier add of the same flow, and only its missing children were added)."""
+    children: list[JobRef]
+    """Its children, in the order given."""
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,14 @@ from typing import Any, AsyncIterator, Iterable, Mapping
 import redis
 import redis.asyncio
 
-from . import _protocol, calls
-from .errors import EchoMQError, InvalidInput, OtherMajor
+from . import _protocol, calls, flows
+from .errors import EchoMQError, InvalidInput, NoJobError, OtherMajor, StateError
 from .executor import AsyncExecutor, Kind, SyncExecutor, detect, detect_sync, parse_version
+from .flows import Flow
 from .ids import check_id, mint
 from .keyspace import REGISTRY, Keyspace
-from .model import Config, Enqueued, Event, JobInfo, Stats, read_inspect
+from .model import (Children, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Stats, read_children,
+                    read_inspect, read_stats)
 from .schedule import Every
 
 log = logging.getLogger("echomq")
@@ -224,8 +226,25 @@ class Queue:
         return await self.configure(paused=False)
 
     async def cancel(self, job_id: str) -> bool:
-        """Cancel a pending, active, delayed or dead job: True, or False when it was cancelled already."""
-        return bool(await self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
+        """Cancel a pending, active, delayed, dead or waiting job: True, or
+        False when it was cancelled already. A flow's parent takes its open
+        children with it, each in its own queue (a nested parent's too);
+        a child that ended meanwhile is left as it is (§7.8)."""
+        return await self._cancel(job_id, set())
+
+    async def _cancel(self, job_id: str, seen: set[JobRef]) -> bool:
+        """CANCEL, then the open children's, each job once (``seen``: a
+        flow whose children name it again, by hand, ends here too)."""
+        seen.add(JobRef(self.name, job_id))
+        cancelled = bool(await self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
+        children = await self.children(job_id)
+        for child in children.children if children is not None else []:
+            if child.open and child.ref not in seen:
+                try:
+                    await Queue(self.connection, Keyspace(child.ref.queue))._cancel(child.ref.id, seen)
+                except (NoJobError, StateError):
+                    pass  # not there (yet), or ended: its notice tells the parent, to no effect
+        return cancelled
 
     async def retry(self, job_id: str) -> None:
         """Send a dead job back to pending."""
@@ -242,7 +261,39 @@ class Queue:
         return None if job is None else job.result
 
     async def stats(self) -> Stats:
-        return Stats(*(int(n) for n in await self.executor.run(calls.stats(self.keyspace))))
+        """How many jobs the queue holds in each of the seven states."""
+        return read_stats(await self.executor.run(calls.stats(self.keyspace)))
+
+    async def add_flow(self, flow: Flow) -> FlowAdded:
+        """Add ``flow`` (§7.8): its parent in this queue, ``waiting`` (FLOW),
+        then each child in its own queue linked to it (ENQUEUE's ``PARENT``,
+        one round trip per queue; a nested flow's parent by FLOW), on this
+        queue's connection. Adding the same flow again adds only what is
+        missing (``created`` False). Everything is checked before anything
+        is sent (:class:`InvalidInput`); :class:`~echomq.flows.NotAParent`
+        when the parent's id names a job that is no parent. A failure
+        half-way leaves what was written, which adding the flow again completes."""
+        plan = flows.steps(flow, self.keyspace)
+        ks, batch = next(plan)
+        noted: set[str] = set()
+        while True:
+            replies = await self.executor.run_many(batch)
+            try:
+                following = plan.send(replies)  # raises a refusal among the replies
+            except StopIteration as done:
+                following = None
+                added: FlowAdded = done.value
+            if ks.name not in noted:  # a queue written to is noted in the registry (§11.3)
+                noted.add(ks.name)
+                await (self if ks.name == self.name else Queue(self.connection, ks)).register()
+            if following is None:
+                return added
+            ks, batch = following
+
+    async def children(self, job_id: str) -> Children | None:
+        """A flow's parent's children (CHILDREN, §7.8): how each ended, as
+        the parent heard, and what it returned; None for a job that is no parent."""
+        return read_children(await self.executor.run(calls.children(self.keyspace, job_id)))
 
     async def schedule_every(self, name: str, every: calls.Duration, payload: bytes, *,
                              missed: str = "last") -> int:
@@ -436,7 +487,47 @@ class SyncQueue:
         return self.configure(paused=False)
 
     def cancel(self, job_id: str) -> bool:
-        return bool(self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
+        """:meth:`Queue.cancel`, synchronous: a flow's parent's open children too."""
+        return self._cancel(job_id, set())
+
+    def _cancel(self, job_id: str, seen: set[JobRef]) -> bool:
+        seen.add(JobRef(self.name, job_id))
+        cancelled = bool(self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
+        children = self.children(job_id)
+        for child in children.children if children is not None else []:
+            if child.open and child.ref not in seen:
+                try:
+                    self._other(child.ref.queue)._cancel(child.ref.id, seen)
+                except (NoJobError, StateError):
+                    pass
+        return cancelled
+
+    def _other(self, name: str) -> SyncQueue:
+        """Queue ``name`` on this one's connection."""
+        return self if name == self.name else SyncQueue(self.redis, self.executor, Keyspace(name))
+
+    def add_flow(self, flow: Flow) -> FlowAdded:
+        """:meth:`Queue.add_flow`, synchronous."""
+        plan = flows.steps(flow, self.keyspace)
+        ks, batch = next(plan)
+        noted: set[str] = set()
+        while True:
+            replies = self.executor.run_many(batch)
+            try:
+                following = plan.send(replies)
+            except StopIteration as done:
+                following = None
+                added: FlowAdded = done.value
+            if ks.name not in noted:
+                noted.add(ks.name)
+                self._other(ks.name).register()
+            if following is None:
+                return added
+            ks, batch = following
+
+    def children(self, job_id: str) -> Children | None:
+        """:meth:`Queue.children`, synchronous."""
+        return read_children(self.executor.run(calls.children(self.keyspace, job_id)))
 
     def retry(self, job_id: str) -> None:
         self.executor.run(calls.one_id("retry", self.keyspace, job_id))
@@ -449,7 +540,7 @@ class SyncQueue:
         return None if job is None else job.result
 
     def stats(self) -> Stats:
-        return Stats(*(int(n) for n in self.executor.run(calls.stats(self.keyspace))))
+        return read_stats(self.executor.run(calls.stats(self.keyspace)))
 
     def wait(self, job_id: str, timeout: float | None = None) -> JobInfo:
         """:meth:`Queue.wait`, synchronous (``XREAD BLOCK`` on the event log)."""

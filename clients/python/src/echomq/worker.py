@@ -24,7 +24,9 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 - SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
   within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
 - upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
-  dead, cancelled), SETTLE, and the queue's due ``every`` schedules;
+  dead, cancelled), SETTLE, the queue's due ``every`` schedules, and for
+  flows (1.6) the relay of its children's notices to their parents and
+  the sweep of its parents whose children never came;
 - its entry in the worker registry (:mod:`echomq.registration`,
   ``emq:workers``) every ``registry_beat``, with the jobs it runs, deleted at a
   graceful stop.
@@ -47,7 +49,7 @@ from typing import Any, Awaitable, Callable
 
 from . import _protocol, calls, failure
 from .errors import FenceError, NoJobError, Refused
-from .model import DEFAULT_MAX_ATTEMPTS, Claimed, Policy, attempts_spent, read_claims
+from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .upkeep import Upkeep
@@ -117,6 +119,18 @@ class Job:
     def json(self) -> Any:
         """The payload read as JSON."""
         return json.loads(self.payload)
+
+    async def children(self) -> Children | None:
+        """A flow's parent's children (1.6, §7.8): how each ended and what
+        it returned; None for a job that is no parent."""
+        return await self.queue.children(self.id)
+
+    async def children_results(self) -> dict[JobRef, bytes]:
+        """What a flow's parent's children returned, by child: those done
+        with a result (a child that failed, or returned nothing, is not
+        among them). Empty for a job that is no parent."""
+        children = await self.children()
+        return {} if children is None else children.results
 
     async def progress(self, value: bytes | str | Any) -> None:
         """Report how far the job got (PROGRESS): bytes as they are, a str as

@@ -2,6 +2,7 @@
 
 use super::events::Events;
 use super::fenced::{ack_result, Fenced, Finish};
+use super::notice::Notify;
 use super::Stamped;
 use crate::description::{keys, Description, Effect};
 use crate::parse::lossy;
@@ -12,6 +13,9 @@ keys! {
     /// ACK's KEYS.
     AckKeys { job: Job, active: Active, done: Done, results: Results, events: Events, config: Config }
     then counts: Counts
+    flow
+    /// The flows' keys of a transition that ends jobs (protocol 1.6, §7.8).
+    Told { parents: Parents, notices: Notices }
 }
 
 /// A parsed ACK.
@@ -82,12 +86,21 @@ impl<'a> Ack<'a> {
     /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let Fenced { keys: AckKeys { job, active, done, results, events, config, counts }, id, .. } =
-            self.fenced;
+        let Fenced {
+            keys: AckKeys { job, active, done, results, events, config, counts, flow },
+            id,
+            prefix,
+            ..
+        } = self.fenced;
         let stamped = self.check(store)?;
         let events = Events::open_counted(store, Some((events, config)), counts, &["completed"])?;
+        let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), prefix)?;
+        let link = notify.link(store, id)?;
         let sets = Finish { active, done, results, events: &events };
         sets.finish(store, job, stamped, id, self.result);
+        if let Some(link) = link {
+            notify.tell(store, id, &link, "done", self.result);
+        }
         Ok(Reply::Int(1))
     }
 }

@@ -3,6 +3,7 @@
 
 use super::events::{flush, hold, Events};
 use super::fenced::{ack_result, Finish, Finished};
+use super::notice::Notify;
 use super::{fence, need, present_here};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{ACKS, TOKEN};
@@ -20,6 +21,9 @@ keys! {
         config: Config,
     }
     then counts: Counts
+    flow
+    /// The flows' keys (protocol 1.6, §7.8).
+    AckManyTold { parents: Parents, notices: Notices }
 }
 
 /// A parsed ACKMANY: many ACKs in one call, each job fenced by its own
@@ -106,7 +110,7 @@ impl<'a> AckMany<'a> {
     /// - A job's own `EMQNOJOB`, `EMQFENCE` or `EMQDATA` is not an `Err`: it is that job's item of the
     ///   reply.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let AckManyKeys { active, done, results, events, config, counts } = self.keys;
+        let AckManyKeys { active, done, results, events, config, counts, flow } = self.keys;
         need(store, active, KeyType::Zset)?;
         need(store, done, KeyType::Zset)?;
         need(store, results, KeyType::Hash)?;
@@ -138,7 +142,19 @@ impl<'a> AckMany<'a> {
                 Err(refusal) => replies.push(Reply::Error(refusal)),
             }
         }
+        // The acked jobs' links, last of the reads: a linked job in a call
+        // without the flows' keys refuses the whole call.
+        let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), self.prefix)?;
+        let mut links = Vec::new();
+        for &(_, _, id, result) in &acked {
+            if let Some(link) = notify.link(store, id)? {
+                links.push((id, link, result));
+            }
+        }
         sets.finish_many(store, &acked);
+        for (id, link, result) in links {
+            notify.tell(store, id, &link, "done", result);
+        }
         flush(&events, store);
         Ok(Reply::Array(replies))
     }

@@ -1,7 +1,7 @@
 //! ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step
 //! (PROTOCOL.md §7; `acknext.lua`).
 
-use super::ack::{Ack, AckKeys};
+use super::ack::{Ack, AckKeys, Told};
 use super::claim::{read_claimed, Claim, ClaimKeys};
 use super::fenced::{ack_result, Fenced};
 use super::gate::claim_settings;
@@ -28,6 +28,9 @@ keys! {
         wake: Wake,
     }
     then counts: Counts
+    flow
+    /// ACK's flows' keys (protocol 1.6, §7.8).
+    AckNextTold { parents: Parents, notices: Notices }
 }
 
 /// A parsed ACKNEXT: ACK, then CLAIM for the same holder, in one atomic step.
@@ -100,9 +103,11 @@ impl<'a> AckNext<'a> {
             headers,
             wake,
             counts,
+            flow,
         } = keys;
+        let flow = flow.map(|AckNextTold { parents, notices }| Told { parents, notices });
         let claim_keys = ClaimKeys { pending, active, config, rate, policy, events, headers, wake };
-        let ack_keys = AckKeys { job, active, done, results, events, config, counts };
+        let ack_keys = AckKeys { job, active, done, results, events, config, counts, flow };
         let ack = Ack { fenced: Fenced { keys: ack_keys, prefix, id, token }, result };
         Ok(AckNext { ack, claim_keys, prefix, lease, count: claims.unwrap_or(1) })
     }

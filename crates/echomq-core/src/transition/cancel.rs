@@ -2,9 +2,10 @@
 //! `cancel.lua`).
 
 use super::events::{emit, Events};
+use super::notice::Notify;
 use super::{need, read_state, write_record};
 use crate::description::{keys, Description, Effect};
-use crate::parse::{kind, named_keys, options};
+use crate::parse::{kind, lossy, named_keys, options};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
 
@@ -20,12 +21,17 @@ keys! {
         events: Events,
         config: Config,
     }
+    flow
+    /// The flows' keys (protocol 1.6, §7.8): a child tells its parent, a
+    /// waiting parent leaves `waiting`.
+    CancelTold { parents: Parents, notices: Notices, waiting: Waiting }
 }
 
 /// A parsed CANCEL.
 #[derive(Debug)]
 pub struct Cancel<'a> {
     keys: CancelKeys<'a>,
+    prefix: &'a [u8],
     id: &'a [u8],
 }
 
@@ -54,9 +60,9 @@ impl<'a> Cancel<'a> {
     /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument follows the id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Cancel<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        let (keys, _) = named_keys::<CancelKeys>(keys, id)?;
+        let (keys, prefix) = named_keys::<CancelKeys>(keys, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
-        Ok(Cancel { keys, id })
+        Ok(Cancel { keys, prefix, id })
     }
 
     /// From pending, active, delayed or dead to cancelled; 0 when cancelled already.
@@ -72,10 +78,11 @@ impl<'a> Cancel<'a> {
     /// - `EMQSTATE`: the job is done (`cannot cancel a done job`).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let CancelKeys { pending, active, delayed, dead, cancelled, .. } = self.keys;
+        let CancelKeys { pending, active, delayed, dead, cancelled, flow, .. } = self.keys;
         for key in [pending, active, delayed, dead, cancelled] {
             need(store, key, KeyType::Zset)?;
         }
+        let waiting = flow.map(|told| told.waiting);
         let from = match read_state(store, self.keys.job)?.as_deref() {
             None => return Err(Refusal::new(Code::NoJob, "no such job")),
             Some(b"cancelled") => return Ok(Reply::Int(0)),
@@ -83,18 +90,33 @@ impl<'a> Cancel<'a> {
             Some(b"active") => active,
             Some(b"delayed") => delayed,
             Some(b"dead") => dead,
-            // `done`: read_state refuses a state none of the six.
+            Some(b"waiting") => waiting.ok_or_else(|| {
+                let p = lossy(self.prefix);
+                Refusal::arg(format!(
+                    "{} waits for its children: the call needs {p}parents, {p}notices and {p}waiting",
+                    lossy(self.id)
+                ))
+            })?,
+            // `done`: read_state refuses a state none of the seven.
             Some(state) => {
                 let state = String::from_utf8_lossy(state);
                 return Err(Refusal::new(Code::State, format!("cannot cancel a {state} job")));
             }
         };
         let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
+        if let Some(waiting) = waiting {
+            need(store, waiting, KeyType::Zset)?;
+        }
+        let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), self.prefix)?;
+        let link = notify.link(store, self.id)?;
         store.zrem(from, self.id);
         let now = store.now_ms();
         write_record(store, self.keys.job, &[(b"state", b"cancelled")], now);
         store.zadd(cancelled, now as f64, self.id);
         emit(&events, store, "cancelled", self.id, &[]);
+        if let Some(link) = link {
+            notify.tell(store, self.id, &link, "cancelled", None);
+        }
         Ok(Reply::Int(1))
     }
 }

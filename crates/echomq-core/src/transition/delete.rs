@@ -1,10 +1,11 @@
 //! What the transitions that delete jobs share, PURGE, TRIM and DRAIN
 //! (`includes/delete.lua`): the side hashes, the deletion, the set KEYS[1] names.
 
+use super::notice::Notify;
 use super::{need, present_here};
 use crate::description::{Keys, Role};
 use crate::limits::SWEEP_LIMIT;
-use crate::parse::{options, queue_prefix, record_key, wrong_number_of_keys};
+use crate::parse::{children_key, options, queue_prefix, record_key, wrong_number_of_keys};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
 
@@ -30,10 +31,11 @@ pub(super) fn set_keys<'k, K: Keys<'k>>(
     must: &str,
 ) -> Result<(K, Role, &'k [u8]), Refusal> {
     let set = named_set(keys, sets, must)?;
-    // The set it names stands for the description's first role.
-    let roles: Vec<Role> = std::iter::once(set).chain(K::ROLES.iter().skip(1).copied()).collect();
-    let prefix = queue_prefix(keys, &roles, b"")?;
     let named = K::bind(keys).ok_or_else(|| wrong_number_of_keys(K::FORMS))?;
+    // The set it names stands for the description's first role.
+    let roles: Vec<Role> =
+        std::iter::once(set).chain(K::ROLES.iter().skip(1).take(keys.len() - 1).copied()).collect();
+    let prefix = queue_prefix(keys, &roles, b"")?;
     Ok((named, set, prefix))
 }
 
@@ -44,17 +46,28 @@ pub(super) fn deleting_types<S: Store>(store: &mut S, set: &[u8], sides: Sides<'
     sides.iter().try_for_each(|side| need(store, side, KeyType::Hash))
 }
 
-/// Delete the jobs `ids` of `set`: their set entries, their entries in the
-/// side hashes and their records; reply how many. Every record is checked
-/// first (a hash, and on this node), so a refusal writes nothing. PURGE's,
-/// TRIM's and DRAIN's common end.
+/// Where a deleting call finds the jobs it deletes, and whom it tells:
+/// the set (by its role) and the flows' keys (protocol 1.6, §7.8).
+pub(super) struct Deleting<'k> {
+    pub(super) set: &'k [u8],
+    pub(super) role: Role,
+    pub(super) sides: Sides<'k>,
+    pub(super) notify: Notify<'k>,
+}
+
+/// Delete the jobs `ids` of the set: their set entries, their entries in
+/// the side hashes, their records and (a parent's) dependencies; a job a
+/// parent waits on tells it (`gone` from an unfinished set, its state from
+/// a finished one); reply how many. Every record and link is checked first
+/// (a hash, on this node; a link), so a refusal writes nothing. PURGE's,
+/// TRIM's, DRAIN's and REMOVE's common end.
 pub(super) fn delete_jobs<S: Store>(
     store: &mut S,
     prefix: &[u8],
-    set: &[u8],
-    sides: Sides<'_>,
+    deleting: &Deleting<'_>,
     ids: &[Vec<u8>],
 ) -> Answer {
+    let Deleting { set, role, sides, notify } = *deleting;
     if ids.is_empty() {
         return Ok(Reply::count(0));
     }
@@ -62,6 +75,12 @@ pub(super) fn delete_jobs<S: Store>(
         let record = record_key(prefix, id);
         need(store, &record, KeyType::Hash)?;
         present_here(store, &record)?;
+    }
+    let mut links = Vec::new();
+    for id in ids {
+        if let Some(link) = notify.link(store, id)? {
+            links.push((id, link));
+        }
     }
     // In the scripts' order (all removals, then each side hash, then the
     // records), so the module replicates and announces the same commands as Lua.
@@ -75,6 +94,18 @@ pub(super) fn delete_jobs<S: Store>(
     }
     for id in ids {
         store.del(&record_key(prefix, id));
+    }
+    for id in ids {
+        store.del(&children_key(prefix, id));
+    }
+    let outcome = match role {
+        Role::Done => "done",
+        Role::Dead => "dead",
+        Role::Cancelled => "cancelled",
+        _ => "gone",
+    };
+    for (id, link) in links {
+        notify.tell(store, id, &link, outcome, None);
     }
     Ok(Reply::count(ids.len() as u64))
 }

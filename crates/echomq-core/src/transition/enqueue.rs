@@ -1,6 +1,7 @@
 //! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue.lua`).
 
 use super::events::{emit, Events};
+use super::notice::parent_option;
 use super::{need, wake, wake_key, whole, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{
@@ -28,6 +29,9 @@ keys! {
         wake: Wake,
     }
     then counts: Counts
+    flow
+    /// The child's link key (protocol 1.6, §7.8), for `PARENT`.
+    EnqueueFlow { parents: Parents }
 }
 
 /// A parsed ENQUEUE.
@@ -42,6 +46,7 @@ pub struct Enqueue<'a> {
     policy: Option<Policy>,
     unique: Option<Unique<'a>>,
     headers: Option<&'a [u8]>,
+    parent: Option<&'a [u8]>,
     prefix: &'a [u8],
 }
 
@@ -74,6 +79,7 @@ impl<'a> Enqueue<'a> {
             "UNIQUE_FOR",
             "UNIQUE_DONE",
             "HEADERS",
+            "PARENT",
         ],
         effect: Effect::Writes,
         wakes_claims: true,
@@ -108,9 +114,13 @@ impl<'a> Enqueue<'a> {
         }
         let policy = Policy::from_options(given.policy)?;
         let unique = given.unique()?;
-        let Given { priority, delay, at, headers, .. } = given;
+        let Given { priority, delay, at, headers, parent, .. } = given;
+        if parent.is_some() && unique.is_some() {
+            return Err(Refusal::arg("PARENT and UNIQUE exclude each other"));
+        }
         let priority = priority.unwrap_or(0);
-        let enqueue = Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, prefix };
+        let enqueue =
+            Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, parent, prefix };
         enqueue.within_keys()?;
         Ok(enqueue)
     }
@@ -167,23 +177,25 @@ impl<'a> Enqueue<'a> {
 }
 
 /// ENQUEUE's options as given, each once and in its range, before parse
-/// checks how they combine.
+/// checks how they combine. FLOW shares them (but DELAY, AT and UNIQUE's three).
 #[derive(Default)]
-struct Given<'a> {
-    priority: Option<i64>,
-    delay: Option<u64>,
-    at: Option<u64>,
+pub(super) struct Given<'a> {
+    pub(super) priority: Option<i64>,
+    pub(super) delay: Option<u64>,
+    pub(super) at: Option<u64>,
     /// The policy's options, in [`policy::OPTIONS`]' order.
-    policy: [Option<u64>; 4],
-    unique: Option<&'a [u8]>,
-    hold: Option<u64>,
-    until_finished: Option<bool>,
-    headers: Option<&'a [u8]>,
+    pub(super) policy: [Option<u64>; 4],
+    pub(super) unique: Option<&'a [u8]>,
+    pub(super) hold: Option<u64>,
+    pub(super) until_finished: Option<bool>,
+    pub(super) headers: Option<&'a [u8]>,
+    /// The child's link (protocol 1.6, §7.8).
+    pub(super) parent: Option<&'a [u8]>,
 }
 
 impl<'a> Given<'a> {
     /// The options of `args`, names and values from ARGV[3] on.
-    fn read(args: &'a [&'a [u8]]) -> Result<Given<'a>, Refusal> {
+    pub(super) fn read(args: &'a [&'a [u8]]) -> Result<Given<'a>, Refusal> {
         let mut given = Given::default();
         let mut rest = args;
         while let Some((&name, tail)) = rest.split_first() {
@@ -218,11 +230,16 @@ impl<'a> Given<'a> {
             (b"UNIQUE_DONE", _) if self.until_finished.is_none() => {
                 self.until_finished = Some(count(value, "UNIQUE_DONE", FLAG)? == 1)
             }
+            (b"PARENT", _) if self.parent.is_none() => self.parent = Some(parent_option(value)?),
             (_, Some(at)) if self.policy[at].is_none() => {
                 let (label, range) = &policy::OPTIONS[at];
                 self.policy[at] = Some(count(value, label, range.clone())?);
             }
-            (b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE" | b"HEADERS", _)
+            (
+                b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE" | b"HEADERS"
+                | b"PARENT",
+                _,
+            )
             | (_, Some(_)) => {
                 return Err(Refusal::arg(format!("{} given twice", lossy(&upper))));
             }
@@ -251,6 +268,9 @@ impl Enqueue<'_> {
     /// The seed's two keys take no option that needs another key: refuse
     /// one given with them.
     fn within_keys(&self) -> Result<(), Refusal> {
+        if self.parent.is_some() && self.keys.flow.is_none() {
+            return Err(Refusal::arg("PARENT needs all thirteen keys"));
+        }
         if self.keys.more.is_some() {
             return Ok(());
         }
@@ -290,6 +310,9 @@ impl Enqueue<'_> {
             need(store, more.unique, KeyType::Hash)?;
             need(store, more.unique_until, KeyType::Zset)?;
         }
+        if let (Some(_), Some(flow)) = (self.parent, self.keys.flow) {
+            need(store, flow.parents, KeyType::Hash)?;
+        }
         Ok(())
     }
 
@@ -316,6 +339,9 @@ impl Enqueue<'_> {
         }
         if let Some(unique) = &self.unique {
             self.hold(store, more, unique, now);
+        }
+        if let (Some(link), Some(flow)) = (self.parent, self.keys.flow) {
+            store.hset(flow.parents, &[(self.id, link)]);
         }
     }
 
@@ -353,7 +379,7 @@ impl Enqueue<'_> {
             let read = store.hmget(&record, &fields);
             whole(store, &record, &fields, &read)?;
             let state = read.into_iter().next().flatten();
-            if !matches!(state.as_deref(), Some(b"pending" | b"delayed" | b"active")) {
+            if !matches!(state.as_deref(), Some(b"pending" | b"delayed" | b"active" | b"waiting")) {
                 return Ok(None);
             }
         }

@@ -91,6 +91,10 @@ impl<'k> Events<'k> {
     }
 }
 
+/// A stream that is never trimmed (`<q>notices`, protocol 1.6): an XADD
+/// with no MAXLEN. The module's trim takes it as "keep everything".
+pub(crate) const KEEP_ALL: u64 = i64::MAX as u64;
+
 /// The events the counters keep, by name: a job's failure counts once, as
 /// `failed` (another attempt follows) or as `dead`.
 pub(crate) const COUNTED: [&str; 4] = ["enqueued", "completed", "failed", "dead"];

@@ -3,6 +3,7 @@
 
 use super::events::{emit, error_text, Events};
 use super::fenced::Fenced;
+use super::notice::Notify;
 use super::{policy_of, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{DELAY_MS, MAX_ATTEMPTS, MAX_ERROR_TEXT};
@@ -23,6 +24,9 @@ keys! {
         config: Config,
     }
     then counts: Counts
+    flow
+    /// The flows' keys (protocol 1.6, §7.8).
+    FailTold { parents: Parents, notices: Notices }
 }
 
 /// A parsed FAIL.
@@ -88,10 +92,10 @@ impl<'a> Fail<'a> {
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let Fenced {
-            keys: FailKeys { job, active, delayed, dead, errors, policy, events, config, counts },
+            keys: FailKeys { job, active, delayed, dead, errors, policy, events, config, counts, flow },
             id,
             token,
-            ..
+            prefix,
         } = self.fenced;
         let typed = [
             (active, KeyType::Zset),
@@ -105,6 +109,8 @@ impl<'a> Fail<'a> {
         let policy = policy_of(store, policy, id)?.unwrap_or_default();
         let now = store.now_ms();
         let dies = token >= policy.max_attempts(self.max_attempts);
+        let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), prefix)?;
+        let link = if dies { notify.link(store, id)? } else { None };
         let state: &[u8] = if dies { b"dead" } else { b"delayed" };
         store.zrem(active, id);
         write_record(store, job, &[(b"state", state)], now);
@@ -123,6 +129,9 @@ impl<'a> Fail<'a> {
             id,
             &[(b"attempt", attempt.as_bytes()), (b"error", error_text(self.error))],
         );
+        if let Some(link) = link {
+            notify.tell(store, id, &link, "dead", None);
+        }
         Ok(Reply::Bulk(state.to_vec()))
     }
 }

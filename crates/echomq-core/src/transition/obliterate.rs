@@ -35,6 +35,9 @@ keys! {
         wake: Wake,
     }
     then counts: Counts
+    flow
+    /// The flows' keys (protocol 1.6, §7.8).
+    ObliterateTold { waiting: Waiting, parents: Parents, notices: Notices }
 }
 
 /// A parsed OBLITERATE.
@@ -85,15 +88,26 @@ impl<'a> Obliterate<'a> {
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         let mut keys = self.keys.all().to_vec();
         keys.extend(self.keys.counts);
+        let told = self.keys.flow;
+        keys.extend(told.iter().flat_map(|told| [told.waiting, told.parents, told.notices]));
         for (key, role) in keys.iter().zip(ObliterateKeys::ROLES) {
             need(store, key, role.key_type())?;
         }
         protocol(self.keys.config, store.hget(self.keys.config, b"protocol").as_deref())?;
         let ObliterateKeys { pending, active, delayed, done, dead, cancelled, .. } = self.keys;
-        let sets = [pending, active, delayed, done, dead, cancelled];
+        let mut sets = vec![pending, active, delayed, done, dead, cancelled];
+        sets.extend(told.map(|told| told.waiting));
         let jobs: u64 = sets.iter().map(|set| store.zcard(set)).sum();
         if jobs > 0 {
             return Err(Refusal::new(Code::State, format!("the queue still holds {jobs} jobs")));
+        }
+        // A notice no relay carried yet would leave its parent waiting.
+        let notices = told.map_or(0, |told| store.xlen(told.notices));
+        if notices > 0 {
+            return Err(Refusal::new(
+                Code::State,
+                format!("the queue still holds {notices} notices to its children's parents"),
+            ));
         }
         let mut deleted = 0;
         for key in keys.into_iter().filter(|key| !sets.contains(key)) {

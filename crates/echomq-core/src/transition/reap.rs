@@ -3,6 +3,7 @@
 
 use super::delete::limit;
 use super::events::{emit, flush, hold, Events};
+use super::notice::Notify;
 use super::{
     attempts_of, need, policy_of, priority_of, read_records, remove, to_pending, wake, wake_key, write_record,
 };
@@ -26,6 +27,9 @@ keys! {
         wake: Wake,
     }
     then counts: Counts
+    flow
+    /// The flows' keys (protocol 1.6, §7.8).
+    ReapTold { parents: Parents, notices: Notices }
 }
 
 /// A parsed REAP.
@@ -81,8 +85,19 @@ impl<'a> Reap<'a> {
     ///   priority is malformed, or its record's `state` is none of the six, or it lacks its state or
     ///   attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let ReapKeys { active, pending, dead, errors, priority, policy, events, config, wake: wakes, counts } =
-            self.keys;
+        let ReapKeys {
+            active,
+            pending,
+            dead,
+            errors,
+            priority,
+            policy,
+            events,
+            config,
+            wake: wakes,
+            counts,
+            flow,
+        } = self.keys;
         for set in [active, pending, dead] {
             need(store, set, KeyType::Zset)?;
         }
@@ -92,27 +107,16 @@ impl<'a> Reap<'a> {
         let events = Events::open_counted(store, Some((events, config)), counts, &["failed", "dead"])?;
         hold(&events);
         let wakes = wake_key(store, Some(wakes))?;
+        let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), self.prefix)?;
         let now = store.now_ms();
         let ids = store.zupto(active, now as f64, self.limit);
         if ids.is_empty() {
             return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
-        let records = read_records(store, self.prefix, &ids, [b"state", b"attempts"])?;
-        let policies = store.key_type(policy) == KeyType::Hash;
-        // Every record's attempts, policy and priority, read and checked
-        // before the first write.
-        let mut reaped = Vec::with_capacity(ids.len());
-        for (id, (key, [_, attempts])) in ids.iter().zip(records) {
-            let Some(attempt) = attempts_of(&key, attempts.as_deref())? else { continue };
-            let own = if policies { policy_of(store, policy, id)? } else { None };
-            let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);
-            let dies = attempt >= max_attempts as i64;
-            let score = if dies { 0.0 } else { priority_of(store, priority, id)? };
-            reaped.push((id, key, attempt, dies, score));
-        }
+        let reaped = self.read(store, &ids, &notify)?;
         remove(store, active, &ids);
         let (mut requeued, mut died) = (0, 0);
-        for (id, key, attempt, dies, score) in reaped {
+        for (id, key, attempt, dies, score, link) in reaped {
             let text = attempt.to_string();
             let said: [(&[u8], &[u8]); 2] = [(b"attempt", text.as_bytes()), (b"error", b"lease expired")];
             if dies {
@@ -120,6 +124,9 @@ impl<'a> Reap<'a> {
                 store.zadd(dead, now as f64, id);
                 store.hset(errors, &[(id, b"lease expired")]);
                 emit(&events, store, "dead", id, &said);
+                if let Some(link) = link {
+                    notify.tell(store, id, &link, "dead", None);
+                }
                 died += 1;
             } else {
                 to_pending(store, &key, pending, score, id, now);
@@ -132,5 +139,35 @@ impl<'a> Reap<'a> {
         }
         flush(&events, store);
         Ok(Reply::Array(vec![Reply::count(requeued), Reply::count(died)]))
+    }
+}
+
+/// An expired job as REAP read it: its id, record key, attempts, whether
+/// it dies, its priority (when it goes back to pending) and its link.
+type Reaped<'i> = (&'i Vec<u8>, Vec<u8>, i64, bool, f64, Option<Vec<u8>>);
+
+impl Reap<'_> {
+    /// Every expired record's attempts, policy, priority and link, read and
+    /// checked before the first write.
+    fn read<'i, S: Store>(
+        &self,
+        store: &mut S,
+        ids: &'i [Vec<u8>],
+        notify: &Notify<'_>,
+    ) -> Result<Vec<Reaped<'i>>, Refusal> {
+        let ReapKeys { priority, policy, .. } = self.keys;
+        let records = read_records(store, self.prefix, ids, [b"state", b"attempts"])?;
+        let policies = store.key_type(policy) == KeyType::Hash;
+        let mut reaped = Vec::with_capacity(ids.len());
+        for (id, (key, [_, attempts])) in ids.iter().zip(records) {
+            let Some(attempt) = attempts_of(&key, attempts.as_deref())? else { continue };
+            let own = if policies { policy_of(store, policy, id)? } else { None };
+            let max_attempts = own.unwrap_or_default().max_attempts(self.max_attempts);
+            let dies = attempt >= max_attempts as i64;
+            let score = if dies { 0.0 } else { priority_of(store, priority, id)? };
+            let link = if dies { notify.link(store, id)? } else { None };
+            reaped.push((id, key, attempt, dies, score, link));
+        }
+        Ok(reaped)
     }
 }

@@ -2,7 +2,8 @@
 //! (PROTOCOL.md §7; `remove.lua`). PURGE, TRIM and DRAIN delete by age
 //! or from a set's head; REMOVE deletes the ids it is given.
 
-use super::delete::{delete_jobs, deleting_types, set_keys};
+use super::delete::{delete_jobs, deleting_types, set_keys, Deleting};
+use super::notice::Notify;
 use crate::description::{keys, Description, Effect, Role};
 use crate::limits::SWEEP_LIMIT;
 use crate::parse::kind;
@@ -20,16 +21,20 @@ keys! {
         results: Results,
         headers: Headers,
     }
+    flow
+    /// The flows\' keys (protocol 1.6, §7.8).
+    RemoveTold { parents: Parents, notices: Notices }
 }
 
 /// The six sets REMOVE deletes from, by the last word of KEYS[1].
-const SETS: [(&[u8], Role); 6] = [
+const SETS: [(&[u8], Role); 7] = [
     (b"pending", Role::Pending),
     (b"active", Role::Active),
     (b"delayed", Role::Delayed),
     (b"done", Role::Done),
     (b"dead", Role::Dead),
     (b"cancelled", Role::Cancelled),
+    (b"waiting", Role::Waiting),
 ];
 
 /// A parsed REMOVE.
@@ -37,6 +42,7 @@ const SETS: [(&[u8], Role); 6] = [
 pub struct Remove<'a> {
     keys: RemoveKeys<'a>,
     prefix: &'a [u8],
+    role: Role,
     ids: Vec<&'a [u8]>,
 }
 
@@ -67,7 +73,8 @@ impl<'a> Remove<'a> {
     ///   roles; more than 1000 ids.
     /// - `EMQKIND`: an id (or the missing first one) is not `JOB`-namespaced.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Remove<'a>, Refusal> {
-        let (keys, _, prefix) = set_keys(keys, &SETS, "pending, active, delayed, done, dead or cancelled")?;
+        let (keys, role, prefix) =
+            set_keys(keys, &SETS, "pending, active, delayed, done, dead, cancelled or waiting")?;
         if args.len() as u64 > *SWEEP_LIMIT.end() {
             return Err(Refusal::arg(format!("at most {} jobs a call", SWEEP_LIMIT.end())));
         }
@@ -76,7 +83,7 @@ impl<'a> Remove<'a> {
         } else {
             args.iter().map(|id| kind(Some(id))).collect::<Result<_, _>>()?
         };
-        Ok(Remove { keys, prefix, ids })
+        Ok(Remove { keys, prefix, role, ids })
     }
 
     /// Delete the ids that are in the set, as PURGE deletes (the set entry,
@@ -90,16 +97,17 @@ impl<'a> Remove<'a> {
     /// - `EMQTYPE`: the set, a side hash or a record to delete holds another type.
     /// - `TRYAGAIN`: a record to delete is missing while the queue's slot moves between cluster nodes.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let RemoveKeys { set, priority, errors, progress, policy, results, headers } = self.keys;
+        let RemoveKeys { set, priority, errors, progress, policy, results, headers, flow } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];
         deleting_types(store, set, sides)?;
+        let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), self.prefix)?;
         let mut ids: Vec<Vec<u8>> = Vec::with_capacity(self.ids.len());
         for id in &self.ids {
             if store.zscore(set, id).is_some() && !ids.iter().any(|seen| seen == id) {
                 ids.push(id.to_vec());
             }
         }
-        delete_jobs(store, self.prefix, set, sides, &ids)
+        delete_jobs(store, self.prefix, &Deleting { set, role: self.role, sides, notify }, &ids)
     }
 }
 

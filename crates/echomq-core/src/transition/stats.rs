@@ -17,6 +17,7 @@ keys! {
         dead: Dead,
         cancelled: Cancelled,
     }
+    then waiting: Waiting
 }
 
 /// A parsed STATS.
@@ -60,8 +61,8 @@ impl<'a> Stats<'a> {
     /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
     /// - `EMQTYPE`: a set holds another type.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let mut counts = Vec::with_capacity(6);
-        for key in self.keys.all() {
+        let mut counts = Vec::with_capacity(7);
+        for key in self.keys.all().into_iter().chain(self.keys.waiting) {
             need(store, key, KeyType::Zset)?;
             counts.push(Reply::count(store.zcard(key)));
         }

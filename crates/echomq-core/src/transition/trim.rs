@@ -2,8 +2,9 @@
 //! `trim.lua`).
 
 use super::config::retention;
-use super::delete::{delete_jobs, limit, set_keys, FINISHED};
+use super::delete::{delete_jobs, limit, set_keys, Deleting, FINISHED};
 use super::need;
+use super::notice::Notify;
 use crate::description::{keys, Description, Effect, Role};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
@@ -20,6 +21,9 @@ keys! {
         headers: Headers,
         config: Config,
     }
+    flow
+    /// The flows\' keys (protocol 1.6, §7.8).
+    TrimTold { parents: Parents, notices: Notices }
 }
 
 /// A parsed TRIM.
@@ -73,12 +77,13 @@ impl<'a> Trim<'a> {
     /// - `EMQDATA`: the set's retention setting in `<q>config` is not an integer.
     /// - `TRYAGAIN`: a record to delete is missing while the queue's slot moves between cluster nodes.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let TrimKeys { set, priority, errors, progress, policy, results, headers, config } = self.keys;
+        let TrimKeys { set, priority, errors, progress, policy, results, headers, config, flow } = self.keys;
         let sides = [priority, errors, progress, policy, results, headers];
         need(store, set, KeyType::Zset)?;
         for hash in sides.iter().chain([&config]) {
             need(store, hash, KeyType::Hash)?;
         }
+        let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), self.prefix)?;
         let [age, count] = retention(store, config, self.state)?;
         // The set is in finish order, so each bound cuts a prefix of it: the
         // longer prefix is what goes.
@@ -94,6 +99,6 @@ impl<'a> Trim<'a> {
             return Ok(Reply::count(0));
         }
         let ids = store.zhead(set, going);
-        delete_jobs(store, self.prefix, set, sides, &ids)
+        delete_jobs(store, self.prefix, &Deleting { set, role: self.state, sides, notify }, &ids)
     }
 }

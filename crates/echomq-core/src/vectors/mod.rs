@@ -34,6 +34,7 @@ mod batch;
 mod control;
 mod enqueue;
 mod finish;
+mod flow;
 pub mod json;
 mod lease;
 mod list;
@@ -348,6 +349,7 @@ pub(crate) fn keys_of(name: Name, id: &str, set: &str) -> Vec<String> {
         .iter()
         .map(|role| match role {
             Role::Job => key(&format!("job:{id}")),
+            Role::Children => key(&format!("children:{id}")),
             Role::Finished | Role::Unfinished | Role::AnySet => key(set),
             other => key(other.fixed().unwrap_or_default()),
         })
@@ -487,6 +489,7 @@ pub(crate) fn cases() -> Vec<(Name, Vec<Case>)> {
         control::cases(),
         schedule::cases(),
         batch::cases(),
+        flow::cases(),
         refused::cases(),
         refused::births(),
     ];

@@ -86,6 +86,11 @@ mod enqueue {
     }
 
     #[test]
+    fn keys_13_holds_a_string() {
+        replay("enqueue", "KEYS[13] holds a string");
+    }
+
+    #[test]
     fn a_plain_job_all_eleven_keys() {
         replay("enqueue", "a plain job, all eleven keys");
     }
@@ -313,6 +318,21 @@ mod enqueue {
     #[test]
     fn unique_whose_holder_s_record_is_a_string() {
         replay("enqueue", "UNIQUE whose holder's record is a string");
+    }
+
+    #[test]
+    fn enqueue_a_child_linked_to_its_parent() {
+        replay("enqueue", "enqueue: a child, linked to its parent");
+    }
+
+    #[test]
+    fn enqueue_parent_with_unique() {
+        replay("enqueue", "enqueue: PARENT with UNIQUE");
+    }
+
+    #[test]
+    fn enqueue_parent_without_the_parents_key() {
+        replay("enqueue", "enqueue: PARENT without the parents key");
     }
 
     #[test]
@@ -918,6 +938,16 @@ mod ack {
     }
 
     #[test]
+    fn keys_8_holds_a_string() {
+        replay("ack", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("ack", "KEYS[9] holds a string");
+    }
+
+    #[test]
     fn ack_done() {
         replay("ack", "ack: done");
     }
@@ -1010,6 +1040,26 @@ mod ack {
     #[test]
     fn ack_a_total_that_is_not_a_number() {
         replay("ack", "ack: a total that is not a number");
+    }
+
+    #[test]
+    fn ack_a_child_tells_its_parent() {
+        replay("ack", "ack: a child tells its parent");
+    }
+
+    #[test]
+    fn ack_a_child_tells_its_parent_its_result() {
+        replay("ack", "ack: a child tells its parent its RESULT");
+    }
+
+    #[test]
+    fn ack_a_child_without_the_flows_keys_is_refused() {
+        replay("ack", "ack: a child without the flows' keys is refused");
+    }
+
+    #[test]
+    fn ack_a_link_that_is_no_link() {
+        replay("ack", "ack: a link that is no link");
     }
 
     #[test]
@@ -1167,6 +1217,16 @@ mod acknext {
     }
 
     #[test]
+    fn keys_13_holds_a_string() {
+        replay("acknext", "KEYS[13] holds a string");
+    }
+
+    #[test]
+    fn keys_14_holds_a_string() {
+        replay("acknext", "KEYS[14] holds a string");
+    }
+
+    #[test]
     fn acknext_acks_and_claims_the_next() {
         replay("acknext", "acknext: acks and claims the next");
     }
@@ -1199,6 +1259,11 @@ mod acknext {
     #[test]
     fn acknext_the_lease_missing() {
         replay("acknext", "acknext: the lease missing");
+    }
+
+    #[test]
+    fn acknext_a_child_tells_its_parent() {
+        replay("acknext", "acknext: a child tells its parent");
     }
 
     #[test]
@@ -1356,6 +1421,16 @@ mod ackmany {
     }
 
     #[test]
+    fn keys_7_holds_a_string() {
+        replay("ackmany", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("ackmany", "KEYS[8] holds a string");
+    }
+
+    #[test]
     fn ackmany_two_jobs_one_with_a_result() {
         replay("ackmany", "ackmany: two jobs, one with a result");
     }
@@ -1393,6 +1468,11 @@ mod ackmany {
     #[test]
     fn ackmany_a_bad_second_id_refuses_all() {
         replay("ackmany", "ackmany: a bad second id refuses all");
+    }
+
+    #[test]
+    fn ackmany_a_child_tells_its_parent() {
+        replay("ackmany", "ackmany: a child tells its parent");
     }
 
     #[test]
@@ -1540,6 +1620,16 @@ mod fail {
     }
 
     #[test]
+    fn keys_10_holds_a_string() {
+        replay("fail", "KEYS[10] holds a string");
+    }
+
+    #[test]
+    fn keys_11_holds_a_string() {
+        replay("fail", "KEYS[11] holds a string");
+    }
+
+    #[test]
     fn fail_retried_later() {
         replay("fail", "fail: retried later");
     }
@@ -1587,6 +1677,16 @@ mod fail {
     #[test]
     fn fail_no_such_job() {
         replay("fail", "fail: no such job");
+    }
+
+    #[test]
+    fn fail_a_child_out_of_attempts_tells_its_parent() {
+        replay("fail", "fail: a child out of attempts tells its parent");
+    }
+
+    #[test]
+    fn fail_a_child_retried_tells_nothing() {
+        replay("fail", "fail: a child retried tells nothing");
     }
 
     #[test]
@@ -2002,6 +2102,16 @@ mod reap {
     }
 
     #[test]
+    fn keys_11_holds_a_string() {
+        replay("reap", "KEYS[11] holds a string");
+    }
+
+    #[test]
+    fn keys_12_holds_a_string() {
+        replay("reap", "KEYS[12] holds a string");
+    }
+
+    #[test]
     fn reap_an_expired_lease_back_to_pending() {
         replay("reap", "reap: an expired lease back to pending");
     }
@@ -2044,6 +2154,11 @@ mod reap {
     #[test]
     fn reap_an_expired_record_a_string() {
         replay("reap", "reap: an expired record a string");
+    }
+
+    #[test]
+    fn reap_a_child_out_of_attempts_tells_its_parent() {
+        replay("reap", "reap: a child out of attempts tells its parent");
     }
 
     #[test]
@@ -2265,6 +2380,16 @@ mod purge {
     }
 
     #[test]
+    fn keys_8_holds_a_string() {
+        replay("purge", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("purge", "KEYS[9] holds a string");
+    }
+
+    #[test]
     fn purge_a_done_job_and_all_beside_it() {
         replay("purge", "purge: a done job and all beside it");
     }
@@ -2292,6 +2417,11 @@ mod purge {
     #[test]
     fn purge_not_a_finished_set() {
         replay("purge", "purge: not a finished set");
+    }
+
+    #[test]
+    fn purge_a_done_job_still_linked_tells_its_parent() {
+        replay("purge", "purge: a done job still linked tells its parent");
     }
 
     #[test]
@@ -2369,6 +2499,21 @@ mod cancel {
     }
 
     #[test]
+    fn keys_9_holds_a_string() {
+        replay("cancel", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("cancel", "KEYS[10] holds a string");
+    }
+
+    #[test]
+    fn keys_11_holds_a_string() {
+        replay("cancel", "KEYS[11] holds a string");
+    }
+
+    #[test]
     fn cancel_a_pending_job() {
         replay("cancel", "cancel: a pending job");
     }
@@ -2426,6 +2571,21 @@ mod cancel {
     #[test]
     fn cancel_the_id_missing() {
         replay("cancel", "cancel: the id missing");
+    }
+
+    #[test]
+    fn cancel_a_child_tells_its_parent() {
+        replay("cancel", "cancel: a child tells its parent");
+    }
+
+    #[test]
+    fn cancel_a_waiting_parent() {
+        replay("cancel", "cancel: a waiting parent");
+    }
+
+    #[test]
+    fn cancel_a_waiting_parent_without_the_flows_keys() {
+        replay("cancel", "cancel: a waiting parent without the flows' keys");
     }
 
     #[test]
@@ -2726,6 +2886,11 @@ mod stats {
     }
 
     #[test]
+    fn keys_7_holds_a_string() {
+        replay("stats", "KEYS[7] holds a string");
+    }
+
+    #[test]
     fn stats_an_empty_queue() {
         replay("stats", "stats: an empty queue");
     }
@@ -2738,6 +2903,11 @@ mod stats {
     #[test]
     fn stats_an_argument() {
         replay("stats", "stats: an argument");
+    }
+
+    #[test]
+    fn stats_the_seventh_set_waiting() {
+        replay("stats", "stats: the seventh set, waiting");
     }
 
     #[test]
@@ -3678,6 +3848,16 @@ mod drain {
     }
 
     #[test]
+    fn keys_8_holds_a_string() {
+        replay("drain", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("drain", "KEYS[9] holds a string");
+    }
+
+    #[test]
     fn drain_pending_jobs_and_all_beside_them() {
         replay("drain", "drain: pending jobs and all beside them");
     }
@@ -3700,6 +3880,16 @@ mod drain {
     #[test]
     fn drain_not_an_unfinished_set() {
         replay("drain", "drain: not an unfinished set");
+    }
+
+    #[test]
+    fn drain_a_pending_child_tells_its_parent_it_is_gone() {
+        replay("drain", "drain: a pending child tells its parent it is gone");
+    }
+
+    #[test]
+    fn drain_waiting_parents_go_with_their_dependencies() {
+        replay("drain", "drain: waiting parents go with their dependencies");
     }
 
     #[test]
@@ -3777,6 +3967,16 @@ mod remove {
     }
 
     #[test]
+    fn keys_8_holds_a_string() {
+        replay("remove", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("remove", "KEYS[9] holds a string");
+    }
+
+    #[test]
     fn remove_a_dead_job_and_all_it_kept() {
         replay("remove", "remove: a dead job and all it kept");
     }
@@ -3814,6 +4014,11 @@ mod remove {
     #[test]
     fn remove_from_the_wake_up_key() {
         replay("remove", "remove: from the wake-up key");
+    }
+
+    #[test]
+    fn remove_a_waiting_parent() {
+        replay("remove", "remove: a waiting parent");
     }
 }
 
@@ -3961,6 +4166,21 @@ mod obliterate {
     }
 
     #[test]
+    fn keys_25_holds_a_string() {
+        replay("obliterate", "KEYS[25] holds a string");
+    }
+
+    #[test]
+    fn keys_26_holds_a_string() {
+        replay("obliterate", "KEYS[26] holds a string");
+    }
+
+    #[test]
+    fn keys_27_holds_a_string() {
+        replay("obliterate", "KEYS[27] holds a string");
+    }
+
+    #[test]
     fn obliterate_the_queue_s_keys() {
         replay("obliterate", "obliterate: the queue's keys");
     }
@@ -3978,6 +4198,21 @@ mod obliterate {
     #[test]
     fn obliterate_an_argument() {
         replay("obliterate", "obliterate: an argument");
+    }
+
+    #[test]
+    fn obliterate_a_waiting_parent_is_a_job() {
+        replay("obliterate", "obliterate: a waiting parent is a job");
+    }
+
+    #[test]
+    fn obliterate_a_notice_no_relay_carried() {
+        replay("obliterate", "obliterate: a notice no relay carried");
+    }
+
+    #[test]
+    fn obliterate_the_flows_keys_go_with_the_queue() {
+        replay("obliterate", "obliterate: the flows' keys go with the queue");
     }
 
     #[test]
@@ -4070,6 +4305,16 @@ mod trim {
     }
 
     #[test]
+    fn keys_9_holds_a_string() {
+        replay("trim", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("trim", "KEYS[10] holds a string");
+    }
+
+    #[test]
     fn trim_a_count_of_1_keeps_the_newest() {
         replay("trim", "trim: a count of 1 keeps the newest");
     }
@@ -4097,6 +4342,11 @@ mod trim {
     #[test]
     fn trim_a_stored_retention_below_0_applies_the_default() {
         replay("trim", "trim: a stored retention below 0 applies the default");
+    }
+
+    #[test]
+    fn trim_a_dead_job_still_linked_tells_its_parent() {
+        replay("trim", "trim: a dead job still linked tells its parent");
     }
 
     #[test]
@@ -4514,5 +4764,327 @@ mod settle {
     #[test]
     fn settle_of_a_batch_over_it_with_a_state_none_of_the_six() {
         replay("settle", "settle of a batch over it with a state none of the six");
+    }
+}
+
+mod flow {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("flow", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("flow", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("flow", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("flow", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("flow", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("flow", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("flow", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("flow", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("flow", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("flow", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("flow", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("flow", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("flow", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("flow", "KEYS[10] holds a string");
+    }
+
+    #[test]
+    fn flow_a_parent_waits_for_two_children() {
+        replay("flow", "flow: a parent waits for two children");
+    }
+
+    #[test]
+    fn flow_with_priority_attempts_headers_and_a_parent_of_its_own() {
+        replay("flow", "flow: with PRIORITY, ATTEMPTS, HEADERS and a PARENT of its own");
+    }
+
+    #[test]
+    fn flow_a_parent_that_exists_answers_its_incarnation() {
+        replay("flow", "flow: a parent that exists answers its incarnation");
+    }
+
+    #[test]
+    fn flow_a_job_that_exists_and_is_no_parent_answers_0() {
+        replay("flow", "flow: a job that exists and is no parent answers 0");
+    }
+
+    #[test]
+    fn flow_no_children() {
+        replay("flow", "flow: no children");
+    }
+
+    #[test]
+    fn flow_a_child_that_is_no_job_reference() {
+        replay("flow", "flow: a child that is no job reference");
+    }
+
+    #[test]
+    fn flow_a_child_s_kind() {
+        replay("flow", "flow: a child's kind");
+    }
+
+    #[test]
+    fn flow_a_child_s_policy_unknown() {
+        replay("flow", "flow: a child's policy unknown");
+    }
+
+    #[test]
+    fn flow_a_child_named_twice() {
+        replay("flow", "flow: a child named twice");
+    }
+
+    #[test]
+    fn flow_delay_is_enqueue_s() {
+        replay("flow", "flow: DELAY is ENQUEUE's");
+    }
+
+    #[test]
+    fn flow_its_own_child() {
+        replay("flow", "flow: its own child");
+    }
+
+    #[test]
+    fn flow_a_parent_that_is_no_link() {
+        replay("flow", "flow: a PARENT that is no link");
+    }
+}
+
+mod resolve {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("resolve", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("resolve", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("resolve", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("resolve", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("resolve", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("resolve", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("resolve", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("resolve", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("resolve", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("resolve", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("resolve", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn keys_8_holds_a_string() {
+        replay("resolve", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("resolve", "KEYS[9] holds a string");
+    }
+
+    #[test]
+    fn keys_10_holds_a_string() {
+        replay("resolve", "KEYS[10] holds a string");
+    }
+
+    #[test]
+    fn keys_11_holds_a_string() {
+        replay("resolve", "KEYS[11] holds a string");
+    }
+
+    #[test]
+    fn keys_12_holds_a_string() {
+        replay("resolve", "KEYS[12] holds a string");
+    }
+
+    #[test]
+    fn keys_13_holds_a_string() {
+        replay("resolve", "KEYS[13] holds a string");
+    }
+
+    #[test]
+    fn resolve_one_of_two_children_done_the_parent_waits() {
+        replay("resolve", "resolve: one of two children done, the parent waits");
+    }
+
+    #[test]
+    fn resolve_the_last_child_done_the_parent_is_pending() {
+        replay("resolve", "resolve: the last child done, the parent is pending");
+    }
+
+    #[test]
+    fn resolve_a_dead_child_fails_its_parent() {
+        replay("resolve", "resolve: a dead child fails its parent");
+    }
+
+    #[test]
+    fn resolve_a_parent_failed_by_a_child_tells_its_own_parent() {
+        replay("resolve", "resolve: a parent failed by a child tells its own parent");
+    }
+
+    #[test]
+    fn resolve_a_child_ignored_the_parent_waits_on() {
+        replay("resolve", "resolve: a child ignored, the parent waits on");
+    }
+
+    #[test]
+    fn resolve_a_child_continued_after_the_parent_is_pending() {
+        replay("resolve", "resolve: a child continued after, the parent is pending");
+    }
+
+    #[test]
+    fn resolve_a_notice_twice_changes_nothing() {
+        replay("resolve", "resolve: a notice twice changes nothing");
+    }
+
+    #[test]
+    fn resolve_another_incarnation_changes_nothing() {
+        replay("resolve", "resolve: another incarnation changes nothing");
+    }
+
+    #[test]
+    fn resolve_a_cancelled_parent_changes_nothing() {
+        replay("resolve", "resolve: a cancelled parent changes nothing");
+    }
+
+    #[test]
+    fn resolve_no_parent_changes_nothing() {
+        replay("resolve", "resolve: no parent changes nothing");
+    }
+
+    #[test]
+    fn resolve_a_running_parent_records_its_child() {
+        replay("resolve", "resolve: a running parent records its child");
+    }
+
+    #[test]
+    fn resolve_an_outcome_unknown() {
+        replay("resolve", "resolve: an outcome unknown");
+    }
+
+    #[test]
+    fn resolve_a_child_that_is_no_reference() {
+        replay("resolve", "resolve: a child that is no reference");
+    }
+
+    #[test]
+    fn resolve_an_incarnation_that_is_no_number() {
+        replay("resolve", "resolve: an incarnation that is no number");
+    }
+
+    #[test]
+    fn resolve_a_dependency_that_is_none() {
+        replay("resolve", "resolve: a dependency that is none");
+    }
+}
+
+mod children {
+    use crate::replay;
+
+    #[test]
+    fn one_key_too_many() {
+        replay("children", "one key too many");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("children", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn children_a_parent_s_children() {
+        replay("children", "children: a parent's children");
+    }
+
+    #[test]
+    fn children_no_parent() {
+        replay("children", "children: no parent");
     }
 }

@@ -12,7 +12,7 @@ end
 
 -- EMQDATA when the record `key`, read as `fields` (of the names `...`, the
 -- first `state`), exists without a birth field it was read for, or with a
--- `state` none of the six: every transition that reads a record reads its
+-- `state` none of the seven: every transition that reads a record reads its
 -- state and attempts, and a record it cannot name a state for is refused,
 -- never taken for a missing record and dropped, nor taken from a set as if
 -- the set named it. Whether it exists is asked only when a field is missing.

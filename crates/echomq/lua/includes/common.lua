@@ -95,8 +95,10 @@ local function protocol_error(config, value)
   end
 end
 
--- The six states a record's `state` may hold.
-local STATES = {pending = true, active = true, delayed = true, done = true, dead = true, cancelled = true}
+-- The seven states a record's `state` may hold: `waiting`, a parent's while
+-- it waits for its children, since protocol 1.6.
+local STATES = {pending = true, active = true, delayed = true, done = true, dead = true, cancelled = true,
+  waiting = true}
 
 -- The kind gate: the first three bytes of an id must be JOB.
 local function kind_error(id)
@@ -105,12 +107,21 @@ local function kind_error(id)
   end
 end
 
+-- A key's name after the queue's prefix, as the prologue's key_names name
+-- it: 'job' stands for the record of `id`, 'children' for its dependencies
+-- (a parent's, protocol 1.6); every other name is the key's own.
+local function key_name(name, id)
+  if name == 'job' then return 'job:' .. id end
+  if name == 'children' then return 'children:' .. id end
+  return name
+end
+
 -- The queue's prefix, emq:{q}:, read off the call's first key and checked
 -- against every one (only this check reads KEYS by position: a script reads
 -- its keys by role, from its prologue): the keys must be this queue's,
 -- named as the protocol names them: their count one of `forms`, each the
 -- name `names` gives at its position (the prologue's key_names and
--- key_forms). The name 'job' stands for the record of `id`.
+-- key_forms), as key_name spells it for `id`.
 local function queue_prefix(names, id, forms)
   local keys = KEYS
   local count = nil
@@ -121,15 +132,14 @@ local function queue_prefix(names, id, forms)
     return nil, emq_error('EMQARG', 'wrong number of keys: takes ' .. table.concat(forms, ' or '))
   end
   local first_key = keys[1]
-  local first = names[1] == 'job' and 'job:' .. id or names[1]
+  local first = key_name(names[1], id)
   local prefix = string.sub(first_key, 1, #first_key - #first)
   if #first_key <= #first or string.sub(first_key, #prefix + 1) ~= first
       or not string.match(prefix, '^emq:{[^{}]+}:$') then
-    local shape = names[1] == 'job' and 'job:<id>' or names[1]
-    return nil, emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:' .. shape)
+    return nil, emq_error('EMQARG', 'KEYS[1] must be emq:{<queue>}:' .. key_name(names[1], '<id>'))
   end
   for i = 2, count do
-    local key = prefix .. (names[i] == 'job' and 'job:' .. id or names[i])
+    local key = prefix .. key_name(names[i], id)
     if keys[i] ~= key then
       return nil, emq_error('EMQARG', 'KEYS[' .. i .. '] must be ' .. key)
     end
@@ -138,8 +148,10 @@ local function queue_prefix(names, id, forms)
 end
 
 -- Options after the positional arguments: NAME value pairs, each at most once.
--- `spec` maps an upper-case name to its {lo, hi}, or to {bytes = n} for a
--- string of 1 to n bytes; the result maps it to its number (or string).
+-- `spec` maps an upper-case name to its {lo, hi}, to {bytes = n} for a
+-- string of 1 to n bytes, or to {check = f} for a value `f` reads (f(value),
+-- value nil when missing: what to keep, or nil and an error reply); the
+-- result maps it to its number (or string).
 local function options(first, spec)
   local found = {}
   local i = first
@@ -157,6 +169,9 @@ local function options(first, spec)
       if n == nil or #n == 0 or #n > range.bytes then
         return nil, emq_error('EMQARG', name .. ' must be 1 to ' .. range.bytes .. ' bytes')
       end
+    elseif range.check then
+      n, err = range.check(n)
+      if err then return nil, err end
     else
       n, err = integer(n, name, range[1], range[2])
       if err then return nil, err end

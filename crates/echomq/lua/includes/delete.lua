@@ -1,10 +1,13 @@
---[[ Deleting jobs, shared by PURGE, TRIM, DRAIN and REMOVE: `set` is the
-state set the ids are in (the call's first key, named by the call), `sides`
-the side hashes of its next keys (priority, errors, progress, policy,
-results, headers). The order of writes is the core's `delete_jobs`
-(crates/echomq-core/src/transition/delete.rs).
+--[[ Deleting jobs, shared by PURGE, TRIM, DRAIN and REMOVE. What a call
+deletes from, `deleting` (the core's `Deleting`): `set`, the state set the
+ids are in (the call's first key, named by the call), and `state`, its name;
+`sides`, the side hashes of its next keys (priority, errors, progress,
+policy, results, headers); `parents` and `notices`, the flows' keys when the
+call passed them (protocol 1.6, includes/notice). The order of writes is
+the core's `delete_jobs` (crates/echomq-core/src/transition/delete.rs).
 ]]
 --@include record
+--@include notice
 
 -- The set the call's first key, `key`, names by the last word of its name,
 -- one of `names`, or an error that says which it must be (`must`).
@@ -37,21 +40,38 @@ local function deleting_types_error(set, sides)
   return err
 end
 
--- Delete the jobs `ids` of `set`, their entries in `sides` and their
--- records; every record is checked first, so a refusal writes nothing.
--- How many.
-local function delete_jobs(prefix, set, sides, ids)
+-- Delete the jobs `ids` of `deleting.set`: their entries in it and in the
+-- side hashes, their records and (a parent's) dependencies,
+-- emq:{q}:children:<id>; a job a parent waits on tells it, `gone` from an
+-- unfinished set, its state from a finished one. Every record and link is
+-- checked first, so a refusal writes nothing. How many.
+local function delete_jobs(prefix, deleting, ids)
   if #ids == 0 then return 0 end
   for _, id in ipairs(ids) do
     local err = elsewhere_error(prefix .. 'job:' .. id) or type_error(prefix .. 'job:' .. id, 'hash')
     if err then return err end
   end
-  redis.call('ZREM', set, unpack(ids))
-  for _, side in ipairs(sides) do
+  local parents, notices = deleting.parents, deleting.notices
+  local links = {}
+  for i, id in ipairs(ids) do
+    local err
+    links[i], err = parent_link(parents, prefix, id)
+    if err then return err end
+  end
+  redis.call('ZREM', deleting.set, unpack(ids))
+  for _, side in ipairs(deleting.sides) do
     redis.call('HDEL', side, unpack(ids))
   end
   for _, id in ipairs(ids) do
     redis.call('DEL', prefix .. 'job:' .. id)
+  end
+  for _, id in ipairs(ids) do
+    redis.call('DEL', prefix .. 'children:' .. id)
+  end
+  local state = deleting.state
+  local outcome = (state == 'done' or state == 'dead' or state == 'cancelled') and state or 'gone'
+  for i, id in ipairs(ids) do
+    if links[i] then tell_parent(parents, notices, prefix, id, links[i], outcome) end
   end
   return #ids
 end

@@ -38,7 +38,7 @@ local function attempts_of(key, attempts)
 end
 
 -- The fence of an existing record whose `state` and `attempts` were read:
--- a state none of the six, or attempts not an integer, is EMQDATA; then
+-- a state none of the seven, or attempts not an integer, is EMQDATA; then
 -- it must be active and hold `token` as its attempts (EMQFENCE).
 local function fenced_record_error(key, state, attempts, token)
   if not STATES[state] then return malformed(key, 'state', 'a state') end

@@ -26,13 +26,17 @@ pub struct UpkeepDue {
     pub fire: bool,
     /// A batch is open: SETTLE.
     pub settle: bool,
+    /// A child's notice waits for the relay (protocol 1.6).
+    pub relay: bool,
+    /// A flow's parent has waited longer than [`SWEEP_GRACE`](crate::SWEEP_GRACE): the sweep.
+    pub sweep: bool,
     /// The sizes of done, dead and cancelled, when read: TRIM when one
     /// changed since its last TRIM.
     pub finished: [Option<u64>; 3],
 }
 
 /// The reads for one queue, in the order [`due`] reads them.
-const READS: usize = 7;
+const READS: usize = 9;
 
 /// What each of `queues`' upkeep has to do now, read with plain commands in
 /// one round trip (PROTOCOL.md §11.3): every queue on `via`'s one server, or
@@ -57,6 +61,8 @@ pub async fn upkeep_due(
         for state in [State::Done, State::Dead, State::Cancelled] {
             reads.push(Command::ZCard(keys.state(state)));
         }
+        reads.push(Command::StreamLen(keys.notices()));
+        reads.push(Command::ZRange { key: keys.state(State::Waiting), count: 1, latest: false });
     }
     let answers = via.plain().send(&reads).await.ok()?;
     let denied = |answer: &Result<Answer>| {
@@ -76,13 +82,14 @@ pub async fn upkeep_due(
     Some(answers.chunks(READS).map(|reads| due(reads, now)).collect())
 }
 
-/// One queue's [`UpkeepDue`] from its seven reads; a read that failed (a key of
+/// One queue's [`UpkeepDue`] from its nine reads; a read that failed (a key of
 /// the wrong type) leaves its part due, so that the transition says what is wrong.
 fn due(reads: &[Result<Answer>], now: f64) -> UpkeepDue {
-    let head_due = |at: usize| match reads.get(at) {
-        Some(Ok(Answer::Scored(head))) => head.first().is_some_and(|(_, score)| *score <= now),
+    let head_by = |at: usize, by: f64| match reads.get(at) {
+        Some(Ok(Answer::Scored(head))) => head.first().is_some_and(|(_, score)| *score <= by),
         _ => true,
     };
+    let head_due = |at: usize| head_by(at, now);
     let size = |at: usize| match reads.get(at) {
         Some(Ok(Answer::Int(n))) => u64::try_from(*n).ok(),
         _ => None,
@@ -93,6 +100,8 @@ fn due(reads: &[Result<Answer>], now: f64) -> UpkeepDue {
         fire: head_due(2),
         settle: !matches!(reads.get(3), Some(Ok(Answer::Int(0)))),
         finished: [size(4), size(5), size(6)],
+        relay: !matches!(reads.get(7), Some(Ok(Answer::Int(0)))),
+        sweep: head_by(8, now - crate::SWEEP_GRACE.as_millis() as f64),
     }
 }
 
@@ -119,6 +128,8 @@ mod tests {
             Ok(Answer::Int(7)),
             wrong,
             Ok(Answer::Int(0)),
+            Ok(Answer::Int(2)),
+            head(Some(1000.0)),
         ];
         let due = due(&reads, 1000.0);
         assert_eq!(
@@ -128,7 +139,9 @@ mod tests {
                 reap: false,
                 fire: false,
                 settle: true,
-                finished: [Some(7), None, Some(0)]
+                finished: [Some(7), None, Some(0)],
+                relay: true,
+                sweep: false,
             }
         );
         let idle = [
@@ -139,6 +152,8 @@ mod tests {
             Ok(Answer::Int(0)),
             Ok(Answer::Int(0)),
             Ok(Answer::Int(0)),
+            Ok(Answer::Int(0)),
+            head(None),
         ];
         assert_eq!(super::due(&idle, 1000.0), UpkeepDue { finished: [Some(0); 3], ..UpkeepDue::default() });
     }

@@ -216,6 +216,15 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             touch(store, deadlines, key, KeyType::Stream)?;
             Answer::Text(store.xlast(key.as_bytes()).map(|id| id.to_string()))
         }
+        Command::StreamLen(key) => {
+            touch(store, deadlines, key, KeyType::Stream)?;
+            count(store.xlen(key.as_bytes()) as usize)
+        }
+        Command::StreamDelete(key, ids) => {
+            touch(store, deadlines, key, KeyType::Stream)?;
+            let ids: Vec<StreamId> = ids.iter().filter_map(|id| id.parse().ok()).collect();
+            count(store.xdel(key.as_bytes(), &ids))
+        }
         Command::Info(_) | Command::ConfigGet(_) => Answer::Text(None),
     })
 }
@@ -234,10 +243,11 @@ fn sorted_set(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command:
     touch(store, deadlines, key, KeyType::Zset)?;
     let key = key.as_bytes();
     Ok(match command {
-        Command::ZAdd { score, member, raise_only, .. } => {
+        Command::ZAdd { score, member, raise_only, existing_only, .. } => {
             let score = score.unwrap_or_else(|| store.now_ms()) as f64;
             let seen = store.zscore(key, member.as_bytes());
-            if !raise_only || seen.is_none_or(|seen| seen < score) {
+            let may = !existing_only || seen.is_some();
+            if may && (!raise_only || seen.is_none_or(|seen| seen < score)) {
                 store.zadd(key, score, member.as_bytes());
             }
             count(usize::from(seen.is_none()))

@@ -44,9 +44,9 @@ pub trait Plain: Send + Sync {
 pub enum Command {
     /// `TIME`: the server's clock. Answers [`Answer::Int`], ms.
     Time,
-    /// `ZADD key [GT] score member`, `score` in ms, `None` for now on the
-    /// answering executor's clock (this process's for a server, the store's
-    /// for Embedded). Answers [`Answer::Int`].
+    /// `ZADD key [XX] [GT] score member`, `score` in ms, `None` for now on
+    /// the answering executor's clock (this process's for a server, the
+    /// store's for Embedded). Answers [`Answer::Int`].
     ZAdd {
         /// The sorted set.
         key: String,
@@ -56,6 +56,8 @@ pub enum Command {
         member: String,
         /// Only ever raise the member's score (`GT`).
         raise_only: bool,
+        /// Only a member already there (`XX`): never add one.
+        existing_only: bool,
     },
     /// `ZRANGE key 0 <count - 1> [REV] WITHSCORES`: the first `count`
     /// members by score, or the last when `latest`. Answers [`Answer::Scored`].
@@ -87,6 +89,11 @@ pub enum Command {
     /// `XREVRANGE key + - COUNT 1`: the id of the stream's newest entry.
     /// Answers [`Answer::Text`].
     StreamLast(String),
+    /// `XLEN key`: how many entries a stream holds. Answers [`Answer::Int`].
+    StreamLen(String),
+    /// `XDEL key ids…`: delete entries of a stream by id (a queue's
+    /// notices, once the relay applied them). Answers [`Answer::Int`].
+    StreamDelete(String, Vec<String>),
     /// `INFO sections…`. Answers [`Answer::Text`]; `None` where there is no
     /// server (Embedded).
     Info(&'static [&'static str]),
@@ -185,6 +192,8 @@ impl Command {
             Command::HGetAll(_) => "HGETALL",
             Command::Del(_) => "DEL",
             Command::StreamLast(_) => "XREVRANGE",
+            Command::StreamLen(_) => "XLEN",
+            Command::StreamDelete(..) => "XDEL",
             Command::Info(_) => "INFO",
             Command::ConfigGet(_) => "CONFIG",
         }
@@ -196,8 +205,11 @@ pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::
     let mut out = redis::cmd(command.name());
     match command {
         Command::Time => {}
-        Command::ZAdd { key, score, member, raise_only } => {
+        Command::ZAdd { key, score, member, raise_only, existing_only } => {
             out.arg(key);
+            if *existing_only {
+                out.arg("XX");
+            }
             if *raise_only {
                 out.arg("GT");
             }
@@ -210,10 +222,14 @@ pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::
             }
             out.arg("WITHSCORES");
         }
-        Command::ZCard(key) | Command::Exists(key) | Command::HGetAll(key) | Command::Del(key) => {
+        Command::ZCard(key)
+        | Command::Exists(key)
+        | Command::HGetAll(key)
+        | Command::Del(key)
+        | Command::StreamLen(key) => {
             out.arg(key);
         }
-        Command::ZRem(key, members) => {
+        Command::ZRem(key, members) | Command::StreamDelete(key, members) => {
             out.arg(key).arg(members);
         }
         Command::ZRemBelow(key, below) => {

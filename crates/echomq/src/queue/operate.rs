@@ -13,7 +13,8 @@ use crate::Result;
 /// Which jobs [`Queue::drain`] deletes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Drain {
-    /// Those waiting to run: pending and delayed.
+    /// Those waiting to run: pending and delayed, and flows' parents
+    /// waiting for their children (each tells its own parent it is gone).
     Waiting,
     /// Those, and the running ones, whose holders are fenced.
     WithActive,
@@ -119,8 +120,8 @@ impl Queue {
     /// (the calls before it stand).
     pub async fn drain(&self, which: Drain) -> Result<u64> {
         let states: &[State] = match which {
-            Drain::Waiting => &[State::Pending, State::Delayed],
-            Drain::WithActive => &[State::Pending, State::Delayed, State::Active],
+            Drain::Waiting => &[State::Pending, State::Delayed, State::Waiting],
+            Drain::WithActive => &[State::Pending, State::Delayed, State::Active, State::Waiting],
         };
         let stats = self.stats().await?;
         let mut total = 0;
@@ -163,6 +164,16 @@ impl Queue {
             for state in [State::Done, State::Dead, State::Cancelled] {
                 total += self.purge(state, Duration::ZERO).await?;
             }
+            // What its children owe their parents goes first (OBLITERATE
+            // refuses while a notice is left).
+            let mut after = "0-0".to_owned();
+            loop {
+                let (read, last) = super::relay(self, &after).await?;
+                if read < super::RELAY_STEP as u64 {
+                    break;
+                }
+                after = last;
+            }
             match self.run(&Obliterate).await {
                 Ok(_) => {
                     self.unregister().await?;
@@ -187,15 +198,20 @@ impl Queue {
         ))
     }
 
-    /// Cancel a job; `false` when it was cancelled already.
+    /// Cancel a job; `false` when it was cancelled already. A flow's
+    /// parent takes its open children with it (each cancelled in its
+    /// queue, a nested parent's own too): their ends would change nothing.
     ///
     /// # Errors
     /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such
     /// job; [`ErrorKind::State`](crate::ErrorKind::State) for a done job; a key
     /// of the wrong type, malformed stored state, a failure of the connection or
-    /// the server.
+    /// the server (the parent is cancelled then, and the children before
+    /// the failure: cancelling it again cancels the rest).
     pub async fn cancel(&self, id: &JobId) -> Result<bool> {
-        self.run(&Cancel { id: id.clone() }).await
+        let cancelled = self.run(&Cancel { id: id.clone() }).await?;
+        super::flows::cancel_children(self, id).await?;
+        Ok(cancelled)
     }
 
     /// Send a dead job back to pending.

@@ -26,20 +26,20 @@ use crate::Result;
 pub struct EnqueueOptions {
     /// The id to use: a producer that retries re-sends the id of its first try,
     /// and the retry is a duplicate, not a second job. A new id when `None`.
-    id: Option<JobId>,
+    pub(super) id: Option<JobId>,
     /// Lower is claimed first; 0 by default.
-    priority: i64,
+    pub(super) priority: i64,
     /// When the job becomes claimable.
-    due: Due,
+    pub(super) due: Due,
     /// The job's own policy (attempts, back-off, timeout), honoured by every
     /// worker on the server; `None` leaves it all to the workers' options.
-    policy: Option<Policy>,
+    pub(super) policy: Option<Policy>,
     /// Dedup: while another job holds this key, the enqueue changes nothing
     /// and answers that job's id (as a duplicate).
-    unique: Option<Unique>,
+    pub(super) unique: Option<Unique>,
     /// Headers handed to the job's handler (`JobContext::headers`): trace
     /// context, tenant, correlation id.
-    headers: Headers,
+    pub(super) headers: Headers,
 }
 
 impl EnqueueOptions {
@@ -244,6 +244,7 @@ impl Queue {
             policy: options.policy,
             unique: options.unique,
             headers: options.headers,
+            parent: None,
         };
         let admission = self.run(&call).await?;
         // Noted once it holds a job: a refused enqueue writes nothing.
@@ -435,6 +436,7 @@ impl Sorted {
                 policy: options.policy,
                 unique: options.unique,
                 headers: options.headers,
+                parent: None,
             });
             return;
         }

@@ -118,7 +118,7 @@ impl Queue {
             State::Done => Some(Finished::Done(job.result)),
             State::Dead => Some(Finished::Dead(job.error)),
             State::Cancelled => Some(Finished::Cancelled),
-            State::Pending | State::Active | State::Delayed => None,
+            State::Pending | State::Active | State::Delayed | State::Waiting => None,
         })
     }
 }

@@ -14,7 +14,13 @@ use crate::Result;
 /// # Errors
 /// A failure of the connection or the server (`WRONGTYPE`, `NOPERM`).
 pub async fn note(via: &dyn Executor, name: &str) -> Result<()> {
-    let seen = Command::ZAdd { key: REGISTRY.into(), score: None, member: name.into(), raise_only: true };
+    let seen = Command::ZAdd {
+        key: REGISTRY.into(),
+        score: None,
+        member: name.into(),
+        raise_only: true,
+        existing_only: false,
+    };
     via.plain().one(seen).await?;
     Ok(())
 }

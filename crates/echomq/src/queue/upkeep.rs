@@ -75,6 +75,31 @@ impl<'q> Upkeep<'q> {
         self.run(&Settle { limit }).await
     }
 
+    /// Carry up to 100 of the queue's notices (what its flows' children
+    /// tell their parents, protocol 1.6) to their parents: how many were
+    /// read. A worker runs this on its upkeep period; a notice whose
+    /// parent could not be told stays, for the next call.
+    ///
+    /// # Errors
+    /// A key of the wrong type, a failure of the connection or the server
+    /// reading or deleting notices.
+    pub async fn relay(&self) -> Result<u64> {
+        super::relay(self.queue, "0-0").await.map(|(read, _)| read)
+    }
+
+    /// Look at up to 10 of the queue's flows' parents that have waited
+    /// longer than `grace` (since they began to wait, or were last looked
+    /// at): a child that never came to be (its producer died between the
+    /// parent and it) is resolved `gone`, one that ended unheard as it
+    /// ended. How many children it resolved. A worker runs this on its
+    /// upkeep period with [`SWEEP_GRACE`](crate::SWEEP_GRACE).
+    ///
+    /// # Errors
+    /// A key of the wrong type, a failure of the connection or the server.
+    pub async fn sweep_flows(&self, grace: Duration) -> Result<u64> {
+        super::sweep(self.queue, grace).await
+    }
+
     /// Fire the ticks of the queue's due schedules (up to 100 schedules a
     /// call), as each one's [`Missed`](crate::schedule::Missed) policy says;
     /// how many jobs were enqueued. Safe from any number of workers at once:

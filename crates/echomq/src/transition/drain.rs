@@ -35,7 +35,7 @@ impl Transition for Drain {
     }
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        if !matches!(self.state, State::Pending | State::Delayed | State::Active) {
+        if !matches!(self.state, State::Pending | State::Delayed | State::Active | State::Waiting) {
             let state = self.state;
             return Err(Error::new(
                 ErrorKind::Argument,

@@ -46,7 +46,7 @@ pub(super) struct Ends {
     pub(super) at_min: u64,
     pub(super) at_max: u64,
     pub(super) finished: [State; 3],
-    pub(super) unfinished: [State; 3],
+    pub(super) unfinished: [State; 4],
     pub(super) schedule_names: [String; 2],
 }
 
@@ -75,7 +75,7 @@ impl Ends {
             at_min,
             at_max,
             finished: [State::Done, State::Dead, State::Cancelled],
-            unfinished: [State::Pending, State::Delayed, State::Active],
+            unfinished: [State::Pending, State::Delayed, State::Active, State::Waiting],
             schedule_names: ["s".to_owned(), "s".repeat(limits::MAX_SCHEDULE_NAME)],
         }
     }
@@ -103,6 +103,7 @@ pub(super) fn enqueues() -> Vec<Enqueue> {
         policy: None,
         unique: None,
         headers: Headers::new(),
+        parent: None,
     };
     let [delay_min, delay_max] = ends(limits::DELAY_MS);
     let [at_min, at_max] = ends(limits::AT_MS);

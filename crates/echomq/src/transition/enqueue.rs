@@ -8,6 +8,7 @@ use echomq_core::Reply;
 use echomq_core::{limits, Backoff, Name, Policy};
 
 use super::argument::{checked, decimal, millis};
+use super::flow::Link;
 use super::headers::{encode_headers, Headers};
 use super::reply::unexpected;
 use super::Transition;
@@ -46,6 +47,9 @@ pub struct Enqueue {
     /// A small string map beside the record (trace context, tenant,
     /// correlation id), handed to the job's handler; empty: none.
     pub headers: Headers,
+    /// The flow's parent this job is a child of (protocol 1.6): its end
+    /// is told to the parent, whatever the way it ends.
+    pub parent: Option<Link>,
 }
 
 /// A dedup key: while a job holds it, an enqueue with the same key changes
@@ -124,6 +128,9 @@ impl Transition for Enqueue {
         if !self.headers.is_empty() {
             args.extend([b"HEADERS".to_vec(), encode_headers(&self.headers)?]);
         }
+        if let Some(link) = &self.parent {
+            args.extend([b"PARENT".to_vec(), link.text().into_bytes()]);
+        }
         Ok(args)
     }
 
@@ -143,7 +150,7 @@ impl Transition for Enqueue {
 }
 
 /// A policy's options, each checked against its range.
-fn policy_args(policy: &Policy, args: &mut Vec<Vec<u8>>) -> Result<()> {
+pub(super) fn policy_args(policy: &Policy, args: &mut Vec<Vec<u8>>) -> Result<()> {
     let mut push = |name: &str, value: u64| {
         args.push(name.as_bytes().to_vec());
         args.push(decimal(value));

@@ -114,6 +114,7 @@ fn enqueue() -> impl Strategy<Value = Enqueue> {
             policy,
             unique,
             headers,
+            parent: None,
         })
 }
 
@@ -258,6 +259,7 @@ proptest! {
                 policy: None,
                 unique: None,
                 headers: Headers::new(),
+                parent: None,
             };
             runtime.block_on(execute(&store, &keys, &enqueue)).expect("ENQUEUE");
             let claims = runtime.block_on(execute(&store, &keys, &Claim { lease: ms(60_000), count: 1 }));

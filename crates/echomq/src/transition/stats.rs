@@ -28,6 +28,8 @@ pub struct StatsReply {
     pub dead: u64,
     /// Cancelled.
     pub cancelled: u64,
+    /// Parents waiting for their children (protocol 1.6).
+    pub waiting: u64,
 }
 
 impl StatsReply {
@@ -41,6 +43,7 @@ impl StatsReply {
             State::Done => self.done,
             State::Dead => self.dead,
             State::Cancelled => self.cancelled,
+            State::Waiting => self.waiting,
         }
     }
 }
@@ -58,9 +61,9 @@ impl Transition for Stats {
             .into_iter()
             .map(|count| count_reply("the reply", count))
             .collect::<Result<Vec<_>>>()?;
-        let [pending, active, delayed, done, dead, cancelled] = <[u64; 6]>::try_from(counts)
+        let [pending, active, delayed, done, dead, cancelled, waiting] = <[u64; 7]>::try_from(counts)
             .map_err(|counts| Error::new(ErrorKind::Reply, format!("the reply: got {counts:?}")))?;
-        Ok(StatsReply { pending, active, delayed, done, dead, cancelled })
+        Ok(StatsReply { pending, active, delayed, done, dead, cancelled, waiting })
     }
 
     #[cfg(test)]

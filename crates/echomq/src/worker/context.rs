@@ -7,7 +7,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::executor::execute;
 use crate::id::JobId;
 use crate::queue::{Queue, TRACEPARENT};
-use crate::transition::{Claimed, Headers, Progress};
+use crate::transition::{ChildrenReply, Claimed, Headers, JobRef, Progress};
 
 /// What a handler gets: the job, and a way to learn its lease was lost.
 #[derive(Clone, Debug)]
@@ -90,6 +90,27 @@ impl JobContext {
     pub async fn progress(&self, value: impl Into<Vec<u8>>) -> crate::Result<()> {
         let progress = Progress { id: self.id.clone(), token: self.holder.token, value: value.into() };
         execute(&**self.holder.queue.executor(), self.holder.queue.keyspace(), &progress).await
+    }
+
+    /// A flow's parent's children (protocol 1.6): how each ended and what
+    /// it returned, in the byte order of their references; `None` for a
+    /// job that is no parent.
+    ///
+    /// # Errors
+    /// A key of the wrong type, a failure of the connection or the server.
+    pub async fn children(&self) -> crate::Result<Option<ChildrenReply>> {
+        crate::Flows::of(&self.holder.queue).children(&self.id).await
+    }
+
+    /// What a flow's parent's children returned, by child: the results of
+    /// those done with one (a child that failed, or returned nothing, is
+    /// not among them). Empty for a job that is no parent.
+    ///
+    /// # Errors
+    /// As [`children`](JobContext::children).
+    pub async fn children_results(&self) -> crate::Result<Vec<(JobRef, Vec<u8>)>> {
+        let children = self.children().await?.map(|reply| reply.children).unwrap_or_default();
+        Ok(children.into_iter().filter_map(|child| Some((child.child, child.result?))).collect())
     }
 
     /// Whether [`cancelled`](JobContext::cancelled) has completed.

@@ -97,6 +97,7 @@ async fn keep(kept: &mut Kept, due: Option<UpkeepDue>, shared: &Shared, until: I
     let part = |wanted: fn(&UpkeepDue) -> bool| due.as_ref().is_none_or(wanted);
     let (promoting, reaping, settling, firing) =
         (part(|d| d.promote), part(|d| d.reap), part(|d| d.settle), part(|d| d.fire));
+    let (relaying, sweeping) = (part(|d| d.relay), part(|d| d.sweep));
     // Each part runs although another failed (a user may be refused one
     // alone, or a key of one be of the wrong type).
     let outcomes = [
@@ -108,6 +109,15 @@ async fn keep(kept: &mut Kept, due: Option<UpkeepDue>, shared: &Shared, until: I
             "fire schedules",
             if firing { Upkeep::of(&kept.queue).fire_schedules().await.map(drop) } else { Ok(()) },
         ),
+        ("relay notices", if relaying { relay(&kept.queue, until).await } else { Ok(()) }),
+        (
+            "sweep flows",
+            if sweeping {
+                Upkeep::of(&kept.queue).sweep_flows(crate::SWEEP_GRACE).await.map(drop)
+            } else {
+                Ok(())
+            },
+        ),
     ];
     kept.failing = said_once(&kept.queue, std::mem::take(&mut kept.failing), outcomes);
 }
@@ -118,7 +128,7 @@ async fn keep(kept: &mut Kept, due: Option<UpkeepDue>, shared: &Shared, until: I
 fn said_once(
     queue: &Queue,
     failing: Vec<(&'static str, std::time::Instant)>,
-    outcomes: [(&'static str, Result<()>); 5],
+    outcomes: [(&'static str, Result<()>); 7],
 ) -> Vec<(&'static str, std::time::Instant)> {
     let was = |part: &str| failing.iter().find(|(failed, _)| *failed == part).map(|(_, since)| *since);
     let (mut started, mut ended, mut still) = (Vec::new(), Vec::new(), Vec::new());
@@ -185,6 +195,18 @@ async fn reap(queue: &Queue, shared: &Shared, until: Instant) -> Result<()> {
     in_steps(until, || async { queue.run(&reap).await.map(|reaped| reaped.requeued + reaped.dead) })
         .await
         .map(drop)
+}
+
+/// Flows: carry the queue's children's notices to their parents.
+async fn relay(queue: &Queue, until: Instant) -> Result<()> {
+    let mut after = "0-0".to_owned();
+    loop {
+        let (read, last) = crate::queue::relay(queue, &after).await?;
+        if read < crate::queue::RELAY_STEP as u64 || Instant::now() >= until {
+            return Ok(());
+        }
+        after = last;
+    }
 }
 
 /// Batches: call back each one whose jobs all finished.
@@ -282,8 +304,8 @@ mod tests {
         assert_eq!(done().await, 2);
     }
 
-    fn outcomes(failed: &[&'static str]) -> [(&'static str, Result<()>); 5] {
-        ["promote", "reap", "trim", "settle", "fire schedules"].map(|part| {
+    fn outcomes(failed: &[&'static str]) -> [(&'static str, Result<()>); 7] {
+        ["promote", "reap", "trim", "settle", "fire schedules", "relay notices", "sweep flows"].map(|part| {
             let outcome =
                 if failed.contains(&part) { Err(Error::new(ErrorKind::Argument, "refused")) } else { Ok(()) };
             (part, outcome)

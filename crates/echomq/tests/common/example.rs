@@ -72,6 +72,7 @@ pub const fn example(name: Name) -> Example {
                         until_finished: true,
                     }),
                     headers: [("tenant".to_owned(), "acme".to_owned())].into(),
+                    parent: None,
                 })
             },
             reads: &[],
@@ -485,6 +486,67 @@ pub const fn example(name: Name) -> Example {
             raw_args: &[],
             raw_options: &[("LIMIT", "1"), ("LIMIT", "0"), ("limit", "5")],
             sent_by: Err("not yet in the model: raw calls, batches.rs and transitions.rs"),
+        },
+        Name::Flow => Example {
+            given: &[],
+            happy: || {
+                Call::new(Flow {
+                    id: a(),
+                    payload: b"p".to_vec(),
+                    children: vec![Dependency {
+                        child: JobRef::new("other", B.parse().unwrap()).unwrap(),
+                        on_failure: OnFailure::Fail,
+                    }],
+                    priority: 1,
+                    policy: Some(echomq::Policy { attempts: Some(3), ..Default::default() }),
+                    headers: [("tenant".to_owned(), "acme".to_owned())].into(),
+                    parent: Some(Link {
+                        incarnation: 7,
+                        parent: JobRef::new("up", B.parse().unwrap()).unwrap(),
+                    }),
+                })
+            },
+            reads: &[],
+            naming_a_non_job: Some(&[b"XYZ", b"p", b"1", b"{q}JOB_B", b"fail"]),
+            raw_args: &[
+                ID,
+                &["p"],
+                &["1", "0", "x"],
+                &["{other}$B", "other:$B"],
+                &["fail", "ignore", "lose"],
+            ],
+            raw_options: &[("PRIORITY", "2"), ("ATTEMPTS", "3"), ("PARENT", "7 {up}$B"), ("DELAY", "5")],
+            sent_by: Err("not yet in the model: flows.rs and the vectors"),
+        },
+        Name::Resolve => Example {
+            given: &[
+                "HSET $q:job:$A state waiting attempts 0 payload p",
+                "ZADD $q:waiting 5 $A",
+                "HSET $q:children:$A incarnation 7 open 1 {other}$B open~fail",
+            ],
+            happy: || {
+                Call::new(Resolve {
+                    parent: a(),
+                    incarnation: 7,
+                    child: JobRef::new("other", B.parse().unwrap()).unwrap(),
+                    outcome: Outcome::Done,
+                    result: Some(b"r".to_vec()),
+                })
+            },
+            reads: &[],
+            naming_a_non_job: Some(&[b"XYZ", b"7", b"{other}JOB_B", b"done"]),
+            raw_args: &[ID, &["7", "8", "x"], &["{other}$B", "$B"], &["done", "dead", "lost"]],
+            raw_options: &[("RESULT", "r"), ("result", ""), ("COUNT", "1")],
+            sent_by: Err("not yet in the model: flows.rs and the vectors"),
+        },
+        Name::Children => Example {
+            given: &["HSET $q:children:$A incarnation 7 open 1 {other}$B open~fail"],
+            happy: || Call::new(Children { id: a() }),
+            reads: &[],
+            naming_a_non_job: Some(&[b"XYZ"]),
+            raw_args: &[ID],
+            raw_options: STRAY,
+            sent_by: Err("not yet in the model: flows.rs and the vectors"),
         },
     }
 }

@@ -53,6 +53,7 @@ pub async fn job_page(
         .flatten();
     let born = record.enqueued_at.or_else(|| super::snapshot::minted_ms(&id));
     let events = job_events(&mut conn, keys, &id, born).await?;
+    let flow = super::flow::flow_part(&app, &queue, &id).await?;
     let state = record.state;
     let token = app.form_token(&headers);
     let body = html! {
@@ -61,6 +62,7 @@ pub async fn job_page(
         (record_table(&name, &job, priority.as_deref(), score, born))
         h2 { "Payload " span.note { "(" (record.payload.len()) " bytes)" } }
         div #payload { (bytes(&record.payload)) }
+        (flow)
         h2 { "Events" }
         (events.render())
     };
@@ -127,6 +129,7 @@ fn score_row(state: State, score: f64, enqueued: Option<u64>) -> Markup {
     let (what, value) = match state {
         State::Pending => return html! {},
         State::Delayed => ("due", html::when(at)),
+        State::Waiting => ("waiting since", html::when(at)),
         State::Active => ("lease until", html::when(at)),
         State::Done | State::Dead | State::Cancelled => {
             let took = enqueued.map_or(String::new(), |born| {

@@ -189,6 +189,7 @@ fn when_heading(state: State) -> &'static str {
         State::Pending => "priority",
         State::Active => "lease until",
         State::Delayed => "due",
+        State::Waiting => "waiting since",
         State::Done | State::Dead | State::Cancelled => "finished",
     }
 }

@@ -46,7 +46,10 @@ fn a_prefix_must_agree_with_the_id_kind() {
 fn each_action_takes_its_states_only() {
     let takes = |action: Action| State::ALL.into_iter().filter(|s| action.takes(*s)).collect::<Vec<_>>();
     assert_eq!(takes(Action::Retry), [State::Dead]);
-    assert_eq!(takes(Action::Cancel), [State::Pending, State::Active, State::Delayed, State::Dead]);
+    assert_eq!(
+        takes(Action::Cancel),
+        [State::Pending, State::Active, State::Delayed, State::Dead, State::Waiting]
+    );
     let refused = Action::Cancel.check(State::Done).unwrap_err();
     assert_eq!(refused, Refused::State { action: Action::Cancel, state: State::Done });
     assert!(refused.to_string().starts_with("cannot cancel done jobs"), "{refused}");

@@ -26,7 +26,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::Ack,
         keys: "$q:job:$A $q:active $q:done",
         args: "$A 1 RESULT 42",
-        error: "EMQARG wrong number of keys: takes 6 or 7",
+        error: "EMQARG wrong number of keys: takes 6 or 7 or 9",
     },
     Raw {
         name: "ack with a result given twice",
@@ -50,7 +50,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::Ack,
         keys: "$q:job:$A $q:active $q:done $q:results $q:events",
         args: "$A 1",
-        error: "EMQARG wrong number of keys: takes 6 or 7",
+        error: "EMQARG wrong number of keys: takes 6 or 7 or 9",
     },
     Raw {
         name: "ack into results that are a set",
@@ -82,7 +82,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::Fail,
         keys: "$q:job:$A $q:active $q:delayed $q:dead $q:errors $q:policy $q:events",
         args: "$A 1 3 1000 boom",
-        error: "EMQARG wrong number of keys: takes 8 or 9",
+        error: "EMQARG wrong number of keys: takes 8 or 9 or 11",
     },
     Raw {
         name: "fail into a stream",

@@ -46,7 +46,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::AckMany,
         keys: "$q:active $q:done $q:results $q:events",
         args: "$A 1",
-        error: "EMQARG wrong number of keys: takes 5 or 6",
+        error: "EMQARG wrong number of keys: takes 5 or 6 or 8",
     },
     Raw {
         name: "ackmany with no job",
@@ -122,7 +122,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::AckNext,
         keys: "$q:job:$A $q:active $q:done $q:results $q:events $q:config $q:pending $q:rate $q:policy",
         args: "$A 1 30000",
-        error: "EMQARG wrong number of keys: takes 11 or 12",
+        error: "EMQARG wrong number of keys: takes 11 or 12 or 14",
     },
     Raw {
         name: "acknext with COUNT given twice",

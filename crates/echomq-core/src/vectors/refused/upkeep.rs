@@ -50,7 +50,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::Drain,
         keys: "$q:done $q:priority $q:errors $q:progress $q:policy $q:results $q:headers",
         args: "",
-        error: "EMQARG KEYS[1] must be emq:{<queue>}:pending, delayed or active",
+        error: "EMQARG KEYS[1] must be emq:{<queue>}:pending, delayed, active or waiting",
     },
     Raw {
         name: "drain with LIMIT 0",
@@ -202,7 +202,7 @@ pub(super) const STORED: &[Raw] = &[
         call: Name::Obliterate,
         keys: OBLITERATE_KEYS,
         args: "",
-        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.5",
+        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.6",
     },
 ];
 

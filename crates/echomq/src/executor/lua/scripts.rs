@@ -33,12 +33,6 @@ fn file(stem: &str) -> Option<&'static str> {
 /// table would be built on every call). Each is `(name, its locals)`.
 fn limits() -> Vec<(&'static str, String)> {
     use echomq_core::limits::*;
-    let size = |name: &'static str, n: usize| (name, format!("local {name} = {n}\n"));
-    let range =
-        |name: &'static str, lo: i64, hi: i64| (name, format!("local {name}_MIN, {name}_MAX = {lo}, {hi}\n"));
-    let unsigned = |name: &'static str, range: &std::ops::RangeInclusive<u64>| {
-        (name, format!("local {name}_MIN, {name}_MAX = {}, {}\n", range.start(), range.end()))
-    };
     vec![
         size("MAX_PAYLOAD", MAX_PAYLOAD),
         size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
@@ -76,10 +70,12 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("AT_MS", &AT_MS),
         unsigned("AGE_MS", &AGE_MS),
         unsigned("TOKEN", &TOKEN),
+        unsigned("INCARNATION", &INCARNATION),
         unsigned("MAX_ATTEMPTS", &MAX_ATTEMPTS),
         unsigned("CLAIM_COUNT", &CLAIM_COUNT),
         unsigned("ACKS", &ACKS),
         unsigned("ENQUEUES", &ENQUEUES),
+        unsigned("FLOW_CHILDREN", &FLOW_CHILDREN),
         unsigned("SWEEP_LIMIT", &SWEEP_LIMIT),
         unsigned("CONCURRENCY", &CONCURRENCY),
         unsigned("SWITCH", &SWITCH),
@@ -90,6 +86,21 @@ fn limits() -> Vec<(&'static str, String)> {
         size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
         size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
     ]
+}
+
+/// A size's local: `local MAX_PAYLOAD = 1048576`.
+fn size(name: &'static str, n: usize) -> (&'static str, String) {
+    (name, format!("local {name} = {n}\n"))
+}
+
+/// A range's two locals: `local LEASE_MS_MIN, LEASE_MS_MAX = 1, 2147483647`.
+fn range(name: &'static str, lo: i64, hi: i64) -> (&'static str, String) {
+    (name, format!("local {name}_MIN, {name}_MAX = {lo}, {hi}\n"))
+}
+
+/// [`range`] of a range of the unsigned.
+fn unsigned(name: &'static str, range: &std::ops::RangeInclusive<u64>) -> (&'static str, String) {
+    (name, format!("local {name}_MIN, {name}_MAX = {}, {}\n", range.start(), range.end()))
 }
 
 /// Where `--@include limits` stood, until the script is whole.

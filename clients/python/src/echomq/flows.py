@@ -1,0 +1,200 @@
+"""Flows (protocol 1.6, PROTOCOL.md §7.8): a parent job that runs once its
+children, in any queues, have ended, and reads what they returned.
+
+    flow = (echomq.Flow(b"merge")
+            .child("render", b"page 1")
+            .child("render", b"page 2", on_failure="ignore")
+            .child_flow("thumbs", echomq.Flow(b"sum").child("resize", b"a")))
+    added = await reports.add_flow(flow)     # the parent waits, in reports
+
+:meth:`~echomq.Queue.add_flow` writes the parent first (FLOW, ``waiting``),
+then its children, each in its own queue with a link to it (ENQUEUE's
+``PARENT``, in one pipeline per queue; a nested flow's parent by FLOW with
+``PARENT``). Every transition that ends a child leaves a notice in the
+child's queue, which the workers of that queue carry to the parent
+(:meth:`~echomq.Upkeep.relay`); the parent is pending once every child
+ended, and its handler reads their results (:meth:`~echomq.Job.children_results`).
+
+The ids are fixed when the flow is built (minted then, when not given), so
+adding the same :class:`Flow` again adds only what is missing: a producer
+whose add failed half-way adds it again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generator, Mapping
+
+from . import calls
+from .errors import EchoMQError, InvalidInput
+from .executor import Call
+from .ids import check_id, mint
+from .keyspace import Keyspace, check_queue
+from .model import ON_FAILURE, FlowAdded, JobRef, Link, OnFailure
+
+_CHILD_OPTIONS = ("priority", "delay", "at", "attempts", "backoff", "backoff_exp", "timeout", "headers",
+                  "traceparent")
+"""ENQUEUE's options a flow's child takes: not a unique key, which could leave it unenqueued."""
+
+_PLACEHOLDER = 1
+"""The incarnation the checks build the children's calls with, before the parent's FLOW answers its own."""
+
+
+class NotAParent(EchoMQError):
+    """A flow's parent id names a job that exists and is no parent: nothing was written."""
+
+
+@dataclass(frozen=True)
+class _Child:
+    ref: JobRef
+    on_failure: OnFailure
+    payload: bytes | None = None
+    options: Mapping[str, Any] | None = None
+    flow: Flow | None = None
+
+
+class Flow:
+    """A parent job and its children (§7.8), for :meth:`~echomq.Queue.add_flow`.
+
+    ``payload`` is the parent's; ``id`` its id (minted now when not given);
+    ``priority``, ``attempts``, ``backoff``/``backoff_exp``, ``timeout``,
+    ``headers`` and ``traceparent`` as :meth:`~echomq.Queue.enqueue`'s (a
+    parent has no due time: it is due when its children ended). Bad input
+    is refused (:class:`InvalidInput`) here or at the add, before anything
+    is sent.
+    """
+
+    def __init__(self, payload: bytes, *, id: str | None = None, priority: int = 0, attempts: int | None = None,
+                 backoff: calls.Duration | None = None, backoff_exp: calls.Duration | None = None,
+                 timeout: calls.Duration | None = None, headers: Mapping[str, str] | None = None,
+                 traceparent: str | None = None) -> None:
+        self.id = id if id is not None else mint()
+        """The parent's id."""
+        check_id(self.id)
+        self.payload = calls.payload(payload)
+        self.options: dict[str, Any] = {
+            "priority": priority, "attempts": attempts, "backoff": backoff, "backoff_exp": backoff_exp,
+            "timeout": timeout, "headers": headers, "traceparent": traceparent,
+        }
+        self._children: list[_Child] = []
+        # Its options checked now (FLOW's call, which needs its children, at the add).
+        calls.integer("priority", priority, "PRIORITY")
+        calls._policy(attempts, backoff, backoff_exp, timeout)
+        calls.headers_bytes(headers, traceparent)
+
+    @property
+    def children(self) -> list[JobRef]:
+        """Its children, in the order given."""
+        return [child.ref for child in self._children]
+
+    def child(self, queue: str, payload: bytes, *, on_failure: OnFailure = "fail", id: str | None = None,
+              **options: Any) -> Flow:
+        """A child job in ``queue`` (its id minted now when not given), with
+        ENQUEUE's options (``priority``, ``delay``/``at``, ``attempts``,
+        ``backoff``/``backoff_exp``, ``timeout``, ``headers``,
+        ``traceparent``; no ``unique``), and what the parent does if it
+        ends otherwise than done: ``fail`` (the parent dies), ``ignore``
+        (it waits on for the others) or ``continue`` (it runs at once).
+        Returns the flow, for the next child."""
+        unknown = sorted(set(options) - set(_CHILD_OPTIONS))
+        if unknown:
+            raise InvalidInput(f"a flow's child takes {', '.join(_CHILD_OPTIONS)}; not {', '.join(unknown)}"
+                               + (" (a held unique key would enqueue no child)" if "unique" in unknown else ""))
+        ref = JobRef(queue, id if id is not None else mint())
+        child = _Child(ref, _on_failure(on_failure), calls.payload(payload), dict(options))
+        _enqueue(child, Link(_PLACEHOLDER, JobRef(queue, self.id)))  # its options checked now
+        self._children.append(child)
+        return self
+
+    def child_flow(self, queue: str, flow: Flow, *, on_failure: OnFailure = "fail") -> Flow:
+        """A child in ``queue`` that is a parent itself (a nested flow): it
+        ends, for this parent, once it has run. Returns the flow."""
+        if not isinstance(flow, Flow):
+            raise InvalidInput(f"a nested flow is an echomq.Flow, not {type(flow).__name__}")
+        check_queue(queue)
+        self._children.append(_Child(JobRef(queue, flow.id), _on_failure(on_failure), flow=flow))
+        return self
+
+    def __repr__(self) -> str:
+        return f"Flow(id={self.id!r}, children={[str(child) for child in self.children]})"
+
+
+def _on_failure(word: str) -> OnFailure:
+    for known in ON_FAILURE:
+        if word == known:
+            return known
+    raise InvalidInput(f"on_failure is one of {', '.join(ON_FAILURE)}, not {word!r}")
+
+
+def _enqueue(child: _Child, link: Link) -> Call:
+    assert child.payload is not None and child.options is not None
+    return calls.enqueue(Keyspace(child.ref.queue), child.ref.id, child.payload, parent=link, **child.options)
+
+
+def _flow(flow: Flow, ks: Keyspace, parent: Link | None) -> Call:
+    dependencies = [(child.ref, child.on_failure) for child in flow._children]
+    return calls.flow(ks, flow.id, flow.payload, dependencies, parent=parent, **flow.options)
+
+
+def _check(flow: Flow, ks: Keyspace, parent: Link | None, above: list[Flow]) -> None:
+    """Every call the flow will send, built (and so checked) with a
+    placeholder incarnation: :class:`InvalidInput` before anything is sent."""
+    if any(flow is seen for seen in above):
+        raise InvalidInput(f"flow {flow.id} is nested in itself")
+    _flow(flow, ks, parent)
+    link = Link(_PLACEHOLDER, JobRef(ks.name, flow.id))
+    for child in flow._children:
+        if child.flow is not None:
+            _check(child.flow, Keyspace(child.ref.queue), link, [*above, flow])
+        else:
+            _enqueue(child, link)
+
+
+Steps = Generator[tuple[Keyspace, list[Call]], list[Any], FlowAdded]
+"""What :func:`steps` yields: a queue and the calls to send to it in one
+round trip; it is sent their replies (each a value or its error)."""
+
+
+def steps(flow: Flow, ks: Keyspace, parent: Link | None = None) -> Steps:
+    """The calls that add ``flow`` with its parent in queue ``ks``, round
+    trip by round trip (the executor's ``run_many``, async or not): the
+    parent's FLOW, then its nested flows each in turn, then its children's
+    ENQUEUEs in one round trip per queue. Everything is checked before the
+    first is yielded."""
+    _check(flow, ks, parent, [])
+    return (yield from _steps(flow, ks, parent))
+
+
+def _steps(flow: Flow, ks: Keyspace, parent: Link | None) -> Steps:
+    [reply] = yield ks, [_flow(flow, ks, parent)]
+    if isinstance(reply, Exception):
+        raise reply
+    created, incarnation = _flowed(reply)
+    if incarnation is None:
+        raise NotAParent(f"{flow.id} of {ks.name} exists and is no flow's parent")
+    me = JobRef(ks.name, flow.id)
+    link = Link(incarnation, me)
+    jobs: dict[str, list[Call]] = {}
+    for child in flow._children:
+        if child.flow is not None:
+            yield from _steps(child.flow, Keyspace(child.ref.queue), link)
+        else:
+            jobs.setdefault(child.ref.queue, []).append(_enqueue(child, link))
+    for queue, enqueues in jobs.items():
+        for found in (yield Keyspace(queue), enqueues):
+            if isinstance(found, Exception):
+                raise found
+    return FlowAdded(me, incarnation, created, flow.children)
+
+
+def _flowed(reply: Any) -> tuple[bool, int | None]:
+    """FLOW's reply: ``[1, incarnation]`` written, ``[0, incarnation]`` a parent
+    that existed, ``[0]`` a job that is no parent."""
+    if not isinstance(reply, list) or not reply or reply[0] not in (0, 1):
+        raise EchoMQError(f"FLOW answered {reply!r}")
+    if len(reply) < 2:
+        return False, None
+    return reply[0] == 1, int(reply[1])
+
+
+__all__ = ["Flow", "NotAParent", "steps"]

@@ -1,0 +1,121 @@
+--[[ What a flow's child tells its parent (protocol 1.6, PROTOCOL.md §7.8;
+the core's twin is `Notify` in crates/echomq-core/src/transition/notice.rs):
+every transition that ends a job (to done, dead or cancelled, or deleted
+unfinished) and finds its link in emq:{q}:parents writes a notice in the
+child's own queue, emq:{q}:notices, in the same script, and drops the link.
+The relay carries notices to the parent's queue (RESOLVE). No notice is lost
+with a call that forgot the flows' keys: a call without them that would end
+a linked job is refused, before its first write.
+
+A link, as emq:{q}:parents holds it (child id -> link) and ENQUEUE's and
+FLOW's PARENT give it: `<incarnation> {<queue>}<parent id>`. A job named
+across queues, `{<queue>}<id>`: the queue's hashtag (1 to 255 bytes, no
+brace, no NUL; its first `}` ends it), then the id.
+
+A call passes the flows' keys as `parents` and `notices`, both or neither
+(nil): notices_open_error checks them, parent_link reads a job's link
+before any write (one_link does both for one job), tell_parent writes the
+notice after every check.
+]]
+--@include common
+
+-- The queue and the id of `text`, a job named across queues, or nil when it
+-- is none; the id not yet through the kind gate (the core's JobRef::split).
+local function split_job_ref(text)
+  if string.sub(text, 1, 1) ~= '{' then return nil end
+  local close = string.find(text, '}', 2, true)
+  if not close then return nil end
+  local queue = string.sub(text, 2, close - 1)
+  if #queue < 1 or #queue > 255 or string.find(queue, '{', 1, true) or string.find(queue, '\0', 1, true) then
+    return nil
+  end
+  return queue, string.sub(text, close + 1)
+end
+
+-- The incarnation and the parent of link `text`, or nil when it does not
+-- read as one: 1 to MAX_DIGITS digits, one space, then a job named across
+-- queues whose id passes the kind gate (the core's Link::parse).
+local function read_link(text)
+  local space = string.find(text, ' ', 1, true)
+  if not space then return nil end
+  local incarnation, parent = string.sub(text, 1, space - 1), string.sub(text, space + 1)
+  if #incarnation == 0 or #incarnation > MAX_DIGITS or string.find(incarnation, '%D') then return nil end
+  local _, id = split_job_ref(parent)
+  if not id or string.sub(id, 1, 3) ~= 'JOB' then return nil end
+  return incarnation, parent
+end
+
+-- PARENT's value, an option's check (includes/common's options): a link.
+local function parent_option(value)
+  if value == nil then return nil, emq_error('EMQARG', 'PARENT is missing its link') end
+  if not read_link(value) then
+    return nil, emq_error('EMQARG', 'PARENT must be <incarnation> {<queue>}<id>, not ' .. value)
+  end
+  return value
+end
+
+-- The last check before the links are read: when the call passed the
+-- flows' keys, `parents` must hold a hash and `notices` a stream (or
+-- nothing).
+local function notices_open_error(parents, notices)
+  if parents then
+    return type_error(parents, 'hash') or type_error(notices, 'stream')
+  end
+end
+
+-- The link of job `id`, which the call is about to end: nil when it is no
+-- flow's child (or its parent was told already). Read before any write: a
+-- link that does not read as one is EMQDATA. A call without the flows' keys
+-- (`parents` nil) looks in the queue's own emq:{q}:parents (a hash or
+-- nothing: its read is its type check), and a linked job there refuses it
+-- (EMQARG): no speaker ends a child and leaves its parent waiting for ever.
+local function parent_link(parents, prefix, id)
+  if not parents then
+    local derived = prefix .. 'parents'
+    local link = redis.pcall('HGET', derived, id)
+    local err = read_error(link, derived, 'hash')
+    if err then return nil, err end
+    if link then
+      return nil, emq_error('EMQARG', id .. ' has a parent: the call needs ' .. prefix .. 'parents and '
+        .. prefix .. 'notices')
+    end
+    return nil
+  end
+  local link = redis.call('HGET', parents, id)
+  if not link then return nil end
+  if not read_link(link) then return nil, malformed(parents, id, 'a link') end
+  return link
+end
+
+-- notices_open_error, then parent_link, for a call that ends one job and
+-- reads its link right after the check (ACK, ACKNEXT): the parents key's
+-- type is checked by the link's read, which refuses a key of another type,
+-- in the same order (parents, notices, then the link): one TYPE fewer on
+-- every ack.
+local function one_link(parents, notices, prefix, id)
+  if not parents then return parent_link(nil, prefix, id) end
+  local link = redis.pcall('HGET', parents, id)
+  local err = read_error(link, parents, 'hash') or type_error(notices, 'stream')
+  if err then return nil, err end
+  if link and not read_link(link) then return nil, malformed(parents, id, 'a link') end
+  return link
+end
+
+-- Tell the parent of job `id` of the queue at `prefix`, linked by `link`
+-- (parent_link's), how its child ended (`done`, `dead`, `cancelled` or
+-- `gone`), with the child's result when it kept one: the notice (no
+-- MAXLEN: the notices are never trimmed, each waits for the relay), then
+-- the link dropped. After every check.
+local function tell_parent(parents, notices, prefix, id, link, outcome, result)
+  local incarnation, parent = read_link(link)
+  -- The child as the parent names it: the queue's hashtag, then its id.
+  local child = string.sub(prefix, #'emq:' + 1, -2) .. id
+  if result then
+    redis.call('XADD', notices, '*', 'parent', parent, 'incarnation', incarnation, 'child', child,
+      'outcome', outcome, 'result', result)
+  else
+    redis.call('XADD', notices, '*', 'parent', parent, 'incarnation', incarnation, 'child', child,
+      'outcome', outcome)
+  end
+  redis.call('HDEL', parents, id)
+end

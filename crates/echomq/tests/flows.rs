@@ -1,0 +1,349 @@
+//! Flows (protocol 1.6) on Lua, Native and Embedded: a parent runs once,
+//! after its children in other queues, and reads their results; every way
+//! a child can end tells its parent; notices sent twice, late or to a
+//! parent that ended change nothing.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use echomq::executor::execute;
+use echomq::transition::Resolve;
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::{
+    Config, EnqueueOptions, Flow, JobId, JobRef, OnFailure, Outcome, Queue, Retention, RetryPolicy, State,
+    Upkeep,
+};
+use echomq_test_support::{eventually, unique_queue};
+
+fn options() -> WorkerOptions {
+    WorkerOptions::default()
+        .concurrency(4)
+        .lease(Duration::from_secs(30))
+        .upkeep(Duration::from_millis(50))
+        .retry(RetryPolicy::new().max_attempts(1))
+}
+
+/// Run `worker` until the returned sender is dropped or sent to.
+fn spawn(worker: Worker) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        worker
+            .run_until(async move {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("the worker runs");
+    });
+    (stop, task)
+}
+
+/// What a parent saw when it ran: its children's results, by child.
+type Seen = Arc<Mutex<Vec<Vec<(JobRef, Vec<u8>)>>>>;
+
+/// A worker of `queue` whose jobs return `done <payload>`, but a parent,
+/// which notes its children's results in `seen` and returns `parent`.
+fn worker(queue: &Queue, seen: &Seen) -> Worker {
+    let seen = seen.clone();
+    Worker::with_options(
+        queue.clone(),
+        move |job: JobContext| {
+            let seen = seen.clone();
+            async move {
+                if job.payload.starts_with(b"parent") {
+                    let results =
+                        job.children_results().await.map_err(|err| HandlerError::from(err.to_string()))?;
+                    seen.lock().unwrap().push(results);
+                    return Ok::<_, HandlerError>(b"parent".to_vec());
+                }
+                Ok([b"done ".as_slice(), &job.payload].concat())
+            }
+        },
+        options(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_runs_once_after_its_children_in_other_queues_and_reads_their_results() {
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let queues: Vec<Queue> = ["parents", "render", "thumbs"]
+            .map(|q| Queue::new(via.clone(), &unique_queue(q)).unwrap())
+            .into();
+        let [parents, render, thumbs] = [&queues[0], &queues[1], &queues[2]];
+        let nested = Flow::new(b"parent nested".to_vec()).child(thumbs.name(), b"t1".to_vec());
+        let flow = Flow::new(b"parent top".to_vec())
+            .child(render.name(), b"r1".to_vec())
+            .child(render.name(), b"r2".to_vec())
+            .child_flow(thumbs.name(), nested, OnFailure::Fail);
+        let added = echomq::Flows::of(parents).add(flow.clone()).await.unwrap();
+        assert!(added.created, "{name}");
+        assert_eq!(added.children.len(), 3, "{name}");
+        let stats = parents.stats().await.unwrap();
+        assert_eq!((stats.waiting, stats.pending), (1, 0), "{name}: the parent waits");
+
+        let seen: Seen = Arc::default();
+        let running: Vec<_> = queues.iter().map(|queue| spawn(worker(queue, &seen))).collect();
+        let parent = added.parent.id.clone();
+        eventually("the parent ran", || async {
+            parents.inspect(&parent).await.unwrap().is_some_and(|job| job.record.state == State::Done)
+        })
+        .await;
+        // A few more upkeep periods: nothing runs the parent again.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for (stop, task) in running {
+            stop.send(()).unwrap();
+            task.await.unwrap();
+        }
+        let runs = seen.lock().unwrap().clone();
+        assert_eq!(runs.len(), 2, "{name}: the nested parent and the top one, each once: {runs:?}");
+        let top = runs.iter().find(|results| results.len() == 3).expect("the top parent's run");
+        let results: Vec<&[u8]> = top.iter().map(|(_, result)| result.as_slice()).collect();
+        for want in [&b"done r1"[..], b"done r2", b"parent"] {
+            assert!(results.contains(&want), "{name}: {results:?} lacks {want:?}");
+        }
+        assert_eq!(parents.result(&parent).await.unwrap().as_deref(), Some(&b"parent"[..]), "{name}");
+        // Adding the same flow again (its ids fixed when it was built)
+        // adds nothing: the parent is there, its children are duplicates.
+        let again = echomq::Flows::of(parents).add(flow).await.unwrap();
+        assert_eq!((again.created, &again.parent), (false, &added.parent), "{name}");
+        let stats = parents.stats().await.unwrap();
+        assert_eq!((stats.waiting, stats.pending, stats.done), (0, 0, 1), "{name}");
+        let render = render.stats().await.unwrap();
+        assert_eq!((render.pending, render.done), (0, 2), "{name}: no child twice");
+    }
+}
+
+/// One parent of one child in another queue, the child's end chosen by
+/// `end`, then relayed: the parent's state and what it heard.
+async fn one_child_ends(
+    via: &Arc<dyn echomq::Executor>,
+    on_failure: OnFailure,
+    end: impl AsyncFnOnce(&Queue, &JobId),
+) -> (State, Option<Outcome>) {
+    let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+    let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+    let child = JobId::mint();
+    let flow = Flow::new(b"parent".to_vec()).child_with(
+        children.name(),
+        b"child".to_vec(),
+        EnqueueOptions::default().id(child.clone()),
+        on_failure,
+    );
+    let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+    end(&children, &child).await;
+    assert_eq!(Upkeep::of(&children).relay().await.unwrap(), 1, "one notice");
+    // Relayed and deleted: a second relay finds none.
+    assert_eq!(Upkeep::of(&children).relay().await.unwrap(), 0, "the notice was deleted");
+    let state = parents.inspect(&added.parent.id).await.unwrap().expect("the parent").record.state;
+    let heard = echomq::Flows::of(&parents).children(&added.parent.id).await.unwrap().expect("a parent");
+    (state, heard.children[0].outcome)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_a_child_ends_tells_its_parent() {
+    let (_server, executors) = common::three_executors().await;
+    let lease = Duration::from_secs(30);
+    let once = RetryPolicy::new().max_attempts(1);
+    for (name, via) in executors {
+        let acked = one_child_ends(&via, OnFailure::Fail, async |q, _| {
+            q.claim(lease).await.unwrap().expect("the child").ack_with(b"42".to_vec()).await.unwrap();
+        })
+        .await;
+        assert_eq!(acked, (State::Pending, Some(Outcome::Done)), "{name}: ack");
+
+        let failed = one_child_ends(&via, OnFailure::Fail, async |q, _| {
+            q.claim(lease).await.unwrap().expect("the child").fail("boom", &once).await.unwrap();
+        })
+        .await;
+        assert_eq!(failed, (State::Dead, Some(Outcome::Dead)), "{name}: fail to dead");
+
+        let reaped = one_child_ends(&via, OnFailure::Continue, async |q, _| {
+            let _lost = q.claim(Duration::from_millis(1)).await.unwrap().expect("the child");
+            eventually("the lease ran out and was reaped", || async {
+                Upkeep::of(q).reap(1).await.unwrap().dead == 1
+            })
+            .await;
+        })
+        .await;
+        assert_eq!(reaped, (State::Pending, Some(Outcome::Dead)), "{name}: reaped to dead, continued");
+
+        let cancelled = one_child_ends(&via, OnFailure::Ignore, async |q, id| {
+            assert!(q.cancel(id).await.unwrap());
+        })
+        .await;
+        assert_eq!(cancelled, (State::Pending, Some(Outcome::Cancelled)), "{name}: cancel, ignored");
+
+        let removed = one_child_ends(&via, OnFailure::Fail, async |q, id| {
+            assert_eq!(q.remove(State::Pending, std::slice::from_ref(id)).await.unwrap(), 1);
+        })
+        .await;
+        assert_eq!(removed, (State::Dead, Some(Outcome::Gone)), "{name}: remove");
+
+        let drained = one_child_ends(&via, OnFailure::Ignore, async |q, _| {
+            assert_eq!(q.drain(echomq::Drain::Waiting).await.unwrap(), 1);
+        })
+        .await;
+        assert_eq!(drained, (State::Pending, Some(Outcome::Gone)), "{name}: drain, ignored");
+
+        // Retention trims the done child before the relay runs: the notice
+        // carries its result all the same.
+        let trimmed = one_child_ends(&via, OnFailure::Fail, async |q, id| {
+            q.claim(lease).await.unwrap().expect("the child").ack_with(b"kept".to_vec()).await.unwrap();
+            let briefly = Retention { age: Some(Duration::from_millis(1)), count: None };
+            q.configure(Config::default().keep_done(briefly)).await.unwrap();
+            eventually("retention trimmed the child", || async {
+                Upkeep::of(q).trim(State::Done).await.unwrap() == 1
+            })
+            .await;
+            assert!(q.inspect(id).await.unwrap().is_none(), "trimmed");
+        })
+        .await;
+        assert_eq!(trimmed, (State::Pending, Some(Outcome::Done)), "{name}: trimmed after ack");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notices_twice_late_or_to_an_ended_parent_change_nothing() {
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+        let flow = Flow::new(b"parent".to_vec())
+            .child(children.name(), b"a".to_vec())
+            .child(children.name(), b"b".to_vec());
+        let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+        let resolve = |child: &JobRef, outcome, incarnation| Resolve {
+            parent: added.parent.id.clone(),
+            incarnation,
+            child: child.clone(),
+            outcome,
+            result: None,
+        };
+        let keys = parents.keyspace();
+        let send = |call: Resolve| {
+            let via = via.clone();
+            async move { execute(&*via, keys, &call).await.unwrap() }
+        };
+        let [a, b] = [&added.children[0], &added.children[1]];
+        assert!(send(resolve(a, Outcome::Done, added.incarnation)).await, "{name}: applied");
+        assert!(!send(resolve(a, Outcome::Done, added.incarnation)).await, "{name}: twice");
+        assert!(!send(resolve(a, Outcome::Dead, added.incarnation)).await, "{name}: out of order");
+        assert!(!send(resolve(b, Outcome::Done, added.incarnation + 1)).await, "{name}: another incarnation");
+        let other = JobRef::new(children.name(), JobId::mint()).unwrap();
+        assert!(!send(resolve(&other, Outcome::Done, added.incarnation)).await, "{name}: not its child");
+        assert_eq!(parents.stats().await.unwrap().waiting, 1, "{name}: still waiting for b");
+        // Cancelled: b's notice changes nothing, and nothing runs it.
+        assert!(parents.cancel(&added.parent.id).await.unwrap());
+        assert!(!send(resolve(b, Outcome::Done, added.incarnation)).await, "{name}: after the cancel");
+        let stats = parents.stats().await.unwrap();
+        assert_eq!((stats.cancelled, stats.pending, stats.waiting), (1, 0, 0), "{name}");
+        let heard = echomq::Flows::of(&parents).children(&added.parent.id).await.unwrap().expect("a parent");
+        assert_eq!(heard.open, 1, "{name}: b stays open");
+        // The parent took its open child with it; a's run had ended (the
+        // parent heard), so it is left as it was.
+        let state = |id: &JobId| {
+            let children = children.clone();
+            let id = id.clone();
+            async move { children.inspect(&id).await.unwrap().unwrap().record.state }
+        };
+        assert_eq!(state(&b.id).await, State::Cancelled, "{name}");
+        assert_eq!(state(&a.id).await, State::Pending, "{name}: a's end was told by hand here, not run");
+    }
+}
+
+/// A producer that died between its parent and its children: the sweep
+/// resolves the child that never came `gone`, and one that ended with no
+/// link (enqueued by a speaker that did not link it) as it ended; a child
+/// still pending is left to tell its parent itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_resolves_children_that_never_came_or_ended_unheard() {
+    use echomq::transition::{Dependency, Flow as FlowCall, Flowed};
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+        let [never, unheard, later] = [JobId::mint(), JobId::mint(), JobId::mint()];
+        let dependency = |id: &JobId, on_failure| Dependency {
+            child: JobRef::new(children.name(), id.clone()).unwrap(),
+            on_failure,
+        };
+        let parent = JobId::mint();
+        let call = FlowCall {
+            id: parent.clone(),
+            payload: b"parent".to_vec(),
+            children: vec![
+                dependency(&never, OnFailure::Ignore),
+                dependency(&unheard, OnFailure::Fail),
+                dependency(&later, OnFailure::Fail),
+            ],
+            priority: 0,
+            policy: None,
+            headers: Default::default(),
+            parent: None,
+        };
+        assert!(
+            matches!(execute(&*via, parents.keyspace(), &call).await.unwrap(), Flowed::Created(_)),
+            "{name}"
+        );
+        // `unheard` enqueued with no link, and done; `later` pending.
+        children.enqueue_with(b"u".to_vec(), EnqueueOptions::default().id(unheard.clone())).await.unwrap();
+        children
+            .claim(Duration::from_secs(30))
+            .await
+            .unwrap()
+            .unwrap()
+            .ack_with(b"r".to_vec())
+            .await
+            .unwrap();
+        children.enqueue_with(b"l".to_vec(), EnqueueOptions::default().id(later.clone())).await.unwrap();
+
+        let sweep = Upkeep::of(&parents);
+        assert_eq!(
+            sweep.sweep_flows(Duration::from_secs(3600)).await.unwrap(),
+            0,
+            "{name}: not past its grace"
+        );
+        assert_eq!(sweep.sweep_flows(Duration::ZERO).await.unwrap(), 2, "{name}");
+        assert_eq!(sweep.sweep_flows(Duration::ZERO).await.unwrap(), 0, "{name}: once");
+        let heard = echomq::Flows::of(&parents).children(&parent).await.unwrap().expect("a parent");
+        let outcome = |id: &JobId| heard.children.iter().find(|child| &child.child.id == id).unwrap().clone();
+        assert_eq!(outcome(&never).outcome, Some(Outcome::Gone), "{name}");
+        assert_eq!(
+            (outcome(&unheard).outcome, outcome(&unheard).result),
+            (Some(Outcome::Done), Some(b"r".to_vec()))
+        );
+        assert_eq!(outcome(&later).outcome, None, "{name}: still pending, it tells its parent itself");
+        assert_eq!(parents.stats().await.unwrap().waiting, 1, "{name}");
+    }
+}
+
+/// Flows that name each other (a parent a child of its own child) are
+/// cancelled each job once: the walk ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_flows_that_name_each_other_ends() {
+    use echomq::transition::{Dependency, Flow as FlowCall};
+    let via: Arc<dyn echomq::Executor> = Arc::new(echomq::Embedded::new());
+    let q = Queue::new(via.clone(), &unique_queue("cycle")).unwrap();
+    let (a, b) = (JobId::mint(), JobId::mint());
+    for (parent, child) in [(&a, &b), (&b, &a)] {
+        let call = FlowCall {
+            id: parent.clone(),
+            payload: b"p".to_vec(),
+            children: vec![Dependency {
+                child: JobRef::new(q.name(), child.clone()).unwrap(),
+                on_failure: OnFailure::Fail,
+            }],
+            priority: 0,
+            policy: None,
+            headers: Default::default(),
+            parent: None,
+        };
+        execute(&*via, q.keyspace(), &call).await.unwrap();
+    }
+    assert!(q.cancel(&a).await.unwrap());
+    for id in [&a, &b] {
+        assert_eq!(q.inspect(id).await.unwrap().unwrap().record.state, State::Cancelled);
+    }
+}

@@ -1,0 +1,105 @@
+//! `emq flow add`: a flow from JSON, a parent and its children in any
+//! queues (protocol 1.6, PROTOCOL.md §7.8), written as `Flows::add`
+//! writes it: the parent first, then each child linked to it.
+
+use std::io::Read;
+
+use echomq::{EnqueueOptions, Flow, JobId, OnFailure};
+use serde::Deserialize;
+
+use crate::connect::{Error, Server};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Add a flow from JSON (a file, or - for stdin): {"queue": "reports",
+    /// "payload": "merge", "children": [{"queue": "render", "payload": "page 1"},
+    /// {"queue": "thumbs", "payload": "sum", "on_failure": "ignore",
+    /// "children": [...]}]}. A node may also give "id" and "priority"; a
+    /// child's "on_failure" is fail (the default: the parent dies with it),
+    /// ignore (the parent waits for the others) or continue (the parent runs
+    /// at once). Prints the parent, its incarnation and its children, as JSON.
+    Add(AddArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AddArgs {
+    /// The JSON file, or - to read it from stdin.
+    file: String,
+}
+
+/// One node of the JSON: a job, and the children that make it a parent.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Node {
+    queue: String,
+    payload: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    priority: i64,
+    #[serde(default)]
+    on_failure: Option<String>,
+    #[serde(default)]
+    children: Vec<Node>,
+}
+
+pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
+    let Command::Add(args) = command;
+    let text = if args.file == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text)?;
+        text
+    } else {
+        std::fs::read_to_string(&args.file).map_err(|err| format!("{}: {err}", args.file))?
+    };
+    let root: Node =
+        serde_json::from_str(&text).map_err(|err| format!("{}: not a flow: {err}", args.file))?;
+    if root.on_failure.is_some() {
+        return Err("the top parent has no on_failure: it is nobody's child".into());
+    }
+    let queue = server.queue(&root.queue).await?;
+    let added = echomq::Flows::of(&queue).add(flow(root)?).await?;
+    let children: Vec<String> = added.children.iter().map(ToString::to_string).collect();
+    let line = serde_json::json!({
+        "parent": added.parent.to_string(),
+        "incarnation": added.incarnation,
+        "created": added.created,
+        "children": children,
+    });
+    say!("{line}");
+    Ok(())
+}
+
+/// The parent `node`, its children built in turn.
+fn flow(node: Node) -> Result<Flow, Error> {
+    if node.children.is_empty() {
+        return Err(format!("{} {:?}: a parent needs children", node.queue, node.payload).into());
+    }
+    let mut flow = Flow::new(node.payload.into_bytes()).priority(node.priority);
+    if let Some(id) = node.id {
+        flow = flow.id(id.parse::<JobId>()?);
+    }
+    for child in node.children {
+        let on_failure = on_failure(child.on_failure.as_deref())?;
+        let queue = child.queue.clone();
+        if child.children.is_empty() {
+            let mut options = EnqueueOptions::default().priority(child.priority);
+            if let Some(id) = child.id {
+                options = options.id(id.parse::<JobId>()?);
+            }
+            flow = flow.child_with(&queue, child.payload.into_bytes(), options, on_failure);
+        } else {
+            flow = flow.child_flow(&queue, self::flow(child)?, on_failure);
+        }
+    }
+    Ok(flow)
+}
+
+fn on_failure(word: Option<&str>) -> Result<OnFailure, Error> {
+    Ok(match word {
+        None | Some("fail") => OnFailure::Fail,
+        Some("ignore") => OnFailure::Ignore,
+        Some("continue") => OnFailure::Continue,
+        Some(other) => return Err(format!("on_failure {other:?} is none of fail, ignore, continue").into()),
+    })
+}
