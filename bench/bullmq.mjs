@@ -10,7 +10,7 @@
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Queue, Worker } from 'bullmq';
+import { FlowProducer, Queue, Worker } from 'bullmq';
 import IORedis from 'ioredis';
 
 const [url, workload, jobsArg = '20000', payloadArg = '53', rateArg = '1000', secondsArg = '2', concurrencyArg = '10'] =
@@ -132,6 +132,24 @@ async function throughput(jobs, measured) {
     started = await start();
     worker.run();
     await addBulk(queue, jobs);
+    ended = await done;
+  } else if (workload === 'flow-100') {
+    // A parent and its 100 children a flow, in the same queue, added one
+    // flow after the other while one worker of 100 slots works them.
+    const flows = Math.max(1, Math.floor(jobs / 101));
+    count = flows * 101;
+    const worker = await readyWorker(queue.name, 100);
+    const producer = new FlowProducer({ connection: connection() });
+    closing.push(worker, producer);
+    const done = completions([worker], count);
+    started = await start();
+    worker.run();
+    for (let i = 0; i < flows; i++) {
+      await producer.add({
+        name: 'parent', queueName: queue.name, data,
+        children: Array.from({ length: 100 }, () => ({ name: 'child', queueName: queue.name, data })),
+      });
+    }
     ended = await done;
   } else {
     throw new Error(`no workload ${workload}`);

@@ -31,7 +31,7 @@ NO_EVENTS_WORKLOADS = {"add-bulk", "process-c1", "process-c100", "end-to-end"}
 WORKLOADS = ["add-50", "add-bulk", "hset-zadd", "seed-lua", "add-bulk-1kb",
              "process-c1", "process-c10", "process-c100", "process-c100-1kb",
              "process-c100-1ms", "process-c100-10ms", "process-4x25", "queues-100", "queues-1000",
-             "end-to-end",
+             "end-to-end", "flow-100",
              "add-bulk-aof", "process-c100-aof", "end-to-end-aof"]
 CEILING = {"hset-zadd", "seed-lua"}
 # Four worker processes on one queue (process-4x25): a server to share.

@@ -225,6 +225,12 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
             many_queues(via, options, &stats, many, per, &payload).await
         }
         "end-to-end" => end_to_end(&stats, &queue, jobs, &payload).await,
+        "flow-100" => {
+            // A flow a parent and its 100 children: whole flows only.
+            let flows = (jobs / 101).max(1);
+            jobs = flows * 101;
+            flows_end_to_end(&stats, &queue, flows, &payload).await
+        }
         other => panic!("no workload {other}"),
     };
     let server_us = stats.usec_since_start().await.map(|usec| usec / jobs as f64);
@@ -280,6 +286,39 @@ async fn many_queues(
     let started = stats.start().await;
     let (stop, task) = start_worker(&queues, 100, Duration::ZERO);
     let done = count.await;
+    let _ = stop.send(());
+    task.await.expect("the worker");
+    (started, done)
+}
+
+/// `flow-100`: `flows` flows of a parent and 100 children, all on `queue`,
+/// added one after the other (as BullMQ's FlowProducer adds them) while
+/// one worker of 100 slots works them: when the clock started, and when
+/// the last job (a parent: its children ran before it) was done. The
+/// children reach their parents by the worker's upkeep (the relay).
+async fn flows_end_to_end(
+    stats: &server::Stats,
+    queue: &Queue,
+    flows: usize,
+    payload: &[u8],
+) -> (Instant, Instant) {
+    let count = counted::expect(flows * 101);
+    let started = stats.start().await;
+    let (stop, task) = start_worker(std::slice::from_ref(queue), 100, Duration::ZERO);
+    let producer = {
+        let (queue, payload) = (queue.clone(), payload.to_vec());
+        tokio::spawn(async move {
+            for _ in 0..flows {
+                let mut flow = echomq::Flow::new(payload.clone());
+                for _ in 0..100 {
+                    flow = flow.child(queue.name(), payload.clone());
+                }
+                echomq::Flows::of(&queue).add(flow).await.expect("a flow");
+            }
+        })
+    };
+    let done = count.await;
+    producer.await.expect("the producer");
     let _ = stop.send(());
     task.await.expect("the worker");
     (started, done)

@@ -3,8 +3,10 @@
 //! module loaded for `--via native`). Every 100,000 jobs it prints the jobs/s
 //! of that stretch, how many done jobs are kept, and the server's
 //! `used_memory`: with bounded retention (the default keeps 10,000 done
-//! jobs) the memory levels off once the window is full. Run it on purpose,
-//! in release mode:
+//! jobs) the memory levels off once the window is full. With `--flows`,
+//! the jobs are children of flows, a parent to every 100 (protocol 1.6):
+//! the parents' dependencies, the notices and the children's links must
+//! level off with them. Run it on purpose, in release mode:
 //!
 //! ```text
 //! cargo build -p echomq-module --release
@@ -37,6 +39,9 @@ struct Options {
     /// Payload size in bytes.
     #[arg(long, default_value_t = 53)]
     payload: usize,
+    /// The jobs are flows' children, 100 to a parent (the parents not counted).
+    #[arg(long)]
+    flows: bool,
 }
 
 async fn used_memory(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
@@ -72,7 +77,17 @@ async fn main() {
     let (mut sent, mut stretch) = (0, Instant::now());
     while sent < options.jobs {
         let batch = 1000.min(options.jobs - sent);
-        queue.enqueue_batch((0..batch).map(|_| payload.clone())).await.expect("enqueued");
+        if options.flows {
+            for _ in 0..batch.div_ceil(100) {
+                let mut flow = echomq::Flow::new(payload.clone());
+                for _ in 0..100 {
+                    flow = flow.child(queue.name(), payload.clone());
+                }
+                echomq::Flows::of(&queue).add(flow).await.expect("a flow");
+            }
+        } else {
+            queue.enqueue_batch((0..batch).map(|_| payload.clone())).await.expect("enqueued");
+        }
         sent += batch;
         // Keep the backlog short: the run measures retention, not a queue's depth.
         while queue.stats().await.expect("stats").pending > 20_000 {
@@ -81,7 +96,7 @@ async fn main() {
         if sent % 100_000 == 0 || sent == options.jobs {
             loop {
                 let stats = queue.stats().await.expect("stats");
-                if stats.pending + stats.active == 0 {
+                if stats.pending + stats.active + stats.waiting == 0 {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
