@@ -3,8 +3,9 @@
 //! so a job caught between two transitions cannot look inconsistent; per
 //! chunk, so the server is never held for long. The script only reads.
 //!
-//! A job is sound when its record exists, exactly one of the six sets holds
-//! it, and that set is the one its `state` names. An `active` job is sound
+//! A job is sound when its record exists, exactly one of the seven sets
+//! holds it (a flow's parent waits in `waiting`), and that set is the one
+//! its `state` names. An `active` job is sound
 //! only with a live lease: a deadline in `active` (the one REAP acts on) no
 //! later than now plus the longest lease the workers ask for, give or take
 //! [`CLOCK_SLACK`]. Once the run has settled, a sound job is also `done`.
@@ -22,12 +23,12 @@ const CHUNK: usize = 500;
 /// off by far more than this.
 const CLOCK_SLACK: Duration = Duration::from_secs(1);
 
-/// KEYS[1..6]: the six state sets; KEYS[7..]: the records of ARGV's ids.
+/// KEYS[1..7]: the seven state sets; KEYS[8..]: the records of ARGV's ids.
 const SCRIPT: &str = r#"
-local names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled'}
+local names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 'waiting'}
 local rows = {}
 for i, id in ipairs(ARGV) do
-  local record = redis.call('HMGET', KEYS[6 + i], 'state', 'attempts')
+  local record = redis.call('HMGET', KEYS[7 + i], 'state', 'attempts')
   local sets = {}
   for s, name in ipairs(names) do
     if redis.call('ZSCORE', KEYS[s], id) then sets[#sets + 1] = name end
@@ -65,7 +66,15 @@ pub async fn read(
     ids: &[JobId],
 ) -> redis::RedisResult<Vec<Row>> {
     let script = redis::Script::new(SCRIPT);
-    let sets = [State::Pending, State::Active, State::Delayed, State::Done, State::Dead, State::Cancelled];
+    let sets = [
+        State::Pending,
+        State::Active,
+        State::Delayed,
+        State::Done,
+        State::Dead,
+        State::Cancelled,
+        State::Waiting,
+    ];
     let mut rows = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(CHUNK) {
         let mut call = script.prepare_invoke();
@@ -131,6 +140,7 @@ mod tests {
     fn a_sound_job_passes_and_each_fault_is_named() {
         let lease = Duration::from_secs(2);
         assert_eq!(problem(&row("pending", &["pending"], None), lease, false), None);
+        assert_eq!(problem(&row("waiting", &["waiting"], None), lease, false), None);
         assert_eq!(problem(&row("active", &["active"], Some(11_000)), lease, false), None);
         assert_eq!(
             problem(&row("active", &["active"], Some(13_000)), lease, false),
@@ -152,6 +162,8 @@ mod tests {
             (row("pending", &["active"], Some(11_000)), false, "held by [active]"),
             (row("active", &["active"], Some(13_001)), false, "without a live lease"),
             (row("pending", &["pending"], None), true, "left pending"),
+            (row("waiting", &["waiting"], None), true, "left waiting"),
+            (row("waiting", &["waiting", "pending"], None), false, "held by [waiting, pending]"),
             (row("active", &["active"], Some(11_000)), true, "left active"),
         ];
         for (row, settled, why) in faults {

@@ -8,6 +8,8 @@
 //!   worker never speaks again, so kills alone never send a stale token; a
 //!   paused one wakes up holding tokens that are stale now, and its ack or
 //!   heartbeat must be refused. Each pause catches at least one such token.
+//!   The resumed worker is calmed (it kills itself after no RESOLVE) until
+//!   it has answered for them.
 //! - **Restart**: SIGKILL redis-server and start it again on the same
 //!   directory, with `appendonly yes` and `appendfsync always`.
 
@@ -82,8 +84,11 @@ pub struct Pauses {
 pub struct Stage<'a> {
     /// The workers.
     pub fleet: &'a mut Fleet,
-    /// The queue, to read records.
-    pub queue: &'a Queue,
+    /// The queues, to read records: the plain jobs' first.
+    pub queues: &'a [Queue],
+    /// The queue of each flow's job, by its place in `queues` (a job not
+    /// here is a plain one).
+    pub homes: &'a HashMap<JobId, usize>,
     /// The lease the workers take.
     pub lease: Duration,
     /// Ids whose first attempt fails by design (see `worker.rs`).
@@ -92,8 +97,16 @@ pub struct Stage<'a> {
     pub rng: &'a mut Rng,
 }
 
+impl Stage<'_> {
+    /// The queue of job `id`.
+    fn queue_of(&self, id: &JobId) -> &Queue {
+        &self.queues[self.homes.get(id).copied().unwrap_or(0)]
+    }
+}
+
 /// SIGKILL a random worker and start its replacement; says which.
 pub fn kill(stage: &mut Stage<'_>) -> std::io::Result<String> {
+    stage.fleet.check()?;
     let i = stage.rng.below(stage.fleet.len() as u64) as usize;
     let name = stage.fleet.name(i);
     stage.fleet.kill(i)?;
@@ -119,8 +132,10 @@ pub async fn pause(stage: &mut Stage<'_>, pauses: &mut Pauses) -> Result<String,
     };
     let name = stage.fleet.name(victim);
     await_reaped(stage, victim, &name, &running).await?;
+    stage.fleet.calm(victim, true).map_err(|e| e.to_string())?;
     stage.fleet.pause(victim, false).map_err(|e| e.to_string())?;
     await_answered(stage, victim, &name, &running).await?;
+    stage.fleet.calm(victim, false).map_err(|e| e.to_string())?;
     pauses.done += 1;
     pauses.caught += running.len() as u64;
     Ok(format!("pause {name}: {} running token(s) made stale", running.len()))
@@ -136,6 +151,7 @@ type Stopped = (usize, Vec<(JobId, u64)>);
 async fn stop_a_runner(stage: &mut Stage<'_>) -> Result<Option<Stopped>, String> {
     let searching = Instant::now() + SEARCH;
     loop {
+        stage.fleet.check().map_err(|e| e.to_string())?;
         if let Some(found) = stop_one(stage)? {
             return Ok(Some(found));
         }
@@ -156,7 +172,12 @@ fn stop_one(stage: &mut Stage<'_>) -> Result<Option<Stopped>, String> {
     }
     for i in order {
         if !running(stage.fleet.journal(i), stage.failing)?.is_empty() {
-            stage.fleet.pause(i, true).map_err(|e| e.to_string())?;
+            match stage.fleet.pause(i, true) {
+                Ok(()) => {}
+                // It killed itself meanwhile (`witness.rs`): the next look replaces it.
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(err) => return Err(err.to_string()),
+            }
             // Stopped: its journal holds still now. Did a handler outlive the look?
             let frozen = running(stage.fleet.journal(i), stage.failing)?;
             if !frozen.is_empty() {
@@ -174,7 +195,7 @@ fn stop_one(stage: &mut Stage<'_>) -> Result<Option<Stopped>, String> {
 /// is stopped mid-handler. A job never reaped resumes the victim and is
 /// the error.
 async fn await_reaped(
-    stage: &Stage<'_>,
+    stage: &mut Stage<'_>,
     victim: usize,
     name: &str,
     running: &[(JobId, u64)],
@@ -182,7 +203,9 @@ async fn await_reaped(
     let reaping = Instant::now() + stage.lease + REAP_SLACK;
     for (id, token) in running {
         loop {
-            let record = stage.queue.inspect(id).await.ok().flatten().map(|i| i.record);
+            // The others must live to reap it: replace any that killed itself.
+            stage.fleet.check().map_err(|e| e.to_string())?;
+            let record = stage.queue_of(id).inspect(id).await.ok().flatten().map(|i| i.record);
             if record
                 .is_some_and(|r| r.attempts > *token || (r.state == State::Pending && r.attempts == *token))
             {
@@ -201,13 +224,14 @@ async fn await_reaped(
 /// Wait until the resumed `victim` has answered for each of its stale
 /// tokens (by its journal), for up to [`ANSWER`].
 async fn await_answered(
-    stage: &Stage<'_>,
+    stage: &mut Stage<'_>,
     victim: usize,
     name: &str,
     running: &[(JobId, u64)],
 ) -> Result<(), String> {
     let answering = Instant::now() + ANSWER;
     loop {
+        stage.fleet.check().map_err(|e| e.to_string())?;
         let tail = journal::tail(stage.fleet.journal(victim), TAIL).map_err(|e| e.to_string())?;
         let answered = answered(&tail);
         if running.iter().all(|held| answered.contains(held)) {

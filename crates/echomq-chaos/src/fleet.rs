@@ -1,12 +1,18 @@
 //! The fleet: the worker processes, each this same binary in worker mode
 //! with a journal of its own. Workers are killed with SIGKILL and replaced,
 //! paused with SIGSTOP and resumed with SIGCONT, and at the end stopped
-//! gracefully by closing their stdin. A worker that ends any other way (it
-//! crashed, or would not stop) is a violation.
+//! gracefully by closing their stdin. A worker that killed itself between a
+//! RESOLVE and the relay's XDEL (its journal says so, `witness.rs`) is
+//! counted and replaced; one that ends any other way (it crashed, or would
+//! not stop) is a violation. A worker keeps its place in the fleet through
+//! its replacements, so a place names the same slot across a pause.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::journal::{self, Event};
 
 /// What every worker process is started with.
 pub struct Spec {
@@ -14,16 +20,32 @@ pub struct Spec {
     pub exe: PathBuf,
     /// The server's URL.
     pub url: String,
-    /// The queue.
-    pub queue: String,
     /// Each claim's lease, ms.
     pub lease_ms: u64,
     /// Jobs at once per worker.
     pub concurrency: usize,
     /// The longest handler sleep, ms.
     pub work_ms: u64,
+    /// The queues of each `Worker` a process runs, comma-separated.
+    pub groups: Vec<String>,
+    /// The chance per RESOLVE that a worker kills itself before the XDEL.
+    pub resolve_kills: f64,
+    /// The run's seed; each worker's draws come from it and its number.
+    pub seed: u64,
     /// Where journals and stderr files go.
     pub dir: PathBuf,
+}
+
+impl Spec {
+    /// The file whose existence calms every worker: no more kills of their own.
+    pub fn calm(&self) -> PathBuf {
+        self.dir.join("calm")
+    }
+
+    /// The file that calms worker `n` alone.
+    fn calm_one(&self, n: usize) -> PathBuf {
+        self.dir.join(format!("calm-{n}"))
+    }
 }
 
 struct Member {
@@ -41,35 +63,59 @@ pub struct Fleet {
     journals: Vec<PathBuf>,
     /// Workers that ended without being told to, or would not stop.
     pub crashes: Vec<String>,
+    /// Workers that killed themselves between a RESOLVE and its XDEL.
+    pub self_killed: u64,
 }
 
 impl Fleet {
     /// No workers yet.
     pub fn new(spec: Spec) -> Fleet {
-        Fleet { spec, live: Vec::new(), journals: Vec::new(), crashes: Vec::new() }
+        Fleet { spec, live: Vec::new(), journals: Vec::new(), crashes: Vec::new(), self_killed: 0 }
     }
 
     /// Start one more worker.
     pub fn start(&mut self) -> std::io::Result<()> {
+        let member = self.spawn()?;
+        self.live.push(member);
+        Ok(())
+    }
+
+    /// Start a worker process, the next number.
+    fn spawn(&mut self) -> std::io::Result<Member> {
         let n = self.journals.len();
         let journal = self.spec.dir.join(format!("worker-{n}.journal"));
+        // There from the start, empty, so that a look at a worker that has
+        // not opened it yet finds no line rather than no file.
+        std::fs::File::create(&journal)?;
         let stderr = std::fs::File::create(self.spec.dir.join(format!("worker-{n}.stderr")))?;
         let mut child = Command::new(&self.spec.exe)
             .arg("worker")
-            .args(["--url", &self.spec.url, "--queue", &self.spec.queue])
+            .args(["--url", &self.spec.url])
             .arg("--journal")
             .arg(&journal)
             .args(["--lease-ms", &self.spec.lease_ms.to_string()])
             .args(["--concurrency", &self.spec.concurrency.to_string()])
             .args(["--work-ms", &self.spec.work_ms.to_string()])
+            .args(self.spec.groups.iter().flat_map(|group| ["--queues", group]))
+            .args(["--resolve-kills", &self.spec.resolve_kills.to_string()])
+            .args(["--seed", &crate::rng::mix(self.spec.seed ^ (n as u64 + 1)).to_string()])
+            .arg("--calm")
+            .arg(self.spec.calm())
+            .arg("--calm")
+            .arg(self.spec.calm_one(n))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(stderr)
+            // A process group of its own, whose parent (this process) is in
+            // another: never orphaned while the run lives. A stopped worker
+            // in an orphaned group gets SIGHUP from the kernel, which ended
+            // paused workers of runs whose own group was orphaned by the
+            // shell that started them exiting first.
+            .process_group(0)
             .spawn()?;
         let stdin = child.stdin.take();
         self.journals.push(journal.clone());
-        self.live.push(Member { n, child, stdin, journal });
-        Ok(())
+        Ok(Member { n, child, stdin, journal })
     }
 
     /// How many workers are live.
@@ -87,18 +133,60 @@ impl Fleet {
         format!("worker {} (pid {})", self.live[i].n, self.live[i].child.id())
     }
 
-    /// SIGKILL live worker `i`, reap it, and start a replacement.
+    /// SIGKILL live worker `i`, reap it, and start a replacement in its
+    /// place. One found ended already is accounted for as [`check`](Fleet::check) does.
     pub fn kill(&mut self, i: usize) -> std::io::Result<()> {
-        let mut member = self.live.remove(i);
-        member.child.kill()?;
-        member.child.wait()?;
-        self.start()
+        let replacement = self.spawn()?;
+        let mut member = std::mem::replace(&mut self.live[i], replacement);
+        match member.child.try_wait()? {
+            Some(status) => self.ended(&member, status),
+            None => {
+                member.child.kill()?;
+                member.child.wait()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calm live worker `i` (no kill of its own while calm), or not.
+    pub fn calm(&self, i: usize, calm: bool) -> std::io::Result<()> {
+        let path = self.spec.calm_one(self.live[i].n);
+        match calm {
+            true => std::fs::write(path, b""),
+            false => std::fs::remove_file(path),
+        }
+    }
+
+    /// Calm every worker, for good: the chaos is over.
+    pub fn calm_all(&self) -> std::io::Result<()> {
+        std::fs::write(self.spec.calm(), b"")
+    }
+
+    /// A worker that ended by itself: killed on purpose (its journal's
+    /// `abort` line), counted; or a crash.
+    fn ended(&mut self, member: &Member, status: std::process::ExitStatus) {
+        use std::os::unix::process::ExitStatusExt;
+        let aborted = || {
+            journal::tail(&member.journal, 64 * 1024).is_ok_and(|tail| {
+                tail.iter().rev().take(64).any(|entry| matches!(entry.event, Event::Abort(_)))
+            })
+        };
+        if status.signal() == Some(libc::SIGKILL) && aborted() {
+            self.self_killed += 1;
+        } else {
+            self.crashes.push(format!(
+                "worker {} ended by itself ({status}){}",
+                member.n,
+                self.stderr(member)
+            ));
+        }
     }
 
     /// SIGSTOP (`pause`) or SIGCONT live worker `i`. A pause returns once
     /// every thread of the worker has stopped: kill(2) returns before a
     /// thread running on another core has, and until then it may still
-    /// write its journal and send calls.
+    /// write its journal and send calls. A worker that ended meanwhile (it
+    /// killed itself) is an error of kind `NotFound`.
     pub fn pause(&self, i: usize, pause: bool) -> std::io::Result<()> {
         let id = self.live[i].child.id();
         let pid = libc::pid_t::try_from(id).map_err(std::io::Error::other)?;
@@ -110,6 +198,12 @@ impl Fleet {
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while pause && !stopped(id)? {
+            if ended(id)? {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("worker pid {id} ended"),
+                ));
+            }
             if Instant::now() > deadline {
                 return Err(std::io::Error::other(format!("worker pid {id} did not stop")));
             }
@@ -118,20 +212,13 @@ impl Fleet {
         Ok(())
     }
 
-    /// Count and replace the workers that ended by themselves.
+    /// Count and replace, each in its place, the workers that ended by themselves.
     pub fn check(&mut self) -> std::io::Result<()> {
-        let mut i = 0;
-        while i < self.live.len() {
+        for i in 0..self.live.len() {
             if let Some(status) = self.live[i].child.try_wait()? {
-                let member = self.live.remove(i);
-                self.crashes.push(format!(
-                    "worker {} ended by itself ({status}){}",
-                    member.n,
-                    self.stderr(&member)
-                ));
-                self.start()?;
-            } else {
-                i += 1;
+                let replacement = self.spawn()?;
+                let member = std::mem::replace(&mut self.live[i], replacement);
+                self.ended(&member, status);
             }
         }
         Ok(())
@@ -156,11 +243,7 @@ impl Fleet {
             };
             match status {
                 Some(status) if status.success() => {}
-                Some(status) => self.crashes.push(format!(
-                    "worker {} stopped with {status}{}",
-                    member.n,
-                    self.stderr(&member)
-                )),
+                Some(status) => self.ended(&member, status),
                 None => {
                     member.child.kill()?;
                     member.child.wait()?;
@@ -204,6 +287,18 @@ fn stopped(pid: u32) -> std::io::Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// Whether process `pid` has ended (a zombie, not yet reaped), by `/proc`.
+fn ended(pid: u32) -> std::io::Result<bool> {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+            Ok(matches!(state, Some('Z' | 'X')))
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(err) => Err(err),
+    }
 }
 
 impl Drop for Fleet {

@@ -10,11 +10,22 @@
 //! ack JOB_01J… 2 ok           ACK with token 2 was accepted
 //! ack JOB_01J… 1 fence        … or refused with EMQFENCE
 //! extend JOB_01J… 1 fence     a heartbeat; also fail and release
+//! children JOB_01J… 1 {flows}JOB_01K…=6869 {chaos}JOB_01M…=
+//!                             a flow's parent's handler (attempt 1) read its
+//!                             children's results (hex; here one empty)
+//! resolve JOB_01K… 1750… applied
+//!                             the relay's RESOLVE of the notice of child
+//!                             JOB_01K…, to its parent's incarnation 1750…,
+//!                             was applied (or `unchanged`, `error`, `refused`)
+//! abort JOB_01K… 1750… applied
+//!                             … and the worker kills itself now, before the
+//!                             relay's XDEL (`witness.rs`)
 //! ```
 //!
 //! An outcome is `ok`, `fence` (EMQFENCE), `nojob` (EMQNOJOB), `error` (the
 //! connection failed: the call may or may not have happened) or `refused`
-//! (any other refusal, which a well-formed call never gets).
+//! (any other refusal, which a well-formed call never gets). A `resolve` or
+//! `abort` line's number is the parent's incarnation, not a token.
 
 use echomq::ErrorKind;
 use std::fmt;
@@ -24,10 +35,10 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::Mutex;
 
-use echomq::{Error, JobId};
+use echomq::{Error, JobId, JobRef};
 
 /// What happened to a job in one worker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
     /// A claim handed the job out with this token.
     Claim,
@@ -48,6 +59,45 @@ pub enum Event {
     /// PROGRESS, which the chaos handler never sends): the verdict cannot
     /// judge it, so it counts as a violation until it has its event.
     Unjudged,
+    /// A flow's parent's handler read its children's results
+    /// (`JobContext::children_results`): each child, and its bytes.
+    Children(Vec<(JobRef, Vec<u8>)>),
+    /// The relay's RESOLVE of a child's notice (the line's id is the
+    /// child's, its number the parent's incarnation), and its answer.
+    Resolve(Relayed),
+    /// The witness kills its own process right after this RESOLVE
+    /// answered, before the relay deletes the notice.
+    Abort(Relayed),
+}
+
+/// What a RESOLVE was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Relayed {
+    /// `1`: the parent heard of the child now.
+    Applied,
+    /// `0`: nothing changed (the parent had heard, or ended).
+    Unchanged,
+    /// No answer (the connection failed): it may or may not have happened.
+    Lost,
+    /// Refused: a RESOLVE the relay sends is never refused.
+    Refused,
+}
+
+impl Relayed {
+    fn as_str(self) -> &'static str {
+        match self {
+            Relayed::Applied => "applied",
+            Relayed::Unchanged => "unchanged",
+            Relayed::Lost => "error",
+            Relayed::Refused => "refused",
+        }
+    }
+
+    fn parse(word: &str) -> Option<Relayed> {
+        [Relayed::Applied, Relayed::Unchanged, Relayed::Lost, Relayed::Refused]
+            .into_iter()
+            .find(|relayed| relayed.as_str() == word)
+    }
 }
 
 /// What the server answered a call that carried a token.
@@ -109,22 +159,43 @@ pub struct Entry {
 
 impl fmt::Display for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (name, outcome) = match self.event {
+        let (name, outcome) = match &self.event {
             Event::Claim => ("claim", None),
             Event::Start => ("start", None),
             Event::End => ("end", None),
-            Event::Ack(o) => ("ack", Some(o)),
-            Event::Fail(o) => ("fail", Some(o)),
-            Event::Extend(o) => ("extend", Some(o)),
-            Event::Release(o) => ("release", Some(o)),
+            Event::Ack(o) => ("ack", Some(o.as_str())),
+            Event::Fail(o) => ("fail", Some(o.as_str())),
+            Event::Extend(o) => ("extend", Some(o.as_str())),
+            Event::Release(o) => ("release", Some(o.as_str())),
             Event::Unjudged => ("unjudged", None),
+            Event::Children(_) => ("children", None),
+            Event::Resolve(o) => ("resolve", Some(o.as_str())),
+            Event::Abort(o) => ("abort", Some(o.as_str())),
         };
         write!(f, "{name} {} {}", self.id, self.token)?;
-        match outcome {
-            Some(outcome) => write!(f, " {}", outcome.as_str()),
-            None => Ok(()),
+        if let Some(outcome) = outcome {
+            write!(f, " {outcome}")?;
         }
+        if let Event::Children(results) = &self.event {
+            for (child, result) in results {
+                write!(f, " {child}={}", hex(result))?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// Bytes as lower-case hex, two digits a byte.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Hex back to bytes; `None` for anything but pairs of hex digits.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok()).collect()
 }
 
 impl FromStr for Entry {
@@ -133,6 +204,26 @@ impl FromStr for Entry {
     fn from_str(line: &str) -> Result<Entry, String> {
         let bad = || format!("not a journal line: {line:?}");
         let words: Vec<&str> = line.split(' ').collect();
+        if let ["children", id, token, ref results @ ..] = words[..] {
+            let results = results
+                .iter()
+                .map(|word| {
+                    let (child, result) = word.split_once('=')?;
+                    Some((child.parse().ok()?, unhex(result)?))
+                })
+                .collect::<Option<Vec<(JobRef, Vec<u8>)>>>()
+                .ok_or_else(bad)?;
+            let id = JobId::branded(id).map_err(|_| bad())?;
+            let token = token.parse().map_err(|_| bad())?;
+            return Ok(Entry { event: Event::Children(results), id, token });
+        }
+        if let [name @ ("resolve" | "abort"), id, incarnation, relayed] = words[..] {
+            let relayed = Relayed::parse(relayed).ok_or_else(bad)?;
+            let event = if name == "resolve" { Event::Resolve(relayed) } else { Event::Abort(relayed) };
+            let id = JobId::branded(id).map_err(|_| bad())?;
+            let token = incarnation.parse().map_err(|_| bad())?;
+            return Ok(Entry { event, id, token });
+        }
         let (name, id, token, outcome) = match words[..] {
             [name, id, token] => (name, id, token, None),
             [name, id, token, outcome] => (name, id, token, Some(outcome)),
@@ -217,6 +308,15 @@ mod tests {
         for o in outcomes {
             events.extend([Event::Ack(o), Event::Fail(o), Event::Extend(o), Event::Release(o)]);
         }
+        for o in [Relayed::Applied, Relayed::Unchanged, Relayed::Lost, Relayed::Refused] {
+            events.extend([Event::Resolve(o), Event::Abort(o)]);
+        }
+        let child = |queue: &str| JobRef::new(queue, JobId::mint()).unwrap();
+        events.push(Event::Children(Vec::new()));
+        events.push(Event::Children(vec![
+            (child("flows"), vec![0, 255, b' ', b'=', b'\n', b'}']),
+            (child("chaos"), Vec::new()),
+        ]));
         for (token, event) in events.into_iter().enumerate() {
             let entry = Entry { event, id: id.clone(), token: token as u64 + 1 };
             assert_eq!(entry.to_string().parse::<Entry>(), Ok(entry));
@@ -235,6 +335,13 @@ mod tests {
             "ack JOB_nope 1 ok".to_string(),
             format!("ack {id} -1 ok"),
             format!("poke {id} 1"),
+            format!("children {id} 1 {{flows}}{id}=0"),
+            format!("children {id} 1 {{flows}}{id}=zz"),
+            format!("children {id} 1 flows{id}=00"),
+            format!("children {id} 1 {{flows}}{id}"),
+            format!("resolve {id} 17"),
+            format!("resolve {id} 17 ok"),
+            format!("abort {id} x applied"),
         ] {
             assert!(bad.parse::<Entry>().is_err(), "{bad:?}");
         }

@@ -20,10 +20,32 @@
 //! 4. **nothing is stuck**: the queue drains (pending, active and delayed
 //!    empty, every job done) and every worker stops gracefully.
 //!
+//! With `--flows N` it also adds N flows (protocol 1.6, PROTOCOL.md §7.8):
+//! parents waiting for children spread over three queues, some nested, ids
+//! fixed when built, added again unchanged after a call that got no answer.
+//! On top of the random kills, each worker kills itself, with the chance
+//! `--resolve-kills` per RESOLVE (seeded), right after a RESOLVE of its
+//! relay was answered and before the relay's XDEL: the notice stays, and
+//! the next relay sends it again. Once the chaos is over no worker does, and:
+//!
+//! 5. **no parent is stuck**: none still waits `--flow-grace-ms` after its
+//!    last child was done, and every one is done at the end, every notice
+//!    relayed and deleted;
+//! 6. **no parent ran twice**: none ran before every child had ended (each
+//!    run read every child's result), none was made pending twice (its
+//!    queue's log heard each child once, and made it pending once); a
+//!    parent that ran again because its own lease was lost is at least
+//!    once, no violation;
+//! 7. **results byte for byte**: what each parent's `children_results()`
+//!    gave it, and what the server kept for every job of a flow, is exactly
+//!    what the job returned (some of it binary);
+//! 8. **the kills happened**: a run whose plan called for them and saw none fails.
+//!
 //! It prints the counts and exits 1 on any violation (2 when it could not run).
 //!
 //! ```text
 //! cargo run --release -p echomq-chaos -- run --via native --jobs 100000 --seconds 60 --kills 20
+//! cargo run --release -p echomq-chaos -- run --via native --jobs 100000 --seconds 60 --kills 20 --flows 100
 //! ```
 //!
 //! Why pauses: a killed worker never speaks again, so kills alone never send
@@ -44,12 +66,17 @@
 //! - `chaos.rs`: the plan, and how a kill, a pause and a restart are done.
 //! - `fleet.rs`: the worker processes.
 //! - `produce.rs`: the producer, retrying unanswered enqueues under the same id.
+//! - `flows.rs`: the flows: the plan (ids fixed), payloads and results, their
+//!   producer, and the watch for stuck parents.
 //! - `report.rs`: the counts it prints.
 //! - `worker.rs`: worker mode: the library's `Worker` and the journaling handler.
-//! - `witness.rs`: the executor that journals tokens and answers.
+//! - `witness.rs`: the executor that journals tokens and answers, and RESOLVEs,
+//!   and kills its own process between a RESOLVE and its XDEL.
 //! - `journal.rs`: the journal's lines, written and read.
 //! - `audit.rs`: the atomic read of records and sets, and what a sound job is.
 //! - `verdict.rs`: the journals judged against the records.
+//! - `flow_verdict.rs`: the flows judged: what parents read, what the server
+//!   kept, the parents' logs, the relay.
 //! - `rng.rs`: the seeded generator.
 
 use clap::{Parser, Subcommand};
@@ -57,6 +84,8 @@ use clap::{Parser, Subcommand};
 mod audit;
 mod chaos;
 mod fleet;
+mod flow_verdict;
+mod flows;
 mod journal;
 mod produce;
 mod report;

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::chaos::Pauses;
+use crate::flow_verdict::FlowVerdict;
 use crate::produce::Produced;
 use crate::verdict::Verdict;
 
@@ -16,10 +17,14 @@ pub struct Report {
     pub acked: u64,
     /// What the producer did.
     pub produced: Produced,
-    /// Acknowledged jobs done at the end.
+    /// Acknowledged plain jobs done at the end.
     pub done: u64,
+    /// Jobs of acknowledged flows done at the end.
+    pub done_flows: u64,
     /// The journals' verdict.
     pub verdict: Verdict,
+    /// The flows, when the run had some.
+    pub flows: Option<FlowsReport>,
     /// Workers killed.
     pub kills: u64,
     /// What the pauses did.
@@ -32,6 +37,83 @@ pub struct Report {
     pub violations: Vec<String>,
     /// The run's length.
     pub took: Duration,
+}
+
+/// What the flows did and the flows' verdict found.
+pub struct FlowsReport {
+    /// Flows planned.
+    pub planned: u64,
+    /// Flows whose add was acknowledged.
+    pub acked: u64,
+    /// Nested flows' parents among them.
+    pub nested: u64,
+    /// What the flows' producer did (its violations are the run's).
+    pub produced: Produced,
+    /// Their jobs done at the end.
+    pub done: u64,
+    /// The flows' verdict.
+    pub verdict: FlowVerdict,
+    /// Parents stuck once the chaos was over.
+    pub stuck: u64,
+    /// Parents still waiting when the chaos was over.
+    pub waiting_at_calm: u64,
+    /// … of them seen released since.
+    pub released: u64,
+    /// The longest such a parent waited after its last child was seen done.
+    pub slowest: Duration,
+    /// How long it may.
+    pub grace: Duration,
+    /// Workers that killed themselves between a RESOLVE and its XDEL.
+    pub self_killed: u64,
+    /// The chance of it, per RESOLVE.
+    pub chance: f64,
+}
+
+impl FlowsReport {
+    fn print(&self) {
+        let (v, p) = (&self.verdict, &self.produced);
+        println!(
+            "flows acknowledged: {} of {} (retried {}, of which {} had landed); {} parents ({} nested), \
+             {} children; {} of their jobs done",
+            self.acked, self.planned, p.retries, p.landed, v.parents, self.nested, v.children, self.done
+        );
+        println!(
+            "parents stuck: {} (once the chaos was over, {} waiting, {} then released; the slowest {} ms \
+             after its last child was seen done, of a grace of {} ms)",
+            self.stuck,
+            self.waiting_at_calm,
+            self.released,
+            self.slowest.as_millis(),
+            self.grace.as_millis()
+        );
+        println!(
+            "parents run twice: {} (ran before their children ended {}, made pending twice {}, \
+             notices applied twice {}); {} runs of {} parents, {} re-run after their own lease was lost \
+             (at least once: no violation)",
+            v.run_twice(),
+            v.ran_early,
+            v.pending_twice,
+            v.applied_twice,
+            v.parent_runs,
+            v.parents,
+            v.parents_rerun
+        );
+        println!(
+            "results not byte for byte: {} (of {} compared: {} children's results read by parents' handlers, \
+             the rest kept by the server)",
+            v.not_byte_for_byte, v.results_compared, v.results_read
+        );
+        let [applied, unchanged, lost, refused] = v.resolves;
+        println!(
+            "kills between RESOLVE and XDEL: {} (chance {} per RESOLVE; {} journaled, {} right after one \
+             that applied; {} of their notices sent again)",
+            self.self_killed, self.chance, v.aborts, v.aborts_applied, v.resent
+        );
+        println!(
+            "RESOLVEs: {} ({applied} applied, {unchanged} changed nothing, {lost} unanswered, {refused} refused)",
+            applied + unchanged + lost + refused
+        );
+    }
 }
 
 impl Report {
@@ -50,6 +132,9 @@ impl Report {
             self.acked, p.retries, p.landed
         );
         println!("jobs done: {}", self.done);
+        if let Some(flows) = &self.flows {
+            flows.print();
+        }
         println!(
             "handler runs: {} begun, {} ended Ok; {} jobs ran more than once ({} re-runs)",
             v.starts, v.ends, v.rerun_jobs, v.reruns
@@ -57,7 +142,7 @@ impl Report {
         println!(
             "acks accepted: {} seen, {} unseen (the answer was lost, or the worker died before journaling it)",
             v.acks_seen,
-            self.done.saturating_sub(v.acks_seen)
+            (self.done + self.done_flows).saturating_sub(v.acks_seen)
         );
         println!("worker kills (SIGKILL): {}", self.kills);
         let idle = match self.pauses.idle {

@@ -1,7 +1,8 @@
 //! Run mode, the orchestrator: its own redis-server, a fleet of workers, the
-//! producer and the chaos plan at once, with an audit after each event; then
-//! the drain, a graceful stop, the final audit and the verdict; then the
-//! report.
+//! producers (of plain jobs, and of flows) and the chaos plan at once, with
+//! an audit after each event; then the calm (the chaos is over: no worker
+//! kills itself any more), the drain while the flows' parents are watched,
+//! a graceful stop, the final audit and the verdicts; then the report.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use echomq::transition::Retention;
-use echomq::{JobId, Keyspace, Queue};
+use echomq::{EventLog, EventsFrom, JobId, Queue};
 use echomq_test_support::{module_path, RedisServer, ServerOptions};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::Instant;
@@ -17,12 +18,14 @@ use tokio::time::Instant;
 use crate::audit::{self, Row};
 use crate::chaos::{self, Action, Pauses, Stage};
 use crate::fleet::{Fleet, Spec};
+use crate::flow_verdict::{Evidence, FlowVerdict, Resolved};
+use crate::flows::{self, Kind, Plan, Watch};
 use crate::journal::{self, Entry};
 use crate::produce::{produce, Produced};
-use crate::report::Report;
+use crate::report::{FlowsReport, Report};
 use crate::rng::Rng;
 use crate::verdict::Verdict;
-use crate::worker::FAILS_FIRST;
+use crate::worker::{fails_first, FAILS_FIRST};
 
 /// The executor the workers run on.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,9 +75,26 @@ pub struct Options {
     /// Keep the journals here; by default a temporary directory, removed after a clean run.
     #[arg(long)]
     pub journals: Option<PathBuf>,
+    /// Flows to add, alongside the plain jobs: a parent each, waiting for
+    /// two to four children spread over three queues, every fifth with a
+    /// nested flow (see `flows.rs`).
+    #[arg(long, default_value_t = 0)]
+    pub flows: usize,
+    /// The chance, per RESOLVE answered, that a worker kills itself before
+    /// the relay deletes the notice (with `--flows`; until the chaos is
+    /// over). A relay round of k notices then dies with a chance of
+    /// 1 - (1 - p)^k: while notices pile up, most rounds die, each sending
+    /// them all again, to no effect.
+    #[arg(long, default_value_t = 0.1)]
+    pub resolve_kills: f64,
+    /// How long after its last child was done a flow's parent may still
+    /// wait, once the chaos is over, before it counts as stuck, ms (ten of
+    /// the workers' 200 ms upkeep periods, which relay the notices).
+    #[arg(long, default_value_t = 2000)]
+    pub flow_grace_ms: u64,
 }
 
-/// The queue every run uses; the server is the run's own.
+/// The plain jobs' queue; the server is the run's own.
 const QUEUE: &str = "chaos";
 
 /// How long stopped workers get to finish gracefully (their grace is 5 s).
@@ -93,10 +113,12 @@ pub async fn run(o: Options) -> Result<bool, String> {
     };
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut run = Run::start(&o, seed, &dir).await?;
-    let (acked, produced) = run.unleash(&o).await?;
-    run.drain(acked.len(), o.jobs).await;
+    let acked = run.unleash(&o).await?;
+    // The chaos is over: no worker kills itself from now on.
+    run.fleet.calm_all().map_err(|e| format!("calm the workers: {e}"))?;
+    run.drain(&acked, o.jobs).await;
     let records = run.stop(&acked).await?;
-    let report = run.report(acked.len(), produced, &records, began)?;
+    let report = run.report(&o, acked, &records, began).await?;
     report.print();
     let clean = report.violations.is_empty();
     if clean && temporary {
@@ -112,9 +134,33 @@ fn announce(o: &Options, seed: u64) {
     let via = via_name(o.via);
     println!(
         "echomq-chaos run --via {via} --seed {seed} --jobs {} --workers {} --concurrency {} --seconds {} \
-         --kills {} --pauses {} --restarts {} --lease-ms {} --work-ms {}",
-        o.jobs, o.workers, o.concurrency, o.seconds, o.kills, o.pauses, o.restarts, o.lease_ms, o.work_ms
+         --kills {} --pauses {} --restarts {} --lease-ms {} --work-ms {} --flows {} --resolve-kills {} \
+         --flow-grace-ms {}",
+        o.jobs,
+        o.workers,
+        o.concurrency,
+        o.seconds,
+        o.kills,
+        o.pauses,
+        o.restarts,
+        o.lease_ms,
+        o.work_ms,
+        o.flows,
+        o.resolve_kills,
+        o.flow_grace_ms
     );
+}
+
+/// What the producers had acknowledged when the chaos was over.
+struct Acked {
+    /// The plain jobs.
+    plain: Vec<JobId>,
+    /// The flows, by their numbers.
+    flows: Vec<usize>,
+    /// What the plain jobs' producer did.
+    produced: Produced,
+    /// What the flows' producer did.
+    produced_flows: Produced,
 }
 
 /// `via` as the command line spells it.
@@ -122,11 +168,12 @@ fn via_name(via: Via) -> String {
     format!("{via:?}").to_lowercase()
 }
 
-/// A run under way: its server, the queue on it and the fleet of workers,
-/// and what the run has counted and found so far.
+/// A run under way: its server, the queues on it and the fleet of workers,
+/// the flows, and what the run has counted and found so far.
 struct Run {
     server: Arc<Mutex<RedisServer>>,
-    queue: Queue,
+    /// The plain jobs' queue, then (with flows) [`flows::PARENTS`] and [`flows::NESTED`].
+    queues: Vec<Queue>,
     /// The checks' connection, which the audits read on.
     reader: ConnectionManager,
     fleet: Fleet,
@@ -137,6 +184,12 @@ struct Run {
     ids: Arc<Vec<JobId>>,
     /// Ids whose first attempt fails by design (see `worker.rs`).
     failing: HashSet<JobId>,
+    /// The flows, their ids fixed.
+    plan: Plan,
+    /// Each flow's job's queue, by its place in `queues`.
+    homes: HashMap<JobId, usize>,
+    /// The watch for stuck parents, once the chaos is over.
+    watch: Watch,
     kills: u64,
     pauses: Pauses,
     restarts: u64,
@@ -152,26 +205,40 @@ impl Run {
         let client = server.client();
         let url = server.url();
         let server = Arc::new(Mutex::new(server));
-        let queue = open_queue(&client, o.via).await?;
+        let names: &[&'static str] =
+            if o.flows > 0 { &[QUEUE, flows::PARENTS, flows::NESTED] } else { &[QUEUE] };
+        let queues = open_queues(&client, o.via, names).await?;
         let config = ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
         let reader = ConnectionManager::new_with_config(client, config).await.map_err(|e| e.to_string())?;
         let ids: Arc<Vec<JobId>> = Arc::new((0..o.jobs).map(|_| JobId::mint()).collect());
-        let failing: HashSet<JobId> = ids
+        let plan = Plan::build(o.flows, QUEUE);
+        let mut failing: HashSet<JobId> = ids
             .iter()
             .enumerate()
             .filter(|(n, _)| *n as u64 % FAILS_FIRST == 7)
             .map(|(_, id)| id.clone())
             .collect();
-        let fleet = start_fleet(o, url, dir)?;
+        let home = |queue: &str| names.iter().position(|name| *name == queue).expect("a queue of the run");
+        let homes = plan.jobs.iter().map(|job| (job.id.clone(), home(job.queue))).collect();
+        for job in &plan.jobs {
+            let kind = if job.is_parent() { Kind::Parent } else { Kind::Child };
+            if fails_first(kind, job.number) {
+                failing.insert(job.id.clone());
+            }
+        }
+        let fleet = start_fleet(o, seed, url, dir)?;
         Ok(Run {
             server,
-            queue,
+            queues,
             reader,
             fleet,
             rng: Rng::new(seed),
             lease: Duration::from_millis(o.lease_ms),
             ids,
             failing,
+            plan,
+            homes,
+            watch: Watch::new(Duration::from_millis(o.flow_grace_ms)),
             kills: 0,
             pauses: Pauses::default(),
             restarts: 0,
@@ -180,27 +247,74 @@ impl Run {
         })
     }
 
-    /// Enqueue the jobs while the chaos plan runs, auditing every job
-    /// acknowledged so far after each action: the acknowledged ids, and
-    /// what the producer did.
-    async fn unleash(&mut self, o: &Options) -> Result<(Vec<JobId>, Produced), String> {
+    /// Enqueue the jobs and add the flows while the chaos plan runs,
+    /// auditing every job acknowledged so far after each action, and
+    /// replacing the workers that killed themselves as they do: what was
+    /// acknowledged, and what the producers did.
+    async fn unleash(&mut self, o: &Options) -> Result<Acked, String> {
         let span = Duration::from_secs_f64(o.seconds);
         let acked = Arc::new(Mutex::new(Vec::new()));
+        let acked_flows = Arc::new(Mutex::new(Vec::new()));
         let start = Instant::now();
-        let producer =
-            tokio::spawn(produce(self.queue.clone(), self.ids.clone(), start, span, acked.clone()));
+        let mut producer =
+            tokio::spawn(produce(self.queues[0].clone(), self.ids.clone(), start, span, acked.clone()));
+        // Late children are due once the chaos is over: their parents wait on into the watch.
+        let flows = Arc::new(self.plan.flows(SystemTime::now() + span + flows::LATE));
+        let parents = self.queues.get(1).unwrap_or(&self.queues[0]).clone();
+        let mut flow_producer =
+            tokio::spawn(flows::produce(parents, flows, start, span, acked_flows.clone()));
         for (at, action) in chaos::plan(&mut self.rng, span, o.kills, o.pauses, o.restarts) {
-            tokio::time::sleep_until(start + at).await;
+            while Instant::now() < start + at {
+                self.fleet.check().map_err(|e| e.to_string())?;
+                tokio::time::sleep_until((start + at).min(Instant::now() + CHECK)).await;
+            }
             let what = self.act(action).await?;
             eprintln!("{:>7.2} s  {what}", start.elapsed().as_secs_f64());
             self.fleet.check().map_err(|e| e.to_string())?;
             let so_far = acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            self.audit_acked(&so_far, false).await?;
+            let flows_so_far = acked_flows.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let jobs = self.acked_jobs(&so_far, &flows_so_far);
+            self.audit_acked(&jobs, false).await?;
         }
-        let produced = producer.await.map_err(|e| format!("the producer failed: {e}"))?;
+        let produced = self.awaiting(&mut producer).await.map_err(|e| format!("the producer failed: {e}"))?;
+        let produced_flows = self
+            .awaiting(&mut flow_producer)
+            .await
+            .map_err(|e| format!("the flows' producer failed: {e}"))?;
         self.violations.extend(produced.violations.iter().cloned());
-        let acked: Vec<JobId> = acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        Ok((acked, produced))
+        self.violations.extend(produced_flows.violations.iter().cloned());
+        let plain = acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut flows = acked_flows.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        flows.sort_unstable();
+        Ok(Acked { plain, flows, produced, produced_flows })
+    }
+
+    /// `task`'s end, replacing the workers that kill themselves meanwhile.
+    async fn awaiting<T>(
+        &mut self,
+        task: &mut tokio::task::JoinHandle<T>,
+    ) -> Result<T, tokio::task::JoinError> {
+        loop {
+            tokio::select! {
+                ended = &mut *task => return ended,
+                () = tokio::time::sleep(CHECK) => {
+                    if let Err(err) = self.fleet.check() {
+                        self.violations.push(format!("the fleet: {err}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The acknowledged jobs: the plain ones in the first queue, then every
+    /// job of the acknowledged flows in its own; each as (queue, id).
+    fn acked_jobs(&self, plain: &[JobId], flows: &[usize]) -> Vec<(usize, JobId)> {
+        let flow_jobs = self.plan.acked_jobs(flows).into_iter().map(|at| &self.plan.jobs[at].id);
+        plain
+            .iter()
+            .map(|id| (0, id.clone()))
+            .chain(flow_jobs.map(|id| (self.homes[id], id.clone())))
+            .collect()
     }
 
     /// Do one action of the plan; says what it did. A pause that broke a
@@ -208,7 +322,8 @@ impl Run {
     async fn act(&mut self, action: Action) -> Result<String, String> {
         let mut stage = Stage {
             fleet: &mut self.fleet,
-            queue: &self.queue,
+            queues: &self.queues,
+            homes: &self.homes,
             lease: self.lease,
             failing: &self.failing,
             rng: &mut self.rng,
@@ -230,73 +345,123 @@ impl Run {
         })
     }
 
-    /// Audit `acked`, noting what is wrong with them: their rows by id.
-    async fn audit_acked(&mut self, acked: &[JobId], settled: bool) -> Result<HashMap<JobId, Row>, String> {
-        let (rows, found) =
-            audit(&mut self.reader, self.queue.keyspace(), acked, self.lease, settled).await?;
+    /// Audit `acked` (queue, id), noting what is wrong with them: their rows by id.
+    async fn audit_acked(
+        &mut self,
+        acked: &[(usize, JobId)],
+        settled: bool,
+    ) -> Result<HashMap<JobId, Row>, String> {
+        let (rows, found) = audit(&mut self.reader, &self.queues, acked, self.lease, settled).await?;
         self.violations.extend(found);
         self.audits += 1;
         Ok(rows)
     }
 
-    /// Wait until the `acked` jobs are done and nothing is pending, active
-    /// or delayed, while the (surviving) fleet runs: a minute, and 2 ms for
-    /// each of the run's `jobs`, at most.
-    async fn drain(&mut self, acked: usize, jobs: usize) {
+    /// Wait until every acknowledged job is done, nothing is pending,
+    /// active, delayed or waiting, and no notice is left, while the
+    /// (surviving) fleet runs: a minute, and 2 ms for each of the run's
+    /// `jobs`, at most. Meanwhile, the flows' parents are watched.
+    async fn drain(&mut self, acked: &Acked, jobs: usize) {
         let drain = Duration::from_secs(60) + Duration::from_millis(2 * jobs as u64);
         let drained = Instant::now() + drain;
+        let all = self.acked_jobs(&acked.plain, &acked.flows);
+        let flow_jobs = self.plan.acked_jobs(&acked.flows);
+        let flow_ids: Vec<(usize, JobId)> = all[acked.plain.len()..].to_vec();
+        let mut owed = vec![0; self.queues.len()];
+        for (queue, _) in &all {
+            owed[*queue] += 1;
+        }
         loop {
-            let stats = self.queue.stats().await;
-            if let Ok(s) = &stats {
-                if s.done as usize >= acked && s.pending + s.active + s.delayed == 0 {
-                    break;
+            if let Err(err) = self.fleet.check() {
+                self.violations.push(format!("the fleet: {err}"));
+            }
+            if !flow_ids.is_empty() {
+                if let Ok((rows, _)) =
+                    audit(&mut self.reader, &self.queues, &flow_ids, self.lease, false).await
+                {
+                    self.watch.look(&self.plan, &flow_jobs, &rows, Instant::now());
                 }
             }
-            if Instant::now() > drained {
-                self.violations.push(format!("stuck: not drained within {drain:?}: {stats:?}"));
+            let left = self.left(&owed).await;
+            if left.as_ref().is_ok_and(Vec::is_empty) {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            if Instant::now() > drained {
+                self.violations.push(format!("stuck: not drained within {drain:?}: {left:?}"));
+                break;
+            }
+            tokio::time::sleep(CHECK).await;
         }
     }
 
-    /// Stop the fleet gracefully, then audit the `acked` jobs as settled and
-    /// check that the queue holds them all done and nothing else: the final
-    /// records.
-    async fn stop(&mut self, acked: &[JobId]) -> Result<HashMap<JobId, Row>, String> {
+    /// What keeps the queues from being drained: for each queue, its stats
+    /// and notices, unless it holds its `owed` jobs done and nothing else
+    /// to do.
+    async fn left(&mut self, owed: &[u64]) -> Result<Vec<String>, String> {
+        let mut left = Vec::new();
+        for (queue, owed) in self.queues.iter().zip(owed) {
+            let s = queue.stats().await.map_err(|e| e.to_string())?;
+            let notices = notices(&mut self.reader, queue).await?;
+            if s.done < *owed || s.pending + s.active + s.delayed + s.waiting + notices > 0 {
+                left.push(format!("{}: {s:?}, {notices} notices, {owed} owed", queue.name()));
+            }
+        }
+        Ok(left)
+    }
+
+    /// Stop the fleet gracefully, then audit the acknowledged jobs as
+    /// settled and check that each queue holds them all done, nothing
+    /// else, and no notice: the final records.
+    async fn stop(&mut self, acked: &Acked) -> Result<HashMap<JobId, Row>, String> {
         self.fleet.check().map_err(|e| e.to_string())?;
         tokio::task::block_in_place(|| self.fleet.stop(STOP)).map_err(|e| e.to_string())?;
         self.violations.append(&mut self.fleet.crashes);
-        let records = self.audit_acked(acked, true).await?;
-        match self.queue.stats().await {
-            Ok(s)
-                if (s.done as usize, s.pending, s.active, s.delayed, s.dead, s.cancelled)
-                    == (acked.len(), 0, 0, 0, 0, 0) => {}
-            other => self.violations.push(format!(
-                "the queue's sets at the end: {other:?}, for {} acknowledged jobs",
-                acked.len()
-            )),
+        let all = self.acked_jobs(&acked.plain, &acked.flows);
+        let records = self.audit_acked(&all, true).await?;
+        for (at, queue) in self.queues.clone().iter().enumerate() {
+            let owed = all.iter().filter(|(home, _)| *home == at).count() as u64;
+            let notices = notices(&mut self.reader, queue).await;
+            match (queue.stats().await, notices) {
+                (Ok(s), Ok(0))
+                    if (s.done, s.pending, s.active, s.delayed, s.dead, s.cancelled, s.waiting)
+                        == (owed, 0, 0, 0, 0, 0, 0) => {}
+                other => self.violations.push(format!(
+                    "{}'s sets and notices at the end: {other:?}, for {owed} acknowledged jobs",
+                    queue.name()
+                )),
+            }
         }
         Ok(records)
     }
 
-    /// Judge the journals against the final `records`, and report the run.
-    fn report(
+    /// Judge the journals against the final `records`, and the flows, and
+    /// report the run.
+    async fn report(
         &mut self,
-        acked: usize,
-        produced: Produced,
+        o: &Options,
+        acked: Acked,
         records: &HashMap<JobId, Row>,
         began: Instant,
     ) -> Result<Report, String> {
         let journals = read_journals(self.fleet.journals(), &mut self.violations)?;
         let verdict = Verdict::judge(&journals, records);
         self.violations.extend(verdict.violations.iter().cloned());
-        let done = records.values().filter(|row| row.state == "done").count() as u64;
+        let done_of = |ids: &mut dyn Iterator<Item = &JobId>| {
+            ids.filter(|id| records.get(*id).is_some_and(|row| row.state == "done")).count() as u64
+        };
+        let done = done_of(&mut acked.plain.iter());
+        let flows = match o.flows {
+            0 => None,
+            _ => Some(self.judge_flows(o, &acked, &journals, records).await?),
+        };
+        let done_flows = flows.as_ref().map_or(0, |flows| flows.done);
         Ok(Report {
-            acked: acked as u64,
-            produced,
+            acked: acked.plain.len() as u64,
+            produced: acked.produced,
             done,
+            done_flows,
             verdict,
+            flows,
             kills: self.kills,
             pauses: std::mem::take(&mut self.pauses),
             restarts: self.restarts,
@@ -305,6 +470,89 @@ impl Run {
             took: began.elapsed(),
         })
     }
+
+    /// The flows' verdict: what the parents read, what the server kept and
+    /// the parents' logs, against the plan; and the watch's last look.
+    async fn judge_flows(
+        &mut self,
+        o: &Options,
+        acked: &Acked,
+        journals: &[Vec<Entry>],
+        records: &HashMap<JobId, Row>,
+    ) -> Result<FlowsReport, String> {
+        let jobs = self.plan.acked_jobs(&acked.flows);
+        let mut kept = HashMap::new();
+        for &at in &jobs {
+            let job = &self.plan.jobs[at];
+            let queue = &self.queues[self.homes[&job.id]];
+            let result = queue.result(&job.id).await.map_err(|e| format!("read {}: {e}", job.reference()))?;
+            kept.insert(job.id.clone(), result);
+        }
+        let mut resolved = HashMap::new();
+        for queue in &self.queues[1..] {
+            resolved_log(queue, &mut resolved).await?;
+        }
+        let evidence =
+            Evidence { plan: &self.plan, jobs: &jobs, journals, records, kept: &kept, resolved: &resolved };
+        let verdict = FlowVerdict::judge(&evidence);
+        self.violations.extend(verdict.violations.iter().cloned());
+        self.watch.end(&self.plan, &jobs, records);
+        self.violations.extend(self.watch.found.iter().cloned());
+        let killed = self.fleet.self_killed;
+        if o.resolve_kills > 0.0 && killed == 0 {
+            self.violations.push(format!(
+                "no worker killed itself between a RESOLVE and its XDEL, at a chance of {} each: \
+                 a chaos that did not happen proves nothing",
+                o.resolve_kills
+            ));
+        }
+        let done =
+            jobs.iter().filter(|&&at| records.get(&self.plan.jobs[at].id).is_some_and(|r| r.state == "done"));
+        Ok(FlowsReport {
+            planned: self.plan.flows.len() as u64,
+            acked: acked.flows.len() as u64,
+            nested: jobs
+                .iter()
+                .filter(|&&at| self.plan.jobs[at].is_parent() && self.plan.jobs[at].parent.is_some())
+                .count() as u64,
+            produced: Produced {
+                retries: acked.produced_flows.retries,
+                landed: acked.produced_flows.landed,
+                violations: Vec::new(),
+            },
+            done: done.count() as u64,
+            verdict,
+            stuck: self.watch.stuck(),
+            waiting_at_calm: self.watch.waiting_at_start.unwrap_or(0),
+            released: self.watch.released,
+            slowest: self.watch.slowest,
+            grace: Duration::from_millis(o.flow_grace_ms),
+            self_killed: killed,
+            chance: o.resolve_kills,
+        })
+    }
+}
+
+/// How often the orchestrator looks for workers that killed themselves,
+/// and at a draining run.
+const CHECK: Duration = Duration::from_millis(100);
+
+/// How many notices `queue` holds, not yet relayed.
+async fn notices(conn: &mut ConnectionManager, queue: &Queue) -> Result<u64, String> {
+    let key = queue.keyspace().notices();
+    redis::cmd("XLEN").arg(&key).query_async(conn).await.map_err(|e| format!("XLEN {key}: {e}"))
+}
+
+/// Each parent's `resolved` entries in `queue`'s event log, added to `logs`.
+async fn resolved_log(queue: &Queue, logs: &mut HashMap<JobId, Vec<Resolved>>) -> Result<(), String> {
+    let mut events = queue.events(EventsFrom::Oldest).await.map_err(|e| e.to_string())?;
+    while let Some(event) = events.next_within(Duration::ZERO).await.map_err(|e| e.to_string())? {
+        let (true, Some(parent)) = (event.kind.as_str() == "resolved", event.job.clone()) else { continue };
+        let field = |name: &str| event.field(name).map(|value| value.into_owned()).unwrap_or_default();
+        let entry = Resolved { child: field("child"), state: field("state"), open: field("open") };
+        logs.entry(parent).or_default().push(entry);
+    }
+    Ok(())
 }
 
 /// Start the run's own redis-server, which writes every command to its AOF
@@ -323,10 +571,10 @@ async fn start_server(via: Via) -> Result<RedisServer, String> {
     .map_err(|e| format!("redis-server did not start: {e}"))
 }
 
-/// The queue on the server, on the executor of `via` (the server must have
-/// the module exactly when it is native), configured to keep every
-/// finished job.
-async fn open_queue(client: &redis::Client, via: Via) -> Result<Queue, String> {
+/// The queues `names` on the server, on the executor of `via` (the server
+/// must have the module exactly when it is native), each configured to keep
+/// every finished job, the flows' queues their whole event log too.
+async fn open_queues(client: &redis::Client, via: Via, names: &[&str]) -> Result<Vec<Queue>, String> {
     let native = via == Via::Native;
     let mut conn = client.get_multiplexed_async_connection().await.map_err(|e| e.to_string())?;
     let modules: Vec<redis::Value> =
@@ -345,27 +593,44 @@ async fn open_queue(client: &redis::Client, via: Via) -> Result<Queue, String> {
     let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(|e| e.to_string())?;
     let executor: Arc<dyn echomq::Executor> =
         if native { Arc::new(echomq::Native::new(conn)) } else { Arc::new(echomq::Lua::new(conn)) };
-    let queue = Queue::new(executor, QUEUE).map_err(|e| e.to_string())?;
-    // Every finished job kept, so that the audit finds each: the default
-    // retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4), and a
-    // run of more jobs would count the older ones lost.
-    let all = Retention { age: None, count: None };
-    let config = echomq::Config::default().keep_done(all).keep_dead(all);
-    queue.configure(config).await.map_err(|e| e.to_string())?;
-    Ok(queue)
+    let mut queues = Vec::new();
+    for name in names {
+        let queue = Queue::new(executor.clone(), name).map_err(|e| e.to_string())?;
+        // Every finished job kept, so that the audit finds each: the default
+        // retention keeps the newest 10,000 done jobs (PROTOCOL.md §7.4), and a
+        // run of more jobs would count the older ones lost.
+        let all = Retention { age: None, count: None };
+        let mut config = echomq::Config::default().keep_done(all).keep_dead(all);
+        // The flows' queues keep their whole log: each parent's `resolved`
+        // entries are its evidence (it holds only the flows' jobs).
+        if *name != QUEUE {
+            config = config.events(EventLog::Keep(*echomq::limits::EVENTS.end()));
+        }
+        queue.configure(config).await.map_err(|e| e.to_string())?;
+        queues.push(queue);
+    }
+    Ok(queues)
 }
 
 /// Start the fleet: `o.workers` processes of this binary (at least one) on
-/// the server at `url`, journaling into `dir`.
-fn start_fleet(o: &Options, url: String, dir: &Path) -> Result<Fleet, String> {
+/// the server at `url`, journaling into `dir`: each a `Worker` of the plain
+/// jobs' queue alone (its acks fetch its next jobs) and, with flows, one of
+/// the flows' queues together.
+fn start_fleet(o: &Options, seed: u64, url: String, dir: &Path) -> Result<Fleet, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut groups = vec![QUEUE.to_owned()];
+    if o.flows > 0 {
+        groups.push([flows::PARENTS, flows::NESTED].join(","));
+    }
     let spec = Spec {
         exe,
         url,
-        queue: QUEUE.into(),
         lease_ms: o.lease_ms,
         concurrency: o.concurrency,
         work_ms: o.work_ms,
+        groups,
+        resolve_kills: if o.flows > 0 { o.resolve_kills } else { 0.0 },
+        seed,
         dir: dir.to_path_buf(),
     };
     let mut fleet = Fleet::new(spec);
@@ -375,30 +640,38 @@ fn start_fleet(o: &Options, url: String, dir: &Path) -> Result<Fleet, String> {
     Ok(fleet)
 }
 
-/// Audit `ids`, retrying while the server is out of reach (up to 30 s):
-/// the rows by id, and what is wrong with them.
+/// Audit `jobs` (each its queue's place in `queues`, and its id), each
+/// queue's atomically per chunk, retrying while the server is out of reach
+/// (up to 30 s): the rows by id, and what is wrong with them.
 async fn audit(
     conn: &mut ConnectionManager,
-    keys: &Keyspace,
-    ids: &[JobId],
+    queues: &[Queue],
+    jobs: &[(usize, JobId)],
     lease: Duration,
     settled: bool,
 ) -> Result<(HashMap<JobId, Row>, Vec<String>), String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let rows = loop {
-        match audit::read(conn, keys, ids).await {
-            Ok(rows) => break rows,
-            Err(err) if Instant::now() > deadline => return Err(format!("the audit cannot read: {err}")),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+    let (mut all, mut found) = (HashMap::with_capacity(jobs.len()), Vec::new());
+    for (at, queue) in queues.iter().enumerate() {
+        let ids: Vec<JobId> = jobs.iter().filter(|(home, _)| *home == at).map(|(_, id)| id.clone()).collect();
+        if ids.is_empty() {
+            continue;
         }
-    };
-    let mut found = Vec::new();
-    for (id, row) in ids.iter().zip(&rows) {
-        if let Some(problem) = audit::problem(row, lease, settled) {
-            found.push(format!("{id}: {problem}"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let rows = loop {
+            match audit::read(conn, queue.keyspace(), &ids).await {
+                Ok(rows) => break rows,
+                Err(err) if Instant::now() > deadline => return Err(format!("the audit cannot read: {err}")),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        for (id, row) in ids.iter().zip(&rows) {
+            if let Some(problem) = audit::problem(row, lease, settled) {
+                found.push(format!("{id} ({}): {problem}", queue.name()));
+            }
         }
+        all.extend(ids.into_iter().zip(rows));
     }
-    Ok((ids.iter().cloned().zip(rows).collect(), found))
+    Ok((all, found))
 }
 
 /// Every journal's entries, in order; a line that does not parse is a violation.

@@ -131,7 +131,7 @@ impl<'j> Judging<'j> {
         let mut here = Worker::default();
         for Entry { event, id, token } in journal {
             let key = (id, *token);
-            let (kind, outcome) = match *event {
+            let (kind, outcome) = match event {
                 Event::Claim => {
                     self.verdict.claims += 1;
                     *self.claimed.entry(key).or_default() += 1;
@@ -148,10 +148,12 @@ impl<'j> Judging<'j> {
                     here.ended.insert(key);
                     continue;
                 }
-                Event::Ack(o) => (ACK, o),
-                Event::Fail(o) => (FAIL, o),
-                Event::Extend(o) => (EXTEND, o),
-                Event::Release(o) => (RELEASE, o),
+                Event::Ack(o) => (ACK, *o),
+                Event::Fail(o) => (FAIL, *o),
+                Event::Extend(o) => (EXTEND, *o),
+                Event::Release(o) => (RELEASE, *o),
+                // The flows' lines: `flow_verdict.rs` judges them.
+                Event::Children(_) | Event::Resolve(_) | Event::Abort(_) => continue,
                 Event::Unjudged => {
                     self.verdict
                         .violations

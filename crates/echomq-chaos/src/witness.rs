@@ -3,8 +3,20 @@
 //! server's answer. The library's `Worker` runs unchanged on top of it, so
 //! the journal sees every claim, ack, fail, heartbeat and release the worker
 //! sends, and what each one got, without a hook in the worker.
+//!
+//! Flows: it journals each RESOLVE the relay (or the sweep) sends, and what
+//! it was answered; and, with the chance [`Suicide`] gives, seeded, it kills
+//! its own process right after a RESOLVE was answered: the relay sends its
+//! XDEL only once every RESOLVE of the round has come back, on the plain
+//! commands, which the witness passes on unjournaled, so this is exactly
+//! the moment between a notice applied and the notice deleted. It raises
+//! SIGKILL on itself (what `std::process::abort` would do but for the core
+//! file and the handler): the same death the orchestrator deals, on
+//! purpose at that moment; the `abort` line it journals first tells the
+//! orchestrator it was meant.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,18 +24,82 @@ use echomq::executor::{Call, Plain, Ran, Reply, Setup, Shortfall};
 use echomq::transition::{Claim, Transition};
 use echomq::{Executor, JobId, Name, Result};
 
-use crate::journal::{Event, Heard, Journal};
+use crate::journal::{Event, Heard, Journal, Relayed};
+use crate::rng::Rng;
+
+/// When the witness kills its own process: after a RESOLVE was answered,
+/// with this chance each, from this seed, unless a `calm` file exists.
+#[derive(Clone, Debug)]
+pub struct Suicide {
+    /// The chance per RESOLVE answered, 0 to 1.
+    pub chance: f64,
+    /// The seed of the draws.
+    pub seed: u64,
+    /// While any of these exists, no kill: the orchestrator's sign that the
+    /// chaos is over, or that this worker must answer for stale tokens first.
+    pub calm: Vec<PathBuf>,
+}
 
 /// Runs transitions on `inner`, journaling tokens and what the server said.
 pub struct Witness {
     inner: Arc<dyn Executor>,
     journal: Arc<Journal>,
+    suicide: Suicide,
+    rng: Mutex<Rng>,
 }
 
 impl Witness {
-    /// A witness of `inner`, writing to `journal`.
-    pub fn new(inner: Arc<dyn Executor>, journal: Arc<Journal>) -> Witness {
-        Witness { inner, journal }
+    /// A witness of `inner`, writing to `journal`, killing itself as `suicide` says.
+    pub fn new(inner: Arc<dyn Executor>, journal: Arc<Journal>, suicide: Suicide) -> Witness {
+        let rng = Mutex::new(Rng::new(suicide.seed));
+        Witness { inner, journal, suicide, rng }
+    }
+
+    /// Journal each RESOLVE of `calls` and its answer; then, for each one
+    /// answered, draw whether to die now, before the relay's XDEL.
+    fn relayed(&self, calls: &[Call], ran: &Result<Ran>) {
+        let mut answered = Vec::new();
+        for (i, call) in calls.iter().enumerate().filter(|(_, call)| call.name == Name::Resolve) {
+            let reply = ran.as_ref().ok().and_then(|ran| ran.replies.get(i));
+            let relayed = match reply {
+                Some(Ok(Reply::Int(1))) => Relayed::Applied,
+                Some(Ok(Reply::Int(0))) => Relayed::Unchanged,
+                Some(Ok(other)) => {
+                    eprintln!("echomq-chaos worker: RESOLVE answered {other:?}");
+                    Relayed::Refused
+                }
+                Some(Err(err)) if err.code().is_some() => {
+                    eprintln!("echomq-chaos worker: RESOLVE refused: {err}");
+                    Relayed::Refused
+                }
+                Some(Err(_)) | None => Relayed::Lost,
+            };
+            // ARGV: the parent's id, its incarnation, the child `{<queue>}<id>`, …
+            let incarnation = call.args.get(1).and_then(|n| std::str::from_utf8(n).ok()?.parse().ok());
+            let child = call.args.get(2).and_then(|child| std::str::from_utf8(child).ok()?.parse().ok());
+            let (Some(incarnation), Some(child)) = (incarnation, child) else { continue };
+            let child: echomq::JobRef = child;
+            self.journal.record(Event::Resolve(relayed), &child.id, incarnation);
+            if matches!(relayed, Relayed::Applied | Relayed::Unchanged) {
+                answered.push((child.id, incarnation, relayed));
+            }
+        }
+        if answered.is_empty() || self.suicide.chance <= 0.0 {
+            return;
+        }
+        for (child, incarnation, relayed) in answered {
+            if self.suicide.calm.iter().any(|calm| calm.exists()) {
+                return;
+            }
+            let draw = self.rng.lock().unwrap_or_else(|p| p.into_inner()).between(0.0, 1.0);
+            if draw < self.suicide.chance {
+                self.journal.record(Event::Abort(relayed), &child, incarnation);
+                // SAFETY: kill(2) on our own pid, with a signal no handler
+                // can catch; it touches no memory.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                std::process::abort();
+            }
+        }
     }
 
     /// Journal `call` and its reply: a claim's jobs and tokens; a fenced
@@ -150,6 +226,7 @@ impl Executor for Witness {
             let shortfall = ran.as_ref().ok().and_then(|ran| ran.shortfall);
             self.witness(call, reply, shortfall);
         }
+        self.relayed(calls, &ran);
         ran
     }
 

@@ -1,14 +1,19 @@
-//! The chaos program at CI size, on Lua and on Native: 2,000 jobs over 8 s
-//! through three workers, four of them killed with SIGKILL, one paused past
-//! its lease, and redis-server killed and restarted twice. The program
-//! judges the run itself; this checks that it found no violation and that
-//! the chaos really happened. The seed comes from the clock, so each run
+//! The chaos program at CI size, on Lua and on Native: 2,000 jobs and 15
+//! flows (18 parents, over 50 children in three queues) over 8 s through
+//! three workers, four of them killed with SIGKILL, one paused past its
+//! lease, each killing itself after a RESOLVE with a chance of 0.2 (before
+//! the relay's XDEL), and redis-server killed and restarted twice. The
+//! program judges the run itself; this checks that it found no violation
+//! and that the chaos really happened. The seed comes from the clock, so each run
 //! tries a new plan; the test prints it first, and every failure names it
 //! with the command that replays that plan:
 //! `ECHOMQ_CHAOS_SEED=<seed> cargo test -p echomq-chaos --test chaos`.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The flows of a run.
+const FLOWS: u64 = 15;
 
 /// Far beyond a run's ~10 s; the program has deadlines of its own, this only
 /// keeps a hang from holding the suite.
@@ -31,6 +36,7 @@ fn chaos(via: &str, seed: u64) -> (std::process::ExitStatus, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_echomq-chaos"))
         .args(["run", "--via", via, "--jobs", "2000", "--workers", "3", "--concurrency", "8"])
         .args(["--seconds", "8", "--kills", "4", "--pauses", "1", "--restarts", "2"])
+        .args(["--flows", &FLOWS.to_string(), "--resolve-kills", "0.2"])
         .args(["--seed", &seed.to_string()])
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
@@ -89,6 +95,18 @@ fn judge(via: &str) {
     let caught = pauses[1];
     assert!(caught >= 1, "{replay}\n{report}");
     assert!(count("stale tokens refused") >= caught, "{replay}\n{report}");
+    // Flows: every one added, every job of each done; no parent stuck, none
+    // run twice, every result byte for byte; and the kills between a
+    // RESOLVE and its XDEL happened (the program fails a run without any).
+    assert_eq!(count("flows acknowledged"), FLOWS, "{replay}\n{report}");
+    let flows = numbers(&report, "flows acknowledged");
+    // Every fifth flow nests one; a nested parent is its parent's child too.
+    let (parents, children, done) = (flows[4], flows[6], flows[7]);
+    assert_eq!((parents, done), (FLOWS + FLOWS / 5, FLOWS + children), "{replay}\n{report}");
+    assert_eq!(count("parents stuck"), 0, "{replay}\n{report}");
+    assert_eq!(count("parents run twice"), 0, "{replay}\n{report}");
+    assert_eq!(count("results not byte for byte"), 0, "{replay}\n{report}");
+    assert!(count("kills between RESOLVE and XDEL") >= 1, "{replay}\n{report}");
     assert!(
         report.contains(&format!("--seed {seed} ")),
         "the program ran another plan ({replay}):\n{report}"
