@@ -166,6 +166,23 @@ async def test_every_way_a_child_ends_tells_its_parent(conn: echomq.Connection, 
         assert info is not None and info.error == f"child {child} {outcome}"
 
 
+async def test_the_sweep_tells_a_trimmed_child_done_not_gone(conn: echomq.Connection) -> None:
+    """A child done and trimmed by retention before its notice was relayed:
+    the sweep relays the children's queues first, so the parent hears it
+    done, with its result, and waits on for the other."""
+    parents, children = await open_queue(conn, "parents"), await open_queue(conn, "children")
+    flow = echomq.Flow(b"parent").child(children.name, b"a").child(children.name, b"b")
+    added = await parents.add_flow(flow)
+    a, _ = added.children
+    await _trim_after_ack(children, a.id)
+    await echomq.Upkeep(parents, 5, 0.25).sweep(0)
+    heard = await parents.children(flow.id)
+    assert heard is not None
+    [told] = [child for child in heard.children if child.ref == a]
+    assert (told.outcome, told.result) == ("done", b"kept")
+    assert await state(parents, flow.id) == "waiting"
+
+
 async def test_notices_twice_late_or_to_an_ended_parent_change_nothing_and_a_cancel_takes_open_children(
         conn: echomq.Connection) -> None:
     parents, children = await open_queue(conn, "parents"), await open_queue(conn, "children")

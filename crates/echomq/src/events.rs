@@ -94,6 +94,9 @@ pub enum EventKind {
     Paused,
     /// The queue was resumed.
     Resumed,
+    /// A flow's parent heard how one of its children ended (protocol 1.6):
+    /// the event's `child`, `outcome`, `open` and `state` fields say what.
+    Resolved,
     /// An event this host does not know (a later minor's): its name.
     Other(String),
 }
@@ -116,6 +119,7 @@ impl EventKind {
             EventKind::Retried => "retried",
             EventKind::Paused => "paused",
             EventKind::Resumed => "resumed",
+            EventKind::Resolved => "resolved",
             EventKind::Other(name) => name,
         }
     }
@@ -123,7 +127,7 @@ impl EventKind {
     /// The kind the log's name says.
     #[must_use]
     pub fn from_name(name: &str) -> EventKind {
-        const KNOWN: [EventKind; 13] = [
+        const KNOWN: [EventKind; 14] = [
             EventKind::Enqueued,
             EventKind::Active,
             EventKind::Progress,
@@ -137,6 +141,7 @@ impl EventKind {
             EventKind::Retried,
             EventKind::Paused,
             EventKind::Resumed,
+            EventKind::Resolved,
         ];
         KNOWN
             .into_iter()

@@ -347,3 +347,34 @@ async fn cancelling_flows_that_name_each_other_ends() {
         assert_eq!(q.inspect(id).await.unwrap().unwrap().record.state, State::Cancelled);
     }
 }
+
+/// A child done and trimmed by retention before its notice was relayed is
+/// not taken for gone by the sweep: the sweep relays the children's queues
+/// first, so the parent hears it done, with its result, and waits on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_tells_a_trimmed_child_done_not_gone() {
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+        let flow = Flow::new(b"parent".to_vec())
+            .child(children.name(), b"a".to_vec())
+            .child(children.name(), b"b".to_vec());
+        let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+        let a = children.claim(Duration::from_secs(30)).await.unwrap().expect("a");
+        let a_id = a.id.clone();
+        a.ack_with(b"r".to_vec()).await.unwrap();
+        let briefly = Retention { age: Some(Duration::from_millis(1)), count: None };
+        children.configure(Config::default().keep_done(briefly)).await.unwrap();
+        eventually("retention trimmed a", || async {
+            Upkeep::of(&children).trim(State::Done).await.unwrap() == 1
+        })
+        .await;
+        Upkeep::of(&parents).sweep_flows(Duration::ZERO).await.unwrap();
+        let heard = echomq::Flows::of(&parents).children(&added.parent.id).await.unwrap().expect("a parent");
+        let a = heard.children.iter().find(|child| child.child.id == a_id).unwrap();
+        assert_eq!((a.outcome, a.result.as_deref()), (Some(Outcome::Done), Some(&b"r"[..])), "{name}");
+        let state = parents.inspect(&added.parent.id).await.unwrap().unwrap().record.state;
+        assert_eq!(state, State::Waiting, "{name}: b is still pending");
+    }
+}

@@ -161,9 +161,11 @@ class Upkeep:
         read, _ = await self._relay("-")
         return read
 
-    async def _relay(self, start: str | bytes) -> tuple[int, bytes | None]:
-        """:meth:`relay` of the notices from ``start`` on: how many it read, and the last one's id."""
-        key = self.keyspace.key("notices")
+    async def _relay(self, start: str | bytes, keyspace: Keyspace | None = None) -> tuple[int, bytes | None]:
+        """:meth:`relay` of the notices from ``start`` on (of ``keyspace``'s
+        queue, this one's by default): how many it read, and the last one's id."""
+        keyspace = keyspace or self.keyspace
+        key = keyspace.key("notices")
         entries = await self.executor.redis.xrange(key, start, "+", count=RELAY_STEP)
         by_queue: dict[str, list[tuple[bytes, Call]]] = {}
         for entry_id, fields in entries:
@@ -180,7 +182,7 @@ class Upkeep:
             for (entry_id, call), reply in zip(notices, replies):
                 if isinstance(reply, Exception):
                     log.warning("a child's notice in %s could not reach its parent in %s (%s): it stays, and "
-                                "is tried again: %s", self.keyspace.name, parent_queue_name,
+                                "is tried again: %s", keyspace.name, parent_queue_name,
                                 call.args[2].decode("utf-8", "replace"), reply)
                 else:
                     answered.append(entry_id)
@@ -212,6 +214,17 @@ class Upkeep:
         return resolved
 
     async def _sweep_one(self, parent: str) -> int:
+        """One parent's sweep. Its open children's queues' notices are
+        relayed first: a child done, its notice on its way and its record
+        already trimmed by retention, is told as done (with its result),
+        never taken for gone."""
+        children = read_children(await self.executor.run(calls.children(self.keyspace, parent)))
+        if children is None:
+            return 0
+        for name in sorted({child.ref.queue for child in children.children if child.open}):
+            read, last = await self._relay("-", Keyspace(name))
+            while read == RELAY_STEP and last is not None:
+                read, last = await self._relay(b"(" + last, Keyspace(name))
         children = read_children(await self.executor.run(calls.children(self.keyspace, parent)))
         if children is None:
             return 0

@@ -438,8 +438,28 @@ pub(crate) async fn sweep(queue: &Queue, grace: Duration) -> Result<u64> {
 }
 
 /// The sweep of one parent: its open children that are gone, or ended
-/// unheard, resolved.
+/// unheard, resolved. Their queues' notices are relayed first: a child
+/// done, its notice on its way and its record already trimmed by
+/// retention, is told as done (with its result), never taken for gone.
 async fn sweep_one(queue: &Queue, parent: &JobId) -> Result<u64> {
+    let Some(children) = Flows::of(queue).children(parent).await? else { return Ok(0) };
+    let queues: std::collections::BTreeSet<&str> = children
+        .children
+        .iter()
+        .filter(|child| child.outcome.is_none())
+        .map(|child| child.child.queue.as_str())
+        .collect();
+    for name in queues {
+        let in_queue = Queue::new(queue.executor().clone(), name)?;
+        let mut after = "0-0".to_owned();
+        loop {
+            let (read, last) = relay(&in_queue, &after).await?;
+            if read < RELAY_STEP as u64 {
+                break;
+            }
+            after = last;
+        }
+    }
     let Some(children) = Flows::of(queue).children(parent).await? else { return Ok(0) };
     let mut resolved = 0;
     for child in children.children.into_iter().filter(|child| child.outcome.is_none()) {

@@ -103,13 +103,15 @@ async fn keep(kept: &mut Kept, due: Option<UpkeepDue>, shared: &Shared, until: I
     let outcomes = [
         ("promote", if promoting { promote(queue, until).await } else { Ok(()) }),
         ("reap", if reaping { reap(queue, shared, until).await } else { Ok(()) }),
+        // The relay before the trim: a notice is on its way while its
+        // child's record is trimmed (it carries all the parent needs).
+        ("relay notices", if relaying { relay(&kept.queue, until).await } else { Ok(()) }),
         ("trim", trim(kept, due.map(|d| d.finished), until).await),
         ("settle", if settling { settle(&kept.queue, until).await } else { Ok(()) }),
         (
             "fire schedules",
             if firing { Upkeep::of(&kept.queue).fire_schedules().await.map(drop) } else { Ok(()) },
         ),
-        ("relay notices", if relaying { relay(&kept.queue, until).await } else { Ok(()) }),
         (
             "sweep flows",
             if sweeping {
