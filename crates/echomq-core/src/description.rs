@@ -705,7 +705,9 @@ mod tests {
                 Name::Purge | Name::Trim | Name::Drain | Name::Remove => &[all - 2, all],
                 Name::Cancel => &[all - 3, all],
                 // STATS' seventh set (1.6).
-                Name::EnqueueMany | Name::Fire | Name::Settle | Name::Stats => &[all - 1, all],
+                Name::Fire | Name::Settle | Name::Stats => &[all - 1, all],
+                // The counts key, then the children's link key (1.6).
+                Name::EnqueueMany => &[all - 2, all - 1, all],
                 // The policy key goes with REFUND (protocol 1.1).
                 Name::Release => &[7, all],
                 _ => &[all],

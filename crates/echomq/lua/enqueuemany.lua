@@ -7,9 +7,13 @@ config_key   emq:{q}:config     its length (hash)
 wake_key     emq:{q}:wake       the wake-up key (zset): told once when any job
                                 was enqueued (includes/wake)
 counts_key   emq:{q}:counts     (hash) optional: the queue's counters (includes/events)
+parents_key  emq:{q}:parents    (hash) optional, after counts_key (1.6): the children's links
 ARGV[1]  id: the first job's id (JOB_<ulid>)
 ARGV[2]  payload: its bytes, stored verbatim, at most MAX_PAYLOAD (1048576)
 ARGV[3..] the next jobs' ids and payloads, in pairs: one to ENQUEUES_MAX jobs.
+         PARENT <link>      with parents_key (1.6), before the first id:
+                            `<incarnation> {<queue>}<id>`; every job it
+                            enqueues is that parent's child (includes/notice)
 Reply    an array, one integer a job, in order: 1 enqueued (pending, at
          priority 0), 0 duplicate (a record with its id exists; nothing
          changed; a job named twice is enqueued once)
@@ -21,21 +25,30 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include slot
 --@include wake
 --@include payload
+--@include notice
 
 --@keys ENQUEUEMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local pending_key = KEYS[1]
 local events_key = KEYS[2]
 local config_key = KEYS[3]
 local wake_key = KEYS[4]
-local counts_key = KEYS[5] -- nil unless the call sends 5 keys
-local key_names = {'pending', 'events', 'config', 'wake', 'counts'}
-local key_forms = {4, 5}
+local counts_key = KEYS[5]  -- nil unless the call sends 5 or 6 keys
+local parents_key = KEYS[6] -- nil unless the call sends 6 keys
+local key_names = {'pending', 'events', 'config', 'wake', 'counts', 'parents'}
+local key_forms = {4, 5, 6}
 --@keys end
 
 local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local ids, payloads = {}, {}
 local i, n = 1, 0
+-- With its sixth key (1.6), `PARENT <link>` may come first.
+local link
+if parents_key and ARGV[1] and string.upper(ARGV[1]) == 'PARENT' then
+  link, err = parent_option(ARGV[2])
+  if err then return err end
+  i = 3
+end
 repeat
   if n == ENQUEUES_MAX then
     return emq_error('EMQARG', 'at most ' .. ENQUEUES_MAX .. ' jobs a call')
@@ -74,6 +87,10 @@ end
 local keep, wakes
 keep, wakes, err = events_and_wake(events_key, config_key, wake_key, counts_key, {'enqueued'})
 if err then return err end
+if link then
+  err = type_error(parents_key, 'hash')
+  if err then return err end
+end
 counts_hold()
 
 local replies, enqueued = {}, false
@@ -89,6 +106,16 @@ for j = 1, n do
     replies[j] = 1
     enqueued = true
   end
+end
+if link then
+  local linked = {}
+  for j = 1, n do
+    if replies[j] == 1 then
+      linked[#linked + 1] = ids[j]
+      linked[#linked + 1] = link
+    end
+  end
+  if #linked > 0 then redis.call('HSET', parents_key, unpack(linked)) end
 end
 if enqueued then wake(wakes) end
 counts_flush()

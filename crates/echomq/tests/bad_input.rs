@@ -125,9 +125,10 @@ async fn a_key_of_the_wrong_type_gets_emqtype_and_nothing_changes() {
     for (name, given, call, reads) in happy_calls() {
         let mut keys = call.keys(&h.keys);
         keys.extend(reads.iter().map(|job| h.keys.job(job)));
-        // ENQUEUE reads its parents key only for PARENT, which excludes the
-        // UNIQUE its happy call holds: that key is never checked there.
-        if name == Name::Enqueue {
+        // ENQUEUE and ENQUEUEMANY read their parents key only for PARENT
+        // (ENQUEUE's excludes the UNIQUE its happy call holds): that key
+        // is never checked there.
+        if matches!(name, Name::Enqueue | Name::EnqueueMany) {
             keys.retain(|key| *key != h.keys.role(Role::Parents, None).unwrap());
         }
         for key in keys {
@@ -170,7 +171,7 @@ async fn an_oversized_payload_in_enqueuemany_is_refused_and_writes_nothing() {
     let h = harness().await;
     let big = vec![b'x'; limits::MAX_PAYLOAD + 1];
     let b: JobId = common::B.parse().unwrap();
-    let call = EnqueueMany { jobs: vec![(a(), b"p".to_vec()), (b.clone(), big.clone())] };
+    let call = EnqueueMany { jobs: vec![(a(), b"p".to_vec()), (b.clone(), big.clone())], parent: None };
     assert!(matches!(call.args(), Err(Error { kind: ErrorKind::TooLarge, .. })));
     let keys = call.keys(&h.keys);
     let reply =
@@ -579,11 +580,15 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert!(matches!(AckMany { acks: Vec::new() }.args(), Err(Error { kind: ErrorKind::Argument, .. })));
     // ENQUEUEMANY's, the same way.
     let jobs = vec![(a(), b"p".to_vec()); 1001];
-    let host = EnqueueMany { jobs: jobs.clone() }.args().unwrap_err();
+    let host = EnqueueMany { jobs: jobs.clone(), parent: None }.args().unwrap_err();
     let args: Vec<&[u8]> = jobs.iter().flat_map(|_| [A.as_bytes(), b"p".as_slice()]).collect();
-    let server = text(eval(&h, "enqueuemany", &EnqueueMany { jobs }.keys(&h.keys), &args).await);
+    let server =
+        text(eval(&h, "enqueuemany", &EnqueueMany { jobs, parent: None }.keys(&h.keys), &args).await);
     assert_eq!(Err(host.to_string()), server);
-    assert!(matches!(EnqueueMany { jobs: Vec::new() }.args(), Err(Error { kind: ErrorKind::Argument, .. })));
+    assert!(matches!(
+        EnqueueMany { jobs: Vec::new(), parent: None }.args(),
+        Err(Error { kind: ErrorKind::Argument, .. })
+    ));
 
     let host = Config::default().concurrency(echomq::Limit::To(1 << 31)).args().unwrap_err();
     let all_keys = |name: Name, job: Option<&JobId>| -> Vec<String> {

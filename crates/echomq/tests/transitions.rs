@@ -339,6 +339,7 @@ fn enqueuemany_admits_each_new_job_and_finds_the_others_duplicates() -> Case {
         given: &["HSET $q:job:$B state done attempts 1 payload old", "ZADD $q:done 5 $B"],
         call: Call::EnqueueMany(EnqueueMany {
             jobs: vec![(a(), b"p".to_vec()), (B.parse().unwrap(), b"q".to_vec()), (a(), b"again".to_vec())],
+            parent: None,
         }),
         reply: ok(vec![Admission::Enqueued, Admission::Duplicate, Admission::Duplicate]),
         after: &[
@@ -356,7 +357,7 @@ fn enqueuemany_of_duplicates_only_changes_nothing_and_wakes_no_one() -> Case {
     Case {
         name: "enqueuemany of duplicates only changes nothing and wakes no one",
         given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
-        call: Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())] }),
+        call: Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())], parent: None }),
         reply: ok(vec![Admission::Duplicate]),
         after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
     }

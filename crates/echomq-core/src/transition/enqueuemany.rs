@@ -2,6 +2,7 @@
 //! (PROTOCOL.md §7; `enqueuemany.lua`).
 
 use super::events::{emit, flush, hold, Events};
+use super::notice::parent_option;
 use super::{need, present_here, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{ENQUEUES, MAX_PAYLOAD};
@@ -13,6 +14,9 @@ keys! {
     /// ENQUEUEMANY's KEYS.
     EnqueueManyKeys { pending: Pending, events: Events, config: Config, wake: Wake }
     then counts: Counts
+    flow
+    /// The children's link key (protocol 1.6), for `PARENT`.
+    EnqueueManyFlow { parents: Parents }
 }
 
 /// A parsed ENQUEUEMANY: many plain jobs (an id and a payload each, no
@@ -22,6 +26,8 @@ pub struct EnqueueMany<'a> {
     keys: EnqueueManyKeys<'a>,
     prefix: &'a [u8],
     jobs: Vec<(&'a [u8], &'a [u8])>,
+    /// With the parents key, the link every job it enqueues gets: a flow's children.
+    parent: Option<&'a [u8]>,
 }
 
 impl<'a> EnqueueMany<'a> {
@@ -32,7 +38,7 @@ impl<'a> EnqueueMany<'a> {
         keys: EnqueueManyKeys::ROLES,
         forms: EnqueueManyKeys::FORMS,
         args: &["id", "payload"],
-        options: &[],
+        options: &["PARENT"],
         effect: Effect::Writes,
         wakes_claims: true,
         fenced: false,
@@ -54,6 +60,14 @@ impl<'a> EnqueueMany<'a> {
         let (keys, prefix) = named_keys::<EnqueueManyKeys>(keys, b"")?;
         let mut jobs = Vec::with_capacity(args.len() / 2);
         let mut rest = args;
+        // With its sixth key (1.6), `PARENT <link>` may come first.
+        let mut parent = None;
+        if let (Some(_), Some(first)) = (keys.flow, rest.first()) {
+            if first.eq_ignore_ascii_case(b"PARENT") {
+                parent = Some(parent_option(rest.get(1).copied())?);
+                rest = rest.get(2..).unwrap_or_default();
+            }
+        }
         loop {
             if jobs.len() as u64 == *ENQUEUES.end() {
                 return Err(Refusal::arg(format!("at most {} jobs a call", ENQUEUES.end())));
@@ -66,7 +80,7 @@ impl<'a> EnqueueMany<'a> {
             jobs.push((id, payload));
             rest = &rest[2..];
             if rest.is_empty() {
-                return Ok(EnqueueMany { keys, prefix, jobs });
+                return Ok(EnqueueMany { keys, prefix, jobs, parent });
             }
         }
     }
@@ -86,7 +100,7 @@ impl<'a> EnqueueMany<'a> {
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     /// - `EMQDATA`: `<q>config`'s `events` is not an integer.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let EnqueueManyKeys { pending, events, config, wake: wakes, counts } = self.keys;
+        let EnqueueManyKeys { pending, events, config, wake: wakes, counts, flow } = self.keys;
         need(store, pending, KeyType::Zset)?;
         let records: Vec<Vec<u8>> = self.jobs.iter().map(|(id, _)| record_key(self.prefix, id)).collect();
         let mut missing = None;
@@ -103,6 +117,9 @@ impl<'a> EnqueueMany<'a> {
         let events = Events::open_counted(store, Some((events, config)), counts, &["enqueued"])?;
         hold(&events);
         let wakes = wake_key(store, Some(wakes))?;
+        if let (Some(_), Some(flow)) = (self.parent, flow) {
+            need(store, flow.parents, KeyType::Hash)?;
+        }
         let now = store.now_ms();
         let enqueued_at = now.to_string();
         let mut replies = Vec::with_capacity(self.jobs.len());
@@ -121,6 +138,18 @@ impl<'a> EnqueueMany<'a> {
             store.zadd(pending, 0.0, id);
             emit(&events, store, "enqueued", id, &[(b"state", b"pending")]);
             replies.push(Reply::Int(1));
+        }
+        if let (Some(link), Some(flow)) = (self.parent, flow) {
+            let linked: Vec<(&[u8], &[u8])> = self
+                .jobs
+                .iter()
+                .zip(&replies)
+                .filter(|(_, reply)| **reply == Reply::Int(1))
+                .map(|((id, _), _)| (*id, link))
+                .collect();
+            if !linked.is_empty() {
+                store.hset(flow.parents, &linked);
+            }
         }
         if replies.contains(&Reply::Int(1)) {
             wake(store, wakes);

@@ -95,6 +95,21 @@ pub(super) fn cases() -> Vec<Case> {
             .refused(Code::Arg),
         Case::new("enqueue: PARENT without the parents key", short(child(B, A, &[]), 12))
             .refused_with("EMQARG PARENT needs all thirteen keys"),
+        Case::new(
+            "enqueuemany: children, linked to their parent",
+            call(Name::EnqueueMany, "", &["PARENT", &link(A), B, "b", C, "c"]),
+        )
+        .after([enqueue(C, "c", &[])]),
+        Case::new(
+            "enqueuemany: a PARENT that is no link",
+            call(Name::EnqueueMany, "", &["PARENT", "soon", B, "b"]),
+        )
+        .refused(Code::Arg),
+        Case::new(
+            "enqueuemany: PARENT without the sixth key is no id",
+            short(call(Name::EnqueueMany, "", &["PARENT", &link(A), B, "b"]), 5),
+        )
+        .refused(Code::Kind),
         Case::new("ack: a child tells its parent", ack(B, "1")).after(claimed.clone()),
         Case::new("ack: a child tells its parent its RESULT", call(Name::Ack, B, &[B, "1", "RESULT", "42"]))
             .after(claimed.clone()),

@@ -515,6 +515,11 @@ mod enqueuemany {
     }
 
     #[test]
+    fn keys_6_holds_a_string() {
+        replay("enqueuemany", "KEYS[6] holds a string");
+    }
+
+    #[test]
     fn many_three_jobs() {
         replay("enqueuemany", "many: three jobs");
     }
@@ -547,6 +552,21 @@ mod enqueuemany {
     #[test]
     fn many_a_record_a_string_refuses_them_all() {
         replay("enqueuemany", "many: a record a string refuses them all");
+    }
+
+    #[test]
+    fn enqueuemany_children_linked_to_their_parent() {
+        replay("enqueuemany", "enqueuemany: children, linked to their parent");
+    }
+
+    #[test]
+    fn enqueuemany_a_parent_that_is_no_link() {
+        replay("enqueuemany", "enqueuemany: a PARENT that is no link");
+    }
+
+    #[test]
+    fn enqueuemany_parent_without_the_sixth_key_is_no_id() {
+        replay("enqueuemany", "enqueuemany: PARENT without the sixth key is no id");
     }
 
     #[test]

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{EnqueueOptions, Queue};
-use crate::executor::{execute_batch, Answer, Command};
+use crate::executor::{execute, execute_batch, Answer, Command};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::transition::{
-    Children, ChildrenReply, Dependency, Enqueue, Flow as FlowCall, Flowed, Headers, JobRef, Link, OnFailure,
-    Outcome, Resolve,
+    Children, ChildrenReply, Dependency, Enqueue, EnqueueMany, Flow as FlowCall, Flowed, Headers, JobRef,
+    Link, OnFailure, Outcome, Resolve,
 };
 use crate::{Error, ErrorKind, Policy, Result};
 
@@ -171,7 +171,7 @@ impl<'q> Flows<'q> {
     ///
     /// # Errors
     /// [`ErrorKind::Argument`] for a flow with no child, more than
-    /// [`limits::FLOW_CHILDREN`](crate::limits::FLOW_CHILDREN), a child named
+    /// [`limits::FLOW_CHILDREN`](echomq_core::limits::FLOW_CHILDREN), a child named
     /// twice, a child with a unique key, or a queue name the protocol
     /// refuses, before anything is sent; [`ErrorKind::State`] when the
     /// parent's id names a job that is no parent; as any enqueue otherwise
@@ -245,7 +245,14 @@ impl Queue {
         }
         for (queue, calls) in jobs {
             let keys = Keyspace::new(&queue)?;
-            for outcome in execute_batch(&**self.executor(), &keys, &calls).await? {
+            // The plain ones (an id and a payload) in ENQUEUEMANYs with the
+            // link, one call a thousand; those with options one by one.
+            let (plain, own): (Vec<Enqueue>, Vec<Enqueue>) = calls.into_iter().partition(is_plain);
+            for chunk in plain.chunks(*echomq_core::limits::ENQUEUES.end() as usize) {
+                let jobs = chunk.iter().map(|call| (call.id.clone(), call.payload.clone())).collect();
+                execute(&**self.executor(), &keys, &EnqueueMany { jobs, parent: Some(link.clone()) }).await?;
+            }
+            for outcome in execute_batch(&**self.executor(), &keys, &own).await? {
                 outcome?;
             }
             Queue::new(self.executor().clone(), &queue)?.register(false).await;
@@ -274,10 +281,20 @@ impl FlowChild {
     }
 }
 
-/// A flow has 1 to [`limits::FLOW_CHILDREN`](crate::limits::FLOW_CHILDREN)
+/// Whether a child's ENQUEUE has no option but its link: it fits in the
+/// children's ENQUEUEMANY.
+fn is_plain(call: &Enqueue) -> bool {
+    call.priority == 0
+        && matches!(call.due, crate::transition::Due::Now)
+        && call.policy.is_none()
+        && call.unique.is_none()
+        && call.headers.is_empty()
+}
+
+/// A flow has 1 to [`limits::FLOW_CHILDREN`](echomq_core::limits::FLOW_CHILDREN)
 /// children, each named once.
 fn check_children(children: &[JobRef]) -> Result<()> {
-    let most = *crate::limits::FLOW_CHILDREN.end() as usize;
+    let most = *echomq_core::limits::FLOW_CHILDREN.end() as usize;
     if children.is_empty() || children.len() > most {
         return Err(Error::new(
             ErrorKind::Argument,

@@ -460,7 +460,7 @@ impl Sorted {
                 || self.bytes + payload.len() > ENQUEUE_BYTES
         };
         if self.calls.last().is_none_or(full) {
-            self.calls.push(EnqueueMany { jobs: Vec::new() });
+            self.calls.push(EnqueueMany { jobs: Vec::new(), parent: None });
             self.places.push(Vec::new());
             self.bytes = 0;
         }

@@ -6,6 +6,7 @@ use echomq_core::{limits, Name};
 
 use super::argument::jobs_a_call;
 use super::enqueue::Admission;
+use super::flow::Link;
 use super::reply::{array_reply, unexpected};
 use super::Transition;
 use crate::id::JobId;
@@ -18,6 +19,9 @@ use crate::{Error, Result};
 pub struct EnqueueMany {
     /// The jobs, 1 to [`limits::ENQUEUES`] of them.
     pub jobs: Vec<(JobId, Vec<u8>)>,
+    /// The flow's parent every job it enqueues is a child of (protocol
+    /// 1.6: `PARENT`, with the sixth key): one call for a flow's children.
+    pub parent: Option<Link>,
 }
 
 impl Transition for EnqueueMany {
@@ -27,7 +31,10 @@ impl Transition for EnqueueMany {
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         jobs_a_call(Self::NAME, self.jobs.len(), limits::ENQUEUES)?;
-        let mut args = Vec::with_capacity(self.jobs.len() * 2);
+        let mut args = Vec::with_capacity(self.jobs.len() * 2 + 2);
+        if let Some(link) = &self.parent {
+            args.extend([b"PARENT".to_vec(), link.text().into_bytes()]);
+        }
         for (id, payload) in &self.jobs {
             if payload.len() > limits::MAX_PAYLOAD {
                 return Err(Error::new(
@@ -53,10 +60,18 @@ impl Transition for EnqueueMany {
     fn edges() -> Vec<Self> {
         use super::edges::id;
         Vec::from_iter([
-            EnqueueMany { jobs: vec![(id(1), Vec::new())] },
-            EnqueueMany { jobs: vec![(id(1), vec![b'p'; limits::MAX_PAYLOAD])] },
+            EnqueueMany { jobs: vec![(id(1), Vec::new())], parent: None },
+            EnqueueMany { jobs: vec![(id(1), vec![b'p'; limits::MAX_PAYLOAD])], parent: None },
             EnqueueMany {
                 jobs: (0..*limits::ENQUEUES.end() as u32).map(|n| (id(n), b"p".to_vec())).collect(),
+                parent: None,
+            },
+            EnqueueMany {
+                jobs: vec![(id(1), b"p".to_vec())],
+                parent: Some(super::flow::Link {
+                    incarnation: *limits::INCARNATION.end(),
+                    parent: super::flow::JobRef::new("up", id(9)).expect("a queue"),
+                }),
             },
         ])
     }

@@ -106,7 +106,7 @@ pub const fn example(name: Name) -> Example {
         },
         Name::EnqueueMany => Example {
             given: &[],
-            happy: || Call::new(EnqueueMany { jobs: vec![(a(), b"p".to_vec())] }),
+            happy: || Call::new(EnqueueMany { jobs: vec![(a(), b"p".to_vec())], parent: None }),
             // It reads the records of its jobs.
             reads: &[A],
             naming_a_non_job: Some(&[b"XYZ", b"p"]),

@@ -36,7 +36,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::EnqueueMany,
         keys: "$q:pending $q:events $q:config",
         args: "$A p",
-        error: "EMQARG wrong number of keys: takes 4 or 5",
+        error: "EMQARG wrong number of keys: takes 4 or 5 or 6",
     },
     Raw {
         name: "enqueuemany whose second job has no payload enqueues neither",
