@@ -5,6 +5,7 @@
 //! [`relay`] (every worker's upkeep) carries the notices to their parents.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{EnqueueOptions, Queue};
@@ -12,8 +13,8 @@ use crate::executor::{execute, execute_batch, Answer, Command};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::transition::{
-    Children, ChildrenReply, Dependency, Enqueue, EnqueueMany, Flow as FlowCall, Flowed, Headers, JobRef,
-    Link, OnFailure, Outcome, Resolve,
+    Adopt, Adopted, Children, ChildrenReply, Dependency, Enqueue, EnqueueMany, Flow as FlowCall, Flowed,
+    Headers, JobRef, Link, OnFailure, Outcome, Resolve,
 };
 use crate::{Error, ErrorKind, Policy, Result};
 
@@ -132,6 +133,50 @@ impl Flow {
     #[must_use]
     pub fn child_flow(mut self, queue: &str, flow: Flow, on_failure: OnFailure) -> Flow {
         self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node: Node::Flow(flow) });
+        self
+    }
+}
+
+/// Children a running job adds to itself and waits for
+/// ([`JobContext::wait_for`](crate::worker::JobContext::wait_for)): jobs in
+/// any queues, each with what the parent does if it fails.
+///
+/// A child's id, unless given one, is derived from its parent's id, its
+/// place among these children, its queue and its payload: a handler that
+/// runs again (after its children ended, or a crash) names the same
+/// children, which are not added twice.
+#[derive(Clone, Debug, Default)]
+pub struct ChildJobs {
+    children: Vec<FlowChild>,
+}
+
+impl ChildJobs {
+    /// No children yet.
+    #[must_use]
+    pub fn new() -> ChildJobs {
+        ChildJobs::default()
+    }
+
+    /// A child in `queue`, which fails the parent if it fails
+    /// ([`OnFailure::Fail`]).
+    #[must_use]
+    pub fn child(self, queue: &str, payload: impl Into<Vec<u8>>) -> ChildJobs {
+        self.child_with(queue, payload, EnqueueOptions::default(), OnFailure::Fail)
+    }
+
+    /// A child in `queue` with its own options (an id, a priority, a
+    /// delay, a policy, headers; not a unique key), and what the parent
+    /// does if it fails.
+    #[must_use]
+    pub fn child_with(
+        mut self,
+        queue: &str,
+        payload: impl Into<Vec<u8>>,
+        options: EnqueueOptions,
+        on_failure: OnFailure,
+    ) -> ChildJobs {
+        let node = Node::Job { payload: payload.into(), options };
+        self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node });
         self
     }
 }
@@ -259,6 +304,78 @@ impl Queue {
         }
         Ok(())
     }
+}
+
+impl Queue {
+    /// ADOPT `children` for the job `id` its holder runs with `token`, then
+    /// enqueue those open: `true` when the job now waits for them, `false`
+    /// when each had ended (the holder goes on). `waits` is set as soon as
+    /// the job waits, before the children are enqueued, so that the
+    /// holder sends nothing more for its claim whatever follows.
+    pub(crate) async fn adopt(
+        &self,
+        holder: (&JobId, u64, u64),
+        children: ChildJobs,
+        waits: &AtomicBool,
+    ) -> Result<bool> {
+        let (id, token, max_attempts) = holder;
+        let mut children = children.children;
+        for (at, child) in children.iter_mut().enumerate() {
+            if let Node::Job { payload, options } = &mut child.node {
+                if options.id.is_none() {
+                    options.id = Some(child_id(id, at, &child.queue, payload));
+                }
+            }
+        }
+        let named = children.iter().map(FlowChild::named).collect::<Result<Vec<JobRef>>>()?;
+        check_children(&named)?;
+        let dependencies = children
+            .iter()
+            .zip(&named)
+            .map(|(child, named)| Dependency { child: named.clone(), on_failure: child.on_failure });
+        let call = Adopt { id: id.clone(), token, max_attempts, children: dependencies.collect() };
+        let Adopted::Waits { incarnation, open } = self.run(&call).await? else { return Ok(false) };
+        waits.store(true, Ordering::Release);
+        let link = Link { incarnation, parent: JobRef::new(self.name(), id.clone())? };
+        let (open_children, open_named): (Vec<FlowChild>, Vec<JobRef>) =
+            children.into_iter().zip(named).filter(|(_, named)| open.contains(named)).unzip();
+        self.add_children(open_children, &open_named, &link).await.map_err(|err| {
+            Error::new(
+                err.kind,
+                format!(
+                    "{id} waits for its children, and enqueueing them failed: {err}; the sweep resolves \
+                     those never enqueued as gone after its grace"
+                ),
+            )
+        })?;
+        Ok(true)
+    }
+}
+
+/// The id of the `at`th child a running job names, when not given one:
+/// `JOB_` and a ULID whose time is the parent's (its branded id's, else
+/// 0), whose next 16 bits are `at` (siblings are claimed in the order
+/// named) and whose last 64 are the first 8 bytes of SHA-1(parent id,
+/// 0x00, `at` in decimal, 0x00, queue, 0x00, payload). The same each time
+/// the handler names the same child.
+fn child_id(parent: &JobId, at: usize, queue: &str, payload: &[u8]) -> JobId {
+    let time = crate::schedule::tick_of(parent).unwrap_or(0);
+    let mut sha = sha1_smol::Sha1::new();
+    for part in [
+        parent.as_str().as_bytes(),
+        b"\0",
+        at.to_string().as_bytes(),
+        b"\0",
+        queue.as_bytes(),
+        b"\0",
+        payload,
+    ] {
+        sha.update(part);
+    }
+    let digest = sha.digest().bytes();
+    let hashed = digest[..8].iter().fold(0u128, |acc, byte| acc << 8 | u128::from(*byte));
+    let ulid = ulid::Ulid::from_parts(time, (at as u128 & 0xffff) << 64 | hashed);
+    format!("JOB_{ulid}").parse().expect("a ULID after JOB_ passes the kind gate")
 }
 
 impl FlowChild {
@@ -565,6 +682,27 @@ mod tests {
         ] {
             assert!(notice(&broken).is_none(), "{broken:?}");
         }
+    }
+
+    #[test]
+    fn a_child_named_by_a_running_job_has_the_same_id_each_time_and_siblings_keep_their_order() {
+        let parent = JobId::mint();
+        let first = child_id(&parent, 0, "render", b"page");
+        assert_eq!(first, child_id(&parent, 0, "render", b"page"), "the same child, the same id");
+        for other in [
+            child_id(&JobId::mint(), 0, "render", b"page"),
+            child_id(&parent, 1, "render", b"page"),
+            child_id(&parent, 0, "thumbs", b"page"),
+            child_id(&parent, 0, "render", b"other"),
+        ] {
+            assert_ne!(first, other);
+        }
+        assert!(first.is_branded());
+        assert_eq!(crate::schedule::tick_of(&first), crate::schedule::tick_of(&parent), "the parent's time");
+        let siblings: Vec<JobId> = (0..300).map(|at| child_id(&parent, at, "render", b"page")).collect();
+        assert!(siblings.windows(2).all(|pair| pair[0] < pair[1]), "claimed in the order named");
+        let unbranded: JobId = "JOB-7".parse().unwrap();
+        assert_eq!(crate::schedule::tick_of(&child_id(&unbranded, 0, "q", b"")), Some(0));
     }
 
     #[test]
