@@ -323,7 +323,7 @@ impl Queue {
         for (at, child) in children.iter_mut().enumerate() {
             if let Node::Job { payload, options } = &mut child.node {
                 if options.id.is_none() {
-                    options.id = Some(child_id(id, at, &child.queue, payload));
+                    options.id = Some(id.child(at, &child.queue, payload));
                 }
             }
         }
@@ -350,32 +350,6 @@ impl Queue {
         })?;
         Ok(true)
     }
-}
-
-/// The id of the `at`th child a running job names, when not given one:
-/// `JOB_` and a ULID whose time is the parent's (its branded id's, else
-/// 0), whose next 16 bits are `at` (siblings are claimed in the order
-/// named) and whose last 64 are the first 8 bytes of SHA-1(parent id,
-/// 0x00, `at` in decimal, 0x00, queue, 0x00, payload). The same each time
-/// the handler names the same child.
-fn child_id(parent: &JobId, at: usize, queue: &str, payload: &[u8]) -> JobId {
-    let time = crate::schedule::tick_of(parent).unwrap_or(0);
-    let mut sha = sha1_smol::Sha1::new();
-    for part in [
-        parent.as_str().as_bytes(),
-        b"\0",
-        at.to_string().as_bytes(),
-        b"\0",
-        queue.as_bytes(),
-        b"\0",
-        payload,
-    ] {
-        sha.update(part);
-    }
-    let digest = sha.digest().bytes();
-    let hashed = digest[..8].iter().fold(0u128, |acc, byte| acc << 8 | u128::from(*byte));
-    let ulid = ulid::Ulid::from_parts(time, (at as u128 & 0xffff) << 64 | hashed);
-    format!("JOB_{ulid}").parse().expect("a ULID after JOB_ passes the kind gate")
 }
 
 impl FlowChild {
@@ -682,27 +656,6 @@ mod tests {
         ] {
             assert!(notice(&broken).is_none(), "{broken:?}");
         }
-    }
-
-    #[test]
-    fn a_child_named_by_a_running_job_has_the_same_id_each_time_and_siblings_keep_their_order() {
-        let parent = JobId::mint();
-        let first = child_id(&parent, 0, "render", b"page");
-        assert_eq!(first, child_id(&parent, 0, "render", b"page"), "the same child, the same id");
-        for other in [
-            child_id(&JobId::mint(), 0, "render", b"page"),
-            child_id(&parent, 1, "render", b"page"),
-            child_id(&parent, 0, "thumbs", b"page"),
-            child_id(&parent, 0, "render", b"other"),
-        ] {
-            assert_ne!(first, other);
-        }
-        assert!(first.is_branded());
-        assert_eq!(crate::schedule::tick_of(&first), crate::schedule::tick_of(&parent), "the parent's time");
-        let siblings: Vec<JobId> = (0..300).map(|at| child_id(&parent, at, "render", b"page")).collect();
-        assert!(siblings.windows(2).all(|pair| pair[0] < pair[1]), "claimed in the order named");
-        let unbranded: JobId = "JOB-7".parse().unwrap();
-        assert_eq!(crate::schedule::tick_of(&child_id(&unbranded, 0, "q", b"")), Some(0));
     }
 
     #[test]
