@@ -192,6 +192,9 @@ mod tests {
     #[test]
     fn a_child_s_derived_id_is_the_same_each_time_and_siblings_keep_their_order() {
         let parent = JobId::mint();
+        // The derivation every speaker shares (clients/python's ids.child_id tests this value too).
+        let known: JobId = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R".parse().unwrap();
+        assert_eq!(known.child(0, "render", b"page").as_str(), "JOB_01JDQ3H6Z80005GDX951CDT8G3");
         let first = parent.child(0, "render", b"page");
         assert_eq!(first, parent.child(0, "render", b"page"), "the same child, the same id");
         for other in [
