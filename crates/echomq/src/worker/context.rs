@@ -158,9 +158,9 @@ impl JobContext {
     /// # Errors
     /// [`ErrorKind::Waiting`](crate::ErrorKind::Waiting), not a failure,
     /// when the job now waits: return it (`?`); whatever the handler
-    /// returns then is discarded. [`ErrorKind::Argument`] for no
+    /// returns then is discarded. [`ErrorKind::Argument`](crate::ErrorKind::Argument) for no
     /// children, more than 1000, one named twice, with a unique key or
-    /// in a queue the protocol refuses; [`ErrorKind::TooLarge`] when the
+    /// in a queue the protocol refuses; [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) when the
     /// job would have more than 1000 children in all;
     /// [`ErrorKind::Fence`](crate::ErrorKind::Fence) once the lease is
     /// lost; a failure of the connection or the server (once the job
