@@ -18,8 +18,10 @@ ARGV[1]  id: the job id
 ARGV[2]  token: the one the claim handed out
 ARGV[3]  max_attempts: 0..=2147483647: the caller's, for a job with no ATTEMPTS
 ARGV[4]  children: n, 1..=1000: how many children follow
-ARGV[5..] n pairs: a child `{<queue>}<id>` and its on_failure (`fail`, `ignore` or
-         `continue`), as FLOW's; a child the job has an entry for already keeps it
+ARGV[5]  child: the first child, `{<queue>}<id>` (its id JOB-namespaced; each child once;
+         a child the job has an entry for already keeps it)
+ARGV[6]  on_failure: `fail`, `ignore` or `continue`, as FLOW's
+ARGV[7..] the other children, each a child and its on_failure; nothing after them
 Reply    {1, incarnation, children}: the job waits; the children given that are open (an
          array, in the order given), for the holder to enqueue. {0, incarnation, {}}: none
          of its children is open (each given had ended): nothing changed, the holder goes on
