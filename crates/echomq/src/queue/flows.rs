@@ -41,7 +41,7 @@ pub struct Flow {
     priority: i64,
     policy: Option<Policy>,
     headers: Headers,
-    children: Vec<FlowChild>,
+    children: ChildJobs,
 }
 
 /// One child of a [`Flow`]: a job, or a parent of its own.
@@ -70,7 +70,7 @@ impl Flow {
             priority: 0,
             policy: None,
             headers: Headers::default(),
-            children: Vec::new(),
+            children: ChildJobs::new(),
         }
     }
 
@@ -123,8 +123,7 @@ impl Flow {
     ) -> Flow {
         // Its id fixed now, as the parent's.
         let options = if options.id.is_some() { options } else { options.id(JobId::mint()) };
-        let node = Node::Job { payload: payload.into(), options };
-        self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node });
+        self.children = self.children.child_with(queue, payload, options, on_failure);
         self
     }
 
@@ -132,7 +131,11 @@ impl Flow {
     /// ends (for this parent) when it has run.
     #[must_use]
     pub fn child_flow(mut self, queue: &str, flow: Flow, on_failure: OnFailure) -> Flow {
-        self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node: Node::Flow(flow) });
+        self.children.children.push(FlowChild {
+            queue: queue.to_owned(),
+            on_failure,
+            node: Node::Flow(flow),
+        });
         self
     }
 }
@@ -239,12 +242,14 @@ impl<'q> Flows<'q> {
 impl Queue {
     async fn add_node(&self, flow: Flow, parent: Option<Link>) -> Result<FlowAdded> {
         let id = flow.id.clone();
-        let children = flow.children.iter().map(|child| child.named()).collect::<Result<Vec<JobRef>>>()?;
+        let children =
+            flow.children.children.iter().map(FlowChild::named).collect::<Result<Vec<JobRef>>>()?;
         check_children(&children)?;
         let call = FlowCall {
             id: id.clone(),
             payload: flow.payload,
             children: flow
+                .children
                 .children
                 .iter()
                 .zip(&children)
@@ -268,7 +273,7 @@ impl Queue {
         self.register(false).await;
         let me = JobRef::new(self.name(), id)?;
         let link = Link { incarnation, parent: me.clone() };
-        self.add_children(flow.children, &children, &link).await?;
+        self.add_children(flow.children.children, &children, &link).await?;
         Ok(FlowAdded { parent: me, incarnation, created, children })
     }
 
