@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from . import _protocol, calls, failure
+from . import _protocol, calls, failure, tracing
 from .errors import FenceError, NoJobError, Refused
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
@@ -407,7 +407,7 @@ class Worker:
         job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
                   self.max_attempts)
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
-        handler = asyncio.ensure_future(self._call(job))
+        handler = asyncio.ensure_future(tracing.run(job, self._call(job)))
         entry.handler = handler
         done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
         handed = False
