@@ -24,10 +24,11 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Awaitable, Iterator, TypeVar
 
 try:
-    from opentelemetry import propagate, trace
-    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+    from opentelemetry import propagate, trace  # type: ignore[import-not-found,unused-ignore]
+    from opentelemetry.trace import (  # type: ignore[import-not-found,unused-ignore]
+        Link, SpanKind, Status, StatusCode)
 except ImportError:  # the extra is not installed: nothing is traced
-    trace = None  # type: ignore[assignment]
+    trace = None  # type: ignore[assignment,unused-ignore]
 
 if TYPE_CHECKING:
     from .worker import Job
@@ -66,7 +67,7 @@ async def run(job: Job, handler: Awaitable[T]) -> T:
     producer = propagate.extract(job.headers)
     creation = trace.get_current_span(producer).get_span_context()
     links = [Link(creation)] if creation.is_valid else []
-    attributes = {
+    attributes: dict[str, str | int] = {
         "messaging.system": SYSTEM,
         "messaging.operation.type": "process",
         "messaging.destination.name": job.queue.name,
