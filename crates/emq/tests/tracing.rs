@@ -10,8 +10,9 @@
 //! echomq package and `opentelemetry-sdk` and
 //! `opentelemetry-exporter-otlp-proto-http` installed (scripts/test sets
 //! it); else the test says it left that worker out. With
-//! `ECHOMQ_TRACE_TREE=<file>` the trace is written there as a text tree
-//! (docs/tracing.md shows one).
+//! `ECHOMQ_TRACE_TREE=<file>` the trace is written there as a text tree,
+//! and with `ECHOMQ_TRACE_HTML=<file>` as an HTML timeline (docs/tracing.md
+//! shows both).
 
 #![cfg(feature = "otel")]
 
@@ -49,6 +50,9 @@ struct Got {
     kind: i32,
     attributes: BTreeMap<String, String>,
     links: Vec<Vec<u8>>,
+    /// Its start and end, ns since the Unix epoch.
+    start: u64,
+    end: u64,
 }
 
 /// The OTLP/HTTP receiver: `POST /v1/traces`, protobuf, every span kept.
@@ -118,6 +122,8 @@ fn received(request: ExportTraceServiceRequest) -> Vec<Got> {
                     .map(|kv| (kv.key, text(kv.value.and_then(|v| v.value))))
                     .collect(),
                 links: span.links.into_iter().map(|link| link.span_id).collect(),
+                start: span.start_time_unix_nano,
+                end: span.end_time_unix_nano,
             });
         }
     }
@@ -307,6 +313,9 @@ async fn one_trace_from_the_producer_through_every_worker() {
     if let Ok(file) = std::env::var("ECHOMQ_TRACE_TREE") {
         std::fs::write(file, &tree).unwrap();
     }
+    if let Ok(file) = std::env::var("ECHOMQ_TRACE_HTML") {
+        std::fs::write(file, timeline(&spans)).unwrap();
+    }
     // One trace: the checkout's.
     let trace = root_context.trace_id().to_bytes().to_vec();
     let root = spans.iter().find(|s| s.name == "checkout").expect("the producer's root span");
@@ -359,30 +368,75 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The trace as an indented tree: each span under its parent, with its
-/// service, and its link when it has one.
-fn render(spans: &[Got]) -> String {
-    fn walk(spans: &[Got], parent: &[u8], depth: usize, out: &mut String) {
+/// The spans in the order [`render`] prints them, each with its depth.
+fn in_tree_order(spans: &[Got]) -> Vec<(usize, &Got)> {
+    fn walk<'a>(spans: &'a [Got], parent: &[u8], depth: usize, out: &mut Vec<(usize, &'a Got)>) {
         let mut children: Vec<&Got> = spans.iter().filter(|s| s.parent == parent).collect();
         children
             .sort_by_key(|s| (s.name.clone(), s.attributes.get("messaging.echomq.message.attempt").cloned()));
         for span in children {
-            let mut line =
-                format!("{}{} [{}] span {}", "  ".repeat(depth), span.name, span.service, hex(&span.id));
-            for key in ["messaging.echomq.message.attempt", "messaging.echomq.outcome"] {
-                if let Some(value) = span.attributes.get(key) {
-                    line += &format!(" {}={value}", key.trim_start_matches("messaging.echomq."));
-                }
-            }
-            for link in &span.links {
-                line += &format!(" (link → {})", hex(link));
-            }
-            out.push_str(&line);
-            out.push('\n');
+            out.push((depth, span));
             walk(spans, &span.id, depth + 1, out);
         }
     }
+    let mut out = Vec::new();
+    walk(spans, &[], 0, &mut out);
+    out
+}
+
+/// The trace as an HTML timeline, as a trace viewer draws one: a row per
+/// span in tree order, its bar placed by its start and end.
+fn timeline(spans: &[Got]) -> String {
+    let first = spans.iter().map(|s| s.start).min().unwrap_or_default();
+    let last = spans.iter().map(|s| s.end).max().unwrap_or_default();
+    let width = (last - first).max(1) as f64;
+    let mut rows = String::new();
+    for (depth, span) in in_tree_order(spans) {
+        let left = (span.start - first) as f64 / width * 100.0;
+        let length = ((span.end - span.start) as f64 / width * 100.0).max(0.3);
+        let outcome = span.attributes.get("messaging.echomq.outcome").map_or("", String::as_str);
+        let attempt = span
+            .attributes
+            .get("messaging.echomq.message.attempt")
+            .map_or(String::new(), |attempt| format!(" · attempt {attempt} {outcome}"));
+        rows += &format!(
+            "<tr><td style=\"padding-left:{}em\">{}<small> {}{attempt}</small></td><td class=t>\
+             <div class=\"bar {}\" style=\"margin-left:{left:.2}%;width:{length:.2}%\"></div></td>\
+             <td class=ms>{:.1} ms</td></tr>\n",
+            depth * 2,
+            span.name,
+            span.service,
+            span.service,
+            (span.end - span.start) as f64 / 1e6,
+        );
+    }
+    format!(
+        "<!doctype html><meta charset=utf-8><title>trace {trace}</title><style>\
+         body{{font:14px system-ui,sans-serif;margin:16px}} table{{border-collapse:collapse;width:100%}}\
+         td{{padding:3px 6px;border-bottom:1px solid #eee;white-space:nowrap}} td.t{{width:55%}}\
+         td.ms{{text-align:right;color:#555}} small{{color:#666}} .bar{{height:12px;border-radius:2px;background:#888}}\
+         .rust-app{{background:#d9822b}} .emq{{background:#2b7bd9}} .python-worker{{background:#3a9a4a}}\
+         </style><h3>trace {trace} · {:.1} ms · received by the test's OTLP receiver</h3><table>\n{rows}</table>",
+        width / 1e6,
+        trace = spans.first().map(|s| hex(&s.trace)).unwrap_or_default(),
+    )
+}
+
+/// The trace as an indented tree: each span under its parent, with its
+/// service, and its link when it has one.
+fn render(spans: &[Got]) -> String {
     let mut out = format!("trace {}\n", spans.first().map(|s| hex(&s.trace)).unwrap_or_default());
-    walk(spans, &[], 1, &mut out);
+    for (depth, span) in in_tree_order(spans) {
+        out += &format!("{}{} [{}] span {}", "  ".repeat(depth + 1), span.name, span.service, hex(&span.id));
+        for key in ["messaging.echomq.message.attempt", "messaging.echomq.outcome"] {
+            if let Some(value) = span.attributes.get(key) {
+                out += &format!(" {}={value}", key.trim_start_matches("messaging.echomq."));
+            }
+        }
+        for link in &span.links {
+            out += &format!(" (link → {})", hex(link));
+        }
+        out.push('\n');
+    }
     out
 }
