@@ -334,7 +334,7 @@ async fn one_trace_from_the_producer_through_every_worker() {
             assert_eq!(run.service, service, "{tree}");
             assert_eq!(run.kind, 5, "process {queue} is a consumer span");
             assert_eq!(run.parent, send.id, "each attempt is the producer's child, never nested:\n{tree}");
-            assert_eq!(run.links, [send.id.clone()], "and linked to it:\n{tree}");
+            assert_eq!(run.links, std::slice::from_ref(&send.id), "and linked to it:\n{tree}");
             for (name, value) in [
                 ("messaging.system", "echomq"),
                 ("messaging.operation.type", "process"),
