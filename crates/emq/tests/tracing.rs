@@ -440,3 +440,49 @@ fn render(spans: &[Got]) -> String {
     }
     out
 }
+
+/// The names of `pid`'s threads (Linux's `comm`, 15 bytes at most).
+fn threads(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    tasks.filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok()).collect()
+}
+
+/// With no endpoint set, `emq work` builds no exporter (no batch thread)
+/// and hands its command the producer's context as it came; with one, it
+/// has the SDK's batch thread, and the command its run's context.
+#[test]
+fn an_exporter_only_when_an_endpoint_is_set() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let producer = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for endpoint in [None, Some("http://127.0.0.1:9/")] {
+        let scratch = Scratch::new("exporter");
+        let q = unique_queue("exporter");
+        emq.ok(&["enqueue", &q, "x", "--header", &format!("traceparent={producer}")]);
+        let script = r#"cat >/dev/null; printf '%s\n' "$TRACEPARENT" > "$DIR/traceparent""#;
+        let mut work = emq.command(&["work", &q, "--", "sh", "-c", script]);
+        work.env("DIR", &scratch.0)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+        if let Some(endpoint) = endpoint {
+            work.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+        }
+        let mut work =
+            EmqWork(work.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+        common::eventually("the job ran", || !scratch.lines("traceparent").is_empty());
+        let given = scratch.lines("traceparent").remove(0);
+        let batching = threads(work.id()).iter().any(|name| name.starts_with("OpenTelemetry"));
+        match endpoint {
+            None => {
+                assert!(!batching, "no exporter's thread: {:?}", threads(work.id()));
+                assert_eq!(given, producer, "the producer's context, as it came");
+            }
+            Some(_) => {
+                assert!(batching, "the exporter's batch thread: {:?}", threads(work.id()));
+                assert_eq!(given[..36], producer[..36], "the producer's trace");
+                assert_ne!(given[36..52], producer[36..52], "the run's own span");
+            }
+        }
+        assert!(work.stop(), "emq work stops on SIGTERM");
+    }
+}
