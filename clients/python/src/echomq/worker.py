@@ -47,12 +47,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from . import _protocol, calls, failure, tracing
+from . import _protocol, calls, failure
 from .errors import FenceError, NoJobError, Refused
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .upkeep import Upkeep
+from . import tracing
 
 log = logging.getLogger("echomq.worker")
 
