@@ -39,9 +39,10 @@ SYSTEM = "echomq"
 
 
 @contextlib.contextmanager
-def send(queue: str, job_id: str, options: dict[str, Any]) -> Iterator[None]:
+def send(queue: str, job_id: str, options: Any) -> Iterator[None]:
     """Run an enqueue of ``job_id`` to ``queue`` in a producer span, its
-    context added to ``options``' headers (unless they name a traceparent)."""
+    context added to the headers of ``options``, the enqueue's keyword
+    options as a dict (unless they name a traceparent)."""
     if trace is None or options.get("traceparent") or "traceparent" in (options.get("headers") or {}):
         yield
         return
