@@ -128,3 +128,71 @@ impl Extractor for Reader<'_> {
         self.0.keys().map(String::as_str).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::{consumer, inject, producer, TRACESTATE};
+    use crate::queue::TRACEPARENT;
+    use crate::transition::Headers;
+
+    /// Run `f` with an OpenTelemetry layer (an SDK tracer, no exporter).
+    fn traced<T>(f: impl FnOnce() -> T) -> T {
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), f)
+    }
+
+    #[test]
+    fn without_a_layer_nothing_is_written() {
+        let mut headers = Headers::new();
+        inject(&tracing::info_span!("checkout"), &mut headers);
+        assert!(headers.is_empty(), "{headers:?}");
+    }
+
+    #[test]
+    fn a_span_is_written_as_its_traceparent_and_no_empty_tracestate() {
+        let (headers, trace_id) = traced(|| {
+            let span = producer("emails", "JOB_1");
+            let mut headers = Headers::new();
+            inject(&span, &mut headers);
+            (headers, span.context().span().span_context().trace_id())
+        });
+        let traceparent = &headers[TRACEPARENT];
+        assert!(traceparent.starts_with(&format!("00-{trace_id}-")), "{traceparent}");
+        assert!(!headers.contains_key(TRACESTATE), "no tracestate with nothing in it: {headers:?}");
+    }
+
+    #[test]
+    fn a_traceparent_the_caller_set_is_kept() {
+        let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let headers = traced(|| {
+            let mut headers = Headers::from([(TRACEPARENT.to_owned(), given.to_owned())]);
+            inject(&tracing::info_span!("checkout"), &mut headers);
+            headers
+        });
+        assert_eq!(headers[TRACEPARENT], given);
+    }
+
+    #[test]
+    fn a_job_span_continues_the_trace_in_its_headers() {
+        let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let (trace_id, span_id) = traced(|| {
+            let span = tracing::info_span!(
+                "emq.job",
+                otel.name = tracing::field::Empty,
+                otel.kind = tracing::field::Empty
+            );
+            let headers = Headers::from([(TRACEPARENT.to_owned(), given.to_owned())]);
+            consumer(&span, "emails", "JOB_1", 2, &headers);
+            let context = span.context();
+            let span_context = context.span().span_context().clone();
+            (span_context.trace_id().to_string(), span_context.span_id().to_string())
+        });
+        assert_eq!(trace_id, "4bf92f3577b34da6a3ce929d0e0e4736", "the producer's trace");
+        assert_ne!(span_id, "00f067aa0ba902b7", "a span of its own in it");
+    }
+}

@@ -232,52 +232,20 @@ async fn one_trace_from_the_producer_through_every_worker() {
     .await;
     drop(checkout);
 
-    // The Rust worker, here: its first attempt fails, its second completes.
-    let (done, finished) = tokio::sync::oneshot::channel();
-    let done = Arc::new(Mutex::new(Some(done)));
-    let worker = Worker::new(Queue::new(via.clone(), &rust).unwrap(), move |job: JobContext| {
-        let done = done.clone();
-        async move {
-            if job.attempt == 1 {
-                return Err(HandlerError::from("the first attempt fails"));
-            }
-            let _ = done.lock().unwrap().take().map(|done| done.send(()));
-            Ok::<_, HandlerError>(())
-        }
-    });
-    let running = tokio::spawn(worker.run_until(async {
-        let _ = finished.await;
-    }));
-
-    // `emq work`: its command records the TRACEPARENT it was given, and
-    // enqueues a job of its own with `emq enqueue`, in the same trace.
+    let running = rust_worker(Queue::new(via.clone(), &rust).unwrap());
     let scratch = Scratch::new("tracing");
-    let emq = Emq { url: server.url(), via: "lua" };
     let follow_up = unique_queue("follow-up");
-    let script = format!(
-        r#"cat >/dev/null; printf '%s\n' "$TRACEPARENT" > "$DIR/traceparent"; "$EMQ" --url "$URL" enqueue {follow_up} f >/dev/null"#
-    );
-    let mut work = emq.command(&["work", &emq_q, "--", "sh", "-c", &script]);
-    work.env("DIR", &scratch.0)
-        .env("EMQ", env!("CARGO_BIN_EXE_emq"))
-        .env("URL", server.url())
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
-        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
-        .env_remove("OTEL_SERVICE_NAME")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(scratch.path("log")).unwrap());
-    let mut work = EmqWork(work.spawn().unwrap());
+    let mut work = emq_work(&server, &scratch, &emq_q, &follow_up, &endpoint);
 
-    // The Python worker, when there is one to run.
+    // The Python worker, when there is one to run (killed on drop, as `emq work` is).
     let mut python_worker = python.as_ref().map(|python| {
         std::fs::write(scratch.path("worker.py"), PYTHON_WORKER).unwrap();
-        std::process::Command::new(python)
+        let command = std::process::Command::new(python)
             .arg(scratch.path("worker.py"))
             .args([server.url().as_str(), &python_q, &endpoint])
             .stdin(Stdio::null())
-            .spawn()
-            .unwrap()
+            .spawn();
+        EmqWork(command.unwrap())
     });
     if python.is_none() {
         eprintln!(
@@ -305,7 +273,7 @@ async fn one_trace_from_the_producer_through_every_worker() {
     .await;
     assert!(work.stop(), "emq work stops on SIGTERM");
     if let Some(mut python_worker) = python_worker.take() {
-        assert!(python_worker.wait().unwrap().success(), "the Python worker ends after its job");
+        assert!(python_worker.0.wait().unwrap().success(), "the Python worker ends after its job");
     }
 
     let spans = receiver.spans();
@@ -326,24 +294,7 @@ async fn one_trace_from_the_producer_through_every_worker() {
         queues.push((python_q.as_str(), "python-worker"));
     }
     for (queue, service) in queues {
-        let sends = receiver.named(&format!("send {queue}"));
-        let [send] = sends.as_slice() else { panic!("one send span for {queue}:\n{tree}") };
-        assert_eq!(send.kind, 4, "send {queue} is a producer span");
-        assert!(descends(&spans, send, root), "send {queue} is under the checkout:\n{tree}");
-        for run in receiver.named(&format!("process {queue}")) {
-            assert_eq!(run.service, service, "{tree}");
-            assert_eq!(run.kind, 5, "process {queue} is a consumer span");
-            assert_eq!(run.parent, send.id, "each attempt is the producer's child, never nested:\n{tree}");
-            assert_eq!(run.links, std::slice::from_ref(&send.id), "and linked to it:\n{tree}");
-            for (name, value) in [
-                ("messaging.system", "echomq"),
-                ("messaging.operation.type", "process"),
-                ("messaging.destination.name", queue),
-            ] {
-                assert_eq!(run.attributes.get(name).map(String::as_str), Some(value), "{name}: {run:?}");
-            }
-            assert!(run.attributes.get("messaging.message.id").is_some_and(|id| id.starts_with("JOB_")));
-        }
+        check_runs(&receiver, root, queue, service, &tree);
     }
     let outcome = |run: &Got| {
         (
@@ -362,6 +313,80 @@ async fn one_trace_from_the_producer_through_every_worker() {
     let follow_up = &receiver.named(&format!("send {follow_up}"))[0];
     assert!(descends(&spans, follow_up, emq_run), "the command's enqueue is under its run:\n{tree}");
     println!("{tree}");
+}
+
+/// The Rust worker, here, on `queue` until its job completes: its first
+/// attempt fails, its second completes.
+fn rust_worker(queue: Queue) -> tokio::task::JoinHandle<echomq::Result<()>> {
+    let (done, finished) = tokio::sync::oneshot::channel();
+    let done = Arc::new(Mutex::new(Some(done)));
+    let worker = Worker::new(queue, move |job: JobContext| {
+        let done = done.clone();
+        async move {
+            if job.attempt == 1 {
+                return Err(HandlerError::from("the first attempt fails"));
+            }
+            let _ = done.lock().unwrap().take().map(|done| done.send(()));
+            Ok::<_, HandlerError>(())
+        }
+    });
+    tokio::spawn(worker.run_until(async {
+        let _ = finished.await;
+    }))
+}
+
+/// `emq work` on `queue`, exporting to `endpoint`: its command records the
+/// TRACEPARENT it was given in `scratch`, and enqueues a job to `follow_up`
+/// with `emq enqueue`, in the same trace.
+fn emq_work(
+    server: &RedisServer,
+    scratch: &Scratch,
+    queue: &str,
+    follow_up: &str,
+    endpoint: &str,
+) -> EmqWork {
+    let emq = Emq { url: server.url(), via: "lua" };
+    let script = format!(
+        r#"cat >/dev/null; printf '%s\n' "$TRACEPARENT" > "$DIR/traceparent"; "$EMQ" --url "$URL" enqueue {follow_up} f >/dev/null"#
+    );
+    let mut work = emq.command(&["work", queue, "--", "sh", "-c", &script]);
+    work.env("DIR", &scratch.0)
+        .env("EMQ", env!("CARGO_BIN_EXE_emq"))
+        .env("URL", server.url())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env_remove("OTEL_SERVICE_NAME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(scratch.path("log")).unwrap());
+    EmqWork(work.spawn().unwrap())
+}
+
+/// Check the runs of `queue`'s job: each a consumer span of `service`, the
+/// child of the job's one send span (under `root`) and linked to it, with
+/// the messaging attributes.
+fn check_runs(receiver: &Receiver, root: &Got, queue: &str, service: &str, tree: &str) {
+    let spans = receiver.spans();
+    let sends = receiver.named(&format!("send {queue}"));
+    let [send] = sends.as_slice() else { panic!("one send span for {queue}:\n{tree}") };
+    assert_eq!(send.kind, 4, "send {queue} is a producer span");
+    assert!(descends(&spans, send, root), "send {queue} is under the checkout:\n{tree}");
+    let runs = receiver.named(&format!("process {queue}"));
+    assert!(!runs.is_empty(), "{queue} ran:\n{tree}");
+    for run in runs {
+        assert_eq!(run.service, service, "{tree}");
+        assert_eq!(run.kind, 5, "process {queue} is a consumer span");
+        assert_eq!(run.parent, send.id, "each attempt is the producer's child, never nested:\n{tree}");
+        assert_eq!(run.links, std::slice::from_ref(&send.id), "and linked to it:\n{tree}");
+        for (name, value) in [
+            ("messaging.system", "echomq"),
+            ("messaging.operation.type", "process"),
+            ("messaging.destination.name", queue),
+        ] {
+            assert_eq!(run.attributes.get(name).map(String::as_str), Some(value), "{name}: {run:?}");
+        }
+        assert!(run.attributes.get("messaging.message.id").is_some_and(|id| id.starts_with("JOB_")));
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
