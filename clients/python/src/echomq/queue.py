@@ -20,7 +20,7 @@ from typing import Any, AsyncIterator, Iterable, Mapping
 import redis
 import redis.asyncio
 
-from . import _protocol, calls, flows
+from . import _protocol, calls, flows, tracing
 from .errors import EchoMQError, InvalidInput, NoJobError, OtherMajor, StateError
 from .executor import AsyncExecutor, Kind, SyncExecutor, detect, detect_sync, parse_version
 from .flows import Flow
@@ -174,8 +174,9 @@ class Queue:
         ``id``, or of the job holding the ``unique`` key, whose id it returns
         (``held_by`` too)."""
         job_id = id if id is not None else mint()
-        call = calls.enqueue(self.keyspace, job_id, payload, **options)
-        enqueued = _enqueued(job_id, await self.executor.run(call))
+        with tracing.send(self.name, job_id, options):
+            call = calls.enqueue(self.keyspace, job_id, payload, **options)
+            enqueued = _enqueued(job_id, await self.executor.run(call))
         await self.register()
         return enqueued
 
@@ -447,7 +448,8 @@ class SyncQueue:
 
     def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
         job_id = id if id is not None else mint()
-        enqueued = _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
+        with tracing.send(self.name, job_id, options):
+            enqueued = _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
         self.register()
         return enqueued
 

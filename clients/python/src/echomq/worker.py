@@ -54,6 +54,7 @@ from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, atte
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .upkeep import Upkeep
+from . import tracing
 
 log = logging.getLogger("echomq.worker")
 
@@ -429,7 +430,7 @@ class Worker:
         job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
                   self.max_attempts)
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
-        handler = asyncio.ensure_future(self._call(job))
+        handler = asyncio.ensure_future(tracing.run(job, self._call(job)))
         entry.handler = handler
         done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
         handed = False
