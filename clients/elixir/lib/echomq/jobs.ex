@@ -1,0 +1,211 @@
+defmodule EchoMQ.Jobs do
+  @moduledoc """
+  The named handle for admission, and the reads and controls a producer
+  needs beside it: `enqueue/5` exactly as the seed writes it, plus
+  `enqueue_many/4`, `cancel/4`, `inspect/4` and `result/4`.
+
+  A job is an entity: its row is a hash at the job key; the pending set is
+  keyed by the id itself. The host builds the keys (`EchoMQ.Keyspace`) and
+  hands them in declared; the values ride ARGV. The dispatch is carried,
+  never inspected: `via:` names the connector, `EchoMQ.Connector` (Lua) by
+  default, `EchoMQ.Connector.Native` for the module's `EMQ.*` commands
+  (`EchoMQ.Connector.detect/1` picks one).
+
+  Answers are `{:ok, _}` or `{:error, _}`: the server's refusals by their
+  code (`{:error, :kind}` for `EMQKIND`, `:no_job`, `:state`), any other
+  passed on as `{:error, {:server, text}}`. Bad input a host can see (a
+  queue name, a payload over 1 MiB, an option out of range) raises
+  `EchoMQ.InvalidInput` before anything is sent.
+  """
+
+  alias EchoMQ.{Args, Connector, InvalidInput, JobInfo, Keyspace, Policy, Protocol}
+
+  @enqueue :enqueue
+  @enqueue_options [:via, :keys, :priority, :delay, :at, :attempts, :backoff, :backoff_exp, :timeout] ++
+                     [:unique, :unique_for, :unique_done, :headers]
+
+  @doc """
+  Admit one job, idempotently: `{:ok, :enqueued}`, `{:ok, :duplicate}` (a
+  record with this id exists; nothing changed) or `{:error, :kind}` (the
+  id is not `JOB`-namespaced: the server's `EMQKIND`). With `unique:`, a
+  key another job holds answers `{:ok, {:held_by, id}}`.
+
+  It sends ENQUEUE's thirteen keys, the seed's two first, so that the
+  queue's event log sees the job and idle workers wake (§7, §9);
+  `keys: :seed` sends exactly the seed's two (no option that needs
+  another key). Options: `priority`, `delay` or `at` (ms), the job's own
+  policy `attempts`, `backoff` or `backoff_exp`, `timeout` (ms, §7.2),
+  `unique` with `unique_for` (ms) and `unique_done`, `headers` (a map of
+  binaries, §7.6).
+  """
+  @spec enqueue(Connector.conn(), binary, binary, binary, keyword) ::
+          {:ok, :enqueued | :duplicate | {:held_by, binary}} | {:error, term}
+  def enqueue(conn, queue, job_id, payload, opts \\ [])
+      when is_binary(job_id) and is_binary(payload) do
+    # A queue name may not carry a brace or a NUL: one queue, one {q} hashtag.
+    Keyspace.valid_queue!(queue)
+    Args.only!(opts, @enqueue_options)
+    Args.bytes("payload", payload)
+    # The dispatch is carried, never inspected: EchoMQ.Connector by default.
+    via = Keyword.get(opts, :via, Connector)
+    keys = [Keyspace.job_key(queue, job_id), Keyspace.queue_key(queue, "pending")]
+    options = enqueue_options(opts)
+    keys = keys ++ more_keys(queue, job_id, options, Keyword.get(opts, :keys, :all))
+
+    case via.eval(conn, @enqueue, keys, [job_id, payload | options]) do
+      {:ok, 1} -> {:ok, :enqueued}
+      {:ok, 0} -> {:ok, :duplicate}
+      {:ok, holder} when is_binary(holder) -> {:ok, {:held_by, holder}}
+      {:error, {:server, "EMQKIND" <> _}} -> {:error, :kind}
+      other -> other
+    end
+  end
+
+  defp more_keys(queue, job_id, _options, :all), do: Keyspace.keys(@enqueue, queue, job: job_id) |> Enum.drop(2)
+  defp more_keys(_queue, _job_id, [], :seed), do: []
+
+  defp more_keys(_queue, _job_id, options, :seed),
+    do: raise(InvalidInput, "the seed's two keys take no option; #{inspect(options)} needs all of ENQUEUE's keys")
+
+  defp more_keys(_queue, _job_id, _options, other),
+    do: raise(InvalidInput, "keys: is :all or :seed, not #{Kernel.inspect(other)}")
+
+  defp enqueue_options(opts) do
+    if opts[:delay] != nil and opts[:at] != nil, do: raise(InvalidInput, "delay and at exclude each other")
+
+    priority =
+      case Keyword.get(opts, :priority, 0) do
+        0 -> []
+        n -> ["PRIORITY", Args.integer("priority", n, "PRIORITY")]
+      end
+
+    priority ++
+      option("DELAY", opts[:delay], &Args.integer("delay (ms)", &1, "DELAY_MS")) ++
+      option("AT", opts[:at], &Args.integer("at (server ms)", &1, "AT_MS")) ++
+      Policy.options(opts) ++ unique(opts) ++ option("HEADERS", opts[:headers], &Args.headers/1)
+  end
+
+  defp unique(opts) do
+    case {opts[:unique], opts[:unique_for], Keyword.get(opts, :unique_done, false)} do
+      {nil, nil, false} ->
+        []
+
+      {nil, _, _} ->
+        raise InvalidInput, "unique_for and unique_done need unique"
+
+      {key, for_ms, done} ->
+        most = Protocol.size("MAX_UNIQUE_KEY")
+
+        unless is_binary(key) and byte_size(key) in 1..most,
+          do: raise(InvalidInput, "a unique key is 1 to #{most} bytes, not #{Kernel.inspect(key)}")
+
+        if for_ms == nil, do: raise(InvalidInput, "unique needs unique_for: how long the key holds (ms)")
+        unless is_boolean(done), do: raise(InvalidInput, "unique_done is a boolean, not #{Kernel.inspect(done)}")
+
+        ["UNIQUE", key, "UNIQUE_FOR", Args.integer("unique_for (ms)", for_ms, "UNIQUE_MS")] ++
+          if done, do: ["UNIQUE_DONE", "1"], else: []
+    end
+  end
+
+  defp option(_name, nil, _check), do: []
+  defp option(name, value, check), do: [name, check.(value)]
+
+  @doc """
+  Admit many plain jobs (an id and a payload each, no options), each on
+  its own, in calls of at most 1000 (ENQUEUEMANY): `{:ok, answers}`, one
+  `:enqueued` or `:duplicate` a job, in order. A call refused (`{:error,
+  :kind}`: an id not `JOB`-namespaced) enqueued nothing of its jobs;
+  the calls before it stand.
+  """
+  @spec enqueue_many(Connector.conn(), binary, [{binary, binary}], keyword) ::
+          {:ok, [:enqueued | :duplicate]} | {:error, term}
+  def enqueue_many(conn, queue, jobs, opts \\ []) when is_list(jobs) do
+    Keyspace.valid_queue!(queue)
+    Args.only!(opts, [:via])
+    via = Keyword.get(opts, :via, Connector)
+
+    if jobs == [], do: raise(InvalidInput, "enqueue_many takes at least one job")
+
+    args =
+      Enum.map(jobs, fn
+        {id, payload} -> [Args.id(id), Args.bytes("payload", payload)]
+        other -> raise InvalidInput, "a job is {id, payload}, not #{Kernel.inspect(other)}"
+      end)
+
+    keys = Keyspace.keys(:enqueuemany, queue)
+    {_, most} = Protocol.limit("ENQUEUES")
+
+    args
+    |> Enum.chunk_every(most)
+    |> Enum.reduce_while({:ok, []}, fn chunk, {:ok, done} ->
+      case via.eval(conn, :enqueuemany, keys, List.flatten(chunk)) do
+        {:ok, replies} -> {:cont, {:ok, done ++ Enum.map(replies, &admission/1)}}
+        {:error, {:server, "EMQKIND" <> _}} -> {:halt, {:error, :kind}}
+        other -> {:halt, other}
+      end
+    end)
+  end
+
+  defp admission(1), do: :enqueued
+  defp admission(0), do: :duplicate
+
+  @doc """
+  Take a job out of the flow, from pending, active, delayed, dead or
+  waiting (CANCEL): `{:ok, :cancelled}`, `{:ok, :already_cancelled}`,
+  `{:error, :no_job}`, `{:error, :state}` (a done job), `{:error, :kind}`.
+  A running job's holder is fenced: its next call is refused.
+  """
+  @spec cancel(Connector.conn(), binary, binary, keyword) ::
+          {:ok, :cancelled | :already_cancelled} | {:error, term}
+  def cancel(conn, queue, job_id, opts \\ []) do
+    case one_id(conn, :cancel, queue, job_id, opts) do
+      {:ok, 1} -> {:ok, :cancelled}
+      {:ok, 0} -> {:ok, :already_cancelled}
+      other -> other
+    end
+  end
+
+  @doc """
+  A job as it is stored (INSPECT): its record, last error, progress,
+  result, policy and headers, `{:ok, %EchoMQ.JobInfo{}}`; `{:error,
+  :no_job}` when there is none. Records with or without the native
+  stamps read alike (§3).
+  """
+  @spec inspect(Connector.conn(), binary, binary, keyword) :: {:ok, JobInfo.t()} | {:error, term}
+  def inspect(conn, queue, job_id, opts \\ []) do
+    case one_id(conn, :inspect, queue, job_id, opts) do
+      {:ok, [[] | _]} -> {:error, :no_job}
+      {:ok, reply} -> {:ok, JobInfo.read(job_id, reply)}
+      other -> other
+    end
+  end
+
+  @doc """
+  What a done job's handler returned (ACK's RESULT): `{:ok, bytes}`, or
+  `{:ok, nil}` for a job that kept none or is not done yet; `{:error,
+  :no_job}` when there is no such job.
+  """
+  @spec result(Connector.conn(), binary, binary, keyword) :: {:ok, binary | nil} | {:error, term}
+  def result(conn, queue, job_id, opts \\ []) do
+    with {:ok, info} <- __MODULE__.inspect(conn, queue, job_id, opts), do: {:ok, info.result}
+  end
+
+  defp one_id(conn, transition, queue, job_id, opts) do
+    Keyspace.valid_queue!(queue)
+    Args.only!(opts, [:via])
+    via = Keyword.get(opts, :via, Connector)
+    id = Args.id(job_id)
+
+    case via.eval(conn, transition, Keyspace.keys(transition, queue, job: id), [id]) do
+      {:error, {:server, text}} -> refusal(text)
+      answer -> answer
+    end
+  end
+
+  @doc false
+  def refusal("EMQKIND" <> _), do: {:error, :kind}
+  def refusal("EMQNOJOB" <> _), do: {:error, :no_job}
+  def refusal("EMQSTATE" <> _), do: {:error, :state}
+  def refusal("EMQFENCE" <> _), do: {:error, :fence}
+  def refusal(text), do: {:error, {:server, text}}
+end

@@ -1,0 +1,116 @@
+defmodule EchoMQ.JobsTest do
+  use ExUnit.Case, async: true
+  use EchoMQ.Test.Executors
+
+  alias EchoMQ.{Id, Jobs, Redis}
+
+  both "enqueue answers the seed's three answers and writes the seed's record", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    id = Id.mint()
+    assert Jobs.enqueue(conn, queue, id, "hello", via: via) == {:ok, :enqueued}
+    assert Jobs.enqueue(conn, queue, id, "again", via: via) == {:ok, :duplicate}
+    assert Jobs.enqueue(conn, queue, "ORDER_1", "x", via: via) == {:error, :kind}
+
+    {:ok, record} = Redis.query(conn, ["HGETALL", EchoMQ.Keyspace.job_key(queue, id)])
+    fields = record |> Enum.chunk_every(2) |> Map.new(fn [k, v] -> {k, v} end)
+    assert Map.take(fields, ["state", "attempts", "payload"]) ==
+             %{"state" => "pending", "attempts" => "0", "payload" => "hello"}
+
+    # Three fields via Lua; five via the module, its two stamps equal at birth (§3).
+    case ctx.kind do
+      :lua ->
+        assert map_size(fields) == 3
+
+      :native ->
+        assert map_size(fields) == 5
+        assert fields["enqueued_at"] == fields["updated_at"]
+    end
+
+    assert Redis.query(conn, ["ZRANGE", EchoMQ.Keyspace.queue_key(queue, "pending"), "0", "-1"]) == {:ok, [id]}
+    assert Redis.query(conn, ["EXISTS", EchoMQ.Keyspace.job_key(queue, "ORDER_1")]) == {:ok, "0"}
+  end
+
+  both "the seed's two keys give the same answers and log no event", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    id = Id.mint()
+    assert Jobs.enqueue(conn, queue, id, "seed", via: via, keys: :seed) == {:ok, :enqueued}
+    assert Jobs.enqueue(conn, queue, id, "seed", via: via, keys: :seed) == {:ok, :duplicate}
+    assert Jobs.enqueue(conn, queue, "NOPE", "seed", via: via, keys: :seed) == {:error, :kind}
+    assert Redis.query(conn, ["EXISTS", EchoMQ.Keyspace.queue_key(queue, "events")]) == {:ok, "0"}
+
+    other = Id.mint()
+    assert Jobs.enqueue(conn, queue, other, "full", via: via) == {:ok, :enqueued}
+    {:ok, [[_, ["event", "enqueued", "id", ^other, "state", "pending"]]]} =
+      Redis.query(conn, ["XRANGE", EchoMQ.Keyspace.queue_key(queue, "events"), "-", "+"])
+  end
+
+  both "enqueue takes the job's options and inspect reads them back", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    id = Id.mint()
+
+    assert {:ok, :enqueued} =
+             Jobs.enqueue(conn, queue, id, "opts",
+               via: via,
+               priority: 5,
+               delay: 60_000,
+               attempts: 3,
+               backoff_exp: 1000,
+               timeout: 30_000,
+               headers: %{"tenant" => "acme"}
+             )
+
+    {:ok, info} = Jobs.inspect(conn, queue, id, via: via)
+    assert info.state == "delayed" and info.attempts == 0 and info.payload == "opts"
+    assert info.policy == %EchoMQ.Policy{attempts: 3, backoff_exp: 1000, timeout: 30_000}
+    assert info.headers == %{"tenant" => "acme"}
+    assert (info.enqueued_at != nil) == (ctx.kind == :native)
+
+    unique = Id.mint()
+    assert {:ok, :enqueued} = Jobs.enqueue(conn, queue, unique, "u", via: via, unique: "k", unique_for: 60_000)
+    assert {:ok, {:held_by, ^unique}} =
+             Jobs.enqueue(conn, queue, Id.mint(), "u", via: via, unique: "k", unique_for: 60_000)
+  end
+
+  both "enqueue_many answers each job, in calls of at most 1000", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    ids = for _ <- 1..1203, do: Id.mint()
+    first = Enum.at(ids, 7)
+    {:ok, :enqueued} = Jobs.enqueue(conn, queue, first, "before", via: via)
+    {:ok, answers} = Jobs.enqueue_many(conn, queue, Enum.map(ids, &{&1, "p"}), via: via)
+    assert length(answers) == 1203
+    assert Enum.at(answers, 7) == :duplicate
+    assert Enum.count(answers, &(&1 == :enqueued)) == 1202
+    assert Redis.query(conn, ["ZCARD", EchoMQ.Keyspace.queue_key(queue, "pending")]) == {:ok, "1203"}
+    assert Jobs.enqueue_many(conn, queue, [{"BAD", "p"}], via: via) == {:error, :kind}
+  end
+
+  both "cancel, inspect and result answer as the protocol says", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    id = Id.mint()
+    {:ok, :enqueued} = Jobs.enqueue(conn, queue, id, "c", via: via)
+    assert Jobs.result(conn, queue, id, via: via) == {:ok, nil}
+    assert Jobs.cancel(conn, queue, id, via: via) == {:ok, :cancelled}
+    assert Jobs.cancel(conn, queue, id, via: via) == {:ok, :already_cancelled}
+    assert {:ok, %EchoMQ.JobInfo{state: "cancelled"}} = Jobs.inspect(conn, queue, id, via: via)
+    missing = Id.mint()
+    assert Jobs.cancel(conn, queue, missing, via: via) == {:error, :no_job}
+    assert Jobs.inspect(conn, queue, missing, via: via) == {:error, :no_job}
+    assert Jobs.result(conn, queue, missing, via: via) == {:error, :no_job}
+    assert Jobs.cancel(conn, queue, "NOTJOB", via: via) == {:error, :kind}
+
+    # A done job: its result, and CANCEL refused (EMQSTATE).
+    done = Id.mint()
+    {:ok, :enqueued} = Jobs.enqueue(conn, queue, done, "d", via: via)
+    {:ok, [[^done, token, "d" | _]]} = via.eval(conn, :claim, EchoMQ.Keyspace.keys(:claim, queue), ["60000", "COUNT", "1"])
+    {:ok, 1} = via.eval(conn, :ack, EchoMQ.Keyspace.keys(:ack, queue, job: done), [done, "#{token}", "RESULT", "42"])
+    assert Jobs.result(conn, queue, done, via: via) == {:ok, "42"}
+    assert Jobs.cancel(conn, queue, done, via: via) == {:error, :state}
+  end
+
+  both "an id that is no branded one is a job like any other (§1)", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    assert Jobs.enqueue(conn, queue, "JOB-7", "derived", via: via) == {:ok, :enqueued}
+    assert {:ok, %EchoMQ.JobInfo{state: "pending", payload: "derived"}} = Jobs.inspect(conn, queue, "JOB-7", via: via)
+    assert Jobs.cancel(conn, queue, "JOB-7", via: via) == {:ok, :cancelled}
+  end
+end
