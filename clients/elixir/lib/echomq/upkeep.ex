@@ -1,0 +1,193 @@
+defmodule EchoMQ.Upkeep do
+  @moduledoc """
+  The upkeep a worker owes every queue it works (PROTOCOL.md §11.3), run on
+  a period (a quarter of a second by default) by a process of its own with
+  its own connection, so a slow call never holds up a job's ack:
+
+  - REAP (expired leases back to pending, or to dead, with the worker's
+    max attempts for jobs with none of their own), PROMOTE (due delayed
+    jobs), TRIM of the done, dead and cancelled sets and SETTLE (batches),
+    in one round trip, each again at once while a call was full, for at
+    most a period;
+  - the relay of the queue's notices to flows' parents (1.6, §7.8): while
+    `<q>notices` holds entries, a RESOLVE each in its parent's queue, then
+    `XDEL` of those answered;
+  - the queue registry, `emq:queues`, at start and once a minute.
+
+  Not done here (README: what is not there yet): firing due schedules
+  (§11.6) and the sweep of flows' parents whose children never came.
+  Any number of workers may run it at once: each call is one atomic
+  transition.
+  """
+  use GenServer
+  require Logger
+
+  alias EchoMQ.{Args, Keyspace, Redis}
+
+  @limit 100
+  @relay_step 100
+  @registry_every 60_000
+
+  @doc false
+  def start_link(opts), do: GenServer.start_link(__MODULE__, opts)
+
+  @impl true
+  def init(opts) do
+    {:ok, conn} = Redis.open(Keyword.fetch!(opts, :redis))
+    queue = Keyword.fetch!(opts, :queue)
+
+    state = %{
+      conn: conn,
+      via: Keyword.fetch!(opts, :via),
+      queue: queue,
+      max_attempts: Args.integer("max_attempts", Keyword.fetch!(opts, :max_attempts), "MAX_ATTEMPTS"),
+      period: Keyword.get(opts, :period, 250),
+      noted_at: nil
+    }
+
+    send(self(), :tick)
+    {:ok, state}
+  end
+
+  @impl true
+  def handle_info(:tick, state) do
+    started = System.monotonic_time(:millisecond)
+    state = once(state)
+    Process.send_after(self(), :tick, max(0, state.period - (System.monotonic_time(:millisecond) - started)))
+    {:noreply, state}
+  end
+
+  @doc "One period's upkeep, as the module doc says; the new state."
+  def once(state) do
+    state = note_queue(state)
+    deadline = System.monotonic_time(:millisecond) + state.period
+    sweep(state, Map.keys(sweeps(state)), deadline)
+    relay(state, "-", deadline)
+  end
+
+  defp sweeps(%{queue: q, max_attempts: max}) do
+    limit = ["LIMIT", Integer.to_string(@limit)]
+
+    %{
+      reap: {:reap, Keyspace.keys(:reap, q), [max | limit]},
+      promote: {:promote, Keyspace.keys(:promote, q), limit},
+      trim_done: {:trim, Keyspace.keys(:trim, q, state: :done), limit},
+      trim_dead: {:trim, Keyspace.keys(:trim, q, state: :dead), limit},
+      trim_cancelled: {:trim, Keyspace.keys(:trim, q, state: :cancelled), limit},
+      settle: {:settle, Keyspace.keys(:settle, q), limit}
+    }
+  end
+
+  defp sweep(_state, [], _deadline), do: :ok
+
+  defp sweep(state, names, deadline) do
+    all = sweeps(state)
+    answers = state.via.eval_many(state.conn, Enum.map(names, &all[&1]))
+
+    full =
+      for {name, answer} <- Enum.zip(names, answers),
+          moved = moved(name, answer, state),
+          moved >= @limit,
+          do: name
+
+    if System.monotonic_time(:millisecond) < deadline, do: sweep(state, full, deadline), else: :ok
+  end
+
+  defp moved(:reap, {:ok, [requeued, dead]}, _), do: requeued + dead
+  defp moved(:settle, {:ok, [_closed, looked]}, _), do: looked
+  defp moved(_, {:ok, n}, _) when is_integer(n), do: n
+
+  defp moved(name, other, state) do
+    Logger.warning("#{name} on #{state.queue} failed: #{inspect(other)}")
+    0
+  end
+
+  # The relay (§11.3): while <q>notices holds entries, each to its parent's
+  # queue as a RESOLVE; XDEL of those answered (1 or 0: the parent heard).
+  defp relay(state, start, deadline) do
+    key = Keyspace.queue_key(state.queue, "notices")
+
+    with {:ok, n} when n != "0" <- Redis.query(state.conn, ["XLEN", key]),
+         {:ok, entries} <- Redis.query(state.conn, ["XRANGE", key, start, "+", "COUNT", "#{@relay_step}"]) do
+      readable = for [id, fields] <- entries, call = resolve(fields), call != nil, do: {id, call}
+
+      for [id, fields] <- entries, resolve(fields) == nil do
+        Logger.warning("a notice that does not read as one stays in #{key} (entry #{id}): #{inspect(fields)}")
+      end
+
+      answers = state.via.eval_many(state.conn, Enum.map(readable, &elem(&1, 1)))
+
+      answered =
+        for {{id, _}, answer} <- Enum.zip(readable, answers), reply_ok?(answer, id, state), do: id
+
+      if answered != [], do: Redis.query(state.conn, ["XDEL", key | answered])
+      last = entries |> List.last() |> then(&(&1 && hd(&1)))
+
+      if length(entries) == @relay_step and System.monotonic_time(:millisecond) < deadline,
+        do: relay(state, "(" <> last, deadline),
+        else: state
+    else
+      {:ok, _none} -> state
+      other -> Logger.warning("the relay of #{state.queue} failed: #{inspect(other)}") && state
+    end
+  end
+
+  defp reply_ok?({:ok, _}, _id, _state), do: true
+
+  defp reply_ok?(other, id, state) do
+    Logger.warning("notice #{id} of #{state.queue} could not reach its parent: #{inspect(other)}; it stays")
+    false
+  end
+
+  @doc false
+  # A notice's RESOLVE in its parent's queue, or nil when it does not read as a notice.
+  def resolve(fields) do
+    found = fields |> Enum.chunk_every(2) |> Map.new(fn [k, v] -> {k, v} end)
+
+    with {:ok, queue, parent} <- job_ref(found["parent"]),
+         {:ok, _, _} <- job_ref(found["child"]),
+         incarnation when is_binary(incarnation) <- found["incarnation"],
+         true <- Regex.match?(~r/\A\d{1,15}\z/, incarnation),
+         true <- found["outcome"] in ["done", "dead", "cancelled", "gone"] do
+      result = if found["result"], do: ["RESULT", found["result"]], else: []
+      args = [parent, incarnation, found["child"], found["outcome"] | result]
+      {:resolve, Keyspace.keys(:resolve, queue, job: parent), args}
+    else
+      _ -> nil
+    end
+  rescue
+    _ -> nil
+  end
+
+  # `{<queue>}<id>` (§7.8): the first `}` ends the queue's name.
+  defp job_ref("{" <> rest) do
+    case :binary.split(rest, "}") do
+      [queue, id] ->
+        Keyspace.valid_queue!(queue)
+        if Keyspace.job_id?(id), do: {:ok, queue, id}, else: :error
+
+      _ ->
+        :error
+    end
+  end
+
+  defp job_ref(_), do: :error
+
+  # The queue registry (§11.3): at start, then about once a minute.
+  defp note_queue(state) do
+    now = System.monotonic_time(:millisecond)
+
+    if state.noted_at == nil or now - state.noted_at >= @registry_every do
+      clock = Integer.to_string(System.system_time(:millisecond))
+
+      case Redis.query(state.conn, ["ZADD", Keyspace.registry(), "GT", clock, state.queue]) do
+        {:ok, _} -> :ok
+        other -> Logger.info("the queue registry was not written (#{inspect(other)}); going on without it")
+      end
+
+      %{state | noted_at: now}
+    else
+      state
+    end
+  end
+end

@@ -1,0 +1,397 @@
+defmodule EchoMQ.Worker do
+  @moduledoc """
+  Runs a handler on a queue's jobs, under a supervisor:
+
+      children = [
+        {EchoMQ.Worker,
+         queue: "emails", redis: [host: "127.0.0.1", port: 6379], concurrency: 10,
+         handler: fn %EchoMQ.Job{payload: payload} -> {:ok, "sent " <> payload} end}
+      ]
+
+      Supervisor.start_link(children, strategy: :one_for_one)
+
+  The handler (a function of one argument, or a module with `perform/1`)
+  gets an `EchoMQ.Job` and answers:
+  - `:ok` or `{:ok, nil}`: the job is done (ACK); `{:ok, bytes}`: done,
+    and `bytes` kept as its result (ACK's RESULT, at most 1 MiB);
+  - `{:error, reason}`, a raise, a throw or an exit: the job failed
+    (FAIL), with the reason (a binary as it is, anything else inspected)
+    or the exception and its stack trace as its error; it is retried
+    after a back-off, or dies, by its own policy (§7.2) or the worker's
+    `max_attempts` and `backoff`;
+  - `{:defer, ms}` (or `{:defer, ms, :pause_queue}`): a downstream said
+    "not now"; the job waits `ms` without spending its attempt (DEFER).
+
+  What it owes the protocol (§6, §7, §9, §11.3): claims wait for an
+  arrival while the queue is idle (`EchoMQ.Worker.Claims`) and obey the
+  gate's word; every running job's lease is renewed in one pipelined
+  round of EXTENDs a third of a lease; an `EMQFENCE` (or `EMQNOJOB`) on a
+  renewal, an ack or a timeout kills the handler and throws its result
+  away; the job's own TIMEOUT (or the worker's `timeout`) kills the
+  handler and FAILs the job; a graceful stop (the supervisor's shutdown)
+  stops claiming, lets running jobs finish within `grace`, and RELEASEs
+  the rest with REFUND, so no attempt is spent; `EchoMQ.Upkeep` runs
+  beside it; and it keeps its entry in the worker registry
+  (`emq:workers`) every `beat`, deleted when it stops.
+
+  Options (times in ms): `queue`, `handler` (required), `redis`
+  (`EchoMQ.Redis.open/1`'s), `via` (`:auto`, detected; or a connector),
+  `concurrency` (10), `lease` (30_000), `max_attempts` (5), `backoff`
+  (1_000, doubling each attempt), `max_backoff` (3_600_000), `timeout`
+  (none), `idle_wait` (1_000, at most 3_000), `upkeep` (250), `grace`
+  (10_000), `beat` (5_000), `name`.
+  """
+  use GenServer
+  require Logger
+
+  alias EchoMQ.{Args, Connector, InvalidInput, Job, Keyspace, Protocol, Redis}
+  alias EchoMQ.Worker.{Claims, Registration}
+
+  @doc false
+  def child_spec(opts) do
+    shutdown = Keyword.get(opts, :grace, 10_000) + Keyword.get(opts, :idle_wait, 1_000) + 10_000
+    %{id: {__MODULE__, opts[:queue]}, start: {__MODULE__, :start_link, [opts]}, shutdown: shutdown}
+  end
+
+  @doc "Start a worker linked to the caller (a supervisor, usually)."
+  @spec start_link(keyword) :: GenServer.on_start()
+  def start_link(opts) do
+    Keyspace.valid_queue!(Keyword.get(opts, :queue))
+    handler = Keyword.get(opts, :handler)
+
+    unless is_function(handler, 1) or (is_atom(handler) and function_exported?(ensure(handler), :perform, 1)),
+      do: raise(InvalidInput, "a handler is a function of one argument or a module with perform/1")
+
+    GenServer.start_link(__MODULE__, opts, Keyword.take(opts, [:name]))
+  end
+
+  defp ensure(module), do: (Code.ensure_loaded(module) && module) || module
+
+  @doc "How many jobs it finished (acked) and failed so far: `%{processed: n, failed: n}`."
+  @spec counts(GenServer.server()) :: %{processed: non_neg_integer, failed: non_neg_integer}
+  def counts(worker), do: GenServer.call(worker, :counts)
+
+  @impl true
+  def init(opts) do
+    Process.flag(:trap_exit, true)
+    redis = Keyword.get(opts, :redis, [])
+    {:ok, conn} = Redis.open(redis)
+    queue = Keyword.fetch!(opts, :queue)
+    via = via(conn, Keyword.get(opts, :via, :auto))
+    lease = Args.integer("lease (ms)", Keyword.get(opts, :lease, 30_000), "LEASE_MS")
+    max_attempts = Keyword.get(opts, :max_attempts, 5)
+    Args.integer("max_attempts", max_attempts, "MAX_ATTEMPTS")
+    idle_wait = min(Keyword.get(opts, :idle_wait, 1_000), 3_000)
+    {:ok, tasks} = Task.Supervisor.start_link()
+    {:ok, claims} = Claims.start_link(self(), redis, via, queue, String.to_integer(lease), idle_wait)
+
+    {:ok, upkeep} =
+      EchoMQ.Upkeep.start_link(
+        redis: redis,
+        via: via,
+        queue: queue,
+        max_attempts: max_attempts,
+        period: Keyword.get(opts, :upkeep, 250)
+      )
+
+    state = %{
+      conn: conn,
+      via: via,
+      queue: queue,
+      handler: Keyword.fetch!(opts, :handler),
+      lease: String.to_integer(lease),
+      max_attempts: max_attempts,
+      backoff: Keyword.get(opts, :backoff, 1_000),
+      max_backoff: Keyword.get(opts, :max_backoff, 3_600_000),
+      timeout: Keyword.get(opts, :timeout),
+      idle_wait: idle_wait,
+      grace: Keyword.get(opts, :grace, 10_000),
+      tasks: tasks,
+      claims: claims,
+      upkeep: upkeep,
+      claiming: false,
+      free: Keyword.get(opts, :concurrency, 10),
+      concurrency: Keyword.get(opts, :concurrency, 10),
+      running: %{},
+      registration: Registration.new(queue, Keyword.get(opts, :concurrency, 10), Keyword.get(opts, :beat, 5_000)),
+      processed: 0,
+      failed: 0
+    }
+
+    send(self(), :beat)
+    Process.send_after(self(), :heart, div(state.lease, 3))
+    {:ok, ask(state)}
+  end
+
+  defp via(conn, :auto) do
+    case Connector.detect(conn) do
+      {:ok, via} -> via
+      {:error, reason} -> raise "EchoMQ.Worker cannot speak to this server: #{inspect(reason)}"
+    end
+  end
+
+  defp via(conn, EchoMQ.Connector = via) do
+    :ok = Connector.load(conn)
+    via
+  end
+  defp via(_conn, via), do: via
+
+  # -- claiming ----------------------------------------------------------
+
+  defp ask(%{claiming: false, free: free} = state) when free > 0 do
+    send(state.claims, {:claim, min(free, 1000)})
+    %{state | claiming: true}
+  end
+
+  defp ask(state), do: state
+
+  @impl true
+  def handle_info({:claimed, answer}, state) do
+    state = %{state | claiming: false}
+
+    case answer do
+      {:ok, reply} ->
+        {jobs, word} = Enum.split_with(reply, &is_list/1)
+        state = Enum.reduce(jobs, state, &dispatch/2)
+
+        case {jobs, word} do
+          {[_ | _], []} -> {:noreply, ask(state)}
+          {_, [wait]} when wait > 0 -> later(state, min(wait, state.idle_wait))
+          {_, [0]} -> later(state, 50)
+          {[_ | _], _} -> later(state, 50)
+          # [] or [-1]: the claim (or BZPOPMIN) already waited for an arrival.
+          {[], _} -> {:noreply, ask(state)}
+        end
+
+      other ->
+        Logger.warning("claim on #{state.queue} failed: #{inspect(other)}")
+        later(state, 200)
+    end
+  end
+
+  def handle_info(:claim, state), do: {:noreply, ask(state)}
+
+  # A handler's answer.
+  def handle_info({ref, outcome}, %{running: running} = state) when is_map_key(running, ref) do
+    Process.demonitor(ref, [:flush])
+    {:noreply, state |> finish(ref, outcome) |> ask()}
+  end
+
+  # A handler that died outside its own catch (killed, linked exit).
+  def handle_info({:DOWN, ref, :process, _pid, reason}, %{running: running} = state) when is_map_key(running, ref) do
+    {:noreply, state |> finish(ref, {:fail, "the handler exited: " <> inspect(reason)}) |> ask()}
+  end
+
+  def handle_info({:timeout, ref}, %{running: running} = state) when is_map_key(running, ref) do
+    entry = running[ref]
+    Task.Supervisor.terminate_child(state.tasks, entry.task.pid)
+    Process.demonitor(ref, [:flush])
+    {:noreply, state |> finish(ref, {:fail, "timed out after #{entry.timeout} ms"}) |> ask()}
+  end
+
+  def handle_info(:heart, state) do
+    Process.send_after(self(), :heart, div(state.lease, 3))
+    {:noreply, state |> renew() |> ask()}
+  end
+
+  def handle_info(:beat, state) do
+    Process.send_after(self(), :beat, state.registration.beat)
+    Registration.beat(state.conn, state.registration, running(state))
+    {:noreply, state}
+  end
+
+  def handle_info({:EXIT, pid, reason}, state) when pid in [state.conn, state.claims, state.upkeep, state.tasks] do
+    {:stop, {:lost, pid, reason}, state}
+  end
+
+  def handle_info(_other, state), do: {:noreply, state}
+
+  defp later(state, ms) do
+    Process.send_after(self(), :claim, ms)
+    {:noreply, state}
+  end
+
+  @impl true
+  def handle_call(:counts, _from, state), do: {:reply, Map.take(state, [:processed, :failed]), state}
+
+  # -- one job -----------------------------------------------------------
+
+  defp dispatch(raw, state) do
+    job = Job.read(raw, state.queue, state.conn, state.via)
+    handler = state.handler
+    task = Task.Supervisor.async_nolink(state.tasks, fn -> run(handler, job) end)
+    timeout = (job.policy && job.policy.timeout) || state.timeout
+    if timeout, do: Process.send_after(self(), {:timeout, task.ref}, timeout)
+    entry = %{job: job, task: task, timeout: timeout, renewed: System.monotonic_time(:millisecond)}
+    %{state | running: Map.put(state.running, task.ref, entry), free: state.free - 1}
+  end
+
+  @doc false
+  # In the handler's task: its answer as what the worker does next.
+  def run(handler, job) do
+    answer = if is_function(handler, 1), do: handler.(job), else: handler.perform(job)
+
+    case answer do
+      :ok -> {:ack, nil}
+      {:ok, nil} -> {:ack, nil}
+      {:ok, result} when is_binary(result) -> result_or_fail(result)
+      {:ok, other} -> {:fail, "the handler's result is a binary, not #{inspect(other, limit: 20)}"}
+      {:error, reason} when is_binary(reason) -> {:fail, reason}
+      {:error, reason} -> {:fail, inspect(reason)}
+      {:defer, ms} -> {:defer, ms, false}
+      {:defer, ms, :pause_queue} -> {:defer, ms, true}
+      other -> {:fail, "the handler answered #{inspect(other, limit: 20)}, not :ok, {:ok, _}, {:error, _} or {:defer, _}"}
+    end
+  catch
+    kind, reason -> {:fail, Exception.format(kind, reason, __STACKTRACE__)}
+  end
+
+  defp result_or_fail(result) do
+    most = Protocol.size("MAX_RESULT")
+    if byte_size(result) > most, do: {:fail, "the handler returned #{byte_size(result)} bytes: a result is at most #{most}"}, else: {:ack, result}
+  end
+
+  defp finish(state, ref, outcome) do
+    {entry, running} = Map.pop(state.running, ref)
+    state = %{state | running: running, free: state.free + 1}
+    %{job: job} = entry
+    token = Integer.to_string(job.token)
+
+    {transition, args} =
+      case outcome do
+        {:ack, nil} -> {:ack, [job.id, token]}
+        {:ack, result} -> {:ack, [job.id, token, "RESULT", result]}
+        {:fail, text} -> {:fail, [job.id, token, "#{state.max_attempts}", backoff(state, job), Args.error_text(text)]}
+        {:defer, ms, pause} -> {:defer, [job.id, token, Args.integer("defer (ms)", ms, "DELAY_MS"), "#{state.max_attempts}", "PAUSE", if(pause, do: "1", else: "0")]}
+      end
+
+    if transition == :fail, do: Logger.error("job #{job.id} of #{state.queue} failed (token #{job.token}): #{first_line(elem(outcome, 1))}")
+
+    case state.via.eval(state.conn, transition, Keyspace.keys(transition, state.queue, job: job.id), args) do
+      {:ok, _} when transition == :ack -> %{state | processed: state.processed + 1}
+      {:ok, _} when transition == :fail -> %{state | failed: state.failed + 1}
+      {:ok, _} -> state
+      {:error, {:server, "EMQ" <> _ = text}} -> lost(state, job, text)
+      other -> Logger.warning("ending job #{job.id} failed: #{inspect(other)}; REAP takes it back") && state
+    end
+  end
+
+  defp first_line(text), do: text |> String.split("\n", parts: 2) |> hd()
+
+  defp backoff(state, job) do
+    shift = min(max(job.token - 1, 0), 40)
+    ms = min(state.backoff * Bitwise.bsl(1, shift), state.max_backoff)
+    Integer.to_string(min(ms, 999_999_999_999))
+  end
+
+  defp lost(state, job, text) do
+    Logger.warning("job #{job.id} of #{state.queue} lost its lease (#{text}); its result is thrown away")
+    state
+  end
+
+  # -- leases ------------------------------------------------------------
+
+  defp renew(%{running: running} = state) when map_size(running) == 0, do: state
+
+  defp renew(state) do
+    entries = Map.to_list(state.running)
+    lease = Integer.to_string(state.lease)
+    sent = System.monotonic_time(:millisecond)
+
+    calls =
+      for {_ref, %{job: job}} <- entries,
+          do: {:extend, Keyspace.keys(:extend, state.queue, job: job.id), [job.id, Integer.to_string(job.token), lease]}
+
+    Enum.zip(entries, state.via.eval_many(state.conn, calls))
+    |> Enum.reduce(state, fn
+      {{ref, entry}, {:ok, _}}, acc ->
+        put_in(acc.running[ref], %{entry | renewed: sent})
+
+      {{ref, entry}, {:error, {:server, "EMQ" <> _ = text}}}, acc ->
+        Task.Supervisor.terminate_child(acc.tasks, entry.task.pid)
+        Process.demonitor(ref, [:flush])
+        lost(%{acc | running: Map.delete(acc.running, ref), free: acc.free + 1}, entry.job, text)
+
+      {_, other}, acc ->
+        Logger.warning("renewing a lease on #{acc.queue} failed: #{inspect(other)}")
+        acc
+    end)
+  end
+
+  defp running(state) do
+    now = System.system_time(:millisecond)
+    clock = System.monotonic_time(:millisecond)
+
+    for {_, %{job: job, renewed: renewed}} <- state.running do
+      %{queue: state.queue, id: job.id, token: job.token, lease_until: now + max(0, renewed + state.lease - clock)}
+    end
+  end
+
+  # -- a graceful stop ---------------------------------------------------
+
+  @impl true
+  def terminate(reason, state) do
+    state = stop_claiming(state)
+    state = await_running(state, System.monotonic_time(:millisecond) + state.grace)
+
+    for {ref, entry} <- state.running do
+      Task.Supervisor.terminate_child(state.tasks, entry.task.pid)
+      Process.demonitor(ref, [:flush])
+      release(state, entry.job)
+    end
+
+    Registration.leave(state.conn, state.registration)
+    if Process.alive?(state.upkeep), do: GenServer.stop(state.upkeep, :normal, 5_000)
+    reason
+  catch
+    kind, error -> Logger.error("stopping the worker of #{state.queue}: #{Exception.format(kind, error, __STACKTRACE__)}")
+  end
+
+  # A blocked EMQ.CLAIM may have taken jobs by now: let it answer, and
+  # release what it brings. A Lua claim's wait (BZPOPMIN) takes no job.
+  defp stop_claiming(%{claiming: true, via: via} = state) do
+    if via.kind() == :native do
+      receive do
+        {:claimed, {:ok, reply}} ->
+          for raw <- reply, is_list(raw), do: release(state, Job.read(raw, state.queue, state.conn, via))
+      after
+        state.idle_wait + 5_000 -> :ok
+      end
+    end
+
+    Process.exit(state.claims, :kill)
+    %{state | claiming: false, free: 0}
+  end
+
+  defp stop_claiming(state) do
+    Process.exit(state.claims, :kill)
+    %{state | free: 0}
+  end
+
+  defp await_running(%{running: running} = state, _deadline) when map_size(running) == 0, do: state
+
+  defp await_running(state, deadline) do
+    wait = max(0, deadline - System.monotonic_time(:millisecond))
+
+    receive do
+      {ref, outcome} when is_map_key(state.running, ref) ->
+        Process.demonitor(ref, [:flush])
+        await_running(finish(state, ref, outcome), deadline)
+
+      {:DOWN, ref, :process, _, reason} when is_map_key(state.running, ref) ->
+        await_running(finish(state, ref, {:fail, "the handler exited: " <> inspect(reason)}), deadline)
+    after
+      wait -> state
+    end
+  end
+
+  defp release(state, job) do
+    keys = Keyspace.keys(:release, state.queue, job: job.id)
+    args = [job.id, Integer.to_string(job.token), "REFUND", Integer.to_string(state.max_attempts)]
+
+    case state.via.eval(state.conn, :release, keys, args) do
+      {:ok, 1} -> Logger.info("released job #{job.id} of #{state.queue} (no attempt spent)")
+      other -> Logger.warning("releasing job #{job.id} failed: #{inspect(other)}; REAP takes it back")
+    end
+  end
+end
