@@ -62,6 +62,15 @@ defmodule EchoMQ.Worker do
     unless is_function(handler, 1) or (is_atom(handler) and function_exported?(ensure(handler), :perform, 1)),
       do: raise(InvalidInput, "a handler is a function of one argument or a module with perform/1")
 
+    Args.integer("lease (ms)", Keyword.get(opts, :lease, 30_000), "LEASE_MS")
+    Args.integer("max_attempts", Keyword.get(opts, :max_attempts, 5), "MAX_ATTEMPTS")
+    Args.integer("concurrency", Keyword.get(opts, :concurrency, 10), "CLAIM_COUNT")
+
+    for name <- [:backoff, :max_backoff, :grace, :idle_wait, :upkeep, :beat],
+        value = Keyword.get(opts, name),
+        value != nil and not (is_integer(value) and value >= 0),
+        do: raise(InvalidInput, "#{name} is a number of ms, not #{inspect(value)}")
+
     GenServer.start_link(__MODULE__, opts, Keyword.take(opts, [:name]))
   end
 
