@@ -8,4 +8,4 @@ exclude =
     [:python]
   end
 
-ExUnit.start(max_cases: 2, timeout: 120_000, exclude: exclude)
+ExUnit.start(max_cases: 2, timeout: 120_000, exclude: exclude, capture_log: true)
