@@ -122,6 +122,8 @@ defmodule EchoMQ.Worker do
       free: Keyword.get(opts, :concurrency, 10),
       concurrency: Keyword.get(opts, :concurrency, 10),
       running: %{},
+      acks: [],
+      acking: false,
       registration: Registration.new(queue, Keyword.get(opts, :concurrency, 10), Keyword.get(opts, :beat, 5_000)),
       processed: 0,
       failed: 0
@@ -179,6 +181,7 @@ defmodule EchoMQ.Worker do
   end
 
   def handle_info(:claim, state), do: {:noreply, ask(state)}
+  def handle_info(:ack, state), do: {:noreply, state |> ack() |> ask()}
 
   # A handler's answer.
   def handle_info({ref, outcome}, %{running: running} = state) when is_map_key(running, ref) do
@@ -260,6 +263,15 @@ defmodule EchoMQ.Worker do
     if byte_size(result) > most, do: {:fail, "the handler returned #{byte_size(result)} bytes: a result is at most #{most}"}, else: {:ack, result}
   end
 
+  # A job that finished waits for the next ACKMANY, sent once the messages
+  # already in the mailbox (other jobs' answers) are read: jobs that finish
+  # together are acked in one round trip.
+  defp finish(state, ref, {:ack, result}) do
+    {%{job: job}, running} = Map.pop(state.running, ref)
+    unless state.acking, do: send(self(), :ack)
+    %{state | running: running, free: state.free + 1, acks: [{job, result} | state.acks], acking: true}
+  end
+
   defp finish(state, ref, outcome) do
     {entry, running} = Map.pop(state.running, ref)
     state = %{state | running: running, free: state.free + 1}
@@ -268,8 +280,6 @@ defmodule EchoMQ.Worker do
 
     {transition, args} =
       case outcome do
-        {:ack, nil} -> {:ack, [job.id, token]}
-        {:ack, result} -> {:ack, [job.id, token, "RESULT", result]}
         {:fail, text} -> {:fail, [job.id, token, "#{state.max_attempts}", backoff(state, job), Args.error_text(text)]}
         {:defer, ms, pause} -> {:defer, [job.id, token, Args.integer("defer (ms)", ms, "DELAY_MS"), "#{state.max_attempts}", "PAUSE", if(pause, do: "1", else: "0")]}
       end
@@ -277,11 +287,37 @@ defmodule EchoMQ.Worker do
     if transition == :fail, do: Logger.error("job #{job.id} of #{state.queue} failed (token #{job.token}): #{first_line(elem(outcome, 1))}")
 
     case state.via.eval(state.conn, transition, Keyspace.keys(transition, state.queue, job: job.id), args) do
-      {:ok, _} when transition == :ack -> %{state | processed: state.processed + 1}
       {:ok, _} when transition == :fail -> %{state | failed: state.failed + 1}
       {:ok, _} -> state
       {:error, {:server, "EMQ" <> _ = text}} -> lost(state, job, text)
       other -> Logger.warning("ending job #{job.id} failed: #{inspect(other)}; REAP takes it back") && state
+    end
+  end
+
+  defp ack(%{acks: []} = state), do: %{state | acking: false}
+
+  defp ack(state) do
+    {batch, rest} = state.acks |> Enum.reverse() |> Enum.split(1000)
+
+    args =
+      Enum.flat_map(batch, fn {job, result} ->
+        [job.id, Integer.to_string(job.token) | if(result, do: ["RESULT", result], else: [])]
+      end)
+
+    state = %{state | acks: Enum.reverse(rest)}
+
+    case state.via.eval(state.conn, :ackmany, Keyspace.keys(:ackmany, state.queue), args) do
+      {:ok, replies} ->
+        Enum.zip(batch, replies)
+        |> Enum.reduce(state, fn
+          {_, 1}, acc -> %{acc | processed: acc.processed + 1}
+          {{job, _}, {:error, {:server, text}}}, acc -> lost(acc, job, text)
+        end)
+        |> ack()
+
+      other ->
+        Logger.warning("acking #{length(batch)} job(s) failed: #{inspect(other)}; REAP takes them back")
+        ack(state)
     end
   end
 
@@ -341,7 +377,7 @@ defmodule EchoMQ.Worker do
   @impl true
   def terminate(reason, state) do
     state = stop_claiming(state)
-    state = await_running(state, System.monotonic_time(:millisecond) + state.grace)
+    state = state |> await_running(System.monotonic_time(:millisecond) + state.grace) |> ack()
 
     for {ref, entry} <- state.running do
       Task.Supervisor.terminate_child(state.tasks, entry.task.pid)
