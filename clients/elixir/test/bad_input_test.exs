@@ -68,6 +68,15 @@ defmodule EchoMQ.BadInputTest do
     end
   end
 
+  both "schedule_every refuses a bad name, period or missed word, and sends nothing", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "", 1000, "p", via: via) end)
+    refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "s", 0, "p", via: via) end)
+    refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "s", 1000, "p", via: via, missed: "all:0") end)
+    refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, "a{b", "s", 1000, "p", via: via) end)
+    refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "s", 1000, @big, via: via) end)
+  end
+
   both "a worker refuses a bad queue, handler or lease before it starts", ctx do
     redis = EchoMQ.Test.Server.redis(ctx.server)
     ok = fn _ -> :ok end

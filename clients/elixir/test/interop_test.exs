@@ -158,6 +158,31 @@ defmodule EchoMQ.InteropTest do
     :ok = Supervisor.stop(sup, :normal, 60_000)
   end
 
+  both "schedules are shared with emq and their tick ids agree", ctx do
+    {_, 0} = emq(ctx, ["schedule", "add", "--every", "1s", ctx.queue, "from-rust", "rust tick"])
+    assert Jobs.schedule_every(ctx.conn, ctx.queue, "from-elixir", 1000, "elixir tick", via: ctx.via) == {:ok, :added}
+    {listed, 0} = emq(ctx, ["schedule", "list", ctx.queue])
+    assert listed =~ "from-rust" and listed =~ "from-elixir"
+
+    test = self()
+    handler = fn job -> send(test, {:ran, job.id, job.payload}) && :ok end
+    opts = [queue: ctx.queue, redis: Server.redis(ctx.server), via: ctx.via, handler: handler, upkeep: 50]
+    {:ok, sup} = Supervisor.start_link([{EchoMQ.Worker, opts}], strategy: :one_for_one)
+
+    # Each schedule's ticks fire as jobs whose ids are §11.6's tick ids.
+    for {name, payload} <- [{"from-rust", "rust tick"}, {"from-elixir", "elixir tick"}] do
+      assert_receive {:ran, id, ^payload}, 30_000
+      <<"JOB_", time::binary-size(10), _::binary>> = id
+      assert id == EchoMQ.Schedule.tick_id(ctx.queue, name, crockford(time))
+    end
+
+    :ok = Supervisor.stop(sup, :normal, 60_000)
+  end
+
+  defp crockford(text) do
+    for <<c <- text>>, reduce: 0, do: (n -> n * 32 + Enum.find_index(~c"0123456789ABCDEFGHJKMNPQRSTVWXYZ", &(&1 == c)))
+  end
+
   both "a stale Elixir token is fenced after a Rust worker took the job", ctx do
     id = Id.mint()
     {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, id, "taken", via: ctx.via)

@@ -190,6 +190,41 @@ defmodule EchoMQ.Jobs do
     with {:ok, info} <- __MODULE__.inspect(conn, queue, job_id, opts), do: {:ok, info.result}
   end
 
+  @doc """
+  Add a schedule to the queue, or replace the one of that name (SCHEDULE):
+  a job with `payload` at every multiple of `every` ms since the Unix
+  epoch, its first tick the first after the server's now (§11.6). `missed:`
+  says what a late worker fires: `"last"` (default), `"none"`, `"all:<n>"`.
+  `{:ok, :added}` or `{:ok, :replaced}`. Every worker of the queue fires it.
+  """
+  @spec schedule_every(Connector.conn(), binary, binary, pos_integer, binary, keyword) ::
+          {:ok, :added | :replaced} | {:error, term}
+  def schedule_every(conn, queue, name, every, payload, opts \\ []) do
+    Keyspace.valid_queue!(queue)
+    Args.only!(opts, [:via, :missed])
+    via = Keyword.get(opts, :via, Connector)
+    most = Protocol.size("MAX_SCHEDULE_NAME")
+
+    unless is_binary(name) and byte_size(name) in 1..most,
+      do: raise(InvalidInput, "a schedule name is 1 to #{most} bytes, not #{Kernel.inspect(name)}")
+
+    Args.integer("every (ms)", every, "DELAY_MS")
+    if every < 1, do: raise(InvalidInput, "every is at least 1 ms")
+    missed = Keyword.get(opts, :missed, "last")
+    schedule = %EchoMQ.Schedule{every: every, missed: missed, payload: Args.bytes("payload", payload)}
+
+    if EchoMQ.Schedule.read(EchoMQ.Schedule.definition(schedule)) != schedule,
+      do: raise(InvalidInput, "missed is \"last\", \"none\" or \"all:<1..1000>\", not #{Kernel.inspect(missed)}")
+
+    keys = Keyspace.keys(:schedule, queue)
+
+    with {:ok, [now | _]} <- via.eval(conn, :schedules, keys, ["DUE", "1", "LIMIT", "1"]),
+         first = Integer.to_string(EchoMQ.Schedule.first_after(schedule, now)),
+         {:ok, added} <- via.eval(conn, :schedule, keys, [name, EchoMQ.Schedule.definition(schedule), first]) do
+      {:ok, if(added == 1, do: :added, else: :replaced)}
+    end
+  end
+
   defp one_id(conn, transition, queue, job_id, opts) do
     Keyspace.valid_queue!(queue)
     Args.only!(opts, [:via])

@@ -12,10 +12,12 @@ defmodule EchoMQ.Upkeep do
   - the relay of the queue's notices to flows' parents (1.6, §7.8): while
     `<q>notices` holds entries, a RESOLVE each in its parent's queue, then
     `XDEL` of those answered;
+  - the queue's due `every` schedules (§11.6, `EchoMQ.Schedule`): a FIRE
+    for each tick to fire (a `cron` one is left alone, said once);
   - the queue registry, `emq:queues`, at start and once a minute.
 
-  Not done here (README: what is not there yet): firing due schedules
-  (§11.6) and the sweep of flows' parents whose children never came.
+  Not done here (README: what is not there yet): the sweep of flows'
+  parents whose children never came.
   Any number of workers may run it at once: each call is one atomic
   transition.
   """
@@ -42,7 +44,8 @@ defmodule EchoMQ.Upkeep do
       queue: queue,
       max_attempts: Args.integer("max_attempts", Keyword.fetch!(opts, :max_attempts), "MAX_ATTEMPTS"),
       period: Keyword.get(opts, :period, 250),
-      noted_at: nil
+      noted_at: nil,
+      warned: MapSet.new()
     }
 
     send(self(), :tick)
@@ -62,7 +65,41 @@ defmodule EchoMQ.Upkeep do
     state = note_queue(state)
     deadline = System.monotonic_time(:millisecond) + state.period
     sweep(state, Map.keys(sweeps(state)), deadline)
-    relay(state, "-", deadline)
+    state |> relay("-", deadline) |> fire_schedules()
+  end
+
+  # The queue's due `every` schedules (§11.6): SCHEDULES DUE 1, then for each
+  # its FIREs one at a time, stopping at the first -1 (another worker is ahead).
+  defp fire_schedules(state) do
+    keys = Keyspace.keys(:schedules, state.queue)
+
+    case state.via.eval(state.conn, :schedules, keys, ["DUE", "1", "LIMIT", "100"]) do
+      {:ok, [now | due]} ->
+        Enum.reduce(due, state, fn [name, definition, next], acc ->
+          case EchoMQ.Schedule.read(definition) do
+            nil ->
+              if MapSet.member?(acc.warned, name),
+                do: acc,
+                else: Logger.warning("schedule #{inspect(name)} of #{acc.queue}: this host reads only `every` definitions; left alone") && %{acc | warned: MapSet.put(acc.warned, name)}
+
+            every ->
+              acc.queue |> EchoMQ.Schedule.fires(name, every, next, now) |> Enum.reduce_while(:ok, &send_fire(acc, &1, &2))
+              acc
+          end
+        end)
+
+      other ->
+        Logger.warning("SCHEDULES on #{state.queue} failed: #{inspect(other)}")
+        state
+    end
+  end
+
+  defp send_fire(state, {:fire, keys, args}, :ok) do
+    case state.via.eval(state.conn, :fire, keys, args) do
+      {:ok, -1} -> {:halt, :ok}
+      {:ok, _} -> {:cont, :ok}
+      other -> Logger.warning("FIRE on #{state.queue} failed: #{inspect(other)}") && {:halt, :ok}
+    end
   end
 
   defp sweeps(%{queue: q, max_attempts: max}) do
