@@ -14,6 +14,7 @@ median = fn list -> list |> Enum.sort() |> Enum.at(div(length(list), 2)) end
 elixir_round = fn server, via ->
   {:ok, conn} = EchoMQ.Redis.open(Server.redis(server))
   queue = EchoMQ.Test.unique_queue("bench")
+
   for chunk <- Enum.chunk_every(1..jobs, 1000) do
     {:ok, _} = EchoMQ.Jobs.enqueue_many(conn, queue, Enum.map(chunk, fn _ -> {EchoMQ.Id.mint(), "x"} end), via: via)
   end
@@ -31,10 +32,15 @@ end
 
 python_round = fn server, kind ->
   case System.get_env("ECHOMQ_PYTHON") do
-    nil -> nil
+    nil ->
+      nil
+
     python ->
       env = [{"ECHOMQ_URL", Server.url(server)}, {"ECHOMQ_VIA", "#{kind}"}]
-      {out, 0} = System.cmd(python, ["bench/python_worker.py", EchoMQ.Test.unique_queue("bench-py"), "#{jobs}"], env: env)
+
+      {out, 0} =
+        System.cmd(python, ["bench/python_worker.py", EchoMQ.Test.unique_queue("bench-py"), "#{jobs}"], env: env)
+
       out |> String.trim() |> String.to_integer()
   end
 end
@@ -46,6 +52,10 @@ for kind <- [:lua, :native] do
   {:ok, ^via} = EchoMQ.Connector.detect(conn)
   elixir = for _ <- 1..rounds, do: elixir_round.(server, via)
   python = for _ <- 1..rounds, do: python_round.(server, kind)
-  IO.puts("#{kind}: elixir c10 #{median.(elixir)} jobs/s #{inspect(elixir)}; python c10 #{inspect(median.(python))} jobs/s #{inspect(python)}")
+
+  IO.puts(
+    "#{kind}: elixir c10 #{median.(elixir)} jobs/s #{inspect(elixir)}; python c10 #{inspect(median.(python))} jobs/s #{inspect(python)}"
+  )
+
   Server.stop(server)
 end

@@ -58,7 +58,11 @@ defmodule EchoMQ.BadInputTest do
     id = Id.mint()
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.enqueue_many(conn, queue, [], via: via) end)
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.enqueue_many(conn, queue, [{id, "ok"}, {id}], via: via) end)
-    refused_before_sending(ctx, InvalidInput, fn -> Jobs.enqueue_many(conn, queue, [{id, "ok"}, {Id.mint(), @big}], via: via) end)
+
+    refused_before_sending(ctx, InvalidInput, fn ->
+      Jobs.enqueue_many(conn, queue, [{id, "ok"}, {Id.mint(), @big}], via: via)
+    end)
+
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.enqueue_many(conn, "a{b", [{id, "ok"}], via: via) end)
 
     for call <- [&Jobs.cancel/4, &Jobs.inspect/4, &Jobs.result/4] do
@@ -72,7 +76,11 @@ defmodule EchoMQ.BadInputTest do
     %{conn: conn, via: via, queue: queue} = ctx
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "", 1000, "p", via: via) end)
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "s", 0, "p", via: via) end)
-    refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "s", 1000, "p", via: via, missed: "all:0") end)
+
+    refused_before_sending(ctx, InvalidInput, fn ->
+      Jobs.schedule_every(conn, queue, "s", 1000, "p", via: via, missed: "all:0")
+    end)
+
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, "a{b", "s", 1000, "p", via: via) end)
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.schedule_every(conn, queue, "s", 1000, @big, via: via) end)
   end
@@ -80,8 +88,17 @@ defmodule EchoMQ.BadInputTest do
   both "a worker refuses a bad queue, handler or lease before it starts", ctx do
     redis = EchoMQ.Test.Server.redis(ctx.server)
     ok = fn _ -> :ok end
-    refused_before_sending(ctx, InvalidInput, fn -> EchoMQ.Worker.start_link(queue: "a{b", handler: ok, redis: redis) end)
-    refused_before_sending(ctx, InvalidInput, fn -> EchoMQ.Worker.start_link(queue: ctx.queue, handler: fn -> :ok end, redis: redis) end)
-    refused_before_sending(ctx, InvalidInput, fn -> EchoMQ.Worker.start_link(queue: ctx.queue, handler: ok, redis: redis, lease: 0) end)
+
+    refused_before_sending(ctx, InvalidInput, fn ->
+      EchoMQ.Worker.start_link(queue: "a{b", handler: ok, redis: redis)
+    end)
+
+    refused_before_sending(ctx, InvalidInput, fn ->
+      EchoMQ.Worker.start_link(queue: ctx.queue, handler: fn -> :ok end, redis: redis)
+    end)
+
+    refused_before_sending(ctx, InvalidInput, fn ->
+      EchoMQ.Worker.start_link(queue: ctx.queue, handler: ok, redis: redis, lease: 0)
+    end)
   end
 end

@@ -93,7 +93,10 @@ defmodule EchoMQ.InteropTest do
       for n <- 1..4 do
         id = Id.mint()
         headers = %{"tenant" => "acme", "traceparent" => @trace}
-        {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, id, "job #{n}", via: ctx.via, headers: headers, attempts: 3)
+
+        {:ok, :enqueued} =
+          Jobs.enqueue(ctx.conn, ctx.queue, id, "job #{n}", via: ctx.via, headers: headers, attempts: 3)
+
         id
       end
 
@@ -212,9 +215,13 @@ defmodule EchoMQ.InteropTest do
     end)
 
     {:ok, [[^id, 2, "held"]]} = ctx.via.eval(ctx.conn, :claim, claim, ["60000", "COUNT", "1"])
+
     progress = fn token ->
-      emq(ctx, ["progress", "at token #{token}"],
-        [{"ECHOMQ_QUEUE", ctx.queue}, {"ECHOMQ_JOB_ID", id}, {"ECHOMQ_JOB_TOKEN", "#{token}"}])
+      emq(ctx, ["progress", "at token #{token}"], [
+        {"ECHOMQ_QUEUE", ctx.queue},
+        {"ECHOMQ_JOB_ID", id},
+        {"ECHOMQ_JOB_TOKEN", "#{token}"}
+      ])
     end
 
     {said, status} = progress.(1)

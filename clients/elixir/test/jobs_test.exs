@@ -13,6 +13,7 @@ defmodule EchoMQ.JobsTest do
 
     {:ok, record} = Redis.query(conn, ["HGETALL", EchoMQ.Keyspace.job_key(queue, id)])
     fields = record |> Enum.chunk_every(2) |> Map.new(fn [k, v] -> {k, v} end)
+
     assert Map.take(fields, ["state", "attempts", "payload"]) ==
              %{"state" => "pending", "attempts" => "0", "payload" => "hello"}
 
@@ -40,6 +41,7 @@ defmodule EchoMQ.JobsTest do
 
     other = Id.mint()
     assert Jobs.enqueue(conn, queue, other, "full", via: via) == {:ok, :enqueued}
+
     {:ok, [[_, ["event", "enqueued", "id", ^other, "state", "pending"]]]} =
       Redis.query(conn, ["XRANGE", EchoMQ.Keyspace.queue_key(queue, "events"), "-", "+"])
   end
@@ -63,10 +65,11 @@ defmodule EchoMQ.JobsTest do
     assert info.state == "delayed" and info.attempts == 0 and info.payload == "opts"
     assert info.policy == %EchoMQ.Policy{attempts: 3, backoff_exp: 1000, timeout: 30_000}
     assert info.headers == %{"tenant" => "acme"}
-    assert (info.enqueued_at != nil) == (ctx.kind == :native)
+    assert info.enqueued_at != nil == (ctx.kind == :native)
 
     unique = Id.mint()
     assert {:ok, :enqueued} = Jobs.enqueue(conn, queue, unique, "u", via: via, unique: "k", unique_for: 60_000)
+
     assert {:ok, {:held_by, ^unique}} =
              Jobs.enqueue(conn, queue, Id.mint(), "u", via: via, unique: "k", unique_for: 60_000)
   end
@@ -101,7 +104,10 @@ defmodule EchoMQ.JobsTest do
     # A done job: its result, and CANCEL refused (EMQSTATE).
     done = Id.mint()
     {:ok, :enqueued} = Jobs.enqueue(conn, queue, done, "d", via: via)
-    {:ok, [[^done, token, "d" | _]]} = via.eval(conn, :claim, EchoMQ.Keyspace.keys(:claim, queue), ["60000", "COUNT", "1"])
+
+    {:ok, [[^done, token, "d" | _]]} =
+      via.eval(conn, :claim, EchoMQ.Keyspace.keys(:claim, queue), ["60000", "COUNT", "1"])
+
     {:ok, 1} = via.eval(conn, :ack, EchoMQ.Keyspace.keys(:ack, queue, job: done), [done, "#{token}", "RESULT", "42"])
     assert Jobs.result(conn, queue, done, via: via) == {:ok, "42"}
     assert Jobs.cancel(conn, queue, done, via: via) == {:error, :state}

@@ -52,15 +52,25 @@ defmodule EchoMQ.PythonTest do
     end
 
     read = python(ctx, ["inspect", ctx.queue | ids])
-    assert read == for(n <- 0..2, do: ["done", 1, "elixir ran py #{n} for acme within 2", "ex half way", %{"tenant" => "acme"}])
+
+    assert read ==
+             for(
+               n <- 0..2,
+               do: ["done", 1, "elixir ran py #{n} for acme within 2", "ex half way", %{"tenant" => "acme"}]
+             )
   end
 
   both "Elixir enqueues and a Python worker runs the jobs", ctx do
-    ids = for n <- 1..3, do: Id.mint() |> tap(&({:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, &1, "ex #{n}", via: ctx.via)))
+    ids =
+      for n <- 1..3,
+          do: Id.mint() |> tap(&({:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, &1, "ex #{n}", via: ctx.via)))
+
     assert python(ctx, ["work", ctx.queue | ids]) == for(n <- 1..3, do: ["done", 1, "python ran ex #{n}"])
 
     for {id, n} <- Enum.with_index(ids, 1) do
-      assert {:ok, %{state: "done", progress: "py half way", result: result}} = Jobs.inspect(ctx.conn, ctx.queue, id, via: ctx.via)
+      assert {:ok, %{state: "done", progress: "py half way", result: result}} =
+               Jobs.inspect(ctx.conn, ctx.queue, id, via: ctx.via)
+
       assert result == "python ran ex #{n}"
     end
   end

@@ -12,7 +12,13 @@ defmodule EchoMQ.ScheduleTest do
     assert Schedule.read(Schedule.definition(every)) == every
     assert Schedule.read("every 5 last\n") == %Schedule{every: 5, missed: "last", payload: ""}
 
-    for other <- ["cron UTC last 0 9 * * *\n", "every 0 last\n", "every 5 all:1001\n", "every 5 sometimes\n", "paused paused every 5 last\n"] do
+    for other <- [
+          "cron UTC last 0 9 * * *\n",
+          "every 0 last\n",
+          "every 5 all:1001\n",
+          "every 5 sometimes\n",
+          "paused paused every 5 last\n"
+        ] do
       assert Schedule.read(other) == nil
     end
   end
@@ -24,6 +30,7 @@ defmodule EchoMQ.ScheduleTest do
     assert id == Schedule.tick_id("q", "s", 5000)
 
     all = Schedule.fires("q", "s", %{every | missed: "all:5"}, 3000, 5500)
+
     assert Enum.map(all, fn {:fire, _, [_, _, _, tick, next]} -> {tick, next} end) ==
              [{"3000", "4000"}, {"4000", "5000"}, {"5000", "6000"}]
 
@@ -32,6 +39,7 @@ defmodule EchoMQ.ScheduleTest do
     assert [{:fire, _, [_, _, _, "100000", "200000", "SKIP", "1"]}] = Schedule.fires("q", "s", slow, 100_000, 170_000)
     assert [{:fire, _, [_, _, _, "100000", "200000"]}] = Schedule.fires("q", "s", slow, 100_000, 150_000)
 
-    assert [{:fire, _, [_, _, _, "3000", "6000", "SKIP", "1"]}] = Schedule.fires("q", "s", %{every | paused: true}, 3000, 5500)
+    assert [{:fire, _, [_, _, _, "3000", "6000", "SKIP", "1"]}] =
+             Schedule.fires("q", "s", %{every | paused: true}, 3000, 5500)
   end
 end

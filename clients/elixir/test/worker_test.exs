@@ -23,7 +23,10 @@ defmodule EchoMQ.WorkerTest do
   end
 
   both "a supervised worker runs the jobs and keeps their results", ctx do
-    ids = for n <- 1..20, do: Id.mint() |> tap(&({:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, &1, "#{n}", via: ctx.via)))
+    ids =
+      for n <- 1..20,
+          do: Id.mint() |> tap(&({:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, &1, "#{n}", via: ctx.via)))
+
     start_worker(ctx, handler: fn job -> {:ok, "twice " <> String.duplicate(job.payload, 2)} end, concurrency: 4)
 
     for {id, n} <- Enum.with_index(ids, 1) do
@@ -90,8 +93,7 @@ defmodule EchoMQ.WorkerTest do
     id = Id.mint()
     {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, id, "long", via: ctx.via)
 
-    sup =
-      start_worker(ctx, grace: 200, handler: fn _ -> send(test, :running) && Process.sleep(60_000) && :ok end)
+    sup = start_worker(ctx, grace: 200, handler: fn _ -> send(test, :running) && Process.sleep(60_000) && :ok end)
 
     assert_receive :running, 30_000
     :ok = Supervisor.stop(sup, :normal, 60_000)
@@ -143,7 +145,10 @@ defmodule EchoMQ.WorkerTest do
   both "a worker registers itself and its queue", ctx do
     test = self()
     {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, Id.mint(), "held", via: ctx.via)
-    sup = start_worker(ctx, beat: 50, grace: 100, handler: fn _ -> send(test, :running) && Process.sleep(60_000) && :ok end)
+
+    sup =
+      start_worker(ctx, beat: 50, grace: 100, handler: fn _ -> send(test, :running) && Process.sleep(60_000) && :ok end)
+
     assert_receive :running, 30_000
     {:ok, score} = Redis.query(ctx.conn, ["ZSCORE", Keyspace.registry(), ctx.queue])
     assert score != nil

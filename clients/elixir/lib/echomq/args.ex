@@ -54,7 +54,10 @@ defmodule EchoMQ.Args do
 
     json = :jiffy.encode(headers)
     most = Protocol.size("MAX_HEADERS")
-    if byte_size(json) > most, do: raise(InvalidInput, "the headers are #{byte_size(json)} bytes as JSON; at most #{most}")
+
+    if byte_size(json) > most,
+      do: raise(InvalidInput, "the headers are #{byte_size(json)} bytes as JSON; at most #{most}")
+
     json
   end
 

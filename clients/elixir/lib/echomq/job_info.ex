@@ -6,8 +6,20 @@ defmodule EchoMQ.JobInfo do
   last error, progress, result, policy and headers.
   """
 
-  defstruct [:id, :state, :attempts, :payload, :enqueued_at, :updated_at, :error, :progress, :result, :policy,
-             headers: %{}, fields: %{}]
+  defstruct [
+    :id,
+    :state,
+    :attempts,
+    :payload,
+    :enqueued_at,
+    :updated_at,
+    :error,
+    :progress,
+    :result,
+    :policy,
+    headers: %{},
+    fields: %{}
+  ]
 
   @type t :: %__MODULE__{
           id: binary,

@@ -28,6 +28,7 @@ defmodule EchoMQ.Protocol do
                 end)
 
   {major, minor} = @version
+
   if "#{major}.#{minor}" != "#{elem(@limit_map["PROTOCOL_MAJOR"], 0)}.#{elem(@limit_map["PROTOCOL_MINOR"], 0)}",
     do: raise("PROTOCOL.md §11.1's PROTOCOL_MAJOR and PROTOCOL_MINOR are not §12's version")
 

@@ -24,7 +24,10 @@ defmodule EchoMQ.Reply do
   defp typed(t, list) when t in [:claim, :acknext], do: Enum.map(list, &claimed/1)
   defp typed(:ackmany, list), do: Enum.map(list, &acked/1)
   defp typed(:config, list), do: Enum.take(list, 11) |> Enum.map(&int/1) |> Kernel.++(Enum.drop(list, 11))
-  defp typed(:counts, [now, totals, slots]), do: [int(now), Enum.map(totals, &int/1), Enum.map(slots, &Enum.map(&1, fn n -> int(n) end))]
+
+  defp typed(:counts, [now, totals, slots]),
+    do: [int(now), Enum.map(totals, &int/1), Enum.map(slots, &Enum.map(&1, fn n -> int(n) end))]
+
   defp typed(:schedules, [now | found]), do: [int(now) | Enum.map(found, fn [n, d, next] -> [n, d, int(next)] end)]
   defp typed(:flow, [written | rest]), do: [int(written) | rest]
   defp typed(t, value) when t in [:fail, :inspect, :children], do: value

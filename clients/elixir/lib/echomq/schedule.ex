@@ -26,7 +26,11 @@ defmodule EchoMQ.Schedule do
   @spec read(binary) :: t | nil
   def read(definition) do
     [header | rest] = :binary.split(definition, "\n")
-    {paused, header} = if String.starts_with?(header, "paused "), do: {true, binary_part(header, 7, byte_size(header) - 7)}, else: {false, header}
+
+    {paused, header} =
+      if String.starts_with?(header, "paused "),
+        do: {true, binary_part(header, 7, byte_size(header) - 7)},
+        else: {false, header}
 
     with ["every", ms, missed] <- String.split(header, " "),
          true <- Regex.match?(~r/\A\d{1,12}\z/, ms) and String.to_integer(ms) >= 1,
@@ -57,10 +61,20 @@ defmodule EchoMQ.Schedule do
 
     ticks =
       cond do
-        s.paused -> []
-        s.missed == "last" -> [latest]
-        s.missed == "none" -> if now - latest <= @missed_window, do: [latest], else: []
-        true -> for i <- (String.to_integer(binary_part(s.missed, 4, byte_size(s.missed) - 4)) - 1)..0//-1, t = latest - i * every, t >= due, do: t
+        s.paused ->
+          []
+
+        s.missed == "last" ->
+          [latest]
+
+        s.missed == "none" ->
+          if now - latest <= @missed_window, do: [latest], else: []
+
+        true ->
+          for i <- (String.to_integer(binary_part(s.missed, 4, byte_size(s.missed) - 4)) - 1)..0//-1,
+              t = latest - i * every,
+              t >= due,
+              do: t
       end
 
     case ticks do

@@ -80,10 +80,16 @@ defmodule EchoMQ.Upkeep do
             nil ->
               if MapSet.member?(acc.warned, name),
                 do: acc,
-                else: Logger.warning("schedule #{inspect(name)} of #{acc.queue}: this host reads only `every` definitions; left alone") && %{acc | warned: MapSet.put(acc.warned, name)}
+                else:
+                  Logger.warning(
+                    "schedule #{inspect(name)} of #{acc.queue}: this host reads only `every` definitions; left alone"
+                  ) && %{acc | warned: MapSet.put(acc.warned, name)}
 
             every ->
-              acc.queue |> EchoMQ.Schedule.fires(name, every, next, now) |> Enum.reduce_while(:ok, &send_fire(acc, &1, &2))
+              acc.queue
+              |> EchoMQ.Schedule.fires(name, every, next, now)
+              |> Enum.reduce_while(:ok, &send_fire(acc, &1, &2))
+
               acc
           end
         end)
@@ -154,8 +160,7 @@ defmodule EchoMQ.Upkeep do
 
       answers = state.via.eval_many(state.conn, Enum.map(readable, &elem(&1, 1)))
 
-      answered =
-        for {{id, _}, answer} <- Enum.zip(readable, answers), reply_ok?(answer, id, state), do: id
+      answered = for {{id, _}, answer} <- Enum.zip(readable, answers), reply_ok?(answer, id, state), do: id
 
       if answered != [], do: Redis.query(state.conn, ["XDEL", key | answered])
       last = entries |> List.last() |> then(&(&1 && hd(&1)))

@@ -145,6 +145,7 @@ defmodule EchoMQ.Worker do
     :ok = Connector.load(conn)
     via
   end
+
   defp via(_conn, via), do: via
 
   # -- claiming ----------------------------------------------------------
@@ -244,15 +245,32 @@ defmodule EchoMQ.Worker do
     answer = if is_function(handler, 1), do: handler.(job), else: handler.perform(job)
 
     case answer do
-      :ok -> {:ack, nil}
-      {:ok, nil} -> {:ack, nil}
-      {:ok, result} when is_binary(result) -> result_or_fail(result)
-      {:ok, other} -> {:fail, "the handler's result is a binary, not #{inspect(other, limit: 20)}"}
-      {:error, reason} when is_binary(reason) -> {:fail, reason}
-      {:error, reason} -> {:fail, inspect(reason)}
-      {:defer, ms} -> {:defer, ms, false}
-      {:defer, ms, :pause_queue} -> {:defer, ms, true}
-      other -> {:fail, "the handler answered #{inspect(other, limit: 20)}, not :ok, {:ok, _}, {:error, _} or {:defer, _}"}
+      :ok ->
+        {:ack, nil}
+
+      {:ok, nil} ->
+        {:ack, nil}
+
+      {:ok, result} when is_binary(result) ->
+        result_or_fail(result)
+
+      {:ok, other} ->
+        {:fail, "the handler's result is a binary, not #{inspect(other, limit: 20)}"}
+
+      {:error, reason} when is_binary(reason) ->
+        {:fail, reason}
+
+      {:error, reason} ->
+        {:fail, inspect(reason)}
+
+      {:defer, ms} ->
+        {:defer, ms, false}
+
+      {:defer, ms, :pause_queue} ->
+        {:defer, ms, true}
+
+      other ->
+        {:fail, "the handler answered #{inspect(other, limit: 20)}, not :ok, {:ok, _}, {:error, _} or {:defer, _}"}
     end
   catch
     kind, reason -> {:fail, Exception.format(kind, reason, __STACKTRACE__)}
@@ -260,7 +278,10 @@ defmodule EchoMQ.Worker do
 
   defp result_or_fail(result) do
     most = Protocol.size("MAX_RESULT")
-    if byte_size(result) > most, do: {:fail, "the handler returned #{byte_size(result)} bytes: a result is at most #{most}"}, else: {:ack, result}
+
+    if byte_size(result) > most,
+      do: {:fail, "the handler returned #{byte_size(result)} bytes: a result is at most #{most}"},
+      else: {:ack, result}
   end
 
   # A job that finished waits for the next ACKMANY, sent once the messages
@@ -280,11 +301,23 @@ defmodule EchoMQ.Worker do
 
     {transition, args} =
       case outcome do
-        {:fail, text} -> {:fail, [job.id, token, "#{state.max_attempts}", backoff(state, job), Args.error_text(text)]}
-        {:defer, ms, pause} -> {:defer, [job.id, token, Args.integer("defer (ms)", ms, "DELAY_MS"), "#{state.max_attempts}", "PAUSE", if(pause, do: "1", else: "0")]}
+        {:fail, text} ->
+          {:fail, [job.id, token, "#{state.max_attempts}", backoff(state, job), Args.error_text(text)]}
+
+        {:defer, ms, pause} ->
+          {:defer,
+           [
+             job.id,
+             token,
+             Args.integer("defer (ms)", ms, "DELAY_MS"),
+             "#{state.max_attempts}",
+             "PAUSE",
+             if(pause, do: "1", else: "0")
+           ]}
       end
 
-    if transition == :fail, do: Logger.error("job #{job.id} of #{state.queue} failed (token #{job.token}): #{first_line(elem(outcome, 1))}")
+    if transition == :fail,
+      do: Logger.error("job #{job.id} of #{state.queue} failed (token #{job.token}): #{first_line(elem(outcome, 1))}")
 
     case state.via.eval(state.conn, transition, Keyspace.keys(transition, state.queue, job: job.id), args) do
       {:ok, _} when transition == :fail -> %{state | failed: state.failed + 1}
@@ -389,7 +422,8 @@ defmodule EchoMQ.Worker do
     if Process.alive?(state.upkeep), do: GenServer.stop(state.upkeep, :normal, 5_000)
     reason
   catch
-    kind, error -> Logger.error("stopping the worker of #{state.queue}: #{Exception.format(kind, error, __STACKTRACE__)}")
+    kind, error ->
+      Logger.error("stopping the worker of #{state.queue}: #{Exception.format(kind, error, __STACKTRACE__)}")
   end
 
   # A blocked EMQ.CLAIM may have taken jobs by now: let it answer, and

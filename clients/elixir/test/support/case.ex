@@ -94,7 +94,7 @@ defmodule EchoMQ.Test.Executors do
     for kind <- [:lua, :native] do
       quote do
         @tag kind: unquote(kind)
-        test unquote("#{name} (#{kind})"), unquote(ctx), do: unquote(body)
+        test(unquote("#{name} (#{kind})"), unquote(ctx), do: unquote(body))
       end
     end
   end

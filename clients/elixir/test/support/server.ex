@@ -99,7 +99,7 @@ defmodule EchoMQ.Test.Server do
   def url(%__MODULE__{port: port}), do: "redis://127.0.0.1:#{port}/0"
 
   defp free_port do
-    {:ok, socket} = :gen_tcp.listen(0, [ip: {127, 0, 0, 1}])
+    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
     {:ok, port} = :inet.port(socket)
     :gen_tcp.close(socket)
     port

@@ -80,7 +80,10 @@ defmodule EchoMQ.Test.Vectors do
       case {vector["reply"], got} do
         {%{"value" => value}, {:ok, reply}} ->
           {value, reply} = if transition == :counts, do: slots_counted(value, reply), else: {value, reply}
-          if same_reply?(value, reply, clock, transition == :inspect), do: [], else: ["reply: want #{inspect(value)}, got #{inspect(reply)}"]
+
+          if same_reply?(value, reply, clock, transition == :inspect),
+            do: [],
+            else: ["reply: want #{inspect(value)}, got #{inspect(reply)}"]
 
         {%{"error" => error}, {:error, {:server, text}}} ->
           if text == error_text(error), do: [], else: ["refusal: want #{inspect(error)}, got #{inspect(text)}"]
@@ -155,7 +158,9 @@ defmodule EchoMQ.Test.Vectors do
     found = Enum.chunk_every(values, 2)
 
     length(fields) == length(values) and length(rest) == length(more) and
-      Enum.all?(wanted, fn [f, v] -> Enum.any?(found, fn [g, h] -> same_reply?(f, g, clock, false) and same_reply?(v, h, clock, false) end) end) and
+      Enum.all?(wanted, fn [f, v] ->
+        Enum.any?(found, fn [g, h] -> same_reply?(f, g, clock, false) and same_reply?(v, h, clock, false) end)
+      end) and
       Enum.all?(Enum.zip(rest, more), fn {w, g} -> same_reply?(w, g, clock, false) end)
   end
 

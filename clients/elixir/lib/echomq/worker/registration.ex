@@ -34,10 +34,26 @@ defmodule EchoMQ.Worker.Registration do
     ttl = Integer.to_string(3 * r.beat)
 
     fields = [
-      "host", r.host, "pid", System.pid(), "queues", :jiffy.encode([r.queue]),
-      "concurrency", Integer.to_string(r.concurrency), "version", "echomq-elixir 0.1.0",
-      "protocol", Protocol.version_text(), "started", Integer.to_string(r.started), "beat", now,
-      "ttl", ttl, "running", :jiffy.encode(running)
+      "host",
+      r.host,
+      "pid",
+      System.pid(),
+      "queues",
+      :jiffy.encode([r.queue]),
+      "concurrency",
+      Integer.to_string(r.concurrency),
+      "version",
+      "echomq-elixir 0.1.0",
+      "protocol",
+      Protocol.version_text(),
+      "started",
+      Integer.to_string(r.started),
+      "beat",
+      now,
+      "ttl",
+      ttl,
+      "running",
+      :jiffy.encode(running)
     ]
 
     answers =
