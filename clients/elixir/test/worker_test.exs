@@ -142,6 +142,26 @@ defmodule EchoMQ.WorkerTest do
     assert {:error, {:server, "EMQFENCE token does not hold the lease"}} = stale
   end
 
+  both "the sweep tells a parent of children that never came or ended unlinked", ctx do
+    %{conn: conn, via: via, queue: q} = ctx
+    {parent, lost, unlinked} = {Id.mint(), Id.mint(), Id.mint()}
+    children = ["{#{q}}#{lost}", "ignore", "{#{q}}#{unlinked}", "ignore"]
+
+    {:ok, [1, _incarnation]} =
+      via.eval(conn, :flow, Keyspace.keys(:flow, q, job: parent), [parent, "parent", "2" | children])
+
+    # The producer died: one child was never enqueued, one was enqueued without its link.
+    {:ok, :enqueued} = Jobs.enqueue(conn, q, unlinked, "child", via: via)
+    {:ok, [[^unlinked, 1, "child"]]} = via.eval(conn, :claim, Keyspace.keys(:claim, q), ["60000", "COUNT", "1"])
+    {:ok, 1} = via.eval(conn, :ack, Keyspace.keys(:ack, q, job: unlinked), [unlinked, "1", "RESULT", "ran child"])
+    {:ok, _} = Redis.query(conn, ["ZADD", Keyspace.queue_key(q, "waiting"), "XX", "1", parent])
+    start_worker(ctx, upkeep: 50, handler: fn job -> {:ok, "ran " <> job.payload} end)
+
+    assert %{result: "ran parent"} = wait_state(ctx, parent, "done")
+    {:ok, [_, "0" | found]} = via.eval(conn, :children, Keyspace.keys(:children, q, job: parent), [parent])
+    assert Enum.sort(found) == Enum.sort([["{#{q}}#{lost}", "gone", nil], ["{#{q}}#{unlinked}", "done", "ran child"]])
+  end
+
   both "a worker registers itself and its queue", ctx do
     test = self()
     {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, Id.mint(), "held", via: ctx.via)

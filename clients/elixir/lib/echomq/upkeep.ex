@@ -16,8 +16,10 @@ defmodule EchoMQ.Upkeep do
     for each tick to fire (a `cron` one is left alone, said once);
   - the queue registry, `emq:queues`, at start and once a minute.
 
-  Not done here (README: what is not there yet): the sweep of flows'
-  parents whose children never came.
+  - the sweep of flows' parents whose children never came (1.6, §11.3),
+    when the head of `<q>waiting` has waited past a grace (a minute).
+
+  `EchoMQ.Upkeep.Flows` does the flows' two.
   Any number of workers may run it at once: each call is one atomic
   transition.
   """
@@ -27,7 +29,6 @@ defmodule EchoMQ.Upkeep do
   alias EchoMQ.{Args, Keyspace, Redis}
 
   @limit 100
-  @relay_step 100
   @registry_every 60_000
 
   @doc false
@@ -65,7 +66,9 @@ defmodule EchoMQ.Upkeep do
     state = note_queue(state)
     deadline = System.monotonic_time(:millisecond) + state.period
     sweep(state, Map.keys(sweeps(state)), deadline)
-    state |> relay("-", deadline) |> fire_schedules()
+    EchoMQ.Upkeep.Flows.relay(state, state.queue, "-", deadline)
+    EchoMQ.Upkeep.Flows.sweep_when_due(state)
+    fire_schedules(state)
   end
 
   # The queue's due `every` schedules (§11.6): SCHEDULES DUE 1, then for each
@@ -144,76 +147,6 @@ defmodule EchoMQ.Upkeep do
     Logger.warning("#{name} on #{state.queue} failed: #{inspect(other)}")
     0
   end
-
-  # The relay (§11.3): while <q>notices holds entries, each to its parent's
-  # queue as a RESOLVE; XDEL of those answered (1 or 0: the parent heard).
-  defp relay(state, start, deadline) do
-    key = Keyspace.queue_key(state.queue, "notices")
-
-    with {:ok, n} when n != "0" <- Redis.query(state.conn, ["XLEN", key]),
-         {:ok, entries} <- Redis.query(state.conn, ["XRANGE", key, start, "+", "COUNT", "#{@relay_step}"]) do
-      readable = for [id, fields] <- entries, call = resolve(fields), call != nil, do: {id, call}
-
-      for [id, fields] <- entries, resolve(fields) == nil do
-        Logger.warning("a notice that does not read as one stays in #{key} (entry #{id}): #{inspect(fields)}")
-      end
-
-      answers = state.via.eval_many(state.conn, Enum.map(readable, &elem(&1, 1)))
-
-      answered = for {{id, _}, answer} <- Enum.zip(readable, answers), reply_ok?(answer, id, state), do: id
-
-      if answered != [], do: Redis.query(state.conn, ["XDEL", key | answered])
-      last = entries |> List.last() |> then(&(&1 && hd(&1)))
-
-      if length(entries) == @relay_step and System.monotonic_time(:millisecond) < deadline,
-        do: relay(state, "(" <> last, deadline),
-        else: state
-    else
-      {:ok, _none} -> state
-      other -> Logger.warning("the relay of #{state.queue} failed: #{inspect(other)}") && state
-    end
-  end
-
-  defp reply_ok?({:ok, _}, _id, _state), do: true
-
-  defp reply_ok?(other, id, state) do
-    Logger.warning("notice #{id} of #{state.queue} could not reach its parent: #{inspect(other)}; it stays")
-    false
-  end
-
-  @doc false
-  # A notice's RESOLVE in its parent's queue, or nil when it does not read as a notice.
-  def resolve(fields) do
-    found = fields |> Enum.chunk_every(2) |> Map.new(fn [k, v] -> {k, v} end)
-
-    with {:ok, queue, parent} <- job_ref(found["parent"]),
-         {:ok, _, _} <- job_ref(found["child"]),
-         incarnation when is_binary(incarnation) <- found["incarnation"],
-         true <- Regex.match?(~r/\A\d{1,15}\z/, incarnation),
-         true <- found["outcome"] in ["done", "dead", "cancelled", "gone"] do
-      result = if found["result"], do: ["RESULT", found["result"]], else: []
-      args = [parent, incarnation, found["child"], found["outcome"] | result]
-      {:resolve, Keyspace.keys(:resolve, queue, job: parent), args}
-    else
-      _ -> nil
-    end
-  rescue
-    _ -> nil
-  end
-
-  # `{<queue>}<id>` (§7.8): the first `}` ends the queue's name.
-  defp job_ref("{" <> rest) do
-    case :binary.split(rest, "}") do
-      [queue, id] ->
-        Keyspace.valid_queue!(queue)
-        if Keyspace.job_id?(id), do: {:ok, queue, id}, else: :error
-
-      _ ->
-        :error
-    end
-  end
-
-  defp job_ref(_), do: :error
 
   # The queue registry (§11.3): at start, then about once a minute.
   defp note_queue(state) do
