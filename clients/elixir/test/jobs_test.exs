@@ -113,6 +113,16 @@ defmodule EchoMQ.JobsTest do
     assert Jobs.cancel(conn, queue, done, via: via) == {:error, :state}
   end
 
+  @tag kind: :lua
+  test "a flushed script cache is loaded again on NOSCRIPT, one call and a pipeline alike", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    {:ok, "OK"} = Redis.query(conn, ["SCRIPT", "FLUSH"])
+    assert Jobs.enqueue(conn, queue, Id.mint(), "after a flush", via: via) == {:ok, :enqueued}
+    {:ok, "OK"} = Redis.query(conn, ["SCRIPT", "FLUSH"])
+    stats = {:stats, EchoMQ.Keyspace.keys(:stats, queue), []}
+    assert via.eval_many(conn, [stats, stats]) == [{:ok, [1, 0, 0, 0, 0, 0, 0]}, {:ok, [1, 0, 0, 0, 0, 0, 0]}]
+  end
+
   both "an id that is no branded one is a job like any other (§1)", ctx do
     %{conn: conn, via: via, queue: queue} = ctx
     assert Jobs.enqueue(conn, queue, "JOB-7", "derived", via: via) == {:ok, :enqueued}
