@@ -100,5 +100,11 @@ defmodule EchoMQ.BadInputTest do
     refused_before_sending(ctx, InvalidInput, fn ->
       EchoMQ.Worker.start_link(queue: ctx.queue, handler: ok, redis: redis, lease: 0)
     end)
+
+    for bad <- [idle_wait: 0, upkeep: 0, timeout: 0, grace: -1, concurrency: 0, max_attempts: -1] do
+      refused_before_sending(ctx, InvalidInput, fn ->
+        EchoMQ.Worker.start_link([queue: ctx.queue, handler: ok, redis: redis] ++ [bad])
+      end)
+    end
   end
 end

@@ -47,6 +47,16 @@ defmodule EchoMQ.Worker do
   alias EchoMQ.{Args, Connector, InvalidInput, Job, Keyspace, Protocol, Redis}
   alias EchoMQ.Worker.{Claims, Registration}
 
+  # The options in ms beside the protocol's own limits, and their ranges.
+  @ms_ranges [
+    backoff: 0..999_999_999_999,
+    max_backoff: 0..999_999_999_999,
+    grace: 0..86_400_000,
+    idle_wait: 1..3_000,
+    upkeep: 1..60_000,
+    beat: 10..60_000
+  ]
+
   @doc false
   def child_spec(opts) do
     shutdown = Keyword.get(opts, :grace, 10_000) + Keyword.get(opts, :idle_wait, 1_000) + 10_000
@@ -66,10 +76,12 @@ defmodule EchoMQ.Worker do
     Args.integer("max_attempts", Keyword.get(opts, :max_attempts, 5), "MAX_ATTEMPTS")
     Args.integer("concurrency", Keyword.get(opts, :concurrency, 10), "CLAIM_COUNT")
 
-    for name <- [:backoff, :max_backoff, :grace, :idle_wait, :upkeep, :beat],
+    if opts[:timeout] != nil, do: Args.integer("timeout (ms)", opts[:timeout], "TIMEOUT_MS")
+
+    for {name, range} <- @ms_ranges,
         value = Keyword.get(opts, name),
-        value != nil and not (is_integer(value) and value >= 0),
-        do: raise(InvalidInput, "#{name} is a number of ms, not #{inspect(value)}")
+        value != nil and not (is_integer(value) and value in range),
+        do: raise(InvalidInput, "#{name} is a number of ms in #{inspect(range)}, not #{inspect(value)}")
 
     GenServer.start_link(__MODULE__, opts, Keyword.take(opts, [:name]))
   end
@@ -87,12 +99,12 @@ defmodule EchoMQ.Worker do
     {:ok, conn} = Redis.open(redis)
     queue = Keyword.fetch!(opts, :queue)
     via = via(conn, Keyword.get(opts, :via, :auto))
-    lease = Args.integer("lease (ms)", Keyword.get(opts, :lease, 30_000), "LEASE_MS")
+    # The options were checked in start_link/1, in the caller.
+    lease = Keyword.get(opts, :lease, 30_000)
     max_attempts = Keyword.get(opts, :max_attempts, 5)
-    Args.integer("max_attempts", max_attempts, "MAX_ATTEMPTS")
-    idle_wait = min(Keyword.get(opts, :idle_wait, 1_000), 3_000)
+    idle_wait = Keyword.get(opts, :idle_wait, 1_000)
     {:ok, tasks} = Task.Supervisor.start_link()
-    {:ok, claims} = Claims.start_link(self(), redis, via, queue, String.to_integer(lease), idle_wait)
+    {:ok, claims} = Claims.start_link(self(), redis, via, queue, lease, idle_wait)
 
     {:ok, upkeep} =
       EchoMQ.Upkeep.start_link(
@@ -108,7 +120,7 @@ defmodule EchoMQ.Worker do
       via: via,
       queue: queue,
       handler: Keyword.fetch!(opts, :handler),
-      lease: String.to_integer(lease),
+      lease: lease,
       max_attempts: max_attempts,
       backoff: Keyword.get(opts, :backoff, 1_000),
       max_backoff: Keyword.get(opts, :max_backoff, 3_600_000),
