@@ -44,8 +44,8 @@ defmodule EchoMQ.Worker do
   use GenServer
   require Logger
 
-  alias EchoMQ.{Args, Connector, InvalidInput, Job, Keyspace, Protocol, Redis}
-  alias EchoMQ.Worker.{Claims, Registration}
+  alias EchoMQ.{Args, Connector, InvalidInput, Job, Keyspace, Redis}
+  alias EchoMQ.Worker.{Claims, Finish, Registration}
 
   # The options in ms beside the protocol's own limits, and their ranges.
   @ms_ranges [
@@ -194,24 +194,24 @@ defmodule EchoMQ.Worker do
   end
 
   def handle_info(:claim, state), do: {:noreply, ask(state)}
-  def handle_info(:ack, state), do: {:noreply, state |> ack() |> ask()}
+  def handle_info(:ack, state), do: {:noreply, state |> Finish.ack() |> ask()}
 
   # A handler's answer.
   def handle_info({ref, outcome}, %{running: running} = state) when is_map_key(running, ref) do
     Process.demonitor(ref, [:flush])
-    {:noreply, state |> finish(ref, outcome) |> ask()}
+    {:noreply, state |> Finish.finish(ref, outcome) |> ask()}
   end
 
   # A handler that died outside its own catch (killed, linked exit).
   def handle_info({:DOWN, ref, :process, _pid, reason}, %{running: running} = state) when is_map_key(running, ref) do
-    {:noreply, state |> finish(ref, {:fail, "the handler exited: " <> inspect(reason)}) |> ask()}
+    {:noreply, state |> Finish.finish(ref, {:fail, "the handler exited: " <> inspect(reason)}) |> ask()}
   end
 
   def handle_info({:timeout, ref}, %{running: running} = state) when is_map_key(running, ref) do
     entry = running[ref]
     Task.Supervisor.terminate_child(state.tasks, entry.task.pid)
     Process.demonitor(ref, [:flush])
-    {:noreply, state |> finish(ref, {:fail, "timed out after #{entry.timeout} ms"}) |> ask()}
+    {:noreply, state |> Finish.finish(ref, {:fail, "timed out after #{entry.timeout} ms"}) |> ask()}
   end
 
   def handle_info(:heart, state) do
@@ -244,139 +244,11 @@ defmodule EchoMQ.Worker do
   defp dispatch(raw, state) do
     job = Job.read(raw, state.queue, state.conn, state.via)
     handler = state.handler
-    task = Task.Supervisor.async_nolink(state.tasks, fn -> run(handler, job) end)
+    task = Task.Supervisor.async_nolink(state.tasks, fn -> Finish.run(handler, job) end)
     timeout = (job.policy && job.policy.timeout) || state.timeout
     if timeout, do: Process.send_after(self(), {:timeout, task.ref}, timeout)
     entry = %{job: job, task: task, timeout: timeout, renewed: System.monotonic_time(:millisecond)}
     %{state | running: Map.put(state.running, task.ref, entry), free: state.free - 1}
-  end
-
-  @doc false
-  # In the handler's task: its answer as what the worker does next.
-  def run(handler, job) do
-    answer = if is_function(handler, 1), do: handler.(job), else: handler.perform(job)
-
-    case answer do
-      :ok ->
-        {:ack, nil}
-
-      {:ok, nil} ->
-        {:ack, nil}
-
-      {:ok, result} when is_binary(result) ->
-        result_or_fail(result)
-
-      {:ok, other} ->
-        {:fail, "the handler's result is a binary, not #{inspect(other, limit: 20)}"}
-
-      {:error, reason} when is_binary(reason) ->
-        {:fail, reason}
-
-      {:error, reason} ->
-        {:fail, inspect(reason)}
-
-      {:defer, ms} ->
-        {:defer, ms, false}
-
-      {:defer, ms, :pause_queue} ->
-        {:defer, ms, true}
-
-      other ->
-        {:fail, "the handler answered #{inspect(other, limit: 20)}, not :ok, {:ok, _}, {:error, _} or {:defer, _}"}
-    end
-  catch
-    kind, reason -> {:fail, Exception.format(kind, reason, __STACKTRACE__)}
-  end
-
-  defp result_or_fail(result) do
-    most = Protocol.size("MAX_RESULT")
-
-    if byte_size(result) > most,
-      do: {:fail, "the handler returned #{byte_size(result)} bytes: a result is at most #{most}"},
-      else: {:ack, result}
-  end
-
-  # A job that finished waits for the next ACKMANY, sent once the messages
-  # already in the mailbox (other jobs' answers) are read: jobs that finish
-  # together are acked in one round trip.
-  defp finish(state, ref, {:ack, result}) do
-    {%{job: job}, running} = Map.pop(state.running, ref)
-    unless state.acking, do: send(self(), :ack)
-    %{state | running: running, free: state.free + 1, acks: [{job, result} | state.acks], acking: true}
-  end
-
-  defp finish(state, ref, outcome) do
-    {entry, running} = Map.pop(state.running, ref)
-    state = %{state | running: running, free: state.free + 1}
-    %{job: job} = entry
-    token = Integer.to_string(job.token)
-
-    {transition, args} =
-      case outcome do
-        {:fail, text} ->
-          {:fail, [job.id, token, "#{state.max_attempts}", backoff(state, job), Args.error_text(text)]}
-
-        {:defer, ms, pause} ->
-          {:defer,
-           [
-             job.id,
-             token,
-             Args.integer("defer (ms)", ms, "DELAY_MS"),
-             "#{state.max_attempts}",
-             "PAUSE",
-             if(pause, do: "1", else: "0")
-           ]}
-      end
-
-    if transition == :fail,
-      do: Logger.error("job #{job.id} of #{state.queue} failed (token #{job.token}): #{first_line(elem(outcome, 1))}")
-
-    case state.via.eval(state.conn, transition, Keyspace.keys(transition, state.queue, job: job.id), args) do
-      {:ok, _} when transition == :fail -> %{state | failed: state.failed + 1}
-      {:ok, _} -> state
-      {:error, {:server, "EMQ" <> _ = text}} -> lost(state, job, text)
-      other -> Logger.warning("ending job #{job.id} failed: #{inspect(other)}; REAP takes it back") && state
-    end
-  end
-
-  defp ack(%{acks: []} = state), do: %{state | acking: false}
-
-  defp ack(state) do
-    {batch, rest} = state.acks |> Enum.reverse() |> Enum.split(1000)
-
-    args =
-      Enum.flat_map(batch, fn {job, result} ->
-        [job.id, Integer.to_string(job.token) | if(result, do: ["RESULT", result], else: [])]
-      end)
-
-    state = %{state | acks: Enum.reverse(rest)}
-
-    case state.via.eval(state.conn, :ackmany, Keyspace.keys(:ackmany, state.queue), args) do
-      {:ok, replies} ->
-        Enum.zip(batch, replies)
-        |> Enum.reduce(state, fn
-          {_, 1}, acc -> %{acc | processed: acc.processed + 1}
-          {{job, _}, {:error, {:server, text}}}, acc -> lost(acc, job, text)
-        end)
-        |> ack()
-
-      other ->
-        Logger.warning("acking #{length(batch)} job(s) failed: #{inspect(other)}; REAP takes them back")
-        ack(state)
-    end
-  end
-
-  defp first_line(text), do: text |> String.split("\n", parts: 2) |> hd()
-
-  defp backoff(state, job) do
-    shift = min(max(job.token - 1, 0), 40)
-    ms = min(state.backoff * Bitwise.bsl(1, shift), state.max_backoff)
-    Integer.to_string(min(ms, 999_999_999_999))
-  end
-
-  defp lost(state, job, text) do
-    Logger.warning("job #{job.id} of #{state.queue} lost its lease (#{text}); its result is thrown away")
-    state
   end
 
   # -- leases ------------------------------------------------------------
@@ -400,7 +272,7 @@ defmodule EchoMQ.Worker do
       {{ref, entry}, {:error, {:server, "EMQ" <> _ = text}}}, acc ->
         Task.Supervisor.terminate_child(acc.tasks, entry.task.pid)
         Process.demonitor(ref, [:flush])
-        lost(%{acc | running: Map.delete(acc.running, ref), free: acc.free + 1}, entry.job, text)
+        Finish.lost(%{acc | running: Map.delete(acc.running, ref), free: acc.free + 1}, entry.job, text)
 
       {_, other}, acc ->
         Logger.warning("renewing a lease on #{acc.queue} failed: #{inspect(other)}")
@@ -422,12 +294,12 @@ defmodule EchoMQ.Worker do
   @impl true
   def terminate(reason, state) do
     state = stop_claiming(state)
-    state = state |> await_running(System.monotonic_time(:millisecond) + state.grace) |> ack()
+    state = state |> await_running(System.monotonic_time(:millisecond) + state.grace) |> Finish.ack()
 
     for {ref, entry} <- state.running do
       Task.Supervisor.terminate_child(state.tasks, entry.task.pid)
       Process.demonitor(ref, [:flush])
-      release(state, entry.job)
+      Finish.release(state, entry.job)
     end
 
     Registration.leave(state.conn, state.registration)
@@ -444,7 +316,7 @@ defmodule EchoMQ.Worker do
     if via.kind() == :native do
       receive do
         {:claimed, {:ok, reply}} ->
-          for raw <- reply, is_list(raw), do: release(state, Job.read(raw, state.queue, state.conn, via))
+          for raw <- reply, is_list(raw), do: Finish.release(state, Job.read(raw, state.queue, state.conn, via))
       after
         state.idle_wait + 5_000 -> :ok
       end
@@ -467,22 +339,12 @@ defmodule EchoMQ.Worker do
     receive do
       {ref, outcome} when is_map_key(state.running, ref) ->
         Process.demonitor(ref, [:flush])
-        await_running(finish(state, ref, outcome), deadline)
+        await_running(Finish.finish(state, ref, outcome), deadline)
 
       {:DOWN, ref, :process, _, reason} when is_map_key(state.running, ref) ->
-        await_running(finish(state, ref, {:fail, "the handler exited: " <> inspect(reason)}), deadline)
+        await_running(Finish.finish(state, ref, {:fail, "the handler exited: " <> inspect(reason)}), deadline)
     after
       wait -> state
-    end
-  end
-
-  defp release(state, job) do
-    keys = Keyspace.keys(:release, state.queue, job: job.id)
-    args = [job.id, Integer.to_string(job.token), "REFUND", Integer.to_string(state.max_attempts)]
-
-    case state.via.eval(state.conn, :release, keys, args) do
-      {:ok, 1} -> Logger.info("released job #{job.id} of #{state.queue} (no attempt spent)")
-      other -> Logger.warning("releasing job #{job.id} failed: #{inspect(other)}; REAP takes it back")
     end
   end
 end
