@@ -153,6 +153,12 @@ defmodule EchoMQ.InteropTest do
       assert events(ctx, id) == ["enqueued", "active", "progress", "completed"]
     end
 
+    # emq reads the Elixir worker's entry in the worker registry, and its queue in the queue registry.
+    {workers, 0} = emq(ctx, ["workers"])
+    assert workers =~ ~r/:#{System.pid()}:\S+\s+\S+\s+#{System.pid()}\s+#{ctx.queue}\s+4\s/
+    {queues, 0} = emq(ctx, ["queues"])
+    assert queues =~ ctx.queue
+
     dead = wait_done(ctx, failing, "dead")
     assert dead.error =~ "** (RuntimeError) elixir says no"
     {shown, 0} = emq(ctx, ["inspect", failing, "--queue", ctx.queue])
