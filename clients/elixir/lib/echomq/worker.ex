@@ -142,7 +142,7 @@ defmodule EchoMQ.Worker do
     }
 
     send(self(), :beat)
-    Process.send_after(self(), :heart, div(state.lease, 3))
+    Process.send_after(self(), :heart, max(div(state.lease, 3), 1))
     {:ok, ask(state)}
   end
 
@@ -215,7 +215,7 @@ defmodule EchoMQ.Worker do
   end
 
   def handle_info(:heart, state) do
-    Process.send_after(self(), :heart, div(state.lease, 3))
+    Process.send_after(self(), :heart, max(div(state.lease, 3), 1))
     {:noreply, state |> renew() |> ask()}
   end
 
