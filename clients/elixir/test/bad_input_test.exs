@@ -53,7 +53,7 @@ defmodule EchoMQ.BadInputTest do
     refused_before_sending(ctx, FunctionClauseError, fn -> Jobs.enqueue(conn, queue, :id, "p", via: via) end)
   end
 
-  both "enqueue_many, cancel, inspect and result refuse bad input, and send nothing", ctx do
+  both "enqueue_many, cancel, inspect, result, retry and stats refuse bad input, and send nothing", ctx do
     %{conn: conn, via: via, queue: queue} = ctx
     id = Id.mint()
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.enqueue_many(conn, queue, [], via: via) end)
@@ -64,8 +64,9 @@ defmodule EchoMQ.BadInputTest do
     end)
 
     refused_before_sending(ctx, InvalidInput, fn -> Jobs.enqueue_many(conn, "a{b", [{id, "ok"}], via: via) end)
+    refused_before_sending(ctx, InvalidInput, fn -> Jobs.stats(conn, "a{b", via: via) end)
 
-    for call <- [&Jobs.cancel/4, &Jobs.inspect/4, &Jobs.result/4] do
+    for call <- [&Jobs.cancel/4, &Jobs.inspect/4, &Jobs.result/4, &Jobs.retry/4] do
       refused_before_sending(ctx, InvalidInput, fn -> call.(conn, "}", id, via: via) end)
       refused_before_sending(ctx, InvalidInput, fn -> call.(conn, queue, 42, via: via) end)
       refused_before_sending(ctx, InvalidInput, fn -> call.(conn, queue, id, via: via, force: true) end)

@@ -113,6 +113,24 @@ defmodule EchoMQ.JobsTest do
     assert Jobs.cancel(conn, queue, done, via: via) == {:error, :state}
   end
 
+  both "retry sends a dead job back; stats counts each state", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    id = Id.mint()
+    {:ok, :enqueued} = Jobs.enqueue(conn, queue, id, "r", via: via)
+    assert Jobs.retry(conn, queue, id, via: via) == {:error, :state}
+    {:ok, [[^id, 1, "r"]]} = via.eval(conn, :claim, EchoMQ.Keyspace.keys(:claim, queue), ["60000", "COUNT", "1"])
+    fail = EchoMQ.Keyspace.keys(:fail, queue, job: id)
+    {:ok, "dead"} = via.eval(conn, :fail, fail, [id, "1", "1", "0", "it broke"])
+    assert {:ok, %{dead: 1, pending: 0}} = Jobs.stats(conn, queue, via: via)
+    assert Jobs.retry(conn, queue, id, via: via) == {:ok, :retried}
+    assert {:ok, %{state: "pending", error: "it broke"}} = Jobs.inspect(conn, queue, id, via: via)
+
+    assert Jobs.stats(conn, queue, via: via) ==
+             {:ok, %{pending: 1, active: 0, delayed: 0, done: 0, dead: 0, cancelled: 0, waiting: 0}}
+
+    assert Jobs.retry(conn, queue, Id.mint(), via: via) == {:error, :no_job}
+  end
+
   @tag kind: :lua
   test "a flushed script cache is loaded again on NOSCRIPT, one call and a pipeline alike", ctx do
     %{conn: conn, via: via, queue: queue} = ctx

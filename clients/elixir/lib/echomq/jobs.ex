@@ -2,7 +2,8 @@ defmodule EchoMQ.Jobs do
   @moduledoc """
   The named handle for admission, and the reads and controls a producer
   needs beside it: `enqueue/5` exactly as the seed writes it, plus
-  `enqueue_many/4`, `cancel/4`, `inspect/4` and `result/4`.
+  `enqueue_many/4`, `cancel/4`, `inspect/4`, `result/4`, `retry/4`,
+  `stats/3` and `schedule_every/6`.
 
   A job is an entity: its row is a hash at the job key; the pending set is
   keyed by the id itself. The host builds the keys (`EchoMQ.Keyspace`) and
@@ -188,6 +189,31 @@ defmodule EchoMQ.Jobs do
   @spec result(Connector.conn(), binary, binary, keyword) :: {:ok, binary | nil} | {:error, term}
   def result(conn, queue, job_id, opts \\ []) do
     with {:ok, info} <- __MODULE__.inspect(conn, queue, job_id, opts), do: {:ok, info.result}
+  end
+
+  @doc """
+  Send a dead job back to pending, by hand (RETRY): `{:ok, :retried}`;
+  `{:error, :no_job}`, `{:error, :state}` (a job that is not dead),
+  `{:error, :kind}`. Its last error stays readable.
+  """
+  @spec retry(Connector.conn(), binary, binary, keyword) :: {:ok, :retried} | {:error, term}
+  def retry(conn, queue, job_id, opts \\ []) do
+    with {:ok, 1} <- one_id(conn, :retry, queue, job_id, opts), do: {:ok, :retried}
+  end
+
+  @doc """
+  How many jobs the queue holds in each state (STATS, with `waiting`, the
+  flows' parents): `{:ok, %{pending: n, active: n, …}}`.
+  """
+  @spec stats(Connector.conn(), binary, keyword) :: {:ok, %{atom => non_neg_integer}} | {:error, term}
+  def stats(conn, queue, opts \\ []) do
+    Keyspace.valid_queue!(queue)
+    Args.only!(opts, [:via])
+    via = Keyword.get(opts, :via, Connector)
+
+    with {:ok, counts} <- via.eval(conn, :stats, Keyspace.keys(:stats, queue), []) do
+      {:ok, Enum.zip([:pending, :active, :delayed, :done, :dead, :cancelled, :waiting], counts) |> Map.new()}
+    end
   end
 
   @doc """
