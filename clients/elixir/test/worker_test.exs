@@ -162,6 +162,34 @@ defmodule EchoMQ.WorkerTest do
     assert Enum.sort(found) == Enum.sort([["{#{q}}#{lost}", "gone", nil], ["{#{q}}#{unlinked}", "done", "ran child"]])
   end
 
+  both "the gate's word is obeyed: a queue's concurrency limit, then a pause and a resume", ctx do
+    %{conn: conn, via: via, queue: q} = ctx
+    config = Keyspace.keys(:config, q)
+    {:ok, _} = via.eval(conn, :config, config, ["CONCURRENCY", "1"])
+    ids = for n <- 1..6, do: Id.mint() |> tap(&({:ok, :enqueued} = Jobs.enqueue(conn, q, &1, "#{n}", via: via)))
+    counter = :counters.new(2, [])
+
+    handler = fn job ->
+      :counters.add(counter, 1, 1)
+      :counters.put(counter, 2, max(:counters.get(counter, 2), :counters.get(counter, 1)))
+      Process.sleep(20)
+      :counters.sub(counter, 1, 1)
+      {:ok, job.payload}
+    end
+
+    start_worker(ctx, concurrency: 4, handler: handler)
+    for id <- ids, do: wait_state(ctx, id, "done")
+    # Four slots, but the queue lets one job be active at a time, for every worker.
+    assert :counters.get(counter, 2) == 1
+
+    {:ok, [1 | _]} = via.eval(conn, :config, config, ["PAUSED", "1", "CONCURRENCY", "0"])
+    held = Id.mint()
+    {:ok, :enqueued} = Jobs.enqueue(conn, q, held, "held", via: via)
+    # A resume wakes the waiting claim at once (§9), whichever executor resumed.
+    {:ok, [0 | _]} = via.eval(conn, :config, config, ["PAUSED", "0"])
+    assert %{result: "held"} = wait_state(ctx, held, "done")
+  end
+
   both "a worker registers itself and its queue", ctx do
     test = self()
     {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, Id.mint(), "held", via: ctx.via)
