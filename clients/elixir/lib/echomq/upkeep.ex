@@ -9,17 +9,14 @@ defmodule EchoMQ.Upkeep do
     jobs), TRIM of the done, dead and cancelled sets and SETTLE (batches),
     in one round trip, each again at once while a call was full, for at
     most a period;
-  - the relay of the queue's notices to flows' parents (1.6, §7.8): while
-    `<q>notices` holds entries, a RESOLVE each in its parent's queue, then
-    `XDEL` of those answered;
+  - for flows (1.6, §7.8, `EchoMQ.Upkeep.Flows`): the relay of the
+    queue's notices to their parents while `<q>notices` holds any, and the
+    sweep of parents whose children never came, when the head of
+    `<q>waiting` has waited past a grace (a minute);
   - the queue's due `every` schedules (§11.6, `EchoMQ.Schedule`): a FIRE
     for each tick to fire (a `cron` one is left alone, said once);
   - the queue registry, `emq:queues`, at start and once a minute.
 
-  - the sweep of flows' parents whose children never came (1.6, §11.3),
-    when the head of `<q>waiting` has waited past a grace (a minute).
-
-  `EchoMQ.Upkeep.Flows` does the flows' two.
   Any number of workers may run it at once: each call is one atomic
   transition.
   """
@@ -65,7 +62,7 @@ defmodule EchoMQ.Upkeep do
   def once(state) do
     state = note_queue(state)
     deadline = System.monotonic_time(:millisecond) + state.period
-    sweep(state, Map.keys(sweeps(state)), deadline)
+    run_sweeps(state, Map.keys(sweeps(state)), deadline)
     EchoMQ.Upkeep.Flows.relay(state, state.queue, "-", deadline)
     EchoMQ.Upkeep.Flows.sweep_when_due(state)
     fire_schedules(state)
@@ -124,9 +121,9 @@ defmodule EchoMQ.Upkeep do
     }
   end
 
-  defp sweep(_state, [], _deadline), do: :ok
+  defp run_sweeps(_state, [], _deadline), do: :ok
 
-  defp sweep(state, names, deadline) do
+  defp run_sweeps(state, names, deadline) do
     all = sweeps(state)
     answers = state.via.eval_many(state.conn, Enum.map(names, &all[&1]))
 
@@ -136,7 +133,7 @@ defmodule EchoMQ.Upkeep do
           moved >= @limit,
           do: name
 
-    if System.monotonic_time(:millisecond) < deadline, do: sweep(state, full, deadline), else: :ok
+    if System.monotonic_time(:millisecond) < deadline, do: run_sweeps(state, full, deadline), else: :ok
   end
 
   defp moved(:reap, {:ok, [requeued, dead]}, _), do: requeued + dead
