@@ -190,6 +190,18 @@ defmodule EchoMQ.WorkerTest do
     assert %{result: "held"} = wait_state(ctx, held, "done")
   end
 
+  both "a worker refuses a queue another major of the protocol wrote", ctx do
+    Process.flag(:trap_exit, true)
+    {:ok, _} = Redis.query(ctx.conn, ["HSET", Keyspace.queue_key(ctx.queue, "config"), "protocol", "2.0"])
+    opts = [queue: ctx.queue, redis: EchoMQ.Test.Server.redis(ctx.server), handler: fn _ -> :ok end]
+    own = EchoMQ.Protocol.version_text()
+    assert EchoMQ.Worker.start_link(opts) == {:error, {:other_major, "2.0", own}}
+    # A later minor of this major is read as this one (§12).
+    {:ok, _} = Redis.query(ctx.conn, ["HSET", Keyspace.queue_key(ctx.queue, "config"), "protocol", "1.99"])
+    {:ok, worker} = EchoMQ.Worker.start_link(opts ++ [grace: 100])
+    GenServer.stop(worker)
+  end
+
   both "a worker registers itself and its queue", ctx do
     test = self()
     {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, Id.mint(), "held", via: ctx.via)

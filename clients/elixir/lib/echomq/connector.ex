@@ -112,6 +112,39 @@ defmodule EchoMQ.Connector do
     end
   end
 
+  @doc """
+  Whether this package may work `queue` (§2, §12): its `<q>config`'s
+  `protocol` field absent (1.x) or of this major, `:ok`; else `{:error,
+  {:other_major, found, own}}` (or `{:not_a_version, found}`), before
+  anything is written. Every transition that reads `<q>config` refuses such
+  a queue anyway (`EMQVERSION`); a worker asks once, at its start.
+  """
+  @spec check_queue(conn, binary) :: :ok | {:error, term}
+  def check_queue(conn, queue) do
+    {major, _} = Protocol.version()
+
+    case Redis.query(conn, ["HGET", EchoMQ.Keyspace.queue_key(queue, "config"), "protocol"]) do
+      {:ok, :undefined} ->
+        :ok
+
+      {:ok, found} ->
+        case Regex.run(~r/\A(\d{1,9})\.(\d{1,9})\z/, found) do
+          [_, m, _] ->
+            if String.to_integer(m) == major, do: :ok, else: {:error, {:other_major, found, Protocol.version_text()}}
+
+          nil ->
+            {:error, {:not_a_version, found}}
+        end
+
+      {:error, {:server, "WRONGTYPE" <> _}} ->
+        # Left to the transitions, which say what is wrong (EMQTYPE).
+        :ok
+
+      error ->
+        error
+    end
+  end
+
   defp lua(conn) do
     with :ok <- load(conn), do: {:ok, __MODULE__}
   end

@@ -99,6 +99,14 @@ defmodule EchoMQ.Worker do
     {:ok, conn} = Redis.open(redis)
     queue = Keyword.fetch!(opts, :queue)
     via = via(conn, Keyword.get(opts, :via, :auto))
+
+    case Connector.check_queue(conn, queue) do
+      :ok -> start(opts, redis, conn, queue, via)
+      {:error, reason} -> {:stop, reason}
+    end
+  end
+
+  defp start(opts, redis, conn, queue, via) do
     # The options were checked in start_link/1, in the caller.
     lease = Keyword.get(opts, :lease, 30_000)
     max_attempts = Keyword.get(opts, :max_attempts, 5)
