@@ -45,10 +45,11 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, TypeVar
 
 from . import _protocol, calls, failure
 from .errors import FenceError, NoJobError, Refused
+from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
@@ -57,6 +58,8 @@ from .upkeep import Upkeep
 log = logging.getLogger("echomq.worker")
 
 Handler = Callable[["Job"], Awaitable[Any] | Any]
+
+T = TypeVar("T")
 
 MAX_RESULT = _protocol.size("MAX_RESULT")
 
@@ -89,6 +92,17 @@ class Job:
     _entry: _Running | None = field(default=None, repr=False)
     _max_attempts: int = field(default=DEFAULT_MAX_ATTEMPTS, repr=False)
     """The worker's max attempts, for a job with no ATTEMPTS of its own."""
+    _threads: ThreadPoolExecutor | None = field(default=None, repr=False)
+    """The worker's threads, where :meth:`in_thread` runs a function."""
+
+    async def in_thread(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``function(*args, **kwargs)`` in one of the worker's threads (as
+        many as its ``concurrency``), with the caller's context variables:
+        how an ``async def`` handler runs blocking code while the loop goes
+        on renewing leases. Outside a running worker, in a thread of the
+        loop's default pool."""
+        run = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, run)
 
     @property
     def attempts_spent(self) -> int:
@@ -161,6 +175,7 @@ class _Running:
     released: bool = False
     renewed: float = field(default_factory=time.monotonic)
     """When the lease was claimed or last renewed (``time.monotonic()``)."""
+    claimed_at: float = field(default_factory=time.monotonic)
 
     def lose(self, why: str) -> None:
         """The lease is gone: stop the handler, drop its result."""
@@ -221,6 +236,8 @@ class Worker:
         upkeep: float = 0.25,
         grace: float = 10.0,
         registry_beat: float = 5.0,
+        burst: bool = False,
+        metrics: Metrics | None = None,
     ) -> None:
         if not isinstance(queue, Queue):
             raise TypeError(
@@ -244,6 +261,12 @@ class Worker:
         self.idle_wait = idle_wait
         self.upkeep_period = upkeep
         self.grace = grace
+        self.burst = burst
+        """Stop once the queue has nothing pending to claim and this worker runs
+        nothing (RQ's burst mode): delayed jobs, retries in their back-off
+        among them, are left for the next worker."""
+        self.metrics = metrics
+        """Told of each job's end (:class:`echomq.metrics.Metrics`), when given."""
         self._ks = queue.keyspace
         self._exec = queue.executor
         self.upkeep = Upkeep(queue, max_attempts, upkeep)
@@ -258,6 +281,10 @@ class Worker:
         self._free = concurrency
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._quiet = asyncio.Event()
+        """Set by :meth:`quiet`: no more claims; running jobs run to their end."""
+        self._at_once = asyncio.Event()
+        """Set by ``stop(at_once=True)``: the grace ends now."""
         # Set once run() ends its helpers: their loops end at their next look,
         # even when a cancellation was swallowed inside a client call.
         self._closed = asyncio.Event()
@@ -268,20 +295,54 @@ class Worker:
 
     # -- the public face ---------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self, *, at_once: bool = False) -> None:
         """Stop gracefully: claim no more, let running jobs finish within the
-        grace, release the rest (REFUND: no attempt spent)."""
+        grace, release the rest (REFUND: no attempt spent). ``at_once``
+        ends the grace now (a second SIGTERM)."""
         self._stopping.set()
+        if at_once:
+            self._at_once.set()
+
+    def quiet(self) -> None:
+        """Claim no more, for good; running jobs run to their end, and the
+        worker waits, idle, for :meth:`stop` (SIGTSTP, as ``emq work``'s
+        quiet before a deploy)."""
+        self._quiet.set()
+        self._slot_freed.set()
+
+    @property
+    def running(self) -> int:
+        """How many jobs it runs now."""
+        return len(self._running)
+
+    def on_signal(self, name: str) -> None:
+        """Steered as ``emq work`` is: SIGTSTP quiets; the first SIGINT or
+        SIGTERM stops gracefully, the second at once."""
+        if name == "SIGTSTP":
+            log.info("%s: quiet: no new jobs; %d running run to their end; SIGTERM or Ctrl-C stops the worker",
+                     name, self.running)
+            self.quiet()
+        elif not self._stopping.is_set():
+            log.info("%s: stopping: no new jobs; %d running have the grace (%ss) to end, then their jobs are "
+                     "released, no attempt spent (another SIGINT or SIGTERM: at once)", name, self.running,
+                     self.grace)
+            self.stop()
+        else:
+            log.warning("%s: stopping at once: %d running jobs are released", name, self.running)
+            self.stop(at_once=True)
 
     async def run(self, *, handle_signals: bool = True) -> None:
-        """Work until :meth:`stop` (or SIGTERM/SIGINT with ``handle_signals``)."""
+        """Work until :meth:`stop`, or with ``burst`` until the queue is empty.
+        With ``handle_signals``: SIGTERM or SIGINT stops gracefully (a second
+        one at once), SIGTSTP quiets (:meth:`quiet`)."""
         loop = asyncio.get_running_loop()
-        if self._sync:
-            self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="echomq-handler")
+        # Threads start as handlers need them: none for an async handler that never asks.
+        self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="echomq-handler")
+        caught = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
         if handle_signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
+            for sig, name in caught:
                 try:
-                    loop.add_signal_handler(sig, self.stop)
+                    loop.add_signal_handler(sig, self.on_signal, name)
                 except (NotImplementedError, RuntimeError):
                     pass
         helpers = [
@@ -292,8 +353,7 @@ class Worker:
         ]
         claimer = asyncio.create_task(self._claimer(), name="echomq-claim")
         try:
-            await self._stopping.wait()
-            await self._end_claims(claimer)
+            await self._until_stopped(claimer)
             await self._finish_running()
             self._ack_wake.set()
             while self._acks or any(not t.done() for t in self._tasks):
@@ -313,11 +373,25 @@ class Worker:
                 self._threads.shutdown(wait=False, cancel_futures=True)
                 self._threads = None
             if handle_signals:
-                for sig in (signal.SIGTERM, signal.SIGINT):
+                for sig, _ in caught:
                     try:
                         loop.remove_signal_handler(sig)
                     except (NotImplementedError, RuntimeError):
                         pass
+
+    async def _until_stopped(self, claimer: asyncio.Task[None]) -> None:
+        """Until :meth:`stop`; quieted meanwhile, the claims end at once and
+        the running jobs run on."""
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        quiet = asyncio.ensure_future(self._quiet.wait())
+        await asyncio.wait({stopping, quiet}, return_when=asyncio.FIRST_COMPLETED)
+        await self._end_claims(claimer)
+        await stopping
+        quiet.cancel()
+
+    @property
+    def _claiming(self) -> bool:
+        return not (self._stopping.is_set() or self._quiet.is_set())
 
     # -- claiming -------------------------------------------------------------
 
@@ -335,14 +409,14 @@ class Worker:
 
     async def _claimer(self) -> None:
         backoff = 0.01
-        while not self._stopping.is_set():
+        while self._claiming:
             if self._free == 0:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
             count = min(self._free, 1000)
             self._free -= count
-            native_block = int(self.idle_wait * 1000) if self._exec.kind == "native" else None
+            native_block = int(self.idle_wait * 1000) if self._exec.kind == "native" and not self.burst else None
             try:
                 reply = await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block))
             except Exception as err:  # a lost connection: say so, try again soon
@@ -354,11 +428,19 @@ class Worker:
             backoff = 0.01
             claims = read_claims(reply)
             self._free += count - len(claims.jobs)
-            if self._stopping.is_set():
+            if not self._claiming:
                 await self._release_claimed(claims.jobs)
                 return
             self._dispatch(claims.jobs)
             if claims.jobs and claims.held is None:
+                continue
+            if self.burst and not claims.jobs and (claims.held is None or claims.held < 0):
+                if not self._running and not self._acks:
+                    log.info("burst: nothing pending in %s; stopping (%d processed, %d failed)", self._ks.name,
+                             self.processed, self.failed)
+                    self.stop()
+                    return
+                await self._nap(0.02)  # the running jobs' slots come back to claim again
                 continue
             await self._wait_for_work(claims.held, bool(claims.jobs))
 
@@ -405,8 +487,10 @@ class Worker:
     async def _run_job(self, entry: _Running) -> None:
         claimed = entry.claimed
         job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
-                  self.max_attempts)
+                  self.max_attempts, self._threads)
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
+        if self.metrics is not None:
+            self.metrics.started(self.queue.name, claimed.id)
         handler = asyncio.ensure_future(self._call(job))
         entry.handler = handler
         done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
@@ -416,9 +500,10 @@ class Worker:
                 handler.cancel()
                 await asyncio.gather(handler, return_exceptions=True)
                 if not entry.fenced and not entry.released:
-                    await self._fail(entry, f"timed out after {_duration_text(timeout_ms or 0)}")
+                    await self._fail(entry, f"timed out after {_duration_text(timeout_ms or 0)}", timed_out=True)
                     return
             if entry.fenced:
+                self._tell(entry, "lease_lost")
                 return  # the lease is gone: its result is thrown away
             if entry.released or handler.cancelled():
                 await self._release(entry)
@@ -455,15 +540,19 @@ class Worker:
 
     async def _call(self, job: Job) -> Any:
         """The handler's result: an async one's from the loop, a sync one's from a thread."""
-        if self._threads is None:
+        if not self._sync:
             result = self.handler(job)
         else:
             # As asyncio.to_thread does, with the context, but in the worker's own pool.
-            run = functools.partial(contextvars.copy_context().run, self.handler, job)
-            result = await asyncio.get_running_loop().run_in_executor(self._threads, run)
+            result = await job.in_thread(self.handler, job)
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    def _tell(self, entry: _Running, outcome: Outcome) -> None:
+        """Tell the metrics how the job's attempt ended."""
+        if self.metrics is not None:
+            self.metrics.ended(self.queue.name, outcome, time.monotonic() - entry.claimed_at)
 
     def _done(self, entry: _Running) -> None:
         if self._running.get(entry.claimed.id) is entry:
@@ -471,7 +560,8 @@ class Worker:
             self._free += 1
             self._slot_freed.set()
 
-    async def _fail(self, entry: _Running, error: str, err: BaseException | None = None) -> None:
+    async def _fail(self, entry: _Running, error: str, err: BaseException | None = None, *,
+                    timed_out: bool = False) -> None:
         """Log the failure (with ``err``'s traceback) and FAIL the job with ``error``."""
         claimed = entry.claimed
         attempt = max(1, attempts_spent(claimed.token, claimed.policy, self.max_attempts))
@@ -483,11 +573,14 @@ class Worker:
         backoff = min(backoff, 999_999_999_999)
         self.failed += 1
         try:
-            await self._exec.run(
+            went = await self._exec.run(
                 calls.fail(self._ks, claimed.id, claimed.token, self.max_attempts, backoff, error)
             )
         except (FenceError, NoJobError):
             entry.fenced = True
+            self._tell(entry, "lease_lost")
+            return
+        self._tell(entry, "timed_out" if timed_out else "dead" if went == b"dead" else "retried")
 
     async def _defer(self, entry: _Running, told: RetryAfter) -> None:
         claimed = entry.claimed
@@ -496,6 +589,7 @@ class Worker:
                 calls.defer(self._ks, claimed.id, claimed.token, calls.to_ms(told.after),
                             self.max_attempts, told.pause_queue)
             )
+            self._tell(entry, "deferred")
         except (FenceError, NoJobError):
             entry.fenced = True
 
@@ -503,6 +597,7 @@ class Worker:
         claimed = entry.claimed
         try:
             await self._exec.run(calls.release(self._ks, claimed.id, claimed.token, self.max_attempts))
+            self._tell(entry, "released")
         except (FenceError, NoJobError):
             entry.fenced = True
 
@@ -516,7 +611,7 @@ class Worker:
                 batch = self._acks[:1000]
                 del self._acks[:1000]
                 try:
-                    if len(batch) == 1 and not self._stopping.is_set():
+                    if len(batch) == 1 and self._claiming:
                         await self._ack_next(*batch[0])
                     else:
                         await self._ack_many(batch)
@@ -544,6 +639,7 @@ class Worker:
             raise
         claims = read_claims(reply)
         self.processed += 1
+        self._tell(entry, "processed")
         del self._running[claimed.id]
         self._free += count - len(claims.jobs)
         self._dispatch(claims.jobs)
@@ -557,8 +653,10 @@ class Worker:
         for (entry, _), outcome in zip(batch, reply):
             if isinstance(outcome, Refused):
                 entry.lose("its ack was refused")
+                self._tell(entry, "lease_lost")
             else:
                 self.processed += 1
+                self._tell(entry, "processed")
             self._done(entry)
 
     # -- leases ---------------------------------------------------------------------
@@ -586,7 +684,8 @@ class Worker:
 
     async def _finish_running(self) -> None:
         deadline = time.monotonic() + self.grace
-        while any(not e.fenced for e in self._running.values()) and time.monotonic() < deadline:
+        while (any(not e.fenced for e in self._running.values()) and time.monotonic() < deadline
+               and not self._at_once.is_set()):
             await asyncio.sleep(0.01)
         for entry in list(self._running.values()):
             if entry.handler is not None and not entry.handler.done():
