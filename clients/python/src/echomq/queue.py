@@ -11,7 +11,6 @@ version before anything was written.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
@@ -28,7 +27,8 @@ from .ids import check_id, mint
 from .keyspace import REGISTRY, Keyspace
 from .model import (Children, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Stats, read_children,
                     read_inspect, read_stats)
-from .schedule import Every
+from .cron import CronError
+from .schedule import Cron, Every, Schedule, read
 
 log = logging.getLogger("echomq")
 
@@ -307,7 +307,23 @@ class Queue:
             raise InvalidInput(f"every {every_ms} ms, missed {missed!r}: not a schedule (§11.6)")
         return await self._schedule(calls.schedule_name(name), schedule)
 
-    async def _schedule(self, raw_name: bytes, schedule: Every) -> int:
+    async def schedule_cron(self, name: str, expression: str, payload: bytes, *, zone: str = "UTC",
+                            missed: str = "last") -> int:
+        """Add (or replace) schedule ``name``: a job of ``payload`` at the
+        instants the cron ``expression`` names in time zone ``zone`` (5
+        fields, or 6 with seconds first, as ``emq schedule add --cron``
+        reads them: :mod:`echomq.cron`), fired by the queue's workers, Python
+        or Rust; ``missed`` as :meth:`schedule_every`'s. Returns its first
+        tick, server ms. :class:`InvalidInput`, nothing written, for an
+        expression, zone or policy it does not read."""
+        raw_name = calls.schedule_name(name)
+        try:
+            schedule = Cron.of(zone, expression, calls.payload(payload), missed=missed)
+        except CronError as err:
+            raise InvalidInput(f"schedule {name!r}: {err}") from None
+        return await self._schedule(raw_name, schedule)
+
+    async def _schedule(self, raw_name: bytes, schedule: Schedule) -> int:
         """Write ``schedule`` (SCHEDULE replaces) with its first tick after the server's now: that tick."""
         now = int((await self.executor.run(calls.schedules(self.keyspace, limit=1)))[0])
         first = schedule.first_after(now)
@@ -323,7 +339,7 @@ class Queue:
         """Pause schedule ``name``: its ticks fire no job, they only move on,
         until :meth:`resume_schedule` (§11.6). Whether there is one (among
         the first 1000 by next tick). Raises :class:`InvalidInput`, nothing
-        written, for a ``cron`` schedule, which this package cannot read."""
+        written, for a definition this package cannot read."""
         return await self._set_paused(name, True)
 
     async def resume_schedule(self, name: str) -> bool:
@@ -339,12 +355,12 @@ class Queue:
         stored = next((definition for found, definition, _ in reply[1:] if found == raw_name), None)
         if stored is None:
             return False
-        schedule = Every.read(stored)
+        schedule = read(stored)
         if schedule is None:
-            raise InvalidInput(f"schedule {name!r} of {self.name} is not an `every` schedule, which this "
-                               "package cannot read, so it does not rewrite it: use emq or the Rust host")
+            raise InvalidInput(f"schedule {name!r} of {self.name} does not read as an `every` or a `cron` "
+                               "schedule this package knows, so it does not rewrite it: use emq or the Rust host")
         if schedule.paused != paused:
-            await self._schedule(raw_name, dataclasses.replace(schedule, paused=paused))
+            await self._schedule(raw_name, schedule.with_paused(paused))
         return True
 
     async def last_event(self) -> str:
