@@ -340,6 +340,17 @@ def one_id(name: str, ks: Keyspace, job_id: str) -> Call:
     return Call(name, keys(name, ks, job=raw), [raw])
 
 
+REMOVE_MOST = 1000
+"""The most ids one REMOVE takes (§7, REMOVE)."""
+
+
+def remove(ks: Keyspace, state: str, job_ids: Sequence[str]) -> Call:
+    """REMOVE: delete the chosen jobs of one state's set (1 to 1000 ids), with all kept beside them."""
+    if not 1 <= len(job_ids) <= REMOVE_MOST:
+        raise InvalidInput(f"REMOVE takes 1 to {REMOVE_MOST} ids a call, not {len(job_ids)}")
+    return Call("remove", keys("remove", ks, state=state), [check_id(job_id) for job_id in job_ids])
+
+
 def stats(ks: Keyspace) -> Call:
     return Call("stats", keys("stats", ks))
 

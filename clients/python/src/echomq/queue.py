@@ -21,7 +21,7 @@ import redis.asyncio
 
 from . import _protocol, calls, flows
 from .errors import EchoMQError, InvalidInput, NoJobError, OtherMajor, StateError
-from .executor import AsyncExecutor, Kind, SyncExecutor, detect, detect_sync, parse_version
+from .executor import AsyncExecutor, Call, Kind, SyncExecutor, detect, detect_sync, parse_version
 from .flows import Flow
 from .ids import check_id, mint
 from .keyspace import REGISTRY, Keyspace
@@ -33,6 +33,66 @@ from .schedule import Cron, Every, Schedule, read
 log = logging.getLogger("echomq")
 
 FINISHING_EVENTS = (b"completed", b"dead", b"cancelled")
+
+STATES = ("pending", "active", "delayed", "done", "dead", "cancelled", "waiting")
+"""The seven states, each a set of the queue's (§2)."""
+
+LIST_MOST = 1000
+"""The most jobs one :meth:`Queue.jobs` reads."""
+
+
+def _listing(state: str, limit: int, start: int) -> tuple[str, int, int]:
+    """ZRANGE's bounds for :meth:`Queue.jobs`, checked."""
+    if state not in STATES:
+        raise InvalidInput(f"{state!r} is not a state: one of {', '.join(STATES)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIST_MOST:
+        raise InvalidInput(f"limit must be 1 to {LIST_MOST}, not {limit!r}")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise InvalidInput(f"start must be 0 or more, not {start!r}")
+    return state, start, start + limit - 1
+
+
+def _decoded(ids: list[bytes]) -> list[str]:
+    return [raw.decode("utf-8", "surrogateescape") for raw in ids]
+
+
+def _inspected(ids: list[str], replies: list[Any]) -> list[JobInfo]:
+    """The jobs INSPECT read; one deleted since it was listed is left out."""
+    found = []
+    for job_id, reply in zip(ids, replies):
+        if isinstance(reply, Exception):
+            raise reply
+        info = read_inspect(job_id, reply)
+        if info is not None:
+            found.append(info)
+    return found
+
+
+def _retried(replies: list[Any]) -> int:
+    """How many RETRYs took their job; one no longer dead (retried or deleted meanwhile) is passed over."""
+    done = 0
+    for reply in replies:
+        if isinstance(reply, (StateError, NoJobError)):
+            continue
+        if isinstance(reply, Exception):
+            raise reply
+        done += 1
+    return done
+
+
+def _removes(ks: Keyspace, state: str, job_ids: Iterable[str]) -> list[Call]:
+    """REMOVE calls for ``job_ids`` (every id checked first), 1000 a call."""
+    ids = list(job_ids)
+    if state not in STATES:
+        raise InvalidInput(f"{state!r} is not a state: one of {', '.join(STATES)}")
+    return [calls.remove(ks, state, ids[i:i + calls.REMOVE_MOST]) for i in range(0, len(ids), calls.REMOVE_MOST)]
+
+
+def _removed(replies: list[Any]) -> int:
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return sum(int(reply) for reply in replies)
 
 
 def _check_protocol(name: str, found: bytes | None) -> None:
@@ -249,6 +309,40 @@ class Queue:
     async def retry(self, job_id: str) -> None:
         """Send a dead job back to pending."""
         await self.executor.run(calls.one_id("retry", self.keyspace, job_id))
+
+    async def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """Up to ``limit`` (1 to 1000) jobs of one state, from the ``start``-th,
+        in their set's order (§2): pending first to be claimed first,
+        delayed and active by due time, done, dead and cancelled oldest first;
+        each read whole (INSPECT: its error, result, policy…), in one round trip."""
+        state, first, last = _listing(state, limit, start)
+        ids = _decoded(await self.connection.redis.zrange(self.keyspace.key(state), first, last))
+        if not ids:
+            return []
+        replies = await self.executor.run_many([calls.one_id("inspect", self.keyspace, i) for i in ids])
+        return _inspected(ids, replies)
+
+    async def dead(self, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """The dead jobs (out of attempts), oldest first, each with its last
+        error: :meth:`jobs` of ``dead``."""
+        return await self.jobs("dead", limit=limit, start=start)
+
+    async def retry_dead(self, *, limit: int = 1000) -> int:
+        """Send up to ``limit`` dead jobs, oldest first, back to pending
+        (RETRY each, one round trip): how many went."""
+        _, first, last = _listing("dead", limit, 0)
+        ids = _decoded(await self.connection.redis.zrange(self.keyspace.key("dead"), first, last))
+        if not ids:
+            return 0
+        return _retried(await self.executor.run_many([calls.one_id("retry", self.keyspace, i) for i in ids]))
+
+    async def delete(self, job_ids: Iterable[str], *, state: str) -> int:
+        """Delete the jobs ``job_ids`` of ``state`` with all kept beside them
+        (REMOVE, 1000 a call; every id checked before anything is sent); an
+        id not in that state is left alone. A deleted active job's worker
+        loses its lease. How many were deleted."""
+        removes = _removes(self.keyspace, state, job_ids)
+        return _removed(await self.executor.run_many(removes)) if removes else 0
 
     async def inspect(self, job_id: str) -> JobInfo | None:
         """The job: its record, error, progress, result, policy and headers; None when there is none."""
@@ -547,6 +641,31 @@ class SyncQueue:
 
     def retry(self, job_id: str) -> None:
         self.executor.run(calls.one_id("retry", self.keyspace, job_id))
+
+    def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """:meth:`Queue.jobs`, synchronous."""
+        state, first, last = _listing(state, limit, start)
+        ids = _decoded(self.redis.zrange(self.keyspace.key(state), first, last))
+        if not ids:
+            return []
+        return _inspected(ids, self.executor.run_many([calls.one_id("inspect", self.keyspace, i) for i in ids]))
+
+    def dead(self, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """:meth:`Queue.dead`, synchronous."""
+        return self.jobs("dead", limit=limit, start=start)
+
+    def retry_dead(self, *, limit: int = 1000) -> int:
+        """:meth:`Queue.retry_dead`, synchronous."""
+        _, first, last = _listing("dead", limit, 0)
+        ids = _decoded(self.redis.zrange(self.keyspace.key("dead"), first, last))
+        if not ids:
+            return 0
+        return _retried(self.executor.run_many([calls.one_id("retry", self.keyspace, i) for i in ids]))
+
+    def delete(self, job_ids: Iterable[str], *, state: str) -> int:
+        """:meth:`Queue.delete`, synchronous."""
+        removes = _removes(self.keyspace, state, job_ids)
+        return _removed(self.executor.run_many(removes)) if removes else 0
 
     def inspect(self, job_id: str) -> JobInfo | None:
         return read_inspect(job_id, self.executor.run(calls.one_id("inspect", self.keyspace, job_id)))
