@@ -23,7 +23,7 @@ whose add failed half-way adds it again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Generator, Mapping
 
 from . import calls
 from .errors import EchoMQError, InvalidInput
@@ -198,3 +198,25 @@ def _flowed(reply: Any) -> tuple[bool, int | None]:
 
 
 __all__ = ["Flow", "NotAParent", "steps"]
+
+
+# -- A sync handler's door to its children's results --------------------------
+
+
+def children_results_sync(job: Job, timeout: float | None = 30.0) -> dict[JobRef, bytes]:
+    """:meth:`Job.children_results <echomq.Job.children_results>` for a plain
+    ``def`` handler, which runs in the worker's threads, away from the event
+    loop that reads them: read there (:meth:`~echomq.Job.from_thread`) and
+    waited for here, ``timeout`` seconds at most.
+
+        def merge(job: echomq.Job) -> bytes:
+            pages = echomq.flows.children_results_sync(job)
+            return b"".join(pages.values())
+    """
+    return job.from_thread(job.children_results(), timeout)
+
+
+if TYPE_CHECKING:
+    from .worker import Job
+
+__all__ += ["children_results_sync"]

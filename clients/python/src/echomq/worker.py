@@ -45,7 +45,7 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 from . import _protocol, calls, failure
 from .errors import FenceError, NoJobError, Refused
@@ -94,6 +94,26 @@ class Job:
     """The worker's max attempts, for a job with no ATTEMPTS of its own."""
     _threads: ThreadPoolExecutor | None = field(default=None, repr=False)
     """The worker's threads, where :meth:`in_thread` runs a function."""
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    """The worker's event loop, where :meth:`from_thread` runs a coroutine."""
+
+    def from_thread(self, work: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``work`` (``job.progress(b"50")``, ``job.children()``) on the
+        worker's event loop from a sync handler's thread, and wait for its
+        result (``timeout`` seconds at most: ``TimeoutError``): how a plain
+        ``def`` handler calls the job's ``async`` methods. Never from the
+        loop itself, which would wait for itself: ``RuntimeError``."""
+        if self._loop is None:
+            work.close()
+            raise RuntimeError("this job is not run by a worker: await its methods instead")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            work.close()
+            raise RuntimeError("from_thread() is for a sync handler's thread: on the loop, await it")
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
 
     async def in_thread(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``function(*args, **kwargs)`` in one of the worker's threads (as
@@ -142,7 +162,8 @@ class Job:
     async def children_results(self) -> dict[JobRef, bytes]:
         """What a flow's parent's children returned, by child: those done
         with a result (a child that failed, or returned nothing, is not
-        among them). Empty for a job that is no parent."""
+        among them). Empty for a job that is no parent. From a sync
+        handler: :func:`echomq.flows.children_results_sync`."""
         children = await self.children()
         return {} if children is None else children.results
 
@@ -487,7 +508,7 @@ class Worker:
     async def _run_job(self, entry: _Running) -> None:
         claimed = entry.claimed
         job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
-                  self.max_attempts, self._threads)
+                  self.max_attempts, self._threads, asyncio.get_running_loop())
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
         if self.metrics is not None:
             self.metrics.started(self.queue.name, claimed.id)
