@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, AsyncIterator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping
 
 import redis
 import redis.asyncio
@@ -29,6 +29,11 @@ from .model import (Children, Config, Enqueued, Event, FlowAdded, JobInfo, JobRe
                     read_inspect, read_stats)
 from .cron import CronError
 from .schedule import Cron, Every, Schedule, read
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .calls import EnqueueOptions
 
 log = logging.getLogger("echomq")
 
@@ -227,10 +232,11 @@ class Queue:
         """Connect to ``url`` and open queue ``name``."""
         return await (await connect(url, executor=executor)).queue(name)
 
-    async def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
-        """Enqueue one job (options: priority, delay, at, attempts, backoff,
-        backoff_exp, timeout, unique, unique_for, unique_until_done, headers,
-        traceparent). Returns the job's id and whether it was a duplicate: of
+    async def enqueue(self, payload: bytes, *, id: str | None = None,
+                      **options: Unpack[EnqueueOptions]) -> Enqueued:
+        """Enqueue one job (options: :class:`~echomq.calls.EnqueueOptions`:
+        priority, delay, at, attempts, backoff, backoff_exp, timeout, unique,
+        unique_for, unique_until_done, headers, traceparent). Returns the job's id and whether it was a duplicate: of
         ``id``, or of the job holding the ``unique`` key, whose id it returns
         (``held_by`` too)."""
         job_id = id if id is not None else mint()
@@ -239,11 +245,12 @@ class Queue:
         await self.register()
         return enqueued
 
-    async def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
+    async def enqueue_json(self, value: Any, **options: Unpack[EnqueueOptions]) -> Enqueued:
         """Enqueue ``value`` as its JSON text (UTF-8)."""
         return await self.enqueue(json.dumps(value).encode(), **options)
 
-    async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+    async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]],
+                           **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """Many jobs (payloads, or (id, payload) pairs) in one round trip,
         everything checked before anything is sent: plain jobs as ENQUEUEMANY
         calls of up to 1000 jobs; with ``options`` (as :meth:`enqueue`'s, the
@@ -555,16 +562,17 @@ class SyncQueue:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
+    def enqueue(self, payload: bytes, *, id: str | None = None, **options: Unpack[EnqueueOptions]) -> Enqueued:
         job_id = id if id is not None else mint()
         enqueued = _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
         self.register()
         return enqueued
 
-    def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
+    def enqueue_json(self, value: Any, **options: Unpack[EnqueueOptions]) -> Enqueued:
         return self.enqueue(json.dumps(value).encode(), **options)
 
-    def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+    def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]],
+                     **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """:meth:`Queue.enqueue_many`, synchronous."""
         jobs = _plain(payloads)
         if options:
