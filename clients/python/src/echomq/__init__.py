@@ -38,6 +38,8 @@ worker owes, §11.3, the flows' relay and sweep among it), ``calls`` (each trans
 scripts).
 """
 
+from importlib import metadata as _metadata
+
 from . import errors, ids, schedule
 from ._protocol import version_text as _version_text
 from .errors import (
@@ -70,7 +72,11 @@ from .worker import Job, RetryAfter, Worker
 PROTOCOL = _version_text()
 """The protocol version this package speaks (its scripts' manifest)."""
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("echomq")
+    """The package's version, as its wheel's metadata says it (pyproject.toml's, one source)."""
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "PROTOCOL",
