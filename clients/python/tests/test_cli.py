@@ -144,3 +144,6 @@ def test_a_target_that_is_no_app_is_refused_with_status_2(project: Project) -> N
     done = subprocess.run([str(ECHOMQ), "worker", "tasks:app", "-q", "a{b"], cwd=project.root, env=project.env,
                           capture_output=True, timeout=60)
     assert done.returncode == 2 and "queue name" in done.stderr.decode()
+    done = subprocess.run([str(ECHOMQ), "worker", "tasks:app"], cwd=project.root,
+                          env={**project.env, "ECHOMQ_VIA": "lue"}, capture_output=True, timeout=60)
+    assert done.returncode == 2 and "ECHOMQ_VIA='lue'" in done.stderr.decode()

@@ -95,6 +95,8 @@ def parser() -> argparse.ArgumentParser:
     work.add_argument("-q", "--queue", action="append", dest="queues", metavar="QUEUE",
                       help="a queue to work (again for more); default: the queues the app's tasks name")
     work.add_argument("--url", help="the server (default: the App's, from ECHOMQ_URL or redis://127.0.0.1:6379/0)")
+    work.add_argument("--via", choices=["auto", "lua", "native"], default=os.environ.get("ECHOMQ_VIA") or "auto",
+                      help="the executor, as emq's --via: the module when loaded, else Lua (env ECHOMQ_VIA)")
     work.add_argument("-c", "--concurrency", type=int, default=10, help="jobs run at once, per queue (10)")
     work.add_argument("--lease", type=_seconds, default=30.0, help="each job's lease, renewed while it runs (30 s)")
     work.add_argument("--max-attempts", type=int, default=5,
@@ -122,7 +124,7 @@ async def work(app: App, options: argparse.Namespace) -> int:
         host, port = options.metrics
         metrics.serve(port, host)
     queues = options.queues or app.queues or [app.queue]
-    connection = await connect(options.url or app.url)
+    connection = await connect(options.url or app.url, executor=None if options.via == "auto" else options.via)
     try:
         workers = [
             Worker(await connection.queue(name), app.handler, concurrency=options.concurrency, lease=options.lease,
@@ -155,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.concurrency < 1:
             raise UsageError("--concurrency is at least 1")
+        if options.via not in ("auto", "lua", "native"):
+            raise UsageError(f"ECHOMQ_VIA={options.via!r}: the executor is auto, lua or native")
         for name in options.queues or []:
             check_queue(name)
         app = load_app(options.app)
