@@ -240,6 +240,12 @@ class Worker:
     (:mod:`echomq.failure`: at most 64 KiB, the traceback cut first), which
     ``emq inspect`` and :meth:`Queue.inspect` show. :class:`RetryAfter`
     defers it.
+
+    With ``burst`` it stops once nothing is pending and it runs nothing
+    (delayed jobs are left for the next run); with ``metrics``
+    (:class:`echomq.metrics.Metrics`) it counts each job's end as the
+    Rust worker does. ``echomq worker`` (:mod:`echomq.cli`) runs one per
+    queue of an :class:`~echomq.App`, with ``app.handler``.
     """
 
     def __init__(
@@ -652,6 +658,7 @@ class Worker:
             )
         except (FenceError, NoJobError):
             entry.lose("its ack was refused")
+            self._tell(entry, "lease_lost")
             self._free += count - 1
             self._done(entry)
             return
