@@ -48,12 +48,12 @@ ECHOMQ = Path(sys.executable).with_name("echomq")
 class Project:
     """A project directory holding ``tasks.py``, and the environment its commands run with."""
 
-    def __init__(self, root: Path, server: RedisServer, kind: str) -> None:
+    def __init__(self, root: Path, url: str, kind: str) -> None:
         self.root = root
         (root / "tasks.py").write_text(APP)
         self.queue = unique_queue("cli")
         self.runs = root / "runs.txt"
-        self.env = {**os.environ, "ECHOMQ_URL": server.url, "ECHOMQ_VIA": kind, "TASKS_QUEUE": self.queue,
+        self.env = {**os.environ, "ECHOMQ_URL": url, "ECHOMQ_VIA": kind, "TASKS_QUEUE": self.queue,
                     "TASKS_RUNS": str(self.runs), "PYTHONUNBUFFERED": "1"}
 
     def worker(self, *args: str) -> subprocess.Popen[bytes]:
@@ -75,7 +75,7 @@ def _ended(process: subprocess.Popen[bytes], timeout: float = 60) -> tuple[int, 
 
 @pytest.fixture
 def project(tmp_path: Path, server: RedisServer, kind: str) -> Project:
-    return Project(tmp_path, server, kind)
+    return Project(tmp_path, server.url, kind)
 
 
 def test_emq_enqueue_calls_a_python_task_and_burst_stops_once_the_queue_is_empty(project: Project) -> None:
@@ -135,7 +135,9 @@ def test_sigterm_releases_a_running_job_after_the_grace_and_a_second_at_once(
     assert released.attempts_spent() == 0, "a stop spends no attempt"
 
 
-def test_a_target_that_is_no_app_is_refused_with_status_2(project: Project) -> None:
+def test_a_target_that_is_no_app_is_refused_with_status_2(tmp_path: Path) -> None:
+    # Refused before any connection: nothing listens on port 1.
+    project = Project(tmp_path, "redis://127.0.0.1:1/0", "lua")
     for target, says in [("tasks:nothing", "has no 'nothing'"), ("missing_module:app", "cannot import"),
                          ("tasks:add", "not an echomq.App"), ("tasks", "is not MODULE:APP")]:
         done = subprocess.run([str(ECHOMQ), "worker", target, "--burst"], cwd=project.root, env=project.env,

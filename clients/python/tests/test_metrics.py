@@ -4,6 +4,7 @@ worker's (docs/metrics.md), from a Worker and from ``echomq worker --metrics``."
 from __future__ import annotations
 
 import socket
+import subprocess
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,8 @@ import prometheus_client
 import echomq
 from echomq.metrics import Metrics
 
-from conftest import RedisServer, wait_until, working
-from test_cli import Project
+from conftest import Servers, wait_until, working
+from test_cli import ECHOMQ, Project
 
 
 def _value(registry: Any, name: str, queue: str) -> float:
@@ -53,8 +54,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_the_worker_command_serves_its_metrics(tmp_path: Path, server: RedisServer, kind: str) -> None:
-    project = Project(tmp_path, server, kind)
+def test_the_worker_command_serves_its_metrics(tmp_path: Path, servers: Servers) -> None:
+    server = servers["lua"]  # what it counts is the executor's either way: once is enough
+    project = Project(tmp_path, server.url, "lua")
     port = _free_port()
     queue = echomq.SyncQueue.open(server.url, project.queue)
     job = queue.enqueue(b'{"task": "add", "args": [1, 2]}')
@@ -75,3 +77,16 @@ def test_the_worker_command_serves_its_metrics(tmp_path: Path, server: RedisServ
         worker.terminate()
         worker.communicate(timeout=60)
         queue.close()
+
+
+def test_metrics_on_an_address_in_use_are_refused_with_status_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # Refused before any connection: nothing listens on port 1.
+        project = Project(tmp_path, "redis://127.0.0.1:1/0", "lua")
+        done = subprocess.run([str(ECHOMQ), "worker", "tasks:app", "--metrics", f"127.0.0.1:{port}"],
+                              cwd=project.root, env=project.env, capture_output=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"cannot serve metrics on --metrics 127.0.0.1:{port}" in done.stderr.decode()

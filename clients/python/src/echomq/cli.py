@@ -120,9 +120,12 @@ async def work(app: App, options: argparse.Namespace) -> int:
 
     metrics = None
     if options.metrics is not None:
-        metrics = Metrics()
         host, port = options.metrics
-        metrics.serve(port, host)
+        try:
+            metrics = Metrics()
+            metrics.serve(port, host)
+        except (ImportError, OSError) as err:
+            raise UsageError(f"cannot serve metrics on --metrics {host}:{port}: {err}") from None
     queues = options.queues or app.queues or [app.queue]
     connection = await connect(options.url or app.url, executor=None if options.via == "auto" else options.via)
     try:
@@ -132,6 +135,7 @@ async def work(app: App, options: argparse.Namespace) -> int:
                    grace=options.grace, burst=options.burst, metrics=metrics)
             for name in queues
         ]
+
         def steer(name: str) -> None:
             for worker in workers:
                 worker.on_signal(name)
