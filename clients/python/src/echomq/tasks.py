@@ -204,9 +204,10 @@ class Task(Generic[P, R]):
               unique_until_done: bool | None = None, headers: Mapping[str, str] | None = None) -> Task[P, R]:
         """The same task with some options changed for the enqueues made
         through it (``send.using(delay=60).enqueue(...)``); checked now."""
-        given: dict[str, Any] = {"queue": queue, "priority": priority, "delay": delay, "at": at, "attempts": attempts,
-                 "backoff": backoff, "backoff_exp": backoff_exp, "timeout": timeout, "unique_for": unique_for,
-                 "unique_until_done": unique_until_done, "headers": headers}
+        given: dict[str, Any] = {
+            "queue": queue, "priority": priority, "delay": delay, "at": at, "attempts": attempts,
+            "backoff": backoff, "backoff_exp": backoff_exp, "timeout": timeout, "unique_for": unique_for,
+            "unique_until_done": unique_until_done, "headers": headers}
         options = replace(self.options, **{k: v for k, v in given.items() if v is not None})
         options.check()
         bound: Task[P, R] = Task(self.app, self.function, self.name, options)
