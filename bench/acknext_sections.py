@@ -32,14 +32,15 @@ from resp import start_server  # noqa: E402
 # line it lost).
 CUTS = [
     ("includes (their functions made)", "--@keys ACKNEXT's KEYS by role"),
-    ("the KEYS prologue", "local id, token, err = fenced_call(KEYS, key_names, key_forms)"),
+    ("the KEYS prologue", "local id, token, err = fenced_call(key_names, key_forms)"),
     ("fenced_call: keys, id, token", "local prefix = string.sub(active_key, 1, #active_key - #'active')"),
-    ("options", "err = type_error(active_key, 'zset') or type_error(done_key, 'zset')"),
+    ("options", "err = ack_keys_error(job_key, active_key, done_key, results_key, token)"),
     ("the record, the fence, types", "head, err = pending_head(pending_key, count or 1)"),
     ("pending's head", "-- The records the claim may take, read and checked once, here, before the"),
     ("the claimed records read", "local keep"),
     ("events_keep", "err = counts_open(counts_key, {'completed'})"),
-    ("counts_open", "finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)"),
+    ("counts_open", "local link"),
+    ("one_link (the flows' keys)", "finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)"),
 ]
 ROUNDS, CALLS, TRACED_CALLS = 7, 5000, 300
 
@@ -64,7 +65,7 @@ def arrange(r):
     r.call("ZADD", p + "active", 9999999999999, "JOB_0")
     r.call("HSET", p + "job:JOB_1", "state", "pending", "attempts", 0, "payload", "p")
     r.call("ZADD", p + "pending", 0, "JOB_1")
-    keys = [p + "job:JOB_0", *[p + k for k in [*NEXT_KEYS, "counts"]]]
+    keys = [p + "job:JOB_0", *[p + k for k in [*NEXT_KEYS, "counts", "parents", "notices"]]]
     return lambda sha: ["EVALSHA", sha, len(keys), *keys, "JOB_0", 1, 60000, "COUNT", 1]
 
 

@@ -505,3 +505,52 @@ async def test_notices_that_stay_hold_up_none_behind_them(conn: echomq.Connectio
         logging.getLogger("echomq.upkeep").disabled = False
     assert await state(parents, flow.id) == "pending"
     assert await children.executor.redis.xlen(notices) == 100, "the unreadable ones stay, for an operator"
+
+
+def test_a_child_named_without_an_id_has_the_rust_hosts_derived_id() -> None:
+    # The value crates/echomq/src/id.rs's JobId::child test holds too.
+    assert echomq.ids.child_id("JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R", 0, "render", b"page") == \
+        "JOB_01JDQ3H6Z80005GDX951CDT8G3"
+    parent = echomq.ids.mint()
+    siblings = [echomq.ids.child_id(parent, at, "render", b"p") for at in range(300)]
+    assert siblings == sorted(siblings) and len(set(siblings)) == 300, "claimed in the order named"
+    assert echomq.ids.child_id("JOB-7", 0, "q", b"") == echomq.ids.child_id("JOB-7", 0, "q", b"")
+
+
+async def test_a_running_job_adds_children_waits_for_them_and_goes_on(conn: echomq.Connection) -> None:
+    parents, render = [await open_queue(conn, name) for name in ("parents", "render")]
+    enqueued = await parents.enqueue(b"report")
+    runs: list[int] = []
+
+    async def handle(job: echomq.Job) -> bytes:
+        if job.queue.name == render.name:
+            return b"done " + job.payload
+        runs.append(job.token)
+        await job.wait_for(echomq.ChildJobs().child(render.name, b"r1").child(render.name, b"r2"))
+        return b"+".join(sorted((await job.children_results()).values()))
+
+    workers = [echomq.Worker(queue, handle, upkeep=0.05, max_attempts=1) for queue in (parents, render)]
+    async with working(workers[0]), working(workers[1]):
+        done = await parents.wait(enqueued.id, timeout=60)
+    assert (done.state, done.result) == ("done", b"done r1+done r2")
+    assert len(runs) == 2, "once to add its children, once to go on"
+    info = await parents.inspect(enqueued.id)
+    assert info is not None and info.policy is not None and info.policy.attempts == 2, "the attempt given back"
+    assert info.error is None, "waiting failed nothing"
+    assert ((await render.stats()).pending, (await render.stats()).done) == (0, 2), "each child once"
+
+
+async def test_a_stale_holder_cannot_adopt_and_bad_children_are_refused(conn: echomq.Connection) -> None:
+    parents = await open_queue(conn, "parents")
+    enqueued = await parents.enqueue(b"report")
+    [claimed] = read_claims(await parents.executor.run(calls.claim(parents.keyspace, 30_000, 1))).jobs
+    child = [(echomq.JobRef("render", echomq.ids.mint()), "fail")]
+    with pytest.raises(echomq.FenceError):
+        await parents.executor.run(calls.adopt(parents.keyspace, enqueued.id, claimed.token + 1, 3, child))
+    with pytest.raises(echomq.InvalidInput):
+        calls.adopt(parents.keyspace, enqueued.id, claimed.token, 3, [(echomq.JobRef(parents.name, enqueued.id), "fail")])
+    with pytest.raises(echomq.InvalidInput):
+        calls.adopt(parents.keyspace, enqueued.id, claimed.token, 3, [])
+    with pytest.raises(echomq.InvalidInput):
+        echomq.ChildJobs().child("render", b"p", unique="k")
+    assert await state(parents, enqueued.id) == "active" and await parents.children(enqueued.id) is None

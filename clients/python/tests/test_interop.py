@@ -369,3 +369,30 @@ async def test_a_flow_python_added_is_resolved_when_emq_work_acks_its_children(
     assert await children.executor.redis.xlen(children.keyspace.key("notices")) == 0
     shown = emq(server, kind, "inspect", flow.id, "--queue", parents.name).stdout.decode()
     assert "state     pending" in shown and "children  0 open of 2" in shown, shown
+
+
+async def test_a_python_job_waits_for_children_emq_work_runs_then_goes_on(
+        conn: echomq.Connection, server: RedisServer, kind: str, emq_worker: Any) -> None:
+    """Dynamic children (ADOPT): a Python handler adds two children in a
+    queue ``emq work`` (the Rust worker) runs; their notices, relayed by the
+    Rust worker's upkeep, make the parent pending; it runs again in Python
+    and reads what the Rust worker kept."""
+    parents, children = await conn.queue(unique_queue("py-adopt")), await conn.queue(unique_queue("rs-kids"))
+    enqueued = await parents.enqueue(b"report")
+    cat = shutil.which("cat")
+    assert cat is not None
+    emq_worker(children.name, Path(cat))
+    runs: list[int] = []
+
+    async def handle(job: echomq.Job) -> bytes:
+        runs.append(job.token)
+        await job.wait_for(echomq.ChildJobs().child(children.name, b"page 1").child(children.name, b"page 2"))
+        return b"+".join(sorted((await job.children_results()).values()))
+
+    async with working(echomq.Worker(parents, handle, upkeep=0.05)):
+        done = await parents.wait(enqueued.id, timeout=60)
+    assert (done.state, done.result, len(runs)) == ("done", b"page 1+page 2", 2)
+    kids = [echomq.JobRef(children.name, echomq.ids.child_id(enqueued.id, at, children.name, body))
+            for at, body in enumerate([b"page 1", b"page 2"])]
+    shown = emq(server, kind, "inspect", kids[0].id, "--queue", children.name).stdout.decode()
+    assert "state     done" in shown and "result    page 1" in shown, "the child Python named, run by Rust"

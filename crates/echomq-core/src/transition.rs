@@ -24,6 +24,7 @@ use crate::{Answer, Code, Refusal};
 mod ack;
 mod ackmany;
 mod acknext;
+mod adopt;
 mod batch;
 mod cancel;
 mod children;
@@ -66,6 +67,7 @@ mod notice;
 pub use ack::*;
 pub use ackmany::*;
 pub use acknext::*;
+pub use adopt::*;
 pub use batch::*;
 pub use cancel::*;
 pub use children::*;
@@ -193,6 +195,7 @@ transitions!(
     Flow,
     Resolve,
     Children,
+    Adopt,
 );
 
 impl Name {

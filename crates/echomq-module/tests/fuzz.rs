@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 52] = [
+const TEMPLATES: [(&str, &str); 53] = [
     ("EMQ.ENQUEUE", "2 $q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "11 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake $id payload PRIORITY -$n DELAY $n"),
     (
@@ -127,6 +127,12 @@ const TEMPLATES: [(&str, &str); 52] = [
          $q:events $q:config $q:wake $q:counts $id $n {q}JOB_C$n done RESULT r$n",
     ),
     ("EMQ.CHILDREN", "1 $q:children:$id $id"),
+    // Dynamic children: the holder of a job makes it a parent.
+    (
+        "EMQ.ADOPT",
+        "7 $q:job:$id $q:children:$id $q:active $q:waiting $q:policy $q:events $q:config $id $n 3 2 \
+         {q}JOB_C$n fail {other}JOB_D$n continue",
+    ),
     (
         "EMQ.ACK",
         "9 $q:job:$id $q:active $q:done $q:results $q:events $q:config $q:counts $q:parents $q:notices $id $n",

@@ -8,7 +8,8 @@ open, or at once for a child it continues after; dead for one it fails with.
 
 job_key       emq:{q}:job:<id>   the parent's record (hash), born `waiting`
 children_key  emq:{q}:children:<id> (hash) its dependencies: `incarnation`, `open` (how
-                                 many children are open), and each child -> `open <on_failure>`
+                                 many children are open), `children` (how many in all),
+                                 and each child -> `open <on_failure>`
 waiting_key   emq:{q}:waiting    (zset) the parents waiting, by when they began to wait
 priority_key  emq:{q}:priority   (hash) id -> PRIORITY, when not 0: its priority once pending
 policy_key    emq:{q}:policy     (hash) id -> the job's own policy (includes/policy)
@@ -72,25 +73,13 @@ local n
 n, err = integer(ARGV[3], 'children', FLOW_CHILDREN_MIN, FLOW_CHILDREN_MAX)
 if err then return err end
 -- Each child, `{<queue>}<id>` and what its end other than done does to the
--- parent; the dependencies' fields and values as written, in the order given.
-local dependencies, seen = {}, {}
-for at = 0, n - 1 do
-  local child, on_failure = ARGV[4 + 2 * at], ARGV[5 + 2 * at]
-  if child == nil then return emq_error('EMQARG', 'a child is missing') end
-  local _, child_id = split_job_ref(child)
-  if not child_id then
-    return emq_error('EMQARG', 'child must be {<queue>}<id>, not ' .. child)
-  end
-  err = kind_error(child_id)
-  if err then return err end
-  if on_failure ~= 'fail' and on_failure ~= 'ignore' and on_failure ~= 'continue' then
-    return emq_error('EMQARG', 'child ' .. child .. ' needs fail, ignore or continue')
-  end
-  if seen[child] then return emq_error('EMQARG', 'child ' .. child .. ' given twice') end
-  if child == own then return emq_error('EMQARG', child .. ' cannot be its own child') end
-  seen[child] = true
-  dependencies[#dependencies + 1] = child
-  dependencies[#dependencies + 1] = 'open ' .. on_failure
+-- parent, in the order given.
+local children, entries
+children, entries, err = read_dependencies(4, n, own)
+if err then return err end
+local dependencies = {}
+for at = 1, n do
+  dependencies[2 * at - 1], dependencies[2 * at] = children[at], entries[at]
 end
 local opts, policy
 opts, policy, err = given_options(4 + 2 * n)
@@ -126,7 +115,8 @@ if err then return err end
 -- The parent, waiting, and its dependencies, stamped with its incarnation.
 local incarnation = string.format('%d', now_ms())
 redis.call('HSET', job_key, 'state', 'waiting', 'attempts', '0', 'payload', payload)
-redis.call('HSET', children_key, 'incarnation', incarnation, 'open', string.format('%d', n), unpack(dependencies))
+redis.call('HSET', children_key, 'incarnation', incarnation, 'open', string.format('%d', n), 'children',
+  string.format('%d', n), unpack(dependencies))
 redis.call('ZADD', waiting_key, incarnation, id)
 if priority ~= 0 then
   redis.call('HSET', priority_key, id, priority)

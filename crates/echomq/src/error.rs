@@ -138,6 +138,11 @@ pub enum ErrorKind {
     MayHaveLanded,
     /// Any other failure of the connection or the server.
     Server,
+    /// Not a failure: the job waits for the children that
+    /// [`JobContext::wait_for`](crate::worker::JobContext::wait_for) named.
+    /// Its handler returns it (`?`), and the job runs again once they have
+    /// ended.
+    Waiting,
 }
 
 impl ErrorKind {

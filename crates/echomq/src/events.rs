@@ -97,6 +97,9 @@ pub enum EventKind {
     /// A flow's parent heard how one of its children ended (protocol 1.6):
     /// the event's `child`, `outcome`, `open` and `state` fields say what.
     Resolved,
+    /// A running job named children and waits for them (protocol 1.6,
+    /// ADOPT): the event's `children` (added) and `open` fields say how many.
+    Adopted,
     /// An event this host does not know (a later minor's): its name.
     Other(String),
 }
@@ -120,6 +123,7 @@ impl EventKind {
             EventKind::Paused => "paused",
             EventKind::Resumed => "resumed",
             EventKind::Resolved => "resolved",
+            EventKind::Adopted => "adopted",
             EventKind::Other(name) => name,
         }
     }
@@ -127,7 +131,7 @@ impl EventKind {
     /// The kind the log's name says.
     #[must_use]
     pub fn from_name(name: &str) -> EventKind {
-        const KNOWN: [EventKind; 14] = [
+        const KNOWN: [EventKind; 15] = [
             EventKind::Enqueued,
             EventKind::Active,
             EventKind::Progress,
@@ -142,6 +146,7 @@ impl EventKind {
             EventKind::Paused,
             EventKind::Resumed,
             EventKind::Resolved,
+            EventKind::Adopted,
         ];
         KNOWN
             .into_iter()

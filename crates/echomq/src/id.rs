@@ -74,6 +74,35 @@ impl JobId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The id of the `at`th child, in `queue` with `payload`, of the job
+    /// with this id, as a flow's children without an id of their own get
+    /// it ([`ChildJobs`](crate::ChildJobs), `emq flow add`): the same each
+    /// time, so that a parent that names its children again, or a flow
+    /// added again, adds none twice. `JOB_` and a ULID whose time is this
+    /// id's (a branded id's, else 0), whose next 16 bits are `at`
+    /// (siblings are claimed in the order named) and whose last 64 are the
+    /// first 8 bytes of SHA-1(this id, 0x00, `at` in decimal, 0x00, queue,
+    /// 0x00, payload).
+    #[must_use]
+    pub fn child(&self, at: usize, queue: &str, payload: &[u8]) -> JobId {
+        let time = ulid_of(self).map_or(0, |ulid| ulid.timestamp_ms());
+        let mut sha = sha1_smol::Sha1::new();
+        for part in
+            [self.0.as_bytes(), b"\0", at.to_string().as_bytes(), b"\0", queue.as_bytes(), b"\0", payload]
+        {
+            sha.update(part);
+        }
+        let digest = sha.digest().bytes();
+        let hashed = digest[..8].iter().fold(0u128, |acc, byte| acc << 8 | u128::from(*byte));
+        let ulid = ulid::Ulid::from_parts(time, (at as u128 & 0xffff) << 64 | hashed);
+        JobId(format!("{PREFIX}{ulid}"))
+    }
+}
+
+/// The ULID of a branded id.
+fn ulid_of(id: &JobId) -> Option<ulid::Ulid> {
+    ulid::Ulid::from_string(id.0.strip_prefix(PREFIX)?).ok()
 }
 
 /// Why `text` is not a branded id, or `None` when it is one.
@@ -159,6 +188,34 @@ impl<'de> Deserialize<'de> for JobId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_s_derived_id_is_the_same_each_time_and_siblings_keep_their_order() {
+        let parent = JobId::mint();
+        // The derivation every speaker shares (clients/python's ids.child_id tests this value too).
+        let known: JobId = "JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R".parse().unwrap();
+        assert_eq!(known.child(0, "render", b"page").as_str(), "JOB_01JDQ3H6Z80005GDX951CDT8G3");
+        let first = parent.child(0, "render", b"page");
+        assert_eq!(first, parent.child(0, "render", b"page"), "the same child, the same id");
+        for other in [
+            JobId::mint().child(0, "render", b"page"),
+            parent.child(1, "render", b"page"),
+            parent.child(0, "thumbs", b"page"),
+            parent.child(0, "render", b"other"),
+        ] {
+            assert_ne!(first, other);
+        }
+        assert!(first.is_branded());
+        assert_eq!(
+            ulid_of(&first).map(|u| u.timestamp_ms()),
+            ulid_of(&parent).map(|u| u.timestamp_ms()),
+            "the parent's time"
+        );
+        let siblings: Vec<JobId> = (0..300).map(|at| parent.child(at, "render", b"page")).collect();
+        assert!(siblings.windows(2).all(|pair| pair[0] < pair[1]), "claimed in the order named");
+        let unbranded: JobId = "JOB-7".parse().unwrap();
+        assert_eq!(ulid_of(&unbranded.child(0, "q", b"")).map(|u| u.timestamp_ms()), Some(0));
+    }
 
     #[test]
     fn minted_ids_carry_the_brand_and_increase() {

@@ -84,8 +84,8 @@ pub use executor::{connect_cluster, ByFirstKey};
 pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{
-    BatchOpened, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Flow, FlowAdded, Flows,
-    Lease, Leases, Queue, RetryPolicy, Schedules, Upkeep, Wait, SWEEP_GRACE, TRACEPARENT,
+    BatchOpened, ChildJobs, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Flow, FlowAdded,
+    Flows, Lease, Leases, Queue, RetryPolicy, Schedules, Upkeep, Wait, SWEEP_GRACE, TRACEPARENT,
 };
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};

@@ -37,7 +37,7 @@ mod upkeep;
 pub(crate) use consume::ack_many;
 pub use flows::SWEEP_GRACE;
 pub(crate) use flows::{relay, sweep, RELAY_STEP};
-pub use flows::{Flow, FlowAdded, Flows};
+pub use flows::{ChildJobs, Flow, FlowAdded, Flows};
 pub use lease::{Lease, Leases, Wait};
 pub use operate::{Delete, Drain};
 pub use produce::{BatchOpened, EnqueueOptions, Enqueued};

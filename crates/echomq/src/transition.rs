@@ -97,6 +97,7 @@ hosts! {
     flow => Flow,
     resolve => Resolve,
     children => Children,
+    adopt => Adopt,
 }
 
 /// A transition of the protocol, as the host calls it.

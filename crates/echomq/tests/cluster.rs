@@ -341,7 +341,8 @@ type Runs = Arc<Mutex<Vec<Vec<(echomq::JobRef, Vec<u8>)>>>>;
 /// A flow across the cluster: one parent, 1,000 children spread over three
 /// queues whose slots are on the three nodes, every step a single-slot
 /// call; the parent runs once, after all of them, and reads all 1,000
-/// results.
+/// results. Beside it, a running job adds a child on each node and reads
+/// their three results once they have run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flow_of_a_thousand_children_spans_three_nodes() {
     let cluster = Arc::new(RedisCluster::start(3, Some(module_path())));
@@ -364,13 +365,22 @@ async fn a_flow_of_a_thousand_children_spans_three_nodes() {
         }
         let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
         assert_eq!(added.children.len(), 1000);
+        // And a job that adds a child on each node while it runs (ADOPT).
+        parents.enqueue(b"adopt".to_vec()).await.unwrap();
 
         let runs: Runs = Arc::default();
         let seen = runs.clone();
+        let kids = children.clone();
         let handler = move |job: JobContext| {
-            let seen = seen.clone();
+            let (seen, kids) = (seen.clone(), kids.clone());
             async move {
-                if job.payload == b"parent" {
+                if job.payload == b"adopt" {
+                    let named = kids
+                        .iter()
+                        .fold(echomq::ChildJobs::new(), |named, queue| named.child(queue, b"a".to_vec()));
+                    job.wait_for(named).await?;
+                }
+                if job.payload == b"parent" || job.payload == b"adopt" {
                     let results =
                         job.children_results().await.map_err(|err| HandlerError::from(err.to_string()))?;
                     seen.lock().unwrap().push(results);
@@ -392,12 +402,15 @@ async fn a_flow_of_a_thousand_children_spans_three_nodes() {
         let working = tokio::spawn(worker.run_until(async move {
             let _ = stopped.await;
         }));
-        eventually("the parent ran", || async { !runs.lock().unwrap().is_empty() }).await;
+        eventually("both parents ran", || async { runs.lock().unwrap().len() == 2 }).await;
         let _ = stop.send(());
         working.await.unwrap().unwrap();
-        let runs = runs.lock().unwrap();
-        assert_eq!(runs.len(), 1, "{via:?}: the parent ran once");
-        let mut results: Vec<Vec<u8>> = runs[0].iter().map(|(_, result)| result.clone()).collect();
+        let mut runs = runs.lock().unwrap();
+        runs.sort_by_key(Vec::len);
+        assert_eq!(runs.len(), 2, "{via:?}: each parent ran to its end once");
+        let adopted: Vec<&[u8]> = runs[0].iter().map(|(_, result)| result.as_slice()).collect();
+        assert_eq!(adopted, [b"ra"; 3], "{via:?}: the running job's three children, one a node");
+        let mut results: Vec<Vec<u8>> = runs[1].iter().map(|(_, result)| result.clone()).collect();
         results.sort();
         let mut want: Vec<Vec<u8>> = (0..1000).map(|n| format!("r{n}").into_bytes()).collect();
         want.sort();

@@ -12,8 +12,8 @@ use echomq::executor::execute;
 use echomq::transition::Resolve;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
 use echomq::{
-    Config, EnqueueOptions, Flow, JobId, JobRef, OnFailure, Outcome, Queue, Retention, RetryPolicy, State,
-    Upkeep,
+    ChildJobs, Config, EnqueueOptions, ErrorKind, Flow, JobId, JobRef, OnFailure, Outcome, Queue, Retention,
+    RetryPolicy, State, Upkeep,
 };
 use echomq_test_support::{eventually, unique_queue};
 
@@ -112,6 +112,98 @@ async fn a_parent_runs_once_after_its_children_in_other_queues_and_reads_their_r
         assert_eq!((stats.waiting, stats.pending, stats.done), (0, 0, 1), "{name}");
         let render = render.stats().await.unwrap();
         assert_eq!((render.pending, render.done), (0, 2), "{name}: no child twice");
+    }
+}
+
+/// A worker of `parents` whose jobs add two children in `render` and wait
+/// for them, then return their results joined; `runs` counts the runs.
+fn adopting_worker(parents: &Queue, render: &str, runs: &Arc<Mutex<u32>>) -> Worker {
+    let (render, runs) = (render.to_owned(), runs.clone());
+    Worker::with_options(
+        parents.clone(),
+        move |job: JobContext| {
+            let (render, runs) = (render.clone(), runs.clone());
+            async move {
+                *runs.lock().unwrap() += 1;
+                let pages = ChildJobs::new().child(&render, b"r1".to_vec()).child(&render, b"r2".to_vec());
+                job.wait_for(pages).await?;
+                let mut results: Vec<Vec<u8>> =
+                    job.children_results().await?.into_iter().map(|(_, result)| result).collect();
+                results.sort();
+                Ok::<_, HandlerError>(results.join(&b'+'))
+            }
+        },
+        options(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_adds_children_waits_for_them_and_goes_on_without_spending_an_attempt() {
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let render = Queue::new(via.clone(), &unique_queue("render")).unwrap();
+        let id = parents.enqueue(b"report".to_vec()).await.unwrap();
+        let runs = Arc::new(Mutex::new(0));
+        let seen: Seen = Arc::default();
+        let running = [spawn(adopting_worker(&parents, render.name(), &runs)), spawn(worker(&render, &seen))];
+        eventually("the parent ran to its end", || async {
+            parents.inspect(&id).await.unwrap().is_some_and(|job| job.record.state == State::Done)
+        })
+        .await;
+        for (stop, task) in running {
+            stop.send(()).unwrap();
+            task.await.unwrap();
+        }
+        let job = parents.inspect(&id).await.unwrap().unwrap();
+        assert_eq!(job.result.as_deref(), Some(&b"done r1+done r2"[..]), "{name}");
+        assert_eq!(*runs.lock().unwrap(), 2, "{name}: once to add its children, once to go on");
+        // The wait gave its attempt back (the worker allows one), and the
+        // handler's answer while it waited failed nothing.
+        assert_eq!(job.policy.and_then(|policy| policy.attempts), Some(2), "{name}");
+        assert_eq!(job.error, None, "{name}");
+        let render = render.stats().await.unwrap();
+        assert_eq!((render.pending, render.done), (0, 2), "{name}: each child once");
+    }
+}
+
+#[tokio::test]
+async fn a_stale_holder_cannot_adopt_and_bad_children_change_nothing() {
+    use echomq::transition::{Adopt, Dependency};
+    let (_server, executors) = common::three_executors().await;
+    for (name, via) in executors {
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let id = parents.enqueue(b"report".to_vec()).await.unwrap();
+        let token = parents.claim(Duration::from_secs(30)).await.unwrap().expect("the job").into_job().token;
+        let child = |queue: &str, id: JobId| Dependency {
+            child: JobRef::new(queue, id).unwrap(),
+            on_failure: OnFailure::Fail,
+        };
+        let adopt = |token: u64, children: Vec<Dependency>| Adopt {
+            id: id.clone(),
+            token,
+            max_attempts: 3,
+            children,
+        };
+        let refused = |call: Adopt| {
+            let via = via.clone();
+            let keys = parents.keyspace().clone();
+            async move { execute(&*via, &keys, &call).await.unwrap_err().kind }
+        };
+        assert_eq!(
+            refused(adopt(token + 1, vec![child("render", JobId::mint())])).await,
+            ErrorKind::Fence,
+            "{name}"
+        );
+        assert_eq!(
+            refused(adopt(token, vec![child(parents.name(), id.clone())])).await,
+            ErrorKind::Argument,
+            "{name}"
+        );
+        assert_eq!(refused(adopt(token, Vec::new())).await, ErrorKind::Argument, "{name}");
+        let job = parents.inspect(&id).await.unwrap().unwrap();
+        assert_eq!(job.record.state, State::Active, "{name}: nothing changed");
+        assert!(echomq::Flows::of(&parents).children(&id).await.unwrap().is_none(), "{name}: no parent");
     }
 }
 

@@ -18,6 +18,9 @@ pub enum Command {
     /// child's "on_failure" is fail (the default: the parent dies with it),
     /// ignore (the parent waits for the others) or continue (the parent runs
     /// at once). Prints the parent, its incarnation and its children, as JSON.
+    /// A node without an "id" derives its id from its parent's; give the top
+    /// parent one, and adding the file again (after a failure half-way) adds
+    /// only what is missing.
     Add(AddArgs),
 }
 
@@ -58,7 +61,7 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
         return Err("the top parent has no on_failure: it is nobody's child".into());
     }
     let queue = server.queue(&root.queue).await?;
-    let added = echomq::Flows::of(&queue).add(flow(root)?).await?;
+    let added = echomq::Flows::of(&queue).add(flow(root, None)?).await?;
     let children: Vec<String> = added.children.iter().map(ToString::to_string).collect();
     let line = serde_json::json!({
         "parent": added.parent.to_string(),
@@ -70,26 +73,30 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
     Ok(())
 }
 
-/// The parent `node`, its children built in turn.
-fn flow(node: Node) -> Result<Flow, Error> {
+/// The parent `node`, its children built in turn. A node without an id
+/// derives its own from its parent's ([`JobId::child`]), and the top
+/// parent without one mints it: adding a file whose top parent has an id
+/// again adds nothing twice.
+fn flow(node: Node, id: Option<JobId>) -> Result<Flow, Error> {
     if node.children.is_empty() {
         return Err(format!("{} {:?}: a parent needs children", node.queue, node.payload).into());
     }
-    let mut flow = Flow::new(node.payload.into_bytes()).priority(node.priority);
-    if let Some(id) = node.id {
-        flow = flow.id(id.parse::<JobId>()?);
-    }
-    for child in node.children {
+    let id = match (node.id, id) {
+        (Some(given), _) => given.parse::<JobId>()?,
+        (None, Some(derived)) => derived,
+        (None, None) => JobId::mint(),
+    };
+    let mut flow = Flow::new(node.payload.into_bytes()).priority(node.priority).id(id.clone());
+    for (at, child) in node.children.into_iter().enumerate() {
         let on_failure = on_failure(child.on_failure.as_deref())?;
         let queue = child.queue.clone();
+        let derived = id.child(at, &queue, child.payload.as_bytes());
         if child.children.is_empty() {
-            let mut options = EnqueueOptions::default().priority(child.priority);
-            if let Some(id) = child.id {
-                options = options.id(id.parse::<JobId>()?);
-            }
+            let own = child.id.map(|given| given.parse::<JobId>()).transpose()?;
+            let options = EnqueueOptions::default().priority(child.priority).id(own.unwrap_or(derived));
             flow = flow.child_with(&queue, child.payload.into_bytes(), options, on_failure);
         } else {
-            flow = flow.child_flow(&queue, self::flow(child)?, on_failure);
+            flow = flow.child_flow(&queue, self::flow(child, Some(derived))?, on_failure);
         }
     }
     Ok(flow)

@@ -134,3 +134,33 @@ fn a_flow_added_from_json_is_inspected_and_runs_its_parent_last() {
     let shown = emq.ok(&["inspect", &parent, "--queue", &parents]);
     assert!(shown.contains("  children  0 open of 2") && shown.contains(" done, result page 1"), "{shown}");
 }
+
+/// A flow file whose top parent has an id adds nothing twice: its other
+/// nodes derive their ids from their parents', so a producer that died
+/// half-way adds the file again.
+#[test]
+fn a_flow_file_with_its_parent_s_id_added_twice_adds_nothing_twice() {
+    let server = RedisServer::start_with_module();
+    let emq = Emq { url: server.url(), via: "native" };
+    let scratch = Scratch::new("flow-again");
+    let (parents, children) = (unique_queue("parents"), unique_queue("children"));
+    let flow = format!(
+        r#"{{"queue": "{parents}", "payload": "merge", "id": "JOB_FILE_1", "children": [
+            {{"queue": "{children}", "payload": "page 1"}},
+            {{"queue": "{parents}", "payload": "sum", "children": [{{"queue": "{children}", "payload": "a"}}]}}]}}"#
+    );
+    std::fs::write(scratch.path("flow.json"), flow).unwrap();
+    let add = || -> serde_json::Value {
+        serde_json::from_str(&emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()])).unwrap()
+    };
+    let (first, again) = (add(), add());
+    assert_eq!((&first["created"], &again["created"]), (&true.into(), &false.into()), "{first} {again}");
+    assert_eq!(first["children"], again["children"], "the same children: {first} {again}");
+    let nested = again["children"][1].as_str().unwrap().split_once('}').unwrap().1.to_owned();
+    let shown = emq.ok(&["inspect", &nested, "--queue", &parents]);
+    assert!(shown.contains("  children  1 open of 1"), "the nested parent's one child, once: {shown}");
+    // The queue's row: its name, then pending first of the counts.
+    let stats = emq.ok(&["stats", &children]);
+    let row = stats.lines().find(|line| line.starts_with(&children)).unwrap_or_else(|| panic!("{stats}"));
+    assert_eq!(row.split_whitespace().nth(1), Some("2"), "two children pending, not four: {stats}");
+}

@@ -60,7 +60,7 @@ from .errors import (
     VersionError,
 )
 from .executor import AsyncExecutor, Call, SyncExecutor, detect, detect_sync
-from .flows import Flow, NotAParent
+from .flows import ChildJobs, Flow, NotAParent, WaitingForChildren
 from .ids import is_branded, mint
 from .keyspace import Keyspace
 from .model import Child, Children, Claimed, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Link, Policy, Stats
@@ -85,6 +85,7 @@ __all__ = [
     "AsyncExecutor",
     "Call",
     "Child",
+    "ChildJobs",
     "Children",
     "Claimed",
     "Config",
@@ -123,6 +124,7 @@ __all__ = [
     "TryAgain",
     "Upkeep",
     "VersionError",
+    "WaitingForChildren",
     "Worker",
     "connect",
     "current_job",

@@ -228,21 +228,7 @@ def flow(
     child and what the parent does if it fails (``fail``, ``ignore`` or
     ``continue``); ENQUEUE's options but the due time and the unique key."""
     raw_id = check_id(job_id)
-    low, high = _protocol.limit("FLOW_CHILDREN")
-    if not low <= len(children) <= high:
-        raise InvalidInput(f"a flow has {low} to {high} children, not {len(children)}")
-    args = [raw_id, payload(body), str(len(children)).encode()]
-    seen: set[JobRef] = {JobRef(ks.name, job_id)}  # a parent is not its own child
-    for child, on_failure in children:
-        if not isinstance(child, JobRef):
-            raise InvalidInput(f"a child is an echomq.model.JobRef, not {type(child).__name__}")
-        if child in seen:
-            raise InvalidInput(f"child {child} is named twice" if child.id != job_id or child.queue != ks.name
-                               else f"{child} is named as its own child")
-        seen.add(child)
-        if on_failure not in ON_FAILURE:
-            raise InvalidInput(f"child {child}: on_failure is one of {', '.join(ON_FAILURE)}, not {on_failure!r}")
-        args += [child.raw(), on_failure.encode()]
+    args = [raw_id, payload(body), *_dependencies(ks, job_id, children)]
     if priority != 0:
         args += [b"PRIORITY", integer("priority", priority, "PRIORITY")]
     args += _policy(attempts, backoff, backoff_exp, timeout)
@@ -334,6 +320,37 @@ def fail(ks: Keyspace, job_id: str, token: int, max_attempts: int, backoff_ms: i
     args = [raw, integer("token", token, "TOKEN"), integer("max attempts", max_attempts, "MAX_ATTEMPTS"),
             integer("back-off (ms)", backoff_ms, "DELAY_MS"), error_text(error)]
     return Call("fail", keys("fail", ks, job=raw), args)
+
+
+def _dependencies(ks: Keyspace, job_id: str, children: Sequence[tuple[JobRef, str]]) -> list[bytes]:
+    """FLOW's and ADOPT's children: their number, then each child and its
+    on-failure; each named once, the parent not among them."""
+    low, high = _protocol.limit("FLOW_CHILDREN")
+    if not low <= len(children) <= high:
+        raise InvalidInput(f"a parent names {low} to {high} children at once, not {len(children)}")
+    args = [str(len(children)).encode()]
+    seen: set[JobRef] = {JobRef(ks.name, job_id)}  # a parent is not its own child
+    for child, on_failure in children:
+        if not isinstance(child, JobRef):
+            raise InvalidInput(f"a child is an echomq.model.JobRef, not {type(child).__name__}")
+        if child in seen:
+            raise InvalidInput(f"child {child} is named twice" if child.id != job_id or child.queue != ks.name
+                               else f"{child} is named as its own child")
+        seen.add(child)
+        if on_failure not in ON_FAILURE:
+            raise InvalidInput(f"child {child}: on_failure is one of {', '.join(ON_FAILURE)}, not {on_failure!r}")
+        args += [child.raw(), on_failure.encode()]
+    return args
+
+
+def adopt(ks: Keyspace, job_id: str, token: int, max_attempts: int,
+          children: Sequence[tuple[JobRef, str]]) -> Call:
+    """ADOPT (1.6, §7.8): the holder's job waits for ``children`` (those it
+    has no entry for are added), without spending its attempt."""
+    raw = check_id(job_id)
+    args = [raw, integer("token", token, "TOKEN"), integer("max attempts", max_attempts, "MAX_ATTEMPTS"),
+            *_dependencies(ks, job_id, children)]
+    return Call("adopt", keys("adopt", ks, job=raw), args)
 
 
 def defer(ks: Keyspace, job_id: str, token: int, delay_ms: int, max_attempts: int, pause: bool) -> Call:

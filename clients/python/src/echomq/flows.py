@@ -23,14 +23,17 @@ whose add failed half-way adds it again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping
 
 from . import calls
 from .errors import EchoMQError, InvalidInput
 from .executor import Call
-from .ids import check_id, mint
+from .ids import check_id, child_id, mint
 from .keyspace import Keyspace, check_queue
 from .model import ON_FAILURE, FlowAdded, JobRef, Link, OnFailure
+
+if TYPE_CHECKING:
+    from .queue import Queue
 
 _CHILD_OPTIONS = ("priority", "delay", "at", "attempts", "backoff", "backoff_exp", "timeout", "headers",
                   "traceparent")
@@ -197,7 +200,81 @@ def _flowed(reply: Any) -> tuple[bool, int | None]:
     return reply[0] == 1, int(reply[1])
 
 
-__all__ = ["Flow", "NotAParent", "steps"]
+class WaitingForChildren(Exception):
+    """Not a failure: the job waits for the children :meth:`echomq.Job.wait_for`
+    named, and runs again once they have ended. Let it through the handler;
+    the worker sends nothing more for this claim."""
+
+
+class ChildJobs:
+    """Children a running job adds to itself and waits for
+    (:meth:`echomq.Job.wait_for`, ADOPT, §7.8): jobs in any queues.
+
+    A child's id, unless given one, is derived from its parent's id, its
+    place among these children, its queue and its payload
+    (:func:`echomq.ids.child_id`, as the Rust host derives it): a handler
+    that runs again names the same children, which are not added twice.
+    """
+
+    def __init__(self) -> None:
+        self._children: list[tuple[str, bytes, OnFailure, str | None, dict[str, Any]]] = []
+
+    def child(self, queue: str, payload: bytes, *, on_failure: OnFailure = "fail", id: str | None = None,
+              **options: Any) -> ChildJobs:
+        """A child job in ``queue``, with :meth:`Flow.child`'s options and
+        ``on_failure``. Returns these children, for the next one."""
+        unknown = sorted(set(options) - set(_CHILD_OPTIONS))
+        if unknown:
+            raise InvalidInput(f"a child takes {', '.join(_CHILD_OPTIONS)}; not {', '.join(unknown)}")
+        check_queue(queue)
+        if id is not None:
+            check_id(id)
+        child = (queue, calls.payload(payload), _on_failure(on_failure), id, dict(options))
+        _enqueue(_Child(JobRef(queue, id or mint()), child[2], child[1], child[4]),
+                 Link(_PLACEHOLDER, JobRef(queue, mint())))  # its options checked now
+        self._children.append(child)
+        return self
+
+    def named(self, parent: str) -> list[_Child]:
+        """The children, each under its id (given, or derived from ``parent``)."""
+        return [_Child(JobRef(queue, id if id is not None else child_id(parent, at, queue, body)), on_failure,
+                       body, options)
+                for at, (queue, body, on_failure, id, options) in enumerate(self._children)]
+
+
+async def adopt(queue: Queue, job_id: str, token: int, max_attempts: int, children: ChildJobs,
+                waits: Callable[[], None]) -> bool:
+    """ADOPT ``children`` for job ``job_id`` of ``queue``, held with
+    ``token``, then enqueue those open, each linked to it: True when the job
+    now waits, False when each had ended (its holder goes on). ``waits`` is
+    called as soon as the job waits, before the children are enqueued."""
+    from .queue import Queue as _Queue
+
+    named = children.named(job_id)
+    call = calls.adopt(queue.keyspace, job_id, token, max_attempts, [(child.ref, child.on_failure) for child in named])
+    reply = await queue.executor.run(call)
+    if not isinstance(reply, list) or len(reply) != 3 or reply[0] not in (0, 1):
+        raise EchoMQError(f"ADOPT answered {reply!r}")
+    if reply[0] == 0:
+        return False
+    waits()
+    link = Link(int(reply[1]), JobRef(queue.name, job_id))
+    open_refs = {JobRef.parse(raw) for raw in reply[2]}
+    by_queue: dict[str, list[Call]] = {}
+    for child in named:
+        if child.ref in open_refs:
+            by_queue.setdefault(child.ref.queue, []).append(_enqueue(child, link))
+    for name, enqueues in by_queue.items():
+        target = _Queue(queue.connection, Keyspace(name))
+        for found in await target.executor.run_many(enqueues):
+            if isinstance(found, Exception):
+                raise EchoMQError(f"{job_id} waits for its children, and enqueueing them failed: {found}; the "
+                                  "sweep resolves those never enqueued as gone after its grace") from found
+        await target.register()
+    return True
+
+
+__all__ = ["ChildJobs", "Flow", "NotAParent", "WaitingForChildren", "adopt", "steps"]
 
 
 # -- A sync handler's door to its children's results --------------------------

@@ -6,6 +6,7 @@ greater than every one this process minted before (the monotonic rule of
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -66,6 +67,20 @@ _MINTER = _Minter()
 def mint() -> str:
     """A new branded id, ``JOB_`` + 26 characters, greater than every id this process minted."""
     return _MINTER.mint()
+
+
+def child_id(parent: str, at: int, queue: str, payload: bytes) -> str:
+    """The id of the ``at``th child, in ``queue`` with ``payload``, of the
+    job ``parent``, for a child named without one (dynamic children,
+    :meth:`echomq.Job.wait_for`): the Rust host's ``JobId::child``. ``JOB_``
+    and a ULID whose time is the parent's (a branded id's, else 0), whose
+    next 16 bits are ``at`` and whose last 64 are the first 8 bytes of
+    SHA-1(parent, 0x00, ``at`` in decimal, 0x00, queue, 0x00, payload): the
+    same each time, so a parent that names its children again adds none twice."""
+    time_ms = decode_ulid(parent[4:]) >> _RANDOM_BITS if is_branded(parent) else 0
+    digest = hashlib.sha1(b"\0".join([parent.encode(), str(at).encode(), queue.encode(), payload])).digest()
+    hashed = int.from_bytes(digest[:8], "big")
+    return PREFIX + encode_ulid((time_ms << _RANDOM_BITS) | (at & 0xFFFF) << 64 | hashed)
 
 
 def is_branded(job_id: str) -> bool:

@@ -47,8 +47,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
-from . import _protocol, calls, failure
-from .errors import FenceError, NoJobError, Refused
+from . import _protocol, calls, failure, flows
+from .errors import FenceError, InvalidInput, NoJobError, Refused
+from .flows import ChildJobs
 from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
@@ -159,6 +160,25 @@ class Job:
         it returned; None for a job that is no parent."""
         return await self.queue.children(self.id)
 
+    async def wait_for(self, children: ChildJobs) -> None:
+        """Make this job a parent of ``children`` and wait for them (ADOPT,
+        §7.8): those it has not named before are added and enqueued, each
+        linked to it; the job leaves its lease without spending its attempt
+        and runs again, from the top, once they have ended. Then this call,
+        naming the same children (their ids are derived,
+        :class:`~echomq.flows.ChildJobs`), returns: read their results and
+        go on. While the job waits it raises
+        :class:`~echomq.flows.WaitingForChildren`: let it through."""
+        if self._entry is None:
+            raise InvalidInput("wait_for needs a job claimed by a Worker")
+        entry = self._entry
+
+        def waits() -> None:
+            entry.waits = True
+
+        if await flows.adopt(self.queue, self.id, self.token, self._max_attempts, children, waits):
+            raise flows.WaitingForChildren(f"{self.id} waits for its children: it runs again once they have ended")
+
     async def children_results(self) -> dict[JobRef, bytes]:
         """What a flow's parent's children returned, by child: those done
         with a result (a child that failed, or returned nothing, is not
@@ -194,13 +214,15 @@ class _Running:
     handler: asyncio.Task[Any] | None = None
     fenced: bool = False
     released: bool = False
+    waits: bool = False
+    """The job waits for children its handler named (ADOPT): its claim is over."""
     renewed: float = field(default_factory=time.monotonic)
     """When the lease was claimed or last renewed (``time.monotonic()``)."""
     claimed_at: float = field(default_factory=time.monotonic)
 
     def lose(self, why: str) -> None:
         """The lease is gone: stop the handler, drop its result."""
-        if not self.fenced:
+        if not self.fenced and not self.waits:
             log.warning("job %s lost its lease (%s); its handler is cancelled", self.claimed.id, why)
         self.fenced = True
         if self.handler is not None and not self.handler.done():
@@ -529,9 +551,14 @@ class Worker:
                 if not entry.fenced and not entry.released:
                     await self._fail(entry, f"timed out after {_duration_text(timeout_ms or 0)}", timed_out=True)
                     return
-            if entry.fenced:
-                self._tell(entry, "lease_lost")
-                return  # the lease is gone: its result is thrown away
+            if entry.waits or entry.fenced:
+                # The job waits for its children, or the lease is gone: what
+                # the handler returned or raised is thrown away (retrieved).
+                if handler.done() and not handler.cancelled():
+                    handler.exception()
+                if entry.fenced and not entry.waits:
+                    self._tell(entry, "lease_lost")
+                return
             if entry.released or handler.cancelled():
                 await self._release(entry)
                 return

@@ -34,13 +34,68 @@ keys! {
 /// or gone), declared per child.
 pub(crate) const ON_FAILURE: [&[u8]; 3] = [b"fail", b"ignore", b"continue"];
 
+/// A child and what its end other than done does to its parent, as a call
+/// names them: `{<queue>}<id>` and `fail`, `ignore` or `continue`.
+pub(crate) type Dependency<'a> = (&'a [u8], &'a [u8]);
+
+/// HSET a parent's dependencies `key`: its `incarnation`, `open` and
+/// `children` (`counts`, the two), and `added`'s entries, each `open
+/// <on_failure>` (FLOW's and ADOPT's writes).
+pub(crate) fn write_dependencies<S: Store>(
+    store: &mut S,
+    key: &[u8],
+    incarnation: &str,
+    counts: (i64, i64),
+    added: &[Dependency<'_>],
+) {
+    let (open, children) = (counts.0.to_string(), counts.1.to_string());
+    let entries: Vec<Vec<u8>> =
+        added.iter().map(|(_, on_failure)| [b"open ", *on_failure].concat()).collect();
+    let mut written: Vec<(&[u8], &[u8])> = vec![
+        (b"incarnation", incarnation.as_bytes()),
+        (b"open", open.as_bytes()),
+        (b"children", children.as_bytes()),
+    ];
+    written.extend(added.iter().zip(&entries).map(|((child, _), entry)| (*child, entry.as_slice())));
+    store.hset(key, &written);
+}
+
+/// The `n` pairs `{<queue>}<id> fail|ignore|continue` at the head of
+/// `args` (FLOW's and ADOPT's), checked in order: each child's reference,
+/// its id's kind, its on-failure, named once, and not `own`, the parent.
+pub(crate) fn dependencies<'a>(
+    args: &[&'a [u8]],
+    n: usize,
+    own: &[u8],
+) -> Result<Vec<Dependency<'a>>, Refusal> {
+    let mut children: Vec<Dependency<'a>> = Vec::with_capacity(n);
+    for at in 0..n {
+        let child = *args.get(2 * at).ok_or_else(|| Refusal::arg("a child is missing"))?;
+        let Some(named) = JobRef::split(child) else {
+            return Err(Refusal::arg(format!("child must be {{<queue>}}<id>, not {}", lossy(child))));
+        };
+        kind(Some(named.id))?;
+        let on_failure = args.get(2 * at + 1).copied().filter(|word| ON_FAILURE.contains(word));
+        let on_failure = on_failure
+            .ok_or_else(|| Refusal::arg(format!("child {} needs fail, ignore or continue", lossy(child))))?;
+        if children.iter().any(|(seen, _)| *seen == child) {
+            return Err(Refusal::arg(format!("child {} given twice", lossy(child))));
+        }
+        if child == own {
+            return Err(Refusal::arg(format!("{} cannot be its own child", lossy(child))));
+        }
+        children.push((child, on_failure));
+    }
+    Ok(children)
+}
+
 /// A parsed FLOW.
 #[derive(Debug)]
 pub struct Flow<'a> {
     keys: FlowKeys<'a>,
     id: &'a [u8],
     payload: &'a [u8],
-    children: Vec<(&'a [u8], &'a [u8])>,
+    children: Vec<Dependency<'a>>,
     priority: i64,
     policy: Option<Policy>,
     headers: Option<&'a [u8]>,
@@ -83,25 +138,7 @@ impl<'a> Flow<'a> {
             return Err(Refusal::new(Code::Size, format!("payload exceeds {MAX_PAYLOAD} bytes")));
         }
         let n = count(args.get(2).copied(), "children", FLOW_CHILDREN)? as usize;
-        let mut children: Vec<(&[u8], &[u8])> = Vec::with_capacity(n);
-        for at in 0..n {
-            let child = *args.get(3 + 2 * at).ok_or_else(|| Refusal::arg("a child is missing"))?;
-            let Some(named) = JobRef::split(child) else {
-                return Err(Refusal::arg(format!("child must be {{<queue>}}<id>, not {}", lossy(child))));
-            };
-            kind(Some(named.id))?;
-            let on_failure = args.get(4 + 2 * at).copied().filter(|word| ON_FAILURE.contains(word));
-            let on_failure = on_failure.ok_or_else(|| {
-                Refusal::arg(format!("child {} needs fail, ignore or continue", lossy(child)))
-            })?;
-            if children.iter().any(|(seen, _)| *seen == child) {
-                return Err(Refusal::arg(format!("child {} given twice", lossy(child))));
-            }
-            if child == child_ref(prefix, id).as_slice() {
-                return Err(Refusal::arg(format!("{} cannot be its own child", lossy(child))));
-            }
-            children.push((child, on_failure));
-        }
+        let children = dependencies(&args[3..], n, &child_ref(prefix, id))?;
         let given = Given::read(&args[3 + 2 * n..])?;
         let enqueue_only = given.delay.is_some()
             || given.at.is_some()
@@ -159,18 +196,8 @@ impl<'a> Flow<'a> {
             (b"enqueued_at", incarnation.as_bytes()),
         ];
         write_record(store, job, &fields, now);
-        let open = self.children.len().to_string();
-        let dependencies: Vec<Vec<u8>> =
-            self.children.iter().map(|(_, on_failure)| [b"open ", *on_failure].concat()).collect();
-        let mut written: Vec<(&[u8], &[u8])> =
-            vec![(b"incarnation", incarnation.as_bytes()), (b"open", open.as_bytes())];
-        written.extend(
-            self.children
-                .iter()
-                .zip(&dependencies)
-                .map(|((child, _), dependency)| (*child, dependency.as_slice())),
-        );
-        store.hset(children, &written);
+        let n = self.children.len() as i64;
+        write_dependencies(store, children, &incarnation, (n, n), &self.children);
         store.zadd(waiting, now as f64, self.id);
         if self.priority != 0 {
             store.hset(priority, &[(self.id, self.priority.to_string().as_bytes())]);

@@ -1,5 +1,5 @@
 //! Flows (protocol 1.6): FLOW, a child's link and its notice on every way a
-//! job ends, RESOLVE and CHILDREN.
+//! job ends, RESOLVE, CHILDREN and ADOPT.
 
 use super::*;
 
@@ -25,6 +25,17 @@ pub(crate) fn flow(id: &str, children: &[(&str, &str)], options: &[&str]) -> Cal
     }
     args.extend_from_slice(options);
     call(Name::Flow, id, &args)
+}
+
+/// ADOPT of running job `id` over `children` (`{queue}id`, on-failure
+/// pairs), with `token`, the caller's max attempts 3.
+fn adopt(id: &str, token: &str, children: &[(&str, &str)]) -> Call {
+    let n = children.len().to_string();
+    let mut args = vec![id, token, "3", n.as_str()];
+    for (child, on_failure) in children {
+        args.extend([*child, *on_failure]);
+    }
+    call(Name::Adopt, id, &args)
 }
 
 /// ENQUEUE of `id`, a child of `parent` (queue q), with these options too.
@@ -59,6 +70,17 @@ pub(super) fn cases() -> Vec<Case> {
     let claimed = [parent.clone(), child(B, A, &[]), claim(1)];
     let cancel = |id: &str| call(Name::Cancel, id, &[id]);
     let children = |id: &str| call(Name::Children, id, &[id]);
+    let running = [enqueue(A, "a", &[]), claim(1)];
+    let qd = format!("{{q}}{D}");
+    let three = [(qb.as_str(), "fail"), (qc.as_str(), "fail"), (qd.as_str(), "ignore")];
+    let kept = [
+        ("incarnation", "7"),
+        ("open", "1"),
+        ("children", "2"),
+        (qb.as_str(), "done"),
+        (qc.as_str(), "open fail"),
+    ];
+    let ended = [("incarnation", "7"), ("open", "0"), ("children", "1"), (qb.as_str(), "done")];
     let happy = vec![
         Case::new("flow: a parent waits for two children", parent.clone()),
         Case::new(
@@ -222,12 +244,47 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("children: a parent's children", children(A))
             .after([parent.clone(), resolve(A, B, "done", &["RESULT", "r"])]),
         Case::new("children: no parent", children(A)),
+        Case::new("adopt: a running job waits for two children", adopt(A, "1", &two)).after(running.clone()),
+        Case::new("adopt: ATTEMPTS of its own get one back", adopt(A, "1", &[(qb.as_str(), "continue")]))
+            .after([enqueue(A, "a", &["ATTEMPTS", "2"]), claim(1)]),
+        Case::new("adopt: a parent adds only the children it lacks", adopt(A, "1", &three))
+            .after(running.clone())
+            .put(&format!("children:{A}"), hash(&kept)),
+        Case::new(
+            "adopt: every child named has ended, the job goes on",
+            adopt(A, "1", &[(qb.as_str(), "fail")]),
+        )
+        .after(running.clone())
+        .put(&format!("children:{A}"), hash(&ended)),
+        Case::new("adopt: a stale token", adopt(A, "2", &two)).after(running.clone()).refused(Code::Fence),
+        Case::new("adopt: a pending job", adopt(A, "1", &two))
+            .after([enqueue(A, "a", &[])])
+            .refused(Code::Fence),
+        Case::new("adopt: no job", adopt(A, "1", &two)).refused(Code::NoJob),
+        Case::new("adopt: no children", adopt(A, "1", &[])).refused(Code::Arg),
+        Case::new("adopt: its own child", adopt(A, "1", &[(&format!("{{q}}{A}"), "fail")]))
+            .refused_with(&format!("EMQARG {{q}}{A} cannot be its own child")),
+        Case::new(
+            "adopt: a child named twice",
+            adopt(A, "1", &[(qb.as_str(), "fail"), (qb.as_str(), "ignore")]),
+        )
+        .refused(Code::Arg),
+        Case::new("adopt: an option after the children", adopt(A, "1", &two).arg(b"PRIORITY").arg(b"1"))
+            .refused_with("EMQARG ADOPT takes no option after its children"),
+        Case::new("adopt: a thousand children and one", adopt(A, "1", &[(qb.as_str(), "fail")]))
+            .after(running.clone())
+            .put(&format!("children:{A}"), hash(&[("incarnation", "7"), ("open", "0"), ("children", "1000")]))
+            .refused_with(&format!("EMQSIZE a parent has at most 1000 children: {A} has 1000, 1 more given")),
+        Case::new("adopt: dependencies without their count", adopt(A, "1", &two))
+            .after(running.clone())
+            .put(&format!("children:{A}"), hash(&[("incarnation", "7"), ("open", "1")]))
+            .refused_with(&format!("EMQDATA emq:{{q}}:children:{A} children is missing")),
     ];
     // The shared cases once per transition: the new ones' here, the
     // others' where their groups have them.
-    let (new, old): (Vec<Case>, Vec<Case>) = happy
-        .into_iter()
-        .partition(|case| matches!(case.call.name, Name::Flow | Name::Resolve | Name::Children));
+    let (new, old): (Vec<Case>, Vec<Case>) = happy.into_iter().partition(|case| {
+        matches!(case.call.name, Name::Flow | Name::Resolve | Name::Children | Name::Adopt)
+    });
     let mut all = with_shared(new);
     all.extend(old);
     all

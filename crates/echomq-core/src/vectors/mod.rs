@@ -59,6 +59,8 @@ pub(crate) const A: &str = "JOB_00000000000000000000000001";
 pub(crate) const B: &str = "JOB_00000000000000000000000002";
 /// The third id.
 pub(crate) const C: &str = "JOB_00000000000000000000000003";
+/// The fourth id.
+pub(crate) const D: &str = "JOB_00000000000000000000000004";
 
 /// One transition call: the transition, its KEYS and ARGV.
 #[derive(Clone, Debug, PartialEq)]

@@ -5108,3 +5108,127 @@ mod children {
         replay("children", "children: no parent");
     }
 }
+
+mod adopt {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("adopt", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("adopt", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("adopt", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("adopt", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("adopt", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("adopt", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("adopt", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("adopt", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("adopt", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn keys_6_holds_a_string() {
+        replay("adopt", "KEYS[6] holds a string");
+    }
+
+    #[test]
+    fn keys_7_holds_a_string() {
+        replay("adopt", "KEYS[7] holds a string");
+    }
+
+    #[test]
+    fn adopt_a_running_job_waits_for_two_children() {
+        replay("adopt", "adopt: a running job waits for two children");
+    }
+
+    #[test]
+    fn adopt_attempts_of_its_own_get_one_back() {
+        replay("adopt", "adopt: ATTEMPTS of its own get one back");
+    }
+
+    #[test]
+    fn adopt_a_parent_adds_only_the_children_it_lacks() {
+        replay("adopt", "adopt: a parent adds only the children it lacks");
+    }
+
+    #[test]
+    fn adopt_every_child_named_has_ended_the_job_goes_on() {
+        replay("adopt", "adopt: every child named has ended, the job goes on");
+    }
+
+    #[test]
+    fn adopt_a_stale_token() {
+        replay("adopt", "adopt: a stale token");
+    }
+
+    #[test]
+    fn adopt_a_pending_job() {
+        replay("adopt", "adopt: a pending job");
+    }
+
+    #[test]
+    fn adopt_no_job() {
+        replay("adopt", "adopt: no job");
+    }
+
+    #[test]
+    fn adopt_no_children() {
+        replay("adopt", "adopt: no children");
+    }
+
+    #[test]
+    fn adopt_its_own_child() {
+        replay("adopt", "adopt: its own child");
+    }
+
+    #[test]
+    fn adopt_a_child_named_twice() {
+        replay("adopt", "adopt: a child named twice");
+    }
+
+    #[test]
+    fn adopt_an_option_after_the_children() {
+        replay("adopt", "adopt: an option after the children");
+    }
+
+    #[test]
+    fn adopt_a_thousand_children_and_one() {
+        replay("adopt", "adopt: a thousand children and one");
+    }
+
+    #[test]
+    fn adopt_dependencies_without_their_count() {
+        replay("adopt", "adopt: dependencies without their count");
+    }
+}

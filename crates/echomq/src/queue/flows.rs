@@ -5,6 +5,7 @@
 //! [`relay`] (every worker's upkeep) carries the notices to their parents.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{EnqueueOptions, Queue};
@@ -12,8 +13,8 @@ use crate::executor::{execute, execute_batch, Answer, Command};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::transition::{
-    Children, ChildrenReply, Dependency, Enqueue, EnqueueMany, Flow as FlowCall, Flowed, Headers, JobRef,
-    Link, OnFailure, Outcome, Resolve,
+    Adopt, Adopted, Children, ChildrenReply, Dependency, Enqueue, EnqueueMany, Flow as FlowCall, Flowed,
+    Headers, JobRef, Link, OnFailure, Outcome, Resolve,
 };
 use crate::{Error, ErrorKind, Policy, Result};
 
@@ -40,7 +41,7 @@ pub struct Flow {
     priority: i64,
     policy: Option<Policy>,
     headers: Headers,
-    children: Vec<FlowChild>,
+    children: ChildJobs,
 }
 
 /// One child of a [`Flow`]: a job, or a parent of its own.
@@ -69,7 +70,7 @@ impl Flow {
             priority: 0,
             policy: None,
             headers: Headers::default(),
-            children: Vec::new(),
+            children: ChildJobs::new(),
         }
     }
 
@@ -122,8 +123,7 @@ impl Flow {
     ) -> Flow {
         // Its id fixed now, as the parent's.
         let options = if options.id.is_some() { options } else { options.id(JobId::mint()) };
-        let node = Node::Job { payload: payload.into(), options };
-        self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node });
+        self.children = self.children.child_with(queue, payload, options, on_failure);
         self
     }
 
@@ -131,7 +131,55 @@ impl Flow {
     /// ends (for this parent) when it has run.
     #[must_use]
     pub fn child_flow(mut self, queue: &str, flow: Flow, on_failure: OnFailure) -> Flow {
-        self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node: Node::Flow(flow) });
+        self.children.children.push(FlowChild {
+            queue: queue.to_owned(),
+            on_failure,
+            node: Node::Flow(flow),
+        });
+        self
+    }
+}
+
+/// Children a running job adds to itself and waits for
+/// ([`JobContext::wait_for`](crate::worker::JobContext::wait_for)): jobs in
+/// any queues, each with what the parent does if it fails.
+///
+/// A child's id, unless given one, is derived from its parent's id, its
+/// place among these children, its queue and its payload: a handler that
+/// runs again (after its children ended, or a crash) names the same
+/// children, which are not added twice.
+#[derive(Clone, Debug, Default)]
+pub struct ChildJobs {
+    children: Vec<FlowChild>,
+}
+
+impl ChildJobs {
+    /// No children yet.
+    #[must_use]
+    pub fn new() -> ChildJobs {
+        ChildJobs::default()
+    }
+
+    /// A child in `queue`, which fails the parent if it fails
+    /// ([`OnFailure::Fail`]).
+    #[must_use]
+    pub fn child(self, queue: &str, payload: impl Into<Vec<u8>>) -> ChildJobs {
+        self.child_with(queue, payload, EnqueueOptions::default(), OnFailure::Fail)
+    }
+
+    /// A child in `queue` with its own options (an id, a priority, a
+    /// delay, a policy, headers; not a unique key), and what the parent
+    /// does if it fails.
+    #[must_use]
+    pub fn child_with(
+        mut self,
+        queue: &str,
+        payload: impl Into<Vec<u8>>,
+        options: EnqueueOptions,
+        on_failure: OnFailure,
+    ) -> ChildJobs {
+        let node = Node::Job { payload: payload.into(), options };
+        self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node });
         self
     }
 }
@@ -194,12 +242,14 @@ impl<'q> Flows<'q> {
 impl Queue {
     async fn add_node(&self, flow: Flow, parent: Option<Link>) -> Result<FlowAdded> {
         let id = flow.id.clone();
-        let children = flow.children.iter().map(|child| child.named()).collect::<Result<Vec<JobRef>>>()?;
+        let children =
+            flow.children.children.iter().map(FlowChild::named).collect::<Result<Vec<JobRef>>>()?;
         check_children(&children)?;
         let call = FlowCall {
             id: id.clone(),
             payload: flow.payload,
             children: flow
+                .children
                 .children
                 .iter()
                 .zip(&children)
@@ -223,7 +273,7 @@ impl Queue {
         self.register(false).await;
         let me = JobRef::new(self.name(), id)?;
         let link = Link { incarnation, parent: me.clone() };
-        self.add_children(flow.children, &children, &link).await?;
+        self.add_children(flow.children.children, &children, &link).await?;
         Ok(FlowAdded { parent: me, incarnation, created, children })
     }
 
@@ -258,6 +308,52 @@ impl Queue {
             Queue::new(self.executor().clone(), &queue)?.register(false).await;
         }
         Ok(())
+    }
+}
+
+impl Queue {
+    /// ADOPT `children` for the job `id` its holder runs with `token`, then
+    /// enqueue those open: `true` when the job now waits for them, `false`
+    /// when each had ended (the holder goes on). `waits` is set as soon as
+    /// the job waits, before the children are enqueued, so that the
+    /// holder sends nothing more for its claim whatever follows.
+    pub(crate) async fn adopt(
+        &self,
+        holder: (&JobId, u64, u64),
+        children: ChildJobs,
+        waits: &AtomicBool,
+    ) -> Result<bool> {
+        let (id, token, max_attempts) = holder;
+        let mut children = children.children;
+        for (at, child) in children.iter_mut().enumerate() {
+            if let Node::Job { payload, options } = &mut child.node {
+                if options.id.is_none() {
+                    options.id = Some(id.child(at, &child.queue, payload));
+                }
+            }
+        }
+        let named = children.iter().map(FlowChild::named).collect::<Result<Vec<JobRef>>>()?;
+        check_children(&named)?;
+        let dependencies = children
+            .iter()
+            .zip(&named)
+            .map(|(child, named)| Dependency { child: named.clone(), on_failure: child.on_failure });
+        let call = Adopt { id: id.clone(), token, max_attempts, children: dependencies.collect() };
+        let Adopted::Waits { incarnation, open } = self.run(&call).await? else { return Ok(false) };
+        waits.store(true, Ordering::Release);
+        let link = Link { incarnation, parent: JobRef::new(self.name(), id.clone())? };
+        let (open_children, open_named): (Vec<FlowChild>, Vec<JobRef>) =
+            children.into_iter().zip(named).filter(|(_, named)| open.contains(named)).unzip();
+        self.add_children(open_children, &open_named, &link).await.map_err(|err| {
+            Error::new(
+                err.kind,
+                format!(
+                    "{id} waits for its children, and enqueueing them failed: {err}; the sweep resolves \
+                     those never enqueued as gone after its grace"
+                ),
+            )
+        })?;
+        Ok(true)
     }
 }
 

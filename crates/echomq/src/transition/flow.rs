@@ -210,23 +210,11 @@ impl Transition for Flow {
     }
 
     fn parse(reply: Reply) -> Result<Flowed> {
-        let mut items = array_reply("the reply", reply)?.into_iter();
-        let created = int_reply("the reply's first element", items.next().unwrap_or(Reply::Nil))?;
-        let incarnation = match items.next() {
-            None => None,
-            Some(Reply::Bulk(text)) => Some(
-                std::str::from_utf8(&text)
-                    .ok()
-                    .and_then(|text| text.parse::<u64>().ok())
-                    .ok_or_else(|| unexpected("the incarnation", &Reply::Bulk(text.clone())))?,
-            ),
-            Some(other) => return Err(unexpected("the incarnation", &other)),
-        };
-        match (created, incarnation) {
-            (1, Some(incarnation)) => Ok(Flowed::Created(incarnation)),
-            (0, Some(incarnation)) => Ok(Flowed::Exists(incarnation)),
-            (0, None) => Ok(Flowed::NoParent),
-            (n, _) => Err(unexpected("the reply's first element", &Reply::Int(n))),
+        match written_incarnation(reply)? {
+            (1, Some(incarnation), rest) if rest.is_empty() => Ok(Flowed::Created(incarnation)),
+            (0, Some(incarnation), rest) if rest.is_empty() => Ok(Flowed::Exists(incarnation)),
+            (0, None, _) => Ok(Flowed::NoParent),
+            (n, _, _) => Err(unexpected("the reply's first element", &Reply::Int(n))),
         }
     }
 
@@ -254,4 +242,23 @@ impl Transition for Flow {
             Flow { priority: -5, policy: Some(Policy { attempts: Some(3), ..Policy::default() }), parent: Some(link), ..plain },
         ])
     }
+}
+
+/// FLOW's and ADOPT's reply: `[0 or 1, incarnation, …]`, the incarnation
+/// a bulk string of decimal digits (FLOW's `[0]` has none), and what
+/// follows it.
+pub(super) fn written_incarnation(reply: Reply) -> Result<(i64, Option<u64>, Vec<Reply>)> {
+    let mut items = array_reply("the reply", reply)?.into_iter();
+    let written = int_reply("the reply's first element", items.next().unwrap_or(Reply::Nil))?;
+    let incarnation = match items.next() {
+        None => None,
+        Some(Reply::Bulk(text)) => Some(
+            std::str::from_utf8(&text)
+                .ok()
+                .and_then(|text| text.parse::<u64>().ok())
+                .ok_or_else(|| unexpected("the incarnation", &Reply::Bulk(text.clone())))?,
+        ),
+        Some(other) => return Err(unexpected("the incarnation", &other)),
+    };
+    Ok((written, incarnation, items.collect()))
 }

@@ -1,12 +1,15 @@
 //! What a handler gets: [`JobContext`], the job and a way to learn it was
 //! taken from the handler, and to report its progress.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::executor::execute;
 use crate::id::JobId;
-use crate::queue::{Queue, TRACEPARENT};
+use crate::queue::{ChildJobs, Queue, TRACEPARENT};
 use crate::transition::{ChildrenReply, Claimed, Headers, JobRef, Progress};
 
 /// What a handler gets: the job, and a way to learn its lease was lost.
@@ -27,24 +30,37 @@ pub struct JobContext {
 }
 
 /// The claim a handler runs under, for the transitions it may send itself
-/// (PROGRESS), fenced by its token.
+/// (PROGRESS, ADOPT), fenced by its token: with the worker's maximum
+/// attempts, and whether the job now waits for children it named.
 #[derive(Clone)]
 struct Holder {
     queue: Queue,
     token: u64,
+    max_attempts: u64,
+    waits: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Holder").field("queue", &self.queue.name()).field("token", &self.token).finish()
+        f.debug_struct("Holder")
+            .field("queue", &self.queue.name())
+            .field("token", &self.token)
+            .field("waits", &self.waits.load(Ordering::Acquire))
+            .finish()
     }
 }
 
 impl JobContext {
-    /// The context of `job`, claimed from `queue`: its payload and headers
-    /// move into it (no copy of them stays with the worker); `cancel` is
-    /// what tells the handler its job was taken from it.
-    pub(super) fn new(job: &mut Claimed, queue: &Queue, cancel: CancellationToken) -> JobContext {
+    /// The context of `job`, claimed from `queue` by a worker whose jobs
+    /// have `max_attempts` unless their own say otherwise: its payload and
+    /// headers move into it (no copy of them stays with the worker);
+    /// `cancel` is what tells the handler its job was taken from it.
+    pub(super) fn new(
+        job: &mut Claimed,
+        queue: &Queue,
+        max_attempts: u64,
+        cancel: CancellationToken,
+    ) -> JobContext {
         JobContext {
             id: job.id.clone(),
             attempt: job.token,
@@ -52,8 +68,15 @@ impl JobContext {
             queue: queue.name().to_owned(),
             headers: std::mem::take(&mut job.headers),
             cancel,
-            holder: Holder { queue: queue.clone(), token: job.token },
+            holder: Holder { queue: queue.clone(), token: job.token, max_attempts, waits: Arc::default() },
         }
+    }
+
+    /// Whether the job waits for children its handler named
+    /// ([`wait_for`](JobContext::wait_for)): its claim is over, and the
+    /// worker sends nothing more for it.
+    pub(super) fn waits(&self) -> Arc<AtomicBool> {
+        self.holder.waits.clone()
     }
 
     /// The producer's W3C trace context (`traceparent` header), when it set
@@ -111,6 +134,47 @@ impl JobContext {
     pub async fn children_results(&self) -> crate::Result<Vec<(JobRef, Vec<u8>)>> {
         let children = self.children().await?.map(|reply| reply.children).unwrap_or_default();
         Ok(children.into_iter().filter_map(|child| Some((child.child, child.result?))).collect())
+    }
+
+    /// Make this job a parent of `children` and wait for them (protocol
+    /// 1.6, ADOPT): those it has not named before are added, `open`, and
+    /// enqueued, each linked to it; the job leaves its lease without
+    /// spending its attempt, and runs again, from the top, once they have
+    /// ended. Then this call, naming the same children (their ids are
+    /// derived, [`ChildJobs`]), answers `Ok(())`: read their results
+    /// ([`children_results`](JobContext::children_results)) and go on.
+    ///
+    /// ```no_run
+    /// # use echomq::worker::{HandlerError, JobContext};
+    /// # use echomq::ChildJobs;
+    /// async fn render(job: JobContext) -> Result<Vec<u8>, HandlerError> {
+    ///     let pages = ChildJobs::new().child("pages", b"1".to_vec()).child("pages", b"2".to_vec());
+    ///     job.wait_for(pages).await?; // the first run ends here; the next one goes on
+    ///     let results = job.children_results().await?;
+    ///     Ok(results.into_iter().flat_map(|(_, bytes)| bytes).collect())
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Waiting`](crate::ErrorKind::Waiting), not a failure,
+    /// when the job now waits: return it (`?`); whatever the handler
+    /// returns then is discarded. [`ErrorKind::Argument`](crate::ErrorKind::Argument) for no
+    /// children, more than 1000, one named twice, with a unique key or
+    /// in a queue the protocol refuses; [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) when the
+    /// job would have more than 1000 children in all;
+    /// [`ErrorKind::Fence`](crate::ErrorKind::Fence) once the lease is
+    /// lost; a failure of the connection or the server (once the job
+    /// waits, the children not enqueued are resolved `gone` by the
+    /// sweep).
+    pub async fn wait_for(&self, children: ChildJobs) -> crate::Result<()> {
+        let Holder { queue, token, max_attempts, waits } = &self.holder;
+        if !queue.adopt((&self.id, *token, *max_attempts), children, waits).await? {
+            return Ok(());
+        }
+        Err(crate::Error::new(
+            crate::ErrorKind::Waiting,
+            format!("{} waits for its children: it runs again once they have ended", self.id),
+        ))
     }
 
     /// Whether [`cancelled`](JobContext::cancelled) has completed.

@@ -248,7 +248,9 @@ impl Runner {
     async fn finish(&self, mut job: Claimed, slot: OwnedSemaphorePermit) -> Finished {
         let cancel = CancellationToken::new();
         // The payload and headers move to the handler: no copy of them stays here.
-        let context = JobContext::new(&mut job, &self.queue, cancel.clone());
+        let context =
+            JobContext::new(&mut job, &self.queue, self.shared.options.retry.max_attempts, cancel.clone());
+        let waits = context.waits();
         // The claim came just before this moment: the lease holds until `lease` from now.
         let started = Instant::now();
         if let Some(waited) = waited(&job.id) {
@@ -268,7 +270,16 @@ impl Runner {
             .map(Duration::from_millis)
             .or(self.shared.options.timeout);
         let ending = self.end(&mut running, &mut lease, started, timeout).await;
-        let outcome = self.outcome(ending, running, &mut lease).await;
+        let outcome = if waits.load(Ordering::Acquire) {
+            // The job waits for children its handler named (ADOPT): its
+            // claim is over, whatever the handler returned or the lease did.
+            if !matches!(ending, Ending::Finished(_)) {
+                running.stop().await;
+            }
+            Outcome::Waits
+        } else {
+            self.outcome(ending, running, &mut lease).await
+        };
         Finished { job, outcome, lease, slot, started }
     }
 

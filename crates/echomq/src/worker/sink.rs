@@ -42,6 +42,9 @@ pub(super) enum Outcome {
     Release,
     /// The lease was lost: nothing is written.
     Lost,
+    /// The job waits for children its handler named (ADOPT): nothing more
+    /// is written.
+    Waits,
 }
 
 /// A job whose run ended, handed to the sink with what it held.
@@ -112,7 +115,7 @@ impl Sink {
                 self.release(&job, &mut lease, started).await;
                 Some(slot)
             }
-            Outcome::Lost => Some(slot),
+            Outcome::Lost | Outcome::Waits => Some(slot),
         };
         self.meters.run_seconds.record(started.elapsed().as_secs_f64());
         drop(lease);

@@ -548,5 +548,36 @@ pub const fn example(name: Name) -> Example {
             raw_options: STRAY,
             sent_by: Err("not yet in the model: flows.rs and the vectors"),
         },
+        Name::Adopt => Example {
+            given: &[
+                "HSET $q:job:$A state active attempts 1 payload p",
+                "ZADD $q:active 5 $A",
+                "HSET $q:children:$A incarnation 7 open 1 children 1 {other}$B open~fail",
+            ],
+            happy: || {
+                let child = |id: &str| Dependency {
+                    child: JobRef::new("other", id.parse().unwrap()).unwrap(),
+                    on_failure: OnFailure::Ignore,
+                };
+                Call::new(Adopt {
+                    id: a(),
+                    token: 1,
+                    max_attempts: 3,
+                    children: vec![child(B), child("JOB_C")],
+                })
+            },
+            reads: &[],
+            naming_a_non_job: Some(&[b"XYZ", b"1", b"3", b"1", b"{q}JOB_B", b"fail"]),
+            raw_args: &[
+                ID,
+                TOKEN,
+                &["3", "0", "x"],
+                &["1", "0", "x"],
+                &["{other}$B", "other:$B"],
+                &["fail", "ignore", "lose"],
+            ],
+            raw_options: STRAY,
+            sent_by: Err("not yet in the model: flows.rs and the vectors"),
+        },
     }
 }
