@@ -22,6 +22,7 @@
 //!   slot between them ([`SlotMove`]).
 //! - `ports`: [`free_port`], loopback ports never handed out twice.
 //! - `wait`: [`eventually`], waiting for a condition against a deadline.
+//! - `promtool`: [`promtool_check_metrics`], Prometheus' check of a `/metrics` body.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -30,12 +31,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod cluster;
 mod module;
 mod ports;
+mod promtool;
 mod server;
 mod wait;
 
 pub use cluster::{RedisCluster, SlotMove};
 pub use module::module_path;
 pub use ports::free_port;
+pub use promtool::promtool_check_metrics;
 pub use server::{RedisServer, ServerOptions};
 pub use wait::{eventually, eventually_blocking};
 

@@ -35,6 +35,8 @@
 //!   ([`WorkerInfo`]), their queues and the jobs they run now
 //!   ([`workers_read_only`]: the same, writing nothing).
 //! - [`error`]: [`Error`], what went wrong and where, and its [`ErrorKind`].
+//! - `otel` (the `otel` feature): a job's OpenTelemetry trace, from its
+//!   producer's span to each attempt's run (docs/tracing.md).
 
 // Without the `protocol` feature, the raw layer's items are the crate's
 // own: the docs name them without a link (`cargo doc --features protocol`,
@@ -56,6 +58,8 @@ pub mod events;
 pub mod executor;
 pub mod id;
 pub mod keyspace;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod queue;
 pub mod record;
 pub mod schedule;

@@ -314,7 +314,13 @@ fn chunk_failure(outcomes: &[echomq::Result<echomq::Enqueued>]) -> Option<(Failu
 /// Enqueue one job; a failure says what was done, and what is safe next.
 async fn enqueue(queue: &Queue, payload: Vec<u8>, options: EnqueueOptions) -> Result<echomq::Enqueued, Exit> {
     let id = options.given_id().cloned().expect("the caller sets the id");
-    queue.enqueue_with(payload, options).await.map_err(|err| match Failure::of(&err) {
+    // In a span of the command's own, in the trace of whoever started it.
+    #[cfg(feature = "otel")]
+    let sent =
+        tracing::Instrument::instrument(queue.enqueue_with(payload, options), crate::otel::command()).await;
+    #[cfg(not(feature = "otel"))]
+    let sent = queue.enqueue_with(payload, options).await;
+    sent.map_err(|err| match Failure::of(&err) {
         Failure::NotDone => Exit::new(Failure::NotDone, not_done(&err)),
         Failure::MaybeDone => Exit::new(
             Failure::MaybeDone,

@@ -4,6 +4,9 @@
 //! refused acks, outages, the `maxmemory-policy` warning) come out here.
 
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{Layer, Registry};
 
 /// How `emq` logs.
 #[derive(clap::Args, Debug)]
@@ -34,7 +37,15 @@ impl Logging {
     /// (the demo's `echomq::worker::sink=error`: its deaths are by design).
     /// `RUST_LOG`, when set, is the filter instead (e.g.
     /// `RUST_LOG=info,echomq=debug`), as in any Rust program.
-    pub fn install(&self, usual: LevelFilter, quieter: &str) {
+    ///
+    /// `spans`, when given, is a layer beside the log's, with its own
+    /// filter: OpenTelemetry's (`emq`'s `otel` feature).
+    pub fn install(
+        &self,
+        usual: LevelFilter,
+        quieter: &str,
+        spans: Option<Box<dyn Layer<Registry> + Send + Sync>>,
+    ) {
         let usual = LEVELS.iter().position(|level| *level == usual).unwrap_or(2);
         let level = (usual + usize::from(self.verbose)).saturating_sub(usize::from(self.quiet));
         let level = LEVELS[level.min(LEVELS.len() - 1)];
@@ -47,11 +58,13 @@ impl Logging {
             }
             None => (EnvFilter::new(level.to_string()), None),
         };
-        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-        match self.log_format {
-            Format::Text => builder.with_target(false).init(),
-            Format::Json => builder.json().with_current_span(true).with_span_list(false).init(),
-        }
+        let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        let log = match self.log_format {
+            Format::Text => log.with_target(false).boxed(),
+            Format::Json => log.json().with_current_span(true).with_span_list(false).boxed(),
+        };
+        let layers: Vec<_> = std::iter::once(log.with_filter(filter).boxed()).chain(spans).collect();
+        tracing_subscriber::registry().with(layers).init();
         if let Some(err) = bad {
             tracing::warn!("RUST_LOG is not a filter ({err}); logging at {level} instead");
         }

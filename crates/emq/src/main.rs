@@ -14,6 +14,7 @@
 //! - `connect.rs`: the URL and the executor (`--via`).
 //! - `failure.rs`: what a failed call did, in words, and what is safe next.
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
+//! - `otel.rs`: traces over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the `otel` feature).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
 //! - `ops.rs`: inspect, list, stats, queues, purge, drain, delete-queue.
 //! - `change.rs`: retry, cancel and delete, by id or all that match.
@@ -83,6 +84,8 @@ mod flow;
 mod flows;
 mod log;
 mod ops;
+#[cfg(feature = "otel")]
+mod otel;
 mod schedule;
 mod scripts;
 mod select;
@@ -227,7 +230,11 @@ async fn run(cli: Cli) {
     // rediss:// URLs: rustls with the ring provider (one small C/asm dependency).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (usual, quieter) = cli.command.log_levels();
-    cli.logging.install(usual, quieter);
+    #[cfg(feature = "otel")]
+    let (spans, exporting) = otel::layer();
+    #[cfg(not(feature = "otel"))]
+    let spans = None;
+    cli.logging.install(usual, quieter, spans);
     let printing = cli.command.only_prints();
     let server = cli.command.names_server().then(|| cli.server.address());
     // A URL the client cannot read is refused before anything is sent.
@@ -237,7 +244,10 @@ async fn run(cli: Cli) {
             std::process::exit(err.code);
         }
     }
-    if let Err(err) = cli.command.run(&cli.server, &cli.logging).await {
+    let ran = cli.command.run(&cli.server, &cli.logging).await;
+    #[cfg(feature = "otel")]
+    exporting.end().await;
+    if let Err(err) = ran {
         let gone = err
             .downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);

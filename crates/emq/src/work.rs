@@ -436,13 +436,22 @@ fn spawn(
     let argv = &command.argv;
     let mut process = tokio::process::Command::new(&argv[0]);
     process.envs(command.environment.iter().map(|(name, value)| (name, value)));
-    // The job's trace context, OpenTelemetry's environment carrier; never the worker's own.
+    // The job's trace context, OpenTelemetry's environment carrier; never
+    // the worker's own. With an exporter on, the context is the run's (its
+    // job span, a child of the producer's); else the producer's, as it came.
     process.env_remove("TRACEPARENT").env_remove("TRACESTATE");
-    if let Some(traceparent) = job.traceparent() {
+    #[cfg(feature = "otel")]
+    let (traceparent, tracestate) = crate::otel::run_context(job);
+    #[cfg(not(feature = "otel"))]
+    let (traceparent, tracestate) = (
+        job.traceparent().map(str::to_owned),
+        job.traceparent().and_then(|_| job.headers.get("tracestate").cloned()),
+    );
+    if let Some(traceparent) = traceparent {
         process.env("TRACEPARENT", traceparent);
-        if let Some(tracestate) = job.headers.get("tracestate") {
-            process.env("TRACESTATE", tracestate);
-        }
+    }
+    if let Some(tracestate) = tracestate {
+        process.env("TRACESTATE", tracestate);
     }
     let headers = serde_json::to_string(&job.headers).map_err(|err| format!("the job's headers: {err}"))?;
     let child = process

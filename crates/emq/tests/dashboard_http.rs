@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use dashboard_support::{dead_jobs, queue, Dashboard};
 use echomq::{EnqueueOptions, State};
-use echomq_test_support::{now_ms, unique_queue, RedisServer};
+use echomq_test_support::{now_ms, promtool_check_metrics, unique_queue, RedisServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_400_and_a_missing_job_404() {
@@ -294,6 +294,11 @@ async fn metrics_and_live_carry_the_snapshot() {
         format!("emq_workers{{queue=\"{name}\"}} 0"),
     ] {
         assert!(metrics.has(&line), "no {line:?} in {}", metrics.0);
+    }
+    // Prometheus' own tool accepts it, where it is installed.
+    let (_, body) = metrics.0.split_once("\r\n\r\n").expect("a response with a body");
+    if let Some(checked) = promtool_check_metrics(body) {
+        checked.unwrap_or_else(|said| panic!("promtool check metrics: {said}\n{body}"));
     }
     // Every metric it serves is one docs/metrics.md lists, of the type it says.
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md")).unwrap();

@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::{eventually, show, Emq, Scratch};
-use echomq_test_support::{free_port, unique_queue, RedisServer};
+use echomq_test_support::{free_port, promtool_check_metrics, unique_queue, RedisServer};
 
 /// The command of a job that runs until the file `go` appears in `$DIR`.
 const WAIT_FOR_GO: &str = "while [ ! -e \"$DIR/go\" ]; do sleep 0.02; done";
@@ -150,6 +150,10 @@ fn emq_work_serves_its_metrics_for_prometheus() {
     for family in body.lines().filter_map(|line| line.strip_prefix("# TYPE ")) {
         let name = family.split(' ').next().unwrap();
         assert!(body.contains(&format!("# HELP {name} ")), "no HELP for {name}: {body}");
+    }
+    // And Prometheus' own tool accepts it, where it is installed.
+    if let Some(checked) = promtool_check_metrics(&body) {
+        checked.unwrap_or_else(|said| panic!("promtool check metrics: {said}\n{body}"));
     }
     assert!(worker.stop(), "stopped cleanly: {}", std::fs::read_to_string(scratch.path("log")).unwrap());
 }

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping
 import redis
 import redis.asyncio
 
-from . import _protocol, calls, flows
+from . import _protocol, calls, flows, tracing
 from .errors import EchoMQError, InvalidInput, NoJobError, OtherMajor, StateError
 from .executor import AsyncExecutor, Call, Kind, SyncExecutor, detect, detect_sync, parse_version
 from .flows import Flow
@@ -240,8 +240,9 @@ class Queue:
         ``id``, or of the job holding the ``unique`` key, whose id it returns
         (``held_by`` too)."""
         job_id = id if id is not None else mint()
-        call = calls.enqueue(self.keyspace, job_id, payload, **options)
-        enqueued = _enqueued(job_id, await self.executor.run(call))
+        with tracing.send(self.name, job_id, options):
+            call = calls.enqueue(self.keyspace, job_id, payload, **options)
+            enqueued = _enqueued(job_id, await self.executor.run(call))
         await self.register()
         return enqueued
 
@@ -564,7 +565,8 @@ class SyncQueue:
 
     def enqueue(self, payload: bytes, *, id: str | None = None, **options: Unpack[EnqueueOptions]) -> Enqueued:
         job_id = id if id is not None else mint()
-        enqueued = _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
+        with tracing.send(self.name, job_id, options):
+            enqueued = _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
         self.register()
         return enqueued
 

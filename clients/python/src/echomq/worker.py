@@ -55,6 +55,7 @@ from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, atte
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .upkeep import Upkeep
+from . import tracing
 
 log = logging.getLogger("echomq.worker")
 
@@ -540,7 +541,7 @@ class Worker:
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
         if self.metrics is not None:
             self.metrics.started(self.queue.name, claimed.id)
-        handler = asyncio.ensure_future(self._call(job))
+        handler = asyncio.ensure_future(tracing.run(job, self._call(job)))
         entry.handler = handler
         done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
         handed = False

@@ -236,7 +236,8 @@ impl Queue {
         payload: impl Into<Vec<u8>>,
         options: EnqueueOptions,
     ) -> Result<Enqueued> {
-        let call = Enqueue {
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+        let mut call = Enqueue {
             id: options.id.unwrap_or_else(JobId::mint),
             payload: payload.into(),
             priority: options.priority,
@@ -246,6 +247,14 @@ impl Queue {
             headers: options.headers,
             parent: None,
         };
+        #[cfg(feature = "otel")]
+        let admission = {
+            use tracing::Instrument;
+            let span = crate::otel::producer(self.name(), call.id.as_str());
+            crate::otel::inject(&span, &mut call.headers);
+            self.run(&call).instrument(span).await?
+        };
+        #[cfg(not(feature = "otel"))]
         let admission = self.run(&call).await?;
         // Noted once it holds a job: a refused enqueue writes nothing.
         self.register(false).await;

@@ -218,6 +218,8 @@ impl Runner {
         let span = self.span(&job);
         async {
             let finished = self.finish(job, slot).await;
+            #[cfg(feature = "otel")]
+            crate::otel::ended(&tracing::Span::current(), finished.outcome.name(), finished.outcome.error());
             self.sink.deliver(finished).await;
         }
         .instrument(span)
@@ -225,8 +227,9 @@ impl Runner {
     }
 
     /// The job's span: its queue, id and attempt, and the producer's trace
-    /// context when it sent one: a layer that reads these fields
-    /// (OpenTelemetry's) joins the job to its producer's trace.
+    /// context when it sent one. With the `otel` feature it is also the
+    /// consumer span of OpenTelemetry's messaging conventions, a child of
+    /// the producer's (`crate::otel`).
     fn span(&self, job: &Claimed) -> tracing::Span {
         let span = tracing::info_span!(
             "emq.job",
@@ -235,12 +238,16 @@ impl Runner {
             attempt = job.token,
             traceparent = tracing::field::Empty,
             trace_id = tracing::field::Empty,
+            otel.name = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
         );
         if let Some(traceparent) = job.headers.get(TRACEPARENT).filter(|value| well_formed_traceparent(value))
         {
             span.record("traceparent", traceparent.as_str());
             span.record("trace_id", &traceparent[3..35]);
         }
+        #[cfg(feature = "otel")]
+        crate::otel::consumer(&span, self.queue.name(), job.id.as_str(), job.token, &job.headers);
         span
     }
 

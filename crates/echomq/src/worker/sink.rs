@@ -47,6 +47,29 @@ pub(super) enum Outcome {
     Waits,
 }
 
+#[cfg(feature = "otel")]
+impl Outcome {
+    /// The outcome's name on the job's span (`messaging.echomq.outcome`).
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Outcome::Ack(_) => "completed",
+            Outcome::Fail(_) => "failed",
+            Outcome::Defer(_) => "deferred",
+            Outcome::Release => "released",
+            Outcome::Lost => "lost",
+            Outcome::Waits => "waits",
+        }
+    }
+
+    /// The failure's text, when the handler failed.
+    pub(super) fn error(&self) -> Option<&str> {
+        match self {
+            Outcome::Fail(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
 /// A job whose run ended, handed to the sink with what it held.
 pub(super) struct Finished {
     /// The claimed job (its payload and headers gone to the handler).
