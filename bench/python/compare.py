@@ -98,7 +98,7 @@ def produce(system: str, url: str, jobs: int) -> float:
         queue = Queue("bench", connection=redis.Redis.from_url(url))
         started = time.perf_counter()
         for _ in range(jobs):
-            queue.enqueue("rq_tasks.noop")
+            queue.enqueue("rq_tasks.job")
         return time.perf_counter() - started
     if system == "arq":
         from arq.connections import RedisSettings, create_pool
@@ -107,7 +107,7 @@ def produce(system: str, url: str, jobs: int) -> float:
             pool = await create_pool(RedisSettings.from_dsn(url))
             started = time.perf_counter()
             for _ in range(jobs):
-                await pool.enqueue_job("noop")
+                await pool.enqueue_job("job")
             took = time.perf_counter() - started
             await pool.aclose()
             return took
@@ -116,11 +116,11 @@ def produce(system: str, url: str, jobs: int) -> float:
     if system == "celery":
         import celery_tasks
 
-        send = celery_tasks.noop.delay
+        send = celery_tasks.job.delay
     else:
         import dramatiq_tasks
 
-        send = dramatiq_tasks.noop.send
+        send = dramatiq_tasks.job.send
     started = time.perf_counter()
     for _ in range(jobs):
         send()

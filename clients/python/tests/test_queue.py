@@ -139,20 +139,24 @@ async def test_a_schedule_is_paused_and_resumed(queue: echomq.Queue) -> None:
     await queue.schedule_every("tick", 3600, b"t", missed="all:5")
     cron = b"cron UTC last 0 9 * * *\n{}"
     await queue.executor.run(calls.schedule(queue.keyspace, b"digest", cron, 4_000_000_000_000))
+    unknown = b"cron Mars/Olympus last 0 9 * * *\n{}"
+    await queue.executor.run(calls.schedule(queue.keyspace, b"martian", unknown, 4_000_000_000_000))
+    assert await queue.pause_schedule("digest") and await queue.resume_schedule("digest")
+    assert (await _definitions(queue))[b"digest"] == cron
     assert await queue.pause_schedule("tick")
     assert (await _definitions(queue))[b"tick"] == b"paused every 3600000 all:5\nt"
     assert await queue.pause_schedule("tick")  # paused already: left as it is
     assert (await _definitions(queue))[b"tick"] == b"paused every 3600000 all:5\nt"
     assert await queue.resume_schedule("tick")
     assert (await _definitions(queue))[b"tick"] == b"every 3600000 all:5\nt"
-    # No such schedule; a bad name; a cron one, which this package cannot read: nothing written.
+    # No such schedule; a bad name; one this package cannot read (an unknown zone): nothing written.
     before = await _definitions(queue)
     assert not await queue.pause_schedule("nightly") and not await queue.resume_schedule("nightly")
     with pytest.raises(echomq.InvalidInput, match="1 to 200 bytes"):
         await queue.pause_schedule("")
-    with pytest.raises(echomq.InvalidInput, match="not an `every` schedule"):
-        await queue.pause_schedule("digest")
-    assert await _definitions(queue) == before and before[b"digest"] == cron
+    with pytest.raises(echomq.InvalidInput, match="does not read as an `every` or a `cron` schedule"):
+        await queue.pause_schedule("martian")
+    assert await _definitions(queue) == before and before[b"martian"] == unknown
 
 
 def test_a_paused_definition_reads_back_and_fires_one_skip() -> None:

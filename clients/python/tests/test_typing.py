@@ -17,3 +17,34 @@ def test_the_package_passes_mypy_strict(tmp_path: Path) -> None:
          "src/echomq", "hatch_build.py"],
         cwd=package, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+TYPED = '''
+import echomq
+
+async def produce(queue: echomq.Queue, app: echomq.App) -> None:
+    await queue.enqueue(b"x", priorty=1)
+    await queue.enqueue(b"x", delay="soon")
+    await queue.enqueue(b"x", attempts=3, delay=1.5, headers={"tenant": "acme"})
+
+app = echomq.App()
+
+@app.task(attempts=3)
+def send(to: str, *, subject: str) -> None: ...
+
+send.enqueue("a@example.com", subject="hi")
+send.enqueue(1, subject="hi")
+'''
+
+
+def test_enqueue_options_and_task_arguments_are_typed(tmp_path: Path) -> None:
+    """No ``**options: Any``: a misspelt option, a wrong type, a task's
+    wrong argument are mypy errors, the right ones are not (issue 51)."""
+    (tmp_path / "produce.py").write_text(TYPED)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "mypy"), "produce.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == ["5", "6", "15"], done.stdout
+    assert 'Unexpected keyword argument "priorty"' in errors[0] and '"delay"' in errors[1]
+    assert 'Argument 1 to "enqueue" of "Task" has incompatible type "int"; expected "str"' in errors[2]

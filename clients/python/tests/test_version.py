@@ -74,3 +74,15 @@ def test_the_package_summary_names_this_protocol() -> None:
     from importlib.metadata import metadata
 
     assert f"(PROTOCOL.md {echomq.PROTOCOL})" in metadata("echomq")["Summary"]
+
+
+def test_the_version_is_the_wheel_metadata_s_and_the_command_says_it() -> None:
+    import subprocess
+    import sys
+    from importlib.metadata import metadata
+    from pathlib import Path
+
+    assert echomq.__version__ == metadata("echomq")["Version"] != "0+unknown"
+    done = subprocess.run([str(Path(sys.executable).with_name("echomq")), "--version"], capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert done.stdout.strip() == f"echomq {echomq.__version__}"

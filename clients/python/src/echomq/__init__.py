@@ -4,6 +4,16 @@ through the protocol's own Lua scripts or the ``echomq`` module's commands.
 
     import echomq
 
+    app = echomq.App("redis://127.0.0.1:6379")
+
+    @app.task(queue="emails", attempts=3)
+    def send_welcome(to: str) -> str:        # run by `echomq worker app:app`
+        return "sent"
+
+    send_welcome.enqueue("a@example.com")
+
+or, one level down, bytes and a handler:
+
     conn = await echomq.connect("redis://127.0.0.1:6379")
     queue = await conn.queue("emails")
     await queue.enqueue(b"hello", attempts=3, headers={"tenant": "acme"})
@@ -17,7 +27,9 @@ Payloads, results and progress are bytes (JSON helpers beside them; never
 pickle). Every refusal is an :class:`~echomq.errors.EchoMQError`: a server's
 one class per code (§10), the host's own :class:`InvalidInput` before sending.
 
-Layout: ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
+Layout: ``tasks`` (App, Task: functions as jobs), ``cli`` (the ``echomq
+worker`` command), ``testing`` (tasks run without Redis), ``metrics``
+(Prometheus), ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
 RetryAfter), ``flows`` (Flow: a parent that waits for its children, §7.8),
 ``failure`` (what a failed job keeps), ``upkeep`` (what a
 worker owes, §11.3, the flows' relay and sweep among it), ``calls`` (each transition's call, checked),
@@ -25,6 +37,8 @@ worker owes, §11.3, the flows' relay and sweep among it), ``calls`` (each trans
 ``ids``, ``schedule``, ``errors``, ``_protocol`` (the generated tables and
 scripts).
 """
+
+from importlib import metadata as _metadata
 
 from . import errors, ids, schedule
 from ._protocol import version_text as _version_text
@@ -51,16 +65,22 @@ from .ids import is_branded, mint
 from .keyspace import Keyspace
 from .model import Child, Children, Claimed, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Link, Policy, Stats
 from .queue import Connection, Queue, SyncQueue, connect
+from .tasks import App, Task, TaskFailed, TaskOptions, current_job
 from .upkeep import Upkeep
 from .worker import Job, RetryAfter, Worker
 
 PROTOCOL = _version_text()
 """The protocol version this package speaks (its scripts' manifest)."""
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("echomq")
+    """The package's version, as its wheel's metadata says it (pyproject.toml's, one source)."""
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "PROTOCOL",
+    "App",
     "ArgError",
     "AsyncExecutor",
     "Call",
@@ -98,12 +118,16 @@ __all__ = [
     "Stats",
     "SyncExecutor",
     "SyncQueue",
+    "Task",
+    "TaskFailed",
+    "TaskOptions",
     "TryAgain",
     "Upkeep",
     "VersionError",
     "WaitingForChildren",
     "Worker",
     "connect",
+    "current_job",
     "detect",
     "detect_sync",
     "errors",

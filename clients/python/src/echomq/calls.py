@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timedelta
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypedDict
 
 from . import _protocol
 from .errors import InvalidInput
@@ -19,6 +19,37 @@ from .model import ON_FAILURE, OUTCOMES, JobRef, Link
 
 Duration = float | int | timedelta
 """A duration: seconds (as ``asyncio.sleep`` takes them) or a ``timedelta``."""
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """What a job may be enqueued with (ENQUEUE's options, §7), each
+    checked before anything is sent; durations in seconds or a ``timedelta``."""
+
+    priority: int
+    """Lower is claimed first (pending's score); 0 by default."""
+    delay: Duration
+    """Claimable only this long after the enqueue."""
+    at: datetime | float
+    """Claimable only from this time (a datetime, or a Unix time in seconds)."""
+    attempts: int
+    """The job's own maximum attempts, whatever its workers' (§7.2)."""
+    backoff: Duration
+    """The job's own fixed wait between attempts."""
+    backoff_exp: Duration
+    """The job's own wait between attempts, doubling from this."""
+    timeout: Duration
+    """How long one attempt may run before its worker fails it."""
+    unique: str | bytes
+    """A dedup key: while a job holds it (``unique_for``), an enqueue with it
+    writes nothing and answers that job's id (§7.3)."""
+    unique_for: Duration
+    """How long the new job holds its ``unique`` key."""
+    unique_until_done: bool
+    """The key is freed when the job is done, if sooner."""
+    headers: Mapping[str, str]
+    """The job's headers (§7.6), str → str."""
+    traceparent: str
+    """The producer's W3C trace context, kept among the headers."""
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
@@ -355,6 +386,17 @@ def one_id(name: str, ks: Keyspace, job_id: str) -> Call:
     """CANCEL, RETRY or INSPECT: a job's keys and its id."""
     raw = check_id(job_id)
     return Call(name, keys(name, ks, job=raw), [raw])
+
+
+REMOVE_MOST = 1000
+"""The most ids one REMOVE takes (§7, REMOVE)."""
+
+
+def remove(ks: Keyspace, state: str, job_ids: Sequence[str]) -> Call:
+    """REMOVE: delete the chosen jobs of one state's set (1 to 1000 ids), with all kept beside them."""
+    if not 1 <= len(job_ids) <= REMOVE_MOST:
+        raise InvalidInput(f"REMOVE takes 1 to {REMOVE_MOST} ids a call, not {len(job_ids)}")
+    return Call("remove", keys("remove", ks, state=state), [check_id(job_id) for job_id in job_ids])
 
 
 def stats(ks: Keyspace) -> Call:

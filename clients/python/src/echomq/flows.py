@@ -275,3 +275,25 @@ async def adopt(queue: Queue, job_id: str, token: int, max_attempts: int, childr
 
 
 __all__ = ["ChildJobs", "Flow", "NotAParent", "WaitingForChildren", "adopt", "steps"]
+
+
+# -- A sync handler's door to its children's results --------------------------
+
+
+def children_results_sync(job: Job, timeout: float | None = 30.0) -> dict[JobRef, bytes]:
+    """:meth:`Job.children_results <echomq.Job.children_results>` for a plain
+    ``def`` handler, which runs in the worker's threads, away from the event
+    loop that reads them: read there (:meth:`~echomq.Job.from_thread`) and
+    waited for here, ``timeout`` seconds at most.
+
+        def merge(job: echomq.Job) -> bytes:
+            pages = echomq.flows.children_results_sync(job)
+            return b"".join(pages.values())
+    """
+    return job.from_thread(job.children_results(), timeout)
+
+
+if TYPE_CHECKING:
+    from .worker import Job
+
+__all__ += ["children_results_sync"]

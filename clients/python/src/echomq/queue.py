@@ -11,28 +11,93 @@ version before anything was written.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
-from typing import Any, AsyncIterator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping
 
 import redis
 import redis.asyncio
 
 from . import _protocol, calls, flows, tracing
 from .errors import EchoMQError, InvalidInput, NoJobError, OtherMajor, StateError
-from .executor import AsyncExecutor, Kind, SyncExecutor, detect, detect_sync, parse_version
+from .executor import AsyncExecutor, Call, Kind, SyncExecutor, detect, detect_sync, parse_version
 from .flows import Flow
 from .ids import check_id, mint
 from .keyspace import REGISTRY, Keyspace
 from .model import (Children, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Stats, read_children,
                     read_inspect, read_stats)
-from .schedule import Every
+from .cron import CronError
+from .schedule import Cron, Every, Schedule, read
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .calls import EnqueueOptions
 
 log = logging.getLogger("echomq")
 
 FINISHING_EVENTS = (b"completed", b"dead", b"cancelled")
+
+STATES = ("pending", "active", "delayed", "done", "dead", "cancelled", "waiting")
+"""The seven states, each a set of the queue's (§2)."""
+
+LIST_MOST = 1000
+"""The most jobs one :meth:`Queue.jobs` reads."""
+
+
+def _listing(state: str, limit: int, start: int) -> tuple[str, int, int]:
+    """ZRANGE's bounds for :meth:`Queue.jobs`, checked."""
+    if state not in STATES:
+        raise InvalidInput(f"{state!r} is not a state: one of {', '.join(STATES)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIST_MOST:
+        raise InvalidInput(f"limit must be 1 to {LIST_MOST}, not {limit!r}")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise InvalidInput(f"start must be 0 or more, not {start!r}")
+    return state, start, start + limit - 1
+
+
+def _decoded(ids: list[bytes]) -> list[str]:
+    return [raw.decode("utf-8", "surrogateescape") for raw in ids]
+
+
+def _inspected(ids: list[str], replies: list[Any]) -> list[JobInfo]:
+    """The jobs INSPECT read; one deleted since it was listed is left out."""
+    found = []
+    for job_id, reply in zip(ids, replies):
+        if isinstance(reply, Exception):
+            raise reply
+        info = read_inspect(job_id, reply)
+        if info is not None:
+            found.append(info)
+    return found
+
+
+def _retried(replies: list[Any]) -> int:
+    """How many RETRYs took their job; one no longer dead (retried or deleted meanwhile) is passed over."""
+    done = 0
+    for reply in replies:
+        if isinstance(reply, (StateError, NoJobError)):
+            continue
+        if isinstance(reply, Exception):
+            raise reply
+        done += 1
+    return done
+
+
+def _removes(ks: Keyspace, state: str, job_ids: Iterable[str]) -> list[Call]:
+    """REMOVE calls for ``job_ids`` (every id checked first), 1000 a call."""
+    ids = list(job_ids)
+    if state not in STATES:
+        raise InvalidInput(f"{state!r} is not a state: one of {', '.join(STATES)}")
+    return [calls.remove(ks, state, ids[i:i + calls.REMOVE_MOST]) for i in range(0, len(ids), calls.REMOVE_MOST)]
+
+
+def _removed(replies: list[Any]) -> int:
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return sum(int(reply) for reply in replies)
 
 
 def _check_protocol(name: str, found: bytes | None) -> None:
@@ -167,10 +232,11 @@ class Queue:
         """Connect to ``url`` and open queue ``name``."""
         return await (await connect(url, executor=executor)).queue(name)
 
-    async def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
-        """Enqueue one job (options: priority, delay, at, attempts, backoff,
-        backoff_exp, timeout, unique, unique_for, unique_until_done, headers,
-        traceparent). Returns the job's id and whether it was a duplicate: of
+    async def enqueue(self, payload: bytes, *, id: str | None = None,
+                      **options: Unpack[EnqueueOptions]) -> Enqueued:
+        """Enqueue one job (options: :class:`~echomq.calls.EnqueueOptions`:
+        priority, delay, at, attempts, backoff, backoff_exp, timeout, unique,
+        unique_for, unique_until_done, headers, traceparent). Returns the job's id and whether it was a duplicate: of
         ``id``, or of the job holding the ``unique`` key, whose id it returns
         (``held_by`` too)."""
         job_id = id if id is not None else mint()
@@ -180,11 +246,12 @@ class Queue:
         await self.register()
         return enqueued
 
-    async def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
+    async def enqueue_json(self, value: Any, **options: Unpack[EnqueueOptions]) -> Enqueued:
         """Enqueue ``value`` as its JSON text (UTF-8)."""
         return await self.enqueue(json.dumps(value).encode(), **options)
 
-    async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+    async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]],
+                           **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """Many jobs (payloads, or (id, payload) pairs) in one round trip,
         everything checked before anything is sent: plain jobs as ENQUEUEMANY
         calls of up to 1000 jobs; with ``options`` (as :meth:`enqueue`'s, the
@@ -251,6 +318,40 @@ class Queue:
         """Send a dead job back to pending."""
         await self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 
+    async def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """Up to ``limit`` (1 to 1000) jobs of one state, from the ``start``-th,
+        in their set's order (§2): pending first to be claimed first,
+        delayed and active by due time, done, dead and cancelled oldest first;
+        each read whole (INSPECT: its error, result, policy…), in one round trip."""
+        state, first, last = _listing(state, limit, start)
+        ids = _decoded(await self.connection.redis.zrange(self.keyspace.key(state), first, last))
+        if not ids:
+            return []
+        replies = await self.executor.run_many([calls.one_id("inspect", self.keyspace, i) for i in ids])
+        return _inspected(ids, replies)
+
+    async def dead(self, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """The dead jobs (out of attempts), oldest first, each with its last
+        error: :meth:`jobs` of ``dead``."""
+        return await self.jobs("dead", limit=limit, start=start)
+
+    async def retry_dead(self, *, limit: int = 1000) -> int:
+        """Send up to ``limit`` dead jobs, oldest first, back to pending
+        (RETRY each, one round trip): how many went."""
+        _, first, last = _listing("dead", limit, 0)
+        ids = _decoded(await self.connection.redis.zrange(self.keyspace.key("dead"), first, last))
+        if not ids:
+            return 0
+        return _retried(await self.executor.run_many([calls.one_id("retry", self.keyspace, i) for i in ids]))
+
+    async def delete(self, job_ids: Iterable[str], *, state: str) -> int:
+        """Delete the jobs ``job_ids`` of ``state`` with all kept beside them
+        (REMOVE, 1000 a call; every id checked before anything is sent); an
+        id not in that state is left alone. A deleted active job's worker
+        loses its lease. How many were deleted."""
+        removes = _removes(self.keyspace, state, job_ids)
+        return _removed(await self.executor.run_many(removes)) if removes else 0
+
     async def inspect(self, job_id: str) -> JobInfo | None:
         """The job: its record, error, progress, result, policy and headers; None when there is none."""
         reply = await self.executor.run(calls.one_id("inspect", self.keyspace, job_id))
@@ -308,7 +409,23 @@ class Queue:
             raise InvalidInput(f"every {every_ms} ms, missed {missed!r}: not a schedule (§11.6)")
         return await self._schedule(calls.schedule_name(name), schedule)
 
-    async def _schedule(self, raw_name: bytes, schedule: Every) -> int:
+    async def schedule_cron(self, name: str, expression: str, payload: bytes, *, zone: str = "UTC",
+                            missed: str = "last") -> int:
+        """Add (or replace) schedule ``name``: a job of ``payload`` at the
+        instants the cron ``expression`` names in time zone ``zone`` (5
+        fields, or 6 with seconds first, as ``emq schedule add --cron``
+        reads them: :mod:`echomq.cron`), fired by the queue's workers, Python
+        or Rust; ``missed`` as :meth:`schedule_every`'s. Returns its first
+        tick, server ms. :class:`InvalidInput`, nothing written, for an
+        expression, zone or policy it does not read."""
+        raw_name = calls.schedule_name(name)
+        try:
+            schedule = Cron.of(zone, expression, calls.payload(payload), missed=missed)
+        except CronError as err:
+            raise InvalidInput(f"schedule {name!r}: {err}") from None
+        return await self._schedule(raw_name, schedule)
+
+    async def _schedule(self, raw_name: bytes, schedule: Schedule) -> int:
         """Write ``schedule`` (SCHEDULE replaces) with its first tick after the server's now: that tick."""
         now = int((await self.executor.run(calls.schedules(self.keyspace, limit=1)))[0])
         first = schedule.first_after(now)
@@ -324,7 +441,7 @@ class Queue:
         """Pause schedule ``name``: its ticks fire no job, they only move on,
         until :meth:`resume_schedule` (§11.6). Whether there is one (among
         the first 1000 by next tick). Raises :class:`InvalidInput`, nothing
-        written, for a ``cron`` schedule, which this package cannot read."""
+        written, for a definition this package cannot read."""
         return await self._set_paused(name, True)
 
     async def resume_schedule(self, name: str) -> bool:
@@ -340,12 +457,12 @@ class Queue:
         stored = next((definition for found, definition, _ in reply[1:] if found == raw_name), None)
         if stored is None:
             return False
-        schedule = Every.read(stored)
+        schedule = read(stored)
         if schedule is None:
-            raise InvalidInput(f"schedule {name!r} of {self.name} is not an `every` schedule, which this "
-                               "package cannot read, so it does not rewrite it: use emq or the Rust host")
+            raise InvalidInput(f"schedule {name!r} of {self.name} does not read as an `every` or a `cron` "
+                               "schedule this package knows, so it does not rewrite it: use emq or the Rust host")
         if schedule.paused != paused:
-            await self._schedule(raw_name, dataclasses.replace(schedule, paused=paused))
+            await self._schedule(raw_name, schedule.with_paused(paused))
         return True
 
     async def last_event(self) -> str:
@@ -446,17 +563,18 @@ class SyncQueue:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def enqueue(self, payload: bytes, *, id: str | None = None, **options: Any) -> Enqueued:
+    def enqueue(self, payload: bytes, *, id: str | None = None, **options: Unpack[EnqueueOptions]) -> Enqueued:
         job_id = id if id is not None else mint()
         with tracing.send(self.name, job_id, options):
             enqueued = _enqueued(job_id, self.executor.run(calls.enqueue(self.keyspace, job_id, payload, **options)))
         self.register()
         return enqueued
 
-    def enqueue_json(self, value: Any, **options: Any) -> Enqueued:
+    def enqueue_json(self, value: Any, **options: Unpack[EnqueueOptions]) -> Enqueued:
         return self.enqueue(json.dumps(value).encode(), **options)
 
-    def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]], **options: Any) -> list[Enqueued]:
+    def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]],
+                     **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """:meth:`Queue.enqueue_many`, synchronous."""
         jobs = _plain(payloads)
         if options:
@@ -533,6 +651,31 @@ class SyncQueue:
 
     def retry(self, job_id: str) -> None:
         self.executor.run(calls.one_id("retry", self.keyspace, job_id))
+
+    def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """:meth:`Queue.jobs`, synchronous."""
+        state, first, last = _listing(state, limit, start)
+        ids = _decoded(self.redis.zrange(self.keyspace.key(state), first, last))
+        if not ids:
+            return []
+        return _inspected(ids, self.executor.run_many([calls.one_id("inspect", self.keyspace, i) for i in ids]))
+
+    def dead(self, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """:meth:`Queue.dead`, synchronous."""
+        return self.jobs("dead", limit=limit, start=start)
+
+    def retry_dead(self, *, limit: int = 1000) -> int:
+        """:meth:`Queue.retry_dead`, synchronous."""
+        _, first, last = _listing("dead", limit, 0)
+        ids = _decoded(self.redis.zrange(self.keyspace.key("dead"), first, last))
+        if not ids:
+            return 0
+        return _retried(self.executor.run_many([calls.one_id("retry", self.keyspace, i) for i in ids]))
+
+    def delete(self, job_ids: Iterable[str], *, state: str) -> int:
+        """:meth:`Queue.delete`, synchronous."""
+        removes = _removes(self.keyspace, state, job_ids)
+        return _removed(self.executor.run_many(removes)) if removes else 0
 
     def inspect(self, job_id: str) -> JobInfo | None:
         return read_inspect(job_id, self.executor.run(calls.one_id("inspect", self.keyspace, job_id)))

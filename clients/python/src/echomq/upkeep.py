@@ -19,7 +19,7 @@ from .executor import Call
 from .keyspace import Keyspace
 from .model import JobRef, read_children, read_inspect, read_outcome
 from .queue import Queue
-from .schedule import Every, fires
+from .schedule import fires, read
 
 log = logging.getLogger("echomq.upkeep")
 
@@ -252,13 +252,14 @@ class Upkeep:
         now = int(reply[0])
         for name_raw, definition, due in reply[1:]:
             name = name_raw.decode("utf-8", "replace")
-            every = Every.read(definition)
-            if every is None:
+            schedule = read(definition)
+            if schedule is None:
                 if name not in warned:
                     warned.add(name)
-                    log.warning("schedule %r of %s: this host reads only `every` definitions; left alone",
-                                name, self.keyspace.name)
+                    log.warning("schedule %r of %s: its definition does not read as an `every` or a `cron` one "
+                                "this host knows (%r); left alone", name, self.keyspace.name,
+                                definition.partition(b"\n")[0].decode("utf-8", "replace"))
                 continue
-            for call in fires(self.keyspace, name, every, int(due), now):
+            for call in fires(self.keyspace, name, schedule, int(due), now):
                 if await self.executor.run(call) == -1:
                     break

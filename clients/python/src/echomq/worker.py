@@ -45,11 +45,12 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 from . import _protocol, calls, failure, flows
 from .errors import FenceError, InvalidInput, NoJobError, Refused
 from .flows import ChildJobs
+from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
@@ -59,6 +60,8 @@ from . import tracing
 log = logging.getLogger("echomq.worker")
 
 Handler = Callable[["Job"], Awaitable[Any] | Any]
+
+T = TypeVar("T")
 
 MAX_RESULT = _protocol.size("MAX_RESULT")
 
@@ -91,6 +94,37 @@ class Job:
     _entry: _Running | None = field(default=None, repr=False)
     _max_attempts: int = field(default=DEFAULT_MAX_ATTEMPTS, repr=False)
     """The worker's max attempts, for a job with no ATTEMPTS of its own."""
+    _threads: ThreadPoolExecutor | None = field(default=None, repr=False)
+    """The worker's threads, where :meth:`in_thread` runs a function."""
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    """The worker's event loop, where :meth:`from_thread` runs a coroutine."""
+
+    def from_thread(self, work: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``work`` (``job.progress(b"50")``, ``job.children()``) on the
+        worker's event loop from a sync handler's thread, and wait for its
+        result (``timeout`` seconds at most: ``TimeoutError``): how a plain
+        ``def`` handler calls the job's ``async`` methods. Never from the
+        loop itself, which would wait for itself: ``RuntimeError``."""
+        if self._loop is None:
+            work.close()
+            raise RuntimeError("this job is not run by a worker: await its methods instead")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            work.close()
+            raise RuntimeError("from_thread() is for a sync handler's thread: on the loop, await it")
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
+
+    async def in_thread(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``function(*args, **kwargs)`` in one of the worker's threads (as
+        many as its ``concurrency``), with the caller's context variables:
+        how an ``async def`` handler runs blocking code while the loop goes
+        on renewing leases. Outside a running worker, in a thread of the
+        loop's default pool."""
+        run = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, run)
 
     @property
     def attempts_spent(self) -> int:
@@ -149,7 +183,8 @@ class Job:
     async def children_results(self) -> dict[JobRef, bytes]:
         """What a flow's parent's children returned, by child: those done
         with a result (a child that failed, or returned nothing, is not
-        among them). Empty for a job that is no parent."""
+        among them). Empty for a job that is no parent. From a sync
+        handler: :func:`echomq.flows.children_results_sync`."""
         children = await self.children()
         return {} if children is None else children.results
 
@@ -184,6 +219,7 @@ class _Running:
     """The job waits for children its handler named (ADOPT): its claim is over."""
     renewed: float = field(default_factory=time.monotonic)
     """When the lease was claimed or last renewed (``time.monotonic()``)."""
+    claimed_at: float = field(default_factory=time.monotonic)
 
     def lose(self, why: str) -> None:
         """The lease is gone: stop the handler, drop its result."""
@@ -227,6 +263,12 @@ class Worker:
     (:mod:`echomq.failure`: at most 64 KiB, the traceback cut first), which
     ``emq inspect`` and :meth:`Queue.inspect` show. :class:`RetryAfter`
     defers it.
+
+    With ``burst`` it stops once nothing is pending and it runs nothing
+    (delayed jobs are left for the next run); with ``metrics``
+    (:class:`echomq.metrics.Metrics`) it counts each job's end as the
+    Rust worker does. ``echomq worker`` (:mod:`echomq.cli`) runs one per
+    queue of an :class:`~echomq.App`, with ``app.handler``.
     """
 
     def __init__(
@@ -244,6 +286,8 @@ class Worker:
         upkeep: float = 0.25,
         grace: float = 10.0,
         registry_beat: float = 5.0,
+        burst: bool = False,
+        metrics: Metrics | None = None,
     ) -> None:
         if not isinstance(queue, Queue):
             raise TypeError(
@@ -267,6 +311,12 @@ class Worker:
         self.idle_wait = idle_wait
         self.upkeep_period = upkeep
         self.grace = grace
+        self.burst = burst
+        """Stop once the queue has nothing pending to claim and this worker runs
+        nothing (RQ's burst mode): delayed jobs, retries in their back-off
+        among them, are left for the next worker."""
+        self.metrics = metrics
+        """Told of each job's end (:class:`echomq.metrics.Metrics`), when given."""
         self._ks = queue.keyspace
         self._exec = queue.executor
         self.upkeep = Upkeep(queue, max_attempts, upkeep)
@@ -281,6 +331,10 @@ class Worker:
         self._free = concurrency
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._quiet = asyncio.Event()
+        """Set by :meth:`quiet`: no more claims; running jobs run to their end."""
+        self._at_once = asyncio.Event()
+        """Set by ``stop(at_once=True)``: the grace ends now."""
         # Set once run() ends its helpers: their loops end at their next look,
         # even when a cancellation was swallowed inside a client call.
         self._closed = asyncio.Event()
@@ -291,20 +345,54 @@ class Worker:
 
     # -- the public face ---------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self, *, at_once: bool = False) -> None:
         """Stop gracefully: claim no more, let running jobs finish within the
-        grace, release the rest (REFUND: no attempt spent)."""
+        grace, release the rest (REFUND: no attempt spent). ``at_once``
+        ends the grace now (a second SIGTERM)."""
         self._stopping.set()
+        if at_once:
+            self._at_once.set()
+
+    def quiet(self) -> None:
+        """Claim no more, for good; running jobs run to their end, and the
+        worker waits, idle, for :meth:`stop` (SIGTSTP, as ``emq work``'s
+        quiet before a deploy)."""
+        self._quiet.set()
+        self._slot_freed.set()
+
+    @property
+    def running(self) -> int:
+        """How many jobs it runs now."""
+        return len(self._running)
+
+    def on_signal(self, name: str) -> None:
+        """Steered as ``emq work`` is: SIGTSTP quiets; the first SIGINT or
+        SIGTERM stops gracefully, the second at once."""
+        if name == "SIGTSTP":
+            log.info("%s: quiet: no new jobs; %d running run to their end; SIGTERM or Ctrl-C stops the worker",
+                     name, self.running)
+            self.quiet()
+        elif not self._stopping.is_set():
+            log.info("%s: stopping: no new jobs; %d running have the grace (%ss) to end, then their jobs are "
+                     "released, no attempt spent (another SIGINT or SIGTERM: at once)", name, self.running,
+                     self.grace)
+            self.stop()
+        else:
+            log.warning("%s: stopping at once: %d running jobs are released", name, self.running)
+            self.stop(at_once=True)
 
     async def run(self, *, handle_signals: bool = True) -> None:
-        """Work until :meth:`stop` (or SIGTERM/SIGINT with ``handle_signals``)."""
+        """Work until :meth:`stop`, or with ``burst`` until the queue is empty.
+        With ``handle_signals``: SIGTERM or SIGINT stops gracefully (a second
+        one at once), SIGTSTP quiets (:meth:`quiet`)."""
         loop = asyncio.get_running_loop()
-        if self._sync:
-            self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="echomq-handler")
+        # Threads start as handlers need them: none for an async handler that never asks.
+        self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="echomq-handler")
+        caught = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
         if handle_signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
+            for sig, name in caught:
                 try:
-                    loop.add_signal_handler(sig, self.stop)
+                    loop.add_signal_handler(sig, self.on_signal, name)
                 except (NotImplementedError, RuntimeError):
                     pass
         helpers = [
@@ -315,8 +403,7 @@ class Worker:
         ]
         claimer = asyncio.create_task(self._claimer(), name="echomq-claim")
         try:
-            await self._stopping.wait()
-            await self._end_claims(claimer)
+            await self._until_stopped(claimer)
             await self._finish_running()
             self._ack_wake.set()
             while self._acks or any(not t.done() for t in self._tasks):
@@ -336,11 +423,25 @@ class Worker:
                 self._threads.shutdown(wait=False, cancel_futures=True)
                 self._threads = None
             if handle_signals:
-                for sig in (signal.SIGTERM, signal.SIGINT):
+                for sig, _ in caught:
                     try:
                         loop.remove_signal_handler(sig)
                     except (NotImplementedError, RuntimeError):
                         pass
+
+    async def _until_stopped(self, claimer: asyncio.Task[None]) -> None:
+        """Until :meth:`stop`; quieted meanwhile, the claims end at once and
+        the running jobs run on."""
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        quiet = asyncio.ensure_future(self._quiet.wait())
+        await asyncio.wait({stopping, quiet}, return_when=asyncio.FIRST_COMPLETED)
+        await self._end_claims(claimer)
+        await stopping
+        quiet.cancel()
+
+    @property
+    def _claiming(self) -> bool:
+        return not (self._stopping.is_set() or self._quiet.is_set())
 
     # -- claiming -------------------------------------------------------------
 
@@ -358,14 +459,14 @@ class Worker:
 
     async def _claimer(self) -> None:
         backoff = 0.01
-        while not self._stopping.is_set():
+        while self._claiming:
             if self._free == 0:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
             count = min(self._free, 1000)
             self._free -= count
-            native_block = int(self.idle_wait * 1000) if self._exec.kind == "native" else None
+            native_block = int(self.idle_wait * 1000) if self._exec.kind == "native" and not self.burst else None
             try:
                 reply = await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block))
             except Exception as err:  # a lost connection: say so, try again soon
@@ -377,11 +478,19 @@ class Worker:
             backoff = 0.01
             claims = read_claims(reply)
             self._free += count - len(claims.jobs)
-            if self._stopping.is_set():
+            if not self._claiming:
                 await self._release_claimed(claims.jobs)
                 return
             self._dispatch(claims.jobs)
             if claims.jobs and claims.held is None:
+                continue
+            if self.burst and not claims.jobs and (claims.held is None or claims.held < 0):
+                if not self._running and not self._acks:
+                    log.info("burst: nothing pending in %s; stopping (%d processed, %d failed)", self._ks.name,
+                             self.processed, self.failed)
+                    self.stop()
+                    return
+                await self._nap(0.02)  # the running jobs' slots come back to claim again
                 continue
             await self._wait_for_work(claims.held, bool(claims.jobs))
 
@@ -428,8 +537,10 @@ class Worker:
     async def _run_job(self, entry: _Running) -> None:
         claimed = entry.claimed
         job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
-                  self.max_attempts)
+                  self.max_attempts, self._threads, asyncio.get_running_loop())
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
+        if self.metrics is not None:
+            self.metrics.started(self.queue.name, claimed.id)
         handler = asyncio.ensure_future(tracing.run(job, self._call(job)))
         entry.handler = handler
         done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
@@ -439,13 +550,15 @@ class Worker:
                 handler.cancel()
                 await asyncio.gather(handler, return_exceptions=True)
                 if not entry.fenced and not entry.released:
-                    await self._fail(entry, f"timed out after {_duration_text(timeout_ms or 0)}")
+                    await self._fail(entry, f"timed out after {_duration_text(timeout_ms or 0)}", timed_out=True)
                     return
             if entry.waits or entry.fenced:
                 # The job waits for its children, or the lease is gone: what
                 # the handler returned or raised is thrown away (retrieved).
                 if handler.done() and not handler.cancelled():
                     handler.exception()
+                if entry.fenced and not entry.waits:
+                    self._tell(entry, "lease_lost")
                 return
             if entry.released or handler.cancelled():
                 await self._release(entry)
@@ -482,15 +595,19 @@ class Worker:
 
     async def _call(self, job: Job) -> Any:
         """The handler's result: an async one's from the loop, a sync one's from a thread."""
-        if self._threads is None:
+        if not self._sync:
             result = self.handler(job)
         else:
             # As asyncio.to_thread does, with the context, but in the worker's own pool.
-            run = functools.partial(contextvars.copy_context().run, self.handler, job)
-            result = await asyncio.get_running_loop().run_in_executor(self._threads, run)
+            result = await job.in_thread(self.handler, job)
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    def _tell(self, entry: _Running, outcome: Outcome) -> None:
+        """Tell the metrics how the job's attempt ended."""
+        if self.metrics is not None:
+            self.metrics.ended(self.queue.name, outcome, time.monotonic() - entry.claimed_at)
 
     def _done(self, entry: _Running) -> None:
         if self._running.get(entry.claimed.id) is entry:
@@ -498,7 +615,8 @@ class Worker:
             self._free += 1
             self._slot_freed.set()
 
-    async def _fail(self, entry: _Running, error: str, err: BaseException | None = None) -> None:
+    async def _fail(self, entry: _Running, error: str, err: BaseException | None = None, *,
+                    timed_out: bool = False) -> None:
         """Log the failure (with ``err``'s traceback) and FAIL the job with ``error``."""
         claimed = entry.claimed
         attempt = max(1, attempts_spent(claimed.token, claimed.policy, self.max_attempts))
@@ -510,11 +628,14 @@ class Worker:
         backoff = min(backoff, 999_999_999_999)
         self.failed += 1
         try:
-            await self._exec.run(
+            went = await self._exec.run(
                 calls.fail(self._ks, claimed.id, claimed.token, self.max_attempts, backoff, error)
             )
         except (FenceError, NoJobError):
             entry.fenced = True
+            self._tell(entry, "lease_lost")
+            return
+        self._tell(entry, "timed_out" if timed_out else "dead" if went == b"dead" else "retried")
 
     async def _defer(self, entry: _Running, told: RetryAfter) -> None:
         claimed = entry.claimed
@@ -523,6 +644,7 @@ class Worker:
                 calls.defer(self._ks, claimed.id, claimed.token, calls.to_ms(told.after),
                             self.max_attempts, told.pause_queue)
             )
+            self._tell(entry, "deferred")
         except (FenceError, NoJobError):
             entry.fenced = True
 
@@ -530,6 +652,7 @@ class Worker:
         claimed = entry.claimed
         try:
             await self._exec.run(calls.release(self._ks, claimed.id, claimed.token, self.max_attempts))
+            self._tell(entry, "released")
         except (FenceError, NoJobError):
             entry.fenced = True
 
@@ -543,7 +666,7 @@ class Worker:
                 batch = self._acks[:1000]
                 del self._acks[:1000]
                 try:
-                    if len(batch) == 1 and not self._stopping.is_set():
+                    if len(batch) == 1 and self._claiming:
                         await self._ack_next(*batch[0])
                     else:
                         await self._ack_many(batch)
@@ -563,6 +686,7 @@ class Worker:
             )
         except (FenceError, NoJobError):
             entry.lose("its ack was refused")
+            self._tell(entry, "lease_lost")
             self._free += count - 1
             self._done(entry)
             return
@@ -571,6 +695,7 @@ class Worker:
             raise
         claims = read_claims(reply)
         self.processed += 1
+        self._tell(entry, "processed")
         del self._running[claimed.id]
         self._free += count - len(claims.jobs)
         self._dispatch(claims.jobs)
@@ -584,8 +709,10 @@ class Worker:
         for (entry, _), outcome in zip(batch, reply):
             if isinstance(outcome, Refused):
                 entry.lose("its ack was refused")
+                self._tell(entry, "lease_lost")
             else:
                 self.processed += 1
+                self._tell(entry, "processed")
             self._done(entry)
 
     # -- leases ---------------------------------------------------------------------
@@ -613,7 +740,8 @@ class Worker:
 
     async def _finish_running(self) -> None:
         deadline = time.monotonic() + self.grace
-        while any(not e.fenced for e in self._running.values()) and time.monotonic() < deadline:
+        while (any(not e.fenced for e in self._running.values()) and time.monotonic() < deadline
+               and not self._at_once.is_set()):
             await asyncio.sleep(0.01)
         for entry in list(self._running.values()):
             if entry.handler is not None and not entry.handler.done():
