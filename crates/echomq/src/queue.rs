@@ -31,17 +31,18 @@ mod operate;
 mod produce;
 mod read;
 pub mod registry;
+mod relay;
 mod schedules;
 mod upkeep;
 
 pub(crate) use consume::ack_many;
-pub use flows::SWEEP_GRACE;
-pub(crate) use flows::{relay, sweep, RELAY_STEP};
 pub use flows::{ChildJobs, Flow, FlowAdded, Flows};
 pub use lease::{Lease, Leases, Wait};
 pub use operate::{Delete, Drain};
 pub use produce::{BatchOpened, EnqueueOptions, Enqueued};
 pub use read::{EventsFrom, Finished};
+pub use relay::SWEEP_GRACE;
+pub(crate) use relay::{relay, sweep, RELAY_STEP};
 pub use schedules::Schedules;
 pub use upkeep::Upkeep;
 

@@ -210,7 +210,7 @@ impl Queue {
     /// the failure: cancelling it again cancels the rest).
     pub async fn cancel(&self, id: &JobId) -> Result<bool> {
         let cancelled = self.run(&Cancel { id: id.clone() }).await?;
-        super::flows::cancel_children(self, id).await?;
+        super::relay::cancel_children(self, id).await?;
         Ok(cancelled)
     }
 
