@@ -554,3 +554,32 @@ async def test_a_stale_holder_cannot_adopt_and_bad_children_are_refused(conn: ec
     with pytest.raises(echomq.InvalidInput):
         echomq.ChildJobs().child("render", b"p", unique="k")
     assert await state(parents, enqueued.id) == "active" and await parents.children(enqueued.id) is None
+
+
+async def test_a_renewal_while_a_parent_enqueues_its_children_cancels_nothing(
+        conn: echomq.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADOPT ends the claim: the lease renewer sends no EXTEND for a job that
+    waits, so a renewal due while its children are being enqueued (slowly
+    here) neither warns of a lost lease nor cancels the enqueue half-way."""
+    parents, left, right = [await open_queue(conn, name) for name in ("parents", "left", "right")]
+    enqueued = await parents.enqueue(b"report")
+    register = echomq.Queue.register
+
+    async def slow_register(self: echomq.Queue, **options: Any) -> Any:
+        await asyncio.sleep(0.6)  # several renewal periods of the 0.3 s lease
+        return await register(self, **options)
+
+    monkeypatch.setattr(echomq.Queue, "register", slow_register)
+
+    async def handle(job: echomq.Job) -> bytes:
+        if job.queue.name != parents.name:
+            return b"kid"
+        await job.wait_for(echomq.ChildJobs().child(left.name, b"l").child(right.name, b"r"))
+        return b"parent"
+
+    workers = [echomq.Worker(queue, handle, upkeep=0.05, lease=0.3) for queue in (parents, left, right)]
+    async with working(workers[0]), working(workers[1]), working(workers[2]):
+        done = await parents.wait(enqueued.id, timeout=60)
+    assert (done.state, done.result) == ("done", b"parent")
+    heard = await parents.children(enqueued.id)
+    assert heard is not None and (heard.open, len(heard.children)) == (0, 2), "both children enqueued and done"

@@ -3,6 +3,7 @@ worker's (docs/metrics.md), from a Worker and from ``echomq worker --metrics``."
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import urllib.request
@@ -90,3 +91,20 @@ def test_metrics_on_an_address_in_use_are_refused_with_status_2(tmp_path: Path) 
                               cwd=project.root, env=project.env, capture_output=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert f"cannot serve metrics on --metrics 127.0.0.1:{port}" in done.stderr.decode()
+
+
+async def test_a_timed_out_attempt_is_failed_and_dead_or_retried_too(queue: echomq.Queue) -> None:
+    # As the Rust worker counts a timeout: failed, and retried or dead, and timed out.
+    registry = prometheus_client.CollectorRegistry()
+
+    async def handle(job: echomq.Job) -> None:
+        await asyncio.sleep(30)
+
+    job = await queue.enqueue(b"slow", attempts=1, timeout=0.05)
+    async with working(echomq.Worker(queue, handle, metrics=Metrics(registry))):
+        assert (await queue.wait(job.id, timeout=60)).state == "dead"
+    name = queue.name
+    assert _value(registry, "emq_jobs_timed_out_total", name) == 1
+    assert _value(registry, "emq_jobs_failed_total", name) == 1
+    assert _value(registry, "emq_jobs_dead_total", name) == 1
+    assert _value(registry, "emq_job_run_seconds_count", name) == 1

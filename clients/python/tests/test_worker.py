@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any
 
 import pytest
@@ -242,3 +243,29 @@ async def test_sigterm_stops_a_worker_process_gracefully(server: RedisServer, ki
     assert info is not None and (info.state, info.token) == ("pending", 1)
     assert info.policy == echomq.Policy(attempts=6)
     await queue.connection.close()
+
+
+async def test_a_sync_handler_past_its_timeout_keeps_its_slot_until_its_thread_ends(
+        queue: echomq.Queue) -> None:
+    """A thread cannot be stopped: a sync handler that ran past its timeout
+    holds its slot until it returns, so the next job is not claimed only to
+    wait in the pool behind it, its own timeout running down."""
+    ran: list[bytes] = []
+
+    def handle(job: echomq.Job) -> bytes:
+        ran.append(job.payload)
+        if job.payload == b"slow":
+            time.sleep(1.5)
+        return b"ok"
+
+    async def started() -> bool:
+        return bool(ran)
+
+    slow = await queue.enqueue(b"slow", attempts=1, timeout=0.3)
+    async with working(echomq.Worker(queue, handle, concurrency=1)):
+        await eventually(started, timeout=30, what="the slow job started")
+        fast = await queue.enqueue(b"fast", attempts=1, timeout=0.5)
+        done = await queue.wait(fast.id, timeout=60)
+    assert (done.state, done.result) == ("done", b"ok"), done.error
+    assert (await queue.wait(slow.id, timeout=60)).state == "dead"
+    assert ran == [b"slow", b"fast"]

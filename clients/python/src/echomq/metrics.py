@@ -22,7 +22,8 @@ from .ids import PREFIX, decode_ulid, is_branded
 
 Outcome = Literal["processed", "retried", "dead", "deferred", "timed_out", "lease_lost", "released"]
 """How a job's attempt ended, as a worker tells it: acked (``processed``),
-failed and retried or dead (a timeout is also ``timed_out``'s), deferred by
+failed and retried or dead (a timeout is told ``timed_out`` first, then
+retried or dead, as the Rust worker counts it), deferred by
 :class:`~echomq.RetryAfter`, its lease lost, or released at a stop."""
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
@@ -68,12 +69,13 @@ class Metrics:
         """A job's attempt ended as ``outcome``, ``seconds`` after its claim."""
         if outcome == "processed":
             self.processed.labels(queue).inc()
-        elif outcome in ("retried", "dead", "timed_out"):
+        elif outcome == "timed_out":
+            # Told before the attempt's retried or dead, which counts it failed.
+            self.timed_out.labels(queue).inc()
+            return
+        elif outcome in ("retried", "dead"):
             self.failed.labels(queue).inc()
-            if outcome == "timed_out":
-                self.timed_out.labels(queue).inc()
-            else:
-                (self.retried if outcome == "retried" else self.dead).labels(queue).inc()
+            (self.retried if outcome == "retried" else self.dead).labels(queue).inc()
         elif outcome == "deferred":
             self.deferred.labels(queue).inc()
         elif outcome == "lease_lost":

@@ -35,6 +35,7 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import functools
 import inspect
@@ -220,10 +221,16 @@ class _Running:
     renewed: float = field(default_factory=time.monotonic)
     """When the lease was claimed or last renewed (``time.monotonic()``)."""
     claimed_at: float = field(default_factory=time.monotonic)
+    thread: concurrent.futures.Future[Any] | None = None
+    """A sync handler's run in the worker's threads: its slot is held until it ends."""
 
     def lose(self, why: str) -> None:
-        """The lease is gone: stop the handler, drop its result."""
-        if not self.fenced and not self.waits:
+        """The lease is gone: stop the handler, drop its result. Nothing once
+        the job waits for its children: its claim is over, and the handler
+        may still be enqueueing them."""
+        if self.waits:
+            return
+        if not self.fenced:
             log.warning("job %s lost its lease (%s); its handler is cancelled", self.claimed.id, why)
         self.fenced = True
         if self.handler is not None and not self.handler.done():
@@ -256,8 +263,9 @@ class Worker:
 
     ``handler`` returns the job's result: bytes as they are, a str as UTF-8,
     None for no result, anything else as JSON (a result JSON cannot encode,
-    a ``datetime`` or a ``Decimal``, fails the job at once with the
-    encoder's error). An exception fails the job:
+    a ``datetime`` or a ``Decimal``, fails the attempt at once, with the
+    encoding error; retried by the job's policy like any failure). An
+    exception fails the job:
     it is logged (``echomq.worker``, ERROR, with its traceback), and the job
     keeps its type and message, then its traceback, as its error
     (:mod:`echomq.failure`: at most 64 KiB, the traceback cut first), which
@@ -598,8 +606,14 @@ class Worker:
         if not self._sync:
             result = self.handler(job)
         else:
-            # As asyncio.to_thread does, with the context, but in the worker's own pool.
-            result = await job.in_thread(self.handler, job)
+            # As asyncio.to_thread does, with the context, in the worker's own
+            # pool; the thread's future kept, for the slot it holds (_done).
+            assert self._threads is not None, "run() makes the pool before any job starts"
+            run = functools.partial(contextvars.copy_context().run, self.handler, job)
+            thread = self._threads.submit(run)
+            if job._entry is not None:
+                job._entry.thread = thread
+            result = await asyncio.wrap_future(thread)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -612,8 +626,20 @@ class Worker:
     def _done(self, entry: _Running) -> None:
         if self._running.get(entry.claimed.id) is entry:
             del self._running[entry.claimed.id]
-            self._free += 1
-            self._slot_freed.set()
+            thread = entry.thread
+            if thread is None or thread.done():
+                self._free_slot()
+                return
+            # A sync handler still running in its thread (timed out, its lease
+            # lost, released): a thread cannot be stopped, so its slot is free
+            # only when the thread is, else the next job would wait in the pool
+            # behind it while its own timeout runs down.
+            loop = asyncio.get_running_loop()
+            thread.add_done_callback(lambda _: loop.call_soon_threadsafe(self._free_slot))
+
+    def _free_slot(self) -> None:
+        self._free += 1
+        self._slot_freed.set()
 
     async def _fail(self, entry: _Running, error: str, err: BaseException | None = None, *,
                     timed_out: bool = False) -> None:
@@ -635,7 +661,9 @@ class Worker:
             entry.fenced = True
             self._tell(entry, "lease_lost")
             return
-        self._tell(entry, "timed_out" if timed_out else "dead" if went == b"dead" else "retried")
+        if timed_out:
+            self._tell(entry, "timed_out")
+        self._tell(entry, "dead" if went == b"dead" else "retried")
 
     async def _defer(self, entry: _Running, told: RetryAfter) -> None:
         claimed = entry.claimed
@@ -721,7 +749,7 @@ class Worker:
         """Every third of the lease, renew every running job's lease in one round trip."""
         while not self._closed.is_set():
             await self._sleep(self.lease_ms / 3000)
-            entries = [e for e in self._running.values() if not e.fenced]
+            entries = [e for e in self._running.values() if not e.fenced and not e.waits]
             if not entries:
                 continue
             sent = time.monotonic()
@@ -765,7 +793,7 @@ class Worker:
         return [
             {"queue": self.queue.name, "id": e.claimed.id, "token": e.claimed.token,
              "lease_until": now + max(0, int((e.renewed + lease - clock) * 1000))}
-            for e in self._running.values() if not e.fenced
+            for e in self._running.values() if not e.fenced and not e.waits
         ]
 
     # -- upkeep -----------------------------------------------------------------------
