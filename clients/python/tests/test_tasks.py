@@ -115,6 +115,24 @@ async def test_a_unique_task_answers_the_holder_of_the_same_arguments(server: Re
     app.close()
 
 
+async def test_a_unique_task_s_key_is_its_arguments_however_they_are_passed(server: RedisServer) -> None:
+    app, name = _app(server)
+
+    @app.task(unique_for=60)
+    def charge(customer: str, cents: int, currency: str = "eur", **meta: Any) -> None:
+        pass
+
+    first = charge.enqueue(customer="c", cents=5)
+    same = [charge.enqueue(cents=5, customer="c"), charge.enqueue("c", 5), await charge.enqueue_async("c", 5, "eur"),
+            charge.enqueue("c", cents=5, currency="eur")]
+    assert [(s.duplicate, s.id) for s in same] == [(True, first.id)] * 4
+    tagged = charge.enqueue("c", 5, a=1, b=2)
+    assert not tagged.duplicate and charge.enqueue("c", 5, b=2, a=1).id == tagged.id
+    other = [charge.enqueue("c", 6), charge.enqueue("c", 5, "usd"), charge.enqueue(customer="d", cents=5)]
+    assert not any(o.duplicate for o in other) and len({first.id, tagged.id, *(o.id for o in other)}) == 5
+    app.close()
+
+
 async def test_a_payload_that_is_no_task_fails_its_job_saying_why(server: RedisServer) -> None:
     app, name = _app(server)
 
