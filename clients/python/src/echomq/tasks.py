@@ -27,7 +27,8 @@ keys; anything else is refused at enqueue with :class:`InvalidInput`
 naming where it is (``args[1]['when']: a datetime``), before anything is
 sent, as are arguments the function's signature does not take. **The
 result** is the function's return value as JSON (None: no result); one
-JSON cannot encode fails the job at once.
+JSON cannot encode fails the attempt at once, with the encoding error;
+the job is retried by its policy like any failure.
 """
 
 from __future__ import annotations
