@@ -16,6 +16,7 @@ import echomq
 from echomq import calls
 from echomq.cron import Cron, CronError, zone
 from echomq.schedule import Cron as CronSchedule
+from echomq.schedule import _NEVER as NEVER_TICK
 from echomq.schedule import fires, read, tick_id
 
 from conftest import RedisServer, eventually, working
@@ -69,11 +70,30 @@ def test_the_day_fields_read_as_croner_reads_them(expression: str, days: list[st
 
 
 @pytest.mark.parametrize("expression", ["", "* * * *", "61 * * * *", "*/0 * * * *", "5/10 * * * *",
-                                        "0 0 * * L", "0 0 5L * *", "0 0 1-5W * *", "0 0 * * 1-5L", "0 0 * * 1#6",
-                                        "0 0 * * * * * *", "@every 5m", "0 9 * * MON-FRI%"])
+                                        "0 0 5L * *", "0 0 1-5W * *", "0 0 * * 1-5L", "0 0 * * 1#6",
+                                        "0 0 * * * * * *", "@every 5m", "0 9 * * MON-FRI%", "0 0 0 1 1 * 5001",
+                                        "0 0 0 1 1 * 9999", "0 0 0 1 1 * 0"])
 def test_an_expression_croner_refuses_is_refused(expression: str) -> None:
     with pytest.raises(CronError):
         Cron.parse(expression)
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("0 0 * * L", None),                                  # a lone L in the weekday: read, and no day is one
+    ("0 0 0 30 2 *", None),                               # 30 February
+    ("0 0 0 1 1 * 2035", "2035-01-01T00:00:00+00:00"),    # nine years on
+    ("0 0 0 29 2 +MON", "2044-02-29T00:00:00+00:00"),     # 29 February AND a Monday: 18 years on
+    # croner's last year: its first second, and nothing after (croner 4.0.3's
+    # test_find_occurrence_at_max_year_limit)
+    ("0 0 0 1 1 * 5000", "5000-01-01T00:00:00+00:00"),
+    ("0 0 12 1 1 * 5000", None),
+    ("0 0 0 31 12 * 4999", "4999-12-31T00:00:00+00:00"),
+])
+def test_a_search_goes_as_far_as_croner_s(expression: str, expected: str | None) -> None:
+    started = time.perf_counter()
+    found = Cron.parse(expression).next_after(_at("2026-12-06T00:00:00+00:00", "UTC"), zone("UTC"))
+    assert found == (None if expected is None else _at(expected, "UTC"))
+    assert time.perf_counter() - started < 0.5, "a search skips what cannot match, not minute by minute"
 
 
 def test_an_unreadable_cron_definition_is_left_alone() -> None:
@@ -100,7 +120,10 @@ def test_missed_cron_ticks_fire_as_the_rust_host_plans_them() -> None:
 EXPRESSIONS = [("0 9 * * MON-FRI", "Europe/Paris"), ("*/7 * * * *", "UTC"), ("30 2 * * *", "America/New_York"),
                ("0 0 L * *", "Asia/Tokyo"), ("15 10 * * 5L", "Australia/Lord_Howe"), ("0 0 1,15 * MON", "UTC"),
                ("*/20 * * * * *", "UTC"), ("0 12 * JAN,JUL 1#1", "Europe/London"), ("@hourly", "Asia/Kolkata"),
-               ("0 0 LW * *", "UTC")]
+               ("0 0 LW * *", "UTC"), ("0 0 0 1 1 * 2035", "Europe/Paris"), ("0 0 0 29 2 +MON", "UTC")]
+NEVER = ["0 0 * * L", "0 0 12 1 1 * 5000", "0 0 0 1 1 * 3000"]
+"""Expressions croner reads with no tick, or none in AT_MS's range: ``emq schedule add`` refuses them as
+never ticking, and their first tick here is the "never" one."""
 
 
 async def test_each_expression_s_next_tick_is_the_one_emq_stores(queue: echomq.Queue, server: RedisServer,
@@ -116,6 +139,12 @@ async def test_each_expression_s_next_tick_is_the_one_emq_stores(queue: echomq.Q
         after = int((await queue.executor.run(calls.schedules(queue.keyspace, limit=1)))[0])
         # emq computed its tick from the server's now at some instant between the two reads.
         assert following in {parsed.next_after(before), parsed.next_after(after)}, (expression, where)
+    for expression in NEVER:
+        assert CronSchedule.of("UTC", expression, b"p").first_after(before) == NEVER_TICK, expression
+        never = emq(server, kind, "schedule", "add", "--cron", expression, queue.name, "never", "p", check=False)
+        assert b"never ticks" in never.stderr, (expression, never.stderr)
+    late = emq(server, kind, "schedule", "add", "--cron", "0 0 0 1 1 * 5001", queue.name, "late", "p", check=False)
+    assert late.returncode != 0 and b"out of bounds" in late.stderr, "croner reads years up to 5000"
 
 
 async def test_a_cron_schedule_emq_added_fires_on_a_queue_only_python_works(

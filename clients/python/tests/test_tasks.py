@@ -115,6 +115,24 @@ async def test_a_unique_task_answers_the_holder_of_the_same_arguments(server: Re
     app.close()
 
 
+async def test_a_unique_task_s_key_is_its_arguments_however_they_are_passed(server: RedisServer) -> None:
+    app, name = _app(server)
+
+    @app.task(unique_for=60)
+    def charge(customer: str, cents: int, currency: str = "eur", **meta: Any) -> None:
+        pass
+
+    first = charge.enqueue(customer="c", cents=5)
+    same = [charge.enqueue(cents=5, customer="c"), charge.enqueue("c", 5), await charge.enqueue_async("c", 5, "eur"),
+            charge.enqueue("c", cents=5, currency="eur")]
+    assert [(s.duplicate, s.id) for s in same] == [(True, first.id)] * 4
+    tagged = charge.enqueue("c", 5, a=1, b=2)
+    assert not tagged.duplicate and charge.enqueue("c", 5, b=2, a=1).id == tagged.id
+    other = [charge.enqueue("c", 6), charge.enqueue("c", 5, "usd"), charge.enqueue(customer="d", cents=5)]
+    assert not any(o.duplicate for o in other) and len({first.id, tagged.id, *(o.id for o in other)}) == 5
+    app.close()
+
+
 async def test_a_payload_that_is_no_task_fails_its_job_saying_why(server: RedisServer) -> None:
     app, name = _app(server)
 
@@ -134,18 +152,21 @@ async def test_a_payload_that_is_no_task_fails_its_job_saying_why(server: RedisS
     assert errors[3].startswith("echomq.tasks.TaskFailed: the payload has members a task's has not: extra")
 
 
-async def test_a_result_json_cannot_encode_fails_the_task_at_once(server: RedisServer) -> None:
+async def test_a_result_json_cannot_encode_fails_the_attempt_and_is_retried(server: RedisServer) -> None:
     app, name = _app(server)
+    runs: list[int] = []
 
-    @app.task(attempts=1)
+    @app.task(attempts=3, backoff=0.01)
     async def when() -> Any:
+        runs.append(1)
         return {"at": datetime(2026, 1, 1)}
 
     queue = await app.queue_async(name)
     job = await when.enqueue_async()
     async with working(echomq.Worker(queue, app.handler, lease=60)):
         dead = await queue.wait(job.id, timeout=30)
-    assert dead.state == "dead" and dead.token == 1
+    # A failure like any other: retried by the job's policy, each run its side effects again.
+    assert len(runs) == 3 and dead.state == "dead" and dead.token == 3
     assert "task 'when' returned what JSON cannot encode: the result['at']: a datetime.datetime" in (dead.error or "")
 
 

@@ -8,8 +8,9 @@ first) or 7 (a year last); ``*``, ``?`` (in the day fields), lists, ranges
 ``MON``; weekday 7 is Sunday); in the day of the month ``L`` (its last
 day), ``LW`` (its last weekday), ``nW`` (the weekday nearest day n); in
 the weekday ``nL`` (the last such weekday of the month), ``n#k`` (the
-k-th) and a leading ``+`` (day of month AND weekday, where both
-restricted mean either, as Vixie cron has it); ``@yearly``,
+k-th), a lone ``L`` (which croner reads, and which names no day) and a
+leading ``+`` (day of month AND weekday, where both restricted mean
+either, as Vixie cron has it); years 1 to 5000; ``@yearly``,
 ``@annually``, ``@monthly``, ``@weekly``, ``@daily``, ``@hourly``.
 Anything else is :class:`CronError`: a host that cannot read a
 definition leaves the schedule alone (§11.6).
@@ -25,12 +26,14 @@ from __future__ import annotations
 
 import calendar
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from typing import Iterator
+from typing import Callable, Iterator
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-YEARS = (1, 9999)
+YEARS = (1, 5000)
+"""The years croner 4 reads (its ``YEAR_LOWER_LIMIT`` and ``YEAR_UPPER_LIMIT``): a year field outside is
+refused, and a search ends at them (:data:`_REACH`)."""
 
 _NICKNAMES = {"@YEARLY": "0 0 1 1 *", "@ANNUALLY": "0 0 1 1 *", "@MONTHLY": "0 0 1 * *",
               "@WEEKLY": "0 0 * * SUN", "@DAILY": "0 0 * * *", "@HOURLY": "0 * * * *"}
@@ -42,9 +45,11 @@ _ALLOWED = "*/0123456789,-"
 LAST = 0
 """The weekday field's "last of the month" mark (``5L``); 1 to 5 are ``#1`` to ``#5``; ``None``: any."""
 
-_SEARCH_DAYS = 366 * 8
-"""How far a search goes before it says there is no tick (29 February on a Monday: 28 years would be needed;
-croner gives up sooner too)."""
+_REACH = (datetime(YEARS[0], 12, 31, 23, 59, 59), datetime(YEARS[1], 1, 1))
+"""The furthest wall-clock times a search reaches, back and forward, as croner's does: it says there is
+no tick as soon as it would step on from a time in its first year (back) or its last (forward), so the
+only time of those years it can answer is the first one it lands on (``0 0 0 1 1 * 5000`` has a tick,
+``0 0 12 1 1 * 5000`` none)."""
 
 
 class CronError(ValueError):
@@ -123,6 +128,9 @@ class Cron:
     star_dow: bool
     dom_and_dow: bool
     fixed_time: bool
+    _month_days: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict, init=False, repr=False,
+                                                                 compare=False)
+    """The expression's days of a month, by (its 1st's weekday, Monday 0; its length): filled as needed."""
 
     @staticmethod
     def parse(expression: str) -> Cron:
@@ -172,39 +180,76 @@ class Cron:
         """Whether ``day`` is one of the expression's days (its time aside)."""
         if day.month not in self.months or (self.years is not None and day.year not in self.years):
             return False
-        length = calendar.monthrange(day.year, day.month)[1]
-        weekday = (day.weekday() + 1) % 7  # 0 is Sunday
-        dom = day.day in self.days
+        return day.day in self._days_of(day.year, day.month)
+
+    def _days_of(self, year: int, month: int) -> tuple[int, ...]:
+        """The days of ``month`` of ``year`` the day fields name, in order (months and years aside):
+        they depend on the month's length and its 1st's weekday only, so are worked out once for each."""
+        first, length = calendar.monthrange(year, month)
+        found = self._month_days.get((first, length))
+        if found is None:
+            found = self._month_days[(first, length)] = tuple(
+                d for d in range(1, length + 1) if self._day_fits(d, length, first))
+        return found
+
+    def _day_fits(self, day: int, length: int, first: int) -> bool:
+        """Whether day ``day`` of a month of ``length`` days whose 1st is weekday ``first`` (Monday 0)
+        is one the day fields name."""
+        def weekday(n: int) -> int:  # Monday 0
+            return (first + n - 1) % 7
+
+        dom = day in self.days
         if not dom and self.last_day and self.last_weekday_of_month:
-            last = date(day.year, day.month, length).weekday()  # Monday 0
-            dom = day.day == (length - 1 if last == 5 else length - 2 if last == 6 else length)
-        elif not dom and self.last_day and day.day == length:
+            last = weekday(length)
+            dom = day == (length - 1 if last == 5 else length - 2 if last == 6 else length)
+        elif not dom and self.last_day and day == length:
             dom = True
         if not dom and self.nearest_weekday:
-            dom = self._nearest(day, length)
-        nth = (day.day - 1) // 7 + 1
-        dow = ((weekday, nth) in self.weekdays or (weekday, None) in self.weekdays
-               or ((weekday, LAST) in self.weekdays and day.day + 7 > length))
+            dom = self._nearest(day, length, weekday)
+        sunday_first = (weekday(day) + 1) % 7
+        nth = (day - 1) // 7 + 1
+        dow = ((sunday_first, nth) in self.weekdays or (sunday_first, None) in self.weekdays
+               or ((sunday_first, LAST) in self.weekdays and day + 7 > length))
         if (dom and self.star_dow) or (dow and self.star_dom):
             return True
         if not self.star_dom and not self.star_dow:
             return (dom and dow) if self.dom_and_dow else (dom or dow)
         return False
 
-    def _nearest(self, day: date, length: int) -> bool:
-        for wanted in range(max(1, day.day - 2), min(length, day.day + 2) + 1):
+    def _nearest(self, day: int, length: int, weekday_of: Callable[[int], int]) -> bool:
+        for wanted in range(max(1, day - 2), min(length, day + 2) + 1):
             if wanted not in self.nearest_weekday:
                 continue
-            weekday = date(day.year, day.month, wanted).weekday()  # Monday 0
+            weekday = weekday_of(wanted)  # Monday 0
             if weekday < 5:
                 target = wanted
             elif weekday == 5:
                 target = wanted - 1 if wanted > 1 else wanted + 2
             else:
                 target = wanted + 1 if wanted < length else wanted - 2
-            if target == day.day:
+            if target == day:
                 return True
         return False
+
+    def _days(self, start: date, backward: bool) -> Iterator[date]:
+        """The expression's days from ``start`` on (back, ``backward``), in order, up to croner's
+        :data:`YEARS`: a year or a month it does not name is skipped whole, not day by day."""
+        year, month = start.year, start.month
+        while YEARS[0] <= year <= YEARS[1]:
+            if self.years is not None and year not in self.years:
+                year, month = (year - 1, 12) if backward else (year + 1, 1)
+                continue
+            if month in self.months:
+                days = self._days_of(year, month)
+                for d in reversed(days) if backward else days:
+                    day = date(year, month, d)
+                    if day > start if backward else day < start:
+                        continue
+                    yield day
+            if backward:
+                year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+            else:
+                year, month = (year, month + 1) if month < 12 else (year + 1, 1)
 
     # -- instants -----------------------------------------------------------
 
@@ -236,41 +281,38 @@ class Cron:
         days in order from ``ms``'s, each day's wall-clock times in order.
         On a day without a change of offset the instants keep the walls'
         order, so its first fit is the day's answer; on one with a change
-        (DST), every wall within :data:`_SHIFT` of a fit is looked at too."""
+        (DST), every wall within :data:`_SHIFT` of a fit is looked at too.
+        It ends at croner's :data:`_REACH`: None, there is no tick."""
         edge = _wall(ms, zone) + (_SHIFT if backward else -_SHIFT)
-        step = timedelta(days=-1 if backward else 1)
-        day = edge.date()
+        reach = _REACH[0] if backward else _REACH[1]
         best: int | None = None
-        for _ in range(_SEARCH_DAYS):
+        for day in self._days(edge.date(), backward):
             if best is not None and abs((day - _wall(best, zone).date()).days) > 1:
                 return best
-            if self.day_matches(day):
-                hours = range(edge.hour + 1) if backward else range(edge.hour, 24)
-                midnight = datetime(day.year, day.month, day.day)
-                offset = _offset(midnight, zone)
-                steady = offset == _offset(midnight + timedelta(days=1), zone)
-                fit: datetime | None = None
-                for hour, minute, second in self._times(backward, hours if day == edge.date() else range(24)):
-                    wall = midnight.replace(hour=hour, minute=minute, second=second)
-                    if fit is not None and abs(wall - fit) > _SHIFT:
-                        break
-                    if steady:
-                        instants = [int((wall - _EPOCH).total_seconds() - offset) * 1000]
-                    else:
-                        instants = self._instants(wall, zone)
-                    found = [t for t in instants if (t <= ms if backward else t > ms)]
-                    if not found:
-                        continue
-                    pick = max(found) if backward else min(found)
-                    if best is None or (pick > best if backward else pick < best):
-                        best = pick
-                    if steady:
-                        break
-                    fit = fit or wall
-            try:
-                day = day + step
-            except OverflowError:
-                return best
+            hours = range(edge.hour + 1) if backward else range(edge.hour, 24)
+            midnight = datetime(day.year, day.month, day.day)
+            offset = _offset(midnight, zone)
+            steady = offset == _offset(midnight + timedelta(days=1), zone)
+            fit: datetime | None = None
+            for hour, minute, second in self._times(backward, hours if day == edge.date() else range(24)):
+                wall = midnight.replace(hour=hour, minute=minute, second=second)
+                if fit is not None and abs(wall - fit) > _SHIFT:
+                    break
+                if wall < reach if backward else wall > reach:
+                    continue
+                if steady:
+                    instants = [int((wall - _EPOCH).total_seconds() - offset) * 1000]
+                else:
+                    instants = self._instants(wall, zone)
+                found = [t for t in instants if (t <= ms if backward else t > ms)]
+                if not found:
+                    continue
+                pick = max(found) if backward else min(found)
+                if best is None or (pick > best if backward else pick < best):
+                    best = pick
+                if steady:
+                    break
+                fit = fit or wall
         return best
 
     def next_after(self, ms: int, zone: ZoneInfo) -> int | None:
@@ -309,7 +351,7 @@ def _day_of_week(text: str) -> set[tuple[int, int | None]]:
     if text == "*":
         return {(d, None) for d in range(7)}
     for part in text.split(","):
-        if not part:
+        if not part or part == "L":  # croner reads a lone L as a flag no weekday's match looks at
             continue
         nth: int | None = None
         if part.endswith("L"):

@@ -132,8 +132,10 @@ class Cron:
         return f"{paused}cron {self.zone} {self.missed} {self.expression}\n".encode() + self.payload
 
     def first_after(self, now: int) -> int:
+        """The first tick after ``now``; none, or one past AT_MS's range (a year after 2286, which
+        ``emq`` reads as none too), is the "never" tick."""
         found = self.next_after(now)
-        return found if found is not None else _NEVER
+        return found if found is not None and found <= _NEVER else _NEVER
 
     def next_after(self, ms: int) -> int | None:
         expression, where = self._parsed

@@ -27,7 +27,8 @@ keys; anything else is refused at enqueue with :class:`InvalidInput`
 naming where it is (``args[1]['when']: a datetime``), before anything is
 sent, as are arguments the function's signature does not take. **The
 result** is the function's return value as JSON (None: no result); one
-JSON cannot encode fails the job at once.
+JSON cannot encode fails the attempt at once, with the encoding error;
+the job is retried by its policy like any failure.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ class TaskOptions:
     """A job with the same task and arguments as one enqueued in the last
     ``unique_for`` seconds is a duplicate: the enqueue answers the first
     one's id (``Enqueued.held_by``). The key is the task's name and a
-    SHA-256 of its arguments' JSON."""
+    SHA-256 of its arguments in one canonical form, however they were
+    passed (:meth:`Task.unique_key`)."""
     unique_until_done: bool = False
     """With ``unique_for``: the key is freed early when the job is done."""
     delay: calls.Duration | None = None
@@ -114,12 +116,11 @@ class TaskOptions:
     def check(self) -> None:
         """Every option in its limits, as ENQUEUE would check it: :class:`InvalidInput` otherwise."""
         check_queue(self.queue)
-        calls.enqueue(_CHECK_KEYSPACE, mint(), b"{}", **self._enqueue_options(b"{}"))
+        unique = "task:check" if self.unique_for is not None else None
+        calls.enqueue(_CHECK_KEYSPACE, mint(), b"{}", **self._enqueue_options(unique))
 
-    def _enqueue_options(self, body: bytes, name: str = "") -> dict[str, Any]:
-        unique = None
-        if self.unique_for is not None:
-            unique = f"task:{name}:{hashlib.sha256(body).hexdigest()}"
+    def _enqueue_options(self, unique: str | None) -> dict[str, Any]:
+        """ENQUEUE's options, ``unique`` the job's key when it has one (``unique_for``)."""
         return {"priority": self.priority, "delay": self.delay, "at": self.at, "attempts": self.attempts,
                 "backoff": self.backoff, "backoff_exp": self.backoff_exp, "timeout": self.timeout,
                 "unique": unique, "unique_for": self.unique_for,
@@ -146,6 +147,11 @@ def _json_value(value: Any, where: str) -> Any:
     raise InvalidInput(f"{where}: a {type(value).__module__}.{type(value).__qualname__}, which JSON cannot carry: "
                        "pass it as str, int, float, bool, None, a list or a dict with str keys "
                        "(a datetime as isoformat(), a Decimal as str)")
+
+
+def _type_name(value: Any) -> str:
+    """What stands for a default JSON cannot carry in a unique key: the same in every process."""
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
 def task_payload(name: str, args: tuple[Any, ...] | list[Any], kwargs: Mapping[str, Any]) -> bytes:
@@ -235,7 +241,21 @@ class Task(Generic[P, R]):
 
     def enqueue_options(self, body: bytes) -> dict[str, Any]:
         """ENQUEUE's options for a job of this task whose payload is ``body``."""
-        return self.options._enqueue_options(body, self.name)
+        unique = self.unique_key(body) if self.options.unique_for is not None else None
+        return self.options._enqueue_options(unique)
+
+    def unique_key(self, body: bytes) -> str:
+        """The ``unique`` key of a job of this task whose payload is
+        ``body``: ``task:<name>:`` and the SHA-256 of its arguments bound
+        to the function's signature, defaults applied, as
+        ``json.dumps(bound.arguments, sort_keys=True, separators=(",", ":"))``;
+        so ``f(1, b=2)``, ``f(b=2, a=1)`` and ``f(1)`` (``b`` defaults to 2)
+        have one key. A default JSON cannot carry stands as its type's name."""
+        _, args, kwargs = read_payload(body)
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        canonical = json.dumps(bound.arguments, sort_keys=True, separators=(",", ":"), default=_type_name)
+        return f"task:{self.name}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
 
     async def run(self, job: Job | None, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Run the function on ``args``: an async one on the loop, a sync one
