@@ -52,7 +52,14 @@ pub fn inject(span: &tracing::Span, headers: &mut Headers) {
     if !context.span().span_context().is_valid() {
         return;
     }
-    TraceContextPropagator::new().inject_context(&context, &mut Carrier(headers));
+    // Only when the job's headers still fit with it: tracing on must not
+    // refuse an enqueue that it off would take (HEADERS' limit).
+    let mut traced = headers.clone();
+    TraceContextPropagator::new().inject_context(&context, &mut Carrier(&mut traced));
+    match serde_json::to_vec(&traced) {
+        Ok(encoded) if encoded.len() <= echomq_core::limits::MAX_HEADERS => *headers = traced,
+        _ => tracing::debug!("the job's headers leave no room for its trace context: sent without it"),
+    }
 }
 
 /// A producer span for an enqueue to `queue` of the job `id`, the current
@@ -164,6 +171,19 @@ mod tests {
         let traceparent = &headers[TRACEPARENT];
         assert!(traceparent.starts_with(&format!("00-{trace_id}-")), "{traceparent}");
         assert!(!headers.contains_key(TRACESTATE), "no tracestate with nothing in it: {headers:?}");
+    }
+
+    #[test]
+    fn headers_with_no_room_left_are_sent_without_the_trace_context() {
+        // A value that brings the encoded headers to a few bytes under the limit.
+        let filler = "x".repeat(echomq_core::limits::MAX_HEADERS - 20);
+        let headers = traced(|| {
+            let mut headers = Headers::from([("big".to_owned(), filler.clone())]);
+            inject(&producer("emails", "JOB_1"), &mut headers);
+            headers
+        });
+        assert_eq!(headers, Headers::from([("big".to_owned(), filler)]), "left as the caller made them");
+        assert!(crate::transition::encode_headers(&headers).is_ok(), "within HEADERS' limit");
     }
 
     #[test]

@@ -24,6 +24,17 @@ use tracing_subscriber::{Layer, Registry};
 /// The exporter's wait for the collector, when `OTEL_EXPORTER_OTLP_TIMEOUT` says none.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The exporter's wait for the collector: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`,
+/// else `OTEL_EXPORTER_OTLP_TIMEOUT` (ms, as the specification reads them),
+/// else [`TIMEOUT`]. Read here, since a timeout given the builder in code
+/// wins over the variables, and the HTTP client needs it too.
+fn timeout() -> Duration {
+    ["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
+        .map_or(TIMEOUT, Duration::from_millis)
+}
+
 /// The process's span exporter, while there is one: flushed and shut down
 /// by [`Exporting::end`] before `emq` exits.
 #[derive(Debug, Default)]
@@ -41,10 +52,11 @@ pub fn layer() -> (Option<Box<dyn Layer<Registry> + Send + Sync>>, Exporting) {
     if disabled || !(set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
         return (None, Exporting::default());
     }
+    let timeout = timeout();
     let exporter = SpanExporter::builder()
         .with_http()
-        .with_http_client(OnRuntime::new(TIMEOUT))
-        .with_timeout(TIMEOUT)
+        .with_http_client(OnRuntime::new(timeout))
+        .with_timeout(timeout)
         .build();
     let exporter = match exporter {
         Ok(exporter) => exporter,
