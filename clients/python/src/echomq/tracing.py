@@ -82,9 +82,10 @@ async def run(job: Job, handler: Awaitable[T]) -> T:
         try:
             result = await handler
         except Exception as err:
-            deferred = type(err).__name__ == "RetryAfter"
-            span.set_attribute("messaging.echomq.outcome", "deferred" if deferred else "failed")
-            if not deferred:
+            # Not failures: a deferral, and a parent that now waits for its children.
+            outcome = {"RetryAfter": "deferred", "WaitingForChildren": "waits"}.get(type(err).__name__, "failed")
+            span.set_attribute("messaging.echomq.outcome", outcome)
+            if outcome == "failed":
                 span.set_attribute("error.type", type(err).__qualname__)
                 span.set_status(Status(StatusCode.ERROR, str(err)))
             raise
