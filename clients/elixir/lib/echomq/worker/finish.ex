@@ -11,6 +11,9 @@ defmodule EchoMQ.Worker.Finish do
 
   alias EchoMQ.{Args, Keyspace, Protocol}
 
+  # DEFER's delay (§7's limits): checked in the handler's task, by `run/2`.
+  @defer_ms (fn {low, high} -> low..high end).(Protocol.limit("DELAY_MS"))
+
   @doc false
   # In the handler's task: its answer as what the worker does next.
   def run(handler, job) do
@@ -35,17 +38,31 @@ defmodule EchoMQ.Worker.Finish do
       {:error, reason} ->
         {:fail, inspect(reason)}
 
-      {:defer, ms} ->
+      {:defer, ms} when is_integer(ms) and ms in @defer_ms ->
         {:defer, ms, false}
 
-      {:defer, ms, :pause_queue} ->
+      {:defer, ms, :pause_queue} when is_integer(ms) and ms in @defer_ms ->
         {:defer, ms, true}
+
+      {:defer, _} = bad ->
+        not_an_answer(bad)
+
+      {:defer, _, _} = bad ->
+        not_an_answer(bad)
 
       other ->
         {:fail, "the handler answered #{inspect(other, limit: 20)}, not :ok, {:ok, _}, {:error, _} or {:defer, _}"}
     end
   catch
     kind, reason -> {:fail, Exception.format(kind, reason, __STACKTRACE__)}
+  end
+
+  # A bad defer fails the job here, in the task: a raise in the worker
+  # would crash it, release the job and claim it again, for ever.
+  defp not_an_answer(answer) do
+    {:fail,
+     "#{inspect(answer, limit: 20)} is not an answer: a defer is {:defer, ms} or {:defer, ms, :pause_queue}, " <>
+       "ms an integer in #{inspect(@defer_ms)}"}
   end
 
   defp result_or_fail(result) do
@@ -82,7 +99,7 @@ defmodule EchoMQ.Worker.Finish do
            [
              job.id,
              token,
-             Args.integer("defer (ms)", ms, "DELAY_MS"),
+             Integer.to_string(ms),
              "#{state.max_attempts}",
              "PAUSE",
              if(pause, do: "1", else: "0")

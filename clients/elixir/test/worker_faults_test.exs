@@ -1,0 +1,49 @@
+defmodule EchoMQ.WorkerFaultsTest do
+  @moduledoc "The faults a worker must survive: bad answers, stops mid-run, refused calls."
+  use ExUnit.Case, async: true
+  use EchoMQ.Test.Executors
+
+  alias EchoMQ.{Id, Jobs}
+
+  # A worker under a supervisor of the test's own, stopped (gracefully) at the end.
+  defp start_worker(ctx, opts) do
+    opts = Keyword.merge([queue: ctx.queue, redis: EchoMQ.Test.Server.redis(ctx.server), via: ctx.via], opts)
+    {:ok, sup} = Supervisor.start_link([{EchoMQ.Worker, opts}], strategy: :one_for_one)
+    Process.unlink(sup)
+    on_exit(fn -> if Process.alive?(sup), do: Supervisor.stop(sup, :normal, 60_000) end)
+    sup
+  end
+
+  defp worker(sup), do: sup |> Supervisor.which_children() |> hd() |> elem(1)
+
+  defp info(ctx, id) do
+    {:ok, info} = Jobs.inspect(ctx.conn, ctx.queue, id, via: ctx.via)
+    info
+  end
+
+  defp wait_state(ctx, id, state, timeout) do
+    eventually(fn -> (i = info(ctx, id)).state == state && i end, timeout, "job #{id} #{state}")
+  end
+
+  defp enqueue(ctx, payload, opts \\ []) do
+    id = Id.mint()
+    {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, id, payload, [via: ctx.via] ++ opts)
+    id
+  end
+
+  both "a bad defer fails its job, and the worker goes on", ctx do
+    answers = %{"negative" => {:defer, -1}, "float" => {:defer, 1.5}, "huge" => {:defer, 1_000_000_000_000}}
+    ids = for {payload, _} <- answers, into: %{}, do: {payload, enqueue(ctx, payload, attempts: 1)}
+    sup = start_worker(ctx, grace: 100, handler: fn job -> answers[job.payload] end)
+    pid = worker(sup)
+
+    for {payload, id} <- ids do
+      dead = wait_state(ctx, id, "dead", 10_000)
+      assert dead.attempts == 1
+      assert dead.error =~ "#{inspect(answers[payload])} is not an answer"
+    end
+
+    # The same worker, never restarted.
+    assert worker(sup) == pid
+  end
+end
