@@ -46,4 +46,26 @@ defmodule EchoMQ.WorkerFaultsTest do
     # The same worker, never restarted.
     assert worker(sup) == pid
   end
+
+  both "a stop mid-run keeps renewing leases through the grace", ctx do
+    test = self()
+    slow = enqueue(ctx, "4000")
+    quick = enqueue(ctx, "1500")
+
+    handler = fn job ->
+      send(test, {:running, job.id})
+      Process.sleep(String.to_integer(job.payload))
+      {:ok, "ran " <> job.payload}
+    end
+
+    sup = start_worker(ctx, lease: 1_000, grace: 5_000, concurrency: 2, handler: handler)
+    assert_receive {:running, ^slow}, 30_000
+    assert_receive {:running, ^quick}, 30_000
+    # Within the grace: the quick job ends (acked then, not at the end), the
+    # slow one runs past four leases, renewed all along.
+    :ok = Supervisor.stop(sup, :normal, 60_000)
+    assert %{state: "done", attempts: 1, result: "ran 4000"} = info(ctx, slow)
+    assert %{state: "done", attempts: 1, result: "ran 1500"} = info(ctx, quick)
+    refute_received {:running, _}
+  end
 end

@@ -351,6 +351,15 @@ defmodule EchoMQ.Worker do
 
       {:DOWN, ref, :process, _, reason} when is_map_key(state.running, ref) ->
         await_running(Finish.finish(state, ref, {:fail, "the handler exited: " <> inspect(reason)}), deadline)
+
+      # The leases are still renewed, and the finished jobs acked, during
+      # the grace: a grace longer than a lease would let REAP take them.
+      :heart ->
+        Process.send_after(self(), :heart, max(div(state.lease, 3), 1))
+        await_running(renew(state), deadline)
+
+      :ack ->
+        await_running(Finish.ack(state), deadline)
     after
       wait -> state
     end
