@@ -25,6 +25,21 @@ defmodule EchoMQ.WorkerFaultsTest do
     eventually(fn -> (i = info(ctx, id)).state == state && i end, timeout, "job #{id} #{state}")
   end
 
+  defp serve_suspends do
+    receive do
+      {op, pid, from, ref} ->
+        apply(:erlang, op, [pid])
+        send(from, ref)
+        serve_suspends()
+    end
+  end
+
+  defp suspend(suspender, op, pid) do
+    ref = make_ref()
+    send(suspender, {op, pid, self(), ref})
+    receive do: (^ref -> :ok)
+  end
+
   defp enqueue(ctx, payload, opts \\ []) do
     id = Id.mint()
     {:ok, :enqueued} = Jobs.enqueue(ctx.conn, ctx.queue, id, payload, [via: ctx.via] ++ opts)
@@ -67,5 +82,64 @@ defmodule EchoMQ.WorkerFaultsTest do
     assert %{state: "done", attempts: 1, result: "ran 4000"} = info(ctx, slow)
     assert %{state: "done", attempts: 1, result: "ran 1500"} = info(ctx, quick)
     refute_received {:running, _}
+  end
+
+  both "a stop releases the jobs of a claim in flight", ctx do
+    test = self()
+
+    sup =
+      start_worker(ctx,
+        concurrency: 1,
+        lease: 60_000,
+        grace: 100,
+        idle_wait: 200,
+        handler: fn _ -> send(test, :ran) && :ok end
+      )
+
+    worker = worker(sup)
+    claims = :sys.get_state(worker).claims
+    go = make_ref()
+    # One process suspends the claims process and resumes it (only the
+    # suspender may), for the hook in the worker and for the test.
+    suspender = spawn_link(&serve_suspends/0)
+
+    # In the worker: as it reads a claim's reply, the claims process is
+    # suspended, so the claim that reply asks for waits; then the worker
+    # waits too, until told to go on.
+    hook = fn
+      :armed, {:in, {:claimed, _}}, _ ->
+        suspend(suspender, :suspend_process, claims)
+        :holding
+
+      :holding, {:noreply, %{claiming: true}}, _ ->
+        send(test, :held)
+        receive do: (^go -> :done)
+
+      :holding, {:noreply, _}, _ ->
+        suspend(suspender, :resume_process, claims)
+        :armed
+
+      hold, _, _ ->
+        hold
+    end
+
+    :ok = :sys.install(worker, {hook, :armed})
+    assert_receive :held, 30_000
+    id = enqueue(ctx, "taken in flight")
+    stopping = Task.async(fn -> Supervisor.stop(sup, :normal, 60_000) end)
+    mailbox = fn -> worker |> Process.info(:messages) |> elem(1) end
+    eventually(fn -> Enum.any?(mailbox.(), &match?({:EXIT, _, _}, &1)) end, 30_000, "the stop in the mailbox")
+    # The claim runs now, on the server, its reply behind the stop.
+    suspend(suspender, :resume_process, claims)
+    wait_state(ctx, id, "active", 30_000)
+    eventually(fn -> Enum.any?(mailbox.(), &match?({:claimed, {:ok, [_ | _]}}, &1)) end, 30_000, "the reply")
+    send(worker, go)
+    :ok = Task.await(stopping, 60_000)
+
+    # Released (REFUND), not left active for REAP to spend its attempt.
+    released = info(ctx, id)
+    assert released.state == "pending" and released.attempts == 1
+    assert released.policy == %EchoMQ.Policy{attempts: 6}
+    refute_received :ran
   end
 end
