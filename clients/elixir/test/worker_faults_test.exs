@@ -3,7 +3,7 @@ defmodule EchoMQ.WorkerFaultsTest do
   use ExUnit.Case, async: true
   use EchoMQ.Test.Executors
 
-  alias EchoMQ.{Id, Jobs}
+  alias EchoMQ.{Id, Jobs, Keyspace, Redis}
 
   # A worker under a supervisor of the test's own, stopped (gracefully) at the end.
   defp start_worker(ctx, opts) do
@@ -141,5 +141,35 @@ defmodule EchoMQ.WorkerFaultsTest do
     assert released.state == "pending" and released.attempts == 1
     assert released.policy == %EchoMQ.Policy{attempts: 6}
     refute_received :ran
+  end
+
+  both "a refused ACKMANY is tried again, then an ACK a job", ctx do
+    test = self()
+    bad = enqueue(ctx, "bad record")
+    good = enqueue(ctx, "good")
+
+    handler = fn job ->
+      send(test, {:running, job.id, self()})
+      receive do: (:go -> {:ok, "ran " <> job.payload})
+    end
+
+    sup = start_worker(ctx, concurrency: 2, lease: 60_000, handler: handler)
+    worker = worker(sup)
+    assert_receive {:running, ^bad, bad_handler}, 30_000
+    assert_receive {:running, ^good, good_handler}, 30_000
+    # A record of the wrong type refuses the whole ACKMANY (EMQTYPE).
+    {:ok, _} = Redis.query(ctx.conn, ["DEL", Keyspace.job_key(ctx.queue, bad)])
+    {:ok, _} = Redis.query(ctx.conn, ["SET", Keyspace.job_key(ctx.queue, bad), "not a hash"])
+
+    # Both answers in the worker's mailbox before it reads either: one ACKMANY for both.
+    :ok = :sys.suspend(worker)
+    send(bad_handler, :go)
+    send(good_handler, :go)
+    answers = fn -> worker |> Process.info(:messages) |> elem(1) |> Enum.count(&match?({_, {:ack, _}}, &1)) end
+    eventually(fn -> answers.() == 2 end, 30_000, "both answers")
+    :ok = :sys.resume(worker)
+
+    assert %{attempts: 1, result: "ran good"} = wait_state(ctx, good, "done", 10_000)
+    assert %{processed: 1} = EchoMQ.Worker.counts(worker)
   end
 end

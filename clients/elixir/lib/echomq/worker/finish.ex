@@ -123,26 +123,56 @@ defmodule EchoMQ.Worker.Finish do
   def ack(state) do
     {batch, rest} = state.acks |> Enum.reverse() |> Enum.split(1000)
 
-    args =
-      Enum.flat_map(batch, fn {job, result} ->
-        [job.id, Integer.to_string(job.token) | if(result, do: ["RESULT", result], else: [])]
-      end)
+    args = Enum.flat_map(batch, fn {job, result} -> ack_args(job, result) end)
 
     state = %{state | acks: Enum.reverse(rest)}
+    keys = Keyspace.keys(:ackmany, state.queue)
 
-    case state.via.eval(state.conn, :ackmany, Keyspace.keys(:ackmany, state.queue), args) do
+    case state.via.eval(state.conn, :ackmany, keys, args) do
       {:ok, replies} ->
-        Enum.zip(batch, replies)
-        |> Enum.reduce(state, fn
-          {_, 1}, acc -> %{acc | processed: acc.processed + 1}
-          {{job, _}, {:error, {:server, text}}}, acc -> lost(acc, job, text)
-        end)
-        |> ack()
+        acked(state, batch, replies) |> ack()
 
-      other ->
-        Logger.warning("acking #{length(batch)} job(s) failed: #{inspect(other)}; REAP takes them back")
-        ack(state)
+      failed ->
+        # The whole call failed (a connection, or a refusal of the whole
+        # call, §7 ACKMANY): once more, then an ACK a job, so one bad
+        # record costs only its own job and a lost reply no job at all (a
+        # second ACK of an acked job is only fenced).
+        Logger.warning("acking #{length(batch)} job(s) of #{state.queue} failed: #{inspect(failed)}; once more")
+
+        case state.via.eval(state.conn, :ackmany, keys, args) do
+          {:ok, replies} ->
+            acked(state, batch, replies) |> ack()
+
+          again ->
+            Logger.warning("acking them failed again: #{inspect(again)}; an ACK each")
+
+            calls =
+              for {job, result} <- batch,
+                  do: {:ack, Keyspace.keys(:ack, state.queue, job: job.id), ack_args(job, result)}
+
+            acked(state, batch, state.via.eval_many(state.conn, calls)) |> ack()
+        end
     end
+  end
+
+  defp ack_args(job, result), do: [job.id, Integer.to_string(job.token) | if(result, do: ["RESULT", result], else: [])]
+
+  # Each job's answer, from ACKMANY or its own ACK.
+  defp acked(state, batch, replies) do
+    Enum.zip(batch, replies)
+    |> Enum.reduce(state, fn
+      {_, reply}, acc when reply in [1, {:ok, 1}] ->
+        %{acc | processed: acc.processed + 1}
+
+      {{job, _}, {:error, {:server, "EMQFENCE" <> _ = text}}}, acc ->
+        lost(acc, job, text)
+
+      {{job, _}, {:error, {:server, "EMQNOJOB" <> _ = text}}}, acc ->
+        lost(acc, job, text)
+
+      {{job, _}, other}, acc ->
+        Logger.warning("acking job #{job.id} of #{acc.queue} failed: #{inspect(other)}; REAP takes it back") && acc
+    end)
   end
 
   defp first_line(text), do: text |> String.split("\n", parts: 2) |> hd()
