@@ -172,4 +172,45 @@ defmodule EchoMQ.WorkerFaultsTest do
     assert %{attempts: 1, result: "ran good"} = wait_state(ctx, good, "done", 10_000)
     assert %{processed: 1} = EchoMQ.Worker.counts(worker)
   end
+
+  both "a sweep whose read of the parents fails says so and goes on", ctx do
+    # A parent waiting since 1970: the sweep is due.
+    {:ok, _} = Redis.query(ctx.conn, ["ZADD", Keyspace.queue_key(ctx.queue, "waiting"), "1", Id.mint()])
+    # A connection that refuses the sweep's own read (one ZRANGE alone; the
+    # first look, TIME and ZRANGE, goes in a pipeline).
+    conn = refusing(ctx.server, "ZRANGE")
+    state = %{conn: conn, via: ctx.via, queue: ctx.queue}
+
+    log =
+      ExUnit.CaptureLog.capture_log(fn ->
+        assert EchoMQ.Upkeep.Flows.sweep_when_due(state, 0) == :ok
+      end)
+
+    assert log =~ "the sweep of #{ctx.queue} could not read its parents"
+    assert log =~ "refused by the test"
+  end
+
+  # A connection to the server that answers an error to each command alone
+  # (not in a pipeline) that begins with `verb`.
+  defp refusing(server, verb) do
+    real = EchoMQ.Test.Server.connect(server)
+
+    spawn_link(fn ->
+      Stream.repeatedly(fn ->
+        receive do
+          {:"$gen_call", from, {:request, words} = request} ->
+            refused = String.contains?(IO.iodata_to_binary(words), "\r\n" <> verb <> "\r\n")
+
+            GenServer.reply(
+              from,
+              if(refused, do: {:error, "ERR refused by the test"}, else: :gen_server.call(real, request))
+            )
+
+          {:"$gen_call", from, request} ->
+            GenServer.reply(from, :gen_server.call(real, request))
+        end
+      end)
+      |> Stream.run()
+    end)
+  end
 end
