@@ -35,15 +35,21 @@ defmodule EchoMQ.Args do
   def id(value) when is_binary(value), do: value
   def id(value), do: raise(InvalidInput, "a job id is a binary, not #{inspect(value)}")
 
-  @doc "An error text, cut to the limit at a character's start (FAIL refuses a longer one)."
+  @doc """
+  An error text for FAIL, at most `MAX_ERROR_TEXT` bytes (FAIL refuses a
+  longer one; `<q>errors` keeps it whole). A longer one is cut as §7.5 cuts
+  an event's: at the limit, then back while the first byte left out
+  continues a UTF-8 character (`10xxxxxx`), at most three bytes. The bytes
+  need not be UTF-8.
+  """
   @spec error_text(binary) :: binary
   def error_text(text) do
     most = Protocol.size("MAX_ERROR_TEXT")
-    if byte_size(text) <= most, do: text, else: cut(binary_part(text, 0, most))
+    if byte_size(text) <= most, do: text, else: binary_part(text, 0, cut(text, most, 3))
   end
 
-  defp cut(text) do
-    if String.valid?(text) or byte_size(text) == 0, do: text, else: cut(binary_part(text, 0, byte_size(text) - 1))
+  defp cut(text, at, back) do
+    if back > 0 and :binary.at(text, at) in 0x80..0xBF, do: cut(text, at - 1, back - 1), else: at
   end
 
   @doc "Headers as a JSON object of strings (§7.6), at most 8192 bytes."

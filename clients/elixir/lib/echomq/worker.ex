@@ -318,15 +318,22 @@ defmodule EchoMQ.Worker do
       Logger.error("stopping the worker of #{state.queue}: #{Exception.format(kind, error, __STACKTRACE__)}")
   end
 
-  # A blocked EMQ.CLAIM may have taken jobs by now: let it answer, and
-  # release what it brings. A Lua claim's wait (BZPOPMIN) takes no job.
-  defp stop_claiming(%{claiming: true, via: via} = state) do
-    if via.kind() == :native do
+  # A claim in flight may have taken jobs by now: a CLAIM the server ran,
+  # its reply on its way or already in the mailbox, or an EMQ.CLAIM … BLOCK
+  # that takes them while it waits. Let it answer, on either executor, and
+  # release what it brings (§11.3, "while stopping"). It answers within the
+  # idle wait: Lua's BZPOPMIN after an idle claim takes no job.
+  defp stop_claiming(%{claiming: true} = state) do
+    if Process.alive?(state.claims) do
       receive do
         {:claimed, {:ok, reply}} ->
-          for raw <- reply, is_list(raw), do: Finish.release(state, Job.read(raw, state.queue, state.conn, via))
+          for raw <- reply, is_list(raw), do: Finish.release(state, Job.read(raw, state.queue, state.conn, state.via))
+
+        {:claimed, other} ->
+          Logger.warning("the last claim on #{state.queue} failed: #{inspect(other)}")
       after
-        state.idle_wait + 5_000 -> :ok
+        state.idle_wait + 5_000 ->
+          Logger.warning("the last claim on #{state.queue} did not answer; REAP takes back what it took")
       end
     end
 
@@ -351,6 +358,15 @@ defmodule EchoMQ.Worker do
 
       {:DOWN, ref, :process, _, reason} when is_map_key(state.running, ref) ->
         await_running(Finish.finish(state, ref, {:fail, "the handler exited: " <> inspect(reason)}), deadline)
+
+      # The leases are still renewed, and the finished jobs acked, during
+      # the grace: a grace longer than a lease would let REAP take them.
+      :heart ->
+        Process.send_after(self(), :heart, max(div(state.lease, 3), 1))
+        await_running(renew(state), deadline)
+
+      :ack ->
+        await_running(Finish.ack(state), deadline)
     after
       wait -> state
     end

@@ -111,14 +111,19 @@ defmodule EchoMQ.Upkeep.Flows do
 
   defp sweep(state, now, grace) do
     waiting = Keyspace.queue_key(state.queue, "waiting")
-    {:ok, head} = Redis.query(state.conn, ["ZRANGE", waiting, "0", "#{@sweep_parents - 1}", "WITHSCORES"])
 
-    for [parent, score] <- Enum.chunk_every(head, 2), score_of(score) <= now - grace do
-      sweep_one(state, parent)
-      Redis.query(state.conn, ["ZADD", waiting, "XX", "GT", "#{now}", parent])
+    case Redis.query(state.conn, ["ZRANGE", waiting, "0", "#{@sweep_parents - 1}", "WITHSCORES"]) do
+      {:ok, head} ->
+        for [parent, score] <- Enum.chunk_every(head, 2), score_of(score) <= now - grace do
+          sweep_one(state, parent)
+          Redis.query(state.conn, ["ZADD", waiting, "XX", "GT", "#{now}", parent])
+        end
+
+        :ok
+
+      other ->
+        Logger.warning("the sweep of #{state.queue} could not read its parents: #{inspect(other)}")
     end
-
-    :ok
   end
 
   defp sweep_one(state, parent) do

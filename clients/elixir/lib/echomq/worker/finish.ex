@@ -11,6 +11,9 @@ defmodule EchoMQ.Worker.Finish do
 
   alias EchoMQ.{Args, Keyspace, Protocol}
 
+  # DEFER's delay (§7's limits): checked in the handler's task, by `run/2`.
+  @defer_ms (fn {low, high} -> low..high end).(Protocol.limit("DELAY_MS"))
+
   @doc false
   # In the handler's task: its answer as what the worker does next.
   def run(handler, job) do
@@ -35,17 +38,31 @@ defmodule EchoMQ.Worker.Finish do
       {:error, reason} ->
         {:fail, inspect(reason)}
 
-      {:defer, ms} ->
+      {:defer, ms} when is_integer(ms) and ms in @defer_ms ->
         {:defer, ms, false}
 
-      {:defer, ms, :pause_queue} ->
+      {:defer, ms, :pause_queue} when is_integer(ms) and ms in @defer_ms ->
         {:defer, ms, true}
+
+      {:defer, _} = bad ->
+        not_an_answer(bad)
+
+      {:defer, _, _} = bad ->
+        not_an_answer(bad)
 
       other ->
         {:fail, "the handler answered #{inspect(other, limit: 20)}, not :ok, {:ok, _}, {:error, _} or {:defer, _}"}
     end
   catch
     kind, reason -> {:fail, Exception.format(kind, reason, __STACKTRACE__)}
+  end
+
+  # A bad defer fails the job here, in the task: a raise in the worker
+  # would crash it, release the job and claim it again, for ever.
+  defp not_an_answer(answer) do
+    {:fail,
+     "#{inspect(answer, limit: 20)} is not an answer: a defer is {:defer, ms} or {:defer, ms, :pause_queue}, " <>
+       "ms an integer in #{inspect(@defer_ms)}"}
   end
 
   defp result_or_fail(result) do
@@ -82,7 +99,7 @@ defmodule EchoMQ.Worker.Finish do
            [
              job.id,
              token,
-             Args.integer("defer (ms)", ms, "DELAY_MS"),
+             Integer.to_string(ms),
              "#{state.max_attempts}",
              "PAUSE",
              if(pause, do: "1", else: "0")
@@ -106,26 +123,56 @@ defmodule EchoMQ.Worker.Finish do
   def ack(state) do
     {batch, rest} = state.acks |> Enum.reverse() |> Enum.split(1000)
 
-    args =
-      Enum.flat_map(batch, fn {job, result} ->
-        [job.id, Integer.to_string(job.token) | if(result, do: ["RESULT", result], else: [])]
-      end)
+    args = Enum.flat_map(batch, fn {job, result} -> ack_args(job, result) end)
 
     state = %{state | acks: Enum.reverse(rest)}
+    keys = Keyspace.keys(:ackmany, state.queue)
 
-    case state.via.eval(state.conn, :ackmany, Keyspace.keys(:ackmany, state.queue), args) do
+    case state.via.eval(state.conn, :ackmany, keys, args) do
       {:ok, replies} ->
-        Enum.zip(batch, replies)
-        |> Enum.reduce(state, fn
-          {_, 1}, acc -> %{acc | processed: acc.processed + 1}
-          {{job, _}, {:error, {:server, text}}}, acc -> lost(acc, job, text)
-        end)
-        |> ack()
+        acked(state, batch, replies) |> ack()
 
-      other ->
-        Logger.warning("acking #{length(batch)} job(s) failed: #{inspect(other)}; REAP takes them back")
-        ack(state)
+      failed ->
+        # The whole call failed (a connection, or a refusal of the whole
+        # call, §7 ACKMANY): once more, then an ACK a job, so one bad
+        # record costs only its own job and a lost reply no job at all (a
+        # second ACK of an acked job is only fenced).
+        Logger.warning("acking #{length(batch)} job(s) of #{state.queue} failed: #{inspect(failed)}; once more")
+
+        case state.via.eval(state.conn, :ackmany, keys, args) do
+          {:ok, replies} ->
+            acked(state, batch, replies) |> ack()
+
+          again ->
+            Logger.warning("acking them failed again: #{inspect(again)}; an ACK each")
+
+            calls =
+              for {job, result} <- batch,
+                  do: {:ack, Keyspace.keys(:ack, state.queue, job: job.id), ack_args(job, result)}
+
+            acked(state, batch, state.via.eval_many(state.conn, calls)) |> ack()
+        end
     end
+  end
+
+  defp ack_args(job, result), do: [job.id, Integer.to_string(job.token) | if(result, do: ["RESULT", result], else: [])]
+
+  # Each job's answer, from ACKMANY or its own ACK.
+  defp acked(state, batch, replies) do
+    Enum.zip(batch, replies)
+    |> Enum.reduce(state, fn
+      {_, reply}, acc when reply in [1, {:ok, 1}] ->
+        %{acc | processed: acc.processed + 1}
+
+      {{job, _}, {:error, {:server, "EMQFENCE" <> _ = text}}}, acc ->
+        lost(acc, job, text)
+
+      {{job, _}, {:error, {:server, "EMQNOJOB" <> _ = text}}}, acc ->
+        lost(acc, job, text)
+
+      {{job, _}, other}, acc ->
+        Logger.warning("acking job #{job.id} of #{acc.queue} failed: #{inspect(other)}; REAP takes it back") && acc
+    end)
   end
 
   defp first_line(text), do: text |> String.split("\n", parts: 2) |> hd()
