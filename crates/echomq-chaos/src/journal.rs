@@ -296,6 +296,26 @@ pub fn tail(path: &Path, bytes: u64) -> std::io::Result<Vec<Entry>> {
     Ok(lines.filter_map(|line| line.parse().ok()).collect())
 }
 
+/// Every journal's entries, in order; a line that does not parse is a violation.
+pub(crate) fn read_all(
+    paths: &[std::path::PathBuf],
+    violations: &mut Vec<String>,
+) -> Result<Vec<Vec<Entry>>, String> {
+    let mut journals = Vec::new();
+    for path in paths {
+        let lines = read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut entries = Vec::with_capacity(lines.len());
+        for line in lines {
+            match line {
+                Ok(entry) => entries.push(entry),
+                Err(bad) => violations.push(format!("{}: {bad}", path.display())),
+            }
+        }
+        journals.push(entries);
+    }
+    Ok(journals)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

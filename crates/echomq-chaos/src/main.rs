@@ -91,6 +91,7 @@ mod produce;
 mod report;
 mod rng;
 mod run;
+mod setup;
 mod verdict;
 mod witness;
 mod worker;
