@@ -296,16 +296,22 @@ async fn every_way_a_child_ends_tells_its_parent() {
     }
 }
 
+/// A parent in a queue of its own, of two children (`a`, `b`) in another.
+async fn parent_of_two(via: &Arc<dyn echomq::Executor>) -> (Queue, Queue, echomq::FlowAdded) {
+    let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+    let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+    let flow = Flow::new(b"parent".to_vec())
+        .child(children.name(), b"a".to_vec())
+        .child(children.name(), b"b".to_vec());
+    let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+    (parents, children, added)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notices_twice_late_or_to_an_ended_parent_change_nothing() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
-        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
-        let flow = Flow::new(b"parent".to_vec())
-            .child(children.name(), b"a".to_vec())
-            .child(children.name(), b"b".to_vec());
-        let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+        let (parents, children, added) = parent_of_two(&via).await;
         let resolve = |child: &JobRef, outcome, incarnation| Resolve {
             parent: added.parent.id.clone(),
             incarnation,
@@ -447,12 +453,7 @@ async fn cancelling_flows_that_name_each_other_ends() {
 async fn the_sweep_tells_a_trimmed_child_done_not_gone() {
     let (_server, executors) = common::three_executors().await;
     for (name, via) in executors {
-        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
-        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
-        let flow = Flow::new(b"parent".to_vec())
-            .child(children.name(), b"a".to_vec())
-            .child(children.name(), b"b".to_vec());
-        let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+        let (parents, children, added) = parent_of_two(&via).await;
         let a = children.claim(Duration::from_secs(30)).await.unwrap().expect("a");
         let a_id = a.id.clone();
         a.ack_with(b"r".to_vec()).await.unwrap();
