@@ -39,6 +39,7 @@ mod extend;
 mod fail;
 mod fire;
 mod flow;
+mod groups;
 mod inspect;
 mod obliterate;
 mod progress;
