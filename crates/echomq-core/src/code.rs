@@ -28,6 +28,9 @@ pub enum Code {
     /// (a record's `attempts` that is not an integer, a `paused` of `2`, a
     /// priority `abc`): malformed stored state, refused before any write.
     Data,
+    /// `EMQFULL`: a group holds as many pending jobs as its `MAX` (1.7):
+    /// ENQUEUE into it is refused until a claim takes some.
+    Full,
     /// `EMQVERSION`: the queue's keys were written by another major of the
     /// protocol (`<q>config`'s `protocol`), or that field is malformed.
     Version,
@@ -41,7 +44,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order PROTOCOL.md lists them.
-    pub const ALL: [Code; 9] = [
+    pub const ALL: [Code; 10] = [
         Code::Kind,
         Code::Fence,
         Code::NoJob,
@@ -51,6 +54,7 @@ impl Code {
         Code::Size,
         Code::Data,
         Code::Version,
+        Code::Full,
     ];
 
     /// The code as it travels: the first word of the error reply.
@@ -66,6 +70,7 @@ impl Code {
             Code::Size => "EMQSIZE",
             Code::Data => "EMQDATA",
             Code::Version => "EMQVERSION",
+            Code::Full => "EMQFULL",
             Code::TryAgain => "TRYAGAIN",
         }
     }

@@ -90,6 +90,18 @@ pub enum Role {
     /// `notices`: what the children of this queue tell their parents, each
     /// entry one notice, until the relay carries it (stream; protocol 1.6).
     Notices,
+    /// `groups`: the groups' settings (`set:<g>`), start tags (`tag:<g>`)
+    /// and the queue's virtual time (`vtime`) (hash; protocol 1.7, §7.9).
+    Groups,
+    /// `gnames`: the groups with a job pending or running, or settings,
+    /// every score 0, paged by name (zset; protocol 1.7).
+    GroupNames,
+    /// `ready`: the groups a claim may take from now, by start tag (zset;
+    /// protocol 1.7).
+    Ready,
+    /// `gwait`: the groups held by their rate, by the server ms their
+    /// window frees (zset; protocol 1.7).
+    GroupWait,
 }
 
 impl Role {
@@ -130,6 +142,10 @@ impl Role {
             Role::Children => "children:<id>",
             Role::Parents => "parents",
             Role::Notices => "notices",
+            Role::Groups => "groups",
+            Role::GroupNames => "gnames",
+            Role::Ready => "ready",
+            Role::GroupWait => "gwait",
         }
     }
 
@@ -151,7 +167,8 @@ impl Role {
             | Role::BatchJobs
             | Role::Counts
             | Role::Children
-            | Role::Parents => KeyType::Hash,
+            | Role::Parents
+            | Role::Groups => KeyType::Hash,
             Role::Pending
             | Role::Active
             | Role::Delayed
@@ -166,7 +183,10 @@ impl Role {
             | Role::UniqueUntil
             | Role::BatchOpen
             | Role::Wake
-            | Role::Waiting => KeyType::Zset,
+            | Role::Waiting
+            | Role::GroupNames
+            | Role::Ready
+            | Role::GroupWait => KeyType::Zset,
             Role::Events | Role::Notices => KeyType::Stream,
         }
     }

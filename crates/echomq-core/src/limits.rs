@@ -12,6 +12,8 @@ pub const MAX_PAYLOAD: usize = 1_048_576;
 pub const MAX_RESULT: usize = MAX_PAYLOAD;
 /// The largest headers a job may carry (ENQUEUE HEADERS), in bytes.
 pub const MAX_HEADERS: usize = 8_192;
+/// The longest group name (ENQUEUE GROUP, GROUP), in bytes.
+pub const MAX_GROUP: usize = 200;
 /// The longest batch id (BATCH), in bytes.
 pub const MAX_BATCH_ID: usize = 200;
 /// How many jobs one batch holds (BATCH).

@@ -286,6 +286,20 @@ impl Store for Memory {
             .unwrap_or_default()
     }
 
+    fn zafter(&mut self, key: &[u8], after: Option<&[u8]>, limit: usize) -> Vec<Vec<u8>> {
+        self.zset(key)
+            .map(|zset| {
+                zset.order
+                    .iter()
+                    .map(|(_, m)| m)
+                    .filter(|m| after.is_none_or(|after| m.as_ref() > after))
+                    .take(limit)
+                    .map(|m| m.to_vec())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Trims to exactly `keep` entries: "about" `keep`, as Redis's `~` allows.
     fn xadd(&mut self, key: &[u8], keep: u64, fields: &[(&[u8], &[u8])]) -> Option<u64> {
         let now = self.clock.now_ms();

@@ -99,6 +99,10 @@ pub trait Store {
     fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64>;
     /// Up to `limit` members with score ≤ `max`, in (score, member) order.
     fn zupto(&mut self, key: &[u8], max: f64, limit: usize) -> Vec<Vec<u8>>;
+    /// Up to `limit` members of a sorted set whose scores are all equal,
+    /// in byte order, after `after` (excluded) or from the first: `ZRANGE
+    /// key (after + BYLEX LIMIT 0 limit`.
+    fn zafter(&mut self, key: &[u8], after: Option<&[u8]>, limit: usize) -> Vec<Vec<u8>>;
     /// Append an entry of `fields` to the stream `key` under a new id (the
     /// server's `*`), then trim the stream to about its newest `keep`
     /// entries, as `XADD key MAXLEN ~ keep * field value …`. The new entry's

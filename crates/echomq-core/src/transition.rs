@@ -39,7 +39,10 @@ mod extend;
 mod fail;
 mod fire;
 mod flow;
+mod group;
 mod groups;
+mod fair;
+mod grouping;
 mod inspect;
 mod obliterate;
 mod progress;
@@ -83,6 +86,8 @@ pub use extend::*;
 pub use fail::*;
 pub use fire::*;
 pub use flow::*;
+pub use group::*;
+pub use groups::*;
 pub use inspect::*;
 pub use obliterate::*;
 pub use progress::*;
@@ -197,6 +202,8 @@ transitions!(
     Resolve,
     Children,
     Adopt,
+    Group,
+    Groups,
 );
 
 impl Name {
@@ -400,10 +407,21 @@ fn write_stamped<S: Store>(store: &mut S, key: &[u8], fields: &[(&[u8], &[u8])],
 }
 
 /// Back to pending at `score`, the job's own priority as [`priority_of`]
-/// read it before the call's first write.
-fn to_pending<S: Store>(store: &mut S, record: &[u8], pending: &[u8], score: f64, id: &[u8], now: u64) {
+/// read it before the call's first write, in its group's sets when it has
+/// one (`group`: the queue's groups and its group's name).
+fn to_pending<S: Store>(
+    store: &mut S,
+    record: &[u8],
+    pending: &[u8],
+    (score, group): (f64, Option<(&grouping::Grouping<'_>, &[u8])>),
+    id: &[u8],
+    now: u64,
+) {
     write_record(store, record, &[(b"state", b"pending")], now);
-    store.zadd(pending, score, id);
+    match group {
+        None => store.zadd(pending, score, id),
+        Some((grouping, group)) => grouping.to_pending(store, pending, id, group, score),
+    }
 }
 
 /// A job's priority, its entry in `<q>priority` (0 when it has none), read

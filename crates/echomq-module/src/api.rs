@@ -48,6 +48,7 @@ pub(crate) fn missing_functions() -> Vec<&'static str> {
         RedisModule_ZsetRem,
         RedisModule_ZsetScore,
         RedisModule_ZsetFirstInScoreRange,
+        RedisModule_ZsetFirstInLexRange,
         RedisModule_ZsetRangeCurrentElement,
         RedisModule_ZsetRangeNext,
         RedisModule_ZsetRangeStop,
@@ -214,6 +215,29 @@ impl Key {
     /// Up to `limit` members with a score in `min..=max`, in (score, member) order.
     pub(crate) fn zset_range(&self, min: f64, max: f64, limit: usize) -> Vec<Vec<u8>> {
         self.zset_range_scored(min, false, max, limit).into_iter().map(|(member, _)| member).collect()
+    }
+
+    /// Up to `limit` members after `after` (excluded), or from the first,
+    /// in byte order, of a sorted set whose scores are all equal (BYLEX).
+    pub(crate) fn zset_range_lex(&self, after: Option<&[u8]>, limit: usize) -> Vec<Vec<u8>> {
+        let mut members = Vec::new();
+        let min = RString::new(&after.map_or_else(|| b"-".to_vec(), |after| [b"(", after].concat()));
+        let max = RString::new(b"+");
+        if limit == 0 || rm!(RedisModule_ZsetFirstInLexRange(self.0, min.as_ptr(), max.as_ptr()) or 1) != 0 {
+            return members;
+        }
+        while members.len() < limit {
+            let current = rm!(RedisModule_ZsetRangeCurrentElement(self.0, ptr::null_mut()) or ptr::null_mut());
+            match RString::adopt(current) {
+                Some(member) => members.push(member.to_vec()),
+                None => break,
+            }
+            if rm!(RedisModule_ZsetRangeNext(self.0) or 0) == 0 {
+                break;
+            }
+        }
+        rm!(RedisModule_ZsetRangeStop(self.0) or ());
+        members
     }
 
     /// Up to `limit` members with a score from `min` (excluded when

@@ -363,6 +363,13 @@ impl Store for RedisStore {
         }
     }
 
+    fn zafter(&mut self, key: &[u8], after: Option<&[u8]>, limit: usize) -> Vec<Vec<u8>> {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => open.zset_range_lex(after, limit),
+            _ => Vec::new(),
+        }
+    }
+
     /// Through the module's stream API, as `XADD key MAXLEN ~ keep * …`:
     /// the entry, then the trim of whole nodes. It is replicated with the id
     /// it got and, when the trim took entries, `MAXLEN =` the length it left,

@@ -2,6 +2,7 @@
 
 use super::events::Events;
 use super::fenced::{ack_result, Fenced, Finish};
+use super::grouping::Grouped;
 use super::notice::Notify;
 use super::Stamped;
 use crate::description::{keys, Description, Effect};
@@ -86,6 +87,12 @@ impl<'a> Ack<'a> {
     /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        self.finish(store, false)
+    }
+
+    /// [`apply`](Ack::apply); `claims` when a claim in the same call
+    /// follows (ACKNEXT's), which puts the job's group where it stands.
+    pub(super) fn finish<S: Store>(&self, store: &mut S, claims: bool) -> Answer {
         let Fenced {
             keys: AckKeys { job, active, done, results, events, config, counts, flow },
             id,
@@ -96,8 +103,10 @@ impl<'a> Ack<'a> {
         let events = Events::open_counted(store, Some((events, config)), counts, &["completed"])?;
         let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), prefix)?;
         let link = notify.link(store, id)?;
+        let grouped = Grouped::read(store, prefix, id)?;
         let sets = Finish { active, done, results, events: &events };
         sets.finish(store, job, stamped, id, self.result);
+        grouped.off_active(store, id, claims);
         if let Some(link) = link {
             notify.tell(store, id, &link, "done", self.result);
         }

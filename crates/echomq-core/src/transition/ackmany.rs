@@ -3,6 +3,7 @@
 
 use super::events::{flush, hold, Events};
 use super::fenced::{ack_result, Finish, Finished};
+use super::grouping::{group_at, groups_of};
 use super::notice::Notify;
 use super::{fence, need, present_here};
 use crate::description::{keys, Description, Effect};
@@ -151,7 +152,14 @@ impl<'a> AckMany<'a> {
                 links.push((id, link, result));
             }
         }
+        let finished: Vec<Vec<u8>> = acked.iter().map(|&(_, _, id, _)| id.to_vec()).collect();
+        let grouped = groups_of(store, self.prefix, &finished)?;
         sets.finish_many(store, &acked);
+        for (at, id) in finished.iter().enumerate() {
+            if let Some((grouping, group)) = group_at(&grouped, at) {
+                grouping.off_active(store, id, group);
+            }
+        }
         for (id, link, result) in links {
             notify.tell(store, id, &link, "done", result);
         }

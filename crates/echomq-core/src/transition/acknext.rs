@@ -2,9 +2,8 @@
 //! (PROTOCOL.md §7; `acknext.lua`).
 
 use super::ack::{Ack, AckKeys, Told};
-use super::claim::{read_claimed, Claim, ClaimKeys};
+use super::claim::{Claim, ClaimKeys};
 use super::fenced::{ack_result, Fenced};
-use super::gate::claim_settings;
 use super::need;
 use crate::description::{keys, Description, Effect};
 use crate::limits::{CLAIM_COUNT, LEASE_MS};
@@ -130,21 +129,15 @@ impl<'a> AckNext<'a> {
     /// - Any of them refuses the whole call, before the first write: it acks nothing and claims nothing.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         self.ack.check(store)?;
-        let ClaimKeys { pending, config, rate, policy, events, headers, wake: wakes, .. } = self.claim_keys;
+        let ClaimKeys { pending, rate, policy, headers, wake: wakes, .. } = self.claim_keys;
         need(store, pending, KeyType::Zset)?;
         need(store, rate, KeyType::Zset)?;
         need(store, policy, KeyType::Hash)?;
         need(store, headers, KeyType::Hash)?;
         need(store, wakes, KeyType::Zset)?;
-        // The records the claim may take, read and checked once, here, before
-        // the ack's writes: the ack changes none of what the claim reads.
-        let ids = store.zhead(pending, self.count as usize);
-        let records = read_claimed(store, self.prefix, &ids)?;
-        // The claim's settings too, checked before the ack's writes, with
-        // the events key that the ack checks first.
-        need(store, events, KeyType::Stream)?;
-        claim_settings(store, config)?;
-        self.ack.apply(store)?;
+        // What the claim takes, read and checked here, before the ack's
+        // writes, as the ack leaves it: one lease fewer (the gate's and its
+        // group's).
         let claim = Claim {
             keys: self.claim_keys,
             prefix: self.prefix,
@@ -152,6 +145,8 @@ impl<'a> AckNext<'a> {
             count: self.count,
             block: None,
         };
-        claim.apply_to(store, Some((ids, records)))
+        let opened = claim.open(store, Some(self.ack.fenced.id))?;
+        self.ack.finish(store, true)?;
+        claim.write(store, opened)
     }
 }

@@ -5,6 +5,7 @@
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;
+use super::grouping::Grouped;
 use super::flow::{dependencies, write_dependencies, Dependency};
 use super::notice::child_ref;
 use super::{policy_of, write_stamped};
@@ -108,6 +109,7 @@ impl<'a> Adopt<'a> {
         let Fenced {
             keys: AdoptKeys { job, children, active, waiting, policy: policies, events, config },
             id,
+            prefix,
             ..
         } = self.fenced;
         let typed = [
@@ -142,8 +144,10 @@ impl<'a> Adopt<'a> {
             .filter(|(_, had)| had.is_none())
             .map(|(given, _)| *given)
             .collect();
+        let grouped = Grouped::read(store, prefix, id)?;
         write_dependencies(store, children, &incarnation, (open, total), &added);
         store.zrem(active, id);
+        grouped.off_active(store, id, false);
         write_stamped(store, job, &[(b"state", b"waiting")], now, stamped);
         store.zadd(waiting, now as f64, id);
         // The attempt is given back, as DEFER gives it: the job's own maximum grows by one.

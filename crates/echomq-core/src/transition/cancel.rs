@@ -2,6 +2,7 @@
 //! `cancel.lua`).
 
 use super::events::{emit, Events};
+use super::grouping::Grouped;
 use super::notice::Notify;
 use super::{need, read_state, write_record};
 use crate::description::{keys, Description, Effect};
@@ -109,7 +110,13 @@ impl<'a> Cancel<'a> {
         }
         let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), self.prefix)?;
         let link = notify.link(store, self.id)?;
+        let grouped = Grouped::read(store, self.prefix, self.id)?;
         store.zrem(from, self.id);
+        if from == self.keys.pending {
+            grouped.off_pending(store, self.id);
+        } else if from == self.keys.active {
+            grouped.off_active(store, self.id, false);
+        }
         let now = store.now_ms();
         write_record(store, self.keys.job, &[(b"state", b"cancelled")], now);
         store.zadd(cancelled, now as f64, self.id);

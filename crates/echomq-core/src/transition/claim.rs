@@ -3,7 +3,9 @@
 //! (PROTOCOL.md §7; `claim.lua`).
 
 use super::events::{emit, Events};
-use super::gate::{gate, spend, Logged};
+use super::fair::Plan;
+use super::gate::{gate, spend, Gate, Logged};
+use super::grouping::{Grouping, UNGROUPED_MAX};
 use super::{attempts_of, need, number, read_records, remove, wake, wake_key, write_stamped, Stamped, Taken};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{CLAIM_COUNT, LEASE_MS};
@@ -99,12 +101,16 @@ impl<'a> Claim<'a> {
     ///   a claimed record's `attempts` is not an integer of 0 or more, its `state` none of the six, or it
     ///   lacks its state, attempts or payload.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        self.apply_to(store, None)
+        let opened = self.open(store, None)?;
+        self.write(store, opened)
     }
 
-    /// [`apply`](Claim::apply), with the head of pending and its records
-    /// already read and checked (ACKNEXT's, before its ack): not read again.
-    pub(super) fn apply_to<S: Store>(&self, store: &mut S, head: Option<Head>) -> Answer {
+    /// Everything the claim reads and checks, before any write: the keys'
+    /// types, the gate, the jobs it will take (fairly among the groups,
+    /// when the queue has some) and their records. `ending` is the job
+    /// whose lease the same call ends first (ACKNEXT's): one fewer active,
+    /// and its group one fewer running.
+    pub(super) fn open<S: Store>(&self, store: &mut S, ending: Option<&[u8]>) -> Result<Opened<'a>, Refusal> {
         let ClaimKeys { pending, active, config, rate, policy, events, headers, wake: wakes } = self.keys;
         need(store, pending, KeyType::Zset)?;
         need(store, active, KeyType::Zset)?;
@@ -112,15 +118,37 @@ impl<'a> Claim<'a> {
         // key: one lookup each. Types first, then the gate's settings.
         let policies = side_hash(store, policy)?;
         let headers = side_hash(store, headers)?;
-        let gate = gate(store, config, active, rate, self.count)?;
+        let gate = gate(store, config, active, rate, self.count, u64::from(ending.is_some()))?;
         let events = Events::open(store, Some((events, config)))?;
         let wakes = wake_key(store, Some(wakes))?;
-        let sides = Sides { policies, headers };
-        let (mut claimed, logged) = self.take(store, gate.room, gate.now(), sides, &events, head)?;
+        let grouping = Grouping::open(store, self.prefix)?;
+        let (ids, plan) = match &grouping {
+            None if gate.room == 0 => (Vec::new(), None),
+            None => (store.zhead(pending, gate.room as usize), None),
+            Some(grouping) => {
+                let now = gate.now().unwrap_or_else(|| store.now_ms());
+                let group = ending.and_then(|id| grouping.group_of(store, id));
+                let plan = Plan::make(store, grouping, pending, gate.room, now, group.as_deref())?;
+                (plan.taken_ids(), Some(plan))
+            }
+        };
+        let records = read_claimed(store, self.prefix, &ids)?;
+        Ok(Opened { gate, sides: Sides { policies, headers }, events, wakes, grouping, ids, records, plan })
+    }
+
+    /// Claim what [`open`](Claim::open) planned: the reply.
+    pub(super) fn write<S: Store>(&self, store: &mut S, opened: Opened<'a>) -> Answer {
+        let ClaimKeys { pending, rate, .. } = self.keys;
+        let Opened { gate, sides, events, wakes, grouping, ids, records, plan } = opened;
+        let now = gate.now();
+        let (mut claimed, logged, deadline) = self.take(store, now, sides, &events, (ids, records))?;
         spend(store, rate, &gate, &logged);
+        if let (Some(grouping), Some(plan)) = (&grouping, &plan) {
+            plan.write(store, grouping, deadline, &logged);
+        }
         // Jobs left that the gate would let through: the next waiting claim
         // takes them (a chain, one claimer woken at a time).
-        if !claimed.is_empty() && gate.held.is_none() && store.zcard(pending) > 0 {
+        if !claimed.is_empty() && gate.held.is_none() && more(store, pending, grouping.as_ref()) {
             wake(store, wakes);
         }
         // The trailer says a limit held back jobs pending still holds, or a pause.
@@ -130,30 +158,26 @@ impl<'a> Claim<'a> {
         Ok(Reply::Array(claimed))
     }
 
-    /// Claim up to `room` jobs from the head of pending: their replies, and
-    /// each as the rate log names it, `<id>:<token>`, with the time of its
-    /// `active` event (the gate's now when no event was written). `now` is the gate's
-    /// clock reading when it read one: the records' stamps and the rate log
-    /// then show the same moment. A job with a policy gets it as a fourth
-    /// element; one with headers gets them as a fifth (after its policy,
-    /// or nil).
+    /// Claim the jobs `head` names: their replies, and each as the rate
+    /// log names it, `<id>:<token>`, with the time of its `active` event
+    /// (the gate's now when no event was written), and the leases'
+    /// deadline. `now` is the gate's clock reading when it read one: the
+    /// records' stamps and the rate log then show the same moment. A job
+    /// with a policy gets it as a fourth element; one with headers gets
+    /// them as a fifth (after its policy, or nil).
     fn take<S: Store>(
         &self,
         store: &mut S,
-        room: u64,
         now: Option<u64>,
         sides: Sides<'_>,
         events: &Option<Events<'_>>,
-        head: Option<Head>,
-    ) -> Result<(Vec<Reply>, Vec<Logged>), Refusal> {
+        head: Head,
+    ) -> Result<(Vec<Reply>, Vec<Logged>, f64), Refusal> {
         let ClaimKeys { pending, active, .. } = self.keys;
-        if room == 0 {
-            return Ok((Vec::new(), Vec::new()));
-        }
-        let (ids, records) = self.head(store, room, head)?;
+        let (ids, records) = head;
         remove(store, pending, &ids);
         if ids.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok((Vec::new(), Vec::new(), 0.0));
         }
         let now = now.unwrap_or_else(|| store.now_ms());
         let deadline = (now + self.lease) as f64;
@@ -182,23 +206,29 @@ impl<'a> Claim<'a> {
             leases.reverse();
             store.zadd_many(active, &leases);
         }
-        Ok((claimed, logged))
+        Ok((claimed, logged, deadline))
     }
+}
 
-    /// The first `room` ids of pending and their records, each checked: of
-    /// a head read before, else read now. Writes nothing.
-    fn head<S: Store>(&self, store: &mut S, room: u64, head: Option<Head>) -> Result<Head, Refusal> {
-        match head {
-            Some((mut ids, mut records)) => {
-                ids.truncate(room as usize);
-                records.truncate(room as usize);
-                Ok((ids, records))
-            }
-            None => {
-                let ids = store.zhead(self.keys.pending, room as usize);
-                let records = read_claimed(store, self.prefix, &ids)?;
-                Ok((ids, records))
-            }
+/// What a claim read and checked before its first write.
+pub(super) struct Opened<'k> {
+    gate: Gate,
+    sides: Sides<'k>,
+    events: Option<Events<'k>>,
+    wakes: Option<&'k [u8]>,
+    grouping: Option<Grouping<'k>>,
+    ids: Vec<Vec<u8>>,
+    records: Vec<Taken<4>>,
+    plan: Option<Plan>,
+}
+
+/// Whether pending holds a job a claim could take now: any, for a queue
+/// without groups; else one of the default group, or a group ready.
+fn more<S: Store>(store: &mut S, pending: &[u8], grouping: Option<&Grouping<'_>>) -> bool {
+    match grouping {
+        None => store.zcard(pending) > 0,
+        Some(grouping) => {
+            !store.zupto(pending, UNGROUPED_MAX, 1).is_empty() || store.zcard(&grouping.keys.ready()) > 0
         }
     }
 }

@@ -222,7 +222,11 @@ impl<'a> Config<'a> {
         let was_paused = read_settings(store, config)?.paused;
         let resumed_head = match (was_paused, self.paused) {
             (true, Some(0)) => match store.zhead(pending, 1).pop() {
-                Some(head) => Some((priority_of(store, priority, &head)?, head)),
+                // Its priority checked; a grouped head is scored past it (§7.9).
+                Some(head) => {
+                    let priority = priority_of(store, priority, &head)?;
+                    Some((store.zscore(pending, &head).unwrap_or(priority), head))
+                }
                 None => None,
             },
             _ => None,

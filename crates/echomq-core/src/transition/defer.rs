@@ -3,6 +3,7 @@
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;
+use super::grouping::Grouped;
 use super::gate::paused_until;
 use super::{policy_of, write_record};
 use crate::description::{keys, Description, Effect};
@@ -74,7 +75,7 @@ impl<'a> Defer<'a> {
     /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let Fenced { keys: DeferKeys { job, active, delayed, policy: policies, config, events }, id, .. } =
+        let Fenced { keys: DeferKeys { job, active, delayed, policy: policies, config, events }, id, prefix, .. } =
             self.fenced;
         let typed = [
             (active, KeyType::Zset),
@@ -88,7 +89,9 @@ impl<'a> Defer<'a> {
         let events = Events::open(store, Some((events, config)))?;
         let now = store.now_ms();
         let due = now + self.delay;
+        let grouped = Grouped::read(store, prefix, id)?;
         store.zrem(active, id);
+        grouped.off_active(store, id, false);
         write_record(store, job, &[(b"state", b"delayed")], now);
         store.zadd(delayed, due as f64, id);
         let refunded = (policy.max_attempts(self.max_attempts) + 1).min(*MAX_ATTEMPTS.end());

@@ -1,6 +1,7 @@
 //! What the transitions that delete jobs share, PURGE, TRIM and DRAIN
 //! (`includes/delete.lua`): the side hashes, the deletion, the set KEYS[1] names.
 
+use super::grouping::{group_at, groups_of};
 use super::notice::Notify;
 use super::{need, present_here};
 use crate::description::{Keys, Role};
@@ -82,10 +83,22 @@ pub(super) fn delete_jobs<S: Store>(
             links.push((id, link));
         }
     }
-    // In the scripts' order (all removals, then each side hash, then the
-    // records), so the module replicates and announces the same commands as Lua.
+    let grouped = groups_of(store, prefix, ids)?;
+    // In the scripts' order (all removals, then the groups', then each side
+    // hash, then the records), so the module replicates and announces the
+    // same commands as Lua.
     for id in ids {
         store.zrem(set, id);
+    }
+    for (at, id) in ids.iter().enumerate() {
+        if let Some((grouping, group)) = group_at(&grouped, at) {
+            match role {
+                Role::Pending => grouping.off_pending(store, id, group),
+                Role::Active => grouping.off_active(store, id, group),
+                _ => {}
+            }
+            grouping.forget(store, id);
+        }
     }
     for side in sides {
         for id in ids {

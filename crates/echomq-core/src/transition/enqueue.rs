@@ -1,6 +1,7 @@
 //! ENQUEUE: admit one job (PROTOCOL.md §7; `enqueue.lua`).
 
 use super::events::{emit, Events};
+use super::grouping::{full, group_name, Grouping, Settings};
 use super::notice::parent_option;
 use super::{need, wake, wake_key, whole, write_record};
 use crate::description::{keys, Description, Effect};
@@ -47,6 +48,7 @@ pub struct Enqueue<'a> {
     unique: Option<Unique<'a>>,
     headers: Option<&'a [u8]>,
     parent: Option<&'a [u8]>,
+    group: Option<&'a [u8]>,
     prefix: &'a [u8],
 }
 
@@ -80,6 +82,7 @@ impl<'a> Enqueue<'a> {
             "UNIQUE_DONE",
             "HEADERS",
             "PARENT",
+            "GROUP",
         ],
         effect: Effect::Writes,
         wakes_claims: true,
@@ -114,13 +117,13 @@ impl<'a> Enqueue<'a> {
         }
         let policy = Policy::from_options(given.policy)?;
         let unique = given.unique()?;
-        let Given { priority, delay, at, headers, parent, .. } = given;
+        let Given { priority, delay, at, headers, parent, group, .. } = given;
         if parent.is_some() && unique.is_some() {
             return Err(Refusal::arg("PARENT and UNIQUE exclude each other"));
         }
         let priority = priority.unwrap_or(0);
         let enqueue =
-            Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, parent, prefix };
+            Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, parent, group, prefix };
         enqueue.within_keys()?;
         Ok(enqueue)
     }
@@ -147,6 +150,15 @@ impl<'a> Enqueue<'a> {
             _ => need(store, self.keys.job, KeyType::Hash)?,
         }
         self.need_types(store, due)?;
+        // The group's keys' types and its settings, with the other types.
+        let grouping = Grouping::of(self.prefix);
+        let settings = match self.group {
+            Some(group) => {
+                grouping.check(store)?;
+                Some(grouping.settings(store, group)?)
+            }
+            None => None,
+        };
         // Every type (and the settings read with the events key) before a
         // held key answers: a refusal outranks a duplicate.
         let events = Events::open_counted(
@@ -161,13 +173,25 @@ impl<'a> Enqueue<'a> {
                 return Ok(Reply::Bulk(holder));
             }
         }
+        // A group at its most pending refuses a job that would join them.
+        if let (Some(group), Some(Settings { max: Some(max), .. }), None) = (self.group, settings, due) {
+            if store.zcard(&grouping.keys.pending(group)) >= max {
+                return Err(full(group, max));
+            }
+        }
 
         let state: &[u8] = if delayed.is_some() { b"delayed" } else { b"pending" };
         self.write(store, state, now);
         match delayed {
             Some((more, due)) => store.zadd(more.delayed, due as f64, self.id),
             None => {
-                store.zadd(self.keys.pending, self.priority as f64, self.id);
+                let group = self.group.map(|group| (&grouping, group));
+                match group {
+                    None => store.zadd(self.keys.pending, self.priority as f64, self.id),
+                    Some((grouping, group)) => {
+                        grouping.to_pending(store, self.keys.pending, self.id, group, self.priority as f64)
+                    }
+                }
                 wake(store, wakes);
             }
         }
@@ -191,6 +215,8 @@ pub(super) struct Given<'a> {
     pub(super) headers: Option<&'a [u8]>,
     /// The child's link (protocol 1.6, §7.8).
     pub(super) parent: Option<&'a [u8]>,
+    /// The job's group (protocol 1.7, §7.9).
+    pub(super) group: Option<&'a [u8]>,
 }
 
 impl<'a> Given<'a> {
@@ -231,13 +257,15 @@ impl<'a> Given<'a> {
                 self.until_finished = Some(count(value, "UNIQUE_DONE", FLAG)? == 1)
             }
             (b"PARENT", _) if self.parent.is_none() => self.parent = Some(parent_option(value)?),
+            (b"GROUP", _) if self.group.is_none() => self.group = Some(group_name(value)?),
             (_, Some(at)) if self.policy[at].is_none() => {
                 let (label, range) = &policy::OPTIONS[at];
                 self.policy[at] = Some(count(value, label, range.clone())?);
             }
             (
                 b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE" | b"HEADERS"
-                | b"PARENT",
+                | b"PARENT"
+                | b"GROUP",
                 _,
             )
             | (_, Some(_)) => {
@@ -327,6 +355,9 @@ impl Enqueue<'_> {
             (b"enqueued_at", enqueued_at.as_bytes()),
         ];
         write_record(store, self.keys.job, &fields, now);
+        if let Some(group) = self.group {
+            store.hset(&Grouping::of(self.prefix).keys.membership(), &[(self.id, group)]);
+        }
         let Some(more) = self.keys.more else { return };
         if self.priority != 0 {
             store.hset(more.priority, &[(self.id, self.priority.to_string().as_bytes())]);

@@ -2,6 +2,7 @@
 //! (PROTOCOL.md §7; `enqueuemany.lua`).
 
 use super::events::{emit, flush, hold, Events};
+use super::grouping::{full, group_name, Grouping};
 use super::notice::parent_option;
 use super::{need, present_here, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};
@@ -28,6 +29,8 @@ pub struct EnqueueMany<'a> {
     jobs: Vec<(&'a [u8], &'a [u8])>,
     /// With the parents key, the link every job it enqueues gets: a flow's children.
     parent: Option<&'a [u8]>,
+    /// `GROUP <g>` (1.7): the group of every job it enqueues.
+    group: Option<&'a [u8]>,
 }
 
 impl<'a> EnqueueMany<'a> {
@@ -38,7 +41,7 @@ impl<'a> EnqueueMany<'a> {
         keys: EnqueueManyKeys::ROLES,
         forms: EnqueueManyKeys::FORMS,
         args: &["id", "payload"],
-        options: &["PARENT"],
+        options: &["PARENT", "GROUP"],
         effect: Effect::Writes,
         wakes_claims: true,
         fenced: false,
@@ -68,6 +71,12 @@ impl<'a> EnqueueMany<'a> {
                 rest = rest.get(2..).unwrap_or_default();
             }
         }
+        // Then `GROUP <g>` (1.7): every job of the call in that group.
+        let mut group = None;
+        if rest.first().is_some_and(|first| first.eq_ignore_ascii_case(b"GROUP")) {
+            group = Some(group_name(rest.get(1).copied())?);
+            rest = rest.get(2..).unwrap_or_default();
+        }
         loop {
             if jobs.len() as u64 == *ENQUEUES.end() {
                 return Err(Refusal::arg(format!("at most {} jobs a call", ENQUEUES.end())));
@@ -80,7 +89,7 @@ impl<'a> EnqueueMany<'a> {
             jobs.push((id, payload));
             rest = &rest[2..];
             if rest.is_empty() {
-                return Ok(EnqueueMany { keys, prefix, jobs, parent });
+                return Ok(EnqueueMany { keys, prefix, jobs, parent, group });
             }
         }
     }
@@ -120,6 +129,10 @@ impl<'a> EnqueueMany<'a> {
         if let (Some(_), Some(flow)) = (self.parent, flow) {
             need(store, flow.parents, KeyType::Hash)?;
         }
+        let grouping = Grouping::of(self.prefix);
+        if let Some(group) = self.group {
+            self.room_in(store, &grouping, group, &records)?;
+        }
         let now = store.now_ms();
         let enqueued_at = now.to_string();
         let mut replies = Vec::with_capacity(self.jobs.len());
@@ -135,7 +148,13 @@ impl<'a> EnqueueMany<'a> {
                 (b"enqueued_at", enqueued_at.as_bytes()),
             ];
             write_record(store, record, &fields, now);
-            store.zadd(pending, 0.0, id);
+            match self.group {
+                None => store.zadd(pending, 0.0, id),
+                Some(group) => {
+                    store.hset(&grouping.keys.membership(), &[(id, group)]);
+                    grouping.join(store, pending, id, group, 0.0);
+                }
+            }
             emit(&events, store, "enqueued", id, &[(b"state", b"pending")]);
             replies.push(Reply::Int(1));
         }
@@ -151,10 +170,39 @@ impl<'a> EnqueueMany<'a> {
                 store.hset(flow.parents, &linked);
             }
         }
+        if let (Some(group), true) = (self.group, replies.contains(&Reply::Int(1))) {
+            grouping.reindex(store, group);
+        }
         if replies.contains(&Reply::Int(1)) {
             wake(store, wakes);
         }
         flush(&events, store);
         Ok(Reply::Array(replies))
+    }
+}
+
+impl EnqueueMany<'_> {
+    /// The group's keys' types and settings, and room under its most for
+    /// the jobs the call would add (those without a record, each once):
+    /// `EMQFULL` for the whole call otherwise.
+    fn room_in<S: Store>(
+        &self,
+        store: &mut S,
+        grouping: &Grouping<'_>,
+        group: &[u8],
+        records: &[Vec<u8>],
+    ) -> Result<(), Refusal> {
+        grouping.check(store)?;
+        let Some(max) = grouping.settings(store, group)?.max else { return Ok(()) };
+        let mut new: Vec<&[u8]> = Vec::new();
+        for record in records {
+            if store.key_type(record) == KeyType::None && !new.contains(&record.as_slice()) {
+                new.push(record);
+            }
+        }
+        if store.zcard(&grouping.keys.pending(group)) + new.len() as u64 > max {
+            return Err(full(group, max));
+        }
+        Ok(())
     }
 }

@@ -3,6 +3,7 @@
 
 use super::events::{emit, error_text, Events};
 use super::fenced::Fenced;
+use super::grouping::Grouped;
 use super::notice::Notify;
 use super::{policy_of, write_record};
 use crate::description::{keys, Description, Effect};
@@ -112,7 +113,9 @@ impl<'a> Fail<'a> {
         let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), prefix)?;
         let link = if dies { notify.link(store, id)? } else { None };
         let state: &[u8] = if dies { b"dead" } else { b"delayed" };
+        let grouped = Grouped::read(store, prefix, id)?;
         store.zrem(active, id);
+        grouped.off_active(store, id, false);
         write_record(store, job, &[(b"state", state)], now);
         if dies {
             store.zadd(dead, now as f64, id);

@@ -4,6 +4,7 @@
 //! in its own queue, with a link to it (ENQUEUE's or FLOW's `PARENT`).
 
 use super::enqueue::Given;
+use super::grouping::Grouping;
 use super::events::{emit, Events};
 use super::notice::{child_ref, JobRef};
 use super::{need, write_record};
@@ -100,6 +101,9 @@ pub struct Flow<'a> {
     policy: Option<Policy>,
     headers: Option<&'a [u8]>,
     parent: Option<&'a [u8]>,
+    /// The parent's group (1.7, §7.9): it joins it when its children end.
+    group: Option<&'a [u8]>,
+    prefix: &'a [u8],
 }
 
 impl<'a> Flow<'a> {
@@ -110,7 +114,7 @@ impl<'a> Flow<'a> {
         keys: FlowKeys::ROLES,
         forms: FlowKeys::FORMS,
         args: &["id", "payload", "children", "child", "on_failure"],
-        options: &["PRIORITY", "ATTEMPTS", "BACKOFF", "BACKOFF_EXP", "TIMEOUT", "HEADERS", "PARENT"],
+        options: &["PRIORITY", "ATTEMPTS", "BACKOFF", "BACKOFF_EXP", "TIMEOUT", "HEADERS", "PARENT", "GROUP"],
         effect: Effect::Writes,
         wakes_claims: false,
         fenced: false,
@@ -149,8 +153,9 @@ impl<'a> Flow<'a> {
             return Err(Refusal::arg("FLOW takes no DELAY, AT, UNIQUE, UNIQUE_FOR or UNIQUE_DONE"));
         }
         let policy = Policy::from_options(given.policy)?;
-        let Given { priority, headers, parent, .. } = given;
-        Ok(Flow { keys, id, payload, children, priority: priority.unwrap_or(0), policy, headers, parent })
+        let Given { priority, headers, parent, group, .. } = given;
+        let priority = priority.unwrap_or(0);
+        Ok(Flow { keys, id, payload, children, priority, policy, headers, parent, group, prefix })
     }
 
     /// The parent, `waiting`, with its open dependencies and an
@@ -186,6 +191,11 @@ impl<'a> Flow<'a> {
         ] {
             need(store, key, want)?;
         }
+        let grouping = Grouping::of(self.prefix);
+        if let Some(group) = self.group {
+            grouping.check(store)?;
+            grouping.settings(store, group)?;
+        }
         let events = Events::open_counted(store, Some((events, config)), Some(counts), &["enqueued"])?;
         let now = store.now_ms();
         let incarnation = now.to_string();
@@ -196,6 +206,9 @@ impl<'a> Flow<'a> {
             (b"enqueued_at", incarnation.as_bytes()),
         ];
         write_record(store, job, &fields, now);
+        if let Some(group) = self.group {
+            store.hset(&grouping.keys.membership(), &[(self.id, group)]);
+        }
         let n = self.children.len() as i64;
         write_dependencies(store, children, &incarnation, (n, n), &self.children);
         store.zadd(waiting, now as f64, self.id);

@@ -99,13 +99,15 @@ struct Log {
 /// The claim gate: paused? room under the concurrency limit? a rate slot?
 /// The caller has checked `active`'s type; `config` is checked here, and
 /// `rate` only when a rate is set (only then is it read). With no settings
-/// (no config key) it costs one type lookup. It writes nothing.
+/// (no config key) it costs one type lookup. It writes nothing. `ending`
+/// leases of `active` end in the same call first (ACKNEXT's one): not counted.
 pub(crate) fn gate<S: Store>(
     store: &mut S,
     config: &[u8],
     active: &[u8],
     rate: &[u8],
     count: u64,
+    ending: u64,
 ) -> Result<Gate, Refusal> {
     let mut gate = Gate { room: count, held: None, log: None };
     let Some(ClaimSettings { paused, concurrency, limit, per, until }) = claim_settings(store, config)?
@@ -125,7 +127,7 @@ pub(crate) fn gate<S: Store>(
         clock = Some(now);
     }
     if let Some(concurrency) = concurrency {
-        let room = (concurrency as u64).saturating_sub(store.zcard(active));
+        let room = (concurrency as u64).saturating_sub(store.zcard(active).saturating_sub(ending));
         if room < gate.room {
             gate.room = room;
             gate.held = Some(0);
@@ -184,14 +186,22 @@ pub(crate) fn spend<S: Store>(store: &mut S, rate: &[u8], gate: &Gate, claimed: 
         store.zrem(rate, member);
     }
     for (member, at) in claimed {
-        let mut logged = member.clone();
-        let mut n = 1;
-        while store.zscore(rate, &logged).is_some_and(|score| score > log.edge) {
-            n += 1;
-            logged = [member.as_slice(), b":", n.to_string().as_bytes()].concat();
-        }
-        store.zadd(rate, (*at).max(log.now) as f64, &logged);
+        log_claim(store, rate, log.edge, member, (*at).max(log.now));
     }
+}
+
+/// Log one claim `member` (`<id>:<token>`) in the rate log `rate` at `at`:
+/// as `<id>:<token>:<n>`, the least n ≥ 2 not in the window (whose edge is
+/// `edge`), when the plain name is (a job enqueued again after its record
+/// was deleted starts its tokens again at 1). The queue's log and a group's.
+pub(crate) fn log_claim<S: Store>(store: &mut S, rate: &[u8], edge: f64, member: &[u8], at: u64) {
+    let mut logged = member.to_vec();
+    let mut n = 1;
+    while store.zscore(rate, &logged).is_some_and(|score| score > edge) {
+        n += 1;
+        logged = [member, b":", n.to_string().as_bytes()].concat();
+    }
+    store.zadd(rate, at as f64, &logged);
 }
 
 /// `paused`, read as it must be stored: `1` (paused), `0` or nothing (not);

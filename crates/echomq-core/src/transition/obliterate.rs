@@ -1,6 +1,7 @@
 //! OBLITERATE: the last step of deleting a queue (PROTOCOL.md §7;
 //! `obliterate.lua`).
 
+use super::grouping::Grouping;
 use super::{need, protocol};
 use crate::description::{keys, Description, Effect};
 use crate::parse::{named_keys, options};
@@ -44,6 +45,7 @@ keys! {
 #[derive(Debug)]
 pub struct Obliterate<'a> {
     keys: ObliterateKeys<'a>,
+    prefix: &'a [u8],
 }
 
 impl<'a> Obliterate<'a> {
@@ -69,9 +71,9 @@ impl<'a> Obliterate<'a> {
     /// A [`Refusal`](crate::Refusal), before any storage is read:
     /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument is given.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Obliterate<'a>, Refusal> {
-        let (keys, _) = named_keys::<ObliterateKeys>(keys, b"")?;
+        let (keys, prefix) = named_keys::<ObliterateKeys>(keys, b"")?;
         options(args, [])?;
-        Ok(Obliterate { keys })
+        Ok(Obliterate { keys, prefix })
     }
 
     /// The last step of deleting a queue: refused while any of its six sets
@@ -113,6 +115,18 @@ impl<'a> Obliterate<'a> {
         for key in keys.into_iter().filter(|key| !sets.contains(key)) {
             if store.key_type(key) != KeyType::None {
                 store.del(key);
+                deleted += 1;
+            }
+        }
+        // The groups' keys (§7.9): with no job left, a group's settings, tag
+        // and rate log are all that remain of it.
+        let groups = Grouping::of(self.prefix).keys;
+        let names = groups.names();
+        let mut derived: Vec<Vec<u8>> = store.zhead(&names, usize::MAX).iter().map(|g| groups.rate(g)).collect();
+        derived.extend([groups.membership(), groups.settings(), names, groups.ready(), groups.wait()]);
+        for key in derived {
+            if store.key_type(&key) != KeyType::None {
+                store.del(&key);
                 deleted += 1;
             }
         }

@@ -2,6 +2,7 @@
 
 use super::delete::limit;
 use super::events::{emit, Events};
+use super::grouping::{group_at, groups_of};
 use super::{need, priority_of, read_records, remove, to_pending, wake, wake_key};
 use crate::description::{keys, Description, Effect};
 use crate::parse::named_keys;
@@ -84,11 +85,12 @@ impl<'a> Promote<'a> {
         for (id, (_, [state, _])) in ids.iter().zip(&records) {
             scores.push(if state.is_some() { priority_of(store, priority, id)? } else { 0.0 });
         }
+        let grouped = groups_of(store, self.prefix, &ids)?;
         remove(store, delayed, &ids);
         let mut promoted = 0;
-        for ((id, (key, [state, _])), score) in ids.iter().zip(records).zip(scores) {
+        for (at, ((id, (key, [state, _])), score)) in ids.iter().zip(records).zip(scores).enumerate() {
             if state.is_some() {
-                to_pending(store, &key, pending, score, id, now);
+                to_pending(store, &key, pending, (score, group_at(&grouped, at)), id, now);
                 emit(&events, store, "promoted", id, &[]);
                 promoted += 1;
             }

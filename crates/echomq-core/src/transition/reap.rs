@@ -3,6 +3,7 @@
 
 use super::delete::limit;
 use super::events::{emit, flush, hold, Events};
+use super::grouping::{group_at, groups_of};
 use super::notice::Notify;
 use super::{
     attempts_of, need, policy_of, priority_of, read_records, remove, to_pending, wake, wake_key, write_record,
@@ -114,9 +115,11 @@ impl<'a> Reap<'a> {
             return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
         let reaped = self.read(store, &ids, &notify)?;
+        let grouped = groups_of(store, self.prefix, &ids)?;
         remove(store, active, &ids);
         let (mut requeued, mut died) = (0, 0);
-        for (id, key, attempt, dies, score, link) in reaped {
+        for (at, (id, key, attempt, dies, score, link)) in reaped.into_iter().enumerate() {
+            let group = group_at(&grouped, at);
             let text = attempt.to_string();
             let said: [(&[u8], &[u8]); 2] = [(b"attempt", text.as_bytes()), (b"error", b"lease expired")];
             if dies {
@@ -124,12 +127,18 @@ impl<'a> Reap<'a> {
                 store.zadd(dead, now as f64, id);
                 store.hset(errors, &[(id, b"lease expired")]);
                 emit(&events, store, "dead", id, &said);
+                if let Some((grouping, group)) = group {
+                    grouping.off_active(store, id, group);
+                }
                 if let Some(link) = link {
                     notify.tell(store, id, &link, "dead", None);
                 }
                 died += 1;
             } else {
-                to_pending(store, &key, pending, score, id, now);
+                if let Some((grouping, group)) = group {
+                    store.zrem(&grouping.keys.active(group), id);
+                }
+                to_pending(store, &key, pending, (score, group), id, now);
                 emit(&events, store, "failed", id, &said);
                 requeued += 1;
             }

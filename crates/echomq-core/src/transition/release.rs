@@ -3,6 +3,7 @@
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;
+use super::grouping::Grouped;
 use super::{need, policy_of, priority_of, to_pending, wake, wake_key};
 use crate::description::{keys, Description, Effect};
 use crate::limits::MAX_ATTEMPTS;
@@ -92,6 +93,7 @@ impl<'a> Release<'a> {
         let Fenced {
             keys: ReleaseKeys { job, active, pending, priority, events, config, wake: wakes, .. },
             id,
+            prefix,
             ..
         } = self.fenced;
         let typed = [(active, KeyType::Zset), (pending, KeyType::Zset), (priority, KeyType::Hash)];
@@ -108,9 +110,11 @@ impl<'a> Release<'a> {
             None => None,
         };
         let score = priority_of(store, priority, id)?;
+        let grouped = Grouped::read(store, prefix, id)?;
         store.zrem(active, id);
+        grouped.off_active(store, id, true);
         let now = store.now_ms();
-        to_pending(store, job, pending, score, id, now);
+        to_pending(store, job, pending, (score, grouped.name()), id, now);
         if let Some((policies, policy)) = refunded {
             store.hset(policies, &[(id, &policy.text())]);
         }

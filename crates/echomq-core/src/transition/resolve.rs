@@ -5,6 +5,7 @@
 
 use super::events::{emit, error_text, Events};
 use super::fenced::ack_result;
+use super::grouping::Grouped;
 use super::notice::{JobRef, Notify};
 use super::{attempts_of, need, priority_of, read_fields, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};
@@ -132,7 +133,8 @@ impl<'a> Resolve<'a> {
         let wakes = wake_key(store, Some(wakes))?;
         let notify = Notify::open(store, Some((parents, notices)), self.prefix)?;
         let link = if heard.then == Then::Dies { notify.link(store, self.id)? } else { None };
-        let after = self.write(store, &heard, score, wakes);
+        let grouped = Grouped::read(store, self.prefix, self.id)?;
+        let after = self.write(store, &heard, (score, &grouped), wakes);
         let open = heard.open.to_string();
         let said: [(&[u8], &[u8]); 4] = [
             (b"child", self.child),
@@ -225,7 +227,7 @@ impl<'a> Resolve<'a> {
         &self,
         store: &mut S,
         heard: &'h Heard,
-        score: f64,
+        (score, grouped): (f64, &Grouped<'_>),
         wakes: Option<&[u8]>,
     ) -> &'h [u8] {
         let ResolveKeys { job, children, waiting, pending, dead, errors, .. } = self.keys;
@@ -242,7 +244,7 @@ impl<'a> Resolve<'a> {
             Then::Ready => {
                 store.zrem(waiting, self.id);
                 write_record(store, job, &[(b"state", b"pending")], now);
-                store.zadd(pending, score, self.id);
+                grouped.to_pending(store, pending, self.id, score);
                 wake(store, wakes);
                 b"pending"
             }

@@ -2,6 +2,7 @@
 //! `retry.lua`).
 
 use super::events::{emit, Events};
+use super::grouping::Grouped;
 use super::{need, priority_of, read_state, to_pending, wake, wake_key};
 use crate::description::{keys, Description, Effect};
 use crate::parse::{kind, named_keys, options};
@@ -25,6 +26,7 @@ keys! {
 #[derive(Debug)]
 pub struct Retry<'a> {
     keys: RetryKeys<'a>,
+    prefix: &'a [u8],
     id: &'a [u8],
 }
 
@@ -53,9 +55,9 @@ impl<'a> Retry<'a> {
     /// - `EMQARG`: the keys are not this queue's, in their number and roles, or an argument follows the id.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Retry<'a>, Refusal> {
         let id = kind(args.first().copied())?;
-        let (keys, _) = named_keys::<RetryKeys>(keys, id)?;
+        let (keys, prefix) = named_keys::<RetryKeys>(keys, id)?;
         options(args.get(1..).unwrap_or_default(), [])?;
-        Ok(Retry { keys, id })
+        Ok(Retry { keys, prefix, id })
     }
 
     /// A dead job back to pending at its priority.
@@ -87,9 +89,10 @@ impl<'a> Retry<'a> {
         let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
         let wakes = wake_key(store, Some(self.keys.wake))?;
         let score = priority_of(store, self.keys.priority, self.id)?;
+        let grouped = Grouped::read(store, self.prefix, self.id)?;
         store.zrem(self.keys.dead, self.id);
         let now = store.now_ms();
-        to_pending(store, self.keys.job, self.keys.pending, score, self.id, now);
+        to_pending(store, self.keys.job, self.keys.pending, (score, grouped.name()), self.id, now);
         wake(store, wakes);
         emit(&events, store, "retried", self.id, &[]);
         Ok(Reply::Int(1))

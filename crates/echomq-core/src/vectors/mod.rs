@@ -35,6 +35,7 @@ mod control;
 mod enqueue;
 mod finish;
 mod flow;
+mod groups;
 pub mod json;
 mod lease;
 mod list;
@@ -492,6 +493,7 @@ pub(crate) fn cases() -> Vec<(Name, Vec<Case>)> {
         schedule::cases(),
         batch::cases(),
         flow::cases(),
+        groups::cases(),
         refused::cases(),
         refused::births(),
     ];

@@ -336,6 +336,41 @@ mod enqueue {
     }
 
     #[test]
+    fn enqueue_a_job_in_a_group() {
+        replay("enqueue", "enqueue: a job in a group");
+    }
+
+    #[test]
+    fn enqueue_a_job_in_a_group_with_a_priority() {
+        replay("enqueue", "enqueue: a job in a group, with a priority");
+    }
+
+    #[test]
+    fn enqueue_a_delayed_job_in_a_group_is_only_a_member() {
+        replay("enqueue", "enqueue: a delayed job in a group is only a member");
+    }
+
+    #[test]
+    fn enqueue_a_group_at_its_most() {
+        replay("enqueue", "enqueue: a group at its most");
+    }
+
+    #[test]
+    fn enqueue_a_group_s_name_empty() {
+        replay("enqueue", "enqueue: a group's name empty");
+    }
+
+    #[test]
+    fn enqueue_group_twice() {
+        replay("enqueue", "enqueue: GROUP twice");
+    }
+
+    #[test]
+    fn enqueue_a_group_s_membership_of_another_type() {
+        replay("enqueue", "enqueue: a group's membership of another type");
+    }
+
+    #[test]
     fn enqueue_with_empty_headers() {
         replay("enqueue", "enqueue with empty headers");
     }
@@ -570,6 +605,16 @@ mod enqueuemany {
     }
 
     #[test]
+    fn enqueuemany_a_group_s_jobs() {
+        replay("enqueuemany", "enqueuemany: a group's jobs");
+    }
+
+    #[test]
+    fn enqueuemany_past_a_group_s_most() {
+        replay("enqueuemany", "enqueuemany: past a group's most");
+    }
+
+    #[test]
     fn enqueuemany_with_three_keys() {
         replay("enqueuemany", "enqueuemany with three keys");
     }
@@ -796,6 +841,51 @@ mod claim {
     #[test]
     fn claim_a_stored_event_log_length_below_0_writes_no_event() {
         replay("claim", "claim: a stored event log length below 0 writes no event");
+    }
+
+    #[test]
+    fn claim_groups_take_turns_by_name_on_a_tie() {
+        replay("claim", "claim: groups take turns, by name on a tie");
+    }
+
+    #[test]
+    fn claim_the_default_group_takes_its_turn() {
+        replay("claim", "claim: the default group takes its turn");
+    }
+
+    #[test]
+    fn claim_a_group_at_its_cap_leaves_the_index() {
+        replay("claim", "claim: a group at its cap leaves the index");
+    }
+
+    #[test]
+    fn claim_a_paused_group_waits() {
+        replay("claim", "claim: a paused group waits");
+    }
+
+    #[test]
+    fn claim_a_group_s_rate_spent_it_waits_in_gwait() {
+        replay("claim", "claim: a group's rate spent, it waits in gwait");
+    }
+
+    #[test]
+    fn claim_a_group_whose_window_freed_comes_back() {
+        replay("claim", "claim: a group whose window freed comes back");
+    }
+
+    #[test]
+    fn claim_a_weight_of_2_takes_two_turns_to_one() {
+        replay("claim", "claim: a weight of 2 takes two turns to one");
+    }
+
+    #[test]
+    fn claim_a_priority_orders_jobs_within_a_group() {
+        replay("claim", "claim: a priority orders jobs within a group");
+    }
+
+    #[test]
+    fn claim_the_queue_s_concurrency_holds_above_the_groups() {
+        replay("claim", "claim: the queue's concurrency holds above the groups");
     }
 
     #[test]
@@ -1083,6 +1173,11 @@ mod ack {
     }
 
     #[test]
+    fn ack_a_capped_group_s_lease_ends_it_is_ready_again() {
+        replay("ack", "ack: a capped group's lease ends, it is ready again");
+    }
+
+    #[test]
     fn ack_of_a_bad_id_with_three_keys_the_kind_first_on_every_executor() {
         replay("ack", "ack of a bad id with three keys: the kind first, on every executor");
     }
@@ -1284,6 +1379,11 @@ mod acknext {
     #[test]
     fn acknext_a_child_tells_its_parent() {
         replay("acknext", "acknext: a child tells its parent");
+    }
+
+    #[test]
+    fn acknext_a_capped_group_s_lease_ends_its_next_job_is_claimed() {
+        replay("acknext", "acknext: a capped group's lease ends, its next job is claimed");
     }
 
     #[test]
@@ -1493,6 +1593,11 @@ mod ackmany {
     #[test]
     fn ackmany_a_child_tells_its_parent() {
         replay("ackmany", "ackmany: a child tells its parent");
+    }
+
+    #[test]
+    fn ackmany_a_group_s_leases_end() {
+        replay("ackmany", "ackmany: a group's leases end");
     }
 
     #[test]
@@ -1707,6 +1812,16 @@ mod fail {
     #[test]
     fn fail_a_child_retried_tells_nothing() {
         replay("fail", "fail: a child retried tells nothing");
+    }
+
+    #[test]
+    fn fail_a_grouped_job_to_delayed_out_of_its_leases() {
+        replay("fail", "fail: a grouped job to delayed, out of its leases");
+    }
+
+    #[test]
+    fn fail_a_grouped_job_dies() {
+        replay("fail", "fail: a grouped job dies");
     }
 
     #[test]
@@ -2003,6 +2118,11 @@ mod release {
     }
 
     #[test]
+    fn release_back_to_its_group_s_pending() {
+        replay("release", "release: back to its group's pending");
+    }
+
+    #[test]
     fn release_of_no_job() {
         replay("release", "release of no job");
     }
@@ -2182,6 +2302,11 @@ mod reap {
     }
 
     #[test]
+    fn reap_an_expired_grouped_lease_back_to_its_group() {
+        replay("reap", "reap: an expired grouped lease back to its group");
+    }
+
+    #[test]
     fn a_negative_limit() {
         replay("reap", "a negative limit");
     }
@@ -2308,6 +2433,11 @@ mod promote {
     #[test]
     fn promote_a_stray_argument() {
         replay("promote", "promote: a stray argument");
+    }
+
+    #[test]
+    fn promote_a_due_grouped_job_to_its_group() {
+        replay("promote", "promote: a due grouped job to its group");
     }
 
     #[test]
@@ -2609,6 +2739,16 @@ mod cancel {
     }
 
     #[test]
+    fn cancel_a_pending_grouped_job_leaves_its_group() {
+        replay("cancel", "cancel: a pending grouped job leaves its group");
+    }
+
+    #[test]
+    fn cancel_a_running_grouped_job_leaves_its_leases() {
+        replay("cancel", "cancel: a running grouped job leaves its leases");
+    }
+
+    #[test]
     fn cancel_of_a_job_whose_state_is_not_a_state() {
         replay("cancel", "cancel of a job whose state is not a state");
     }
@@ -2715,6 +2855,11 @@ mod retry {
     #[test]
     fn retry_the_id_s_kind() {
         replay("retry", "retry: the id's kind");
+    }
+
+    #[test]
+    fn retry_a_dead_grouped_job_to_its_group() {
+        replay("retry", "retry: a dead grouped job to its group");
     }
 
     #[test]
@@ -3211,6 +3356,11 @@ mod config {
     #[test]
     fn config_a_stored_event_log_length_below_0_reads_0_off() {
         replay("config", "config: a stored event log length below 0 reads 0, off");
+    }
+
+    #[test]
+    fn config_a_resume_re_adds_a_grouped_head_at_its_score() {
+        replay("config", "config: a resume re-adds a grouped head at its score");
     }
 
     #[test]
@@ -3913,6 +4063,11 @@ mod drain {
     }
 
     #[test]
+    fn drain_a_group_s_pending_jobs() {
+        replay("drain", "drain: a group's pending jobs");
+    }
+
+    #[test]
     fn drain_of_a_finished_set() {
         replay("drain", "drain of a finished set");
     }
@@ -4039,6 +4194,11 @@ mod remove {
     #[test]
     fn remove_a_waiting_parent() {
         replay("remove", "remove: a waiting parent");
+    }
+
+    #[test]
+    fn remove_a_grouped_job_s_group_forgotten() {
+        replay("remove", "remove: a grouped job's group forgotten");
     }
 }
 
@@ -4233,6 +4393,11 @@ mod obliterate {
     #[test]
     fn obliterate_the_flows_keys_go_with_the_queue() {
         replay("obliterate", "obliterate: the flows' keys go with the queue");
+    }
+
+    #[test]
+    fn obliterate_a_queue_s_group_settings() {
+        replay("obliterate", "obliterate: a queue's group settings");
     }
 
     #[test]
@@ -4466,6 +4631,11 @@ mod defer {
     #[test]
     fn defer_a_stale_token() {
         replay("defer", "defer: a stale token");
+    }
+
+    #[test]
+    fn defer_a_grouped_job_to_delayed() {
+        replay("defer", "defer: a grouped job to delayed");
     }
 
     #[test]
@@ -5083,6 +5253,11 @@ mod resolve {
     fn resolve_a_dependency_that_is_none() {
         replay("resolve", "resolve: a dependency that is none");
     }
+
+    #[test]
+    fn resolve_a_grouped_parent_to_its_group_s_pending() {
+        replay("resolve", "resolve: a grouped parent to its group's pending");
+    }
 }
 
 mod children {
@@ -5230,5 +5405,173 @@ mod adopt {
     #[test]
     fn adopt_dependencies_without_their_count() {
         replay("adopt", "adopt: dependencies without their count");
+    }
+}
+
+mod group {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("group", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("group", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("group", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("group", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("group", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("group", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn keys_3_holds_a_string() {
+        replay("group", "KEYS[3] holds a string");
+    }
+
+    #[test]
+    fn keys_4_holds_a_string() {
+        replay("group", "KEYS[4] holds a string");
+    }
+
+    #[test]
+    fn keys_5_holds_a_string() {
+        replay("group", "KEYS[5] holds a string");
+    }
+
+    #[test]
+    fn group_a_group_s_weight_cap_rate_and_most() {
+        replay("group", "group: a group's weight, cap, rate and most");
+    }
+
+    #[test]
+    fn group_no_option_reads_the_group() {
+        replay("group", "group: no option reads the group");
+    }
+
+    #[test]
+    fn group_paused_it_leaves_the_index() {
+        replay("group", "group: paused, it leaves the index");
+    }
+
+    #[test]
+    fn group_resumed_it_enters_the_index_and_wakes_a_claim() {
+        replay("group", "group: resumed, it enters the index and wakes a claim");
+    }
+
+    #[test]
+    fn group_its_cap_raised_it_is_ready_again() {
+        replay("group", "group: its cap raised, it is ready again");
+    }
+
+    #[test]
+    fn group_the_defaults_again_forget_an_empty_group() {
+        replay("group", "group: the defaults again forget an empty group");
+    }
+
+    #[test]
+    fn group_rate_without_per() {
+        replay("group", "group: RATE without PER");
+    }
+
+    #[test]
+    fn group_per_without_rate() {
+        replay("group", "group: PER without RATE");
+    }
+
+    #[test]
+    fn group_a_weight_of_0() {
+        replay("group", "group: a weight of 0");
+    }
+
+    #[test]
+    fn group_a_weight_over_1000() {
+        replay("group", "group: a weight over 1000");
+    }
+
+    #[test]
+    fn group_no_name() {
+        replay("group", "group: no name");
+    }
+
+    #[test]
+    fn group_settings_that_do_not_read() {
+        replay("group", "group: settings that do not read");
+    }
+
+    #[test]
+    fn group_its_pending_set_of_another_type() {
+        replay("group", "group: its pending set of another type");
+    }
+}
+
+mod groups {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("groups", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("groups", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("groups", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("groups", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("groups", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("groups", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn groups_every_group_no_next_page() {
+        replay("groups", "groups: every group, no next page");
+    }
+
+    #[test]
+    fn groups_a_page_after_a_name_with_the_next() {
+        replay("groups", "groups: a page after a name, with the next");
+    }
+
+    #[test]
+    fn groups_a_limit_of_0() {
+        replay("groups", "groups: a limit of 0");
+    }
+
+    #[test]
+    fn groups_after_without_its_group() {
+        replay("groups", "groups: AFTER without its group");
     }
 }
