@@ -23,6 +23,7 @@ Errors   EMQKIND, EMQARG (also: a flow's child without the flows' keys), EMQSIZE
 --@include fenced
 --@include ack
 --@include notice
+--@include grouping
 
 --@keys ACK's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -61,7 +62,11 @@ local prefix = string.sub(active_key, 1, #active_key - #'active')
 local link
 link, err = one_link(parents_key, notices_key, prefix, id)
 if err then return err end
+local group
+group, err = job_group(prefix, id)
+if err then return err end
 
 finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
+group_off_active(prefix, id, group, false)
 if link then tell_parent(parents_key, notices_key, prefix, id, link, 'done', result) end
 return 1

@@ -27,6 +27,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include fenced
 --@include ack
 --@include notice
+--@include grouping
 
 --@keys ACKMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]
@@ -110,7 +111,13 @@ for j, id in ipairs(finished) do
   if err then return err end
 end
 
+local groups
+groups, err = jobs_groups(prefix, finished)
+if err then return err end
 finish_jobs(prefix, active_key, done_key, results_key, events_key, finished, kept, keep)
+if groups then
+  for j, id in ipairs(finished) do group_off_active(prefix, id, groups[j], false) end
+end
 for j, id in ipairs(finished) do
   if links[j] then tell_parent(parents_key, notices_key, prefix, id, links[j], 'done', kept[j]) end
 end

@@ -85,6 +85,24 @@ err = err or type_error(rate_key, 'zset')
 if err then return err end
 -- The records the claim may take, read and checked once, here, before the
 -- ack's writes: the ack changes none of what the claim reads.
+-- A queue with groups plans its claim here, before the ack's writes, as
+-- the ack leaves it: one lease fewer, the queue's and its group's.
+local group
+group, err = job_group(prefix, id)
+if err then return err end
+local grouped
+grouped, err = groups_open(prefix)
+if err then return err end
+if grouped then
+  local room, _, log
+  room, _, log, err = gate(config_key, active_key, rate_key, count or 1, 1)
+  if err then return err end
+  _, err = events_keep(events_key, config_key, events_setting)
+  if err then return err end
+  head.plan, err = fair_plan(prefix, pending_key, room, log and log.now or now_ms(), group or false)
+  if err then return err end
+  head.ids = head.plan.ids
+end
 head.records, err = read_records(prefix, head.ids, 'state', 'attempts', 'payload')
 err = err or claimed_records_error(prefix, head.ids, head.records)
 if err then return err end
@@ -98,6 +116,7 @@ link, err = one_link(parents_key, notices_key, prefix, id)
 if err then return err end
 
 finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
+group_off_active(prefix, id, group, true)
 if link then tell_parent(parents_key, notices_key, prefix, id, link, 'done', result) end
 local keys = {pending = pending_key, active = active_key, config = config_key, rate = rate_key,
   policy = policy_key, events = events_key, headers = headers_key, wake = wake_key}

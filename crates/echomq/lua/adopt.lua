@@ -32,6 +32,7 @@ Errors   EMQKIND (the id or a child's), EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQ
 --@include policy
 --@include events
 --@include notice
+--@include grouping
 
 --@keys ADOPT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -108,10 +109,14 @@ local keep
 keep, err = events_keep(events_key, config_key)
 if err then return err end
 
+local group
+group, err = job_group(string.sub(active_key, 1, #active_key - #'active'), id)
+if err then return err end
 open = string.format('%d', open + new)
 redis.call('HSET', children_key, 'incarnation', incarnation, 'open', open, 'children',
   string.format('%d', total + new), unpack(added))
 redis.call('ZREM', active_key, id)
+group_off_active(string.sub(active_key, 1, #active_key - #'active'), id, group, false)
 redis.call('HSET', job_key, 'state', 'waiting')
 redis.call('ZADD', waiting_key, now, id)
 -- The attempt is given back, as DEFER gives it: the job's own maximum grows by one.

@@ -22,6 +22,7 @@ Errors   EMQKIND, EMQARG (also: a flow's child, or a waiting parent, without the
 --@include record
 --@include events
 --@include notice
+--@include grouping
 
 --@keys CANCEL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -70,8 +71,16 @@ err = (waiting_key and type_error(waiting_key, 'zset')) or notices_open_error(pa
 if err then return err end
 link, err = parent_link(parents_key, prefix, id)
 if err then return err end
+local group
+group, err = job_group(prefix, id)
+if err then return err end
 
 redis.call('ZREM', from[state], id)
+if state == 'pending' then
+  group_off_pending(prefix, id, group)
+elseif state == 'active' then
+  group_off_active(prefix, id, group, false)
+end
 redis.call('HSET', job_key, 'state', 'cancelled')
 redis.call('ZADD', cancelled_key, now_ms(), id)
 emit(events_key, keep, 'cancelled', id)

@@ -120,6 +120,7 @@ if was_paused and opts.PAUSED == 0 then
   resumed_head = redis.call('ZRANGE', pending_key, 0, 0)[1]
   if resumed_head then
     resumed_score, err = stored(redis.call('HGET', priority_key, resumed_head), priority_key, resumed_head)
+    resumed_score = redis.call('ZSCORE', pending_key, resumed_head) or resumed_score or 0
     if err then return err end
   end
 end
@@ -153,7 +154,8 @@ if #removed > 0 then redis.call('HDEL', config_key, unpack(removed)) end
 if opts.RATE == 0 then redis.call('DEL', rate_key) end
 if resumed_head then
   redis.call('ZREM', pending_key, resumed_head)
-  redis.call('ZADD', pending_key, resumed_score or 0, resumed_head)
+  -- At its own score: a grouped head is scored past its priority (1.7).
+  redis.call('ZADD', pending_key, resumed_score, resumed_head)
   -- Set the key anew (DEL, then ZADD), so that the server signals it to
   -- every claim blocked on it, a native `EMQ.CLAIM … BLOCK` among them,
   -- even when a stale member was left in it (a ZADD to a key that exists

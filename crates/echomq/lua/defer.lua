@@ -21,6 +21,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include fenced
 --@include policy
 --@include events
+--@include grouping
 
 --@keys DEFER's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -65,7 +66,12 @@ if err then return err end
 
 local now = now_ms()
 local due = now + delay
+local prefix = string.sub(active_key, 1, #active_key - #'active')
+local group
+group, err = job_group(prefix, id)
+if err then return err end
 redis.call('ZREM', active_key, id)
+group_off_active(prefix, id, group, false)
 redis.call('HSET', job_key, 'state', 'delayed')
 redis.call('ZADD', delayed_key, due, id)
 -- The attempt is given back: the job's own maximum grows by one.

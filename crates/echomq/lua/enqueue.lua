@@ -47,6 +47,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
 --@include events
 --@include payload
 --@include wake
+--@include grouping
 --@include given
 
 --@keys ENQUEUE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
@@ -150,6 +151,14 @@ err = type_error(pending_key, 'zset')
   or (parent and type_error(parents_key, 'hash'))
   or nil
 if err then return err end
+-- The group's keys' types and its settings, with the other types.
+local group, settings = opts.GROUP, nil
+if group then
+  err = groups_check(prefix)
+  if err then return err end
+  settings, err = group_settings(prefix, group)
+  if err then return err end
+end
 
 -- Every type (and the settings read with the events key) before a held
 -- key answers: a refusal outranks a duplicate.
@@ -191,6 +200,11 @@ if unique then
     if held then return holder end
   end
 end
+-- A group at its most pending refuses a job that would join them.
+if group and settings.max and not due
+    and redis.call('ZCARD', prefix .. 'gpending:' .. group) >= settings.max then
+  return full_error(group, settings.max)
+end
 
 -- THE RECORD: one HSET writes the three named fields with their birth values.
 --   state    'pending'  the lifecycle position ('delayed' when not yet due)
@@ -198,6 +212,9 @@ end
 --   payload  ARGV[2]    the caller's opaque cargo, stored verbatim
 -- The native command EMQ.ENQUEUE writes this same HSET.
 redis.call('HSET', job_key, 'state', due and 'delayed' or 'pending', 'attempts', '0', 'payload', payload)
+if group then
+  redis.call('HSET', prefix .. 'group', id, group)
+end
 if priority ~= 0 then
   redis.call('HSET', priority_key, id, priority)
 end
@@ -224,7 +241,12 @@ if due then
   redis.call('ZADD', delayed_key, string.format('%d', due), id)
 else
   -- The pending set: the id is the member, so byte order is mint order.
-  redis.call('ZADD', pending_key, priority, id)
+  if group then
+    group_join(prefix, pending_key, id, group, priority)
+    group_reindex(prefix, group)
+  else
+    redis.call('ZADD', pending_key, priority, id)
+  end
   wake(wakes)
 end
 emit(events_key, keep, 'enqueued', id, 'state', due and 'delayed' or 'pending')

@@ -26,6 +26,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include wake
 --@include payload
 --@include notice
+--@include grouping
 
 --@keys ENQUEUEMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local pending_key = KEYS[1]
@@ -48,6 +49,13 @@ if parents_key and ARGV[1] and string.upper(ARGV[1]) == 'PARENT' then
   link, err = parent_option(ARGV[2])
   if err then return err end
   i = 3
+end
+-- Then `GROUP <g>` (1.7): every job of the call in that group.
+local group
+if ARGV[i] and string.upper(ARGV[i]) == 'GROUP' then
+  group, err = group_name(ARGV[i + 1])
+  if err then return err end
+  i = i + 2
 end
 repeat
   if n == ENQUEUES_MAX then
@@ -91,6 +99,27 @@ if link then
   err = type_error(parents_key, 'hash')
   if err then return err end
 end
+-- The group's keys' types and settings, and room under its most for the
+-- jobs the call would add (those without a record, each once).
+if group then
+  local settings
+  err = groups_check(prefix)
+  if err then return err end
+  settings, err = group_settings(prefix, group)
+  if err then return err end
+  if settings.max then
+    local new, seen = 0, {}
+    for j = 1, n do
+      if not exists[ids[j]] and not seen[ids[j]] then
+        seen[ids[j]] = true
+        new = new + 1
+      end
+    end
+    if redis.call('ZCARD', prefix .. 'gpending:' .. group) + new > settings.max then
+      return full_error(group, settings.max)
+    end
+  end
+end
 counts_hold()
 
 local replies, enqueued = {}, false
@@ -101,7 +130,12 @@ for j = 1, n do
   else
     exists[id] = true
     redis.call('HSET', records[j], 'state', 'pending', 'attempts', '0', 'payload', payloads[j])
-    redis.call('ZADD', pending_key, '0', id)
+    if group then
+      redis.call('HSET', prefix .. 'group', id, group)
+      group_join(prefix, pending_key, id, group, 0)
+    else
+      redis.call('ZADD', pending_key, '0', id)
+    end
     emit(events_key, keep, 'enqueued', id, 'state', 'pending')
     replies[j] = 1
     enqueued = true
@@ -117,6 +151,7 @@ if link then
   end
   if #linked > 0 then redis.call('HSET', parents_key, unpack(linked)) end
 end
+if group and enqueued then group_reindex(prefix, group) end
 if enqueued then wake(wakes) end
 counts_flush()
 return replies

@@ -26,6 +26,7 @@ Errors   EMQKIND, EMQARG (also: a flow's child that dies, without the flows' key
 --@include policy
 --@include events
 --@include notice
+--@include grouping
 
 --@keys FAIL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -86,8 +87,12 @@ if state == 'dead' then
   link, err = parent_link(parents_key, prefix, id)
   if err then return err end
 end
+local group
+group, err = job_group(prefix, id)
+if err then return err end
 
 redis.call('ZREM', active_key, id)
+group_off_active(prefix, id, group, false)
 redis.call('HSET', job_key, 'state', state)
 if state == 'dead' then
   redis.call('ZADD', dead_key, now, id)

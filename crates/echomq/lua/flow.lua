@@ -40,6 +40,7 @@ Errors   EMQKIND (the id or a child's), EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EM
 ]]
 --@include payload
 --@include events
+--@include grouping
 --@include given
 
 --@keys FLOW's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
@@ -106,6 +107,12 @@ end
 err = type_error(children_key, 'hash') or type_error(waiting_key, 'zset') or type_error(priority_key, 'hash')
   or type_error(policy_key, 'hash') or type_error(headers_key, 'hash') or type_error(parents_key, 'hash')
 if err then return err end
+if opts.GROUP then
+  err = groups_check(prefix)
+  if err then return err end
+  _, err = group_settings(prefix, opts.GROUP)
+  if err then return err end
+end
 local keep
 keep, err = events_keep(events_key, config_key)
 if err then return err end
@@ -115,6 +122,9 @@ if err then return err end
 -- The parent, waiting, and its dependencies, stamped with its incarnation.
 local incarnation = string.format('%d', now_ms())
 redis.call('HSET', job_key, 'state', 'waiting', 'attempts', '0', 'payload', payload)
+if opts.GROUP then
+  redis.call('HSET', prefix .. 'group', id, opts.GROUP)
+end
 redis.call('HSET', children_key, 'incarnation', incarnation, 'open', string.format('%d', n), 'children',
   string.format('%d', n), unpack(dependencies))
 redis.call('ZADD', waiting_key, incarnation, id)

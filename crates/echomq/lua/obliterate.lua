@@ -70,7 +70,7 @@ local key_names = {'pending', 'active', 'delayed', 'done', 'dead', 'cancelled', 
 local key_forms = {23, 24, 27}
 --@keys end
 
-local _, err = queue_prefix(key_names, nil, key_forms)
+local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 err = no_options_error(1)
 if err then return err end
@@ -107,6 +107,21 @@ local deleted = 0
 for _, key in ipairs({priority_key, errors_key, progress_key, policy_key, config_key, rate_key, schedules_key,
     ticks_key, unique_key, unique_until_key, results_key, events_key, headers_key, batches_key, batch_jobs_key,
     batch_open_key, wake_key, counts_key, parents_key, notices_key}) do
+  if redis.call('EXISTS', key) == 1 then
+    redis.call('DEL', key)
+    deleted = deleted + 1
+  end
+end
+-- The groups' keys (1.7): with no job left, a group's settings, tag and
+-- rate log are all that remain of it.
+local derived = {}
+for _, group in ipairs(redis.call('ZRANGE', prefix .. 'gnames', 0, -1)) do
+  derived[#derived + 1] = prefix .. 'grate:' .. group
+end
+for _, name in ipairs({'group', 'groups', 'gnames', 'ready', 'gwait'}) do
+  derived[#derived + 1] = prefix .. name
+end
+for _, key in ipairs(derived) do
   if redis.call('EXISTS', key) == 1 then
     redis.call('DEL', key)
     deleted = deleted + 1

@@ -18,6 +18,7 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include record
 --@include events
 --@include wake
+--@include grouping
 
 --@keys PROMOTE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local delayed_key = KEYS[1]
@@ -56,12 +57,16 @@ for i, id in ipairs(ids) do
     if err then return err end
   end
 end
+local groups
+groups, err = jobs_groups(prefix, ids)
+if err then return err end
 redis.call('ZREM', delayed_key, unpack(ids))
 
 local promoted = 0
 for i, id in ipairs(ids) do
   if records[i][1] then
-    to_pending(prefix .. 'job:' .. id, pending_key, scores[i], id)
+    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'pending')
+    to_pending_of(prefix, pending_key, id, groups and groups[i], scores[i])
     emit(events_key, keep, 'promoted', id)
     promoted = promoted + 1
   end

@@ -30,6 +30,7 @@ Errors   EMQARG (also: a flow's child reaped to dead, without the flows' keys), 
 --@include events
 --@include wake
 --@include notice
+--@include grouping
 
 --@keys REAP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]
@@ -97,20 +98,29 @@ for i, id in ipairs(ids) do
     reaped[#reaped + 1] = {id = id, key = key, attempts = attempts, dies = dies, score = score, link = link}
   end
 end
+local expired = {}
+for j, job in ipairs(reaped) do expired[j] = job.id end
+local groups
+groups, err = jobs_groups(prefix, expired)
+if err then return err end
 redis.call('ZREM', active_key, unpack(ids))
 
 local requeued, dead = 0, 0
-for _, job in ipairs(reaped) do
+for j, job in ipairs(reaped) do
   local id = job.id
+  local group = groups and groups[j]
   if job.dies then
     redis.call('HSET', job.key, 'state', 'dead')
     redis.call('ZADD', dead_key, now, id)
     redis.call('HSET', errors_key, id, 'lease expired')
     emit(events_key, keep, 'dead', id, 'attempt', job.attempts, 'error', 'lease expired')
+    group_off_active(prefix, id, group, false)
     if job.link then tell_parent(parents_key, notices_key, prefix, id, job.link, 'dead') end
     dead = dead + 1
   else
-    to_pending(job.key, pending_key, job.score, id)
+    group_off_active(prefix, id, group, true)
+    redis.call('HSET', job.key, 'state', 'pending')
+    to_pending_of(prefix, pending_key, id, group, job.score)
     emit(events_key, keep, 'failed', id, 'attempt', job.attempts, 'error', 'lease expired')
     requeued = requeued + 1
   end

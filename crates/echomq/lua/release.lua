@@ -25,6 +25,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include policy
 --@include events
 --@include wake
+--@include grouping
 
 --@keys RELEASE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -67,9 +68,15 @@ end
 local score
 score, err = priority_of(priority_key, id)
 if err then return err end
+local prefix = string.sub(active_key, 1, #active_key - #'active')
+local group
+group, err = job_group(prefix, id)
+if err then return err end
 
 redis.call('ZREM', active_key, id)
-to_pending(job_key, pending_key, score, id)
+group_off_active(prefix, id, group, true)
+redis.call('HSET', job_key, 'state', 'pending')
+to_pending_of(prefix, pending_key, id, group, score)
 if policy then
   redis.call('HSET', policy_key, id, policy_text(policy))
 end

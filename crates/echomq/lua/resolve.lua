@@ -39,6 +39,7 @@ Errors   EMQKIND (the id or the child's), EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, 
 --@include wake
 --@include ack
 --@include notice
+--@include grouping
 
 --@keys RESOLVE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -153,6 +154,9 @@ if after == 'dead' then
   link, err = parent_link(parents_key, prefix, id)
   if err then return err end
 end
+local group
+group, err = job_group(prefix, id)
+if err then return err end
 
 local open_text = string.format('%d', open)
 if result and not failed then
@@ -165,7 +169,7 @@ if waits and after ~= 'waiting' then
   redis.call('ZREM', waiting_key, id)
   redis.call('HSET', job_key, 'state', after)
   if after == 'pending' then
-    redis.call('ZADD', pending_key, score, id)
+    to_pending_of(prefix, pending_key, id, group, score)
     wake(wakes)
   else
     redis.call('ZADD', dead_key, now, id)

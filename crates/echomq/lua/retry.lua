@@ -16,6 +16,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EM
 --@include record
 --@include events
 --@include wake
+--@include grouping
 
 --@keys RETRY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]
@@ -29,7 +30,7 @@ local key_names = {'job', 'dead', 'pending', 'priority', 'events', 'config', 'wa
 local key_forms = {7}
 --@keys end
 
-local id, _, err = job_call(key_names, key_forms)
+local id, prefix, err = job_call(key_names, key_forms)
 if err then return err end
 err = type_error(dead_key, 'zset') or type_error(pending_key, 'zset') or type_error(priority_key, 'hash')
 if err then return err end
@@ -49,9 +50,13 @@ if err then return err end
 local score
 score, err = priority_of(priority_key, id)
 if err then return err end
+local group
+group, err = job_group(prefix, id)
+if err then return err end
 
 redis.call('ZREM', dead_key, id)
-to_pending(job_key, pending_key, score, id)
+redis.call('HSET', job_key, 'state', 'pending')
+to_pending_of(prefix, pending_key, id, group, score)
 wake(wakes)
 emit(events_key, keep, 'retried', id)
 return 1

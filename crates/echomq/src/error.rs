@@ -81,6 +81,9 @@ pub enum ErrorKind {
     /// `EMQVERSION`: the queue was written by another major of the protocol.
     /// Nothing changed.
     Version,
+    /// `EMQFULL`: the job's group holds as many pending jobs as its most
+    /// (protocol 1.7). Nothing changed; enqueue again once it has room.
+    Full,
     /// A queue name that is empty, longer than 255 bytes, or holds `{`, `}` or NUL.
     InvalidQueue,
     /// A job id the server's kind gate would refuse (not UTF-8, or its first
@@ -159,6 +162,7 @@ impl ErrorKind {
             ErrorKind::TooLarge => Code::Size,
             ErrorKind::Malformed => Code::Data,
             ErrorKind::Version => Code::Version,
+            ErrorKind::Full => Code::Full,
             _ => return None,
         })
     }
@@ -177,6 +181,7 @@ impl ErrorKind {
             Code::Size => ErrorKind::TooLarge,
             Code::Data => ErrorKind::Malformed,
             Code::Version => ErrorKind::Version,
+            Code::Full => ErrorKind::Full,
             Code::TryAgain => ErrorKind::Unavailable,
         }
     }

@@ -94,8 +94,8 @@ pub use queue::{
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Child, ChildrenReply, Claimed, Config, CountsReply, EventLog, Failed, Headers, Held,
-    Inspection, JobRef, Limit, Link, OnFailure, Outcome, Rate, Retention, Settings, Span, StatsReply, Tally,
-    Unique,
+    Admission, Child, ChildrenReply, Claimed, Config, CountsReply, EventLog, Failed, Group, GroupInfo, Groups,
+    GroupsPage, Headers, Held, Inspection, JobRef, Limit, Link, OnFailure, Outcome, Rate, Retention, Settings,
+    Span, Standing, StatsReply, Tally, Unique,
 };
 pub use workers::{workers, workers_read_only, RunningJob, WorkerInfo};

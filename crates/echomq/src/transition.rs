@@ -98,6 +98,8 @@ hosts! {
     resolve => Resolve,
     children => Children,
     adopt => Adopt,
+    group => Group,
+    groups => Groups,
 }
 
 /// A transition of the protocol, as the host calls it.

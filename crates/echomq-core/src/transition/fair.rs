@@ -11,7 +11,7 @@
 //! whichever is later: a group that was idle earns no credit.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use super::grouping::{Grouping, Load, Settings, Standing, UNGROUPED_MAX};
 use super::need;
@@ -169,27 +169,37 @@ impl Plan {
     pub(crate) fn write<S: Store>(&self, store: &mut S, grouping: &Grouping<'_>, deadline: f64, logged: &[(Vec<u8>, u64)]) {
         let keys = grouping.keys;
         let settings_key = keys.settings();
-        for (at, looked) in self.looked.iter().enumerate() {
+        // Each job claimed by its id (`<id>:<token>`: the token has no `:`);
+        // an id whose record was missing was not claimed, and holds no lease.
+        let claimed: HashMap<&[u8], (&[u8], u64)> = logged
+            .iter()
+            .filter_map(|(member, at)| {
+                let colon = member.iter().rposition(|&b| b == b':')?;
+                Some((&member[..colon], (member.as_slice(), *at)))
+            })
+            .collect();
+        for looked in &self.looked {
             let group = looked.group.as_slice();
             let pending = keys.pending(group);
-            for id in &looked.stale {
+            for id in looked.stale.iter().chain(&looked.taken) {
                 store.zrem(&pending, id);
             }
             if !looked.taken.is_empty() {
-                for id in &looked.taken {
-                    store.zrem(&pending, id);
+                let leases: Vec<&[u8]> =
+                    looked.taken.iter().map(Vec::as_slice).filter(|id| claimed.contains_key(id)).collect();
+                let scored: Vec<(f64, &[u8])> = leases.iter().rev().map(|id| (deadline, *id)).collect();
+                if !scored.is_empty() {
+                    store.zadd_many(&keys.active(group), &scored);
                 }
-                let leases: Vec<(f64, &[u8])> = looked.taken.iter().map(|id| (deadline, id.as_slice())).collect();
-                store.zadd_many(&keys.active(group), &leases);
                 if let Some((_, per)) = looked.load.settings.rate {
                     let log = keys.rate(group);
                     for member in &looked.load.expired {
                         store.zrem(&log, member);
                     }
                     let edge = self.now.saturating_sub(per) as f64;
-                    let mine = self.ids.iter().zip(logged).filter(|((_, of), _)| *of == Some(at));
-                    for (_, (member, when)) in mine {
-                        super::gate::log_claim(store, &log, edge, member, (*when).max(self.now));
+                    for id in &leases {
+                        let (member, at) = claimed[id];
+                        super::gate::log_claim(store, &log, edge, member, at.max(self.now));
                     }
                 }
                 let field = [b"tag:", group].concat();

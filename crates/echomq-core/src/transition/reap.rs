@@ -115,7 +115,8 @@ impl<'a> Reap<'a> {
             return Ok(Reply::Array(vec![Reply::count(0), Reply::count(0)]));
         }
         let reaped = self.read(store, &ids, &notify)?;
-        let grouped = groups_of(store, self.prefix, &ids)?;
+        let expired: Vec<Vec<u8>> = reaped.iter().map(|reaped| reaped.0.clone()).collect();
+        let grouped = groups_of(store, self.prefix, &expired)?;
         remove(store, active, &ids);
         let (mut requeued, mut died) = (0, 0);
         for (at, (id, key, attempt, dies, score, link)) in reaped.into_iter().enumerate() {

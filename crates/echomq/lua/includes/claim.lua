@@ -17,6 +17,7 @@ an error reply before its first write.
 --@include gate
 --@include events
 --@include wake
+--@include fair
 
 -- Only a queue with jobs of their own policy (or headers) has the key: one
 -- lookup each, its type as the call first found it (nothing before a claim
@@ -65,24 +66,39 @@ local function claim_jobs(k, prefix, lease, count, head)
     err = type_error(k.wake, 'zset')
     if err then return err end
   end
-  local claimed, logged = {}, {}
+  local claimed, logged, claims = {}, {}, {}
   local ids, records = {}, {}
-  for i = 1, math.min(room, #head.ids) do
-    ids[i] = head.ids[i]
-    if head.records then records[i] = head.records[i] end
+  local grouped
+  grouped, err = groups_open(prefix)
+  if err then return err end
+  local plan = head.plan
+  if grouped and not plan then
+    plan, err = fair_plan(prefix, k.pending, room, log and log.now or now_ms(), false)
+    if err then return err end
   end
-  if #ids == 0 then
+  if plan then
+    for i, id in ipairs(plan.ids) do
+      ids[i] = id
+      if head.records then records[i] = head.records[i] end
+    end
+  else
+    for i = 1, math.min(room, #head.ids) do
+      ids[i] = head.ids[i]
+      if head.records then records[i] = head.records[i] end
+    end
+  end
+  if #ids == 0 and not plan then
     spend(k.rate, log, logged)
     -- The trailer says a limit held back jobs pending holds (or a pause).
     if held and (held == -1 or #head.ids > 0) then claimed[1] = held end
     return claimed
   end
-  if not head.records then
+  if #ids > 0 and not head.records then
     records, err = read_records(prefix, ids, 'state', 'attempts', 'payload')
     err = err or claimed_records_error(prefix, ids, records)
     if err then return err end
   end
-  redis.call('ZREM', k.pending, unpack(ids))
+  if #ids > 0 then redis.call('ZREM', k.pending, unpack(ids)) end
   local left = head.more or #head.ids > #ids
 
   -- One moment for the whole claim: the gate's, when it read the clock.
@@ -112,16 +128,25 @@ local function claim_jobs(k, prefix, lease, count, head)
       local event = emit(k.events, keep, 'active', id, 'attempt', digits)
       -- The rate log names the claim at its event's time, so that the two
       -- logs agree on when it happened (PROTOCOL.md §7.1; includes/gate).
-      if log then logged[#logged + 1] = {id .. ':' .. digits, event and tonumber(string.match(event, '^%d+'))} end
+      local claim = {id .. ':' .. digits, event and tonumber(string.match(event, '^%d+'))}
+      if log then logged[#logged + 1] = claim end
+      claims[#claims + 1] = claim
     end
   end
   if #taken > 0 then redis.call('ZADD', k.active, unpack(scored_last_first(deadline, taken))) end
   spend(k.rate, log, logged)
+  if plan then
+    fair_write(prefix, plan, deadline, claims)
+    -- What a claim could take now: the default group's head, or a group ready.
+    left = #redis.call('ZRANGE', k.pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, 1) > 0
+      or redis.call('ZCARD', prefix .. 'ready') > 0
+  end
   -- Jobs left that the gate would let through: the next waiting claim
   -- takes them (a chain, one claimer woken at a time).
   if #claimed > 0 and not held and left then
     wake(k.wake)
   end
+  if plan then left = held == -1 or redis.call('ZCARD', k.pending) > 0 end
   if held and left then claimed[#claimed + 1] = held end
   return claimed
 end

@@ -8,6 +8,7 @@ the core's `delete_jobs` (crates/echomq-core/src/transition/delete.rs).
 ]]
 --@include record
 --@include notice
+--@include grouping
 
 -- The set the call's first key, `key`, names by the last word of its name,
 -- one of `names`, or an error that says which it must be (`must`).
@@ -58,7 +59,22 @@ local function delete_jobs(prefix, deleting, ids)
     links[i], err = parent_link(parents, prefix, id)
     if err then return err end
   end
+  local groups, err = jobs_groups(prefix, ids)
+  if err then return err end
   redis.call('ZREM', deleting.set, unpack(ids))
+  if groups then
+    for i, id in ipairs(ids) do
+      local group = groups[i]
+      if group then
+        if deleting.state == 'pending' then
+          group_off_pending(prefix, id, group)
+        elseif deleting.state == 'active' then
+          group_off_active(prefix, id, group, false)
+        end
+        redis.call('HDEL', prefix .. 'group', id)
+      end
+    end
+  end
   for _, side in ipairs(deleting.sides) do
     redis.call('HDEL', side, unpack(ids))
   end

@@ -2,7 +2,8 @@
 the queue's settings (emq:{q}:config, read by common's settings), and the
 one place it logs a rate-limited claim (emq:{q}:rate): paused? room under
 the concurrency limit? a rate slot?
-gate(config, active, rate, count) returns how many jobs the claim may take;
+gate(config, active, rate, count, ending) returns how many jobs the claim may
+take (`ending` leases of active end first in the same call: ACKNEXT's one);
 why it may take fewer than count (-1 paused, 0 at the concurrency limit,
 n > 0 ms until the rate's next slot or the end of a timed pause), or nil
 when it held nothing back; the log's state for spend (nil without a rate);
@@ -57,7 +58,7 @@ local function events_setting(config)
   return s[SETTING_EVENTS]
 end
 
-local function gate(config, active, rate, count)
+local function gate(config, active, rate, count, ending)
   local s, err = settings(config)
   if err then return nil, nil, nil, err end
   -- A limit below 1 is none.
@@ -76,7 +77,7 @@ local function gate(config, active, rate, count)
   local room, held, log = count, nil, nil
   local concurrency = setting(SETTING_CONCURRENCY)
   if concurrency then
-    local left = math.max(concurrency - redis.call('ZCARD', active), 0)
+    local left = math.max(concurrency - (redis.call('ZCARD', active) - (ending or 0)), 0)
     if left < room then room, held = left, 0 end
   end
   local limit, per = setting(SETTING_RATE), setting(SETTING_PER)

@@ -17,7 +17,7 @@ local function given_options(first)
     ATTEMPTS = {MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX}, BACKOFF = {DELAY_MS_MIN, DELAY_MS_MAX},
     BACKOFF_EXP = {DELAY_MS_MIN, DELAY_MS_MAX}, TIMEOUT = {TIMEOUT_MS_MIN, TIMEOUT_MS_MAX},
     UNIQUE = {bytes = MAX_UNIQUE_KEY}, UNIQUE_FOR = {UNIQUE_MS_MIN, UNIQUE_MS_MAX}, UNIQUE_DONE = {FLAG_MIN, FLAG_MAX},
-    HEADERS = {bytes = MAX_HEADERS}, PARENT = {check = parent_option},
+    HEADERS = {bytes = MAX_HEADERS}, PARENT = {check = parent_option}, GROUP = {bytes = MAX_GROUP},
   }
   local opts, err = options(first, spec)
   if err then return nil, nil, err end
