@@ -2,9 +2,9 @@
 pending and pause (protocol 1.7, PROTOCOL.md §7.9).
 
 groups_key  emq:{q}:groups  (hash) set:<g> -> the group's settings; its tags
-names_key   emq:{q}:gnames  (zset) the groups with jobs or settings, by name
+gnames_key   emq:{q}:gnames  (zset) the groups with jobs or settings, by name
 ready_key   emq:{q}:ready   (zset) the groups a claim may take from, by start tag
-wait_key    emq:{q}:gwait   (zset) the groups held by their rate, by when it frees
+gwait_key    emq:{q}:gwait   (zset) the groups held by their rate, by when it frees
 wake_key    emq:{q}:wake    (zset) the wake-up key (includes/wake): told when the
                             group becomes one a claim may take from
 ARGV[1]  group: 1 to 200 bytes
@@ -22,7 +22,6 @@ Errors   EMQARG, EMQTYPE, EMQDATA
 --@include wake
 --@include grouping
 
---@keys
 --@keys GROUP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local groups_key = KEYS[1]
 local gnames_key = KEYS[2]
@@ -74,12 +73,12 @@ if text ~= settings_text(before) then
     redis.call('HDEL', groups_key, 'set:' .. group)
   else
     redis.call('HSET', groups_key, 'set:' .. group, text)
-    redis.call('ZADD', names_key, '0', group)
+    redis.call('ZADD', gnames_key, '0', group)
   end
   local was_ready = redis.call('ZSCORE', ready_key, group)
   -- Out of the index first, so that it enters at its start tag if it may.
   redis.call('ZREM', ready_key, group)
-  redis.call('ZREM', wait_key, group)
+  redis.call('ZREM', gwait_key, group)
   group_reindex(prefix, group)
   local load = group_load(prefix, group, after, after.rate and now_ms() or 0)
   if standing(after, load) == 'ready' and not was_ready then wake(wakes) end

@@ -2,7 +2,7 @@
 standing and settings (protocol 1.7, PROTOCOL.md §7.9). Writes nothing (run
 read-only).
 
-names_key   emq:{q}:gnames  (zset) the groups with jobs or settings, by name
+gnames_key   emq:{q}:gnames  (zset) the groups with jobs or settings, by name
 groups_key  emq:{q}:groups  (hash) set:<g> -> the group's settings
 ARGV     options, in any order:
          AFTER <group>   the page starts after this group (the previous page's next)
@@ -13,7 +13,6 @@ Errors   EMQARG, EMQTYPE, EMQDATA
 ]]
 --@include grouping
 
---@keys
 --@keys GROUPS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local gnames_key = KEYS[1]
 local groups_key = KEYS[2]
@@ -29,11 +28,11 @@ opts, err = options(1, {AFTER = {check = function(value)
   return value
 end}, LIMIT = {SWEEP_LIMIT_MIN, SWEEP_LIMIT_MAX}})
 if err then return err end
-err = type_error(names_key, 'zset') or type_error(groups_key, 'hash')
+err = type_error(gnames_key, 'zset') or type_error(groups_key, 'hash')
 if err then return err end
 local limit = opts.LIMIT or 100
 local from = opts.AFTER and '(' .. opts.AFTER or '-'
-local names = redis.call('ZRANGE', names_key, from, '+', 'BYLEX', 'LIMIT', 0, limit + 1)
+local names = redis.call('ZRANGE', gnames_key, from, '+', 'BYLEX', 'LIMIT', 0, limit + 1)
 local next_page = false
 if #names > limit then
   names[limit + 1] = nil

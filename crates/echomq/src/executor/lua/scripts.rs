@@ -53,6 +53,7 @@ fn limits() -> Vec<(&'static str, String)> {
         size("MAX_DEFINITION", MAX_DEFINITION),
         size("MAX_DIGITS", MAX_DIGITS),
         size("MAX_UNIQUE_KEY", MAX_UNIQUE_KEY),
+        size("MAX_GROUP", MAX_GROUP),
         size("KEEP_DONE_MS", KEEP_DONE_MS as usize),
         size("KEEP_DONE_COUNT", KEEP_DONE_COUNT as usize),
         size("KEEP_DEAD_MS", KEEP_DEAD_MS as usize),
