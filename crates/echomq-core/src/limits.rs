@@ -14,6 +14,15 @@ pub const MAX_RESULT: usize = MAX_PAYLOAD;
 pub const MAX_HEADERS: usize = 8_192;
 /// The longest group name (ENQUEUE GROUP, GROUP), in bytes.
 pub const MAX_GROUP: usize = 200;
+/// A group's weight (GROUP WEIGHT): its share against the others.
+pub const GROUP_WEIGHT: RangeInclusive<u64> = 1..=1000;
+/// What a grouped job's score in `<q>pending` adds to its priority
+/// (2^32): past every ungrouped job's, exact in a double.
+pub const GROUPED_SCORE: u64 = 4_294_967_296;
+/// What one job served moves a group's start tag on by, at weight 1.
+pub const TAG_UNIT: u64 = 1_000_000;
+/// The most groups a claim moves from `<q>gwait` back among its candidates.
+pub const GROUP_WAKE: usize = 100;
 /// The longest batch id (BATCH), in bytes.
 pub const MAX_BATCH_ID: usize = 200;
 /// How many jobs one batch holds (BATCH).

@@ -38,10 +38,12 @@ ARGV[3..] options, each a name and a value:
                               (hosts write a JSON object of strings)
          PARENT <link>        `<incarnation> {<queue>}<id>`: the job is a flow's child, linked
                               to its parent in parents_key (all thirteen keys; not with UNIQUE)
+         GROUP <g>            1 to 200 bytes: the job's group (1.7, includes/grouping); a group
+                              at its MAX pending refuses it (EMQFULL)
 Reply    1 enqueued, 0 duplicate (a record with this id exists; nothing changed),
          or the id of the job that holds the UNIQUE key (nothing changed)
 Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
-         setting, or a UNIQUE key's value not <0|1>:<id>)
+         setting, or a UNIQUE key's value not <0|1>:<id>), EMQFULL
 ]]
 --@include birth
 --@include events

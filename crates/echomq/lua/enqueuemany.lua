@@ -14,6 +14,8 @@ ARGV[3..] the next jobs' ids and payloads, in pairs: one to ENQUEUES_MAX jobs.
          PARENT <link>      with parents_key (1.6), before the first id:
                             `<incarnation> {<queue>}<id>`; every job it
                             enqueues is that parent's child (includes/notice)
+         GROUP <g>          (1.7) after PARENT, before the first id: every job it
+                            enqueues joins group g (includes/grouping; EMQFULL past its MAX)
 Reply    an array, one integer a job, in order: 1 enqueued (pending, at
          priority 0), 0 duplicate (a record with its id exists; nothing
          changed; a job named twice is enqueued once)

@@ -34,6 +34,8 @@ ARGV[6..] the other children, each a child and its on_failure; then options, ENQ
          TIMEOUT <ms>
          HEADERS <bytes>      1 to 8192 bytes, kept in headers_key
          PARENT <link>        `<incarnation> {<queue>}<id>`: the parent is a child too
+         GROUP <g>            1 to 200 bytes: the parent's group, which it joins once its
+                              children end (1.7, includes/grouping)
 Reply    [1, incarnation]: written. A record that exists changes nothing:
          [0, incarnation] when it is a parent, [0] when it is not
 Errors   EMQKIND (the id or a child's), EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA

@@ -38,7 +38,7 @@ local group
 group, err = group_name(ARGV[1])
 if err then return err end
 local opts
-opts, err = options(2, {WEIGHT = {1, MAX_WEIGHT}, CAP = {CONCURRENCY_MIN, CONCURRENCY_MAX},
+opts, err = options(2, {WEIGHT = {GROUP_WEIGHT_MIN, GROUP_WEIGHT_MAX}, CAP = {CONCURRENCY_MIN, CONCURRENCY_MAX},
   RATE = {RATE_MIN, RATE_MAX}, PER = {RATE_PERIOD_MS_MIN, RATE_PERIOD_MS_MAX},
   MAX = {KEEP_COUNT_MIN, KEEP_COUNT_MAX}, PAUSED = {SWITCH_MIN, SWITCH_MAX}})
 if err then return err end

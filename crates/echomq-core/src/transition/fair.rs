@@ -18,8 +18,7 @@ use super::need;
 use crate::store::{KeyType, Store};
 use crate::Refusal;
 
-/// The most groups a claim moves from `<q>gwait` back to `<q>ready`.
-const WAKE_LIMIT: usize = 100;
+use crate::limits::GROUP_WAKE as WAKE_LIMIT;
 
 /// A group a plan looked at: what it held, what the plan took of it, and
 /// where it stands after.

@@ -1,10 +1,10 @@
 //! GROUP: read or set one group's settings, its weight, cap, rate, most
 //! pending and pause (PROTOCOL.md §7.9; `group.lua`).
 
-use super::grouping::{group_name, row, Grouping, Settings, Standing, MAX_WEIGHT};
+use super::grouping::{group_name, row, Grouping, Settings, Standing};
 use super::{need, wake, wake_key};
 use crate::description::{keys, Description, Effect};
-use crate::limits::{CONCURRENCY, KEEP_COUNT, RATE, RATE_PERIOD_MS, SWITCH};
+use crate::limits::{CONCURRENCY, GROUP_WEIGHT, KEEP_COUNT, RATE, RATE_PERIOD_MS, SWITCH};
 use crate::parse::{named_keys, options};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal};
@@ -56,7 +56,7 @@ impl<'a> Group<'a> {
         let given = options(
             args.get(1..).unwrap_or_default(),
             [
-                ("WEIGHT", 1..=MAX_WEIGHT),
+                ("WEIGHT", GROUP_WEIGHT),
                 ("CAP", CONCURRENCY),
                 ("RATE", RATE),
                 ("PER", RATE_PERIOD_MS),

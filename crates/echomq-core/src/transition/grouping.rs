@@ -27,25 +27,25 @@
 //! frees (a claim moves it from `<q>gwait`) or it is resumed.
 
 use super::need;
-use crate::limits::{MAX_GROUP, SWEEP_LIMIT};
+use crate::limits::{GROUPED_SCORE, GROUP_WEIGHT, MAX_GROUP, PRIORITY, SWEEP_LIMIT, TAG_UNIT};
 use crate::parse::{lossy, malformed, stored};
 use crate::store::{KeyType, Store};
 use crate::Refusal;
 
 /// A grouped job's score in `<q>pending` is this plus its priority: past
 /// every ungrouped job's (a priority is within ±2^31), exact in a double.
-pub(crate) const GROUPED: f64 = 4_294_967_296.0;
+pub(crate) const GROUPED: f64 = GROUPED_SCORE as f64;
 
 /// The highest score of an ungrouped job in `<q>pending`: the default
 /// group's head is the pending jobs scored at most this.
-pub(crate) const UNGROUPED_MAX: f64 = 2_147_483_647.0;
+pub(crate) const UNGROUPED_MAX: f64 = *PRIORITY.end() as f64;
 
 /// What one job served moves a group of weight 1 on by; weight w moves it
 /// by `UNIT / w`. Integers, so that Lua's doubles and Rust agree exactly.
-pub(crate) const UNIT: u64 = 1_000_000;
+pub(crate) const UNIT: u64 = TAG_UNIT;
 
 /// The most a weight may be: a tag moves on by at least 1000 a job.
-pub(crate) const MAX_WEIGHT: u64 = 1000;
+pub(crate) const MAX_WEIGHT: u64 = *GROUP_WEIGHT.end();
 
 /// A queue's group keys, derived from its prefix (`emq:{q}:`).
 #[derive(Clone, Copy, Debug)]

@@ -10,7 +10,7 @@ being each claim's {`<id>:<token>`, event ms or nil} in the plan's order.
 ]]
 --@include grouping
 
-local WAKE_LIMIT = 100
+local WAKE_LIMIT = GROUP_WAKE
 
 -- Byte order (Lua's `<` on strings follows the server's locale).
 local function bytes_less(a, b)

@@ -11,10 +11,7 @@ its priority.
 ]]
 --@include common
 
-local GROUPED = 4294967296
-local UNGROUPED_MAX = 2147483647
-local UNIT = 1000000
-local MAX_WEIGHT = 1000
+local GROUPED, UNGROUPED_MAX, UNIT, MAX_WEIGHT = GROUPED_SCORE, PRIORITY_MAX, TAG_UNIT, GROUP_WEIGHT_MAX
 local SETTINGS_DEFAULT = {weight = 1}
 
 -- A group's name: 1 to MAX_GROUP bytes.

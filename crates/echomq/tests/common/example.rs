@@ -579,5 +579,38 @@ pub const fn example(name: Name) -> Example {
             raw_options: STRAY,
             sent_by: Err("not yet in the model: flows.rs and the vectors"),
         },
+        Name::Group => Example {
+            given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 4294967296 $A",
+                "HSET $q:group $A g", "ZADD $q:gpending:g 0 $A", "ZADD $q:gnames 0 g", "ZADD $q:ready 0 g"],
+            happy: || {
+                let rate = echomq::Rate { claims: 5, per: Duration::from_secs(1) };
+                Call::new(Group::new("g").weight(2).cap(echomq::Limit::To(1)).rate(echomq::Limit::To(rate)))
+            },
+            reads: &[],
+            naming_a_non_job: None,
+            raw_args: &[&["g", "", "x"]],
+            raw_options: &[
+                ("WEIGHT", "2"),
+                ("weight", "0"),
+                ("CAP", "0"),
+                ("CAP", "-1"),
+                ("RATE", "1"),
+                ("PER", "1000"),
+                ("MAX", "5"),
+                ("PAUSED", "1"),
+                ("PAUSED", "2"),
+                ("COLOUR", "1"),
+            ],
+            sent_by: Err("not yet in the model: the vectors and groups.rs"),
+        },
+        Name::Groups => Example {
+            given: &["ZADD $q:gnames 0 a 0 b", "HSET $q:groups set:a CAP~1"],
+            happy: || Call::new(Groups::new().limit(1)),
+            reads: &[],
+            naming_a_non_job: None,
+            raw_args: &[],
+            raw_options: &[("AFTER", "a"), ("LIMIT", "1"), ("LIMIT", "0"), ("limit", "1001"), ("COUNT", "1")],
+            sent_by: Err("not yet in the model: the vectors and groups.rs"),
+        },
     }
 }
