@@ -32,7 +32,7 @@ Errors   EMQKIND (the id or a child's), EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQ
 --@include policy
 --@include events
 --@include notice
---@include grouping
+--@include forget
 
 --@keys ADOPT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -22,7 +22,7 @@ Errors   EMQKIND, EMQARG (also: a flow's child, or a waiting parent, without the
 --@include record
 --@include events
 --@include notice
---@include grouping
+--@include forget
 
 --@keys CANCEL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

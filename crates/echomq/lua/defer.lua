@@ -21,7 +21,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include fenced
 --@include policy
 --@include events
---@include grouping
+--@include forget
 
 --@keys DEFER's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

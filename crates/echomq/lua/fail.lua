@@ -26,7 +26,7 @@ Errors   EMQKIND, EMQARG (also: a flow's child that dies, without the flows' key
 --@include policy
 --@include events
 --@include notice
---@include grouping
+--@include forget
 
 --@keys FAIL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -20,7 +20,7 @@ Reply    [group, pending, running, standing, settings]: standing `ready`, `idle`
 Errors   EMQARG, EMQTYPE, EMQDATA
 ]]
 --@include wake
---@include grouping
+--@include forget
 
 --@keys GROUP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local groups_key = KEYS[1]

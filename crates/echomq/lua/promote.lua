@@ -18,7 +18,7 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include record
 --@include events
 --@include wake
---@include grouping
+--@include forget
 
 --@keys PROMOTE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local delayed_key = KEYS[1]

@@ -30,7 +30,7 @@ Errors   EMQARG (also: a flow's child reaped to dead, without the flows' keys), 
 --@include events
 --@include wake
 --@include notice
---@include grouping
+--@include forget
 
 --@keys REAP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]

@@ -39,7 +39,7 @@ Errors   EMQKIND (the id or the child's), EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, 
 --@include wake
 --@include ack
 --@include notice
---@include grouping
+--@include forget
 
 --@keys RESOLVE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

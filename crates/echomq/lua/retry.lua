@@ -16,7 +16,7 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EM
 --@include record
 --@include events
 --@include wake
---@include grouping
+--@include forget
 
 --@keys RETRY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

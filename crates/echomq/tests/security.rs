@@ -35,9 +35,10 @@ pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.v
 /// config that holds the log's length, too), and its commands.
 pub const PRODUCER_LUA: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
      ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake ~emq:*:counts ~emq:queues \
-     ~emq:*:parents ~emq:*:children:* ~emq:*:waiting \
+     ~emq:*:parents ~emq:*:children:* ~emq:*:waiting ~emq:*:group ~emq:*:groups ~emq:*:gnames ~emq:*:ready ~emq:*:gwait \
+     ~emq:*:gpending:* ~emq:*:gactive:* ~emq:*:grate:* \
      resetchannels -@all +command|info +evalsha +script|load +time +type +hset +zadd +hget +zscore +zrangebyscore +hdel +zrem \
-     +xadd +hexists +hmget +hincrby";
+     +xadd +hexists +hmget +hincrby +zcard +zcount +zrange";
 /// A producer on the native module.
 pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~emq:*:priority ~emq:*:policy ~emq:*:unique ~emq:*:unique_until \
      ~emq:*:events ~emq:*:config ~emq:*:headers ~emq:*:batches ~emq:*:batch_jobs ~emq:*:batch_open ~emq:*:wake ~emq:*:counts \
@@ -54,7 +55,7 @@ pub const OPERATOR_LUA: &str =
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange +emq.version \
      +emq.enqueue +emq.enqueuemany +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.counts +emq.config +emq.trim +emq.drain +emq.remove +emq.obliterate +emq.progress +emq.schedule \
-     +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle +emq.flow +emq.resolve +emq.children +xlen +xdel \
+     +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle +emq.flow +emq.resolve +emq.children +emq.group +emq.groups +xlen +xdel \
      (~emq:queues ~emq:workers ~emq:worker:* +zadd +zrem +zremrangebyscore +hgetall +hset +pexpire +del)";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
@@ -598,7 +599,7 @@ fn the_recipes_cover_every_command_their_transitions_call() {
     ];
     let operator = [
         &worker[..],
-        &["purge", "cancel", "retry", "config", "drain", "obliterate", "schedule", "unschedule"],
+        &["purge", "cancel", "retry", "config", "drain", "obliterate", "schedule", "unschedule", "group", "groups"],
     ]
     .concat();
     for (recipe, rules, transitions) in [

@@ -150,15 +150,7 @@ impl<'a> Enqueue<'a> {
             _ => need(store, self.keys.job, KeyType::Hash)?,
         }
         self.need_types(store, due)?;
-        // The group's keys' types and its settings, with the other types.
-        let grouping = Grouping::of(self.prefix);
-        let settings = match self.group {
-            Some(group) => {
-                grouping.check(store)?;
-                Some(grouping.settings(store, group)?)
-            }
-            None => None,
-        };
+        let settings = self.group_settings(store)?;
         // Every type (and the settings read with the events key) before a
         // held key answers: a refusal outranks a duplicate.
         let events = Events::open_counted(
@@ -173,11 +165,8 @@ impl<'a> Enqueue<'a> {
                 return Ok(Reply::Bulk(holder));
             }
         }
-        // A group at its most pending refuses a job that would join them.
-        if let (Some(group), Some(Settings { max: Some(max), .. }), None) = (self.group, settings, due) {
-            if store.zcard(&grouping.keys.pending(group)) >= max {
-                return Err(full(group, max));
-            }
+        if due.is_none() {
+            self.room_in_group(store, settings)?;
         }
 
         let state: &[u8] = if delayed.is_some() { b"delayed" } else { b"pending" };
@@ -185,12 +174,15 @@ impl<'a> Enqueue<'a> {
         match delayed {
             Some((more, due)) => store.zadd(more.delayed, due as f64, self.id),
             None => {
-                let group = self.group.map(|group| (&grouping, group));
-                match group {
+                match self.group {
                     None => store.zadd(self.keys.pending, self.priority as f64, self.id),
-                    Some((grouping, group)) => {
-                        grouping.to_pending(store, self.keys.pending, self.id, group, self.priority as f64)
-                    }
+                    Some(group) => Grouping::of(self.prefix).to_pending(
+                        store,
+                        self.keys.pending,
+                        self.id,
+                        group,
+                        self.priority as f64,
+                    ),
                 }
                 wake(store, wakes);
             }
@@ -313,6 +305,24 @@ impl Enqueue<'_> {
         }
         if self.delay.is_some() || self.at.is_some() || self.priority != 0 {
             return Err(Refusal::arg("PRIORITY, DELAY and AT need all eleven keys"));
+        }
+        Ok(())
+    }
+
+    /// The group's keys' types and its settings (with the other types).
+    fn group_settings<S: Store>(&self, store: &mut S) -> Result<Option<Settings>, Refusal> {
+        let Some(group) = self.group else { return Ok(None) };
+        let grouping = Grouping::of(self.prefix);
+        grouping.check(store)?;
+        grouping.settings(store, group).map(Some)
+    }
+
+    /// A group at its most pending refuses a job due now that would join
+    /// them (`EMQFULL`), after every other check.
+    fn room_in_group<S: Store>(&self, store: &mut S, settings: Option<Settings>) -> Result<(), Refusal> {
+        let (Some(group), Some(Settings { max: Some(max), .. })) = (self.group, settings) else { return Ok(()) };
+        if store.zcard(&Grouping::of(self.prefix).keys.pending(group)) >= max {
+            return Err(full(group, max));
         }
         Ok(())
     }

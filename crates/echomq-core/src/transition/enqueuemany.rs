@@ -133,31 +133,7 @@ impl<'a> EnqueueMany<'a> {
         if let Some(group) = self.group {
             self.room_in(store, &grouping, group, &records)?;
         }
-        let now = store.now_ms();
-        let enqueued_at = now.to_string();
-        let mut replies = Vec::with_capacity(self.jobs.len());
-        for (&(id, payload), record) in self.jobs.iter().zip(&records) {
-            if store.key_type(record) == KeyType::Hash {
-                replies.push(Reply::Int(0));
-                continue;
-            }
-            let fields: [(&[u8], &[u8]); 4] = [
-                (b"state", b"pending"),
-                (b"attempts", b"0"),
-                (b"payload", payload),
-                (b"enqueued_at", enqueued_at.as_bytes()),
-            ];
-            write_record(store, record, &fields, now);
-            match self.group {
-                None => store.zadd(pending, 0.0, id),
-                Some(group) => {
-                    store.hset(&grouping.keys.membership(), &[(id, group)]);
-                    grouping.join(store, pending, id, group, 0.0);
-                }
-            }
-            emit(&events, store, "enqueued", id, &[(b"state", b"pending")]);
-            replies.push(Reply::Int(1));
-        }
+        let replies = self.write_jobs(store, &records, &events);
         if let (Some(link), Some(flow)) = (self.parent, flow) {
             let linked: Vec<(&[u8], &[u8])> = self
                 .jobs
@@ -182,6 +158,38 @@ impl<'a> EnqueueMany<'a> {
 }
 
 impl EnqueueMany<'_> {
+    /// Each job whose record is missing, written and in pending (in its
+    /// group's sets, with GROUP), with its event: `1`; a duplicate: `0`.
+    fn write_jobs<S: Store>(&self, store: &mut S, records: &[Vec<u8>], events: &Option<Events<'_>>) -> Vec<Reply> {
+        let grouping = Grouping::of(self.prefix);
+        let now = store.now_ms();
+        let enqueued_at = now.to_string();
+        let mut replies = Vec::with_capacity(self.jobs.len());
+        for (&(id, payload), record) in self.jobs.iter().zip(records) {
+            if store.key_type(record) == KeyType::Hash {
+                replies.push(Reply::Int(0));
+                continue;
+            }
+            let fields: [(&[u8], &[u8]); 4] = [
+                (b"state", b"pending"),
+                (b"attempts", b"0"),
+                (b"payload", payload),
+                (b"enqueued_at", enqueued_at.as_bytes()),
+            ];
+            write_record(store, record, &fields, now);
+            match self.group {
+                None => store.zadd(self.keys.pending, 0.0, id),
+                Some(group) => {
+                    store.hset(&grouping.keys.membership(), &[(id, group)]);
+                    grouping.join(store, self.keys.pending, id, group, 0.0);
+                }
+            }
+            emit(events, store, "enqueued", id, &[(b"state", b"pending")]);
+            replies.push(Reply::Int(1));
+        }
+        replies
+    }
+
     /// The group's keys' types and settings, and room under its most for
     /// the jobs the call would add (those without a record, each once):
     /// `EMQFULL` for the whole call otherwise.

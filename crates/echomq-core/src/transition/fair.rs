@@ -66,37 +66,17 @@ impl Plan {
         ending: Option<&[u8]>,
     ) -> Result<Plan, Refusal> {
         let mut plan = Plan { now, ..Plan::default() };
-        let keys = grouping.keys;
         let vtime = grouping.tag(store, b"vtime")?;
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
         // The default group: the head of pending below the grouped jobs.
         let mut default =
             if room == 0 { Vec::new() } else { store.zupto(pending, UNGROUPED_MAX, room as usize) };
         default.reverse();
-        let mut default_tag = grouping.tag(store, b"tag:")?.max(vtime);
+        let default_tag = grouping.tag(store, b"tag:")?.max(vtime);
         if !default.is_empty() {
             heap.push(Reverse((default_tag, false, Vec::new(), usize::MAX)));
         }
-        // The groups: the first of the index, those whose rate freed, the ending one.
-        let ready = keys.ready();
-        // With no room, only the ending group, to put it where it stands.
-        let mut names: Vec<(Vec<u8>, Option<u64>)> = Vec::new();
-        if room > 0 {
-            for group in store.zhead(&ready, room as usize) {
-                let tag = store.zscore(&ready, &group).map(|tag| tag.max(0.0) as u64);
-                names.push((group, tag));
-            }
-            for group in store.zupto(&keys.wait(), now as f64, WAKE_LIMIT) {
-                if !names.iter().any(|(name, _)| *name == group) {
-                    names.push((group, None));
-                }
-            }
-        }
-        if let Some(group) = ending.filter(|group| !names.iter().any(|(name, _)| name == group)) {
-            let tag = store.zscore(&ready, group).map(|tag| tag.max(0.0) as u64);
-            names.push((group.to_vec(), tag));
-        }
-        for (group, in_ready) in names {
+        for (group, in_ready) in candidates(store, grouping, room, now, ending) {
             let settings = grouping.settings(store, &group)?;
             let mut load = grouping.load(store, &group, settings, now);
             if ending == Some(group.as_slice()) {
@@ -104,55 +84,61 @@ impl Plan {
             }
             let own = grouping.tag(store, &[b"tag:", group.as_slice()].concat())?;
             let tag = in_ready.unwrap_or_else(|| own.max(vtime));
-            let was_waiting = store.zscore(&keys.wait(), &group).is_some();
+            let was_waiting = store.zscore(&grouping.keys.wait(), &group).is_some();
             let at = plan.looked.len();
             if load.standing() == Standing::Ready {
                 heap.push(Reverse((tag, true, group.clone(), at)));
             }
-            let looked = Looked {
-                group,
-                load,
-                queue: Vec::new(),
-                stale: Vec::new(),
-                read: false,
-                taken: Vec::new(),
-                tag,
-                was_ready: in_ready.is_some(),
-                was_waiting,
-            };
-            plan.looked.push(looked);
+            let (queue, stale, taken) = (Vec::new(), Vec::new(), Vec::new());
+            let was_ready = in_ready.is_some();
+            plan.looked.push(Looked { group, load, queue, stale, read: false, taken, tag, was_ready, was_waiting });
         }
-        while (plan.ids.len() as u64) < room {
+        plan.serve(store, grouping, (pending, room), heap, default)?;
+        Ok(plan)
+    }
+
+    /// Take up to `room` jobs, each from the candidate with the least tag,
+    /// which moves on by its step and stays a candidate while it stands
+    /// ready; `default` holds the default group's ids, the next last.
+    fn serve<S: Store>(
+        &mut self,
+        store: &mut S,
+        grouping: &Grouping<'_>,
+        (pending, room): (&[u8], u64),
+        mut heap: BinaryHeap<Candidate>,
+        mut default: Vec<Vec<u8>>,
+    ) -> Result<(), Refusal> {
+        while (self.ids.len() as u64) < room {
             let Some(Reverse((tag, grouped, _, at))) = heap.pop() else { break };
             if !grouped {
                 let Some(id) = default.pop() else { continue };
-                plan.vtime = Some(tag);
-                default_tag = tag + Settings::default().step();
-                plan.default_tag = Some(default_tag);
-                plan.ids.push((id, None));
+                self.vtime = Some(tag);
+                let next = tag + Settings::default().step();
+                self.default_tag = Some(next);
+                self.ids.push((id, None));
                 if !default.is_empty() {
-                    heap.push(Reverse((default_tag, false, Vec::new(), usize::MAX)));
+                    heap.push(Reverse((next, false, Vec::new(), usize::MAX)));
                 }
                 continue;
             }
-            let looked = &mut plan.looked[at];
+            let looked = &mut self.looked[at];
             let Some(id) = looked.next(store, grouping, pending, room)? else {
                 // Its set held fewer than it counted: nothing more pending.
                 looked.load.pending = 0;
                 continue;
             };
-            plan.vtime = Some(tag);
+            self.vtime = Some(tag);
             looked.tag = tag + looked.load.settings.step();
             looked.load.pending -= 1;
             looked.load.running += 1;
             looked.load.logged += 1;
             looked.taken.push(id.clone());
-            plan.ids.push((id, Some(at)));
+            self.ids.push((id, Some(at)));
             if looked.load.standing() == Standing::Ready {
                 heap.push(Reverse((looked.tag, true, looked.group.clone(), at)));
             }
         }
-        Ok(plan)
+        Ok(())
     }
 
     /// The ids the plan takes, in order.
@@ -271,4 +257,36 @@ impl Looked {
         }
         Ok(self.queue.pop())
     }
+}
+
+/// The groups a claim looks at, each with its score in `<q>ready` when it
+/// is there: the first `room` of the index, those of `<q>gwait` whose
+/// window freed (at most [`WAKE_LIMIT`]), and the group `ending` (ACKNEXT's
+/// acked job's). With no room, only the ending group, to put it where it
+/// stands.
+fn candidates<S: Store>(
+    store: &mut S,
+    grouping: &Grouping<'_>,
+    room: u64,
+    now: u64,
+    ending: Option<&[u8]>,
+) -> Vec<(Vec<u8>, Option<u64>)> {
+    let ready = grouping.keys.ready();
+    let mut names: Vec<(Vec<u8>, Option<u64>)> = Vec::new();
+    if room > 0 {
+        for group in store.zhead(&ready, room as usize) {
+            let tag = store.zscore(&ready, &group).map(|tag| tag.max(0.0) as u64);
+            names.push((group, tag));
+        }
+        for group in store.zupto(&grouping.keys.wait(), now as f64, WAKE_LIMIT) {
+            if !names.iter().any(|(name, _)| *name == group) {
+                names.push((group, None));
+            }
+        }
+    }
+    if let Some(group) = ending.filter(|group| !names.iter().any(|(name, _)| name == group)) {
+        let tag = store.zscore(&ready, group).map(|tag| tag.max(0.0) as u64);
+        names.push((group.to_vec(), tag));
+    }
+    names
 }

@@ -91,20 +91,14 @@ impl<'a> Reap<'a> {
             pending,
             dead,
             errors,
-            priority,
-            policy,
             events,
             config,
             wake: wakes,
             counts,
             flow,
+            ..
         } = self.keys;
-        for set in [active, pending, dead] {
-            need(store, set, KeyType::Zset)?;
-        }
-        for hash in [errors, priority, policy] {
-            need(store, hash, KeyType::Hash)?;
-        }
+        self.need_types(store)?;
         let events = Events::open_counted(store, Some((events, config)), counts, &["failed", "dead"])?;
         hold(&events);
         let wakes = wake_key(store, Some(wakes))?;
@@ -159,6 +153,14 @@ type Reaped<'i> = (&'i Vec<u8>, Vec<u8>, i64, bool, f64, Option<Vec<u8>>);
 impl Reap<'_> {
     /// Every expired record's attempts, policy, priority and link, read and
     /// checked before the first write.
+    fn need_types<S: Store>(&self, store: &mut S) -> Result<(), Refusal> {
+        let ReapKeys { active, pending, dead, errors, priority, policy, .. } = self.keys;
+        for set in [active, pending, dead] {
+            need(store, set, KeyType::Zset)?;
+        }
+        [errors, priority, policy].into_iter().try_for_each(|hash| need(store, hash, KeyType::Hash))
+    }
+
     fn read<'i, S: Store>(
         &self,
         store: &mut S,

@@ -8,7 +8,7 @@ the core's `delete_jobs` (crates/echomq-core/src/transition/delete.rs).
 ]]
 --@include record
 --@include notice
---@include grouping
+--@include forget
 
 -- The set the call's first key, `key`, names by the last word of its name,
 -- one of `names`, or an error that says which it must be (`must`).

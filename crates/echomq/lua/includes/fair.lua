@@ -8,7 +8,7 @@ the ids in the order taken) or nil and an error reply; fair_write(prefix,
 plan, deadline, logged) writes it after the claim's own writes, `logged`
 being each claim's {`<id>:<token>`, event ms or nil} in the plan's order.
 ]]
---@include grouping
+--@include forget
 
 local WAKE_LIMIT = GROUP_WAKE
 

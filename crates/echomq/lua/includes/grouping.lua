@@ -13,6 +13,10 @@ its priority.
 
 local GROUPED, UNGROUPED_MAX, UNIT, MAX_WEIGHT = GROUPED_SCORE, PRIORITY_MAX, TAG_UNIT, GROUP_WEIGHT_MAX
 local SETTINGS_DEFAULT = {weight = 1}
+-- Forgets a group that holds nothing and has no settings (includes/forget):
+-- only a script that can empty a group includes it, so that a producer's
+-- scripts hold no DEL (SECURITY.md's recipes).
+local group_forget = false
 
 -- A group's name: 1 to MAX_GROUP bytes.
 local function group_name(value)
@@ -156,10 +160,8 @@ local function group_reindex(prefix, group)
     redis.call('ZREM', ready, group)
     redis.call('ZREM', wait, group)
   end
-  if load.pending == 0 and load.running == 0 and is_default(s) then
-    redis.call('ZREM', prefix .. 'gnames', group)
-    redis.call('HDEL', prefix .. 'groups', 'tag:' .. group)
-    redis.call('DEL', prefix .. 'grate:' .. group)
+  if group_forget and load.pending == 0 and load.running == 0 and is_default(s) then
+    group_forget(prefix, group)
   end
 end
 
