@@ -32,15 +32,13 @@ fn file(stem: &str) -> Option<&'static str> {
 /// `MAX_PAYLOAD`; a range two, `LEASE_MS_MIN` and `LEASE_MS_MAX` (numbers: a
 /// table would be built on every call). Each is `(name, its locals)`.
 fn limits() -> Vec<(&'static str, String)> {
+    [sizes(), ranges(), group_limits()].concat()
+}
+
+/// The sizes and counts of [`limits`].
+fn sizes() -> Vec<(&'static str, String)> {
     use echomq_core::limits::*;
-    let groups = [
-        size("MAX_GROUP", MAX_GROUP),
-        unsigned("GROUP_WEIGHT", &GROUP_WEIGHT),
-        size("GROUPED_SCORE", GROUPED_SCORE as usize),
-        size("TAG_UNIT", TAG_UNIT as usize),
-        size("GROUP_WAKE", GROUP_WAKE),
-    ];
-    let mut all = vec![
+    vec![
         size("MAX_PAYLOAD", MAX_PAYLOAD),
         size("MAX_ERROR_TEXT", MAX_ERROR_TEXT),
         size("MAX_PROGRESS", MAX_PROGRESS),
@@ -70,6 +68,13 @@ fn limits() -> Vec<(&'static str, String)> {
         unsigned("KEEP_COUNT", &KEEP_COUNT),
         size("UNIQUE_SWEEP", UNIQUE_SWEEP),
         unsigned("UNIQUE_MS", &UNIQUE_MS),
+    ]
+}
+
+/// The ranges of [`limits`], and the protocol's version.
+fn ranges() -> Vec<(&'static str, String)> {
+    use echomq_core::limits::*;
+    vec![
         range("PRIORITY", *PRIORITY.start(), *PRIORITY.end()),
         unsigned("LEASE_MS", &LEASE_MS),
         unsigned("TIMEOUT_MS", &TIMEOUT_MS),
@@ -92,9 +97,19 @@ fn limits() -> Vec<(&'static str, String)> {
         // The protocol's version (not a limit): what a queue's `protocol` is checked against.
         size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
         size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
-    ];
-    all.extend(groups);
-    all
+    ]
+}
+
+/// The fair groups' limits (protocol 1.7) of [`limits`].
+fn group_limits() -> Vec<(&'static str, String)> {
+    use echomq_core::limits::*;
+    vec![
+        size("MAX_GROUP", MAX_GROUP),
+        unsigned("GROUP_WEIGHT", &GROUP_WEIGHT),
+        size("GROUPED_SCORE", GROUPED_SCORE as usize),
+        size("TAG_UNIT", TAG_UNIT as usize),
+        size("GROUP_WAKE", GROUP_WAKE),
+    ]
 }
 
 /// A size's local: `local MAX_PAYLOAD = 1048576`.
