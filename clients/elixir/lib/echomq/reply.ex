@@ -30,6 +30,8 @@ defmodule EchoMQ.Reply do
 
   defp typed(:schedules, [now | found]), do: [int(now) | Enum.map(found, fn [n, d, next] -> [n, d, int(next)] end)]
   defp typed(t, [written | rest]) when t in [:flow, :adopt], do: [int(written) | rest]
+  defp typed(:group, row), do: group_row(row)
+  defp typed(:groups, [next | rows]), do: [next | Enum.map(rows, &group_row/1)]
   defp typed(t, value) when t in [:fail, :inspect, :children], do: value
   defp typed(_integer_reply, value) when is_binary(value), do: int(value)
   # A shape this package was not written for (a transition added later) stays as eredis read it.
@@ -37,6 +39,9 @@ defmodule EchoMQ.Reply do
 
   defp claimed([id, token | rest]), do: [id, int(token) | rest]
   defp claimed(word), do: int(word)
+
+  # GROUP's row (1.7): its pending and running counts are integers.
+  defp group_row([group, pending, running | rest]), do: [group, int(pending), int(running) | rest]
 
   defp acked("1"), do: 1
   defp acked(text), do: {:error, {:server, text}}

@@ -32,7 +32,12 @@ fn file(stem: &str) -> Option<&'static str> {
 /// `MAX_PAYLOAD`; a range two, `LEASE_MS_MIN` and `LEASE_MS_MAX` (numbers: a
 /// table would be built on every call). Each is `(name, its locals)`.
 fn limits() -> Vec<(&'static str, String)> {
-    [sizes(), ranges(), group_limits()].concat()
+    let version = vec![
+        // The protocol's version (not a limit): what a queue's `protocol` is checked against.
+        size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
+        size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
+    ];
+    [sizes(), ranges(), group_limits(), version].concat()
 }
 
 /// The sizes and counts of [`limits`].
@@ -71,7 +76,7 @@ fn sizes() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The ranges of [`limits`], and the protocol's version.
+/// The ranges of [`limits`].
 fn ranges() -> Vec<(&'static str, String)> {
     use echomq_core::limits::*;
     vec![
@@ -94,9 +99,6 @@ fn ranges() -> Vec<(&'static str, String)> {
         unsigned("RATE", &RATE),
         unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
         unsigned("FLAG", &FLAG),
-        // The protocol's version (not a limit): what a queue's `protocol` is checked against.
-        size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
-        size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
     ]
 }
 
