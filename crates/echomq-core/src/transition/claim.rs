@@ -151,8 +151,15 @@ impl<'a> Claim<'a> {
         if !claimed.is_empty() && gate.held.is_none() && more(store, pending, grouping.as_ref()) {
             wake(store, wakes);
         }
+        // A group's rate that held back jobs says when it frees, as the queue's does.
+        let held = match (gate.held, &grouping, &plan) {
+            (None, Some(grouping), Some(plan)) if (claimed.len() as u64) < gate.room => {
+                plan.group_held(store, grouping)
+            }
+            (held, ..) => held,
+        };
         // The trailer says a limit held back jobs pending still holds, or a pause.
-        if let Some(held) = gate.held.filter(|&held| held == -1 || store.zcard(pending) > 0) {
+        if let Some(held) = held.filter(|&held| held == -1 || store.zcard(pending) > 0) {
             claimed.push(Reply::Int(held));
         }
         Ok(Reply::Array(claimed))

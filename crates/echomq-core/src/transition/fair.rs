@@ -200,6 +200,15 @@ impl Plan {
         }
     }
 
+    /// When a claim took fewer jobs than the gate let it: ms until the
+    /// first group held by its rate frees (at least 1), if one is.
+    pub(crate) fn group_held<S: Store>(&self, store: &mut S, grouping: &Grouping<'_>) -> Option<i64> {
+        let wait = grouping.keys.wait();
+        let first = store.zhead(&wait, 1).pop()?;
+        let frees = store.zscore(&wait, &first)? as u64;
+        Some(frees.saturating_sub(self.now).max(1) as i64)
+    }
+
     /// A looked-at group to where it stands after the claim.
     fn place<S: Store>(&self, store: &mut S, grouping: &Grouping<'_>, looked: &Looked) {
         let (ready, wait) = (grouping.keys.ready(), grouping.keys.wait());

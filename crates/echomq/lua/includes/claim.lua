@@ -146,7 +146,14 @@ local function claim_jobs(k, prefix, lease, count, head)
   if #claimed > 0 and not held and left then
     wake(k.wake)
   end
-  if plan then left = held == -1 or redis.call('ZCARD', k.pending) > 0 end
+  if plan then
+    -- A group's rate that held back jobs says when it frees, as the queue's does.
+    if not held and #claimed < room then
+      local wait = redis.call('ZRANGE', prefix .. 'gwait', 0, 0, 'WITHSCORES')
+      if wait[1] then held = math.max(tonumber(wait[2]) - plan.now, 1) end
+    end
+    left = held == -1 or redis.call('ZCARD', k.pending) > 0
+  end
   if held and left then claimed[#claimed + 1] = held end
   return claimed
 end
