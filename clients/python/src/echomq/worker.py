@@ -35,7 +35,6 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import inspect
@@ -44,7 +43,6 @@ import logging
 import signal
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
@@ -55,6 +53,7 @@ from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
+from .threads import HandlerThreads, ThreadRun
 from .upkeep import Upkeep
 from . import tracing
 
@@ -95,7 +94,7 @@ class Job:
     _entry: _Running | None = field(default=None, repr=False)
     _max_attempts: int = field(default=DEFAULT_MAX_ATTEMPTS, repr=False)
     """The worker's max attempts, for a job with no ATTEMPTS of its own."""
-    _threads: ThreadPoolExecutor | None = field(default=None, repr=False)
+    _threads: HandlerThreads | None = field(default=None, repr=False)
     """The worker's threads, where :meth:`in_thread` runs a function."""
     _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     """The worker's event loop, where :meth:`from_thread` runs a coroutine."""
@@ -125,7 +124,12 @@ class Job:
         on renewing leases. Outside a running worker, in a thread of the
         loop's default pool."""
         run = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._threads, run)
+        if self._threads is None:
+            return await asyncio.get_running_loop().run_in_executor(None, run)
+        thread = self._threads.run(run)
+        if self._entry is not None:
+            self._entry.thread = thread  # its slot is held until the thread is done
+        return await thread.future
 
     @property
     def attempts_spent(self) -> int:
@@ -221,7 +225,7 @@ class _Running:
     renewed: float = field(default_factory=time.monotonic)
     """When the lease was claimed or last renewed (``time.monotonic()``)."""
     claimed_at: float = field(default_factory=time.monotonic)
-    thread: concurrent.futures.Future[Any] | None = None
+    thread: ThreadRun[Any] | None = None
     """A sync handler's run in the worker's threads: its slot is held until it ends."""
     timed_out: bool = False
     """Its timeout ran out while the handler ran: the handler was cancelled."""
@@ -322,7 +326,7 @@ class Worker:
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
-        self._threads: ThreadPoolExecutor | None = None
+        self._threads: HandlerThreads | None = None
         """Where a sync handler runs: made by run(), ``concurrency`` threads at most."""
         self._sync = not _is_async(handler)
         self.lease_ms = calls.to_ms(lease)
@@ -413,7 +417,7 @@ class Worker:
         one at once), SIGTSTP quiets (:meth:`quiet`)."""
         loop = asyncio.get_running_loop()
         # Threads start as handlers need them: none for an async handler that never asks.
-        self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="echomq-handler")
+        self._threads = HandlerThreads(self.concurrency, "echomq-handler")
         caught = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
         if handle_signals:
             for sig, name in caught:
@@ -442,7 +446,7 @@ class Worker:
             if self._threads is not None:
                 # Handlers cancelled (a timeout, a lost lease, the grace) may still
                 # run: their threads end when they return, unwaited for here.
-                self._threads.shutdown(wait=False, cancel_futures=True)
+                self._threads.shutdown()
                 self._threads = None
             if handle_signals:
                 for sig, _ in caught:
@@ -633,13 +637,13 @@ class Worker:
             result = self.handler(job)
         else:
             # As asyncio.to_thread does, with the context, in the worker's own
-            # pool; the thread's future kept, for the slot it holds (_done).
-            assert self._threads is not None, "run() makes the pool before any job starts"
+            # threads; the thread's run kept, for the slot it holds (_done).
+            assert self._threads is not None, "run() makes the threads before any job starts"
             run = functools.partial(contextvars.copy_context().run, self.handler, job)
-            thread = self._threads.submit(run)
+            thread = self._threads.run(run)
             if job._entry is not None:
                 job._entry.thread = thread
-            result = await asyncio.wrap_future(thread)
+            result = await thread.future
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -660,8 +664,7 @@ class Worker:
             # lost, released): a thread cannot be stopped, so its slot is free
             # only when the thread is, else the next job would wait in the pool
             # behind it while its own timeout runs down.
-            loop = asyncio.get_running_loop()
-            thread.add_done_callback(lambda _: loop.call_soon_threadsafe(self._free_slot))
+            thread.when_done(self._free_slot)
 
     def _free_slot(self) -> None:
         self._free += 1
