@@ -2,7 +2,10 @@
 
 A worker's loop hands a plain ``def`` handler (or a task's function) to one
 of ``concurrency`` long-lived threads fed by one queue, and the thread hands
-the result back with one ``call_soon_threadsafe``. No lock is shared between
+the result back on a second queue, waking the loop with one
+``call_soon_threadsafe`` unless a wake-up is pending already (at concurrency
+100, many runs end per loop turn: one wake-up, and one write to the loop's
+self-pipe, for all of them). No lock is shared between
 the loop and the threads: ``concurrent.futures.ThreadPoolExecutor``, used
 before, takes an idle-thread semaphore on every submit, which the loop
 waited on behind the threads releasing it (a tenth of the loop's time at
@@ -13,6 +16,7 @@ to an asyncio one.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import queue
@@ -65,7 +69,7 @@ class ThreadRun(Generic[T]):
 class HandlerThreads:
     """At most ``size`` threads named ``<name>_<n>``, started one per run
     until there are ``size`` (then they are reused), each taking the next
-    function from one queue."""
+    function from one queue; for the one event loop that runs them all."""
 
     def __init__(self, size: int, name: str = "echomq-handler") -> None:
         self.size = size
@@ -74,12 +78,21 @@ class HandlerThreads:
         self._work = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended: collections.deque[tuple[ThreadRun[Any], Any, BaseException | None]] = collections.deque()
+        """Runs whose function returned, for the loop to settle (:meth:`_settle`)."""
+        self._wake_pending = False
+        """Whether the loop is told already to settle what has ended."""
 
     def run(self, function: Callable[[], T]) -> ThreadRun[T]:
         """Run ``function()`` in one of the threads; await the answer's ``future`` on the running loop."""
         if self._closed:
             raise RuntimeError("the worker's threads are shut down")
         loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError("a worker's threads serve the one event loop the worker runs on")
         run: ThreadRun[T] = ThreadRun(loop.create_future())
         self._work.put((loop, run, function))
         if len(self._threads) < self.size:
@@ -115,11 +128,23 @@ class HandlerThreads:
                 result = function()
             except BaseException as err:  # handed to the loop, as a Future would
                 error = err
-            try:
-                loop.call_soon_threadsafe(run._end, result, error)
-            except RuntimeError:  # the loop is closed: nobody waits for it
-                pass
+            # The flag is read after the append, and the loop clears it before
+            # it takes what has ended: a run is never left without a wake-up.
+            self._ended.append((run, result, error))
+            if not self._wake_pending:
+                self._wake_pending = True
+                try:
+                    loop.call_soon_threadsafe(self._settle)
+                except RuntimeError:  # the loop is closed: nobody waits for it
+                    pass
             del item, run, function, result, error
+
+    def _settle(self) -> None:
+        """On the loop: settle every run whose function has returned."""
+        self._wake_pending = False
+        while self._ended:
+            run, result, error = self._ended.popleft()
+            run._end(result, error)
 
 
 __all__ = ["HandlerThreads", "ThreadRun"]
