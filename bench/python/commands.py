@@ -13,7 +13,11 @@ producers; this one, tasks as a Python team runs them.)
 
 BENCH_CELERY_VENV names another venv for Celery (a Celery whose kombu needs
 redis-py >= 6.4, which arq 0.28 refuses; requirements.txt pins one that does
-not). Each measurement: FLUSHALL; the queue filled with the system's own
+not); kombu 5.7's Redis transport imports `packaging` without depending on it:
+
+    python3 -m venv target/celery-venv
+    target/celery-venv/bin/pip install celery==5.7.0 kombu==5.7.0 'redis>=6.4' packaging
+    BENCH_CELERY_VENV=target/celery-venv ECHOMQ_MODULE=... target/bench-venv/bin/python bench/python/commands.py Each measurement: FLUSHALL; the queue filled with the system's own
 producer (untimed); the worker command started; each job, after its
 `--sleep` seconds of I/O, counts itself done (one INCR, the same in every
 system); the rate is the jobs done after the first over the time from the

@@ -20,7 +20,7 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
   FAILs the job; its ATTEMPTS and back-off win on the server;
 - a finished job is acked with its result, and its slot fetches the next job
   in the same round trip (ACKNEXT); jobs that finish together are acked in one
-  ACKMANY;
+  ACKMANY, pipelined with the CLAIM for their slots (one round trip too);
 - SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
   within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
 - upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
@@ -35,7 +35,6 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import inspect
@@ -44,7 +43,6 @@ import logging
 import signal
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
@@ -55,6 +53,7 @@ from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
+from .threads import HandlerThreads, ThreadRun
 from .upkeep import Upkeep
 from . import tracing
 
@@ -95,7 +94,7 @@ class Job:
     _entry: _Running | None = field(default=None, repr=False)
     _max_attempts: int = field(default=DEFAULT_MAX_ATTEMPTS, repr=False)
     """The worker's max attempts, for a job with no ATTEMPTS of its own."""
-    _threads: ThreadPoolExecutor | None = field(default=None, repr=False)
+    _threads: HandlerThreads | None = field(default=None, repr=False)
     """The worker's threads, where :meth:`in_thread` runs a function."""
     _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     """The worker's event loop, where :meth:`from_thread` runs a coroutine."""
@@ -125,7 +124,12 @@ class Job:
         on renewing leases. Outside a running worker, in a thread of the
         loop's default pool."""
         run = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._threads, run)
+        if self._threads is None:
+            return await asyncio.get_running_loop().run_in_executor(None, run)
+        thread = self._threads.run(run)
+        if self._entry is not None:
+            self._entry.thread = thread  # its slot is held until the thread is done
+        return await thread.future
 
     @property
     def attempts_spent(self) -> int:
@@ -221,8 +225,10 @@ class _Running:
     renewed: float = field(default_factory=time.monotonic)
     """When the lease was claimed or last renewed (``time.monotonic()``)."""
     claimed_at: float = field(default_factory=time.monotonic)
-    thread: concurrent.futures.Future[Any] | None = None
+    thread: ThreadRun[Any] | None = None
     """A sync handler's run in the worker's threads: its slot is held until it ends."""
+    timed_out: bool = False
+    """Its timeout ran out while the handler ran: the handler was cancelled."""
 
     def lose(self, why: str) -> None:
         """The lease is gone: stop the handler, drop its result. Nothing once
@@ -235,6 +241,20 @@ class _Running:
         self.fenced = True
         if self.handler is not None and not self.handler.done():
             self.handler.cancel()
+
+
+def _time_out(entry: _Running) -> None:
+    """A job's timeout ran out: cancel its handler, if it still runs."""
+    if entry.handler is not None and not entry.handler.done():
+        entry.timed_out = True
+        entry.handler.cancel()
+
+
+def _cancelling() -> bool:
+    """Whether the current task was asked to cancel (3.11+; before, only its awaited task is known)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return bool(cancelling()) if cancelling is not None else False
 
 
 def _is_async(handler: Handler) -> bool:
@@ -306,7 +326,7 @@ class Worker:
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
-        self._threads: ThreadPoolExecutor | None = None
+        self._threads: HandlerThreads | None = None
         """Where a sync handler runs: made by run(), ``concurrency`` threads at most."""
         self._sync = not _is_async(handler)
         self.lease_ms = calls.to_ms(lease)
@@ -347,7 +367,9 @@ class Worker:
         # even when a cancellation was swallowed inside a client call.
         self._closed = asyncio.Event()
         self._acks: list[tuple[_Running, bytes | None]] = []
-        self._ack_wake = asyncio.Event()
+        """Finished jobs waiting for their ack: acked by the job that finds no ack in flight."""
+        self._acking = False
+        """Whether a job's task is sending acks now (then a job that ends adds its own to the next batch)."""
         self.processed = 0
         self.failed = 0
 
@@ -395,7 +417,7 @@ class Worker:
         one at once), SIGTSTP quiets (:meth:`quiet`)."""
         loop = asyncio.get_running_loop()
         # Threads start as handlers need them: none for an async handler that never asks.
-        self._threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="echomq-handler")
+        self._threads = HandlerThreads(self.concurrency, "echomq-handler")
         caught = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
         if handle_signals:
             for sig, name in caught:
@@ -406,20 +428,16 @@ class Worker:
         helpers = [
             asyncio.create_task(self._heart(), name="echomq-heart"),
             asyncio.create_task(self._upkeep(), name="echomq-upkeep"),
-            asyncio.create_task(self._acker(), name="echomq-acker"),
             asyncio.create_task(self._beats(), name="echomq-registration"),
         ]
         claimer = asyncio.create_task(self._claimer(), name="echomq-claim")
         try:
             await self._until_stopped(claimer)
             await self._finish_running()
-            self._ack_wake.set()
             while self._acks or any(not t.done() for t in self._tasks):
                 await asyncio.sleep(0.01)
-                self._ack_wake.set()
         finally:
             self._closed.set()
-            self._ack_wake.set()
             self._slot_freed.set()
             for task in [claimer, *helpers]:
                 task.cancel()
@@ -428,7 +446,7 @@ class Worker:
             if self._threads is not None:
                 # Handlers cancelled (a timeout, a lost lease, the grace) may still
                 # run: their threads end when they return, unwaited for here.
-                self._threads.shutdown(wait=False, cancel_futures=True)
+                self._threads.shutdown()
                 self._threads = None
             if handle_signals:
                 for sig, _ in caught:
@@ -549,14 +567,25 @@ class Worker:
         timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
         if self.metrics is not None:
             self.metrics.started(self.queue.name, claimed.id)
-        handler = asyncio.ensure_future(tracing.run(job, self._call(job)))
+        loop = asyncio.get_running_loop()
+        handler = loop.create_task(tracing.run(job, self._call(job)))
         entry.handler = handler
-        done, _ = await asyncio.wait({handler}, timeout=None if timeout_ms is None else timeout_ms / 1000)
+        # One timer per job with a timeout, none without: awaiting the
+        # handler itself wakes this task in the loop turn it ends.
+        timer = None if timeout_ms is None else loop.call_later(timeout_ms / 1000, _time_out, entry)
+        try:
+            await handler
+        except asyncio.CancelledError:
+            if _cancelling():  # this task was cancelled, not only the handler
+                raise
+        except BaseException:
+            pass  # read below, from the handler
+        finally:
+            if timer is not None:
+                timer.cancel()
         handed = False
         try:
-            if not done:
-                handler.cancel()
-                await asyncio.gather(handler, return_exceptions=True)
+            if entry.timed_out:
                 if not entry.fenced and not entry.released:
                     await self._fail(entry, f"timed out after {_duration_text(timeout_ms or 0)}", timed_out=True)
                     return
@@ -593,13 +622,14 @@ class Worker:
                     await self._fail(entry, f"the handler returned {len(kept)} bytes: a result is at most {most}")
                     return
                 self._acks.append((entry, kept))
-                self._ack_wake.set()
-                handed = True  # the acker frees the slot
+                handed = True  # its ack frees the slot
         except Exception as err:
             log.warning("ending job %s failed: %s; its lease will run out and REAP takes it back", claimed.id, err)
         finally:
             if not handed:
                 self._done(entry)
+        if handed and not self._acking:
+            await self._send_acks()
 
     async def _call(self, job: Job) -> Any:
         """The handler's result: an async one's from the loop, a sync one's from a thread."""
@@ -607,13 +637,13 @@ class Worker:
             result = self.handler(job)
         else:
             # As asyncio.to_thread does, with the context, in the worker's own
-            # pool; the thread's future kept, for the slot it holds (_done).
-            assert self._threads is not None, "run() makes the pool before any job starts"
+            # threads; the thread's run kept, for the slot it holds (_done).
+            assert self._threads is not None, "run() makes the threads before any job starts"
             run = functools.partial(contextvars.copy_context().run, self.handler, job)
-            thread = self._threads.submit(run)
+            thread = self._threads.run(run)
             if job._entry is not None:
                 job._entry.thread = thread
-            result = await asyncio.wrap_future(thread)
+            result = await thread.future
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -634,8 +664,7 @@ class Worker:
             # lost, released): a thread cannot be stopped, so its slot is free
             # only when the thread is, else the next job would wait in the pool
             # behind it while its own timeout runs down.
-            loop = asyncio.get_running_loop()
-            thread.add_done_callback(lambda _: loop.call_soon_threadsafe(self._free_slot))
+            thread.when_done(self._free_slot)
 
     def _free_slot(self) -> None:
         self._free += 1
@@ -686,10 +715,13 @@ class Worker:
 
     # -- acks ---------------------------------------------------------------------
 
-    async def _acker(self) -> None:
-        while not self._closed.is_set():
-            await self._ack_wake.wait()
-            self._ack_wake.clear()
+    async def _send_acks(self) -> None:
+        """Ack the finished jobs, in the task of the job that found no ack
+        in flight: one alone with ACKNEXT (its slot's next job in the same
+        round trip), those that ended meanwhile together, in one ACKMANY.
+        No task of its own: a job's end is acked in the loop turn it ends."""
+        self._acking = True
+        try:
             while self._acks:
                 batch = self._acks[:1000]
                 del self._acks[:1000]
@@ -702,6 +734,8 @@ class Worker:
                     log.warning("acking %d job(s) failed: %s; REAP takes them back", len(batch), err)
                     for entry, _ in batch:
                         self._done(entry)
+        finally:
+            self._acking = False
 
     async def _ack_next(self, entry: _Running, result: bytes | None) -> None:
         """ACK the job and claim for its slot and the free ones in one round trip."""
@@ -731,9 +765,42 @@ class Worker:
             self._slot_freed.set()
 
     async def _ack_many(self, batch: list[tuple[_Running, bytes | None]]) -> None:
-        reply = await self._exec.run(
-            calls.ackmany(self._ks, [(e.claimed.id, e.claimed.token, result) for e, result in batch])
-        )
+        """ACKMANY the batch; while claiming, pipelined with a CLAIM for the
+        batch's slots and the free ones: one round trip, as ACKNEXT is for one."""
+        acks = calls.ackmany(self._ks, [(e.claimed.id, e.claimed.token, result) for e, result in batch])
+        if not self._claiming:
+            reply = await self._exec.run(acks)
+            self._acked(batch, reply)
+            for entry, _ in batch:
+                self._done(entry)
+            return
+        count = min(len(batch) + self._free, 1000)
+        taken = count - len(batch)  # free slots the claim takes beside the batch's own
+        self._free -= taken
+        try:
+            reply, claimed = await self._exec.run_many([acks, calls.claim(self._ks, self.lease_ms, count)])
+        except Exception:
+            self._free += taken
+            raise
+        # The batch's slots go to the claim: its jobs leave without freeing theirs.
+        for entry, _ in batch:
+            if self._running.get(entry.claimed.id) is entry:
+                del self._running[entry.claimed.id]
+        if isinstance(claimed, Exception):
+            log.warning("claim on %s failed: %s", self._ks.name, claimed)
+            self._free += count
+        else:
+            claims = read_claims(claimed)
+            self._free += count - len(claims.jobs)
+            self._dispatch(claims.jobs)
+        if self._free:
+            self._slot_freed.set()
+        if isinstance(reply, Exception):
+            raise reply
+        self._acked(batch, reply)
+
+    def _acked(self, batch: list[tuple[_Running, bytes | None]], reply: list[Any]) -> None:
+        """Count ACKMANY's outcomes, one per job of the batch."""
         for (entry, _), outcome in zip(batch, reply):
             if isinstance(outcome, Refused):
                 entry.lose("its ack was refused")
@@ -741,7 +808,6 @@ class Worker:
             else:
                 self.processed += 1
                 self._tell(entry, "processed")
-            self._done(entry)
 
     # -- leases ---------------------------------------------------------------------
 
