@@ -156,9 +156,9 @@ if err then return err end
 -- The group's keys' types and its settings, with the other types.
 local group, settings = opts.GROUP, nil
 if group then
-  err = groups_check(prefix)
+  err = group_lib().check(prefix)
   if err then return err end
-  settings, err = group_settings(prefix, group)
+  settings, err = group_lib().settings(prefix, group)
   if err then return err end
 end
 
@@ -205,7 +205,7 @@ end
 -- A group at its most pending refuses a job that would join them.
 if group and settings.max and not due
     and redis.call('ZCARD', prefix .. 'gpending:' .. group) >= settings.max then
-  return full_error(group, settings.max)
+  return group_lib().full(group, settings.max)
 end
 
 -- THE RECORD: one HSET writes the three named fields with their birth values.
@@ -244,8 +244,7 @@ if due then
 else
   -- The pending set: the id is the member, so byte order is mint order.
   if group then
-    group_join(prefix, pending_key, id, group, priority)
-    group_reindex(prefix, group)
+    to_pending_of(prefix, pending_key, id, group, priority)
   else
     redis.call('ZADD', pending_key, priority, id)
   end

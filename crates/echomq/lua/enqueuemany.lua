@@ -105,9 +105,9 @@ end
 -- jobs the call would add (those without a record, each once).
 if group then
   local settings
-  err = groups_check(prefix)
+  err = group_lib().check(prefix)
   if err then return err end
-  settings, err = group_settings(prefix, group)
+  settings, err = group_lib().settings(prefix, group)
   if err then return err end
   if settings.max then
     local new, seen = 0, {}
@@ -118,7 +118,7 @@ if group then
       end
     end
     if redis.call('ZCARD', prefix .. 'gpending:' .. group) + new > settings.max then
-      return full_error(group, settings.max)
+      return group_lib().full(group, settings.max)
     end
   end
 end
@@ -134,7 +134,7 @@ for j = 1, n do
     redis.call('HSET', records[j], 'state', 'pending', 'attempts', '0', 'payload', payloads[j])
     if group then
       redis.call('HSET', prefix .. 'group', id, group)
-      group_join(prefix, pending_key, id, group, 0)
+      group_lib().join(prefix, pending_key, id, group, 0)
     else
       redis.call('ZADD', pending_key, '0', id)
     end
@@ -153,7 +153,7 @@ if link then
   end
   if #linked > 0 then redis.call('HSET', parents_key, unpack(linked)) end
 end
-if group and enqueued then group_reindex(prefix, group) end
+if group and enqueued then group_lib().reindex(prefix, group) end
 if enqueued then wake(wakes) end
 counts_flush()
 return replies

@@ -110,9 +110,9 @@ err = type_error(children_key, 'hash') or type_error(waiting_key, 'zset') or typ
   or type_error(policy_key, 'hash') or type_error(headers_key, 'hash') or type_error(parents_key, 'hash')
 if err then return err end
 if opts.GROUP then
-  err = groups_check(prefix)
+  err = group_lib().check(prefix)
   if err then return err end
-  _, err = group_settings(prefix, opts.GROUP)
+  _, err = group_lib().settings(prefix, opts.GROUP)
   if err then return err end
 end
 local keep

@@ -45,7 +45,8 @@ if err then return err end
 if opts.RATE and opts.RATE > 0 and not opts.PER then return emq_error('EMQARG', 'RATE needs PER') end
 if opts.PER and not opts.RATE then return emq_error('EMQARG', 'PER needs RATE') end
 
-err = groups_check(prefix)
+local G = group_lib()
+err = G.check(prefix)
 if err then return err end
 local wakes
 wakes, err = wake_target(wake_key)
@@ -53,7 +54,7 @@ if err then return err end
 err = type_error(groups_key, 'hash')
 if err then return err end
 local before
-before, err = group_settings(prefix, group)
+before, err = G.settings(prefix, group)
 if err then return err end
 local after = {weight = before.weight, cap = before.cap, rate = before.rate, per = before.per,
   max = before.max, paused = before.paused}
@@ -67,8 +68,8 @@ end
 if opts.MAX then after.max = some(opts.MAX) end
 if opts.PAUSED then after.paused = opts.PAUSED == 1 or nil end
 
-local text = settings_text(after)
-if text ~= settings_text(before) then
+local text = G.text(after)
+if text ~= G.text(before) then
   if text == '' then
     redis.call('HDEL', groups_key, 'set:' .. group)
   else
@@ -79,11 +80,11 @@ if text ~= settings_text(before) then
   -- Out of the index first, so that it enters at its start tag if it may.
   redis.call('ZREM', ready_key, group)
   redis.call('ZREM', gwait_key, group)
-  group_reindex(prefix, group)
-  local load = group_load(prefix, group, after, after.rate and now_ms() or 0)
-  if standing(after, load) == 'ready' and not was_ready then wake(wakes) end
+  G.reindex(prefix, group)
+  local load = G.load(prefix, group, after, after.rate and now_ms() or 0)
+  if G.standing(after, load) == 'ready' and not was_ready then wake(wakes) end
 end
 local row
-row, err = group_row(prefix, group)
+row, err = G.row(prefix, group)
 if err then return err end
 return row

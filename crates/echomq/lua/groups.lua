@@ -41,7 +41,7 @@ end
 local reply = {next_page}
 for _, group in ipairs(names) do
   local row
-  row, err = group_row(prefix, group)
+  row, err = group_lib().row(prefix, group)
   if err then return err end
   reply[#reply + 1] = row
 end

@@ -128,9 +128,11 @@ local function claim_jobs(k, prefix, lease, count, head)
       local event = emit(k.events, keep, 'active', id, 'attempt', digits)
       -- The rate log names the claim at its event's time, so that the two
       -- logs agree on when it happened (PROTOCOL.md §7.1; includes/gate).
-      local claim = {id .. ':' .. digits, event and tonumber(string.match(event, '^%d+'))}
-      if log then logged[#logged + 1] = claim end
-      claims[#claims + 1] = claim
+      if log or plan then
+        local claim = {id .. ':' .. digits, event and tonumber(string.match(event, '^%d+'))}
+        if log then logged[#logged + 1] = claim end
+        claims[#claims + 1] = claim
+      end
     end
   end
   if #taken > 0 then redis.call('ZADD', k.active, unpack(scored_last_first(deadline, taken))) end
