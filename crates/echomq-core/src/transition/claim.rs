@@ -235,7 +235,7 @@ fn more<S: Store>(store: &mut S, pending: &[u8], grouping: Option<&Grouping<'_>>
     match grouping {
         None => store.zcard(pending) > 0,
         Some(grouping) => {
-            !store.zupto(pending, UNGROUPED_MAX, 1).is_empty() || store.zcard(&grouping.keys.ready()) > 0
+            store.zcard(&grouping.keys.ready()) > 0 || !store.zupto(pending, UNGROUPED_MAX, 1).is_empty()
         }
     }
 }

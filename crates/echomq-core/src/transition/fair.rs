@@ -14,8 +14,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::grouping::{Grouping, Load, Settings, Standing, UNGROUPED_MAX};
-use super::need;
-use crate::store::{KeyType, Store};
+use crate::store::Store;
 use crate::Refusal;
 
 use crate::limits::GROUP_WAKE as WAKE_LIMIT;
@@ -82,9 +81,13 @@ impl Plan {
             if ending == Some(group.as_slice()) {
                 load.running = load.running.saturating_sub(1);
             }
-            let own = grouping.tag(store, &[b"tag:", group.as_slice()].concat())?;
-            let tag = in_ready.unwrap_or_else(|| own.max(vtime));
-            let was_waiting = store.zscore(&grouping.keys.wait(), &group).is_some();
+            // A group in the index starts at its score there; one entering
+            // it at its own next tag or the virtual time, whichever is later.
+            let tag = match in_ready {
+                Some(tag) => tag,
+                None => grouping.tag(store, &[b"tag:", group.as_slice()].concat())?.max(vtime),
+            };
+            let was_waiting = in_ready.is_none() && store.zscore(&grouping.keys.wait(), &group).is_some();
             let at = plan.looked.len();
             if load.standing() == Standing::Ready {
                 heap.push(Reverse((tag, true, group.clone(), at)));
@@ -256,7 +259,6 @@ impl Looked {
         if !self.read {
             self.read = true;
             let key = grouping.keys.pending(&self.group);
-            need(store, &key, KeyType::Zset)?;
             let (mut queue, stale): (Vec<_>, Vec<_>) =
                 store.zhead(&key, room as usize).into_iter().partition(|id| store.zscore(pending, id).is_some());
             self.stale = stale;

@@ -140,8 +140,8 @@ local function claim_jobs(k, prefix, lease, count, head)
   if plan then
     fair_write(prefix, plan, deadline, claims)
     -- What a claim could take now: the default group's head, or a group ready.
-    left = #redis.call('ZRANGE', k.pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, 1) > 0
-      or redis.call('ZCARD', prefix .. 'ready') > 0
+    left = redis.call('ZCARD', prefix .. 'ready') > 0
+      or #redis.call('ZRANGE', k.pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, 1) > 0
   end
   -- Jobs left that the gate would let through: the next waiting claim
   -- takes them (a chain, one claimer woken at a time).

@@ -127,12 +127,16 @@ local function fair_lib()
       if err then return nil, err end
       local load = group_load(prefix, group, s, now)
       if group == ending then load.running = math.max(load.running - 1, 0) end
-      local own
-      own, err = group_tag(prefix, 'tag:' .. group)
-      if err then return nil, err end
-      local looked = {group = group, s = s, load = load, taken = {}, stale = {},
-        tag = in_ready or math.max(own, vtime), was_ready = in_ready ~= false,
-        was_waiting = redis.call('ZSCORE', wait, group) ~= false}
+      -- A group in the index starts at its score there; one entering it at
+      -- its own next tag or the virtual time, whichever is later.
+      local tag = in_ready
+      if not tag then
+        tag, err = group_tag(prefix, 'tag:' .. group)
+        if err then return nil, err end
+        tag = math.max(tag, vtime)
+      end
+      local looked = {group = group, s = s, load = load, taken = {}, stale = {}, tag = tag,
+        was_ready = in_ready ~= false, was_waiting = not in_ready and redis.call('ZSCORE', wait, group) ~= false}
       plan.looked[#plan.looked + 1] = looked
       if standing(s, load) == 'ready' then heap_push(heap, {looked.tag, 1, group, #plan.looked}) end
     end
