@@ -55,6 +55,7 @@ pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> 
                         unique: None,
                         headers: Default::default(),
                         parent: None,
+                        group: None,
                     };
                     let call = Call::new(&keys, &enqueue).expect("an enqueue");
                     pipe.cmd("EVALSHA")

@@ -26,7 +26,8 @@
 //!   [`execute`](executor::execute) for a typed transition, and the three
 //!   executors: Lua scripts, the native module, embedded in-process.
 //! - [`queue`]: [`Queue`], the API built on them; [`Lease`], a claimed
-//!   job's handle; [`Schedules`], a queue's schedules.
+//!   job's handle; [`Schedules`], a queue's schedules; [`QueueGroups`],
+//!   its fair groups (a tenant's jobs take turns with the others').
 //! - [`schedule`]: [`Schedule`]: cron and interval schedules, their
 //!   definitions, tick times and tick ids (the host's half; the server stores).
 //! - [`worker`]: [`Worker`](worker::Worker): concurrency, heartbeats, retries, shutdown.
@@ -89,13 +90,13 @@ pub use id::JobId;
 pub use keyspace::Keyspace;
 pub use queue::{
     BatchOpened, ChildJobs, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Flow, FlowAdded,
-    Flows, Lease, Leases, Queue, RetryPolicy, Schedules, Upkeep, Wait, SWEEP_GRACE, TRACEPARENT,
+    Flows, Lease, Leases, Queue, QueueGroups, RetryPolicy, Schedules, Upkeep, Wait, SWEEP_GRACE, TRACEPARENT,
 };
 pub use record::{Record, State};
 pub use schedule::{Missed, Schedule, Scheduled, When};
 pub use transition::{
-    Admission, Child, ChildrenReply, Claimed, Config, CountsReply, EventLog, Failed, Group, GroupInfo, Groups,
-    GroupsPage, Headers, Held, Inspection, JobRef, Limit, Link, OnFailure, Outcome, Rate, Retention, Settings,
-    Span, Standing, StatsReply, Tally, Unique,
+    Admission, Child, ChildrenReply, Claimed, Config, CountsReply, EventLog, Failed, Group, GroupInfo,
+    Groups, GroupsPage, Headers, Held, Inspection, JobRef, Limit, Link, OnFailure, Outcome, Rate, Retention,
+    Settings, Span, Standing, StatsReply, Tally, Unique,
 };
 pub use workers::{workers, workers_read_only, RunningJob, WorkerInfo};

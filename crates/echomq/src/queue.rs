@@ -9,7 +9,8 @@
 //!   claimed job does with it (ack, fail, extend, …).
 //! - `operate`: pause, limits, retention, cancel, retry, drain, delete,
 //!   stats, inspect; `schedules`: a queue's schedules, on [`Schedules`]
-//!   ([`Queue::schedules`]).
+//!   ([`Queue::schedules`]); `groups`: a queue's fair groups, on
+//!   [`QueueGroups`].
 //! - `read`: results, waiting for a job, the event log.
 //! - `upkeep`: reap, promote, trim, settle, fire schedules: a worker's
 //!   duties, on [`Upkeep`], apart from the everyday surface.
@@ -26,6 +27,7 @@ use crate::Result;
 
 mod consume;
 mod flows;
+mod groups;
 mod lease;
 mod operate;
 mod produce;
@@ -37,6 +39,7 @@ mod upkeep;
 
 pub(crate) use consume::ack_many;
 pub use flows::{ChildJobs, Flow, FlowAdded, Flows};
+pub use groups::QueueGroups;
 pub use lease::{Lease, Leases, Wait};
 pub use operate::{Delete, Drain};
 pub use produce::{BatchOpened, EnqueueOptions, Enqueued};

@@ -171,7 +171,8 @@ async fn an_oversized_payload_in_enqueuemany_is_refused_and_writes_nothing() {
     let h = harness().await;
     let big = vec![b'x'; limits::MAX_PAYLOAD + 1];
     let b: JobId = common::B.parse().unwrap();
-    let call = EnqueueMany { jobs: vec![(a(), b"p".to_vec()), (b.clone(), big.clone())], parent: None };
+    let call =
+        EnqueueMany { jobs: vec![(a(), b"p".to_vec()), (b.clone(), big.clone())], parent: None, group: None };
     assert!(matches!(call.args(), Err(Error { kind: ErrorKind::TooLarge, .. })));
     let keys = call.keys(&h.keys);
     let reply =
@@ -580,13 +581,14 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
     assert!(matches!(AckMany { acks: Vec::new() }.args(), Err(Error { kind: ErrorKind::Argument, .. })));
     // ENQUEUEMANY's, the same way.
     let jobs = vec![(a(), b"p".to_vec()); 1001];
-    let host = EnqueueMany { jobs: jobs.clone(), parent: None }.args().unwrap_err();
+    let host = EnqueueMany { jobs: jobs.clone(), parent: None, group: None }.args().unwrap_err();
     let args: Vec<&[u8]> = jobs.iter().flat_map(|_| [A.as_bytes(), b"p".as_slice()]).collect();
-    let server =
-        text(eval(&h, "enqueuemany", &EnqueueMany { jobs, parent: None }.keys(&h.keys), &args).await);
+    let server = text(
+        eval(&h, "enqueuemany", &EnqueueMany { jobs, parent: None, group: None }.keys(&h.keys), &args).await,
+    );
     assert_eq!(Err(host.to_string()), server);
     assert!(matches!(
-        EnqueueMany { jobs: Vec::new(), parent: None }.args(),
+        EnqueueMany { jobs: Vec::new(), parent: None, group: None }.args(),
         Err(Error { kind: ErrorKind::Argument, .. })
     ));
 
@@ -613,6 +615,7 @@ async fn the_host_refuses_out_of_range_arguments_in_the_servers_words() {
         unique: None,
         headers: Default::default(),
         parent: None,
+        group: None,
     };
     let host = enqueue(0).args().unwrap_err();
     let enqueue_keys = all_keys(Name::Enqueue, Some(&a()));

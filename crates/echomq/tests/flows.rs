@@ -380,6 +380,7 @@ async fn the_sweep_resolves_children_that_never_came_or_ended_unheard() {
             policy: None,
             headers: Default::default(),
             parent: None,
+            group: None,
         };
         assert!(
             matches!(execute(&*via, parents.keyspace(), &call).await.unwrap(), Flowed::Created(_)),
@@ -437,6 +438,7 @@ async fn cancelling_flows_that_name_each_other_ends() {
             policy: None,
             headers: Default::default(),
             parent: None,
+            group: None,
         };
         execute(&*via, q.keyspace(), &call).await.unwrap();
     }

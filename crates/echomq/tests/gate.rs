@@ -290,7 +290,7 @@ impl Run {
         match *step {
             Step::Enqueue { jobs } => {
                 let jobs = (0..jobs).map(|_| (JobId::mint(), b"p".to_vec())).collect();
-                self.call(&EnqueueMany { jobs, parent: None }).await.unwrap();
+                self.call(&EnqueueMany { jobs, parent: None, group: None }).await.unwrap();
             }
             Step::Claim { by, count } => {
                 let claims = self.call(&self.claim(count)).await.unwrap();

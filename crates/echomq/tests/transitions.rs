@@ -126,6 +126,7 @@ fn enqueue(priority: i64, due: Due) -> Call {
         unique: None,
         headers: Default::default(),
         parent: None,
+        group: None,
     })
 }
 fn unique(until_finished: bool) -> Call {
@@ -139,6 +140,7 @@ fn unique(until_finished: bool) -> Call {
         unique: Some(unique),
         headers: Default::default(),
         parent: None,
+        group: None,
     })
 }
 fn defer(token: u64, pause_queue: bool) -> Call {
@@ -340,6 +342,7 @@ fn enqueuemany_admits_each_new_job_and_finds_the_others_duplicates() -> Case {
         call: Call::EnqueueMany(EnqueueMany {
             jobs: vec![(a(), b"p".to_vec()), (B.parse().unwrap(), b"q".to_vec()), (a(), b"again".to_vec())],
             parent: None,
+            group: None,
         }),
         reply: ok(vec![Admission::Enqueued, Admission::Duplicate, Admission::Duplicate]),
         after: &[
@@ -357,7 +360,7 @@ fn enqueuemany_of_duplicates_only_changes_nothing_and_wakes_no_one() -> Case {
     Case {
         name: "enqueuemany of duplicates only changes nothing and wakes no one",
         given: &["HSET $q:job:$A state done attempts 1 payload old", "ZADD $q:done 5 $A"],
-        call: Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())], parent: None }),
+        call: Call::EnqueueMany(EnqueueMany { jobs: vec![(a(), b"p".to_vec())], parent: None, group: None }),
         reply: ok(vec![Admission::Duplicate]),
         after: &["done $A@5", "job:$A attempts=1 payload=old state=done"],
     }
@@ -376,6 +379,7 @@ fn enqueue_with_headers_keeps_them_beside_the_record() -> Case {
             unique: None,
             headers: [("tenant".to_owned(), "acme".to_owned())].into(),
             parent: None,
+            group: None,
         }),
         reply: ok(Admission::Enqueued),
         after: &[
@@ -460,6 +464,7 @@ fn enqueue_with_a_policy_keeps_it_beside_the_record_its_options_in_a_fixed_order
             unique: None,
             headers: Default::default(),
             parent: None,
+            group: None,
         }),
         reply: ok(Admission::Enqueued),
         after: &[

@@ -3,7 +3,7 @@
 //! counts, settings and oldest pending job; a queue's settings; its jobs per
 //! state, newest first, a page of 25 at a time, with a search and bulk retry
 //! and cancel; a job's record and events; a queue's schedules, and its open
-//! batches; its finished
+//! batches, and its fair groups; its finished
 //! jobs by minute (or hour) from the server's counters; the live workers and
 //! the jobs they run. Counts stay
 //! live through server-sent events (`/live`) from one shared snapshot, and
@@ -33,6 +33,7 @@
 //! - `job.rs`: one job's page and its actions.
 //! - `schedules.rs`: a queue's schedules, trigger, pause, resume and remove.
 //! - `batches.rs`: a queue's open batches and how far each has settled.
+//! - `groups.rs`: a queue's fair groups, a page by name.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,6 +52,7 @@ mod batches;
 mod bulk;
 mod charts;
 mod flow;
+mod groups;
 mod html;
 mod job;
 mod jobs;
@@ -144,6 +146,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/queues/{queue}/schedules/pause", post(schedules::pause))
         .route("/queues/{queue}/schedules/resume", post(schedules::resume))
         .route("/queues/{queue}/batches", get(batches::batches_page))
+        .route("/queues/{queue}/groups", get(groups::groups_page))
         .route("/workers", get(workers::workers_page))
         .route("/live", get(snapshot::live))
         .route("/metrics", get(snapshot::metrics))

@@ -49,6 +49,11 @@ pub struct Args {
     /// `--header tenant=acme --header traceparent=00-…`.
     #[arg(long = "header", value_parser = header)]
     headers: Vec<(String, String)>,
+    /// The job's fair group (1 to 200 bytes: a tenant, a customer, a key):
+    /// claims take turns between a queue's groups (`emq groups`, `emq limit
+    /// --group`). With --jsonl, every line's.
+    #[arg(long, value_parser = crate::flow::group)]
+    group: Option<String>,
     /// The job's id, to make a retried enqueue idempotent (default: a new one).
     #[arg(long, conflicts_with = "jsonl")]
     id: Option<JobId>,
@@ -80,32 +85,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         Some(payload) => vec![payload.clone().into_bytes()],
         None => return Err("no payload: give one, `-` for stdin, or --jsonl".into()),
     };
-    let mut options = EnqueueOptions::default().priority(args.priority);
-    if let Some(delay) = args.delay {
-        options = options.delay(delay);
-    }
-    if let Some(n) = args.attempts {
-        options = options.attempts(n);
-    }
-    if let Some(wait) = args.backoff {
-        options = options.backoff(wait);
-    }
-    if let Some(base) = args.backoff_exp {
-        options = options.backoff_exponential(base);
-    }
-    if let Some(limit) = args.timeout {
-        options = options.timeout(limit);
-    }
-    for (name, value) in args.headers {
-        options = options.header(name, value);
-    }
-    if let (Some(key), Some(hold)) = (args.unique, args.unique_for) {
-        options = if args.unique_until_done {
-            options.unique_until_finished(key, hold)
-        } else {
-            options.unique(key, hold)
-        };
-    }
+    let options = options(&args);
     let queue =
         server.queue(&args.queue).await.map_err(|err| match Failure::of_connecting(err.as_ref()) {
             Failure::NotDone => Exit::new(Failure::NotDone, not_done(err.as_ref())),
@@ -127,6 +107,40 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         return Ok(());
     }
     many(&queue, &payloads, &options).await
+}
+
+/// The job's options, from the command line.
+fn options(args: &Args) -> EnqueueOptions {
+    let mut options = EnqueueOptions::default().priority(args.priority);
+    if let Some(delay) = args.delay {
+        options = options.delay(delay);
+    }
+    if let Some(n) = args.attempts {
+        options = options.attempts(n);
+    }
+    if let Some(wait) = args.backoff {
+        options = options.backoff(wait);
+    }
+    if let Some(base) = args.backoff_exp {
+        options = options.backoff_exponential(base);
+    }
+    if let Some(limit) = args.timeout {
+        options = options.timeout(limit);
+    }
+    for (name, value) in &args.headers {
+        options = options.header(name.as_str(), value.as_str());
+    }
+    if let Some(group) = &args.group {
+        options = options.group(group.as_str());
+    }
+    if let (Some(key), Some(hold)) = (&args.unique, args.unique_for) {
+        options = if args.unique_until_done {
+            options.unique_until_finished(key.as_str(), hold)
+        } else {
+            options.unique(key.as_str(), hold)
+        };
+    }
+    options
 }
 
 /// Lines sent together: one ENQUEUEMANY call's worth of plain jobs (which

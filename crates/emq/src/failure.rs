@@ -11,7 +11,8 @@ use redis::{ErrorKind, RedisError, ServerErrorKind};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
     /// The server could not be reached, or said it cannot serve now
-    /// (loading its data, failing over): nothing was written.
+    /// (loading its data, failing over, a group at its most pending):
+    /// nothing was written.
     NotDone,
     /// The connection broke while the call was on its way, or a write was not
     /// confirmed by replicas: the server may have done it.
@@ -25,10 +26,12 @@ pub enum Failure {
 impl Failure {
     /// What a call that failed with `err` did.
     pub fn of(err: &(dyn StdError + 'static)) -> Failure {
-        use echomq::ErrorKind::{MayHaveLanded, NotReplicated, Unavailable};
+        use echomq::ErrorKind::{Full, MayHaveLanded, NotReplicated, Unavailable};
         if let Some(err) = err.downcast_ref::<echomq::Error>() {
             return match err.kind {
-                Unavailable => Failure::NotDone,
+                // A group at its most pending: nothing written, and room
+                // comes back as its jobs are claimed.
+                Unavailable | Full => Failure::NotDone,
                 MayHaveLanded | NotReplicated { .. } => Failure::MaybeDone,
                 _ => Failure::Refused,
             };
@@ -241,7 +244,7 @@ mod tests {
     #[test]
     fn each_failure_says_what_was_done() {
         let oom = redis::make_extension_error("OOM".to_owned(), Some("command not allowed".to_owned()));
-        let cases: [(echomq::Error, Failure); 9] = [
+        let cases: [(echomq::Error, Failure); 10] = [
             (io(std::io::ErrorKind::ConnectionRefused), Failure::NotDone),
             (echomq::Error::from(oom), Failure::NotDone),
             (server(ServerErrorKind::BusyLoading, "LOADING"), Failure::NotDone),
@@ -252,6 +255,7 @@ mod tests {
                 echomq::Error::new(echomq::ErrorKind::MayHaveLanded, "the ack may have landed"),
                 Failure::MaybeDone,
             ),
+            (echomq::Error::new(echomq::ErrorKind::Full, "group g holds its most pending"), Failure::NotDone),
             (echomq::Error::new(echomq::ErrorKind::TooLarge, "payload"), Failure::Refused),
             (server(ServerErrorKind::NoPerm, "NOPERM"), Failure::Refused),
         ];

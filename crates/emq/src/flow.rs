@@ -1,11 +1,11 @@
 //! The flow-control commands: pause, resume, limit and config. Each is one
-//! CONFIG transition, so the server's CLAIM enforces the result for every
-//! worker of every process at once.
+//! CONFIG transition (GROUP for `limit --group`), so the server's CLAIM
+//! enforces the result for every worker of every process at once.
 
 use std::time::Duration;
 
 use echomq::transition::Config;
-use echomq::{EventLog, Keyspace, Limit, Rate, Retention, Settings};
+use echomq::{EventLog, Group, GroupInfo, Keyspace, Limit, QueueGroups, Rate, Retention, Settings};
 
 use crate::connect::{Conn, Error, Server};
 
@@ -78,28 +78,115 @@ pub(crate) fn concurrency(text: &str) -> Result<Limit<u64>, String> {
     }
 }
 
+/// A group's name: 1 to 200 bytes.
+pub(crate) fn group(text: &str) -> Result<String, String> {
+    let most = echomq::limits::MAX_GROUP;
+    match text.len() {
+        0 => Err(format!("a group is 1 to {most} bytes, not empty")),
+        n if n > most => Err(format!("a group is 1 to {most} bytes, not {n}")),
+        _ => Ok(text.to_owned()),
+    }
+}
+
+/// A group's most pending jobs: a number, at least 1; `none` removes it.
+fn most(text: &str) -> Result<Limit<u64>, String> {
+    match text {
+        "none" => Ok(Limit::Unlimited),
+        text => match text.parse() {
+            Ok(0) | Err(_) => Err(format!("{text:?}: a group's --max is a number of jobs ≥ 1, or none")),
+            Ok(n) => Ok(Limit::To(n)),
+        },
+    }
+}
+
 #[derive(clap::Args, Debug)]
-// At least one of the two, said by clap when neither is given.
-#[command(group(clap::ArgGroup::new("which").required(true).multiple(true).args(["rate", "concurrency"])))]
+// At least one, said by clap when none is given.
+#[command(group(clap::ArgGroup::new("which").required(true).multiple(true)
+    .args(["rate", "concurrency", "group", "weight", "cap", "max", "pause", "resume"])))]
 pub struct LimitArgs {
     /// The queue.
     queue: String,
     /// At most this many claims per period, across every worker: `100/1s`; `none` removes it.
+    /// With --group, the group's own.
     #[arg(long, value_parser = rate)]
     rate: Option<Limit<Rate>>,
     /// At most this many jobs active at once, across every worker; `none` removes it.
-    #[arg(long, value_parser = concurrency)]
+    #[arg(long, value_parser = concurrency, conflicts_with = "group")]
     concurrency: Option<Limit<u64>>,
+    /// Limit one fair group of the queue (a tenant, a customer, a key) rather
+    /// than the whole queue; alone, show its settings. Claims take turns
+    /// between groups by weight; the queue's own limits still apply above them.
+    #[arg(long, value_parser = group)]
+    group: Option<String>,
+    /// With --group: its share of the claims against the other groups' (1 to 1000; 1 by default).
+    #[arg(long, requires = "group", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    weight: Option<u64>,
+    /// With --group: at most this many of its jobs active at once (1 keeps them in order); `none` removes it.
+    #[arg(long, requires = "group", value_parser = concurrency)]
+    cap: Option<Limit<u64>>,
+    /// With --group: at most this many of its jobs pending, an enqueue past it refused; `none` removes it.
+    #[arg(long, requires = "group", value_parser = most)]
+    max: Option<Limit<u64>>,
+    /// With --group: pause its claims (its jobs wait, the other groups' run).
+    #[arg(long, requires = "group", conflicts_with = "resume")]
+    pause: bool,
+    /// With --group: resume its claims.
+    #[arg(long, requires = "group")]
+    resume: bool,
 }
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
+    let queue = server.queue(&args.queue).await?;
+    if let Some(name) = args.group {
+        let mut change = Group::new(name);
+        (change.weight, change.cap, change.rate, change.max) = (args.weight, args.cap, args.rate, args.max);
+        change.paused = (args.pause || args.resume).then_some(args.pause);
+        let group = QueueGroups::of(&queue).set(change).await?;
+        note_if_empty(&queue).await;
+        tell!("{} group {}: {}", args.queue, group.group, describe_group(&group));
+        return Ok(());
+    }
     let mut config = Config::default();
     (config.concurrency, config.rate) = (args.concurrency, args.rate);
-    let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
     tell!("{}: {}", args.queue, describe(&settings));
     Ok(())
+}
+
+/// A group in one short phrase: `ready, 5 pending, 1 running; weight 3, cap 2, rate 10/1s, max 1000`.
+pub fn describe_group(group: &GroupInfo) -> String {
+    format!(
+        "{}, {} pending, {} running; {}",
+        group.standing.as_str(),
+        group.pending,
+        group.running,
+        group_settings(group)
+    )
+}
+
+/// A group's settings in one short phrase: `weight 3, cap 2, rate 10/1s,
+/// max 1000, paused`; the weight always, the others when set.
+pub fn group_settings(group: &GroupInfo) -> String {
+    let mut parts = vec![format!("weight {}", group.weight)];
+    if let Some(cap) = group.cap {
+        parts.push(format!("cap {cap}"));
+    }
+    if let Some(rate) = group.rate {
+        parts.push(format!("rate {}", rate_text(rate)));
+    }
+    if let Some(max) = group.max {
+        parts.push(format!("max {max}"));
+    }
+    if group.paused {
+        parts.push("paused".to_owned());
+    }
+    parts.join(", ")
+}
+
+/// A rate as `emq limit` takes it: `10/1s`.
+pub fn rate_text(Rate { claims, per }: Rate) -> String {
+    format!("{claims}/{}", humantime::format_duration(per))
 }
 
 #[derive(clap::Args, Debug)]

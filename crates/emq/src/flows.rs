@@ -14,7 +14,8 @@ pub enum Command {
     /// Add a flow from JSON (a file, or - for stdin): {"queue": "reports",
     /// "payload": "merge", "children": [{"queue": "render", "payload": "page 1"},
     /// {"queue": "thumbs", "payload": "sum", "on_failure": "ignore",
-    /// "children": [...]}]}. A node may also give "id" and "priority"; a
+    /// "children": [...]}]}. A node may also give "id", "priority" and
+    /// "group" (its fair group: a tenant, a customer, a key); a
     /// child's "on_failure" is fail (the default: the parent dies with it),
     /// ignore (the parent waits for the others) or continue (the parent runs
     /// at once). Prints the parent, its incarnation and its children, as JSON.
@@ -40,6 +41,8 @@ struct Node {
     id: Option<String>,
     #[serde(default)]
     priority: i64,
+    #[serde(default)]
+    group: Option<String>,
     #[serde(default)]
     on_failure: Option<String>,
     #[serde(default)]
@@ -87,13 +90,19 @@ fn flow(node: Node, id: Option<JobId>) -> Result<Flow, Error> {
         (None, None) => JobId::mint(),
     };
     let mut flow = Flow::new(node.payload.into_bytes()).priority(node.priority).id(id.clone());
+    if let Some(group) = node.group {
+        flow = flow.group(group);
+    }
     for (at, child) in node.children.into_iter().enumerate() {
         let on_failure = on_failure(child.on_failure.as_deref())?;
         let queue = child.queue.clone();
         let derived = id.child(at, &queue, child.payload.as_bytes());
         if child.children.is_empty() {
             let own = child.id.map(|given| given.parse::<JobId>()).transpose()?;
-            let options = EnqueueOptions::default().priority(child.priority).id(own.unwrap_or(derived));
+            let mut options = EnqueueOptions::default().priority(child.priority).id(own.unwrap_or(derived));
+            if let Some(group) = child.group {
+                options = options.group(group);
+            }
             flow = flow.child_with(&queue, child.payload.into_bytes(), options, on_failure);
         } else {
             flow = flow.child_flow(&queue, self::flow(child, Some(derived))?, on_failure);

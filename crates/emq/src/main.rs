@@ -23,6 +23,7 @@
 //!   retry or cancel of a selection: for `find`, `retry --all-dead`, `cancel --all`, the dashboard.
 //! - `work.rs`: a worker that runs a command per job, and its metrics (`--metrics`).
 //! - `workers.rs`: the live workers, from the worker registry.
+//! - `groups.rs`: a queue's fair groups, a page as a table.
 //! - `dashboard.rs`: the web dashboard; its pages, snapshot and `/metrics` under `dashboard/`.
 //! - `demo.rs`: the demo: producers, workers, retries, a summary.
 //! - `scripts.rs`: the loadable Lua scripts and their SHA1s, for other speakers.
@@ -82,6 +83,7 @@ mod failure;
 mod find;
 mod flow;
 mod flows;
+mod groups;
 mod log;
 mod ops;
 #[cfg(feature = "otel")]
@@ -119,8 +121,8 @@ enum Command {
     /// or many, with --jsonl.
     ///
     /// Exit codes: 0 enqueued (or a duplicate of an existing id); 3 not
-    /// enqueued (the server was down, loading, failing over or full: enqueue
-    /// again); 4 maybe enqueued (the connection broke on the way: enqueue
+    /// enqueued (the server was down, loading, failing over or full, or the
+    /// job's --group holds its most pending: enqueue again later); 4 maybe enqueued (the connection broke on the way: enqueue
     /// again with the --id it printed, a duplicate changes nothing); 5
     /// refused (bad input, no permission: the same job would be refused
     /// again); 2 a malformed command line (a bad --id, --delay or
@@ -176,8 +178,13 @@ enum Command {
     Pause(flow::QueuesArgs),
     /// Resume paused queues: waiting workers wake at once.
     Resume(flow::QueuesArgs),
-    /// Limit a queue for every worker at once: --rate 100/1s, --concurrency 10 (none removes).
+    /// Limit a queue for every worker at once: --rate 100/1s, --concurrency 10 (none removes);
+    /// or one of its fair groups: --group G with --weight 3, --cap 2, --rate 10/1s, --max 1000,
+    /// --pause, --resume.
     Limit(flow::LimitArgs),
+    /// List a queue's fair groups, by name: pending, running, state (ready, idle, paused,
+    /// capped, limited), weight, cap, rate, max.
+    Groups(groups::Args),
     /// Show a queue's settings (paused, limits, retention), changing those given first.
     Config(flow::ConfigArgs),
     /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
@@ -288,7 +295,8 @@ impl Command {
             | Command::Find(_)
             | Command::Stats(_)
             | Command::Queues(_)
-            | Command::Workers(_) => true,
+            | Command::Workers(_)
+            | Command::Groups(_) => true,
             Command::Config(args) => args.only_reads(),
             Command::Schedule(args) => args.only_reads(),
             _ => false,
@@ -324,6 +332,7 @@ impl Command {
             Command::Pause(args) => flow::pause(server, args).await,
             Command::Resume(args) => flow::resume(server, args).await,
             Command::Limit(args) => flow::limit(server, args).await,
+            Command::Groups(args) => groups::run(server, args).await,
             Command::Config(args) => flow::config(server, args).await,
             Command::Work(args) => work::run(server, logging, args).await,
             Command::Progress(args) => work::progress(server, args).await,

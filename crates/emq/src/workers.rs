@@ -62,8 +62,14 @@ fn table(workers: &[WorkerInfo], now: u64) -> std::io::Result<()> {
             ]
         })
         .collect();
+    aligned(&header, &rows)
+}
+
+/// A table on stdout: the header, then the rows, each column as wide as its
+/// widest cell, two spaces between columns (`emq workers`, `emq groups`).
+pub fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> std::io::Result<()> {
     let mut widths = header.map(str::len);
-    for row in &rows {
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
@@ -74,7 +80,7 @@ fn table(workers: &[WorkerInfo], now: u64) -> std::io::Result<()> {
         padded.join("  ").trim_end().to_owned()
     };
     say!("{}", line(header.to_vec()));
-    for row in &rows {
+    for row in rows {
         say!("{}", line(row.iter().map(String::as_str).collect()));
     }
     Ok(())

@@ -40,6 +40,7 @@ pub struct Flow {
     priority: i64,
     policy: Option<Policy>,
     headers: Headers,
+    group: Option<String>,
     children: ChildJobs,
 }
 
@@ -69,6 +70,7 @@ impl Flow {
             priority: 0,
             policy: None,
             headers: Headers::default(),
+            group: None,
             children: ChildJobs::new(),
         }
     }
@@ -102,6 +104,15 @@ impl Flow {
         self
     }
 
+    /// The parent's group (1 to 200 bytes), whose turn and limits it
+    /// takes once it is pending; a child's is its options'
+    /// ([`EnqueueOptions::group`]).
+    #[must_use]
+    pub fn group(mut self, group: impl Into<String>) -> Flow {
+        self.group = Some(group.into());
+        self
+    }
+
     /// A child in `queue`, which fails the parent if it fails
     /// ([`OnFailure::Fail`]).
     #[must_use]
@@ -110,8 +121,8 @@ impl Flow {
     }
 
     /// A child in `queue` with its own options (an id, a priority, a
-    /// delay, a policy, headers; not a unique key, which could leave the
-    /// child unenqueued), and what the parent does if it fails.
+    /// delay, a policy, headers, a group; not a unique key, which could
+    /// leave the child unenqueued), and what the parent does if it fails.
     #[must_use]
     pub fn child_with(
         mut self,
@@ -167,8 +178,8 @@ impl ChildJobs {
     }
 
     /// A child in `queue` with its own options (an id, a priority, a
-    /// delay, a policy, headers; not a unique key), and what the parent
-    /// does if it fails.
+    /// delay, a policy, headers, a group; not a unique key), and what the
+    /// parent does if it fails.
     #[must_use]
     pub fn child_with(
         mut self,
@@ -219,12 +230,14 @@ impl<'q> Flows<'q> {
     /// # Errors
     /// [`ErrorKind::Argument`] for a flow with no child, more than
     /// [`limits::FLOW_CHILDREN`](echomq_core::limits::FLOW_CHILDREN), a child named
-    /// twice, a child with a unique key, or a queue name the protocol
+    /// twice, a child with a unique key, a group's name that is not 1 to
+    /// 200 bytes (anywhere in the flow), or a queue name the protocol
     /// refuses, before anything is sent; [`ErrorKind::State`] when the
     /// parent's id names a job that is no parent; as any enqueue otherwise
     /// (the parent and the children written before the failure stand, and
     /// adding the flow again completes it).
     pub async fn add(&self, flow: Flow) -> Result<FlowAdded> {
+        flow.check_groups()?;
         Box::pin(self.queue.add_node(flow, None)).await
     }
 
@@ -258,6 +271,7 @@ impl Queue {
             policy: flow.policy,
             headers: flow.headers,
             parent,
+            group: flow.group,
         };
         let (incarnation, created) = match self.run(&call).await? {
             Flowed::Created(incarnation) => (incarnation, true),
@@ -294,12 +308,20 @@ impl Queue {
         }
         for (queue, calls) in jobs {
             let keys = Keyspace::new(&queue)?;
-            // The plain ones (an id and a payload) in ENQUEUEMANYs with the
-            // link, one call a thousand; those with options one by one.
+            // The plain ones (an id, a payload, a group) in ENQUEUEMANYs
+            // with the link, one call a thousand of a group; those with
+            // options one by one.
             let (plain, own): (Vec<Enqueue>, Vec<Enqueue>) = calls.into_iter().partition(is_plain);
-            for chunk in plain.chunks(*echomq_core::limits::ENQUEUES.end() as usize) {
-                let jobs = chunk.iter().map(|call| (call.id.clone(), call.payload.clone())).collect();
-                execute(&**self.executor(), &keys, &EnqueueMany { jobs, parent: Some(link.clone()) }).await?;
+            let mut groups: BTreeMap<Option<String>, Vec<Enqueue>> = BTreeMap::new();
+            for call in plain {
+                groups.entry(call.group.clone()).or_default().push(call);
+            }
+            for (group, plain) in groups {
+                for chunk in plain.chunks(*echomq_core::limits::ENQUEUES.end() as usize) {
+                    let jobs = chunk.iter().map(|call| (call.id.clone(), call.payload.clone())).collect();
+                    let call = EnqueueMany { jobs, parent: Some(link.clone()), group: group.clone() };
+                    execute(&**self.executor(), &keys, &call).await?;
+                }
             }
             for outcome in execute_batch(&**self.executor(), &keys, &own).await? {
                 outcome?;
@@ -323,6 +345,7 @@ impl Queue {
         waits: &AtomicBool,
     ) -> Result<bool> {
         let (id, token, max_attempts) = holder;
+        children.check_groups()?;
         let mut children = children.children;
         for (at, child) in children.iter_mut().enumerate() {
             if let Node::Job { payload, options } = &mut child.node {
@@ -356,6 +379,33 @@ impl Queue {
     }
 }
 
+impl Flow {
+    /// Every group the flow names, its nested flows' too, 1 to 200 bytes:
+    /// checked before its first parent is written.
+    fn check_groups(&self) -> Result<()> {
+        if let Some(group) = &self.group {
+            crate::transition::group_name(group)?;
+        }
+        self.children.check_groups()
+    }
+}
+
+impl ChildJobs {
+    /// Every group the children name, nested flows' too, 1 to 200 bytes.
+    fn check_groups(&self) -> Result<()> {
+        for child in &self.children {
+            match &child.node {
+                Node::Job { options: EnqueueOptions { group: Some(group), .. }, .. } => {
+                    crate::transition::group_name(group)?
+                }
+                Node::Job { .. } => {}
+                Node::Flow(flow) => flow.check_groups()?,
+            }
+        }
+        Ok(())
+    }
+}
+
 impl FlowChild {
     /// The child's reference, its id minted here when not given (so that
     /// the parent can name it before it exists).
@@ -376,8 +426,8 @@ impl FlowChild {
     }
 }
 
-/// Whether a child's ENQUEUE has no option but its link: it fits in the
-/// children's ENQUEUEMANY.
+/// Whether a child's ENQUEUE has no option but its link and its group: it
+/// fits in the children's ENQUEUEMANY of its group.
 fn is_plain(call: &Enqueue) -> bool {
     call.priority == 0
         && matches!(call.due, crate::transition::Due::Now)
@@ -415,6 +465,7 @@ impl EnqueueOptions {
             unique: None,
             headers: self.headers,
             parent: Some(link),
+            group: self.group,
         }
     }
 }

@@ -19,7 +19,8 @@ use crate::Result;
 ///     .priority(-1)
 ///     .delay(Duration::from_secs(30))
 ///     .attempts(3)
-///     .unique_until_finished("invoice:42", Duration::from_secs(3600));
+///     .unique_until_finished("invoice:42", Duration::from_secs(3600))
+///     .group("tenant-7");
 /// ```
 #[derive(Clone, Debug, Default)]
 #[must_use]
@@ -40,6 +41,9 @@ pub struct EnqueueOptions {
     /// Headers handed to the job's handler (`JobContext::headers`): trace
     /// context, tenant, correlation id.
     pub(super) headers: Headers,
+    /// The job's group (a tenant, a customer, a key): claims take turns
+    /// between a queue's groups. `None`: the default group.
+    pub(super) group: Option<String>,
 }
 
 impl EnqueueOptions {
@@ -61,6 +65,16 @@ impl EnqueueOptions {
     /// worker records on the job's span (`JobContext::traceparent`).
     pub fn traceparent(self, traceparent: impl Into<String>) -> Self {
         self.header(TRACEPARENT, traceparent)
+    }
+
+    /// Put the job in `group` (1 to 200 bytes: a tenant, a customer, a
+    /// key): claims take turns between the groups that have work, by their
+    /// weights, and each group may have a cap, a rate, a most pending and a
+    /// pause of its own ([`QueueGroups`](crate::QueueGroups)). Priority
+    /// orders jobs within their group.
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
     }
 
     /// Claim before (lower) or after (higher) jobs of priority 0.
@@ -121,7 +135,8 @@ impl EnqueueOptions {
         self.id.as_ref()
     }
 
-    /// Whether nothing but an id is set: the job fits in an ENQUEUEMANY.
+    /// Whether nothing but an id (and a group) is set: the job fits in an
+    /// ENQUEUEMANY, one of its group's.
     fn is_plain(&self) -> bool {
         self.priority == 0
             && matches!(self.due, Due::Now)
@@ -224,13 +239,16 @@ impl Queue {
         Ok(self.enqueue_with(payload, EnqueueOptions::default()).await?.id)
     }
 
-    /// Enqueue a job with options: an id of the caller's, a priority, a due time.
+    /// Enqueue a job with options: an id of the caller's, a priority, a due
+    /// time, a group.
     ///
     /// # Errors
     /// As [`enqueue`](Queue::enqueue); [`ErrorKind::Argument`](crate::ErrorKind::Argument)
     /// for an option outside the protocol's limits (priority, delay, unique
-    /// key, headers), before anything is sent. A duplicate is no error: its
-    /// [`Enqueued`] says so.
+    /// key, headers, a group's name), before anything is sent;
+    /// [`ErrorKind::Full`](crate::ErrorKind::Full), nothing written, when
+    /// the job's group holds its most pending jobs. A duplicate is no
+    /// error: its [`Enqueued`] says so.
     pub async fn enqueue_with(
         &self,
         payload: impl Into<Vec<u8>>,
@@ -246,6 +264,7 @@ impl Queue {
             unique: options.unique,
             headers: options.headers,
             parent: None,
+            group: options.group,
         };
         #[cfg(feature = "otel")]
         let admission = {
@@ -378,8 +397,9 @@ impl Queue {
 
     /// Enqueue many jobs, each with its own options, in one round trip; each
     /// job's outcome in order, as [`enqueue_with`](Queue::enqueue_with)
-    /// answers it. The jobs whose only option is an id (or none) go in
-    /// ENQUEUEMANY calls of a thousand jobs or 8 MiB of payloads, pipelined;
+    /// answers it. The jobs whose only options are an id and a group (or
+    /// none) go in ENQUEUEMANY calls of a thousand jobs of one group or 8
+    /// MiB of payloads, pipelined;
     /// every other job is its own ENQUEUE, in a second pipeline sent beside
     /// the first. A producer that sends a batch again with the same ids, not
     /// knowing what the first try did, gets `duplicate` for the jobs that
@@ -446,6 +466,7 @@ impl Sorted {
                 unique: options.unique,
                 headers: options.headers,
                 parent: None,
+                group: options.group,
             });
             return;
         }
@@ -457,19 +478,20 @@ impl Sorted {
             ))));
             return;
         }
-        self.push_many(id, payload);
+        self.push_many(id, payload, options.group);
     }
 
     /// Add a plain job to the last ENQUEUEMANY, or to a new one when that
-    /// holds a thousand jobs or the payload would take it past
-    /// [`ENQUEUE_BYTES`].
-    fn push_many(&mut self, id: JobId, payload: Vec<u8>) {
+    /// holds a thousand jobs, is another group's, or the payload would take
+    /// it past [`ENQUEUE_BYTES`].
+    fn push_many(&mut self, id: JobId, payload: Vec<u8>, group: Option<String>) {
         let full = |call: &EnqueueMany| {
             call.jobs.len() as u64 == *echomq_core::limits::ENQUEUES.end()
                 || self.bytes + payload.len() > ENQUEUE_BYTES
+                || call.group != group
         };
         if self.calls.last().is_none_or(full) {
-            self.calls.push(EnqueueMany { jobs: Vec::new(), parent: None });
+            self.calls.push(EnqueueMany { jobs: Vec::new(), parent: None, group });
             self.places.push(Vec::new());
             self.bytes = 0;
         }

@@ -104,6 +104,7 @@ pub(super) fn enqueues() -> Vec<Enqueue> {
         unique: None,
         headers: Headers::new(),
         parent: None,
+        group: None,
     };
     let [delay_min, delay_max] = ends(limits::DELAY_MS);
     let [at_min, at_max] = ends(limits::AT_MS);
@@ -148,6 +149,10 @@ pub(super) fn enqueues() -> Vec<Enqueue> {
         [big_headers.clone(), [("a".to_owned(), String::new())].into()]
             .map(|headers| Enqueue { headers, ..plain.clone() }),
     );
+    all.extend(
+        ["g".to_owned(), "x".repeat(limits::MAX_GROUP)]
+            .map(|group| Enqueue { group: Some(group), ..plain.clone() }),
+    );
     all.push(Enqueue {
         payload: b"p".to_vec(),
         priority: -7,
@@ -155,6 +160,7 @@ pub(super) fn enqueues() -> Vec<Enqueue> {
         policy: Some(policies[1]),
         unique: Some(uniques[1].clone()),
         headers: big_headers,
+        group: Some("tenant-7".into()),
         ..plain
     });
     all

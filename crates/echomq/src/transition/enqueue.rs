@@ -50,6 +50,10 @@ pub struct Enqueue {
     /// The flow's parent this job is a child of (protocol 1.6): its end
     /// is told to the parent, whatever the way it ends.
     pub parent: Option<Link>,
+    /// The job's group (protocol 1.7): a tenant, a customer, a key, 1 to
+    /// [`limits::MAX_GROUP`] bytes; claims take turns between groups.
+    /// `None`: the default group.
+    pub group: Option<String>,
 }
 
 /// A dedup key: while a job holds it, an enqueue with the same key changes
@@ -131,6 +135,7 @@ impl Transition for Enqueue {
         if let Some(link) = &self.parent {
             args.extend([b"PARENT".to_vec(), link.text().into_bytes()]);
         }
+        group_args(self.group.as_deref(), &mut args)?;
         Ok(args)
     }
 
@@ -147,6 +152,16 @@ impl Transition for Enqueue {
     fn edges() -> Vec<Self> {
         super::edges::enqueues()
     }
+}
+
+/// `GROUP <g>` when a group is given (ENQUEUE's, ENQUEUEMANY's, FLOW's),
+/// its name checked first.
+pub(super) fn group_args(group: Option<&str>, args: &mut Vec<Vec<u8>>) -> Result<()> {
+    if let Some(group) = group {
+        super::group::group_name(group)?;
+        args.extend([b"GROUP".to_vec(), group.as_bytes().to_vec()]);
+    }
+    Ok(())
 }
 
 /// A policy's options, each checked against its range.

@@ -22,6 +22,9 @@ pub struct EnqueueMany {
     /// The flow's parent every job it enqueues is a child of (protocol
     /// 1.6: `PARENT`, with the sixth key): one call for a flow's children.
     pub parent: Option<Link>,
+    /// The group every job it enqueues joins (protocol 1.7: `GROUP`);
+    /// `None`: the default group.
+    pub group: Option<String>,
 }
 
 impl Transition for EnqueueMany {
@@ -35,6 +38,7 @@ impl Transition for EnqueueMany {
         if let Some(link) = &self.parent {
             args.extend([b"PARENT".to_vec(), link.text().into_bytes()]);
         }
+        super::enqueue::group_args(self.group.as_deref(), &mut args)?;
         for (id, payload) in &self.jobs {
             if payload.len() > limits::MAX_PAYLOAD {
                 return Err(Error::new(
@@ -60,11 +64,12 @@ impl Transition for EnqueueMany {
     fn edges() -> Vec<Self> {
         use super::edges::id;
         Vec::from_iter([
-            EnqueueMany { jobs: vec![(id(1), Vec::new())], parent: None },
-            EnqueueMany { jobs: vec![(id(1), vec![b'p'; limits::MAX_PAYLOAD])], parent: None },
+            EnqueueMany { jobs: vec![(id(1), Vec::new())], parent: None, group: None },
+            EnqueueMany { jobs: vec![(id(1), vec![b'p'; limits::MAX_PAYLOAD])], parent: None, group: None },
             EnqueueMany {
                 jobs: (0..*limits::ENQUEUES.end() as u32).map(|n| (id(n), b"p".to_vec())).collect(),
                 parent: None,
+                group: None,
             },
             EnqueueMany {
                 jobs: vec![(id(1), b"p".to_vec())],
@@ -72,6 +77,7 @@ impl Transition for EnqueueMany {
                     incarnation: *limits::INCARNATION.end(),
                     parent: super::flow::JobRef::new("up", id(9)).expect("a queue"),
                 }),
+                group: Some("x".repeat(limits::MAX_GROUP)),
             },
         ])
     }

@@ -162,6 +162,9 @@ pub struct Flow {
     pub headers: Headers,
     /// The parent's own parent, in a nested flow.
     pub parent: Option<Link>,
+    /// The parent's group (protocol 1.7), once it is pending; `None`: the
+    /// default group.
+    pub group: Option<String>,
 }
 
 /// What a FLOW did.
@@ -185,7 +188,10 @@ impl Transition for Flow {
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         if self.payload.len() > limits::MAX_PAYLOAD {
-            return Err(Error::new(ErrorKind::TooLarge, format!("payload exceeds {} bytes", limits::MAX_PAYLOAD)));
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("payload exceeds {} bytes", limits::MAX_PAYLOAD),
+            ));
         }
         let n = checked("children", self.children.len() as u64, limits::FLOW_CHILDREN)?;
         let mut args = vec![self.id.as_str().into(), self.payload.clone(), decimal(n)];
@@ -206,6 +212,7 @@ impl Transition for Flow {
         if let Some(link) = &self.parent {
             args.extend([b"PARENT".to_vec(), link.text().into_bytes()]);
         }
+        super::enqueue::group_args(self.group.as_deref(), &mut args)?;
         Ok(args)
     }
 
@@ -221,7 +228,8 @@ impl Transition for Flow {
     #[cfg(test)]
     fn edges() -> Vec<Self> {
         use super::edges::{ends, id};
-        let child = |n| Dependency { child: JobRef::new("q", id(n)).expect("a queue"), on_failure: OnFailure::Fail };
+        let child =
+            |n| Dependency { child: JobRef::new("q", id(n)).expect("a queue"), on_failure: OnFailure::Fail };
         let [_, most] = ends(limits::FLOW_CHILDREN);
         let plain = Flow {
             id: id(1),
@@ -231,15 +239,28 @@ impl Transition for Flow {
             policy: None,
             headers: Headers::new(),
             parent: None,
+            group: None,
         };
         let many = (0..most as u32)
-            .map(|n| Dependency { on_failure: [OnFailure::Fail, OnFailure::Ignore, OnFailure::Continue][n as usize % 3], ..child(n + 10) })
+            .map(|n| Dependency {
+                on_failure: [OnFailure::Fail, OnFailure::Ignore, OnFailure::Continue][n as usize % 3],
+                ..child(n + 10)
+            })
             .collect();
-        let link = Link { incarnation: *limits::INCARNATION.end(), parent: JobRef::new("up", id(9)).expect("a queue") };
+        let link = Link {
+            incarnation: *limits::INCARNATION.end(),
+            parent: JobRef::new("up", id(9)).expect("a queue"),
+        };
         Vec::from_iter([
             plain.clone(),
             Flow { children: many, ..plain.clone() },
-            Flow { priority: -5, policy: Some(Policy { attempts: Some(3), ..Policy::default() }), parent: Some(link), ..plain },
+            Flow {
+                priority: -5,
+                policy: Some(Policy { attempts: Some(3), ..Policy::default() }),
+                parent: Some(link),
+                group: Some("g".into()),
+                ..plain
+            },
         ])
     }
 }

@@ -115,6 +115,7 @@ fn enqueue() -> impl Strategy<Value = Enqueue> {
             unique,
             headers,
             parent: None,
+            group: None,
         })
 }
 
@@ -260,6 +261,7 @@ proptest! {
                 unique: None,
                 headers: Headers::new(),
                 parent: None,
+                group: None,
             };
             runtime.block_on(execute(&store, &keys, &enqueue)).expect("ENQUEUE");
             let claims = runtime.block_on(execute(&store, &keys, &Claim { lease: ms(60_000), count: 1 }));

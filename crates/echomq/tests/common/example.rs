@@ -73,6 +73,7 @@ pub const fn example(name: Name) -> Example {
                     }),
                     headers: [("tenant".to_owned(), "acme".to_owned())].into(),
                     parent: None,
+                    group: None,
                 })
             },
             reads: &[],
@@ -106,7 +107,7 @@ pub const fn example(name: Name) -> Example {
         },
         Name::EnqueueMany => Example {
             given: &[],
-            happy: || Call::new(EnqueueMany { jobs: vec![(a(), b"p".to_vec())], parent: None }),
+            happy: || Call::new(EnqueueMany { jobs: vec![(a(), b"p".to_vec())], parent: None, group: None }),
             // It reads the records of its jobs.
             reads: &[A],
             naming_a_non_job: Some(&[b"XYZ", b"p"]),
@@ -504,6 +505,7 @@ pub const fn example(name: Name) -> Example {
                         incarnation: 7,
                         parent: JobRef::new("up", B.parse().unwrap()).unwrap(),
                     }),
+                    group: None,
                 })
             },
             reads: &[],

@@ -218,7 +218,10 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
         }
         Op::EnqueueMany { ref slots } => {
             let jobs = slots.iter().map(|&slot| (ids[slot].clone(), vec![slot as u8])).collect();
-            show(execute(&**q.executor(), q.keyspace(), &EnqueueMany { jobs, parent: None }).await)
+            show(
+                execute(&**q.executor(), q.keyspace(), &EnqueueMany { jobs, parent: None, group: None })
+                    .await,
+            )
         }
         Op::Claim { count, short } => {
             let claims = q.claim_many(if short { SHORT } else { LONG }, count, None).await;

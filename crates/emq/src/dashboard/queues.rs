@@ -177,8 +177,8 @@ pub async fn queue_page(
 }
 
 /// A queue page's bar: its flow (paused, limits), pause or resume and
-/// drain when the dashboard takes writes (`token`), its schedules and
-/// batches.
+/// drain when the dashboard takes writes (`token`), its schedules,
+/// batches and groups.
 fn flow_bar(name: &str, settings: &Settings, token: Option<&str>) -> Markup {
     html! {
         div.bar {
@@ -193,6 +193,7 @@ fn flow_bar(name: &str, settings: &Settings, token: Option<&str>) -> Markup {
             }
             a href=(queue_path(name, "/schedules")) { "schedules" }
             a href=(queue_path(name, "/batches")) { "batches" }
+            a href=(queue_path(name, "/groups")) { "groups" }
         }
     }
 }

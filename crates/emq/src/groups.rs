@@ -1,0 +1,55 @@
+//! `emq groups`: a queue's fair groups (protocol 1.7), a page by name, as
+//! a table: each group's depth, running jobs, where it stands and its
+//! settings. `emq limit --group` changes them.
+
+use echomq::{Groups, QueueGroups};
+
+use crate::connect::{Error, Server};
+use crate::flow::rate_text;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The queue.
+    queue: String,
+    /// Start after this group (the last of the page before: a note on
+    /// stderr says it when more follow).
+    #[arg(long, value_parser = crate::flow::group)]
+    after: Option<String>,
+    /// At most this many groups (1 to 1000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    limit: u64,
+}
+
+pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
+    let queue = server.queue(&args.queue).await?;
+    let mut page = Groups::new().limit(args.limit);
+    if let Some(after) = args.after {
+        page = page.after(after);
+    }
+    let page = QueueGroups::of(&queue).page(page).await?;
+    let none = || "-".to_owned();
+    let rows: Vec<[String; 8]> = page
+        .groups
+        .iter()
+        .map(|group| {
+            [
+                group.group.clone(),
+                group.pending.to_string(),
+                group.running.to_string(),
+                group.standing.as_str().to_owned(),
+                group.weight.to_string(),
+                group.cap.map_or_else(none, |cap| cap.to_string()),
+                group.rate.map_or_else(none, rate_text),
+                group.max.map_or_else(none, |max| max.to_string()),
+            ]
+        })
+        .collect();
+    let header = ["GROUP", "PENDING", "RUNNING", "STATE", "WEIGHT", "CAP", "RATE", "MAX"];
+    crate::workers::aligned(&header, &rows)?;
+    match page.next {
+        Some(next) => eprintln!("emq: note: more groups follow: emq groups {} --after {next}", args.queue),
+        None if page.groups.is_empty() => eprintln!("emq: note: {} has no group", args.queue),
+        None => {}
+    }
+    Ok(())
+}
