@@ -37,12 +37,12 @@ mod enqueue;
 mod enqueuemany;
 mod extend;
 mod fail;
+mod fair;
 mod fire;
 mod flow;
 mod group;
-mod groups;
-mod fair;
 mod grouping;
+mod groups;
 mod inspect;
 mod obliterate;
 mod progress;
@@ -420,7 +420,7 @@ fn to_pending<S: Store>(
     write_record(store, record, &[(b"state", b"pending")], now);
     match group {
         None => store.zadd(pending, score, id),
-        Some((grouping, group)) => grouping.to_pending(store, pending, id, group, score),
+        Some((grouping, group)) => grouping.enter_pending(store, pending, id, group, score),
     }
 }
 

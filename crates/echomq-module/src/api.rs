@@ -227,7 +227,8 @@ impl Key {
             return members;
         }
         while members.len() < limit {
-            let current = rm!(RedisModule_ZsetRangeCurrentElement(self.0, ptr::null_mut()) or ptr::null_mut());
+            let current =
+                rm!(RedisModule_ZsetRangeCurrentElement(self.0, ptr::null_mut()) or ptr::null_mut());
             match RString::adopt(current) {
                 Some(member) => members.push(member.to_vec()),
                 None => break,

@@ -599,7 +599,18 @@ fn the_recipes_cover_every_command_their_transitions_call() {
     ];
     let operator = [
         &worker[..],
-        &["purge", "cancel", "retry", "config", "drain", "obliterate", "schedule", "unschedule", "group", "groups"],
+        &[
+            "purge",
+            "cancel",
+            "retry",
+            "config",
+            "drain",
+            "obliterate",
+            "schedule",
+            "unschedule",
+            "group",
+            "groups",
+        ],
     ]
     .concat();
     for (recipe, rules, transitions) in [

@@ -3,8 +3,8 @@
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;
-use super::grouping::Grouped;
 use super::gate::paused_until;
+use super::grouping::Grouped;
 use super::{policy_of, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{DELAY_MS, FLAG, MAX_ATTEMPTS};
@@ -75,8 +75,12 @@ impl<'a> Defer<'a> {
     /// - `EMQFENCE`: the job is not active, or `token` is not its `attempts` (PROTOCOL.md §6).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let Fenced { keys: DeferKeys { job, active, delayed, policy: policies, config, events }, id, prefix, .. } =
-            self.fenced;
+        let Fenced {
+            keys: DeferKeys { job, active, delayed, policy: policies, config, events },
+            id,
+            prefix,
+            ..
+        } = self.fenced;
         let typed = [
             (active, KeyType::Zset),
             (delayed, KeyType::Zset),

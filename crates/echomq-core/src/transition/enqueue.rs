@@ -122,8 +122,20 @@ impl<'a> Enqueue<'a> {
             return Err(Refusal::arg("PARENT and UNIQUE exclude each other"));
         }
         let priority = priority.unwrap_or(0);
-        let enqueue =
-            Enqueue { keys, id, payload, priority, delay, at, policy, unique, headers, parent, group, prefix };
+        let enqueue = Enqueue {
+            keys,
+            id,
+            payload,
+            priority,
+            delay,
+            at,
+            policy,
+            unique,
+            headers,
+            parent,
+            group,
+            prefix,
+        };
         enqueue.within_keys()?;
         Ok(enqueue)
     }
@@ -176,7 +188,7 @@ impl<'a> Enqueue<'a> {
             None => {
                 match self.group {
                     None => store.zadd(self.keys.pending, self.priority as f64, self.id),
-                    Some(group) => Grouping::of(self.prefix).to_pending(
+                    Some(group) => Grouping::of(self.prefix).enter_pending(
                         store,
                         self.keys.pending,
                         self.id,
@@ -256,8 +268,7 @@ impl<'a> Given<'a> {
             }
             (
                 b"PRIORITY" | b"DELAY" | b"AT" | b"UNIQUE" | b"UNIQUE_FOR" | b"UNIQUE_DONE" | b"HEADERS"
-                | b"PARENT"
-                | b"GROUP",
+                | b"PARENT" | b"GROUP",
                 _,
             )
             | (_, Some(_)) => {
@@ -320,7 +331,9 @@ impl Enqueue<'_> {
     /// A group at its most pending refuses a job due now that would join
     /// them (`EMQFULL`), after every other check.
     fn room_in_group<S: Store>(&self, store: &mut S, settings: Option<Settings>) -> Result<(), Refusal> {
-        let (Some(group), Some(Settings { max: Some(max), .. })) = (self.group, settings) else { return Ok(()) };
+        let (Some(group), Some(Settings { max: Some(max), .. })) = (self.group, settings) else {
+            return Ok(());
+        };
         if store.zcard(&Grouping::of(self.prefix).keys.pending(group)) >= max {
             return Err(full(group, max));
         }

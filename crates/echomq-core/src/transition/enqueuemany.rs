@@ -160,7 +160,12 @@ impl<'a> EnqueueMany<'a> {
 impl EnqueueMany<'_> {
     /// Each job whose record is missing, written and in pending (in its
     /// group's sets, with GROUP), with its event: `1`; a duplicate: `0`.
-    fn write_jobs<S: Store>(&self, store: &mut S, records: &[Vec<u8>], events: &Option<Events<'_>>) -> Vec<Reply> {
+    fn write_jobs<S: Store>(
+        &self,
+        store: &mut S,
+        records: &[Vec<u8>],
+        events: &Option<Events<'_>>,
+    ) -> Vec<Reply> {
         let grouping = Grouping::of(self.prefix);
         let now = store.now_ms();
         let enqueued_at = now.to_string();

@@ -94,7 +94,17 @@ impl Plan {
             }
             let (queue, stale, taken) = (Vec::new(), Vec::new(), Vec::new());
             let was_ready = in_ready.is_some();
-            plan.looked.push(Looked { group, load, queue, stale, read: false, taken, tag, was_ready, was_waiting });
+            plan.looked.push(Looked {
+                group,
+                load,
+                queue,
+                stale,
+                read: false,
+                taken,
+                tag,
+                was_ready,
+                was_waiting,
+            });
         }
         plan.serve(store, grouping, (pending, room), heap, default)?;
         Ok(plan)
@@ -154,7 +164,13 @@ impl Plan {
     /// leases at `deadline`, its rate log, its tag and its place in the
     /// index; the default group's tag; the virtual time. `logged` is each
     /// claim as the rate log names it, in the plan's order.
-    pub(crate) fn write<S: Store>(&self, store: &mut S, grouping: &Grouping<'_>, deadline: f64, logged: &[(Vec<u8>, u64)]) {
+    pub(crate) fn write<S: Store>(
+        &self,
+        store: &mut S,
+        grouping: &Grouping<'_>,
+        deadline: f64,
+        logged: &[(Vec<u8>, u64)],
+    ) {
         let keys = grouping.keys;
         let settings_key = keys.settings();
         // Each job claimed by its id (`<id>:<token>`: the token has no `:`);
@@ -259,8 +275,10 @@ impl Looked {
         if !self.read {
             self.read = true;
             let key = grouping.keys.pending(&self.group);
-            let (mut queue, stale): (Vec<_>, Vec<_>) =
-                store.zhead(&key, room as usize).into_iter().partition(|id| store.zscore(pending, id).is_some());
+            let (mut queue, stale): (Vec<_>, Vec<_>) = store
+                .zhead(&key, room as usize)
+                .into_iter()
+                .partition(|id| store.zscore(pending, id).is_some());
             self.stale = stale;
             self.load.pending = self.load.pending.saturating_sub(self.stale.len() as u64);
             queue.reverse();

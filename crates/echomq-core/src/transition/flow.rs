@@ -4,8 +4,8 @@
 //! in its own queue, with a link to it (ENQUEUE's or FLOW's `PARENT`).
 
 use super::enqueue::Given;
-use super::grouping::Grouping;
 use super::events::{emit, Events};
+use super::grouping::Grouping;
 use super::notice::{child_ref, JobRef};
 use super::{need, write_record};
 use crate::description::{keys, Description, Effect};

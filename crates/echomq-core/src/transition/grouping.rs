@@ -327,7 +327,9 @@ impl<'p> Grouping<'p> {
             load.logged = store.zcard(&log) - expired.len() as u64;
             expired.truncate(*SWEEP_LIMIT.end() as usize);
             load.expired = expired;
-            load.frees = Some(store.zfirst_above(&log, edge).map_or(now + per, |oldest| oldest as u64 + per).max(now + 1));
+            load.frees = Some(
+                store.zfirst_above(&log, edge).map_or(now + per, |oldest| oldest as u64 + per).max(now + 1),
+            );
         }
         load
     }
@@ -335,14 +337,28 @@ impl<'p> Grouping<'p> {
     /// The job `id` of `group` enters pending at `priority`, after its
     /// record's write: `<q>pending` past the ungrouped jobs, the group's own
     /// set, the group known, and ready if a claim may take from it.
-    pub(crate) fn to_pending<S: Store>(&self, store: &mut S, pending: &[u8], id: &[u8], group: &[u8], priority: f64) {
+    pub(crate) fn enter_pending<S: Store>(
+        &self,
+        store: &mut S,
+        pending: &[u8],
+        id: &[u8],
+        group: &[u8],
+        priority: f64,
+    ) {
         self.join(store, pending, id, group, priority);
         self.reindex(store, group);
     }
 
-    /// [`to_pending`](Grouping::to_pending) but the group's place, which
+    /// [`enter_pending`](Grouping::enter_pending) but the group's place, which
     /// the caller puts once for many jobs (ENQUEUEMANY).
-    pub(crate) fn join<S: Store>(&self, store: &mut S, pending: &[u8], id: &[u8], group: &[u8], priority: f64) {
+    pub(crate) fn join<S: Store>(
+        &self,
+        store: &mut S,
+        pending: &[u8],
+        id: &[u8],
+        group: &[u8],
+        priority: f64,
+    ) {
         store.zadd(pending, GROUPED + priority, id);
         store.zadd(&self.keys.pending(group), priority, id);
         store.zadd(&self.keys.names(), 0.0, group);
@@ -418,7 +434,11 @@ impl<'p> Grouping<'p> {
 
 /// The names and settings text of GROUP's and GROUPS' replies: `[name,
 /// pending, running, standing, settings]`.
-pub(crate) fn row<S: Store>(store: &mut S, grouping: &Grouping<'_>, group: &[u8]) -> Result<crate::Reply, Refusal> {
+pub(crate) fn row<S: Store>(
+    store: &mut S,
+    grouping: &Grouping<'_>,
+    group: &[u8],
+) -> Result<crate::Reply, Refusal> {
     use crate::Reply;
     let settings = grouping.settings(store, group)?;
     let now = if settings.rate.is_some() { store.now_ms() } else { 0 };
@@ -478,13 +498,16 @@ impl<'p> Grouped<'p> {
     }
 
     /// The job enters pending at `priority` (after its record's write).
-    pub(crate) fn to_pending<S: Store>(&self, store: &mut S, pending: &[u8], id: &[u8], priority: f64) {
+    pub(crate) fn enter_pending<S: Store>(&self, store: &mut S, pending: &[u8], id: &[u8], priority: f64) {
         match &self.of {
             None => store.zadd(pending, priority, id),
-            Some((grouping, group)) => grouping.to_pending(store, pending, id, group, priority),
+            Some((grouping, group)) => grouping.enter_pending(store, pending, id, group, priority),
         }
     }
 }
+
+/// A queue's groups and the group of each of many jobs (`None`: none).
+pub(crate) type JobsGroups<'p> = (Grouping<'p>, Vec<Option<Vec<u8>>>);
 
 /// The groups of many jobs, read before any write, each group's settings
 /// checked once: `None` for a queue without groups.
@@ -492,7 +515,7 @@ pub(crate) fn groups_of<'p, S: Store>(
     store: &mut S,
     prefix: &'p [u8],
     ids: &[Vec<u8>],
-) -> Result<Option<(Grouping<'p>, Vec<Option<Vec<u8>>>)>, Refusal> {
+) -> Result<Option<JobsGroups<'p>>, Refusal> {
     let Some(grouping) = Grouping::open(store, prefix)? else { return Ok(None) };
     let groups = grouping.groups_of(store, ids);
     let mut checked: Vec<&[u8]> = Vec::new();
@@ -507,7 +530,7 @@ pub(crate) fn groups_of<'p, S: Store>(
 
 /// The `at`-th job's group of a [`groups_of`] read, with the queue's groups.
 pub(crate) fn group_at<'g, 'p>(
-    grouped: &'g Option<(Grouping<'p>, Vec<Option<Vec<u8>>>)>,
+    grouped: &'g Option<JobsGroups<'p>>,
     at: usize,
 ) -> Option<(&'g Grouping<'p>, &'g [u8])> {
     let (grouping, groups) = grouped.as_ref()?;

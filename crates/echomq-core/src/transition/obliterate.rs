@@ -122,7 +122,8 @@ impl<'a> Obliterate<'a> {
         // and rate log are all that remain of it.
         let groups = Grouping::of(self.prefix).keys;
         let names = groups.names();
-        let mut derived: Vec<Vec<u8>> = store.zhead(&names, usize::MAX).iter().map(|g| groups.rate(g)).collect();
+        let mut derived: Vec<Vec<u8>> =
+            store.zhead(&names, usize::MAX).iter().map(|g| groups.rate(g)).collect();
         derived.extend([groups.membership(), groups.settings(), names, groups.ready(), groups.wait()]);
         for key in derived {
             if store.key_type(&key) != KeyType::None {

@@ -86,18 +86,8 @@ impl<'a> Reap<'a> {
     ///   priority is malformed, or its record's `state` is none of the six, or it lacks its state or
     ///   attempts.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let ReapKeys {
-            active,
-            pending,
-            dead,
-            errors,
-            events,
-            config,
-            wake: wakes,
-            counts,
-            flow,
-            ..
-        } = self.keys;
+        let ReapKeys { active, pending, dead, errors, events, config, wake: wakes, counts, flow, .. } =
+            self.keys;
         self.need_types(store)?;
         let events = Events::open_counted(store, Some((events, config)), counts, &["failed", "dead"])?;
         hold(&events);

@@ -244,7 +244,7 @@ impl<'a> Resolve<'a> {
             Then::Ready => {
                 store.zrem(waiting, self.id);
                 write_record(store, job, &[(b"state", b"pending")], now);
-                grouped.to_pending(store, pending, self.id, score);
+                grouped.enter_pending(store, pending, self.id, score);
                 wake(store, wakes);
                 b"pending"
             }

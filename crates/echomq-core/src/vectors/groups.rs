@@ -26,24 +26,35 @@ fn groups(options: &[&str]) -> Call {
 
 pub(super) fn cases() -> Vec<Case> {
     let two_tenants = [grouped(A, "t", &[]), grouped(B, "t", &[]), grouped(C, "u", &[])];
-    let capped = [group("t", &["CAP", "1"]), grouped(A, "t", &[]), grouped(B, "t", &[]), grouped(C, "u", &[])];
+    let capped =
+        [group("t", &["CAP", "1"]), grouped(A, "t", &[]), grouped(B, "t", &[]), grouped(C, "u", &[])];
     let running = [grouped(A, "t", &[]), claim(1)];
     let running_capped = [group("t", &["CAP", "1"]), grouped(A, "t", &[]), grouped(B, "t", &[]), claim(1)];
     let acknext = |id: &str| call(Name::AckNext, id, &[id, "1", "60000"]);
     let happy = vec![
-        Case::new("group: a group's weight, cap, rate and most", group("t", &["WEIGHT", "2", "CAP", "3", "RATE", "10", "PER", "1000", "MAX", "100"])),
+        Case::new(
+            "group: a group's weight, cap, rate and most",
+            group("t", &["WEIGHT", "2", "CAP", "3", "RATE", "10", "PER", "1000", "MAX", "100"]),
+        ),
         Case::new("group: no option reads the group", group("t", &[])).after(two_tenants.clone()),
-        Case::new("group: paused, it leaves the index", group("t", &["PAUSED", "1"])).after(two_tenants.clone()),
+        Case::new("group: paused, it leaves the index", group("t", &["PAUSED", "1"]))
+            .after(two_tenants.clone()),
         Case::new("group: resumed, it enters the index and wakes a claim", group("t", &["PAUSED", "0"]))
             .after([group("t", &["PAUSED", "1"]), grouped(A, "t", &[])]),
-        Case::new("group: its cap raised, it is ready again", group("t", &["CAP", "2"])).after(running_capped.clone()),
-        Case::new("group: the defaults again forget an empty group", group("t", &["CAP", "0", "WEIGHT", "1"]))
-            .after([group("t", &["CAP", "2", "WEIGHT", "3"])]),
-        Case::new("group: RATE without PER", group("t", &["RATE", "5"])).refused_with("EMQARG RATE needs PER"),
+        Case::new("group: its cap raised, it is ready again", group("t", &["CAP", "2"]))
+            .after(running_capped.clone()),
+        Case::new(
+            "group: the defaults again forget an empty group",
+            group("t", &["CAP", "0", "WEIGHT", "1"]),
+        )
+        .after([group("t", &["CAP", "2", "WEIGHT", "3"])]),
+        Case::new("group: RATE without PER", group("t", &["RATE", "5"]))
+            .refused_with("EMQARG RATE needs PER"),
         Case::new("group: PER without RATE", group("t", &["PER", "5"])).refused_with("EMQARG PER needs RATE"),
         Case::new("group: a weight of 0", group("t", &["WEIGHT", "0"])).refused(Code::Arg),
         Case::new("group: a weight over 1000", group("t", &["WEIGHT", "1001"])).refused(Code::Arg),
-        Case::new("group: no name", call(Name::Group, "", &[])).refused_with("EMQARG GROUP must be 1 to 200 bytes"),
+        Case::new("group: no name", call(Name::Group, "", &[]))
+            .refused_with("EMQARG GROUP must be 1 to 200 bytes"),
         Case::new("group: settings that do not read", group("t", &["CAP", "1"]))
             .put("groups", hash(&[("set:t", "CAP none")]))
             .refused_with("EMQDATA emq:{q}:groups set:t is not a group's settings"),
@@ -64,7 +75,8 @@ pub(super) fn cases() -> Vec<Case> {
             .refused_with("EMQFULL group t holds its MAX of 1 pending jobs"),
         Case::new("enqueue: a group's name empty", enqueue(A, "p", &["GROUP", ""]))
             .refused_with("EMQARG GROUP must be 1 to 200 bytes"),
-        Case::new("enqueue: GROUP twice", grouped(A, "t", &["GROUP", "u"])).refused_with("EMQARG GROUP given twice"),
+        Case::new("enqueue: GROUP twice", grouped(A, "t", &["GROUP", "u"]))
+            .refused_with("EMQARG GROUP given twice"),
         Case::new("enqueue: a group's membership of another type", grouped(A, "t", &[]))
             .put("group", string())
             .refused(Code::Type),
@@ -79,8 +91,11 @@ pub(super) fn cases() -> Vec<Case> {
         .after([group("t", &["MAX", "2"]), grouped(A, "t", &[])])
         .refused_with("EMQFULL group t holds its MAX of 2 pending jobs"),
         Case::new("claim: groups take turns, by name on a tie", claim(3)).after(two_tenants.clone()),
-        Case::new("claim: the default group takes its turn", claim(2))
-            .after([grouped(A, "t", &[]), grouped(B, "t", &[]), enqueue(C, "c", &[])]),
+        Case::new("claim: the default group takes its turn", claim(2)).after([
+            grouped(A, "t", &[]),
+            grouped(B, "t", &[]),
+            enqueue(C, "c", &[]),
+        ]),
         Case::new("claim: a group at its cap leaves the index", claim(3)).after(capped.clone()),
         Case::new("claim: a paused group waits", claim(3))
             .after([group("u", &["PAUSED", "1"])])
@@ -102,19 +117,26 @@ pub(super) fn cases() -> Vec<Case> {
             .after(two_tenants.clone()),
         Case::new("acknext: a capped group's lease ends, its next job is claimed", acknext(A))
             .after(running_capped.clone()),
-        Case::new("ack: a capped group's lease ends, it is ready again", ack(A, "1")).after(running_capped.clone()),
-        Case::new("ackmany: a group's leases end", call(Name::AckMany, "", &[A, "1"])).after(running_capped.clone()),
-        Case::new("fail: a grouped job to delayed, out of its leases", fail(A, "1", "3")).after(running.clone()),
+        Case::new("ack: a capped group's lease ends, it is ready again", ack(A, "1"))
+            .after(running_capped.clone()),
+        Case::new("ackmany: a group's leases end", call(Name::AckMany, "", &[A, "1"]))
+            .after(running_capped.clone()),
+        Case::new("fail: a grouped job to delayed, out of its leases", fail(A, "1", "3"))
+            .after(running.clone()),
         Case::new("fail: a grouped job dies", fail(A, "1", "1")).after(running.clone()),
-        Case::new("defer: a grouped job to delayed", call(Name::Defer, A, &[A, "1", "5000", "3"])).after(running.clone()),
+        Case::new("defer: a grouped job to delayed", call(Name::Defer, A, &[A, "1", "5000", "3"]))
+            .after(running.clone()),
         Case::new("release: back to its group's pending", release(A, "1")).after(running.clone()),
         Case::new("reap: an expired grouped lease back to its group", call(Name::Reap, "", &["3"]))
             .at(-120_000, grouped(A, "t", &[]))
             .at(-120_000, claim(1)),
         Case::new("promote: a due grouped job to its group", call(Name::Promote, "", &[]))
             .at(-10_000, grouped(A, "t", &["DELAY", "5000"])),
-        Case::new("retry: a dead grouped job to its group", call(Name::Retry, A, &[A]))
-            .after([grouped(A, "t", &[]), claim(1), fail(A, "1", "1")]),
+        Case::new("retry: a dead grouped job to its group", call(Name::Retry, A, &[A])).after([
+            grouped(A, "t", &[]),
+            claim(1),
+            fail(A, "1", "1"),
+        ]),
         Case::new("cancel: a pending grouped job leaves its group", call(Name::Cancel, A, &[A]))
             .after([grouped(A, "t", &[])]),
         Case::new("cancel: a running grouped job leaves its leases", call(Name::Cancel, A, &[A]))

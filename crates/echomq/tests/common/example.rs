@@ -582,8 +582,14 @@ pub const fn example(name: Name) -> Example {
             sent_by: Err("not yet in the model: flows.rs and the vectors"),
         },
         Name::Group => Example {
-            given: &["HSET $q:job:$A state pending attempts 0 payload p", "ZADD $q:pending 4294967296 $A",
-                "HSET $q:group $A g", "ZADD $q:gpending:g 0 $A", "ZADD $q:gnames 0 g", "ZADD $q:ready 0 g"],
+            given: &[
+                "HSET $q:job:$A state pending attempts 0 payload p",
+                "ZADD $q:pending 4294967296 $A",
+                "HSET $q:group $A g",
+                "ZADD $q:gpending:g 0 $A",
+                "ZADD $q:gnames 0 g",
+                "ZADD $q:ready 0 g",
+            ],
             happy: || {
                 let rate = echomq::Rate { claims: 5, per: Duration::from_secs(1) };
                 Call::new(Group::new("g").weight(2).cap(echomq::Limit::To(1)).rate(echomq::Limit::To(rate)))
