@@ -41,6 +41,13 @@
 //!    what the job returned (some of it binary);
 //! 8. **the kills happened**: a run whose plan called for them and saw none fails.
 //!
+//! With `--groups N` every fifth plain job joins one of N fair groups
+//! (protocol 1.7), each capped at 2 running and 10 claims a second, and:
+//!
+//! 9. **a group's cap and rate hold**: replayed from the queue's event log,
+//!    no group ever held more than 2 leases, nor was claimed more than 10
+//!    times in any second; and every grouped job was done (no group stuck).
+//!
 //! It prints the counts and exits 1 on any violation (2 when it could not run).
 //!
 //! ```text
@@ -86,6 +93,7 @@ mod chaos;
 mod fleet;
 mod flow_verdict;
 mod flows;
+mod groups;
 mod journal;
 mod produce;
 mod report;

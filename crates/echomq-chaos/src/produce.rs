@@ -35,8 +35,7 @@ pub struct Produced {
 pub async fn produce(
     queue: Queue,
     ids: Arc<Vec<JobId>>,
-    start: Instant,
-    span: Duration,
+    (start, span, groups): (Instant, Duration, usize),
     acked: Arc<Mutex<Vec<JobId>>>,
 ) -> Produced {
     let mut tasks = tokio::task::JoinSet::new();
@@ -48,7 +47,8 @@ pub async fn produce(
             let count = ids.len() as u32;
             for n in (first..ids.len()).step_by(PRODUCERS) {
                 tokio::time::sleep_until(start + span * n as u32 / count.max(1)).await;
-                let job = Job { queue: &queue, id: &ids[n], n, acked: &acked, gave_up: &gave_up };
+                let group = crate::groups::group_of(n, groups);
+                let job = Job { queue: &queue, id: &ids[n], n, group, acked: &acked, gave_up: &gave_up };
                 enqueue(job, &mut produced).await;
             }
             produced
@@ -69,15 +69,19 @@ struct Job<'a> {
     queue: &'a Queue,
     id: &'a JobId,
     n: usize,
+    group: Option<String>,
     acked: &'a Mutex<Vec<JobId>>,
     gave_up: &'a AtomicBool,
 }
 
-async fn enqueue(Job { queue, id, n, acked, gave_up }: Job<'_>, produced: &mut Produced) {
+async fn enqueue(Job { queue, id, n, group, acked, gave_up }: Job<'_>, produced: &mut Produced) {
     let first = Instant::now();
     let mut retried = false;
     loop {
-        let options = EnqueueOptions::default().id(id.clone());
+        let mut options = EnqueueOptions::default().id(id.clone());
+        if let Some(group) = &group {
+            options = options.group(group.clone());
+        }
         match queue.enqueue_with(n.to_string(), options).await {
             Ok(enqueued) => {
                 if enqueued.duplicate && !retried {

@@ -25,6 +25,8 @@ pub struct Report {
     pub verdict: Verdict,
     /// The flows, when the run had some.
     pub flows: Option<FlowsReport>,
+    /// The groups' verdict, when the run had some.
+    pub groups: Option<crate::groups::GroupsVerdict>,
     /// Workers killed.
     pub kills: u64,
     /// What the pauses did.
@@ -134,6 +136,16 @@ impl Report {
         println!("jobs done: {}", self.done);
         if let Some(flows) = &self.flows {
             flows.print();
+        }
+        if let Some(groups) = &self.groups {
+            println!(
+                "groups: {} claims of grouped jobs; at most {} running in a group (cap {}), {} claims in a second (rate {})",
+                groups.claims,
+                groups.most_running,
+                crate::groups::CAP,
+                groups.most_in_window,
+                crate::groups::RATE
+            );
         }
         println!(
             "handler runs: {} begun, {} ended Ok; {} jobs ran more than once ({} re-runs)",

@@ -92,6 +92,11 @@ pub struct Options {
     /// the workers' 200 ms upkeep periods, which relay the notices).
     #[arg(long, default_value_t = 2000)]
     pub flow_grace_ms: u64,
+    /// Fair groups (protocol 1.7): every fifth plain job joins one of this
+    /// many groups, each capped at 2 running and 10 claims a second, both
+    /// then proven from the queue's event log (see `groups.rs`).
+    #[arg(long, default_value_t = 0)]
+    pub groups: usize,
 }
 
 /// The plain jobs' queue; the server is the run's own.
@@ -135,7 +140,7 @@ fn announce(o: &Options, seed: u64) {
     println!(
         "echomq-chaos run --via {via} --seed {seed} --jobs {} --workers {} --concurrency {} --seconds {} \
          --kills {} --pauses {} --restarts {} --lease-ms {} --work-ms {} --flows {} --resolve-kills {} \
-         --flow-grace-ms {}",
+         --flow-grace-ms {} --groups {}",
         o.jobs,
         o.workers,
         o.concurrency,
@@ -147,7 +152,8 @@ fn announce(o: &Options, seed: u64) {
         o.work_ms,
         o.flows,
         o.resolve_kills,
-        o.flow_grace_ms
+        o.flow_grace_ms,
+        o.groups,
     );
 }
 
@@ -207,7 +213,8 @@ impl Run {
         let server = Arc::new(Mutex::new(server));
         let names: &[&'static str] =
             if o.flows > 0 { &[QUEUE, flows::PARENTS, flows::NESTED] } else { &[QUEUE] };
-        let queues = open_queues(&client, o.via, names).await?;
+        let queues = open_queues(&client, o.via, names, o.groups > 0).await?;
+        crate::groups::configure(&queues[0], o.groups).await?;
         let config = ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
         let reader = ConnectionManager::new_with_config(client, config).await.map_err(|e| e.to_string())?;
         let ids: Arc<Vec<JobId>> = Arc::new((0..o.jobs).map(|_| JobId::mint()).collect());
@@ -256,8 +263,12 @@ impl Run {
         let acked = Arc::new(Mutex::new(Vec::new()));
         let acked_flows = Arc::new(Mutex::new(Vec::new()));
         let start = Instant::now();
-        let mut producer =
-            tokio::spawn(produce(self.queues[0].clone(), self.ids.clone(), start, span, acked.clone()));
+        let mut producer = tokio::spawn(produce(
+            self.queues[0].clone(),
+            self.ids.clone(),
+            (start, span, o.groups),
+            acked.clone(),
+        ));
         // Late children are due once the chaos is over: their parents wait on into the watch.
         let flows = Arc::new(self.plan.flows(SystemTime::now() + span + flows::LATE));
         let parents = self.queues.get(1).unwrap_or(&self.queues[0]).clone();
@@ -436,6 +447,22 @@ impl Run {
 
     /// Judge the journals against the final `records`, and the flows, and
     /// report the run.
+    /// With `--groups`, the groups' caps and rates replayed from the event log.
+    async fn judge_groups(&mut self, o: &Options) -> Result<Option<crate::groups::GroupsVerdict>, String> {
+        if o.groups == 0 {
+            return Ok(None);
+        }
+        let of: HashMap<String, String> = self
+            .ids
+            .iter()
+            .enumerate()
+            .filter_map(|(n, id)| crate::groups::group_of(n, o.groups).map(|group| (id.to_string(), group)))
+            .collect();
+        let verdict = crate::groups::judge(&mut self.reader, QUEUE, &of).await?;
+        self.violations.extend(verdict.violations.iter().cloned());
+        Ok(Some(verdict))
+    }
+
     async fn report(
         &mut self,
         o: &Options,
@@ -455,6 +482,7 @@ impl Run {
             _ => Some(self.judge_flows(o, &acked, &journals, records).await?),
         };
         let done_flows = flows.as_ref().map_or(0, |flows| flows.done);
+        let groups = self.judge_groups(o).await?;
         Ok(Report {
             acked: acked.plain.len() as u64,
             produced: acked.produced,
@@ -462,6 +490,7 @@ impl Run {
             done_flows,
             verdict,
             flows,
+            groups,
             kills: self.kills,
             pauses: std::mem::take(&mut self.pauses),
             restarts: self.restarts,

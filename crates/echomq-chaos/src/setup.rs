@@ -37,6 +37,7 @@ pub(crate) async fn open_queues(
     client: &redis::Client,
     via: Via,
     names: &[&str],
+    groups: bool,
 ) -> Result<Vec<Queue>, String> {
     let native = via == Via::Native;
     let mut conn = client.get_multiplexed_async_connection().await.map_err(|e| e.to_string())?;
@@ -65,8 +66,9 @@ pub(crate) async fn open_queues(
         let all = Retention { age: None, count: None };
         let mut config = echomq::Config::default().keep_done(all).keep_dead(all);
         // The flows' queues keep their whole log: each parent's `resolved`
-        // entries are its evidence (it holds only the flows' jobs).
-        if *name != QUEUE {
+        // entries are its evidence (it holds only the flows' jobs); with
+        // groups, the plain jobs' too: its claims and lease ends are theirs.
+        if *name != QUEUE || groups {
             config = config.events(EventLog::Keep(*echomq::limits::EVENTS.end()));
         }
         queue.configure(config).await.map_err(|e| e.to_string())?;

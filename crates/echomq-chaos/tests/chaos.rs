@@ -2,7 +2,8 @@
 //! flows (18 parents, over 50 children in three queues) over 8 s through
 //! three workers, four of them killed with SIGKILL, one paused past its
 //! lease, each killing itself after a RESOLVE with a chance of 0.2 (before
-//! the relay's XDEL), and redis-server killed and restarted twice. The
+//! the relay's XDEL), and redis-server killed and restarted twice; every
+//! fifth job in one of four fair groups (cap 2, 10 claims a second). The
 //! program judges the run itself; this checks that it found no violation
 //! and that the chaos really happened. The seed comes from the clock, so each run
 //! tries a new plan; the test prints it first, and every failure names it
@@ -36,7 +37,7 @@ fn chaos(via: &str, seed: u64) -> (std::process::ExitStatus, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_echomq-chaos"))
         .args(["run", "--via", via, "--jobs", "2000", "--workers", "3", "--concurrency", "8"])
         .args(["--seconds", "8", "--kills", "4", "--pauses", "1", "--restarts", "2"])
-        .args(["--flows", &FLOWS.to_string(), "--resolve-kills", "0.2"])
+        .args(["--flows", &FLOWS.to_string(), "--resolve-kills", "0.2", "--groups", "4"])
         .args(["--seed", &seed.to_string()])
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
@@ -107,6 +108,13 @@ fn judge(via: &str) {
     assert_eq!(count("parents run twice"), 0, "{replay}\n{report}");
     assert_eq!(count("results not byte for byte"), 0, "{replay}\n{report}");
     assert!(count("kills between RESOLVE and XDEL") >= 1, "{replay}\n{report}");
+    // Groups: every fifth job in one of 4 groups (cap 2, 10 claims a
+    // second), 100 a group arriving faster than its rate; the replayed
+    // event log found neither broken (the violations above), and every
+    // grouped job was claimed and done (the jobs above).
+    let groups = numbers(&report, "groups");
+    assert!(groups[0] >= 400, "every grouped job claimed ({replay}):\n{report}");
+    assert!(groups[1] <= 2 && groups[3] <= 10, "{replay}\n{report}");
     assert!(
         report.contains(&format!("--seed {seed} ")),
         "the program ran another plan ({replay}):\n{report}"
