@@ -132,6 +132,25 @@ def _plain(payloads: Iterable[bytes | tuple[str, bytes]]) -> list[tuple[str, byt
     return jobs
 
 
+def _many(ks: Keyspace, jobs: list[tuple[str, bytes]], options: EnqueueOptions) -> tuple[list[Call], bool]:
+    """:meth:`Queue.enqueue_many`'s calls, and whether they are ENQUEUEMANY's:
+    plain jobs (a group at most) in calls of up to 1000, else one ENQUEUE a job."""
+    if set(options) - {"group"}:
+        return [calls.enqueue(ks, job_id, body, **options) for job_id, body in jobs], False
+    return calls.enqueue_many(ks, jobs, group=options.get("group")), True
+
+
+def _many_enqueued(jobs: list[tuple[str, bytes]], replies: list[Any], plain: bool) -> list[Enqueued]:
+    """What :func:`_many`'s calls answered: the first refusal raised, else each job's :class:`Enqueued`."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    if not plain:
+        return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, replies)]
+    flat = [n for reply in replies for n in reply]
+    return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+
+
 def _event(entry_id: bytes, fields: dict[bytes, bytes]) -> Event:
     decoded = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in fields.items()}
     name = decoded.pop("event", "")
@@ -236,7 +255,7 @@ class Queue:
                       **options: Unpack[EnqueueOptions]) -> Enqueued:
         """Enqueue one job (options: :class:`~echomq.calls.EnqueueOptions`:
         priority, delay, at, attempts, backoff, backoff_exp, timeout, unique,
-        unique_for, unique_until_done, headers, traceparent). Returns the job's id and whether it was a duplicate: of
+        unique_for, unique_until_done, headers, traceparent, group). Returns the job's id and whether it was a duplicate: of
         ``id``, or of the job holding the ``unique`` key, whose id it returns
         (``held_by`` too)."""
         job_id = id if id is not None else mint()
@@ -253,26 +272,17 @@ class Queue:
     async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]],
                            **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """Many jobs (payloads, or (id, payload) pairs) in one round trip,
-        everything checked before anything is sent: plain jobs as ENQUEUEMANY
-        calls of up to 1000 jobs; with ``options`` (as :meth:`enqueue`'s, the
-        same for every job), one ENQUEUE a job, pipelined."""
+        everything checked before anything is sent: plain jobs, or jobs of
+        one ``group`` and no other option, as ENQUEUEMANY calls of up to 1000
+        jobs (a call that would take the group past its most pending enqueues
+        none of its jobs: :class:`~echomq.errors.GroupFull`); with other
+        ``options`` (as :meth:`enqueue`'s, the same for every job), one
+        ENQUEUE a job, pipelined (a group's most refuses only the jobs past it)."""
         jobs = _plain(payloads)
-        if options:
-            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
-            found = await self.executor.run_many(each)
-            for reply in found:
-                if isinstance(reply, Exception):
-                    raise reply
-            await self.register()
-            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
-        replies = await self.executor.run_many(calls.enqueue_many(self.keyspace, jobs))
-        flat: list[int] = []
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-            flat.extend(reply)
+        each, plain = _many(self.keyspace, jobs, options)
+        enqueued = _many_enqueued(jobs, await self.executor.run_many(each), plain)
         await self.register()
-        return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+        return enqueued
 
     async def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
                         rate: int | None = None, per: calls.Duration | None = None,
@@ -577,21 +587,10 @@ class SyncQueue:
                      **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """:meth:`Queue.enqueue_many`, synchronous."""
         jobs = _plain(payloads)
-        if options:
-            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
-            found = self.executor.run_many(each)
-            for reply in found:
-                if isinstance(reply, Exception):
-                    raise reply
-            self.register()
-            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
-        flat: list[int] = []
-        for reply in self.executor.run_many(calls.enqueue_many(self.keyspace, jobs)):
-            if isinstance(reply, Exception):
-                raise reply
-            flat.extend(reply)
+        each, plain = _many(self.keyspace, jobs, options)
+        enqueued = _many_enqueued(jobs, self.executor.run_many(each), plain)
         self.register()
-        return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+        return enqueued
 
     def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
                   rate: int | None = None, per: calls.Duration | None = None,
