@@ -247,3 +247,15 @@ def test_bad_groups_of_tasks_and_flows_are_refused_at_once() -> None:
         echomq.Flow(b"p", group="")
     with pytest.raises(echomq.InvalidInput):
         echomq.Flow(b"p").child("q", b"c", group="g" * 201)
+    with pytest.raises(echomq.InvalidInput):
+        echomq.ChildJobs().child("q", b"c", group="")
+    assert echomq.ChildJobs().child("q", b"c", group="t").named("JOB-p")[0].options == {"group": "t"}
+
+
+def test_a_row_reads_settings_it_knows_and_keeps_the_text() -> None:
+    row = [b"t", 3, 1, b"capped", b"WEIGHT 2 CAP 1 LATER x RATE 10 PER 1000"]
+    info = echomq.GroupInfo.read(row)
+    assert (info.weight, info.cap, info.rate, info.per, info.max, info.paused) == (2, 1, 10, 1.0, None, False)
+    assert info.settings == "WEIGHT 2 CAP 1 LATER x RATE 10 PER 1000"
+    with pytest.raises(echomq.EchoMQError):
+        echomq.GroupInfo.read([b"t", 0, 0, b"sleeping", b""])

@@ -100,15 +100,11 @@ def _text(value: Any) -> Any:
 
 
 def _settings(text: str) -> dict[str, int]:
-    """A settings text's words in pairs (``WEIGHT 2 RATE 10 PER 1000``) by name."""
+    """A settings text's words in pairs (``WEIGHT 2 RATE 10 PER 1000``) by
+    name; a pair a later minor may add and this one cannot read is left
+    to :attr:`GroupInfo.settings` (§12: a speaker leaves alone what it does not know)."""
     words = text.split()
-    found: dict[str, int] = {}
-    for name, value in zip(words[::2], words[1::2]):
-        try:
-            found[name] = int(value)
-        except ValueError:
-            raise EchoMQError(f"a group's settings {text!r} do not read as words in pairs") from None
-    return found
+    return {name: int(value) for name, value in zip(words[::2], words[1::2]) if value.isdigit()}
 
 
 __all__ = ["GroupInfo", "GroupPage", "STANDINGS", "Standing"]
