@@ -667,9 +667,11 @@ class SyncQueue:
         return GroupInfo.read(self.executor.run(call))
 
     def pause_group(self, name: str) -> GroupInfo:
+        """:meth:`Queue.pause_group`, synchronous."""
         return self.set_group(name, paused=True)
 
     def resume_group(self, name: str) -> GroupInfo:
+        """:meth:`Queue.resume_group`, synchronous."""
         return self.set_group(name, paused=False)
 
     def groups(self, *, after: str | None = None, limit: int = 100) -> GroupPage:
