@@ -24,10 +24,11 @@ SECTIONS: list[tuple[str, list[Any]]] = [
     ("Producing and operating", [echomq.connect, echomq.Connection, echomq.Queue, echomq.SyncQueue,
                                  calls.EnqueueOptions, echomq.Enqueued, echomq.JobInfo, echomq.Stats]),
     ("Flows", [echomq.Flow]),
+    ("Groups", [echomq.GroupInfo, echomq.GroupPage]),
     ("Schedules", [cron.Cron, cron.CronError]),
     ("Metrics", [metrics.Metrics]),
     ("Errors", [errors.EchoMQError, errors.InvalidInput, errors.Refused, errors.FenceError, errors.NoJobError,
-                errors.StateError, errors.OtherMajor]),
+                errors.StateError, errors.GroupFull, errors.OtherMajor]),
 ]
 
 

@@ -396,3 +396,28 @@ async def test_a_python_job_waits_for_children_emq_work_runs_then_goes_on(
             for at, body in enumerate([b"page 1", b"page 2"])]
     shown = emq(server, kind, "inspect", kids[0].id, "--queue", children.name).stdout.decode()
     assert "state     done" in shown and "result    page 1" in shown, "the child Python named, run by Rust"
+
+
+async def test_python_grouped_jobs_are_run_by_emq_work_within_their_cap(
+        queue: echomq.Queue, server: RedisServer, kind: str, emq_worker: Any, tmp_path: Path) -> None:
+    """Fair groups (1.7, §7.9) across speakers: jobs Python enqueued into a
+    group capped at 1 by Python are claimed by ``emq work`` (the Rust
+    worker) one at a time, in order, beside another group's; its acks take
+    them out of their group's keys, which end empty."""
+    log = tmp_path / "ran.log"
+    script = tmp_path / "log.sh"
+    script.write_text(f'#!/bin/sh\npayload=$(cat)\necho "start $payload" >> {log}\n'
+                      f'echo "end $payload" >> {log}\n')
+    script.chmod(0o755)
+    await queue.set_group("serial", cap=1)
+    serial = await queue.enqueue_many([b"s%d" % i for i in range(4)], group="serial")
+    other = [await queue.enqueue(b"o%d" % i, group="other") for i in range(3)]
+    emq_worker(queue.name, script, "--concurrency", "4")
+    for job in [*serial, *other]:
+        assert (await queue.wait(job.id, timeout=60)).state == "done"
+    lines = [line for line in log.read_text().splitlines() if " s" in line]
+    assert lines == [f"{edge} s{i}" for i in range(4) for edge in ("start", "end")]
+    for name in ("serial", "other"):
+        info = await queue.group(name)
+        assert (info.pending, info.running) == (0, 0), info
+    assert await queue.connection.redis.exists(queue.keyspace.key("gactive:serial")) == 0

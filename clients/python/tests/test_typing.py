@@ -25,7 +25,7 @@ import echomq
 async def produce(queue: echomq.Queue, app: echomq.App) -> None:
     await queue.enqueue(b"x", priorty=1)
     await queue.enqueue(b"x", delay="soon")
-    await queue.enqueue(b"x", attempts=3, delay=1.5, headers={"tenant": "acme"})
+    await queue.enqueue(b"x", attempts=3, delay=1.5, headers={"tenant": "acme"}, group="acme")
 
 app = echomq.App()
 

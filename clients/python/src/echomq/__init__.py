@@ -16,7 +16,7 @@ or, one level down, bytes and a handler:
 
     conn = await echomq.connect("redis://127.0.0.1:6379")
     queue = await conn.queue("emails")
-    await queue.enqueue(b"hello", attempts=3, headers={"tenant": "acme"})
+    await queue.enqueue(b"hello", attempts=3, headers={"tenant": "acme"}, group="acme")
 
     async def handle(job: echomq.Job) -> bytes:
         return job.payload.upper()
@@ -31,6 +31,7 @@ Layout: ``tasks`` (App, Task: functions as jobs), ``cli`` (the ``echomq
 worker`` command), ``testing`` (tasks run without Redis), ``metrics``
 (Prometheus), ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
 RetryAfter), ``flows`` (Flow: a parent that waits for its children, §7.8),
+``groups`` (GroupInfo: fair groups, §7.9),
 ``failure`` (what a failed job keeps), ``upkeep`` (what a
 worker owes, §11.3, the flows' relay and sweep among it), ``calls`` (each transition's call, checked),
 ``executor`` (Lua and Native), ``model`` (replies as values), ``keyspace``,
@@ -47,6 +48,7 @@ from .errors import (
     DataError,
     EchoMQError,
     FenceError,
+    GroupFull,
     InvalidInput,
     KeyTypeError,
     KindError,
@@ -61,6 +63,7 @@ from .errors import (
 )
 from .executor import AsyncExecutor, Call, SyncExecutor, detect, detect_sync
 from .flows import ChildJobs, Flow, NotAParent, WaitingForChildren
+from .groups import GroupInfo, GroupPage
 from .ids import is_branded, mint
 from .keyspace import Keyspace
 from .model import Child, Children, Claimed, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Link, Policy, Stats
@@ -97,6 +100,9 @@ __all__ = [
     "FenceError",
     "Flow",
     "FlowAdded",
+    "GroupFull",
+    "GroupInfo",
+    "GroupPage",
     "InvalidInput",
     "Job",
     "JobInfo",

@@ -50,6 +50,12 @@ class EnqueueOptions(TypedDict, total=False):
     """The job's headers (§7.6), str → str."""
     traceparent: str
     """The producer's W3C trace context, kept among the headers."""
+    group: str
+    """The job's group (1.7, §7.9): a tenant, a customer, a key, 1 to 200
+    bytes as UTF-8. Claims take turns among the groups that have work;
+    :meth:`~echomq.Queue.set_group` gives one a weight, cap, rate, most
+    pending or pause. An enqueue into a group at its most pending raises
+    :class:`~echomq.errors.GroupFull`."""
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
@@ -73,6 +79,22 @@ def keys(name: str, ks: Keyspace, *, count: int | None = None, job: bytes | None
         else:
             out.append(ks.key(role))
     return out
+
+
+def group_name(group: str) -> bytes:
+    """A group's name as sent (§7.9): its UTF-8, 1 to ``MAX_GROUP`` (200)
+    bytes; the empty name is the default group's, never given."""
+    if not isinstance(group, str):
+        raise InvalidInput(f"a group is a str, not {type(group).__name__}")
+    raw = group.encode("utf-8", "surrogateescape")
+    most = _protocol.size("MAX_GROUP")
+    if not 1 <= len(raw) <= most:
+        raise InvalidInput(f"a group is 1 to {most} bytes, not {len(raw)} ({group[:40]!r})")
+    return raw
+
+
+def _group(group: str | None) -> list[bytes]:
+    return [] if group is None else [b"GROUP", group_name(group)]
 
 
 def integer(what: str, value: int, limit: str) -> bytes:
@@ -148,10 +170,12 @@ def enqueue(
     headers: Mapping[str, str] | None = None,
     traceparent: str | None = None,
     parent: Link | None = None,
+    group: str | None = None,
 ) -> Call:
     """ENQUEUE, every key of the table (so its event is logged, waiting
     workers wake, and a flow's child is linked): with ``parent``, the job
-    is a flow's child (``PARENT``, 1.6), which excludes ``unique``."""
+    is a flow's child (``PARENT``, 1.6), which excludes ``unique``; with
+    ``group``, the job joins that group (``GROUP``, 1.7, §7.9)."""
     raw_id = check_id(job_id)
     args = [raw_id, payload(body)]
     if priority != 0:
@@ -182,6 +206,7 @@ def enqueue(
     raw_headers = headers_bytes(headers, traceparent)
     if raw_headers is not None:
         args += [b"HEADERS", raw_headers]
+    args += _group(group)
     return Call("enqueue", keys("enqueue", ks, job=raw_id), args)
 
 
@@ -223,10 +248,12 @@ def flow(
     headers: Mapping[str, str] | None = None,
     traceparent: str | None = None,
     parent: Link | None = None,
+    group: str | None = None,
 ) -> Call:
     """FLOW (1.6, §7.8): a parent ``waiting`` for ``children``, each a
     child and what the parent does if it fails (``fail``, ``ignore`` or
-    ``continue``); ENQUEUE's options but the due time and the unique key."""
+    ``continue``); ENQUEUE's options but the due time and the unique key
+    (``group``, 1.7: the parent's group, which it joins once it is due)."""
     raw_id = check_id(job_id)
     args = [raw_id, payload(body), *_dependencies(ks, job_id, children)]
     if priority != 0:
@@ -237,6 +264,7 @@ def flow(
         args += [b"HEADERS", raw_headers]
     if parent is not None:
         args += [b"PARENT", link(parent)]
+    args += _group(group)
     return Call("flow", keys("flow", ks, job=raw_id), args)
 
 
@@ -257,17 +285,20 @@ def children(ks: Keyspace, job_id: str) -> Call:
     return Call("children", keys("children", ks, job=raw), [raw])
 
 
-def enqueue_many(ks: Keyspace, jobs: Iterable[tuple[str, bytes]]) -> list[Call]:
-    """ENQUEUEMANY calls of at most 1000 jobs each (plain jobs: no options)."""
+def enqueue_many(ks: Keyspace, jobs: Iterable[tuple[str, bytes]], *, group: str | None = None) -> list[Call]:
+    """ENQUEUEMANY calls of at most 1000 jobs each (plain jobs: no options
+    but ``group``, 1.7: every job of the calls joins it; a call that would
+    take the group past its most pending is refused whole, ``EMQFULL``)."""
     most = _protocol.limit("ENQUEUES")[1]
+    first = _group(group)
     calls: list[Call] = []
-    args: list[bytes] = []
+    args: list[bytes] = list(first)
     for job_id, body in jobs:
         args += [check_id(job_id), payload(body)]
-        if len(args) == 2 * most:
+        if len(args) == len(first) + 2 * most:
             calls.append(Call("enqueuemany", keys("enqueuemany", ks), args))
-            args = []
-    if args:
+            args = list(first)
+    if len(args) > len(first):
         calls.append(Call("enqueuemany", keys("enqueuemany", ks), args))
     return calls
 
@@ -453,3 +484,42 @@ def schedule(ks: Keyspace, name: bytes, definition: bytes, first: int) -> Call:
 
 def unschedule(ks: Keyspace, name: bytes) -> Call:
     return Call("unschedule", keys("unschedule", ks), [name])
+
+
+def group(ks: Keyspace, name: str, *, weight: int | None = None, cap: int | None = None,
+          rate: int | None = None, per: Duration | None = None, max: int | None = None,
+          paused: bool | None = None) -> Call:
+    """GROUP (1.7, §7.9): read group ``name``, changing first the settings
+    given (None leaves one as it is): ``weight`` 1..=1000; ``cap``, ``rate``
+    (claims per ``per``) and ``max`` (most pending), 0 removing each."""
+    args = [group_name(name)]
+    if weight is not None:
+        args += [b"WEIGHT", integer("weight", weight, "GROUP_WEIGHT")]
+    if cap is not None:
+        args += [b"CAP", integer("cap", cap, "CONCURRENCY")]
+    if rate is not None:
+        args += [b"RATE", integer("rate", rate, "RATE")]
+        if rate > 0 and per is None:
+            raise InvalidInput("a rate needs per: the period it counts claims over")
+    if per is not None:
+        if rate is None:
+            raise InvalidInput("per needs rate")
+        per_ms = ms("per", per, "RATE_PERIOD_MS")
+        if rate > 0:  # RATE 0 removes the rate, its period with it
+            args += [b"PER", per_ms]
+    if max is not None:
+        args += [b"MAX", integer("max", max, "KEEP_COUNT")]
+    if paused is not None:
+        if not isinstance(paused, bool):
+            raise InvalidInput(f"paused is True or False, not {paused!r}")
+        args += [b"PAUSED", b"1" if paused else b"0"]
+    return Call("group", keys("group", ks), args)
+
+
+def groups(ks: Keyspace, *, after: str | None = None, limit: int = 100) -> Call:
+    """GROUPS (1.7, §7.9): up to ``limit`` (1..=1000) groups by name, after ``after``."""
+    args: list[bytes] = []
+    if after is not None:
+        args += [b"AFTER", group_name(after)]
+    args += [b"LIMIT", integer("limit", limit, "SWEEP_LIMIT")]
+    return Call("groups", keys("groups", ks), args)

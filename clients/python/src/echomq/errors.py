@@ -6,6 +6,8 @@ borrow a server code (a bad argument caught before sending is
 
 from __future__ import annotations
 
+import re
+
 
 class EchoMQError(Exception):
     """Every error this package raises."""
@@ -106,6 +108,25 @@ class VersionError(Refused):
     code = "EMQVERSION"
 
 
+class GroupFull(Refused):
+    """``EMQFULL`` (1.7, §7.9): the job's group holds as many pending jobs
+    as its ``max`` (:meth:`~echomq.Queue.set_group`); nothing was written.
+    ``group`` and ``max`` are read from the server's text when it says them."""
+
+    code = "EMQFULL"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message, code)
+        found = _FULL.match(message)
+        self.group: str | None = found.group(1) if found else None
+        """The group that is full."""
+        self.max: int | None = int(found.group(2)) if found else None
+        """Its most pending jobs."""
+
+
+_FULL = re.compile(r"^group (.*) holds its MAX of (\d+) pending jobs$", re.DOTALL)
+
+
 class TryAgain(Refused):
     """``TRYAGAIN``: Redis Cluster's own, while a record may be on another node; send again."""
 
@@ -124,6 +145,7 @@ CODES: dict[str, type[Refused]] = {
         SizeError,
         DataError,
         VersionError,
+        GroupFull,
         TryAgain,
     )
 }

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .queue import Queue
 
 _CHILD_OPTIONS = ("priority", "delay", "at", "attempts", "backoff", "backoff_exp", "timeout", "headers",
-                  "traceparent")
+                  "traceparent", "group")
 """ENQUEUE's options a flow's child takes: not a unique key, which could leave it unenqueued."""
 
 _PLACEHOLDER = 1
@@ -61,7 +61,8 @@ class Flow:
 
     ``payload`` is the parent's; ``id`` its id (minted now when not given);
     ``priority``, ``attempts``, ``backoff``/``backoff_exp``, ``timeout``,
-    ``headers`` and ``traceparent`` as :meth:`~echomq.Queue.enqueue`'s (a
+    ``headers``, ``traceparent`` and ``group`` (1.7, §7.9: the group the
+    parent joins once it is due) as :meth:`~echomq.Queue.enqueue`'s (a
     parent has no due time: it is due when its children ended). Bad input
     is refused (:class:`InvalidInput`) here or at the add, before anything
     is sent.
@@ -70,20 +71,22 @@ class Flow:
     def __init__(self, payload: bytes, *, id: str | None = None, priority: int = 0, attempts: int | None = None,
                  backoff: calls.Duration | None = None, backoff_exp: calls.Duration | None = None,
                  timeout: calls.Duration | None = None, headers: Mapping[str, str] | None = None,
-                 traceparent: str | None = None) -> None:
+                 traceparent: str | None = None, group: str | None = None) -> None:
         self.id = id if id is not None else mint()
         """The parent's id."""
         check_id(self.id)
         self.payload = calls.payload(payload)
         self.options: dict[str, Any] = {
             "priority": priority, "attempts": attempts, "backoff": backoff, "backoff_exp": backoff_exp,
-            "timeout": timeout, "headers": headers, "traceparent": traceparent,
+            "timeout": timeout, "headers": headers, "traceparent": traceparent, "group": group,
         }
         self._children: list[_Child] = []
         # Its options checked now (FLOW's call, which needs its children, at the add).
         calls.integer("priority", priority, "PRIORITY")
         calls._policy(attempts, backoff, backoff_exp, timeout)
         calls.headers_bytes(headers, traceparent)
+        if group is not None:
+            calls.group_name(group)
 
     @property
     def children(self) -> list[JobRef]:
@@ -95,7 +98,7 @@ class Flow:
         """A child job in ``queue`` (its id minted now when not given), with
         ENQUEUE's options (``priority``, ``delay``/``at``, ``attempts``,
         ``backoff``/``backoff_exp``, ``timeout``, ``headers``,
-        ``traceparent``; no ``unique``), and what the parent does if it
+        ``traceparent``, ``group``; no ``unique``), and what the parent does if it
         ends otherwise than done: ``fail`` (the parent dies), ``ignore``
         (it waits on for the others) or ``continue`` (it runs at once).
         Returns the flow, for the next child."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping
 
 import redis
 import redis.asyncio
@@ -23,6 +23,7 @@ from . import _protocol, calls, flows, tracing
 from .errors import EchoMQError, InvalidInput, NoJobError, OtherMajor, StateError
 from .executor import AsyncExecutor, Call, Kind, SyncExecutor, detect, detect_sync, parse_version
 from .flows import Flow
+from .groups import GroupInfo, GroupPage
 from .ids import check_id, mint
 from .keyspace import REGISTRY, Keyspace
 from .model import (Children, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Stats, read_children,
@@ -132,6 +133,25 @@ def _plain(payloads: Iterable[bytes | tuple[str, bytes]]) -> list[tuple[str, byt
     return jobs
 
 
+def _many(ks: Keyspace, jobs: list[tuple[str, bytes]], options: EnqueueOptions) -> tuple[list[Call], bool]:
+    """:meth:`Queue.enqueue_many`'s calls, and whether they are ENQUEUEMANY's:
+    plain jobs (a group at most) in calls of up to 1000, else one ENQUEUE a job."""
+    if set(options) - {"group"}:
+        return [calls.enqueue(ks, job_id, body, **options) for job_id, body in jobs], False
+    return calls.enqueue_many(ks, jobs, group=options.get("group")), True
+
+
+def _many_enqueued(jobs: list[tuple[str, bytes]], replies: list[Any], plain: bool) -> list[Enqueued]:
+    """What :func:`_many`'s calls answered: the first refusal raised, else each job's :class:`Enqueued`."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    if not plain:
+        return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, replies)]
+    flat = [n for reply in replies for n in reply]
+    return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+
+
 def _event(entry_id: bytes, fields: dict[bytes, bytes]) -> Event:
     decoded = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in fields.items()}
     name = decoded.pop("event", "")
@@ -236,7 +256,7 @@ class Queue:
                       **options: Unpack[EnqueueOptions]) -> Enqueued:
         """Enqueue one job (options: :class:`~echomq.calls.EnqueueOptions`:
         priority, delay, at, attempts, backoff, backoff_exp, timeout, unique,
-        unique_for, unique_until_done, headers, traceparent). Returns the job's id and whether it was a duplicate: of
+        unique_for, unique_until_done, headers, traceparent, group). Returns the job's id and whether it was a duplicate: of
         ``id``, or of the job holding the ``unique`` key, whose id it returns
         (``held_by`` too)."""
         job_id = id if id is not None else mint()
@@ -253,26 +273,17 @@ class Queue:
     async def enqueue_many(self, payloads: Iterable[bytes | tuple[str, bytes]],
                            **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """Many jobs (payloads, or (id, payload) pairs) in one round trip,
-        everything checked before anything is sent: plain jobs as ENQUEUEMANY
-        calls of up to 1000 jobs; with ``options`` (as :meth:`enqueue`'s, the
-        same for every job), one ENQUEUE a job, pipelined."""
+        everything checked before anything is sent: plain jobs, or jobs of
+        one ``group`` and no other option, as ENQUEUEMANY calls of up to 1000
+        jobs (a call that would take the group past its most pending enqueues
+        none of its jobs: :class:`~echomq.errors.GroupFull`); with other
+        ``options`` (as :meth:`enqueue`'s, the same for every job), one
+        ENQUEUE a job, pipelined (a group's most refuses only the jobs past it)."""
         jobs = _plain(payloads)
-        if options:
-            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
-            found = await self.executor.run_many(each)
-            for reply in found:
-                if isinstance(reply, Exception):
-                    raise reply
-            await self.register()
-            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
-        replies = await self.executor.run_many(calls.enqueue_many(self.keyspace, jobs))
-        flat: list[int] = []
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-            flat.extend(reply)
+        each, plain = _many(self.keyspace, jobs, options)
+        enqueued = _many_enqueued(jobs, await self.executor.run_many(each), plain)
         await self.register()
-        return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+        return enqueued
 
     async def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
                         rate: int | None = None, per: calls.Duration | None = None,
@@ -292,6 +303,55 @@ class Queue:
 
     async def resume(self) -> Config:
         return await self.configure(paused=False)
+
+    async def group(self, name: str) -> GroupInfo:
+        """Group ``name`` of this queue (GROUP, §7.9): its pending and
+        running jobs, where it stands and its settings. A group no job or
+        setting ever named reads as an idle one with the defaults."""
+        return GroupInfo.read(await self.executor.run(calls.group(self.keyspace, name)))
+
+    async def set_group(self, name: str, *, weight: int | None = None, cap: int | None = None,
+                        rate: int | None = None, per: calls.Duration | None = None, max: int | None = None,
+                        paused: bool | None = None) -> GroupInfo:
+        """Change group ``name``'s settings (GROUP, §7.9) and read it, for
+        every worker at once; None leaves a setting as it is. ``weight``
+        (1..=1000, 1 by default): its share of the claims against the other
+        groups with work; ``cap``: the most of its jobs running at once
+        (1 keeps its jobs in order); ``rate`` claims per ``per`` seconds (a
+        float or a ``timedelta``); ``max``: the most pending, an enqueue past
+        it raising :class:`~echomq.errors.GroupFull`; ``paused``. ``cap``,
+        ``rate`` and ``max`` of 0 remove each, as :meth:`configure`'s 0 is no
+        bound. Bad input is refused (:class:`InvalidInput`), nothing sent."""
+        call = calls.group(self.keyspace, name, weight=weight, cap=cap, rate=rate, per=per, max=max, paused=paused)
+        return GroupInfo.read(await self.executor.run(call))
+
+    async def pause_group(self, name: str) -> GroupInfo:
+        """Pause group ``name``: no worker claims its jobs until :meth:`resume_group`."""
+        return await self.set_group(name, paused=True)
+
+    async def resume_group(self, name: str) -> GroupInfo:
+        """Resume group ``name``: waiting workers wake at once."""
+        return await self.set_group(name, paused=False)
+
+    async def groups(self, *, after: str | None = None, limit: int = 100) -> GroupPage:
+        """A page of the queue's groups (GROUPS, §7.9): up to ``limit``
+        (1..=1000) of those with jobs pending or running or with settings,
+        by name, after ``after``; the page's ``next`` is the next one's
+        ``after`` (None after the last)."""
+        return GroupPage.read(await self.executor.run(calls.groups(self.keyspace, after=after, limit=limit)))
+
+    async def all_groups(self, *, page: int = 100) -> AsyncIterator[GroupInfo]:
+        """Every group of the queue, by name: :meth:`groups` page after page
+        of ``page`` groups (a group named meanwhile is listed when its name
+        sorts after the last page read)."""
+        after: str | None = None
+        while True:
+            found = await self.groups(after=after, limit=page)
+            for info in found.groups:
+                yield info
+            if found.next is None:
+                return
+            after = found.next
 
     async def cancel(self, job_id: str) -> bool:
         """Cancel a pending, active, delayed, dead or waiting job: True, or
@@ -577,21 +637,10 @@ class SyncQueue:
                      **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
         """:meth:`Queue.enqueue_many`, synchronous."""
         jobs = _plain(payloads)
-        if options:
-            each = [calls.enqueue(self.keyspace, job_id, body, **options) for job_id, body in jobs]
-            found = self.executor.run_many(each)
-            for reply in found:
-                if isinstance(reply, Exception):
-                    raise reply
-            self.register()
-            return [_enqueued(job_id, reply) for (job_id, _), reply in zip(jobs, found)]
-        flat: list[int] = []
-        for reply in self.executor.run_many(calls.enqueue_many(self.keyspace, jobs)):
-            if isinstance(reply, Exception):
-                raise reply
-            flat.extend(reply)
+        each, plain = _many(self.keyspace, jobs, options)
+        enqueued = _many_enqueued(jobs, self.executor.run_many(each), plain)
         self.register()
-        return [Enqueued(job_id, duplicate=n == 0) for (job_id, _), n in zip(jobs, flat)]
+        return enqueued
 
     def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
                   rate: int | None = None, per: calls.Duration | None = None,
@@ -605,6 +654,39 @@ class SyncQueue:
 
     def resume(self) -> Config:
         return self.configure(paused=False)
+
+    def group(self, name: str) -> GroupInfo:
+        """:meth:`Queue.group`, synchronous."""
+        return GroupInfo.read(self.executor.run(calls.group(self.keyspace, name)))
+
+    def set_group(self, name: str, *, weight: int | None = None, cap: int | None = None, rate: int | None = None,
+                  per: calls.Duration | None = None, max: int | None = None,
+                  paused: bool | None = None) -> GroupInfo:
+        """:meth:`Queue.set_group`, synchronous (``per`` in seconds)."""
+        call = calls.group(self.keyspace, name, weight=weight, cap=cap, rate=rate, per=per, max=max, paused=paused)
+        return GroupInfo.read(self.executor.run(call))
+
+    def pause_group(self, name: str) -> GroupInfo:
+        """:meth:`Queue.pause_group`, synchronous."""
+        return self.set_group(name, paused=True)
+
+    def resume_group(self, name: str) -> GroupInfo:
+        """:meth:`Queue.resume_group`, synchronous."""
+        return self.set_group(name, paused=False)
+
+    def groups(self, *, after: str | None = None, limit: int = 100) -> GroupPage:
+        """:meth:`Queue.groups`, synchronous."""
+        return GroupPage.read(self.executor.run(calls.groups(self.keyspace, after=after, limit=limit)))
+
+    def all_groups(self, *, page: int = 100) -> Iterator[GroupInfo]:
+        """:meth:`Queue.all_groups`, synchronous."""
+        after: str | None = None
+        while True:
+            found = self.groups(after=after, limit=page)
+            yield from found.groups
+            if found.next is None:
+                return
+            after = found.next
 
     def cancel(self, job_id: str) -> bool:
         """:meth:`Queue.cancel`, synchronous: a flow's parent's open children too."""

@@ -112,6 +112,10 @@ class TaskOptions:
     """Run no sooner than this time (a datetime or a Unix time in seconds)."""
     headers: Mapping[str, str] | None = None
     """The job's headers (§7.6), a str → str mapping."""
+    group: str | None = None
+    """The job's group (1.7, §7.9: a tenant, a customer, a key): claims take
+    turns among the groups with work. Per tenant, name it per call:
+    ``send.using(group=tenant).enqueue(...)``."""
 
     def check(self) -> None:
         """Every option in its limits, as ENQUEUE would check it: :class:`InvalidInput` otherwise."""
@@ -124,7 +128,7 @@ class TaskOptions:
         return {"priority": self.priority, "delay": self.delay, "at": self.at, "attempts": self.attempts,
                 "backoff": self.backoff, "backoff_exp": self.backoff_exp, "timeout": self.timeout,
                 "unique": unique, "unique_for": self.unique_for,
-                "unique_until_done": self.unique_until_done, "headers": self.headers}
+                "unique_until_done": self.unique_until_done, "headers": self.headers, "group": self.group}
 
 
 def _json_value(value: Any, where: str) -> Any:
@@ -207,13 +211,15 @@ class Task(Generic[P, R]):
               at: datetime | float | None = None, attempts: int | None = None,
               backoff: calls.Duration | None = None, backoff_exp: calls.Duration | None = None,
               timeout: calls.Duration | None = None, unique_for: calls.Duration | None = None,
-              unique_until_done: bool | None = None, headers: Mapping[str, str] | None = None) -> Task[P, R]:
+              unique_until_done: bool | None = None, headers: Mapping[str, str] | None = None,
+              group: str | None = None) -> Task[P, R]:
         """The same task with some options changed for the enqueues made
-        through it (``send.using(delay=60).enqueue(...)``); checked now."""
+        through it (``send.using(delay=60).enqueue(...)``, or a tenant's
+        ``send.using(group="tenant-7").enqueue(...)``); checked now."""
         given: dict[str, Any] = {
             "queue": queue, "priority": priority, "delay": delay, "at": at, "attempts": attempts,
             "backoff": backoff, "backoff_exp": backoff_exp, "timeout": timeout, "unique_for": unique_for,
-            "unique_until_done": unique_until_done, "headers": headers}
+            "unique_until_done": unique_until_done, "headers": headers, "group": group}
         options = replace(self.options, **{k: v for k, v in given.items() if v is not None})
         options.check()
         bound: Task[P, R] = Task(self.app, self.function, self.name, options)
@@ -310,19 +316,21 @@ class App:
              attempts: int | None = None, backoff: calls.Duration | None = None,
              backoff_exp: calls.Duration | None = None, timeout: calls.Duration | None = None,
              unique_for: calls.Duration | None = None, unique_until_done: bool = False,
-             headers: Mapping[str, str] | None = None) -> Registrar: ...
+             headers: Mapping[str, str] | None = None, group: str | None = None) -> Registrar: ...
 
     def task(self, function: Callable[..., Any] | None = None, *, name: str | None = None,
              queue: str | None = None, priority: int = 0, attempts: int | None = None,
              backoff: calls.Duration | None = None, backoff_exp: calls.Duration | None = None,
              timeout: calls.Duration | None = None, unique_for: calls.Duration | None = None,
-             unique_until_done: bool = False, headers: Mapping[str, str] | None = None) -> Any:
+             unique_until_done: bool = False, headers: Mapping[str, str] | None = None,
+             group: str | None = None) -> Any:
         """Register a function as a task, by ``name`` (its ``__name__`` by
         default; two tasks of one name are refused), with the options its
         jobs are enqueued with (:class:`TaskOptions`), checked now."""
         options = TaskOptions(queue=queue if queue is not None else self.queue, priority=priority,
                               attempts=attempts, backoff=backoff, backoff_exp=backoff_exp, timeout=timeout,
-                              unique_for=unique_for, unique_until_done=unique_until_done, headers=headers)
+                              unique_for=unique_for, unique_until_done=unique_until_done, headers=headers,
+                              group=group)
         options.check()
 
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
