@@ -7,7 +7,10 @@ job (COUNT 1, as a worker at concurrency 1 does) and is acked in the next
 call, so that each claim finds the queue as the one before left it; only
 CLAIM's time is counted. Lua (EVALSHA of the scripts `emq scripts` writes)
 and native (EMQ.CLAIM) each get a queue of their own on one server, the
-scenarios interleaved round by round, the median shown:
+scenarios interleaved round by round, the median shown. Beside it, the
+jobs/s of one client claiming and acking one job at a time (two round
+trips a job, no INFO between them), the speed a worker at concurrency 1
+sees:
 
     cargo build --release -p echomq-module -p emq
     target/release/emq scripts --out /tmp/scripts
@@ -105,7 +108,7 @@ def main():
         sha = {name: r.call("SCRIPT", "LOAD", open(script_path(build, name)).read()).decode()
                for name in ["claim", "ack"]}
         scenarios = ["ungrouped", "100k-groups", "999-capped"]
-        results = {}
+        results, rates = {}, {}
         for _ in range(ROUNDS):
             for scenario in scenarios:
                 for via in ["lua", "native"]:
@@ -114,14 +117,19 @@ def main():
                     arrange(r, queue, scenario)
                     per = time_claims(r, queue, via, sha)
                     results.setdefault((scenario, via), []).append(per)
+                    r.call("FLUSHALL")
+                    arrange(r, queue, scenario)
+                    rates.setdefault((scenario, via), []).append(jobs_per_second(r, queue, via, sha))
         print(f"server µs per CLAIM (median of {ROUNDS} rounds of {CLAIMS} claims, each acked)")
-        print(f"{'queue':<14} {'lua':>8} {'ratio':>7} {'native':>8} {'ratio':>7}")
+        print(f"{'queue':<14} {'lua':>8} {'ratio':>7} {'native':>8} {'ratio':>7}   jobs/s lua, native")
         base = {via: statistics.median(results[("ungrouped", via)]) for via in ["lua", "native"]}
         for scenario in scenarios:
             row = f"{scenario:<14}"
             for via in ["lua", "native"]:
                 median = statistics.median(results[(scenario, via)])
                 row += f" {median:>8.2f} {median / base[via]:>6.2f}×"
+            speeds = [statistics.median(rates[(scenario, via)]) for via in ["lua", "native"]]
+            row += "   " + ", ".join(f"{speed:,.0f}" for speed in speeds)
             print(row)
     finally:
         try:
@@ -129,6 +137,17 @@ def main():
         except (OSError, RuntimeError):
             pass
         server.wait()
+
+
+def jobs_per_second(r, queue, via, sha):
+    """CLAIMS jobs claimed and acked one at a time, each call its own round trip: jobs/s."""
+    import time
+    began = time.perf_counter()
+    for _ in range(CLAIMS):
+        [reply] = pipelined_replies(r, [claim(queue, via, sha)])
+        job = reply[0]
+        pipelined_replies(r, [ack(queue, via, sha, job[0].decode(), job[1])])
+    return CLAIMS / (time.perf_counter() - began)
 
 
 def time_claims(r, queue, via, sha):
