@@ -26,7 +26,7 @@ pub(crate) const PER: Duration = Duration::from_secs(1);
 
 /// The group of plain job `n` among `groups`, if it has one: every fifth job.
 pub(crate) fn group_of(n: usize, groups: usize) -> Option<String> {
-    (groups > 0 && n % 5 == 0).then(|| format!("g{}", (n / 5) % groups))
+    (groups > 0 && n.is_multiple_of(5)).then(|| format!("g{}", (n / 5) % groups))
 }
 
 /// Give each of the `groups` its cap and rate.
