@@ -101,18 +101,33 @@ pub(crate) async fn judge(
             }
         }
     }
-    let per = PER.as_millis() as u64;
     for (group, times) in &claimed {
+        verdict.windows(group, times);
+    }
+    Ok(verdict)
+}
+
+impl GroupsVerdict {
+    /// The claims of `group` at `times` (ms, in order): at most [`RATE`] in any [`PER`].
+    fn windows(&mut self, group: &str, times: &[u64]) {
+        let per = PER.as_millis() as u64;
         for (at, first) in times.iter().enumerate() {
             let within = times[at..].iter().take_while(|then| **then < first + per).count() as u64;
-            verdict.most_in_window = verdict.most_in_window.max(within);
+            self.most_in_window = self.most_in_window.max(within);
             if within > RATE {
-                verdict
-                    .violations
+                self.violations
                     .push(format!("group {group} was claimed {within} times in the {per} ms from {first}"));
-                break;
+                return;
             }
         }
     }
-    Ok(verdict)
+
+    /// The report's line.
+    pub(crate) fn print(&self) {
+        println!(
+            "groups: {} claims of grouped jobs; at most {} running in a group (cap {CAP}), {} claims in a second \
+             (rate {RATE})",
+            self.claims, self.most_running, self.most_in_window
+        );
+    }
 }

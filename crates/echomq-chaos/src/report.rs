@@ -138,14 +138,7 @@ impl Report {
             flows.print();
         }
         if let Some(groups) = &self.groups {
-            println!(
-                "groups: {} claims of grouped jobs; at most {} running in a group (cap {}), {} claims in a second (rate {})",
-                groups.claims,
-                groups.most_running,
-                crate::groups::CAP,
-                groups.most_in_window,
-                crate::groups::RATE
-            );
+            groups.print();
         }
         println!(
             "handler runs: {} begun, {} ended Ok; {} jobs ran more than once ({} re-runs)",
