@@ -53,6 +53,25 @@ pub struct GroupsVerdict {
     pub violations: Vec<String>,
 }
 
+/// With `groups` (the run's `--groups`), the verdict on `queue`'s log for
+/// the plain jobs `ids` (job n's group is [`group_of`]'s); none without.
+pub(crate) async fn judge_run(
+    reader: &mut ConnectionManager,
+    queue: &str,
+    ids: &[echomq::JobId],
+    groups: usize,
+) -> Result<Option<GroupsVerdict>, String> {
+    if groups == 0 {
+        return Ok(None);
+    }
+    let of: HashMap<String, String> = ids
+        .iter()
+        .enumerate()
+        .filter_map(|(n, id)| group_of(n, groups).map(|group| (id.to_string(), group)))
+        .collect();
+    judge(reader, queue, &of).await.map(Some)
+}
+
 /// Replay `queue`'s event log (`emq:{<queue>}:events`) for the jobs whose
 /// group `group_of` gives.
 pub(crate) async fn judge(

@@ -175,3 +175,26 @@ impl Report {
         println!("run time: {:.1} s", self.took.as_secs_f64());
     }
 }
+
+/// Print the command line that runs this run again.
+pub(crate) fn announce(o: &crate::run::Options, seed: u64) {
+    let via = crate::run::via_name(o.via);
+    println!(
+        "echomq-chaos run --via {via} --seed {seed} --jobs {} --workers {} --concurrency {} --seconds {} \
+         --kills {} --pauses {} --restarts {} --lease-ms {} --work-ms {} --flows {} --resolve-kills {} \
+         --flow-grace-ms {} --groups {}",
+        o.jobs,
+        o.workers,
+        o.concurrency,
+        o.seconds,
+        o.kills,
+        o.pauses,
+        o.restarts,
+        o.lease_ms,
+        o.work_ms,
+        o.flows,
+        o.resolve_kills,
+        o.flow_grace_ms,
+        o.groups,
+    );
+}

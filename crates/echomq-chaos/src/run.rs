@@ -111,7 +111,7 @@ pub async fn run(o: Options) -> Result<bool, String> {
     let seed = o.seed.unwrap_or_else(|| {
         SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |since| since.as_nanos() as u64)
     });
-    announce(&o, seed);
+    crate::report::announce(&o, seed);
     let (dir, temporary) = match &o.journals {
         Some(dir) => (dir.clone(), false),
         None => (std::env::temp_dir().join(format!("echomq-chaos-{}", std::process::id())), true),
@@ -132,29 +132,6 @@ pub async fn run(o: Options) -> Result<bool, String> {
         println!("journals: {}", dir.display());
     }
     Ok(clean)
-}
-
-/// Print the command line that runs this run again.
-fn announce(o: &Options, seed: u64) {
-    let via = via_name(o.via);
-    println!(
-        "echomq-chaos run --via {via} --seed {seed} --jobs {} --workers {} --concurrency {} --seconds {} \
-         --kills {} --pauses {} --restarts {} --lease-ms {} --work-ms {} --flows {} --resolve-kills {} \
-         --flow-grace-ms {} --groups {}",
-        o.jobs,
-        o.workers,
-        o.concurrency,
-        o.seconds,
-        o.kills,
-        o.pauses,
-        o.restarts,
-        o.lease_ms,
-        o.work_ms,
-        o.flows,
-        o.resolve_kills,
-        o.flow_grace_ms,
-        o.groups,
-    );
 }
 
 /// What the producers had acknowledged when the chaos was over.
@@ -449,18 +426,9 @@ impl Run {
     /// report the run.
     /// With `--groups`, the groups' caps and rates replayed from the event log.
     async fn judge_groups(&mut self, o: &Options) -> Result<Option<crate::groups::GroupsVerdict>, String> {
-        if o.groups == 0 {
-            return Ok(None);
-        }
-        let of: HashMap<String, String> = self
-            .ids
-            .iter()
-            .enumerate()
-            .filter_map(|(n, id)| crate::groups::group_of(n, o.groups).map(|group| (id.to_string(), group)))
-            .collect();
-        let verdict = crate::groups::judge(&mut self.reader, QUEUE, &of).await?;
-        self.violations.extend(verdict.violations.iter().cloned());
-        Ok(Some(verdict))
+        let verdict = crate::groups::judge_run(&mut self.reader, QUEUE, &self.ids, o.groups).await?;
+        self.violations.extend(verdict.iter().flat_map(|verdict| verdict.violations.iter().cloned()));
+        Ok(verdict)
     }
 
     async fn report(
