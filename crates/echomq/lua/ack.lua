@@ -62,11 +62,12 @@ local prefix = string.sub(active_key, 1, #active_key - #'active')
 local link
 link, err = one_link(parents_key, notices_key, prefix, id)
 if err then return err end
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
 
 finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
-group_off_active(prefix, id, group, false)
+if group then G.off_active(prefix, id, group, false) end
 if link then tell_parent(parents_key, notices_key, prefix, id, link, 'done', result) end
 return 1

@@ -111,12 +111,15 @@ for j, id in ipairs(finished) do
   if err then return err end
 end
 
-local groups
-groups, err = jobs_groups(prefix, finished)
+local G, groups
+G, err = grouping(prefix)
+if G then groups, err = G.jobs_groups(prefix, finished) end
 if err then return err end
 finish_jobs(prefix, active_key, done_key, results_key, events_key, finished, kept, keep)
 if groups then
-  for j, id in ipairs(finished) do group_off_active(prefix, id, groups[j], false) end
+  for j, id in ipairs(finished) do
+    if groups[j] then G.off_active(prefix, id, groups[j], false) end
+  end
 end
 for j, id in ipairs(finished) do
   if links[j] then tell_parent(parents_key, notices_key, prefix, id, links[j], 'done', kept[j]) end

@@ -87,19 +87,17 @@ if err then return err end
 -- ack's writes: the ack changes none of what the claim reads.
 -- A queue with groups plans its claim here, before the ack's writes, as
 -- the ack leaves it: one lease fewer, the queue's and its group's.
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
-local grouped
-grouped, err = groups_open(prefix)
-if err then return err end
-if grouped then
+if G then
   local room, _, log
   room, _, log, err = gate(config_key, active_key, rate_key, count or 1, 1)
   if err then return err end
   _, err = events_keep(events_key, config_key, events_setting)
   if err then return err end
-  head.plan, err = fair_plan(prefix, pending_key, room, log and log.now or now_ms(), group or false)
+  head.plan, err = fair_lib().plan(prefix, pending_key, room, log and log.now or now_ms(), group or false)
   if err then return err end
   head.ids = head.plan.ids
 end
@@ -116,7 +114,7 @@ link, err = one_link(parents_key, notices_key, prefix, id)
 if err then return err end
 
 finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
-group_off_active(prefix, id, group, true)
+if group then G.off_active(prefix, id, group, true) end
 if link then tell_parent(parents_key, notices_key, prefix, id, link, 'done', result) end
 local keys = {pending = pending_key, active = active_key, config = config_key, rate = rate_key,
   policy = policy_key, events = events_key, headers = headers_key, wake = wake_key}

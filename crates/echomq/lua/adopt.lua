@@ -109,14 +109,15 @@ local keep
 keep, err = events_keep(events_key, config_key)
 if err then return err end
 
-local group
-group, err = job_group(string.sub(active_key, 1, #active_key - #'active'), id)
+local G, group
+G, err = grouping(string.sub(active_key, 1, #active_key - #'active'))
+if G then group, err = G.job_group(string.sub(active_key, 1, #active_key - #'active'), id) end
 if err then return err end
 open = string.format('%d', open + new)
 redis.call('HSET', children_key, 'incarnation', incarnation, 'open', open, 'children',
   string.format('%d', total + new), unpack(added))
 redis.call('ZREM', active_key, id)
-group_off_active(string.sub(active_key, 1, #active_key - #'active'), id, group, false)
+if group then G.off_active(string.sub(active_key, 1, #active_key - #'active'), id, group, false) end
 redis.call('HSET', job_key, 'state', 'waiting')
 redis.call('ZADD', waiting_key, now, id)
 -- The attempt is given back, as DEFER gives it: the job's own maximum grows by one.

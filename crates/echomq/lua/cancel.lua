@@ -71,15 +71,16 @@ err = (waiting_key and type_error(waiting_key, 'zset')) or notices_open_error(pa
 if err then return err end
 link, err = parent_link(parents_key, prefix, id)
 if err then return err end
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
 
 redis.call('ZREM', from[state], id)
-if state == 'pending' then
-  group_off_pending(prefix, id, group)
-elseif state == 'active' then
-  group_off_active(prefix, id, group, false)
+if group and state == 'pending' then
+  G.off_pending(prefix, id, group)
+elseif group and state == 'active' then
+  G.off_active(prefix, id, group, false)
 end
 redis.call('HSET', job_key, 'state', 'cancelled')
 redis.call('ZADD', cancelled_key, now_ms(), id)

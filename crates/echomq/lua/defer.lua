@@ -67,11 +67,12 @@ if err then return err end
 local now = now_ms()
 local due = now + delay
 local prefix = string.sub(active_key, 1, #active_key - #'active')
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
 redis.call('ZREM', active_key, id)
-group_off_active(prefix, id, group, false)
+if group then G.off_active(prefix, id, group, false) end
 redis.call('HSET', job_key, 'state', 'delayed')
 redis.call('ZADD', delayed_key, due, id)
 -- The attempt is given back: the job's own maximum grows by one.

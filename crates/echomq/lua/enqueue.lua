@@ -244,7 +244,9 @@ if due then
 else
   -- The pending set: the id is the member, so byte order is mint order.
   if group then
-    to_pending_of(prefix, pending_key, id, group, priority)
+    local G = group_lib()
+    G.join(prefix, pending_key, id, group, priority)
+    G.reindex(prefix, group)
   else
     redis.call('ZADD', pending_key, priority, id)
   end

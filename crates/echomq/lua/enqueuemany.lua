@@ -55,7 +55,7 @@ end
 -- Then `GROUP <g>` (1.7): every job of the call in that group.
 local group
 if ARGV[i] and string.upper(ARGV[i]) == 'GROUP' then
-  group, err = group_name(ARGV[i + 1])
+  group, err = group_lib().name(ARGV[i + 1])
   if err then return err end
   i = i + 2
 end

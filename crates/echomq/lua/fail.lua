@@ -87,12 +87,13 @@ if state == 'dead' then
   link, err = parent_link(parents_key, prefix, id)
   if err then return err end
 end
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
 
 redis.call('ZREM', active_key, id)
-group_off_active(prefix, id, group, false)
+if group then G.off_active(prefix, id, group, false) end
 redis.call('HSET', job_key, 'state', state)
 if state == 'dead' then
   redis.call('ZADD', dead_key, now, id)

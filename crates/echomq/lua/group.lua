@@ -35,7 +35,7 @@ local key_forms = {5}
 local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end
 local group
-group, err = group_name(ARGV[1])
+group, err = group_lib().name(ARGV[1])
 if err then return err end
 local opts
 opts, err = options(2, {WEIGHT = {GROUP_WEIGHT_MIN, GROUP_WEIGHT_MAX}, CAP = {CONCURRENCY_MIN, CONCURRENCY_MAX},

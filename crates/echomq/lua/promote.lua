@@ -57,8 +57,9 @@ for i, id in ipairs(ids) do
     if err then return err end
   end
 end
-local groups
-groups, err = jobs_groups(prefix, ids)
+local G, groups
+G, err = grouping(prefix)
+if G then groups, err = G.jobs_groups(prefix, ids) end
 if err then return err end
 redis.call('ZREM', delayed_key, unpack(ids))
 
@@ -66,7 +67,11 @@ local promoted = 0
 for i, id in ipairs(ids) do
   if records[i][1] then
     redis.call('HSET', prefix .. 'job:' .. id, 'state', 'pending')
-    to_pending_of(prefix, pending_key, id, groups and groups[i], scores[i])
+    if groups and groups[i] then
+      G.to_pending(prefix, pending_key, id, groups[i], scores[i])
+    else
+      redis.call('ZADD', pending_key, scores[i], id)
+    end
     emit(events_key, keep, 'promoted', id)
     promoted = promoted + 1
   end

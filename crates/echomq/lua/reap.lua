@@ -100,8 +100,9 @@ for i, id in ipairs(ids) do
 end
 local expired = {}
 for j, job in ipairs(reaped) do expired[j] = job.id end
-local groups
-groups, err = jobs_groups(prefix, expired)
+local G, groups
+G, err = grouping(prefix)
+if G then groups, err = G.jobs_groups(prefix, expired) end
 if err then return err end
 redis.call('ZREM', active_key, unpack(ids))
 
@@ -114,13 +115,17 @@ for j, job in ipairs(reaped) do
     redis.call('ZADD', dead_key, now, id)
     redis.call('HSET', errors_key, id, 'lease expired')
     emit(events_key, keep, 'dead', id, 'attempt', job.attempts, 'error', 'lease expired')
-    group_off_active(prefix, id, group, false)
+    if group then G.off_active(prefix, id, group, false) end
     if job.link then tell_parent(parents_key, notices_key, prefix, id, job.link, 'dead') end
     dead = dead + 1
   else
-    group_off_active(prefix, id, group, true)
+    if group then G.off_active(prefix, id, group, true) end
     redis.call('HSET', job.key, 'state', 'pending')
-    to_pending_of(prefix, pending_key, id, group, job.score)
+    if group then
+      G.to_pending(prefix, pending_key, id, group, job.score)
+    else
+      redis.call('ZADD', pending_key, job.score, id)
+    end
     emit(events_key, keep, 'failed', id, 'attempt', job.attempts, 'error', 'lease expired')
     requeued = requeued + 1
   end

@@ -69,14 +69,19 @@ local score
 score, err = priority_of(priority_key, id)
 if err then return err end
 local prefix = string.sub(active_key, 1, #active_key - #'active')
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
 
 redis.call('ZREM', active_key, id)
-group_off_active(prefix, id, group, true)
+if group then G.off_active(prefix, id, group, true) end
 redis.call('HSET', job_key, 'state', 'pending')
-to_pending_of(prefix, pending_key, id, group, score)
+if group then
+  G.to_pending(prefix, pending_key, id, group, score)
+else
+  redis.call('ZADD', pending_key, score, id)
+end
 if policy then
   redis.call('HSET', policy_key, id, policy_text(policy))
 end

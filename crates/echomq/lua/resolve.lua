@@ -154,8 +154,9 @@ if after == 'dead' then
   link, err = parent_link(parents_key, prefix, id)
   if err then return err end
 end
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
 
 local open_text = string.format('%d', open)
@@ -169,7 +170,11 @@ if waits and after ~= 'waiting' then
   redis.call('ZREM', waiting_key, id)
   redis.call('HSET', job_key, 'state', after)
   if after == 'pending' then
-    to_pending_of(prefix, pending_key, id, group, score)
+    if group then
+      G.to_pending(prefix, pending_key, id, group, score)
+    else
+      redis.call('ZADD', pending_key, score, id)
+    end
     wake(wakes)
   else
     redis.call('ZADD', dead_key, now, id)

@@ -50,13 +50,18 @@ if err then return err end
 local score
 score, err = priority_of(priority_key, id)
 if err then return err end
-local group
-group, err = job_group(prefix, id)
+local G, group
+G, err = grouping(prefix)
+if G then group, err = G.job_group(prefix, id) end
 if err then return err end
 
 redis.call('ZREM', dead_key, id)
 redis.call('HSET', job_key, 'state', 'pending')
-to_pending_of(prefix, pending_key, id, group, score)
+if group then
+  G.to_pending(prefix, pending_key, id, group, score)
+else
+  redis.call('ZADD', pending_key, score, id)
+end
 wake(wakes)
 emit(events_key, keep, 'retried', id)
 return 1

@@ -69,11 +69,11 @@ local function claim_jobs(k, prefix, lease, count, head)
   local claimed, logged, claims = {}, {}, {}
   local ids, records = {}, {}
   local grouped
-  grouped, err = groups_open(prefix)
+  grouped, err = grouping(prefix)
   if err then return err end
   local plan = head.plan
   if grouped and not plan then
-    plan, err = fair_plan(prefix, k.pending, room, log and log.now or now_ms(), false)
+    plan, err = fair_lib().plan(prefix, k.pending, room, log and log.now or now_ms(), false)
     if err then return err end
   end
   if plan then
@@ -138,7 +138,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   if #taken > 0 then redis.call('ZADD', k.active, unpack(scored_last_first(deadline, taken))) end
   spend(k.rate, log, logged)
   if plan then
-    fair_write(prefix, plan, deadline, claims)
+    fair_lib().write(prefix, plan, deadline, claims)
     -- What a claim could take now: the default group's head, or a group ready.
     left = redis.call('ZCARD', prefix .. 'ready') > 0
       or #redis.call('ZRANGE', k.pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, 1) > 0

@@ -59,7 +59,9 @@ local function delete_jobs(prefix, deleting, ids)
     links[i], err = parent_link(parents, prefix, id)
     if err then return err end
   end
-  local groups, err = jobs_groups(prefix, ids)
+  local G, err = grouping(prefix)
+  local groups
+  if G then groups, err = G.jobs_groups(prefix, ids) end
   if err then return err end
   redis.call('ZREM', deleting.set, unpack(ids))
   if groups then
@@ -67,9 +69,9 @@ local function delete_jobs(prefix, deleting, ids)
       local group = groups[i]
       if group then
         if deleting.state == 'pending' then
-          group_off_pending(prefix, id, group)
+          G.off_pending(prefix, id, group)
         elseif deleting.state == 'active' then
-          group_off_active(prefix, id, group, false)
+          G.off_active(prefix, id, group, false)
         end
         redis.call('HDEL', prefix .. 'group', id)
       end

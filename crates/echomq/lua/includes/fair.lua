@@ -3,10 +3,12 @@
 start-time fair queueing over the groups a claim may take from and the
 default group (the ungrouped jobs), planned on reads alone, then written
 once the claim's every check has passed.
-fair_plan(prefix, pending, room, now, ending) returns the plan (plan.ids:
-the ids in the order taken) or nil and an error reply; fair_write(prefix,
-plan, deadline, logged) writes it after the claim's own writes, `logged`
-being each claim's {`<id>:<token>`, event ms or nil} in the plan's order.
+fair_lib().plan(prefix, pending, room, now, ending) returns the plan
+(plan.ids: the ids in the order taken) or nil and an error reply;
+fair_lib().write(prefix, plan, deadline, logged) writes it after the
+claim's own writes, `logged` being each claim's {`<id>:<token>`, event ms
+or nil} in the plan's order. Both made on a claim's first use, as
+group_lib's functions are.
 ]]
 --@include forget
 
@@ -249,12 +251,4 @@ local function fair_lib()
 
   fair_lib_made = {plan = fair_plan, write = fair_write}
   return fair_lib_made
-end
-
-local function fair_plan(prefix, pending, room, now, ending)
-  return fair_lib().plan(prefix, pending, room, now, ending)
-end
-
-local function fair_write(prefix, plan, deadline, logged)
-  fair_lib().write(prefix, plan, deadline, logged)
 end

@@ -176,23 +176,70 @@ local function group_lib()
     return emq_error('EMQFULL', 'group ' .. group .. ' holds its MAX of ' .. string.format('%d', max) .. ' pending jobs')
   end
 
+  -- A group's name: 1 to MAX_GROUP bytes.
+  local function group_name(value)
+    if value == nil or #value == 0 or #value > MAX_GROUP then
+      return nil, emq_error('EMQARG', 'GROUP must be 1 to ' .. MAX_GROUP .. ' bytes')
+    end
+    return value
+  end
+
+  -- A job into pending at `priority`, in its group's sets.
+  local function to_pending(prefix, pending, id, group, priority)
+    group_join(prefix, pending, id, group, priority)
+    group_reindex(prefix, group)
+  end
+
+  -- A grouped job leaves pending other than by a claim.
+  local function off_pending(prefix, id, group)
+    redis.call('ZREM', prefix .. 'gpending:' .. group, id)
+    group_reindex(prefix, group)
+  end
+
+  -- A grouped job leaves its lease; with `claims`, a claim in the same call
+  -- follows and puts the group where it stands (ACKNEXT's).
+  local function off_active(prefix, id, group, claims)
+    redis.call('ZREM', prefix .. 'gactive:' .. group, id)
+    if not claims then group_reindex(prefix, group) end
+  end
+
+  -- The group of the job `id`, read before any write (its settings
+  -- checked): false when it has none, or nil and an error reply.
+  local function job_group(prefix, id)
+    local group = redis.call('HGET', prefix .. 'group', id)
+    if not group then return false end
+    local _, err = group_settings(prefix, group)
+    if err then return nil, err end
+    return group
+  end
+
+  -- The groups of many jobs (false for one without), each group's settings
+  -- checked once, or nil and an error.
+  local function jobs_groups(prefix, ids)
+    local groups, checked = {}, {}
+    for at, id in ipairs(ids) do
+      local group = redis.call('HGET', prefix .. 'group', id)
+      groups[at] = group or false
+      if group and not checked[group] then
+        local _, err = group_settings(prefix, group)
+        if err then return nil, err end
+        checked[group] = true
+      end
+    end
+    return groups
+  end
+
   group_lib_made = {check = groups_check, settings = group_settings, tag = group_tag, load = group_load,
     standing = standing, reindex = group_reindex, join = group_join, row = group_row, full = full_error,
-    text = settings_text}
+    text = settings_text, name = group_name, to_pending = to_pending, off_pending = off_pending,
+    off_active = off_active, job_group = job_group, jobs_groups = jobs_groups}
   return group_lib_made
 end
 
--- A group's name: 1 to MAX_GROUP bytes.
-local function group_name(value)
-  if value == nil or #value == 0 or #value > MAX_GROUP then
-    return nil, emq_error('EMQARG', 'GROUP must be 1 to ' .. MAX_GROUP .. ' bytes')
-  end
-  return value
-end
-
--- Whether the queue has grouped jobs (<q>group exists), the fixed keys'
--- types checked: one lookup without.
-local function groups_open(prefix)
+-- The queue's groups' functions when it has grouped jobs (<q>group
+-- exists: its fixed keys' types then checked), false when it has none (one
+-- lookup), or nil and an error reply.
+local function grouping(prefix)
   local key = prefix .. 'group'
   local found = typed[key]
   if not found then
@@ -200,65 +247,8 @@ local function groups_open(prefix)
     typed[key] = found
   end
   if found == 'none' then return false end
-  local err = group_lib().check(prefix)
-  if err then return nil, err end
-  return true
-end
-
--- A job into pending at `priority`: in its group's sets when it has one.
-local function to_pending_of(prefix, pending, id, group, priority)
-  if not group then
-    redis.call('ZADD', pending, string.format('%d', priority), id)
-    return
-  end
   local G = group_lib()
-  G.join(prefix, pending, id, group, priority)
-  G.reindex(prefix, group)
-end
-
--- A grouped job leaves pending other than by a claim.
-local function group_off_pending(prefix, id, group)
-  if not group then return end
-  redis.call('ZREM', prefix .. 'gpending:' .. group, id)
-  group_lib().reindex(prefix, group)
-end
-
--- A grouped job leaves its lease; with `claims`, a claim in the same call
--- follows and puts the group where it stands (ACKNEXT's).
-local function group_off_active(prefix, id, group, claims)
-  if not group then return end
-  redis.call('ZREM', prefix .. 'gactive:' .. group, id)
-  if not claims then group_lib().reindex(prefix, group) end
-end
-
--- The group of the job `id`, read before any write (its settings checked):
--- false when it has none, or nil and an error reply.
-local function job_group(prefix, id)
-  local open, err = groups_open(prefix)
+  local err = G.check(prefix)
   if err then return nil, err end
-  if not open then return false end
-  local group = redis.call('HGET', prefix .. 'group', id)
-  if not group then return false end
-  _, err = group_lib().settings(prefix, group)
-  if err then return nil, err end
-  return group
-end
-
--- The groups of many jobs (false for one without), each group's settings
--- checked once; false for a queue without groups, or nil and an error.
-local function jobs_groups(prefix, ids)
-  local open, err = groups_open(prefix)
-  if err then return nil, err end
-  if not open then return false end
-  local groups, checked = {}, {}
-  for i, id in ipairs(ids) do
-    local group = redis.call('HGET', prefix .. 'group', id)
-    groups[i] = group or false
-    if group and not checked[group] then
-      _, err = group_lib().settings(prefix, group)
-      if err then return nil, err end
-      checked[group] = true
-    end
-  end
-  return groups
+  return G
 end
