@@ -26,7 +26,7 @@ CLAIM_KEYS = ["pending", "active", "config", "rate", "policy", "events", "header
 
 
 def pipelined(r, calls):
-    """Send `calls` (lists of words) in one write; read every reply, the errors as errors."""
+    """Send `calls` (lists of words) in one write; every reply, the errors as errors."""
     out = []
     for words in calls:
         out.append(b"*%d\r\n" % len(words))
@@ -34,8 +34,7 @@ def pipelined(r, calls):
             word = word if isinstance(word, bytes) else str(word).encode()
             out.append(b"$%d\r\n%s\r\n" % (len(word), word))
     r.sock.sendall(b"".join(out))
-    for _ in calls:
-        r.read()
+    return [r.read() for _ in calls]
 
 
 def commandstats(r):

@@ -90,17 +90,6 @@ def ack(queue, via, sha, job, token):
     return ["EMQ.ACK", 7, *keys(queue, ["job", *ACK], job), job, token]
 
 
-def pipelined_replies(r, calls):
-    out = []
-    for words in calls:
-        out.append(b"*%d\r\n" % len(words))
-        for word in words:
-            word = word if isinstance(word, bytes) else str(word).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(word), word))
-    r.sock.sendall(b"".join(out))
-    return [r.read() for _ in calls]
-
-
 def main():
     module, build = os.path.abspath(sys.argv[1]), sys.argv[2]
     server, r = start_server("--loadmodule", module, wait=30)
@@ -144,9 +133,9 @@ def jobs_per_second(r, queue, via, sha):
     import time
     began = time.perf_counter()
     for _ in range(CLAIMS):
-        [reply] = pipelined_replies(r, [claim(queue, via, sha)])
+        [reply] = pipelined(r, [claim(queue, via, sha)])
         job = reply[0]
-        pipelined_replies(r, [ack(queue, via, sha, job[0].decode(), job[1])])
+        pipelined(r, [ack(queue, via, sha, job[0].decode(), job[1])])
     return CLAIMS / (time.perf_counter() - began)
 
 
@@ -158,9 +147,9 @@ def time_claims(r, queue, via, sha):
     claim_usec = 0.0
     for _ in range(CLAIMS):
         if held:
-            pipelined_replies(r, [ack(queue, via, sha, *held)])
+            pipelined(r, [ack(queue, via, sha, *held)])
         before = commandstats(r).get(stat, (0, 0.0))
-        [reply] = pipelined_replies(r, [claim(queue, via, sha)])
+        [reply] = pipelined(r, [claim(queue, via, sha)])
         after = commandstats(r).get(stat, (0, 0.0))
         claim_usec += after[1] - before[1]
         job = reply[0]
