@@ -421,3 +421,37 @@ async def test_python_grouped_jobs_are_run_by_emq_work_within_their_cap(
         info = await queue.group(name)
         assert (info.pending, info.running) == (0, 0), info
     assert await queue.connection.redis.exists(queue.keyspace.key("gactive:serial")) == 0
+
+
+async def test_emq_grouped_jobs_are_run_by_a_python_worker_within_their_cap(
+        queue: echomq.Queue, server: RedisServer, kind: str) -> None:
+    """Fair groups the other way: ``emq limit --group`` caps a group at 1
+    and ``emq enqueue --group`` fills it; a Python worker at concurrency 4
+    runs its jobs one at a time, in order, and ``emq groups`` lists it
+    empty after."""
+    emq(server, kind, "limit", queue.name, "--group", "serial", "--cap", "1")
+    ids = [emq(server, kind, "enqueue", queue.name, f"s{i}", "--group", "serial").stdout.decode().strip()
+           for i in range(4)]
+    running: list[str] = []
+    overlaps: list[int] = []
+
+    async def handle(job: echomq.Job) -> Any:
+        running.append(job.id)
+        overlaps.append(len(running))
+        await asyncio.sleep(0.05)
+        running.remove(job.id)
+        return job.payload.decode()
+
+    worker = echomq.Worker(queue, handle, concurrency=4)
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    try:
+        done = [await queue.wait(job_id, timeout=60) for job_id in ids]
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 60)
+    assert [info.state for info in done] == ["done"] * 4
+    assert max(overlaps) == 1, "a group capped at 1 by emq ran more than one at once"
+    listed = emq(server, kind, "groups", queue.name).stdout.decode()
+    assert "serial" in listed, listed
+    info = await queue.group("serial")
+    assert (info.pending, info.running, info.cap) == (0, 0, 1), info
