@@ -166,29 +166,8 @@ impl Transition for Config {
         if let Some(paused) = self.paused {
             args.extend([b"PAUSED".to_vec(), decimal(u8::from(paused))]);
         }
-        // A limit of 0 would remove it on the wire: said as Unlimited here.
-        let at_least_one = |name: &str, n: u64| match n {
-            0 => Err(Error::new(ErrorKind::Argument, format!("{name} 0: Unlimited removes the limit"))),
-            n => Ok(n),
-        };
-        match self.concurrency {
-            Some(Limit::Unlimited) => args.extend([b"CONCURRENCY".to_vec(), b"0".to_vec()]),
-            Some(Limit::To(n)) => args.extend([
-                b"CONCURRENCY".to_vec(),
-                decimal(checked("CONCURRENCY", at_least_one("CONCURRENCY", n)?, limits::CONCURRENCY)?),
-            ]),
-            None => {}
-        }
-        match self.rate {
-            Some(Limit::Unlimited) => args.extend([b"RATE".to_vec(), b"0".to_vec()]),
-            Some(Limit::To(Rate { claims, per })) => args.extend([
-                b"RATE".to_vec(),
-                decimal(checked("RATE", at_least_one("RATE", claims)?, limits::RATE)?),
-                b"PER".to_vec(),
-                decimal(millis("PER", per, limits::RATE_PERIOD_MS)?),
-            ]),
-            None => {}
-        }
+        args.extend(limit_args("CONCURRENCY", self.concurrency, limits::CONCURRENCY)?);
+        args.extend(rate_args(self.rate)?);
         let kept = [("DONE", self.keep_done), ("DEAD", self.keep_dead), ("CANCELLED", self.keep_cancelled)];
         for (state, keep) in kept {
             let Some(Retention { age, count }) = keep else { continue };
@@ -197,14 +176,11 @@ impl Transition for Config {
             let count = checked(&count_name, count.unwrap_or(0), limits::KEEP_COUNT)?;
             args.extend([age_name.into_bytes(), decimal(age), count_name.into_bytes(), decimal(count)]);
         }
-        match self.events {
-            Some(EventLog::Off) => args.extend([b"EVENTS".to_vec(), b"0".to_vec()]),
-            Some(EventLog::Keep(n)) => args.extend([
-                b"EVENTS".to_vec(),
-                decimal(checked("EVENTS", at_least_one("EVENTS", n)?, limits::EVENTS)?),
-            ]),
-            None => {}
-        }
+        let events = self.events.map(|events| match events {
+            EventLog::Off => Limit::Unlimited,
+            EventLog::Keep(n) => Limit::To(n),
+        });
+        args.extend(limit_args("EVENTS", events, limits::EVENTS)?);
         Ok(args)
     }
 
@@ -245,5 +221,43 @@ impl Transition for Config {
     #[cfg(test)]
     fn edges() -> Vec<Self> {
         super::edges::configs()
+    }
+}
+
+/// `NAME n` for a limit (`NAME 0` for [`Limit::Unlimited`], which removes
+/// it on the wire), nothing for `None`: CONFIG's and GROUP's. A limit of 0
+/// is refused: it is said as `Unlimited`.
+pub(super) fn limit_args(
+    name: &str,
+    limit: Option<Limit<u64>>,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Vec<Vec<u8>>> {
+    Ok(match limit {
+        None => Vec::new(),
+        Some(Limit::Unlimited) => vec![name.as_bytes().to_vec(), b"0".to_vec()],
+        Some(Limit::To(n)) => vec![name.as_bytes().to_vec(), decimal(checked(name, at_least_one(name, n)?, range)?)],
+    })
+}
+
+/// `RATE n PER ms` for a rate (`RATE 0` removes it), nothing for `None`:
+/// CONFIG's and GROUP's.
+pub(super) fn rate_args(rate: Option<Limit<Rate>>) -> Result<Vec<Vec<u8>>> {
+    Ok(match rate {
+        None => Vec::new(),
+        Some(Limit::Unlimited) => vec![b"RATE".to_vec(), b"0".to_vec()],
+        Some(Limit::To(Rate { claims, per })) => vec![
+            b"RATE".to_vec(),
+            decimal(checked("RATE", at_least_one("RATE", claims)?, limits::RATE)?),
+            b"PER".to_vec(),
+            decimal(millis("PER", per, limits::RATE_PERIOD_MS)?),
+        ],
+    })
+}
+
+/// A limit of 0 would remove it on the wire: said as `Unlimited` here.
+fn at_least_one(name: &str, n: u64) -> Result<u64> {
+    match n {
+        0 => Err(Error::new(ErrorKind::Argument, format!("{name} 0: Unlimited removes the limit"))),
+        n => Ok(n),
     }
 }

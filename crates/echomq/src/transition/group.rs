@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use echomq_core::{limits, Name, Reply};
 
-use super::argument::{checked, decimal, millis};
-use super::config::{Limit, Rate};
+use super::argument::{checked, decimal};
+use super::config::{limit_args, rate_args, Limit, Rate};
 use super::reply::{array_reply, bytes_reply, count_reply, unexpected};
 use super::Transition;
 use crate::{Error, ErrorKind, Result};
@@ -138,34 +138,12 @@ impl Transition for Group {
     fn args(&self) -> Result<Vec<Vec<u8>>> {
         group_name(&self.group)?;
         let mut args = vec![self.group.as_bytes().to_vec()];
-        let at_least_one = |name: &str, n: u64| match n {
-            0 => Err(Error::new(ErrorKind::Argument, format!("{name} 0: Unlimited removes the limit"))),
-            n => Ok(n),
-        };
         if let Some(weight) = self.weight {
-            args.extend([b"WEIGHT".to_vec(), decimal(checked("WEIGHT", weight, 1..=1000)?)]);
+            args.extend([b"WEIGHT".to_vec(), decimal(checked("WEIGHT", weight, limits::GROUP_WEIGHT)?)]);
         }
-        for (name, limit, range) in
-            [("CAP", self.cap, limits::CONCURRENCY), ("MAX", self.max, limits::KEEP_COUNT)]
-        {
-            match limit {
-                Some(Limit::Unlimited) => args.extend([name.as_bytes().to_vec(), b"0".to_vec()]),
-                Some(Limit::To(n)) => {
-                    args.extend([name.as_bytes().to_vec(), decimal(checked(name, at_least_one(name, n)?, range)?)])
-                }
-                None => {}
-            }
-        }
-        match self.rate {
-            Some(Limit::Unlimited) => args.extend([b"RATE".to_vec(), b"0".to_vec()]),
-            Some(Limit::To(Rate { claims, per })) => args.extend([
-                b"RATE".to_vec(),
-                decimal(checked("RATE", at_least_one("RATE", claims)?, limits::RATE)?),
-                b"PER".to_vec(),
-                decimal(millis("PER", per, limits::RATE_PERIOD_MS)?),
-            ]),
-            None => {}
-        }
+        args.extend(limit_args("CAP", self.cap, limits::CONCURRENCY)?);
+        args.extend(limit_args("MAX", self.max, limits::KEEP_COUNT)?);
+        args.extend(rate_args(self.rate)?);
         if let Some(paused) = self.paused {
             args.extend([b"PAUSED".to_vec(), decimal(u8::from(paused))]);
         }
