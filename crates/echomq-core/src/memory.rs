@@ -269,6 +269,12 @@ impl Store for Memory {
             .unwrap_or_default()
     }
 
+    fn zhead_scored(&mut self, key: &[u8], count: usize) -> Vec<(Vec<u8>, f64)> {
+        self.zset(key)
+            .map(|zset| zset.order.iter().take(count).map(|(s, m)| (m.to_vec(), s.0)).collect())
+            .unwrap_or_default()
+    }
+
     fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64> {
         self.zset(key).and_then(|zset| zset.order.iter().map(|(s, _)| s.0).find(|score| *score > min))
     }

@@ -95,6 +95,12 @@ pub trait Store {
     fn zscore(&mut self, key: &[u8], member: &[u8]) -> Option<f64>;
     /// The first `count` members in (score, member) order.
     fn zhead(&mut self, key: &[u8], count: usize) -> Vec<Vec<u8>>;
+    /// The first `count` members in (score, member) order, each with its
+    /// score (`ZRANGE key 0 count-1 WITHSCORES`).
+    fn zhead_scored(&mut self, key: &[u8], count: usize) -> Vec<(Vec<u8>, f64)> {
+        let head = self.zhead(key, count);
+        head.into_iter().filter_map(|member| Some((member.clone(), self.zscore(key, &member)?))).collect()
+    }
     /// The lowest score above `min` (`min` itself excluded).
     fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64>;
     /// Up to `limit` members with score ≤ `max`, in (score, member) order.

@@ -232,9 +232,14 @@ impl std::fmt::Display for Name {
 
 /// `key` must hold `want` or nothing.
 fn need<S: Store>(store: &mut S, key: &[u8], want: KeyType) -> Result<(), Refusal> {
+    found(store, key, want).map(|_| ())
+}
+
+/// [`need`], answering whether the key exists.
+fn found<S: Store>(store: &mut S, key: &[u8], want: KeyType) -> Result<bool, Refusal> {
     match store.key_type(key) {
-        KeyType::None => Ok(()),
-        found if found == want => Ok(()),
+        KeyType::None => Ok(false),
+        found if found == want => Ok(true),
         found => Err(Refusal::new(
             Code::Type,
             format!("{} holds a {}, not a {}", lossy(key), found.name(), want.name()),

@@ -345,6 +345,15 @@ impl Store for RedisStore {
         self.zupto(key, f64::INFINITY, count)
     }
 
+    fn zhead_scored(&mut self, key: &[u8], count: usize) -> Vec<(Vec<u8>, f64)> {
+        match self.read(key) {
+            Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => {
+                open.zset_range_scored(f64::NEG_INFINITY, false, f64::INFINITY, count)
+            }
+            _ => Vec::new(),
+        }
+    }
+
     fn zfirst_above(&mut self, key: &[u8], min: f64) -> Option<f64> {
         match self.read(key) {
             Some(open) if open.kind() == raw::REDISMODULE_KEYTYPE_ZSET => {

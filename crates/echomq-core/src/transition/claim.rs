@@ -5,7 +5,7 @@
 use super::events::{emit, Events};
 use super::fair::Plan;
 use super::gate::{gate, spend, Gate, Logged};
-use super::grouping::{Grouping, UNGROUPED_MAX};
+use super::grouping::Grouping;
 use super::{attempts_of, need, number, read_records, remove, wake, wake_key, write_stamped, Stamped, Taken};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{CLAIM_COUNT, LEASE_MS};
@@ -148,7 +148,7 @@ impl<'a> Claim<'a> {
         }
         // Jobs left that the gate would let through: the next waiting claim
         // takes them (a chain, one claimer woken at a time).
-        if !claimed.is_empty() && gate.held.is_none() && more(store, pending, grouping.as_ref()) {
+        if !claimed.is_empty() && gate.held.is_none() && more(store, pending, plan.as_ref()) {
             wake(store, wakes);
         }
         // A group's rate that held back jobs says when it frees, as the queue's does.
@@ -230,13 +230,12 @@ pub(super) struct Opened<'k> {
 }
 
 /// Whether pending holds a job a claim could take now: any, for a queue
-/// without groups; else one of the default group, or a group ready.
-fn more<S: Store>(store: &mut S, pending: &[u8], grouping: Option<&Grouping<'_>>) -> bool {
-    match grouping {
+/// without groups; else, as the plan found, one of the default group, or a
+/// group ready.
+fn more<S: Store>(store: &mut S, pending: &[u8], plan: Option<&Plan>) -> bool {
+    match plan {
         None => store.zcard(pending) > 0,
-        Some(grouping) => {
-            store.zcard(&grouping.keys.ready()) > 0 || !store.zupto(pending, UNGROUPED_MAX, 1).is_empty()
-        }
+        Some(plan) => plan.more,
     }
 }
 

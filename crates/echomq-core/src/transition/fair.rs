@@ -14,7 +14,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::grouping::{Grouping, Load, Settings, Standing, UNGROUPED_MAX};
-use crate::store::Store;
+use super::need;
+use crate::store::{KeyType, Store};
 use crate::Refusal;
 
 use crate::limits::GROUP_WAKE as WAKE_LIMIT;
@@ -25,11 +26,12 @@ use crate::limits::GROUP_WAKE as WAKE_LIMIT;
 pub(crate) struct Looked {
     pub(crate) group: Vec<u8>,
     load: Load,
-    /// Its pending ids in order, as far as read.
+    /// The first of its pending ids the plan has not looked at, the next
+    /// last: one more than the claim's room was read, so that its count
+    /// tells whether more follow.
     queue: Vec<Vec<u8>>,
-    /// Ids of its set no longer in `<q>pending`, and whether the set was read.
+    /// Ids of its set no longer in `<q>pending`.
     stale: Vec<Vec<u8>>,
-    read: bool,
     pub(crate) taken: Vec<Vec<u8>>,
     tag: u64,
     /// Whether it was in `<q>ready` / `<q>gwait` when the plan read them.
@@ -47,10 +49,17 @@ pub(crate) struct Plan {
     default_tag: Option<u64>,
     vtime: Option<u64>,
     now: u64,
+    /// Whether a claim could take more once this one is written: the
+    /// default group has jobs left, or a group stands in `<q>ready`.
+    pub(crate) more: bool,
 }
 
 /// A candidate in the heap: least tag first, then the default group, then by name.
 type Candidate = Reverse<(u64, bool, Vec<u8>, usize)>;
+
+/// A group a claim looks at: its name, its score in `<q>ready` when it is
+/// there, and whether it is in `<q>gwait`.
+type Named = (Vec<u8>, Option<u64>, bool);
 
 impl Plan {
     /// Plan a claim of up to `room` jobs of the queue at `now` (read only).
@@ -65,48 +74,43 @@ impl Plan {
         ending: Option<&[u8]>,
     ) -> Result<Plan, Refusal> {
         let mut plan = Plan { now, ..Plan::default() };
-        let vtime = grouping.tag(store, b"vtime")?;
+        let (vtime, default_tag) = grouping.clock(store)?;
+        let window = room as usize + 1;
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
         // The default group: the head of pending below the grouped jobs.
-        let mut default =
-            if room == 0 { Vec::new() } else { store.zupto(pending, UNGROUPED_MAX, room as usize) };
+        let mut default = if room == 0 { Vec::new() } else { store.zupto(pending, UNGROUPED_MAX, window) };
+        plan.more = default.len() == window;
+        default.truncate(room as usize);
         default.reverse();
-        let default_tag = grouping.tag(store, b"tag:")?.max(vtime);
+        let default_tag = default_tag.max(vtime);
         if !default.is_empty() {
             heap.push(Reverse((default_tag, false, Vec::new(), usize::MAX)));
         }
-        for (group, in_ready) in candidates(store, grouping, room, now, ending) {
-            let settings = grouping.settings(store, &group)?;
-            let mut load = grouping.load(store, &group, settings, now);
+        for (group, in_ready, was_waiting) in candidates(store, grouping, room, now, ending, &mut plan.more)?
+        {
+            let (settings, own) = grouping.claim_fields(store, &group)?;
+            let keys = grouping.keys;
+            // A paused group stands so whatever it holds.
+            let mut queue =
+                if settings.paused { Vec::new() } else { store.zhead(&keys.pending(&group), window) };
+            let mut running = if settings.cap.is_some() { store.zcard(&keys.active(&group)) } else { 0 };
             if ending == Some(group.as_slice()) {
-                load.running = load.running.saturating_sub(1);
+                running = running.saturating_sub(1);
             }
+            let load = grouping.load_counted(store, &group, settings, now, (queue.len() as u64, running));
+            queue.reverse();
             // A group in the index starts at its score there; one entering
             // it at its own next tag or the virtual time, whichever is later.
-            let tag = match in_ready {
-                Some(tag) => tag,
-                None => grouping.tag(store, &[b"tag:", group.as_slice()].concat())?.max(vtime),
-            };
-            let was_waiting = in_ready.is_none() && store.zscore(&grouping.keys.wait(), &group).is_some();
+            let tag = in_ready.unwrap_or(own.max(vtime));
             let at = plan.looked.len();
             if load.standing() == Standing::Ready {
                 heap.push(Reverse((tag, true, group.clone(), at)));
             }
-            let (queue, stale, taken) = (Vec::new(), Vec::new(), Vec::new());
             let was_ready = in_ready.is_some();
-            plan.looked.push(Looked {
-                group,
-                load,
-                queue,
-                stale,
-                read: false,
-                taken,
-                tag,
-                was_ready,
-                was_waiting,
-            });
+            let (stale, taken) = (Vec::new(), Vec::new());
+            plan.looked.push(Looked { group, load, queue, stale, taken, tag, was_ready, was_waiting });
         }
-        plan.serve(store, grouping, (pending, room), heap, default)?;
+        plan.serve(store, grouping, (pending, room), heap, default);
         Ok(plan)
     }
 
@@ -120,7 +124,7 @@ impl Plan {
         (pending, room): (&[u8], u64),
         mut heap: BinaryHeap<Candidate>,
         mut default: Vec<Vec<u8>>,
-    ) -> Result<(), Refusal> {
+    ) {
         while (self.ids.len() as u64) < room {
             let Some(Reverse((tag, grouped, _, at))) = heap.pop() else { break };
             if !grouped {
@@ -135,11 +139,8 @@ impl Plan {
                 continue;
             }
             let looked = &mut self.looked[at];
-            let Some(id) = looked.next(store, grouping, pending, room)? else {
-                // Its set held fewer than it counted: nothing more pending.
-                looked.load.pending = 0;
-                continue;
-            };
+            // None: what it read of its set was passed over, all of it.
+            let Some(id) = looked.next(store, grouping, pending) else { continue };
             self.vtime = Some(tag);
             looked.tag = tag + looked.load.settings.step();
             looked.load.pending -= 1;
@@ -151,7 +152,8 @@ impl Plan {
                 heap.push(Reverse((looked.tag, true, looked.group.clone(), at)));
             }
         }
-        Ok(())
+        self.more |=
+            !default.is_empty() || self.looked.iter().any(|looked| looked.load.standing() == Standing::Ready);
     }
 
     /// The ids the plan takes, in order.
@@ -182,6 +184,7 @@ impl Plan {
                 Some((&member[..colon], (member.as_slice(), *at)))
             })
             .collect();
+        let mut tags: Vec<(Vec<u8>, String)> = Vec::new();
         for looked in &self.looked {
             let group = looked.group.as_slice();
             let pending = keys.pending(group);
@@ -206,26 +209,29 @@ impl Plan {
                         super::gate::log_claim(store, &log, edge, member, at.max(self.now));
                     }
                 }
-                let field = [b"tag:", group].concat();
-                store.hset(&settings_key, &[(&field, looked.tag.to_string().as_bytes())]);
+                tags.push(([b"tag:", group].concat(), looked.tag.to_string()));
             }
             self.place(store, grouping, looked);
         }
+        // The tags moved on and the virtual time, in one write.
         if let Some(tag) = self.default_tag {
-            store.hset(&settings_key, &[(b"tag:", tag.to_string().as_bytes())]);
+            tags.push((b"tag:".to_vec(), tag.to_string()));
         }
         if let Some(vtime) = self.vtime {
-            store.hset(&settings_key, &[(b"vtime", vtime.to_string().as_bytes())]);
+            tags.push((b"vtime".to_vec(), vtime.to_string()));
+        }
+        if !tags.is_empty() {
+            let fields: Vec<(&[u8], &[u8])> =
+                tags.iter().map(|(field, tag)| (field.as_slice(), tag.as_bytes())).collect();
+            store.hset(&settings_key, &fields);
         }
     }
 
     /// When a claim took fewer jobs than the gate let it: ms until the
     /// first group held by its rate frees (at least 1), if one is.
     pub(crate) fn group_held<S: Store>(&self, store: &mut S, grouping: &Grouping<'_>) -> Option<i64> {
-        let wait = grouping.keys.wait();
-        let first = store.zhead(&wait, 1).pop()?;
-        let frees = store.zscore(&wait, &first)? as u64;
-        Some(frees.saturating_sub(self.now).max(1) as i64)
+        let (_, frees) = store.zhead_scored(&grouping.keys.wait(), 1).pop()?;
+        Some((frees as u64).saturating_sub(self.now).max(1) as i64)
     }
 
     /// A looked-at group to where it stands after the claim.
@@ -262,60 +268,54 @@ impl Plan {
 }
 
 impl Looked {
-    /// The group's next pending id, reading its set on first use; an id
-    /// no longer in `<q>pending` (a speaker before 1.7 took or removed it)
-    /// is passed over.
-    fn next<S: Store>(
-        &mut self,
-        store: &mut S,
-        grouping: &Grouping<'_>,
-        pending: &[u8],
-        room: u64,
-    ) -> Result<Option<Vec<u8>>, Refusal> {
-        if !self.read {
-            self.read = true;
-            let key = grouping.keys.pending(&self.group);
-            let (mut queue, stale): (Vec<_>, Vec<_>) = store
-                .zhead(&key, room as usize)
-                .into_iter()
-                .partition(|id| store.zscore(pending, id).is_some());
-            self.stale = stale;
-            self.load.pending = self.load.pending.saturating_sub(self.stale.len() as u64);
-            queue.reverse();
-            self.queue = queue;
+    /// The group's next pending id; an id no longer in `<q>pending` (a
+    /// speaker before 1.7 took or removed it) is passed over, and the
+    /// group's pending jobs are counted anew.
+    fn next<S: Store>(&mut self, store: &mut S, grouping: &Grouping<'_>, pending: &[u8]) -> Option<Vec<u8>> {
+        while let Some(id) = self.queue.pop() {
+            if store.zscore(pending, &id).is_some() {
+                return Some(id);
+            }
+            self.stale.push(id);
+            let held = store.zcard(&grouping.keys.pending(&self.group));
+            self.load.pending = held.saturating_sub((self.stale.len() + self.taken.len()) as u64);
         }
-        Ok(self.queue.pop())
+        None
     }
 }
 
-/// The groups a claim looks at, each with its score in `<q>ready` when it
-/// is there: the first `room` of the index, those of `<q>gwait` whose
-/// window freed (at most [`WAKE_LIMIT`]), and the group `ending` (ACKNEXT's
-/// acked job's). With no room, only the ending group, to put it where it
-/// stands.
+/// The groups a claim looks at (see [`Named`]): the first `room` of the
+/// index, those of `<q>gwait` whose window freed (at most [`WAKE_LIMIT`]),
+/// and the group `ending` (ACKNEXT's acked job's). With no room, only the
+/// ending group, to put it where it stands. `more` is set when the index
+/// holds groups past those.
 fn candidates<S: Store>(
     store: &mut S,
     grouping: &Grouping<'_>,
     room: u64,
     now: u64,
     ending: Option<&[u8]>,
-) -> Vec<(Vec<u8>, Option<u64>)> {
-    let ready = grouping.keys.ready();
-    let mut names: Vec<(Vec<u8>, Option<u64>)> = Vec::new();
+    more: &mut bool,
+) -> Result<Vec<Named>, Refusal> {
+    let (ready, wait) = (grouping.keys.ready(), grouping.keys.wait());
+    need(store, &ready, KeyType::Zset)?;
+    need(store, &wait, KeyType::Zset)?;
+    let mut names: Vec<Named> = Vec::new();
     if room > 0 {
-        for group in store.zhead(&ready, room as usize) {
-            let tag = store.zscore(&ready, &group).map(|tag| tag.max(0.0) as u64);
-            names.push((group, tag));
-        }
-        for group in store.zupto(&grouping.keys.wait(), now as f64, WAKE_LIMIT) {
-            if !names.iter().any(|(name, _)| *name == group) {
-                names.push((group, None));
+        let mut head = store.zhead_scored(&ready, room as usize + 1);
+        *more |= head.len() as u64 > room;
+        head.truncate(room as usize);
+        names.extend(head.into_iter().map(|(group, tag)| (group, Some(tag.max(0.0) as u64), false)));
+        for group in store.zupto(&wait, now as f64, WAKE_LIMIT) {
+            if !names.iter().any(|(name, ..)| *name == group) {
+                names.push((group, None, true));
             }
         }
     }
-    if let Some(group) = ending.filter(|group| !names.iter().any(|(name, _)| name == group)) {
+    if let Some(group) = ending.filter(|group| !names.iter().any(|(name, ..)| name == group)) {
         let tag = store.zscore(&ready, group).map(|tag| tag.max(0.0) as u64);
-        names.push((group.to_vec(), tag));
+        let waiting = tag.is_none() && store.zscore(&wait, group).is_some();
+        names.push((group.to_vec(), tag, waiting));
     }
-    names
+    Ok(names)
 }

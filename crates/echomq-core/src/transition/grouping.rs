@@ -26,7 +26,7 @@
 //! skipped in place: it comes back when a lease of its ends, its window
 //! frees (a claim moves it from `<q>gwait`) or it is resumed.
 
-use super::need;
+use super::{found, need};
 use crate::limits::{GROUPED_SCORE, GROUP_WEIGHT, MAX_GROUP, PRIORITY, SWEEP_LIMIT, TAG_UNIT};
 use crate::parse::{lossy, malformed, stored};
 use crate::store::{KeyType, Store};
@@ -255,18 +255,23 @@ pub(crate) struct Grouping<'p> {
 }
 
 impl<'p> Grouping<'p> {
-    /// The queue's groups when it has grouped jobs (`<q>group` exists), the
-    /// fixed keys' types checked (`EMQTYPE`): `None` costs one lookup.
+    /// The queue's groups when it has grouped jobs (`<q>group` exists, a
+    /// hash: `EMQTYPE` otherwise): `None` costs one lookup. The caller
+    /// checks the other keys it touches.
     pub(crate) fn open<S: Store>(store: &mut S, prefix: &'p [u8]) -> Result<Option<Grouping<'p>>, Refusal> {
         let grouping = Grouping { keys: GroupKeys { prefix } };
-        let membership = grouping.keys.membership();
-        match store.key_type(&membership) {
-            KeyType::None => Ok(None),
-            _ => {
-                grouping.check(store)?;
-                Ok(Some(grouping))
-            }
-        }
+        Ok(found(store, &grouping.keys.membership(), KeyType::Hash)?.then_some(grouping))
+    }
+
+    /// [`open`](Grouping::open), and the fixed keys every placing of a
+    /// group touches checked.
+    pub(crate) fn open_checked<S: Store>(
+        store: &mut S,
+        prefix: &'p [u8],
+    ) -> Result<Option<Grouping<'p>>, Refusal> {
+        let Some(grouping) = Grouping::open(store, prefix)? else { return Ok(None) };
+        grouping.check(store)?;
+        Ok(Some(grouping))
     }
 
     /// The groups of a queue, whether or not it has grouped jobs yet.
@@ -311,7 +316,43 @@ impl<'p> Grouping<'p> {
     /// A tag field of `<q>groups` (`vtime`, `tag:<g>`): 0 when absent.
     pub(crate) fn tag<S: Store>(&self, store: &mut S, field: &[u8]) -> Result<u64, Refusal> {
         let key = self.keys.settings();
-        Ok(stored(store.hget(&key, field).as_deref(), &key, field)?.map_or(0, |tag| tag.max(0) as u64))
+        tag_of(store.hget(&key, field).as_deref(), &key, field)
+    }
+
+    /// The virtual time and the default group's next tag, in one read
+    /// (`<q>groups`' type checked first).
+    pub(crate) fn clock<S: Store>(&self, store: &mut S) -> Result<(u64, u64), Refusal> {
+        let key = self.keys.settings();
+        need(store, &key, KeyType::Hash)?;
+        let [vtime, default] =
+            <[_; 2]>::try_from(store.hmget(&key, &[b"vtime", b"tag:"])).unwrap_or_default();
+        Ok((tag_of(vtime.as_deref(), &key, b"vtime")?, tag_of(default.as_deref(), &key, b"tag:")?))
+    }
+
+    /// What a claim reads of `group` in one read of `<q>groups` (whose
+    /// type [`clock`](Grouping::clock) checked): its settings, then the
+    /// types of the keys the claim touches (its pending set, its leases,
+    /// and its rate log when it has a rate), then its own next tag.
+    pub(crate) fn claim_fields<S: Store>(
+        &self,
+        store: &mut S,
+        group: &[u8],
+    ) -> Result<(Settings, u64), Refusal> {
+        let key = self.keys.settings();
+        let (set, tag) = ([b"set:", group].concat(), [b"tag:", group].concat());
+        let [text, own] = <[_; 2]>::try_from(store.hmget(&key, &[&set, &tag])).unwrap_or_default();
+        let settings = match text {
+            None => Settings::default(),
+            Some(text) => {
+                Settings::parse(&text).ok_or_else(|| malformed(&key, &set, "a group's settings"))?
+            }
+        };
+        need(store, &self.keys.pending(group), KeyType::Zset)?;
+        need(store, &self.keys.active(group), KeyType::Zset)?;
+        if settings.rate.is_some() {
+            need(store, &self.keys.rate(group), KeyType::Zset)?;
+        }
+        Ok((settings, tag_of(own.as_deref(), &key, &tag)?))
     }
 
     /// What `group` holds now (its settings read before), at `now` when it
@@ -319,6 +360,18 @@ impl<'p> Grouping<'p> {
     pub(crate) fn load<S: Store>(&self, store: &mut S, group: &[u8], settings: Settings, now: u64) -> Load {
         let pending = store.zcard(&self.keys.pending(group));
         let running = store.zcard(&self.keys.active(group));
+        self.load_counted(store, group, settings, now, (pending, running))
+    }
+
+    /// [`load`](Grouping::load) with its pending and running counts known.
+    pub(crate) fn load_counted<S: Store>(
+        &self,
+        store: &mut S,
+        group: &[u8],
+        settings: Settings,
+        now: u64,
+        (pending, running): (u64, u64),
+    ) -> Load {
         let mut load = Load { settings, pending, running, logged: 0, expired: Vec::new(), frees: None };
         if let Some((_, per)) = settings.rate {
             let log = self.keys.rate(group);
@@ -432,6 +485,11 @@ impl<'p> Grouping<'p> {
     }
 }
 
+/// A tag as `<q>groups` keeps it: 0 when absent, `EMQDATA` when no integer.
+fn tag_of(value: Option<&[u8]>, key: &[u8], field: &[u8]) -> Result<u64, Refusal> {
+    Ok(stored(value, key, field)?.map_or(0, |tag| tag.max(0) as u64))
+}
+
 /// The names and settings text of GROUP's and GROUPS' replies: `[name,
 /// pending, running, standing, settings]`.
 pub(crate) fn row<S: Store>(
@@ -467,7 +525,7 @@ pub(crate) struct Grouped<'p> {
 impl<'p> Grouped<'p> {
     /// Read the group of the job `id` of the queue at `prefix`.
     pub(crate) fn read<S: Store>(store: &mut S, prefix: &'p [u8], id: &[u8]) -> Result<Grouped<'p>, Refusal> {
-        let Some(grouping) = Grouping::open(store, prefix)? else { return Ok(Grouped { of: None }) };
+        let Some(grouping) = Grouping::open_checked(store, prefix)? else { return Ok(Grouped { of: None }) };
         let Some(group) = grouping.group_of(store, id) else { return Ok(Grouped { of: None }) };
         grouping.settings(store, &group)?;
         Ok(Grouped { of: Some((grouping, group)) })
@@ -516,7 +574,7 @@ pub(crate) fn groups_of<'p, S: Store>(
     prefix: &'p [u8],
     ids: &[Vec<u8>],
 ) -> Result<Option<JobsGroups<'p>>, Refusal> {
-    let Some(grouping) = Grouping::open(store, prefix)? else { return Ok(None) };
+    let Some(grouping) = Grouping::open_checked(store, prefix)? else { return Ok(None) };
     let groups = grouping.groups_of(store, ids);
     let mut checked: Vec<&[u8]> = Vec::new();
     for group in groups.iter().flatten() {

@@ -3,9 +3,9 @@ up to `count` jobs as the gate lets through, each under a new lease. The
 order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/claim.rs).
 pending_head(pending, count) reads the head of pending where the call
-checks pending's type, before any other key's: its first `count` ids
-(head.ids) and whether more wait behind them (head.more), or nil and an
-error reply.
+checks pending's type, before any other key's: its first `count` ids of
+the default group (head.ids; every job of a queue without groups) and
+whether more wait behind them (head.more), or nil and an error reply.
 claim_jobs(k, prefix, lease, count, head) takes the keys by name, k.pending,
 k.active, k.config, k.rate, k.policy, and the optional k.events,
 k.headers and k.wake (false: not passed), and the head, which may carry
@@ -29,15 +29,17 @@ local function side_hash(key)
   return typed[key] == 'hash'
 end
 
--- One id more than asked for tells whether more wait. ZRANGE is also the
--- type check (read_error).
+-- One id more than asked for tells whether more wait. Only the jobs of the
+-- default group, scored at most UNGROUPED_MAX (every job of a queue without
+-- groups), are read: a claim takes grouped ones from their groups
+-- (includes/fair). ZRANGE is also the type check (read_error).
 local function pending_head(pending, count)
-  local ids = redis.pcall('ZRANGE', pending, 0, count)
+  local ids = redis.pcall('ZRANGE', pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, count + 1)
   local err = read_error(ids, pending, 'zset')
   if err then return nil, err end
   local more = #ids > count
   if more then ids[count + 1] = nil end
-  return {ids = ids, more = more}
+  return {pending = pending, ids = ids, more = more}
 end
 
 -- Each record's attempts must be an integer (EMQDATA), checked before
@@ -69,11 +71,11 @@ local function claim_jobs(k, prefix, lease, count, head)
   local claimed, logged, claims = {}, {}, {}
   local ids, records = {}, {}
   local grouped
-  grouped, err = grouping(prefix)
+  grouped, err = grouping(prefix, true)
   if err then return err end
   local plan = head.plan
   if grouped and not plan then
-    plan, err = fair_lib().plan(prefix, k.pending, room, log and log.now or now_ms(), false)
+    plan, err = fair_lib().plan(prefix, head, room, log and log.now or now_ms(), false)
     if err then return err end
   end
   if plan then
@@ -139,9 +141,9 @@ local function claim_jobs(k, prefix, lease, count, head)
   spend(k.rate, log, logged)
   if plan then
     fair_lib().write(prefix, plan, deadline, claims)
-    -- What a claim could take now: the default group's head, or a group ready.
-    left = redis.call('ZCARD', prefix .. 'ready') > 0
-      or #redis.call('ZRANGE', k.pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, 1) > 0
+    -- What a claim could take now, as the plan found: the default group's
+    -- head, or a group ready.
+    left = plan.more
   end
   -- Jobs left that the gate would let through: the next waiting claim
   -- takes them (a chain, one claimer woken at a time).
@@ -154,7 +156,7 @@ local function claim_jobs(k, prefix, lease, count, head)
       local wait = redis.call('ZRANGE', prefix .. 'gwait', 0, 0, 'WITHSCORES')
       if wait[1] then held = math.max(tonumber(wait[2]) - plan.now, 1) end
     end
-    left = held == -1 or redis.call('ZCARD', k.pending) > 0
+    if held then left = held == -1 or redis.call('ZCARD', k.pending) > 0 end
   end
   if held and left then claimed[#claimed + 1] = held end
   return claimed

@@ -3,7 +3,7 @@
 start-time fair queueing over the groups a claim may take from and the
 default group (the ungrouped jobs), planned on reads alone, then written
 once the claim's every check has passed.
-fair_lib().plan(prefix, pending, room, now, ending) returns the plan
+fair_lib().plan(prefix, head, room, now, ending) returns the plan
 (plan.ids: the ids in the order taken) or nil and an error reply;
 fair_lib().write(prefix, plan, deadline, logged) writes it after the
 claim's own writes, `logged` being each claim's {`<id>:<token>`, event ms
@@ -17,7 +17,8 @@ local fair_lib_made = nil
 local function fair_lib()
   if fair_lib_made then return fair_lib_made end
   local G = group_lib()
-  local group_tag, group_settings, group_load, standing = G.tag, G.settings, G.load, G.standing
+  local group_load_counted, standing, parse_settings = G.load_counted, G.standing, G.parse
+  local SETTINGS_DEFAULT = G.defaults
   local WAKE_LIMIT = GROUP_WAKE
 
   -- Byte order (Lua's `<` on strings follows the server's locale).
@@ -69,78 +70,142 @@ local function fair_lib()
     return top
   end
 
-  -- The looked-at group's next pending id, reading its set on first use; an
-  -- id no longer in <q>pending is passed over (and removed when written).
-  local function next_id(prefix, pending, looked, room)
-    if not looked.read then
-      looked.read = true
-      local ids = redis.call('ZRANGE', prefix .. 'gpending:' .. looked.group, 0, room - 1)
-      local queue, stale = {}, {}
-      for _, id in ipairs(ids) do
-        if redis.call('ZSCORE', pending, id) then queue[#queue + 1] = id else stale[#stale + 1] = id end
-      end
-      looked.stale = stale
-      looked.load.pending = math.max(looked.load.pending - #stale, 0)
-      looked.queue, looked.next = queue, 1
+  -- The looked-at group's next pending id; an id no longer in <q>pending is
+  -- passed over (and removed when written), and the group's pending jobs
+  -- are counted anew.
+  local function next_id(prefix, pending, looked)
+    while looked.next <= #looked.queue do
+      local id = looked.queue[looked.next]
+      looked.next = looked.next + 1
+      if redis.call('ZSCORE', pending, id) then return id end
+      looked.stale[#looked.stale + 1] = id
+      local held = redis.call('ZCARD', prefix .. 'gpending:' .. looked.group)
+      looked.load.pending = math.max(held - #looked.stale - #looked.taken, 0)
     end
-    local id = looked.queue[looked.next]
-    if id then looked.next = looked.next + 1 end
-    return id
+    return nil
   end
 
-  local function fair_plan(prefix, pending, room, now, ending)
-    local plan = {ids = {}, of = {}, looked = {}, now = now}
-    local vtime, err = group_tag(prefix, 'vtime')
+  -- A key a claim reads with redis.pcall when it reads it (read_error), or
+  -- checks the type of when it does not.
+  local function checked_read(key, want, ...)
+    if select('#', ...) == 0 then return nil, type_error(key, want) end
+    local reply = redis.pcall(...)
+    local err = read_error(reply, key, want)
     if err then return nil, err end
-    local heap = {}
-    local default = {}
-    if room > 0 then
-      default = redis.call('ZRANGE', pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, room)
+    return reply
+  end
+
+  -- What a claim reads of a group in one HMGET of <q>groups: its settings,
+  -- then the types of the keys the claim touches (its pending set, read: its
+  -- first `window` ids unless it is paused; its leases, counted when it has
+  -- a cap; its rate log with a rate), then its own next tag. Returns the
+  -- settings, the tag, the ids and the running count, or nil and an error.
+  local function claim_fields(prefix, group, window)
+    local groups, set, tag = prefix .. 'groups', 'set:' .. group, 'tag:' .. group
+    local fields = redis.call('HMGET', groups, set, tag)
+    local s = SETTINGS_DEFAULT
+    if fields[1] then
+      s = parse_settings(fields[1])
+      if not s then return nil, malformed(groups, set, "a group's settings") end
     end
-    local default_tag
-    default_tag, err = group_tag(prefix, 'tag:')
+    local gpending, gactive = prefix .. 'gpending:' .. group, prefix .. 'gactive:' .. group
+    local ids, running, err = {}, 0, nil
+    if s.paused then
+      err = type_error(gpending, 'zset')
+    else
+      ids, err = checked_read(gpending, 'zset', 'ZRANGE', gpending, 0, window - 1)
+    end
     if err then return nil, err end
-    default_tag = math.max(default_tag, vtime)
-    local next_default = 1
-    if #default > 0 then heap_push(heap, {default_tag, 0, '', 0}) end
+    if s.cap then
+      running, err = checked_read(gactive, 'zset', 'ZCARD', gactive)
+    else
+      err = type_error(gactive, 'zset')
+    end
+    err = err or (s.rate and type_error(prefix .. 'grate:' .. group, 'zset'))
+    if err then return nil, err end
+    local own
+    own, err = stored(fields[2], groups, tag)
+    if err then return nil, err end
+    return {s = s, tag = math.max(own or 0, 0), ids = ids, running = running}
+  end
+
+  -- The groups a claim looks at, each {name, its score in <q>ready or
+  -- false, whether it is in <q>gwait}: the first `room` of the index, those
+  -- of <q>gwait whose window freed (at most GROUP_WAKE), and the group
+  -- `ending` (ACKNEXT's acked job's); with no room, only the ending group.
+  -- Also whether the index holds groups past those, or nil and an error.
+  local function candidates(prefix, room, now, ending)
     local ready, wait = prefix .. 'ready', prefix .. 'gwait'
-    local names, listed = {}, {}
+    local names, listed, more = {}, {}, false
+    local head, due, err
     if room > 0 then
-      local head = redis.call('ZRANGE', ready, 0, room - 1, 'WITHSCORES')
-      for i = 1, #head, 2 do
-        names[#names + 1] = {head[i], math.max(tonumber(head[i + 1]), 0)}
+      head, err = checked_read(ready, 'zset', 'ZRANGE', ready, 0, room, 'WITHSCORES')
+      if err then return nil, nil, err end
+      due, err = checked_read(wait, 'zset', 'ZRANGE', wait, '-inf', now, 'BYSCORE', 'LIMIT', 0, WAKE_LIMIT)
+      if err then return nil, nil, err end
+      more = #head > 2 * room
+      for i = 1, math.min(#head, 2 * room), 2 do
+        names[#names + 1] = {head[i], math.max(tonumber(head[i + 1]), 0), false}
         listed[head[i]] = true
       end
-      for _, group in ipairs(redis.call('ZRANGE', wait, '-inf', now, 'BYSCORE', 'LIMIT', 0, WAKE_LIMIT)) do
+      for _, group in ipairs(due) do
         if not listed[group] then
-          names[#names + 1] = {group, false}
+          names[#names + 1] = {group, false, true}
           listed[group] = true
         end
       end
+    else
+      err = type_error(ready, 'zset') or type_error(wait, 'zset')
+      if err then return nil, nil, err end
     end
     if ending and not listed[ending] then
       local score = redis.call('ZSCORE', ready, ending)
-      names[#names + 1] = {ending, score and math.max(tonumber(score), 0) or false}
+      local tag = score and math.max(tonumber(score), 0) or false
+      names[#names + 1] = {ending, tag, not tag and redis.call('ZSCORE', wait, ending) ~= false}
     end
+    return names, more
+  end
+
+  local function fair_plan(prefix, head, room, now, ending)
+    local pending = head.pending
+    local plan = {ids = {}, of = {}, looked = {}, now = now}
+    local groups = prefix .. 'groups'
+    local clock, err = checked_read(groups, 'hash', 'HMGET', groups, 'vtime', 'tag:')
+    if err then return nil, err end
+    local vtime, default_tag
+    vtime, err = stored(clock[1], groups, 'vtime')
+    if err then return nil, err end
+    default_tag, err = stored(clock[2], groups, 'tag:')
+    if err then return nil, err end
+    vtime, default_tag = math.max(vtime or 0, 0), math.max(default_tag or 0, 0)
+    local heap = {}
+    -- The default group: the head of pending below the grouped jobs, as
+    -- pending_head read it (at least room + 1 ids, when there are).
+    local default = {}
+    for i = 1, math.min(room, #head.ids) do default[i] = head.ids[i] end
+    plan.more = room > 0 and (#head.ids > room or head.more)
+    default_tag = math.max(default_tag, vtime)
+    local next_default = 1
+    if #default > 0 then heap_push(heap, {default_tag, 0, '', 0}) end
+    local names, more
+    names, more, err = candidates(prefix, room, now, ending)
+    if err then return nil, err end
+    plan.more = plan.more or more
     for _, named in ipairs(names) do
       local group, in_ready = named[1], named[2]
-      local s
-      s, err = group_settings(prefix, group)
+      local f
+      f, err = claim_fields(prefix, group, room + 1)
       if err then return nil, err end
-      local load = group_load(prefix, group, s, now)
-      if group == ending then load.running = math.max(load.running - 1, 0) end
+      local running = f.running
+      if group == ending then running = math.max(running - 1, 0) end
+      local load = group_load_counted(prefix, group, f.s, now, #f.ids, running)
       -- A group in the index starts at its score there; one entering it at
       -- its own next tag or the virtual time, whichever is later.
-      local tag = in_ready
-      if not tag then
-        tag, err = group_tag(prefix, 'tag:' .. group)
-        if err then return nil, err end
-        tag = math.max(tag, vtime)
-      end
-      local looked = {group = group, s = s, load = load, taken = {}, stale = {}, tag = tag,
-        was_ready = in_ready ~= false, was_waiting = not in_ready and redis.call('ZSCORE', wait, group) ~= false}
+      local looked = {group = group, s = f.s, load = load, taken = {}, stale = {},
+        tag = in_ready or math.max(f.tag, vtime), queue = f.ids, next = 1,
+        was_ready = in_ready ~= false, was_waiting = named[3]}
       plan.looked[#plan.looked + 1] = looked
-      if standing(s, load) == 'ready' then heap_push(heap, {looked.tag, 1, group, #plan.looked}) end
+      if standing(f.s, load) == 'ready' then heap_push(heap, {looked.tag, 1, group, #plan.looked}) end
     end
     while #plan.ids < room do
       local top = heap_pop(heap)
@@ -157,10 +222,9 @@ local function fair_lib()
         if default[next_default] then heap_push(heap, {default_tag, 0, '', 0}) end
       else
         local looked = plan.looked[at]
-        local id = next_id(prefix, pending, looked, room)
-        if not id then
-          looked.load.pending = 0
-        else
+        -- nil: what it read of its set was passed over, all of it.
+        local id = next_id(prefix, pending, looked)
+        if id then
           plan.vtime = tag
           looked.tag = tag + math.floor(UNIT / looked.s.weight)
           looked.load.pending = looked.load.pending - 1
@@ -174,6 +238,12 @@ local function fair_lib()
           end
         end
       end
+    end
+    -- What a claim could take once this one is written: the default
+    -- group's jobs left, or a group standing in <q>ready.
+    plan.more = plan.more or default[next_default] ~= nil
+    for _, looked in ipairs(plan.looked) do
+      plan.more = plan.more or standing(looked.s, looked.load) == 'ready'
     end
     return plan
   end
@@ -218,6 +288,7 @@ local function fair_lib()
       local id = string.match(claim[1], '^(.*):[^:]*$')
       if id then claimed[id] = claim end
     end
+    local tags = {}
     for _, looked in ipairs(plan.looked) do
       local group = looked.group
       local gone = {}
@@ -241,12 +312,21 @@ local function fair_lib()
             log_claim(log, edge, claim[1], math.max(claim[2] or plan.now, plan.now))
           end
         end
-        redis.call('HSET', groups, 'tag:' .. group, string.format('%d', looked.tag))
+        tags[#tags + 1] = 'tag:' .. group
+        tags[#tags + 1] = string.format('%d', looked.tag)
       end
       fair_place(prefix, plan, looked)
     end
-    if plan.default_tag then redis.call('HSET', groups, 'tag:', string.format('%d', plan.default_tag)) end
-    if plan.vtime then redis.call('HSET', groups, 'vtime', string.format('%d', plan.vtime)) end
+    -- The tags moved on and the virtual time, in one write.
+    if plan.default_tag then
+      tags[#tags + 1] = 'tag:'
+      tags[#tags + 1] = string.format('%d', plan.default_tag)
+    end
+    if plan.vtime then
+      tags[#tags + 1] = 'vtime'
+      tags[#tags + 1] = string.format('%d', plan.vtime)
+    end
+    if #tags > 0 then redis.call('HSET', groups, unpack(tags)) end
   end
 
   fair_lib_made = {plan = fair_plan, write = fair_write}

@@ -85,21 +85,11 @@ local function group_lib()
     return s.weight == 1 and not s.cap and not s.rate and not s.max and not s.paused
   end
 
-  -- A tag field of <q>groups (vtime, tag:<g>): 0 when absent; EMQDATA when
-  -- it is no integer.
-  local function group_tag(prefix, field)
-    local value = redis.call('HGET', prefix .. 'groups', field)
-    local n, err = stored(value, prefix .. 'groups', field)
-    if err then return nil, err end
-    return math.max(n or 0, 0)
-  end
-
   -- What a group holds now: pending, running, and with a rate its claims in
   -- the window (logged), the oldest entries out of it (expired, at most
   -- SWEEP_LIMIT_MAX), and when its window frees.
-  local function group_load(prefix, group, s, now)
-    local load = {pending = redis.call('ZCARD', prefix .. 'gpending:' .. group),
-      running = redis.call('ZCARD', prefix .. 'gactive:' .. group), logged = 0, expired = {}}
+  local function group_load_counted(prefix, group, s, now, pending, running)
+    local load = {pending = pending, running = running, logged = 0, expired = {}}
     if s.rate then
       local log = prefix .. 'grate:' .. group
       local edge = math.max(now - s.per, 0)
@@ -109,6 +99,11 @@ local function group_lib()
       load.frees = math.max(oldest and tonumber(oldest) + s.per or now + s.per, now + 1)
     end
     return load
+  end
+
+  local function group_load(prefix, group, s, now)
+    return group_load_counted(prefix, group, s, now, redis.call('ZCARD', prefix .. 'gpending:' .. group),
+      redis.call('ZCARD', prefix .. 'gactive:' .. group))
   end
 
   -- Where a group stands with `load`: 'paused', 'idle', 'capped', 'limited'
@@ -229,7 +224,8 @@ local function group_lib()
     return groups
   end
 
-  group_lib_made = {check = groups_check, settings = group_settings, tag = group_tag, load = group_load,
+  group_lib_made = {check = groups_check, settings = group_settings, load = group_load,
+    load_counted = group_load_counted, parse = parse_settings, defaults = SETTINGS_DEFAULT,
     standing = standing, reindex = group_reindex, join = group_join, row = group_row, full = full_error,
     text = settings_text, name = group_name, to_pending = to_pending, off_pending = off_pending,
     off_active = off_active, job_group = job_group, jobs_groups = jobs_groups}
@@ -237,18 +233,18 @@ local function group_lib()
 end
 
 -- The queue's groups' functions when it has grouped jobs (<q>group
--- exists: its fixed keys' types then checked), false when it has none (one
--- lookup), or nil and an error reply.
-local function grouping(prefix)
+-- exists: its fixed keys' types then checked, but for a claim, which checks
+-- those it touches as it reads them), false when it has none (one lookup),
+-- or nil and an error reply.
+local function grouping(prefix, claims)
   local key = prefix .. 'group'
-  local found = typed[key]
-  if not found then
-    found = redis.call('TYPE', key)['ok']
-    typed[key] = found
-  end
-  if found == 'none' then return false end
-  local G = group_lib()
-  local err = G.check(prefix)
+  local err = type_error(key, 'hash')
   if err then return nil, err end
+  if typed[key] == 'none' then return false end
+  local G = group_lib()
+  if not claims then
+    err = G.check(prefix)
+    if err then return nil, err end
+  end
   return G
 end
