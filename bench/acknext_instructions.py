@@ -24,12 +24,14 @@ from acknext_cost import arrange, load, pipelined  # noqa: E402
 from resp import start_server  # noqa: E402
 
 
-def under_callgrind(*args):
+def under_callgrind(*args, collect=None):
     """A redis-server (with `args`) under callgrind, its client, and
     `counted(work)`: the instructions the server ran while `work()` did,
-    the counters zeroed before it and dumped after."""
+    the counters zeroed before it and dumped after; with `collect`, only
+    those inside that function of the server's."""
     out = tempfile.mkdtemp()
-    server, r = start_server(*args, under=["valgrind", "--tool=callgrind",
+    toggle = [f"--toggle-collect={collect}"] if collect else []
+    server, r = start_server(*args, under=["valgrind", "--tool=callgrind", *toggle,
                                            f"--callgrind-out-file={out}/callgrind.out.%p"], wait=60)
 
     def counted(work):

@@ -8,14 +8,16 @@ free, whose jobs the claims take), on Lua and native, one server each:
     target/release/emq scripts --out /tmp/scripts
     python3 bench/groups_instructions.py target/release/libechomq_module.so /tmp/scripts [groups]
 
-For each: the queue arranged (`groups` groups, 10,000 by default: a claim's
-cost grows with the log of their number, and arranging 100,000 under
-callgrind takes minutes), then instructions of the whole server counted
-(the counters zeroed before, dumped after) for CLAIMS claims of one job,
-each followed by the ACK of its job (the pair a worker at concurrency 1
-sends), and for the ACKs alone of as many jobs, claimed uncounted: per
-claim, the pairs' count less the acks', and each queue's ratio to the one
-without groups. Needs valgrind (Debian's package).
+For each executor, a server under callgrind counting only inside the
+function its commands run in (EVALSHA's, or the module's dispatcher); for
+each queue, arranged (`groups` groups, 10,000 by default: a claim's cost
+grows with the log of their number, and arranging 100,000 under callgrind
+takes minutes), the instructions (the counters zeroed before, dumped
+after) of CLAIMS claims of one job, each followed by the ACK of its job
+sent by the other executor, which is not counted: per claim, and each
+queue's ratio to the one without groups. Then the same with each ACK
+sent by the same executor: a claim and its ack, the pair a worker at
+concurrency 1 sends. Needs valgrind (Debian's package).
 """
 import os
 import sys
@@ -25,38 +27,43 @@ from acknext_cost import pipelined, script_path  # noqa: E402
 from acknext_instructions import under_callgrind  # noqa: E402
 import groups_cost  # noqa: E402
 
-CLAIMS = 100
+CLAIMS = 200
+
+
+# The server's function each executor's commands run in: callgrind counts
+# only inside it (--toggle-collect), so that the other executor's calls do not count.
+COLLECTED = {"lua": "evalShaCommand", "native": "RedisModuleCommandDispatcher"}
+OTHER = {"lua": "native", "native": "lua"}
 
 
 def counts(module, build, groups):
     """{(scenario, via): (instructions per claim, per claim and its ack)}."""
-    server, r, counted = under_callgrind("--loadmodule", module)
     found = {}
-    try:
-        sha = {name: r.call("SCRIPT", "LOAD", open(script_path(build, name)).read()).decode()
-               for name in ["claim", "ack"]}
-        for scenario in ["ungrouped", "groups", "999-capped"]:
-            for via in ["lua", "native"]:
+    for via in ["lua", "native"]:
+        server, r, counted = under_callgrind("--loadmodule", module, collect=COLLECTED[via])
+        try:
+            sha = {name: r.call("SCRIPT", "LOAD", open(script_path(build, name)).read()).decode()
+                   for name in ["claim", "ack"]}
+            for scenario in ["ungrouped", "groups", "999-capped"]:
                 queue = f"{via}-{scenario}"
                 r.call("FLUSHALL")
                 arrange(r, queue, scenario, groups)
                 claims = [groups_cost.claim(queue, via, sha) for _ in range(CLAIMS)]
+                # Each claim's job acked by the other executor, whose calls are not counted.
+                alone = counted(lambda: ack_each(r, queue, OTHER[via], sha, claims))
                 paired = counted(lambda: ack_each(r, queue, via, sha, claims))
-                # The acks alone, of as many jobs claimed uncounted.
-                held = [reply[0] for reply in pipelined(r, claims)]
-                acks = [groups_cost.ack(queue, via, sha, job[0].decode(), job[1]) for job in held]
-                alone = counted(lambda: pipelined(r, acks))
-                found[(scenario, via)] = ((paired - alone) / CLAIMS, paired / CLAIMS)
-    finally:
-        server.terminate()
-        server.wait()
+                found[(scenario, via)] = (alone / CLAIMS, paired / CLAIMS)
+        finally:
+            server.terminate()
+            server.wait()
     return found
 
 
 def ack_each(r, queue, via, sha, claims):
-    """Each claim, then the ACK of the job it took."""
+    """Each claim, then the ACK of the job it took, sent `via` an executor."""
     for claim in claims:
         [reply] = pipelined(r, [claim])
+        assert len(reply) == 1, f"{queue}: the claim took one job"
         job = reply[0]
         pipelined(r, [groups_cost.ack(queue, via, sha, job[0].decode(), job[1])])
 

@@ -313,12 +313,6 @@ impl<'p> Grouping<'p> {
         }
     }
 
-    /// A tag field of `<q>groups` (`vtime`, `tag:<g>`): 0 when absent.
-    pub(crate) fn tag<S: Store>(&self, store: &mut S, field: &[u8]) -> Result<u64, Refusal> {
-        let key = self.keys.settings();
-        tag_of(store.hget(&key, field).as_deref(), &key, field)
-    }
-
     /// The virtual time and the default group's next tag, in one read
     /// (`<q>groups`' type checked first).
     pub(crate) fn clock<S: Store>(&self, store: &mut S) -> Result<(u64, u64), Refusal> {
@@ -445,6 +439,13 @@ impl<'p> Grouping<'p> {
     /// not read are left as they are (a claim refuses them).
     pub(crate) fn reindex<S: Store>(&self, store: &mut S, group: &[u8]) {
         let Ok(settings) = self.settings(store, group) else { return };
+        self.place(store, group, settings);
+    }
+
+    /// [`reindex`](Grouping::reindex) with `group`'s settings read (and
+    /// its keys checked) before the call's first write: no write of a
+    /// transition but GROUP's changes them.
+    pub(crate) fn place<S: Store>(&self, store: &mut S, group: &[u8], settings: Settings) {
         let now = if settings.rate.is_some() { store.now_ms() } else { 0 };
         let load = self.load(store, group, settings, now);
         let (ready, wait) = (self.keys.ready(), self.keys.wait());
@@ -473,8 +474,12 @@ impl<'p> Grouping<'p> {
     /// The tag `group` starts at on entering `<q>ready`: its own, or the
     /// virtual time if later.
     fn start<S: Store>(&self, store: &mut S, group: &[u8]) -> u64 {
-        let own = self.tag(store, &[b"tag:", group].concat()).unwrap_or(0);
-        own.max(self.tag(store, b"vtime").unwrap_or(0))
+        let key = self.keys.settings();
+        let own = [b"tag:", group].concat();
+        let tags = store.hmget(&key, &[&own, b"vtime"]);
+        let tag =
+            |at: usize| tags.get(at).and_then(|tag| tag_of(tag.as_deref(), &key, b"").ok()).unwrap_or(0);
+        tag(0).max(tag(1))
     }
 
     /// Forget a group that holds nothing and has no settings.
@@ -520,15 +525,18 @@ pub(crate) fn full(group: &[u8], max: u64) -> Refusal {
 /// ungrouped job, or a queue without groups.
 pub(crate) struct Grouped<'p> {
     pub(crate) of: Option<(Grouping<'p>, Vec<u8>)>,
+    /// The group's settings, as read.
+    settings: Settings,
 }
 
 impl<'p> Grouped<'p> {
     /// Read the group of the job `id` of the queue at `prefix`.
     pub(crate) fn read<S: Store>(store: &mut S, prefix: &'p [u8], id: &[u8]) -> Result<Grouped<'p>, Refusal> {
-        let Some(grouping) = Grouping::open_checked(store, prefix)? else { return Ok(Grouped { of: None }) };
-        let Some(group) = grouping.group_of(store, id) else { return Ok(Grouped { of: None }) };
-        grouping.settings(store, &group)?;
-        Ok(Grouped { of: Some((grouping, group)) })
+        let none = Grouped { of: None, settings: Settings::default() };
+        let Some(grouping) = Grouping::open_checked(store, prefix)? else { return Ok(none) };
+        let Some(group) = grouping.group_of(store, id) else { return Ok(none) };
+        let settings = grouping.settings(store, &group)?;
+        Ok(Grouped { of: Some((grouping, group)), settings })
     }
 
     /// The queue's groups and the job's group's name, when it has one.
@@ -541,17 +549,17 @@ impl<'p> Grouped<'p> {
     /// its leases here.
     pub(crate) fn off_active<S: Store>(&self, store: &mut S, id: &[u8], claims: bool) {
         let Some((grouping, group)) = &self.of else { return };
-        if claims {
-            store.zrem(&grouping.keys.active(group), id);
-        } else {
-            grouping.off_active(store, id, group);
+        store.zrem(&grouping.keys.active(group), id);
+        if !claims {
+            grouping.place(store, group, self.settings);
         }
     }
 
     /// The job leaves pending other than by a claim.
     pub(crate) fn off_pending<S: Store>(&self, store: &mut S, id: &[u8]) {
         if let Some((grouping, group)) = &self.of {
-            grouping.off_pending(store, id, group);
+            store.zrem(&grouping.keys.pending(group), id);
+            grouping.place(store, group, self.settings);
         }
     }
 
@@ -559,7 +567,10 @@ impl<'p> Grouped<'p> {
     pub(crate) fn enter_pending<S: Store>(&self, store: &mut S, pending: &[u8], id: &[u8], priority: f64) {
         match &self.of {
             None => store.zadd(pending, priority, id),
-            Some((grouping, group)) => grouping.enter_pending(store, pending, id, group, priority),
+            Some((grouping, group)) => {
+                grouping.join(store, pending, id, group, priority);
+                grouping.place(store, group, self.settings);
+            }
         }
     }
 }

@@ -3,9 +3,9 @@ up to `count` jobs as the gate lets through, each under a new lease. The
 order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/claim.rs).
 pending_head(pending, count) reads the head of pending where the call
-checks pending's type, before any other key's: its first `count` ids of
-the default group (head.ids; every job of a queue without groups) and
-whether more wait behind them (head.more), or nil and an error reply.
+checks pending's type, before any other key's: its first `count` ids
+(head.ids) and whether more wait behind them (head.more), or nil and an
+error reply.
 claim_jobs(k, prefix, lease, count, head) takes the keys by name, k.pending,
 k.active, k.config, k.rate, k.policy, and the optional k.events,
 k.headers and k.wake (false: not passed), and the head, which may carry
@@ -29,17 +29,15 @@ local function side_hash(key)
   return typed[key] == 'hash'
 end
 
--- One id more than asked for tells whether more wait. Only the jobs of the
--- default group, scored at most UNGROUPED_MAX (every job of a queue without
--- groups), are read: a claim takes grouped ones from their groups
--- (includes/fair). ZRANGE is also the type check (read_error).
+-- One id more than asked for tells whether more wait. ZRANGE is also the
+-- type check (read_error).
 local function pending_head(pending, count)
-  local ids = redis.pcall('ZRANGE', pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, count + 1)
+  local ids = redis.pcall('ZRANGE', pending, 0, count)
   local err = read_error(ids, pending, 'zset')
   if err then return nil, err end
   local more = #ids > count
   if more then ids[count + 1] = nil end
-  return {pending = pending, ids = ids, more = more}
+  return {ids = ids, more = more}
 end
 
 -- Each record's attempts must be an integer (EMQDATA), checked before
@@ -75,7 +73,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   if err then return err end
   local plan = head.plan
   if grouped and not plan then
-    plan, err = fair_lib().plan(prefix, head, room, log and log.now or now_ms(), false)
+    plan, err = fair_lib().plan(prefix, k.pending, room, log and log.now or now_ms(), false)
     if err then return err end
   end
   if plan then

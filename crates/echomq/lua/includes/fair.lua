@@ -3,7 +3,7 @@
 start-time fair queueing over the groups a claim may take from and the
 default group (the ungrouped jobs), planned on reads alone, then written
 once the claim's every check has passed.
-fair_lib().plan(prefix, head, room, now, ending) returns the plan
+fair_lib().plan(prefix, pending, room, now, ending) returns the plan
 (plan.ids: the ids in the order taken) or nil and an error reply;
 fair_lib().write(prefix, plan, deadline, logged) writes it after the
 claim's own writes, `logged` being each claim's {`<id>:<token>`, event ms
@@ -16,7 +16,7 @@ group_lib's functions are.
 local fair_lib_made = nil
 local function fair_lib()
   if fair_lib_made then return fair_lib_made end
-  local G = group_lib()
+  local G = group_core()
   local group_load_counted, standing, parse_settings = G.load_counted, G.standing, G.parse
   local SETTINGS_DEFAULT = G.defaults
   local WAKE_LIMIT = GROUP_WAKE
@@ -166,8 +166,7 @@ local function fair_lib()
     return names, more
   end
 
-  local function fair_plan(prefix, head, room, now, ending)
-    local pending = head.pending
+  local function fair_plan(prefix, pending, room, now, ending)
     local plan = {ids = {}, of = {}, looked = {}, now = now}
     local groups = prefix .. 'groups'
     local clock, err = checked_read(groups, 'hash', 'HMGET', groups, 'vtime', 'tag:')
@@ -179,11 +178,13 @@ local function fair_lib()
     if err then return nil, err end
     vtime, default_tag = math.max(vtime or 0, 0), math.max(default_tag or 0, 0)
     local heap = {}
-    -- The default group: the head of pending below the grouped jobs, as
-    -- pending_head read it (at least room + 1 ids, when there are).
+    -- The default group: the head of pending below the grouped jobs.
     local default = {}
-    for i = 1, math.min(room, #head.ids) do default[i] = head.ids[i] end
-    plan.more = room > 0 and (#head.ids > room or head.more)
+    if room > 0 then
+      default = redis.call('ZRANGE', pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, room + 1)
+    end
+    plan.more = #default > room
+    if plan.more then default[room + 1] = nil end
     default_tag = math.max(default_tag, vtime)
     local next_default = 1
     if #default > 0 then heap_push(heap, {default_tag, 0, '', 0}) end

@@ -19,10 +19,10 @@ local group_forget = false
 
 -- The groups' functions, made on a call's first use of them: a call on a
 -- queue without groups makes none of their closures (their cost is every
--- call's, PROTOCOL.md §7.9).
-local group_lib_made = nil
-local function group_lib()
-  if group_lib_made then return group_lib_made end
+-- call's, PROTOCOL.md §7.9). First what a claim needs.
+local group_core_made = nil
+local function group_core()
+  if group_core_made then return group_core_made end
   local SETTINGS_DEFAULT = {weight = 1}
 
   -- A group's settings text (`WEIGHT 2 CAP 3 RATE 10 PER 1000 MAX 500 PAUSED
@@ -48,6 +48,49 @@ local function group_lib()
     if (s.rate == nil) ~= (s.per == nil) then return nil end
     return s
   end
+
+  -- What a group holds now: pending, running, and with a rate its claims in
+  -- the window (logged), the oldest entries out of it (expired, at most
+  -- SWEEP_LIMIT_MAX), and when its window frees.
+  local function group_load_counted(prefix, group, s, now, pending, running)
+    local load = {pending = pending, running = running, logged = 0, expired = {}}
+    if s.rate then
+      local log = prefix .. 'grate:' .. group
+      local edge = math.max(now - s.per, 0)
+      load.logged = redis.call('ZCOUNT', log, '(' .. edge, '+inf')
+      load.expired = redis.call('ZRANGE', log, '-inf', edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
+      local oldest = redis.call('ZRANGE', log, '(' .. edge, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
+      load.frees = math.max(oldest and tonumber(oldest) + s.per or now + s.per, now + 1)
+    end
+    return load
+  end
+
+  -- Where a group stands with `load`: 'paused', 'idle', 'capped', 'limited'
+  -- (and when its rate frees) or 'ready'.
+  local function standing(s, load)
+    if s.paused then return 'paused' end
+    if load.pending == 0 then return 'idle' end
+    if s.cap and load.running >= s.cap then return 'capped' end
+    if s.rate and load.logged >= s.rate then return 'limited', load.frees end
+    return 'ready'
+  end
+
+  group_core_made = {parse = parse_settings, load_counted = group_load_counted, standing = standing,
+    defaults = SETTINGS_DEFAULT}
+  return group_core_made
+end
+
+-- The rest of them, for a call that moves a grouped job or reads a group's
+-- row; a claim makes only group_core's (and includes/fair's).
+local group_lib_made = nil
+local function group_lib()
+  if group_lib_made then return group_lib_made end
+  local core = group_core()
+  local parse_settings, group_load_counted, standing = core.parse, core.load_counted, core.standing
+  local SETTINGS_DEFAULT = core.defaults
+  -- The settings job_group read, by group, which placing the group uses:
+  -- no transition that reads a job's group writes a group's settings.
+  local read_settings = {}
 
   -- The text <q>groups keeps, defaults left out: '' for the defaults.
   local function settings_text(s)
@@ -85,35 +128,9 @@ local function group_lib()
     return s.weight == 1 and not s.cap and not s.rate and not s.max and not s.paused
   end
 
-  -- What a group holds now: pending, running, and with a rate its claims in
-  -- the window (logged), the oldest entries out of it (expired, at most
-  -- SWEEP_LIMIT_MAX), and when its window frees.
-  local function group_load_counted(prefix, group, s, now, pending, running)
-    local load = {pending = pending, running = running, logged = 0, expired = {}}
-    if s.rate then
-      local log = prefix .. 'grate:' .. group
-      local edge = math.max(now - s.per, 0)
-      load.logged = redis.call('ZCOUNT', log, '(' .. edge, '+inf')
-      load.expired = redis.call('ZRANGE', log, '-inf', edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
-      local oldest = redis.call('ZRANGE', log, '(' .. edge, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
-      load.frees = math.max(oldest and tonumber(oldest) + s.per or now + s.per, now + 1)
-    end
-    return load
-  end
-
   local function group_load(prefix, group, s, now)
     return group_load_counted(prefix, group, s, now, redis.call('ZCARD', prefix .. 'gpending:' .. group),
       redis.call('ZCARD', prefix .. 'gactive:' .. group))
-  end
-
-  -- Where a group stands with `load`: 'paused', 'idle', 'capped', 'limited'
-  -- (and when its rate frees) or 'ready'.
-  local function standing(s, load)
-    if s.paused then return 'paused' end
-    if load.pending == 0 then return 'idle' end
-    if s.cap and load.running >= s.cap then return 'capped' end
-    if s.rate and load.logged >= s.rate then return 'limited', load.frees end
-    return 'ready'
   end
 
   -- Put a group where it stands: in <q>ready at its start tag (its own next
@@ -121,7 +138,7 @@ local function group_lib()
   -- in <q>gwait until its rate frees, or neither; an empty group with no
   -- settings is forgotten. Settings that do not read are left as they are.
   local function group_reindex(prefix, group)
-    local s = group_settings(prefix, group)
+    local s = read_settings[group] or group_settings(prefix, group)
     if not s then return end
     local load = group_load(prefix, group, s, s.rate and now_ms() or 0)
     local where, frees = standing(s, load)
@@ -129,8 +146,8 @@ local function group_lib()
     if where == 'ready' then
       redis.call('ZREM', wait, group)
       if not redis.call('ZSCORE', ready, group) then
-        local own = tonumber(redis.call('HGET', prefix .. 'groups', 'tag:' .. group) or '0') or 0
-        local vtime = tonumber(redis.call('HGET', prefix .. 'groups', 'vtime') or '0') or 0
+        local tags = redis.call('HMGET', prefix .. 'groups', 'tag:' .. group, 'vtime')
+        local own, vtime = tonumber(tags[1] or '0') or 0, tonumber(tags[2] or '0') or 0
         redis.call('ZADD', ready, string.format('%d', math.max(own, vtime, 0)), group)
       end
     elseif where == 'limited' then
@@ -203,8 +220,9 @@ local function group_lib()
   local function job_group(prefix, id)
     local group = redis.call('HGET', prefix .. 'group', id)
     if not group then return false end
-    local _, err = group_settings(prefix, group)
+    local s, err = group_settings(prefix, group)
     if err then return nil, err end
+    read_settings[group] = s
     return group
   end
 
@@ -233,18 +251,17 @@ local function group_lib()
 end
 
 -- The queue's groups' functions when it has grouped jobs (<q>group
--- exists: its fixed keys' types then checked, but for a claim, which checks
--- those it touches as it reads them), false when it has none (one lookup),
--- or nil and an error reply.
+-- exists: its fixed keys' types then checked; for a claim, which checks
+-- those it touches as it reads them, only group_core's), false when it has
+-- none (one lookup), or nil and an error reply.
 local function grouping(prefix, claims)
   local key = prefix .. 'group'
   local err = type_error(key, 'hash')
   if err then return nil, err end
   if typed[key] == 'none' then return false end
+  if claims then return group_core() end
   local G = group_lib()
-  if not claims then
-    err = G.check(prefix)
-    if err then return nil, err end
-  end
+  err = G.check(prefix)
+  if err then return nil, err end
   return G
 end
