@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::example::{example, Example};
-use common::ops::{op, perform, Op, Tokens, SLOTS};
+use common::ops::{grouped_op, op, perform, Op, Tokens, SLOTS};
 use echomq::keyspace::Role;
 use echomq::{Embedded, Executor, JobId, Lua, Name, Native, Queue};
 use echomq_core::memory::{Dump, ManualClock, StreamId};
@@ -389,8 +389,9 @@ impl Executor for Alternate {
 
 /// Run `cases` random sequences on one module-loaded server; `targets` makes
 /// each sequence's executors from the connection, a clock and a coin seed.
-fn for_random_sequences(
+fn for_random_sequences<O: Strategy<Value = Op>>(
     cases: u32,
+    ops: O,
     targets: impl Fn(&MultiplexedConnection, Arc<ManualClock>, u64) -> Vec<Target>,
 ) {
     let server =
@@ -406,7 +407,7 @@ fn for_random_sequences(
         failure_persistence: Some(Box::new(persistence)),
         ..Config::default()
     });
-    let sequences = (prop::collection::vec(op(), 1..30), 1u64..);
+    let sequences = (prop::collection::vec(ops, 1..30), 1u64..);
     let result = runner.run(&sequences, |(ops, seed)| {
         // Each sequence on an empty server: reading a queue's keys (KEYS, in
         // DUMP) costs the whole keyspace, and the leftovers of the sequences
@@ -438,19 +439,28 @@ fn target(name: &'static str, via: Arc<dyn Executor>, embedded: Option<Embedded>
 
 #[test]
 fn lua_native_and_embedded_agree_on_random_sequences() {
-    for_random_sequences(1000, |conn, clock, _| {
-        let embedded = Embedded::with_clock(clock);
-        vec![
-            target("lua", Arc::new(Lua::new(conn.clone())), None, Extras::Absent),
-            target("native", Arc::new(Native::new(conn.clone())), None, Extras::Present),
-            target("embedded", Arc::new(embedded.clone()), Some(embedded), Extras::Present),
-        ]
-    });
+    for_random_sequences(1000, op(), three_executors);
+}
+
+/// The same with grouped jobs and groups' settings among the ops: the fair
+/// claim, caps, rates and pauses (PROTOCOL.md §7.9) alike on each.
+#[test]
+fn lua_native_and_embedded_agree_on_random_grouped_sequences() {
+    for_random_sequences(300, grouped_op(), three_executors);
+}
+
+fn three_executors(conn: &MultiplexedConnection, clock: Arc<ManualClock>, _: u64) -> Vec<Target> {
+    let embedded = Embedded::with_clock(clock);
+    vec![
+        target("lua", Arc::new(Lua::new(conn.clone())), None, Extras::Absent),
+        target("native", Arc::new(Native::new(conn.clone())), None, Extras::Present),
+        target("embedded", Arc::new(embedded.clone()), Some(embedded), Extras::Present),
+    ]
 }
 
 #[test]
 fn a_queue_worked_by_lua_and_native_in_turn_agrees_with_the_core() {
-    for_random_sequences(200, |conn, clock, seed| {
+    for_random_sequences(200, op(), |conn, clock, seed| {
         let embedded = Embedded::with_clock(clock);
         let alternate = Alternate {
             lua: Lua::new(conn.clone()),
@@ -833,7 +843,8 @@ async fn raw_round(conn: &MultiplexedConnection, call: &RawCall, id: &str) -> Re
 #[test]
 fn every_op_a_transition_names_is_made_by_the_sequences() {
     let mut runner = TestRunner::deterministic();
-    let ops: Vec<Op> = (0..5000).map(|_| op().new_tree(&mut runner).expect("an op").current()).collect();
+    let ops: Vec<Op> =
+        (0..5000).map(|_| grouped_op().new_tree(&mut runner).expect("an op").current()).collect();
     for name in Name::ALL {
         match example(*name).sent_by {
             Ok(sends) => assert!(ops.iter().any(sends), "no sequence sends {name}"),

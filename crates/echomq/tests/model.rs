@@ -300,6 +300,8 @@ async fn step(h: &Harness, model: &mut Model, tokens: &mut Tokens, op: &Op) -> (
             let seen = job.map(|job| (job.state, job.attempts, job.progress.clone().map(Ok::<_, ()>)));
             format!("{seen:?}")
         }
+        // The model knows no groups: its sequences are `op`'s, which make none.
+        Op::EnqueueGrouped { .. } | Op::Group { .. } => unreachable!("{op:?}: not one of op()'s"),
     };
     let got = perform(&h.queue, &model.ids, tokens, op).await;
     (got, want)

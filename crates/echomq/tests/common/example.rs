@@ -103,7 +103,7 @@ pub const fn example(name: Name) -> Example {
                 ("HEADERS", r#"{"a":"b"}"#),
                 ("headers", ""),
             ],
-            sent_by: Ok(|op| matches!(op, Op::Enqueue { .. })),
+            sent_by: Ok(|op| matches!(op, Op::Enqueue { .. } | Op::EnqueueGrouped { .. })),
         },
         Name::EnqueueMany => Example {
             given: &[],
@@ -609,7 +609,7 @@ pub const fn example(name: Name) -> Example {
                 ("PAUSED", "2"),
                 ("COLOUR", "1"),
             ],
-            sent_by: Err("not yet in the model: the vectors and groups.rs"),
+            sent_by: Ok(|op| matches!(op, Op::Group { .. })),
         },
         Name::Groups => Example {
             given: &["ZADD $q:gnames 0 a 0 b", "HSET $q:groups set:a CAP~1"],

@@ -34,6 +34,22 @@ pub enum Op {
         attempts: Option<u64>,
         unique: bool,
     },
+    /// ENQUEUE into one of [`GROUPS`] groups (PROTOCOL.md §7.9); the
+    /// grouped sequences only (the model knows no groups).
+    EnqueueGrouped {
+        slot: usize,
+        priority: i64,
+        group: usize,
+    },
+    /// GROUP: one group's weight, cap, rate (claims per [`RATE_PERIOD`]) and
+    /// pause set, 0 removing a cap or a rate; the grouped sequences only.
+    Group {
+        group: usize,
+        weight: u64,
+        cap: u64,
+        rate: u64,
+        paused: bool,
+    },
     /// One ENQUEUEMANY of one to three jobs, a job perhaps named twice.
     EnqueueMany {
         slots: Vec<usize>,
@@ -115,6 +131,14 @@ pub enum Op {
 /// The dedup key of every unique enqueue in a sequence.
 pub const UNIQUE_KEY: &str = "k";
 
+/// How many groups a grouped sequence plays with.
+pub const GROUPS: usize = 2;
+
+/// A group's name by number.
+pub fn group_name(n: usize) -> String {
+    format!("g{n}")
+}
+
 /// How many schedule names a sequence plays with.
 pub const NAMES: usize = 2;
 
@@ -172,6 +196,17 @@ pub fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// [`op`]'s, and grouped enqueues and group settings among them.
+pub fn grouped_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => op(),
+        3 => (0..SLOTS, -1i64..=1, 0..GROUPS)
+            .prop_map(|(slot, priority, group)| Op::EnqueueGrouped { slot, priority, group }),
+        1 => (0..GROUPS, 1u64..=3, 0u64..=2, 0u64..=2, prop::bool::weighted(0.2))
+            .prop_map(|(group, weight, cap, rate, paused)| Op::Group { group, weight, cap, rate, paused }),
+    ]
+}
+
 /// The last token each slot's claim handed out.
 pub type Tokens = BTreeMap<usize, u64>;
 
@@ -215,6 +250,19 @@ pub async fn perform(q: &Queue, ids: &[JobId], tokens: &mut Tokens, op: &Op) -> 
                 options = options.delay(if short { SHORT } else { LONG });
             }
             show(q.enqueue_with(vec![slot as u8], options).await.map(|e| e.duplicate))
+        }
+        Op::EnqueueGrouped { slot, priority, group } => {
+            let options =
+                EnqueueOptions::default().id(ids[slot].clone()).priority(priority).group(group_name(group));
+            show(q.enqueue_with(vec![slot as u8], options).await.map(|e| e.duplicate))
+        }
+        Op::Group { group, weight, cap, rate, paused } => {
+            let cap = if cap == 0 { Limit::Unlimited } else { Limit::To(cap) };
+            let rate =
+                if rate == 0 { Limit::Unlimited } else { Limit::To(Rate { claims: rate, per: RATE_PERIOD }) };
+            let call =
+                echomq::Group::new(group_name(group)).weight(weight).cap(cap).rate(rate).paused(paused);
+            show(run(q, &call).await)
         }
         Op::EnqueueMany { ref slots } => {
             let jobs = slots.iter().map(|&slot| (ids[slot].clone(), vec![slot as u8])).collect();
