@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{Embedded, Executor, Lua, Native, Queue};
+use echomq::{Embedded, EnqueueOptions, Executor, Lua, Native, Queue};
 use echomq_test_support::unique_queue;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -217,6 +217,7 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
         }
         "process-c1" | "process-c10" | "process-c100" | "process-c100-1kb" | "process-c100-1ms"
         | "process-c100-10ms" => process(&stats, &queue, workload, jobs, &payload).await,
+        "capped-999-c1" | "capped-999-c10" => capped(&stats, &queue, workload, jobs, &payload).await,
         "queues-100" | "queues-1000" => {
             let many: usize = workload["queues-".len()..].parse().unwrap();
             // At least a job a queue, however few JOBS (a smoke run's 200).
@@ -258,6 +259,43 @@ async fn process(
     let count = counted::expect(jobs);
     let started = stats.start().await;
     let (stop, task) = start_worker(std::slice::from_ref(queue), concurrency, work);
+    let done = count.await;
+    let _ = stop.send(());
+    task.await.expect("the worker");
+    (started, done)
+}
+
+/// `capped-999-c<n>`: as `process-c<n>`, but its jobs are one group's,
+/// beside 999 groups at their cap of 1, each running a job (under an hour's
+/// lease, never acked) and holding another (PROTOCOL.md §7.9): the speed of
+/// the free group, which the capped ones must not slow.
+async fn capped(
+    stats: &server::Stats,
+    queue: &Queue,
+    workload: &str,
+    jobs: usize,
+    payload: &[u8],
+) -> (Instant, Instant) {
+    let concurrency = workload["capped-999-c".len()..].parse().unwrap();
+    let groups = echomq::QueueGroups::of(queue);
+    let mut held = Vec::new();
+    for g in 0..999 {
+        let group = format!("capped-{g}");
+        groups.set(echomq::Group::new(group.as_str()).cap(echomq::Limit::To(1))).await.expect("a cap");
+        held.extend((0..2).map(|_| (payload.to_vec(), EnqueueOptions::default().group(group.as_str()))));
+    }
+    for outcome in queue.enqueue_many(held).await.expect("the capped groups' jobs") {
+        outcome.expect("an enqueue");
+    }
+    let running = queue.claim_many(Duration::from_secs(3600), 1000, None).await.expect("a claim");
+    assert_eq!(running.jobs.len(), 999, "each capped group runs one job");
+    let free = (0..jobs).map(|_| (payload.to_vec(), EnqueueOptions::default().group("free")));
+    for outcome in queue.enqueue_many(free).await.expect("the free group's jobs") {
+        outcome.expect("an enqueue");
+    }
+    let count = counted::expect(jobs);
+    let started = stats.start().await;
+    let (stop, task) = start_worker(std::slice::from_ref(queue), concurrency, Duration::ZERO);
     let done = count.await;
     let _ = stop.send(());
     task.await.expect("the worker");

@@ -86,12 +86,14 @@ if err then return err end
 -- The records the claim may take, read and checked once, here, before the
 -- ack's writes: the ack changes none of what the claim reads.
 -- A queue with groups plans its claim here, before the ack's writes, as
--- the ack leaves it: one lease fewer, the queue's and its group's.
-local G, group
-G, err = grouping(prefix)
-if G then group, err = G.job_group(prefix, id) end
+-- the ack leaves it: one lease fewer, the queue's and its group's. The
+-- plan looks at the acked job's group and checks what it touches: the ack
+-- only takes the job out of the group's leases.
+local grouped, group
+grouped, err = grouping(prefix, true)
 if err then return err end
-if G then
+if grouped then group = redis.call('HGET', prefix .. 'group', id) end
+if grouped then
   local room, _, log
   room, _, log, err = gate(config_key, active_key, rate_key, count or 1, 1)
   if err then return err end
@@ -114,7 +116,7 @@ link, err = one_link(parents_key, notices_key, prefix, id)
 if err then return err end
 
 finish_job(job_key, active_key, done_key, results_key, events_key, id, result, keep)
-if group then G.off_active(prefix, id, group, true) end
+if group then redis.call('ZREM', prefix .. 'gactive:' .. group, id) end
 if link then tell_parent(parents_key, notices_key, prefix, id, link, 'done', result) end
 local keys = {pending = pending_key, active = active_key, config = config_key, rate = rate_key,
   policy = policy_key, events = events_key, headers = headers_key, wake = wake_key}

@@ -103,7 +103,9 @@ impl<'a> Ack<'a> {
         let events = Events::open_counted(store, Some((events, config)), counts, &["completed"])?;
         let notify = Notify::open(store, flow.map(|told| (told.parents, told.notices)), prefix)?;
         let link = notify.link(store, id)?;
-        let grouped = Grouped::read(store, prefix, id)?;
+        // ACKNEXT's claim read the job's group (and checked what it touches).
+        let grouped =
+            if claims { Grouped::named(store, prefix, id)? } else { Grouped::read(store, prefix, id)? };
         let sets = Finish { active, done, results, events: &events };
         sets.finish(store, job, stamped, id, self.result);
         grouped.off_active(store, id, claims);

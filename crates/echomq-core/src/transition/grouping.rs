@@ -539,6 +539,21 @@ impl<'p> Grouped<'p> {
         Ok(Grouped { of: Some((grouping, group)), settings })
     }
 
+    /// The group of the job `id`, its keys and settings not checked: for
+    /// ACKNEXT's ack, whose claim reads the group and checks what it
+    /// touches before any write.
+    pub(crate) fn named<S: Store>(
+        store: &mut S,
+        prefix: &'p [u8],
+        id: &[u8],
+    ) -> Result<Grouped<'p>, Refusal> {
+        let Some(grouping) = Grouping::open(store, prefix)? else {
+            return Ok(Grouped { of: None, settings: Settings::default() });
+        };
+        let of = grouping.group_of(store, id).map(|group| (grouping, group));
+        Ok(Grouped { of, settings: Settings::default() })
+    }
+
     /// The queue's groups and the job's group's name, when it has one.
     pub(crate) fn name(&self) -> Option<(&Grouping<'p>, &[u8])> {
         self.of.as_ref().map(|(grouping, group)| (grouping, group.as_slice()))
