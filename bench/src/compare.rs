@@ -256,13 +256,7 @@ async fn process(
         _ => Duration::ZERO,
     };
     enqueue_bulk(queue, jobs, payload).await;
-    let count = counted::expect(jobs);
-    let started = stats.start().await;
-    let (stop, task) = start_worker(std::slice::from_ref(queue), concurrency, work);
-    let done = count.await;
-    let _ = stop.send(());
-    task.await.expect("the worker");
-    (started, done)
+    worked(stats, std::slice::from_ref(queue), concurrency, work, jobs).await
 }
 
 /// `capped-999-c<n>`: as `process-c<n>`, but its jobs are one group's,
@@ -293,9 +287,22 @@ async fn capped(
     for outcome in queue.enqueue_many(free).await.expect("the free group's jobs") {
         outcome.expect("an enqueue");
     }
+    worked(stats, std::slice::from_ref(queue), concurrency, Duration::ZERO, jobs).await
+}
+
+/// `jobs` jobs already enqueued on `queues`, worked by one worker of
+/// `concurrency` slots whose handler takes `work`: when the clock started,
+/// and when the last job was done.
+async fn worked(
+    stats: &server::Stats,
+    queues: &[Queue],
+    concurrency: usize,
+    work: Duration,
+    jobs: usize,
+) -> (Instant, Instant) {
     let count = counted::expect(jobs);
     let started = stats.start().await;
-    let (stop, task) = start_worker(std::slice::from_ref(queue), concurrency, Duration::ZERO);
+    let (stop, task) = start_worker(queues, concurrency, work);
     let done = count.await;
     let _ = stop.send(());
     task.await.expect("the worker");
@@ -320,13 +327,7 @@ async fn many_queues(
     for queue in &queues {
         enqueue_bulk(queue, per, payload).await;
     }
-    let count = counted::expect(per * many);
-    let started = stats.start().await;
-    let (stop, task) = start_worker(&queues, 100, Duration::ZERO);
-    let done = count.await;
-    let _ = stop.send(());
-    task.await.expect("the worker");
-    (started, done)
+    worked(stats, &queues, 100, Duration::ZERO, per * many).await
 }
 
 /// `flow-100`: `flows` flows of a parent and 100 children, all on `queue`,
