@@ -57,6 +57,10 @@ pub(crate) struct RedisStore {
     removals: Option<Removals>,
     /// Additions done but not yet announced (see the module docs).
     additions: Option<Additions>,
+    /// The key read last, opened (`None`: it does not exist), kept for the
+    /// next read of it: a type check and the read after it open the key
+    /// once. Any write drops it first.
+    last_read: Option<(Vec<u8>, Option<Key>)>,
 }
 
 /// Additions to one sorted set, not necessarily consecutive.
@@ -80,7 +84,7 @@ impl RedisStore {
     pub(crate) fn new(ctx: *mut raw::RedisModuleCtx, first_key: &[u8]) -> RedisStore {
         let cluster = api::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
         let tag = cluster.then(|| slot::hash_tag(first_key).to_vec());
-        RedisStore { ctx, now: None, tag, crossed: false, removals: None, additions: None }
+        RedisStore { ctx, now: None, tag, crossed: false, removals: None, additions: None, last_read: None }
     }
 
     /// Whether the command touched a key outside its slot (so wrote nothing).
@@ -98,18 +102,23 @@ impl RedisStore {
         !self.crossed
     }
 
-    /// `key`, opened to read, when it may be touched and holds a value.
-    fn read(&mut self, key: &[u8]) -> Option<Key> {
+    /// `key`, opened to read, when it may be touched and holds a value:
+    /// the key read last is not opened again.
+    fn read(&mut self, key: &[u8]) -> Option<&Key> {
         self.flush();
         if !self.admit(key) {
             return None;
         }
-        Key::read(self.ctx, &RString::new(key))
+        if self.last_read.as_ref().is_none_or(|(name, _)| name != key) {
+            self.last_read = Some((key.to_vec(), Key::read(self.ctx, &RString::new(key))));
+        }
+        self.last_read.as_ref().and_then(|(_, open)| open.as_ref())
     }
 
     /// `key`, opened to write, with its name, when it may be touched and is
     /// empty or of type `kind` (the core checked; this only guards a bug).
     fn write(&mut self, key: &[u8], kind: isize) -> Option<(Key, RString)> {
+        self.last_read = None;
         if !self.admit(key) {
             return None;
         }
@@ -156,6 +165,7 @@ impl RedisStore {
     /// the key's deletion (with its `del` event) when they emptied it.
     fn flush(&mut self) {
         let Some(batch) = self.removals.take() else { return };
+        self.last_read = None;
         let (class, event, command) = if batch.zset {
             (raw::REDISMODULE_NOTIFY_ZSET, c"zrem", c"ZREM")
         } else {
@@ -274,6 +284,7 @@ impl Store for RedisStore {
         if !self.admit(key) {
             return;
         }
+        self.last_read = None;
         let name = RString::new(key);
         let Some(open) = Key::write(self.ctx, &name) else { return };
         if open.kind() != raw::REDISMODULE_KEYTYPE_EMPTY {
