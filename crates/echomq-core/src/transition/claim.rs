@@ -5,7 +5,7 @@
 use super::events::{emit, Events};
 use super::fair::Plan;
 use super::gate::{gate, spend, Gate, Logged};
-use super::grouping::Grouping;
+use super::grouping::{Grouping, UNGROUPED_MAX};
 use super::{attempts_of, need, number, read_records, remove, wake, wake_key, write_stamped, Stamped, Taken};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{CLAIM_COUNT, LEASE_MS};
@@ -113,6 +113,10 @@ impl<'a> Claim<'a> {
     pub(super) fn open<S: Store>(&self, store: &mut S, ending: Option<&[u8]>) -> Result<Opened<'a>, Refusal> {
         let ClaimKeys { pending, active, config, rate, policy, events, headers, wake: wakes } = self.keys;
         need(store, pending, KeyType::Zset)?;
+        // The head of pending, read right after its check (a store that
+        // opens keys opens it once), one more than the claim may take: of a
+        // queue without groups, every pending job is the default group's.
+        let mut head = store.zupto(pending, UNGROUPED_MAX, self.count as usize + 1);
         need(store, active, KeyType::Zset)?;
         // Only a queue with jobs of their own policy (or headers) has the
         // key: one lookup each. Types first, then the gate's settings.
@@ -123,12 +127,14 @@ impl<'a> Claim<'a> {
         let wakes = wake_key(store, Some(wakes))?;
         let grouping = Grouping::open(store, self.prefix)?;
         let (ids, plan) = match &grouping {
-            None if gate.room == 0 => (Vec::new(), None),
-            None => (store.zhead(pending, gate.room as usize), None),
+            None => {
+                head.truncate(gate.room as usize);
+                (head, None)
+            }
             Some(grouping) => {
                 let now = gate.now().unwrap_or_else(|| store.now_ms());
                 let group = ending.and_then(|id| grouping.group_of(store, id));
-                let plan = Plan::make(store, grouping, pending, gate.room, now, group.as_deref())?;
+                let plan = Plan::make(store, grouping, (pending, head), gate.room, now, group.as_deref())?;
                 (plan.taken_ids(), Some(plan))
             }
         };

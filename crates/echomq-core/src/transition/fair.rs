@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::grouping::{Grouping, Load, Settings, Standing, UNGROUPED_MAX};
+use super::grouping::{ClaimFields, Grouping, Load, Settings, Standing};
 use super::need;
 use crate::store::{KeyType, Store};
 use crate::Refusal;
@@ -62,13 +62,15 @@ type Candidate = Reverse<(u64, bool, Vec<u8>, usize)>;
 type Named = (Vec<u8>, Option<u64>, bool);
 
 impl Plan {
-    /// Plan a claim of up to `room` jobs of the queue at `now` (read only).
-    /// `ending` is the group of a job whose lease the same call ends first
-    /// (ACKNEXT's): one fewer running, and a candidate even if out of the index.
+    /// Plan a claim of up to `room` jobs of the queue at `now` (read only),
+    /// given the head of pending below the grouped jobs (`default`: at
+    /// least `room` + 1 ids, when there are). `ending` is the group of a job
+    /// whose lease the same call ends first (ACKNEXT's): one fewer running,
+    /// and a candidate even if out of the index.
     pub(crate) fn make<S: Store>(
         store: &mut S,
         grouping: &Grouping<'_>,
-        pending: &[u8],
+        (pending, mut default): (&[u8], Vec<Vec<u8>>),
         room: u64,
         now: u64,
         ending: Option<&[u8]>,
@@ -77,9 +79,7 @@ impl Plan {
         let (vtime, default_tag) = grouping.clock(store)?;
         let window = room as usize + 1;
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
-        // The default group: the head of pending below the grouped jobs.
-        let mut default = if room == 0 { Vec::new() } else { store.zupto(pending, UNGROUPED_MAX, window) };
-        plan.more = default.len() == window;
+        plan.more = room > 0 && default.len() >= window;
         default.truncate(room as usize);
         default.reverse();
         let default_tag = default_tag.max(vtime);
@@ -88,12 +88,9 @@ impl Plan {
         }
         for (group, in_ready, was_waiting) in candidates(store, grouping, room, now, ending, &mut plan.more)?
         {
-            let (settings, own) = grouping.claim_fields(store, &group)?;
-            let keys = grouping.keys;
-            // A paused group stands so whatever it holds.
-            let mut queue =
-                if settings.paused { Vec::new() } else { store.zhead(&keys.pending(&group), window) };
-            let mut running = if settings.cap.is_some() { store.zcard(&keys.active(&group)) } else { 0 };
+            // A paused group stands so whatever it holds: its ids are not read.
+            let ClaimFields { settings, tag: own, ids: mut queue, mut running } =
+                grouping.claim_fields(store, &group, window)?;
             if ending == Some(group.as_slice()) {
                 running = running.saturating_sub(1);
             }
@@ -298,11 +295,13 @@ fn candidates<S: Store>(
     more: &mut bool,
 ) -> Result<Vec<Named>, Refusal> {
     let (ready, wait) = (grouping.keys.ready(), grouping.keys.wait());
+    // Each key's type checked, then the key read (a store that opens keys
+    // opens it once).
     need(store, &ready, KeyType::Zset)?;
+    let mut head = if room > 0 { store.zhead_scored(&ready, room as usize + 1) } else { Vec::new() };
     need(store, &wait, KeyType::Zset)?;
     let mut names: Vec<Named> = Vec::new();
     if room > 0 {
-        let mut head = store.zhead_scored(&ready, room as usize + 1);
         *more |= head.len() as u64 > room;
         head.truncate(room as usize);
         names.extend(head.into_iter().map(|(group, tag)| (group, Some(tag.max(0.0) as u64), false)));

@@ -323,15 +323,19 @@ impl<'p> Grouping<'p> {
         Ok((tag_of(vtime.as_deref(), &key, b"vtime")?, tag_of(default.as_deref(), &key, b"tag:")?))
     }
 
-    /// What a claim reads of `group` in one read of `<q>groups` (whose
-    /// type [`clock`](Grouping::clock) checked): its settings, then the
-    /// types of the keys the claim touches (its pending set, its leases,
-    /// and its rate log when it has a rate), then its own next tag.
+    /// What a claim reads of `group`, each key's type checked before it
+    /// is read (a store that opens keys opens it once): its settings and
+    /// its own next tag in one read of `<q>groups` (whose type
+    /// [`clock`](Grouping::clock) checked); its first `window` pending ids
+    /// unless it is paused; its running count when it has a cap (its leases'
+    /// type checked either way); its rate log's type with a rate. Then
+    /// `EMQDATA` for a tag that is no integer.
     pub(crate) fn claim_fields<S: Store>(
         &self,
         store: &mut S,
         group: &[u8],
-    ) -> Result<(Settings, u64), Refusal> {
+        window: usize,
+    ) -> Result<ClaimFields, Refusal> {
         let key = self.keys.settings();
         let (set, tag) = ([b"set:", group].concat(), [b"tag:", group].concat());
         let [text, own] = <[_; 2]>::try_from(store.hmget(&key, &[&set, &tag])).unwrap_or_default();
@@ -341,12 +345,16 @@ impl<'p> Grouping<'p> {
                 Settings::parse(&text).ok_or_else(|| malformed(&key, &set, "a group's settings"))?
             }
         };
-        need(store, &self.keys.pending(group), KeyType::Zset)?;
-        need(store, &self.keys.active(group), KeyType::Zset)?;
+        let pending = self.keys.pending(group);
+        need(store, &pending, KeyType::Zset)?;
+        let ids = if settings.paused { Vec::new() } else { store.zhead(&pending, window) };
+        let active = self.keys.active(group);
+        need(store, &active, KeyType::Zset)?;
+        let running = if settings.cap.is_some() { store.zcard(&active) } else { 0 };
         if settings.rate.is_some() {
             need(store, &self.keys.rate(group), KeyType::Zset)?;
         }
-        Ok((settings, tag_of(own.as_deref(), &key, &tag)?))
+        Ok(ClaimFields { settings, tag: tag_of(own.as_deref(), &key, &tag)?, ids, running })
     }
 
     /// What `group` holds now (its settings read before), at `now` when it
@@ -488,6 +496,17 @@ impl<'p> Grouping<'p> {
         store.hdel(&self.keys.settings(), &[b"tag:", group].concat());
         store.del(&self.keys.rate(group));
     }
+}
+
+/// What a claim reads of a group ([`Grouping::claim_fields`]).
+pub(crate) struct ClaimFields {
+    pub(crate) settings: Settings,
+    /// Its own next tag (0 when it has none).
+    pub(crate) tag: u64,
+    /// Its first pending ids, in order (none read when it is paused).
+    pub(crate) ids: Vec<Vec<u8>>,
+    /// Its running count, read only when it has a cap (0 otherwise).
+    pub(crate) running: u64,
 }
 
 /// A tag as `<q>groups` keeps it: 0 when absent, `EMQDATA` when no integer.
