@@ -1,8 +1,8 @@
 //! `emq groups`: a queue's fair groups (protocol 1.7), a page by name, as
-//! a table: each group's depth, running jobs, where it stands and its
-//! settings. `emq limit --group` changes them.
+//! a table (or JSON lines): each group's depth, running jobs, where it
+//! stands and its settings. `emq limit --group` changes them.
 
-use echomq::{Groups, QueueGroups};
+use echomq::{GroupInfo, Groups, QueueGroups};
 
 use crate::connect::{Error, Server};
 use crate::flow::rate_text;
@@ -18,6 +18,11 @@ pub struct Args {
     /// At most this many groups (1 to 1000).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
     limit: u64,
+    /// One JSON object per group and line: its name, pending, running,
+    /// state, weight, cap, rate (claims per `per_ms`), max and paused; a
+    /// setting it lacks is null.
+    #[arg(long)]
+    json: bool,
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
@@ -27,9 +32,25 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         page = page.after(after);
     }
     let page = QueueGroups::of(&queue).page(page).await?;
+    if args.json {
+        for group in &page.groups {
+            say!("{}", json(group));
+        }
+    } else {
+        table(&page.groups)?;
+    }
+    match page.next {
+        Some(next) => eprintln!("emq: note: more groups follow: emq groups {} --after {next}", args.queue),
+        None if page.groups.is_empty() => eprintln!("emq: note: {} has no group", args.queue),
+        None => {}
+    }
+    Ok(())
+}
+
+/// The groups as a table, a header first, columns aligned.
+fn table(groups: &[GroupInfo]) -> std::io::Result<()> {
     let none = || "-".to_owned();
-    let rows: Vec<[String; 8]> = page
-        .groups
+    let rows: Vec<[String; 8]> = groups
         .iter()
         .map(|group| {
             [
@@ -45,11 +66,24 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         })
         .collect();
     let header = ["GROUP", "PENDING", "RUNNING", "STATE", "WEIGHT", "CAP", "RATE", "MAX"];
-    crate::workers::aligned(&header, &rows)?;
-    match page.next {
-        Some(next) => eprintln!("emq: note: more groups follow: emq groups {} --after {next}", args.queue),
-        None if page.groups.is_empty() => eprintln!("emq: note: {} has no group", args.queue),
-        None => {}
-    }
-    Ok(())
+    crate::workers::aligned(&header, &rows)
+}
+
+/// One group as a JSON object.
+fn json(group: &GroupInfo) -> serde_json::Value {
+    let rate = group.rate.map(|rate| {
+        let per_ms = u64::try_from(rate.per.as_millis()).unwrap_or(u64::MAX);
+        serde_json::json!({ "claims": rate.claims, "per_ms": per_ms })
+    });
+    serde_json::json!({
+        "group": group.group,
+        "pending": group.pending,
+        "running": group.running,
+        "state": group.standing.as_str(),
+        "weight": group.weight,
+        "cap": group.cap,
+        "rate": rate,
+        "max": group.max,
+        "paused": group.paused,
+    })
 }

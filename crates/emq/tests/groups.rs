@@ -72,6 +72,17 @@ fn groups_are_enqueued_limited_and_listed() {
         let (page, note) = emq.ok_said(&["groups", &q, "--after", "tenant-8"]);
         assert_eq!((page.lines().count(), note.as_str()), (2, ""), "{via}: {page}");
         row(&page, "tenant-9");
+        // As JSON lines, a setting it lacks as null.
+        let lines = emq.ok(&["groups", &q, "--json"]);
+        let groups: Vec<serde_json::Value> =
+            lines.lines().map(|line| serde_json::from_str(line).expect("a JSON line")).collect();
+        let want = serde_json::json!({"group": "tenant-7", "pending": 2, "running": 0, "state": "ready",
+            "weight": 3, "cap": null, "rate": {"claims": 10, "per_ms": 1000}, "max": null, "paused": false});
+        assert_eq!((groups.len(), &groups[0]), (3, &want), "{via}: {lines}");
+        assert_eq!(
+            (groups[1]["state"].as_str(), groups[1]["paused"].as_bool()),
+            (Some("paused"), Some(true))
+        );
         let resumed = emq.ok(&["limit", &q, "--group", "tenant-8", "--resume"]);
         assert!(resumed.contains("group tenant-8: ready"), "{via}: {resumed}");
     }
