@@ -19,8 +19,10 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 - each job's own policy from its claim: its TIMEOUT stops the handler and
   FAILs the job; its ATTEMPTS and back-off win on the server;
 - a finished job is acked with its result, and its slot fetches the next job
-  in the same round trip (ACKNEXT); jobs that finish together are acked in one
-  ACKMANY, pipelined with the CLAIM for their slots (one round trip too);
+  in the same round trip (ACKNEXT; a sync job's own thread sends it, on a
+  connection of its own, and runs the next job there); jobs that finish
+  together are acked in one ACKMANY, pipelined with the CLAIM for their
+  slots (one round trip too);
 - SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
   within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
 - upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
@@ -36,18 +38,23 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import enum
 import functools
 import inspect
 import json
 import logging
 import signal
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Coroutine, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Protocol, TypeVar, runtime_checkable
+
+import redis
 
 from . import _protocol, calls, failure, flows
 from .errors import FenceError, InvalidInput, NoJobError, Refused
+from .executor import SyncExecutor
 from .flows import ChildJobs
 from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
@@ -127,7 +134,7 @@ class Job:
         if self._threads is None:
             return await asyncio.get_running_loop().run_in_executor(None, run)
         thread = self._threads.run(run)
-        if self._entry is not None:
+        if self._entry is not None and self._entry.baton is None:
             self._entry.thread = thread  # its slot is held until the thread is done
         return await thread.future
 
@@ -206,6 +213,22 @@ class Job:
             raise
 
 
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _result_bytes(result: Any) -> Any:
+    """A handler's result as the bytes its ack keeps (None: none), or
+    :data:`_ON_LOOP` when only the loop can end the job with it."""
+    if inspect.isawaitable(result):
+        return _ON_LOOP
+    try:
+        kept = None if result is None else _as_bytes(result)
+    except Exception:  # the loop fails the job, with the encoding error
+        return _ON_LOOP
+    return _ON_LOOP if kept is not None and len(kept) > MAX_RESULT else kept
+
+
 def _as_bytes(value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
@@ -214,10 +237,70 @@ def _as_bytes(value: Any) -> bytes:
     return json.dumps(value).encode("utf-8")
 
 
+class Ender(enum.Enum):
+    """Who ends a job run in its slot's thread (:class:`Baton`)."""
+
+    THREAD = "thread"
+    """The slot's thread, its function returned in time: it acks the job, or hands it to the loop."""
+    LOOP = "loop"
+    """The loop: the job's timeout, a lost lease, the end of the grace, or what the thread handed it."""
+
+
+_batons = threading.Lock()
+
+
+class Baton:
+    """Who ends a job run in its slot's thread, taken once: by the thread
+    when the function returns, or by the loop when it stops the job first.
+    So a job the thread acks is never also failed or released by the loop,
+    and a job the loop stopped is never acked by the thread."""
+
+    __slots__ = ("holder",)
+
+    def __init__(self) -> None:
+        self.holder: Ender | None = None
+
+    def take(self, by: Ender) -> bool:
+        """Whether ``by`` ends the job: it takes the baton now, or took it before."""
+        with _batons:
+            if self.holder is None:
+                self.holder = by
+            return self.holder is by
+
+    def hand_to_loop(self) -> None:
+        """From the thread that took it: the loop ends the job after all."""
+        with _batons:
+            self.holder = Ender.LOOP
+
+
+@runtime_checkable
+class ThreadCalls(Protocol):
+    """A handler that can run some jobs as one blocking call each (an
+    :class:`~echomq.App`'s :class:`~echomq.tasks.TaskHandler`, for its plain
+    ``def`` tasks): such a job runs in its slot's thread, which acks it and
+    claims the slot's next job itself."""
+
+    def __call__(self, job: Job) -> Awaitable[Any] | Any: ...
+
+    def thread_call(self, job: Job) -> Callable[[], Any] | None:
+        """The job's run as a call for a thread, or None to await the handler on the loop."""
+        ...
+
+
+_ON_LOOP: Any = object()
+"""A result only the loop can end the job with (an awaitable, one that cannot be encoded, too long)."""
+
+
 @dataclass
 class _Running:
     claimed: Claimed
-    handler: asyncio.Task[Any] | None = None
+    handler: asyncio.Future[Any] | None = None
+    """The handler's task on the loop; for a job run in its slot's thread, a
+    future the loop settles when it ends the job (cancelled when it stops it)."""
+    baton: Baton | None = None
+    """For a job run in its slot's thread: who ends it."""
+    timer: asyncio.TimerHandle | None = None
+    """Its timeout's timer, while it runs."""
     fenced: bool = False
     released: bool = False
     waits: bool = False
@@ -234,7 +317,7 @@ class _Running:
         """The lease is gone: stop the handler, drop its result. Nothing once
         the job waits for its children: its claim is over, and the handler
         may still be enqueueing them."""
-        if self.waits:
+        if self.waits or not self.stoppable():
             return
         if not self.fenced:
             log.warning("job %s lost its lease (%s); its handler is cancelled", self.claimed.id, why)
@@ -242,10 +325,15 @@ class _Running:
         if self.handler is not None and not self.handler.done():
             self.handler.cancel()
 
+    def stoppable(self) -> bool:
+        """Whether the loop may stop the job: always on the loop; in its slot's
+        thread, unless the thread took its end (the loop then takes it)."""
+        return self.baton is None or self.baton.take(Ender.LOOP)
+
 
 def _time_out(entry: _Running) -> None:
     """A job's timeout ran out: cancel its handler, if it still runs."""
-    if entry.handler is not None and not entry.handler.done():
+    if entry.handler is not None and not entry.handler.done() and entry.stoppable():
         entry.timed_out = True
         entry.handler.cancel()
 
@@ -280,6 +368,18 @@ class Worker:
     the grace the job is failed, dropped or released all the same, and the
     function runs on in its thread until it returns, its result thrown away
     (while it does, it holds one of the pool's threads).
+
+    A job of a plain ``def`` handler (or of a handler with a ``thread_call``,
+    :class:`ThreadCalls`: an App's plain ``def`` tasks) runs in its slot's
+    thread end to end: when it returns in time, the thread acks it and
+    claims the slot's next job in one ACKNEXT on a connection of its own,
+    and runs that job at once, with no hand-off to the loop and back
+    between the two (one thread's ACKNEXT at a time: a job that ends while
+    another's is on its way is acked by the loop, batched). Failures,
+    deferrals, timeouts, lost leases and stops are ended by the loop, as
+    an async handler's are. Not while a tracer provider is set (each run
+    then has its span on the loop), nor on a :class:`Queue` whose
+    :class:`Connection` was given its client (no URL to connect with).
 
     ``handler`` returns the job's result: bytes as they are, a str as UTF-8,
     None for no result, anything else as JSON (a result JSON cannot encode,
@@ -329,6 +429,25 @@ class Worker:
         self._threads: HandlerThreads | None = None
         """Where a sync handler runs: made by run(), ``concurrency`` threads at most."""
         self._sync = not _is_async(handler)
+        self._thread_calls: Callable[[Job], Callable[[], Any] | None] | None = None
+        """How a job becomes one call for its slot's thread (None: every job runs through the loop)."""
+        if self._sync:
+            self._thread_calls = functools.partial(functools.partial, handler)
+        elif isinstance(handler, ThreadCalls):
+            self._thread_calls = handler.thread_call
+        self._url = queue.connection.url
+        """Where a slot's thread opens its own connection; None (a client given to connect): no slot threads."""
+        self._slot_connections = threading.local()
+        self._slot_clients: list[redis.Redis] = []
+        """Every slot thread's connection, closed at the end of run()."""
+        self._acking_here = threading.Lock()
+        """Held by a slot's thread while it sends its ACKNEXT: one at a time. A
+        job that ends while another thread's is on its way is acked by the
+        loop, with those that end meanwhile, in one ACKMANY pipelined with
+        the CLAIM for their slots."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._grace_over = False
+        """Set once the grace ended: a job a slot's thread claims after it is released at once."""
         self.lease_ms = calls.to_ms(lease)
         calls.integer("lease (ms)", self.lease_ms, "LEASE_MS")
         self.max_attempts = max_attempts
@@ -415,7 +534,7 @@ class Worker:
         """Work until :meth:`stop`, or with ``burst`` until the queue is empty.
         With ``handle_signals``: SIGTERM or SIGINT stops gracefully (a second
         one at once), SIGTSTP quiets (:meth:`quiet`)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         # Threads start as handlers need them: none for an async handler that never asks.
         self._threads = HandlerThreads(self.concurrency, "echomq-handler")
         caught = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
@@ -434,7 +553,9 @@ class Worker:
         try:
             await self._until_stopped(claimer)
             await self._finish_running()
-            while self._acks or any(not t.done() for t in self._tasks):
+            # A slot's thread that took a job's end acks it, or tells the loop, within moments.
+            while (self._acks or any(not t.done() for t in self._tasks)
+                   or any(e.baton is not None and e.baton.holder is Ender.THREAD for e in self._running.values())):
                 await asyncio.sleep(0.01)
         finally:
             self._closed.set()
@@ -448,6 +569,9 @@ class Worker:
                 # run: their threads end when they return, unwaited for here.
                 self._threads.shutdown()
                 self._threads = None
+            for client in self._slot_clients:
+                client.close()
+            self._slot_clients.clear()
             if handle_signals:
                 for sig, _ in caught:
                     try:
@@ -553,26 +677,53 @@ class Worker:
     def _dispatch(self, jobs: list[Claimed]) -> None:
         for claimed in jobs:
             entry = _Running(claimed)
-            self._running[claimed.id] = entry
-            task = asyncio.create_task(self._run_job(entry))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            job = self._job(entry)
+            call = self._slot_call(job)
+            if call is None:
+                self._running[claimed.id] = entry
+                self._spawn(self._run_job(entry, job))
+                continue
+            assert self._threads is not None, "run() makes the threads before any job is claimed"
+            entry.baton = Baton()
+            # Each job runs in a copy of the loop's context, as a sync handler ran before.
+            entry.thread = self._threads.run(
+                functools.partial(self._serve_slot, entry, call, contextvars.copy_context()))
+            self._started_in_thread(entry)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a task of the worker's, which run() waits for."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _job(self, entry: _Running) -> Job:
+        claimed = entry.claimed
+        return Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
+                   self.max_attempts, self._threads, self._loop)
+
+    def _timeout_ms(self, claimed: Claimed) -> int | None:
+        return claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
+
+    def _start_timer(self, entry: _Running) -> None:
+        """One timer per job with a timeout, none without."""
+        timeout_ms = self._timeout_ms(entry.claimed)
+        if timeout_ms is not None:
+            assert self._loop is not None
+            entry.timer = self._loop.call_later(timeout_ms / 1000, _time_out, entry)
 
     # -- one job ------------------------------------------------------------------
 
-    async def _run_job(self, entry: _Running) -> None:
-        claimed = entry.claimed
-        job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
-                  self.max_attempts, self._threads, asyncio.get_running_loop())
-        timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
+    async def _run_job(self, entry: _Running, job: Job) -> None:
+        """Run the job's handler through the loop (an ``async def`` one on it), then end the job."""
         if self.metrics is not None:
-            self.metrics.started(self.queue.name, claimed.id)
-        loop = asyncio.get_running_loop()
-        handler = loop.create_task(tracing.run(job, self._call(job)))
+            self.metrics.started(self.queue.name, entry.claimed.id)
+        handler = asyncio.get_running_loop().create_task(tracing.run(job, self._call(job)))
         entry.handler = handler
-        # One timer per job with a timeout, none without: awaiting the
-        # handler itself wakes this task in the loop turn it ends.
-        timer = None if timeout_ms is None else loop.call_later(timeout_ms / 1000, _time_out, entry)
+        self._start_timer(entry)
+        await self._outcome(entry, handler)
+
+    async def _outcome(self, entry: _Running, handler: asyncio.Future[Any]) -> None:
+        """Wait for the handler (awaiting it wakes this task in the loop turn it ends), then end the job."""
         try:
             await handler
         except asyncio.CancelledError:
@@ -580,9 +731,14 @@ class Worker:
                 raise
         except BaseException:
             pass  # read below, from the handler
-        finally:
-            if timer is not None:
-                timer.cancel()
+        await self._end(entry, handler)
+
+    async def _end(self, entry: _Running, handler: asyncio.Future[Any]) -> None:
+        """End the job by what its handler did: ack, fail, defer, release, or drop it."""
+        claimed = entry.claimed
+        timeout_ms = self._timeout_ms(claimed)
+        if entry.timer is not None:
+            entry.timer.cancel()
         handed = False
         try:
             if entry.timed_out:
@@ -713,6 +869,164 @@ class Worker:
         except (FenceError, NoJobError):
             entry.fenced = True
 
+    # -- a slot in a thread ------------------------------------------------------------
+    #
+    # A job whose handler is one blocking call (a plain ``def`` handler, a
+    # plain ``def`` task) runs in its slot's thread, which then ends it there
+    # when it can: one ACKNEXT on the thread's own connection acks the job
+    # and claims the slot's next one, which the thread runs at once. No hand-
+    # off to the loop and back sits between two jobs of a slot. The loop
+    # keeps the books (told by the thread, in order, without waiting), renews
+    # the leases, runs the timeouts and the grace, and ends every job the
+    # thread cannot: failures, deferrals, a stop meanwhile (Baton says who).
+
+    def _slot_call(self, job: Job) -> Callable[[], Any] | None:
+        """The job's run as one call for its slot's thread, or None: through the loop."""
+        if self._thread_calls is None or self._url is None or tracing.active():
+            return None
+        return self._thread_calls(job)
+
+    def _serve_slot(self, entry: _Running, call: Callable[[], Any], context: contextvars.Context) -> None:
+        """In a handler thread: the slot's jobs, each run, then acked with the
+        slot's next job claimed (ACKNEXT, one round trip), for as long as the
+        thread can end them; then the slot goes back to the loop."""
+        threads = self._threads
+        assert threads is not None and entry.baton is not None
+        while True:
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                result = context.copy().run(call)
+            except BaseException as err:  # ended by the loop, as a handler's exception is
+                error = err
+            if not entry.baton.take(Ender.THREAD):
+                return  # the loop stopped the job (timeout, lost lease, grace): the result is dropped
+            try:
+                following = self._finish_here(entry, result, error)
+            except Exception as err:  # a bug: the job's lease runs out, and REAP takes it back
+                threads.tell(functools.partial(self._ack_failed, entry, err))
+                return
+            if following is None:
+                return
+            entry, call = following
+
+    def _finish_here(self, entry: _Running, result: Any,
+                     error: BaseException | None) -> tuple[_Running, Callable[[], Any]] | None:
+        """In the slot's thread, which took the job's end: ack the job and
+        claim the slot's next one (ACKNEXT), or hand the job to the loop.
+        The next job and its call when it runs in this thread too, else None."""
+        threads = self._threads
+        assert threads is not None and entry.baton is not None
+        kept = _ON_LOOP if error is not None or not self._claiming else _result_bytes(result)
+        if kept is _ON_LOOP or not self._acking_here.acquire(blocking=False):
+            entry.baton.hand_to_loop()
+            threads.tell(functools.partial(self._handed_back, entry, result, error))
+            return None
+        claimed = entry.claimed
+        try:
+            reply = self._slot_executor().run(
+                calls.acknext(self._ks, claimed.id, claimed.token, self.lease_ms, 1, kept))
+        except (FenceError, NoJobError):
+            entry.baton.hand_to_loop()
+            threads.tell(functools.partial(entry.lose, "its ack was refused"))
+            return None
+        except Exception as err:
+            threads.tell(functools.partial(self._ack_failed, entry, err))
+            return None
+        finally:
+            self._acking_here.release()
+        following = read_claims(reply).jobs
+        if following and not self._claiming:  # stopped while the ACKNEXT was on its way
+            self._release_here(following)
+            following = []
+        if not following:
+            threads.tell(functools.partial(self._acked_here, entry, None, None))
+            return None
+        after = _Running(following[0], baton=Baton())
+        job = self._job(after)
+        call = self._slot_call(job)
+        threads.tell(functools.partial(self._acked_here, entry, after, job if call is None else None))
+        return None if call is None else (after, call)
+
+    def _slot_executor(self) -> SyncExecutor:
+        """This thread's own connection, opened at its first ack."""
+        found: SyncExecutor | None = getattr(self._slot_connections, "executor", None)
+        if found is None:
+            assert self._url is not None
+            client = redis.Redis.from_url(self._url, decode_responses=False)
+            self._slot_clients.append(client)  # list.append holds the GIL: safe from threads
+            found = self._slot_connections.executor = SyncExecutor(client, self._exec.kind)
+        return found
+
+    def _release_here(self, jobs: list[Claimed]) -> None:
+        """In a slot's thread: release jobs claimed as the worker stopped (REFUND: no attempt spent)."""
+        for job in jobs:
+            try:
+                self._slot_executor().run(calls.release(self._ks, job.id, job.token, self.max_attempts))
+            except Exception as err:
+                log.warning("releasing job %s failed: %s; REAP takes it back", job.id, err)
+
+    def _started_in_thread(self, entry: _Running) -> None:
+        """On the loop: a job runs in its slot's thread; keep its books, its lease and its timeout."""
+        assert self._loop is not None
+        self._running[entry.claimed.id] = entry
+        if self.metrics is not None:
+            self.metrics.started(self.queue.name, entry.claimed.id)
+        stand_in: asyncio.Future[Any] = self._loop.create_future()
+        stand_in.add_done_callback(functools.partial(self._ended_by_loop, entry))
+        entry.handler = stand_in
+        self._start_timer(entry)
+        if self._grace_over and entry.stoppable():  # claimed as the grace ended: released now
+            entry.released = True
+            stand_in.cancel()
+
+    def _ended_by_loop(self, entry: _Running, stand_in: asyncio.Future[Any]) -> None:
+        """On the loop: a slot thread's job is the loop's to end (stopped, or handed back)."""
+        if entry.handler is stand_in:
+            self._spawn(self._end(entry, stand_in))
+
+    def _acked_here(self, ended: _Running, following: _Running | None, job: Job | None) -> None:
+        """On the loop: the slot's thread acked ``ended``, and claimed ``following``
+        for the slot: run in the thread, or with ``job`` through the loop; None: the slot is free."""
+        if ended.timer is not None:
+            ended.timer.cancel()
+        if self._running.get(ended.claimed.id) is ended:
+            del self._running[ended.claimed.id]
+        self.processed += 1
+        self._tell(ended, "processed")
+        if following is None:
+            self._free_slot()
+        elif job is None:
+            following.thread = ended.thread
+            self._started_in_thread(following)
+        else:
+            following.baton = None
+            self._running[following.claimed.id] = following
+            self._spawn(self._run_job(following, job))
+
+    def _handed_back(self, entry: _Running, result: Any, error: BaseException | None) -> None:
+        """On the loop: the slot's thread hands the job to the loop to end (a
+        failure, a stop meanwhile, a result only the loop can take)."""
+        stand_in = entry.handler
+        assert stand_in is not None
+        if stand_in.done():
+            return
+        if error is None and inspect.isawaitable(result):  # a sync handler's awaitable, awaited here
+            handler = asyncio.get_running_loop().create_task(_awaited(result))
+            entry.handler = handler
+            self._spawn(self._outcome(entry, handler))
+        elif error is not None:
+            stand_in.set_exception(error)
+        else:
+            stand_in.set_result(result)
+
+    def _ack_failed(self, entry: _Running, err: Exception) -> None:
+        """On the loop: the slot thread's ACKNEXT failed (a lost connection)."""
+        log.warning("acking job %s failed: %s; REAP takes it back", entry.claimed.id, err)
+        if entry.timer is not None:
+            entry.timer.cancel()
+        self._done(entry)
+
     # -- acks ---------------------------------------------------------------------
 
     async def _send_acks(self) -> None:
@@ -837,8 +1151,9 @@ class Worker:
         while (any(not e.fenced for e in self._running.values()) and time.monotonic() < deadline
                and not self._at_once.is_set()):
             await asyncio.sleep(0.01)
+        self._grace_over = True
         for entry in list(self._running.values()):
-            if entry.handler is not None and not entry.handler.done():
+            if entry.handler is not None and not entry.handler.done() and entry.stoppable():
                 entry.released = True
                 entry.handler.cancel()
         while self._tasks:
