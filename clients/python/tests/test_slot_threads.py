@@ -1,5 +1,6 @@
 """A sync job's slot in its thread (issue 51), on Lua and on Native: the
-thread that ran a plain ``def`` handler acks the job and claims the slot's next one itself, one ACKNEXT on its own
+thread that ran a plain ``def`` handler (or an App's plain ``def`` task)
+acks the job and claims the slot's next one itself, one ACKNEXT on its own
 connection, and runs it there, with no hand-off to the event loop; the loop
 still ends what the thread cannot (failures, deferrals, timeouts, lost
 leases, stops), and fencing keeps every job's end exactly once."""
@@ -64,6 +65,36 @@ async def test_a_slot_runs_its_sync_jobs_while_the_loop_is_blocked(queue: echomq
     # One ACKNEXT a job (the last one claims nothing), then the claimer's
     # CLAIM or two, which find the queue empty once the slot is free again.
     assert 21 <= sent <= 24, f"{sent} transitions for 21 jobs at concurrency 1"
+
+
+async def test_an_app_s_sync_task_runs_in_its_slot_s_thread_with_current_job(queue: echomq.Queue,
+                                                                             server: RedisServer) -> None:
+    app = echomq.App(server.url, queue=queue.name)
+    seen: list[tuple[str | None, int]] = []
+
+    @app.task
+    def add(a: int, b: int) -> int:
+        current = echomq.current_job()
+        seen.append((None if current is None else current.id, threading.get_ident()))
+        time.sleep(0.3 if a < 0 else 0.01)
+        return a + b
+
+    async with working(echomq.Worker(queue, app.handler, concurrency=1)):
+        first = await queue.enqueue(add.payload(-1, 1))
+
+        async def first_running() -> bool:
+            return bool(seen)
+
+        await eventually(first_running, what="the first task running")
+        jobs = await queue.enqueue_many([add.payload(i, i) for i in range(10)])
+        time.sleep(0.8)  # the loop blocked: the slot's thread goes on
+        while_blocked = len(seen) - 1
+        finished = [await queue.wait(j.id, timeout=30) for j in jobs]
+    app.close()
+    assert while_blocked >= 6, f"{while_blocked} of 10 tasks ran while the loop was blocked"
+    assert [f.result for f in finished] == [b"%d" % (2 * i) for i in range(10)]
+    assert [job_id for job_id, _ in seen] == [first.id, *[j.id for j in jobs]]
+    assert len({ident for _, ident in seen}) == 1
 
 
 async def test_a_lost_lease_keeps_a_thread_s_ack_from_counting(queue: echomq.Queue, server: RedisServer) -> None:
