@@ -884,7 +884,11 @@ class Worker:
         """The job's run as one call for its slot's thread, or None: through the loop."""
         if self._thread_calls is None or self._url is None or tracing.active():
             return None
-        return self._thread_calls(job)
+        try:
+            return self._thread_calls(job)
+        except Exception as err:  # the handler, awaited on the loop, fails the job with it
+            log.debug("job %s runs through the loop: its thread_call raised %r", job.id, err)
+            return None
 
     def _serve_slot(self, entry: _Running, call: Callable[[], Any], context: contextvars.Context) -> None:
         """In a handler thread: the slot's jobs, each run, then acked with the
