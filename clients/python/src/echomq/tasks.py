@@ -56,7 +56,7 @@ from .model import Enqueued
 if TYPE_CHECKING:
     from .queue import Connection, Queue, SyncQueue
     from .testing import TestMode
-    from .worker import Job
+    from .job import Job
 
 P = ParamSpec("P")
 R = TypeVar("R")

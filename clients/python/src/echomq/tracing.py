@@ -31,7 +31,7 @@ except ImportError:  # the extra is not installed: nothing is traced
     trace = None  # type: ignore[assignment,unused-ignore]
 
 if TYPE_CHECKING:
-    from .worker import Job
+    from .job import Job
 
 T = TypeVar("T")
 

@@ -20,9 +20,9 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
   FAILs the job; its ATTEMPTS and back-off win on the server;
 - a finished job is acked with its result, and its slot fetches the next job
   in the same round trip (ACKNEXT; a sync job's own thread sends it, on a
-  connection of its own, and runs the next job there); jobs that finish
-  together are acked in one ACKMANY, pipelined with the CLAIM for their
-  slots (one round trip too);
+  connection of its own, and runs the next job there: :mod:`echomq.slots`);
+  jobs that finish together are acked in one ACKMANY, pipelined with the
+  CLAIM for their slots (one round trip too);
 - SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
   within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
 - upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
@@ -38,28 +38,22 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import enum
 import functools
 import inspect
-import json
 import logging
 import signal
-import threading
 import time
-import warnings
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Coroutine, Protocol, TypeVar, runtime_checkable
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
-import redis
-
-from . import _protocol, calls, failure, flows
-from .errors import FenceError, InvalidInput, NoJobError, Refused
-from .executor import SyncExecutor
-from .flows import ChildJobs
+from . import calls, failure
+from .errors import FenceError, NoJobError, Refused
+from .job import MAX_RESULT as MAX_RESULT, Job as Job, RetryAfter as RetryAfter, _as_bytes
 from .metrics import Metrics, Outcome
-from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
+from .model import DEFAULT_MAX_ATTEMPTS, Claimed, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
+from .slots import Baton as Baton, Ender as Ender, SlotThreads, ThreadCalls as ThreadCalls
 from .threads import HandlerThreads, ThreadRun
 from .upkeep import Upkeep
 from . import tracing
@@ -70,225 +64,9 @@ Handler = Callable[["Job"], Awaitable[Any] | Any]
 
 T = TypeVar("T")
 
-MAX_RESULT = _protocol.size("MAX_RESULT")
-
-
-class RetryAfter(Exception):
-    """Raise from a handler when a downstream said "not now" (HTTP 429/503):
-    the job waits ``after`` seconds without spending its attempt (DEFER), and
-    with ``pause_queue`` the whole queue's claims wait as long."""
-
-    def __init__(self, after: float, pause_queue: bool = False) -> None:
-        super().__init__(f"retry after {after}s")
-        self.after = after
-        self.pause_queue = pause_queue
-
-
-@dataclass
-class Job:
-    """A claimed job, as its handler sees it."""
-
-    queue: Queue
-    id: str
-    token: int
-    """The fencing token this claim minted: how many times the job was
-    claimed, this claim included (§6). Not the attempts spent: it rises when
-    an attempt is given back (:class:`RetryAfter`, a graceful stop) too; see
-    :attr:`attempts_spent`."""
-    payload: bytes
-    policy: Policy | None
-    headers: dict[str, str]
-    _entry: _Running | None = field(default=None, repr=False)
-    _max_attempts: int = field(default=DEFAULT_MAX_ATTEMPTS, repr=False)
-    """The worker's max attempts, for a job with no ATTEMPTS of its own."""
-    _threads: HandlerThreads | None = field(default=None, repr=False)
-    """The worker's threads, where :meth:`in_thread` runs a function."""
-    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
-    """The worker's event loop, where :meth:`from_thread` runs a coroutine."""
-
-    def from_thread(self, work: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``work`` (``job.progress(b"50")``, ``job.children()``) on the
-        worker's event loop from a sync handler's thread, and wait for its
-        result (``timeout`` seconds at most: ``TimeoutError``): how a plain
-        ``def`` handler calls the job's ``async`` methods. Never from the
-        loop itself, which would wait for itself: ``RuntimeError``."""
-        if self._loop is None:
-            work.close()
-            raise RuntimeError("this job is not run by a worker: await its methods instead")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            work.close()
-            raise RuntimeError("from_thread() is for a sync handler's thread: on the loop, await it")
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
-
-    async def in_thread(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """``function(*args, **kwargs)`` in one of the worker's threads (as
-        many as its ``concurrency``), with the caller's context variables:
-        how an ``async def`` handler runs blocking code while the loop goes
-        on renewing leases. Outside a running worker, in a thread of the
-        loop's default pool."""
-        run = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
-        if self._threads is None:
-            return await asyncio.get_running_loop().run_in_executor(None, run)
-        thread = self._threads.run(run)
-        if self._entry is not None and self._entry.baton is None:
-            self._entry.thread = thread  # its slot is held until the thread is done
-        return await thread.future
-
-    @property
-    def attempts_spent(self) -> int:
-        """The attempts the job has spent, this one included (1 for the first):
-        its claims less the attempts given back, which do not count against
-        its maximum. Derived, not stored (:func:`echomq.model.attempts_spent`
-        says how): exact for a job enqueued without ``attempts=``, or with
-        the worker's ``max_attempts``, whose attempts were given back by
-        workers of that ``max_attempts``, and for any job never given one
-        back. For a job enqueued with its own ``attempts=n`` and given
-        attempts back, ``echomq.model.attempts_spent(job.token, job.policy,
-        n)`` is exact."""
-        return max(1, attempts_spent(self.token, self.policy, self._max_attempts))
-
-    @property
-    def attempt(self) -> int:
-        """Deprecated: the fencing token (:attr:`token`), not the attempts
-        spent (:attr:`attempts_spent`), which this name was taken for."""
-        warnings.warn("Job.attempt is the fencing token, which counts claims: read Job.token, or "
-                      "Job.attempts_spent for the attempts spent", DeprecationWarning, stacklevel=2)
-        return self.token
-
-    @property
-    def traceparent(self) -> str | None:
-        """The producer's W3C trace context, when it sent one (§7.6)."""
-        return self.headers.get("traceparent")
-
-    def json(self) -> Any:
-        """The payload read as JSON."""
-        return json.loads(self.payload)
-
-    async def children(self) -> Children | None:
-        """A flow's parent's children (1.6, §7.8): how each ended and what
-        it returned; None for a job that is no parent."""
-        return await self.queue.children(self.id)
-
-    async def wait_for(self, children: ChildJobs) -> None:
-        """Make this job a parent of ``children`` and wait for them (ADOPT,
-        §7.8): those it has not named before are added and enqueued, each
-        linked to it; the job leaves its lease without spending its attempt
-        and runs again, from the top, once they have ended. Then this call,
-        naming the same children (their ids are derived,
-        :class:`~echomq.flows.ChildJobs`), returns: read their results and
-        go on. While the job waits it raises
-        :class:`~echomq.flows.WaitingForChildren`: let it through."""
-        if self._entry is None:
-            raise InvalidInput("wait_for needs a job claimed by a Worker")
-        entry = self._entry
-
-        def waits() -> None:
-            entry.waits = True
-
-        if await flows.adopt(self.queue, self.id, self.token, self._max_attempts, children, waits):
-            raise flows.WaitingForChildren(f"{self.id} waits for its children: it runs again once they have ended")
-
-    async def children_results(self) -> dict[JobRef, bytes]:
-        """What a flow's parent's children returned, by child: those done
-        with a result (a child that failed, or returned nothing, is not
-        among them). Empty for a job that is no parent. From a sync
-        handler: :func:`echomq.flows.children_results_sync`."""
-        children = await self.children()
-        return {} if children is None else children.results
-
-    async def progress(self, value: bytes | str | Any) -> None:
-        """Report how far the job got (PROGRESS): bytes as they are, a str as
-        UTF-8, anything else as JSON. Raises :class:`FenceError` when the
-        lease was lost (the handler is being cancelled)."""
-        raw = _as_bytes(value)
-        try:
-            await self.queue.executor.run(calls.progress(self.queue.keyspace, self.id, self.token, raw))
-        except (FenceError, NoJobError):
-            if self._entry is not None:
-                self._entry.lose("its progress was refused")
-            raise
-
 
 async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
-
-
-def _result_bytes(result: Any) -> Any:
-    """A handler's result as the bytes its ack keeps (None: none), or
-    :data:`_ON_LOOP` when only the loop can end the job with it."""
-    if inspect.isawaitable(result):
-        return _ON_LOOP
-    try:
-        kept = None if result is None else _as_bytes(result)
-    except Exception:  # the loop fails the job, with the encoding error
-        return _ON_LOOP
-    return _ON_LOOP if kept is not None and len(kept) > MAX_RESULT else kept
-
-
-def _as_bytes(value: Any) -> bytes:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return json.dumps(value).encode("utf-8")
-
-
-class Ender(enum.Enum):
-    """Who ends a job run in its slot's thread (:class:`Baton`)."""
-
-    THREAD = "thread"
-    """The slot's thread, its function returned in time: it acks the job, or hands it to the loop."""
-    LOOP = "loop"
-    """The loop: the job's timeout, a lost lease, the end of the grace, or what the thread handed it."""
-
-
-_batons = threading.Lock()
-
-
-class Baton:
-    """Who ends a job run in its slot's thread, taken once: by the thread
-    when the function returns, or by the loop when it stops the job first.
-    So a job the thread acks is never also failed or released by the loop,
-    and a job the loop stopped is never acked by the thread."""
-
-    __slots__ = ("holder",)
-
-    def __init__(self) -> None:
-        self.holder: Ender | None = None
-
-    def take(self, by: Ender) -> bool:
-        """Whether ``by`` ends the job: it takes the baton now, or took it before."""
-        with _batons:
-            if self.holder is None:
-                self.holder = by
-            return self.holder is by
-
-    def hand_to_loop(self) -> None:
-        """From the thread that took it: the loop ends the job after all."""
-        with _batons:
-            self.holder = Ender.LOOP
-
-
-@runtime_checkable
-class ThreadCalls(Protocol):
-    """A handler that can run some jobs as one blocking call each (an
-    :class:`~echomq.App`'s :class:`~echomq.tasks.TaskHandler`, for its plain
-    ``def`` tasks): such a job runs in its slot's thread, which acks it and
-    claims the slot's next job itself."""
-
-    def __call__(self, job: Job) -> Awaitable[Any] | Any: ...
-
-    def thread_call(self, job: Job) -> Callable[[], Any] | None:
-        """The job's run as a call for a thread, or None to await the handler on the loop."""
-        ...
-
-
-_ON_LOOP: Any = object()
-"""A result only the loop can end the job with (an awaitable, one that cannot be encoded, too long)."""
 
 
 @dataclass
@@ -429,22 +207,8 @@ class Worker:
         self._threads: HandlerThreads | None = None
         """Where a sync handler runs: made by run(), ``concurrency`` threads at most."""
         self._sync = not _is_async(handler)
-        self._thread_calls: Callable[[Job], Callable[[], Any] | None] | None = None
-        """How a job becomes one call for its slot's thread (None: every job runs through the loop)."""
-        if self._sync:
-            self._thread_calls = functools.partial(functools.partial, handler)
-        elif isinstance(handler, ThreadCalls):
-            self._thread_calls = handler.thread_call
-        self._url = queue.connection.url
-        """Where a slot's thread opens its own connection; None (a client given to connect): no slot threads."""
-        self._slot_connections = threading.local()
-        self._slot_clients: list[redis.Redis] = []
-        """Every slot thread's connection, closed at the end of run()."""
-        self._acking_here = threading.Lock()
-        """Held by a slot's thread while it sends its ACKNEXT: one at a time. A
-        job that ends while another thread's is on its way is acked by the
-        loop, with those that end meanwhile, in one ACKMANY pipelined with
-        the CLAIM for their slots."""
+        self._slots = SlotThreads(self)
+        """Where a job that is one blocking call runs, acked and followed by its slot's next (:mod:`echomq.slots`)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._grace_over = False
         """Set once the grace ended: a job a slot's thread claims after it is released at once."""
@@ -569,9 +333,7 @@ class Worker:
                 # run: their threads end when they return, unwaited for here.
                 self._threads.shutdown()
                 self._threads = None
-            for client in self._slot_clients:
-                client.close()
-            self._slot_clients.clear()
+            self._slots.close()
             if handle_signals:
                 for sig, _ in caught:
                     try:
@@ -678,7 +440,7 @@ class Worker:
         for claimed in jobs:
             entry = _Running(claimed)
             job = self._job(entry)
-            call = self._slot_call(job)
+            call = self._slots.call(job)
             if call is None:
                 self._running[claimed.id] = entry
                 self._spawn(self._run_job(entry, job))
@@ -687,7 +449,7 @@ class Worker:
             entry.baton = Baton()
             # Each job runs in a copy of the loop's context, as a sync handler ran before.
             entry.thread = self._threads.run(
-                functools.partial(self._serve_slot, entry, call, contextvars.copy_context()))
+                functools.partial(self._slots.serve, entry, call, contextvars.copy_context()))
             self._started_in_thread(entry)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -869,106 +631,13 @@ class Worker:
         except (FenceError, NoJobError):
             entry.fenced = True
 
-    # -- a slot in a thread ------------------------------------------------------------
+    # -- a slot in its thread: the loop's part ------------------------------------------
     #
-    # A job whose handler is one blocking call (a plain ``def`` handler, a
-    # plain ``def`` task) runs in its slot's thread, which then ends it there
-    # when it can: one ACKNEXT on the thread's own connection acks the job
-    # and claims the slot's next one, which the thread runs at once. No hand-
-    # off to the loop and back sits between two jobs of a slot. The loop
-    # keeps the books (told by the thread, in order, without waiting), renews
-    # the leases, runs the timeouts and the grace, and ends every job the
-    # thread cannot: failures, deferrals, a stop meanwhile (Baton says who).
-
-    def _slot_call(self, job: Job) -> Callable[[], Any] | None:
-        """The job's run as one call for its slot's thread, or None: through the loop."""
-        if self._thread_calls is None or self._url is None or tracing.active():
-            return None
-        try:
-            return self._thread_calls(job)
-        except Exception as err:  # the handler, awaited on the loop, fails the job with it
-            log.debug("job %s runs through the loop: its thread_call raised %r", job.id, err)
-            return None
-
-    def _serve_slot(self, entry: _Running, call: Callable[[], Any], context: contextvars.Context) -> None:
-        """In a handler thread: the slot's jobs, each run, then acked with the
-        slot's next job claimed (ACKNEXT, one round trip), for as long as the
-        thread can end them; then the slot goes back to the loop."""
-        threads = self._threads
-        assert threads is not None and entry.baton is not None
-        while True:
-            result: Any = None
-            error: BaseException | None = None
-            try:
-                result = context.copy().run(call)
-            except BaseException as err:  # ended by the loop, as a handler's exception is
-                error = err
-            if not entry.baton.take(Ender.THREAD):
-                return  # the loop stopped the job (timeout, lost lease, grace): the result is dropped
-            try:
-                following = self._finish_here(entry, result, error)
-            except Exception as err:  # a bug: the job's lease runs out, and REAP takes it back
-                threads.tell(functools.partial(self._ack_failed, entry, err))
-                return
-            if following is None:
-                return
-            entry, call = following
-
-    def _finish_here(self, entry: _Running, result: Any,
-                     error: BaseException | None) -> tuple[_Running, Callable[[], Any]] | None:
-        """In the slot's thread, which took the job's end: ack the job and
-        claim the slot's next one (ACKNEXT), or hand the job to the loop.
-        The next job and its call when it runs in this thread too, else None."""
-        threads = self._threads
-        assert threads is not None and entry.baton is not None
-        kept = _ON_LOOP if error is not None or not self._claiming else _result_bytes(result)
-        if kept is _ON_LOOP or not self._acking_here.acquire(blocking=False):
-            entry.baton.hand_to_loop()
-            threads.tell(functools.partial(self._handed_back, entry, result, error))
-            return None
-        claimed = entry.claimed
-        try:
-            reply = self._slot_executor().run(
-                calls.acknext(self._ks, claimed.id, claimed.token, self.lease_ms, 1, kept))
-        except (FenceError, NoJobError):
-            entry.baton.hand_to_loop()
-            threads.tell(functools.partial(entry.lose, "its ack was refused"))
-            return None
-        except Exception as err:
-            threads.tell(functools.partial(self._ack_failed, entry, err))
-            return None
-        finally:
-            self._acking_here.release()
-        following = read_claims(reply).jobs
-        if following and not self._claiming:  # stopped while the ACKNEXT was on its way
-            self._release_here(following)
-            following = []
-        if not following:
-            threads.tell(functools.partial(self._acked_here, entry, None, None))
-            return None
-        after = _Running(following[0], baton=Baton())
-        job = self._job(after)
-        call = self._slot_call(job)
-        threads.tell(functools.partial(self._acked_here, entry, after, job if call is None else None))
-        return None if call is None else (after, call)
-
-    def _slot_executor(self) -> SyncExecutor:
-        """This thread's own connection, opened at its first ack."""
-        found: SyncExecutor | None = getattr(self._slot_connections, "executor", None)
-        if found is None:
-            assert self._url is not None
-            client = redis.Redis.from_url(self._url, decode_responses=False)
-            self._slot_clients.append(client)  # list.append holds the GIL: safe from threads
-            found = self._slot_connections.executor = SyncExecutor(client, self._exec.kind)
-        return found
-
-    def _release_here(self, jobs: list[Claimed]) -> None:
-        """In a slot's thread: release jobs claimed as the worker stopped (REFUND: no attempt spent)."""
-        for job in jobs:
-            try:
-                self._slot_executor().run(calls.release(self._ks, job.id, job.token, self.max_attempts))
-            except Exception as err:
-                log.warning("releasing job %s failed: %s; REAP takes it back", job.id, err)
+    # A job that is one blocking call runs in its slot's thread, which acks it
+    # and runs the slot's next job itself (echomq.slots says how and why).
+    # The loop keeps the books of those jobs, told by the thread in order,
+    # renews their leases, runs their timeouts and the grace, and ends every
+    # job the thread cannot (Baton says who ends each).
 
     def _started_in_thread(self, entry: _Running) -> None:
         """On the loop: a job runs in its slot's thread; keep its books, its lease and its timeout."""
