@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import echomq
-from echomq import calls, cron, errors, flows, metrics, testing
+from echomq import calls, cron, errors, flows, metrics, tasks, testing
 
 PAGE = Path(__file__).with_name("reference.md")
 
 SECTIONS: list[tuple[str, list[Any]]] = [
-    ("Tasks", [echomq.App, echomq.Task, echomq.TaskOptions, echomq.current_job, echomq.TaskFailed]),
+    ("Tasks", [echomq.App, tasks.TaskHandler, echomq.Task, echomq.TaskOptions, echomq.current_job,
+               echomq.TaskFailed]),
     ("Testing", [testing.TestMode, testing.TestJob]),
     ("Working", [echomq.Worker, echomq.Job, echomq.RetryAfter, flows.children_results_sync]),
     ("Producing and operating", [echomq.connect, echomq.Connection, echomq.Queue, echomq.SyncQueue,

@@ -1,7 +1,8 @@
 """The worker's handler threads (:mod:`echomq.threads`), without Redis:
 every run that ends is settled on the loop, however many end at once; a
 run not started by a shutdown is cancelled; a thread past its caller's
-cancel still says when it is done (the slot it holds)."""
+cancel still says when it is done (the slot it holds); what a thread tells
+the loop is done there in the order it was told."""
 
 from __future__ import annotations
 
@@ -27,6 +28,22 @@ async def test_runs_that_end_together_are_all_settled() -> None:
             results = await asyncio.wait_for(asyncio.gather(*(r.future for r in runs)), 30)
             assert results == [i * i for i in range(8)]
             assert all(r.done() for r in runs)
+    finally:
+        threads.shutdown()
+
+
+async def test_what_a_thread_tells_the_loop_is_done_there_in_order() -> None:
+    threads = HandlerThreads(1)
+    loop_thread = threading.get_ident()
+    told: list[tuple[int, int]] = []
+
+    def work() -> None:
+        for i in range(500):
+            threads.tell(lambda i=i: told.append((i, threading.get_ident())))
+
+    try:
+        await asyncio.wait_for(threads.run(work).future, 30)
+        assert told == [(i, loop_thread) for i in range(500)]  # told before the run's end, which came last
     finally:
         threads.shutdown()
 

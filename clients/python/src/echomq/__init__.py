@@ -29,8 +29,10 @@ one class per code (§10), the host's own :class:`InvalidInput` before sending.
 
 Layout: ``tasks`` (App, Task: functions as jobs), ``cli`` (the ``echomq
 worker`` command), ``testing`` (tasks run without Redis), ``metrics``
-(Prometheus), ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker, Job,
-RetryAfter), ``flows`` (Flow: a parent that waits for its children, §7.8),
+(Prometheus), ``queue`` (Queue, SyncQueue, connect), ``worker`` (Worker),
+``job`` (Job, RetryAfter: a claimed job as its handler sees it), ``slots``
+(a sync job's slot in its own thread), ``flows`` (Flow: a parent that waits
+for its children, §7.8),
 ``groups`` (GroupInfo: fair groups, §7.9),
 ``failure`` (what a failed job keeps), ``upkeep`` (what a
 worker owes, §11.3, the flows' relay and sweep among it), ``calls`` (each transition's call, checked),
@@ -70,7 +72,8 @@ from .model import Child, Children, Claimed, Config, Enqueued, Event, FlowAdded,
 from .queue import Connection, Queue, SyncQueue, connect
 from .tasks import App, Task, TaskFailed, TaskOptions, current_job
 from .upkeep import Upkeep
-from .worker import Job, RetryAfter, Worker
+from .job import Job, RetryAfter
+from .worker import Worker
 
 PROTOCOL = _version_text()
 """The protocol version this package speaks (its scripts' manifest)."""

@@ -297,6 +297,6 @@ def children_results_sync(job: Job, timeout: float | None = 30.0) -> dict[JobRef
 
 
 if TYPE_CHECKING:
-    from .worker import Job
+    from .job import Job
 
 __all__ += ["children_results_sync"]

@@ -188,10 +188,13 @@ def _settings(paused: bool | None, concurrency: int | None, rate: int | None, pe
 class Connection:
     """A server, its executor (Lua or Native) picked and checked once."""
 
-    def __init__(self, client: redis.asyncio.Redis, executor: AsyncExecutor) -> None:
+    def __init__(self, client: redis.asyncio.Redis, executor: AsyncExecutor, url: str | None = None) -> None:
         # redis-py's stubs type replies loosely; the protocol says what they are.
         self.redis: Any = client
         self.executor = executor
+        self.url = url
+        """The URL it was opened from (None for a client given to :func:`connect`): where a
+        worker's threads open connections of their own, to end their jobs without the loop."""
 
     async def queue(self, name: str) -> Queue:
         """Queue ``name``, refused (writing nothing) when its keys were written by another major."""
@@ -214,9 +217,10 @@ async def connect(url: str = "redis://127.0.0.1:6379/0", *, executor: Kind | Non
     """Connect and pick the executor: the module when ``EMQ.VERSION`` answers
     this package's major (another major is refused, naming both), else the
     Lua scripts, loaded and checked against the manifest's SHA1s."""
-    if client is None:
-        client = redis.asyncio.Redis.from_url(url, decode_responses=False)
-    return Connection(client, await detect(client, executor))
+    if client is not None:
+        return Connection(client, await detect(client, executor))
+    client = redis.asyncio.Redis.from_url(url, decode_responses=False)
+    return Connection(client, await detect(client, executor), url)
 
 
 class Queue:

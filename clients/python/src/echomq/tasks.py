@@ -56,7 +56,7 @@ from .model import Enqueued
 if TYPE_CHECKING:
     from .queue import Connection, Queue, SyncQueue
     from .testing import TestMode
-    from .worker import Job
+    from .job import Job
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -291,7 +291,7 @@ class Registrar(Protocol):
 class App:
     """A set of tasks and the server they are enqueued to: ``url`` (else
     ``ECHOMQ_URL``, else :data:`DEFAULT_URL`); tasks go to ``queue`` unless
-    they name one. A worker runs them by name (:meth:`handler`)."""
+    they name one. A worker runs them by name (:attr:`handler`)."""
 
     def __init__(self, url: str | None = None, *, queue: str = "default") -> None:
         check_queue(queue)
@@ -304,6 +304,8 @@ class App:
         self._lock = threading.Lock()
         self._connections: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Connection, dict[str, Queue]]]
         self._connections = weakref.WeakKeyDictionary()
+        self.handler = TaskHandler(self)
+        """The :class:`~echomq.Worker` handler that runs this app's tasks (:class:`TaskHandler`)."""
 
     def __repr__(self) -> str:
         return f"<echomq App {self.url!r}: {len(self.tasks)} tasks>"
@@ -350,16 +352,6 @@ class App:
     def queues(self) -> list[str]:
         """The queues its tasks go to, in the order they were first named."""
         return list(dict.fromkeys(t.options.queue for t in self.tasks.values()))
-
-    async def handler(self, job: Job) -> Any:
-        """The :class:`~echomq.Worker` handler that runs this app's tasks:
-        reads the payload, runs the task it names, answers its result as
-        JSON bytes (None: no result)."""
-        name, args, kwargs = read_payload(job.payload)
-        task = self.tasks.get(name)
-        if task is None:
-            raise TaskFailed(f"no task {name!r} in this app (it has {', '.join(sorted(self.tasks)) or 'none'})")
-        return result_bytes(name, await task.run(job, args, kwargs))
 
     def testing(self, *, eager: bool = False) -> TestMode:
         """A test mode (:class:`echomq.testing.TestMode`), a context manager:
@@ -416,6 +408,56 @@ class App:
             self._sync_queues.clear()
 
 
+class TaskHandler:
+    """An :class:`App`'s handler (``app.handler``), for a :class:`~echomq.Worker`:
+    ``await app.handler(job)`` reads the payload, runs the task it names and
+    answers its result as JSON bytes (None: no result). For a job of a plain
+    ``def`` task, :meth:`thread_call` is the whole of that as one blocking
+    call, which the worker runs in the job's slot thread, where the slot
+    then acks it and claims its next job, without the event loop."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def __repr__(self) -> str:
+        return f"<echomq TaskHandler of {self.app!r}>"
+
+    async def __call__(self, job: Job) -> Any:
+        name, args, kwargs = read_payload(job.payload)
+        task = self.app.tasks.get(name)
+        if task is None:
+            raise TaskFailed(f"no task {name!r} in this app (it has {', '.join(sorted(self.app.tasks)) or 'none'})")
+        return result_bytes(name, await task.run(job, args, kwargs))
+
+    def thread_call(self, job: Job) -> Callable[[], bytes | None] | None:
+        """The job's run as one call for a thread: its task's function on its
+        arguments, with :func:`current_job` set, answering the result as
+        JSON bytes (a :class:`TaskFailed` for one JSON cannot encode). None
+        when the job runs on the loop: an ``async def`` task, and a payload,
+        task or arguments :meth:`__call__` refuses (it says why)."""
+        try:
+            name, args, kwargs = read_payload(job.payload)
+        except (TaskFailed, ValueError):
+            return None
+        task = self.app.tasks.get(name)
+        if task is None or task.is_async:
+            return None
+        try:
+            task._signature.bind(*args, **kwargs)
+        except TypeError:
+            return None
+        function = task.function
+
+        def call() -> bytes | None:
+            token = _current.set(job)
+            try:
+                return result_bytes(name, function(*args, **kwargs))
+            finally:
+                _current.reset(token)
+
+        return call
+
+
 def result_bytes(name: str, value: Any) -> bytes | None:
     """A task's return value as its job's result: JSON, None for none; a value JSON cannot encode
     is a :class:`TaskFailed` naming the task."""
@@ -431,5 +473,5 @@ def result_bytes(name: str, value: Any) -> bytes | None:
 _CHECK_KEYSPACE = Keyspace("default")
 """A keyspace to check options with: :func:`calls.enqueue` builds a call, sends nothing."""
 
-__all__ = ["App", "DEFAULT_URL", "PAYLOAD_MEMBERS", "Task", "TaskFailed", "TaskOptions", "current_job",
+__all__ = ["App", "DEFAULT_URL", "PAYLOAD_MEMBERS", "Task", "TaskFailed", "TaskHandler", "TaskOptions", "current_job",
            "read_payload", "result_bytes", "task_payload"]

@@ -5,8 +5,10 @@ of ``concurrency`` long-lived threads fed by one queue, and the thread hands
 the result back on a second queue, waking the loop with one
 ``call_soon_threadsafe`` unless a wake-up is pending already (at concurrency
 100, many runs end per loop turn: one wake-up, and one write to the loop's
-self-pipe, for all of them). No lock is shared between
-the loop and the threads: ``concurrent.futures.ThreadPoolExecutor``, used
+self-pipe, for all of them). A thread tells the loop anything else the same
+way (:meth:`HandlerThreads.tell`), in order, without waiting for it: how a
+sync job's slot thread, which ends its jobs itself, keeps the worker's
+books. No lock is shared between the loop and the threads: ``concurrent.futures.ThreadPoolExecutor``, used
 before, takes an idle-thread semaphore on every submit, which the loop
 waited on behind the threads releasing it (a tenth of the loop's time at
 concurrency 100), and a ``Future`` with its ``Condition`` per job, chained
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import itertools
 import logging
 import queue
@@ -79,8 +82,8 @@ class HandlerThreads:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ended: collections.deque[tuple[ThreadRun[Any], Any, BaseException | None]] = collections.deque()
-        """Runs whose function returned, for the loop to settle (:meth:`_settle`)."""
+        self._told: collections.deque[Callable[[], None]] = collections.deque()
+        """What the threads told the loop, in order (the end of a run among them), for :meth:`_settle`."""
         self._wake_pending = False
         """Whether the loop is told already to settle what has ended."""
 
@@ -128,23 +131,36 @@ class HandlerThreads:
                 result = function()
             except BaseException as err:  # handed to the loop, as a Future would
                 error = err
-            # The flag is read after the append, and the loop clears it before
-            # it takes what has ended: a run is never left without a wake-up.
-            self._ended.append((run, result, error))
-            if not self._wake_pending:
-                self._wake_pending = True
-                try:
-                    loop.call_soon_threadsafe(self._settle)
-                except RuntimeError:  # the loop is closed: nobody waits for it
-                    pass
+            self._tell(loop, functools.partial(run._end, result, error))
             del item, run, function, result, error
 
+    def tell(self, callback: Callable[[], None]) -> None:
+        """From a thread: call ``callback`` on the loop, after what this thread
+        told it before (one queue, in order), with no wait for the loop."""
+        if self._loop is not None:
+            self._tell(self._loop, callback)
+
+    def _tell(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        # The flag is read after the append, and the loop clears it before
+        # it takes what was told: a callback is never left without a wake-up.
+        self._told.append(callback)
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                loop.call_soon_threadsafe(self._settle)
+            except RuntimeError:  # the loop is closed: nobody waits for it
+                pass
+
     def _settle(self) -> None:
-        """On the loop: settle every run whose function has returned."""
+        """On the loop: settle every run whose function has returned, and
+        whatever else the threads told it, in the order they told it."""
         self._wake_pending = False
-        while self._ended:
-            run, result, error = self._ended.popleft()
-            run._end(result, error)
+        while self._told:
+            callback = self._told.popleft()
+            try:
+                callback()
+            except Exception:  # one callback's bug must not strand those after it
+                log.exception("a worker thread's report failed on the loop")
 
 
 __all__ = ["HandlerThreads", "ThreadRun"]

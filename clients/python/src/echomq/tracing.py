@@ -31,7 +31,7 @@ except ImportError:  # the extra is not installed: nothing is traced
     trace = None  # type: ignore[assignment,unused-ignore]
 
 if TYPE_CHECKING:
-    from .worker import Job
+    from .job import Job
 
 T = TypeVar("T")
 
@@ -61,11 +61,16 @@ def send(queue: str, job_id: str, options: Any) -> Iterator[None]:
         yield
 
 
+def active() -> bool:
+    """Whether jobs are traced: the API is installed and the program set a tracer provider."""
+    return trace is not None and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 async def run(job: Job, handler: Awaitable[T]) -> T:
     """Await ``handler``, the run of ``job``'s attempt, in its consumer span
     (none while the program has set no tracer provider: a span of the
     default proxy records nothing, and costs some microseconds a job)."""
-    if trace is None or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+    if not active():
         return await handler
     producer = propagate.extract(job.headers)
     creation = trace.get_current_span(producer).get_span_context()

@@ -19,8 +19,10 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 - each job's own policy from its claim: its TIMEOUT stops the handler and
   FAILs the job; its ATTEMPTS and back-off win on the server;
 - a finished job is acked with its result, and its slot fetches the next job
-  in the same round trip (ACKNEXT); jobs that finish together are acked in one
-  ACKMANY, pipelined with the CLAIM for their slots (one round trip too);
+  in the same round trip (ACKNEXT; a sync job's own thread sends it, on a
+  connection of its own, and runs the next job there: :mod:`echomq.slots`);
+  jobs that finish together are acked in one ACKMANY, pipelined with the
+  CLAIM for their slots (one round trip too);
 - SIGTERM (or :meth:`Worker.stop`) stops claiming, lets running jobs finish
   within ``grace``, and RELEASEs the rest with REFUND: no attempt spent;
 - upkeep on a period (:mod:`echomq.upkeep`): REAP, PROMOTE, TRIM (done,
@@ -38,21 +40,20 @@ import asyncio
 import contextvars
 import functools
 import inspect
-import json
 import logging
 import signal
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
-from . import _protocol, calls, failure, flows
-from .errors import FenceError, InvalidInput, NoJobError, Refused
-from .flows import ChildJobs
+from . import calls, failure
+from .errors import FenceError, NoJobError, Refused
+from .job import MAX_RESULT as MAX_RESULT, Job as Job, RetryAfter as RetryAfter, _as_bytes
 from .metrics import Metrics, Outcome
-from .model import DEFAULT_MAX_ATTEMPTS, Children, Claimed, JobRef, Policy, attempts_spent, read_claims
+from .model import DEFAULT_MAX_ATTEMPTS, Claimed, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
+from .slots import Baton as Baton, Ender as Ender, SlotThreads, ThreadCalls as ThreadCalls
 from .threads import HandlerThreads, ThreadRun
 from .upkeep import Upkeep
 from . import tracing
@@ -63,161 +64,21 @@ Handler = Callable[["Job"], Awaitable[Any] | Any]
 
 T = TypeVar("T")
 
-MAX_RESULT = _protocol.size("MAX_RESULT")
 
-
-class RetryAfter(Exception):
-    """Raise from a handler when a downstream said "not now" (HTTP 429/503):
-    the job waits ``after`` seconds without spending its attempt (DEFER), and
-    with ``pause_queue`` the whole queue's claims wait as long."""
-
-    def __init__(self, after: float, pause_queue: bool = False) -> None:
-        super().__init__(f"retry after {after}s")
-        self.after = after
-        self.pause_queue = pause_queue
-
-
-@dataclass
-class Job:
-    """A claimed job, as its handler sees it."""
-
-    queue: Queue
-    id: str
-    token: int
-    """The fencing token this claim minted: how many times the job was
-    claimed, this claim included (§6). Not the attempts spent: it rises when
-    an attempt is given back (:class:`RetryAfter`, a graceful stop) too; see
-    :attr:`attempts_spent`."""
-    payload: bytes
-    policy: Policy | None
-    headers: dict[str, str]
-    _entry: _Running | None = field(default=None, repr=False)
-    _max_attempts: int = field(default=DEFAULT_MAX_ATTEMPTS, repr=False)
-    """The worker's max attempts, for a job with no ATTEMPTS of its own."""
-    _threads: HandlerThreads | None = field(default=None, repr=False)
-    """The worker's threads, where :meth:`in_thread` runs a function."""
-    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
-    """The worker's event loop, where :meth:`from_thread` runs a coroutine."""
-
-    def from_thread(self, work: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``work`` (``job.progress(b"50")``, ``job.children()``) on the
-        worker's event loop from a sync handler's thread, and wait for its
-        result (``timeout`` seconds at most: ``TimeoutError``): how a plain
-        ``def`` handler calls the job's ``async`` methods. Never from the
-        loop itself, which would wait for itself: ``RuntimeError``."""
-        if self._loop is None:
-            work.close()
-            raise RuntimeError("this job is not run by a worker: await its methods instead")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            work.close()
-            raise RuntimeError("from_thread() is for a sync handler's thread: on the loop, await it")
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
-
-    async def in_thread(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """``function(*args, **kwargs)`` in one of the worker's threads (as
-        many as its ``concurrency``), with the caller's context variables:
-        how an ``async def`` handler runs blocking code while the loop goes
-        on renewing leases. Outside a running worker, in a thread of the
-        loop's default pool."""
-        run = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
-        if self._threads is None:
-            return await asyncio.get_running_loop().run_in_executor(None, run)
-        thread = self._threads.run(run)
-        if self._entry is not None:
-            self._entry.thread = thread  # its slot is held until the thread is done
-        return await thread.future
-
-    @property
-    def attempts_spent(self) -> int:
-        """The attempts the job has spent, this one included (1 for the first):
-        its claims less the attempts given back, which do not count against
-        its maximum. Derived, not stored (:func:`echomq.model.attempts_spent`
-        says how): exact for a job enqueued without ``attempts=``, or with
-        the worker's ``max_attempts``, whose attempts were given back by
-        workers of that ``max_attempts``, and for any job never given one
-        back. For a job enqueued with its own ``attempts=n`` and given
-        attempts back, ``echomq.model.attempts_spent(job.token, job.policy,
-        n)`` is exact."""
-        return max(1, attempts_spent(self.token, self.policy, self._max_attempts))
-
-    @property
-    def attempt(self) -> int:
-        """Deprecated: the fencing token (:attr:`token`), not the attempts
-        spent (:attr:`attempts_spent`), which this name was taken for."""
-        warnings.warn("Job.attempt is the fencing token, which counts claims: read Job.token, or "
-                      "Job.attempts_spent for the attempts spent", DeprecationWarning, stacklevel=2)
-        return self.token
-
-    @property
-    def traceparent(self) -> str | None:
-        """The producer's W3C trace context, when it sent one (§7.6)."""
-        return self.headers.get("traceparent")
-
-    def json(self) -> Any:
-        """The payload read as JSON."""
-        return json.loads(self.payload)
-
-    async def children(self) -> Children | None:
-        """A flow's parent's children (1.6, §7.8): how each ended and what
-        it returned; None for a job that is no parent."""
-        return await self.queue.children(self.id)
-
-    async def wait_for(self, children: ChildJobs) -> None:
-        """Make this job a parent of ``children`` and wait for them (ADOPT,
-        §7.8): those it has not named before are added and enqueued, each
-        linked to it; the job leaves its lease without spending its attempt
-        and runs again, from the top, once they have ended. Then this call,
-        naming the same children (their ids are derived,
-        :class:`~echomq.flows.ChildJobs`), returns: read their results and
-        go on. While the job waits it raises
-        :class:`~echomq.flows.WaitingForChildren`: let it through."""
-        if self._entry is None:
-            raise InvalidInput("wait_for needs a job claimed by a Worker")
-        entry = self._entry
-
-        def waits() -> None:
-            entry.waits = True
-
-        if await flows.adopt(self.queue, self.id, self.token, self._max_attempts, children, waits):
-            raise flows.WaitingForChildren(f"{self.id} waits for its children: it runs again once they have ended")
-
-    async def children_results(self) -> dict[JobRef, bytes]:
-        """What a flow's parent's children returned, by child: those done
-        with a result (a child that failed, or returned nothing, is not
-        among them). Empty for a job that is no parent. From a sync
-        handler: :func:`echomq.flows.children_results_sync`."""
-        children = await self.children()
-        return {} if children is None else children.results
-
-    async def progress(self, value: bytes | str | Any) -> None:
-        """Report how far the job got (PROGRESS): bytes as they are, a str as
-        UTF-8, anything else as JSON. Raises :class:`FenceError` when the
-        lease was lost (the handler is being cancelled)."""
-        raw = _as_bytes(value)
-        try:
-            await self.queue.executor.run(calls.progress(self.queue.keyspace, self.id, self.token, raw))
-        except (FenceError, NoJobError):
-            if self._entry is not None:
-                self._entry.lose("its progress was refused")
-            raise
-
-
-def _as_bytes(value: Any) -> bytes:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return json.dumps(value).encode("utf-8")
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 @dataclass
 class _Running:
     claimed: Claimed
-    handler: asyncio.Task[Any] | None = None
+    handler: asyncio.Future[Any] | None = None
+    """The handler's task on the loop; for a job run in its slot's thread, a
+    future the loop settles when it ends the job (cancelled when it stops it)."""
+    baton: Baton | None = None
+    """For a job run in its slot's thread: who ends it."""
+    timer: asyncio.TimerHandle | None = None
+    """Its timeout's timer, while it runs."""
     fenced: bool = False
     released: bool = False
     waits: bool = False
@@ -234,7 +95,7 @@ class _Running:
         """The lease is gone: stop the handler, drop its result. Nothing once
         the job waits for its children: its claim is over, and the handler
         may still be enqueueing them."""
-        if self.waits:
+        if self.waits or not self.stoppable():
             return
         if not self.fenced:
             log.warning("job %s lost its lease (%s); its handler is cancelled", self.claimed.id, why)
@@ -242,10 +103,15 @@ class _Running:
         if self.handler is not None and not self.handler.done():
             self.handler.cancel()
 
+    def stoppable(self) -> bool:
+        """Whether the loop may stop the job: always on the loop; in its slot's
+        thread, unless the thread took its end (the loop then takes it)."""
+        return self.baton is None or self.baton.take(Ender.LOOP)
+
 
 def _time_out(entry: _Running) -> None:
     """A job's timeout ran out: cancel its handler, if it still runs."""
-    if entry.handler is not None and not entry.handler.done():
+    if entry.handler is not None and not entry.handler.done() and entry.stoppable():
         entry.timed_out = True
         entry.handler.cancel()
 
@@ -280,6 +146,18 @@ class Worker:
     the grace the job is failed, dropped or released all the same, and the
     function runs on in its thread until it returns, its result thrown away
     (while it does, it holds one of the pool's threads).
+
+    A job of a plain ``def`` handler (or of a handler with a ``thread_call``,
+    :class:`ThreadCalls`: an App's plain ``def`` tasks) runs in its slot's
+    thread end to end: when it returns in time, the thread acks it and
+    claims the slot's next job in one ACKNEXT on a connection of its own,
+    and runs that job at once, with no hand-off to the loop and back
+    between the two (one thread's ACKNEXT at a time: a job that ends while
+    another's is on its way is acked by the loop, batched). Failures,
+    deferrals, timeouts, lost leases and stops are ended by the loop, as
+    an async handler's are. Not while a tracer provider is set (each run
+    then has its span on the loop), nor on a :class:`Queue` whose
+    :class:`Connection` was given its client (no URL to connect with).
 
     ``handler`` returns the job's result: bytes as they are, a str as UTF-8,
     None for no result, anything else as JSON (a result JSON cannot encode,
@@ -329,6 +207,11 @@ class Worker:
         self._threads: HandlerThreads | None = None
         """Where a sync handler runs: made by run(), ``concurrency`` threads at most."""
         self._sync = not _is_async(handler)
+        self._slots = SlotThreads(self)
+        """Where a job that is one blocking call runs, acked and followed by its slot's next (:mod:`echomq.slots`)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._grace_over = False
+        """Set once the grace ended: a job a slot's thread claims after it is released at once."""
         self.lease_ms = calls.to_ms(lease)
         calls.integer("lease (ms)", self.lease_ms, "LEASE_MS")
         self.max_attempts = max_attempts
@@ -415,7 +298,7 @@ class Worker:
         """Work until :meth:`stop`, or with ``burst`` until the queue is empty.
         With ``handle_signals``: SIGTERM or SIGINT stops gracefully (a second
         one at once), SIGTSTP quiets (:meth:`quiet`)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         # Threads start as handlers need them: none for an async handler that never asks.
         self._threads = HandlerThreads(self.concurrency, "echomq-handler")
         caught = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
@@ -434,7 +317,9 @@ class Worker:
         try:
             await self._until_stopped(claimer)
             await self._finish_running()
-            while self._acks or any(not t.done() for t in self._tasks):
+            # A slot's thread that took a job's end acks it, or tells the loop, within moments.
+            while (self._acks or any(not t.done() for t in self._tasks)
+                   or any(e.baton is not None and e.baton.holder is Ender.THREAD for e in self._running.values())):
                 await asyncio.sleep(0.01)
         finally:
             self._closed.set()
@@ -448,6 +333,7 @@ class Worker:
                 # run: their threads end when they return, unwaited for here.
                 self._threads.shutdown()
                 self._threads = None
+            self._slots.close()
             if handle_signals:
                 for sig, _ in caught:
                     try:
@@ -553,26 +439,53 @@ class Worker:
     def _dispatch(self, jobs: list[Claimed]) -> None:
         for claimed in jobs:
             entry = _Running(claimed)
-            self._running[claimed.id] = entry
-            task = asyncio.create_task(self._run_job(entry))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            job = self._job(entry)
+            call = self._slots.call(job)
+            if call is None:
+                self._running[claimed.id] = entry
+                self._spawn(self._run_job(entry, job))
+                continue
+            assert self._threads is not None, "run() makes the threads before any job is claimed"
+            entry.baton = Baton()
+            # Each job runs in a copy of the loop's context, as a sync handler ran before.
+            entry.thread = self._threads.run(
+                functools.partial(self._slots.serve, entry, call, contextvars.copy_context()))
+            self._started_in_thread(entry)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a task of the worker's, which run() waits for."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _job(self, entry: _Running) -> Job:
+        claimed = entry.claimed
+        return Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
+                   self.max_attempts, self._threads, self._loop)
+
+    def _timeout_ms(self, claimed: Claimed) -> int | None:
+        return claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
+
+    def _start_timer(self, entry: _Running) -> None:
+        """One timer per job with a timeout, none without."""
+        timeout_ms = self._timeout_ms(entry.claimed)
+        if timeout_ms is not None:
+            assert self._loop is not None
+            entry.timer = self._loop.call_later(timeout_ms / 1000, _time_out, entry)
 
     # -- one job ------------------------------------------------------------------
 
-    async def _run_job(self, entry: _Running) -> None:
-        claimed = entry.claimed
-        job = Job(self.queue, claimed.id, claimed.token, claimed.payload, claimed.policy, claimed.headers, entry,
-                  self.max_attempts, self._threads, asyncio.get_running_loop())
-        timeout_ms = claimed.policy.timeout_ms if claimed.policy and claimed.policy.timeout_ms else self.timeout_ms
+    async def _run_job(self, entry: _Running, job: Job) -> None:
+        """Run the job's handler through the loop (an ``async def`` one on it), then end the job."""
         if self.metrics is not None:
-            self.metrics.started(self.queue.name, claimed.id)
-        loop = asyncio.get_running_loop()
-        handler = loop.create_task(tracing.run(job, self._call(job)))
+            self.metrics.started(self.queue.name, entry.claimed.id)
+        handler = asyncio.get_running_loop().create_task(tracing.run(job, self._call(job)))
         entry.handler = handler
-        # One timer per job with a timeout, none without: awaiting the
-        # handler itself wakes this task in the loop turn it ends.
-        timer = None if timeout_ms is None else loop.call_later(timeout_ms / 1000, _time_out, entry)
+        self._start_timer(entry)
+        await self._outcome(entry, handler)
+
+    async def _outcome(self, entry: _Running, handler: asyncio.Future[Any]) -> None:
+        """Wait for the handler (awaiting it wakes this task in the loop turn it ends), then end the job."""
         try:
             await handler
         except asyncio.CancelledError:
@@ -580,9 +493,14 @@ class Worker:
                 raise
         except BaseException:
             pass  # read below, from the handler
-        finally:
-            if timer is not None:
-                timer.cancel()
+        await self._end(entry, handler)
+
+    async def _end(self, entry: _Running, handler: asyncio.Future[Any]) -> None:
+        """End the job by what its handler did: ack, fail, defer, release, or drop it."""
+        claimed = entry.claimed
+        timeout_ms = self._timeout_ms(claimed)
+        if entry.timer is not None:
+            entry.timer.cancel()
         handed = False
         try:
             if entry.timed_out:
@@ -713,6 +631,75 @@ class Worker:
         except (FenceError, NoJobError):
             entry.fenced = True
 
+    # -- a slot in its thread: the loop's part ------------------------------------------
+    #
+    # A job that is one blocking call runs in its slot's thread, which acks it
+    # and runs the slot's next job itself (echomq.slots says how and why).
+    # The loop keeps the books of those jobs, told by the thread in order,
+    # renews their leases, runs their timeouts and the grace, and ends every
+    # job the thread cannot (Baton says who ends each).
+
+    def _started_in_thread(self, entry: _Running) -> None:
+        """On the loop: a job runs in its slot's thread; keep its books, its lease and its timeout."""
+        assert self._loop is not None
+        self._running[entry.claimed.id] = entry
+        if self.metrics is not None:
+            self.metrics.started(self.queue.name, entry.claimed.id)
+        stand_in: asyncio.Future[Any] = self._loop.create_future()
+        stand_in.add_done_callback(functools.partial(self._ended_by_loop, entry))
+        entry.handler = stand_in
+        self._start_timer(entry)
+        if self._grace_over and entry.stoppable():  # claimed as the grace ended: released now
+            entry.released = True
+            stand_in.cancel()
+
+    def _ended_by_loop(self, entry: _Running, stand_in: asyncio.Future[Any]) -> None:
+        """On the loop: a slot thread's job is the loop's to end (stopped, or handed back)."""
+        if entry.handler is stand_in:
+            self._spawn(self._end(entry, stand_in))
+
+    def _acked_here(self, ended: _Running, following: _Running | None, job: Job | None) -> None:
+        """On the loop: the slot's thread acked ``ended``, and claimed ``following``
+        for the slot: run in the thread, or with ``job`` through the loop; None: the slot is free."""
+        if ended.timer is not None:
+            ended.timer.cancel()
+        if self._running.get(ended.claimed.id) is ended:
+            del self._running[ended.claimed.id]
+        self.processed += 1
+        self._tell(ended, "processed")
+        if following is None:
+            self._free_slot()
+        elif job is None:
+            following.thread = ended.thread
+            self._started_in_thread(following)
+        else:
+            following.baton = None
+            self._running[following.claimed.id] = following
+            self._spawn(self._run_job(following, job))
+
+    def _handed_back(self, entry: _Running, result: Any, error: BaseException | None) -> None:
+        """On the loop: the slot's thread hands the job to the loop to end (a
+        failure, a stop meanwhile, a result only the loop can take)."""
+        stand_in = entry.handler
+        assert stand_in is not None
+        if stand_in.done():
+            return
+        if error is None and inspect.isawaitable(result):  # a sync handler's awaitable, awaited here
+            handler = asyncio.get_running_loop().create_task(_awaited(result))
+            entry.handler = handler
+            self._spawn(self._outcome(entry, handler))
+        elif error is not None:
+            stand_in.set_exception(error)
+        else:
+            stand_in.set_result(result)
+
+    def _ack_failed(self, entry: _Running, err: Exception) -> None:
+        """On the loop: the slot thread's ACKNEXT failed (a lost connection)."""
+        log.warning("acking job %s failed: %s; REAP takes it back", entry.claimed.id, err)
+        if entry.timer is not None:
+            entry.timer.cancel()
+        self._done(entry)
+
     # -- acks ---------------------------------------------------------------------
 
     async def _send_acks(self) -> None:
@@ -837,8 +824,9 @@ class Worker:
         while (any(not e.fenced for e in self._running.values()) and time.monotonic() < deadline
                and not self._at_once.is_set()):
             await asyncio.sleep(0.01)
+        self._grace_over = True
         for entry in list(self._running.values()):
-            if entry.handler is not None and not entry.handler.done():
+            if entry.handler is not None and not entry.handler.done() and entry.stoppable():
                 entry.released = True
                 entry.handler.cancel()
         while self._tasks:
