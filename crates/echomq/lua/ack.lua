@@ -24,6 +24,7 @@ Errors   EMQKIND, EMQARG (also: a flow's child without the flows' keys), EMQSIZE
 --@include ack
 --@include notice
 --@include forget
+--@include counts
 
 --@keys ACK's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

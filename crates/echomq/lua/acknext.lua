@@ -34,6 +34,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
 --@include ack
 --@include claim
 --@include notice
+--@include counts
 
 --@keys ACKNEXT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

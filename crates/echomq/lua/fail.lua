@@ -27,6 +27,9 @@ Errors   EMQKIND, EMQARG (also: a flow's child that dies, without the flows' key
 --@include events
 --@include notice
 --@include forget
+--@include counts
+--@include event_error
+--@include options
 
 --@keys FAIL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

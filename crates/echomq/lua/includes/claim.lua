@@ -18,6 +18,7 @@ an error reply before its first write.
 --@include events
 --@include wake
 --@include fair
+--@include last_first
 
 -- Only a queue with jobs of their own policy (or headers) has the key: one
 -- lookup each, its type as the call first found it (nothing before a claim

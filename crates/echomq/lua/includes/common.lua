@@ -26,22 +26,6 @@ local function now_ms()
   return clock_ms
 end
 
--- ZADD's arguments for `ids` all at `score` (digits), the last id first.
--- A small sorted set (a listpack, up to 128 members) inserts a member
--- after every one of a lower score and of its own score that sorts before
--- it: ids taken in order, each would walk past all those added before it;
--- the last first, each stops at the one added just before
--- (bench/batch_instructions.py: 0.82x the instructions a job of a busy
--- worker on queues of 100 jobs). The set ends the same.
-local function scored_last_first(score, ids)
-  local args, n = {}, #ids
-  for j = n, 1, -1 do
-    local at = 2 * (n - j)
-    args[at + 1], args[at + 2] = score, ids[j]
-  end
-  return args
-end
-
 -- An integer argument: decimal, an optional '-', at most MAX_DIGITS digits,
 -- within lo..=hi.
 local function integer(value, name, lo, hi)
@@ -69,14 +53,6 @@ local function stored(value, key, field)
     return nil, malformed(key, field, 'an integer')
   end
   return tonumber(value)
-end
-
--- `paused` as it must be stored: '1' paused, '0' or nothing not; anything
--- else is EMQDATA.
-local function switch(value, key, field)
-  if not value or value == '0' then return false end
-  if value == '1' then return true end
-  return nil, malformed(key, field, '0 or 1')
 end
 
 -- The queue's protocol, emq:{q}:config's `protocol` (PROTOCOL.md §2):
@@ -145,61 +121,6 @@ local function queue_prefix(names, id, forms)
     end
   end
   return prefix
-end
-
--- Options after the positional arguments: NAME value pairs, each at most once.
--- `spec` maps an upper-case name to its {lo, hi}, to {bytes = n} for a
--- string of 1 to n bytes, or to {check = f} for a value `f` reads (f(value),
--- value nil when missing: what to keep, or nil and an error reply); the
--- result maps it to its number (or string).
-local function options(first, spec)
-  local found = {}
-  local i = first
-  while i <= #ARGV do
-    local name = string.upper(ARGV[i])
-    local range = spec[name]
-    if not range then
-      return nil, emq_error('EMQARG', 'unknown option ' .. ARGV[i])
-    end
-    if found[name] then
-      return nil, emq_error('EMQARG', name .. ' given twice')
-    end
-    local n, err = ARGV[i + 1], nil
-    if range.bytes then
-      if n == nil or #n == 0 or #n > range.bytes then
-        return nil, emq_error('EMQARG', name .. ' must be 1 to ' .. range.bytes .. ' bytes')
-      end
-    elseif range.check then
-      n, err = range.check(n)
-      if err then return nil, err end
-    else
-      n, err = integer(n, name, range[1], range[2])
-      if err then return nil, err end
-    end
-    found[name] = n
-    i = i + 2
-  end
-  return found
-end
-
--- No options may follow the positional arguments (a transition that takes none).
-local function no_options_error(first)
-  if ARGV[first] ~= nil then
-    return emq_error('EMQARG', 'unknown option ' .. ARGV[first])
-  end
-end
-
--- The first steps of a transition that names one job in ARGV[1] and takes
--- nothing after it (CANCEL, INSPECT, RETRY): the id's kind, the keys as
--- queue_prefix checks them, no option. The id and the queue's prefix.
-local function job_call(names, forms)
-  local id = ARGV[1]
-  local err = kind_error(id)
-  if err then return nil, nil, err end
-  local prefix
-  prefix, err = queue_prefix(names, id, forms)
-  if err then return nil, nil, err end
-  return id, prefix, no_options_error(2)
 end
 
 -- Each key's type as this call first found it: asked once, although several

@@ -22,6 +22,7 @@ would leave the window early and the event log could show more than the
 rate in one period (the core's `spend` says why this holds).
 ]]
 --@include common
+--@include switch
 
 -- The queue's settings that a claim reads, by position (SETTING_*): the
 -- gate's, and the event log's length, read with the queue's `protocol`.

@@ -5,6 +5,7 @@ which takes them all but DELAY, AT and UNIQUE's three.
 ]]
 --@include policy
 --@include notice
+--@include options
 
 -- The options from ARGV[first] on, by upper-case name (includes/common's
 -- options), and the job's own policy as stored, its options in a fixed
