@@ -8,10 +8,12 @@ every upvalue they capture) anew (issue 53).
     python3 bench/prologue_instructions.py /tmp/before /tmp/after [transition ...|all]
 
 For each transition (the hot ones by default): its expanded script cut
-before its KEYS prologue (`--@keys`, after its includes), with `return 1`
-appended, loaded on one redis-server under callgrind counting only inside
-evalShaCommand, and EVALSHA'd CALLS times; per call, less a bare
-`return 1`'s count. Needs valgrind (Debian's package).
+before its KEYS prologue (`--@keys`, after its includes), with the
+functions it defines right after that prologue and `return 1` appended,
+loaded alone into a fresh Lua state (SCRIPT FLUSH makes one) of a
+redis-server under callgrind counting only inside evalShaCommand, and
+EVALSHA'd CALLS times; per call, less a bare `return 1`'s count. Needs
+valgrind (Debian's package).
 """
 import os
 import sys
@@ -20,15 +22,27 @@ sys.path.insert(0, os.path.dirname(__file__))
 from acknext_cost import pipelined, script_path  # noqa: E402
 from acknext_instructions import under_callgrind  # noqa: E402
 
-CALLS = 200
+CALLS = 1000
 HOT = ["acknext", "claim", "ack", "ackmany", "fail", "enqueue"]
 
 
 def definitions(path):
-    """The script at `path` up to its KEYS prologue, then `return 1`."""
+    """The script at `path` up to its KEYS prologue, the functions it
+    defines right after that prologue, then `return 1`."""
     lines = open(path).read().split("\n")
     cut = next(at for at, line in enumerate(lines) if line.startswith("--@keys"))
-    return "\n".join(lines[:cut]) + "\nreturn 1\n"
+    kept = lines[:cut]
+    at = next(at for at, line in enumerate(lines) if line.startswith("--@keys end")) + 1
+    while at < len(lines):
+        if lines[at].startswith("local function "):
+            end = lines.index("end", at)
+            kept += lines[at:end + 1]
+            at = end + 1
+        elif lines[at] == "" or lines[at].startswith("--"):
+            at += 1
+        else:
+            break
+    return "\n".join(kept) + "\nreturn 1\n"
 
 
 def measure(builds, names):
@@ -36,8 +50,11 @@ def measure(builds, names):
     server, r, counted = under_callgrind(collect="evalShaCommand")
     try:
         def per_call(text):
+            # A fresh Lua state for each (SCRIPT FLUSH makes one): the
+            # garbage collector's pace depends on what else it holds.
+            r.call("SCRIPT", "FLUSH")
             sha = r.call("SCRIPT", "LOAD", text).decode()
-            pipelined(r, [["EVALSHA", sha, 0]] * 20)
+            pipelined(r, [["EVALSHA", sha, 0]] * 50)
             return counted(lambda: pipelined(r, [["EVALSHA", sha, 0]] * CALLS)) / CALLS
         bare = per_call("return 1\n")
         return bare, {(build, name): per_call(definitions(script_path(build, name))) - bare
