@@ -24,12 +24,12 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
          checked before the first write: a refused call acks nothing (a
          flow's child acked without the flows' keys refuses it, EMQARG).
 ]]
---@include fenced
---@include ack
 --@include notice
---@include forget
 --@include counts
+--@include ack
+--@include forget
 --@include last_first
+--@include fence
 
 --@keys ACKMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]

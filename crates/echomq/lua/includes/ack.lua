@@ -7,7 +7,7 @@ last check. finish_job(record, active, done, results, events, id, result,
 keep) finishes a job after every check (ACKMANY finishes many at once, with
 its own finish_jobs).
 ]]
---@include record
+--@include fence
 --@include events
 
 -- ACK's and ACKNEXT's last check, in KEYS order: the sets' and results'

@@ -13,7 +13,7 @@ head.records, each record's attempts and payload already read and checked
 (ACKNEXT's, before its ack), not read again. It returns CLAIM's reply, or
 an error reply before its first write.
 ]]
---@include record
+--@include records
 --@include gate
 --@include events
 --@include wake

@@ -1,0 +1,41 @@
+--[[ A flow's links as a call gives them (protocol 1.6, PROTOCOL.md §7.8):
+the children FLOW and ADOPT take, and ENQUEUE's PARENT.
+]]
+--@include link
+
+-- The n pairs `{<queue>}<id> fail|ignore|continue` from ARGV[first] on
+-- (FLOW's and ADOPT's), checked in order: each child's reference, its id's
+-- kind, its on-failure, named once, and not `own`, the parent (the core's
+-- `dependencies`). The children and their entries as a parent keeps them
+-- (`open <on_failure>`), in the order given; or nil and an error reply.
+local function read_dependencies(first, n, own)
+  local children, entries, seen = {}, {}, {}
+  for at = 0, n - 1 do
+    local child, on_failure = ARGV[first + 2 * at], ARGV[first + 1 + 2 * at]
+    if child == nil then return nil, nil, emq_error('EMQARG', 'a child is missing') end
+    local _, child_id = split_job_ref(child)
+    if not child_id then
+      return nil, nil, emq_error('EMQARG', 'child must be {<queue>}<id>, not ' .. child)
+    end
+    local err = kind_error(child_id)
+    if err then return nil, nil, err end
+    if on_failure ~= 'fail' and on_failure ~= 'ignore' and on_failure ~= 'continue' then
+      return nil, nil, emq_error('EMQARG', 'child ' .. child .. ' needs fail, ignore or continue')
+    end
+    if seen[child] then return nil, nil, emq_error('EMQARG', 'child ' .. child .. ' given twice') end
+    if child == own then return nil, nil, emq_error('EMQARG', child .. ' cannot be its own child') end
+    seen[child] = true
+    children[#children + 1] = child
+    entries[#entries + 1] = 'open ' .. on_failure
+  end
+  return children, entries
+end
+
+-- PARENT's value, an option's check (includes/common's options): a link.
+local function parent_option(value)
+  if value == nil then return nil, emq_error('EMQARG', 'PARENT is missing its link') end
+  if not read_link(value) then
+    return nil, emq_error('EMQARG', 'PARENT must be <incarnation> {<queue>}<id>, not ' .. value)
+  end
+  return value
+end
