@@ -83,15 +83,6 @@ local function kind_error(id)
   end
 end
 
--- A key's name after the queue's prefix, as the prologue's key_names name
--- it: 'job' stands for the record of `id`, 'children' for its dependencies
--- (a parent's, protocol 1.6); every other name is the key's own.
-local function key_name(name, id)
-  if name == 'job' then return 'job:' .. id end
-  if name == 'children' then return 'children:' .. id end
-  return name
-end
-
 -- The queue's prefix, emq:{q}:, read off the call's first key and checked
 -- against every one (only this check reads KEYS by position: a script reads
 -- its keys by role, from its prologue): the keys must be this queue's,
@@ -99,6 +90,16 @@ end
 -- name `names` gives at its position (the prologue's key_names and
 -- key_forms), as key_name spells it for `id`.
 local function queue_prefix(names, id, forms)
+  -- A key's name after the queue's prefix, as the prologue's key_names name
+  -- it: 'job' stands for the record of `id`, 'children' for its dependencies
+  -- (a parent's, protocol 1.6); every other name is the key's own. Made
+  -- inside its one caller: a top-level function that another captures costs
+  -- every call an upvalue besides its closure (bench/prologue_instructions.py).
+  local function key_name(name, id)
+    if name == 'job' then return 'job:' .. id end
+    if name == 'children' then return 'children:' .. id end
+    return name
+  end
   local keys = KEYS
   local count = nil
   for _, n in ipairs(forms) do

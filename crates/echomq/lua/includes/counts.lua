@@ -22,20 +22,6 @@ local function natural(value, key, field)
   return n
 end
 
--- Each event's three fields, in minute `minute`'s and hour `hour`'s slots:
--- names[event] = {total, minute slot, hour slot}; and every name, after
--- `minute` and `hour`, in the order a call reads them.
-local function count_fields(events, minute, hour)
-  local fields, names = {'minute', 'hour'}, {}
-  local m, h = ':m' .. (minute % COUNT_MINUTES), ':h' .. (hour % COUNT_HOURS)
-  for _, event in ipairs(events) do
-    local three = {event, event .. m, event .. h}
-    names[event] = three
-    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = three[1], three[2], three[3]
-  end
-  return fields, names
-end
-
 -- The counters at `key` (nothing when the call passed none), for `events`,
 -- the counted events this transition may write: a hash or nothing
 -- (EMQTYPE, the read's own refusal), whose `minute` and `hour`, then those
@@ -43,6 +29,20 @@ end
 -- (EMQDATA). Reads only; checked right after the events keys.
 local function counts_open(key, events)
   if not key then return nil end
+  -- Each event's three fields, in minute `minute`'s and hour `hour`'s slots:
+  -- names[event] = {total, minute slot, hour slot}; and every name, after
+  -- `minute` and `hour`, in the order a call reads them. Made inside its one
+  -- caller, as common's key_name is.
+  local function count_fields(events, minute, hour)
+    local fields, names = {'minute', 'hour'}, {}
+    local m, h = ':m' .. (minute % COUNT_MINUTES), ':h' .. (hour % COUNT_HOURS)
+    for _, event in ipairs(events) do
+      local three = {event, event .. m, event .. h}
+      names[event] = three
+      fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = three[1], three[2], three[3]
+    end
+    return fields, names
+  end
   local now = now_ms()
   local minute, hour = math.floor(now / MINUTE_MS), math.floor(now / HOUR_MS)
   local fields, names = count_fields(events, minute, hour)
@@ -70,18 +70,6 @@ local function counts_open(key, events)
   end
   counter = {key = key, minute = minute, last_minute = last_minute, hour = hour, last_hour = last_hour,
     names = names, held = held, moved = false}
-end
-
--- Add to `fields` the ones to empty before counting now: every slot after
--- `last`, the last one written, up to `now`, at most the whole ring of
--- `len` slots.
-local function stale(len, now, last, tag, fields)
-  if last and last >= now then return end
-  local from = now
-  if last then from = math.max(last + 1, now - len + 1) end
-  for at = from, now do
-    for _, event in ipairs(COUNTED) do fields[#fields + 1] = event .. tag .. (at % len) end
-  end
 end
 
 -- Write what count_event added up since the last write: each changed
@@ -122,6 +110,18 @@ count_event = function(event)
   if not c then return end
   if event ~= 'enqueued' and event ~= 'completed' and event ~= 'failed' and event ~= 'dead' then return end
   if not c.moved and (c.last_minute ~= c.minute or c.last_hour ~= c.hour) then
+    -- Add to `fields` the ones to empty before counting now: every slot after
+    -- `last`, the last one written, up to `now`, at most the whole ring of
+    -- `len` slots. Made here, on the path of a call's first count in a later
+    -- minute, not on every call.
+    local function stale(len, now, last, tag, fields)
+      if last and last >= now then return end
+      local from = now
+      if last then from = math.max(last + 1, now - len + 1) end
+      for at = from, now do
+        for _, event in ipairs(COUNTED) do fields[#fields + 1] = event .. tag .. (at % len) end
+      end
+    end
     local fields = {}
     stale(COUNT_MINUTES, c.minute, c.last_minute, ':m', fields)
     stale(COUNT_HOURS, c.hour, c.last_hour, ':h', fields)
