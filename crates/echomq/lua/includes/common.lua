@@ -6,6 +6,10 @@ caller returns it at once, before its first write. The limits come from the
 host's one table of them (echomq_core::limits), as locals named as there; a
 range is two, <NAME>_MIN and <NAME>_MAX (numbers, so defining them costs a
 call nothing, where a table would be built on every call).
+Every EVALSHA makes each top-level function of its script anew, with each
+upvalue it captures, whether or not the call runs it: what only some
+transitions call is an include of its own (options, counts, fence...), so
+that a script includes only what it calls (bench/prologue_instructions.py).
 ]]
 --@include limits
 
