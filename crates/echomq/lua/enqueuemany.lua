@@ -27,7 +27,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include slot
 --@include wake
 --@include payload
---@include dependencies
+--@include parent_option
 --@include grouping
 --@include trailing_keys
 

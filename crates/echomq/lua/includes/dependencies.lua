@@ -1,5 +1,5 @@
---[[ A flow's links as a call gives them (protocol 1.6, PROTOCOL.md §7.8):
-the children FLOW and ADOPT take, and ENQUEUE's PARENT.
+--[[ A parent's children as FLOW and ADOPT take them (protocol 1.6,
+PROTOCOL.md §7.8).
 ]]
 --@include link
 
@@ -29,13 +29,4 @@ local function read_dependencies(first, n, own)
     entries[#entries + 1] = 'open ' .. on_failure
   end
   return children, entries
-end
-
--- PARENT's value, an option's check (includes/common's options): a link.
-local function parent_option(value)
-  if value == nil then return nil, emq_error('EMQARG', 'PARENT is missing its link') end
-  if not read_link(value) then
-    return nil, emq_error('EMQARG', 'PARENT must be <incarnation> {<queue>}<id>, not ' .. value)
-  end
-  return value
 end

@@ -4,7 +4,7 @@ crates/echomq-core/src/transition/enqueue.rs): shared by ENQUEUE and FLOW,
 which takes them all but DELAY, AT and UNIQUE's three.
 ]]
 --@include policy_text
---@include dependencies
+--@include parent_option
 --@include options
 
 -- The options from ARGV[first] on, by upper-case name (includes/options),
