@@ -20,7 +20,7 @@ Reply    1; with the events keys, a `completed` event (with result_bytes
 Errors   EMQKIND, EMQARG (also: a flow's child without the flows' keys), EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
          (not active, or another token), EMQVERSION, EMQDATA
 ]]
---@include notice
+--@include one_link
 --@include counts
 --@include fenced
 --@include ack

@@ -30,7 +30,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
          before the first write: a refused ACKNEXT acks nothing and claims
          nothing.
 ]]
---@include notice
+--@include one_link
 --@include counts
 --@include fenced
 --@include ack

@@ -14,8 +14,8 @@ brace, no NUL; its first `}` ends it), then the id.
 
 A call passes the flows' keys as `parents` and `notices`, both or neither
 (nil): notices_open_error checks them, parent_link reads a job's link
-before any write (one_link does both for one job), tell_parent writes the
-notice after every check.
+before any write (includes/one_link does both for one job, ACK's and
+ACKNEXT's), tell_parent writes the notice after every check.
 ]]
 --@include link
 
@@ -49,20 +49,6 @@ local function parent_link(parents, prefix, id)
   local link = redis.call('HGET', parents, id)
   if not link then return nil end
   if not read_link(link) then return nil, malformed(parents, id, 'a link') end
-  return link
-end
-
--- notices_open_error, then parent_link, for a call that ends one job and
--- reads its link right after the check (ACK, ACKNEXT): the parents key's
--- type is checked by the link's read, which refuses a key of another type,
--- in the same order (parents, notices, then the link): one TYPE fewer on
--- every ack.
-local function one_link(parents, notices, prefix, id)
-  if not parents then return parent_link(nil, prefix, id) end
-  local link = redis.pcall('HGET', parents, id)
-  local err = read_error(link, parents, 'hash') or type_error(notices, 'stream')
-  if err then return nil, err end
-  if link and not read_link(link) then return nil, malformed(parents, id, 'a link') end
   return link
 end
 
