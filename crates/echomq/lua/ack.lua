@@ -20,9 +20,10 @@ Reply    1; with the events keys, a `completed` event (with result_bytes
 Errors   EMQKIND, EMQARG (also: a flow's child without the flows' keys), EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE
          (not active, or another token), EMQVERSION, EMQDATA
 ]]
+--@include one_link
+--@include counts
 --@include fenced
 --@include ack
---@include notice
 --@include forget
 
 --@keys ACK's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)

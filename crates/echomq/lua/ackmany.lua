@@ -24,10 +24,12 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
          checked before the first write: a refused call acks nothing (a
          flow's child acked without the flows' keys refuses it, EMQARG).
 ]]
---@include fenced
---@include ack
 --@include notice
+--@include counts
+--@include ack
 --@include forget
+--@include last_first
+--@include fence
 
 --@keys ACKMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]
@@ -41,6 +43,19 @@ local notices_key = KEYS[8] -- nil unless the call sends 8 keys
 local key_names = {'active', 'done', 'results', 'events', 'config', 'counts', 'parents', 'notices'}
 local key_forms = {5, 6, 8}
 --@keys end
+
+-- The jobs `ids`, their records under `prefix`, to done as finish_job
+-- takes one, with `kept[j]` the result of ids[j] (if any): out of active
+-- in one ZREM and into done in one ZADD for them all (ACKMANY).
+local function finish_jobs(prefix, active, done, results, events, ids, kept, keep)
+  if #ids == 0 then return end
+  redis.call('ZREM', active, unpack(ids))
+  for j, id in ipairs(ids) do
+    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'done')
+    completed(results, events, id, kept[j], keep)
+  end
+  redis.call('ZADD', done, unpack(scored_last_first(string.format('%d', now_ms()), ids)))
+end
 
 local prefix, err = queue_prefix(key_names, nil, key_forms)
 if err then return err end

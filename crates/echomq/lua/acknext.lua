@@ -30,10 +30,11 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active,
          before the first write: a refused ACKNEXT acks nothing and claims
          nothing.
 ]]
+--@include one_link
+--@include counts
 --@include fenced
 --@include ack
 --@include claim
---@include notice
 
 --@keys ACKNEXT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

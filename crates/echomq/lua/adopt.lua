@@ -31,8 +31,9 @@ Errors   EMQKIND (the id or a child's), EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQ
 --@include fenced
 --@include policy
 --@include events
---@include notice
 --@include forget
+--@include dependencies
+--@include policy_text
 
 --@keys ADOPT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

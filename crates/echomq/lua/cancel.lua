@@ -23,6 +23,7 @@ Errors   EMQKIND, EMQARG (also: a flow's child, or a waiting parent, without the
 --@include events
 --@include notice
 --@include forget
+--@include job_call
 
 --@keys CANCEL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -11,6 +11,7 @@ Reply    [incarnation, open, [child, state, result]...]: its incarnation and how
 Errors   EMQKIND, EMQARG, EMQTYPE
 ]]
 --@include common
+--@include job_call
 
 --@keys CHILDREN's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local children_key = KEYS[1]

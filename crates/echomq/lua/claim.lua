@@ -38,6 +38,7 @@ Reply    an array of claimed jobs in pending order (priority, then id), each
 Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 ]]
 --@include claim
+--@include options
 
 --@keys CLAIM's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local pending_key = KEYS[1]

@@ -39,6 +39,8 @@ Errors   EMQARG (also: RATE needs PER, PER needs RATE), EMQTYPE, EMQVERSION, EMQ
 --@include retention
 --@include events
 --@include wake
+--@include options
+--@include switch
 
 --@keys CONFIG's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local config_key = KEYS[1]

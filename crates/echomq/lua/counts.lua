@@ -11,6 +11,7 @@ Reply    [now ms, [enqueued, completed, failed, dead] in all, slots]: slots
 Errors   EMQARG, EMQTYPE, EMQDATA
 ]]
 --@include events
+--@include counts
 
 --@keys COUNTS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local counts_key = KEYS[1]

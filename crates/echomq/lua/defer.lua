@@ -22,6 +22,8 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include policy
 --@include events
 --@include forget
+--@include options
+--@include policy_text
 
 --@keys DEFER's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

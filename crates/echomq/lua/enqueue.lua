@@ -51,6 +51,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (a malformed
 --@include wake
 --@include grouping
 --@include given
+--@include counts
 
 --@keys ENQUEUE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

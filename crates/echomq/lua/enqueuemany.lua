@@ -27,8 +27,9 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, TRYAGAIN, EMQVERSION, EMQDATA: the c
 --@include slot
 --@include wake
 --@include payload
---@include notice
+--@include parent_option
 --@include grouping
+--@include trailing_keys
 
 --@keys ENQUEUEMANY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local pending_key = KEYS[1]

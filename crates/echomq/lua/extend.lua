@@ -9,6 +9,7 @@ Reply    the new deadline, server ms
 Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE
 ]]
 --@include fenced
+--@include options
 
 --@keys EXTEND's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -22,10 +22,13 @@ Reply    'delayed' (it will retry) or 'dead' (a flow's child, with its notice, o
 Errors   EMQKIND, EMQARG (also: a flow's child that dies, without the flows' keys), EMQSIZE, EMQTYPE,
          EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 ]]
---@include fenced
 --@include policy
---@include events
+--@include options
 --@include notice
+--@include events
+--@include event_error
+--@include counts
+--@include fenced
 --@include forget
 
 --@keys FAIL's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)

@@ -27,6 +27,8 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include payload
 --@include wake
+--@include trailing_keys
+--@include options
 
 --@keys FIRE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -44,6 +44,8 @@ Errors   EMQKIND (the id or a child's), EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EM
 --@include events
 --@include grouping
 --@include given
+--@include counts
+--@include dependencies
 
 --@keys FLOW's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -21,6 +21,7 @@ Errors   EMQARG, EMQTYPE, EMQDATA
 ]]
 --@include wake
 --@include forget
+--@include options
 
 --@keys GROUP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local groups_key = KEYS[1]

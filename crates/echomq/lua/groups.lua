@@ -12,6 +12,7 @@ Reply    [next, row...]: next, the AFTER of the next page (nil after the last), 
 Errors   EMQARG, EMQTYPE, EMQDATA
 ]]
 --@include grouping
+--@include options
 
 --@keys GROUPS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local gnames_key = KEYS[1]

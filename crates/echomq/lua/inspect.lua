@@ -14,6 +14,7 @@ Reply    [record, error, progress, result, policy, headers]: the record as a fla
 Errors   EMQKIND, EMQARG, EMQTYPE
 ]]
 --@include common
+--@include job_call
 
 --@keys INSPECT's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -35,6 +35,7 @@ Errors   EMQARG, EMQTYPE (a key not of its type), EMQVERSION (config_key's
          delete), EMQSTATE (jobs, or notices, are left)
 ]]
 --@include common
+--@include options
 
 --@keys OBLITERATE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local pending_key = KEYS[1]

@@ -14,6 +14,7 @@ Errors   EMQKIND, EMQARG, EMQSIZE, EMQTYPE, EMQNOJOB, EMQFENCE (not active, or a
 ]]
 --@include fenced
 --@include events
+--@include options
 
 --@keys PROGRESS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

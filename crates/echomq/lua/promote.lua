@@ -19,6 +19,10 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 --@include forget
+--@include trailing_keys
+--@include options
+--@include records
+--@include pending
 
 --@keys PROMOTE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local delayed_key = KEYS[1]

@@ -22,6 +22,7 @@ Reply    how many jobs were deleted
 Errors   EMQARG (also: a flow's child without the flows' keys), EMQTYPE, EMQDATA (a link), TRYAGAIN
 ]]
 --@include delete
+--@include options
 
 --@keys PURGE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local set_key = KEYS[1]     -- done|dead|cancelled: the one the call names

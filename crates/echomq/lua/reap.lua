@@ -31,6 +31,10 @@ Errors   EMQARG (also: a flow's child reaped to dead, without the flows' keys), 
 --@include wake
 --@include notice
 --@include forget
+--@include trailing_keys
+--@include options
+--@include records
+--@include pending
 
 --@keys REAP's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local active_key = KEYS[1]

@@ -26,6 +26,10 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQFENCE, EMQVERSION, EMQDATA
 --@include events
 --@include wake
 --@include forget
+--@include trailing_keys
+--@include options
+--@include pending
+--@include policy_text
 
 --@keys RELEASE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

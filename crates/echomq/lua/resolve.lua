@@ -40,6 +40,9 @@ Errors   EMQKIND (the id or the child's), EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, 
 --@include ack
 --@include notice
 --@include forget
+--@include trailing_keys
+--@include event_error
+--@include pending
 
 --@keys RESOLVE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

@@ -17,6 +17,9 @@ Errors   EMQKIND, EMQARG, EMQTYPE, EMQNOJOB, EMQSTATE (not dead), EMQVERSION, EM
 --@include events
 --@include wake
 --@include forget
+--@include trailing_keys
+--@include job_call
+--@include pending
 
 --@keys RETRY's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local job_key = KEYS[1]

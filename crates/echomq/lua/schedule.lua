@@ -11,6 +11,7 @@ Reply    1 added, 0 replaced
 Errors   EMQARG, EMQSIZE, EMQTYPE
 ]]
 --@include schedule
+--@include options
 
 --@keys SCHEDULE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local schedules_key = KEYS[1]

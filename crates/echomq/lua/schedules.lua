@@ -11,6 +11,7 @@ Reply    [now, [name, definition, next]…]: now in server ms, then each
 Errors   EMQARG, EMQTYPE
 ]]
 --@include schedule
+--@include options
 
 --@keys SCHEDULES's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local schedules_key = KEYS[1]

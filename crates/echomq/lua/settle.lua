@@ -25,6 +25,8 @@ Errors   EMQARG, EMQTYPE, EMQVERSION, EMQDATA
 --@include record
 --@include events
 --@include wake
+--@include trailing_keys
+--@include options
 
 --@keys SETTLE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local batch_open_key = KEYS[1]

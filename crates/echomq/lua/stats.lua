@@ -12,6 +12,7 @@ Reply    [pending, active, delayed, done, dead, cancelled]: each set's size; wit
 Errors   EMQARG, EMQTYPE
 ]]
 --@include common
+--@include options
 
 --@keys STATS's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local pending_key = KEYS[1]

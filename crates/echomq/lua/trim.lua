@@ -26,6 +26,7 @@ Errors   EMQARG (also: a flow's child without the flows' keys), EMQTYPE, EMQVERS
 ]]
 --@include delete
 --@include retention
+--@include options
 
 --@keys TRIM's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local set_key = KEYS[1]      -- done|dead|cancelled: the one the call names

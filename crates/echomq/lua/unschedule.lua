@@ -7,6 +7,7 @@ Reply    1 removed, 0 there was no such schedule
 Errors   EMQARG, EMQTYPE
 ]]
 --@include schedule
+--@include options
 
 --@keys UNSCHEDULE's KEYS by role (generated from its description: ECHOMQ_BLESS=1 cargo build -p echomq)
 local schedules_key = KEYS[1]

@@ -114,9 +114,8 @@ impl<'a> Claim<'a> {
         let ClaimKeys { pending, active, config, rate, policy, events, headers, wake: wakes } = self.keys;
         need(store, pending, KeyType::Zset)?;
         // The head of pending, read right after its check (a store that
-        // opens keys opens it once), one more than the claim may take: of a
-        // queue without groups, every pending job is the default group's.
-        let mut head = store.zupto(pending, UNGROUPED_MAX, self.count as usize + 1);
+        // opens keys opens it once), one more than the claim may take.
+        let head = store.zhead_scored(pending, self.count as usize + 1);
         need(store, active, KeyType::Zset)?;
         // Only a queue with jobs of their own policy (or headers) has the
         // key: one lookup each. Types first, then the gate's settings.
@@ -127,14 +126,14 @@ impl<'a> Claim<'a> {
         let wakes = wake_key(store, Some(wakes))?;
         let grouping = Grouping::open(store, self.prefix)?;
         let (ids, plan) = match &grouping {
-            None => {
-                head.truncate(gate.room as usize);
-                (head, None)
-            }
+            None => (head.into_iter().take(gate.room as usize).map(|(id, _)| id).collect(), None),
             Some(grouping) => {
                 let now = gate.now().unwrap_or_else(|| store.now_ms());
                 let group = ending.and_then(|id| grouping.group_of(store, id));
-                let plan = Plan::make(store, grouping, (pending, head), gate.room, now, group.as_deref())?;
+                // The default group's: the head below the grouped jobs.
+                let default = head.into_iter().take_while(|(_, score)| *score <= UNGROUPED_MAX);
+                let default = default.map(|(id, _)| id).collect();
+                let plan = Plan::make(store, grouping, (pending, default), gate.room, now, group.as_deref())?;
                 (plan.taken_ids(), Some(plan))
             }
         };

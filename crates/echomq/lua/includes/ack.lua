@@ -4,9 +4,10 @@ ack_result(given, value) checks RESULT's bytes: given is the RESULT already
 read, if any; it returns the bytes, or nil and an error reply.
 ack_keys_error(job, active, done, results, token) is ACK's and ACKNEXT's
 last check. finish_job(record, active, done, results, events, id, result,
-keep) finishes a job after every check, and finish_jobs many (ACKMANY's).
+keep) finishes a job after every check (ACKMANY finishes many at once, with
+its own finish_jobs).
 ]]
---@include record
+--@include fence
 --@include events
 
 -- ACK's and ACKNEXT's last check, in KEYS order: the sets' and results'
@@ -44,17 +45,4 @@ local function finish_job(record, active, done, results, events, id, result, kee
   redis.call('HSET', record, 'state', 'done')
   redis.call('ZADD', done, string.format('%d', now_ms()), id)
   completed(results, events, id, result, keep)
-end
-
--- The jobs `ids`, their records under `prefix`, to done as finish_job
--- takes one, with `kept[j]` the result of ids[j] (if any): out of active
--- in one ZREM and into done in one ZADD for them all (ACKMANY).
-local function finish_jobs(prefix, active, done, results, events, ids, kept, keep)
-  if #ids == 0 then return end
-  redis.call('ZREM', active, unpack(ids))
-  for j, id in ipairs(ids) do
-    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'done')
-    completed(results, events, id, kept[j], keep)
-  end
-  redis.call('ZADD', done, unpack(scored_last_first(string.format('%d', now_ms()), ids)))
 end

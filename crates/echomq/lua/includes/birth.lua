@@ -5,11 +5,6 @@ holder. Every read names `state` first.
 ]]
 --@include common
 
--- A field every record is born with (PROTOCOL.md §3).
-local function birth_field(name)
-  return name == 'state' or name == 'attempts' or name == 'payload'
-end
-
 -- EMQDATA when the record `key`, read as `fields` (of the names `...`, the
 -- first `state`), exists without a birth field it was read for, or with a
 -- `state` none of the seven: every transition that reads a record reads its
@@ -22,6 +17,11 @@ local function whole_error(key, fields, ...)
   if n <= 3 and fields[1] and (n < 2 or fields[2]) and (n < 3 or fields[3]) then
     if not STATES[fields[1]] then return malformed(key, 'state', 'a state') end
     return
+  end
+  -- A field every record is born with (PROTOCOL.md §3). Made here, on the
+  -- slow path: at the top it would be made, and captured, on every call.
+  local function birth_field(name)
+    return name == 'state' or name == 'attempts' or name == 'payload'
   end
   local missing, found = nil, false
   for i = 1, select('#', ...) do

@@ -13,11 +13,12 @@ head.records, each record's attempts and payload already read and checked
 (ACKNEXT's, before its ack), not read again. It returns CLAIM's reply, or
 an error reply before its first write.
 ]]
---@include record
+--@include records
 --@include gate
 --@include events
 --@include wake
 --@include fair
+--@include last_first
 
 -- Only a queue with jobs of their own policy (or headers) has the key: one
 -- lookup each, its type as the call first found it (nothing before a claim

@@ -6,6 +6,10 @@ caller returns it at once, before its first write. The limits come from the
 host's one table of them (echomq_core::limits), as locals named as there; a
 range is two, <NAME>_MIN and <NAME>_MAX (numbers, so defining them costs a
 call nothing, where a table would be built on every call).
+Every EVALSHA makes each top-level function of its script anew, with each
+upvalue it captures, whether or not the call runs it: what only some
+transitions call is an include of its own (options, counts, fence...), so
+that a script includes only what it calls (bench/prologue_instructions.py).
 ]]
 --@include limits
 
@@ -24,22 +28,6 @@ local function now_ms()
     clock_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
   return clock_ms
-end
-
--- ZADD's arguments for `ids` all at `score` (digits), the last id first.
--- A small sorted set (a listpack, up to 128 members) inserts a member
--- after every one of a lower score and of its own score that sorts before
--- it: ids taken in order, each would walk past all those added before it;
--- the last first, each stops at the one added just before
--- (bench/batch_instructions.py: 0.82x the instructions a job of a busy
--- worker on queues of 100 jobs). The set ends the same.
-local function scored_last_first(score, ids)
-  local args, n = {}, #ids
-  for j = n, 1, -1 do
-    local at = 2 * (n - j)
-    args[at + 1], args[at + 2] = score, ids[j]
-  end
-  return args
 end
 
 -- An integer argument: decimal, an optional '-', at most MAX_DIGITS digits,
@@ -71,14 +59,6 @@ local function stored(value, key, field)
   return tonumber(value)
 end
 
--- `paused` as it must be stored: '1' paused, '0' or nothing not; anything
--- else is EMQDATA.
-local function switch(value, key, field)
-  if not value or value == '0' then return false end
-  if value == '1' then return true end
-  return nil, malformed(key, field, '0 or 1')
-end
-
 -- The queue's protocol, emq:{q}:config's `protocol` (PROTOCOL.md §2):
 -- nothing, or `major.minor` of this speaker's major; else EMQVERSION, before
 -- any write.
@@ -107,15 +87,6 @@ local function kind_error(id)
   end
 end
 
--- A key's name after the queue's prefix, as the prologue's key_names name
--- it: 'job' stands for the record of `id`, 'children' for its dependencies
--- (a parent's, protocol 1.6); every other name is the key's own.
-local function key_name(name, id)
-  if name == 'job' then return 'job:' .. id end
-  if name == 'children' then return 'children:' .. id end
-  return name
-end
-
 -- The queue's prefix, emq:{q}:, read off the call's first key and checked
 -- against every one (only this check reads KEYS by position: a script reads
 -- its keys by role, from its prologue): the keys must be this queue's,
@@ -123,6 +94,16 @@ end
 -- name `names` gives at its position (the prologue's key_names and
 -- key_forms), as key_name spells it for `id`.
 local function queue_prefix(names, id, forms)
+  -- A key's name after the queue's prefix, as the prologue's key_names name
+  -- it: 'job' stands for the record of `id`, 'children' for its dependencies
+  -- (a parent's, protocol 1.6); every other name is the key's own. Made
+  -- inside its one caller: a top-level function that another captures costs
+  -- every call an upvalue besides its closure (bench/prologue_instructions.py).
+  local function key_name(name, id)
+    if name == 'job' then return 'job:' .. id end
+    if name == 'children' then return 'children:' .. id end
+    return name
+  end
   local keys = KEYS
   local count = nil
   for _, n in ipairs(forms) do
@@ -145,61 +126,6 @@ local function queue_prefix(names, id, forms)
     end
   end
   return prefix
-end
-
--- Options after the positional arguments: NAME value pairs, each at most once.
--- `spec` maps an upper-case name to its {lo, hi}, to {bytes = n} for a
--- string of 1 to n bytes, or to {check = f} for a value `f` reads (f(value),
--- value nil when missing: what to keep, or nil and an error reply); the
--- result maps it to its number (or string).
-local function options(first, spec)
-  local found = {}
-  local i = first
-  while i <= #ARGV do
-    local name = string.upper(ARGV[i])
-    local range = spec[name]
-    if not range then
-      return nil, emq_error('EMQARG', 'unknown option ' .. ARGV[i])
-    end
-    if found[name] then
-      return nil, emq_error('EMQARG', name .. ' given twice')
-    end
-    local n, err = ARGV[i + 1], nil
-    if range.bytes then
-      if n == nil or #n == 0 or #n > range.bytes then
-        return nil, emq_error('EMQARG', name .. ' must be 1 to ' .. range.bytes .. ' bytes')
-      end
-    elseif range.check then
-      n, err = range.check(n)
-      if err then return nil, err end
-    else
-      n, err = integer(n, name, range[1], range[2])
-      if err then return nil, err end
-    end
-    found[name] = n
-    i = i + 2
-  end
-  return found
-end
-
--- No options may follow the positional arguments (a transition that takes none).
-local function no_options_error(first)
-  if ARGV[first] ~= nil then
-    return emq_error('EMQARG', 'unknown option ' .. ARGV[first])
-  end
-end
-
--- The first steps of a transition that names one job in ARGV[1] and takes
--- nothing after it (CANCEL, INSPECT, RETRY): the id's kind, the keys as
--- queue_prefix checks them, no option. The id and the queue's prefix.
-local function job_call(names, forms)
-  local id = ARGV[1]
-  local err = kind_error(id)
-  if err then return nil, nil, err end
-  local prefix
-  prefix, err = queue_prefix(names, id, forms)
-  if err then return nil, nil, err end
-  return id, prefix, no_options_error(2)
 end
 
 -- Each key's type as this call first found it: asked once, although several

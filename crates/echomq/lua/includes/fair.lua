@@ -11,6 +11,7 @@ or nil} in the plan's order. Both made on a claim's first use, as
 group_lib's functions are.
 ]]
 --@include forget
+--@include last_first
 
 -- Made on a claim's first use, as group_lib's functions are.
 local fair_lib_made = nil

@@ -22,27 +22,28 @@ would leave the window early and the event log could show more than the
 rate in one period (the core's `spend` says why this holds).
 ]]
 --@include common
+--@include switch
 
--- The queue's settings that a claim reads, by position (SETTING_*): the
--- gate's, and the event log's length, read with the queue's `protocol`.
+-- The queue's settings that a claim reads, by name: the gate's, and the
+-- event log's length, read with the queue's `protocol`.
 -- One HMGET a call, which is also the key's type check (read_error); a
 -- missing key reads as all false. Each is checked as it is read, before the
 -- gate decides anything (EMQVERSION, then EMQDATA in the order of the
--- fields): `paused` is true or false, the others numbers or nil.
-local SETTING_PAUSED, SETTING_CONCURRENCY, SETTING_RATE, SETTING_PER, SETTING_PAUSED_UNTIL, SETTING_EVENTS =
-  1, 2, 3, 4, 5, 6
-local SETTING_NAMES = {'paused', 'concurrency', 'rate', 'per', 'paused_until', 'events'}
+-- fields): `paused` is true or false, the others numbers or nil. By name,
+-- not by position: a constant for each position would be one more upvalue
+-- for every call to make (bench/prologue_instructions.py).
 local settings_key, settings_read = nil, nil
 local function settings(config)
   if settings_key ~= config then
-    local read = redis.pcall('HMGET', config, 'protocol', unpack(SETTING_NAMES))
+    local numbers = {'concurrency', 'rate', 'per', 'paused_until', 'events'}
+    local read = redis.pcall('HMGET', config, 'protocol', 'paused', unpack(numbers))
     local err = read_error(read, config, 'hash') or protocol_error(config, read[1])
     if err then return nil, err end
     local checked = {}
-    checked[SETTING_PAUSED], err = switch(read[2], config, 'paused')
+    checked.paused, err = switch(read[2], config, 'paused')
     if err then return nil, err end
-    for i = SETTING_CONCURRENCY, SETTING_EVENTS do
-      checked[i], err = stored(read[i + 1], config, SETTING_NAMES[i])
+    for i, name in ipairs(numbers) do
+      checked[name], err = stored(read[i + 2], config, name)
       if err then return nil, err end
     end
     settings_key, settings_read = config, checked
@@ -55,32 +56,32 @@ end
 local function events_setting(config)
   local s, err = settings(config)
   if err then return nil, err end
-  return s[SETTING_EVENTS]
+  return s.events
 end
 
 local function gate(config, active, rate, count, ending)
   local s, err = settings(config)
   if err then return nil, nil, nil, err end
   -- A limit below 1 is none.
-  local function setting(i)
-    local n = s[i]
+  local function setting(name)
+    local n = s[name]
     if n and n >= 1 then return n end
   end
-  if s[SETTING_PAUSED] then return 0, -1 end
+  if s.paused then return 0, -1 end
   -- A timed pause (DEFER's): nothing until the server's clock reaches it.
   local clock = nil
-  local paused_until = setting(SETTING_PAUSED_UNTIL)
+  local paused_until = setting('paused_until')
   if paused_until then
     clock = now_ms()
     if paused_until > clock then return 0, paused_until - clock end
   end
   local room, held, log = count, nil, nil
-  local concurrency = setting(SETTING_CONCURRENCY)
+  local concurrency = setting('concurrency')
   if concurrency then
     local left = math.max(concurrency - (redis.call('ZCARD', active) - (ending or 0)), 0)
     if left < room then room, held = left, 0 end
   end
-  local limit, per = setting(SETTING_RATE), setting(SETTING_PER)
+  local limit, per = setting('rate'), setting('per')
   if limit and per then
     local err = type_error(rate, 'zset')
     if err then return nil, nil, nil, err end

@@ -3,12 +3,13 @@ script checks how they combine (the core's twin is `Given` in
 crates/echomq-core/src/transition/enqueue.rs): shared by ENQUEUE and FLOW,
 which takes them all but DELAY, AT and UNIQUE's three.
 ]]
---@include policy
---@include notice
+--@include policy_text
+--@include parent_option
+--@include options
 
--- The options from ARGV[first] on, by upper-case name (includes/common's
--- options), and the job's own policy as stored, its options in a fixed
--- order (includes/policy), or nil when it has none; or nil, nil and an
+-- The options from ARGV[first] on, by upper-case name (includes/options),
+-- and the job's own policy as stored, its options in a fixed order
+-- (includes/policy_text), or nil when it has none; or nil, nil and an
 -- error reply. Whether BACKOFF and BACKOFF_EXP come together is the
 -- caller's to refuse, in its order of checks.
 local function given_options(first)

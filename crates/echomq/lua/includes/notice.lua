@@ -14,73 +14,10 @@ brace, no NUL; its first `}` ends it), then the id.
 
 A call passes the flows' keys as `parents` and `notices`, both or neither
 (nil): notices_open_error checks them, parent_link reads a job's link
-before any write (one_link does both for one job), tell_parent writes the
-notice after every check.
+before any write (includes/one_link does both for one job, ACK's and
+ACKNEXT's), tell_parent writes the notice after every check.
 ]]
---@include common
-
--- The queue and the id of `text`, a job named across queues, or nil when it
--- is none; the id not yet through the kind gate (the core's JobRef::split).
-local function split_job_ref(text)
-  if string.sub(text, 1, 1) ~= '{' then return nil end
-  local close = string.find(text, '}', 2, true)
-  if not close then return nil end
-  local queue = string.sub(text, 2, close - 1)
-  if #queue < 1 or #queue > 255 or string.find(queue, '{', 1, true) or string.find(queue, '\0', 1, true) then
-    return nil
-  end
-  return queue, string.sub(text, close + 1)
-end
-
--- The incarnation and the parent of link `text`, or nil when it does not
--- read as one: 1 to MAX_DIGITS digits, one space, then a job named across
--- queues whose id passes the kind gate (the core's Link::parse).
-local function read_link(text)
-  local space = string.find(text, ' ', 1, true)
-  if not space then return nil end
-  local incarnation, parent = string.sub(text, 1, space - 1), string.sub(text, space + 1)
-  if #incarnation == 0 or #incarnation > MAX_DIGITS or string.find(incarnation, '%D') then return nil end
-  local _, id = split_job_ref(parent)
-  if not id or string.sub(id, 1, 3) ~= 'JOB' then return nil end
-  return incarnation, parent
-end
-
--- The n pairs `{<queue>}<id> fail|ignore|continue` from ARGV[first] on
--- (FLOW's and ADOPT's), checked in order: each child's reference, its id's
--- kind, its on-failure, named once, and not `own`, the parent (the core's
--- `dependencies`). The children and their entries as a parent keeps them
--- (`open <on_failure>`), in the order given; or nil and an error reply.
-local function read_dependencies(first, n, own)
-  local children, entries, seen = {}, {}, {}
-  for at = 0, n - 1 do
-    local child, on_failure = ARGV[first + 2 * at], ARGV[first + 1 + 2 * at]
-    if child == nil then return nil, nil, emq_error('EMQARG', 'a child is missing') end
-    local _, child_id = split_job_ref(child)
-    if not child_id then
-      return nil, nil, emq_error('EMQARG', 'child must be {<queue>}<id>, not ' .. child)
-    end
-    local err = kind_error(child_id)
-    if err then return nil, nil, err end
-    if on_failure ~= 'fail' and on_failure ~= 'ignore' and on_failure ~= 'continue' then
-      return nil, nil, emq_error('EMQARG', 'child ' .. child .. ' needs fail, ignore or continue')
-    end
-    if seen[child] then return nil, nil, emq_error('EMQARG', 'child ' .. child .. ' given twice') end
-    if child == own then return nil, nil, emq_error('EMQARG', child .. ' cannot be its own child') end
-    seen[child] = true
-    children[#children + 1] = child
-    entries[#entries + 1] = 'open ' .. on_failure
-  end
-  return children, entries
-end
-
--- PARENT's value, an option's check (includes/common's options): a link.
-local function parent_option(value)
-  if value == nil then return nil, emq_error('EMQARG', 'PARENT is missing its link') end
-  if not read_link(value) then
-    return nil, emq_error('EMQARG', 'PARENT must be <incarnation> {<queue>}<id>, not ' .. value)
-  end
-  return value
-end
+--@include link
 
 -- The last check before the links are read: when the call passed the
 -- flows' keys, `parents` must hold a hash and `notices` a stream (or
@@ -112,20 +49,6 @@ local function parent_link(parents, prefix, id)
   local link = redis.call('HGET', parents, id)
   if not link then return nil end
   if not read_link(link) then return nil, malformed(parents, id, 'a link') end
-  return link
-end
-
--- notices_open_error, then parent_link, for a call that ends one job and
--- reads its link right after the check (ACK, ACKNEXT): the parents key's
--- type is checked by the link's read, which refuses a key of another type,
--- in the same order (parents, notices, then the link): one TYPE fewer on
--- every ack.
-local function one_link(parents, notices, prefix, id)
-  if not parents then return parent_link(nil, prefix, id) end
-  local link = redis.pcall('HGET', parents, id)
-  local err = read_error(link, parents, 'hash') or type_error(notices, 'stream')
-  if err then return nil, err end
-  if link and not read_link(link) then return nil, malformed(parents, id, 'a link') end
   return link
 end
 

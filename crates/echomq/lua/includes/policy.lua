@@ -54,12 +54,3 @@ local function policy_backoff(policy, default, attempt)
   if doublings >= 40 then return DELAY_MS_MAX end
   return math.min(base * 2 ^ doublings, DELAY_MS_MAX)
 end
-
--- A policy's stored text: its options in the fixed order.
-local function policy_text(policy)
-  local parts = {}
-  for _, name in ipairs({'ATTEMPTS', 'BACKOFF', 'BACKOFF_EXP', 'TIMEOUT'}) do
-    if policy[name] then parts[#parts + 1] = string.format('%s %d', name, policy[name]) end
-  end
-  return table.concat(parts, ' ')
-end

@@ -3,7 +3,7 @@ is `wake_key` and `wake` in crates/echomq-core/src/transition.rs): a sorted
 set of one member, `1`, that a transition adding to pending writes, and that
 an idle worker waits on with BZPOPMIN. One pop wakes one worker.
 ]]
---@include events
+--@include common
 
 -- The wake-up key to tell, `key` when the call passed it (false when not),
 -- or nil and an error reply when it holds something else than a sorted set
@@ -19,21 +19,4 @@ end
 -- Tell one claim waiting on the queue that a job may be pending.
 local function wake(key)
   if key then redis.call('ZADD', key, '0', '1') end
-end
-
--- The trailing keys most transitions that add to pending take, checked
--- together: the events keys `events` and `config`, then the counts key
--- `counts` when the transition counts (`counted`, the events it may count)
--- and the call passed it, then the wake-up key `wake_key`. The log's length
--- (or nil), the wake-up key to tell (or false), or an error reply.
-local function events_and_wake(events, config, wake_key, counts, counted)
-  local keep, err = events_keep(events, config)
-  if err then return nil, nil, err end
-  if counted then
-    err = counts_open(counts, counted)
-    if err then return nil, nil, err end
-  end
-  local wakes
-  wakes, err = wake_target(wake_key)
-  return keep, wakes, err
 end

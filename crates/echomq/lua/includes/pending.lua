@@ -1,0 +1,19 @@
+--[[ A job back to pending at its priority: PROMOTE, REAP, RELEASE, RESOLVE
+and RETRY.
+]]
+--@include common
+
+-- A job's priority, its entry in emq:{q}:priority (0 when it has none),
+-- read before any write: an entry that is not an integer is EMQDATA.
+local function priority_of(priority_key, id)
+  local n, err = stored(redis.call('HGET', priority_key, id), priority_key, id)
+  if err then return nil, err end
+  return n or 0
+end
+
+
+-- Back to pending at `score`, the job's priority as priority_of read it.
+local function to_pending(record_key, pending_key, score, id)
+  redis.call('HSET', record_key, 'state', 'pending')
+  redis.call('ZADD', pending_key, score, id)
+end
