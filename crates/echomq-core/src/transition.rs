@@ -41,6 +41,7 @@ mod fair;
 mod fire;
 mod flow;
 mod group;
+mod grouped;
 mod grouping;
 mod groups;
 mod inspect;

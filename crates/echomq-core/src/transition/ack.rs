@@ -2,7 +2,7 @@
 
 use super::events::Events;
 use super::fenced::{ack_result, Fenced, Finish};
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::notice::Notify;
 use super::Stamped;
 use crate::description::{keys, Description, Effect};

@@ -3,7 +3,7 @@
 
 use super::events::{flush, hold, Events};
 use super::fenced::{ack_result, Finish, Finished};
-use super::grouping::{group_at, groups_of};
+use super::grouped::{group_at, groups_of};
 use super::notice::Notify;
 use super::{fence, need, present_here};
 use crate::description::{keys, Description, Effect};

@@ -6,7 +6,7 @@
 use super::events::{emit, Events};
 use super::fenced::Fenced;
 use super::flow::{dependencies, write_dependencies, Dependency};
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::notice::child_ref;
 use super::{policy_of, write_stamped};
 use crate::description::{keys, Description, Effect};

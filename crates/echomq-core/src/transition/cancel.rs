@@ -2,7 +2,7 @@
 //! `cancel.lua`).
 
 use super::events::{emit, Events};
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::notice::Notify;
 use super::{need, read_state, write_record};
 use crate::description::{keys, Description, Effect};

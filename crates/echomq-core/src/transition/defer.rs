@@ -4,7 +4,7 @@
 use super::events::{emit, Events};
 use super::fenced::Fenced;
 use super::gate::paused_until;
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::{policy_of, write_record};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{DELAY_MS, FLAG, MAX_ATTEMPTS};

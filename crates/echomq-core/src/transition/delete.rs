@@ -1,7 +1,7 @@
 //! What the transitions that delete jobs share, PURGE, TRIM and DRAIN
 //! (`includes/delete.lua`): the side hashes, the deletion, the set KEYS[1] names.
 
-use super::grouping::{group_at, groups_of};
+use super::grouped::{group_at, groups_of};
 use super::notice::Notify;
 use super::{need, present_here};
 use crate::description::{Keys, Role};

@@ -3,7 +3,7 @@
 
 use super::events::{emit, error_text, Events};
 use super::fenced::Fenced;
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::notice::Notify;
 use super::{policy_of, write_record};
 use crate::description::{keys, Description, Effect};

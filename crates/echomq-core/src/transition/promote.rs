@@ -2,7 +2,7 @@
 
 use super::delete::limit;
 use super::events::{emit, Events};
-use super::grouping::{group_at, groups_of};
+use super::grouped::{group_at, groups_of};
 use super::{need, priority_of, read_records, remove, to_pending, wake, wake_key};
 use crate::description::{keys, Description, Effect};
 use crate::parse::named_keys;

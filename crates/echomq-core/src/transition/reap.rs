@@ -3,7 +3,7 @@
 
 use super::delete::limit;
 use super::events::{emit, flush, hold, Events};
-use super::grouping::{group_at, groups_of};
+use super::grouped::{group_at, groups_of};
 use super::notice::Notify;
 use super::{
     attempts_of, need, policy_of, priority_of, read_records, remove, to_pending, wake, wake_key, write_record,

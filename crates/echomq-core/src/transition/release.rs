@@ -3,7 +3,7 @@
 
 use super::events::{emit, Events};
 use super::fenced::Fenced;
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::{need, policy_of, priority_of, to_pending, wake, wake_key};
 use crate::description::{keys, Description, Effect};
 use crate::limits::MAX_ATTEMPTS;

@@ -5,7 +5,7 @@
 
 use super::events::{emit, error_text, Events};
 use super::fenced::ack_result;
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::notice::{JobRef, Notify};
 use super::{attempts_of, need, priority_of, read_fields, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};

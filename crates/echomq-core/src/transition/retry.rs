@@ -2,7 +2,7 @@
 //! `retry.lua`).
 
 use super::events::{emit, Events};
-use super::grouping::Grouped;
+use super::grouped::Grouped;
 use super::{need, priority_of, read_state, to_pending, wake, wake_key};
 use crate::description::{keys, Description, Effect};
 use crate::parse::{kind, named_keys, options};
