@@ -112,6 +112,11 @@ pub(super) fn cases() -> Vec<Case> {
             .after(two_tenants.clone()),
         Case::new("claim: a priority orders jobs within a group", claim(1))
             .after([grouped(A, "t", &[]), grouped(B, "t", &["PRIORITY", "-1"])]),
+        // A's id left pending by another speaker's hand (one before 1.7
+        // claims the head of pending alone): passed over, B claimed.
+        Case::new("claim: a group's id no longer pending is passed over", claim(1))
+            .after([grouped(A, "t", &[]), grouped(B, "t", &[])])
+            .put("pending", Put::Zset(vec![(B.to_owned(), 4294967296.0)])),
         Case::new("claim: the queue's concurrency holds above the groups", claim(3))
             .after([config(&["CONCURRENCY", "1"])])
             .after(two_tenants.clone()),

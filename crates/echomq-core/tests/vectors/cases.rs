@@ -884,6 +884,11 @@ mod claim {
     }
 
     #[test]
+    fn claim_a_group_s_id_no_longer_pending_is_passed_over() {
+        replay("claim", "claim: a group's id no longer pending is passed over");
+    }
+
+    #[test]
     fn claim_the_queue_s_concurrency_holds_above_the_groups() {
         replay("claim", "claim: the queue's concurrency holds above the groups");
     }
