@@ -59,7 +59,7 @@ import redis
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 BIN = Path(sys.executable).parent
-CELERY_BIN = Path(os.environ["BENCH_CELERY_VENV"]) / "bin" if "BENCH_CELERY_VENV" in os.environ else BIN
+CELERY_BIN = Path(os.environ["BENCH_CELERY_VENV"]).resolve() / "bin" if "BENCH_CELERY_VENV" in os.environ else BIN
 QUEUE = "bench"
 DONE = "bench:done"
 
