@@ -113,6 +113,17 @@ defmodule EchoMQ.JobsTest do
     assert Jobs.cancel(conn, queue, done, via: via) == {:error, :state}
   end
 
+  both "inspect reads a job's group with its seventh key (1.7)", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    id = Id.mint()
+    {:ok, :enqueued} = Jobs.enqueue(conn, queue, id, "g", via: via)
+    assert {:ok, %EchoMQ.JobInfo{group: nil}} = Jobs.inspect(conn, queue, id, via: via)
+    group_key = EchoMQ.Keyspace.keys(:inspect, queue, job: id) |> List.last()
+    assert String.ends_with?(group_key, ":group")
+    {:ok, "1"} = Redis.query(conn, ["HSET", group_key, id, "tenant-7"])
+    assert {:ok, %EchoMQ.JobInfo{group: "tenant-7"}} = Jobs.inspect(conn, queue, id, via: via)
+  end
+
   both "retry sends a dead job back; stats counts each state", ctx do
     %{conn: conn, via: via, queue: queue} = ctx
     id = Id.mint()

@@ -41,6 +41,8 @@ async def test_a_grouped_job_lands_in_its_group(queue: echomq.Queue, server: Red
     assert owners == {**{j.id.encode(): b"tenant-7" for j in [one, *many]}, urgent[0].id.encode(): b"tenant-8"}
     assert await redis.zrange(key(queue, "gnames"), 0, -1) == [b"tenant-7", b"tenant-8"]
     assert (await queue.stats()).pending == 5  # pending stays whole
+    assert (await queue.inspect(one.id)).group == "tenant-7"  # INSPECT's seventh key
+    assert (await queue.inspect(plain.id)).group is None
     info = await queue.group("tenant-7")
     assert (info.name, info.pending, info.running, info.standing) == ("tenant-7", 3, 0, "ready")
     assert [j.id for j in await claim(queue)] == [plain.id]  # the default group's tag ties first

@@ -102,6 +102,10 @@ pub enum Role {
     /// `gwait`: the groups held by their rate, by the server ms their
     /// window frees (zset; protocol 1.7).
     GroupWait,
+    /// `group`: id → the job's group, while its record lives (hash;
+    /// protocol 1.7, §7.9). Only INSPECT names it among its KEYS; the
+    /// other transitions derive it from the prefix.
+    Group,
 }
 
 impl Role {
@@ -146,6 +150,7 @@ impl Role {
             Role::GroupNames => "gnames",
             Role::Ready => "ready",
             Role::GroupWait => "gwait",
+            Role::Group => "group",
         }
     }
 
@@ -168,7 +173,8 @@ impl Role {
             | Role::Counts
             | Role::Children
             | Role::Parents
-            | Role::Groups => KeyType::Hash,
+            | Role::Groups
+            | Role::Group => KeyType::Hash,
             Role::Pending
             | Role::Active
             | Role::Delayed
@@ -331,8 +337,8 @@ mod tests {
                 // The flows' keys alone (1.6): the pair, and CANCEL's waiting.
                 Name::Purge | Name::Trim | Name::Drain | Name::Remove => &[all - 2, all],
                 Name::Cancel => &[all - 3, all],
-                // STATS' seventh set (1.6).
-                Name::Fire | Name::Settle | Name::Stats => &[all - 1, all],
+                // STATS' seventh set (1.6); INSPECT's group (1.7).
+                Name::Fire | Name::Settle | Name::Stats | Name::Inspect => &[all - 1, all],
                 // The counts key, then the children's link key (1.6).
                 Name::EnqueueMany => &[all - 2, all - 1, all],
                 // The policy key goes with REFUND (protocol 1.1).

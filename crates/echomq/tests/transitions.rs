@@ -315,6 +315,7 @@ cases![
     inspect_reads_the_record_and_the_last_error,
     inspect_reads_a_jobs_result_and_its_own_policy,
     inspect_reads_the_last_progress_beside_the_record,
+    inspect_reads_a_jobs_group,
     inspect_of_a_missing_job,
     stats_counts_each_states_set,
 ];
@@ -2063,6 +2064,7 @@ fn inspect_reads_the_record_and_the_last_error() -> Case {
             result: None,
             policy: None,
             headers: Default::default(),
+            group: None,
         })),
         after: &["errors $A=boom", "job:$A attempts=3 payload=p state=dead"],
     }
@@ -2084,6 +2086,7 @@ fn inspect_reads_a_jobs_result_and_its_own_policy() -> Case {
             result: Some(b"42".to_vec()),
             policy: Some(Policy { attempts: Some(3), backoff: None, timeout: None }),
             headers: Default::default(),
+            group: None,
         })),
         after: &["job:$A attempts=1 payload=p state=done", "policy $A=ATTEMPTS~3", "results $A=42"],
     }
@@ -2101,8 +2104,27 @@ fn inspect_reads_the_last_progress_beside_the_record() -> Case {
             result: None,
             policy: None,
             headers: Default::default(),
+            group: None,
         })),
         after: &["job:$A attempts=1 payload=p state=active", "progress $A=half"],
+    }
+}
+
+fn inspect_reads_a_jobs_group() -> Case {
+    Case {
+        name: "inspect reads a job's group",
+        given: &["HSET $q:job:$A state pending attempts 0 payload p", "HSET $q:group $A tenant-7"],
+        call: Call::Inspect(Inspect { id: a() }),
+        reply: ok(Some(Inspection {
+            record: record(State::Pending, 0, b"p"),
+            error: None,
+            progress: None,
+            result: None,
+            policy: None,
+            headers: Default::default(),
+            group: Some("tenant-7".to_owned()),
+        })),
+        after: &["group $A=tenant-7", "job:$A attempts=0 payload=p state=pending"],
     }
 }
 

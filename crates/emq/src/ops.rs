@@ -45,6 +45,9 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     if let Some(priority) = priority {
         say!("  priority  {priority}");
     }
+    if let Some(group) = &job.group {
+        say!("  group     {group}");
+    }
     say!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
     if let Some(at) = record.enqueued_at {
         say!("  enqueued  {}", timestamp(at as f64));

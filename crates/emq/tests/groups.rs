@@ -42,9 +42,14 @@ fn groups_are_enqueued_limited_and_listed() {
     for (server, via) in servers() {
         let emq = Emq { url: server.url(), via };
         let q = unique_queue("groups");
+        let mut ids = Vec::new();
         for group in ["tenant-7", "tenant-7", "tenant-8"] {
-            emq.ok(&["enqueue", &q, "job", "--group", group]);
+            ids.push(emq.ok(&["enqueue", &q, "job", "--group", group]));
         }
+        // emq inspect shows a job's group (INSPECT's seventh key).
+        let id = ids[2].split_whitespace().find(|word| word.starts_with("JOB")).expect("the id enqueued");
+        let inspected = emq.ok(&["inspect", id, "--queue", &q]);
+        assert!(inspected.contains("\n  group     tenant-8\n"), "{via}: {inspected}");
         enqueue_lines(&emq, &q, "tenant-9", "{\"n\":1}\n{\"n\":2}\n");
         let set = ["--weight", "3", "--cap", "2", "--rate", "10/1s", "--max", "1000"];
         let limited = emq.ok(&[&["limit", &q, "--group", "tenant-7"][..], &set[..]].concat());

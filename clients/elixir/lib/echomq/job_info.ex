@@ -3,7 +3,7 @@ defmodule EchoMQ.JobInfo do
   A job as INSPECT reads it (PROTOCOL.md §7): the record's birth fields
   (`state`, `attempts`, the fencing token, and `payload`), the native
   stamps when the record has them (§3), and what is kept beside it: the
-  last error, progress, result, policy and headers.
+  last error, progress, result, policy and headers, and its group (1.7).
   """
 
   defstruct [
@@ -17,6 +17,7 @@ defmodule EchoMQ.JobInfo do
     :progress,
     :result,
     :policy,
+    :group,
     headers: %{},
     fields: %{}
   ]
@@ -32,13 +33,14 @@ defmodule EchoMQ.JobInfo do
           progress: binary | nil,
           result: binary | nil,
           policy: EchoMQ.Policy.t() | nil,
+          group: binary | nil,
           headers: %{binary => binary},
           fields: %{binary => binary}
         }
 
-  @doc "INSPECT's reply, `[record, error, progress, result, policy, headers]`, read."
+  @doc "INSPECT's reply, `[record, error, progress, result, policy, headers]` and the group with its seventh key, read."
   @spec read(binary, list) :: t
-  def read(id, [record, error, progress, result, policy, headers | _]) do
+  def read(id, [record, error, progress, result, policy, headers | rest]) do
     fields = record |> Enum.chunk_every(2) |> Map.new(fn [k, v] -> {k, v} end)
 
     %__MODULE__{
@@ -53,6 +55,7 @@ defmodule EchoMQ.JobInfo do
       result: result,
       policy: EchoMQ.Policy.parse(policy),
       headers: headers(headers),
+      group: List.first(rest),
       fields: fields
     }
   end

@@ -158,6 +158,8 @@ class JobInfo:
     headers: dict[str, str] = field(default_factory=dict)
     enqueued_at: int | None = None
     updated_at: int | None = None
+    group: str | None = None
+    """Its group (protocol 1.7), if it was enqueued into one."""
 
     @property
     def finished(self) -> bool:
@@ -205,6 +207,7 @@ def read_inspect(job_id: str, reply: list[Any]) -> JobInfo | None:
         headers=read_headers(headers),
         enqueued_at=int(record["enqueued_at"]) if "enqueued_at" in record else None,
         updated_at=int(record["updated_at"]) if "updated_at" in record else None,
+        group=text(reply[6]) if len(reply) > 6 else None,
     )
 
 

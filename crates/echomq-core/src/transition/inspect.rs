@@ -17,6 +17,7 @@ keys! {
         policy: Policy,
         headers: Headers,
     }
+    then group: Group
 }
 
 /// A parsed INSPECT.
@@ -42,7 +43,8 @@ impl<'a> Inspect<'a> {
         waits_for_replication: false,
     };
 
-    /// KEYS: job, errors, progress, results, policy, headers. ARGV: id.
+    /// KEYS: job, errors, progress, results, policy, headers, and (1.7, a
+    /// call may leave it off) group. ARGV: id.
     ///
     /// # Errors
     ///
@@ -58,14 +60,14 @@ impl<'a> Inspect<'a> {
 
     /// [the record as a flat field/value array, then the id's entry in each
     /// other key or nil: its last error, last progress, result, own policy,
-    /// headers].
+    /// headers, and with the seventh key its group]: as many elements as keys.
     ///
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
     /// - `EMQTYPE`: the record or a side hash is not a hash.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        for key in self.keys.all() {
+        for key in self.keys.all().into_iter().chain(self.keys.group) {
             need(store, key, KeyType::Hash)?;
         }
         let fields = store
@@ -75,7 +77,7 @@ impl<'a> Inspect<'a> {
             .collect();
         let mut reply = vec![Reply::Array(fields)];
         let InspectKeys { errors, progress, results, policy, headers, .. } = self.keys;
-        for key in [errors, progress, results, policy, headers] {
+        for key in [errors, progress, results, policy, headers].into_iter().chain(self.keys.group) {
             reply.push(store.hget(key, self.id).map_or(Reply::Nil, Reply::Bulk));
         }
         Ok(Reply::Array(reply))

@@ -6,6 +6,9 @@ use super::*;
 pub(super) fn cases() -> Vec<Case> {
     let inspect = |id: &str| call(Name::Inspect, id, &[id]);
     let stats = call(Name::Stats, "", &[]);
+    // INSPECT's seventh key reads a job's group (1.7); a call of six reads none.
+    let grouped = enqueue(A, "a", &["GROUP", "tenant-7"]);
+    let six_keys = keys_of(Name::Inspect, A, "")[..6].to_vec();
     let happy = vec![
         Case::new("config: a read of no settings", config(&[])),
         Case::new("config: pause", config(&["PAUSED", "1"])),
@@ -78,6 +81,9 @@ pub(super) fn cases() -> Vec<Case> {
             claim(1),
             call(Name::Ack, A, &[A, "1", "RESULT", "ok"]),
         ]),
+        Case::new("inspect: a grouped job's group, with the seventh key", inspect(A))
+            .after([grouped.clone()]),
+        Case::new("inspect: six keys read no group", inspect(A).with_keys(six_keys)).after([grouped]),
         Case::new("inspect: the id's kind", inspect("XYZ")).refused(Code::Kind),
         Case::new("inspect: the id missing", call(Name::Inspect, A, &[])).refused(Code::Kind),
         Case::new("stats: an empty queue", stats.clone()),

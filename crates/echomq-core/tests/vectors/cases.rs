@@ -2957,6 +2957,11 @@ mod inspect {
     }
 
     #[test]
+    fn keys_7_holds_a_string() {
+        replay("inspect", "KEYS[7] holds a string");
+    }
+
+    #[test]
     fn inspect_a_pending_job() {
         replay("inspect", "inspect: a pending job");
     }
@@ -2974,6 +2979,16 @@ mod inspect {
     #[test]
     fn inspect_a_done_job_s_result() {
         replay("inspect", "inspect: a done job's result");
+    }
+
+    #[test]
+    fn inspect_a_grouped_job_s_group_with_the_seventh_key() {
+        replay("inspect", "inspect: a grouped job's group, with the seventh key");
+    }
+
+    #[test]
+    fn inspect_six_keys_read_no_group() {
+        replay("inspect", "inspect: six keys read no group");
     }
 
     #[test]

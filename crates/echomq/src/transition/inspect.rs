@@ -1,5 +1,5 @@
 //! INSPECT: read one job (record, last error, progress, result, policy,
-//! headers). It writes nothing.
+//! headers, group). It writes nothing.
 
 use crate::ErrorKind;
 use echomq_core::Name;
@@ -34,6 +34,9 @@ pub struct Inspection {
     pub policy: Option<echomq_core::Policy>,
     /// Its headers, as its producer set them (empty: none).
     pub headers: Headers,
+    /// Its group (protocol 1.7, PROTOCOL.md §7.9), if it was enqueued into
+    /// one; a group that is not UTF-8 is shown lossily.
+    pub group: Option<String>,
 }
 
 impl Transition for Inspect {
@@ -52,8 +55,8 @@ impl Transition for Inspect {
     fn parse(reply: Reply) -> Result<Option<Inspection>> {
         let mut parts = array_reply("the reply", reply)?.into_iter();
         let mut next = || parts.next().filter(|part| *part != Reply::Nil);
-        let (Some(fields), error, progress, result, policy, headers) =
-            (next(), next(), next(), next(), next(), next())
+        let (Some(fields), error, progress, result, policy, headers, group) =
+            (next(), next(), next(), next(), next(), next(), next())
         else {
             return Err(Error::new(ErrorKind::Reply, "the reply: got an empty array"));
         };
@@ -77,7 +80,9 @@ impl Transition for Inspect {
         let result = bytes("result", result)?;
         let policy = bytes("policy", policy)?.map(|text| echomq_core::Policy::read(&text));
         let headers = bytes("headers", headers)?.map_or_else(Headers::new, |text| decode_headers(&text));
-        Ok(Some(Inspection { record: Record::from_fields(pairs)?, error, progress, result, policy, headers }))
+        let group = bytes("group", group)?.map(|name| String::from_utf8_lossy(&name).into_owned());
+        let record = Record::from_fields(pairs)?;
+        Ok(Some(Inspection { record, error, progress, result, policy, headers, group }))
     }
 
     #[cfg(test)]

@@ -106,6 +106,7 @@ fn record_table(
             tr { th { "state" } td { a href=(queue_path(name, &format!("/state/{state}"))) { (state) } } }
             tr { th { "attempts" } td { (record.attempts) } }
             @if let Some(priority) = priority { tr { th { "priority" } td { (priority) } } }
+            @if let Some(group) = &job.group { tr { th { "group" } td.wrap { a href=(queue_path(name, "/groups")) { (group) } } } }
             @if let Some(at) = record.enqueued_at { tr { th { "enqueued" } td { (html::when(at)) } } }
             @else if let Some(at) = born { tr { th { "minted" } td { (html::when(at)) " (from its id)" } } }
             @if let Some(at) = record.updated_at { tr { th { "updated" } td { (html::when(at)) } } }

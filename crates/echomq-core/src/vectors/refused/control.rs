@@ -26,7 +26,7 @@ pub(super) const ARGS: &[Raw] = &[
         call: Name::Inspect,
         keys: "$q:job:$A $q:errors $q:progress $q:results",
         args: "$A",
-        error: "EMQARG wrong number of keys: takes 6",
+        error: "EMQARG wrong number of keys: takes 6 or 7",
     },
     Raw {
         name: "stats of a hash",
