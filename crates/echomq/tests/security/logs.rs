@@ -144,7 +144,11 @@ async fn no_password_in_tracing_logs() {
         let server = server(via, &[]);
         create_user(&server, "logger", &secret, rules).await;
         let client = redis::Client::open(url_as(&server, "logger", &secret)).unwrap();
-        let queue = Queue::new(echomq::connect(&client).await.unwrap(), &unique_queue("logs")).unwrap();
+        // One retry of a refused reconnect, not the six (about 10 s) redis-rs
+        // makes by default: the test waits for the refusal to be logged.
+        let retry_once = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(1);
+        let executor = echomq::connect_with(&client, retry_once).await.unwrap();
+        let queue = Queue::new(executor, &unique_queue("logs")).unwrap();
         let options = WorkerOptions::default()
             .upkeep(Duration::from_millis(50))
             .idle_wait(Duration::from_millis(100))
