@@ -100,7 +100,7 @@ if grouped then
   if err then return err end
   _, err = events_keep(events_key, config_key, events_setting)
   if err then return err end
-  head.plan, err = fair_lib().plan(prefix, pending_key, head.scored, room, log and log.now or now_ms(), group or false)
+  head.plan, err = fair_lib().plan(prefix, pending_key, room, log and log.now or now_ms(), group or false)
   if err then return err end
   head.ids = head.plan.ids
 end

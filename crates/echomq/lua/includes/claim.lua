@@ -4,9 +4,8 @@ order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/claim.rs).
 pending_head(pending, count) reads the head of pending where the call
 checks pending's type, before any other key's: its first `count` ids
-(head.ids), whether more wait behind them (head.more), and the first
-`count` + 1 with their scores (head.scored, as ZRANGE WITHSCORES answers),
-or nil and an error reply.
+(head.ids) and whether more wait behind them (head.more), or nil and an
+error reply.
 claim_jobs(k, prefix, lease, count, head) takes the keys by name, k.pending,
 k.active, k.config, k.rate, k.policy, and the optional k.events,
 k.headers and k.wake (false: not passed), and the head, which may carry
@@ -32,15 +31,14 @@ local function side_hash(key)
 end
 
 -- One id more than asked for tells whether more wait. ZRANGE is also the
--- type check (read_error). The scores tell a queue with groups its default
--- group's head (includes/fair): the ids scored at most UNGROUPED_MAX.
+-- type check (read_error).
 local function pending_head(pending, count)
-  local scored = redis.pcall('ZRANGE', pending, 0, count, 'WITHSCORES')
-  local err = read_error(scored, pending, 'zset')
+  local ids = redis.pcall('ZRANGE', pending, 0, count)
+  local err = read_error(ids, pending, 'zset')
   if err then return nil, err end
-  local ids = {}
-  for i = 1, math.min(#scored, 2 * count), 2 do ids[#ids + 1] = scored[i] end
-  return {ids = ids, more = #scored > 2 * count, scored = scored}
+  local more = #ids > count
+  if more then ids[count + 1] = nil end
+  return {ids = ids, more = more}
 end
 
 -- Each record's attempts must be an integer (EMQDATA), checked before
@@ -76,7 +74,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   if err then return err end
   local plan = head.plan
   if grouped and not plan then
-    plan, err = fair_lib().plan(prefix, k.pending, head.scored, room, log and log.now or now_ms(), false)
+    plan, err = fair_lib().plan(prefix, k.pending, room, log and log.now or now_ms(), false)
     if err then return err end
   end
   if plan then

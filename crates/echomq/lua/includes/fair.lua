@@ -3,8 +3,7 @@
 start-time fair queueing over the groups a claim may take from and the
 default group (the ungrouped jobs), planned on reads alone, then written
 once the claim's every check has passed.
-fair_lib().plan(prefix, pending, scored, room, now, ending) returns the
-plan, `scored` being the head of pending the claim read (pending_head)
+fair_lib().plan(prefix, pending, room, now, ending) returns the plan
 (plan.ids: the ids in the order taken) or nil and an error reply;
 fair_lib().write(prefix, plan, deadline, logged) writes it after the
 claim's own writes, `logged` being each claim's {`<id>:<token>`, event ms
@@ -168,7 +167,7 @@ local function fair_lib()
     return names, more
   end
 
-  local function fair_plan(prefix, pending, scored, room, now, ending)
+  local function fair_plan(prefix, pending, room, now, ending)
     local plan = {ids = {}, of = {}, looked = {}, now = now}
     local groups = prefix .. 'groups'
     local clock, err = checked_read(groups, 'hash', 'HMGET', groups, 'vtime', 'tag:')
@@ -180,14 +179,10 @@ local function fair_lib()
     if err then return nil, err end
     vtime, default_tag = math.max(vtime or 0, 0), math.max(default_tag or 0, 0)
     local heap = {}
-    -- The default group: the head of pending below the grouped jobs, its
-    -- first room + 1 ids of the `count` + 1 the claim read (room <= count).
+    -- The default group: the head of pending below the grouped jobs.
     local default = {}
     if room > 0 then
-      for i = 1, #scored, 2 do
-        if #default > room or tonumber(scored[i + 1]) > UNGROUPED_MAX then break end
-        default[#default + 1] = scored[i]
-      end
+      default = redis.call('ZRANGE', pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, room + 1)
     end
     plan.more = #default > room
     if plan.more then default[room + 1] = nil end
