@@ -972,7 +972,7 @@ fn reply_types_and_hash_values_are_the_same_from_the_script_and_the_module() {
         assert!(
             matches!(
                 &parts[..],
-                [Value::Array(_), Value::Nil, Value::Nil, Value::Nil, Value::Nil, Value::Nil]
+                [Value::Array(_), Value::Nil, Value::Nil, Value::Nil, Value::Nil, Value::Nil, Value::Nil]
             ),
             "native {native}: {parts:?}"
         );
