@@ -67,7 +67,7 @@ local function claim_jobs(k, prefix, lease, count, head)
     err = type_error(k.wake, 'zset')
     if err then return err end
   end
-  local claimed, logged, claims = {}, {}, {}
+  local claimed, logged = {}, {}
   local ids, records = {}, {}
   local grouped
   grouped, err = grouping(prefix, true)
@@ -129,17 +129,18 @@ local function claim_jobs(k, prefix, lease, count, head)
       local event = emit(k.events, keep, 'active', id, 'attempt', digits)
       -- The rate log names the claim at its event's time, so that the two
       -- logs agree on when it happened (PROTOCOL.md §7.1; includes/gate).
-      if log or plan then
-        local claim = {id .. ':' .. digits, event and tonumber(string.match(event, '^%d+'))}
-        if log then logged[#logged + 1] = claim end
-        claims[#claims + 1] = claim
+      if log then
+        logged[#logged + 1] = {id .. ':' .. digits, event and tonumber(string.match(event, '^%d+'))}
       end
+      -- A group's claims, by id: its lease, and its rate log's entry (made
+      -- only for a group with a rate: a claim's strings cost every job).
+      if plan then plan.tokens[id], plan.events[id] = digits, event or false end
     end
   end
   if #taken > 0 then redis.call('ZADD', k.active, unpack(scored_last_first(deadline, taken))) end
   spend(k.rate, log, logged)
   if plan then
-    fair_lib().write(prefix, plan, deadline, claims)
+    fair_lib().write(prefix, plan, deadline)
     -- What a claim could take now, as the plan found: the default group's
     -- head, or a group ready.
     left = plan.more

@@ -5,9 +5,9 @@ default group (the ungrouped jobs), planned on reads alone, then written
 once the claim's every check has passed.
 fair_lib().plan(prefix, pending, room, now, ending) returns the plan
 (plan.ids: the ids in the order taken) or nil and an error reply;
-fair_lib().write(prefix, plan, deadline, logged) writes it after the
-claim's own writes, `logged` being each claim's {`<id>:<token>`, event ms
-or nil} in the plan's order. Both made on a claim's first use, as
+fair_lib().write(prefix, plan, deadline) writes it after the claim's own
+writes, which put in plan.tokens and plan.events each job claimed, by id:
+its token's digits and its `active` event's id (false: none). Both made on a claim's first use, as
 group_lib's functions are.
 ]]
 --@include forget
@@ -73,12 +73,21 @@ local function fair_lib()
 
   -- The looked-at group's next pending id; an id no longer in <q>pending is
   -- passed over (and removed when written), and the group's pending jobs
-  -- are counted anew.
+  -- are counted anew. The ids the group may give are looked up in pending
+  -- together, at its first turn (one ZMSCORE: a claim of ten jobs from one
+  -- group made ten ZSCOREs); one past them, after a stale one, on its own.
   local function next_id(prefix, pending, looked)
     while looked.next <= #looked.queue do
-      local id = looked.queue[looked.next]
-      looked.next = looked.next + 1
-      if redis.call('ZSCORE', pending, id) then return id end
+      local at = looked.next
+      local id = looked.queue[at]
+      looked.next = at + 1
+      if not looked.present then
+        local last = math.min(#looked.queue, at + looked.room - 1)
+        looked.present, looked.present_from = redis.call('ZMSCORE', pending, unpack(looked.queue, at, last)), at
+      end
+      local score = looked.present[at - looked.present_from + 1]
+      if score == nil then score = redis.call('ZSCORE', pending, id) end
+      if score then return id end
       looked.stale[#looked.stale + 1] = id
       local held = redis.call('ZCARD', prefix .. 'gpending:' .. looked.group)
       looked.load.pending = math.max(held - #looked.stale - #looked.taken, 0)
@@ -168,7 +177,7 @@ local function fair_lib()
   end
 
   local function fair_plan(prefix, pending, room, now, ending)
-    local plan = {ids = {}, of = {}, looked = {}, now = now}
+    local plan = {ids = {}, of = {}, looked = {}, now = now, tokens = {}, events = {}}
     local groups = prefix .. 'groups'
     local clock, err = checked_read(groups, 'hash', 'HMGET', groups, 'vtime', 'tag:')
     if err then return nil, err end
@@ -204,7 +213,7 @@ local function fair_lib()
       -- A group in the index starts at its score there; one entering it at
       -- its own next tag or the virtual time, whichever is later.
       local looked = {group = group, s = f.s, load = load, taken = {}, stale = {},
-        tag = in_ready or math.max(f.tag, vtime), queue = f.ids, next = 1,
+        tag = in_ready or math.max(f.tag, vtime), queue = f.ids, next = 1, room = room,
         was_ready = in_ready ~= false, was_waiting = named[3]}
       plan.looked[#plan.looked + 1] = looked
       if standing(f.s, load) == 'ready' then heap_push(heap, {looked.tag, 1, group, #plan.looked}) end
@@ -281,15 +290,11 @@ local function fair_lib()
     redis.call('ZADD', log, string.format('%d', at), logged)
   end
 
-  local function fair_write(prefix, plan, deadline, logged)
+  local function fair_write(prefix, plan, deadline)
     local groups = prefix .. 'groups'
-    -- Each job claimed by its id (`<id>:<token>`: the token has no `:`); an
-    -- id whose record was missing was not claimed, and holds no lease.
-    local claimed = {}
-    for _, claim in ipairs(logged) do
-      local id = string.match(claim[1], '^(.*):[^:]*$')
-      if id then claimed[id] = claim end
-    end
+    -- plan.tokens: each job claimed, by id, its token's digits; an id whose
+    -- record was missing was not claimed, and holds no lease.
+    local claimed = plan.tokens
     local tags = {}
     for _, looked in ipairs(plan.looked) do
       local group = looked.group
@@ -310,8 +315,10 @@ local function fair_lib()
           if #looked.load.expired > 0 then redis.call('ZREM', log, unpack(looked.load.expired)) end
           local edge = math.max(plan.now - looked.s.per, 0)
           for _, id in ipairs(leases) do
-            local claim = claimed[id]
-            log_claim(log, edge, claim[1], math.max(claim[2] or plan.now, plan.now))
+            -- At its event's time, as CLAIM logs one in <q>rate (includes/claim).
+            local event = plan.events[id]
+            local at = event and tonumber(string.match(event, '^%d+'))
+            log_claim(log, edge, id .. ':' .. claimed[id], math.max(at or plan.now, plan.now))
           end
         end
         tags[#tags + 1] = 'tag:' .. group
