@@ -6,7 +6,7 @@ free, whose jobs the claims take), on Lua and native, one server each:
 
     cargo build --release -p echomq-module -p emq
     target/release/emq scripts --out /tmp/scripts
-    python3 bench/groups_instructions.py target/release/libechomq_module.so /tmp/scripts [groups]
+    python3 bench/groups_instructions.py target/release/libechomq_module.so /tmp/scripts [groups] [--count N]
 
 For each executor, a server under callgrind counting only inside the
 function its commands run in (EVALSHA's, or the module's dispatcher); for
@@ -17,7 +17,9 @@ after) of CLAIMS claims of one job, each followed by the ACK of its job
 sent by the other executor, which is not counted: per claim, and each
 queue's ratio to the one without groups. Then the same with each ACK
 sent by the same executor: a claim and its ack, the pair a worker at
-concurrency 1 sends. Needs valgrind (Debian's package).
+concurrency 1 sends. With `--count N`, CLAIMS / N claims of COUNT N, each
+job acked as above: a busy worker's batch (the figure per claim), where
+a grouped claim's cost per job tells. Needs valgrind (Debian's package).
 """
 import os
 import sys
@@ -36,8 +38,8 @@ COLLECTED = {"lua": "evalShaCommand", "native": "RedisModuleCommandDispatcher"}
 OTHER = {"lua": "native", "native": "lua"}
 
 
-def counts(module, build, groups):
-    """{(scenario, via): (instructions per claim, per claim and its ack)}."""
+def counts(module, build, groups, count=1):
+    """{(scenario, via): (instructions per claim, per claim and its acks)}."""
     found = {}
     for via in ["lua", "native"]:
         server, r, counted = under_callgrind("--loadmodule", module, collect=COLLECTED[via])
@@ -48,24 +50,24 @@ def counts(module, build, groups):
                 queue = f"{via}-{scenario}"
                 r.call("FLUSHALL")
                 arrange(r, queue, scenario, groups)
-                claims = [groups_cost.claim(queue, via, sha) for _ in range(CLAIMS)]
-                # Each claim's job acked by the other executor, whose calls are not counted.
-                alone = counted(lambda: ack_each(r, queue, OTHER[via], sha, claims))
-                paired = counted(lambda: ack_each(r, queue, via, sha, claims))
-                found[(scenario, via)] = (alone / CLAIMS, paired / CLAIMS)
+                batch = ["COUNT", count] if count > 1 else []
+                claims = [groups_cost.claim(queue, via, sha) + batch for _ in range(CLAIMS // count)]
+                # Each claim's jobs acked by the other executor, whose calls are not counted.
+                alone = counted(lambda: ack_each(r, queue, OTHER[via], sha, claims, count))
+                paired = counted(lambda: ack_each(r, queue, via, sha, claims, count))
+                found[(scenario, via)] = (alone / len(claims), paired / len(claims))
         finally:
             server.terminate()
             server.wait()
     return found
 
 
-def ack_each(r, queue, via, sha, claims):
-    """Each claim, then the ACK of the job it took, sent `via` an executor."""
+def ack_each(r, queue, via, sha, claims, count=1):
+    """Each claim, then the ACK of each job it took, sent `via` an executor."""
     for claim in claims:
         [reply] = pipelined(r, [claim])
-        assert len(reply) == 1, f"{queue}: the claim took one job"
-        job = reply[0]
-        pipelined(r, [groups_cost.ack(queue, via, sha, job[0].decode(), job[1])])
+        assert len(reply) == count, f"{queue}: the claim took {len(reply)} jobs, not {count}"
+        pipelined(r, [groups_cost.ack(queue, via, sha, job[0].decode(), job[1]) for job in reply])
 
 
 def arrange(r, queue, scenario, groups):
@@ -85,10 +87,17 @@ def arrange(r, queue, scenario, groups):
 
 
 def main():
-    module, build = os.path.abspath(sys.argv[1]), sys.argv[2]
-    groups = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000
-    found = counts(module, build, groups)
-    print(f"instructions of the whole server per CLAIM ({CLAIMS} claims; {groups:,} groups), callgrind")
+    args = sys.argv[1:]
+    count = 1
+    if "--count" in args:
+        at = args.index("--count")
+        count = int(args[at + 1])
+        del args[at:at + 2]
+    module, build = os.path.abspath(args[0]), args[1]
+    groups = int(args[2]) if len(args) > 2 else 10_000
+    found = counts(module, build, groups, count)
+    print(f"instructions of the whole server per CLAIM COUNT {count} ({CLAIMS // count} claims; {groups:,} groups), "
+          "callgrind")
     print(f"{'queue':<12} {'lua':>9} {'ratio':>7} {'native':>9} {'ratio':>7}   claim+ack: lua, native")
     for scenario in ["ungrouped", "groups", "999-capped"]:
         row = f"{scenario:<12}"
