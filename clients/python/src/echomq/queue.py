@@ -417,7 +417,7 @@ class Queue:
         return _removed(await self.executor.run_many(removes)) if removes else 0
 
     async def inspect(self, job_id: str) -> JobInfo | None:
-        """The job: its record, error, progress, result, policy and headers; None when there is none."""
+        """The job: its record, error, progress, result, policy, headers and group; None when there is none."""
         reply = await self.executor.run(calls.one_id("inspect", self.keyspace, job_id))
         return read_inspect(job_id, reply)
 
