@@ -7,8 +7,8 @@ fair_lib().plan(prefix, pending, room, now, ending) returns the plan
 (plan.ids: the ids in the order taken) or nil and an error reply;
 fair_lib().write(prefix, plan, deadline) writes it after the claim's own
 writes, which put in plan.tokens and plan.events each job claimed, by id:
-its token's digits and its `active` event's id (false: none). Both made on a claim's first use, as
-group_lib's functions are.
+its token's digits and its `active` event's id (false: none). Both made
+on a claim's first use, as group_lib's functions are.
 ]]
 --@include forget
 --@include last_first
