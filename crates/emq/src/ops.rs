@@ -37,7 +37,7 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     let Some(job) = server.queue(&queue).await?.inspect(&args.id).await? else {
         return Err(format!("no job {} in queue {queue}", args.id).into());
     };
-    let record = job.record;
+    let record = &job.record;
     let priority = priority(&mut server.connection().await?, &queue, &args.id).await?;
     say!("{} in {queue}", args.id);
     say!("  state     {}", record.state);
@@ -76,22 +76,29 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
             State::Pending => {}
         }
     }
-    if let Some(error) = job.error {
+    say_kept(&job)?;
+    flow_of(server, &queue, &args.id).await
+}
+
+/// What INSPECT found kept beside the record: its last error, progress,
+/// result, own policy and headers.
+fn say_kept(job: &echomq::Inspection) -> Result<(), Error> {
+    if let Some(error) = &job.error {
         say!("  error     {error}");
     }
-    if let Some(progress) = job.progress {
-        say!("  progress  {}", printable(&progress));
+    if let Some(progress) = &job.progress {
+        say!("  progress  {}", printable(progress));
     }
-    if let Some(result) = job.result {
-        say!("  result    {} ({} bytes)", printable(&result), result.len());
+    if let Some(result) = &job.result {
+        say!("  result    {} ({} bytes)", printable(result), result.len());
     }
-    if let Some(policy) = job.policy {
-        say!("  policy    {}", describe_policy(&policy));
+    if let Some(policy) = &job.policy {
+        say!("  policy    {}", describe_policy(policy));
     }
     for (name, value) in &job.headers {
         say!("  header    {name}: {value}");
     }
-    flow_of(server, &queue, &args.id).await
+    Ok(())
 }
 
 /// Job `id`'s place in a flow (protocol 1.6): the parent it will tell, and,
