@@ -14,8 +14,9 @@ async fn a_queues_groups_are_shown_a_page_by_name() {
     let server = RedisServer::start();
     let name = unique_queue("groups");
     let q = queue(&server, &name).await;
+    let mut ids = Vec::new();
     for group in ["tenant-7", "tenant-7", "tenant-8"] {
-        q.enqueue_with(b"p".to_vec(), EnqueueOptions::default().group(group)).await.unwrap();
+        ids.push(q.enqueue_with(b"p".to_vec(), EnqueueOptions::default().group(group)).await.unwrap());
     }
     let groups = QueueGroups::of(&q);
     groups.set(Group::new("tenant-7").weight(3).cap(Limit::To(2))).await.unwrap();
@@ -30,6 +31,9 @@ async fn a_queues_groups_are_shown_a_page_by_name() {
     assert!(!page.has("method=\"post\""), "a read-only page");
     let rest = dashboard.get(&format!("/queues/{name}/groups?after=tenant-7"));
     assert!(rest.has("<td>tenant-8</td>") && !rest.has("<td>tenant-7</td>"), "{rest:?}");
+    // A job's page shows its group (INSPECT's seventh key), linked to the groups.
+    let job = dashboard.get(&format!("/queues/{name}/jobs/{}", ids[2].id));
+    assert!(job.has("<th>group</th>") && job.has(">tenant-8</a>"), "{job:?}");
     let queue_page = dashboard.get(&format!("/queues/{name}"));
     assert!(queue_page.has(&format!("/queues/{name}/groups")), "linked from the queue's page");
     let bad = dashboard.get(&format!("/queues/{name}/groups?after={}", "g".repeat(201)));
