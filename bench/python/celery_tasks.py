@@ -14,6 +14,8 @@ SLEEP = float(os.environ.get("BENCH_SLEEP", "0"))
 
 app = Celery("bench", broker=URL)
 app.conf.update(task_ignore_result=True, worker_hijack_root_logger=False, broker_connection_retry_on_startup=True)
+if os.environ.get("BENCH_CELERY_ACKS_LATE"):  # at least once, as Celery's docs configure it: ack after the run, no prefetch
+    app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1)
 
 
 @app.task(name="bench.job")
