@@ -40,6 +40,13 @@ pub fn worker(id: &str) -> String {
     format!("emq:worker:{id}")
 }
 
+/// A partitioned queue's definition (PROTOCOL.md §7.10, 1.8):
+/// `emq:{p}:partitions`, a hash in the partitioned queue's own slot.
+#[must_use]
+pub fn partitions(name: &str) -> String {
+    format!("emq:{{{name}}}:partitions")
+}
+
 use crate::id::JobId;
 use crate::record::State;
 use crate::{Error, Result};

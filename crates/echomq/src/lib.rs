@@ -61,6 +61,7 @@ pub mod id;
 pub mod keyspace;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub mod partition;
 pub mod queue;
 pub mod record;
 pub mod schedule;
@@ -88,6 +89,7 @@ pub use executor::{connect, connect_with, Embedded, Executor, Lua, Native, Repli
 pub use executor::{connect_cluster, ByFirstKey};
 pub use id::JobId;
 pub use keyspace::Keyspace;
+pub use partition::Partitioned;
 pub use queue::{
     BatchOpened, ChildJobs, Delete, Drain, EnqueueOptions, Enqueued, EventsFrom, Finished, Flow, FlowAdded,
     Flows, Lease, Leases, Queue, QueueGroups, RetryPolicy, Schedules, Upkeep, Wait, SWEEP_GRACE, TRACEPARENT,

@@ -421,3 +421,50 @@ async fn a_flow_of_a_thousand_children_spans_three_nodes() {
         println!("{via:?}: 1 parent, 1000 children over 3 nodes: the parent read all 1000 results");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_queue_spreads_evenly_over_three_nodes() {
+    let cluster = RedisCluster::start(3, Some(module_path()));
+    let client = ClusterClient::new(cluster.urls()).unwrap();
+    for via in [Via::Lua, Via::Native] {
+        let executor = executor(&client, via).await;
+        let orders = echomq::Partitioned::create(executor, &unique_queue(&format!("orders-{via:?}")), 12)
+            .await
+            .unwrap();
+        // redis-cli gives each of three masters a third of the slots, in order:
+        // partitions 0-3 on the first, 4-7 on the second, 8-11 on the third.
+        let owners: Vec<usize> =
+            orders.partitions().iter().map(|q| cluster.owner(slot(&cluster, q))).collect();
+        assert_eq!(owners, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], "{via:?}");
+
+        let mut ids = Vec::new();
+        for n in 0..600 {
+            ids.push(orders.enqueue(format!("{n}").into_bytes()).await.unwrap());
+        }
+        let runs: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let seen = runs.clone();
+        let handler = move |job: JobContext| {
+            let seen = seen.clone();
+            async move {
+                *seen.lock().unwrap().entry(job.id.to_string()).or_default() += 1;
+                Ok::<_, HandlerError>(())
+            }
+        };
+        let options = WorkerOptions::default().concurrency(16).idle_wait(Duration::from_millis(100));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(orders.worker(handler, options).run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("every job ran", || async { runs.lock().unwrap().len() == ids.len() }).await;
+        let _ = stop.send(());
+        working.await.unwrap().unwrap();
+        let runs = runs.lock().unwrap();
+        assert!(ids.iter().all(|id| runs.get(id.as_str()) == Some(&1)), "{via:?}: each job ran once");
+        let mut per_node = [0usize; 3];
+        for id in &ids {
+            per_node[owners[orders.index_of(id)]] += 1;
+        }
+        // 200 a node on average; 120 to 280 is seven sigmas either way.
+        assert!(per_node.iter().all(|n| (120..=280).contains(n)), "{via:?}: jobs per node {per_node:?}");
+    }
+}

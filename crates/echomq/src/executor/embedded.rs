@@ -183,12 +183,8 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             touch(store, deadlines, key, KeyType::None)?;
             count(usize::from(store.key_type(key.as_bytes()) != KeyType::None))
         }
-        Command::HSet(key, fields) => {
-            touch(store, deadlines, key, KeyType::Hash)?;
-            let fields: Vec<(&[u8], &[u8])> =
-                fields.iter().map(|(field, value)| (field.as_bytes(), value.as_bytes())).collect();
-            store.hset(key.as_bytes(), &fields);
-            count(fields.len())
+        Command::HSet(..) | Command::HSetNx(..) | Command::HGetAll(_) => {
+            return hash(store, deadlines, command)
         }
         Command::PExpire(key, ms) => {
             touch(store, deadlines, key, KeyType::None)?;
@@ -197,13 +193,6 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             }
             deadlines.insert(key.clone(), store.now_ms().saturating_add((*ms).max(1)));
             count(1)
-        }
-        Command::HGetAll(key) => {
-            touch(store, deadlines, key, KeyType::Hash)?;
-            let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
-            let fields =
-                store.hgetall(key.as_bytes()).into_iter().map(|(field, value)| (text(field), text(value)));
-            Answer::Fields(fields.collect())
         }
         Command::Del(key) => {
             touch(store, deadlines, key, KeyType::None)?;
@@ -226,6 +215,36 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             count(store.xdel(key.as_bytes(), &ids))
         }
         Command::Info(_) | Command::ConfigGet(_) => Answer::Text(None),
+    })
+}
+
+/// A hash command on the store (see [`answer`]).
+fn hash(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Command) -> Result<Answer> {
+    let count = |n: usize| Answer::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    let (Command::HSet(key, _) | Command::HSetNx(key, ..) | Command::HGetAll(key)) = command else {
+        return Err(Error::new(ErrorKind::Reply, format!("{command:?} is no hash command")));
+    };
+    touch(store, deadlines, key, KeyType::Hash)?;
+    Ok(match command {
+        Command::HSet(_, fields) => {
+            let fields: Vec<(&[u8], &[u8])> =
+                fields.iter().map(|(field, value)| (field.as_bytes(), value.as_bytes())).collect();
+            store.hset(key.as_bytes(), &fields);
+            count(fields.len())
+        }
+        Command::HSetNx(_, field, value) => {
+            let fresh = store.hget(key.as_bytes(), field.as_bytes()).is_none();
+            if fresh {
+                store.hset(key.as_bytes(), &[(field.as_bytes(), value.as_bytes())]);
+            }
+            count(usize::from(fresh))
+        }
+        _ => {
+            let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+            let fields =
+                store.hgetall(key.as_bytes()).into_iter().map(|(field, value)| (text(field), text(value)));
+            Answer::Fields(fields.collect())
+        }
     })
 }
 

@@ -80,6 +80,9 @@ pub enum Command {
     Exists(String),
     /// `HSET key field value…`. Answers [`Answer::Int`].
     HSet(String, Vec<(String, String)>),
+    /// `HSETNX key field value`: the field, unless the hash has it. Answers
+    /// [`Answer::Int`]: 1 when written, 0 when it was there.
+    HSetNx(String, String, String),
     /// `PEXPIRE key ms`: the key goes after `ms` (at least 1). Answers [`Answer::Int`].
     PExpire(String, u64),
     /// `HGETALL key`. Answers [`Answer::Fields`].
@@ -188,6 +191,7 @@ impl Command {
             Command::ZRemBelow(..) => "ZREMRANGEBYSCORE",
             Command::Exists(_) => "EXISTS",
             Command::HSet(..) => "HSET",
+            Command::HSetNx(..) => "HSETNX",
             Command::PExpire(..) => "PEXPIRE",
             Command::HGetAll(_) => "HGETALL",
             Command::Del(_) => "DEL",
@@ -237,6 +241,9 @@ pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::
         }
         Command::HSet(key, fields) => {
             out.arg(key).arg(fields);
+        }
+        Command::HSetNx(key, field, value) => {
+            out.arg(key).arg(field).arg(value);
         }
         Command::PExpire(key, ms) => {
             out.arg(key).arg((*ms).max(1));

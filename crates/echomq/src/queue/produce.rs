@@ -135,6 +135,12 @@ impl EnqueueOptions {
         self.id.as_ref()
     }
 
+    /// What a partitioned queue routes the job by when no id is given
+    /// (PROTOCOL.md §7.10): its group, else its unique key.
+    pub(crate) fn route_key(&self) -> Option<&str> {
+        self.group.as_deref().or(self.unique.as_ref().map(|unique| unique.key.as_str()))
+    }
+
     /// Whether nothing but an id (and a group) is set: the job fits in an
     /// ENQUEUEMANY, one of its group's.
     fn is_plain(&self) -> bool {

@@ -1,0 +1,355 @@
+//! Partitioned queues (PROTOCOL.md §7.10, protocol 1.8): one logical queue
+//! over N ordinary queues, its **partitions**, whose names are chosen so
+//! that their Cluster slots spread evenly over the slot space, and so over
+//! the primaries of a Cluster whose primaries hold equal ranges. A queue is
+//! one slot, so one Redis main thread; a partitioned queue is N of them.
+//!
+//! Every partition is an ordinary queue: every transition, fencing, groups
+//! and flows hold in it as in any queue. What the partitioned queue adds is
+//! where a job goes, decided by its id alone, so any tool finds a job from
+//! its id: partition `CRC16(id) mod N`. A producer that wants jobs together
+//! (a group's, whose cap and order then hold exactly; a unique key's, which
+//! is then exact; a batch's) routes them by a key: the partition
+//! `CRC16(key) mod N`, and each job's id is minted until it names that
+//! partition. What is lost: FIFO and priority across partitions, and a
+//! queue's settings are each partition's own.
+//!
+//! ```no_run
+//! # async fn demo(via: std::sync::Arc<dyn echomq::Executor>) -> echomq::Result<()> {
+//! use echomq::Partitioned;
+//! let orders = Partitioned::create(via, "orders", 12).await?;
+//! let id = orders.enqueue(b"{\"sku\":42}".to_vec()).await?;
+//! assert_eq!(orders.partition_of(&id).name(), orders.partitions()[orders.index_of(&id)].name());
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use crate::executor::{Command, Executor};
+use crate::keyspace::{self, valid_queue};
+use crate::queue::{EnqueueOptions, Enqueued};
+use crate::worker::{Handler, Worker, WorkerOptions};
+use crate::{Error, ErrorKind, JobId, Queue, Result};
+
+/// The most partitions a queue may have: each then spans 16 slots.
+pub const MAX_PARTITIONS: usize = 1024;
+
+/// The longest partitioned queue's name, in bytes: its partitions' names
+/// (`<name>~<k>~<s>`) stay within a queue name's 255.
+pub const MAX_PARTITIONED_NAME: usize = 240;
+
+/// The rule that maps an id to its partition, as the definition names it.
+const ROUTING: &str = "crc16";
+
+/// A job of [`Partitioned::enqueue_many`]: its payload and options.
+type Job = (Vec<u8>, EnqueueOptions);
+
+/// Redis Cluster's slots.
+const SLOTS: usize = 16384;
+
+/// CRC16-XMODEM, the checksum Redis Cluster hashes keys with.
+fn crc16(bytes: &[u8]) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(bytes)
+}
+
+/// The Cluster slot of every key of queue `queue` (its `{queue}` hashtag).
+#[must_use]
+pub fn queue_slot(queue: &str) -> u16 {
+    crc16(queue.as_bytes()) % SLOTS as u16
+}
+
+/// The partition, of `count`, that routing by `key` (an id, a group, a
+/// unique key, any text) names: `CRC16(key) mod count`.
+#[must_use]
+pub fn partition_index(key: &str, count: usize) -> usize {
+    usize::from(crc16(key.as_bytes())) % count.max(1)
+}
+
+/// The name of partition `k` of `count` of the partitioned queue `name`:
+/// `<name>~<k>~<s>`, `s` the least number from 0 up whose name's slot lies
+/// in the `k`-th of `count` equal ranges of the 16,384 slots.
+#[must_use]
+pub fn partition_name(name: &str, k: usize, count: usize) -> String {
+    let count = count.clamp(1, MAX_PARTITIONS);
+    let range = k * SLOTS / count..(k + 1) * SLOTS / count;
+    (0u64..)
+        .map(|s| format!("{name}~{k}~{s}"))
+        .find(|candidate| range.contains(&usize::from(queue_slot(candidate))))
+        .unwrap_or_default() // every range of 16 slots or more holds one: tests/partitions.rs
+}
+
+/// Check a partitioned queue's name and its count of partitions.
+fn check(name: &str, count: usize) -> Result<()> {
+    valid_queue(name)?;
+    if name.len() > MAX_PARTITIONED_NAME {
+        return Err(Error::new(
+            ErrorKind::InvalidQueue,
+            format!("{name:?}: a partitioned queue's name is at most {MAX_PARTITIONED_NAME} bytes"),
+        ));
+    }
+    if !(1..=MAX_PARTITIONS).contains(&count) {
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!("a queue has 1 to {MAX_PARTITIONS} partitions, not {count}"),
+        ));
+    }
+    Ok(())
+}
+
+/// One logical queue over its partitions (see the [module](self)).
+#[derive(Clone, Debug)]
+pub struct Partitioned {
+    name: String,
+    partitions: Vec<Queue>,
+}
+
+impl Partitioned {
+    /// Partition the queue `name` over `count` queues, or open it when it
+    /// is partitioned so already: its definition (`emq:{name}:partitions`)
+    /// is written once, and a second creator with the same count writes
+    /// the same.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidQueue`] for a bad name; [`ErrorKind::Argument`]
+    /// for a count outside 1 to 1,024, when `name` is partitioned another
+    /// way, or when `name` is an ordinary queue holding jobs (nothing
+    /// written); what [`open`](Partitioned::open) refuses; a failure of the
+    /// connection or the server.
+    pub async fn create(via: Arc<dyn Executor>, name: &str, count: usize) -> Result<Partitioned> {
+        check(name, count)?;
+        let ordinary = Queue::new(via.clone(), name)?;
+        let held =
+            [ordinary.keyspace().pending(), ordinary.keyspace().active(), ordinary.keyspace().delayed()];
+        let answers = via.plain().send(&held.map(Command::Exists)).await?;
+        for answer in answers {
+            if answer?.int()? != 0 {
+                return Err(Error::new(
+                    ErrorKind::Argument,
+                    format!("{name:?} is an ordinary queue holding jobs: partition another name"),
+                ));
+            }
+        }
+        let key = keyspace::partitions(name);
+        via.plain().one(Command::HSetNx(key.clone(), "count".into(), count.to_string())).await?;
+        let found = Partitioned::open(via.clone(), name).await?;
+        if found.partitions.len() != count {
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!("{name:?} is partitioned {} ways, not {count}", found.partitions.len()),
+            ));
+        }
+        let mut fields = vec![("routing".to_owned(), ROUTING.to_owned()), ("protocol".into(), "1.8".into())];
+        fields.extend(
+            found.partitions.iter().enumerate().map(|(k, q)| (format!("queue:{k}"), q.name().into())),
+        );
+        via.plain().one(Command::HSet(key, fields)).await?;
+        Ok(found)
+    }
+
+    /// The partitioned queue `name`, as its definition says.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] when `name` is not partitioned; [`ErrorKind::Malformed`] for a definition whose count or
+    /// partition names break the protocol; [`ErrorKind::Version`] for a
+    /// routing rule this speaker does not know; a failure of the connection
+    /// or the server ([`ErrorKind::Server`] for a key of another type).
+    pub async fn open(via: Arc<dyn Executor>, name: &str) -> Result<Partitioned> {
+        Partitioned::find(via, name).await?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Argument,
+                format!("{name:?} is not a partitioned queue (no {})", keyspace::partitions(name)),
+            )
+        })
+    }
+
+    /// The partitioned queue `name`, or `None` when it is not partitioned.
+    ///
+    /// # Errors
+    /// As [`open`](Partitioned::open), but for a name that is not partitioned.
+    pub async fn find(via: Arc<dyn Executor>, name: &str) -> Result<Option<Partitioned>> {
+        valid_queue(name)?;
+        let key = keyspace::partitions(name);
+        let fields = via.plain().one(Command::HGetAll(key.clone())).await?.fields()?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let field =
+            |wanted: &str| fields.iter().find(|(field, _)| field == wanted).map(|(_, value)| value.as_str());
+        let malformed = |why: String| Error::new(ErrorKind::Malformed, format!("{key}: {why}"));
+        let count = field("count")
+            .and_then(|text| text.parse::<usize>().ok())
+            .filter(|count| (1..=MAX_PARTITIONS).contains(count))
+            .ok_or_else(|| malformed(format!("count {:?} is not 1 to {MAX_PARTITIONS}", field("count"))))?;
+        if let Some(routing) = field("routing").filter(|routing| *routing != ROUTING) {
+            return Err(Error::new(
+                ErrorKind::Version,
+                format!("{key}: routing {routing:?} is unknown to this speaker (it routes by {ROUTING})"),
+            ));
+        }
+        let mut partitions = Vec::with_capacity(count);
+        for k in 0..count {
+            // Written with the count, or derived by the rule that chose them.
+            let name =
+                field(&format!("queue:{k}")).map_or_else(|| partition_name(name, k, count), str::to_owned);
+            partitions.push(Queue::new(via.clone(), &name).map_err(|err| malformed(err.to_string()))?);
+        }
+        Ok(Some(Partitioned { name: name.to_owned(), partitions }))
+    }
+
+    /// The partitioned queue's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its partitions, in order: partition `k` is the `k`-th.
+    #[must_use]
+    pub fn partitions(&self) -> &[Queue] {
+        &self.partitions
+    }
+
+    /// The index of the partition that holds the job `id`.
+    #[must_use]
+    pub fn index_of(&self, id: &JobId) -> usize {
+        partition_index(id.as_str(), self.partitions.len())
+    }
+
+    /// The partition that holds the job `id`: read, cancel or retry it there.
+    #[must_use]
+    pub fn partition_of(&self, id: &JobId) -> &Queue {
+        &self.partitions[self.index_of(id)]
+    }
+
+    /// The partition that routing by `key` names.
+    #[must_use]
+    pub fn partition_for(&self, key: &str) -> &Queue {
+        &self.partitions[partition_index(key, self.partitions.len())]
+    }
+
+    /// A new id of partition `k`: minted until `CRC16(id) mod N` is `k`
+    /// (N tries on average), so mint order, and FIFO, hold within it.
+    #[must_use]
+    pub fn mint_in(&self, k: usize) -> JobId {
+        let count = self.partitions.len();
+        loop {
+            let id = JobId::mint();
+            if partition_index(id.as_str(), count) == k % count {
+                return id;
+            }
+        }
+    }
+
+    /// The id a job enqueued with `options` takes, which names its
+    /// partition: the id the options give; else one minted in the
+    /// partition its group's name routes to (the group's cap, rate and
+    /// order hold exactly, all its jobs being in one partition), else its
+    /// unique key's (the key is exact); else a new id, spreading jobs evenly.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for a given id of another partition than the
+    /// one its group or unique key routes to.
+    pub fn place(&self, options: &EnqueueOptions) -> Result<JobId> {
+        self.place_by(options.route_key(), options)
+    }
+
+    fn place_by(&self, key: Option<&str>, options: &EnqueueOptions) -> Result<JobId> {
+        let Some(key) = key else {
+            return Ok(options.given_id().cloned().unwrap_or_else(JobId::mint));
+        };
+        let k = partition_index(key, self.partitions.len());
+        match options.given_id() {
+            None => Ok(self.mint_in(k)),
+            Some(id) if self.index_of(id) == k => Ok(id.clone()),
+            Some(id) => Err(Error::new(
+                ErrorKind::Argument,
+                format!("job {id} belongs to partition {}, not {k} where {key:?} routes", self.index_of(id)),
+            )),
+        }
+    }
+
+    /// Enqueue a job to run now, in its id's partition; its new id.
+    ///
+    /// # Errors
+    /// As [`Queue::enqueue`].
+    pub async fn enqueue(&self, payload: impl Into<Vec<u8>>) -> Result<JobId> {
+        Ok(self.enqueue_with(payload, EnqueueOptions::default()).await?.id)
+    }
+
+    /// Enqueue a job with options, in the partition [`place`](Partitioned::place) names.
+    ///
+    /// # Errors
+    /// As [`Queue::enqueue_with`], and [`place`](Partitioned::place)'s refusal (nothing sent).
+    pub async fn enqueue_with(
+        &self,
+        payload: impl Into<Vec<u8>>,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued> {
+        let id = self.place(&options)?;
+        self.partition_of(&id).enqueue_with(payload, options.id(id)).await
+    }
+
+    /// Enqueue a job in the partition routing by `key` names (jobs that
+    /// must stay together: a customer's, a batch's), its id minted there.
+    ///
+    /// # Errors
+    /// As [`enqueue_with`](Partitioned::enqueue_with), for an id of another
+    /// partition than `key`'s.
+    pub async fn enqueue_routed(
+        &self,
+        key: &str,
+        payload: impl Into<Vec<u8>>,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued> {
+        let id = self.place_by(Some(key), &options)?;
+        self.partition_of(&id).enqueue_with(payload, options.id(id)).await
+    }
+
+    /// Enqueue many jobs, each in the partition [`place`](Partitioned::place)
+    /// names, each partition's share as [`Queue::enqueue_many`] sends them,
+    /// the partitions at once; each job's outcome, in order.
+    ///
+    /// # Errors
+    /// As [`Queue::enqueue_many`], for any partition; a job `place`
+    /// refuses has that refusal as its outcome, and is not sent.
+    pub async fn enqueue_many<P: Into<Vec<u8>>>(
+        &self,
+        jobs: impl IntoIterator<Item = (P, EnqueueOptions)>,
+    ) -> Result<Vec<Result<Enqueued>>> {
+        let mut outcomes: Vec<Option<Result<Enqueued>>> = Vec::new();
+        // Each partition's share: where its jobs stand among the outcomes, and the jobs.
+        let mut shares: Vec<(Vec<usize>, Vec<Job>)> = vec![Default::default(); self.partitions.len()];
+        for (payload, options) in jobs {
+            match self.place(&options) {
+                Ok(id) => {
+                    let (places, share) = &mut shares[self.index_of(&id)];
+                    places.push(outcomes.len());
+                    share.push((payload.into(), options.id(id)));
+                    outcomes.push(None);
+                }
+                Err(refused) => outcomes.push(Some(Err(refused))),
+            }
+        }
+        let sent = shares
+            .into_iter()
+            .zip(&self.partitions)
+            .filter(|((places, _), _)| !places.is_empty())
+            .map(|((places, share), queue)| async move { (places, queue.enqueue_many(share).await) });
+        for (places, answered) in futures_util::future::join_all(sent).await {
+            for (at, outcome) in places.into_iter().zip(answered?) {
+                outcomes[at] = Some(outcome);
+            }
+        }
+        Ok(outcomes
+            .into_iter()
+            .map(|outcome| outcome.unwrap_or_else(|| Err(Error::new(ErrorKind::Reply, "no answer"))))
+            .collect())
+    }
+
+    /// A worker running `handler` on every partition's jobs, its
+    /// concurrency shared by them all.
+    pub fn worker(&self, handler: impl Handler, options: WorkerOptions) -> Worker {
+        let mut partitions = self.partitions.iter().cloned();
+        let first = partitions.next().expect("a partitioned queue has a partition");
+        partitions.fold(Worker::with_options(first, handler, options), Worker::queue)
+    }
+}

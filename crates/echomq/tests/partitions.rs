@@ -1,0 +1,274 @@
+//! Partitioned queues (protocol 1.8, PROTOCOL.md §7.10) on Lua, Native
+//! and Embedded: the partitions' names land in their slot ranges; the
+//! definition is written once and read back; a job goes to its id's
+//! partition, or with its group or unique key to the key's; a worker
+//! works them all; bad input and a malformed definition are refused,
+//! nothing written. (tests/cluster.rs spreads one over three nodes.)
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use echomq::executor::Command;
+use echomq::partition::{partition_index, partition_name, queue_slot, MAX_PARTITIONS};
+use echomq::worker::{HandlerError, JobContext, WorkerOptions};
+use echomq::{EnqueueOptions, ErrorKind, Executor, JobId, Partitioned, Queue};
+use echomq_test_support::{eventually, unique_queue};
+
+#[test]
+fn each_partition_name_lies_in_its_own_range_of_slots() {
+    let counts = (1..=32).chain([100, 1000, MAX_PARTITIONS]);
+    for count in counts {
+        for k in 0..count {
+            let name = partition_name("orders", k, count);
+            let slot = usize::from(queue_slot(&name));
+            assert!(
+                (k * 16384 / count..(k + 1) * 16384 / count).contains(&slot),
+                "{name} (partition {k} of {count}) is in slot {slot}"
+            );
+            assert!(name.starts_with(&format!("orders~{k}~")), "{name}");
+        }
+    }
+    // As Redis itself has them (CLUSTER KEYSLOT): the rule any speaker follows.
+    assert_eq!(queue_slot("orders"), 105);
+    assert_eq!(queue_slot("orders~0~20"), 719);
+    assert_eq!(partition_name("orders", 0, 12), "orders~0~20");
+    assert_eq!(partition_name("orders", 1, 12), "orders~1~0");
+    assert_eq!(partition_name("orders", 2, 12), "orders~2~22");
+    // CRC16 0x5e3a (slot 7738): partition 2 of 12.
+    assert_eq!(partition_index("JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R", 12), 2);
+}
+
+/// The stored definition, field by field, sorted.
+async fn definition(via: &Arc<dyn Executor>, name: &str) -> Vec<(String, String)> {
+    let mut fields = via
+        .plain()
+        .one(Command::HGetAll(format!("emq:{{{name}}}:partitions")))
+        .await
+        .unwrap()
+        .fields()
+        .unwrap();
+    fields.sort();
+    fields
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_definition_is_written_once_and_read_back_on_every_executor() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let name = unique_queue("orders");
+        let made = Partitioned::create(via.clone(), &name, 12).await.unwrap();
+        assert_eq!(made.partitions().len(), 12);
+        let stored = definition(&via, &name).await;
+        let field = |wanted: &str| stored.iter().find(|(f, _)| f == wanted).map(|(_, v)| v.clone());
+        assert_eq!(field("count").as_deref(), Some("12"), "{via_name}");
+        assert_eq!(field("routing").as_deref(), Some("crc16"), "{via_name}");
+        assert_eq!(field("protocol").as_deref(), Some("1.8"), "{via_name}");
+        for (k, queue) in made.partitions().iter().enumerate() {
+            assert_eq!(queue.name(), partition_name(&name, k, 12), "{via_name}");
+            assert_eq!(field(&format!("queue:{k}")).as_deref(), Some(queue.name()), "{via_name}");
+        }
+        assert_eq!(stored.len(), 3 + 12, "{via_name}: count, routing, protocol and the twelve names");
+
+        // A second creator of the same count opens it; of another is refused.
+        let again = Partitioned::create(via.clone(), &name, 12).await.unwrap();
+        let names = |p: &Partitioned| p.partitions().iter().map(|q| q.name().to_owned()).collect::<Vec<_>>();
+        assert_eq!(names(&again), names(&made), "{via_name}");
+        let other = Partitioned::create(via.clone(), &name, 8).await.unwrap_err();
+        assert_eq!(other.kind, ErrorKind::Argument, "{via_name}: {other}");
+        assert!(other.to_string().contains("partitioned 12 ways, not 8"), "{via_name}: {other}");
+        assert_eq!(definition(&via, &name).await, stored, "{via_name}: the refusal wrote nothing");
+        let opened = Partitioned::open(via.clone(), &name).await.unwrap();
+        assert_eq!(names(&opened), names(&made), "{via_name}");
+
+        // A definition holding only its count (a creator stopped half-way)
+        // reads the names by the rule that chose them.
+        let half = unique_queue("half");
+        via.plain()
+            .one(Command::HSet(format!("emq:{{{half}}}:partitions"), vec![("count".into(), "3".into())]))
+            .await
+            .unwrap();
+        let read = Partitioned::open(via.clone(), &half).await.unwrap();
+        assert_eq!(names(&read), (0..3).map(|k| partition_name(&half, k, 3)).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_goes_to_its_ids_partition_or_with_its_key() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let orders = Partitioned::create(via.clone(), &unique_queue("orders"), 6).await.unwrap();
+        let mut per_partition = [0usize; 6];
+        for n in 0..600 {
+            let id = orders.enqueue(format!("{n}").into_bytes()).await.unwrap();
+            per_partition[orders.index_of(&id)] += 1;
+            assert_eq!(orders.index_of(&id), partition_index(id.as_str(), 6));
+            let home = orders.partition_of(&id).inspect(&id).await.unwrap();
+            assert!(home.is_some(), "{via_name}: job {id} is in its id's partition");
+        }
+        // 100 a partition on average; 40 to 160 is six sigmas either way.
+        assert!(per_partition.iter().all(|n| (40..=160).contains(n)), "{via_name}: {per_partition:?}");
+
+        // A group's jobs stay together, in the partition its name routes to.
+        let tenant = orders.partition_for("tenant-7").name().to_owned();
+        for n in 0..20 {
+            let job =
+                orders.enqueue_with(vec![n], EnqueueOptions::default().group("tenant-7")).await.unwrap();
+            assert_eq!(orders.partition_of(&job.id).name(), tenant, "{via_name}");
+        }
+        // A unique key is exact: a second job with it is a duplicate, wherever its new id would go.
+        let unique = || EnqueueOptions::default().unique("invoice:42", Duration::from_secs(60));
+        let first = orders.enqueue_with(b"a".to_vec(), unique()).await.unwrap();
+        let second = orders.enqueue_with(b"b".to_vec(), unique()).await.unwrap();
+        assert!(!first.duplicate && second.duplicate, "{via_name}");
+        assert_eq!(second.id, first.id, "{via_name}");
+
+        // A given id decides; routing it by a key of another partition is refused, nothing sent.
+        let given = JobId::mint();
+        let placed =
+            orders.enqueue_with(b"g".to_vec(), EnqueueOptions::default().id(given.clone())).await.unwrap();
+        assert_eq!(placed.id, given);
+        assert!(orders.partition_of(&given).inspect(&given).await.unwrap().is_some(), "{via_name}");
+        let key = "tenant-9";
+        let stray =
+            (0..).map(|_| JobId::mint()).find(|id| orders.index_of(id) != partition_index(key, 6)).unwrap();
+        let refused = orders
+            .enqueue_routed(key, b"x".to_vec(), EnqueueOptions::default().id(stray.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::Argument, "{via_name}: {refused}");
+        let grouped = EnqueueOptions::default().group(key).id(stray.clone());
+        let refused = orders.enqueue_with(b"x".to_vec(), grouped).await.unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::Argument, "{via_name}: {refused}");
+        for queue in orders.partitions() {
+            assert!(queue.inspect(&stray).await.unwrap().is_none(), "{via_name}: nothing written");
+        }
+
+        // Many at once: each job placed as alone, the outcomes in order, a refused one among them.
+        let jobs = (0..300u32).map(|n| match n {
+            7 => (vec![0], EnqueueOptions::default().group(key).id(stray.clone())),
+            n if n % 3 == 0 => (n.to_be_bytes().to_vec(), EnqueueOptions::default().group("tenant-3")),
+            n => (n.to_be_bytes().to_vec(), EnqueueOptions::default()),
+        });
+        let outcomes = orders.enqueue_many(jobs).await.unwrap();
+        assert_eq!(outcomes.len(), 300);
+        for (n, outcome) in outcomes.iter().enumerate() {
+            let Ok(job) = outcome else {
+                assert_eq!(n, 7, "{via_name}: only the stray id is refused: {outcome:?}");
+                continue;
+            };
+            let home = orders.partition_of(&job.id);
+            let found = home.inspect(&job.id).await.unwrap().expect("in its partition");
+            assert_eq!(found.record.payload, (n as u32).to_be_bytes(), "{via_name}: job {n} in order");
+            if n % 3 == 0 {
+                assert_eq!(
+                    home.name(),
+                    orders.partition_for("tenant-3").name(),
+                    "{via_name}: with its group"
+                );
+            }
+        }
+        assert!(outcomes[7].is_err());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_worker_works_every_partition() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let orders = Partitioned::create(via.clone(), &unique_queue("orders"), 4).await.unwrap();
+        let mut ids = HashSet::new();
+        for n in 0..200 {
+            ids.insert(orders.enqueue(format!("{n}").into_bytes()).await.unwrap());
+        }
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counted = ran.clone();
+        let options = WorkerOptions::default().concurrency(8).idle_wait(Duration::from_millis(50));
+        let worker = orders.worker(
+            move |_job: JobContext| {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, HandlerError>(())
+                }
+            },
+            options,
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 200 }).await;
+        let _ = stop.send(());
+        working.await.unwrap().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 200, "{via_name}: each job once");
+        for id in &ids {
+            let done = orders.partition_of(id).inspect(id).await.unwrap().unwrap();
+            assert_eq!(done.record.state, echomq::State::Done, "{via_name}: {id}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_and_a_malformed_definition_are_refused() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let name = unique_queue("bad");
+        for count in [0, MAX_PARTITIONS + 1] {
+            let err = Partitioned::create(via.clone(), &name, count).await.unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Argument, "{via_name}: {err}");
+        }
+        for bad in ["".to_owned(), "a{b}".to_owned(), "x".repeat(241)] {
+            let err = Partitioned::create(via.clone(), &bad, 4).await.unwrap_err();
+            assert_eq!(err.kind, ErrorKind::InvalidQueue, "{via_name}: {bad:?}: {err}");
+        }
+        assert!(definition(&via, &name).await.is_empty(), "{via_name}: nothing written");
+        let missing = Partitioned::open(via.clone(), &name).await.unwrap_err();
+        assert_eq!(missing.kind, ErrorKind::Argument, "{via_name}: {missing}");
+        assert!(Partitioned::find(via.clone(), &name).await.unwrap().is_none());
+
+        // An ordinary queue holding jobs is not partitioned over them.
+        Queue::new(via.clone(), &name).unwrap().enqueue(b"j".to_vec()).await.unwrap();
+        let err = Partitioned::create(via.clone(), &name, 4).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Argument, "{via_name}: {err}");
+        assert!(definition(&via, &name).await.is_empty(), "{via_name}: nothing written");
+
+        let key = |name: &str| format!("emq:{{{name}}}:partitions");
+        let set = |name: String, fields: &[(&str, &str)]| {
+            let fields = fields.iter().map(|(f, v)| (f.to_string(), v.to_string())).collect();
+            Command::HSet(key(&name), fields)
+        };
+        let cases: [(&[(&str, &str)], ErrorKind); 4] = [
+            (&[("count", "x")], ErrorKind::Malformed),
+            (&[("count", "0")], ErrorKind::Malformed),
+            (&[("count", "2"), ("queue:1", "a{b")], ErrorKind::Malformed),
+            (&[("count", "2"), ("routing", "jump")], ErrorKind::Version),
+        ];
+        for (fields, kind) in cases {
+            let name = unique_queue("malformed");
+            via.plain().one(set(name.clone(), fields)).await.unwrap();
+            let err = Partitioned::open(via.clone(), &name).await.unwrap_err();
+            assert_eq!(err.kind, kind, "{via_name}: {fields:?}: {err}");
+        }
+        // A key of another type.
+        let name = unique_queue("wrongtype");
+        via.plain().one(Command::Exists(key(&name))).await.unwrap();
+        via.plain()
+            .one(Command::ZAdd {
+                key: key(&name),
+                score: Some(1),
+                member: "m".into(),
+                raise_only: false,
+                existing_only: false,
+            })
+            .await
+            .unwrap();
+        let err = Partitioned::open(via.clone(), &name).await.unwrap_err();
+        assert!(err.to_string().contains("WRONGTYPE"), "{via_name}: {err}");
+        let err = Partitioned::create(via.clone(), &name, 4).await.unwrap_err();
+        assert!(err.to_string().contains("WRONGTYPE"), "{via_name}: {err}");
+    }
+}
