@@ -29,7 +29,7 @@ use crate::executor::{Command, Executor};
 use crate::keyspace::{self, valid_queue};
 use crate::queue::{EnqueueOptions, Enqueued};
 use crate::worker::{Handler, Worker, WorkerOptions};
-use crate::{Error, ErrorKind, JobId, Queue, Result};
+use crate::{Config, Error, ErrorKind, JobId, Limit, Queue, Rate, Result, Settings};
 
 /// The most partitions a queue may have: each then spans 16 slots.
 pub const MAX_PARTITIONS: usize = 1024;
@@ -343,6 +343,60 @@ impl Partitioned {
             .into_iter()
             .map(|outcome| outcome.unwrap_or_else(|| Err(Error::new(ErrorKind::Reply, "no answer"))))
             .collect())
+    }
+
+    /// Change every partition's settings (CONFIG on each, at once; not one
+    /// atomic step): pause and resume, retention and the event log as
+    /// given; a concurrency limit and a rate split statically, partition
+    /// `k` of N taking ⌊n / N⌋, and one more while `k` < n mod N, so that
+    /// the partitions' limits add up to the queue's. Each partition's
+    /// settings after, in order.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for a concurrency or a rate's claims under
+    /// N (a partition would get none), before anything is sent; as
+    /// [`Queue::configure`].
+    pub async fn configure(&self, config: Config) -> Result<Vec<Settings>> {
+        let count = self.partitions.len() as u64;
+        let split = |n: u64, k: usize, what: &str| -> Result<u64> {
+            if n < count {
+                return Err(Error::new(
+                    ErrorKind::Argument,
+                    format!("a {what} of {n} cannot be split over {count} partitions: give at least {count}"),
+                ));
+            }
+            Ok(n / count + u64::from((k as u64) < n % count))
+        };
+        let mut each = Vec::with_capacity(self.partitions.len());
+        for k in 0..self.partitions.len() {
+            let mut share = config;
+            if let Some(Limit::To(n)) = config.concurrency {
+                share.concurrency = Some(Limit::To(split(n, k, "concurrency")?));
+            }
+            if let Some(Limit::To(rate)) = config.rate {
+                let claims = split(rate.claims, k, "rate")?;
+                share.rate = Some(Limit::To(Rate { claims, per: rate.per }));
+            }
+            each.push(share);
+        }
+        let sent = self.partitions.iter().zip(each).map(|(queue, share)| queue.configure(share));
+        futures_util::future::try_join_all(sent).await
+    }
+
+    /// Pause every partition's claims (see [`configure`](Partitioned::configure)).
+    ///
+    /// # Errors
+    /// As [`Queue::pause`].
+    pub async fn pause(&self) -> Result<Vec<Settings>> {
+        self.configure(Config::default().paused(true)).await
+    }
+
+    /// Resume every partition's claims.
+    ///
+    /// # Errors
+    /// As [`Queue::resume`].
+    pub async fn resume(&self) -> Result<Vec<Settings>> {
+        self.configure(Config::default().paused(false)).await
     }
 
     /// A worker running `handler` on every partition's jobs, its

@@ -272,3 +272,44 @@ async fn bad_input_and_a_malformed_definition_are_refused() {
         assert!(err.to_string().contains("WRONGTYPE"), "{via_name}: {err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_split_over_the_partitions_and_pause_holds_them_all() {
+    use echomq::{Config, Limit, Rate};
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let orders = Partitioned::create(via.clone(), &unique_queue("limits"), 4).await.unwrap();
+        let per = Duration::from_secs(1);
+        let config = Config::default().concurrency(Limit::To(10)).rate(Limit::To(Rate { claims: 10, per }));
+        let settings = orders.configure(config).await.unwrap();
+        let shares: Vec<(Option<u64>, Option<u64>)> =
+            settings.iter().map(|s| (s.concurrency, s.rate.map(|rate| rate.claims))).collect();
+        let want = [(Some(3), Some(3)), (Some(3), Some(3)), (Some(2), Some(2)), (Some(2), Some(2))];
+        assert_eq!(shares, want, "{via_name}: 10 over 4 partitions");
+        for tight in [
+            Config::default().concurrency(Limit::To(3)),
+            Config::default().rate(Limit::To(Rate { claims: 2, per })),
+        ] {
+            let err = orders.configure(tight).await.unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Argument, "{via_name}: {err}");
+            assert!(err.to_string().contains("cannot be split over 4 partitions"), "{via_name}: {err}");
+        }
+        let unchanged: Vec<Option<u64>> =
+            futures_util::future::join_all(orders.partitions().iter().map(Queue::settings))
+                .await
+                .into_iter()
+                .map(|s| s.unwrap().concurrency)
+                .collect();
+        assert_eq!(unchanged, [Some(3), Some(3), Some(2), Some(2)], "{via_name}: a refusal changes nothing");
+
+        assert!(orders.pause().await.unwrap().iter().all(|s| s.paused), "{via_name}");
+        assert!(orders.resume().await.unwrap().iter().all(|s| !s.paused), "{via_name}");
+        let lifted = Config::default().concurrency(Limit::Unlimited).rate(Limit::Unlimited);
+        assert!(orders
+            .configure(lifted)
+            .await
+            .unwrap()
+            .iter()
+            .all(|s| s.concurrency.is_none() && s.rate.is_none()));
+    }
+}

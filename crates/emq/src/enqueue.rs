@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use echomq::{EnqueueOptions, JobId, Queue};
+use echomq::{EnqueueOptions, JobId, Partitioned, Queue};
 
 use crate::connect::{Error, Server};
 use crate::failure::{explain, Exit, Failure};
@@ -91,10 +91,21 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             Failure::NotDone => Exit::new(Failure::NotDone, not_done(err.as_ref())),
             _ => refused(err.as_ref()),
         })?;
+    // A partitioned queue's name (protocol 1.8): each job goes to its partition.
+    let partitioned = Partitioned::find(queue.executor().clone(), &args.queue).await.map_err(|err| {
+        match Failure::of(&err) {
+            Failure::Refused => refused(&err),
+            _ => Exit::new(Failure::NotDone, not_done(&err)), // a read: nothing was written
+        }
+    })?;
     if !args.jsonl {
-        let id = args.id.unwrap_or_else(JobId::mint);
+        let given = match args.id {
+            Some(id) => options.clone().id(id),
+            None => options.clone(),
+        };
+        let (home, id) = home(partitioned.as_ref(), &queue, &given).map_err(|err| refused(&err))?;
         let payload = payloads.into_iter().next().unwrap_or_default();
-        let enqueued = enqueue(&queue, payload, options.id(id.clone())).await?;
+        let enqueued = enqueue(&home, payload, options.id(id.clone())).await?;
         // The id alone on stdout (`ID=$(emq enqueue …)`), what it means on stderr.
         tell!("{}", enqueued.id);
         match () {
@@ -106,7 +117,24 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         }
         return Ok(());
     }
-    many(&queue, &payloads, &options).await
+    many(&queue, partitioned.as_ref(), &payloads, &options).await
+}
+
+/// Where a job with `options` goes, and its id: `queue`, or for a
+/// partitioned queue the partition its id, group or unique key names
+/// (PROTOCOL.md §7.10).
+fn home(
+    partitioned: Option<&Partitioned>,
+    queue: &Queue,
+    options: &EnqueueOptions,
+) -> echomq::Result<(Queue, JobId)> {
+    match partitioned {
+        None => Ok((queue.clone(), options.given_id().cloned().unwrap_or_else(JobId::mint))),
+        Some(partitioned) => {
+            let id = partitioned.place(options)?;
+            Ok((partitioned.partition_of(&id).clone(), id))
+        }
+    }
 }
 
 /// The job's options, from the command line.
@@ -152,18 +180,27 @@ const CHUNK: usize = 1000;
 const TRIES: u32 = 3;
 
 /// Enqueue JSON lines in chunks of [`CHUNK`], one round trip each, printing
-/// each chunk's ids in line order when it is answered. Every line's id is
-/// minted first, so that a chunk sent again is the same jobs.
-async fn many(queue: &Queue, payloads: &[Vec<u8>], options: &EnqueueOptions) -> Result<(), Error> {
+/// each chunk's ids in line order when it is answered. A chunk's ids are
+/// minted before it is sent, so that a chunk sent again is the same jobs;
+/// to a partitioned queue, each chunk goes to one partition, that of its
+/// first id (routed by the job's group or unique key when it has one).
+async fn many(
+    queue: &Queue,
+    partitioned: Option<&Partitioned>,
+    payloads: &[Vec<u8>],
+    options: &EnqueueOptions,
+) -> Result<(), Error> {
     let total = payloads.len();
-    let ids: Vec<JobId> = payloads.iter().map(|_| JobId::mint()).collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for (first, chunk) in (0..total).step_by(CHUNK).zip(payloads.chunks(CHUNK)) {
         let lines = Lines { first, count: chunk.len(), total };
-        let ids = &ids[first..first + chunk.len()];
-        let jobs =
-            chunk.iter().zip(ids).map(|(payload, id)| (payload.as_slice(), options.clone().id(id.clone())));
-        let outcomes = send(queue, jobs.collect(), &lines).await?;
+        let (home, id) = home(partitioned, queue, options).map_err(|err| refused(&err))?;
+        let ids = std::iter::once(id.clone()).chain((1..chunk.len()).map(|_| match partitioned {
+            Some(partitioned) => partitioned.mint_in(partitioned.index_of(&id)),
+            None => JobId::mint(),
+        }));
+        let jobs = chunk.iter().zip(ids).map(|(payload, id)| (payload.as_slice(), options.clone().id(id)));
+        let outcomes = send(&home, jobs.collect(), &lines).await?;
         // Each line's id in order; a line refused has none.
         let mut refused: Vec<(usize, String)> = Vec::new();
         let mut printed = Ok(());

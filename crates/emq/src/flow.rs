@@ -18,6 +18,12 @@ pub struct QueuesArgs {
 
 pub async fn pause(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
+        if let Some(partitioned) = partitioned(server, &name).await? {
+            partitioned.pause().await?;
+            let n = partitioned.partitions().len();
+            tell!("paused {name}: its {n} partitions' workers claim nothing until `emq resume {name}`");
+            continue;
+        }
         let queue = server.queue(&name).await?;
         queue.pause().await?;
         tell!("paused {name}: its workers claim nothing until `emq resume {name}`");
@@ -38,8 +44,27 @@ async fn note_if_empty(queue: &echomq::Queue) {
     }
 }
 
+/// The partitioned queue `name` (protocol 1.8), or `None` for a queue.
+async fn partitioned(server: &Server, name: &str) -> Result<Option<echomq::Partitioned>, Error> {
+    Ok(echomq::Partitioned::find(server.executor().await?, name).await?)
+}
+
+/// A partitioned queue's settings after a change: a line per partition.
+fn tell_partitions(partitioned: &echomq::Partitioned, settings: &[Settings]) {
+    let n = settings.len();
+    tell!("{}: over {n} partitions, limits split between them:", partitioned.name());
+    for (queue, settings) in partitioned.partitions().iter().zip(settings) {
+        tell!("  {}: {}", queue.name(), describe(settings));
+    }
+}
+
 pub async fn resume(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
+        if let Some(partitioned) = partitioned(server, &name).await? {
+            partitioned.resume().await?;
+            tell!("resumed {name}: its {} partitions", partitioned.partitions().len());
+            continue;
+        }
         server.queue(&name).await?.resume().await?;
         tell!("resumed {name}");
     }
@@ -136,7 +161,12 @@ pub struct LimitArgs {
 }
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
-    let queue = server.queue(&args.queue).await?;
+    let partitioned = partitioned(server, &args.queue).await?;
+    let queue = match (&partitioned, &args.group) {
+        // A group lives in the partition its name routes to.
+        (Some(partitioned), Some(group)) => partitioned.partition_for(group).clone(),
+        _ => server.queue(&args.queue).await?,
+    };
     if let Some(name) = args.group {
         let mut change = Group::new(name);
         (change.weight, change.cap, change.rate, change.max) = (args.weight, args.cap, args.rate, args.max);
@@ -148,6 +178,10 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
     }
     let mut config = Config::default();
     (config.concurrency, config.rate) = (args.concurrency, args.rate);
+    if let Some(partitioned) = partitioned {
+        tell_partitions(&partitioned, &partitioned.configure(config).await?);
+        return Ok(());
+    }
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
     tell!("{}: {}", args.queue, describe(&settings));
@@ -268,6 +302,10 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     (config.keep_done, config.keep_dead, config.keep_cancelled) =
         (args.keep_done, args.keep_dead, args.keep_cancelled);
     config.events = args.events;
+    if let Some(partitioned) = partitioned(server, &args.queue).await? {
+        tell_partitions(&partitioned, &partitioned.configure(config).await?);
+        return Ok(());
+    }
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;

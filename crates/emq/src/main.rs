@@ -88,6 +88,7 @@ mod log;
 mod ops;
 #[cfg(feature = "otel")]
 mod otel;
+mod partitions;
 mod schedule;
 mod scripts;
 mod select;
@@ -185,6 +186,10 @@ enum Command {
     /// List a queue's fair groups, by name: pending, running, state (ready, idle, paused,
     /// capped, limited), weight, cap, rate, max.
     Groups(groups::Args),
+    /// Partitioned queues: one queue over N ordinary queues in their own slots (protocol 1.8):
+    /// create one, show its partitions with their slots and depths.
+    #[command(subcommand)]
+    Partition(partitions::Command),
     /// Show a queue's settings (paused, limits, retention), changing those given first.
     Config(flow::ConfigArgs),
     /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
@@ -333,6 +338,7 @@ impl Command {
             Command::Resume(args) => flow::resume(server, args).await,
             Command::Limit(args) => flow::limit(server, args).await,
             Command::Groups(args) => groups::run(server, args).await,
+            Command::Partition(command) => partitions::run(server, command).await,
             Command::Config(args) => flow::config(server, args).await,
             Command::Work(args) => work::run(server, logging, args).await,
             Command::Progress(args) => work::progress(server, args).await,

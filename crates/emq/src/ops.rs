@@ -227,11 +227,29 @@ pub struct StatsArgs {
     queues: Vec<String>,
 }
 
+/// The queues named, a partitioned queue's (protocol 1.8) as its partitions.
+async fn each_partition(
+    executor: &std::sync::Arc<dyn echomq::Executor>,
+    named: Vec<String>,
+) -> Result<Vec<String>, Error> {
+    let mut names = Vec::new();
+    for name in named {
+        match echomq::Partitioned::find(executor.clone(), &name).await? {
+            Some(partitioned) => names.extend(partitioned.partitions().iter().map(|q| q.name().to_owned())),
+            None => names.push(name),
+        }
+    }
+    Ok(names)
+}
+
 pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     let args_named = args.queues.clone();
-    let names =
-        if args.queues.is_empty() { discover(&mut server.connection().await?).await? } else { args.queues };
     let executor = server.executor().await?;
+    let names = if args.queues.is_empty() {
+        discover(&mut server.connection().await?).await?
+    } else {
+        each_partition(&executor, args.queues).await?
+    };
     // In characters, as the padding counts them (not bytes: a name with an é).
     let width = names.iter().map(|name| name.chars().count()).max().unwrap_or(5).max(5);
     let mut conn = server.connection().await?;
@@ -407,10 +425,15 @@ pub async fn queues_holding(server: &Server, id: &JobId) -> Result<BTreeSet<Stri
     Ok(records.iter().filter_map(|key| queue_of(key)).map(str::to_owned).collect())
 }
 
-/// The queue of job `id`: the one given, or the one whose record a scan finds.
+/// The queue of job `id`: the one given (a partitioned queue's: the job's
+/// partition), or the one whose record a scan finds.
 pub async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result<String, Error> {
     if let Some(queue) = given {
-        return Ok(queue);
+        // A partitioned queue's name: the job's partition (protocol 1.8).
+        return Ok(match echomq::Partitioned::find(server.executor().await?, &queue).await? {
+            Some(partitioned) => partitioned.partition_of(id).name().to_owned(),
+            None => queue,
+        });
     }
     let queues = queues_holding(server, id).await?;
     match queues.len() {

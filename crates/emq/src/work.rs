@@ -132,7 +132,8 @@ pub async fn run(server: &Server, logging: &crate::log::Logging, mut args: Args)
     let command = Arc::new(Command { argv, environment: server.environment(), guard });
     let executor = connect(server, args.connect_timeout).await?;
     let running = Arc::new(AtomicUsize::new(0));
-    let worker = worker(&args, executor, handler(command, args.result, running.clone()))?;
+    let queues = partitions_of(&executor, &args.queues).await?;
+    let worker = worker(&args, &queues, handler(command, args.result, running.clone()))?;
     // Caught from here on, before the start is said: a SIGTERM that follows
     // the first log lines at once stops the worker gracefully, not by default.
     let signals = Signals::catch();
@@ -171,21 +172,32 @@ fn handler(command: Arc<Command>, keep_result: bool, running: Arc<AtomicUsize>) 
     }
 }
 
-/// The worker of `args`' queues on `executor`, with the options `args` gives.
-fn worker(args: &Args, executor: Arc<dyn echomq::Executor>, handler: impl Handler) -> Result<Worker, Error> {
+/// The queues named: each one, or a partitioned queue's partitions (protocol 1.8).
+async fn partitions_of(
+    executor: &Arc<dyn echomq::Executor>,
+    names: &[String],
+) -> Result<Vec<echomq::Queue>, Error> {
+    let mut queues = Vec::new();
+    for name in names {
+        match echomq::Partitioned::find(executor.clone(), name).await? {
+            Some(partitioned) => queues.extend(partitioned.partitions().iter().cloned()),
+            None => queues.push(echomq::Queue::new(executor.clone(), name)?),
+        }
+    }
+    Ok(queues)
+}
+
+/// The worker of `queues`, with the options `args` gives.
+fn worker(args: &Args, queues: &[echomq::Queue], handler: impl Handler) -> Result<Worker, Error> {
     let mut options = WorkerOptions::default()
         .concurrency(args.concurrency)
         .lease(args.lease)
         .grace(args.grace)
         .retry(RetryPolicy::new().max_attempts(args.max_attempts).backoff(args.backoff));
     options.timeout = args.timeout;
-    let mut queues = args.queues.iter();
+    let mut queues = queues.iter().cloned();
     let first = queues.next().ok_or("no queue to work")?;
-    let mut worker = Worker::with_options(echomq::Queue::new(executor.clone(), first)?, handler, options);
-    for name in queues {
-        worker = worker.queue(echomq::Queue::new(executor.clone(), name)?);
-    }
-    Ok(worker)
+    Ok(queues.fold(Worker::with_options(first, handler, options), Worker::queue))
 }
 
 /// Say in the log that `worker` started, and how to stop it; then warn of

@@ -1,0 +1,80 @@
+//! `emq partition`: partitioned queues (protocol 1.8, PROTOCOL.md §7.10):
+//! one queue over N ordinary queues, each in its own range of Cluster
+//! slots. `create` writes the definition; `show` lists the partitions with
+//! their slots and depths, and the totals. `emq enqueue`, `emq work` and
+//! `emq inspect --queue` take a partitioned queue's name as one queue.
+
+use echomq::partition::queue_slot;
+use echomq::{Partitioned, StatsReply};
+
+use crate::connect::{Error, Server};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Partition a queue over COUNT queues (1 to 1024), or say it is so
+    /// already; refused when it is partitioned another way, or is an
+    /// ordinary queue holding jobs.
+    Create {
+        /// The partitioned queue's name (at most 240 bytes).
+        queue: String,
+        /// How many partitions: on a Cluster, a multiple of its primaries
+        /// spreads them evenly (12 over 3 puts 4 on each).
+        count: usize,
+    },
+    /// List a partitioned queue's partitions: each one's queue, slot and
+    /// jobs by state, and the totals.
+    Show {
+        /// The partitioned queue.
+        queue: String,
+    },
+}
+
+pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
+    let via = server.executor().await?;
+    match command {
+        Command::Create { queue, count } => {
+            let made = Partitioned::create(via, &queue, count).await?;
+            tell!("{} is partitioned over {} queues:", made.name(), made.partitions().len());
+            for (k, partition) in made.partitions().iter().enumerate() {
+                tell!("  {k} {} (slot {})", partition.name(), queue_slot(partition.name()));
+            }
+            Ok(())
+        }
+        Command::Show { queue } => show(&Partitioned::open(via, &queue).await?).await,
+    }
+}
+
+/// The partitions as a table, and the totals; what a partitioned queue loses, on stderr.
+async fn show(queue: &Partitioned) -> Result<(), Error> {
+    let stats =
+        futures_util::future::try_join_all(queue.partitions().iter().map(echomq::Queue::stats)).await?;
+    let mut rows: Vec<[String; 9]> = queue
+        .partitions()
+        .iter()
+        .zip(&stats)
+        .enumerate()
+        .map(|(k, (partition, stats))| {
+            row(k.to_string(), partition.name().to_owned(), queue_slot(partition.name()).to_string(), stats)
+        })
+        .collect();
+    let total = stats.iter().fold(StatsReply::default(), |sum, stats| StatsReply {
+        pending: sum.pending + stats.pending,
+        active: sum.active + stats.active,
+        delayed: sum.delayed + stats.delayed,
+        done: sum.done + stats.done,
+        dead: sum.dead + stats.dead,
+        cancelled: sum.cancelled + stats.cancelled,
+        waiting: sum.waiting + stats.waiting,
+    });
+    rows.push(row("all".into(), queue.name().to_owned(), "-".into(), &total));
+    let header = ["PARTITION", "QUEUE", "SLOT", "PENDING", "ACTIVE", "DELAYED", "DONE", "DEAD", "CANCELLED"];
+    crate::workers::aligned(&header, &rows)?;
+    eprintln!("emq: note: FIFO and priority hold within each partition, not across them");
+    Ok(())
+}
+
+fn row(partition: String, queue: String, slot: String, stats: &StatsReply) -> [String; 9] {
+    let counts = [stats.pending, stats.active, stats.delayed, stats.done, stats.dead, stats.cancelled];
+    let [pending, active, delayed, done, dead, cancelled] = counts.map(|n| n.to_string());
+    [partition, queue, slot, pending, active, delayed, done, dead, cancelled]
+}

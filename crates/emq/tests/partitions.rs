@@ -1,0 +1,131 @@
+//! Partitioned queues from the command line (protocol 1.8), on Lua and on
+//! Native: `emq partition create` and `show`; `emq enqueue` (one job, with
+//! a group, JSON lines) sending each job to its partition; `emq inspect
+//! --queue` and `emq cancel --queue` finding a job by the partitioned
+//! queue's name; `emq limit` splitting a queue's limits, `emq pause`,
+//! `resume` and `stats` taking its name; `emq work` working every
+//! partition; another count, a bad count and an ordinary queue refused
+//! with exit 5, nothing written.
+
+mod common;
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{show, Emq, Scratch};
+use echomq::partition::{partition_index, partition_name};
+use echomq_test_support::{unique_queue, RedisServer};
+
+/// `emq partition show`'s row whose first cell is `first`, cell by cell.
+fn row(shown: &str, first: &str) -> Vec<String> {
+    let row = shown.lines().find(|line| line.split_whitespace().next() == Some(first));
+    row.unwrap_or_else(|| panic!("no row {first} in {shown}")).split_whitespace().map(str::to_owned).collect()
+}
+
+/// The partition `emq inspect` says job `id` is in.
+fn home(emq: &Emq, id: &str, queue: &str) -> String {
+    let shown = emq.ok(&["inspect", id, "--queue", queue]);
+    let first = shown.lines().next().unwrap_or_default();
+    first.split(" in ").nth(1).unwrap_or_else(|| panic!("{shown}")).trim().to_owned()
+}
+
+#[test]
+fn a_partitioned_queue_is_created_fed_shown_and_worked() {
+    for (server, via) in [(RedisServer::start(), "lua"), (RedisServer::start_with_module(), "native")] {
+        let emq = Emq { url: server.url(), via };
+        let q = unique_queue("orders");
+        let made = emq.ok(&["partition", "create", &q, "4"]);
+        assert!(made.starts_with(&format!("{q} is partitioned over 4 queues:\n")), "{via}: {made}");
+        for k in 0..4 {
+            assert!(made.contains(&format!("  {k} {} (slot ", partition_name(&q, k, 4))), "{via}: {made}");
+        }
+        assert_eq!(emq.ok(&["partition", "create", &q, "4"]), made, "{via}: creating again opens it");
+        for (count, said) in [("8", "partitioned 4 ways, not 8"), ("0", "1 to 1024 partitions, not 0")] {
+            let refused = emq.command(&["partition", "create", &q, count]).output().unwrap();
+            assert_eq!(refused.status.code(), Some(5), "{via}: {}", show(&refused));
+            assert!(show(&refused).contains(said), "{via}: {}", show(&refused));
+        }
+
+        // One job: its partition is its id's; with a group, its group's.
+        let id = emq.ok(&["enqueue", &q, "one"]).trim().to_owned();
+        assert_eq!(home(&emq, &id, &q), partition_name(&q, partition_index(&id, 4), 4), "{via}");
+        let grouped = emq.ok(&["enqueue", &q, "two", "--group", "tenant-7"]).trim().to_owned();
+        assert_eq!(home(&emq, &grouped, &q), partition_name(&q, partition_index("tenant-7", 4), 4), "{via}");
+        // JSON lines: each chunk of a thousand in one partition, every job in its id's.
+        let mut child = emq
+            .command(&["enqueue", &q, "--jsonl"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines: String = (0..2500).map(|n| format!("{{\"n\":{n}}}\n")).collect();
+        child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{via}: {}", show(&output));
+        let ids: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect();
+        assert_eq!(ids.len(), 2500, "{via}");
+        for chunk in ids.chunks(1000) {
+            let k = partition_index(&chunk[0], 4);
+            assert!(chunk.iter().all(|id| partition_index(id, 4) == k), "{via}: a chunk in one partition");
+        }
+        let shown = emq.ok(&["partition", "show", &q]);
+        assert_eq!(row(&shown, "all")[..4], ["all", &q, "-", "2502"], "{via}: {shown}");
+        let pending: u64 = (0..4).map(|k| row(&shown, &k.to_string())[3].parse::<u64>().unwrap()).sum();
+        assert_eq!(pending, 2502, "{via}: {shown}");
+
+        // A job found, and cancelled, by the partitioned queue's name.
+        emq.ok(&["cancel", &id, "--queue", &q]);
+        let shown = emq.ok(&["partition", "show", &q]);
+        assert_eq!(row(&shown, "all")[3..], ["2501", "0", "0", "0", "0", "1"], "{via}: {shown}");
+
+        // Limits split between the partitions; pause holds them all, stats shows each.
+        let limited = emq.ok(&["limit", &q, "--concurrency", "8", "--rate", "6/1s"]);
+        assert!(limited.starts_with(&format!("{q}: over 4 partitions, limits split")), "{via}: {limited}");
+        for (k, rate) in [(0, 2), (1, 2), (2, 1), (3, 1)] {
+            let line = format!("  {}: concurrency 2, rate {rate}/1s\n", partition_name(&q, k, 4));
+            assert!(limited.contains(&line), "{via}: {limited}");
+        }
+        let refused = emq.command(&["limit", &q, "--concurrency", "3"]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(5), "{via}: {}", show(&refused));
+        assert!(emq.ok(&["pause", &q]).contains("its 4 partitions"), "{via}");
+        let stats = emq.ok(&["stats", &q]);
+        assert_eq!(
+            stats.lines().filter(|line| line.contains("paused, concurrency 2")).count(),
+            4,
+            "{via}: {stats}"
+        );
+        emq.ok(&["resume", &q]);
+        emq.ok(&["limit", &q, "--concurrency", "none", "--rate", "none"]);
+
+        // One worker works every partition.
+        let scratch = Scratch::new("partitions");
+        let mut worker =
+            emq.work(&[&q, "--concurrency", "8", "--", "true"], &scratch.0, &scratch.path("log"));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let shown = loop {
+            let shown = emq.ok(&["partition", "show", &q]);
+            if row(&shown, "all")[6] == "2501" || Instant::now() > deadline {
+                break shown;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(worker.stop(), "{via}: emq work stopped cleanly");
+        assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2501", "0", "1"], "{via}: {shown}");
+    }
+}
+
+#[test]
+fn an_ordinary_queue_holding_jobs_is_not_partitioned() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let q = unique_queue("plain");
+    emq.ok(&["enqueue", &q, "job"]);
+    let refused = emq.command(&["partition", "create", &q, "4"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(5), "{}", show(&refused));
+    assert!(show(&refused).contains("is an ordinary queue holding jobs"), "{}", show(&refused));
+    let missing = emq.command(&["partition", "show", &q]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(5), "{}", show(&missing));
+    assert!(show(&missing).contains("is not a partitioned queue"), "{}", show(&missing));
+}
