@@ -26,6 +26,7 @@ SECTIONS: list[tuple[str, list[Any]]] = [
                                  calls.EnqueueOptions, echomq.Enqueued, echomq.JobInfo, echomq.Stats]),
     ("Flows", [echomq.Flow]),
     ("Groups", [echomq.GroupInfo, echomq.GroupPage]),
+    ("Partitioned queues", [echomq.Partitioned]),
     ("Schedules", [cron.Cron, cron.CronError]),
     ("Metrics", [metrics.Metrics]),
     ("Errors", [errors.EchoMQError, errors.InvalidInput, errors.Refused, errors.FenceError, errors.NoJobError,

@@ -107,6 +107,18 @@ def test_emq_enqueue_calls_a_python_task_and_burst_stops_once_the_queue_is_empty
     assert "raise KeyError(\"sku\")" in out, "the failure is logged with its traceback"
 
 
+def test_a_partitioned_queue_is_worked_as_one(project: Project) -> None:
+    """protocol 1.8: `emq enqueue` routes each job to a partition; the worker
+    command, given the partitioned queue's name, works every partition."""
+    project.emq("partition", "create", project.queue, "3")
+    ids = [project.emq("enqueue", project.queue, '{"task": "add", "args": [%d, 1]}' % n).split()[-1]
+           for n in range(6)]
+    code, out = _ended(project.worker("--burst", "--concurrency", "4"))
+    assert code == 0, out
+    assert "6 processed, 0 failed" in out, out
+    assert [project.emq("result", job_id).strip() for job_id in ids] == [str(n + 1) for n in range(6)]
+
+
 def test_a_sync_task_twice_its_lease_runs_exactly_once_with_two_worker_processes(
         project: Project, server: RedisServer) -> None:
     queue = echomq.SyncQueue.open(server.url, project.queue)

@@ -69,6 +69,7 @@ from .groups import GroupInfo, GroupPage
 from .ids import is_branded, mint
 from .keyspace import Keyspace
 from .model import Child, Children, Claimed, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Link, Policy, Stats
+from .partition import Partitioned
 from .queue import Connection, Queue, SyncQueue, connect
 from .tasks import App, Task, TaskFailed, TaskOptions, current_job
 from .upkeep import Upkeep
@@ -118,6 +119,7 @@ __all__ = [
     "NotAParent",
     "OlderMinor",
     "OtherMajor",
+    "Partitioned",
     "Policy",
     "Queue",
     "Refused",

@@ -1,0 +1,268 @@
+"""Partitioned queues (protocol 1.8, PROTOCOL.md §7.10): one logical queue
+over N ordinary queues, its partitions, whose names put each one's Redis
+Cluster slot in its own N-th of the 16,384.
+
+A job's partition is ``CRC16(id) mod N``, so any tool finds a job from its
+id (:meth:`Partitioned.partition_of`). A job with a group goes to the
+partition its group's name routes to (the group's cap, rate and order hold
+exactly), one with a unique key to the key's (the key is exact), its id
+minted to match. What is lost: FIFO and priority hold within a partition,
+not across them.
+
+    orders = await Partitioned.create(connection, "orders", 12)   # or .open
+    enqueued = await orders.enqueue(b"...", group="tenant-7")
+    info = await orders.partition_of(enqueued.id).inspect(enqueued.id)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Awaitable, Iterable, TypeVar
+
+import redis
+
+from .calls import Duration
+from .errors import DataError, EchoMQError, InvalidInput, KeyTypeError
+from .ids import check_id, mint
+from .keyspace import check_queue
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .calls import EnqueueOptions
+    from .model import Config, Enqueued
+    from .queue import Connection, Queue
+
+T = TypeVar("T")
+
+MAX_PARTITIONS = 1024
+"""The most partitions a queue may have: each then spans 16 slots."""
+MAX_PARTITIONED_NAME = 240
+"""The longest partitioned queue's name, in bytes: its partitions' names stay queue names."""
+SLOTS = 16384
+ROUTING = "crc16"
+RUN = 1000
+"""The most jobs :meth:`Partitioned.enqueue_many` puts in one partition in a row."""
+
+
+def _table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+        table.append(crc & 0xFFFF)
+    return table
+
+
+_CRC = _table()
+
+
+def crc16(data: bytes) -> int:
+    """CRC16-XMODEM, the checksum Redis Cluster hashes keys with."""
+    crc = 0
+    for byte in data:
+        crc = ((crc << 8) & 0xFFFF) ^ _CRC[((crc >> 8) ^ byte) & 0xFF]
+    return crc
+
+
+def queue_slot(queue: str) -> int:
+    """The Cluster slot of every key of queue ``queue`` (its ``{queue}`` hashtag)."""
+    return crc16(queue.encode()) % SLOTS
+
+
+def partition_index(key: str | bytes, count: int) -> int:
+    """The partition, of ``count``, that routing by ``key`` (an id, a group, a unique key) names."""
+    return crc16(key.encode() if isinstance(key, str) else key) % max(count, 1)
+
+
+def partition_name(name: str, k: int, count: int) -> str:
+    """Partition ``k`` of ``count`` of ``name``: ``<name>~<k>~<s>``, ``s`` the
+    least number whose name's slot lies in the ``k``-th of ``count`` equal
+    ranges of the 16,384 slots."""
+    low, high = k * SLOTS // count, (k + 1) * SLOTS // count
+    s = 0
+    while not low <= queue_slot(f"{name}~{k}~{s}") < high:
+        s += 1
+    return f"{name}~{k}~{s}"
+
+
+def _definition_key(name: str) -> str:
+    return "emq:{" + name + "}:partitions"
+
+
+def _check(name: str, count: int) -> None:
+    check_queue(name)
+    if len(name.encode()) > MAX_PARTITIONED_NAME:
+        raise InvalidInput(f"{name!r}: a partitioned queue's name is at most {MAX_PARTITIONED_NAME} bytes")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PARTITIONS:
+        raise InvalidInput(f"a queue has 1 to {MAX_PARTITIONS} partitions, not {count!r}")
+
+
+class Partitioned:
+    """One logical queue over its partitions (see the module)."""
+
+    def __init__(self, name: str, partitions: list[Queue]) -> None:
+        self.name = name
+        self.partitions = partitions
+        """Partition ``k`` is the ``k``-th: each an ordinary :class:`~echomq.Queue`."""
+
+    @staticmethod
+    async def create(connection: Connection, name: str, count: int) -> Partitioned:
+        """Partition queue ``name`` over ``count`` queues, or open it when it
+        is partitioned so already (the definition is written once; a second
+        creator of the same count writes the same). Refused, nothing written
+        (:class:`InvalidInput`): a bad name or count, ``name`` partitioned
+        another way, or an ordinary queue of that name holding jobs."""
+        _check(name, count)
+        prefix = "emq:{" + name + "}:"
+        held = await asyncio.gather(*(connection.redis.exists(prefix + state)
+                                      for state in ("pending", "active", "delayed")))
+        if any(held):
+            raise InvalidInput(f"{name!r} is an ordinary queue holding jobs: partition another name")
+        key = _definition_key(name)
+        await _guarded(connection.redis.hsetnx(key, "count", str(count)), key)
+        found = await Partitioned.open(connection, name)
+        if len(found.partitions) != count:
+            raise InvalidInput(f"{name!r} is partitioned {len(found.partitions)} ways, not {count}")
+        fields = {"routing": ROUTING, "protocol": "1.8"}
+        fields.update({f"queue:{k}": queue.name for k, queue in enumerate(found.partitions)})
+        await connection.redis.hset(key, mapping=fields)
+        return found
+
+    @staticmethod
+    async def open(connection: Connection, name: str) -> Partitioned:
+        """The partitioned queue ``name`` as its definition says; :class:`InvalidInput`
+        when it is not partitioned, :class:`~echomq.errors.DataError` for a
+        malformed definition, :class:`EchoMQError` for a routing this speaker
+        does not know."""
+        found = await Partitioned.find(connection, name)
+        if found is None:
+            raise InvalidInput(f"{name!r} is not a partitioned queue (no {_definition_key(name)})")
+        return found
+
+    @staticmethod
+    async def find(connection: Connection, name: str) -> Partitioned | None:
+        """The partitioned queue ``name``, or None when it is not partitioned."""
+        check_queue(name)
+        key = _definition_key(name)
+        raw = await _guarded(connection.redis.hgetall(key), key)
+        if not raw:
+            return None
+        fields = {bytes(f).decode(errors="replace"): bytes(v).decode(errors="replace") for f, v in raw.items()}
+        text = fields.get("count", "")
+        if not text.isdecimal() or not 1 <= int(text) <= MAX_PARTITIONS:
+            raise DataError(f"{key}: count {text!r} is not 1 to {MAX_PARTITIONS}")
+        routing = fields.get("routing", ROUTING)
+        if routing != ROUTING:
+            raise EchoMQError(f"{key}: routing {routing!r} is unknown to this speaker (it routes by {ROUTING})")
+        count = int(text)
+        partitions = []
+        for k in range(count):
+            queue = fields.get(f"queue:{k}") or partition_name(name, k, count)
+            try:
+                partitions.append(await connection.queue(queue))
+            except InvalidInput as err:
+                raise DataError(f"{key}: {err}") from None
+        return Partitioned(name, partitions)
+
+    def index_of(self, job_id: str) -> int:
+        """The index of the partition that holds job ``job_id``."""
+        return partition_index(check_id(job_id), len(self.partitions))
+
+    def partition_of(self, job_id: str) -> Queue:
+        """The partition that holds job ``job_id``: read, cancel or retry it there."""
+        return self.partitions[self.index_of(job_id)]
+
+    def partition_for(self, key: str) -> Queue:
+        """The partition that routing by ``key`` names."""
+        return self.partitions[partition_index(key, len(self.partitions))]
+
+    def mint_in(self, k: int) -> str:
+        """A new id of partition ``k``: minted until ``CRC16(id) mod N`` is ``k``."""
+        while True:
+            job_id = mint()
+            if partition_index(job_id, len(self.partitions)) == k % len(self.partitions):
+                return job_id
+
+    def place(self, job_id: str | None = None, *, group: str | None = None,
+              unique: str | bytes | None = None) -> str:
+        """The id a job takes, which names its partition: ``job_id``; else one
+        minted in the partition its group routes to, else its unique key's;
+        else a new id. :class:`InvalidInput` for a given id of another
+        partition than its group's or key's (nothing sent)."""
+        key = group if group is not None else unique
+        if key is None:
+            if job_id is None:
+                return mint()
+            check_id(job_id)
+            return job_id
+        k = partition_index(key, len(self.partitions))
+        if job_id is None:
+            return self.mint_in(k)
+        if self.index_of(job_id) != k:
+            raise InvalidInput(f"job {job_id} belongs to partition {self.index_of(job_id)}, "
+                               f"not {k} where {key!r} routes")
+        return job_id
+
+    async def enqueue(self, payload: bytes, *, id: str | None = None,
+                      **options: Unpack[EnqueueOptions]) -> Enqueued:
+        """Enqueue one job in the partition :meth:`place` names (the options
+        as :meth:`Queue.enqueue`'s)."""
+        job_id = self.place(id, group=options.get("group"), unique=options.get("unique"))
+        return await self.partition_of(job_id).enqueue(payload, id=job_id, **options)
+
+    async def enqueue_many(self, payloads: Iterable[bytes], **options: Unpack[EnqueueOptions]) -> list[Enqueued]:
+        """Many jobs, the same ``options`` for each: with a group or a unique
+        key, all in its partition; else in runs of up to 1000, each run in
+        one partition (one ENQUEUEMANY, as one queue's would be), the runs
+        spread evenly. Each job's outcome, in order."""
+        jobs = list(payloads)
+        if options.get("group") is not None or options.get("unique") is not None:
+            first = self.place(group=options.get("group"), unique=options.get("unique"))
+            runs = [(self.index_of(first), jobs)]
+        else:
+            runs = [(self.index_of(mint()), jobs[start:start + RUN]) for start in range(0, len(jobs), RUN)]
+        sent = []
+        for k, run in runs:
+            pairs = [(self.mint_in(k), payload) for payload in run]
+            sent.append(self.partitions[k].enqueue_many(pairs, **options))
+        return [enqueued for answered in await asyncio.gather(*sent) for enqueued in answered]
+
+    async def configure(self, *, paused: bool | None = None, concurrency: int | None = None,
+                        rate: int | None = None, per: Duration | None = None,
+                        **retention: Duration) -> list[Config]:
+        """Change every partition's settings (CONFIG on each, at once; not one
+        atomic step), as :meth:`Queue.configure`; a ``concurrency`` or a
+        ``rate`` split statically, partition ``k`` of N taking ``n // N`` and
+        one more while ``k < n % N``. :class:`InvalidInput` for one under N
+        (a partition would get none), nothing sent."""
+        count = len(self.partitions)
+
+        def split(n: int | None, k: int, what: str) -> int | None:
+            if not n:  # None leaves it, 0 removes it: the same for every partition
+                return n
+            if n < count:
+                raise InvalidInput(f"a {what} of {n} cannot be split over {count} partitions: give at least {count}")
+            return n // count + (1 if k < n % count else 0)
+
+        shares = [(split(concurrency, k, "concurrency"), split(rate, k, "rate")) for k in range(count)]
+        return list(await asyncio.gather(*(
+            queue.configure(paused=paused, concurrency=c, rate=r, per=per, **retention)
+            for queue, (c, r) in zip(self.partitions, shares))))
+
+    async def pause(self) -> list[Config]:
+        return await self.configure(paused=True)
+
+    async def resume(self) -> list[Config]:
+        return await self.configure(paused=False)
+
+
+async def _guarded(pending: Awaitable[T], key: str) -> T:
+    """A plain command on the definition, a key of another type said so."""
+    try:
+        return await pending
+    except redis.ResponseError as err:
+        if str(err).startswith("WRONGTYPE"):
+            raise KeyTypeError(f"{key} holds another type: {err}") from None
+        raise

@@ -1,0 +1,102 @@
+"""Partitioned queues (protocol 1.8, PROTOCOL.md §7.10), on Lua and on
+Native: the partitions' names as the Rust host chooses them (and as Redis
+hashes them), the definition written once and read back by the other
+speaker, each job in its id's partition or its group's, limits split,
+bad input and malformed definitions refused, nothing written; and the
+worker command working every partition."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+import echomq
+from echomq.partition import partition_index, partition_name, queue_slot
+
+from conftest import RedisServer, emq_path, eventually, unique_queue
+
+
+def test_names_and_slots_are_the_protocols() -> None:
+    # As Redis has them (CLUSTER KEYSLOT), and as tests/partitions.rs says.
+    assert queue_slot("orders") == 105
+    assert [partition_name("orders", k, 12) for k in range(3)] == ["orders~0~20", "orders~1~0", "orders~2~22"]
+    assert partition_index("JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R", 12) == 2
+    for count in (1, 5, 12, 1024):
+        for k in range(count):
+            assert k * 16384 // count <= queue_slot(partition_name("q", k, count)) < (k + 1) * 16384 // count
+
+
+async def test_created_here_read_by_emq_and_jobs_routed(conn: echomq.Connection, server: RedisServer,
+                                                        kind: str) -> None:
+    name = unique_queue("orders")
+    orders = await echomq.Partitioned.create(conn, name, 4)
+    assert [q.name for q in orders.partitions] == [partition_name(name, k, 4) for k in range(4)]
+    definition = await conn.redis.hgetall("emq:{" + name + "}:partitions")
+    assert definition[b"count"] == b"4" and definition[b"routing"] == b"crc16" and definition[b"protocol"] == b"1.8"
+    again = await echomq.Partitioned.create(conn, name, 4)
+    assert [q.name for q in again.partitions] == [q.name for q in orders.partitions]
+    with pytest.raises(echomq.InvalidInput, match="partitioned 4 ways, not 8"):
+        await echomq.Partitioned.create(conn, name, 8)
+
+    one = await orders.enqueue(b"one")
+    assert (await orders.partition_of(one.id).inspect(one.id)) is not None
+    grouped = [await orders.enqueue(b"g", group="tenant-7") for _ in range(5)]
+    assert {orders.index_of(e.id) for e in grouped} == {partition_index("tenant-7", 4)}
+    first = await orders.enqueue(b"u", unique="invoice:42", unique_for=60)
+    second = await orders.enqueue(b"u", unique="invoice:42", unique_for=60)
+    assert second.duplicate and second.id == first.id
+    many = await orders.enqueue_many([b"%d" % n for n in range(2500)])
+    assert len(many) == 2500 and all(not e.duplicate for e in many)
+    assert [len({orders.index_of(e.id) for e in many[i:i + 1000]}) for i in (0, 1000, 2000)] == [1, 1, 1]
+    stray = echomq.ids.mint()
+    while orders.index_of(stray) == partition_index("tenant-9", 4):
+        stray = echomq.ids.mint()
+    with pytest.raises(echomq.InvalidInput, match="belongs to partition"):
+        await orders.enqueue(b"x", id=stray, group="tenant-9")
+
+    # emq finds the job from the partitioned queue's name, and sees the totals.
+    shown = subprocess.run([str(emq_path()), "--url", server.url, "inspect", one.id, "--queue", name],
+                           capture_output=True, text=True, check=True).stdout
+    assert shown.startswith(f"{one.id} in {orders.partition_of(one.id).name}\n")
+    listed = subprocess.run([str(emq_path()), "--url", server.url, "partition", "show", name],
+                            capture_output=True, text=True, check=True).stdout
+    total = next(line.split() for line in listed.splitlines() if line.startswith("all "))
+    assert total[3] == str(1 + 5 + 1 + 2500), listed
+
+
+async def test_limits_split_and_pause_holds_every_partition(conn: echomq.Connection) -> None:
+    orders = await echomq.Partitioned.create(conn, unique_queue("limits"), 4)
+    configs = await orders.configure(concurrency=10, rate=6, per=1)
+    assert [(c.concurrency, c.rate) for c in configs] == [(3, 2), (3, 2), (2, 1), (2, 1)]
+    with pytest.raises(echomq.InvalidInput, match="cannot be split over 4 partitions"):
+        await orders.configure(concurrency=3)
+    assert all(c.paused for c in await orders.pause())
+    assert not any(c.paused for c in await orders.resume())
+
+
+async def test_bad_input_and_malformed_definitions_are_refused(conn: echomq.Connection) -> None:
+    name = unique_queue("bad")
+    for count in (0, 1025, True):
+        with pytest.raises(echomq.InvalidInput):
+            await echomq.Partitioned.create(conn, name, count)
+    with pytest.raises(echomq.InvalidInput):
+        await echomq.Partitioned.create(conn, "x" * 241, 4)
+    assert await echomq.Partitioned.find(conn, name) is None
+    with pytest.raises(echomq.InvalidInput, match="not a partitioned queue"):
+        await echomq.Partitioned.open(conn, name)
+    await (await conn.queue(name)).enqueue(b"plain")
+    with pytest.raises(echomq.InvalidInput, match="ordinary queue holding jobs"):
+        await echomq.Partitioned.create(conn, name, 4)
+    assert not await conn.redis.exists("emq:{" + name + "}:partitions")
+    cases = [({"count": "x"}, echomq.DataError), ({"count": "2", "queue:1": "a{b"}, echomq.DataError),
+             ({"count": "2", "routing": "jump"}, echomq.EchoMQError)]
+    for fields, error in cases:
+        bad = unique_queue("malformed")
+        await conn.redis.hset("emq:{" + bad + "}:partitions", mapping=fields)
+        with pytest.raises(error):
+            await echomq.Partitioned.open(conn, bad)
+    wrong = unique_queue("wrongtype")
+    await conn.redis.set("emq:{" + wrong + "}:partitions", "x")
+    with pytest.raises(echomq.KeyTypeError):
+        await echomq.Partitioned.open(conn, wrong)
