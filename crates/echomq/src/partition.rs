@@ -44,6 +44,10 @@ const ROUTING: &str = "crc16";
 /// A job of [`Partitioned::enqueue_many`]: its payload and options.
 type Job = (Vec<u8>, EnqueueOptions);
 
+/// The most jobs [`Partitioned::enqueue_many`] puts in one partition in a
+/// row: one ENQUEUEMANY's worth (`ENQUEUES`).
+const RUN: usize = 1000;
+
 /// Redis Cluster's slots.
 const SLOTS: usize = 16384;
 
@@ -304,9 +308,14 @@ impl Partitioned {
         self.partition_of(&id).enqueue_with(payload, options.id(id)).await
     }
 
-    /// Enqueue many jobs, each in the partition [`place`](Partitioned::place)
-    /// names, each partition's share as [`Queue::enqueue_many`] sends them,
-    /// the partitions at once; each job's outcome, in order.
+    /// Enqueue many jobs, each partition's share as [`Queue::enqueue_many`]
+    /// sends them, the partitions at once; each job's outcome, in order. A
+    /// job with an id, a group or a unique key goes where
+    /// [`place`](Partitioned::place) says; the others are sticky, a run of
+    /// up to a thousand in the partition of the run's first new id: one
+    /// ENQUEUEMANY for the run, as one queue's would be, where spreading
+    /// it would send a smaller one to each partition; the runs, each in a
+    /// partition of its own choosing, spread evenly.
     ///
     /// # Errors
     /// As [`Queue::enqueue_many`], for any partition; a job `place`
@@ -318,8 +327,22 @@ impl Partitioned {
         let mut outcomes: Vec<Option<Result<Enqueued>>> = Vec::new();
         // Each partition's share: where its jobs stand among the outcomes, and the jobs.
         let mut shares: Vec<(Vec<usize>, Vec<Job>)> = vec![Default::default(); self.partitions.len()];
+        // The sticky run: its partition, and how many jobs it has taken.
+        let mut run: Option<(usize, usize)> = None;
         for (payload, options) in jobs {
-            match self.place(&options) {
+            let placed = match run {
+                _ if options.given_id().is_some() || options.route_key().is_some() => self.place(&options),
+                Some((k, taken)) if taken < RUN => {
+                    run = Some((k, taken + 1));
+                    Ok(self.mint_in(k))
+                }
+                _ => {
+                    let id = JobId::mint();
+                    run = Some((self.index_of(&id), 1));
+                    Ok(id)
+                }
+            };
+            match placed {
                 Ok(id) => {
                     let (places, share) = &mut shares[self.index_of(&id)];
                     places.push(outcomes.len());

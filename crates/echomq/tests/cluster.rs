@@ -2,6 +2,8 @@
 //! queues spread over every node, one worker over all of them, on Lua and on
 //! Native; and one queue's slot moved to another node while jobs flow in and
 //! out of it. The client follows MOVED and ASK; every job is done, none lost.
+//! A partitioned queue (protocol 1.8) of 12 partitions lands 4 on each
+//! node, and one partition's slot moves while its worker runs.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -423,8 +425,8 @@ async fn a_flow_of_a_thousand_children_spans_three_nodes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partitioned_queue_spreads_evenly_over_three_nodes() {
-    let cluster = RedisCluster::start(3, Some(module_path()));
+async fn a_partitioned_queue_spreads_evenly_over_three_nodes_and_a_partition_moves() {
+    let cluster = Arc::new(RedisCluster::start(3, Some(module_path())));
     let client = ClusterClient::new(cluster.urls()).unwrap();
     for via in [Via::Lua, Via::Native] {
         let executor = executor(&client, via).await;
@@ -433,8 +435,7 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes() {
             .unwrap();
         // redis-cli gives each of three masters a third of the slots, in order:
         // partitions 0-3 on the first, 4-7 on the second, 8-11 on the third.
-        let owners: Vec<usize> =
-            orders.partitions().iter().map(|q| cluster.owner(slot(&cluster, q))).collect();
+        let owners: Vec<usize> = orders.partitions().iter().map(|q| cluster.owner(slot(&cluster, q))).collect();
         assert_eq!(owners, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], "{via:?}");
 
         let mut ids = Vec::new();
@@ -455,6 +456,15 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes() {
         let working = tokio::spawn(orders.worker(handler, options).run_until(async move {
             let _ = stopped.await;
         }));
+        // Mid-flow, partition 0's slot moves to the second node; jobs go on arriving.
+        let moving = orders.partitions()[0].clone();
+        eventually("partition 0 is part done", || async { moving.stats().await.unwrap().done > 0 }).await;
+        let (mover, moving_slot) = (cluster.clone(), slot(&cluster, &moving));
+        let moved = tokio::task::spawn_blocking(move || mover.migrate_slot(moving_slot, 1)).await.unwrap();
+        assert!(moved > 0 && cluster.owner(moving_slot) == 1, "{via:?}: partition 0 moved");
+        for n in 600..900 {
+            ids.push(orders.enqueue(format!("{n}").into_bytes()).await.unwrap());
+        }
         eventually("every job ran", || async { runs.lock().unwrap().len() == ids.len() }).await;
         let _ = stop.send(());
         working.await.unwrap().unwrap();
@@ -464,7 +474,10 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes() {
         for id in &ids {
             per_node[owners[orders.index_of(id)]] += 1;
         }
-        // 200 a node on average; 120 to 280 is seven sigmas either way.
-        assert!(per_node.iter().all(|n| (120..=280).contains(n)), "{via:?}: jobs per node {per_node:?}");
+        // 300 a node on average; 200 to 400 is six sigmas either way.
+        assert!(per_node.iter().all(|n| (200..=400).contains(n)), "{via:?}: jobs per node {per_node:?}");
+        // Back where it was, for the next executor's queue.
+        let mover = cluster.clone();
+        tokio::task::spawn_blocking(move || mover.migrate_slot(moving_slot, 0)).await.unwrap();
     }
 }

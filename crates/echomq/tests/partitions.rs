@@ -147,7 +147,7 @@ async fn a_job_goes_to_its_ids_partition_or_with_its_key() {
             assert!(queue.inspect(&stray).await.unwrap().is_none(), "{via_name}: nothing written");
         }
 
-        // Many at once: each job placed as alone, the outcomes in order, a refused one among them.
+        // Many at once: the outcomes in order, a refused one among them.
         let jobs = (0..300u32).map(|n| match n {
             7 => (vec![0], EnqueueOptions::default().group(key).id(stray.clone())),
             n if n % 3 == 0 => (n.to_be_bytes().to_vec(), EnqueueOptions::default().group("tenant-3")),
@@ -172,6 +172,14 @@ async fn a_job_goes_to_its_ids_partition_or_with_its_key() {
             }
         }
         assert!(outcomes[7].is_err());
+        // The jobs without a key are one run, in one partition.
+        let plain: HashSet<usize> = outcomes
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| n % 3 != 0 && *n != 7)
+            .map(|(_, outcome)| orders.index_of(&outcome.as_ref().unwrap().id))
+            .collect();
+        assert_eq!(plain.len(), 1, "{via_name}: {plain:?}");
     }
 }
 

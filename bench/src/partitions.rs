@@ -1,0 +1,350 @@
+//! A partitioned queue against one queue on a local Cluster of three
+//! masters (protocol 1.8, PROTOCOL.md §7.10), the module on each.
+//!
+//! Rounds, interleaved: the same jobs through one queue (one slot, one
+//! node) and through a queue of `--partitions` partitions spread over the
+//! three nodes, each enqueued and then drained by one `Worker` (a no-op
+//! handler), the same retention in both (10,000 done jobs kept, split
+//! between the partitions). For each: the jobs/s of the drain, and the
+//! server's own time (`INFO commandstats`' µs: enqueue, claims, acks and
+//! trims) per job, summed over the nodes, and each node's share. From the server time per job it
+//! projects what one queue and a partitioned queue could carry with a core
+//! per primary, for 3 and 6 primaries: this machine has 2 cores for the
+//! three nodes and the worker, so it cannot host that, and says so.
+//!
+//! Then a steady load on the partitioned queue: a producer at a steady
+//! rate (60% of the drain's measured jobs/s by default) and the worker;
+//! every 250 ms the age of each partition's oldest pending job (from its
+//! id's ULID time), and the spread between the oldest and the youngest of
+//! those ages. Run it on purpose, in release mode:
+//!
+//! ```text
+//! cargo build --release -p echomq-module
+//! ECHOMQ_MODULE=target/release/libechomq_module.so cargo run --release -p echomq-bench --bin echomq-partitions -- --via native
+//! ```
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
+use echomq::{Config, Executor, Lua, Partitioned, Queue, Retention};
+use echomq_test_support::{module_path, unique_queue, RedisCluster};
+use redis::cluster::ClusterClient;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// A partitioned queue against one queue on a local three-master Cluster.
+#[derive(Parser, Debug)]
+struct Options {
+    /// Jobs a round.
+    #[arg(long, default_value_t = 60_000)]
+    jobs: usize,
+    /// Partitions of the partitioned queue.
+    #[arg(long, default_value_t = 12)]
+    partitions: usize,
+    /// The worker's concurrency.
+    #[arg(long, default_value_t = 256)]
+    concurrency: usize,
+    /// Rounds of each layout, interleaved; the medians are printed.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// `native` or `lua`.
+    #[arg(long, default_value = "native")]
+    via: String,
+    /// Jobs a producer's call enqueues (each call's jobs one run in one partition).
+    #[arg(long, default_value_t = 100)]
+    batch: usize,
+    /// The steady load's rate, jobs/s (default: 60% of the partitioned queue's measured jobs/s).
+    #[arg(long)]
+    steady_rate: Option<f64>,
+    /// Seconds of steady load (0: none).
+    #[arg(long, default_value_t = 20)]
+    steady: u64,
+}
+
+/// Done jobs kept (the default retention), split between the partitions.
+const KEPT: usize = 10_000;
+
+/// Commands the benchmark sends for itself, left out of the server's time.
+const BOOKKEEPING: [&str; 4] = ["info", "config", "flushall", "cluster"];
+
+/// The µs each node spent in commands since its last `CONFIG RESETSTAT`.
+fn server_usec(cluster: &RedisCluster) -> Vec<f64> {
+    let usec = |info: &str| -> f64 {
+        info.lines()
+            .filter_map(|line| line.strip_prefix("cmdstat_"))
+            .filter(|line| !BOOKKEEPING.iter().any(|name| line.starts_with(&format!("{name}:"))))
+            .filter_map(|line| line.split([':', ',']).find_map(|field| field.strip_prefix("usec=")))
+            .filter_map(|usec| usec.parse::<f64>().ok())
+            .sum()
+    };
+    let info = |node: &echomq_test_support::RedisServer| -> String {
+        let mut conn = node.client().get_connection().expect("connect to a node");
+        redis::cmd("INFO").arg("commandstats").query(&mut conn).expect("INFO")
+    };
+    cluster.nodes().iter().map(|node| usec(&info(node))).collect()
+}
+
+/// Every node: `args`, on a connection of its own.
+fn on_every_node(cluster: &RedisCluster, args: &[&str]) {
+    for node in cluster.nodes() {
+        let mut conn = node.client().get_connection().expect("connect to a node");
+        let _: redis::Value = redis::cmd(args[0]).arg(&args[1..]).query(&mut conn).expect("a node's answer");
+    }
+}
+
+async fn executor(client: &ClusterClient, via: &str) -> Arc<dyn Executor> {
+    if via == "lua" {
+        let open = {
+            let client = client.clone();
+            move || {
+                let client = client.clone();
+                async move { client.get_async_connection().await }
+            }
+        };
+        let conn = client.get_async_connection().await.expect("connect to the cluster");
+        return Arc::new(Lua::new(conn).with_blocking_connections(open));
+    }
+    echomq::connect_cluster(client).await.expect("the module on every node")
+}
+
+/// One queue, or a partitioned one.
+enum Layout {
+    One(Queue),
+    Partitioned(Partitioned),
+}
+
+impl Layout {
+    fn name(&self) -> String {
+        match self {
+            Layout::One(_) => "one queue".into(),
+            Layout::Partitioned(p) => format!("{} partitions", p.partitions().len()),
+        }
+    }
+
+    async fn enqueue(&self, jobs: usize, batch: usize) {
+        let payload = vec![b'x'; 53];
+        for start in (0..jobs).step_by(batch) {
+            let batch = (start..jobs.min(start + batch)).map(|_| (payload.clone(), Default::default()));
+            let outcomes = match self {
+                Layout::One(queue) => queue.enqueue_many(batch).await,
+                Layout::Partitioned(p) => p.enqueue_many(batch).await,
+            };
+            assert!(outcomes.expect("enqueued").iter().all(Result::is_ok), "every job enqueued");
+        }
+    }
+
+    /// Done jobs kept, in all.
+    async fn done(&self) -> usize {
+        let queues = match self {
+            Layout::One(queue) => std::slice::from_ref(queue),
+            Layout::Partitioned(p) => p.partitions(),
+        };
+        let mut done = 0;
+        for queue in queues {
+            done += queue.stats().await.expect("stats").done as usize;
+        }
+        done
+    }
+
+    fn worker(&self, done: Arc<AtomicUsize>, options: WorkerOptions) -> Worker {
+        let handler = move |_job: JobContext| {
+            let done = done.clone();
+            async move {
+                done.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, HandlerError>(())
+            }
+        };
+        match self {
+            Layout::One(queue) => Worker::with_options(queue.clone(), handler, options),
+            Layout::Partitioned(p) => p.worker(handler, options),
+        }
+    }
+}
+
+/// One round: the server's µs per node, and the drain's jobs/s.
+async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> (Vec<f64>, f64) {
+    on_every_node(cluster, &["FLUSHALL"]);
+    on_every_node(cluster, &["CONFIG", "RESETSTAT"]);
+    // The same retention in all: 10,000 done jobs kept, a partition its share.
+    let keep = |count: usize| Config::default().keep_done(Retention { age: None, count: Some(count as u64) });
+    match layout {
+        Layout::One(queue) => drop(queue.configure(keep(KEPT)).await.expect("configured")),
+        Layout::Partitioned(p) => {
+            // The definition, flushed with the rest, written again.
+            let via = p.partitions()[0].executor().clone();
+            Partitioned::create(via, p.name(), p.partitions().len()).await.expect("partitioned");
+            p.configure(keep(KEPT / p.partitions().len())).await.expect("configured");
+        }
+    }
+    layout.enqueue(options.jobs, options.batch).await;
+    let enqueued: f64 = server_usec(cluster).iter().sum();
+    eprintln!("#   enqueue: {:.2} server µs per job", enqueued / options.jobs as f64);
+    let done = Arc::new(AtomicUsize::new(0));
+    let worker_options = WorkerOptions::default().concurrency(options.concurrency);
+    let worker = layout.worker(done.clone(), worker_options);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let started = Instant::now();
+    let task = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+    while done.load(Ordering::Relaxed) < options.jobs {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let rate = options.jobs as f64 / started.elapsed().as_secs_f64();
+    // The retention's trims, which upkeep does a bounded amount at a time, counted too.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while layout.done().await > KEPT && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = stop.send(());
+    task.await.expect("the worker stops").expect("the worker runs");
+    (server_usec(cluster), rate)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The age of each partition's oldest pending job, ms (0 for none pending).
+async fn oldest_ages(p: &Partitioned, conn: &mut redis::cluster_async::ClusterConnection) -> Vec<u64> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as u64;
+    let mut ages = Vec::new();
+    for queue in p.partitions() {
+        let head: Vec<String> = redis::cmd("ZRANGE")
+            .arg(queue.keyspace().pending())
+            .arg(0)
+            .arg(0)
+            .query_async(conn)
+            .await
+            .expect("ZRANGE");
+        let minted = head.first().and_then(|id| ulid::Ulid::from_string(id.get(4..)?).ok());
+        ages.push(minted.map_or(0, |ulid| now.saturating_sub(ulid.timestamp_ms())));
+    }
+    ages
+}
+
+/// Steady load: a producer at `rate` jobs/s, in calls of `--batch`, and
+/// the worker; the spread of the partitions' oldest-pending ages (an
+/// empty partition's is 0).
+async fn steady(client: &ClusterClient, p: &Partitioned, options: &Options, rate: f64) {
+    let layout = Layout::Partitioned(p.clone());
+    let done = Arc::new(AtomicUsize::new(0));
+    let worker = layout.worker(done, WorkerOptions::default().concurrency(options.concurrency));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let producing = {
+        let (p, seconds, batch) = (p.clone(), options.steady, options.batch);
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let mut sent = 0usize;
+            while started.elapsed() < Duration::from_secs(seconds) {
+                let due = (started.elapsed().as_secs_f64() * rate) as usize;
+                while sent < due {
+                    let n = batch.min(due - sent);
+                    p.enqueue_many((0..n).map(|_| (vec![b'x'; 53], Default::default())))
+                        .await
+                        .expect("enqueued");
+                    sent += n;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            sent
+        })
+    };
+    let mut conn = client.get_async_connection().await.expect("connect to the cluster");
+    let (mut spreads, mut oldest) = (Vec::new(), 0u64);
+    while !producing.is_finished() {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let ages = oldest_ages(p, &mut conn).await;
+        let (max, min) = (ages.iter().copied().max().unwrap_or(0), ages.iter().copied().min().unwrap_or(0));
+        oldest = oldest.max(max);
+        spreads.push((max - min) as f64);
+    }
+    let sent = producing.await.expect("the producer");
+    let _ = stop.send(());
+    task.await.expect("the worker stops").expect("the worker runs");
+    let worst = spreads.iter().copied().fold(0.0, f64::max);
+    println!(
+        "\nSteady load, {} s: {sent} jobs at {rate:.0} jobs/s in calls of {}, the same worker. Every 250 ms, \
+         the spread between the partitions' oldest-pending ages (an empty partition's is 0), {} samples: \
+         median {:.0} ms, worst {worst:.0} ms; the oldest pending job seen was {oldest} ms old.",
+        options.steady,
+        options.batch,
+        spreads.len(),
+        median(spreads.clone()),
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let options = Options::parse();
+    let cluster = RedisCluster::start(3, Some(module_path()));
+    let client = ClusterClient::new(cluster.urls()).expect("a cluster client");
+    let via = executor(&client, &options.via).await;
+    let one = Layout::One(Queue::new(via.clone(), &unique_queue("one")).expect("a queue"));
+    let name = unique_queue("parted");
+    let parted =
+        Layout::Partitioned(Partitioned::create(via, &name, options.partitions).await.expect("partitioned"));
+    let layouts = [one, parted];
+    let mut measured: Vec<Vec<(Vec<f64>, f64)>> = vec![Vec::new(), Vec::new()];
+    for n in 0..options.rounds {
+        for k in [n % 2, 1 - n % 2] {
+            let (usec, rate) = round(&cluster, &layouts[k], &options).await;
+            eprintln!(
+                "# round {} {}: {rate:.0} jobs/s, server µs per node {usec:.0?}",
+                n + 1,
+                layouts[k].name()
+            );
+            measured[k].push((usec, rate));
+        }
+    }
+    println!(
+        "Partitioned queue against one queue, {} jobs a round, a worker of {} slots, via {}, on a local Cluster of \
+         3 masters (this 2-core machine hosts the 3 nodes and the worker); median of {} rounds.\n",
+        options.jobs, options.concurrency, options.via, options.rounds
+    );
+    println!("| layout | drain, jobs/s | server µs a job (enqueue, work, trim), all nodes | node 1 | node 2 | node 3 |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let (mut per_job, mut rates) = (Vec::new(), Vec::new());
+    for (layout, rounds) in layouts.iter().zip(&measured) {
+        let rate = median(rounds.iter().map(|(_, rate)| *rate).collect());
+        rates.push(rate);
+        let total = median(rounds.iter().map(|(usec, _)| usec.iter().sum::<f64>()).collect());
+        let shares: Vec<String> = (0..3)
+            .map(|node| {
+                let share =
+                    median(rounds.iter().map(|(usec, _)| usec[node] / usec.iter().sum::<f64>()).collect());
+                format!("{:.1}%", share * 100.0)
+            })
+            .collect();
+        let usec = total / options.jobs as f64;
+        per_job.push(usec);
+        println!("| {} | {rate:.0} | {usec:.2} | {} |", layout.name(), shares.join(" | "));
+    }
+    let (one, parted) = (per_job[0], per_job[1]);
+    println!("\nServer time per job, partitioned ÷ one queue: {:.3}×", parted / one);
+    println!(
+        "Projected from server time alone (each job enqueued, worked and trimmed), a core per primary (not \
+         measured: this machine cannot host it): one queue ≤ {:.0} jobs/s on any number of primaries; {} \
+         partitions ≤ {:.0} jobs/s on 3 primaries, ≤ {:.0} on 6.",
+        1e6 / one,
+        options.partitions,
+        3e6 / parted,
+        6e6 / parted
+    );
+    if options.steady > 0 {
+        if let Layout::Partitioned(p) = &layouts[1] {
+            on_every_node(&cluster, &["FLUSHALL"]);
+            let via = p.partitions()[0].executor().clone();
+            Partitioned::create(via, p.name(), p.partitions().len()).await.expect("partitioned");
+            steady(&client, p, &options, options.steady_rate.unwrap_or(rates[1] * 0.6)).await;
+        }
+    }
+}
