@@ -435,7 +435,8 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes_and_a_partition_mov
             .unwrap();
         // redis-cli gives each of three masters a third of the slots, in order:
         // partitions 0-3 on the first, 4-7 on the second, 8-11 on the third.
-        let owners: Vec<usize> = orders.partitions().iter().map(|q| cluster.owner(slot(&cluster, q))).collect();
+        let owners: Vec<usize> =
+            orders.partitions().iter().map(|q| cluster.owner(slot(&cluster, q))).collect();
         assert_eq!(owners, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], "{via:?}");
 
         let mut ids = Vec::new();
