@@ -469,8 +469,8 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes_and_a_partition_mov
         eventually("every job ran", || async { runs.lock().unwrap().len() == ids.len() }).await;
         let _ = stop.send(());
         working.await.unwrap().unwrap();
-        let runs = runs.lock().unwrap();
-        assert!(ids.iter().all(|id| runs.get(id.as_str()) == Some(&1)), "{via:?}: each job ran once");
+        let once = ids.iter().all(|id| runs.lock().unwrap().get(id.as_str()) == Some(&1));
+        assert!(once, "{via:?}: each job ran once");
         let mut per_node = [0usize; 3];
         for id in &ids {
             per_node[owners[orders.index_of(id)]] += 1;
