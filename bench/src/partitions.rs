@@ -282,29 +282,11 @@ async fn steady(client: &ClusterClient, p: &Partitioned, options: &Options, rate
     );
 }
 
-#[tokio::main]
-async fn main() {
-    let options = Options::parse();
-    let cluster = RedisCluster::start(3, Some(module_path()));
-    let client = ClusterClient::new(cluster.urls()).expect("a cluster client");
-    let via = executor(&client, &options.via).await;
-    let one = Layout::One(Queue::new(via.clone(), &unique_queue("one")).expect("a queue"));
-    let name = unique_queue("parted");
-    let parted =
-        Layout::Partitioned(Partitioned::create(via, &name, options.partitions).await.expect("partitioned"));
-    let layouts = [one, parted];
-    let mut measured: Vec<Vec<(Vec<f64>, f64)>> = vec![Vec::new(), Vec::new()];
-    for n in 0..options.rounds {
-        for k in [n % 2, 1 - n % 2] {
-            let (usec, rate) = round(&cluster, &layouts[k], &options).await;
-            eprintln!(
-                "# round {} {}: {rate:.0} jobs/s, server µs per node {usec:.0?}",
-                n + 1,
-                layouts[k].name()
-            );
-            measured[k].push((usec, rate));
-        }
-    }
+/// Each round's server µs per node and jobs/s, by layout.
+type Measured = Vec<Vec<(Vec<f64>, f64)>>;
+
+/// The table of `measured`'s medians, the ratio and the projection; each layout's median jobs/s.
+fn report(layouts: &[Layout; 2], measured: &Measured, options: &Options) -> Vec<f64> {
     println!(
         "Partitioned queue against one queue, {} jobs a round, a worker of {} slots, via {}, on a local Cluster of \
          3 masters (this 2-core machine hosts the 3 nodes and the worker); median of {} rounds.\n",
@@ -313,7 +295,7 @@ async fn main() {
     println!("| layout | drain, jobs/s | server µs a job (enqueue, work, trim), all nodes | node 1 | node 2 | node 3 |");
     println!("|---|---:|---:|---:|---:|---:|");
     let (mut per_job, mut rates) = (Vec::new(), Vec::new());
-    for (layout, rounds) in layouts.iter().zip(&measured) {
+    for (layout, rounds) in layouts.iter().zip(measured) {
         let rate = median(rounds.iter().map(|(_, rate)| *rate).collect());
         rates.push(rate);
         let total = median(rounds.iter().map(|(usec, _)| usec.iter().sum::<f64>()).collect());
@@ -339,6 +321,33 @@ async fn main() {
         3e6 / parted,
         6e6 / parted
     );
+    rates
+}
+
+#[tokio::main]
+async fn main() {
+    let options = Options::parse();
+    let cluster = RedisCluster::start(3, Some(module_path()));
+    let client = ClusterClient::new(cluster.urls()).expect("a cluster client");
+    let via = executor(&client, &options.via).await;
+    let one = Layout::One(Queue::new(via.clone(), &unique_queue("one")).expect("a queue"));
+    let name = unique_queue("parted");
+    let parted =
+        Layout::Partitioned(Partitioned::create(via, &name, options.partitions).await.expect("partitioned"));
+    let layouts = [one, parted];
+    let mut measured: Measured = vec![Vec::new(), Vec::new()];
+    for n in 0..options.rounds {
+        for k in [n % 2, 1 - n % 2] {
+            let (usec, rate) = round(&cluster, &layouts[k], &options).await;
+            eprintln!(
+                "# round {} {}: {rate:.0} jobs/s, server µs per node {usec:.0?}",
+                n + 1,
+                layouts[k].name()
+            );
+            measured[k].push((usec, rate));
+        }
+    }
+    let rates = report(&layouts, &measured, &options);
     if options.steady > 0 {
         if let Layout::Partitioned(p) = &layouts[1] {
             on_every_node(&cluster, &["FLUSHALL"]);
