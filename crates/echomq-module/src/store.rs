@@ -50,6 +50,12 @@ pub(crate) struct RedisStore {
     now: Option<u64>,
     /// In cluster mode, the hash tag every key must share (see [`slot`]).
     tag: Option<Vec<u8>>,
+    /// In cluster mode, the command's first declared key: Redis itself
+    /// refused the command (ASK, TRYAGAIN) had it been missing here while
+    /// its slot moved, so it needs no look of ours ([`Store::slot_moving`]).
+    first: Option<Vec<u8>>,
+    /// Whether the slot moves, once asked: one command is one moment.
+    moving: Option<bool>,
     /// A key outside that slot was asked for: every later read sees nothing,
     /// every later write is dropped, and the command answers `CROSSSLOT`.
     crossed: bool,
@@ -84,7 +90,18 @@ impl RedisStore {
     pub(crate) fn new(ctx: *mut raw::RedisModuleCtx, first_key: &[u8]) -> RedisStore {
         let cluster = api::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
         let tag = cluster.then(|| slot::hash_tag(first_key).to_vec());
-        RedisStore { ctx, now: None, tag, crossed: false, removals: None, additions: None, last_read: None }
+        let first = cluster.then(|| first_key.to_vec());
+        RedisStore {
+            ctx,
+            now: None,
+            tag,
+            first,
+            moving: None,
+            crossed: false,
+            removals: None,
+            additions: None,
+            last_read: None,
+        }
     }
 
     /// Whether the command touched a key outside its slot (so wrote nothing).
@@ -227,9 +244,15 @@ impl Store for RedisStore {
         }
     }
 
-    /// Outside a cluster, never; in one, as this node's `CLUSTER NODES` says.
+    /// Outside a cluster, never; in one, for a key the command did not
+    /// declare first, as this node's `CLUSTER NODES` says (asked once a
+    /// command: it costs tens of µs).
     fn slot_moving(&mut self, key: &[u8]) -> bool {
-        self.tag.is_some() && slot::moving(&api::cluster_nodes(self.ctx), slot::key_slot(key))
+        if self.tag.is_none() || self.first.as_deref() == Some(key) {
+            return false;
+        }
+        let ctx = self.ctx;
+        *self.moving.get_or_insert_with(|| slot::moving(&api::cluster_nodes(ctx), slot::key_slot(key)))
     }
 
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Option<Vec<u8>> {

@@ -230,6 +230,21 @@ fn claim_on(
     pipe.query::<(Value,)>(&mut conn).map(|(reply,)| reply)
 }
 
+/// ENQUEUE of job `id` (the seed's two keys) straight on one node.
+fn enqueue_on(node: &RedisServer, queue: &Queue, via: Via, id: &JobId) -> redis::RedisResult<Value> {
+    let mut conn = node.client().get_connection().unwrap();
+    let keys = [queue.keyspace().job(id), queue.keyspace().pending()];
+    let mut enqueue = match via {
+        Via::Native => redis::cmd("EMQ.ENQUEUE"),
+        Via::Lua => {
+            let mut eval = redis::cmd("EVAL");
+            eval.arg(echomq::executor::script_source(echomq::Name::Enqueue));
+            eval
+        }
+    };
+    enqueue.arg(2).arg(&keys).arg(id.as_str()).arg("again").query(&mut conn)
+}
+
 /// `queue`'s pending ids on `node` (through ASKING: the slot may be importing there).
 fn pending_on(node: &RedisServer, queue: &Queue) -> Vec<String> {
     let mut conn = node.client().get_connection().unwrap();
@@ -250,7 +265,7 @@ fn pending_on(node: &RedisServer, queue: &Queue) -> Vec<String> {
 /// nodes for a while. A claim that pops an id whose record is on the other
 /// node must not drop the job: it answers TRYAGAIN and changes nothing, on
 /// either node, and the cluster client's retry claims the job once the slot
-/// has moved.
+/// has moved. An ENQUEUE of an id whose record moved is refused by Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
     let cluster = RedisCluster::start(3, Some(module_path()));
@@ -287,6 +302,11 @@ async fn a_claim_on_a_half_moved_queue_says_tryagain_and_loses_nothing() {
         let refused = claim_on(source, &queue, via, 2, false).unwrap_err();
         assert_eq!(refused.code(), Some("TRYAGAIN"), "{via:?} on the source: {refused}");
         assert_eq!(pending_on(source, &queue), [b.to_string(), c.to_string()], "{via:?}: nothing dropped");
+        // b again, on the source, its record on the target: Redis itself
+        // refuses it (a declared key missing while the slot moves), and the
+        // module asks the cluster nothing of its own.
+        let again = enqueue_on(source, &queue, via, &b).unwrap_err();
+        assert_eq!(again.code(), Some("TRYAGAIN"), "{via:?}: no second b on the source: {again}");
 
         // The target has everything but c's record.
         let rest: Vec<Vec<u8>> = moving.left().into_iter().filter(|key| *key != record(&c)).collect();
