@@ -132,11 +132,14 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
                 (None, None) => return Err("give --cron or --every".into()),
             };
             let schedule = schedule.missed(add.missed)?;
-            let scheduled = server.queue(&add.queue).await?.schedules().add(&schedule).await?;
+            let scheduled = home(server, &add.queue, &add.name).await?.schedules().add(&schedule).await?;
             tell!("scheduled {} in {}: next at {}", add.name, add.queue, at(scheduled.next));
         }
         Command::List { queue } => {
-            let listed = server.queue(&queue).await?.schedules().list().await?;
+            let mut listed = Vec::new();
+            for q in every_queue(server, &queue).await? {
+                listed.extend(q.schedules().list().await?);
+            }
             for scheduled in &listed {
                 let s = &scheduled.schedule;
                 let when = match &s.when {
@@ -158,14 +161,14 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             }
         }
         Command::Remove { queue, name } => {
-            if server.queue(&queue).await?.schedules().remove(&name).await? {
+            if home(server, &queue, &name).await?.schedules().remove(&name).await? {
                 tell!("removed {name} from {queue}");
             } else {
                 return Err(format!("no schedule {name} in {queue}").into());
             }
         }
         Command::Trigger { queue, name } => {
-            match server.queue(&queue).await?.schedules().trigger(&name).await? {
+            match home(server, &queue, &name).await?.schedules().trigger(&name).await? {
                 Some(id) => tell!("{id}"),
                 None => return Err(format!("no schedule {name} in {queue}").into()),
             }
@@ -176,9 +179,26 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     Ok(())
 }
 
+/// Where schedule `name` of `queue` lives: the queue, or the partition of a
+/// partitioned queue (protocol 1.8) that routing by the name names.
+async fn home(server: &Server, queue: &str, name: &str) -> Result<echomq::Queue, Error> {
+    Ok(match echomq::Partitioned::find(server.executor().await?, queue).await? {
+        Some(partitioned) => partitioned.partition_for(name).clone(),
+        None => server.queue(queue).await?,
+    })
+}
+
+/// The queue, or every partition of a partitioned queue.
+async fn every_queue(server: &Server, queue: &str) -> Result<Vec<echomq::Queue>, Error> {
+    Ok(match echomq::Partitioned::find(server.executor().await?, queue).await? {
+        Some(partitioned) => partitioned.partitions().to_vec(),
+        None => vec![server.queue(queue).await?],
+    })
+}
+
 /// `pause` (`paused`) or `resume`: say what it is now, or that there is no such schedule.
 async fn set_paused(server: &Server, queue: &str, name: &str, paused: bool) -> Result<(), Error> {
-    let q = server.queue(queue).await?;
+    let q = home(server, queue, name).await?;
     let schedules = q.schedules();
     let found = if paused { schedules.pause(name).await? } else { schedules.resume(name).await? };
     let Some(scheduled) = found else {

@@ -99,6 +99,17 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         emq.ok(&["resume", &q]);
         emq.ok(&["limit", &q, "--concurrency", "none", "--rate", "none"]);
 
+        // A schedule lives in the partition its name routes to; its jobs fire there.
+        let home_of_beat = partition_name(&q, partition_index("beat", 4), 4);
+        let added = emq.ok(&["schedule", "add", &q, "beat", "b", "--every", "1h"]);
+        assert!(added.starts_with(&format!("scheduled beat in {q}: next at ")), "{via}: {added}");
+        assert!(emq.ok(&["schedule", "list", &q]).starts_with("beat  next "), "{via}");
+        assert!(emq.ok(&["schedule", "list", &home_of_beat]).starts_with("beat  next "), "{via}");
+        let fired = emq.ok(&["schedule", "trigger", &q, "beat"]).trim().to_owned();
+        assert_eq!(home(&emq, &fired, &home_of_beat), home_of_beat, "{via}: fired in its partition");
+        emq.ok(&["schedule", "remove", &q, "beat"]);
+        assert_eq!(emq.ok(&["schedule", "list", &q]), "", "{via}");
+
         // One worker works every partition.
         let scratch = Scratch::new("partitions");
         let mut worker =
@@ -106,13 +117,13 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         let deadline = Instant::now() + Duration::from_secs(120);
         let shown = loop {
             let shown = emq.ok(&["partition", "show", &q]);
-            if row(&shown, "all")[6] == "2501" || Instant::now() > deadline {
+            if row(&shown, "all")[6] == "2502" || Instant::now() > deadline {
                 break shown;
             }
             std::thread::sleep(Duration::from_millis(100));
         };
         assert!(worker.stop(), "{via}: emq work stopped cleanly");
-        assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2501", "0", "1"], "{via}: {shown}");
+        assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2502", "0", "1"], "{via}: {shown}");
     }
 }
 
