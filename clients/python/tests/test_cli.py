@@ -113,10 +113,13 @@ def test_a_partitioned_queue_is_worked_as_one(project: Project) -> None:
     project.emq("partition", "create", project.queue, "3")
     ids = [project.emq("enqueue", project.queue, '{"task": "add", "args": [%d, 1]}' % n).split()[-1]
            for n in range(6)]
+    # And one a speaker before 1.8 put in the ordinary queue of the name: worked too.
+    with echomq.SyncQueue.open(project.env["ECHOMQ_URL"], project.queue) as ordinary:
+        ids.append(ordinary.enqueue(b'{"task": "add", "args": [6, 1]}').id)
     code, out = _ended(project.worker("--burst", "--concurrency", "4"))
     assert code == 0, out
-    assert "6 processed, 0 failed" in out, out
-    assert [project.emq("result", job_id).strip() for job_id in ids] == [str(n + 1) for n in range(6)]
+    assert "7 processed, 0 failed" in out, out
+    assert [project.emq("result", job_id).strip() for job_id in ids] == [str(n + 1) for n in range(7)]
 
 
 def test_a_sync_task_twice_its_lease_runs_exactly_once_with_two_worker_processes(

@@ -422,11 +422,21 @@ impl Partitioned {
         self.configure(Config::default().paused(false)).await
     }
 
-    /// A worker running `handler` on every partition's jobs, its
-    /// concurrency shared by them all.
+    /// Every queue a worker of the partitioned queue works: its partitions,
+    /// then the ordinary queue of its own name, where a speaker that does
+    /// not know protocol 1.8 enqueues (PROTOCOL.md §7.10).
+    #[must_use]
+    pub fn worked(&self) -> Vec<Queue> {
+        let via = self.partitions[0].executor().clone();
+        let ordinary = Queue::new(via, &self.name).expect("the name was checked");
+        self.partitions.iter().cloned().chain([ordinary]).collect()
+    }
+
+    /// A worker running `handler` on the jobs of every queue
+    /// [`worked`](Partitioned::worked) names, its concurrency shared by them all.
     pub fn worker(&self, handler: impl Handler, options: WorkerOptions) -> Worker {
-        let mut partitions = self.partitions.iter().cloned();
-        let first = partitions.next().expect("a partitioned queue has a partition");
-        partitions.fold(Worker::with_options(first, handler, options), Worker::queue)
+        let mut queues = self.worked().into_iter();
+        let first = queues.next().expect("a partitioned queue has a partition");
+        queues.fold(Worker::with_options(first, handler, options), Worker::queue)
     }
 }

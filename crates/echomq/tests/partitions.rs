@@ -192,6 +192,9 @@ async fn one_worker_works_every_partition() {
         for n in 0..200 {
             ids.insert(orders.enqueue(format!("{n}").into_bytes()).await.unwrap());
         }
+        // And one job a speaker before 1.8 put in the ordinary queue of the name.
+        let ordinary = Queue::new(via.clone(), orders.name()).unwrap();
+        let stray = ordinary.enqueue(b"stray".to_vec()).await.unwrap();
         let ran = Arc::new(AtomicUsize::new(0));
         let counted = ran.clone();
         let options = WorkerOptions::default().concurrency(8).idle_wait(Duration::from_millis(50));
@@ -209,10 +212,12 @@ async fn one_worker_works_every_partition() {
         let working = tokio::spawn(worker.run_until(async move {
             let _ = stopped.await;
         }));
-        eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 200 }).await;
+        eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 201 }).await;
         let _ = stop.send(());
         working.await.unwrap().unwrap();
-        assert_eq!(ran.load(Ordering::SeqCst), 200, "{via_name}: each job once");
+        assert_eq!(ran.load(Ordering::SeqCst), 201, "{via_name}: each job once");
+        let done = ordinary.inspect(&stray).await.unwrap().unwrap().record.state;
+        assert_eq!(done, echomq::State::Done, "{via_name}: the ordinary queue's job ran too");
         for id in &ids {
             let done = orders.partition_of(id).inspect(id).await.unwrap().unwrap();
             assert_eq!(done.record.state, echomq::State::Done, "{via_name}: {id}");

@@ -40,7 +40,11 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
             }
             Ok(())
         }
-        Command::Show { queue } => show(&Partitioned::open(via, &queue).await?).await,
+        Command::Show { queue } => {
+            let partitioned = Partitioned::open(via.clone(), &queue).await?;
+            show(&partitioned).await?;
+            stray(&echomq::Queue::new(via, &queue)?).await
+        }
     }
 }
 
@@ -70,6 +74,25 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
     let header = ["PARTITION", "QUEUE", "SLOT", "PENDING", "ACTIVE", "DELAYED", "DONE", "DEAD", "CANCELLED"];
     crate::workers::aligned(&header, &rows)?;
     eprintln!("emq: note: FIFO and priority hold within each partition, not across them");
+    Ok(())
+}
+
+/// Jobs in the ordinary queue of the partitioned queue's own name: sent by a
+/// speaker that does not know protocol 1.8, which no partitioned worker
+/// claims. Said, with what to do, so that none waits unseen.
+async fn stray(ordinary: &echomq::Queue) -> Result<(), Error> {
+    let stats = ordinary.stats().await?;
+    let held = stats.pending + stats.active + stats.delayed;
+    if held > 0 {
+        let name = ordinary.name();
+        eprintln!(
+            "emq: warning: the ordinary queue {name} holds {held} job(s) (pending {}, active {}, delayed {}): \
+             sent by a speaker that does not know partitioned queues (protocol 1.8). A worker of the \
+             partitioned queue (`emq work {name}`) runs them too, beside the partitions; none of a single \
+             partition's does.",
+            stats.pending, stats.active, stats.delayed
+        );
+    }
     Ok(())
 }
 

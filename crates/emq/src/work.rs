@@ -172,7 +172,8 @@ fn handler(command: Arc<Command>, keep_result: bool, running: Arc<AtomicUsize>) 
     }
 }
 
-/// The queues named: each one, or a partitioned queue's partitions (protocol 1.8).
+/// The queues named: each one, or a partitioned queue's partitions and the
+/// ordinary queue of its name (protocol 1.8: `Partitioned::worked`).
 async fn partitions_of(
     executor: &Arc<dyn echomq::Executor>,
     names: &[String],
@@ -180,7 +181,7 @@ async fn partitions_of(
     let mut queues = Vec::new();
     for name in names {
         match echomq::Partitioned::find(executor.clone(), name).await? {
-            Some(partitioned) => queues.extend(partitioned.partitions().iter().cloned()),
+            Some(partitioned) => queues.extend(partitioned.worked()),
             None => queues.push(echomq::Queue::new(executor.clone(), name)?),
         }
     }

@@ -110,19 +110,36 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         emq.ok(&["schedule", "remove", &q, "beat"]);
         assert_eq!(emq.ok(&["schedule", "list", &q]), "", "{via}");
 
-        // One worker works every partition.
+        // A job a speaker before 1.8 put in the ordinary queue of the name: said, and worked.
+        let mut conn = server.client().get_connection().unwrap();
+        let stray = "JOB_STRAY";
+        let keys = [format!("emq:{{{q}}}:job:{stray}"), format!("emq:{{{q}}}:pending")];
+        let _: redis::Value = redis::cmd("EVAL")
+            .arg(echomq::executor::script_source(echomq::Name::Enqueue))
+            .arg(2)
+            .arg(&keys)
+            .arg(stray)
+            .arg("old")
+            .query(&mut conn)
+            .unwrap();
+        let (_, warned) = emq.ok_said(&["partition", "show", &q]);
+        assert!(warned.contains(&format!("the ordinary queue {q} holds 1 job(s)")), "{via}: {warned}");
+
+        // One worker works every partition, and the ordinary queue.
         let scratch = Scratch::new("partitions");
         let mut worker =
             emq.work(&[&q, "--concurrency", "8", "--", "true"], &scratch.0, &scratch.path("log"));
         let deadline = Instant::now() + Duration::from_secs(120);
         let shown = loop {
-            let shown = emq.ok(&["partition", "show", &q]);
-            if row(&shown, "all")[6] == "2502" || Instant::now() > deadline {
+            let (shown, warned) = emq.ok_said(&["partition", "show", &q]);
+            if (row(&shown, "all")[6] == "2502" && !warned.contains("warning")) || Instant::now() > deadline {
                 break shown;
             }
             std::thread::sleep(Duration::from_millis(100));
         };
         assert!(worker.stop(), "{via}: emq work stopped cleanly");
+        let (_, warned) = emq.ok_said(&["partition", "show", &q]);
+        assert!(!warned.contains("warning"), "{via}: the stray job ran: {warned}");
         assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2502", "0", "1"], "{via}: {shown}");
     }
 }

@@ -5,8 +5,9 @@
     echomq worker app:app --burst            # until its queues are empty
 
 One :class:`~echomq.Worker` per queue (``-q``, again for more; the app's
-tasks' queues by default; a partitioned queue's name, one per partition,
-``--concurrency`` split between them), each running ``--concurrency`` jobs at once:
+tasks' queues by default; a partitioned queue's name, one per partition and
+one for the ordinary queue of its name, ``--concurrency`` split between
+them), each running ``--concurrency`` jobs at once:
 ``async def`` tasks on the event loop, plain ``def`` ones in that many
 threads, every lease renewed by the loop whatever the tasks do.
 
@@ -132,15 +133,17 @@ async def work(app: App, options: argparse.Namespace) -> int:
     queues = options.queues or app.queues or [app.queue]
     connection = await connect(options.url or app.url, executor=None if options.via == "auto" else options.via)
     try:
-        # A partitioned queue's name (1.8): a Worker a partition, --concurrency split between them.
+        # A partitioned queue's name (1.8): a Worker a partition and one for the ordinary
+        # queue of its name (Partitioned.worked), --concurrency split between them.
         each: list[tuple[Queue, int]] = []
         for name in queues:
             partitioned = await Partitioned.find(connection, name)
             if partitioned is None:
                 each.append((await connection.queue(name), options.concurrency))
                 continue
-            share = -(-options.concurrency // len(partitioned.partitions))
-            each.extend((queue, share) for queue in partitioned.partitions)
+            worked = await partitioned.worked(connection)
+            share = -(-options.concurrency // len(worked))
+            each.extend((queue, share) for queue in worked)
         workers = [
             Worker(queue, app.handler, concurrency=concurrency, lease=options.lease,
                    max_attempts=options.max_attempts, backoff=options.backoff, timeout=options.timeout,

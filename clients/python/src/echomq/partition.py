@@ -166,6 +166,12 @@ class Partitioned:
                 raise DataError(f"{key}: {err}") from None
         return Partitioned(name, partitions)
 
+    async def worked(self, connection: Connection) -> list[Queue]:
+        """Every queue a worker of the partitioned queue works: its
+        partitions, then the ordinary queue of its own name, where a speaker
+        that does not know protocol 1.8 enqueues (PROTOCOL.md §7.10)."""
+        return [*self.partitions, await connection.queue(self.name)]
+
     def index_of(self, job_id: str) -> int:
         """The index of the partition that holds job ``job_id``."""
         return partition_index(check_id(job_id), len(self.partitions))
