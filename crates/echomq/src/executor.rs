@@ -135,6 +135,11 @@ pub struct Setup {
     /// server holds every queue (not a Cluster, whose queues' keys are in
     /// slots of their own), and it lets this user block.
     pub waits_on_many: bool,
+    /// [`Executor::wait_on_many`] waits for one queue at a time where it
+    /// cannot wait for several (a Cluster, whose queues' keys are in slots
+    /// of their own): a worker of several queues then waits for each idle
+    /// one on a connection of its own.
+    pub waits_each: bool,
     /// The replicas that must confirm its writes, if any.
     pub replication: Option<Replication>,
 }

@@ -28,7 +28,8 @@
 //! - `worker/claims.rs`: a queue's claim loop: slots gathered, claims,
 //!   outages; it starts the jobs it claims and those an ACKNEXT claimed.
 //! - `worker/turns.rs`: one loop that claims for a worker's several queues
-//!   on one server, in turns, and waits for them all with one `BZPOPMIN`.
+//!   of one executor, in turns, and waits for them all with one `BZPOPMIN`
+//!   (on a Cluster, for each idle one on a connection of its own).
 //! - `worker/runner.rs`: one job's run: the handler, its lease, its
 //!   timeout, its cancellation; what became of it goes to the sink. The
 //!   tasks that run jobs, each taking the next job once its own is done.
@@ -243,10 +244,11 @@ fn start(
     // would sit out their leases; the claim loop's claims are not waited for.
     let refills = queues.len() == 1 && queues[0].executor().setup().replication.is_none();
     let count = queues.len();
-    // Several queues of one server: one loop claims for all of them, in
-    // turns (worker/turns.rs); else a claim loop each.
+    // Several queues of one executor (one server, or one Cluster): one loop
+    // claims for all of them, in turns (worker/turns.rs); else a claim loop each.
     let one_server = queues.iter().all(|q| Arc::ptr_eq(q.executor(), queues[0].executor()));
-    let in_turns = count > 1 && one_server && queues[0].executor().setup().waits_on_many;
+    let setup = queues[0].executor().setup();
+    let in_turns = count > 1 && one_server && (setup.waits_on_many || setup.waits_each);
     let (mut hearts, mut taking_turns) = (Vec::with_capacity(count), Vec::new());
     for queue in queues {
         let (runner, heart, refilled) = stages(queue.clone(), shared, slots, runs, refills, loops);

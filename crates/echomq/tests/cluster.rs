@@ -502,3 +502,43 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes_and_a_partition_mov
         tokio::task::spawn_blocking(move || mover.migrate_slot(moving_slot, 0)).await.unwrap();
     }
 }
+
+/// A worker of a partitioned queue, idle on every partition, waits for each
+/// on a connection of its own (one pop cannot span slots): an arrival in
+/// any partition wakes it long before its `idle_wait` would look again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_partitioned_worker_is_woken_by_an_arrival_in_any_partition() {
+    let cluster = RedisCluster::start(3, Some(module_path()));
+    let client = ClusterClient::new(cluster.urls()).unwrap();
+    for via in [Via::Lua, Via::Native] {
+        let orders = echomq::Partitioned::create(executor(&client, via).await, &unique_queue("idle"), 6)
+            .await
+            .unwrap();
+        let ran: Arc<Mutex<Vec<JobId>>> = Arc::default();
+        let seen = ran.clone();
+        let handler = move |job: JobContext| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(job.id.clone());
+                Ok::<_, HandlerError>(())
+            }
+        };
+        let options = WorkerOptions::default().concurrency(8).idle_wait(Duration::from_secs(60));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(orders.worker(handler, options).run_until(async move {
+            let _ = stopped.await;
+        }));
+        // Idle a while, every partition empty; then one job in each partition in turn.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for k in 0..6 {
+            let id = orders.mint_in(k);
+            let started = std::time::Instant::now();
+            orders.enqueue_with(b"x".to_vec(), EnqueueOptions::default().id(id.clone())).await.unwrap();
+            eventually("the job ran", || async { ran.lock().unwrap().contains(&id) }).await;
+            let took = started.elapsed();
+            assert!(took < Duration::from_secs(20), "{via:?}: partition {k}'s job waited {took:?}");
+        }
+        let _ = stop.send(());
+        working.await.unwrap().unwrap();
+    }
+}

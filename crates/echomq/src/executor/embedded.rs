@@ -116,7 +116,7 @@ impl Executor for Embedded {
     }
 
     fn setup(&self) -> Setup {
-        Setup { waits: true, waits_on_many: false, replication: None }
+        Setup { waits: true, waits_on_many: false, waits_each: false, replication: None }
     }
 
     fn plain(&self) -> &dyn Plain {

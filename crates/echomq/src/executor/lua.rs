@@ -138,6 +138,7 @@ where
         Setup {
             waits: self.waits(),
             waits_on_many: self.redis.pops_any() && self.waits(),
+            waits_each: self.redis.pops_each() && self.waits(),
             replication: self.redis.replication,
         }
     }

@@ -124,7 +124,12 @@ where
 
     fn setup(&self) -> Setup {
         let waits = self.redis.blocking.is_some();
-        Setup { waits, waits_on_many: self.redis.pops_any() && waits, replication: self.redis.replication }
+        Setup {
+            waits,
+            waits_on_many: self.redis.pops_any() && waits,
+            waits_each: self.redis.pops_each() && waits,
+            replication: self.redis.replication,
+        }
     }
 
     async fn wait_on_many(&self, wakes: &[String], wait: Duration) -> Result<Option<usize>> {

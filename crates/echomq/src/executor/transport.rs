@@ -63,6 +63,11 @@ impl<C> Transport<C> {
         self.blocking = Some(Arc::new(Blocking::new(vec![conn], None)));
     }
 
+    /// Whether [`pop_any`](Transport::pop_any) can wait for one key: see [`Setup::waits_each`](super::Setup::waits_each).
+    pub(super) fn pops_each(&self) -> bool {
+        self.blocking.is_some() && !self.many_refused.load(Ordering::SeqCst)
+    }
+
     /// Whether [`pop_any`](Transport::pop_any) can wait: see [`Executor::waits_on_many`](super::Executor::waits_on_many).
     pub(super) fn pops_any(&self) -> bool {
         self.one_server && self.blocking.is_some() && !self.many_refused.load(Ordering::SeqCst)

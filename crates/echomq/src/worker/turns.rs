@@ -14,10 +14,13 @@
 //! waiting claim's end would (a job whose arrival set no wake-up is not
 //! left behind for longer).
 //!
-//! A server that refuses the pop (an ACL without `+bzpopmin`) hands the
-//! queues back to a claim loop each.
+//! On a Cluster, where one pop cannot span the queues' slots (a
+//! partitioned queue's partitions, queues spread over nodes), each idle
+//! queue is waited for on a connection of its own ([`Waiters`]), the waits
+//! running beside the claims. A server that refuses the pop (an ACL
+//! without `+bzpopmin`) hands the queues back to a claim loop each.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -147,14 +150,24 @@ pub(super) async fn run(all: Vec<Arc<Runner>>, shared: Arc<Shared>, slots: Arc<S
     let mut turns = Turns::new(&all);
     let mut outage = Outage::new(all[0].queue()).await;
     let floor = claim_floor(options.concurrency, 1) as u32;
-    let mut watched = Instant::now();
+    let (mut watched, mut waiters) = (Instant::now(), Waiters::default());
     while !shared.stopping.is_cancelled() {
-        if !via.setup().waits_on_many {
+        let setup = via.setup();
+        if !setup.waits_on_many && !setup.waits_each {
             return claim_each(all, shared, slots).await;
         }
+        waiters.woken(&mut turns);
         turns.due(Instant::now(), options.idle_wait);
+        if !setup.waits_on_many {
+            waiters.watch(&via, &turns, options.idle_wait);
+        }
         if turns.ready.is_empty() {
-            if !wait_for_arrival(&all, &shared, &slots, &mut turns, &mut outage).await {
+            let waited = if setup.waits_on_many {
+                wait_for_arrival(&all, &shared, &slots, &mut turns, &mut outage).await
+            } else {
+                waiters.wait(&shared, &slots, &mut turns).await
+            };
+            if !waited {
                 break;
             }
             continue;
@@ -162,7 +175,8 @@ pub(super) async fn run(all: Vec<Arc<Runner>>, shared: Arc<Shared>, slots: Arc<S
         let Some(mut permits) = gather(&slots, &shared, floor).await else { break };
         // While the slots are busy, glance at the idle queues now and then,
         // beside the claims: a busy queue must not hide another's arrival.
-        let glance = (!turns.idle.is_empty() && watched.elapsed() >= WATCH).then(|| {
+        let glancing = setup.waits_on_many && !turns.idle.is_empty() && watched.elapsed() >= WATCH;
+        let glance = glancing.then(|| {
             watched = Instant::now();
             let (wakes, queues) = turns.idle_wakes();
             let via = via.clone();
@@ -183,6 +197,65 @@ pub(super) async fn run(all: Vec<Arc<Runner>>, shared: Arc<Shared>, slots: Arc<S
         if !more {
             break;
         }
+    }
+}
+
+/// Where one pop cannot wait for several queues (a Cluster): a wait of its
+/// own for each idle queue, on a connection of its own, beside the claims.
+/// A wait that took a queue's wake-up puts the queue first (its claim tells
+/// the next waiter, §9); one that ran out leaves it to the recheck.
+#[derive(Default)]
+struct Waiters {
+    /// The queues being waited for.
+    waiting: HashSet<usize>,
+    /// Each wait: its queue, and whether an arrival ended it.
+    waits: JoinSet<(usize, bool)>,
+}
+
+impl Waiters {
+    /// A wait, up to `wait`, for each idle queue that has none.
+    fn watch(&mut self, via: &Arc<dyn Executor>, turns: &Turns, wait: Duration) {
+        for &queue in &turns.idle {
+            if self.waiting.insert(queue) {
+                let (via, wake) = (via.clone(), turns.wakes[queue].clone());
+                self.waits.spawn(async move {
+                    let popped = via.wait_on_many(std::slice::from_ref(&wake), wait).await;
+                    (queue, matches!(popped, Ok(Some(_))))
+                });
+            }
+        }
+    }
+
+    /// The waits that have ended.
+    fn woken(&mut self, turns: &mut Turns) {
+        while let Some(ended) = self.waits.try_join_next() {
+            if let Ok((queue, woke)) = ended {
+                self.ended(turns, queue, woke);
+            }
+        }
+    }
+
+    fn ended(&mut self, turns: &mut Turns, queue: usize, woke: bool) {
+        self.waiting.remove(&queue);
+        if woke {
+            turns.woke(queue);
+        }
+    }
+
+    /// No queue ready: wait, holding a slot to claim with, for a wait to
+    /// end or a queue held back to come due. `false` when the worker stopped.
+    async fn wait(&mut self, shared: &Shared, slots: &Arc<Semaphore>, turns: &mut Turns) -> bool {
+        let _slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = shared.stopping.cancelled() => return false,
+        };
+        let until = turns.next_due(shared.options.idle_wait);
+        tokio::select! {
+            Some(Ok((queue, woke))) = self.waits.join_next() => self.ended(turns, queue, woke),
+            () = tokio::time::sleep_until(until) => {}
+            () = shared.stopping.cancelled() => return false,
+        }
+        true
     }
 }
 
