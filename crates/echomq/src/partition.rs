@@ -29,7 +29,7 @@ use crate::executor::{Command, Executor};
 use crate::keyspace::{self, valid_queue};
 use crate::queue::{EnqueueOptions, Enqueued};
 use crate::worker::{Handler, Worker, WorkerOptions};
-use crate::{Config, Error, ErrorKind, JobId, Limit, Queue, Rate, Result, Settings};
+use crate::{Config, Error, ErrorKind, Flow, JobId, Limit, OnFailure, Queue, Rate, Result, Settings};
 
 /// The most partitions a queue may have: each then spans 16 slots.
 pub const MAX_PARTITIONS: usize = 1024;
@@ -366,6 +366,25 @@ impl Partitioned {
             .into_iter()
             .map(|outcome| outcome.unwrap_or_else(|| Err(Error::new(ErrorKind::Reply, "no answer"))))
             .collect())
+    }
+
+    /// `flow` with a child in this partitioned queue: its id placed as
+    /// [`place`](Partitioned::place) places a job's (a given one, or one
+    /// minted in its group's partition, or anywhere), and the child in that
+    /// id's partition, so that the id rule holds for it too. The flow's
+    /// parent and other children may be in any queues or partitions.
+    ///
+    /// # Errors
+    /// [`place`](Partitioned::place)'s refusal.
+    pub fn flow_child(
+        &self,
+        flow: Flow,
+        payload: impl Into<Vec<u8>>,
+        options: EnqueueOptions,
+        on_failure: OnFailure,
+    ) -> Result<Flow> {
+        let id = self.place(&options)?;
+        Ok(flow.child_with(self.partition_of(&id).name(), payload, options.id(id), on_failure))
     }
 
     /// Change every partition's settings (CONFIG on each, at once; not one

@@ -326,3 +326,53 @@ async fn limits_split_over_the_partitions_and_pause_holds_them_all() {
             .all(|s| s.concurrency.is_none() && s.rate.is_none()));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_s_children_go_to_their_partitions_and_its_parent_runs_after_them() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let kids = Partitioned::create(via.clone(), &unique_queue("kids"), 4).await.unwrap();
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let mut flow = echomq::Flow::new(b"parent".to_vec());
+        for n in 0..8u8 {
+            let options =
+                if n < 2 { EnqueueOptions::default().group("t") } else { EnqueueOptions::default() };
+            flow = kids.flow_child(flow, vec![n], options, echomq::OnFailure::Fail).unwrap();
+        }
+        let added = echomq::Flows::of(&parents).add(flow).await.unwrap();
+        assert_eq!(added.children.len(), 8, "{via_name}");
+        for child in &added.children {
+            let home = kids.partition_of(&child.id);
+            assert_eq!(child.queue, home.name(), "{via_name}: a child in its id's partition");
+            assert!(home.inspect(&child.id).await.unwrap().is_some(), "{via_name}");
+        }
+        let grouped: HashSet<&str> = added.children[..2].iter().map(|child| child.queue.as_str()).collect();
+        assert_eq!(grouped, HashSet::from([kids.partition_for("t").name()]), "{via_name}: with its group");
+
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = order.clone();
+        let handler = move |job: JobContext| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(job.payload.clone());
+                Ok::<_, HandlerError>(())
+            }
+        };
+        let options = WorkerOptions::default().concurrency(4).idle_wait(Duration::from_millis(50));
+        let worker = kids.worker(handler, options).queue(parents.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("the parent ran", || async { order.lock().unwrap().contains(&b"parent".to_vec()) }).await;
+        let _ = stop.send(());
+        working.await.unwrap().unwrap();
+        let order = order.lock().unwrap();
+        assert_eq!(order.len(), 9, "{via_name}: {order:?}");
+        assert_eq!(
+            order.last().map(Vec::as_slice),
+            Some(b"parent".as_slice()),
+            "{via_name}: the parent last"
+        );
+    }
+}
