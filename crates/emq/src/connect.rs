@@ -209,6 +209,11 @@ impl Server {
         }
     }
 
+    /// The partitioned queue `name` (protocol 1.8), or `None` for an ordinary queue.
+    pub async fn partitioned(&self, name: &str) -> Result<Option<echomq::Partitioned>, Error> {
+        Ok(echomq::Partitioned::find(self.executor().await?, name).await?)
+    }
+
     /// Queue `name` on the server.
     pub async fn queue(&self, name: &str) -> Result<Queue, Error> {
         Ok(Queue::new(self.executor().await?, name)?)

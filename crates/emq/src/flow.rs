@@ -18,7 +18,7 @@ pub struct QueuesArgs {
 
 pub async fn pause(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
-        if let Some(partitioned) = partitioned(server, &name).await? {
+        if let Some(partitioned) = server.partitioned(&name).await? {
             partitioned.pause().await?;
             let n = partitioned.partitions().len();
             tell!("paused {name}: its {n} partitions' workers claim nothing until `emq resume {name}`");
@@ -44,11 +44,6 @@ async fn note_if_empty(queue: &echomq::Queue) {
     }
 }
 
-/// The partitioned queue `name` (protocol 1.8), or `None` for a queue.
-async fn partitioned(server: &Server, name: &str) -> Result<Option<echomq::Partitioned>, Error> {
-    Ok(echomq::Partitioned::find(server.executor().await?, name).await?)
-}
-
 /// A partitioned queue's settings after a change: a line per partition.
 fn tell_partitions(partitioned: &echomq::Partitioned, settings: &[Settings]) {
     let n = settings.len();
@@ -60,7 +55,7 @@ fn tell_partitions(partitioned: &echomq::Partitioned, settings: &[Settings]) {
 
 pub async fn resume(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
-        if let Some(partitioned) = partitioned(server, &name).await? {
+        if let Some(partitioned) = server.partitioned(&name).await? {
             partitioned.resume().await?;
             tell!("resumed {name}: its {} partitions", partitioned.partitions().len());
             continue;
@@ -161,7 +156,7 @@ pub struct LimitArgs {
 }
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
-    let partitioned = partitioned(server, &args.queue).await?;
+    let partitioned = server.partitioned(&args.queue).await?;
     let queue = match (&partitioned, &args.group) {
         // A group lives in the partition its name routes to.
         (Some(partitioned), Some(group)) => partitioned.partition_for(group).clone(),
@@ -302,7 +297,7 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     (config.keep_done, config.keep_dead, config.keep_cancelled) =
         (args.keep_done, args.keep_dead, args.keep_cancelled);
     config.events = args.events;
-    if let Some(partitioned) = partitioned(server, &args.queue).await? {
+    if let Some(partitioned) = server.partitioned(&args.queue).await? {
         tell_partitions(&partitioned, &partitioned.configure(config).await?);
         return Ok(());
     }

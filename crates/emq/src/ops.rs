@@ -430,7 +430,7 @@ pub async fn queues_holding(server: &Server, id: &JobId) -> Result<BTreeSet<Stri
 pub async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Result<String, Error> {
     if let Some(queue) = given {
         // A partitioned queue's name: the job's partition (protocol 1.8).
-        return Ok(match echomq::Partitioned::find(server.executor().await?, &queue).await? {
+        return Ok(match server.partitioned(&queue).await? {
             Some(partitioned) => partitioned.partition_of(id).name().to_owned(),
             None => queue,
         });

@@ -182,7 +182,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
 /// Where schedule `name` of `queue` lives: the queue, or the partition of a
 /// partitioned queue (protocol 1.8) that routing by the name names.
 async fn home(server: &Server, queue: &str, name: &str) -> Result<echomq::Queue, Error> {
-    Ok(match echomq::Partitioned::find(server.executor().await?, queue).await? {
+    Ok(match server.partitioned(queue).await? {
         Some(partitioned) => partitioned.partition_for(name).clone(),
         None => server.queue(queue).await?,
     })
@@ -190,7 +190,7 @@ async fn home(server: &Server, queue: &str, name: &str) -> Result<echomq::Queue,
 
 /// The queue, or every partition of a partitioned queue.
 async fn every_queue(server: &Server, queue: &str) -> Result<Vec<echomq::Queue>, Error> {
-    Ok(match echomq::Partitioned::find(server.executor().await?, queue).await? {
+    Ok(match server.partitioned(queue).await? {
         Some(partitioned) => partitioned.partitions().to_vec(),
         None => vec![server.queue(queue).await?],
     })
