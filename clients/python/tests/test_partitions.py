@@ -75,6 +75,18 @@ async def test_limits_split_and_pause_holds_every_partition(conn: echomq.Connect
     assert not any(c.paused for c in await orders.resume())
 
 
+async def test_an_exact_rate_is_not_worked_here(conn: echomq.Connection) -> None:
+    orders = await echomq.Partitioned.create(conn, unique_queue("exact"), 4)
+    assert orders.exact is None and len(await orders.worked(conn)) == 5
+    await conn.redis.hset("emq:{" + orders.name + "}:partitions", mapping={"rate": "50", "per": "1000"})
+    held = await echomq.Partitioned.open(conn, orders.name)
+    assert held.exact == (50, 1000)
+    with pytest.raises(echomq.InvalidInput, match="exact rate of 50 per 1000 ms"):
+        await held.worked(conn)
+    await conn.redis.hset("emq:{" + orders.name + "}:partitions", "rate", "0")
+    assert (await echomq.Partitioned.open(conn, orders.name)).exact is None
+
+
 async def test_bad_input_and_malformed_definitions_are_refused(conn: echomq.Connection) -> None:
     name = unique_queue("bad")
     for count in (0, 1025, True):

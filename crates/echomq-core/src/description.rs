@@ -106,6 +106,12 @@ pub enum Role {
     /// protocol 1.7, §7.9). Only INSPECT names it among its KEYS; the
     /// other transitions derive it from the prefix.
     Group,
+    /// `partitions`: a partitioned queue's definition (hash; protocol 1.8,
+    /// §7.10): its count, routing, partitions, and its exact rate.
+    Partitions,
+    /// `permits`: a partitioned queue's permit log, each permit's number by
+    /// the server ms it was granted (zset; protocol 1.8). PERMIT keeps it.
+    Permits,
 }
 
 impl Role {
@@ -151,6 +157,8 @@ impl Role {
             Role::Ready => "ready",
             Role::GroupWait => "gwait",
             Role::Group => "group",
+            Role::Partitions => "partitions",
+            Role::Permits => "permits",
         }
     }
 
@@ -174,7 +182,8 @@ impl Role {
             | Role::Children
             | Role::Parents
             | Role::Groups
-            | Role::Group => KeyType::Hash,
+            | Role::Group
+            | Role::Partitions => KeyType::Hash,
             Role::Pending
             | Role::Active
             | Role::Delayed
@@ -192,7 +201,8 @@ impl Role {
             | Role::Waiting
             | Role::GroupNames
             | Role::Ready
-            | Role::GroupWait => KeyType::Zset,
+            | Role::GroupWait
+            | Role::Permits => KeyType::Zset,
             Role::Events | Role::Notices => KeyType::Stream,
         }
     }

@@ -46,6 +46,7 @@ mod grouping;
 mod groups;
 mod inspect;
 mod obliterate;
+mod permit;
 mod progress;
 mod promote;
 mod purge;
@@ -91,6 +92,7 @@ pub use group::*;
 pub use groups::*;
 pub use inspect::*;
 pub use obliterate::*;
+pub use permit::*;
 pub use progress::*;
 pub use promote::*;
 pub use purge::*;
@@ -205,6 +207,7 @@ transitions!(
     Adopt,
     Group,
     Groups,
+    Permit,
 );
 
 impl Name {

@@ -15,6 +15,9 @@ wake_key     emq:{q}:wake       (zset) the wake-up key
 ARGV[1]  lease, ms          1..=2147483647
 ARGV[2..] options:
          COUNT <n>          1..=1000, default 1
+         UNTIL <ms>         0..=9999999999999 (1.8): past this server ms the claim
+                            takes nothing and reads nothing, answering [] (a
+                            partitioned queue's permits, PROTOCOL.md §7.10)
          BLOCK <ms>         native only (EMQ.CLAIM): the script refuses it
 Derived  emq:{q}:job:<id>   the record of each popped id: the prefix of pending_key
                             with job:<id>, so the same hashtag and slot.
@@ -59,8 +62,9 @@ local lease
 lease, err = integer(ARGV[1], 'lease', LEASE_MS_MIN, LEASE_MS_MAX)
 if err then return err end
 local opts
-opts, err = options(2, {COUNT = {CLAIM_COUNT_MIN, CLAIM_COUNT_MAX}})
+opts, err = options(2, {COUNT = {CLAIM_COUNT_MIN, CLAIM_COUNT_MAX}, UNTIL = {AT_MS_MIN, AT_MS_MAX}})
 if err then return err end
+if opts.UNTIL and now_ms() > opts.UNTIL then return {} end
 local head
 head, err = pending_head(pending_key, opts.COUNT or 1)
 err = err or type_error(active_key, 'zset')

@@ -47,6 +47,13 @@ pub fn partitions(name: &str) -> String {
     format!("emq:{{{name}}}:partitions")
 }
 
+/// A partitioned queue's permit log (PROTOCOL.md §7.10, 1.8):
+/// `emq:{p}:permits`, beside its definition.
+#[must_use]
+pub fn permits(name: &str) -> String {
+    format!("emq:{{{name}}}:permits")
+}
+
 use crate::id::JobId;
 use crate::record::State;
 use crate::{Error, Result};

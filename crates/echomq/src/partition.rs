@@ -12,7 +12,9 @@
 //! is then exact; a batch's) routes them by a key: the partition
 //! `CRC16(key) mod N`, and each job's id is minted until it names that
 //! partition. What is lost: FIFO and priority across partitions, and a
-//! queue's settings are each partition's own.
+//! queue's settings are each partition's own. One rate may still hold
+//! across them all, exactly, on request ([`Partitioned::exact_rate`]):
+//! each claim then asks the queue's coordinator for permits first.
 //!
 //! ```no_run
 //! # async fn demo(via: std::sync::Arc<dyn echomq::Executor>) -> echomq::Result<()> {
@@ -25,11 +27,16 @@
 
 use std::sync::Arc;
 
+mod exact;
+
+pub(crate) use exact::Coordinator;
+
 use crate::executor::{Command, Executor};
 use crate::keyspace::{self, valid_queue};
 use crate::queue::{EnqueueOptions, Enqueued};
 use crate::worker::{Handler, Worker, WorkerOptions};
 use crate::{Config, Error, ErrorKind, Flow, JobId, Limit, OnFailure, Queue, Rate, Result, Settings};
+use echomq_core::limits;
 
 /// The most partitions a queue may have: each then spans 16 slots.
 pub const MAX_PARTITIONS: usize = 1024;
@@ -100,11 +107,34 @@ fn check(name: &str, count: usize) -> Result<()> {
     Ok(())
 }
 
+/// The exact rate a definition holds: its `rate` (none when missing or 0)
+/// and `per`, as PERMIT reads them (PROTOCOL.md §7.10).
+fn exact_of<'a>(field: &impl Fn(&str) -> Option<&'a str>) -> std::result::Result<Option<Rate>, String> {
+    let number = |name: &str| {
+        field(name).map(|text| text.parse::<u64>().map_err(|_| format!("{name} {text:?} is not a count")))
+    };
+    match (number("rate").transpose()?, number("per").transpose()?) {
+        (None | Some(0), _) => Ok(None),
+        (Some(claims), Some(per))
+            if limits::RATE.contains(&claims) && limits::RATE_PERIOD_MS.contains(&per) =>
+        {
+            Ok(Some(Rate { claims, per: std::time::Duration::from_millis(per) }))
+        }
+        (Some(claims), per) => {
+            Err(format!("the exact rate {claims} per {per:?} ms is not 1 to 100000 per 1 ms to a day"))
+        }
+    }
+}
+
 /// One logical queue over its partitions (see the [module](self)).
 #[derive(Clone, Debug)]
 pub struct Partitioned {
     name: String,
     partitions: Vec<Queue>,
+    /// Its exact rate's coordinator, which every queue it works asks.
+    coordinator: Arc<Coordinator>,
+    /// Its exact rate when it was opened.
+    exact: Option<Rate>,
 }
 
 impl Partitioned {
@@ -190,20 +220,30 @@ impl Partitioned {
                 format!("{key}: routing {routing:?} is unknown to this speaker (it routes by {ROUTING})"),
             ));
         }
+        let coordinator = Arc::new(Coordinator::new(Queue::new(via.clone(), name)?));
         let mut partitions = Vec::with_capacity(count);
         for k in 0..count {
             // Written with the count, or derived by the rule that chose them.
             let name =
                 field(&format!("queue:{k}")).map_or_else(|| partition_name(name, k, count), str::to_owned);
-            partitions.push(Queue::new(via.clone(), &name).map_err(|err| malformed(err.to_string()))?);
+            let queue = Queue::new(via.clone(), &name).map_err(|err| malformed(err.to_string()))?;
+            partitions.push(queue.coordinated(coordinator.clone()));
         }
-        Ok(Some(Partitioned { name: name.to_owned(), partitions }))
+        let exact = exact_of(&field).map_err(malformed)?;
+        Ok(Some(Partitioned { name: name.to_owned(), partitions, coordinator, exact }))
     }
 
     /// The partitioned queue's name.
     #[must_use]
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Its exact rate across the partitions ([`exact_rate`](Partitioned::exact_rate)),
+    /// as the definition held it when this was opened; `None` for none.
+    #[must_use]
+    pub fn exact(&self) -> Option<Rate> {
+        self.exact
     }
 
     /// Its partitions, in order: partition `k` is the `k`-th.
@@ -425,6 +465,40 @@ impl Partitioned {
         futures_util::future::try_join_all(sent).await
     }
 
+    /// Hold the queue to an exact rate, at most `rate` claims in any period
+    /// counted over every partition, or lift it (`Unlimited`): written to
+    /// the definition, which workers read at least once a second. Each
+    /// worker's claim then asks the queue's coordinator for permits first
+    /// (PROTOCOL.md §7.10): one more call a claim, and a busy queue runs
+    /// at up to a tenth below the rate, never above it. Independent of the
+    /// partitions' own rates ([`configure`](Partitioned::configure)).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for a rate outside 1 to 100,000 claims, or a
+    /// period outside 1 ms to a day (nothing sent); a failure of the
+    /// connection or the server.
+    pub async fn exact_rate(&self, rate: Limit<Rate>) -> Result<()> {
+        let fields = match rate {
+            Limit::Unlimited => vec![("rate".to_owned(), "0".to_owned())],
+            Limit::To(Rate { claims, per }) => {
+                let per_ms = u64::try_from(per.as_millis()).unwrap_or(u64::MAX);
+                if claims == 0 || !limits::RATE.contains(&claims) || !limits::RATE_PERIOD_MS.contains(&per_ms)
+                {
+                    return Err(Error::new(
+                        ErrorKind::Argument,
+                        format!(
+                            "an exact rate is 1 to 100000 claims per 1 ms to a day, not {claims} per {per:?}"
+                        ),
+                    ));
+                }
+                vec![("rate".to_owned(), claims.to_string()), ("per".to_owned(), per_ms.to_string())]
+            }
+        };
+        let key = keyspace::partitions(&self.name);
+        self.partitions[0].executor().plain().one(Command::HSet(key, fields)).await?;
+        Ok(())
+    }
+
     /// Pause every partition's claims (see [`configure`](Partitioned::configure)).
     ///
     /// # Errors
@@ -448,6 +522,7 @@ impl Partitioned {
     pub fn worked(&self) -> Vec<Queue> {
         let via = self.partitions[0].executor().clone();
         let ordinary = Queue::new(via, &self.name).expect("the name was checked");
+        let ordinary = ordinary.coordinated(self.coordinator.clone());
         self.partitions.iter().cloned().chain([ordinary]).collect()
     }
 

@@ -56,6 +56,9 @@ pub struct Queue {
     via: Arc<dyn Executor>,
     /// Whether this queue (and its clones) noted itself in the registry.
     registered: Arc<Registered>,
+    /// The coordinator of the exact rate of the partitioned queue this one
+    /// belongs to (PROTOCOL.md §7.10): asked before each claim.
+    coordinator: Option<Arc<crate::partition::Coordinator>>,
 }
 
 /// A queue's own word of the registry: noted there, and whether a failure
@@ -178,7 +181,20 @@ impl Queue {
     /// [`ErrorKind::InvalidQueue`](crate::ErrorKind::InvalidQueue) for a
     /// name that is empty, over 255 bytes, or holds `{`, `}` or NUL.
     pub fn new(via: Arc<dyn Executor>, name: &str) -> Result<Queue> {
-        Ok(Queue { keys: Arc::new(Keyspace::new(name)?), via, registered: Arc::default() })
+        Ok(Queue { keys: Arc::new(Keyspace::new(name)?), via, registered: Arc::default(), coordinator: None })
+    }
+
+    /// This queue, as one of the queues of a partitioned queue whose exact
+    /// rate `coordinator` hands out.
+    pub(crate) fn coordinated(mut self, coordinator: Arc<crate::partition::Coordinator>) -> Queue {
+        self.coordinator = Some(coordinator);
+        self
+    }
+
+    /// Whether its claims ask a partitioned queue's coordinator first: an
+    /// ACKNEXT, which claims without asking, must not claim for it.
+    pub(crate) fn coordinated_claims(&self) -> bool {
+        self.coordinator.is_some()
     }
 
     /// The queue's name.

@@ -100,6 +100,7 @@ hosts! {
     adopt => Adopt,
     group => Group,
     groups => Groups,
+    permit => Permit,
 }
 
 /// A transition of the protocol, as the host calls it.

@@ -242,7 +242,10 @@ fn start(
     // replicas must confirm writes: an ACKNEXT that a lagging replica
     // leaves unconfirmed answers that, not the jobs it claimed, which
     // would sit out their leases; the claim loop's claims are not waited for.
-    let refills = queues.len() == 1 && queues[0].executor().setup().replication.is_none();
+    // Nor for a partitioned queue's: its claims ask for permits first.
+    let refills = queues.len() == 1
+        && queues[0].executor().setup().replication.is_none()
+        && !queues[0].coordinated_claims();
     let count = queues.len();
     // Several queues of one executor (one server, or one Cluster): one loop
     // claims for all of them, in turns (worker/turns.rs); else a claim loop each.

@@ -376,3 +376,156 @@ async fn a_flow_s_children_go_to_their_partitions_and_its_parent_runs_after_them
         );
     }
 }
+
+/// The seed of a randomized test: `ECHOMQ_SEED`, or the clock's; printed,
+/// so that a failure replays.
+fn seed() -> u64 {
+    let seed = std::env::var("ECHOMQ_SEED").ok().and_then(|seed| seed.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    });
+    println!("ECHOMQ_SEED={seed}");
+    seed
+}
+
+/// xorshift64: reproducible from its seed.
+fn xorshift(x: &mut u64, below: u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x % below
+}
+
+/// A clock that moves on at every reading, by a few ms, or one time in 25
+/// by 60 to 150: a claim runs a while after the permits it asked for,
+/// sometimes near the end of their hold or past it.
+struct Ticking(std::sync::Mutex<(u64, u64)>);
+
+impl echomq_core::memory::Clock for Ticking {
+    fn now_ms(&self) -> u64 {
+        let mut state = self.0.lock().unwrap();
+        let (now, mut x) = *state;
+        let step = xorshift(&mut x, 1000);
+        let now = now + if step.is_multiple_of(25) { 60 + step % 91 } else { step % 8 };
+        *state = (now, x);
+        now
+    }
+}
+
+/// The server times of the claims the partitions' event logs recorded.
+async fn claim_times(queues: &[Queue]) -> Vec<u64> {
+    let mut claimed = Vec::new();
+    for queue in queues {
+        let mut events = queue.events(echomq::EventsFrom::Oldest).await.unwrap();
+        while let Some(event) = events.next_within(Duration::from_millis(1)).await.unwrap() {
+            if event.kind == echomq::EventKind::Active {
+                claimed.push(event.id.ms);
+            }
+        }
+    }
+    claimed
+}
+
+/// The most claims of `claimed` in any `per` ms.
+fn busiest(claimed: &[u64], per: u64) -> usize {
+    claimed
+        .iter()
+        .map(|at| claimed.iter().filter(|t| (*at..at + per).contains(*t)).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Claims of random sizes from random partitions and the ordinary queue of
+/// the name (which holds nothing, so its permits come back), on an embedded
+/// clock that moves on at every reading: no window of PER ms holds more
+/// claims than the exact rate, across the partitions, as the event logs
+/// record them; and the rate is used, not lost to permits never given
+/// back. Lifted, the claims run freely.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exact_rate_holds_in_every_window_across_the_partitions() {
+    use echomq::{Embedded, Limit, Rate};
+    let mut x = seed();
+    let start = 1_750_000_000_000;
+    let clock = Arc::new(Ticking(std::sync::Mutex::new((start, x | 1))));
+    let via: Arc<dyn Executor> = Arc::new(Embedded::with_clock(clock.clone()));
+    let rated = Partitioned::create(via.clone(), "rated", 6).await.unwrap();
+    let per = Duration::from_secs(1);
+    rated.exact_rate(Limit::To(Rate { claims: 50, per })).await.unwrap();
+    // One at a time, each in its id's partition (a batch would stick to one).
+    for n in 0..600 {
+        rated.enqueue(format!("{n}").into_bytes()).await.unwrap();
+    }
+    let queues = rated.worked();
+    let lease = Duration::from_secs(600);
+    let began = echomq_core::memory::Clock::now_ms(&*clock);
+    // Half the claims ask the empty ordinary queue.
+    let mut taken = Vec::new();
+    while echomq_core::memory::Clock::now_ms(&*clock) - began < 10_000 {
+        let at = if xorshift(&mut x, 2) == 0 { 6 } else { xorshift(&mut x, 6) as usize };
+        let leases = queues[at].claim_many(lease, 1 + xorshift(&mut x, 8), None).await.unwrap();
+        taken.extend(leases.jobs.into_iter().map(|lease| (at, lease.into_job().id)));
+    }
+    // When each claim ran: its record's stamp, the claim's own now (the
+    // event log's stamps are the store's later readings of this clock).
+    let mut claimed = Vec::new();
+    for (at, id) in &taken {
+        let record = queues[*at].inspect(id).await.unwrap().unwrap().record;
+        claimed.push(record.updated_at.unwrap());
+    }
+    assert!(busiest(&claimed, 1000) <= 50, "{} claims in one second", busiest(&claimed, 1000));
+    // A busy queue runs at up to 50 a PER + hold (1100 ms), some 450 in
+    // 10 s; with the permits of the empty queue's claims lost, half that.
+    assert!(claimed.len() >= 350, "only {} claims in 10 s under a rate of 50/s", claimed.len());
+    rated.exact_rate(Limit::Unlimited).await.unwrap();
+    // Workers read the definition again within a second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut freely = 0;
+    for queue in rated.partitions() {
+        freely += queue.claim_many(lease, 1000, None).await.unwrap().jobs.len();
+    }
+    assert_eq!(freely, 600 - claimed.len(), "lifted, the claims take what pending holds");
+    let bad = rated.exact_rate(Limit::To(Rate { claims: 0, per })).await.unwrap_err();
+    assert_eq!(bad.kind, ErrorKind::Argument, "{bad}");
+    let bad = rated.exact_rate(Limit::To(Rate { claims: 5, per: Duration::ZERO })).await.unwrap_err();
+    assert_eq!(bad.kind, ErrorKind::Argument, "{bad}");
+}
+
+/// A worker over the partitions under an exact rate, on every executor:
+/// every job runs once, and the claims the partitions' event logs record,
+/// by the server's clock, never exceed the rate in any window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_holds_an_exact_rate_on_every_executor() {
+    use echomq::{Limit, Rate};
+    let (_server, executors) = common::three_executors().await;
+    let per = Duration::from_millis(300);
+    for (via_name, via) in executors {
+        let rated = Partitioned::create(via.clone(), &unique_queue("rated"), 4).await.unwrap();
+        rated.exact_rate(Limit::To(Rate { claims: 20, per })).await.unwrap();
+        let jobs = (0..80).map(|n| (format!("{n}").into_bytes(), EnqueueOptions::default()));
+        assert!(rated.enqueue_many(jobs).await.unwrap().iter().all(Result::is_ok));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counted = ran.clone();
+        let options = WorkerOptions::default().concurrency(16).idle_wait(Duration::from_millis(50));
+        let worker = rated.worker(
+            move |_job: JobContext| {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, HandlerError>(())
+                }
+            },
+            options,
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 80 }).await;
+        let _ = stop.send(());
+        working.await.unwrap().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 80, "{via_name}: each job once");
+        let claimed = claim_times(rated.partitions()).await;
+        assert_eq!(claimed.len(), 80, "{via_name}: a claim a job");
+        let busiest = busiest(&claimed, 300);
+        assert!(busiest <= 20, "{via_name}: {busiest} claims in one 300 ms");
+    }
+}

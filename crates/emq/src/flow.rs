@@ -45,6 +45,22 @@ async fn note_if_empty(queue: &echomq::Queue) {
 }
 
 /// A partitioned queue's settings after a change: a line per partition.
+fn tell_exact(partitioned: &echomq::Partitioned, rate: Limit<Rate>) {
+    let n = partitioned.partitions().len();
+    match rate {
+        Limit::To(rate) => {
+            let per = humantime::format_duration(rate.per);
+            tell!("{}: an exact rate of {}/{per} across its {n} partitions", partitioned.name(), rate.claims);
+            eprintln!(
+                "emq: note: workers take it within a second; one that does not know protocol 1.8 ignores it, and the Python worker refuses the queue"
+            );
+        }
+        Limit::Unlimited => {
+            tell!("{}: no exact rate (each partition's own limits still hold)", partitioned.name())
+        }
+    }
+}
+
 fn tell_partitions(partitioned: &echomq::Partitioned, settings: &[Settings]) {
     let n = settings.len();
     tell!("{}: over {n} partitions, limits split between them:", partitioned.name());
@@ -153,6 +169,11 @@ pub struct LimitArgs {
     /// With --group: resume its claims.
     #[arg(long, requires = "group")]
     resume: bool,
+    /// With a partitioned queue: hold --rate exactly across every partition
+    /// (its workers ask a coordinator for permits, one more call a claim, and
+    /// run up to a tenth below the rate) rather than split it between them.
+    #[arg(long, requires = "rate", conflicts_with_all = ["group", "concurrency"])]
+    exact: bool,
 }
 
 pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
@@ -169,6 +190,18 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
         let group = QueueGroups::of(&queue).set(change).await?;
         note_if_empty(&queue).await;
         tell!("{} group {}: {}", args.queue, group.group, describe_group(&group));
+        return Ok(());
+    }
+    if args.exact {
+        let (Some(partitioned), Some(rate)) = (&partitioned, args.rate) else {
+            return Err(format!(
+                "{}: --exact is for a partitioned queue; a queue's own rate is exact",
+                args.queue
+            )
+            .into());
+        };
+        partitioned.exact_rate(rate).await?;
+        tell_exact(partitioned, rate);
         return Ok(());
     }
     let mut config = Config::default();

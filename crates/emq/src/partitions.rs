@@ -73,6 +73,9 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
     rows.push(row("all".into(), queue.name().to_owned(), "-".into(), &total));
     let header = ["PARTITION", "QUEUE", "SLOT", "PENDING", "ACTIVE", "DELAYED", "DONE", "DEAD", "CANCELLED"];
     crate::workers::aligned(&header, &rows)?;
+    if let Some(rate) = queue.exact() {
+        tell!("exact rate {}/{} across the partitions", rate.claims, humantime::format_duration(rate.per));
+    }
     eprintln!("emq: note: FIFO and priority hold within each partition, not across them");
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! Native: `emq partition create` and `show`; `emq enqueue` (one job, with
 //! a group, JSON lines) sending each job to its partition; `emq inspect
 //! --queue` and `emq cancel --queue` finding a job by the partitioned
-//! queue's name; `emq limit` splitting a queue's limits, `emq pause`,
+//! queue's name; `emq limit` splitting a queue's limits, or holding an
+//! exact rate across the partitions; `emq pause`,
 //! `resume` and `stats` taking its name; `emq work` working every
 //! partition; another count, a bad count and an ordinary queue refused
 //! with exit 5, nothing written.
@@ -98,6 +99,16 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         );
         emq.ok(&["resume", &q]);
         emq.ok(&["limit", &q, "--concurrency", "none", "--rate", "none"]);
+        // An exact rate across the partitions, shown, and lifted.
+        let exact = emq.ok(&["limit", &q, "--rate", "50/1s", "--exact"]);
+        assert_eq!(exact, format!("{q}: an exact rate of 50/1s across its 4 partitions\n"), "{via}");
+        assert!(emq.ok(&["partition", "show", &q]).contains("\nexact rate 50/1s across the partitions\n"));
+        let ordinary =
+            emq.command(&["limit", "not-partitioned", "--rate", "5/1s", "--exact"]).output().unwrap();
+        assert!(!ordinary.status.success(), "{via}: {}", show(&ordinary));
+        assert!(show(&ordinary).contains("--exact is for a partitioned queue"), "{via}: {}", show(&ordinary));
+        emq.ok(&["limit", &q, "--rate", "none", "--exact"]);
+        assert!(!emq.ok(&["partition", "show", &q]).contains("exact rate"), "{via}");
 
         // A schedule lives in the partition its name routes to; its jobs fire there.
         let home_of_beat = partition_name(&q, partition_index("beat", 4), 4);

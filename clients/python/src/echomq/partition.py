@@ -102,10 +102,13 @@ def _check(name: str, count: int) -> None:
 class Partitioned:
     """One logical queue over its partitions (see the module)."""
 
-    def __init__(self, name: str, partitions: list[Queue]) -> None:
+    def __init__(self, name: str, partitions: list[Queue], exact: tuple[int, int] | None = None) -> None:
         self.name = name
         self.partitions = partitions
         """Partition ``k`` is the ``k``-th: each an ordinary :class:`~echomq.Queue`."""
+        self.exact = exact
+        """Its exact rate across the partitions, ``(claims, per_ms)``, as the
+        definition held it when opened (PROTOCOL.md §7.10); None for none."""
 
     @staticmethod
     async def create(connection: Connection, name: str, count: int) -> Partitioned:
@@ -157,6 +160,12 @@ class Partitioned:
         if routing != ROUTING:
             raise EchoMQError(f"{key}: routing {routing!r} is unknown to this speaker (it routes by {ROUTING})")
         count = int(text)
+        rate, per = fields.get("rate", "0"), fields.get("per", "")
+        exact = None
+        if rate != "0":
+            if not (rate.isdecimal() and per.isdecimal()):
+                raise DataError(f"{key}: the exact rate {rate!r} per {per!r} ms is not a count per ms")
+            exact = (int(rate), int(per))
         partitions = []
         for k in range(count):
             queue = fields.get(f"queue:{k}") or partition_name(name, k, count)
@@ -164,12 +173,21 @@ class Partitioned:
                 partitions.append(await connection.queue(queue))
             except InvalidInput as err:
                 raise DataError(f"{key}: {err}") from None
-        return Partitioned(name, partitions)
+        return Partitioned(name, partitions, exact)
 
     async def worked(self, connection: Connection) -> list[Queue]:
         """Every queue a worker of the partitioned queue works: its
         partitions, then the ordinary queue of its own name, where a speaker
-        that does not know protocol 1.8 enqueues (PROTOCOL.md §7.10)."""
+        that does not know protocol 1.8 enqueues (PROTOCOL.md §7.10).
+        Refused (:class:`InvalidInput`) for a queue held to an exact rate
+        across its partitions, whose permits this package's Worker does not
+        take yet: work it with ``emq work`` or the Rust crate's worker."""
+        if self.exact is not None:
+            claims, per = self.exact
+            raise InvalidInput(
+                f"{self.name!r} is held to an exact rate of {claims} per {per} ms across its partitions, "
+                "which this Python worker does not honour yet: work it with `emq work` or the Rust "
+                "crate's worker, or lift the rate (emq limit NAME --rate none --exact)")
         return [*self.partitions, await connection.queue(self.name)]
 
     def index_of(self, job_id: str) -> int:

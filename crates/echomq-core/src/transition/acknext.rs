@@ -144,6 +144,7 @@ impl<'a> AckNext<'a> {
             lease: self.lease,
             count: self.count,
             block: None,
+            until: None,
         };
         let opened = claim.open(store, Some(self.ack.fenced.id))?;
         self.ack.finish(store, true)?;

@@ -8,7 +8,7 @@ use super::gate::{gate, spend, Gate, Logged};
 use super::grouping::{Grouping, UNGROUPED_MAX};
 use super::{attempts_of, need, number, read_records, remove, wake, wake_key, write_stamped, Stamped, Taken};
 use crate::description::{keys, Description, Effect};
-use crate::limits::{CLAIM_COUNT, LEASE_MS};
+use crate::limits::{AT_MS, CLAIM_COUNT, LEASE_MS};
 use crate::parse::{count, named_keys, options};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
@@ -37,6 +37,9 @@ pub struct Claim<'a> {
     /// `BLOCK <ms>`: the native command's wait for a job (0: no limit). The
     /// core claims at once; the caller does the waiting.
     pub block: Option<u64>,
+    /// `UNTIL <ms>` (1.8): a claim that runs after this server ms takes
+    /// nothing (a partitioned queue's permits, §7.10).
+    pub(super) until: Option<u64>,
 }
 
 impl<'a> Claim<'a> {
@@ -47,7 +50,7 @@ impl<'a> Claim<'a> {
         keys: ClaimKeys::ROLES,
         forms: ClaimKeys::FORMS,
         args: &["lease"],
-        options: &["COUNT", "BLOCK"],
+        options: &["COUNT", "UNTIL", "BLOCK"],
         effect: Effect::Writes,
         wakes_claims: false,
         fenced: false,
@@ -56,21 +59,24 @@ impl<'a> Claim<'a> {
     };
 
     /// KEYS: pending, active, config, rate, policy, events, headers, wake.
-    /// ARGV: lease, then COUNT (and BLOCK, native only).
+    /// ARGV: lease, then COUNT, UNTIL (and BLOCK, native only).
     ///
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before any storage is read:
     /// - `EMQARG`: the keys are not this queue's, in their number and roles; the lease is missing or out of
-    ///   range; an option is unknown, given twice or out of range.
+    ///   range; an option is unknown, given twice or out of range; UNTIL with BLOCK.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Claim<'a>, Refusal> {
         let (keys, prefix) = named_keys::<ClaimKeys>(keys, b"")?;
         let lease = count(args.first().copied(), "lease", LEASE_MS)?;
-        let [count, block] = options(
+        let [count, until, block] = options(
             args.get(1..).unwrap_or_default(),
-            [("COUNT", CLAIM_COUNT), ("BLOCK", LEASE_MS_OR_FOREVER)],
+            [("COUNT", CLAIM_COUNT), ("UNTIL", AT_MS), ("BLOCK", LEASE_MS_OR_FOREVER)],
         )?;
-        Ok(Claim { keys, prefix, lease, count: count.unwrap_or(1), block })
+        if until.is_some() && block.is_some() {
+            return Err(Refusal::arg("UNTIL takes no BLOCK: a permit's claim runs at once"));
+        }
+        Ok(Claim { keys, prefix, lease, count: count.unwrap_or(1), block, until })
     }
 
     /// The pending key, for a caller that blocks on it.
@@ -101,6 +107,10 @@ impl<'a> Claim<'a> {
     ///   a claimed record's `attempts` is not an integer of 0 or more, its `state` none of the six, or it
     ///   lacks its state, attempts or payload.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
+        // Past its UNTIL, a claim takes nothing and reads nothing.
+        if self.until.is_some_and(|until| store.now_ms() > until) {
+            return Ok(Reply::Array(Vec::new()));
+        }
         let opened = self.open(store, None)?;
         self.write(store, opened)
     }

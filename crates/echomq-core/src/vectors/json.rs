@@ -163,13 +163,14 @@ fn call(call: &Call) -> Json {
 }
 
 /// CLAIM's (and ACKNEXT's) trailing integer n > 0 is ms left until a time
-/// (the rate window's oldest claim leaving it, a timed pause's end):
+/// (the rate window's oldest claim leaving it, a timed pause's end), and so
+/// is PERMIT's last (the oldest permit leaving the window):
 /// `{"int": {"left": n}}`, which a replayer whose clock moved e ms past its
 /// now reads as n − e.
 fn with_wait(transition: Name, json: Json) -> Json {
     let Json::Array(mut items) = json else { return json };
     // The transitions that hand out jobs are the ones that pass the gate.
-    if transition.describe().hands_out_tokens {
+    if transition.describe().hands_out_tokens || transition == Name::Permit {
         if let Some(Json::Object(pair)) = items.last_mut() {
             if let [(name, Json::Number(n))] = pair.as_mut_slice() {
                 if name == "int" && n.parse::<i64>().is_ok_and(|n| n > 0) {

@@ -39,6 +39,7 @@ mod groups;
 pub mod json;
 mod lease;
 mod list;
+mod permits;
 pub mod read;
 mod refused;
 mod schedule;
@@ -494,6 +495,7 @@ pub(crate) fn cases() -> Vec<(Name, Vec<Case>)> {
         batch::cases(),
         flow::cases(),
         groups::cases(),
+        permits::cases(),
         refused::cases(),
         refused::births(),
     ];

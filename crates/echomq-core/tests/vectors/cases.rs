@@ -894,6 +894,26 @@ mod claim {
     }
 
     #[test]
+    fn claim_by_its_until_it_claims() {
+        replay("claim", "claim: by its UNTIL, it claims");
+    }
+
+    #[test]
+    fn claim_past_its_until_it_takes_nothing() {
+        replay("claim", "claim: past its UNTIL, it takes nothing");
+    }
+
+    #[test]
+    fn claim_past_its_until_it_reads_no_key() {
+        replay("claim", "claim: past its UNTIL, it reads no key");
+    }
+
+    #[test]
+    fn claim_an_until_past_its_range() {
+        replay("claim", "claim: an UNTIL past its range");
+    }
+
+    #[test]
     fn claim_of_a_queue_whose_headers_are_a_string() {
         replay("claim", "claim of a queue whose headers are a string");
     }
@@ -5593,5 +5613,129 @@ mod groups {
     #[test]
     fn groups_after_without_its_group() {
         replay("groups", "groups: AFTER without its group");
+    }
+}
+
+mod permit {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("permit", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("permit", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("permit", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("permit", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("permit", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("permit", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn permit_no_exact_rate_claim_freely() {
+        replay("permit", "permit: no exact rate, claim freely");
+    }
+
+    #[test]
+    fn permit_no_definition_at_all_claim_freely() {
+        replay("permit", "permit: no definition at all, claim freely");
+    }
+
+    #[test]
+    fn permit_a_rate_of_0_is_none() {
+        replay("permit", "permit: a rate of 0 is none");
+    }
+
+    #[test]
+    fn permit_a_rate_with_room_grants_all_logged_at_now() {
+        replay("permit", "permit: a rate with room grants all, logged at now");
+    }
+
+    #[test]
+    fn permit_only_the_rate_s_room() {
+        replay("permit", "permit: only the rate's room");
+    }
+
+    #[test]
+    fn permit_none_left_the_wait_for_the_oldest() {
+        replay("permit", "permit: none left, the wait for the oldest");
+    }
+
+    #[test]
+    fn permit_a_permit_counts_for_per_and_its_hold() {
+        replay("permit", "permit: a permit counts for PER and its hold");
+    }
+
+    #[test]
+    fn permit_permits_past_the_window_leave_it_trimmed() {
+        replay("permit", "permit: permits past the window leave it, trimmed");
+    }
+
+    #[test]
+    fn permit_numbers_go_on_from_the_definition_s() {
+        replay("permit", "permit: numbers go on from the definition's");
+    }
+
+    #[test]
+    fn permit_a_short_period_s_hold_is_1_ms() {
+        replay("permit", "permit: a short period's hold is 1 ms");
+    }
+
+    #[test]
+    fn permit_count_0() {
+        replay("permit", "permit: COUNT 0");
+    }
+
+    #[test]
+    fn permit_count_over_1000() {
+        replay("permit", "permit: COUNT over 1000");
+    }
+
+    #[test]
+    fn permit_an_unknown_option() {
+        replay("permit", "permit: an unknown option");
+    }
+
+    #[test]
+    fn permit_a_rate_that_is_no_integer() {
+        replay("permit", "permit: a rate that is no integer");
+    }
+
+    #[test]
+    fn permit_a_rate_over_100000() {
+        replay("permit", "permit: a rate over 100000");
+    }
+
+    #[test]
+    fn permit_a_rate_without_its_period() {
+        replay("permit", "permit: a rate without its period");
+    }
+
+    #[test]
+    fn permit_a_period_of_0() {
+        replay("permit", "permit: a period of 0");
+    }
+
+    #[test]
+    fn permit_a_negative_count_of_permits() {
+        replay("permit", "permit: a negative count of permits");
     }
 }

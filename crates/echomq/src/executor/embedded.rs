@@ -183,7 +183,7 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             touch(store, deadlines, key, KeyType::None)?;
             count(usize::from(store.key_type(key.as_bytes()) != KeyType::None))
         }
-        Command::HSet(..) | Command::HSetNx(..) | Command::HGetAll(_) => {
+        Command::HSet(..) | Command::HSetNx(..) | Command::HGetAll(_) | Command::HGet(..) => {
             return hash(store, deadlines, command)
         }
         Command::PExpire(key, ms) => {
@@ -221,7 +221,9 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
 /// A hash command on the store (see [`answer`]).
 fn hash(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Command) -> Result<Answer> {
     let count = |n: usize| Answer::Int(i64::try_from(n).unwrap_or(i64::MAX));
-    let (Command::HSet(key, _) | Command::HSetNx(key, ..) | Command::HGetAll(key)) = command else {
+    let (Command::HSet(key, _) | Command::HSetNx(key, ..) | Command::HGetAll(key) | Command::HGet(key, _)) =
+        command
+    else {
         return Err(Error::new(ErrorKind::Reply, format!("{command:?} is no hash command")));
     };
     touch(store, deadlines, key, KeyType::Hash)?;
@@ -239,6 +241,11 @@ fn hash(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Comm
             }
             count(usize::from(fresh))
         }
+        Command::HGet(_, field) => Answer::Text(
+            store
+                .hget(key.as_bytes(), field.as_bytes())
+                .map(|value| String::from_utf8_lossy(&value).into_owned()),
+        ),
         _ => {
             let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
             let fields =

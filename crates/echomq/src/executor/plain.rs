@@ -87,6 +87,8 @@ pub enum Command {
     PExpire(String, u64),
     /// `HGETALL key`. Answers [`Answer::Fields`].
     HGetAll(String),
+    /// `HGET key field`. Answers [`Answer::Text`]: the value, or none.
+    HGet(String, String),
     /// `DEL key`. Answers [`Answer::Int`].
     Del(String),
     /// `XREVRANGE key + - COUNT 1`: the id of the stream's newest entry.
@@ -194,6 +196,7 @@ impl Command {
             Command::HSetNx(..) => "HSETNX",
             Command::PExpire(..) => "PEXPIRE",
             Command::HGetAll(_) => "HGETALL",
+            Command::HGet(..) => "HGET",
             Command::Del(_) => "DEL",
             Command::StreamLast(_) => "XREVRANGE",
             Command::StreamLen(_) => "XLEN",
@@ -245,6 +248,9 @@ pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::
         Command::HSetNx(key, field, value) => {
             out.arg(key).arg(field).arg(value);
         }
+        Command::HGet(key, field) => {
+            out.arg(key).arg(field);
+        }
         Command::PExpire(key, ms) => {
             out.arg(key).arg((*ms).max(1));
         }
@@ -276,6 +282,7 @@ pub(super) fn answer(command: &Command, value: Value) -> Result<Answer> {
             let fields: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
             Answer::Fields(fields)
         }
+        Command::HGet(..) => Answer::Text(FromRedisValue::from_redis_value(value).map_err(read)?),
         Command::StreamLast(_) => Answer::Text(entries_of(value)?.into_iter().next().map(|entry| entry.id)),
         Command::Info(_) => Answer::Text(Some(FromRedisValue::from_redis_value(value).map_err(read)?)),
         Command::ConfigGet(_) => {

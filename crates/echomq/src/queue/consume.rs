@@ -52,8 +52,23 @@ impl Queue {
         Leases { jobs, held: claims.held }
     }
 
-    /// CLAIM, waiting as [`claim_many`](Queue::claim_many) says: the jobs as data.
+    /// CLAIM, waiting as [`claim_many`](Queue::claim_many) says: the jobs
+    /// as data. A partition of a queue with an exact rate asks its
+    /// coordinator first (PROTOCOL.md §7.10).
     pub(crate) async fn claims(&self, lease: Duration, count: u64, wait: Option<Duration>) -> Result<Claims> {
+        match &self.coordinator {
+            Some(coordinator) => coordinator.claims(self, lease, count, wait).await,
+            None => self.claims_freely(lease, count, wait).await,
+        }
+    }
+
+    /// [`claims`](Queue::claims) with no coordinator to ask.
+    pub(crate) async fn claims_freely(
+        &self,
+        lease: Duration,
+        count: u64,
+        wait: Option<Duration>,
+    ) -> Result<Claims> {
         match wait {
             None => self.run(&Claim { lease, count }).await,
             Some(wait) => claim_waiting(&*self.via, &self.keys, &Claim { lease, count }, wait).await,

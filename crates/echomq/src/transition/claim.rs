@@ -107,6 +107,36 @@ impl Transition for Claim {
     }
 }
 
+/// A [`Claim`] that takes nothing when it runs after the server ms
+/// `until` (CLAIM's UNTIL, 1.8): a claim under a partitioned queue's
+/// permits, which hold only until then (PROTOCOL.md §7.10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ClaimUntil {
+    pub(crate) claim: Claim,
+    pub(crate) until: u64,
+}
+
+impl Transition for ClaimUntil {
+    const NAME: Name = Name::Claim;
+    type Output = Claims;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        let mut args = self.claim.args()?;
+        args.extend([b"UNTIL".to_vec(), decimal(checked("UNTIL", self.until, limits::AT_MS)?)]);
+        Ok(args)
+    }
+
+    fn parse(reply: Reply) -> Result<Claims> {
+        Claim::parse(reply)
+    }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        let claim = Claim { lease: Duration::from_secs(30), count: 1 };
+        [*limits::AT_MS.start(), *limits::AT_MS.end()].map(|until| ClaimUntil { claim, until }).into()
+    }
+}
+
 fn claimed(entry: Reply) -> Result<Claimed> {
     let entry = array_reply("entry", entry)?;
     if !(3..=5).contains(&entry.len()) {

@@ -134,7 +134,15 @@ pub const fn example(name: Name) -> Example {
             reads: &[A],
             naming_a_non_job: None,
             raw_args: &[&["60000", "1", "0", "x", "2147483648"]],
-            raw_options: &[("COUNT", "2"), ("count", "1"), ("COUNT", "0"), ("COUNT", "1001"), ("LIMIT", "1")],
+            raw_options: &[
+                ("COUNT", "2"),
+                ("count", "1"),
+                ("COUNT", "0"),
+                ("COUNT", "1001"),
+                ("LIMIT", "1"),
+                ("UNTIL", "9999999999999"),
+                ("until", "1"),
+            ],
             sent_by: Ok(|op| matches!(op, Op::Claim { .. })),
         },
         Name::Ack => Example {
@@ -619,6 +627,17 @@ pub const fn example(name: Name) -> Example {
             raw_args: &[],
             raw_options: &[("AFTER", "a"), ("LIMIT", "1"), ("LIMIT", "0"), ("limit", "1001"), ("COUNT", "1")],
             sent_by: Err("not yet in the model: the vectors and groups.rs"),
+        },
+        Name::Permit => Example {
+            given: &["HSET $q:partitions count 4 rate 5 per 1000", "ZADD $q:permits 1 1"],
+            happy: || Call::new(Permit { count: 2 }),
+            reads: &[],
+            naming_a_non_job: None,
+            raw_args: &[],
+            raw_options: &[("COUNT", "2"), ("count", "1000"), ("COUNT", "0"), ("COUNT", "x"), ("LIMIT", "1")],
+            sent_by: Err(
+                "not in the model: a partitioned queue's coordinator, the vectors and partitions.rs",
+            ),
         },
     }
 }

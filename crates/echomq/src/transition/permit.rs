@@ -1,0 +1,66 @@
+//! PERMIT (protocol 1.8): up to `count` claims' worth of a partitioned
+//! queue's exact rate, from the coordinator on its definition's slot
+//! (PROTOCOL.md §7.10).
+
+use std::time::Duration;
+
+use echomq_core::{limits, Name, Reply};
+
+use super::argument::{checked, decimal};
+use super::reply::{array_reply, count_reply, unexpected};
+use super::Transition;
+use crate::Result;
+
+/// Ask a partitioned queue's coordinator for up to `count` permits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Permit {
+    /// How many claims' worth, 1..=1000.
+    pub count: u64,
+}
+
+/// What the coordinator granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permits {
+    /// The queue has no exact rate: claim freely.
+    Free,
+    /// `count` permits, numbered `first` up: claim at most that many jobs,
+    /// by the server ms `until` (CLAIM's UNTIL), and give back the rest.
+    Granted {
+        /// How many.
+        count: u64,
+        /// The first one's number.
+        first: u64,
+        /// When their claims must have run by, server ms.
+        until: u64,
+    },
+    /// None now: the rate's next permit frees after this long.
+    Wait(Duration),
+}
+
+impl Transition for Permit {
+    const NAME: Name = Name::Permit;
+    type Output = Permits;
+
+    fn args(&self) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![b"COUNT".to_vec(), decimal(checked("COUNT", self.count, limits::CLAIM_COUNT)?)])
+    }
+
+    fn parse(reply: Reply) -> Result<Permits> {
+        let items = array_reply("the reply", reply)?;
+        let [granted, first, until, wait] = <[Reply; 4]>::try_from(items)
+            .map_err(|items| unexpected("the reply", &Reply::Array(items)))?;
+        let granted = count_reply("granted", granted)?;
+        let (first, until, wait) =
+            (count_reply("first", first)?, count_reply("until", until)?, count_reply("wait", wait)?);
+        Ok(match (granted, until) {
+            (0, _) => Permits::Wait(Duration::from_millis(wait.max(1))),
+            (_, 0) => Permits::Free,
+            (count, until) => Permits::Granted { count, first, until },
+        })
+    }
+
+    #[cfg(test)]
+    fn edges() -> Vec<Self> {
+        vec![Permit { count: *limits::CLAIM_COUNT.start() }, Permit { count: *limits::CLAIM_COUNT.end() }]
+    }
+}
