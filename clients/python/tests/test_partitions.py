@@ -7,7 +7,9 @@ worker command working every partition."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import time
 
 import pytest
 
@@ -75,15 +77,39 @@ async def test_limits_split_and_pause_holds_every_partition(conn: echomq.Connect
     assert not any(c.paused for c in await orders.resume())
 
 
-async def test_an_exact_rate_is_not_worked_here(conn: echomq.Connection) -> None:
+async def test_a_worker_holds_an_exact_rate_across_the_partitions(conn: echomq.Connection) -> None:
     orders = await echomq.Partitioned.create(conn, unique_queue("exact"), 4)
-    assert orders.exact is None and len(await orders.worked(conn)) == 5
-    await conn.redis.hset("emq:{" + orders.name + "}:partitions", mapping={"rate": "50", "per": "1000"})
-    held = await echomq.Partitioned.open(conn, orders.name)
-    assert held.exact == (50, 1000)
-    with pytest.raises(echomq.InvalidInput, match="exact rate of 50 per 1000 ms"):
-        await held.worked(conn)
-    await conn.redis.hset("emq:{" + orders.name + "}:partitions", "rate", "0")
+    assert orders.exact is None
+    await orders.exact_rate(20, per=0.3)
+    assert (await echomq.Partitioned.open(conn, orders.name)).exact == (20, 300)
+    for bad in (0, 100_001):
+        with pytest.raises(echomq.InvalidInput, match="an exact rate is 1 to 100000"):
+            await orders.exact_rate(bad)
+    for n in range(60):
+        await orders.enqueue(str(n).encode())
+    ran: list[str] = []
+
+    async def handle(job: echomq.Job) -> None:
+        ran.append(job.id)
+
+    # As `echomq worker -q NAME` runs them: a Worker a partition, one for the ordinary queue.
+    workers = [echomq.Worker(q, handle, concurrency=4, idle_wait=0.05) for q in await orders.worked(conn)]
+    running = [asyncio.create_task(worker.run(handle_signals=False)) for worker in workers]
+    deadline = time.monotonic() + 60
+    while len(ran) < 60 and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    for worker in workers:
+        worker.stop()
+    await asyncio.gather(*running)
+    assert len(ran) == len(set(ran)) == 60
+    # The claims, by the server's clock, as the partitions' event logs hold them.
+    claimed = [int(entry_id.split(b"-")[0]) for queue in orders.partitions
+               for entry_id, fields in await conn.redis.xrange(queue.keyspace.key("events"))
+               if fields.get(b"event") == b"active"]
+    assert len(claimed) == 60
+    busiest = max(sum(1 for t in claimed if at <= t < at + 300) for at in claimed)
+    assert busiest <= 20, f"{busiest} claims in one 300 ms"
+    await orders.exact_rate(None)
     assert (await echomq.Partitioned.open(conn, orders.name)).exact is None
 
 

@@ -52,7 +52,7 @@ fn tell_exact(partitioned: &echomq::Partitioned, rate: Limit<Rate>) {
             let per = humantime::format_duration(rate.per);
             tell!("{}: an exact rate of {}/{per} across its {n} partitions", partitioned.name(), rate.claims);
             eprintln!(
-                "emq: note: workers take it within a second; one that does not know protocol 1.8 ignores it, and the Python worker refuses the queue"
+                "emq: note: workers take it within a second; one that does not know protocol 1.8 ignores it"
             );
         }
         Limit::Unlimited => {

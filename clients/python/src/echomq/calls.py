@@ -303,11 +303,19 @@ def enqueue_many(ks: Keyspace, jobs: Iterable[tuple[str, bytes]], *, group: str 
     return calls
 
 
-def claim(ks: Keyspace, lease_ms: int, count: int = 1, block_ms: int | None = None) -> Call:
+def claim(ks: Keyspace, lease_ms: int, count: int = 1, block_ms: int | None = None,
+          until: int | None = None) -> Call:
     args = [integer("lease (ms)", lease_ms, "LEASE_MS"), b"COUNT", integer("count", count, "CLAIM_COUNT")]
+    if until is not None:  # 1.8: past this server ms, the claim takes nothing (§7.10)
+        args += [b"UNTIL", integer("until", until, "AT_MS")]
     if block_ms is not None:
         args += [b"BLOCK", str(max(0, min(block_ms, 2_147_483_647))).encode()]
     return Call("claim", keys("claim", ks), args)
+
+
+def permit(ks: Keyspace, count: int) -> Call:
+    """PERMIT (1.8, §7.10) on a partitioned queue's keyspace: up to ``count`` permits."""
+    return Call("permit", keys("permit", ks), [b"COUNT", integer("count", count, "CLAIM_COUNT")])
 
 
 def _result(result: bytes | None) -> list[bytes]:

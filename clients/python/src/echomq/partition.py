@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Awaitable, Iterable, TypeVar
 
 import redis
 
-from .calls import Duration
+from .calls import Duration, to_ms
 from .errors import DataError, EchoMQError, InvalidInput, KeyTypeError
 from .ids import check_id, mint
 from .keyspace import check_queue
+from .permits import Coordinator
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -167,28 +168,44 @@ class Partitioned:
                 raise DataError(f"{key}: the exact rate {rate!r} per {per!r} ms is not a count per ms")
             exact = (int(rate), int(per))
         partitions = []
+        coordinator = Coordinator(connection, name)
         for k in range(count):
             queue = fields.get(f"queue:{k}") or partition_name(name, k, count)
             try:
                 partitions.append(await connection.queue(queue))
             except InvalidInput as err:
                 raise DataError(f"{key}: {err}") from None
+            partitions[-1].coordinator = coordinator
         return Partitioned(name, partitions, exact)
 
     async def worked(self, connection: Connection) -> list[Queue]:
         """Every queue a worker of the partitioned queue works: its
         partitions, then the ordinary queue of its own name, where a speaker
         that does not know protocol 1.8 enqueues (PROTOCOL.md §7.10).
-        Refused (:class:`InvalidInput`) for a queue held to an exact rate
-        across its partitions, whose permits this package's Worker does not
-        take yet: work it with ``emq work`` or the Rust crate's worker."""
-        if self.exact is not None:
-            claims, per = self.exact
-            raise InvalidInput(
-                f"{self.name!r} is held to an exact rate of {claims} per {per} ms across its partitions, "
-                "which this Python worker does not honour yet: work it with `emq work` or the Rust "
-                "crate's worker, or lift the rate (emq limit NAME --rate none --exact)")
-        return [*self.partitions, await connection.queue(self.name)]
+        Each carries the queue's coordinator, which a Worker's claims ask
+        first when an exact rate is set (:meth:`exact_rate`)."""
+        ordinary = await connection.queue(self.name)
+        ordinary.coordinator = self.partitions[0].coordinator
+        return [*self.partitions, ordinary]
+
+    async def exact_rate(self, rate: int | None, per: Duration = 1.0) -> None:
+        """Hold the queue to at most ``rate`` claims in any ``per`` seconds,
+        counted over every partition, or lift it (None): written to the
+        definition, which workers read at least once a second. Each claim
+        then asks the queue's coordinator for permits first (§7.10): one more
+        call a claim, and a busy queue runs up to a tenth below the rate,
+        never above it. :class:`InvalidInput` for a rate outside 1 to 100000
+        or a period outside 1 ms to a day (nothing sent)."""
+        key = _definition_key(self.name)
+        if rate is None:
+            await self.partitions[0].connection.redis.hset(key, "rate", "0")
+            self.exact = None
+            return
+        per_ms = to_ms(per)
+        if isinstance(rate, bool) or not 1 <= rate <= 100_000 or not 1 <= per_ms <= 86_400_000:
+            raise InvalidInput(f"an exact rate is 1 to 100000 claims per 1 ms to a day, not {rate} per {per!r}")
+        await self.partitions[0].connection.redis.hset(key, mapping={"rate": str(rate), "per": str(per_ms)})
+        self.exact = (rate, per_ms)
 
     def index_of(self, job_id: str) -> int:
         """The index of the partition that holds job ``job_id``."""

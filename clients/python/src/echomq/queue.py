@@ -34,6 +34,8 @@ from .schedule import Cron, Every, Schedule, read
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from .permits import Coordinator
+
     from .calls import EnqueueOptions
 
 log = logging.getLogger("echomq")
@@ -232,6 +234,9 @@ class Queue:
         self.executor = connection.executor
         self._registered = False
         self._said = False
+        self.coordinator: Coordinator | None = None
+        """The exact rate's coordinator of the partitioned queue this one
+        belongs to (§7.10), which a Worker's claims ask first; else None."""
 
     async def register(self, *, again: bool = False) -> None:
         """Note the queue in the registry (§2, ``emq:queues``) as seen now:

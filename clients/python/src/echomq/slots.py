@@ -199,7 +199,7 @@ class SlotThreads:
         worker = self._worker
         threads = worker._threads
         assert threads is not None and entry.baton is not None
-        kept = _ON_LOOP if error is not None or not worker._claiming else _result_bytes(result)
+        kept = _ON_LOOP if error is not None or not worker._refilling else _result_bytes(result)
         if kept is _ON_LOOP or not self._acking.acquire(blocking=False):
             entry.baton.hand_to_loop()
             threads.tell(functools.partial(worker._handed_back, entry, result, error))

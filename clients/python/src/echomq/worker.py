@@ -50,7 +50,7 @@ from . import calls, failure
 from .errors import FenceError, NoJobError, Refused
 from .job import MAX_RESULT as MAX_RESULT, Job as Job, RetryAfter as RetryAfter, _as_bytes
 from .metrics import Metrics, Outcome
-from .model import DEFAULT_MAX_ATTEMPTS, Claimed, attempts_spent, read_claims
+from .model import DEFAULT_MAX_ATTEMPTS, Claimed, Claims, attempts_spent, read_claims
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .slots import Baton as Baton, Ender as Ender, SlotThreads, ThreadCalls as ThreadCalls
@@ -255,6 +255,8 @@ class Worker:
         """Whether a job's task is sending acks now (then a job that ends adds its own to the next batch)."""
         self.processed = 0
         self.failed = 0
+        self._exact = False
+        """Whether the queue's claims last asked for permits (an exact rate, §7.10)."""
 
     # -- the public face ---------------------------------------------------
 
@@ -380,7 +382,7 @@ class Worker:
             self._free -= count
             native_block = int(self.idle_wait * 1000) if self._exec.kind == "native" and not self.burst else None
             try:
-                reply = await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block))
+                claims = await self._claim(count, native_block)
             except Exception as err:  # a lost connection: say so, try again soon
                 self._free += count
                 log.warning("claim on %s failed: %s", self._ks.name, err)
@@ -388,7 +390,6 @@ class Worker:
                 backoff *= 2
                 continue
             backoff = 0.01
-            claims = read_claims(reply)
             self._free += count - len(claims.jobs)
             if not self._claiming:
                 await self._release_claimed(claims.jobs)
@@ -406,18 +407,46 @@ class Worker:
                 continue
             await self._wait_for_work(claims.held, bool(claims.jobs))
 
+    async def _claim(self, count: int, native_block: int | None) -> Claims:
+        """CLAIM up to ``count`` jobs; for a queue of a partitioned queue held
+        to an exact rate (§7.10), as many as its coordinator grants, by
+        their deadline (UNTIL, so never with BLOCK), the unused permits
+        given back. None granted: nothing claimed, and the wait the
+        coordinator said, as a rate's."""
+        coordinator = self.queue.coordinator
+        self._exact = coordinator is not None and await coordinator.check()
+        if coordinator is None or not self._exact:
+            return read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block)))
+        granted, first, until, wait = await coordinator.permit(count)
+        if not granted:
+            return Claims([], wait)
+        if not until:  # lifted meanwhile
+            return read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block)))
+        claims = Claims([], None)
+        try:
+            claims = read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, granted, until=until)))
+        finally:
+            await coordinator.give_back(first + len(claims.jobs), first + granted)
+        return claims
+
+    @property
+    def _refilling(self) -> bool:
+        """Whether an ack also claims (ACKNEXT, ACKMANY's pipelined CLAIM):
+        while claiming, except under an exact rate, whose claims ask for permits."""
+        return self._claiming and not self._exact
+
     async def _wait_for_work(self, held: int | None, took: bool) -> None:
         if held is not None and held > 0:  # the rate or a timed pause: told how long
             await self._nap(min(held / 1000, self.idle_wait))
         elif held == 0 or took:  # the concurrency limit: nothing announces a freed slot
             await self._nap(0.05)
-        elif self._exec.kind == "lua":  # [] or [-1]: wait for an arrival (§9)
+        elif self._exec.kind == "lua" or self._exact:  # [] or [-1]: wait for an arrival (§9)
             try:
                 await self._exec.redis.bzpopmin(self._ks.key("wake"), timeout=self.idle_wait)
             except Exception as err:
                 log.warning("waiting on %s's wake-up key failed: %s", self._ks.name, err)
                 await self._nap(0.2)
-        # native: the claim itself blocked (BLOCK); claim again at once
+        # native: the claim itself blocked (BLOCK), but not under permits; claim again at once
 
     async def _nap(self, seconds: float) -> None:
         try:
@@ -713,7 +742,7 @@ class Worker:
                 batch = self._acks[:1000]
                 del self._acks[:1000]
                 try:
-                    if len(batch) == 1 and self._claiming:
+                    if len(batch) == 1 and self._refilling:
                         await self._ack_next(*batch[0])
                     else:
                         await self._ack_many(batch)
@@ -755,7 +784,7 @@ class Worker:
         """ACKMANY the batch; while claiming, pipelined with a CLAIM for the
         batch's slots and the free ones: one round trip, as ACKNEXT is for one."""
         acks = calls.ackmany(self._ks, [(e.claimed.id, e.claimed.token, result) for e, result in batch])
-        if not self._claiming:
+        if not self._refilling:
             reply = await self._exec.run(acks)
             self._acked(batch, reply)
             for entry, _ in batch:
