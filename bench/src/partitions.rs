@@ -12,6 +12,13 @@
 //! per primary, for 3 and 6 primaries: this machine has 2 cores for the
 //! three nodes and the worker, so it cannot host that, and says so.
 //!
+//! With `--exact`, a third layout: the partitioned queue held to an exact
+//! rate too high to bind (100,000 claims per 100 ms), so that its rows show
+//! what the permits cost (a PERMIT a claim, on the definition's node); and,
+//! after the rounds, the partitioned queue held to `--exact-rate` claims a
+//! second for `--steady` seconds, with a backlog: the claims the
+//! partitions' event logs recorded, and the most that any 1,000 ms held.
+//!
 //! Then a steady load on the partitioned queue: a producer at a steady
 //! rate (60% of the drain's measured jobs/s by default) and the worker;
 //! every 250 ms the age of each partition's oldest pending job (from its
@@ -29,7 +36,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use echomq::worker::{HandlerError, JobContext, Worker, WorkerOptions};
-use echomq::{Config, Executor, Lua, Partitioned, Queue, Retention};
+use echomq::{Config, Executor, Limit, Lua, Partitioned, Queue, Rate, Retention};
 use echomq_test_support::{module_path, unique_queue, RedisCluster};
 use redis::cluster::ClusterClient;
 
@@ -63,6 +70,12 @@ struct Options {
     /// Seconds of steady load (0: none).
     #[arg(long, default_value_t = 20)]
     steady: u64,
+    /// Also measure an exact rate across the partitions: its cost, and how it holds.
+    #[arg(long)]
+    exact: bool,
+    /// With --exact: the rate held, claims a second across every partition.
+    #[arg(long, default_value_t = 50)]
+    exact_rate: u64,
 }
 
 /// Done jobs kept (the default retention), split between the partitions.
@@ -111,17 +124,30 @@ async fn executor(client: &ClusterClient, via: &str) -> Arc<dyn Executor> {
     echomq::connect_cluster(client).await.expect("the module on every node")
 }
 
-/// One queue, or a partitioned one.
+/// One queue, or a partitioned one, or a partitioned one under an exact rate.
 enum Layout {
     One(Queue),
     Partitioned(Partitioned),
+    Exact(Partitioned),
 }
+
+/// The exact rate of the cost rounds: never reached, so every claim pays
+/// for its permits and none waits for them.
+const UNBOUND: Rate = Rate { claims: 100_000, per: Duration::from_millis(100) };
 
 impl Layout {
     fn name(&self) -> String {
         match self {
             Layout::One(_) => "one queue".into(),
             Layout::Partitioned(p) => format!("{} partitions", p.partitions().len()),
+            Layout::Exact(p) => format!("{} partitions, exact rate", p.partitions().len()),
+        }
+    }
+
+    fn partitioned(&self) -> Option<&Partitioned> {
+        match self {
+            Layout::One(_) => None,
+            Layout::Partitioned(p) | Layout::Exact(p) => Some(p),
         }
     }
 
@@ -129,22 +155,26 @@ impl Layout {
         let payload = vec![b'x'; 53];
         for start in (0..jobs).step_by(batch) {
             let batch = (start..jobs.min(start + batch)).map(|_| (payload.clone(), Default::default()));
-            let outcomes = match self {
-                Layout::One(queue) => queue.enqueue_many(batch).await,
-                Layout::Partitioned(p) => p.enqueue_many(batch).await,
+            let outcomes = match self.partitioned() {
+                None => self.queues()[0].enqueue_many(batch).await,
+                Some(p) => p.enqueue_many(batch).await,
             };
             assert!(outcomes.expect("enqueued").iter().all(Result::is_ok), "every job enqueued");
         }
     }
 
+    /// Its queues: the one, or the partitions.
+    fn queues(&self) -> &[Queue] {
+        match self {
+            Layout::One(queue) => std::slice::from_ref(queue),
+            Layout::Partitioned(p) | Layout::Exact(p) => p.partitions(),
+        }
+    }
+
     /// Done jobs kept, in all.
     async fn done(&self) -> usize {
-        let queues = match self {
-            Layout::One(queue) => std::slice::from_ref(queue),
-            Layout::Partitioned(p) => p.partitions(),
-        };
         let mut done = 0;
-        for queue in queues {
+        for queue in self.queues() {
             done += queue.stats().await.expect("stats").done as usize;
         }
         done
@@ -158,9 +188,9 @@ impl Layout {
                 Ok::<_, HandlerError>(())
             }
         };
-        match self {
-            Layout::One(queue) => Worker::with_options(queue.clone(), handler, options),
-            Layout::Partitioned(p) => p.worker(handler, options),
+        match self.partitioned() {
+            None => Worker::with_options(self.queues()[0].clone(), handler, options),
+            Some(p) => p.worker(handler, options),
         }
     }
 }
@@ -171,13 +201,16 @@ async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> (V
     on_every_node(cluster, &["CONFIG", "RESETSTAT"]);
     // The same retention in all: 10,000 done jobs kept, a partition its share.
     let keep = |count: usize| Config::default().keep_done(Retention { age: None, count: Some(count as u64) });
-    match layout {
-        Layout::One(queue) => drop(queue.configure(keep(KEPT)).await.expect("configured")),
-        Layout::Partitioned(p) => {
+    match layout.partitioned() {
+        None => drop(layout.queues()[0].configure(keep(KEPT)).await.expect("configured")),
+        Some(p) => {
             // The definition, flushed with the rest, written again.
             let via = p.partitions()[0].executor().clone();
             Partitioned::create(via, p.name(), p.partitions().len()).await.expect("partitioned");
             p.configure(keep(KEPT / p.partitions().len())).await.expect("configured");
+            if matches!(layout, Layout::Exact(_)) {
+                p.exact_rate(Limit::To(UNBOUND)).await.expect("an exact rate");
+            }
         }
     }
     layout.enqueue(options.jobs, options.batch).await;
@@ -282,11 +315,60 @@ async fn steady(client: &ClusterClient, p: &Partitioned, options: &Options, rate
     );
 }
 
+/// The partitioned queue held to `--exact-rate` claims a second, with a
+/// backlog, for `--steady` seconds (10 at least): the claims its event logs
+/// recorded, by the nodes' clocks, and the most any 1,000 ms held.
+async fn exactly(p: &Partitioned, options: &Options) {
+    let via = p.partitions()[0].executor().clone();
+    let p = Partitioned::create(via, p.name(), p.partitions().len()).await.expect("partitioned");
+    let rate = Rate { claims: options.exact_rate, per: Duration::from_secs(1) };
+    p.exact_rate(Limit::To(rate)).await.expect("an exact rate");
+    let seconds = options.steady.max(10);
+    let backlog = (options.exact_rate * (seconds + 2)) as usize;
+    let layout = Layout::Partitioned(p.clone());
+    layout.enqueue(backlog, options.batch).await;
+    let worker = layout
+        .worker(Arc::new(AtomicUsize::new(0)), WorkerOptions::default().concurrency(options.concurrency));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let _ = stop.send(());
+    task.await.expect("the worker stops").expect("the worker runs");
+    let mut claimed = Vec::new();
+    for queue in p.partitions() {
+        let mut events = queue.events(echomq::EventsFrom::Oldest).await.expect("the event log");
+        while let Some(event) = events.next_within(Duration::from_millis(1)).await.expect("an event") {
+            if event.kind == echomq::EventKind::Active {
+                claimed.push(event.id.ms);
+            }
+        }
+    }
+    claimed.sort_unstable();
+    let busiest = claimed
+        .iter()
+        .map(|at| claimed.partition_point(|t| *t < at + 1000) - claimed.partition_point(|t| t < at))
+        .max();
+    let span = claimed.last().zip(claimed.first()).map_or(0, |(last, first)| last - first) as f64 / 1000.0;
+    println!(
+        "\nExact rate {}/1s across {} partitions, {seconds} s with a backlog: {} claims over {span:.1} s \
+         ({:.1}/s), the busiest 1,000 ms held {} (never more than {} is the promise; a busy queue runs \
+         up to a tenth below it).",
+        options.exact_rate,
+        p.partitions().len(),
+        claimed.len(),
+        claimed.len() as f64 / span.max(0.001),
+        busiest.unwrap_or(0),
+        options.exact_rate,
+    );
+}
+
 /// Each round's server µs per node and jobs/s, by layout.
 type Measured = Vec<Vec<(Vec<f64>, f64)>>;
 
 /// The table of `measured`'s medians, the ratio and the projection; each layout's median jobs/s.
-fn report(layouts: &[Layout; 2], measured: &Measured, options: &Options) -> Vec<f64> {
+fn report(layouts: &[Layout], measured: &Measured, options: &Options) -> Vec<f64> {
     println!(
         "Partitioned queue against one queue, {} jobs a round, a worker of {} slots, via {}, on a local Cluster of \
          3 masters (this 2-core machine hosts the 3 nodes and the worker); median of {} rounds.\n",
@@ -312,6 +394,14 @@ fn report(layouts: &[Layout; 2], measured: &Measured, options: &Options) -> Vec<
     }
     let (one, parted) = (per_job[0], per_job[1]);
     println!("\nServer time per job, partitioned ÷ one queue: {:.3}×", parted / one);
+    if let (Some(exact), Some(exact_rate)) = (per_job.get(2), rates.get(2)) {
+        println!(
+            "An exact rate's permits (never reached): server time per job ×{:.3} the partitioned queue's, \
+             drain ×{:.3}.",
+            exact / parted,
+            exact_rate / rates[1]
+        );
+    }
     println!(
         "Projected from server time alone (each job enqueued, worked and trimmed), a core per primary (not \
          measured: this machine cannot host it): one queue ≤ {:.0} jobs/s on any number of primaries; {} \
@@ -334,10 +424,17 @@ async fn main() {
     let name = unique_queue("parted");
     let parted =
         Layout::Partitioned(Partitioned::create(via, &name, options.partitions).await.expect("partitioned"));
-    let layouts = [one, parted];
-    let mut measured: Measured = vec![Vec::new(), Vec::new()];
+    let mut layouts = vec![one, parted];
+    if options.exact {
+        let via = layouts[1].queues()[0].executor().clone();
+        let name = unique_queue("exact");
+        layouts.push(Layout::Exact(
+            Partitioned::create(via, &name, options.partitions).await.expect("partitioned"),
+        ));
+    }
+    let mut measured: Measured = vec![Vec::new(); layouts.len()];
     for n in 0..options.rounds {
-        for k in [n % 2, 1 - n % 2] {
+        for k in (0..layouts.len()).map(|k| (k + n) % layouts.len()) {
             let (usec, rate) = round(&cluster, &layouts[k], &options).await;
             eprintln!(
                 "# round {} {}: {rate:.0} jobs/s, server µs per node {usec:.0?}",
@@ -348,6 +445,12 @@ async fn main() {
         }
     }
     let rates = report(&layouts, &measured, &options);
+    if options.exact {
+        if let Layout::Partitioned(p) = &layouts[1] {
+            on_every_node(&cluster, &["FLUSHALL"]);
+            exactly(p, &options).await;
+        }
+    }
     if options.steady > 0 {
         if let Layout::Partitioned(p) = &layouts[1] {
             on_every_node(&cluster, &["FLUSHALL"]);
