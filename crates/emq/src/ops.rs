@@ -227,31 +227,65 @@ pub struct StatsArgs {
     queues: Vec<String>,
 }
 
-/// The queues named, a partitioned queue's (protocol 1.8) as its partitions.
-async fn each_partition(
+/// A row of `emq stats`: a queue, and the partitioned queue (protocol 1.8)
+/// it is a partition of, whose total follows its last partition's row.
+type StatsRow = (String, Option<echomq::Partitioned>);
+
+/// The queues named, a partitioned queue's as its partitions; or, none
+/// named, every queue the registry names, a partitioned queue's partitions
+/// together and in order.
+async fn stats_rows(
     executor: &std::sync::Arc<dyn echomq::Executor>,
     named: Vec<String>,
-) -> Result<Vec<String>, Error> {
-    let mut names = Vec::new();
+    discovered: bool,
+) -> Result<Vec<StatsRow>, Error> {
+    let mut rows: Vec<StatsRow> = Vec::new();
+    let mut seen = BTreeSet::new();
     for name in named {
-        match echomq::Partitioned::find(executor.clone(), &name).await? {
-            Some(partitioned) => names.extend(partitioned.partitions().iter().map(|q| q.name().to_owned())),
-            None => names.push(name),
+        // A discovered partition names its partitioned queue: `<p>~<k>~<s>`.
+        let home = match discovered {
+            true => partitioned_home(&name),
+            false => Some(name.clone()),
+        };
+        let found = match home {
+            Some(home) if !seen.contains(&home) => echomq::Partitioned::find(executor.clone(), &home).await?,
+            _ => None,
+        };
+        match found {
+            Some(p) if !discovered || p.partitions().iter().any(|q| q.name() == name) => {
+                seen.insert(p.name().to_owned());
+                rows.extend(p.partitions().iter().map(|q| (q.name().to_owned(), Some(p.clone()))));
+            }
+            _ if rows.iter().any(|(row, _)| *row == name) => {}
+            _ => rows.push((name, None)),
         }
     }
-    Ok(names)
+    Ok(rows)
+}
+
+/// The partitioned queue a partition's name `<p>~<k>~<s>` names.
+fn partitioned_home(name: &str) -> Option<String> {
+    let mut parts = name.rsplitn(3, '~');
+    let (s, k, home) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    (digits(s) && digits(k)).then(|| home.to_owned())
 }
 
 pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     let args_named = args.queues.clone();
     let executor = server.executor().await?;
-    let names = if args.queues.is_empty() {
-        discover(&mut server.connection().await?).await?
-    } else {
-        each_partition(&executor, args.queues).await?
+    let rows = match args.queues.is_empty() {
+        true => stats_rows(&executor, discover(&mut server.connection().await?).await?, true).await?,
+        false => stats_rows(&executor, args.queues, false).await?,
     };
+    let total_name = |p: &echomq::Partitioned| format!("{} (all {})", p.name(), p.partitions().len());
     // In characters, as the padding counts them (not bytes: a name with an é).
-    let width = names.iter().map(|name| name.chars().count()).max().unwrap_or(5).max(5);
+    let width = rows
+        .iter()
+        .map(|(name, p)| p.as_ref().map_or(name.chars().count(), |p| total_name(p).chars().count()))
+        .max()
+        .unwrap_or(5)
+        .max(5);
     let mut conn = server.connection().await?;
     say!(
         "{:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  flow",
@@ -264,8 +298,9 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
         "cancelled"
     );
     let mut unreadable = 0;
-    for name in names {
-        let queue = echomq::Queue::new(executor.clone(), &name)?;
+    let mut total = echomq::transition::StatsReply::default();
+    for (at, (name, partitioned)) in rows.iter().enumerate() {
+        let queue = echomq::Queue::new(executor.clone(), name)?;
         // One damaged queue (a key of the wrong type) does not hide the others.
         let s = match queue.stats().await {
             Ok(s) => s,
@@ -276,23 +311,28 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
             }
             Err(err) => return Err(err.into()),
         };
-        if s == echomq::transition::StatsReply::default() && !args_named.is_empty() {
-            note_if_unknown(server, &name).await;
+        if s == echomq::transition::StatsReply::default() && !args_named.is_empty() && partitioned.is_none() {
+            note_if_unknown(server, name).await;
         }
         // A user who may not read the config key still gets the counts.
         let flow = match crate::flow::settings(&mut conn, queue.keyspace()).await {
             Ok(settings) => crate::flow::describe(&settings),
             Err(_) => "?".to_owned(),
         };
-        say!(
-            "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {flow}",
-            s.pending,
-            s.active,
-            s.delayed,
-            s.done,
-            s.dead,
-            s.cancelled
-        );
+        say_counts(name, width, &s, &flow)?;
+        let Some(p) = partitioned else { continue };
+        total = add(&total, &s);
+        // After a partitioned queue's last partition: its total.
+        if rows
+            .get(at + 1)
+            .is_none_or(|(_, next)| next.as_ref().map(echomq::Partitioned::name) != Some(p.name()))
+        {
+            let exact = p
+                .exact()
+                .map(|rate| format!("exact rate {}/{}", rate.claims, humantime::format_duration(rate.per)));
+            say_counts(&total_name(p), width, &total, exact.as_deref().unwrap_or("-"))?;
+            total = echomq::transition::StatsReply::default();
+        }
     }
     match unreadable {
         0 => Ok(()),
@@ -300,6 +340,36 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
             Err(crate::failure::Exit::with_code(1, format!("{n} queue(s) could not be read (said above)"))
                 .into())
         }
+    }
+}
+
+/// One row of `emq stats`.
+fn say_counts(name: &str, width: usize, s: &echomq::transition::StatsReply, flow: &str) -> Result<(), Error> {
+    say!(
+        "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {flow}",
+        s.pending,
+        s.active,
+        s.delayed,
+        s.done,
+        s.dead,
+        s.cancelled
+    );
+    Ok(())
+}
+
+/// Two queues' counts, added.
+pub fn add(
+    a: &echomq::transition::StatsReply,
+    b: &echomq::transition::StatsReply,
+) -> echomq::transition::StatsReply {
+    echomq::transition::StatsReply {
+        pending: a.pending + b.pending,
+        active: a.active + b.active,
+        delayed: a.delayed + b.delayed,
+        done: a.done + b.done,
+        dead: a.dead + b.dead,
+        cancelled: a.cancelled + b.cancelled,
+        waiting: a.waiting + b.waiting,
     }
 }
 

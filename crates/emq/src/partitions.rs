@@ -61,15 +61,7 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
             row(k.to_string(), partition.name().to_owned(), queue_slot(partition.name()).to_string(), stats)
         })
         .collect();
-    let total = stats.iter().fold(StatsReply::default(), |sum, stats| StatsReply {
-        pending: sum.pending + stats.pending,
-        active: sum.active + stats.active,
-        delayed: sum.delayed + stats.delayed,
-        done: sum.done + stats.done,
-        dead: sum.dead + stats.dead,
-        cancelled: sum.cancelled + stats.cancelled,
-        waiting: sum.waiting + stats.waiting,
-    });
+    let total = stats.iter().fold(StatsReply::default(), |sum, stats| crate::ops::add(&sum, stats));
     rows.push(row("all".into(), queue.name().to_owned(), "-".into(), &total));
     let header = ["PARTITION", "QUEUE", "SLOT", "PENDING", "ACTIVE", "DELAYED", "DONE", "DEAD", "CANCELLED"];
     crate::workers::aligned(&header, &rows)?;

@@ -97,6 +97,20 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
             4,
             "{via}: {stats}"
         );
+        // The partitions' rows, then the queue's total; so too with no queue named.
+        for stats in [stats.clone(), emq.ok(&["stats"])] {
+            // The first count after a row's name: its pending jobs.
+            let pending = |name: &str| -> Option<u64> {
+                let line = stats.lines().find_map(|line| line.strip_prefix(&format!("{name} ")))?;
+                line.split_whitespace().next()?.parse().ok()
+            };
+            let parts: u64 = (0..4)
+                .map(|k| pending(&partition_name(&q, k, 4)))
+                .map(|n| n.unwrap_or_else(|| panic!("{via}: a partition's row in {stats}")))
+                .sum();
+            assert_eq!(pending(&format!("{q} (all 4)")), Some(parts), "{via}: {stats}");
+            assert!(parts > 0, "{via}: {stats}");
+        }
         emq.ok(&["resume", &q]);
         emq.ok(&["limit", &q, "--concurrency", "none", "--rate", "none"]);
         // An exact rate across the partitions, shown, and lifted.
