@@ -263,8 +263,26 @@ async fn stats_rows(
     Ok(rows)
 }
 
+/// The partitioned queues (protocol 1.8) some of `names` are partitions
+/// of, by name: one definition read for each name `<p>~<k>~<s>`'s `p`.
+pub async fn partitioned_among(
+    executor: &std::sync::Arc<dyn echomq::Executor>,
+    names: &[String],
+) -> Result<Vec<echomq::Partitioned>, Error> {
+    let homes: BTreeSet<String> = names.iter().filter_map(|name| partitioned_home(name)).collect();
+    let mut found = Vec::new();
+    for home in homes {
+        if let Some(p) = echomq::Partitioned::find(executor.clone(), &home).await? {
+            if p.partitions().iter().any(|q| names.iter().any(|name| name == q.name())) {
+                found.push(p);
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// The partitioned queue a partition's name `<p>~<k>~<s>` names.
-fn partitioned_home(name: &str) -> Option<String> {
+pub fn partitioned_home(name: &str) -> Option<String> {
     let mut parts = name.rsplitn(3, '~');
     let (s, k, home) = (parts.next()?, parts.next()?, parts.next()?);
     let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());

@@ -714,3 +714,34 @@ async fn a_parents_page_shows_its_flow_as_a_tree() {
         "{child:?}"
     );
 }
+
+/// A partitioned queue (protocol 1.8) on `/`: its partitions' rows, and one
+/// row of its own with their totals and its exact rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_queue_shows_its_totals() {
+    use echomq::{Limit, Partitioned, Rate};
+    let server = RedisServer::start();
+    let name = unique_queue("parted");
+    let via: std::sync::Arc<dyn echomq::Executor> =
+        std::sync::Arc::new(echomq::Lua::new(server.connection().await));
+    let parted = Partitioned::create(via, &name, 4).await.unwrap();
+    for n in 0..7 {
+        parted.enqueue(format!("{n}").into_bytes()).await.unwrap();
+    }
+    parted.exact_rate(Limit::To(Rate { claims: 50, per: Duration::from_secs(1) })).await.unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+    let page = dashboard.get("/");
+    assert_eq!(page.status(), 200, "{page:?}");
+    assert!(page.has("<h2>Partitioned queues</h2>"), "{page:?}");
+    let row =
+        format!(r#"<tr data-partitioned="{name}"><td>{name}</td><td class="n">4</td><td class="n">7</td>"#);
+    assert!(page.has(&row), "{page:?}");
+    assert!(page.has("exact, 50/1s"), "{page:?}");
+    for k in 0..4 {
+        let partition = echomq::partition::partition_name(&name, k, 4);
+        let pending = parted.partitions()[k].stats().await.unwrap().pending;
+        if pending > 0 {
+            assert!(page.has(&format!(r#"data-queue="{partition}""#)), "{partition}: {page:?}");
+        }
+    }
+}

@@ -55,9 +55,45 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
                     }
                 }
             }))
+            (partitioned(&snapshot, queues))
         }
     };
     html::page("queues", &[], &body).into_response()
+}
+
+/// The partitioned queues (protocol 1.8) among the queues, each one row:
+/// its partitions' totals, the oldest pending job of any, and its limits
+/// (an exact rate across them, or each partition's own, in their rows).
+fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, QueueView>) -> Markup {
+    if snapshot.partitioned.is_empty() {
+        return html! {};
+    }
+    html! {
+        h2 { "Partitioned queues" }
+        p.note { "Each is one queue over its partitions, whose rows are above; FIFO and priority hold within a partition, not across them." }
+        (html::scroll(&html! {
+            table #partitioned {
+                tr {
+                    th { "queue" } th.n { "partitions" }
+                    @for state in State::ALL { th.n { (state) } }
+                    th.n { "oldest" br; "pending" }
+                    th { "rate" }
+                }
+                @for p in &snapshot.partitioned {
+                    @let views: Vec<&QueueView> = p.partitions().iter().filter_map(|q| queues.get(q.name())).collect();
+                    @let total = views.iter().filter_map(|view| view.stats.as_ref().ok()).fold(StatsReply::default(), |sum, s| crate::ops::add(&sum, s));
+                    @let oldest = views.iter().filter_map(|view| snapshot.oldest_pending_secs(view)).max();
+                    tr data-partitioned=(p.name()) {
+                        td { (p.name()) }
+                        td.n { (p.partitions().len()) }
+                        @for state in State::ALL { td.n { (total.of(state)) } }
+                        td.n { (html::age(oldest)) }
+                        td { (p.exact().map_or("each partition's own".to_owned(), |rate| format!("exact, {}", rate_text(rate)))) }
+                    }
+                }
+            }
+        }))
+    }
 }
 
 /// One queue's row on `/`.

@@ -46,6 +46,9 @@ pub struct Snapshot {
     pub now_ms: u64,
     /// Each queue, by name; or why the queue registry could not be read.
     pub queues: Result<BTreeMap<String, QueueView>, String>,
+    /// The partitioned queues (protocol 1.8) whose partitions are among
+    /// them, by name; none when their definitions could not be read.
+    pub partitioned: Vec<echomq::Partitioned>,
     /// The live workers, sorted by id; or why the worker registry could not be read.
     pub workers: Result<Vec<WorkerInfo>, String>,
     /// This host's clock when the workers were read, ms since the Unix
@@ -237,8 +240,10 @@ async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>, registry: Registry)
         Registry::ReadOnly => echomq::workers_read_only(&**executor).await,
     };
     let workers = workers.map_err(|err| crate::failure::explain(&err));
+    let mut partitioned = Vec::new();
     let queues = match crate::ops::discover(conn).await {
         Ok(names) => {
+            partitioned = crate::ops::partitioned_among(executor, &names).await.unwrap_or_default();
             let views = stream::iter(names)
                 .map(|name| {
                     let (mut conn, executor) = (conn.clone(), executor.clone());
@@ -254,7 +259,7 @@ async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>, registry: Registry)
         }
         Err(err) => Err(crate::failure::explain(err.as_ref())),
     };
-    Snapshot { taken, now_ms, queues, workers, local_ms, metrics: OnceLock::new() }
+    Snapshot { taken, now_ms, queues, partitioned, workers, local_ms, metrics: OnceLock::new() }
 }
 
 /// The server's clock, ms since the Unix epoch.
