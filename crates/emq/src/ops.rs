@@ -305,16 +305,7 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
         .unwrap_or(5)
         .max(5);
     let mut conn = server.connection().await?;
-    say!(
-        "{:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  flow",
-        "queue",
-        "pending",
-        "active",
-        "delayed",
-        "done",
-        "dead",
-        "cancelled"
-    );
+    say_header(width)?;
     let mut unreadable = 0;
     let mut total = echomq::transition::StatsReply::default();
     for (at, (name, partitioned)) in rows.iter().enumerate() {
@@ -345,11 +336,7 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
             .get(at + 1)
             .is_none_or(|(_, next)| next.as_ref().map(echomq::Partitioned::name) != Some(p.name()))
         {
-            let exact = p
-                .exact()
-                .map(|rate| format!("exact rate {}/{}", rate.claims, humantime::format_duration(rate.per)));
-            say_counts(&total_name(p), width, &total, exact.as_deref().unwrap_or("-"))?;
-            total = echomq::transition::StatsReply::default();
+            say_total(p, &total_name(p), width, &std::mem::take(&mut total))?;
         }
     }
     match unreadable {
@@ -361,18 +348,30 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     }
 }
 
+/// `emq stats`' header.
+fn say_header(width: usize) -> Result<(), Error> {
+    let [p, a, de, d, x, c] = ["pending", "active", "delayed", "done", "dead", "cancelled"];
+    say!("{:<width$} {p:>9} {a:>9} {de:>9} {d:>9} {x:>9} {c:>9}  flow", "queue");
+    Ok(())
+}
+
 /// One row of `emq stats`.
 fn say_counts(name: &str, width: usize, s: &echomq::transition::StatsReply, flow: &str) -> Result<(), Error> {
-    say!(
-        "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {flow}",
-        s.pending,
-        s.active,
-        s.delayed,
-        s.done,
-        s.dead,
-        s.cancelled
-    );
+    let [p, a, de, d, x, c] = [s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled];
+    say!("{name:<width$} {p:>9} {a:>9} {de:>9} {d:>9} {x:>9} {c:>9}  {flow}");
     Ok(())
+}
+
+/// A partitioned queue's total row, its exact rate as its flow.
+fn say_total(
+    p: &echomq::Partitioned,
+    name: &str,
+    width: usize,
+    total: &echomq::transition::StatsReply,
+) -> Result<(), Error> {
+    let exact =
+        p.exact().map(|rate| format!("exact rate {}/{}", rate.claims, humantime::format_duration(rate.per)));
+    say_counts(name, width, total, exact.as_deref().unwrap_or("-"))
 }
 
 /// Two queues' counts, added.
