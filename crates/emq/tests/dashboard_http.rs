@@ -716,7 +716,8 @@ async fn a_parents_page_shows_its_flow_as_a_tree() {
 }
 
 /// A partitioned queue (protocol 1.8) on `/`: its partitions' rows, and one
-/// row of its own with their totals and its exact rate.
+/// row of its own with their totals and its exact rate; on `/metrics`, an
+/// info series a partition, and its exact rate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_queue_shows_its_totals() {
     use echomq::{Limit, Partitioned, Rate};
@@ -743,5 +744,18 @@ async fn a_partitioned_queue_shows_its_totals() {
         if pending > 0 {
             assert!(page.has(&format!(r#"data-queue="{partition}""#)), "{partition}: {page:?}");
         }
+        // /metrics names each partition's partitioned queue, for a query to join on.
+        let info =
+            format!(r#"emq_partition_info{{queue="{partition}",partitioned="{name}",partition="{k}"}} 1"#);
+        assert!(dashboard.get("/metrics").has(&info), "{info}");
+    }
+    let metrics = dashboard.get("/metrics");
+    assert!(
+        metrics.has(&format!(r#"emq_partitioned_exact_rate_limit{{partitioned="{name}"}} 50"#)),
+        "{metrics:?}"
+    );
+    let (_, body) = metrics.0.split_once("\r\n\r\n").expect("a response with a body");
+    if let Some(checked) = promtool_check_metrics(body) {
+        checked.unwrap_or_else(|said| panic!("promtool check metrics: {said}\n{body}"));
     }
 }

@@ -407,6 +407,8 @@ mod names {
     pub const FAILED: &str = "emq_queue_failed_total";
     pub const DEAD: &str = "emq_queue_dead_total";
     pub const WORKERS: &str = "emq_workers";
+    pub const PARTITION: &str = "emq_partition_info";
+    pub const EXACT_RATE: &str = "emq_partitioned_exact_rate_limit";
 }
 
 /// The snapshot through a recorder of its own (never the global one):
@@ -469,8 +471,38 @@ fn prometheus_text(snapshot: &Snapshot) -> String {
                 counter!(names::DEAD, "queue" => queue.clone()).absolute(totals.dead);
             }
         }
+        partitioned_metrics(snapshot);
     });
     handle.render()
+}
+
+/// A partitioned queue's (protocol 1.8): an info series for each partition,
+/// which a query joins on `queue` to sum the partitions by `partitioned`,
+/// and its exact rate, when one is set.
+fn partitioned_metrics(snapshot: &Snapshot) {
+    use metrics::{describe_gauge, gauge};
+    describe_gauge!(
+        names::PARTITION,
+        "1 for each partition of a partitioned queue, naming it and its index."
+    );
+    describe_gauge!(
+        names::EXACT_RATE,
+        "A partitioned queue's exact rate across its partitions, claims per second."
+    );
+    for p in &snapshot.partitioned {
+        for (k, queue) in p.partitions().iter().enumerate() {
+            let labels = [
+                ("queue", queue.name().to_owned()),
+                ("partitioned", p.name().to_owned()),
+                ("partition", k.to_string()),
+            ];
+            gauge!(names::PARTITION, &labels).set(1.0);
+        }
+        if let Some(rate) = p.exact() {
+            let per_second = rate.claims as f64 / rate.per.as_secs_f64().max(1e-3);
+            gauge!(names::EXACT_RATE, "partitioned" => p.name().to_owned()).set(per_second);
+        }
+    }
 }
 
 #[cfg(test)]
