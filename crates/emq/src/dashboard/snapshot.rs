@@ -415,27 +415,11 @@ mod names {
 /// gauges set from it, counters set to the server's totals (`absolute`:
 /// the server counts, not this process), then rendered.
 fn prometheus_text(snapshot: &Snapshot) -> String {
-    use metrics::{counter, describe_counter, describe_gauge, gauge};
+    use metrics::{counter, gauge};
     let recorder = PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();
     metrics::with_local_recorder(&recorder, || {
-        describe_gauge!(names::JOBS, "Jobs in each state, per queue.");
-        describe_gauge!(names::OLDEST_PENDING, "How long the pending set's head job has waited, in seconds.");
-        describe_gauge!(names::PAUSED, "1 while the queue's claims are paused.");
-        describe_gauge!(names::CONCURRENCY, "The queue's limit on jobs active at once (only when set).");
-        describe_gauge!(names::RATE, "The queue's limit on claims per second (only when set).");
-        describe_gauge!(
-            names::UNREADABLE,
-            "Queues whose counts could not be read (a key of the wrong type); the dashboard says why."
-        );
-        describe_counter!(names::ENQUEUED, "Jobs enqueued to the queue, as the server counts them.");
-        describe_counter!(names::COMPLETED, "Jobs completed (acked), as the server counts them.");
-        describe_counter!(
-            names::FAILED,
-            "Failed attempts with another attempt to come (FAIL to delayed, REAP to pending)."
-        );
-        describe_counter!(names::DEAD, "Jobs out of attempts, sent to dead (FAIL or REAP).");
-        describe_gauge!(names::WORKERS, "Live workers working the queue, from the worker registry.");
+        describe_all();
         let Ok(queues) = &snapshot.queues else { return };
         for (name, view) in queues {
             let queue = name.clone();
@@ -474,6 +458,28 @@ fn prometheus_text(snapshot: &Snapshot) -> String {
         partitioned_metrics(snapshot);
     });
     handle.render()
+}
+
+/// Each family's help text (`# HELP`), as `promtool check metrics` asks.
+fn describe_all() {
+    use metrics::{describe_counter, describe_gauge};
+    describe_gauge!(names::JOBS, "Jobs in each state, per queue.");
+    describe_gauge!(names::OLDEST_PENDING, "How long the pending set's head job has waited, in seconds.");
+    describe_gauge!(names::PAUSED, "1 while the queue's claims are paused.");
+    describe_gauge!(names::CONCURRENCY, "The queue's limit on jobs active at once (only when set).");
+    describe_gauge!(names::RATE, "The queue's limit on claims per second (only when set).");
+    describe_gauge!(
+        names::UNREADABLE,
+        "Queues whose counts could not be read (a key of the wrong type); the dashboard says why."
+    );
+    describe_counter!(names::ENQUEUED, "Jobs enqueued to the queue, as the server counts them.");
+    describe_counter!(names::COMPLETED, "Jobs completed (acked), as the server counts them.");
+    describe_counter!(
+        names::FAILED,
+        "Failed attempts with another attempt to come (FAIL to delayed, REAP to pending)."
+    );
+    describe_counter!(names::DEAD, "Jobs out of attempts, sent to dead (FAIL or REAP).");
+    describe_gauge!(names::WORKERS, "Live workers working the queue, from the worker registry.");
 }
 
 /// A partitioned queue's (protocol 1.8): an info series for each partition,
