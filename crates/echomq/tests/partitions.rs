@@ -183,6 +183,31 @@ async fn a_job_goes_to_its_ids_partition_or_with_its_key() {
     }
 }
 
+/// A worker of `concurrency` slots over `p` until `jobs` jobs ran: how many ran.
+async fn work(p: &Partitioned, jobs: usize, concurrency: usize) -> usize {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counted = ran.clone();
+    let options = WorkerOptions::default().concurrency(concurrency).idle_wait(Duration::from_millis(50));
+    let worker = p.worker(
+        move |_job: JobContext| {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, HandlerError>(())
+            }
+        },
+        options,
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let working = tokio::spawn(worker.run_until(async move {
+        let _ = stopped.await;
+    }));
+    eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= jobs }).await;
+    let _ = stop.send(());
+    working.await.unwrap().unwrap();
+    ran.load(Ordering::SeqCst)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_worker_works_every_partition() {
     let (_server, executors) = common::three_executors().await;
@@ -195,27 +220,7 @@ async fn one_worker_works_every_partition() {
         // And one job a speaker before 1.8 put in the ordinary queue of the name.
         let ordinary = Queue::new(via.clone(), orders.name()).unwrap();
         let stray = ordinary.enqueue(b"stray".to_vec()).await.unwrap();
-        let ran = Arc::new(AtomicUsize::new(0));
-        let counted = ran.clone();
-        let options = WorkerOptions::default().concurrency(8).idle_wait(Duration::from_millis(50));
-        let worker = orders.worker(
-            move |_job: JobContext| {
-                let counted = counted.clone();
-                async move {
-                    counted.fetch_add(1, Ordering::SeqCst);
-                    Ok::<_, HandlerError>(())
-                }
-            },
-            options,
-        );
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let working = tokio::spawn(worker.run_until(async move {
-            let _ = stopped.await;
-        }));
-        eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 201 }).await;
-        let _ = stop.send(());
-        working.await.unwrap().unwrap();
-        assert_eq!(ran.load(Ordering::SeqCst), 201, "{via_name}: each job once");
+        assert_eq!(work(&orders, 201, 8).await, 201, "{via_name}: each job once");
         let done = ordinary.inspect(&stray).await.unwrap().unwrap().record.state;
         assert_eq!(done, echomq::State::Done, "{via_name}: the ordinary queue's job ran too");
         for id in &ids {
@@ -502,27 +507,7 @@ async fn a_worker_holds_an_exact_rate_on_every_executor() {
         rated.exact_rate(Limit::To(Rate { claims: 20, per })).await.unwrap();
         let jobs = (0..80).map(|n| (format!("{n}").into_bytes(), EnqueueOptions::default()));
         assert!(rated.enqueue_many(jobs).await.unwrap().iter().all(Result::is_ok));
-        let ran = Arc::new(AtomicUsize::new(0));
-        let counted = ran.clone();
-        let options = WorkerOptions::default().concurrency(16).idle_wait(Duration::from_millis(50));
-        let worker = rated.worker(
-            move |_job: JobContext| {
-                let counted = counted.clone();
-                async move {
-                    counted.fetch_add(1, Ordering::SeqCst);
-                    Ok::<_, HandlerError>(())
-                }
-            },
-            options,
-        );
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let working = tokio::spawn(worker.run_until(async move {
-            let _ = stopped.await;
-        }));
-        eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 80 }).await;
-        let _ = stop.send(());
-        working.await.unwrap().unwrap();
-        assert_eq!(ran.load(Ordering::SeqCst), 80, "{via_name}: each job once");
+        assert_eq!(work(&rated, 80, 16).await, 80, "{via_name}: each job once");
         let claimed = claim_times(rated.partitions()).await;
         assert_eq!(claimed.len(), 80, "{via_name}: a claim a job");
         let busiest = busiest(&claimed, 300);

@@ -411,8 +411,8 @@ class Worker:
         """CLAIM up to ``count`` jobs; for a queue of a partitioned queue held
         to an exact rate (§7.10), as many as its coordinator grants, by
         their deadline (UNTIL, so never with BLOCK), the unused permits
-        given back. None granted: nothing claimed, and the wait the
-        coordinator said, as a rate's."""
+        given back (not after a failed claim, which may have landed). None
+        granted: nothing claimed, and the wait the coordinator said, as a rate's."""
         coordinator = self.queue.coordinator
         self._exact = coordinator is not None and await coordinator.check()
         if coordinator is None or not self._exact:
@@ -422,11 +422,9 @@ class Worker:
             return Claims([], wait)
         if not until:  # lifted meanwhile
             return read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block)))
-        claims = Claims([], None)
-        try:
-            claims = read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, granted, until=until)))
-        finally:
-            await coordinator.give_back(first + len(claims.jobs), first + granted)
+        # A claim that failed may have landed: its permits are kept (they lapse), never given back.
+        claims = read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, granted, until=until)))
+        await coordinator.give_back(first + len(claims.jobs), first + granted)
         return claims
 
     @property

@@ -77,12 +77,12 @@ impl Coordinator {
             Permits::Wait(next) => return Ok(Claims { jobs: Vec::new(), held: Some(Held::Wait(next)) }),
             Permits::Granted { count, first, until } => (count, first, until),
         };
-        let claimed = queue.run(&ClaimUntil { claim: Claim { lease, count: granted }, until }).await;
-        let used = claimed.as_ref().map_or(0, |claims| claims.jobs.len() as u64);
+        // A claim that failed may have landed: its permits are kept (they lapse), never given back.
+        let mut claims = queue.run(&ClaimUntil { claim: Claim { lease, count: granted }, until }).await?;
+        let used = claims.jobs.len() as u64;
         if used < granted {
             self.give_back(first + used..first + granted).await;
         }
-        let mut claims = claimed?;
         if claims.jobs.is_empty() && claims.held.is_none() {
             if let Some(wait) = wait {
                 claims.held = Some(Held::Wait(IDLE_NAP.min(wait)));
