@@ -113,6 +113,33 @@ async def test_a_worker_holds_an_exact_rate_across_the_partitions(conn: echomq.C
     assert (await echomq.Partitioned.open(conn, orders.name)).exact is None
 
 
+async def test_busy_workers_take_an_exact_rate_set_while_they_run(conn: echomq.Connection) -> None:
+    orders = await echomq.Partitioned.create(conn, unique_queue("switched"), 4)
+    for n in range(1000):
+        await orders.enqueue(str(n).encode())
+
+    async def handle(job: echomq.Job) -> None:
+        await asyncio.sleep(0.02)
+
+    workers = [echomq.Worker(q, handle, concurrency=4, idle_wait=0.05) for q in await orders.worked(conn)]
+    running = [asyncio.create_task(worker.run(handle_signals=False)) for worker in workers]
+    await asyncio.sleep(0.3)
+    assert sum(worker.processed for worker in workers) > 0, "busy before the rate is set"
+    await orders.exact_rate(20, per=0.3)
+    seconds, micros = await conn.redis.time()
+    bound = seconds * 1000 + micros // 1000 + 1200  # every worker has read it (at most a second) by then
+    await asyncio.sleep(1.8)
+    for worker in workers:
+        worker.stop()
+    await asyncio.gather(*running)
+    claimed = [int(entry_id.split(b"-")[0]) for queue in orders.partitions
+               for entry_id, fields in await conn.redis.xrange(queue.keyspace.key("events"))
+               if fields.get(b"event") == b"active" and int(entry_id.split(b"-")[0]) >= bound]
+    assert claimed, "claims after the rate was read"
+    busiest = max(sum(1 for t in claimed if at <= t < at + 300) for at in claimed)
+    assert busiest <= 20, f"{busiest} claims in one 300 ms once every worker read the rate"
+
+
 async def test_bad_input_and_malformed_definitions_are_refused(conn: echomq.Connection) -> None:
     name = unique_queue("bad")
     for count in (0, 1025, True):

@@ -110,6 +110,10 @@ pub const SWITCH: RangeInclusive<u64> = 0..=1;
 pub const RATE: RangeInclusive<u64> = 0..=100_000;
 /// A rate limit's period, in milliseconds (CONFIG PER): up to a day.
 pub const RATE_PERIOD_MS: RangeInclusive<u64> = 1..=86_400_000;
+/// An exact rate's period across a partitioned queue's partitions (PERMIT,
+/// 1.8): at least 100 ms, so that its permits' hold, a tenth of it, covers
+/// a claim's round trip to another node and the nodes' clocks' drift.
+pub const EXACT_PERIOD_MS: RangeInclusive<u64> = 100..=86_400_000;
 
 /// How many minutes `<q>counts` keeps a count of, one a minute (protocol 1.4).
 pub const COUNT_MINUTES: u64 = 60;

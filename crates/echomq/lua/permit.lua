@@ -13,8 +13,8 @@ ARGV     options:
 Reply    [granted, first, until, wait]: with no exact rate (`rate` missing or 0),
          [count, 0, 0, 0], claim freely; else the permits granted, at most the
          count asked for and the rate's room, numbered first up, logged at now,
-         to be used by `until` (now + the hold, a tenth of the period, at least
-         1 ms); none granted: [0, 0, 0, wait], wait the ms until the oldest
+         to be used by `until` (now + the hold, a tenth of the period, which
+         is 100 ms or more); none granted: [0, 0, 0, wait], wait the ms until the oldest
          permit leaves the window. A permit counts while it is younger than the
          period and its hold. Nothing is written when none is granted.
 Errors   EMQARG, EMQTYPE, EMQDATA
@@ -48,13 +48,12 @@ if issued and issued < 0 then return malformed(partitions_key, 'permits', '0 or 
 if not rate or rate == 0 then return {count, 0, 0, 0} end
 if rate < 0 or rate > RATE_MAX then return malformed(partitions_key, 'rate', '0 to ' .. RATE_MAX) end
 if not per then return malformed(partitions_key, 'per', 'set beside rate') end
-if per < RATE_PERIOD_MS_MIN or per > RATE_PERIOD_MS_MAX then
-  return malformed(partitions_key, 'per', RATE_PERIOD_MS_MIN .. ' to ' .. RATE_PERIOD_MS_MAX .. ' ms')
+if per < EXACT_PERIOD_MS_MIN or per > EXACT_PERIOD_MS_MAX then
+  return malformed(partitions_key, 'per', EXACT_PERIOD_MS_MIN .. ' to ' .. EXACT_PERIOD_MS_MAX .. ' ms')
 end
 
 local now = now_ms()
-local hold = 1
-if per >= 20 then hold = math.floor(per / 10) end
+local hold = math.floor(per / 10)
 local edge = math.max(now - per - hold, 0)
 local live = redis.call('ZCOUNT', permits_key, '(' .. edge, '+inf')
 local granted = math.min(math.max(rate - live, 0), count)
@@ -65,8 +64,10 @@ end
 -- Bounded work: trim at most a sweep's worth per grant.
 local expired = redis.call('ZRANGE', permits_key, '-inf', edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
 if #expired > 0 then redis.call('ZREM', permits_key, unpack(expired)) end
-local last = redis.call('HINCRBY', partitions_key, 'permits', granted)
-local first = last - granted + 1
+-- Numbered on from the value read (a stored `07` is 7, §2), written whole.
+local first = (issued or 0) + 1
+local last = (issued or 0) + granted
+redis.call('HSET', partitions_key, 'permits', string.format('%d', last))
 local logged = {}
 for n = first, last do
   logged[#logged + 1] = now

@@ -108,22 +108,13 @@ fn check(name: &str, count: usize) -> Result<()> {
 }
 
 /// The exact rate a definition holds: its `rate` (none when missing or 0)
-/// and `per`, as PERMIT reads them (PROTOCOL.md §7.10).
-fn exact_of<'a>(field: &impl Fn(&str) -> Option<&'a str>) -> std::result::Result<Option<Rate>, String> {
-    let number = |name: &str| {
-        field(name).map(|text| text.parse::<u64>().map_err(|_| format!("{name} {text:?} is not a count")))
-    };
-    match (number("rate").transpose()?, number("per").transpose()?) {
-        (None | Some(0), _) => Ok(None),
-        (Some(claims), Some(per))
-            if limits::RATE.contains(&claims) && limits::RATE_PERIOD_MS.contains(&per) =>
-        {
-            Ok(Some(Rate { claims, per: std::time::Duration::from_millis(per) }))
-        }
-        (Some(claims), per) => {
-            Err(format!("the exact rate {claims} per {per:?} ms is not 1 to 100000 per 1 ms to a day"))
-        }
-    }
+/// and `per`, as PERMIT reads them (PROTOCOL.md §7.10); none for one that
+/// is malformed too, which PERMIT refuses (`EMQDATA`), so claims say it.
+fn exact_of<'a>(field: &impl Fn(&str) -> Option<&'a str>) -> Option<Rate> {
+    let number = |name: &str| field(name).and_then(|text| text.parse::<u64>().ok());
+    let (claims, per) = (number("rate")?, number("per")?);
+    (claims > 0 && limits::RATE.contains(&claims) && limits::EXACT_PERIOD_MS.contains(&per))
+        .then(|| Rate { claims, per: std::time::Duration::from_millis(per) })
 }
 
 /// One logical queue over its partitions (see the [module](self)).
@@ -229,7 +220,8 @@ impl Partitioned {
             let queue = Queue::new(via.clone(), &name).map_err(|err| malformed(err.to_string()))?;
             partitions.push(queue.coordinated(coordinator.clone()));
         }
-        let exact = exact_of(&field).map_err(malformed)?;
+        // A malformed one does not close the queue: its claims are refused (PERMIT's EMQDATA).
+        let exact = exact_of(&field);
         Ok(Some(Partitioned { name: name.to_owned(), partitions, coordinator, exact }))
     }
 
@@ -475,19 +467,21 @@ impl Partitioned {
     ///
     /// # Errors
     /// [`ErrorKind::Argument`] for a rate outside 1 to 100,000 claims, or a
-    /// period outside 1 ms to a day (nothing sent); a failure of the
-    /// connection or the server.
+    /// period outside 100 ms to a day (nothing sent; the permits' hold is a
+    /// tenth of it); a failure of the connection or the server.
     pub async fn exact_rate(&self, rate: Limit<Rate>) -> Result<()> {
         let fields = match rate {
             Limit::Unlimited => vec![("rate".to_owned(), "0".to_owned())],
             Limit::To(Rate { claims, per }) => {
                 let per_ms = u64::try_from(per.as_millis()).unwrap_or(u64::MAX);
-                if claims == 0 || !limits::RATE.contains(&claims) || !limits::RATE_PERIOD_MS.contains(&per_ms)
+                if claims == 0
+                    || !limits::RATE.contains(&claims)
+                    || !limits::EXACT_PERIOD_MS.contains(&per_ms)
                 {
                     return Err(Error::new(
                         ErrorKind::Argument,
                         format!(
-                            "an exact rate is 1 to 100000 claims per 1 ms to a day, not {claims} per {per:?}"
+                            "an exact rate is 1 to 100000 claims per 100 ms to a day, not {claims} per {per:?}"
                         ),
                     ));
                 }

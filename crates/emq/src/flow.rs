@@ -44,7 +44,7 @@ async fn note_if_empty(queue: &echomq::Queue) {
     }
 }
 
-/// A partitioned queue's settings after a change: a line per partition.
+/// A partitioned queue's exact rate after a change.
 fn tell_exact(partitioned: &echomq::Partitioned, rate: Limit<Rate>) {
     let n = partitioned.partitions().len();
     match rate {
@@ -61,6 +61,7 @@ fn tell_exact(partitioned: &echomq::Partitioned, rate: Limit<Rate>) {
     }
 }
 
+/// A partitioned queue's settings after a change: a line per partition.
 fn tell_partitions(partitioned: &echomq::Partitioned, settings: &[Settings]) {
     let n = settings.len();
     tell!("{}: over {n} partitions, limits split between them:", partitioned.name());

@@ -308,35 +308,24 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
     say_header(width)?;
     let mut unreadable = 0;
     let mut total = echomq::transition::StatsReply::default();
+    let mut partial = false;
     for (at, (name, partitioned)) in rows.iter().enumerate() {
         let queue = echomq::Queue::new(executor.clone(), name)?;
-        // One damaged queue (a key of the wrong type) does not hide the others.
-        let s = match queue.stats().await {
-            Ok(s) => s,
-            Err(err) if err.code().is_some() => {
-                say!("{name:<width$} unreadable: {}", crate::failure::explain(&err));
-                unreadable += 1;
-                continue;
-            }
-            Err(err) => return Err(err.into()),
-        };
-        if s == echomq::transition::StatsReply::default() && !args_named.is_empty() && partitioned.is_none() {
-            note_if_unknown(server, name).await;
-        }
-        // A user who may not read the config key still gets the counts.
-        let flow = match crate::flow::settings(&mut conn, queue.keyspace()).await {
-            Ok(settings) => crate::flow::describe(&settings),
-            Err(_) => "?".to_owned(),
-        };
-        say_counts(name, width, &s, &flow)?;
+        let read =
+            stats_row(server, &mut conn, &queue, width, !args_named.is_empty() && partitioned.is_none())
+                .await?;
+        unreadable += usize::from(read.is_none());
         let Some(p) = partitioned else { continue };
-        total = add(&total, &s);
+        match read {
+            Some(s) => total = add(&total, &s),
+            None => partial = true,
+        }
         // After a partitioned queue's last partition: its total.
         if rows
             .get(at + 1)
             .is_none_or(|(_, next)| next.as_ref().map(echomq::Partitioned::name) != Some(p.name()))
         {
-            say_total(p, &total_name(p), width, &std::mem::take(&mut total))?;
+            say_total(p, &total_name(p), width, &std::mem::take(&mut total), std::mem::take(&mut partial))?;
         }
     }
     match unreadable {
@@ -362,16 +351,55 @@ fn say_counts(name: &str, width: usize, s: &echomq::transition::StatsReply, flow
     Ok(())
 }
 
-/// A partitioned queue's total row, its exact rate as its flow.
+/// One queue's row of `emq stats`, and its counts; `None`, said, for a
+/// damaged queue (a key of the wrong type), which does not hide the others.
+/// `named`: a queue the user named, which is said when it seems unknown.
+async fn stats_row(
+    server: &Server,
+    conn: &mut Conn,
+    queue: &echomq::Queue,
+    width: usize,
+    named: bool,
+) -> Result<Option<echomq::transition::StatsReply>, Error> {
+    let name = queue.name();
+    let s = match queue.stats().await {
+        Ok(s) => s,
+        Err(err) if err.code().is_some() => {
+            say!("{name:<width$} unreadable: {}", crate::failure::explain(&err));
+            return Ok(None);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if s == echomq::transition::StatsReply::default() && named {
+        note_if_unknown(server, name).await;
+    }
+    // A user who may not read the config key still gets the counts.
+    let flow = match crate::flow::settings(conn, queue.keyspace()).await {
+        Ok(settings) => crate::flow::describe(&settings),
+        Err(_) => "?".to_owned(),
+    };
+    say_counts(name, width, &s, &flow)?;
+    Ok(Some(s))
+}
+
+/// A partitioned queue's total row, its exact rate as its flow; `partial`
+/// when a partition could not be read (its counts are not in it).
 fn say_total(
     p: &echomq::Partitioned,
     name: &str,
     width: usize,
     total: &echomq::transition::StatsReply,
+    partial: bool,
 ) -> Result<(), Error> {
     let exact =
         p.exact().map(|rate| format!("exact rate {}/{}", rate.claims, humantime::format_duration(rate.per)));
-    say_counts(name, width, total, exact.as_deref().unwrap_or("-"))
+    let flow = exact.unwrap_or_else(|| "-".into());
+    match partial {
+        true => {
+            say_counts(name, width, total, &format!("{flow} (partial: a partition unreadable, said above)"))
+        }
+        false => say_counts(name, width, total, &flow),
+    }
 }
 
 /// Two queues' counts, added.

@@ -161,11 +161,10 @@ class Partitioned:
         if routing != ROUTING:
             raise EchoMQError(f"{key}: routing {routing!r} is unknown to this speaker (it routes by {ROUTING})")
         count = int(text)
-        rate, per = fields.get("rate", "0"), fields.get("per", "")
+        # As PERMIT reads it; a malformed one is none here, and its claims are refused (EMQDATA).
+        rate, per = fields.get("rate", ""), fields.get("per", "")
         exact = None
-        if rate != "0":
-            if not (rate.isdecimal() and per.isdecimal()):
-                raise DataError(f"{key}: the exact rate {rate!r} per {per!r} ms is not a count per ms")
+        if rate.isdecimal() and per.isdecimal() and 1 <= int(rate) <= 100_000 and 100 <= int(per) <= 86_400_000:
             exact = (int(rate), int(per))
         partitions = []
         coordinator = Coordinator(connection, name)
@@ -195,15 +194,16 @@ class Partitioned:
         then asks the queue's coordinator for permits first (§7.10): one more
         call a claim, and a busy queue runs up to a tenth below the rate,
         never above it. :class:`InvalidInput` for a rate outside 1 to 100000
-        or a period outside 1 ms to a day (nothing sent)."""
+        or a period outside 100 ms to a day (nothing sent; the permits' hold
+        is a tenth of it)."""
         key = _definition_key(self.name)
         if rate is None:
             await self.partitions[0].connection.redis.hset(key, "rate", "0")
             self.exact = None
             return
         per_ms = to_ms(per)
-        if isinstance(rate, bool) or not 1 <= rate <= 100_000 or not 1 <= per_ms <= 86_400_000:
-            raise InvalidInput(f"an exact rate is 1 to 100000 claims per 1 ms to a day, not {rate} per {per!r}")
+        if isinstance(rate, bool) or not 1 <= rate <= 100_000 or not 100 <= per_ms <= 86_400_000:
+            raise InvalidInput(f"an exact rate is 1 to 100000 claims per 100 ms to a day, not {rate} per {per!r}")
         await self.partitions[0].connection.redis.hset(key, mapping={"rate": str(rate), "per": str(per_ms)})
         self.exact = (rate, per_ms)
 

@@ -430,8 +430,10 @@ class Worker:
     @property
     def _refilling(self) -> bool:
         """Whether an ack also claims (ACKNEXT, ACKMANY's pipelined CLAIM):
-        while claiming, except under an exact rate, whose claims ask for permits."""
-        return self._claiming and not self._exact
+        while claiming, except on a queue of a partitioned queue, whose
+        claims go through :meth:`_claim` for its exact rate's permits (a
+        busy worker's acks would otherwise claim without ever looking)."""
+        return self._claiming and self.queue.coordinator is None
 
     async def _wait_for_work(self, held: int | None, took: bool) -> None:
         if held is not None and held > 0:  # the rate or a timed pause: told how long

@@ -5,13 +5,13 @@
 //! UNTIL), and gives back what it did not use.
 //!
 //! A permit counts against the rate while it is younger than PER plus its
-//! hold (PER / 10, at least 1 ms): a claim runs at most the hold after its
+//! hold (PER / 10, PER being 100 ms or more): a claim runs at most the hold after its
 //! permit, so the claims of any PER ms come from permits of one window of
 //! PER + hold ms, which never holds more than RATE.
 
 use super::need;
 use crate::description::{keys, Description, Effect};
-use crate::limits::{CLAIM_COUNT, RATE, RATE_PERIOD_MS, SWEEP_LIMIT};
+use crate::limits::{CLAIM_COUNT, EXACT_PERIOD_MS, RATE, SWEEP_LIMIT};
 use crate::parse::{malformed, named_keys, options, stored};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
@@ -28,15 +28,11 @@ pub struct Permit<'a> {
     count: u64,
 }
 
-/// How long after its grant a permit may still be used, in ms: PER / 10,
-/// at least 1.
+/// How long after its grant a permit may still be used, in ms: a tenth of
+/// the period.
 #[must_use]
 pub const fn permit_hold_ms(per: u64) -> u64 {
-    if per >= 20 {
-        per / 10
-    } else {
-        1
-    }
+    per / 10
 }
 
 impl<'a> Permit<'a> {
@@ -84,7 +80,7 @@ impl<'a> Permit<'a> {
         let PermitKeys { partitions, permits } = self.keys;
         need(store, partitions, KeyType::Hash)?;
         need(store, permits, KeyType::Zset)?;
-        let Some((rate, per)) = exact_rate(store, partitions)? else {
+        let Some((rate, per, issued)) = exact_rate(store, partitions)? else {
             return Ok(reply([self.count, 0, 0, 0]));
         };
         let now = store.now_ms();
@@ -103,8 +99,10 @@ impl<'a> Permit<'a> {
         for member in &expired {
             store.zrem(permits, member);
         }
-        let last = store.hincrby(partitions, b"permits", granted as i64) as u64;
-        let first = last + 1 - granted;
+        // Numbered on from the value read (a stored `07` is 7, §2), written whole.
+        let first = issued + 1;
+        let last = issued + granted;
+        store.hset(partitions, &[(b"permits", last.to_string().as_bytes())]);
         let names: Vec<String> = (first..=last).map(|n| n.to_string()).collect();
         let logged: Vec<(f64, &[u8])> = names.iter().map(|name| (now as f64, name.as_bytes())).collect();
         store.zadd_many(permits, &logged);
@@ -117,9 +115,9 @@ fn reply(values: [u64; 4]) -> Reply {
 }
 
 /// The definition's exact rate, `rate` claims in any `per` ms, when one is
-/// set (a `rate` missing or 0 is none); its `permits` checked too, before
-/// any write, each as PROTOCOL.md §7.10 orders them.
-fn exact_rate<S: Store>(store: &mut S, partitions: &[u8]) -> Result<Option<(u64, u64)>, Refusal> {
+/// set (a `rate` missing or 0 is none), and the last permit's number (0 for
+/// none yet); each checked before any write, as PROTOCOL.md §7.10 orders them.
+fn exact_rate<S: Store>(store: &mut S, partitions: &[u8]) -> Result<Option<(u64, u64, u64)>, Refusal> {
     let fields: [&[u8]; 3] = [b"rate", b"per", b"permits"];
     let read = store.hmget(partitions, &fields);
     let mut values = [None; 3];
@@ -137,7 +135,7 @@ fn exact_rate<S: Store>(store: &mut S, partitions: &[u8]) -> Result<Option<(u64,
     };
     match per.map(u64::try_from) {
         None => Err(malformed(partitions, b"per", "set beside rate")),
-        Some(Ok(per)) if RATE_PERIOD_MS.contains(&per) => Ok(Some((rate, per))),
-        Some(_) => Err(malformed(partitions, b"per", "1 to 86400000 ms")),
+        Some(Ok(per)) if EXACT_PERIOD_MS.contains(&per) => Ok(Some((rate, per, issued.unwrap_or(0) as u64))),
+        Some(_) => Err(malformed(partitions, b"per", "100 to 86400000 ms")),
     }
 }

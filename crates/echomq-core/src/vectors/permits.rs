@@ -42,8 +42,8 @@ pub(super) fn cases() -> Vec<Case> {
             .put("permits", logged(&["1", "2"], 1100)),
         Case::new("permit: numbers go on from the definition's", permit(&["COUNT", "2"]))
             .put("partitions", hash(&[("rate", "10"), ("per", "60000"), ("permits", "41")])),
-        // Its deadline, now + 1 (a server's replay allows for its own delay).
-        Case::new("permit: a short period's hold is 1 ms", permit(&[])).put("partitions", rated("1", "5")),
+        Case::new("permit: numbers go on from a stored 07", permit(&["COUNT", "2"]))
+            .put("partitions", hash(&[("rate", "10"), ("per", "60000"), ("permits", "07")])),
         Case::new("permit: COUNT 0", permit(&["COUNT", "0"])).refused(Code::Arg),
         Case::new("permit: COUNT over 1000", permit(&["COUNT", "1001"])).refused(Code::Arg),
         Case::new("permit: an unknown option", permit(&["LIMIT", "1"]))
@@ -57,9 +57,9 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("permit: a rate without its period", permit(&[]))
             .put("partitions", hash(&[("rate", "5")]))
             .refused_with("EMQDATA emq:{q}:partitions per is not set beside rate"),
-        Case::new("permit: a period of 0", permit(&[]))
-            .put("partitions", rated("5", "0"))
-            .refused_with("EMQDATA emq:{q}:partitions per is not 1 to 86400000 ms"),
+        Case::new("permit: a period under 100 ms", permit(&[]))
+            .put("partitions", rated("5", "99"))
+            .refused_with("EMQDATA emq:{q}:partitions per is not 100 to 86400000 ms"),
         Case::new("permit: a negative count of permits", permit(&[]))
             .put("partitions", hash(&[("rate", "5"), ("per", "1000"), ("permits", "-1")]))
             .refused_with("EMQDATA emq:{q}:partitions permits is not 0 or more"),

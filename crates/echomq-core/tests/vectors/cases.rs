@@ -5695,8 +5695,8 @@ mod permit {
     }
 
     #[test]
-    fn permit_a_short_period_s_hold_is_1_ms() {
-        replay("permit", "permit: a short period's hold is 1 ms");
+    fn permit_numbers_go_on_from_a_stored_07() {
+        replay("permit", "permit: numbers go on from a stored 07");
     }
 
     #[test]
@@ -5730,8 +5730,8 @@ mod permit {
     }
 
     #[test]
-    fn permit_a_period_of_0() {
-        replay("permit", "permit: a period of 0");
+    fn permit_a_period_under_100_ms() {
+        replay("permit", "permit: a period under 100 ms");
     }
 
     #[test]

@@ -74,7 +74,10 @@ impl Coordinator {
                 self.remember(false);
                 return queue.claims_freely(lease, count, wait).await;
             }
-            Permits::Wait(next) => return Ok(Claims { jobs: Vec::new(), held: Some(Held::Wait(next)) }),
+            // Asked again within a second at most: a lifted rate binds no longer.
+            Permits::Wait(next) => {
+                return Ok(Claims { jobs: Vec::new(), held: Some(Held::Wait(next.min(RECHECK))) })
+            }
             Permits::Granted { count, first, until } => (count, first, until),
         };
         // A claim that failed may have landed: its permits are kept (they lapse), never given back.

@@ -91,6 +91,11 @@ impl Queue {
         count: u64,
     ) -> Result<Claims> {
         let ack = Ack { id: job.id.clone(), token: job.token, result };
+        // A partitioned queue's claims ask for permits first: the ack alone, then a claim that does.
+        if self.coordinator.is_some() {
+            self.run(&ack).await?;
+            return self.claims(lease, count, None).await;
+        }
         self.run(&AckNext { ack, lease, count }).await
     }
 

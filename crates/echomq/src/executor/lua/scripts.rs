@@ -98,6 +98,7 @@ fn ranges() -> Vec<(&'static str, String)> {
         unsigned("SWITCH", &SWITCH),
         unsigned("RATE", &RATE),
         unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
+        unsigned("EXACT_PERIOD_MS", &EXACT_PERIOD_MS),
         unsigned("FLAG", &FLAG),
     ]
 }
