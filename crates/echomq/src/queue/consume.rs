@@ -26,6 +26,9 @@ impl Queue {
     /// some back. With `wait`, a claim that gets nothing because nothing is
     /// pending or the queue is paused waits up to that long for an arrival
     /// or a resume, on executors that can ([`Setup::waits`](crate::executor::Setup::waits)).
+    /// A partition of a queue held to an exact rate ([`Partitioned::exact_rate`](crate::Partitioned::exact_rate))
+    /// claims under permits, which cannot wait on the server: it answers at
+    /// once, held back for a moment ([`Held::Wait`]) when it found nothing.
     ///
     /// # Errors
     /// As [`claim`](Queue::claim); `count` out of range is
