@@ -490,8 +490,22 @@ async fn an_exact_rate_holds_in_every_window_across_the_partitions() {
     assert_eq!(freely, 600 - claimed.len(), "lifted, the claims take what pending holds");
     let bad = rated.exact_rate(Limit::To(Rate { claims: 0, per })).await.unwrap_err();
     assert_eq!(bad.kind, ErrorKind::Argument, "{bad}");
-    let bad = rated.exact_rate(Limit::To(Rate { claims: 5, per: Duration::ZERO })).await.unwrap_err();
-    assert_eq!(bad.kind, ErrorKind::Argument, "{bad}");
+    // Refused before anything is sent: no claims, a period under 100 ms, a rate over 100,000.
+    for refused in
+        [Rate { claims: 5, per: Duration::ZERO }, Rate { claims: 5, per: Duration::from_millis(99) }]
+            .into_iter()
+            .chain([Rate { claims: 100_001, per }])
+    {
+        let bad = rated.exact_rate(Limit::To(refused)).await.unwrap_err();
+        assert_eq!(bad.kind, ErrorKind::Argument, "{bad}");
+    }
+    let stored =
+        via.plain().one(Command::HGet("emq:{rated}:partitions".into(), "rate".into())).await.unwrap();
+    assert_eq!(
+        stored.text().unwrap().as_deref(),
+        Some("0"),
+        "a refusal writes nothing: the lifted rate stays"
+    );
 }
 
 /// A worker over the partitions under an exact rate, on every executor:

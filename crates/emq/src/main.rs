@@ -16,7 +16,8 @@
 //! - `log.rs`: the log on stderr (`-v`, `-q`, `RUST_LOG`, `--log-format`).
 //! - `otel.rs`: traces over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the `otel` feature).
 //! - `enqueue.rs`: enqueue, one job or JSON lines, and what a failure did.
-//! - `ops.rs`: inspect, list, stats, queues, purge, drain, delete-queue.
+//! - `ops.rs`: inspect, list, queues, purge, drain, delete-queue.
+//! - `stats.rs`: `emq stats`, a partitioned queue's partitions then its total.
 //! - `change.rs`: retry, cancel and delete, by id or all that match.
 //! - `find.rs`: find jobs by text or id prefix, a bounded search that says where it stopped.
 //! - `select.rs`: selecting jobs in bulk (a bounded walk, an id prefix), and
@@ -92,6 +93,7 @@ mod partitions;
 mod schedule;
 mod scripts;
 mod select;
+mod stats;
 mod work;
 mod workers;
 
@@ -152,7 +154,7 @@ enum Command {
     /// bounded search that says where it stopped and how to resume.
     Find(find::Args),
     /// Count each queue's jobs by state, and show its flow settings (paused, limits).
-    Stats(ops::StatsArgs),
+    Stats(stats::StatsArgs),
     /// List the queues on the server, from its queue registry.
     Queues(ops::QueuesArgs),
     /// List the live workers, from the worker registry: host, pid, queues,
@@ -325,7 +327,7 @@ impl Command {
             Command::Events(args) => events::events(server, args).await,
             Command::List(args) => ops::list(server, args).await,
             Command::Find(args) => find::run(server, args).await,
-            Command::Stats(args) => ops::stats(server, args).await,
+            Command::Stats(args) => stats::stats(server, args).await,
             Command::Queues(args) => ops::queues(server, args).await,
             Command::Workers(args) => workers::run(server, args).await,
             Command::Retry(args) => change::retry(server, args).await,

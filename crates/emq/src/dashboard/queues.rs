@@ -81,7 +81,7 @@ fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, 
                 }
                 @for p in &snapshot.partitioned {
                     @let views: Vec<&QueueView> = p.partitions().iter().filter_map(|q| queues.get(q.name())).collect();
-                    @let total = views.iter().filter_map(|view| view.stats.as_ref().ok()).fold(StatsReply::default(), |sum, s| crate::ops::add(&sum, s));
+                    @let total = views.iter().filter_map(|view| view.stats.as_ref().ok()).fold(StatsReply::default(), |sum, s| crate::stats::add(&sum, s));
                     @let oldest = views.iter().filter_map(|view| snapshot.oldest_pending_secs(view)).max();
                     tr data-partitioned=(p.name()) {
                         td { (p.name()) }

@@ -243,7 +243,7 @@ async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>, registry: Registry)
     let mut partitioned = Vec::new();
     let queues = match crate::ops::discover(conn).await {
         Ok(names) => {
-            partitioned = crate::ops::partitioned_among(executor, &names).await.unwrap_or_default();
+            partitioned = crate::stats::partitioned_among(executor, &names).await.unwrap_or_default();
             let views = stream::iter(names)
                 .map(|name| {
                     let (mut conn, executor) = (conn.clone(), executor.clone());
