@@ -322,3 +322,66 @@ async fn a_write_no_replica_confirms_is_applied_and_reported() {
         assert!(outcomes[1].as_ref().is_err_and(echomq::Error::is_lost_lease), "{via:?}: {outcomes:?}");
     }
 }
+
+/// A claim is confirmed by the replicas before its jobs are handed out, a
+/// claim that waited for a job (`EMQ.CLAIM … BLOCK`) too: while the replica
+/// lags (stopped), the claim answers only once the WAIT has timed out, and
+/// then still answers its job (an error would strand it until its lease ran
+/// out). Were it not waited for, a failover could hand the same token to
+/// another worker (`tests/cluster_failover.rs` shows that on a Cluster).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_answers_once_the_replicas_confirm_it_or_the_wait_ends() {
+    let master = RedisServer::start_with(ServerOptions {
+        module: Some(module_path()),
+        args: vec!["--repl-diskless-sync-delay".into(), "0".into()],
+        ..ServerOptions::default()
+    });
+    let replica = RedisServer::start_with(ServerOptions {
+        module: Some(module_path()),
+        args: vec!["--replicaof".into(), "127.0.0.1".into(), master.port().to_string()],
+        ..ServerOptions::default()
+    });
+    let linked = || async { info(&replica, "replication").contains("master_link_status:up") };
+    eventually("the replica is in sync", linked).await;
+    let wait = Duration::from_millis(300);
+    for via in [Via::Lua, Via::Native] {
+        let name = unique_queue("claim-confirmed");
+        let q = queue(&master.url(), via, &name, wait).await;
+        let plain = Queue::new(
+            Arc::new(Lua::new(master.client().get_multiplexed_async_connection().await.unwrap())),
+            &name,
+        )
+        .unwrap();
+        // A claim that waits for a job in the server (Native's BLOCK; Lua's
+        // waits on the wake-up key, then claims as below), woken by an arrival.
+        let waiting = matches!(via, Via::Native).then(|| {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let claimed = q.claim_many(Duration::from_secs(60), 1, Some(Duration::from_secs(30))).await;
+                (claimed.map(|leases| leases.jobs), Instant::now())
+            })
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let server = info(&replica, "server");
+        let pid =
+            server.lines().find_map(|l| l.strip_prefix("process_id:")).expect("the replica's pid").trim();
+        let lagging = std::process::Command::new("kill").args(["-STOP", pid]).status().unwrap();
+        assert!(lagging.success(), "the replica stopped");
+        let arrived = Instant::now();
+        let first = plain.enqueue(b"first".to_vec()).await.unwrap();
+        let second = plain.enqueue(b"second".to_vec()).await.unwrap();
+        if let Some(waiting) = waiting {
+            let (jobs, answered) = waiting.await.unwrap();
+            assert_eq!(jobs.unwrap().iter().map(|job| &job.id).collect::<Vec<_>>(), [&first], "{via:?}");
+            let took = answered - arrived;
+            assert!(took >= wait, "{via:?}: a waiting claim answered in {took:?}, before the WAIT ended");
+        }
+        let asked = Instant::now();
+        let jobs = q.claim_many(Duration::from_secs(60), 2, None).await.unwrap().jobs;
+        let took = asked.elapsed();
+        let _ = std::process::Command::new("kill").args(["-CONT", pid]).status().unwrap();
+        let want = if matches!(via, Via::Native) { vec![&second] } else { vec![&first, &second] };
+        assert_eq!(jobs.iter().map(|job| &job.id).collect::<Vec<_>>(), want, "{via:?}");
+        assert!(took >= wait, "{via:?}: answered in {took:?}, before the WAIT ended");
+    }
+}

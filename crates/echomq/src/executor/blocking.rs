@@ -97,6 +97,17 @@ impl<C: ConnectionLike + Send> Blocking<C> {
     /// Send the blocking `command` on a connection of its own: its reply, or
     /// `None` when every connection is busy and no more can be opened.
     pub(super) async fn query(&self, command: &redis::Cmd) -> Result<Option<redis::RedisResult<Value>>> {
+        Ok(self.query_then(command, None).await?.map(|(reply, _)| reply))
+    }
+
+    /// [`query`](Blocking::query), and `then` right after it on the same
+    /// connection, in one pipeline (a WAIT, which covers what this
+    /// connection wrote): both replies, `then`'s none when the connection broke.
+    pub(super) async fn query_then(
+        &self,
+        command: &redis::Cmd,
+        then: Option<&redis::Cmd>,
+    ) -> Result<Option<(redis::RedisResult<Value>, Option<redis::RedisResult<Value>>)>> {
         let Some(mut pooled) = self.take().await? else { return Ok(None) };
         // Its client id, asked once, so that a stopping worker can end the
         // wait with CLIENT UNBLOCK; without it (an ACL that denies CLIENT ID)
@@ -105,7 +116,25 @@ impl<C: ConnectionLike + Send> Blocking<C> {
             pooled.id = Some(redis::cmd("CLIENT").arg("ID").query_async(&mut pooled.conn).await.ok());
         }
         let waiting = pooled.id.flatten().map(|id| self.waiting(id));
-        let reply: redis::RedisResult<Value> = command.query_async(&mut pooled.conn).await;
+        let (reply, after) = match then {
+            None => (command.query_async(&mut pooled.conn).await, None),
+            Some(then) => {
+                let mut pipe = redis::pipe();
+                pipe.add_command(command.clone()).add_command(then.clone());
+                match pipe
+                    .ignore_errors()
+                    .query_async::<Vec<redis::RedisResult<Value>>>(&mut pooled.conn)
+                    .await
+                {
+                    Ok(mut replies) if replies.len() == 2 => {
+                        let after = replies.pop();
+                        (replies.remove(0), after)
+                    }
+                    Ok(replies) => (Err(unexpected(replies.len())), None),
+                    Err(err) => (Err(err), None),
+                }
+            }
+        };
         drop(waiting);
         // A connection that broke is dropped, not kept, when another can be
         // opened; a refusal (TRYAGAIN during a resharding) leaves it sound.
@@ -116,6 +145,15 @@ impl<C: ConnectionLike + Send> Blocking<C> {
         } else if self.open.is_none() {
             self.put_back(Pooled::new(pooled.conn));
         }
-        Ok(Some(reply))
+        Ok(Some((reply, after)))
     }
+}
+
+/// A pipeline of two commands that answered another number of replies.
+fn unexpected(replies: usize) -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "a pipeline of two commands",
+        format!("{replies} replies"),
+    ))
 }

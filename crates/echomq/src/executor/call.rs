@@ -159,8 +159,13 @@ pub(crate) fn parse_reply<T: Transition>(
     shortfall: Option<Shortfall>,
 ) -> Result<T::Output> {
     let output = T::parse(reply?)?;
+    let described = T::NAME.describe();
     match shortfall {
-        Some(shortfall) if T::NAME.describe().waits_for_replication => T::replicated(output, shortfall),
+        Some(shortfall) if described.waits_for_replication => T::replicated(output, shortfall),
+        Some(shortfall) if described.hands_out_tokens => {
+            super::replication::unconfirmed_claim(shortfall);
+            Ok(output)
+        }
         _ => Ok(output),
     }
 }

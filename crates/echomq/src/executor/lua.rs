@@ -16,8 +16,9 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use super::blocking::Blocking;
+use super::replication::claim_reply;
 use super::transport::{bzpopmin, reply, sized_command, Transport};
-use super::{claimed_nothing, one, Call, Executor, Interrupts, Plain, Ran, Replication, Setup, BUSY_NAP};
+use super::{claimed_nothing, Call, Executor, Interrupts, Plain, Ran, Replication, Setup, BUSY_NAP};
 use crate::{Error, Result};
 
 #[cfg_attr(not(feature = "protocol"), allow(unreachable_pub))]
@@ -78,8 +79,8 @@ impl<C> Lua<C> {
     }
 
     /// Have `replication.replicas` replicas confirm each transition that
-    /// writes before it returns (WAIT in the same round trip), but a claim's
-    /// (see [`Replication`]).
+    /// writes, and each claim, before it returns (WAIT in the same round
+    /// trip), but a heartbeat's (see [`Replication`]).
     pub fn with_replication(mut self, replication: Replication) -> Lua<C> {
         self.redis.replication = Some(replication);
         self
@@ -116,7 +117,7 @@ where
     /// With blocking connections, claim and wait on the queue's wake-up key
     /// (`BZPOPMIN`, PROTOCOL.md §9); without, claim at once (the worker polls).
     async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply> {
-        let run = || async { one(self.run(std::slice::from_ref(claim)).await?.replies) };
+        let run = || async { claim_reply(self.run(std::slice::from_ref(claim)).await?) };
         let key = |role| Name::Claim.describe().position(role).and_then(|at| claim.keys.get(at));
         match (&self.redis.blocking, key(Role::Wake), key(Role::Pending)) {
             (Some(blocking), Some(wake), Some(pending)) if self.waits() => {

@@ -14,8 +14,9 @@ use redis::aio::ConnectionLike;
 #[cfg(feature = "cluster")]
 use redis::Value;
 
+use super::replication::{claim_reply, short_of, wait_for};
 use super::transport::{reply, sized_command, Transport};
-use super::{claimed_nothing, one, Call, Executor, Plain, Ran, Replication, Setup, BUSY_NAP};
+use super::{claimed_nothing, Call, Executor, Plain, Ran, Replication, Setup, BUSY_NAP};
 use crate::{Error, Result};
 
 /// Runs transitions as the module's `EMQ.*` commands, over any async
@@ -74,8 +75,8 @@ impl<C> Native<C> {
     }
 
     /// Have `replication.replicas` replicas confirm each transition that
-    /// writes before it returns (WAIT in the same round trip), but a claim's
-    /// (see [`Replication`]).
+    /// writes, and each claim, before it returns (WAIT in the same round
+    /// trip), but a heartbeat's (see [`Replication`]).
     pub fn with_replication(mut self, replication: Replication) -> Native<C> {
         self.redis.replication = Some(replication);
         self
@@ -89,7 +90,7 @@ where
 {
     /// One call as one `EMQ.<NAME>` command; more as one pipeline of them,
     /// with a WAIT after them when replication asks for one and any writes
-    /// what a caller relies on (not a claim).
+    /// what a caller relies on or claims (not a heartbeat alone).
     async fn run(&self, calls: &[Call]) -> Result<Ran> {
         let replication = self.redis.replication_for(calls);
         match calls {
@@ -103,15 +104,17 @@ where
     }
 
     /// `EMQ.CLAIM … BLOCK <ms>` on a blocking connection: the server wakes
-    /// the claim when a job arrives. Without one free, a plain claim.
+    /// the claim when a job arrives. Without one free, a plain claim. With
+    /// replication, a WAIT follows it on the same connection (see [`Replication`]).
     async fn claim_waiting(&self, claim: &Call, wait: Duration) -> Result<Reply> {
-        let run_now = || async { one(self.run(std::slice::from_ref(claim)).await?.replies) };
+        let run_now = || async { claim_reply(self.run(std::slice::from_ref(claim)).await?) };
         let Some(blocking) = &self.redis.blocking else { return run_now().await };
         // BLOCK 0 would wait without limit: wait at least a millisecond instead.
         let wait_ms = wait.as_millis().clamp(1, u128::from(*echomq_core::limits::LEASE_MS.end()));
         let mut blocked = command(claim);
         blocked.arg("BLOCK").arg(wait_ms as u64);
-        let Some(sent) = blocking.query(&blocked).await? else {
+        let confirm = self.redis.replication.map(wait_for);
+        let Some((sent, confirmed)) = blocking.query_then(&blocked, confirm.as_ref()).await? else {
             // Every blocking connection is busy: claim, and nap as a polling worker would.
             let claimed = run_now().await;
             if claimed_nothing(&claimed) {
@@ -119,6 +122,9 @@ where
             }
             return claimed;
         };
+        if let (Some(replication), Some(confirmed)) = (self.redis.replication, confirmed) {
+            short_of(replication, confirmed);
+        }
         reply(sent?)
     }
 

@@ -13,11 +13,11 @@ use crate::Result;
 /// replicates asynchronously: a master that acknowledges a write and dies
 /// before any replica has it loses the write on failover. With this set, an
 /// executor sends `WAIT <replicas> <timeout>` after its transitions that
-/// write (but a claim: see `confirms`), in the same round trip, and answers
+/// write (but a heartbeat: see `confirms`), in the same round trip, and answers
 /// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated) when fewer confirm in time (the
 /// write stands on the master; a call that was refused wrote nothing, and
-/// answers its refusal). It narrows the window; it does not make Redis a
-/// consensus store (see RELIABILITY.md).
+/// answers its refusal; a claim answers its jobs). It narrows the window;
+/// it does not make Redis a consensus store (see RELIABILITY.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Replication {
     /// Replicas that must confirm each write.
@@ -27,18 +27,64 @@ pub struct Replication {
 }
 
 /// Whether a WAIT follows `calls` when the executor asks replicas to
-/// confirm its writes: when any of them writes what a caller relies on. A
-/// claim's write is not (nor is it waited for on a blocking claim): lost in a
-/// failover, its jobs are pending again on the new master and run again, as
-/// at-least-once allows, and the WAIT after the job's ack covers the claim's
-/// write as well. Waited for, a replica's lag would strand the claimed jobs
-/// until their leases ran out: a shortfall answers
-/// [`ErrorKind::NotReplicated`](crate::ErrorKind::NotReplicated), not the jobs. Nor is a heartbeat's (EXTEND):
-/// lost, a lease is only shorter on the new master, and its job may run
-/// again; waited for, a lagging replica would fail every heartbeat, and the
-/// worker would give up its running jobs as lost.
+/// confirm its writes: when any of them writes what a caller relies on, or
+/// hands out tokens. A claim is confirmed before its jobs run, so that a
+/// token a handler holds is one the replicas know: a claim a failover lost
+/// would have the new master mint the same token again for another worker,
+/// and the first holder's ack would then be taken for the second's. The
+/// WAIT follows a blocking claim too, on its own connection. A claim that
+/// fewer replicas confirmed in time still answers its jobs (see
+/// [`unconfirmed_claim`]): answered with an error, they would be stranded
+/// until their leases ran out, and a lagging replica would keep a worker
+/// from running anything. A heartbeat (EXTEND) is not waited for: lost, a
+/// lease is only shorter on the new master, and its job may run again;
+/// waited for, a lagging replica would fail every heartbeat, and the worker
+/// would give up its running jobs as lost.
 pub(super) fn confirms(calls: &[Call]) -> bool {
-    calls.iter().any(|call| call.name.describe().waits_for_replication)
+    calls.iter().any(|call| {
+        let described = call.name.describe();
+        described.waits_for_replication || described.hands_out_tokens
+    })
+}
+
+/// `WAIT <replicas> <ms>`: how many replicas have every write this
+/// connection made so far, waiting up to the time-out for `replicas` of them.
+pub(super) fn wait_for(replication: Replication) -> redis::Cmd {
+    let mut wait = redis::cmd("WAIT");
+    wait.arg(replication.replicas).arg(replication.timeout.as_millis() as u64);
+    wait
+}
+
+/// The one reply of a claim's run, its shortfall said (see [`unconfirmed_claim`]).
+pub(super) fn claim_reply(ran: Ran) -> Result<echomq_core::Reply> {
+    if let Some(shortfall) = ran.shortfall {
+        unconfirmed_claim(shortfall);
+    }
+    super::one(ran.replies)
+}
+
+/// Say so when what a WAIT after a blocking claim answered is fewer than
+/// `replication` asks for (an error counts as none).
+pub(super) fn short_of(replication: Replication, confirmed: redis::RedisResult<Value>) {
+    let confirmed = match confirmed {
+        Ok(Value::Int(n)) => n.max(0) as u64,
+        _ => 0,
+    };
+    if confirmed < replication.replicas {
+        unconfirmed_claim(Shortfall { confirmed, wanted: replication.replicas });
+    }
+}
+
+/// Say that a claim's jobs run though fewer replicas than asked confirmed
+/// the claim: after a failover now, their tokens could be handed out again.
+pub(crate) fn unconfirmed_claim(shortfall: Shortfall) {
+    let Shortfall { confirmed, wanted } = shortfall;
+    tracing::warn!(
+        confirmed,
+        wanted,
+        "a claim was confirmed by {confirmed} of {wanted} replicas in time; its jobs run, but a failover \
+         now could hand their tokens to another worker as well (see RELIABILITY.md)"
+    );
 }
 
 /// What a pipeline of calls answered: one reply per call, and when a WAIT
@@ -78,9 +124,10 @@ mod tests {
     }
 
     #[test]
-    fn writes_a_caller_relies_on_are_waited_for_but_claims_and_heartbeats() {
+    fn writes_a_caller_relies_on_and_claims_are_waited_for_but_heartbeats() {
         assert!(confirms(&[call(Name::Ack)]) && confirms(&[call(Name::Enqueue)]));
-        assert!(!confirms(&[call(Name::Claim)]) && !confirms(&[call(Name::Extend)]));
+        assert!(confirms(&[call(Name::Claim)]) && confirms(&[call(Name::AckNext)]));
+        assert!(!confirms(&[call(Name::Extend)]));
         assert!(!confirms(&[call(Name::Stats)]), "a read");
         assert!(confirms(&[call(Name::Extend), call(Name::Fail)]), "one that is makes the WAIT");
     }
@@ -135,5 +182,17 @@ mod tests {
         let fenced = parse_reply::<Ack>(Err(Error::new(ErrorKind::Fence, "stale")), short);
         assert!(matches!(fenced, Err(Error { kind: ErrorKind::Fence, .. })), "it wrote nothing");
         assert!(parse_reply::<Extend>(Ok(echomq_core::Reply::Int(7)), short).is_ok(), "not waited for");
+    }
+
+    /// A claim is waited for, but fewer replicas than asked still leave
+    /// its jobs to run: an error would strand them until their leases end.
+    #[test]
+    fn a_claim_short_of_replicas_answers_its_jobs() {
+        use crate::executor::parse_reply;
+        use crate::transition::Claim;
+        let short = Some(Shortfall { confirmed: 0, wanted: 1 });
+        let busy = echomq_core::Reply::Array(vec![echomq_core::Reply::Int(0)]);
+        let claimed = parse_reply::<Claim>(Ok(busy), short).expect("the claim's answer, not the shortfall");
+        assert!(claimed.jobs.is_empty() && claimed.held.is_some());
     }
 }

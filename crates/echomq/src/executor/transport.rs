@@ -107,7 +107,7 @@ where
             pipe.add_command(command(call));
         }
         if let Some(replication) = replication {
-            pipe.cmd("WAIT").arg(replication.replicas).arg(replication.timeout.as_millis() as u64);
+            pipe.add_command(super::replication::wait_for(replication));
         }
         let mut sent = pipe
             .ignore_errors()
