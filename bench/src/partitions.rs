@@ -6,11 +6,16 @@
 //! three nodes, each enqueued and then drained by one `Worker` (a no-op
 //! handler), the same retention in both (10,000 done jobs kept, split
 //! between the partitions). For each: the jobs/s of the drain, and the
-//! server's own time (`INFO commandstats`' µs: enqueue, claims, acks and
-//! trims) per job, summed over the nodes, and each node's share. From the server time per job it
-//! projects what one queue and a partitioned queue could carry with a core
-//! per primary, for 3 and 6 primaries: this machine has 2 cores for the
-//! three nodes and the worker, so it cannot host that, and says so.
+//! servers' CPU per job (`INFO cpu`, user and system, from before the
+//! enqueue to the end of the trims), summed over the nodes, and each
+//! node's share; beside it the commands' own µs (`INFO commandstats`),
+//! which count more than the servers spent: the time a busy machine kept
+//! a server off its core mid-command, and each command a script (or the
+//! module) calls both on its own and inside the call. `--commands` lists
+//! them, command by command. From the CPU per job it projects what one
+//! queue and a partitioned queue could carry with a core per primary, for
+//! 3 and 6 primaries: this machine has 2 cores for the three nodes and the
+//! worker, so it cannot host that, and says so.
 //!
 //! With `--exact`, a third layout: the partitioned queue held to an exact
 //! rate too high to bind (100,000 claims per 100 ms), so that its rows show
@@ -73,6 +78,9 @@ struct Options {
     /// Also measure an exact rate across the partitions: its cost, and how it holds.
     #[arg(long)]
     exact: bool,
+    /// After each round, each command's calls and server µs a job, summed over the nodes.
+    #[arg(long)]
+    commands: bool,
     /// With --exact: the rate held, claims a second across every partition.
     #[arg(long, default_value_t = 50)]
     exact_rate: u64,
@@ -99,6 +107,48 @@ fn server_usec(cluster: &RedisCluster) -> Vec<f64> {
         redis::cmd("INFO").arg("commandstats").query(&mut conn).expect("INFO")
     };
     cluster.nodes().iter().map(|node| usec(&info(node))).collect()
+}
+
+/// The CPU each node's process has used, µs (`INFO cpu`, user and system):
+/// its whole cost, the event loop and its sockets too, and only while on a
+/// core, where a command's µs also count the time the OS had it waiting.
+fn server_cpu(cluster: &RedisCluster) -> Vec<f64> {
+    let cpu = |info: &str| -> f64 {
+        let field = |key: &str| {
+            info.lines().find_map(|line| line.strip_prefix(key)).and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        (field("used_cpu_user:").unwrap_or(0.0) + field("used_cpu_sys:").unwrap_or(0.0)) * 1e6
+    };
+    cluster
+        .nodes()
+        .iter()
+        .map(|node| {
+            let mut conn = node.client().get_connection().expect("connect to a node");
+            cpu(&redis::cmd("INFO").arg("cpu").query::<String>(&mut conn).expect("INFO"))
+        })
+        .collect()
+}
+
+/// Each command's calls and µs since the last `CONFIG RESETSTAT`, summed over
+/// the nodes, the most time first (a command a script or the module calls
+/// counts beside the call, whose own time includes it).
+fn commands(cluster: &RedisCluster) -> Vec<(String, u64, f64)> {
+    let mut by_name: std::collections::BTreeMap<String, (u64, f64)> = Default::default();
+    for node in cluster.nodes() {
+        let mut conn = node.client().get_connection().expect("connect to a node");
+        let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn).expect("INFO");
+        for line in info.lines().filter_map(|line| line.strip_prefix("cmdstat_")) {
+            let Some((name, fields)) = line.split_once(':') else { continue };
+            let field = |key: &str| fields.split(',').find_map(|f| f.strip_prefix(key)).unwrap_or("0");
+            let entry = by_name.entry(name.to_owned()).or_default();
+            entry.0 += field("calls=").parse::<u64>().unwrap_or(0);
+            entry.1 += field("usec=").parse::<f64>().unwrap_or(0.0);
+        }
+    }
+    let mut listed: Vec<(String, u64, f64)> =
+        by_name.into_iter().map(|(name, (n, us))| (name, n, us)).collect();
+    listed.sort_by(|a, b| b.2.total_cmp(&a.2));
+    listed
 }
 
 /// Every node: `args`, on a connection of its own.
@@ -195,8 +245,16 @@ impl Layout {
     }
 }
 
-/// One round: the server's µs per node, and the drain's jobs/s.
-async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> (Vec<f64>, f64) {
+/// What one round measured: each node's command µs and CPU µs, and the drain's jobs/s.
+#[derive(Clone)]
+struct Round {
+    usec: Vec<f64>,
+    cpu: Vec<f64>,
+    rate: f64,
+}
+
+/// One round: what it measured.
+async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> Round {
     on_every_node(cluster, &["FLUSHALL"]);
     on_every_node(cluster, &["CONFIG", "RESETSTAT"]);
     // The same retention in all: 10,000 done jobs kept, a partition its share.
@@ -213,6 +271,7 @@ async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> (V
             }
         }
     }
+    let cpu_before = server_cpu(cluster);
     layout.enqueue(options.jobs, options.batch).await;
     let enqueued: f64 = server_usec(cluster).iter().sum();
     eprintln!("#   enqueue: {:.2} server µs per job", enqueued / options.jobs as f64);
@@ -235,7 +294,14 @@ async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> (V
     }
     let _ = stop.send(());
     task.await.expect("the worker stops").expect("the worker runs");
-    (server_usec(cluster), rate)
+    if options.commands {
+        for (name, calls, usec) in commands(cluster) {
+            let jobs = options.jobs as f64;
+            eprintln!("#   {name}: {calls} calls, {:.3} server µs a job", usec / jobs);
+        }
+    }
+    let cpu = server_cpu(cluster).iter().zip(cpu_before).map(|(after, before)| after - before).collect();
+    Round { usec: server_usec(cluster), cpu, rate }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -364,8 +430,8 @@ async fn exactly(p: &Partitioned, options: &Options) {
     );
 }
 
-/// Each round's server µs per node and jobs/s, by layout.
-type Measured = Vec<Vec<(Vec<f64>, f64)>>;
+/// Each round's measures, by layout.
+type Measured = Vec<Vec<Round>>;
 
 /// The table of `measured`'s medians, the ratio and the projection; each layout's median jobs/s.
 fn report(layouts: &[Layout], measured: &Measured, options: &Options) -> Vec<f64> {
@@ -374,36 +440,44 @@ fn report(layouts: &[Layout], measured: &Measured, options: &Options) -> Vec<f64
          3 masters (this 2-core machine hosts the 3 nodes and the worker); median of {} rounds.\n",
         options.jobs, options.concurrency, options.via, options.rounds
     );
-    println!("| layout | drain, jobs/s | server µs a job (enqueue, work, trim), all nodes | node 1 | node 2 | node 3 |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    let (mut per_job, mut rates) = (Vec::new(), Vec::new());
+    println!(
+        "| layout | drain, jobs/s | server CPU µs a job (enqueue, work, trim), all nodes | node 1 | node 2 | node 3 \
+         | commands' µs a job |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let (mut cpu_per_job, mut usec_per_job, mut rates) = (Vec::new(), Vec::new(), Vec::new());
     for (layout, rounds) in layouts.iter().zip(measured) {
-        let rate = median(rounds.iter().map(|(_, rate)| *rate).collect());
-        rates.push(rate);
-        let total = median(rounds.iter().map(|(usec, _)| usec.iter().sum::<f64>()).collect());
+        let rate = median(rounds.iter().map(|round| round.rate).collect());
+        let jobs = options.jobs as f64;
+        let cpu = median(rounds.iter().map(|round| round.cpu.iter().sum::<f64>()).collect()) / jobs;
+        let usec = median(rounds.iter().map(|round| round.usec.iter().sum::<f64>()).collect()) / jobs;
         let shares: Vec<String> = (0..3)
-            .map(|node| {
-                let share =
-                    median(rounds.iter().map(|(usec, _)| usec[node] / usec.iter().sum::<f64>()).collect());
-                format!("{:.1}%", share * 100.0)
-            })
+            .map(|node| median(rounds.iter().map(|r| r.cpu[node] / r.cpu.iter().sum::<f64>()).collect()))
+            .map(|share| format!("{:.1}%", share * 100.0))
             .collect();
-        let usec = total / options.jobs as f64;
-        per_job.push(usec);
-        println!("| {} | {rate:.0} | {usec:.2} | {} |", layout.name(), shares.join(" | "));
+        println!("| {} | {rate:.0} | {cpu:.2} | {} | {usec:.2} |", layout.name(), shares.join(" | "));
+        cpu_per_job.push(cpu);
+        usec_per_job.push(usec);
+        rates.push(rate);
     }
-    let (one, parted) = (per_job[0], per_job[1]);
-    println!("\nServer time per job, partitioned ÷ one queue: {:.3}×", parted / one);
-    if let (Some(exact), Some(exact_rate)) = (per_job.get(2), rates.get(2)) {
+    let (one, parted) = (cpu_per_job[0], cpu_per_job[1]);
+    println!(
+        "\nServer time per job, partitioned ÷ one queue: {:.3}× by the servers' CPU ({:.3}× by the commands' \
+         µs, which also count the time a busy machine kept a server off its core, and a script's calls once \
+         in the script and once on their own)",
+        parted / one,
+        usec_per_job[1] / usec_per_job[0]
+    );
+    if let (Some(exact), Some(exact_rate)) = (cpu_per_job.get(2), rates.get(2)) {
         println!(
-            "An exact rate's permits (never reached): server time per job ×{:.3} the partitioned queue's, \
+            "An exact rate's permits (never reached): server CPU per job ×{:.3} the partitioned queue's, \
              drain ×{:.3}.",
             exact / parted,
             exact_rate / rates[1]
         );
     }
     println!(
-        "Projected from server time alone (each job enqueued, worked and trimmed), a core per primary (not \
+        "Projected from server CPU alone (each job enqueued, worked and trimmed), a core per primary (not \
          measured: this machine cannot host it): one queue ≤ {:.0} jobs/s on any number of primaries; {} \
          partitions ≤ {:.0} jobs/s on 3 primaries, ≤ {:.0} on 6.",
         1e6 / one,
@@ -435,13 +509,16 @@ async fn main() {
     let mut measured: Measured = vec![Vec::new(); layouts.len()];
     for n in 0..options.rounds {
         for k in (0..layouts.len()).map(|k| (k + n) % layouts.len()) {
-            let (usec, rate) = round(&cluster, &layouts[k], &options).await;
+            let measures = round(&cluster, &layouts[k], &options).await;
             eprintln!(
-                "# round {} {}: {rate:.0} jobs/s, server µs per node {usec:.0?}",
+                "# round {} {}: {:.0} jobs/s, server µs per node {:.0?}, CPU µs per node {:.0?}",
                 n + 1,
-                layouts[k].name()
+                layouts[k].name(),
+                measures.rate,
+                measures.usec,
+                measures.cpu
             );
-            measured[k].push((usec, rate));
+            measured[k].push(measures);
         }
     }
     let rates = report(&layouts, &measured, &options);
