@@ -186,18 +186,26 @@ async fn a_job_goes_to_its_ids_partition_or_with_its_key() {
 /// A worker of `concurrency` slots over `p` until `jobs` jobs ran: how many ran.
 async fn work(p: &Partitioned, jobs: usize, concurrency: usize) -> usize {
     let ran = Arc::new(AtomicUsize::new(0));
-    let counted = ran.clone();
-    let options = WorkerOptions::default().concurrency(concurrency).idle_wait(Duration::from_millis(50));
-    let worker = p.worker(
-        move |_job: JobContext| {
-            let counted = counted.clone();
-            async move {
-                counted.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, HandlerError>(())
-            }
-        },
-        options,
-    );
+    run_until(p.worker(counting(ran.clone()), slots(concurrency)), &ran, jobs).await
+}
+
+/// A handler that counts its runs in `ran`.
+fn counting(ran: Arc<AtomicUsize>) -> impl echomq::worker::Handler {
+    move |_job: JobContext| {
+        let ran = ran.clone();
+        async move {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, HandlerError>(())
+        }
+    }
+}
+
+fn slots(concurrency: usize) -> WorkerOptions {
+    WorkerOptions::default().concurrency(concurrency).idle_wait(Duration::from_millis(50))
+}
+
+/// Run `worker` until `ran` counts `jobs`: how many ran.
+async fn run_until(worker: echomq::worker::Worker, ran: &AtomicUsize, jobs: usize) -> usize {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let working = tokio::spawn(worker.run_until(async move {
         let _ = stopped.await;
@@ -527,4 +535,48 @@ async fn a_worker_holds_an_exact_rate_on_every_executor() {
         let busiest = busiest(&claimed, 300);
         assert!(busiest <= 20, "{via_name}: {busiest} claims in one 300 ms");
     }
+}
+
+/// A worker of a partitioned queue acks the jobs of a claim, which end
+/// together, in one call, as a worker of one queue does: for the same jobs
+/// it sends no more ack calls than a third above one queue's worker (sent
+/// as each first ack came, about three quarters more:
+/// `echomq-partitions --commands`). Counted by the server, on Native.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_worker_acks_a_claims_jobs_together_as_one_queues_worker_does() {
+    let (server, executors) = common::three_executors().await;
+    let via = executors[1].1.clone();
+    let jobs = 12_000;
+    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut ack_calls = Vec::new();
+    for partitions in [None, Some(12)] {
+        let name = unique_queue("acked");
+        let batch = (0..jobs).map(|n: usize| (n.to_be_bytes().to_vec(), EnqueueOptions::default()));
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
+        let ran = match partitions {
+            None => {
+                let queue = Queue::new(via.clone(), &name).unwrap();
+                assert!(queue.enqueue_many(batch).await.unwrap().iter().all(Result::is_ok));
+                let ran = Arc::new(AtomicUsize::new(0));
+                let worker = echomq::worker::Worker::with_options(queue, counting(ran.clone()), slots(256));
+                run_until(worker, &ran, jobs).await
+            }
+            Some(n) => {
+                let queue = Partitioned::create(via.clone(), &name, n).await.unwrap();
+                assert!(queue.enqueue_many(batch).await.unwrap().iter().all(Result::is_ok));
+                work(&queue, jobs, 256).await
+            }
+        };
+        assert_eq!(ran, jobs);
+        let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
+        let calls = |command: &str| {
+            let line = stats.lines().find(|line| line.starts_with(&format!("cmdstat_{command}:")));
+            line.and_then(|line| line.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        ack_calls.push(calls("emq.ackmany") + calls("emq.ack") + calls("emq.acknext"));
+    }
+    let (one, parted) = (ack_calls[0], ack_calls[1]);
+    println!("{jobs} jobs, a worker of 256 slots: {one} ack calls for one queue, {parted} for 12 partitions");
+    assert!(parted * 10 <= one * 13 + 20, "12 partitions took {parted} ack calls, one queue {one}");
 }

@@ -902,7 +902,8 @@ async fn jobs_that_finish_together_are_acked_in_one_call() {
 }
 
 /// A worker whose writes a replica must confirm, with none there to: its
-/// claims are not waited for, so it runs its jobs; an ACKMANY that no replica
+/// claims wait out the replica's time-out and still hand out their jobs,
+/// so it runs them; an ACKMANY that no replica
 /// confirmed was applied, and is not sent again job by job (each would wait
 /// as long for the same replicas, and be refused).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
