@@ -17,6 +17,10 @@
 //! 3 and 6 primaries: this machine has 2 cores for the three nodes and the
 //! worker, so it cannot host that, and says so.
 //!
+//! With `--spread`, ordinary queues, one on each node, worked by one
+//! worker: what spreading over three busy servers costs on this machine,
+//! partitions or not (the control for the partitioned queue's ratio).
+//!
 //! With `--exact`, a third layout: the partitioned queue held to an exact
 //! rate too high to bind (100,000 claims per 100 ms), so that its rows show
 //! what the permits cost (a PERMIT a claim, on the definition's node); and,
@@ -81,6 +85,10 @@ struct Options {
     /// After each round, each command's calls and server µs a job, summed over the nodes.
     #[arg(long)]
     commands: bool,
+    /// Also measure ordinary queues, one a node, worked by one worker: what
+    /// spreading over the nodes costs on this machine, partitions or not.
+    #[arg(long)]
+    spread: bool,
     /// With --exact: the rate held, claims a second across every partition.
     #[arg(long, default_value_t = 50)]
     exact_rate: u64,
@@ -151,6 +159,21 @@ fn commands(cluster: &RedisCluster) -> Vec<(String, u64, f64)> {
     listed
 }
 
+/// Ordinary queues over `via`, one on each node.
+fn one_a_node(cluster: &RedisCluster, via: &Arc<dyn Executor>) -> Vec<Queue> {
+    let mut names: Vec<Option<String>> = vec![None; cluster.nodes().len()];
+    while names.iter().any(Option::is_none) {
+        let name = unique_queue("spread");
+        let node = cluster.owner(cluster.slot(&format!("{{{name}}}")));
+        names[node].get_or_insert(name);
+    }
+    names.into_iter().flatten().map(|name| Queue::new(via.clone(), &name).expect("a queue")).collect()
+}
+
+fn via_of(layout: &Layout) -> Arc<dyn Executor> {
+    layout.queues()[0].executor().clone()
+}
+
 /// Every node: `args`, on a connection of its own.
 fn on_every_node(cluster: &RedisCluster, args: &[&str]) {
     for node in cluster.nodes() {
@@ -174,11 +197,13 @@ async fn executor(client: &ClusterClient, via: &str) -> Arc<dyn Executor> {
     echomq::connect_cluster(client).await.expect("the module on every node")
 }
 
-/// One queue, or a partitioned one, or a partitioned one under an exact rate.
+/// One queue, or a partitioned one, or a partitioned one under an exact
+/// rate, or ordinary queues one a node (`--spread`).
 enum Layout {
     One(Queue),
     Partitioned(Partitioned),
     Exact(Partitioned),
+    Spread(Vec<Queue>),
 }
 
 /// The exact rate of the cost rounds: never reached, so every claim pays
@@ -191,22 +216,24 @@ impl Layout {
             Layout::One(_) => "one queue".into(),
             Layout::Partitioned(p) => format!("{} partitions", p.partitions().len()),
             Layout::Exact(p) => format!("{} partitions, exact rate", p.partitions().len()),
+            Layout::Spread(queues) => format!("{} queues, one a node", queues.len()),
         }
     }
 
     fn partitioned(&self) -> Option<&Partitioned> {
         match self {
-            Layout::One(_) => None,
+            Layout::One(_) | Layout::Spread(_) => None,
             Layout::Partitioned(p) | Layout::Exact(p) => Some(p),
         }
     }
 
     async fn enqueue(&self, jobs: usize, batch: usize) {
         let payload = vec![b'x'; 53];
-        for start in (0..jobs).step_by(batch) {
+        for (call, start) in (0..jobs).step_by(batch).enumerate() {
             let batch = (start..jobs.min(start + batch)).map(|_| (payload.clone(), Default::default()));
             let outcomes = match self.partitioned() {
-                None => self.queues()[0].enqueue_many(batch).await,
+                // Ordinary queues take the calls in turn.
+                None => self.queues()[call % self.queues().len()].enqueue_many(batch).await,
                 Some(p) => p.enqueue_many(batch).await,
             };
             assert!(outcomes.expect("enqueued").iter().all(Result::is_ok), "every job enqueued");
@@ -217,6 +244,7 @@ impl Layout {
     fn queues(&self) -> &[Queue] {
         match self {
             Layout::One(queue) => std::slice::from_ref(queue),
+            Layout::Spread(queues) => queues,
             Layout::Partitioned(p) | Layout::Exact(p) => p.partitions(),
         }
     }
@@ -239,7 +267,10 @@ impl Layout {
             }
         };
         match self.partitioned() {
-            None => Worker::with_options(self.queues()[0].clone(), handler, options),
+            None => {
+                let worker = Worker::with_options(self.queues()[0].clone(), handler, options);
+                self.queues()[1..].iter().fold(worker, |worker, queue| worker.queue(queue.clone()))
+            }
             Some(p) => p.worker(handler, options),
         }
     }
@@ -260,7 +291,11 @@ async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> Ro
     // The same retention in all: 10,000 done jobs kept, a partition its share.
     let keep = |count: usize| Config::default().keep_done(Retention { age: None, count: Some(count as u64) });
     match layout.partitioned() {
-        None => drop(layout.queues()[0].configure(keep(KEPT)).await.expect("configured")),
+        None => {
+            for queue in layout.queues() {
+                queue.configure(keep(KEPT / layout.queues().len())).await.expect("configured");
+            }
+        }
         Some(p) => {
             // The definition, flushed with the rest, written again.
             let via = p.partitions()[0].executor().clone();
@@ -460,6 +495,14 @@ fn report(layouts: &[Layout], measured: &Measured, options: &Options) -> Vec<f64
         usec_per_job.push(usec);
         rates.push(rate);
     }
+    ratios(layouts, &cpu_per_job, &usec_per_job, &rates, options);
+    rates
+}
+
+/// The ratios and the projection from each layout's CPU and commands' µs a
+/// job and jobs/s: the partitioned queue's against one queue's, and the
+/// other layouts' where measured.
+fn ratios(layouts: &[Layout], cpu_per_job: &[f64], usec_per_job: &[f64], rates: &[f64], options: &Options) {
     let (one, parted) = (cpu_per_job[0], cpu_per_job[1]);
     println!(
         "\nServer time per job, partitioned ÷ one queue: {:.3}× by the servers' CPU ({:.3}× by the commands' \
@@ -468,7 +511,19 @@ fn report(layouts: &[Layout], measured: &Measured, options: &Options) -> Vec<f64
         parted / one,
         usec_per_job[1] / usec_per_job[0]
     );
-    if let (Some(exact), Some(exact_rate)) = (cpu_per_job.get(2), rates.get(2)) {
+    let spread = layouts.iter().position(|layout| matches!(layout, Layout::Spread(_)));
+    if let Some(k) = spread {
+        println!(
+            "{} ÷ one queue: {:.3}× by the servers' CPU; {} partitions ÷ {}: {:.3}×.",
+            layouts[k].name(),
+            cpu_per_job[k] / one,
+            options.partitions,
+            layouts[k].name(),
+            parted / cpu_per_job[k]
+        );
+    }
+    let exact = layouts.iter().position(|layout| matches!(layout, Layout::Exact(_)));
+    if let (Some(exact), Some(exact_rate)) = (exact.map(|k| cpu_per_job[k]), exact.map(|k| rates[k])) {
         println!(
             "An exact rate's permits (never reached): server CPU per job ×{:.3} the partitioned queue's, \
              drain ×{:.3}.",
@@ -485,7 +540,6 @@ fn report(layouts: &[Layout], measured: &Measured, options: &Options) -> Vec<f64
         3e6 / parted,
         6e6 / parted
     );
-    rates
 }
 
 #[tokio::main]
@@ -505,6 +559,9 @@ async fn main() {
         layouts.push(Layout::Exact(
             Partitioned::create(via, &name, options.partitions).await.expect("partitioned"),
         ));
+    }
+    if options.spread {
+        layouts.push(Layout::Spread(one_a_node(&cluster, &via_of(&layouts[0]))));
     }
     let mut measured: Measured = vec![Vec::new(); layouts.len()];
     for n in 0..options.rounds {
