@@ -537,13 +537,16 @@ async fn a_worker_holds_an_exact_rate_on_every_executor() {
     }
 }
 
-/// A worker of a partitioned queue acks the jobs of a claim, which end
-/// together, in one call, as a worker of one queue does: for the same jobs
-/// it sends no more ack calls than a third above one queue's worker (sent
-/// as each first ack came, about three quarters more:
-/// `echomq-partitions --commands`). Counted by the server, on Native.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partitioned_worker_acks_a_claims_jobs_together_as_one_queues_worker_does() {
+/// A worker of a partitioned queue waits for a claim's acks, which come
+/// together, to send them in one call. On one thread, where each turn of
+/// the runtime runs every job that is ready, that is deterministic: for
+/// the same jobs it makes at most 0.8 of the ack calls of a worker of one
+/// queue, which sends them as they come (refilling its slots); sending as
+/// they came, the partitioned worker made as many. Counted by the server,
+/// on Native. On many threads it is as far as the runtime's turns go:
+/// `echomq-partitions --commands` shows the counts there.
+#[tokio::test]
+async fn a_partitioned_worker_gathers_a_claims_acks_into_one_call() {
     let (server, executors) = common::three_executors().await;
     let via = executors[1].1.clone();
     let jobs = 12_000;
@@ -578,5 +581,5 @@ async fn a_partitioned_worker_acks_a_claims_jobs_together_as_one_queues_worker_d
     }
     let (one, parted) = (ack_calls[0], ack_calls[1]);
     println!("{jobs} jobs, a worker of 256 slots: {one} ack calls for one queue, {parted} for 12 partitions");
-    assert!(parted * 10 <= one * 13 + 20, "12 partitions took {parted} ack calls, one queue {one}");
+    assert!(parted * 10 <= one * 8, "12 partitions took {parted} ack calls, one queue {one}");
 }
