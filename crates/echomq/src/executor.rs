@@ -70,6 +70,7 @@ pub use lua::Lua;
 #[cfg(feature = "cluster")]
 pub use native::ByFirstKey;
 pub use native::Native;
+pub(crate) use replication::unconfirmed_claim;
 pub use replication::Replication;
 raw!(call::{claim_waiting, execute, execute_batch, Call, Ran, Shortfall});
 use call::one;

@@ -161,10 +161,8 @@ pub(crate) fn parse_reply<T: Transition>(
     let output = T::parse(reply?)?;
     let described = T::NAME.describe();
     match shortfall {
-        Some(shortfall) if described.waits_for_replication => T::replicated(output, shortfall),
-        Some(shortfall) if described.hands_out_tokens => {
-            super::replication::unconfirmed_claim(shortfall);
-            Ok(output)
+        Some(shortfall) if described.waits_for_replication || described.hands_out_tokens => {
+            T::replicated(output, shortfall)
         }
         _ => Ok(output),
     }

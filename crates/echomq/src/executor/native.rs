@@ -122,10 +122,11 @@ where
             }
             return claimed;
         };
+        let claimed = reply(sent?);
         if let (Some(replication), Some(confirmed)) = (self.redis.replication, confirmed) {
-            short_of(replication, confirmed);
+            short_of(replication, &claimed, confirmed);
         }
-        reply(sent?)
+        claimed
     }
 
     fn setup(&self) -> Setup {

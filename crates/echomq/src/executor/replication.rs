@@ -55,24 +55,35 @@ pub(super) fn wait_for(replication: Replication) -> redis::Cmd {
     wait
 }
 
-/// The one reply of a claim's run, its shortfall said (see [`unconfirmed_claim`]).
+/// The one reply of a claim's run, its shortfall said when it took jobs
+/// (see [`unconfirmed_claim`]).
 pub(super) fn claim_reply(ran: Ran) -> Result<echomq_core::Reply> {
-    if let Some(shortfall) = ran.shortfall {
+    let reply = super::one(ran.replies);
+    if let (Some(shortfall), true) = (ran.shortfall, took_jobs(&reply)) {
         unconfirmed_claim(shortfall);
     }
-    super::one(ran.replies)
+    reply
 }
 
-/// Say so when what a WAIT after a blocking claim answered is fewer than
-/// `replication` asks for (an error counts as none).
-pub(super) fn short_of(replication: Replication, confirmed: redis::RedisResult<Value>) {
+/// Say so when a blocking claim took jobs and the WAIT after it answered
+/// fewer replicas than `replication` asks for (an error counts as none).
+pub(super) fn short_of(
+    replication: Replication,
+    claimed: &Result<echomq_core::Reply>,
+    confirmed: redis::RedisResult<Value>,
+) {
     let confirmed = match confirmed {
         Ok(Value::Int(n)) => n.max(0) as u64,
         _ => 0,
     };
-    if confirmed < replication.replicas {
+    if confirmed < replication.replicas && took_jobs(claimed) {
         unconfirmed_claim(Shortfall { confirmed, wanted: replication.replicas });
     }
+}
+
+/// Whether a claim's reply holds a job (not only the gate's number).
+fn took_jobs(reply: &Result<echomq_core::Reply>) -> bool {
+    matches!(reply, Ok(echomq_core::Reply::Array(entries)) if entries.iter().any(|e| !matches!(e, echomq_core::Reply::Int(_))))
 }
 
 /// Say that a claim's jobs run though fewer replicas than asked confirmed
@@ -194,5 +205,18 @@ mod tests {
         let busy = echomq_core::Reply::Array(vec![echomq_core::Reply::Int(0)]);
         let claimed = parse_reply::<Claim>(Ok(busy), short).expect("the claim's answer, not the shortfall");
         assert!(claimed.jobs.is_empty() && claimed.held.is_some());
+    }
+
+    /// A claim is said to be short of replicas only when it took jobs: an
+    /// idle worker's empty claims, or the gate's number alone, say nothing.
+    #[test]
+    fn only_a_claim_that_took_jobs_is_said_short() {
+        use echomq_core::Reply;
+        let job = Reply::Array(vec![Reply::Bulk(b"JOB_1".to_vec()), Reply::Int(1), Reply::Bulk(Vec::new())]);
+        assert!(took_jobs(&Ok(Reply::Array(vec![job.clone()]))));
+        assert!(took_jobs(&Ok(Reply::Array(vec![job, Reply::Int(0)]))));
+        assert!(!took_jobs(&Ok(Reply::Array(Vec::new()))));
+        assert!(!took_jobs(&Ok(Reply::Array(vec![Reply::Int(-1)]))));
+        assert!(!took_jobs(&Err(Error::new(ErrorKind::Fence, "refused"))));
     }
 }

@@ -13,6 +13,7 @@ use super::headers::{decode_headers, Headers};
 use super::reply::{array_reply, bytes_reply, count_reply, unexpected};
 use super::Transition;
 use crate::id::JobId;
+use crate::executor::Shortfall;
 use crate::{Error, Result};
 
 /// Take up to `count` jobs from the head of pending, each under a new lease.
@@ -98,6 +99,14 @@ impl Transition for Claim {
         Ok(Claims { jobs, held })
     }
 
+    /// Its jobs all the same (see `executor/replication.rs`), said when it took any.
+    fn replicated(claims: Claims, shortfall: Shortfall) -> Result<Claims> {
+        if !claims.jobs.is_empty() {
+            crate::executor::unconfirmed_claim(shortfall);
+        }
+        Ok(claims)
+    }
+
     #[cfg(test)]
     fn edges() -> Vec<Self> {
         let e = super::edges::Ends::new();
@@ -128,6 +137,10 @@ impl Transition for ClaimUntil {
 
     fn parse(reply: Reply) -> Result<Claims> {
         Claim::parse(reply)
+    }
+
+    fn replicated(claims: Claims, shortfall: Shortfall) -> Result<Claims> {
+        Claim::replicated(claims, shortfall)
     }
 
     #[cfg(test)]
