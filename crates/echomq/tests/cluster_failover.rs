@@ -3,9 +3,12 @@
 //! on Lua and on Native: while a worker runs it and a producer enqueues
 //! jobs under unique keys (each key twice), and a schedule ticks every
 //! 100 ms, partition 0's slot moves to another master, one master is failed
-//! over by the operator (`CLUSTER FAILOVER`), and another is SIGKILLed and
-//! its replica takes over at once (`CLUSTER FAILOVER FORCE`, what the
-//! cluster does itself once it judges the master failed). The executors
+//! over by the operator (`CLUSTER FAILOVER`), and the third crashes behind
+//! a lagging replica: the replica is stopped and cut off, a probe job goes
+//! into one of the master's partitions (its claim on the master alone),
+//! the master is SIGKILLed, its replica takes over at once (`CLUSTER
+//! FAILOVER FORCE`, what the cluster does itself once it judges the master
+//! failed), and the old master comes back as its replica. The executors
 //! ask one replica to confirm each write and each claim (`Replication`).
 //! Then, from what every run of the handler saw and what the records say:
 //!
@@ -113,8 +116,12 @@ struct Producer {
     holding: AtomicBool,
 }
 
-/// One key's two enqueues: the first's answer, the second's, and the second's id.
-type Key = (String, Enqueued, Enqueued, JobId);
+/// One key's two enqueues: the ids given, and what each answered.
+struct Key {
+    key: String,
+    ids: [JobId; 2],
+    answers: [Enqueued; 2],
+}
 
 /// Keys, each enqueued twice under two ids of its partition, until told
 /// that is enough.
@@ -128,9 +135,9 @@ async fn produce(orders: Partitioned, producer: Arc<Producer>) -> Vec<Key> {
             let key = format!("key-{}", keys.len());
             let unique = EnqueueOptions::default().unique(&key, hold);
             let (first, second) = (orders.place(&unique).unwrap(), orders.place(&unique).unwrap());
-            let once = enqueue_surely(&orders, unique.clone().id(first)).await;
+            let once = enqueue_surely(&orders, unique.clone().id(first.clone())).await;
             let again = enqueue_surely(&orders, unique.id(second.clone())).await;
-            keys.push((key, once, again, second));
+            keys.push(Key { key, ids: [first, second], answers: [once, again] });
             producer.produced.store(keys.len(), Ordering::SeqCst);
         }
         tokio::time::sleep(PACE).await;
@@ -263,7 +270,7 @@ async fn through_failovers(via: Via) {
 
     let ran = |id: &JobId| runs.lock().unwrap().iter().any(|run| run.id == *id);
     eventually("every job answered ran, and ticks fired after the crash", || async {
-        keys.iter().all(|(_, once, _, _)| ran(&once.id))
+        keys.iter().all(|key| ran(&key.ids[0]))
             && ran(&probe.id)
             && runs.lock().unwrap().iter().any(|run| run.tick && run.began > crashed)
     })
@@ -286,9 +293,11 @@ async fn through_failovers(via: Via) {
 /// (nor a tick fired twice), and every job that ran done, its result from
 /// the holder of its final token.
 async fn judge(via: Via, orders: &Partitioned, keys: &[Key], runs: &[Run]) {
-    for (key, once, again, second) in keys {
-        assert!(!once.duplicate || once.id != *second, "{via:?}: {key}");
-        assert_eq!((again.duplicate, &again.id), (true, &once.id), "{via:?}: {key} admitted twice");
+    for Key { key, ids: [first, second], answers: [once, again] } in keys {
+        // The first's own id (a try after an answer the failover lost finds
+        // its own job: a duplicate of itself).
+        assert_eq!(&once.id, first, "{via:?}: {key}'s first enqueue answered another job");
+        assert_eq!((again.duplicate, &again.id), (true, first), "{via:?}: {key} admitted twice");
         let stored = orders.partition_of(second).inspect(second).await.unwrap();
         assert!(stored.is_none(), "{via:?}: {key}'s second job {second} was stored");
     }
