@@ -97,24 +97,36 @@ struct Options {
 /// Done jobs kept (the default retention), split between the partitions.
 const KEPT: usize = 10_000;
 
-/// Commands the benchmark sends for itself, left out of the server's time.
+/// Commands the benchmark sends for itself, left out of the server's time
+/// (and the `CLUSTER NODES` the module asks, whose time its command's includes).
 const BOOKKEEPING: [&str; 4] = ["info", "config", "flushall", "cluster"];
+
+/// `INFO <section>` as `node` answers it.
+fn info(node: &echomq_test_support::RedisServer, section: &str) -> String {
+    let mut conn = node.client().get_connection().expect("connect to a node");
+    redis::cmd("INFO").arg(section).query(&mut conn).expect("INFO")
+}
+
+/// Each command of an `INFO commandstats`: its name (`cluster|nodes` for
+/// a subcommand), calls and µs.
+fn command_stats(info: &str) -> impl Iterator<Item = (&str, u64, f64)> {
+    info.lines().filter_map(|line| line.strip_prefix("cmdstat_")).filter_map(|line| {
+        let (name, fields) = line.split_once(':')?;
+        let field = |key: &str| fields.split(',').find_map(|f| f.strip_prefix(key)).unwrap_or("0");
+        Some((name, field("calls=").parse().unwrap_or(0), field("usec=").parse().unwrap_or(0.0)))
+    })
+}
+
+/// Whether the benchmark sent `command` for itself (its subcommands too).
+fn bookkeeping(command: &str) -> bool {
+    BOOKKEEPING.contains(&command.split('|').next().unwrap_or(command))
+}
 
 /// The µs each node spent in commands since its last `CONFIG RESETSTAT`.
 fn server_usec(cluster: &RedisCluster) -> Vec<f64> {
-    let usec = |info: &str| -> f64 {
-        info.lines()
-            .filter_map(|line| line.strip_prefix("cmdstat_"))
-            .filter(|line| !BOOKKEEPING.iter().any(|name| line.starts_with(&format!("{name}:"))))
-            .filter_map(|line| line.split([':', ',']).find_map(|field| field.strip_prefix("usec=")))
-            .filter_map(|usec| usec.parse::<f64>().ok())
-            .sum()
-    };
-    let info = |node: &echomq_test_support::RedisServer| -> String {
-        let mut conn = node.client().get_connection().expect("connect to a node");
-        redis::cmd("INFO").arg("commandstats").query(&mut conn).expect("INFO")
-    };
-    cluster.nodes().iter().map(|node| usec(&info(node))).collect()
+    let usec =
+        |info: &str| command_stats(info).filter(|(name, ..)| !bookkeeping(name)).map(|(.., us)| us).sum();
+    cluster.nodes().iter().map(|node| usec(&info(node, "commandstats"))).collect()
 }
 
 /// The CPU each node's process has used, µs (`INFO cpu`, user and system):
@@ -127,14 +139,7 @@ fn server_cpu(cluster: &RedisCluster) -> Vec<f64> {
         };
         (field("used_cpu_user:").unwrap_or(0.0) + field("used_cpu_sys:").unwrap_or(0.0)) * 1e6
     };
-    cluster
-        .nodes()
-        .iter()
-        .map(|node| {
-            let mut conn = node.client().get_connection().expect("connect to a node");
-            cpu(&redis::cmd("INFO").arg("cpu").query::<String>(&mut conn).expect("INFO"))
-        })
-        .collect()
+    cluster.nodes().iter().map(|node| cpu(&info(node, "cpu"))).collect()
 }
 
 /// Each command's calls and µs since the last `CONFIG RESETSTAT`, summed over
@@ -143,14 +148,10 @@ fn server_cpu(cluster: &RedisCluster) -> Vec<f64> {
 fn commands(cluster: &RedisCluster) -> Vec<(String, u64, f64)> {
     let mut by_name: std::collections::BTreeMap<String, (u64, f64)> = Default::default();
     for node in cluster.nodes() {
-        let mut conn = node.client().get_connection().expect("connect to a node");
-        let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn).expect("INFO");
-        for line in info.lines().filter_map(|line| line.strip_prefix("cmdstat_")) {
-            let Some((name, fields)) = line.split_once(':') else { continue };
-            let field = |key: &str| fields.split(',').find_map(|f| f.strip_prefix(key)).unwrap_or("0");
+        for (name, calls, usec) in command_stats(&info(node, "commandstats")) {
             let entry = by_name.entry(name.to_owned()).or_default();
-            entry.0 += field("calls=").parse::<u64>().unwrap_or(0);
-            entry.1 += field("usec=").parse::<f64>().unwrap_or(0.0);
+            entry.0 += calls;
+            entry.1 += usec;
         }
     }
     let mut listed: Vec<(String, u64, f64)> =
@@ -168,10 +169,6 @@ fn one_a_node(cluster: &RedisCluster, via: &Arc<dyn Executor>) -> Vec<Queue> {
         names[node].get_or_insert(name);
     }
     names.into_iter().flatten().map(|name| Queue::new(via.clone(), &name).expect("a queue")).collect()
-}
-
-fn via_of(layout: &Layout) -> Arc<dyn Executor> {
-    layout.queues()[0].executor().clone()
 }
 
 /// Every node: `args`, on a connection of its own.
@@ -561,7 +558,7 @@ async fn main() {
         ));
     }
     if options.spread {
-        layouts.push(Layout::Spread(one_a_node(&cluster, &via_of(&layouts[0]))));
+        layouts.push(Layout::Spread(one_a_node(&cluster, layouts[0].queues()[0].executor())));
     }
     let mut measured: Measured = vec![Vec::new(); layouts.len()];
     for n in 0..options.rounds {
