@@ -150,11 +150,14 @@ impl RedisCluster {
     pub fn replica_of(&self, master: usize) -> usize {
         (0..self.nodes.len())
             .filter(|&i| !self.is_crashed(i))
-            .find(|&i| {
-                info_field(&self.nodes[i], "replication", "master_port")
-                    == Some(self.nodes[master].port().to_string())
-            })
+            .find(|&i| self.master_of(i) == Some(master))
             .unwrap_or_else(|| panic!("node {master} has no live replica"))
+    }
+
+    /// The index of the node `node` replicates, as it says (`None`: a master).
+    fn master_of(&self, node: usize) -> Option<usize> {
+        let port = info_field(&self.nodes[node], "replication", "master_port")?;
+        self.nodes.iter().position(|master| master.port().to_string() == port)
     }
 
     /// SIGKILL node `node` (no chance to save or to hand over): a crash.
@@ -182,11 +185,11 @@ impl RedisCluster {
     /// master alone, not even in a socket's buffer (a WAIT there times out).
     pub fn freeze(&mut self, node: usize) {
         let pid = info_field(&self.nodes[node], "server", "process_id").expect("the node's pid");
-        let port = info_field(&self.nodes[node], "replication", "master_port");
+        let master = self.master_of(node).filter(|&master| !self.is_crashed(master));
         signal(&pid, "-STOP");
         self.frozen.push((node, pid));
-        if let Some(master) = self.live().into_iter().find(|m| Some(m.port().to_string()) == port) {
-            let mut conn = master.client().get_connection().expect("connect to the master");
+        if let Some(master) = master {
+            let mut conn = self.nodes[master].client().get_connection().expect("connect to the master");
             redis::cmd("CLIENT")
                 .arg("KILL")
                 .arg("TYPE")
@@ -211,12 +214,7 @@ impl RedisCluster {
     /// failed, without waiting the node time-out out). Returns once every
     /// live node names `replica` as the owner of those slots.
     pub fn fail_over(&self, replica: usize, force: bool) {
-        let master = (0..self.nodes.len())
-            .find(|&i| {
-                info_field(&self.nodes[replica], "replication", "master_port")
-                    == Some(self.nodes[i].port().to_string())
-            })
-            .unwrap_or_else(|| panic!("node {replica} is no replica"));
+        let master = self.master_of(replica).unwrap_or_else(|| panic!("node {replica} is no replica"));
         let ranges = self.ranges_seen_by(self.live()[0]).expect("a live node answers CLUSTER SLOTS");
         let slot = ranges.iter().find(|range| range.2 == master).expect("the master serves a slot").0 as u16;
         let mut conn = self.nodes[replica].client().get_connection().expect("connect to the replica");

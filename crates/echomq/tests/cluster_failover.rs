@@ -268,11 +268,12 @@ async fn through_failovers(via: Via) {
     let keys = producing.await.unwrap();
     let probe = probe.await.unwrap();
 
-    let ran = |id: &JobId| runs.lock().unwrap().iter().any(|run| run.id == *id);
     eventually("every job answered ran, and ticks fired after the crash", || async {
-        keys.iter().all(|key| ran(&key.ids[0]))
-            && ran(&probe.id)
-            && runs.lock().unwrap().iter().any(|run| run.tick && run.began > crashed)
+        let runs = runs.lock().unwrap();
+        let ran: std::collections::HashSet<&JobId> = runs.iter().map(|run| &run.id).collect();
+        keys.iter().all(|key| ran.contains(&key.ids[0]))
+            && ran.contains(&probe.id)
+            && runs.iter().any(|run| run.tick && run.began > crashed)
     })
     .await;
     let _ = stop.send(());
