@@ -6,7 +6,7 @@
 // As on EchoMQ's side: connections and workers are ready before the clock
 // starts (`autorun: false`, `waitUntilReady`), completions are counted
 // in-process (`completed` events), and the server's µs per job comes from
-// INFO commandstats over the same window.
+// INFO commandstats and INFO cpu over the same window.
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -26,25 +26,38 @@ const BULK = 100;
 // The benchmark's own commands, left out of the server's cost (as on EchoMQ's side).
 const BOOKKEEPING = new Set(['info', 'config', 'flushall', 'ping', 'client', 'hello', 'select']);
 
-const emit = (workload, value, unit, serverUs) =>
+// `spent`: the server's µs a job, its commands' and its main thread's CPU.
+const emit = (workload, value, unit, spent) =>
   console.log(JSON.stringify({
     system: 'bullmq', workload, value: Number(value.toFixed(2)), unit,
-    ...(serverUs === undefined ? {} : { server_us: Number(serverUs.toFixed(3)) }),
+    ...(spent === undefined ? {} : {
+      server_us: Number(spent.commands.toFixed(3)), server_cpu_us: Number(spent.cpu.toFixed(3)),
+    }),
   }));
 
+// The CPU the server's main thread has used, µs (INFO cpu, user and system).
+async function serverCpu() {
+  const info = await admin.info('cpu');
+  const field = (name) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)[1]);
+  return (field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread')) * 1e6;
+}
+
+let cpuAtStart = 0;
 async function start() {
   await admin.config('RESETSTAT');
+  cpuAtStart = await serverCpu();
   return performance.now();
 }
 
-async function serverUsec() {
+// What the server spent on each of `jobs` since start(), as on EchoMQ's side.
+async function spentSinceStart(jobs) {
   const info = await admin.info('commandstats');
   let usec = 0;
   for (const line of info.split('\n')) {
     const m = /^cmdstat_([^:]+):.*usec=(\d+)/.exec(line);
     if (m && !BOOKKEEPING.has(m[1].split('|')[0])) usec += Number(m[2]);
   }
-  return usec;
+  return { commands: usec / jobs, cpu: ((await serverCpu()) - cpuAtStart) / jobs };
 }
 
 async function readyQueue() {
@@ -155,8 +168,8 @@ async function throughput(jobs, measured) {
     throw new Error(`no workload ${workload}`);
   }
   ended ??= performance.now();
-  const usec = await serverUsec();
-  if (measured) emit(workload, count / ((ended - started) / 1000), 'jobs/s', usec / count);
+  const spent = await spentSinceStart(count);
+  if (measured) emit(workload, count / ((ended - started) / 1000), 'jobs/s', spent);
   for (const c of closing) await c.close();
 }
 
@@ -301,11 +314,11 @@ async function processes() {
     children[i].send('stop');
     reports.push(await inboxes[i]());
   }
-  const usec = await serverUsec();
+  const spent = await spentSinceStart(JOBS);
   const done = reports.reduce((n, r) => n + r.count, 0);
   if (done !== JOBS) throw new Error(`${done} of ${JOBS} jobs finished: ${JSON.stringify(reports)}`);
   const first = Math.min(...reports.map((r) => r.first)), last = Math.max(...reports.map((r) => r.last));
-  emit('process-4x25', done / ((last - first) / 1e6), 'jobs/s', usec / done);
+  emit('process-4x25', done / ((last - first) / 1e6), 'jobs/s', spent);
   await queue.close();
 }
 

@@ -1,7 +1,7 @@
 """The comparison table from bench/compare's JSON lines: each workload's
 median per system over the rounds, the ratios to BullMQ and to the ceiling;
-then the same rows' min–max, the server's µs per job, and the memory
-breakdown. Row and column names are stable for scripts."""
+then the same rows' min–max, the server's µs per job (its commands' µs and
+its main thread's CPU, with the ratios to BullMQ), and the memory breakdown. Row and column names are stable for scripts."""
 import json
 import sys
 
@@ -11,7 +11,7 @@ OPTIONAL = ["echomq-lua-noevents", "echomq-native-noevents"]
 NOTES = {"echomq-native": "needs the module", "echomq-embedded": "no Redis, not durable",
          "*-noevents": "each queue's event log off (CONFIG EVENTS 0)"}
 
-values, server, breakdowns, busy = {}, {}, {}, []
+values, server, cpu, breakdowns, busy = {}, {}, {}, {}, []
 for line in open(sys.argv[1]):
     r = json.loads(line)
     # One per measurement: a latency run prints four rows, count its p50 only.
@@ -24,6 +24,8 @@ for line in open(sys.argv[1]):
     values.setdefault(key, []).append((r["value"], r["unit"]))
     if "server_us" in r:
         server.setdefault(key, []).append(r["server_us"])
+    if "server_cpu_us" in r:
+        cpu.setdefault(key, []).append(r["server_cpu_us"])
 
 workloads = list(dict.fromkeys(w for w, _ in values))
 SYSTEMS += [s for s in OPTIONAL if any(system == s for _, system in values)]
@@ -73,8 +75,25 @@ print("(latency and bytes: lower is better, so a ratio below 1 is EchoMQ's win t
 table("min–max", lambda w, s, u: "–".join(figure(f(v for v, _ in values[(w, s)]), u) for f in (min, max))
       if (w, s) in values and len(values[(w, s)]) > 1 else "", False)
 print()
-table("server µs per job (median)", lambda w, s, u: f"{med(server[(w, s)]):.2f}" if (w, s) in server else "",
-      False)
+
+
+def per_job(title, figures):
+    """A table of the server's µs per job (medians), with EchoMQ's ratios to BullMQ."""
+    header = f"{title:<34}" + "".join(f"{s:>{width(s)}}" for s in SYSTEMS)
+    print(header + f"{'lua/bullmq':>12}{'native/bullmq':>15}")
+    for w in workloads:
+        m = {s: med(figures[(w, s)]) for s in SYSTEMS if (w, s) in figures}
+        if not m:
+            continue
+        cells = "".join(f"{m[s]:.2f}".rjust(width(s)) if s in m else " " * width(s) for s in SYSTEMS)
+        ratio = lambda a: f"{m[a] / m['bullmq']:.2f}x" if m.get(a) and m.get("bullmq") else ""
+        print(f"{w + ' (µs)':<34}{cells}{ratio('echomq-lua'):>12}{ratio('echomq-native'):>15}")
+
+
+per_job("server commands' µs per job", server)
+print("(INFO commandstats: a script's inner commands count twice, in the script and under their names)\n")
+per_job("server CPU µs per job", cpu)
+print("(INFO cpu, the main thread's user and system time: what one server's capacity is made of)")
 if breakdowns:
     print("\nmemory: bytes per pending job by key (MEMORY USAGE; the rest is Redis's keyspace overhead)")
     for (w, s), parts in sorted(breakdowns.items()):

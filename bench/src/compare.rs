@@ -195,7 +195,11 @@ fn start_worker(
 
 /// Jobs per second of one throughput workload on fresh queues, and the
 /// server's µs per job over the same window.
-async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) -> (f64, Option<f64>) {
+async fn throughput(
+    via: &Arc<dyn Executor>,
+    workload: &str,
+    options: &Options,
+) -> (f64, Option<server::Spent>) {
     let size = if workload.ends_with("-1kb") { 1024 } else { options.payload };
     let payload = vec![b'x'; size];
     let mut jobs = match workload {
@@ -234,8 +238,8 @@ async fn throughput(via: &Arc<dyn Executor>, workload: &str, options: &Options) 
         }
         other => panic!("no workload {other}"),
     };
-    let server_us = stats.usec_since_start().await.map(|usec| usec / jobs as f64);
-    (jobs as f64 / (done - started).as_secs_f64(), server_us)
+    let spent = stats.spent_since_start(jobs).await;
+    (jobs as f64 / (done - started).as_secs_f64(), spent)
 }
 
 /// `process-c<n>[-1kb|-1ms|-10ms]`: `jobs` jobs enqueued up front on
@@ -473,8 +477,10 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-fn emit(system: &str, workload: &str, value: f64, unit: &str, server_us: Option<f64>) {
-    let server = server_us.map(|us| format!(r#","server_us":{us:.3}"#)).unwrap_or_default();
+fn emit(system: &str, workload: &str, value: f64, unit: &str, spent: Option<server::Spent>) {
+    let server = spent
+        .map(|spent| format!(r#","server_us":{:.3},"server_cpu_us":{:.3}"#, spent.commands, spent.cpu))
+        .unwrap_or_default();
     println!(r#"{{"system":"{system}","workload":"{workload}","value":{value:.2},"unit":"{unit}"{server}}}"#);
 }
 
@@ -494,8 +500,8 @@ async fn main() {
     counted::install();
     if options.via == "raw" {
         let workload = options.workload.as_deref().expect("--via raw needs --workload");
-        let (rate, server_us) = ceiling::run(&options.url, workload, options.jobs, options.payload).await;
-        emit("ceiling", workload, rate, "jobs/s", server_us);
+        let (rate, spent) = ceiling::run(&options.url, workload, options.jobs, options.payload).await;
+        emit("ceiling", workload, rate, "jobs/s", spent);
         return;
     }
     let via = executor(&options).await;
@@ -504,8 +510,8 @@ async fn main() {
         Some("latency") => run_latency(&via, &system, &options).await,
         Some("process-4x25") => {
             assert!(options.via != "embedded", "worker processes share a server: lua or native");
-            let (rate, server_us) = processes::parent(&via, &options).await;
-            emit(&system, "process-4x25", rate, "jobs/s", server_us);
+            let (rate, spent) = processes::parent(&via, &options).await;
+            emit(&system, "process-4x25", rate, "jobs/s", spent);
         }
         Some("worker-child") => processes::child(&via, &options).await,
         Some("recovery") => {
@@ -519,8 +525,8 @@ async fn main() {
             // side does the same for its JIT, which a tenth did not warm).
             throughput(&via, workload, &options).await;
             server::flush(&options.url).await;
-            let (rate, server_us) = throughput(&via, workload, &options).await;
-            emit(&system, workload, rate, "jobs/s", server_us);
+            let (rate, spent) = throughput(&via, workload, &options).await;
+            emit(&system, workload, rate, "jobs/s", spent);
         }
         None => run_all(&via, &system, &options).await,
     }

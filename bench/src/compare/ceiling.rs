@@ -16,7 +16,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use super::{server, BULK};
 
 /// Jobs per second of `workload` over `jobs` jobs, and the server's µs per job.
-pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> (f64, Option<f64>) {
+pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> (f64, Option<server::Spent>) {
     let client = redis::Client::open(url).expect("a Redis URL");
     let config = ConnectionManagerConfig::new().set_response_timeout(None);
     let mut conn = ConnectionManager::new_with_config(client, config).await.expect("connect");
@@ -71,6 +71,6 @@ pub(crate) async fn run(url: &str, workload: &str, jobs: usize, size: usize) -> 
         left -= n;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let server_us = stats.usec_since_start().await.map(|usec| usec / jobs as f64);
-    (jobs as f64 / elapsed, server_us)
+    let spent = stats.spent_since_start(jobs).await;
+    (jobs as f64 / elapsed, spent)
 }

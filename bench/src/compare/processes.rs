@@ -110,7 +110,7 @@ fn report(line: &str) -> [u64; 3] {
 }
 
 /// Jobs per second over the children's window, and the server's µs per job.
-pub(crate) async fn parent(via: &Arc<dyn Executor>, options: &Options) -> (f64, Option<f64>) {
+pub(crate) async fn parent(via: &Arc<dyn Executor>, options: &Options) -> (f64, Option<server::Spent>) {
     let queue = queue(via, options).await;
     enqueue_bulk(&queue, options.jobs, &vec![b'x'; options.payload]).await;
     let mut workers: Vec<Worker> = (0..PROCESSES).map(|_| Worker::start(options, queue.name())).collect();
@@ -137,10 +137,10 @@ pub(crate) async fn parent(via: &Arc<dyn Executor>, options: &Options) -> (f64, 
         reports.push(report(&worker.hear()));
         worker.process.wait().expect("a worker process's exit");
     }
-    let server_us = stats.usec_since_start().await.map(|usec| usec / options.jobs as f64);
+    let spent = stats.spent_since_start(options.jobs).await;
     let done: u64 = reports.iter().map(|r| r[0]).sum();
     assert_eq!(done, options.jobs as u64, "every job finished once: {reports:?}");
     let first = reports.iter().map(|r| r[1]).min().expect("a worker");
     let last = reports.iter().map(|r| r[2]).max().expect("a worker");
-    (done as f64 / ((last - first) as f64 / 1e6), server_us)
+    (done as f64 / ((last - first) as f64 / 1e6), spent)
 }
