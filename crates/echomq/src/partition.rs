@@ -35,7 +35,9 @@ use crate::executor::{Command, Executor};
 use crate::keyspace::{self, valid_queue};
 use crate::queue::{EnqueueOptions, Enqueued};
 use crate::worker::{Handler, Worker, WorkerOptions};
-use crate::{Config, Error, ErrorKind, Flow, JobId, Limit, OnFailure, Queue, Rate, Result, Settings};
+use crate::{
+    ChildJobs, Config, Error, ErrorKind, Flow, JobId, Limit, OnFailure, Queue, Rate, Result, Settings,
+};
 use echomq_core::limits;
 
 /// The most partitions a queue may have: each then spans 16 slots.
@@ -417,6 +419,44 @@ impl Partitioned {
     ) -> Result<Flow> {
         let id = self.place(&options)?;
         Ok(flow.child_with(self.partition_of(&id).name(), payload, options.id(id), on_failure))
+    }
+
+    /// `children` and one more in this partitioned queue, for the running
+    /// job `parent` to [`wait_for`](crate::worker::JobContext::wait_for):
+    /// its id, unless the options give one, derived from `parent`, its
+    /// place among `children` and its payload, as `wait_for` derives a
+    /// child's, so that a handler that runs again names the same child; in
+    /// its group's partition when it has a group (derived until it lands
+    /// there), else in its id's. `parent` may be in any queue or partition.
+    ///
+    /// # Errors
+    /// [`place`](Partitioned::place)'s refusal of a given id.
+    pub fn job_child(
+        &self,
+        children: ChildJobs,
+        parent: &JobId,
+        payload: impl Into<Vec<u8>>,
+        options: EnqueueOptions,
+        on_failure: OnFailure,
+    ) -> Result<ChildJobs> {
+        let payload = payload.into();
+        let id = match options.given_id() {
+            Some(_) => self.place(&options)?,
+            None => self.derive_child(parent, children.len(), &payload, options.route_key()),
+        };
+        Ok(children.child_with(self.partition_of(&id).name(), payload, options.id(id), on_failure))
+    }
+
+    /// The id of `parent`'s child at `at`: `JobId::child` of this queue's
+    /// name, or with `key` of the name and the first salt (`<name>~<salt>`)
+    /// whose id lies in the partition `key` routes to (N tries on average).
+    fn derive_child(&self, parent: &JobId, at: usize, payload: &[u8], key: Option<&str>) -> JobId {
+        let Some(key) = key else { return parent.child(at, &self.name, payload) };
+        let k = partition_index(key, self.partitions.len());
+        (0u64..)
+            .map(|salt| parent.child(at, &format!("{}~{salt}", self.name), payload))
+            .find(|id| self.index_of(id) == k)
+            .expect("an unbounded search finds an id in every partition")
     }
 
     /// Change every partition's settings (CONFIG on each, at once; not one

@@ -2,8 +2,9 @@
 //! and Embedded: the partitions' names land in their slot ranges; the
 //! definition is written once and read back; a job goes to its id's
 //! partition, or with its group or unique key to the key's; a worker
-//! works them all; bad input and a malformed definition are refused,
-//! nothing written. (tests/cluster.rs spreads one over three nodes.)
+//! works them all; a flow's children and a running job's go to their
+//! partitions; bad input and a malformed definition are refused, nothing
+//! written. (tests/cluster.rs spreads one over three nodes.)
 
 mod common;
 
@@ -387,6 +388,78 @@ async fn a_flow_s_children_go_to_their_partitions_and_its_parent_runs_after_them
             Some(b"parent".as_slice()),
             "{via_name}: the parent last"
         );
+    }
+}
+
+/// The six children a parent names on every run, two of group "t".
+fn six_children(kids: &Partitioned, parent: &JobId) -> echomq::ChildJobs {
+    (0..6u8).fold(echomq::ChildJobs::new(), |children, n| {
+        let options = if n < 2 { EnqueueOptions::default().group("t") } else { EnqueueOptions::default() };
+        kids.job_child(children, parent, vec![n], options, echomq::OnFailure::Fail).unwrap()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_waits_for_children_in_their_partitions() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        // A fixed name and parent id, so that the derived ids, and their
+        // spread over the partitions, are the same every run.
+        let kids = Partitioned::create(via.clone(), &format!("kids-of-a-job-{via_name}"), 4).await.unwrap();
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let parent: JobId = "JOB_01KBVZ6Q2R8N5X4W3T2S1P0M9K".parse().unwrap();
+        parents.enqueue_with(b"parent".to_vec(), EnqueueOptions::default().id(parent.clone())).await.unwrap();
+        let (first, again) = (six_children(&kids, &parent), six_children(&kids, &parent));
+        assert_eq!(format!("{first:?}"), format!("{again:?}"), "{via_name}: the same children each time");
+        let elsewhere = kids.mint_in(partition_index("t", 4) + 1);
+        let options = EnqueueOptions::default().group("t").id(elsewhere);
+        let refused = kids.job_child(
+            echomq::ChildJobs::new(),
+            &parent,
+            b"x".to_vec(),
+            options,
+            echomq::OnFailure::Fail,
+        );
+        assert_eq!(refused.unwrap_err().kind, ErrorKind::Argument, "{via_name}: an id of another partition");
+
+        // Every run: (queue, id, payload). The parent waits on its first run
+        // and goes on on its next, once its children ended.
+        let runs = Arc::new(std::sync::Mutex::new(Vec::<(String, JobId, Vec<u8>)>::new()));
+        let (seen, of) = (runs.clone(), kids.clone());
+        let handler = move |job: JobContext| {
+            let (seen, kids) = (seen.clone(), of.clone());
+            async move {
+                seen.lock().unwrap().push((job.queue.clone(), job.id.clone(), job.payload.clone()));
+                if job.payload == b"parent" {
+                    let children = six_children(&kids, &job.id);
+                    job.wait_for(children).await?;
+                }
+                Ok::<_, HandlerError>(())
+            }
+        };
+        let worker = kids.worker(handler, slots(4)).queue(parents.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let working = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        let went_on =
+            || async { parents.inspect(&parent).await.unwrap().unwrap().record.state == echomq::State::Done };
+        eventually("the parent went on", went_on).await;
+        let _ = stop.send(());
+        working.await.unwrap().unwrap();
+
+        let runs = runs.lock().unwrap();
+        let (parent_runs, children): (Vec<_>, Vec<_>) =
+            runs.iter().partition(|(_, _, payload)| payload == b"parent");
+        assert_eq!((parent_runs.len(), children.len()), (2, 6), "{via_name}: {runs:?}");
+        for (queue, id, payload) in &children {
+            assert_eq!(queue, kids.partition_of(id).name(), "{via_name}: a child in its id's partition");
+            if payload[0] < 2 {
+                assert_eq!(queue, kids.partition_for("t").name(), "{via_name}: a child with its group");
+            }
+        }
+        let spread: HashSet<&String> = children.iter().map(|(queue, _, _)| queue).collect();
+        assert!(spread.len() > 1, "{via_name}: the children spread over the partitions: {spread:?}");
     }
 }
 

@@ -192,6 +192,11 @@ impl ChildJobs {
         self.children.push(FlowChild { queue: queue.to_owned(), on_failure, node });
         self
     }
+
+    /// How many children so far: the place of the next.
+    pub(crate) fn len(&self) -> usize {
+        self.children.len()
+    }
 }
 
 /// What [`Flows::add`] wrote.
