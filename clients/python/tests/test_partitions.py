@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -27,6 +29,66 @@ def test_names_and_slots_are_the_protocols() -> None:
     for count in (1, 5, 12, 1024):
         for k in range(count):
             assert k * 16384 // count <= queue_slot(partition_name("q", k, count)) < (k + 1) * 16384 // count
+
+
+PARENT = "JOB_01KBVZ6Q2R8N5X4W3T2S1P0M9K"
+
+
+def six_children(kids: echomq.Partitioned, parent: str) -> echomq.ChildJobs:
+    children = echomq.ChildJobs()
+    for n in range(6):
+        children = kids.job_child(children, parent, bytes([n]), group="t" if n < 2 else None)
+    return children
+
+
+async def test_a_running_job_waits_for_children_in_their_partitions(conn: echomq.Connection) -> None:
+    kids = await echomq.Partitioned.create(conn, unique_queue("kids"), 4)
+    parents = await conn.queue(unique_queue("parents"))
+    enqueued = await parents.enqueue(b"parent", id=PARENT)
+    assert six_children(kids, PARENT).named(PARENT) == six_children(kids, PARENT).named(PARENT), "named alike"
+    runs: list[tuple[str, str, bytes]] = []
+
+    async def handle(job: echomq.Job) -> None:
+        runs.append((job.queue.name, job.id, job.payload))
+        if job.payload == b"parent":
+            await job.wait_for(six_children(kids, job.id))
+
+    workers = [echomq.Worker(q, handle, upkeep=0.05, idle_wait=0.05, max_attempts=1)
+               for q in [parents, *kids.partitions]]
+    running = [asyncio.create_task(worker.run(handle_signals=False)) for worker in workers]
+    try:
+        done = await parents.wait(enqueued.id, timeout=60)
+    finally:
+        for worker in workers:
+            worker.stop()
+        await asyncio.gather(*running)
+    assert done.state == "done"
+    children = [run for run in runs if run[2] != b"parent"]
+    assert (len(runs) - len(children), len(children)) == (2, 6), runs
+    for queue, job_id, payload in children:
+        assert queue == kids.partition_of(job_id).name, "in its id's partition"
+        if payload[0] < 2:
+            assert queue == kids.partition_for("t").name, "with its group"
+    with pytest.raises(echomq.InvalidInput, match="belongs to partition"):
+        elsewhere = kids.mint_in(partition_index("t", 4) + 1)
+        kids.job_child(echomq.ChildJobs(), PARENT, b"x", id=elsewhere, group="t")
+    with pytest.raises(echomq.InvalidInput):
+        kids.job_child(echomq.ChildJobs(), "not an id", b"x")
+
+
+def test_a_running_job_s_children_take_the_ids_the_rust_host_derives() -> None:
+    # tests/partitions.rs pins the same three.
+    # Only the partitions' names are read: no server.
+    kids = echomq.Partitioned("kids", [cast(echomq.Queue, SimpleNamespace(name=partition_name("kids", k, 4)))
+                                       for k in range(4)])
+    children = echomq.ChildJobs()
+    for n in range(3):
+        children = kids.job_child(children, PARENT, bytes([n]), group="t" if n < 1 else None)
+    assert [(ref.queue, ref.id) for ref in (child.ref for child in children.named(PARENT))] == [
+        ("kids~3~3", "JOB_01KBVZ6Q2R000DGNE1Q3WR0REK"),
+        ("kids~0~1", "JOB_01KBVZ6Q2R000ZXMG1103A9X90"),
+        ("kids~2~1", "JOB_01KBVZ6Q2R001008RC04AWBKNR"),
+    ]
 
 
 async def test_created_here_read_by_emq_and_jobs_routed(conn: echomq.Connection, server: RedisServer,

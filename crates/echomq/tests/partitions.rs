@@ -399,6 +399,26 @@ fn six_children(kids: &Partitioned, parent: &JobId) -> echomq::ChildJobs {
     })
 }
 
+#[tokio::test]
+async fn a_running_job_s_children_take_the_ids_the_python_package_derives() {
+    let via: Arc<dyn Executor> = Arc::new(echomq::Embedded::new());
+    let kids = Partitioned::create(via, "kids", 4).await.unwrap();
+    let parent: JobId = "JOB_01KBVZ6Q2R8N5X4W3T2S1P0M9K".parse().unwrap();
+    let children = (0..3u8).fold(echomq::ChildJobs::new(), |children, n| {
+        let options = if n < 1 { EnqueueOptions::default().group("t") } else { EnqueueOptions::default() };
+        kids.job_child(children, &parent, vec![n], options, echomq::OnFailure::Fail).unwrap()
+    });
+    // clients/python/tests/test_partitions.py pins the same three.
+    let named = format!("{children:?}");
+    for (queue, id) in [
+        ("kids~3~3", "JOB_01KBVZ6Q2R000DGNE1Q3WR0REK"),
+        ("kids~0~1", "JOB_01KBVZ6Q2R000ZXMG1103A9X90"),
+        ("kids~2~1", "JOB_01KBVZ6Q2R001008RC04AWBKNR"),
+    ] {
+        assert!(named.contains(&format!("{queue:?}")) && named.contains(id), "{queue} {id} in {named}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_job_waits_for_children_in_their_partitions() {
     let (_server, executors) = common::three_executors().await;

@@ -238,6 +238,10 @@ class ChildJobs:
         self._children.append(child)
         return self
 
+    def __len__(self) -> int:
+        """How many children so far: the place of the next."""
+        return len(self._children)
+
     def named(self, parent: str) -> list[_Child]:
         """The children, each under its id (given, or derived from ``parent``)."""
         return [_Child(JobRef(queue, id if id is not None else child_id(parent, at, queue, body)), on_failure,

@@ -17,14 +17,16 @@ not across them.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Awaitable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Iterable, TypeVar
 
 import redis
 
-from .calls import Duration, to_ms
+from .calls import Duration, payload as payload_bytes, to_ms
 from .errors import DataError, EchoMQError, InvalidInput, KeyTypeError
-from .ids import check_id, mint
+from .flows import ChildJobs
+from .ids import check_id, child_id, mint
 from .keyspace import check_queue
+from .model import OnFailure
 from .permits import Coordinator
 
 if TYPE_CHECKING:
@@ -245,6 +247,30 @@ class Partitioned:
             raise InvalidInput(f"job {job_id} belongs to partition {self.index_of(job_id)}, "
                                f"not {k} where {key!r} routes")
         return job_id
+
+    def job_child(self, children: ChildJobs, parent: str, payload: bytes, *, on_failure: OnFailure = "fail",
+                  id: str | None = None, **options: Any) -> ChildJobs:
+        """``children`` and one more in this partitioned queue, for the
+        running job ``parent`` to :meth:`echomq.Job.wait_for`: its id, unless
+        given, derived from ``parent``, its place among ``children`` and its
+        payload (:func:`echomq.ids.child_id` of this queue's name), so that a
+        handler that runs again names the same child; with a ``group``, of
+        ``<name>~<salt>`` for the first salt from 0 whose id lies in the
+        group's partition. The Rust host's ``Partitioned::job_child`` derives
+        the same ids. Returns the children, for the next one;
+        :class:`InvalidInput` as :meth:`place` and :meth:`ChildJobs.child`."""
+        check_id(parent)
+        body = payload_bytes(payload)
+        group = options.get("group")
+        if id is not None:
+            job_id = self.place(id, group=group)
+        elif group is None:
+            job_id = child_id(parent, len(children), self.name, body)
+        else:
+            k, salt = partition_index(group, len(self.partitions)), 0
+            while self.index_of(job_id := child_id(parent, len(children), f"{self.name}~{salt}", body)) != k:
+                salt += 1
+        return children.child(self.partition_of(job_id).name, body, on_failure=on_failure, id=job_id, **options)
 
     async def enqueue(self, payload: bytes, *, id: str | None = None,
                       **options: Unpack[EnqueueOptions]) -> Enqueued:
