@@ -5,7 +5,7 @@
 use echomq::{JobId, State};
 
 use crate::connect::{Error, Server};
-use crate::ops::{note_if_unknown, queue_for, state};
+use crate::ops::{note_if_unknown, queue_for, queues_named, state};
 use crate::select::{self, Action, Refused, Selection};
 
 #[derive(clap::Args, Debug)]
@@ -96,7 +96,7 @@ pub struct DeleteArgs {
     /// The jobs' ids (none with --all).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     ids: Vec<JobId>,
-    /// Their queue.
+    /// Their queue (a partitioned queue's name: each id in its partition).
     #[arg(long)]
     queue: String,
     /// The state the ids are in (an id in another is left alone).
@@ -123,7 +123,17 @@ pub async fn delete(server: &Server, args: DeleteArgs) -> Result<(), Error> {
     }
     let state = args.state.expect("clap requires --state without --all");
     let executor = server.executor().await?;
-    let applied = select::apply_ids(&executor, &args.queue, state, &args.ids, Action::Delete).await?;
+    // By queue: a partitioned queue's ids each in its partition.
+    let partitioned = server.partitioned(&args.queue).await?;
+    let mut by_queue: std::collections::BTreeMap<&str, Vec<JobId>> = std::collections::BTreeMap::new();
+    for id in &args.ids {
+        let queue = partitioned.as_ref().map_or(args.queue.as_str(), |p| p.partition_of(id).name());
+        by_queue.entry(queue).or_default().push(id.clone());
+    }
+    let mut applied = select::Applied::default();
+    for (queue, ids) in &by_queue {
+        applied.add(select::apply_ids(&executor, queue, state, ids, Action::Delete).await?);
+    }
     tell!("deleted {} of {} {state} job(s) of {}", applied.changed, args.ids.len(), args.queue);
     if applied.skipped > 0 {
         eprintln!("{} not {state} in {} (left alone)", applied.skipped, args.queue);
@@ -135,29 +145,39 @@ pub async fn delete(server: &Server, args: DeleteArgs) -> Result<(), Error> {
 const CONFIRM_BUDGET: u64 = 10_000;
 
 /// `action` on every job of `selection`, with `yes`; without, how many it
-/// would change, and nothing changed.
+/// would change, and nothing changed. A partitioned queue's name: on each
+/// of its partitions (and the ordinary queue of its name), summed.
 async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool) -> Result<(), Error> {
+    let queues = queues_named(server, &selection.queue).await?;
+    let each: Vec<Selection> =
+        queues.into_iter().map(|queue| Selection { queue, ..selection.clone() }).collect();
     let mut conn = server.connection().await?;
     let (verb, done, what) = (action.verb(), action.done(), selection.describe());
     if !yes {
-        let count = select::count(&mut conn, selection, CONFIRM_BUDGET).await.map_err(usage)?;
-        if count.exact {
-            tell!("would {verb} {} {what}; add --yes to {verb} them", count.n);
+        let mut sum = select::Count::NONE;
+        for part in &each {
+            sum = sum.and(select::count(&mut conn, part, CONFIRM_BUDGET).await.map_err(usage)?);
+        }
+        if sum.exact {
+            tell!("would {verb} {} {what}; add --yes to {verb} them", sum.n);
         } else {
             tell!(
                 "would {verb} at least {} {what} (the newest {} of {} looked at); add --yes to {verb} every match",
-                count.n,
-                count.examined,
-                count.total
+                sum.n,
+                sum.examined,
+                sum.total
             );
         }
-        if count.total == 0 {
+        if sum.total == 0 {
             note_if_unknown(server, &selection.queue).await;
         }
         return Ok(());
     }
     let executor = server.executor().await?;
-    let applied = select::apply_all(&executor, &mut conn, selection, action).await.map_err(usage)?;
+    let mut applied = select::Applied::default();
+    for part in &each {
+        applied.add(select::apply_all(&executor, &mut conn, part, action).await.map_err(usage)?);
+    }
     let failed = applied.failed.len() as u64;
     let left = applied.examined - applied.changed - applied.skipped - failed;
     tell!(

@@ -167,7 +167,8 @@ fn describe_policy(policy: &echomq::Policy) -> String {
 
 #[derive(clap::Args, Debug)]
 pub struct ListArgs {
-    /// The queue.
+    /// The queue (a partitioned queue's name: every partition's jobs, each
+    /// saying which it is in, by score: there is no order across them).
     queue: String,
     /// The state: pending, active, delayed, done, dead or cancelled.
     #[arg(value_parser = state)]
@@ -178,47 +179,85 @@ pub struct ListArgs {
 }
 
 pub async fn list(server: &Server, args: ListArgs) -> Result<(), Error> {
-    let keys = Keyspace::new(&args.queue)?;
-    let state = args.state;
+    let (state, limit) = (args.state, args.limit.max(1));
+    let queues = queues_named(server, &args.queue).await?;
     let mut conn = server.connection().await?;
-    let stop = args.limit.max(1) as isize - 1;
-    let jobs: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(keys.state(state))
-        .arg(0)
-        .arg(stop)
-        .arg("WITHSCORES")
-        .query_async(&mut conn)
-        .await?;
-    let total: u64 = redis::cmd("ZCARD").arg(keys.state(state)).query_async(&mut conn).await?;
-    // A dead job's last error, beside its id: why it died.
-    let errors: Vec<Option<String>> = if state == State::Dead && !jobs.is_empty() {
-        let mut hmget = redis::cmd("HMGET");
-        hmget.arg(keys.errors());
-        for (id, _) in &jobs {
-            hmget.arg(id);
-        }
-        hmget.query_async(&mut conn).await?
-    } else {
-        Vec::new()
-    };
-    for (n, (id, score)) in jobs.iter().enumerate() {
+    let (mut jobs, mut total) = (Vec::new(), 0);
+    for queue in &queues {
+        let (first, count) = first_of(&mut conn, queue, state, limit).await?;
+        jobs.extend(first.into_iter().map(|(id, score, error)| (id, score, error, queue)));
+        total += count;
+    }
+    // Across a partitioned queue's partitions there is no order to serve
+    // in: by score, as one queue's set orders its own.
+    jobs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    jobs.truncate(limit);
+    for (id, score, error, queue) in &jobs {
         let when = match state {
             State::Pending => format!("priority {score}"),
             State::Active => format!("lease until {}", timestamp(*score)),
             State::Delayed => format!("due {}", timestamp(*score)),
             _ => format!("since {}", timestamp(*score)),
         };
-        match errors.get(n).cloned().flatten() {
-            Some(error) => say!("{id}  {when}  error: {}", one_line(&error)),
-            None => say!("{id}  {when}"),
+        let home = if queues.len() > 1 { format!("  in {queue}") } else { String::new() };
+        match error {
+            Some(error) => say!("{id}  {when}{home}  error: {}", one_line(error)),
+            None => say!("{id}  {when}{home}"),
         }
     }
     // On stderr, out of the way of a pipe reading the ids.
-    eprintln!("{} of {total} {state} in {}", jobs.len(), args.queue);
+    let across = match queues.len() {
+        1 => String::new(),
+        n => format!(" ({} partitions and its own queue; no order across them)", n - 1),
+    };
+    eprintln!("{} of {total} {state} in {}{across}", jobs.len(), args.queue);
     if total == 0 {
         note_if_unknown(server, &args.queue).await;
     }
     Ok(())
+}
+
+/// Queue `queue`'s first `limit` jobs in `state`, each with its score and, a
+/// dead one, its last error (why it died); and how many it holds.
+async fn first_of(
+    conn: &mut Conn,
+    queue: &str,
+    state: State,
+    limit: usize,
+) -> Result<(Vec<(String, f64, Option<String>)>, u64), Error> {
+    let key = Keyspace::new(queue)?.state(state);
+    let jobs: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(&key)
+        .arg(0)
+        .arg(limit as isize - 1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await?;
+    let total: u64 = redis::cmd("ZCARD").arg(&key).query_async(conn).await?;
+    let mut errors: Vec<Option<String>> = Vec::new();
+    if state == State::Dead && !jobs.is_empty() {
+        let mut hmget = redis::cmd("HMGET");
+        hmget.arg(Keyspace::new(queue)?.errors());
+        for (id, _) in &jobs {
+            hmget.arg(id);
+        }
+        errors = hmget.query_async(conn).await?;
+    }
+    errors.resize(jobs.len(), None);
+    Ok((jobs.into_iter().zip(errors).map(|((id, score), error)| (id, score, error)).collect(), total))
+}
+
+/// The ordinary queues `name` stands for: a partitioned queue's partitions,
+/// then the ordinary queue of its name (where a speaker before 1.8 puts
+/// its jobs); an ordinary queue's name alone.
+pub async fn queues_named(server: &Server, name: &str) -> Result<Vec<String>, Error> {
+    Ok(match server.partitioned(name).await? {
+        Some(partitioned) => {
+            let partitions = partitioned.partitions().iter().map(|queue| queue.name().to_owned());
+            partitions.chain([name.to_owned()]).collect()
+        }
+        None => vec![name.to_owned()],
+    })
 }
 
 #[derive(clap::Args, Debug)]

@@ -206,7 +206,8 @@ impl Applied {
         }
     }
 
-    fn add(&mut self, other: Applied) {
+    /// Add what another walk did (another partition's).
+    pub fn add(&mut self, other: Applied) {
         self.examined += other.examined;
         self.changed += other.changed;
         self.skipped += other.skipped;
@@ -225,6 +226,22 @@ pub struct Count {
     pub examined: u64,
     /// The set's size when read.
     pub total: u64,
+}
+
+impl Count {
+    /// Nothing counted yet: what summing starts from.
+    pub const NONE: Count = Count { n: 0, exact: true, examined: 0, total: 0 };
+
+    /// This count and another set's (another partition's), summed.
+    #[must_use]
+    pub fn and(self, other: Count) -> Count {
+        Count {
+            n: self.n + other.n,
+            exact: self.exact && other.exact,
+            examined: self.examined + other.examined,
+            total: self.total + other.total,
+        }
+    }
 }
 
 /// Examine at most `budget` jobs of the selection's set, newest first, from

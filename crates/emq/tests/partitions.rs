@@ -4,8 +4,9 @@
 //! --queue` and `emq cancel --queue` finding a job by the partitioned
 //! queue's name; `emq limit` splitting a queue's limits, or holding an
 //! exact rate across the partitions; `emq pause`,
-//! `resume` and `stats` taking its name; `emq work` working every
-//! partition; another count, a bad count and an ordinary queue refused
+//! `resume` and `stats` taking its name; `emq list`, `find`, and `retry`,
+//! `cancel` and `delete` of every job of a state, over every partition;
+//! `emq work` working every partition; another count, a bad count and an ordinary queue refused
 //! with exit 5, nothing written.
 
 mod common;
@@ -166,6 +167,83 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         let (_, warned) = emq.ok_said(&["partition", "show", &q]);
         assert!(!warned.contains("warning"), "{via}: the stray job ran: {warned}");
         assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2502", "0", "1"], "{via}: {shown}");
+    }
+}
+
+#[test]
+fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
+    for (server, via) in [(RedisServer::start(), "lua"), (RedisServer::start_with_module(), "native")] {
+        let emq = Emq { url: server.url(), via };
+        let q = unique_queue("parts");
+        emq.ok(&["partition", "create", &q, "4"]);
+        for n in 0..12 {
+            let payload = if n < 6 { format!("alpha-{n}") } else { format!("beta-{n}") };
+            // Three die on their one attempt, below.
+            let attempts = if n % 4 == 0 { "1" } else { "5" };
+            emq.ok(&["enqueue", &q, &payload, "--attempts", attempts]);
+        }
+        // Every partition's jobs, one list: each says where it is.
+        let (listed, said) = emq.ok_said(&["list", &q, "pending", "--limit", "100"]);
+        assert_eq!(listed.lines().count(), 12, "{via}: {listed}");
+        let homes: std::collections::BTreeSet<&str> = listed
+            .lines()
+            .map(|line| line.split("  in ").nth(1).unwrap_or_else(|| panic!("{line}")))
+            .collect();
+        assert!(
+            homes.len() > 1 && homes.iter().all(|home| home.starts_with(&format!("{q}~"))),
+            "{via}: {listed}"
+        );
+        assert_eq!(
+            said,
+            format!("12 of 12 pending in {q} (4 partitions and its own queue; no order across them)\n")
+        );
+        assert_eq!(emq.ok(&["list", &q, "pending", "--limit", "5"]).lines().count(), 5, "{via}");
+
+        // A search by text and by id, across them.
+        let (found, said) = emq.ok_said(&["find", &q, "alpha", "--state", "pending"]);
+        assert_eq!(found.lines().count(), 6, "{via}: {found}");
+        assert!(
+            said.ends_with(&format!("6 found; examined 12 of 12 pending jobs of {q}: all\n")),
+            "{via}: {said}"
+        );
+        let (found, _) = emq.ok_said(&["find", &q, "--id", "JOB_"]);
+        assert_eq!(found.lines().count(), 12, "{via}: {found}");
+        let refused = emq.command(&["find", &q, "alpha", "--from", "3"]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{via}: {}", show(&refused));
+        assert!(show(&refused).contains("is partitioned: find in one of its partitions"), "{via}");
+
+        // Bulk changes: counted first, then done, over every partition.
+        let said = emq.ok(&["cancel", "--queue", &q, "--all", "pending", "--matching", "beta-1"]);
+        assert!(said.starts_with("would cancel 2 pending jobs of"), "{via}: {said}");
+        let said = emq.ok(&["cancel", "--queue", &q, "--all", "pending", "--matching", "beta-1", "--yes"]);
+        assert!(said.starts_with("cancelled 2 pending jobs of"), "{via}: {said}");
+        let cancelled = emq.ok(&["list", &q, "cancelled"]);
+        let ids: Vec<&str> = cancelled.lines().filter_map(|line| line.split_whitespace().next()).collect();
+        assert_eq!(ids.len(), 2, "{via}: {cancelled}");
+        let mut delete = vec!["delete", "--queue", &q, "--state", "cancelled"];
+        delete.extend(&ids);
+        assert!(
+            emq.ok(&delete).starts_with("deleted 2 of 2 cancelled job(s)"),
+            "{via}: by id, in their partitions"
+        );
+
+        // Three jobs die on their one attempt; all of them are retried.
+        let scratch = Scratch::new("partitions-dead");
+        let mut worker =
+            emq.work(&[&q, "--concurrency", "4", "--", "false"], &scratch.0, &scratch.path("log"));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while emq.ok(&["list", &q, "dead"]).lines().count() < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(worker.stop(), "{via}: emq work stopped cleanly");
+        let dead = emq.ok(&["list", &q, "dead"]);
+        assert_eq!(dead.lines().count(), 3, "{via}: {dead}");
+        assert!(dead.lines().all(|line| line.contains("  error: ")), "{via}: each with why it died: {dead}");
+        assert!(emq.ok(&["retry", "--queue", &q, "--all-dead"]).starts_with("would retry 3 dead jobs of"));
+        let said = emq.ok(&["retry", "--queue", &q, "--all-dead", "--yes"]);
+        assert!(said.starts_with("retried 3 dead jobs of"), "{via}: {said}");
+        let (_, said) = emq.ok_said(&["list", &q, "dead"]);
+        assert!(said.starts_with(&format!("0 of 0 dead in {q} ")), "{via}: {said}");
     }
 }
 
