@@ -237,6 +237,11 @@ fn queue_of(app: &App, name: &str) -> Result<Queue, Problem> {
     Ok(Queue::new(app.executor.clone(), name)?)
 }
 
+/// The partitioned queue `name` (protocol 1.8), or `None` for an ordinary queue.
+async fn partitioned_of(app: &App, name: &str) -> Result<Option<echomq::Partitioned>, Problem> {
+    Ok(echomq::Partitioned::find(app.executor.clone(), name).await?)
+}
+
 /// A job id from a path, checked.
 fn job_id(text: &str) -> Result<JobId, Problem> {
     text.parse().map_err(|err: echomq::Error| Problem::BadInput(err.text().to_owned()))

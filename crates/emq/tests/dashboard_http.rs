@@ -4,7 +4,9 @@
 //! bad form values are 400 and change nothing; writes are audited; /live
 //! streams counts; /metrics carries the documented names. A schedule is
 //! triggered, paused and resumed after a confirmation; a queue's open batches show their counts;
-//! a queue's page shows its latency from the event log, or why not.
+//! a queue's page shows its latency from the event log, or why not; a
+//! partitioned queue's page shows its partitions, finds a job's, and
+//! pauses them all.
 
 mod dashboard_support;
 
@@ -734,8 +736,9 @@ async fn a_partitioned_queue_shows_its_totals() {
     let page = dashboard.get("/");
     assert_eq!(page.status(), 200, "{page:?}");
     assert!(page.has("<h2>Partitioned queues</h2>"), "{page:?}");
-    let row =
-        format!(r#"<tr data-partitioned="{name}"><td>{name}</td><td class="n">4</td><td class="n">7</td>"#);
+    let row = format!(
+        r#"<tr data-partitioned="{name}"><td><a href="/queues/{name}">{name}</a></td><td class="n">4</td><td class="n">7</td>"#
+    );
     assert!(page.has(&row), "{page:?}");
     assert!(page.has("exact, 50/1s"), "{page:?}");
     for k in 0..4 {
@@ -749,6 +752,38 @@ async fn a_partitioned_queue_shows_its_totals() {
             format!(r#"emq_partition_info{{queue="{partition}",partitioned="{name}",partition="{k}"}} 1"#);
         assert!(dashboard.get("/metrics").has(&info), "{info}");
     }
+    // Its own page: each partition linked with its counts, and the total.
+    let page = dashboard.get(&format!("/queues/{name}"));
+    assert_eq!(page.status(), 200, "{page:?}");
+    assert!(page.has("Partitioned over 4 queues") && page.has("0 of 4 partitions paused"), "{page:?}");
+    for k in 0..4 {
+        let partition = echomq::partition::partition_name(&name, k, 4);
+        let pending = parted.partitions()[k].stats().await.unwrap().pending;
+        let cells = format!(
+            r#"<tr data-partition="{partition}"><td><a href="/queues/{partition}">{partition}</a></td><td class="n"><a href="/queues/{partition}/state/pending">{pending}</a></td>"#
+        );
+        assert!(page.has(&cells), "{cells}: {page:?}");
+    }
+    assert!(page.has(r#"<tr id="total"><th>all</th><td class="n">7</td>"#), "{page:?}");
+    // A job's page by the partitioned queue's name: its partition's.
+    let id = parted.enqueue(b"one".to_vec()).await.unwrap();
+    let found = dashboard.get(&format!("/queues/{name}/jobs/{id}"));
+    let home = parted.partition_of(&id).name().to_owned();
+    assert!(found.status() == 303 && found.has(&format!("location: /queues/{home}/jobs/{id}")), "{found:?}");
+    assert_eq!(dashboard.get(&format!("/queues/{home}/jobs/{id}")).status(), 200);
+    // Pause and resume hold every partition, as `emq pause` does.
+    let csrf = dashboard.csrf(&format!("/queues/{name}"));
+    for (action, paused) in [("pause", true), ("resume", false)] {
+        let done = dashboard.post(&format!("/queues/{name}/{action}"), &format!("csrf={csrf}"));
+        assert_eq!(done.status(), 303, "{action}: {done:?}");
+        for queue in parted.partitions() {
+            assert_eq!(queue.settings().await.unwrap().paused, paused, "{action}: {}", queue.name());
+        }
+        let said = if paused { "4 of 4 partitions paused" } else { "0 of 4 partitions paused" };
+        assert!(dashboard.get(&format!("/queues/{name}")).has(said), "{action}");
+    }
+    assert!(dashboard.log().contains("outcome=\"done: its 4 partitions paused\""), "{}", dashboard.log());
+
     let metrics = dashboard.get("/metrics");
     assert!(
         metrics.has(&format!(r#"emq_partitioned_exact_rate_limit{{partitioned="{name}"}} 50"#)),

@@ -34,6 +34,10 @@ pub async fn job_page(
 ) -> Result<Response, Problem> {
     let queue = queue_of(&app, &name)?;
     let id = job_id(&id)?;
+    // A partitioned queue's name: the job's page in its partition.
+    if let Some(partitioned) = super::partitioned_of(&app, &name).await? {
+        return Ok(super::back_to(&queue_path(partitioned.partition_of(&id).name(), &format!("/jobs/{id}"))));
+    }
     let Some(job) = queue.inspect(&id).await? else {
         return Err(Problem::NotFound(format!(
             "no job {id} in queue {name}: never enqueued there, or deleted since"

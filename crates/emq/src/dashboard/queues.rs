@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::html::{self, queue_path};
 use super::snapshot::{QueueView, Snapshot};
-use super::{charts, latency, queue_of, workers, App, Problem, Write};
+use super::{charts, latency, partitioned_of, queue_of, workers, App, Problem, Write};
 
 /// `/`: every queue with its counts, oldest pending job's age, live
 /// workers (flagged when jobs wait for nobody), jobs completed and failed
@@ -84,7 +84,7 @@ fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, 
                     @let total = views.iter().filter_map(|view| view.stats.as_ref().ok()).fold(StatsReply::default(), |sum, s| crate::stats::add(&sum, s));
                     @let oldest = views.iter().filter_map(|view| snapshot.oldest_pending_secs(view)).max();
                     tr data-partitioned=(p.name()) {
-                        td { (p.name()) }
+                        td { a href=(queue_path(p.name(), "")) { (p.name()) } }
                         td.n { (p.partitions().len()) }
                         @for state in State::ALL { td.n { (total.of(state)) } }
                         td.n { (html::age(oldest)) }
@@ -174,6 +174,9 @@ pub async fn queue_page(
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let queue = queue_of(&app, &name)?;
+    if let Some(partitioned) = partitioned_of(&app, &name).await? {
+        return partitioned_page(&app, &partitioned, app.form_token(&headers)).await;
+    }
     let span = query.span()?;
     let stats = queue.stats().await?;
     // A read-only ACL user may not run CONFIG: the plain read then.
@@ -210,6 +213,59 @@ pub async fn queue_page(
         @if let Some(token) = token { (settings_form(&name, &settings, token)) }
     };
     Ok(html::page(&name, &[(name.clone(), queue_path(&name, ""))], &body).into_response())
+}
+
+/// A partitioned queue's page (protocol 1.8): each partition, linked to its
+/// own page, with its counts by state (each linked to those jobs there),
+/// then the ordinary queue of its name (a speaker before 1.8 enqueues
+/// there) and the total; pause and resume hold every partition.
+async fn partitioned_page(
+    app: &App,
+    partitioned: &echomq::Partitioned,
+    token: Option<&str>,
+) -> Result<Response, Problem> {
+    let name = partitioned.name();
+    let mut rows = Vec::new();
+    for queue in partitioned.partitions().iter().chain([&queue_of(app, name)?]) {
+        let paused = match queue.settings().await {
+            Ok(settings) => settings.paused,
+            Err(_) => crate::flow::settings(&mut app.conn.clone(), queue.keyspace()).await?.paused,
+        };
+        rows.push((queue.name().to_owned(), queue.stats().await?, paused));
+    }
+    let total = rows.iter().fold(StatsReply::default(), |sum, (_, stats, _)| crate::stats::add(&sum, stats));
+    let paused = rows.iter().filter(|(queue, _, paused)| *paused && queue != name).count();
+    let body = html! {
+        h1 { "Queue " (name) }
+        p.note #partitioned {
+            "Partitioned over " (rows.len() - 1) " queues (protocol 1.8): a job is in the partition its id, group or \
+             unique key names. FIFO and priority hold within a partition, not across them."
+        }
+        div.bar {
+            span #flow { (paused) " of " (rows.len() - 1) " partitions paused" }
+            @if let Some(token) = token {
+                (html::button(&queue_path(name, "/pause"), "pause", "pause all", token))
+                (html::button(&queue_path(name, "/resume"), "resume", "resume all", token))
+            }
+        }
+        h2 { "Partitions" }
+        (html::scroll(&html! {
+            table #partitions {
+                tr { th { "queue" } @for state in State::ALL { th.n { (state) } } th { "paused" } }
+                @for (queue, stats, paused) in &rows {
+                    tr data-partition=(queue) {
+                        td { a href=(queue_path(queue, "")) { (queue) } @if queue == name { " (its own)" } }
+                        @for state in State::ALL {
+                            td.n { a href=(queue_path(queue, &format!("/state/{state}"))) { (stats.of(state)) } }
+                        }
+                        td { (paused) }
+                    }
+                }
+                tr #total { th { "all" } @for state in State::ALL { td.n { (total.of(state)) } } td {} }
+            }
+        }))
+    };
+    Ok(html::page(name, &[(name.to_owned(), queue_path(name, ""))], &body).into_response())
 }
 
 /// A queue page's bar: its flow (paused, limits), pause or resume and
@@ -341,11 +397,21 @@ async fn set_paused(
     paused: bool,
 ) -> Result<Response, Problem> {
     app.may_write(&write, headers, form.csrf.as_deref())?;
+    // A partitioned queue's name: every partition, as `emq pause` does.
     let done = async {
+        if let Some(partitioned) = partitioned_of(app, name).await? {
+            let each = if paused { partitioned.pause().await? } else { partitioned.resume().await? };
+            return Ok(format!(
+                "done: its {} partitions {}",
+                each.len(),
+                if paused { "paused" } else { "resumed" }
+            ));
+        }
         let queue = queue_of(app, name)?;
-        Ok(if paused { queue.pause().await? } else { queue.resume().await? })
+        let settings = if paused { queue.pause().await? } else { queue.resume().await? };
+        Ok(format!("done: {}", html::flow(&settings)))
     };
-    write.logged(app, done.await, |s: &Settings| format!("done: {}", html::flow(s)))?;
+    write.logged(app, done.await, String::clone)?;
     Ok(back(headers, &queue_path(name, "")))
 }
 
