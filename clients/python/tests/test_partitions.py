@@ -76,6 +76,43 @@ async def test_a_running_job_waits_for_children_in_their_partitions(conn: echomq
         kids.job_child(echomq.ChildJobs(), "not an id", b"x")
 
 
+async def test_a_partitioned_queue_is_counted_listed_and_retried_as_one(conn: echomq.Connection) -> None:
+    orders = await echomq.Partitioned.create(conn, unique_queue("as-one"), 4)
+    jobs = [await orders.enqueue(b"%d" % n, attempts=1) for n in range(10)]
+    assert len({orders.index_of(job.id) for job in jobs}) > 1, "spread over the partitions"
+
+    async def handle(job: echomq.Job) -> None:
+        raise ValueError(f"bad {job.payload.decode()}")
+
+    workers = [echomq.Worker(q, handle, concurrency=4, idle_wait=0.05) for q in await orders.worked(conn)]
+    running = [asyncio.create_task(worker.run(handle_signals=False)) for worker in workers]
+    try:
+        for job in jobs:
+            assert (await orders.partition_of(job.id).wait(job.id, timeout=60)).state == "dead"
+    finally:
+        for worker in workers:
+            worker.stop()
+        await asyncio.gather(*running)
+    stats = await orders.stats()
+    assert (stats.dead, stats.pending) == (10, 0)
+    dead = await orders.dead()
+    assert sorted(job.id for job in dead) == sorted(job.id for job in jobs)
+    assert all((job.error or "").startswith("ValueError: bad ") for job in dead)
+    # Pages follow one another across the partitions.
+    pages = [await orders.dead(limit=3, start=start) for start in (0, 3, 6, 9)]
+    assert [job.id for page in pages for job in page] == [job.id for job in dead]
+    assert await orders.jobs("dead", limit=3, start=10) == []
+    assert await orders.retry_dead(limit=4) == 4
+    assert await orders.retry_dead() == 6 and await orders.retry_dead() == 0
+    assert (await orders.stats()).pending == 10
+    assert await orders.delete([job.id for job in jobs[:5]], state="pending") == 5
+    assert (await orders.stats()).pending == 5
+    with pytest.raises(echomq.InvalidInput):
+        await orders.jobs("dying")
+    with pytest.raises(echomq.InvalidInput):
+        await orders.dead(limit=0)
+
+
 def test_a_running_job_s_children_take_the_ids_the_rust_host_derives() -> None:
     # tests/partitions.rs pins the same three.
     # Only the partitions' names are read: no server.

@@ -17,6 +17,7 @@ not across them.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Awaitable, Iterable, TypeVar
 
 import redis
@@ -26,7 +27,8 @@ from .errors import DataError, EchoMQError, InvalidInput, KeyTypeError
 from .flows import ChildJobs
 from .ids import check_id, child_id, mint
 from .keyspace import check_queue
-from .model import OnFailure
+from .model import JobInfo, OnFailure, Stats
+from .queue import _listing
 from .permits import Coordinator
 
 if TYPE_CHECKING:
@@ -188,6 +190,58 @@ class Partitioned:
         ordinary = await connection.queue(self.name)
         ordinary.coordinator = self.partitions[0].coordinator
         return [*self.partitions, ordinary]
+
+    async def stats(self) -> Stats:
+        """How many jobs it holds in each state: its partitions' and the
+        ordinary queue of its name's, summed."""
+        each = [await queue.stats() for queue in await self._all()]
+        return Stats(*(sum(getattr(s, f.name) for s in each) for f in fields(Stats)))
+
+    async def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """Up to ``limit`` (1 to 1000) jobs of one state from the
+        ``start``-th, each read whole, partition by partition (then the
+        ordinary queue of its name), each in its set's order: there is no
+        order across partitions, and ``start`` counts across them all, so
+        that pages follow one another."""
+        _listing(state, limit, start)
+        found: list[JobInfo] = []
+        for queue in await self._all():
+            size = int(await queue.connection.redis.zcard(queue.keyspace.key(state)))
+            if start >= size:
+                start -= size
+                continue
+            found += await queue.jobs(state, limit=limit - len(found), start=start)
+            start = 0
+            if len(found) >= limit:
+                break
+        return found
+
+    async def dead(self, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
+        """:meth:`jobs` of ``dead``: each with its last error."""
+        return await self.jobs("dead", limit=limit, start=start)
+
+    async def retry_dead(self, *, limit: int = 1000) -> int:
+        """Send up to ``limit`` dead jobs back to pending, partition by
+        partition, oldest first in each: how many went."""
+        _listing("dead", limit, 0)
+        retried = 0
+        for queue in await self._all():
+            if retried >= limit:
+                break
+            retried += await queue.retry_dead(limit=limit - retried)
+        return retried
+
+    async def delete(self, job_ids: Iterable[str], *, state: str) -> int:
+        """Delete the jobs ``job_ids`` of ``state``, each in its partition
+        (:meth:`Queue.delete`): how many were deleted."""
+        by_partition: dict[int, list[str]] = {}
+        for job_id in job_ids:
+            by_partition.setdefault(self.index_of(job_id), []).append(job_id)
+        return sum([await self.partitions[k].delete(ids, state=state) for k, ids in by_partition.items()])
+
+    async def _all(self) -> list[Queue]:
+        """Its partitions, then the ordinary queue of its name."""
+        return await self.worked(self.partitions[0].connection)
 
     async def exact_rate(self, rate: int | None, per: Duration = 1.0) -> None:
         """Hold the queue to at most ``rate`` claims in any ``per`` seconds,
