@@ -34,6 +34,7 @@ pub(crate) use exact::Coordinator;
 use crate::executor::{Command, Executor};
 use crate::keyspace::{self, valid_queue};
 use crate::queue::{EnqueueOptions, Enqueued};
+use crate::transition::StatsReply;
 use crate::worker::{Handler, Worker, WorkerOptions};
 use crate::{
     ChildJobs, Config, Error, ErrorKind, Flow, JobId, Limit, OnFailure, Queue, Rate, Result, Settings,
@@ -547,6 +548,18 @@ impl Partitioned {
     /// As [`Queue::resume`].
     pub async fn resume(&self) -> Result<Vec<Settings>> {
         self.configure(Config::default().paused(false)).await
+    }
+
+    /// How many jobs it holds in each state: its partitions' and the
+    /// ordinary queue of its name's (where a speaker before 1.8 enqueues),
+    /// summed; one STATS a queue, at once.
+    ///
+    /// # Errors
+    /// As [`Queue::stats`], of any of them.
+    pub async fn stats(&self) -> Result<StatsReply> {
+        let queues = self.worked();
+        let each = futures_util::future::try_join_all(queues.iter().map(Queue::stats)).await?;
+        Ok(each.into_iter().fold(StatsReply::default(), |sum, stats| sum + stats))
     }
 
     /// Every queue a worker of the partitioned queue works: its partitions,

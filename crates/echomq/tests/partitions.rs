@@ -229,7 +229,11 @@ async fn one_worker_works_every_partition() {
         // And one job a speaker before 1.8 put in the ordinary queue of the name.
         let ordinary = Queue::new(via.clone(), orders.name()).unwrap();
         let stray = ordinary.enqueue(b"stray".to_vec()).await.unwrap();
+        let counted = orders.stats().await.unwrap();
+        assert_eq!((counted.pending, counted.done), (201, 0), "{via_name}: every partition's and its own");
         assert_eq!(work(&orders, 201, 8).await, 201, "{via_name}: each job once");
+        let counted = orders.stats().await.unwrap();
+        assert_eq!((counted.pending, counted.done), (0, 201), "{via_name}");
         let done = ordinary.inspect(&stray).await.unwrap().unwrap().record.state;
         assert_eq!(done, echomq::State::Done, "{via_name}: the ordinary queue's job ran too");
         for id in &ids {

@@ -61,7 +61,7 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
             row(k.to_string(), partition.name().to_owned(), queue_slot(partition.name()).to_string(), stats)
         })
         .collect();
-    let total = stats.iter().fold(StatsReply::default(), |sum, stats| crate::stats::add(&sum, stats));
+    let total = stats.iter().fold(StatsReply::default(), |sum, stats| sum + *stats);
     rows.push(row("all".into(), queue.name().to_owned(), "-".into(), &total));
     let header = ["PARTITION", "QUEUE", "SLOT", "PENDING", "ACTIVE", "DELAYED", "DONE", "DEAD", "CANCELLED"];
     crate::workers::aligned(&header, &rows)?;

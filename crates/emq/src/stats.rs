@@ -104,7 +104,7 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
         unreadable += usize::from(read.is_none());
         let Some(p) = partitioned else { continue };
         match read {
-            Some(s) => total = add(&total, &s),
+            Some(s) => total = total + s,
             None => partial = true,
         }
         // After a partitioned queue's last partition: its total.
@@ -186,21 +186,5 @@ fn say_total(
             say_counts(name, width, total, &format!("{flow} (partial: a partition unreadable, said above)"))
         }
         false => say_counts(name, width, total, &flow),
-    }
-}
-
-/// Two queues' counts, added.
-pub fn add(
-    a: &echomq::transition::StatsReply,
-    b: &echomq::transition::StatsReply,
-) -> echomq::transition::StatsReply {
-    echomq::transition::StatsReply {
-        pending: a.pending + b.pending,
-        active: a.active + b.active,
-        delayed: a.delayed + b.delayed,
-        done: a.done + b.done,
-        dead: a.dead + b.dead,
-        cancelled: a.cancelled + b.cancelled,
-        waiting: a.waiting + b.waiting,
     }
 }

@@ -48,6 +48,23 @@ impl StatsReply {
     }
 }
 
+/// Two queues' counts, state by state: a partitioned queue's, say.
+impl std::ops::Add for StatsReply {
+    type Output = StatsReply;
+
+    fn add(self, other: StatsReply) -> StatsReply {
+        StatsReply {
+            pending: self.pending + other.pending,
+            active: self.active + other.active,
+            delayed: self.delayed + other.delayed,
+            done: self.done + other.done,
+            dead: self.dead + other.dead,
+            cancelled: self.cancelled + other.cancelled,
+            waiting: self.waiting + other.waiting,
+        }
+    }
+}
+
 impl Transition for Stats {
     const NAME: Name = Name::Stats;
     type Output = StatsReply;

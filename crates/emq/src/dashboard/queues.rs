@@ -81,7 +81,7 @@ fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, 
                 }
                 @for p in &snapshot.partitioned {
                     @let views: Vec<&QueueView> = p.partitions().iter().filter_map(|q| queues.get(q.name())).collect();
-                    @let total = views.iter().filter_map(|view| view.stats.as_ref().ok()).fold(StatsReply::default(), |sum, s| crate::stats::add(&sum, s));
+                    @let total = views.iter().filter_map(|view| view.stats.as_ref().ok()).fold(StatsReply::default(), |sum, s| sum + *s);
                     @let oldest = views.iter().filter_map(|view| snapshot.oldest_pending_secs(view)).max();
                     tr data-partitioned=(p.name()) {
                         td { a href=(queue_path(p.name(), "")) { (p.name()) } }
@@ -233,7 +233,7 @@ async fn partitioned_page(
         };
         rows.push((queue.name().to_owned(), queue.stats().await?, paused));
     }
-    let total = rows.iter().fold(StatsReply::default(), |sum, (_, stats, _)| crate::stats::add(&sum, stats));
+    let total = rows.iter().fold(StatsReply::default(), |sum, (_, stats, _)| sum + *stats);
     let paused = rows.iter().filter(|(queue, _, paused)| *paused && queue != name).count();
     let body = html! {
         h1 { "Queue " (name) }
