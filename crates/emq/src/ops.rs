@@ -301,10 +301,22 @@ pub struct PurgeArgs {
 
 pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
     let state = args.state;
-    let queue = server.queue(&args.queue).await?;
-    let total = queue.purge(state, args.older_than).await?;
-    tell!("purged {total} {state} jobs from {}", args.queue);
+    let queues = queues_named(server, &args.queue).await?;
+    let mut total = 0;
+    for name in &queues {
+        total += server.queue(name).await?.purge(state, args.older_than).await?;
+    }
+    tell!("purged {total} {state} jobs from {}{}", args.queue, across(&queues));
     Ok(())
+}
+
+/// What a count over `queues`, the ones a name stands for, covers: nothing
+/// to say for one queue; a partitioned queue's partitions and its own.
+fn across(queues: &[String]) -> String {
+    match queues.len() {
+        1 => String::new(),
+        n => format!(" (its {} partitions and its own queue)", n - 1),
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -317,10 +329,14 @@ pub struct DrainArgs {
 }
 
 pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
-    let queue = server.queue(&args.queue).await?;
-    let drained = queue.drain(if args.active { Drain::WithActive } else { Drain::Waiting }).await?;
+    let queues = queues_named(server, &args.queue).await?;
+    let mut drained = 0;
+    for name in &queues {
+        let queue = server.queue(name).await?;
+        drained += queue.drain(if args.active { Drain::WithActive } else { Drain::Waiting }).await?;
+    }
     let which = if args.active { "pending, delayed and active" } else { "pending and delayed" };
-    tell!("drained {drained} {which} jobs from {}", args.queue);
+    tell!("drained {drained} {which} jobs from {}{}", args.queue, across(&queues));
     Ok(())
 }
 
@@ -334,6 +350,20 @@ pub struct DeleteQueueArgs {
 }
 
 pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), Error> {
+    // A partitioned queue's name would delete the ordinary queue of that
+    // name alone, and say the queue was deleted while its partitions held on.
+    if let Some(partitioned) = server.partitioned(&args.queue).await? {
+        let why = format!(
+            "{} is partitioned over {} queues: delete-queue takes one queue, so nothing was deleted; delete each \
+             partition by its name (`emq partition show {}` lists them) and the ordinary queue {}; its definition \
+             stays, the name still standing for them",
+            args.queue,
+            partitioned.partitions().len(),
+            args.queue,
+            args.queue
+        );
+        return Err(Box::new(crate::failure::Exit::usage(why)));
+    }
     let queue = server.queue(&args.queue).await?;
     let deleted = queue.delete(if args.force { Delete::Force } else { Delete::IfIdle }).await?;
     tell!("deleted queue {} and its {deleted} jobs", args.queue);

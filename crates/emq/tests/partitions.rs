@@ -244,6 +244,20 @@ fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
         assert!(said.starts_with("retried 3 dead jobs of"), "{via}: {said}");
         let (_, said) = emq.ok_said(&["list", &q, "dead"]);
         assert!(said.starts_with(&format!("0 of 0 dead in {q} ")), "{via}: {said}");
+
+        // Drain and purge every partition; delete-queue takes one queue, and refuses.
+        let said = emq.ok(&["drain", &q]);
+        let whole = format!(" pending and delayed jobs from {q} (its 4 partitions and its own queue)\n");
+        assert!(said.starts_with("drained ") && said.ends_with(&whole), "{via}: {said}");
+        for state in ["pending", "delayed"] {
+            let (_, said) = emq.ok_said(&["list", &q, state]);
+            assert!(said.starts_with(&format!("0 of 0 {state} in {q} ")), "{via}: {said}");
+        }
+        assert!(emq.ok(&["purge", &q, "--state", "dead"]).starts_with("purged 0 dead jobs from"), "{via}");
+        let refused = emq.command(&["delete-queue", &q]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{via}: {}", show(&refused));
+        assert!(show(&refused).contains("is partitioned over 4 queues"), "{via}: {}", show(&refused));
+        assert!(emq.ok(&["partition", "show", &q]).contains(&format!("{q}~0~")), "{via}: kept");
     }
 }
 
