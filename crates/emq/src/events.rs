@@ -32,6 +32,7 @@ pub struct EventsArgs {
 }
 
 pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
+    crate::ops::one_queue(server, &args.queue, "events follows one queue's log").await?;
     let queue = server.queue(&args.queue).await?;
     crate::ops::note_if_unknown(server, &args.queue).await;
     let mut events = match (&args.after, args.from_start) {
@@ -115,7 +116,8 @@ fn not_done(code: i32, message: String) -> Error {
 /// done is an error that says how it ended, or that it has not yet.
 pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
     let name = match args.queue.clone() {
-        Some(name) => name,
+        // A partitioned queue's name: the job's partition.
+        Some(name) => crate::ops::queue_for(server, &args.id, Some(name)).await?,
         None if crate::ops::queues_holding(server, &args.id).await?.is_empty() => {
             let message =
                 format!("{} is gone: no such job on the server (never enqueued, or purged)", args.id);

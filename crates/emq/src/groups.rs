@@ -26,6 +26,8 @@ pub struct Args {
 }
 
 pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
+    let why = "a group's jobs are all in the partition its name routes to, whose groups this lists";
+    crate::ops::one_queue(server, &args.queue, why).await?;
     let queue = server.queue(&args.queue).await?;
     let mut page = Groups::new().limit(args.limit);
     if let Some(after) = args.after {

@@ -247,6 +247,20 @@ async fn first_of(
     Ok((jobs.into_iter().zip(errors).map(|((id, score), error)| (id, score, error)).collect(), total))
 }
 
+/// Refuse a partitioned queue's name (exit 2, nothing sent after the read of
+/// its definition) for a command that takes one queue, saying `why` and how
+/// to name a partition.
+pub async fn one_queue(server: &Server, name: &str, why: &str) -> Result<(), Error> {
+    match server.partitioned(name).await? {
+        None => Ok(()),
+        Some(partitioned) => Err(Box::new(crate::failure::Exit::usage(format!(
+            "{name} is partitioned over {} queues, and {why}: name one of its partitions (`emq partition show \
+             {name}` lists them)",
+            partitioned.partitions().len()
+        )))),
+    }
+}
+
 /// The ordinary queues `name` stands for: a partitioned queue's partitions,
 /// then the ordinary queue of its name (where a speaker before 1.8 puts
 /// its jobs); an ordinary queue's name alone.
@@ -352,18 +366,10 @@ pub struct DeleteQueueArgs {
 pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), Error> {
     // A partitioned queue's name would delete the ordinary queue of that
     // name alone, and say the queue was deleted while its partitions held on.
-    if let Some(partitioned) = server.partitioned(&args.queue).await? {
-        let why = format!(
-            "{} is partitioned over {} queues: delete-queue takes one queue, so nothing was deleted; delete each \
-             partition by its name (`emq partition show {}` lists them) and the ordinary queue {}; its definition \
-             stays, the name still standing for them",
-            args.queue,
-            partitioned.partitions().len(),
-            args.queue,
-            args.queue
-        );
-        return Err(Box::new(crate::failure::Exit::usage(why)));
-    }
+    let why =
+        "delete-queue takes one queue, so nothing was deleted: delete each partition by its name and the \
+               ordinary queue of this one (the definition stays, the name still standing for them)";
+    one_queue(server, &args.queue, why).await?;
     let queue = server.queue(&args.queue).await?;
     let deleted = queue.delete(if args.force { Delete::Force } else { Delete::IfIdle }).await?;
     tell!("deleted queue {} and its {deleted} jobs", args.queue);

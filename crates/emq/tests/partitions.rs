@@ -258,6 +258,16 @@ fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
         assert_eq!(refused.status.code(), Some(2), "{via}: {}", show(&refused));
         assert!(show(&refused).contains("is partitioned over 4 queues"), "{via}: {}", show(&refused));
         assert!(emq.ok(&["partition", "show", &q]).contains(&format!("{q}~0~")), "{via}: kept");
+        // Commands that follow or list one queue's own refuse the name, saying which to give.
+        for args in [vec!["events", &q, "--count", "1"], vec!["groups", &q]] {
+            let refused = emq.command(&args).output().unwrap();
+            assert_eq!(refused.status.code(), Some(2), "{via}: {args:?}: {}", show(&refused));
+            assert!(show(&refused).contains("name one of its partitions"), "{via}: {}", show(&refused));
+        }
+        // A job's result by the partitioned queue's name: found in its partition.
+        let id = emq.ok(&["enqueue", &q, "r"]).trim().to_owned();
+        let waiting = emq.command(&["result", &id, "--queue", &q]).output().unwrap();
+        assert_eq!(waiting.status.code(), Some(8), "{via}: not finished, not gone: {}", show(&waiting));
     }
 }
 
