@@ -179,11 +179,7 @@ pub async fn queue_page(
     }
     let span = query.span()?;
     let stats = queue.stats().await?;
-    // A read-only ACL user may not run CONFIG: the plain read then.
-    let settings = match queue.settings().await {
-        Ok(settings) => settings,
-        Err(_) => crate::flow::settings(&mut app.conn.clone(), queue.keyspace()).await?,
-    };
+    let settings = settings_of(&app, &queue).await?;
     let token = app.form_token(&headers);
     // The shared snapshot (a page asked for is demand for live counts too)
     // says whether the registry knows the queue: a misspelt name does not.
@@ -215,6 +211,15 @@ pub async fn queue_page(
     Ok(html::page(&name, &[(name.clone(), queue_path(&name, ""))], &body).into_response())
 }
 
+/// A queue's settings: CONFIG's, or, for a read-only ACL user who may not
+/// run CONFIG, the plain read of its config hash.
+async fn settings_of(app: &App, queue: &echomq::Queue) -> Result<Settings, Problem> {
+    match queue.settings().await {
+        Ok(settings) => Ok(settings),
+        Err(_) => Ok(crate::flow::settings(&mut app.conn.clone(), queue.keyspace()).await?),
+    }
+}
+
 /// A partitioned queue's page (protocol 1.8): each partition, linked to its
 /// own page, with its counts by state (each linked to those jobs there),
 /// then the ordinary queue of its name (a speaker before 1.8 enqueues
@@ -227,10 +232,7 @@ async fn partitioned_page(
     let name = partitioned.name();
     let mut rows = Vec::new();
     for queue in partitioned.partitions().iter().chain([&queue_of(app, name)?]) {
-        let paused = match queue.settings().await {
-            Ok(settings) => settings.paused,
-            Err(_) => crate::flow::settings(&mut app.conn.clone(), queue.keyspace()).await?.paused,
-        };
+        let paused = settings_of(app, queue).await?.paused;
         rows.push((queue.name().to_owned(), queue.stats().await?, paused));
     }
     let total = rows.iter().fold(StatsReply::default(), |sum, (_, stats, _)| sum + *stats);
