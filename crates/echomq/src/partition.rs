@@ -33,7 +33,7 @@ pub(crate) use exact::Coordinator;
 
 use crate::executor::{Command, Executor};
 use crate::keyspace::{self, valid_queue};
-use crate::queue::{EnqueueOptions, Enqueued};
+use crate::queue::{Delete, EnqueueOptions, Enqueued};
 use crate::transition::StatsReply;
 use crate::worker::{Handler, Worker, WorkerOptions};
 use crate::{
@@ -560,6 +560,52 @@ impl Partitioned {
         let queues = self.worked();
         let each = futures_util::future::try_join_all(queues.iter().map(Queue::stats)).await?;
         Ok(each.into_iter().fold(StatsReply::default(), |sum, stats| sum + stats))
+    }
+
+    /// Delete the whole partitioned queue: each partition as
+    /// [`Queue::delete`] deletes a queue, then the ordinary queue of its
+    /// name, then its definition and its permit log, so that the name is
+    /// free again. How many jobs were deleted.
+    ///
+    /// # Errors
+    /// [`ErrorKind::State`], nothing deleted, while a job of any of its
+    /// queues is active and `how` is [`Delete::IfIdle`]; what
+    /// [`Queue::delete`] refuses of one of them on the way, saying how many
+    /// were deleted before it: the definition is kept, so the name still
+    /// stands for what is left and deleting again finishes; a failure of
+    /// the connection or the server.
+    pub async fn delete(&self, how: Delete) -> Result<u64> {
+        let queues = self.worked();
+        if how == Delete::IfIdle {
+            let stats = futures_util::future::try_join_all(queues.iter().map(Queue::stats)).await?;
+            let active: u64 = stats.iter().map(|stats| stats.active).sum();
+            if active > 0 {
+                return Err(Error::new(
+                    ErrorKind::State,
+                    format!(
+                        "{active} jobs of {} are active: let them finish, or force their deletion",
+                        self.name
+                    ),
+                ));
+            }
+        }
+        let mut total = 0;
+        for (deleted, queue) in queues.iter().enumerate() {
+            total += queue.delete(how).await.map_err(|err| {
+                let why = err.text().to_owned();
+                err.saying(format!(
+                    "{why}; {deleted} of the {} queues of {} were deleted before it ({total} jobs), and its \
+                     definition is kept: delete it again to finish",
+                    queues.len(),
+                    self.name
+                ))
+            })?;
+        }
+        let keys = [keyspace::partitions(&self.name), keyspace::permits(&self.name)];
+        for answer in self.partitions[0].executor().plain().send(&keys.map(Command::Del)).await? {
+            answer?;
+        }
+        Ok(total)
     }
 
     /// Every queue a worker of the partitioned queue works: its partitions,

@@ -346,6 +346,50 @@ async fn limits_split_over_the_partitions_and_pause_holds_them_all() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_partitioned_queue_deletes_all_of_it_or_nothing() {
+    use echomq::{Delete, Limit, Rate};
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let name = unique_queue("deleted");
+        let orders = Partitioned::create(via.clone(), &name, 4).await.unwrap();
+        orders.exact_rate(Limit::To(Rate { claims: 100, per: Duration::from_secs(1) })).await.unwrap();
+        for n in 0..8 {
+            orders.enqueue(format!("job {n}")).await.unwrap();
+        }
+        // One job of the ordinary queue of the name, as a speaker before 1.8 sends it.
+        Queue::new(via.clone(), &name).unwrap().enqueue(b"old".to_vec()).await.unwrap();
+        // Claimed under the exact rate: its permit logged.
+        let home = orders.worked().pop().unwrap();
+        let running = home.claim(Duration::from_secs(60)).await.unwrap().expect("the old job");
+        let permits = echomq::keyspace::permits(&name);
+        assert_eq!(via.plain().one(Command::Exists(permits.clone())).await.unwrap().int().unwrap(), 1);
+
+        let err = orders.delete(Delete::IfIdle).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::State, "{via_name}: {err}");
+        assert!(err.to_string().contains("1 jobs of"), "{via_name}: {err}");
+        let held = |stats: echomq::transition::StatsReply| (stats.pending, stats.active);
+        assert_eq!(held(orders.stats().await.unwrap()), (8, 1), "{via_name}: nothing deleted");
+        assert!(Partitioned::find(via.clone(), &name).await.unwrap().is_some(), "{via_name}");
+
+        assert_eq!(orders.delete(Delete::Force).await.unwrap(), 9, "{via_name}");
+        assert!(
+            Partitioned::find(via.clone(), &name).await.unwrap().is_none(),
+            "{via_name}: definition gone"
+        );
+        assert_eq!(via.plain().one(Command::Exists(permits)).await.unwrap().int().unwrap(), 0, "{via_name}");
+        assert_eq!(held(orders.stats().await.unwrap()), (0, 0), "{via_name}");
+        let err = running.ack().await.unwrap_err();
+        assert!(
+            matches!(err.kind, ErrorKind::NoJob | ErrorKind::Fence),
+            "{via_name}: its holder fenced: {err}"
+        );
+        // The name is free: partitioned again, another way.
+        let again = Partitioned::create(via.clone(), &name, 3).await.unwrap();
+        assert_eq!(again.partitions().len(), 3, "{via_name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flow_s_children_go_to_their_partitions_and_its_parent_runs_after_them() {
     let (_server, executors) = common::three_executors().await;
     for (via_name, via) in executors {

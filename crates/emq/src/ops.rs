@@ -364,14 +364,19 @@ pub struct DeleteQueueArgs {
 }
 
 pub async fn delete_queue(server: &Server, args: DeleteQueueArgs) -> Result<(), Error> {
-    // A partitioned queue's name would delete the ordinary queue of that
-    // name alone, and say the queue was deleted while its partitions held on.
-    let why =
-        "delete-queue takes one queue, so nothing was deleted: delete each partition by its name and the \
-               ordinary queue of this one (the definition stays, the name still standing for them)";
-    one_queue(server, &args.queue, why).await?;
+    let how = if args.force { Delete::Force } else { Delete::IfIdle };
+    if let Some(partitioned) = server.partitioned(&args.queue).await? {
+        let deleted = partitioned.delete(how).await?;
+        tell!(
+            "deleted partitioned queue {}: its {} partitions, the queue of its name and its definition, and their \
+             {deleted} jobs",
+            args.queue,
+            partitioned.partitions().len()
+        );
+        return Ok(());
+    }
     let queue = server.queue(&args.queue).await?;
-    let deleted = queue.delete(if args.force { Delete::Force } else { Delete::IfIdle }).await?;
+    let deleted = queue.delete(how).await?;
     tell!("deleted queue {} and its {deleted} jobs", args.queue);
     if deleted == 0 {
         eprintln!("emq: note: {} held no job (a misspelt name?)", args.queue);

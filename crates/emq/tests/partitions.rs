@@ -245,7 +245,7 @@ fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
         let (_, said) = emq.ok_said(&["list", &q, "dead"]);
         assert!(said.starts_with(&format!("0 of 0 dead in {q} ")), "{via}: {said}");
 
-        // Drain and purge every partition; delete-queue takes one queue, and refuses.
+        // Drain and purge every partition.
         let said = emq.ok(&["drain", &q]);
         let whole = format!(" pending and delayed jobs from {q} (its 4 partitions and its own queue)\n");
         assert!(said.starts_with("drained ") && said.ends_with(&whole), "{via}: {said}");
@@ -254,10 +254,6 @@ fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
             assert!(said.starts_with(&format!("0 of 0 {state} in {q} ")), "{via}: {said}");
         }
         assert!(emq.ok(&["purge", &q, "--state", "dead"]).starts_with("purged 0 dead jobs from"), "{via}");
-        let refused = emq.command(&["delete-queue", &q]).output().unwrap();
-        assert_eq!(refused.status.code(), Some(2), "{via}: {}", show(&refused));
-        assert!(show(&refused).contains("is partitioned over 4 queues"), "{via}: {}", show(&refused));
-        assert!(emq.ok(&["partition", "show", &q]).contains(&format!("{q}~0~")), "{via}: kept");
         // Commands that follow or list one queue's own refuse the name, saying which to give.
         for args in [vec!["events", &q, "--count", "1"], vec!["groups", &q]] {
             let refused = emq.command(&args).output().unwrap();
@@ -268,6 +264,14 @@ fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
         let id = emq.ok(&["enqueue", &q, "r"]).trim().to_owned();
         let waiting = emq.command(&["result", &id, "--queue", &q]).output().unwrap();
         assert_eq!(waiting.status.code(), Some(8), "{via}: not finished, not gone: {}", show(&waiting));
+
+        // delete-queue deletes the partitions, the queue of the name and the definition.
+        let said = emq.ok(&["delete-queue", &q]);
+        let whole = format!("deleted partitioned queue {q}: its 4 partitions, the queue of its name and");
+        assert!(said.starts_with(&whole) && said.ends_with(" and their 1 jobs\n"), "{via}: {said}");
+        let missing = emq.command(&["partition", "show", &q]).output().unwrap();
+        assert_eq!(missing.status.code(), Some(5), "{via}: the name is free: {}", show(&missing));
+        assert!(!emq.ok(&["queues"]).contains(&format!("{q}~")), "{via}: no partition left registered");
     }
 }
 
