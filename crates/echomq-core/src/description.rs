@@ -112,6 +112,10 @@ pub enum Role {
     /// `permits`: a partitioned queue's permit log, each permit's number by
     /// the server ms it was granted (zset; protocol 1.8). PERMIT keeps it.
     Permits,
+    /// `running`: a partitioned queue's running permits under an exact
+    /// concurrency, each permit's number by the server ms its hold ends
+    /// (zset; protocol 1.8). PERMIT grants them, RENEW extends them.
+    Running,
 }
 
 impl Role {
@@ -159,6 +163,7 @@ impl Role {
             Role::Group => "group",
             Role::Partitions => "partitions",
             Role::Permits => "permits",
+            Role::Running => "running",
         }
     }
 
@@ -202,7 +207,8 @@ impl Role {
             | Role::GroupNames
             | Role::Ready
             | Role::GroupWait
-            | Role::Permits => KeyType::Zset,
+            | Role::Permits
+            | Role::Running => KeyType::Zset,
             Role::Events | Role::Notices => KeyType::Stream,
         }
     }
@@ -347,8 +353,9 @@ mod tests {
                 // The flows' keys alone (1.6): the pair, and CANCEL's waiting.
                 Name::Purge | Name::Trim | Name::Drain | Name::Remove => &[all - 2, all],
                 Name::Cancel => &[all - 3, all],
-                // STATS' seventh set (1.6); INSPECT's group (1.7).
-                Name::Fire | Name::Settle | Name::Stats | Name::Inspect => &[all - 1, all],
+                // STATS' seventh set (1.6); INSPECT's group (1.7); PERMIT's
+                // running permits, for an exact concurrency (1.8).
+                Name::Fire | Name::Settle | Name::Stats | Name::Inspect | Name::Permit => &[all - 1, all],
                 // The counts key, then the children's link key (1.6).
                 Name::EnqueueMany => &[all - 2, all - 1, all],
                 // The policy key goes with REFUND (protocol 1.1).

@@ -115,6 +115,17 @@ pub const RATE_PERIOD_MS: RangeInclusive<u64> = 1..=86_400_000;
 /// a claim's round trip to another node and the nodes' clocks' drift.
 pub const EXACT_PERIOD_MS: RangeInclusive<u64> = 100..=86_400_000;
 
+/// An exact concurrency across a partitioned queue's partitions (PERMIT,
+/// 1.8): at most this many of its jobs running at once; 0 is none. Bounded,
+/// since `<p>running` holds one permit a running job.
+pub const EXACT_CONCURRENCY: RangeInclusive<u64> = 0..=100_000;
+/// How long a claim may run after its permits' grant, and a running permit
+/// outlive its job's lease, when no exact rate sets the hold (PERMIT, 1.8):
+/// a claim's round trip to another node, and the nodes' clocks' drift.
+pub const RUNNING_HOLD_MS: u64 = 1_000;
+/// How many permits one RENEW names (1.8).
+pub const RENEWS: RangeInclusive<u64> = 1..=1000;
+
 /// How many minutes `<q>counts` keeps a count of, one a minute (protocol 1.4).
 pub const COUNT_MINUTES: u64 = 60;
 /// How many hours `<q>counts` keeps a count of, one an hour: a week.

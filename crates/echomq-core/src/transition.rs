@@ -53,6 +53,7 @@ mod purge;
 mod reap;
 mod release;
 mod remove;
+mod renew;
 mod resolve;
 mod retry;
 mod schedule;
@@ -99,6 +100,7 @@ pub use purge::*;
 pub use reap::*;
 pub use release::*;
 pub use remove::*;
+pub use renew::*;
 pub use resolve::*;
 pub use retry::*;
 pub use schedule::*;
@@ -208,6 +210,7 @@ transitions!(
     Group,
     Groups,
     Permit,
+    Renew,
 );
 
 impl Name {

@@ -54,6 +54,13 @@ pub fn permits(name: &str) -> String {
     format!("emq:{{{name}}}:permits")
 }
 
+/// A partitioned queue's running permits under an exact concurrency
+/// (PROTOCOL.md §7.10, 1.8): `emq:{p}:running`, beside its definition.
+#[must_use]
+pub fn running(name: &str) -> String {
+    format!("emq:{{{name}}}:running")
+}
+
 use crate::id::JobId;
 use crate::record::State;
 use crate::{Error, Result};

@@ -129,6 +129,8 @@ pub struct Partitioned {
     coordinator: Arc<Coordinator>,
     /// Its exact rate when it was opened.
     exact: Option<Rate>,
+    /// Its exact concurrency when it was opened.
+    running_cap: Option<u64>,
 }
 
 impl Partitioned {
@@ -225,7 +227,10 @@ impl Partitioned {
         }
         // A malformed one does not close the queue: its claims are refused (PERMIT's EMQDATA).
         let exact = exact_of(&field);
-        Ok(Some(Partitioned { name: name.to_owned(), partitions, coordinator, exact }))
+        let running_cap = field("concurrency")
+            .and_then(|text| text.parse::<u64>().ok())
+            .filter(|cap| *cap > 0 && limits::EXACT_CONCURRENCY.contains(cap));
+        Ok(Some(Partitioned { name: name.to_owned(), partitions, coordinator, exact, running_cap }))
     }
 
     /// The partitioned queue's name.
@@ -534,6 +539,42 @@ impl Partitioned {
         Ok(())
     }
 
+    /// Hold the queue to an exact concurrency, at most `cap` of its jobs
+    /// running at once over every partition, or lift it (`Unlimited`):
+    /// written to the definition, which workers read at least once a second
+    /// (the jobs they claimed before are not counted). Each claimed job then
+    /// holds a running permit from the queue's coordinator (PROTOCOL.md
+    /// §7.10), renewed before its lease and given back at its end: a PERMIT
+    /// a claim, a RENEW a round of heartbeats, and a call a batch of jobs
+    /// ended. Independent of the partitions' own limits ([`configure`](Partitioned::configure)).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for a cap outside 1 to 100,000 (nothing
+    /// sent); a failure of the connection or the server.
+    pub async fn exact_concurrency(&self, cap: Limit<u64>) -> Result<()> {
+        let cap = match cap {
+            Limit::Unlimited => 0,
+            Limit::To(cap) if cap > 0 && limits::EXACT_CONCURRENCY.contains(&cap) => cap,
+            Limit::To(cap) => {
+                return Err(Error::new(
+                    ErrorKind::Argument,
+                    format!("an exact concurrency is 1 to 100000 jobs, not {cap}"),
+                ))
+            }
+        };
+        let key = keyspace::partitions(&self.name);
+        let fields = vec![("concurrency".to_owned(), cap.to_string())];
+        self.partitions[0].executor().plain().one(Command::HSet(key, fields)).await?;
+        Ok(())
+    }
+
+    /// Its exact concurrency ([`exact_concurrency`](Partitioned::exact_concurrency)),
+    /// as the definition held it when this was opened; `None` for none.
+    #[must_use]
+    pub fn running_cap(&self) -> Option<u64> {
+        self.running_cap
+    }
+
     /// Pause every partition's claims (see [`configure`](Partitioned::configure)).
     ///
     /// # Errors
@@ -564,8 +605,8 @@ impl Partitioned {
 
     /// Delete the whole partitioned queue: each partition as
     /// [`Queue::delete`] deletes a queue, then the ordinary queue of its
-    /// name, then its definition and its permit log, so that the name is
-    /// free again. How many jobs were deleted.
+    /// name, then its definition and its permits, so that the name is free
+    /// again. How many jobs were deleted.
     ///
     /// # Errors
     /// [`ErrorKind::State`], nothing deleted, while a job of any of its
@@ -601,7 +642,8 @@ impl Partitioned {
                 ))
             })?;
         }
-        let keys = [keyspace::partitions(&self.name), keyspace::permits(&self.name)];
+        let keys =
+            [keyspace::partitions(&self.name), keyspace::permits(&self.name), keyspace::running(&self.name)];
         for answer in self.partitions[0].executor().plain().send(&keys.map(Command::Del)).await? {
             answer?;
         }

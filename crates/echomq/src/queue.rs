@@ -56,8 +56,8 @@ pub struct Queue {
     via: Arc<dyn Executor>,
     /// Whether this queue (and its clones) noted itself in the registry.
     registered: Arc<Registered>,
-    /// The coordinator of the exact rate of the partitioned queue this one
-    /// belongs to (PROTOCOL.md §7.10): asked before each claim.
+    /// The coordinator of the exact limits of the partitioned queue this
+    /// one belongs to (PROTOCOL.md §7.10): asked before each claim.
     coordinator: Option<Arc<crate::partition::Coordinator>>,
 }
 
@@ -189,6 +189,12 @@ impl Queue {
     pub(crate) fn coordinated(mut self, coordinator: Arc<crate::partition::Coordinator>) -> Queue {
         self.coordinator = Some(coordinator);
         self
+    }
+
+    /// The coordinator of the partitioned queue it belongs to, when it
+    /// does: under an exact concurrency, its jobs' running permits.
+    pub(crate) fn coordinator(&self) -> Option<&Arc<crate::partition::Coordinator>> {
+        self.coordinator.as_ref()
     }
 
     /// Whether its claims ask a partitioned queue's coordinator first: an

@@ -101,6 +101,7 @@ hosts! {
     group => Group,
     groups => Groups,
     permit => Permit,
+    renew => Renew,
 }
 
 /// A transition of the protocol, as the host calls it.

@@ -678,6 +678,153 @@ async fn a_worker_holds_an_exact_rate_on_every_executor() {
     }
 }
 
+/// A handler that runs `hold` and keeps in `peak` the most runs at once.
+fn overlapping(
+    now: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+    ran: Arc<AtomicUsize>,
+    hold: Duration,
+) -> impl echomq::worker::Handler {
+    move |_job: JobContext| {
+        let (now, peak, ran) = (now.clone(), peak.clone(), ran.clone());
+        async move {
+            let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(running, Ordering::SeqCst);
+            tokio::time::sleep(hold).await;
+            now.fetch_sub(1, Ordering::SeqCst);
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, HandlerError>(())
+        }
+    }
+}
+
+/// The running permits left in `p`'s coordinator.
+async fn running_permits(via: &Arc<dyn Executor>, p: &Partitioned) -> i64 {
+    let key = echomq::keyspace::running(p.name());
+    via.plain().one(Command::ZCard(key)).await.unwrap().int().unwrap()
+}
+
+/// Wait until every running permit of `p` was given back: within seconds,
+/// where one that was not would run on until its job's lease (30 s or
+/// more) and the hold had passed.
+async fn given_back(via: &Arc<dyn Executor>, p: &Partitioned) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while running_permits(via, p).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "running permits not given back: {}",
+            running_permits(via, p).await
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Two workers of eight slots each over four partitions under an exact
+/// concurrency of 3, on every executor: every job runs once, never more
+/// than three at once across the partitions and the workers, and every
+/// running permit is given back at its job's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_hold_an_exact_concurrency_on_every_executor() {
+    use echomq::Limit;
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let capped = Partitioned::create(via.clone(), &unique_queue("capped"), 4).await.unwrap();
+        capped.exact_concurrency(Limit::To(3)).await.unwrap();
+        let jobs = (0..30).map(|n| (format!("{n}").into_bytes(), EnqueueOptions::default()));
+        assert!(capped.enqueue_many(jobs).await.unwrap().iter().all(Result::is_ok));
+        let capped = Partitioned::open(via.clone(), capped.name()).await.unwrap();
+        assert_eq!(capped.running_cap(), Some(3), "{via_name}");
+        let [now, peak, ran]: [Arc<AtomicUsize>; 3] = Default::default();
+        let hold = Duration::from_millis(40);
+        let workers = [0, 1]
+            .map(|_| capped.worker(overlapping(now.clone(), peak.clone(), ran.clone(), hold), slots(8)));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let running: Vec<_> = workers
+            .into_iter()
+            .map(|worker| {
+                let mut stopped = stopped.clone();
+                tokio::spawn(worker.run_until(async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                }))
+            })
+            .collect();
+        eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 30 }).await;
+        stop.send(true).unwrap();
+        for worker in running {
+            worker.await.unwrap().unwrap();
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 30, "{via_name}: each job once");
+        let peak = peak.load(Ordering::SeqCst);
+        assert!((2..=3).contains(&peak), "{via_name}: {peak} jobs ran at once under a cap of 3");
+        given_back(&via, &capped).await;
+        for bad in [0, 100_001] {
+            let err = capped.exact_concurrency(Limit::To(bad)).await.unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Argument, "{via_name}: {err}");
+        }
+    }
+}
+
+/// A job that runs past its lease under an exact concurrency of 1 keeps
+/// its running permit, renewed before each renewal of its lease: the next
+/// job waits for it to end, where an unrenewed permit would have stopped
+/// running a second after the lease's first length (Lua).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_job_keeps_its_running_permit_past_its_first_lease() {
+    use echomq::Limit;
+    let (_server, executors) = common::three_executors().await;
+    let via = executors[0].1.clone();
+    let capped = Partitioned::create(via.clone(), &unique_queue("long"), 2).await.unwrap();
+    capped.exact_concurrency(Limit::To(1)).await.unwrap();
+    for n in 0..2 {
+        capped.enqueue(format!("{n}").into_bytes()).await.unwrap();
+    }
+    let [now, peak, ran]: [Arc<AtomicUsize>; 3] = Default::default();
+    let options = slots(2).lease(Duration::from_secs(2));
+    let worker =
+        capped.worker(overlapping(now, peak.clone(), ran.clone(), Duration::from_millis(4500)), options);
+    assert_eq!(run_until(worker, &ran, 2).await, 2, "each job once, its lease kept");
+    assert_eq!(peak.load(Ordering::SeqCst), 1, "the second job waited for the first");
+    given_back(&via, &capped).await;
+}
+
+/// Claims by hand under an exact concurrency of 1, on every executor: the
+/// first takes the one permit, a second gets nothing and is told when to
+/// come back; an extension renews the permit with the lease; the ack gives
+/// it back, and the next claim takes a job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_job_holds_its_permit_until_it_ends() {
+    use echomq::Limit;
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let capped = Partitioned::create(via.clone(), &unique_queue("held"), 2).await.unwrap();
+        capped.exact_concurrency(Limit::To(1)).await.unwrap();
+        for n in 0..4 {
+            capped.enqueue(format!("{n}").into_bytes()).await.unwrap();
+        }
+        let queues = capped.worked();
+        let lease = Duration::from_secs(60);
+        let claim = |at: usize| queues[at].claim_many(lease, 2, None);
+        let mut first = claim(0).await.unwrap();
+        if first.jobs.is_empty() {
+            first = claim(1).await.unwrap();
+        }
+        assert_eq!(first.jobs.len(), 1, "{via_name}: one permit, one job");
+        for at in 0..3 {
+            let held = claim(at).await.unwrap();
+            assert!(held.jobs.is_empty(), "{via_name}: the cap is taken");
+            assert!(matches!(held.held, Some(echomq::Held::Wait(_))), "{via_name}: {:?}", held.held);
+        }
+        assert_eq!(running_permits(&via, &capped).await, 1, "{via_name}");
+        let job = first.jobs.pop().unwrap();
+        job.extend(lease).await.unwrap();
+        job.ack().await.unwrap();
+        given_back(&via, &capped).await;
+        let next = futures_util::future::join_all((0..2).map(claim)).await;
+        let took: usize = next.into_iter().map(|leases| leases.unwrap().jobs.len()).sum();
+        assert_eq!(took, 1, "{via_name}: the next claim took the permit back");
+    }
+}
+
 /// A worker of a partitioned queue waits for a claim's acks, which come
 /// together, to send them in one call. On one thread, where each turn of
 /// the runtime runs every job that is ready, that is deterministic: for

@@ -20,7 +20,7 @@ defmodule EchoMQ.Reply do
   defp nils(value), do: value
 
   defp typed(:enqueue, value), do: if(integer?(value), do: int(value), else: value)
-  defp typed(t, list) when t in [:enqueuemany, :stats, :reap, :settle, :permit], do: Enum.map(list, &int/1)
+  defp typed(t, list) when t in [:enqueuemany, :stats, :reap, :settle, :permit, :renew], do: Enum.map(list, &int/1)
   defp typed(t, list) when t in [:claim, :acknext], do: Enum.map(list, &claimed/1)
   defp typed(:ackmany, list), do: Enum.map(list, &acked/1)
   defp typed(:config, list), do: Enum.take(list, 11) |> Enum.map(&int/1) |> Kernel.++(Enum.drop(list, 11))

@@ -1,17 +1,24 @@
 //! PERMIT: up to COUNT claims' worth of a partitioned queue's exact rate
-//! (PROTOCOL.md §7.10; `permit.lua`). The coordinator lives on the
-//! definition's slot: a worker asks it before each claim from a partition,
-//! claims at most what it was granted, before the grant's deadline (CLAIM's
-//! UNTIL), and gives back what it did not use.
+//! and exact concurrency (PROTOCOL.md §7.10; `permit.lua`). The coordinator
+//! lives on the definition's slot: a worker asks it before each claim from
+//! a partition, claims at most what it was granted, before the grant's
+//! deadline (CLAIM's UNTIL), and gives back what it did not use.
 //!
 //! A permit counts against the rate while it is younger than PER plus its
 //! hold (PER / 10, PER being 100 ms or more): a claim runs at most the hold after its
 //! permit, so the claims of any PER ms come from permits of one window of
 //! PER + hold ms, which never holds more than RATE.
+//!
+//! Under an exact concurrency a permit also runs (`<p>running`) until the
+//! hold and the claims' LEASE have passed, renewed with its job's lease
+//! (RENEW) and given back at its job's end: a job's lease never outlasts
+//! its permit, so never more than CONCURRENCY jobs hold leases at once.
 
 use super::need;
 use crate::description::{keys, Description, Effect};
-use crate::limits::{CLAIM_COUNT, EXACT_PERIOD_MS, RATE, SWEEP_LIMIT};
+use crate::limits::{
+    CLAIM_COUNT, EXACT_CONCURRENCY, EXACT_PERIOD_MS, LEASE_MS, RATE, RUNNING_HOLD_MS, SWEEP_LIMIT,
+};
 use crate::parse::{malformed, named_keys, options, stored};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Refusal, Reply};
@@ -19,6 +26,7 @@ use crate::{Answer, Refusal, Reply};
 keys! {
     /// PERMIT's KEYS.
     PermitKeys { partitions: Partitions, permits: Permits }
+    then running: Running
 }
 
 /// A parsed PERMIT.
@@ -26,6 +34,7 @@ keys! {
 pub struct Permit<'a> {
     keys: PermitKeys<'a>,
     count: u64,
+    lease: Option<u64>,
 }
 
 /// How long after its grant a permit may still be used, in ms: a tenth of
@@ -33,6 +42,24 @@ pub struct Permit<'a> {
 #[must_use]
 pub const fn permit_hold_ms(per: u64) -> u64 {
     per / 10
+}
+
+/// What the definition holds of its exact limits, each checked.
+pub(super) struct Exact {
+    /// `rate` claims in any `per` ms, when set.
+    pub(super) rate: Option<(u64, u64)>,
+    /// At most this many jobs running at once, when set.
+    pub(super) concurrency: Option<u64>,
+    /// The last permit's number, 0 for none yet.
+    pub(super) issued: u64,
+}
+
+impl Exact {
+    /// The permits' hold: a tenth of the rate's period, or without a rate
+    /// [`RUNNING_HOLD_MS`].
+    pub(super) fn hold(&self) -> u64 {
+        self.rate.map_or(RUNNING_HOLD_MS, |(_, per)| permit_hold_ms(per))
+    }
 }
 
 impl<'a> Permit<'a> {
@@ -43,7 +70,7 @@ impl<'a> Permit<'a> {
         keys: PermitKeys::ROLES,
         forms: PermitKeys::FORMS,
         args: &[],
-        options: &["COUNT"],
+        options: &["COUNT", "LEASE"],
         effect: Effect::Writes,
         wakes_claims: false,
         fenced: false,
@@ -51,7 +78,8 @@ impl<'a> Permit<'a> {
         waits_for_replication: false,
     };
 
-    /// KEYS: partitions, permits. ARGV: `COUNT <1..=1000>` (1 when not given).
+    /// KEYS: partitions, permits[, running]. ARGV: `COUNT <1..=1000>` (1
+    /// when not given), `LEASE <ms>` (the claims' lease).
     ///
     /// # Errors
     ///
@@ -60,53 +88,100 @@ impl<'a> Permit<'a> {
     ///   twice, without its value or out of range.
     pub fn parse(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Result<Permit<'a>, Refusal> {
         let (keys, _) = named_keys::<PermitKeys>(keys, b"")?;
-        let [count] = options(args, [("COUNT", CLAIM_COUNT)])?;
-        Ok(Permit { keys, count: count.unwrap_or(1) })
+        let [count, lease] = options(args, [("COUNT", CLAIM_COUNT), ("LEASE", LEASE_MS)])?;
+        Ok(Permit { keys, count: count.unwrap_or(1), lease })
     }
 
-    /// `[granted, first, until, wait]`: with no exact rate set, `[COUNT, 0,
+    /// `[granted, first, until, wait]`: with no exact limit set, `[COUNT, 0,
     /// 0, 0]` (claim freely); else the permits granted now, at most COUNT and
-    /// at most the rate's room, numbered `first` up and logged at now, and
+    /// at most the rate's and the concurrency's room, numbered `first` up,
+    /// logged at now and running until the hold and LEASE have passed, and
     /// `until`, the server ms their claims must run by; or, none granted,
-    /// `wait`, the ms until the oldest permit leaves the window.
+    /// `wait`, the ms until a permit leaves the window or stops running.
     ///
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
     /// - `EMQTYPE`: a key holds another type.
-    /// - `EMQDATA`: the definition's `rate`, `per` or `permits` is not an integer in its range, or one of
-    ///   `rate` and `per` is set without the other.
+    /// - `EMQDATA`: the definition's `rate`, `per`, `permits` or `concurrency` is not an integer in its
+    ///   range, or one of `rate` and `per` is set without the other.
+    /// - `EMQARG`: the definition holds an exact concurrency and the call passed no `running` key or
+    ///   no LEASE.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let PermitKeys { partitions, permits } = self.keys;
+        let PermitKeys { partitions, permits, running } = self.keys;
         need(store, partitions, KeyType::Hash)?;
         need(store, permits, KeyType::Zset)?;
-        let Some((rate, per, issued)) = exact_rate(store, partitions)? else {
-            return Ok(reply([self.count, 0, 0, 0]));
-        };
-        let now = store.now_ms();
-        let hold = permit_hold_ms(per);
-        let edge = now.saturating_sub(per + hold) as f64;
-        let mut expired = store.zupto(permits, edge, usize::MAX);
-        let live = store.zcard(permits) - expired.len() as u64;
-        let granted = rate.saturating_sub(live).min(self.count);
-        if granted == 0 {
-            // The oldest permit in the window leaves it at its grant + PER + hold.
-            let oldest = store.zfirst_above(permits, edge).unwrap_or(now as f64) as u64;
-            return Ok(reply([0, 0, 0, (oldest + per + hold).saturating_sub(now).max(1)]));
+        if let Some(running) = running {
+            need(store, running, KeyType::Zset)?;
         }
-        // Bounded work: trim at most a sweep's worth per grant.
-        expired.truncate(*SWEEP_LIMIT.end() as usize);
-        for member in &expired {
-            store.zrem(permits, member);
+        let exact = exact_limits(store, partitions)?;
+        let running = match (exact.concurrency, running, self.lease) {
+            (None, ..) => None,
+            (Some(concurrency), Some(running), Some(lease)) => Some((concurrency, running, lease)),
+            (Some(_), ..) => {
+                return Err(Refusal::arg(
+                    "the queue has an exact concurrency: PERMIT takes its running key and LEASE",
+                ))
+            }
+        };
+        if exact.rate.is_none() && running.is_none() {
+            return Ok(reply([self.count, 0, 0, 0]));
+        }
+        let now = store.now_ms();
+        let hold = exact.hold();
+        let (mut granted, mut wait) = (self.count, 0);
+        let mut logged_out = Vec::new();
+        if let Some((rate, per)) = exact.rate {
+            let edge = now.saturating_sub(per + hold) as f64;
+            logged_out = store.zupto(permits, edge, usize::MAX);
+            let room = rate.saturating_sub(store.zcard(permits) - logged_out.len() as u64);
+            if room == 0 {
+                // The oldest permit in the window leaves it at its grant + PER + hold.
+                let oldest = store.zfirst_above(permits, edge).unwrap_or(now as f64) as u64;
+                wait = wait.max((oldest + per + hold).saturating_sub(now));
+            }
+            granted = granted.min(room);
+        }
+        let mut lapsed = Vec::new();
+        if let Some((concurrency, running, _)) = running {
+            lapsed = store.zupto(running, now as f64, usize::MAX);
+            let room = concurrency.saturating_sub(store.zcard(running) - lapsed.len() as u64);
+            if room == 0 {
+                // The first running permit stops at the end of its hold.
+                let first = store.zfirst_above(running, now as f64).unwrap_or(now as f64) as u64;
+                wait = wait.max(first.saturating_sub(now));
+            }
+            granted = granted.min(room);
+        }
+        if granted == 0 {
+            return Ok(reply([0, 0, 0, wait.max(1)]));
+        }
+        trim(store, permits, logged_out);
+        if let Some((_, running, _)) = running {
+            trim(store, running, lapsed);
         }
         // Numbered on from the value read (a stored `07` is 7, §2), written whole.
-        let first = issued + 1;
-        let last = issued + granted;
+        let (first, last) = (exact.issued + 1, exact.issued + granted);
         store.hset(partitions, &[(b"permits", last.to_string().as_bytes())]);
         let names: Vec<String> = (first..=last).map(|n| n.to_string()).collect();
-        let logged: Vec<(f64, &[u8])> = names.iter().map(|name| (now as f64, name.as_bytes())).collect();
-        store.zadd_many(permits, &logged);
+        if exact.rate.is_some() {
+            let logged: Vec<(f64, &[u8])> = names.iter().map(|name| (now as f64, name.as_bytes())).collect();
+            store.zadd_many(permits, &logged);
+        }
+        if let Some((_, running, lease)) = running {
+            let until = (now + hold + lease) as f64;
+            let held: Vec<(f64, &[u8])> = names.iter().map(|name| (until, name.as_bytes())).collect();
+            store.zadd_many(running, &held);
+        }
         Ok(reply([granted, first, now + hold, 0]))
+    }
+}
+
+/// Bounded work: remove at most a sweep's worth of `members` a grant.
+fn trim<S: Store>(store: &mut S, key: &[u8], mut members: Vec<Vec<u8>>) {
+    members.truncate(*SWEEP_LIMIT.end() as usize);
+    for member in &members {
+        store.zrem(key, member);
     }
 }
 
@@ -114,28 +189,37 @@ fn reply(values: [u64; 4]) -> Reply {
     Reply::Array(values.into_iter().map(Reply::count).collect())
 }
 
-/// The definition's exact rate, `rate` claims in any `per` ms, when one is
-/// set (a `rate` missing or 0 is none), and the last permit's number (0 for
-/// none yet); each checked before any write, as PROTOCOL.md §7.10 orders them.
-fn exact_rate<S: Store>(store: &mut S, partitions: &[u8]) -> Result<Option<(u64, u64, u64)>, Refusal> {
-    let fields: [&[u8]; 3] = [b"rate", b"per", b"permits"];
+/// The definition's exact limits: its rate, `rate` claims in any `per` ms
+/// (a `rate` missing or 0 is none), its concurrency (missing or 0, none),
+/// and the last permit's number; each checked before any write, as
+/// PROTOCOL.md §7.10 orders them.
+pub(super) fn exact_limits<S: Store>(store: &mut S, partitions: &[u8]) -> Result<Exact, Refusal> {
+    let fields: [&[u8]; 4] = [b"rate", b"per", b"permits", b"concurrency"];
     let read = store.hmget(partitions, &fields);
-    let mut values = [None; 3];
+    let mut values = [None; 4];
     for (at, (field, value)) in fields.into_iter().zip(&read).enumerate() {
         values[at] = stored(value.as_deref(), partitions, field)?;
     }
-    let [rate, per, issued] = values;
+    let [rate, per, issued, concurrency] = values;
     if issued.is_some_and(|issued| issued < 0) {
         return Err(malformed(partitions, b"permits", "0 or more"));
     }
+    let issued = issued.unwrap_or(0) as u64;
     let rate = match rate.map(u64::try_from) {
-        None | Some(Ok(0)) => return Ok(None),
-        Some(Ok(rate)) if RATE.contains(&rate) => rate,
+        None | Some(Ok(0)) => None,
+        Some(Ok(rate)) if RATE.contains(&rate) => Some(rate),
         Some(_) => return Err(malformed(partitions, b"rate", "0 to 100000")),
     };
-    match per.map(u64::try_from) {
-        None => Err(malformed(partitions, b"per", "set beside rate")),
-        Some(Ok(per)) if EXACT_PERIOD_MS.contains(&per) => Ok(Some((rate, per, issued.unwrap_or(0) as u64))),
-        Some(_) => Err(malformed(partitions, b"per", "100 to 86400000 ms")),
-    }
+    let rate = match (rate, per.map(u64::try_from)) {
+        (None, _) => None,
+        (Some(_), None) => return Err(malformed(partitions, b"per", "set beside rate")),
+        (Some(rate), Some(Ok(per))) if EXACT_PERIOD_MS.contains(&per) => Some((rate, per)),
+        (Some(_), Some(_)) => return Err(malformed(partitions, b"per", "100 to 86400000 ms")),
+    };
+    let concurrency = match concurrency.map(u64::try_from) {
+        None | Some(Ok(0)) => None,
+        Some(Ok(n)) if EXACT_CONCURRENCY.contains(&n) => Some(n),
+        Some(_) => return Err(malformed(partitions, b"concurrency", "0 to 100000")),
+    };
+    Ok(Exact { rate, concurrency, issued })
 }

@@ -5650,6 +5650,11 @@ mod permit {
     }
 
     #[test]
+    fn keys_3_holds_a_string() {
+        replay("permit", "KEYS[3] holds a string");
+    }
+
+    #[test]
     fn permit_no_exact_rate_claim_freely() {
         replay("permit", "permit: no exact rate, claim freely");
     }
@@ -5737,5 +5742,164 @@ mod permit {
     #[test]
     fn permit_a_negative_count_of_permits() {
         replay("permit", "permit: a negative count of permits");
+    }
+
+    #[test]
+    fn permit_a_concurrency_with_room_grants_running_past_hold_and_lease() {
+        replay("permit", "permit: a concurrency with room grants, running past hold and lease");
+    }
+
+    #[test]
+    fn permit_only_the_concurrency_s_room() {
+        replay("permit", "permit: only the concurrency's room");
+    }
+
+    #[test]
+    fn permit_no_room_the_wait_for_the_first_to_stop() {
+        replay("permit", "permit: no room, the wait for the first to stop");
+    }
+
+    #[test]
+    fn permit_lapsed_running_permits_free_their_room_trimmed() {
+        replay("permit", "permit: lapsed running permits free their room, trimmed");
+    }
+
+    #[test]
+    fn permit_a_rate_and_a_concurrency_the_lesser_room() {
+        replay("permit", "permit: a rate and a concurrency, the lesser room");
+    }
+
+    #[test]
+    fn permit_both_at_their_limit_the_longer_wait() {
+        replay("permit", "permit: both at their limit, the longer wait");
+    }
+
+    #[test]
+    fn permit_a_concurrency_of_0_is_none() {
+        replay("permit", "permit: a concurrency of 0 is none");
+    }
+
+    #[test]
+    fn permit_a_concurrency_without_lease() {
+        replay("permit", "permit: a concurrency without LEASE");
+    }
+
+    #[test]
+    fn permit_a_concurrency_without_its_running_key() {
+        replay("permit", "permit: a concurrency without its running key");
+    }
+
+    #[test]
+    fn permit_a_rate_alone_needs_no_running_key() {
+        replay("permit", "permit: a rate alone needs no running key");
+    }
+
+    #[test]
+    fn permit_a_concurrency_over_100000() {
+        replay("permit", "permit: a concurrency over 100000");
+    }
+
+    #[test]
+    fn permit_a_concurrency_that_is_no_integer() {
+        replay("permit", "permit: a concurrency that is no integer");
+    }
+
+    #[test]
+    fn permit_running_that_is_no_sorted_set() {
+        replay("permit", "permit: running that is no sorted set");
+    }
+
+    #[test]
+    fn permit_a_lease_of_0() {
+        replay("permit", "permit: a LEASE of 0");
+    }
+}
+
+mod renew {
+    use crate::replay;
+
+    #[test]
+    fn one_key_only() {
+        replay("renew", "one key only");
+    }
+
+    #[test]
+    fn one_key_too_many() {
+        replay("renew", "one key too many");
+    }
+
+    #[test]
+    fn the_last_key_another_queue_s() {
+        replay("renew", "the last key another queue's");
+    }
+
+    #[test]
+    fn the_last_two_keys_swapped() {
+        replay("renew", "the last two keys swapped");
+    }
+
+    #[test]
+    fn keys_1_holds_a_string() {
+        replay("renew", "KEYS[1] holds a string");
+    }
+
+    #[test]
+    fn keys_2_holds_a_string() {
+        replay("renew", "KEYS[2] holds a string");
+    }
+
+    #[test]
+    fn renew_a_running_permit_runs_past_the_hold_and_the_lease_from_now() {
+        replay("renew", "renew: a running permit runs past the hold and the lease from now");
+    }
+
+    #[test]
+    fn renew_one_gone_is_not_written_back() {
+        replay("renew", "renew: one gone is not written back");
+    }
+
+    #[test]
+    fn renew_never_shortened() {
+        replay("renew", "renew: never shortened");
+    }
+
+    #[test]
+    fn renew_a_rate_s_longer_hold() {
+        replay("renew", "renew: a rate's longer hold");
+    }
+
+    #[test]
+    fn renew_a_number_spelt_07_is_permit_7() {
+        replay("renew", "renew: a number spelt 07 is permit 7");
+    }
+
+    #[test]
+    fn renew_no_permit_named() {
+        replay("renew", "renew: no permit named");
+    }
+
+    #[test]
+    fn renew_a_lease_of_0() {
+        replay("renew", "renew: a lease of 0");
+    }
+
+    #[test]
+    fn renew_over_1000_permits() {
+        replay("renew", "renew: over 1000 permits");
+    }
+
+    #[test]
+    fn renew_a_permit_that_is_no_number() {
+        replay("renew", "renew: a permit that is no number");
+    }
+
+    #[test]
+    fn renew_permit_0() {
+        replay("renew", "renew: permit 0");
+    }
+
+    #[test]
+    fn renew_a_malformed_definition() {
+        replay("renew", "renew: a malformed definition");
     }
 }

@@ -82,7 +82,9 @@ impl Lease {
     /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when the lease was
     /// lost; a failure of the connection or the server.
     pub async fn ack(self) -> Result<()> {
-        self.queue.ack(&self.job).await
+        let acked = self.queue.ack(&self.job).await;
+        self.over(&acked);
+        acked
     }
 
     /// Finish the job and keep `result` beside it, for [`Queue::result`]
@@ -92,7 +94,9 @@ impl Lease {
     /// As [`ack`](Lease::ack); [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge)
     /// for a result over the payload limit, before anything is sent.
     pub async fn ack_with(self, result: impl Into<Vec<u8>>) -> Result<()> {
-        self.queue.ack_with(&self.job, result).await
+        let acked = self.queue.ack_with(&self.job, result).await;
+        self.over(&acked);
+        acked
     }
 
     /// Finish the job (keeping `result`, if any) and claim up to `count`
@@ -102,7 +106,9 @@ impl Lease {
     /// As [`ack`](Lease::ack): when the ack is refused, nothing is acked
     /// and nothing claimed.
     pub async fn ack_and_claim(self, result: Option<Vec<u8>>, lease: Duration, count: u64) -> Result<Leases> {
-        let claims = self.queue.ack_and_claim(&self.job, result, lease, count).await?;
+        let claims = self.queue.ack_and_claim(&self.job, result, lease, count).await;
+        self.over(&claims);
+        let claims = claims?;
         Ok(self.queue.leases(claims))
     }
 
@@ -114,7 +120,9 @@ impl Lease {
     /// As [`ack`](Lease::ack); [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge)
     /// for an error text over its limit.
     pub async fn fail(self, error: &str, policy: &RetryPolicy) -> Result<Failed> {
-        self.queue.fail(&self.job, error, policy).await
+        let failed = self.queue.fail(&self.job, error, policy).await;
+        self.over(&failed);
+        failed
     }
 
     /// Give the job back to pending without blame and without spending its
@@ -124,7 +132,9 @@ impl Lease {
     /// # Errors
     /// As [`ack`](Lease::ack).
     pub async fn release(self, policy: &RetryPolicy) -> Result<()> {
-        self.queue.release(&self.job, policy).await
+        let released = self.queue.release(&self.job, policy).await;
+        self.over(&released);
+        released
     }
 
     /// The job was told to come back after `delay` (an HTTP 429): it waits
@@ -135,7 +145,9 @@ impl Lease {
     /// # Errors
     /// As [`ack`](Lease::ack).
     pub async fn defer(self, delay: Duration, policy: &RetryPolicy, wait: Wait) -> Result<()> {
-        self.queue.defer(&self.job, delay, policy, wait).await
+        let deferred = self.queue.defer(&self.job, delay, policy, wait).await;
+        self.over(&deferred);
+        deferred
     }
 
     /// Renew the lease for `lease` from now: the new deadline, in server ms.
@@ -143,7 +155,30 @@ impl Lease {
     /// # Errors
     /// As [`ack`](Lease::ack).
     pub async fn extend(&self, lease: Duration) -> Result<u64> {
+        if let Some(coordinator) = self.queue.coordinator() {
+            // Its running permit first, under an exact concurrency: a lease never outlasts it.
+            if coordinator.renew(&self.queue, &[&self.job.id], lease).await?.first() == Some(&false) {
+                return Err(crate::Error::new(
+                    crate::ErrorKind::Fence,
+                    format!(
+                        "the running permit of {} under its queue's exact concurrency is gone (it lapsed): \
+                         its lease is not renewed, and another job may run in its place; stop this one",
+                        self.job.id
+                    ),
+                ));
+            }
+        }
         self.queue.extend(&self.job, lease).await
+    }
+
+    /// A finishing call answered `outcome`: the job no longer runs here
+    /// when it landed or found the lease lost, and under a partitioned
+    /// queue's exact concurrency its running permit goes back.
+    fn over<T>(&self, outcome: &Result<T>) {
+        let ended = outcome.as_ref().map_or_else(crate::Error::is_lost_lease, |_| true);
+        if let (true, Some(coordinator)) = (ended, self.queue.coordinator()) {
+            coordinator.ended(&self.queue, &self.job.id);
+        }
     }
 
     /// Report the job's progress (at most 4096 bytes), kept beside the

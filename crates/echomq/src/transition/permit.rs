@@ -1,27 +1,31 @@
 //! PERMIT (protocol 1.8): up to `count` claims' worth of a partitioned
-//! queue's exact rate, from the coordinator on its definition's slot
-//! (PROTOCOL.md §7.10).
+//! queue's exact rate and exact concurrency, from the coordinator on its
+//! definition's slot (PROTOCOL.md §7.10).
 
 use std::time::Duration;
 
 use echomq_core::{limits, Name, Reply};
 
-use super::argument::{checked, decimal};
+use super::argument::{checked, decimal, millis};
 use super::reply::{array_reply, count_reply, unexpected};
 use super::Transition;
 use crate::Result;
 
-/// Ask a partitioned queue's coordinator for up to `count` permits.
+/// Ask a partitioned queue's coordinator for up to `count` permits, for
+/// claims of `lease`: under an exact concurrency each permit runs until
+/// that lease would end, and is renewed with its job's ([`Renew`](super::Renew)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Permit {
     /// How many claims' worth, 1..=1000.
     pub count: u64,
+    /// The lease the claims will take.
+    pub lease: Duration,
 }
 
 /// What the coordinator granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Permits {
-    /// The queue has no exact rate: claim freely.
+    /// The queue has no exact limit: claim freely.
     Free,
     /// `count` permits, numbered `first` up: claim at most that many jobs,
     /// by the server ms `until` (CLAIM's UNTIL), and give back the rest.
@@ -33,7 +37,8 @@ pub enum Permits {
         /// When their claims must have run by, server ms.
         until: u64,
     },
-    /// None now: the rate's next permit frees after this long.
+    /// None now: the rate's next permit, or the first running one, frees
+    /// after this long (or sooner, when a running job's permit is given back).
     Wait(Duration),
 }
 
@@ -42,7 +47,12 @@ impl Transition for Permit {
     type Output = Permits;
 
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![b"COUNT".to_vec(), decimal(checked("COUNT", self.count, limits::CLAIM_COUNT)?)])
+        Ok(vec![
+            b"COUNT".to_vec(),
+            decimal(checked("COUNT", self.count, limits::CLAIM_COUNT)?),
+            b"LEASE".to_vec(),
+            decimal(millis("LEASE", self.lease, limits::LEASE_MS)?),
+        ])
     }
 
     fn parse(reply: Reply) -> Result<Permits> {
@@ -61,6 +71,10 @@ impl Transition for Permit {
 
     #[cfg(test)]
     fn edges() -> Vec<Self> {
-        vec![Permit { count: *limits::CLAIM_COUNT.start() }, Permit { count: *limits::CLAIM_COUNT.end() }]
+        let e = super::edges::Ends::new();
+        vec![
+            Permit { count: *limits::CLAIM_COUNT.start(), lease: e.lease_min },
+            Permit { count: *limits::CLAIM_COUNT.end(), lease: e.lease_max },
+        ]
     }
 }

@@ -90,8 +90,13 @@ impl Lease {
 }
 
 impl Drop for Lease {
+    /// The job's run and its outcome are over: under a partitioned queue's
+    /// exact concurrency, its running permit goes back.
     fn drop(&mut self) {
         self.heart.unregister(self.key);
+        if let Some(coordinator) = self.heart.queue.coordinator() {
+            coordinator.ended(&self.heart.queue, &self.beat.id);
+        }
     }
 }
 
@@ -289,33 +294,66 @@ impl Heart {
     /// whole is one, renewing none).
     async fn renew(&self, beats: Vec<Arc<Beat>>) -> (Vec<Arc<Beat>>, Instant, Option<Error>) {
         let mut due = OnTheirWay { renewed: Vec::with_capacity(beats.len()), beats };
+        let sent = Instant::now();
+        let permitted = match self.permitted(&due.beats).await {
+            Ok(permitted) => permitted,
+            Err(err) => {
+                due.renewed.resize(due.beats.len(), None);
+                return (due.land(), sent, Some(err));
+            }
+        };
         let extends: Vec<Extend> = due
             .beats
             .iter()
-            .map(|beat| Extend { id: beat.id.clone(), token: beat.token, lease: self.length })
+            .zip(&permitted)
+            .filter(|(_, permitted)| **permitted)
+            .map(|(beat, _)| Extend { id: beat.id.clone(), token: beat.token, lease: self.length })
             .collect();
-        let sent = Instant::now();
         let (via, keys) = (&**self.queue.executor(), self.queue.keyspace());
-        let outcomes = match execute_batch(via, keys, &extends).await {
+        let mut outcomes = match execute_batch(via, keys, &extends).await {
             Ok(outcomes) => outcomes,
-            Err(err) => vec![Err(err)],
-        };
+            Err(err) => vec![Err(err); extends.len()],
+        }
+        .into_iter();
         let mut trouble = None;
-        for (beat, outcome) in due.beats.iter().zip(outcomes) {
-            let renewed = match outcome {
-                Ok(_) => Some(sent),
-                Err(err) if err.is_lost_lease() => {
+        for (beat, permitted) in due.beats.iter().zip(permitted) {
+            if !permitted {
+                tracing::warn!(
+                    queue = self.queue.name(),
+                    job = %beat.id,
+                    "the job's running permit under its queue's exact concurrency is gone: its lease is not \
+                     renewed, and its handler is stopped as on a lost lease"
+                );
+                beat.lost.cancel();
+                due.renewed.push(None);
+                continue;
+            }
+            let renewed = match outcomes.next() {
+                Some(Ok(_)) => Some(sent),
+                Some(Err(err)) if err.is_lost_lease() => {
                     beat.lost.cancel();
                     None
                 }
-                Err(err) => {
+                Some(Err(err)) => {
                     trouble = Some(err);
                     None
                 }
+                None => None,
             };
             due.renewed.push(renewed);
         }
         (due.land(), sent, trouble)
+    }
+
+    /// Whether each of `beats` may have its lease renewed: under a
+    /// partitioned queue's exact concurrency, only once its running permit
+    /// was (PROTOCOL.md §7.10: a lease never outlasts its permit).
+    async fn permitted(&self, beats: &[Arc<Beat>]) -> Result<Vec<bool>, Error> {
+        let Some(coordinator) = self.queue.coordinator() else {
+            return Ok(vec![true; beats.len()]);
+        };
+        let ids: Vec<&JobId> = beats.iter().map(|beat| &beat.id).collect();
+        coordinator.renew(&self.queue, &ids, self.length).await
     }
 
     /// Say a round's `trouble` when the renewals begin to fail, and when

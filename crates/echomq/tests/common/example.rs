@@ -632,12 +632,35 @@ pub const fn example(name: Name) -> Example {
             sent_by: Err("not yet in the model: the vectors and groups.rs"),
         },
         Name::Permit => Example {
-            given: &["HSET $q:partitions count 4 rate 5 per 1000", "ZADD $q:permits 1 1"],
-            happy: || Call::new(Permit { count: 2 }),
+            given: &[
+                "HSET $q:partitions count 4 rate 5 per 1000 concurrency 3",
+                "ZADD $q:permits 1 1",
+                "ZADD $q:running 1 1",
+            ],
+            happy: || Call::new(Permit { count: 2, lease: Duration::from_secs(30) }),
             reads: &[],
             naming_a_non_job: None,
             raw_args: &[],
-            raw_options: &[("COUNT", "2"), ("count", "1000"), ("COUNT", "0"), ("COUNT", "x"), ("LIMIT", "1")],
+            raw_options: &[
+                ("COUNT", "2"),
+                ("count", "1000"),
+                ("COUNT", "0"),
+                ("COUNT", "x"),
+                ("LEASE", "30000"),
+                ("lease", "0"),
+                ("LIMIT", "1"),
+            ],
+            sent_by: Err(
+                "not in the model: a partitioned queue's coordinator, the vectors and partitions.rs",
+            ),
+        },
+        Name::Renew => Example {
+            given: &["HSET $q:partitions count 4 concurrency 3", "ZADD $q:running 1 1 1 2"],
+            happy: || Call::new(Renew { lease: Duration::from_secs(30), permits: vec![1, 2, 3] }),
+            reads: &[],
+            naming_a_non_job: None,
+            raw_args: &[&["30000", "0", "x"], &["1", "0", "x", "07"]],
+            raw_options: STRAY,
             sent_by: Err(
                 "not in the model: a partitioned queue's coordinator, the vectors and partitions.rs",
             ),

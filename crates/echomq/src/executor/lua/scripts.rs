@@ -99,6 +99,9 @@ fn ranges() -> Vec<(&'static str, String)> {
         unsigned("RATE", &RATE),
         unsigned("RATE_PERIOD_MS", &RATE_PERIOD_MS),
         unsigned("EXACT_PERIOD_MS", &EXACT_PERIOD_MS),
+        unsigned("EXACT_CONCURRENCY", &EXACT_CONCURRENCY),
+        unsigned("RENEWS", &RENEWS),
+        size("RUNNING_HOLD_MS", RUNNING_HOLD_MS as usize),
         unsigned("FLAG", &FLAG),
     ]
 }
