@@ -29,7 +29,7 @@ pub const WORKER_LUA: &str = "~emq:* resetchannels -@all +command|info +evalsha 
 /// A worker on the native module: its keys and the `EMQ.*` commands a worker sends.
 pub const WORKER_NATIVE: &str = "~emq:* resetchannels -@all +command|info +emq.version +emq.enqueue +emq.enqueuemany +emq.claim \
      +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote +emq.inspect +emq.stats +emq.trim \
-     +emq.progress +emq.schedules +emq.fire +emq.settle +emq.resolve +emq.children +xlen +xread +xdel \
+     +emq.progress +emq.schedules +emq.fire +emq.settle +emq.resolve +emq.children +emq.permit +emq.renew +xlen +xread +xdel \
      (~emq:queues ~emq:workers ~emq:worker:* +zadd +zrem +hset +pexpire +del)";
 /// A producer on Lua: only the keys ENQUEUE touches (its event log, and the
 /// config that holds the log's length, too), and its commands.
@@ -49,13 +49,14 @@ pub const PRODUCER_NATIVE: &str = "~emq:*:job:* ~emq:*:pending ~emq:*:delayed ~e
 pub const OPERATOR_LUA: &str =
     "~emq:* resetchannels -@all +command|info +scan +evalsha +evalsha_ro +script|load \
      +time +type +hget +hmget +hgetall +hset +hdel +del +zadd +zrem +zcard +zcount +zrange +zrangebyscore \
-     +zscore +exists +xadd +xread +xrevrange +hexists +hincrby +zremrangebyscore +pexpire +xlen +xdel";
+     +zscore +exists +xadd +xread +xrevrange +hexists +hincrby +zremrangebyscore +pexpire +xlen +xdel +hsetnx";
 /// An operator on the native module: every `EMQ.*` command, and the reads the
 /// CLI and dashboard send themselves.
 pub const OPERATOR_NATIVE: &str = "~emq:* resetchannels -@all +command|info +scan +zcard +zrange +hmget +xread +xrevrange +emq.version \
      +emq.enqueue +emq.enqueuemany +emq.claim +emq.ack +emq.acknext +emq.ackmany +emq.fail +emq.defer +emq.extend +emq.release +emq.reap +emq.promote \
      +emq.purge +emq.cancel +emq.retry +emq.inspect +emq.stats +emq.counts +emq.config +emq.trim +emq.drain +emq.remove +emq.obliterate +emq.progress +emq.schedule \
-     +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle +emq.flow +emq.resolve +emq.children +emq.group +emq.groups +xlen +xdel \
+     +emq.unschedule +emq.schedules +emq.fire +emq.batch +emq.settle +emq.flow +emq.resolve +emq.children +emq.group +emq.groups \
+     +emq.permit +emq.renew +xlen +xdel \
      (~emq:queues ~emq:workers ~emq:worker:* +zadd +zrem +zremrangebyscore +hgetall +hset +pexpire +del)";
 
 /// A monitor on Lua: read-only keys, INSPECT and STATS (EVALSHA_RO), and the
@@ -73,6 +74,14 @@ pub const PROMPT_STOP: &str = "+client|id +client|unblock";
 /// for them all with one `BZPOPMIN` on their wake-up keys, and read what
 /// the upkeep has due before calling it.
 pub const TURNS_NATIVE: &str = "+bzpopmin +time +zrange +exists +zcard";
+
+/// Optional, for a native worker of a partitioned queue: its definition
+/// read, and its exact limits' permits given back.
+pub const PARTITIONED_NATIVE: &str = "+hgetall +hget +zrem";
+
+/// Optional, for a native operator of partitioned queues: creating,
+/// limiting and deleting one writes its definition with plain commands.
+pub const PARTITIONS_OPERATOR_NATIVE: &str = "+hsetnx +hset +hget +hgetall +exists +del";
 
 /// Optional, for Lua on a Redis Cluster: what the scripts' resharding check
 /// (a record missing while its slot moves answers TRYAGAIN) reads. The
@@ -349,6 +358,42 @@ async fn a_native_worker_of_several_queues_runs_with_or_without_bzpopmin() {
     }
 }
 
+/// A partitioned queue created and held to an exact rate and concurrency
+/// by an operator, and worked by a worker, each with its rules (and,
+/// native, the partitioned queues' optional ones): the worker opens the
+/// queue, takes permits, gives them back, and runs every job, on Lua and
+/// native.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_user_runs_a_partitioned_queue_under_exact_limits() {
+    use echomq::{Limit, Partitioned, Rate};
+    for (via, rules) in
+        [(Via::Lua, WORKER_LUA.to_owned()), (Via::Native, format!("{WORKER_NATIVE} {PARTITIONED_NATIVE}"))]
+    {
+        let server = server(via, &[]);
+        let partitions = if via == Via::Native { PARTITIONS_OPERATOR_NATIVE } else { "" };
+        create_user(&server, "operator", "0perator-secret", &format!("{} {partitions}", operator(via))).await;
+        let operator = connect_as(&server, "operator", "0perator-secret").await.unwrap();
+        let name = unique_queue("split");
+        let made = Partitioned::create(operator, &name, 3).await.unwrap();
+        made.exact_rate(Limit::To(Rate { claims: 1000, per: Duration::from_secs(1) })).await.unwrap();
+        made.exact_concurrency(Limit::To(4)).await.unwrap();
+        let jobs = (0..30u32).map(|n| (n.to_be_bytes().to_vec(), echomq::EnqueueOptions::default()));
+        assert!(made.enqueue_many(jobs).await.unwrap().iter().all(Result::is_ok));
+        create_user(&server, "worker", "part-secret", &rules).await;
+        let executor = connect_as(&server, "worker", "part-secret").await.expect("connect as worker");
+        let split = Partitioned::open(executor, &name).await.unwrap();
+        let options = WorkerOptions::default().concurrency(8).idle_wait(Duration::from_millis(100));
+        let worker = split.worker(|_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(worker.run_until(async move {
+            let _ = stopped.await;
+        }));
+        eventually("every job is done", || async { made.stats().await.unwrap().done == 30 }).await;
+        stop.send(()).unwrap();
+        task.await.unwrap().unwrap();
+    }
+}
+
 /// A read a script sends with `redis.pcall` (its key's type check too) that
 /// an ACL refuses: the call is refused with the ACL's own words, changes
 /// nothing, and is not mistaken for a key of the wrong type.
@@ -470,7 +515,8 @@ async fn a_monitor_user_reads_and_changes_nothing() {
 async fn an_operator_user_runs_every_operation() {
     for via in [Via::Lua, Via::Native] {
         let server = server(via, &[]);
-        create_user(&server, "operator", "0perator-secret", operator(via)).await;
+        let partitions = if via == Via::Native { PARTITIONS_OPERATOR_NATIVE } else { "" };
+        create_user(&server, "operator", "0perator-secret", &format!("{} {partitions}", operator(via))).await;
         let executor = connect_as(&server, "operator", "0perator-secret").await.expect("connect as operator");
         let name = unique_queue("operator");
         let queue = Queue::new(executor, &name).unwrap();
@@ -544,6 +590,8 @@ fn security_md_prints_these_rules() {
         MONITOR_NATIVE,
         PROMPT_STOP,
         TURNS_NATIVE,
+        PARTITIONED_NATIVE,
+        PARTITIONS_OPERATOR_NATIVE,
     ] {
         assert!(page.contains(&words(rules)), "SECURITY.md lacks the rules {rules}");
     }
@@ -596,6 +644,8 @@ fn the_recipes_cover_every_command_their_transitions_call() {
         "schedules",
         "fire",
         "settle",
+        "permit",
+        "renew",
     ];
     let operator = [
         &worker[..],

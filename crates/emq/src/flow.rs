@@ -45,18 +45,31 @@ async fn note_if_empty(queue: &echomq::Queue) {
 }
 
 /// A partitioned queue's exact rate after a change.
-fn tell_exact(partitioned: &echomq::Partitioned, rate: Limit<Rate>) {
+fn tell_exact_rate(partitioned: &echomq::Partitioned, rate: Limit<Rate>) {
     let n = partitioned.partitions().len();
     match rate {
         Limit::To(rate) => {
             let per = humantime::format_duration(rate.per);
             tell!("{}: an exact rate of {}/{per} across its {n} partitions", partitioned.name(), rate.claims);
-            eprintln!(
-                "emq: note: workers take it within a second; one that does not know protocol 1.8 ignores it"
-            );
         }
         Limit::Unlimited => {
             tell!("{}: no exact rate (each partition's own limits still hold)", partitioned.name())
+        }
+    }
+}
+
+/// A partitioned queue's exact concurrency after a change.
+fn tell_exact_concurrency(partitioned: &echomq::Partitioned, cap: Limit<u64>) {
+    let n = partitioned.partitions().len();
+    match cap {
+        Limit::To(cap) => {
+            tell!(
+                "{}: an exact concurrency of {cap} jobs at once across its {n} partitions",
+                partitioned.name()
+            )
+        }
+        Limit::Unlimited => {
+            tell!("{}: no exact concurrency (each partition's own limits still hold)", partitioned.name())
         }
     }
 }
@@ -170,10 +183,12 @@ pub struct LimitArgs {
     /// With --group: resume its claims.
     #[arg(long, requires = "group")]
     resume: bool,
-    /// With a partitioned queue: hold --rate exactly across every partition
-    /// (its workers ask a coordinator for permits, one more call a claim, and
-    /// run up to a tenth below the rate) rather than split it between them.
-    #[arg(long, requires = "rate", conflicts_with_all = ["group", "concurrency"])]
+    /// With a partitioned queue: hold --rate and --concurrency exactly across
+    /// every partition rather than split them between them (its workers ask
+    /// a coordinator for permits, one more call a claim; a rate runs up to a
+    /// tenth below itself; under a concurrency each job's permit is renewed
+    /// with its lease and given back at its end).
+    #[arg(long, conflicts_with = "group")]
     exact: bool,
 }
 
@@ -194,15 +209,24 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
         return Ok(());
     }
     if args.exact {
-        let (Some(partitioned), Some(rate)) = (&partitioned, args.rate) else {
+        let Some(partitioned) = &partitioned else {
             return Err(format!(
-                "{}: --exact is for a partitioned queue; a queue's own rate is exact",
+                "{}: --exact is for a partitioned queue; a queue's own limits are exact",
                 args.queue
             )
             .into());
         };
-        partitioned.exact_rate(rate).await?;
-        tell_exact(partitioned, rate);
+        if let Some(rate) = args.rate {
+            partitioned.exact_rate(rate).await?;
+            tell_exact_rate(partitioned, rate);
+        }
+        if let Some(cap) = args.concurrency {
+            partitioned.exact_concurrency(cap).await?;
+            tell_exact_concurrency(partitioned, cap);
+        }
+        eprintln!(
+            "emq: note: workers take it within a second; one that does not know protocol 1.8 ignores it"
+        );
         return Ok(());
     }
     let mut config = Config::default();

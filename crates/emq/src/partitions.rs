@@ -68,6 +68,9 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
     if let Some(rate) = queue.exact() {
         tell!("exact rate {}/{} across the partitions", rate.claims, humantime::format_duration(rate.per));
     }
+    if let Some(cap) = queue.running_cap() {
+        tell!("exact concurrency {cap} across the partitions");
+    }
     eprintln!("emq: note: FIFO and priority hold within each partition, not across them");
     Ok(())
 }

@@ -169,7 +169,7 @@ async fn stats_row(
     Ok(Some(s))
 }
 
-/// A partitioned queue's total row, its exact rate as its flow; `partial`
+/// A partitioned queue's total row, its exact limits as its flow; `partial`
 /// when a partition could not be read (its counts are not in it).
 fn say_total(
     p: &echomq::Partitioned,
@@ -178,9 +178,11 @@ fn say_total(
     total: &echomq::transition::StatsReply,
     partial: bool,
 ) -> Result<(), Error> {
-    let exact =
+    let rate =
         p.exact().map(|rate| format!("exact rate {}/{}", rate.claims, humantime::format_duration(rate.per)));
-    let flow = exact.unwrap_or_else(|| "-".into());
+    let cap = p.running_cap().map(|cap| format!("exact concurrency {cap}"));
+    let exact: Vec<String> = rate.into_iter().chain(cap).collect();
+    let flow = if exact.is_empty() { "-".into() } else { exact.join(", ") };
     match partial {
         true => {
             say_counts(name, width, total, &format!("{flow} (partial: a partition unreadable, said above)"))

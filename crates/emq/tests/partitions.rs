@@ -124,6 +124,16 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         assert!(show(&ordinary).contains("--exact is for a partitioned queue"), "{via}: {}", show(&ordinary));
         emq.ok(&["limit", &q, "--rate", "none", "--exact"]);
         assert!(!emq.ok(&["partition", "show", &q]).contains("exact rate"), "{via}");
+        // An exact concurrency likewise; --exact alone says what it takes.
+        let exact = emq.ok(&["limit", &q, "--concurrency", "3", "--exact"]);
+        assert_eq!(exact, format!("{q}: an exact concurrency of 3 jobs at once across its 4 partitions\n"));
+        assert!(emq.ok(&["partition", "show", &q]).contains("\nexact concurrency 3 across the partitions\n"));
+        assert!(emq.ok(&["stats", &q]).contains("exact concurrency 3"), "{via}: the total's flow");
+        let bare = emq.command(&["limit", &q, "--exact"]).output().unwrap();
+        assert_eq!(bare.status.code(), Some(2), "{via}: {}", show(&bare));
+        assert!(show(&bare).contains("--rate <RATE>|--concurrency <CONCURRENCY>"), "{via}: {}", show(&bare));
+        emq.ok(&["limit", &q, "--concurrency", "none", "--exact"]);
+        assert!(!emq.ok(&["partition", "show", &q]).contains("exact concurrency"), "{via}");
 
         // A schedule lives in the partition its name routes to; its jobs fire there.
         let home_of_beat = partition_name(&q, partition_index("beat", 4), 4);
