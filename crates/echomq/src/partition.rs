@@ -12,9 +12,11 @@
 //! is then exact; a batch's) routes them by a key: the partition
 //! `CRC16(key) mod N`, and each job's id is minted until it names that
 //! partition. What is lost: FIFO and priority across partitions, and a
-//! queue's settings are each partition's own. One rate may still hold
-//! across them all, exactly, on request ([`Partitioned::exact_rate`]):
-//! each claim then asks the queue's coordinator for permits first.
+//! queue's settings are each partition's own. One rate and one
+//! concurrency may still hold across them all, exactly, on request
+//! ([`Partitioned::exact_rate`], [`Partitioned::exact_concurrency`]): each
+//! claim then asks the queue's coordinator for permits first, and under a
+//! concurrency each job keeps its permit until it ends.
 //!
 //! ```no_run
 //! # async fn demo(via: std::sync::Arc<dyn echomq::Executor>) -> echomq::Result<()> {
@@ -125,7 +127,7 @@ fn exact_of<'a>(field: &impl Fn(&str) -> Option<&'a str>) -> Option<Rate> {
 pub struct Partitioned {
     name: String,
     partitions: Vec<Queue>,
-    /// Its exact rate's coordinator, which every queue it works asks.
+    /// Its exact limits' coordinator, which every queue it works asks.
     coordinator: Arc<Coordinator>,
     /// Its exact rate when it was opened.
     exact: Option<Rate>,

@@ -732,6 +732,7 @@ async fn a_partitioned_queue_shows_its_totals() {
         parted.enqueue(format!("{n}").into_bytes()).await.unwrap();
     }
     parted.exact_rate(Limit::To(Rate { claims: 50, per: Duration::from_secs(1) })).await.unwrap();
+    parted.exact_concurrency(Limit::To(8)).await.unwrap();
     let dashboard = Dashboard::start(&server, &[]);
     let page = dashboard.get("/");
     assert_eq!(page.status(), 200, "{page:?}");
@@ -740,7 +741,7 @@ async fn a_partitioned_queue_shows_its_totals() {
         r#"<tr data-partitioned="{name}"><td><a href="/queues/{name}">{name}</a></td><td class="n">4</td><td class="n">7</td>"#
     );
     assert!(page.has(&row), "{page:?}");
-    assert!(page.has("exact, 50/1s"), "{page:?}");
+    assert!(page.has("exact, 50/1s, 8 running"), "{page:?}");
     for k in 0..4 {
         let partition = echomq::partition::partition_name(&name, k, 4);
         let pending = parted.partitions()[k].stats().await.unwrap().pending;
@@ -787,6 +788,10 @@ async fn a_partitioned_queue_shows_its_totals() {
     let metrics = dashboard.get("/metrics");
     assert!(
         metrics.has(&format!(r#"emq_partitioned_exact_rate_limit{{partitioned="{name}"}} 50"#)),
+        "{metrics:?}"
+    );
+    assert!(
+        metrics.has(&format!(r#"emq_partitioned_exact_concurrency_limit{{partitioned="{name}"}} 8"#)),
         "{metrics:?}"
     );
     let (_, body) = metrics.0.split_once("\r\n\r\n").expect("a response with a body");

@@ -77,7 +77,7 @@ fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, 
                     th { "queue" } th.n { "partitions" }
                     @for state in State::ALL { th.n { (state) } }
                     th.n { "oldest" br; "pending" }
-                    th { "rate" }
+                    th { "limits" }
                 }
                 @for p in &snapshot.partitioned {
                     @let views: Vec<&QueueView> = p.partitions().iter().filter_map(|q| queues.get(q.name())).collect();
@@ -88,11 +88,23 @@ fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, 
                         td.n { (p.partitions().len()) }
                         @for state in State::ALL { td.n { (total.of(state)) } }
                         td.n { (html::age(oldest)) }
-                        td { (p.exact().map_or("each partition's own".to_owned(), |rate| format!("exact, {}", rate_text(rate)))) }
+                        td { (exact_limits(p)) }
                     }
                 }
             }
         }))
+    }
+}
+
+/// A partitioned queue's limits across its partitions: `exact, 50/1s, 8
+/// running`, or its partitions' own.
+fn exact_limits(p: &echomq::Partitioned) -> String {
+    let rate = p.exact().map(rate_text);
+    let cap = p.running_cap().map(|cap| format!("{cap} running"));
+    let exact: Vec<String> = rate.into_iter().chain(cap).collect();
+    match exact.is_empty() {
+        true => "each partition's own".to_owned(),
+        false => format!("exact, {}", exact.join(", ")),
     }
 }
 

@@ -409,6 +409,7 @@ mod names {
     pub const WORKERS: &str = "emq_workers";
     pub const PARTITION: &str = "emq_partition_info";
     pub const EXACT_RATE: &str = "emq_partitioned_exact_rate_limit";
+    pub const EXACT_CONCURRENCY: &str = "emq_partitioned_exact_concurrency_limit";
 }
 
 /// The snapshot through a recorder of its own (never the global one):
@@ -495,6 +496,10 @@ fn partitioned_metrics(snapshot: &Snapshot) {
         names::EXACT_RATE,
         "A partitioned queue's exact rate across its partitions, claims per second."
     );
+    describe_gauge!(
+        names::EXACT_CONCURRENCY,
+        "A partitioned queue's exact concurrency across its partitions: the most of its jobs running at once."
+    );
     for p in &snapshot.partitioned {
         for (k, queue) in p.partitions().iter().enumerate() {
             let labels = [
@@ -507,6 +512,9 @@ fn partitioned_metrics(snapshot: &Snapshot) {
         if let Some(rate) = p.exact() {
             let per_second = rate.claims as f64 / rate.per.as_secs_f64().max(1e-3);
             gauge!(names::EXACT_RATE, "partitioned" => p.name().to_owned()).set(per_second);
+        }
+        if let Some(cap) = p.running_cap() {
+            gauge!(names::EXACT_CONCURRENCY, "partitioned" => p.name().to_owned()).set(cap as f64);
         }
     }
 }
