@@ -27,7 +27,7 @@ use redis::{Connection, Value};
 /// Each command with a valid call (`$q:` the queue, `$id` a job id, `$n` a
 /// small number): the fuzzer mutates these, so calls get past the parser
 /// into type checks, fences and writes.
-const TEMPLATES: [(&str, &str); 58] = [
+const TEMPLATES: [(&str, &str); 60] = [
     ("EMQ.ENQUEUE", "2 $q:job:$id $q:pending $id payload"),
     ("EMQ.ENQUEUE", "11 $q:job:$id $q:pending $q:delayed $q:priority $q:policy $q:unique $q:unique_until $q:events $q:config $q:headers $q:wake $id payload PRIORITY -$n DELAY $n"),
     (
@@ -150,6 +150,9 @@ const TEMPLATES: [(&str, &str); 58] = [
     ),
     ("EMQ.GROUPS", "2 $q:gnames $q:groups AFTER g$n LIMIT $n"),
     ("EMQ.PERMIT", "2 $q:partitions $q:permits COUNT $n"),
+    // An exact concurrency's running permits (1.8): granted, then renewed.
+    ("EMQ.PERMIT", "3 $q:partitions $q:permits $q:running COUNT $n LEASE $n"),
+    ("EMQ.RENEW", "2 $q:partitions $q:running $n $n $n"),
 ];
 /// Calls per seed: each template 200 times.
 const CALLS: usize = TEMPLATES.len() * 200;
@@ -158,9 +161,10 @@ const CALLS: usize = TEMPLATES.len() * 200;
 /// …0005 and …0006; with 1.6's flows, …0005 no longer met a cancelled
 /// job, and of …0006 to …0009 the first three do; with 1.7's groups,
 /// …0007, …0008 and …000a met no dead (or no done) job, …0006 and …0009 do;
-/// with 1.8's PERMIT, …0006 met no dead job, …0007, …0008 and …0009 do
-/// (`FUZZ_SEED=5eede3a00009` replays one).
-const SEEDS: [u64; 2] = [0x5eed_e3a0_0007, 0x5eed_e3a0_0009];
+/// with 1.8's PERMIT, …0006 met no dead job, …0007, …0008 and …0009 do;
+/// with its RENEW and running permits, …0006, …0007 and …000a met no dead
+/// job, …0008 and …0009 do (`FUZZ_SEED=5eede3a00009` replays one).
+const SEEDS: [u64; 2] = [0x5eed_e3a0_0008, 0x5eed_e3a0_0009];
 
 /// xorshift64*: small, fast, and the same sequence everywhere.
 struct Rng(u64);
