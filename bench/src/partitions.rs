@@ -21,9 +21,12 @@
 //! worker: what spreading over three busy servers costs on this machine,
 //! partitions or not (the control for the partitioned queue's ratio).
 //!
-//! With `--exact`, a third layout: the partitioned queue held to an exact
+//! With `--exact`, two more layouts: the partitioned queue held to an exact
 //! rate too high to bind (100,000 claims per 100 ms), so that its rows show
-//! what the permits cost (a PERMIT a claim, on the definition's node); and,
+//! what the permits cost (a PERMIT a claim, on the definition's node), and
+//! one held to an exact concurrency too high to bind (100,000 jobs): a
+//! PERMIT a claim, a RENEW a round of heartbeats, a ZREM a batch of ended
+//! jobs; and,
 //! after the rounds, the partitioned queue held to `--exact-rate` claims a
 //! second for `--steady` seconds, with a backlog: the claims the
 //! partitions' event logs recorded, and the most that any 1,000 ms held.
@@ -195,13 +198,18 @@ async fn executor(client: &ClusterClient, via: &str) -> Arc<dyn Executor> {
 }
 
 /// One queue, or a partitioned one, or a partitioned one under an exact
-/// rate, or ordinary queues one a node (`--spread`).
+/// rate or an exact concurrency, or ordinary queues one a node (`--spread`).
 enum Layout {
     One(Queue),
     Partitioned(Partitioned),
     Exact(Partitioned),
+    Capped(Partitioned),
     Spread(Vec<Queue>),
 }
+
+/// The exact concurrency of the cost rounds: never reached, so every job
+/// holds a running permit and no claim waits for one.
+const UNBOUND_CAP: u64 = 100_000;
 
 /// The exact rate of the cost rounds: never reached, so every claim pays
 /// for its permits and none waits for them.
@@ -213,6 +221,7 @@ impl Layout {
             Layout::One(_) => "one queue".into(),
             Layout::Partitioned(p) => format!("{} partitions", p.partitions().len()),
             Layout::Exact(p) => format!("{} partitions, exact rate", p.partitions().len()),
+            Layout::Capped(p) => format!("{} partitions, exact concurrency", p.partitions().len()),
             Layout::Spread(queues) => format!("{} queues, one a node", queues.len()),
         }
     }
@@ -220,7 +229,7 @@ impl Layout {
     fn partitioned(&self) -> Option<&Partitioned> {
         match self {
             Layout::One(_) | Layout::Spread(_) => None,
-            Layout::Partitioned(p) | Layout::Exact(p) => Some(p),
+            Layout::Partitioned(p) | Layout::Exact(p) | Layout::Capped(p) => Some(p),
         }
     }
 
@@ -242,7 +251,7 @@ impl Layout {
         match self {
             Layout::One(queue) => std::slice::from_ref(queue),
             Layout::Spread(queues) => queues,
-            Layout::Partitioned(p) | Layout::Exact(p) => p.partitions(),
+            Layout::Partitioned(p) | Layout::Exact(p) | Layout::Capped(p) => p.partitions(),
         }
     }
 
@@ -300,6 +309,9 @@ async fn round(cluster: &RedisCluster, layout: &Layout, options: &Options) -> Ro
             p.configure(keep(KEPT / p.partitions().len())).await.expect("configured");
             if matches!(layout, Layout::Exact(_)) {
                 p.exact_rate(Limit::To(UNBOUND)).await.expect("an exact rate");
+            }
+            if matches!(layout, Layout::Capped(_)) {
+                p.exact_concurrency(Limit::To(UNBOUND_CAP)).await.expect("an exact concurrency");
             }
         }
     }
@@ -519,14 +531,20 @@ fn ratios(layouts: &[Layout], cpu_per_job: &[f64], usec_per_job: &[f64], rates: 
             parted / cpu_per_job[k]
         );
     }
-    let exact = layouts.iter().position(|layout| matches!(layout, Layout::Exact(_)));
-    if let (Some(exact), Some(exact_rate)) = (exact.map(|k| cpu_per_job[k]), exact.map(|k| rates[k])) {
-        println!(
-            "An exact rate's permits (never reached): server CPU per job ×{:.3} the partitioned queue's, \
-             drain ×{:.3}.",
-            exact / parted,
-            exact_rate / rates[1]
-        );
+    for (what, k) in [
+        ("An exact rate's permits", layouts.iter().position(|layout| matches!(layout, Layout::Exact(_)))),
+        (
+            "An exact concurrency's permits",
+            layouts.iter().position(|layout| matches!(layout, Layout::Capped(_))),
+        ),
+    ] {
+        if let Some(k) = k {
+            println!(
+                "{what} (never reached): server CPU per job ×{:.3} the partitioned queue's, drain ×{:.3}.",
+                cpu_per_job[k] / parted,
+                rates[k] / rates[1]
+            );
+        }
     }
     println!(
         "Projected from server CPU alone (each job enqueued, worked and trimmed), a core per primary (not \
@@ -554,6 +572,10 @@ async fn main() {
         let via = layouts[1].queues()[0].executor().clone();
         let name = unique_queue("exact");
         layouts.push(Layout::Exact(
+            Partitioned::create(via.clone(), &name, options.partitions).await.expect("partitioned"),
+        ));
+        let name = unique_queue("capped");
+        layouts.push(Layout::Capped(
             Partitioned::create(via, &name, options.partitions).await.expect("partitioned"),
         ));
     }
