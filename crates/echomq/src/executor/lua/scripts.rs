@@ -189,6 +189,30 @@ pub(super) fn script(name: Name) -> &'static Script {
 mod tests {
     use super::*;
 
+    /// PROTOCOL.md §11.1's table of the scripts' limits is what the scripts
+    /// are given, name, value and order: a speaker that builds its scripts
+    /// from it (the Python package) must get the same bytes, so the same SHA1s.
+    #[test]
+    fn the_protocol_s_table_of_limits_is_what_the_scripts_get() {
+        let protocol = include_str!("../../../../../PROTOCOL.md");
+        let start = protocol.find("The table, in order:").expect("§11.1's table");
+        let end = start + protocol[start..].find("\n\n").expect("the paragraph's end");
+        let words: Vec<&str> = protocol[start..end].split_whitespace().collect();
+        let mut table = Vec::new();
+        for pair in words.windows(2) {
+            let name = pair[0].trim_matches(|c| c == '`' || c == ',');
+            if pair[0].starts_with('`') && name.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+                let value = pair[1].trim_end_matches([',', ')', '.']);
+                table.push(match value.split_once("..=") {
+                    Some((lo, hi)) => format!("local {name}_MIN, {name}_MAX = {lo}, {hi}\n"),
+                    None => format!("local {name} = {value}\n"),
+                });
+            }
+        }
+        let given: Vec<String> = limits().into_iter().map(|(_, locals)| locals).collect();
+        assert_eq!(table, given, "PROTOCOL.md §11.1's table (\"The table, in order\") against limits()");
+    }
+
     /// A limit added to the core but not here would leave its scripts
     /// naming a local that does not exist, or spelling the number again.
     #[test]
