@@ -1,17 +1,22 @@
 """Partitioned queues (protocol 1.8, PROTOCOL.md §7.10), on Lua and on
 Native: the partitions' names as the Rust host chooses them (and as Redis
 hashes them), the definition written once and read back by the other
-speaker, each job in its id's partition or its group's, limits split,
-bad input and malformed definitions refused, nothing written; and the
-worker command working every partition."""
+speaker, each job in its id's partition or its group's, limits split, an
+exact rate and an exact concurrency held across the partitions (with the
+Rust worker beside a Python one), bad input and malformed definitions
+refused, nothing written; and the worker command working every partition."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
+import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, Awaitable, Callable, cast
 
 import pytest
 
@@ -265,3 +270,197 @@ async def test_bad_input_and_malformed_definitions_are_refused(conn: echomq.Conn
     await conn.redis.set("emq:{" + wrong + "}:partitions", "x")
     with pytest.raises(echomq.KeyTypeError):
         await echomq.Partitioned.open(conn, wrong)
+
+
+class Overlap:
+    """How many handlers run at once, across every worker of a test (on the
+    loop and in threads): the most seen, and each job's runs."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.most = 0
+        self.runs: list[str] = []
+        self._lock = threading.Lock()
+
+    def _enter(self, job: echomq.Job) -> None:
+        with self._lock:
+            self.runs.append(job.id)
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.now -= 1
+
+    def handler(self, seconds: float) -> Callable[[echomq.Job], Awaitable[None]]:
+        async def handle(job: echomq.Job) -> None:
+            self._enter(job)
+            try:
+                await asyncio.sleep(seconds)
+            finally:
+                self._leave()
+        return handle
+
+    def sync_handler(self, seconds: float) -> Callable[[echomq.Job], None]:
+        """A plain ``def`` one: its jobs run in their slots' threads."""
+        def handle(job: echomq.Job) -> None:
+            self._enter(job)
+            try:
+                time.sleep(seconds)
+            finally:
+                self._leave()
+        return handle
+
+
+async def started(partitioned: echomq.Partitioned, connection: echomq.Connection, handle: Any,
+                  **options: Any) -> tuple[list[echomq.Worker], list[asyncio.Task[None]]]:
+    """A worker per queue of ``partitioned`` (as ``echomq worker -q NAME`` runs them), running."""
+    workers = [echomq.Worker(q, handle, idle_wait=0.05, **options) for q in await partitioned.worked(connection)]
+    return workers, [asyncio.create_task(worker.run(handle_signals=False)) for worker in workers]
+
+
+async def stopped(workers: list[echomq.Worker], tasks: list[asyncio.Task[None]]) -> None:
+    for worker in workers:
+        worker.stop()
+    await asyncio.wait_for(asyncio.gather(*tasks), 60)
+
+
+def running_key(name: str) -> str:
+    return "emq:{" + name + "}:running"
+
+
+async def test_two_workers_hold_an_exact_concurrency_across_the_partitions(conn: echomq.Connection,
+                                                                           server: RedisServer) -> None:
+    """Two workers (each its own connection and coordinator, as two
+    processes; one async handler, one plain ``def`` run in its slots'
+    threads) of 4 partitions, each queue's at concurrency 4, under an
+    exact concurrency of 3: 30 jobs of 40 ms run once each, never more than
+    3 at once (and more than one), and every running permit is given back
+    at its job's end: none left long before a 30 s lease would lapse one."""
+    orders = await echomq.Partitioned.create(conn, unique_queue("capped"), 4)
+    assert orders.running_cap is None
+    await orders.exact_concurrency(3)
+    assert orders.running_cap == 3
+    assert (await echomq.Partitioned.open(conn, orders.name)).running_cap == 3
+    jobs = [await orders.enqueue(b"%d" % n) for n in range(30)]
+    assert len({orders.index_of(job.id) for job in jobs}) > 1, "spread over the partitions"
+    overlap = Overlap()
+    other = await echomq.connect(server.url)
+    both = []
+    try:
+        for connection, handle in ((conn, overlap.handler(0.04)), (other, overlap.sync_handler(0.04))):
+            partitioned = await echomq.Partitioned.open(connection, orders.name)
+            both.append(await started(partitioned, connection, handle, concurrency=4, lease=30))
+        for job in jobs:
+            assert (await orders.partition_of(job.id).wait(job.id, timeout=60)).state == "done"
+        # Given back at each job's end: long before a lease (30 s) would lapse it.
+        await eventually(lambda: _none_running(conn, orders.name), timeout=5, what="every running permit given back")
+    finally:
+        for workers, tasks in both:
+            await stopped(workers, tasks)
+        await other.close()
+    assert sorted(overlap.runs) == sorted(job.id for job in jobs), "each job ran once"
+    assert 2 <= overlap.most <= 3, f"{overlap.most} jobs ran at once under an exact concurrency of 3"
+    processed = [sum(w.processed for w in workers) for workers, _ in both]
+    assert sum(processed) == 30 and min(processed) > 0, f"each worker ran some: {processed}"
+
+
+async def _none_running(conn: echomq.Connection, name: str) -> bool:
+    return int(await conn.redis.zcard(running_key(name))) == 0
+
+
+async def test_a_job_longer_than_its_lease_keeps_its_running_permit(conn: echomq.Connection) -> None:
+    """Under an exact concurrency of 1, a job of 4.5 s on a 2 s lease runs
+    to its end while its lease is renewed, its running permit renewed
+    before each renewal (RENEW): the permit PERMIT granted runs only 3 s
+    (its 1 s hold and the lease), so without RENEW the second job would
+    start beside the first. Each runs once, never both at once."""
+    orders = await echomq.Partitioned.create(conn, unique_queue("long"), 4)
+    await orders.exact_concurrency(1)
+    jobs = [await orders.enqueue(b"%d" % n) for n in range(2)]
+    overlap = Overlap()
+    workers, tasks = await started(orders, conn, overlap.handler(4.5), concurrency=2, lease=2)
+    try:
+        for job in jobs:
+            assert (await orders.partition_of(job.id).wait(job.id, timeout=60)).state == "done"
+    finally:
+        await stopped(workers, tasks)
+    assert sorted(overlap.runs) == sorted(job.id for job in jobs), "each job ran once"
+    assert overlap.most == 1, "two jobs ran at once under an exact concurrency of 1"
+    await eventually(lambda: _none_running(conn, orders.name), timeout=5, what="every running permit given back")
+
+
+async def test_an_exact_concurrency_is_the_rust_hosts_and_binds_both_workers(
+        conn: echomq.Connection, server: RedisServer, kind: str, tmp_path: Path) -> None:
+    """Across speakers: the definition's ``concurrency`` Python writes is
+    the field ``emq limit --exact --concurrency`` (Rust's
+    ``Partitioned::exact_concurrency``) writes, each read back by the other;
+    under the cap Python set, a Python worker and ``emq work`` (the Rust
+    worker) together run no more than 2 jobs at once, and give every permit
+    back. Lifted (None), the field is 0, as Rust's ``Unlimited`` writes it."""
+    env = {**os.environ, "ECHOMQ_URL": server.url, "ECHOMQ_VIA": kind}
+
+    def emq(*args: str) -> str:
+        return subprocess.run([str(emq_path()), *args], capture_output=True, text=True, check=True, env=env,
+                              timeout=120).stdout
+
+    ours = await echomq.Partitioned.create(conn, unique_queue("py-cap"), 4)
+    theirs = await echomq.Partitioned.create(conn, unique_queue("rs-cap"), 4)
+    await ours.exact_concurrency(2)
+    emq("limit", theirs.name, "--exact", "--concurrency", "2")
+    field = [await conn.redis.hget("emq:{" + q.name + "}:partitions", "concurrency") for q in (ours, theirs)]
+    assert field == [b"2", b"2"], "the same field, the same text"
+    assert (await echomq.Partitioned.open(conn, theirs.name)).running_cap == 2, "Rust's, read by Python"
+    assert "exact concurrency 2 across the partitions" in emq("partition", "show", ours.name), "Python's, by Rust"
+
+    log = tmp_path / "ran.log"
+    script = tmp_path / "job.sh"
+    script.write_text(f'#!/bin/sh\ncat >/dev/null\necho "start $ECHOMQ_JOB_ID rust" >> {log}\nsleep 0.2\n'
+                      f'echo "end $ECHOMQ_JOB_ID rust" >> {log}\n')
+    script.chmod(0o755)
+
+    async def handle(job: echomq.Job) -> None:
+        with log.open("a") as out:
+            out.write(f"start {job.id} python\n")
+        await asyncio.sleep(0.2)
+        with log.open("a") as out:
+            out.write(f"end {job.id} python\n")
+
+    def ran() -> list[list[str]]:
+        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+    async def rust_ran() -> bool:
+        return any(words[2] == "rust" for words in ran())
+
+    jobs = [await ours.enqueue(b"%d" % n) for n in range(20)]
+    rust = subprocess.Popen([str(emq_path()), "work", ours.name, "--concurrency", "4", "--", str(script)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        await eventually(rust_ran, timeout=60, what="emq work ran a job")  # then the Python worker joins
+        workers, tasks = await started(ours, conn, handle, concurrency=4)
+        try:
+            for job in jobs:
+                assert (await ours.partition_of(job.id).wait(job.id, timeout=60)).state == "done"
+            await eventually(lambda: _none_running(conn, ours.name), timeout=5,
+                             what="every running permit given back")
+        finally:
+            await stopped(workers, tasks)
+    finally:
+        rust.send_signal(signal.SIGTERM)
+        _, err = rust.communicate(timeout=60)
+    lines = ran()
+    assert sorted(id for edge, id, _ in lines if edge == "start") == sorted(job.id for job in jobs), "each once"
+    assert {who for _, _, who in lines} == {"rust", "python"}, "both workers ran some"
+    now = most = 0
+    for edge, _, _ in lines:
+        now += 1 if edge == "start" else -1
+        most = max(most, now)
+    assert most <= 2, f"{most} jobs ran at once under an exact concurrency of 2; emq work: {err.decode()}"
+
+    await ours.exact_concurrency(None)
+    assert await conn.redis.hget("emq:{" + ours.name + "}:partitions", "concurrency") == b"0"
+    assert ours.running_cap is None and (await echomq.Partitioned.open(conn, ours.name)).running_cap is None
+    for bad in (0, 100_001, True, 2.5):
+        with pytest.raises(echomq.InvalidInput, match="an exact concurrency is 1 to 100000"):
+            await ours.exact_concurrency(bad)  # type: ignore[arg-type]
+    assert await conn.redis.hget("emq:{" + ours.name + "}:partitions", "concurrency") == b"0", "nothing sent"

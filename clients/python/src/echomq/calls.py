@@ -313,9 +313,27 @@ def claim(ks: Keyspace, lease_ms: int, count: int = 1, block_ms: int | None = No
     return Call("claim", keys("claim", ks), args)
 
 
-def permit(ks: Keyspace, count: int) -> Call:
-    """PERMIT (1.8, §7.10) on a partitioned queue's keyspace: up to ``count`` permits."""
-    return Call("permit", keys("permit", ks), [b"COUNT", integer("count", count, "CLAIM_COUNT")])
+def permit(ks: Keyspace, count: int, lease_ms: int) -> Call:
+    """PERMIT (1.8, §7.10) on a partitioned queue's keyspace: up to ``count``
+    permits, for claims of a ``lease_ms`` lease. Always its three keys and
+    LEASE, as the Rust host sends it: a queue with an exact concurrency
+    refuses a call without them (``EMQARG``)."""
+    args = [b"COUNT", integer("count", count, "CLAIM_COUNT"), b"LEASE", integer("lease (ms)", lease_ms, "LEASE_MS")]
+    return Call("permit", keys("permit", ks), args)
+
+
+RENEWS = 1000
+"""The most permits one RENEW names (§7.10)."""
+
+
+def renew(ks: Keyspace, lease_ms: int, permits: Sequence[int]) -> Call:
+    """RENEW (1.8, §7.10) on a partitioned queue's keyspace: the running
+    permits ``permits`` (1 to :data:`RENEWS` of them) run on for another
+    ``lease_ms``, before their jobs' leases are renewed."""
+    if not 1 <= len(permits) <= RENEWS:
+        raise InvalidInput(f"RENEW names 1 to {RENEWS} permits, not {len(permits)}")
+    args = [integer("lease (ms)", lease_ms, "LEASE_MS"), *(integer("permit", n, "TOKEN") for n in permits)]
+    return Call("renew", keys("renew", ks), args)
 
 
 def _result(result: bytes | None) -> list[bytes]:

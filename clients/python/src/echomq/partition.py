@@ -46,6 +46,8 @@ MAX_PARTITIONED_NAME = 240
 """The longest partitioned queue's name, in bytes: its partitions' names stay queue names."""
 SLOTS = 16384
 ROUTING = "crc16"
+MAX_EXACT_CONCURRENCY = 100_000
+"""The highest exact concurrency (:meth:`Partitioned.exact_concurrency`)."""
 RUN = 1000
 """The most jobs :meth:`Partitioned.enqueue_many` puts in one partition in a row."""
 
@@ -107,13 +109,18 @@ def _check(name: str, count: int) -> None:
 class Partitioned:
     """One logical queue over its partitions (see the module)."""
 
-    def __init__(self, name: str, partitions: list[Queue], exact: tuple[int, int] | None = None) -> None:
+    def __init__(self, name: str, partitions: list[Queue], exact: tuple[int, int] | None = None,
+                 running_cap: int | None = None) -> None:
         self.name = name
         self.partitions = partitions
         """Partition ``k`` is the ``k``-th: each an ordinary :class:`~echomq.Queue`."""
         self.exact = exact
         """Its exact rate across the partitions, ``(claims, per_ms)``, as the
         definition held it when opened (PROTOCOL.md §7.10); None for none."""
+        self.running_cap = running_cap
+        """Its exact concurrency across the partitions, the most of its jobs
+        running at once (:meth:`exact_concurrency`), as the definition held it
+        when opened (PROTOCOL.md §7.10); None for none."""
 
     @staticmethod
     async def create(connection: Connection, name: str, count: int) -> Partitioned:
@@ -170,6 +177,8 @@ class Partitioned:
         exact = None
         if rate.isdecimal() and per.isdecimal() and 1 <= int(rate) <= 100_000 and 100 <= int(per) <= 86_400_000:
             exact = (int(rate), int(per))
+        cap = fields.get("concurrency", "")
+        running_cap = int(cap) if cap.isdecimal() and 1 <= int(cap) <= MAX_EXACT_CONCURRENCY else None
         partitions = []
         coordinator = Coordinator(connection, name)
         for k in range(count):
@@ -179,14 +188,15 @@ class Partitioned:
             except InvalidInput as err:
                 raise DataError(f"{key}: {err}") from None
             partitions[-1].coordinator = coordinator
-        return Partitioned(name, partitions, exact)
+        return Partitioned(name, partitions, exact, running_cap)
 
     async def worked(self, connection: Connection) -> list[Queue]:
         """Every queue a worker of the partitioned queue works: its
         partitions, then the ordinary queue of its own name, where a speaker
         that does not know protocol 1.8 enqueues (PROTOCOL.md §7.10).
         Each carries the queue's coordinator, which a Worker's claims ask
-        first when an exact rate is set (:meth:`exact_rate`)."""
+        first when an exact rate or concurrency is set (:meth:`exact_rate`,
+        :meth:`exact_concurrency`)."""
         ordinary = await connection.queue(self.name)
         ordinary.coordinator = self.partitions[0].coordinator
         return [*self.partitions, ordinary]
@@ -262,6 +272,28 @@ class Partitioned:
             raise InvalidInput(f"an exact rate is 1 to 100000 claims per 100 ms to a day, not {rate} per {per!r}")
         await self.partitions[0].connection.redis.hset(key, mapping={"rate": str(rate), "per": str(per_ms)})
         self.exact = (rate, per_ms)
+
+    async def exact_concurrency(self, cap: int | None) -> None:
+        """Hold the queue to at most ``cap`` of its jobs running at once,
+        counted over every partition, or lift it (None): written to the
+        definition (``concurrency``, as the Rust host's
+        ``Partitioned::exact_concurrency`` writes it), which workers read at
+        least once a second; the jobs they claimed before are not counted.
+        Each claimed job then holds a running permit from the queue's
+        coordinator (§7.10), renewed before its lease and given back at its
+        end: a PERMIT a claim, a RENEW a round of lease renewals, and a ZREM
+        a batch of jobs ended. Independent of the partitions' own limits
+        (:meth:`configure`). :class:`InvalidInput` for a cap outside 1 to
+        100000 (nothing sent). Read back as :attr:`running_cap`."""
+        key = _definition_key(self.name)
+        if cap is None:
+            await self.partitions[0].connection.redis.hset(key, "concurrency", "0")
+            self.running_cap = None
+            return
+        if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= MAX_EXACT_CONCURRENCY:
+            raise InvalidInput(f"an exact concurrency is 1 to {MAX_EXACT_CONCURRENCY} jobs, not {cap!r}")
+        await self.partitions[0].connection.redis.hset(key, "concurrency", str(cap))
+        self.running_cap = cap
 
     def index_of(self, job_id: str) -> int:
         """The index of the partition that holds job ``job_id``."""

@@ -235,8 +235,9 @@ class Queue:
         self._registered = False
         self._said = False
         self.coordinator: Coordinator | None = None
-        """The exact rate's coordinator of the partitioned queue this one
-        belongs to (§7.10), which a Worker's claims ask first; else None."""
+        """The coordinator of the exact limits (rate, concurrency) of the
+        partitioned queue this one belongs to (§7.10), which a Worker's
+        claims ask first; else None."""
 
     async def register(self, *, again: bool = False) -> None:
         """Note the queue in the registry (§2, ``emq:queues``) as seen now:

@@ -16,6 +16,12 @@ What it owes the protocol (PROTOCOL.md §6, §7, §9, §11.3, §11.5):
 - every running job's lease is renewed in one pipelined round of EXTENDs per
   tick (a third of the lease); ``EMQFENCE`` (or ``EMQNOJOB``) on a renewal or
   an ack cancels the handler and throws its result away;
+- on a queue of a partitioned queue held to an exact rate or concurrency
+  (§7.10), each claim asks its coordinator for permits first (PERMIT, with
+  the lease); under a concurrency each job holds its permit: renewed before
+  its lease (one RENEW a round; a job whose permit is gone is stopped as on
+  a lost lease), given back once its end landed (one ZREM for those that
+  end together);
 - each job's own policy from its claim: its TIMEOUT stops the handler and
   FAILs the job; its ATTEMPTS and back-off win on the server;
 - a finished job is acked with its result, and its slot fetches the next job
@@ -44,13 +50,14 @@ import logging
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Coroutine, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Iterable, TypeVar
 
 from . import calls, failure
 from .errors import FenceError, NoJobError, Refused
 from .job import MAX_RESULT as MAX_RESULT, Job as Job, RetryAfter as RetryAfter, _as_bytes
 from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Claimed, Claims, attempts_spent, read_claims
+from .permits import BUSY_NAP_MS
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .slots import Baton as Baton, Ender as Ender, SlotThreads, ThreadCalls as ThreadCalls
@@ -90,6 +97,9 @@ class _Running:
     """A sync handler's run in the worker's threads: its slot is held until it ends."""
     timed_out: bool = False
     """Its timeout ran out while the handler ran: the handler was cancelled."""
+    over: bool = False
+    """The call that ended it answered (FAIL, DEFER, RELEASE), or its lease
+    was found lost: under an exact concurrency its running permit goes back."""
 
     def lose(self, why: str) -> None:
         """The lease is gone: stop the handler, drop its result. Nothing once
@@ -256,7 +266,7 @@ class Worker:
         self.processed = 0
         self.failed = 0
         self._exact = False
-        """Whether the queue's claims last asked for permits (an exact rate, §7.10)."""
+        """Whether the queue's claims last asked for permits (an exact rate or concurrency, §7.10)."""
 
     # -- the public face ---------------------------------------------------
 
@@ -409,23 +419,35 @@ class Worker:
 
     async def _claim(self, count: int, native_block: int | None) -> Claims:
         """CLAIM up to ``count`` jobs; for a queue of a partitioned queue held
-        to an exact rate (§7.10), as many as its coordinator grants, by
-        their deadline (UNTIL, so never with BLOCK), the unused permits
-        given back (not after a failed claim, which may have landed). None
-        granted: nothing claimed, and the wait the coordinator said, as a rate's."""
+        to an exact rate or concurrency (§7.10), as many as its coordinator
+        grants, by their deadline (UNTIL, so never with BLOCK), the unused
+        permits given back (not after a failed claim, which may have
+        landed); under a concurrency each job keeps the permit it took
+        until it ends. None granted: nothing claimed, and the wait the
+        coordinator said, as a rate's; under a concurrency at most
+        :data:`~echomq.permits.BUSY_NAP_MS` (a job's end anywhere may free a place)."""
         coordinator = self.queue.coordinator
         self._exact = coordinator is not None and await coordinator.check()
         if coordinator is None or not self._exact:
             return read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block)))
-        granted, first, until, wait = await coordinator.permit(count)
+        granted, first, until, wait = await coordinator.permit(count, self.lease_ms)
         if not granted:
-            return Claims([], wait)
+            return Claims([], min(wait, BUSY_NAP_MS) if coordinator.capped else wait)
         if not until:  # lifted meanwhile
             return read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, count, native_block)))
         # A claim that failed may have landed: its permits are kept (they lapse), never given back.
         claims = read_claims(await self._exec.run(calls.claim(self._ks, self.lease_ms, granted, until=until)))
+        coordinator.took(self.queue.name, [job.id for job in claims.jobs], first)
         await coordinator.give_back(first + len(claims.jobs), first + granted)
         return claims
+
+    async def _ended(self, entries: Iterable[_Running]) -> None:
+        """These jobs ended (the call that ended each answered, or the lease
+        was lost): under a partitioned queue's exact concurrency, their
+        running permits go back (§7.10), batched."""
+        coordinator = self.queue.coordinator
+        if coordinator is not None:
+            await coordinator.ended(self.queue.name, [entry.claimed.id for entry in entries])
 
     @property
     def _refilling(self) -> bool:
@@ -463,6 +485,11 @@ class Worker:
         for job, reply in zip(jobs, found):
             if isinstance(reply, Exception):
                 log.warning("releasing job %s failed: %s", job.id, reply)
+        coordinator = self.queue.coordinator
+        if coordinator is not None:  # a failed release may have landed: its permit lapses
+            await coordinator.ended(self.queue.name, [job.id for job, reply in zip(jobs, found)
+                                                      if not isinstance(reply, Exception)
+                                                      or isinstance(reply, (FenceError, NoJobError))])
         self._free += len(jobs)
 
     def _dispatch(self, jobs: list[Claimed]) -> None:
@@ -543,6 +570,7 @@ class Worker:
                     handler.exception()
                 if entry.fenced and not entry.waits:
                     self._tell(entry, "lease_lost")
+                entry.over = True
                 return
             if entry.released or handler.cancelled():
                 await self._release(entry)
@@ -551,7 +579,7 @@ class Worker:
             if isinstance(err, RetryAfter):
                 await self._defer(entry, err)
             elif isinstance(err, (FenceError, NoJobError)):
-                entry.fenced = True
+                entry.fenced = entry.over = True
             elif err is not None:
                 await self._fail(entry, failure.error_text(err), err)
             else:
@@ -575,6 +603,8 @@ class Worker:
         finally:
             if not handed:
                 self._done(entry)
+                if entry.over:
+                    await self._ended([entry])
         if handed and not self._acking:
             await self._send_acks()
 
@@ -634,9 +664,10 @@ class Worker:
                 calls.fail(self._ks, claimed.id, claimed.token, self.max_attempts, backoff, error)
             )
         except (FenceError, NoJobError):
-            entry.fenced = True
+            entry.fenced = entry.over = True
             self._tell(entry, "lease_lost")
             return
+        entry.over = True
         if timed_out:
             self._tell(entry, "timed_out")
         self._tell(entry, "dead" if went == b"dead" else "retried")
@@ -648,17 +679,19 @@ class Worker:
                 calls.defer(self._ks, claimed.id, claimed.token, calls.to_ms(told.after),
                             self.max_attempts, told.pause_queue)
             )
+            entry.over = True
             self._tell(entry, "deferred")
         except (FenceError, NoJobError):
-            entry.fenced = True
+            entry.fenced = entry.over = True
 
     async def _release(self, entry: _Running) -> None:
         claimed = entry.claimed
         try:
             await self._exec.run(calls.release(self._ks, claimed.id, claimed.token, self.max_attempts))
+            entry.over = True
             self._tell(entry, "released")
         except (FenceError, NoJobError):
-            entry.fenced = True
+            entry.fenced = entry.over = True
 
     # -- a slot in its thread: the loop's part ------------------------------------------
     #
@@ -747,9 +780,12 @@ class Worker:
                     else:
                         await self._ack_many(batch)
                 except Exception as err:
+                    # One that failed may have landed: its permit, if any, lapses with its lease.
                     log.warning("acking %d job(s) failed: %s; REAP takes them back", len(batch), err)
                     for entry, _ in batch:
                         self._done(entry)
+                else:
+                    await self._ended(entry for entry, _ in batch)
         finally:
             self._acking = False
 
@@ -828,13 +864,18 @@ class Worker:
     # -- leases ---------------------------------------------------------------------
 
     async def _heart(self) -> None:
-        """Every third of the lease, renew every running job's lease in one round trip."""
+        """Every third of the lease, renew every running job's lease in one
+        round trip; under a partitioned queue's exact concurrency, their
+        running permits first (:meth:`_permitted`)."""
         while not self._closed.is_set():
             await self._sleep(self.lease_ms / 3000)
             entries = [e for e in self._running.values() if not e.fenced and not e.waits]
             if not entries:
                 continue
             sent = time.monotonic()
+            entries = await self._permitted(entries)
+            if not entries:
+                continue
             try:
                 replies = await self._exec.run_many(
                     [calls.extend(self._ks, e.claimed.id, e.claimed.token, self.lease_ms) for e in entries]
@@ -847,6 +888,27 @@ class Worker:
                     entry.lose(reply.code)
                 elif not isinstance(reply, Exception):
                     entry.renewed = sent
+
+    async def _permitted(self, entries: list[_Running]) -> list[_Running]:
+        """Those of ``entries`` whose leases may be renewed: under a
+        partitioned queue's exact concurrency, those whose running permits
+        RENEW just renewed (§7.10: a lease never outlasts its permit), in
+        one call (a thousand permits each). A job whose permit is gone is
+        stopped as on a lost lease; when RENEW fails, no lease is renewed
+        this round."""
+        coordinator = self.queue.coordinator
+        if coordinator is None:
+            return entries
+        try:
+            runs = await coordinator.renew(self.queue.name, [e.claimed.id for e in entries], self.lease_ms)
+        except Exception as err:
+            log.warning("renewing the running permits of %d job(s) failed: %s; their leases are not renewed "
+                        "this round", len(entries), err)
+            return []
+        for entry, permitted in zip(entries, runs):
+            if not permitted and self._running.get(entry.claimed.id) is entry:  # not one that ended meanwhile
+                entry.lose("its running permit under the queue's exact concurrency is gone: its lease is not renewed")
+        return [entry for entry, permitted in zip(entries, runs) if permitted]
 
     async def _finish_running(self) -> None:
         deadline = time.monotonic() + self.grace
