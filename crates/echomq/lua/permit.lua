@@ -12,7 +12,7 @@ partitions_key  emq:{q}:partitions  (hash) the definition: `rate` and `per`, the
 permits_key     emq:{q}:permits     (zset) the permit log: each permit's number by the
                                     server ms it was granted
 running_key     emq:{q}:running     (zset, a key a call may leave off) the running
-                                    permits: each number by the server ms its hold ends
+                                    permits: each number by the server ms it stops running
 ARGV     options:
          COUNT <n>   1..=1000, default 1: the most permits wanted
          LEASE <ms>  1..=2147483647: the claims' lease, which a running permit outlasts
@@ -20,7 +20,8 @@ Reply    [granted, first, until, wait]: with no exact limit (`rate` and
          `concurrency` missing or 0), [count, 0, 0, 0], claim freely; else the
          permits granted, at most the count asked for and the rate's and the
          concurrency's room, numbered first up, logged at now (a rate),
-         running until now + the hold + LEASE (a concurrency), to be used by
+         running until now + the hold + LEASE + RUNNING_HOLD_MS (a concurrency, its
+         slack), to be used by
          `until` (now + the hold: a tenth of the rate's period, or 1000 ms);
          none granted: [0, 0, 0, wait], wait the ms until a permit leaves the
          window or stops running. Nothing is written when none is granted.
@@ -100,5 +101,5 @@ local function add(key, score)
   redis.call('ZADD', key, unpack(members))
 end
 if rate then add(permits_key, now) end
-if concurrency then add(running_key, now + hold + opts.LEASE) end
+if concurrency then add(running_key, now + hold + opts.LEASE + RUNNING_HOLD_MS) end
 return {granted, first, now + hold, 0}

@@ -819,9 +819,48 @@ async fn a_claimed_job_holds_its_permit_until_it_ends() {
         job.extend(lease).await.unwrap();
         job.ack().await.unwrap();
         given_back(&via, &capped).await;
-        let next = futures_util::future::join_all((0..2).map(claim)).await;
-        let took: usize = next.into_iter().map(|leases| leases.unwrap().jobs.len()).sum();
+        // One at a time: a claim of an empty partition gives its permit back.
+        let mut took = 0;
+        for at in 0..2 {
+            took += claim(at).await.unwrap().jobs.len();
+            if took > 0 {
+                break;
+            }
+        }
         assert_eq!(took, 1, "{via_name}: the next claim took the permit back");
+    }
+}
+
+/// A worker's reading of the definition lags by up to a second, and the
+/// coordinator corrects it, on every executor: a concurrency set since a
+/// claim read only a rate is refused to the claim's PERMIT, which reads it
+/// and takes a running permit; a concurrency lifted since a claim took one
+/// leaves a RENEW finding the permit gone, and the lease is renewed all
+/// the same, the limit no longer binding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_set_or_lifted_since_the_last_read_binds_as_it_stands() {
+    use echomq::{Limit, Rate};
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let capped = Partitioned::create(via.clone(), &unique_queue("lagged"), 1).await.unwrap();
+        capped.exact_rate(Limit::To(Rate { claims: 1000, per: Duration::from_secs(1) })).await.unwrap();
+        for n in 0..4 {
+            capped.enqueue(format!("{n}").into_bytes()).await.unwrap();
+        }
+        let queue = capped.partitions()[0].clone();
+        let lease = Duration::from_secs(60);
+        let first = queue.claim_many(lease, 1, None).await.unwrap();
+        assert_eq!(first.jobs.len(), 1, "{via_name}: under the rate alone");
+        assert_eq!(running_permits(&via, &capped).await, 0, "{via_name}: no concurrency yet");
+        capped.exact_concurrency(Limit::To(2)).await.unwrap();
+        let second = queue.claim_many(lease, 3, None).await.unwrap();
+        assert_eq!(second.jobs.len(), 2, "{via_name}: the new cap read at once, not a second later");
+        assert_eq!(running_permits(&via, &capped).await, 2, "{via_name}");
+        capped.exact_concurrency(Limit::Unlimited).await.unwrap();
+        // As if granted after the lift: no running permit behind the job.
+        via.plain().one(Command::Del(echomq::keyspace::running(capped.name()))).await.unwrap();
+        let held = &second.jobs[0];
+        held.extend(lease).await.expect("the cap lifted, a gone permit binds no longer");
     }
 }
 

@@ -10,9 +10,10 @@
 //! PER + hold ms, which never holds more than RATE.
 //!
 //! Under an exact concurrency a permit also runs (`<p>running`) until the
-//! hold and the claims' LEASE have passed, renewed with its job's lease
-//! (RENEW) and given back at its job's end: a job's lease never outlasts
-//! its permit, so never more than CONCURRENCY jobs hold leases at once.
+//! hold, the claims' LEASE and a slack of [`RUNNING_HOLD_MS`] have passed,
+//! renewed before its job's lease (RENEW) and given back at its job's end:
+//! a job's lease never outlasts its permit, so never more than CONCURRENCY
+//! jobs hold leases at once.
 
 use super::need;
 use crate::description::{keys, Description, Effect};
@@ -45,19 +46,19 @@ pub const fn permit_hold_ms(per: u64) -> u64 {
 }
 
 /// What the definition holds of its exact limits, each checked.
-pub(super) struct Exact {
+struct Exact {
     /// `rate` claims in any `per` ms, when set.
-    pub(super) rate: Option<(u64, u64)>,
+    rate: Option<(u64, u64)>,
     /// At most this many jobs running at once, when set.
-    pub(super) concurrency: Option<u64>,
+    concurrency: Option<u64>,
     /// The last permit's number, 0 for none yet.
-    pub(super) issued: u64,
+    issued: u64,
 }
 
 impl Exact {
     /// The permits' hold: a tenth of the rate's period, or without a rate
     /// [`RUNNING_HOLD_MS`].
-    pub(super) fn hold(&self) -> u64 {
+    fn hold(&self) -> u64 {
         self.rate.map_or(RUNNING_HOLD_MS, |(_, per)| permit_hold_ms(per))
     }
 }
@@ -95,7 +96,7 @@ impl<'a> Permit<'a> {
     /// `[granted, first, until, wait]`: with no exact limit set, `[COUNT, 0,
     /// 0, 0]` (claim freely); else the permits granted now, at most COUNT and
     /// at most the rate's and the concurrency's room, numbered `first` up,
-    /// logged at now and running until the hold and LEASE have passed, and
+    /// logged at now and running until the hold, LEASE and the slack have passed, and
     /// `until`, the server ms their claims must run by; or, none granted,
     /// `wait`, the ms until a permit leaves the window or stops running.
     ///
@@ -129,59 +130,66 @@ impl<'a> Permit<'a> {
         }
         let now = store.now_ms();
         let hold = exact.hold();
-        let (mut granted, mut wait) = (self.count, 0);
-        let mut logged_out = Vec::new();
-        if let Some((rate, per)) = exact.rate {
-            let edge = now.saturating_sub(per + hold) as f64;
-            logged_out = store.zupto(permits, edge, usize::MAX);
-            let room = rate.saturating_sub(store.zcard(permits) - logged_out.len() as u64);
-            if room == 0 {
-                // The oldest permit in the window leaves it at its grant + PER + hold.
-                let oldest = store.zfirst_above(permits, edge).unwrap_or(now as f64) as u64;
-                wait = wait.max((oldest + per + hold).saturating_sub(now));
-            }
-            granted = granted.min(room);
-        }
-        let mut lapsed = Vec::new();
-        if let Some((concurrency, running, _)) = running {
-            lapsed = store.zupto(running, now as f64, usize::MAX);
-            let room = concurrency.saturating_sub(store.zcard(running) - lapsed.len() as u64);
-            if room == 0 {
-                // The first running permit stops at the end of its hold.
-                let first = store.zfirst_above(running, now as f64).unwrap_or(now as f64) as u64;
-                wait = wait.max(first.saturating_sub(now));
-            }
-            granted = granted.min(room);
-        }
+        let rate = exact.rate.map(|(rate, per)| Room::of_rate(store, permits, now, rate, per + hold));
+        let cap = running.map(|(concurrency, running, _)| Room::of_running(store, running, now, concurrency));
+        let granted =
+            [&rate, &cap].into_iter().flatten().fold(self.count, |granted, room| granted.min(room.left));
         if granted == 0 {
-            return Ok(reply([0, 0, 0, wait.max(1)]));
-        }
-        trim(store, permits, logged_out);
-        if let Some((_, running, _)) = running {
-            trim(store, running, lapsed);
+            let wait =
+                [&rate, &cap].into_iter().flatten().filter(|room| room.left == 0).map(|room| room.wait);
+            return Ok(reply([0, 0, 0, wait.max().unwrap_or(1).max(1)]));
         }
         // Numbered on from the value read (a stored `07` is 7, §2), written whole.
         let (first, last) = (exact.issued + 1, exact.issued + granted);
         store.hset(partitions, &[(b"permits", last.to_string().as_bytes())]);
         let names: Vec<String> = (first..=last).map(|n| n.to_string()).collect();
-        if exact.rate.is_some() {
-            let logged: Vec<(f64, &[u8])> = names.iter().map(|name| (now as f64, name.as_bytes())).collect();
-            store.zadd_many(permits, &logged);
+        if let Some(room) = rate {
+            room.grant(store, permits, &names, now);
         }
-        if let Some((_, running, lease)) = running {
-            let until = (now + hold + lease) as f64;
-            let held: Vec<(f64, &[u8])> = names.iter().map(|name| (until, name.as_bytes())).collect();
-            store.zadd_many(running, &held);
+        if let (Some(room), Some((_, running, lease))) = (cap, running) {
+            room.grant(store, running, &names, now + hold + lease + RUNNING_HOLD_MS);
         }
         Ok(reply([granted, first, now + hold, 0]))
     }
 }
 
-/// Bounded work: remove at most a sweep's worth of `members` a grant.
-fn trim<S: Store>(store: &mut S, key: &[u8], mut members: Vec<Vec<u8>>) {
-    members.truncate(*SWEEP_LIMIT.end() as usize);
-    for member in &members {
-        store.zrem(key, member);
+/// What a limit leaves room for now: how many permits, or, none, how long
+/// until one frees; and the permits past it, to trim when one is granted.
+struct Room {
+    left: u64,
+    wait: u64,
+    past: Vec<Vec<u8>>,
+}
+
+impl Room {
+    /// The rate's room: `rate` less the permits logged within `window` ms
+    /// (PER and the hold) of now; none, the oldest of those leaves then.
+    fn of_rate<S: Store>(store: &mut S, permits: &[u8], now: u64, rate: u64, window: u64) -> Room {
+        let edge = now.saturating_sub(window) as f64;
+        let past = store.zupto(permits, edge, usize::MAX);
+        let left = rate.saturating_sub(store.zcard(permits) - past.len() as u64);
+        let oldest = store.zfirst_above(permits, edge).unwrap_or(now as f64) as u64;
+        Room { left, wait: (oldest + window).saturating_sub(now), past }
+    }
+
+    /// The concurrency's room: `concurrency` less the permits running now
+    /// (scored after now); none, the first of those stops then.
+    fn of_running<S: Store>(store: &mut S, running: &[u8], now: u64, concurrency: u64) -> Room {
+        let past = store.zupto(running, now as f64, usize::MAX);
+        let left = concurrency.saturating_sub(store.zcard(running) - past.len() as u64);
+        let first = store.zfirst_above(running, now as f64).unwrap_or(now as f64) as u64;
+        Room { left, wait: first.saturating_sub(now), past }
+    }
+
+    /// Trim what is past (at most a sweep's worth, bounded work) and add
+    /// the permits `names`, each scored `score`.
+    fn grant<S: Store>(mut self, store: &mut S, key: &[u8], names: &[String], score: u64) {
+        self.past.truncate(*SWEEP_LIMIT.end() as usize);
+        for member in &self.past {
+            store.zrem(key, member);
+        }
+        let added: Vec<(f64, &[u8])> = names.iter().map(|name| (score as f64, name.as_bytes())).collect();
+        store.zadd_many(key, &added);
     }
 }
 
@@ -193,7 +201,7 @@ fn reply(values: [u64; 4]) -> Reply {
 /// (a `rate` missing or 0 is none), its concurrency (missing or 0, none),
 /// and the last permit's number; each checked before any write, as
 /// PROTOCOL.md §7.10 orders them.
-pub(super) fn exact_limits<S: Store>(store: &mut S, partitions: &[u8]) -> Result<Exact, Refusal> {
+fn exact_limits<S: Store>(store: &mut S, partitions: &[u8]) -> Result<Exact, Refusal> {
     let fields: [&[u8]; 4] = [b"rate", b"per", b"permits", b"concurrency"];
     let read = store.hmget(partitions, &fields);
     let mut values = [None; 4];

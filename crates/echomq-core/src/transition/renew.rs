@@ -1,12 +1,12 @@
 //! RENEW: a worker keeps the running permits of its jobs under a
 //! partitioned queue's exact concurrency (PROTOCOL.md §7.10;
 //! `renew.lua`), as it renews their leases: each permit named that still
-//! runs now runs until the hold (at least [`RUNNING_HOLD_MS`]) and LEASE
-//! have passed from now. A worker renews a job's permit before its lease,
-//! so that the lease never outlasts the permit.
+//! runs (scored after now) runs until LEASE and a slack of
+//! [`RUNNING_HOLD_MS`] have passed from now. A worker renews a job's permit
+//! before its lease, and renews the lease only when the permit's renewal
+//! came back within half the slack, so that the lease never outlasts it.
 
 use super::need;
-use super::permit::exact_limits;
 use crate::description::{keys, Description, Effect};
 use crate::limits::{LEASE_MS, RENEWS, RUNNING_HOLD_MS, TOKEN};
 use crate::parse::count;
@@ -15,7 +15,7 @@ use crate::{Answer, Refusal, Reply};
 
 keys! {
     /// RENEW's KEYS.
-    RenewKeys { partitions: Partitions, running: Running }
+    RenewKeys { running: Running }
 }
 
 /// A parsed RENEW.
@@ -43,7 +43,7 @@ impl<'a> Renew<'a> {
         waits_for_replication: false,
     };
 
-    /// KEYS: partitions, running. ARGV: lease, then 1 to 1000 permit numbers.
+    /// KEYS: running. ARGV: lease, then 1 to 1000 permit numbers.
     ///
     /// # Errors
     ///
@@ -64,28 +64,28 @@ impl<'a> Renew<'a> {
         Ok(Renew { keys, lease, numbers })
     }
 
-    /// Each named permit still in `running` runs until now + hold + LEASE,
-    /// never shortened; one not there (given back, or lapsed and trimmed)
-    /// is not written back. Replies, for each named permit in order, 1 when
-    /// it runs on or 0 when it is gone.
+    /// Each named permit that still runs (scored after now) runs until
+    /// LEASE and the slack have passed from now, never shortened; one not
+    /// there or scored at or before now (given back, or lapsed) is gone,
+    /// and not written back.
+    /// Replies, for each named permit in order, 1 when it runs on or 0 when
+    /// it is gone.
     ///
     /// # Errors
     ///
     /// A [`Refusal`](crate::Refusal), before the first write (nothing changed):
-    /// - `EMQTYPE`: a key holds another type.
-    /// - `EMQDATA`: the definition's `rate`, `per`, `permits` or `concurrency` is malformed, as PERMIT
-    ///   reads them.
+    /// - `EMQTYPE`: `running` holds another type.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
-        let RenewKeys { partitions, running } = self.keys;
-        need(store, partitions, KeyType::Hash)?;
+        let RenewKeys { running } = self.keys;
         need(store, running, KeyType::Zset)?;
-        let until =
-            store.now_ms() + exact_limits(store, partitions)?.hold().max(RUNNING_HOLD_MS) + self.lease;
+        let now = store.now_ms();
+        let until = now + RUNNING_HOLD_MS + self.lease;
         let mut renewed = Vec::with_capacity(self.numbers.len());
         for &number in &self.numbers {
             // Members are written in decimal by PERMIT: a number spelt `07` is member `7`.
             let member = number.to_string();
             let runs = match store.zscore(running, member.as_bytes()) {
+                Some(held) if held <= now as f64 => false,
                 Some(held) if held < until as f64 => {
                     store.zadd(running, until as f64, member.as_bytes());
                     true

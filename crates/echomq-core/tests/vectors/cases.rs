@@ -5819,23 +5819,8 @@ mod renew {
     use crate::replay;
 
     #[test]
-    fn one_key_only() {
-        replay("renew", "one key only");
-    }
-
-    #[test]
     fn one_key_too_many() {
         replay("renew", "one key too many");
-    }
-
-    #[test]
-    fn the_last_key_another_queue_s() {
-        replay("renew", "the last key another queue's");
-    }
-
-    #[test]
-    fn the_last_two_keys_swapped() {
-        replay("renew", "the last two keys swapped");
     }
 
     #[test]
@@ -5844,13 +5829,8 @@ mod renew {
     }
 
     #[test]
-    fn keys_2_holds_a_string() {
-        replay("renew", "KEYS[2] holds a string");
-    }
-
-    #[test]
-    fn renew_a_running_permit_runs_past_the_hold_and_the_lease_from_now() {
-        replay("renew", "renew: a running permit runs past the hold and the lease from now");
+    fn renew_a_running_permit_runs_past_the_lease_and_the_slack_from_now() {
+        replay("renew", "renew: a running permit runs past the lease and the slack from now");
     }
 
     #[test]
@@ -5859,13 +5839,13 @@ mod renew {
     }
 
     #[test]
-    fn renew_never_shortened() {
-        replay("renew", "renew: never shortened");
+    fn renew_one_lapsed_but_not_yet_trimmed_is_gone() {
+        replay("renew", "renew: one lapsed but not yet trimmed is gone");
     }
 
     #[test]
-    fn renew_a_rate_s_longer_hold() {
-        replay("renew", "renew: a rate's longer hold");
+    fn renew_never_shortened() {
+        replay("renew", "renew: never shortened");
     }
 
     #[test]
@@ -5896,10 +5876,5 @@ mod renew {
     #[test]
     fn renew_permit_0() {
         replay("renew", "renew: permit 0");
-    }
-
-    #[test]
-    fn renew_a_malformed_definition() {
-        replay("renew", "renew: a malformed definition");
     }
 }

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use crate::executor::Command;
 use crate::keyspace;
 use crate::transition::{Claim, ClaimUntil, Claims, Held, Permit, Permits, Renew};
-use crate::{JobId, Queue, Result};
+use crate::{ErrorKind, JobId, Queue, Result};
 
 /// How long a worker trusts what it last read of the definition's limits.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -100,11 +100,20 @@ impl Coordinator {
         count: u64,
         wait: Option<Duration>,
     ) -> Result<Claims> {
-        let set = self.set().await?;
+        let mut set = self.set().await?;
         if !set.rate && !set.concurrency {
             return queue.claims_freely(lease, count, wait).await;
         }
-        let (granted, first, until) = match self.home.run(&Permit { count, lease }).await? {
+        let permits = match self.permit(set, count, lease).await {
+            // A concurrency set since the last read: the coordinator says so; read it now.
+            Err(err) if err.kind == ErrorKind::Argument && !set.concurrency => {
+                self.forget();
+                set = self.set().await?;
+                self.permit(set, count, lease).await?
+            }
+            permits => permits?,
+        };
+        let (granted, first, until) = match permits {
             Permits::Free => {
                 self.remember(Set::default());
                 return queue.claims_freely(lease, count, wait).await;
@@ -134,6 +143,18 @@ impl Coordinator {
             }
         }
         Ok(claims)
+    }
+
+    /// PERMIT for `count` claims of `lease`: with the running key and LEASE
+    /// when the definition held an exact concurrency when last read, so
+    /// that a concurrency set since is refused (`EMQARG`), never run past.
+    async fn permit(&self, set: Set, count: u64, lease: Duration) -> Result<Permits> {
+        self.home.run(&Permit { count, lease: set.concurrency.then_some(lease) }).await
+    }
+
+    /// Read the definition again at the next claim.
+    fn forget(&self) {
+        *self.read.lock().expect("never poisoned") = None;
     }
 
     /// Give back the permits numbered `unused`: a claim took fewer jobs.
@@ -167,21 +188,35 @@ impl Coordinator {
             let renewed = self.home.run(&Renew { lease, permits: chunk.to_vec() }).await?;
             runs.extend(chunk.iter().copied().zip(renewed));
         }
+        if runs.values().any(|runs| !runs) {
+            // A concurrency lifted since: its permits no longer bind, and none is kept.
+            self.forget();
+            if !self.set().await?.concurrency {
+                self.running.lock().expect("never poisoned").clear();
+                return Ok(vec![true; jobs.len()]);
+            }
+        }
         Ok(numbers
             .iter()
             .map(|number| number.is_none_or(|n| runs.get(&n).copied().unwrap_or(false)))
             .collect())
     }
 
-    /// The job `id` of `queue` ended (its outcome landed, or its lease was
-    /// lost): its running permit, if it holds one, is given back soon, in
-    /// one call with the others that ended meanwhile.
-    pub(crate) fn ended(&self, queue: &Queue, id: &JobId) {
+    /// The job `id` of `queue` no longer runs here. When `landed`, the
+    /// call that ended it answered or its lease was found lost: its running
+    /// permit, if it holds one, is given back soon, in one call with the
+    /// others that ended meanwhile. Else (the call failed, and may not have
+    /// landed) the permit is kept until it lapses, at its hold's end, after
+    /// the job's lease.
+    pub(crate) fn ended(&self, queue: &Queue, id: &JobId, landed: bool) {
         let Some(number) =
             self.running.lock().expect("never poisoned").remove(&(queue.name().to_owned(), id.clone()))
         else {
             return;
         };
+        if !landed {
+            return;
+        }
         self.ended.lock().expect("never poisoned").push(number);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // No runtime: the permit lapses at the end of its hold.

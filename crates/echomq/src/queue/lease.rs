@@ -171,13 +171,14 @@ impl Lease {
         self.queue.extend(&self.job, lease).await
     }
 
-    /// A finishing call answered `outcome`: the job no longer runs here
-    /// when it landed or found the lease lost, and under a partitioned
-    /// queue's exact concurrency its running permit goes back.
+    /// A finishing call answered `outcome`: the job no longer runs here.
+    /// Under a partitioned queue's exact concurrency its running permit goes
+    /// back when the call landed or found the lease lost; after a failure,
+    /// which may have landed or not, it lapses instead.
     fn over<T>(&self, outcome: &Result<T>) {
-        let ended = outcome.as_ref().map_or_else(crate::Error::is_lost_lease, |_| true);
-        if let (true, Some(coordinator)) = (ended, self.queue.coordinator()) {
-            coordinator.ended(&self.queue, &self.job.id);
+        if let Some(coordinator) = self.queue.coordinator() {
+            let landed = outcome.as_ref().map_or_else(crate::Error::is_lost_lease, |_| true);
+            coordinator.ended(&self.queue, &self.job.id, landed);
         }
     }
 

@@ -9,7 +9,7 @@ use echomq_core::{limits, Name, Reply};
 use super::argument::{checked, decimal, millis};
 use super::reply::{array_reply, count_reply, unexpected};
 use super::Transition;
-use crate::Result;
+use crate::{Keyspace, Result};
 
 /// Ask a partitioned queue's coordinator for up to `count` permits, for
 /// claims of `lease`: under an exact concurrency each permit runs until
@@ -18,8 +18,10 @@ use crate::Result;
 pub struct Permit {
     /// How many claims' worth, 1..=1000.
     pub count: u64,
-    /// The lease the claims will take.
-    pub lease: Duration,
+    /// The lease the claims will take, sent with the running key as an
+    /// exact concurrency needs; `None` for the call of a worker that read
+    /// no exact concurrency (refused, `EMQARG`, when the queue has one).
+    pub lease: Option<Duration>,
 }
 
 /// What the coordinator granted.
@@ -46,13 +48,19 @@ impl Transition for Permit {
     const NAME: Name = Name::Permit;
     type Output = Permits;
 
+    /// The running key only with LEASE: PERMIT's two forms.
+    fn keys(&self, keys: &Keyspace) -> Vec<String> {
+        let roles = Self::NAME.describe().keys;
+        let form = if self.lease.is_some() { roles.len() } else { roles.len() - 1 };
+        roles[..form].iter().map(|role| self.key(keys, *role)).collect()
+    }
+
     fn args(&self) -> Result<Vec<Vec<u8>>> {
-        Ok(vec![
-            b"COUNT".to_vec(),
-            decimal(checked("COUNT", self.count, limits::CLAIM_COUNT)?),
-            b"LEASE".to_vec(),
-            decimal(millis("LEASE", self.lease, limits::LEASE_MS)?),
-        ])
+        let mut args = vec![b"COUNT".to_vec(), decimal(checked("COUNT", self.count, limits::CLAIM_COUNT)?)];
+        if let Some(lease) = self.lease {
+            args.extend([b"LEASE".to_vec(), decimal(millis("LEASE", lease, limits::LEASE_MS)?)]);
+        }
+        Ok(args)
     }
 
     fn parse(reply: Reply) -> Result<Permits> {
@@ -73,8 +81,9 @@ impl Transition for Permit {
     fn edges() -> Vec<Self> {
         let e = super::edges::Ends::new();
         vec![
-            Permit { count: *limits::CLAIM_COUNT.start(), lease: e.lease_min },
-            Permit { count: *limits::CLAIM_COUNT.end(), lease: e.lease_max },
+            Permit { count: *limits::CLAIM_COUNT.start(), lease: None },
+            Permit { count: *limits::CLAIM_COUNT.start(), lease: Some(e.lease_min) },
+            Permit { count: *limits::CLAIM_COUNT.end(), lease: Some(e.lease_max) },
         ]
     }
 }

@@ -15,7 +15,7 @@ use crate::executor::execute_batch;
 use crate::id::JobId;
 use crate::queue::Queue;
 use crate::transition::{Claimed, Extend};
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// A job's lease as its worker holds it: renewed by the queue's [`Heart`]
 /// while the job's run lets it (inside [`hold`](Lease::hold) and
@@ -28,6 +28,9 @@ pub(super) struct Lease {
     heart: Arc<Heart>,
     beat: Arc<Beat>,
     key: u64,
+    /// The job's end is known to the server: the call that ended it
+    /// answered, or its lease was found lost.
+    settled: bool,
 }
 
 impl Lease {
@@ -41,7 +44,12 @@ impl Lease {
             lost: CancellationToken::new(),
         });
         let key = heart.register(beat.clone());
-        Lease { heart: heart.clone(), beat, key }
+        Lease { heart: heart.clone(), beat, key, settled: false }
+    }
+
+    /// The job's end is known to the server (see [`Drop`]).
+    pub(super) fn settle(&mut self) {
+        self.settled = true;
     }
 
     /// Until when the lease holds.
@@ -91,11 +99,12 @@ impl Lease {
 
 impl Drop for Lease {
     /// The job's run and its outcome are over: under a partitioned queue's
-    /// exact concurrency, its running permit goes back.
+    /// exact concurrency, its running permit goes back once the job's end
+    /// is known to the server ([`settle`](Lease::settle)); else it lapses.
     fn drop(&mut self) {
         self.heart.unregister(self.key);
         if let Some(coordinator) = self.heart.queue.coordinator() {
-            coordinator.ended(&self.heart.queue, &self.beat.id);
+            coordinator.ended(&self.heart.queue, &self.beat.id, self.settled);
         }
     }
 }
@@ -203,6 +212,11 @@ impl Drop for OnTheirWay {
         self.mark();
     }
 }
+
+/// How soon a RENEW of running permits must come back for the leases
+/// renewed after it (PROTOCOL.md §7.10): half the slack a permit runs past
+/// its lease, the other half for the servers' clocks.
+const RENEWED_WITHIN: Duration = Duration::from_millis(echomq_core::limits::RUNNING_HOLD_MS / 2);
 
 /// The heartbeats of one queue's running jobs: one round of EXTENDs, in one
 /// round trip (a pipeline), for every lease due a renewal, rather than a
@@ -353,7 +367,21 @@ impl Heart {
             return Ok(vec![true; beats.len()]);
         };
         let ids: Vec<&JobId> = beats.iter().map(|beat| &beat.id).collect();
-        coordinator.renew(&self.queue, &ids, self.length).await
+        let sent = Instant::now();
+        let permitted = coordinator.renew(&self.queue, &ids, self.length).await?;
+        // A permit runs a slack past its renewal's lease: a lease renewed
+        // later than half of it after could outlast it.
+        let took = sent.elapsed();
+        if took >= RENEWED_WITHIN {
+            return Err(Error::new(
+                ErrorKind::Server,
+                format!(
+                    "the running permits' renewal took {took:.1?}, {RENEWED_WITHIN:?} or more: no lease is \
+                     renewed this round, lest one outlast its permit"
+                ),
+            ));
+        }
+        Ok(permitted)
     }
 
     /// Say a round's `trouble` when the renewals begin to fail, and when

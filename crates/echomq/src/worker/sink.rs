@@ -138,7 +138,10 @@ impl Sink {
                 self.release(&job, &mut lease, started).await;
                 Some(slot)
             }
-            Outcome::Lost | Outcome::Waits => Some(slot),
+            Outcome::Lost | Outcome::Waits => {
+                lease.settle();
+                Some(slot)
+            }
         };
         self.meters.run_seconds.record(started.elapsed().as_secs_f64());
         drop(lease);
@@ -355,6 +358,11 @@ where
             done => {
                 if let (Ok(_), Some(since)) = (&done, waiting_since) {
                     tracing::info!("{what} went through after {:.1?} of retries", since.elapsed());
+                }
+                let applied =
+                    |err: &Error| err.is_lost_lease() || matches!(err.kind, ErrorKind::NotReplicated { .. });
+                if done.as_ref().map_or_else(applied, |_| true) {
+                    lease.settle();
                 }
                 return done;
             }

@@ -637,7 +637,7 @@ pub const fn example(name: Name) -> Example {
                 "ZADD $q:permits 1 1",
                 "ZADD $q:running 1 1",
             ],
-            happy: || Call::new(Permit { count: 2, lease: Duration::from_secs(30) }),
+            happy: || Call::new(Permit { count: 2, lease: Some(Duration::from_secs(30)) }),
             reads: &[],
             naming_a_non_job: None,
             raw_args: &[],
@@ -655,7 +655,7 @@ pub const fn example(name: Name) -> Example {
             ),
         },
         Name::Renew => Example {
-            given: &["HSET $q:partitions count 4 concurrency 3", "ZADD $q:running 1 1 1 2"],
+            given: &["ZADD $q:running 9999999999999 1 9999999999999 2"],
             happy: || Call::new(Renew { lease: Duration::from_secs(30), permits: vec![1, 2, 3] }),
             reads: &[],
             naming_a_non_job: None,
