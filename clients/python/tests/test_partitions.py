@@ -464,3 +464,27 @@ async def test_an_exact_concurrency_is_the_rust_hosts_and_binds_both_workers(
         with pytest.raises(echomq.InvalidInput, match="an exact concurrency is 1 to 100000"):
             await ours.exact_concurrency(bad)  # type: ignore[arg-type]
     assert await conn.redis.hget("emq:{" + ours.name + "}:partitions", "concurrency") == b"0", "nothing sent"
+
+
+async def test_a_limit_set_or_lifted_since_the_last_read_binds_as_it_stands(conn: echomq.Connection) -> None:
+    """A coordinator's reading of the definition lags by up to a second,
+    and PERMIT and RENEW correct it: a concurrency set since a read that
+    found only a rate is refused to the two-key PERMIT, read, and asked for
+    with the running key; a concurrency lifted since a permit was taken
+    makes RENEW find it gone, and the lease may be renewed all the same."""
+    orders = await echomq.Partitioned.create(conn, unique_queue("lagged"), 2)
+    await orders.exact_rate(1000, 1.0)
+    coordinator = orders.partitions[0].coordinator
+    assert coordinator is not None
+    assert await coordinator.check() and coordinator.rate and not coordinator.capped
+    await orders.exact_concurrency(2)
+    granted, first, until, _ = await coordinator.permit(3, 60_000)
+    assert (granted, until > 0) == (2, True), "the new cap read at once, not a second later"
+    assert coordinator.capped
+    assert await conn.redis.zcard(f"emq:{{{orders.name}}}:running") == 2
+    coordinator.took(orders.partitions[0].name, ["JOB_lagged"], first)
+    await orders.exact_concurrency(None)
+    # As if granted after the lift: no running permit behind the job.
+    await conn.redis.delete(f"emq:{{{orders.name}}}:running")
+    assert await coordinator.renew(orders.partitions[0].name, ["JOB_lagged"], 60_000) == [True]
+    assert not coordinator.capped, "the lift read: the permit binds no longer"

@@ -313,12 +313,16 @@ def claim(ks: Keyspace, lease_ms: int, count: int = 1, block_ms: int | None = No
     return Call("claim", keys("claim", ks), args)
 
 
-def permit(ks: Keyspace, count: int, lease_ms: int) -> Call:
+def permit(ks: Keyspace, count: int, lease_ms: int | None) -> Call:
     """PERMIT (1.8, §7.10) on a partitioned queue's keyspace: up to ``count``
-    permits, for claims of a ``lease_ms`` lease. Always its three keys and
-    LEASE, as the Rust host sends it: a queue with an exact concurrency
-    refuses a call without them (``EMQARG``)."""
-    args = [b"COUNT", integer("count", count, "CLAIM_COUNT"), b"LEASE", integer("lease (ms)", lease_ms, "LEASE_MS")]
+    permits, for claims of a ``lease_ms`` lease, sent with the running key
+    and LEASE as an exact concurrency needs them; ``None`` for the two-key
+    form of a worker that read no exact concurrency, which a queue that has
+    one refuses (``EMQARG``), so that the worker reads it again."""
+    args = [b"COUNT", integer("count", count, "CLAIM_COUNT")]
+    if lease_ms is None:
+        return Call("permit", keys("permit", ks, count=2), args)
+    args += [b"LEASE", integer("lease (ms)", lease_ms, "LEASE_MS")]
     return Call("permit", keys("permit", ks), args)
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import redis
 
 from . import calls
+from .errors import Refused
 from .keyspace import Keyspace
 
 if TYPE_CHECKING:
@@ -36,6 +37,11 @@ BUSY_NAP_MS = 25
 """How long, in ms, a claim refused permits under an exact concurrency naps
 at most: any job's end, in any worker, may free a place before the first
 running permit's hold ends, which is all PERMIT's ``wait`` can say."""
+
+RENEWED_WITHIN = 0.5
+"""How soon, in seconds, a RENEW of running permits must come back for the
+leases renewed after it (§7.10): half the slack (1000 ms) a permit runs
+past its lease, the other half for the servers' clocks."""
 
 GIVE_BACK = 1000
 """The most permits one ZREM gives back."""
@@ -83,12 +89,26 @@ class Coordinator:
     async def permit(self, count: int, lease_ms: int) -> tuple[int, int, int, int]:
         """PERMIT for up to ``count`` claims of a ``lease_ms`` lease:
         ``(granted, first, until, wait)`` (§7.10); ``until`` 0 when there is
-        no exact limit after all."""
-        reply = await self._connection.executor.run(calls.permit(self._keyspace, count, lease_ms))
+        no exact limit after all. With the running key and LEASE only when
+        an exact concurrency was read: one set since is refused
+        (``EMQARG``), read at once, and asked for again."""
+        try:
+            reply = await self._ask(count, lease_ms)
+        except Refused as err:
+            if self.capped or err.code != "EMQARG":
+                raise
+            self._read_at = float("-inf")
+            await self.check()
+            reply = await self._ask(count, lease_ms)
         granted, first, until, wait = (int(n) for n in reply)
         if granted and not until:
             self.rate = self.capped = False
         return granted, first, until, wait
+
+    async def _ask(self, count: int, lease_ms: int) -> list[Any]:
+        call = calls.permit(self._keyspace, count, lease_ms if self.capped else None)
+        reply: list[Any] = await self._connection.executor.run(call)
+        return reply
 
     def took(self, queue: str, job_ids: Iterable[str], first: int) -> None:
         """A claim of ``queue`` granted permits from ``first`` answered the
@@ -128,6 +148,13 @@ class Coordinator:
             chunk = held[start:start + calls.RENEWS]
             reply = await self._connection.executor.run(calls.renew(self._keyspace, lease_ms, chunk))
             runs.update(zip(chunk, (int(answer) == 1 for answer in reply)))
+        if not all(runs.values()):
+            # A concurrency lifted since: its permits no longer bind, and none is kept.
+            self._read_at = float("-inf")
+            await self.check()
+            if not self.capped:
+                self._running.clear()
+                return [True] * len(numbers)
         return [n is None or runs.get(n, False) for n in numbers]
 
     async def ended(self, queue: str, job_ids: Iterable[str]) -> None:

@@ -57,7 +57,7 @@ from .errors import FenceError, NoJobError, Refused
 from .job import MAX_RESULT as MAX_RESULT, Job as Job, RetryAfter as RetryAfter, _as_bytes
 from .metrics import Metrics, Outcome
 from .model import DEFAULT_MAX_ATTEMPTS, Claimed, Claims, attempts_spent, read_claims
-from .permits import BUSY_NAP_MS
+from .permits import BUSY_NAP_MS, RENEWED_WITHIN
 from .queue import Queue
 from .registration import Registration, new_id, now_ms
 from .slots import Baton as Baton, Ender as Ender, SlotThreads, ThreadCalls as ThreadCalls
@@ -894,16 +894,24 @@ class Worker:
         partitioned queue's exact concurrency, those whose running permits
         RENEW just renewed (§7.10: a lease never outlasts its permit), in
         one call (a thousand permits each). A job whose permit is gone is
-        stopped as on a lost lease; when RENEW fails, no lease is renewed
+        stopped as on a lost lease; when RENEW fails, or comes back
+        :data:`~echomq.permits.RENEWED_WITHIN` or later, no lease is renewed
         this round."""
         coordinator = self.queue.coordinator
         if coordinator is None:
             return entries
+        sent = time.monotonic()
         try:
             runs = await coordinator.renew(self.queue.name, [e.claimed.id for e in entries], self.lease_ms)
         except Exception as err:
             log.warning("renewing the running permits of %d job(s) failed: %s; their leases are not renewed "
                         "this round", len(entries), err)
+            return []
+        took = time.monotonic() - sent
+        if took >= RENEWED_WITHIN:
+            # A permit runs a slack past its renewal's lease: a lease renewed later than half of it after could outlast it.
+            log.warning("renewing the running permits of %d job(s) took %.3f s, %.1f s or more: their leases are not "
+                        "renewed this round, lest one outlast its permit", len(entries), took, RENEWED_WITHIN)
             return []
         for entry, permitted in zip(entries, runs):
             if not permitted and self._running.get(entry.claimed.id) is entry:  # not one that ended meanwhile
