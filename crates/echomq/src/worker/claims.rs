@@ -210,9 +210,16 @@ pub(super) async fn pause(shared: &Shared, how_long: Duration) {
 }
 
 /// Give a job claimed while the worker stopped back to pending (RELEASE);
-/// when that fails, its lease runs out and it is reaped.
+/// when that fails, its lease runs out and it is reaped. Under a
+/// partitioned queue's exact concurrency its running permit goes back too,
+/// once the release landed (else it lapses after the lease).
 pub(super) async fn give_back(queue: &Queue, retry: &RetryPolicy, job: &Claimed) {
-    if let Err(err) = queue.release(job, retry).await {
+    let released = queue.release(job, retry).await;
+    if let Some(coordinator) = queue.coordinator() {
+        let landed = released.as_ref().map_or_else(crate::Error::is_lost_lease, |()| true);
+        coordinator.ended(queue, &job.id, landed);
+    }
+    if let Err(err) = released {
         tracing::warn!(
             id = %job.id,
             error = %err,
