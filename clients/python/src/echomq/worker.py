@@ -370,9 +370,12 @@ class Worker:
     # -- claiming -------------------------------------------------------------
 
     async def _end_claims(self, claimer: asyncio.Task[None]) -> None:
-        if self._exec.kind == "native":
+        if self._exec.kind == "native" or self.queue.coordinator is not None:
             # A blocked EMQ.CLAIM may have claimed jobs by now: let it answer
-            # (within idle_wait), and release what it brings.
+            # (within idle_wait), and release what it brings. So, too, a
+            # claim under a partitioned queue's exact limits (it never
+            # blocks): cut short between its PERMIT and its CLAIM, it would
+            # keep its permits until they lapse, holding places.
             try:
                 await asyncio.wait_for(asyncio.shield(claimer), self.idle_wait + 5)
             except asyncio.TimeoutError:
