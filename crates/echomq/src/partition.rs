@@ -30,17 +30,16 @@
 use std::sync::Arc;
 
 mod exact;
+mod settings;
 
 pub(crate) use exact::Coordinator;
 
 use crate::executor::{Command, Executor};
 use crate::keyspace::{self, valid_queue};
-use crate::queue::{Delete, EnqueueOptions, Enqueued};
+use crate::queue::{EnqueueOptions, Enqueued};
 use crate::transition::StatsReply;
 use crate::worker::{Handler, Worker, WorkerOptions};
-use crate::{
-    ChildJobs, Config, Error, ErrorKind, Flow, JobId, Limit, OnFailure, Queue, Rate, Result, Settings,
-};
+use crate::{ChildJobs, Error, ErrorKind, Flow, JobId, OnFailure, Queue, Rate, Result};
 use echomq_core::limits;
 
 /// The most partitions a queue may have: each then spans 16 slots.
@@ -467,130 +466,11 @@ impl Partitioned {
             .expect("an unbounded search finds an id in every partition")
     }
 
-    /// Change every partition's settings (CONFIG on each, at once; not one
-    /// atomic step): pause and resume, retention and the event log as
-    /// given; a concurrency limit and a rate split statically, partition
-    /// `k` of N taking ⌊n / N⌋, and one more while `k` < n mod N, so that
-    /// the partitions' limits add up to the queue's. Each partition's
-    /// settings after, in order.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Argument`] for a concurrency or a rate's claims under
-    /// N (a partition would get none), before anything is sent; as
-    /// [`Queue::configure`].
-    pub async fn configure(&self, config: Config) -> Result<Vec<Settings>> {
-        let count = self.partitions.len() as u64;
-        let split = |n: u64, k: usize, what: &str| -> Result<u64> {
-            if n < count {
-                return Err(Error::new(
-                    ErrorKind::Argument,
-                    format!("a {what} of {n} cannot be split over {count} partitions: give at least {count}"),
-                ));
-            }
-            Ok(n / count + u64::from((k as u64) < n % count))
-        };
-        let mut each = Vec::with_capacity(self.partitions.len());
-        for k in 0..self.partitions.len() {
-            let mut share = config;
-            if let Some(Limit::To(n)) = config.concurrency {
-                share.concurrency = Some(Limit::To(split(n, k, "concurrency")?));
-            }
-            if let Some(Limit::To(rate)) = config.rate {
-                let claims = split(rate.claims, k, "rate")?;
-                share.rate = Some(Limit::To(Rate { claims, per: rate.per }));
-            }
-            each.push(share);
-        }
-        let sent = self.partitions.iter().zip(each).map(|(queue, share)| queue.configure(share));
-        futures_util::future::try_join_all(sent).await
-    }
-
-    /// Hold the queue to an exact rate, at most `rate` claims in any period
-    /// counted over every partition, or lift it (`Unlimited`): written to
-    /// the definition, which workers read at least once a second. Each
-    /// worker's claim then asks the queue's coordinator for permits first
-    /// (PROTOCOL.md §7.10): one more call a claim, and a busy queue runs
-    /// at up to a tenth below the rate, never above it. Independent of the
-    /// partitions' own rates ([`configure`](Partitioned::configure)).
-    ///
-    /// # Errors
-    /// [`ErrorKind::Argument`] for a rate outside 1 to 100,000 claims, or a
-    /// period outside 100 ms to a day (nothing sent; the permits' hold is a
-    /// tenth of it); a failure of the connection or the server.
-    pub async fn exact_rate(&self, rate: Limit<Rate>) -> Result<()> {
-        let fields = match rate {
-            Limit::Unlimited => vec![("rate".to_owned(), "0".to_owned())],
-            Limit::To(Rate { claims, per }) => {
-                let per_ms = u64::try_from(per.as_millis()).unwrap_or(u64::MAX);
-                if claims == 0
-                    || !limits::RATE.contains(&claims)
-                    || !limits::EXACT_PERIOD_MS.contains(&per_ms)
-                {
-                    return Err(Error::new(
-                        ErrorKind::Argument,
-                        format!(
-                            "an exact rate is 1 to 100000 claims per 100 ms to a day, not {claims} per {per:?}"
-                        ),
-                    ));
-                }
-                vec![("rate".to_owned(), claims.to_string()), ("per".to_owned(), per_ms.to_string())]
-            }
-        };
-        let key = keyspace::partitions(&self.name);
-        self.partitions[0].executor().plain().one(Command::HSet(key, fields)).await?;
-        Ok(())
-    }
-
-    /// Hold the queue to an exact concurrency, at most `cap` of its jobs
-    /// running at once over every partition, or lift it (`Unlimited`):
-    /// written to the definition, which workers read at least once a second
-    /// (the jobs they claimed before are not counted). Each claimed job then
-    /// holds a running permit from the queue's coordinator (PROTOCOL.md
-    /// §7.10), renewed before its lease and given back at its end: a PERMIT
-    /// a claim, a RENEW a round of heartbeats, and a call a batch of jobs
-    /// ended. Independent of the partitions' own limits ([`configure`](Partitioned::configure)).
-    ///
-    /// # Errors
-    /// [`ErrorKind::Argument`] for a cap outside 1 to 100,000 (nothing
-    /// sent); a failure of the connection or the server.
-    pub async fn exact_concurrency(&self, cap: Limit<u64>) -> Result<()> {
-        let cap = match cap {
-            Limit::Unlimited => 0,
-            Limit::To(cap) if cap > 0 && limits::EXACT_CONCURRENCY.contains(&cap) => cap,
-            Limit::To(cap) => {
-                return Err(Error::new(
-                    ErrorKind::Argument,
-                    format!("an exact concurrency is 1 to 100000 jobs, not {cap}"),
-                ))
-            }
-        };
-        let key = keyspace::partitions(&self.name);
-        let fields = vec![("concurrency".to_owned(), cap.to_string())];
-        self.partitions[0].executor().plain().one(Command::HSet(key, fields)).await?;
-        Ok(())
-    }
-
     /// Its exact concurrency ([`exact_concurrency`](Partitioned::exact_concurrency)),
     /// as the definition held it when this was opened; `None` for none.
     #[must_use]
     pub fn running_cap(&self) -> Option<u64> {
         self.running_cap
-    }
-
-    /// Pause every partition's claims (see [`configure`](Partitioned::configure)).
-    ///
-    /// # Errors
-    /// As [`Queue::pause`].
-    pub async fn pause(&self) -> Result<Vec<Settings>> {
-        self.configure(Config::default().paused(true)).await
-    }
-
-    /// Resume every partition's claims.
-    ///
-    /// # Errors
-    /// As [`Queue::resume`].
-    pub async fn resume(&self) -> Result<Vec<Settings>> {
-        self.configure(Config::default().paused(false)).await
     }
 
     /// How many jobs it holds in each state: its partitions' and the
@@ -603,53 +483,6 @@ impl Partitioned {
         let queues = self.worked();
         let each = futures_util::future::try_join_all(queues.iter().map(Queue::stats)).await?;
         Ok(each.into_iter().fold(StatsReply::default(), |sum, stats| sum + stats))
-    }
-
-    /// Delete the whole partitioned queue: each partition as
-    /// [`Queue::delete`] deletes a queue, then the ordinary queue of its
-    /// name, then its definition and its permits, so that the name is free
-    /// again. How many jobs were deleted.
-    ///
-    /// # Errors
-    /// [`ErrorKind::State`], nothing deleted, while a job of any of its
-    /// queues is active and `how` is [`Delete::IfIdle`]; what
-    /// [`Queue::delete`] refuses of one of them on the way, saying how many
-    /// were deleted before it: the definition is kept, so the name still
-    /// stands for what is left and deleting again finishes; a failure of
-    /// the connection or the server.
-    pub async fn delete(&self, how: Delete) -> Result<u64> {
-        let queues = self.worked();
-        if how == Delete::IfIdle {
-            let stats = futures_util::future::try_join_all(queues.iter().map(Queue::stats)).await?;
-            let active: u64 = stats.iter().map(|stats| stats.active).sum();
-            if active > 0 {
-                return Err(Error::new(
-                    ErrorKind::State,
-                    format!(
-                        "{active} jobs of {} are active: let them finish, or force their deletion",
-                        self.name
-                    ),
-                ));
-            }
-        }
-        let mut total = 0;
-        for (deleted, queue) in queues.iter().enumerate() {
-            total += queue.delete(how).await.map_err(|err| {
-                let why = err.text().to_owned();
-                err.saying(format!(
-                    "{why}; {deleted} of the {} queues of {} were deleted before it ({total} jobs), and its \
-                     definition is kept: delete it again to finish",
-                    queues.len(),
-                    self.name
-                ))
-            })?;
-        }
-        let keys =
-            [keyspace::partitions(&self.name), keyspace::permits(&self.name), keyspace::running(&self.name)];
-        for answer in self.partitions[0].executor().plain().send(&keys.map(Command::Del)).await? {
-            answer?;
-        }
-        Ok(total)
     }
 
     /// Every queue a worker of the partitioned queue works: its partitions,
