@@ -473,6 +473,21 @@ impl Partitioned {
         self.running_cap
     }
 
+    /// How many of its jobs hold running permits now under its exact
+    /// concurrency ([`exact_concurrency`](Partitioned::exact_concurrency)):
+    /// the permits that run at the server's now; 0 with none set.
+    ///
+    /// # Errors
+    /// A failure of the connection or the server.
+    pub async fn running(&self) -> Result<u64> {
+        let plain = self.partitions[0].executor().plain();
+        let now = plain.one(Command::Time).await?.int()? as f64;
+        let count = usize::try_from(*limits::EXACT_CONCURRENCY.end()).unwrap_or(usize::MAX);
+        let range = Command::ZRange { key: keyspace::running(&self.name), count, latest: true };
+        let permits = plain.one(range).await?.scored()?;
+        Ok(permits.iter().take_while(|(_, ends)| *ends > now).count() as u64)
+    }
+
     /// How many jobs it holds in each state: its partitions' and the
     /// ordinary queue of its name's (where a speaker before 1.8 enqueues),
     /// summed; one STATS a queue, at once.

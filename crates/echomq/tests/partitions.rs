@@ -828,10 +828,22 @@ async fn a_claimed_job_holds_its_permit_until_it_ends() {
             assert!(matches!(held.held, Some(echomq::Held::Wait(_))), "{via_name}: {:?}", held.held);
         }
         assert_eq!(running_permits(&via, &capped).await, 1, "{via_name}");
+        assert_eq!(capped.running().await.unwrap(), 1, "{via_name}: as the coordinator counts it");
         let job = first.jobs.pop().unwrap();
         job.extend(lease).await.unwrap();
         job.ack().await.unwrap();
         given_back(&via, &capped).await;
+        // A permit that stopped running and was not trimmed yet is not counted.
+        let key = echomq::keyspace::running(capped.name());
+        let lapsed = Command::ZAdd {
+            key,
+            score: Some(1),
+            member: "99".into(),
+            raise_only: false,
+            existing_only: false,
+        };
+        via.plain().one(lapsed).await.unwrap();
+        assert_eq!(capped.running().await.unwrap(), 0, "{via_name}: a lapsed permit runs no more");
         // One at a time: a claim of an empty partition gives its permit back.
         let mut took = 0;
         for at in 0..2 {

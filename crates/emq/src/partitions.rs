@@ -69,7 +69,7 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
         tell!("exact rate {}/{} across the partitions", rate.claims, humantime::format_duration(rate.per));
     }
     if let Some(cap) = queue.running_cap() {
-        tell!("exact concurrency {cap} across the partitions");
+        tell!("exact concurrency {cap} across the partitions, {} running now", queue.running().await?);
     }
     eprintln!("emq: note: FIFO and priority hold within each partition, not across them");
     Ok(())

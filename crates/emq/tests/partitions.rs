@@ -127,7 +127,9 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         // An exact concurrency likewise; --exact alone says what it takes.
         let exact = emq.ok(&["limit", &q, "--concurrency", "3", "--exact"]);
         assert_eq!(exact, format!("{q}: an exact concurrency of 3 jobs at once across its 4 partitions\n"));
-        assert!(emq.ok(&["partition", "show", &q]).contains("\nexact concurrency 3 across the partitions\n"));
+        assert!(emq
+            .ok(&["partition", "show", &q])
+            .contains("\nexact concurrency 3 across the partitions, 0 running now\n"));
         assert!(emq.ok(&["stats", &q]).contains("exact concurrency 3"), "{via}: the total's flow");
         let bare = emq.command(&["limit", &q, "--exact"]).output().unwrap();
         assert_eq!(bare.status.code(), Some(2), "{via}: {}", show(&bare));

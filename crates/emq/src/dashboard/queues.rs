@@ -96,11 +96,11 @@ fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, 
     }
 }
 
-/// A partitioned queue's limits across its partitions: `exact, 50/1s, 8
-/// running`, or its partitions' own.
+/// A partitioned queue's limits across its partitions: `exact, 50/1s, at
+/// most 8 running`, or its partitions' own.
 fn exact_limits(p: &echomq::Partitioned) -> String {
     let rate = p.exact().map(rate_text);
-    let cap = p.running_cap().map(|cap| format!("{cap} running"));
+    let cap = p.running_cap().map(|cap| format!("at most {cap} running"));
     let exact: Vec<String> = rate.into_iter().chain(cap).collect();
     match exact.is_empty() {
         true => "each partition's own".to_owned(),
