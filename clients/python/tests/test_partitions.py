@@ -488,6 +488,9 @@ async def test_a_limit_set_or_lifted_since_the_last_read_binds_as_it_stands(conn
     assert (granted, until > 0) == (2, True), "the new cap read at once, not a second later"
     assert coordinator.capped
     assert await conn.redis.zcard(f"emq:{{{orders.name}}}:running") == 2
+    assert await orders.running() == 2, "as the package counts them"
+    await conn.redis.zadd(f"emq:{{{orders.name}}}:running", {"99": 1})
+    assert await orders.running() == 2, "a lapsed permit runs no more"
     coordinator.took(orders.partitions[0].name, ["JOB_lagged"], first)
     await orders.exact_concurrency(None)
     # As if granted after the lift: no running permit behind the job.

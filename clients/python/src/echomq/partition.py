@@ -295,6 +295,16 @@ class Partitioned:
         await self.partitions[0].connection.redis.hset(key, "concurrency", str(cap))
         self.running_cap = cap
 
+    async def running(self) -> int:
+        """How many of its jobs hold running permits now under its exact
+        concurrency (:meth:`exact_concurrency`): the permits scored after the
+        server's now (one that lapsed and was not trimmed yet runs no more);
+        0 with none set. As the Rust host's ``Partitioned::running``."""
+        redis = self.partitions[0].connection.redis
+        seconds, micros = await redis.time()
+        now = int(seconds) * 1000 + int(micros) // 1000
+        return int(await redis.zcount("emq:{" + self.name + "}:running", f"({now}", "+inf"))
+
     def index_of(self, job_id: str) -> int:
         """The index of the partition that holds job ``job_id``."""
         return partition_index(check_id(job_id), len(self.partitions))
