@@ -48,7 +48,7 @@ pub(crate) struct Coordinator {
     read: Mutex<Option<(Instant, Set)>>,
     /// The running permit of each job this process claimed under an exact
     /// concurrency, by its queue and id, until the job ends.
-    running: Mutex<HashMap<(String, JobId), u64>>,
+    running: Mutex<HashMap<String, HashMap<JobId, u64>>>,
     /// Running permits whose jobs ended, to be given back in one call.
     ended: Arc<Mutex<Vec<u64>>>,
     /// Whether a task is giving back `ended` now.
@@ -130,9 +130,8 @@ impl Coordinator {
         let used = claims.jobs.len() as u64;
         if set.concurrency {
             let mut running = self.running.lock().expect("never poisoned");
-            for (job, number) in claims.jobs.iter().zip(first..) {
-                running.insert((queue.name().to_owned(), job.id.clone()), number);
-            }
+            let held = running.entry(queue.name().to_owned()).or_default();
+            held.extend(claims.jobs.iter().map(|job| job.id.clone()).zip(first..));
         }
         if used < granted {
             self.give_back(first + used..first + granted).await;
@@ -180,7 +179,11 @@ impl Coordinator {
     pub(crate) async fn renew(&self, queue: &Queue, jobs: &[&JobId], lease: Duration) -> Result<Vec<bool>> {
         let numbers: Vec<Option<u64>> = {
             let running = self.running.lock().expect("never poisoned");
-            jobs.iter().map(|id| running.get(&(queue.name().to_owned(), (*id).clone())).copied()).collect()
+            // No lookup, nor a call, for a queue whose jobs hold no permit (no exact concurrency).
+            let Some(held) = running.get(queue.name()).filter(|held| !held.is_empty()) else {
+                return Ok(vec![true; jobs.len()]);
+            };
+            jobs.iter().map(|id| held.get(*id).copied()).collect()
         };
         let held: Vec<u64> = numbers.iter().flatten().copied().collect();
         let mut runs = HashMap::with_capacity(held.len());
@@ -209,11 +212,13 @@ impl Coordinator {
     /// landed) the permit is kept until it lapses, at its hold's end, after
     /// the job's lease.
     pub(crate) fn ended(&self, queue: &Queue, id: &JobId, landed: bool) {
-        let Some(number) =
-            self.running.lock().expect("never poisoned").remove(&(queue.name().to_owned(), id.clone()))
-        else {
-            return;
-        };
+        let number = self
+            .running
+            .lock()
+            .expect("never poisoned")
+            .get_mut(queue.name())
+            .and_then(|held| held.remove(id));
+        let Some(number) = number else { return };
         if !landed {
             return;
         }
