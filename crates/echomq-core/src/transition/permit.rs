@@ -168,8 +168,14 @@ impl Room {
         let edge = now.saturating_sub(window) as f64;
         let past = store.zupto(permits, edge, usize::MAX);
         let left = rate.saturating_sub(store.zcard(permits) - past.len() as u64);
-        let oldest = store.zfirst_above(permits, edge).unwrap_or(now as f64) as u64;
-        Room { left, wait: (oldest + window).saturating_sub(now), past }
+        // Read only when it is full: the wait is said only then.
+        let wait = match left {
+            0 => {
+                (store.zfirst_above(permits, edge).unwrap_or(now as f64) as u64 + window).saturating_sub(now)
+            }
+            _ => 0,
+        };
+        Room { left, wait, past }
     }
 
     /// The concurrency's room: `concurrency` less the permits running now
@@ -177,8 +183,11 @@ impl Room {
     fn of_running<S: Store>(store: &mut S, running: &[u8], now: u64, concurrency: u64) -> Room {
         let past = store.zupto(running, now as f64, usize::MAX);
         let left = concurrency.saturating_sub(store.zcard(running) - past.len() as u64);
-        let first = store.zfirst_above(running, now as f64).unwrap_or(now as f64) as u64;
-        Room { left, wait: first.saturating_sub(now), past }
+        let wait = match left {
+            0 => (store.zfirst_above(running, now as f64).unwrap_or(now as f64) as u64).saturating_sub(now),
+            _ => 0,
+        };
+        Room { left, wait, past }
     }
 
     /// Trim what is past (at most a sweep's worth, bounded work) and add
