@@ -32,6 +32,8 @@ enum Value {
     Hash(BTreeMap<Short, Short>),
     Zset(Zset),
     Stream(Stream),
+    /// A string: only plain commands write one (an upkeep lease, PROTOCOL.md §11.3).
+    String(Vec<u8>),
     /// A key of a type the protocol never writes (tests put these in the way).
     Other(&'static str),
 }
@@ -84,6 +86,7 @@ impl Memory {
                         Dump::Zset(zset.order.iter().map(|(s, m)| (m.to_vec(), s.0)).collect())
                     }
                     Value::Stream(stream) => Dump::Stream(stream.entries.iter().map(unpack).collect()),
+                    Value::String(_) => Dump::Other("string"),
                     Value::Other(name) => Dump::Other(name),
                 };
                 (key.clone(), dump)
@@ -94,6 +97,20 @@ impl Memory {
     /// Put a value of another type at `key` (a string, say): for tests of `EMQTYPE`.
     pub fn put_other(&mut self, key: &[u8], type_name: &'static str) {
         self.keys.insert(key.to_vec(), Value::Other(type_name));
+    }
+
+    /// The string at `key`, if it holds one (`GET`).
+    #[must_use]
+    pub fn string(&self, key: &[u8]) -> Option<&[u8]> {
+        match self.keys.get(key) {
+            Some(Value::String(value)) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Make `key` the string `value` (`SET`), whatever it held.
+    pub fn set_string(&mut self, key: &[u8], value: &[u8]) {
+        self.keys.insert(key.to_vec(), Value::String(value.to_vec()));
     }
 
     /// Up to `count` entries of the stream `key` whose ids come after `after`.
@@ -171,6 +188,7 @@ impl Store for Memory {
             Some(Value::Hash(_)) => KeyType::Hash,
             Some(Value::Zset(_)) => KeyType::Zset,
             Some(Value::Stream(_)) => KeyType::Stream,
+            Some(Value::String(_)) => KeyType::Other("string"),
             Some(Value::Other(name)) => KeyType::Other(name),
         }
     }

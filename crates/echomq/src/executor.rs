@@ -76,7 +76,7 @@ raw!(call::{claim_waiting, execute, execute_batch, Call, Ran, Shortfall});
 use call::one;
 #[cfg(test)]
 pub(crate) use call::parse_reply;
-raw!(due::{upkeep_due, UpkeepDue});
+raw!(due::{upkeep_due, DueAsk, Keeping, LeaseAsk, Leased, UpkeepDue});
 raw!(echomq_core::{Refusal, Reply});
 raw!(lua::script_source);
 raw!(plain::{Answer, Command, Plain});

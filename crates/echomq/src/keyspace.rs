@@ -240,6 +240,14 @@ impl Keyspace {
         self.key(Role::Notices.pattern())
     }
 
+    /// `emq:{q}:upkeep`: the queue's upkeep lease, the id of the worker that
+    /// keeps its upkeep now (string; protocol 1.8, PROTOCOL.md §11.3), for a
+    /// partitioned queue's queues.
+    #[must_use]
+    pub(crate) fn upkeep(&self) -> String {
+        self.key("upkeep")
+    }
+
     /// `emq:{q}:events`: the queue's capped log of what happened (stream).
     #[must_use]
     pub fn events(&self) -> String {

@@ -513,6 +513,9 @@ impl Partitioned {
 
     /// A worker running `handler` on the jobs of every queue
     /// [`worked`](Partitioned::worked) names, its concurrency shared by them all.
+    /// The workers of a partitioned queue keep each of those queues' upkeep
+    /// one at a time, under the queue's upkeep lease (PROTOCOL.md §11.3),
+    /// given back when the worker stops.
     pub fn worker(&self, handler: impl Handler, options: WorkerOptions) -> Worker {
         let mut queues = self.worked().into_iter();
         let first = queues.next().expect("a partitioned queue has a partition");

@@ -213,29 +213,41 @@ impl Worker {
         // all, as a killed process would, so their leases run out and
         // another worker takes them.
         let (runs, _cancels_runs) = Runs::new();
-        let (mut loops, mut claims) = (JoinSet::new(), JoinSet::new());
-        let hearts = start(self.queues, &shared, &slots, &runs, &mut loops, &mut claims);
+        let (mut loops, mut claims, mut keeping) = (JoinSet::new(), JoinSet::new(), JoinSet::new());
+        let keeper: Arc<str> = Arc::from(self.id.as_str());
+        let sets = (&mut loops, &mut claims, &mut keeping);
+        let hearts = start(self.queues, &shared, &slots, &runs, &keeper, sets);
         let options = &shared.options;
         let registrar =
             Arc::new(Registrar::new(self.id, options.concurrency, options.registry_beat, &hearts));
         loops.spawn(registrar.clone().run());
         steer(&shared, shutdown, claims, &runs, executors).await;
+        // The upkeep ends its period and gives its leases back (bounded:
+        // a server that does not answer is not waited for).
+        let kept = async { while keeping.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(GIVE_BACK_WAIT.max(2 * options.upkeep), kept).await;
+        keeping.shutdown().await;
         loops.shutdown().await;
         registrar.unregister().await;
         Ok(())
     }
 }
 
+/// How long a stopped worker waits at most for its upkeep to give its
+/// leases back (PROTOCOL.md §11.3).
+const GIVE_BACK_WAIT: Duration = Duration::from_secs(1);
+
 /// Start the path of `queues`' jobs: each queue's heart, sink (its ack
-/// gatherer) and runner, their loops in `loops`, and the claim loops that
-/// start the jobs they claim, in `claims`. The queues' hearts.
+/// gatherer) and runner, their loops in `loops`, the claim loops that
+/// start the jobs they claim in `claims`, and the upkeep (as the worker
+/// `keeper`) in `keeping`. The queues' hearts.
 fn start(
     queues: Vec<Queue>,
     shared: &Arc<Shared>,
     slots: &Arc<Semaphore>,
     runs: &Arc<Runs>,
-    loops: &mut JoinSet<()>,
-    claims: &mut JoinSet<()>,
+    keeper: &Arc<str>,
+    (loops, claims, keeping): (&mut JoinSet<()>, &mut JoinSet<()>, &mut JoinSet<()>),
 ) -> Vec<Arc<Heart>> {
     // One queue: its acks fetch its next jobs (ACKNEXT). Several: the
     // claim loops share the slots fairly, so acks only ack. Nor when
@@ -259,13 +271,20 @@ fn start(
         if in_turns {
             taking_turns.push(runner);
         } else {
-            loops.spawn(upkeep::run(vec![queue], shared.clone()));
+            keeping.spawn(upkeep::run(vec![queue], shared.clone(), keeper.clone()));
             claims.spawn(claim_loop(runner, shared.clone(), slots.clone(), refilled, count));
         }
     }
     if in_turns {
-        let queues = taking_turns.iter().map(|runner| runner.queue().clone()).collect();
-        loops.spawn(upkeep::run(queues, shared.clone()));
+        let queues: Vec<_> = taking_turns.iter().map(|runner| runner.queue().clone()).collect();
+        if setup.waits_on_many {
+            keeping.spawn(upkeep::run(queues, shared.clone(), keeper.clone()));
+        } else {
+            // A Cluster's: one round trip cannot span slots, so an upkeep each.
+            for queue in queues {
+                keeping.spawn(upkeep::run(vec![queue], shared.clone(), keeper.clone()));
+            }
+        }
         claims.spawn(turns::run(taking_turns, shared.clone(), slots.clone()));
     }
     hearts

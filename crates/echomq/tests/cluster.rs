@@ -474,7 +474,9 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes_and_a_partition_mov
         };
         let options = WorkerOptions::default().concurrency(16).idle_wait(Duration::from_millis(100));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let working = tokio::spawn(orders.worker(handler, options).run_until(async move {
+        let worker = orders.worker(handler, options);
+        let keeper = worker.id().to_owned();
+        let working = tokio::spawn(worker.run_until(async move {
             let _ = stopped.await;
         }));
         // Mid-flow, partition 0's slot moves to the second node; jobs go on arriving.
@@ -487,6 +489,17 @@ async fn a_partitioned_queue_spreads_evenly_over_three_nodes_and_a_partition_mov
             ids.push(orders.enqueue(format!("{n}").into_bytes()).await.unwrap());
         }
         eventually("every job ran", || async { runs.lock().unwrap().len() == ids.len() }).await;
+        // The worker keeps each partition under its upkeep lease, on its node
+        // (partition 0's moved there mid-flow).
+        for partition in orders.partitions() {
+            let lease = echomq::executor::Command::Get(format!("emq:{{{}}}:upkeep", partition.name()));
+            let held = || async {
+                let holder = partition.executor().plain().one(lease.clone()).await;
+                holder.and_then(echomq::executor::Answer::text).ok().flatten()
+            };
+            eventually("the worker holds the lease", || async { held().await.as_ref() == Some(&keeper) })
+                .await;
+        }
         let _ = stop.send(());
         working.await.unwrap().unwrap();
         let once = ids.iter().all(|id| runs.lock().unwrap().get(id.as_str()) == Some(&1));

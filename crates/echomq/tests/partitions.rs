@@ -935,3 +935,83 @@ async fn a_partitioned_worker_gathers_a_claims_acks_into_one_call() {
     println!("{jobs} jobs, a worker of 256 slots: {one} ack calls for one queue, {parted} for 12 partitions");
     assert!(parted * 10 <= one * 8, "12 partitions took {parted} ack calls, one queue {one}");
 }
+
+/// Each queue of a partitioned queue is kept by one of its workers at a
+/// time, under its upkeep lease (PROTOCOL.md §11.3), on every executor:
+/// two workers share the leases; a partition whose lease another holds is
+/// not kept (its due delayed job stays delayed, while two rounds of the
+/// other partitions' run), and once that lease is gone a worker takes it
+/// and keeps the partition; workers that stop give their leases back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_partition_is_kept_by_one_worker_at_a_time() {
+    let (_server, executors) = common::three_executors().await;
+    for (via_name, via) in executors {
+        let kept = Partitioned::create(via.clone(), &unique_queue("kept"), 4).await.unwrap();
+        let lease = |queue: &Queue| format!("emq:{{{}}}:upkeep", queue.name());
+        let holder = |queue: &Queue| {
+            let (via, key) = (via.clone(), lease(queue));
+            async move { via.plain().one(Command::Get(key)).await.unwrap().text().unwrap() }
+        };
+        let held = &kept.partitions()[0];
+        let elsewhere = Command::SetIfAbsent { key: lease(held), value: "elsewhere".into(), ms: 600_000 };
+        assert_eq!(via.plain().one(elsewhere).await.unwrap().text().unwrap(), None, "{via_name}");
+        let soon = || EnqueueOptions::default().delay(Duration::from_millis(1));
+        let waiting = held.enqueue_with(b"held".to_vec(), soon()).await.unwrap().id;
+        let ran = Arc::new(AtomicUsize::new(0));
+        let options = slots(4).upkeep(Duration::from_millis(50));
+        let workers = [0, 1].map(|_| kept.worker(counting(ran.clone()), options.clone()));
+        let ids: Vec<String> = workers.iter().map(|worker| worker.id().to_owned()).collect();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let running: Vec<_> = workers
+            .into_iter()
+            .map(|worker| {
+                let mut stopped = stopped.clone();
+                tokio::spawn(worker.run_until(async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                }))
+            })
+            .collect();
+        // Two rounds, the second enqueued once the first ran: partition 0's
+        // lease was asked for in the periods between.
+        for round in 1..=2 {
+            for partition in &kept.partitions()[1..] {
+                partition.enqueue_with(b"due".to_vec(), soon()).await.unwrap();
+            }
+            eventually("each kept partition's due job ran", || async {
+                ran.load(Ordering::SeqCst) >= 3 * round
+            })
+            .await;
+        }
+        let state = held.inspect(&waiting).await.unwrap().unwrap().record.state;
+        assert_eq!(
+            state,
+            echomq::State::Delayed,
+            "{via_name}: kept by no worker here while another holds its lease"
+        );
+        for queue in &kept.worked()[1..] {
+            let keeper = holder(queue).await;
+            assert!(
+                keeper.as_ref().is_some_and(|id| ids.contains(id)),
+                "{via_name}: {keeper:?} keeps {}",
+                queue.name()
+            );
+        }
+        assert_eq!(
+            via.plain().one(Command::Del(lease(held))).await.unwrap(),
+            echomq::executor::Answer::Int(1)
+        );
+        eventually("a worker took the lease and kept the partition", || async {
+            ran.load(Ordering::SeqCst) >= 7
+        })
+        .await;
+        let keeper = holder(held).await;
+        assert!(keeper.as_ref().is_some_and(|id| ids.contains(id)), "{via_name}: {keeper:?}");
+        stop.send(true).unwrap();
+        for worker in running {
+            worker.await.unwrap().unwrap();
+        }
+        for queue in kept.worked() {
+            assert_eq!(holder(&queue).await, None, "{via_name}: {} given back", queue.name());
+        }
+    }
+}

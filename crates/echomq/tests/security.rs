@@ -79,6 +79,11 @@ pub const TURNS_NATIVE: &str = "+bzpopmin +time +zrange +exists +zcard";
 /// read, and its exact limits' permits given back.
 pub const PARTITIONED_NATIVE: &str = "+hgetall +hget +zrem";
 
+/// Optional, for a worker of a partitioned queue (Lua or native): each
+/// partition kept by one worker at a time, under its upkeep lease; this
+/// selector lets the worker write those keys and no other.
+pub const UPKEEP_LEASE: &str = "(~emq:{*}:upkeep +set +get +pexpire +del)";
+
 /// Optional, for a native operator of partitioned queues: creating,
 /// limiting and deleting one writes its definition with plain commands.
 pub const PARTITIONS_OPERATOR_NATIVE: &str = "+hsetnx +hset +hget +hgetall +exists +del";
@@ -369,6 +374,7 @@ async fn a_worker_user_runs_a_partitioned_queue_under_exact_limits() {
     for (via, rules) in
         [(Via::Lua, WORKER_LUA.to_owned()), (Via::Native, format!("{WORKER_NATIVE} {PARTITIONED_NATIVE}"))]
     {
+        let rules = format!("{rules} {UPKEEP_LEASE}");
         let server = server(via, &[]);
         let partitions = if via == Via::Native { PARTITIONS_OPERATOR_NATIVE } else { "" };
         create_user(&server, "operator", "0perator-secret", &format!("{} {partitions}", operator(via))).await;
@@ -384,13 +390,29 @@ async fn a_worker_user_runs_a_partitioned_queue_under_exact_limits() {
         let split = Partitioned::open(executor, &name).await.unwrap();
         let options = WorkerOptions::default().concurrency(8).idle_wait(Duration::from_millis(100));
         let worker = split.worker(|_job: JobContext| async { Ok::<_, HandlerError>(()) }, options);
+        let id = worker.id().to_owned();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(worker.run_until(async move {
             let _ = stopped.await;
         }));
         eventually("every job is done", || async { made.stats().await.unwrap().done == 30 }).await;
+        // It keeps each partition under the partition's upkeep lease.
+        for partition in made.partitions() {
+            let key = format!("emq:{{{}}}:upkeep", partition.name());
+            let held = || async {
+                let mut admin = admin(&server).await;
+                redis::cmd("GET").arg(&key).query_async::<Option<String>>(&mut admin).await.unwrap()
+            };
+            eventually("the worker holds the lease", || async {
+                held().await.as_deref() == Some(id.as_str())
+            })
+            .await;
+        }
         stop.send(()).unwrap();
         task.await.unwrap().unwrap();
+        let leases: Vec<String> =
+            redis::cmd("KEYS").arg("emq:*:upkeep").query_async(&mut admin(&server).await).await.unwrap();
+        assert!(leases.is_empty(), "{via:?}: given back at its stop: {leases:?}");
     }
 }
 
@@ -591,6 +613,7 @@ fn security_md_prints_these_rules() {
         PROMPT_STOP,
         TURNS_NATIVE,
         PARTITIONED_NATIVE,
+        UPKEEP_LEASE,
         PARTITIONS_OPERATOR_NATIVE,
     ] {
         assert!(page.contains(&words(rules)), "SECURITY.md lacks the rules {rules}");

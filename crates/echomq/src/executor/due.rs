@@ -38,48 +38,161 @@ pub struct UpkeepDue {
 /// The reads for one queue, in the order [`due`] reads them.
 const READS: usize = 9;
 
-/// What each of `queues`' upkeep has to do now, read with plain commands in
-/// one round trip (PROTOCOL.md §11.3): every queue on `via`'s one server, or
-/// one queue (its keys share a slot). `None` when it cannot be known: the
-/// round trip failed, or the user may not read (an ACL without these
-/// commands: said once, through `refused`, and not asked again); every
-/// part is then run.
+/// One queue the upkeep reads (see [`upkeep_due`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DueAsk<'a> {
+    /// The queue's keys.
+    pub keys: &'a Keyspace,
+    /// Its upkeep lease, for a queue kept by one worker at a time (a
+    /// partitioned queue's, PROTOCOL.md §11.3); `None` for a queue any
+    /// worker keeps.
+    pub lease: Option<LeaseAsk<'a>>,
+}
+
+/// An upkeep lease as a worker asks for it (PROTOCOL.md §11.3).
+#[derive(Clone, Copy, Debug)]
+pub struct LeaseAsk<'a> {
+    /// The worker's id: the lease's value.
+    pub keeper: &'a str,
+    /// How long the lease lives once taken or renewed, ms: three periods.
+    pub ms: u64,
+    /// The worker kept the queue last period: it renews the lease, and reads the queue.
+    pub held: bool,
+}
+
+/// What a queue's upkeep does this period (see [`upkeep_due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keeping {
+    /// Keep the queue: the parts [`UpkeepDue`] names, or every part when
+    /// they could not be read.
+    Keep(Option<UpkeepDue>),
+    /// Keep nothing this period: another worker holds the queue's lease,
+    /// or this one took it just now and reads the queue from the next period.
+    Skip,
+}
+
+/// A queue's upkeep lease after a period's ask (see [`upkeep_due`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Leased {
+    /// The worker holds it: it keeps the queue, renewing the lease.
+    Held,
+    /// Another worker does.
+    Theirs,
+    /// The server refused the lease's `SET` (an older server, an ACL
+    /// without `+set`, a key of another type): the worker keeps the queue
+    /// every period, as any worker keeps an ordinary queue.
+    Refused(String),
+}
+
+/// What each of `asks`' upkeep does this period, with its lease when it
+/// has one (`None` when its state could not be read: as it was), asked and
+/// read with plain commands in one round trip (PROTOCOL.md §11.3): every
+/// queue on `via`'s one server, or one queue (its keys share a slot). A
+/// kept queue's parts are `None` when they cannot be known: the round trip
+/// failed, or the user may not read (an ACL without these commands: said
+/// once, through `refused`, and not asked again); every part is then run.
 pub async fn upkeep_due(
     via: &dyn Executor,
-    queues: &[Keyspace],
+    asks: &[DueAsk<'_>],
     refused: &AtomicBool,
-) -> Option<Vec<UpkeepDue>> {
-    if refused.load(Ordering::SeqCst) {
-        return None;
-    }
-    let mut reads = vec![Command::Time];
-    for keys in queues {
-        for set in [keys.delayed(), keys.active(), keys.ticks()] {
-            reads.push(Command::ZRange { key: set, count: 1, latest: false });
+) -> Vec<(Keeping, Option<Leased>)> {
+    let reading = !refused.load(Ordering::SeqCst);
+    let mut commands = vec![Command::Time];
+    for ask in asks {
+        if let Some(lease) = ask.lease {
+            let key = ask.keys.upkeep();
+            if lease.held {
+                commands.push(Command::PExpire(key.clone(), lease.ms));
+            }
+            commands.push(Command::SetIfAbsent { key, value: lease.keeper.to_owned(), ms: lease.ms });
         }
-        reads.push(Command::Exists(keys.role(Role::BatchOpen, None)?));
-        for state in [State::Done, State::Dead, State::Cancelled] {
-            reads.push(Command::ZCard(keys.state(state)));
+        if reading && ask.reads() {
+            commands.extend(reads(ask.keys));
         }
-        reads.push(Command::StreamLen(keys.notices()));
-        reads.push(Command::ZRange { key: keys.state(State::Waiting), count: 1, latest: false });
     }
-    let answers = via.plain().send(&reads).await.ok()?;
-    let denied = |answer: &Result<Answer>| {
-        answer.as_ref().is_err_and(|err| err.redis_error().is_some_and(|err| err.code() == Some("NOPERM")))
+    let Ok(answers) = via.plain().send(&commands).await else {
+        // Nothing known, not even who holds a lease: every part of every
+        // queue runs, as any worker may keep any queue.
+        return asks.iter().map(|_| (Keeping::Keep(None), None)).collect();
     };
-    if answers.iter().any(denied) {
+    let mut answers = answers.into_iter();
+    let now = answers.next().and_then(|time| time.ok()?.int().ok()).map(|ms| ms as f64);
+    let mut denied = false;
+    let mut kept: Vec<_> = asks
+        .iter()
+        .map(|ask| {
+            let leased = ask.lease.map(|lease| {
+                if lease.held {
+                    answers.next(); // PEXPIRE's: the SET after it says who holds the lease.
+                }
+                leased(answers.next(), lease.keeper)
+            });
+            if !ask.reads() || leased == Some(Leased::Theirs) {
+                if reading && ask.reads() {
+                    answers.by_ref().take(READS).for_each(drop);
+                }
+                return (Keeping::Skip, leased);
+            }
+            let due = reading.then(|| answers.by_ref().take(READS).collect::<Vec<_>>()).and_then(|reads| {
+                denied |= reads.iter().any(is_denied);
+                now.map(|now| due(&reads, now))
+            });
+            (Keeping::Keep(due), leased)
+        })
+        .collect();
+    if denied {
         if !refused.swap(true, Ordering::SeqCst) {
             tracing::info!(
                 "the server refused the upkeep's reads: every upkeep call is made each period (grant +time +zrange +exists +zcard to skip those with nothing to do, SECURITY.md)"
             );
         }
-        return None;
+        for (keeping, _) in &mut kept {
+            if let Keeping::Keep(due) = keeping {
+                *due = None;
+            }
+        }
     }
-    let mut answers = answers.into_iter();
-    let now = answers.next()?.ok()?.int().ok()? as f64;
-    let answers: Vec<Result<Answer>> = answers.collect();
-    Some(answers.chunks(READS).map(|reads| due(reads, now)).collect())
+    kept
+}
+
+impl DueAsk<'_> {
+    /// Whether the queue is read this period: one any worker keeps, or
+    /// whose lease this worker held last period.
+    fn reads(&self) -> bool {
+        self.lease.is_none_or(|lease| lease.held)
+    }
+}
+
+/// The reads of one queue's due parts, in the order [`due`] reads them.
+fn reads(keys: &Keyspace) -> Vec<Command> {
+    let mut reads = Vec::with_capacity(READS);
+    for set in [keys.delayed(), keys.active(), keys.ticks()] {
+        reads.push(Command::ZRange { key: set, count: 1, latest: false });
+    }
+    reads.push(Command::Exists(keys.role(Role::BatchOpen, None).unwrap_or_default()));
+    for state in [State::Done, State::Dead, State::Cancelled] {
+        reads.push(Command::ZCard(keys.state(state)));
+    }
+    reads.push(Command::StreamLen(keys.notices()));
+    reads.push(Command::ZRange { key: keys.state(State::Waiting), count: 1, latest: false });
+    reads
+}
+
+/// A read the server refused for want of a permission (`NOPERM`).
+fn is_denied(answer: &Result<Answer>) -> bool {
+    answer.as_ref().is_err_and(|err| err.redis_error().is_some_and(|err| err.code() == Some("NOPERM")))
+}
+
+/// The lease as the `SET … NX … GET`'s `answer` tells it: none (this
+/// worker took it) or `keeper`'s own id, held; another's, theirs.
+fn leased(answer: Option<Result<Answer>>, keeper: &str) -> Leased {
+    match answer.map(|answer| answer.and_then(Answer::text)) {
+        Some(Ok(None)) => Leased::Held,
+        Some(Ok(Some(holder))) if holder == keeper => Leased::Held,
+        Some(Ok(Some(_))) => Leased::Theirs,
+        Some(Err(err)) => Leased::Refused(err.to_string()),
+        None => Leased::Refused("no answer".into()),
+    }
 }
 
 /// One queue's [`UpkeepDue`] from its nine reads; a read that failed (a key of
@@ -112,6 +225,20 @@ mod tests {
 
     fn head(score: Option<f64>) -> Result<Answer> {
         Ok(Answer::Scored(score.map(|score| ("JOB_1".to_owned(), score)).into_iter().collect()))
+    }
+
+    /// The lease's `SET … NX … GET` answers none when it took the lease,
+    /// the holder's id when it was there: the worker's own is held, another's
+    /// is theirs; a refusal (an ACL, an older server) is said.
+    #[test]
+    fn the_lease_is_read_from_its_set() {
+        let text = |id: Option<&str>| Some(Ok(Answer::Text(id.map(str::to_owned))));
+        assert_eq!(leased(text(None), "w1"), Leased::Held);
+        assert_eq!(leased(text(Some("w1")), "w1"), Leased::Held);
+        assert_eq!(leased(text(Some("w2")), "w1"), Leased::Theirs);
+        let refused = leased(Some(Err(Error::new(ErrorKind::Server, "NOPERM no +set"))), "w1");
+        assert!(matches!(&refused, Leased::Refused(why) if why.contains("NOPERM")), "{refused:?}");
+        assert!(matches!(leased(None, "w1"), Leased::Refused(_)));
     }
 
     /// A set's head is due at or before now; an empty set has nothing

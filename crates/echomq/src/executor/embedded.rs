@@ -201,6 +201,21 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             store.del(key.as_bytes());
             count(usize::from(existed))
         }
+        Command::Get(key) => {
+            touch(store, deadlines, key, STRING)?;
+            Answer::Text(
+                store.string(key.as_bytes()).map(|value| String::from_utf8_lossy(value).into_owned()),
+            )
+        }
+        Command::SetIfAbsent { key, value, ms } => {
+            touch(store, deadlines, key, STRING)?;
+            if let Some(held) = store.string(key.as_bytes()) {
+                return Ok(Answer::Text(Some(String::from_utf8_lossy(held).into_owned())));
+            }
+            store.set_string(key.as_bytes(), value.as_bytes());
+            deadlines.insert(key.clone(), store.now_ms().saturating_add((*ms).max(1)));
+            Answer::Text(None)
+        }
         Command::StreamLast(key) => {
             touch(store, deadlines, key, KeyType::Stream)?;
             Answer::Text(store.xlast(key.as_bytes()).map(|id| id.to_string()))
@@ -217,6 +232,9 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
         Command::Info(_) | Command::ConfigGet(_) => Answer::Text(None),
     })
 }
+
+/// The type of a string, as the store names it (only plain commands write one).
+const STRING: KeyType = KeyType::Other("string");
 
 /// A hash command on the store (see [`answer`]).
 fn hash(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Command) -> Result<Answer> {

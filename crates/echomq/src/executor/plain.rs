@@ -91,6 +91,20 @@ pub enum Command {
     HGet(String, String),
     /// `DEL key`. Answers [`Answer::Int`].
     Del(String),
+    /// `GET key`: a string's value. Answers [`Answer::Text`]: the value, or none.
+    Get(String),
+    /// `SET key value NX PX ms GET` (Redis 7.0+): the string, unless the key
+    /// is there, going after `ms` (at least 1); an upkeep lease taken
+    /// (PROTOCOL.md §11.3). Answers [`Answer::Text`]: what the key held
+    /// (none when this set it).
+    SetIfAbsent {
+        /// The key.
+        key: String,
+        /// Its value, when set.
+        value: String,
+        /// How long it lives once set, ms.
+        ms: u64,
+    },
     /// `XREVRANGE key + - COUNT 1`: the id of the stream's newest entry.
     /// Answers [`Answer::Text`].
     StreamLast(String),
@@ -198,6 +212,8 @@ impl Command {
             Command::HGetAll(_) => "HGETALL",
             Command::HGet(..) => "HGET",
             Command::Del(_) => "DEL",
+            Command::Get(_) => "GET",
+            Command::SetIfAbsent { .. } => "SET",
             Command::StreamLast(_) => "XREVRANGE",
             Command::StreamLen(_) => "XLEN",
             Command::StreamDelete(..) => "XDEL",
@@ -233,6 +249,7 @@ pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::
         | Command::Exists(key)
         | Command::HGetAll(key)
         | Command::Del(key)
+        | Command::Get(key)
         | Command::StreamLen(key) => {
             out.arg(key);
         }
@@ -253,6 +270,9 @@ pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::
         }
         Command::PExpire(key, ms) => {
             out.arg(key).arg((*ms).max(1));
+        }
+        Command::SetIfAbsent { key, value, ms } => {
+            out.arg(key).arg(value).arg("NX").arg("PX").arg((*ms).max(1)).arg("GET");
         }
         Command::StreamLast(key) => {
             out.arg(key).arg("+").arg("-").arg("COUNT").arg(1);
@@ -282,7 +302,9 @@ pub(super) fn answer(command: &Command, value: Value) -> Result<Answer> {
             let fields: Vec<(String, String)> = FromRedisValue::from_redis_value(value).map_err(read)?;
             Answer::Fields(fields)
         }
-        Command::HGet(..) => Answer::Text(FromRedisValue::from_redis_value(value).map_err(read)?),
+        Command::HGet(..) | Command::Get(_) | Command::SetIfAbsent { .. } => {
+            Answer::Text(FromRedisValue::from_redis_value(value).map_err(read)?)
+        }
         Command::StreamLast(_) => Answer::Text(entries_of(value)?.into_iter().next().map(|entry| entry.id)),
         Command::Info(_) => Answer::Text(Some(FromRedisValue::from_redis_value(value).map_err(read)?)),
         Command::ConfigGet(_) => {

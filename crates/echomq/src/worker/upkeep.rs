@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::options::Shared;
-use crate::executor::UpkeepDue;
+use crate::executor::{DueAsk, Keeping, LeaseAsk, Leased, UpkeepDue};
 use crate::queue::{Queue, Upkeep, SWEEP_STEP};
 use crate::record::State;
 use crate::transition::{Promote, Reap, Trim};
@@ -47,42 +47,109 @@ struct Kept {
     /// more but what the age bound lets go.
     trimmed: [Option<u64>; 3],
     trimmed_at: Instant,
+    /// Its upkeep lease, for a queue kept by one worker at a time (a
+    /// partitioned queue's, PROTOCOL.md §11.3): whether this worker kept
+    /// it last period. `None` for a queue any worker keeps, and once the
+    /// server refused the lease.
+    held: Option<bool>,
 }
 
 impl Kept {
     fn new(queue: Queue) -> Kept {
-        Kept { queue, failing: Vec::new(), noted: None, trimmed: [None; 3], trimmed_at: Instant::now() }
+        // A partitioned queue's queues are kept by one of its workers at a time.
+        let held = queue.coordinator().is_some().then_some(false);
+        Kept { queue, failing: Vec::new(), noted: None, trimmed: [None; 3], trimmed_at: Instant::now(), held }
+    }
+
+    /// This period's ask for its lease, as `keeper` holding it `ms`.
+    fn lease<'a>(&self, keeper: &'a str, ms: u64) -> Option<LeaseAsk<'a>> {
+        self.held.map(|held| LeaseAsk { keeper, ms, held })
+    }
+
+    /// Take in the lease as the period's ask found it.
+    fn leased(&mut self, leased: Option<Leased>) {
+        match leased {
+            None => {}
+            Some(Leased::Held) => self.held = Some(true),
+            Some(Leased::Theirs) => self.held = Some(false),
+            Some(Leased::Refused(error)) => {
+                tracing::warn!(
+                    queue = self.queue.name(),
+                    %error,
+                    "the server refused the upkeep lease: this worker keeps the queue every period (grant +set +get +pexpire +del, SECURITY.md)"
+                );
+                self.held = None;
+            }
+        }
     }
 }
 
 /// The upkeep of `queues`, all on one executor's server (or one queue),
-/// every period until the worker stops. Each period first reads what each
-/// queue has due ([`upkeep_due`](crate::executor::upkeep_due),
+/// every period until the worker stops, as the worker `keeper`. Each period
+/// first reads what each queue has due ([`upkeep_due`](crate::executor::upkeep_due),
 /// one round trip for many queues) and calls only the parts that would find
 /// something: a worker of a thousand idle queues made 28,000 calls a
 /// second that found nothing. Where that cannot be read, every part runs.
-pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>) {
+/// A partitioned queue's queues are kept by one worker at a time, under
+/// their upkeep leases, asked for in the same round trip and given back
+/// when the worker stops.
+pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>, keeper: Arc<str>) {
     let Some(first) = queues.first() else { return };
     let via = first.executor().clone();
     let keys: Vec<_> = queues.iter().map(|queue| queue.keyspace().clone()).collect();
     let mut kept: Vec<Kept> = queues.into_iter().map(Kept::new).collect();
     // Set once the server refused the reads: every part runs from then on.
     let refused = std::sync::atomic::AtomicBool::new(false);
-    let mut tick = tokio::time::interval(shared.options.upkeep);
+    let period = shared.options.upkeep;
+    let lease_ms = u64::try_from(3 * period.as_millis()).unwrap_or(u64::MAX);
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
-            () = shared.stopping.cancelled() => return,
+            () = shared.stopping.cancelled() => return give_back(&*via, &keys, &kept, &keeper).await,
         }
-        let until = Instant::now() + shared.options.upkeep;
+        let until = Instant::now() + period;
         for (keys, kept) in keys.chunks(DUE_READS).zip(kept.chunks_mut(DUE_READS)) {
-            let due = crate::executor::upkeep_due(&*via, keys, &refused).await;
-            for (at, kept) in kept.iter_mut().enumerate() {
-                let due = due.as_ref().and_then(|due| due.get(at).copied());
-                keep(kept, due, &shared, until).await;
+            let leases: Vec<_> = kept.iter().map(|kept| kept.lease(&keeper, lease_ms)).collect();
+            let asks: Vec<_> = keys.iter().zip(leases).map(|(keys, lease)| DueAsk { keys, lease }).collect();
+            let keeping = crate::executor::upkeep_due(&*via, &asks, &refused).await;
+            for (kept, (keeping, leased)) in kept.iter_mut().zip(keeping) {
+                kept.leased(leased);
+                if let Keeping::Keep(due) = keeping {
+                    keep(kept, due, &shared, until).await;
+                }
             }
         }
+    }
+}
+
+/// Give back the upkeep leases `keeper` holds of `kept`'s queues, so that
+/// another worker takes them at its next period rather than when they run
+/// out: `GET`, then `DEL` of those still its own (PROTOCOL.md §11.3).
+async fn give_back(via: &dyn crate::Executor, keys: &[crate::Keyspace], kept: &[Kept], keeper: &str) {
+    use crate::executor::{Answer, Command};
+    let held: Vec<String> = keys
+        .iter()
+        .zip(kept)
+        .filter(|(_, kept)| kept.held == Some(true))
+        .map(|(keys, _)| keys.upkeep())
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let reads: Vec<_> = held.iter().map(|key| Command::Get(key.clone())).collect();
+    let Ok(holders) = via.plain().send(&reads).await else { return };
+    let ours = |holder: &crate::Result<Answer>| matches!(holder, Ok(Answer::Text(Some(id))) if id == keeper);
+    let dels: Vec<_> = held
+        .into_iter()
+        .zip(&holders)
+        .filter(|(_, holder)| ours(holder))
+        .map(|(key, _)| Command::Del(key))
+        .collect();
+    if !dels.is_empty() {
+        // A lease not given back runs out by itself, three periods on.
+        let _ = via.plain().send(&dels).await;
     }
 }
 
