@@ -497,3 +497,40 @@ async def test_a_limit_set_or_lifted_since_the_last_read_binds_as_it_stands(conn
     await conn.redis.delete(f"emq:{{{orders.name}}}:running")
     assert await coordinator.renew(orders.partitions[0].name, ["JOB_lagged"], 60_000) == [True]
     assert not coordinator.capped, "the lift read: the permit binds no longer"
+
+
+async def test_each_partition_is_kept_by_one_worker_at_a_time(conn: echomq.Connection) -> None:
+    """Under its upkeep lease (§11.3): a partition whose lease another holds
+    is not kept (its due job stays delayed while two rounds of the others'
+    run), a worker takes a freed lease, and stopped workers give theirs back."""
+    kept = await echomq.Partitioned.create(conn, unique_queue("kept"), 4)
+    queues = await kept.worked(conn)
+    lease = [queue.keyspace.key("upkeep") for queue in queues]
+    assert await conn.redis.set(lease[0], "elsewhere", nx=True, px=600_000)
+    held = await queues[0].enqueue(b"held", delay=0.001)
+    ran: list[bytes] = []
+
+    async def handle(job: echomq.Job) -> None:
+        ran.append(job.payload)
+
+    workers = [echomq.Worker(q, handle, upkeep=0.05, idle_wait=0.05) for q in queues for _ in range(2)]
+    ids = {worker.id for worker in workers}
+    running = [asyncio.create_task(worker.run(handle_signals=False)) for worker in workers]
+    try:
+        for round in (1, 2):
+            for queue in queues[1:4]:
+                await queue.enqueue(b"due", delay=0.001)
+            await eventually(lambda: asyncio.sleep(0, len(ran) >= 3 * round), what="each kept partition's job ran")
+        info = await queues[0].inspect(held.id)
+        assert info is not None and info.state == "delayed", "kept by no worker while another holds its lease"
+        for key in lease[1:]:
+            keeper = await eventually(lambda: conn.redis.get(key), what="a worker keeps the queue")
+            assert keeper.decode() in ids
+        assert await conn.redis.delete(lease[0]) == 1
+        await eventually(lambda: asyncio.sleep(0, b"held" in ran), what="a worker took the lease and kept it")
+        assert (await conn.redis.get(lease[0])).decode() in ids
+    finally:
+        for worker in workers:
+            worker.stop()
+        await asyncio.gather(*running)
+    assert [await conn.redis.get(key) for key in lease] == [None] * len(lease), "given back"

@@ -58,25 +58,87 @@ def read_notice(fields: dict[bytes, bytes]) -> tuple[Keyspace, Call] | None:
 
 
 class Upkeep:
-    """One queue's upkeep, with the reaper's default max attempts."""
+    """One queue's upkeep, with the reaper's default max attempts. With a
+    ``keeper`` (a worker's id), a partitioned queue's queue is kept by one
+    of its workers at a time, under its upkeep lease (§11.3)."""
 
-    def __init__(self, queue: Queue, max_attempts: int, period: float) -> None:
+    def __init__(self, queue: Queue, max_attempts: int, period: float, keeper: str | None = None) -> None:
         self.queue = queue
         self.keyspace = queue.keyspace
         self.executor = queue.executor
         self.max_attempts = max_attempts
         self.period = period
+        self.keeper = keeper
+        """The worker whose id its upkeep lease holds while it keeps the queue."""
         self.sweep_grace = SWEEP_GRACE
         """How long a parent waits before the sweep looks at it, in seconds."""
         self._noted_at: float | None = None
         self._failing: set[str] = set()
+        self._held = False
+        self._lease_refused = False
+
+    @property
+    def leased(self) -> bool:
+        """Whether one worker at a time keeps the queue, under its lease: a
+        partitioned queue's queue, kept by a worker, the lease not refused."""
+        return self.keeper is not None and self.queue.coordinator is not None and not self._lease_refused
+
+    async def keeps(self) -> bool:
+        """Whether this worker keeps the queue this period (§11.3): it renews
+        the lease it held last period (PEXPIRE), then asks for it (``SET …
+        NX PX … GET``): none (taken) or its own id, it keeps the queue;
+        another's, it does not. A queue any worker keeps is kept; so is
+        one whose lease could not be asked for (the lease saves work and
+        decides nothing), and one whose ``SET`` the server refused (an
+        older server, an ACL without the lease's selector: said once)."""
+        if not self.leased:
+            return True
+        key, ms = self.keyspace.key("upkeep"), max(1, round(3 * self.period * 1000))
+        pipe = self.executor.redis.pipeline(transaction=False)
+        if self._held:
+            pipe.pexpire(key, ms)
+        pipe.execute_command("SET", key, self.keeper, "NX", "PX", ms, "GET")
+        try:
+            answer = (await pipe.execute(raise_on_error=False))[-1]
+        except Exception as err:  # the connection's: nothing known, keep it
+            log.debug("the upkeep lease of %s was not asked for: %s", self.keyspace.name, err)
+            return True
+        if isinstance(answer, Exception):
+            self._lease_refused, self._held = True, False
+            log.warning("the server refused the upkeep lease of %s (%s): this worker keeps the queue every "
+                        "period (the lease's ACL selector: SECURITY.md)", self.keyspace.name, answer)
+            return True
+        holder = answer.decode() if isinstance(answer, bytes) else answer
+        self._held = holder is None or holder == self.keeper
+        return self._held
+
+    async def give_back(self) -> None:
+        """Give back the upkeep lease this worker holds, so that another
+        takes it at its next period rather than when it runs out: GET, then
+        DEL while it is still its own (§11.3), whatever this worker last
+        heard (a period cut short may have taken it). Errors are let go:
+        the lease runs out by itself."""
+        if not self.leased:
+            return
+        self._held = False
+        key = self.keyspace.key("upkeep")
+        try:
+            holder = await self.executor.redis.get(key)
+            if holder is not None and holder.decode() == self.keeper:
+                await self.executor.redis.delete(key)
+        except Exception as err:
+            log.debug("the upkeep lease of %s was not given back: %s", self.keyspace.name, err)
 
     async def once(self, warned: set[str] | None = None) -> None:
         """One period's upkeep (§11.3): REAP, PROMOTE, TRIM ×3 and SETTLE in
         one round trip, each again while a call is full (for at most a
         period); the flows' relay while ``<q>notices`` holds any (again
         while a read was full, for at most a period) and their sweep when
-        a parent waited past :attr:`sweep_grace`; then the due schedules."""
+        a parent waited past :attr:`sweep_grace`; then the due schedules.
+        Nothing while another worker holds the queue's upkeep lease
+        (:meth:`keeps`)."""
+        if not await self.keeps():
+            return
         ks, limit = self.keyspace, LIMIT
         # A worked queue stays in the registry (§11.3): once a minute is
         # plenty for a last-seen time, not a round trip every period.

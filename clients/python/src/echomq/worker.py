@@ -240,10 +240,11 @@ class Worker:
         """Told of each job's end (:class:`echomq.metrics.Metrics`), when given."""
         self._ks = queue.keyspace
         self._exec = queue.executor
-        self.upkeep = Upkeep(queue, max_attempts, upkeep)
-        """The upkeep this worker owes its queue (§11.3), run every ``upkeep`` seconds."""
         self.id = new_id()
         """Its id in the worker registry (§11.3): ``<host>:<pid>:<ULID>``, new for each worker."""
+        self.upkeep = Upkeep(queue, max_attempts, upkeep, keeper=self.id)
+        """The upkeep this worker owes its queue (§11.3), run every ``upkeep`` seconds; a partitioned
+        queue's queue is kept by one of its workers at a time, under its upkeep lease."""
         self.registration = Registration(self._exec.redis, self.id, [queue.name], concurrency,
                                          registry_beat)
         """Its entry in the worker registry, written every ``registry_beat`` seconds (0.01 to 60)."""
@@ -339,6 +340,7 @@ class Worker:
             for task in [claimer, *helpers]:
                 task.cancel()
             await asyncio.gather(claimer, *helpers, return_exceptions=True)
+            await self.upkeep.give_back()
             await self.registration.leave()
             if self._threads is not None:
                 # Handlers cancelled (a timeout, a lost lease, the grace) may still
