@@ -244,7 +244,7 @@ impl Keyspace {
     /// keeps its upkeep now (string; protocol 1.8, PROTOCOL.md §11.3), for a
     /// partitioned queue's queues.
     #[must_use]
-    pub(crate) fn upkeep(&self) -> String {
+    pub fn upkeep(&self) -> String {
         self.key("upkeep")
     }
 

@@ -1,9 +1,11 @@
 //! `emq partition`: partitioned queues (protocol 1.8, PROTOCOL.md §7.10):
 //! one queue over N ordinary queues, each in its own range of Cluster
 //! slots. `create` writes the definition; `show` lists the partitions with
-//! their slots and depths, and the totals. `emq enqueue`, `emq work` and
+//! their slots, depths and keepers (the worker that keeps each one's
+//! upkeep), and the totals. `emq enqueue`, `emq work` and
 //! `emq inspect --queue` take a partitioned queue's name as one queue.
 
+use echomq::executor::{Answer, Command as Plain};
 use echomq::partition::queue_slot;
 use echomq::{Partitioned, StatsReply};
 
@@ -21,8 +23,8 @@ pub enum Command {
         /// spreads them evenly (12 over 3 puts 4 on each).
         count: usize,
     },
-    /// List a partitioned queue's partitions: each one's queue, slot and
-    /// jobs by state, and the totals.
+    /// List a partitioned queue's partitions: each one's queue, slot, jobs
+    /// by state and keeper (the worker that keeps its upkeep), and the totals.
     Show {
         /// The partitioned queue.
         queue: String,
@@ -52,18 +54,32 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
 async fn show(queue: &Partitioned) -> Result<(), Error> {
     let stats =
         futures_util::future::try_join_all(queue.partitions().iter().map(echomq::Queue::stats)).await?;
-    let mut rows: Vec<[String; 9]> = queue
+    let keepers = futures_util::future::join_all(queue.partitions().iter().map(keeper)).await;
+    let mut rows: Vec<[String; 10]> = queue
         .partitions()
         .iter()
         .zip(&stats)
+        .zip(keepers)
         .enumerate()
-        .map(|(k, (partition, stats))| {
-            row(k.to_string(), partition.name().to_owned(), queue_slot(partition.name()).to_string(), stats)
+        .map(|(k, ((partition, stats), keeper))| {
+            let slot = queue_slot(partition.name()).to_string();
+            row([k.to_string(), partition.name().to_owned(), slot], stats, keeper)
         })
         .collect();
     let total = stats.iter().fold(StatsReply::default(), |sum, stats| sum + *stats);
-    rows.push(row("all".into(), queue.name().to_owned(), "-".into(), &total));
-    let header = ["PARTITION", "QUEUE", "SLOT", "PENDING", "ACTIVE", "DELAYED", "DONE", "DEAD", "CANCELLED"];
+    rows.push(row(["all".into(), queue.name().to_owned(), "-".into()], &total, "-".into()));
+    let header = [
+        "PARTITION",
+        "QUEUE",
+        "SLOT",
+        "PENDING",
+        "ACTIVE",
+        "DELAYED",
+        "DONE",
+        "DEAD",
+        "CANCELLED",
+        "KEPT BY",
+    ];
     crate::workers::aligned(&header, &rows)?;
     if let Some(rate) = queue.exact() {
         tell!("exact rate {}/{} across the partitions", rate.claims, humantime::format_duration(rate.per));
@@ -94,8 +110,20 @@ async fn stray(ordinary: &echomq::Queue) -> Result<(), Error> {
     Ok(())
 }
 
-fn row(partition: String, queue: String, slot: String, stats: &StatsReply) -> [String; 9] {
+fn row([partition, queue, slot]: [String; 3], stats: &StatsReply, keeper: String) -> [String; 10] {
     let counts = [stats.pending, stats.active, stats.delayed, stats.done, stats.dead, stats.cancelled];
     let [pending, active, delayed, done, dead, cancelled] = counts.map(|n| n.to_string());
-    [partition, queue, slot, pending, active, delayed, done, dead, cancelled]
+    [partition, queue, slot, pending, active, delayed, done, dead, cancelled, keeper]
+}
+
+/// The worker that keeps `partition`'s upkeep now, by its upkeep lease
+/// (PROTOCOL.md §11.3): `-` when none does (no worker runs, or none since
+/// the lease ran out), `?` when it cannot be read (an ACL without `GET`).
+async fn keeper(partition: &echomq::Queue) -> String {
+    let lease = Plain::Get(partition.keyspace().upkeep());
+    match partition.executor().plain().one(lease).await.and_then(Answer::text) {
+        Ok(Some(worker)) => worker,
+        Ok(None) => "-".into(),
+        Err(_) => "?".into(),
+    }
 }

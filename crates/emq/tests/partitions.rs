@@ -80,7 +80,7 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         // A job found, and cancelled, by the partitioned queue's name.
         emq.ok(&["cancel", &id, "--queue", &q]);
         let shown = emq.ok(&["partition", "show", &q]);
-        assert_eq!(row(&shown, "all")[3..], ["2501", "0", "0", "0", "0", "1"], "{via}: {shown}");
+        assert_eq!(row(&shown, "all")[3..], ["2501", "0", "0", "0", "0", "1", "-"], "{via}: {shown}");
 
         // Limits split between the partitions; pause holds them all, stats shows each.
         let limited = emq.ok(&["limit", &q, "--concurrency", "8", "--rate", "6/1s"]);
@@ -168,17 +168,23 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         let mut worker =
             emq.work(&[&q, "--concurrency", "8", "--", "true"], &scratch.0, &scratch.path("log"));
         let deadline = Instant::now() + Duration::from_secs(120);
+        // It keeps each partition's upkeep too, under the partition's lease.
+        let kept = |shown: &str| (0..4).all(|k| row(shown, &k.to_string())[9] != "-");
         let shown = loop {
             let (shown, warned) = emq.ok_said(&["partition", "show", &q]);
-            if (row(&shown, "all")[6] == "2502" && !warned.contains("warning")) || Instant::now() > deadline {
+            let ran = row(&shown, "all")[6] == "2502" && !warned.contains("warning");
+            if (ran && kept(&shown)) || Instant::now() > deadline {
                 break shown;
             }
             std::thread::sleep(Duration::from_millis(100));
         };
+        assert!(kept(&shown), "{via}: a worker keeps each partition: {shown}");
         assert!(worker.stop(), "{via}: emq work stopped cleanly");
-        let (_, warned) = emq.ok_said(&["partition", "show", &q]);
+        let (given_back, warned) = emq.ok_said(&["partition", "show", &q]);
         assert!(!warned.contains("warning"), "{via}: the stray job ran: {warned}");
-        assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2502", "0", "1"], "{via}: {shown}");
+        assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2502", "0", "1", "-"], "{via}: {shown}");
+        let keepers: Vec<String> = (0..4).map(|k| row(&given_back, &k.to_string())[9].clone()).collect();
+        assert_eq!(keepers, ["-"; 4], "{via}: the stopped worker gave its leases back: {given_back}");
     }
 }
 
