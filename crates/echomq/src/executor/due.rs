@@ -97,20 +97,7 @@ pub async fn upkeep_due(
     refused: &AtomicBool,
 ) -> Vec<(Keeping, Option<Leased>)> {
     let reading = !refused.load(Ordering::SeqCst);
-    let mut commands = vec![Command::Time];
-    for ask in asks {
-        if let Some(lease) = ask.lease {
-            let key = ask.keys.upkeep();
-            if lease.held {
-                commands.push(Command::PExpire(key.clone(), lease.ms));
-            }
-            commands.push(Command::SetIfAbsent { key, value: lease.keeper.to_owned(), ms: lease.ms });
-        }
-        if reading && ask.reads() {
-            commands.extend(reads(ask.keys));
-        }
-    }
-    let Ok(answers) = via.plain().send(&commands).await else {
+    let Ok(answers) = via.plain().send(&asked(asks, reading)).await else {
         // Nothing known, not even who holds a lease: every part of every
         // queue runs, as any worker may keep any queue.
         return asks.iter().map(|_| (Keeping::Keep(None), None)).collect();
@@ -153,6 +140,25 @@ pub async fn upkeep_due(
         }
     }
     kept
+}
+
+/// The round trip's commands: TIME, then each queue's lease (renewed,
+/// asked for) and, when `reading` and it is read, its reads.
+fn asked(asks: &[DueAsk<'_>], reading: bool) -> Vec<Command> {
+    let mut commands = vec![Command::Time];
+    for ask in asks {
+        if let Some(lease) = ask.lease {
+            let key = ask.keys.upkeep();
+            if lease.held {
+                commands.push(Command::PExpire(key.clone(), lease.ms));
+            }
+            commands.push(Command::SetIfAbsent { key, value: lease.keeper.to_owned(), ms: lease.ms });
+        }
+        if reading && ask.reads() {
+            commands.extend(reads(ask.keys));
+        }
+    }
+    commands
 }
 
 impl DueAsk<'_> {

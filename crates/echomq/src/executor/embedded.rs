@@ -201,21 +201,7 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
             store.del(key.as_bytes());
             count(usize::from(existed))
         }
-        Command::Get(key) => {
-            touch(store, deadlines, key, STRING)?;
-            Answer::Text(
-                store.string(key.as_bytes()).map(|value| String::from_utf8_lossy(value).into_owned()),
-            )
-        }
-        Command::SetIfAbsent { key, value, ms } => {
-            touch(store, deadlines, key, STRING)?;
-            if let Some(held) = store.string(key.as_bytes()) {
-                return Ok(Answer::Text(Some(String::from_utf8_lossy(held).into_owned())));
-            }
-            store.set_string(key.as_bytes(), value.as_bytes());
-            deadlines.insert(key.clone(), store.now_ms().saturating_add((*ms).max(1)));
-            Answer::Text(None)
-        }
+        Command::Get(_) | Command::SetIfAbsent { .. } => return string(store, deadlines, command),
         Command::StreamLast(key) => {
             touch(store, deadlines, key, KeyType::Stream)?;
             Answer::Text(store.xlast(key.as_bytes()).map(|id| id.to_string()))
@@ -235,6 +221,21 @@ fn answer(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Co
 
 /// The type of a string, as the store names it (only plain commands write one).
 const STRING: KeyType = KeyType::Other("string");
+
+/// A string command on the store (see [`answer`]): GET, and the upkeep
+/// lease's `SET … NX PX … GET`, which answer what the key holds.
+fn string(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Command) -> Result<Answer> {
+    let (Command::Get(key) | Command::SetIfAbsent { key, .. }) = command else {
+        return Err(Error::new(ErrorKind::Reply, format!("{command:?} is no string command")));
+    };
+    touch(store, deadlines, key, STRING)?;
+    let held = store.string(key.as_bytes()).map(|value| String::from_utf8_lossy(value).into_owned());
+    if let (None, Command::SetIfAbsent { value, ms, .. }) = (&held, command) {
+        store.set_string(key.as_bytes(), value.as_bytes());
+        deadlines.insert(key.clone(), store.now_ms().saturating_add((*ms).max(1)));
+    }
+    Ok(Answer::Text(held))
+}
 
 /// A hash command on the store (see [`answer`]).
 fn hash(store: &mut Memory, deadlines: &mut HashMap<String, u64>, command: &Command) -> Result<Answer> {

@@ -229,21 +229,11 @@ pub(super) fn plain_command(command: &Command, now: impl Fn() -> u64) -> redis::
     match command {
         Command::Time => {}
         Command::ZAdd { key, score, member, raise_only, existing_only } => {
-            out.arg(key);
-            if *existing_only {
-                out.arg("XX");
-            }
-            if *raise_only {
-                out.arg("GT");
-            }
+            out.arg(key).arg(existing_only.then_some("XX")).arg(raise_only.then_some("GT"));
             out.arg(score.unwrap_or_else(now)).arg(member);
         }
         Command::ZRange { key, count, latest } => {
-            out.arg(key).arg(0).arg(count.saturating_sub(1));
-            if *latest {
-                out.arg("REV");
-            }
-            out.arg("WITHSCORES");
+            out.arg(key).arg(0).arg(count.saturating_sub(1)).arg(latest.then_some("REV")).arg("WITHSCORES");
         }
         Command::ZCard(key)
         | Command::Exists(key)
