@@ -20,6 +20,8 @@
 //! With `--spread`, ordinary queues, one on each node, worked by one
 //! worker: what spreading over three busy servers costs on this machine,
 //! partitions or not (the control for the partitioned queue's ratio).
+//! With `--one-node`, every queue's slot moved to the first node: what
+//! partitioning itself costs a server, with no spreading at all.
 //!
 //! With `--exact`, two more layouts: the partitioned queue held to an exact
 //! rate too high to bind (100,000 claims per 100 ms), so that its rows show
@@ -95,6 +97,11 @@ struct Options {
     /// With --exact: the rate held, claims a second across every partition.
     #[arg(long, default_value_t = 50)]
     exact_rate: u64,
+    /// Move every queue's slot to the first node before the rounds: what
+    /// partitioning itself costs a server, apart from three busy servers
+    /// sharing this machine's cores (not with --spread).
+    #[arg(long, conflicts_with = "spread")]
+    one_node: bool,
 }
 
 /// Done jobs kept (the default retention), split between the partitions.
@@ -172,6 +179,21 @@ fn one_a_node(cluster: &RedisCluster, via: &Arc<dyn Executor>) -> Vec<Queue> {
         names[node].get_or_insert(name);
     }
     names.into_iter().flatten().map(|name| Queue::new(via.clone(), &name).expect("a queue")).collect()
+}
+
+/// Every slot the layouts' keys are in (each queue's, and a partitioned
+/// queue's own, its definition's) moved to the first node, with its keys.
+fn onto_one_node(cluster: &RedisCluster, layouts: &[Layout]) {
+    let mut names: Vec<&str> = layouts.iter().flat_map(|layout| layout.queues()).map(Queue::name).collect();
+    names.extend(layouts.iter().filter_map(Layout::partitioned).map(Partitioned::name));
+    tokio::task::block_in_place(|| {
+        for name in names {
+            let slot = cluster.slot(&format!("{{{name}}}"));
+            if cluster.owner(slot) != 0 {
+                let _keys = cluster.migrate_slot(slot, 0);
+            }
+        }
+    });
 }
 
 /// Every node: `args`, on a connection of its own.
@@ -479,9 +501,10 @@ type Measured = Vec<Vec<Round>>;
 
 /// The table of `measured`'s medians, the ratio and the projection; each layout's median jobs/s.
 fn report(layouts: &[Layout], measured: &Measured, options: &Options) -> Vec<f64> {
+    let moved = if options.one_node { ", every queue's slot moved to node 1" } else { "" };
     println!(
         "Partitioned queue against one queue, {} jobs a round, a worker of {} slots, via {}, on a local Cluster of \
-         3 masters (this 2-core machine hosts the 3 nodes and the worker); median of {} rounds.\n",
+         3 masters{moved} (this 2-core machine hosts the 3 nodes and the worker); median of {} rounds.\n",
         options.jobs, options.concurrency, options.via, options.rounds
     );
     println!(
@@ -546,6 +569,9 @@ fn ratios(layouts: &[Layout], cpu_per_job: &[f64], usec_per_job: &[f64], rates: 
             );
         }
     }
+    if options.one_node {
+        return;
+    }
     println!(
         "Projected from server CPU alone (each job enqueued, worked and trimmed), a core per primary (not \
          measured: this machine cannot host it): one queue ≤ {:.0} jobs/s on any number of primaries; {} \
@@ -581,6 +607,9 @@ async fn main() {
     }
     if options.spread {
         layouts.push(Layout::Spread(one_a_node(&cluster, layouts[0].queues()[0].executor())));
+    }
+    if options.one_node {
+        onto_one_node(&cluster, &layouts);
     }
     let mut measured: Measured = vec![Vec::new(); layouts.len()];
     for n in 0..options.rounds {
