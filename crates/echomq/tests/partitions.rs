@@ -184,6 +184,23 @@ async fn a_job_goes_to_its_ids_partition_or_with_its_key() {
     }
 }
 
+/// `workers` started, each until the sender says `true`: it, and their tasks.
+fn spawned<const N: usize>(
+    workers: [echomq::worker::Worker; N],
+) -> (tokio::sync::watch::Sender<bool>, Vec<tokio::task::JoinHandle<echomq::Result<()>>>) {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let running = workers
+        .into_iter()
+        .map(|worker| {
+            let mut stopped = stopped.clone();
+            tokio::spawn(worker.run_until(async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            }))
+        })
+        .collect();
+    (stop, running)
+}
+
 /// A worker of `concurrency` slots over `p` until `jobs` jobs ran: how many ran.
 async fn work(p: &Partitioned, jobs: usize, concurrency: usize) -> usize {
     let ran = Arc::new(AtomicUsize::new(0));
@@ -750,16 +767,7 @@ async fn workers_hold_an_exact_concurrency_on_every_executor() {
         let hold = Duration::from_millis(40);
         let workers = [0, 1]
             .map(|_| capped.worker(overlapping(now.clone(), peak.clone(), ran.clone(), hold), slots(8)));
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let running: Vec<_> = workers
-            .into_iter()
-            .map(|worker| {
-                let mut stopped = stopped.clone();
-                tokio::spawn(worker.run_until(async move {
-                    let _ = stopped.wait_for(|stop| *stop).await;
-                }))
-            })
-            .collect();
+        let (stop, running) = spawned(workers);
         eventually("every job ran", || async { ran.load(Ordering::SeqCst) >= 30 }).await;
         stop.send(true).unwrap();
         for worker in running {
@@ -961,16 +969,7 @@ async fn each_partition_is_kept_by_one_worker_at_a_time() {
         let options = slots(4).upkeep(Duration::from_millis(50));
         let workers = [0, 1].map(|_| kept.worker(counting(ran.clone()), options.clone()));
         let ids: Vec<String> = workers.iter().map(|worker| worker.id().to_owned()).collect();
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let running: Vec<_> = workers
-            .into_iter()
-            .map(|worker| {
-                let mut stopped = stopped.clone();
-                tokio::spawn(worker.run_until(async move {
-                    let _ = stopped.wait_for(|stop| *stop).await;
-                }))
-            })
-            .collect();
+        let (stop, running) = spawned(workers);
         // Two rounds, the second enqueued once the first ran: partition 0's
         // lease was asked for in the periods between.
         for round in 1..=2 {
