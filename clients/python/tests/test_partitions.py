@@ -534,3 +534,36 @@ async def test_each_partition_is_kept_by_one_worker_at_a_time(conn: echomq.Conne
             worker.stop()
         await asyncio.gather(*running)
     assert [await conn.redis.get(key) for key in lease] == [None] * len(lease), "given back"
+
+
+async def test_the_upkeep_lease_is_renewed_refused_for_a_minute_and_given_back_only_by_its_holder(
+        conn: echomq.Connection) -> None:
+    """§11.3: the keeper renews its lease each period (PEXPIRE before its
+    SET); a refused SET keeps the queue for a minute without asking again;
+    a stopping worker deletes only a lease that is still its own."""
+    from echomq.upkeep import LEASE_RETRY, Upkeep
+
+    leased = await echomq.Partitioned.create(conn, unique_queue("leased"), 2)
+    one, two = leased.partitions
+    mine, theirs = Upkeep(one, 5, 0.25, keeper="me"), Upkeep(two, 5, 0.25, keeper="me")
+    key = one.keyspace.key("upkeep")
+    assert await mine.keeps() and await conn.redis.get(key) == b"me", "taken"
+    await conn.redis.pexpire(key, 100)  # as if most of its three periods had passed
+    assert await mine.keeps(), "kept"
+    assert await conn.redis.pttl(key) > 500, "renewed to three periods (750 ms)"
+    await conn.redis.set(two.keyspace.key("upkeep"), "another", px=60_000)
+    assert not await theirs.keeps(), "another's: not kept"
+    # Given back at the stop: its own deleted, another's (taken since its last period) left.
+    theirs._held = True
+    await mine.give_back()
+    await theirs.give_back()
+    assert await conn.redis.get(key) is None
+    assert await conn.redis.get(two.keyspace.key("upkeep")) == b"another"
+    # A key of another type refuses the SET: kept, and not asked for again for a minute.
+    await conn.redis.delete(key)
+    await conn.redis.hset(key, "x", "y")
+    assert await mine.keeps() and not mine.leased, "refused: kept as an ordinary queue"
+    assert mine._refused_until is not None
+    mine._refused_until -= LEASE_RETRY
+    await conn.redis.delete(key)
+    assert mine.leased and await mine.keeps() and await conn.redis.get(key) == b"me", "asked for again"

@@ -222,10 +222,10 @@ impl Worker {
             Arc::new(Registrar::new(self.id, options.concurrency, options.registry_beat, &hearts));
         loops.spawn(registrar.clone().run());
         steer(&shared, shutdown, claims, &runs, executors).await;
-        // The upkeep ends its period and gives its leases back (bounded:
-        // a server that does not answer is not waited for).
+        // The upkeep ends its call in flight and gives its leases back
+        // (bounded: a server that does not answer is not waited for).
         let kept = async { while keeping.join_next().await.is_some() {} };
-        let _ = tokio::time::timeout(GIVE_BACK_WAIT.max(2 * options.upkeep), kept).await;
+        let _ = tokio::time::timeout(GIVE_BACK_WAIT, kept).await;
         keeping.shutdown().await;
         loops.shutdown().await;
         registrar.unregister().await;

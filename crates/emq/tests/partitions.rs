@@ -169,7 +169,11 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
             emq.work(&[&q, "--concurrency", "8", "--", "true"], &scratch.0, &scratch.path("log"));
         let deadline = Instant::now() + Duration::from_secs(120);
         // It keeps each partition's upkeep too, under the partition's lease.
-        let kept = |shown: &str| (0..4).all(|k| row(shown, &k.to_string())[9] != "-");
+        // One worker: the same id (not `-`, none; nor `?`, unread) on every partition.
+        let kept = |shown: &str| {
+            let keepers: Vec<String> = (0..4).map(|k| row(shown, &k.to_string())[9].clone()).collect();
+            keepers.iter().all(|id| id == &keepers[0] && id != "-" && id != "?")
+        };
         let shown = loop {
             let (shown, warned) = emq.ok_said(&["partition", "show", &q]);
             let ran = row(&shown, "all")[6] == "2502" && !warned.contains("warning");

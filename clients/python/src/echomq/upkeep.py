@@ -40,6 +40,10 @@ its children's ENQUEUEs), and how long before it looks again (§11.3)."""
 SWEEP_PARENTS = 10
 """The most parents one sweep looks at."""
 
+LEASE_RETRY = 60.0
+"""How long a worker keeps a queue whose upkeep lease the server refused as an
+ordinary one, in seconds, before it asks for the lease again (§11.3)."""
+
 
 def read_notice(fields: dict[bytes, bytes]) -> tuple[Keyspace, Call] | None:
     """A notice's RESOLVE and the parent's queue (§7.8): None when its
@@ -75,13 +79,15 @@ class Upkeep:
         self._noted_at: float | None = None
         self._failing: set[str] = set()
         self._held = False
-        self._lease_refused = False
+        self._refused_until: float | None = None
 
     @property
     def leased(self) -> bool:
         """Whether one worker at a time keeps the queue, under its lease: a
-        partitioned queue's queue, kept by a worker, the lease not refused."""
-        return self.keeper is not None and self.queue.coordinator is not None and not self._lease_refused
+        partitioned queue's queue, kept by a worker, the lease not refused
+        (for a minute after a refusal)."""
+        refused = self._refused_until is not None and time.monotonic() < self._refused_until
+        return self.keeper is not None and self.queue.coordinator is not None and not refused
 
     async def keeps(self) -> bool:
         """Whether this worker keeps the queue this period (§11.3): it renews
@@ -90,24 +96,32 @@ class Upkeep:
         another's, it does not. A queue any worker keeps is kept; so is
         one whose lease could not be asked for (the lease saves work and
         decides nothing), and one whose ``SET`` the server refused (an
-        older server, an ACL without the lease's selector: said once)."""
+        older server, an ACL without the lease's selector, memory, a
+        replica: said once), kept as an ordinary queue for
+        :data:`LEASE_RETRY` seconds before the lease is asked for again."""
         if not self.leased:
             return True
         key, ms = self.keyspace.key("upkeep"), max(1, round(3 * self.period * 1000))
         pipe = self.executor.redis.pipeline(transaction=False)
         if self._held:
             pipe.pexpire(key, ms)
-        pipe.execute_command("SET", key, self.keeper, "NX", "PX", ms, "GET")
+        # get=True: redis-py's SET callback would read any answer but OK as False.
+        pipe.execute_command("SET", key, self.keeper, "NX", "PX", ms, "GET", get=True)
         try:
             answer = (await pipe.execute(raise_on_error=False))[-1]
         except Exception as err:  # the connection's: nothing known, keep it
             log.debug("the upkeep lease of %s was not asked for: %s", self.keyspace.name, err)
             return True
         if isinstance(answer, Exception):
-            self._lease_refused, self._held = True, False
-            log.warning("the server refused the upkeep lease of %s (%s): this worker keeps the queue every "
-                        "period (the lease's ACL selector: SECURITY.md)", self.keyspace.name, answer)
+            if self._refused_until is None:
+                log.warning("the server refused the upkeep lease of %s (%s): this worker keeps the queue every "
+                            "period, and asks again each minute (the lease's ACL selector: SECURITY.md)",
+                            self.keyspace.name, answer)
+            self._refused_until, self._held = time.monotonic() + LEASE_RETRY, False
             return True
+        if self._refused_until is not None:
+            log.info("the server grants the upkeep lease of %s again", self.keyspace.name)
+            self._refused_until = None
         holder = answer.decode() if isinstance(answer, bytes) else answer
         self._held = holder is None or holder == self.keeper
         return self._held

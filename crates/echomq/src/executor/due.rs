@@ -233,6 +233,34 @@ mod tests {
         Ok(Answer::Scored(score.map(|score| ("JOB_1".to_owned(), score)).into_iter().collect()))
     }
 
+    /// A keeper's lease lives three periods from its last renewal: renewed
+    /// at two, another worker asking at four is told it is theirs (unrenewed
+    /// it would have run out at three), and at six, a period after it ran
+    /// out, that worker takes it. On the embedded executor's clock.
+    #[tokio::test]
+    async fn a_renewed_lease_outlives_its_first_three_periods() {
+        use echomq_core::memory::ManualClock;
+        use std::sync::Arc;
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let via = crate::Embedded::with_clock(clock.clone());
+        let keys = Keyspace::new("leased").unwrap();
+        let refused = AtomicBool::new(false);
+        let period = 100;
+        let ask =
+            |keeper, held| [DueAsk { keys: &keys, lease: Some(LeaseAsk { keeper, ms: 3 * period, held }) }];
+        let first = upkeep_due(&via, &ask("a", false), &refused).await;
+        assert_eq!(first, [(Keeping::Skip, Some(Leased::Held))], "taken, kept from the next period");
+        clock.advance(2 * period);
+        let renewed = upkeep_due(&via, &ask("a", true), &refused).await;
+        assert!(matches!(renewed[0], (Keeping::Keep(Some(_)), Some(Leased::Held))), "{renewed:?}");
+        clock.advance(2 * period);
+        let other = upkeep_due(&via, &ask("b", false), &refused).await;
+        assert_eq!(other, [(Keeping::Skip, Some(Leased::Theirs))], "renewed, a's until five periods");
+        clock.advance(2 * period);
+        let taken = upkeep_due(&via, &ask("b", false), &refused).await;
+        assert_eq!(taken, [(Keeping::Skip, Some(Leased::Held))], "run out, b's");
+    }
+
     /// The lease's `SET … NX … GET` answers none when it took the lease,
     /// the holder's id when it was there: the worker's own is held, another's
     /// is theirs; a refusal (an ACL, an older server) is said.

@@ -49,37 +49,61 @@ struct Kept {
     trimmed_at: Instant,
     /// Its upkeep lease, for a queue kept by one worker at a time (a
     /// partitioned queue's, PROTOCOL.md §11.3): whether this worker kept
-    /// it last period. `None` for a queue any worker keeps, and once the
-    /// server refused the lease.
+    /// it last period. `None` for a queue any worker keeps.
     held: Option<bool>,
+    /// While the server refuses the lease (an ACL, memory, a replica), the
+    /// queue is kept as any worker keeps an ordinary one, until this
+    /// instant, when the lease is asked for again.
+    refused_until: Option<Instant>,
 }
+
+/// How long a worker keeps a queue whose upkeep lease the server refused
+/// as an ordinary one before it asks for the lease again (PROTOCOL.md §11.3).
+const LEASE_RETRY: Duration = Duration::from_secs(60);
 
 impl Kept {
     fn new(queue: Queue) -> Kept {
         // A partitioned queue's queues are kept by one of its workers at a time.
         let held = queue.coordinator().is_some().then_some(false);
-        Kept { queue, failing: Vec::new(), noted: None, trimmed: [None; 3], trimmed_at: Instant::now(), held }
+        let trimmed_at = Instant::now();
+        let (failing, trimmed, refused_until) = (Vec::new(), [None; 3], None);
+        Kept { queue, failing, noted: None, trimmed, trimmed_at, held, refused_until }
     }
 
-    /// This period's ask for its lease, as `keeper` holding it `ms`.
+    /// This period's ask for its lease, as `keeper` holding it `ms`: none
+    /// for a queue any worker keeps, and while the server refuses it.
     fn lease<'a>(&self, keeper: &'a str, ms: u64) -> Option<LeaseAsk<'a>> {
-        self.held.map(|held| LeaseAsk { keeper, ms, held })
+        let refused = self.refused_until.is_some_and(|until| Instant::now() < until);
+        self.held.filter(|_| !refused).map(|held| LeaseAsk { keeper, ms, held })
     }
 
-    /// Take in the lease as the period's ask found it.
+    /// Take in the lease as the period's ask found it. A refusal is said
+    /// once, not at each minute's ask again, and its end once.
     fn leased(&mut self, leased: Option<Leased>) {
-        match leased {
-            None => {}
-            Some(Leased::Held) => self.held = Some(true),
-            Some(Leased::Theirs) => self.held = Some(false),
-            Some(Leased::Refused(error)) => {
-                tracing::warn!(
-                    queue = self.queue.name(),
-                    %error,
-                    "the server refused the upkeep lease: this worker keeps the queue every period (grant +set +get +pexpire +del, SECURITY.md)"
-                );
-                self.held = None;
+        let (held, refused) = match leased {
+            None => return,
+            Some(Leased::Held) => (true, None),
+            Some(Leased::Theirs) => (false, None),
+            Some(Leased::Refused(error)) => (false, Some(error)),
+        };
+        self.held = Some(held);
+        let name = self.queue.name();
+        match (refused, self.refused_until) {
+            (Some(error), was) => {
+                if was.is_none() {
+                    tracing::warn!(
+                        queue = name,
+                        %error,
+                        "the server refused the upkeep lease: this worker keeps the queue every period, and asks again each minute (the lease's selector, SECURITY.md)"
+                    );
+                }
+                self.refused_until = Some(Instant::now() + LEASE_RETRY);
             }
+            (None, Some(_)) => {
+                tracing::info!(queue = name, "the server grants the upkeep lease again");
+                self.refused_until = None;
+            }
+            (None, None) => {}
         }
     }
 }
@@ -105,9 +129,11 @@ pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>, keeper: Arc<str
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // A stop first: its leases given back at once, not after another period.
         tokio::select! {
-            _ = tick.tick() => {}
+            biased;
             () = shared.stopping.cancelled() => return give_back(&*via, &keys, &kept, &keeper).await,
+            _ = tick.tick() => {}
         }
         let until = Instant::now() + period;
         for (keys, kept) in keys.chunks(DUE_READS).zip(kept.chunks_mut(DUE_READS)) {
@@ -116,7 +142,8 @@ pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>, keeper: Arc<str
             let keeping = crate::executor::upkeep_due(&*via, &asks, &refused).await;
             for (kept, (keeping, leased)) in kept.iter_mut().zip(keeping) {
                 kept.leased(leased);
-                if let Keeping::Keep(due) = keeping {
+                // A stop cuts the period short: the queues left wait for the next keeper.
+                if let (Keeping::Keep(due), false) = (keeping, shared.stopping.is_cancelled()) {
                     keep(kept, due, &shared, until).await;
                 }
             }
@@ -371,6 +398,45 @@ mod tests {
         queue.configure(keep(2)).await.unwrap();
         trim(&mut kept, None, until()).await.unwrap();
         assert_eq!(done().await, 2);
+    }
+
+    /// A stopping worker deletes the leases it holds, and only those: one
+    /// another worker took meanwhile (its last period said held) stays.
+    #[tokio::test]
+    async fn a_lease_is_given_back_only_by_its_holder() {
+        use crate::executor::{Answer, Command};
+        let via: Arc<dyn crate::Executor> = Arc::new(Embedded::new());
+        let p = crate::Partitioned::create(via.clone(), "given", 2).await.unwrap();
+        let kept: Vec<Kept> = p.partitions().iter().cloned().map(Kept::new).collect();
+        let keys: Vec<_> = p.partitions().iter().map(|queue| queue.keyspace().clone()).collect();
+        let kept: Vec<Kept> = kept.into_iter().map(|kept| Kept { held: Some(true), ..kept }).collect();
+        for (keys, holder) in keys.iter().zip(["me", "another"]) {
+            let lease = Command::SetIfAbsent { key: keys.upkeep(), value: holder.into(), ms: 60_000 };
+            via.plain().one(lease).await.unwrap();
+        }
+        give_back(&*via, &keys, &kept, "me").await;
+        let holder = |keys: &crate::Keyspace| via.plain().one(Command::Get(keys.upkeep()));
+        assert_eq!(holder(&keys[0]).await.unwrap(), Answer::Text(None), "its own, given back");
+        assert_eq!(holder(&keys[1]).await.unwrap(), Answer::Text(Some("another".into())), "another's, kept");
+    }
+
+    /// A refused lease keeps the queue as an ordinary one (no lease asked)
+    /// for a minute, then is asked for again; the lease's answers after
+    /// end the refusal.
+    #[tokio::test]
+    async fn a_refused_lease_is_asked_for_again_after_a_minute() {
+        let via: Arc<dyn crate::Executor> = Arc::new(Embedded::new());
+        let p = crate::Partitioned::create(via, "refused", 1).await.unwrap();
+        let mut kept = Kept::new(p.partitions()[0].clone());
+        assert!(kept.lease("me", 750).is_some_and(|ask| !ask.held), "a partition's lease is asked for");
+        kept.leased(Some(Leased::Refused("NOPERM".into())));
+        assert!(kept.lease("me", 750).is_none(), "kept as an ordinary queue meanwhile");
+        kept.refused_until = kept.refused_until.map(|until| until - LEASE_RETRY);
+        assert!(kept.lease("me", 750).is_some(), "asked for again a minute on");
+        kept.leased(Some(Leased::Held));
+        assert_eq!((kept.held, kept.refused_until), (Some(true), None));
+        let ordinary = Kept::new(Queue::new(Arc::new(Embedded::new()), "ordinary").unwrap());
+        assert!(ordinary.lease("me", 750).is_none(), "an ordinary queue has no lease");
     }
 
     fn outcomes(failed: &[&'static str]) -> [(&'static str, Result<()>); 7] {
