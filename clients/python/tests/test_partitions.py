@@ -342,8 +342,6 @@ async def test_two_workers_hold_an_exact_concurrency_across_the_partitions(conn:
     await orders.exact_concurrency(3)
     assert orders.running_cap == 3
     assert (await echomq.Partitioned.open(conn, orders.name)).running_cap == 3
-    jobs = [await orders.enqueue(b"%d" % n) for n in range(30)]
-    assert len({orders.index_of(job.id) for job in jobs}) > 1, "spread over the partitions"
     overlap = Overlap()
     other = await echomq.connect(server.url)
     both = []
@@ -351,6 +349,10 @@ async def test_two_workers_hold_an_exact_concurrency_across_the_partitions(conn:
         for connection, handle in ((conn, overlap.handler(0.04)), (other, overlap.sync_handler(0.04))):
             partitioned = await echomq.Partitioned.open(connection, orders.name)
             both.append(await started(partitioned, connection, handle, concurrency=4, lease=30))
+        # Enqueued once both wait for work, so that each runs some however
+        # slowly the second started on a busy machine.
+        jobs = [await orders.enqueue(b"%d" % n) for n in range(30)]
+        assert len({orders.index_of(job.id) for job in jobs}) > 1, "spread over the partitions"
         for job in jobs:
             assert (await orders.partition_of(job.id).wait(job.id, timeout=60)).state == "done"
         # Given back at each job's end: long before a lease (30 s) would lapse it.

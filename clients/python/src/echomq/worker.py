@@ -67,6 +67,9 @@ from . import tracing
 
 log = logging.getLogger("echomq.worker")
 
+GIVE_BACK_WAIT = 1.0
+"""How long a stopping worker waits at most to give its upkeep lease back, in seconds (§11.3)."""
+
 Handler = Callable[["Job"], Awaitable[Any] | Any]
 
 T = TypeVar("T")
@@ -340,7 +343,10 @@ class Worker:
             for task in [claimer, *helpers]:
                 task.cancel()
             await asyncio.gather(claimer, *helpers, return_exceptions=True)
-            await self.upkeep.give_back()
+            try:  # a server that does not answer is not waited for: the lease runs out by itself
+                await asyncio.wait_for(self.upkeep.give_back(), GIVE_BACK_WAIT)
+            except asyncio.TimeoutError:
+                log.debug("the upkeep lease of %s was not given back within %ss", self._ks.name, GIVE_BACK_WAIT)
             await self.registration.leave()
             if self._threads is not None:
                 # Handlers cancelled (a timeout, a lost lease, the grace) may still
