@@ -136,6 +136,11 @@ pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>, keeper: Arc<str
             _ = tick.tick() => {}
         }
         let until = Instant::now() + period;
+        if kept.len() > DUE_READS {
+            // Kept a round trip of queues at a time, the last ones' leases
+            // would wait on the first ones' calls: renewed first, all at once.
+            renew(&*via, &keys, &kept, lease_ms).await;
+        }
         for (keys, kept) in keys.chunks(DUE_READS).zip(kept.chunks_mut(DUE_READS)) {
             let leases: Vec<_> = kept.iter().map(|kept| kept.lease(&keeper, lease_ms)).collect();
             let asks: Vec<_> = keys.iter().zip(leases).map(|(keys, lease)| DueAsk { keys, lease }).collect();
@@ -148,6 +153,18 @@ pub(super) async fn run(queues: Vec<Queue>, shared: Arc<Shared>, keeper: Arc<str
                 }
             }
         }
+    }
+}
+
+/// Renew every upkeep lease `kept` held at its last period, for `ms`, in
+/// one round trip (PEXPIRE; each queue's own ask says who holds it).
+async fn renew(via: &dyn crate::Executor, keys: &[crate::Keyspace], kept: &[Kept], ms: u64) {
+    use crate::executor::Command;
+    let held = keys.iter().zip(kept).filter(|(_, kept)| kept.held == Some(true));
+    let renewals: Vec<_> = held.map(|(keys, _)| Command::PExpire(keys.upkeep(), ms)).collect();
+    if !renewals.is_empty() {
+        // One that fails is renewed again by its queue's own ask.
+        let _ = via.plain().send(&renewals).await;
     }
 }
 
@@ -418,6 +435,33 @@ mod tests {
         let holder = |keys: &crate::Keyspace| via.plain().one(Command::Get(keys.upkeep()));
         assert_eq!(holder(&keys[0]).await.unwrap(), Answer::Text(None), "its own, given back");
         assert_eq!(holder(&keys[1]).await.unwrap(), Answer::Text(Some("another".into())), "another's, kept");
+    }
+
+    /// A worker of more queues than one round trip reads renews every lease
+    /// it holds first: the last queues' leases outlive their three periods
+    /// while the first queues are kept (on the embedded executor's clock).
+    #[tokio::test]
+    async fn a_worker_of_many_queues_renews_every_lease_first() {
+        use crate::executor::{Answer, Command};
+        let clock = Arc::new(echomq_core::memory::ManualClock::new(1_000_000));
+        let via: Arc<dyn crate::Executor> = Arc::new(Embedded::with_clock(clock.clone()));
+        let p = crate::Partitioned::create(via.clone(), "many", DUE_READS + 1).await.unwrap();
+        let keys: Vec<_> = p.partitions().iter().map(|queue| queue.keyspace().clone()).collect();
+        let kept: Vec<Kept> = p
+            .partitions()
+            .iter()
+            .cloned()
+            .map(|queue| Kept { held: Some(true), ..Kept::new(queue) })
+            .collect();
+        for keys in &keys {
+            let lease = Command::SetIfAbsent { key: keys.upkeep(), value: "me".into(), ms: 300 };
+            via.plain().one(lease).await.unwrap();
+        }
+        clock.advance(200);
+        renew(&*via, &keys, &kept, 300).await;
+        clock.advance(200);
+        let last = via.plain().one(Command::Get(keys[DUE_READS].upkeep())).await.unwrap();
+        assert_eq!(last, Answer::Text(Some("me".into())), "renewed at 200 ms, alive at 400");
     }
 
     /// A refused lease keeps the queue as an ordinary one (no lease asked)
