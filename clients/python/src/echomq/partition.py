@@ -196,7 +196,8 @@ class Partitioned:
         that does not know protocol 1.8 enqueues (PROTOCOL.md §7.10).
         Each carries the queue's coordinator, which a Worker's claims ask
         first when an exact rate or concurrency is set (:meth:`exact_rate`,
-        :meth:`exact_concurrency`)."""
+        :meth:`exact_concurrency`), and by which the Workers of each keep
+        its upkeep one at a time, under its upkeep lease (§11.3)."""
         ordinary = await connection.queue(self.name)
         ordinary.coordinator = self.partitions[0].coordinator
         return [*self.partitions, ordinary]
