@@ -215,6 +215,7 @@ impl Worker {
         let (runs, _cancels_runs) = Runs::new();
         let (mut loops, mut claims, mut keeping) = (JoinSet::new(), JoinSet::new(), JoinSet::new());
         let keeper: Arc<str> = Arc::from(self.id.as_str());
+        let leased = self.queues.iter().any(|queue| queue.coordinator().is_some());
         let sets = (&mut loops, &mut claims, &mut keeping);
         let hearts = start(self.queues, &shared, &slots, &runs, &keeper, sets);
         let options = &shared.options;
@@ -222,10 +223,13 @@ impl Worker {
             Arc::new(Registrar::new(self.id, options.concurrency, options.registry_beat, &hearts));
         loops.spawn(registrar.clone().run());
         steer(&shared, shutdown, claims, &runs, executors).await;
-        // The upkeep ends its call in flight and gives its leases back
-        // (bounded: a server that does not answer is not waited for).
-        let kept = async { while keeping.join_next().await.is_some() {} };
-        let _ = tokio::time::timeout(GIVE_BACK_WAIT, kept).await;
+        // A partitioned queue's upkeep ends its call in flight and gives its
+        // leases back (bounded: a server that does not answer is not waited
+        // for); any other's is stopped where it is, as before leases.
+        if leased {
+            let kept = async { while keeping.join_next().await.is_some() {} };
+            let _ = tokio::time::timeout(GIVE_BACK_WAIT, kept).await;
+        }
         keeping.shutdown().await;
         loops.shutdown().await;
         registrar.unregister().await;

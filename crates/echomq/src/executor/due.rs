@@ -79,8 +79,9 @@ pub enum Leased {
     /// Another worker does.
     Theirs,
     /// The server refused the lease's `SET` (an older server, an ACL
-    /// without `+set`, a key of another type): the worker keeps the queue
-    /// every period, as any worker keeps an ordinary queue.
+    /// without `+set`, a key of another type, memory, a replica): the
+    /// worker keeps the queue as any worker keeps an ordinary queue for a
+    /// while, then asks again.
     Refused(String),
 }
 
@@ -97,7 +98,12 @@ pub async fn upkeep_due(
     refused: &AtomicBool,
 ) -> Vec<(Keeping, Option<Leased>)> {
     let reading = !refused.load(Ordering::SeqCst);
-    let Ok(answers) = via.plain().send(&asked(asks, reading)).await else {
+    let commands = asked(asks, reading);
+    if commands.len() == 1 {
+        // Only TIME: nothing worth a round trip (reads refused, no lease).
+        return asks.iter().map(|_| (Keeping::Keep(None), None)).collect();
+    }
+    let Ok(answers) = via.plain().send(&commands).await else {
         // Nothing known, not even who holds a lease: every part of every
         // queue runs, as any worker may keep any queue.
         return asks.iter().map(|_| (Keeping::Keep(None), None)).collect();
