@@ -77,11 +77,13 @@ struct Additions {
     pairs: Vec<RString>,
 }
 
-/// Consecutive removals of members (or fields) from one key.
+/// Consecutive removals of members (or fields) from one key, kept open
+/// until they are announced: nothing else runs in between.
 struct Removals {
     zset: bool,
     key: Vec<u8>,
     name: RString,
+    open: Key,
     members: Vec<RString>,
 }
 
@@ -163,17 +165,16 @@ impl RedisStore {
             self.flush();
         }
         let kind = if zset { raw::REDISMODULE_KEYTYPE_ZSET } else { raw::REDISMODULE_KEYTYPE_HASH };
-        let Some((open, name)) = self.write(key, kind) else { return };
+        if self.removals.is_none() {
+            let Some((open, name)) = self.write(key, kind) else { return };
+            self.removals = Some(Removals { zset, key: key.to_vec(), name, open, members: Vec::new() });
+        }
+        let Some(batch) = self.removals.as_mut() else { return };
         let member = RString::new(member);
+        let open = &batch.open;
         let removed =
             open.kind() == kind && if zset { open.zset_rem(&member) } else { open.hash_del(&member) };
         if removed {
-            let batch = self.removals.get_or_insert_with(|| Removals {
-                zset,
-                key: key.to_vec(),
-                name,
-                members: vec![],
-            });
             batch.members.push(member);
         }
     }
@@ -188,13 +189,13 @@ impl RedisStore {
         } else {
             (raw::REDISMODULE_NOTIFY_HASH, c"hdel", c"HDEL")
         };
+        if batch.members.is_empty() {
+            return;
+        }
         let members: Vec<&RString> = batch.members.iter().collect();
         self.effect(class, event, command, &batch.name, &members);
-        let open = Key::write(self.ctx, &batch.name);
-        if open.as_ref().is_none_or(|open| open.len() == 0) {
-            if let Some(open) = open {
-                open.delete();
-            }
+        if batch.open.len() == 0 {
+            batch.open.delete();
             api::notify(self.ctx, raw::REDISMODULE_NOTIFY_GENERIC, c"del", &batch.name);
         }
     }

@@ -80,7 +80,7 @@ end
 err = ack_keys_error(job_key, active_key, done_key, results_key, token)
 if err then return err end
 local head
-head, err = pending_head(pending_key, count or 1)
+head, err = pending_head(pending_key, count or 1, prefix)
 err = err or type_error(rate_key, 'zset')
   or type_error(policy_key, 'hash') or type_error(headers_key, 'hash') or type_error(wake_key, 'zset')
 if err then return err end
@@ -100,7 +100,7 @@ if grouped then
   if err then return err end
   _, err = events_keep(events_key, config_key, events_setting)
   if err then return err end
-  head.plan, err = fair_lib().plan(prefix, pending_key, room, log and log.now or now_ms(), group or false)
+  head.plan, err = fair_lib().plan(prefix, pending_key, room, log and log.now or now_ms(), group or false, head)
   if err then return err end
   head.ids = head.plan.ids
 end

@@ -66,7 +66,7 @@ opts, err = options(2, {COUNT = {CLAIM_COUNT_MIN, CLAIM_COUNT_MAX}, UNTIL = {AT_
 if err then return err end
 if opts.UNTIL and now_ms() > opts.UNTIL then return {} end
 local head
-head, err = pending_head(pending_key, opts.COUNT or 1)
+head, err = pending_head(pending_key, opts.COUNT or 1, prefix)
 err = err or type_error(active_key, 'zset')
 if err then return err end
 local keys = {pending = pending_key, active = active_key, config = config_key, rate = rate_key,

@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::grouping::{ClaimFields, Grouping, Load, Settings, Standing};
+use super::grouping::{ClaimFields, Clock, Grouping, Load, Settings, Standing};
 use super::need;
 use crate::store::{KeyType, Store};
 use crate::Refusal;
@@ -76,21 +76,27 @@ impl Plan {
         ending: Option<&[u8]>,
     ) -> Result<Plan, Refusal> {
         let mut plan = Plan { now, ..Plan::default() };
-        let (vtime, default_tag) = grouping.clock(store)?;
+        // The groups looked at first, so that one read of `<q>groups` takes
+        // the clock and their fields; the errors told in §7.9's order.
+        let named = candidates(store, grouping, room, now, ending, &mut plan.more);
+        let asked: Vec<&[u8]> = named.as_ref().map_or(Vec::new(), |named| {
+            named.iter().map(|(group, ..)| group.as_slice()).collect()
+        });
+        let Clock { vtime, default: default_tag, fields } = grouping.clock(store, &asked)?;
+        let named = named?;
         let window = room as usize + 1;
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
-        plan.more = room > 0 && default.len() >= window;
+        plan.more |= room > 0 && default.len() >= window;
         default.truncate(room as usize);
         default.reverse();
         let default_tag = default_tag.max(vtime);
         if !default.is_empty() {
             heap.push(Reverse((default_tag, false, Vec::new(), usize::MAX)));
         }
-        for (group, in_ready, was_waiting) in candidates(store, grouping, room, now, ending, &mut plan.more)?
-        {
+        for ((group, in_ready, was_waiting), read) in named.into_iter().zip(fields) {
             // A paused group stands so whatever it holds: its ids are not read.
             let ClaimFields { settings, tag: own, ids: mut queue, mut running } =
-                grouping.claim_fields(store, &group, window)?;
+                grouping.claim_fields(store, &group, window, read)?;
             if ending == Some(group.as_slice()) {
                 running = running.saturating_sub(1);
             }

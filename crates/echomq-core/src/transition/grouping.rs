@@ -313,37 +313,50 @@ impl<'p> Grouping<'p> {
         }
     }
 
-    /// The virtual time and the default group's next tag, in one read
-    /// (`<q>groups`' type checked first).
-    pub(crate) fn clock<S: Store>(&self, store: &mut S) -> Result<(u64, u64), Refusal> {
+    /// The virtual time and the default group's next tag, and each of
+    /// `groups`' settings and own next tag (`set:<g>`, `tag:<g>`), in one
+    /// read (`<q>groups`' type checked first; `EMQDATA` for a clock that
+    /// is no integer, the groups' fields checked by
+    /// [`claim_fields`](Grouping::claim_fields)).
+    pub(crate) fn clock<S: Store>(&self, store: &mut S, groups: &[&[u8]]) -> Result<Clock, Refusal> {
         let key = self.keys.settings();
         need(store, &key, KeyType::Hash)?;
-        let [vtime, default] =
-            <[_; 2]>::try_from(store.hmget(&key, &[b"vtime", b"tag:"])).unwrap_or_default();
-        Ok((tag_of(vtime.as_deref(), &key, b"vtime")?, tag_of(default.as_deref(), &key, b"tag:")?))
+        let mut fields: Vec<Vec<u8>> = vec![b"vtime".to_vec(), b"tag:".to_vec()];
+        for group in groups {
+            fields.push([b"set:", *group].concat());
+            fields.push([b"tag:", *group].concat());
+        }
+        let names: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
+        let mut read = store.hmget(&key, &names).into_iter();
+        let (vtime, default) = (read.next().flatten(), read.next().flatten());
+        let vtime = tag_of(vtime.as_deref(), &key, b"vtime")?;
+        let default = tag_of(default.as_deref(), &key, b"tag:")?;
+        let mut fields = Vec::with_capacity(groups.len());
+        while let (Some(set), Some(tag)) = (read.next(), read.next()) {
+            fields.push((set, tag));
+        }
+        Ok(Clock { vtime, default, fields })
     }
 
     /// What a claim reads of `group`, each key's type checked before it
     /// is read (a store that opens keys opens it once): its settings and
-    /// its own next tag in one read of `<q>groups` (whose type
-    /// [`clock`](Grouping::clock) checked); its first `window` pending ids
-    /// unless it is paused; its running count when it has a cap (its leases'
-    /// type checked either way); its rate log's type with a rate. Then
-    /// `EMQDATA` for a tag that is no integer.
+    /// its own next tag, as [`clock`](Grouping::clock) read them (`text`,
+    /// `own`); its first `window` pending ids unless it is paused; its
+    /// running count when it has a cap (its leases' type checked either
+    /// way); its rate log's type with a rate. Then `EMQDATA` for a tag
+    /// that is no integer.
     pub(crate) fn claim_fields<S: Store>(
         &self,
         store: &mut S,
         group: &[u8],
         window: usize,
+        (text, own): GroupFields,
     ) -> Result<ClaimFields, Refusal> {
         let key = self.keys.settings();
-        let (set, tag) = ([b"set:", group].concat(), [b"tag:", group].concat());
-        let [text, own] = <[_; 2]>::try_from(store.hmget(&key, &[&set, &tag])).unwrap_or_default();
         let settings = match text {
             None => Settings::default(),
-            Some(text) => {
-                Settings::parse(&text).ok_or_else(|| malformed(&key, &set, "a group's settings"))?
-            }
+            Some(text) => Settings::parse(&text)
+                .ok_or_else(|| malformed(&key, &[b"set:", group].concat(), "a group's settings"))?,
         };
         let pending = self.keys.pending(group);
         need(store, &pending, KeyType::Zset)?;
@@ -354,7 +367,8 @@ impl<'p> Grouping<'p> {
         if settings.rate.is_some() {
             need(store, &self.keys.rate(group), KeyType::Zset)?;
         }
-        Ok(ClaimFields { settings, tag: tag_of(own.as_deref(), &key, &tag)?, ids, running })
+        let tag = tag_of(own.as_deref(), &key, &[b"tag:", group].concat())?;
+        Ok(ClaimFields { settings, tag, ids, running })
     }
 
     /// What `group` holds now (its settings read before), at `now` when it
@@ -497,6 +511,20 @@ impl<'p> Grouping<'p> {
         store.del(&self.keys.rate(group));
     }
 }
+
+/// The clock of a queue's groups and its candidates' fields, read at once
+/// ([`Grouping::clock`]).
+#[derive(Debug)]
+pub(crate) struct Clock {
+    pub(crate) vtime: u64,
+    /// The default group's next tag.
+    pub(crate) default: u64,
+    /// Each group's `set:<g>` and `tag:<g>`, as read, in the order asked.
+    pub(crate) fields: Vec<GroupFields>,
+}
+
+/// A group's `set:<g>` and `tag:<g>` in `<q>groups`, as read.
+pub(crate) type GroupFields = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// What a claim reads of a group ([`Grouping::claim_fields`]).
 pub(crate) struct ClaimFields {

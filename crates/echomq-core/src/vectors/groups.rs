@@ -97,6 +97,11 @@ pub(super) fn cases() -> Vec<Case> {
             enqueue(C, "c", &[]),
         ]),
         Case::new("claim: a group at its cap leaves the index", claim(3)).after(capped.clone()),
+        // u stands in the index past the one group the claim read: the
+        // next claim is woken for it (the enqueues' wake-up cleared first).
+        Case::new("claim: a group past those read wakes the next claim", claim(1))
+            .after([grouped(A, "t", &[]), grouped(C, "u", &[])])
+            .put("wake", zset(&[])),
         Case::new("claim: a paused group waits", claim(3))
             .after([group("u", &["PAUSED", "1"])])
             .after(two_tenants.clone()),
@@ -117,6 +122,31 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("claim: a group's id no longer pending is passed over", claim(1))
             .after([grouped(A, "t", &[]), grouped(B, "t", &[])])
             .put("pending", Put::Zset(vec![(B.to_owned(), 4294967296.0)])),
+        // The claim's checks of the groups' keys, in §7.9's order (a
+        // speaker may read them in any order, and must tell them in this).
+        Case::new("claim: the index of another type", claim(1))
+            .after(two_tenants.clone())
+            .put("ready", string())
+            .refused_with("EMQTYPE emq:{q}:ready holds a string, not a zset"),
+        Case::new("claim: a virtual time no integer is told before the index's type", claim(1))
+            .after(two_tenants.clone())
+            .put("ready", string())
+            .put("groups", hash(&[("vtime", "soon")]))
+            .refused_with("EMQDATA emq:{q}:groups vtime is not an integer"),
+        Case::new("claim: the waiting groups' type is told before a group's settings", claim(1))
+            .after(two_tenants.clone())
+            .put("gwait", string())
+            .put("groups", hash(&[("set:t", "CAP none")]))
+            .refused_with("EMQTYPE emq:{q}:gwait holds a string, not a zset"),
+        Case::new("claim: a group's leases' type is told before its tag", claim(1))
+            .after(two_tenants.clone())
+            .put("gactive:t", string())
+            .put("groups", hash(&[("tag:t", "first")]))
+            .refused_with("EMQTYPE emq:{q}:gactive:t holds a string, not a zset"),
+        Case::new("claim: a group's tag no integer", claim(1))
+            .after(two_tenants.clone())
+            .put("groups", hash(&[("tag:t", "first")]))
+            .refused_with("EMQDATA emq:{q}:groups tag:t is not an integer"),
         Case::new("claim: the queue's concurrency holds above the groups", claim(3))
             .after([config(&["CONCURRENCY", "1"])])
             .after(two_tenants.clone()),

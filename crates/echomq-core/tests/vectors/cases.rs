@@ -859,6 +859,11 @@ mod claim {
     }
 
     #[test]
+    fn claim_a_group_past_those_read_wakes_the_next_claim() {
+        replay("claim", "claim: a group past those read wakes the next claim");
+    }
+
+    #[test]
     fn claim_a_paused_group_waits() {
         replay("claim", "claim: a paused group waits");
     }
@@ -886,6 +891,31 @@ mod claim {
     #[test]
     fn claim_a_group_s_id_no_longer_pending_is_passed_over() {
         replay("claim", "claim: a group's id no longer pending is passed over");
+    }
+
+    #[test]
+    fn claim_the_index_of_another_type() {
+        replay("claim", "claim: the index of another type");
+    }
+
+    #[test]
+    fn claim_a_virtual_time_no_integer_is_told_before_the_index_s_type() {
+        replay("claim", "claim: a virtual time no integer is told before the index's type");
+    }
+
+    #[test]
+    fn claim_the_waiting_groups_type_is_told_before_a_group_s_settings() {
+        replay("claim", "claim: the waiting groups' type is told before a group's settings");
+    }
+
+    #[test]
+    fn claim_a_group_s_leases_type_is_told_before_its_tag() {
+        replay("claim", "claim: a group's leases' type is told before its tag");
+    }
+
+    #[test]
+    fn claim_a_group_s_tag_no_integer() {
+        replay("claim", "claim: a group's tag no integer");
     }
 
     #[test]

@@ -2,10 +2,10 @@
 up to `count` jobs as the gate lets through, each under a new lease. The
 order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/claim.rs).
-pending_head(pending, count) reads the head of pending where the call
-checks pending's type, before any other key's: its first `count` ids
-(head.ids) and whether more wait behind them (head.more), or nil and an
-error reply.
+pending_head(pending, count, prefix) reads the head of pending where the
+call checks pending's type, before any other key's: its first `count` ids
+(head.ids; on a queue with groups, those of the default group) and whether
+more wait behind them (head.more), or nil and an error reply.
 claim_jobs(k, prefix, lease, count, head) takes the keys by name, k.pending,
 k.active, k.config, k.rate, k.policy, and the optional k.events,
 k.headers and k.wake (false: not passed), and the head, which may carry
@@ -31,9 +31,21 @@ local function side_hash(key)
 end
 
 -- One id more than asked for tells whether more wait. ZRANGE is also the
--- type check (read_error).
-local function pending_head(pending, count)
-  local ids = redis.pcall('ZRANGE', pending, 0, count)
+-- type check (read_error); its numbers go as digits (see claim_jobs). On a
+-- queue with groups (`<q>group` a hash: its type asked here, checked where
+-- the claim checks it), the head below the grouped jobs: the default
+-- group's (PROTOCOL.md §7.9), all a fair claim takes from pending's head,
+-- so that its plan does not read it again.
+local function pending_head(pending, count, prefix)
+  local group = prefix .. 'group'
+  typed[group] = typed[group] or redis.call('TYPE', group)['ok']
+  local ids
+  if typed[group] == 'hash' then
+    ids = redis.pcall('ZRANGE', pending, '-inf', string.format('%d', UNGROUPED_MAX), 'BYSCORE', 'LIMIT', '0',
+      string.format('%d', count + 1))
+  else
+    ids = redis.pcall('ZRANGE', pending, '0', string.format('%d', count))
+  end
   local err = read_error(ids, pending, 'zset')
   if err then return nil, err end
   local more = #ids > count
@@ -74,7 +86,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   if err then return err end
   local plan = head.plan
   if grouped and not plan then
-    plan, err = fair_lib().plan(prefix, k.pending, room, log and log.now or now_ms(), false)
+    plan, err = fair_lib().plan(prefix, k.pending, room, log and log.now or now_ms(), false, head)
     if err then return err end
   end
   if plan then
@@ -153,7 +165,7 @@ local function claim_jobs(k, prefix, lease, count, head)
   if plan then
     -- A group's rate that held back jobs says when it frees, as the queue's does.
     if not held and #claimed < room then
-      local wait = redis.call('ZRANGE', prefix .. 'gwait', 0, 0, 'WITHSCORES')
+      local wait = redis.call('ZRANGE', prefix .. 'gwait', '0', '0', 'WITHSCORES')
       if wait[1] then held = math.max(tonumber(wait[2]) - plan.now, 1) end
     end
     if held then left = held == -1 or redis.call('ZCARD', k.pending) > 0 end

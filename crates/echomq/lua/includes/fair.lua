@@ -3,7 +3,7 @@
 start-time fair queueing over the groups a claim may take from and the
 default group (the ungrouped jobs), planned on reads alone, then written
 once the claim's every check has passed.
-fair_lib().plan(prefix, pending, room, now, ending) returns the plan
+fair_lib().plan(prefix, pending, room, now, ending, head) returns the plan
 (plan.ids: the ids in the order taken) or nil and an error reply;
 fair_lib().write(prefix, plan, deadline) writes it after the claim's own
 writes, which put in plan.tokens and plan.events each job claimed, by id:
@@ -97,25 +97,25 @@ local function fair_lib()
     return reply
   end
 
-  -- What a claim reads of a group in one HMGET of <q>groups: its settings,
-  -- then the types of the keys the claim touches (its pending set, read: its
-  -- first `window` ids unless it is paused; its leases, counted when it has
-  -- a cap; its rate log with a rate), then its own next tag. Returns the
+  -- What a claim reads of a group: its settings and its own next tag (the
+  -- fields of <q>groups the plan read, `text` and `tag_text`), then the
+  -- types of the keys the claim touches (its pending set, read: its first
+  -- `window` ids unless it is paused; its leases, counted when it has a
+  -- cap; its rate log with a rate), then the tag checked. Returns the
   -- settings, the tag, the ids and the running count, or nil and an error.
-  local function claim_fields(prefix, group, window)
-    local groups, set, tag = prefix .. 'groups', 'set:' .. group, 'tag:' .. group
-    local fields = redis.call('HMGET', groups, set, tag)
+  local function claim_fields(prefix, group, window, text, tag_text)
+    local groups = prefix .. 'groups'
     local s = SETTINGS_DEFAULT
-    if fields[1] then
-      s = parse_settings(fields[1])
-      if not s then return nil, malformed(groups, set, "a group's settings") end
+    if text then
+      s = parse_settings(text)
+      if not s then return nil, malformed(groups, 'set:' .. group, "a group's settings") end
     end
     local gpending, gactive = prefix .. 'gpending:' .. group, prefix .. 'gactive:' .. group
     local ids, running, err = {}, 0, nil
     if s.paused then
       err = type_error(gpending, 'zset')
     else
-      ids, err = checked_read(gpending, 'zset', 'ZRANGE', gpending, 0, window - 1)
+      ids, err = checked_read(gpending, 'zset', 'ZRANGE', gpending, '0', string.format('%d', window - 1))
     end
     if err then return nil, err end
     if s.cap then
@@ -126,7 +126,7 @@ local function fair_lib()
     err = err or (s.rate and type_error(prefix .. 'grate:' .. group, 'zset'))
     if err then return nil, err end
     local own
-    own, err = stored(fields[2], groups, tag)
+    own, err = stored(tag_text, groups, 'tag:' .. group)
     if err then return nil, err end
     return {s = s, tag = math.max(own or 0, 0), ids = ids, running = running}
   end
@@ -141,9 +141,10 @@ local function fair_lib()
     local names, listed, more = {}, {}, false
     local head, due, err
     if room > 0 then
-      head, err = checked_read(ready, 'zset', 'ZRANGE', ready, 0, room, 'WITHSCORES')
+      head, err = checked_read(ready, 'zset', 'ZRANGE', ready, '0', string.format('%d', room), 'WITHSCORES')
       if err then return nil, nil, err end
-      due, err = checked_read(wait, 'zset', 'ZRANGE', wait, '-inf', now, 'BYSCORE', 'LIMIT', 0, WAKE_LIMIT)
+      due, err = checked_read(wait, 'zset', 'ZRANGE', wait, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', '0',
+        string.format('%d', WAKE_LIMIT))
       if err then return nil, nil, err end
       more = #head > 2 * room
       for i = 1, math.min(#head, 2 * room), 2 do
@@ -168,36 +169,43 @@ local function fair_lib()
     return names, more
   end
 
-  local function fair_plan(prefix, pending, room, now, ending)
+  -- `head`: the head of pending below the grouped jobs (pending_head's,
+  -- includes/claim), the default group's ids.
+  local function fair_plan(prefix, pending, room, now, ending, head)
     local plan = {ids = {}, of = {}, looked = {}, now = now, tokens = {}, events = {}}
     local groups = prefix .. 'groups'
-    local clock, err = checked_read(groups, 'hash', 'HMGET', groups, 'vtime', 'tag:')
+    -- The groups looked at first, so that one HMGET of <q>groups reads the
+    -- clock and their fields; the errors told in the order §7.9 gives.
+    local names, more, named_err = candidates(prefix, room, now, ending)
+    local fields = {'vtime', 'tag:'}
+    for _, named in ipairs(names or {}) do
+      fields[#fields + 1] = 'set:' .. named[1]
+      fields[#fields + 1] = 'tag:' .. named[1]
+    end
+    local clock, err = checked_read(groups, 'hash', 'HMGET', groups, unpack(fields))
     if err then return nil, err end
     local vtime, default_tag
     vtime, err = stored(clock[1], groups, 'vtime')
     if err then return nil, err end
     default_tag, err = stored(clock[2], groups, 'tag:')
     if err then return nil, err end
+    if named_err then return nil, named_err end
     vtime, default_tag = math.max(vtime or 0, 0), math.max(default_tag or 0, 0)
     local heap = {}
     -- The default group: the head of pending below the grouped jobs.
     local default = {}
     if room > 0 then
-      default = redis.call('ZRANGE', pending, '-inf', UNGROUPED_MAX, 'BYSCORE', 'LIMIT', 0, room + 1)
+      for i = 1, math.min(#head.ids, room) do default[i] = head.ids[i] end
     end
-    plan.more = #default > room
-    if plan.more then default[room + 1] = nil end
+    plan.more = room > 0 and (#head.ids > room or head.more)
     default_tag = math.max(default_tag, vtime)
     local next_default = 1
     if #default > 0 then heap_push(heap, {default_tag, 0, '', 0}) end
-    local names, more
-    names, more, err = candidates(prefix, room, now, ending)
-    if err then return nil, err end
     plan.more = plan.more or more
-    for _, named in ipairs(names) do
+    for i, named in ipairs(names) do
       local group, in_ready = named[1], named[2]
       local f
-      f, err = claim_fields(prefix, group, room + 1)
+      f, err = claim_fields(prefix, group, room + 1, clock[2 * i + 1], clock[2 * i + 2])
       if err then return nil, err end
       local running = f.running
       if group == ending then running = math.max(running - 1, 0) end
