@@ -79,9 +79,9 @@ impl Plan {
         // The groups looked at first, so that one read of `<q>groups` takes
         // the clock and their fields; the errors told in §7.9's order.
         let named = candidates(store, grouping, room, now, ending, &mut plan.more);
-        let asked: Vec<&[u8]> = named.as_ref().map_or(Vec::new(), |named| {
-            named.iter().map(|(group, ..)| group.as_slice()).collect()
-        });
+        let asked: Vec<&[u8]> = named
+            .as_ref()
+            .map_or(Vec::new(), |named| named.iter().map(|(group, ..)| group.as_slice()).collect());
         let Clock { vtime, default: default_tag, fields } = grouping.clock(store, &asked)?;
         let named = named?;
         let window = room as usize + 1;
