@@ -146,7 +146,10 @@ local function claim_jobs(k, prefix, lease, count, head)
       end
       -- A group's claims, by id: its lease, and its rate log's entry (made
       -- only for a group with a rate: a claim's strings cost every job).
-      if plan then plan.tokens[id], plan.events[id] = digits, event or false end
+      if plan then
+        plan.tokens[id] = digits
+        if plan.events then plan.events[id] = event or false end
+      end
     end
   end
   if #taken > 0 then redis.call('ZADD', k.active, unpack(scored_last_first(deadline, taken))) end

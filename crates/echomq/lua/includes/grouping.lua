@@ -51,9 +51,11 @@ local function group_core()
 
   -- What a group holds now: pending, running, and with a rate its claims in
   -- the window (logged), the oldest entries out of it (expired, at most
-  -- SWEEP_LIMIT_MAX), and when its window frees.
-  local function group_load_counted(prefix, group, s, now, pending, running)
-    local load = {pending = pending, running = running, logged = 0, expired = {}}
+  -- SWEEP_LIMIT_MAX), and when its window frees; in `into` when given (a
+  -- claim's table of the group), else in a new table.
+  local function group_load_counted(prefix, group, s, now, pending, running, into)
+    local load = into or {}
+    load.pending, load.running, load.logged = pending, running, 0
     if s.rate then
       local log = prefix .. 'grate:' .. group
       local edge = math.max(now - s.per, 0)
