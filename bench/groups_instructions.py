@@ -7,6 +7,7 @@ free, whose jobs the claims take), on Lua and native, one server each:
     cargo build --release -p echomq-module -p emq
     target/release/emq scripts --out /tmp/scripts
     python3 bench/groups_instructions.py target/release/libechomq_module.so /tmp/scripts [groups] [--count N]
+    python3 bench/groups_instructions.py --at-most R <module> <scripts>
 
 For each executor, a server under callgrind counting only inside the
 function its commands run in (EVALSHA's, or the module's dispatcher); for
@@ -19,7 +20,9 @@ queue's ratio to the one without groups. Then the same with each ACK
 sent by the same executor: a claim and its ack, the pair a worker at
 concurrency 1 sends. With `--count N`, CLAIMS / N claims of COUNT N, each
 job acked as above: a busy worker's batch (the figure per claim), where
-a grouped claim's cost per job tells. Needs valgrind (Debian's package).
+a grouped claim's cost per job tells. With `--at-most R` (scripts/test's
+check), Lua alone: exit 1 when a claim on 10,000 groups costs over R times
+an ungrouped one. Needs valgrind (Debian's package).
 """
 import os
 import sys
@@ -30,6 +33,7 @@ from acknext_instructions import under_callgrind  # noqa: E402
 import groups_cost  # noqa: E402
 
 CLAIMS = 200
+SCENARIOS = ("ungrouped", "groups", "999-capped")
 
 
 # The server's function each executor's commands run in: callgrind counts
@@ -38,15 +42,15 @@ COLLECTED = {"lua": "evalShaCommand", "native": "RedisModuleCommandDispatcher"}
 OTHER = {"lua": "native", "native": "lua"}
 
 
-def counts(module, build, groups, count=1):
+def counts(module, build, groups, count=1, vias=("lua", "native"), scenarios=SCENARIOS):
     """{(scenario, via): (instructions per claim, per claim and its acks)}."""
     found = {}
-    for via in ["lua", "native"]:
+    for via in vias:
         server, r, counted = under_callgrind("--loadmodule", module, collect=COLLECTED[via])
         try:
             sha = {name: r.call("SCRIPT", "LOAD", open(script_path(build, name)).read()).decode()
                    for name in ["claim", "ack"]}
-            for scenario in ["ungrouped", "groups", "999-capped"]:
+            for scenario in scenarios:
                 queue = f"{via}-{scenario}"
                 r.call("FLUSHALL")
                 arrange(r, queue, scenario, groups)
@@ -86,8 +90,23 @@ def arrange(r, queue, scenario, groups):
     pipelined(r, calls)
 
 
+def budget(module, build, at_most):
+    """scripts/test's check: a Lua CLAIM of one job on 10,000 groups, over an
+    ungrouped one's, at most `at_most`; exit 1 when over."""
+    found = counts(module, build, 10_000, vias=("lua",), scenarios=("ungrouped", "groups"))
+    base, grouped = found[("ungrouped", "lua")][0], found[("groups", "lua")][0]
+    ratio = grouped / base
+    verdict = "within" if ratio <= at_most else "over"
+    print(f"a Lua CLAIM of one job, instructions (callgrind): ungrouped {base:,.0f}, 10,000 groups {grouped:,.0f}: "
+          f"{ratio:.3f}x, {verdict} its budget of {at_most}x")
+    if ratio > at_most:
+        sys.exit(1)
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--at-most"]:
+        return budget(os.path.abspath(args[2]), args[3], float(args[1]))
     count = 1
     if "--count" in args:
         at = args.index("--count")
