@@ -157,6 +157,26 @@ async def test_stop_releases_unfinished_jobs_without_spending_attempts(queue: ec
     assert info.policy == echomq.Policy(attempts=5)
 
 
+async def test_a_worker_stops_when_leaving_the_registry_hangs(queue: echomq.Queue) -> None:
+    """A server that stops answering at stop (a half-open connection) does
+    not hold the worker: its entry in the worker registry is given up after
+    GIVE_BACK_WAIT, as it expires by itself."""
+    worker = echomq.Worker(queue, lambda job: None, idle_wait=0.05)
+    left = asyncio.Event()
+
+    async def hangs() -> None:
+        left.set()
+        await asyncio.Event().wait()
+
+    worker.registration.leave = hangs  # type: ignore[method-assign]
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    job = await queue.enqueue(b"x")
+    await queue.wait(job.id, timeout=60)
+    worker.stop()
+    await asyncio.wait_for(task, 30)
+    assert left.is_set()
+
+
 async def test_retry_after_defers_without_spending_the_attempt(queue: echomq.Queue) -> None:
     async def handle(job: echomq.Job) -> bytes:
         if job.token == 1:

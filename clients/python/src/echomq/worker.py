@@ -68,7 +68,8 @@ from . import tracing
 log = logging.getLogger("echomq.worker")
 
 GIVE_BACK_WAIT = 1.0
-"""How long a stopping worker waits at most to give its upkeep lease back, in seconds (§11.3)."""
+"""How long a stopping worker waits at most to give its upkeep lease back, in seconds (§11.3),
+and as long to take its entry out of the worker registry: both expire by themselves."""
 
 Handler = Callable[["Job"], Awaitable[Any] | Any]
 
@@ -347,7 +348,11 @@ class Worker:
                 await asyncio.wait_for(self.upkeep.give_back(), GIVE_BACK_WAIT)
             except asyncio.TimeoutError:
                 log.debug("the upkeep lease of %s was not given back within %ss", self._ks.name, GIVE_BACK_WAIT)
-            await self.registration.leave()
+            try:
+                await asyncio.wait_for(self.registration.leave(), GIVE_BACK_WAIT)
+            except asyncio.TimeoutError:
+                log.debug("%s did not leave the worker registry within %ss; its entry expires",
+                          self.registration.id, GIVE_BACK_WAIT)
             if self._threads is not None:
                 # Handlers cancelled (a timeout, a lost lease, the grace) may still
                 # run: their threads end when they return, unwaited for here.
