@@ -12,7 +12,7 @@ import echomq
 from echomq import calls
 from echomq.model import read_claims
 
-from conftest import RedisServer, transitions_sent, unique_queue
+from conftest import RedisServer, transitions_sent, unique_queue, working
 
 
 async def claim(queue: echomq.Queue, count: int = 1, lease_ms: int = 60_000) -> echomq.model.Claims:
@@ -249,3 +249,48 @@ async def test_a_flushed_script_cache_is_loaded_again(queue: echomq.Queue, serve
     client.script_flush()
     assert (await queue.stats()).pending == 3 and job.enqueued and all(e.enqueued for e in many)
     client.close()
+
+
+async def test_purge_deletes_finished_jobs_of_an_age(queue: echomq.Queue) -> None:
+    jobs = [await queue.enqueue(b"x") for _ in range(3)]
+    async with working(echomq.Worker(queue, lambda job: None)):
+        for job in jobs:
+            await queue.wait(job.id, timeout=60)
+    assert await queue.purge("done", 3600) == 0  # none finished an hour ago
+    assert await queue.purge("done") == 3
+    assert (await queue.stats()).done == 0 and await queue.inspect(jobs[0].id) is None
+    with pytest.raises(echomq.InvalidInput):
+        await queue.purge("pending")
+    with pytest.raises(echomq.InvalidInput):
+        await queue.purge("done", -1)
+
+
+async def test_drain_deletes_waiting_jobs_and_with_active_running_ones(queue: echomq.Queue) -> None:
+    for _ in range(250):  # more than one call's step
+        await queue.enqueue(b"x")
+    await queue.enqueue(b"later", delay=3600)
+    await queue.executor.run(calls.claim(queue.keyspace, 60_000))
+    assert await queue.drain() == 250
+    stats = await queue.stats()
+    assert (stats.pending, stats.delayed, stats.active) == (0, 0, 1)
+    assert await queue.drain(active=True) == 1
+    assert (await queue.stats()).active == 0
+
+
+async def test_delete_queue_refuses_while_jobs_run_unless_forced(queue: echomq.Queue, server: RedisServer) -> None:
+    await queue.set_group("t", cap=2)
+    await queue.enqueue(b"a", group="t")
+    await queue.enqueue(b"b", delay=3600)
+    plain = await queue.enqueue(b"c")
+    await queue.executor.run(calls.claim(queue.keyspace, 60_000))
+    with pytest.raises(echomq.StateError, match="are active: let them finish"):
+        await queue.delete_queue()
+    assert (await queue.stats()).pending == 1  # nothing deleted
+    assert await queue.delete_queue(force=True) == 3
+    client = server.client()
+    try:
+        left = client.keys(f"emq:{{{queue.name}}}:*".encode())
+        assert left == [] and client.zscore(b"emq:queues", queue.name) is None
+    finally:
+        client.close()
+    assert await queue.inspect(plain.id) is None

@@ -43,6 +43,10 @@ log = logging.getLogger("echomq")
 FINISHING_EVENTS = (b"completed", b"dead", b"cancelled")
 
 STATES = ("pending", "active", "delayed", "done", "dead", "cancelled", "waiting")
+FINISHED = ("done", "dead", "cancelled")
+SWEEP_STEP = 100
+"""How many jobs each PURGE or DRAIN call of :meth:`Queue.purge`, :meth:`Queue.drain` and
+:meth:`Queue.delete_queue` deletes at most."""
 """The seven states, each a set of the queue's (§2)."""
 
 LIST_MOST = 1000
@@ -421,6 +425,85 @@ class Queue:
         loses its lease. How many were deleted."""
         removes = _removes(self.keyspace, state, job_ids)
         return _removed(await self.executor.run_many(removes)) if removes else 0
+
+    async def purge(self, state: str, age: calls.Duration = 0) -> int:
+        """Delete the finished jobs of ``state`` (``done``, ``dead`` or
+        ``cancelled``) that finished at least ``age`` ago (seconds or a
+        timedelta; 0: all of them), with all kept beside them (PURGE,
+        :data:`SWEEP_STEP` a call): how many. The jobs there when it
+        begins: under a steady stream of new ones it still ends. A flow's
+        child still linked tells its parent how it ended."""
+        if state not in FINISHED:
+            raise InvalidInput(f"purge takes done, dead or cancelled jobs, not {state!r}")
+        age_ms = calls.ms("age", age, "AGE_MS")
+        return await self._sweep("purge", getattr(await self.stats(), state), state, [age_ms])
+
+    async def drain(self, *, active: bool = False) -> int:
+        """Delete the queue's waiting jobs (pending, delayed, and parents
+        waiting for their children), and with ``active`` its running ones,
+        whose workers lose their leases (DRAIN, :data:`SWEEP_STEP` a call):
+        how many. The jobs there when it begins: a producer that goes on is
+        not outrun for ever."""
+        states = ["pending", "delayed", *(["active"] if active else []), "waiting"]
+        there = await self.stats()
+        total = 0
+        for state in states:
+            total += await self._sweep("drain", getattr(there, state), state)
+        return total
+
+    async def _sweep(self, name: str, there: int, state: str, first: list[bytes] | None = None) -> int:
+        """Calls of PURGE or DRAIN (``name``) of ``state``, SWEEP_STEP jobs
+        each, while each moves a full step, at most as many as ``there``
+        jobs take and one more (a set a producer keeps filling would keep it
+        going for ever): how many moved."""
+        total = 0
+        for _ in range(there // SWEEP_STEP + 1):
+            moved = int(await self.executor.run(calls.sweep(name, self.keyspace, SWEEP_STEP, state=state,
+                                                            first=first)))
+            total += moved
+            if moved < SWEEP_STEP:
+                break
+        return total
+
+    async def delete_queue(self, *, force: bool = False) -> int:
+        """Delete the whole queue: every job and every key it owns (settings,
+        groups, schedules, dedup keys), and its entry in the registry (§2,
+        ``emq:queues``); how many jobs were deleted. While jobs are active it
+        refuses (:class:`StateError`, nothing deleted) unless ``force``, which
+        deletes them too (their workers lose their leases). What its
+        children owe parents elsewhere is carried to them first. A job
+        enqueued meanwhile is deleted with the rest; a queue that keeps
+        getting jobs is refused after a few rounds (stop its producers)."""
+        await self._refuse_active(force, 0)
+        total, refused = 0, ""
+        for _ in range(5):  # jobs may arrive meanwhile: a few rounds see the queue empty
+            total += await self.drain(active=force)
+            for state in FINISHED:
+                total += await self.purge(state)
+            # What its children owe their parents goes first: OBLITERATE
+            # refuses while a notice is left.
+            from .upkeep import Upkeep  # it imports this module
+            await Upkeep(self, max_attempts=1, period=1.0)._relay_until(float("inf"))
+            try:
+                await self.executor.run(Call("obliterate", calls.keys("obliterate", self.keyspace), []))
+            except StateError as err:
+                await self._refuse_active(force, total)  # a claim came meanwhile, or new jobs: which?
+                refused = err.message
+                continue
+            await self.connection.redis.zrem(REGISTRY, self.name)
+            self._registered = False
+            return total
+        raise StateError(f"{self.name} is not empty after five rounds ({refused}; {total} jobs deleted): "
+                         "stop its producers, or relay its notices (a worker's upkeep)")
+
+    async def _refuse_active(self, force: bool, deleted: int) -> None:
+        """StateError while jobs are active and not ``force``."""
+        active = (await self.stats()).active
+        if active and not force:
+            kept = f"; {deleted} of its jobs were deleted before one was claimed, and its keys are kept" \
+                if deleted else ""
+            raise StateError(f"{active} jobs of {self.name} are active: let them finish, or force their "
+                             f"deletion{kept}")
 
     async def inspect(self, job_id: str) -> JobInfo | None:
         """The job: its record, error, progress, result, policy, headers and group; None when there is none."""
