@@ -219,7 +219,7 @@ if group then
   redis.call('HSET', prefix .. 'group', id, group)
 end
 if priority ~= 0 then
-  redis.call('HSET', priority_key, id, priority)
+  redis.call('HSET', priority_key, id, string.format('%d', priority))
 end
 if policy then
   redis.call('HSET', policy_key, id, policy)
@@ -229,13 +229,14 @@ if headers then
 end
 if unique then
   -- Forget up to UNIQUE_SWEEP keys whose hold has ended (bounded work), then hold this one.
-  local ended = redis.call('ZRANGEBYSCORE', unique_until_key, '-inf', now, 'LIMIT', 0, UNIQUE_SWEEP)
+  local ended = redis.call('ZRANGEBYSCORE', unique_until_key, '-inf', string.format('%d', now), 'LIMIT', '0',
+    string.format('%d', UNIQUE_SWEEP))
   if #ended > 0 then
     redis.call('HDEL', unique_key, unpack(ended))
     redis.call('ZREM', unique_until_key, unpack(ended))
   end
   redis.call('HSET', unique_key, unique, (opts.UNIQUE_DONE == 1 and '1:' or '0:') .. id)
-  redis.call('ZADD', unique_until_key, now + opts.UNIQUE_FOR, unique)
+  redis.call('ZADD', unique_until_key, string.format('%d', now + opts.UNIQUE_FOR), unique)
 end
 if parent then
   redis.call('HSET', parents_key, id, parent)
@@ -249,7 +250,7 @@ else
     G.join(prefix, pending_key, id, group, priority)
     G.reindex(prefix, group)
   else
-    redis.call('ZADD', pending_key, priority, id)
+    redis.call('ZADD', pending_key, string.format('%d', priority), id)
   end
   wake(wakes)
 end

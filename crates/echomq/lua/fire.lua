@@ -75,7 +75,7 @@ if opts.SKIP == 1 or redis.call('EXISTS', job_key) == 1 then
   return 0
 end
 redis.call('HSET', job_key, 'state', 'pending', 'attempts', '0', 'payload', payload)
-redis.call('ZADD', pending_key, 0, id)
+redis.call('ZADD', pending_key, '0', id)
 wake(wakes)
 emit(events_key, keep, 'enqueued', id, 'state', 'pending', 'schedule', name)
 return 1

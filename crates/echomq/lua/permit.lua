@@ -63,19 +63,21 @@ local granted, wait = count, 0
 local edge
 if rate then
   edge = math.max(now - per - hold, 0)
-  local room = math.max(rate - redis.call('ZCOUNT', permits_key, '(' .. edge, '+inf'), 0)
+  local above = string.format('(%d', edge)
+  local room = math.max(rate - redis.call('ZCOUNT', permits_key, above, '+inf'), 0)
   if room == 0 then
     -- The oldest permit in the window leaves it at its grant + PER + hold.
-    local oldest = redis.call('ZRANGE', permits_key, '(' .. edge, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
+    local oldest = redis.call('ZRANGE', permits_key, above, '+inf', 'BYSCORE', 'LIMIT', '0', '1', 'WITHSCORES')[2]
     wait = math.max(wait, (tonumber(oldest) or now) + per + hold - now)
   end
   granted = math.min(granted, room)
 end
 if concurrency then
-  local room = math.max(concurrency - redis.call('ZCOUNT', running_key, '(' .. now, '+inf'), 0)
+  local above = string.format('(%d', now)
+  local room = math.max(concurrency - redis.call('ZCOUNT', running_key, above, '+inf'), 0)
   if room == 0 then
     -- The first running permit stops at the end of its hold.
-    local first = redis.call('ZRANGE', running_key, '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
+    local first = redis.call('ZRANGE', running_key, above, '+inf', 'BYSCORE', 'LIMIT', '0', '1', 'WITHSCORES')[2]
     wait = math.max(wait, (tonumber(first) or now) - now)
   end
   granted = math.min(granted, room)
@@ -83,7 +85,8 @@ end
 if granted == 0 then return {0, 0, 0, math.max(wait, 1)} end
 -- Bounded work: trim at most a sweep's worth of each per grant.
 local function trim(key, upto)
-  local out = redis.call('ZRANGE', key, '-inf', upto, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
+  local out = redis.call('ZRANGE', key, '-inf', string.format('%d', upto), 'BYSCORE', 'LIMIT', '0',
+    string.format('%d', SWEEP_LIMIT_MAX))
   if #out > 0 then redis.call('ZREM', key, unpack(out)) end
 end
 if rate then trim(permits_key, edge) end

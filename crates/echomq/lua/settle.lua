@@ -133,7 +133,7 @@ for _, plan in ipairs(plans) do
       redis.call('HSET', headers_key, s.callback, string.format(
         '{"batch":"%s","total":"%d","done":"%d","dead":"%d","cancelled":"%d","gone":"%d"}',
         batch, s.total, s.counts[1], s.counts[2], s.counts[3], s.counts[4]))
-      redis.call('ZADD', pending_key, 0, s.callback)
+      redis.call('ZADD', pending_key, '0', s.callback)
       called = true
       emit(events_key, keep, 'enqueued', s.callback, 'state', 'pending', 'batch', batch)
     end

@@ -35,7 +35,7 @@ local function counts_open(key, events)
   -- caller, as common's key_name is.
   local function count_fields(events, minute, hour)
     local fields, names = {'minute', 'hour'}, {}
-    local m, h = ':m' .. (minute % COUNT_MINUTES), ':h' .. (hour % COUNT_HOURS)
+    local m, h = string.format(':m%d', minute % COUNT_MINUTES), string.format(':h%d', hour % COUNT_HOURS)
     for _, event in ipairs(events) do
       local three = {event, event .. m, event .. h}
       names[event] = three
@@ -139,8 +139,8 @@ count_event = function(event)
   -- read.
   local names = c.names[event]
   if not names then
-    local m, h = ':m' .. (c.minute % COUNT_MINUTES), ':h' .. (c.hour % COUNT_HOURS)
-    for _, field in ipairs({event, event .. m, event .. h}) do redis.call('HINCRBY', c.key, field, 1) end
+    local m, h = string.format(':m%d', c.minute % COUNT_MINUTES), string.format(':h%d', c.hour % COUNT_HOURS)
+    for _, field in ipairs({event, event .. m, event .. h}) do redis.call('HINCRBY', c.key, field, '1') end
   elseif c.order or c.holding then
     for _, field in ipairs(names) do
       local n = c.held[field] + 1

@@ -87,11 +87,12 @@ local function gate(config, active, rate, count, ending)
     if err then return nil, nil, nil, err end
     local now = clock or now_ms()
     local edge = math.max(now - per, 0)
-    local live = redis.call('ZCOUNT', rate, '(' .. edge, '+inf')
+    local above = string.format('(%d', edge)
+    local live = redis.call('ZCOUNT', rate, above, '+inf')
     local left = math.max(limit - live, 0)
     if left <= room and left < count then
       room = left
-      local oldest = redis.call('ZRANGE', rate, '(' .. edge, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
+      local oldest = redis.call('ZRANGE', rate, above, '+inf', 'BYSCORE', 'LIMIT', '0', '1', 'WITHSCORES')[2]
       held = math.max((tonumber(oldest) or now) + per - now, 1)
     end
     log = {now = now, edge = edge}
@@ -102,7 +103,8 @@ end
 local function spend(rate, log, claimed)
   -- A claim that took nothing writes nothing, not even the trim.
   if not log or #claimed == 0 then return end
-  local expired = redis.call('ZRANGE', rate, '-inf', log.edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
+  local expired = redis.call('ZRANGE', rate, '-inf', string.format('%d', log.edge), 'BYSCORE', 'LIMIT', '0',
+    string.format('%d', SWEEP_LIMIT_MAX))
   if #expired > 0 then redis.call('ZREM', rate, unpack(expired)) end
   for _, claim in ipairs(claimed) do
     local member, at = claim[1], claim[2]

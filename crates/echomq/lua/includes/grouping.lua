@@ -59,9 +59,11 @@ local function group_core()
     if s.rate then
       local log = prefix .. 'grate:' .. group
       local edge = math.max(now - s.per, 0)
-      load.logged = redis.call('ZCOUNT', log, '(' .. edge, '+inf')
-      load.expired = redis.call('ZRANGE', log, '-inf', edge, 'BYSCORE', 'LIMIT', 0, SWEEP_LIMIT_MAX)
-      local oldest = redis.call('ZRANGE', log, '(' .. edge, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
+      local above = string.format('(%d', edge)
+      load.logged = redis.call('ZCOUNT', log, above, '+inf')
+      load.expired = redis.call('ZRANGE', log, '-inf', string.format('%d', edge), 'BYSCORE', 'LIMIT', '0',
+        string.format('%d', SWEEP_LIMIT_MAX))
+      local oldest = redis.call('ZRANGE', log, above, '+inf', 'BYSCORE', 'LIMIT', '0', '1', 'WITHSCORES')[2]
       load.frees = math.max(oldest and tonumber(oldest) + s.per or now + s.per, now + 1)
     end
     return load
