@@ -90,16 +90,21 @@ if err then return err end
 -- the ack leaves it: one lease fewer, the queue's and its group's. The
 -- plan looks at the acked job's group and checks what it touches: the ack
 -- only takes the job out of the group's leases.
-local grouped, group
-grouped, err = grouping(prefix, true)
-if err then return err end
-if grouped then group = redis.call('HGET', prefix .. 'group', id) end
-if grouped then
-  local room, _, log
+-- <q>group's type, asked by pending_head, is checked after the gate's and
+-- the events' keys, as CLAIM checks it (PROTOCOL.md §7.9): a queue without
+-- groups reads neither here.
+local room, _, log
+if head.group_type ~= 'none' then
   room, _, log, err = gate(config_key, active_key, rate_key, count or 1, 1)
   if err then return err end
   _, err = events_keep(events_key, config_key, events_setting)
   if err then return err end
+end
+local grouped, group
+grouped, err = grouping(prefix, true)
+if err then return err end
+if grouped then
+  group = redis.call('HGET', prefix .. 'group', id)
   head.plan, err = fair_lib().plan(prefix, pending_key, room, log and log.now or now_ms(), group or false, head)
   if err then return err end
   head.ids = head.plan.ids

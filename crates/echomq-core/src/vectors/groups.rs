@@ -150,6 +150,18 @@ pub(super) fn cases() -> Vec<Case> {
         Case::new("claim: the queue's concurrency holds above the groups", claim(3))
             .after([config(&["CONCURRENCY", "1"])])
             .after(two_tenants.clone()),
+        // ACKNEXT checks <q>group where CLAIM does: after the gate's and the
+        // events' keys.
+        Case::new("acknext: the queue's settings' type is told before its groups'", acknext(A))
+            .after(running.clone())
+            .put("group", string())
+            .put("config", string())
+            .refused_with("EMQTYPE emq:{q}:config holds a string, not a hash"),
+        Case::new("acknext: the event log's type is told before its groups'", acknext(A))
+            .after(running.clone())
+            .put("group", string())
+            .put("events", string())
+            .refused_with("EMQTYPE emq:{q}:events holds a string, not a stream"),
         Case::new("acknext: a capped group's lease ends, its next job is claimed", acknext(A))
             .after(running_capped.clone()),
         Case::new("ack: a capped group's lease ends, it is ready again", ack(A, "1"))

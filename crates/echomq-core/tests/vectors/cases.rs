@@ -1437,6 +1437,16 @@ mod acknext {
     }
 
     #[test]
+    fn acknext_the_queue_s_settings_type_is_told_before_its_groups() {
+        replay("acknext", "acknext: the queue's settings' type is told before its groups'");
+    }
+
+    #[test]
+    fn acknext_the_event_log_s_type_is_told_before_its_groups() {
+        replay("acknext", "acknext: the event log's type is told before its groups'");
+    }
+
+    #[test]
     fn acknext_a_capped_group_s_lease_ends_its_next_job_is_claimed() {
         replay("acknext", "acknext: a capped group's lease ends, its next job is claimed");
     }

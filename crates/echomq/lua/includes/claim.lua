@@ -4,8 +4,9 @@ order of checks and writes is the core's `Claim::apply`
 (crates/echomq-core/src/transition/claim.rs).
 pending_head(pending, count, prefix) reads the head of pending where the
 call checks pending's type, before any other key's: its first `count` ids
-(head.ids; on a queue with groups, those of the default group) and whether
-more wait behind them (head.more), or nil and an error reply.
+(head.ids; on a queue with groups, those of the default group), whether
+more wait behind them (head.more) and `<q>group`'s type (head.group_type),
+or nil and an error reply.
 claim_jobs(k, prefix, lease, count, head) takes the keys by name, k.pending,
 k.active, k.config, k.rate, k.policy, and the optional k.events,
 k.headers and k.wake (false: not passed), and the head, which may carry
@@ -50,7 +51,7 @@ local function pending_head(pending, count, prefix)
   if err then return nil, err end
   local more = #ids > count
   if more then ids[count + 1] = nil end
-  return {ids = ids, more = more}
+  return {ids = ids, more = more, group_type = typed[group]}
 end
 
 -- Each record's attempts must be an integer (EMQDATA), checked before
