@@ -10,11 +10,11 @@ writes, which put in plan.tokens each job claimed, by id, its token's
 digits, and in plan.events (there when a group looked at has a rate) its
 `active` event's id (false: none). Both made on a claim's first use, as
 group_lib's functions are.
-A claim of one job costs a grouped queue what its tables, strings and
-closures cost as much as what its Redis calls do (a table or a closure
-about as much as a tenth of a call): the plan keeps one table a group
-looked at, which is also the group's load (group_core's load_counted),
-and names its candidates by number.
+On a grouped queue a claim of one job spends as much on its tables,
+strings and closures as on its Redis calls (bench/claim_sections.py: a
+table costs about half a call, a closure a fifth), so the plan keeps one
+table for each group it looks at, which is also the group's load
+(group_core's load_counted), and names its candidates by number.
 ]]
 --@include forget
 --@include last_first
