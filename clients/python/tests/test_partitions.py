@@ -423,7 +423,11 @@ async def test_an_exact_concurrency_is_the_rust_hosts_and_binds_both_workers(
 
     log = tmp_path / "ran.log"
     script = tmp_path / "job.sh"
+    # A Rust job holds its permit until a Python one has started (a minute
+    # at most), so both workers run some however fast either claims; with
+    # one slot, emq work leaves the cap's other permit to Python.
     script.write_text(f'#!/bin/sh\ncat >/dev/null\necho "start $ECHOMQ_JOB_ID rust" >> {log}\nsleep 0.2\n'
+                      f'i=0; while ! grep -q python {log} && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done\n'
                       f'echo "end $ECHOMQ_JOB_ID rust" >> {log}\n')
     script.chmod(0o755)
 
@@ -441,7 +445,7 @@ async def test_an_exact_concurrency_is_the_rust_hosts_and_binds_both_workers(
         return any(words[2] == "rust" for words in ran())
 
     jobs = [await ours.enqueue(b"%d" % n) for n in range(20)]
-    rust = subprocess.Popen([str(emq_path()), "work", ours.name, "--concurrency", "4", "--", str(script)],
+    rust = subprocess.Popen([str(emq_path()), "work", ours.name, "--concurrency", "1", "--", str(script)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         await eventually(rust_ran, timeout=60, what="emq work ran a job")  # then the Python worker joins
