@@ -120,6 +120,24 @@ impl RedisServer {
         }
     }
 
+    /// Stop the server with SIGSTOP until [`thaw`](RedisServer::thaw): it
+    /// answers nothing, yet the kernel still takes its connections' bytes,
+    /// so no client sees a connection break.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Let a [`freeze`](RedisServer::freeze)n server go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args([signal, &pid]).status().expect("run kill");
+        assert!(sent.success(), "kill {signal} {pid} failed");
+    }
+
     /// The port the server listens on, on 127.0.0.1.
     #[must_use]
     pub fn port(&self) -> u16 {

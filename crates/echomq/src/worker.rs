@@ -189,7 +189,10 @@ impl Worker {
 
     /// Run until `shutdown` completes (or a [`Control`] says stop); then stop
     /// claiming, let jobs in flight finish within the grace period, and
-    /// release the rest to pending.
+    /// release the rest to pending. A server that does not answer is waited
+    /// for 5 s past the stop (claims in flight) and past the grace (the
+    /// release), then left: what those calls held runs again once its lease
+    /// ends.
     ///
     /// # Errors
     /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) for options a
@@ -232,7 +235,8 @@ impl Worker {
         }
         keeping.shutdown().await;
         loops.shutdown().await;
-        registrar.unregister().await;
+        // A server that does not answer leaves the entry to expire.
+        let _ = tokio::time::timeout(GIVE_BACK_WAIT, registrar.unregister()).await;
         Ok(())
     }
 }
@@ -321,9 +325,16 @@ fn stages(
     (runner, heart, refilled)
 }
 
+/// How long a stopping worker waits for a server that does not answer:
+/// for its claims in flight from the stop, for its jobs' release from the
+/// grace's end. Past it, they are abandoned: a job they hold runs again
+/// once its lease ends.
+const ABANDON_WAIT: Duration = Duration::from_secs(5);
+
 /// Steer the worker's stop: on `shutdown` (or a [`Control`]'s stop) no
 /// more claims, the grace for the jobs in flight, then their release.
-/// Until the claim loops have ended, and every job's run after them.
+/// Until the claim loops have ended, and every job's run after them; or,
+/// with a server that stopped answering, [`ABANDON_WAIT`] past each.
 async fn steer(
     shared: &Shared,
     shutdown: impl Future<Output = ()>,
@@ -334,8 +345,9 @@ async fn steer(
     tokio::pin!(shutdown);
     // The grace runs from the stop asked; until then (a quiet worker,
     // claiming no more) jobs run to their end.
-    let grace = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
-    tokio::pin!(grace);
+    let never = || tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+    let (grace, abandon) = (tokio::time::sleep_until(never()), tokio::time::sleep_until(never()));
+    tokio::pin!(grace, abandon);
     let (mut shut, mut asked, mut claiming, mut running) = (false, false, true, true);
     let mut interrupting = None;
     while claiming || running || !asked {
@@ -348,6 +360,7 @@ async fn steer(
                 asked = true;
                 shared.stopping.cancel();
                 grace.as_mut().reset(tokio::time::Instant::now() + shared.options.grace);
+                abandon.as_mut().reset(tokio::time::Instant::now() + ABANDON_WAIT);
             }
             () = shared.stopping.cancelled(), if claiming && interrupting.is_none() => {
                 interrupting = Some(tokio::spawn(interrupt_waits(executors.clone())));
@@ -362,8 +375,42 @@ async fn steer(
                 }
             }
             () = runs.ended(), if !claiming && running => running = false,
-            () = &mut grace, if asked && !shared.releasing.is_cancelled() => shared.releasing.cancel(),
+            () = &mut grace, if asked && !shared.releasing.is_cancelled() => {
+                shared.releasing.cancel();
+                abandon.as_mut().reset(tokio::time::Instant::now() + ABANDON_WAIT);
+            }
+            () = &mut abandon, if asked => {
+                if claiming {
+                    claims.abort_all();
+                    if let Some(interrupting) = interrupting.take() {
+                        interrupting.abort();
+                    }
+                }
+                running &= !shared.releasing.is_cancelled();
+                abandoned(claiming, running, runs);
+                claiming = false;
+                abandon.as_mut().reset(never());
+            }
         }
+    }
+}
+
+/// Say what a stopping worker no longer waits for, its server silent for
+/// [`ABANDON_WAIT`]: its claims in flight (`claiming`), and, past the
+/// grace, its jobs' release (unless still `running`).
+fn abandoned(claiming: bool, running: bool, runs: &Runs) {
+    if claiming {
+        tracing::warn!(
+            "the server has not answered the claims in flight for {ABANDON_WAIT:?}: \
+             stopping without them; a job they took runs again once its lease ends"
+        );
+    }
+    if !running && runs.running() > 0 {
+        tracing::warn!(
+            jobs = runs.running(),
+            "the server has not answered the jobs' release {ABANDON_WAIT:?} after the grace: \
+             stopping without it; they run again once their leases end"
+        );
     }
 }
 

@@ -375,3 +375,42 @@ fn a_worker_says_when_its_server_came_back_empty() {
         eventually("the restart is said", || read_log().contains(said));
     }
 }
+
+/// A server frozen (SIGSTOP: the kernel still takes the bytes, so no
+/// connection breaks) does not hold a stopping worker: on SIGTERM it stops
+/// waiting for its claims in flight 5 s after the stop, and for its job's
+/// release 5 s after the grace, says so, and exits. The job is not lost:
+/// once its lease ends, the next worker runs it.
+#[test]
+fn a_worker_stops_on_sigterm_while_its_server_is_frozen() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("frozen-server");
+    let q = unique_queue("frozen-server");
+    let id = emq.ok(&["enqueue", &q, "held"]).trim().to_owned();
+    // Two slots: one runs the job, the other waits for work.
+    let script = r#"cat >/dev/null; echo run >> "$DIR/runs"; sleep 300"#;
+    let args = [q.as_str(), "--concurrency", "2", "--lease", "5s", "--grace", "1s", "--", "sh", "-c", script];
+    let mut worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    eventually("the job runs", || scratch.lines("runs").len() == 1);
+
+    server.freeze();
+    signal(worker.id(), "TERM");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exited = loop {
+        match worker.0.try_wait().expect("wait for emq work") {
+            Some(status) => break status,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            None => panic!("emq work still runs 60 s after SIGTERM with its server frozen"),
+        }
+    };
+    let log = std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    assert!(exited.success(), "{exited}: {log}");
+    assert!(log.contains("has not answered the claims in flight"), "{log}");
+    assert!(log.contains("has not answered the jobs' release"), "{log}");
+
+    server.thaw();
+    assert_eq!(state(&emq, &id), ("active".into(), 1), "still held, by its lease");
+    let _next = emq.work(&[&q, "--", "true"], &scratch.0, &scratch.path("next"));
+    eventually("the next worker ran it", || state(&emq, &id) == ("done".into(), 2));
+}

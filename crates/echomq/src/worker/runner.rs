@@ -160,6 +160,11 @@ impl Runs {
         }
     }
 
+    /// How many jobs' runs have not ended.
+    pub(super) fn running(&self) -> usize {
+        self.running.load(Ordering::Acquire)
+    }
+
     /// Wait until no job's run is going on.
     pub(super) async fn ended(&self) {
         loop {
