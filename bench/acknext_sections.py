@@ -35,7 +35,7 @@ CUTS = [
     ("the KEYS prologue", "local id, token, err = fenced_call(key_names, key_forms)"),
     ("fenced_call: keys, id, token", "local prefix = string.sub(active_key, 1, #active_key - #'active')"),
     ("options", "err = ack_keys_error(job_key, active_key, done_key, results_key, token)"),
-    ("the record, the fence, types", "head, err = pending_head(pending_key, count or 1)"),
+    ("the record, the fence, types", "head, err = pending_head(pending_key, count or 1, prefix)"),
     ("pending's head", "-- The records the claim may take, read and checked once, here, before the"),
     ("the claimed records read", "local keep"),
     ("events_keep", "err = counts_open(counts_key, {'completed'})"),
