@@ -264,8 +264,9 @@ pub struct Description {
     pub options: &'static [&'static str],
     /// Reads, writes, or only frees.
     pub effect: Effect,
-    /// Whether it may add to a pending set, so that claims waiting for work
-    /// should look again.
+    /// Whether it may add to a pending set, or put a group back in
+    /// `<q>ready` (a lease of a capped group ended), so that claims waiting
+    /// for work should look again.
     pub wakes_claims: bool,
     /// Whether it carries a job's token and is refused (`EMQFENCE`) unless
     /// the token still holds the lease (PROTOCOL.md §6).

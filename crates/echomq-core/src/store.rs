@@ -87,6 +87,12 @@ pub trait Store {
     }
     /// Remove a member of a sorted set (and the set when it empties).
     fn zrem(&mut self, key: &[u8], member: &[u8]);
+    /// Set the wake-up key `key` (PROTOCOL.md §9): its one member `1`, at
+    /// 0. A store whose clients wait on the key tells them even when the
+    /// member was there already, as a `ZADD` that changes nothing does not.
+    fn wake(&mut self, key: &[u8]) {
+        self.zadd(key, 0.0, b"1");
+    }
     /// The size of a sorted set.
     fn zcard(&mut self, key: &[u8]) -> u64;
     /// How many entries a stream holds (`XLEN`).

@@ -267,7 +267,7 @@ fn wake_key<'k, S: Store>(store: &mut S, key: Option<&'k [u8]>) -> Result<Option
 /// wake-up key's one member, `1`, which a `BZPOPMIN` takes.
 fn wake<S: Store>(store: &mut S, key: Option<&[u8]>) {
     if let Some(key) = key {
-        store.zadd(key, 0.0, b"1");
+        store.wake(key);
     }
 }
 

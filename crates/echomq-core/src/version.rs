@@ -13,7 +13,7 @@ pub struct Version {
 }
 
 /// The version this crate speaks.
-pub const PROTOCOL: Version = Version { major: 1, minor: 8 };
+pub const PROTOCOL: Version = Version { major: 1, minor: 9 };
 
 impl Version {
     /// Read `major.minor` (both decimal, no sign, no spaces), as

@@ -321,6 +321,15 @@ impl Store for RedisStore {
         self.zadd_many(key, &[(score, member)]);
     }
 
+    fn wake(&mut self, key: &[u8]) {
+        self.zadd(key, 0.0, b"1");
+        // A native claim blocked on the key (block.rs) is told even when `1`
+        // was there already: a ZADD that changes nothing signals no one.
+        if !self.crossed {
+            api::signal_ready(self.ctx, &RString::new(key));
+        }
+    }
+
     fn zadd_many(&mut self, key: &[u8], pairs: &[(f64, &[u8])]) {
         self.flush();
         if self.additions.as_ref().is_some_and(|batch| batch.key != key) {

@@ -81,9 +81,7 @@ if text ~= G.text(before) then
   -- Out of the index first, so that it enters at its start tag if it may.
   redis.call('ZREM', ready_key, group)
   redis.call('ZREM', gwait_key, group)
-  G.reindex(prefix, group)
-  local load = G.load(prefix, group, after, after.rate and now_ms() or 0)
-  if G.standing(after, load) == 'ready' and not was_ready then wake(wakes) end
+  if G.reindex(prefix, group, true) and not was_ready then wake(wakes) end
 end
 local row
 row, err = G.row(prefix, group)

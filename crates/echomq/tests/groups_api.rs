@@ -135,6 +135,56 @@ async fn a_group_at_its_most_pending_refuses_with_full() {
     }
 }
 
+/// A claim waiting for work (on the wake-up key on Lua, blocked on the
+/// server on Native, on the store's notice on Embedded) wakes when a capped
+/// group's lease ends and the group is ready again (1.9): it takes the
+/// group's next job long before its wait is over. A stale wake-up member
+/// is there before it waits, as a native worker leaves it: a ZADD that
+/// changes nothing must still wake a native waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_claim_wakes_when_a_capped_groups_lease_ends() {
+    let (server, executors) = common::three_executors().await;
+    let mut redis = server.connection().await;
+    for (name, via) in executors {
+        let on_server = name != "embedded";
+        let q = Queue::new(via, &unique_queue("capped-wake")).unwrap();
+        QueueGroups::of(&q).set(Group::new("t").cap(Limit::To(1))).await.unwrap();
+        let first = q.enqueue_with(b"a".to_vec(), grouped("t")).await.unwrap().id;
+        let next = q.enqueue_with(b"b".to_vec(), grouped("t")).await.unwrap().id;
+        let running = q.claim(LEASE).await.unwrap().expect("the group's first job");
+        assert_eq!(running.id, first, "{name}");
+        if on_server {
+            let wake = format!("emq:{{{}}}:wake", q.name());
+            let _: () = redis::cmd("ZADD").arg(&wake).arg(0).arg(1).query_async(&mut redis).await.unwrap();
+        }
+        let waiting = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                let claimed = q.claim_many(LEASE, 1, Some(Duration::from_secs(60))).await.unwrap();
+                (claimed.jobs.into_iter().map(|job| job.id.clone()).collect::<Vec<_>>(), started.elapsed())
+            })
+        };
+        if on_server {
+            let probe = server.connection().await;
+            echomq_test_support::eventually("the claim waits on the server", || {
+                let mut probe = probe.clone();
+                async move {
+                    let info: String =
+                        redis::cmd("INFO").arg("clients").query_async(&mut probe).await.unwrap();
+                    info.lines()
+                        .any(|line| line.starts_with("blocked_clients:") && line != "blocked_clients:0")
+                }
+            })
+            .await;
+        }
+        running.ack().await.unwrap();
+        let (claimed, took) = waiting.await.unwrap();
+        assert_eq!(claimed, [next], "{name}: the group's next job");
+        assert!(took < Duration::from_secs(30), "{name}: woken after {took:?}, not at the wait's end");
+    }
+}
+
 /// Every call with a bad group or setting, refused by the host with
 /// [`ErrorKind::Argument`].
 async fn refusals(q: &Queue) -> Vec<(&'static str, echomq::Error)> {

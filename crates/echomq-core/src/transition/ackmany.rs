@@ -54,7 +54,7 @@ impl<'a> AckMany<'a> {
         args: &["id", "token"],
         options: &["RESULT"],
         effect: Effect::Writes,
-        wakes_claims: false,
+        wakes_claims: true,
         fenced: true,
         hands_out_tokens: false,
         waits_for_replication: true,

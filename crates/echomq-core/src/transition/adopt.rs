@@ -56,7 +56,7 @@ impl<'a> Adopt<'a> {
         args: &["id", "token", "max_attempts", "children", "child", "on_failure"],
         options: &[],
         effect: Effect::Writes,
-        wakes_claims: false,
+        wakes_claims: true,
         fenced: true,
         hands_out_tokens: false,
         waits_for_replication: true,

@@ -46,7 +46,7 @@ impl<'a> Cancel<'a> {
         args: &["id"],
         options: &[],
         effect: Effect::Writes,
-        wakes_claims: false,
+        wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,
         waits_for_replication: true,

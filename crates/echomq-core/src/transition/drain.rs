@@ -42,7 +42,7 @@ impl<'a> Drain<'a> {
         args: &[],
         options: &["LIMIT"],
         effect: Effect::Frees,
-        wakes_claims: false,
+        wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,
         waits_for_replication: true,

@@ -49,7 +49,7 @@ impl<'a> Fail<'a> {
         args: &["id", "token", "max_attempts", "backoff", "error"],
         options: &[],
         effect: Effect::Writes,
-        wakes_claims: false,
+        wakes_claims: true,
         fenced: true,
         hands_out_tokens: false,
         waits_for_replication: true,

@@ -1,7 +1,7 @@
 //! GROUP: read or set one group's settings, its weight, cap, rate, most
 //! pending and pause (PROTOCOL.md §7.9; `group.lua`).
 
-use super::grouping::{group_name, row, Grouping, Settings, Standing};
+use super::grouping::{group_name, row, Grouping, Settings};
 use super::{need, wake, wake_key};
 use crate::description::{keys, Description, Effect};
 use crate::limits::{CONCURRENCY, GROUP_WEIGHT, KEEP_COUNT, RATE, RATE_PERIOD_MS, SWITCH};
@@ -103,10 +103,7 @@ impl<'a> Group<'a> {
             // Out of the index first, so that it enters at its start tag if it may.
             store.zrem(self.keys.ready, self.group);
             store.zrem(self.keys.wait, self.group);
-            grouping.reindex(store, self.group);
-            let now = if after.rate.is_some() { store.now_ms() } else { 0 };
-            let standing = grouping.load(store, self.group, after, now).standing();
-            if standing == Standing::Ready && !was_ready {
+            if grouping.settle(store, self.group, after) && !was_ready {
                 wake(store, wakes);
             }
         }

@@ -83,6 +83,12 @@ impl GroupKeys<'_> {
         self.key(b"gwait", b"")
     }
 
+    /// `<q>wake`, the queue's wake-up key (§9), told when a group enters
+    /// `<q>ready` other than by a claim.
+    pub(crate) fn wake(&self) -> Vec<u8> {
+        self.key(b"wake", b"")
+    }
+
     /// `<q>gpending:<g>`.
     pub(crate) fn pending(&self, group: &[u8]) -> Vec<u8> {
         self.key(b"gpending:", group)
@@ -279,11 +285,12 @@ impl<'p> Grouping<'p> {
         Grouping { keys: GroupKeys { prefix } }
     }
 
-    /// The types of the fixed keys: two hashes and three sorted sets.
+    /// The types of the fixed keys: two hashes and four sorted sets (the
+    /// wake-up key among them, which placing a group may set).
     pub(crate) fn check<S: Store>(&self, store: &mut S) -> Result<(), Refusal> {
         need(store, &self.keys.membership(), KeyType::Hash)?;
         need(store, &self.keys.settings(), KeyType::Hash)?;
-        for key in [self.keys.names(), self.keys.ready(), self.keys.wait()] {
+        for key in [self.keys.names(), self.keys.ready(), self.keys.wait(), self.keys.wake()] {
             need(store, &key, KeyType::Zset)?;
         }
         Ok(())
@@ -466,8 +473,19 @@ impl<'p> Grouping<'p> {
 
     /// [`reindex`](Grouping::reindex) with `group`'s settings read (and
     /// its keys checked) before the call's first write: no write of a
-    /// transition but GROUP's changes them.
+    /// transition but GROUP's changes them. A group that enters `<q>ready`
+    /// sets the wake-up key, so that a claim waiting for work looks again:
+    /// its slot freed under its cap, its window freed, it was resumed.
     pub(crate) fn place<S: Store>(&self, store: &mut S, group: &[u8], settings: Settings) {
+        if self.settle(store, group, settings) {
+            store.wake(&self.keys.wake());
+        }
+    }
+
+    /// [`place`](Grouping::place) without the wake-up: whether the group
+    /// entered `<q>ready`.
+    pub(crate) fn settle<S: Store>(&self, store: &mut S, group: &[u8], settings: Settings) -> bool {
+        let mut entered = false;
         let now = if settings.rate.is_some() { store.now_ms() } else { 0 };
         let load = self.load(store, group, settings, now);
         let (ready, wait) = (self.keys.ready(), self.keys.wait());
@@ -477,6 +495,7 @@ impl<'p> Grouping<'p> {
                 if store.zscore(&ready, group).is_none() {
                     let start = self.start(store, group);
                     store.zadd(&ready, start as f64, group);
+                    entered = true;
                 }
             }
             Standing::Limited(frees) => {
@@ -491,6 +510,7 @@ impl<'p> Grouping<'p> {
         if load.pending == 0 && load.running == 0 && settings == Settings::default() {
             self.tidy(store, group);
         }
+        entered
     }
 
     /// The tag `group` starts at on entering `<q>ready`: its own, or the

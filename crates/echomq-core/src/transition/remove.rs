@@ -56,7 +56,7 @@ impl<'a> Remove<'a> {
         args: &["id"],
         options: &[],
         effect: Effect::Frees,
-        wakes_claims: false,
+        wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,
         waits_for_replication: true,

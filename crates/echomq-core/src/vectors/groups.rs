@@ -166,6 +166,27 @@ pub(super) fn cases() -> Vec<Case> {
             .after(running_capped.clone()),
         Case::new("ack: a capped group's lease ends, it is ready again", ack(A, "1"))
             .after(running_capped.clone()),
+        // 1.9: a group back in <q>ready sets the wake-up key, popped here
+        // as a claim waiting for work pops it.
+        Case::new("ack: a capped group ready again wakes a waiting claim", ack(A, "1"))
+            .after(running_capped.clone())
+            .put("wake", zset(&[])),
+        Case::new("ack: a group still in the index wakes no one", ack(A, "1"))
+            .after([grouped(A, "t", &[]), grouped(B, "t", &[]), claim(1)])
+            .put("wake", zset(&[])),
+        Case::new("fail: a capped group's job dies, a waiting claim wakes", fail(A, "1", "1"))
+            .after(running_capped.clone())
+            .put("wake", zset(&[])),
+        Case::new("cancel: a capped group's running job, a waiting claim wakes", call(Name::Cancel, A, &[A]))
+            .after(running_capped.clone())
+            .put("wake", zset(&[])),
+        Case::new("group: resumed, it wakes a waiting claim", group("t", &["PAUSED", "0"]))
+            .after([group("t", &["PAUSED", "1"]), grouped(A, "t", &[])])
+            .put("wake", zset(&[])),
+        Case::new("ack: a grouped job's wake-up key of another type", ack(A, "1"))
+            .after(running.clone())
+            .put("wake", string())
+            .refused_with("EMQTYPE emq:{q}:wake holds a string, not a zset"),
         Case::new("ackmany: a group's leases end", call(Name::AckMany, "", &[A, "1"]))
             .after(running_capped.clone()),
         Case::new("fail: a grouped job to delayed, out of its leases", fail(A, "1", "3"))

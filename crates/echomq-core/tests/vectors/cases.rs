@@ -1233,6 +1233,21 @@ mod ack {
     }
 
     #[test]
+    fn ack_a_capped_group_ready_again_wakes_a_waiting_claim() {
+        replay("ack", "ack: a capped group ready again wakes a waiting claim");
+    }
+
+    #[test]
+    fn ack_a_group_still_in_the_index_wakes_no_one() {
+        replay("ack", "ack: a group still in the index wakes no one");
+    }
+
+    #[test]
+    fn ack_a_grouped_job_s_wake_up_key_of_another_type() {
+        replay("ack", "ack: a grouped job's wake-up key of another type");
+    }
+
+    #[test]
     fn ack_of_a_bad_id_with_three_keys_the_kind_first_on_every_executor() {
         replay("ack", "ack of a bad id with three keys: the kind first, on every executor");
     }
@@ -1877,6 +1892,11 @@ mod fail {
     #[test]
     fn fail_a_child_retried_tells_nothing() {
         replay("fail", "fail: a child retried tells nothing");
+    }
+
+    #[test]
+    fn fail_a_capped_group_s_job_dies_a_waiting_claim_wakes() {
+        replay("fail", "fail: a capped group's job dies, a waiting claim wakes");
     }
 
     #[test]
@@ -2801,6 +2821,11 @@ mod cancel {
     #[test]
     fn cancel_a_waiting_parent_without_the_flows_keys() {
         replay("cancel", "cancel: a waiting parent without the flows' keys");
+    }
+
+    #[test]
+    fn cancel_a_capped_group_s_running_job_a_waiting_claim_wakes() {
+        replay("cancel", "cancel: a capped group's running job, a waiting claim wakes");
     }
 
     #[test]
@@ -5599,6 +5624,11 @@ mod group {
     #[test]
     fn group_its_pending_set_of_another_type() {
         replay("group", "group: its pending set of another type");
+    }
+
+    #[test]
+    fn group_resumed_it_wakes_a_waiting_claim() {
+        replay("group", "group: resumed, it wakes a waiting claim");
     }
 }
 

@@ -107,11 +107,12 @@ local function group_lib()
     return table.concat(words, ' ')
   end
 
-  -- The types of the fixed keys: two hashes, three sorted sets.
+  -- The types of the fixed keys: two hashes, four sorted sets (the
+  -- wake-up key among them, which placing a group may set).
   local function groups_check(prefix)
     return type_error(prefix .. 'group', 'hash') or type_error(prefix .. 'groups', 'hash')
       or type_error(prefix .. 'gnames', 'zset') or type_error(prefix .. 'ready', 'zset')
-      or type_error(prefix .. 'gwait', 'zset')
+      or type_error(prefix .. 'gwait', 'zset') or type_error(prefix .. 'wake', 'zset')
   end
 
 
@@ -141,18 +142,23 @@ local function group_lib()
   -- tag or the virtual time, whichever is later; one there keeps its place),
   -- in <q>gwait until its rate frees, or neither; an empty group with no
   -- settings is forgotten. Settings that do not read are left as they are.
-  local function group_reindex(prefix, group)
+  -- A group entering <q>ready sets the wake-up key (a claim waiting for
+  -- work looks again), unless `quiet` (GROUP, which sets it itself). Whether
+  -- it entered.
+  local function group_reindex(prefix, group, quiet)
     local s = read_settings[group] or group_settings(prefix, group)
     if not s then return end
     local load = group_load(prefix, group, s, s.rate and now_ms() or 0)
     local where, frees = standing(s, load)
     local ready, wait = prefix .. 'ready', prefix .. 'gwait'
+    local entered = false
     if where == 'ready' then
       redis.call('ZREM', wait, group)
       if not redis.call('ZSCORE', ready, group) then
         local tags = redis.call('HMGET', prefix .. 'groups', 'tag:' .. group, 'vtime')
         local own, vtime = tonumber(tags[1] or '0') or 0, tonumber(tags[2] or '0') or 0
         redis.call('ZADD', ready, string.format('%d', math.max(own, vtime, 0)), group)
+        entered = true
       end
     elseif where == 'limited' then
       redis.call('ZREM', ready, group)
@@ -164,6 +170,8 @@ local function group_lib()
     if group_forget and load.pending == 0 and load.running == 0 and is_default(s) then
       group_forget(prefix, group)
     end
+    if entered and not quiet then redis.call('ZADD', prefix .. 'wake', '0', '1') end
+    return entered
   end
 
   -- A grouped job into pending at `priority` (after its record's write),
