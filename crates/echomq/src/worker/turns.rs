@@ -114,19 +114,23 @@ impl Turns {
     }
 
     /// After a claim from `queue` at `now` that wanted `wanted` jobs and
-    /// got `got`: where it goes next.
+    /// got `got`: where it goes next (a wait past `recheck`, as an idle queue;
+    /// a limit's nap backing off up to `idle_poll`).
     fn claimed(
         &mut self,
         queue: usize,
         (wanted, got): (usize, usize),
         held: Option<Held>,
         now: Instant,
-        idle_poll: Duration,
+        (idle_poll, recheck): (Duration, Duration),
     ) {
         if got > 0 {
             self.naps[queue] = Duration::from_millis(1);
         }
         match held {
+            // A long wait (a group's window may be a day) waits for an
+            // arrival, which another group's job may be: as an idle queue.
+            Some(Held::Wait(next)) if got == 0 && next > recheck => self.idle.push(queue),
             Some(Held::Wait(next)) => self.held.push((now + next, queue)),
             // Nothing announces a freed slot: nap, backing off.
             Some(Held::Busy) => {
@@ -321,7 +325,8 @@ async fn claim_round(
             }
             return false;
         }
-        turns.claimed(at, (wanted, claimed.len()), held, Instant::now(), options.idle_poll);
+        let waits = (options.idle_poll, options.idle_wait);
+        turns.claimed(at, (wanted, claimed.len()), held, Instant::now(), waits);
         for job in claimed {
             let permit = permits.pop().expect("a permit for each job claimed");
             runner.start(job, permit);
@@ -364,10 +369,16 @@ mod tests {
         let poll = Duration::from_millis(20);
         let (mut t, now) = (turns(4), Instant::now());
         t.ready.clear();
-        t.claimed(0, (25, 25), None, now, poll);
-        t.claimed(1, (25, 3), None, now, poll);
-        t.claimed(2, (25, 0), Some(Held::Paused), now, poll);
-        t.claimed(3, (25, 0), Some(Held::Wait(Duration::from_millis(300))), now, poll);
+        t.claimed(0, (25, 25), None, now, (poll, Duration::from_secs(1)));
+        t.claimed(1, (25, 3), None, now, (poll, Duration::from_secs(1)));
+        t.claimed(2, (25, 0), Some(Held::Paused), now, (poll, Duration::from_secs(1)));
+        t.claimed(
+            3,
+            (25, 0),
+            Some(Held::Wait(Duration::from_millis(300))),
+            now,
+            (poll, Duration::from_secs(1)),
+        );
         assert_eq!(t.ready, [0]);
         assert_eq!(t.idle, [1, 2]);
         assert_eq!(t.held.iter().map(|(_, q)| *q).collect::<Vec<_>>(), [3]);
@@ -393,14 +404,14 @@ mod tests {
         t.ready.clear();
         let naps: Vec<Duration> = (0..4)
             .map(|_| {
-                t.claimed(0, (10, 0), Some(Held::Busy), now, poll);
+                t.claimed(0, (10, 0), Some(Held::Busy), now, (poll, Duration::from_secs(1)));
                 let (at, _) = t.held.pop().unwrap();
                 at - now
             })
             .collect();
         let ms = Duration::from_millis;
         assert_eq!(naps, [ms(1), ms(2), ms(4), ms(4)]);
-        t.claimed(0, (10, 2), Some(Held::Busy), now, poll);
+        t.claimed(0, (10, 2), Some(Held::Busy), now, (poll, Duration::from_secs(1)));
         assert_eq!(t.held.pop().unwrap().0 - now, ms(1));
     }
 
