@@ -196,10 +196,11 @@ enum Command {
     Config(flow::ConfigArgs),
     /// Work queues by running a command per job: the payload on stdin, exit 0 acks.
     ///
-    /// Exit codes: 0 stopped (SIGINT, SIGTERM) after its jobs; 3 the server
+    /// Exit codes: 0 stopped (SIGINT, SIGTERM, SIGHUP) after its jobs; 3 the server
     /// did not answer within --connect-timeout (without it, the worker waits);
     /// 5 the server refused it (a bad password, a certificate not trusted,
-    /// an ACL); 4 a write's connection broke on the way; 1 anything else.
+    /// an ACL, no echomq module with --via native); 4 a write's connection
+    /// broke on the way; 1 anything else.
     Work(work::Args),
     /// Report the progress of the job whose command runs this (from inside `emq work`), for `emq inspect`.
     ///

@@ -10,6 +10,8 @@
 //!
 //! Signals: SIGINT or SIGTERM stops claiming and gives running commands
 //! `--grace`; a second one stops them at once and releases their jobs.
+//! SIGHUP (the terminal or SSH session it ran in closed) is a SIGTERM: a
+//! worker that dies with its terminal leaves its jobs to their leases.
 //! SIGTSTP stops claiming for good (SIGCONT does not resume it): running
 //! commands run to their end, and the worker waits, idle, for SIGINT or
 //! SIGTERM, as Sidekiq's "quiet" before a deploy.
@@ -319,11 +321,12 @@ fn runnable(program: &str) -> Result<(), Error> {
     Err(Box::new(Exit::usage(message)))
 }
 
-/// SIGINT, SIGTERM and SIGTSTP, caught (their default action, ending or
-/// stopping the process, replaced) from when this is made.
+/// SIGINT, SIGTERM, SIGHUP and SIGTSTP, caught (their default action,
+/// ending or stopping the process, replaced) from when this is made.
 struct Signals {
     interrupt: Option<tokio::signal::unix::Signal>,
     terminate: Option<tokio::signal::unix::Signal>,
+    hangup: Option<tokio::signal::unix::Signal>,
     quiet: Option<tokio::signal::unix::Signal>,
 }
 
@@ -333,6 +336,7 @@ impl Signals {
         Signals {
             interrupt: signal(SignalKind::interrupt()).ok(),
             terminate: signal(SignalKind::terminate()).ok(),
+            hangup: signal(SignalKind::hangup()).ok(),
             quiet: signal(SignalKind::from_raw(libc::SIGTSTP)).ok(),
         }
     }
@@ -349,14 +353,15 @@ async fn next(signal: &mut Option<tokio::signal::unix::Signal>) {
 }
 
 /// The worker, steered by signals, each said in the log: SIGTSTP stops
-/// claiming; the first SIGINT or SIGTERM stops the worker, giving running
-/// commands their grace; the second stops them at once.
+/// claiming; the first SIGINT, SIGTERM or SIGHUP stops the worker, giving
+/// running commands their grace; the second stops them at once.
 async fn steer(mut signals: Signals, control: Control, grace: Duration, running: Arc<AtomicUsize>) {
     let mut stopping = false;
     loop {
         let signal = tokio::select! {
             () = next(&mut signals.interrupt) => "SIGINT",
             () = next(&mut signals.terminate) => "SIGTERM",
+            () = next(&mut signals.hangup) => "SIGHUP",
             () = next(&mut signals.quiet) => "SIGTSTP",
         };
         let running = running.load(Ordering::SeqCst);

@@ -80,9 +80,15 @@ fn a_command_that_cannot_run_is_refused_before_any_job_is_claimed() {
 
 /// With `--grace 30s`, a second Ctrl-C ends the worker within a second:
 /// its command is stopped, its job released back to pending and named in
-/// the log.
+/// the log. SIGHUP (its terminal closed) stops it as SIGINT and SIGTERM do.
 #[test]
 fn a_second_sigint_ends_at_once_and_releases_the_job() {
+    for sig in ["INT", "HUP"] {
+        a_second_signal_ends_at_once(sig);
+    }
+}
+
+fn a_second_signal_ends_at_once(sig: &str) {
     let server = RedisServer::start();
     let emq = Emq { url: server.url(), via: "lua" };
     let scratch = Scratch::new("twice");
@@ -92,10 +98,11 @@ fn a_second_sigint_ends_at_once_and_releases_the_job() {
     let mut worker = work(&emq, &[&q, "--grace", "30s", "--", "sh", "-c", script], &scratch);
     eventually("the command runs", || !scratch.lines("pid").is_empty());
 
-    signal(worker.id(), "INT");
-    eventually("the first SIGINT is said", || log(&scratch).contains("stopping: no new jobs"));
+    signal(worker.id(), sig);
+    eventually("the first signal is said", || log(&scratch).contains("stopping: no new jobs"));
+    assert!(log(&scratch).contains(&format!("SIG{sig}")), "{}", log(&scratch));
     let second = Instant::now();
-    signal(worker.id(), "INT");
+    signal(worker.id(), sig);
     let status = worker.0.wait().unwrap();
     let took = second.elapsed();
     assert!(status.success(), "{status:?}: {}", log(&scratch));
