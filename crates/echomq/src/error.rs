@@ -406,6 +406,15 @@ impl From<redis::RedisError> for Error {
                 return Error::from_code(code, err.detail().unwrap_or_default());
             }
         }
+        if let Some(command) = module_command_unknown(&err) {
+            // Not the network: the server answers, without the module.
+            let said = format!(
+                "the server has no echomq module ({command} is an unknown command): \
+                 a restart without --loadmodule? Load the module, or use the Lua executor"
+            );
+            // No cause kept: the words are this, not the server's.
+            return Error::new(ErrorKind::Server, said);
+        }
         let kind = if redis_did_nothing(&err) {
             ErrorKind::Unavailable
         } else if err.is_io_error() || err.is_timeout() || err.is_connection_dropped() {
@@ -424,6 +433,26 @@ impl From<serde_json::Error> for Error {
         let mut wrapped = Error::new(ErrorKind::Json, err.to_string());
         wrapped.said.cause = Some(Cause::Json(Arc::new(err)));
         wrapped
+    }
+}
+
+/// The module's command a server without the module refused as unknown
+/// (`ERR unknown command 'EMQ.ACK', with args beginning with: …`).
+fn module_command_unknown(err: &redis::RedisError) -> Option<String> {
+    let said = err.to_string();
+    let (_, rest) = said.split_once("unknown command '")?;
+    let command = rest.split('\'').next()?;
+    command.to_ascii_uppercase().starts_with("EMQ.").then(|| command.to_owned())
+}
+
+impl Error {
+    /// How a call that failed with this error and is tried again failed,
+    /// for the log: the server answered an error, or could not be reached.
+    pub(crate) fn failing_words(&self) -> &'static str {
+        match self.kind {
+            ErrorKind::Server => "gets an error from the server",
+            _ => "cannot reach the server",
+        }
     }
 }
 

@@ -30,3 +30,18 @@ async fn a_module_of_this_major_is_used_and_no_module_means_the_scripts() {
     // The scripts write the three birth fields only.
     assert_eq!(record_fields(&RedisServer::start()).await, ["attempts", "payload", "state"]);
 }
+
+/// The native executor on a server without the module (one restarted
+/// without `--loadmodule`) says so, naming the command and what to do, as
+/// a server error: not a connection that cannot reach the server.
+#[tokio::test]
+async fn a_server_without_the_module_is_said_so() {
+    let plain = RedisServer::start();
+    let native = echomq::Native::new(plain.connection().await);
+    let queue = Queue::new(std::sync::Arc::new(native), &unique_queue("no-module")).unwrap();
+    let err = queue.enqueue(b"p".to_vec()).await.unwrap_err();
+    assert_eq!(err.kind, echomq::ErrorKind::Server, "{err}");
+    let said = err.to_string();
+    assert!(said.contains("the server has no echomq module (EMQ.ENQUEUE is an unknown command)"), "{said}");
+    assert!(said.contains("Load the module, or use the Lua executor"), "{said}");
+}

@@ -158,10 +158,37 @@ impl Server {
                 let open = move || ConnectionManager::new_with_config(client.clone(), config());
                 match via {
                     Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(open).on_one_server()),
-                    _ => Arc::new(Native::new(conn).with_blocking_connections(open).on_one_server()),
+                    _ => {
+                        self.check_module(&conn).await?;
+                        Arc::new(Native::new(conn).with_blocking_connections(open).on_one_server())
+                    }
                 }
             }
         })
+    }
+
+    /// `--via native` on a server without the module: refused before
+    /// anything is sent, in words, rather than every call failing with
+    /// `unknown command`.
+    async fn check_module(&self, conn: &ConnectionManager) -> Result<(), Error> {
+        let answer: redis::RedisResult<Value> =
+            redis::cmd("EMQ.VERSION").query_async(&mut conn.clone()).await;
+        match answer {
+            Err(err)
+                if err.code() == Some("ERR")
+                    && err.detail().is_some_and(|d| d.contains("unknown command")) =>
+            {
+                Err(Box::new(echomq::Error::new(
+                    echomq::ErrorKind::Argument,
+                    format!(
+                        "--via native, but {} has no echomq module: load it (redis-server --loadmodule \
+                         …/libechomq_module.so), or use --via lua (or auto)",
+                        self.address()
+                    ),
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     async fn cluster_executor(&self) -> Result<Arc<dyn Executor>, Error> {

@@ -414,3 +414,22 @@ fn a_worker_stops_on_sigterm_while_its_server_is_frozen() {
     let _next = emq.work(&[&q, "--", "true"], &scratch.0, &scratch.path("next"));
     eventually("the next worker ran it", || state(&emq, &id) == ("done".into(), 2));
 }
+
+/// `--via native` on a server without the module is refused at once
+/// (exit 5, nothing sent), saying what to do: by `emq work` before it
+/// claims, and by any other command.
+#[test]
+fn via_native_without_the_module_is_refused_in_words() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "native" };
+    let q = unique_queue("no-module");
+    for args in [vec!["stats", q.as_str()], vec!["enqueue", &q, "x"], vec!["work", &q, "--", "true"]] {
+        let output = emq.command(&args).output().expect("run emq");
+        let said = common::show(&output);
+        assert_eq!(output.status.code(), Some(5), "{args:?}: {said}");
+        assert!(said.contains("has no echomq module") && said.contains("--via lua"), "{args:?}: {said}");
+    }
+    let keys: Vec<String> =
+        redis::cmd("KEYS").arg("*").query(&mut client(&server.url()).get_connection().unwrap()).unwrap();
+    assert!(keys.is_empty(), "nothing written: {keys:?}");
+}

@@ -414,12 +414,13 @@ impl Heart {
                 tracing::warn!(
                     queue = self.queue.name(),
                     error = %err,
-                    "heartbeats cannot reach the server; the oldest lease holds for {:.1?} more",
+                    "heartbeats {}; the oldest lease holds for {:.1?} more",
+                    err.failing_words(),
                     holds.saturating_duration_since(sent)
                 );
                 *failing_since = Some(sent);
             }
-            (Some(err), true) => tracing::debug!(error = %err, "heartbeats still cannot reach the server"),
+            (Some(err), true) => tracing::debug!(error = %err, "heartbeats still {}", err.failing_words()),
             (None, false) => {}
         }
     }

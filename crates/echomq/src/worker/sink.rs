@@ -339,12 +339,13 @@ where
                 if waiting_since.is_none() {
                     tracing::warn!(
                         error = %err,
-                        "{what} cannot reach the server; trying again for up to {:.1?} (the lease's last safe moment)",
+                        "{what} {}; trying again for up to {:.1?} (the lease's last safe moment)",
+                        err.failing_words(),
                         last - now
                     );
                     waiting_since = Some(now);
                 } else {
-                    tracing::debug!(error = %err, "{what} still cannot reach the server");
+                    tracing::debug!(error = %err, "{what} still {}", err.failing_words());
                 }
                 let nap = wait.min((last - now) / 2);
                 let nap = if nap < PERSIST_NAP_MIN { last - now } else { nap };
