@@ -30,6 +30,7 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     crate::ops::one_queue(server, &args.queue, why).await?;
     let queue = server.queue(&args.queue).await?;
     let mut page = Groups::new().limit(args.limit);
+    let after = args.after.clone();
     if let Some(after) = args.after {
         page = page.after(after);
     }
@@ -43,7 +44,10 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     }
     match page.next {
         Some(next) => eprintln!("emq: note: more groups follow: emq groups {} --after {next}", args.queue),
-        None if page.groups.is_empty() => eprintln!("emq: note: {} has no group", args.queue),
+        None if page.groups.is_empty() => match after {
+            Some(after) => eprintln!("emq: note: {} has no group after {after}", args.queue),
+            None => eprintln!("emq: note: {} has no group", args.queue),
+        },
         None => {}
     }
     Ok(())

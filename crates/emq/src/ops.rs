@@ -131,6 +131,18 @@ async fn flow_of(server: &Server, queue: &str, id: &JobId) -> Result<(), Error> 
     Ok(())
 }
 
+/// A pending job's place in words: its priority; a grouped job's pending
+/// score is 2^32 past it (PROTOCOL.md §7.9: grouped jobs are served by
+/// their group's turn, by priority within the group).
+fn pending_place(score: f64) -> String {
+    let grouped = echomq::limits::GROUPED_SCORE as f64;
+    if score > *echomq::limits::PRIORITY.end() as f64 {
+        format!("priority {} in its group", score - grouped)
+    } else {
+        format!("priority {score}")
+    }
+}
+
 /// Job `id`'s priority in words, when it has one (not 0): it lives beside
 /// the record (`<q>priority`), not in INSPECT's reply. Shown as stored, or
 /// as unreadable, so that the rest of the job is still shown.
@@ -194,7 +206,7 @@ pub async fn list(server: &Server, args: ListArgs) -> Result<(), Error> {
     jobs.truncate(limit);
     for (id, score, error, queue) in &jobs {
         let when = match state {
-            State::Pending => format!("priority {score}"),
+            State::Pending => pending_place(*score),
             State::Active => format!("lease until {}", timestamp(*score)),
             State::Delayed => format!("due {}", timestamp(*score)),
             _ => format!("since {}", timestamp(*score)),

@@ -50,6 +50,9 @@ fn groups_are_enqueued_limited_and_listed() {
         let id = ids[2].split_whitespace().find(|word| word.starts_with("JOB")).expect("the id enqueued");
         let inspected = emq.ok(&["inspect", id, "--queue", &q]);
         assert!(inspected.contains("\n  group     tenant-8\n"), "{via}: {inspected}");
+        // Its priority as given, not its pending score (2^32 past it).
+        let listed = emq.ok(&["list", &q, "pending"]);
+        assert!(listed.contains(&format!("{id}  priority 0 in its group")), "{via}: {listed}");
         enqueue_lines(&emq, &q, "tenant-9", "{\"n\":1}\n{\"n\":2}\n");
         let set = ["--weight", "3", "--cap", "2", "--rate", "10/1s", "--max", "1000"];
         let limited = emq.ok(&[&["limit", &q, "--group", "tenant-7"][..], &set[..]].concat());
@@ -77,6 +80,8 @@ fn groups_are_enqueued_limited_and_listed() {
         let (page, note) = emq.ok_said(&["groups", &q, "--after", "tenant-8"]);
         assert_eq!((page.lines().count(), note.as_str()), (2, ""), "{via}: {page}");
         row(&page, "tenant-9");
+        let (_, note) = emq.ok_said(&["groups", &q, "--after", "zzz"]);
+        assert!(note.contains(&format!("{q} has no group after zzz")), "{via}: {note}");
         // As JSON lines, a setting it lacks as null.
         let lines = emq.ok(&["groups", &q, "--json"]);
         let groups: Vec<serde_json::Value> =
