@@ -153,6 +153,7 @@ impl Worker {
             stopping: CancellationToken::new(),
             releasing: CancellationToken::new(),
             asked: CancellationToken::new(),
+            records_gone: std::sync::atomic::AtomicU64::new(0),
         };
         Worker { queues: vec![queue], shared: Arc::new(shared), id: registration::new_id() }
     }
@@ -319,7 +320,7 @@ fn stages(
         }
         false => (None, None),
     };
-    let (sink, gatherer) = Sink::new(queue.clone(), &shared.options, meters.clone(), refills);
+    let (sink, gatherer) = Sink::new(queue.clone(), shared, meters.clone(), refills);
     loops.spawn(gatherer);
     let runner = Runner::new(queue, heart.clone(), meters, shared.clone(), sink, runs.clone());
     (runner, heart, refilled)

@@ -433,3 +433,27 @@ fn via_native_without_the_module_is_refused_in_words() {
         redis::cmd("KEYS").arg("*").query(&mut client(&server.url()).get_connection().unwrap()).unwrap();
     assert!(keys.is_empty(), "nothing written: {keys:?}");
 }
+
+/// A busy worker (every slot running a job, so no claim of its fails while
+/// the server is down) whose server restarts without persistence says so
+/// too: its acks find their jobs gone, and it asks whether the server
+/// restarted. The jobs pending before the restart are gone.
+#[test]
+fn a_busy_worker_says_when_its_server_came_back_empty() {
+    let mut server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("busy-empty");
+    let q = unique_queue("busy-empty");
+    for n in 0..4 {
+        emq.ok(&["enqueue", &q, &n.to_string()]);
+    }
+    let script = r#"cat >/dev/null; echo run >> "$DIR/ran"; sleep 2"#;
+    let _worker =
+        emq.work(&[&q, "--concurrency", "2", "--", "sh", "-c", script], &scratch.0, &scratch.path("log"));
+    eventually("both slots run a job", || scratch.lines("ran").len() == 2);
+    server.kill();
+    server.revive();
+    let read_log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    eventually("the restart is said", || read_log().contains("keeps no AOF"));
+    assert!(!read_log().contains("claim failed"), "no claim failed: {}", read_log());
+}

@@ -71,6 +71,18 @@ impl Outage {
         }
     }
 
+    /// A finishing call found a job's record gone since the last look (the
+    /// worker's `records_gone` moved on from `seen`): say whether the server
+    /// restarted, as the end of an outage does. A busy worker's claims may
+    /// never have failed while it was down.
+    pub(super) async fn records_gone(&mut self, queue: &Queue, shared: &Shared, seen: &mut u64) {
+        let gone = shared.records_gone.load(std::sync::atomic::Ordering::Relaxed);
+        if gone != *seen {
+            *seen = gone;
+            self.run = said_restart(queue, self.run.take()).await;
+        }
+    }
+
     /// A claim failed with `err`: how long to wait before the next try.
     pub(super) fn failed(&mut self, queue: &Queue, err: &crate::Error) -> Duration {
         let said = err.to_string();
@@ -146,8 +158,10 @@ async fn claims(runner: &Arc<Runner>, shared: &Shared, slots: &Arc<Semaphore>, q
     let floor = claim_floor(options.concurrency, queues) as u32;
     let mut nap = Duration::from_millis(1);
     let mut outage = Outage::new(queue).await;
+    let mut gone = 0;
     while !shared.stopping.is_cancelled() {
         let Some(mut permits) = gather(slots, shared, floor).await else { break };
+        outage.records_gone(queue, shared, &mut gone).await;
         // Asked each time: Lua's wake-ups stop while their subscription is
         // down, and its claims then return at once, so the loop must nap.
         let waits = queue.executor().setup().waits;

@@ -167,4 +167,8 @@ pub(super) struct Shared {
     pub(super) releasing: CancellationToken,
     /// A stop asked through a [`Control`](super::Control), as the shutdown future's end.
     pub(super) asked: CancellationToken,
+    /// How many times a finishing call found its job's record gone
+    /// (`EMQNOJOB`): the claim loops then ask whether the server restarted
+    /// and lost its data, which a busy worker's claims may not have seen.
+    pub(super) records_gone: std::sync::atomic::AtomicU64,
 }

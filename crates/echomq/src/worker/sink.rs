@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::handler::RetryAfter;
 use super::lease::Lease;
 use super::meters::Meters;
-use super::options::WorkerOptions;
+use super::options::Shared;
 use super::slots::Refills;
 use crate::queue::{Queue, RetryPolicy};
 use crate::transition::{Ack, Claimed, Failed};
@@ -94,6 +94,8 @@ pub(super) struct Sink {
     /// The lease of the jobs an ACKNEXT claims.
     lease: Duration,
     retry: RetryPolicy,
+    /// The worker's, told of a job's record found gone.
+    shared: Arc<Shared>,
 }
 
 /// The longest error text kept; FAIL's limit is far above it.
@@ -107,13 +109,15 @@ impl Sink {
     /// long as the worker does.
     pub(super) fn new(
         queue: Queue,
-        options: &WorkerOptions,
+        shared: &Arc<Shared>,
         meters: Meters,
         refills: Option<Refills>,
     ) -> (Arc<Sink>, impl std::future::Future<Output = ()> + Send + 'static) {
+        let options = &shared.options;
         let max_attempts = options.retry.max_attempts;
         let (acker, gatherer) = Acker::channel(queue.clone(), refills.clone(), options.lease, max_attempts);
-        let sink = Sink { queue, acker, meters, refills, lease: options.lease, retry: options.retry };
+        let (lease, retry, shared) = (options.lease, options.retry, shared.clone());
+        let sink = Sink { queue, acker, meters, refills, lease, retry, shared };
         (Arc::new(sink), gatherer.run())
     }
 
@@ -178,7 +182,7 @@ impl Sink {
                 self.meters.processed.increment(1);
                 tracing::info!(run_ms = run_ms(started), "job done");
             }
-            Err(err) => lost_or_failed(&self.meters, Name::Ack, &err),
+            Err(err) => self.lost_or_failed(Name::Ack, &err),
         }
     }
 
@@ -220,7 +224,7 @@ impl Sink {
                     "job dead: out of attempts (`emq retry` sends it back to pending)"
                 );
             }
-            Err(err) => lost_or_failed(&self.meters, Name::Fail, &err),
+            Err(err) => self.lost_or_failed(Name::Fail, &err),
         }
     }
 
@@ -230,7 +234,7 @@ impl Sink {
         let defer = || self.queue.defer(job, told.after, &self.retry, told.wait);
         match persist(lease, Name::Defer, None, defer).await {
             Ok(()) => self.meters.deferred.increment(1),
-            Err(err) => lost_or_failed(&self.meters, Name::Defer, &err),
+            Err(err) => self.lost_or_failed(Name::Defer, &err),
         }
     }
 
@@ -242,7 +246,7 @@ impl Sink {
             Ok(()) => {
                 tracing::info!(run_ms = run_ms(started), "job released to pending: the worker is stopping")
             }
-            Err(err) => lost_or_failed(&self.meters, Name::Release, &err),
+            Err(err) => self.lost_or_failed(Name::Release, &err),
         }
     }
 }
@@ -269,8 +273,20 @@ fn truncate(mut text: String) -> String {
     text
 }
 
-/// A refused ack, fail or release: either the lease was lost (counted), or
-/// the server could not be reached (the lease runs out and the job is reaped).
+impl Sink {
+    /// A refused ack, fail or release: either the lease was lost (counted),
+    /// or the server could not be reached (the lease runs out and the job
+    /// is reaped). A record gone has the claim loops ask whether the server
+    /// restarted.
+    fn lost_or_failed(&self, what: Name, err: &Error) {
+        if let Error { kind: ErrorKind::NoJob, .. } = err {
+            self.shared.records_gone.fetch_add(1, Ordering::Relaxed);
+        }
+        lost_or_failed(&self.meters, what, err);
+    }
+}
+
+/// [`Sink::lost_or_failed`], said and counted.
 fn lost_or_failed(meters: &Meters, what: Name, err: &Error) {
     if let Error { kind: ErrorKind::NoJob, .. } = err {
         // Not another holder's now: the record is gone.

@@ -154,8 +154,9 @@ pub(super) async fn run(all: Vec<Arc<Runner>>, shared: Arc<Shared>, slots: Arc<S
     let mut turns = Turns::new(&all);
     let mut outage = Outage::new(all[0].queue()).await;
     let floor = claim_floor(options.concurrency, 1) as u32;
-    let (mut watched, mut waiters) = (Instant::now(), Waiters::default());
+    let (mut watched, mut waiters, mut gone) = (Instant::now(), Waiters::default(), 0);
     while !shared.stopping.is_cancelled() {
+        outage.records_gone(all[0].queue(), &shared, &mut gone).await;
         let setup = via.setup();
         if !setup.waits_on_many && !setup.waits_each {
             return claim_each(all, shared, slots).await;
