@@ -186,9 +186,22 @@ pub fn said(err: &(dyn StdError + 'static), address: Option<&str>) -> String {
     }
 }
 
+/// What to do about a key of a queue's that holds another type.
+const MISPLACED: &str = "rename or delete that key (after saving what it holds, \
+    which is not EchoMQ's) and the queue works again";
+
 /// `err` in words an operator reads, rather than the client's error names.
 pub fn explain(err: &(dyn StdError + 'static)) -> String {
+    if let Some(echomq::Error { kind: echomq::ErrorKind::WrongType, .. }) = err.downcast_ref() {
+        return format!("{err}: {MISPLACED}");
+    }
     let Some(redis) = redis_error(err) else { return err.to_string() };
+    if redis.code() == Some("WRONGTYPE") || redis.to_string().contains("WRONGTYPE") {
+        return format!(
+            "a key of the queue holds another type than EchoMQ keeps there ({err}); \
+             `emq stats QUEUE` names it: {MISPLACED}"
+        );
+    }
     let what = match redis.kind() {
         _ if redis.is_connection_refusal() => {
             "the server refused the connection: it is down or not listening"

@@ -176,6 +176,17 @@ fn stats_names_a_damaged_queue_and_counts_the_others() {
             "{via}: {out}"
         );
         assert!(err.contains("1 queue(s) could not be read"), "{via}: {err}");
+        // A read of the damaged key, and a transition refused by it, say what to do.
+        for args in [vec!["list", broken.as_str(), "pending"], vec!["drain", broken.as_str()]] {
+            let output = cli.command(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(5), "{via} {args:?}: {err}");
+            assert!(err.contains("rename or delete that key"), "{via} {args:?}: {err}");
+        }
+        let err =
+            String::from_utf8_lossy(&cli.command(&["list", &broken, "pending"]).output().unwrap().stderr)
+                .into_owned();
+        assert!(err.contains("holds another type") && err.contains("emq stats QUEUE"), "{via}: {err}");
     }
 }
 
