@@ -9,7 +9,10 @@
 //! `BZPOPMIN`. A resume through the scripts adds nothing to pending (it
 //! re-adds the head, which signals nothing while pending holds more): it
 //! sets the wake-up key anew, which the server signals, so a native waiter
-//! wakes for it as a Lua one does. A woken client claims again; one that lost the
+//! wakes for it as a Lua one does. A claim about to wait takes the wake-up
+//! key's member first, as a `BZPOPMIN` would: a script's `ZADD` of it
+//! then creates the key, which the server signals (a key that exists is
+//! not). A woken client claims again; one that lost the
 //! race to another worker finds pending empty and **stays blocked** (the
 //! callback declines, and Redis keeps the client waiting on the same key
 //! with the same deadline). On time-out the reply is an empty array, the same
@@ -40,13 +43,24 @@ pub(crate) fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]
         Ok(claim) => claim,
         Err(refusal) => return reply::send(ctx, &Err(refusal)),
     };
-    let (store, outcome) = claim_now(ctx, &claim, claim.block.is_some());
+    let (mut store, outcome) = claim_now(ctx, &claim, claim.block.is_some());
     match claim.block {
         Some(timeout) if nothing_claimed(&store, &outcome) && api::context_flags(ctx) & NO_BLOCKING == 0 => {
+            take_wake_up(&mut store, &claim);
+            drop(store);
             wait(ctx, claim.pending_key(), claim.wake_key(), timeout)
         }
         _ => finish(ctx, &store, &outcome),
     }
+}
+
+/// Before a claim that found nothing waits: take the wake-up key's member,
+/// as a `BZPOPMIN` would (a native claim pops none, so one set while no
+/// one waited stays). A key that exists is not signalled by a script's
+/// `ZADD` that changes nothing; one taken is created again by the next,
+/// which the server signals to this wait (PROTOCOL.md §9).
+fn take_wake_up(store: &mut RedisStore, claim: &Claim) {
+    store.del(claim.wake_key());
 }
 
 /// Claim now. Ids whose records are missing are dropped from pending without
@@ -113,8 +127,9 @@ unsafe extern "C" fn on_ready(
         match parsed.and_then(|(keys, args)| Claim::parse(keys, args)) {
             Err(refusal) => reply::send(ctx, &Err(refusal)),
             Ok(claim) => {
-                let (store, outcome) = claim_now(ctx, &claim, true);
+                let (mut store, outcome) = claim_now(ctx, &claim, true);
                 if nothing_claimed(&store, &outcome) {
+                    take_wake_up(&mut store, &claim);
                     return false;
                 }
                 finish(ctx, &store, &outcome);

@@ -185,6 +185,40 @@ async fn a_waiting_claim_wakes_when_a_capped_groups_lease_ends() {
     }
 }
 
+/// Beside the scripts, a native claim waiting for work (pending not
+/// empty: a paused group's jobs stay there) wakes for a job a script
+/// enqueued, though the wake-up key held a stale member before it waited:
+/// the waiting claim took it, so the script's ZADD creates the key again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_waiter_wakes_for_a_scripts_arrival() {
+    let (server, [(_, lua), (_, native), _]) = common::three_executors().await;
+    let name = unique_queue("mixed");
+    let (by_lua, by_native) = (Queue::new(lua, &name).unwrap(), Queue::new(native, &name).unwrap());
+    QueueGroups::of(&by_lua).set(Group::new("held").paused(true)).await.unwrap();
+    by_lua.enqueue_with(b"held".to_vec(), grouped("held")).await.unwrap();
+    let mut redis = server.connection().await;
+    let wake = format!("emq:{{{name}}}:wake");
+    let _: () = redis::cmd("ZADD").arg(&wake).arg(0).arg(1).query_async(&mut redis).await.unwrap();
+    let waiting = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let claimed = by_native.claim_many(LEASE, 1, Some(Duration::from_secs(60))).await.unwrap();
+        (claimed.jobs.into_iter().map(|job| job.id.clone()).collect::<Vec<_>>(), started.elapsed())
+    });
+    let probe = server.connection().await;
+    echomq_test_support::eventually("the native claim waits on the server", || {
+        let mut probe = probe.clone();
+        async move {
+            let info: String = redis::cmd("INFO").arg("clients").query_async(&mut probe).await.unwrap();
+            info.lines().any(|line| line.starts_with("blocked_clients:") && line != "blocked_clients:0")
+        }
+    })
+    .await;
+    let id = by_lua.enqueue(b"now".to_vec()).await.unwrap();
+    let (claimed, took) = waiting.await.unwrap();
+    assert_eq!(claimed, [id], "the script's arrival");
+    assert!(took < Duration::from_secs(30), "woken after {took:?}, not at the wait's end");
+}
+
 /// Every call with a bad group or setting, refused by the host with
 /// [`ErrorKind::Argument`].
 async fn refusals(q: &Queue) -> Vec<(&'static str, echomq::Error)> {
