@@ -235,6 +235,27 @@ def test_the_sync_queue_produces_and_reads(server: RedisServer, kind: str) -> No
     queue.close()
 
 
+def test_the_sync_queue_purges_and_drains(server: RedisServer, kind: str) -> None:
+    """Queue.purge and Queue.drain, synchronous: the same calls, the same counts."""
+    queue = echomq.SyncQueue.open(server.url, unique_queue("sync-sweep"))
+    try:
+        cancelled = [queue.enqueue(b"x").id for _ in range(3)]
+        assert all(queue.cancel(job_id) for job_id in cancelled)
+        assert queue.purge("cancelled", 3600) == 0  # none cancelled an hour ago
+        assert queue.purge("cancelled") == 3 and queue.inspect(cancelled[0]) is None
+        with pytest.raises(echomq.InvalidInput):
+            queue.purge("pending")
+        with pytest.raises(echomq.InvalidInput):
+            queue.purge("done", -1)
+        queue.enqueue_many([b"%d" % n for n in range(250)])  # more than one call's step
+        queue.enqueue(b"later", delay=3600)
+        assert queue.drain() == 251
+        stats = queue.stats()
+        assert (stats.pending, stats.delayed, stats.cancelled) == (0, 0, 0)
+    finally:
+        queue.close()
+
+
 def test_minted_ids_strictly_increase() -> None:
     ids = [echomq.mint() for _ in range(20000)]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)

@@ -92,6 +92,19 @@ def _retried(replies: list[Any]) -> int:
     return done
 
 
+def _purge_age(state: str, age: calls.Duration) -> list[bytes]:
+    """PURGE's first arguments for ``state`` and ``age``, checked: a finished
+    state, an age of 0 or more."""
+    if state not in FINISHED:
+        raise InvalidInput(f"purge takes done, dead or cancelled jobs, not {state!r}")
+    return [calls.ms("age", age, "AGE_MS")]
+
+
+def _drained(active: bool) -> list[str]:
+    """The states DRAIN empties: the waiting ones, and with ``active`` the running."""
+    return ["pending", "delayed", *(["active"] if active else []), "waiting"]
+
+
 def _removes(ks: Keyspace, state: str, job_ids: Iterable[str]) -> list[Call]:
     """REMOVE calls for ``job_ids`` (every id checked first), 1000 a call."""
     ids = list(job_ids)
@@ -433,10 +446,8 @@ class Queue:
         :data:`SWEEP_STEP` a call): how many. The jobs there when it
         begins: under a steady stream of new ones it still ends. A flow's
         child still linked tells its parent how it ended."""
-        if state not in FINISHED:
-            raise InvalidInput(f"purge takes done, dead or cancelled jobs, not {state!r}")
-        age_ms = calls.ms("age", age, "AGE_MS")
-        return await self._sweep("purge", getattr(await self.stats(), state), state, [age_ms])
+        first = _purge_age(state, age)
+        return await self._sweep("purge", getattr(await self.stats(), state), state, first)
 
     async def drain(self, *, active: bool = False) -> int:
         """Delete the queue's waiting jobs (pending, delayed, and parents
@@ -444,10 +455,9 @@ class Queue:
         whose workers lose their leases (DRAIN, :data:`SWEEP_STEP` a call):
         how many. The jobs there when it begins: a producer that goes on is
         not outrun for ever."""
-        states = ["pending", "delayed", *(["active"] if active else []), "waiting"]
         there = await self.stats()
         total = 0
-        for state in states:
+        for state in _drained(active):
             total += await self._sweep("drain", getattr(there, state), state)
         return total
 
@@ -851,6 +861,29 @@ class SyncQueue:
         """:meth:`Queue.delete`, synchronous."""
         removes = _removes(self.keyspace, state, job_ids)
         return _removed(self.executor.run_many(removes)) if removes else 0
+
+    def purge(self, state: str, age: calls.Duration = 0) -> int:
+        """:meth:`Queue.purge`, synchronous."""
+        first = _purge_age(state, age)
+        return self._sweep("purge", getattr(self.stats(), state), state, first)
+
+    def drain(self, *, active: bool = False) -> int:
+        """:meth:`Queue.drain`, synchronous. (No ``delete_queue`` here: what a
+        deleted queue's children owe their parents is relayed by an asyncio
+        worker's upkeep; use :meth:`Queue.delete_queue`, or ``emq
+        delete-queue``.)"""
+        there = self.stats()
+        return sum(self._sweep("drain", getattr(there, state), state) for state in _drained(active))
+
+    def _sweep(self, name: str, there: int, state: str, first: list[bytes] | None = None) -> int:
+        """:meth:`Queue._sweep`, synchronous."""
+        total = 0
+        for _ in range(there // SWEEP_STEP + 1):
+            moved = int(self.executor.run(calls.sweep(name, self.keyspace, SWEEP_STEP, state=state, first=first)))
+            total += moved
+            if moved < SWEEP_STEP:
+                break
+        return total
 
     def inspect(self, job_id: str) -> JobInfo | None:
         return read_inspect(job_id, self.executor.run(calls.one_id("inspect", self.keyspace, job_id)))
