@@ -367,10 +367,22 @@ async fn enqueue(queue: &Queue, payload: Vec<u8>, options: EnqueueOptions) -> Re
     let id = options.given_id().cloned().expect("the caller sets the id");
     // In a span of the command's own, in the trace of whoever started it.
     #[cfg(feature = "otel")]
-    let sent =
-        tracing::Instrument::instrument(queue.enqueue_with(payload, options), crate::otel::command()).await;
+    let sent = tracing::Instrument::instrument(queue.enqueue_with(payload, options), crate::otel::command());
     #[cfg(not(feature = "otel"))]
-    let sent = queue.enqueue_with(payload, options).await;
+    let sent = queue.enqueue_with(payload, options);
+    // A server that takes the call and never answers (frozen, a proxy that
+    // holds replies) is waited for until Ctrl-C, which says what is known.
+    let sent = tokio::select! {
+        sent = sent => sent,
+        _ = tokio::signal::ctrl_c() => return Err(Exit::new(
+            Failure::MaybeDone,
+            format!(
+                "interrupted before the server answered: maybe enqueued, as {id}. To be sure, \
+                 enqueue it again with --id {id}: if the first one got there, the second is a \
+                 duplicate and changes nothing (or look: emq inspect {id})"
+            ),
+        )),
+    };
     sent.map_err(|err| match Failure::of(&err) {
         Failure::NotDone => Exit::new(Failure::NotDone, not_done(&err)),
         Failure::MaybeDone => Exit::new(

@@ -125,7 +125,7 @@ enum Command {
     ///
     /// Exit codes: 0 enqueued (or a duplicate of an existing id); 3 not
     /// enqueued (the server was down, loading, failing over or full, or the
-    /// job's --group holds its most pending: enqueue again later); 4 maybe enqueued (the connection broke on the way: enqueue
+    /// job's --group holds its most pending: enqueue again later); 4 maybe enqueued (the connection broke on the way, or Ctrl-C before the server answered: enqueue
     /// again with the --id it printed, a duplicate changes nothing); 5
     /// refused (bad input, no permission: the same job would be refused
     /// again); 2 a malformed command line (a bad --id, --delay or

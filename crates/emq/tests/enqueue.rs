@@ -148,6 +148,37 @@ fn a_connection_broken_on_the_way_means_maybe_enqueued() {
     }
 }
 
+/// A server that takes the call and does not answer (writes paused) holds
+/// `emq enqueue` until Ctrl-C, which says what is known: maybe enqueued,
+/// under which id, and that sending it again with that id is safe (exit 4).
+#[test]
+fn ctrl_c_before_the_answer_says_maybe_enqueued() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let q = unique_queue("interrupted");
+    let mut admin = client(&server.url()).get_connection().unwrap();
+    let _: () = redis::cmd("CLIENT").arg(&["PAUSE", "60000", "WRITE"]).query(&mut admin).unwrap();
+    let enqueue = emq.command(&["enqueue", &q, "held"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let enqueue = enqueue.expect("run emq enqueue");
+    eventually("the enqueue waits on the paused server", || {
+        let mut conn = client(&server.url()).get_connection().unwrap();
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut conn).unwrap();
+        clients.lines().any(|line| line.contains(" flags=b "))
+    });
+    common::signal(enqueue.id(), "INT");
+    let output = enqueue.wait_with_output().unwrap();
+    let _: () = redis::cmd("CLIENT").arg("UNPAUSE").query(&mut admin).unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(4), "{said}");
+    assert!(said.contains("interrupted before the server answered: maybe enqueued"), "{said}");
+    let id =
+        said.split_whitespace().find(|word| word.starts_with("JOB_")).unwrap_or_else(|| panic!("{said}"));
+    let id = id.trim_end_matches([':', ',', '.']);
+    assert!(said.contains(&format!("enqueue it again with --id {id}")), "{said}");
+    assert_eq!(emq.ok(&["enqueue", &q, "held", "--id", id]).trim(), id);
+    assert_eq!(pending(&emq, &q), 1, "one job, whichever call put it there");
+}
+
 /// Many jobs from JSON lines, one id each out in order; a bad line refuses
 /// the whole input and enqueues nothing; bad names and sizes are refused.
 #[test]
