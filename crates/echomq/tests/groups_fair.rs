@@ -76,8 +76,8 @@ async fn a_group_at_its_cap_does_not_hold_up_the_others_on_every_executor() {
 
 /// A group's rate whose window is a day does not put the worker to sleep
 /// for a day: its claim is told to come back then (the trailer), and an
-/// ungrouped job and another group's that arrive meanwhile run at once
-/// (PROTOCOL.md §9: a worker waits for a wake-up at most that long), on
+/// ungrouped job and another group's that arrive meanwhile run within the
+/// worker's idle wait (PROTOCOL.md §9: a worker naps at most that long), on
 /// every executor, with one queue and with two (the claims in turns).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_groups_long_window_does_not_put_the_worker_to_sleep_on_every_executor() {

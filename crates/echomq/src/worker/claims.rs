@@ -13,7 +13,6 @@ use tokio::task::JoinSet;
 use super::options::{Shared, WorkerOptions};
 use super::runner::Runner;
 use super::slots::{claim_floor, gather, RefillInbox};
-use crate::keyspace::Role;
 use crate::queue::{Queue, RetryPolicy};
 use crate::transition::{Claimed, Claims, Held};
 
@@ -182,7 +181,7 @@ async fn claims(runner: &Arc<Runner>, shared: &Shared, slots: &Arc<Semaphore>, q
         }
         // A rate (the queue's, or a group's) said when its next slot opens.
         if let (true, Some(Held::Wait(next))) = (idle, held) {
-            wait_held(queue, shared, next).await;
+            wait_held(shared, next).await;
         } else if idle && (!waits || held == Some(Held::Busy)) {
             // At the queue's concurrency limit no arrival frees a slot, so even
             // a worker that can wait naps, as a polling one does (Lua that
@@ -217,27 +216,13 @@ async fn start(
 }
 
 /// After a claim that took nothing and was told to come back in `next`:
-/// a short wait is slept out; a long one (a group's window may be a day,
-/// PROTOCOL.md §9) is a wait for an arrival, which another group's job
-/// may be, at most `idle_wait` before claiming again.
-async fn wait_held(queue: &Queue, shared: &Shared, next: Duration) {
-    let idle_wait = shared.options.idle_wait;
-    if next <= idle_wait {
-        return pause(shared, next).await;
-    }
-    let via = queue.executor();
-    if !via.setup().waits_on_many {
-        return pause(shared, idle_wait).await;
-    }
-    let Some(wake) = queue.keyspace().role(Role::Wake, None) else { return pause(shared, idle_wait).await };
-    tokio::select! {
-        waited = via.wait_on_many(std::slice::from_ref(&wake), idle_wait) => {
-            if waited.is_err() {
-                pause(shared, idle_wait).await;
-            }
-        }
-        () = shared.stopping.cancelled() => {}
-    }
+/// wait that long, but at most `idle_wait` (a group's window may be a
+/// day, and another group's job, or an ungrouped one, may come meanwhile:
+/// PROTOCOL.md §9). Not a wait on the wake-up key: under the queue's own
+/// rate an arrival is not claimable either, and each would wake a worker
+/// to a claim held back again.
+async fn wait_held(shared: &Shared, next: Duration) {
+    pause(shared, next.min(shared.options.idle_wait)).await;
 }
 
 /// Wait `how_long`, or until the worker stops.

@@ -114,8 +114,8 @@ impl Turns {
     }
 
     /// After a claim from `queue` at `now` that wanted `wanted` jobs and
-    /// got `got`: where it goes next (a wait past `recheck`, as an idle queue;
-    /// a limit's nap backing off up to `idle_poll`).
+    /// got `got`: where it goes next (held at most `recheck` when told to
+    /// wait; a limit's nap backing off up to `idle_poll`).
     fn claimed(
         &mut self,
         queue: usize,
@@ -128,10 +128,9 @@ impl Turns {
             self.naps[queue] = Duration::from_millis(1);
         }
         match held {
-            // A long wait (a group's window may be a day) waits for an
-            // arrival, which another group's job may be: as an idle queue.
-            Some(Held::Wait(next)) if got == 0 && next > recheck => self.idle.push(queue),
-            Some(Held::Wait(next)) => self.held.push((now + next, queue)),
+            // At most `recheck` (a group's window may be a day, and another
+            // group's job may come meanwhile: claim again then).
+            Some(Held::Wait(next)) => self.held.push((now + next.min(recheck), queue)),
             // Nothing announces a freed slot: nap, backing off.
             Some(Held::Busy) => {
                 let nap = self.naps[queue];
