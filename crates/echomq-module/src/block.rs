@@ -13,9 +13,13 @@
 //! key's member first, as a `BZPOPMIN` would: a script's `ZADD` of it
 //! then creates the key, which the server signals (a key that exists is
 //! not). A woken client claims again; one that lost the
-//! race to another worker finds pending empty and **stays blocked** (the
-//! callback declines, and Redis keeps the client waiting on the same key
-//! with the same deadline). On time-out the reply is an empty array, the same
+//! race to another worker finds nothing it can take and **stays blocked**
+//! (the callback declines, and Redis keeps the client waiting on the same
+//! keys with the same deadline), unless that claim wrote (a record found
+//! missing) or a wake-up member is there: then it answers the empty claim,
+//! and the host's next claim, a command of its own, takes the member. A
+//! declined callback never writes: Redis cannot propagate its writes to
+//! replicas and the AOF (7.0 aborts). On time-out the reply is an empty array, the same
 //! as a claim of an empty queue. Inside MULTI or a script, where a client
 //! cannot block, the claim answers at once.
 
@@ -128,8 +132,13 @@ unsafe extern "C" fn on_ready(
             Err(refusal) => reply::send(ctx, &Err(refusal)),
             Ok(claim) => {
                 let (mut store, outcome) = claim_now(ctx, &claim, true);
-                if nothing_claimed(&store, &outcome) {
-                    take_wake_up(&mut store, &claim);
+                // Woken for nothing it can take: it stays blocked only if this
+                // callback wrote nothing (Redis cannot propagate a declined
+                // callback's writes: 7.0 aborts on them) and no wake-up member
+                // is there (one would keep a script's ZADD from signalling
+                // the wait). Else the empty claim's answer: the host claims
+                // again, and that claim takes the member before it waits.
+                if nothing_claimed(&store, &outcome) && !store.wrote() && store.zcard(claim.wake_key()) == 0 {
                     return false;
                 }
                 finish(ctx, &store, &outcome);

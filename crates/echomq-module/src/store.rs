@@ -67,6 +67,8 @@ pub(crate) struct RedisStore {
     /// next read of it: a type check and the read after it open the key
     /// once. Any write drops it first.
     last_read: Option<(Vec<u8>, Option<Key>)>,
+    /// Whether a write was announced (replicated) yet.
+    announced: std::cell::Cell<bool>,
 }
 
 /// Additions to one sorted set, not necessarily consecutive.
@@ -103,7 +105,15 @@ impl RedisStore {
             removals: None,
             additions: None,
             last_read: None,
+            announced: std::cell::Cell::new(false),
         }
+    }
+
+    /// Whether the command wrote anything: announced, or still to be.
+    pub(crate) fn wrote(&self) -> bool {
+        self.announced.get()
+            || self.additions.is_some()
+            || self.removals.as_ref().is_some_and(|batch| !batch.members.is_empty())
     }
 
     /// Whether the command touched a key outside its slot (so wrote nothing).
@@ -149,6 +159,7 @@ impl RedisStore {
 
     /// Replicate `command key args…` and fire `event` on the key.
     fn effect(&self, class: c_int, event: &CStr, command: &CStr, name: &RString, args: &[&RString]) {
+        self.announced.set(true);
         api::signal_modified(self.ctx, name);
         api::notify(self.ctx, class, event, name);
         let mut argv = Vec::with_capacity(args.len() + 1);
@@ -214,6 +225,7 @@ impl RedisStore {
         let mut argv = Vec::with_capacity(batch.pairs.len() + 1);
         argv.push(&batch.name);
         argv.extend(&batch.pairs);
+        self.announced.set(true);
         api::replicate(self.ctx, c"ZADD", &argv);
     }
 }

@@ -219,6 +219,50 @@ async fn a_native_waiter_wakes_for_a_scripts_arrival() {
     assert!(took < Duration::from_secs(30), "woken after {took:?}, not at the wait's end");
 }
 
+/// A native claim woken for nothing it can take (a paused group's job
+/// arrived by a script, which sets the wake-up key) writes nothing while it
+/// stays blocked: on a server that keeps an AOF, a write in that callback
+/// would abort Redis 7.0 (`server.also_propagate.numops == 0`). It answers
+/// the empty claim instead, and the server lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_waiter_woken_for_nothing_writes_nothing() {
+    use echomq_test_support::{RedisServer, ServerOptions};
+    let server = RedisServer::start_with(ServerOptions {
+        module: Some(echomq_test_support::module_path()),
+        args: ["--appendonly", "yes"].map(String::from).to_vec(),
+        ..ServerOptions::default()
+    });
+    let conn = server.connection().await;
+    let (lua, native) = (echomq::Lua::new(conn.clone()), echomq::Native::new(conn.clone()));
+    let name = unique_queue("woken");
+    let by_lua = Queue::new(std::sync::Arc::new(lua), &name).unwrap();
+    let by_native =
+        Queue::new(std::sync::Arc::new(native.with_blocking_connection(server.connection().await)), &name)
+            .unwrap();
+    QueueGroups::of(&by_lua).set(Group::new("held").paused(true)).await.unwrap();
+    by_lua.enqueue_with(b"held".to_vec(), grouped("held")).await.unwrap();
+    let waiting = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let claimed = by_native.claim_many(LEASE, 1, Some(Duration::from_secs(60))).await.unwrap();
+        (claimed.jobs.len(), started.elapsed())
+    });
+    let probe = server.connection().await;
+    echomq_test_support::eventually("the native claim waits on the server", || {
+        let mut probe = probe.clone();
+        async move {
+            let info: String = redis::cmd("INFO").arg("clients").query_async(&mut probe).await.unwrap();
+            info.lines().any(|line| line.starts_with("blocked_clients:") && line != "blocked_clients:0")
+        }
+    })
+    .await;
+    by_lua.enqueue_with(b"also held".to_vec(), grouped("held")).await.unwrap();
+    let (claimed, took) = waiting.await.unwrap();
+    assert_eq!(claimed, 0, "nothing it can take");
+    assert!(took < Duration::from_secs(30), "answered at the script's arrival, after {took:?}");
+    let pong: String = redis::cmd("PING").query_async(&mut probe.clone()).await.unwrap();
+    assert_eq!(pong, "PONG", "the server lives on");
+}
+
 /// Every call with a bad group or setting, refused by the host with
 /// [`ErrorKind::Argument`].
 async fn refusals(q: &Queue) -> Vec<(&'static str, echomq::Error)> {
