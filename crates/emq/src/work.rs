@@ -11,7 +11,8 @@
 //! Signals: SIGINT or SIGTERM stops claiming and gives running commands
 //! `--grace`; a second one stops them at once and releases their jobs.
 //! SIGHUP (the terminal or SSH session it ran in closed) is a SIGTERM: a
-//! worker that dies with its terminal leaves its jobs to their leases.
+//! worker that dies with its terminal leaves its jobs to their leases;
+//! unless SIGHUP was ignored at the start (`nohup emq work`), as asked.
 //! SIGTSTP stops claiming for good (SIGCONT does not resume it): running
 //! commands run to their end, and the worker waits, idle, for SIGINT or
 //! SIGTERM, as Sidekiq's "quiet" before a deploy.
@@ -336,10 +337,21 @@ impl Signals {
         Signals {
             interrupt: signal(SignalKind::interrupt()).ok(),
             terminate: signal(SignalKind::terminate()).ok(),
-            hangup: signal(SignalKind::hangup()).ok(),
+            // Left ignored when it was at the start: `nohup emq work` outlives its terminal.
+            hangup: (!ignored_at_start(libc::SIGHUP)).then(|| signal(SignalKind::hangup()).ok()).flatten(),
             quiet: signal(SignalKind::from_raw(libc::SIGTSTP)).ok(),
         }
     }
+}
+
+/// Whether `signal` is ignored now, as this process started (`nohup`
+/// ignores SIGHUP): the `SigIgn` mask of /proc/self/status; `false` where
+/// it cannot be read.
+fn ignored_at_start(signal: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return false };
+    let mask = status.lines().find_map(|line| line.strip_prefix("SigIgn:"));
+    let mask = mask.and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok());
+    mask.is_some_and(|mask| signal > 0 && mask & (1 << (signal - 1)) != 0)
 }
 
 /// The next of `signal`, or never when it could not be caught.

@@ -88,6 +88,35 @@ fn a_second_sigint_ends_at_once_and_releases_the_job() {
     }
 }
 
+/// Under `nohup` (SIGHUP ignored at the start), SIGHUP leaves the worker
+/// running, as asked; SIGTERM still stops it.
+#[test]
+fn nohup_keeps_the_worker_through_a_hangup() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("nohup");
+    let q = unique_queue("nohup");
+    let emq_path = env!("CARGO_BIN_EXE_emq");
+    let log = std::fs::File::create(scratch.path("log")).unwrap();
+    let mut worker = std::process::Command::new("sh")
+        .args(["-c", &format!("trap '' HUP; exec {emq_path} work {q} -- true")])
+        .env("ECHOMQ_URL", server.url())
+        .env("ECHOMQ_VIA", "lua")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    eventually("the worker started", || read().contains("emq work started"));
+    signal(worker.id(), "HUP");
+    let id = emq.ok(&["enqueue", &q, "after the hangup"]).trim().to_owned();
+    eventually("the job is done by the worker that ignored SIGHUP", || state(&emq, &id) == "done");
+    assert!(worker.try_wait().unwrap().is_none(), "still running: {}", read());
+    signal(worker.id(), "TERM");
+    assert!(worker.wait().unwrap().success(), "{}", read());
+}
+
 fn a_second_signal_ends_at_once(sig: &str) {
     let server = RedisServer::start();
     let emq = Emq { url: server.url(), via: "lua" };
