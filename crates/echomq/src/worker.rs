@@ -191,9 +191,9 @@ impl Worker {
     /// Run until `shutdown` completes (or a [`Control`] says stop); then stop
     /// claiming, let jobs in flight finish within the grace period, and
     /// release the rest to pending. A server that does not answer is waited
-    /// for 5 s past the stop (claims in flight) and past the grace (the
-    /// release), then left: what those calls held runs again once its lease
-    /// ends.
+    /// for 5 s past the stop (claims in flight; past the grace, when it is
+    /// shorter) and past the grace (the release), then left: what those
+    /// calls held runs again once its lease ends.
     ///
     /// # Errors
     /// [`ErrorKind::Argument`](crate::ErrorKind::Argument) for options a
@@ -327,9 +327,9 @@ fn stages(
 }
 
 /// How long a stopping worker waits for a server that does not answer:
-/// for its claims in flight from the stop, for its jobs' release from the
-/// grace's end. Past it, they are abandoned: a job they hold runs again
-/// once its lease ends.
+/// for its claims in flight from the stop (or from the grace's end, when
+/// the grace is shorter), for its jobs' release from the grace's end. Past
+/// it, they are abandoned: a job they hold runs again once its lease ends.
 const ABANDON_WAIT: Duration = Duration::from_secs(5);
 
 /// Steer the worker's stop: on `shutdown` (or a [`Control`]'s stop) no
@@ -402,7 +402,7 @@ async fn steer(
 fn abandoned(claiming: bool, running: bool, runs: &Runs) {
     if claiming {
         tracing::warn!(
-            "the server has not answered the claims in flight for {ABANDON_WAIT:?}: \
+            "the server has not answered the claims in flight since the stop: \
              stopping without them; a job they took runs again once its lease ends"
         );
     }
