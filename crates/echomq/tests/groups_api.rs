@@ -25,6 +25,19 @@ fn grouped(group: &str) -> EnqueueOptions {
     EnqueueOptions::default().group(group)
 }
 
+/// Until a claim blocks on `server` (INFO's `blocked_clients`).
+async fn until_a_claim_waits(server: &echomq_test_support::RedisServer) {
+    let probe = server.connection().await;
+    echomq_test_support::eventually("a claim waits on the server", || {
+        let mut probe = probe.clone();
+        async move {
+            let info: String = redis::cmd("INFO").arg("clients").query_async(&mut probe).await.unwrap();
+            info.lines().any(|line| line.starts_with("blocked_clients:") && line != "blocked_clients:0")
+        }
+    })
+    .await;
+}
+
 /// A group's pending and running jobs.
 async fn depth(q: &Queue, group: &str) -> (u64, u64) {
     let info = QueueGroups::of(q).get(group).await.unwrap();
@@ -166,17 +179,7 @@ async fn a_waiting_claim_wakes_when_a_capped_groups_lease_ends() {
             })
         };
         if on_server {
-            let probe = server.connection().await;
-            echomq_test_support::eventually("the claim waits on the server", || {
-                let mut probe = probe.clone();
-                async move {
-                    let info: String =
-                        redis::cmd("INFO").arg("clients").query_async(&mut probe).await.unwrap();
-                    info.lines()
-                        .any(|line| line.starts_with("blocked_clients:") && line != "blocked_clients:0")
-                }
-            })
-            .await;
+            until_a_claim_waits(&server).await;
         }
         running.ack().await.unwrap();
         let (claimed, took) = waiting.await.unwrap();
@@ -204,15 +207,7 @@ async fn a_native_waiter_wakes_for_a_scripts_arrival() {
         let claimed = by_native.claim_many(LEASE, 1, Some(Duration::from_secs(60))).await.unwrap();
         (claimed.jobs.into_iter().map(|job| job.id.clone()).collect::<Vec<_>>(), started.elapsed())
     });
-    let probe = server.connection().await;
-    echomq_test_support::eventually("the native claim waits on the server", || {
-        let mut probe = probe.clone();
-        async move {
-            let info: String = redis::cmd("INFO").arg("clients").query_async(&mut probe).await.unwrap();
-            info.lines().any(|line| line.starts_with("blocked_clients:") && line != "blocked_clients:0")
-        }
-    })
-    .await;
+    until_a_claim_waits(&server).await;
     let id = by_lua.enqueue(b"now".to_vec()).await.unwrap();
     let (claimed, took) = waiting.await.unwrap();
     assert_eq!(claimed, [id], "the script's arrival");
@@ -246,20 +241,12 @@ async fn a_native_waiter_woken_for_nothing_writes_nothing() {
         let claimed = by_native.claim_many(LEASE, 1, Some(Duration::from_secs(60))).await.unwrap();
         (claimed.jobs.len(), started.elapsed())
     });
-    let probe = server.connection().await;
-    echomq_test_support::eventually("the native claim waits on the server", || {
-        let mut probe = probe.clone();
-        async move {
-            let info: String = redis::cmd("INFO").arg("clients").query_async(&mut probe).await.unwrap();
-            info.lines().any(|line| line.starts_with("blocked_clients:") && line != "blocked_clients:0")
-        }
-    })
-    .await;
+    until_a_claim_waits(&server).await;
     by_lua.enqueue_with(b"also held".to_vec(), grouped("held")).await.unwrap();
     let (claimed, took) = waiting.await.unwrap();
     assert_eq!(claimed, 0, "nothing it can take");
     assert!(took < Duration::from_secs(30), "answered at the script's arrival, after {took:?}");
-    let pong: String = redis::cmd("PING").query_async(&mut probe.clone()).await.unwrap();
+    let pong: String = redis::cmd("PING").query_async(&mut server.connection().await).await.unwrap();
     assert_eq!(pong, "PONG", "the server lives on");
 }
 
