@@ -451,9 +451,36 @@ pub async fn apply_all(
 ) -> Result<Applied, Error> {
     let keys = selection.checked()?;
     action.check(selection.state)?;
-    let set = keys.state(selection.state);
     let mut applied = Applied::default();
-    let Some(end) = range(conn, &set, -1, 1).await?.pop() else { return Ok(applied) };
+    match apply_pages(executor, conn, selection, action, &keys, &mut applied).await {
+        Ok(()) => Ok(applied),
+        Err(err) if applied.changed + applied.skipped + applied.examined > 0 => {
+            // Cut short: say how far it got, and that the rest is as it was.
+            let message = format!(
+                "{}; stopped there, after {} {} ({} looked at): the same command again takes what \
+                 is left (of a page on its way when it stopped, some may have gone in)",
+                crate::failure::explain(err.as_ref()),
+                applied.changed,
+                action.done(),
+                applied.examined,
+            );
+            Err(Box::new(crate::failure::Exit::new(crate::failure::Failure::of(err.as_ref()), message)))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// [`apply_all`]'s pages, what they did added to `applied` as they go.
+async fn apply_pages(
+    executor: &Arc<dyn Executor>,
+    conn: &mut Conn,
+    selection: &Selection,
+    action: Action,
+    keys: &Keyspace,
+    applied: &mut Applied,
+) -> Result<(), Error> {
+    let set = keys.state(selection.state);
+    let Some(end) = range(conn, &set, -1, 1).await?.pop() else { return Ok(()) };
     let mut anchor: Option<Position> = None;
     loop {
         let (page, last) = after(conn, &set, anchor.as_ref()).await?;
@@ -463,7 +490,7 @@ pub async fn apply_all(
             break;
         }
         let ids = job_ids(&set, page.iter().map(|p| p.id.clone()).collect())?;
-        let texts = texts(conn, &keys, selection, &ids).await?;
+        let texts = texts(conn, keys, selection, &ids).await?;
         let chosen: Vec<JobId> = ids
             .iter()
             .zip(texts)
@@ -486,7 +513,7 @@ pub async fn apply_all(
             break;
         }
     }
-    Ok(applied)
+    Ok(())
 }
 
 /// A page of a set's members as job ids; a member that is not one is

@@ -165,6 +165,38 @@ fn matching_pending_jobs_of_equal_priority_are_cancelled_and_the_rest_kept() {
     }
 }
 
+/// A bulk cancel cut short (here by a member of pending that is no job id,
+/// met on its third page) says how far it got and that running it again
+/// takes what is left; the jobs before the cut are cancelled, the rest kept.
+#[test]
+fn a_bulk_cancel_cut_short_says_how_far_it_got() {
+    let (server, via) = (RedisServer::start(), "lua");
+    let emq = Emq { url: server.url(), via };
+    let q = unique_queue("cut-short");
+    runtime().block_on(async {
+        let queue = Queue::new(echomq::connect(&server.client()).await.unwrap(), &q).unwrap();
+        let jobs = (0..250u32).map(|i| (i.to_string(), EnqueueOptions::default()));
+        for outcome in queue.enqueue_many(jobs).await.unwrap() {
+            outcome.unwrap();
+        }
+    });
+    let mut conn = server.client().get_connection().unwrap();
+    // Past every job id in byte order (all of one score): the third page's.
+    let () = redis::cmd("ZADD")
+        .arg(format!("emq:{{{q}}}:pending"))
+        .arg(0)
+        .arg("not-a-job")
+        .query(&mut conn)
+        .unwrap();
+    let output = emq.command(&["cancel", "--all", "pending", "--queue", &q, "--yes"]).output().unwrap();
+    let said = show(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("stopped there, after 200 cancelled"), "{said}");
+    assert!(said.contains("the same command again takes what is left"), "{said}");
+    assert_eq!(members(&server, &q, "cancelled").len(), 200, "{said}");
+    assert_eq!(members(&server, &q, "pending").len(), 51, "{said}");
+}
+
 /// `emq delete` (REMOVE, protocol 1.4): the matching pending jobs deleted
 /// over several pages, records and all; ids named in another state left.
 #[test]
