@@ -54,6 +54,7 @@ def test_the_modules_version_decides() -> None:
     assert _module_speaks(None) is False
     assert _module_speaks(echomq.PROTOCOL.encode()) is True
     assert _module_speaks(b"1.99") is True
+    assert _module_speaks(b"1.8") is True  # 1.9 added no call: §11.1's MODULE_MINOR
     with pytest.raises(echomq.OtherMajor) as other:
         _module_speaks(b"2.0")
     assert "2.0" in str(other.value) and echomq.PROTOCOL in str(other.value)

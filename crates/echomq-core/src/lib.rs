@@ -54,4 +54,4 @@ pub use policy::{Backoff, Policy};
 pub use reply::{Answer, Refusal, Reply};
 pub use store::{KeyType, Store};
 pub use transition::Name;
-pub use version::{Version, PROTOCOL};
+pub use version::{Version, MODULE_SINCE, PROTOCOL};

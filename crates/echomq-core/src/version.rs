@@ -15,6 +15,11 @@ pub struct Version {
 /// The version this crate speaks.
 pub const PROTOCOL: Version = Version { major: 1, minor: 9 };
 
+/// The earliest module a host of this version uses: the last minor that
+/// added a call or an option it may send (1.8's PERMIT, RENEW and `UNTIL`;
+/// 1.9 added behaviour only). PROTOCOL.md §11.1's `MODULE_MINOR`.
+pub const MODULE_SINCE: Version = Version { major: 1, minor: 8 };
+
 impl Version {
     /// Read `major.minor` (both decimal, no sign, no spaces), as
     /// [`Display`](std::fmt::Display) writes it.

@@ -82,22 +82,28 @@ defmodule EchoMQ.Connector do
   @doc """
   The connector this server supports, its version checked before anything
   is written: `EchoMQ.Connector.Native` when `EMQ.VERSION` answers this
-  package's major (and a minor as recent), `{:error, {:other_major, found,
+  package's major (and a minor at least §11.1's `MODULE_MINOR`), `{:error, {:other_major, found,
   own}}` (or `:older_minor`) when it answers another; Lua, its scripts
   loaded, when the command is unknown or not allowed.
   """
   @spec detect(conn) :: {:ok, module} | {:error, term}
   def detect(conn) do
-    {major, minor} = Protocol.version()
+    {major, _minor} = Protocol.version()
 
     case Redis.query(conn, ["EMQ.VERSION"]) do
       {:ok, found} ->
         case Regex.run(~r/\A(\d{1,9})\.(\d{1,9})\z/, to_string(found)) do
           [_, m, n] ->
             cond do
-              String.to_integer(m) != major -> {:error, {:other_major, found, Protocol.version_text()}}
-              String.to_integer(n) < minor -> {:error, {:older_minor, found, Protocol.version_text()}}
-              true -> {:ok, EchoMQ.Connector.Native}
+              String.to_integer(m) != major ->
+                {:error, {:other_major, found, Protocol.version_text()}}
+
+              # The last minor that added a call it sends (§11.1's MODULE_MINOR).
+              String.to_integer(n) < Protocol.size("MODULE_MINOR") ->
+                {:error, {:older_minor, found, Protocol.version_text()}}
+
+              true ->
+                {:ok, EchoMQ.Connector.Native}
             end
 
           nil ->

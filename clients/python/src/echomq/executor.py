@@ -79,7 +79,7 @@ def _module_speaks(answer: Any) -> bool:
     own = _protocol.version()
     if found[0] != own[0]:
         raise OtherMajor(_protocol.version_text(), text, "the echomq module")
-    if found[1] < own[1]:
+    if found[1] < _protocol.size("MODULE_MINOR"):  # the last minor that added a call it sends (§11.1)
         raise OlderMinor(_protocol.version_text(), text, "the echomq module")
     return True
 

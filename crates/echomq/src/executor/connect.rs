@@ -183,7 +183,7 @@ fn speaks(answer: Option<&Value>) -> Result<bool> {
     if !PROTOCOL.compatible(found) {
         return Err(Error::new(ErrorKind::OtherMajor { host: PROTOCOL, found }, "the echomq module"));
     }
-    if found.minor < PROTOCOL.minor {
+    if found.minor < echomq_core::MODULE_SINCE.minor {
         return Err(Error::new(ErrorKind::OlderMinor { host: PROTOCOL, found }, "the echomq module"));
     }
     Ok(true)
@@ -199,7 +199,10 @@ mod tests {
         let answer = |text: &str| Value::BulkString(text.as_bytes().to_vec());
         assert!(!speaks(None).unwrap(), "no module: Lua");
         assert!(speaks(Some(&answer(&PROTOCOL.to_string()))).unwrap());
-        let earlier = Version { minor: PROTOCOL.minor - 1, ..PROTOCOL };
+        // This minor's calls are the module's since MODULE_SINCE: an earlier one is refused.
+        let since = echomq_core::MODULE_SINCE;
+        assert!(speaks(Some(&answer(&since.to_string()))).unwrap(), "a module with every call it sends");
+        let earlier = Version { minor: since.minor - 1, ..since };
         let refused = speaks(Some(&answer(&earlier.to_string()))).unwrap_err();
         assert!(
             matches!(refused.kind, ErrorKind::OlderMinor { host, found } if host == PROTOCOL && found == earlier)

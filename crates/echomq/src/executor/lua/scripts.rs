@@ -36,6 +36,7 @@ fn limits() -> Vec<(&'static str, String)> {
         // The protocol's version (not a limit): what a queue's `protocol` is checked against.
         size("PROTOCOL_MAJOR", echomq_core::PROTOCOL.major as usize),
         size("PROTOCOL_MINOR", echomq_core::PROTOCOL.minor as usize),
+        size("MODULE_MINOR", echomq_core::MODULE_SINCE.minor as usize),
     ];
     [sizes(), ranges(), group_limits(), version].concat()
 }
