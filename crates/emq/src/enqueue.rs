@@ -398,6 +398,14 @@ async fn enqueue(queue: &Queue, payload: Vec<u8>, options: EnqueueOptions) -> Re
 }
 
 fn not_done(err: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(echomq::Error { kind: echomq::ErrorKind::Full, .. }) = err.downcast_ref() {
+        // Not a passing outage: the group stays full until its jobs are claimed.
+        return format!(
+            "not enqueued: {}. Nothing was written: enqueue it again once the group's pending jobs \
+             are claimed (emq groups QUEUE shows them), or raise its --max",
+            explain(err)
+        );
+    }
     format!("not enqueued: {}. Nothing was written: enqueuing again is safe", explain(err))
 }
 

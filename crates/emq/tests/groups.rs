@@ -109,6 +109,7 @@ fn a_full_group_refuses_an_enqueue_with_exit_3() {
         assert_eq!(output.status.code(), Some(3), "{via}: {}", show(&output));
         let said = String::from_utf8_lossy(&output.stderr);
         assert!(said.contains("not enqueued") && said.contains("Nothing was written"), "{via}: {said}");
+        assert!(said.contains("once the group's pending jobs are claimed"), "{via}: {said}");
         // Another group is not held by it.
         emq.ok(&["enqueue", &q, "three", "--group", "h"]);
         assert_eq!(row(&emq.ok(&["groups", &q]), "g")[1], "1", "{via}");
