@@ -179,9 +179,11 @@ async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool)
         applied.add(select::apply_all(&executor, &mut conn, part, action).await.map_err(usage)?);
     }
     let failed = applied.failed.len() as u64;
-    let left = applied.examined - applied.changed - applied.skipped - failed;
+    // The refused ones are left where they were too.
+    let left = applied.examined - applied.changed - applied.skipped;
+    let refused = if failed > 0 { format!(", {failed} of them refused") } else { String::new() };
     tell!(
-        "{done} {} {what} ({} looked at, {left} left {}, {} gone meanwhile)",
+        "{done} {} {what} ({} looked at, {left} left {}{refused}, {} gone meanwhile)",
         applied.changed,
         applied.examined,
         selection.state,

@@ -433,6 +433,18 @@ fn every_dead_job_matching_a_text_is_retried_in_one_command() {
         let said = cli.ok(&["retry", "--all-dead", "--queue", &q, "--matching", "cannot do smtp", "--yes"]);
         assert!(said.contains("retried 3 dead jobs") && said.contains("1 left dead"), "{via}: {said}");
         assert_eq!(cli.stats_row(&q), [3, 0, 0, 0, 1, 0], "{via}");
+        // A retry refused (a key of the wrong type) is counted as left, and said.
+        let mut conn = server.client().get_connection().unwrap();
+        let priority = format!("emq:{{{q}}}:priority");
+        let () = redis::cmd("SET").arg(&priority).arg("x").query(&mut conn).unwrap();
+        let output = cli.command(&["retry", "--all-dead", "--queue", &q, "--yes"]).output().unwrap();
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert!(!output.status.success(), "{via}: {said}");
+        assert!(
+            said.contains("(1 looked at, 1 left dead, 1 of them refused, 0 gone meanwhile)"),
+            "{via}: {said}"
+        );
+        let () = redis::cmd("DEL").arg(&priority).query(&mut conn).unwrap();
         let said = cli.ok(&["retry", "--all-dead", "--queue", &q, "--yes"]);
         assert!(said.contains("retried 1 dead jobs"), "{via}: {said}");
         assert_eq!(cli.stats_row(&q), [4, 0, 0, 0, 0, 0], "{via}");
