@@ -50,21 +50,17 @@ pub(crate) fn claim(ctx: *mut raw::RedisModuleCtx, keys: &[&[u8]], args: &[&[u8]
     let (mut store, outcome) = claim_now(ctx, &claim, claim.block.is_some());
     match claim.block {
         Some(timeout) if nothing_claimed(&store, &outcome) && api::context_flags(ctx) & NO_BLOCKING == 0 => {
-            take_wake_up(&mut store, &claim);
+            // Take the wake-up key's member, as a `BZPOPMIN` would (a native
+            // claim pops none, so one set while no one waited stays): a key
+            // that exists is not signalled by a script's `ZADD` that changes
+            // nothing; one taken is created again by the next, which the
+            // server signals to this wait (PROTOCOL.md §9).
+            store.del(claim.wake_key());
             drop(store);
             wait(ctx, claim.pending_key(), claim.wake_key(), timeout)
         }
         _ => finish(ctx, &store, &outcome),
     }
-}
-
-/// Before a claim that found nothing waits: take the wake-up key's member,
-/// as a `BZPOPMIN` would (a native claim pops none, so one set while no
-/// one waited stays). A key that exists is not signalled by a script's
-/// `ZADD` that changes nothing; one taken is created again by the next,
-/// which the server signals to this wait (PROTOCOL.md §9).
-fn take_wake_up(store: &mut RedisStore, claim: &Claim) {
-    store.del(claim.wake_key());
 }
 
 /// Claim now. Ids whose records are missing are dropped from pending without

@@ -276,35 +276,29 @@ fn truncate(mut text: String) -> String {
 impl Sink {
     /// A refused ack, fail or release: either the lease was lost (counted),
     /// or the server could not be reached (the lease runs out and the job
-    /// is reaped). A record gone has the claim loops ask whether the server
-    /// restarted.
+    /// is reaped).
     fn lost_or_failed(&self, what: Name, err: &Error) {
+        let meters = &self.meters;
         if let Error { kind: ErrorKind::NoJob, .. } = err {
+            // Not another holder's now: the record is gone. The claim loops
+            // then ask whether the server restarted.
             self.shared.records_gone.fetch_add(1, Ordering::Relaxed);
+            meters.leases_lost.increment(1);
+            tracing::warn!(
+                error = %err,
+                "{what} refused: the job is no longer on the server (deleted, purged, or the server lost its data in a restart without persistence); the result is discarded"
+            );
+        } else if err.is_lost_lease() {
+            meters.leases_lost.increment(1);
+            tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");
+        } else if let Error { kind: ErrorKind::NotReplicated { .. }, .. } = err {
+            tracing::warn!(error = %err, "{what} applied; a failover now could undo it");
+        } else {
+            tracing::error!(
+                error = %err,
+                "{what} failed until the lease's last safe moment; the job runs again once it is reaped"
+            );
         }
-        lost_or_failed(&self.meters, what, err);
-    }
-}
-
-/// [`Sink::lost_or_failed`], said and counted.
-fn lost_or_failed(meters: &Meters, what: Name, err: &Error) {
-    if let Error { kind: ErrorKind::NoJob, .. } = err {
-        // Not another holder's now: the record is gone.
-        meters.leases_lost.increment(1);
-        tracing::warn!(
-            error = %err,
-            "{what} refused: the job is no longer on the server (deleted, purged, or the server lost its data in a restart without persistence); the result is discarded"
-        );
-    } else if err.is_lost_lease() {
-        meters.leases_lost.increment(1);
-        tracing::warn!(error = %err, "{what} refused: the lease was lost, the result is discarded");
-    } else if let Error { kind: ErrorKind::NotReplicated { .. }, .. } = err {
-        tracing::warn!(error = %err, "{what} applied; a failover now could undo it");
-    } else {
-        tracing::error!(
-            error = %err,
-            "{what} failed until the lease's last safe moment; the job runs again once it is reaped"
-        );
     }
 }
 
