@@ -215,6 +215,8 @@ where
 {
     let executor = server.executor().await?;
     let (total, mut failed) = (args.ids.len(), 0);
+    // The exit codes of the failures: one code for them all is the command's.
+    let mut codes = std::collections::BTreeSet::new();
     for id in args.ids {
         let queue = match queue_for(server, &id, args.queue.clone()).await {
             Ok(queue) => echomq::Queue::new(executor.clone(), &queue).map_err(Error::from),
@@ -229,13 +231,16 @@ where
             Ok(false) => tell!("{id} was {done} already"),
             Err(err) => {
                 eprintln!("{id}: {}", crate::failure::explain(err.as_ref()));
+                codes.insert(crate::failure::exit_code(err.as_ref(), false));
                 failed += 1;
             }
         }
     }
     if failed > 0 {
         let others = if failed < total { "; the others were" } else { "" };
-        return Err(format!("{failed} of {total} job(s) not {done} (each said above){others}").into());
+        let message = format!("{failed} of {total} job(s) not {done} (each said above){others}");
+        let code = if codes.len() == 1 { codes.into_iter().next().unwrap_or(1) } else { 1 };
+        return Err(Box::new(crate::failure::Exit::with_code(code, message)));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Where the server is and which executor speaks to it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use echomq::{Executor, Lua, Native, Queue};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -34,6 +35,22 @@ pub struct Server {
     /// each queue is reached on its node, and scans cover every master.
     #[arg(long, global = true, env = "ECHOMQ_CLUSTER")]
     cluster: bool,
+    /// How long a command waits for each answer from the server (a frozen
+    /// or overloaded one) before it gives up: exit 3, or 4 when a write may
+    /// have been done. 0 waits for ever. `work`, `events`, `result --wait`
+    /// and `dashboard` wait as long as their work takes.
+    #[arg(
+        long,
+        global = true,
+        env = "ECHOMQ_RESPONSE_TIMEOUT",
+        value_parser = humantime::parse_duration,
+        default_value = "30s"
+    )]
+    response_timeout: Duration,
+    /// Whether the command waits on the server as long as its work takes
+    /// (`--response-timeout` does not apply): set by [`Server::waiting`].
+    #[arg(skip)]
+    waits: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +63,34 @@ enum Via {
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 impl Server {
+    /// The same settings, for a command that waits on the server as long as
+    /// its work takes (a blocking claim, a log followed): no `--response-timeout`.
+    pub fn waiting(self) -> Server {
+        Server { waits: true, ..self }
+    }
+
+    /// How long one call may wait for its answer: `--response-timeout`, unless the
+    /// command waits (or it is 0).
+    fn answer_within(&self) -> Option<Duration> {
+        (!self.waits && !self.response_timeout.is_zero()).then_some(self.response_timeout)
+    }
+
+    /// Connections for a command-line tool: it fails fast when the server
+    /// is not there (a worker's own loop retries later), and waits for an
+    /// answer as long as [`Server::answer_within`] says.
+    fn config(&self) -> ConnectionManagerConfig {
+        ConnectionManagerConfig::new().set_response_timeout(self.answer_within()).set_number_of_retries(1)
+    }
+
+    /// [`Server::config`] for a cluster's connections.
+    fn cluster_config(&self) -> ClusterConfig {
+        let config = ClusterConfig::new();
+        match self.answer_within() {
+            Some(timeout) => config.set_response_timeout(timeout),
+            None => config,
+        }
+    }
+
     /// The same settings (`--via`, TLS, `--cluster`) for the server at `url`.
     pub fn at(&self, url: &str) -> Server {
         Server { url: url.to_owned(), ..self.clone() }
@@ -114,8 +159,11 @@ impl Server {
     /// A client for the cluster the URL's node belongs to, whose connections
     /// to a node gone silent are dropped (`echomq::executor::silent_peer_settings`).
     fn cluster_client(&self) -> Result<ClusterClient, Error> {
-        let builder = ClusterClient::builder([self.url.as_str()])
+        let mut builder = ClusterClient::builder([self.url.as_str()])
             .tcp_settings(echomq::executor::silent_peer_settings());
+        if let Some(timeout) = self.answer_within() {
+            builder = builder.response_timeout(timeout);
+        }
         Ok(match self.certificates()? {
             Some(certificates) => builder.certs(certificates),
             None => builder,
@@ -132,10 +180,10 @@ impl Server {
     async fn connect(&self) -> Result<Conn, Error> {
         Ok(if self.cluster {
             Conn::Cluster(
-                self.cluster_client()?.get_async_connection_with_config(ClusterConfig::new()).await?,
+                self.cluster_client()?.get_async_connection_with_config(self.cluster_config()).await?,
             )
         } else {
-            Conn::Single(ConnectionManager::new_with_config(self.client()?, config()).await?)
+            Conn::Single(ConnectionManager::new_with_config(self.client()?, self.config()).await?)
         })
     }
 
@@ -149,13 +197,20 @@ impl Server {
             return self.cluster_executor().await;
         }
         Ok(match self.via {
-            Via::Auto => echomq::connect_with(&self.client()?, config()).await?,
+            // A command that waits may block: `connect_with` lifts the
+            // response time-out, and opens connections of its own for waits.
+            Via::Auto if self.waits => echomq::connect_with(&self.client()?, self.config()).await?,
+            Via::Auto => {
+                let conn = ConnectionManager::new_with_config(self.client()?, self.config()).await?;
+                echomq::executor::detect(conn).await?
+            }
             via => {
                 // A connection of its own for each waiting claim (`emq work`
                 // over several queues) and each read of an event log.
                 let client = self.client()?;
-                let conn = ConnectionManager::new_with_config(client.clone(), config()).await?;
-                let open = move || ConnectionManager::new_with_config(client.clone(), config());
+                let config = self.config();
+                let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
+                let open = move || ConnectionManager::new_with_config(client.clone(), config.clone());
                 match via {
                     Via::Lua => Arc::new(Lua::new(conn).with_blocking_connections(open).on_one_server()),
                     _ => {
@@ -337,11 +392,4 @@ async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>, Err
         }
     }
     Ok(masters.into_iter().collect())
-}
-
-/// Connections for a command-line tool: it fails fast when the server is not
-/// there (a worker's own loop retries later), and waits as long as a blocking
-/// claim takes.
-fn config() -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new().set_response_timeout(None).set_number_of_retries(1)
 }

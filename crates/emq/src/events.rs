@@ -96,6 +96,13 @@ pub struct ResultArgs {
 }
 
 /// `emq result`'s exit codes beyond 0 (done) and 1 (anything else).
+impl ResultArgs {
+    /// Whether it waits for the job (`--wait`): then for as long as that says.
+    pub fn waits(&self) -> bool {
+        self.wait.is_some()
+    }
+}
+
 pub mod exit {
     /// The job is dead: out of attempts.
     pub const DEAD: i32 = 6;

@@ -125,7 +125,7 @@ enum Command {
     ///
     /// Exit codes: 0 enqueued (or a duplicate of an existing id); 3 not
     /// enqueued (the server was down, loading, failing over or full, or the
-    /// job's --group holds its most pending: enqueue again later); 4 maybe enqueued (the connection broke on the way, or Ctrl-C before the server answered: enqueue
+    /// job's --group holds its most pending: enqueue again later); 4 maybe enqueued (the connection broke on the way, no answer within --response-timeout, or Ctrl-C before the server answered: enqueue
     /// again with the --id it printed, a duplicate changes nothing); 5
     /// refused (bad input, no permission: the same job would be refused
     /// again); 2 a malformed command line (a bad --id, --delay or
@@ -259,7 +259,8 @@ async fn run(cli: Cli) {
             std::process::exit(err.code);
         }
     }
-    let ran = cli.command.run(&cli.server, &cli.logging).await;
+    let settings = if cli.command.waits() { cli.server.waiting() } else { cli.server };
+    let ran = cli.command.run(&settings, &cli.logging).await;
     #[cfg(feature = "otel")]
     exporting.end().await;
     if let Err(err) = ran {
@@ -269,8 +270,14 @@ async fn run(cli: Cli) {
         if printing && gone {
             return;
         }
-        eprintln!("emq: {}", failure::said(err.as_ref(), server.as_deref()));
-        std::process::exit(failure::exit_code(err.as_ref(), printing));
+        let code = failure::exit_code(err.as_ref(), printing);
+        let mut said = failure::said(err.as_ref(), server.as_deref());
+        // A command's own ending (an enqueue's) says what is safe itself.
+        if code == failure::Failure::MaybeDone.exit_code() && err.downcast_ref::<failure::Exit>().is_none() {
+            said.push_str(": it may have been done; look (emq stats, emq inspect) before doing it again");
+        }
+        eprintln!("emq: {said}");
+        std::process::exit(code);
     }
 }
 
@@ -307,6 +314,17 @@ impl Command {
             | Command::Groups(_) => true,
             Command::Config(args) => args.only_reads(),
             Command::Schedule(args) => args.only_reads(),
+            _ => false,
+        }
+    }
+
+    /// Whether the command waits on the server as long as its work takes (a
+    /// blocking claim, a log followed, pages served): `--response-timeout` is not
+    /// for it.
+    fn waits(&self) -> bool {
+        match self {
+            Command::Work(_) | Command::Events(_) | Command::Dashboard(_) | Command::Demo(_) => true,
+            Command::Result(args) => args.waits(),
             _ => false,
         }
     }

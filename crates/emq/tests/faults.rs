@@ -457,3 +457,34 @@ fn a_busy_worker_says_when_its_server_came_back_empty() {
     eventually("the restart is said", || read_log().contains("keeps no AOF"));
     assert!(!read_log().contains("claim failed"), "no claim failed: {}", read_log());
 }
+
+/// A server that takes a call and does not answer (its writes paused, as a
+/// frozen or overloaded server holds them) holds no one-shot command past
+/// `--response-timeout`: a write says it may have been done (exit 4), an enqueue
+/// under which id; a read, served meanwhile, goes through.
+#[test]
+fn a_server_that_does_not_answer_ends_a_command_at_its_timeout() {
+    for (server, via) in [(RedisServer::start(), "lua"), (RedisServer::start_with_module(), "native")] {
+        let emq = Emq { url: server.url(), via };
+        let q = unique_queue("timeout");
+        emq.ok(&["enqueue", &q, "before"]);
+        let mut admin = client(&server.url()).get_connection().unwrap();
+        let _: () = redis::cmd("CLIENT").arg(&["PAUSE", "60000", "WRITE"]).query(&mut admin).unwrap();
+        for args in [vec!["pause", q.as_str()], vec!["limit", &q, "--concurrency", "2"]] {
+            let output =
+                emq.command(&[&["--response-timeout", "1s"], args.as_slice()].concat()).output().unwrap();
+            let said = common::show(&output);
+            assert_eq!(output.status.code(), Some(4), "{via} {args:?}: {said}");
+            assert!(said.contains("did not answer in time") && said.contains("may have been done"), "{said}");
+        }
+        let output = emq.command(&["--response-timeout", "1s", "enqueue", &q, "held"]).output().unwrap();
+        let said = common::show(&output);
+        assert_eq!(output.status.code(), Some(4), "{via}: {said}");
+        assert!(said.contains("maybe enqueued, as JOB_"), "{via}: {said}");
+        // A read is served while writes are paused.
+        assert!(emq.ok(&["--response-timeout", "1s", "stats", &q]).contains(&q), "{via}");
+
+        let _: () = redis::cmd("CLIENT").arg("UNPAUSE").query(&mut admin).unwrap();
+        emq.ok(&["resume", &q]);
+    }
+}
