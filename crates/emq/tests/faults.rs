@@ -415,6 +415,28 @@ fn a_worker_stops_on_sigterm_while_its_server_is_frozen() {
     eventually("the next worker ran it", || state(&emq, &id) == ("done".into(), 2));
 }
 
+/// A busy worker whose server freezes (its renewals taken, never answered)
+/// says so within a third of the lease, where it said nothing, and says
+/// when the renewals go through again.
+#[test]
+fn a_busy_worker_says_when_its_server_stops_answering() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("frozen-busy");
+    let q = unique_queue("frozen-busy");
+    emq.ok(&["enqueue", &q, "held"]);
+    let script = r#"cat >/dev/null; echo run >> "$DIR/runs"; sleep 300"#;
+    let args = [q.as_str(), "--concurrency", "1", "--lease", "6s", "--", "sh", "-c", script];
+    let _worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    eventually("the job runs", || scratch.lines("runs").len() == 1);
+    let read_log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+
+    server.freeze();
+    eventually("the silence is said", || read_log().contains("did not answer within a third of the lease"));
+    server.thaw();
+    eventually("the renewals' return is said", || read_log().contains("heartbeats renew leases again"));
+}
+
 /// `--via native` on a server without the module is refused at once
 /// (exit 5, nothing sent), saying what to do: by `emq work` before it
 /// claims, and by any other command.

@@ -309,7 +309,11 @@ impl Heart {
     async fn renew(&self, beats: Vec<Arc<Beat>>) -> (Vec<Arc<Beat>>, Instant, Option<Error>) {
         let mut due = OnTheirWay { renewed: Vec::with_capacity(beats.len()), beats };
         let sent = Instant::now();
-        let permitted = match self.permitted(&due.beats).await {
+        // A server that takes the round and does not answer (frozen, or
+        // stalled) is said within a beat, and the next round sends again:
+        // an EXTEND that lands late only lengthens a lease.
+        let answered_by = sent + self.beat();
+        let permitted = match unanswered_after(answered_by, self.permitted(&due.beats)).await {
             Ok(permitted) => permitted,
             Err(err) => {
                 due.renewed.resize(due.beats.len(), None);
@@ -324,7 +328,7 @@ impl Heart {
             .map(|(beat, _)| Extend { id: beat.id.clone(), token: beat.token, lease: self.length })
             .collect();
         let (via, keys) = (&**self.queue.executor(), self.queue.keyspace());
-        let mut outcomes = match execute_batch(via, keys, &extends).await {
+        let mut outcomes = match unanswered_after(answered_by, execute_batch(via, keys, &extends)).await {
             Ok(outcomes) => outcomes,
             Err(err) => vec![Err(err); extends.len()],
         }
@@ -424,4 +428,18 @@ impl Heart {
             (None, false) => {}
         }
     }
+}
+
+/// `call`'s outcome, or an error saying it got no answer by `deadline`.
+async fn unanswered_after<T>(
+    deadline: Instant,
+    call: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    tokio::time::timeout_at(deadline, call).await.unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::MayHaveLanded,
+            "the server took the renewals and did not answer within a third of the lease (frozen, or \
+             stalled?)",
+        ))
+    })
 }
