@@ -12,10 +12,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+import redis
 
 import echomq
 
-from conftest import RedisServer, keyspace, unique_queue, working
+from conftest import RedisServer, eventually, keyspace, unique_queue, working
 
 
 def _app(server: RedisServer) -> tuple[echomq.App, str]:
@@ -113,6 +114,41 @@ async def test_a_unique_task_answers_the_holder_of_the_same_arguments(server: Re
     assert not first.duplicate and again.duplicate and again.id == first.id == again.held_by
     assert not other.duplicate and other.id != first.id
     app.close()
+
+
+async def test_a_burst_of_first_async_enqueues_opens_one_connection(
+        server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fifty enqueues at once, the app's first on this loop: one connection
+    opened (each call opened one of its own before, never closed), which
+    aclose closes."""
+    app, name = _app(server)
+
+    @app.task()
+    def welcome(user: int) -> None:
+        pass
+
+    opened: list[str] = []
+    connect = echomq.queue.connect
+
+    async def counted(url: str) -> echomq.Connection:
+        opened.append(url)
+        return await connect(url)
+
+    monkeypatch.setattr(echomq.queue, "connect", counted)
+    admin = redis.Redis.from_url(server.url)
+    sent = await asyncio.gather(*(welcome.enqueue_async(n) for n in range(50)))
+    assert len({job.id for job in sent}) == 50
+    assert len(opened) == 1, f"{len(opened)} connections opened"
+    before = len(admin.client_list())
+    await app.aclose()
+
+    async def closed() -> bool:
+        return len(admin.client_list()) == 1
+
+    await eventually(closed, what=f"the loop's connections closed ({before} with it)")
+    assert not (await welcome.enqueue_async(50)).duplicate, "a new one opened after aclose"
+    await app.aclose()
+    admin.close()
 
 
 async def test_a_unique_task_s_key_is_its_arguments_however_they_are_passed(server: RedisServer) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -263,6 +264,88 @@ async def test_sigterm_stops_a_worker_process_gracefully(server: RedisServer, ki
     assert info is not None and (info.state, info.token) == ("pending", 1)
     assert info.policy == echomq.Policy(attempts=6)
     await queue.connection.close()
+
+
+async def test_a_workers_durations_may_be_timedeltas(queue: echomq.Queue) -> None:
+    async def handle(job: echomq.Job) -> bytes:
+        return b"ok"
+
+    job = await queue.enqueue(b"x")
+    worker = echomq.Worker(queue, handle, lease=timedelta(seconds=30), grace=timedelta(seconds=1),
+                           idle_wait=timedelta(milliseconds=200), upkeep=timedelta(milliseconds=250))
+    async with working(worker):
+        done = await queue.wait(job.id, timeout=timedelta(minutes=1))
+    assert (done.state, done.result) == ("done", b"ok") and worker.grace == 1.0
+
+
+async def test_a_handler_that_raises_cancelled_error_itself_fails_its_attempt(queue: echomq.Queue) -> None:
+    """Nothing cancelled it: a failed attempt, not a release, which gave the
+    attempt back and ran the job again, thousands of times a second, for ever."""
+    runs: list[int] = []
+
+    async def handle(job: echomq.Job) -> None:
+        runs.append(job.token)
+        raise asyncio.CancelledError()
+
+    job = await queue.enqueue(b"x", attempts=2, backoff=0)
+    async with working(echomq.Worker(queue, handle, backoff=0.01, upkeep=0.05)):
+        dead = await queue.wait(job.id, timeout=60)
+    assert (dead.state, dead.token) == ("dead", 2) and runs == [1, 2]
+    assert dead.error is not None and "raised asyncio.CancelledError" in dead.error
+
+
+async def test_an_async_handler_that_raises_system_exit_fails_only_its_job(queue: echomq.Queue) -> None:
+    """asyncio would carry SystemExit out of the loop, stranding every job
+    of the worker: the job's attempt fails, and the worker goes on."""
+    async def handle(job: echomq.Job) -> bytes:
+        if job.payload == b"exit":
+            raise SystemExit(4)
+        return b"ran"
+
+    exits = await queue.enqueue(b"exit", attempts=1)
+    after = await queue.enqueue(b"after")
+    async with working(echomq.Worker(queue, handle)):
+        dead = await queue.wait(exits.id, timeout=60)
+        done = await queue.wait(after.id, timeout=60)
+    assert dead.state == "dead" and dead.error is not None and "raised SystemExit(4)" in dead.error
+    assert (done.state, done.result) == ("done", b"ran")
+
+
+async def test_sigterm_stops_every_worker_of_a_program(server: RedisServer, kind: str) -> None:
+    """Two workers in one program (one a queue), each handling signals: one
+    SIGTERM stops both, each releasing its job; the second no longer took
+    the first's handlers away."""
+    names = [unique_queue("sigterm-both"), unique_queue("sigterm-both")]
+    connection = await echomq.connect(server.url)
+    queues = [await connection.queue(name) for name in names]
+    jobs = [await queue.enqueue(b"x") for queue in queues]
+    program = textwrap.dedent(f"""
+        import asyncio, echomq
+        async def handle(job):
+            print("started", flush=True)
+            await asyncio.sleep(3600)
+        async def main():
+            conn = await echomq.connect({server.url!r})
+            workers = [echomq.Worker(await conn.queue(name), handle, grace=0.2) for name in {names!r}]
+            await asyncio.gather(*(worker.run() for worker in workers))
+            print("stopped", flush=True)
+        asyncio.run(main())
+    """)
+    process = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        for _ in names:
+            assert (await asyncio.to_thread(process.stdout.readline)).strip() == "started"
+        process.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.to_thread(process.communicate, timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0 and out.strip() == "stopped"
+    for queue, job in zip(queues, jobs):
+        info = await queue.inspect(job.id)
+        assert info is not None and info.state == "pending", queue.keyspace.name
+    await connection.close()
 
 
 async def test_a_sync_handler_past_its_timeout_keeps_its_slot_until_its_thread_ends(

@@ -118,6 +118,13 @@ def ms(what: str, value: Duration, limit: str) -> bytes:
     return integer(f"{what} (ms)", millis, limit)
 
 
+def seconds(value: Duration) -> float:
+    """A duration in seconds, a ``timedelta``'s included."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
 def to_ms(value: Duration) -> int:
     if isinstance(value, timedelta):
         return round(value.total_seconds() * 1000)
@@ -202,7 +209,8 @@ def enqueue(
         if unique_until_done:
             args += [b"UNIQUE_DONE", b"1"]
     elif unique_for is not None or unique_until_done:
-        raise InvalidInput("unique_for and unique_until_done need unique")
+        raise InvalidInput("unique_for and unique_until_done need unique (a task's key is its arguments: "
+                           "give it unique_for)")
     raw_headers = headers_bytes(headers, traceparent)
     if raw_headers is not None:
         args += [b"HEADERS", raw_headers]
@@ -470,6 +478,10 @@ _CONFIG_LIMIT = {"PAUSED": "SWITCH", "CONCURRENCY": "CONCURRENCY", "RATE": "RATE
                  "DONE_AGE": "KEEP_MS", "DEAD_AGE": "KEEP_MS", "CANCELLED_AGE": "KEEP_MS",
                  "DONE_COUNT": "KEEP_COUNT", "DEAD_COUNT": "KEEP_COUNT", "CANCELLED_COUNT": "KEEP_COUNT",
                  "EVENTS": "EVENTS"}
+
+
+CONFIG_OPTIONS = tuple(_CONFIG)
+"""CONFIG's options, by their protocol names."""
 
 
 def config(ks: Keyspace, settings: Mapping[str, int]) -> Call:

@@ -195,8 +195,12 @@ def _settings(paused: bool | None, concurrency: int | None, rate: int | None, pe
         settings["RATE"] = rate
     if per is not None:
         settings["PER"] = int(calls.ms("per", per, "RATE_PERIOD_MS"))
+    retained = [name.lower() for name in calls.CONFIG_OPTIONS if name not in ("PAUSED", "CONCURRENCY", "RATE", "PER")]
     for name, value in retention.items():
         upper = name.upper()
+        if upper.lower() not in retained:
+            raise InvalidInput(f"unknown setting {name!r}: configure takes paused, concurrency, rate, per and "
+                               f"{', '.join(retained)}")
         if upper in _AGES:
             settings[upper] = int(calls.ms(name, value, "KEEP_MS"))
         else:  # a count, EVENTS, or a name calls.config refuses
@@ -646,12 +650,12 @@ class Queue:
                     last = entry_id.decode()
                     yield _event(entry_id, fields)
 
-    async def wait(self, job_id: str, timeout: float | None = None) -> JobInfo:
+    async def wait(self, job_id: str, timeout: calls.Duration | None = None) -> JobInfo:
         """Wait until the job finished (done, dead or cancelled), reading the
         event log with ``XREAD BLOCK`` (§7.5), and return it. ``TimeoutError``
-        when ``timeout`` seconds pass first; ``LookupError`` if there is no such job."""
+        when ``timeout`` (seconds or a timedelta) passes first; ``LookupError`` if there is no such job."""
         check_id(job_id)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + calls.seconds(timeout)
         last = await self.last_event()
         key = self.keyspace.key("events")
         raw_id = job_id.encode()
@@ -895,10 +899,10 @@ class SyncQueue:
     def stats(self) -> Stats:
         return read_stats(self.executor.run(calls.stats(self.keyspace)))
 
-    def wait(self, job_id: str, timeout: float | None = None) -> JobInfo:
+    def wait(self, job_id: str, timeout: calls.Duration | None = None) -> JobInfo:
         """:meth:`Queue.wait`, synchronous (``XREAD BLOCK`` on the event log)."""
         check_id(job_id)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + calls.seconds(timeout)
         key = self.keyspace.key("events")
         found = self.redis.xrevrange(key, "+", "-", count=1)
         last = found[0][0].decode() if found else "0-0"

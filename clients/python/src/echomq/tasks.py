@@ -302,7 +302,10 @@ class App:
         """Set while :meth:`testing` runs: enqueues go to it, not to Redis."""
         self._sync_queues: dict[str, SyncQueue] = {}
         self._lock = threading.Lock()
-        self._connections: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Connection, dict[str, Queue]]]
+        # Per event loop: its connection, opened once (a task the first calls
+        # of a burst all await), and its queues, each opened once likewise.
+        self._connections: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[asyncio.Task[Connection], dict[str, asyncio.Task[Queue]]]]
         self._connections = weakref.WeakKeyDictionary()
         self.handler = TaskHandler(self)
         """The :class:`~echomq.Worker` handler that runs this app's tasks (:class:`TaskHandler`)."""
@@ -384,28 +387,54 @@ class App:
         """This event loop's connection to the app's server, made once per loop."""
         return (await self._opened())[0]
 
-    async def _opened(self) -> tuple[Connection, dict[str, Queue]]:
+    async def _opened(self) -> tuple[Connection, dict[str, asyncio.Task[Queue]]]:
         from .queue import connect
 
         loop = asyncio.get_running_loop()
         found = self._connections.get(loop)
         if found is None:
-            found = self._connections[loop] = (await connect(self.url), {})
-        return found
+            found = self._connections[loop] = (loop.create_task(connect(self.url)), {})
+        opening, queues = found
+        try:
+            return await asyncio.shield(opening), queues
+        except BaseException:
+            # A connection that failed is opened anew by the next call.
+            if opening.done() and self._connections.get(loop) is found:
+                del self._connections[loop]
+            raise
 
     async def queue_async(self, name: str) -> Queue:
         """Queue ``name`` on :meth:`connection`, opened once per loop."""
         connection, queues = await self._opened()
         if name not in queues:
-            queues[name] = await connection.queue(name)
-        return queues[name]
+            queues[name] = asyncio.get_running_loop().create_task(connection.queue(name))
+        opening = queues[name]
+        try:
+            return await asyncio.shield(opening)
+        except BaseException:
+            if opening.done() and queues.get(name) is opening:
+                del queues[name]
+            raise
 
     def close(self) -> None:
-        """Close the sync producers' connections (the async ones close with their loops)."""
+        """Close the sync producers' connections (:meth:`aclose` closes an event loop's)."""
         with self._lock:
             for queue in self._sync_queues.values():
                 queue.close()
             self._sync_queues.clear()
+
+    async def aclose(self) -> None:
+        """Close this event loop's connection (the next async enqueue opens
+        one again): at a web app's shutdown, say."""
+        found = self._connections.pop(asyncio.get_running_loop(), None)
+        if found is None:
+            return
+        opening, _ = found
+        try:
+            connection = await opening
+        except Exception:
+            return  # it never opened: nothing to close
+        await connection.close()
 
 
 class TaskHandler:

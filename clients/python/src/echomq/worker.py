@@ -123,6 +123,57 @@ class _Running:
         return self.baton is None or self.baton.take(Ender.LOOP)
 
 
+class _Signalled:
+    """The workers of one event loop that handle its signals: each signal
+    told to every one of them (a program running a worker a queue stops
+    them all), the loop's handlers set while one runs."""
+
+    CAUGHT = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.workers: list[Worker] = []
+
+    def add(self, worker: Worker) -> None:
+        if not self.workers:
+            for sig, name in self.CAUGHT:
+                try:
+                    self.loop.add_signal_handler(sig, self.tell, name)
+                except (NotImplementedError, RuntimeError):
+                    pass
+        self.workers.append(worker)
+
+    def remove(self, worker: Worker) -> None:
+        self.workers.remove(worker)
+        if not self.workers:
+            if _SIGNALLED.get(id(self.loop)) is self:
+                del _SIGNALLED[id(self.loop)]
+            for sig, _ in self.CAUGHT:
+                try:
+                    self.loop.remove_signal_handler(sig)
+                except (NotImplementedError, RuntimeError):
+                    pass
+
+    def tell(self, name: str) -> None:
+        for worker in list(self.workers):
+            worker.on_signal(name)
+
+
+_SIGNALLED: dict[int, _Signalled] = {}
+
+
+def _signalled(loop: asyncio.AbstractEventLoop) -> _Signalled:
+    """The loop's :class:`_Signalled` (by the loop's id: the entry goes with its last worker)."""
+    found = _SIGNALLED.get(id(loop))
+    if found is None or found.loop is not loop:
+        found = _SIGNALLED[id(loop)] = _Signalled(loop)
+    return found
+
+
+class HandlerExited(Exception):
+    """An ``async def`` handler raised ``SystemExit``: its job's attempt fails."""
+
+
 def _time_out(entry: _Running) -> None:
     """A job's timeout ran out: cancel its handler, if it still runs."""
     if entry.handler is not None and not entry.handler.done() and entry.stoppable():
@@ -197,15 +248,15 @@ class Worker:
         handler: Handler,
         *,
         concurrency: int = 10,
-        lease: float = 30.0,
+        lease: calls.Duration = 30.0,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        backoff: float = 1.0,
-        max_backoff: float = 3600.0,
-        timeout: float | None = None,
-        idle_wait: float = 1.0,
-        upkeep: float = 0.25,
-        grace: float = 10.0,
-        registry_beat: float = 5.0,
+        backoff: calls.Duration = 1.0,
+        max_backoff: calls.Duration = 3600.0,
+        timeout: calls.Duration | None = None,
+        idle_wait: calls.Duration = 1.0,
+        upkeep: calls.Duration = 0.25,
+        grace: calls.Duration = 10.0,
+        registry_beat: calls.Duration = 5.0,
         burst: bool = False,
         metrics: Metrics | None = None,
     ) -> None:
@@ -233,9 +284,9 @@ class Worker:
         self.backoff_ms = calls.to_ms(backoff)
         self.max_backoff_ms = calls.to_ms(max_backoff)
         self.timeout_ms = None if timeout is None else calls.to_ms(timeout)
-        self.idle_wait = idle_wait
-        self.upkeep_period = upkeep
-        self.grace = grace
+        self.idle_wait = calls.seconds(idle_wait)
+        self.upkeep_period = calls.seconds(upkeep)
+        self.grace = calls.seconds(grace)
         self.burst = burst
         """Stop once the queue has nothing pending to claim and this worker runs
         nothing (RQ's burst mode): delayed jobs, retries in their back-off
@@ -246,11 +297,11 @@ class Worker:
         self._exec = queue.executor
         self.id = new_id()
         """Its id in the worker registry (§11.3): ``<host>:<pid>:<ULID>``, new for each worker."""
-        self.upkeep = Upkeep(queue, max_attempts, upkeep, keeper=self.id)
+        self.upkeep = Upkeep(queue, max_attempts, self.upkeep_period, keeper=self.id)
         """The upkeep this worker owes its queue (§11.3), run every ``upkeep`` seconds; a partitioned
         queue's queue is kept by one of its workers at a time, under its upkeep lease."""
         self.registration = Registration(self._exec.redis, self.id, [queue.name], concurrency,
-                                         registry_beat)
+                                         calls.seconds(registry_beat))
         """Its entry in the worker registry, written every ``registry_beat`` seconds (0.01 to 60)."""
         self._running: dict[str, _Running] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -318,13 +369,8 @@ class Worker:
         loop = self._loop = asyncio.get_running_loop()
         # Threads start as handlers need them: none for an async handler that never asks.
         self._threads = HandlerThreads(self.concurrency, "echomq-handler")
-        caught = [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT"), (signal.SIGTSTP, "SIGTSTP")]
         if handle_signals:
-            for sig, name in caught:
-                try:
-                    loop.add_signal_handler(sig, self.on_signal, name)
-                except (NotImplementedError, RuntimeError):
-                    pass
+            _signalled(loop).add(self)
         helpers = [
             asyncio.create_task(self._heart(), name="echomq-heart"),
             asyncio.create_task(self._upkeep(), name="echomq-upkeep"),
@@ -360,11 +406,7 @@ class Worker:
                 self._threads = None
             self._slots.close()
             if handle_signals:
-                for sig, _ in caught:
-                    try:
-                        loop.remove_signal_handler(sig)
-                    except (NotImplementedError, RuntimeError):
-                        pass
+                _signalled(loop).remove(self)
 
     async def _until_stopped(self, claimer: asyncio.Task[None]) -> None:
         """Until :meth:`stop`; quieted meanwhile, the claims end at once and
@@ -588,8 +630,17 @@ class Worker:
                     self._tell(entry, "lease_lost")
                 entry.over = True
                 return
-            if entry.released or handler.cancelled():
+            if entry.released:
                 await self._release(entry)
+                return
+            if handler.cancelled():
+                # Nothing here cancelled it (a timeout, a lost lease and the
+                # grace all say so first): the handler raised CancelledError
+                # itself, as a library may let escape. A failed attempt, not
+                # a release, which gives the attempt back and would run it
+                # again for ever.
+                await self._fail(entry, "the handler raised asyncio.CancelledError, though the worker did not "
+                                        "cancel it (a library it calls let one escape?)")
                 return
             err = handler.exception()
             if isinstance(err, RetryAfter):
@@ -638,7 +689,14 @@ class Worker:
                 job._entry.thread = thread
             result = await thread.future
         if inspect.isawaitable(result):
-            result = await result
+            try:
+                result = await result
+            except SystemExit as exit:
+                # asyncio would carry it out of the event loop, stopping every
+                # job of the worker mid-way: one job's attempt fails instead,
+                # as a plain ``def`` task's SystemExit does in its thread.
+                raise HandlerExited(f"the handler raised SystemExit({exit.code!r}); a handler cannot end the "
+                                    "worker") from exit
         return result
 
     def _tell(self, entry: _Running, outcome: Outcome) -> None:
