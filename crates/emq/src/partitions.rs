@@ -55,7 +55,7 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
     let stats =
         futures_util::future::try_join_all(queue.partitions().iter().map(echomq::Queue::stats)).await?;
     let keepers = futures_util::future::join_all(queue.partitions().iter().map(keeper)).await;
-    let mut rows: Vec<[String; 10]> = queue
+    let mut rows: Vec<[String; 11]> = queue
         .partitions()
         .iter()
         .zip(&stats)
@@ -78,6 +78,7 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
         "DONE",
         "DEAD",
         "CANCELLED",
+        "WAITING",
         "KEPT BY",
     ];
     crate::workers::aligned(&header, &rows)?;
@@ -110,10 +111,11 @@ async fn stray(ordinary: &echomq::Queue) -> Result<(), Error> {
     Ok(())
 }
 
-fn row([partition, queue, slot]: [String; 3], stats: &StatsReply, keeper: String) -> [String; 10] {
-    let counts = [stats.pending, stats.active, stats.delayed, stats.done, stats.dead, stats.cancelled];
-    let [pending, active, delayed, done, dead, cancelled] = counts.map(|n| n.to_string());
-    [partition, queue, slot, pending, active, delayed, done, dead, cancelled, keeper]
+fn row([partition, queue, slot]: [String; 3], stats: &StatsReply, keeper: String) -> [String; 11] {
+    let s = stats;
+    let counts = [s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled, s.waiting];
+    let [pending, active, delayed, done, dead, cancelled, waiting] = counts.map(|n| n.to_string());
+    [partition, queue, slot, pending, active, delayed, done, dead, cancelled, waiting, keeper]
 }
 
 /// The worker that keeps `partition`'s upkeep now, by its upkeep lease

@@ -126,15 +126,15 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
 
 /// `emq stats`' header.
 fn say_header(width: usize) -> Result<(), Error> {
-    let [p, a, de, d, x, c] = ["pending", "active", "delayed", "done", "dead", "cancelled"];
-    say!("{:<width$} {p:>9} {a:>9} {de:>9} {d:>9} {x:>9} {c:>9}  flow", "queue");
+    let [p, a, de, d, x, c, w] = ["pending", "active", "delayed", "done", "dead", "cancelled", "waiting"];
+    say!("{:<width$} {p:>9} {a:>9} {de:>9} {d:>9} {x:>9} {c:>9} {w:>9}  flow", "queue");
     Ok(())
 }
 
 /// One row of `emq stats`.
 fn say_counts(name: &str, width: usize, s: &echomq::transition::StatsReply, flow: &str) -> Result<(), Error> {
-    let [p, a, de, d, x, c] = [s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled];
-    say!("{name:<width$} {p:>9} {a:>9} {de:>9} {d:>9} {x:>9} {c:>9}  {flow}");
+    let [p, a, de, d, x, c, w] = [s.pending, s.active, s.delayed, s.done, s.dead, s.cancelled, s.waiting];
+    say!("{name:<width$} {p:>9} {a:>9} {de:>9} {d:>9} {x:>9} {c:>9} {w:>9}  {flow}");
     Ok(())
 }
 

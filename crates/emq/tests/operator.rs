@@ -120,6 +120,11 @@ fn a_flow_added_from_json_is_inspected_and_runs_its_parent_last() {
     assert!(shown.contains("open, pending in its queue"), "{shown}");
     let shown = emq.ok(&["inspect", &child, "--queue", &children]);
     assert!(shown.contains(&format!("  parent    {{{parents}}}{parent}")), "{shown}");
+    // `emq stats` counts the waiting parent (its seventh column).
+    let stats = emq.ok(&["stats", &parents]);
+    let row = stats.lines().find(|line| line.starts_with(&parents)).unwrap_or_default().to_owned();
+    assert!(stats.lines().next().is_some_and(|header| header.contains("waiting")), "{stats}");
+    assert_eq!(row.split_whitespace().nth(7), Some("1"), "{stats}");
 
     let mut workers: Vec<_> = [&children, &parents]
         .iter()

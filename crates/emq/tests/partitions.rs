@@ -80,7 +80,7 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         // A job found, and cancelled, by the partitioned queue's name.
         emq.ok(&["cancel", &id, "--queue", &q]);
         let shown = emq.ok(&["partition", "show", &q]);
-        assert_eq!(row(&shown, "all")[3..], ["2501", "0", "0", "0", "0", "1", "-"], "{via}: {shown}");
+        assert_eq!(row(&shown, "all")[3..], ["2501", "0", "0", "0", "0", "1", "0", "-"], "{via}: {shown}");
 
         // Limits split between the partitions; pause holds them all, stats shows each.
         let limited = emq.ok(&["limit", &q, "--concurrency", "8", "--rate", "6/1s"]);
@@ -171,7 +171,7 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         // It keeps each partition's upkeep too, under the partition's lease.
         // One worker: the same id (not `-`, none; nor `?`, unread) on every partition.
         let kept = |shown: &str| {
-            let keepers: Vec<String> = (0..4).map(|k| row(shown, &k.to_string())[9].clone()).collect();
+            let keepers: Vec<String> = (0..4).map(|k| row(shown, &k.to_string())[10].clone()).collect();
             keepers.iter().all(|id| id == &keepers[0] && id != "-" && id != "?")
         };
         let shown = loop {
@@ -186,8 +186,8 @@ fn a_partitioned_queue_is_created_fed_shown_and_worked() {
         assert!(worker.stop(), "{via}: emq work stopped cleanly");
         let (given_back, warned) = emq.ok_said(&["partition", "show", &q]);
         assert!(!warned.contains("warning"), "{via}: the stray job ran: {warned}");
-        assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2502", "0", "1", "-"], "{via}: {shown}");
-        let keepers: Vec<String> = (0..4).map(|k| row(&given_back, &k.to_string())[9].clone()).collect();
+        assert_eq!(row(&shown, "all")[3..], ["0", "0", "0", "2502", "0", "1", "0", "-"], "{via}: {shown}");
+        let keepers: Vec<String> = (0..4).map(|k| row(&given_back, &k.to_string())[10].clone()).collect();
         assert_eq!(keepers, ["-"; 4], "{via}: the stopped worker gave its leases back: {given_back}");
     }
 }
