@@ -236,8 +236,15 @@ pub enum Effect {
     /// read-only keys may serve it), declares its keys read-only in the
     /// module, and no replication wait follows it.
     Reads,
-    /// Writes, and may grow memory: the module refuses it under OOM.
+    /// Writes, moving the jobs already there (a claim, an ack, a lease
+    /// renewed, a retry): runs at `maxmemory` too, so that work in flight
+    /// ends rather than runs again (§8).
     Writes,
+    /// Writes what may grow the queue (a job, a schedule, a batch, a
+    /// setting, progress, a permit, a parent's resolution): refused at
+    /// `maxmemory` before any write, as the module's `deny-oom` and a
+    /// script's first write refuse it.
+    Grows,
     /// Writes, but only frees memory (PURGE): allowed under OOM.
     Frees,
 }
@@ -262,7 +269,7 @@ pub struct Description {
     pub args: &'static [&'static str],
     /// The options that may follow them, `NAME value` pairs.
     pub options: &'static [&'static str],
-    /// Reads, writes, or only frees.
+    /// Reads, writes, grows, or only frees.
     pub effect: Effect,
     /// Whether it may add to a pending set, or put a group back in
     /// `<q>ready` (a lease of a capped group ended), so that claims waiting

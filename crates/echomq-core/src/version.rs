@@ -13,11 +13,11 @@ pub struct Version {
 }
 
 /// The version this crate speaks.
-pub const PROTOCOL: Version = Version { major: 1, minor: 9 };
+pub const PROTOCOL: Version = Version { major: 1, minor: 10 };
 
 /// The earliest module a host of this version uses: the last minor that
 /// added a call or an option it may send (1.8's PERMIT, RENEW and `UNTIL`;
-/// 1.9 added behaviour only). PROTOCOL.md §11.1's `MODULE_MINOR`.
+/// 1.9 and 1.10 added behaviour only). PROTOCOL.md §11.1's `MODULE_MINOR`.
 pub const MODULE_SINCE: Version = Version { major: 1, minor: 8 };
 
 impl Version {

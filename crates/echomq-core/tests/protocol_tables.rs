@@ -24,6 +24,7 @@ fn row(described: &Description) -> String {
     let effect = match described.effect {
         Effect::Reads => "reads",
         Effect::Writes => "writes",
+        Effect::Grows => "grows",
         Effect::Frees => "only frees",
     };
     let flag = |set: bool, word: &str| if set { format!(", {word}") } else { String::new() };

@@ -27,8 +27,9 @@ use crate::store::RedisStore;
 /// Cluster routing asks: without it a call would run on a node that does
 /// not hold its slot.
 ///
-/// Flags: a reader is `readonly`; a writer `write deny-oom`, except one
-/// that only frees memory (PURGE), which is `write`; a command with a
+/// Flags: a reader is `readonly`; one that grows the queue (ENQUEUE) `write
+/// deny-oom`, refused at `maxmemory`; every other writer `write`, run at
+/// `maxmemory` so that work in flight ends (PROTOCOL.md §8); a command with a
 /// `BLOCK` option is `blocking`. Arity: a call without its key count gets
 /// Redis's arity error; a key count that is none of the transition's forms
 /// gets the core's `EMQARG wrong number of keys`, as the Lua script answers.
@@ -36,8 +37,8 @@ pub(crate) fn register(ctx: *mut raw::RedisModuleCtx, name: Name) -> Result<(), 
     let described = name.describe();
     let mut flags = match described.effect {
         Effect::Reads => "readonly",
-        Effect::Writes => "write deny-oom",
-        Effect::Frees => "write",
+        Effect::Grows => "write deny-oom",
+        Effect::Writes | Effect::Frees => "write",
     }
     .to_owned();
     if described.options.contains(&"BLOCK") {

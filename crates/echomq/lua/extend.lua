@@ -29,5 +29,9 @@ err = type_error(active_key, 'zset') or fence_error(job_key, token)
 if err then return err end
 
 local deadline = now_ms() + lease
+-- A write that changes nothing, first: Redis refuses a script's first write
+-- that may grow memory at maxmemory, and lets the later ones through; this
+-- transition moves work in flight, which runs there too (PROTOCOL.md §8).
+redis.call('ZREM', active_key, '')
 redis.call('ZADD', active_key, deadline, id)
 return deadline

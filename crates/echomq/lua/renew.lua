@@ -36,6 +36,10 @@ if err then return err end
 
 local now = now_ms()
 local until_ms = now + RUNNING_HOLD_MS + lease
+-- A write that changes nothing, first: Redis refuses a script's first write
+-- that may grow memory at maxmemory, and lets the later ones through; this
+-- transition moves work in flight, which runs there too (PROTOCOL.md §8).
+redis.call('ZREM', running_key, '')
 local renewed = {}
 for i, n in ipairs(numbers) do
   -- Members are written in decimal by PERMIT: a number spelt `07` is member `7`.

@@ -450,6 +450,9 @@ impl Error {
     /// for the log: the server answered an error, or could not be reached.
     pub(crate) fn failing_words(&self) -> &'static str {
         match self.kind {
+            _ if self.redis_error().and_then(redis::RedisError::code) == Some("OOM") => {
+                "finds the server full (maxmemory: it refuses writes until memory is freed or raised)"
+            }
             ErrorKind::Server => "gets an error from the server",
             _ => "cannot reach the server",
         }

@@ -451,6 +451,29 @@ async fn replay_on(
     case: &Json,
     file_now: i64,
 ) -> Vec<String> {
+    replay_at(via, conn, name, case, file_now, Memory::Room).await.0
+}
+
+/// How a case is replayed on a server: with room, or past `maxmemory`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Memory {
+    Room,
+    /// The server over its `maxmemory` (noeviction) while the call runs.
+    Full,
+}
+
+/// [`replay_on`], the server's memory as `memory` says; its differences.
+/// At [`Memory::Full`] a transition that grows the queue may be refused
+/// with `OOM`, leaving the keyspace as it was; any other answer, and every
+/// other transition's, must be the case's.
+async fn replay_at(
+    via: Via,
+    conn: &MultiplexedConnection,
+    name: Name,
+    case: &Json,
+    file_now: i64,
+    memory: Memory,
+) -> (Vec<String>, bool) {
     let server_ms = || async {
         let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn.clone()).await.unwrap();
         secs * 1000 + micros / 1000
@@ -465,7 +488,7 @@ async fn replay_on(
     let now = if via == Via::Embedded { file_now } else { server_ms().await };
     if via == Via::Embedded {
         if let Err(err) = load_embedded(&embedded, &clock, &case["before"], now) {
-            return vec![err];
+            return (vec![err], false);
         }
     } else {
         let () = redis::cmd("FLUSHDB").query_async(&mut conn.clone()).await.unwrap();
@@ -475,7 +498,31 @@ async fn replay_on(
     let keys = call["keys"].as_array().unwrap().iter().map(|k| String::from_utf8(bytes(k, now)).unwrap());
     let args = call["args"].as_array().unwrap().iter().map(|a| bytes(a, now));
     let call = Call { name, keys: keys.collect(), args: args.collect() };
+    let maxmemory = |bytes: &'static str| async move {
+        let () = redis::cmd("CONFIG")
+            .arg(&["SET", "maxmemory", bytes])
+            .query_async(&mut conn.clone())
+            .await
+            .unwrap();
+    };
+    if memory == Memory::Full {
+        maxmemory("1").await;
+    }
     let reply = executor.run(std::slice::from_ref(&call)).await.unwrap().replies.pop().unwrap();
+    if memory == Memory::Full {
+        maxmemory("0").await;
+    }
+    // A transition that grows the queue may be refused (natively always;
+    // a script when its first write may grow memory), and then writes
+    // nothing; else it answers as with room. One that writes is never refused.
+    let grows = name.describe().effect == echomq_core::description::Effect::Grows;
+    let oom = matches!(&reply, Err(err) if err.redis().and_then(|redis| redis.code()) == Some("OOM"));
+    if oom && grows {
+        let found = dump_server(conn).await;
+        let clock = Clock { now, skew: server_ms().await - now + 1, exact: false };
+        let written = compare(&case["before"], &found, clock, via == Via::Lua);
+        return (written.into_iter().map(|w| format!("written at maxmemory: {w}")).collect(), true);
+    }
     let skew = if via == Via::Embedded { 0 } else { server_ms().await - now + 1 };
     let clock = Clock { now, skew, exact: via == Via::Embedded };
     let mut wrong = Vec::new();
@@ -505,7 +552,58 @@ async fn replay_on(
     wrong.extend(
         compare(&case["after"], &found, clock, via == Via::Lua).into_iter().map(|w| format!("after: {w}")),
     );
-    wrong
+    (wrong, oom)
+}
+
+/// The refusal's code a case expects, if it expects one.
+/// At `maxmemory` (noeviction: a write that may grow memory is refused
+/// while the server is over it), the jobs already in a queue move on and
+/// new ones are refused before any write (PROTOCOL.md §8): every case of a
+/// transition that writes replays exactly as with room, on Lua and native
+/// (an EXTEND refused there let a running job's lease run out, to be run
+/// again and die of `lease expired`; a native ACK refused ran the job
+/// again); one that grows the queue, refused, writes nothing. ENQUEUE is
+/// refused on both.
+#[test]
+fn at_maxmemory_work_in_flight_moves_on_and_new_work_is_refused() {
+    use echomq_core::description::Effect;
+    let server = RedisServer::start_with_module();
+    let client = redis::Client::open(server.url()).expect("a loopback URL");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let failures: Vec<String> = runtime.block_on(async {
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        let conn = client.get_multiplexed_async_connection_with_config(&config).await.unwrap();
+        let () = redis::cmd("CONFIG")
+            .arg(&["SET", "maxmemory-policy", "noeviction"])
+            .query_async(&mut conn.clone())
+            .await
+            .unwrap();
+        let mut failures = Vec::new();
+        for file in files().iter().filter(|file| file.name.describe().effect != Effect::Reads) {
+            for case in &file.cases {
+                for via in [Via::Lua, Via::Native] {
+                    let (wrong, refused) =
+                        replay_at(via, &conn, file.name, case, file.now, Memory::Full).await;
+                    if file.name == Name::Enqueue
+                        && case["name"] == "a plain job, all eleven keys"
+                        && !refused
+                    {
+                        failures.push(format!("a new job is enqueued on {via:?} at maxmemory"));
+                    }
+                    if !wrong.is_empty() {
+                        failures.push(format!(
+                            "{:?} {} on {via:?}:\n  {}",
+                            file.name,
+                            case["name"],
+                            wrong.join("\n  ")
+                        ));
+                    }
+                }
+            }
+        }
+        failures
+    });
+    assert!(failures.is_empty(), "{} differ at maxmemory:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[rustfmt::skip]

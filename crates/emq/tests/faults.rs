@@ -437,6 +437,35 @@ fn a_busy_worker_says_when_its_server_stops_answering() {
     eventually("the renewals' return is said", || read_log().contains("heartbeats renew leases again"));
 }
 
+/// A server over its `maxmemory` (noeviction) from the job's start on: the
+/// job, twice as long as its lease, is renewed, acked and run once, on
+/// each executor (Lua refused its lease renewals, so it was reaped and run
+/// again until it died of `lease expired`; native refused its ack), and a
+/// new enqueue is refused with nothing written.
+#[test]
+fn a_full_server_ends_the_running_job_once_and_refuses_new_ones() {
+    for (server, via) in [(RedisServer::start(), "lua"), (RedisServer::start_with_module(), "native")] {
+        let emq = Emq { url: server.url(), via };
+        let scratch = Scratch::new("full");
+        let q = unique_queue("full");
+        let id = emq.ok(&["enqueue", &q, "long"]).trim().to_owned();
+        let script = r#"cat >/dev/null; echo run >> "$DIR/runs"; sleep 4"#;
+        let args = [q.as_str(), "--lease", "2s", "--", "sh", "-c", script];
+        let _worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+        eventually("the job runs", || scratch.lines("runs").len() == 1);
+        let mut admin = client(&server.url()).get_connection().unwrap();
+        let () = redis::cmd("CONFIG").arg(&["SET", "maxmemory", "1"]).query(&mut admin).unwrap();
+        let refused = emq.command(&["enqueue", &q, "new"]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(3), "{via}: {}", common::show(&refused));
+        eventually("the job is done", || state(&emq, &id).0 == "done");
+        let () = redis::cmd("CONFIG").arg(&["SET", "maxmemory", "0"]).query(&mut admin).unwrap();
+        let log = std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+        assert_eq!(scratch.lines("runs").len(), 1, "{via}: run once: {log}");
+        assert_eq!(state(&emq, &id), ("done".into(), 1), "{via}: {log}");
+        assert!(!log.contains("lost its lease") && !log.contains("lease lost"), "{via}: {log}");
+    }
+}
+
 /// `--via native` on a server without the module is refused at once
 /// (exit 5, nothing sent), saying what to do: by `emq work` before it
 /// claims, and by any other command.

@@ -121,7 +121,7 @@ impl<'a> Batch<'a> {
         forms: BatchKeys::FORMS,
         args: &["batch", "callback", "payload"],
         options: &[],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: false,
         fenced: false,
         hands_out_tokens: false,

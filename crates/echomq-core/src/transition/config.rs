@@ -130,7 +130,7 @@ impl<'a> Config<'a> {
             "CANCELLED_COUNT",
             "EVENTS",
         ],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,

@@ -84,7 +84,7 @@ impl<'a> Enqueue<'a> {
             "PARENT",
             "GROUP",
         ],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,

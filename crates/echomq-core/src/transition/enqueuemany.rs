@@ -42,7 +42,7 @@ impl<'a> EnqueueMany<'a> {
         forms: EnqueueManyKeys::FORMS,
         args: &["id", "payload"],
         options: &["PARENT", "GROUP"],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,

@@ -44,7 +44,7 @@ impl<'a> Fire<'a> {
         forms: FireKeys::FORMS,
         args: &["id", "payload", "name", "tick", "next"],
         options: &["SKIP"],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,

@@ -115,7 +115,7 @@ impl<'a> Flow<'a> {
         forms: FlowKeys::FORMS,
         args: &["id", "payload", "children", "child", "on_failure"],
         options: &["PRIORITY", "ATTEMPTS", "BACKOFF", "BACKOFF_EXP", "TIMEOUT", "HEADERS", "PARENT", "GROUP"],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: false,
         fenced: false,
         hands_out_tokens: false,

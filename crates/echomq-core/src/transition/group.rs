@@ -33,7 +33,7 @@ impl<'a> Group<'a> {
         forms: GroupKeys::FORMS,
         args: &["group"],
         options: &["WEIGHT", "CAP", "RATE", "PER", "MAX", "PAUSED"],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,

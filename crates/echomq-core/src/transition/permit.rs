@@ -72,7 +72,7 @@ impl<'a> Permit<'a> {
         forms: PermitKeys::FORMS,
         args: &[],
         options: &["COUNT", "LEASE"],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: false,
         fenced: false,
         hands_out_tokens: false,

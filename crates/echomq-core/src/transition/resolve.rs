@@ -69,7 +69,7 @@ impl<'a> Resolve<'a> {
         forms: ResolveKeys::FORMS,
         args: &["id", "incarnation", "child", "outcome"],
         options: &["RESULT"],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,

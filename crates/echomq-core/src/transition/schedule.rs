@@ -47,7 +47,7 @@ impl<'a> Schedule<'a> {
         forms: ScheduleKeys::FORMS,
         args: &["name", "definition", "next"],
         options: &[],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: false,
         fenced: false,
         hands_out_tokens: false,

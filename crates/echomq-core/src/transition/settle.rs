@@ -52,7 +52,7 @@ impl<'a> Settle<'a> {
         forms: SettleKeys::FORMS,
         args: &[],
         options: &["LIMIT"],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: false,
         hands_out_tokens: false,
