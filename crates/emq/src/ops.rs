@@ -456,6 +456,37 @@ pub async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Re
     }
 }
 
+/// What a server over its `maxmemory` (noeviction) does, when it is:
+/// it refuses new jobs, settings and progress, while the jobs already
+/// there go on (PROTOCOL.md §5, 1.10). `None` when it has room, or when
+/// `INFO memory` cannot be read (advice only: it never fails a command).
+pub async fn full_note(conn: &mut Conn) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg("memory").query_async(conn).await.ok()?;
+    let field =
+        |name: &str| info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')).map(str::trim);
+    let used: u64 = field("used_memory")?.parse().ok()?;
+    let most: u64 = field("maxmemory")?.parse().ok()?;
+    let policy = field("maxmemory_policy")?;
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    (most > 0 && used >= most && policy == "noeviction").then(|| {
+        format!(
+            "the server is full: {:.1} MiB used of its maxmemory {:.1} MiB. It refuses new jobs, flows, \
+             schedules, settings and progress (and workers' registry entries) until memory is freed \
+             (emq purge, emq delete) or maxmemory raised; the jobs already there are claimed, acked and \
+             renewed as usual",
+            mib(used),
+            mib(most)
+        )
+    })
+}
+
+/// [`full_note`], said on stderr when the server is full.
+pub async fn note_if_full(conn: &mut Conn) {
+    if let Some(note) = full_note(conn).await {
+        eprintln!("emq: note: {note}");
+    }
+}
+
 /// A queue none of whose keys exist (no job, setting, event or schedule,
 /// ever: a misspelt name?), said on stderr. Advice only: a script waiting
 /// for a queue not made yet goes on, and a failed look says nothing.

@@ -115,6 +115,7 @@ pub async fn stats(server: &Server, args: StatsArgs) -> Result<(), Error> {
             say_total(p, &total_name(p), width, &std::mem::take(&mut total), std::mem::take(&mut partial))?;
         }
     }
+    crate::ops::note_if_full(&mut conn).await;
     match unreadable {
         0 => Ok(()),
         n => {

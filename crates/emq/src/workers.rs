@@ -41,6 +41,8 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     if let (Some(queue), true) = (&args.queue, workers.is_empty()) {
         eprintln!("emq: note: no live worker works {queue}");
     }
+    // A full server refuses the registry's beats: its workers may be missing here.
+    crate::ops::note_if_full(&mut server.connection().await?).await;
     Ok(())
 }
 

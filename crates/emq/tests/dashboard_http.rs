@@ -471,6 +471,24 @@ async fn a_damaged_worker_registry_is_said_and_hides_no_queue() {
     assert_eq!(text, "in the way", "the reader changed nothing");
 }
 
+/// A server over its `maxmemory` is said at the top of the queues page
+/// (its workers' registry beats are refused too, so the workers shown may
+/// be too few), and not once it has room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_server_is_said_on_the_queues_page() {
+    let server = RedisServer::start();
+    let name = unique_queue("full");
+    queue(&server, &name).await.enqueue(b"x".to_vec()).await.unwrap();
+    let mut conn = server.client().get_connection().unwrap();
+    let dashboard = Dashboard::start(&server, &[]);
+    assert!(!dashboard.get("/").has(r#"id="full""#), "room: nothing said");
+    let () = redis::cmd("CONFIG").arg(&["SET", "maxmemory", "1"]).query(&mut conn).unwrap();
+    let said = |page: &str| dashboard.get(page).has("the server is full");
+    echomq_test_support::eventually_blocking("the next snapshot says it", || said("/"));
+    let () = redis::cmd("CONFIG").arg(&["SET", "maxmemory", "0"]).query(&mut conn).unwrap();
+    echomq_test_support::eventually_blocking("and stops once there is room", || !said("/"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_is_triggered_after_a_confirmation() {
     let server = RedisServer::start();

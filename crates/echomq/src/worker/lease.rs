@@ -298,8 +298,37 @@ impl Heart {
         if beats.is_empty() {
             return;
         }
-        let (beats, sent, trouble) = self.renew(beats).await;
+        // A server that takes the round and does not answer (frozen, or
+        // stalled: no connection breaks) is said within a beat; the round
+        // still waits for its answer, which a finishing call waits for too.
+        let renewing = self.renew(beats);
+        tokio::pin!(renewing);
+        let (beats, sent, trouble) = tokio::select! {
+            renewed = &mut renewing => renewed,
+            () = tokio::time::sleep(self.beat()) => {
+                self.say_unanswered(now, failing_since);
+                renewing.await
+            }
+        };
         self.say(trouble, &beats, sent, failing_since);
+    }
+
+    /// Say, once, that the round sent at `sent` has had no answer for a
+    /// beat, and how long the oldest lease holds.
+    fn say_unanswered(&self, sent: Instant, failing_since: &mut Option<Instant>) {
+        if failing_since.is_some() {
+            return;
+        }
+        let oldest =
+            self.running().into_iter().map(|(_, _, until)| until).min().unwrap_or(sent + self.length);
+        tracing::warn!(
+            queue = self.queue.name(),
+            "heartbeats get no answer from the server within {:.1?} (frozen, or stalled?); the oldest lease \
+             holds for {:.1?} more",
+            self.beat(),
+            oldest.saturating_duration_since(Instant::now())
+        );
+        *failing_since = Some(sent);
     }
 
     /// Renew `beats` in one pipeline of EXTENDs: the leases, each marked
@@ -309,11 +338,7 @@ impl Heart {
     async fn renew(&self, beats: Vec<Arc<Beat>>) -> (Vec<Arc<Beat>>, Instant, Option<Error>) {
         let mut due = OnTheirWay { renewed: Vec::with_capacity(beats.len()), beats };
         let sent = Instant::now();
-        // A server that takes the round and does not answer (frozen, or
-        // stalled) is said within a beat, and the next round sends again:
-        // an EXTEND that lands late only lengthens a lease.
-        let answered_by = sent + self.beat();
-        let permitted = match unanswered_after(answered_by, self.permitted(&due.beats)).await {
+        let permitted = match self.permitted(&due.beats).await {
             Ok(permitted) => permitted,
             Err(err) => {
                 due.renewed.resize(due.beats.len(), None);
@@ -328,7 +353,7 @@ impl Heart {
             .map(|(beat, _)| Extend { id: beat.id.clone(), token: beat.token, lease: self.length })
             .collect();
         let (via, keys) = (&**self.queue.executor(), self.queue.keyspace());
-        let mut outcomes = match unanswered_after(answered_by, execute_batch(via, keys, &extends)).await {
+        let mut outcomes = match execute_batch(via, keys, &extends).await {
             Ok(outcomes) => outcomes,
             Err(err) => vec![Err(err); extends.len()],
         }
@@ -428,18 +453,4 @@ impl Heart {
             (None, false) => {}
         }
     }
-}
-
-/// `call`'s outcome, or an error saying it got no answer by `deadline`.
-async fn unanswered_after<T>(
-    deadline: Instant,
-    call: impl std::future::Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    tokio::time::timeout_at(deadline, call).await.unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorKind::MayHaveLanded,
-            "the server took the renewals and did not answer within a third of the lease (frozen, or \
-             stalled?)",
-        ))
-    })
 }

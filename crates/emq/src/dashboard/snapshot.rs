@@ -55,6 +55,8 @@ pub struct Snapshot {
     /// epoch: a worker's beats are on its own clock, and the registry's
     /// liveness is judged on this one (not the server's).
     pub local_ms: u64,
+    /// What a full server does, when it is over its `maxmemory`.
+    pub full: Option<String>,
     /// Its Prometheus text, rendered the first time `/metrics` asks.
     metrics: OnceLock<String>,
 }
@@ -259,7 +261,8 @@ async fn take(conn: &mut Conn, executor: &Arc<dyn Executor>, registry: Registry)
         }
         Err(err) => Err(crate::failure::explain(err.as_ref())),
     };
-    Snapshot { taken, now_ms, queues, partitioned, workers, local_ms, metrics: OnceLock::new() }
+    let full = crate::ops::full_note(conn).await;
+    Snapshot { taken, now_ms, queues, partitioned, workers, local_ms, full, metrics: OnceLock::new() }
 }
 
 /// The server's clock, ms since the Unix epoch.

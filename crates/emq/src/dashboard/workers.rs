@@ -123,6 +123,9 @@ pub fn overview(snapshot: &Snapshot) -> Markup {
     };
     html! {
         section #workers {
+            @if let Some(full) = &snapshot.full {
+                p.bad #full { (full) }
+            }
             @match &snapshot.workers {
                 Err(why) => p.bad #registry { "The worker registry cannot be read: " (why) },
                 Ok(workers) => p #live-workers {
