@@ -38,6 +38,19 @@ async def test_a_sync_parent_reads_its_children_results_from_its_thread(conn: ec
     assert seen and loop_thread not in seen
 
 
+async def test_a_sync_handler_reports_progress_by_calling_it(queue: echomq.Queue) -> None:
+    """``job.progress(...)`` from a plain ``def`` handler reports at once
+    (it made a coroutine no one awaited, and the progress was lost)."""
+    def handle(job: echomq.Job) -> bytes:
+        job.progress(b"half")
+        return b"ok"
+
+    job = await queue.enqueue(b"x")
+    async with working(echomq.Worker(queue, handle)):
+        done = await queue.wait(job.id, timeout=60)
+    assert (done.state, done.progress) == ("done", b"half")
+
+
 async def test_from_thread_on_the_loop_is_refused(queue: echomq.Queue) -> None:
     refused: list[str] = []
 

@@ -10,7 +10,10 @@ import re
 
 
 class EchoMQError(Exception):
-    """Every error this package raises."""
+    """Every error this package raises of its own. A server that cannot be
+    reached, or does not answer in time, raises redis-py's
+    ``redis.exceptions.ConnectionError`` or ``TimeoutError`` as they are:
+    nothing was done then, or (a connection broken on the way) maybe."""
 
 
 class InvalidInput(EchoMQError, ValueError):

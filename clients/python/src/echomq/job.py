@@ -9,12 +9,13 @@ for its children. Both are importable from :mod:`echomq` and
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import contextvars
 import functools
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Generator, TypeVar
 
 from . import _protocol, calls, flows
 from .errors import FenceError, InvalidInput, NoJobError
@@ -71,6 +72,8 @@ class Job:
         result (``timeout`` seconds at most: ``TimeoutError``): how a plain
         ``def`` handler calls the job's ``async`` methods. Never from the
         loop itself, which would wait for itself: ``RuntimeError``."""
+        if isinstance(work, _Reported):
+            return None  # type: ignore[return-value]  # done in this thread already: progress
         if self._loop is None:
             work.close()
             raise RuntimeError("this job is not run by a worker: await its methods instead")
@@ -159,10 +162,21 @@ class Job:
         children = await self.children()
         return {} if children is None else children.results
 
-    async def progress(self, value: bytes | str | Any) -> None:
+    def progress(self, value: bytes | str | Any) -> Coroutine[Any, Any, None]:
         """Report how far the job got (PROGRESS): bytes as they are, a str as
-        UTF-8, anything else as JSON. Raises :class:`FenceError` when the
-        lease was lost (the handler is being cancelled)."""
+        UTF-8, anything else as JSON: ``await job.progress(b"50")``. From a
+        plain ``def`` handler's thread, ``job.progress(b"50")`` reports at
+        once (waiting for the server's answer) and returns an awaitable
+        that is done (``job.from_thread(job.progress(...))`` still works).
+        Raises :class:`FenceError` when the lease was lost (the handler is
+        being cancelled)."""
+        report = self._progress(value)
+        if self._loop is not None and not _on_loop(self._loop):
+            self.from_thread(report)
+            return _Reported()
+        return report
+
+    async def _progress(self, value: bytes | str | Any) -> None:
         raw = _as_bytes(value)
         try:
             await self.queue.executor.run(calls.progress(self.queue.keyspace, self.id, self.token, raw))
@@ -170,6 +184,32 @@ class Job:
             if self._entry is not None:
                 self._entry.lose("its progress was refused")
             raise
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread runs ``loop``."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+class _Reported(collections.abc.Coroutine[Any, Any, None]):
+    """What :meth:`Job.progress` answers in a handler's thread, where it
+    reported at once: awaiting it does nothing, and neither does
+    :meth:`Job.from_thread` (no coroutine left unawaited)."""
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration
+
+    def throw(self, *args: Any) -> Any:
+        raise StopIteration
+
+    def close(self) -> None:
+        pass
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]
 
 
 def _as_bytes(value: Any) -> bytes:
