@@ -39,6 +39,10 @@ pub struct RetryArgs {
     /// With --all-dead: retry them (without, nothing changes).
     #[arg(long, requires = "all_dead")]
     yes: bool,
+    /// Retry a flow's parent whose children have not all ended: it runs at
+    /// once, before them (without, such a parent is refused).
+    #[arg(long, conflicts_with = "all_dead")]
+    force: bool,
 }
 
 pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
@@ -47,8 +51,52 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         let selection = Selection { queue, state: State::Dead, matching: args.matching };
         return bulk(server, &selection, Action::Retry, args.yes).await;
     }
+    let force = args.force;
     let args = JobsArgs { ids: args.ids, queue: args.queue };
-    each_job(server, args, "retried", |queue, id| async move { queue.retry(&id).await.map(|()| true) }).await
+    each_job(server, args, "retried", |queue, id| async move {
+        if !force {
+            children_ended(&queue, &id).await?;
+        }
+        queue.retry(&id).await.map(|()| true)
+    })
+    .await
+}
+
+/// A flow's parent is retried only once every child it has not heard the
+/// end of has ended in its own queue: RETRY makes it pending at once,
+/// whatever its children, and a parent that died stops hearing of them
+/// (PROTOCOL.md §7.8). Refused (`EMQSTATE`, said) while one still runs or
+/// waits; said, and let through, when they ended unheard.
+async fn children_ended(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()> {
+    let Some(children) = echomq::Flows::of(queue).children(id).await? else { return Ok(()) };
+    let mut running = Vec::new();
+    let mut unheard = 0;
+    for child in children.children.iter().filter(|child| child.outcome.is_none()) {
+        let theirs = echomq::Queue::new(queue.executor().clone(), &child.child.queue)?;
+        match theirs.inspect(&child.child.id).await? {
+            Some(found) if !matches!(found.record.state, State::Done | State::Dead | State::Cancelled) => {
+                running.push(format!("{} {}", child.child, found.record.state));
+            }
+            _ => unheard += 1,
+        }
+    }
+    if !running.is_empty() {
+        return Err(echomq::Error::new(
+            echomq::ErrorKind::State,
+            format!(
+                "a flow's parent whose children have not all ended ({}): retried now it would run before \
+                 them. Retry it once they have (emq inspect {id} lists them), or with --force",
+                running.join(", ")
+            ),
+        ));
+    }
+    if unheard > 0 {
+        eprintln!(
+            "emq: note: {id}: {unheard} of its children ended after it died, unheard: it reads them as still \
+             open, without their results"
+        );
+    }
+    Ok(())
 }
 
 /// A state cancel takes: pending, active, delayed or dead.

@@ -169,3 +169,39 @@ fn a_flow_file_with_its_parent_s_id_added_twice_adds_nothing_twice() {
     let row = stats.lines().find(|line| line.starts_with(&children)).unwrap_or_else(|| panic!("{stats}"));
     assert_eq!(row.split_whitespace().nth(1), Some("2"), "two children pending, not four: {stats}");
 }
+
+/// A flow's parent that died of a child is not retried while another of
+/// its children still runs (it would run before it): refused, naming the
+/// child, and let through with --force.
+#[test]
+fn a_dead_parent_is_retried_only_once_its_children_have_ended() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("retry-parent");
+    let (parents, children) = (unique_queue("parents"), unique_queue("children"));
+    let flow = format!(
+        r#"{{"queue": "{parents}", "payload": "merge", "children": [
+            {{"queue": "{children}", "payload": "bad"}}, {{"queue": "{children}", "payload": "slow"}}]}}"#
+    );
+    std::fs::write(scratch.path("flow.json"), flow).unwrap();
+    let added: serde_json::Value =
+        serde_json::from_str(&emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()])).unwrap();
+    let parent = added["parent"].as_str().unwrap().split_once('}').unwrap().1.to_owned();
+    let script = r#"p=$(cat); [ "$p" = bad ] && exit 1; echo "$p" >> "$DIR/running"; sleep 60"#;
+    let args = [children.as_str(), "--max-attempts", "1", "--concurrency", "2", "--", "sh", "-c", script];
+    let _worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    let state = || emq.ok(&["inspect", &parent, "--queue", &parents]);
+    eventually("the parent died of its bad child", || state().contains("state     dead"));
+    eventually("the slow child runs", || scratch.lines("running") == ["slow"]);
+
+    let refused = emq.command(&["retry", &parent, "--queue", &parents]).output().unwrap();
+    let said = show(&refused);
+    assert_eq!(refused.status.code(), Some(5), "{said}");
+    assert!(
+        said.contains("have not all ended") && said.contains("active") && said.contains("--force"),
+        "{said}"
+    );
+    assert!(state().contains("state     dead"), "nothing changed");
+    emq.ok(&["retry", &parent, "--queue", &parents, "--force"]);
+    assert!(state().contains("state     pending"), "{}", state());
+}
