@@ -237,11 +237,11 @@ pub enum Effect {
     /// module, and no replication wait follows it.
     Reads,
     /// Writes, moving the jobs already there (a claim, an ack, a lease
-    /// renewed, a retry): runs at `maxmemory` too, so that work in flight
-    /// ends rather than runs again (§8).
+    /// renewed, a retry, a running job's progress): runs at `maxmemory`
+    /// too, so that work in flight ends rather than runs again (§8).
     Writes,
-    /// Writes what may grow the queue (a job, a schedule, a batch, a
-    /// setting, progress, a permit, a parent's resolution): refused at
+    /// Writes what may grow the queue (a job, a job's children, a
+    /// schedule, a batch, a setting, a permit, a parent's resolution): refused at
     /// `maxmemory` before any write, as the module's `deny-oom` and a
     /// script's first write refuse it.
     Grows,

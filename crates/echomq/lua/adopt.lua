@@ -115,10 +115,6 @@ G, err = grouping(string.sub(active_key, 1, #active_key - #'active'))
 if G then group, err = G.job_group(string.sub(active_key, 1, #active_key - #'active'), id) end
 if err then return err end
 open = string.format('%d', open + new)
--- A write that changes nothing, first: Redis refuses a script's first write
--- that may grow memory at maxmemory, and lets the later ones through; this
--- transition moves work in flight, which runs there too (PROTOCOL.md §8).
-redis.call('ZREM', active_key, '')
 redis.call('HSET', children_key, 'incarnation', incarnation, 'open', open, 'children',
   string.format('%d', total + new), unpack(added))
 redis.call('ZREM', active_key, id)

@@ -42,6 +42,10 @@ local keep
 keep, err = events_keep(events_key, config_key)
 if err then return err end
 
+-- A write that changes nothing, first: Redis refuses a script's first write
+-- that may grow memory at maxmemory, and lets the later ones through; a running
+-- job's progress is work in flight, which runs there too (PROTOCOL.md §8).
+redis.call('HDEL', progress_key, '')
 redis.call('HSET', progress_key, id, value)
 emit(events_key, keep, 'progress', id, 'progress', value)
 return 1

@@ -55,48 +55,66 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
     let args = JobsArgs { ids: args.ids, queue: args.queue };
     each_job(server, args, "retried", |queue, id| async move {
         if !force {
-            children_ended(&queue, &id).await?;
+            refuse_unended(&queue, &id).await?;
         }
         queue.retry(&id).await.map(|()| true)
     })
     .await
 }
 
-/// A flow's parent is retried only once every child it has not heard the
-/// end of has ended in its own queue: RETRY makes it pending at once,
-/// whatever its children, and a parent that died stops hearing of them
-/// (PROTOCOL.md §7.8). Refused (`EMQSTATE`, said) while one still runs or
-/// waits; said, and let through, when they ended unheard.
-async fn children_ended(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()> {
-    let Some(children) = echomq::Flows::of(queue).children(id).await? else { return Ok(()) };
-    let mut running = Vec::new();
-    let mut unheard = 0;
-    for child in children.children.iter().filter(|child| child.outcome.is_none()) {
-        let theirs = echomq::Queue::new(queue.executor().clone(), &child.child.queue)?;
-        match theirs.inspect(&child.child.id).await? {
-            Some(found) if !matches!(found.record.state, State::Done | State::Dead | State::Cancelled) => {
-                running.push(format!("{} {}", child.child, found.record.state));
-            }
-            _ => unheard += 1,
-        }
-    }
-    if !running.is_empty() {
-        return Err(echomq::Error::new(
+/// A dead flow parent whose children have not all ended is refused
+/// (`EMQSTATE`, naming them), advising `--force`; any other job passes
+/// (RETRY answers for it).
+async fn refuse_unended(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()> {
+    let dead = queue.inspect(id).await?.is_some_and(|job| job.record.state == State::Dead);
+    let unended = if dead { unended_children(queue, id).await? } else { Vec::new() };
+    match unended.is_empty() {
+        true => Ok(()),
+        false => Err(echomq::Error::new(
             echomq::ErrorKind::State,
             format!(
-                "a flow's parent whose children have not all ended ({}): retried now it would run before \
-                 them. Retry it once they have (emq inspect {id} lists them), or with --force",
-                running.join(", ")
+                "{}. Retry it once they have (emq inspect {id} lists them), or with --force",
+                unended_said(&unended)
             ),
-        ));
+        )),
     }
-    if unheard > 0 {
-        eprintln!(
-            "emq: note: {id}: {unheard} of its children ended after it died, unheard: it reads them as still \
-             open, without their results"
-        );
+}
+
+/// The children a flow's parent `id` has not heard the end of that still
+/// run or wait in their own queues, each with its state (`{q}JOB… active`):
+/// retried now, the parent would run before them, since RETRY makes it
+/// pending whatever its children (and a parent that died hears of none).
+/// Empty for a job that is no parent, or whose children have all ended.
+pub async fn unended_children(queue: &echomq::Queue, id: &JobId) -> echomq::Result<Vec<String>> {
+    match echomq::Flows::of(queue).children(id).await? {
+        Some(children) => unended_of(queue.executor(), &children).await,
+        None => Ok(Vec::new()),
     }
-    Ok(())
+}
+
+/// [`unended_children`] of a parent's children as read.
+pub async fn unended_of(
+    executor: &std::sync::Arc<dyn echomq::Executor>,
+    children: &echomq::transition::ChildrenReply,
+) -> echomq::Result<Vec<String>> {
+    let mut unended = Vec::new();
+    for child in children.children.iter().filter(|child| child.outcome.is_none()) {
+        let theirs = echomq::Queue::new(executor.clone(), &child.child.queue)?;
+        if let Some(found) = theirs.inspect(&child.child.id).await? {
+            if !matches!(found.record.state, State::Done | State::Dead | State::Cancelled) {
+                unended.push(format!("{} {}", child.child, found.record.state));
+            }
+        }
+    }
+    Ok(unended)
+}
+
+/// Why a parent with `unended` children is not retried, in words.
+pub fn unended_said(unended: &[String]) -> String {
+    format!(
+        "a flow's parent whose children have not all ended ({}): retried now it would run before them",
+        unended.join(", ")
+    )
 }
 
 /// A state cancel takes: pending, active, delayed or dead.

@@ -72,7 +72,7 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
         "created": added.created,
         "children": children,
     });
-    say!("{line}");
+    tell!("{line}");
     Ok(())
 }
 

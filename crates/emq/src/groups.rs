@@ -50,6 +50,14 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         },
         None => {}
     }
+    // A group's state is its own: the queue's pause holds every one of them.
+    let settings = crate::flow::settings(&mut server.connection().await?, queue.keyspace()).await;
+    if settings.is_ok_and(|settings| settings.paused) {
+        eprintln!(
+            "emq: note: queue {0} is paused: none of its groups runs, whatever its state, until `emq resume {0}`",
+            args.queue
+        );
+    }
     Ok(())
 }
 

@@ -303,7 +303,6 @@ impl Command {
     fn only_prints(&self) -> bool {
         match self {
             Command::Inspect(_)
-            | Command::Flow(_)
             | Command::Result(_)
             | Command::Events(_)
             | Command::List(_)
@@ -314,6 +313,7 @@ impl Command {
             | Command::Groups(_) => true,
             Command::Config(args) => args.only_reads(),
             Command::Schedule(args) => args.only_reads(),
+            Command::Partition(command) => command.only_reads(),
             _ => false,
         }
     }

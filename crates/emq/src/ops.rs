@@ -456,24 +456,30 @@ pub async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Re
     }
 }
 
-/// What a server over its `maxmemory` (noeviction) does, when it is:
-/// it refuses new jobs, settings and progress, while the jobs already
-/// there go on (PROTOCOL.md §5, 1.10). `None` when it has room, or when
-/// `INFO memory` cannot be read (advice only: it never fails a command).
+/// What a server over its `maxmemory` does, when it is: it refuses new
+/// jobs and settings, while the jobs already there go on (PROTOCOL.md §5,
+/// 1.10). Over it as Redis counts it (less its replicas' and AOF buffers),
+/// under `noeviction` or a `volatile-*` policy (EchoMQ's keys have no TTL:
+/// nothing is evicted, writes are refused). `None` when it has room, or
+/// when `INFO memory` cannot be read as one server's (advice only: it never
+/// fails a command; a Cluster's nodes answer apart, and are not read).
 pub async fn full_note(conn: &mut Conn) -> Option<String> {
     let info: String = redis::cmd("INFO").arg("memory").query_async(conn).await.ok()?;
     let field =
         |name: &str| info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')).map(str::trim);
-    let used: u64 = field("used_memory")?.parse().ok()?;
-    let most: u64 = field("maxmemory")?.parse().ok()?;
+    let number = |name: &str| field(name).and_then(|value| value.parse::<u64>().ok());
+    let not_counted = number("mem_not_counted_for_evict").unwrap_or(0);
+    let used = number("used_memory")?.saturating_sub(not_counted);
+    let most = number("maxmemory")?;
     let policy = field("maxmemory_policy")?;
+    let refuses = policy == "noeviction" || policy.starts_with("volatile-");
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
-    (most > 0 && used >= most && policy == "noeviction").then(|| {
+    (most > 0 && used >= most && refuses).then(|| {
         format!(
             "the server is full: {:.1} MiB used of its maxmemory {:.1} MiB. It refuses new jobs, flows, \
-             schedules, settings and progress (and workers' registry entries) until memory is freed \
-             (emq purge, emq delete) or maxmemory raised; the jobs already there are claimed, acked and \
-             renewed as usual",
+             schedules and settings (and workers' registry entries) until memory is freed (emq purge, \
+             emq delete) or maxmemory raised; the jobs already there are claimed, acked and renewed as \
+             usual",
             mib(used),
             mib(most)
         )

@@ -31,6 +31,13 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// Whether it only reads (`show`).
+    pub fn only_reads(&self) -> bool {
+        matches!(self, Command::Show { .. })
+    }
+}
+
 pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
     let via = server.executor().await?;
     match command {

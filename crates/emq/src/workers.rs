@@ -42,7 +42,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         eprintln!("emq: note: no live worker works {queue}");
     }
     // A full server refuses the registry's beats: its workers may be missing here.
-    crate::ops::note_if_full(&mut server.connection().await?).await;
+    if let Ok(mut conn) = server.connection().await {
+        crate::ops::note_if_full(&mut conn).await;
+    }
     Ok(())
 }
 

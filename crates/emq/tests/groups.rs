@@ -95,6 +95,11 @@ fn groups_are_enqueued_limited_and_listed() {
         );
         let resumed = emq.ok(&["limit", &q, "--group", "tenant-8", "--resume"]);
         assert!(resumed.contains("group tenant-8: ready"), "{via}: {resumed}");
+        // The queue's own pause holds every group, whatever its state says.
+        emq.ok(&["pause", &q]);
+        let (listed, note) = emq.ok_said(&["groups", &q]);
+        assert_eq!(row(&listed, "tenant-8")[3], "ready", "{via}");
+        assert!(note.contains(&format!("queue {q} is paused: none of its groups runs")), "{via}: {note}");
     }
 }
 

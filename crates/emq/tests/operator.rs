@@ -202,6 +202,11 @@ fn a_dead_parent_is_retried_only_once_its_children_have_ended() {
         "{said}"
     );
     assert!(state().contains("state     dead"), "nothing changed");
+    // In bulk too: refused, counted and said.
+    let bulk = emq.command(&["retry", "--all-dead", "--queue", &parents, "--yes"]).output().unwrap();
+    let said = show(&bulk);
+    assert!(said.contains("1 of them refused") && said.contains("have not all ended"), "{said}");
+    assert!(state().contains("state     dead"), "nothing changed: {said}");
     emq.ok(&["retry", &parent, "--queue", &parents, "--force"]);
     assert!(state().contains("state     pending"), "{}", state());
 }

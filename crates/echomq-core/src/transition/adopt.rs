@@ -55,7 +55,7 @@ impl<'a> Adopt<'a> {
         forms: AdoptKeys::FORMS,
         args: &["id", "token", "max_attempts", "children", "child", "on_failure"],
         options: &[],
-        effect: Effect::Writes,
+        effect: Effect::Grows,
         wakes_claims: true,
         fenced: true,
         hands_out_tokens: false,

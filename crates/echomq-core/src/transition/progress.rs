@@ -30,7 +30,7 @@ impl<'a> Progress<'a> {
         forms: ProgressKeys::FORMS,
         args: &["id", "token", "value"],
         options: &[],
-        effect: Effect::Grows,
+        effect: Effect::Writes,
         wakes_claims: false,
         fenced: true,
         hands_out_tokens: false,

@@ -306,18 +306,23 @@ impl Heart {
         let (beats, sent, trouble) = tokio::select! {
             renewed = &mut renewing => renewed,
             () = tokio::time::sleep(self.beat()) => {
-                self.say_unanswered(now, failing_since);
-                renewing.await
+                let silence_said = self.say_unanswered(now, failing_since);
+                let renewed = renewing.await;
+                // The silence ended in a failure: that is said too, once.
+                if silence_said && renewed.2.is_some() {
+                    *failing_since = None;
+                }
+                renewed
             }
         };
         self.say(trouble, &beats, sent, failing_since);
     }
 
     /// Say, once, that the round sent at `sent` has had no answer for a
-    /// beat, and how long the oldest lease holds.
-    fn say_unanswered(&self, sent: Instant, failing_since: &mut Option<Instant>) {
+    /// beat, and how long the oldest lease holds; whether it said so.
+    fn say_unanswered(&self, sent: Instant, failing_since: &mut Option<Instant>) -> bool {
         if failing_since.is_some() {
-            return;
+            return false;
         }
         let oldest =
             self.running().into_iter().map(|(_, _, until)| until).min().unwrap_or(sent + self.length);
@@ -329,6 +334,7 @@ impl Heart {
             oldest.saturating_duration_since(Instant::now())
         );
         *failing_since = Some(sent);
+        true
     }
 
     /// Renew `beats` in one pipeline of EXTENDs: the leases, each marked
