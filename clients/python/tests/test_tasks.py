@@ -151,6 +151,20 @@ async def test_a_burst_of_first_async_enqueues_opens_one_connection(
     admin.close()
 
 
+def test_each_asyncio_run_that_enqueues_leaves_no_loop_behind(server: RedisServer) -> None:
+    """An app's connection per event loop is dropped once its loop closed
+    (its entry held the loop: every asyncio.run() kept one)."""
+    app, name = _app(server)
+
+    @app.task()
+    def ping(n: int) -> None:
+        pass
+
+    for n in range(3):
+        asyncio.run(ping.enqueue_async(n))
+    assert len(app._connections) == 1, "the last loop's, dropped at the next use"
+
+
 async def test_a_unique_task_s_key_is_its_arguments_however_they_are_passed(server: RedisServer) -> None:
     app, name = _app(server)
 

@@ -391,6 +391,10 @@ class App:
         from .queue import connect
 
         loop = asyncio.get_running_loop()
+        # A closed loop's entry holds it (its tasks name it): dropped here,
+        # so that each asyncio.run() that enqueued does not keep its loop.
+        for closed in [other for other in list(self._connections) if other.is_closed()]:
+            del self._connections[closed]
         found = self._connections.get(loop)
         if found is None:
             found = self._connections[loop] = (loop.create_task(connect(self.url)), {})
