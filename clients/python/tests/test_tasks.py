@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -52,6 +52,9 @@ async def test_a_sync_and_an_async_task_run_by_name_with_json_arguments_and_resu
         done = await queue.wait(first.id, timeout=60)
         hello = await queue.wait(second.id, timeout=60)
     assert done.result_json() == {"sum": 1.5} and hello.result_json() == "hello ada"
+    # A task's result by what its enqueue answered, from sync and async code.
+    assert await asyncio.to_thread(add.result, first, 5) == {"sum": 1.5}
+    assert await greet.result_async(second.id, timeout=timedelta(seconds=5)) == "hello ada"
     assert seen["sync"] != loop_thread and seen["async"] == loop_thread
     assert seen["job"] == (first.id, 1)
     assert add(2, 3) == {"sum": 5.0}, "a task called is the function called"
@@ -237,6 +240,28 @@ async def test_using_changes_the_options_of_its_enqueues_only(server: RedisServe
     app.close()
 
 
+async def test_a_task_s_result_raises_for_a_dead_or_cancelled_job(server: RedisServer) -> None:
+    app, name = _app(server)
+
+    @app.task(attempts=1)
+    def broken(n: int) -> int:
+        raise ValueError(f"no {n}")
+
+    dies = await broken.enqueue_async(7)
+    cancelled = await broken.using(delay=3600).enqueue_async(8)
+    queue = await app.queue_async(name)
+    assert await queue.cancel(cancelled.id)
+    async with working(echomq.Worker(queue, app.handler)):
+        with pytest.raises(echomq.JobDied, match=f"job {dies.id} died: ValueError: no 7") as died:
+            await broken.result_async(dies, timeout=60)
+    assert died.value.error is not None and "Traceback" in died.value.error
+    with pytest.raises(echomq.JobCancelled):
+        await broken.result_async(cancelled, timeout=60)
+    with pytest.raises(TimeoutError):
+        await broken.result_async((await broken.enqueue_async(9)).id, timeout=0.2)
+    app.close()
+
+
 def test_test_mode_runs_tasks_without_redis() -> None:
     # Nothing listens on port 1: any use of Redis would fail.
     app = echomq.App("redis://127.0.0.1:1/0", queue="q")
@@ -257,13 +282,15 @@ def test_test_mode_runs_tasks_without_redis() -> None:
         return items[5]
 
     with app.testing() as mode:
-        welcome.enqueue("a@example.com", name="Ada")
+        sent = welcome.enqueue("a@example.com", name="Ada")
         [job] = mode.jobs_of(welcome)
         assert (job.queue, job.args, job.kwargs, job.state) == ("q", ["a@example.com"], {"name": "Ada"}, "pending")
         assert calls == []
+        with pytest.raises(RuntimeError, match="has not run"):
+            welcome.result(sent)
         ran = mode.run()
         assert [j.task for j in ran] == ["welcome", "follow_up"]
-        assert job.state == "done" and job.result == "sent"
+        assert job.state == "done" and job.result == "sent" and welcome.result(sent) == "sent"
         assert calls == [("a@example.com", "Ada"), ("follow", "a@example.com")]
         # The checks of a real enqueue hold here too.
         with pytest.raises(echomq.InvalidInput, match="a datetime.datetime"):

@@ -34,6 +34,13 @@ def send(to: str, *, subject: str) -> None: ...
 
 send.enqueue("a@example.com", subject="hi")
 send.enqueue(1, subject="hi")
+
+@app.task
+async def total(n: int) -> int:
+    return n
+
+count: int = total.result(total.enqueue(1))
+word: str = total.result(total.enqueue(2))
 '''
 
 
@@ -45,6 +52,8 @@ def test_enqueue_options_and_task_arguments_are_typed(tmp_path: Path) -> None:
         [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "mypy"), "produce.py"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert [line.split(":")[1] for line in errors] == ["5", "6", "15"], done.stdout
+    assert [line.split(":")[1] for line in errors] == ["5", "6", "15", "22"], done.stdout
     assert 'Unexpected keyword argument "priorty"' in errors[0] and '"delay"' in errors[1]
     assert 'Argument 1 to "enqueue" of "Task" has incompatible type "int"; expected "str"' in errors[2]
+    # An async task's result is typed by what its coroutine returns.
+    assert 'expression has type "int", variable has type "str"' in errors[3], errors[3]

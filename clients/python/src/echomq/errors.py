@@ -159,3 +159,23 @@ def refusal(text: str) -> Refused | None:
     code, _, message = text.partition(" ")
     cls = CODES.get(code)
     return cls(message) if cls is not None else None
+
+
+class JobDied(EchoMQError):
+    """A job whose result was asked for (:meth:`echomq.Task.result`) ended
+    dead, its attempts spent: ``error`` is its last error."""
+
+    def __init__(self, job_id: str, error: str | None) -> None:
+        first = (error or "no error kept").partition("\n")[0]
+        super().__init__(f"job {job_id} died: {first}")
+        self.job_id = job_id
+        self.error = error
+
+
+class JobCancelled(EchoMQError):
+    """A job whose result was asked for (:meth:`echomq.Task.result`) was cancelled."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id} was cancelled")
+        self.job_id = job_id
+

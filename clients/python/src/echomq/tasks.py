@@ -45,13 +45,14 @@ import threading
 import weakref
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Mapping, ParamSpec, Protocol, TypeVar, overload
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Generic, Mapping, ParamSpec, Protocol,
+                    TypeVar, cast, overload)
 
 from . import calls
-from .errors import InvalidInput
+from .errors import InvalidInput, JobCancelled, JobDied
 from .ids import mint
 from .keyspace import Keyspace, check_queue
-from .model import Enqueued
+from .model import Enqueued, JobInfo
 
 if TYPE_CHECKING:
     from .queue import Connection, Queue, SyncQueue
@@ -225,6 +226,28 @@ class Task(Generic[P, R]):
         bound: Task[P, R] = Task(self.app, self.function, self.name, options)
         return bound
 
+    def result(self, job: Enqueued | str, timeout: calls.Duration | None = None) -> R:
+        """What the task returned for ``job`` (what :meth:`enqueue`
+        answered, or its id), read from its JSON, once a worker ran it:
+        waits for it (``timeout`` seconds or a timedelta at most, then
+        ``TimeoutError``), as RQ's ``job.result`` or Celery's ``get()``.
+        :class:`~echomq.errors.JobDied` when it died (its last error),
+        :class:`~echomq.errors.JobCancelled` when cancelled. Ask the task
+        (or its :meth:`using`) that enqueued it: its queue is looked in."""
+        job_id = job.id if isinstance(job, Enqueued) else job
+        if self.app.test_mode is not None:
+            return cast(R, self.app.test_mode.result_of(job_id))
+        queue = self.app._sync_queue(self.options.queue)
+        return cast(R, finished(queue.wait(job_id, timeout)))
+
+    async def result_async(self, job: Enqueued | str, timeout: calls.Duration | None = None) -> R:
+        """:meth:`result`, from async code."""
+        job_id = job.id if isinstance(job, Enqueued) else job
+        if self.app.test_mode is not None:
+            return cast(R, self.app.test_mode.result_of(job_id))
+        queue = await self.app.queue_async(self.options.queue)
+        return cast(R, finished(await queue.wait(job_id, timeout)))
+
     def payload(self, *args: P.args, **kwargs: P.kwargs) -> bytes:
         """The job's payload for these arguments: :class:`InvalidInput` when
         the function does not take them or JSON cannot carry them."""
@@ -282,9 +305,23 @@ class Task(Generic[P, R]):
             _current.reset(token)
 
 
+def finished(info: JobInfo) -> Any:
+    """A finished job's result read from its JSON; :class:`JobDied` or
+    :class:`JobCancelled` for one that did not finish done."""
+    if info.state == "dead":
+        raise JobDied(info.id, info.error)
+    if info.state == "cancelled":
+        raise JobCancelled(info.id)
+    return info.result_json()
+
+
 class Registrar(Protocol):
     """What ``@app.task(...)`` with options answers: it registers the function it decorates."""
 
+    @overload
+    def __call__(self, function: Callable[P, Coroutine[Any, Any, R]], /) -> Task[P, R]: ...
+
+    @overload
     def __call__(self, function: Callable[P, R], /) -> Task[P, R]: ...
 
 
@@ -312,6 +349,9 @@ class App:
 
     def __repr__(self) -> str:
         return f"<echomq App {self.url!r}: {len(self.tasks)} tasks>"
+
+    @overload
+    def task(self, function: Callable[P, Coroutine[Any, Any, R]]) -> Task[P, R]: ...
 
     @overload
     def task(self, function: Callable[P, R]) -> Task[P, R]: ...
@@ -368,14 +408,17 @@ class App:
     def _enqueue(self, task: Task[Any, Any], body: bytes) -> Enqueued:
         if self.test_mode is not None:
             return self.test_mode.enqueue(task, body)
+        return self._sync_queue(task.options.queue).enqueue(body, **task.enqueue_options(body))
+
+    def _sync_queue(self, name: str) -> SyncQueue:
+        """Queue ``name`` for sync code, opened once."""
         with self._lock:
-            queue = self._sync_queues.get(task.options.queue)
+            queue = self._sync_queues.get(name)
             if queue is None:
                 from .queue import SyncQueue
 
-                queue = SyncQueue.open(self.url, task.options.queue)
-                self._sync_queues[task.options.queue] = queue
-        return queue.enqueue(body, **task.enqueue_options(body))
+                queue = self._sync_queues[name] = SyncQueue.open(self.url, name)
+        return queue
 
     async def _enqueue_async(self, task: Task[Any, Any], body: bytes) -> Enqueued:
         if self.test_mode is not None:

@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .errors import JobDied
 from .ids import mint
 from .model import Enqueued
 from .tasks import read_payload, result_bytes
@@ -127,6 +128,20 @@ class TestMode:
         for job in jobs:
             asyncio.run(self._run_one(job, raise_errors=raise_errors))
         return jobs
+
+    def result_of(self, job_id: str) -> Any:
+        """A kept job's result, as :meth:`echomq.Task.result` answers it:
+        :class:`~echomq.errors.JobDied` (its error, once) for one that
+        failed; ``RuntimeError`` for one not run yet (run the test mode, or
+        enter it with ``eager=True``)."""
+        job = next((job for job in self.jobs if job.id == job_id), None)
+        if job is None:
+            raise LookupError(f"no job {job_id} in this test mode")
+        if job.state == "failed":
+            raise JobDied(job.id, f"{type(job.error).__name__}: {job.error}")
+        if job.state == "pending":
+            raise RuntimeError(f"job {job_id} has not run: run() the test mode first, or use eager=True")
+        return job.result
 
     async def _run_one(self, job: TestJob, *, raise_errors: bool) -> None:
         task = self.app.tasks.get(job.task)
