@@ -4,6 +4,7 @@ message and traceback, bounded, as ``emq inspect`` shows them."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 import echomq
 from echomq import failure
 
-from conftest import RedisServer, emq_path, working
+from conftest import RedisServer, emq_path, eventually, redis_server_path, unique_queue, working
 
 
 def _emq_inspect(server: RedisServer, kind: str, queue: echomq.Queue, job_id: str) -> str:
@@ -125,3 +126,44 @@ async def test_a_result_json_cannot_encode_fails_the_job_at_once(queue: echomq.Q
     first, _, rest = dead.error.partition("\n\n")
     assert first == f"TypeError: Object of type {named} is not JSON serializable"
     assert "cannot be encoded as JSON" in rest
+
+
+async def test_an_outage_is_said_once_and_its_end_once(caplog: pytest.LogCaptureFixture) -> None:
+    """A worker whose server goes away says so once for its claims and once
+    for its upkeep (it said so at every retry, about four times a second),
+    and once each when they work again."""
+    caplog.set_level(logging.DEBUG, logger="echomq.worker")
+    server = RedisServer(None)
+    port = server.port
+    queue = await (await echomq.connect(server.url)).queue(unique_queue("outage"))
+    worker = echomq.Worker(queue, lambda job: None, idle_wait=0.05, upkeep=0.05)
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    await asyncio.sleep(0.2)
+    server.process.kill()
+    server.process.wait()
+
+    def said(text: str) -> int:
+        return sum(text in record.getMessage() for record in caplog.records if record.levelno >= logging.INFO)
+
+    async def seen_failing() -> bool:
+        return said("failed") >= 2
+    await eventually(seen_failing, what="the claims' and the upkeep's outage said")
+    # Retries go on (said at debug only): none is said again.
+    async def retried() -> bool:
+        return sum("still fails" in record.getMessage() for record in caplog.records) >= 6
+    await eventually(retried, what="retries at debug")
+    assert said(f"claim on {queue.keyspace.name} failed") == 1, caplog.text
+    assert said(f"upkeep of {queue.keyspace.name} failed") == 1, caplog.text
+    back = subprocess.Popen([redis_server_path(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(server.dir)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        async def back_again() -> bool:
+            return said("works again") >= 2
+        await eventually(back_again, what="both said to work again")
+        worker.stop()
+        await asyncio.wait_for(task, 60)
+    finally:
+        back.kill()
+        back.wait()
+        server.stop()

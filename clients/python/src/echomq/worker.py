@@ -170,6 +170,33 @@ def _signalled(loop: asyncio.AbstractEventLoop) -> _Signalled:
     return found
 
 
+class _Outage:
+    """A call that keeps failing while the server is away, said once when
+    it begins (and when its error changes), at debug while it goes on, and
+    once when it works again: an outage is news, each retry is not."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.since: float | None = None
+        self.last: type[BaseException] | None = None
+
+    def failed(self, err: BaseException) -> None:
+        if self.since is None:
+            log.warning("%s failed: %s; trying again with back-off (said once, and when it works again)",
+                        self.what, err)
+            self.since = time.monotonic()
+        elif type(err) is not self.last:
+            log.warning("%s still fails, now: %s", self.what, err)
+        else:
+            log.debug("%s still fails: %s", self.what, err)
+        self.last = type(err)
+
+    def worked(self) -> None:
+        if self.since is not None:
+            log.info("%s works again, after %.1f s", self.what, time.monotonic() - self.since)
+            self.since, self.last = None, None
+
+
 class HandlerExited(Exception):
     """An ``async def`` handler raised ``SystemExit``: its job's attempt fails."""
 
@@ -441,6 +468,7 @@ class Worker:
 
     async def _claimer(self) -> None:
         backoff = 0.01
+        outage = _Outage(f"claim on {self._ks.name}")
         while self._claiming:
             if self._free == 0:
                 self._slot_freed.clear()
@@ -453,10 +481,11 @@ class Worker:
                 claims = await self._claim(count, native_block)
             except Exception as err:  # a lost connection: say so, try again soon
                 self._free += count
-                log.warning("claim on %s failed: %s", self._ks.name, err)
+                outage.failed(err)
                 await asyncio.sleep(min(backoff, 1.0))
                 backoff *= 2
                 continue
+            outage.worked()
             backoff = 0.01
             self._free += count - len(claims.jobs)
             if not self._claiming:
@@ -1027,13 +1056,15 @@ class Worker:
 
     async def _upkeep(self) -> None:
         warned: set[str] = set()
+        outage = _Outage(f"upkeep of {self._ks.name}")
         while not self._closed.is_set():
             started = time.monotonic()
             try:
                 await self.upkeep.once(warned)
+                outage.worked()
             except Exception as err:
                 if not self._closed.is_set():
-                    log.warning("upkeep of %s failed: %s", self._ks.name, err)
+                    outage.failed(err)
             await self._sleep(max(0.0, self.upkeep_period - (time.monotonic() - started)))
 
     async def _sleep(self, seconds: float) -> None:
