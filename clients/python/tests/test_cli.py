@@ -107,6 +107,15 @@ def test_emq_enqueue_calls_a_python_task_and_burst_stops_once_the_queue_is_empty
     assert "raise KeyError(\"sku\")" in out, "the failure is logged with its traceback"
 
 
+def test_a_queue_no_task_goes_to_is_warned_of(project: Project) -> None:
+    """``-q`` with a misspelt name idled in silence: it is said at start."""
+    code, out = _ended(project.worker("-q", project.queue + "-typo", "--burst"))
+    assert code == 0, out
+    assert f"-q {project.queue}-typo: no task of tasks:app goes to it" in out, out
+    code, out = _ended(project.worker("-q", project.queue, "--burst"))
+    assert code == 0 and "no task of" not in out, out
+
+
 def test_a_partitioned_queue_is_worked_as_one(project: Project) -> None:
     """protocol 1.8: `emq enqueue` routes each job to a partition; the worker
     command, given the partitioned queue's name, works every partition."""

@@ -161,6 +161,11 @@ async def work(app: App, options: argparse.Namespace) -> int:
         log.info("echomq worker %s: queues %s, concurrency %d each, %s executor; SIGTERM or Ctrl-C stops it "
                  "gracefully (a second one at once), SIGTSTP stops claiming", options.app, ", ".join(queues),
                  options.concurrency, connection.executor.kind)
+        # A -q no task goes to (a misspelt name?) waits for jobs no enqueue of this app sends it.
+        for name in options.queues or []:
+            if app.queues and name not in app.queues:
+                log.warning("-q %s: no task of %s goes to it (its tasks' queues: %s); jobs reach it only from "
+                            "other producers", name, options.app, ", ".join(app.queues))
         await asyncio.gather(*(w.run(handle_signals=False) for w in workers))
         log.info("echomq worker stopped: %d processed, %d failed", sum(w.processed for w in workers),
                  sum(w.failed for w in workers))
