@@ -190,6 +190,26 @@ defmodule EchoMQ.WorkerFaultsTest do
     assert log =~ "refused by the test"
   end
 
+  both "claims that keep failing are said once, and their end once", ctx do
+    pending = Keyspace.queue_key(ctx.queue, "pending")
+    {:ok, _} = Redis.query(ctx.conn, ["SET", pending, "in the way"])
+
+    log =
+      ExUnit.CaptureLog.capture_log([level: :info], fn ->
+        sup = start_worker(ctx, idle_wait: 100, handler: fn _ -> :ok end)
+        # Claims fail every 200 ms meanwhile (EMQTYPE): a second is about five.
+        Process.sleep(1_000)
+        {:ok, _} = Redis.query(ctx.conn, ["DEL", pending])
+        id = enqueue(ctx, "after")
+        wait_state(ctx, id, "done", 30_000)
+        Supervisor.stop(sup, :normal, 60_000)
+      end)
+
+    failed = log |> String.split("claim on #{ctx.queue} failed") |> length()
+    assert failed == 2, log
+    assert log =~ "claim on #{ctx.queue} works again"
+  end
+
   # A connection to the server that answers an error to each command alone
   # (not in a pipeline) that begins with `verb`.
   defp refusing(server, verb) do

@@ -139,6 +139,8 @@ defmodule EchoMQ.Worker do
       claims: claims,
       upkeep: upkeep,
       claiming: false,
+      # When claims began to fail (monotonic ms), while they do: an outage is said once.
+      claims_failing: nil,
       free: Keyword.get(opts, :concurrency, 10),
       concurrency: Keyword.get(opts, :concurrency, 10),
       running: %{},
@@ -184,7 +186,7 @@ defmodule EchoMQ.Worker do
     case answer do
       {:ok, reply} ->
         {jobs, word} = Enum.split_with(reply, &is_list/1)
-        state = Enum.reduce(jobs, state, &dispatch/2)
+        state = state |> claims_work() |> then(&Enum.reduce(jobs, &1, fn job, acc -> dispatch(job, acc) end))
 
         case {jobs, word} do
           {[_ | _], []} -> {:noreply, ask(state)}
@@ -196,8 +198,7 @@ defmodule EchoMQ.Worker do
         end
 
       other ->
-        Logger.warning("claim on #{state.queue} failed: #{inspect(other)}")
-        later(state, 200)
+        later(claims_fail(state, other), 200)
     end
   end
 
@@ -238,6 +239,29 @@ defmodule EchoMQ.Worker do
   end
 
   def handle_info(_other, state), do: {:noreply, state}
+
+  # A claim's failure is said when claims begin to fail, at debug while
+  # they go on (every 200 ms), and their end once.
+  defp claims_fail(%{claims_failing: nil} = state, other) do
+    Logger.warning(
+      "claim on #{state.queue} failed: #{inspect(other)}; trying again (said once, and when it works again)"
+    )
+
+    %{state | claims_failing: System.monotonic_time(:millisecond)}
+  end
+
+  defp claims_fail(state, other) do
+    Logger.debug("claim on #{state.queue} still fails: #{inspect(other)}")
+    state
+  end
+
+  defp claims_work(%{claims_failing: nil} = state), do: state
+
+  defp claims_work(%{claims_failing: since} = state) do
+    seconds = (System.monotonic_time(:millisecond) - since) / 1000
+    Logger.info("claim on #{state.queue} works again, after #{:erlang.float_to_binary(seconds, decimals: 1)} s")
+    %{state | claims_failing: nil}
+  end
 
   defp later(state, ms) do
     Process.send_after(self(), :claim, ms)
