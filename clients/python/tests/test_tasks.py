@@ -124,7 +124,8 @@ async def test_a_burst_of_first_async_enqueues_opens_one_connection(
     """Fifty enqueues at once, the app's first on this loop: one connection
     opened (each call opened one of its own before, never closed), which
     aclose closes."""
-    app, name = _app(server)
+    name = unique_queue("burst")
+    app = echomq.App(f"{server.url}?client_name={name}", queue=name)
 
     @app.task()
     def welcome(user: int) -> None:
@@ -142,13 +143,16 @@ async def test_a_burst_of_first_async_enqueues_opens_one_connection(
     sent = await asyncio.gather(*(welcome.enqueue_async(n) for n in range(50)))
     assert len({job.id for job in sent}) == 50
     assert len(opened) == 1, f"{len(opened)} connections opened"
-    before = len(admin.client_list())
+    # The app's own connections, by the name its URL gives them (the
+    # server is shared with other tests).
+    ours = [c for c in admin.client_list() if c.get("name") == name]
+    assert ours, "the app's connections carry its name"
     await app.aclose()
 
     async def closed() -> bool:
-        return len(admin.client_list()) == 1
+        return not [c for c in admin.client_list() if c.get("name") == name]
 
-    await eventually(closed, what=f"the loop's connections closed ({before} with it)")
+    await eventually(closed, what=f"the loop's {len(ours)} connections closed")
     assert not (await welcome.enqueue_async(50)).duplicate, "a new one opened after aclose"
     await app.aclose()
     admin.close()

@@ -174,6 +174,9 @@ pub enum Problem {
     NotFound(String),
     /// A write this dashboard does not allow (read-only, no token, no CSRF token).
     Forbidden(String),
+    /// The job is not in a state the change takes (a retry of a pending
+    /// job, a flow's parent whose children still run).
+    Conflict(String),
     /// The server failed or refused (a key of the wrong type, a lost connection).
     Failed(String),
 }
@@ -186,6 +189,7 @@ impl From<echomq::Error> for Problem {
                 Problem::BadInput(said)
             }
             ErrorKind::NoJob => Problem::NotFound(said),
+            ErrorKind::State => Problem::Conflict(said),
             _ => Problem::Failed(said),
         }
     }
@@ -215,6 +219,7 @@ impl std::fmt::Display for Problem {
             Problem::BadInput(said) => write!(f, "bad input: {said}"),
             Problem::NotFound(said) => write!(f, "not found: {said}"),
             Problem::Forbidden(said) => write!(f, "refused: {said}"),
+            Problem::Conflict(said) => write!(f, "not now: {said}"),
             Problem::Failed(said) => write!(f, "{said}"),
         }
     }
@@ -226,6 +231,7 @@ impl IntoResponse for Problem {
             Problem::BadInput(said) => (StatusCode::BAD_REQUEST, "bad request", said),
             Problem::NotFound(said) => (StatusCode::NOT_FOUND, "not found", said),
             Problem::Forbidden(said) => (StatusCode::FORBIDDEN, "refused", said),
+            Problem::Conflict(said) => (StatusCode::CONFLICT, "not now", said),
             Problem::Failed(said) => (StatusCode::INTERNAL_SERVER_ERROR, "failed", said),
         };
         (status, html::problem(title, &said)).into_response()

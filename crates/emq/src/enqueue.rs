@@ -51,7 +51,7 @@ pub struct Args {
     headers: Vec<(String, String)>,
     /// The job's fair group (1 to 200 bytes: a tenant, a customer, a key):
     /// claims take turns between a queue's groups (`emq groups`, `emq limit
-    /// --group`). With --jsonl, every line's.
+    /// --group`). With --jsonl, every line's job goes to this group.
     #[arg(long, value_parser = crate::flow::group)]
     group: Option<String>,
     /// The job's id, to make a retried enqueue idempotent (default: a new one).

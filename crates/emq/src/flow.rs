@@ -290,7 +290,7 @@ pub struct ConfigArgs {
     #[arg(long, value_parser = concurrency)]
     concurrency: Option<Limit<u64>>,
     /// Keep done jobs this long and at most this many, `AGE/COUNT`: `24h/10000`;
-    /// `none` for no bound, on either side (`7d/none`).
+    /// `none` for no bound, on either side (`7d/none`), or `none` alone for neither.
     #[arg(long, value_parser = retention)]
     keep_done: Option<Retention>,
     /// The same for dead jobs (default `30d/100000`).
@@ -317,9 +317,13 @@ pub(crate) fn events_length(text: &str) -> Result<EventLog, String> {
     }
 }
 
-/// `AGE/COUNT`, each `none` for no bound: `24h/10000`, `7d/none`.
+/// `AGE/COUNT`, each `none` for no bound: `24h/10000`, `7d/none`; `none`
+/// alone for no bound at all.
 pub(crate) fn retention(text: &str) -> Result<Retention, String> {
-    let (age, count) = text.split_once('/').ok_or("expected AGE/COUNT, such as 24h/10000 or none/1000")?;
+    let (age, count) = match text {
+        "none" => ("none", "none"),
+        text => text.split_once('/').ok_or("expected AGE/COUNT, such as 24h/10000 or none/1000, or none")?,
+    };
     let age = match age {
         "none" => None,
         age => Some(humantime::parse_duration(age).map_err(|err| format!("{age}: {err}"))?),

@@ -59,9 +59,9 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
         std::fs::read_to_string(&args.file).map_err(|err| format!("{}: {err}", args.file))?
     };
     let root: Node =
-        serde_json::from_str(&text).map_err(|err| format!("{}: not a flow: {err}", args.file))?;
+        serde_json::from_str(&text).map_err(|err| refused(format!("{}: not a flow: {err}", args.file)))?;
     if root.on_failure.is_some() {
-        return Err("the top parent has no on_failure: it is nobody's child".into());
+        return Err(refused("the top parent has no on_failure: it is nobody's child".into()));
     }
     let queue = server.queue(&root.queue).await?;
     let added = echomq::Flows::of(&queue).add(flow(root, None)?).await?;
@@ -82,7 +82,7 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
 /// again adds nothing twice.
 fn flow(node: Node, id: Option<JobId>) -> Result<Flow, Error> {
     if node.children.is_empty() {
-        return Err(format!("{} {:?}: a parent needs children", node.queue, node.payload).into());
+        return Err(refused(format!("{} {:?}: a parent needs children", node.queue, node.payload)));
     }
     let id = match (node.id, id) {
         (Some(given), _) => given.parse::<JobId>()?,
@@ -116,6 +116,14 @@ fn on_failure(word: Option<&str>) -> Result<OnFailure, Error> {
         None | Some("fail") => OnFailure::Fail,
         Some("ignore") => OnFailure::Ignore,
         Some("continue") => OnFailure::Continue,
-        Some(other) => return Err(format!("on_failure {other:?} is none of fail, ignore, continue").into()),
+        Some(other) => {
+            return Err(refused(format!("on_failure {other:?} is none of fail, ignore, continue")))
+        }
     })
+}
+
+/// A flow file `emq` refuses as it is, before anything is sent: exit 5, as
+/// an enqueue's bad input (nothing was written; the same file is refused again).
+fn refused(message: String) -> Error {
+    Box::new(crate::failure::Exit::new(crate::failure::Failure::Refused, message))
 }

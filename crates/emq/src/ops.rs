@@ -182,7 +182,8 @@ pub struct ListArgs {
     /// The queue (a partitioned queue's name: every partition's jobs, each
     /// saying which it is in, by score: there is no order across them).
     queue: String,
-    /// The state: pending, active, delayed, done, dead or cancelled.
+    /// The state: pending, active, delayed, done, dead, cancelled, or
+    /// waiting (a flow's parents waiting for their children).
     #[arg(value_parser = state)]
     state: State,
     /// How many at most.
@@ -511,6 +512,8 @@ pub async fn unknown(server: &Server, name: &str) -> bool {
         exists.arg(keys.state(state));
     }
     exists.arg(keys.config()).arg(keys.events()).arg(keys.schedules()).arg(keys.results());
+    // A partitioned queue's own name holds its definition, its jobs its partitions'.
+    exists.arg(echomq::keyspace::partitions(name));
     exists.query_async::<u64>(&mut conn).await.is_ok_and(|found| found == 0)
 }
 

@@ -193,6 +193,10 @@ fn shutdown_after_the_grace_stops_the_command_and_its_children() {
     assert_eq!(scratch.lines("signals"), ["term"], "the child got SIGTERM");
     assert!(scratch.lines("effects").is_empty());
     assert_eq!(state, ("pending".into(), 1), "released");
+    // Ended by the SIGTERM: no SIGKILL said (an orphan zombie no init reaps,
+    // in a container, made it warn that the group outlived SIGTERM).
+    let log = std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    assert!(!log.contains("outlived SIGTERM"), "{log}");
 }
 
 /// Finding 2, the hard way: a command and a child that ignore SIGTERM are
@@ -203,8 +207,10 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
     // sleep ignore SIGTERM too.
     let script = r#"cat >/dev/null; trap "" TERM; echo $$ >> "$DIR/pids"
         bash -c 'echo $$ >> "$DIR/pids"; sleep 300 & echo $! >> "$DIR/pids"; wait $!'"#;
-    let (_, gone, state) = stopped_after_the_grace("stubborn", script);
+    let (scratch, gone, state) = stopped_after_the_grace("stubborn", script);
     assert!(gone < Duration::from_secs(10), "gone {gone:.1?} after the stop");
+    let log = std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    assert!(log.contains("outlived SIGTERM"), "the SIGKILL is said: {log}");
     assert_eq!(state, ("pending".into(), 1), "released");
 }
 

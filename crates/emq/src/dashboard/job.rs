@@ -424,7 +424,7 @@ pub async fn job_action(
             // A dead flow parent waits for its children (emq retry says why).
             let unended = crate::change::unended_children(&queue, &id).await.map_err(Problem::from)?;
             if !unended.is_empty() {
-                return Err(Problem::Failed(crate::change::unended_said(&unended)));
+                return Err(Problem::Conflict(crate::change::unended_said(&unended)));
             }
             write.logged(&app, queue.retry(&id).await.map_err(Problem::from), |()| "done".into())?;
         }

@@ -157,10 +157,18 @@ impl<'a> Group<'a> {
         }
     }
 
-    /// Whether any process of the group is left (zombies included).
+    /// Whether a process of the group is left that has not exited: a zombie
+    /// (ended, not yet reaped: its orphans wait on an init that may never
+    /// reap them, in a container) runs nothing and takes no signal.
     fn alive(&self) -> bool {
+        let Some(id) = self.id else { return false };
         // SAFETY: as in `signal`; signal 0 only checks that the group exists.
-        self.id.is_some_and(|id| unsafe { libc::kill(-id, 0) } == 0)
+        if unsafe { libc::kill(-id, 0) } != 0 {
+            return false;
+        }
+        // Where /proc tells each process's group and state (Linux), only a
+        // member not yet exited counts; elsewhere, any member.
+        live_members(id).unwrap_or(true)
     }
 
     /// SIGTERM now; SIGKILL to what is left after [`KILL_GRACE`]; `run`, the
@@ -174,7 +182,8 @@ impl<'a> Group<'a> {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         if self.alive() {
-            tracing::warn!(group = ?self.id, "the command's process group outlived SIGTERM by {KILL_GRACE:?}: SIGKILL");
+            let group = self.id.unwrap_or_default();
+            tracing::warn!(group, "the command's process group outlived SIGTERM by {KILL_GRACE:?}: SIGKILL");
             self.signal(libc::SIGKILL);
         }
         if !ended {
@@ -189,6 +198,25 @@ impl<'a> Group<'a> {
             self.guard.done(id);
         }
     }
+}
+
+/// Whether process group `group` has a member that has not exited, as
+/// `/proc/<pid>/stat` says (its state, then its group: `pid (comm) S ppid
+/// pgrp …`); `None` where there is no `/proc`.
+fn live_members(group: libc::pid_t) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let wanted = group.to_string();
+    for entry in entries.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // After the command's name, which may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let mut fields = rest.split_whitespace();
+        let (state, _ppid, pgrp) = (fields.next(), fields.next(), fields.next());
+        if pgrp == Some(wanted.as_str()) && !matches!(state, Some("Z" | "X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 impl Drop for Group<'_> {
