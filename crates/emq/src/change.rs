@@ -2,6 +2,7 @@
 //! `delete`, each by id or every job of a state that matches (`select.rs`),
 //! with a count before `--yes`.
 
+use echomq::transition::Children;
 use echomq::{JobId, State};
 
 use crate::connect::{Error, Server};
@@ -107,6 +108,33 @@ pub async fn unended_of(
         }
     }
     Ok(unended)
+}
+
+/// The dead jobs of `page` a retry may take: a flow's parent whose
+/// children have not all ended is refused, said in `applied` (its
+/// children read in one round trip a page; only an open one's own queue
+/// is looked at).
+pub async fn retriable(
+    executor: &std::sync::Arc<dyn echomq::Executor>,
+    keys: &echomq::Keyspace,
+    page: &[JobId],
+    applied: &mut crate::select::Applied,
+) -> Result<Vec<JobId>, Error> {
+    let reads: Vec<Children> = page.iter().map(|id| Children { id: id.clone() }).collect();
+    let mut retriable = Vec::with_capacity(page.len());
+    for (id, read) in page.iter().zip(echomq::executor::execute_batch(&**executor, keys, &reads).await?) {
+        if let Ok(Some(children)) = read.as_ref() {
+            if children.open > 0 {
+                let unended = unended_of(executor, children).await?;
+                if !unended.is_empty() {
+                    applied.failed.push((id.clone(), unended_said(&unended)));
+                    continue;
+                }
+            }
+        }
+        retriable.push(id.clone());
+    }
+    Ok(retriable)
 }
 
 /// Why a parent with `unended` children is not retried, in words.

@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use echomq::executor::execute_batch;
-use echomq::transition::{Cancel, Children, Remove, Retry};
+use echomq::transition::{Cancel, Remove, Retry};
 use echomq::{ErrorKind, Executor, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error};
@@ -406,7 +406,7 @@ pub async fn apply_ids(
     for page in ids.chunks(PAGE) {
         match action {
             Action::Retry => {
-                let page = retriable(executor, &keys, page, &mut applied).await?;
+                let page = crate::change::retriable(executor, &keys, page, &mut applied).await?;
                 let calls: Vec<Retry> = page.iter().map(|id| Retry { id: id.clone() }).collect();
                 for (id, reply) in page.iter().zip(execute_batch(&**executor, &keys, &calls).await?) {
                     applied.note(id, reply.map(|()| true));
@@ -432,33 +432,6 @@ pub async fn apply_ids(
         }
     }
     Ok(applied)
-}
-
-/// The dead jobs of `page` a retry may take: a flow's parent whose
-/// children have not all ended is refused, said in `applied` (its
-/// children read in one round trip a page; only an open one's own queue
-/// is looked at).
-async fn retriable(
-    executor: &Arc<dyn Executor>,
-    keys: &Keyspace,
-    page: &[JobId],
-    applied: &mut Applied,
-) -> Result<Vec<JobId>, Error> {
-    let reads: Vec<Children> = page.iter().map(|id| Children { id: id.clone() }).collect();
-    let mut retriable = Vec::with_capacity(page.len());
-    for (id, read) in page.iter().zip(execute_batch(&**executor, keys, &reads).await?) {
-        if let Ok(Some(children)) = read.as_ref() {
-            if children.open > 0 {
-                let unended = crate::change::unended_of(executor, children).await?;
-                if !unended.is_empty() {
-                    applied.failed.push((id.clone(), crate::change::unended_said(&unended)));
-                    continue;
-                }
-            }
-        }
-        retriable.push(id.clone());
-    }
-    Ok(retriable)
 }
 
 /// Apply `action` to every job the selection matches now, oldest first, a
