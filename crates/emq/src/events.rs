@@ -85,8 +85,9 @@ fn json_line(queue: &str, event: &Event) -> serde_json::Value {
 
 #[derive(clap::Args, Debug)]
 pub struct ResultArgs {
-    /// The job's id.
-    id: JobId,
+    /// The job's id, or `{queue}JOB_…` (as `emq flow add` names a child).
+    #[arg(value_parser = crate::ops::job_arg)]
+    id: crate::ops::JobArg,
     /// Its queue (found by a scan when not given).
     #[arg(long)]
     queue: Option<String>,
@@ -122,7 +123,7 @@ fn not_done(code: i32, message: String) -> Error {
 /// The result's bytes on stdout, as they are; a job that did not finish
 /// done is an error that says how it ended, or that it has not yet.
 pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
-    let name = match args.queue.clone() {
+    let name = match args.queue.clone().or(args.id.queue.clone()) {
         // A partitioned queue's name: the job's partition.
         Some(name) => crate::ops::queue_for(server, &args.id, Some(name)).await?,
         None if crate::ops::queues_holding(server, &args.id).await?.is_empty() => {

@@ -25,15 +25,49 @@ fn finished(name: &str) -> Result<State, String> {
 
 #[derive(clap::Args, Debug)]
 pub struct InspectArgs {
-    /// The job's id.
-    id: JobId,
+    /// The job's id, or `{queue}JOB_…` (as `emq flow add` names a child).
+    #[arg(value_parser = job_arg)]
+    id: JobArg,
     /// Its queue (found by a scan when not given).
     #[arg(long)]
     queue: Option<String>,
 }
 
+/// A job named on the command line: its id, and its queue when the name
+/// carried one (`{queue}JOB_…`, a flow's job reference).
+#[derive(Clone, Debug)]
+pub struct JobArg {
+    pub queue: Option<String>,
+    pub id: JobId,
+}
+
+impl std::ops::Deref for JobArg {
+    type Target = JobId;
+
+    fn deref(&self) -> &JobId {
+        &self.id
+    }
+}
+
+impl std::fmt::Display for JobArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.id.fmt(f)
+    }
+}
+
+/// A job id, or a job reference `{queue}JOB_…`.
+pub fn job_arg(text: &str) -> Result<JobArg, String> {
+    if text.starts_with('{') {
+        let found: echomq::JobRef = text.parse().map_err(|err: echomq::Error| err.to_string())?;
+        return Ok(JobArg { queue: Some(found.queue), id: found.id });
+    }
+    let id: JobId = text.parse().map_err(|err: echomq::Error| err.to_string())?;
+    Ok(JobArg { queue: None, id })
+}
+
 pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
-    let queue = queue_for(server, &args.id, args.queue).await?;
+    let id = &args.id.id;
+    let queue = queue_for(server, id, args.queue.or(args.id.queue.clone())).await?;
     let Some(job) = server.queue(&queue).await?.inspect(&args.id).await? else {
         return Err(format!("no job {} in queue {queue}", args.id).into());
     };

@@ -120,6 +120,9 @@ fn a_flow_added_from_json_is_inspected_and_runs_its_parent_last() {
     assert!(shown.contains("open, pending in its queue"), "{shown}");
     let shown = emq.ok(&["inspect", &child, "--queue", &children]);
     assert!(shown.contains(&format!("  parent    {{{parents}}}{parent}")), "{shown}");
+    // The reference flow add printed names the job and its queue at once.
+    let named = added["children"][0].as_str().unwrap();
+    assert_eq!(emq.ok(&["inspect", named]), shown, "{named}");
     // `emq stats` counts the waiting parent (its seventh column).
     let stats = emq.ok(&["stats", &parents]);
     let row = stats.lines().find(|line| line.starts_with(&parents)).unwrap_or_default().to_owned();
@@ -138,6 +141,7 @@ fn a_flow_added_from_json_is_inspected_and_runs_its_parent_last() {
     }
     let shown = emq.ok(&["inspect", &parent, "--queue", &parents]);
     assert!(shown.contains("  children  0 open of 2") && shown.contains(" done, result page 1"), "{shown}");
+    assert_eq!(emq.ok(&["result", named]).trim(), "page 1", "a child's result by its reference");
 }
 
 /// A flow file whose top parent has an id adds nothing twice: its other
