@@ -67,8 +67,7 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
 /// (`EMQSTATE`, naming them), advising `--force`; any other job passes
 /// (RETRY answers for it).
 async fn refuse_unended(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()> {
-    let dead = queue.inspect(id).await?.is_some_and(|job| job.record.state == State::Dead);
-    let unended = if dead { unended_children(queue, id).await? } else { Vec::new() };
+    let unended = unended_children(queue, id).await?;
     match unended.is_empty() {
         true => Ok(()),
         false => Err(echomq::Error::new(
@@ -81,16 +80,18 @@ async fn refuse_unended(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()>
     }
 }
 
-/// The children a flow's parent `id` has not heard the end of that still
-/// run or wait in their own queues, each with its state (`{q}JOB… active`):
-/// retried now, the parent would run before them, since RETRY makes it
-/// pending whatever its children (and a parent that died hears of none).
-/// Empty for a job that is no parent, or whose children have all ended.
+/// The children a dead flow parent `id` has not heard the end of that
+/// still run or wait in their own queues, each with its state (`{q}JOB…
+/// active`): retried now, the parent would run before them, since RETRY
+/// makes it pending whatever its children (and a parent that died hears of
+/// none). Empty for a job that is no parent, is not dead, or whose children
+/// have all ended; a job that is no parent costs one read.
 pub async fn unended_children(queue: &echomq::Queue, id: &JobId) -> echomq::Result<Vec<String>> {
-    match echomq::Flows::of(queue).children(id).await? {
-        Some(children) => unended_of(queue.executor(), &children).await,
-        None => Ok(Vec::new()),
+    let Some(children) = echomq::Flows::of(queue).children(id).await? else { return Ok(Vec::new()) };
+    if children.open == 0 || queue.inspect(id).await?.is_none_or(|job| job.record.state != State::Dead) {
+        return Ok(Vec::new());
     }
+    unended_of(queue.executor(), &children).await
 }
 
 /// [`unended_children`] of a parent's children as read.
