@@ -361,6 +361,8 @@ mod tests {
                 // The flows' keys alone (1.6): the pair, and CANCEL's waiting.
                 Name::Purge | Name::Trim | Name::Drain | Name::Remove => &[all - 2, all],
                 Name::Cancel => &[all - 3, all],
+                // A flow parent's dependencies and waiting set (1.11).
+                Name::Retry => &[all - 2, all],
                 // STATS' seventh set (1.6); INSPECT's group (1.7); PERMIT's
                 // running permits, for an exact concurrency (1.8).
                 Name::Fire | Name::Settle | Name::Stats | Name::Inspect | Name::Permit => &[all - 1, all],

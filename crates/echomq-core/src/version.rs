@@ -13,12 +13,12 @@ pub struct Version {
 }
 
 /// The version this crate speaks.
-pub const PROTOCOL: Version = Version { major: 1, minor: 10 };
+pub const PROTOCOL: Version = Version { major: 1, minor: 11 };
 
 /// The earliest module a host of this version uses: the last minor that
-/// added a call or an option it may send (1.8's PERMIT, RENEW and `UNTIL`;
-/// 1.9 and 1.10 added behaviour only). PROTOCOL.md §11.1's `MODULE_MINOR`.
-pub const MODULE_SINCE: Version = Version { major: 1, minor: 8 };
+/// added a call, an option or a key form it may send (1.11's RETRY of nine
+/// keys). PROTOCOL.md §11.1's `MODULE_MINOR`.
+pub const MODULE_SINCE: Version = Version { major: 1, minor: 11 };
 
 impl Version {
     /// Read `major.minor` (both decimal, no sign, no spaces), as

@@ -10,7 +10,7 @@
 //! ```text
 //! $ redis-server --loadmodule target/debug/libechomq_module.so
 //! > EMQ.VERSION
-//! "1.10"
+//! "1.11"
 //! > EMQ.ENQUEUE 2 emq:{q}:job:JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R emq:{q}:pending JOB_01JDQ3H6Z8M4W0T9XK2B7C5N1R hello
 //! (integer) 1
 //! > EMQ.CLAIM 8 emq:{q}:pending emq:{q}:active emq:{q}:config emq:{q}:rate emq:{q}:policy emq:{q}:events emq:{q}:headers emq:{q}:wake 30000 COUNT 10 BLOCK 5000

@@ -146,8 +146,8 @@ fn emq_version_answers_the_protocol_and_module_list_says_it_too() {
     let server = server_with(&[]);
     let mut conn = connect(&server);
     let version: Value = redis::cmd("EMQ.VERSION").query(&mut conn).unwrap();
-    assert_eq!(version, Value::BulkString(b"1.10".to_vec()));
-    assert_eq!(PROTOCOL.to_string(), "1.10");
+    assert_eq!(version, Value::BulkString(b"1.11".to_vec()));
+    assert_eq!(PROTOCOL.to_string(), "1.11");
     let refused = call(&mut conn, &["EMQ.VERSION", "extra"]).unwrap_err();
     assert_eq!(refused, "EMQARG EMQ.VERSION takes no arguments");
     let modules: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(&mut conn).unwrap();
@@ -156,7 +156,7 @@ fn emq_version_answers_the_protocol_and_module_list_says_it_too() {
         .find(|module| module.contains(&Value::BulkString(b"echomq".to_vec())))
         .expect("the module is listed");
     let number = echomq.iter().skip_while(|v| **v != Value::BulkString(b"ver".to_vec())).nth(1);
-    assert_eq!(number, Some(&Value::Int(11000)), "1.10 as major*10000 + minor*100: {echomq:?}");
+    assert_eq!(number, Some(&Value::Int(11100)), "1.11 as major*10000 + minor*100: {echomq:?}");
     let flags: Value = redis::cmd("COMMAND").arg("INFO").arg("EMQ.VERSION").query(&mut conn).unwrap();
     assert!(holds(&flags, "readonly") && holds(&flags, "fast"), "{flags:?}");
 }

@@ -1,12 +1,14 @@
 --[[ RESOLVE: a parent hears how one of its children ended (protocol 1.6,
 PROTOCOL.md §7.8). The relay sends it for each notice of the child's queue
 (includes/notice); it applies a notice once per (parent, incarnation,
-child), so a notice sent twice, late, or after the parent ended changes
-nothing. The child's end is recorded in the parent's dependencies, and the
-parent, while it waits, is pending when none is left open (or at once, for
-a child it continues after), dead for a child it fails with; a parent that
-runs already (pending, active or delayed: a child it continued after
-ended) only records it.
+child), so a notice sent twice, late, or after the parent was done or
+cancelled changes nothing. The child's end is recorded in the parent's
+dependencies, and the parent, while it waits, is pending when none is left
+open (or at once, for a child it continues after), dead for a child it
+fails with; a parent that runs already (pending, active or delayed: a child
+it continued after ended, or it was retried) or is dead (a retry may run it
+again, 1.11) only records it. A child recorded dead whose notice says done
+(it was retried) is recorded done, the open count as it was (1.11).
 
 job_key       emq:{q}:job:<id>   the parent's record (hash)
 children_key  emq:{q}:children:<id> (hash) its dependencies (FLOW's): the child's
@@ -29,8 +31,8 @@ ARGV[3]  child: `{<queue>}<id>`, as the parent's dependencies name it
 ARGV[4]  outcome: done, dead, cancelled or gone
 ARGV[5..] options:
          RESULT <bytes>     0 to 1048576 bytes: a done child's result, kept in children_key
-Reply    1 recorded; 0 and no change for a parent that is gone, ended (done, dead,
-         cancelled), of another incarnation, or told of this child already
+Reply    1 recorded; 0 and no change for a parent that is gone, done or cancelled, of
+         another incarnation, or told of this child already
 Errors   EMQKIND (the id or the child's), EMQARG, EMQSIZE, EMQTYPE, EMQVERSION, EMQDATA (the
          record, the dependencies' `open` or the child's entry, the parent's own link, its
          priority, or a setting), TRYAGAIN
@@ -106,10 +108,13 @@ local state, attempts = fields[1], nil
 -- Its attempts, for a `dead` event (none: 0), checked whatever its state.
 attempts, err = attempts_of(job_key, fields[2])
 if err then return err end
--- A parent gone or ended hears nothing; one that runs already (a child it
--- continued after ended) only records its children's ends.
+-- A parent gone, done or cancelled hears nothing; one that runs already (a
+-- child it continued after ended, or it was retried) or is dead (a retry
+-- may run it again) only records its children's ends.
 local waits = state == 'waiting'
-if not waits and state ~= 'pending' and state ~= 'active' and state ~= 'delayed' then return 0 end
+if not waits and state ~= 'pending' and state ~= 'active' and state ~= 'delayed' and state ~= 'dead' then
+  return 0
+end
 local read = redis.call('HMGET', children_key, 'incarnation', 'open', child)
 local incarnation_read, open, dependency = read[1], read[2], read[3]
 local stored_incarnation
@@ -120,28 +125,36 @@ if err then return err end
 if stored_incarnation ~= incarnation or not dependency then return 0 end
 -- An open child's entry is `open <on_failure>` (FLOW's).
 local on_failure = string.sub(dependency, 1, 5) == 'open ' and string.sub(dependency, 6)
-if not on_failure then
+-- A child that died, retried and done now: it was counted as ended.
+local redone = dependency == 'dead' and outcome == 'done'
+if not on_failure and not redone then
   if OUTCOMES[dependency] then return 0 end
   return malformed(children_key, child, 'a dependency')
 end
-if on_failure ~= 'fail' and on_failure ~= 'ignore' and on_failure ~= 'continue' then
+if on_failure and on_failure ~= 'fail' and on_failure ~= 'ignore' and on_failure ~= 'continue' then
   return malformed(children_key, child, 'a dependency')
 end
 open, err = stored(open, children_key, 'open')
 if err then return err end
-if not open or open < 1 then return malformed(children_key, 'open', 'an integer of 1 or more') end
-open = open - 1
+if redone then
+  if not open or open < 0 then return malformed(children_key, 'open', 'an integer of 0 or more') end
+else
+  if not open or open < 1 then return malformed(children_key, 'open', 'an integer of 1 or more') end
+  open = open - 1
+end
 
 -- What the notice does to the parent: it waits (on), is ready, or dies.
 local failed = outcome ~= 'done'
 local after = state
-if waits then
+if waits and not redone then
   if failed and on_failure == 'fail' then
     after = 'dead'
   elseif (failed and on_failure == 'continue') or open == 0 then
     after = 'pending'
   end
 end
+-- It dies of this child (a parent dead already only records it).
+local dies = waits and after == 'dead'
 local score = 0
 if after == 'pending' and waits then
   score, err = priority_of(priority_key, id)
@@ -153,7 +166,7 @@ if err then return err end
 local link
 err = notices_open_error(parents_key, notices_key)
 if err then return err end
-if after == 'dead' then
+if dies then
   link, err = parent_link(parents_key, prefix, id)
   if err then return err end
 end
@@ -184,7 +197,7 @@ if waits and after ~= 'waiting' then
   end
 end
 emit(events_key, keep, 'resolved', id, 'child', child, 'outcome', outcome, 'open', open_text, 'state', after)
-if after == 'dead' then
+if dies then
   local text = 'child ' .. child .. ' ' .. outcome
   redis.call('HSET', errors_key, id, text)
   emit(events_key, keep, 'dead', id, 'attempt', string.format('%d', attempts or 0), 'error', event_error(text))

@@ -473,3 +473,72 @@ async fn the_sweep_tells_a_trimmed_child_done_not_gone() {
         assert_eq!(state, State::Waiting, "{name}: b is still pending");
     }
 }
+
+/// A parent that died of a child records the ends of the others (1.11);
+/// retried while one still runs, it waits for it; a child retried after it
+/// died tells its parent again, and its `done` replaces its death.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_parent_retried_waits_for_its_children_and_a_retried_child_tells_again() {
+    let (_server, executors) = common::three_executors().await;
+    let lease = Duration::from_secs(30);
+    let once = RetryPolicy::new().max_attempts(1);
+    for (name, via) in executors {
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+        let [a, b, c] = [JobId::mint(), JobId::mint(), JobId::mint()];
+        let child = |flow: Flow, id: &JobId, on_failure| {
+            let options = EnqueueOptions::default().id(id.clone());
+            flow.child_with(children.name(), id.as_str().as_bytes().to_vec(), options, on_failure)
+        };
+        let flow = Flow::new(b"parent".to_vec());
+        let flow = child(child(child(flow, &a, OnFailure::Fail), &b, OnFailure::Fail), &c, OnFailure::Fail);
+        let parent = echomq::Flows::of(&parents).add(flow).await.unwrap().parent.id;
+        let claim = || async {
+            let job = children.claim(lease).await.unwrap().expect("a child");
+            (String::from_utf8(job.payload.clone()).unwrap(), job)
+        };
+        let relay = || async { Upkeep::of(&children).relay().await.unwrap() };
+        let state = |queue: &Queue, id: &JobId| {
+            let (queue, id) = (queue.clone(), id.clone());
+            async move { queue.inspect(&id).await.unwrap().expect("the job").record.state }
+        };
+        let heard =
+            || async { echomq::Flows::of(&parents).children(&parent).await.unwrap().expect("a parent") };
+        let of = |read: &echomq::transition::ChildrenReply, id: &JobId| {
+            let entry = read.children.iter().find(|entry| entry.child.id == *id).expect("its child");
+            (entry.outcome, entry.result.clone())
+        };
+
+        let (named, first) = claim().await;
+        assert_eq!(named, a.as_str(), "{name}: the children run in order");
+        first.fail("boom", &once).await.unwrap();
+        let (_, second) = claim().await;
+        let (_, third) = claim().await;
+        third.ack_with(b"c".to_vec()).await.unwrap();
+        assert_eq!(relay().await, 2, "{name}: a's death and c's end");
+        assert_eq!(state(&parents, &parent).await, State::Dead, "{name}: a failed it");
+        let read = heard().await;
+        assert_eq!(read.open, 1, "{name}: b still runs");
+        assert_eq!(of(&read, &c), (Some(Outcome::Done), Some(b"c".to_vec())), "{name}: recorded while dead");
+
+        parents.retry(&parent).await.unwrap();
+        assert_eq!(state(&parents, &parent).await, State::Waiting, "{name}: it waits for b");
+        assert_eq!(parents.stats().await.unwrap().pending, 0, "{name}: nothing to run yet");
+        children.retry(&a).await.unwrap();
+        let (named, again) = claim().await;
+        assert_eq!(named, a.as_str(), "{name}");
+        again.ack_with(b"a".to_vec()).await.unwrap();
+        assert_eq!(relay().await, 1, "{name}: the retried child told its parent again");
+        assert_eq!(of(&heard().await, &a), (Some(Outcome::Done), Some(b"a".to_vec())), "{name}: done now");
+        assert_eq!(state(&parents, &parent).await, State::Waiting, "{name}: b still runs");
+
+        second.ack_with(b"b".to_vec()).await.unwrap();
+        assert_eq!(relay().await, 1, "{name}");
+        assert_eq!(state(&parents, &parent).await, State::Pending, "{name}: its children have all ended");
+        let read = heard().await;
+        assert_eq!(read.open, 0, "{name}");
+        for (id, result) in [(&a, b"a"), (&b, b"b"), (&c, b"c")] {
+            assert_eq!(of(&read, id), (Some(Outcome::Done), Some(result.to_vec())), "{name}");
+        }
+    }
+}

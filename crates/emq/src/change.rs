@@ -2,7 +2,6 @@
 //! `delete`, each by id or every job of a state that matches (`select.rs`),
 //! with a count before `--yes`.
 
-use echomq::transition::Children;
 use echomq::{JobId, State};
 
 use crate::connect::{Error, Server};
@@ -40,10 +39,6 @@ pub struct RetryArgs {
     /// With --all-dead: retry them (without, nothing changes).
     #[arg(long, requires = "all_dead")]
     yes: bool,
-    /// Retry a flow's parent whose children have not all ended: it runs at
-    /// once, before them (without, such a parent is refused).
-    #[arg(long, conflicts_with = "all_dead")]
-    force: bool,
 }
 
 pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
@@ -52,98 +47,8 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         let selection = Selection { queue, state: State::Dead, matching: args.matching };
         return bulk(server, &selection, Action::Retry, args.yes).await;
     }
-    let force = args.force;
     let args = JobsArgs { ids: args.ids, queue: args.queue };
-    each_job(server, args, "retried", |queue, id| async move {
-        if !force {
-            refuse_unended(&queue, &id).await?;
-        }
-        queue.retry(&id).await.map(|()| true)
-    })
-    .await
-}
-
-/// A dead flow parent whose children have not all ended is refused
-/// (`EMQSTATE`, naming them), advising `--force`; any other job passes
-/// (RETRY answers for it).
-async fn refuse_unended(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()> {
-    let unended = unended_children(queue, id).await?;
-    match unended.is_empty() {
-        true => Ok(()),
-        false => Err(echomq::Error::new(
-            echomq::ErrorKind::State,
-            format!(
-                "{}. Retry it once they have (emq inspect {id} lists them), or with --force",
-                unended_said(&unended)
-            ),
-        )),
-    }
-}
-
-/// The children a dead flow parent `id` has not heard the end of that
-/// still run or wait in their own queues, each with its state (`{q}JOB…
-/// active`): retried now, the parent would run before them, since RETRY
-/// makes it pending whatever its children (and a parent that died hears of
-/// none). Empty for a job that is no parent, is not dead, or whose children
-/// have all ended; a job that is no parent costs one read.
-pub async fn unended_children(queue: &echomq::Queue, id: &JobId) -> echomq::Result<Vec<String>> {
-    let Some(children) = echomq::Flows::of(queue).children(id).await? else { return Ok(Vec::new()) };
-    if children.open == 0 || queue.inspect(id).await?.is_none_or(|job| job.record.state != State::Dead) {
-        return Ok(Vec::new());
-    }
-    unended_of(queue.executor(), &children).await
-}
-
-/// [`unended_children`] of a parent's children as read.
-pub async fn unended_of(
-    executor: &std::sync::Arc<dyn echomq::Executor>,
-    children: &echomq::transition::ChildrenReply,
-) -> echomq::Result<Vec<String>> {
-    let mut unended = Vec::new();
-    for child in children.children.iter().filter(|child| child.outcome.is_none()) {
-        let theirs = echomq::Queue::new(executor.clone(), &child.child.queue)?;
-        if let Some(found) = theirs.inspect(&child.child.id).await? {
-            if !matches!(found.record.state, State::Done | State::Dead | State::Cancelled) {
-                unended.push(format!("{} {}", child.child, found.record.state));
-            }
-        }
-    }
-    Ok(unended)
-}
-
-/// The dead jobs of `page` a retry may take: a flow's parent whose
-/// children have not all ended is refused, said in `applied` (its
-/// children read in one round trip a page; only an open one's own queue
-/// is looked at).
-pub async fn retriable(
-    executor: &std::sync::Arc<dyn echomq::Executor>,
-    keys: &echomq::Keyspace,
-    page: &[JobId],
-    applied: &mut crate::select::Applied,
-) -> Result<Vec<JobId>, Error> {
-    let reads: Vec<Children> = page.iter().map(|id| Children { id: id.clone() }).collect();
-    let mut retriable = Vec::with_capacity(page.len());
-    for (id, read) in page.iter().zip(echomq::executor::execute_batch(&**executor, keys, &reads).await?) {
-        if let Ok(Some(children)) = read.as_ref() {
-            if children.open > 0 {
-                let unended = unended_of(executor, children).await?;
-                if !unended.is_empty() {
-                    applied.failed.push((id.clone(), unended_said(&unended)));
-                    continue;
-                }
-            }
-        }
-        retriable.push(id.clone());
-    }
-    Ok(retriable)
-}
-
-/// Why a parent with `unended` children is not retried, in words.
-pub fn unended_said(unended: &[String]) -> String {
-    format!(
-        "a flow's parent whose children have not all ended ({}): retried now it would run before them",
-        unended.join(", ")
-    )
+    each_job(server, args, "retried", |queue, id| async move { queue.retry(&id).await.map(|()| true) }).await
 }
 
 /// A state cancel takes: pending, active, delayed or dead.

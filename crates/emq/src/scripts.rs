@@ -74,7 +74,7 @@ fn write(dir: &Path) -> Result<String, Error> {
     Ok(sums)
 }
 
-/// `manifest.json`: `{"protocol": "1.10", "scripts": [{"transition",
+/// `manifest.json`: `{"protocol": "1.11", "scripts": [{"transition",
 /// "file", "keys", "key_counts", "sha1"}, …]}`, the scripts in the
 /// protocol's order: `keys` all of a transition's keys, `key_counts` every
 /// count a call may send (ENQUEUE's `[2, 11]`).

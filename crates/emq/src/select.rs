@@ -406,7 +406,6 @@ pub async fn apply_ids(
     for page in ids.chunks(PAGE) {
         match action {
             Action::Retry => {
-                let page = crate::change::retriable(executor, &keys, page, &mut applied).await?;
                 let calls: Vec<Retry> = page.iter().map(|id| Retry { id: id.clone() }).collect();
                 for (id, reply) in page.iter().zip(execute_batch(&**executor, &keys, &calls).await?) {
                     applied.note(id, reply.map(|()| true));

@@ -174,11 +174,11 @@ fn a_flow_file_with_its_parent_s_id_added_twice_adds_nothing_twice() {
     assert_eq!(row.split_whitespace().nth(1), Some("2"), "two children pending, not four: {stats}");
 }
 
-/// A flow's parent that died of a child is not retried while another of
-/// its children still runs (it would run before it): refused, naming the
-/// child, and let through with --force.
+/// A flow's parent that died of a child, retried while another of its
+/// children still runs, waits for it (protocol 1.11), then runs: the child's
+/// end, told while the parent was dead or waiting, is recorded.
 #[test]
-fn a_dead_parent_is_retried_only_once_its_children_have_ended() {
+fn a_dead_parent_retried_waits_for_its_children_still_running() {
     let server = RedisServer::start();
     let emq = Emq { url: server.url(), via: "lua" };
     let scratch = Scratch::new("retry-parent");
@@ -191,26 +191,20 @@ fn a_dead_parent_is_retried_only_once_its_children_have_ended() {
     let added: serde_json::Value =
         serde_json::from_str(&emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()])).unwrap();
     let parent = added["parent"].as_str().unwrap().split_once('}').unwrap().1.to_owned();
-    let script = r#"p=$(cat); [ "$p" = bad ] && exit 1; echo "$p" >> "$DIR/running"; sleep 60"#;
+    // The slow child runs until the test lets it end.
+    let script = r#"p=$(cat); [ "$p" = bad ] && exit 1; echo "$p" >> "$DIR/running"
+        while [ ! -e "$DIR/go" ]; do sleep 0.05; done"#;
     let args = [children.as_str(), "--max-attempts", "1", "--concurrency", "2", "--", "sh", "-c", script];
     let _worker = emq.work(&args, &scratch.0, &scratch.path("log"));
     let state = || emq.ok(&["inspect", &parent, "--queue", &parents]);
     eventually("the parent died of its bad child", || state().contains("state     dead"));
     eventually("the slow child runs", || scratch.lines("running") == ["slow"]);
 
-    let refused = emq.command(&["retry", &parent, "--queue", &parents]).output().unwrap();
-    let said = show(&refused);
-    assert_eq!(refused.status.code(), Some(5), "{said}");
-    assert!(
-        said.contains("have not all ended") && said.contains("active") && said.contains("--force"),
-        "{said}"
-    );
-    assert!(state().contains("state     dead"), "nothing changed");
-    // In bulk too: refused, counted and said.
-    let bulk = emq.command(&["retry", "--all-dead", "--queue", &parents, "--yes"]).output().unwrap();
-    let said = show(&bulk);
-    assert!(said.contains("1 of them refused") && said.contains("have not all ended"), "{said}");
-    assert!(state().contains("state     dead"), "nothing changed: {said}");
-    emq.ok(&["retry", &parent, "--queue", &parents, "--force"]);
-    assert!(state().contains("state     pending"), "{}", state());
+    emq.ok(&["retry", &parent, "--queue", &parents]);
+    let shown = state();
+    assert!(shown.contains("state     waiting") && shown.contains("children  1 open of 2"), "{shown}");
+    std::fs::write(scratch.path("go"), "").unwrap();
+    eventually("the slow child's end made the parent pending", || state().contains("state     pending"));
+    let shown = state();
+    assert!(shown.contains("children  0 open of 2"), "{shown}");
 }

@@ -83,7 +83,7 @@ fn the_manifest_names_the_version_and_every_transition_by_the_servers_sha1() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
     let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(manifest["protocol"], "1.10");
+    assert_eq!(manifest["protocol"], "1.11");
     let entries = manifest["scripts"].as_array().unwrap();
 
     let server = RedisServer::start();
@@ -112,6 +112,6 @@ fn the_manifest_names_the_version_and_every_transition_by_the_servers_sha1() {
 fn the_version_names_the_program_and_the_protocol() {
     let output = Command::new(env!("CARGO_BIN_EXE_emq")).arg("--version").output().unwrap();
     assert!(output.status.success());
-    let expected = format!("emq {} (protocol 1.10)\n", env!("CARGO_PKG_VERSION"));
+    let expected = format!("emq {} (protocol 1.11)\n", env!("CARGO_PKG_VERSION"));
     assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
 }

@@ -192,7 +192,8 @@ defmodule EchoMQ.Jobs do
   end
 
   @doc """
-  Send a dead job back to pending, by hand (RETRY): `{:ok, :retried}`;
+  Send a dead job back to pending, by hand (RETRY; a flow's parent whose
+  children have not all ended goes back to waiting for them): `{:ok, :retried}`;
   `{:error, :no_job}`, `{:error, :state}` (a job that is not dead),
   `{:error, :kind}`. Its last error stays readable.
   """

@@ -406,7 +406,8 @@ class Queue:
         return cancelled
 
     async def retry(self, job_id: str) -> None:
-        """Send a dead job back to pending."""
+        """Send a dead job back to pending; a flow's parent whose children
+        have not all ended goes back to waiting for them."""
         await self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 
     async def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
@@ -428,7 +429,8 @@ class Queue:
 
     async def retry_dead(self, *, limit: int = 1000) -> int:
         """Send up to ``limit`` dead jobs, oldest first, back to pending
-        (RETRY each, one round trip): how many went."""
+        (a flow's parent with children still open to waiting; RETRY each,
+        one round trip): how many went."""
         _, first, last = _listing("dead", limit, 0)
         ids = _decoded(await self.connection.redis.zrange(self.keyspace.key("dead"), first, last))
         if not ids:

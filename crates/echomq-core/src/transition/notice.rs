@@ -2,7 +2,8 @@
 //! `includes/notice.lua`): every transition that ends a job (to done, dead
 //! or cancelled, or deleted unfinished) and finds its link in
 //! `<q>parents` writes a notice in the child's own queue, in the same
-//! atomic step, and drops the link. The relay carries notices to the
+//! atomic step, and drops the link, but for a child that died: a retry may
+//! run it again, and its next end tells its parent again (1.11). The relay carries notices to the
 //! parent's queue (RESOLVE); none is ever lost with a call that forgot it:
 //! a call without the flows' keys that would end a linked job is refused.
 
@@ -62,8 +63,8 @@ impl<'k> Notify<'k> {
 
     /// Tell the parent of job `id`, linked by `link`, how its child ended
     /// (`done`, `dead`, `cancelled` or `gone`), with the child's result
-    /// when it kept one: the notice, then the link dropped. After every
-    /// check.
+    /// when it kept one: the notice, then the link dropped (kept for a
+    /// child that died: see the module's docs). After every check.
     pub(crate) fn tell<S: Store>(
         &self,
         store: &mut S,
@@ -85,7 +86,9 @@ impl<'k> Notify<'k> {
             fields.push((b"result", result));
         }
         store.xadd(notices, KEEP_ALL, &fields);
-        store.hdel(parents, id);
+        if outcome != "dead" {
+            store.hdel(parents, id);
+        }
     }
 }
 

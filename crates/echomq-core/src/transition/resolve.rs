@@ -1,7 +1,9 @@
 //! RESOLVE: a parent hears how one of its children ended (PROTOCOL.md
 //! §7.8; `resolve.lua`). The relay sends it for each notice; it applies a
 //! notice once per (parent, incarnation, child), so a notice sent twice,
-//! late, or after the parent ended changes nothing.
+//! late, or after the parent was done or cancelled changes nothing. A dead
+//! parent records its children's ends (1.11), for a retry of it; a child
+//! that died and was retried, then done, is recorded done.
 
 use super::events::{emit, error_text, Events};
 use super::fenced::ack_result;
@@ -114,9 +116,10 @@ impl<'a> Resolve<'a> {
     /// Record the child's end in its parent's dependencies, once: `1`; and
     /// the parent, while it waits, pending when none is left open (or at
     /// once, for a child it continues after), dead for a child it fails
-    /// with. `0` and no change for a parent that is gone, ended (done,
-    /// dead, cancelled), of another incarnation, or told of this child
-    /// already.
+    /// with. A child recorded dead whose notice says `done` (it was
+    /// retried) is recorded done, the open count as it was (1.11). `0` and
+    /// no change for a parent that is gone, done or cancelled, of another
+    /// incarnation, or told of this child already.
     ///
     /// # Errors
     ///
@@ -161,8 +164,8 @@ impl<'a> Resolve<'a> {
     }
 
     /// What the notice does to its parent, read and checked before any
-    /// write: `None` when it changes nothing (no parent, one that ended,
-    /// another incarnation, a child heard of already).
+    /// write: `None` when it changes nothing (no parent, one done or
+    /// cancelled, another incarnation, a child heard of already).
     fn read<S: Store>(&self, store: &mut S) -> Result<Option<Heard>, Refusal> {
         let ResolveKeys { job, children, waiting, pending, priority, dead, errors, .. } = self.keys;
         let typed = [
@@ -180,7 +183,9 @@ impl<'a> Resolve<'a> {
         let attempts = attempts_of(job, attempts.as_deref())?.unwrap_or(0);
         let waits = match state.as_deref() {
             Some(b"waiting") => true,
-            Some(b"pending" | b"active" | b"delayed") => false,
+            // Running already (a child it continued after ended, or it was
+            // retried), or dead (a retry may run it again): it records.
+            Some(b"pending" | b"active" | b"delayed" | b"dead") => false,
             _ => return Ok(None),
         };
         let fields: [&[u8]; 3] = [b"incarnation", b"open", self.child];
@@ -190,7 +195,19 @@ impl<'a> Resolve<'a> {
             return Ok(None);
         }
         let Some(dependency) = dependency else { return Ok(None) };
-        let Some(on_failure) = self.open_dependency(&dependency)? else { return Ok(None) };
+        let on_failure = match self.entry(&dependency)? {
+            Entry::Open(on_failure) => on_failure,
+            // Retried after it died, and done: it was counted as ended.
+            Entry::Dead if self.outcome == b"done" => {
+                let open = match stored(open.as_deref(), children, b"open")? {
+                    Some(n) if n >= 0 => n,
+                    _ => return Err(malformed(children, b"open", "an integer of 0 or more")),
+                };
+                let state = state.unwrap_or_default();
+                return Ok(Some(Heard { state, attempts, open, then: Then::Waits }));
+            }
+            Entry::Dead | Entry::Ended => return Ok(None),
+        };
         let open = match stored(open.as_deref(), children, b"open")? {
             Some(n) if n >= 1 => n - 1,
             _ => return Err(malformed(children, b"open", "an integer of 1 or more")),
@@ -207,15 +224,16 @@ impl<'a> Resolve<'a> {
         Ok(Some(Heard { state, attempts, open, then }))
     }
 
-    /// The child's entry: its on-failure while it is open; `None` once it
-    /// holds an outcome (heard of already); `EMQDATA` for anything else.
-    fn open_dependency(&self, dependency: &[u8]) -> Result<Option<Vec<u8>>, Refusal> {
+    /// The child's entry: its on-failure while it is open, or the outcome
+    /// it holds once heard of; `EMQDATA` for anything else.
+    fn entry(&self, dependency: &[u8]) -> Result<Entry, Refusal> {
         let children = self.keys.children;
         match dependency.strip_prefix(b"open ") {
             Some(on_failure) if super::flow::ON_FAILURE.contains(&on_failure) => {
-                Ok(Some(on_failure.to_vec()))
+                Ok(Entry::Open(on_failure.to_vec()))
             }
-            None if OUTCOMES.contains(&dependency) => Ok(None),
+            None if dependency == b"dead" => Ok(Entry::Dead),
+            None if OUTCOMES.contains(&dependency) => Ok(Entry::Ended),
             _ => Err(malformed(children, self.child, "a dependency")),
         }
     }
@@ -262,6 +280,16 @@ impl<'a> Resolve<'a> {
     fn error(&self) -> Vec<u8> {
         [b"child ", self.child, b" ", self.outcome].concat()
     }
+}
+
+/// A child's entry in its parent's dependencies.
+enum Entry {
+    /// Open, with what its parent does if it ends otherwise than done.
+    Open(Vec<u8>),
+    /// It died: a retry may run it again, and a later `done` replaces it.
+    Dead,
+    /// Done, cancelled or gone: final.
+    Ended,
 }
 
 /// What a notice does to its parent, as [`Resolve::read`] found it.

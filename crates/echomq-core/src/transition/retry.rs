@@ -1,11 +1,12 @@
-//! RETRY: an operator sends a dead job back to pending (PROTOCOL.md §7;
-//! `retry.lua`).
+//! RETRY: an operator sends a dead job back to pending, or a flow's parent
+//! whose children have not all ended back to waiting for them (PROTOCOL.md
+//! §7; `retry.lua`).
 
 use super::events::{emit, Events};
 use super::grouped::Grouped;
-use super::{need, priority_of, read_state, to_pending, wake, wake_key};
+use super::{need, priority_of, read_state, to_pending, wake, wake_key, write_record};
 use crate::description::{keys, Description, Effect};
-use crate::parse::{kind, named_keys, options};
+use crate::parse::{children_key, kind, lossy, malformed, named_keys, options, stored};
 use crate::store::{KeyType, Store};
 use crate::{Answer, Code, Refusal, Reply};
 
@@ -20,6 +21,10 @@ keys! {
         config: Config,
         wake: Wake,
     }
+    more
+    /// A flow's parent's keys (protocol 1.11, §7.8): its dependencies, and
+    /// the set it waits in while some are open.
+    RetryFlow { children: Children, waiting: Waiting }
 }
 
 /// A parsed RETRY.
@@ -46,7 +51,8 @@ impl<'a> Retry<'a> {
         waits_for_replication: true,
     };
 
-    /// KEYS: job, dead, pending, priority, events, config, wake. ARGV: id.
+    /// KEYS: job, dead, pending, priority, events, config, wake, then
+    /// children and waiting (1.11). ARGV: id.
     ///
     /// # Errors
     ///
@@ -60,7 +66,8 @@ impl<'a> Retry<'a> {
         Ok(Retry { keys, prefix, id })
     }
 
-    /// A dead job back to pending at its priority.
+    /// A dead job back to pending at its priority; a flow's parent with
+    /// children still open back to waiting for them (1.11).
     ///
     /// # Errors
     ///
@@ -69,14 +76,19 @@ impl<'a> Retry<'a> {
     /// - `TRYAGAIN`: the record is missing while the queue's slot moves between cluster nodes.
     /// - `EMQNOJOB`: there is no record.
     /// - `EMQDATA`: the record's `state` is none of the six or it lacks its state or attempts, the job's
-    ///   priority is not an integer, or
+    ///   priority is not an integer, its dependencies' `open` is not an integer of 0 or more, or
     ///   `<q>config`'s `events` is not an integer.
+    /// - `EMQARG`: the job is a flow's parent with children open, and the call lacks its flow keys.
     /// - `EMQSTATE`: the job is not dead (`cannot retry a <state> job`).
     /// - `EMQVERSION`: `<q>config`'s `protocol` is another major, or malformed.
     pub fn apply<S: Store>(&self, store: &mut S) -> Answer {
         need(store, self.keys.dead, KeyType::Zset)?;
         need(store, self.keys.pending, KeyType::Zset)?;
         need(store, self.keys.priority, KeyType::Hash)?;
+        if let Some(flow) = self.keys.more {
+            need(store, flow.children, KeyType::Hash)?;
+            need(store, flow.waiting, KeyType::Zset)?;
+        }
         match read_state(store, self.keys.job)?.as_deref() {
             None => return Err(Refusal::new(Code::NoJob, "no such job")),
             Some(b"dead") => {}
@@ -86,15 +98,55 @@ impl<'a> Retry<'a> {
                 return Err(Refusal::new(Code::State, format!("cannot retry a {state} job")));
             }
         }
+        let open = self.open_children(store)?;
         let events = Events::open(store, Some((self.keys.events, self.keys.config)))?;
         let wakes = wake_key(store, Some(self.keys.wake))?;
         let score = priority_of(store, self.keys.priority, self.id)?;
         let grouped = Grouped::read(store, self.prefix, self.id)?;
         store.zrem(self.keys.dead, self.id);
         let now = store.now_ms();
-        to_pending(store, self.keys.job, self.keys.pending, (score, grouped.name()), self.id, now);
-        wake(store, wakes);
+        match (open, self.keys.more) {
+            // It runs once its children have ended, as when it was made.
+            (true, Some(flow)) => {
+                write_record(store, self.keys.job, &[(b"state", b"waiting")], now);
+                store.zadd(flow.waiting, now as f64, self.id);
+            }
+            _ => {
+                to_pending(store, self.keys.job, self.keys.pending, (score, grouped.name()), self.id, now);
+                wake(store, wakes);
+            }
+        }
         emit(&events, store, "retried", self.id, &[]);
         Ok(Reply::Int(1))
+    }
+
+    /// Whether the job is a flow's parent with children open (its
+    /// dependencies' `open` 1 or more), read before any write. Without the
+    /// flow's keys, such a parent is refused: made pending, it would run
+    /// before its children.
+    fn open_children<S: Store>(&self, store: &mut S) -> Result<bool, Refusal> {
+        let flow = self.keys.more;
+        let children = match flow {
+            Some(flow) => flow.children.to_vec(),
+            None => {
+                let children = children_key(self.prefix, self.id);
+                need(store, &children, KeyType::Hash)?;
+                children
+            }
+        };
+        let open = match stored(store.hget(&children, b"open").as_deref(), &children, b"open")? {
+            None => 0,
+            Some(open) if open >= 0 => open,
+            Some(_) => return Err(malformed(&children, b"open", "an integer of 0 or more")),
+        };
+        if open > 0 && flow.is_none() {
+            let p = lossy(self.prefix);
+            return Err(Refusal::arg(format!(
+                "{} waits for {open} children: the call needs {p}children:{} and {p}waiting",
+                lossy(self.id),
+                lossy(self.id)
+            )));
+        }
+        Ok(open > 0)
     }
 }

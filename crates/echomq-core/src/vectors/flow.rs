@@ -70,6 +70,7 @@ pub(super) fn cases() -> Vec<Case> {
     let claimed = [parent.clone(), child(B, A, &[]), claim(1)];
     let cancel = |id: &str| call(Name::Cancel, id, &[id]);
     let children = |id: &str| call(Name::Children, id, &[id]);
+    let retry = |id: &str| call(Name::Retry, id, &[id]);
     let running = [enqueue(A, "a", &[]), claim(1)];
     let qd = format!("{{q}}{D}");
     let three = [(qb.as_str(), "fail"), (qc.as_str(), "fail"), (qd.as_str(), "ignore")];
@@ -226,6 +227,24 @@ pub(super) fn cases() -> Vec<Case> {
             resolve(A, B, "dead", &[]),
             claim(1),
         ]),
+        Case::new("resolve: a dead parent records its child", resolve(A, C, "done", &["RESULT", "r"])).after(
+            [flow(A, &[(qb.as_str(), "fail"), (qc.as_str(), "ignore")], &[]), resolve(A, B, "dead", &[])],
+        ),
+        Case::new(
+            "resolve: a child retried and done replaces its death",
+            resolve(A, B, "done", &["RESULT", "42"]),
+        )
+        .after([flow(A, &[(qb.as_str(), "ignore"), (qc.as_str(), "fail")], &[]), resolve(A, B, "dead", &[])]),
+        Case::new("resolve: a child dead twice changes nothing", resolve(A, B, "dead", &[])).after([
+            flow(A, &[(qb.as_str(), "ignore"), (qc.as_str(), "fail")], &[]),
+            resolve(A, B, "dead", &[]),
+        ]),
+        Case::new("resolve: a done parent changes nothing", resolve(A, C, "done", &[])).after([
+            flow(A, &[(qb.as_str(), "continue"), (qc.as_str(), "fail")], &[]),
+            resolve(A, B, "dead", &[]),
+            claim(1),
+            ack(A, "1"),
+        ]),
         Case::new("resolve: an outcome unknown", resolve(A, B, "lost", &[])).refused(Code::Arg),
         Case::new("resolve: a child that is no reference", call(Name::Resolve, A, &[A, "1", B, "done"]))
             .refused(Code::Arg),
@@ -241,6 +260,36 @@ pub(super) fn cases() -> Vec<Case> {
                 hash(&[("incarnation", &incarnation()), ("open", "1"), (&qb, "maybe")]),
             )
             .refused(Code::Data),
+        Case::new("retry: a dead parent with children open waits for them", retry(A))
+            .after([parent.clone(), resolve(A, B, "dead", &[])]),
+        Case::new("retry: a dead parent whose children all ended is pending", retry(A))
+            .after([flow(A, &[(qb.as_str(), "fail")], &["PRIORITY", "5"]), resolve(A, B, "dead", &[])]),
+        Case::new("retry: a parent with children open, without its flow keys", short(retry(A), 7))
+            .after([parent.clone(), resolve(A, B, "dead", &[])])
+            .refused_with(&format!(
+                "EMQARG {A} waits for 1 children: the call needs emq:{{q}}:children:{A} and emq:{{q}}:waiting"
+            )),
+        Case::new("retry: a job that is no parent, without its flow keys", short(retry(B), 7)).after([
+            enqueue(B, "b", &[]),
+            claim(1),
+            fail(B, "1", "1"),
+        ]),
+        Case::new("retry: dependencies whose open is below 0", retry(A))
+            .after([parent.clone(), resolve(A, B, "dead", &[])])
+            .put(&format!("children:{A}"), hash(&[("incarnation", "7"), ("open", "-1")]))
+            .refused_with(&format!("EMQDATA emq:{{q}}:children:{A} open is not an integer of 0 or more")),
+        Case::new("retry: dependencies of another type", retry(A))
+            .after([parent.clone(), resolve(A, B, "dead", &[])])
+            .put(&format!("children:{A}"), string())
+            .refused(Code::Type),
+        Case::new("ack: a child that died, retried and done tells its parent again", ack(B, "2")).after([
+            parent.clone(),
+            child(B, A, &[]),
+            claim(1),
+            fail(B, "1", "1"),
+            retry(B),
+            claim(1),
+        ]),
         Case::new("children: a parent's children", children(A))
             .after([parent.clone(), resolve(A, B, "done", &["RESULT", "r"])]),
         Case::new("children: no parent", children(A)),

@@ -65,7 +65,7 @@ const REAP_KEYS: &str =
     "$q:active $q:pending $q:dead $q:errors $q:priority $q:policy $q:events $q:config $q:wake";
 
 /// A queue written by another major of the protocol.
-const VERSION_2: &str = "EMQVERSION queue written by protocol 2.0; this speaker is 1.10";
+const VERSION_2: &str = "EMQVERSION queue written by protocol 2.0; this speaker is 1.11";
 
 /// Every table, in the order the cases are written.
 const TABLES: [&[Raw]; 14] = [

@@ -1228,6 +1228,11 @@ mod ack {
     }
 
     #[test]
+    fn ack_a_child_that_died_retried_and_done_tells_its_parent_again() {
+        replay("ack", "ack: a child that died, retried and done tells its parent again");
+    }
+
+    #[test]
     fn ack_a_capped_group_s_lease_ends_it_is_ready_again() {
         replay("ack", "ack: a capped group's lease ends, it is ready again");
     }
@@ -2923,6 +2928,16 @@ mod retry {
     }
 
     #[test]
+    fn keys_8_holds_a_string() {
+        replay("retry", "KEYS[8] holds a string");
+    }
+
+    #[test]
+    fn keys_9_holds_a_string() {
+        replay("retry", "KEYS[9] holds a string");
+    }
+
+    #[test]
     fn retry_a_dead_job_back_to_pending_at_its_priority() {
         replay("retry", "retry: a dead job back to pending at its priority");
     }
@@ -2945,6 +2960,36 @@ mod retry {
     #[test]
     fn retry_the_id_s_kind() {
         replay("retry", "retry: the id's kind");
+    }
+
+    #[test]
+    fn retry_a_dead_parent_with_children_open_waits_for_them() {
+        replay("retry", "retry: a dead parent with children open waits for them");
+    }
+
+    #[test]
+    fn retry_a_dead_parent_whose_children_all_ended_is_pending() {
+        replay("retry", "retry: a dead parent whose children all ended is pending");
+    }
+
+    #[test]
+    fn retry_a_parent_with_children_open_without_its_flow_keys() {
+        replay("retry", "retry: a parent with children open, without its flow keys");
+    }
+
+    #[test]
+    fn retry_a_job_that_is_no_parent_without_its_flow_keys() {
+        replay("retry", "retry: a job that is no parent, without its flow keys");
+    }
+
+    #[test]
+    fn retry_dependencies_whose_open_is_below_0() {
+        replay("retry", "retry: dependencies whose open is below 0");
+    }
+
+    #[test]
+    fn retry_dependencies_of_another_type() {
+        replay("retry", "retry: dependencies of another type");
     }
 
     #[test]
@@ -5337,6 +5382,26 @@ mod resolve {
     #[test]
     fn resolve_a_running_parent_records_its_child() {
         replay("resolve", "resolve: a running parent records its child");
+    }
+
+    #[test]
+    fn resolve_a_dead_parent_records_its_child() {
+        replay("resolve", "resolve: a dead parent records its child");
+    }
+
+    #[test]
+    fn resolve_a_child_retried_and_done_replaces_its_death() {
+        replay("resolve", "resolve: a child retried and done replaces its death");
+    }
+
+    #[test]
+    fn resolve_a_child_dead_twice_changes_nothing() {
+        replay("resolve", "resolve: a child dead twice changes nothing");
+    }
+
+    #[test]
+    fn resolve_a_done_parent_changes_nothing() {
+        replay("resolve", "resolve: a done parent changes nothing");
     }
 
     #[test]

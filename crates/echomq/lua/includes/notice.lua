@@ -2,8 +2,9 @@
 the core's twin is `Notify` in crates/echomq-core/src/transition/notice.rs):
 every transition that ends a job (to done, dead or cancelled, or deleted
 unfinished) and finds its link in emq:{q}:parents writes a notice in the
-child's own queue, emq:{q}:notices, in the same script, and drops the link.
-The relay carries notices to the parent's queue (RESOLVE). No notice is lost
+child's own queue, emq:{q}:notices, in the same script, and drops the link,
+but for a child that died: a retry may run it again, and its next end tells
+its parent again (1.11). The relay carries notices to the parent's queue (RESOLVE). No notice is lost
 with a call that forgot the flows' keys: a call without them that would end
 a linked job is refused, before its first write.
 
@@ -56,7 +57,7 @@ end
 -- (parent_link's), how its child ended (`done`, `dead`, `cancelled` or
 -- `gone`), with the child's result when it kept one: the notice (no
 -- MAXLEN: the notices are never trimmed, each waits for the relay), then
--- the link dropped. After every check.
+-- the link dropped, kept for a child that died. After every check.
 local function tell_parent(parents, notices, prefix, id, link, outcome, result)
   local incarnation, parent = read_link(link)
   -- The child as the parent names it: the queue's hashtag, then its id.
@@ -68,5 +69,5 @@ local function tell_parent(parents, notices, prefix, id, link, outcome, result)
     redis.call('XADD', notices, '*', 'parent', parent, 'incarnation', incarnation, 'child', child,
       'outcome', outcome)
   end
-  redis.call('HDEL', parents, id)
+  if outcome ~= 'dead' then redis.call('HDEL', parents, id) end
 end

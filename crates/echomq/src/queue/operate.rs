@@ -214,7 +214,8 @@ impl Queue {
         Ok(cancelled)
     }
 
-    /// Send a dead job back to pending.
+    /// Send a dead job back to pending; a flow's parent whose children have
+    /// not all ended goes back to waiting for them.
     ///
     /// # Errors
     /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such

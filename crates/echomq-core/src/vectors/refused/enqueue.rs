@@ -244,6 +244,6 @@ pub(super) const STORED: &[Raw] = &[
         call: Name::Enqueue,
         keys: ENQUEUE_KEYS,
         args: "$A p",
-        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.10",
+        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.11",
     },
 ];

@@ -202,7 +202,7 @@ pub(super) const STORED: &[Raw] = &[
         call: Name::Obliterate,
         keys: OBLITERATE_KEYS,
         args: "",
-        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.10",
+        error: "EMQVERSION $q:config protocol is not <major>.<minor>; this speaker is 1.11",
     },
 ];
 
