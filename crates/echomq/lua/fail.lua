@@ -105,5 +105,5 @@ else
 end
 redis.call('HSET', errors_key, id, text)
 emit(events_key, keep, state == 'dead' and 'dead' or 'failed', id, 'attempt', token, 'error', event_error(text))
-if link then tell_parent(parents_key, notices_key, prefix, id, link, 'dead') end
+if link then tell_parent_died(notices_key, prefix, id, link) end
 return state

@@ -120,7 +120,7 @@ for j, job in ipairs(reaped) do
     redis.call('HSET', errors_key, id, 'lease expired')
     emit(events_key, keep, 'dead', id, 'attempt', job.attempts, 'error', 'lease expired')
     if group then G.off_active(prefix, id, group, false) end
-    if job.link then tell_parent(parents_key, notices_key, prefix, id, job.link, 'dead') end
+    if job.link then tell_parent_died(notices_key, prefix, id, job.link) end
     dead = dead + 1
   else
     if group then G.off_active(prefix, id, group, true) end

@@ -201,6 +201,6 @@ if dies then
   local text = 'child ' .. child .. ' ' .. outcome
   redis.call('HSET', errors_key, id, text)
   emit(events_key, keep, 'dead', id, 'attempt', string.format('%d', attempts or 0), 'error', event_error(text))
-  if link then tell_parent(parents_key, notices_key, prefix, id, link, 'dead') end
+  if link then tell_parent_died(notices_key, prefix, id, link) end
 end
 return 1

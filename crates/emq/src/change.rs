@@ -2,6 +2,7 @@
 //! `delete`, each by id or every job of a state that matches (`select.rs`),
 //! with a count before `--yes`.
 
+use echomq::transition::Children;
 use echomq::{JobId, State};
 
 use crate::connect::{Error, Server};
@@ -39,6 +40,10 @@ pub struct RetryArgs {
     /// With --all-dead: retry them (without, nothing changes).
     #[arg(long, requires = "all_dead")]
     yes: bool,
+    /// Retry a flow's parent even while a child that died runs again (it
+    /// was retried): the parent reads that child dead, and runs without it.
+    #[arg(long, conflicts_with = "all_dead")]
+    force: bool,
 }
 
 pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
@@ -47,8 +52,90 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         let selection = Selection { queue, state: State::Dead, matching: args.matching };
         return bulk(server, &selection, Action::Retry, args.yes).await;
     }
+    let force = args.force;
     let args = JobsArgs { ids: args.ids, queue: args.queue };
-    each_job(server, args, "retried", |queue, id| async move { queue.retry(&id).await.map(|()| true) }).await
+    each_job(server, args, "retried", |queue, id| async move {
+        if !force {
+            refuse_rerun(&queue, &id).await?;
+        }
+        queue.retry(&id).await.map(|()| true)
+    })
+    .await
+}
+
+/// A dead flow parent with a child that died and runs again is refused
+/// (`EMQSTATE`, naming it), advising `--force`; any other job passes
+/// (RETRY answers for it).
+async fn refuse_rerun(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()> {
+    let rerun = rerun_children(queue, id).await?;
+    match rerun.is_empty() {
+        true => Ok(()),
+        false => Err(echomq::Error::new(
+            echomq::ErrorKind::State,
+            format!("{}. Retry it once they have ended, or with --force", rerun_said(&rerun)),
+        )),
+    }
+}
+
+/// The children of flow parent `id` that it heard died and that run
+/// again (retried), each with its state (`{q}JOB… active`). RETRY sends a
+/// parent back to waiting for the children it has not heard the end of,
+/// but it counts a child that died as ended: retried now, the parent would
+/// run before that child's second end, and read it dead. Empty for a job
+/// that is no parent (one read) or has no such child.
+pub async fn rerun_children(queue: &echomq::Queue, id: &JobId) -> echomq::Result<Vec<String>> {
+    let Some(children) = echomq::Flows::of(queue).children(id).await? else { return Ok(Vec::new()) };
+    rerun_of(queue.executor(), &children).await
+}
+
+/// [`rerun_children`] of a parent's children as read: only a child
+/// recorded dead has its own queue looked at.
+pub async fn rerun_of(
+    executor: &std::sync::Arc<dyn echomq::Executor>,
+    children: &echomq::transition::ChildrenReply,
+) -> echomq::Result<Vec<String>> {
+    let mut rerun = Vec::new();
+    for child in children.children.iter().filter(|child| child.outcome == Some(echomq::Outcome::Dead)) {
+        let theirs = echomq::Queue::new(executor.clone(), &child.child.queue)?;
+        if let Some(found) = theirs.inspect(&child.child.id).await? {
+            if !matches!(found.record.state, State::Done | State::Dead | State::Cancelled) {
+                rerun.push(format!("{} {}", child.child, found.record.state));
+            }
+        }
+    }
+    Ok(rerun)
+}
+
+/// The dead jobs of `page` a retry may take: a flow's parent with a child
+/// that died and runs again is refused, said in `applied` (the children of
+/// the page read in one round trip).
+pub async fn retriable(
+    executor: &std::sync::Arc<dyn echomq::Executor>,
+    keys: &echomq::Keyspace,
+    page: &[JobId],
+    applied: &mut crate::select::Applied,
+) -> Result<Vec<JobId>, Error> {
+    let reads: Vec<Children> = page.iter().map(|id| Children { id: id.clone() }).collect();
+    let mut retriable = Vec::with_capacity(page.len());
+    for (id, read) in page.iter().zip(echomq::executor::execute_batch(&**executor, keys, &reads).await?) {
+        if let Ok(Some(children)) = read.as_ref() {
+            let rerun = rerun_of(executor, children).await?;
+            if !rerun.is_empty() {
+                applied.failed.push((id.clone(), rerun_said(&rerun)));
+                continue;
+            }
+        }
+        retriable.push(id.clone());
+    }
+    Ok(retriable)
+}
+
+/// Why a parent with children that run again is not retried, in words.
+pub fn rerun_said(rerun: &[String]) -> String {
+    format!(
+        "a flow's parent whose children that died run again ({}): retried now it would run before they end",
+        rerun.join(", ")
+    )
 }
 
 /// A state cancel takes: pending, active, delayed or dead.

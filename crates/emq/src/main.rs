@@ -160,7 +160,8 @@ enum Command {
     /// List the live workers, from the worker registry: host, pid, queues,
     /// jobs running, when each started and last beat.
     Workers(workers::Args),
-    /// Send dead jobs back to pending: by id, or every dead job of a queue
+    /// Send dead jobs back to pending (a flow's parent with children still
+    /// open: to waiting for them): by id, or every dead job of a queue
     /// (--all-dead, optionally --matching a text; --yes to do it, else the count).
     Retry(change::RetryArgs),
     /// Cancel jobs (any state but done); a running job's worker loses its lease.

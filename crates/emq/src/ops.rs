@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, UNIX_EPOCH};
 
 use echomq::keyspace::{queue_of, state_pattern};
-use echomq::{Delete, Drain, JobId, Keyspace, State};
+use echomq::{Delete, Drain, JobId, JobRef, Keyspace, Outcome, State};
 
 use crate::connect::{Conn, Error, Server};
 
@@ -111,7 +111,7 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
         }
     }
     say_kept(&job)?;
-    flow_of(server, &queue, &args.id).await
+    flow_of(server, &queue, &args.id, record.state).await
 }
 
 /// What INSPECT found kept beside the record: its last error, progress,
@@ -138,7 +138,7 @@ fn say_kept(job: &echomq::Inspection) -> Result<(), Error> {
 /// Job `id`'s place in a flow (protocol 1.6): the parent it will tell, and,
 /// for a parent, each child with what the parent heard of it and, while
 /// it is open, the child's own state in its queue.
-async fn flow_of(server: &Server, queue: &str, id: &JobId) -> Result<(), Error> {
+async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Result<(), Error> {
     let link: Option<String> = redis::cmd("HGET")
         .arg(Keyspace::new(queue)?.role(echomq::keyspace::Role::Parents, None).unwrap_or_default())
         .arg(id.as_str())
@@ -146,16 +146,27 @@ async fn flow_of(server: &Server, queue: &str, id: &JobId) -> Result<(), Error> 
         .await?;
     if let Some(link) = link {
         let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
-        say!("  parent    {parent} (told when this job ends)");
+        match state {
+            // A child that died keeps its link (protocol 1.11).
+            State::Dead => say!("  parent    {parent} (told it died; told again if a retry of it ends)"),
+            _ => say!("  parent    {parent} (told when this job ends)"),
+        }
     }
     let parent_queue = server.queue(queue).await?;
     let Some(children) = echomq::Flows::of(&parent_queue).children(id).await? else { return Ok(()) };
     say!("  children  {} open of {}", children.open, children.children.len());
     for child in children.children {
         let now = match child.outcome {
+            // Retried after it died: its parent hears of its next end.
+            Some(Outcome::Dead) => match state_in_queue(server, &child.child).await? {
+                Some(state) if !matches!(state, State::Done | State::Dead | State::Cancelled) => {
+                    format!("dead, runs again: {state} in its queue")
+                }
+                _ => "dead".to_owned(),
+            },
             Some(outcome) => outcome.as_str().to_owned(),
-            None => match server.queue(&child.child.queue).await?.inspect(&child.child.id).await? {
-                Some(job) => format!("open, {} in its queue", job.record.state),
+            None => match state_in_queue(server, &child.child).await? {
+                Some(state) => format!("open, {state} in its queue"),
                 None => "open, not in its queue (yet)".to_owned(),
             },
         };
@@ -163,6 +174,11 @@ async fn flow_of(server: &Server, queue: &str, id: &JobId) -> Result<(), Error> 
         say!("    {} {now}{result}", child.child);
     }
     Ok(())
+}
+
+/// The state of job `job` in its own queue; `None` when it is not there.
+async fn state_in_queue(server: &Server, job: &JobRef) -> Result<Option<State>, Error> {
+    Ok(server.queue(&job.queue).await?.inspect(&job.id).await?.map(|found| found.record.state))
 }
 
 /// A pending job's place in words: its priority; a grouped job's pending

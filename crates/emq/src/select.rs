@@ -90,7 +90,7 @@ pub struct Step {
 /// What can be done to a selection's jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// RETRY: a dead job back to pending.
+    /// RETRY: a dead job back to pending (a flow parent with open children to waiting).
     Retry,
     /// CANCEL: a pending, active, delayed or dead job to cancelled (an
     /// active job's worker loses its lease).
@@ -406,6 +406,7 @@ pub async fn apply_ids(
     for page in ids.chunks(PAGE) {
         match action {
             Action::Retry => {
+                let page = crate::change::retriable(executor, &keys, page, &mut applied).await?;
                 let calls: Vec<Retry> = page.iter().map(|id| Retry { id: id.clone() }).collect();
                 for (id, reply) in page.iter().zip(execute_batch(&**executor, &keys, &calls).await?) {
                     applied.note(id, reply.map(|()| true));

@@ -174,9 +174,11 @@ fn a_flow_file_with_its_parent_s_id_added_twice_adds_nothing_twice() {
     assert_eq!(row.split_whitespace().nth(1), Some("2"), "two children pending, not four: {stats}");
 }
 
-/// A flow's parent that died of a child, retried while another of its
-/// children still runs, waits for it (protocol 1.11), then runs: the child's
-/// end, told while the parent was dead or waiting, is recorded.
+/// A flow's parent that died of a child: retried while a child that died
+/// runs again (retried), refused (it would read that child dead), let
+/// through with --force; retried while another child still runs, it waits
+/// for it (protocol 1.11), then runs, every child's end recorded: the
+/// retried child's `done` over its death.
 #[test]
 fn a_dead_parent_retried_waits_for_its_children_still_running() {
     let server = RedisServer::start();
@@ -191,20 +193,49 @@ fn a_dead_parent_retried_waits_for_its_children_still_running() {
     let added: serde_json::Value =
         serde_json::from_str(&emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()])).unwrap();
     let parent = added["parent"].as_str().unwrap().split_once('}').unwrap().1.to_owned();
-    // The slow child runs until the test lets it end.
-    let script = r#"p=$(cat); [ "$p" = bad ] && exit 1; echo "$p" >> "$DIR/running"
-        while [ ! -e "$DIR/go" ]; do sleep 0.05; done"#;
-    let args = [children.as_str(), "--max-attempts", "1", "--concurrency", "2", "--", "sh", "-c", script];
+    let bad = added["children"][0].as_str().unwrap().split_once('}').unwrap().1.to_owned();
+    // `bad` fails until it is fixed; each run lasts until the test lets it end.
+    let script = r#"p=$(cat); [ "$p" = bad ] && [ ! -e "$DIR/fixed" ] && exit 1; echo "$p" >> "$DIR/running"
+        while [ ! -e "$DIR/go" ]; do sleep 0.05; done; echo "$p done""#;
+    let args = [
+        children.as_str(),
+        "--max-attempts",
+        "1",
+        "--concurrency",
+        "2",
+        "--result",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ];
     let _worker = emq.work(&args, &scratch.0, &scratch.path("log"));
     let state = || emq.ok(&["inspect", &parent, "--queue", &parents]);
     eventually("the parent died of its bad child", || state().contains("state     dead"));
     eventually("the slow child runs", || scratch.lines("running") == ["slow"]);
+    let shown = emq.ok(&["inspect", &bad, "--queue", &children]);
+    assert!(shown.contains("(told it died; told again if a retry of it ends)"), "{shown}");
 
-    emq.ok(&["retry", &parent, "--queue", &parents]);
+    std::fs::write(scratch.path("fixed"), "").unwrap();
+    emq.ok(&["retry", &bad, "--queue", &children]);
+    eventually("the bad child runs again", || scratch.lines("running") == ["slow", "bad"]);
+    let refused = emq.command(&["retry", &parent, "--queue", &parents]).output().unwrap();
+    let said = show(&refused);
+    assert_eq!(refused.status.code(), Some(5), "{said}");
+    assert!(said.contains("run again") && said.contains(&bad) && said.contains("--force"), "{said}");
+    assert!(state().contains(&format!("{bad} dead, runs again: active in its queue")), "{}", state());
+    assert!(state().contains("state     dead"), "nothing changed");
+    let bulk = emq.command(&["retry", "--all-dead", "--queue", &parents, "--yes"]).output().unwrap();
+    let said = show(&bulk);
+    assert!(said.contains("1 of them refused") && said.contains("run again"), "{said}");
+
+    emq.ok(&["retry", &parent, "--queue", &parents, "--force"]);
     let shown = state();
     assert!(shown.contains("state     waiting") && shown.contains("children  1 open of 2"), "{shown}");
     std::fs::write(scratch.path("go"), "").unwrap();
     eventually("the slow child's end made the parent pending", || state().contains("state     pending"));
-    let shown = state();
-    assert!(shown.contains("children  0 open of 2"), "{shown}");
+    eventually("the bad child's second end replaced its death", || {
+        let shown = state();
+        shown.contains(&format!("{bad} done, result bad done")) && shown.contains("children  0 open of 2")
+    });
 }

@@ -232,7 +232,8 @@ class Partitioned:
         return await self.jobs("dead", limit=limit, start=start)
 
     async def retry_dead(self, *, limit: int = 1000) -> int:
-        """Send up to ``limit`` dead jobs back to pending, partition by
+        """Send up to ``limit`` dead jobs back to pending (a flow's parent
+        with children still open to waiting), partition by
         partition, oldest first in each: how many went."""
         _listing("dead", limit, 0)
         retried = 0

@@ -133,7 +133,7 @@ impl<'a> Fail<'a> {
             &[(b"attempt", attempt.as_bytes()), (b"error", error_text(self.error))],
         );
         if let Some(link) = link {
-            notify.tell(store, id, &link, "dead", None);
+            notify.tell_died(store, id, &link);
         }
         Ok(Reply::Bulk(state.to_vec()))
     }

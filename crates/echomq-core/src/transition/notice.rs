@@ -2,8 +2,9 @@
 //! `includes/notice.lua`): every transition that ends a job (to done, dead
 //! or cancelled, or deleted unfinished) and finds its link in
 //! `<q>parents` writes a notice in the child's own queue, in the same
-//! atomic step, and drops the link, but for a child that died: a retry may
-//! run it again, and its next end tells its parent again (1.11). The relay carries notices to the
+//! atomic step, and drops the link, but for a child that died in its set
+//! (FAIL, REAP, RESOLVE): a retry may run it again, and its next end tells
+//! its parent again (1.11). The relay carries notices to the
 //! parent's queue (RESOLVE); none is ever lost with a call that forgot it:
 //! a call without the flows' keys that would end a linked job is refused.
 
@@ -63,8 +64,8 @@ impl<'k> Notify<'k> {
 
     /// Tell the parent of job `id`, linked by `link`, how its child ended
     /// (`done`, `dead`, `cancelled` or `gone`), with the child's result
-    /// when it kept one: the notice, then the link dropped (kept for a
-    /// child that died: see the module's docs). After every check.
+    /// when it kept one: the notice, then the link dropped. After every
+    /// check.
     pub(crate) fn tell<S: Store>(
         &self,
         store: &mut S,
@@ -73,7 +74,22 @@ impl<'k> Notify<'k> {
         outcome: &str,
         result: Option<&[u8]>,
     ) {
-        let Some((parents, notices)) = self.keys else { return };
+        self.notice(store, id, link, outcome, result);
+        if let Some((parents, _)) = self.keys {
+            store.hdel(parents, id);
+        }
+    }
+
+    /// Tell the parent of job `id`, linked by `link`, that its child died
+    /// and stays in the dead set: the notice, the link kept, so that a
+    /// retry of the child tells again (1.11). After every check.
+    pub(crate) fn tell_died<S: Store>(&self, store: &mut S, id: &[u8], link: &[u8]) {
+        self.notice(store, id, link, "dead", None);
+    }
+
+    /// The notice of [`tell`](Notify::tell) alone.
+    fn notice<S: Store>(&self, store: &mut S, id: &[u8], link: &[u8], outcome: &str, result: Option<&[u8]>) {
+        let Some((_, notices)) = self.keys else { return };
         let Some(link) = Link::parse(link) else { return };
         let child = child_ref(self.prefix, id);
         let mut fields: Vec<(&[u8], &[u8])> = vec![
@@ -86,9 +102,6 @@ impl<'k> Notify<'k> {
             fields.push((b"result", result));
         }
         store.xadd(notices, KEEP_ALL, &fields);
-        if outcome != "dead" {
-            store.hdel(parents, id);
-        }
     }
 }
 

@@ -116,7 +116,7 @@ impl<'a> Reap<'a> {
                     grouping.off_active(store, id, group);
                 }
                 if let Some(link) = link {
-                    notify.tell(store, id, &link, "dead", None);
+                    notify.tell_died(store, id, &link);
                 }
                 died += 1;
             } else {

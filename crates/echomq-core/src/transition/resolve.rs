@@ -157,7 +157,7 @@ impl<'a> Resolve<'a> {
                 &[(b"attempt", attempt.as_bytes()), (b"error", error_text(&error))],
             );
             if let Some(link) = link {
-                notify.tell(store, self.id, &link, "dead", None);
+                notify.tell_died(store, self.id, &link);
             }
         }
         Ok(Reply::Int(1))

@@ -155,6 +155,12 @@ pub(super) fn cases() -> Vec<Case> {
             .after([parent.clone(), child(B, A, &[])])
             .at(-120_000, claim(1)),
         Case::new("cancel: a child tells its parent", cancel(B)).after(family.clone()),
+        Case::new("cancel: a dead child tells its parent again, and its link goes", cancel(B)).after([
+            parent.clone(),
+            child(B, A, &[]),
+            claim(1),
+            fail(B, "1", "1"),
+        ]),
         Case::new("cancel: a waiting parent", cancel(A)).after(family.clone()),
         Case::new("cancel: a waiting parent without the flows' keys", short(cancel(A), 8))
             .after(family.clone())

@@ -2819,6 +2819,11 @@ mod cancel {
     }
 
     #[test]
+    fn cancel_a_dead_child_tells_its_parent_again_and_its_link_goes() {
+        replay("cancel", "cancel: a dead child tells its parent again, and its link goes");
+    }
+
+    #[test]
     fn cancel_a_waiting_parent() {
         replay("cancel", "cancel: a waiting parent");
     }

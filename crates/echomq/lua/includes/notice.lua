@@ -3,8 +3,9 @@ the core's twin is `Notify` in crates/echomq-core/src/transition/notice.rs):
 every transition that ends a job (to done, dead or cancelled, or deleted
 unfinished) and finds its link in emq:{q}:parents writes a notice in the
 child's own queue, emq:{q}:notices, in the same script, and drops the link,
-but for a child that died: a retry may run it again, and its next end tells
-its parent again (1.11). The relay carries notices to the parent's queue (RESOLVE). No notice is lost
+but for a child that died and stays in the dead set (FAIL, REAP, RESOLVE):
+a retry may run it again, and its next end tells its parent again (1.11).
+The relay carries notices to the parent's queue (RESOLVE). No notice is lost
 with a call that forgot the flows' keys: a call without them that would end
 a linked job is refused, before its first write.
 
@@ -16,7 +17,7 @@ brace, no NUL; its first `}` ends it), then the id.
 A call passes the flows' keys as `parents` and `notices`, both or neither
 (nil): notices_open_error checks them, parent_link reads a job's link
 before any write (includes/one_link does both for one job, ACK's and
-ACKNEXT's), tell_parent writes the notice after every check.
+ACKNEXT's), tell_parent (tell_parent_died) writes the notice after every check.
 ]]
 --@include link
 
@@ -57,8 +58,9 @@ end
 -- (parent_link's), how its child ended (`done`, `dead`, `cancelled` or
 -- `gone`), with the child's result when it kept one: the notice (no
 -- MAXLEN: the notices are never trimmed, each waits for the relay), then
--- the link dropped, kept for a child that died. After every check.
-local function tell_parent(parents, notices, prefix, id, link, outcome, result)
+-- the link dropped. After every check. tell_parent_died: the notice `dead`
+-- of a job that stays in the dead set, its link kept.
+local function notice_parent(notices, prefix, id, link, outcome, result)
   local incarnation, parent = read_link(link)
   -- The child as the parent names it: the queue's hashtag, then its id.
   local child = string.sub(prefix, #'emq:' + 1, -2) .. id
@@ -69,5 +71,13 @@ local function tell_parent(parents, notices, prefix, id, link, outcome, result)
     redis.call('XADD', notices, '*', 'parent', parent, 'incarnation', incarnation, 'child', child,
       'outcome', outcome)
   end
-  if outcome ~= 'dead' then redis.call('HDEL', parents, id) end
+end
+
+local function tell_parent(parents, notices, prefix, id, link, outcome, result)
+  notice_parent(notices, prefix, id, link, outcome, result)
+  redis.call('HDEL', parents, id)
+end
+
+local function tell_parent_died(notices, prefix, id, link)
+  notice_parent(notices, prefix, id, link, 'dead')
 end

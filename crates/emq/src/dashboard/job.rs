@@ -421,6 +421,11 @@ pub async fn job_action(
     let write = write.jobs(std::slice::from_ref(&id));
     match action.as_str() {
         "retry" => {
+            // A child that died and runs again: the parent would run first (emq retry says why).
+            let rerun = crate::change::rerun_children(&queue, &id).await.map_err(Problem::from)?;
+            if !rerun.is_empty() {
+                return Err(Problem::Conflict(crate::change::rerun_said(&rerun)));
+            }
             write.logged(&app, queue.retry(&id).await.map_err(Problem::from), |()| "done".into())?;
         }
         "cancel" if form.confirmed.as_deref() != Some("yes") => {
