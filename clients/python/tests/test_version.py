@@ -54,12 +54,13 @@ def test_the_modules_version_decides() -> None:
     assert _module_speaks(None) is False
     assert _module_speaks(echomq.PROTOCOL.encode()) is True
     assert _module_speaks(b"1.99") is True
-    assert _module_speaks(b"1.8") is True  # 1.9 added no call: §11.1's MODULE_MINOR
+    assert _module_speaks(b"1.11") is True  # §11.1's MODULE_MINOR: 1.11's RETRY of nine keys
     with pytest.raises(echomq.OtherMajor) as other:
         _module_speaks(b"2.0")
     assert "2.0" in str(other.value) and echomq.PROTOCOL in str(other.value)
-    with pytest.raises(echomq.OlderMinor):
-        _module_speaks(b"1.0")
+    for older in (b"1.0", b"1.10"):
+        with pytest.raises(echomq.OlderMinor):
+            _module_speaks(older)
 
 
 def test_the_module_answers_this_packages_version(servers: object) -> None:

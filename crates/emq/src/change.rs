@@ -6,24 +6,22 @@ use echomq::transition::Children;
 use echomq::{JobId, State};
 
 use crate::connect::{Error, Server};
-use crate::ops::{note_if_unknown, queue_for, queues_named, state};
+use crate::ops::{job_arg, note_if_unknown, queue_for, queues_named, state, JobArg};
 use crate::select::{self, Action, Refused, Selection};
 
-#[derive(clap::Args, Debug)]
+/// Jobs named one by one: each `JOB_…`, or `{queue}JOB_…` as `emq flow
+/// add` prints it, and the queue `--queue` gives them.
+#[derive(Debug)]
 pub struct JobsArgs {
-    /// The jobs' ids.
-    #[arg(required = true)]
-    ids: Vec<JobId>,
-    /// Their queue (found by a scan for each job when not given).
-    #[arg(long)]
+    ids: Vec<JobArg>,
     queue: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct RetryArgs {
-    /// The jobs' ids (none with --all-dead).
-    #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
-    ids: Vec<JobId>,
+    /// The jobs' ids, `JOB_…` or `{queue}JOB_…` (none with --all-dead).
+    #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead", value_parser = job_arg)]
+    ids: Vec<JobArg>,
     /// Their queue (found by a scan for each job when not given); with
     /// --all-dead, the queue whose dead jobs to retry.
     #[arg(long, required_if_eq("all_dead", "true"))]
@@ -147,9 +145,9 @@ fn cancellable(name: &str) -> Result<State, String> {
 
 #[derive(clap::Args, Debug)]
 pub struct CancelArgs {
-    /// The jobs' ids (none with --all).
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
-    ids: Vec<JobId>,
+    /// The jobs' ids, `JOB_…` or `{queue}JOB_…` (none with --all).
+    #[arg(required_unless_present = "all", conflicts_with = "all", value_parser = job_arg)]
+    ids: Vec<JobArg>,
     /// Their queue (found by a scan for each job when not given); with
     /// --all, the queue whose jobs to cancel.
     #[arg(long)]
@@ -304,8 +302,13 @@ where
     let (total, mut failed) = (args.ids.len(), 0);
     // The exit codes of the failures: one code for them all is the command's.
     let mut codes = std::collections::BTreeSet::new();
-    for id in args.ids {
-        let queue = match queue_for(server, &id, args.queue.clone()).await {
+    for named in args.ids {
+        let id = named.id.clone();
+        let queue = match named.queue_given(args.queue.clone()) {
+            Ok(given) => queue_for(server, &id, given).await,
+            Err(err) => Err(err),
+        };
+        let queue = match queue {
             Ok(queue) => echomq::Queue::new(executor.clone(), &queue).map_err(Error::from),
             Err(err) => Err(err),
         };

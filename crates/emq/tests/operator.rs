@@ -123,6 +123,9 @@ fn a_flow_added_from_json_is_inspected_and_runs_its_parent_last() {
     // The reference flow add printed names the job and its queue at once.
     let named = added["children"][0].as_str().unwrap();
     assert_eq!(emq.ok(&["inspect", named]), shown, "{named}");
+    let mismatch = emq.command(&["inspect", named, "--queue", &parents]).output().unwrap();
+    assert_eq!(mismatch.status.code(), Some(2), "{}", show(&mismatch));
+    assert!(show(&mismatch).contains(&format!("--queue says {parents}")), "{}", show(&mismatch));
     // `emq stats` counts the waiting parent (its seventh column).
     let stats = emq.ok(&["stats", &parents]);
     let row = stats.lines().find(|line| line.starts_with(&parents)).unwrap_or_default().to_owned();
@@ -217,7 +220,8 @@ fn a_dead_parent_retried_waits_for_its_children_still_running() {
     assert!(shown.contains("(told it died; told again if a retry of it ends)"), "{shown}");
 
     std::fs::write(scratch.path("fixed"), "").unwrap();
-    emq.ok(&["retry", &bad, "--queue", &children]);
+    // As flow add printed it: the job and its queue.
+    emq.ok(&["retry", added["children"][0].as_str().unwrap()]);
     eventually("the bad child runs again", || scratch.lines("running") == ["slow", "bad"]);
     let refused = emq.command(&["retry", &parent, "--queue", &parents]).output().unwrap();
     let said = show(&refused);
