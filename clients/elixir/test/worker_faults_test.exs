@@ -210,6 +210,32 @@ defmodule EchoMQ.WorkerFaultsTest do
     assert log =~ "claim on #{ctx.queue} works again"
   end
 
+  both "an upkeep that cannot reach Redis says so once, and its end once", ctx do
+    state = %{
+      conn: refusing(ctx.server, "PING"),
+      via: ctx.via,
+      queue: ctx.queue,
+      max_attempts: 3,
+      period: 250,
+      noted_at: nil,
+      warned: MapSet.new(),
+      down: false
+    }
+
+    log =
+      ExUnit.CaptureLog.capture_log([level: :info], fn ->
+        state = Enum.reduce(1..5, state, fn _, state -> EchoMQ.Upkeep.once(state) end)
+        assert state.down
+        state = EchoMQ.Upkeep.once(%{state | conn: ctx.conn})
+        refute state.down
+      end)
+
+    said = log |> String.split("the upkeep of #{ctx.queue} cannot reach Redis") |> length()
+    assert said == 2, log
+    assert log =~ "refused by the test"
+    assert log =~ "the upkeep of #{ctx.queue} reaches Redis again"
+  end
+
   # A connection to the server that answers an error to each command alone
   # (not in a pipeline) that begins with `verb`.
   defp refusing(server, verb) do

@@ -18,7 +18,8 @@ defmodule EchoMQ.Upkeep do
   - the queue registry, `emq:queues`, at start and once a minute.
 
   Any number of workers may run it at once: each call is one atomic
-  transition.
+  transition. While Redis does not answer, a period does nothing but ask
+  (`PING`): the outage is said once, and its end.
   """
   use GenServer
   require Logger
@@ -43,7 +44,8 @@ defmodule EchoMQ.Upkeep do
       max_attempts: Args.integer("max_attempts", Keyword.fetch!(opts, :max_attempts), "MAX_ATTEMPTS"),
       period: Keyword.get(opts, :period, 250),
       noted_at: nil,
-      warned: MapSet.new()
+      warned: MapSet.new(),
+      down: false
     }
 
     send(self(), :tick)
@@ -60,6 +62,32 @@ defmodule EchoMQ.Upkeep do
 
   @doc "One period's upkeep, as the module doc says; the new state."
   def once(state) do
+    case Redis.query(state.conn, ["PING"]) do
+      {:ok, _} -> state |> back() |> work()
+      other -> down(state, other)
+    end
+  end
+
+  # Redis does not answer: said once, the period's work left to the next.
+  defp down(%{down: true} = state, _), do: state
+
+  defp down(state, why) do
+    Logger.warning(
+      "the upkeep of #{state.queue} cannot reach Redis (#{inspect(why)}); " <>
+        "it asks again each period, and says when Redis answers"
+    )
+
+    %{state | down: true}
+  end
+
+  defp back(%{down: true} = state) do
+    Logger.info("the upkeep of #{state.queue} reaches Redis again")
+    %{state | down: false}
+  end
+
+  defp back(state), do: state
+
+  defp work(state) do
     state = note_queue(state)
     deadline = System.monotonic_time(:millisecond) + state.period
     run_sweeps(state, Map.keys(sweeps(state)), deadline)
