@@ -583,3 +583,26 @@ async def test_a_renewal_while_a_parent_enqueues_its_children_cancels_nothing(
     assert (done.state, done.result) == ("done", b"parent")
     heard = await parents.children(enqueued.id)
     assert heard is not None and (heard.open, len(heard.children)) == (0, 2), "both children enqueued and done"
+
+
+async def test_a_retried_parent_waits_and_a_cancel_takes_a_retried_child(conn: echomq.Connection) -> None:
+    """Protocol 1.11: a parent that died hears its other children's ends;
+    retried while one is open it waits; a child retried after it died is
+    cancelled with its parent, one still dead is left dead."""
+    parents, children = await open_queue(conn, "parents"), await open_queue(conn, "children")
+    flow = (echomq.Flow(b"parent").child(children.name, b"a").child(children.name, b"b", on_failure="ignore")
+            .child(children.name, b"c", on_failure="ignore"))
+    added = await parents.add_flow(flow)
+    a, b, c = added.children
+    await _fail(children, a.id)  # it fails its parent
+    await _fail(children, b.id)  # ignored, and stays dead
+    upkeep = echomq.Upkeep(children, 5, 0.25)
+    assert await upkeep.relay() == 2
+    assert await state(parents, flow.id) == "dead"
+    await parents.retry(flow.id)
+    assert await state(parents, flow.id) == "waiting", "c is open"
+    await children.retry(a.id)
+    assert await parents.cancel(flow.id)
+    assert await state(children, a.id) == "cancelled", "it ran again"
+    assert await state(children, c.id) == "cancelled", "open"
+    assert await state(children, b.id) == "dead", "left as it ended"

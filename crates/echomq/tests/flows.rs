@@ -542,3 +542,37 @@ async fn a_dead_parent_retried_waits_for_its_children_and_a_retried_child_tells_
         }
     }
 }
+
+/// Cancelling a parent cancels its open children and those it heard died
+/// that run again (retried); a child still dead stays dead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_parent_cancels_a_retried_child_and_leaves_a_dead_one() {
+    let (_server, executors) = common::three_executors().await;
+    let lease = Duration::from_secs(30);
+    let once = RetryPolicy::new().max_attempts(1);
+    for (name, via) in executors {
+        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+        let [retried, dead, open] = [JobId::mint(), JobId::mint(), JobId::mint()];
+        let mut flow = Flow::new(b"parent".to_vec());
+        for id in [&retried, &dead, &open] {
+            let options = EnqueueOptions::default().id(id.clone());
+            flow = flow.child_with(children.name(), b"child".to_vec(), options, OnFailure::Ignore);
+        }
+        let parent = echomq::Flows::of(&parents).add(flow).await.unwrap().parent.id;
+        for _ in 0..2 {
+            children.claim(lease).await.unwrap().expect("a child").fail("boom", &once).await.unwrap();
+        }
+        assert_eq!(Upkeep::of(&children).relay().await.unwrap(), 2, "{name}");
+        children.retry(&retried).await.unwrap();
+
+        assert!(parents.cancel(&parent).await.unwrap(), "{name}");
+        let state = |id: &JobId| {
+            let (children, id) = (children.clone(), id.clone());
+            async move { children.inspect(&id).await.unwrap().expect("the child").record.state }
+        };
+        assert_eq!(state(&retried).await, State::Cancelled, "{name}: it ran again");
+        assert_eq!(state(&open).await, State::Cancelled, "{name}: open");
+        assert_eq!(state(&dead).await, State::Dead, "{name}: left as it ended");
+    }
+}

@@ -56,7 +56,18 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         if !force {
             refuse_rerun(&queue, &id).await?;
         }
-        queue.retry(&id).await.map(|()| true)
+        queue.retry(&id).await?;
+        // A flow's parent with children open waits for them (protocol 1.11): said.
+        if let Some(children) = echomq::Flows::of(&queue).children(&id).await? {
+            if children.open > 0 {
+                tell!(
+                    "{id} waits for {} of its {} children (emq inspect lists them)",
+                    children.open,
+                    children.children.len()
+                );
+            }
+        }
+        Ok(true)
     })
     .await
 }
@@ -178,9 +189,9 @@ pub async fn cancel(server: &Server, args: CancelArgs) -> Result<(), Error> {
 
 #[derive(clap::Args, Debug)]
 pub struct DeleteArgs {
-    /// The jobs' ids (none with --all).
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
-    ids: Vec<JobId>,
+    /// The jobs' ids, `JOB_…` or `{queue}JOB_…` (none with --all).
+    #[arg(required_unless_present = "all", conflicts_with = "all", value_parser = job_arg)]
+    ids: Vec<JobArg>,
     /// Their queue (a partitioned queue's name: each id in its partition).
     #[arg(long)]
     queue: String,
@@ -211,9 +222,15 @@ pub async fn delete(server: &Server, args: DeleteArgs) -> Result<(), Error> {
     // By queue: a partitioned queue's ids each in its partition.
     let partitioned = server.partitioned(&args.queue).await?;
     let mut by_queue: std::collections::BTreeMap<&str, Vec<JobId>> = std::collections::BTreeMap::new();
-    for id in &args.ids {
-        let queue = partitioned.as_ref().map_or(args.queue.as_str(), |p| p.partition_of(id).name());
-        by_queue.entry(queue).or_default().push(id.clone());
+    for named in &args.ids {
+        let queue = partitioned.as_ref().map_or(args.queue.as_str(), |p| p.partition_of(named).name());
+        // A `{queue}JOB_…` names --queue, or the partition its id is in.
+        if let Some(named_in) = named.queue.as_deref().filter(|q| ![queue, args.queue.as_str()].contains(q)) {
+            let message =
+                format!("{{{named_in}}}{named} is in queue {named_in}, and --queue says {}", args.queue);
+            return Err(Box::new(crate::failure::Exit::usage(message)));
+        }
+        by_queue.entry(queue).or_default().push(named.id.clone());
     }
     let mut applied = select::Applied::default();
     for (queue, ids) in &by_queue {
@@ -278,7 +295,13 @@ async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool)
         eprintln!("{id}: {why}");
     }
     if failed > 0 {
-        return Err(format!("{failed} matching job(s) not {done} (each said above)").into());
+        // Refused one by one, by the server or by the retry's look at a parent's children.
+        let by_id = match action {
+            Action::Retry => "; by id, emq retry --force retries a parent now",
+            _ => "",
+        };
+        let message = format!("{failed} matching job(s) not {done} (each said above){by_id}");
+        return Err(Box::new(crate::failure::Exit::with_code(5, message)));
     }
     Ok(())
 }

@@ -175,7 +175,8 @@ async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Resu
                 Some(state) if !matches!(state, State::Done | State::Dead | State::Cancelled) => {
                     format!("dead, runs again: {state} in its queue")
                 }
-                _ => "dead".to_owned(),
+                Some(_) => "dead".to_owned(),
+                None => "dead, gone from its queue since".to_owned(),
             },
             Some(outcome) => outcome.as_str().to_owned(),
             None => match state_in_queue(server, &child.child).await? {

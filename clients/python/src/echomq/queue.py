@@ -26,7 +26,7 @@ from .flows import Flow
 from .groups import GroupInfo, GroupPage
 from .ids import check_id, mint
 from .keyspace import REGISTRY, Keyspace
-from .model import (Children, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Stats, read_children,
+from .model import (Child, Children, Config, Enqueued, Event, FlowAdded, JobInfo, JobRef, Stats, read_children,
                     read_inspect, read_stats)
 from .cron import CronError
 from .schedule import Cron, Every, Schedule, read
@@ -387,8 +387,9 @@ class Queue:
     async def cancel(self, job_id: str) -> bool:
         """Cancel a pending, active, delayed, dead or waiting job: True, or
         False when it was cancelled already. A flow's parent takes its open
-        children with it, each in its own queue (a nested parent's too);
-        a child that ended meanwhile is left as it is (§7.8)."""
+        children with it, each in its own queue (a nested parent's too), and
+        those it heard died that run again (retried); a child that ended
+        meanwhile, or is still dead, is left as it is (§7.8)."""
         return await self._cancel(job_id, set())
 
     async def _cancel(self, job_id: str, seen: set[JobRef]) -> bool:
@@ -397,12 +398,16 @@ class Queue:
         seen.add(JobRef(self.name, job_id))
         cancelled = bool(await self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
         children = await self.children(job_id)
-        for child in children.children if children is not None else []:
-            if child.open and child.ref not in seen:
-                try:
-                    await Queue(self.connection, Keyspace(child.ref.queue))._cancel(child.ref.id, seen)
-                except (NoJobError, StateError):
-                    pass  # not there (yet), or ended: its notice tells the parent, to no effect
+        for child in _living(children):
+            if child.ref in seen:
+                continue
+            other = Queue(self.connection, Keyspace(child.ref.queue))
+            if not child.open and not _runs_again(await other.inspect(child.ref.id)):
+                continue
+            try:
+                await other._cancel(child.ref.id, seen)
+            except (NoJobError, StateError):
+                pass  # not there (yet), or ended: its notice tells the parent, to no effect
         return cancelled
 
     async def retry(self, job_id: str) -> None:
@@ -805,12 +810,16 @@ class SyncQueue:
         seen.add(JobRef(self.name, job_id))
         cancelled = bool(self.executor.run(calls.one_id("cancel", self.keyspace, job_id)))
         children = self.children(job_id)
-        for child in children.children if children is not None else []:
-            if child.open and child.ref not in seen:
-                try:
-                    self._other(child.ref.queue)._cancel(child.ref.id, seen)
-                except (NoJobError, StateError):
-                    pass
+        for child in _living(children):
+            if child.ref in seen:
+                continue
+            other = self._other(child.ref.queue)
+            if not child.open and not _runs_again(other.inspect(child.ref.id)):
+                continue
+            try:
+                other._cancel(child.ref.id, seen)
+            except (NoJobError, StateError):
+                pass
         return cancelled
 
     def _other(self, name: str) -> SyncQueue:
@@ -925,3 +934,16 @@ class SyncQueue:
 
 
 __all__ = ["Connection", "Queue", "SyncQueue", "connect"]
+
+
+def _living(children: Children | None) -> list[Child]:
+    """A parent's children a cancel of it may take: the open ones, and those
+    it heard died (one may run again, retried: :func:`_runs_again`)."""
+    if children is None:
+        return []
+    return [child for child in children.children if child.open or child.outcome == "dead"]
+
+
+def _runs_again(found: JobInfo | None) -> bool:
+    """Whether a child its parent heard died runs again (retried, 1.11)."""
+    return found is not None and found.state not in ("done", "dead", "cancelled")

@@ -10,7 +10,7 @@ use crate::executor::{execute_batch, Answer, Command};
 use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::transition::{JobRef, Outcome, Resolve};
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Result, State};
 
 /// The most notices one relay call reads, and so the most RESOLVEs it sends.
 pub(crate) const RELAY_STEP: usize = 100;
@@ -73,18 +73,25 @@ pub(crate) async fn relay(queue: &Queue, after: &str) -> Result<(u64, String)> {
 
 /// Cancel the open children of parent `id` of `queue`, each in its own
 /// queue, and a nested parent's open children in turn: none for a job that
-/// is no parent. A child that ended meanwhile (done, or gone) is left as it
-/// is; each job is visited once, however the flows name one another.
+/// is no parent. A child the parent heard died, but that runs again (it was
+/// retried), is cancelled too; one that ended meanwhile (done, or gone), or
+/// is still dead, is left as it is. Each job is visited once, however the
+/// flows name one another.
 pub(crate) async fn cancel_children(queue: &Queue, id: &JobId) -> Result<()> {
     let mut visited = std::collections::BTreeSet::from([JobRef::new(queue.name(), id.clone())?]);
     let mut parents = vec![(queue.clone(), id.clone())];
     while let Some((queue, id)) = parents.pop() {
         let Some(children) = Flows::of(&queue).children(&id).await? else { continue };
-        for child in children.children.into_iter().filter(|child| child.outcome.is_none()) {
+        let living =
+            children.children.into_iter().filter(|child| matches!(child.outcome, None | Some(Outcome::Dead)));
+        for child in living {
             if !visited.insert(child.child.clone()) {
                 continue;
             }
             let in_queue = Queue::new(queue.executor().clone(), &child.child.queue)?;
+            if child.outcome.is_some() && !runs_again(&in_queue, &child.child.id).await? {
+                continue;
+            }
             match in_queue.run(&crate::transition::Cancel { id: child.child.id.clone() }).await {
                 Ok(_) => parents.push((in_queue, child.child.id)),
                 Err(err) if matches!(err.kind, ErrorKind::NoJob | ErrorKind::State) => {}
@@ -93,6 +100,13 @@ pub(crate) async fn cancel_children(queue: &Queue, id: &JobId) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether job `id`, which its parent heard died, runs again (retried:
+/// pending, active, delayed or waiting in its queue).
+async fn runs_again(queue: &Queue, id: &JobId) -> Result<bool> {
+    let state = queue.inspect(id).await?.map(|job| job.record.state);
+    Ok(state.is_some_and(|state| !matches!(state, State::Done | State::Dead | State::Cancelled)))
 }
 
 /// How long a parent waits before the sweep looks for children of its

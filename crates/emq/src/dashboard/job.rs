@@ -423,10 +423,14 @@ pub async fn job_action(
         "retry" => {
             // A child that died and runs again: the parent would run first (emq retry says why).
             let rerun = crate::change::rerun_children(&queue, &id).await.map_err(Problem::from)?;
-            if !rerun.is_empty() {
-                return Err(Problem::Conflict(crate::change::rerun_said(&rerun)));
-            }
-            write.logged(&app, queue.retry(&id).await.map_err(Problem::from), |()| "done".into())?;
+            let done = match rerun.is_empty() {
+                true => queue.retry(&id).await.map_err(Problem::from),
+                false => Err(Problem::Conflict(format!(
+                    "{}. Retry it once they have ended (emq retry --force runs it now)",
+                    crate::change::rerun_said(&rerun)
+                ))),
+            };
+            write.logged(&app, done, |()| "done".into())?;
         }
         "cancel" if form.confirmed.as_deref() != Some("yes") => {
             let said = format!("Cancel job {id} of {name}? If it is running, its worker loses its lease.");
