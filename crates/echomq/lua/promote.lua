@@ -70,12 +70,7 @@ redis.call('ZREM', delayed_key, unpack(ids))
 local promoted = 0
 for i, id in ipairs(ids) do
   if records[i][1] then
-    redis.call('HSET', prefix .. 'job:' .. id, 'state', 'pending')
-    if groups and groups[i] then
-      G.to_pending(prefix, pending_key, id, groups[i], scores[i])
-    else
-      redis.call('ZADD', pending_key, scores[i], id)
-    end
+    to_pending(prefix .. 'job:' .. id, pending_key, scores[i], id, G, prefix, groups and groups[i])
     emit(events_key, keep, 'promoted', id)
     promoted = promoted + 1
   end

@@ -124,12 +124,7 @@ for j, job in ipairs(reaped) do
     dead = dead + 1
   else
     if group then G.off_active(prefix, id, group, true) end
-    redis.call('HSET', job.key, 'state', 'pending')
-    if group then
-      G.to_pending(prefix, pending_key, id, group, job.score)
-    else
-      redis.call('ZADD', pending_key, job.score, id)
-    end
+    to_pending(job.key, pending_key, job.score, id, G, prefix, group)
     emit(events_key, keep, 'failed', id, 'attempt', job.attempts, 'error', 'lease expired')
     requeued = requeued + 1
   end

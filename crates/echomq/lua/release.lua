@@ -80,12 +80,7 @@ if err then return err end
 
 redis.call('ZREM', active_key, id)
 if group then G.off_active(prefix, id, group, true) end
-redis.call('HSET', job_key, 'state', 'pending')
-if group then
-  G.to_pending(prefix, pending_key, id, group, score)
-else
-  redis.call('ZADD', pending_key, score, id)
-end
+to_pending(job_key, pending_key, score, id, G, prefix, group)
 if policy then
   redis.call('HSET', policy_key, id, policy_text(policy))
 end

@@ -184,15 +184,11 @@ end
 local now = now_ms()
 if waits and after ~= 'waiting' then
   redis.call('ZREM', waiting_key, id)
-  redis.call('HSET', job_key, 'state', after)
   if after == 'pending' then
-    if group then
-      G.to_pending(prefix, pending_key, id, group, score)
-    else
-      redis.call('ZADD', pending_key, score, id)
-    end
+    to_pending(job_key, pending_key, score, id, G, prefix, group)
     wake(wakes)
   else
+    redis.call('HSET', job_key, 'state', after)
     redis.call('ZADD', dead_key, now, id)
   end
 end

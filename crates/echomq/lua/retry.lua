@@ -86,12 +86,7 @@ if waits then
   redis.call('HSET', job_key, 'state', 'waiting')
   redis.call('ZADD', waiting_key, string.format('%d', now_ms()), id)
 else
-  redis.call('HSET', job_key, 'state', 'pending')
-  if group then
-    G.to_pending(prefix, pending_key, id, group, score)
-  else
-    redis.call('ZADD', pending_key, score, id)
-  end
+  to_pending(job_key, pending_key, score, id, G, prefix, group)
   wake(wakes)
 end
 emit(events_key, keep, 'retried', id)

@@ -474,6 +474,24 @@ async fn the_sweep_tells_a_trimmed_child_done_not_gone() {
     }
 }
 
+/// A parent in a queue of its own, of three children in another, each
+/// with `on_failure`, enqueued in order, each child's payload its id.
+async fn parent_of_three(
+    via: &Arc<dyn echomq::Executor>,
+    on_failure: OnFailure,
+) -> (Queue, Queue, JobId, [JobId; 3]) {
+    let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
+    let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
+    let ids = [JobId::mint(), JobId::mint(), JobId::mint()];
+    let mut flow = Flow::new(b"parent".to_vec());
+    for id in &ids {
+        let options = EnqueueOptions::default().id(id.clone());
+        flow = flow.child_with(children.name(), id.as_str().as_bytes().to_vec(), options, on_failure);
+    }
+    let parent = echomq::Flows::of(&parents).add(flow).await.unwrap().parent.id;
+    (parents, children, parent, ids)
+}
+
 /// A parent that died of a child records the ends of the others (1.11);
 /// retried while one still runs, it waits for it; a child retried after it
 /// died tells its parent again, and its `done` replaces its death.
@@ -483,16 +501,7 @@ async fn a_dead_parent_retried_waits_for_its_children_and_a_retried_child_tells_
     let lease = Duration::from_secs(30);
     let once = RetryPolicy::new().max_attempts(1);
     for (name, via) in executors {
-        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
-        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
-        let [a, b, c] = [JobId::mint(), JobId::mint(), JobId::mint()];
-        let child = |flow: Flow, id: &JobId, on_failure| {
-            let options = EnqueueOptions::default().id(id.clone());
-            flow.child_with(children.name(), id.as_str().as_bytes().to_vec(), options, on_failure)
-        };
-        let flow = Flow::new(b"parent".to_vec());
-        let flow = child(child(child(flow, &a, OnFailure::Fail), &b, OnFailure::Fail), &c, OnFailure::Fail);
-        let parent = echomq::Flows::of(&parents).add(flow).await.unwrap().parent.id;
+        let (parents, children, parent, [a, b, c]) = parent_of_three(&via, OnFailure::Fail).await;
         let claim = || async {
             let job = children.claim(lease).await.unwrap().expect("a child");
             (String::from_utf8(job.payload.clone()).unwrap(), job)
@@ -551,15 +560,8 @@ async fn cancelling_a_parent_cancels_a_retried_child_and_leaves_a_dead_one() {
     let lease = Duration::from_secs(30);
     let once = RetryPolicy::new().max_attempts(1);
     for (name, via) in executors {
-        let parents = Queue::new(via.clone(), &unique_queue("parents")).unwrap();
-        let children = Queue::new(via.clone(), &unique_queue("children")).unwrap();
-        let [retried, dead, open] = [JobId::mint(), JobId::mint(), JobId::mint()];
-        let mut flow = Flow::new(b"parent".to_vec());
-        for id in [&retried, &dead, &open] {
-            let options = EnqueueOptions::default().id(id.clone());
-            flow = flow.child_with(children.name(), b"child".to_vec(), options, OnFailure::Ignore);
-        }
-        let parent = echomq::Flows::of(&parents).add(flow).await.unwrap().parent.id;
+        let (parents, children, parent, [retried, dead, open]) =
+            parent_of_three(&via, OnFailure::Ignore).await;
         for _ in 0..2 {
             children.claim(lease).await.unwrap().expect("a child").fail("boom", &once).await.unwrap();
         }

@@ -12,8 +12,14 @@ local function priority_of(priority_key, id)
 end
 
 
--- Back to pending at `score`, the job's priority as priority_of read it.
-local function to_pending(record_key, pending_key, score, id)
+-- Back to pending at `score`, the job's priority as priority_of read it:
+-- its record, then pending, or its group's turn there when it has a group
+-- (`group` the job's, nil for none; `G` the queue's grouping, `prefix` its).
+local function to_pending(record_key, pending_key, score, id, G, prefix, group)
   redis.call('HSET', record_key, 'state', 'pending')
-  redis.call('ZADD', pending_key, score, id)
+  if group then
+    G.to_pending(prefix, pending_key, id, group, score)
+  else
+    redis.call('ZADD', pending_key, score, id)
+  end
 end
