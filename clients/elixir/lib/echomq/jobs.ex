@@ -154,7 +154,9 @@ defmodule EchoMQ.Jobs do
   Take a job out of the flow, from pending, active, delayed, dead or
   waiting (CANCEL): `{:ok, :cancelled}`, `{:ok, :already_cancelled}`,
   `{:error, :no_job}`, `{:error, :state}` (a done job), `{:error, :kind}`.
-  A running job's holder is fenced: its next call is refused.
+  A running job's holder is fenced: its next call is refused. A flow's
+  parent is cancelled alone: its children go on (the Rust and Python hosts
+  and `emq cancel` take them with it, PROTOCOL.md §7.8).
   """
   @spec cancel(Connector.conn(), binary, binary, keyword) ::
           {:ok, :cancelled | :already_cancelled} | {:error, term}
