@@ -113,6 +113,36 @@ defmodule EchoMQ.JobsTest do
     assert Jobs.cancel(conn, queue, done, via: via) == {:error, :state}
   end
 
+  both "cancel of a flow's parent takes its open children and a retried dead one (1.11)", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    children = queue <> "-children"
+    # Minted first, `dead` sorts first in pending (one score): the claim below takes it.
+    [parent, dead, open, retried] = for _ <- 1..4, do: Id.mint()
+    for id <- [dead, open, retried], do: {:ok, :enqueued} = Jobs.enqueue(conn, children, id, "c", via: via)
+    refs = for id <- [open, retried, dead], do: "{#{children}}#{id}"
+    flow = [parent, "parent", "3" | Enum.flat_map(refs, &[&1, "ignore"])]
+    {:ok, [1, _]} = via.eval(conn, :flow, EchoMQ.Keyspace.keys(:flow, queue, job: parent), flow)
+    # The parent heard two of them died; one was retried since (pending again).
+    [_, retried_ref, dead_ref] = refs
+    key = EchoMQ.Keyspace.children_key(queue, parent)
+    {:ok, _} = Redis.query(conn, ["HSET", key, retried_ref, "dead", dead_ref, "dead", "open", "1"])
+
+    {:ok, [[^dead, token, "c" | _]]} =
+      via.eval(conn, :claim, EchoMQ.Keyspace.keys(:claim, children), ["60000", "COUNT", "1"])
+
+    fail = [dead, "#{token}", "1", "0", "boom"]
+    {:ok, _} = via.eval(conn, :fail, EchoMQ.Keyspace.keys(:fail, children, job: dead), fail)
+
+    assert Jobs.cancel(conn, queue, parent, via: via) == {:ok, :cancelled}
+
+    state = fn id ->
+      {:ok, info} = Jobs.inspect(conn, children, id, via: via)
+      info.state
+    end
+
+    assert {state.(open), state.(retried), state.(dead)} == {"cancelled", "cancelled", "dead"}
+  end
+
   both "inspect reads a job's group with its seventh key (1.7)", ctx do
     %{conn: conn, via: via, queue: queue} = ctx
     id = Id.mint()

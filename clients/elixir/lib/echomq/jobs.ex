@@ -155,18 +155,59 @@ defmodule EchoMQ.Jobs do
   waiting (CANCEL): `{:ok, :cancelled}`, `{:ok, :already_cancelled}`,
   `{:error, :no_job}`, `{:error, :state}` (a done job), `{:error, :kind}`.
   A running job's holder is fenced: its next call is refused. A flow's
-  parent is cancelled alone: its children go on (the Rust and Python hosts
-  and `emq cancel` take them with it, PROTOCOL.md §7.8).
+  parent takes with it its open children, each in its own queue (a nested
+  parent's too), and those it heard died that run again (retried, 1.11);
+  a child that ended meanwhile, or is still dead, is left as it is (§7.8).
   """
   @spec cancel(Connector.conn(), binary, binary, keyword) ::
           {:ok, :cancelled | :already_cancelled} | {:error, term}
   def cancel(conn, queue, job_id, opts \\ []) do
     case one_id(conn, :cancel, queue, job_id, opts) do
-      {:ok, 1} -> {:ok, :cancelled}
-      {:ok, 0} -> {:ok, :already_cancelled}
-      other -> other
+      {:ok, n} when n in [0, 1] ->
+        cancel_children(conn, queue, job_id, opts, MapSet.new([{queue, job_id}]))
+        {:ok, if(n == 1, do: :cancelled, else: :already_cancelled)}
+
+      other ->
+        other
     end
   end
+
+  # The children a cancel of parent `id` takes (CHILDREN names them), each
+  # visited once (`seen`), however the flows name one another.
+  defp cancel_children(conn, queue, id, opts, seen) do
+    case one_id(conn, :children, queue, id, opts) do
+      {:ok, [_incarnation, _open | children]} ->
+        Enum.reduce(children, seen, fn [child, entry, _result], seen ->
+          with {:ok, theirs, child_id} <- EchoMQ.Upkeep.Flows.job_ref(child),
+               false <- MapSet.member?(seen, {theirs, child_id}),
+               seen = MapSet.put(seen, {theirs, child_id}),
+               true <- String.starts_with?(entry, "open") or runs_again?(conn, theirs, child_id, entry, opts),
+               {:ok, _} <- one_id(conn, :cancel, theirs, child_id, opts) do
+            cancel_children(conn, theirs, child_id, opts, seen)
+          else
+            # Seen, ended, still dead, or gone: left as it is.
+            _ -> MapSet.put(seen, child_ref(child))
+          end
+        end)
+
+      _ ->
+        seen
+    end
+  end
+
+  defp child_ref(child) do
+    case EchoMQ.Upkeep.Flows.job_ref(child) do
+      {:ok, queue, id} -> {queue, id}
+      :error -> child
+    end
+  end
+
+  # A child its parent heard died that runs again: retried (1.11).
+  defp runs_again?(conn, queue, id, "dead", opts) do
+    match?({:ok, %{state: state}} when state not in ["done", "dead", "cancelled"], inspect(conn, queue, id, opts))
+  end
+
+  defp runs_again?(_conn, _queue, _id, _entry, _opts), do: false
 
   @doc """
   A job as it is stored (INSPECT): its record, last error, progress,

@@ -77,8 +77,9 @@ defmodule EchoMQ.Upkeep.Flows do
     end
   end
 
+  @doc false
   # `{<queue>}<id>` (§7.8): the first `}` ends the queue's name.
-  defp job_ref("{" <> rest) do
+  def job_ref("{" <> rest) do
     with [queue, id] <- :binary.split(rest, "}"),
          true <- byte_size(queue) in 1..255 and not String.contains?(queue, ["{", <<0>>]),
          true <- Keyspace.job_id?(id) do
@@ -88,7 +89,7 @@ defmodule EchoMQ.Upkeep.Flows do
     end
   end
 
-  defp job_ref(_), do: :error
+  def job_ref(_), do: :error
 
   @doc "The sweep, when the head of the queue's `<q>waiting` has waited past the grace (one round trip to know)."
   def sweep_when_due(state, grace \\ @grace) do
