@@ -53,52 +53,57 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
     let force = args.force;
     let args = JobsArgs { ids: args.ids, queue: args.queue };
     each_job(server, args, "retried", |queue, id| async move {
-        if !force {
-            refuse_rerun(&queue, &id).await?;
+        // Read once, before RETRY: it does not change them.
+        let children = echomq::Flows::of(&queue).children(&id).await?;
+        if let Some(children) = children.as_ref().filter(|_| !force) {
+            refuse_rerun(queue.executor(), children).await?;
         }
         queue.retry(&id).await?;
         // A flow's parent with children open waits for them (protocol 1.11): said.
-        if let Some(children) = echomq::Flows::of(&queue).children(&id).await? {
-            if children.open > 0 {
-                tell!(
-                    "{id} waits for {} of its {} children (emq inspect lists them)",
-                    children.open,
-                    children.children.len()
-                );
-            }
+        if let Some(children) = children.filter(|children| children.open > 0) {
+            tell!(
+                "{id}: waits for {} of its {} children (emq inspect lists them)",
+                children.open,
+                children.children.len()
+            );
         }
         Ok(true)
     })
     .await
 }
 
-/// A dead flow parent with a child that died and runs again is refused
-/// (`EMQSTATE`, naming it), advising `--force`; any other job passes
-/// (RETRY answers for it).
-async fn refuse_rerun(queue: &echomq::Queue, id: &JobId) -> echomq::Result<()> {
-    let rerun = rerun_children(queue, id).await?;
+/// A dead flow parent with a child it heard died that was retried since
+/// and has not told it its end is refused (`EMQSTATE`, naming it),
+/// advising `--force`.
+async fn refuse_rerun(
+    executor: &std::sync::Arc<dyn echomq::Executor>,
+    children: &echomq::transition::ChildrenReply,
+) -> echomq::Result<()> {
+    let rerun = rerun_of(executor, children).await?;
     match rerun.is_empty() {
         true => Ok(()),
         false => Err(echomq::Error::new(
             echomq::ErrorKind::State,
-            format!("{}. Retry it once they have ended, or with --force", rerun_said(&rerun)),
+            format!("{}. Retry it once they have, or with --force", rerun_said(&rerun)),
         )),
     }
 }
 
-/// The children of flow parent `id` that it heard died and that run
-/// again (retried), each with its state (`{q}JOB… active`). RETRY sends a
-/// parent back to waiting for the children it has not heard the end of,
-/// but it counts a child that died as ended: retried now, the parent would
-/// run before that child's second end, and read it dead. Empty for a job
-/// that is no parent (one read) or has no such child.
+/// The children of flow parent `id` that it heard died and that were
+/// retried since, without its hearing their end yet, each with its state
+/// (`{q}JOB… active`; `done` when its notice is still to be relayed).
+/// RETRY sends a parent back to waiting for the children it has not heard
+/// the end of, but it counts a child recorded dead as ended: retried now,
+/// the parent would run before that child's second end, and read it dead.
+/// Empty for a job that is no parent (one read) or has no such child.
 pub async fn rerun_children(queue: &echomq::Queue, id: &JobId) -> echomq::Result<Vec<String>> {
     let Some(children) = echomq::Flows::of(queue).children(id).await? else { return Ok(Vec::new()) };
     rerun_of(queue.executor(), &children).await
 }
 
 /// [`rerun_children`] of a parent's children as read: only a child
-/// recorded dead has its own queue looked at.
+/// recorded dead has its own queue looked at. One still dead, or
+/// cancelled (which its parent would not record over `dead`), is ended.
 pub async fn rerun_of(
     executor: &std::sync::Arc<dyn echomq::Executor>,
     children: &echomq::transition::ChildrenReply,
@@ -107,7 +112,7 @@ pub async fn rerun_of(
     for child in children.children.iter().filter(|child| child.outcome == Some(echomq::Outcome::Dead)) {
         let theirs = echomq::Queue::new(executor.clone(), &child.child.queue)?;
         if let Some(found) = theirs.inspect(&child.child.id).await? {
-            if !matches!(found.record.state, State::Done | State::Dead | State::Cancelled) {
+            if !matches!(found.record.state, State::Dead | State::Cancelled) {
                 rerun.push(format!("{} {}", child.child, found.record.state));
             }
         }
@@ -127,12 +132,20 @@ pub async fn retriable(
     let reads: Vec<Children> = page.iter().map(|id| Children { id: id.clone() }).collect();
     let mut retriable = Vec::with_capacity(page.len());
     for (id, read) in page.iter().zip(echomq::executor::execute_batch(&**executor, keys, &reads).await?) {
-        if let Ok(Some(children)) = read.as_ref() {
-            let rerun = rerun_of(executor, children).await?;
-            if !rerun.is_empty() {
-                applied.failed.push((id.clone(), rerun_said(&rerun)));
+        let rerun = match read {
+            Ok(Some(children)) => rerun_of(executor, &children).await?,
+            Ok(None) => Vec::new(),
+            // Unread, it is not retried unlooked: said as the refusals are.
+            Err(err) => {
+                applied.codes.insert(crate::failure::exit_code(&err, true));
+                applied.failed.push((id.clone(), crate::failure::explain(&err)));
                 continue;
             }
+        };
+        if !rerun.is_empty() {
+            applied.codes.insert(5);
+            applied.failed.push((id.clone(), rerun_said(&rerun)));
+            continue;
         }
         retriable.push(id.clone());
     }
@@ -142,7 +155,7 @@ pub async fn retriable(
 /// Why a parent with children that run again is not retried, in words.
 pub fn rerun_said(rerun: &[String]) -> String {
     format!(
-        "a flow's parent whose children that died run again ({}): retried now it would run before they end",
+        "a flow's parent whose children that died were retried and have not told it their end ({}): retried now it would run first",
         rerun.join(", ")
     )
 }
@@ -295,13 +308,18 @@ async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool)
         eprintln!("{id}: {why}");
     }
     if failed > 0 {
-        // Refused one by one, by the server or by the retry's look at a parent's children.
+        // Refused one by one, by the server or by the retry's look at a
+        // parent's children: one code for them all is the command's.
         let by_id = match action {
             Action::Retry => "; by id, emq retry --force retries a parent now",
             _ => "",
         };
         let message = format!("{failed} matching job(s) not {done} (each said above){by_id}");
-        return Err(Box::new(crate::failure::Exit::with_code(5, message)));
+        let code = match applied.codes.len() {
+            1 => applied.codes.first().copied().unwrap_or(1),
+            _ => 1,
+        };
+        return Err(Box::new(crate::failure::Exit::with_code(code, message)));
     }
     Ok(())
 }
@@ -327,7 +345,7 @@ where
     let mut codes = std::collections::BTreeSet::new();
     for named in args.ids {
         let id = named.id.clone();
-        let queue = match named.queue_given(args.queue.clone()) {
+        let queue = match named.queue_given(server, args.queue.clone()).await {
             Ok(given) => queue_for(server, &id, given).await,
             Err(err) => Err(err),
         };

@@ -123,7 +123,7 @@ fn not_done(code: i32, message: String) -> Error {
 /// The result's bytes on stdout, as they are; a job that did not finish
 /// done is an error that says how it ended, or that it has not yet.
 pub async fn result(server: &Server, args: ResultArgs) -> Result<(), Error> {
-    let name = match args.id.queue_given(args.queue.clone())? {
+    let name = match args.id.queue_given(server, args.queue.clone()).await? {
         // A partitioned queue's name: the job's partition.
         Some(name) => crate::ops::queue_for(server, &args.id, Some(name)).await?,
         None if crate::ops::queues_holding(server, &args.id).await?.is_empty() => {

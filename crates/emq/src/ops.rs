@@ -51,12 +51,20 @@ impl std::ops::Deref for JobArg {
 
 impl JobArg {
     /// The job's queue as given: `--queue` (`given`), or the queue of its
-    /// `{queue}JOB_…`; the two must agree (a usage error, exit 2).
-    pub fn queue_given(&self, given: Option<String>) -> Result<Option<String>, Error> {
+    /// `{queue}JOB_…`; the two must agree (a usage error, exit 2), a
+    /// partitioned queue's name agreeing with the partition the id is in.
+    pub async fn queue_given(&self, server: &Server, given: Option<String>) -> Result<Option<String>, Error> {
         match (given, &self.queue) {
-            (Some(given), Some(named)) if given != *named => Err(Box::new(crate::failure::Exit::usage(
-                format!("{{{named}}}{} is in queue {named}, and --queue says {given}", self.id),
-            ))),
+            (Some(given), Some(named)) if given != *named => {
+                let partitioned = server.partitioned(&given).await?;
+                if partitioned.is_some_and(|p| p.partition_of(&self.id).name() == named) {
+                    return Ok(Some(named.clone()));
+                }
+                Err(Box::new(crate::failure::Exit::usage(format!(
+                    "{{{named}}}{} is in queue {named}, and --queue says {given}",
+                    self.id
+                ))))
+            }
             (given, named) => Ok(given.or_else(|| named.clone())),
         }
     }
@@ -80,7 +88,7 @@ pub fn job_arg(text: &str) -> Result<JobArg, String> {
 
 pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     let id = &args.id.id;
-    let queue = queue_for(server, id, args.id.queue_given(args.queue)?).await?;
+    let queue = queue_for(server, id, args.id.queue_given(server, args.queue).await?).await?;
     let Some(job) = server.queue(&queue).await?.inspect(&args.id).await? else {
         return Err(format!("no job {} in queue {queue}", args.id).into());
     };

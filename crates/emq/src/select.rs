@@ -193,6 +193,9 @@ pub struct Applied {
     pub skipped: u64,
     /// Jobs the server refused otherwise, with why.
     pub failed: Vec<(JobId, String)>,
+    /// The exit codes of the refusals (`failure::exit_code`'s): one code
+    /// for them all is the command's.
+    pub codes: std::collections::BTreeSet<i32>,
 }
 
 impl Applied {
@@ -202,7 +205,10 @@ impl Applied {
             Ok(true) => self.changed += 1,
             Ok(false) => self.skipped += 1,
             Err(err) if matches!(err.kind, ErrorKind::NoJob | ErrorKind::State) => self.skipped += 1,
-            Err(err) => self.failed.push((id.clone(), crate::failure::explain(&err))),
+            Err(err) => {
+                self.codes.insert(crate::failure::exit_code(&err, false));
+                self.failed.push((id.clone(), crate::failure::explain(&err)));
+            }
         }
     }
 
@@ -212,6 +218,7 @@ impl Applied {
         self.changed += other.changed;
         self.skipped += other.skipped;
         self.failed.extend(other.failed);
+        self.codes.extend(other.codes);
     }
 }
 

@@ -226,19 +226,19 @@ fn a_dead_parent_retried_waits_for_its_children_still_running() {
     let refused = emq.command(&["retry", &parent, "--queue", &parents]).output().unwrap();
     let said = show(&refused);
     assert_eq!(refused.status.code(), Some(5), "{said}");
-    assert!(said.contains("run again") && said.contains(&bad) && said.contains("--force"), "{said}");
+    assert!(said.contains("were retried") && said.contains(&bad) && said.contains("--force"), "{said}");
     assert!(state().contains(&format!("{bad} dead, runs again: active in its queue")), "{}", state());
     assert!(state().contains("state     dead"), "nothing changed");
     let bulk = emq.command(&["retry", "--all-dead", "--queue", &parents, "--yes"]).output().unwrap();
     let said = show(&bulk);
     assert_eq!(bulk.status.code(), Some(5), "{said}");
     assert!(
-        said.contains("1 of them refused") && said.contains("run again") && said.contains("--force"),
+        said.contains("1 of them refused") && said.contains("were retried") && said.contains("--force"),
         "{said}"
     );
 
     let said = emq.ok(&["retry", &parent, "--queue", &parents, "--force"]);
-    assert!(said.contains(&format!("{parent} waits for 1 of its 2 children")), "{said}");
+    assert!(said.contains(&format!("{parent}: waits for 1 of its 2 children")), "{said}");
     let shown = state();
     assert!(shown.contains("state     waiting") && shown.contains("children  1 open of 2"), "{shown}");
     std::fs::write(scratch.path("go"), "").unwrap();

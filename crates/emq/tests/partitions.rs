@@ -242,8 +242,13 @@ fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
         let cancelled = emq.ok(&["list", &q, "cancelled"]);
         let ids: Vec<&str> = cancelled.lines().filter_map(|line| line.split_whitespace().next()).collect();
         assert_eq!(ids.len(), 2, "{via}: {cancelled}");
-        let mut delete = vec!["delete", "--queue", &q, "--state", "cancelled"];
-        delete.extend(&ids);
+        // A job named as `{partition}JOB_…` with the partitioned queue's name.
+        let shown = emq.ok(&["inspect", ids[0], "--queue", &q]);
+        let partition = shown.lines().next().and_then(|line| line.split(" in ").nth(1)).unwrap_or_default();
+        let named = format!("{{{partition}}}{}", ids[0]);
+        assert_eq!(emq.ok(&["inspect", &named, "--queue", &q]), shown, "{via}: {named}");
+        let mut delete = vec!["delete", "--queue", &q, "--state", "cancelled", &named];
+        delete.extend(&ids[1..]);
         assert!(
             emq.ok(&delete).starts_with("deleted 2 of 2 cancelled job(s)"),
             "{via}: by id, in their partitions"

@@ -412,7 +412,9 @@ class Queue:
 
     async def retry(self, job_id: str) -> None:
         """Send a dead job back to pending; a flow's parent whose children
-        have not all ended goes back to waiting for them."""
+        have not all ended goes back to waiting for them. A child the parent
+        heard died counts as ended, even once retried: ``emq retry`` looks
+        for those first (§7, RETRY); this call does not."""
         await self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 
     async def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
@@ -850,6 +852,7 @@ class SyncQueue:
         return read_children(self.executor.run(calls.children(self.keyspace, job_id)))
 
     def retry(self, job_id: str) -> None:
+        """:meth:`Queue.retry`, synchronous."""
         self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 
     def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:

@@ -215,7 +215,9 @@ impl Queue {
     }
 
     /// Send a dead job back to pending; a flow's parent whose children have
-    /// not all ended goes back to waiting for them.
+    /// not all ended goes back to waiting for them. A child the parent heard
+    /// died counts as ended, even once retried: `emq retry` looks for those
+    /// first (PROTOCOL.md §7, RETRY); this call does not.
     ///
     /// # Errors
     /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such

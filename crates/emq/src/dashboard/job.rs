@@ -422,13 +422,13 @@ pub async fn job_action(
     match action.as_str() {
         "retry" => {
             // A child that died and runs again: the parent would run first (emq retry says why).
-            let rerun = crate::change::rerun_children(&queue, &id).await.map_err(Problem::from)?;
-            let done = match rerun.is_empty() {
-                true => queue.retry(&id).await.map_err(Problem::from),
-                false => Err(Problem::Conflict(format!(
-                    "{}. Retry it once they have ended (emq retry --force runs it now)",
+            let done = match crate::change::rerun_children(&queue, &id).await.map_err(Problem::from) {
+                Ok(rerun) if rerun.is_empty() => queue.retry(&id).await.map_err(Problem::from),
+                Ok(rerun) => Err(Problem::Conflict(format!(
+                    "{}. Retry it once they have (emq retry --force runs it now)",
                     crate::change::rerun_said(&rerun)
                 ))),
+                Err(problem) => Err(problem),
             };
             write.logged(&app, done, |()| "done".into())?;
         }
