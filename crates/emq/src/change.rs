@@ -137,14 +137,12 @@ pub async fn retriable(
             Ok(None) => Vec::new(),
             // Unread, it is not retried unlooked: said as the refusals are.
             Err(err) => {
-                applied.codes.insert(crate::failure::exit_code(&err, true));
-                applied.failed.push((id.clone(), crate::failure::explain(&err)));
+                applied.refused(id, crate::failure::explain(&err), crate::failure::exit_code(&err, true));
                 continue;
             }
         };
         if !rerun.is_empty() {
-            applied.codes.insert(5);
-            applied.failed.push((id.clone(), rerun_said(&rerun)));
+            applied.refused(id, rerun_said(&rerun), 5);
             continue;
         }
         retriable.push(id.clone());

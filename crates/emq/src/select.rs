@@ -19,11 +19,14 @@ use std::sync::Arc;
 
 use echomq::executor::execute_batch;
 use echomq::transition::{Cancel, Remove, Retry};
-use echomq::{ErrorKind, Executor, JobId, Keyspace, State};
+use echomq::{Executor, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error};
 
 mod anchor;
+mod applied;
+
+pub use applied::Applied;
 
 use anchor::{after, range, Position};
 
@@ -181,46 +184,6 @@ impl fmt::Display for Refused {
 }
 
 impl std::error::Error for Refused {}
-
-/// What applying an action did.
-#[derive(Debug, Default)]
-pub struct Applied {
-    /// Jobs looked at (for [`apply_ids`], the ids given).
-    pub examined: u64,
-    /// Jobs the action changed.
-    pub changed: u64,
-    /// Jobs no longer in the state (moved or deleted meanwhile), or already so (cancelled).
-    pub skipped: u64,
-    /// Jobs the server refused otherwise, with why.
-    pub failed: Vec<(JobId, String)>,
-    /// The exit codes of the refusals (`failure::exit_code`'s): one code
-    /// for them all is the command's.
-    pub codes: std::collections::BTreeSet<i32>,
-}
-
-impl Applied {
-    /// Count one job's outcome: `Ok(true)` changed, `Ok(false)` already so.
-    fn note(&mut self, id: &JobId, outcome: echomq::Result<bool>) {
-        match outcome {
-            Ok(true) => self.changed += 1,
-            Ok(false) => self.skipped += 1,
-            Err(err) if matches!(err.kind, ErrorKind::NoJob | ErrorKind::State) => self.skipped += 1,
-            Err(err) => {
-                self.codes.insert(crate::failure::exit_code(&err, false));
-                self.failed.push((id.clone(), crate::failure::explain(&err)));
-            }
-        }
-    }
-
-    /// Add what another walk did (another partition's).
-    pub fn add(&mut self, other: Applied) {
-        self.examined += other.examined;
-        self.changed += other.changed;
-        self.skipped += other.skipped;
-        self.failed.extend(other.failed);
-        self.codes.extend(other.codes);
-    }
-}
 
 /// How many jobs a selection holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! The pure parts of a selection: matching, escaping, refusals, order.
 
 use super::*;
+use echomq::ErrorKind;
 
 fn selection(matching: Option<&str>) -> Selection {
     Selection { queue: "q".to_owned(), state: State::Dead, matching: matching.map(str::to_owned) }
