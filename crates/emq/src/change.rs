@@ -302,24 +302,30 @@ async fn bulk(server: &Server, selection: &Selection, action: Action, yes: bool)
         selection.state,
         applied.skipped
     );
+    refusals(&applied, action)
+}
+
+/// The jobs a bulk change refused, each said on its own line, and the
+/// command's end: refused one by one, by the server or by the retry's look
+/// at a parent's children, one code for them all is the command's.
+fn refusals(applied: &select::Applied, action: Action) -> Result<(), Error> {
     for (id, why) in &applied.failed {
         eprintln!("{id}: {why}");
     }
-    if failed > 0 {
-        // Refused one by one, by the server or by the retry's look at a
-        // parent's children: one code for them all is the command's.
-        let by_id = match action {
-            Action::Retry => "; by id, emq retry --force retries a parent now",
-            _ => "",
-        };
-        let message = format!("{failed} matching job(s) not {done} (each said above){by_id}");
-        let code = match applied.codes.len() {
-            1 => applied.codes.first().copied().unwrap_or(1),
-            _ => 1,
-        };
-        return Err(Box::new(crate::failure::Exit::with_code(code, message)));
+    if applied.failed.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let by_id = match action {
+        Action::Retry => "; by id, emq retry --force retries a parent now",
+        _ => "",
+    };
+    let (failed, done) = (applied.failed.len(), action.done());
+    let message = format!("{failed} matching job(s) not {done} (each said above){by_id}");
+    let code = match applied.codes.len() {
+        1 => applied.codes.first().copied().unwrap_or(1),
+        _ => 1,
+    };
+    Err(Box::new(crate::failure::Exit::with_code(code, message)))
 }
 
 /// A selection's refusal as a usage error (exit 2: nothing was sent).
