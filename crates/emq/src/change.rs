@@ -6,7 +6,8 @@ use echomq::transition::Children;
 use echomq::{JobId, State};
 
 use crate::connect::{Error, Server};
-use crate::ops::{job_arg, note_if_unknown, queue_for, queues_named, state, JobArg};
+use crate::inspect::{job_arg, JobArg};
+use crate::ops::{note_if_unknown, queue_for, queues_named, state};
 use crate::select::{self, Action, Refused, Selection};
 
 /// Jobs named one by one: each `JOB_…`, or `{queue}JOB_…` as `emq flow

@@ -86,8 +86,8 @@ fn json_line(queue: &str, event: &Event) -> serde_json::Value {
 #[derive(clap::Args, Debug)]
 pub struct ResultArgs {
     /// The job's id, or `{queue}JOB_…` (as `emq flow add` names a child).
-    #[arg(value_parser = crate::ops::job_arg)]
-    id: crate::ops::JobArg,
+    #[arg(value_parser = crate::inspect::job_arg)]
+    id: crate::inspect::JobArg,
     /// Its queue (found by a scan when not given).
     #[arg(long)]
     queue: Option<String>,

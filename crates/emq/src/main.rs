@@ -85,6 +85,7 @@ mod find;
 mod flow;
 mod flows;
 mod groups;
+mod inspect;
 mod log;
 mod ops;
 #[cfg(feature = "otel")]
@@ -134,7 +135,7 @@ enum Command {
     Enqueue(enqueue::Args),
     /// Show a job: its record, its last error, progress and result, its
     /// policy, and in a flow its parent and its children's states.
-    Inspect(ops::InspectArgs),
+    Inspect(inspect::InspectArgs),
     /// Flows: a parent job that runs once its children, in any queues, have ended.
     #[command(subcommand)]
     Flow(flows::Command),
@@ -341,7 +342,7 @@ impl Command {
         match self {
             Command::Demo(options) => demo::run(server, options).await,
             Command::Enqueue(args) => enqueue::run(server, args).await,
-            Command::Inspect(args) => ops::inspect(server, args).await,
+            Command::Inspect(args) => inspect::inspect(server, args).await,
             Command::Flow(command) => flows::run(server, command).await,
             Command::Result(args) => events::result(server, args).await,
             Command::Events(args) => events::events(server, args).await,

@@ -46,7 +46,7 @@ pub async fn job_page(
     let keys = queue.keyspace();
     let mut conn = app.conn.clone();
     let record = &job.record;
-    let priority = crate::ops::priority(&mut conn, &name, &id).await?;
+    let priority = crate::inspect::priority(&mut conn, &name, &id).await?;
     // Only one row of the page: a user who may not run ZSCORE (a monitor) does without it.
     let score: Option<f64> = redis::cmd("ZSCORE")
         .arg(keys.state(record.state))

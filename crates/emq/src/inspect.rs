@@ -1,0 +1,224 @@
+//! `emq inspect`: one job as it is stored, beside its record (error,
+//! progress, result, policy, headers), and its place in a flow; and the
+//! job a command line names, `JOB_…` or `{queue}JOB_…`.
+
+use std::time::Duration;
+
+use echomq::{JobId, JobRef, Keyspace, Outcome, State};
+
+use crate::connect::{Conn, Error, Server};
+use crate::ops::{printable, queue_for, timestamp};
+
+#[derive(clap::Args, Debug)]
+pub struct InspectArgs {
+    /// The job's id, or `{queue}JOB_…` (as `emq flow add` names a child).
+    #[arg(value_parser = job_arg)]
+    id: JobArg,
+    /// Its queue (found by a scan when not given).
+    #[arg(long)]
+    queue: Option<String>,
+}
+
+/// A job named on the command line: its id, and its queue when the name
+/// carried one (`{queue}JOB_…`, a flow's job reference).
+#[derive(Clone, Debug)]
+pub struct JobArg {
+    pub queue: Option<String>,
+    pub id: JobId,
+}
+
+impl std::ops::Deref for JobArg {
+    type Target = JobId;
+
+    fn deref(&self) -> &JobId {
+        &self.id
+    }
+}
+
+impl JobArg {
+    /// The job's queue as given: `--queue` (`given`), or the queue of its
+    /// `{queue}JOB_…`; the two must agree (a usage error, exit 2), a
+    /// partitioned queue's name agreeing with the partition the id is in.
+    pub async fn queue_given(&self, server: &Server, given: Option<String>) -> Result<Option<String>, Error> {
+        match (given, &self.queue) {
+            (Some(given), Some(named)) if given != *named => {
+                let partitioned = server.partitioned(&given).await?;
+                if partitioned.is_some_and(|p| p.partition_of(&self.id).name() == named) {
+                    return Ok(Some(named.clone()));
+                }
+                Err(Box::new(crate::failure::Exit::usage(format!(
+                    "{{{named}}}{} is in queue {named}, and --queue says {given}",
+                    self.id
+                ))))
+            }
+            (given, named) => Ok(given.or_else(|| named.clone())),
+        }
+    }
+}
+
+impl std::fmt::Display for JobArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.id.fmt(f)
+    }
+}
+
+/// A job id, or a job reference `{queue}JOB_…`.
+pub fn job_arg(text: &str) -> Result<JobArg, String> {
+    if text.starts_with('{') {
+        let found: echomq::JobRef = text.parse().map_err(|err: echomq::Error| err.to_string())?;
+        return Ok(JobArg { queue: Some(found.queue), id: found.id });
+    }
+    let id: JobId = text.parse().map_err(|err: echomq::Error| err.to_string())?;
+    Ok(JobArg { queue: None, id })
+}
+
+pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
+    let id = &args.id.id;
+    let queue = queue_for(server, id, args.id.queue_given(server, args.queue).await?).await?;
+    let Some(job) = server.queue(&queue).await?.inspect(&args.id).await? else {
+        return Err(format!("no job {} in queue {queue}", args.id).into());
+    };
+    let record = &job.record;
+    let priority = priority(&mut server.connection().await?, &queue, &args.id).await?;
+    say!("{} in {queue}", args.id);
+    say!("  state     {}", record.state);
+    say!("  attempts  {}", record.attempts);
+    if let Some(priority) = priority {
+        say!("  priority  {priority}");
+    }
+    if let Some(group) = &job.group {
+        say!("  group     {group}");
+    }
+    say!("  payload   {} ({} bytes)", printable(&record.payload), record.payload.len());
+    if let Some(at) = record.enqueued_at {
+        say!("  enqueued  {}", timestamp(at as f64));
+    }
+    if let Some(at) = record.updated_at {
+        say!("  updated   {}", timestamp(at as f64));
+    }
+    // The state set's score: when the job is due, its lease ends, or it finished.
+    let score: Option<f64> = redis::cmd("ZSCORE")
+        .arg(Keyspace::new(&queue)?.state(record.state))
+        .arg(args.id.as_str())
+        .query_async(&mut server.connection().await?)
+        .await?;
+    if let Some(score) = score {
+        match record.state {
+            State::Delayed => say!("  due       {}", timestamp(score)),
+            State::Active => say!("  lease     until {}", timestamp(score)),
+            State::Done | State::Dead | State::Cancelled => {
+                say!("  finished  {}", timestamp(score));
+                if let Some(at) = record.enqueued_at {
+                    let took = Duration::from_millis((score as u64).saturating_sub(at));
+                    say!("  took      {} from enqueue", humantime::format_duration(took));
+                }
+            }
+            State::Waiting => say!("  waiting   since {}", timestamp(score)),
+            State::Pending => {}
+        }
+    }
+    say_kept(&job)?;
+    flow_of(server, &queue, &args.id, record.state).await
+}
+
+/// What INSPECT found kept beside the record: its last error, progress,
+/// result, own policy and headers.
+fn say_kept(job: &echomq::Inspection) -> Result<(), Error> {
+    if let Some(error) = &job.error {
+        say!("  error     {error}");
+    }
+    if let Some(progress) = &job.progress {
+        say!("  progress  {}", printable(progress));
+    }
+    if let Some(result) = &job.result {
+        say!("  result    {} ({} bytes)", printable(result), result.len());
+    }
+    if let Some(policy) = &job.policy {
+        say!("  policy    {}", describe_policy(policy));
+    }
+    for (name, value) in &job.headers {
+        say!("  header    {name}: {value}");
+    }
+    Ok(())
+}
+
+/// Job `id`'s place in a flow (protocol 1.6): the parent it will tell, and,
+/// for a parent, each child with what the parent heard of it and, while
+/// it is open, the child's own state in its queue.
+async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Result<(), Error> {
+    let link: Option<String> = redis::cmd("HGET")
+        .arg(Keyspace::new(queue)?.role(echomq::keyspace::Role::Parents, None).unwrap_or_default())
+        .arg(id.as_str())
+        .query_async(&mut server.connection().await?)
+        .await?;
+    if let Some(link) = link {
+        let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
+        match state {
+            // A child that died keeps its link (protocol 1.11).
+            State::Dead => say!("  parent    {parent} (told it died; told again if a retry of it ends)"),
+            _ => say!("  parent    {parent} (told when this job ends)"),
+        }
+    }
+    let parent_queue = server.queue(queue).await?;
+    let Some(children) = echomq::Flows::of(&parent_queue).children(id).await? else { return Ok(()) };
+    say!("  children  {} open of {}", children.open, children.children.len());
+    for child in children.children {
+        let now = match child.outcome {
+            // Retried after it died: its parent hears of its next end.
+            Some(Outcome::Dead) => match state_in_queue(server, &child.child).await? {
+                Some(state) if !matches!(state, State::Done | State::Dead | State::Cancelled) => {
+                    format!("dead, runs again: {state} in its queue")
+                }
+                Some(_) => "dead".to_owned(),
+                None => "dead, gone from its queue since".to_owned(),
+            },
+            Some(outcome) => outcome.as_str().to_owned(),
+            None => match state_in_queue(server, &child.child).await? {
+                Some(state) => format!("open, {state} in its queue"),
+                None => "open, not in its queue (yet)".to_owned(),
+            },
+        };
+        let result = child.result.map_or(String::new(), |result| format!(", result {}", printable(&result)));
+        say!("    {} {now}{result}", child.child);
+    }
+    Ok(())
+}
+
+/// The state of job `job` in its own queue; `None` when it is not there.
+async fn state_in_queue(server: &Server, job: &JobRef) -> Result<Option<State>, Error> {
+    Ok(server.queue(&job.queue).await?.inspect(&job.id).await?.map(|found| found.record.state))
+}
+
+/// Job `id`'s priority in words, when it has one (not 0): it lives beside
+/// the record (`<q>priority`), not in INSPECT's reply. Shown as stored, or
+/// as unreadable, so that the rest of the job is still shown.
+pub async fn priority(conn: &mut Conn, queue: &str, id: &JobId) -> Result<Option<String>, Error> {
+    let read = redis::cmd("HMGET")
+        .arg(Keyspace::new(queue)?.priority())
+        .arg(id.as_str())
+        .query_async::<[Option<String>; 1]>(conn)
+        .await;
+    Ok(match read {
+        Ok([priority]) => priority.filter(|priority| priority != "0").map(|p| format!("{p} (lower first)")),
+        Err(err) => Some(format!("unreadable: {}", crate::failure::explain(&err))),
+    })
+}
+
+/// A job's own policy in an operator's words: `attempts 3, back-off 1s
+/// doubling, timeout 5m`.
+fn describe_policy(policy: &echomq::Policy) -> String {
+    let ms = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
+    let mut parts = Vec::new();
+    if let Some(attempts) = policy.attempts {
+        parts.push(format!("attempts {attempts}"));
+    }
+    match policy.backoff {
+        Some(echomq::Backoff::Fixed(wait)) => parts.push(format!("back-off {}", ms(wait))),
+        Some(echomq::Backoff::Exponential(base)) => parts.push(format!("back-off {} doubling", ms(base))),
+        None => {}
+    }
+    if let Some(timeout) = policy.timeout {
+        parts.push(format!("timeout {}", ms(timeout)));
+    }
+    parts.join(", ")
+}
