@@ -39,8 +39,8 @@ pub struct RetryArgs {
     /// With --all-dead: retry them (without, nothing changes).
     #[arg(long, requires = "all_dead")]
     yes: bool,
-    /// Retry a flow's parent even while a child that died runs again (it
-    /// was retried): the parent reads that child dead, and runs without it.
+    /// Retry a flow's parent even while a child it heard died was retried
+    /// and has not told it its end: the parent reads that child dead.
     #[arg(long, conflicts_with = "all_dead")]
     force: bool,
 }
