@@ -206,7 +206,7 @@ pub async fn priority(conn: &mut Conn, queue: &str, id: &JobId) -> Result<Option
 
 /// A job's own policy in an operator's words: `attempts 3, back-off 1s
 /// doubling, timeout 5m`.
-fn describe_policy(policy: &echomq::Policy) -> String {
+pub(crate) fn describe_policy(policy: &echomq::Policy) -> String {
     let ms = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
     let mut parts = Vec::new();
     if let Some(attempts) = policy.attempts {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use super::html::{self, queue_path};
 use super::{job_id, queue_of, App, Problem, Write};
 use crate::connect::{Conn, Error};
+use crate::inspect::describe_policy;
 
 /// How many entries of the event log one page view reads at most, looking
 /// for a job's events (from its enqueue on).
@@ -147,24 +148,6 @@ fn score_row(state: State, score: f64, enqueued: Option<u64>) -> Markup {
         }
     };
     html! { tr { th { (what) } td { (value) } } }
-}
-
-/// A job's own policy in an operator's words: `attempts 3, back-off 1s doubling, timeout 5m`.
-fn describe_policy(policy: &echomq::Policy) -> String {
-    let ms = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
-    let mut parts = Vec::new();
-    if let Some(attempts) = policy.attempts {
-        parts.push(format!("attempts {attempts}"));
-    }
-    match policy.backoff {
-        Some(echomq::Backoff::Fixed(wait)) => parts.push(format!("back-off {}", ms(wait))),
-        Some(echomq::Backoff::Exponential(base)) => parts.push(format!("back-off {} doubling", ms(base))),
-        None => {}
-    }
-    if let Some(timeout) = policy.timeout {
-        parts.push(format!("timeout {}", ms(timeout)));
-    }
-    parts.join(", ")
 }
 
 /// Bytes as a person reads them: JSON pretty-printed, text as it is, else
