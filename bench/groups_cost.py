@@ -1,6 +1,7 @@
 """What fair groups cost a claim (issue 50, PROTOCOL.md §7.9): Redis's own
 server time per CLAIM (INFO commandstats) on a queue without groups, on one
-whose pending jobs are spread over 100,000 groups, and on one with 1,000
+whose pending jobs are spread over 100,000 groups (and, beside it, one as
+deep without groups: what the depth alone costs), and on one with 1,000
 groups of which 999 are at their cap (each running its one job, with more
 waiting) and one free, whose jobs the claims take. Every claim takes one
 job (COUNT 1, as a worker at concurrency 1 does) and is acked in the next
@@ -56,6 +57,9 @@ def arrange(r, queue, scenario):
     ids = ["JOB_%s_%08d" % (scenario, i) for i in range(CLAIMS + 1)]
     if scenario == "ungrouped":
         enqueue_many(r, queue, ids)
+    elif scenario == "100k-deep":
+        # As deep as the 100,000 groups' queue, without groups: what depth alone costs.
+        enqueue_many(r, queue, ["JOB_u%06d" % i for i in range(100_000)])
     elif scenario == "100k-groups":
         # 100,000 groups with one job each, then the claims' jobs over them.
         calls = []
@@ -96,7 +100,7 @@ def main():
     try:
         sha = {name: r.call("SCRIPT", "LOAD", open(script_path(build, name)).read()).decode()
                for name in ["claim", "ack"]}
-        scenarios = ["ungrouped", "100k-groups", "999-capped"]
+        scenarios = ["ungrouped", "100k-deep", "100k-groups", "999-capped"]
         results, rates = {}, {}
         for _ in range(ROUNDS):
             for scenario in scenarios:

@@ -60,6 +60,10 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
             refuse_rerun(queue.executor(), children).await?;
         }
         queue.retry(&id).await?;
+        // A flow's child whose parent will not hear its end: said.
+        if let Some(why) = parent_deaf(server, &queue, &id).await {
+            tell!("{id}: {why}");
+        }
         // A flow's parent with children open waits for them (protocol 1.11): said.
         if let Some(children) = children.filter(|children| children.open > 0) {
             tell!(
@@ -71,6 +75,15 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         Ok(true)
     })
     .await
+}
+
+/// Why the end of flow child `id`, just retried, reaches no parent, when
+/// it does not; a failure to look is no reason to fail the retry done.
+async fn parent_deaf(server: &Server, queue: &echomq::Queue, id: &JobId) -> Option<String> {
+    let link = crate::inspect::link_of(server, queue.name(), id).await.ok()??;
+    let why = crate::inspect::deaf_parent(server, &link).await.ok()??;
+    let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
+    Some(format!("its parent {parent} will not hear its end ({why})"))
 }
 
 /// A dead flow parent with a child it heard died that was retried since

@@ -146,16 +146,12 @@ fn say_kept(job: &echomq::Inspection) -> Result<(), Error> {
 /// for a parent, each child with what the parent heard of it and, while
 /// it is open, the child's own state in its queue.
 async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Result<(), Error> {
-    let link: Option<String> = redis::cmd("HGET")
-        .arg(Keyspace::new(queue)?.role(echomq::keyspace::Role::Parents, None).unwrap_or_default())
-        .arg(id.as_str())
-        .query_async(&mut server.connection().await?)
-        .await?;
-    if let Some(link) = link {
+    if let Some(link) = link_of(server, queue, id).await? {
         let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
-        match state {
+        match (state, deaf_parent(server, &link).await?) {
+            (State::Dead, Some(why)) => say!("  parent    {parent} (told it died; {why}: a retry of it tells it nothing)"),
             // A child that died keeps its link (protocol 1.11).
-            State::Dead => say!("  parent    {parent} (told it died; told again if a retry of it ends)"),
+            (State::Dead, None) => say!("  parent    {parent} (told it died; told again if a retry of it ends)"),
             _ => say!("  parent    {parent} (told when this job ends)"),
         }
     }
@@ -182,6 +178,38 @@ async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Resu
         say!("    {} {now}{result}", child.child);
     }
     Ok(())
+}
+
+/// The link of job `id` of `queue` to a flow's parent (`<incarnation>
+/// {queue}JOB_…`), when it has one.
+pub async fn link_of(server: &Server, queue: &str, id: &JobId) -> Result<Option<String>, Error> {
+    Ok(redis::cmd("HGET")
+        .arg(Keyspace::new(queue)?.role(echomq::keyspace::Role::Parents, None).unwrap_or_default())
+        .arg(id.as_str())
+        .query_async(&mut server.connection().await?)
+        .await?)
+}
+
+/// Why the parent `link` names will not hear its child's next end, when it
+/// will not: it is done or cancelled, gone, or another flow now holds its
+/// id (RESOLVE changes nothing for them).
+pub async fn deaf_parent(server: &Server, link: &str) -> Result<Option<String>, Error> {
+    let Some((incarnation, parent)) = link.split_once(' ') else { return Ok(None) };
+    let Ok(parent) = parent.parse::<JobRef>() else { return Ok(None) };
+    let why = match state_in_queue(server, &parent).await? {
+        None => "it is gone",
+        Some(State::Done) => "it is done",
+        Some(State::Cancelled) => "it was cancelled",
+        Some(_) => {
+            let theirs = server.queue(&parent.queue).await?;
+            let children = echomq::Flows::of(&theirs).children(&parent.id).await?;
+            match children.is_some_and(|children| incarnation == children.incarnation.to_string()) {
+                true => return Ok(None),
+                false => "another flow holds its id now",
+            }
+        }
+    };
+    Ok(Some(why.to_owned()))
 }
 
 /// The state of job `job` in its own queue; `None` when it is not there.

@@ -248,3 +248,32 @@ fn a_dead_parent_retried_waits_for_its_children_still_running() {
         shown.contains(&format!("{bad} done, result bad done")) && shown.contains("children  0 open of 2")
     });
 }
+
+/// A flow's child that died, whose parent ended since (here, cancelled):
+/// inspect and a retry of it say that its end will reach no parent.
+#[test]
+fn a_retried_child_whose_parent_ended_is_said_to_tell_no_one() {
+    let server = RedisServer::start_with_module();
+    let emq = Emq { url: server.url(), via: "native" };
+    let scratch = Scratch::new("deaf-parent");
+    let (parents, children) = (unique_queue("parents"), unique_queue("children"));
+    let flow = format!(
+        r#"{{"queue": "{parents}", "payload": "merge", "children": [{{"queue": "{children}", "payload": "bad"}}]}}"#
+    );
+    std::fs::write(scratch.path("flow.json"), flow).unwrap();
+    let added: serde_json::Value =
+        serde_json::from_str(&emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()])).unwrap();
+    let (parent, bad) = (added["parent"].as_str().unwrap(), added["children"][0].as_str().unwrap());
+    let args = [children.as_str(), "--max-attempts", "1", "--", "sh", "-c", "exit 1"];
+    let worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    eventually("the parent died of its child", || emq.ok(&["inspect", parent]).contains("state     dead"));
+    drop(worker);
+    let shown = emq.ok(&["inspect", bad]);
+    assert!(shown.contains("told again if a retry of it ends"), "the parent still hears: {shown}");
+
+    emq.ok(&["cancel", parent]);
+    let shown = emq.ok(&["inspect", bad]);
+    assert!(shown.contains("it was cancelled: a retry of it tells it nothing"), "{shown}");
+    let said = emq.ok(&["retry", bad]);
+    assert!(said.contains(&format!("its parent {parent} will not hear its end (it was cancelled)")), "{said}");
+}
