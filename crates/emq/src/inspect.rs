@@ -148,11 +148,13 @@ fn say_kept(job: &echomq::Inspection) -> Result<(), Error> {
 async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Result<(), Error> {
     if let Some(link) = link_of(server, queue, id).await? {
         let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
-        match (state, deaf_parent(server, &link).await?) {
-            (State::Dead, Some(why)) => say!("  parent    {parent} (told it died; {why}: a retry of it tells it nothing)"),
+        if state != State::Dead {
+            say!("  parent    {parent} (told when this job ends)");
+        } else if let Some(why) = deaf_parent(server, &link).await? {
+            say!("  parent    {parent} (told it died; {why}: a retry of it tells it nothing)");
+        } else {
             // A child that died keeps its link (protocol 1.11).
-            (State::Dead, None) => say!("  parent    {parent} (told it died; told again if a retry of it ends)"),
-            _ => say!("  parent    {parent} (told when this job ends)"),
+            say!("  parent    {parent} (told it died; told again if a retry of it ends)");
         }
     }
     let parent_queue = server.queue(queue).await?;

@@ -275,5 +275,8 @@ fn a_retried_child_whose_parent_ended_is_said_to_tell_no_one() {
     let shown = emq.ok(&["inspect", bad]);
     assert!(shown.contains("it was cancelled: a retry of it tells it nothing"), "{shown}");
     let said = emq.ok(&["retry", bad]);
-    assert!(said.contains(&format!("its parent {parent} will not hear its end (it was cancelled)")), "{said}");
+    assert!(
+        said.contains(&format!("its parent {parent} will not hear its end (it was cancelled)")),
+        "{said}"
+    );
 }
