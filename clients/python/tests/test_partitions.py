@@ -178,7 +178,10 @@ async def test_limits_split_and_pause_holds_every_partition(conn: echomq.Connect
     with pytest.raises(echomq.InvalidInput, match="cannot be split over 4 partitions"):
         await orders.configure(concurrency=3)
     assert all(c.paused for c in await orders.pause())
+    ordinary = await conn.queue(orders.name)
+    assert (await ordinary.configure()).paused, "the ordinary queue of its name, which its workers work"
     assert not any(c.paused for c in await orders.resume())
+    assert not (await ordinary.configure()).paused
 
 
 async def test_a_worker_holds_an_exact_rate_across_the_partitions(conn: echomq.Connection) -> None:

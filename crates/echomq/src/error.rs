@@ -374,12 +374,8 @@ impl std::fmt::Display for Error {
                     "the echomq module speaks protocol {found}, earlier than this host's {host}: it lacks calls this host makes, so nothing was written; upgrade the module"
                 )
             }
-            _ => {
-                return match self.redis_error() {
-                    Some(err) => std::fmt::Display::fmt(err, f),
-                    None => f.write_str(text),
-                }
-            }
+            // A server's error is said as it said it, or as `saying` said it since.
+            _ => return f.write_str(text),
         }
         match self.place() {
             Some(place) => write!(f, " ({place})"),

@@ -351,7 +351,10 @@ async fn limits_split_over_the_partitions_and_pause_holds_them_all() {
         assert_eq!(unchanged, [Some(3), Some(3), Some(2), Some(2)], "{via_name}: a refusal changes nothing");
 
         assert!(orders.pause().await.unwrap().iter().all(|s| s.paused), "{via_name}");
+        let ordinary = orders.worked().pop().unwrap();
+        assert!(ordinary.settings().await.unwrap().paused, "{via_name}: the ordinary queue of its name too");
         assert!(orders.resume().await.unwrap().iter().all(|s| !s.paused), "{via_name}");
+        assert!(!ordinary.settings().await.unwrap().paused, "{via_name}");
         let lifted = Config::default().concurrency(Limit::Unlimited).rate(Limit::Unlimited);
         assert!(orders
             .configure(lifted)
@@ -1013,4 +1016,33 @@ async fn each_partition_is_kept_by_one_worker_at_a_time() {
             assert_eq!(holder(&queue).await, None, "{via_name}: {} given back", queue.name());
         }
     }
+}
+
+/// A change that fails on some partitions is made on the others all the
+/// same, and its error names those (here an ACL lets a user reach two).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_refused_on_some_partitions_names_those_it_made() {
+    use echomq::{Config, Lua};
+    let server = echomq_test_support::RedisServer::start();
+    let q = unique_queue("acl");
+    let orders = Partitioned::create(Arc::new(Lua::new(server.connection().await)), &q, 4).await.unwrap();
+    let mut acl = redis::cmd("ACL");
+    acl.arg(&["SETUSER", "two", "on", ">pw", "+@all", "~emq:queues"]).arg(format!("~emq:{{{q}}}:partitions"));
+    for k in 0..2 {
+        acl.arg(format!("~emq:{{{}}}:*", partition_name(&q, k, 4)));
+    }
+    let _: () = acl.query_async(&mut server.connection().await).await.unwrap();
+    let url = server.url().replacen("redis://", "redis://two:pw@", 1);
+    let conn = redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let two = Partitioned::open(Arc::new(Lua::new(conn)), &q).await.unwrap();
+    let err = two.configure(Config::default().paused(true)).await.unwrap_err();
+    let (first, second) = (partition_name(&q, 0, 4), partition_name(&q, 1, 4));
+    let said = format!("changed on 2 of its 4 partitions ({first}, {second}) all the same");
+    assert!(err.to_string().contains(&said), "{err}");
+    let paused: Vec<bool> = futures_util::future::join_all(orders.partitions().iter().map(Queue::settings))
+        .await
+        .into_iter()
+        .map(|settings| settings.unwrap().paused)
+        .collect();
+    assert_eq!(paused, [true, true, false, false]);
 }

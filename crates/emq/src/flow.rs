@@ -19,9 +19,12 @@ pub struct QueuesArgs {
 pub async fn pause(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
         if let Some(partitioned) = server.partitioned(&name).await? {
-            partitioned.pause().await?;
+            crate::fanout::configure(&partitioned, Config::default().paused(true)).await?;
             let n = partitioned.partitions().len();
-            tell!("paused {name}: its {n} partitions' workers claim nothing until `emq resume {name}`");
+            tell!(
+                "paused {name} (its {n} partitions and its own queue): its workers claim nothing until `emq \
+                 resume {name}`"
+            );
             continue;
         }
         let queue = server.queue(&name).await?;
@@ -53,7 +56,7 @@ fn tell_exact_rate(partitioned: &echomq::Partitioned, rate: Limit<Rate>) {
             tell!("{}: an exact rate of {}/{per} across its {n} partitions", partitioned.name(), rate.claims);
         }
         Limit::Unlimited => {
-            tell!("{}: no exact rate (each partition's own limits still hold)", partitioned.name())
+            tell!("{}: no exact rate (each partition's own rate still holds)", partitioned.name())
         }
     }
 }
@@ -69,25 +72,19 @@ fn tell_exact_concurrency(partitioned: &echomq::Partitioned, cap: Limit<u64>) {
             )
         }
         Limit::Unlimited => {
-            tell!("{}: no exact concurrency (each partition's own limits still hold)", partitioned.name())
+            tell!(
+                "{}: no exact concurrency (each partition's own concurrency still holds)",
+                partitioned.name()
+            )
         }
-    }
-}
-
-/// A partitioned queue's settings after a change: a line per partition.
-fn tell_partitions(partitioned: &echomq::Partitioned, settings: &[Settings]) {
-    let n = settings.len();
-    tell!("{}: over {n} partitions, limits split between them:", partitioned.name());
-    for (queue, settings) in partitioned.partitions().iter().zip(settings) {
-        tell!("  {}: {}", queue.name(), describe(settings));
     }
 }
 
 pub async fn resume(server: &Server, args: QueuesArgs) -> Result<(), Error> {
     for name in args.queues {
         if let Some(partitioned) = server.partitioned(&name).await? {
-            partitioned.resume().await?;
-            tell!("resumed {name}: its {} partitions", partitioned.partitions().len());
+            crate::fanout::configure(&partitioned, Config::default().paused(false)).await?;
+            tell!("resumed {name}: its {} partitions and its own queue", partitioned.partitions().len());
             continue;
         }
         server.queue(&name).await?.resume().await?;
@@ -224,6 +221,7 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
             partitioned.exact_concurrency(cap).await?;
             tell_exact_concurrency(partitioned, cap);
         }
+        crate::fanout::note_split(partitioned, args.rate, args.concurrency).await;
         eprintln!(
             "emq: note: workers take it within a second; one that does not know protocol 1.8 ignores it"
         );
@@ -232,7 +230,7 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
     let mut config = Config::default();
     (config.concurrency, config.rate) = (args.concurrency, args.rate);
     if let Some(partitioned) = partitioned {
-        tell_partitions(&partitioned, &partitioned.configure(config).await?);
+        crate::fanout::tell_partitions(&partitioned, &crate::fanout::configure(&partitioned, config).await?);
         return Ok(());
     }
     let settings = queue.configure(config).await?;
@@ -360,7 +358,7 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
         (args.keep_done, args.keep_dead, args.keep_cancelled);
     config.events = args.events;
     if let Some(partitioned) = server.partitioned(&args.queue).await? {
-        tell_partitions(&partitioned, &partitioned.configure(config).await?);
+        crate::fanout::tell_partitions(&partitioned, &crate::fanout::configure(&partitioned, config).await?);
         return Ok(());
     }
     let queue = server.queue(&args.queue).await?;

@@ -81,6 +81,7 @@ mod demo;
 mod enqueue;
 mod events;
 mod failure;
+mod fanout;
 mod find;
 mod flow;
 mod flows;

@@ -7,6 +7,7 @@ use echomq::keyspace::{queue_of, state_pattern};
 use echomq::{Delete, Drain, JobId, Keyspace, State};
 
 use crate::connect::{Conn, Error, Server};
+use crate::fanout::each_queue;
 
 /// A state by its protocol name: pending, active, delayed, done, dead, cancelled, waiting.
 pub fn state(name: &str) -> Result<State, String> {
@@ -175,12 +176,27 @@ pub struct PurgeArgs {
 pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
     let state = args.state;
     let queues = queues_named(server, &args.queue).await?;
-    let mut total = 0;
-    for name in &queues {
-        total += server.queue(name).await?.purge(state, args.older_than).await?;
-    }
+    let (older, many) = (args.older_than, queues.len() > 1);
+    let opened = queues_of(server, &queues).await?;
+    let each = each_queue(&opened, "purged", |_, queue| async move {
+        let purged = queue.purge(state, older).await?;
+        if many {
+            tell!("purged {purged} {state} jobs from {}", queue.name());
+        }
+        Ok(purged)
+    });
+    let total: u64 = each.await?.into_iter().sum();
     tell!("purged {total} {state} jobs from {}{}", args.queue, across(&queues));
     Ok(())
+}
+
+/// The queues named `names`, opened.
+async fn queues_of(server: &Server, names: &[String]) -> Result<Vec<echomq::Queue>, Error> {
+    let mut queues = Vec::with_capacity(names.len());
+    for name in names {
+        queues.push(server.queue(name).await?);
+    }
+    Ok(queues)
 }
 
 /// What a count over `queues`, the ones a name stands for, covers: nothing
@@ -203,11 +219,17 @@ pub struct DrainArgs {
 
 pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
     let queues = queues_named(server, &args.queue).await?;
-    let mut drained = 0;
-    for name in &queues {
-        let queue = server.queue(name).await?;
-        drained += queue.drain(if args.active { Drain::WithActive } else { Drain::Waiting }).await?;
-    }
+    let how = if args.active { Drain::WithActive } else { Drain::Waiting };
+    let many = queues.len() > 1;
+    let opened = queues_of(server, &queues).await?;
+    let each = each_queue(&opened, "drained", |_, queue| async move {
+        let drained = queue.drain(how).await?;
+        if many {
+            tell!("drained {drained} jobs from {}", queue.name());
+        }
+        Ok(drained)
+    });
+    let drained: u64 = each.await?.into_iter().sum();
     let which = if args.active { "pending, delayed and active" } else { "pending and delayed" };
     tell!("drained {drained} {which} jobs from {}{}", args.queue, across(&queues));
     Ok(())

@@ -315,3 +315,47 @@ fn an_ordinary_queue_holding_jobs_is_not_partitioned() {
     assert_eq!(missing.status.code(), Some(5), "{}", show(&missing));
     assert!(show(&missing).contains("is not a partitioned queue"), "{}", show(&missing));
 }
+
+/// Split and exact limits that both hold are said to, and `emq config`
+/// shows the exact ones; a change that fails on one of the queues a
+/// partitioned queue's name stands for, after others were changed, says
+/// which were and exits 4 (here an ACL lets a user reach two partitions).
+#[test]
+fn limits_that_stack_are_said_and_a_change_partly_made_exits_4() {
+    let server = RedisServer::start_with_module();
+    let emq = Emq { url: server.url(), via: "native" };
+    let q = unique_queue("stack");
+    emq.ok(&["partition", "create", &q, "4"]);
+    emq.ok(&["limit", &q, "--concurrency", "4"]);
+    let (said, noted) = emq.ok_said(&["limit", &q, "--concurrency", "20", "--exact"]);
+    assert!(said.contains("an exact concurrency of 20"), "{said}");
+    assert!(noted.contains("split and exact limits both hold: the lower governs"), "{noted}");
+    let shown = emq.ok(&["config", &q]);
+    assert!(shown.contains("  exact across them: concurrency 20\n"), "{shown}");
+    let (said, noted) = emq.ok_said(&["limit", &q, "--concurrency", "none"]);
+    assert!(said.contains("  exact across them: concurrency 20\n"), "the exact one still holds: {said}");
+    assert!(!noted.contains("both hold"), "{noted}");
+
+    // A user whose ACL reaches partitions 0 and 1 of 4, and the definition.
+    let mut conn = server.client().get_connection().unwrap();
+    let mut acl = redis::cmd("ACL");
+    acl.arg(&["SETUSER", "two", "on", ">pw", "+@all", "~emq:queues"]).arg(format!("~emq:{{{q}}}:partitions"));
+    for k in 0..2 {
+        acl.arg(format!("~emq:{{{}}}:*", partition_name(&q, k, 4)));
+    }
+    let _: () = acl.query(&mut conn).unwrap();
+    let limited = Emq { url: server.url().replacen("redis://", "redis://two:pw@", 1), via: "native" };
+    let paused = limited.command(&["pause", &q]).output().unwrap();
+    let said = show(&paused);
+    assert_eq!(paused.status.code(), Some(4), "{said}");
+    let (first, second) = (partition_name(&q, 0, 4), partition_name(&q, 1, 4));
+    assert!(said.contains(&format!("changed 2 of its 5 queues ({first}, {second}), not the rest")), "{said}");
+    assert!(said.contains("running the same command again is safe"), "{said}");
+    let stats = emq.ok(&["stats", &q]);
+    assert_eq!(stats.lines().filter(|line| line.contains("paused")).count(), 2, "{stats}");
+    // The whole of it, by a user who reaches every queue: its own queue paused too.
+    assert!(emq.ok(&["pause", &q]).contains("its 4 partitions and its own queue"));
+    let paused: Option<String> =
+        redis::cmd("HGET").arg(format!("emq:{{{q}}}:config")).arg("paused").query(&mut conn).unwrap();
+    assert_eq!(paused.as_deref(), Some("1"), "the ordinary queue of its name");
+}

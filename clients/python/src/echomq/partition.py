@@ -417,10 +417,19 @@ class Partitioned:
             for queue, (c, r) in zip(self.partitions, shares))))
 
     async def pause(self) -> list[Config]:
-        return await self.configure(paused=True)
+        """Pause every partition's claims, then the ordinary queue of its
+        name's, which its workers work too; each partition's settings after."""
+        return await self._switch(True)
 
     async def resume(self) -> list[Config]:
-        return await self.configure(paused=False)
+        """Resume every partition's claims, then the ordinary queue of its name's."""
+        return await self._switch(False)
+
+    async def _switch(self, paused: bool) -> list[Config]:
+        settings = await self.configure(paused=paused)
+        ordinary = (await self._all())[-1]
+        await ordinary.configure(paused=paused)
+        return settings
 
 
 async def _guarded(pending: Awaitable[T], key: str) -> T:

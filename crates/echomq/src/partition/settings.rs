@@ -11,16 +11,52 @@ use echomq_core::limits;
 impl Partitioned {
     /// Change every partition's settings (CONFIG on each, at once; not one
     /// atomic step): pause and resume, retention and the event log as
-    /// given; a concurrency limit and a rate split statically, partition
-    /// `k` of N taking ⌊n / N⌋, and one more while `k` < n mod N, so that
-    /// the partitions' limits add up to the queue's. Each partition's
+    /// given; a concurrency limit and a rate split as
+    /// [`shares`](Partitioned::shares) splits them. Each partition's
     /// settings after, in order.
     ///
     /// # Errors
-    /// [`ErrorKind::Argument`] for a concurrency or a rate's claims under
-    /// N (a partition would get none), before anything is sent; as
-    /// [`Queue::configure`].
+    /// As [`shares`](Partitioned::shares), before anything is sent; as
+    /// [`Queue::configure`], of the first partition that failed, every
+    /// partition tried: when others were changed, its text names them
+    /// (the same change is safe to make again).
     pub async fn configure(&self, config: Config) -> Result<Vec<Settings>> {
+        let shares = self.shares(config)?;
+        let sent = self.partitions.iter().zip(shares).map(|(queue, share)| queue.configure(share));
+        let answers = futures_util::future::join_all(sent).await;
+        let changed: Vec<&str> = self
+            .partitions
+            .iter()
+            .zip(&answers)
+            .filter(|(_, answer)| answer.is_ok())
+            .map(|(queue, _)| queue.name())
+            .collect();
+        let (count, said) = (self.partitions.len(), changed.join(", "));
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer.map_err(|err| match changed.len() {
+                    0 => err,
+                    n => {
+                        let why = err.text().to_owned();
+                        err.saying(format!(
+                            "{why}; changed on {n} of its {count} partitions ({said}) all the same"
+                        ))
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// What [`configure`](Partitioned::configure) sends each partition, in
+    /// order: `config`, with a concurrency limit and a rate split
+    /// statically, partition `k` of N taking ⌊n / N⌋, and one more while
+    /// `k` < n mod N, so that the partitions' limits add up to the queue's.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Argument`] for a concurrency or a rate's claims under
+    /// N (a partition would get none).
+    pub fn shares(&self, config: Config) -> Result<Vec<Config>> {
         let count = self.partitions.len() as u64;
         let split = |n: u64, k: usize, what: &str| -> Result<u64> {
             if n < count {
@@ -43,8 +79,7 @@ impl Partitioned {
             }
             each.push(share);
         }
-        let sent = self.partitions.iter().zip(each).map(|(queue, share)| queue.configure(share));
-        futures_util::future::try_join_all(sent).await
+        Ok(each)
     }
 
     /// Hold the queue to an exact rate, at most `rate` claims in any period
@@ -112,20 +147,33 @@ impl Partitioned {
         Ok(())
     }
 
-    /// Pause every partition's claims (see [`configure`](Partitioned::configure)).
+    /// Pause the claims of every partition (see
+    /// [`configure`](Partitioned::configure)), then of the ordinary queue of
+    /// its name, which its workers work too ([`worked`](Partitioned::worked)).
+    /// Each partition's settings after, in order.
     ///
     /// # Errors
-    /// As [`Queue::pause`].
+    /// As [`configure`](Partitioned::configure); as [`Queue::pause`] for
+    /// the ordinary queue, every partition paused.
     pub async fn pause(&self) -> Result<Vec<Settings>> {
-        self.configure(Config::default().paused(true)).await
+        self.switch(true).await
     }
 
-    /// Resume every partition's claims.
+    /// Resume the claims of every partition, then of the ordinary queue of its name.
     ///
     /// # Errors
-    /// As [`Queue::resume`].
+    /// As [`pause`](Partitioned::pause).
     pub async fn resume(&self) -> Result<Vec<Settings>> {
-        self.configure(Config::default().paused(false)).await
+        self.switch(false).await
+    }
+
+    /// [`pause`](Partitioned::pause) (`true`) or [`resume`](Partitioned::resume).
+    async fn switch(&self, paused: bool) -> Result<Vec<Settings>> {
+        let settings = self.configure(Config::default().paused(paused)).await?;
+        if let Some(own) = self.worked().pop() {
+            own.configure(Config::default().paused(paused)).await?;
+        }
+        Ok(settings)
     }
 
     /// Delete the whole partitioned queue: each partition as
