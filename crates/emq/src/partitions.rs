@@ -73,7 +73,18 @@ async fn show(queue: &Partitioned) -> Result<(), Error> {
             row([k.to_string(), partition.name().to_owned(), slot], stats, keeper)
         })
         .collect();
-    let total = stats.iter().fold(StatsReply::default(), |sum, stats| sum + *stats);
+    // The ordinary queue of its name, which its workers work too: in the
+    // total, and a row of its own when it holds a job.
+    let own = queue.worked().pop().expect("worked ends with the ordinary queue");
+    let own_stats = own.stats().await?;
+    if own_stats != StatsReply::default() {
+        rows.push(row(
+            ["-".into(), own.name().to_owned(), queue_slot(own.name()).to_string()],
+            &own_stats,
+            "-".into(),
+        ));
+    }
+    let total = stats.iter().fold(own_stats, |sum, stats| sum + *stats);
     rows.push(row(["all".into(), queue.name().to_owned(), "-".into()], &total, "-".into()));
     let header = [
         "PARTITION",

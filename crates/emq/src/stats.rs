@@ -15,12 +15,13 @@ pub struct StatsArgs {
 }
 
 /// A row of `emq stats`: a queue, and the partitioned queue (protocol 1.8)
-/// it is a partition of, whose total follows its last partition's row.
+/// it is a partition of (or the ordinary queue of the name of), whose
+/// total follows the last of its rows.
 type StatsRow = (String, Option<echomq::Partitioned>);
 
-/// The queues named, a partitioned queue's as its partitions; or, none
-/// named, every queue the registry names, a partitioned queue's partitions
-/// together and in order.
+/// The queues named, a partitioned queue's as its partitions and the
+/// ordinary queue of its name; or, none named, every queue the registry
+/// names, a partitioned queue's together and in that order.
 async fn stats_rows(
     executor: &std::sync::Arc<dyn echomq::Executor>,
     named: Vec<String>,
@@ -41,7 +42,10 @@ async fn stats_rows(
         match found {
             Some(p) if !discovered || p.partitions().iter().any(|q| q.name() == name) => {
                 seen.insert(p.name().to_owned());
-                rows.extend(p.partitions().iter().map(|q| (q.name().to_owned(), Some(p.clone()))));
+                // Its partitions, then the ordinary queue of its name, which its workers work too.
+                rows.retain(|(row, _)| row != p.name());
+                let queues = p.partitions().iter().map(|q| q.name().to_owned()).chain([p.name().to_owned()]);
+                rows.extend(queues.map(|name| (name, Some(p.clone()))));
             }
             _ if rows.iter().any(|(row, _)| *row == name) => {}
             _ => rows.push((name, None)),

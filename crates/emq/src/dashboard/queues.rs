@@ -62,7 +62,8 @@ pub async fn overview(Extract(app): Extract<Arc<App>>, headers: HeaderMap) -> Re
 }
 
 /// The partitioned queues (protocol 1.8) among the queues, each one row:
-/// its partitions' totals, the oldest pending job of any, and its limits
+/// its totals (its partitions' and the ordinary queue of its name's), the
+/// oldest pending job of any, and its limits
 /// (an exact rate across them, or each partition's own, in their rows).
 fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, QueueView>) -> Markup {
     if snapshot.partitioned.is_empty() {
@@ -80,7 +81,9 @@ fn partitioned(snapshot: &Snapshot, queues: &std::collections::BTreeMap<String, 
                     th { "limits" }
                 }
                 @for p in &snapshot.partitioned {
-                    @let views: Vec<&QueueView> = p.partitions().iter().filter_map(|q| queues.get(q.name())).collect();
+                    // Its partitions and the ordinary queue of its name, which its workers work too.
+                    @let names = p.partitions().iter().map(|q| q.name()).chain([p.name()]);
+                    @let views: Vec<&QueueView> = names.filter_map(|name| queues.get(name)).collect();
                     @let total = views.iter().filter_map(|view| view.stats.as_ref().ok()).fold(StatsReply::default(), |sum, s| sum + *s);
                     @let oldest = views.iter().filter_map(|view| snapshot.oldest_pending_secs(view)).max();
                     tr data-partitioned=(p.name()) {
