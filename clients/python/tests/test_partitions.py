@@ -184,6 +184,26 @@ async def test_limits_split_and_pause_holds_every_partition(conn: echomq.Connect
     assert not (await ordinary.configure()).paused
 
 
+async def test_a_change_refused_on_some_partitions_notes_those_it_made(server: RedisServer,
+                                                                       conn: echomq.Connection) -> None:
+    orders = await echomq.Partitioned.create(conn, unique_queue("acl"), 4)
+    user = unique_queue("two")
+    reached = [f"~emq:{{{queue.name}}}:*" for queue in orders.partitions[:2]]
+    # Every key read (opening a queue reads its config), two partitions written.
+    await conn.redis.execute_command("ACL", "SETUSER", user, "on", ">pw", "+@all", "%R~emq:*", "~emq:queues",
+                                     f"~emq:{{{orders.name}}}:partitions", *reached)
+    limited = await echomq.connect(server.url.replace("redis://", f"redis://{user}:pw@", 1))
+    try:
+        two = await echomq.Partitioned.open(limited, orders.name)
+        with pytest.raises(Exception) as refused:
+            await two.configure(paused=True)
+        names = ", ".join(queue.name for queue in orders.partitions[:2])
+        assert f"changed on 2 of its 4 partitions ({names}) all the same" in refused.value.__notes__
+    finally:
+        await limited.close()
+    assert [(await queue.configure()).paused for queue in orders.partitions] == [True, True, False, False]
+
+
 async def test_a_worker_holds_an_exact_rate_across_the_partitions(conn: echomq.Connection) -> None:
     orders = await echomq.Partitioned.create(conn, unique_queue("exact"), 4)
     assert orders.exact is None

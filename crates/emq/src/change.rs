@@ -80,10 +80,9 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
 /// Why the end of flow child `id`, just retried, reaches no parent, when
 /// it does not; a failure to look is no reason to fail the retry done.
 async fn parent_deaf(server: &Server, queue: &echomq::Queue, id: &JobId) -> Option<String> {
-    let link = crate::inspect::link_of(server, queue.name(), id).await.ok()??;
+    let link = crate::inspect::parse_link(&crate::inspect::link_of(server, queue.name(), id).await.ok()??)?;
     let why = crate::inspect::deaf_parent(server, &link).await.ok()??;
-    let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
-    Some(format!("its parent {parent} will not hear its end ({why})"))
+    Some(format!("its parent {} will not hear its end ({why})", link.parent))
 }
 
 /// A dead flow parent with a child it heard died that was retried since

@@ -60,6 +60,7 @@ mod latency;
 mod queues;
 mod schedules;
 mod snapshot;
+pub use snapshot::server_ms;
 mod workers;
 
 #[derive(clap::Args, Debug)]

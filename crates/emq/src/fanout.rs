@@ -1,20 +1,26 @@
 //! The commands that change each queue a partitioned queue's name stands
 //! for (its partitions, and the ordinary queue of its name), one at a
 //! time: when one fails after others were changed, the failure names those
-//! that were and exits 4 (partly done), so that the operator knows what
-//! happened and that running it again is safe; and a partitioned queue's
-//! settings with the limits that hold beside them.
+//! that were and exits 4 (maybe done: done on some), so that the operator
+//! knows what happened and that running it again is safe; and a
+//! partitioned queue's settings with the limits that hold beside them.
 
 use echomq::transition::Config;
 use echomq::{Limit, Partitioned, Queue, Rate, Settings};
 
 use crate::connect::Error;
-use crate::failure::{explain, Exit};
+use crate::failure::{explain, Exit, Failure};
 
-/// `each` on every queue of `queues`, in order, its answers in order. The
-/// first failure ends it: as it is when no queue was changed before it;
-/// else exit 4, saying that `done` was done on the queues before it.
-pub async fn each_queue<T, F, Fut>(queues: &[Queue], done: &str, mut each: F) -> Result<Vec<T>, Error>
+/// `each` on every queue of `queues` (the queues the name `name` stands
+/// for), in order, its answers in order. The first failure ends it: as it
+/// is when no queue was changed before it; else exit 4 (maybe done),
+/// saying that `done` was done on the queues before it.
+pub async fn each_queue<T, F, Fut>(
+    name: &str,
+    queues: &[Queue],
+    done: &str,
+    mut each: F,
+) -> Result<Vec<T>, Error>
 where
     F: FnMut(usize, Queue) -> Fut,
     Fut: std::future::Future<Output = Result<T, Error>>,
@@ -26,17 +32,21 @@ where
             Err(err) if at == 0 => return Err(err),
             Err(err) => {
                 let names = |queues: &[Queue]| queues.iter().map(Queue::name).collect::<Vec<_>>().join(", ");
+                // A write whose answer was lost may have been made on the queue it failed on.
+                let failed = match Failure::of(err.as_ref()) {
+                    Failure::MaybeDone => format!("{} maybe, ", queue.name()),
+                    _ => String::new(),
+                };
                 let message = format!(
-                    "{}: {}\n{done} {} of its {} queues ({}), not the rest ({}): once the cause is fixed, \
-                     running the same command again is safe",
+                    "{}: {}\n{done} {at} of the {} queues of {name} ({}); {failed}not the rest ({}): once the cause \
+                     is fixed, running the same command again is safe",
                     queue.name(),
                     explain(err.as_ref()),
-                    at,
                     queues.len(),
                     names(&queues[..at]),
                     names(&queues[at..]),
                 );
-                return Err(Box::new(Exit::with_code(4, message)));
+                return Err(Box::new(Exit::new(Failure::MaybeDone, message)));
             }
         }
     }
@@ -44,20 +54,24 @@ where
 }
 
 /// Change a partitioned queue's settings, a partition at a time (its
-/// limits split between them, [`Partitioned::shares`]), and the ordinary
-/// queue of its name's too but for the limits, so that its pause holds
-/// every job its workers run. Each partition's settings after, in order.
+/// limits split between them, [`Partitioned::shares`]), then, when
+/// `config` pauses or resumes, the ordinary queue of its name's claims
+/// too, so that a pause holds every job its workers run. Each partition's
+/// settings after, in order. A `config` that changes nothing reads them
+/// all at once, and fails as a read does.
 pub async fn configure(partitioned: &Partitioned, config: Config) -> Result<Vec<Settings>, Error> {
-    let mut shares = partitioned.shares(config)?;
-    let mut own = config;
-    (own.concurrency, own.rate) = (None, None);
-    let mut queues = partitioned.partitions().to_vec();
-    let touches_own = own.paused.is_some();
-    if touches_own {
-        queues.extend(partitioned.worked().pop());
-        shares.push(own);
+    if config == Config::default() {
+        let reads = partitioned.partitions().iter().map(Queue::settings);
+        return Ok(futures_util::future::try_join_all(reads).await?);
     }
-    let mut settings = each_queue(&queues, "changed", |at, queue| {
+    let mut shares = partitioned.shares(config)?;
+    let mut queues = partitioned.partitions().to_vec();
+    if let Some(paused) = config.paused {
+        queues.extend(partitioned.worked().pop());
+        shares.push(Config::default().paused(paused));
+    }
+    let name = partitioned.name();
+    let mut settings = each_queue(name, &queues, "changed", |at, queue| {
         let share = shares[at];
         async move { queue.configure(share).await.map_err(Error::from) }
     })
@@ -109,7 +123,7 @@ fn both_hold(name: &str) -> String {
 /// After `emq limit --exact`: a note when a partition's own limit of the
 /// kind just set holds too (their settings read, nothing changed).
 pub async fn note_split(partitioned: &Partitioned, rate: Option<Limit<Rate>>, cap: Option<Limit<u64>>) {
-    let reads = partitioned.partitions().iter().map(|queue| queue.configure(Config::default()));
+    let reads = partitioned.partitions().iter().map(Queue::settings);
     let Ok(settings) = futures_util::future::try_join_all(reads).await else { return };
     let split = |limit: fn(&Settings) -> bool| settings.iter().any(limit);
     let rate_set = matches!(rate, Some(Limit::To(_)));

@@ -105,7 +105,10 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     if let Some(score) = score {
         match record.state {
             State::Delayed => say!("  due       {}", timestamp(score)),
-            State::Active => say!("  lease     until {}", timestamp(score)),
+            State::Active => {
+                let now = crate::dashboard::server_ms(&mut server.connection().await?).await?;
+                say!("  lease     until {}{}", timestamp(score), lease_left(score, now));
+            }
             State::Done | State::Dead | State::Cancelled => {
                 say!("  finished  {}", timestamp(score));
                 if let Some(at) = record.enqueued_at {
@@ -119,6 +122,21 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     }
     say_kept(&job)?;
     flow_of(server, &queue, &args.id, record.state).await
+}
+
+/// What a lease ending at `deadline` (ms) has left at `now`: nothing to
+/// say while it runs; once it ran out, that its worker is gone or stuck,
+/// and what becomes of the job.
+fn lease_left(deadline: f64, now: u64) -> String {
+    let over = now.saturating_sub(deadline as u64);
+    match over {
+        0 => String::new(),
+        over => format!(
+            " (ran out {} ago: its worker stopped or stalls; the queue's upkeep, run by any of its workers, takes it \
+             back to pending, or to dead when out of attempts)",
+            humantime::format_duration(Duration::from_millis(over - over % 1000))
+        ),
+    }
 }
 
 /// What INSPECT found kept beside the record: its last error, progress,
@@ -146,11 +164,17 @@ fn say_kept(job: &echomq::Inspection) -> Result<(), Error> {
 /// for a parent, each child with what the parent heard of it and, while
 /// it is open, the child's own state in its queue.
 async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Result<(), Error> {
-    if let Some(link) = link_of(server, queue, id).await? {
-        let parent = link.split_once(' ').map_or(link.as_str(), |(_, parent)| parent);
+    if let Some(text) = link_of(server, queue, id).await? {
+        let link = parse_link(&text);
+        let parent = link.as_ref().map_or(text.clone(), |link| link.parent.to_string());
+        // Whether its parent still hears: a failure to look leaves it unsaid.
+        let deaf = match (&link, state) {
+            (Some(link), State::Dead) => deaf_parent(server, link).await.ok().flatten(),
+            _ => None,
+        };
         if state != State::Dead {
             say!("  parent    {parent} (told when this job ends)");
-        } else if let Some(why) = deaf_parent(server, &link).await? {
+        } else if let Some(why) = deaf {
             say!("  parent    {parent} (told it died; {why}: a retry of it tells it nothing)");
         } else {
             // A child that died keeps its link (protocol 1.11).
@@ -192,22 +216,27 @@ pub async fn link_of(server: &Server, queue: &str, id: &JobId) -> Result<Option<
         .await?)
 }
 
+/// A link as `<q>parents` holds it, `<incarnation> {queue}JOB_…`, read;
+/// `None` when it does not read as one.
+pub fn parse_link(text: &str) -> Option<echomq::Link> {
+    let (incarnation, parent) = text.split_once(' ')?;
+    Some(echomq::Link { incarnation: incarnation.parse().ok()?, parent: parent.parse().ok()? })
+}
+
 /// Why the parent `link` names will not hear its child's next end, when it
-/// will not: it is done or cancelled, gone, or another flow now holds its
-/// id (RESOLVE changes nothing for them).
-pub async fn deaf_parent(server: &Server, link: &str) -> Result<Option<String>, Error> {
-    let Some((incarnation, parent)) = link.split_once(' ') else { return Ok(None) };
-    let Ok(parent) = parent.parse::<JobRef>() else { return Ok(None) };
-    let why = match state_in_queue(server, &parent).await? {
+/// will not: it is done or cancelled, gone, no parent any more, or another
+/// flow now holds its id (RESOLVE changes nothing for them).
+pub async fn deaf_parent(server: &Server, link: &echomq::Link) -> Result<Option<String>, Error> {
+    let why = match state_in_queue(server, &link.parent).await? {
         None => "it is gone",
         Some(State::Done) => "it is done",
         Some(State::Cancelled) => "it was cancelled",
         Some(_) => {
-            let theirs = server.queue(&parent.queue).await?;
-            let children = echomq::Flows::of(&theirs).children(&parent.id).await?;
-            match children.is_some_and(|children| incarnation == children.incarnation.to_string()) {
-                true => return Ok(None),
-                false => "another flow holds its id now",
+            let theirs = server.queue(&link.parent.queue).await?;
+            match echomq::Flows::of(&theirs).children(&link.parent.id).await? {
+                Some(children) if children.incarnation == link.incarnation => return Ok(None),
+                Some(_) => "another flow holds its id now",
+                None => "it is no flow's parent now",
             }
         }
     };

@@ -178,7 +178,7 @@ pub async fn purge(server: &Server, args: PurgeArgs) -> Result<(), Error> {
     let queues = queues_named(server, &args.queue).await?;
     let (older, many) = (args.older_than, queues.len() > 1);
     let opened = queues_of(server, &queues).await?;
-    let each = each_queue(&opened, "purged", |_, queue| async move {
+    let each = each_queue(&args.queue, &opened, "purged", |_, queue| async move {
         let purged = queue.purge(state, older).await?;
         if many {
             tell!("purged {purged} {state} jobs from {}", queue.name());
@@ -222,7 +222,7 @@ pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
     let how = if args.active { Drain::WithActive } else { Drain::Waiting };
     let many = queues.len() > 1;
     let opened = queues_of(server, &queues).await?;
-    let each = each_queue(&opened, "drained", |_, queue| async move {
+    let each = each_queue(&args.queue, &opened, "drained", |_, queue| async move {
         let drained = queue.drain(how).await?;
         if many {
             tell!("drained {drained} jobs from {}", queue.name());

@@ -280,3 +280,23 @@ fn a_retried_child_whose_parent_ended_is_said_to_tell_no_one() {
         "{said}"
     );
 }
+
+/// A job whose worker died holds its lease until it runs out; then inspect
+/// says so, and what becomes of the job.
+#[test]
+fn inspect_says_when_a_lease_ran_out() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("lease-out");
+    let q = unique_queue("leases");
+    let id = emq.ok(&["enqueue", &q, "x"]).trim().to_owned();
+    let args = [q.as_str(), "--lease", "5s", "--", "sh", "-c", "touch \"$DIR/began\"; sleep 60"];
+    let worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    let shown = || emq.ok(&["inspect", &id, "--queue", &q]);
+    eventually("the job runs", || scratch.path("began").exists());
+    assert!(!shown().contains("ran out"), "{}", shown());
+    drop(worker); // SIGKILL: nothing renews the lease, nor reaps it
+    eventually("the lease ran out", || shown().contains("ran out"));
+    let shown = shown();
+    assert!(shown.contains("state     active") && shown.contains("takes it back to pending"), "{shown}");
+}

@@ -401,7 +401,10 @@ class Partitioned:
         atomic step), as :meth:`Queue.configure`; a ``concurrency`` or a
         ``rate`` split statically, partition ``k`` of N taking ``n // N`` and
         one more while ``k < n % N``. :class:`InvalidInput` for one under N
-        (a partition would get none), nothing sent."""
+        (a partition would get none), nothing sent. The ordinary queue of its
+        name is left as it is (:meth:`pause` pauses it too). A partition's
+        failure is raised once every partition was tried, noted with those
+        changed all the same (the same change is safe to make again)."""
         count = len(self.partitions)
 
         def split(n: int | None, k: int, what: str) -> int | None:
@@ -412,9 +415,18 @@ class Partitioned:
             return n // count + (1 if k < n % count else 0)
 
         shares = [(split(concurrency, k, "concurrency"), split(rate, k, "rate")) for k in range(count)]
-        return list(await asyncio.gather(*(
+        answers = await asyncio.gather(*(
             queue.configure(paused=paused, concurrency=c, rate=r, per=per, **retention)
-            for queue, (c, r) in zip(self.partitions, shares))))
+            for queue, (c, r) in zip(self.partitions, shares)), return_exceptions=True)
+        failed = [answer for answer in answers if isinstance(answer, BaseException)]
+        if failed:
+            changed = [queue.name for queue, answer in zip(self.partitions, answers)
+                       if not isinstance(answer, BaseException)]
+            if changed:
+                failed[0].add_note(f"changed on {len(changed)} of its {count} partitions ({', '.join(changed)}) "
+                                   "all the same")
+            raise failed[0]
+        return [answer for answer in answers if not isinstance(answer, BaseException)]
 
     async def pause(self) -> list[Config]:
         """Pause every partition's claims, then the ordinary queue of its
@@ -428,7 +440,11 @@ class Partitioned:
     async def _switch(self, paused: bool) -> list[Config]:
         settings = await self.configure(paused=paused)
         ordinary = (await self._all())[-1]
-        await ordinary.configure(paused=paused)
+        try:
+            await ordinary.configure(paused=paused)
+        except Exception as err:
+            err.add_note(f"its {len(self.partitions)} partitions were changed all the same")
+            raise
         return settings
 
 

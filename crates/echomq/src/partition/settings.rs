@@ -12,14 +12,16 @@ impl Partitioned {
     /// Change every partition's settings (CONFIG on each, at once; not one
     /// atomic step): pause and resume, retention and the event log as
     /// given; a concurrency limit and a rate split as
-    /// [`shares`](Partitioned::shares) splits them. Each partition's
-    /// settings after, in order.
+    /// [`shares`](Partitioned::shares) splits them. The ordinary queue of
+    /// its name is left as it is ([`pause`](Partitioned::pause) pauses it
+    /// too). Each partition's settings after, in order.
     ///
     /// # Errors
     /// As [`shares`](Partitioned::shares), before anything is sent; as
     /// [`Queue::configure`], of the first partition that failed, every
-    /// partition tried: when others were changed, its text names them
-    /// (the same change is safe to make again).
+    /// partition tried: when others were changed, its text names them (the
+    /// same change is safe to make again), and its kind is still what it
+    /// says of the partition that failed.
     pub async fn configure(&self, config: Config) -> Result<Vec<Settings>> {
         let shares = self.shares(config)?;
         let sent = self.partitions.iter().zip(shares).map(|(queue, share)| queue.configure(share));
@@ -171,7 +173,13 @@ impl Partitioned {
     async fn switch(&self, paused: bool) -> Result<Vec<Settings>> {
         let settings = self.configure(Config::default().paused(paused)).await?;
         if let Some(own) = self.worked().pop() {
-            own.configure(Config::default().paused(paused)).await?;
+            own.configure(Config::default().paused(paused)).await.map_err(|err| {
+                let why = err.text().to_owned();
+                err.saying(format!(
+                    "{why}; its {} partitions were changed all the same",
+                    self.partitions.len()
+                ))
+            })?;
         }
         Ok(settings)
     }
