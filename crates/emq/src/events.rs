@@ -48,14 +48,19 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
     };
     let mut printed = 0;
     let mut out = std::io::stdout().lock();
+    // The last event read, printed or passed over: where a follow that broke resumes.
+    let mut last: Option<String> = args.after.clone();
     while args.count.is_none_or(|count| printed < count) {
-        let event = match args.idle {
-            Some(idle) => match events.next_within(idle).await? {
-                Some(event) => event,
-                None => break,
-            },
-            None => events.next().await?,
+        let next = match args.idle {
+            Some(idle) => events.next_within(idle).await,
+            None => events.next().await.map(Some),
         };
+        let event = match next {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(err) => return Err(resumable(err, &args, last.as_deref())),
+        };
+        last = Some(event.id.to_string());
         if args.job.as_ref().is_some_and(|job| event.job.as_ref() != Some(job)) {
             continue;
         }
@@ -64,6 +69,25 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
         printed += 1;
     }
     Ok(())
+}
+
+/// A follow that broke, with the command that resumes it where it stopped
+/// (the log keeps what came meanwhile, as far as its length allows).
+fn resumable(err: echomq::Error, args: &EventsArgs, last: Option<&str>) -> Error {
+    let code = crate::failure::exit_code(&err, true);
+    let from = match last {
+        Some(id) => format!("--after {id}"),
+        None if args.from_start => "--from-start".to_owned(),
+        // Nothing read yet: the events after its start are lost to a new follow.
+        None => "--from-start (nothing was read: the log's events, kept since before it began)".to_owned(),
+    };
+    let job = args.job.as_ref().map_or(String::new(), |job| format!(" --job {job}"));
+    let message = format!(
+        "{}\nto go on where it stopped: emq events {}{job} {from}",
+        crate::failure::explain(&err),
+        args.queue
+    );
+    Box::new(crate::failure::Exit::with_code(code, message))
 }
 
 /// One event as a JSON object: its id, time, queue, name and job, then its

@@ -1,7 +1,8 @@
 //! `emq workers`: the live workers, from the worker registry
 //! (`emq:workers`, PROTOCOL.md §2): who works which queues, how many jobs
 //! each runs now, when it started and when it last beat. A killed worker
-//! drops out once its entry's TTL (three beats) runs out.
+//! is marked late once it missed two beats, and drops out once its
+//! entry's TTL (three beats) runs out.
 
 use std::time::Duration;
 
@@ -38,6 +39,13 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
     } else {
         table(&workers, now)?;
     }
+    let late = workers.iter().filter(|worker| late(now, worker)).count();
+    if late > 0 {
+        eprintln!(
+            "emq: note: {late} worker(s) late to beat, killed or stalled: listed until their entries' TTL runs out; \
+             the jobs they ran come back to pending when their leases do"
+        );
+    }
     if let (Some(queue), true) = (&args.queue, workers.is_empty()) {
         eprintln!("emq: note: no live worker works {queue}");
     }
@@ -62,7 +70,10 @@ fn table(workers: &[WorkerInfo], now: u64) -> std::io::Result<()> {
                 worker.concurrency.to_string(),
                 worker.running.len().to_string(),
                 ago(now, worker.started),
-                ago(now, worker.beat),
+                match late(now, worker) {
+                    true => format!("{} (late)", ago(now, worker.beat)),
+                    false => ago(now, worker.beat),
+                },
             ]
         })
         .collect();
@@ -100,6 +111,14 @@ fn ago(now: u64, at: u64) -> String {
     }
 }
 
+/// Whether worker `worker` has missed two beats: its entry's TTL holds
+/// three (PROTOCOL.md §2), so a live worker's last beat is never older
+/// than one, but when its process was killed or stalls.
+fn late(now: u64, worker: &WorkerInfo) -> bool {
+    let ttl = u64::try_from(worker.ttl.as_millis()).unwrap_or(u64::MAX);
+    now.saturating_sub(worker.beat).saturating_mul(3) > ttl.saturating_mul(2)
+}
+
 /// A worker as one JSON object.
 fn json(worker: &WorkerInfo) -> serde_json::Value {
     serde_json::json!({
@@ -113,6 +132,7 @@ fn json(worker: &WorkerInfo) -> serde_json::Value {
         "started": worker.started,
         "beat": worker.beat,
         "ttl_ms": u64::try_from(worker.ttl.as_millis()).unwrap_or(u64::MAX),
+        "late": late(crate::now_ms(), worker),
         "running": worker.running,
     })
 }
@@ -126,5 +146,26 @@ mod tests {
         assert_eq!(ago(10_000, 9_600), "0.4s ago");
         assert_eq!(ago(10_000, 20_000), "0.0s ago", "a beat from a clock ahead of ours");
         assert_eq!(ago(200_000, 8_000), "3m 12s ago");
+    }
+
+    #[test]
+    fn a_worker_is_late_once_two_of_its_three_beats_are_missed() {
+        let worker = |beat| WorkerInfo {
+            id: "w".into(),
+            host: "h".into(),
+            pid: 1,
+            queues: Vec::new(),
+            concurrency: 1,
+            version: String::new(),
+            protocol: String::new(),
+            started: 0,
+            beat,
+            ttl: Duration::from_secs(15),
+            running: Vec::new(),
+        };
+        assert!(!late(20_000, &worker(15_000)), "one beat (5 s) old");
+        assert!(!late(20_000, &worker(10_000)), "two beats old, to the ms");
+        assert!(late(20_000, &worker(9_999)));
+        assert!(!late(20_000, &worker(30_000)), "a beat from a clock ahead of ours");
     }
 }

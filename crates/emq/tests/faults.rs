@@ -547,3 +547,29 @@ fn a_server_that_does_not_answer_ends_a_command_at_its_timeout() {
         emq.ok(&["resume", &q]);
     }
 }
+
+/// `emq events` whose server goes away ends (exit 3) saying the command
+/// that goes on after the last event it read, so that none is missed.
+#[test]
+fn a_broken_follow_of_events_says_where_to_resume() {
+    use std::io::BufRead;
+    let mut server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let q = unique_queue("follow");
+    let mut follow = emq
+        .command(&["events", &q, "--from-start"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    emq.ok(&["enqueue", &q, "one"]);
+    let mut line = String::new();
+    std::io::BufReader::new(follow.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let read: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let id = read["event_id"].as_str().unwrap().to_owned();
+    server.kill();
+    let ended = follow.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(3), "{said}");
+    assert!(said.contains(&format!("to go on where it stopped: emq events {q} --after {id}")), "{said}");
+}
