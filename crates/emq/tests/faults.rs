@@ -573,3 +573,23 @@ fn a_broken_follow_of_events_says_where_to_resume() {
     assert_eq!(ended.status.code(), Some(3), "{said}");
     assert!(said.contains(&format!("to go on where it stopped: emq events {q} --after {id}")), "{said}");
 }
+
+/// A job's lease that runs out while the server is out of reach is said,
+/// once, with what it means for the run that goes on.
+#[test]
+fn a_lease_that_runs_out_in_an_outage_is_said() {
+    let mut server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("ran-out");
+    let q = unique_queue("ranout");
+    emq.ok(&["enqueue", &q, "one"]);
+    let args = [q.as_str(), "--lease", "2s", "--", "sh", "-c", r#"touch "$DIR/began"; sleep 60"#];
+    let _worker = emq.work(&args, &scratch.0, &scratch.path("log"));
+    eventually("the job runs", || scratch.path("began").exists());
+    server.kill();
+    let read_log = || std::fs::read_to_string(scratch.path("log")).unwrap_or_default();
+    eventually("the lease's end is said", || read_log().contains("by this worker's clock"));
+    let log = read_log();
+    assert_eq!(log.matches("by this worker's clock").count(), 1, "once: {log}");
+    assert!(log.contains("this run's end is then refused"), "{log}");
+}

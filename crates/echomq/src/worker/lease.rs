@@ -39,7 +39,12 @@ impl Lease {
         let beat = Arc::new(Beat {
             id: job.id.clone(),
             token: job.token,
-            state: Mutex::new(BeatState { renewing: false, in_flight: false, renewed: claimed }),
+            state: Mutex::new(BeatState {
+                renewing: false,
+                in_flight: false,
+                renewed: claimed,
+                ran_out_said: false,
+            }),
             settled: Notify::new(),
             lost: CancellationToken::new(),
         });
@@ -134,6 +139,9 @@ struct BeatState {
     in_flight: bool,
     /// When the job's run started or the last renewal that went through was sent.
     renewed: Instant,
+    /// Its lease ran out by this clock while the renewals failed, and the
+    /// log said so (once).
+    ran_out_said: bool,
 }
 
 impl Beat {
@@ -337,6 +345,29 @@ impl Heart {
         true
     }
 
+    /// While renewals fail: say, once a job, that its lease ran out by this
+    /// worker's clock, and what that means for the run going on.
+    fn say_ran_out(&self, beats: &[Arc<Beat>]) {
+        let now = Instant::now();
+        for beat in beats.iter().filter(|beat| !beat.lost.is_cancelled()) {
+            let mut state = beat.lock();
+            let ends = state.renewed + self.length;
+            if state.ran_out_said || ends > now {
+                continue;
+            }
+            state.ran_out_said = true;
+            tracing::warn!(
+                queue = self.queue.name(),
+                job = %beat.id,
+                "the lease of job {} ran out {:.1?} ago by this worker's clock, the server still out of reach: its run \
+                 goes on, but once the server is back the queue's upkeep may hand the job to another worker, and \
+                 this run's end is then refused (its token no longer holds)",
+                beat.id,
+                now.saturating_duration_since(ends)
+            );
+        }
+    }
+
     /// Renew `beats` in one pipeline of EXTENDs: the leases, each marked
     /// come back (renewed, or lost), when the round was sent, and the
     /// failure to reach the server, if any (a round trip that failed as a
@@ -455,7 +486,10 @@ impl Heart {
                 );
                 *failing_since = Some(sent);
             }
-            (Some(err), true) => tracing::debug!(error = %err, "heartbeats still {}", err.failing_words()),
+            (Some(err), true) => {
+                tracing::debug!(error = %err, "heartbeats still {}", err.failing_words());
+                self.say_ran_out(beats);
+            }
             (None, false) => {}
         }
     }
