@@ -135,7 +135,9 @@ pub mod exit {
     pub const CANCELLED: i32 = 7;
     /// The job has not finished (yet): pending, delayed or active.
     pub const NOT_FINISHED: i32 = 8;
-    /// There is no such job (never enqueued, or purged since).
+    /// There is no such job (never enqueued, or purged since): `emq
+    /// result`'s, and `inspect`'s, `retry`'s and `cancel`'s of a job by id,
+    /// whether the scan for its queue or the server found none.
     pub const NO_JOB: i32 = 9;
 }
 

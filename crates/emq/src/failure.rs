@@ -95,6 +95,9 @@ pub fn exit_code(err: &(dyn StdError + 'static), only_reads: bool) -> i32 {
     if !told {
         return 1;
     }
+    if err.downcast_ref::<echomq::Error>().is_some_and(|err| err.kind == echomq::ErrorKind::NoJob) {
+        return crate::events::exit::NO_JOB;
+    }
     match Failure::of(err) {
         Failure::MaybeDone if only_reads => Failure::NotDone.exit_code(),
         failure => failure.exit_code(),

@@ -76,7 +76,8 @@ pub async fn inspect(server: &Server, args: InspectArgs) -> Result<(), Error> {
     let id = &args.id.id;
     let queue = queue_for(server, id, args.id.queue_given(server, args.queue).await?).await?;
     let Some(job) = server.queue(&queue).await?.inspect(&args.id).await? else {
-        return Err(format!("no job {} in queue {queue}", args.id).into());
+        let message = format!("no job {} in queue {queue}", args.id);
+        return Err(Box::new(crate::failure::Exit::with_code(crate::events::exit::NO_JOB, message)));
     };
     let record = &job.record;
     let priority = priority(&mut server.connection().await?, &queue, &args.id).await?;

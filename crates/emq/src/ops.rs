@@ -317,7 +317,10 @@ pub async fn queue_for(server: &Server, id: &JobId, given: Option<String>) -> Re
     let queues = queues_holding(server, id).await?;
     match queues.len() {
         1 => Ok(queues.into_iter().next().unwrap_or_default()),
-        0 => Err(format!("no job {id} on the server").into()),
+        0 => {
+            let message = format!("no job {id} on the server");
+            Err(Box::new(crate::failure::Exit::with_code(crate::events::exit::NO_JOB, message)))
+        }
         _ => {
             let queues = queues.into_iter().collect::<Vec<_>>().join(", ");
             Err(format!("{id} is in several queues ({queues}): say which with --queue").into())

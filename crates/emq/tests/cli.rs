@@ -275,6 +275,11 @@ fn the_operations_commands() {
         assert!(cli.fails(&["retry", &id]).contains("EMQSTATE"), "{via}");
         assert!(cli.ok(&["purge", &q, "--state", "cancelled"]).contains("purged 1 cancelled"));
         assert!(cli.fails(&["inspect", &id]).contains("no job"), "{via}");
+        // A job that is not there exits 9, as emq result's does: found by no scan, or by the server.
+        for args in [vec!["inspect", &id], vec!["retry", &id], vec!["retry", &id, "--queue", &q]] {
+            let gone = cli.command(&args).output().unwrap();
+            assert_eq!(gone.status.code(), Some(9), "{via}: {args:?} {}", show(&gone));
+        }
         // Every id is tried: a job that is gone does not stop the others.
         let later = later.trim();
         let output = cli.command(&["cancel", &id, later]).output().unwrap();
