@@ -69,7 +69,7 @@ defmodule EchoMQ.BadInputTest do
     for call <- [&Jobs.cancel/4, &Jobs.inspect/4, &Jobs.result/4, &Jobs.retry/4] do
       refused_before_sending(ctx, InvalidInput, fn -> call.(conn, "}", id, via: via) end)
       refused_before_sending(ctx, InvalidInput, fn -> call.(conn, queue, 42, via: via) end)
-      refused_before_sending(ctx, InvalidInput, fn -> call.(conn, queue, id, via: via, force: true) end)
+      refused_before_sending(ctx, InvalidInput, fn -> call.(conn, queue, id, via: via, bogus: true) end)
     end
   end
 

@@ -143,6 +143,23 @@ defmodule EchoMQ.JobsTest do
     assert {state.(open), state.(retried), state.(dead)} == {"cancelled", "cancelled", "dead"}
   end
 
+  both "retry refuses a parent whose retried child has not told it its end (1.11)", ctx do
+    %{conn: conn, via: via, queue: queue} = ctx
+    children = queue <> "-children"
+    [parent, retried] = for _ <- 1..2, do: Id.mint()
+    {:ok, :enqueued} = Jobs.enqueue(conn, children, retried, "c", via: via)
+    ref = "{#{children}}#{retried}"
+
+    {:ok, [1, _]} =
+      via.eval(conn, :flow, EchoMQ.Keyspace.keys(:flow, queue, job: parent), [parent, "p", "1", ref, "fail"])
+
+    # The parent heard it died; it was retried since (pending again).
+    {:ok, _} = Redis.query(conn, ["HSET", EchoMQ.Keyspace.children_key(queue, parent), ref, "dead", "open", "0"])
+    assert Jobs.retry(conn, queue, parent, via: via) == {:error, {:running_again, ["#{ref} pending"]}}
+    # RETRY alone: the parent waits, not dead, so RETRY refuses it as it is.
+    assert Jobs.retry(conn, queue, parent, via: via, force: true) == {:error, :state}
+  end
+
   both "inspect reads a job's group with its seventh key (1.7)", ctx do
     %{conn: conn, via: via, queue: queue} = ctx
     id = Id.mint()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any, Awaitable, Callable
 
 import pytest
@@ -583,6 +584,25 @@ async def test_a_renewal_while_a_parent_enqueues_its_children_cancels_nothing(
     assert (done.state, done.result) == ("done", b"parent")
     heard = await parents.children(enqueued.id)
     assert heard is not None and (heard.open, len(heard.children)) == (0, 2), "both children enqueued and done"
+
+
+async def test_a_parent_retried_before_its_retried_child_ends_is_refused(conn: echomq.Connection) -> None:
+    """RETRY counts a child recorded dead as ended: a parent retried while
+    that child, retried, has not told it its end would run first. retry
+    refuses it, naming the child; force sends it all the same."""
+    parents, children = await open_queue(conn, "parents"), await open_queue(conn, "children")
+    flow = echomq.Flow(b"parent").child(children.name, b"a").child(children.name, b"b")
+    added = await parents.add_flow(flow)
+    a, b = added.children
+    await _fail(children, a.id)
+    await _ack(children, b.id)
+    assert await echomq.Upkeep(children, 5, 0.25).relay() == 2
+    await children.retry(a.id)
+    with pytest.raises(echomq.StateError, match=re.escape(f"({{{children.name}}}{a.id} pending)")):
+        await parents.retry(flow.id)
+    assert await state(parents, flow.id) == "dead", "nothing changed"
+    await parents.retry(flow.id, force=True)
+    assert await state(parents, flow.id) == "pending", "RETRY alone reads a dead"
 
 
 async def test_a_retried_parent_waits_and_a_cancel_takes_a_retried_child(conn: echomq.Connection) -> None:

@@ -552,6 +552,34 @@ async fn a_dead_parent_retried_waits_for_its_children_and_a_retried_child_tells_
     }
 }
 
+/// A parent that died of a child is refused a retry while that child,
+/// retried, has not told it its end (RETRY would count it ended and run the
+/// parent first); `retry_now` sends it all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrying_a_parent_before_its_retried_child_ends_is_refused() {
+    let (_server, executors) = common::three_executors().await;
+    let lease = Duration::from_secs(30);
+    let once = RetryPolicy::new().max_attempts(1);
+    for (name, via) in executors {
+        let (parents, children, parent, [a, ..]) = parent_of_three(&via, OnFailure::Fail).await;
+        children.claim(lease).await.unwrap().expect("a").fail("boom", &once).await.unwrap();
+        for _ in 0..2 {
+            children.claim(lease).await.unwrap().expect("b, c").ack().await.unwrap();
+        }
+        assert_eq!(Upkeep::of(&children).relay().await.unwrap(), 3, "{name}");
+        children.retry(&a).await.unwrap();
+
+        let err = parents.retry(&parent).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::State, "{name}: {err}");
+        assert!(err.to_string().contains(&format!("({{{}}}{a} pending)", children.name())), "{name}: {err}");
+        let state = parents.inspect(&parent).await.unwrap().expect("the parent").record.state;
+        assert_eq!(state, State::Dead, "{name}: nothing changed");
+        parents.retry_now(&parent).await.unwrap();
+        let state = parents.inspect(&parent).await.unwrap().expect("the parent").record.state;
+        assert_eq!(state, State::Pending, "{name}: it reads a dead, as RETRY alone does");
+    }
+}
+
 /// Cancelling a parent cancels its open children and those it heard died
 /// that run again (retried); a child still dead stays dead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

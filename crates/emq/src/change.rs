@@ -59,7 +59,7 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         if let Some(children) = children.as_ref().filter(|_| !force) {
             refuse_rerun(queue.executor(), children).await?;
         }
-        queue.retry(&id).await?;
+        queue.retry_now(&id).await?;
         // A flow's child whose parent will not hear its end: said.
         if let Some(why) = parent_deaf(server, &queue, &id).await {
             tell!("{id}: {why}");
@@ -121,16 +121,11 @@ pub async fn rerun_of(
     executor: &std::sync::Arc<dyn echomq::Executor>,
     children: &echomq::transition::ChildrenReply,
 ) -> echomq::Result<Vec<String>> {
-    let mut rerun = Vec::new();
-    for child in children.children.iter().filter(|child| child.outcome == Some(echomq::Outcome::Dead)) {
-        let theirs = echomq::Queue::new(executor.clone(), &child.child.queue)?;
-        if let Some(found) = theirs.inspect(&child.child.id).await? {
-            if !matches!(found.record.state, State::Dead | State::Cancelled) {
-                rerun.push(format!("{} {}", child.child, found.record.state));
-            }
-        }
-    }
-    Ok(rerun)
+    // Any queue's flows open the children's own queues: the first child's will do.
+    let Some(first) = children.children.first() else { return Ok(Vec::new()) };
+    let parent = echomq::Queue::new(executor.clone(), &first.child.queue)?;
+    let again = echomq::Flows::of(&parent).running_again(children).await?;
+    Ok(again.into_iter().map(|(child, state)| format!("{child} {state}")).collect())
 }
 
 /// The dead jobs of `page` a retry may take: a flow's parent with a child

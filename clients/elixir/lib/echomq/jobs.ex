@@ -238,11 +238,39 @@ defmodule EchoMQ.Jobs do
   Send a dead job back to pending, by hand (RETRY; a flow's parent whose
   children have not all ended goes back to waiting for them): `{:ok, :retried}`;
   `{:error, :no_job}`, `{:error, :state}` (a job that is not dead),
-  `{:error, :kind}`. Its last error stays readable.
+  `{:error, :kind}`. Its last error stays readable. A parent with a child it
+  heard died that was retried since and has not told it its end is refused,
+  `{:error, {:running_again, ["{queue}JOB_… pending", …]}}`, nothing changed:
+  RETRY counts a child recorded dead as ended, so retried now the parent
+  would run first and read it dead (§7, RETRY). `force: true` sends it all
+  the same (RETRY alone).
   """
   @spec retry(Connector.conn(), binary, binary, keyword) :: {:ok, :retried} | {:error, term}
   def retry(conn, queue, job_id, opts \\ []) do
-    with {:ok, 1} <- one_id(conn, :retry, queue, job_id, opts), do: {:ok, :retried}
+    {force, opts} = Keyword.pop(opts, :force, false)
+
+    with :ok <- if(force, do: :ok, else: no_reruns(conn, queue, job_id, opts)),
+         {:ok, 1} <- one_id(conn, :retry, queue, job_id, opts),
+         do: {:ok, :retried}
+  end
+
+  # `:ok`, or the children parent `id` heard died that run again (retried,
+  # or done with their notice on its way): one INSPECT a child heard dead.
+  defp no_reruns(conn, queue, id, opts) do
+    case one_id(conn, :children, queue, id, opts) do
+      {:ok, [_incarnation, _open | children]} ->
+        again =
+          for [child, "dead", _result] <- children,
+              {:ok, theirs, child_id} <- [EchoMQ.Upkeep.Flows.job_ref(child)],
+              {:ok, %{state: state}} <- [inspect(conn, theirs, child_id, opts)],
+              state not in ["dead", "cancelled"],
+              do: "#{child} #{state}"
+
+        if again == [], do: :ok, else: {:error, {:running_again, again}}
+
+      _ ->
+        :ok
+    end
   end
 
   @doc """

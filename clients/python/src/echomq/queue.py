@@ -410,11 +410,21 @@ class Queue:
                 pass  # not there (yet), or ended: its notice tells the parent, to no effect
         return cancelled
 
-    async def retry(self, job_id: str) -> None:
+    async def retry(self, job_id: str, *, force: bool = False) -> None:
         """Send a dead job back to pending; a flow's parent whose children
-        have not all ended goes back to waiting for them. A child the parent
-        heard died counts as ended, even once retried: ``emq retry`` looks
-        for those first (§7, RETRY); this call does not."""
+        have not all ended goes back to waiting for them. A parent with a
+        child it heard died that was retried since and has not told it its
+        end is refused (:class:`StateError`, naming them, nothing changed):
+        RETRY counts a child recorded dead as ended, so retried now the
+        parent would run first and read it dead (§7, RETRY). ``force``
+        sends it all the same (RETRY alone)."""
+        if not force:
+            again = []
+            for child in _heard_dead(await self.children(job_id)):
+                other = Queue(self.connection, Keyspace(child.ref.queue))
+                again += _running_again(child, await other.inspect(child.ref.id))
+            if again:
+                raise StateError(_reruns_said(job_id, again))
         await self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 
     async def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
@@ -437,7 +447,8 @@ class Queue:
     async def retry_dead(self, *, limit: int = 1000) -> int:
         """Send up to ``limit`` dead jobs, oldest first, back to pending
         (a flow's parent with children still open to waiting; RETRY each,
-        one round trip): how many went."""
+        one round trip, as :meth:`retry` with ``force``: no look at a parent's
+        children): how many went."""
         _, first, last = _listing("dead", limit, 0)
         ids = _decoded(await self.connection.redis.zrange(self.keyspace.key("dead"), first, last))
         if not ids:
@@ -851,8 +862,14 @@ class SyncQueue:
         """:meth:`Queue.children`, synchronous."""
         return read_children(self.executor.run(calls.children(self.keyspace, job_id)))
 
-    def retry(self, job_id: str) -> None:
+    def retry(self, job_id: str, *, force: bool = False) -> None:
         """:meth:`Queue.retry`, synchronous."""
+        if not force:
+            again = []
+            for child in _heard_dead(self.children(job_id)):
+                again += _running_again(child, self._other(child.ref.queue).inspect(child.ref.id))
+            if again:
+                raise StateError(_reruns_said(job_id, again))
         self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 
     def jobs(self, state: str, *, limit: int = 100, start: int = 0) -> list[JobInfo]:
@@ -945,6 +962,25 @@ def _living(children: Children | None) -> list[Child]:
     if children is None:
         return []
     return [child for child in children.children if child.open or child.outcome == "dead"]
+
+
+def _heard_dead(children: Children | None) -> list[Child]:
+    """A parent's children it heard died (a retry may run one again)."""
+    return [] if children is None else [child for child in children.children if child.outcome == "dead"]
+
+
+def _running_again(child: Child, found: JobInfo | None) -> list[str]:
+    """``[<child> <state>]`` when a child its parent heard died was retried
+    and has not told it its end (``done`` while its notice is on its way);
+    else ``[]``."""
+    if found is None or found.state in ("dead", "cancelled"):
+        return []
+    return [f"{{{child.ref.queue}}}{child.ref.id} {found.state}"]
+
+
+def _reruns_said(job_id: str, again: list[str]) -> str:
+    return (f"{job_id} is a flow's parent whose children that died were retried and have not told it their end "
+            f"({', '.join(again)}): retried now it would run first and read them dead; retry it once they have")
 
 
 def _runs_again(found: JobInfo | None) -> bool:

@@ -13,8 +13,9 @@ use crate::id::JobId;
 use crate::keyspace::Keyspace;
 use crate::transition::{
     Adopt, Adopted, Children, ChildrenReply, Dependency, Enqueue, EnqueueMany, Flow as FlowCall, Flowed,
-    Headers, JobRef, Link, OnFailure,
+    Headers, JobRef, Link, OnFailure, Outcome,
 };
+use crate::State;
 use crate::{Error, ErrorKind, Policy, Result};
 
 /// A parent job and its children, for [`Flows::add`]: the parent
@@ -253,6 +254,28 @@ impl<'q> Flows<'q> {
     /// A key of the wrong type, a failure of the connection or the server.
     pub async fn children(&self, id: &JobId) -> Result<Option<ChildrenReply>> {
         self.queue.run(&Children { id: id.clone() }).await
+    }
+
+    /// The children of a parent, as [`children`](Flows::children) read
+    /// them, that it heard died and that were retried since without its
+    /// hearing their end yet, each with its state in its queue (`done`
+    /// while its notice is still to be relayed). RETRY counts a child
+    /// recorded dead as ended: retried now, the parent would run before
+    /// their second ends, and read them dead. One read a child it heard died.
+    ///
+    /// # Errors
+    /// A key of the wrong type, a failure of the connection or the server.
+    pub async fn running_again(&self, children: &ChildrenReply) -> Result<Vec<(JobRef, State)>> {
+        let mut again = Vec::new();
+        for child in children.children.iter().filter(|child| child.outcome == Some(Outcome::Dead)) {
+            let theirs = Queue::new(self.queue.executor().clone(), &child.child.queue)?;
+            if let Some(found) = theirs.inspect(&child.child.id).await? {
+                if !matches!(found.record.state, State::Dead | State::Cancelled) {
+                    again.push((child.child.clone(), found.record.state));
+                }
+            }
+        }
+        Ok(again)
     }
 }
 

@@ -215,15 +215,45 @@ impl Queue {
     }
 
     /// Send a dead job back to pending; a flow's parent whose children have
-    /// not all ended goes back to waiting for them. A child the parent heard
-    /// died counts as ended, even once retried: `emq retry` looks for those
-    /// first (PROTOCOL.md §7, RETRY); this call does not.
+    /// not all ended goes back to waiting for them. A parent with a child it
+    /// heard died that was retried since and has not told it its end is
+    /// refused: RETRY counts a child recorded dead as ended, so retried now
+    /// the parent would run before that child's second end and read it dead
+    /// (PROTOCOL.md §7, RETRY; [`Flows::running_again`](crate::Flows::running_again)).
+    /// [`retry_now`](Queue::retry_now) sends it all the same. A read of the
+    /// job's children first, and one a child it heard died.
+    ///
+    /// # Errors
+    /// [`ErrorKind::State`](crate::ErrorKind::State) for such a parent,
+    /// naming those children, nothing changed; as [`retry_now`](Queue::retry_now).
+    pub async fn retry(&self, id: &JobId) -> Result<()> {
+        let flows = crate::Flows::of(self);
+        if let Some(children) = flows.children(id).await? {
+            let again = flows.running_again(&children).await?;
+            if !again.is_empty() {
+                let named: Vec<String> =
+                    again.iter().map(|(child, state)| format!("{child} {state}")).collect();
+                return Err(crate::Error::new(
+                    crate::ErrorKind::State,
+                    format!(
+                        "{id} is a flow's parent whose children that died were retried and have not told it their \
+                         end ({}): retried now it would run first and read them dead; retry it once they have",
+                        named.join(", ")
+                    ),
+                ));
+            }
+        }
+        self.retry_now(id).await
+    }
+
+    /// Send a dead job back to pending: RETRY alone, without
+    /// [`retry`](Queue::retry)'s look at a parent's children.
     ///
     /// # Errors
     /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such
     /// job; [`ErrorKind::State`](crate::ErrorKind::State) for a job that is not
     /// dead; as [`cancel`](Queue::cancel) otherwise.
-    pub async fn retry(&self, id: &JobId) -> Result<()> {
+    pub async fn retry_now(&self, id: &JobId) -> Result<()> {
         self.run(&Retry { id: id.clone() }).await
     }
 
