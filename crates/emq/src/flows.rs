@@ -64,7 +64,15 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
         return Err(refused("the top parent has no on_failure: it is nobody's child".into()));
     }
     let queue = server.queue(&root.queue).await?;
-    let added = echomq::Flows::of(&queue).add(flow(root, None)?).await?;
+    let named = root.id.is_some();
+    let top = match &root.id {
+        Some(given) => given.parse::<JobId>()?,
+        None => JobId::mint(),
+    };
+    let added = match echomq::Flows::of(&queue).add(flow(root, Some(top.clone()))?).await {
+        Ok(added) => added,
+        Err(err) => return Err(added_in_part(&queue, &top, named, err).await),
+    };
     let children: Vec<String> = added.children.iter().map(ToString::to_string).collect();
     let line = serde_json::json!({
         "parent": added.parent.to_string(),
@@ -74,6 +82,29 @@ pub async fn run(server: &Server, command: Command) -> Result<(), Error> {
     });
     tell!("{line}");
     Ok(())
+}
+
+/// A flow whose adding failed: as it failed when its parent was not
+/// written (nothing was); else exit 4, with the parent's id and how to
+/// complete it, for its parent and some children stand and the rest do not.
+async fn added_in_part(queue: &echomq::Queue, top: &JobId, named: bool, err: echomq::Error) -> Error {
+    let written = queue.inspect(top).await.ok().flatten().is_some();
+    if !written {
+        return Box::new(err);
+    }
+    let again = match named {
+        true => "add the same file again".to_owned(),
+        false => format!("add the file again with \"id\": \"{top}\" on its top parent"),
+    };
+    let message = format!(
+        "{}\nthe flow was added in part: its parent {{{}}}{top} and the children before the failure were written, \
+         the rest not. Once the cause is fixed, {again} to complete it (its children's ids derive from the \
+         parent's, so nothing is added twice), within a minute: after that the queue's sweep counts a missing \
+         child gone, and fails the parent",
+        crate::failure::explain(&err),
+        queue.name()
+    );
+    Box::new(crate::failure::Exit::new(crate::failure::Failure::MaybeDone, message))
 }
 
 /// The parent `node`, its children built in turn. A node without an id

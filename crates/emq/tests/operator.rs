@@ -300,3 +300,39 @@ fn inspect_says_when_a_lease_ran_out() {
     let shown = shown();
     assert!(shown.contains("state     active") && shown.contains("takes it back to pending"), "{shown}");
 }
+
+/// A flow whose adding fails after its parent was written (a child's group
+/// at its MAX) exits 4, not 3 ("nothing was done"): it names the parent and
+/// how to complete it, and adding it so adds only what was missing.
+#[test]
+fn a_flow_added_in_part_says_so_and_how_to_complete_it() {
+    let server = RedisServer::start_with_module();
+    let emq = Emq { url: server.url(), via: "native" };
+    let scratch = Scratch::new("flow-part");
+    let (parents, children, capped) =
+        (unique_queue("parents"), unique_queue("children"), unique_queue("capped"));
+    emq.ok(&["limit", &capped, "--group", "T", "--max", "1"]);
+    emq.ok(&["enqueue", &capped, "first", "--group", "T"]);
+    let flow = |id: &str| {
+        format!(
+            r#"{{"queue": "{parents}", {id}"payload": "merge", "children": [{{"queue": "{children}", "payload": "a"}},
+                {{"queue": "{capped}", "payload": "b", "group": "T"}}]}}"#
+        )
+    };
+    std::fs::write(scratch.path("flow.json"), flow("")).unwrap();
+    let file = scratch.path("flow.json").to_str().unwrap().to_owned();
+    let failed = emq.command(&["flow", "add", &file]).output().unwrap();
+    let said = show(&failed);
+    assert_eq!(failed.status.code(), Some(4), "{said}");
+    assert!(said.contains("the flow was added in part") && said.contains("EMQFULL"), "{said}");
+    let id =
+        said.split("with \"id\": \"").nth(1).and_then(|rest| rest.split('"').next()).expect(&said).to_owned();
+    assert!(emq.ok(&["inspect", &id, "--queue", &parents]).contains("state     waiting"), "{said}");
+
+    emq.ok(&["limit", &capped, "--group", "T", "--max", "none"]);
+    std::fs::write(scratch.path("flow.json"), flow(&format!(r#""id": "{id}", "#))).unwrap();
+    let added: serde_json::Value = serde_json::from_str(&emq.ok(&["flow", "add", &file])).unwrap();
+    assert_eq!(added["created"], false, "{added}");
+    let shown = emq.ok(&["inspect", &id, "--queue", &parents]);
+    assert!(shown.contains("children  2 open of 2") && !shown.contains("not in its queue"), "{shown}");
+}
