@@ -176,7 +176,7 @@ enum Command {
     Delete(change::DeleteArgs),
     /// Delete finished jobs (done, dead or cancelled), optionally only old ones.
     Purge(ops::PurgeArgs),
-    /// Delete a queue's pending and delayed jobs (--active: its running ones too).
+    /// Delete a queue's pending, delayed and waiting jobs (flows' parents; --active: its running ones too).
     Drain(ops::DrainArgs),
     /// Delete a queue and every key it owns; refused while jobs are active, unless --force.
     DeleteQueue(ops::DeleteQueueArgs),

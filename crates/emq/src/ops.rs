@@ -222,6 +222,12 @@ pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
     let how = if args.active { Drain::WithActive } else { Drain::Waiting };
     let many = queues.len() > 1;
     let opened = queues_of(server, &queues).await?;
+    // Flows' parents waiting for their children are drained too: counted
+    // first, so that their children, which run on, can be said.
+    let mut parents = 0;
+    for queue in &opened {
+        parents += queue.stats().await.map_or(0, |stats| stats.waiting);
+    }
     let each = each_queue(&args.queue, &opened, "drained", |_, queue| async move {
         let drained = queue.drain(how).await?;
         if many {
@@ -230,8 +236,15 @@ pub async fn drain(server: &Server, args: DrainArgs) -> Result<(), Error> {
         Ok(drained)
     });
     let drained: u64 = each.await?.into_iter().sum();
-    let which = if args.active { "pending, delayed and active" } else { "pending and delayed" };
+    let which =
+        if args.active { "pending, delayed, waiting and active" } else { "pending, delayed and waiting" };
     tell!("drained {drained} {which} jobs from {}{}", args.queue, across(&queues));
+    if parents > 0 {
+        eprintln!(
+            "emq: note: about {parents} of them were flows' parents waiting for their children: children in \
+             other queues run on and tell no one (emq cancel of a parent by id takes its children with it)"
+        );
+    }
     Ok(())
 }
 

@@ -222,7 +222,7 @@ fn the_operations_commands() {
         assert!(cli.fails(&["enqueue", &dq, "c", "--unique", "k"]).contains("--unique-for"), "{via}");
         // Drain, then delete: the queue and its dedup key are gone.
         cli.ok(&["enqueue", &dq, "later", "--delay", "1h"]);
-        assert!(cli.ok(&["drain", &dq]).contains("drained 2 pending and delayed jobs"), "{via}");
+        assert!(cli.ok(&["drain", &dq]).contains("drained 2 pending, delayed and waiting jobs"), "{via}");
         cli.ok(&["enqueue", &dq, "x"]);
         assert!(
             cli.ok(&["delete-queue", &dq]).contains(&format!("deleted queue {dq} and its 1 jobs")),

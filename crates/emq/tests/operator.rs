@@ -336,3 +336,21 @@ fn a_flow_added_in_part_says_so_and_how_to_complete_it() {
     let shown = emq.ok(&["inspect", &id, "--queue", &parents]);
     assert!(shown.contains("children  2 open of 2") && !shown.contains("not in its queue"), "{shown}");
 }
+
+/// A drain deletes a flow's waiting parent too: it says so, and that its
+/// children run on and tell no one.
+#[test]
+fn a_drain_says_it_took_a_flow_s_parent() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("drain-parent");
+    let (parents, children) = (unique_queue("parents"), unique_queue("children"));
+    let flow = format!(
+        r#"{{"queue": "{parents}", "payload": "merge", "children": [{{"queue": "{children}", "payload": "a"}}]}}"#
+    );
+    std::fs::write(scratch.path("flow.json"), flow).unwrap();
+    emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()]);
+    let (said, noted) = emq.ok_said(&["drain", &parents]);
+    assert!(said.contains("drained 1 pending, delayed and waiting jobs"), "{said}");
+    assert!(noted.contains("1 of them were flows' parents") && noted.contains("tell no one"), "{noted}");
+}

@@ -280,7 +280,8 @@ fn list_find_and_the_bulk_commands_take_a_partitioned_queue_as_one() {
 
         // Drain and purge every partition.
         let said = emq.ok(&["drain", &q]);
-        let whole = format!(" pending and delayed jobs from {q} (its 4 partitions and its own queue)\n");
+        let whole =
+            format!(" pending, delayed and waiting jobs from {q} (its 4 partitions and its own queue)\n");
         assert!(said.starts_with("drained ") && said.ends_with(&whole), "{via}: {said}");
         for state in ["pending", "delayed"] {
             let (_, said) = emq.ok_said(&["list", &q, state]);
