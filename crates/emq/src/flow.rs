@@ -235,7 +235,10 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
     }
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
-    tell!("{}: {}", args.queue, describe(&settings));
+    match describe(&settings).as_str() {
+        "-" => tell!("{}: not paused, no limits", args.queue),
+        said => tell!("{}: {said}", args.queue),
+    }
     Ok(())
 }
 
@@ -364,28 +367,27 @@ pub async fn config(server: &Server, args: ConfigArgs) -> Result<(), Error> {
     let queue = server.queue(&args.queue).await?;
     let settings = queue.configure(config).await?;
     note_if_empty(&queue).await;
+    // Each setting's name padded to the longest's, `keep cancelled`.
+    let row = |name: &str, value: String| format!("  {name:<15}{value}");
+    let rate = settings.rate.map_or("none".into(), |Rate { claims, per }| {
+        format!("{claims}/{}", humantime::format_duration(per))
+    });
     let mut lines = vec![
         args.queue.clone(),
-        format!("  paused       {}", settings.paused),
-        format!("  concurrency  {}", settings.concurrency.map_or("none".into(), |n| n.to_string())),
-        format!(
-            "  rate         {}",
-            settings.rate.map_or("none".into(), |Rate { claims, per }| format!(
-                "{claims}/{}",
-                humantime::format_duration(per)
-            ))
-        ),
+        row("paused", settings.paused.to_string()),
+        row("concurrency", settings.concurrency.map_or("none".into(), |n| n.to_string())),
+        row("rate", rate),
     ];
     let kept =
         [("done", settings.keep_done), ("dead", settings.keep_dead), ("cancelled", settings.keep_cancelled)];
     for (state, keep) in kept {
         let age = keep.age.map_or("any age".into(), |age| format!("{}", humantime::format_duration(age)));
         let count = keep.count.map_or("any number".into(), |n| format!("at most {n}"));
-        lines.push(format!("  keep {state:<10} {age}, {count}"));
+        lines.push(row(&format!("keep {state}"), format!("{age}, {count}")));
     }
     lines.push(match settings.events {
-        EventLog::Off => "  events       off".into(),
-        EventLog::Keep(n) => format!("  events       about the last {n}"),
+        EventLog::Off => row("events", "off".into()),
+        EventLog::Keep(n) => row("events", format!("about the last {n}")),
     });
     for line in lines {
         if only_reads {

@@ -318,7 +318,7 @@ fn the_flow_control_commands() {
         let limited = cli.ok(&["limit", &q, "--rate", "100/1s", "--concurrency", "10"]);
         assert!(limited.contains("paused, concurrency 10, rate 100/1s"), "{via}: {limited}");
         let shown = cli.ok(&["config", &q]);
-        for line in ["paused       true", "concurrency  10", "rate         100/1s"] {
+        for line in ["paused         true", "concurrency    10", "rate           100/1s"] {
             assert!(shown.contains(line), "{via}: {line:?} not in {shown}");
         }
         // Bad input: refused before anything is sent, the settings unchanged.
@@ -327,7 +327,7 @@ fn the_flow_control_commands() {
         assert!(cli.fails(&["limit", &q, "--rate", "5/2d"]).contains("from 1ms to 24h"), "{via}");
         assert!(cli.fails(&["limit", &q, "--concurrency", "0"]).contains("none"), "{via}");
         assert!(cli.fails(&["limit", &q]).contains("--rate <RATE>|--concurrency <CONCURRENCY>"), "{via}");
-        assert!(cli.ok(&["config", &q]).contains("concurrency  10"), "{via}");
+        assert!(cli.ok(&["config", &q]).contains("concurrency    10"), "{via}");
 
         // A worker over the paused queue claims nothing; resumed, it runs the job.
         let mut worker = work(&cli, &q);
@@ -339,15 +339,15 @@ fn the_flow_control_commands() {
 
         let cleared = cli.ok(&["config", &q, "--rate", "none", "--concurrency", "none"]);
         assert!(
-            cleared.contains("concurrency  none") && cleared.contains("rate         none"),
+            cleared.contains("concurrency    none") && cleared.contains("rate           none"),
             "{via}: {cleared}"
         );
         assert!(cli.ok(&["stats", &q]).lines().any(|l| l.starts_with(&q) && l.ends_with("-")), "{via}");
 
         // Retention: the defaults shown, then changed; bad input refused.
-        assert!(cli.ok(&["config", &q]).contains("keep done       1day, at most 10000"), "{via}");
+        assert!(cli.ok(&["config", &q]).contains("keep done      1day, at most 10000"), "{via}");
         let kept = cli.ok(&["config", &q, "--keep-done", "none/1", "--keep-dead", "7days/none"]);
-        for line in ["keep done       any age, at most 1", "keep dead       7days, any number"] {
+        for line in ["keep done      any age, at most 1", "keep dead      7days, any number"] {
             assert!(kept.contains(line), "{via}: {line:?} not in {kept}");
         }
         assert!(cli.fails(&["config", &q, "--keep-done", "1h"]).contains("AGE/COUNT"), "{via}");
@@ -527,7 +527,7 @@ fn emq_events_follows_a_job_and_emq_result_waits_for_its_result() {
         assert!(inspected.contains("header    tenant: acme"), "{via}: {inspected}");
 
         let quiet = cli.ok(&["config", &q, "--events", "off"]);
-        assert!(quiet.contains("events       off"), "{via}: {quiet}");
+        assert!(quiet.contains("events         off"), "{via}: {quiet}");
     }
 }
 
@@ -642,6 +642,6 @@ fn a_writing_command_whose_reader_is_gone_still_does_it_all() {
     }
     closed(&["pause", &q, &other]);
     for queue in [&q, &other] {
-        assert!(cli.ok(&["config", queue]).contains("paused       true"), "{queue}");
+        assert!(cli.ok(&["config", queue]).contains("paused         true"), "{queue}");
     }
 }
