@@ -16,7 +16,7 @@ async fn send(email: &Email) -> anyhow::Result<()> {
 async fn main() -> anyhow::Result<()> {
     let client = redis::Client::open("redis://127.0.0.1:6390/")?;
     let q = Queue::new(echomq::connect(&client).await?, "emails")?; // native module, else Lua
-    q.enqueue_json(&Email { to: "ada@example.com".into() }).await?; // JOB_01J…, FIFO per priority
+    q.enqueue_json(&Email { to: "ada@example.com".into() }).await?; // JOB_01…, FIFO per priority
 
     // Leases, heartbeats, retries, fencing: the worker's; the job is yours.
     let worker = Worker::new(q, |job: JobContext| async move {

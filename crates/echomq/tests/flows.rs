@@ -554,7 +554,7 @@ async fn a_dead_parent_retried_waits_for_its_children_and_a_retried_child_tells_
 
 /// A parent that died of a child is refused a retry while that child,
 /// retried, has not told it its end (RETRY would count it ended and run the
-/// parent first); `retry_now` sends it all the same.
+/// parent first); `Flows::retry_now` sends it all the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retrying_a_parent_before_its_retried_child_ends_is_refused() {
     let (_server, executors) = common::three_executors().await;
@@ -574,7 +574,7 @@ async fn retrying_a_parent_before_its_retried_child_ends_is_refused() {
         assert!(err.to_string().contains(&format!("({{{}}}{a} pending)", children.name())), "{name}: {err}");
         let state = parents.inspect(&parent).await.unwrap().expect("the parent").record.state;
         assert_eq!(state, State::Dead, "{name}: nothing changed");
-        parents.retry_now(&parent).await.unwrap();
+        echomq::Flows::of(&parents).retry_now(&parent).await.unwrap();
         let state = parents.inspect(&parent).await.unwrap().expect("the parent").record.state;
         assert_eq!(state, State::Pending, "{name}: it reads a dead, as RETRY alone does");
     }

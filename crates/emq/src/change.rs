@@ -59,7 +59,7 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         if let Some(children) = children.as_ref().filter(|_| !force) {
             refuse_rerun(queue.executor(), children).await?;
         }
-        queue.retry_now(&id).await?;
+        echomq::Flows::of(&queue).retry_now(&id).await?;
         // A flow's child whose parent will not hear its end: said.
         if let Some(why) = parent_deaf(server, &queue, &id).await {
             tell!("{id}: {why}");
@@ -77,12 +77,22 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
     .await
 }
 
-/// Why the end of flow child `id`, just retried, reaches no parent, when
-/// it does not; a failure to look is no reason to fail the retry done.
+/// What becomes of the parent of flow child `id`, just retried, when it
+/// needs saying: it will not hear the child's end, or it is dead and waits
+/// for a retry of its own. A failure to look is no reason to fail the retry done.
 async fn parent_deaf(server: &Server, queue: &echomq::Queue, id: &JobId) -> Option<String> {
     let link = crate::inspect::parse_link(&crate::inspect::link_of(server, queue.name(), id).await.ok()??)?;
-    let why = crate::inspect::deaf_parent(server, &link).await.ok()??;
-    Some(format!("its parent {} will not hear its end ({why})", link.parent))
+    if let Some(why) = crate::inspect::deaf_parent(server, &link).await.ok()? {
+        return Some(format!("its parent {} will not hear its end ({why})", link.parent));
+    }
+    let dead = crate::inspect::state_in_queue(server, &link.parent).await.ok()?? == State::Dead;
+    dead.then(|| {
+        format!(
+            "its parent {} is dead: it hears this job's end, and runs again only when retried itself (emq retry {}), \
+             once this job has ended",
+            link.parent, link.parent
+        )
+    })
 }
 
 /// A dead flow parent with a child it heard died that was retried since
@@ -203,7 +213,18 @@ pub async fn cancel(server: &Server, args: CancelArgs) -> Result<(), Error> {
         return bulk(server, &selection, Action::Cancel, args.yes).await;
     }
     let args = JobsArgs { ids: args.ids, queue: args.queue };
-    each_job(server, args, "cancelled", |queue, id| async move { queue.cancel(&id).await }).await
+    each_job(server, args, "cancelled", |queue, id| async move {
+        let running = queue.inspect(&id).await?.is_some_and(|found| found.record.state == State::Active);
+        let cancelled = queue.cancel(&id).await?;
+        if running && cancelled {
+            tell!(
+                "{id} was running: its worker stops it at its next heartbeat (within a third of its lease); its \
+                 place (its group's, under a cap) is free at once"
+            );
+        }
+        Ok(cancelled)
+    })
+    .await
 }
 
 #[derive(clap::Args, Debug)]
@@ -256,6 +277,12 @@ pub async fn delete(server: &Server, args: DeleteArgs) -> Result<(), Error> {
         applied.add(select::apply_ids(&executor, queue, state, ids, Action::Delete).await?);
     }
     tell!("deleted {} of {} {state} job(s) of {}", applied.changed, args.ids.len(), args.queue);
+    if state == State::Waiting && applied.changed > 0 {
+        eprintln!(
+            "emq: note: a flow's parent deleted leaves its children: those still to run, in their queues, run on \
+             and tell no one (emq cancel of a parent by id takes them with it)"
+        );
+    }
     if applied.skipped > 0 {
         eprintln!("{} not {state} in {} (left alone)", applied.skipped, args.queue);
     }

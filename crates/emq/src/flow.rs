@@ -202,6 +202,12 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
         change.paused = (args.pause || args.resume).then_some(args.pause);
         let group = QueueGroups::of(&queue).set(change).await?;
         note_if_empty(&queue).await;
+        if group.pending == 0 && group.running == 0 {
+            eprintln!(
+                "emq: note: group {} of {} holds no job (a misspelt name?); its settings apply to the jobs it gets",
+                group.group, args.queue
+            );
+        }
         tell!("{} group {}: {}", args.queue, group.group, describe_group(&group));
         return Ok(());
     }

@@ -196,6 +196,13 @@ async fn flow_of(server: &Server, queue: &str, id: &JobId, state: State) -> Resu
                 None => "dead, gone from its queue since".to_owned(),
             },
             Some(outcome) => outcome.as_str().to_owned(),
+            // A parent done or cancelled hears nothing more: the entry stays open.
+            None if matches!(state, State::Done | State::Cancelled) => {
+                match state_in_queue(server, &child.child).await? {
+                    Some(theirs) => format!("never heard of (the parent ended first), {theirs} in its queue"),
+                    None => "never heard of (the parent ended first), not in its queue".to_owned(),
+                }
+            }
             None => match state_in_queue(server, &child.child).await? {
                 Some(state) => format!("open, {state} in its queue"),
                 None => "open, not in its queue (yet)".to_owned(),
@@ -245,7 +252,7 @@ pub async fn deaf_parent(server: &Server, link: &echomq::Link) -> Result<Option<
 }
 
 /// The state of job `job` in its own queue; `None` when it is not there.
-async fn state_in_queue(server: &Server, job: &JobRef) -> Result<Option<State>, Error> {
+pub async fn state_in_queue(server: &Server, job: &JobRef) -> Result<Option<State>, Error> {
     Ok(server.queue(&job.queue).await?.inspect(&job.id).await?.map(|found| found.record.state))
 }
 

@@ -354,3 +354,66 @@ fn a_drain_says_it_took_a_flow_s_parent() {
     assert!(said.contains("drained 1 pending, delayed and waiting jobs"), "{said}");
     assert!(noted.contains("1 of them were flows' parents") && noted.contains("tell no one"), "{noted}");
 }
+
+/// A setting on a group that holds no job notes a misspelt name; cancelling
+/// a running job says its worker stops it at its next heartbeat.
+#[test]
+fn notes_on_a_group_with_no_job_and_a_cancelled_running_job() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("notes");
+    let q = unique_queue("notes");
+    let id = emq.ok(&["enqueue", &q, "x", "--group", "A"]).trim().to_owned();
+    let (_, noted) = emq.ok_said(&["limit", &q, "--group", "Aa", "--cap", "1"]);
+    assert!(noted.contains(&format!("group Aa of {q} holds no job (a misspelt name?)")), "{noted}");
+    let (_, noted) = emq.ok_said(&["limit", &q, "--group", "A", "--cap", "1"]);
+    assert!(!noted.contains("misspelt"), "{noted}");
+    let _worker = emq.work(
+        &[&q, "--", "sh", "-c", r#"touch "$DIR/began"; sleep 60"#],
+        &scratch.0,
+        &scratch.path("log"),
+    );
+    eventually("the job runs", || scratch.path("began").exists());
+    let said = emq.ok(&["cancel", &id, "--queue", &q]);
+    assert!(said.contains(&format!("{id} was running: its worker stops it at its next heartbeat")), "{said}");
+}
+
+/// A flow's notes: a child retried while its parent is dead says the parent
+/// waits for a retry of its own; a cancelled parent's children it never
+/// heard of are said so; deleting a waiting parent notes its children.
+#[test]
+fn notes_on_a_flow_s_parent_dead_cancelled_or_deleted() {
+    let server = RedisServer::start();
+    let emq = Emq { url: server.url(), via: "lua" };
+    let scratch = Scratch::new("flow-notes");
+    let (parents, children) = (unique_queue("parents"), unique_queue("children"));
+    let add = |payload: &str| -> serde_json::Value {
+        let flow = format!(
+            r#"{{"queue": "{parents}", "payload": "{payload}", "children": [{{"queue": "{children}", "payload": "c"}}]}}"#
+        );
+        std::fs::write(scratch.path("flow.json"), flow).unwrap();
+        serde_json::from_str(&emq.ok(&["flow", "add", scratch.path("flow.json").to_str().unwrap()])).unwrap()
+    };
+    let first = add("one");
+    let parent = first["parent"].as_str().unwrap();
+    assert!(emq.ok(&["cancel", parent]).contains("cancelled"));
+    let shown = emq.ok(&["inspect", parent]);
+    assert!(shown.contains("never heard of (the parent ended first), cancelled in its queue"), "{shown}");
+
+    let second = add("two");
+    let (parent, child2) = (second["parent"].as_str().unwrap(), second["children"][0].as_str().unwrap());
+    let worker = emq.work(
+        &[&children, "--max-attempts", "1", "--", "sh", "-c", "exit 1"],
+        &scratch.0,
+        &scratch.path("log"),
+    );
+    eventually("the parent died of its child", || emq.ok(&["inspect", parent]).contains("state     dead"));
+    drop(worker);
+    let said = emq.ok(&["retry", child2]);
+    assert!(said.contains(&format!("its parent {parent} is dead: it hears this job's end")), "{said}");
+
+    let third = add("three");
+    let id = third["parent"].as_str().unwrap().split_once('}').unwrap().1.to_owned();
+    let (_, noted) = emq.ok_said(&["delete", "--queue", &parents, "--state", "waiting", &id]);
+    assert!(noted.contains("a flow's parent deleted leaves its children"), "{noted}");
+}

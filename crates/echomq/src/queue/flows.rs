@@ -256,6 +256,18 @@ impl<'q> Flows<'q> {
         self.queue.run(&Children { id: id.clone() }).await
     }
 
+    /// Send a dead job of this queue back to pending at once: RETRY alone,
+    /// without [`Queue::retry`]'s look at a parent's children (a parent
+    /// then reads a child it heard died as dead, even one that runs again).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NoJob`] when there is no such job;
+    /// [`ErrorKind::State`] for a job that is not dead; as
+    /// [`Queue::cancel`] otherwise.
+    pub async fn retry_now(&self, id: &JobId) -> Result<()> {
+        self.queue.run(&crate::transition::Retry { id: id.clone() }).await
+    }
+
     /// The children of a parent, as [`children`](Flows::children) read
     /// them, that it heard died and that were retried since without its
     /// hearing their end yet, each with its state in its queue (`done`

@@ -220,12 +220,12 @@ impl Queue {
     /// refused: RETRY counts a child recorded dead as ended, so retried now
     /// the parent would run before that child's second end and read it dead
     /// (PROTOCOL.md §7, RETRY; [`Flows::running_again`](crate::Flows::running_again)).
-    /// [`retry_now`](Queue::retry_now) sends it all the same. A read of the
-    /// job's children first, and one a child it heard died.
+    /// [`Flows::retry_now`](crate::Flows::retry_now) sends it all the same.
+    /// A read of the job's children first, and one a child it heard died.
     ///
     /// # Errors
     /// [`ErrorKind::State`](crate::ErrorKind::State) for such a parent,
-    /// naming those children, nothing changed; as [`retry_now`](Queue::retry_now).
+    /// naming those children, nothing changed; as [`Flows::retry_now`](crate::Flows::retry_now).
     pub async fn retry(&self, id: &JobId) -> Result<()> {
         let flows = crate::Flows::of(self);
         if let Some(children) = flows.children(id).await? {
@@ -243,18 +243,7 @@ impl Queue {
                 ));
             }
         }
-        self.retry_now(id).await
-    }
-
-    /// Send a dead job back to pending: RETRY alone, without
-    /// [`retry`](Queue::retry)'s look at a parent's children.
-    ///
-    /// # Errors
-    /// [`ErrorKind::NoJob`](crate::ErrorKind::NoJob) when there is no such
-    /// job; [`ErrorKind::State`](crate::ErrorKind::State) for a job that is not
-    /// dead; as [`cancel`](Queue::cancel) otherwise.
-    pub async fn retry_now(&self, id: &JobId) -> Result<()> {
-        self.run(&Retry { id: id.clone() }).await
+        flows.retry_now(id).await
     }
 
     /// A job's record, last error and last progress; `None` when there is no such job.

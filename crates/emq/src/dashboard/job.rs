@@ -407,7 +407,9 @@ pub async fn job_action(
             // A child that died and runs again: the parent would run first (emq retry says why).
             let done = match crate::change::rerun_children(&queue, &id).await.map_err(Problem::from) {
                 // Looked at just now, with the page's own words for a refusal.
-                Ok(rerun) if rerun.is_empty() => queue.retry_now(&id).await.map_err(Problem::from),
+                Ok(rerun) if rerun.is_empty() => {
+                    echomq::Flows::of(&queue).retry_now(&id).await.map_err(Problem::from)
+                }
                 Ok(rerun) => Err(Problem::Conflict(format!(
                     "{}. Retry it once they have (emq retry --force runs it now)",
                     crate::change::rerun_said(&rerun)
