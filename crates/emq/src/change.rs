@@ -59,7 +59,22 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         if let Some(children) = children.as_ref().filter(|_| !force) {
             refuse_rerun(queue.executor(), children).await?;
         }
-        echomq::Flows::of(&queue).retry_now(&id).await?;
+        if let Err(err) = echomq::Flows::of(&queue).retry_now(&id).await {
+            // A parent still waiting for its children: how many, and what ends the wait.
+            return Err(match children.as_ref() {
+                Some(children) if err.kind == echomq::ErrorKind::State && err.text().contains("waiting") => {
+                    let said = format!(
+                        "{}: it waits for {} of its {} children (emq inspect lists them), and runs once they have \
+                         ended",
+                        err.text(),
+                        children.open,
+                        children.children.len()
+                    );
+                    echomq::Error::new(echomq::ErrorKind::State, said)
+                }
+                _ => err,
+            });
+        }
         // A flow's child whose parent will not hear its end: said.
         if let Some(why) = parent_deaf(server, &queue, &id).await {
             tell!("{id}: {why}");

@@ -778,6 +778,7 @@ async fn a_partitioned_queue_shows_its_totals() {
     let page = dashboard.get(&format!("/queues/{name}"));
     assert_eq!(page.status(), 200, "{page:?}");
     assert!(page.has("Partitioned over 4 queues") && page.has("0 of 4 partitions paused"), "{page:?}");
+    assert!(page.has("limits: exact, 50/1s, at most 8 running"), "the exact limits: {page:?}");
     for k in 0..4 {
         let partition = echomq::partition::partition_name(&name, k, 4);
         let pending = parted.partitions()[k].stats().await.unwrap().pending;

@@ -413,6 +413,9 @@ fn notes_on_a_flow_s_parent_dead_cancelled_or_deleted() {
     assert!(said.contains(&format!("its parent {parent} is dead: it hears this job's end")), "{said}");
 
     let third = add("three");
+    let refused = emq.command(&["retry", third["parent"].as_str().unwrap()]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(5), "{}", show(&refused));
+    assert!(show(&refused).contains("it waits for 1 of its 1 children"), "{}", show(&refused));
     let id = third["parent"].as_str().unwrap().split_once('}').unwrap().1.to_owned();
     let (_, noted) = emq.ok_said(&["delete", "--queue", &parents, "--state", "waiting", &id]);
     assert!(noted.contains("a flow's parent deleted leaves its children"), "{noted}");

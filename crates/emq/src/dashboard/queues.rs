@@ -247,11 +247,11 @@ async fn partitioned_page(
     let name = partitioned.name();
     let mut rows = Vec::new();
     for queue in partitioned.partitions().iter().chain([&queue_of(app, name)?]) {
-        let paused = settings_of(app, queue).await?.paused;
-        rows.push((queue.name().to_owned(), queue.stats().await?, paused));
+        let settings = settings_of(app, queue).await?;
+        rows.push((queue.name().to_owned(), queue.stats().await?, settings));
     }
     let total = rows.iter().fold(StatsReply::default(), |sum, (_, stats, _)| sum + *stats);
-    let paused = rows.iter().filter(|(queue, _, paused)| *paused && queue != name).count();
+    let paused = rows.iter().filter(|(queue, _, settings)| settings.paused && queue != name).count();
     let body = html! {
         h1 { "Queue " (name) }
         p.note #partitioned {
@@ -259,7 +259,7 @@ async fn partitioned_page(
              unique key names. FIFO and priority hold within a partition, not across them."
         }
         div.bar {
-            span #flow { (paused) " of " (rows.len() - 1) " partitions paused" }
+            span #flow { (paused) " of " (rows.len() - 1) " partitions paused; limits: " (exact_limits(partitioned)) }
             @if let Some(token) = token {
                 (html::button(&queue_path(name, "/pause"), "pause", "pause all", token))
                 (html::button(&queue_path(name, "/resume"), "resume", "resume all", token))
@@ -268,14 +268,14 @@ async fn partitioned_page(
         h2 { "Partitions" }
         (html::scroll(&html! {
             table #partitions {
-                tr { th { "queue" } @for state in State::ALL { th.n { (state) } } th { "paused" } }
-                @for (queue, stats, paused) in &rows {
+                tr { th { "queue" } @for state in State::ALL { th.n { (state) } } th { "flow" } }
+                @for (queue, stats, settings) in &rows {
                     tr data-partition=(queue) {
                         td { a href=(queue_path(queue, "")) { (queue) } @if queue == name { " (its own)" } }
                         @for state in State::ALL {
                             td.n { a href=(queue_path(queue, &format!("/state/{state}"))) { (stats.of(state)) } }
                         }
-                        td { (paused) }
+                        td { (crate::flow::describe(settings)) }
                     }
                 }
                 tr #total { th { "all" } @for state in State::ALL { td.n { (total.of(state)) } } td {} }
