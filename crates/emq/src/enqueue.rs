@@ -98,6 +98,9 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
             _ => Exit::new(Failure::NotDone, not_done(&err)), // a read: nothing was written
         }
     })?;
+    if partitioned.is_none() {
+        shaped_as_a_partition(&queue, &args.queue).await?;
+    }
     if !args.jsonl {
         let given = match args.id {
             Some(id) => options.clone().id(id),
@@ -118,6 +121,26 @@ pub async fn run(server: &Server, args: Args) -> Result<(), Error> {
         return Ok(());
     }
     many(&queue, partitioned.as_ref(), &payloads, &options).await
+}
+
+/// A queue named `<p>~<k>~<s>` beside a partitioned queue `p` is refused
+/// (exit 5, nothing written): a job put straight into a partition, or into
+/// a queue named as one, is not where routing by its id looks for it, so
+/// `emq inspect --queue p` and the rest would not find it.
+async fn shaped_as_a_partition(queue: &echomq::Queue, name: &str) -> Result<(), Error> {
+    let Some(home) = crate::stats::partitioned_home(name) else { return Ok(()) };
+    let Ok(Some(partitioned)) = Partitioned::find(queue.executor().clone(), &home).await else {
+        return Ok(());
+    };
+    let what = match partitioned.partitions().iter().any(|partition| partition.name() == name) {
+        true => "is a partition of",
+        false => "is named as a partition of",
+    };
+    let message = format!(
+        "{name} {what} the partitioned queue {home}: enqueue to {home}, which puts each job in the partition \
+         its id (or group, or unique key) names, where every command finds it"
+    );
+    Err(Box::new(Exit::new(Failure::Refused, message)))
 }
 
 /// Where a job with `options` goes, and its id: `queue`, or for a

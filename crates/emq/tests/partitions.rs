@@ -343,6 +343,17 @@ fn limits_that_stack_are_said_and_a_change_partly_made_exits_4() {
     assert!(said.contains("  exact across them: concurrency 20\n"), "the exact one still holds: {said}");
     assert!(!noted.contains("both hold"), "{noted}");
 
+    // A job is not put straight into a partition, nor a queue named as one.
+    for name in [partition_name(&q, 1, 4), format!("{q}~0~99999")] {
+        let refused = emq.command(&["enqueue", &name, "x"]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(5), "{}", show(&refused));
+        assert!(
+            show(&refused).contains(&format!("the partitioned queue {q}: enqueue to {q}")),
+            "{}",
+            show(&refused)
+        );
+    }
+
     // A user whose ACL reaches partitions 0 and 1 of 4, and the definition.
     let mut conn = server.client().get_connection().unwrap();
     let mut acl = redis::cmd("ACL");
