@@ -155,9 +155,14 @@ defmodule EchoMQ.JobsTest do
 
     # The parent heard it died; it was retried since (pending again).
     {:ok, _} = Redis.query(conn, ["HSET", EchoMQ.Keyspace.children_key(queue, parent), ref, "dead", "open", "0"])
+    # A waiting parent is RETRY's to refuse, as it is.
+    assert Jobs.retry(conn, queue, parent, via: via) == {:error, :state}
+    # The parent died of it (as RESOLVE would have made it).
+    {:ok, _} = Redis.query(conn, ["HSET", "emq:{#{queue}}:job:#{parent}", "state", "dead"])
+    {:ok, _} = Redis.query(conn, ["ZREM", "emq:{#{queue}}:waiting", parent])
+    {:ok, _} = Redis.query(conn, ["ZADD", "emq:{#{queue}}:dead", "1", parent])
     assert Jobs.retry(conn, queue, parent, via: via) == {:error, {:running_again, ["#{ref} pending"]}}
-    # RETRY alone: the parent waits, not dead, so RETRY refuses it as it is.
-    assert Jobs.retry(conn, queue, parent, via: via, force: true) == {:error, :state}
+    assert Jobs.retry(conn, queue, parent, via: via, force: true) == {:ok, :retried}
   end
 
   both "inspect reads a job's group with its seventh key (1.7)", ctx do

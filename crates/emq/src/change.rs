@@ -57,7 +57,10 @@ pub async fn retry(server: &Server, args: RetryArgs) -> Result<(), Error> {
         // Read once, before RETRY: it does not change them.
         let children = echomq::Flows::of(&queue).children(&id).await?;
         if let Some(children) = children.as_ref().filter(|_| !force) {
-            refuse_rerun(queue.executor(), children).await?;
+            // Only a dead parent: RETRY refuses any other as it is, said below.
+            if queue.inspect(&id).await?.is_some_and(|job| job.record.state == State::Dead) {
+                refuse_rerun(queue.executor(), children).await?;
+            }
         }
         if let Err(err) = echomq::Flows::of(&queue).retry_now(&id).await {
             // A parent still waiting for its children: how many, and what ends the wait.
@@ -229,7 +232,8 @@ pub async fn cancel(server: &Server, args: CancelArgs) -> Result<(), Error> {
     }
     let args = JobsArgs { ids: args.ids, queue: args.queue };
     each_job(server, args, "cancelled", |queue, id| async move {
-        let running = queue.inspect(&id).await?.is_some_and(|found| found.record.state == State::Active);
+        // Only for the note: a failed look does not stop the cancel.
+        let running = queue.inspect(&id).await.ok().flatten().is_some_and(|found| found.record.state == State::Active);
         let cancelled = queue.cancel(&id).await?;
         if running && cancelled {
             tell!(

@@ -204,7 +204,8 @@ pub async fn limit(server: &Server, args: LimitArgs) -> Result<(), Error> {
         note_if_empty(&queue).await;
         if group.pending == 0 && group.running == 0 {
             eprintln!(
-                "emq: note: group {} of {} holds no job (a misspelt name?); its settings apply to the jobs it gets",
+                "emq: note: group {} of {} holds no job pending or running (a misspelt name?); its settings apply to the \
+                 jobs it gets",
                 group.group, args.queue
             );
         }

@@ -365,7 +365,10 @@ fn notes_on_a_group_with_no_job_and_a_cancelled_running_job() {
     let q = unique_queue("notes");
     let id = emq.ok(&["enqueue", &q, "x", "--group", "A"]).trim().to_owned();
     let (_, noted) = emq.ok_said(&["limit", &q, "--group", "Aa", "--cap", "1"]);
-    assert!(noted.contains(&format!("group Aa of {q} holds no job (a misspelt name?)")), "{noted}");
+    assert!(
+        noted.contains(&format!("group Aa of {q} holds no job pending or running (a misspelt name?)")),
+        "{noted}"
+    );
     let (_, noted) = emq.ok_said(&["limit", &q, "--group", "A", "--cap", "1"]);
     assert!(!noted.contains("misspelt"), "{noted}");
     let _worker = emq.work(

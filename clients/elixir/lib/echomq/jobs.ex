@@ -266,7 +266,10 @@ defmodule EchoMQ.Jobs do
               state not in ["dead", "cancelled"],
               do: "#{child} #{state}"
 
-        if again == [], do: :ok, else: {:error, {:running_again, again}}
+        # Only a dead parent: RETRY refuses any other as it is.
+        if again == [] or not match?({:ok, %{state: "dead"}}, inspect(conn, queue, id, opts)),
+          do: :ok,
+          else: {:error, {:running_again, again}}
 
       _ ->
         :ok

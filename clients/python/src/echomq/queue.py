@@ -423,7 +423,8 @@ class Queue:
             for child in _heard_dead(await self.children(job_id)):
                 other = Queue(self.connection, Keyspace(child.ref.queue))
                 again += _running_again(child, await other.inspect(child.ref.id))
-            if again:
+            # Only a dead parent: RETRY refuses any other as it is.
+            if again and getattr(await self.inspect(job_id), "state", None) == "dead":
                 raise StateError(_reruns_said(job_id, again))
         await self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 
@@ -868,7 +869,7 @@ class SyncQueue:
             again = []
             for child in _heard_dead(self.children(job_id)):
                 again += _running_again(child, self._other(child.ref.queue).inspect(child.ref.id))
-            if again:
+            if again and getattr(self.inspect(job_id), "state", None) == "dead":
                 raise StateError(_reruns_said(job_id, again))
         self.executor.run(calls.one_id("retry", self.keyspace, job_id))
 

@@ -230,7 +230,10 @@ impl Queue {
         let flows = crate::Flows::of(self);
         if let Some(children) = flows.children(id).await? {
             let again = flows.running_again(&children).await?;
-            if !again.is_empty() {
+            // Only a dead parent: RETRY refuses any other as it is.
+            let dead =
+                || async { Ok::<_, crate::Error>(self.inspect(id).await?.map(|job| job.record.state)) };
+            if !again.is_empty() && dead().await? == Some(State::Dead) {
                 let named: Vec<String> =
                     again.iter().map(|(child, state)| format!("{child} {state}")).collect();
                 return Err(crate::Error::new(
