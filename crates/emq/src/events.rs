@@ -48,8 +48,6 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
     };
     let mut printed = 0;
     let mut out = std::io::stdout().lock();
-    // The last event read, printed or passed over: where a follow that broke resumes.
-    let mut last: Option<String> = args.after.clone();
     while args.count.is_none_or(|count| printed < count) {
         let next = match args.idle {
             Some(idle) => events.next_within(idle).await,
@@ -58,9 +56,9 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
         let event = match next {
             Ok(Some(event)) => event,
             Ok(None) => break,
-            Err(err) => return Err(resumable(err, &args, last.as_deref())),
+            // Where a follow that broke resumes: after the last event read, or its start.
+            Err(err) => return Err(resumable(err, &args, &events.after().to_string())),
         };
-        last = Some(event.id.to_string());
         if args.job.as_ref().is_some_and(|job| event.job.as_ref() != Some(job)) {
             continue;
         }
@@ -73,14 +71,9 @@ pub async fn events(server: &Server, args: EventsArgs) -> Result<(), Error> {
 
 /// A follow that broke, with the command that resumes it where it stopped
 /// (the log keeps what came meanwhile, as far as its length allows).
-fn resumable(err: echomq::Error, args: &EventsArgs, last: Option<&str>) -> Error {
+fn resumable(err: echomq::Error, args: &EventsArgs, after: &str) -> Error {
     let code = crate::failure::exit_code(&err, true);
-    let from = match last {
-        Some(id) => format!("--after {id}"),
-        None if args.from_start => "--from-start".to_owned(),
-        // Nothing read yet: the events after its start are lost to a new follow.
-        None => "--from-start (nothing was read: the log's events, kept since before it began)".to_owned(),
-    };
+    let from = format!("--after {after}");
     let job = args.job.as_ref().map_or(String::new(), |job| format!(" --job {job}"));
     let message = format!(
         "{}\nto go on where it stopped: emq events {}{job} {from}",
